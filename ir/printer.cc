@@ -1,0 +1,237 @@
+// Printer for expressions, statements and loop nests. The text is stable: golden tests rely on it.
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/expr.h"
+#include "ir/stmt.h"
+
+namespace tilesearch::ir {
+namespace {
+
+const char* BinarySymbol(ExprKind k) {
+  switch (k) {
+    case ExprKind::kAdd: return " + ";
+    case ExprKind::kSub: return " - ";
+    case ExprKind::kMul: return "*";
+    case ExprKind::kDiv: return "/";
+    case ExprKind::kMod: return " % ";
+    case ExprKind::kEQ: return " == ";
+    case ExprKind::kNE: return " != ";
+    case ExprKind::kLT: return " < ";
+    case ExprKind::kLE: return " <= ";
+    case ExprKind::kGT: return " > ";
+    case ExprKind::kGE: return " >= ";
+    case ExprKind::kAnd: return " && ";
+    case ExprKind::kOr: return " || ";
+    default: return nullptr;
+  }
+}
+
+// Shortest text that reads back as the same double.
+std::string FormatFloat(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+
+void Print(std::ostream& os, const Expr& e) {
+  if (!e.defined()) {
+    os << "<undefined>";
+    return;
+  }
+  if (IsBinaryKind(e.kind())) {
+    auto [a, b] = BinaryOperands(e);
+    if (e.kind() == ExprKind::kMin || e.kind() == ExprKind::kMax) {
+      os << (e.kind() == ExprKind::kMin ? "min(" : "max(");
+      Print(os, a);
+      os << ", ";
+      Print(os, b);
+      os << ")";
+      return;
+    }
+    os << "(";
+    Print(os, a);
+    os << BinarySymbol(e.kind());
+    Print(os, b);
+    os << ")";
+    return;
+  }
+  switch (e.kind()) {
+    case ExprKind::kIntImm: {
+      const auto* imm = e.as<IntImmNode>();
+      if (e.type() == ScalarType::kBool) {
+        os << (imm->value ? "true" : "false");
+      } else {
+        os << imm->value;
+        if (e.type() == ScalarType::kInt32) os << "i32";
+      }
+      return;
+    }
+    case ExprKind::kFloatImm: {
+      os << FormatFloat(e.as<FloatImmNode>()->value);
+      if (e.type() == ScalarType::kFloat32) os << "f";
+      if (e.type() == ScalarType::kFloat16) os << "h";
+      if (e.type() == ScalarType::kBFloat16) os << "bf";
+      return;
+    }
+    case ExprKind::kVar: os << e.as<VarNode>()->name; return;
+    case ExprKind::kNot:
+      os << "!";
+      Print(os, e.as<NotNode>()->a);
+      return;
+    case ExprKind::kSelect: {
+      const auto* s = e.as<SelectNode>();
+      os << "select(";
+      Print(os, s->cond);
+      os << ", ";
+      Print(os, s->true_value);
+      os << ", ";
+      Print(os, s->false_value);
+      os << ")";
+      return;
+    }
+    case ExprKind::kCast:
+      os << TypeName(e.type()) << "(";
+      Print(os, e.as<CastNode>()->value);
+      os << ")";
+      return;
+    case ExprKind::kCall: {
+      const auto* c = e.as<CallNode>();
+      os << CallOpName(c->op) << "(";
+      for (size_t i = 0; i < c->args.size(); ++i) {
+        if (i) os << ", ";
+        Print(os, c->args[i]);
+      }
+      os << ")";
+      return;
+    }
+    case ExprKind::kLoad: {
+      const auto* l = e.as<LoadNode>();
+      os << l->buffer << "[";
+      for (size_t i = 0; i < l->indices.size(); ++i) {
+        if (i) os << ", ";
+        Print(os, l->indices[i]);
+      }
+      os << "]";
+      return;
+    }
+    default: os << "<?>"; return;
+  }
+}
+
+std::string BufferText(const BufferDecl& b) {
+  return absl::StrCat(b.name, ": ", TypeName(b.dtype), "[", absl::StrJoin(b.shape, ", "), "] ",
+                      MemoryScopeName(b.scope));
+}
+
+void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
+  std::string pad(indent * 2, ' ');
+  if (!s.defined()) return;
+  switch (s.kind()) {
+    case StmtKind::kFor: {
+      const auto* f = s.as<ForNode>();
+      os << pad << "for " << f->var_name() << " in [";
+      Print(os, f->min);
+      os << ", ";
+      // Show the end bound [min, min+extent) the way loops are usually read.
+      if (auto m = AsConstInt(f->min); m && *m == 0) {
+        Print(os, f->extent);
+      } else {
+        Print(os, f->min);
+        os << " + ";
+        Print(os, f->extent);
+      }
+      os << ")";
+      if (f->for_kind != ForKind::kSerial) os << " " << ForKindName(f->for_kind);
+      os << " {\n";
+      PrintStmt(os, f->body, indent + 1);
+      os << pad << "}\n";
+      return;
+    }
+    case StmtKind::kSeq:
+      for (const Stmt& c : s.as<SeqNode>()->stmts) PrintStmt(os, c, indent);
+      return;
+    case StmtKind::kStore: {
+      const auto* st = s.as<StoreNode>();
+      os << pad << st->buffer << "[";
+      for (size_t i = 0; i < st->indices.size(); ++i) {
+        if (i) os << ", ";
+        Print(os, st->indices[i]);
+      }
+      os << "] = ";
+      Print(os, st->value);
+      os << "\n";
+      return;
+    }
+    case StmtKind::kAllocate: {
+      const auto* a = s.as<AllocateNode>();
+      os << pad << "allocate " << BufferText(a->buffer) << "\n";
+      PrintStmt(os, a->body, indent);
+      return;
+    }
+    case StmtKind::kIfThenElse: {
+      const auto* i = s.as<IfThenElseNode>();
+      os << pad << "if ";
+      Print(os, i->cond);
+      os << " {\n";
+      PrintStmt(os, i->then_case, indent + 1);
+      if (i->else_case.defined()) {
+        os << pad << "} else {\n";
+        PrintStmt(os, i->else_case, indent + 1);
+      }
+      os << pad << "}\n";
+      return;
+    }
+    case StmtKind::kBarrier: os << pad << "barrier\n"; return;
+    case StmtKind::kEvaluate:
+      os << pad;
+      Print(os, s.as<EvaluateNode>()->value);
+      os << "\n";
+      return;
+  }
+}
+
+}  // namespace
+
+std::string ToString(const Expr& e) {
+  std::ostringstream os;
+  Print(os, e);
+  return os.str();
+}
+std::ostream& operator<<(std::ostream& os, const Expr& e) {
+  Print(os, e);
+  return os;
+}
+
+std::string ToString(const Stmt& s) {
+  std::ostringstream os;
+  PrintStmt(os, s, 0);
+  return os.str();
+}
+std::ostream& operator<<(std::ostream& os, const Stmt& s) { return os << ToString(s); }
+
+std::string ToString(const LoopNest& nest) {
+  std::ostringstream os;
+  os << "kernel " << nest.name << "(";
+  for (size_t i = 0; i < nest.params.size(); ++i) {
+    if (i) os << ", ";
+    os << (static_cast<int>(i) < nest.num_inputs ? "in " : "out ") << BufferText(nest.params[i]);
+  }
+  os << ") {\n";
+  PrintStmt(os, nest.body, 1);
+  os << "}\n";
+  return os.str();
+}
+std::ostream& operator<<(std::ostream& os, const LoopNest& nest) { return os << ToString(nest); }
+
+}  // namespace tilesearch::ir

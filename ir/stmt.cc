@@ -1,0 +1,186 @@
+#include "ir/stmt.h"
+
+#include "base/status.h"
+
+namespace tilesearch::ir {
+
+const char* ForKindName(ForKind kind) {
+  switch (kind) {
+    case ForKind::kSerial: return "serial";
+    case ForKind::kParallel: return "parallel";
+    case ForKind::kVectorized: return "vectorize";
+    case ForKind::kUnrolled: return "unroll";
+    case ForKind::kVThread: return "vthread";
+    case ForKind::kBlockIdxX: return "blockIdx.x";
+    case ForKind::kBlockIdxY: return "blockIdx.y";
+    case ForKind::kBlockIdxZ: return "blockIdx.z";
+    case ForKind::kThreadIdxX: return "threadIdx.x";
+    case ForKind::kThreadIdxY: return "threadIdx.y";
+    case ForKind::kThreadIdxZ: return "threadIdx.z";
+  }
+  return "?";
+}
+
+const char* MemoryScopeName(MemoryScope scope) {
+  switch (scope) {
+    case MemoryScope::kGlobal: return "global";
+    case MemoryScope::kShared: return "shared";
+    case MemoryScope::kLocal: return "local";
+  }
+  return "?";
+}
+
+int64_t BufferDecl::NumElements() const {
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  return n;
+}
+
+const std::string& ForNode::var_name() const { return var.as<VarNode>()->name; }
+
+Stmt ForNode::Make(Expr var, Expr min, Expr extent, ForKind kind, Stmt body) {
+  CHECK(var.as<VarNode>() && var.type() == ScalarType::kInt64) << "For variable is not an int64 Var";
+  CHECK(min.defined() && min.type() == ScalarType::kInt64) << "For min is not int64";
+  CHECK(extent.defined() && extent.type() == ScalarType::kInt64) << "For extent is not int64";
+  CHECK(body.defined()) << "For without a body";
+  return Stmt(std::make_shared<ForNode>(std::move(var), std::move(min), std::move(extent), kind,
+                                        std::move(body)));
+}
+
+Stmt SeqNode::Make(std::vector<Stmt> stmts) {
+  std::vector<Stmt> flat;
+  for (Stmt& s : stmts) {
+    if (!s.defined()) continue;
+    if (const auto* seq = s.as<SeqNode>()) {
+      flat.insert(flat.end(), seq->stmts.begin(), seq->stmts.end());
+    } else {
+      flat.push_back(std::move(s));
+    }
+  }
+  if (flat.size() == 1) return flat[0];
+  return Stmt(std::make_shared<SeqNode>(std::move(flat)));
+}
+
+Stmt StoreNode::Make(std::string buffer, std::vector<Expr> indices, Expr value) {
+  CHECK(!buffer.empty()) << "Store to a buffer without a name";
+  CHECK(value.defined()) << "Store of an undefined value to '" << buffer << "'";
+  for (const Expr& i : indices) {
+    CHECK(i.defined() && i.type() == ScalarType::kInt64)
+        << "index of Store to '" << buffer << "' is not int64";
+  }
+  return Stmt(std::make_shared<StoreNode>(std::move(buffer), std::move(indices), std::move(value)));
+}
+
+Stmt AllocateNode::Make(BufferDecl buffer, Stmt body) {
+  CHECK(!buffer.name.empty()) << "Allocate of a buffer without a name";
+  for (int64_t e : buffer.shape) CHECK(e >= 1) << "Allocate '" << buffer.name << "' extent " << e;
+  CHECK(body.defined()) << "Allocate without a body";
+  return Stmt(std::make_shared<AllocateNode>(std::move(buffer), std::move(body)));
+}
+
+Stmt IfThenElseNode::Make(Expr cond, Stmt then_case, Stmt else_case) {
+  CHECK(cond.defined() && cond.type() == ScalarType::kBool) << "IfThenElse condition is not bool";
+  CHECK(then_case.defined()) << "IfThenElse without a then branch";
+  return Stmt(std::make_shared<IfThenElseNode>(std::move(cond), std::move(then_case),
+                                               std::move(else_case)));
+}
+
+Stmt BarrierNode::Make() { return Stmt(std::make_shared<BarrierNode>()); }
+
+Stmt EvaluateNode::Make(Expr value) {
+  CHECK(value.defined()) << "Evaluate of an undefined value";
+  return Stmt(std::make_shared<EvaluateNode>(std::move(value)));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void StmtVisitor::Visit(const Stmt& s) {
+  if (!s.defined()) return;
+  switch (s.kind()) {
+#define TS_DISPATCH(name)                                    \
+  case StmtKind::k##name:                                    \
+    Visit##name(static_cast<const name##Node*>(s.get()), s); \
+    break;
+    TS_STMT_NODE_KINDS(TS_DISPATCH)
+#undef TS_DISPATCH
+  }
+}
+
+void StmtVisitor::VisitFor(const ForNode* op, const Stmt&) {
+  VisitExpr(op->min);
+  VisitExpr(op->extent);
+  Visit(op->body);
+}
+void StmtVisitor::VisitSeq(const SeqNode* op, const Stmt&) {
+  for (const Stmt& s : op->stmts) Visit(s);
+}
+void StmtVisitor::VisitStore(const StoreNode* op, const Stmt&) {
+  for (const Expr& i : op->indices) VisitExpr(i);
+  VisitExpr(op->value);
+}
+void StmtVisitor::VisitAllocate(const AllocateNode* op, const Stmt&) { Visit(op->body); }
+void StmtVisitor::VisitIfThenElse(const IfThenElseNode* op, const Stmt&) {
+  VisitExpr(op->cond);
+  Visit(op->then_case);
+  Visit(op->else_case);
+}
+void StmtVisitor::VisitBarrier(const BarrierNode*, const Stmt&) {}
+void StmtVisitor::VisitEvaluate(const EvaluateNode* op, const Stmt&) { VisitExpr(op->value); }
+
+Stmt StmtMutator::Mutate(const Stmt& s) {
+  if (!s.defined()) return s;
+  switch (s.kind()) {
+#define TS_DISPATCH(name)  \
+  case StmtKind::k##name:  \
+    return Mutate##name(static_cast<const name##Node*>(s.get()), s);
+    TS_STMT_NODE_KINDS(TS_DISPATCH)
+#undef TS_DISPATCH
+  }
+  return s;
+}
+
+Stmt StmtMutator::MutateFor(const ForNode* op, const Stmt& s) {
+  Expr min = MutateExpr(op->min);
+  Expr extent = MutateExpr(op->extent);
+  Stmt body = Mutate(op->body);
+  if (min.same_as(op->min) && extent.same_as(op->extent) && body.same_as(op->body)) return s;
+  return ForNode::Make(op->var, std::move(min), std::move(extent), op->for_kind, std::move(body));
+}
+Stmt StmtMutator::MutateSeq(const SeqNode* op, const Stmt& s) {
+  std::vector<Stmt> stmts;
+  bool changed = false;
+  for (const Stmt& c : op->stmts) {
+    stmts.push_back(Mutate(c));
+    changed |= !stmts.back().same_as(c);
+  }
+  return changed ? SeqNode::Make(std::move(stmts)) : s;
+}
+Stmt StmtMutator::MutateStore(const StoreNode* op, const Stmt& s) {
+  std::vector<Expr> indices;
+  bool changed = false;
+  for (const Expr& i : op->indices) {
+    indices.push_back(MutateExpr(i));
+    changed |= !indices.back().same_as(i);
+  }
+  Expr value = MutateExpr(op->value);
+  changed |= !value.same_as(op->value);
+  return changed ? StoreNode::Make(op->buffer, std::move(indices), std::move(value)) : s;
+}
+Stmt StmtMutator::MutateAllocate(const AllocateNode* op, const Stmt& s) {
+  Stmt body = Mutate(op->body);
+  return body.same_as(op->body) ? s : AllocateNode::Make(op->buffer, std::move(body));
+}
+Stmt StmtMutator::MutateIfThenElse(const IfThenElseNode* op, const Stmt& s) {
+  Expr cond = MutateExpr(op->cond);
+  Stmt t = Mutate(op->then_case);
+  Stmt e = Mutate(op->else_case);
+  if (cond.same_as(op->cond) && t.same_as(op->then_case) && e.same_as(op->else_case)) return s;
+  return IfThenElseNode::Make(std::move(cond), std::move(t), std::move(e));
+}
+Stmt StmtMutator::MutateBarrier(const BarrierNode*, const Stmt& s) { return s; }
+Stmt StmtMutator::MutateEvaluate(const EvaluateNode* op, const Stmt& s) {
+  Expr v = MutateExpr(op->value);
+  return v.same_as(op->value) ? s : EvaluateNode::Make(std::move(v));
+}
+
+}  // namespace tilesearch::ir

@@ -1,0 +1,213 @@
+// Loop-nest IR: the program a schedule lowers to and codegen translates.
+//
+// Statements are immutable and shared like expressions (ir/expr.h states the expression semantics).
+// A LoopNest is one kernel: its parameters (global buffers, in kernel-argument order: inputs, then
+// outputs) and a body. Buffers are multi-dimensional and row-major; a Load or Store names a
+// parameter or an enclosing Allocate and gives one int64 index per dimension.
+//
+// Loop kinds: serial, parallel (CPU threads), vectorized, unrolled and vthread loops all mean "run
+// the body for var = min .. min+extent-1". A blockIdx.* loop enumerates thread blocks. A threadIdx.*
+// loop does not iterate inside one thread: the block runs blockDim threads (blockDim.d = the largest
+// extent of any threadIdx.d loop in the kernel) and in each thread the loop variable is that
+// thread's index, the body being skipped where index >= extent. Several threadIdx loops of one
+// dimension (say the compute and a cooperative shared-memory fill) therefore share the hardware
+// index. Threads of a block proceed region by region between Barriers; shared buffers are one per
+// block, local buffers one per thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "ir/expr.h"
+#include "ir/type.h"
+
+namespace tilesearch::ir {
+
+#define TS_STMT_NODE_KINDS(X) \
+  X(For)                      \
+  X(Seq)                      \
+  X(Store)                    \
+  X(Allocate)                 \
+  X(IfThenElse)               \
+  X(Barrier)                  \
+  X(Evaluate)
+
+enum class StmtKind : uint8_t {
+#define TS_DECLARE_KIND(name) k##name,
+  TS_STMT_NODE_KINDS(TS_DECLARE_KIND)
+#undef TS_DECLARE_KIND
+};
+
+enum class ForKind : uint8_t {
+  kSerial,
+  kParallel,
+  kVectorized,
+  kUnrolled,
+  kVThread,
+  kBlockIdxX,
+  kBlockIdxY,
+  kBlockIdxZ,
+  kThreadIdxX,
+  kThreadIdxY,
+  kThreadIdxZ,
+};
+/// "serial", "parallel", "vectorize", "unroll", "vthread", "blockIdx.x", ..., "threadIdx.z".
+const char* ForKindName(ForKind kind);
+inline bool IsBlockBound(ForKind k) { return k >= ForKind::kBlockIdxX && k <= ForKind::kBlockIdxZ; }
+inline bool IsThreadBound(ForKind k) {
+  return k >= ForKind::kThreadIdxX && k <= ForKind::kThreadIdxZ;
+}
+
+enum class MemoryScope : uint8_t { kGlobal, kShared, kLocal };
+/// "global", "shared", "local".
+const char* MemoryScopeName(MemoryScope scope);
+
+/// A buffer: name, element type, row-major shape (extents ≥ 1) and where it lives.
+struct BufferDecl {
+  std::string name;
+  ScalarType dtype = ScalarType::kFloat32;
+  std::vector<int64_t> shape;
+  MemoryScope scope = MemoryScope::kGlobal;
+  int64_t NumElements() const;
+  int64_t Bytes() const { return NumElements() * BytesOf(dtype); }
+};
+
+struct StmtNode {
+  explicit StmtNode(StmtKind k) : kind(k) {}
+  virtual ~StmtNode() = default;
+  const StmtKind kind;
+};
+
+/// Handle to an immutable statement node; may be undefined (an empty else branch).
+class Stmt {
+ public:
+  Stmt() = default;
+  explicit Stmt(std::shared_ptr<const StmtNode> node) : node_(std::move(node)) {}
+  bool defined() const { return node_ != nullptr; }
+  const StmtNode* get() const { return node_.get(); }
+  StmtKind kind() const { return node_->kind; }
+  bool same_as(const Stmt& other) const { return node_ == other.node_; }
+  template <typename T>
+  const T* as() const {
+    if (node_ && node_->kind == T::kKind) return static_cast<const T*>(node_.get());
+    return nullptr;
+  }
+
+ private:
+  std::shared_ptr<const StmtNode> node_;
+};
+
+struct ForNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kFor;
+  ForNode(Expr v, Expr m, Expr e, ForKind k, Stmt b)
+      : StmtNode(kKind), var(std::move(v)), min(std::move(m)), extent(std::move(e)), for_kind(k),
+        body(std::move(b)) {}
+  /// `var` is an int64 Var; `min` and `extent` int64 expressions not using `var`.
+  static Stmt Make(Expr var, Expr min, Expr extent, ForKind kind, Stmt body);
+  const Expr var;
+  const Expr min;
+  const Expr extent;
+  const ForKind for_kind;
+  const Stmt body;
+  const std::string& var_name() const;
+};
+
+struct SeqNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kSeq;
+  explicit SeqNode(std::vector<Stmt> s) : StmtNode(kKind), stmts(std::move(s)) {}
+  /// Flattens nested Seqs and drops undefined statements; one statement is returned as is.
+  static Stmt Make(std::vector<Stmt> stmts);
+  const std::vector<Stmt> stmts;
+};
+
+struct StoreNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kStore;
+  StoreNode(std::string b, std::vector<Expr> i, Expr v)
+      : StmtNode(kKind), buffer(std::move(b)), indices(std::move(i)), value(std::move(v)) {}
+  /// Indices are int64; the value is rounded to the buffer's dtype when stored.
+  static Stmt Make(std::string buffer, std::vector<Expr> indices, Expr value);
+  const std::string buffer;
+  const std::vector<Expr> indices;
+  const Expr value;
+};
+
+struct AllocateNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kAllocate;
+  AllocateNode(BufferDecl b, Stmt s) : StmtNode(kKind), buffer(std::move(b)), body(std::move(s)) {}
+  /// The buffer exists (uninitialized) for the duration of `body`.
+  static Stmt Make(BufferDecl buffer, Stmt body);
+  const BufferDecl buffer;
+  const Stmt body;
+};
+
+struct IfThenElseNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kIfThenElse;
+  IfThenElseNode(Expr c, Stmt t, Stmt e)
+      : StmtNode(kKind), cond(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
+  /// `cond` is bool; `else_case` may be undefined.
+  static Stmt Make(Expr cond, Stmt then_case, Stmt else_case = Stmt());
+  const Expr cond;
+  const Stmt then_case;
+  const Stmt else_case;
+};
+
+/// Block-wide barrier (__syncthreads): every thread of the block reaches it before any passes.
+struct BarrierNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kBarrier;
+  BarrierNode() : StmtNode(kKind) {}
+  static Stmt Make();
+};
+
+struct EvaluateNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kEvaluate;
+  explicit EvaluateNode(Expr v) : StmtNode(kKind), value(std::move(v)) {}
+  static Stmt Make(Expr value);
+  const Expr value;
+};
+
+/// One kernel: parameters in argument order (inputs, then outputs) and the body.
+struct LoopNest {
+  std::string name;
+  std::vector<BufferDecl> params;
+  /// How many of `params` (a prefix) are inputs; the rest are outputs.
+  int num_inputs = 0;
+  Stmt body;
+};
+
+/// Readable indented text (defined with the printer), stable for golden tests.
+std::string ToString(const Stmt& s);
+std::string ToString(const LoopNest& nest);
+std::ostream& operator<<(std::ostream& os, const Stmt& s);
+std::ostream& operator<<(std::ostream& os, const LoopNest& nest);
+
+/// Read-only pre-order visitor over statements; VisitExpr sees every expression they hold.
+class StmtVisitor {
+ public:
+  virtual ~StmtVisitor() = default;
+  virtual void Visit(const Stmt& s);
+  virtual void VisitExpr(const Expr&) {}
+
+ protected:
+#define TS_DECLARE_VISIT(name) virtual void Visit##name(const name##Node* op, const Stmt& s);
+  TS_STMT_NODE_KINDS(TS_DECLARE_VISIT)
+#undef TS_DECLARE_VISIT
+};
+
+/// Rewrites statements bottom-up, returning the original node when nothing changed.
+/// MutateExpr is applied to every expression held by a statement (identity by default).
+class StmtMutator {
+ public:
+  virtual ~StmtMutator() = default;
+  virtual Stmt Mutate(const Stmt& s);
+  virtual Expr MutateExpr(const Expr& e) { return e; }
+
+ protected:
+#define TS_DECLARE_MUTATE(name) virtual Stmt Mutate##name(const name##Node* op, const Stmt& s);
+  TS_STMT_NODE_KINDS(TS_DECLARE_MUTATE)
+#undef TS_DECLARE_MUTATE
+};
+
+}  // namespace tilesearch::ir
