@@ -20,6 +20,10 @@ enum class StageKind : uint8_t {
 };
 const char* StageKindName(StageKind kind);
 
+/// 64-bit FNV-1a hash of `text` (offset basis 0xcbf29ce484222325, prime 0x100000001b3), the hash
+/// behind WorkloadKey; stable across processes and platforms.
+uint64_t Fnv1a64(const std::string& text);
+
 class ComputeDAG {
  public:
   /// Collects every stage reachable from `outputs` through Loads. Stage order is canonical: a
