@@ -1,0 +1,41 @@
+// Lowering a scheduled State to a loop nest (TVM's ScheduleOps + InferBound, smaller): materializes
+// splits (guards for non-divisible tails), fusions (div/mod index recovery), reorders, compute_at
+// with bound inference, cache stages sized by their consumers' footprint, inlining, rfactor, and
+// annotations (bindings become thread-bound loops); inserts barriers around shared-memory fills.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "ir/compute_dag.h"
+#include "ir/stmt.h"
+#include "schedule/state.h"
+#include "schedule/target.h"
+
+namespace tilesearch::schedule {
+
+/// GPU launch configuration derived from the bindings.
+struct LaunchConfig {
+  std::array<int64_t, 3> grid = {1, 1, 1};   // blockIdx.x/y/z extents
+  std::array<int64_t, 3> block = {1, 1, 1};  // threadIdx.x/y/z extents
+  int64_t shared_memory_bytes = 0;           // static shared memory per block
+  std::string ToString() const;              // "grid (64, 1, 1) block (256, 1, 1) shared 8192 B"
+};
+
+struct LoweredKernel {
+  ir::LoopNest nest;
+  LaunchConfig launch;  // all ones for CPU targets
+};
+
+/// Lowers `state` (whose DAG is `dag`) for `target`. The kernel's parameters are the DAG's
+/// placeholders then its outputs, like ir::LowerNaive, so the two can be compared directly.
+/// Errors: kInvalidArgument for schedules that cannot be lowered (a sketch with unfilled tile sizes,
+/// a stale compute_at region) and kFailedPrecondition "invalid_schedule: ..." for GPU limits:
+/// threads per block > target limit, shared memory > limit, vthread > 8, vector width > 16 bytes,
+/// GPU target without block/thread bindings.
+[[nodiscard]] absl::StatusOr<LoweredKernel> Lower(const ir::ComputeDAG& dag, const State& state,
+                                                  const Target& target);
+
+}  // namespace tilesearch::schedule

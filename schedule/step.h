@@ -1,0 +1,221 @@
+// Transform steps: a schedule is the initial state of a ComputeDAG plus a list of steps
+// (Ansor, OSDI'20, §4; TVM auto_scheduler transform_step.h). Steps are plain data: they are applied
+// by ApplyStep (schedule/apply_step.h), printed, and (de)serialized to JSON for tuning logs.
+//
+// Stage and iterator ids are positions in the State the step is applied to (as in Ansor): cache_read
+// and cache_write insert a stage and shift the ids of later stages; split and fuse replace iterators
+// in place. Adding a step: declare its struct here, add it to `Step`, and write one file
+// schedule/steps/<name>.cc with its Apply / ToJson / FromJson / ToString.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/stmt.h"
+#include "nlohmann/json_fwd.hpp"
+
+namespace tilesearch::schedule {
+
+class State;
+
+/// Iterator annotations; the numbers are Ansor's (kept so logs read alike).
+enum class IteratorAnnotation : uint8_t {
+  kNone = 0,
+  kUnroll = 1,
+  kVectorize = 2,
+  kParallel = 3,
+  kVThread = 4,
+  kBlockIdxX = 5,
+  kThreadIdxX = 6,
+  kBlockIdxY = 7,
+  kThreadIdxY = 8,
+  kBlockIdxZ = 9,
+  kThreadIdxZ = 10,
+};
+/// "none", "unroll", "vectorize", "parallel", "vthread", "blockIdx.x", ..., "threadIdx.z".
+const char* AnnotationName(IteratorAnnotation a);
+absl::StatusOr<IteratorAnnotation> ParseAnnotation(const std::string& name);
+
+// Every step struct has:
+//   absl::StatusOr<State> Apply(const State& s) const;   // errors name the step and the reason
+//   nlohmann::json ToJson() const;                       // ["SP", stage, iter, ...]
+//   static absl::StatusOr<X> FromJson(const nlohmann::json& j);
+//   std::string ToString() const;                        // "split(C, i, [8, 4])"
+
+/// Splits iterator `iter_id` (extent E) into lengths.size() + 1 iterators, as Ansor: with
+/// inner_to_outer the result is [rest, l0, ..., ln-1] (ln-1 innermost, rest = ceil(E / prod l)
+/// outermost); otherwise [l0, ..., ln-1, rest] (rest innermost). A nullopt length is unfilled (a
+/// sketch; Apply fails on it). Non-divisible lengths are allowed: rest is rounded up and a guard
+/// keeps the original range.
+struct SplitStep {
+  int stage_id = 0;
+  int iter_id = 0;
+  int64_t extent = 0;  // the iterator's extent when the step was made (checked on replay)
+  std::vector<std::optional<int64_t>> lengths;
+  bool inner_to_outer = true;
+  absl::StatusOr<State> Apply(const State& s) const;
+  nlohmann::json ToJson() const;
+  static absl::StatusOr<SplitStep> FromJson(const nlohmann::json& j);
+  std::string ToString() const;
+};
+
+/// Splits like an earlier SplitStep `src_step_id` (same lengths), into `n_split` parts.
+struct FollowSplitStep {
+  int stage_id = 0;
+  int iter_id = 0;
+  int src_step_id = 0;
+  int n_split = 0;
+  absl::StatusOr<State> Apply(const State& s) const;
+  nlohmann::json ToJson() const;
+  static absl::StatusOr<FollowSplitStep> FromJson(const nlohmann::json& j);
+  std::string ToString() const;
+};
+
+/// Splits by the product of the lengths at `level` of earlier SplitSteps (cooperative fetching:
+/// thread count = the consumer's threadIdx extent); factor_or_nparts picks which side gets it.
+struct FollowFusedSplitStep {
+  int stage_id = 0;
+  int iter_id = 0;
+  std::vector<int> src_step_ids;
+  int level = 0;
+  bool factor_or_nparts = true;
+  absl::StatusOr<State> Apply(const State& s) const;
+  nlohmann::json ToJson() const;
+  static absl::StatusOr<FollowFusedSplitStep> FromJson(const nlohmann::json& j);
+  std::string ToString() const;
+};
+
+/// Fuses adjacent iterators (consecutive ids) into one of the product extent.
+struct FuseStep {
+  int stage_id = 0;
+  std::vector<int> fused_ids;
+  absl::StatusOr<State> Apply(const State& s) const;
+  nlohmann::json ToJson() const;
+  static absl::StatusOr<FuseStep> FromJson(const nlohmann::json& j);
+  std::string ToString() const;
+};
+
+/// New loop order: `after_ids` is a permutation of the stage's iterator ids.
+struct ReorderStep {
+  int stage_id = 0;
+  std::vector<int> after_ids;
+  absl::StatusOr<State> Apply(const State& s) const;
+  nlohmann::json ToJson() const;
+  static absl::StatusOr<ReorderStep> FromJson(const nlohmann::json& j);
+  std::string ToString() const;
+};
+
+/// Computes stage `stage_id` inside loop `target_iter_id` of a consumer `target_stage_id`, only the
+/// region one iteration of that loop needs (bound inference).
+struct ComputeAtStep {
+  int stage_id = 0;
+  int target_stage_id = 0;
+  int target_iter_id = 0;
+  absl::StatusOr<State> Apply(const State& s) const;
+  nlohmann::json ToJson() const;
+  static absl::StatusOr<ComputeAtStep> FromJson(const nlohmann::json& j);
+  std::string ToString() const;
+};
+
+/// Inlines a stage's body into its consumers.
+struct ComputeInlineStep {
+  int stage_id = 0;
+  absl::StatusOr<State> Apply(const State& s) const;
+  nlohmann::json ToJson() const;
+  static absl::StatusOr<ComputeInlineStep> FromJson(const nlohmann::json& j);
+  std::string ToString() const;
+};
+
+/// Moves a stage back to the root (undoes compute_at / inline).
+struct ComputeRootStep {
+  int stage_id = 0;
+  absl::StatusOr<State> Apply(const State& s) const;
+  nlohmann::json ToJson() const;
+  static absl::StatusOr<ComputeRootStep> FromJson(const nlohmann::json& j);
+  std::string ToString() const;
+};
+
+/// Adds a stage "<name>.<scope>" copying stage `stage_id` into `scope`, read by `reader_stage_ids`
+/// instead of the original; inserted right after the original.
+struct CacheReadStep {
+  int stage_id = 0;
+  ir::MemoryScope scope = ir::MemoryScope::kShared;
+  std::vector<int> reader_stage_ids;
+  absl::StatusOr<State> Apply(const State& s) const;
+  nlohmann::json ToJson() const;
+  static absl::StatusOr<CacheReadStep> FromJson(const nlohmann::json& j);
+  std::string ToString() const;
+};
+
+/// Adds a stage "<name>.<scope>" that computes stage `stage_id`'s body into `scope`; the original
+/// becomes a copy of it. Inserted before the original (which moves to stage_id + 1).
+struct CacheWriteStep {
+  int stage_id = 0;
+  ir::MemoryScope scope = ir::MemoryScope::kLocal;
+  absl::StatusOr<State> Apply(const State& s) const;
+  nlohmann::json ToJson() const;
+  static absl::StatusOr<CacheWriteStep> FromJson(const nlohmann::json& j);
+  std::string ToString() const;
+};
+
+/// Annotates an iterator: unroll, vectorize, parallel, vthread, or binds it to blockIdx/threadIdx.
+struct AnnotationStep {
+  int stage_id = 0;
+  int iter_id = 0;
+  IteratorAnnotation annotation = IteratorAnnotation::kNone;
+  absl::StatusOr<State> Apply(const State& s) const;
+  nlohmann::json ToJson() const;
+  static absl::StatusOr<AnnotationStep> FromJson(const nlohmann::json& j);
+  std::string ToString() const;
+};
+
+/// pragma auto_unroll_max_step=N on a stage (loops with at most N iterations in total below the
+/// pragma are unrolled).
+struct PragmaStep {
+  int stage_id = 0;
+  int iter_id = 0;
+  int64_t auto_unroll_max_step = 0;
+  absl::StatusOr<State> Apply(const State& s) const;
+  nlohmann::json ToJson() const;
+  static absl::StatusOr<PragmaStep> FromJson(const nlohmann::json& j);
+  std::string ToString() const;
+};
+
+/// Factorizes a reduction: reduce iterator `iter_id` becomes a space axis of a new stage
+/// "<name>.rf" placed at `factor_iter_id` among its axes; the original reduces over it.
+struct RfactorStep {
+  int stage_id = 0;
+  int iter_id = 0;
+  int factor_iter_id = 0;
+  absl::StatusOr<State> Apply(const State& s) const;
+  nlohmann::json ToJson() const;
+  static absl::StatusOr<RfactorStep> FromJson(const nlohmann::json& j);
+  std::string ToString() const;
+};
+
+/// Pads dimension `iter_id` of the stage's buffer so its stride is ≡ offset (mod factor)
+/// (shared-memory bank conflicts).
+struct StorageAlignStep {
+  int stage_id = 0;
+  int iter_id = 0;
+  int64_t factor = 0;
+  int64_t offset = 0;
+  absl::StatusOr<State> Apply(const State& s) const;
+  nlohmann::json ToJson() const;
+  static absl::StatusOr<StorageAlignStep> FromJson(const nlohmann::json& j);
+  std::string ToString() const;
+};
+
+using Step = std::variant<SplitStep, FollowSplitStep, FollowFusedSplitStep, FuseStep, ReorderStep,
+                          ComputeAtStep, ComputeInlineStep, ComputeRootStep, CacheReadStep,
+                          CacheWriteStep, AnnotationStep, PragmaStep, RfactorStep,
+                          StorageAlignStep>;
+
+/// Readable one-line form of any step.
+std::string StepToString(const Step& step);
+
+}  // namespace tilesearch::schedule
