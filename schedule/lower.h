@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "ir/compute_dag.h"
@@ -24,9 +25,14 @@ struct LaunchConfig {
   std::string ToString() const;              // "grid (64, 1, 1) block (256, 1, 1) shared 8192 B"
 };
 
+/// The lowered program. On GPU targets each top-level statement of `nest.body` (under the global
+/// Allocates of intermediate buffers) is one kernel launch, in order: `launches[i]` configures the
+/// i-th. Stages computed at root with their own block bindings (softmax's max, sum, normalize) thus
+/// become consecutive kernels; stages attached with compute_at live inside their consumer's kernel.
+/// CPU targets have no launches.
 struct LoweredKernel {
   ir::LoopNest nest;
-  LaunchConfig launch;  // all ones for CPU targets
+  std::vector<LaunchConfig> launches;
 };
 
 /// Lowers `state` (whose DAG is `dag`) for `target`. The kernel's parameters are the DAG's
