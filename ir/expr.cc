@@ -233,11 +233,22 @@ TS_BINARY_OPERATOR(>=, GE)
 TS_BINARY_OPERATOR(==, EQ)
 #undef TS_BINARY_OPERATOR
 
-Expr operator+(double a, Expr b) { return MakeConst(b.type(), a) + std::move(b); }
-Expr operator-(double a, Expr b) { return MakeConst(b.type(), a) - std::move(b); }
-Expr operator*(double a, Expr b) { return MakeConst(b.type(), a) * std::move(b); }
-Expr operator/(double a, Expr b) { return MakeConst(b.type(), a) / std::move(b); }
-Expr operator-(Expr a) { return MakeConst(a.type(), 0) - std::move(a); }
+// The constant is made in its own statement: function arguments are evaluated in an unspecified
+// order, so `MakeConst(b.type(), a) + std::move(b)` may read `b` after it was moved from.
+#define TS_BINARY_OPERATOR_LEFT(op)    \
+  Expr operator op(double a, Expr b) { \
+    Expr c = MakeConst(b.type(), a);   \
+    return std::move(c) op std::move(b); \
+  }
+TS_BINARY_OPERATOR_LEFT(+)
+TS_BINARY_OPERATOR_LEFT(-)
+TS_BINARY_OPERATOR_LEFT(*)
+TS_BINARY_OPERATOR_LEFT(/)
+#undef TS_BINARY_OPERATOR_LEFT
+Expr operator-(Expr a) {
+  Expr zero = MakeConst(a.type(), 0);
+  return std::move(zero) - std::move(a);
+}
 Expr operator!=(Expr a, Expr b) {
   Promote(a, b);
   return NENode::Make(std::move(a), std::move(b));

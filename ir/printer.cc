@@ -1,6 +1,7 @@
 // Printer for expressions, statements and loop nests. The text is stable: golden tests rely on it.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -30,14 +31,16 @@ const char* BinarySymbol(ExprKind k) {
   }
 }
 
-// Shortest text that reads back as the same double.
-std::string FormatFloat(double v) {
+// Shortest decimal text that reads back as the same constant of type `t`: parsed as a double and
+// rounded to `t` (what FloatImmNode::Make does) it gives `v` again, so 0.1f prints as "0.1" rather
+// than the double nearest the float32 value.
+std::string FormatFloat(double v, ScalarType t) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buf[64];
   for (int precision = 1; precision <= 17; ++precision) {
     std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) break;
+    if (RoundToType(std::strtod(buf, nullptr), t) == v) break;
   }
   std::string s = buf;
   if (s.find_first_of(".en") == std::string::npos) s += ".0";
@@ -78,7 +81,7 @@ void Print(std::ostream& os, const Expr& e) {
       return;
     }
     case ExprKind::kFloatImm: {
-      os << FormatFloat(e.as<FloatImmNode>()->value);
+      os << FormatFloat(e.as<FloatImmNode>()->value, e.type());
       if (e.type() == ScalarType::kFloat32) os << "f";
       if (e.type() == ScalarType::kFloat16) os << "h";
       if (e.type() == ScalarType::kBFloat16) os << "bf";

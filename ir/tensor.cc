@@ -202,6 +202,11 @@ absl::StatusOr<Tensor> Reduce(std::string name, std::vector<int64_t> shape, Redu
                    MakeAxes(name, reduce_shape, options.reduce_axis_names, "r"));
   Expr body = fn(Vars(axes), Vars(raxes));
   RETURN_IF_ERROR(CheckBody(name, body, axes, raxes));
+  if (body.type() == ScalarType::kBool) {
+    // No combiner is defined on bool (arithmetic and min/max reject it).
+    return absl::InvalidArgumentError(absl::StrCat("reduce stage '", name, "' combines bool values; ",
+                                                   "cast the body to a numeric type"));
+  }
   if (!init.defined()) init = ReduceIdentity(kind, body.type());
   if (init.type() != body.type()) {
     return absl::InvalidArgumentError(absl::StrCat("init of reduce stage '", name, "' is ",

@@ -1,6 +1,6 @@
 #include "ir/type.h"
 
-#include <bit>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -47,33 +47,22 @@ int BytesOf(ScalarType t) {
 
 namespace {
 
-// IEEE binary16 round-to-nearest-even via float32 bits.
-double RoundToHalf(float f) {
-  if (std::isnan(f)) return f;
-  uint32_t x = std::bit_cast<uint32_t>(f);
-  uint32_t sign = x & 0x80000000u;
-  float a = std::fabs(f);
-  if (a >= 65520.0f) return sign ? -INFINITY : INFINITY;  // rounds to inf in binary16
-  if (a < 6.103515625e-05f) {
-    // Subnormal range: quantum 2^-24.
-    double q = std::ldexp(1.0, -24);
-    double r = std::nearbyint(static_cast<double>(a) / q) * q;
-    return sign ? -r : r;
-  }
-  int exp;
-  std::frexp(a, &exp);  // a = m * 2^exp, m in [0.5, 1)
-  double q = std::ldexp(1.0, exp - 11);  // 10 explicit mantissa bits
-  double r = std::nearbyint(static_cast<double>(a) / q) * q;
-  return sign ? -r : r;
-}
-
-double RoundToBFloat16(float f) {
-  if (std::isnan(f)) return f;
-  uint32_t x = std::bit_cast<uint32_t>(f);
-  uint32_t lsb = (x >> 16) & 1u;
-  x += 0x7FFFu + lsb;
-  x &= 0xFFFF0000u;
-  return std::bit_cast<float>(x);
+// Rounds a double to a binary floating-point format with `mantissa_bits` explicit mantissa bits,
+// smallest normal exponent `min_exp` and largest exponent `max_exp`: round to nearest, ties to even,
+// with gradual underflow and overflow to infinity. Rounding straight from the double (not through
+// float32 first) avoids double rounding: 1 + 2^-11 + 2^-40 must round up in float16.
+double RoundToBinaryFormat(double value, int mantissa_bits, int min_exp, int max_exp) {
+  if (std::isnan(value) || std::isinf(value)) return value;
+  double a = std::fabs(value);
+  // Halfway between the largest finite value (odd mantissa) and 2^(max_exp+1): ties go to inf.
+  double overflow = std::ldexp(2.0 - std::ldexp(1.0, -(mantissa_bits + 1)), max_exp);
+  if (a >= overflow) return std::copysign(INFINITY, value);
+  int exp = 0;
+  std::frexp(a, &exp);  // a in [2^(exp-1), 2^exp)
+  int e = std::max(exp - 1, min_exp);  // subnormals share the smallest normal exponent's quantum
+  double quantum = std::ldexp(1.0, e - mantissa_bits);
+  double r = std::nearbyint(a / quantum) * quantum;  // default rounding mode: nearest even
+  return std::copysign(r, value);
 }
 
 }  // namespace
@@ -81,11 +70,12 @@ double RoundToBFloat16(float f) {
 double RoundToType(double value, ScalarType t) {
   switch (t) {
     case ScalarType::kFloat32: return static_cast<float>(value);
-    case ScalarType::kFloat16: return RoundToHalf(static_cast<float>(value));
-    case ScalarType::kBFloat16: return RoundToBFloat16(static_cast<float>(value));
+    case ScalarType::kFloat16: return RoundToBinaryFormat(value, 10, -14, 15);
+    case ScalarType::kBFloat16: return RoundToBinaryFormat(value, 7, -126, 127);
     case ScalarType::kInt32: {
       if (!std::isfinite(value)) return 0;
-      int64_t v = static_cast<int64_t>(std::trunc(value));
+      // Reduce modulo 2^32 first (exact in double) so the int64 conversion cannot overflow.
+      int64_t v = static_cast<int64_t>(std::fmod(std::trunc(value), 4294967296.0));
       return static_cast<int32_t>(static_cast<uint32_t>(v));
     }
     case ScalarType::kInt64:
