@@ -19,10 +19,14 @@ namespace tilesearch::ir {
 
 const char* StageKindName(StageKind kind) {
   switch (kind) {
-    case StageKind::kPlaceholder: return "placeholder";
-    case StageKind::kElementwise: return "elementwise";
-    case StageKind::kInjective: return "injective";
-    case StageKind::kReduction: return "reduction";
+    case StageKind::kPlaceholder:
+      return "placeholder";
+    case StageKind::kElementwise:
+      return "elementwise";
+    case StageKind::kInjective:
+      return "injective";
+    case StageKind::kReduction:
+      return "reduction";
   }
   return "?";
 }
@@ -67,8 +71,8 @@ class VarCollector : public ExprVisitor {
 };
 
 bool IsArithmetic(ExprKind k) {
-  return k == ExprKind::kAdd || k == ExprKind::kSub || k == ExprKind::kMul ||
-         k == ExprKind::kDiv || k == ExprKind::kMod || k == ExprKind::kMin || k == ExprKind::kMax;
+  return k == ExprKind::kAdd || k == ExprKind::kSub || k == ExprKind::kMul || k == ExprKind::kDiv ||
+         k == ExprKind::kMod || k == ExprKind::kMin || k == ExprKind::kMax;
 }
 
 // Value operations of one evaluation of `e`: arithmetic nodes not of the int64 index type and
@@ -82,18 +86,21 @@ double CountOps(const Expr& e) {
     return self + CountOps(a) + CountOps(b);
   }
   switch (e.kind()) {
-    case ExprKind::kNot: return CountOps(e.as<NotNode>()->a);
+    case ExprKind::kNot:
+      return CountOps(e.as<NotNode>()->a);
     case ExprKind::kSelect: {
       const auto* s = e.as<SelectNode>();
       return CountOps(s->cond) + std::max(CountOps(s->true_value), CountOps(s->false_value));
     }
-    case ExprKind::kCast: return CountOps(e.as<CastNode>()->value);
+    case ExprKind::kCast:
+      return CountOps(e.as<CastNode>()->value);
     case ExprKind::kCall: {
       double n = 1;
       for (const Expr& a : e.as<CallNode>()->args) n += CountOps(a);
       return n;
     }
-    default: return 0;  // constants, variables, loads
+    default:
+      return 0;  // constants, variables, loads
   }
 }
 
@@ -112,12 +119,18 @@ std::string ExactFloat(double v) {
 
 const char* ShortType(ScalarType t) {
   switch (t) {
-    case ScalarType::kFloat32: return "f32";
-    case ScalarType::kFloat16: return "f16";
-    case ScalarType::kBFloat16: return "bf16";
-    case ScalarType::kInt32: return "i32";
-    case ScalarType::kInt64: return "i64";
-    case ScalarType::kBool: return "bool";
+    case ScalarType::kFloat32:
+      return "f32";
+    case ScalarType::kFloat16:
+      return "f16";
+    case ScalarType::kBFloat16:
+      return "bf16";
+    case ScalarType::kInt32:
+      return "i32";
+    case ScalarType::kInt64:
+      return "i64";
+    case ScalarType::kBool:
+      return "bool";
   }
   return "?";
 }
@@ -207,7 +220,9 @@ class CanonicalPrinter {
         os << "]";
         return;
       }
-      default: os << "?"; return;
+      default:
+        os << "?";
+        return;
     }
   }
 
@@ -232,11 +247,13 @@ absl::StatusOr<ComputeDAG> ComputeDAG::Create(const std::vector<Tensor>& outputs
   if (outputs.empty()) return absl::InvalidArgumentError("compute dag without outputs");
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].defined()) {
-      return absl::InvalidArgumentError(absl::StrCat("output ", i, " of the compute dag is undefined"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("output ", i, " of the compute dag is undefined"));
     }
     if (outputs[i]->is_placeholder) {
-      return absl::InvalidArgumentError(absl::StrCat("output ", i, " of the compute dag is placeholder '",
-                                                     outputs[i].name(), "'; outputs must be computed"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("output ", i, " of the compute dag is placeholder '", outputs[i].name(),
+                       "'; outputs must be computed"));
     }
   }
 
@@ -424,7 +441,8 @@ std::string ComputeDAG::ToString() const {
       os << t.name << "[" << AxesText(t.axes) << "] = ";
       if (t.reduce != ReduceKind::kNone) {
         std::vector<std::string> raxes;
-        for (const IterVar& iv : t.reduce_axes) raxes.push_back(absl::StrCat(iv.name, "[", iv.extent, "]"));
+        for (const IterVar& iv : t.reduce_axes)
+          raxes.push_back(absl::StrCat(iv.name, "[", iv.extent, "]"));
         os << "reduce_" << ReduceKindName(t.reduce) << " over " << absl::StrJoin(raxes, ", ")
            << " of " << ir::ToString(t.body);
         if (!StructurallyEqual(t.init, ReduceIdentity(t.reduce, t.dtype))) {
@@ -437,7 +455,8 @@ std::string ComputeDAG::ToString() const {
     os << "  : " << ShapeText(t.dtype, t.shape) << "  (" << StageKindName(kind);
     if (NeedsMultiLevelTiling(id)) os << ", multi-level tiling";
     if (IsInlinable(id)) os << ", inlinable";
-    if (std::find(output_ids_.begin(), output_ids_.end(), id) != output_ids_.end()) os << ", output";
+    if (std::find(output_ids_.begin(), output_ids_.end(), id) != output_ids_.end())
+      os << ", output";
     os << ")\n";
     if (!t.is_placeholder) {
       os << "      FLOPs: " << absl::StrFormat("%.0f", StageFlops(id));

@@ -137,8 +137,8 @@ TEST(ComputeDAGTest, ProducersOfInitComeAfterThoseOfTheBody) {
   Tensor a = P("A", {4, 16});
   Tensor bias = P("bias", {4});
   Tensor s = *Reduce(
-      "S", {4}, ReduceKind::kSum, {16}, [&](const Axes& ax, const Axes& r) { return a(ax[0], r[0]); },
-      bias(MakeVar("i0")));
+      "S", {4}, ReduceKind::kSum, {16},
+      [&](const Axes& ax, const Axes& r) { return a(ax[0], r[0]); }, bias(MakeVar("i0")));
   ComputeDAG dag = MakeDag({s});
   EXPECT_THAT(StageNames(dag), ElementsAre("A", "bias", "S"));
   EXPECT_THAT(dag.Producers(2), ElementsAre(0, 1));
@@ -192,7 +192,7 @@ TEST(ComputeDAGTest, TwoStagesWithOneNameAreRejected) {
 TEST(ComputeDAGTest, StageKinds) {
   Tensor a = P("A", {16, 16});
   Tensor v = P("v", {16});
-  Tensor relu = Relu("relu", a);                                                  // elementwise
+  Tensor relu = Relu("relu", a);  // elementwise
   Tensor tr = *Compute("tr", {16, 16}, [&](const Axes& ax) { return relu(ax[1], ax[0]); });
   Tensor bc = *Compute("bc", {16, 16}, [&](const Axes& ax) { return tr(ax) * v(ax[1]); });
   Tensor sh = *Compute("sh", {16, 15}, [&](const Axes& ax) { return bc(ax[0], ax[1] + 1); });
@@ -219,15 +219,16 @@ TEST(ComputeDAGTest, NeedsMultiLevelTilingFollowsAnsorRule) {
   Tensor tr = *Compute("tr", {48, 64}, [&](const Axes& ax) { return add(ax[1], ax[0]); });
   // Outer product: both operands miss an axis, no reduction.
   Tensor u = P("u", {48});
-  Tensor outer = *Compute("outer", {48, 48}, [&](const Axes& ax) { return u(ax[0]) * bias(ax[1]); });
+  Tensor outer =
+      *Compute("outer", {48, 48}, [&](const Axes& ax) { return u(ax[0]) * bias(ax[1]); });
   // One tensor read twice: the union of its indices covers both axes (Ansor counts per tensor).
   Tensor self = *Compute("self", {48, 48}, [&](const Axes& ax) { return u(ax[0]) * u(ax[1]); });
   // Row max of a softmax: X[i, k] reads every output axis.
   Tensor rmax = *Reduce("rmax", {48}, ReduceKind::kMax, {64},
                         [&](const Axes& ax, const Axes& r) { return tr(ax[0], r[0]); });
-  Tensor gemv = *Reduce("gemv", {48}, ReduceKind::kSum, {48},
-                        [&](const Axes& ax, const Axes& r) { return (outer(ax[0], r[0]) + self(ax[0], r[0])) * rmax(r[0]);
-                        });
+  Tensor gemv = *Reduce("gemv", {48}, ReduceKind::kSum, {48}, [&](const Axes& ax, const Axes& r) {
+    return (outer(ax[0], r[0]) + self(ax[0], r[0])) * rmax(r[0]);
+  });
   ComputeDAG dag = MakeDag({gemv});
   EXPECT_TRUE(dag.NeedsMultiLevelTiling(dag.StageId("mm")));
   EXPECT_FALSE(dag.NeedsMultiLevelTiling(dag.StageId("add")));
@@ -329,8 +330,8 @@ TEST(ComputeDAGTest, ReductionFlopsIncludeCombineAndInit) {
   EXPECT_EQ(dag.Flops(), 6.0 * 40 * 3);
   // An init with arithmetic costs once per output point.
   Tensor s2 = *Reduce(
-      "S2", {6}, ReduceKind::kMax, {40}, [&](const Axes& ax, const Axes& r) { return a(ax[0], r[0]); },
-      bias(MakeVar("i0")) * 2);
+      "S2", {6}, ReduceKind::kMax, {40},
+      [&](const Axes& ax, const Axes& r) { return a(ax[0], r[0]); }, bias(MakeVar("i0")) * 2);
   EXPECT_EQ(MakeDag({s2}).Flops(), 6.0 * 40 * 1 + 6.0 * 1);
 }
 
@@ -368,7 +369,8 @@ ComputeDAG Build(const Workload& w) {
   Tensor b = P("B" + s, {w.k, w.n}, w.dtype);
   Tensor a = w.transpose_a ? P("A" + s, {w.k, w.m}, w.dtype) : P("A" + s, {w.m, w.k}, w.dtype);
   if (!w.bias_first) bias = P("bias" + s, {w.n}, w.dtype);
-  ComputeOptions mm_names = w.bias_first ? Names({"y", "x"}, {"rk"}, "dense") : Names({"i", "j"}, {"k"});
+  ComputeOptions mm_names =
+      w.bias_first ? Names({"y", "x"}, {"rk"}, "dense") : Names({"i", "j"}, {"k"});
   Tensor c = *Reduce(
       "C" + s, {w.m, w.n}, ReduceKind::kSum, {w.k},
       [&](const Axes& ax, const Axes& r) {

@@ -190,7 +190,7 @@ TEST(ExprImmTest, FloatImmediateIsRoundedToItsType) {
 
 TEST(RoundToTypeTest, Float16KnownValues) {
   EXPECT_EQ(RoundToType(1.0 / 3.0, kF16), 0.333251953125);  // 0x3555
-  EXPECT_EQ(RoundToType(65504.0, kF16), 65504.0);            // largest finite
+  EXPECT_EQ(RoundToType(65504.0, kF16), 65504.0);           // largest finite
   EXPECT_EQ(RoundToType(65519.0, kF16), 65504.0);
   EXPECT_EQ(RoundToType(65520.0, kF16), std::numeric_limits<double>::infinity());
   EXPECT_EQ(RoundToType(-65520.0, kF16), -std::numeric_limits<double>::infinity());
@@ -212,7 +212,7 @@ TEST(RoundToTypeTest, Float16Subnormals) {
   EXPECT_EQ(RoundToType(tiny, kF16), tiny);
   EXPECT_EQ(RoundToType(tiny / 2, kF16), 0.0);  // tie to even (zero)
   EXPECT_EQ(RoundToType(tiny * 0.75, kF16), tiny);
-  EXPECT_EQ(RoundToType(tiny * 2.5, kF16), tiny * 2);  // tie to even
+  EXPECT_EQ(RoundToType(tiny * 2.5, kF16), tiny * 2);                        // tie to even
   EXPECT_EQ(RoundToType(std::ldexp(1.0, -14), kF16), std::ldexp(1.0, -14));  // smallest normal
 }
 
@@ -255,7 +255,8 @@ TEST(ScalarTypeTest, ParsesNamesAndAliases) {
 TEST(ScalarTypeTest, UnknownNameIsAnError) {
   EXPECT_THAT(ParseType("float8"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown dtype 'float8'")));
-  EXPECT_THAT(ParseType(""), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown dtype")));
+  EXPECT_THAT(ParseType(""),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown dtype")));
 }
 
 TEST(ScalarTypeTest, BytesOf) {
@@ -373,7 +374,8 @@ TEST(ExprVisitorTest, VisitsEveryNodeOnce) {
     }
   };
   Expr i = MakeVar("i");
-  Expr e = Select(i > 0, LoadNode::Make(kF32, "A", {i, i + 1}), FloatConst(0)) + Exp(MakeVar("x", kF32));
+  Expr e =
+      Select(i > 0, LoadNode::Make(kF32, "A", {i, i + 1}), FloatConst(0)) + Exp(MakeVar("x", kF32));
   Counter c;
   c.Visit(e);
   EXPECT_EQ(c.vars, 4);

@@ -84,7 +84,8 @@ TEST(ComputeTest, BuildsAxesBodyAndType) {
 }
 
 TEST(ComputeTest, DefaultAxisNames) {
-  auto t = Compute("Z", {2, 3, 4}, [](const Axes& ax) { return Cast(ScalarType::kFloat32, ax[2]); });
+  auto t =
+      Compute("Z", {2, 3, 4}, [](const Axes& ax) { return Cast(ScalarType::kFloat32, ax[2]); });
   ASSERT_THAT(t, IsOk());
   EXPECT_EQ((*t)->axes[0].name, "i0");
   EXPECT_EQ((*t)->axes[2].name, "i2");
@@ -100,20 +101,24 @@ TEST(ComputeTest, RejectsNonPositiveExtent) {
 TEST(ComputeTest, RejectsWrongNumberOfAxisNames) {
   ComputeOptions options;
   options.axis_names = {"i"};
-  EXPECT_THAT(Compute("C", {3, 4}, [](const Axes&) { return FloatConst(0); }, options),
+  EXPECT_THAT(Compute(
+                  "C", {3, 4}, [](const Axes&) { return FloatConst(0); }, options),
               StatusIs(kInvalid, HasSubstr("tensor 'C' has 2 i axes but 1 axis names")));
 }
 
 TEST(ComputeTest, RejectsDuplicateAxisNames) {
   ComputeOptions options;
   options.axis_names = {"i", "i"};
-  EXPECT_THAT(Compute("C", {3, 4}, [](const Axes&) { return FloatConst(0); }, options),
+  EXPECT_THAT(Compute(
+                  "C", {3, 4}, [](const Axes&) { return FloatConst(0); }, options),
               StatusIs(kInvalid, HasSubstr("tensor 'C' has two axes named 'i'")));
 }
 
 TEST(ComputeTest, RejectsUnknownVariable) {
   Tensor a = *Placeholder("A", {4});
-  auto t = Compute("C", {4}, [&](const Axes& ax) { return a(ax[0]) + Cast(ScalarType::kFloat32, MakeVar("n")); });
+  auto t = Compute("C", {4}, [&](const Axes& ax) {
+    return a(ax[0]) + Cast(ScalarType::kFloat32, MakeVar("n"));
+  });
   EXPECT_THAT(t, StatusIs(kInvalid, HasSubstr("tensor 'C' uses variable 'n'")));
 }
 
@@ -210,8 +215,9 @@ TEST(ReduceTest, RejectsNonPositiveReduceExtent) {
 
 TEST(ReduceTest, RejectsInitTypeMismatch) {
   Tensor a = *Placeholder("A", {4, 16});
-  EXPECT_THAT(Reduce("S", {4}, ReduceKind::kSum, {16}, RowSum(a), IntConst(0)),
-              StatusIs(kInvalid, HasSubstr("init of reduce stage 'S' is int64 but its body is float32")));
+  EXPECT_THAT(
+      Reduce("S", {4}, ReduceKind::kSum, {16}, RowSum(a), IntConst(0)),
+      StatusIs(kInvalid, HasSubstr("init of reduce stage 'S' is int64 but its body is float32")));
 }
 
 TEST(ReduceTest, RejectsInitUsingReduceAxis) {
