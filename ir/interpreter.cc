@@ -1,1 +1,900 @@
-// Placeholder: being written.
+#include "ir/interpreter.h"
+
+#include <algorithm>
+#include <coroutine>
+#include <deque>
+#include <memory>
+#include <set>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "ir/interp_expr.h"
+
+namespace tilesearch::ir {
+namespace {
+
+using interp_internal::Access;
+using interp_internal::AsDouble;
+using interp_internal::BufInfo;
+using interp_internal::CExprPtr;
+using interp_internal::CompileExpr;
+using interp_internal::Ctx;
+using interp_internal::PoisonValue;
+using interp_internal::Runtime;
+using interp_internal::Scope;
+
+// ---------------------------------------------------------------------------------------------
+// Compiled statements.
+//
+// Outside thread regions a statement runs in one context (Exec). A thread region is the outermost
+// statement under the block loops that holds threadIdx loops; there the block's threads run one
+// after another, each until its next Barrier (or the end of the region), and only when all of them
+// wait at the barrier does the next phase start (region by region, as ir/stmt.h states). Statements
+// without a Barrier run with the plain Exec; statements holding one run as C++20 coroutines (Run)
+// that suspend the thread at the barrier, so a thread can leave the end of a loop body, go around
+// the loop and run the start of the next iteration before the next thread runs the end of the
+// first: a missing barrier after the use of a shared buffer (a write-after-read race) also gives a
+// wrong answer. Every control decision taken inside a statement that holds a barrier (loop bounds,
+// conditions, threadIdx guards) must be the same in all threads of the block; thread 0's decisions
+// in the current phase are the reference the other threads are checked against.
+
+class CStmt;
+struct Region;
+
+// A coroutine that runs a barrier-holding statement for one thread. Lazy: starts when awaited or
+// resumed; resumes its awaiter when it finishes (symmetric transfer).
+class CoTask {
+ public:
+  struct promise_type {
+    std::coroutine_handle<> continuation;
+    CoTask get_return_object() {
+      return CoTask(std::coroutine_handle<promise_type>::from_promise(*this));
+    }
+    std::suspend_always initial_suspend() noexcept { return {}; }
+    struct FinalAwaiter {
+      bool await_ready() noexcept { return false; }
+      std::coroutine_handle<> await_suspend(std::coroutine_handle<promise_type> h) noexcept {
+        std::coroutine_handle<> next = h.promise().continuation;
+        return next ? next : std::noop_coroutine();
+      }
+      void await_resume() noexcept {}
+    };
+    FinalAwaiter final_suspend() noexcept { return {}; }
+    void return_void() {}
+    void unhandled_exception() { std::terminate(); }
+  };
+
+  CoTask() = default;
+  explicit CoTask(std::coroutine_handle<promise_type> h) : h_(h) {}
+  CoTask(CoTask&& other) noexcept : h_(std::exchange(other.h_, nullptr)) {}
+  CoTask& operator=(CoTask&& other) noexcept {
+    if (this != &other) {
+      if (h_) h_.destroy();
+      h_ = std::exchange(other.h_, nullptr);
+    }
+    return *this;
+  }
+  CoTask(const CoTask&) = delete;
+  CoTask& operator=(const CoTask&) = delete;
+  ~CoTask() {
+    if (h_) h_.destroy();
+  }
+  std::coroutine_handle<promise_type> handle() const { return h_; }
+
+ private:
+  std::coroutine_handle<promise_type> h_;
+};
+
+struct ThreadState {
+  std::vector<int64_t> vars;
+  std::vector<double*> bufs;
+  Ctx ctx;
+  Region* region = nullptr;
+  int index = 0;  // linear thread index in the block (x fastest)
+  std::coroutine_handle<> resume_point;
+  const CStmt* at_barrier = nullptr;  // the barrier this thread waits at, if any
+  size_t decision_index = 0;           // control decisions taken in the current phase
+};
+
+// A control decision taken inside a barrier-holding statement: the node and its values.
+struct Decision {
+  const CStmt* node = nullptr;
+  int64_t a = 0;
+  int64_t b = 0;
+};
+
+struct Region {
+  int64_t num_threads = 0;
+  std::vector<ThreadState> threads;
+  std::vector<Decision> phase_log;  // thread 0's decisions in the current phase
+
+  // Thread 0 records its decision; any other thread compares with thread 0's decision at the same
+  // position. Returns the reference decision when they differ (its node is null when thread 0
+  // took fewer decisions), else nullptr.
+  const Decision* Check(ThreadState& ts, const CStmt* node, int64_t a, int64_t b) {
+    static const Decision kNone;
+    if (ts.index == 0) {
+      phase_log.push_back(Decision{node, a, b});
+      ++ts.decision_index;
+      return nullptr;
+    }
+    if (ts.decision_index >= phase_log.size()) return &kNone;
+    const Decision& ref = phase_log[ts.decision_index++];
+    if (ref.node == node && ref.a == a && ref.b == b) return nullptr;
+    return &ref;
+  }
+};
+
+std::string ThreadName(const Ctx& c) {
+  return absl::StrCat("thread (", c.tid[0], ", ", c.tid[1], ", ", c.tid[2], ")");
+}
+
+absl::Status DivergenceError(const ThreadState& ts, const std::string& where) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "barrier inside thread-divergent control flow: ", ThreadName(ts.ctx),
+      " takes a different path than thread (0, 0, 0) at ", where));
+}
+
+class CStmt {
+ public:
+  virtual ~CStmt() = default;
+  /// Runs the statement in one context.
+  virtual void Exec(Ctx& c) = 0;
+  /// Runs a statement that holds a barrier for one thread of a region.
+  virtual CoTask Run(ThreadState& ts);
+  bool has_barrier = false;
+  bool is_barrier = false;
+};
+using CStmtPtr = std::unique_ptr<CStmt>;
+
+CoTask CStmt::Run(ThreadState&) {
+  CHECK(false) << "coroutine execution of a statement without a barrier";
+  co_return;
+}
+
+// Awaiting a child statement: a barrier-free child runs to completion in place; a barrier suspends
+// the thread (back to the region's scheduler); a barrier-holding child runs as a coroutine.
+class ChildAwaiter {
+ public:
+  ChildAwaiter(CStmt* s, ThreadState* ts) : s_(s), ts_(ts) {}
+  bool await_ready() {
+    if (s_->is_barrier || s_->has_barrier) return false;
+    s_->Exec(ts_->ctx);
+    return true;
+  }
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> caller) {
+    if (s_->is_barrier) {
+      ts_->resume_point = caller;
+      ts_->at_barrier = s_;
+      return std::noop_coroutine();
+    }
+    task_ = s_->Run(*ts_);
+    task_.handle().promise().continuation = caller;
+    return task_.handle();
+  }
+  void await_resume() {}
+
+ private:
+  CStmt* s_;
+  ThreadState* ts_;
+  CoTask task_;
+};
+
+class NoOpStmt final : public CStmt {
+ public:
+  void Exec(Ctx&) override {}
+};
+
+class SeqStmt final : public CStmt {
+ public:
+  explicit SeqStmt(std::vector<CStmtPtr> stmts) : stmts_(std::move(stmts)) {
+    for (const auto& s : stmts_) has_barrier |= s->has_barrier;
+  }
+  void Exec(Ctx& c) override {
+    for (const auto& s : stmts_) {
+      s->Exec(c);
+      if (c.rt->failed) return;
+    }
+  }
+  CoTask Run(ThreadState& ts) override {
+    for (const auto& s : stmts_) {
+      co_await ChildAwaiter(s.get(), &ts);
+      if (ts.ctx.rt->failed) co_return;
+    }
+  }
+
+ private:
+  std::vector<CStmtPtr> stmts_;
+};
+
+// Serial, parallel, vectorized, unrolled, vthread and blockIdx loops: all iterate.
+class ForStmt final : public CStmt {
+ public:
+  ForStmt(std::string name, int slot, CExprPtr min, CExprPtr extent, CStmtPtr body)
+      : name_(std::move(name)), slot_(slot), min_(std::move(min)), extent_(std::move(extent)),
+        body_(std::move(body)) {
+    has_barrier = body_->has_barrier;
+  }
+  void Exec(Ctx& c) override {
+    const int64_t mn = min_->I(c);
+    const int64_t ext = extent_->I(c);
+    if (c.rt->failed) return;
+    int64_t* var = &c.vars[slot_];
+    for (int64_t i = 0; i < ext; ++i) {
+      *var = mn + i;
+      body_->Exec(c);
+      if (c.rt->failed) return;
+    }
+  }
+  CoTask Run(ThreadState& ts) override {
+    Ctx& c = ts.ctx;
+    const int64_t mn = min_->I(c);
+    const int64_t ext = extent_->I(c);
+    if (c.rt->failed) co_return;
+    if (const Decision* ref = ts.region->Check(ts, this, mn, ext)) {
+      if (ref->node == this) {
+        c.rt->Fail(absl::FailedPreconditionError(absl::StrCat(
+            "barrier inside a thread-divergent loop '", name_, "': min ", ref->a, ", extent ",
+            ref->b, " in thread (0, 0, 0) but min ", mn, ", extent ", ext, " in ",
+            ThreadName(c))));
+      } else {
+        c.rt->Fail(DivergenceError(ts, absl::StrCat("loop '", name_, "'")));
+      }
+      co_return;
+    }
+    for (int64_t i = 0; i < ext; ++i) {
+      c.vars[slot_] = mn + i;
+      co_await ChildAwaiter(body_.get(), &ts);
+      if (c.rt->failed) co_return;
+    }
+  }
+
+ private:
+  std::string name_;
+  int slot_;
+  CExprPtr min_, extent_;
+  CStmtPtr body_;
+};
+
+// A threadIdx loop inside a region: the variable is min + the thread's index in `dim`; threads
+// whose index is >= extent skip the body.
+class ThreadForStmt final : public CStmt {
+ public:
+  ThreadForStmt(std::string name, ForKind kind, int slot, CExprPtr min, int64_t extent,
+                int64_t block_dim, CStmtPtr body)
+      : name_(std::move(name)), kind_(kind), slot_(slot),
+        dim_(static_cast<int>(kind) - static_cast<int>(ForKind::kThreadIdxX)),
+        min_(std::move(min)), extent_(extent), block_dim_(block_dim), body_(std::move(body)) {
+    has_barrier = body_->has_barrier;
+  }
+  void Exec(Ctx& c) override {
+    if (c.tid[dim_] >= extent_) return;
+    c.vars[slot_] = min_->I(c) + c.tid[dim_];
+    body_->Exec(c);
+  }
+  CoTask Run(ThreadState& ts) override {
+    Ctx& c = ts.ctx;
+    const bool inside = c.tid[dim_] < extent_;
+    if (const Decision* ref = ts.region->Check(ts, this, inside, 0)) {
+      if (ref->node == this) {
+        c.rt->Fail(absl::FailedPreconditionError(absl::StrCat(
+            "barrier under a threadIdx guard: ", ForKindName(kind_), " loop '", name_,
+            "' of extent ", extent_, " skips ", ThreadName(c), " of a block with ",
+            ForKindName(kind_), " dimension ", block_dim_)));
+      } else {
+        c.rt->Fail(DivergenceError(ts, absl::StrCat("loop '", name_, "'")));
+      }
+      co_return;
+    }
+    if (!inside) co_return;
+    c.vars[slot_] = min_->I(c) + c.tid[dim_];
+    co_await ChildAwaiter(body_.get(), &ts);
+  }
+
+ private:
+  std::string name_;
+  ForKind kind_;
+  int slot_;
+  int dim_;
+  CExprPtr min_;
+  int64_t extent_;
+  int64_t block_dim_;
+  CStmtPtr body_;
+};
+
+class IfStmt final : public CStmt {
+ public:
+  IfStmt(Expr source, CExprPtr cond, CStmtPtr then_case, CStmtPtr else_case)
+      : source_(std::move(source)), cond_(std::move(cond)), then_(std::move(then_case)),
+        else_(std::move(else_case)) {
+    has_barrier = then_->has_barrier || (else_ && else_->has_barrier);
+  }
+  void Exec(Ctx& c) override {
+    const bool cond = cond_->I(c) != 0;
+    if (c.rt->failed) return;
+    if (cond) {
+      then_->Exec(c);
+    } else if (else_) {
+      else_->Exec(c);
+    }
+  }
+  CoTask Run(ThreadState& ts) override {
+    Ctx& c = ts.ctx;
+    const bool cond = cond_->I(c) != 0;
+    if (c.rt->failed) co_return;
+    if (const Decision* ref = ts.region->Check(ts, this, cond, 0)) {
+      if (ref->node == this) {
+        c.rt->Fail(absl::FailedPreconditionError(absl::StrCat(
+            "barrier inside a thread-divergent condition ", ToString(source_), ": ",
+            ref->a ? "true" : "false", " in thread (0, 0, 0) but ", cond ? "true" : "false",
+            " in ", ThreadName(c))));
+      } else {
+        c.rt->Fail(DivergenceError(ts, absl::StrCat("condition ", ToString(source_))));
+      }
+      co_return;
+    }
+    if (cond) {
+      co_await ChildAwaiter(then_.get(), &ts);
+    } else if (else_) {
+      co_await ChildAwaiter(else_.get(), &ts);
+    }
+  }
+
+ private:
+  Expr source_;
+  CExprPtr cond_;
+  CStmtPtr then_, else_;
+};
+
+template <bool kFloat32Buffer>
+class StoreStmt final : public CStmt {
+ public:
+  StoreStmt(Access access, CExprPtr value, bool value_is_float, ScalarType dtype)
+      : access_(std::move(access)), value_(std::move(value)), value_is_float_(value_is_float),
+        dtype_(dtype) {}
+  void Exec(Ctx& c) override {
+    const int64_t off = access_.Offset(c);
+    if (off < 0) return;
+    const double v = AsDouble(*value_, value_is_float_, c);
+    if constexpr (kFloat32Buffer) {
+      c.bufs[access_.slot()][off] = static_cast<double>(static_cast<float>(v));
+    } else {
+      c.bufs[access_.slot()][off] = RoundToType(v, dtype_);
+    }
+  }
+
+ private:
+  Access access_;
+  CExprPtr value_;
+  bool value_is_float_;
+  ScalarType dtype_;
+};
+
+class EvaluateStmt final : public CStmt {
+ public:
+  EvaluateStmt(CExprPtr value, bool is_float) : value_(std::move(value)), is_float_(is_float) {}
+  void Exec(Ctx& c) override { AsDouble(*value_, is_float_, c); }
+
+ private:
+  CExprPtr value_;
+  bool is_float_;
+};
+
+// An allocation outside thread regions: fresh (poisoned) storage on every entry.
+class AllocStmt final : public CStmt {
+ public:
+  AllocStmt(int slot, int64_t size, double poison, CStmtPtr body)
+      : slot_(slot), storage_(size), poison_(poison), body_(std::move(body)) {}
+  void Exec(Ctx& c) override {
+    std::fill(storage_.begin(), storage_.end(), poison_);
+    c.bufs[slot_] = storage_.data();
+    body_->Exec(c);
+  }
+
+ private:
+  int slot_;
+  std::vector<double> storage_;
+  double poison_;
+  CStmtPtr body_;
+};
+
+// A local allocation inside a region: one private copy per thread, placed when the region is
+// entered and poisoned each time the allocation is entered.
+class RegionLocalAllocStmt final : public CStmt {
+ public:
+  RegionLocalAllocStmt(int slot, int64_t size, double poison, CStmtPtr body)
+      : slot_(slot), size_(size), poison_(poison), body_(std::move(body)) {
+    has_barrier = body_->has_barrier;
+  }
+  void Exec(Ctx& c) override {
+    std::fill(c.bufs[slot_], c.bufs[slot_] + size_, poison_);
+    body_->Exec(c);
+  }
+  CoTask Run(ThreadState& ts) override {
+    std::fill(ts.ctx.bufs[slot_], ts.ctx.bufs[slot_] + size_, poison_);
+    co_await ChildAwaiter(body_.get(), &ts);
+  }
+
+ private:
+  int slot_;
+  int64_t size_;
+  double poison_;
+  CStmtPtr body_;
+};
+
+// A shared (or global) allocation inside a region: one copy per block, placed and poisoned when
+// the region is entered, so threads entering the Allocate one after another do not clobber it.
+class RegionSharedAllocStmt final : public CStmt {
+ public:
+  explicit RegionSharedAllocStmt(CStmtPtr body) : body_(std::move(body)) {
+    has_barrier = body_->has_barrier;
+  }
+  void Exec(Ctx& c) override { body_->Exec(c); }
+  CoTask Run(ThreadState& ts) override { co_await ChildAwaiter(body_.get(), &ts); }
+
+ private:
+  CStmtPtr body_;
+};
+
+// Only ever awaited (ChildAwaiter suspends the thread there); never executed directly.
+class BarrierStmt final : public CStmt {
+ public:
+  BarrierStmt() {
+    has_barrier = true;
+    is_barrier = true;
+  }
+  void Exec(Ctx&) override { CHECK(false) << "barrier executed outside the region scheduler"; }
+};
+
+struct RegionShared {
+  int slot;
+  int64_t size;
+  double poison;
+};
+struct RegionLocal {
+  int slot;
+  int64_t size;
+};
+
+// Wraps the region's body so that even a body that is a bare barrier runs through ChildAwaiter.
+CoTask RunRegionBody(CStmt* body, ThreadState* ts) { co_await ChildAwaiter(body, ts); }
+
+// The root of a thread region: sets up one context per thread of the block, per-block shared and
+// per-thread local storage, then runs the body phase by phase.
+class RegionStmt final : public CStmt {
+ public:
+  RegionStmt(const int64_t dims[3], std::vector<RegionShared> shared,
+             std::vector<RegionLocal> local, CStmtPtr body)
+      : shared_(std::move(shared)), local_(std::move(local)), body_(std::move(body)) {
+    for (int d = 0; d < 3; ++d) dims_[d] = dims[d];
+    region_.num_threads = dims_[0] * dims_[1] * dims_[2];
+    shared_storage_.resize(shared_.size());
+    local_storage_.resize(local_.size());
+    for (size_t i = 0; i < shared_.size(); ++i) shared_storage_[i].resize(shared_[i].size);
+    for (size_t i = 0; i < local_.size(); ++i) {
+      local_storage_[i].resize(local_[i].size * region_.num_threads);
+    }
+  }
+
+  void Exec(Ctx& c) override {
+    const int64_t n = region_.num_threads;
+    region_.threads.resize(n);
+    for (int64_t t = 0; t < n; ++t) {
+      ThreadState& ts = region_.threads[t];
+      ts.vars.assign(c.vars, c.vars + c.rt->num_vars);
+      ts.bufs.assign(c.bufs, c.bufs + c.rt->num_bufs);
+      ts.ctx.vars = ts.vars.data();
+      ts.ctx.bufs = ts.bufs.data();
+      ts.ctx.rt = c.rt;
+      ts.ctx.tid[0] = t % dims_[0];
+      ts.ctx.tid[1] = (t / dims_[0]) % dims_[1];
+      ts.ctx.tid[2] = t / (dims_[0] * dims_[1]);
+      ts.region = &region_;
+      ts.index = static_cast<int>(t);
+      ts.at_barrier = nullptr;
+    }
+    for (size_t i = 0; i < shared_.size(); ++i) {
+      std::fill(shared_storage_[i].begin(), shared_storage_[i].end(), shared_[i].poison);
+      for (ThreadState& ts : region_.threads) ts.bufs[shared_[i].slot] = shared_storage_[i].data();
+    }
+    for (size_t i = 0; i < local_.size(); ++i) {
+      for (int64_t t = 0; t < n; ++t) {
+        region_.threads[t].bufs[local_[i].slot] = local_storage_[i].data() + t * local_[i].size;
+      }
+    }
+    if (!body_->has_barrier) {
+      for (ThreadState& ts : region_.threads) {
+        body_->Exec(ts.ctx);
+        if (c.rt->failed) return;
+      }
+      return;
+    }
+    RunPhases(*c.rt);
+  }
+
+ private:
+  void RunPhases(Runtime& rt) {
+    const int64_t n = region_.num_threads;
+    std::vector<CoTask> tasks(n);
+    for (int64_t t = 0; t < n; ++t) {
+      tasks[t] = RunRegionBody(body_.get(), &region_.threads[t]);
+      region_.threads[t].resume_point = tasks[t].handle();
+    }
+    while (true) {
+      region_.phase_log.clear();
+      for (ThreadState& ts : region_.threads) {
+        ts.decision_index = 0;
+        ts.at_barrier = nullptr;
+        std::coroutine_handle<> h = std::exchange(ts.resume_point, nullptr);
+        h.resume();
+        if (rt.failed) return;
+      }
+      // All threads now wait at a barrier or have left the region.
+      const ThreadState& first = region_.threads[0];
+      int64_t waiting = 0;
+      const ThreadState* missing = nullptr;
+      for (const ThreadState& ts : region_.threads) {
+        if (ts.at_barrier != nullptr) {
+          ++waiting;
+        } else if (missing == nullptr) {
+          missing = &ts;
+        }
+      }
+      if (waiting == 0) return;
+      if (waiting < n) {
+        rt.Fail(absl::FailedPreconditionError(absl::StrCat(
+            "barrier reached by ", waiting, " of ", n, " threads of a block: ",
+            ThreadName(missing->ctx), " left the region without reaching it")));
+        return;
+      }
+      for (const ThreadState& ts : region_.threads) {
+        if (ts.at_barrier != first.at_barrier) {
+          rt.Fail(absl::FailedPreconditionError(absl::StrCat(
+              "threads of a block wait at different barriers: ", ThreadName(first.ctx), " and ",
+              ThreadName(ts.ctx))));
+          return;
+        }
+        if (ts.decision_index != region_.phase_log.size()) {
+          rt.Fail(DivergenceError(ts, "a barrier"));
+          return;
+        }
+      }
+    }
+  }
+
+  int64_t dims_[3];
+  std::vector<RegionShared> shared_;
+  std::vector<RegionLocal> local_;
+  CStmtPtr body_;
+  Region region_;
+  std::vector<std::vector<double>> shared_storage_;
+  std::vector<std::vector<double>> local_storage_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Compilation.
+
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) {
+    strides[d] = strides[d + 1] * shape[d + 1];
+  }
+  return strides;
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+// True when an expression reads no variable and no buffer (so it can be evaluated once).
+class ConstantChecker : public ExprVisitor {
+ public:
+  bool constant = true;
+
+ protected:
+  void VisitVar(const VarNode*, const Expr&) override { constant = false; }
+  void VisitLoad(const LoadNode*, const Expr&) override { constant = false; }
+};
+
+// Upper bound on threads per block the interpreter accepts (keeps memory bounded; real GPUs allow
+// 1024, so anything near this is a broken schedule anyway).
+constexpr int64_t kMaxThreadsPerBlock = 1 << 16;
+
+class Compiler {
+ public:
+  explicit Compiler(Precision precision) : precision_(precision) {}
+
+  /// Declares a kernel parameter.
+  void AddParam(const BufferDecl& decl) { scope_.PushBuf(NewBuf(decl)); }
+
+  absl::StatusOr<CStmtPtr> Compile(const Stmt& s) {
+    if (region_ == nullptr) {
+      const Flags f = Scan(s);
+      if (f.thread && !f.block) return CompileRegion(s);
+    }
+    switch (s.kind()) {
+      case StmtKind::kFor: return CompileFor(s.as<ForNode>());
+      case StmtKind::kSeq: {
+        std::vector<CStmtPtr> stmts;
+        for (const Stmt& child : s.as<SeqNode>()->stmts) {
+          ASSIGN_OR_RETURN(CStmtPtr c, Compile(child));
+          stmts.push_back(std::move(c));
+        }
+        return CStmtPtr(std::make_unique<SeqStmt>(std::move(stmts)));
+      }
+      case StmtKind::kStore: {
+        const auto* op = s.as<StoreNode>();
+        ASSIGN_OR_RETURN(Access access,
+                         Access::Make(op->buffer, op->indices, "store", scope_, precision_));
+        ASSIGN_OR_RETURN(CExprPtr value, CompileExpr(op->value, scope_, precision_));
+        const ScalarType dtype = scope_.FindBuf(op->buffer)->dtype;
+        const bool is_float = IsFloat(op->value.type());
+        if (dtype == ScalarType::kFloat32) {
+          return CStmtPtr(std::make_unique<StoreStmt<true>>(std::move(access), std::move(value),
+                                                            is_float, dtype));
+        }
+        return CStmtPtr(std::make_unique<StoreStmt<false>>(std::move(access), std::move(value),
+                                                           is_float, dtype));
+      }
+      case StmtKind::kAllocate: return CompileAllocate(s.as<AllocateNode>());
+      case StmtKind::kIfThenElse: {
+        const auto* op = s.as<IfThenElseNode>();
+        ASSIGN_OR_RETURN(CExprPtr cond, CompileExpr(op->cond, scope_, precision_));
+        ASSIGN_OR_RETURN(CStmtPtr then_case, Compile(op->then_case));
+        CStmtPtr else_case;
+        if (op->else_case.defined()) {
+          ASSIGN_OR_RETURN(else_case, Compile(op->else_case));
+        }
+        return CStmtPtr(std::make_unique<IfStmt>(op->cond, std::move(cond), std::move(then_case),
+                                                 std::move(else_case)));
+      }
+      case StmtKind::kBarrier:
+        // Outside thread regions a block has one thread: the barrier has nothing to wait for.
+        if (region_ == nullptr) return CStmtPtr(std::make_unique<NoOpStmt>());
+        return CStmtPtr(std::make_unique<BarrierStmt>());
+      case StmtKind::kEvaluate: {
+        const Expr& v = s.as<EvaluateNode>()->value;
+        ASSIGN_OR_RETURN(CExprPtr value, CompileExpr(v, scope_, precision_));
+        return CStmtPtr(std::make_unique<EvaluateStmt>(std::move(value), IsFloat(v.type())));
+      }
+    }
+    CHECK(false) << "unhandled statement kind";
+    return CStmtPtr();
+  }
+
+  int num_vars() const { return num_vars_; }
+  int num_bufs() const { return num_bufs_; }
+
+ private:
+  struct Flags {
+    bool thread = false;
+    bool block = false;
+  };
+  struct RegionInfo {
+    int64_t dims[3] = {1, 1, 1};
+    std::vector<RegionShared> shared;
+    std::vector<RegionLocal> local;
+  };
+
+  const BufInfo* NewBuf(const BufferDecl& decl) {
+    BufInfo& info = infos_.emplace_back();
+    info.slot = num_bufs_++;
+    info.name = decl.name;
+    info.dtype = decl.dtype;
+    info.shape = decl.shape;
+    info.strides = RowMajorStrides(decl.shape);
+    return &info;
+  }
+
+  Flags Scan(const Stmt& s) {
+    auto it = flags_.find(s.get());
+    if (it != flags_.end()) return it->second;
+    Flags f;
+    auto merge = [&](const Stmt& child) {
+      if (!child.defined()) return;
+      const Flags cf = Scan(child);
+      f.thread |= cf.thread;
+      f.block |= cf.block;
+    };
+    switch (s.kind()) {
+      case StmtKind::kFor: {
+        const auto* op = s.as<ForNode>();
+        f.thread = IsThreadBound(op->for_kind);
+        f.block = IsBlockBound(op->for_kind);
+        merge(op->body);
+        break;
+      }
+      case StmtKind::kSeq:
+        for (const Stmt& c : s.as<SeqNode>()->stmts) merge(c);
+        break;
+      case StmtKind::kAllocate: merge(s.as<AllocateNode>()->body); break;
+      case StmtKind::kIfThenElse:
+        merge(s.as<IfThenElseNode>()->then_case);
+        merge(s.as<IfThenElseNode>()->else_case);
+        break;
+      default: break;
+    }
+    flags_[s.get()] = f;
+    return f;
+  }
+
+  absl::StatusOr<int64_t> ThreadExtent(const ForNode* op) {
+    ConstantChecker checker;
+    checker.Visit(op->extent);
+    if (!checker.constant) {
+      return absl::InvalidArgumentError(absl::StrCat("extent of ", ForKindName(op->for_kind),
+                                                     " loop '", op->var_name(),
+                                                     "' is not a constant: ", ToString(op->extent)));
+    }
+    Scope empty;
+    ASSIGN_OR_RETURN(CExprPtr e, CompileExpr(op->extent, empty, precision_));
+    Runtime rt;
+    Ctx c;
+    c.rt = &rt;
+    const int64_t v = e->I(c);
+    if (rt.failed) return rt.status;
+    return v;
+  }
+
+  absl::StatusOr<CStmtPtr> CompileRegion(const Stmt& s) {
+    RegionInfo info;
+    RETURN_IF_ERROR(CollectThreadExtents(s, info));
+    const int64_t n = info.dims[0] * info.dims[1] * info.dims[2];
+    if (n > kMaxThreadsPerBlock) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "block of ", info.dims[0], "x", info.dims[1], "x", info.dims[2], " = ", n,
+          " threads exceeds the interpreter's limit of ", kMaxThreadsPerBlock));
+    }
+    region_ = &info;
+    absl::StatusOr<CStmtPtr> body = Compile(s);
+    region_ = nullptr;
+    if (!body.ok()) return body.status();
+    return CStmtPtr(std::make_unique<RegionStmt>(info.dims, std::move(info.shared),
+                                                 std::move(info.local), std::move(*body)));
+  }
+
+  absl::Status CollectThreadExtents(const Stmt& s, RegionInfo& info) {
+    if (!s.defined()) return absl::OkStatus();
+    switch (s.kind()) {
+      case StmtKind::kFor: {
+        const auto* op = s.as<ForNode>();
+        if (IsThreadBound(op->for_kind)) {
+          ASSIGN_OR_RETURN(int64_t ext, ThreadExtent(op));
+          const int d = static_cast<int>(op->for_kind) - static_cast<int>(ForKind::kThreadIdxX);
+          info.dims[d] = std::max(info.dims[d], ext);
+        }
+        return CollectThreadExtents(op->body, info);
+      }
+      case StmtKind::kSeq:
+        for (const Stmt& c : s.as<SeqNode>()->stmts) RETURN_IF_ERROR(CollectThreadExtents(c, info));
+        return absl::OkStatus();
+      case StmtKind::kAllocate: return CollectThreadExtents(s.as<AllocateNode>()->body, info);
+      case StmtKind::kIfThenElse:
+        RETURN_IF_ERROR(CollectThreadExtents(s.as<IfThenElseNode>()->then_case, info));
+        return CollectThreadExtents(s.as<IfThenElseNode>()->else_case, info);
+      default: return absl::OkStatus();
+    }
+  }
+
+  absl::StatusOr<CStmtPtr> CompileFor(const ForNode* op) {
+    ASSIGN_OR_RETURN(CExprPtr min, CompileExpr(op->min, scope_, precision_));
+    if (IsThreadBound(op->for_kind) && region_ == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(ForKindName(op->for_kind), " loop '",
+                                                     op->var_name(),
+                                                     "' encloses a blockIdx loop"));
+    }
+    int64_t thread_extent = 0;
+    CExprPtr extent;
+    if (IsThreadBound(op->for_kind)) {
+      ASSIGN_OR_RETURN(thread_extent, ThreadExtent(op));
+    } else {
+      ASSIGN_OR_RETURN(extent, CompileExpr(op->extent, scope_, precision_));
+    }
+    const int slot = num_vars_++;
+    scope_.PushVar(op->var_name(), slot);
+    absl::StatusOr<CStmtPtr> body = Compile(op->body);
+    scope_.PopVar();
+    if (!body.ok()) return body.status();
+    if (IsThreadBound(op->for_kind)) {
+      const int d = static_cast<int>(op->for_kind) - static_cast<int>(ForKind::kThreadIdxX);
+      return CStmtPtr(std::make_unique<ThreadForStmt>(op->var_name(), op->for_kind, slot,
+                                                      std::move(min), thread_extent,
+                                                      region_->dims[d], std::move(*body)));
+    }
+    return CStmtPtr(std::make_unique<ForStmt>(op->var_name(), slot, std::move(min),
+                                              std::move(extent), std::move(*body)));
+  }
+
+  absl::StatusOr<CStmtPtr> CompileAllocate(const AllocateNode* op) {
+    const BufferDecl& decl = op->buffer;
+    const BufInfo* info = NewBuf(decl);
+    const int64_t size = decl.NumElements();
+    const double poison = PoisonValue(decl.dtype);
+    scope_.PushBuf(info);
+    absl::StatusOr<CStmtPtr> body = Compile(op->body);
+    scope_.PopBuf();
+    if (!body.ok()) return body.status();
+    if (region_ == nullptr) {
+      return CStmtPtr(std::make_unique<AllocStmt>(info->slot, size, poison, std::move(*body)));
+    }
+    if (decl.scope == MemoryScope::kLocal) {
+      region_->local.push_back(RegionLocal{info->slot, size});
+      return CStmtPtr(
+          std::make_unique<RegionLocalAllocStmt>(info->slot, size, poison, std::move(*body)));
+    }
+    region_->shared.push_back(RegionShared{info->slot, size, poison});
+    return CStmtPtr(std::make_unique<RegionSharedAllocStmt>(std::move(*body)));
+  }
+
+  Precision precision_;
+  Scope scope_;
+  std::deque<BufInfo> infos_;
+  int num_vars_ = 0;
+  int num_bufs_ = 0;
+  RegionInfo* region_ = nullptr;
+  std::unordered_map<const StmtNode*, Flags> flags_;
+};
+
+absl::Status CheckParams(const LoopNest& nest, const BufferMap& buffers) {
+  std::set<std::string> seen;
+  for (const BufferDecl& p : nest.params) {
+    if (!seen.insert(p.name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("loop nest '", nest.name, "' has two parameters named '", p.name, "'"));
+    }
+    auto it = buffers.find(p.name);
+    if (it == buffers.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("missing buffer for parameter '", p.name,
+                                                     "' of loop nest '", nest.name, "'"));
+    }
+    const HostBuffer& b = it->second;
+    if (b.dtype != p.dtype) {
+      return absl::InvalidArgumentError(absl::StrCat("buffer '", p.name, "' has dtype ",
+                                                     TypeName(b.dtype), " but parameter '", p.name,
+                                                     "' of loop nest '", nest.name, "' is ",
+                                                     TypeName(p.dtype)));
+    }
+    if (b.shape != p.shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "buffer '", p.name, "' has shape ", ShapeText(b.shape), " but parameter '", p.name,
+          "' of loop nest '", nest.name, "' has shape ", ShapeText(p.shape)));
+    }
+    if (static_cast<int64_t>(b.data.size()) != b.NumElements()) {
+      return absl::InvalidArgumentError(absl::StrCat("buffer '", p.name, "' holds ", b.data.size(),
+                                                     " values; its shape ", ShapeText(b.shape),
+                                                     " needs ", b.NumElements()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Interpret(const LoopNest& nest, BufferMap& buffers, const InterpretOptions& options) {
+  RETURN_IF_ERROR(CheckParams(nest, buffers));
+  if (!nest.body.defined()) return absl::OkStatus();
+  Runtime rt;
+  Compiler compiler(options.precision);
+  for (const BufferDecl& p : nest.params) compiler.AddParam(p);
+  ASSIGN_OR_RETURN(CStmtPtr body, compiler.Compile(nest.body));
+  rt.num_vars = compiler.num_vars();
+  rt.num_bufs = compiler.num_bufs();
+
+  std::vector<int64_t> vars(rt.num_vars, 0);
+  std::vector<double*> bufs(rt.num_bufs, nullptr);
+  for (size_t i = 0; i < nest.params.size(); ++i) {
+    bufs[i] = buffers.at(nest.params[i].name).data.data();
+  }
+  Ctx ctx;
+  ctx.vars = vars.data();
+  ctx.bufs = bufs.data();
+  ctx.rt = &rt;
+  body->Exec(ctx);
+  return rt.status;
+}
+
+}  // namespace tilesearch::ir
