@@ -330,6 +330,8 @@ StageKind ComputeDAG::Kind(int id) const {
   if (t.reduce != ReduceKind::kNone || !t.reduce_axes.empty()) return StageKind::kReduction;
   for (const LoadNode* load : StageLoads(t)) {
     if (load->indices.size() != t.axes.size()) return StageKind::kInjective;
+    // Same indices but another shape is a crop (or an out-of-range read), not a pointwise map.
+    if (load->producer && load->producer->shape != t.shape) return StageKind::kInjective;
     for (size_t d = 0; d < t.axes.size(); ++d) {
       const auto* v = load->indices[d].as<VarNode>();
       if (!v || v->name != t.axes[d].name) return StageKind::kInjective;
@@ -436,7 +438,7 @@ std::string ComputeDAG::ToString() const {
     StageKind kind = Kind(id);
     os << "[" << id << "] ";
     if (t.is_placeholder) {
-      os << t.name << " = placeholder";
+      os << t.name;
     } else {
       os << t.name << "[" << AxesText(t.axes) << "] = ";
       if (t.reduce != ReduceKind::kNone) {

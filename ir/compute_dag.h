@@ -15,6 +15,7 @@ namespace tilesearch::ir {
 enum class StageKind : uint8_t {
   kPlaceholder,
   kElementwise,  // no reduction; every Load indexes its tensor by exactly the output axes, in order
+                 // (and that tensor has the stage's shape)
   kInjective,    // no reduction; any other index expressions (broadcast, transpose, padding)
   kReduction,    // has reduce axes
 };
@@ -57,7 +58,10 @@ class ComputeDAG {
 
   /// Floating-point (and integer arithmetic) operations of stage `id`: operations per body
   /// evaluation × points (output points × reduce points, with the combine counted), math calls
-  /// count 1. Matmul M×N×K: 2·M·N·K.
+  /// count 1. Matmul M×N×K: 2·M·N·K. Counted: Add Sub Mul Div Mod Min Max of a value type (not
+  /// int64 index arithmetic) and math calls; free: loads and their indices, casts, comparisons,
+  /// logic; a select costs its condition plus its costlier branch. A reduction's init costs its
+  /// operations once per output point.
   double StageFlops(int id) const;
   /// Sum over all stages.
   double Flops() const;

@@ -253,6 +253,10 @@ Expr operator!=(Expr a, Expr b) {
   Promote(a, b);
   return NENode::Make(std::move(a), std::move(b));
 }
+Expr operator!=(Expr a, double b) {
+  Expr c = MakeConst(a.type(), b);
+  return NENode::Make(std::move(a), std::move(c));
+}
 Expr operator&&(Expr a, Expr b) { return AndNode::Make(std::move(a), std::move(b)); }
 Expr operator||(Expr a, Expr b) { return OrNode::Make(std::move(a), std::move(b)); }
 Expr operator!(Expr a) { return NotNode::Make(std::move(a)); }

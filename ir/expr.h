@@ -260,6 +260,7 @@ Expr operator<=(Expr a, double b);
 Expr operator>(Expr a, double b);
 Expr operator>=(Expr a, double b);
 Expr operator==(Expr a, double b);
+Expr operator!=(Expr a, double b);
 
 Expr Min(Expr a, Expr b);
 Expr Max(Expr a, Expr b);

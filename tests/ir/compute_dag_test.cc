@@ -207,6 +207,9 @@ TEST(ComputeDAGTest, StageKinds) {
   EXPECT_EQ(dag.Kind(dag.StageId("sh")), StageKind::kInjective);  // shifted index
   EXPECT_EQ(dag.Kind(dag.StageId("sum")), StageKind::kReduction);
   EXPECT_EQ(dag.Kind(dag.StageId("iota")), StageKind::kElementwise);
+  // Same index variables into a larger tensor: a crop, not elementwise.
+  Tensor crop = *Compute("crop", {8, 8}, [&](const Axes& ax) { return a(ax[0], ax[1]); });
+  EXPECT_EQ(MakeDag({crop}).Kind(1), StageKind::kInjective);
   EXPECT_STREQ(StageKindName(StageKind::kInjective), "injective");
 }
 

@@ -79,6 +79,9 @@ TEST(ExprBuilderTest, ComparisonsProduceBool) {
   EXPECT_EQ((x > 0).type(), kBool);
   EXPECT_EQ((x == 1).type(), kBool);
   EXPECT_EQ((MakeVar("i") != IntConst(3)).type(), kBool);
+  Expr ne = MakeVar("i") != 3;  // a literal on the right, as for ==
+  EXPECT_EQ(ne.kind(), ExprKind::kNE);
+  EXPECT_EQ(AsConstInt(ne.as<NENode>()->b), 3);
   Expr both = (x > 0) && (x < 1);
   EXPECT_EQ(both.kind(), ExprKind::kAnd);
   EXPECT_EQ((!both).type(), kBool);
