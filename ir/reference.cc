@@ -1,1 +1,371 @@
-// Placeholder: being written.
+#include "ir/reference.h"
+
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "ir/lower_naive.h"
+
+namespace tilesearch::ir {
+namespace {
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+absl::Status CheckInput(const Tensor& t, const BufferMap& inputs) {
+  auto it = inputs.find(t.name());
+  if (it == inputs.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("missing input '", t.name(), "'"));
+  }
+  const HostBuffer& b = it->second;
+  if (b.dtype != t.dtype() || b.shape != t.shape() ||
+      static_cast<int64_t>(b.data.size()) != t.NumElements()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input '", t.name(), "' is ", TypeName(b.dtype), " ", ShapeText(b.shape), " with ",
+        b.data.size(), " values; the placeholder is ", TypeName(t.dtype()), " ",
+        ShapeText(t.shape())));
+  }
+  return absl::OkStatus();
+}
+
+int64_t RowMajorOffset(const std::vector<int64_t>& shape, const std::vector<int64_t>& index) {
+  int64_t offset = 0;
+  for (size_t d = 0; d < shape.size(); ++d) offset = offset * shape[d] + index[d];
+  return offset;
+}
+
+// A value of an expression: `i` for int and bool types, `f` for float types.
+struct Val {
+  int64_t i = 0;
+  double f = 0;
+};
+
+int64_t Wrap(int64_t v, ScalarType t) {
+  if (t == ScalarType::kInt32) return static_cast<int32_t>(static_cast<uint32_t>(v));
+  if (t == ScalarType::kBool) return v != 0;
+  return v;
+}
+
+int64_t WrappingAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+int64_t WrappingSub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+int64_t WrappingMul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
+// Evaluates stage definitions pointwise in float64 (integers exactly, with the IR's floor
+// division and int32 wrap-around), memoizing every stage element it computes.
+class PointEvaluator {
+ public:
+  PointEvaluator(const ComputeDAG& dag, const BufferMap& inputs) : dag_(dag), inputs_(inputs) {}
+
+  absl::Status status() const { return status_; }
+
+  Val Stage(int id, const std::vector<int64_t>& index) {
+    if (!status_.ok()) return {};
+    const Tensor& t = dag_.stage(id);
+    const int64_t offset = RowMajorOffset(t.shape(), index);
+    if (t->is_placeholder) {
+      auto it = inputs_.find(t.name());
+      if (it == inputs_.end()) {
+        Fail(absl::InvalidArgumentError(absl::StrCat("missing input '", t.name(), "'")));
+        return {};
+      }
+      const double v = it->second.data[offset];
+      return IsFloat(t.dtype()) ? Val{0, v} : Val{static_cast<int64_t>(v), 0};
+    }
+    auto memo = memo_.find(std::make_pair(id, offset));
+    if (memo != memo_.end()) return memo->second;
+
+    Env env;
+    for (size_t d = 0; d < t->axes.size(); ++d) env.emplace_back(t->axes[d].name, index[d]);
+    Val result;
+    if (t->reduce == ReduceKind::kNone) {
+      result = Eval(t->body, env);
+    } else {
+      result = Eval(t->init, env);
+      const size_t base = env.size();
+      for (const IterVar& r : t->reduce_axes) env.emplace_back(r.name, 0);
+      // Odometer over the reduce domain, last reduce axis fastest.
+      while (true) {
+        result = Combine(t->reduce, t.dtype(), result, Eval(t->body, env));
+        if (!status_.ok()) return {};
+        int d = static_cast<int>(t->reduce_axes.size()) - 1;
+        while (d >= 0 && ++env[base + d].second == t->reduce_axes[d].extent) {
+          env[base + d].second = 0;
+          --d;
+        }
+        if (d < 0) break;
+      }
+    }
+    memo_.emplace(std::make_pair(id, offset), result);
+    return result;
+  }
+
+  absl::Status CheckInputs() {
+    for (int id : dag_.input_ids()) RETURN_IF_ERROR(CheckInput(dag_.stage(id), inputs_));
+    return absl::OkStatus();
+  }
+
+ private:
+  using Env = std::vector<std::pair<std::string, int64_t>>;
+
+  void Fail(absl::Status s) {
+    if (status_.ok()) status_ = std::move(s);
+  }
+
+  static Val Combine(ReduceKind kind, ScalarType t, Val acc, Val x) {
+    if (IsFloat(t)) {
+      switch (kind) {
+        case ReduceKind::kSum: return {0, acc.f + x.f};
+        case ReduceKind::kProd: return {0, acc.f * x.f};
+        case ReduceKind::kMax: return {0, std::isnan(x.f) ? x.f : std::max(acc.f, x.f)};
+        case ReduceKind::kMin: return {0, std::isnan(x.f) ? x.f : std::min(acc.f, x.f)};
+        case ReduceKind::kNone: break;
+      }
+    } else {
+      switch (kind) {
+        case ReduceKind::kSum: return {Wrap(WrappingAdd(acc.i, x.i), t), 0};
+        case ReduceKind::kProd: return {Wrap(WrappingMul(acc.i, x.i), t), 0};
+        case ReduceKind::kMax: return {std::max(acc.i, x.i), 0};
+        case ReduceKind::kMin: return {std::min(acc.i, x.i), 0};
+        case ReduceKind::kNone: break;
+      }
+    }
+    CHECK(false) << "combine of reduce kind none";
+    return {};
+  }
+
+  Val Eval(const Expr& e, const Env& env) {
+    if (!status_.ok()) return {};
+    switch (e.kind()) {
+      case ExprKind::kIntImm: return {e.as<IntImmNode>()->value, 0};
+      case ExprKind::kFloatImm: return {0, e.as<FloatImmNode>()->value};
+      case ExprKind::kVar: {
+        const std::string& name = e.as<VarNode>()->name;
+        for (auto it = env.rbegin(); it != env.rend(); ++it) {
+          if (it->first == name) return {it->second, 0};
+        }
+        Fail(absl::InvalidArgumentError(absl::StrCat("unknown variable '", name, "'")));
+        return {};
+      }
+      case ExprKind::kNot: return {Eval(e.as<NotNode>()->a, env).i == 0, 0};
+      case ExprKind::kSelect: {
+        const auto* op = e.as<SelectNode>();
+        return Eval(op->cond, env).i ? Eval(op->true_value, env) : Eval(op->false_value, env);
+      }
+      case ExprKind::kCast: return EvalCast(e.as<CastNode>(), env);
+      case ExprKind::kCall: return EvalCall(e.as<CallNode>(), env);
+      case ExprKind::kLoad: return EvalLoad(e, env);
+      default: break;
+    }
+    CHECK(IsBinaryKind(e.kind())) << "unhandled expression kind " << ExprKindName(e.kind());
+    auto [ea, eb] = BinaryOperands(e);
+    const Val a = Eval(ea, env);
+    const Val b = Eval(eb, env);
+    const ScalarType t = ea.type();
+    if (IsFloat(t)) return EvalFloatBinary(e.kind(), a.f, b.f);
+    return EvalIntBinary(e, t, a.i, b.i);
+  }
+
+  static Val EvalFloatBinary(ExprKind kind, double a, double b) {
+    constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+    switch (kind) {
+      case ExprKind::kAdd: return {0, a + b};
+      case ExprKind::kSub: return {0, a - b};
+      case ExprKind::kMul: return {0, a * b};
+      case ExprKind::kDiv: return {0, a / b};
+      case ExprKind::kMod: return {0, a - b * std::floor(a / b)};
+      case ExprKind::kMin: return {0, std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b)};
+      case ExprKind::kMax: return {0, std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b)};
+      case ExprKind::kEQ: return {a == b, 0};
+      case ExprKind::kNE: return {a != b, 0};
+      case ExprKind::kLT: return {a < b, 0};
+      case ExprKind::kLE: return {a <= b, 0};
+      case ExprKind::kGT: return {a > b, 0};
+      case ExprKind::kGE: return {a >= b, 0};
+      default: break;
+    }
+    CHECK(false) << "float operands for " << ExprKindName(kind);
+    return {};
+  }
+
+  Val EvalIntBinary(const Expr& e, ScalarType t, int64_t a, int64_t b) {
+    switch (e.kind()) {
+      case ExprKind::kAdd: return {Wrap(WrappingAdd(a, b), t), 0};
+      case ExprKind::kSub: return {Wrap(WrappingSub(a, b), t), 0};
+      case ExprKind::kMul: return {Wrap(WrappingMul(a, b), t), 0};
+      case ExprKind::kDiv:
+      case ExprKind::kMod: {
+        if (b == 0) {
+          Fail(absl::InvalidArgumentError(
+              absl::StrCat("integer division by zero in ", ToString(e))));
+          return {};
+        }
+        const bool mod = e.kind() == ExprKind::kMod;
+        if (b == -1) return {mod ? 0 : Wrap(WrappingSub(0, a), t), 0};
+        int64_t q = a / b;
+        int64_t r = a % b;
+        if (r != 0 && ((r < 0) != (b < 0))) {
+          --q;
+          r += b;
+        }
+        return {Wrap(mod ? r : q, t), 0};
+      }
+      case ExprKind::kMin: return {std::min(a, b), 0};
+      case ExprKind::kMax: return {std::max(a, b), 0};
+      case ExprKind::kEQ: return {a == b, 0};
+      case ExprKind::kNE: return {a != b, 0};
+      case ExprKind::kLT: return {a < b, 0};
+      case ExprKind::kLE: return {a <= b, 0};
+      case ExprKind::kGT: return {a > b, 0};
+      case ExprKind::kGE: return {a >= b, 0};
+      case ExprKind::kAnd: return {(a != 0) && (b != 0), 0};
+      case ExprKind::kOr: return {(a != 0) || (b != 0), 0};
+      default: break;
+    }
+    CHECK(false) << "unhandled binary kind " << ExprKindName(e.kind());
+    return {};
+  }
+
+  Val EvalCast(const CastNode* op, const Env& env) {
+    const Val v = Eval(op->value, env);
+    const bool from_float = IsFloat(op->value.type());
+    if (IsFloat(op->type)) return {0, from_float ? v.f : static_cast<double>(v.i)};
+    if (op->type == ScalarType::kBool) return {from_float ? v.f != 0 : v.i != 0, 0};
+    if (!from_float) return {Wrap(v.i, op->type), 0};
+    if (!std::isfinite(v.f)) return {0, 0};
+    return {Wrap(static_cast<int64_t>(std::trunc(v.f)), op->type), 0};
+  }
+
+  Val EvalCall(const CallNode* op, const Env& env) {
+    const Val a = Eval(op->args[0], env);
+    if (!IsFloat(op->type)) {
+      CHECK(op->op == CallOp::kAbs) << CallOpName(op->op) << " of an integer";
+      return {Wrap(a.i < 0 ? WrappingSub(0, a.i) : a.i, op->type), 0};
+    }
+    const double x = a.f;
+    switch (op->op) {
+      case CallOp::kExp: return {0, std::exp(x)};
+      case CallOp::kLog: return {0, std::log(x)};
+      case CallOp::kSqrt: return {0, std::sqrt(x)};
+      case CallOp::kRsqrt: return {0, 1.0 / std::sqrt(x)};
+      case CallOp::kTanh: return {0, std::tanh(x)};
+      case CallOp::kErf: return {0, std::erf(x)};
+      case CallOp::kSigmoid: return {0, 1.0 / (1.0 + std::exp(-x))};
+      case CallOp::kAbs: return {0, std::fabs(x)};
+      case CallOp::kPow: return {0, std::pow(x, Eval(op->args[1], env).f)};
+      case CallOp::kFloor: return {0, std::floor(x)};
+    }
+    CHECK(false) << "unhandled call";
+    return {};
+  }
+
+  Val EvalLoad(const Expr& e, const Env& env) {
+    const auto* op = e.as<LoadNode>();
+    const int id = dag_.StageId(op->buffer);
+    if (id < 0) {
+      Fail(absl::InvalidArgumentError(
+          absl::StrCat("load of '", op->buffer, "', which is not a stage of the compute DAG")));
+      return {};
+    }
+    const Tensor& t = dag_.stage(id);
+    std::vector<int64_t> index;
+    index.reserve(op->indices.size());
+    for (size_t d = 0; d < op->indices.size(); ++d) {
+      const int64_t i = Eval(op->indices[d], env).i;
+      if (!status_.ok()) return {};
+      if (i < 0 || i >= t.shape()[d]) {
+        Fail(absl::OutOfRangeError(absl::StrCat("index ", i, " out of range [0, ", t.shape()[d],
+                                                ") in dimension ", d, " of tensor '", t.name(),
+                                                "' in ", ToString(e))));
+        return {};
+      }
+      index.push_back(i);
+    }
+    const Val v = Stage(id, index);
+    // A load of another type than its tensor's (not produced by Compute) converts like a cast.
+    if (IsFloat(op->type) != IsFloat(t.dtype())) {
+      return IsFloat(op->type) ? Val{0, static_cast<double>(v.i)}
+                               : Val{static_cast<int64_t>(v.f), 0};
+    }
+    return v;
+  }
+
+  const ComputeDAG& dag_;
+  const BufferMap& inputs_;
+  absl::Status status_;
+  absl::flat_hash_map<std::pair<int, int64_t>, Val> memo_;
+};
+
+}  // namespace
+
+BufferMap MakeRandomInputs(const ComputeDAG& dag, uint64_t seed) {
+  BufferMap inputs;
+  uint64_t i = 0;
+  for (int id : dag.input_ids()) {
+    const Tensor& t = dag.stage(id);
+    HostBuffer b = HostBuffer::Zeros(t.dtype(), t.shape());
+    FillRandom(b, seed + i++);
+    inputs.emplace(t.name(), std::move(b));
+  }
+  return inputs;
+}
+
+absl::StatusOr<BufferMap> RunReference(const ComputeDAG& dag, const BufferMap& inputs,
+                                       Precision precision) {
+  ASSIGN_OR_RETURN(LoopNest nest, LowerNaive(dag));
+  BufferMap buffers;
+  for (int id : dag.input_ids()) {
+    const Tensor& t = dag.stage(id);
+    RETURN_IF_ERROR(CheckInput(t, inputs));
+    buffers.emplace(t.name(), inputs.at(t.name()));
+  }
+  for (int id : dag.output_ids()) {
+    const Tensor& t = dag.stage(id);
+    buffers.emplace(t.name(), HostBuffer::Zeros(t.dtype(), t.shape()));
+  }
+  RETURN_IF_ERROR(Interpret(nest, buffers, InterpretOptions{precision}));
+  BufferMap outputs;
+  for (int id : dag.output_ids()) {
+    const std::string& name = dag.stage(id).name();
+    outputs.emplace(name, std::move(buffers.at(name)));
+  }
+  return outputs;
+}
+
+absl::StatusOr<double> EvaluatePoint(const ComputeDAG& dag, int stage_id,
+                                     const std::vector<int64_t>& index, const BufferMap& inputs) {
+  if (stage_id < 0 || stage_id >= dag.num_stages()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stage id ", stage_id, " out of range [0, ", dag.num_stages(), ")"));
+  }
+  const Tensor& t = dag.stage(stage_id);
+  if (index.size() != t.shape().size()) {
+    return absl::InvalidArgumentError(absl::StrCat("index of rank ", index.size(),
+                                                   " for stage '", t.name(), "' of rank ",
+                                                   t.shape().size()));
+  }
+  for (size_t d = 0; d < index.size(); ++d) {
+    if (index[d] < 0 || index[d] >= t.shape()[d]) {
+      return absl::OutOfRangeError(absl::StrCat("index ", index[d], " out of range [0, ",
+                                                t.shape()[d], ") in dimension ", d,
+                                                " of stage '", t.name(), "'"));
+    }
+  }
+  PointEvaluator evaluator(dag, inputs);
+  RETURN_IF_ERROR(evaluator.CheckInputs());
+  const Val v = evaluator.Stage(stage_id, index);
+  RETURN_IF_ERROR(evaluator.status());
+  return IsFloat(t.dtype()) ? v.f : static_cast<double>(v.i);
+}
+
+}  // namespace tilesearch::ir
