@@ -187,6 +187,16 @@ TEST(ComputeDAGTest, TwoStagesWithOneNameAreRejected) {
               StatusIs(kInvalid, HasSubstr("two different stages are named 'X'")));
 }
 
+TEST(ComputeDAGTest, HandBuiltStageReadingABareBufferIsRejected) {
+  auto node = std::make_shared<TensorNode>();
+  node->name = "S";
+  node->shape = {4};
+  node->axes = {IterVar{"i", 4}};
+  node->body = LoadNode::Make(kF32, "buf", {MakeVar("i")});  // no producer tensor
+  EXPECT_THAT(ComputeDAG::Create({Tensor(node)}),
+              StatusIs(kInvalid, HasSubstr("stage 'S' reads buffer 'buf' that is not a tensor")));
+}
+
 // ----- kinds and predicates -----
 
 TEST(ComputeDAGTest, StageKinds) {
