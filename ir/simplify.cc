@@ -1,1 +1,1134 @@
-// Placeholder: being written.
+// The simplifier (ir/simplify.h): a bottom-up rewriter in the style of Halide's Simplify_*.cpp.
+//
+// Each node is rebuilt from simplified operands by Simplifier::Simp, which applies, in order:
+// constant folding with the exact semantics of ir/expr.h; for int64, canonical linear forms
+// (Add / Sub / Mul by constants), the procedural div/mod decomposition by constant divisors and
+// comparisons decided from bounds of the difference; the rewrite(lhs, rhs, predicate) tables below;
+// and finally, for int64, replacement by a constant when BoundOf proves a single value.
+//
+// Soundness: every rule is an identity of floor-division integer arithmetic for all values in the
+// known ranges; rules may remove an integer division by zero (the original had no value there)
+// but never introduce one. Termination: every table rule strictly shrinks the expression or moves
+// it to a form no rule maps back (noted per rule), the linear-form rules are applied at most a
+// fixed number of rounds, and a depth limit stops any remaining recursion.
+#include "ir/simplify.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "ir/simplify_internal.h"
+
+namespace tilesearch::ir {
+namespace {
+
+using simplify_internal::ApplyRules;
+using simplify_internal::CheckedAdd;
+using simplify_internal::CheckedFloorDiv;
+using simplify_internal::CheckedMul;
+using simplify_internal::CheckedSub;
+using simplify_internal::CompareExpr;
+using simplify_internal::FloorDiv;
+using simplify_internal::FloorMod;
+using simplify_internal::LinearForm;
+using simplify_internal::Match;
+using simplify_internal::Rule;
+
+constexpr ScalarType kI64 = ScalarType::kInt64;
+constexpr ScalarType kI32 = ScalarType::kInt32;
+constexpr ScalarType kBool = ScalarType::kBool;
+constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+// Rewrites nest through NodeBuilder callbacks; past this depth nodes are built as they are.
+constexpr int kMaxDepth = 256;
+
+bool IsComparison(ExprKind k) {
+  return k == ExprKind::kEQ || k == ExprKind::kNE || k == ExprKind::kLT || k == ExprKind::kLE ||
+         k == ExprKind::kGT || k == ExprKind::kGE;
+}
+
+uint64_t Magnitude(int64_t v) {
+  return v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rule tables. Wildcards: x, y, z match any expression; c0, c1, c2 match integer constants.
+
+namespace rules {
+using namespace simplify_internal::pattern;  // NOLINT: the table reads as math
+using simplify_internal::Pattern;
+
+const Pattern x = Wild(0), y = Wild(1), z = Wild(2);
+const Pattern c0 = ConstWild(0), c1 = ConstWild(1), c2 = ConstWild(2);
+
+bool IntOperands(const Match& m) { return IsInt(m.wild[0].type()); }
+
+// int64 min, applied after the bounds checks and with operands ordered (a constant last).
+const std::vector<Rule>& MinRules() {
+  static const auto* r = new std::vector<Rule>{
+      // Each shrinks the expression.
+      {min(min(x, c0), c1), min(x, min(c0, c1))},
+      {min(x, max(x, y)), x},
+      {min(x, max(y, x)), x},
+      {min(max(x, y), x), x},
+      {min(max(y, x), x), x},
+      {min(x, min(x, y)), min(x, y)},
+      {min(x, min(y, x)), min(y, x)},
+      {min(min(x, y), x), min(x, y)},
+      {min(min(y, x), x), min(y, x)},
+      // Into the linear part: an atom times or plus a constant; no rule rebuilds the lhs.
+      {min(x + c0, y + c0), min(x, y) + c0},
+      {min(x * c0, y * c0), min(x, y) * c0, [](const Match& m) { return m.c(0) > 0; }},
+      {min(x * c0, y * c0), max(x, y) * c0, [](const Match& m) { return m.c(0) < 0; }},
+  };
+  return *r;
+}
+
+const std::vector<Rule>& MaxRules() {
+  static const auto* r = new std::vector<Rule>{
+      {max(max(x, c0), c1), max(x, max(c0, c1))},
+      {max(x, min(x, y)), x},
+      {max(x, min(y, x)), x},
+      {max(min(x, y), x), x},
+      {max(min(y, x), x), x},
+      {max(x, max(x, y)), max(x, y)},
+      {max(x, max(y, x)), max(y, x)},
+      {max(max(x, y), x), max(x, y)},
+      {max(max(y, x), x), max(y, x)},
+      {max(x + c0, y + c0), max(x, y) + c0},
+      {max(x * c0, y * c0), max(x, y) * c0, [](const Match& m) { return m.c(0) > 0; }},
+      {max(x * c0, y * c0), min(x, y) * c0, [](const Match& m) { return m.c(0) < 0; }},
+  };
+  return *r;
+}
+
+// int64 division by a constant, tried before the linear decomposition.
+const std::vector<Rule>& DivRules() {
+  static const auto* r = new std::vector<Rule>{
+      // floor(floor(x/a)/b) = floor(x/(a*b)) for a, b > 0.
+      {(x / c0) / c1, x / (c0 * c1),
+       [](const Match& m) { return m.c(0) > 0 && m.c(1) > 0 && CheckedMul(m.c(0), m.c(1)); }},
+      // floor((floor(x/a) + k)/b) = floor(floor((x + k*a)/a)/b) = floor((x + k*a)/(a*b)).
+      {(x / c0 + c2) / c1, (x + c2 * c0) / (c0 * c1),
+       [](const Match& m) {
+         return m.c(0) > 0 && m.c(1) > 0 && CheckedMul(m.c(0), m.c(1)) &&
+                CheckedMul(m.c(2), m.c(0));
+       }},
+      // x % (a*b) = x - a*b*q, so floor(that / b) = floor(x/b) - a*q = (x/b) % a. Div of Mod
+      // becomes Mod of Div, which no rule turns back.
+      {(x % c0) / c1, (x / c1) % (c0 / c1),
+       [](const Match& m) { return m.c(0) > 0 && m.c(1) > 0 && m.c(0) % m.c(1) == 0; }},
+  };
+  return *r;
+}
+
+const std::vector<Rule>& ModRules() {
+  static const auto* r = new std::vector<Rule>{
+      // x % (k*c) differs from x by a multiple of c.
+      {(x % c0) % c1, x % c1,
+       [](const Match& m) { return m.c(0) != 0 && m.c(1) != 0 && m.c(0) % m.c(1) == 0; }},
+  };
+  return *r;
+}
+
+const std::vector<Rule>& SelectRules() {
+  static const auto* r = new std::vector<Rule>{
+      {select(z, x, x), x},
+      {select(!z, x, y), select(z, y, x)},
+      {select(x != y, z, Wild(3)), select(x == y, Wild(3), z)},
+      {select(z, True(), False()), z},
+      {select(z, False(), True()), !z},
+  };
+  return *r;
+}
+
+const std::vector<Rule>& AndRules() {
+  static const auto* r = new std::vector<Rule>{
+      {True() && x, x},   {x && True(), x},      {False() && x, False()},
+      {x && False(), False()}, {x && x, x},      {x && !x, False()},
+      {!x && x, False()},
+      // Canonical comparisons negate to each other (integers or floats: both cannot hold).
+      {(x < y) && (y <= x), False()},
+      {(y <= x) && (x < y), False()},
+  };
+  return *r;
+}
+
+const std::vector<Rule>& OrRules() {
+  static const auto* r = new std::vector<Rule>{
+      {True() || x, True()},  {x || True(), True()}, {False() || x, x},
+      {x || False(), x},      {x || x, x},           {x || !x, True()},
+      {!x || x, True()},
+      {(x < y) || (y <= x), True(), IntOperands},
+      {(y <= x) || (x < y), True(), IntOperands},
+  };
+  return *r;
+}
+
+const std::vector<Rule>& NotRules() {
+  static const auto* r = new std::vector<Rule>{
+      {!True(), False()},
+      {!False(), True()},
+      {!!x, x},
+      {!(x == y), x != y},
+      {!(x != y), x == y},
+      // Integers only: with a float NaN both sides of < are false.
+      {!(x < y), y <= x, IntOperands},
+      {!(x <= y), y < x, IntOperands},
+  };
+  return *r;
+}
+
+}  // namespace rules
+
+// ---------------------------------------------------------------------------------------------
+// Constant folding (exact ir/expr.h semantics; nullopt where folding is not allowed).
+
+// Value of a float node of type `t` computed in double: float32 arithmetic rounds every
+// operation, and +,-,*,/ computed in double then rounded once give the float32 result exactly.
+// float16 / bfloat16 arithmetic runs in float32 and is rounded only when stored, so a result is
+// folded only when the type can hold it exactly.
+std::optional<Expr> FloatResult(ScalarType t, double v) {
+  if (std::isnan(v)) return std::nullopt;
+  double f32 = static_cast<float>(v);
+  if (t != ScalarType::kFloat32 && RoundToType(f32, t) != f32) return std::nullopt;
+  return FloatImmNode::Make(t, f32);
+}
+
+std::optional<Expr> FoldBinary(ExprKind kind, const Expr& a, const Expr& b) {
+  ScalarType t = a.type();
+  if (auto fa = a.as<FloatImmNode>()) {
+    const auto* fb = b.as<FloatImmNode>();
+    if (!fb) return std::nullopt;
+    double x = fa->value, y = fb->value;
+    switch (kind) {
+      case ExprKind::kAdd: return FloatResult(t, x + y);
+      case ExprKind::kSub: return FloatResult(t, x - y);
+      case ExprKind::kMul: return FloatResult(t, x * y);
+      case ExprKind::kDiv: return FloatResult(t, x / y);
+      case ExprKind::kMin:
+      case ExprKind::kMax:
+        // NaN and signed-zero ties depend on how min/max is implemented: left alone.
+        if (std::isnan(x) || std::isnan(y) || x == y) return std::nullopt;
+        return FloatImmNode::Make(t, kind == ExprKind::kMin ? std::min(x, y) : std::max(x, y));
+      case ExprKind::kEQ: return BoolConst(x == y);
+      case ExprKind::kNE: return BoolConst(x != y);
+      case ExprKind::kLT: return BoolConst(x < y);
+      case ExprKind::kLE: return BoolConst(x <= y);
+      case ExprKind::kGT: return BoolConst(x > y);
+      case ExprKind::kGE: return BoolConst(x >= y);
+      default: return std::nullopt;  // float Mod: the evaluator's rounding steps are its own
+    }
+  }
+  auto ia = AsConstInt(a), ib = AsConstInt(b);
+  if (!ia || !ib) return std::nullopt;
+  int64_t x = *ia, y = *ib;
+  switch (kind) {
+    case ExprKind::kEQ: return BoolConst(x == y);
+    case ExprKind::kNE: return BoolConst(x != y);
+    case ExprKind::kLT: return BoolConst(x < y);
+    case ExprKind::kLE: return BoolConst(x <= y);
+    case ExprKind::kGT: return BoolConst(x > y);
+    case ExprKind::kGE: return BoolConst(x >= y);
+    case ExprKind::kAnd: return BoolConst(x && y);
+    case ExprKind::kOr: return BoolConst(x || y);
+    case ExprKind::kMin: return IntImmNode::Make(t, std::min(x, y));
+    case ExprKind::kMax: return IntImmNode::Make(t, std::max(x, y));
+    default: break;
+  }
+  std::optional<int64_t> r;
+  if (t == kI32) {
+    // int32 operands fit easily in int64; IntImmNode::Make wraps the result to int32.
+    switch (kind) {
+      case ExprKind::kAdd: r = x + y; break;
+      case ExprKind::kSub: r = x - y; break;
+      case ExprKind::kMul: r = x * y; break;
+      case ExprKind::kDiv: if (y != 0) r = FloorDiv(x, y); break;
+      case ExprKind::kMod: if (y != 0) r = FloorMod(x, y); break;
+      default: break;
+    }
+  } else if (t == kI64) {
+    switch (kind) {
+      case ExprKind::kAdd: r = CheckedAdd(x, y); break;
+      case ExprKind::kSub: r = CheckedSub(x, y); break;
+      case ExprKind::kMul: r = CheckedMul(x, y); break;
+      case ExprKind::kDiv: r = CheckedFloorDiv(x, y); break;
+      case ExprKind::kMod: if (y != 0) r = y == -1 ? 0 : FloorMod(x, y); break;
+      default: break;
+    }
+  }
+  if (!r) return std::nullopt;
+  return IntImmNode::Make(t, *r);
+}
+
+std::optional<Expr> FoldCast(ScalarType t, const Expr& v) {
+  if (auto i = AsConstInt(v)) {
+    if (IsInt(t) || IsBool(t)) return IntImmNode::Make(t, *i);
+    // Beyond 2^53 int -> double -> float could round twice.
+    if (Magnitude(*i) > (uint64_t{1} << 53)) return std::nullopt;
+    double d = static_cast<double>(*i);
+    if (t == ScalarType::kFloat32) return FloatImmNode::Make(t, d);
+    if (RoundToType(d, t) != d) return std::nullopt;
+    return FloatImmNode::Make(t, d);
+  }
+  if (const auto* f = v.as<FloatImmNode>()) {
+    double d = f->value;
+    if (std::isnan(d)) return std::nullopt;
+    if (IsBool(t)) return BoolConst(d != 0);
+    if (IsInt(t)) {
+      double tr = std::trunc(d);
+      double lo = t == kI32 ? -2147483648.0 : -9223372036854775808.0;
+      double hi = t == kI32 ? 2147483647.0 : 9223372036854774784.0;
+      if (!(tr >= lo && tr <= hi)) return std::nullopt;
+      return IntImmNode::Make(t, static_cast<int64_t>(tr));
+    }
+    // float -> float: fold only what the target holds exactly.
+    if (RoundToType(d, t) != d) return std::nullopt;
+    return FloatImmNode::Make(t, d);
+  }
+  return std::nullopt;
+}
+
+std::optional<Expr> FoldCall(CallOp op, const std::vector<Expr>& args) {
+  if (op == CallOp::kAbs) {
+    if (auto i = AsConstInt(args[0])) {
+      if (*i == kInt64Min) return std::nullopt;
+      return IntImmNode::Make(args[0].type(), *i < 0 ? -*i : *i);
+    }
+  }
+  const auto* f = args[0].as<FloatImmNode>();
+  if (!f) return std::nullopt;
+  ScalarType t = args[0].type();
+  // abs and floor are exact; a correctly rounded double sqrt rounded to float32 is the correctly
+  // rounded float32 sqrt. Transcendentals depend on the evaluator's libm and are not folded.
+  switch (op) {
+    case CallOp::kAbs: return FloatResult(t, std::fabs(f->value));
+    case CallOp::kFloor: return FloatResult(t, std::floor(f->value));
+    case CallOp::kSqrt:
+      if (f->value < 0) return std::nullopt;
+      return FloatResult(t, std::sqrt(f->value));
+    default: return std::nullopt;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+bool IsEmptyStmt(const Stmt& s) {
+  if (!s.defined()) return true;
+  const auto* seq = s.as<SeqNode>();
+  return seq && seq->stmts.empty();
+}
+
+Stmt EmptyStmt() { return SeqNode::Make({}); }
+
+class StmtSubstituter : public StmtMutator {
+ public:
+  StmtSubstituter(std::string name, Expr value) : repl_{{std::move(name), std::move(value)}} {}
+  Expr MutateExpr(const Expr& e) override { return Substitute(e, repl_); }
+
+ private:
+  std::vector<std::pair<std::string, Expr>> repl_;
+};
+
+class Simplifier {
+ public:
+  explicit Simplifier(const RangeMap& ranges) : ranges_(ranges) {}
+
+  Expr Mutate(const Expr& e);
+  Stmt MutateStmt(const Stmt& s);
+
+ private:
+  // Saves ranges on construction and restores them on destruction.
+  class RangeScope {
+   public:
+    explicit RangeScope(Simplifier* s) : s_(s) {}
+    ~RangeScope() {
+      for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+        if (it->second) {
+          s_->ranges_[it->first] = *it->second;
+        } else {
+          s_->ranges_.erase(it->first);
+        }
+      }
+    }
+    void Set(const std::string& name, Interval r) {
+      auto it = s_->ranges_.find(name);
+      saved_.emplace_back(name, it == s_->ranges_.end() ? std::nullopt
+                                                        : std::optional<Interval>(it->second));
+      s_->ranges_[name] = r;
+    }
+    // Narrows a variable's range; leaves it when the intersection is empty (unreachable code).
+    void Narrow(const std::string& name, int64_t lo, int64_t hi) {
+      Interval cur{kInt64Min, kInt64Max};
+      if (auto it = s_->ranges_.find(name); it != s_->ranges_.end()) cur = it->second;
+      Interval r{std::max(cur.min, lo), std::min(cur.max, hi)};
+      if (r.min <= r.max) Set(name, r);
+    }
+
+   private:
+    Simplifier* s_;
+    std::vector<std::pair<std::string, std::optional<Interval>>> saved_;
+  };
+
+  std::optional<Interval> Bounds(const Expr& e) const {
+    BoundResult b = BoundOf(e, ranges_);
+    if (!b.ok) return std::nullopt;
+    return b.range;
+  }
+
+  // What is known about int64 variables where `cond` has the value `truth`.
+  void Refine(const Expr& cond, bool truth, RangeScope* scope);
+
+  // Top-level simplification of a node whose operands are simplified.
+  Expr Simp(ExprKind kind, std::vector<Expr> ops);
+  Expr SimpImpl(ExprKind kind, std::vector<Expr>& ops);
+  Expr Simp2(ExprKind kind, Expr a, Expr b) { return Simp(kind, {std::move(a), std::move(b)}); }
+  simplify_internal::NodeBuilder Builder() {
+    return [this](ExprKind k, std::vector<Expr> ops) { return Simp(k, std::move(ops)); };
+  }
+
+  Expr SimpInt64Arith(ExprKind kind, const Expr& a, const Expr& b);
+  Expr SimpMul64(const Expr& a, const Expr& b);
+  Expr SimpDiv64(const Expr& a, const Expr& b);
+  Expr SimpMod64(const Expr& a, const Expr& b);
+  Expr SimpMinMax64(ExprKind kind, Expr a, Expr b);
+  Expr SimpCompare64(ExprKind kind, const Expr& a, const Expr& b);
+  std::optional<bool> DecideCompare(ExprKind kind, const LinearForm& d) const;
+  Expr SimpInt32Arith(ExprKind kind, const Expr& a, const Expr& b);
+  // Linear form → expression, after merging div/mod pairs.
+  Expr FromLinear(LinearForm f);
+  void CombineDivMod(LinearForm* f);
+
+  RangeMap ranges_;
+  int depth_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Recursion over expressions.
+
+Expr Simplifier::Mutate(const Expr& e) {
+  if (!e.defined()) return e;
+  Expr out;
+  if (IsBinaryKind(e.kind())) {
+    auto [a, b] = BinaryOperands(e);
+    out = Simp2(e.kind(), Mutate(a), Mutate(b));
+  } else {
+    switch (e.kind()) {
+      case ExprKind::kIntImm:
+      case ExprKind::kFloatImm: return e;
+      case ExprKind::kVar: out = Simp(ExprKind::kVar, {e}); break;
+      case ExprKind::kNot: out = Simp(ExprKind::kNot, {Mutate(e.as<NotNode>()->a)}); break;
+      case ExprKind::kSelect: {
+        const auto* s = e.as<SelectNode>();
+        Expr c = Mutate(s->cond);
+        if (auto v = AsConstInt(c)) return Mutate(*v ? s->true_value : s->false_value);
+        Expr t, f;
+        {
+          RangeScope scope(this);
+          Refine(c, true, &scope);
+          t = Mutate(s->true_value);
+        }
+        {
+          RangeScope scope(this);
+          Refine(c, false, &scope);
+          f = Mutate(s->false_value);
+        }
+        out = Simp(ExprKind::kSelect, {c, t, f});
+        break;
+      }
+      case ExprKind::kCast: {
+        Expr v = Mutate(e.as<CastNode>()->value);
+        if (auto folded = FoldCast(e.type(), v)) {
+          out = *folded;
+        } else if (v.type() == e.type()) {
+          out = v;
+        } else {
+          out = CastNode::Make(e.type(), v);
+        }
+        break;
+      }
+      case ExprKind::kCall: {
+        const auto* c = e.as<CallNode>();
+        std::vector<Expr> args;
+        for (const Expr& a : c->args) args.push_back(Mutate(a));
+        if (auto folded = FoldCall(c->op, args)) {
+          out = *folded;
+        } else {
+          out = CallNode::Make(c->op, std::move(args));
+        }
+        break;
+      }
+      case ExprKind::kLoad: {
+        const auto* l = e.as<LoadNode>();
+        std::vector<Expr> idx;
+        for (const Expr& i : l->indices) idx.push_back(Mutate(i));
+        out = LoadNode::Make(l->type, l->buffer, std::move(idx), l->producer);
+        break;
+      }
+      default: return e;
+    }
+  }
+  // Mutators return the original node when nothing changed.
+  return CompareExpr(out, e) == 0 ? e : out;
+}
+
+void Simplifier::Refine(const Expr& cond, bool truth, RangeScope* scope) {
+  if (const auto* n = cond.as<NotNode>()) return Refine(n->a, !truth, scope);
+  if (const auto* a = cond.as<AndNode>()) {
+    if (truth) {
+      Refine(a->a, true, scope);
+      Refine(a->b, true, scope);
+    }
+    return;
+  }
+  if (const auto* o = cond.as<OrNode>()) {
+    if (!truth) {
+      Refine(o->a, false, scope);
+      Refine(o->b, false, scope);
+    }
+    return;
+  }
+  if (!IsComparison(cond.kind())) return;
+  auto [a, b] = BinaryOperands(cond);
+  ExprKind k = cond.kind();
+  // Normalize to `var op const`.
+  const VarNode* v = a.as<VarNode>();
+  std::optional<int64_t> c = AsConstInt(b);
+  if (!v || !c) {
+    v = b.as<VarNode>();
+    c = AsConstInt(a);
+    if (!v || !c) return;
+    switch (k) {
+      case ExprKind::kLT: k = ExprKind::kGT; break;
+      case ExprKind::kLE: k = ExprKind::kGE; break;
+      case ExprKind::kGT: k = ExprKind::kLT; break;
+      case ExprKind::kGE: k = ExprKind::kLE; break;
+      default: break;
+    }
+  }
+  if (v->type != kI64) return;
+  if (!truth) {
+    switch (k) {
+      case ExprKind::kLT: k = ExprKind::kGE; break;
+      case ExprKind::kLE: k = ExprKind::kGT; break;
+      case ExprKind::kGT: k = ExprKind::kLE; break;
+      case ExprKind::kGE: k = ExprKind::kLT; break;
+      case ExprKind::kEQ: k = ExprKind::kNE; break;
+      case ExprKind::kNE: k = ExprKind::kEQ; break;
+      default: break;
+    }
+  }
+  int64_t x = *c;
+  switch (k) {
+    case ExprKind::kLT:
+      if (x != kInt64Min) scope->Narrow(v->name, kInt64Min, x - 1);
+      break;
+    case ExprKind::kLE: scope->Narrow(v->name, kInt64Min, x); break;
+    case ExprKind::kGT:
+      if (x != kInt64Max) scope->Narrow(v->name, x + 1, kInt64Max);
+      break;
+    case ExprKind::kGE: scope->Narrow(v->name, x, kInt64Max); break;
+    case ExprKind::kEQ: scope->Narrow(v->name, x, x); break;
+    default: break;
+  }
+}
+
+Expr Simplifier::Simp(ExprKind kind, std::vector<Expr> ops) {
+  if (depth_ >= kMaxDepth) {
+    if (kind == ExprKind::kVar) return ops[0];
+    if (kind == ExprKind::kNot) return NotNode::Make(ops[0]);
+    if (kind == ExprKind::kSelect) return SelectNode::Make(ops[0], ops[1], ops[2]);
+    return MakeBinary(kind, ops[0], ops[1]);
+  }
+  ++depth_;
+  Expr r = SimpImpl(kind, ops);
+  --depth_;
+  // Last rule for int64: a value proven to be one point is that constant.
+  if (r.type() == kI64 && !r.as<IntImmNode>()) {
+    if (auto b = Bounds(r); b && b->min == b->max) return IntConst(b->min);
+  }
+  return r;
+}
+
+Expr Simplifier::SimpImpl(ExprKind kind, std::vector<Expr>& ops) {
+  if (kind == ExprKind::kVar) return ops[0];
+  if (kind == ExprKind::kNot) {
+    if (Expr r = ApplyRules(rules::NotRules(), NotNode::Make(ops[0]), Builder()); r.defined()) {
+      return r;
+    }
+    return NotNode::Make(ops[0]);
+  }
+  if (kind == ExprKind::kSelect) {
+    if (auto c = AsConstInt(ops[0])) return *c ? ops[1] : ops[2];
+    Expr node = SelectNode::Make(ops[0], ops[1], ops[2]);
+    if (Expr r = ApplyRules(rules::SelectRules(), node, Builder()); r.defined()) return r;
+    return node;
+  }
+  const Expr& a = ops[0];
+  const Expr& b = ops[1];
+  if (auto folded = FoldBinary(kind, a, b)) return *folded;
+  ScalarType t = a.type();
+  if (kind == ExprKind::kAnd || kind == ExprKind::kOr) {
+    Expr node = MakeBinary(kind, a, b);
+    const auto& table = kind == ExprKind::kAnd ? rules::AndRules() : rules::OrRules();
+    if (Expr r = ApplyRules(table, node, Builder()); r.defined()) return r;
+    return node;
+  }
+  if (t == kI64) {
+    switch (kind) {
+      case ExprKind::kAdd:
+      case ExprKind::kSub: return SimpInt64Arith(kind, a, b);
+      case ExprKind::kMul: return SimpMul64(a, b);
+      case ExprKind::kDiv: return SimpDiv64(a, b);
+      case ExprKind::kMod: return SimpMod64(a, b);
+      case ExprKind::kMin:
+      case ExprKind::kMax: return SimpMinMax64(kind, a, b);
+      default: return SimpCompare64(kind, a, b);
+    }
+  }
+  if (t == kI32) return SimpInt32Arith(kind, a, b);
+  if (t == kBool && (kind == ExprKind::kEQ || kind == ExprKind::kNE)) {
+    // b == true is b; b != false is b.
+    if (auto c = AsConstInt(b)) {
+      if ((kind == ExprKind::kEQ) == (*c != 0)) return a;
+      return Simp(ExprKind::kNot, {a});
+    }
+  }
+  return MakeBinary(kind, a, b);
+}
+
+// ---------------------------------------------------------------------------------------------
+// int32: wrap-around arithmetic, so only identities that hold modulo 2^32.
+
+Expr Simplifier::SimpInt32Arith(ExprKind kind, const Expr& a, const Expr& b) {
+  auto ca = AsConstInt(a), cb = AsConstInt(b);
+  switch (kind) {
+    case ExprKind::kAdd:
+      if (cb == 0) return a;
+      if (ca == 0) return b;
+      break;
+    case ExprKind::kSub:
+      if (cb == 0) return a;
+      if (CompareExpr(a, b) == 0) return IntConst(0, kI32);
+      break;
+    case ExprKind::kMul:
+      if (cb == 1) return a;
+      if (ca == 1) return b;
+      if (cb == 0 || ca == 0) return IntConst(0, kI32);
+      break;
+    case ExprKind::kDiv:
+      if (cb == 1) return a;
+      break;
+    case ExprKind::kMod:
+      if (cb == 1) return IntConst(0, kI32);
+      break;
+    case ExprKind::kMin:
+    case ExprKind::kMax:
+      if (CompareExpr(a, b) == 0) return a;
+      break;
+    case ExprKind::kEQ:
+    case ExprKind::kLE:
+    case ExprKind::kGE:
+      if (CompareExpr(a, b) == 0) return BoolConst(true);
+      break;
+    case ExprKind::kNE:
+    case ExprKind::kLT:
+    case ExprKind::kGT:
+      if (CompareExpr(a, b) == 0) return BoolConst(false);
+      break;
+    default: break;
+  }
+  return MakeBinary(kind, a, b);
+}
+
+// ---------------------------------------------------------------------------------------------
+// int64 linear arithmetic.
+
+Expr Simplifier::FromLinear(LinearForm f) {
+  CombineDivMod(&f);
+  return f.ToExpr();
+}
+
+// (u/c)*(k*c) + (u%c)*k = u*k, and u*m - (u/c)*(m*c) = (u%c)*m (floor semantics, c != 0).
+// Each round removes a Div atom; at most a few rounds run.
+void Simplifier::CombineDivMod(LinearForm* f) {
+  for (int round = 0; round < 4; ++round) {
+    bool changed = false;
+    for (const LinearForm::Term& t : f->terms()) {
+      const auto* div = t.atom.as<DivNode>();
+      if (!div) continue;
+      auto c = AsConstInt(div->b);
+      if (!c || *c == 0) continue;
+      const Expr& u = div->a;
+      LinearForm lu = LinearForm::Of(u);
+      if (!lu.ok()) continue;
+      Expr div_atom = t.atom;
+      int64_t k1 = t.coef;
+      Expr mod_atom = ModNode::Make(u, div->b);
+      int64_t k2 = f->CoefOf(mod_atom);
+      if (auto kc = CheckedMul(k2, *c); k2 != 0 && kc && *kc == k1) {
+        LinearForm g = *f;
+        g.AddScaled(LinearForm::Atom(div_atom, k1), -1);
+        g.AddScaled(LinearForm::Atom(mod_atom, k2), -1);
+        g.AddScaled(lu, k2);
+        if (g.ok()) {
+          *f = std::move(g);
+          changed = true;
+          break;
+        }
+      }
+      if (k1 % *c == 0 && !(k1 == kInt64Min && *c == -1)) {
+        int64_t m = -(k1 / *c);
+        LinearForm g = *f;
+        g.AddScaled(LinearForm::Atom(div_atom, k1), -1);
+        g.AddScaled(lu, -m);
+        // Only when m*u was present: the result must have fewer terms.
+        if (g.ok() && g.terms().size() + 1 < f->terms().size()) {
+          Expr mod = Simp2(ExprKind::kMod, u, div->b);
+          g.AddScaled(LinearForm::Of(mod), m);
+          if (g.ok() && g.terms().size() < f->terms().size()) {
+            *f = std::move(g);
+            changed = true;
+            break;
+          }
+        }
+      }
+    }
+    if (!changed) return;
+  }
+}
+
+Expr Simplifier::SimpInt64Arith(ExprKind kind, const Expr& a, const Expr& b) {
+  LinearForm f = LinearForm::Of(a);
+  f.AddScaled(LinearForm::Of(b), kind == ExprKind::kAdd ? 1 : -1);
+  if (!f.ok()) return MakeBinary(kind, a, b);
+  return FromLinear(std::move(f));
+}
+
+Expr Simplifier::SimpMul64(const Expr& a, const Expr& b) {
+  auto ca = AsConstInt(a), cb = AsConstInt(b);
+  if (ca || cb) {
+    LinearForm f = LinearForm::Of(ca ? b : a);
+    f.Scale(ca ? *ca : *cb);
+    if (!f.ok()) return MulNode::Make(a, b);
+    return FromLinear(std::move(f));
+  }
+  // A product of two non-constants is an atom; coefficients of single terms move outside:
+  // (x*2)*(y*3) = (x*y)*6.
+  auto split = [](const Expr& e) -> std::pair<Expr, int64_t> {
+    LinearForm f = LinearForm::Of(e);
+    if (f.ok() && f.constant() == 0 && f.terms().size() == 1) {
+      return {f.terms()[0].atom, f.terms()[0].coef};
+    }
+    return {e, 1};
+  };
+  auto [ta, ka] = split(a);
+  auto [tb, kb] = split(b);
+  auto k = CheckedMul(ka, kb);
+  if (!k) return MulNode::Make(a, b);
+  Expr atom = CompareExpr(ta, tb) <= 0 ? MulNode::Make(ta, tb) : MulNode::Make(tb, ta);
+  return LinearForm::Atom(atom, *k).ToExpr();
+}
+
+namespace {
+// gcd of the magnitudes of a form's coefficients (and constant when `with_constant`) and `c`;
+// 0 when some magnitude is 2^63.
+uint64_t FormGcd(const LinearForm& f, int64_t c, bool with_constant) {
+  uint64_t g = Magnitude(c);
+  auto add = [&g](int64_t v) {
+    if (v == kInt64Min) {
+      g = 0;
+      return false;
+    }
+    g = std::gcd(g, Magnitude(v));
+    return true;
+  };
+  if (c == kInt64Min) return 0;
+  for (const auto& t : f.terms()) {
+    if (!add(t.coef)) return 0;
+  }
+  if (with_constant && !add(f.constant())) return 0;
+  return g;
+}
+
+LinearForm DivideExact(const LinearForm& f, int64_t g) {
+  LinearForm out = LinearForm::Constant(f.constant() / g);
+  for (const auto& t : f.terms()) out.AddScaled(LinearForm::Atom(t.atom, t.coef / g), 1);
+  return out;
+}
+}  // namespace
+
+// Division by a constant c != 0 (floor semantics, any sign of c):
+//   (g*u)/(g*d) = u/d for g > 0, and (q*c + r)/c = q + r/c for any integers q, r.
+Expr Simplifier::SimpDiv64(const Expr& a, const Expr& b) {
+  Expr node = DivNode::Make(a, b);
+  auto cb = AsConstInt(b);
+  if (!cb) {
+    // x / y with 0 <= x < y: 0 (Simp's final bounds check finds it).
+    return node;
+  }
+  int64_t c = *cb;
+  if (c == 0) return node;  // division by zero is the evaluator's error: left as it is
+  if (Expr r = ApplyRules(rules::DivRules(), node, Builder()); r.defined()) return r;
+  LinearForm f = LinearForm::Of(a);
+  if (!f.ok()) return node;
+  uint64_t g = FormGcd(f, c, /*with_constant=*/true);
+  if (g > 1) {
+    int64_t gi = static_cast<int64_t>(g);
+    return Simp2(ExprKind::kDiv, FromLinear(DivideExact(f, gi)), IntConst(c / gi));
+  }
+  // With g | every coefficient, g | c > 0 and 0 <= k < g: floor((g*T + k)/c) = floor(g*T/c),
+  // because g*T mod c is a multiple of g, at most c - g.
+  if (uint64_t gt = FormGcd(f, c, /*with_constant=*/false); c > 0 && gt > 1) {
+    int64_t k = FloorMod(f.constant(), static_cast<int64_t>(gt));
+    if (k != 0) {
+      LinearForm n = f;
+      n.AddConstant(-k);
+      return Simp2(ExprKind::kDiv, FromLinear(n), b);
+    }
+  }
+  LinearForm q = LinearForm::Constant(0), r = LinearForm::Constant(0);
+  for (const auto& t : f.terms()) {
+    if (t.coef % c == 0) {
+      q.AddScaled(LinearForm::Atom(t.atom, t.coef / c), 1);
+    } else {
+      r.AddScaled(LinearForm::Atom(t.atom, t.coef), 1);
+    }
+  }
+  q.AddConstant(FloorDiv(f.constant(), c));
+  r.AddConstant(FloorMod(f.constant(), c));
+  if (!q.ok() || !r.ok()) return node;
+  if (q.IsConstant() && q.constant() == 0) {
+    // Nothing to take out: r is f. Decide by bounds or leave.
+    if (auto bf = Bounds(a)) {
+      int64_t lo = FloorDiv(bf->min, c), hi = FloorDiv(bf->max, c);
+      if (lo == hi) return IntConst(lo);
+    }
+    return node;
+  }
+  Expr rest = r.IsConstant() ? IntConst(FloorDiv(r.constant(), c))
+                             : Simp2(ExprKind::kDiv, FromLinear(r), b);
+  q.AddScaled(LinearForm::Of(rest), 1);
+  if (!q.ok()) return node;
+  return FromLinear(std::move(q));
+}
+
+// Modulo by a constant c != 0: the result depends only on the numerator modulo c, and
+// (g*u) % (g*d) = g*(u % d) for g > 0.
+Expr Simplifier::SimpMod64(const Expr& a, const Expr& b) {
+  Expr node = ModNode::Make(a, b);
+  auto cb = AsConstInt(b);
+  if (!cb) {
+    // x % y with 0 <= x < y is x.
+    auto bx = Bounds(a);
+    auto by = bx ? Bounds(b) : std::nullopt;
+    if (by && bx->min >= 0 && by->min > 0 && bx->max < by->min) return a;
+    return node;
+  }
+  int64_t c = *cb;
+  if (c == 0) return node;
+  if (c == 1 || c == -1) return IntConst(0);
+  if (Expr r = ApplyRules(rules::ModRules(), node, Builder()); r.defined()) return r;
+  LinearForm f = LinearForm::Of(a);
+  if (!f.ok()) return node;
+  bool changed = false;
+  LinearForm r = LinearForm::Constant(FloorMod(f.constant(), c));
+  changed |= r.constant() != f.constant();
+  for (const auto& t : f.terms()) {
+    if (t.coef % c == 0) {
+      changed = true;
+      continue;
+    }
+    // A term k*(u % (m*c)) differs from k*u by a multiple of c.
+    if (const auto* inner = t.atom.as<ModNode>()) {
+      if (auto ci = AsConstInt(inner->b); ci && *ci != 0 && *ci % c == 0) {
+        r.AddScaled(LinearForm::Of(inner->a), t.coef);
+        changed = true;
+        continue;
+      }
+    }
+    r.AddScaled(LinearForm::Atom(t.atom, t.coef), 1);
+  }
+  if (!r.ok()) return node;
+  if (r.IsConstant()) return IntConst(FloorMod(r.constant(), c));
+  if (changed) return Simp2(ExprKind::kMod, FromLinear(r), b);
+  // Same reasoning as for division: (g*T + k) % c = (g*T) % c + k for 0 <= k < g, g | c > 0.
+  if (uint64_t gt = FormGcd(f, c, /*with_constant=*/false); c > 0 && gt > 1) {
+    int64_t k = FloorMod(f.constant(), static_cast<int64_t>(gt));
+    if (k != 0) {
+      LinearForm n = f;
+      n.AddConstant(-k);
+      return Simp2(ExprKind::kAdd, Simp2(ExprKind::kMod, FromLinear(n), b), IntConst(k));
+    }
+  }
+  uint64_t g = FormGcd(f, c, /*with_constant=*/true);
+  if (g > 1) {
+    int64_t gi = static_cast<int64_t>(g);
+    Expr inner = Simp2(ExprKind::kMod, FromLinear(DivideExact(f, gi)), IntConst(c / gi));
+    return Simp2(ExprKind::kMul, inner, IntConst(gi));
+  }
+  // One period: a % c = a - k*c.
+  if (auto bf = Bounds(a)) {
+    int64_t lo = FloorDiv(bf->min, c), hi = FloorDiv(bf->max, c);
+    if (lo == hi) {
+      LinearForm out = f;
+      if (auto kc = CheckedMul(lo, c)) {
+        out.AddConstant(-*kc);
+        if (out.ok()) return FromLinear(std::move(out));
+      }
+    }
+  }
+  return node;
+}
+
+Expr Simplifier::SimpMinMax64(ExprKind kind, Expr a, Expr b) {
+  bool is_min = kind == ExprKind::kMin;
+  if (CompareExpr(a, b) == 0) return a;
+  // Decide from bounds: of each side, and of their difference (where common terms cancel).
+  auto ba = Bounds(a), bb = Bounds(b);
+  if (ba && bb) {
+    if (ba->max <= bb->min) return is_min ? a : b;
+    if (bb->max <= ba->min) return is_min ? b : a;
+  }
+  LinearForm d = LinearForm::Of(a);
+  d.AddScaled(LinearForm::Of(b), -1);
+  if (d.ok()) {
+    std::optional<Interval> bd;
+    if (d.IsConstant()) {
+      bd = Interval{d.constant(), d.constant()};
+    } else {
+      bd = Bounds(d.ToExpr());
+    }
+    if (bd && bd->max <= 0) return is_min ? a : b;
+    if (bd && bd->min >= 0) return is_min ? b : a;
+  }
+  // Canonical operand order: a constant last, otherwise by CompareExpr.
+  bool swap = AsConstInt(b) ? false : (AsConstInt(a) || CompareExpr(a, b) > 0);
+  if (swap) std::swap(a, b);
+  Expr node = MakeBinary(kind, a, b);
+  const auto& table = is_min ? rules::MinRules() : rules::MaxRules();
+  if (Expr r = ApplyRules(table, node, Builder()); r.defined()) return r;
+  return node;
+}
+
+// The value of `d kind 0` when d's bounds decide it.
+std::optional<bool> Simplifier::DecideCompare(ExprKind kind, const LinearForm& d) const {
+  std::optional<Interval> bd;
+  if (d.IsConstant()) {
+    bd = Interval{d.constant(), d.constant()};
+  } else {
+    bd = Bounds(d.ToExpr());
+  }
+  if (!bd) return std::nullopt;
+  switch (kind) {
+    case ExprKind::kLT:
+      if (bd->max < 0) return true;
+      if (bd->min >= 0) return false;
+      break;
+    case ExprKind::kLE:
+      if (bd->max <= 0) return true;
+      if (bd->min > 0) return false;
+      break;
+    case ExprKind::kEQ:
+    case ExprKind::kNE: {
+      bool eq = kind == ExprKind::kEQ;
+      if (bd->min == 0 && bd->max == 0) return eq;
+      if (bd->min > 0 || bd->max < 0) return !eq;
+      break;
+    }
+    default: break;
+  }
+  return std::nullopt;
+}
+
+// Comparisons as d = a - b against 0: decided from d's bounds, else written canonically as
+// (positive terms [+ c]) op (negative terms [+ c]) after dividing by the gcd of d's
+// coefficients. GT and GE become LT and LE with swapped operands.
+Expr Simplifier::SimpCompare64(ExprKind kind, const Expr& a, const Expr& b) {
+  if (kind == ExprKind::kGT) return Simp2(ExprKind::kLT, b, a);
+  if (kind == ExprKind::kGE) return Simp2(ExprKind::kLE, b, a);
+  LinearForm d = LinearForm::Of(a);
+  d.AddScaled(LinearForm::Of(b), -1);
+  Expr node = MakeBinary(kind, a, b);
+  if (!d.ok()) return node;
+  CombineDivMod(&d);
+  if (auto decided = DecideCompare(kind, d)) return BoolConst(*decided);
+  if (d.IsConstant()) return node;  // unreachable: a constant difference is decided
+  // Divide by the gcd g of the coefficients. With T = d'/g and constant k:
+  //   g*T + k < 0  <=>  T + floor(k/g) < 0;   g*T + k <= 0  <=>  T + ceil(k/g) <= 0;
+  //   g*T + k == 0 <=>  k % g == 0 && T + k/g == 0.
+  uint64_t g = FormGcd(d, 0, /*with_constant=*/false);
+  if (g > 1) {
+    int64_t gi = static_cast<int64_t>(g);
+    int64_t k = d.constant();
+    LinearForm t = LinearForm::Constant(0);
+    for (const auto& term : d.terms()) t.AddScaled(LinearForm::Atom(term.atom, term.coef / gi), 1);
+    if (k == kInt64Min) return node;
+    switch (kind) {
+      case ExprKind::kLT: t.AddConstant(FloorDiv(k, gi)); break;
+      case ExprKind::kLE: t.AddConstant(-FloorDiv(-k, gi)); break;
+      default:
+        if (k % gi != 0) return BoolConst(kind == ExprKind::kNE);
+        t.AddConstant(k / gi);
+        break;
+    }
+    if (!t.ok()) return node;
+    d = std::move(t);
+    // Bounds of the reduced form may be known where g*T overflowed.
+    if (auto decided = DecideCompare(kind, d)) return BoolConst(*decided);
+  }
+  // For == and != the sign of d is free: make the first term positive.
+  if ((kind == ExprKind::kEQ || kind == ExprKind::kNE) && d.terms()[0].coef < 0) {
+    d.Scale(-1);
+    if (!d.ok()) return node;
+  }
+  LinearForm pos = LinearForm::Constant(0), neg = LinearForm::Constant(0);
+  for (const auto& term : d.terms()) {
+    if (term.coef > 0) {
+      pos.AddScaled(LinearForm::Atom(term.atom, term.coef), 1);
+    } else {
+      neg.AddScaled(LinearForm::Atom(term.atom, term.coef), -1);
+    }
+  }
+  // The constant joins the side with no terms, else the side where it is positive:
+  // x + 1 <= 0 reads x <= -1, 5 - j < 0 reads 5 < j, x - y - 3 < 0 reads x < y + 3.
+  int64_t k = d.constant();
+  bool to_pos = pos.IsConstant() || (!neg.IsConstant() && k > 0);
+  if (to_pos) {
+    pos.AddConstant(k);
+  } else {
+    neg.AddScaled(LinearForm::Constant(k), -1);
+  }
+  if (!pos.ok() || !neg.ok()) return node;
+  return MakeBinary(kind, pos.ToExpr(), neg.ToExpr());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statements.
+
+Stmt Simplifier::MutateStmt(const Stmt& s) {
+  if (!s.defined()) return s;
+  switch (s.kind()) {
+    case StmtKind::kFor: {
+      const auto* op = s.as<ForNode>();
+      Expr min = Mutate(op->min);
+      Expr extent = Mutate(op->extent);
+      // Thread- and block-bound loops define the launch shape: never removed.
+      bool removable = !IsThreadBound(op->for_kind) && !IsBlockBound(op->for_kind);
+      auto ext = AsConstInt(extent);
+      if (removable && ext && *ext <= 0) return EmptyStmt();
+      if (removable && ext && *ext == 1) {
+        StmtSubstituter sub(op->var_name(), min);
+        return MutateStmt(sub.Mutate(op->body));
+      }
+      Stmt body;
+      {
+        RangeScope scope(this);
+        auto bmin = Bounds(min);
+        auto bext = Bounds(extent);
+        // var in [min, min + extent - 1] inside the body (thread loops skip indices >= extent).
+        if (bmin && bext) {
+          __int128 hi = static_cast<__int128>(bmin->max) + bext->max - 1;
+          if (bext->max >= 1 && hi <= kInt64Max && hi >= bmin->min) {
+            scope.Set(op->var_name(), Interval{bmin->min, static_cast<int64_t>(hi)});
+          }
+        }
+        body = MutateStmt(op->body);
+      }
+      if (removable && IsEmptyStmt(body)) return EmptyStmt();
+      if (!body.defined()) body = EmptyStmt();
+      if (min.same_as(op->min) && extent.same_as(op->extent) && body.same_as(op->body)) return s;
+      return ForNode::Make(op->var, min, extent, op->for_kind, body);
+    }
+    case StmtKind::kSeq: {
+      const auto* op = s.as<SeqNode>();
+      std::vector<Stmt> stmts;
+      bool changed = false;
+      for (const Stmt& c : op->stmts) {
+        Stmt n = MutateStmt(c);
+        changed |= !n.same_as(c);
+        if (!IsEmptyStmt(n)) stmts.push_back(n);
+      }
+      if (!changed) return s;
+      return SeqNode::Make(std::move(stmts));
+    }
+    case StmtKind::kStore: {
+      const auto* op = s.as<StoreNode>();
+      std::vector<Expr> idx;
+      bool changed = false;
+      for (const Expr& i : op->indices) {
+        idx.push_back(Mutate(i));
+        changed |= !idx.back().same_as(i);
+      }
+      Expr value = Mutate(op->value);
+      changed |= !value.same_as(op->value);
+      if (!changed) return s;
+      return StoreNode::Make(op->buffer, std::move(idx), std::move(value));
+    }
+    case StmtKind::kAllocate: {
+      const auto* op = s.as<AllocateNode>();
+      Stmt body = MutateStmt(op->body);
+      if (IsEmptyStmt(body)) return EmptyStmt();
+      if (body.same_as(op->body)) return s;
+      return AllocateNode::Make(op->buffer, body);
+    }
+    case StmtKind::kIfThenElse: {
+      const auto* op = s.as<IfThenElseNode>();
+      Expr cond = Mutate(op->cond);
+      if (auto c = AsConstInt(cond)) {
+        Stmt taken = *c ? op->then_case : op->else_case;
+        if (!taken.defined()) return EmptyStmt();
+        return MutateStmt(taken);
+      }
+      Stmt then_case, else_case;
+      {
+        RangeScope scope(this);
+        Refine(cond, true, &scope);
+        then_case = MutateStmt(op->then_case);
+      }
+      if (op->else_case.defined()) {
+        RangeScope scope(this);
+        Refine(cond, false, &scope);
+        else_case = MutateStmt(op->else_case);
+      }
+      if (IsEmptyStmt(else_case)) else_case = Stmt();
+      if (IsEmptyStmt(then_case)) {
+        if (!else_case.defined()) return EmptyStmt();
+        return IfThenElseNode::Make(Simp(ExprKind::kNot, {cond}), else_case);
+      }
+      if (cond.same_as(op->cond) && then_case.same_as(op->then_case) &&
+          else_case.same_as(op->else_case)) {
+        return s;
+      }
+      return IfThenElseNode::Make(cond, then_case, else_case);
+    }
+    case StmtKind::kBarrier: return s;
+    case StmtKind::kEvaluate: {
+      const auto* op = s.as<EvaluateNode>();
+      Expr v = Mutate(op->value);
+      // Expressions have no side effects: a constant evaluates to nothing.
+      if (v.as<IntImmNode>() || v.as<FloatImmNode>()) return EmptyStmt();
+      return v.same_as(op->value) ? s : EvaluateNode::Make(v);
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+Expr Simplify(const Expr& e, const RangeMap& ranges) {
+  Simplifier s(ranges);
+  return s.Mutate(e);
+}
+
+Stmt Simplify(const Stmt& s, const RangeMap& ranges) {
+  Simplifier simp(ranges);
+  return simp.MutateStmt(s);
+}
+
+}  // namespace tilesearch::ir
