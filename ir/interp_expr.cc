@@ -38,6 +38,68 @@ const BufInfo* Scope::FindBuf(const std::string& name) const {
   return nullptr;
 }
 
+bool Affine::AddTerm(int slot, int64_t coeff) {
+  for (int k = 0; k < num_terms; ++k) {
+    if (slots[k] == slot) {
+      coeffs[k] += coeff;
+      return true;
+    }
+  }
+  if (num_terms == kMaxTerms) return false;
+  slots[num_terms] = slot;
+  coeffs[num_terms] = coeff;
+  ++num_terms;
+  return true;
+}
+
+namespace {
+
+// Accumulates scale * e into `out`.
+bool AccumulateAffine(const Expr& e, const Scope& scope, int64_t scale, Affine& out) {
+  if (e.type() != ScalarType::kInt64) return false;
+  switch (e.kind()) {
+    case ExprKind::kIntImm:
+      out.constant += scale * e.as<IntImmNode>()->value;
+      return true;
+    case ExprKind::kVar: {
+      const int slot = scope.FindVar(e.as<VarNode>()->name);
+      return slot >= 0 && out.AddTerm(slot, scale);
+    }
+    case ExprKind::kAdd: {
+      const auto* op = e.as<AddNode>();
+      return AccumulateAffine(op->a, scope, scale, out) &&
+             AccumulateAffine(op->b, scope, scale, out);
+    }
+    case ExprKind::kSub: {
+      const auto* op = e.as<SubNode>();
+      return AccumulateAffine(op->a, scope, scale, out) &&
+             AccumulateAffine(op->b, scope, -scale, out);
+    }
+    case ExprKind::kMul: {
+      const auto* op = e.as<MulNode>();
+      if (auto c = AsConstInt(op->b)) return AccumulateAffine(op->a, scope, scale * *c, out);
+      if (auto c = AsConstInt(op->a)) return AccumulateAffine(op->b, scope, scale * *c, out);
+      return false;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool ToAffine(const Expr& e, const Scope& scope, Affine& out) {
+  Affine a;
+  if (!AccumulateAffine(e, scope, 1, a)) return false;
+  // Drop terms that cancelled.
+  out = Affine();
+  out.constant = a.constant;
+  for (int k = 0; k < a.num_terms; ++k) {
+    if (a.coeffs[k] != 0) out.AddTerm(a.slots[k], a.coeffs[k]);
+  }
+  return true;
+}
+
 namespace {
 
 // Float32 rounding of one operation result in kNative mode (double rounding through the exact
@@ -86,6 +148,15 @@ class VarExpr final : public CExpr {
 
  private:
   int slot_;
+};
+
+class AffineExpr final : public CExpr {
+ public:
+  explicit AffineExpr(const Affine& a) : a_(a) {}
+  int64_t I(Ctx& c) const override { return a_.Eval(c); }
+
+ private:
+  Affine a_;
 };
 
 // ---- arithmetic ----------------------------------------------------------------------------
@@ -163,9 +234,9 @@ class IntDivMod final : public CExpr {
     const int64_t a = a_->I(c);
     const int64_t b = b_->I(c);
     if (b == 0) {
-      c.rt->Fail(absl::InvalidArgumentError(
-          absl::StrCat("integer division by zero in ", ToString(source_), " (", a, " ",
-                       kMod ? "%" : "/", " 0)")));
+      c.rt->Fail(
+          absl::InvalidArgumentError(absl::StrCat("integer division by zero in ", ToString(source_),
+                                                  " (", a, " ", kMod ? "%" : "/", " 0)")));
       return 0;
     }
     int64_t r;
@@ -191,27 +262,39 @@ class IntDivMod final : public CExpr {
 
 struct CmpEQ {
   template <typename T>
-  static bool Apply(T a, T b) { return a == b; }
+  static bool Apply(T a, T b) {
+    return a == b;
+  }
 };
 struct CmpNE {
   template <typename T>
-  static bool Apply(T a, T b) { return a != b; }
+  static bool Apply(T a, T b) {
+    return a != b;
+  }
 };
 struct CmpLT {
   template <typename T>
-  static bool Apply(T a, T b) { return a < b; }
+  static bool Apply(T a, T b) {
+    return a < b;
+  }
 };
 struct CmpLE {
   template <typename T>
-  static bool Apply(T a, T b) { return a <= b; }
+  static bool Apply(T a, T b) {
+    return a <= b;
+  }
 };
 struct CmpGT {
   template <typename T>
-  static bool Apply(T a, T b) { return a > b; }
+  static bool Apply(T a, T b) {
+    return a > b;
+  }
 };
 struct CmpGE {
   template <typename T>
-  static bool Apply(T a, T b) { return a >= b; }
+  static bool Apply(T a, T b) {
+    return a >= b;
+  }
 };
 
 template <typename Cmp, bool kFloatOperands>
@@ -450,15 +533,24 @@ absl::StatusOr<CExprPtr> CompileBinary(const Expr& e, const Scope& scope, Precis
       if (is_float) return MakeFloatBinary<FloatBinary, OpMod>(round, std::move(a), std::move(b));
       if (int32) return std::make_unique<IntDivMod<true, true>>(std::move(a), std::move(b), e);
       return std::make_unique<IntDivMod<true, false>>(std::move(a), std::move(b), e);
-    case ExprKind::kEQ: return MakeCompare<CmpEQ>(is_float, std::move(a), std::move(b));
-    case ExprKind::kNE: return MakeCompare<CmpNE>(is_float, std::move(a), std::move(b));
-    case ExprKind::kLT: return MakeCompare<CmpLT>(is_float, std::move(a), std::move(b));
-    case ExprKind::kLE: return MakeCompare<CmpLE>(is_float, std::move(a), std::move(b));
-    case ExprKind::kGT: return MakeCompare<CmpGT>(is_float, std::move(a), std::move(b));
-    case ExprKind::kGE: return MakeCompare<CmpGE>(is_float, std::move(a), std::move(b));
-    case ExprKind::kAnd: return std::make_unique<AndExpr>(std::move(a), std::move(b));
-    case ExprKind::kOr: return std::make_unique<OrExpr>(std::move(a), std::move(b));
-    default: break;
+    case ExprKind::kEQ:
+      return MakeCompare<CmpEQ>(is_float, std::move(a), std::move(b));
+    case ExprKind::kNE:
+      return MakeCompare<CmpNE>(is_float, std::move(a), std::move(b));
+    case ExprKind::kLT:
+      return MakeCompare<CmpLT>(is_float, std::move(a), std::move(b));
+    case ExprKind::kLE:
+      return MakeCompare<CmpLE>(is_float, std::move(a), std::move(b));
+    case ExprKind::kGT:
+      return MakeCompare<CmpGT>(is_float, std::move(a), std::move(b));
+    case ExprKind::kGE:
+      return MakeCompare<CmpGE>(is_float, std::move(a), std::move(b));
+    case ExprKind::kAnd:
+      return std::make_unique<AndExpr>(std::move(a), std::move(b));
+    case ExprKind::kOr:
+      return std::make_unique<OrExpr>(std::move(a), std::move(b));
+    default:
+      break;
   }
   CHECK(false) << "unhandled binary kind " << ExprKindName(e.kind());
   return nullptr;
@@ -478,7 +570,8 @@ absl::StatusOr<CExprPtr> CompileCall(const CallNode* op, const Scope& scope, Pre
   const bool round = precision == Precision::kNative;
   switch (op->op) {
 #define TS_CALL_CASE(k) \
-  case CallOp::k: return MakeFloatCall<CallOp::k>(round, std::move(a), std::move(b));
+  case CallOp::k:       \
+    return MakeFloatCall<CallOp::k>(round, std::move(a), std::move(b));
     TS_CALL_CASE(kExp)
     TS_CALL_CASE(kLog)
     TS_CALL_CASE(kSqrt)
@@ -497,18 +590,18 @@ absl::StatusOr<CExprPtr> CompileCall(const CallNode* op, const Scope& scope, Pre
 
 }  // namespace
 
-void Access::ReportOutOfRange(Ctx& c, size_t dim, int64_t index) const {
-  c.rt->Fail(absl::OutOfRangeError(absl::StrCat("index ", index, " out of range [0, ", shape_[dim],
-                                                ") in dimension ", dim, " of buffer '", buffer_,
-                                                "' (", what_, ")")));
+void Access::ReportOutOfRange(Ctx& c, int64_t dim, int64_t index) const {
+  c.rt->Fail(absl::OutOfRangeError(absl::StrCat("index ", index, " out of range [0, ",
+                                                dims_[dim].extent, ") in dimension ", dim,
+                                                " of buffer '", buffer_, "' (", what_, ")")));
 }
 
 absl::StatusOr<Access> Access::Make(const std::string& buffer, const std::vector<Expr>& indices,
                                     const char* what, const Scope& scope, Precision precision) {
   const BufInfo* info = scope.FindBuf(buffer);
   if (info == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " of unknown buffer '", buffer, "' (not a parameter or an allocation in scope)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " of unknown buffer '", buffer, "' (not a parameter or an allocation in scope)"));
   }
   if (indices.size() != info->shape.size()) {
     return absl::InvalidArgumentError(absl::StrCat(what, " of buffer '", buffer, "' with ",
@@ -519,41 +612,30 @@ absl::StatusOr<Access> Access::Make(const std::string& buffer, const std::vector
   a.slot_ = info->slot;
   a.buffer_ = buffer;
   a.what_ = what;
-  a.shape_ = info->shape;
-  a.strides_ = info->strides;
-  for (const Expr& i : indices) {
-    ASSIGN_OR_RETURN(IndexOperand op, CompileIndex(i, scope, precision));
-    a.indices_.push_back(std::move(op));
+  a.dims_.resize(indices.size());
+  for (size_t d = 0; d < indices.size(); ++d) {
+    const Expr& e = indices[d];
+    AccessDim& dim = a.dims_[d];
+    dim.extent = info->shape[d];
+    dim.stride = info->strides[d];
+    if (IsFloat(e.type())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("index ", ToString(e), " of buffer '", buffer, "' is not an integer"));
+    }
+    if (!ToAffine(e, scope, dim.affine)) {
+      ASSIGN_OR_RETURN(dim.expr, CompileExpr(e, scope, precision));
+    }
   }
   return a;
-}
-
-absl::StatusOr<IndexOperand> CompileIndex(const Expr& e, const Scope& scope, Precision precision) {
-  if (IsFloat(e.type())) {
-    return absl::InvalidArgumentError(absl::StrCat("index ", ToString(e), " is not an integer"));
-  }
-  IndexOperand op;
-  if (const auto* v = e.as<VarNode>()) {
-    op.slot = scope.FindVar(v->name);
-    if (op.slot < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown variable '", v->name, "'"));
-    }
-    op.kind = IndexOperand::kVar;
-  } else if (const auto* imm = e.as<IntImmNode>()) {
-    op.kind = IndexOperand::kConst;
-    op.value = imm->value;
-  } else {
-    op.kind = IndexOperand::kExpr;
-    ASSIGN_OR_RETURN(op.expr, CompileExpr(e, scope, precision));
-  }
-  return op;
 }
 
 absl::StatusOr<CExprPtr> CompileExpr(const Expr& e, const Scope& scope, Precision precision) {
   CHECK(e.defined()) << "compiling an undefined expression";
   switch (e.kind()) {
-    case ExprKind::kIntImm: return std::make_unique<IntConstExpr>(e.as<IntImmNode>()->value);
-    case ExprKind::kFloatImm: return std::make_unique<FloatConstExpr>(e.as<FloatImmNode>()->value);
+    case ExprKind::kIntImm:
+      return std::make_unique<IntConstExpr>(e.as<IntImmNode>()->value);
+    case ExprKind::kFloatImm:
+      return std::make_unique<FloatConstExpr>(e.as<FloatImmNode>()->value);
     case ExprKind::kVar: {
       const auto* v = e.as<VarNode>();
       const int slot = scope.FindVar(v->name);
@@ -561,8 +643,8 @@ absl::StatusOr<CExprPtr> CompileExpr(const Expr& e, const Scope& scope, Precisio
         return absl::InvalidArgumentError(absl::StrCat("unknown variable '", v->name, "'"));
       }
       if (IsFloat(v->type)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("variable '", v->name, "' is ", TypeName(v->type), "; loop variables are int64"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "variable '", v->name, "' is ", TypeName(v->type), "; loop variables are int64"));
       }
       return std::make_unique<VarExpr>(slot);
     }
@@ -589,16 +671,27 @@ absl::StatusOr<CExprPtr> CompileExpr(const Expr& e, const Scope& scope, Precisio
       }
       return std::make_unique<CastToInt>(std::move(v), from_float, op->type);
     }
-    case ExprKind::kCall: return CompileCall(e.as<CallNode>(), scope, precision);
+    case ExprKind::kCall:
+      return CompileCall(e.as<CallNode>(), scope, precision);
     case ExprKind::kLoad: {
       const auto* op = e.as<LoadNode>();
-      ASSIGN_OR_RETURN(Access access, Access::Make(op->buffer, op->indices, "load", scope, precision));
+      ASSIGN_OR_RETURN(Access access,
+                       Access::Make(op->buffer, op->indices, "load", scope, precision));
       const BufInfo* info = scope.FindBuf(op->buffer);
       return std::make_unique<LoadExpr>(std::move(access), !IsFloat(info->dtype));
     }
-    default: break;
+    default:
+      break;
   }
-  if (IsBinaryKind(e.kind())) return CompileBinary(e, scope, precision);
+  if (IsBinaryKind(e.kind())) {
+    const ExprKind k = e.kind();
+    if (e.type() == ScalarType::kInt64 &&
+        (k == ExprKind::kAdd || k == ExprKind::kSub || k == ExprKind::kMul)) {
+      Affine affine;
+      if (ToAffine(e, scope, affine)) return std::make_unique<AffineExpr>(affine);
+    }
+    return CompileBinary(e, scope, precision);
+  }
   CHECK(false) << "unhandled expression kind " << ExprKindName(e.kind());
   return nullptr;
 }

@@ -49,8 +49,8 @@ struct BufInfo {
   std::vector<int64_t> strides;
 };
 
-/// Value poisoned into fresh (uninitialized) allocations: NaN for floats, a large sentinel for ints,
-/// so reading before writing shows up in the results.
+/// Value poisoned into fresh (uninitialized) allocations: NaN for floats, a large sentinel for
+/// ints, so reading before writing shows up in the results.
 double PoisonValue(ScalarType t);
 
 /// Compiled expression. Int and bool expressions answer I(), float expressions F().
@@ -84,21 +84,35 @@ class Scope {
   std::vector<const BufInfo*> bufs_;
 };
 
-/// One int64 index of a buffer access, with the common cases (a loop variable, a constant)
-/// evaluated inline.
-struct IndexOperand {
-  enum Kind : uint8_t { kVar, kConst, kExpr } kind = kConst;
-  int slot = 0;
-  int64_t value = 0;
-  CExprPtr expr;
-  int64_t Eval(Ctx& c) const {
-    switch (kind) {
-      case kVar: return c.vars[slot];
-      case kConst: return value;
-      case kExpr: return expr->I(c);
-    }
-    return 0;
+/// An int64 affine form `constant + sum coeff[k] * var[slot[k]]` of loop variables: the shape of
+/// almost every index expression (ty * 2 + ii, by * 16 + tx), evaluated without virtual calls.
+struct Affine {
+  static constexpr int kMaxTerms = 6;
+  int64_t constant = 0;
+  int num_terms = 0;
+  int slots[kMaxTerms] = {};
+  int64_t coeffs[kMaxTerms] = {};
+  int64_t Eval(const Ctx& c) const {
+    int64_t v = constant;
+    for (int k = 0; k < num_terms; ++k) v += coeffs[k] * c.vars[slots[k]];
+    return v;
   }
+  /// Adds `coeff * var[slot]`; false when the form has no room left.
+  bool AddTerm(int slot, int64_t coeff);
+};
+
+/// Writes `e` (an int64 expression of constants, variables, +, - and multiplication by a constant)
+/// as an affine form; false for anything else.
+bool ToAffine(const Expr& e, const Scope& scope, Affine& out);
+
+/// One dimension of a buffer access: its index (an affine form of loop variables, else a compiled
+/// expression), the dimension's extent and its row-major stride.
+struct AccessDim {
+  Affine affine;
+  CExprPtr expr;  // set when the index is not affine
+  int64_t extent = 0;
+  int64_t stride = 0;
+  int64_t Eval(Ctx& c) const { return expr ? expr->I(c) : affine.Eval(c); }
 };
 
 /// A bounds-checked multi-dimensional access to one buffer (shared by Load and Store).
@@ -107,13 +121,13 @@ class Access {
   /// Returns the element offset, or -1 after reporting an out-of-range index.
   int64_t Offset(Ctx& c) const {
     int64_t offset = 0;
-    for (size_t d = 0; d < indices_.size(); ++d) {
-      const int64_t i = indices_[d].Eval(c);
-      if (static_cast<uint64_t>(i) >= static_cast<uint64_t>(shape_[d])) {
-        ReportOutOfRange(c, d, i);
+    for (const AccessDim& d : dims_) {
+      const int64_t i = d.Eval(c);
+      if (static_cast<uint64_t>(i) >= static_cast<uint64_t>(d.extent)) {
+        ReportOutOfRange(c, &d - dims_.data(), i);
         return -1;
       }
-      offset += i * strides_[d];
+      offset += i * d.stride;
     }
     return offset;
   }
@@ -125,20 +139,15 @@ class Access {
                                      const char* what, const Scope& scope, Precision precision);
 
  private:
-  void ReportOutOfRange(Ctx& c, size_t dim, int64_t index) const;
+  void ReportOutOfRange(Ctx& c, int64_t dim, int64_t index) const;
 
   int slot_ = 0;
   std::string buffer_;
   std::string what_;  // "load" / "store", for messages
-  std::vector<int64_t> shape_;
-  std::vector<int64_t> strides_;
-  std::vector<IndexOperand> indices_;
+  std::vector<AccessDim> dims_;
 };
 
 /// Compiles an expression. Errors: unknown variable or buffer, wrong index count.
 absl::StatusOr<CExprPtr> CompileExpr(const Expr& e, const Scope& scope, Precision precision);
-
-/// Compiles an int64 index (with the inline fast paths).
-absl::StatusOr<IndexOperand> CompileIndex(const Expr& e, const Scope& scope, Precision precision);
 
 }  // namespace tilesearch::ir::interp_internal

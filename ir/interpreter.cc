@@ -97,7 +97,7 @@ struct ThreadState {
   int index = 0;  // linear thread index in the block (x fastest)
   std::coroutine_handle<> resume_point;
   const CStmt* at_barrier = nullptr;  // the barrier this thread waits at, if any
-  size_t decision_index = 0;           // control decisions taken in the current phase
+  size_t decision_index = 0;          // control decisions taken in the current phase
 };
 
 // A control decision taken inside a barrier-holding statement: the node and its values.
@@ -134,9 +134,9 @@ std::string ThreadName(const Ctx& c) {
 }
 
 absl::Status DivergenceError(const ThreadState& ts, const std::string& where) {
-  return absl::FailedPreconditionError(absl::StrCat(
-      "barrier inside thread-divergent control flow: ", ThreadName(ts.ctx),
-      " takes a different path than thread (0, 0, 0) at ", where));
+  return absl::FailedPreconditionError(
+      absl::StrCat("barrier inside thread-divergent control flow: ", ThreadName(ts.ctx),
+                   " takes a different path than thread (0, 0, 0) at ", where));
 }
 
 class CStmt {
@@ -215,7 +215,10 @@ class SeqStmt final : public CStmt {
 class ForStmt final : public CStmt {
  public:
   ForStmt(std::string name, int slot, CExprPtr min, CExprPtr extent, CStmtPtr body)
-      : name_(std::move(name)), slot_(slot), min_(std::move(min)), extent_(std::move(extent)),
+      : name_(std::move(name)),
+        slot_(slot),
+        min_(std::move(min)),
+        extent_(std::move(extent)),
         body_(std::move(body)) {
     has_barrier = body_->has_barrier;
   }
@@ -239,8 +242,7 @@ class ForStmt final : public CStmt {
       if (ref->node == this) {
         c.rt->Fail(absl::FailedPreconditionError(absl::StrCat(
             "barrier inside a thread-divergent loop '", name_, "': min ", ref->a, ", extent ",
-            ref->b, " in thread (0, 0, 0) but min ", mn, ", extent ", ext, " in ",
-            ThreadName(c))));
+            ref->b, " in thread (0, 0, 0) but min ", mn, ", extent ", ext, " in ", ThreadName(c))));
       } else {
         c.rt->Fail(DivergenceError(ts, absl::StrCat("loop '", name_, "'")));
       }
@@ -266,9 +268,14 @@ class ThreadForStmt final : public CStmt {
  public:
   ThreadForStmt(std::string name, ForKind kind, int slot, CExprPtr min, int64_t extent,
                 int64_t block_dim, CStmtPtr body)
-      : name_(std::move(name)), kind_(kind), slot_(slot),
+      : name_(std::move(name)),
+        kind_(kind),
+        slot_(slot),
         dim_(static_cast<int>(kind) - static_cast<int>(ForKind::kThreadIdxX)),
-        min_(std::move(min)), extent_(extent), block_dim_(block_dim), body_(std::move(body)) {
+        min_(std::move(min)),
+        extent_(extent),
+        block_dim_(block_dim),
+        body_(std::move(body)) {
     has_barrier = body_->has_barrier;
   }
   void Exec(Ctx& c) override {
@@ -281,10 +288,10 @@ class ThreadForStmt final : public CStmt {
     const bool inside = c.tid[dim_] < extent_;
     if (const Decision* ref = ts.region->Check(ts, this, inside, 0)) {
       if (ref->node == this) {
-        c.rt->Fail(absl::FailedPreconditionError(absl::StrCat(
-            "barrier under a threadIdx guard: ", ForKindName(kind_), " loop '", name_,
-            "' of extent ", extent_, " skips ", ThreadName(c), " of a block with ",
-            ForKindName(kind_), " dimension ", block_dim_)));
+        c.rt->Fail(absl::FailedPreconditionError(
+            absl::StrCat("barrier under a threadIdx guard: ", ForKindName(kind_), " loop '", name_,
+                         "' of extent ", extent_, " skips ", ThreadName(c), " of a block with ",
+                         ForKindName(kind_), " dimension ", block_dim_)));
       } else {
         c.rt->Fail(DivergenceError(ts, absl::StrCat("loop '", name_, "'")));
       }
@@ -309,7 +316,9 @@ class ThreadForStmt final : public CStmt {
 class IfStmt final : public CStmt {
  public:
   IfStmt(Expr source, CExprPtr cond, CStmtPtr then_case, CStmtPtr else_case)
-      : source_(std::move(source)), cond_(std::move(cond)), then_(std::move(then_case)),
+      : source_(std::move(source)),
+        cond_(std::move(cond)),
+        then_(std::move(then_case)),
         else_(std::move(else_case)) {
     has_barrier = then_->has_barrier || (else_ && else_->has_barrier);
   }
@@ -328,10 +337,10 @@ class IfStmt final : public CStmt {
     if (c.rt->failed) co_return;
     if (const Decision* ref = ts.region->Check(ts, this, cond, 0)) {
       if (ref->node == this) {
-        c.rt->Fail(absl::FailedPreconditionError(absl::StrCat(
-            "barrier inside a thread-divergent condition ", ToString(source_), ": ",
-            ref->a ? "true" : "false", " in thread (0, 0, 0) but ", cond ? "true" : "false",
-            " in ", ThreadName(c))));
+        c.rt->Fail(absl::FailedPreconditionError(
+            absl::StrCat("barrier inside a thread-divergent condition ", ToString(source_), ": ",
+                         ref->a ? "true" : "false", " in thread (0, 0, 0) but ",
+                         cond ? "true" : "false", " in ", ThreadName(c))));
       } else {
         c.rt->Fail(DivergenceError(ts, absl::StrCat("condition ", ToString(source_))));
       }
@@ -354,7 +363,9 @@ template <bool kFloat32Buffer>
 class StoreStmt final : public CStmt {
  public:
   StoreStmt(Access access, CExprPtr value, bool value_is_float, ScalarType dtype)
-      : access_(std::move(access)), value_(std::move(value)), value_is_float_(value_is_float),
+      : access_(std::move(access)),
+        value_(std::move(value)),
+        value_is_float_(value_is_float),
         dtype_(dtype) {}
   void Exec(Ctx& c) override {
     const int64_t off = access_.Offset(c);
@@ -546,16 +557,16 @@ class RegionStmt final : public CStmt {
       }
       if (waiting == 0) return;
       if (waiting < n) {
-        rt.Fail(absl::FailedPreconditionError(absl::StrCat(
-            "barrier reached by ", waiting, " of ", n, " threads of a block: ",
-            ThreadName(missing->ctx), " left the region without reaching it")));
+        rt.Fail(absl::FailedPreconditionError(
+            absl::StrCat("barrier reached by ", waiting, " of ", n, " threads of a block: ",
+                         ThreadName(missing->ctx), " left the region without reaching it")));
         return;
       }
       for (const ThreadState& ts : region_.threads) {
         if (ts.at_barrier != first.at_barrier) {
-          rt.Fail(absl::FailedPreconditionError(absl::StrCat(
-              "threads of a block wait at different barriers: ", ThreadName(first.ctx), " and ",
-              ThreadName(ts.ctx))));
+          rt.Fail(absl::FailedPreconditionError(
+              absl::StrCat("threads of a block wait at different barriers: ", ThreadName(first.ctx),
+                           " and ", ThreadName(ts.ctx))));
           return;
         }
         if (ts.decision_index != region_.phase_log.size()) {
@@ -617,7 +628,8 @@ class Compiler {
       if (f.thread && !f.block) return CompileRegion(s);
     }
     switch (s.kind()) {
-      case StmtKind::kFor: return CompileFor(s.as<ForNode>());
+      case StmtKind::kFor:
+        return CompileFor(s.as<ForNode>());
       case StmtKind::kSeq: {
         std::vector<CStmtPtr> stmts;
         for (const Stmt& child : s.as<SeqNode>()->stmts) {
@@ -640,7 +652,8 @@ class Compiler {
         return CStmtPtr(std::make_unique<StoreStmt<false>>(std::move(access), std::move(value),
                                                            is_float, dtype));
       }
-      case StmtKind::kAllocate: return CompileAllocate(s.as<AllocateNode>());
+      case StmtKind::kAllocate:
+        return CompileAllocate(s.as<AllocateNode>());
       case StmtKind::kIfThenElse: {
         const auto* op = s.as<IfThenElseNode>();
         ASSIGN_OR_RETURN(CExprPtr cond, CompileExpr(op->cond, scope_, precision_));
@@ -711,12 +724,15 @@ class Compiler {
       case StmtKind::kSeq:
         for (const Stmt& c : s.as<SeqNode>()->stmts) merge(c);
         break;
-      case StmtKind::kAllocate: merge(s.as<AllocateNode>()->body); break;
+      case StmtKind::kAllocate:
+        merge(s.as<AllocateNode>()->body);
+        break;
       case StmtKind::kIfThenElse:
         merge(s.as<IfThenElseNode>()->then_case);
         merge(s.as<IfThenElseNode>()->else_case);
         break;
-      default: break;
+      default:
+        break;
     }
     flags_[s.get()] = f;
     return f;
@@ -726,9 +742,9 @@ class Compiler {
     ConstantChecker checker;
     checker.Visit(op->extent);
     if (!checker.constant) {
-      return absl::InvalidArgumentError(absl::StrCat("extent of ", ForKindName(op->for_kind),
-                                                     " loop '", op->var_name(),
-                                                     "' is not a constant: ", ToString(op->extent)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("extent of ", ForKindName(op->for_kind), " loop '", op->var_name(),
+                       "' is not a constant: ", ToString(op->extent)));
     }
     Scope empty;
     ASSIGN_OR_RETURN(CExprPtr e, CompileExpr(op->extent, empty, precision_));
@@ -745,9 +761,9 @@ class Compiler {
     RETURN_IF_ERROR(CollectThreadExtents(s, info));
     const int64_t n = info.dims[0] * info.dims[1] * info.dims[2];
     if (n > kMaxThreadsPerBlock) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "block of ", info.dims[0], "x", info.dims[1], "x", info.dims[2], " = ", n,
-          " threads exceeds the interpreter's limit of ", kMaxThreadsPerBlock));
+      return absl::InvalidArgumentError(
+          absl::StrCat("block of ", info.dims[0], "x", info.dims[1], "x", info.dims[2], " = ", n,
+                       " threads exceeds the interpreter's limit of ", kMaxThreadsPerBlock));
     }
     region_ = &info;
     absl::StatusOr<CStmtPtr> body = Compile(s);
@@ -772,11 +788,13 @@ class Compiler {
       case StmtKind::kSeq:
         for (const Stmt& c : s.as<SeqNode>()->stmts) RETURN_IF_ERROR(CollectThreadExtents(c, info));
         return absl::OkStatus();
-      case StmtKind::kAllocate: return CollectThreadExtents(s.as<AllocateNode>()->body, info);
+      case StmtKind::kAllocate:
+        return CollectThreadExtents(s.as<AllocateNode>()->body, info);
       case StmtKind::kIfThenElse:
         RETURN_IF_ERROR(CollectThreadExtents(s.as<IfThenElseNode>()->then_case, info));
         return CollectThreadExtents(s.as<IfThenElseNode>()->else_case, info);
-      default: return absl::OkStatus();
+      default:
+        return absl::OkStatus();
     }
   }
 
@@ -784,8 +802,7 @@ class Compiler {
     ASSIGN_OR_RETURN(CExprPtr min, CompileExpr(op->min, scope_, precision_));
     if (IsThreadBound(op->for_kind) && region_ == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(ForKindName(op->for_kind), " loop '",
-                                                     op->var_name(),
-                                                     "' encloses a blockIdx loop"));
+                                                     op->var_name(), "' encloses a blockIdx loop"));
     }
     int64_t thread_extent = 0;
     CExprPtr extent;
@@ -853,15 +870,14 @@ absl::Status CheckParams(const LoopNest& nest, const BufferMap& buffers) {
     }
     const HostBuffer& b = it->second;
     if (b.dtype != p.dtype) {
-      return absl::InvalidArgumentError(absl::StrCat("buffer '", p.name, "' has dtype ",
-                                                     TypeName(b.dtype), " but parameter '", p.name,
-                                                     "' of loop nest '", nest.name, "' is ",
-                                                     TypeName(p.dtype)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("buffer '", p.name, "' has dtype ", TypeName(b.dtype), " but parameter '",
+                       p.name, "' of loop nest '", nest.name, "' is ", TypeName(p.dtype)));
     }
     if (b.shape != p.shape) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "buffer '", p.name, "' has shape ", ShapeText(b.shape), " but parameter '", p.name,
-          "' of loop nest '", nest.name, "' has shape ", ShapeText(p.shape)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("buffer '", p.name, "' has shape ", ShapeText(b.shape), " but parameter '",
+                       p.name, "' of loop nest '", nest.name, "' has shape ", ShapeText(p.shape)));
     }
     if (static_cast<int64_t>(b.data.size()) != b.NumElements()) {
       return absl::InvalidArgumentError(absl::StrCat("buffer '", p.name, "' holds ", b.data.size(),

@@ -25,10 +25,10 @@ absl::Status CheckInput(const Tensor& t, const BufferMap& inputs) {
   const HostBuffer& b = it->second;
   if (b.dtype != t.dtype() || b.shape != t.shape() ||
       static_cast<int64_t>(b.data.size()) != t.NumElements()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "input '", t.name(), "' is ", TypeName(b.dtype), " ", ShapeText(b.shape), " with ",
-        b.data.size(), " values; the placeholder is ", TypeName(t.dtype()), " ",
-        ShapeText(t.shape())));
+    return absl::InvalidArgumentError(absl::StrCat("input '", t.name(), "' is ", TypeName(b.dtype),
+                                                   " ", ShapeText(b.shape), " with ", b.data.size(),
+                                                   " values; the placeholder is ",
+                                                   TypeName(t.dtype()), " ", ShapeText(t.shape())));
   }
   return absl::OkStatus();
 }
@@ -125,19 +125,29 @@ class PointEvaluator {
   static Val Combine(ReduceKind kind, ScalarType t, Val acc, Val x) {
     if (IsFloat(t)) {
       switch (kind) {
-        case ReduceKind::kSum: return {0, acc.f + x.f};
-        case ReduceKind::kProd: return {0, acc.f * x.f};
-        case ReduceKind::kMax: return {0, std::isnan(x.f) ? x.f : std::max(acc.f, x.f)};
-        case ReduceKind::kMin: return {0, std::isnan(x.f) ? x.f : std::min(acc.f, x.f)};
-        case ReduceKind::kNone: break;
+        case ReduceKind::kSum:
+          return {0, acc.f + x.f};
+        case ReduceKind::kProd:
+          return {0, acc.f * x.f};
+        case ReduceKind::kMax:
+          return {0, std::isnan(x.f) ? x.f : std::max(acc.f, x.f)};
+        case ReduceKind::kMin:
+          return {0, std::isnan(x.f) ? x.f : std::min(acc.f, x.f)};
+        case ReduceKind::kNone:
+          break;
       }
     } else {
       switch (kind) {
-        case ReduceKind::kSum: return {Wrap(WrappingAdd(acc.i, x.i), t), 0};
-        case ReduceKind::kProd: return {Wrap(WrappingMul(acc.i, x.i), t), 0};
-        case ReduceKind::kMax: return {std::max(acc.i, x.i), 0};
-        case ReduceKind::kMin: return {std::min(acc.i, x.i), 0};
-        case ReduceKind::kNone: break;
+        case ReduceKind::kSum:
+          return {Wrap(WrappingAdd(acc.i, x.i), t), 0};
+        case ReduceKind::kProd:
+          return {Wrap(WrappingMul(acc.i, x.i), t), 0};
+        case ReduceKind::kMax:
+          return {std::max(acc.i, x.i), 0};
+        case ReduceKind::kMin:
+          return {std::min(acc.i, x.i), 0};
+        case ReduceKind::kNone:
+          break;
       }
     }
     CHECK(false) << "combine of reduce kind none";
@@ -147,8 +157,10 @@ class PointEvaluator {
   Val Eval(const Expr& e, const Env& env) {
     if (!status_.ok()) return {};
     switch (e.kind()) {
-      case ExprKind::kIntImm: return {e.as<IntImmNode>()->value, 0};
-      case ExprKind::kFloatImm: return {0, e.as<FloatImmNode>()->value};
+      case ExprKind::kIntImm:
+        return {e.as<IntImmNode>()->value, 0};
+      case ExprKind::kFloatImm:
+        return {0, e.as<FloatImmNode>()->value};
       case ExprKind::kVar: {
         const std::string& name = e.as<VarNode>()->name;
         for (auto it = env.rbegin(); it != env.rend(); ++it) {
@@ -157,15 +169,20 @@ class PointEvaluator {
         Fail(absl::InvalidArgumentError(absl::StrCat("unknown variable '", name, "'")));
         return {};
       }
-      case ExprKind::kNot: return {Eval(e.as<NotNode>()->a, env).i == 0, 0};
+      case ExprKind::kNot:
+        return {Eval(e.as<NotNode>()->a, env).i == 0, 0};
       case ExprKind::kSelect: {
         const auto* op = e.as<SelectNode>();
         return Eval(op->cond, env).i ? Eval(op->true_value, env) : Eval(op->false_value, env);
       }
-      case ExprKind::kCast: return EvalCast(e.as<CastNode>(), env);
-      case ExprKind::kCall: return EvalCall(e.as<CallNode>(), env);
-      case ExprKind::kLoad: return EvalLoad(e, env);
-      default: break;
+      case ExprKind::kCast:
+        return EvalCast(e.as<CastNode>(), env);
+      case ExprKind::kCall:
+        return EvalCall(e.as<CallNode>(), env);
+      case ExprKind::kLoad:
+        return EvalLoad(e, env);
+      default:
+        break;
     }
     CHECK(IsBinaryKind(e.kind())) << "unhandled expression kind " << ExprKindName(e.kind());
     auto [ea, eb] = BinaryOperands(e);
@@ -179,20 +196,34 @@ class PointEvaluator {
   static Val EvalFloatBinary(ExprKind kind, double a, double b) {
     constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
     switch (kind) {
-      case ExprKind::kAdd: return {0, a + b};
-      case ExprKind::kSub: return {0, a - b};
-      case ExprKind::kMul: return {0, a * b};
-      case ExprKind::kDiv: return {0, a / b};
-      case ExprKind::kMod: return {0, a - b * std::floor(a / b)};
-      case ExprKind::kMin: return {0, std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b)};
-      case ExprKind::kMax: return {0, std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b)};
-      case ExprKind::kEQ: return {a == b, 0};
-      case ExprKind::kNE: return {a != b, 0};
-      case ExprKind::kLT: return {a < b, 0};
-      case ExprKind::kLE: return {a <= b, 0};
-      case ExprKind::kGT: return {a > b, 0};
-      case ExprKind::kGE: return {a >= b, 0};
-      default: break;
+      case ExprKind::kAdd:
+        return {0, a + b};
+      case ExprKind::kSub:
+        return {0, a - b};
+      case ExprKind::kMul:
+        return {0, a * b};
+      case ExprKind::kDiv:
+        return {0, a / b};
+      case ExprKind::kMod:
+        return {0, a - b * std::floor(a / b)};
+      case ExprKind::kMin:
+        return {0, std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b)};
+      case ExprKind::kMax:
+        return {0, std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b)};
+      case ExprKind::kEQ:
+        return {a == b, 0};
+      case ExprKind::kNE:
+        return {a != b, 0};
+      case ExprKind::kLT:
+        return {a < b, 0};
+      case ExprKind::kLE:
+        return {a <= b, 0};
+      case ExprKind::kGT:
+        return {a > b, 0};
+      case ExprKind::kGE:
+        return {a >= b, 0};
+      default:
+        break;
     }
     CHECK(false) << "float operands for " << ExprKindName(kind);
     return {};
@@ -200,9 +231,12 @@ class PointEvaluator {
 
   Val EvalIntBinary(const Expr& e, ScalarType t, int64_t a, int64_t b) {
     switch (e.kind()) {
-      case ExprKind::kAdd: return {Wrap(WrappingAdd(a, b), t), 0};
-      case ExprKind::kSub: return {Wrap(WrappingSub(a, b), t), 0};
-      case ExprKind::kMul: return {Wrap(WrappingMul(a, b), t), 0};
+      case ExprKind::kAdd:
+        return {Wrap(WrappingAdd(a, b), t), 0};
+      case ExprKind::kSub:
+        return {Wrap(WrappingSub(a, b), t), 0};
+      case ExprKind::kMul:
+        return {Wrap(WrappingMul(a, b), t), 0};
       case ExprKind::kDiv:
       case ExprKind::kMod: {
         if (b == 0) {
@@ -220,17 +254,28 @@ class PointEvaluator {
         }
         return {Wrap(mod ? r : q, t), 0};
       }
-      case ExprKind::kMin: return {std::min(a, b), 0};
-      case ExprKind::kMax: return {std::max(a, b), 0};
-      case ExprKind::kEQ: return {a == b, 0};
-      case ExprKind::kNE: return {a != b, 0};
-      case ExprKind::kLT: return {a < b, 0};
-      case ExprKind::kLE: return {a <= b, 0};
-      case ExprKind::kGT: return {a > b, 0};
-      case ExprKind::kGE: return {a >= b, 0};
-      case ExprKind::kAnd: return {(a != 0) && (b != 0), 0};
-      case ExprKind::kOr: return {(a != 0) || (b != 0), 0};
-      default: break;
+      case ExprKind::kMin:
+        return {std::min(a, b), 0};
+      case ExprKind::kMax:
+        return {std::max(a, b), 0};
+      case ExprKind::kEQ:
+        return {a == b, 0};
+      case ExprKind::kNE:
+        return {a != b, 0};
+      case ExprKind::kLT:
+        return {a < b, 0};
+      case ExprKind::kLE:
+        return {a <= b, 0};
+      case ExprKind::kGT:
+        return {a > b, 0};
+      case ExprKind::kGE:
+        return {a >= b, 0};
+      case ExprKind::kAnd:
+        return {(a != 0) && (b != 0), 0};
+      case ExprKind::kOr:
+        return {(a != 0) || (b != 0), 0};
+      default:
+        break;
     }
     CHECK(false) << "unhandled binary kind " << ExprKindName(e.kind());
     return {};
@@ -254,16 +299,26 @@ class PointEvaluator {
     }
     const double x = a.f;
     switch (op->op) {
-      case CallOp::kExp: return {0, std::exp(x)};
-      case CallOp::kLog: return {0, std::log(x)};
-      case CallOp::kSqrt: return {0, std::sqrt(x)};
-      case CallOp::kRsqrt: return {0, 1.0 / std::sqrt(x)};
-      case CallOp::kTanh: return {0, std::tanh(x)};
-      case CallOp::kErf: return {0, std::erf(x)};
-      case CallOp::kSigmoid: return {0, 1.0 / (1.0 + std::exp(-x))};
-      case CallOp::kAbs: return {0, std::fabs(x)};
-      case CallOp::kPow: return {0, std::pow(x, Eval(op->args[1], env).f)};
-      case CallOp::kFloor: return {0, std::floor(x)};
+      case CallOp::kExp:
+        return {0, std::exp(x)};
+      case CallOp::kLog:
+        return {0, std::log(x)};
+      case CallOp::kSqrt:
+        return {0, std::sqrt(x)};
+      case CallOp::kRsqrt:
+        return {0, 1.0 / std::sqrt(x)};
+      case CallOp::kTanh:
+        return {0, std::tanh(x)};
+      case CallOp::kErf:
+        return {0, std::erf(x)};
+      case CallOp::kSigmoid:
+        return {0, 1.0 / (1.0 + std::exp(-x))};
+      case CallOp::kAbs:
+        return {0, std::fabs(x)};
+      case CallOp::kPow:
+        return {0, std::pow(x, Eval(op->args[1], env).f)};
+      case CallOp::kFloor:
+        return {0, std::floor(x)};
     }
     CHECK(false) << "unhandled call";
     return {};
@@ -350,15 +405,14 @@ absl::StatusOr<double> EvaluatePoint(const ComputeDAG& dag, int stage_id,
   }
   const Tensor& t = dag.stage(stage_id);
   if (index.size() != t.shape().size()) {
-    return absl::InvalidArgumentError(absl::StrCat("index of rank ", index.size(),
-                                                   " for stage '", t.name(), "' of rank ",
-                                                   t.shape().size()));
+    return absl::InvalidArgumentError(absl::StrCat("index of rank ", index.size(), " for stage '",
+                                                   t.name(), "' of rank ", t.shape().size()));
   }
   for (size_t d = 0; d < index.size(); ++d) {
     if (index[d] < 0 || index[d] >= t.shape()[d]) {
       return absl::OutOfRangeError(absl::StrCat("index ", index[d], " out of range [0, ",
-                                                t.shape()[d], ") in dimension ", d,
-                                                " of stage '", t.name(), "'"));
+                                                t.shape()[d], ") in dimension ", d, " of stage '",
+                                                t.name(), "'"));
     }
   }
   PointEvaluator evaluator(dag, inputs);

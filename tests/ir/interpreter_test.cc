@@ -48,11 +48,11 @@ HostBuffer Random(std::vector<int64_t> shape, uint64_t seed) {
 
 // C[i, j] = sum_k A[i, k] * B[k, j], accumulating in place in C.
 LoopNest CpuMatmul(int64_t m, int64_t n, int64_t k) {
-  Stmt update = St("C", {V("i"), V("j")},
-                   Ld("C", {V("i"), V("j")}) + Ld("A", {V("i"), V("k")}) * Ld("B", {V("k"), V("j")}));
-  Stmt body = Loop("i", m,
-                   Loop("j", n,
-                        Seq({St("C", {V("i"), V("j")}, FloatConst(0)), Loop("k", k, update)})));
+  Stmt update =
+      St("C", {V("i"), V("j")},
+         Ld("C", {V("i"), V("j")}) + Ld("A", {V("i"), V("k")}) * Ld("B", {V("k"), V("j")}));
+  Stmt body = Loop(
+      "i", m, Loop("j", n, Seq({St("C", {V("i"), V("j")}, FloatConst(0)), Loop("k", k, update)})));
   return LoopNest{"matmul", {Decl("A", {m, k}), Decl("B", {k, n}), Decl("C", {m, n})}, 2, body};
 }
 
@@ -64,7 +64,8 @@ std::vector<float> NaiveMatmul(const HostBuffer& a, const HostBuffer& b, int64_t
     for (int64_t j = 0; j < n; ++j) {
       float acc = 0.0f;
       for (int64_t r = 0; r < k; ++r) {
-        const float prod = static_cast<float>(a.data[i * k + r]) * static_cast<float>(b.data[r * n + j]);
+        const float prod =
+            static_cast<float>(a.data[i * k + r]) * static_cast<float>(b.data[r * n + j]);
         acc = acc + prod;
       }
       c[i * n + j] = acc;
@@ -75,8 +76,8 @@ std::vector<float> NaiveMatmul(const HostBuffer& a, const HostBuffer& b, int64_t
 
 TEST(InterpreterTest, CpuMatmulMatchesNaiveFloatLoopsExactly) {
   const int64_t m = 7, n = 13, k = 5;
-  BufferMap buffers{{"A", Random({m, k}, 1)}, {"B", Random({k, n}, 2)},
-                    {"C", HostBuffer::Zeros(kF32, {m, n})}};
+  BufferMap buffers{
+      {"A", Random({m, k}, 1)}, {"B", Random({k, n}, 2)}, {"C", HostBuffer::Zeros(kF32, {m, n})}};
   ASSERT_THAT(Interpret(CpuMatmul(m, n, k), buffers), IsOk());
   const std::vector<float> expected = NaiveMatmul(buffers["A"], buffers["B"], m, n, k);
   for (int64_t e = 0; e < m * n; ++e) EXPECT_EQ(buffers["C"].data[e], expected[e]) << e;
@@ -84,8 +85,8 @@ TEST(InterpreterTest, CpuMatmulMatchesNaiveFloatLoopsExactly) {
 
 TEST(InterpreterTest, Float64ModeKeepsProductsExactButRoundsStores) {
   const int64_t m = 7, n = 13, k = 5;
-  BufferMap buffers{{"A", Random({m, k}, 3)}, {"B", Random({k, n}, 4)},
-                    {"C", HostBuffer::Zeros(kF32, {m, n})}};
+  BufferMap buffers{
+      {"A", Random({m, k}, 3)}, {"B", Random({k, n}, 4)}, {"C", HostBuffer::Zeros(kF32, {m, n})}};
   ASSERT_THAT(Interpret(CpuMatmul(m, n, k), buffers, {Precision::kFloat64}), IsOk());
   const HostBuffer& a = buffers["A"];
   const HostBuffer& b = buffers["B"];
@@ -113,53 +114,54 @@ LoopNest GpuTiledMatmul(int64_t m, int64_t n, int64_t k, TiledMatmulOptions opt 
   const Expr by = V("by"), bx = V("bx"), ty = V("ty"), tx = V("tx"), ko = V("ko");
   const Expr ki = V("ki"), ii = V("ii"), jj = V("jj"), f = V("f"), fy = V("fy"), fx = V("fx");
   const Expr fused = f * 64 + fy * 8 + fx;  // 0 .. 127: every element of a 128-element tile
-  Stmt fill_a = Loop(
-      "f", 2,
-      Loop("fy", 8,
-           Loop("fx", 8,
-                St("As", {fused / 8, fused % 8}, Ld("A", {by * 16 + fused / 8, ko * 8 + fused % 8})),
-                ForKind::kThreadIdxX),
-           ForKind::kThreadIdxY));
-  Stmt fill_b = Loop(
-      "f", 2,
-      Loop("fy", 8,
-           Loop("fx", 8,
-                St("Bs", {fused / 16, fused % 16},
-                   Ld("B", {ko * 8 + fused / 16, bx * 16 + fused % 16})),
-                ForKind::kThreadIdxX),
-           ForKind::kThreadIdxY));
-  Stmt compute = Loop(
-      "ki", 8,
-      Loop("ii", 2,
-           Loop("jj", 2,
-                St("acc", {ii, jj},
-                   Ld("acc", {ii, jj}) + Ld("As", {ty * 2 + ii, ki}) * Ld("Bs", {ki, tx * 2 + jj})))));
+  Stmt fill_a = Loop("f", 2,
+                     Loop("fy", 8,
+                          Loop("fx", 8,
+                               St("As", {fused / 8, fused % 8},
+                                  Ld("A", {by * 16 + fused / 8, ko * 8 + fused % 8})),
+                               ForKind::kThreadIdxX),
+                          ForKind::kThreadIdxY));
+  Stmt fill_b = Loop("f", 2,
+                     Loop("fy", 8,
+                          Loop("fx", 8,
+                               St("Bs", {fused / 16, fused % 16},
+                                  Ld("B", {ko * 8 + fused / 16, bx * 16 + fused % 16})),
+                               ForKind::kThreadIdxX),
+                          ForKind::kThreadIdxY));
+  Stmt compute = Loop("ki", 8,
+                      Loop("ii", 2,
+                           Loop("jj", 2,
+                                St("acc", {ii, jj},
+                                   Ld("acc", {ii, jj}) + Ld("As", {ty * 2 + ii, ki}) *
+                                                             Ld("Bs", {ki, tx * 2 + jj})))));
   std::vector<Stmt> k_body = {fill_a, fill_b};
   if (opt.barrier_after_fill) k_body.push_back(BarrierNode::Make());
   k_body.push_back(compute);
   if (opt.barrier_after_use) k_body.push_back(BarrierNode::Make());
-  Stmt thread_body = AllocateNode::Make(
-      Decl("acc", {2, 2}, kF32, MemoryScope::kLocal),
-      Seq({Loop("ii", 2, Loop("jj", 2, St("acc", {ii, jj}, FloatConst(0)))),
-           Loop("ko", k / 8, Seq(k_body)),
-           Loop("ii", 2,
-                Loop("jj", 2,
-                     St("C", {by * 16 + ty * 2 + ii, bx * 16 + tx * 2 + jj}, Ld("acc", {ii, jj}))))}));
+  Stmt thread_body =
+      AllocateNode::Make(Decl("acc", {2, 2}, kF32, MemoryScope::kLocal),
+                         Seq({Loop("ii", 2, Loop("jj", 2, St("acc", {ii, jj}, FloatConst(0)))),
+                              Loop("ko", k / 8, Seq(k_body)),
+                              Loop("ii", 2,
+                                   Loop("jj", 2,
+                                        St("C", {by * 16 + ty * 2 + ii, bx * 16 + tx * 2 + jj},
+                                           Ld("acc", {ii, jj}))))}));
   Stmt block_body = AllocateNode::Make(
       Decl("As", {16, 8}, kF32, MemoryScope::kShared),
       AllocateNode::Make(
           Decl("Bs", {8, 16}, kF32, MemoryScope::kShared),
           Loop("ty", 8, Loop("tx", 8, thread_body, ForKind::kThreadIdxX), ForKind::kThreadIdxY)));
-  Stmt body = Loop("by", m / 16, Loop("bx", n / 16, block_body, ForKind::kBlockIdxX),
-                   ForKind::kBlockIdxY);
-  return LoopNest{"tiled_matmul", {Decl("A", {m, k}), Decl("B", {k, n}), Decl("C", {m, n})}, 2,
-                  body};
+  Stmt body =
+      Loop("by", m / 16, Loop("bx", n / 16, block_body, ForKind::kBlockIdxX), ForKind::kBlockIdxY);
+  return LoopNest{
+      "tiled_matmul", {Decl("A", {m, k}), Decl("B", {k, n}), Decl("C", {m, n})}, 2, body};
 }
 
 constexpr int64_t kM = 32, kN = 48, kK = 24;
 
 BufferMap MatmulBuffers() {
-  return BufferMap{{"A", Random({kM, kK}, 11)}, {"B", Random({kK, kN}, 12)},
+  return BufferMap{{"A", Random({kM, kK}, 11)},
+                   {"B", Random({kK, kN}, 12)},
                    {"C", HostBuffer::Zeros(kF32, {kM, kN})}};
 }
 
@@ -189,20 +191,19 @@ TEST(InterpreterTest, MissingBarrierAfterSharedFillGivesWrongAnswer) {
 TEST(InterpreterTest, MissingBarrierAfterSharedUseGivesWrongAnswer) {
   // Without it, thread 0 runs the next iteration's fill before thread 1 has read the old tile.
   BufferMap buffers = MatmulBuffers();
-  ASSERT_THAT(Interpret(GpuTiledMatmul(kM, kN, kK, {.barrier_after_use = false}), buffers),
-              IsOk());
+  ASSERT_THAT(Interpret(GpuTiledMatmul(kM, kN, kK, {.barrier_after_use = false}), buffers), IsOk());
   const std::vector<float> expected = NaiveMatmul(buffers["A"], buffers["B"], kM, kN, kK);
   EXPECT_GT(CountMismatches(buffers["C"], expected), 0);
 }
 
 // for threadIdx.x tx in 0..4: allocate tmp[1] (scope): tmp[0] = tx * 10; barrier; out[tx] = tmp[0]
 LoopNest ScratchPerThread(MemoryScope scope) {
-  Stmt body = Loop("tx", 4,
-                   AllocateNode::Make(
-                       Decl("tmp", {1}, kF32, scope),
-                       Seq({St("tmp", {C(0)}, Cast(kF32, V("tx") * 10)), BarrierNode::Make(),
-                            St("out", {V("tx")}, Ld("tmp", {C(0)}))})),
-                   ForKind::kThreadIdxX);
+  Stmt body =
+      Loop("tx", 4,
+           AllocateNode::Make(Decl("tmp", {1}, kF32, scope),
+                              Seq({St("tmp", {C(0)}, Cast(kF32, V("tx") * 10)), BarrierNode::Make(),
+                                   St("out", {V("tx")}, Ld("tmp", {C(0)}))})),
+           ForKind::kThreadIdxX);
   return LoopNest{"scratch", {Decl("out", {4})}, 0, body};
 }
 
@@ -235,8 +236,8 @@ TEST(InterpreterTest, ThreadLoopShorterThanBlockDimGuardsThreads) {
                           ForKind::kThreadIdxX)}),
                 ForKind::kThreadIdxX)}),
       ForKind::kBlockIdxX);
-  LoopNest nest{"guards", {Decl("all", {2, 8}), Decl("five", {2, 5}), Decl("three", {2, 3})}, 0,
-                body};
+  LoopNest nest{
+      "guards", {Decl("all", {2, 8}), Decl("five", {2, 5}), Decl("three", {2, 3})}, 0, body};
   BufferMap buffers{{"all", HostBuffer::Zeros(kF32, {2, 8})},
                     {"five", HostBuffer::Zeros(kF32, {2, 5})},
                     {"three", HostBuffer::Zeros(kF32, {2, 3})}};
@@ -246,10 +247,22 @@ TEST(InterpreterTest, ThreadLoopShorterThanBlockDimGuardsThreads) {
   EXPECT_THAT(buffers["three"].data, ::testing::Each(1.0));
 }
 
+TEST(InterpreterTest, ReadingAnAllocationBeforeWritingItGivesNaN) {
+  // out[i] = tmp[i] where tmp[0] is written and tmp[1] never is.
+  Stmt body = AllocateNode::Make(Decl("tmp", {2}),
+                                 Seq({St("tmp", {C(0)}, FloatConst(5)),
+                                      Loop("i", 2, St("out", {V("i")}, Ld("tmp", {V("i")})))}));
+  LoopNest nest{"uninit", {Decl("out", {2})}, 0, body};
+  BufferMap buffers{{"out", HostBuffer::Zeros(kF32, {2})}};
+  ASSERT_THAT(Interpret(nest, buffers), IsOk());
+  EXPECT_EQ(buffers["out"].data[0], 5);
+  EXPECT_TRUE(std::isnan(buffers["out"].data[1]));
+}
+
 TEST(InterpreterTest, SelectEvaluatesOnlyTheTakenBranch) {
   // out[i] = i < 4 ? A[i] : -1 for i in 0..8; A has 4 elements.
-  Stmt body = Loop("i", 8, St("out", {V("i")}, Select(V("i") < C(4), Ld("A", {V("i")}),
-                                                      FloatConst(-1))));
+  Stmt body =
+      Loop("i", 8, St("out", {V("i")}, Select(V("i") < C(4), Ld("A", {V("i")}), FloatConst(-1))));
   LoopNest nest{"pad", {Decl("A", {4}), Decl("out", {8})}, 1, body};
   BufferMap buffers{{"A", Random({4}, 5)}, {"out", HostBuffer::Zeros(kF32, {8})}};
   ASSERT_THAT(Interpret(nest, buffers), IsOk());
@@ -262,8 +275,9 @@ TEST(InterpreterTest, IntegerDivisionAndModuloRoundTowardNegativeInfinity) {
   // q[i] = (i - 7) / 3, r[i] = (i - 7) % 3 in int64; wrap[i] = int32 max + i (wraps).
   const Expr x = V("i") - C(7);
   const Expr wrapped = Ld("big", {C(0)}, ScalarType::kInt32) + Cast(ScalarType::kInt32, V("i"));
-  Stmt body = Loop("i", 14, Seq({St("q", {V("i")}, x / C(3)), St("r", {V("i")}, x % C(3)),
-                                 St("w", {V("i")}, wrapped)}));
+  Stmt body = Loop(
+      "i", 14,
+      Seq({St("q", {V("i")}, x / C(3)), St("r", {V("i")}, x % C(3)), St("w", {V("i")}, wrapped)}));
   LoopNest nest{"intdiv",
                 {Decl("big", {1}, ScalarType::kInt32), Decl("q", {14}, ScalarType::kInt64),
                  Decl("r", {14}, ScalarType::kInt64), Decl("w", {14}, ScalarType::kInt32)},
@@ -280,7 +294,8 @@ TEST(InterpreterTest, IntegerDivisionAndModuloRoundTowardNegativeInfinity) {
     EXPECT_EQ(buffers["q"].data[i], std::floor(v / 3)) << i;
     EXPECT_EQ(buffers["r"].data[i], v - 3 * std::floor(v / 3)) << i;
     const int64_t sum = 2147483647LL + i;
-    EXPECT_EQ(buffers["w"].data[i], static_cast<double>(sum > 2147483647LL ? sum - 4294967296LL : sum));
+    EXPECT_EQ(buffers["w"].data[i],
+              static_cast<double>(sum > 2147483647LL ? sum - 4294967296LL : sum));
   }
 }
 
@@ -298,16 +313,17 @@ TEST(InterpreterTest, OutOfRangeIndexIsAnError) {
 TEST(InterpreterTest, MissingWrongShapeAndWrongDtypeBuffersAreErrors) {
   const LoopNest nest = CpuMatmul(2, 3, 4);
   BufferMap missing{{"A", HostBuffer::Zeros(kF32, {2, 4})}, {"C", HostBuffer::Zeros(kF32, {2, 3})}};
-  EXPECT_THAT(Interpret(nest, missing),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("missing buffer for parameter 'B'")));
-  BufferMap shape{{"A", HostBuffer::Zeros(kF32, {2, 4})}, {"B", HostBuffer::Zeros(kF32, {3, 4})},
+  EXPECT_THAT(Interpret(nest, missing), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                 HasSubstr("missing buffer for parameter 'B'")));
+  BufferMap shape{{"A", HostBuffer::Zeros(kF32, {2, 4})},
+                  {"B", HostBuffer::Zeros(kF32, {3, 4})},
                   {"C", HostBuffer::Zeros(kF32, {2, 3})}};
   EXPECT_THAT(Interpret(nest, shape),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("buffer 'B' has shape [3, 4] but parameter 'B' of loop nest "
                                  "'matmul' has shape [4, 3]")));
-  BufferMap dtype{{"A", HostBuffer::Zeros(kF32, {2, 4})}, {"B", HostBuffer::Zeros(kF32, {4, 3})},
+  BufferMap dtype{{"A", HostBuffer::Zeros(kF32, {2, 4})},
+                  {"B", HostBuffer::Zeros(kF32, {4, 3})},
                   {"C", HostBuffer::Zeros(ScalarType::kFloat16, {2, 3})}};
   EXPECT_THAT(Interpret(nest, dtype),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -337,10 +353,11 @@ LoopNest OneOutputKernel(Stmt thread_body) {
 }
 
 TEST(InterpreterTest, BarrierInThreadDivergentConditionIsAnError) {
-  Stmt body = Loop("tx", 8,
-                   IfThenElseNode::Make(V("tx") < C(2),
-                                        Seq({St("out", {V("tx")}, FloatConst(1)), BarrierNode::Make()})),
-                   ForKind::kThreadIdxX);
+  Stmt body =
+      Loop("tx", 8,
+           IfThenElseNode::Make(V("tx") < C(2),
+                                Seq({St("out", {V("tx")}, FloatConst(1)), BarrierNode::Make()})),
+           ForKind::kThreadIdxX);
   BufferMap buffers{{"out", HostBuffer::Zeros(kF32, {8})}};
   EXPECT_THAT(Interpret(OneOutputKernel(body), buffers),
               StatusIs(absl::StatusCode::kFailedPrecondition,
@@ -348,9 +365,9 @@ TEST(InterpreterTest, BarrierInThreadDivergentConditionIsAnError) {
 }
 
 TEST(InterpreterTest, BarrierInThreadDivergentLoopIsAnError) {
-  Stmt body = Loop("tx", 8,
-                   ForNode::Make(V("r"), C(0), V("tx") + C(1), ForKind::kSerial, BarrierNode::Make()),
-                   ForKind::kThreadIdxX);
+  Stmt body = Loop(
+      "tx", 8, ForNode::Make(V("r"), C(0), V("tx") + C(1), ForKind::kSerial, BarrierNode::Make()),
+      ForKind::kThreadIdxX);
   BufferMap buffers{{"out", HostBuffer::Zeros(kF32, {8})}};
   EXPECT_THAT(Interpret(OneOutputKernel(body), buffers),
               StatusIs(absl::StatusCode::kFailedPrecondition,
@@ -411,10 +428,12 @@ TEST(InterpreterTest, NativePrecisionRoundsEveryFloat32Operation) {
 
 TEST(InterpreterTest, HalfPrecisionStoresRoundToNearestEven) {
   // Values and their binary16 / bfloat16 roundings, worked out by hand.
-  const std::vector<double> in = {1 + std::ldexp(1, -11), 1 + 3 * std::ldexp(1, -11), 2049, 0.1,
-                                  65519, 65520, 3.14159};
-  const std::vector<double> half = {1, 1 + std::ldexp(1, -9), 2048, 0.0999755859375, 65504,
-                                    std::numeric_limits<double>::infinity(), 3.140625};
+  const std::vector<double> in = {
+      1 + std::ldexp(1, -11), 1 + 3 * std::ldexp(1, -11), 2049, 0.1, 65519, 65520, 3.14159};
+  const std::vector<double> half = {1,       1 + std::ldexp(1, -9),
+                                    2048,    0.0999755859375,
+                                    65504,   std::numeric_limits<double>::infinity(),
+                                    3.140625};
   const std::vector<double> bf16_in = {1 + std::ldexp(1, -8), 1 + 3 * std::ldexp(1, -8), 3.14159};
   const std::vector<double> bf16 = {1, 1 + std::ldexp(1, -6), 3.140625};
   const int64_t n = in.size(), nb = bf16_in.size();

@@ -38,8 +38,8 @@ ComputeDAG Softmax() {
                         [&](const Axes& ax) { return Exp(x(ax[0], ax[1]) - m(ax[0])); }));
   Tensor s = Ok(Reduce("S", {kRows}, ReduceKind::kSum, {kCols},
                        [&](const Axes& ax, const Axes& r) { return e(ax[0], r[0]); }));
-  Tensor y = Ok(Compute("Y", {kRows, kCols},
-                        [&](const Axes& ax) { return e(ax[0], ax[1]) / s(ax[0]); }));
+  Tensor y =
+      Ok(Compute("Y", {kRows, kCols}, [&](const Axes& ax) { return e(ax[0], ax[1]) / s(ax[0]); }));
   return Ok(ComputeDAG::Create({y}));
 }
 
@@ -59,7 +59,8 @@ std::vector<double> NaiveSoftmax(const std::vector<double>& x) {
 TEST(ReferenceTest, RandomInputsAreSeededPerInputAndInRange) {
   Tensor a = Ok(Placeholder("A", {3, 4}));
   Tensor b = Ok(Placeholder("B", {3, 4}));
-  Tensor c = Ok(Compute("C", {3, 4}, [&](const Axes& ax) { return a(ax[0], ax[1]) + b(ax[0], ax[1]); }));
+  Tensor c =
+      Ok(Compute("C", {3, 4}, [&](const Axes& ax) { return a(ax[0], ax[1]) + b(ax[0], ax[1]); }));
   const ComputeDAG dag = Ok(ComputeDAG::Create({c}));
   const BufferMap inputs = MakeRandomInputs(dag, 42);
   ASSERT_EQ(inputs.size(), 2u);
@@ -150,8 +151,8 @@ TEST(ReferenceTest, RunReferenceErrors) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("missing input 'X'")));
   BufferMap wrong;
   wrong["X"] = HostBuffer::Zeros(ScalarType::kFloat32, {kRows, kCols + 1});
-  EXPECT_THAT(RunReference(dag, wrong),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("input 'X' is float32 [5, 12]")));
+  EXPECT_THAT(RunReference(dag, wrong), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                 HasSubstr("input 'X' is float32 [5, 12]")));
 }
 
 }  // namespace
