@@ -1,2 +1,56 @@
-// Placeholder: the CLI is being written.
-int main() { return 0; }
+// tilesearch: the command-line entry point. Parses the subcommand and runs it; every user error
+// is one line "tilesearch: error: <message>" on stderr and exit code 2.
+#include <iostream>
+#include <map>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "absl/strings/str_replace.h"
+#include "tools/commands.h"
+
+namespace {
+
+int ReportError(const std::string& message) {
+  // Exactly one line, whatever the message holds.
+  std::cerr << "tilesearch: error: " << absl::StrReplaceAll(message, {{"\n", "; "}}) << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tilesearch: search GPU and CPU kernel schedules for tensor operators (Ansor-style)",
+               "tilesearch"};
+  app.require_subcommand(1);
+  std::map<CLI::App*, tilesearch::tools::CommandAction> actions;
+  CLI::App* ops = app.add_subcommand("ops", "list the operator library");
+  actions[ops] = tilesearch::tools::AddOpsCommand(*ops);
+  CLI::App* show = app.add_subcommand("show", "print an operator's ComputeDAG and naive loop nest");
+  actions[show] = tilesearch::tools::AddShowCommand(*show);
+
+  // CLI11 reports an unknown first word only as a missing subcommand; name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    for (const auto& [sub, action] : actions) known = known || sub->get_name() == argv[1];
+    if (!known) {
+      return ReportError(std::string("unknown command '") + argv[1] + "' (expected ops or show)");
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return ReportError(e.what());
+  }
+  for (const auto& [sub, action] : actions) {
+    if (!sub->parsed()) continue;
+    absl::Status status = action();
+    if (!status.ok()) return ReportError(std::string(status.message()));
+    return 0;
+  }
+  return ReportError("no command given (try --help)");
+}

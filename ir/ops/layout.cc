@@ -117,10 +117,16 @@ void AppendLayoutOps(std::vector<OpInfo>& ops) {
       .name = "transpose",
       .summary = "permute the axes of X (PyTorch x.permute(perm))",
       .inputs = {"X[d0,...,dn-1]"},
-      .attrs = {{"perm", "", "comma-separated permutation of 0..n-1; empty reverses the axes"}},
+      .attrs = {{"perm", "reverse", "comma-separated permutation of 0..n-1, or reverse"}},
       .build = [](const OpArgs& args) -> absl::StatusOr<ComputeDAG> {
         RETURN_IF_ERROR(ExpectInputs(args, "transpose", 1));
-        ASSIGN_OR_RETURN(std::vector<int64_t> perm, IntListAttr(args, "transpose", "perm", {}));
+        // "reverse" (the default) reverses the axes, as an empty list does.
+        std::vector<int64_t> perm;
+        absl::StatusOr<std::string> text = StringAttr(args, "transpose", "perm", "reverse");
+        RETURN_IF_ERROR(text.status());
+        if (*text != "reverse") {
+          ASSIGN_OR_RETURN(perm, IntListAttr(args, "transpose", "perm", {}));
+        }
         return TransposeDAG(args.shapes[0], perm, args.dtype);
       },
   });

@@ -114,11 +114,17 @@ void AppendReduceOps(std::vector<OpInfo>& ops) {
         .name = name,
         .summary = e.summary,
         .inputs = {"X[d0,...,dn-1]"},
-        .attrs = {{"axes", "", "comma-separated axes, negative from the end; empty = all"},
+        .attrs = {{"axes", "all", "comma-separated axes, negative from the end, or all"},
                   {"keepdim", "false", "keep reduced axes with extent 1"}},
         .build = [op, name](const OpArgs& args) -> absl::StatusOr<ComputeDAG> {
           RETURN_IF_ERROR(ExpectInputs(args, name, 1));
-          ASSIGN_OR_RETURN(std::vector<int64_t> axes, IntListAttr(args, name, "axes", {}));
+          // "all" (the default) reduces every axis, as an empty list does.
+          std::vector<int64_t> axes;
+          absl::StatusOr<std::string> text = StringAttr(args, name, "axes", "all");
+          RETURN_IF_ERROR(text.status());
+          if (*text != "all") {
+            ASSIGN_OR_RETURN(axes, IntListAttr(args, name, "axes", {}));
+          }
           ASSIGN_OR_RETURN(bool keepdim, BoolAttr(args, name, "keepdim", false));
           return ReduceDAG(op, args.shapes[0], axes, keepdim, args.dtype);
         },

@@ -53,6 +53,12 @@ size_t EditDistance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+/// An input whose description says it is optional: "(optional ...)" or "(only with ...)".
+bool IsOptionalInput(const std::string& description) {
+  return description.find("(optional") != std::string::npos ||
+         description.find("(only with") != std::string::npos;
+}
+
 }  // namespace
 
 const std::vector<OpInfo>& OpLibrary() {
@@ -88,7 +94,19 @@ absl::StatusOr<ComputeDAG> BuildOp(const std::string& name, const OpArgs& args) 
   if (!found.ok()) return absl::InvalidArgumentError(found.status().message());
   const OpInfo& op = **found;
 
-  RETURN_IF_ERROR(ops_internal::ExpectInputs(args, op.name, op.inputs.size()));
+  // Inputs documented as optional ("b[N] (only with bias=true)") may be left out; the operator's
+  // build checks the exact count its attributes call for.
+  size_t required = 0;
+  for (const std::string& input : op.inputs) {
+    if (!IsOptionalInput(input)) ++required;
+  }
+  if (required == op.inputs.size()) {
+    RETURN_IF_ERROR(ops_internal::ExpectInputs(args, op.name, op.inputs.size()));
+  } else if (args.shapes.size() < required || args.shapes.size() > op.inputs.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(op.name, ": expected ", required, " to ",
+                                                   op.inputs.size(), " input shapes, got ",
+                                                   args.shapes.size()));
+  }
   for (const auto& [attr, value] : args.attrs) {
     bool known = std::any_of(op.attrs.begin(), op.attrs.end(),
                              [&](const OpAttrInfo& info) { return info.name == attr; });
