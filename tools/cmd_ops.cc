@@ -46,8 +46,8 @@ absl::Status PrintOne(const std::string& name) {
   std::vector<std::string> usages;
   size_t width = 0;
   for (const ir::OpAttrInfo& attr : op->attrs) {
-    usages.push_back(absl::StrCat(
-        "--attr ", attr.name, "=", attr.default_value.empty() ? "<value>" : attr.default_value));
+    usages.push_back(absl::StrCat("--attr ", attr.name, "=",
+                                  attr.default_value.empty() ? "<value>" : attr.default_value));
     width = std::max(width, usages.back().size());
   }
   for (size_t i = 0; i < usages.size(); ++i) {

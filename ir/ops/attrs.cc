@@ -44,8 +44,8 @@ absl::StatusOr<int64_t> IntAttr(const OpArgs& args, const std::string& op, const
   return value;
 }
 
-absl::StatusOr<double> FloatAttr(const OpArgs& args, const std::string& op,
-                                 const std::string& name, double default_value) {
+absl::StatusOr<double> FloatAttr(const OpArgs& args, const std::string& op, const std::string& name,
+                                 double default_value) {
   const std::string* text = FindAttr(args, name);
   if (text == nullptr) return default_value;
   double value = 0;
@@ -66,8 +66,7 @@ absl::StatusOr<bool> BoolAttr(const OpArgs& args, const std::string& op, const s
 }
 
 absl::StatusOr<std::string> StringAttr(const OpArgs& args, const std::string& op,
-                                       const std::string& name,
-                                       const std::string& default_value) {
+                                       const std::string& name, const std::string& default_value) {
   (void)op;
   const std::string* text = FindAttr(args, name);
   if (text == nullptr) return default_value;
@@ -93,9 +92,8 @@ absl::StatusOr<std::vector<int64_t>> IntListAttr(const OpArgs& args, const std::
 
 absl::Status ExpectInputs(const OpArgs& args, const std::string& op, size_t n) {
   if (args.shapes.size() != n) {
-    return absl::InvalidArgumentError(absl::StrCat(op, ": expected ", n, " input shape",
-                                                   n == 1 ? "" : "s", ", got ",
-                                                   args.shapes.size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": expected ", n, " input shape", n == 1 ? "" : "s", ", got ", args.shapes.size()));
   }
   return absl::OkStatus();
 }

@@ -16,27 +16,42 @@ namespace tilesearch::ir {
 
 const char* UnaryOpName(UnaryOp op) {
   switch (op) {
-    case UnaryOp::kRelu: return "relu";
-    case UnaryOp::kLeakyRelu: return "leaky_relu";
-    case UnaryOp::kGelu: return "gelu";
-    case UnaryOp::kSigmoid: return "sigmoid";
-    case UnaryOp::kTanh: return "tanh";
-    case UnaryOp::kSwish: return "swish";
-    case UnaryOp::kSoftplus: return "softplus";
-    case UnaryOp::kElu: return "elu";
-    case UnaryOp::kHardtanh: return "hardtanh";
+    case UnaryOp::kRelu:
+      return "relu";
+    case UnaryOp::kLeakyRelu:
+      return "leaky_relu";
+    case UnaryOp::kGelu:
+      return "gelu";
+    case UnaryOp::kSigmoid:
+      return "sigmoid";
+    case UnaryOp::kTanh:
+      return "tanh";
+    case UnaryOp::kSwish:
+      return "swish";
+    case UnaryOp::kSoftplus:
+      return "softplus";
+    case UnaryOp::kElu:
+      return "elu";
+    case UnaryOp::kHardtanh:
+      return "hardtanh";
   }
   return "?";
 }
 
 const char* BinaryOpName(BinaryOp op) {
   switch (op) {
-    case BinaryOp::kAdd: return "add";
-    case BinaryOp::kSub: return "sub";
-    case BinaryOp::kMul: return "mul";
-    case BinaryOp::kDiv: return "div";
-    case BinaryOp::kMaximum: return "maximum";
-    case BinaryOp::kMinimum: return "minimum";
+    case BinaryOp::kAdd:
+      return "add";
+    case BinaryOp::kSub:
+      return "sub";
+    case BinaryOp::kMul:
+      return "mul";
+    case BinaryOp::kDiv:
+      return "div";
+    case BinaryOp::kMaximum:
+      return "maximum";
+    case BinaryOp::kMinimum:
+      return "minimum";
   }
   return "?";
 }
@@ -47,23 +62,30 @@ namespace {
 Expr UnaryBody(UnaryOp op, const Expr& x, const UnaryParams& p) {
   const ScalarType t = x.type();
   switch (op) {
-    case UnaryOp::kRelu: return Max(x, MakeConst(t, 0));
-    case UnaryOp::kLeakyRelu: return Select(x >= 0.0, x, x * p.leaky_alpha);
+    case UnaryOp::kRelu:
+      return Max(x, MakeConst(t, 0));
+    case UnaryOp::kLeakyRelu:
+      return Select(x >= 0.0, x, x * p.leaky_alpha);
     case UnaryOp::kGelu:
       if (p.gelu_tanh) {
         const double k = std::sqrt(2.0 / M_PI);
         return 0.5 * x * (1.0 + Tanh(k * (x + 0.044715 * x * x * x)));
       }
       return 0.5 * x * (1.0 + Erf(x * M_SQRT1_2));
-    case UnaryOp::kSigmoid: return Sigmoid(x);
-    case UnaryOp::kTanh: return Tanh(x);
-    case UnaryOp::kSwish: return x * Sigmoid(x);
+    case UnaryOp::kSigmoid:
+      return Sigmoid(x);
+    case UnaryOp::kTanh:
+      return Tanh(x);
+    case UnaryOp::kSwish:
+      return x * Sigmoid(x);
     case UnaryOp::kSoftplus: {
       Expr bx = x * p.softplus_beta;
       return Select(bx > p.softplus_threshold, x, Log(1.0 + Exp(bx)) / p.softplus_beta);
     }
-    case UnaryOp::kElu: return Select(x > 0.0, x, p.elu_alpha * (Exp(x) - 1.0));
-    case UnaryOp::kHardtanh: return Min(Max(x, MakeConst(t, p.min_val)), MakeConst(t, p.max_val));
+    case UnaryOp::kElu:
+      return Select(x > 0.0, x, p.elu_alpha * (Exp(x) - 1.0));
+    case UnaryOp::kHardtanh:
+      return Min(Max(x, MakeConst(t, p.min_val)), MakeConst(t, p.max_val));
   }
   CHECK(false) << "unknown unary op";
   return Expr();
@@ -71,12 +93,18 @@ Expr UnaryBody(UnaryOp op, const Expr& x, const UnaryParams& p) {
 
 Expr BinaryBody(BinaryOp op, const Expr& a, const Expr& b) {
   switch (op) {
-    case BinaryOp::kAdd: return a + b;
-    case BinaryOp::kSub: return a - b;
-    case BinaryOp::kMul: return a * b;
-    case BinaryOp::kDiv: return a / b;
-    case BinaryOp::kMaximum: return Max(a, b);
-    case BinaryOp::kMinimum: return Min(a, b);
+    case BinaryOp::kAdd:
+      return a + b;
+    case BinaryOp::kSub:
+      return a - b;
+    case BinaryOp::kMul:
+      return a * b;
+    case BinaryOp::kDiv:
+      return a / b;
+    case BinaryOp::kMaximum:
+      return Max(a, b);
+    case BinaryOp::kMinimum:
+      return Min(a, b);
   }
   CHECK(false) << "unknown binary op";
   return Expr();
@@ -136,9 +164,8 @@ absl::StatusOr<Tensor> Binary(BinaryOp op, const Tensor& a, const Tensor& b,
   const std::string op_name = BinaryOpName(op);
   if (a.dtype() != b.dtype()) {
     return absl::InvalidArgumentError(absl::StrCat(op_name, ": dtypes ", TypeName(a.dtype()),
-                                                   " of '", a.name(), "' and ",
-                                                   TypeName(b.dtype()), " of '", b.name(),
-                                                   "' differ"));
+                                                   " of '", a.name(), "' and ", TypeName(b.dtype()),
+                                                   " of '", b.name(), "' differ"));
   }
   if (IsBool(a.dtype())) {
     return absl::InvalidArgumentError(
@@ -158,8 +185,7 @@ absl::StatusOr<Tensor> Binary(BinaryOp op, const Tensor& a, const Tensor& b,
 absl::StatusOr<Tensor> Scale(const Tensor& x, double scale, const std::string& name) {
   RETURN_IF_ERROR(RequireFloat("scale", x));
   return Compute(
-      name, x.shape(), [&](const std::vector<Expr>& i) { return x(i) * scale; },
-      TagOnly("scale"));
+      name, x.shape(), [&](const std::vector<Expr>& i) { return x(i) * scale; }, TagOnly("scale"));
 }
 
 absl::StatusOr<ComputeDAG> UnaryDAG(UnaryOp op, const std::vector<int64_t>& shape,
@@ -200,8 +226,8 @@ absl::StatusOr<UnaryParams> ParseUnaryParams(UnaryOp op, const OpArgs& args) {
       absl::StatusOr<std::string> approximate = StringAttr(args, name, "approximate", "none");
       RETURN_IF_ERROR(approximate.status());
       if (*approximate != "none" && *approximate != "tanh") {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "attribute 'approximate' of gelu: '", *approximate, "' is not one of none, tanh"));
+        return absl::InvalidArgumentError(absl::StrCat("attribute 'approximate' of gelu: '",
+                                                       *approximate, "' is not one of none, tanh"));
       }
       p.gelu_tanh = *approximate == "tanh";
       break;
@@ -221,7 +247,8 @@ absl::StatusOr<UnaryParams> ParseUnaryParams(UnaryOp op, const OpArgs& args) {
       ASSIGN_OR_RETURN(p.max_val, FloatAttr(args, name, "max_val", p.max_val));
       break;
     }
-    default: break;
+    default:
+      break;
   }
   return p;
 }
@@ -237,9 +264,7 @@ struct UnaryEntry {
 void AppendElementwiseOps(std::vector<OpInfo>& ops) {
   const std::vector<UnaryEntry> unary = {
       {UnaryOp::kRelu, "max(x, 0)", {}},
-      {UnaryOp::kLeakyRelu,
-       "x if x >= 0 else alpha * x",
-       {{"alpha", "0.01", "negative slope"}}},
+      {UnaryOp::kLeakyRelu, "x if x >= 0 else alpha * x", {{"alpha", "0.01", "negative slope"}}},
       {UnaryOp::kGelu,
        "0.5 x (1 + erf(x / sqrt 2)), or the tanh approximation",
        {{"approximate", "none", "none | tanh"}}},

@@ -16,6 +16,7 @@
 
 namespace tilesearch::ir {
 
+/// Unary activations (torch.nn.functional names and defaults).
 enum class UnaryOp : uint8_t {
   kRelu,       // max(x, 0)
   kLeakyRelu,  // x if x ≥ 0 else leaky_alpha·x
@@ -50,6 +51,7 @@ struct UnaryParams {
 absl::StatusOr<Tensor> Unary(UnaryOp op, const Tensor& x, const UnaryParams& params = {},
                              const std::string& name = "");
 
+/// Binary elementwise operators: a + b, a − b, a·b, a / b, max(a, b), min(a, b).
 enum class BinaryOp : uint8_t { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum };
 
 /// "add", "sub", "mul", "div", "maximum", "minimum".

@@ -47,8 +47,8 @@ absl::StatusOr<Tensor> OpInput(const std::string& op, const std::string& name,
   }
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(op, ": input ", name, " has extent ",
-                                                     shape[d], " in dimension ", d, " (shape ",
+      return absl::InvalidArgumentError(absl::StrCat(op, ": input ", name, " has extent ", shape[d],
+                                                     " in dimension ", d, " (shape ",
                                                      ShapeToString(shape), ")"));
     }
   }
@@ -85,10 +85,9 @@ absl::StatusOr<Tensor> Transpose(const Tensor& x, const std::vector<int64_t>& pe
       }
     }
     if (!ok) {
-      return absl::InvalidArgumentError(absl::StrCat("transpose: perm ", ShapeToString(perm),
-                                                     " is not a permutation of 0..", rank - 1,
-                                                     " (input shape ", ShapeToString(x.shape()),
-                                                     ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("transpose: perm ", ShapeToString(perm), " is not a permutation of 0..",
+                       rank - 1, " (input shape ", ShapeToString(x.shape()), ")"));
     }
   }
   std::vector<int64_t> out_shape;

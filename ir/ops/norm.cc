@@ -100,8 +100,8 @@ absl::Status CheckParam(const std::string& op, const std::string& what, const Te
   }
   if (param.dtype() != x.dtype()) {
     return absl::InvalidArgumentError(absl::StrCat(op, ": ", what, " dtype ",
-                                                   TypeName(param.dtype()), " differs from X dtype ",
-                                                   TypeName(x.dtype())));
+                                                   TypeName(param.dtype()),
+                                                   " differs from X dtype ", TypeName(x.dtype())));
   }
   return absl::OkStatus();
 }
@@ -175,21 +175,21 @@ absl::StatusOr<Tensor> LayerNorm(const Tensor& x, const Tensor& gamma, const Ten
   RETURN_IF_ERROR(CheckParam(op, "beta", x, beta, normalized_ndim));
   const NormLayout layout(x, normalized_ndim);
   const double inv_n = 1.0 / static_cast<double>(layout.count);
-  ASSIGN_OR_RETURN(Tensor mean, Reduce(
-                                    name + "_mean", layout.stat_shape, ReduceKind::kSum,
-                                    layout.reduce_shape,
-                                    [&](const std::vector<Expr>& i, const std::vector<Expr>& r) {
-                                      return x(layout.Full(i, r)) * inv_n;
-                                    },
-                                    Expr(), TagOnly("layernorm.mean")));
-  ASSIGN_OR_RETURN(Tensor var, Reduce(
-                                   name + "_var", layout.stat_shape, ReduceKind::kSum,
-                                   layout.reduce_shape,
-                                   [&](const std::vector<Expr>& i, const std::vector<Expr>& r) {
-                                     Expr centered = x(layout.Full(i, r)) - mean(i);
-                                     return centered * centered * inv_n;
-                                   },
-                                   Expr(), TagOnly("layernorm.var")));
+  ASSIGN_OR_RETURN(Tensor mean,
+                   Reduce(
+                       name + "_mean", layout.stat_shape, ReduceKind::kSum, layout.reduce_shape,
+                       [&](const std::vector<Expr>& i, const std::vector<Expr>& r) {
+                         return x(layout.Full(i, r)) * inv_n;
+                       },
+                       Expr(), TagOnly("layernorm.mean")));
+  ASSIGN_OR_RETURN(Tensor var,
+                   Reduce(
+                       name + "_var", layout.stat_shape, ReduceKind::kSum, layout.reduce_shape,
+                       [&](const std::vector<Expr>& i, const std::vector<Expr>& r) {
+                         Expr centered = x(layout.Full(i, r)) - mean(i);
+                         return centered * centered * inv_n;
+                       },
+                       Expr(), TagOnly("layernorm.var")));
   return Compute(
       name, x.shape(),
       [&](const std::vector<Expr>& i) {
@@ -207,14 +207,14 @@ absl::StatusOr<Tensor> RmsNorm(const Tensor& x, const Tensor& gamma, int normali
   RETURN_IF_ERROR(CheckParam(op, "gamma", x, gamma, normalized_ndim));
   const NormLayout layout(x, normalized_ndim);
   const double inv_n = 1.0 / static_cast<double>(layout.count);
-  ASSIGN_OR_RETURN(Tensor ms, Reduce(
-                                  name + "_ms", layout.stat_shape, ReduceKind::kSum,
-                                  layout.reduce_shape,
-                                  [&](const std::vector<Expr>& i, const std::vector<Expr>& r) {
-                                    Expr v = x(layout.Full(i, r));
-                                    return v * v * inv_n;
-                                  },
-                                  Expr(), TagOnly("rmsnorm.ms")));
+  ASSIGN_OR_RETURN(Tensor ms,
+                   Reduce(
+                       name + "_ms", layout.stat_shape, ReduceKind::kSum, layout.reduce_shape,
+                       [&](const std::vector<Expr>& i, const std::vector<Expr>& r) {
+                         Expr v = x(layout.Full(i, r));
+                         return v * v * inv_n;
+                       },
+                       Expr(), TagOnly("rmsnorm.ms")));
   return Compute(
       name, x.shape(),
       [&](const std::vector<Expr>& i) {

@@ -53,9 +53,8 @@ absl::StatusOr<ComputeDAG> SoftmaxDAG(const std::vector<int64_t>& shape, int64_t
                                       ScalarType dtype = ScalarType::kFloat32);
 absl::StatusOr<ComputeDAG> LogSoftmaxDAG(const std::vector<int64_t>& shape, int64_t axis = -1,
                                          ScalarType dtype = ScalarType::kFloat32);
-absl::StatusOr<ComputeDAG> LayerNormDAG(const std::vector<int64_t>& shape,
-                                        int normalized_ndim = 1, double eps = 1e-5,
-                                        ScalarType dtype = ScalarType::kFloat32);
+absl::StatusOr<ComputeDAG> LayerNormDAG(const std::vector<int64_t>& shape, int normalized_ndim = 1,
+                                        double eps = 1e-5, ScalarType dtype = ScalarType::kFloat32);
 absl::StatusOr<ComputeDAG> RmsNormDAG(const std::vector<int64_t>& shape, int normalized_ndim = 1,
                                       double eps = 1e-6, ScalarType dtype = ScalarType::kFloat32);
 

@@ -14,10 +14,14 @@ namespace tilesearch::ir {
 
 const char* ReduceOpName(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "reduce_sum";
-    case ReduceOp::kMean: return "reduce_mean";
-    case ReduceOp::kMax: return "reduce_max";
-    case ReduceOp::kMin: return "reduce_min";
+    case ReduceOp::kSum:
+      return "reduce_sum";
+    case ReduceOp::kMean:
+      return "reduce_mean";
+    case ReduceOp::kMax:
+      return "reduce_max";
+    case ReduceOp::kMin:
+      return "reduce_min";
   }
   return "?";
 }
@@ -78,8 +82,8 @@ absl::StatusOr<Tensor> ReduceAxes(ReduceOp op, const Tensor& x, const std::vecto
       return Reduce(stage, out_shape, ReduceKind::kMin, reduce_shape, body, Expr(),
                     TagOnly(op_name));
     case ReduceOp::kMean: {
-      ASSIGN_OR_RETURN(Tensor sum, Reduce(stage + "_sum", out_shape, ReduceKind::kSum,
-                                          reduce_shape, body, Expr(), TagOnly("reduce_mean.sum")));
+      ASSIGN_OR_RETURN(Tensor sum, Reduce(stage + "_sum", out_shape, ReduceKind::kSum, reduce_shape,
+                                          body, Expr(), TagOnly("reduce_mean.sum")));
       return Compute(
           stage, out_shape,
           [&](const std::vector<Expr>& i) { return sum(i) / static_cast<double>(count); },
@@ -104,10 +108,11 @@ void AppendReduceOps(std::vector<OpInfo>& ops) {
     ReduceOp op;
     const char* summary;
   };
-  for (const Entry& e : {Entry{ReduceOp::kSum, "sum of X over axes (torch.sum)"},
-                         Entry{ReduceOp::kMean, "mean of X over axes: sum, then divide (torch.mean)"},
-                         Entry{ReduceOp::kMax, "maximum of X over axes (torch.amax)"},
-                         Entry{ReduceOp::kMin, "minimum of X over axes (torch.amin)"}}) {
+  for (const Entry& e :
+       {Entry{ReduceOp::kSum, "sum of X over axes (torch.sum)"},
+        Entry{ReduceOp::kMean, "mean of X over axes: sum, then divide (torch.mean)"},
+        Entry{ReduceOp::kMax, "maximum of X over axes (torch.amax)"},
+        Entry{ReduceOp::kMin, "minimum of X over axes (torch.amin)"}}) {
     const ReduceOp op = e.op;
     const std::string name = ReduceOpName(op);
     ops.push_back(OpInfo{

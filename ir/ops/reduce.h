@@ -17,6 +17,7 @@
 
 namespace tilesearch::ir {
 
+/// The reduction applied over the chosen axes.
 enum class ReduceOp : uint8_t { kSum, kMean, kMax, kMin };
 
 /// The operator name: "reduce_sum", "reduce_mean", "reduce_max", "reduce_min".

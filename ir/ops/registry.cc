@@ -114,8 +114,8 @@ absl::StatusOr<ComputeDAG> BuildOp(const std::string& name, const OpArgs& args) 
     std::vector<std::string> valid;
     for (const OpAttrInfo& info : op.attrs) valid.push_back(info.name);
     return absl::InvalidArgumentError(absl::StrCat(
-        op.name, ": unknown attribute '", attr, "' (valid: ",
-        valid.empty() ? std::string("none") : absl::StrJoin(valid, ", "), ")"));
+        op.name, ": unknown attribute '", attr,
+        "' (valid: ", valid.empty() ? std::string("none") : absl::StrJoin(valid, ", "), ")"));
   }
   return op.build(args);
 }
@@ -136,8 +136,8 @@ absl::StatusOr<std::vector<int64_t>> ParseShape(const std::string& text) {
     absl::string_view digits = absl::StripAsciiWhitespace(piece);
     int64_t extent = 0;
     if (digits.empty() || !absl::SimpleAtoi(digits, &extent)) {
-      return absl::InvalidArgumentError(absl::StrCat("shape '", text, "': '", std::string(digits),
-                                                     "' is not an integer extent"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape '", text, "': '", std::string(digits), "' is not an integer extent"));
     }
     if (extent < 1) {
       return absl::InvalidArgumentError(

@@ -116,6 +116,22 @@ TEST(UnaryTest, SoftplusIsLinearAboveTheDefaultThreshold) {
   ExpectMatches(*dag, inputs, want);
 }
 
+TEST(UnaryTest, HalfPrecisionStorageRoundsOnStore) {
+  // relu and hardtanh of float16 values are float16 values again: exact.
+  for (UnaryOp op : {UnaryOp::kRelu, UnaryOp::kHardtanh}) {
+    absl::StatusOr<ComputeDAG> dag = UnaryDAG(op, {7, 9}, {}, ScalarType::kFloat16);
+    ASSERT_THAT(dag, IsOk());
+    EXPECT_EQ(dag->stage(dag->output_ids()[0]).dtype(), ScalarType::kFloat16);
+    BufferMap inputs = MakeRandomInputs(*dag, 8);
+    FillRandom(inputs.at("X"), 9, -3.0, 3.0);
+    std::vector<double> want;
+    for (double x : inputs.at("X").data) {
+      want.push_back(op == UnaryOp::kRelu ? std::max(x, 0.0) : std::clamp(x, -1.0, 1.0));
+    }
+    ExpectMatches(*dag, inputs, want);
+  }
+}
+
 TEST(UnaryTest, RejectsBadParameters) {
   UnaryParams p;
   p.softplus_beta = 0;

@@ -196,6 +196,17 @@ TEST(LayerNormTest, RejectsBadNormalizedNdimAndParamShapes) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("rmsnorm: normalized_ndim 0 out of range")));
   OpArgs args;
+  args.shapes = {{4, 5}, {4}, {5}};
+  EXPECT_THAT(BuildOp("layernorm", args),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("layernorm: gamma shape [4] does not match the trailing 1 axes "
+                                 "[5] of X [4, 5]")));
+  args.shapes = {{2, 4, 5}, {4, 5}, {4, 5}};
+  args.attrs = {{"normalized_ndim", "1"}};
+  EXPECT_THAT(BuildOp("layernorm", args),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("gamma shape [4, 5] does not match the trailing 1 axes [5]")));
+  args.attrs = {};
   args.shapes = {{4, 5}, {5}, {4}};
   EXPECT_THAT(BuildOp("layernorm", args),
               StatusIs(absl::StatusCode::kInvalidArgument,
