@@ -1,1 +1,1003 @@
-// Placeholder: being written.
+// Lowering a State to a loop nest (TVM ScheduleOps + InferBound + storage flattening, smaller).
+//
+// Each stage that is neither a placeholder nor inlined becomes one perfect nest of its iterators
+// (outermost first). Inlined stages are substituted into their readers' bodies. A stage computed
+// at (consumer, iterator) is built inside that loop of the consumer: its region is inferred from
+// the consumer's lowered loads below the loop (absolute coordinates, so compute_at chains such as
+// a shared cache inside a local cache_write stage work), its buffer is allocated with the region's
+// shape, and every access to it subtracts the region's start. As in TVM's InferBound, a shared
+// buffer's region is relaxed over the threadIdx and vthread loops around it (all threads of a
+// block fill and read one copy). On GPU targets an attached stage of global scope lives in local
+// memory under a threadIdx / vthread loop and in shared memory directly under a blockIdx loop
+// (TVM's default storage scope rule). A root stage without any binding on a GPU target becomes a
+// one-block, one-thread kernel: allowed (it is valid CUDA), but slow.
+#include "schedule/lower.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "ir/simplify.h"
+#include "schedule/lower_internal.h"
+
+namespace tilesearch::schedule {
+
+std::string LaunchConfig::ToString() const {
+  return absl::StrCat("grid (", grid[0], ", ", grid[1], ", ", grid[2], ") block (", block[0], ", ",
+                      block[1], ", ", block[2], ") shared ", shared_memory_bytes, " B");
+}
+
+namespace {
+
+using ir::Expr;
+using ir::ForKind;
+using ir::Stmt;
+using lower_internal::LoopInfo;
+
+ForKind ToForKind(IteratorAnnotation a) {
+  switch (a) {
+    case IteratorAnnotation::kNone: return ForKind::kSerial;
+    case IteratorAnnotation::kUnroll: return ForKind::kUnrolled;
+    case IteratorAnnotation::kVectorize: return ForKind::kVectorized;
+    case IteratorAnnotation::kParallel: return ForKind::kParallel;
+    case IteratorAnnotation::kVThread: return ForKind::kVThread;
+    case IteratorAnnotation::kBlockIdxX: return ForKind::kBlockIdxX;
+    case IteratorAnnotation::kBlockIdxY: return ForKind::kBlockIdxY;
+    case IteratorAnnotation::kBlockIdxZ: return ForKind::kBlockIdxZ;
+    case IteratorAnnotation::kThreadIdxX: return ForKind::kThreadIdxX;
+    case IteratorAnnotation::kThreadIdxY: return ForKind::kThreadIdxY;
+    case IteratorAnnotation::kThreadIdxZ: return ForKind::kThreadIdxZ;
+  }
+  return ForKind::kSerial;
+}
+
+bool IsGpuOnly(ForKind k) {
+  return ir::IsBlockBound(k) || ir::IsThreadBound(k) || k == ForKind::kVThread;
+}
+
+std::string Sanitize(const std::string& s) {
+  std::string out = s;
+  for (char& c : out) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.';
+    if (!ok) c = '_';
+  }
+  return out;
+}
+
+Expr AndAll(const std::vector<Expr>& conds) {
+  Expr out;
+  for (const Expr& c : conds) out = out.defined() ? (out && c) : c;
+  return out;
+}
+
+Stmt Guarded(const std::vector<Expr>& conds, Stmt s) {
+  Expr c = AndAll(conds);
+  return c.defined() ? ir::IfThenElseNode::Make(c, std::move(s)) : s;
+}
+
+Stmt MakeFor(const LoopInfo& l, Stmt body) {
+  return ir::ForNode::Make(ir::MakeVar(l.var), ir::IntConst(0), ir::IntConst(l.extent), l.kind,
+                           std::move(body));
+}
+
+bool Reads(const Stmt& s, const std::string& buffer) {
+  return lower_internal::InferAccessRegion(buffer, {}, {s}, {}).accessed;
+}
+
+// Upper bound (exclusive) on `value` that a guard `value < c` / `value <= c` states, or nullopt.
+std::optional<int64_t> GuardLimit(const Expr& guard, const Expr& value) {
+  if (const auto* lt = guard.as<ir::LTNode>()) {
+    auto c = ir::AsConstInt(lt->b);
+    if (c && ir::StructurallyEqual(lt->a, value)) return *c;
+  }
+  if (const auto* le = guard.as<ir::LENode>()) {
+    auto c = ir::AsConstInt(le->b);
+    if (c && ir::StructurallyEqual(le->a, value)) return *c + 1;
+  }
+  if (const auto* a = guard.as<ir::AndNode>()) {
+    auto x = GuardLimit(a->a, value);
+    auto y = GuardLimit(a->b, value);
+    if (x && y) return std::min(*x, *y);
+    return x ? x : y;
+  }
+  return std::nullopt;
+}
+
+// Number of stores one execution of `s` performs (auto_unroll_max_step counts these).
+int64_t StepCount(const Stmt& s) {
+  constexpr int64_t kMany = int64_t{1} << 40;
+  if (!s.defined()) return 0;
+  switch (s.kind()) {
+    case ir::StmtKind::kFor: {
+      const auto* op = s.as<ir::ForNode>();
+      auto e = ir::AsConstInt(op->extent);
+      int64_t body = StepCount(op->body);
+      if (!e) return kMany;
+      return std::min(kMany, *e * std::max<int64_t>(body, 1));
+    }
+    case ir::StmtKind::kSeq: {
+      int64_t n = 0;
+      for (const Stmt& c : s.as<ir::SeqNode>()->stmts) n = std::min(kMany, n + StepCount(c));
+      return n;
+    }
+    case ir::StmtKind::kAllocate: return StepCount(s.as<ir::AllocateNode>()->body);
+    case ir::StmtKind::kIfThenElse: {
+      const auto* op = s.as<ir::IfThenElseNode>();
+      return StepCount(op->then_case) + StepCount(op->else_case);
+    }
+    case ir::StmtKind::kBarrier: return 0;
+    default: return 1;
+  }
+}
+
+// pragma auto_unroll_max_step: serial loops of one stage whose whole execution performs at most
+// `max_steps` stores become unrolled (TVM's UnrollLoop with auto_max_step).
+class AutoUnroller : public ir::StmtMutator {
+ public:
+  AutoUnroller(const std::set<std::string>& own, int64_t max_steps)
+      : own_(own), max_steps_(max_steps) {}
+
+ protected:
+  Stmt MutateFor(const ir::ForNode* op, const Stmt& s) override {
+    Stmt m = ir::StmtMutator::MutateFor(op, s);
+    const auto* f = m.as<ir::ForNode>();
+    if (f->for_kind != ForKind::kSerial || !own_.count(f->var_name())) return m;
+    if (!ir::AsConstInt(f->extent) || StepCount(m) > max_steps_) return m;
+    return ir::ForNode::Make(f->var, f->min, f->extent, ForKind::kUnrolled, f->body);
+  }
+
+ private:
+  const std::set<std::string>& own_;
+  int64_t max_steps_;
+};
+
+// storage_align: the padded layout of one buffer.
+struct Alignment {
+  std::vector<int64_t> shape;   // logical (unpadded) shape
+  std::vector<int64_t> padded;  // allocated shape
+  int dim = -1;
+};
+
+std::optional<Alignment> MakeAlignment(const std::vector<int64_t>& shape, int dim, int64_t factor,
+                                       int64_t offset) {
+  const int n = static_cast<int>(shape.size());
+  if (dim < 0 || dim >= n - 1 || factor <= 0) return std::nullopt;
+  int64_t stride = 1;
+  for (int d = dim + 1; d < n; ++d) stride *= shape[d];
+  int64_t pad = (((offset - stride) % factor) + factor) % factor;
+  if (pad == 0) return std::nullopt;
+  Alignment a;
+  a.shape = shape;
+  a.dim = dim;
+  a.padded.assign(shape.begin(), shape.begin() + dim + 1);
+  a.padded.push_back(stride + pad);
+  return a;
+}
+
+std::vector<Expr> AlignIndices(const Alignment& a, const std::vector<Expr>& idx) {
+  std::vector<Expr> out(idx.begin(), idx.begin() + a.dim + 1);
+  Expr lin;
+  for (size_t d = a.dim + 1; d < idx.size(); ++d) {
+    lin = lin.defined() ? lin * ir::IntConst(a.shape[d]) + idx[d] : idx[d];
+  }
+  out.push_back(lin);
+  return out;
+}
+
+// Final rewrite of a lowered statement: padded layouts of storage-aligned buffers, and Loads no
+// longer pointing at their producer tensors (loop-nest Loads name buffers only).
+class Finalizer : public ir::StmtMutator {
+ public:
+  explicit Finalizer(const std::map<std::string, Alignment>& align) : exprs_(align), align_(align) {}
+  Expr MutateExpr(const Expr& e) override { return exprs_.Mutate(e); }
+
+ protected:
+  Stmt MutateStore(const ir::StoreNode* op, const Stmt& s) override {
+    Stmt m = ir::StmtMutator::MutateStore(op, s);
+    const auto* st = m.as<ir::StoreNode>();
+    auto it = align_.find(st->buffer);
+    if (it == align_.end()) return m;
+    return ir::StoreNode::Make(st->buffer, AlignIndices(it->second, st->indices), st->value);
+  }
+  Stmt MutateAllocate(const ir::AllocateNode* op, const Stmt& s) override {
+    Stmt body = Mutate(op->body);
+    ir::BufferDecl decl = op->buffer;
+    auto it = align_.find(decl.name);
+    if (it == align_.end() && body.same_as(op->body)) return s;
+    if (it != align_.end()) decl.shape = it->second.padded;
+    return ir::AllocateNode::Make(decl, body);
+  }
+
+ private:
+  class Exprs : public ir::ExprMutator {
+   public:
+    explicit Exprs(const std::map<std::string, Alignment>& align) : align_(align) {}
+
+   protected:
+    Expr MutateLoad(const ir::LoadNode* op, const Expr& e) override {
+      std::vector<Expr> idx;
+      bool changed = op->producer != nullptr;
+      for (const Expr& i : op->indices) {
+        idx.push_back(Mutate(i));
+        changed |= !idx.back().same_as(i);
+      }
+      auto it = align_.find(op->buffer);
+      if (!changed && it == align_.end()) return e;
+      if (it != align_.end()) idx = AlignIndices(it->second, idx);
+      return ir::LoadNode::Make(op->type, op->buffer, std::move(idx), nullptr);
+    }
+
+   private:
+    const std::map<std::string, Alignment>& align_;
+  };
+  Exprs exprs_;
+  const std::map<std::string, Alignment>& align_;
+};
+
+// Checks that every Load and Store names a parameter or an enclosing Allocate.
+class ScopeChecker {
+ public:
+  explicit ScopeChecker(const std::vector<ir::BufferDecl>& params) {
+    for (const auto& p : params) in_scope_.insert(p.name);
+  }
+  absl::Status Check(const Stmt& s) {
+    if (!s.defined()) return absl::OkStatus();
+    switch (s.kind()) {
+      case ir::StmtKind::kFor: return Check(s.as<ir::ForNode>()->body);
+      case ir::StmtKind::kSeq:
+        for (const Stmt& c : s.as<ir::SeqNode>()->stmts) RETURN_IF_ERROR(Check(c));
+        return absl::OkStatus();
+      case ir::StmtKind::kStore: {
+        const auto* op = s.as<ir::StoreNode>();
+        if (!in_scope_.count(op->buffer)) return OutOfScope(op->buffer);
+        for (const Expr& i : op->indices) RETURN_IF_ERROR(CheckExpr(i));
+        return CheckExpr(op->value);
+      }
+      case ir::StmtKind::kAllocate: {
+        const auto* op = s.as<ir::AllocateNode>();
+        bool fresh = in_scope_.insert(op->buffer.name).second;
+        RETURN_IF_ERROR(Check(op->body));
+        if (fresh) in_scope_.erase(op->buffer.name);
+        return absl::OkStatus();
+      }
+      case ir::StmtKind::kIfThenElse: {
+        const auto* op = s.as<ir::IfThenElseNode>();
+        RETURN_IF_ERROR(CheckExpr(op->cond));
+        RETURN_IF_ERROR(Check(op->then_case));
+        return Check(op->else_case);
+      }
+      case ir::StmtKind::kEvaluate: return CheckExpr(s.as<ir::EvaluateNode>()->value);
+      default: return absl::OkStatus();
+    }
+  }
+
+ private:
+  absl::Status CheckExpr(const Expr& e) {
+    class Finder : public ir::ExprVisitor {
+     public:
+      explicit Finder(const std::set<std::string>& scope) : scope_(scope) {}
+      std::string missing;
+
+     protected:
+      void VisitLoad(const ir::LoadNode* op, const Expr& e) override {
+        if (missing.empty() && !scope_.count(op->buffer)) missing = op->buffer;
+        ir::ExprVisitor::VisitLoad(op, e);
+      }
+
+     private:
+      const std::set<std::string>& scope_;
+    };
+    Finder f(in_scope_);
+    f.Visit(e);
+    return f.missing.empty() ? absl::OkStatus() : OutOfScope(f.missing);
+  }
+  static absl::Status OutOfScope(const std::string& buffer) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "buffer '", buffer,
+        "' is accessed outside the loop it is computed in (a reader is not inside the compute_at "
+        "loop of '", buffer, "')"));
+  }
+  std::set<std::string> in_scope_;
+};
+
+class Lowerer {
+ public:
+  Lowerer(const ir::ComputeDAG& dag, const State& state, const Target& target)
+      : dag_(dag), state_(state), target_(target) {}
+
+  absl::StatusOr<LoweredKernel> Run();
+
+ private:
+  absl::Status CheckState();
+  absl::StatusOr<Expr> InlinedBody(int s);
+  absl::StatusOr<Expr> Inline(const Expr& e, const std::string& reader, int depth);
+  std::string Fresh(const std::string& base);
+  ir::MemoryScope EffectiveScope(int s, const std::vector<LoopInfo>& enclosing) const;
+  absl::StatusOr<Stmt> BuildStage(int s, const std::vector<LoopInfo>& enclosing);
+  absl::StatusOr<Stmt> AttachAt(int s, int p, const std::vector<LoopInfo>& enclosing,
+                                Stmt content);
+  absl::Status CheckLoops(int s, const std::vector<LoopInfo>& loops) const;
+  ir::BufferDecl Decl(int s) const;
+
+  const ir::ComputeDAG& dag_;
+  const State& state_;
+  const Target& target_;
+  std::set<std::string> names_;
+  std::set<std::string> params_;
+  std::vector<std::optional<Expr>> inlined_;
+  std::map<std::pair<int, int>, std::vector<int>> attached_;
+  std::vector<std::vector<Expr>> rmin_;
+  std::vector<std::vector<int64_t>> shape_;
+  std::vector<ir::MemoryScope> scope_;
+  std::vector<bool> built_;
+};
+
+std::string Lowerer::Fresh(const std::string& base) {
+  std::string name = Sanitize(base);
+  for (int k = 1; !names_.insert(name).second; ++k) name = absl::StrCat(Sanitize(base), "_", k);
+  return name;
+}
+
+absl::Status Lowerer::CheckState() {
+  for (const Step& step : state_.steps()) {
+    if (const auto* sp = std::get_if<SplitStep>(&step)) {
+      for (const auto& l : sp->lengths) {
+        if (!l.has_value()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(StepToString(step),
+                           ": unfilled split length (a sketch); fill the tile sizes before "
+                           "lowering"));
+        }
+      }
+    }
+  }
+  const int n = state_.num_stages();
+  for (int s = 0; s < n; ++s) {
+    const Stage& st = state_.stage(s);
+    if (!st.op) return absl::InvalidArgumentError(absl::StrCat("stage ", s, " has no definition"));
+    const std::string& name = st.name();
+    if (st.is_placeholder()) {
+      if (st.location != ComputeLocation::kRoot) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("placeholder '", name, "' is not at root"));
+      }
+      continue;
+    }
+    const size_t naxes = st.op->axes.size() + st.op->reduce_axes.size();
+    if (st.axis_values.size() != naxes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stage '", name, "' has ", st.axis_values.size(), " axis values for ", naxes, " axes"));
+    }
+    for (const Iterator& it : st.iters) {
+      if (it.extent < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("iterator '", it.name, "' of stage '",
+                                                       name, "' has extent ", it.extent));
+      }
+      ForKind k = ToForKind(it.annotation);
+      if (!target_.is_gpu() && IsGpuOnly(k)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "iterator '", it.name, "' of stage '", name, "' is annotated ",
+            AnnotationName(it.annotation), ", which needs a GPU target (target is ",
+            target_.ToString(), ")"));
+      }
+      if (it.kind != IteratorKind::kSpace &&
+          (k == ForKind::kParallel || ir::IsBlockBound(k))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("reduce iterator '", it.name, "' of stage '", name, "' is annotated ",
+                         AnnotationName(it.annotation), " (a race on the accumulator)"));
+      }
+    }
+    if (st.location == ComputeLocation::kInlined) {
+      if (st.op->reduce != ir::ReduceKind::kNone) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("stage '", name, "' is inlined but has a reduction"));
+      }
+      if (params_.count(name)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("output stage '", name, "' is inlined"));
+      }
+    }
+    if (st.location == ComputeLocation::kAttached) {
+      if (params_.count(name)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "output stage '", name, "' is computed at another stage; outputs stay at root"));
+      }
+      if (st.attach_stage < 0 || st.attach_stage >= n || st.attach_stage == s) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "stage '", name, "' is computed at an invalid stage id ", st.attach_stage));
+      }
+      const Stage& target = state_.stage(st.attach_stage);
+      if (target.is_placeholder() || target.location == ComputeLocation::kInlined) {
+        return absl::InvalidArgumentError(absl::StrCat("stage '", name, "' is computed at '",
+                                                       target.name(),
+                                                       "', which is not lowered as a loop nest"));
+      }
+      int it = target.IterIndex(st.attach_iter);
+      if (it < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("stale compute_at: stage '", target.name(), "' has no iterator '",
+                         st.attach_iter, "' for stage '", name, "'"));
+      }
+      // The chain of attachments must end at a root stage.
+      int cur = s;
+      for (int steps = 0; state_.stage(cur).location == ComputeLocation::kAttached; ++steps) {
+        if (steps > n) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("compute_at of stage '", name, "' forms a cycle"));
+        }
+        cur = state_.stage(cur).attach_stage;
+        if (cur < 0 || cur >= n) break;
+      }
+      attached_[{st.attach_stage, it}].push_back(s);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Expr> Lowerer::Inline(const Expr& e, const std::string& reader, int depth) {
+  class Inliner : public ir::ExprMutator {
+   public:
+    Inliner(Lowerer* l, const std::string& reader, int depth)
+        : l_(l), reader_(reader), depth_(depth) {}
+    absl::Status status;
+
+   protected:
+    Expr MutateLoad(const ir::LoadNode* op, const Expr& e) override {
+      std::vector<Expr> idx;
+      for (const Expr& i : op->indices) idx.push_back(Mutate(i));
+      int id = l_->state_.StageId(op->buffer);
+      if (id < 0) {
+        if (status.ok()) {
+          status = absl::InvalidArgumentError(absl::StrCat(
+              "stage '", reader_, "' reads '", op->buffer, "', which is not a stage"));
+        }
+        return e;
+      }
+      const Stage& p = l_->state_.stage(id);
+      if (p.location != ComputeLocation::kInlined) {
+        return ir::LoadNode::Make(op->type, op->buffer, std::move(idx), nullptr);
+      }
+      if (depth_ > l_->state_.num_stages()) {
+        if (status.ok()) status = absl::InvalidArgumentError("inlined stages form a cycle");
+        return e;
+      }
+      absl::StatusOr<Expr> body = l_->InlinedBody(id);
+      if (!body.ok()) {
+        if (status.ok()) status = body.status();
+        return e;
+      }
+      if (p.op->axes.size() != idx.size()) {
+        if (status.ok()) {
+          status = absl::InvalidArgumentError(
+              absl::StrCat("stage '", reader_, "' reads '", op->buffer, "' with ", idx.size(),
+                           " indices for ", p.op->axes.size(), " axes"));
+        }
+        return e;
+      }
+      std::vector<std::pair<std::string, Expr>> sub;
+      for (size_t k = 0; k < idx.size(); ++k) sub.emplace_back(p.op->axes[k].name, idx[k]);
+      return ir::Substitute(*body, sub);
+    }
+
+   private:
+    Lowerer* l_;
+    const std::string& reader_;
+    int depth_;
+  };
+  Inliner in(this, reader, depth);
+  Expr out = in.Mutate(e);
+  RETURN_IF_ERROR(in.status);
+  return out;
+}
+
+absl::StatusOr<Expr> Lowerer::InlinedBody(int s) {
+  if (inlined_[s]) return *inlined_[s];
+  const Stage& st = state_.stage(s);
+  ASSIGN_OR_RETURN(Expr body, Inline(st.op->body, st.name(), 0));
+  inlined_[s] = body;
+  return body;
+}
+
+ir::MemoryScope Lowerer::EffectiveScope(int s, const std::vector<LoopInfo>& enclosing) const {
+  const Stage& st = state_.stage(s);
+  if (st.scope != ir::MemoryScope::kGlobal) return st.scope;
+  if (!target_.is_gpu()) return ir::MemoryScope::kLocal;
+  for (auto it = enclosing.rbegin(); it != enclosing.rend(); ++it) {
+    if (ir::IsThreadBound(it->kind) || it->kind == ForKind::kVThread) {
+      return ir::MemoryScope::kLocal;
+    }
+    if (ir::IsBlockBound(it->kind)) return ir::MemoryScope::kShared;
+  }
+  return ir::MemoryScope::kLocal;
+}
+
+ir::BufferDecl Lowerer::Decl(int s) const {
+  ir::BufferDecl d;
+  d.name = state_.stage(s).name();
+  d.dtype = state_.stage(s).op->dtype;
+  d.shape = shape_[s];
+  d.scope = scope_[s];
+  return d;
+}
+
+absl::Status Lowerer::CheckLoops(int s, const std::vector<LoopInfo>& loops) const {
+  if (!target_.is_gpu()) return absl::OkStatus();
+  const Stage& st = state_.stage(s);
+  bool block_dim[3] = {false, false, false};
+  bool thread_dim[3] = {false, false, false};
+  for (size_t i = 0; i < loops.size(); ++i) {
+    const LoopInfo& l = loops[i];
+    const std::string& it = st.iters[i].name;
+    if (l.kind == ForKind::kVThread && l.extent > target_.max_vthread_extent) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "invalid_schedule: vthread '", it, "' of stage '", st.name(), "' has extent ", l.extent,
+          " > ", target_.max_vthread_extent));
+    }
+    if (l.kind == ForKind::kVectorized &&
+        l.extent * ir::BytesOf(st.op->dtype) > target_.max_vector_bytes) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "invalid_schedule: vectorized loop '", it, "' of stage '", st.name(), "' is ",
+          l.extent, " x ", ir::BytesOf(st.op->dtype), " B = ",
+          l.extent * ir::BytesOf(st.op->dtype), " B wide, more than ", target_.max_vector_bytes,
+          " B"));
+    }
+    if (ir::IsBlockBound(l.kind)) {
+      int d = static_cast<int>(l.kind) - static_cast<int>(ForKind::kBlockIdxX);
+      if (st.location != ComputeLocation::kRoot) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "invalid_schedule: stage '", st.name(), "' is computed inside another stage but "
+            "binds '", it, "' to ", ir::ForKindName(l.kind)));
+      }
+      if (block_dim[d]) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "invalid_schedule: stage '", st.name(), "' binds ", ir::ForKindName(l.kind),
+            " twice"));
+      }
+      block_dim[d] = true;
+    }
+    if (ir::IsThreadBound(l.kind)) {
+      int d = static_cast<int>(l.kind) - static_cast<int>(ForKind::kThreadIdxX);
+      if (thread_dim[d]) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "invalid_schedule: stage '", st.name(), "' binds ", ir::ForKindName(l.kind),
+            " twice"));
+      }
+      thread_dim[d] = true;
+      if (st.location == ComputeLocation::kAttached && scope_[s] == ir::MemoryScope::kLocal &&
+          l.extent > 1) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "invalid_schedule: stage '", st.name(), "' lives in per-thread (local) memory but "
+            "binds '", it, "' to ", ir::ForKindName(l.kind),
+            ", so each thread would compute only part of its copy"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Stmt> Lowerer::BuildStage(int s, const std::vector<LoopInfo>& enclosing) {
+  const Stage& st = state_.stage(s);
+  const ir::TensorNode& op = *st.op;
+  const int n = static_cast<int>(st.iters.size());
+  const int naxes = static_cast<int>(op.axes.size());
+  const int nred = static_cast<int>(op.reduce_axes.size());
+  const bool is_reduce = op.reduce != ir::ReduceKind::kNone;
+  const bool attached = st.location == ComputeLocation::kAttached;
+  const std::string& buf = st.name();
+
+  // Loop variables, unique in the whole nest.
+  std::set<std::string> own;
+  std::vector<LoopInfo> loops(n);
+  std::vector<std::pair<std::string, Expr>> iter_sub;
+  ir::RangeMap own_ranges;
+  for (int i = 0; i < n; ++i) {
+    const Iterator& it = st.iters[i];
+    loops[i] = {Fresh(buf + "." + it.name), it.extent, ToForKind(it.annotation)};
+    own.insert(loops[i].var);
+    iter_sub.emplace_back(it.name, ir::MakeVar(loops[i].var));
+    own_ranges[loops[i].var] = {0, it.extent - 1};
+  }
+  RETURN_IF_ERROR(CheckLoops(s, loops));
+  ir::RangeMap all_ranges = own_ranges;
+  for (const LoopInfo& l : enclosing) all_ranges[l.var] = {0, l.extent - 1};
+
+  // Axis values: relative to the region for an attached stage (its buffer's index), absolute for
+  // the body.
+  std::vector<Expr> rel(naxes + nred), abs(naxes + nred);
+  for (int k = 0; k < naxes + nred; ++k) {
+    rel[k] = ir::Substitute(st.axis_values[k], iter_sub);
+    abs[k] = (attached && k < naxes) ? rel[k] + rmin_[s][k] : rel[k];
+  }
+  std::vector<Expr> store_idx(rel.begin(), rel.begin() + naxes);
+
+  std::vector<Expr> state_guards;
+  for (const Expr& g : st.guards) state_guards.push_back(ir::Substitute(g, iter_sub));
+  std::vector<Expr> guards = state_guards;
+  for (int k = 0; k < naxes; ++k) {
+    // The stage's own iterations must cover its buffer (the region for an attached stage) and
+    // never leave the tensor's domain.
+    auto b = lower_internal::ConstBound(rel[k], own_ranges);
+    std::optional<int64_t> limit;
+    for (const Expr& g : state_guards) {
+      auto l = GuardLimit(g, rel[k]);
+      if (l) limit = limit ? std::min(*limit, *l) : *l;
+    }
+    const int64_t extent = shape_[s][k];
+    if (b) {
+      int64_t hi = limit ? std::min(b->max, *limit - 1) : b->max;
+      if (b->min > 0 || hi < extent - 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "stale region: stage '", buf, "' computes indices [", b->min, ", ", hi,
+            "] of axis '", op.axes[k].name, "' but ",
+            attached ? "its consumer needs [0, " : "its shape is [0, ", extent - 1,
+            "] (re-apply compute_at after changing the consumer's loops)"));
+      }
+      if (hi > extent - 1) guards.push_back(rel[k] < ir::IntConst(extent));
+    } else {
+      guards.push_back(rel[k] >= ir::IntConst(0));
+      guards.push_back(rel[k] < ir::IntConst(extent));
+    }
+    if (attached) {
+      auto ab = lower_internal::ConstBound(abs[k], all_ranges);
+      if (!ab || ab->min < 0) guards.push_back(abs[k] >= ir::IntConst(0));
+      if (!ab || ab->max >= op.shape[k]) guards.push_back(abs[k] < ir::IntConst(op.shape[k]));
+    }
+  }
+
+  std::vector<std::pair<std::string, Expr>> axis_sub;
+  for (int k = 0; k < naxes; ++k) axis_sub.emplace_back(op.axes[k].name, abs[k]);
+  Expr init = is_reduce ? ir::Substitute(op.init, axis_sub) : Expr();
+  for (int r = 0; r < nred; ++r) axis_sub.emplace_back(op.reduce_axes[r].name, abs[naxes + r]);
+  ASSIGN_OR_RETURN(Expr body, InlinedBody(s));
+  body = ir::Substitute(body, axis_sub);
+  if (is_reduce) {
+    ASSIGN_OR_RETURN(Expr init_inlined, Inline(init, buf, 0));
+    init = init_inlined;
+  }
+
+  // Iterator classes.
+  int first_reduce = n;
+  bool has_mixed = false;
+  ir::RangeMap reduce_vars;
+  for (int i = 0; i < n; ++i) {
+    if (st.iters[i].kind != IteratorKind::kSpace) {
+      first_reduce = std::min(first_reduce, i);
+      reduce_vars[loops[i].var] = own_ranges[loops[i].var];
+    }
+    has_mixed |= st.iters[i].kind == IteratorKind::kMixed;
+  }
+  if (!is_reduce && first_reduce < n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stage '", buf, "' has reduce iterator '", st.iters[first_reduce].name,
+                     "' but no reduction"));
+  }
+  const bool full_init = is_reduce && (has_mixed || first_reduce == n);
+  int thread_reduce = -1;
+  if (target_.is_gpu() && is_reduce) {
+    for (int i = 0; i < n; ++i) {
+      if (st.iters[i].kind != IteratorKind::kSpace && ir::IsThreadBound(loops[i].kind)) {
+        if (thread_reduce >= 0) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "invalid_schedule: stage '", buf,
+              "' binds two reduce iterators to threads (one cross-thread reduction axis is "
+              "supported)"));
+        }
+        thread_reduce = i;
+      }
+    }
+  }
+  std::vector<Expr> space_guards;
+  for (const Expr& g : guards) {
+    if (!lower_internal::UsesAnyVar(g, reduce_vars)) space_guards.push_back(g);
+  }
+
+  Stmt content;
+  int p_start = n - 1;
+  if (thread_reduce >= 0) {
+    if (has_mixed) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "invalid_schedule: cross-thread reduction in stage '", buf,
+          "' with an iterator fused across space and reduce axes"));
+    }
+    for (int i = first_reduce; i < n; ++i) {
+      if (st.iters[i].kind != IteratorKind::kReduce) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "invalid_schedule: cross-thread reduction in stage '", buf, "' needs its space "
+            "iterators outside the reduce iterators, but '", st.iters[i].name,
+            "' is inside"));
+      }
+      if (attached_.count({s, i})) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "invalid_schedule: a stage is computed at reduce iterator '", st.iters[i].name,
+            "' of the cross-thread reduction in stage '", buf, "'"));
+      }
+    }
+    lower_internal::AllReduceSpec spec;
+    spec.stage = buf;
+    spec.buffer = buf;
+    spec.dtype = op.dtype;
+    spec.kind = op.reduce;
+    spec.init = init;
+    spec.body = body;
+    spec.reduce_loops.assign(loops.begin() + first_reduce, loops.end());
+    spec.thread_loop = thread_reduce - first_reduce;
+    spec.guards = guards;
+    spec.space_guards = space_guards;
+    spec.store_indices = store_idx;
+    spec.store_from_all_threads = scope_[s] == ir::MemoryScope::kLocal;
+    std::vector<LoopInfo> around = enclosing;
+    around.insert(around.end(), loops.begin(), loops.begin() + first_reduce);
+    for (const LoopInfo& l : around) {
+      if (!ir::IsThreadBound(l.kind)) continue;
+      if (l.kind == loops[thread_reduce].kind) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "invalid_schedule: cross-thread reduction of stage '", buf, "' over ",
+            ir::ForKindName(l.kind), " inside another ", ir::ForKindName(l.kind), " loop '",
+            l.var, "'"));
+      }
+      spec.thread_groups.push_back(l);
+    }
+    content = lower_internal::BuildAllReduce(spec, [this](const std::string& b) {
+      return Fresh(b);
+    });
+    p_start = first_reduce - 1;
+  } else {
+    Stmt store;
+    if (is_reduce) {
+      Expr acc = ir::LoadNode::Make(op.dtype, buf, store_idx);
+      store = ir::StoreNode::Make(buf, store_idx, ir::ReduceCombine(op.reduce, acc, body));
+    } else {
+      store = ir::StoreNode::Make(buf, store_idx, body);
+    }
+    content = Guarded(guards, store);
+  }
+
+  // The init nest, just before the first reduce iterator, over the space iterators inside it.
+  Stmt init_nest;
+  if (is_reduce && !full_init && thread_reduce < 0) {
+    std::vector<std::pair<std::string, Expr>> init_sub;
+    std::vector<LoopInfo> init_loops;
+    for (int i = first_reduce + 1; i < n; ++i) {
+      if (st.iters[i].kind != IteratorKind::kSpace) continue;
+      LoopInfo l = loops[i];
+      l.var = Fresh(loops[i].var + ".init");
+      own.insert(l.var);
+      init_sub.emplace_back(loops[i].var, ir::MakeVar(l.var));
+      init_loops.push_back(l);
+    }
+    std::vector<Expr> idx;
+    for (const Expr& e : store_idx) idx.push_back(ir::Substitute(e, init_sub));
+    std::vector<Expr> conds;
+    for (const Expr& g : space_guards) conds.push_back(ir::Substitute(g, init_sub));
+    init_nest = Guarded(conds, ir::StoreNode::Make(buf, idx, ir::Substitute(init, init_sub)));
+    for (auto it = init_loops.rbegin(); it != init_loops.rend(); ++it) {
+      init_nest = MakeFor(*it, init_nest);
+    }
+  }
+
+  for (int p = p_start; p >= 0; --p) {
+    std::vector<LoopInfo> around = enclosing;
+    around.insert(around.end(), loops.begin(), loops.begin() + p + 1);
+    ASSIGN_OR_RETURN(content, AttachAt(s, p, around, content));
+    Stmt loop = MakeFor(loops[p], content);
+    content = (p == first_reduce && init_nest.defined()) ? ir::SeqNode::Make({init_nest, loop})
+                                                          : loop;
+  }
+  if (n == 0 && init_nest.defined()) content = ir::SeqNode::Make({init_nest, content});
+
+  if (full_init) {
+    // Iterators fused across space and reduce axes: initialize the whole buffer first.
+    std::vector<LoopInfo> init_loops;
+    std::vector<Expr> idx;
+    std::vector<std::pair<std::string, Expr>> sub;
+    for (int k = 0; k < naxes; ++k) {
+      LoopInfo l{Fresh(buf + ".init." + op.axes[k].name), shape_[s][k], ForKind::kSerial};
+      own.insert(l.var);
+      idx.push_back(ir::MakeVar(l.var));
+      Expr a = attached ? ir::MakeVar(l.var) + rmin_[s][k] : ir::MakeVar(l.var);
+      sub.emplace_back(op.axes[k].name, a);
+      init_loops.push_back(l);
+    }
+    ASSIGN_OR_RETURN(Expr full_init_value, Inline(op.init, buf, 0));
+    Stmt nest = ir::StoreNode::Make(buf, idx, ir::Substitute(full_init_value, sub));
+    for (auto it = init_loops.rbegin(); it != init_loops.rend(); ++it) nest = MakeFor(*it, nest);
+    content = ir::SeqNode::Make({nest, content});
+  }
+
+  if (st.auto_unroll_max_step > 0) {
+    AutoUnroller u(own, st.auto_unroll_max_step);
+    content = u.Mutate(content);
+  }
+  built_[s] = true;
+  return content;
+}
+
+absl::StatusOr<Stmt> Lowerer::AttachAt(int s, int p, const std::vector<LoopInfo>& enclosing,
+                                       Stmt content) {
+  auto found = attached_.find({s, p});
+  if (found == attached_.end()) return content;
+  const std::vector<int>& ids = found->second;
+  const int m = static_cast<int>(ids.size());
+  std::vector<Stmt> nests(m);
+  for (int i = m - 1; i >= 0; --i) {
+    const int P = ids[i];
+    const Stage& ps = state_.stage(P);
+    scope_[P] = EffectiveScope(P, enclosing);
+    ir::RangeMap relaxed;
+    for (const LoopInfo& l : enclosing) {
+      bool relax = false;
+      if (scope_[P] == ir::MemoryScope::kShared) {
+        relax = ir::IsThreadBound(l.kind) || l.kind == ForKind::kVThread;
+      } else if (scope_[P] == ir::MemoryScope::kGlobal) {
+        relax = IsGpuOnly(l.kind);
+      }
+      if (relax) relaxed[l.var] = {0, l.extent - 1};
+    }
+    std::vector<Stmt> below(nests.begin() + i + 1, nests.end());
+    below.push_back(content);
+    lower_internal::AccessRegion region =
+        lower_internal::InferAccessRegion(ps.name(), ps.op->shape, below, relaxed);
+    if (!region.accessed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stage '", ps.name(), "' is computed at loop '", ps.attach_iter, "' of stage '",
+          state_.stage(s).name(), "' but nothing inside that loop reads it"));
+    }
+    rmin_[P] = region.min;
+    shape_[P] = region.extent;
+    const std::vector<Expr> mins = region.min;
+    auto relative = [&mins](const std::vector<Expr>& idx) {
+      std::vector<Expr> out = idx;
+      for (size_t k = 0; k < out.size() && k < mins.size(); ++k) {
+        if (ir::AsConstInt(mins[k]) != std::optional<int64_t>(0)) out[k] = out[k] - mins[k];
+      }
+      return out;
+    };
+    for (int j = i + 1; j < m; ++j) nests[j] = lower_internal::RewriteLoads(nests[j], ps.name(), relative);
+    content = lower_internal::RewriteLoads(content, ps.name(), relative);
+    ASSIGN_OR_RETURN(nests[i], BuildStage(P, enclosing));
+  }
+
+  const bool gpu = target_.is_gpu();
+  std::vector<Stmt> seq;
+  bool any_shared = false;
+  for (int i = 0; i < m; ++i) {
+    seq.push_back(nests[i]);
+    const bool shared = gpu && scope_[ids[i]] == ir::MemoryScope::kShared;
+    any_shared |= shared;
+    if (!shared || i + 1 == m) continue;
+    for (int j = i + 1; j < m; ++j) {
+      if (Reads(nests[j], state_.stage(ids[i]).name())) {
+        seq.push_back(ir::BarrierNode::Make());
+        break;
+      }
+    }
+  }
+  // Barriers around the shared fills: after the fill (its readers are other threads) and after
+  // the use (before the next iteration's fill overwrites it).
+  if (any_shared) seq.push_back(ir::BarrierNode::Make());
+  seq.push_back(content);
+  if (any_shared) seq.push_back(ir::BarrierNode::Make());
+  Stmt body = ir::SeqNode::Make(std::move(seq));
+  for (int i = m - 1; i >= 0; --i) body = ir::AllocateNode::Make(Decl(ids[i]), body);
+  return body;
+}
+
+absl::StatusOr<LoweredKernel> Lowerer::Run() {
+  const int n = state_.num_stages();
+  inlined_.assign(n, std::nullopt);
+  rmin_.assign(n, {});
+  shape_.assign(n, {});
+  scope_.assign(n, ir::MemoryScope::kGlobal);
+  built_.assign(n, false);
+
+  LoweredKernel out;
+  out.nest.name = dag_.num_stages() > 0 ? dag_.stage(dag_.output_ids().front()).name() : "kernel";
+  for (int id : dag_.input_ids()) {
+    const ir::Tensor& t = dag_.stage(id);
+    out.nest.params.push_back({t.name(), t.dtype(), t.shape(), ir::MemoryScope::kGlobal});
+  }
+  out.nest.num_inputs = static_cast<int>(out.nest.params.size());
+  for (int id : dag_.output_ids()) {
+    const ir::Tensor& t = dag_.stage(id);
+    out.nest.params.push_back({t.name(), t.dtype(), t.shape(), ir::MemoryScope::kGlobal});
+  }
+  for (const auto& p : out.nest.params) {
+    params_.insert(p.name);
+    names_.insert(p.name);
+    int id = state_.StageId(p.name);
+    if (id < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the state has no stage for kernel parameter '", p.name, "'"));
+    }
+  }
+  RETURN_IF_ERROR(CheckState());
+  for (int s = 0; s < n; ++s) names_.insert(state_.stage(s).name());
+
+  std::map<std::string, Alignment> align;
+  std::vector<ir::BufferDecl> globals;
+  std::vector<Stmt> kernels;
+  std::vector<std::string> kernel_stage;
+  for (int s = 0; s < n; ++s) {
+    const Stage& st = state_.stage(s);
+    if (st.is_placeholder() || st.location != ComputeLocation::kRoot) continue;
+    shape_[s] = st.op->shape;
+    if (!params_.count(st.name())) {
+      globals.push_back({st.name(), st.op->dtype, st.op->shape, ir::MemoryScope::kGlobal});
+    }
+  }
+  for (int s = 0; s < n; ++s) {
+    const Stage& st = state_.stage(s);
+    if (st.is_placeholder() || st.location != ComputeLocation::kRoot) continue;
+    ASSIGN_OR_RETURN(Stmt k, BuildStage(s, {}));
+    kernels.push_back(k);
+    kernel_stage.push_back(st.name());
+  }
+  for (int s = 0; s < n; ++s) {
+    const Stage& st = state_.stage(s);
+    if (st.is_placeholder() || st.location == ComputeLocation::kInlined) continue;
+    if (!built_[s]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stage '", st.name(), "' is computed at a loop that is never lowered"));
+    }
+    if (st.storage_align_dim >= 0) {
+      if (params_.count(st.name())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "storage_align on kernel parameter '", st.name(), "' (its layout is fixed)"));
+      }
+      auto a = MakeAlignment(shape_[s], st.storage_align_dim, st.storage_align_factor,
+                             st.storage_align_offset);
+      if (a) align[st.name()] = *a;
+    }
+  }
+  for (auto& g : globals) {
+    auto it = align.find(g.name);
+    if (it != align.end()) g.shape = it->second.padded;
+  }
+
+  Finalizer fin(align);
+  std::vector<Stmt> final_kernels;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    Stmt k = ir::Simplify(fin.Mutate(kernels[i]));
+    if (target_.is_gpu()) {
+      k = lower_internal::HoistSharedAllocations(k);
+      auto launch = lower_internal::AnalyzeKernel(k, target_);
+      if (!launch.ok()) {
+        return absl::Status(launch.status().code(),
+                            absl::StrCat(launch.status().message(), " (kernel of stage '",
+                                         kernel_stage[i], "')"));
+      }
+      out.launches.push_back(*launch);
+      // One launch per top-level statement: a kernel that simplified to several statements is
+      // kept together under a one-block binding.
+      if (k.as<ir::SeqNode>()) {
+        k = ir::ForNode::Make(ir::MakeVar(Fresh(kernel_stage[i] + ".block")), ir::IntConst(0),
+                              ir::IntConst(1), ForKind::kBlockIdxX, k);
+      }
+    }
+    final_kernels.push_back(k);
+  }
+  Stmt body = ir::SeqNode::Make(final_kernels);
+  if (!body.defined()) body = ir::SeqNode::Make({});
+  for (auto it = globals.rbegin(); it != globals.rend(); ++it) {
+    body = ir::AllocateNode::Make(*it, body);
+  }
+  ScopeChecker checker(out.nest.params);
+  RETURN_IF_ERROR(checker.Check(body));
+  out.nest.body = body;
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<LoweredKernel> Lower(const ir::ComputeDAG& dag, const State& state,
+                                    const Target& target) {
+  Lowerer l(dag, state, target);
+  return l.Run();
+}
+
+}  // namespace tilesearch::schedule

@@ -1,0 +1,224 @@
+// GPU kernels of a lowered program: shared-memory placement, launch configuration and the
+// validity checks against the target's limits.
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "schedule/lower_internal.h"
+
+namespace tilesearch::schedule::lower_internal {
+namespace {
+
+using ir::ForKind;
+using ir::Stmt;
+
+int BlockDim(ForKind k) { return static_cast<int>(k) - static_cast<int>(ForKind::kBlockIdxX); }
+int ThreadDim(ForKind k) { return static_cast<int>(k) - static_cast<int>(ForKind::kThreadIdxX); }
+
+Stmt Wrap(const std::vector<ir::BufferDecl>& decls, Stmt body) {
+  for (auto it = decls.rbegin(); it != decls.rend(); ++it) body = ir::AllocateNode::Make(*it, body);
+  return body;
+}
+
+Stmt Hoist(const Stmt& s, std::vector<ir::BufferDecl>* out) {
+  if (!s.defined()) return s;
+  switch (s.kind()) {
+    case ir::StmtKind::kAllocate: {
+      const auto* op = s.as<ir::AllocateNode>();
+      Stmt body = Hoist(op->body, out);
+      if (op->buffer.scope == ir::MemoryScope::kShared) {
+        out->push_back(op->buffer);
+        return body;
+      }
+      return body.same_as(op->body) ? s : ir::AllocateNode::Make(op->buffer, body);
+    }
+    case ir::StmtKind::kFor: {
+      const auto* op = s.as<ir::ForNode>();
+      if (ir::IsBlockBound(op->for_kind)) {
+        std::vector<ir::BufferDecl> mine;
+        Stmt inner = Hoist(op->body, &mine);
+        Stmt body = Wrap(mine, inner);
+        return ir::ForNode::Make(op->var, op->min, op->extent, op->for_kind, body);
+      }
+      Stmt body = Hoist(op->body, out);
+      return body.same_as(op->body)
+                 ? s
+                 : ir::ForNode::Make(op->var, op->min, op->extent, op->for_kind, body);
+    }
+    case ir::StmtKind::kSeq: {
+      std::vector<Stmt> stmts;
+      for (const Stmt& c : s.as<ir::SeqNode>()->stmts) stmts.push_back(Hoist(c, out));
+      return ir::SeqNode::Make(std::move(stmts));
+    }
+    case ir::StmtKind::kIfThenElse: {
+      const auto* op = s.as<ir::IfThenElseNode>();
+      return ir::IfThenElseNode::Make(op->cond, Hoist(op->then_case, out),
+                                      Hoist(op->else_case, out));
+    }
+    default:
+      return s;
+  }
+}
+
+struct EnclosingThread {
+  int dim;
+  int64_t extent;
+  std::string var;
+};
+
+class KernelWalker {
+ public:
+  absl::Status Walk(const Stmt& s) {
+    if (!s.defined()) return absl::OkStatus();
+    switch (s.kind()) {
+      case ir::StmtKind::kFor: {
+        const auto* op = s.as<ir::ForNode>();
+        auto extent = ir::AsConstInt(op->extent);
+        if (!extent) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("loop '", op->var_name(), "' has a non-constant extent"));
+        }
+        if (ir::IsBlockBound(op->for_kind)) {
+          if (!path_.empty()) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "invalid_schedule: ", ir::ForKindName(op->for_kind), " loop '", op->var_name(),
+                "' is nested inside loop '", path_.back(),
+                "'; block bindings must be the outermost loops of a kernel"));
+          }
+          int d = BlockDim(op->for_kind);
+          if (block_bound_[d]) {
+            return absl::FailedPreconditionError(
+                absl::StrCat("invalid_schedule: ", ir::ForKindName(op->for_kind),
+                             " is bound twice in one kernel (loop '", op->var_name(), "')"));
+          }
+          if (block_depth_ == 0 && has_block_) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "invalid_schedule: a kernel has several separate block-bound loop nests (loop '",
+                op->var_name(), "'); each must be its own root stage"));
+          }
+          block_bound_[d] = true;
+          has_block_ = true;
+          launch_.grid[d] = std::max(launch_.grid[d], *extent);
+          ++block_depth_;
+          RETURN_IF_ERROR(Walk(op->body));
+          --block_depth_;
+          block_bound_[d] = false;
+          return absl::OkStatus();
+        }
+        if (ir::IsThreadBound(op->for_kind)) {
+          int d = ThreadDim(op->for_kind);
+          has_thread_ = true;
+          launch_.block[d] = std::max(launch_.block[d], *extent);
+          threads_.push_back({d, *extent, op->var_name()});
+        }
+        path_.push_back(op->var_name());
+        RETURN_IF_ERROR(Walk(op->body));
+        path_.pop_back();
+        if (ir::IsThreadBound(op->for_kind)) threads_.pop_back();
+        return absl::OkStatus();
+      }
+      case ir::StmtKind::kSeq:
+        for (const Stmt& c : s.as<ir::SeqNode>()->stmts) RETURN_IF_ERROR(Walk(c));
+        return absl::OkStatus();
+      case ir::StmtKind::kAllocate: {
+        const auto* op = s.as<ir::AllocateNode>();
+        if (op->buffer.scope == ir::MemoryScope::kShared) {
+          launch_.shared_memory_bytes += op->buffer.Bytes();
+        }
+        return Walk(op->body);
+      }
+      case ir::StmtKind::kIfThenElse: {
+        const auto* op = s.as<ir::IfThenElseNode>();
+        path_.push_back("if");
+        ++if_depth_;
+        RETURN_IF_ERROR(Walk(op->then_case));
+        RETURN_IF_ERROR(Walk(op->else_case));
+        --if_depth_;
+        path_.pop_back();
+        return absl::OkStatus();
+      }
+      case ir::StmtKind::kBarrier:
+        barriers_.push_back({threads_, if_depth_ > 0});
+        return absl::OkStatus();
+      case ir::StmtKind::kStore:
+        if (block_depth_ == 0) store_outside_blocks_ = true;
+        return absl::OkStatus();
+      default:
+        return absl::OkStatus();
+    }
+  }
+
+  absl::StatusOr<LaunchConfig> Finish(const Target& target) const {
+    if (has_thread_ && !has_block_) {
+      return absl::FailedPreconditionError(
+          "invalid_schedule: a kernel binds threadIdx but no blockIdx (bind its outermost loops "
+          "to blockIdx, or bind nothing for a one-thread kernel)");
+    }
+    if (has_block_ && store_outside_blocks_) {
+      return absl::FailedPreconditionError(
+          "invalid_schedule: a kernel stores outside its block-bound loops");
+    }
+    int64_t threads = launch_.block[0] * launch_.block[1] * launch_.block[2];
+    if (threads > target.max_threads_per_block) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "invalid_schedule: ", threads, " threads per block exceed the limit ",
+          target.max_threads_per_block, " (", launch_.ToString(), ")"));
+    }
+    if (launch_.shared_memory_bytes > target.max_shared_memory_per_block) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "invalid_schedule: ", launch_.shared_memory_bytes,
+          " bytes of shared memory per block exceed the limit ",
+          target.max_shared_memory_per_block));
+    }
+    for (const BarrierSite& b : barriers_) {
+      if (b.under_if) {
+        return absl::FailedPreconditionError(
+            "invalid_schedule: a barrier is placed under a condition (threads would diverge)");
+      }
+      for (const EnclosingThread& t : b.threads) {
+        if (t.extent != launch_.block[t.dim]) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "invalid_schedule: a barrier inside loop '", t.var, "' (threadIdx.",
+              std::string(1, static_cast<char>('x' + t.dim)), " of extent ", t.extent,
+              ") is skipped by the block's other ", launch_.block[t.dim] - t.extent,
+              " threads of that dimension (threads would diverge)"));
+        }
+      }
+    }
+    return launch_;
+  }
+
+ private:
+  struct BarrierSite {
+    std::vector<EnclosingThread> threads;
+    bool under_if = false;
+  };
+  LaunchConfig launch_;
+  std::vector<std::string> path_;
+  std::vector<EnclosingThread> threads_;
+  std::vector<BarrierSite> barriers_;
+  bool block_bound_[3] = {false, false, false};
+  bool has_block_ = false;
+  bool has_thread_ = false;
+  bool store_outside_blocks_ = false;
+  int block_depth_ = 0;
+  int if_depth_ = 0;
+};
+
+}  // namespace
+
+Stmt HoistSharedAllocations(const Stmt& kernel) {
+  std::vector<ir::BufferDecl> top;
+  Stmt body = Hoist(kernel, &top);
+  return Wrap(top, body);
+}
+
+absl::StatusOr<LaunchConfig> AnalyzeKernel(const Stmt& kernel, const Target& target) {
+  KernelWalker w;
+  RETURN_IF_ERROR(w.Walk(kernel));
+  return w.Finish(target);
+}
+
+}  // namespace tilesearch::schedule::lower_internal

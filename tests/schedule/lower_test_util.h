@@ -1,0 +1,198 @@
+// Test helpers for lowering: a schedule builder that names stages and iterators (ids shift as
+// steps add stages), and running a lowered kernel in the interpreter against the naive program.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "ir/compute_dag.h"
+#include "ir/host_buffer.h"
+#include "ir/interpreter.h"
+#include "ir/reference.h"
+#include "schedule/apply_step.h"
+#include "schedule/lower.h"
+#include "schedule/state.h"
+
+namespace tilesearch::schedule::testing {
+
+/// Applies steps by stage and iterator name; the first failing step is kept in status().
+class Sched {
+ public:
+  explicit Sched(const ir::ComputeDAG& dag) : state_(State::Initial(dag)) {}
+
+  const State& state() const { return state_; }
+  const absl::Status& status() const { return status_; }
+
+  int StageId(const std::string& stage) {
+    int id = state_.StageId(stage);
+    if (id < 0) Fail(absl::StrCat("no stage '", stage, "'"));
+    return id;
+  }
+  int IterId(const std::string& stage, const std::string& iter) {
+    int s = StageId(stage);
+    if (s < 0) return 0;
+    int i = state_.stage(s).IterIndex(iter);
+    if (i < 0) Fail(absl::StrCat("stage '", stage, "' has no iterator '", iter, "'"));
+    return std::max(i, 0);
+  }
+
+  Sched& Split(const std::string& stage, const std::string& iter, std::vector<int64_t> lengths,
+               bool inner_to_outer = true) {
+    SplitStep s;
+    s.stage_id = StageId(stage);
+    s.iter_id = IterId(stage, iter);
+    s.extent = s.stage_id >= 0 ? state_.stage(s.stage_id).iters[s.iter_id].extent : 0;
+    for (int64_t l : lengths) s.lengths.push_back(l);
+    s.inner_to_outer = inner_to_outer;
+    return Apply(s);
+  }
+  Sched& Fuse(const std::string& stage, const std::vector<std::string>& iters) {
+    FuseStep s;
+    s.stage_id = StageId(stage);
+    for (const auto& it : iters) s.fused_ids.push_back(IterId(stage, it));
+    return Apply(s);
+  }
+  Sched& Reorder(const std::string& stage, const std::vector<std::string>& iters) {
+    ReorderStep s;
+    s.stage_id = StageId(stage);
+    for (const auto& it : iters) s.after_ids.push_back(IterId(stage, it));
+    return Apply(s);
+  }
+  Sched& ComputeAt(const std::string& stage, const std::string& target, const std::string& iter) {
+    ComputeAtStep s;
+    s.stage_id = StageId(stage);
+    s.target_stage_id = StageId(target);
+    s.target_iter_id = IterId(target, iter);
+    return Apply(s);
+  }
+  Sched& Inline(const std::string& stage) {
+    ComputeInlineStep s;
+    s.stage_id = StageId(stage);
+    return Apply(s);
+  }
+  Sched& CacheRead(const std::string& stage, ir::MemoryScope scope,
+                   const std::vector<std::string>& readers) {
+    CacheReadStep s;
+    s.stage_id = StageId(stage);
+    s.scope = scope;
+    for (const auto& r : readers) s.reader_stage_ids.push_back(StageId(r));
+    return Apply(s);
+  }
+  Sched& CacheWrite(const std::string& stage, ir::MemoryScope scope) {
+    CacheWriteStep s;
+    s.stage_id = StageId(stage);
+    s.scope = scope;
+    return Apply(s);
+  }
+  Sched& Annotate(const std::string& stage, const std::string& iter, IteratorAnnotation a) {
+    AnnotationStep s;
+    s.stage_id = StageId(stage);
+    s.iter_id = IterId(stage, iter);
+    s.annotation = a;
+    return Apply(s);
+  }
+  Sched& Pragma(const std::string& stage, const std::string& iter, int64_t max_step) {
+    PragmaStep s;
+    s.stage_id = StageId(stage);
+    s.iter_id = IterId(stage, iter);
+    s.auto_unroll_max_step = max_step;
+    return Apply(s);
+  }
+  Sched& Rfactor(const std::string& stage, const std::string& iter, int factor_iter) {
+    RfactorStep s;
+    s.stage_id = StageId(stage);
+    s.iter_id = IterId(stage, iter);
+    s.factor_iter_id = factor_iter;
+    return Apply(s);
+  }
+  Sched& StorageAlign(const std::string& stage, const std::string& iter, int64_t factor,
+                      int64_t offset) {
+    StorageAlignStep s;
+    s.stage_id = StageId(stage);
+    s.iter_id = IterId(stage, iter);
+    s.factor = factor;
+    s.offset = offset;
+    return Apply(s);
+  }
+
+ private:
+  void Fail(const std::string& msg) {
+    if (status_.ok()) status_ = absl::InvalidArgumentError(msg);
+  }
+  Sched& Apply(const Step& step) {
+    if (!status_.ok()) return *this;
+    absl::StatusOr<State> next = ApplyStep(state_, step);
+    if (!next.ok()) {
+      status_ = next.status();
+    } else {
+      state_ = *std::move(next);
+    }
+    return *this;
+  }
+
+  State state_;
+  absl::Status status_;
+};
+
+/// Runs a lowered kernel on `inputs` (outputs start as zeros); returns every parameter buffer.
+inline absl::StatusOr<ir::BufferMap> RunLowered(const ir::LoopNest& nest,
+                                                const ir::BufferMap& inputs) {
+  ir::BufferMap buffers;
+  for (int i = 0; i < static_cast<int>(nest.params.size()); ++i) {
+    const ir::BufferDecl& p = nest.params[i];
+    if (i < nest.num_inputs) {
+      auto it = inputs.find(p.name);
+      if (it == inputs.end()) return absl::NotFoundError(absl::StrCat("no input ", p.name));
+      buffers[p.name] = it->second;
+    } else {
+      buffers[p.name] = ir::HostBuffer::Zeros(p.dtype, p.shape);
+    }
+  }
+  absl::Status st = ir::Interpret(nest, buffers);
+  if (!st.ok()) return st;
+  return buffers;
+}
+
+/// Largest |a - b| / max(1, |b|) over the output buffers of `dag` (reference `ref`).
+inline double MaxRelError(const ir::ComputeDAG& dag, const ir::BufferMap& got,
+                          const ir::BufferMap& ref) {
+  double worst = 0;
+  for (int id : dag.output_ids()) {
+    const std::string& name = dag.stage(id).name();
+    const ir::HostBuffer& a = got.at(name);
+    const ir::HostBuffer& b = ref.at(name);
+    if (a.data.size() != b.data.size()) return INFINITY;
+    for (size_t i = 0; i < a.data.size(); ++i) {
+      double d = std::fabs(a.data[i] - b.data[i]) / std::max(1.0, std::fabs(b.data[i]));
+      if (!(d <= worst)) worst = std::isnan(d) ? INFINITY : d;
+    }
+  }
+  return worst;
+}
+
+/// Lowers `state`, runs it on seeded random inputs, and compares with ir::RunReference: exactly
+/// when `exact`, else within 1e-5 relative.
+inline void ExpectMatchesReference(const ir::ComputeDAG& dag, const State& state,
+                                   const Target& target, bool exact, uint64_t seed = 7) {
+  absl::StatusOr<LoweredKernel> k = Lower(dag, state, target);
+  ASSERT_TRUE(k.ok()) << k.status() << "\n" << state.ToString();
+  ir::BufferMap inputs = ir::MakeRandomInputs(dag, seed);
+  absl::StatusOr<ir::BufferMap> got = RunLowered(k->nest, inputs);
+  ASSERT_TRUE(got.ok()) << got.status() << "\n" << k->nest;
+  absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  double err = MaxRelError(dag, *got, *ref);
+  if (exact) {
+    EXPECT_EQ(err, 0.0) << k->nest;
+  } else {
+    EXPECT_LE(err, 1e-5) << k->nest;
+  }
+}
+
+}  // namespace tilesearch::schedule::testing
