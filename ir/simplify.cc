@@ -982,6 +982,27 @@ Expr Simplifier::SimpCompare64(ExprKind kind, const Expr& a, const Expr& b) {
     // Bounds of the reduced form may be known where g*T overflowed.
     if (auto decided = DecideCompare(kind, d)) return BoolConst(*decided);
   }
+  // One quotient against a constant: floor(u/c) < m <=> u < m*c for c > 0, which lets guards
+  // such as f/17 < 33 and f < 561 meet as the same comparison.
+  if (d.terms().size() == 1 && (kind == ExprKind::kLT || kind == ExprKind::kLE)) {
+    const LinearForm::Term& t = d.terms()[0];
+    const auto* div = t.atom.as<DivNode>();
+    auto c = div ? AsConstInt(div->b) : std::nullopt;
+    if (c && *c > 0 && (t.coef == 1 || t.coef == -1)) {
+      int64_t k = d.constant();
+      // coef 1:  u/c + k < 0 <=> u < -k*c;        u/c + k <= 0 <=> u < (1-k)*c.
+      // coef -1: k - u/c < 0 <=> (k+1)*c <= u;    k - u/c <= 0 <=> k*c <= u.
+      std::optional<int64_t> m = t.coef == 1 ? (kind == ExprKind::kLT ? CheckedSub(0, k)
+                                                                     : CheckedSub(1, k))
+                                             : (kind == ExprKind::kLT ? CheckedAdd(k, 1)
+                                                                      : std::optional(k));
+      std::optional<int64_t> mc = m ? CheckedMul(*m, *c) : std::nullopt;
+      if (mc) {
+        if (t.coef == 1) return Simp2(ExprKind::kLT, div->a, IntConst(*mc));
+        return Simp2(ExprKind::kLE, IntConst(*mc), div->a);
+      }
+    }
+  }
   // For == and != the sign of d is free: make the first term positive.
   if ((kind == ExprKind::kEQ || kind == ExprKind::kNE) && d.terms()[0].coef < 0) {
     d.Scale(-1);

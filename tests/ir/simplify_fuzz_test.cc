@@ -2,7 +2,10 @@
 // over a few variables with random ranges are simplified, and the original and the simplified
 // expression are evaluated by an independent evaluator (written here, floor division semantics)
 // at random points inside the ranges. They must agree wherever the original has a value.
+#include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <random>
@@ -269,6 +272,99 @@ TEST(SimplifyFuzzTest, SimplifyingTwiceDoesNotGrow) {
   // A second pass may still find something (a rule enabled by the first pass's result), but
   // rarely: the first pass reaches a fixed point almost always.
   EXPECT_LE(changed, kExprs / 1000) << changed << " of " << kExprs << " changed on a second pass";
+}
+
+// int32 wraps (two's complement): only constant folding and identities that hold modulo 2^32
+// may apply. Values near the wrap-around points are chosen often.
+int64_t Wrap32(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(v)); }
+
+std::optional<int64_t> Eval32(const Expr& e, const Env& env) {
+  switch (e.kind()) {
+    case ExprKind::kIntImm: return e.as<IntImmNode>()->value;
+    case ExprKind::kVar: return env.at(e.as<VarNode>()->name);
+    case ExprKind::kSelect: {
+      const auto* s = e.as<SelectNode>();
+      auto c = Eval32(s->cond, env);
+      if (!c) return std::nullopt;
+      return Eval32(*c ? s->true_value : s->false_value, env);
+    }
+    default: break;
+  }
+  auto [ea, eb] = BinaryOperands(e);
+  auto a = Eval32(ea, env);
+  auto b = Eval32(eb, env);
+  if (!a || !b) return std::nullopt;
+  int64_t x = *a, y = *b;  // int32 values: sums and products fit in int64
+  switch (e.kind()) {
+    case ExprKind::kAdd: return Wrap32(x + y);
+    case ExprKind::kSub: return Wrap32(x - y);
+    case ExprKind::kMul: return Wrap32(x * y);
+    case ExprKind::kDiv:
+    case ExprKind::kMod: {
+      if (y == 0) return std::nullopt;
+      int64_t q = x / y;
+      if (q * y != x && ((x < 0) != (y < 0))) --q;
+      return Wrap32(e.kind() == ExprKind::kDiv ? q : x - q * y);
+    }
+    case ExprKind::kMin: return std::min(x, y);
+    case ExprKind::kMax: return std::max(x, y);
+    case ExprKind::kLT: return x < y;
+    case ExprKind::kEQ: return x == y;
+    default: break;
+  }
+  ADD_FAILURE() << "unexpected node in " << e;
+  return std::nullopt;
+}
+
+TEST(SimplifyFuzzTest, Int32ArithmeticWrapsLikeTheEvaluator) {
+  constexpr ScalarType kI32 = ScalarType::kInt32;
+  std::mt19937_64 rng(32);
+  auto pick = [&rng](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  const int64_t kEdges[] = {0, 1, -1, 2, -2, 3, INT32_MAX, INT32_MIN, INT32_MAX - 1,
+                            INT32_MIN + 1, 65536, 46341};
+  auto value = [&]() -> int64_t {
+    if (pick(0, 1)) return kEdges[pick(0, std::size(kEdges) - 1)];
+    return pick(INT32_MIN, INT32_MAX);
+  };
+  std::function<Expr(int)> gen = [&](int depth) -> Expr {
+    if (depth == 0 || pick(0, 4) == 0) {
+      if (pick(0, 1)) return MakeVar(pick(0, 1) ? "a" : "b", kI32);
+      return IntConst(value(), kI32);
+    }
+    Expr x = gen(depth - 1), y = gen(depth - 1);
+    switch (pick(0, 8)) {
+      case 0: return x + y;
+      case 1: return x - y;
+      case 2: return x * y;
+      case 3: return x / y;
+      case 4: return x % y;
+      case 5: return Min(x, y);
+      case 6: return Max(x, y);
+      case 7: return Select(x < y, x, y);
+      default: return Select(x == y, y, x);
+    }
+  };
+  int failures = 0;
+  for (int n = 0; n < 4000 && failures < 5; ++n) {
+    Expr e = gen(4);
+    Expr s = Simplify(e);
+    ASSERT_EQ(s.type(), kI32) << e;
+    for (int p = 0; p < 8; ++p) {
+      Env env{{"a", value()}, {"b", value()}};
+      auto want = Eval32(e, env);
+      if (!want) continue;
+      auto got = Eval32(s, env);
+      if (!got || *got != *want) {
+        ADD_FAILURE() << "expression " << e << "\nsimplified " << s << "\nat a=" << env["a"]
+                      << " b=" << env["b"] << ": original " << *want << ", simplified "
+                      << (got ? std::to_string(*got) : std::string("no value"));
+        ++failures;
+        break;
+      }
+    }
+  }
 }
 
 }  // namespace

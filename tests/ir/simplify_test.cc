@@ -256,6 +256,18 @@ TEST_F(SimplifyTest, ComparisonsCanonicalized) {
   ExpectSimplifiesTo(!(x < y), y <= x);
 }
 
+TEST_F(SimplifyTest, QuotientComparedWithConstantBecomesAComparisonOfTheNumerator) {
+  // floor(x/17) < 33 <=> x < 561, so the two guards of a fused loop meet.
+  ExpectSimplifiesTo(x / 17 < 33, x < 561);
+  ExpectSimplifiesTo((x < 561) && (x / 17 < 33), x < 561);
+  ExpectSimplifiesTo(x / 4 <= 2, x < 12);
+  ExpectSimplifiesTo(x / 4 > 2, IntConst(12) <= x);
+  ExpectSimplifiesTo(x / 4 >= 2, IntConst(8) <= x);
+  ExpectSimplifiesTo(x / 4 < -1, x < -4);
+  // Negative divisors keep the quotient.
+  ExpectSimplifiesTo(x / -4 < 2, x / -4 < 2);
+}
+
 TEST_F(SimplifyTest, LogicWithKnownComparisons) {
   RangeMap r{{"i", {0, 63}}, {"j", {0, 9}}};
   ExpectSimplifiesTo((i < 64) && (j < 5), j < 5, r);
