@@ -58,6 +58,16 @@ struct Stage {
   int storage_align_dim = -1;
   int64_t storage_align_factor = 0;
   int64_t storage_align_offset = 0;
+  /// Extent of each output axis (op->axes) the stage computes: the shape for root stages, the
+  /// region its consumer needs (InferRegion) for attached ones. The space iterators were derived
+  /// from these extents by `loop_steps`.
+  std::vector<int64_t> axis_extents;
+  /// The loop transforms applied to this stage since its iterators were last initial (splits with
+  /// their resolved lengths, fuses, reorders, annotations). When the region of an attached stage
+  /// changes (its consumer is split, bound, ...), the iterators are rebuilt by replaying these on
+  /// the new axis_extents, so iterator extents always match the current consumer (as Ansor's
+  /// InferBound does after replay).
+  std::vector<Step> loop_steps;
 
   bool is_placeholder() const { return op->is_placeholder; }
   const std::string& name() const { return op->name; }

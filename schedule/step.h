@@ -54,16 +54,21 @@ absl::StatusOr<IteratorAnnotation> ParseAnnotation(const std::string& name);
 struct SplitStep {
   int stage_id = 0;
   int iter_id = 0;
-  int64_t extent = 0;  // the iterator's extent when the step was made (checked on replay)
+  // The iterator's extent when the step was made; 0 = unknown. Checked on replay for stages not
+  // attached by compute_at (an attached stage's extents follow its consumer's tiling).
+  int64_t extent = 0;
   std::vector<std::optional<int64_t>> lengths;
   bool inner_to_outer = true;
   absl::StatusOr<State> Apply(const State& s) const;
   nlohmann::json ToJson() const;
   static absl::StatusOr<SplitStep> FromJson(const nlohmann::json& j);
   std::string ToString() const;
+  bool operator==(const SplitStep&) const = default;
 };
 
-/// Splits like an earlier SplitStep `src_step_id` (same lengths), into `n_split` parts.
+/// Splits like an earlier SplitStep `src_step_id` with `n_split` lengths (n_split + 1 iterators):
+/// its first n_split - 1 lengths, then the product of the rest (TVM ExtractSplitLengths; 1 when
+/// none is left). 1 <= n_split <= the source's lengths + 1.
 struct FollowSplitStep {
   int stage_id = 0;
   int iter_id = 0;
@@ -73,6 +78,7 @@ struct FollowSplitStep {
   nlohmann::json ToJson() const;
   static absl::StatusOr<FollowSplitStep> FromJson(const nlohmann::json& j);
   std::string ToString() const;
+  bool operator==(const FollowSplitStep&) const = default;
 };
 
 /// Splits by the product of the lengths at `level` of earlier SplitSteps (cooperative fetching:
@@ -87,6 +93,7 @@ struct FollowFusedSplitStep {
   nlohmann::json ToJson() const;
   static absl::StatusOr<FollowFusedSplitStep> FromJson(const nlohmann::json& j);
   std::string ToString() const;
+  bool operator==(const FollowFusedSplitStep&) const = default;
 };
 
 /// Fuses adjacent iterators (consecutive ids) into one of the product extent.
@@ -97,6 +104,7 @@ struct FuseStep {
   nlohmann::json ToJson() const;
   static absl::StatusOr<FuseStep> FromJson(const nlohmann::json& j);
   std::string ToString() const;
+  bool operator==(const FuseStep&) const = default;
 };
 
 /// New loop order: `after_ids` is a permutation of the stage's iterator ids.
@@ -107,6 +115,7 @@ struct ReorderStep {
   nlohmann::json ToJson() const;
   static absl::StatusOr<ReorderStep> FromJson(const nlohmann::json& j);
   std::string ToString() const;
+  bool operator==(const ReorderStep&) const = default;
 };
 
 /// Computes stage `stage_id` inside loop `target_iter_id` of a consumer `target_stage_id`, only the
@@ -119,6 +128,7 @@ struct ComputeAtStep {
   nlohmann::json ToJson() const;
   static absl::StatusOr<ComputeAtStep> FromJson(const nlohmann::json& j);
   std::string ToString() const;
+  bool operator==(const ComputeAtStep&) const = default;
 };
 
 /// Inlines a stage's body into its consumers.
@@ -128,6 +138,7 @@ struct ComputeInlineStep {
   nlohmann::json ToJson() const;
   static absl::StatusOr<ComputeInlineStep> FromJson(const nlohmann::json& j);
   std::string ToString() const;
+  bool operator==(const ComputeInlineStep&) const = default;
 };
 
 /// Moves a stage back to the root (undoes compute_at / inline).
@@ -137,6 +148,7 @@ struct ComputeRootStep {
   nlohmann::json ToJson() const;
   static absl::StatusOr<ComputeRootStep> FromJson(const nlohmann::json& j);
   std::string ToString() const;
+  bool operator==(const ComputeRootStep&) const = default;
 };
 
 /// Adds a stage "<name>.<scope>" copying stage `stage_id` into `scope`, read by `reader_stage_ids`
@@ -149,6 +161,7 @@ struct CacheReadStep {
   nlohmann::json ToJson() const;
   static absl::StatusOr<CacheReadStep> FromJson(const nlohmann::json& j);
   std::string ToString() const;
+  bool operator==(const CacheReadStep&) const = default;
 };
 
 /// Adds a stage "<name>.<scope>" that computes stage `stage_id`'s body into `scope`; the original
@@ -160,6 +173,7 @@ struct CacheWriteStep {
   nlohmann::json ToJson() const;
   static absl::StatusOr<CacheWriteStep> FromJson(const nlohmann::json& j);
   std::string ToString() const;
+  bool operator==(const CacheWriteStep&) const = default;
 };
 
 /// Annotates an iterator: unroll, vectorize, parallel, vthread, or binds it to blockIdx/threadIdx.
@@ -171,6 +185,7 @@ struct AnnotationStep {
   nlohmann::json ToJson() const;
   static absl::StatusOr<AnnotationStep> FromJson(const nlohmann::json& j);
   std::string ToString() const;
+  bool operator==(const AnnotationStep&) const = default;
 };
 
 /// pragma auto_unroll_max_step=N on a stage (loops with at most N iterations in total below the
@@ -183,6 +198,7 @@ struct PragmaStep {
   nlohmann::json ToJson() const;
   static absl::StatusOr<PragmaStep> FromJson(const nlohmann::json& j);
   std::string ToString() const;
+  bool operator==(const PragmaStep&) const = default;
 };
 
 /// Factorizes a reduction: reduce iterator `iter_id` becomes a space axis of a new stage
@@ -195,6 +211,7 @@ struct RfactorStep {
   nlohmann::json ToJson() const;
   static absl::StatusOr<RfactorStep> FromJson(const nlohmann::json& j);
   std::string ToString() const;
+  bool operator==(const RfactorStep&) const = default;
 };
 
 /// Pads dimension `iter_id` of the stage's buffer so its stride is ≡ offset (mod factor)
@@ -208,6 +225,7 @@ struct StorageAlignStep {
   nlohmann::json ToJson() const;
   static absl::StatusOr<StorageAlignStep> FromJson(const nlohmann::json& j);
   std::string ToString() const;
+  bool operator==(const StorageAlignStep&) const = default;
 };
 
 using Step = std::variant<SplitStep, FollowSplitStep, FollowFusedSplitStep, FuseStep, ReorderStep,

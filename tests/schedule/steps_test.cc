@@ -1,1 +1,625 @@
-// Placeholder: being written.
+// Each transform step: its effect on the state (checked by enumerating the loops against the
+// axis domain) and each misuse's Status.
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "schedule/apply_step.h"
+#include "schedule/state.h"
+#include "schedule/step.h"
+#include "tests/schedule/schedule_test_util.h"
+
+namespace tilesearch::schedule {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::tilesearch::testing::IsOk;
+using ::tilesearch::testing::StatusIs;
+using namespace ::tilesearch::schedule::testing;  // NOLINT
+
+constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+
+State Apply(const State& s, const Step& step) {
+  absl::StatusOr<State> r = ApplyStep(s, step);
+  EXPECT_THAT(r, IsOk()) << StepToString(step);
+  return r.ok() ? *r : s;
+}
+
+std::vector<std::string> IterNames(const Stage& s) {
+  std::vector<std::string> names;
+  for (const Iterator& it : s.iters) names.push_back(it.name);
+  return names;
+}
+std::vector<int64_t> IterExtents(const Stage& s) {
+  std::vector<int64_t> e;
+  for (const Iterator& it : s.iters) e.push_back(it.extent);
+  return e;
+}
+
+SplitStep Split(int stage, int iter, std::vector<std::optional<int64_t>> lengths,
+                bool inner_to_outer = true, int64_t extent = 0) {
+  SplitStep s;
+  s.stage_id = stage;
+  s.iter_id = iter;
+  s.lengths = std::move(lengths);
+  s.inner_to_outer = inner_to_outer;
+  s.extent = extent;
+  return s;
+}
+
+AnnotationStep Annotate(int stage, int iter, IteratorAnnotation a) {
+  AnnotationStep s;
+  s.stage_id = stage;
+  s.iter_id = iter;
+  s.annotation = a;
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// State::Initial
+
+TEST(InitialStateTest, OneStagePerDagStageWithAxesThenReduceAxes) {
+  State s = State::Initial(Matmul(8, 6, 4));
+  ASSERT_EQ(s.num_stages(), 3);
+  EXPECT_EQ(s.stage(2).name(), "C");
+  EXPECT_THAT(IterNames(s.stage(2)), ElementsAre("i", "j", "k"));
+  EXPECT_THAT(IterExtents(s.stage(2)), ElementsAre(8, 6, 4));
+  EXPECT_EQ(s.stage(2).iters[2].kind, IteratorKind::kReduce);
+  EXPECT_EQ(AxisPointCounts(s.stage(2)), FullBox({8, 6, 4}));
+  EXPECT_TRUE(s.stage(0).iters.empty());
+  EXPECT_TRUE(s.steps().empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// split
+
+TEST(SplitTest, InnerToOuterNamesExtentsAndCoverage) {
+  State s = Apply(State::Initial(Matmul(64, 6, 4)), Split(2, 0, {8, 4}, true, 64));
+  EXPECT_THAT(IterNames(s.stage(2)), ElementsAre("i.0", "i.1", "i.2", "j", "k"));
+  EXPECT_THAT(IterExtents(s.stage(2)), ElementsAre(2, 8, 4, 6, 4));
+  EXPECT_TRUE(s.stage(2).guards.empty());
+  EXPECT_EQ(AxisPointCounts(s.stage(2)), FullBox({64, 6, 4}));
+  ASSERT_EQ(s.steps().size(), 1u);
+}
+
+TEST(SplitTest, OuterToInnerPutsTheRestInnermost) {
+  State s = Apply(State::Initial(Matmul(60, 6, 4)), Split(2, 0, {3, 2}, false));
+  EXPECT_THAT(IterExtents(s.stage(2)), ElementsAre(3, 2, 10, 6, 4));
+  EXPECT_EQ(AxisPointCounts(s.stage(2)), FullBox({60, 6, 4}));
+}
+
+TEST(SplitTest, NonDivisibleAddsAGuardAndVisitsEachPointOnce) {
+  State s = Apply(State::Initial(Matmul(60, 5, 7)), Split(2, 2, {4}));
+  EXPECT_THAT(IterExtents(s.stage(2)), ElementsAre(60, 5, 2, 4));
+  EXPECT_EQ(s.stage(2).guards.size(), 1u);
+  EXPECT_EQ(AxisPointCounts(s.stage(2)), FullBox({60, 5, 7}));
+}
+
+TEST(SplitTest, LengthsLargerThanTheExtentAreAllowed) {
+  State s = Apply(State::Initial(Matmul(6, 5, 7)), Split(2, 0, {16}));
+  EXPECT_THAT(IterExtents(s.stage(2)), ElementsAre(1, 16, 5, 7));
+  EXPECT_EQ(AxisPointCounts(s.stage(2)), FullBox({6, 5, 7}));
+}
+
+TEST(SplitTest, SplittingASplitResultNestsNames) {
+  State s = Apply(State::Initial(Matmul(64, 6, 4)), Split(2, 0, {8}));
+  s = Apply(s, Split(2, 1, {2}));
+  EXPECT_THAT(IterNames(s.stage(2)), ElementsAre("i.0", "i.1.0", "i.1.1", "j", "k"));
+  EXPECT_EQ(AxisPointCounts(s.stage(2)), FullBox({64, 6, 4}));
+}
+
+TEST(SplitTest, DropsTheAnnotationOfTheSplitIterator) {
+  State s = Apply(State::Initial(Matmul(64, 6, 4)), Annotate(2, 0, IteratorAnnotation::kParallel));
+  s = Apply(s, Split(2, 0, {8}));
+  EXPECT_EQ(s.stage(2).iters[0].annotation, IteratorAnnotation::kNone);
+  EXPECT_EQ(s.stage(2).iters[1].annotation, IteratorAnnotation::kNone);
+}
+
+TEST(SplitTest, UnfilledLengthIsAnError) {
+  EXPECT_THAT(ApplyStep(State::Initial(Matmul(8, 8, 8)), Split(2, 0, {std::nullopt, 2})),
+              StatusIs(kInvalid, HasSubstr("split(2, 0, [?, 2]): length 0 is unfilled")));
+}
+
+TEST(SplitTest, LengthBelowOneIsAnError) {
+  EXPECT_THAT(ApplyStep(State::Initial(Matmul(8, 8, 8)), Split(2, 0, {0})),
+              StatusIs(kInvalid, HasSubstr("length 0 is 0 (must be >= 1)")));
+}
+
+TEST(SplitTest, NoLengthsIsAnError) {
+  EXPECT_THAT(ApplyStep(State::Initial(Matmul(8, 8, 8)), Split(2, 0, {})),
+              StatusIs(kInvalid, HasSubstr("at least one length")));
+}
+
+TEST(SplitTest, InlinedStageIsAnError) {
+  State s = Apply(State::Initial(Chain(16)), ComputeInlineStep{1});
+  EXPECT_THAT(ApplyStep(s, Split(1, 0, {4})),
+              StatusIs(kInvalid, HasSubstr("split(1, 0, [4]): stage 'B' is inlined")));
+}
+
+TEST(SplitTest, PlaceholderIsAnError) {
+  EXPECT_THAT(ApplyStep(State::Initial(Chain(16)), Split(0, 0, {4})),
+              StatusIs(kInvalid, HasSubstr("stage 'A' is a placeholder")));
+}
+
+TEST(SplitTest, BadIdsAreErrors) {
+  State s = State::Initial(Matmul(8, 8, 8));
+  EXPECT_THAT(ApplyStep(s, Split(7, 0, {2})),
+              StatusIs(kInvalid, HasSubstr("stage id 7 is out of range (the state has 3")));
+  EXPECT_THAT(ApplyStep(s, Split(-1, 0, {2})), StatusIs(kInvalid, HasSubstr("stage id -1")));
+  EXPECT_THAT(ApplyStep(s, Split(2, 3, {2})),
+              StatusIs(kInvalid, HasSubstr("iterator id 3 is out of range (stage 'C' has 3")));
+}
+
+TEST(SplitTest, RecordedExtentMustMatchOnARootStage) {
+  EXPECT_THAT(ApplyStep(State::Initial(Matmul(8, 8, 8)), Split(2, 0, {2}, true, 16)),
+              StatusIs(kInvalid, HasSubstr("recorded for extent 16 but iterator 'i' of stage "
+                                           "'C' has extent 8")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// follow_split / follow_fused_split
+
+TEST(FollowSplitTest, TakesTheFirstLengthsAndTheProductOfTheRest) {
+  State s = Apply(State::Initial(MatmulRelu(64, 32, 8)), Split(2, 0, {2, 4, 2}));
+  s = Apply(s, FollowSplitStep{3, 0, 0, 2});  // lengths [2, 4*2]
+  EXPECT_THAT(IterNames(s.stage(3)), ElementsAre("i.0", "i.1", "i.2", "j"));
+  EXPECT_THAT(IterExtents(s.stage(3)), ElementsAre(4, 2, 8, 32));
+  s = Apply(s, FollowSplitStep{3, 3, 0, 3});  // all three lengths
+  EXPECT_THAT(IterExtents(s.stage(3)), ElementsAre(4, 2, 8, 2, 2, 4, 2));
+  EXPECT_EQ(AxisPointCounts(s.stage(3)), FullBox({64, 32}));
+  // n_split = lengths + 1 appends a length of 1 (TVM ExtractSplitLengths).
+  s = Apply(s, FollowSplitStep{3, 0, 0, 4});
+  EXPECT_THAT(IterExtents(s.stage(3)).size(), 11u);
+}
+
+TEST(FollowSplitTest, SourceMustBeASplitAndNSplitInRange) {
+  State s = Apply(State::Initial(MatmulRelu(64, 32, 8)), Split(2, 0, {2, 4}));
+  s = Apply(s, ReorderStep{2, {1, 0, 2, 3, 4}});
+  EXPECT_THAT(ApplyStep(s, FollowSplitStep{3, 0, 1, 2}),
+              StatusIs(kInvalid, HasSubstr("source step 1 is reorder(2, [1, 0, 2, 3, 4]), not "
+                                           "a split")));
+  EXPECT_THAT(ApplyStep(s, FollowSplitStep{3, 0, 0, 4}),
+              StatusIs(kInvalid, HasSubstr("n_split 4 must be in [1, 3]")));
+  EXPECT_THAT(ApplyStep(s, FollowSplitStep{3, 0, 9, 2}),
+              StatusIs(kInvalid, HasSubstr("source step 9 is out of range")));
+}
+
+TEST(FollowFusedSplitTest, MultipliesTheLengthsAtOneLevel) {
+  State s = Apply(State::Initial(MatmulRelu(64, 32, 8)), Split(2, 0, {2, 4}));
+  s = Apply(s, Split(2, 2, {8, 2}));
+  FollowFusedSplitStep f;
+  f.stage_id = 3;
+  f.iter_id = 1;
+  f.src_step_ids = {0, 1};
+  f.level = 0;
+  f.factor_or_nparts = true;  // inner factor 2 * 8 = 16
+  s = Apply(s, f);
+  EXPECT_THAT(IterExtents(s.stage(3)), ElementsAre(64, 2, 16));
+  f.iter_id = 0;
+  f.level = 1;
+  f.factor_or_nparts = false;  // nparts 4 * 2 = 8
+  s = Apply(s, f);
+  EXPECT_THAT(IterExtents(s.stage(3)), ElementsAre(8, 8, 2, 16));
+  EXPECT_EQ(AxisPointCounts(s.stage(3)), FullBox({64, 32}));
+  f.level = 2;
+  EXPECT_THAT(ApplyStep(s, f), StatusIs(kInvalid, HasSubstr("level 2 is out of range")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// fuse
+
+TEST(FuseTest, AdjacentIteratorsFuseWithDivModRecovery) {
+  State s = Apply(State::Initial(Matmul(6, 5, 7)), FuseStep{2, {0, 1}});
+  EXPECT_THAT(IterNames(s.stage(2)), ElementsAre("i@j", "k"));
+  EXPECT_THAT(IterExtents(s.stage(2)), ElementsAre(30, 7));
+  EXPECT_EQ(AxisPointCounts(s.stage(2)), FullBox({6, 5, 7}));
+}
+
+TEST(FuseTest, ThreeIteratorsAndMixedKind) {
+  State s = Apply(State::Initial(Matmul(6, 5, 7)), FuseStep{2, {0, 1, 2}});
+  EXPECT_THAT(IterNames(s.stage(2)), ElementsAre("i@j@k"));
+  EXPECT_EQ(s.stage(2).iters[0].kind, IteratorKind::kMixed);
+  EXPECT_EQ(AxisPointCounts(s.stage(2)), FullBox({6, 5, 7}));
+}
+
+TEST(FuseTest, NonAdjacentIsAnError) {
+  EXPECT_THAT(ApplyStep(State::Initial(Matmul(6, 5, 7)), FuseStep{2, {0, 2}}),
+              StatusIs(kInvalid, HasSubstr("fuse(2, [0, 2]): iterators are not adjacent")));
+}
+
+TEST(FuseTest, EmptyAndOutOfRangeAreErrors) {
+  State s = State::Initial(Matmul(6, 5, 7));
+  EXPECT_THAT(ApplyStep(s, FuseStep{2, {}}), StatusIs(kInvalid, HasSubstr("no iterators")));
+  EXPECT_THAT(ApplyStep(s, FuseStep{2, {2, 3}}),
+              StatusIs(kInvalid, HasSubstr("iterator id 3 is out of range")));
+}
+
+TEST(FuseTest, FusingGuardedSplitsKeepsCoverage) {
+  State s = Apply(State::Initial(Matmul(10, 6, 3)), Split(2, 0, {4}));
+  s = Apply(s, Split(2, 2, {4}));                   // i.0 i.1 j.0 j.1 k
+  s = Apply(s, ReorderStep{2, {0, 2, 1, 3, 4}});    // i.0 j.0 i.1 j.1 k
+  s = Apply(s, FuseStep{2, {0, 1}});
+  s = Apply(s, FuseStep{2, {1, 2}});
+  EXPECT_THAT(IterNames(s.stage(2)), ElementsAre("i.0@j.0", "i.1@j.1", "k"));
+  EXPECT_EQ(AxisPointCounts(s.stage(2)), FullBox({10, 6, 3}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// reorder
+
+TEST(ReorderTest, PermutesIterators) {
+  State s = Apply(State::Initial(Matmul(6, 5, 7)), ReorderStep{2, {2, 0, 1}});
+  EXPECT_THAT(IterNames(s.stage(2)), ElementsAre("k", "i", "j"));
+  EXPECT_EQ(AxisPointCounts(s.stage(2)), FullBox({6, 5, 7}));
+}
+
+TEST(ReorderTest, NotAPermutationIsAnError) {
+  State s = State::Initial(Matmul(6, 5, 7));
+  EXPECT_THAT(ApplyStep(s, ReorderStep{2, {0, 0, 1}}),
+              StatusIs(kInvalid, HasSubstr("reorder(2, [0, 0, 1]): the order is not a "
+                                           "permutation of 0..2 (id 0 repeats)")));
+  EXPECT_THAT(ApplyStep(s, ReorderStep{2, {0, 1}}),
+              StatusIs(kInvalid, HasSubstr("not a permutation")));
+  EXPECT_THAT(ApplyStep(s, ReorderStep{2, {0, 1, 5}}),
+              StatusIs(kInvalid, HasSubstr("id 5 is out of range")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random split / fuse / reorder sequences keep every stage's coverage exact.
+
+TEST(LoopTransformPropertyTest, RandomSequencesVisitEachPointOnce) {
+  std::mt19937 rng(1234);
+  for (int trial = 0; trial < 60; ++trial) {
+    State s = State::Initial(Matmul(1 + rng() % 12, 1 + rng() % 9, 1 + rng() % 7));
+    for (int n = 0; n < 6; ++n) {
+      const int iters = static_cast<int>(s.stage(2).iters.size());
+      Step step;
+      switch (rng() % 3) {
+        case 0: {
+          std::vector<std::optional<int64_t>> lengths;
+          for (int k = 0, nl = 1 + rng() % 2; k < nl; ++k) lengths.push_back(1 + rng() % 5);
+          step = Split(2, rng() % iters, lengths, rng() % 2);
+          break;
+        }
+        case 1: {
+          const int first = rng() % iters;
+          const int count = 1 + rng() % std::min(3, iters - first);
+          std::vector<int> ids;
+          for (int k = 0; k < count; ++k) ids.push_back(first + k);
+          step = FuseStep{2, ids};
+          break;
+        }
+        default: {
+          std::vector<int> order(iters);
+          for (int k = 0; k < iters; ++k) order[k] = k;
+          std::shuffle(order.begin(), order.end(), rng);
+          step = ReorderStep{2, order};
+        }
+      }
+      absl::StatusOr<State> next = ApplyStep(s, step);
+      ASSERT_THAT(next, IsOk()) << StepToString(step);
+      s = *next;
+    }
+    const Stage& c = s.stage(2);
+    EXPECT_EQ(AxisPointCounts(c), FullBox(DomainOf(c))) << s.ToString();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// compute_at / compute_root / compute_inline
+
+TEST(ComputeAtTest, AttachesWithTheRegionExtents) {
+  // D = relu(C): C computed inside D's tile of 8 x 4.
+  State s = Apply(State::Initial(MatmulRelu(64, 32, 16)), Split(3, 0, {8}));
+  s = Apply(s, Split(3, 2, {4}));                 // D: i.0 i.1 j.0 j.1
+  s = Apply(s, ReorderStep{3, {0, 2, 1, 3}});     // i.0 j.0 i.1 j.1
+  s = Apply(s, ComputeAtStep{2, 3, 1});           // at j.0
+  const Stage& c = s.stage(2);
+  EXPECT_EQ(c.location, ComputeLocation::kAttached);
+  EXPECT_EQ(c.attach_stage, 3);
+  EXPECT_EQ(c.attach_iter, "j.0");
+  EXPECT_THAT(c.axis_extents, ElementsAre(8, 4));
+  EXPECT_THAT(IterExtents(c), ElementsAre(8, 4, 16));  // reduce keeps its extent
+}
+
+TEST(ComputeAtTest, SplittingTheAttachIteratorMovesTheAttachPointInward) {
+  State s = Apply(State::Initial(MatmulRelu(64, 32, 16)), ComputeAtStep{2, 3, 0});
+  EXPECT_THAT(s.stage(2).axis_extents, ElementsAre(1, 32));
+  s = Apply(s, Split(3, 0, {4}));
+  EXPECT_EQ(s.stage(2).attach_iter, "i.1");
+  EXPECT_THAT(s.stage(2).axis_extents, ElementsAre(1, 32));
+}
+
+TEST(ComputeAtTest, ConsumerTilingAfterComputeAtRebuildsTheProducerLoops) {
+  // Ansor's multi-level tiling with fusion: tile C, follow it in D, then attach C.
+  State s = Apply(State::Initial(MatmulRelu(64, 32, 16)), Split(2, 0, {4, 2}));  // step 0
+  s = Apply(s, Split(2, 3, {2, 4}));                                            // step 1
+  s = Apply(s, ReorderStep{2, {0, 3, 1, 4, 2, 5, 6}});
+  s = Apply(s, FollowSplitStep{3, 0, 0, 1});      // D: i.0 (8) i.1 (8)
+  s = Apply(s, FollowSplitStep{3, 2, 1, 1});      // D: i.0 i.1 j.0 (4) j.1 (8)
+  s = Apply(s, ReorderStep{3, {0, 2, 1, 3}});
+  s = Apply(s, ComputeAtStep{2, 3, 1});           // at j.0: an 8 x 8 tile
+  const Stage& c = s.stage(2);
+  EXPECT_THAT(c.axis_extents, ElementsAre(8, 8));
+  // C's tiling was replayed on the 8 x 8 tile: i -> (1, 4, 2), j -> (1, 2, 4).
+  EXPECT_THAT(IterNames(c), ElementsAre("i.0", "j.0", "i.1", "j.1", "i.2", "j.2", "k"));
+  EXPECT_THAT(IterExtents(c), ElementsAre(1, 1, 4, 2, 2, 4, 16));
+  EXPECT_EQ(AxisPointCounts(c), FullBox(DomainOf(c)));
+  // Changing D's tiling (a fuse) keeps the region; binding changes nothing for a global stage
+  // without thread loops.
+  s = Apply(s, FuseStep{3, {0, 1}});
+  EXPECT_EQ(s.stage(2).attach_iter, "i.0@j.0");
+  EXPECT_THAT(s.stage(2).axis_extents, ElementsAre(8, 8));
+}
+
+TEST(ComputeAtTest, ComputeRootRestoresTheFullExtents) {
+  State s = Apply(State::Initial(MatmulRelu(64, 32, 16)), ComputeAtStep{2, 3, 1});
+  EXPECT_THAT(s.stage(2).axis_extents, ElementsAre(1, 1));
+  s = Apply(s, Split(2, 2, {4}));
+  s = Apply(s, ComputeRootStep{2});
+  EXPECT_EQ(s.stage(2).location, ComputeLocation::kRoot);
+  EXPECT_THAT(IterExtents(s.stage(2)), ElementsAre(64, 32, 4, 4));
+  EXPECT_EQ(AxisPointCounts(s.stage(2)), FullBox({64, 32, 16}));
+}
+
+TEST(ComputeAtTest, UnrelatedStageIsAnError) {
+  // C does not read D; A is a placeholder; B (inlined) and C are unrelated in Chain? C reads B.
+  State s = State::Initial(MatmulRelu(8, 8, 8));
+  EXPECT_THAT(ApplyStep(s, ComputeAtStep{3, 2, 0}),
+              StatusIs(kInvalid, HasSubstr("compute_at(3, 2, 0): stage 'C' does not read stage "
+                                           "'D'")));
+}
+
+TEST(ComputeAtTest, SelfPlaceholderAndInlinedTargetsAreErrors) {
+  State s = State::Initial(MatmulRelu(8, 8, 8));
+  EXPECT_THAT(ApplyStep(s, ComputeAtStep{2, 2, 0}),
+              StatusIs(kInvalid, HasSubstr("cannot compute stage 'C' at itself")));
+  EXPECT_THAT(ApplyStep(s, ComputeAtStep{2, 0, 0}),
+              StatusIs(kInvalid, HasSubstr("target stage 'A' is a placeholder")));
+  EXPECT_THAT(ApplyStep(s, ComputeAtStep{0, 2, 0}),
+              StatusIs(kInvalid, HasSubstr("stage 'A' is a placeholder")));
+  EXPECT_THAT(ApplyStep(s, ComputeAtStep{2, 3, 5}),
+              StatusIs(kInvalid, HasSubstr("iterator id 5 is out of range")));
+  State chain = Apply(State::Initial(Chain(16)), ComputeInlineStep{1});
+  EXPECT_THAT(ApplyStep(chain, ComputeAtStep{2, 1, 0}),
+              StatusIs(kInvalid, HasSubstr("target stage 'B' is inlined")));
+}
+
+TEST(ComputeInlineTest, InlinesAnElementwiseStage) {
+  State s = Apply(State::Initial(Chain(16)), ComputeInlineStep{1});
+  EXPECT_EQ(s.stage(1).location, ComputeLocation::kInlined);
+}
+
+TEST(ComputeInlineTest, MisusesAreErrors) {
+  State s = State::Initial(MatmulRelu(8, 8, 8));
+  EXPECT_THAT(ApplyStep(s, ComputeInlineStep{2}),
+              StatusIs(kInvalid, HasSubstr("compute_inline(2): stage 'C' has a reduction")));
+  EXPECT_THAT(ApplyStep(s, ComputeInlineStep{3}),
+              StatusIs(kInvalid, HasSubstr("stage 'D' is an output of the DAG")));
+  EXPECT_THAT(ApplyStep(s, ComputeInlineStep{0}),
+              StatusIs(kInvalid, HasSubstr("stage 'A' is a placeholder")));
+}
+
+TEST(ComputeInlineTest, StageWithAnAttachedStageIsAnError) {
+  ir::Tensor a = Input("A", {16});
+  auto b = ir::Compute("B", {16}, [&](const Axes& ax) { return a(ax[0]) + ir::FloatConst(1); },
+                       Names({"i"}));
+  auto c = ir::Compute("C", {16}, [&](const Axes& ax) { return (*b)(ax[0]) * ir::FloatConst(2); },
+                       Names({"i"}));
+  auto d = ir::Compute("D", {16}, [&](const Axes& ax) { return (*c)(ax[0]) - ir::FloatConst(3); },
+                       Names({"i"}));
+  State s = State::Initial(MakeDag({*d}));
+  s = Apply(s, ComputeAtStep{1, 2, 0});  // B inside C
+  EXPECT_THAT(ApplyStep(s, ComputeInlineStep{2}),
+              StatusIs(kInvalid, HasSubstr("stage 'B' is attached at 'i' of stage 'C'")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// cache_read / cache_write
+
+TEST(CacheReadTest, InsertsACopyStageAndRedirectsTheReaders) {
+  State s = Apply(State::Initial(Matmul(8, 6, 4)), CacheReadStep{0, ir::MemoryScope::kShared, {2}});
+  ASSERT_EQ(s.num_stages(), 4);
+  const Stage& cache = s.stage(1);
+  EXPECT_EQ(cache.name(), "A.shared");
+  EXPECT_EQ(cache.scope, ir::MemoryScope::kShared);
+  EXPECT_THAT(cache.op->shape, ElementsAre(8, 4));
+  const auto* load = cache.op->body.as<ir::LoadNode>();
+  ASSERT_NE(load, nullptr);
+  EXPECT_EQ(load->buffer, "A");
+  EXPECT_EQ(s.stage(2).name(), "B");
+  EXPECT_EQ(s.stage(3).name(), "C");
+  const std::string body = ir::ToString(s.stage(3).op->body);
+  EXPECT_THAT(body, HasSubstr("A.shared["));
+  EXPECT_THAT(body, ::testing::Not(HasSubstr("A[")));
+}
+
+TEST(CacheReadTest, ShiftsAttachedStagesAndAttachesTheCache) {
+  State s = Apply(State::Initial(Matmul(8, 6, 4)), CacheReadStep{0, ir::MemoryScope::kShared, {2}});
+  s = Apply(s, CacheReadStep{2, ir::MemoryScope::kShared, {3}});  // B.shared
+  ASSERT_EQ(s.stage(3).name(), "B.shared");
+  s = Apply(s, ComputeAtStep{1, 4, 2});  // A.shared at C's k
+  s = Apply(s, ComputeAtStep{3, 4, 2});  // B.shared at C's k
+  EXPECT_THAT(s.stage(1).axis_extents, ElementsAre(1, 1));
+  // A second cache_read of A for the same reader is an error (C reads A.shared now).
+  EXPECT_THAT(ApplyStep(s, CacheReadStep{0, ir::MemoryScope::kLocal, {4}}),
+              StatusIs(kInvalid, HasSubstr("stage 'C' does not read stage 'A'")));
+  // Redirecting C to a new cache of A.shared leaves A.shared attached in a stage that no longer
+  // reads it.
+  EXPECT_THAT(ApplyStep(s, CacheReadStep{1, ir::MemoryScope::kLocal, {4}}),
+              StatusIs(kInvalid, HasSubstr("cannot infer the region of stage 'A.shared': stage "
+                                           "'C' does not read stage 'A.shared'")));
+}
+
+TEST(CacheReadTest, InsertingShiftsTheAttachStageOfLaterStages) {
+  State s = Apply(State::Initial(MatmulRelu(8, 6, 4)), ComputeAtStep{2, 3, 1});
+  s = Apply(s, CacheReadStep{0, ir::MemoryScope::kShared, {2}});
+  EXPECT_EQ(s.stage(3).name(), "C");
+  EXPECT_EQ(s.stage(3).attach_stage, 4);
+  EXPECT_EQ(s.stage(4).name(), "D");
+}
+
+TEST(CacheReadTest, MisusesAreErrors) {
+  State s = State::Initial(Matmul(8, 6, 4));
+  EXPECT_THAT(ApplyStep(s, CacheReadStep{0, ir::MemoryScope::kShared, {1}}),
+              StatusIs(kInvalid, HasSubstr("cache_read(0, shared, [1]): stage 'B' does not read "
+                                           "stage 'A'")));
+  EXPECT_THAT(ApplyStep(s, CacheReadStep{0, ir::MemoryScope::kShared, {}}),
+              StatusIs(kInvalid, HasSubstr("no reader stages")));
+  EXPECT_THAT(ApplyStep(s, CacheReadStep{0, ir::MemoryScope::kShared, {2, 2}}),
+              StatusIs(kInvalid, HasSubstr("listed twice")));
+  EXPECT_THAT(ApplyStep(s, CacheReadStep{0, ir::MemoryScope::kShared, {9}}),
+              StatusIs(kInvalid, HasSubstr("stage id 9 is out of range")));
+  EXPECT_THAT(ApplyStep(s, CacheReadStep{0, ir::MemoryScope::kGlobal, {2}}),
+              StatusIs(kInvalid, HasSubstr("scope shared or local")));
+  State chain = Apply(State::Initial(Chain(16)), ComputeInlineStep{1});
+  EXPECT_THAT(ApplyStep(chain, CacheReadStep{1, ir::MemoryScope::kShared, {2}}),
+              StatusIs(kInvalid, HasSubstr("stage 'B' is inlined")));
+}
+
+TEST(CacheWriteTest, TheCacheComputesAndTheOriginalCopies) {
+  State s = Apply(State::Initial(Matmul(8, 6, 4)), CacheWriteStep{2, ir::MemoryScope::kLocal});
+  ASSERT_EQ(s.num_stages(), 4);
+  const Stage& cache = s.stage(2);
+  const Stage& orig = s.stage(3);
+  EXPECT_EQ(cache.name(), "C.local");
+  EXPECT_EQ(cache.scope, ir::MemoryScope::kLocal);
+  EXPECT_EQ(cache.op->reduce, ir::ReduceKind::kSum);
+  EXPECT_THAT(IterNames(cache), ElementsAre("i", "j", "k"));
+  EXPECT_EQ(orig.name(), "C");
+  EXPECT_EQ(orig.op->reduce, ir::ReduceKind::kNone);
+  EXPECT_THAT(IterNames(orig), ElementsAre("i", "j"));
+  EXPECT_EQ(ir::ToString(orig.op->body), "C.local[i, j]");
+  // The cache can then be attached in the copy (Ansor's GPU sketch).
+  s = Apply(s, Split(3, 0, {4}));
+  s = Apply(s, ComputeAtStep{2, 3, 1});
+  EXPECT_THAT(s.stage(2).axis_extents, ElementsAre(1, 6));
+}
+
+TEST(CacheWriteTest, MisusesAreErrors) {
+  State s = State::Initial(Matmul(8, 6, 4));
+  EXPECT_THAT(ApplyStep(s, CacheWriteStep{0, ir::MemoryScope::kLocal}),
+              StatusIs(kInvalid, HasSubstr("cache_write(0, local): stage 'A' is a placeholder")));
+  State split = Apply(s, Split(2, 0, {2}));
+  EXPECT_THAT(ApplyStep(split, CacheWriteStep{2, ir::MemoryScope::kLocal}),
+              StatusIs(kInvalid, HasSubstr("cache_write must come before other loop transforms "
+                                           "of stage 'C'")));
+  State chain = Apply(State::Initial(Chain(16)), ComputeInlineStep{1});
+  EXPECT_THAT(ApplyStep(chain, CacheWriteStep{1, ir::MemoryScope::kLocal}),
+              StatusIs(kInvalid, HasSubstr("stage 'B' is inlined")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// annotation / pragma / storage_align
+
+TEST(AnnotationTest, SetsTheAnnotation) {
+  State s = Apply(State::Initial(Matmul(8, 6, 4)), Annotate(2, 0, IteratorAnnotation::kBlockIdxX));
+  s = Apply(s, Annotate(2, 1, IteratorAnnotation::kThreadIdxX));
+  s = Apply(s, Annotate(2, 2, IteratorAnnotation::kVectorize));
+  EXPECT_EQ(s.stage(2).iters[0].annotation, IteratorAnnotation::kBlockIdxX);
+  EXPECT_EQ(s.stage(2).iters[1].annotation, IteratorAnnotation::kThreadIdxX);
+  EXPECT_EQ(s.stage(2).iters[2].annotation, IteratorAnnotation::kVectorize);
+}
+
+TEST(AnnotationTest, VectorizingANonInnermostLoopIsAnError) {
+  EXPECT_THAT(
+      ApplyStep(State::Initial(Matmul(8, 6, 4)), Annotate(2, 1, IteratorAnnotation::kVectorize)),
+      StatusIs(kInvalid, HasSubstr("annotation(2, 1, vectorize): vectorize needs the innermost "
+                                   "iterator, but 'j' is 1 of 3 in stage 'C'")));
+}
+
+TEST(AnnotationTest, BindingAReduceIteratorToBlockIdxIsAnError) {
+  State s = State::Initial(Matmul(8, 6, 4));
+  EXPECT_THAT(ApplyStep(s, Annotate(2, 2, IteratorAnnotation::kBlockIdxX)),
+              StatusIs(kInvalid, HasSubstr("cannot bind reduce iterator 'k' of stage 'C' to "
+                                           "blockIdx.x")));
+  EXPECT_THAT(ApplyStep(s, Annotate(2, 2, IteratorAnnotation::kVThread)),
+              StatusIs(kInvalid, HasSubstr("to vthread")));
+  State fused = Apply(s, FuseStep{2, {1, 2}});
+  EXPECT_THAT(ApplyStep(fused, Annotate(2, 1, IteratorAnnotation::kBlockIdxY)),
+              StatusIs(kInvalid, HasSubstr("cannot bind mixed iterator 'j@k'")));
+  // A reduce iterator may be bound to threadIdx (cross-thread reduction).
+  EXPECT_THAT(ApplyStep(s, Annotate(2, 2, IteratorAnnotation::kThreadIdxX)), IsOk());
+}
+
+TEST(AnnotationTest, TheSameBindingTwiceInAStageIsAnError) {
+  State s = Apply(State::Initial(Matmul(8, 6, 4)), Annotate(2, 0, IteratorAnnotation::kThreadIdxX));
+  EXPECT_THAT(ApplyStep(s, Annotate(2, 1, IteratorAnnotation::kThreadIdxX)),
+              StatusIs(kInvalid, HasSubstr("stage 'C' already binds iterator 'i' to threadIdx.x")));
+  // Re-annotating the same iterator is fine.
+  EXPECT_THAT(ApplyStep(s, Annotate(2, 0, IteratorAnnotation::kThreadIdxX)), IsOk());
+  EXPECT_THAT(ApplyStep(s, Annotate(2, 1, IteratorAnnotation::kThreadIdxY)), IsOk());
+}
+
+TEST(AnnotationTest, InlinedStagesAndPlaceholdersCannotBeAnnotated) {
+  State s = Apply(State::Initial(Chain(16)), ComputeInlineStep{1});
+  EXPECT_THAT(ApplyStep(s, Annotate(1, 0, IteratorAnnotation::kParallel)),
+              StatusIs(kInvalid, HasSubstr("stage 'B' is inlined")));
+  EXPECT_THAT(ApplyStep(s, Annotate(1, 0, IteratorAnnotation::kVectorize)),
+              StatusIs(kInvalid, HasSubstr("stage 'B' is inlined")));
+  EXPECT_THAT(ApplyStep(s, Annotate(0, 0, IteratorAnnotation::kUnroll)),
+              StatusIs(kInvalid, HasSubstr("stage 'A' is a placeholder")));
+}
+
+TEST(AnnotationTest, CooperativeFetchBindsThreadsInsideAThreadLoop) {
+  // A.shared attached inside C's threadIdx loop binds its own loop to threadIdx.x.
+  State s = Apply(State::Initial(Matmul(64, 64, 16)), CacheReadStep{0, ir::MemoryScope::kShared, {2}});
+  s = Apply(s, Split(3, 0, {8}));                        // C: i.0 i.1 j k
+  s = Apply(s, Annotate(3, 0, IteratorAnnotation::kBlockIdxX));
+  s = Apply(s, Annotate(3, 1, IteratorAnnotation::kThreadIdxX));
+  s = Apply(s, ComputeAtStep{1, 3, 3});                   // at k
+  s = Apply(s, FuseStep{1, {0, 1}});
+  EXPECT_THAT(ApplyStep(s, Annotate(1, 0, IteratorAnnotation::kThreadIdxX)), IsOk());
+}
+
+TEST(PragmaTest, SetsAutoUnrollAndRejectsMisuse) {
+  State s = Apply(State::Initial(Matmul(8, 6, 4)), PragmaStep{2, 0, 64});
+  EXPECT_EQ(s.stage(2).auto_unroll_max_step, 64);
+  EXPECT_THAT(ApplyStep(s, PragmaStep{2, 0, -1}),
+              StatusIs(kInvalid, HasSubstr("pragma(2, 0, auto_unroll_max_step=-1): "
+                                           "auto_unroll_max_step -1 is negative")));
+  State chain = Apply(State::Initial(Chain(16)), ComputeInlineStep{1});
+  EXPECT_THAT(ApplyStep(chain, PragmaStep{1, 0, 16}),
+              StatusIs(kInvalid, HasSubstr("stage 'B' is inlined")));
+}
+
+TEST(StorageAlignTest, RecordsAndRejectsBadValues) {
+  State s = Apply(State::Initial(Matmul(8, 6, 4)), CacheReadStep{0, ir::MemoryScope::kShared, {2}});
+  s = Apply(s, StorageAlignStep{1, 0, 32, 1});
+  EXPECT_EQ(s.stage(1).storage_align_dim, 0);
+  EXPECT_EQ(s.stage(1).storage_align_factor, 32);
+  EXPECT_EQ(s.stage(1).storage_align_offset, 1);
+  EXPECT_THAT(ApplyStep(s, StorageAlignStep{1, 0, 0, 0}),
+              StatusIs(kInvalid, HasSubstr("factor 0 must be >= 1")));
+  EXPECT_THAT(ApplyStep(s, StorageAlignStep{1, 0, 8, 8}),
+              StatusIs(kInvalid, HasSubstr("offset 8 must be in [0, 8)")));
+  EXPECT_THAT(ApplyStep(s, StorageAlignStep{1, 2, 8, 1}),
+              StatusIs(kInvalid, HasSubstr("dimension 2 is out of range")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ReplaySteps
+
+TEST(ReplayTest, ReplayingTheStepsRebuildsAnEqualState) {
+  State s = Apply(State::Initial(MatmulRelu(64, 32, 16)), Split(3, 0, {8}));
+  s = Apply(s, ComputeAtStep{2, 3, 1});
+  s = Apply(s, Annotate(3, 0, IteratorAnnotation::kParallel));
+  absl::StatusOr<State> r = ReplaySteps(s.dag(), s.steps());
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->ToString(), s.ToString());
+  EXPECT_EQ(r->Hash(), s.Hash());
+}
+
+TEST(ReplayTest, ErrorsNameTheStepIndex) {
+  std::vector<Step> steps = {Split(2, 0, {4}), FuseStep{2, {0, 2}}};
+  EXPECT_THAT(ReplaySteps(Matmul(8, 8, 8), steps),
+              StatusIs(kInvalid, HasSubstr("step 1: fuse(2, [0, 2]): iterators are not "
+                                           "adjacent")));
+}
+
+}  // namespace
+}  // namespace tilesearch::schedule
