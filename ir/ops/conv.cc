@@ -39,9 +39,9 @@ absl::StatusOr<std::vector<int64_t>> CheckConv(const std::string& op, const Tens
   RETURN_IF_ERROR(CheckNumeric(op, "X", x));
   RETURN_IF_ERROR(CheckNumeric(op, "W", w));
   RETURN_IF_ERROR(CheckSameDtype(op, "X", x, "W", w));
-  const std::vector<std::string> dim_names =
-      d.in.size() == 1 ? std::vector<std::string>{"length"}
-                       : std::vector<std::string>{"height", "width"};
+  const std::vector<std::string> dim_names = d.in.size() == 1
+                                                 ? std::vector<std::string>{"length"}
+                                                 : std::vector<std::string>{"height", "width"};
   for (size_t i = 0; i < d.in.size(); ++i) {
     RETURN_IF_ERROR(
         CheckWindowParams(op, dim_names[i], win.stride[i], win.padding[i], win.dilation[i]));
@@ -51,8 +51,8 @@ absl::StatusOr<std::vector<int64_t>> CheckConv(const std::string& op, const Tens
         absl::StrCat(op, ": groups ", win.groups, " must be at least 1"));
   }
   if (d.in_channels % win.groups != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(op, ": input channels ", d.in_channels,
-                                                   " of X ", ShapeStr(x.shape()),
+    return absl::InvalidArgumentError(absl::StrCat(op, ": input channels ", d.in_channels, " of X ",
+                                                   ShapeStr(x.shape()),
                                                    " are not divisible by groups ", win.groups));
   }
   if (d.out_channels % win.groups != 0) {
@@ -61,10 +61,10 @@ absl::StatusOr<std::vector<int64_t>> CheckConv(const std::string& op, const Tens
                                                    " are not divisible by groups ", win.groups));
   }
   if (d.weight_channels != d.in_channels / win.groups) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": weight channel mismatch: W ", ShapeStr(w.shape()), " has ", d.weight_channels,
-        " input channels per group, but X ", ShapeStr(x.shape()), " with groups ", win.groups,
-        " has ", d.in_channels / win.groups));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": weight channel mismatch: W ", ShapeStr(w.shape()), " has ",
+                     d.weight_channels, " input channels per group, but X ", ShapeStr(x.shape()),
+                     " with groups ", win.groups, " has ", d.in_channels / win.groups));
   }
   std::vector<int64_t> out;
   for (size_t i = 0; i < d.in.size(); ++i) {
@@ -124,14 +124,13 @@ absl::StatusOr<Tensor> Conv1d(const Tensor& x, const Tensor& w, const Conv1dPara
   const std::string op = "conv1d";
   RETURN_IF_ERROR(CheckTensor(op, "X", x, 3, "[N, C, L]"));
   RETURN_IF_ERROR(CheckTensor(op, "W", w, 3, "[K, C/groups, S]"));
-  const ConvDims d{x.shape()[0], x.shape()[1], w.shape()[0], w.shape()[1], {x.shape()[2]},
-                   {w.shape()[2]}};
+  const ConvDims d{x.shape()[0], x.shape()[1],   w.shape()[0],
+                   w.shape()[1], {x.shape()[2]}, {w.shape()[2]}};
   const ConvWindow win{{params.stride}, {params.padding}, {params.dilation}, params.groups};
   ASSIGN_OR_RETURN(std::vector<int64_t> out, CheckConv(op, x, w, d, win));
   const Expr zero = MakeConst(x.dtype(), 0);
   return Reduce(
-      name, {d.batch, d.out_channels, out[0]}, ReduceKind::kSum,
-      {d.weight_channels, d.kernel[0]},
+      name, {d.batch, d.out_channels, out[0]}, ReduceKind::kSum, {d.weight_channels, d.kernel[0]},
       [&](const std::vector<Expr>& ax, const std::vector<Expr>& r) {
         Expr l = WindowIndex(ax[2], r[1], params.stride, params.dilation, params.padding);
         Expr c = GroupChannel(ax[1], r[0], d, params.groups);
@@ -155,8 +154,12 @@ absl::StatusOr<Tensor> Conv2dNchw(const Tensor& x, const Tensor& w, const Conv2d
   const std::string op = "conv2d_nchw";
   RETURN_IF_ERROR(CheckTensor(op, "X", x, 4, "[N, C, H, W]"));
   RETURN_IF_ERROR(CheckTensor(op, "W", w, 4, "[K, C/groups, R, S]"));
-  const ConvDims d{x.shape()[0], x.shape()[1], w.shape()[0], w.shape()[1],
-                   {x.shape()[2], x.shape()[3]}, {w.shape()[2], w.shape()[3]}};
+  const ConvDims d{x.shape()[0],
+                   x.shape()[1],
+                   w.shape()[0],
+                   w.shape()[1],
+                   {x.shape()[2], x.shape()[3]},
+                   {w.shape()[2], w.shape()[3]}};
   const ConvWindow win = Window2d(params);
   ASSIGN_OR_RETURN(std::vector<int64_t> out, CheckConv(op, x, w, d, win));
   const Expr zero = MakeConst(x.dtype(), 0);
@@ -188,8 +191,12 @@ absl::StatusOr<Tensor> Conv2dNhwc(const Tensor& x, const Tensor& w, const Conv2d
   const std::string op = "conv2d_nhwc";
   RETURN_IF_ERROR(CheckTensor(op, "X", x, 4, "[N, H, W, C]"));
   RETURN_IF_ERROR(CheckTensor(op, "W", w, 4, "[R, S, C/groups, K]"));
-  const ConvDims d{x.shape()[0], x.shape()[3], w.shape()[3], w.shape()[2],
-                   {x.shape()[1], x.shape()[2]}, {w.shape()[0], w.shape()[1]}};
+  const ConvDims d{x.shape()[0],
+                   x.shape()[3],
+                   w.shape()[3],
+                   w.shape()[2],
+                   {x.shape()[1], x.shape()[2]},
+                   {w.shape()[0], w.shape()[1]}};
   const ConvWindow win = Window2d(params);
   ASSIGN_OR_RETURN(std::vector<int64_t> out, CheckConv(op, x, w, d, win));
   const Expr zero = MakeConst(x.dtype(), 0);
@@ -228,27 +235,29 @@ absl::StatusOr<Tensor> DepthwiseConv2dNchw(const Tensor& x, const Tensor& w,
                      " must have extent 1 in dimension 1, got ", w.shape()[1]));
   }
   if (w.shape()[0] % channels != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": weight channel mismatch: output channels ", w.shape()[0], " of W ",
-        ShapeStr(w.shape()), " are not a multiple of the input channels ", channels, " of X ",
-        ShapeStr(x.shape())));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": weight channel mismatch: output channels ", w.shape()[0], " of W ",
+                     ShapeStr(w.shape()), " are not a multiple of the input channels ", channels,
+                     " of X ", ShapeStr(x.shape())));
   }
   const int64_t multiplier = w.shape()[0] / channels;
-  const ConvDims d{x.shape()[0], channels, w.shape()[0], 1, {x.shape()[2], x.shape()[3]},
+  const ConvDims d{x.shape()[0],
+                   channels,
+                   w.shape()[0],
+                   1,
+                   {x.shape()[2], x.shape()[3]},
                    {w.shape()[2], w.shape()[3]}};
   ConvWindow win = Window2d(params);
   win.groups = channels;
   ASSIGN_OR_RETURN(std::vector<int64_t> out, CheckConv(op, x, w, d, win));
   const Expr zero = MakeConst(x.dtype(), 0);
   return Reduce(
-      name, {d.batch, d.out_channels, out[0], out[1]}, ReduceKind::kSum,
-      {d.kernel[0], d.kernel[1]},
+      name, {d.batch, d.out_channels, out[0], out[1]}, ReduceKind::kSum, {d.kernel[0], d.kernel[1]},
       [&](const std::vector<Expr>& ax, const std::vector<Expr>& r) {
         Expr h = WindowIndex(ax[2], r[0], win.stride[0], win.dilation[0], win.padding[0]);
         Expr v = WindowIndex(ax[3], r[1], win.stride[1], win.dilation[1], win.padding[1]);
         Expr c = multiplier == 1 ? ax[1] : ax[1] / static_cast<double>(multiplier);
-        return PaddedLoad(x, {ax[0], c, h, v}, {2, 3}, win.padding, zero) *
-               w(ax[1], 0, r[0], r[1]);
+        return PaddedLoad(x, {ax[0], c, h, v}, {2, 3}, win.padding, zero) * w(ax[1], 0, r[0], r[1]);
       },
       Expr(), ComputeOptions{{"n", "k", "h", "w"}, {"ry", "rx"}, "depthwise_conv2d_nchw"});
 }
@@ -269,23 +278,26 @@ absl::StatusOr<Tensor> Conv2dNchwPadded(const Tensor& x, const Tensor& w,
   const std::string op = "conv2d_nchw_padded";
   RETURN_IF_ERROR(CheckTensor(op, "X", x, 4, "[N, C, H, W]"));
   RETURN_IF_ERROR(CheckTensor(op, "W", w, 4, "[K, C/groups, R, S]"));
-  const ConvDims d{x.shape()[0], x.shape()[1], w.shape()[0], w.shape()[1],
-                   {x.shape()[2], x.shape()[3]}, {w.shape()[2], w.shape()[3]}};
+  const ConvDims d{x.shape()[0],
+                   x.shape()[1],
+                   w.shape()[0],
+                   w.shape()[1],
+                   {x.shape()[2], x.shape()[3]},
+                   {w.shape()[2], w.shape()[3]}};
   const ConvWindow win = Window2d(params);
   ASSIGN_OR_RETURN(std::vector<int64_t> out, CheckConv(op, x, w, d, win));
   const int64_t ph = win.padding[0];
   const int64_t pw = win.padding[1];
   const Expr zero = MakeConst(x.dtype(), 0);
-  ASSIGN_OR_RETURN(
-      Tensor pad,
-      Compute(
-          pad_name, {d.batch, d.in_channels, d.in[0] + 2 * ph, d.in[1] + 2 * pw},
-          [&](const std::vector<Expr>& ax) {
-            Expr h = ph == 0 ? ax[2] : ax[2] - static_cast<double>(ph);
-            Expr v = pw == 0 ? ax[3] : ax[3] - static_cast<double>(pw);
-            return PaddedLoad(x, {ax[0], ax[1], h, v}, {2, 3}, win.padding, zero);
-          },
-          ComputeOptions{{"n", "c", "h", "w"}, {}, "conv2d_nchw.pad"}));
+  ASSIGN_OR_RETURN(Tensor pad,
+                   Compute(
+                       pad_name, {d.batch, d.in_channels, d.in[0] + 2 * ph, d.in[1] + 2 * pw},
+                       [&](const std::vector<Expr>& ax) {
+                         Expr h = ph == 0 ? ax[2] : ax[2] - static_cast<double>(ph);
+                         Expr v = pw == 0 ? ax[3] : ax[3] - static_cast<double>(pw);
+                         return PaddedLoad(x, {ax[0], ax[1], h, v}, {2, 3}, win.padding, zero);
+                       },
+                       ComputeOptions{{"n", "c", "h", "w"}, {}, "conv2d_nchw.pad"}));
   return Reduce(
       name, {d.batch, d.out_channels, out[0], out[1]}, ReduceKind::kSum,
       {d.weight_channels, d.kernel[0], d.kernel[1]},
@@ -337,8 +349,7 @@ using Conv2dDagFn = absl::StatusOr<ComputeDAG> (*)(const std::vector<int64_t>&,
 OpInfo Conv2dOp(std::string name, std::string summary, std::vector<std::string> inputs,
                 bool with_groups, Conv2dDagFn build) {
   std::string op = name;
-  return OpInfo{std::move(name), std::move(summary), std::move(inputs),
-                Conv2dAttrInfo(with_groups),
+  return OpInfo{std::move(name), std::move(summary), std::move(inputs), Conv2dAttrInfo(with_groups),
                 [op, build](const OpArgs& args) -> absl::StatusOr<ComputeDAG> {
                   RETURN_IF_ERROR(ExpectInputs(args, op, 2));
                   ASSIGN_OR_RETURN(Conv2dParams params, ReadConv2dParams(args, op));
@@ -349,24 +360,23 @@ OpInfo Conv2dOp(std::string name, std::string summary, std::vector<std::string> 
 }  // namespace
 
 void AppendConvOps(std::vector<OpInfo>& ops) {
-  ops.push_back(OpInfo{
-      "conv1d",
-      "Y[N,K,OL] = conv1d(X[N,C,L], W[K,C/groups,S]) (torch.nn.functional.conv1d)",
-      {"X[N,C,L]", "W[K,C/groups,S]"},
-      {{"stride", "1", "window step"},
-       {"padding", "0", "zeros on each side"},
-       {"dilation", "1", "spacing of kernel taps"},
-       {"groups", "1", "channel groups (C and K divisible by it)"}},
-      [](const OpArgs& args) -> absl::StatusOr<ComputeDAG> {
-        const std::string op = "conv1d";
-        RETURN_IF_ERROR(ExpectInputs(args, op, 2));
-        Conv1dParams p;
-        ASSIGN_OR_RETURN(p.stride, IntAttr(args, op, "stride", 1));
-        ASSIGN_OR_RETURN(p.padding, IntAttr(args, op, "padding", 0));
-        ASSIGN_OR_RETURN(p.dilation, IntAttr(args, op, "dilation", 1));
-        ASSIGN_OR_RETURN(p.groups, IntAttr(args, op, "groups", 1));
-        return Conv1dDAG(args.shapes[0], args.shapes[1], args.dtype, p);
-      }});
+  ops.push_back(OpInfo{"conv1d",
+                       "Y[N,K,OL] = conv1d(X[N,C,L], W[K,C/groups,S]) (torch.nn.functional.conv1d)",
+                       {"X[N,C,L]", "W[K,C/groups,S]"},
+                       {{"stride", "1", "window step"},
+                        {"padding", "0", "zeros on each side"},
+                        {"dilation", "1", "spacing of kernel taps"},
+                        {"groups", "1", "channel groups (C and K divisible by it)"}},
+                       [](const OpArgs& args) -> absl::StatusOr<ComputeDAG> {
+                         const std::string op = "conv1d";
+                         RETURN_IF_ERROR(ExpectInputs(args, op, 2));
+                         Conv1dParams p;
+                         ASSIGN_OR_RETURN(p.stride, IntAttr(args, op, "stride", 1));
+                         ASSIGN_OR_RETURN(p.padding, IntAttr(args, op, "padding", 0));
+                         ASSIGN_OR_RETURN(p.dilation, IntAttr(args, op, "dilation", 1));
+                         ASSIGN_OR_RETURN(p.groups, IntAttr(args, op, "groups", 1));
+                         return Conv1dDAG(args.shapes[0], args.shapes[1], args.dtype, p);
+                       }});
   ops.push_back(Conv2dOp(
       "conv2d_nchw",
       "Y[N,K,OH,OW] = conv2d(X[N,C,H,W], W[K,C/groups,R,S]), padding read lazily in the body",

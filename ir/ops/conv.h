@@ -2,7 +2,8 @@
 // separate padding stage (Ansor's two-stage form).
 //
 // Semantics are PyTorch's (torch.nn.functional.conv1d / conv2d; cross-correlation, no kernel flip):
-//   Y[n, k, oh, ow] = Σ_{rc, ry, rx} Xpad[n, g·Cg + rc, oh·sh + ry·dh, ow·sw + rx·dw] · W[k, rc, ry, rx]
+//   Y[n, k, oh, ow] = Σ_{rc, ry, rx} Xpad[n, g·Cg + rc, oh·sh + ry·dh, ow·sw + rx·dw] · W[k, rc,
+//   ry, rx]
 // with Cg = C/groups input channels per group, g = k / (K/groups) the group of output channel k,
 // and Xpad the input with `padding` zeros on each side. Output extents:
 //   OH = floor((H + 2·ph − dh·(R − 1) − 1) / sh) + 1   (likewise OW, OL).
@@ -56,8 +57,8 @@ absl::StatusOr<ComputeDAG> Conv1dDAG(const std::vector<int64_t>& x_shape,
 
 /// X[N, C, H, W], W[K, C/groups, R, S] → Y[N, K, OH, OW]. One reduction stage `name`,
 /// tag "conv2d_nchw".
-absl::StatusOr<Tensor> Conv2dNchw(const Tensor& x, const Tensor& w,
-                                  const Conv2dParams& params = {}, const std::string& name = "Y");
+absl::StatusOr<Tensor> Conv2dNchw(const Tensor& x, const Tensor& w, const Conv2dParams& params = {},
+                                  const std::string& name = "Y");
 /// Placeholders X, W and Conv2dNchw.
 absl::StatusOr<ComputeDAG> Conv2dNchwDAG(const std::vector<int64_t>& x_shape,
                                          const std::vector<int64_t>& w_shape,
@@ -66,8 +67,8 @@ absl::StatusOr<ComputeDAG> Conv2dNchwDAG(const std::vector<int64_t>& x_shape,
 
 /// X[N, H, W, C], W[R, S, C/groups, K] → Y[N, OH, OW, K] (the NCHW definition with the
 /// dimensions permuted; axes n, h, w, k). One reduction stage `name`, tag "conv2d_nhwc".
-absl::StatusOr<Tensor> Conv2dNhwc(const Tensor& x, const Tensor& w,
-                                  const Conv2dParams& params = {}, const std::string& name = "Y");
+absl::StatusOr<Tensor> Conv2dNhwc(const Tensor& x, const Tensor& w, const Conv2dParams& params = {},
+                                  const std::string& name = "Y");
 /// Placeholders X, W and Conv2dNhwc.
 absl::StatusOr<ComputeDAG> Conv2dNhwcDAG(const std::vector<int64_t>& x_shape,
                                          const std::vector<int64_t>& w_shape,
@@ -75,7 +76,8 @@ absl::StatusOr<ComputeDAG> Conv2dNhwcDAG(const std::vector<int64_t>& x_shape,
                                          const Conv2dParams& params = {});
 
 /// Depthwise conv2d: X[N, C, H, W], W[C·multiplier, 1, R, S] → Y[N, C·multiplier, OH, OW] with
-///   Y[n, k, oh, ow] = Σ_{ry, rx} Xpad[n, k / multiplier, oh·sh + ry·dh, ow·sw + rx·dw]·W[k, 0, ry, rx]
+///   Y[n, k, oh, ow] = Σ_{ry, rx} Xpad[n, k / multiplier, oh·sh + ry·dh, ow·sw + rx·dw]·W[k, 0, ry,
+///   rx]
 /// (torch conv2d with groups = C). The multiplier is W's first extent / C; `params.groups` is
 /// ignored. One reduction stage `name` (reduce axes ry, rx), tag "depthwise_conv2d_nchw".
 /// Errors as conv2d, plus W's second extent ≠ 1 or its first not a multiple of C.

@@ -54,12 +54,11 @@ absl::StatusOr<Tensor> MatmulScaleResidual(const Tensor& a, const Tensor& b, con
   RETURN_IF_ERROR(CheckTensor(op, "R", r, 2, "[M, N]"));
   RETURN_IF_ERROR(CheckSameDtype(op, "A", a, "R", r));
   if (r.shape() != c.shape()) {
-    return absl::InvalidArgumentError(absl::StrCat(op, ": R is ", ShapeStr(r.shape()),
-                                                   " but A·B is ", ShapeStr(c.shape())));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": R is ", ShapeStr(r.shape()), " but A·B is ", ShapeStr(c.shape())));
   }
   return Compute(
-      name, c.shape(),
-      [&](const std::vector<Expr>& ax) { return c(ax) * scale + r(ax); },
+      name, c.shape(), [&](const std::vector<Expr>& ax) { return c(ax) * scale + r(ax); },
       ComputeOptions{{"i", "j"}, {}, "matmul_scale_residual"});
 }
 
@@ -110,39 +109,38 @@ absl::StatusOr<ComputeDAG> Conv2dBiasReluDAG(const std::vector<int64_t>& x_shape
 namespace ops_internal {
 
 void AppendFusedOps(std::vector<OpInfo>& ops) {
-  ops.push_back(OpInfo{
-      "conv2d_bias_relu",
-      "Y[N,K,OH,OW] = relu(conv2d_nchw(X, W) + bias[K]): conv reduction, then the epilogue",
-      {"X[N,C,H,W]", "W[K,C/groups,R,S]", "bias[K]"},
-      Conv2dAttrInfo(true),
-      [](const OpArgs& args) -> absl::StatusOr<ComputeDAG> {
-        const std::string op = "conv2d_bias_relu";
-        RETURN_IF_ERROR(ExpectInputs(args, op, 3));
-        ASSIGN_OR_RETURN(Conv2dParams params, ReadConv2dParams(args, op));
-        return Conv2dBiasReluDAG(args.shapes[0], args.shapes[1], args.shapes[2], args.dtype,
-                                 params);
-      }});
-  ops.push_back(OpInfo{
-      "dense_bias_relu",
-      "Y[M,N] = relu(X[M,K] · W[N,K]ᵀ + bias[N]): dense reduction, then the epilogue",
-      {"X[M,K]", "W[N,K]", "bias[N]"},
-      {},
-      [](const OpArgs& args) -> absl::StatusOr<ComputeDAG> {
-        RETURN_IF_ERROR(ExpectInputs(args, "dense_bias_relu", 3));
-        return DenseBiasReluDAG(args.shapes[0], args.shapes[1], args.shapes[2], args.dtype);
-      }});
-  ops.push_back(OpInfo{
-      "matmul_scale_residual",
-      "D[M,N] = (A[M,K] · B[K,N])·scale + R[M,N]: matmul, then the epilogue",
-      {"A[M,K]", "B[K,N]", "R[M,N]"},
-      {{"scale", "1.0", "factor applied to the product"}},
-      [](const OpArgs& args) -> absl::StatusOr<ComputeDAG> {
-        const std::string op = "matmul_scale_residual";
-        RETURN_IF_ERROR(ExpectInputs(args, op, 3));
-        ASSIGN_OR_RETURN(double scale, FloatAttr(args, op, "scale", 1.0));
-        return MatmulScaleResidualDAG(args.shapes[0], args.shapes[1], args.shapes[2],
-                                      args.dtype, scale);
-      }});
+  ops.push_back(
+      OpInfo{"conv2d_bias_relu",
+             "Y[N,K,OH,OW] = relu(conv2d_nchw(X, W) + bias[K]): conv reduction, then the epilogue",
+             {"X[N,C,H,W]", "W[K,C/groups,R,S]", "bias[K]"},
+             Conv2dAttrInfo(true),
+             [](const OpArgs& args) -> absl::StatusOr<ComputeDAG> {
+               const std::string op = "conv2d_bias_relu";
+               RETURN_IF_ERROR(ExpectInputs(args, op, 3));
+               ASSIGN_OR_RETURN(Conv2dParams params, ReadConv2dParams(args, op));
+               return Conv2dBiasReluDAG(args.shapes[0], args.shapes[1], args.shapes[2], args.dtype,
+                                        params);
+             }});
+  ops.push_back(
+      OpInfo{"dense_bias_relu",
+             "Y[M,N] = relu(X[M,K] · W[N,K]ᵀ + bias[N]): dense reduction, then the epilogue",
+             {"X[M,K]", "W[N,K]", "bias[N]"},
+             {},
+             [](const OpArgs& args) -> absl::StatusOr<ComputeDAG> {
+               RETURN_IF_ERROR(ExpectInputs(args, "dense_bias_relu", 3));
+               return DenseBiasReluDAG(args.shapes[0], args.shapes[1], args.shapes[2], args.dtype);
+             }});
+  ops.push_back(OpInfo{"matmul_scale_residual",
+                       "D[M,N] = (A[M,K] · B[K,N])·scale + R[M,N]: matmul, then the epilogue",
+                       {"A[M,K]", "B[K,N]", "R[M,N]"},
+                       {{"scale", "1.0", "factor applied to the product"}},
+                       [](const OpArgs& args) -> absl::StatusOr<ComputeDAG> {
+                         const std::string op = "matmul_scale_residual";
+                         RETURN_IF_ERROR(ExpectInputs(args, op, 3));
+                         ASSIGN_OR_RETURN(double scale, FloatAttr(args, op, "scale", 1.0));
+                         return MatmulScaleResidualDAG(args.shapes[0], args.shapes[1],
+                                                       args.shapes[2], args.dtype, scale);
+                       }});
 }
 
 }  // namespace ops_internal

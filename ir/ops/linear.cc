@@ -17,9 +17,12 @@ using ops_internal::ShapeStr;
 
 const char* ActivationName(Activation activation) {
   switch (activation) {
-    case Activation::kNone: return "none";
-    case Activation::kRelu: return "relu";
-    case Activation::kGelu: return "gelu";
+    case Activation::kNone:
+      return "none";
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kGelu:
+      return "gelu";
   }
   return "?";
 }
@@ -34,9 +37,12 @@ absl::StatusOr<Activation> ParseActivation(const std::string& op, const std::str
 
 Expr ApplyActivation(Activation activation, const Expr& x) {
   switch (activation) {
-    case Activation::kNone: return x;
-    case Activation::kRelu: return Max(x, MakeConst(x.type(), 0));
-    case Activation::kGelu: return x * 0.5 * (Erf(x * M_SQRT1_2) + 1.0);
+    case Activation::kNone:
+      return x;
+    case Activation::kRelu:
+      return Max(x, MakeConst(x.type(), 0));
+    case Activation::kGelu:
+      return x * 0.5 * (Erf(x * M_SQRT1_2) + 1.0);
   }
   CHECK(false) << "unknown activation";
   return x;
@@ -53,9 +59,9 @@ absl::Status CheckOperands(const std::string& op, const std::string& a_name, con
 
 absl::Status InnerMismatch(const std::string& op, const Tensor& a, const std::string& a_name,
                            const Tensor& b, const std::string& b_name) {
-  return absl::InvalidArgumentError(absl::StrCat(op, ": inner dimensions differ: ", a_name,
-                                                 " is ", ShapeStr(a.shape()), ", ", b_name,
-                                                 " is ", ShapeStr(b.shape())));
+  return absl::InvalidArgumentError(absl::StrCat(op, ": inner dimensions differ: ", a_name, " is ",
+                                                 ShapeStr(a.shape()), ", ", b_name, " is ",
+                                                 ShapeStr(b.shape())));
 }
 
 std::string Transposed(const std::string& layout, bool transposed, const std::string& swapped) {
@@ -104,9 +110,8 @@ absl::StatusOr<Tensor> BatchMatmul(const Tensor& a, const Tensor& b, const Matmu
       CheckTensor(op, "B", b, 3, Transposed("[B, K, N]", options.transpose_b, "[B, N, K]")));
   RETURN_IF_ERROR(CheckOperands(op, "A", a, "B", b));
   if (a.shape()[0] != b.shape()[0]) {
-    return absl::InvalidArgumentError(absl::StrCat(op, ": batch sizes differ: A is ",
-                                                   ShapeStr(a.shape()), ", B is ",
-                                                   ShapeStr(b.shape())));
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": batch sizes differ: A is ", ShapeStr(a.shape()), ", B is ", ShapeStr(b.shape())));
   }
   const int64_t batch = a.shape()[0];
   const int64_t m = options.transpose_a ? a.shape()[2] : a.shape()[1];
@@ -158,14 +163,12 @@ absl::StatusOr<Tensor> Dense(const Tensor& x, const Tensor& w, const Tensor& bia
     RETURN_IF_ERROR(ops_internal::CheckFloat(op, "X (gelu activation)", x));
   }
   const bool epilogue = bias.defined() || activation != Activation::kNone;
-  ASSIGN_OR_RETURN(
-      Tensor acc,
-      Reduce(
-          epilogue ? acc_name : name, {m, n}, ReduceKind::kSum, {k},
-          [&](const std::vector<Expr>& ax, const std::vector<Expr>& r) {
-            return x(ax[0], r[0]) * w(ax[1], r[0]);
-          },
-          Expr(), ComputeOptions{{"i", "j"}, {"k"}, "dense"}));
+  ASSIGN_OR_RETURN(Tensor acc, Reduce(
+                                   epilogue ? acc_name : name, {m, n}, ReduceKind::kSum, {k},
+                                   [&](const std::vector<Expr>& ax, const std::vector<Expr>& r) {
+                                     return x(ax[0], r[0]) * w(ax[1], r[0]);
+                                   },
+                                   Expr(), ComputeOptions{{"i", "j"}, {"k"}, "dense"}));
   if (!epilogue) return acc;
   return Compute(
       name, {m, n},
@@ -234,26 +237,25 @@ std::vector<OpAttrInfo> TransposeAttrs(const std::string& a_layout, const std::s
 }  // namespace
 
 void AppendLinearOps(std::vector<OpInfo>& ops) {
-  ops.push_back(OpInfo{
-      "matmul",
-      "C[M,N] = A[M,K] · B[K,N] (torch.matmul)",
-      {"A[M,K]", "B[K,N]"},
-      TransposeAttrs("[K,M]", "[N,K]"),
-      [](const OpArgs& args) -> absl::StatusOr<ComputeDAG> {
-        RETURN_IF_ERROR(ExpectInputs(args, "matmul", 2));
-        ASSIGN_OR_RETURN(MatmulOptions options, ReadMatmulOptions(args, "matmul"));
-        return MatmulDAG(args.shapes[0], args.shapes[1], args.dtype, options);
-      }});
-  ops.push_back(OpInfo{
-      "batch_matmul",
-      "C[B,M,N] = A[B,M,K] · B[B,K,N] per batch (torch.bmm)",
-      {"A[B,M,K]", "B[B,K,N]"},
-      TransposeAttrs("[B,K,M]", "[B,N,K]"),
-      [](const OpArgs& args) -> absl::StatusOr<ComputeDAG> {
-        RETURN_IF_ERROR(ExpectInputs(args, "batch_matmul", 2));
-        ASSIGN_OR_RETURN(MatmulOptions options, ReadMatmulOptions(args, "batch_matmul"));
-        return BatchMatmulDAG(args.shapes[0], args.shapes[1], args.dtype, options);
-      }});
+  ops.push_back(OpInfo{"matmul",
+                       "C[M,N] = A[M,K] · B[K,N] (torch.matmul)",
+                       {"A[M,K]", "B[K,N]"},
+                       TransposeAttrs("[K,M]", "[N,K]"),
+                       [](const OpArgs& args) -> absl::StatusOr<ComputeDAG> {
+                         RETURN_IF_ERROR(ExpectInputs(args, "matmul", 2));
+                         ASSIGN_OR_RETURN(MatmulOptions options, ReadMatmulOptions(args, "matmul"));
+                         return MatmulDAG(args.shapes[0], args.shapes[1], args.dtype, options);
+                       }});
+  ops.push_back(OpInfo{"batch_matmul",
+                       "C[B,M,N] = A[B,M,K] · B[B,K,N] per batch (torch.bmm)",
+                       {"A[B,M,K]", "B[B,K,N]"},
+                       TransposeAttrs("[B,K,M]", "[B,N,K]"),
+                       [](const OpArgs& args) -> absl::StatusOr<ComputeDAG> {
+                         RETURN_IF_ERROR(ExpectInputs(args, "batch_matmul", 2));
+                         ASSIGN_OR_RETURN(MatmulOptions options,
+                                          ReadMatmulOptions(args, "batch_matmul"));
+                         return BatchMatmulDAG(args.shapes[0], args.shapes[1], args.dtype, options);
+                       }});
   ops.push_back(OpInfo{
       "dense",
       "Y[M,N] = activation(X[M,K] · W[N,K]ᵀ + b[N]) (torch.nn.functional.linear)",

@@ -75,9 +75,8 @@ inline absl::Status CheckNumeric(const std::string& op, const std::string& arg, 
 /// Errors for non-float tensors (operators that divide or call math functions).
 inline absl::Status CheckFloat(const std::string& op, const std::string& arg, const Tensor& t) {
   if (!IsFloat(t.dtype())) {
-    return absl::InvalidArgumentError(absl::StrCat(op, ": ", arg, " has dtype ",
-                                                   TypeName(t.dtype()),
-                                                   "; a float dtype is needed"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": ", arg, " has dtype ", TypeName(t.dtype()), "; a float dtype is needed"));
   }
   return absl::OkStatus();
 }
@@ -87,15 +86,14 @@ inline absl::Status CheckSameDtype(const std::string& op, const std::string& a_n
                                    const Tensor& a, const std::string& b_name, const Tensor& b) {
   if (a.dtype() != b.dtype()) {
     return absl::InvalidArgumentError(absl::StrCat(op, ": ", a_name, " is ", TypeName(a.dtype()),
-                                                   " but ", b_name, " is ",
-                                                   TypeName(b.dtype())));
+                                                   " but ", b_name, " is ", TypeName(b.dtype())));
   }
   return absl::OkStatus();
 }
 
 /// Checks one dimension's window parameters: stride ≥ 1, dilation ≥ 1, padding ≥ 0.
-inline absl::Status CheckWindowParams(const std::string& op, const std::string& dim,
-                                      int64_t stride, int64_t padding, int64_t dilation) {
+inline absl::Status CheckWindowParams(const std::string& op, const std::string& dim, int64_t stride,
+                                      int64_t padding, int64_t dilation) {
   if (stride < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat(op, ": ", dim, " stride ", stride, " must be at least 1"));
@@ -122,10 +120,10 @@ inline absl::StatusOr<int64_t> WindowOutputExtent(const std::string& op, const s
   const int64_t effective = dilation * (kernel - 1) + 1;
   const int64_t padded = in + 2 * padding;
   if (effective > padded) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": kernel ", dim, " ", kernel, " (dilation ", dilation, ", effective ", effective,
-        ") is larger than the padded input ", dim, " ", padded, " (input ", in, ", padding ",
-        padding, "); the output would be empty"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": kernel ", dim, " ", kernel, " (dilation ", dilation, ", effective ",
+                     effective, ") is larger than the padded input ", dim, " ", padded, " (input ",
+                     in, ", padding ", padding, "); the output would be empty"));
   }
   return (padded - effective) / stride + 1;
 }

@@ -27,8 +27,8 @@ absl::StatusOr<std::array<int64_t, 2>> CheckPool(const std::string& op, const Te
     RETURN_IF_ERROR(CheckWindowParams(op, dims[i], stride[i], p.padding[i], p.dilation[i]));
     if (2 * p.padding[i] > p.kernel[i]) {
       return absl::InvalidArgumentError(absl::StrCat(op, ": ", dims[i], " padding ", p.padding[i],
-                                                     " is more than half the kernel ", dims[i],
-                                                     " ", p.kernel[i]));
+                                                     " is more than half the kernel ", dims[i], " ",
+                                                     p.kernel[i]));
     }
   }
   std::array<int64_t, 2> out;
@@ -97,14 +97,13 @@ absl::StatusOr<Tensor> AvgPool2d(const Tensor& x, const Pool2dParams& params,
   ASSIGN_OR_RETURN(auto out, CheckPool(op, x, params));
   const Expr zero = MakeConst(x.dtype(), 0);
   const std::vector<int64_t> shape = {x.shape()[0], x.shape()[1], out[0], out[1]};
-  ASSIGN_OR_RETURN(
-      Tensor sum,
-      Reduce(
-          sum_name, shape, ReduceKind::kSum, {params.kernel[0], params.kernel[1]},
-          [&](const std::vector<Expr>& ax, const std::vector<Expr>& r) {
-            return WindowLoad(x, ax, r, params, zero);
-          },
-          Expr(), ComputeOptions{{"n", "c", "h", "w"}, {"ry", "rx"}, "avg_pool2d"}));
+  ASSIGN_OR_RETURN(Tensor sum,
+                   Reduce(
+                       sum_name, shape, ReduceKind::kSum, {params.kernel[0], params.kernel[1]},
+                       [&](const std::vector<Expr>& ax, const std::vector<Expr>& r) {
+                         return WindowLoad(x, ax, r, params, zero);
+                       },
+                       Expr(), ComputeOptions{{"n", "c", "h", "w"}, {"ry", "rx"}, "avg_pool2d"}));
   const double area = static_cast<double>(params.kernel[0] * params.kernel[1]);
   return Compute(
       name, shape, [&](const std::vector<Expr>& ax) { return sum(ax) / area; },
@@ -162,16 +161,15 @@ void AppendPoolOps(std::vector<OpInfo>& ops) {
         ASSIGN_OR_RETURN(Pool2dParams p, ReadPoolParams(args, "avg_pool2d", false));
         return AvgPool2dDAG(args.shapes[0], args.dtype, p);
       }});
-  ops.push_back(OpInfo{
-      "max_pool2d",
-      "Y[N,C,OH,OW] = window maximum of X[N,C,H,W] (padding never wins)",
-      {"X[N,C,H,W]"},
-      PoolAttrInfo(true),
-      [](const OpArgs& args) -> absl::StatusOr<ComputeDAG> {
-        RETURN_IF_ERROR(ExpectInputs(args, "max_pool2d", 1));
-        ASSIGN_OR_RETURN(Pool2dParams p, ReadPoolParams(args, "max_pool2d", true));
-        return MaxPool2dDAG(args.shapes[0], args.dtype, p);
-      }});
+  ops.push_back(OpInfo{"max_pool2d",
+                       "Y[N,C,OH,OW] = window maximum of X[N,C,H,W] (padding never wins)",
+                       {"X[N,C,H,W]"},
+                       PoolAttrInfo(true),
+                       [](const OpArgs& args) -> absl::StatusOr<ComputeDAG> {
+                         RETURN_IF_ERROR(ExpectInputs(args, "max_pool2d", 1));
+                         ASSIGN_OR_RETURN(Pool2dParams p, ReadPoolParams(args, "max_pool2d", true));
+                         return MaxPool2dDAG(args.shapes[0], args.dtype, p);
+                       }});
 }
 
 }  // namespace ops_internal
