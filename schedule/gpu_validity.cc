@@ -62,6 +62,45 @@ Stmt Hoist(const Stmt& s, std::vector<ir::BufferDecl>* out) {
   }
 }
 
+// Drops barriers that order nothing: one directly after another, and those at the very end of
+// a block's work (the body of a blockIdx loop, or the kernel).
+Stmt CleanBarriers(const Stmt& s, bool at_block_end) {
+  if (!s.defined()) return s;
+  switch (s.kind()) {
+    case ir::StmtKind::kSeq: {
+      const auto& in = s.as<ir::SeqNode>()->stmts;
+      std::vector<Stmt> out;
+      for (size_t i = 0; i < in.size(); ++i) {
+        Stmt c = CleanBarriers(in[i], at_block_end && i + 1 == in.size());
+        if (c.as<ir::BarrierNode>() && !out.empty() && out.back().as<ir::BarrierNode>()) continue;
+        out.push_back(c);
+      }
+      while (at_block_end && !out.empty() && out.back().as<ir::BarrierNode>()) out.pop_back();
+      if (out.empty()) return ir::SeqNode::Make({});
+      return ir::SeqNode::Make(std::move(out));
+    }
+    case ir::StmtKind::kAllocate: {
+      const auto* op = s.as<ir::AllocateNode>();
+      Stmt body = CleanBarriers(op->body, at_block_end);
+      return body.same_as(op->body) ? s : ir::AllocateNode::Make(op->buffer, body);
+    }
+    case ir::StmtKind::kFor: {
+      const auto* op = s.as<ir::ForNode>();
+      Stmt body = CleanBarriers(op->body, ir::IsBlockBound(op->for_kind));
+      return body.same_as(op->body)
+                 ? s
+                 : ir::ForNode::Make(op->var, op->min, op->extent, op->for_kind, body);
+    }
+    case ir::StmtKind::kIfThenElse: {
+      const auto* op = s.as<ir::IfThenElseNode>();
+      return ir::IfThenElseNode::Make(op->cond, CleanBarriers(op->then_case, false),
+                                      CleanBarriers(op->else_case, false));
+    }
+    default:
+      return s;
+  }
+}
+
 struct EnclosingThread {
   int dim;
   int64_t extent;
@@ -214,6 +253,8 @@ Stmt HoistSharedAllocations(const Stmt& kernel) {
   Stmt body = Hoist(kernel, &top);
   return Wrap(top, body);
 }
+
+Stmt RemoveRedundantBarriers(const Stmt& kernel) { return CleanBarriers(kernel, true); }
 
 absl::StatusOr<LaunchConfig> AnalyzeKernel(const Stmt& kernel, const Target& target) {
   KernelWalker w;

@@ -373,6 +373,18 @@ absl::Status Lowerer::CheckState() {
       return absl::InvalidArgumentError(absl::StrCat(
           "stage '", name, "' has ", st.axis_values.size(), " axis values for ", naxes, " axes"));
     }
+    for (const Expr& v : st.axis_values) {
+      if (!v.defined() || v.type() != ir::ScalarType::kInt64) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("stage '", name, "' has an axis value that is not an int64 expression"));
+      }
+    }
+    for (const Expr& g : st.guards) {
+      if (!g.defined() || g.type() != ir::ScalarType::kBool) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("stage '", name, "' has a guard that is not a bool expression"));
+      }
+    }
     for (const Iterator& it : st.iters) {
       if (it.extent < 1) {
         return absl::InvalidArgumentError(absl::StrCat("iterator '", it.name, "' of stage '",
@@ -964,7 +976,7 @@ absl::StatusOr<LoweredKernel> Lowerer::Run() {
   for (size_t i = 0; i < kernels.size(); ++i) {
     Stmt k = ir::Simplify(fin.Mutate(kernels[i]));
     if (target_.is_gpu()) {
-      k = lower_internal::HoistSharedAllocations(k);
+      k = lower_internal::RemoveRedundantBarriers(lower_internal::HoistSharedAllocations(k));
       auto launch = lower_internal::AnalyzeKernel(k, target_);
       if (!launch.ok()) {
         return absl::Status(launch.status().code(),

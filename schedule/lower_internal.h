@@ -119,6 +119,10 @@ ir::Stmt BuildAllReduce(const AllReduceSpec& spec,
 /// it (or the kernel's top when it has none): shared memory is one per block.
 ir::Stmt HoistSharedAllocations(const ir::Stmt& kernel);
 
+/// Drops barriers that order nothing: a barrier right after another one, and barriers at the end
+/// of a block's work (the end of a blockIdx loop's body or of the kernel).
+ir::Stmt RemoveRedundantBarriers(const ir::Stmt& kernel);
+
 /// Launch configuration of one kernel statement and its validity against `target`. Errors:
 /// kFailedPrecondition "invalid_schedule: ..." for too many threads, too much shared memory,
 /// misplaced block bindings, thread bindings without block bindings, and barriers that threads
