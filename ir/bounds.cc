@@ -75,8 +75,10 @@ class Bounder {
                      I128(a->max) * b->max};
         return Fit(*std::min_element(p, p + 4), *std::max_element(p, p + 4));
       }
-      case ExprKind::kDiv: return BoundDiv(e.as<DivNode>());
-      case ExprKind::kMod: return BoundMod(e.as<ModNode>());
+      case ExprKind::kDiv:
+        return BoundDiv(e.as<DivNode>());
+      case ExprKind::kMod:
+        return BoundMod(e.as<ModNode>());
       case ExprKind::kMin: {
         auto a = Bound(e.as<MinNode>()->a);
         auto b = a ? Bound(e.as<MinNode>()->b) : std::nullopt;
@@ -102,8 +104,7 @@ class Bounder {
         if (v.type() == ScalarType::kBool) return BoundBool(v);
         if (v.type() == ScalarType::kInt32) {
           if (auto c = AsConstInt(v)) return Interval{*c, *c};
-          return Interval{std::numeric_limits<int32_t>::min(),
-                          std::numeric_limits<int32_t>::max()};
+          return Interval{std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
         }
         return std::nullopt;
       }
@@ -117,7 +118,8 @@ class Bounder {
         if (hi <= 0) return Fit(-hi, -lo);
         return Fit(0, std::max(-lo, hi));
       }
-      default: return std::nullopt;
+      default:
+        return std::nullopt;
     }
   }
 

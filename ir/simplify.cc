@@ -3,8 +3,9 @@
 // Each node is rebuilt from simplified operands by Simplifier::Simp, which applies, in order:
 // constant folding with the exact semantics of ir/expr.h; for int64, canonical linear forms
 // (Add / Sub / Mul by constants), the procedural div/mod decomposition by constant divisors and
-// comparisons decided from bounds of the difference; the rewrite(lhs, rhs, predicate) tables below;
-// and finally, for int64, replacement by a constant when BoundOf proves a single value.
+// comparisons decided from bounds of the difference; then the rewrite(lhs, rhs, predicate)
+// tables; and finally, for int64, replacement by a constant when BoundOf proves a
+// single value.
 //
 // Soundness: every rule is an identity of floor-division integer arithmetic for all values in the
 // known ranges; rules may remove an integer division by zero (the original had no value there)
@@ -35,9 +36,12 @@ using simplify_internal::CheckedSub;
 using simplify_internal::CompareExpr;
 using simplify_internal::FloorDiv;
 using simplify_internal::FloorMod;
+using simplify_internal::FoldBinary;
+using simplify_internal::FoldCall;
+using simplify_internal::FoldCast;
 using simplify_internal::LinearForm;
-using simplify_internal::Match;
-using simplify_internal::Rule;
+using simplify_internal::Magnitude;
+namespace rules = simplify_internal::rules;
 
 constexpr ScalarType kI64 = ScalarType::kInt64;
 constexpr ScalarType kI32 = ScalarType::kInt32;
@@ -50,270 +54,6 @@ constexpr int kMaxDepth = 256;
 bool IsComparison(ExprKind k) {
   return k == ExprKind::kEQ || k == ExprKind::kNE || k == ExprKind::kLT || k == ExprKind::kLE ||
          k == ExprKind::kGT || k == ExprKind::kGE;
-}
-
-uint64_t Magnitude(int64_t v) {
-  return v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Rule tables. Wildcards: x, y, z match any expression; c0, c1, c2 match integer constants.
-
-namespace rules {
-using namespace simplify_internal::pattern;  // NOLINT: the table reads as math
-using simplify_internal::Pattern;
-
-const Pattern x = Wild(0), y = Wild(1), z = Wild(2);
-const Pattern c0 = ConstWild(0), c1 = ConstWild(1), c2 = ConstWild(2);
-
-bool IntOperands(const Match& m) { return IsInt(m.wild[0].type()); }
-
-// int64 min, applied after the bounds checks and with operands ordered (a constant last).
-const std::vector<Rule>& MinRules() {
-  static const auto* r = new std::vector<Rule>{
-      // Each shrinks the expression.
-      {min(min(x, c0), c1), min(x, min(c0, c1))},
-      {min(x, max(x, y)), x},
-      {min(x, max(y, x)), x},
-      {min(max(x, y), x), x},
-      {min(max(y, x), x), x},
-      {min(x, min(x, y)), min(x, y)},
-      {min(x, min(y, x)), min(y, x)},
-      {min(min(x, y), x), min(x, y)},
-      {min(min(y, x), x), min(y, x)},
-      // Into the linear part: an atom times or plus a constant; no rule rebuilds the lhs.
-      {min(x + c0, y + c0), min(x, y) + c0},
-      {min(x * c0, y * c0), min(x, y) * c0, [](const Match& m) { return m.c(0) > 0; }},
-      {min(x * c0, y * c0), max(x, y) * c0, [](const Match& m) { return m.c(0) < 0; }},
-  };
-  return *r;
-}
-
-const std::vector<Rule>& MaxRules() {
-  static const auto* r = new std::vector<Rule>{
-      {max(max(x, c0), c1), max(x, max(c0, c1))},
-      {max(x, min(x, y)), x},
-      {max(x, min(y, x)), x},
-      {max(min(x, y), x), x},
-      {max(min(y, x), x), x},
-      {max(x, max(x, y)), max(x, y)},
-      {max(x, max(y, x)), max(y, x)},
-      {max(max(x, y), x), max(x, y)},
-      {max(max(y, x), x), max(y, x)},
-      {max(x + c0, y + c0), max(x, y) + c0},
-      {max(x * c0, y * c0), max(x, y) * c0, [](const Match& m) { return m.c(0) > 0; }},
-      {max(x * c0, y * c0), min(x, y) * c0, [](const Match& m) { return m.c(0) < 0; }},
-  };
-  return *r;
-}
-
-// int64 division by a constant, tried before the linear decomposition.
-const std::vector<Rule>& DivRules() {
-  static const auto* r = new std::vector<Rule>{
-      // floor(floor(x/a)/b) = floor(x/(a*b)) for a, b > 0.
-      {(x / c0) / c1, x / (c0 * c1),
-       [](const Match& m) { return m.c(0) > 0 && m.c(1) > 0 && CheckedMul(m.c(0), m.c(1)); }},
-      // floor((floor(x/a) + k)/b) = floor(floor((x + k*a)/a)/b) = floor((x + k*a)/(a*b)).
-      {(x / c0 + c2) / c1, (x + c2 * c0) / (c0 * c1),
-       [](const Match& m) {
-         return m.c(0) > 0 && m.c(1) > 0 && CheckedMul(m.c(0), m.c(1)) &&
-                CheckedMul(m.c(2), m.c(0));
-       }},
-      // x % (a*b) = x - a*b*q, so floor(that / b) = floor(x/b) - a*q = (x/b) % a. Div of Mod
-      // becomes Mod of Div, which no rule turns back.
-      {(x % c0) / c1, (x / c1) % (c0 / c1),
-       [](const Match& m) { return m.c(0) > 0 && m.c(1) > 0 && m.c(0) % m.c(1) == 0; }},
-  };
-  return *r;
-}
-
-const std::vector<Rule>& ModRules() {
-  static const auto* r = new std::vector<Rule>{
-      // x % (k*c) differs from x by a multiple of c.
-      {(x % c0) % c1, x % c1,
-       [](const Match& m) { return m.c(0) != 0 && m.c(1) != 0 && m.c(0) % m.c(1) == 0; }},
-  };
-  return *r;
-}
-
-const std::vector<Rule>& SelectRules() {
-  static const auto* r = new std::vector<Rule>{
-      {select(z, x, x), x},
-      {select(!z, x, y), select(z, y, x)},
-      {select(x != y, z, Wild(3)), select(x == y, Wild(3), z)},
-      {select(z, True(), False()), z},
-      {select(z, False(), True()), !z},
-  };
-  return *r;
-}
-
-const std::vector<Rule>& AndRules() {
-  static const auto* r = new std::vector<Rule>{
-      {True() && x, x},   {x && True(), x},      {False() && x, False()},
-      {x && False(), False()}, {x && x, x},      {x && !x, False()},
-      {!x && x, False()},
-      // Canonical comparisons negate to each other (integers or floats: both cannot hold).
-      {(x < y) && (y <= x), False()},
-      {(y <= x) && (x < y), False()},
-  };
-  return *r;
-}
-
-const std::vector<Rule>& OrRules() {
-  static const auto* r = new std::vector<Rule>{
-      {True() || x, True()},  {x || True(), True()}, {False() || x, x},
-      {x || False(), x},      {x || x, x},           {x || !x, True()},
-      {!x || x, True()},
-      {(x < y) || (y <= x), True(), IntOperands},
-      {(y <= x) || (x < y), True(), IntOperands},
-  };
-  return *r;
-}
-
-const std::vector<Rule>& NotRules() {
-  static const auto* r = new std::vector<Rule>{
-      {!True(), False()},
-      {!False(), True()},
-      {!!x, x},
-      {!(x == y), x != y},
-      {!(x != y), x == y},
-      // Integers only: with a float NaN both sides of < are false.
-      {!(x < y), y <= x, IntOperands},
-      {!(x <= y), y < x, IntOperands},
-  };
-  return *r;
-}
-
-}  // namespace rules
-
-// ---------------------------------------------------------------------------------------------
-// Constant folding (exact ir/expr.h semantics; nullopt where folding is not allowed).
-
-// Value of a float node of type `t` computed in double: float32 arithmetic rounds every
-// operation, and +,-,*,/ computed in double then rounded once give the float32 result exactly.
-// float16 / bfloat16 arithmetic runs in float32 and is rounded only when stored, so a result is
-// folded only when the type can hold it exactly.
-std::optional<Expr> FloatResult(ScalarType t, double v) {
-  if (std::isnan(v)) return std::nullopt;
-  double f32 = static_cast<float>(v);
-  if (t != ScalarType::kFloat32 && RoundToType(f32, t) != f32) return std::nullopt;
-  return FloatImmNode::Make(t, f32);
-}
-
-std::optional<Expr> FoldBinary(ExprKind kind, const Expr& a, const Expr& b) {
-  ScalarType t = a.type();
-  if (auto fa = a.as<FloatImmNode>()) {
-    const auto* fb = b.as<FloatImmNode>();
-    if (!fb) return std::nullopt;
-    double x = fa->value, y = fb->value;
-    switch (kind) {
-      case ExprKind::kAdd: return FloatResult(t, x + y);
-      case ExprKind::kSub: return FloatResult(t, x - y);
-      case ExprKind::kMul: return FloatResult(t, x * y);
-      case ExprKind::kDiv: return FloatResult(t, x / y);
-      case ExprKind::kMin:
-      case ExprKind::kMax:
-        // NaN and signed-zero ties depend on how min/max is implemented: left alone.
-        if (std::isnan(x) || std::isnan(y) || x == y) return std::nullopt;
-        return FloatImmNode::Make(t, kind == ExprKind::kMin ? std::min(x, y) : std::max(x, y));
-      case ExprKind::kEQ: return BoolConst(x == y);
-      case ExprKind::kNE: return BoolConst(x != y);
-      case ExprKind::kLT: return BoolConst(x < y);
-      case ExprKind::kLE: return BoolConst(x <= y);
-      case ExprKind::kGT: return BoolConst(x > y);
-      case ExprKind::kGE: return BoolConst(x >= y);
-      default: return std::nullopt;  // float Mod: the evaluator's rounding steps are its own
-    }
-  }
-  auto ia = AsConstInt(a), ib = AsConstInt(b);
-  if (!ia || !ib) return std::nullopt;
-  int64_t x = *ia, y = *ib;
-  switch (kind) {
-    case ExprKind::kEQ: return BoolConst(x == y);
-    case ExprKind::kNE: return BoolConst(x != y);
-    case ExprKind::kLT: return BoolConst(x < y);
-    case ExprKind::kLE: return BoolConst(x <= y);
-    case ExprKind::kGT: return BoolConst(x > y);
-    case ExprKind::kGE: return BoolConst(x >= y);
-    case ExprKind::kAnd: return BoolConst(x && y);
-    case ExprKind::kOr: return BoolConst(x || y);
-    case ExprKind::kMin: return IntImmNode::Make(t, std::min(x, y));
-    case ExprKind::kMax: return IntImmNode::Make(t, std::max(x, y));
-    default: break;
-  }
-  std::optional<int64_t> r;
-  if (t == kI32) {
-    // int32 operands fit easily in int64; IntImmNode::Make wraps the result to int32.
-    switch (kind) {
-      case ExprKind::kAdd: r = x + y; break;
-      case ExprKind::kSub: r = x - y; break;
-      case ExprKind::kMul: r = x * y; break;
-      case ExprKind::kDiv: if (y != 0) r = FloorDiv(x, y); break;
-      case ExprKind::kMod: if (y != 0) r = FloorMod(x, y); break;
-      default: break;
-    }
-  } else if (t == kI64) {
-    switch (kind) {
-      case ExprKind::kAdd: r = CheckedAdd(x, y); break;
-      case ExprKind::kSub: r = CheckedSub(x, y); break;
-      case ExprKind::kMul: r = CheckedMul(x, y); break;
-      case ExprKind::kDiv: r = CheckedFloorDiv(x, y); break;
-      case ExprKind::kMod: if (y != 0) r = y == -1 ? 0 : FloorMod(x, y); break;
-      default: break;
-    }
-  }
-  if (!r) return std::nullopt;
-  return IntImmNode::Make(t, *r);
-}
-
-std::optional<Expr> FoldCast(ScalarType t, const Expr& v) {
-  if (auto i = AsConstInt(v)) {
-    if (IsInt(t) || IsBool(t)) return IntImmNode::Make(t, *i);
-    // Beyond 2^53 int -> double -> float could round twice.
-    if (Magnitude(*i) > (uint64_t{1} << 53)) return std::nullopt;
-    double d = static_cast<double>(*i);
-    if (t == ScalarType::kFloat32) return FloatImmNode::Make(t, d);
-    if (RoundToType(d, t) != d) return std::nullopt;
-    return FloatImmNode::Make(t, d);
-  }
-  if (const auto* f = v.as<FloatImmNode>()) {
-    double d = f->value;
-    if (std::isnan(d)) return std::nullopt;
-    if (IsBool(t)) return BoolConst(d != 0);
-    if (IsInt(t)) {
-      double tr = std::trunc(d);
-      double lo = t == kI32 ? -2147483648.0 : -9223372036854775808.0;
-      double hi = t == kI32 ? 2147483647.0 : 9223372036854774784.0;
-      if (!(tr >= lo && tr <= hi)) return std::nullopt;
-      return IntImmNode::Make(t, static_cast<int64_t>(tr));
-    }
-    // float -> float: fold only what the target holds exactly.
-    if (RoundToType(d, t) != d) return std::nullopt;
-    return FloatImmNode::Make(t, d);
-  }
-  return std::nullopt;
-}
-
-std::optional<Expr> FoldCall(CallOp op, const std::vector<Expr>& args) {
-  if (op == CallOp::kAbs) {
-    if (auto i = AsConstInt(args[0])) {
-      if (*i == kInt64Min) return std::nullopt;
-      return IntImmNode::Make(args[0].type(), *i < 0 ? -*i : *i);
-    }
-  }
-  const auto* f = args[0].as<FloatImmNode>();
-  if (!f) return std::nullopt;
-  ScalarType t = args[0].type();
-  // abs and floor are exact; a correctly rounded double sqrt rounded to float32 is the correctly
-  // rounded float32 sqrt. Transcendentals depend on the evaluator's libm and are not folded.
-  switch (op) {
-    case CallOp::kAbs: return FloatResult(t, std::fabs(f->value));
-    case CallOp::kFloor: return FloatResult(t, std::floor(f->value));
-    case CallOp::kSqrt:
-      if (f->value < 0) return std::nullopt;
-      return FloatResult(t, std::sqrt(f->value));
-    default: return std::nullopt;
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -358,8 +98,8 @@ class Simplifier {
     }
     void Set(const std::string& name, Interval r) {
       auto it = s_->ranges_.find(name);
-      saved_.emplace_back(name, it == s_->ranges_.end() ? std::nullopt
-                                                        : std::optional<Interval>(it->second));
+      saved_.emplace_back(
+          name, it == s_->ranges_.end() ? std::nullopt : std::optional<Interval>(it->second));
       s_->ranges_[name] = r;
     }
     // Narrows a variable's range; leaves it when the intersection is empty (unreachable code).
@@ -420,9 +160,14 @@ Expr Simplifier::Mutate(const Expr& e) {
   } else {
     switch (e.kind()) {
       case ExprKind::kIntImm:
-      case ExprKind::kFloatImm: return e;
-      case ExprKind::kVar: out = Simp(ExprKind::kVar, {e}); break;
-      case ExprKind::kNot: out = Simp(ExprKind::kNot, {Mutate(e.as<NotNode>()->a)}); break;
+      case ExprKind::kFloatImm:
+        return e;
+      case ExprKind::kVar:
+        out = Simp(ExprKind::kVar, {e});
+        break;
+      case ExprKind::kNot:
+        out = Simp(ExprKind::kNot, {Mutate(e.as<NotNode>()->a)});
+        break;
       case ExprKind::kSelect: {
         const auto* s = e.as<SelectNode>();
         Expr c = Mutate(s->cond);
@@ -470,7 +215,8 @@ Expr Simplifier::Mutate(const Expr& e) {
         out = LoadNode::Make(l->type, l->buffer, std::move(idx), l->producer);
         break;
       }
-      default: return e;
+      default:
+        return e;
     }
   }
   // Mutators return the original node when nothing changed.
@@ -504,23 +250,45 @@ void Simplifier::Refine(const Expr& cond, bool truth, RangeScope* scope) {
     c = AsConstInt(a);
     if (!v || !c) return;
     switch (k) {
-      case ExprKind::kLT: k = ExprKind::kGT; break;
-      case ExprKind::kLE: k = ExprKind::kGE; break;
-      case ExprKind::kGT: k = ExprKind::kLT; break;
-      case ExprKind::kGE: k = ExprKind::kLE; break;
-      default: break;
+      case ExprKind::kLT:
+        k = ExprKind::kGT;
+        break;
+      case ExprKind::kLE:
+        k = ExprKind::kGE;
+        break;
+      case ExprKind::kGT:
+        k = ExprKind::kLT;
+        break;
+      case ExprKind::kGE:
+        k = ExprKind::kLE;
+        break;
+      default:
+        break;
     }
   }
   if (v->type != kI64) return;
   if (!truth) {
     switch (k) {
-      case ExprKind::kLT: k = ExprKind::kGE; break;
-      case ExprKind::kLE: k = ExprKind::kGT; break;
-      case ExprKind::kGT: k = ExprKind::kLE; break;
-      case ExprKind::kGE: k = ExprKind::kLT; break;
-      case ExprKind::kEQ: k = ExprKind::kNE; break;
-      case ExprKind::kNE: k = ExprKind::kEQ; break;
-      default: break;
+      case ExprKind::kLT:
+        k = ExprKind::kGE;
+        break;
+      case ExprKind::kLE:
+        k = ExprKind::kGT;
+        break;
+      case ExprKind::kGT:
+        k = ExprKind::kLE;
+        break;
+      case ExprKind::kGE:
+        k = ExprKind::kLT;
+        break;
+      case ExprKind::kEQ:
+        k = ExprKind::kNE;
+        break;
+      case ExprKind::kNE:
+        k = ExprKind::kEQ;
+        break;
+      default:
+        break;
     }
   }
   int64_t x = *c;
@@ -528,13 +296,20 @@ void Simplifier::Refine(const Expr& cond, bool truth, RangeScope* scope) {
     case ExprKind::kLT:
       if (x != kInt64Min) scope->Narrow(v->name, kInt64Min, x - 1);
       break;
-    case ExprKind::kLE: scope->Narrow(v->name, kInt64Min, x); break;
+    case ExprKind::kLE:
+      scope->Narrow(v->name, kInt64Min, x);
+      break;
     case ExprKind::kGT:
       if (x != kInt64Max) scope->Narrow(v->name, x + 1, kInt64Max);
       break;
-    case ExprKind::kGE: scope->Narrow(v->name, x, kInt64Max); break;
-    case ExprKind::kEQ: scope->Narrow(v->name, x, x); break;
-    default: break;
+    case ExprKind::kGE:
+      scope->Narrow(v->name, x, kInt64Max);
+      break;
+    case ExprKind::kEQ:
+      scope->Narrow(v->name, x, x);
+      break;
+    default:
+      break;
   }
 }
 
@@ -582,13 +357,19 @@ Expr Simplifier::SimpImpl(ExprKind kind, std::vector<Expr>& ops) {
   if (t == kI64) {
     switch (kind) {
       case ExprKind::kAdd:
-      case ExprKind::kSub: return SimpInt64Arith(kind, a, b);
-      case ExprKind::kMul: return SimpMul64(a, b);
-      case ExprKind::kDiv: return SimpDiv64(a, b);
-      case ExprKind::kMod: return SimpMod64(a, b);
+      case ExprKind::kSub:
+        return SimpInt64Arith(kind, a, b);
+      case ExprKind::kMul:
+        return SimpMul64(a, b);
+      case ExprKind::kDiv:
+        return SimpDiv64(a, b);
+      case ExprKind::kMod:
+        return SimpMod64(a, b);
       case ExprKind::kMin:
-      case ExprKind::kMax: return SimpMinMax64(kind, a, b);
-      default: return SimpCompare64(kind, a, b);
+      case ExprKind::kMax:
+        return SimpMinMax64(kind, a, b);
+      default:
+        return SimpCompare64(kind, a, b);
     }
   }
   if (t == kI32) return SimpInt32Arith(kind, a, b);
@@ -641,7 +422,8 @@ Expr Simplifier::SimpInt32Arith(ExprKind kind, const Expr& a, const Expr& b) {
     case ExprKind::kGT:
       if (CompareExpr(a, b) == 0) return BoolConst(false);
       break;
-    default: break;
+    default:
+      break;
   }
   return MakeBinary(kind, a, b);
 }
@@ -941,7 +723,8 @@ std::optional<bool> Simplifier::DecideCompare(ExprKind kind, const LinearForm& d
       if (bd->min > 0 || bd->max < 0) return !eq;
       break;
     }
-    default: break;
+    default:
+      break;
   }
   return std::nullopt;
 }
@@ -970,8 +753,12 @@ Expr Simplifier::SimpCompare64(ExprKind kind, const Expr& a, const Expr& b) {
     for (const auto& term : d.terms()) t.AddScaled(LinearForm::Atom(term.atom, term.coef / gi), 1);
     if (k == kInt64Min) return node;
     switch (kind) {
-      case ExprKind::kLT: t.AddConstant(FloorDiv(k, gi)); break;
-      case ExprKind::kLE: t.AddConstant(-FloorDiv(-k, gi)); break;
+      case ExprKind::kLT:
+        t.AddConstant(FloorDiv(k, gi));
+        break;
+      case ExprKind::kLE:
+        t.AddConstant(-FloorDiv(-k, gi));
+        break;
       default:
         if (k % gi != 0) return BoolConst(kind == ExprKind::kNE);
         t.AddConstant(k / gi);
@@ -992,10 +779,9 @@ Expr Simplifier::SimpCompare64(ExprKind kind, const Expr& a, const Expr& b) {
       int64_t k = d.constant();
       // coef 1:  u/c + k < 0 <=> u < -k*c;        u/c + k <= 0 <=> u < (1-k)*c.
       // coef -1: k - u/c < 0 <=> (k+1)*c <= u;    k - u/c <= 0 <=> k*c <= u.
-      std::optional<int64_t> m = t.coef == 1 ? (kind == ExprKind::kLT ? CheckedSub(0, k)
-                                                                     : CheckedSub(1, k))
-                                             : (kind == ExprKind::kLT ? CheckedAdd(k, 1)
-                                                                      : std::optional(k));
+      std::optional<int64_t> m =
+          t.coef == 1 ? (kind == ExprKind::kLT ? CheckedSub(0, k) : CheckedSub(1, k))
+                      : (kind == ExprKind::kLT ? CheckedAdd(k, 1) : std::optional(k));
       std::optional<int64_t> mc = m ? CheckedMul(*m, *c) : std::nullopt;
       if (mc) {
         if (t.coef == 1) return Simp2(ExprKind::kLT, div->a, IntConst(*mc));
@@ -1128,7 +914,8 @@ Stmt Simplifier::MutateStmt(const Stmt& s) {
       }
       return IfThenElseNode::Make(cond, then_case, else_case);
     }
-    case StmtKind::kBarrier: return s;
+    case StmtKind::kBarrier:
+      return s;
     case StmtKind::kEvaluate: {
       const auto* op = s.as<EvaluateNode>();
       Expr v = Mutate(op->value);

@@ -22,6 +22,11 @@
 
 namespace tilesearch::ir::simplify_internal {
 
+/// |v| as an unsigned value (defined for INT64_MIN).
+inline uint64_t Magnitude(int64_t v) {
+  return v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+}
+
 /// Total order on expressions: kind, type, then constants, names and operands in order.
 /// Returns -1, 0 or 1; 0 exactly when StructurallyEqual (NaN constants compare by bits).
 int CompareExpr(const Expr& a, const Expr& b);
@@ -126,6 +131,35 @@ struct Rule {
 /// Tries `rules` in order on `e`; the first whose lhs matches and whose predicate holds is
 /// instantiated. Returns an undefined Expr when none applies.
 Expr ApplyRules(const std::vector<Rule>& rules, const Expr& e, const NodeBuilder& build);
+
+// ---------------------------------------------------------------------------------------------
+// Constant folding with the exact semantics of ir/expr.h; nullopt where a fold is not allowed:
+// integer division by zero, int64 overflow, float results the node's type cannot hold exactly
+// (float16 / bfloat16 arithmetic runs in float32), float Mod, NaN results, min/max of NaN or
+// equal values (signed zeros), and transcendental calls (their value is the evaluator's libm).
+
+/// A binary node of two constants (any type; comparisons and And/Or give bool).
+std::optional<Expr> FoldBinary(ExprKind kind, const Expr& a, const Expr& b);
+/// Cast of a constant to `t`.
+std::optional<Expr> FoldCast(ScalarType t, const Expr& v);
+/// abs, floor and sqrt of constants.
+std::optional<Expr> FoldCall(CallOp op, const std::vector<Expr>& args);
+
+// ---------------------------------------------------------------------------------------------
+// Rule tables (defined with the rules), applied by the simplifier after its procedural steps.
+namespace rules {
+/// int64 min / max with operands ordered (a constant last).
+const std::vector<Rule>& MinRules();
+const std::vector<Rule>& MaxRules();
+/// int64 division / modulo by a constant.
+const std::vector<Rule>& DivRules();
+const std::vector<Rule>& ModRules();
+/// Any type.
+const std::vector<Rule>& SelectRules();
+const std::vector<Rule>& AndRules();
+const std::vector<Rule>& OrRules();
+const std::vector<Rule>& NotRules();
+}  // namespace rules
 
 namespace pattern {
 /// Wildcards and constant wildcards for rule tables.

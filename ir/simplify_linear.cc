@@ -37,12 +37,15 @@ int CompareExpr(const Expr& a, const Expr& b) {
     return CompareExpr(a1, b1);
   }
   switch (a.kind()) {
-    case ExprKind::kIntImm: return Cmp(a.as<IntImmNode>()->value, b.as<IntImmNode>()->value);
+    case ExprKind::kIntImm:
+      return Cmp(a.as<IntImmNode>()->value, b.as<IntImmNode>()->value);
     case ExprKind::kFloatImm:
       return Cmp(std::bit_cast<uint64_t>(a.as<FloatImmNode>()->value),
                  std::bit_cast<uint64_t>(b.as<FloatImmNode>()->value));
-    case ExprKind::kVar: return Cmp(a.as<VarNode>()->name, b.as<VarNode>()->name);
-    case ExprKind::kNot: return CompareExpr(a.as<NotNode>()->a, b.as<NotNode>()->a);
+    case ExprKind::kVar:
+      return Cmp(a.as<VarNode>()->name, b.as<VarNode>()->name);
+    case ExprKind::kNot:
+      return CompareExpr(a.as<NotNode>()->a, b.as<NotNode>()->a);
     case ExprKind::kSelect: {
       const auto* x = a.as<SelectNode>();
       const auto* y = b.as<SelectNode>();
@@ -50,7 +53,8 @@ int CompareExpr(const Expr& a, const Expr& b) {
       if (int c = CompareExpr(x->true_value, y->true_value)) return c;
       return CompareExpr(x->false_value, y->false_value);
     }
-    case ExprKind::kCast: return CompareExpr(a.as<CastNode>()->value, b.as<CastNode>()->value);
+    case ExprKind::kCast:
+      return CompareExpr(a.as<CastNode>()->value, b.as<CastNode>()->value);
     case ExprKind::kCall: {
       const auto* x = a.as<CallNode>();
       const auto* y = b.as<CallNode>();
@@ -63,7 +67,8 @@ int CompareExpr(const Expr& a, const Expr& b) {
       if (int c = Cmp(x->buffer, y->buffer)) return c;
       return CompareLists(x->indices, y->indices);
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -74,12 +79,14 @@ int64_t ExprSize(const Expr& e) {
     return 1 + ExprSize(a) + ExprSize(b);
   }
   switch (e.kind()) {
-    case ExprKind::kNot: return 1 + ExprSize(e.as<NotNode>()->a);
+    case ExprKind::kNot:
+      return 1 + ExprSize(e.as<NotNode>()->a);
     case ExprKind::kSelect: {
       const auto* s = e.as<SelectNode>();
       return 1 + ExprSize(s->cond) + ExprSize(s->true_value) + ExprSize(s->false_value);
     }
-    case ExprKind::kCast: return 1 + ExprSize(e.as<CastNode>()->value);
+    case ExprKind::kCast:
+      return 1 + ExprSize(e.as<CastNode>()->value);
     case ExprKind::kCall: {
       int64_t n = 1;
       for (const Expr& a : e.as<CallNode>()->args) n += ExprSize(a);
@@ -90,7 +97,8 @@ int64_t ExprSize(const Expr& e) {
       for (const Expr& i : e.as<LoadNode>()->indices) n += ExprSize(i);
       return n;
     }
-    default: return 1;
+    default:
+      return 1;
   }
 }
 

@@ -24,8 +24,10 @@ std::optional<ScalarType> InferType(const Pattern& p, const Match& m) {
     case Pattern::Tag::kWild:
       if (m.wild[p.slot].defined()) return m.wild[p.slot].type();
       return std::nullopt;
-    case Pattern::Tag::kConst: return p.const_type;
-    case Pattern::Tag::kConstWild: return std::nullopt;
+    case Pattern::Tag::kConst:
+      return p.const_type;
+    case Pattern::Tag::kConstWild:
+      return std::nullopt;
     case Pattern::Tag::kNode:
       if (IsComparisonKind(p.op) || p.op == ExprKind::kAnd || p.op == ExprKind::kOr ||
           p.op == ExprKind::kNot) {
@@ -60,7 +62,8 @@ bool MatchPattern(const Pattern& p, const Expr& e, Match* m) {
       if (!v || *v != p.value) return false;
       return p.const_type ? e.type() == *p.const_type : IsInt(e.type());
     }
-    case Pattern::Tag::kNode: break;
+    case Pattern::Tag::kNode:
+      break;
   }
   if (p.op == ExprKind::kAdd && p.kids[1].tag == Pattern::Tag::kConstWild) {
     if (const auto* sub = e.as<SubNode>()) {
@@ -84,7 +87,8 @@ bool MatchPattern(const Pattern& p, const Expr& e, Match* m) {
 
 Expr BuildPattern(const Pattern& p, const Match& m, ScalarType type, const NodeBuilder& build) {
   switch (p.tag) {
-    case Pattern::Tag::kWild: return m.wild[p.slot];
+    case Pattern::Tag::kWild:
+      return m.wild[p.slot];
     case Pattern::Tag::kConstWild:
       if (!m.cst[p.slot] || !IsInt(type)) return Expr();
       return IntConst(*m.cst[p.slot], type);
@@ -92,7 +96,8 @@ Expr BuildPattern(const Pattern& p, const Match& m, ScalarType type, const NodeB
       if (p.const_type) return IntImmNode::Make(*p.const_type, p.value);
       if (!IsInt(type)) return Expr();
       return IntConst(p.value, type);
-    case Pattern::Tag::kNode: break;
+    case Pattern::Tag::kNode:
+      break;
   }
   ScalarType operand_type = type;
   if (IsComparisonKind(p.op)) {

@@ -29,8 +29,10 @@ using Env = std::map<std::string, int64_t>;
 // And / Or evaluate both operands; Select only the branch taken (ir/expr.h).
 std::optional<int64_t> Eval(const Expr& e, const Env& env) {
   switch (e.kind()) {
-    case ExprKind::kIntImm: return e.as<IntImmNode>()->value;
-    case ExprKind::kVar: return env.at(e.as<VarNode>()->name);
+    case ExprKind::kIntImm:
+      return e.as<IntImmNode>()->value;
+    case ExprKind::kVar:
+      return env.at(e.as<VarNode>()->name);
     case ExprKind::kNot: {
       auto a = Eval(e.as<NotNode>()->a, env);
       if (!a) return std::nullopt;
@@ -42,7 +44,8 @@ std::optional<int64_t> Eval(const Expr& e, const Env& env) {
       if (!c) return std::nullopt;
       return Eval(*c ? s->true_value : s->false_value, env);
     }
-    default: break;
+    default:
+      break;
   }
   if (!IsBinaryKind(e.kind())) {
     ADD_FAILURE() << "unexpected node in " << e;
@@ -76,17 +79,28 @@ std::optional<int64_t> Eval(const Expr& e, const Env& env) {
       if (q * y != x && ((x < 0) != (y < 0))) --q;
       return x - q * y;
     }
-    case ExprKind::kMin: return x < y ? x : y;
-    case ExprKind::kMax: return x < y ? y : x;
-    case ExprKind::kEQ: return x == y;
-    case ExprKind::kNE: return x != y;
-    case ExprKind::kLT: return x < y;
-    case ExprKind::kLE: return x <= y;
-    case ExprKind::kGT: return x > y;
-    case ExprKind::kGE: return x >= y;
-    case ExprKind::kAnd: return x && y;
-    case ExprKind::kOr: return x || y;
-    default: break;
+    case ExprKind::kMin:
+      return x < y ? x : y;
+    case ExprKind::kMax:
+      return x < y ? y : x;
+    case ExprKind::kEQ:
+      return x == y;
+    case ExprKind::kNE:
+      return x != y;
+    case ExprKind::kLT:
+      return x < y;
+    case ExprKind::kLE:
+      return x <= y;
+    case ExprKind::kGT:
+      return x > y;
+    case ExprKind::kGE:
+      return x >= y;
+    case ExprKind::kAnd:
+      return x && y;
+    case ExprKind::kOr:
+      return x || y;
+    default:
+      break;
   }
   ADD_FAILURE() << "unexpected node in " << e;
   return std::nullopt;
@@ -130,14 +144,22 @@ class Generator {
   Expr Int(int depth) {
     if (depth == 0 || Chance(0.2)) return Leaf();
     switch (Uniform(0, 13)) {
-      case 0: return Int(depth - 1) + Int(depth - 1);
-      case 1: return Int(depth - 1) - Int(depth - 1);
-      case 2: return Int(depth - 1) * (Chance(0.7) ? IntConst(Uniform(-6, 6)) : Int(depth - 1));
-      case 3: return Int(depth - 1) / (Chance(0.8) ? SmallDivisor() : Int(depth - 1));
-      case 4: return Int(depth - 1) % (Chance(0.8) ? SmallDivisor() : Int(depth - 1));
-      case 5: return Min(Int(depth - 1), Int(depth - 1));
-      case 6: return Max(Int(depth - 1), Int(depth - 1));
-      case 7: return Select(Bool(depth - 1), Int(depth - 1), Int(depth - 1));
+      case 0:
+        return Int(depth - 1) + Int(depth - 1);
+      case 1:
+        return Int(depth - 1) - Int(depth - 1);
+      case 2:
+        return Int(depth - 1) * (Chance(0.7) ? IntConst(Uniform(-6, 6)) : Int(depth - 1));
+      case 3:
+        return Int(depth - 1) / (Chance(0.8) ? SmallDivisor() : Int(depth - 1));
+      case 4:
+        return Int(depth - 1) % (Chance(0.8) ? SmallDivisor() : Int(depth - 1));
+      case 5:
+        return Min(Int(depth - 1), Int(depth - 1));
+      case 6:
+        return Max(Int(depth - 1), Int(depth - 1));
+      case 7:
+        return Select(Bool(depth - 1), Int(depth - 1), Int(depth - 1));
       case 8: {
         // Split index: (e*c + f) / c or % c.
         Expr c = SmallDivisor();
@@ -156,10 +178,14 @@ class Generator {
         Expr e = Int(depth - 1);
         Expr a = SmallDivisor(), b = SmallDivisor();
         switch (Uniform(0, 3)) {
-          case 0: return (e / a) / b;
-          case 1: return (e % a) / b;
-          case 2: return (e % a) % b;
-          default: return (e / a + IntConst(Uniform(-5, 5))) / b;
+          case 0:
+            return (e / a) / b;
+          case 1:
+            return (e % a) / b;
+          case 2:
+            return (e % a) % b;
+          default:
+            return (e / a + IntConst(Uniform(-5, 5))) / b;
         }
       }
       case 11: {
@@ -167,24 +193,36 @@ class Generator {
         Expr a = Int(depth - 1), b = Int(depth - 1);
         return Chance(0.5) ? Min(a * c, b * c) : Max(a + c, b + c);
       }
-      case 12: return Min(Min(Int(depth - 1), Leaf()), Leaf());
-      default: return Max(Int(depth - 1), Min(Int(depth - 1), Int(depth - 1)));
+      case 12:
+        return Min(Min(Int(depth - 1), Leaf()), Leaf());
+      default:
+        return Max(Int(depth - 1), Min(Int(depth - 1), Int(depth - 1)));
     }
   }
 
   Expr Bool(int depth) {
     if (depth == 0 || Chance(0.1)) return BoolConst(Chance(0.5));
     switch (Uniform(0, 9)) {
-      case 0: return Int(depth - 1) < Int(depth - 1);
-      case 1: return Int(depth - 1) <= Int(depth - 1);
-      case 2: return Int(depth - 1) > Int(depth - 1);
-      case 3: return Int(depth - 1) >= Int(depth - 1);
-      case 4: return Int(depth - 1) == Int(depth - 1);
-      case 5: return Int(depth - 1) != Int(depth - 1);
-      case 6: return Bool(depth - 1) && Bool(depth - 1);
-      case 7: return Bool(depth - 1) || Bool(depth - 1);
-      case 8: return !Bool(depth - 1);
-      default: return Select(Bool(depth - 1), Bool(depth - 1), Bool(depth - 1));
+      case 0:
+        return Int(depth - 1) < Int(depth - 1);
+      case 1:
+        return Int(depth - 1) <= Int(depth - 1);
+      case 2:
+        return Int(depth - 1) > Int(depth - 1);
+      case 3:
+        return Int(depth - 1) >= Int(depth - 1);
+      case 4:
+        return Int(depth - 1) == Int(depth - 1);
+      case 5:
+        return Int(depth - 1) != Int(depth - 1);
+      case 6:
+        return Bool(depth - 1) && Bool(depth - 1);
+      case 7:
+        return Bool(depth - 1) || Bool(depth - 1);
+      case 8:
+        return !Bool(depth - 1);
+      default:
+        return Select(Bool(depth - 1), Bool(depth - 1), Bool(depth - 1));
     }
   }
 
@@ -243,8 +281,7 @@ TEST(SimplifyFuzzTest, SimplifiedExpressionsEvaluateLikeTheOriginal) {
         for (const auto& [name, v] : env) point << name << "=" << v << " ";
         ADD_FAILURE() << "expression " << e << "\nsimplified " << s << "\nranges "
                       << RangesText(ranges) << "\nat " << point.str() << "\noriginal " << *want
-                      << ", simplified "
-                      << (got ? std::to_string(*got) : std::string("no value"));
+                      << ", simplified " << (got ? std::to_string(*got) : std::string("no value"));
         ++failures;
         break;
       }
@@ -280,15 +317,18 @@ int64_t Wrap32(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(v)
 
 std::optional<int64_t> Eval32(const Expr& e, const Env& env) {
   switch (e.kind()) {
-    case ExprKind::kIntImm: return e.as<IntImmNode>()->value;
-    case ExprKind::kVar: return env.at(e.as<VarNode>()->name);
+    case ExprKind::kIntImm:
+      return e.as<IntImmNode>()->value;
+    case ExprKind::kVar:
+      return env.at(e.as<VarNode>()->name);
     case ExprKind::kSelect: {
       const auto* s = e.as<SelectNode>();
       auto c = Eval32(s->cond, env);
       if (!c) return std::nullopt;
       return Eval32(*c ? s->true_value : s->false_value, env);
     }
-    default: break;
+    default:
+      break;
   }
   auto [ea, eb] = BinaryOperands(e);
   auto a = Eval32(ea, env);
@@ -296,9 +336,12 @@ std::optional<int64_t> Eval32(const Expr& e, const Env& env) {
   if (!a || !b) return std::nullopt;
   int64_t x = *a, y = *b;  // int32 values: sums and products fit in int64
   switch (e.kind()) {
-    case ExprKind::kAdd: return Wrap32(x + y);
-    case ExprKind::kSub: return Wrap32(x - y);
-    case ExprKind::kMul: return Wrap32(x * y);
+    case ExprKind::kAdd:
+      return Wrap32(x + y);
+    case ExprKind::kSub:
+      return Wrap32(x - y);
+    case ExprKind::kMul:
+      return Wrap32(x * y);
     case ExprKind::kDiv:
     case ExprKind::kMod: {
       if (y == 0) return std::nullopt;
@@ -306,11 +349,16 @@ std::optional<int64_t> Eval32(const Expr& e, const Env& env) {
       if (q * y != x && ((x < 0) != (y < 0))) --q;
       return Wrap32(e.kind() == ExprKind::kDiv ? q : x - q * y);
     }
-    case ExprKind::kMin: return std::min(x, y);
-    case ExprKind::kMax: return std::max(x, y);
-    case ExprKind::kLT: return x < y;
-    case ExprKind::kEQ: return x == y;
-    default: break;
+    case ExprKind::kMin:
+      return std::min(x, y);
+    case ExprKind::kMax:
+      return std::max(x, y);
+    case ExprKind::kLT:
+      return x < y;
+    case ExprKind::kEQ:
+      return x == y;
+    default:
+      break;
   }
   ADD_FAILURE() << "unexpected node in " << e;
   return std::nullopt;
@@ -322,8 +370,8 @@ TEST(SimplifyFuzzTest, Int32ArithmeticWrapsLikeTheEvaluator) {
   auto pick = [&rng](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
   };
-  const int64_t kEdges[] = {0, 1, -1, 2, -2, 3, INT32_MAX, INT32_MIN, INT32_MAX - 1,
-                            INT32_MIN + 1, 65536, 46341};
+  const int64_t kEdges[] = {
+      0, 1, -1, 2, -2, 3, INT32_MAX, INT32_MIN, INT32_MAX - 1, INT32_MIN + 1, 65536, 46341};
   auto value = [&]() -> int64_t {
     if (pick(0, 1)) return kEdges[pick(0, std::size(kEdges) - 1)];
     return pick(INT32_MIN, INT32_MAX);
@@ -335,15 +383,24 @@ TEST(SimplifyFuzzTest, Int32ArithmeticWrapsLikeTheEvaluator) {
     }
     Expr x = gen(depth - 1), y = gen(depth - 1);
     switch (pick(0, 8)) {
-      case 0: return x + y;
-      case 1: return x - y;
-      case 2: return x * y;
-      case 3: return x / y;
-      case 4: return x % y;
-      case 5: return Min(x, y);
-      case 6: return Max(x, y);
-      case 7: return Select(x < y, x, y);
-      default: return Select(x == y, y, x);
+      case 0:
+        return x + y;
+      case 1:
+        return x - y;
+      case 2:
+        return x * y;
+      case 3:
+        return x / y;
+      case 4:
+        return x % y;
+      case 5:
+        return Min(x, y);
+      case 6:
+        return Max(x, y);
+      case 7:
+        return Select(x < y, x, y);
+      default:
+        return Select(x == y, y, x);
     }
   };
   int failures = 0;

@@ -283,7 +283,8 @@ TEST_F(SimplifyTest, SelectRules) {
   ExpectSimplifiesTo(Select(!(x == y), i, j), Select(x == y, j, i));
   ExpectSimplifiesTo(Select(x < y, BoolConst(true), BoolConst(false)), x < y);
   // The condition's range holds inside the branches.
-  ExpectSimplifiesTo(Select(x < 4, Min(x, IntConst(10)), IntConst(0)), Select(x < 4, x, IntConst(0)));
+  ExpectSimplifiesTo(Select(x < 4, Min(x, IntConst(10)), IntConst(0)),
+                     Select(x < 4, x, IntConst(0)));
   ExpectSimplifiesTo(Select(x == 3, x + 1, y), Select(x == 3, IntConst(4), y));
 }
 
