@@ -1,5 +1,6 @@
 // Each transform step: its effect on the state (checked by enumerating the loops against the
 // axis domain) and each misuse's Status.
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -599,6 +600,126 @@ TEST(StorageAlignTest, RecordsAndRejectsBadValues) {
               StatusIs(kInvalid, HasSubstr("offset 8 must be in [0, 8)")));
   EXPECT_THAT(ApplyStep(s, StorageAlignStep{1, 2, 8, 1}),
               StatusIs(kInvalid, HasSubstr("dimension 2 is out of range")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// rfactor
+
+// Evaluates stage `name` of `s` at `point` in double precision straight from the definitions
+// (placeholders read `inputs`, row-major), looping over reduce axes by hand.
+double EvalStage(const State& s, const std::string& name, const std::vector<int64_t>& point,
+                 const std::map<std::string, std::vector<double>>& inputs);
+
+double EvalValue(const State& s, const ir::Expr& e, const Env& env,
+                 const std::map<std::string, std::vector<double>>& inputs) {
+  using K = ir::ExprKind;
+  if (auto c = ir::AsConstNumber(e)) return *c;
+  if (const auto* l = e.as<ir::LoadNode>()) {
+    std::vector<int64_t> idx;
+    for (const ir::Expr& i : l->indices) idx.push_back(Eval(i, env));
+    return EvalStage(s, l->buffer, idx, inputs);
+  }
+  if (const auto* sel = e.as<ir::SelectNode>()) {
+    return Eval(sel->cond, env) ? EvalValue(s, sel->true_value, env, inputs)
+                                : EvalValue(s, sel->false_value, env, inputs);
+  }
+  if (e.kind() == K::kAdd || e.kind() == K::kMul || e.kind() == K::kMax) {
+    auto [a, b] = ir::BinaryOperands(e);
+    const double x = EvalValue(s, a, env, inputs), y = EvalValue(s, b, env, inputs);
+    return e.kind() == K::kAdd ? x + y : e.kind() == K::kMul ? x * y : std::max(x, y);
+  }
+  ADD_FAILURE() << "cannot evaluate " << ir::ToString(e);
+  return 0;
+}
+
+double EvalStage(const State& s, const std::string& name, const std::vector<int64_t>& point,
+                 const std::map<std::string, std::vector<double>>& inputs) {
+  const int id = s.StageId(name);
+  EXPECT_GE(id, 0) << name;
+  const ir::TensorNode& op = *s.stage(id).op;
+  if (op.is_placeholder) {
+    int64_t flat = 0;
+    for (size_t d = 0; d < point.size(); ++d) flat = flat * op.shape[d] + point[d];
+    return inputs.at(name)[flat];
+  }
+  Env env;
+  for (size_t d = 0; d < op.axes.size(); ++d) env[op.axes[d].name] = point[d];
+  if (op.reduce == ir::ReduceKind::kNone) return EvalValue(s, op.body, env, inputs);
+  EXPECT_EQ(op.reduce, ir::ReduceKind::kSum);
+  double acc = EvalValue(s, op.init, env, inputs);
+  std::vector<Iterator> raxes;
+  for (const ir::IterVar& r : op.reduce_axes) raxes.push_back({r.name, r.extent});
+  ForEachIteration(raxes, 0, raxes.size(), env,
+                   [&](const Env& e) { acc += EvalValue(s, op.body, e, inputs); });
+  return acc;
+}
+
+void ExpectMatmulValues(const State& s, int64_t m, int64_t n, int64_t k) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> a(m * k), b(k * n);
+  for (double& v : a) v = u(rng);
+  for (double& v : b) v = u(rng);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (int64_t r = 0; r < k; ++r) want += a[i * k + r] * b[r * n + j];
+      EXPECT_NEAR(EvalStage(s, "C", {i, j}, {{"A", a}, {"B", b}}), want, 1e-12) << i << "," << j;
+    }
+  }
+}
+
+TEST(RfactorTest, SplitReduceAxisBecomesASpaceAxisOfTheRfStage) {
+  State s = Apply(State::Initial(Matmul(5, 4, 7)), Split(2, 2, {3}));  // k.0 (3) k.1 (3), guarded
+  s = Apply(s, RfactorStep{2, 3, 0});
+  ASSERT_EQ(s.num_stages(), 4);
+  const Stage& rf = s.stage(2);
+  const Stage& c = s.stage(3);
+  EXPECT_EQ(rf.name(), "C.rf");
+  EXPECT_THAT(rf.op->shape, ElementsAre(3, 5, 4));
+  EXPECT_THAT(IterNames(rf), ElementsAre("k.1", "i", "j", "k.0"));
+  EXPECT_EQ(c.name(), "C");
+  EXPECT_THAT(IterNames(c), ElementsAre("i", "j", "k.1"));
+  EXPECT_EQ(c.iters[2].kind, IteratorKind::kReduce);
+  ExpectMatmulValues(s, 5, 4, 7);
+}
+
+TEST(RfactorTest, FactorAxisPlacementAndOuterIterator) {
+  State s = Apply(State::Initial(Matmul(3, 4, 8)), Split(2, 2, {2}));  // k.0 (4) k.1 (2)
+  s = Apply(s, RfactorStep{2, 2, 2});                                  // factor k.0, last
+  EXPECT_THAT(s.stage(2).op->shape, ElementsAre(3, 4, 4));
+  EXPECT_THAT(IterNames(s.stage(2)), ElementsAre("i", "j", "k.0", "k.1"));
+  ExpectMatmulValues(s, 3, 4, 8);
+  // An unsplit reduce axis: the rf stage has no reduction left.
+  State whole = Apply(State::Initial(Matmul(3, 4, 5)), RfactorStep{2, 2, 1});
+  EXPECT_EQ(whole.stage(2).op->reduce, ir::ReduceKind::kNone);
+  ExpectMatmulValues(whole, 3, 4, 5);
+}
+
+TEST(RfactorTest, MisusesAreErrors) {
+  State s = Apply(State::Initial(Matmul(4, 4, 8)), Split(2, 2, {2}));
+  EXPECT_THAT(ApplyStep(s, RfactorStep{2, 0, 0}),
+              StatusIs(kInvalid, HasSubstr("rfactor(2, 0, 0): iterator 'i' of stage 'C' is not "
+                                           "a reduce iterator")));
+  EXPECT_THAT(ApplyStep(s, RfactorStep{2, 3, 3}),
+              StatusIs(kInvalid, HasSubstr("factor_iter_id 3 must be in [0, 2]")));
+  EXPECT_THAT(ApplyStep(s, RfactorStep{0, 0, 0}),
+              StatusIs(kInvalid, HasSubstr("stage 'A' is a placeholder")));
+  EXPECT_THAT(ApplyStep(State::Initial(Chain(8)), RfactorStep{2, 0, 0}),
+              StatusIs(kInvalid, HasSubstr("stage 'C' has no reduction")));
+  State mixed = Apply(State::Initial(Matmul(4, 4, 8)), FuseStep{2, {1, 2}});
+  EXPECT_THAT(ApplyStep(mixed, RfactorStep{2, 1, 0}),
+              StatusIs(kInvalid, HasSubstr("not a reduce iterator")));
+}
+
+TEST(CacheWriteTest, KeepsTheValues) {
+  State s = Apply(State::Initial(Matmul(3, 4, 5)), CacheWriteStep{2, ir::MemoryScope::kLocal});
+  ExpectMatmulValues(s, 3, 4, 5);
+}
+
+TEST(CacheReadTest, KeepsTheValues) {
+  State s = Apply(State::Initial(Matmul(3, 4, 5)), CacheReadStep{1, ir::MemoryScope::kShared, {2}});
+  ExpectMatmulValues(s, 3, 4, 5);
 }
 
 // ---------------------------------------------------------------------------------------------
