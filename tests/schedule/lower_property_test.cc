@@ -1,0 +1,335 @@
+// Property test with fixed seeds: random valid step sequences on operators of the library
+// (splits with random, often non-divisible, factors; fuses; reorders; compute_at; inlining;
+// cache_read / cache_write; annotations; pragmas) are lowered, and the interpreter's output equals
+// the naive program's on random inputs within 1e-5 (reorders may change the reduction order).
+// GPU: random tile sizes of the Ansor-style shared-memory matmul on random shapes.
+#include <algorithm>
+#include <random>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "base/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/ops/conv.h"
+#include "ir/ops/elementwise.h"
+#include "ir/ops/fused.h"
+#include "ir/ops/layout.h"
+#include "ir/ops/linear.h"
+#include "ir/ops/norm.h"
+#include "ir/ops/pool.h"
+#include "ir/ops/reduce.h"
+#include "schedule/lower.h"
+#include "tests/schedule/lower_test_util.h"
+
+namespace tilesearch::schedule {
+namespace {
+
+using testing::MaxRelError;
+using testing::RunLowered;
+
+struct Workload {
+  std::string name;
+  ir::ComputeDAG dag;
+};
+
+std::vector<Workload> Workloads() {
+  std::vector<Workload> w;
+  auto add = [&](const std::string& name, absl::StatusOr<ir::ComputeDAG> dag) {
+    EXPECT_TRUE(dag.ok()) << name << ": " << dag.status();
+    if (dag.ok()) w.push_back({name, *std::move(dag)});
+  };
+  ir::Conv2dParams pad1;
+  pad1.padding = {1, 1};
+  ir::Conv2dParams strided;
+  strided.stride = {2, 2};
+  strided.padding = {1, 1};
+  ir::Pool2dParams pool;
+  pool.kernel = {3, 3};
+  pool.stride = std::array<int64_t, 2>{2, 2};
+  add("matmul", ir::MatmulDAG({7, 5}, {5, 6}));
+  add("batch_matmul", ir::BatchMatmulDAG({2, 4, 3}, {2, 3, 5}));
+  add("dense_bias_relu", ir::DenseBiasReluDAG({6, 5}, {4, 5}, {4}));
+  add("matmul_scale_residual", ir::MatmulScaleResidualDAG({5, 4}, {4, 6}, {5, 6}, ir::ScalarType::kFloat32, 0.5));
+  add("gemv", ir::GemvDAG({6, 5}, {5}));
+  add("conv2d_padded", ir::Conv2dNchwPaddedDAG({1, 2, 5, 5}, {3, 2, 3, 3},
+                                               ir::ScalarType::kFloat32, pad1));
+  add("conv2d_strided", ir::Conv2dNchwDAG({1, 2, 6, 6}, {3, 2, 3, 3}, ir::ScalarType::kFloat32,
+                                          strided));
+  add("softmax", ir::SoftmaxDAG({3, 10}));
+  add("layernorm", ir::LayerNormDAG({4, 6}));
+  add("reduce_sum", ir::ReduceDAG(ir::ReduceOp::kSum, {4, 5, 3}, {1}));
+  add("relu", ir::UnaryDAG(ir::UnaryOp::kRelu, {5, 7}));
+  add("add_broadcast", ir::BinaryDAG(ir::BinaryOp::kAdd, {4, 1}, {1, 6}));
+  add("transpose", ir::TransposeDAG({3, 4, 5}, {2, 0, 1}));
+  add("max_pool2d", ir::MaxPool2dDAG({1, 2, 7, 7}, ir::ScalarType::kFloat32, pool));
+  return w;
+}
+
+bool ReadsBuffer(const ir::TensorNode& op, const std::string& name) {
+  class V : public ir::ExprVisitor {
+   public:
+    explicit V(const std::string& n) : name_(n) {}
+    bool found = false;
+
+   protected:
+    void VisitLoad(const ir::LoadNode* op, const ir::Expr& e) override {
+      found |= op->buffer == name_;
+      ir::ExprVisitor::VisitLoad(op, e);
+    }
+
+   private:
+    const std::string& name_;
+  };
+  V v(name);
+  v.Visit(op.body);
+  if (op.init.defined()) v.Visit(op.init);
+  return v.found;
+}
+
+// One random step, or nothing when the pick does not apply.
+std::optional<Step> RandomStep(const State& s, std::mt19937_64& rng) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  std::vector<int> stages;
+  for (int i = 0; i < s.num_stages(); ++i) {
+    const Stage& st = s.stage(i);
+    if (!st.is_placeholder() && st.location != ComputeLocation::kInlined) stages.push_back(i);
+  }
+  if (stages.empty()) return std::nullopt;
+  const int sid = stages[pick(static_cast<int>(stages.size()))];
+  const Stage& st = s.stage(sid);
+  const int n = static_cast<int>(st.iters.size());
+  switch (pick(12)) {
+    case 0:
+    case 1:
+    case 2: {
+      SplitStep sp;
+      sp.stage_id = sid;
+      sp.iter_id = pick(n);
+      sp.extent = st.iters[sp.iter_id].extent;
+      const int parts = 1 + pick(2);
+      for (int k = 0; k < parts; ++k) {
+        sp.lengths.push_back(1 + pick(static_cast<int>(std::min<int64_t>(sp.extent, 5))));
+      }
+      sp.inner_to_outer = pick(4) != 0;
+      return sp;
+    }
+    case 3: {
+      if (n < 2) return std::nullopt;
+      FuseStep f;
+      f.stage_id = sid;
+      int i = pick(n - 1);
+      f.fused_ids = {i, i + 1};
+      return f;
+    }
+    case 4: {
+      ReorderStep r;
+      r.stage_id = sid;
+      for (int i = 0; i < n; ++i) r.after_ids.push_back(i);
+      std::shuffle(r.after_ids.begin(), r.after_ids.end(), rng);
+      return r;
+    }
+    case 5:
+      return ComputeInlineStep{sid};
+    case 6:
+    case 7: {
+      std::vector<int> readers;
+      for (int c = 0; c < s.num_stages(); ++c) {
+        const Stage& cs = s.stage(c);
+        if (c != sid && !cs.is_placeholder() && cs.location != ComputeLocation::kInlined &&
+            ReadsBuffer(*cs.op, st.name())) {
+          readers.push_back(c);
+        }
+      }
+      // With several readers, the others would read the buffer outside the attach loop
+      // (lowering rejects that).
+      if (readers.size() != 1) return std::nullopt;
+      ComputeAtStep ca;
+      ca.stage_id = sid;
+      ca.target_stage_id = readers[pick(static_cast<int>(readers.size()))];
+      ca.target_iter_id = pick(static_cast<int>(s.stage(ca.target_stage_id).iters.size()));
+      return ca;
+    }
+    case 8: {
+      CacheWriteStep cw;
+      cw.stage_id = sid;
+      cw.scope = ir::MemoryScope::kLocal;
+      return cw;
+    }
+    case 9: {
+      // cache_read of any stage (placeholders included) for all of its readers.
+      const int src = pick(s.num_stages());
+      CacheReadStep cr;
+      cr.stage_id = src;
+      cr.scope = ir::MemoryScope::kLocal;
+      for (int c = 0; c < s.num_stages(); ++c) {
+        const Stage& cs = s.stage(c);
+        if (c != src && !cs.is_placeholder() && cs.location != ComputeLocation::kInlined &&
+            ReadsBuffer(*cs.op, s.stage(src).name())) {
+          cr.reader_stage_ids.push_back(c);
+        }
+      }
+      if (cr.reader_stage_ids.empty()) return std::nullopt;
+      return cr;
+    }
+    case 10: {
+      AnnotationStep a;
+      a.stage_id = sid;
+      a.iter_id = pick(n);
+      const IteratorAnnotation kinds[] = {IteratorAnnotation::kUnroll,
+                                          IteratorAnnotation::kVectorize,
+                                          IteratorAnnotation::kParallel};
+      a.annotation = kinds[pick(3)];
+      // Lowering rejects parallel reduce loops (a race on the accumulator).
+      if (a.annotation == IteratorAnnotation::kParallel &&
+          st.iters[a.iter_id].kind != IteratorKind::kSpace) {
+        return std::nullopt;
+      }
+      return a;
+    }
+    default: {
+      PragmaStep p;
+      p.stage_id = sid;
+      p.iter_id = 0;
+      p.auto_unroll_max_step = 1 << pick(6);
+      return p;
+    }
+  }
+}
+
+TEST(LowerProperty, RandomCpuSchedulesMatchTheNaiveProgram) {
+  std::mt19937_64 rng(20261129);
+  constexpr int kTrials = 150;
+  int lowered = 0;
+  std::vector<int> applied(std::variant_size_v<Step>, 0);
+  for (const Workload& w : Workloads()) {
+    ir::BufferMap inputs = ir::MakeRandomInputs(w.dag, 5);
+    absl::StatusOr<ir::BufferMap> ref = ir::RunReference(w.dag, inputs);
+    ASSERT_TRUE(ref.ok()) << w.name << ": " << ref.status();
+    for (int trial = 0; trial < kTrials; ++trial) {
+      State st = State::Initial(w.dag);
+      const int want = 1 + static_cast<int>(rng() % 10);
+      for (int attempt = 0; attempt < 40 && static_cast<int>(st.steps().size()) < want;
+           ++attempt) {
+        std::optional<Step> step = RandomStep(st, rng);
+        if (!step) continue;
+        absl::StatusOr<State> next = ApplyStep(st, *step);
+        if (!next.ok()) continue;
+        st = *std::move(next);
+        ++applied[step->index()];
+      }
+      absl::StatusOr<LoweredKernel> k = Lower(w.dag, st, Target::HostCpu());
+      ASSERT_TRUE(k.ok()) << w.name << " trial " << trial << ": " << k.status() << "\n"
+                          << st.ToString();
+      absl::StatusOr<ir::BufferMap> got = RunLowered(k->nest, inputs);
+      ASSERT_TRUE(got.ok()) << w.name << " trial " << trial << ": " << got.status() << "\n"
+                            << st.ToString() << "\n" << k->nest;
+      ASSERT_LE(MaxRelError(w.dag, *got, *ref), 1e-5)
+          << w.name << " trial " << trial << "\n" << st.ToString() << "\n" << k->nest;
+      ++lowered;
+    }
+  }
+  EXPECT_EQ(lowered, kTrials * static_cast<int>(Workloads().size()));
+  // The schedules exercise every kind of step the generator makes.
+  for (const Step& kind : {Step(SplitStep{}), Step(FuseStep{}), Step(ReorderStep{}),
+                           Step(ComputeAtStep{}), Step(ComputeInlineStep{}),
+                           Step(CacheReadStep{}), Step(CacheWriteStep{}), Step(AnnotationStep{}),
+                           Step(PragmaStep{})}) {
+    EXPECT_GE(applied[kind.index()], 50) << StepToString(kind);
+  }
+}
+
+// Simple GPU sketches on every workload: elementwise stages inlined at random; each remaining
+// stage's space iterators fused and split over blocks and threads, or (reductions, at random) its
+// reduce iterators fused and split with the inner part bound to threadIdx.x: a cross-thread
+// reduction.
+TEST(LowerProperty, RandomGpuBindingsMatchTheNaiveProgram) {
+  std::mt19937_64 rng(99);
+  auto pick = [&](int lo, int hi) { return lo + static_cast<int>(rng() % (hi - lo + 1)); };
+  int checked = 0, cross_thread = 0;
+  for (const Workload& w : Workloads()) {
+    for (int trial = 0; trial < 8; ++trial) {
+      testing::Sched s(w.dag);
+      for (int id = 0; id < w.dag.num_stages(); ++id) {
+        const bool output = std::count(w.dag.output_ids().begin(), w.dag.output_ids().end(), id);
+        if (w.dag.IsInlinable(id) && !output && pick(0, 1)) s.Inline(w.dag.stage(id).name());
+      }
+      for (int id = 0; id < w.dag.num_stages(); ++id) {
+        const std::string name = w.dag.stage(id).name();
+        const Stage& st = s.state().stage(s.state().StageId(name));
+        if (st.is_placeholder() || st.location == ComputeLocation::kInlined) continue;
+        std::vector<std::string> space, reduce;
+        for (const Iterator& it : st.iters) {
+          (it.kind == IteratorKind::kSpace ? space : reduce).push_back(it.name);
+        }
+        if (space.size() > 1) s.Fuse(name, space);
+        const std::string f = absl::StrJoin(space, "@");
+        if (!reduce.empty() && pick(0, 1)) {
+          if (reduce.size() > 1) s.Fuse(name, reduce);
+          const std::string r = absl::StrJoin(reduce, "@");
+          s.Split(name, r, {pick(1, 16)});
+          s.Annotate(name, f, IteratorAnnotation::kBlockIdxX)
+              .Annotate(name, r + ".1", IteratorAnnotation::kThreadIdxX);
+          ++cross_thread;
+        } else {
+          s.Split(name, f, {pick(1, 64)});
+          s.Annotate(name, f + ".0", IteratorAnnotation::kBlockIdxX)
+              .Annotate(name, f + ".1", IteratorAnnotation::kThreadIdxX);
+        }
+      }
+      ASSERT_THAT(s.status(), tilesearch::testing::IsOk()) << w.name;
+      testing::ExpectMatchesReference(w.dag, s.state(), Target::H200(), /*exact=*/false, trial);
+      if (HasFatalFailure()) return;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 8 * static_cast<int>(Workloads().size()));
+  EXPECT_GE(cross_thread, 20);
+}
+
+// The shared-memory matmul of lower_gpu_test with random shapes and tile sizes.
+TEST(LowerProperty, RandomGpuMatmulTilesMatchTheNaiveProgram) {
+  std::mt19937_64 rng(7);
+  auto pick = [&](int lo, int hi) { return lo + static_cast<int>(rng() % (hi - lo + 1)); };
+  int checked = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t m = pick(1, 40), n = pick(1, 40), kk = pick(1, 24);
+    ir::ComputeDAG dag = *ir::MatmulDAG({m, kk}, {kk, n});
+    testing::Sched s(dag);
+    s.CacheWrite("C", ir::MemoryScope::kLocal);
+    s.Split("C", "i", {pick(1, 2), pick(1, 4), pick(1, 3)});
+    s.Split("C", "j", {pick(1, 2), pick(1, 8), pick(1, 3)});
+    s.Reorder("C", {"i.0", "j.0", "i.1", "j.1", "i.2", "j.2", "i.3", "j.3"});
+    s.Fuse("C", {"i.0", "j.0"}).Fuse("C", {"i.1", "j.1"}).Fuse("C", {"i.2", "j.2"});
+    s.Annotate("C", "i.0@j.0", IteratorAnnotation::kBlockIdxX)
+        .Annotate("C", "i.1@j.1", IteratorAnnotation::kVThread)
+        .Annotate("C", "i.2@j.2", IteratorAnnotation::kThreadIdxX);
+    s.ComputeAt("C.local", "C", "i.2@j.2");
+    s.Split("C.local", "k", {pick(1, 6)}).Reorder("C.local", {"k.0", "k.1", "i", "j"});
+    s.CacheRead("A", ir::MemoryScope::kShared, {"C.local"});
+    s.CacheRead("B", ir::MemoryScope::kShared, {"C.local"});
+    s.ComputeAt("A.shared", "C.local", "k.0").ComputeAt("B.shared", "C.local", "k.0");
+    const int64_t threads =
+        s.state().stage(s.state().StageId("C")).iters[s.IterId("C", "i.2@j.2")].extent;
+    for (const std::string name : {"A.shared", "B.shared"}) {
+      const Stage& st = s.state().stage(s.state().StageId(name));
+      std::vector<std::string> iters;
+      for (const Iterator& it : st.iters) iters.push_back(it.name);
+      s.Fuse(name, iters);
+      const std::string fused = s.state().stage(s.state().StageId(name)).iters[0].name;
+      s.Split(name, fused, {threads});
+      s.Annotate(name, fused + ".1", IteratorAnnotation::kThreadIdxX);
+    }
+    ASSERT_THAT(s.status(), tilesearch::testing::IsOk()) << m << "x" << n << "x" << kk;
+    testing::ExpectMatchesReference(dag, s.state(), Target::H200(), /*exact=*/true, trial);
+    if (HasFatalFailure()) return;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 40);
+}
+
+}  // namespace
+}  // namespace tilesearch::schedule
