@@ -231,40 +231,91 @@ absl::Status AccessesWithin(const State& state, int x, const std::string& produc
 }
 
 // ---------------------------------------------------------------------------------------------
-// Affine analysis: index = Σ c_v·v (varying) + Σ c_a·a (fixed atoms) + constant.
+// Affine analysis: index = Σ c_v·v (varying) + Σ c_a·a (fixed atoms) + constant. A varying "v"
+// is a varying loop variable or a non-affine subexpression of varying loop variables only (a
+// fused loop's div / mod), with its value range from interval arithmetic (TVM's IntSet).
+
+struct Range {
+  int64_t lo = 0;
+  int64_t hi = 0;
+};
+
+int64_t FloorDivide(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+// Value range of `e` when every variable lies in `ranges` (all must), or nullopt.
+std::optional<Range> IntervalOf(const Expr& e, const std::map<std::string, Range>& ranges) {
+  if (auto c = ir::AsConstInt(e); c.has_value() && ir::IsInt(e.type())) return Range{*c, *c};
+  if (const auto* v = e.as<ir::VarNode>()) {
+    auto it = ranges.find(v->name);
+    if (it == ranges.end()) return std::nullopt;
+    return it->second;
+  }
+  if (const auto* sel = e.as<ir::SelectNode>()) {
+    std::optional<Range> t = IntervalOf(sel->true_value, ranges);
+    std::optional<Range> f = IntervalOf(sel->false_value, ranges);
+    if (!t || !f) return std::nullopt;
+    return Range{std::min(t->lo, f->lo), std::max(t->hi, f->hi)};
+  }
+  if (!ir::IsBinaryKind(e.kind())) return std::nullopt;
+  auto [a_expr, b_expr] = ir::BinaryOperands(e);
+  std::optional<Range> a = IntervalOf(a_expr, ranges);
+  std::optional<Range> b = IntervalOf(b_expr, ranges);
+  if (!a || !b) return std::nullopt;
+  switch (e.kind()) {
+    case ir::ExprKind::kAdd:
+      return Range{a->lo + b->lo, a->hi + b->hi};
+    case ir::ExprKind::kSub:
+      return Range{a->lo - b->hi, a->hi - b->lo};
+    case ir::ExprKind::kMul: {
+      const int64_t p[4] = {a->lo * b->lo, a->lo * b->hi, a->hi * b->lo, a->hi * b->hi};
+      return Range{*std::min_element(p, p + 4), *std::max_element(p, p + 4)};
+    }
+    case ir::ExprKind::kDiv:
+      if (b->lo != b->hi || b->lo <= 0) return std::nullopt;
+      return Range{FloorDivide(a->lo, b->lo), FloorDivide(a->hi, b->lo)};
+    case ir::ExprKind::kMod:
+      if (b->lo != b->hi || b->lo <= 0) return std::nullopt;
+      if (FloorDivide(a->lo, b->lo) == FloorDivide(a->hi, b->lo)) {
+        return Range{a->lo - b->lo * FloorDivide(a->lo, b->lo),
+                     a->hi - b->lo * FloorDivide(a->hi, b->lo)};
+      }
+      return Range{0, b->lo - 1};
+    case ir::ExprKind::kMin:
+      return Range{std::min(a->lo, b->lo), std::min(a->hi, b->hi)};
+    case ir::ExprKind::kMax:
+      return Range{std::max(a->lo, b->lo), std::max(a->hi, b->hi)};
+    default:
+      return std::nullopt;
+  }
+}
+
+struct Term {
+  int64_t coeff = 0;
+  Range range;
+};
 
 struct Linear {
-  std::map<std::string, int64_t> varying;
+  std::map<std::string, Term> varying;
   std::map<std::string, std::pair<Expr, int64_t>> fixed;
   int64_t constant = 0;
   bool IsConstant() const { return varying.empty() && fixed.empty(); }
 };
 
-class VaryingFinder : public ir::ExprVisitor {
+class VarCollector : public ir::ExprVisitor {
  public:
-  explicit VaryingFinder(const VaryingMap& varying) : varying_(varying) {}
-  bool found() const { return found_; }
+  std::set<std::string> names;
 
  protected:
-  void VisitVar(const ir::VarNode* op, const Expr&) override {
-    if (varying_.count(op->name)) found_ = true;
-  }
-
- private:
-  const VaryingMap& varying_;
-  bool found_ = false;
+  void VisitVar(const ir::VarNode* op, const Expr&) override { names.insert(op->name); }
 };
-
-bool ContainsVarying(const Expr& e, const VaryingMap& varying) {
-  VaryingFinder f(varying);
-  f.Visit(e);
-  return f.found();
-}
 
 Linear Scale(Linear l, int64_t c) {
   Linear out;
   if (c == 0) return out;
-  for (auto& [k, v] : l.varying) out.varying[k] = v * c;
+  for (auto& [k, v] : l.varying) out.varying[k] = {v.coeff * c, v.range};
   for (auto& [k, v] : l.fixed) out.fixed[k] = {v.first, v.second * c};
   out.constant = l.constant * c;
   return out;
@@ -272,7 +323,12 @@ Linear Scale(Linear l, int64_t c) {
 
 Linear Combine(Linear a, const Linear& b, int64_t sign) {
   for (const auto& [k, v] : b.varying) {
-    if ((a.varying[k] += sign * v) == 0) a.varying.erase(k);
+    auto it = a.varying.find(k);
+    if (it == a.varying.end()) {
+      a.varying[k] = {sign * v.coeff, v.range};
+    } else if ((it->second.coeff += sign * v.coeff) == 0) {
+      a.varying.erase(it);
+    }
   }
   for (const auto& [k, v] : b.fixed) {
     auto it = a.fixed.find(k);
@@ -300,12 +356,11 @@ std::optional<Linear> Linearize(const Expr& e, const VaryingMap& varying) {
     return l;
   }
   if (const auto* v = e.as<ir::VarNode>()) {
-    if (varying.count(v->name)) {
-      Linear l;
-      l.varying[v->name] = 1;
-      return l;
-    }
-    return Atom(e);
+    auto it = varying.find(v->name);
+    if (it == varying.end()) return Atom(e);
+    Linear l;
+    l.varying[v->name] = {1, {0, it->second - 1}};
+    return l;
   }
   if (e.kind() == ir::ExprKind::kAdd || e.kind() == ir::ExprKind::kSub) {
     auto [a, b] = ir::BinaryOperands(e);
@@ -321,8 +376,21 @@ std::optional<Linear> Linearize(const Expr& e, const VaryingMap& varying) {
     if (la && lb && la->IsConstant()) return Scale(*lb, la->constant);
     if (la && lb && lb->IsConstant()) return Scale(*la, lb->constant);
   }
-  if (ContainsVarying(e, varying)) return std::nullopt;
-  return Atom(e);
+  VarCollector vars;
+  vars.Visit(e);
+  std::map<std::string, Range> ranges;
+  for (const std::string& name : vars.names) {
+    auto it = varying.find(name);
+    if (it != varying.end()) ranges[name] = {0, it->second - 1};
+  }
+  if (ranges.empty()) return Atom(e);
+  // Varying and fixed variables mixed under a non-affine operation: not analyzable.
+  if (ranges.size() != vars.names.size()) return std::nullopt;
+  std::optional<Range> r = IntervalOf(e, ranges);
+  if (!r) return std::nullopt;
+  Linear l;
+  l.varying["#" + ir::ToString(e)] = {1, *r};
+  return l;
 }
 
 std::map<std::string, int64_t> FixedCoefficients(const Linear& l) {
@@ -351,9 +419,9 @@ RegionDim Box(const std::vector<IndexList>& accesses, size_t d, const VaryingMap
     std::optional<Linear> l = Linearize(idx[d], varying);
     if (!l) return {ir::IntConst(0), dim};
     int64_t lo = l->constant, hi = l->constant;
-    for (const auto& [name, c] : l->varying) {
-      const int64_t span = c * (varying.at(name) - 1);
-      (span < 0 ? lo : hi) += span;
+    for (const auto& [name, t] : l->varying) {
+      lo += t.coeff > 0 ? t.coeff * t.range.lo : t.coeff * t.range.hi;
+      hi += t.coeff > 0 ? t.coeff * t.range.hi : t.coeff * t.range.lo;
     }
     if (!reference) {
       reference = *l;

@@ -42,7 +42,9 @@ ir::MemoryScope EffectiveScope(const State& state, int stage_id);
 /// Coordinates are absolute indices of the producer: an attached consumer's region-relative axis
 /// values are offset by its own region's min. Index expressions that are affine in the varying
 /// iterators get an exact box (the union of the boxes of all loads when their mins differ by
-/// constants); others fall back to the producer's whole dimension (min 0, full extent). An extent
+/// constants); div / mod / min / max of varying iterators alone (fused loops) are bounded by
+/// interval arithmetic; others (e.g. a division of fixed and varying iterators together) fall
+/// back to the producer's whole dimension (min 0, full extent). An extent
 /// that reaches the producer's dimension becomes the whole dimension (min 0). A min may be
 /// negative or min + extent exceed the dimension (non-divisible tails, padding windows): the
 /// lowering guards those elements.

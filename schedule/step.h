@@ -48,9 +48,11 @@ absl::StatusOr<IteratorAnnotation> ParseAnnotation(const std::string& name);
 
 /// Splits iterator `iter_id` (extent E) into lengths.size() + 1 iterators, as Ansor: with
 /// inner_to_outer the result is [rest, l0, ..., ln-1] (ln-1 innermost, rest = ceil(E / prod l)
-/// outermost); otherwise [l0, ..., ln-1, rest] (rest innermost). A nullopt length is unfilled (a
-/// sketch; Apply fails on it). Non-divisible lengths are allowed: rest is rounded up and a guard
-/// keeps the original range.
+/// outermost; as in TVM's bound inference each length's extent is tightened to min(l, what is
+/// left), so [4, 8] of E = 16 gives extents [1, 2, 8]); otherwise [l0, ..., ln-1, rest] (rest
+/// innermost). The split iterator equals Σ part · (product of the lengths inside it). A nullopt
+/// length is unfilled (a sketch; Apply fails on it). Non-divisible lengths are allowed: rest is
+/// rounded up and a guard keeps the original range.
 struct SplitStep {
   int stage_id = 0;
   int iter_id = 0;

@@ -84,11 +84,31 @@ absl::StatusOr<std::vector<std::string>> SplitIter(Stage& stage, int iter_id,
     }
     product *= l;
   }
-  const int64_t rest = (it.extent + product - 1) / product;
-  std::vector<int64_t> extents;
-  if (inner_to_outer) extents.push_back(rest);
-  extents.insert(extents.end(), lengths.begin(), lengths.end());
-  if (!inner_to_outer) extents.push_back(rest);
+  // Part k's extent and stride (the product of the lengths inside it). With inner_to_outer the
+  // lengths are factors applied innermost first, each extent tightened to what is left of the
+  // iterator (TVM PassDownDomain: min(factor, parent extent)), so a stage attached with a small
+  // region keeps its tiling without redundant iterations. Without it the lengths are outer part
+  // counts and the rest is innermost.
+  std::vector<int64_t> extents(lengths.size() + 1), strides(lengths.size() + 1);
+  if (inner_to_outer) {
+    int64_t left = it.extent, stride = 1;
+    for (size_t k = lengths.size(); k >= 1; --k) {
+      extents[k] = std::min(lengths[k - 1], left);
+      strides[k] = stride;
+      stride *= lengths[k - 1];
+      left = (left + lengths[k - 1] - 1) / lengths[k - 1];
+    }
+    extents[0] = left;
+    strides[0] = stride;
+  } else {
+    std::copy(lengths.begin(), lengths.end(), extents.begin());
+    extents.back() = (it.extent + product - 1) / product;
+    int64_t stride = 1;
+    for (size_t k = extents.size(); k >= 1; --k) {
+      strides[k - 1] = stride;
+      stride *= extents[k - 1];
+    }
+  }
 
   std::vector<Iterator> parts;
   std::vector<std::string> names;
@@ -102,16 +122,18 @@ absl::StatusOr<std::vector<std::string>> SplitIter(Stage& stage, int iter_id,
     parts.push_back({name, extents[k], it.kind, IteratorAnnotation::kNone});
     names.push_back(name);
   }
-  // x = ((x.0 * e1 + x.1) * e2 + x.2) ...: every part's stride is the product of the extents
-  // inside it, so the parts enumerate [0, prod extents) exactly once.
+  // x = ((x.0 * s0/s1 + x.1) * s1/s2 + x.2) ...: each part's index times its stride; parts
+  // never overlap, and a guard drops the iterations past the original extent.
   ir::Expr recombined = ir::MakeVar(names[0]);
+  int64_t max_value = (extents[0] - 1) * strides[0];
   for (size_t k = 1; k < names.size(); ++k) {
-    recombined = recombined * ir::IntConst(extents[k]) + ir::MakeVar(names[k]);
+    recombined = recombined * ir::IntConst(strides[k - 1] / strides[k]) + ir::MakeVar(names[k]);
+    max_value += (extents[k] - 1) * strides[k];
   }
   const std::vector<std::pair<std::string, ir::Expr>> subst = {{it.name, recombined}};
   for (ir::Expr& v : stage.axis_values) v = ir::Substitute(v, subst);
   for (ir::Expr& g : stage.guards) g = ir::Substitute(g, subst);
-  if (rest * product != it.extent) stage.guards.push_back(recombined < ir::IntConst(it.extent));
+  if (max_value >= it.extent) stage.guards.push_back(recombined < ir::IntConst(it.extent));
 
   stage.iters.erase(stage.iters.begin() + iter_id);
   stage.iters.insert(stage.iters.begin() + iter_id, parts.begin(), parts.end());

@@ -275,18 +275,38 @@ TEST(InferRegionTest, MinsThatDifferByNonConstantsFallBackToTheWholeDimension) {
   EXPECT_EQ((*region)[0].extent, 32);
 }
 
-TEST(InferRegionTest, NonAffineIndicesFallBackToTheWholeDimension) {
-  // A fused loop below the attach point varies under div/mod.
+TEST(InferRegionTest, DivAndModOfFusedLoopsAreBoundedByIntervals) {
+  // A fused loop below the attach point varies under div / mod.
+  std::mt19937 rng(10);
+  for (int trial = 0; trial < 20; ++trial) {
+    State s = RandomTiling(State::Initial(Matmul(12, 8, 6)), 2, rng, /*divisible=*/true);
+    const int n = static_cast<int>(s.stage(2).iters.size());
+    if (n < 3) continue;
+    const int first = rng() % (n - 1);
+    s = Apply(s, FuseStep{2, {first, first + 1}});
+    const int pos = rng() % (n - 1);
+    CheckRegion(s, 0, 2, pos,
+                [](const std::vector<int64_t>& p) { return std::vector<int64_t>{p[0], p[2]}; },
+                /*exact=*/false);
+  }
   State s = State::Initial(Matmul(12, 8, 6));
   s = Apply(s, Split(2, 0, {4}));          // i.0 i.1 j k
-  s = Apply(s, FuseStep{2, {1, 2}});       // i.0 i.1@j k
+  s = Apply(s, FuseStep{2, {1, 2}});       // i.0 i.1@j k: i = i.0*4 + (i.1@j)/8
   absl::StatusOr<std::vector<RegionDim>> region = InferRegion(s, 0, 2, "i.0");
   ASSERT_THAT(region, IsOk());
-  EXPECT_EQ((*region)[0].extent, 12);
+  EXPECT_EQ((*region)[0].extent, 4);
   EXPECT_EQ((*region)[1].extent, 6);
-  CheckRegion(s, 0, 2, 0,
-              [](const std::vector<int64_t>& p) { return std::vector<int64_t>{p[0], p[2]}; },
-              /*exact=*/false);
+}
+
+TEST(InferRegionTest, NonAffineMixOfFixedAndVaryingFallsBackToTheWholeDimension) {
+  // C[i] = A[i / 3]: (4*i.0 + i.1) / 3 divides a fixed and a varying loop together.
+  ir::Tensor a = Input("A", {6});
+  auto c = ir::Compute("C", {16}, [&](const Axes& ax) { return a(ax[0] / 3); }, Names({"i"}));
+  State s = Apply(State::Initial(MakeDag({*c})), Split(1, 0, {4}));
+  absl::StatusOr<std::vector<RegionDim>> region = InferRegion(s, 0, 1, "i.0");
+  ASSERT_THAT(region, IsOk());
+  EXPECT_EQ(ir::AsConstInt((*region)[0].min), 0);
+  EXPECT_EQ((*region)[0].extent, 6);
 }
 
 TEST(InferRegionTest, StagesAttachedInsideTheConsumerCount) {

@@ -102,8 +102,22 @@ TEST(SplitTest, NonDivisibleAddsAGuardAndVisitsEachPointOnce) {
 
 TEST(SplitTest, LengthsLargerThanTheExtentAreAllowed) {
   State s = Apply(State::Initial(Matmul(6, 5, 7)), Split(2, 0, {16}));
-  EXPECT_THAT(IterExtents(s.stage(2)), ElementsAre(1, 16, 5, 7));
+  EXPECT_THAT(IterExtents(s.stage(2)), ElementsAre(1, 6, 5, 7));  // tightened to 6
+  EXPECT_TRUE(s.stage(2).guards.empty());
   EXPECT_EQ(AxisPointCounts(s.stage(2)), FullBox({6, 5, 7}));
+}
+
+TEST(SplitTest, InnerToOuterTightensEachLengthToWhatIsLeft) {
+  // 16 split by [4, 8]: inner 8, then min(4, 2) = 2, rest 1 (TVM PassDownDomain).
+  State s = Apply(State::Initial(Matmul(16, 5, 7)), Split(2, 0, {4, 8}));
+  EXPECT_THAT(IterExtents(s.stage(2)), ElementsAre(1, 2, 8, 5, 7));
+  EXPECT_TRUE(s.stage(2).guards.empty());
+  EXPECT_EQ(AxisPointCounts(s.stage(2)), FullBox({16, 5, 7}));
+  // 10 split by [4, 4]: inner 4, then min(4, 3) = 3, rest 1; 12 points, 2 guarded off.
+  s = Apply(State::Initial(Matmul(10, 5, 7)), Split(2, 0, {4, 4}));
+  EXPECT_THAT(IterExtents(s.stage(2)), ElementsAre(1, 3, 4, 5, 7));
+  EXPECT_EQ(s.stage(2).guards.size(), 1u);
+  EXPECT_EQ(AxisPointCounts(s.stage(2)), FullBox({10, 5, 7}));
 }
 
 TEST(SplitTest, SplittingASplitResultNestsNames) {
@@ -600,6 +614,60 @@ TEST(StorageAlignTest, RecordsAndRejectsBadValues) {
               StatusIs(kInvalid, HasSubstr("offset 8 must be in [0, 8)")));
   EXPECT_THAT(ApplyStep(s, StorageAlignStep{1, 2, 8, 1}),
               StatusIs(kInvalid, HasSubstr("dimension 2 is out of range")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ansor's GPU sketch for matmul ("SSSRRSRS", cache_write, shared cache_reads, cooperative fetch),
+// step by step in Ansor's order.
+
+TEST(AnsorSketchTest, GpuMatmulStepsReplayWithBlockSizedSharedRegions) {
+  using IA = IteratorAnnotation;
+  std::vector<Step> steps = {
+      CacheWriteStep{2, ir::MemoryScope::kLocal},  // A B C.local C
+      Split(2, 0, {2, 4, 2, 2}),                   // i: 2 (block) 2 (vthread) 4 (thread) 2 2
+      Split(2, 5, {2, 4, 2, 2}),
+      Split(2, 10, {4, 2}),                        // k: 8 4 2
+      ReorderStep{2, {0, 5, 1, 6, 2, 7, 10, 11, 3, 8, 12, 4, 9}},
+      FollowSplitStep{3, 0, 1, 3},                 // C: i.0 i.1 i.2 i.3 j
+      FollowSplitStep{3, 4, 2, 3},
+      ReorderStep{3, {0, 4, 1, 5, 2, 6, 3, 7}},
+      ComputeAtStep{2, 3, 5},                      // C.local at C's j.2
+      CacheReadStep{1, ir::MemoryScope::kShared, {2}},  // A B B.shared C.local C
+      ComputeAtStep{2, 3, 6},                      // B.shared at C.local's k.0
+      CacheReadStep{0, ir::MemoryScope::kShared, {3}},  // A A.shared B B.shared C.local C
+      ComputeAtStep{1, 4, 6},
+      FuseStep{5, {0, 1}},
+      AnnotationStep{5, 0, IA::kBlockIdxX},
+      FuseStep{5, {1, 2}},
+      AnnotationStep{5, 1, IA::kVThread},
+      FuseStep{5, {2, 3}},
+      AnnotationStep{5, 2, IA::kThreadIdxX},
+      FuseStep{1, {0, 1}},                         // A.shared: cooperative fetch
+      Split(1, 0, {1}),
+      AnnotationStep{1, 1, IA::kVectorize},
+      FollowFusedSplitStep{1, 0, {1, 2}, 1, true},
+      AnnotationStep{1, 1, IA::kThreadIdxX},
+      PragmaStep{4, 0, 512},
+  };
+  absl::StatusOr<State> r = ReplaySteps(Matmul(64, 64, 64), steps);
+  ASSERT_THAT(r, IsOk());
+  const State& s = *r;
+  const Stage& local = s.stage(4);
+  EXPECT_EQ(local.name(), "C.local");
+  EXPECT_EQ(local.attach_iter, "i.2@j.2");
+  EXPECT_THAT(local.axis_extents, ElementsAre(4, 4));
+  // The outer tiles of the attached C.local are tightened to 1.
+  EXPECT_THAT(IterExtents(local), ElementsAre(1, 1, 1, 1, 1, 1, 8, 4, 2, 2, 2, 2, 2));
+  EXPECT_EQ(AxisPointCounts(local), FullBox(DomainOf(local)));
+  // A.shared covers the block's 32 rows (relaxed over vthread and threadIdx) by one k.0 tile.
+  const Stage& a_shared = s.stage(1);
+  EXPECT_THAT(a_shared.axis_extents, ElementsAre(32, 8));
+  EXPECT_THAT(IterNames(a_shared), ElementsAre("ax0@ax1.0.0", "ax0@ax1.0.1", "ax0@ax1.1"));
+  EXPECT_THAT(IterExtents(a_shared), ElementsAre(16, 16, 1));  // 256 elements, 16 threads
+  EXPECT_EQ(a_shared.iters[1].annotation, IA::kThreadIdxX);
+  EXPECT_EQ(AxisPointCounts(a_shared), FullBox({32, 8}));
+  EXPECT_THAT(s.stage(3).axis_extents, ElementsAre(8, 32));
+  EXPECT_EQ(s.stage(4).auto_unroll_max_step, 512);
 }
 
 // ---------------------------------------------------------------------------------------------
