@@ -957,12 +957,12 @@ absl::StatusOr<LoweredKernel> Lowerer::Run() {
           "stage '", st.name(), "' is computed at a loop that is never lowered"));
     }
     if (st.storage_align_dim >= 0) {
-      if (params_.count(st.name())) {
+      auto a = MakeAlignment(shape_[s], st.storage_align_dim, st.storage_align_factor,
+                             st.storage_align_offset);
+      if (a && params_.count(st.name())) {
         return absl::InvalidArgumentError(absl::StrCat(
             "storage_align on kernel parameter '", st.name(), "' (its layout is fixed)"));
       }
-      auto a = MakeAlignment(shape_[s], st.storage_align_dim, st.storage_align_factor,
-                             st.storage_align_offset);
       if (a) align[st.name()] = *a;
     }
   }

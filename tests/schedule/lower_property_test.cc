@@ -1,9 +1,11 @@
 // Property test with fixed seeds: random valid step sequences on operators of the library
-// (splits with random, often non-divisible, factors; fuses; reorders; compute_at; inlining;
-// cache_read / cache_write; annotations; pragmas) are lowered, and the interpreter's output equals
-// the naive program's on random inputs within 1e-5 (reorders may change the reduction order).
+// (splits with random, often non-divisible, factors; fuses; reorders; compute_at / compute_root;
+// inlining; cache_read / cache_write; rfactor; storage_align; annotations; pragmas) are lowered,
+// and the interpreter's output equals the naive program's on random inputs within 1e-5 (reorders
+// may change the reduction order).
 // GPU: random tile sizes of the Ansor-style shared-memory matmul on random shapes.
 #include <algorithm>
+#include <map>
 #include <random>
 #include <string>
 #include <variant>
@@ -102,7 +104,33 @@ std::optional<Step> RandomStep(const State& s, std::mt19937_64& rng) {
   const int sid = stages[pick(static_cast<int>(stages.size()))];
   const Stage& st = s.stage(sid);
   const int n = static_cast<int>(st.iters.size());
-  switch (pick(12)) {
+  switch (pick(15)) {
+    case 12: {
+      std::vector<int> reduce;
+      for (int i = 0; i < n; ++i) {
+        if (st.iters[i].kind == IteratorKind::kReduce) reduce.push_back(i);
+      }
+      if (reduce.empty()) return std::nullopt;
+      RfactorStep rf;
+      rf.stage_id = sid;
+      rf.iter_id = reduce[pick(static_cast<int>(reduce.size()))];
+      rf.factor_iter_id = pick(static_cast<int>(st.op->axes.size()) + 1);
+      return rf;
+    }
+    case 13: {
+      // Kernel parameters keep their layout (lowering rejects padding them).
+      for (int id : s.dag().output_ids()) {
+        if (s.dag().stage(id).name() == st.name()) return std::nullopt;
+      }
+      StorageAlignStep sa;
+      sa.stage_id = sid;
+      sa.iter_id = pick(n);
+      sa.factor = 1 << pick(4);
+      sa.offset = pick(static_cast<int>(sa.factor));
+      return sa;
+    }
+    case 14:
+      return ComputeRootStep{sid};
     case 0:
     case 1:
     case 2: {
@@ -133,20 +161,30 @@ std::optional<Step> RandomStep(const State& s, std::mt19937_64& rng) {
       return r;
     }
     case 5:
+      // Inlining moves the stage's reads into its readers: not when it reads an attached stage
+      // (its readers would read that buffer outside the attach loop).
+      for (int p = 0; p < s.num_stages(); ++p) {
+        if (s.stage(p).location == ComputeLocation::kAttached &&
+            ReadsBuffer(*st.op, s.stage(p).name())) {
+          return std::nullopt;
+        }
+      }
       return ComputeInlineStep{sid};
     case 6:
     case 7: {
       std::vector<int> readers;
       for (int c = 0; c < s.num_stages(); ++c) {
         const Stage& cs = s.stage(c);
-        if (c != sid && !cs.is_placeholder() && cs.location != ComputeLocation::kInlined &&
-            ReadsBuffer(*cs.op, st.name())) {
+        if (c != sid && !cs.is_placeholder() && ReadsBuffer(*cs.op, st.name())) {
           readers.push_back(c);
         }
       }
-      // With several readers, the others would read the buffer outside the attach loop
+      // With several readers (inlined ones included), the others would read the buffer outside the attach loop
       // (lowering rejects that).
-      if (readers.size() != 1) return std::nullopt;
+      if (readers.size() != 1 ||
+          s.stage(readers[0]).location == ComputeLocation::kInlined) {
+        return std::nullopt;
+      }
       ComputeAtStep ca;
       ca.stage_id = sid;
       ca.target_stage_id = readers[pick(static_cast<int>(readers.size()))];
@@ -237,7 +275,8 @@ TEST(LowerProperty, RandomCpuSchedulesMatchTheNaiveProgram) {
   for (const Step& kind : {Step(SplitStep{}), Step(FuseStep{}), Step(ReorderStep{}),
                            Step(ComputeAtStep{}), Step(ComputeInlineStep{}),
                            Step(CacheReadStep{}), Step(CacheWriteStep{}), Step(AnnotationStep{}),
-                           Step(PragmaStep{})}) {
+                           Step(PragmaStep{}), Step(RfactorStep{}), Step(StorageAlignStep{}),
+                           Step(ComputeRootStep{})}) {
     EXPECT_GE(applied[kind.index()], 50) << StepToString(kind);
   }
 }
@@ -245,22 +284,40 @@ TEST(LowerProperty, RandomCpuSchedulesMatchTheNaiveProgram) {
 // Simple GPU sketches on every workload: elementwise stages inlined at random; each remaining
 // stage's space iterators fused and split over blocks and threads, or (reductions, at random) its
 // reduce iterators fused and split with the inner part bound to threadIdx.x: a cross-thread
-// reduction.
+// reduction. A stage with one reader is at random computed at that reader's block loop instead
+// (in shared memory, filled by the block's threads).
 TEST(LowerProperty, RandomGpuBindingsMatchTheNaiveProgram) {
   std::mt19937_64 rng(99);
   auto pick = [&](int lo, int hi) { return lo + static_cast<int>(rng() % (hi - lo + 1)); };
-  int checked = 0, cross_thread = 0;
+  int checked = 0, cross_thread = 0, attached = 0;
   for (const Workload& w : Workloads()) {
-    for (int trial = 0; trial < 8; ++trial) {
+    for (int trial = 0; trial < 12; ++trial) {
       testing::Sched s(w.dag);
       for (int id = 0; id < w.dag.num_stages(); ++id) {
         const bool output = std::count(w.dag.output_ids().begin(), w.dag.output_ids().end(), id);
         if (w.dag.IsInlinable(id) && !output && pick(0, 1)) s.Inline(w.dag.stage(id).name());
       }
-      for (int id = 0; id < w.dag.num_stages(); ++id) {
+      std::map<std::string, std::string> block_iter;  // scheduled root stage → its block loop
+      for (int id = w.dag.num_stages() - 1; id >= 0; --id) {
         const std::string name = w.dag.stage(id).name();
+        if (s.state().stage(s.state().StageId(name)).is_placeholder() ||
+            s.state().stage(s.state().StageId(name)).location == ComputeLocation::kInlined) {
+          continue;
+        }
+        std::vector<std::string> readers;
+        for (int c = 0; c < s.state().num_stages(); ++c) {
+          const Stage& cs = s.state().stage(c);
+          if (!cs.is_placeholder() && cs.name() != name && ReadsBuffer(*cs.op, name)) {
+            readers.push_back(cs.name());
+          }
+        }
+        const bool attach =
+            readers.size() == 1 && block_iter.count(readers[0]) && pick(0, 2) == 0;
+        if (attach) {
+          s.ComputeAt(name, readers[0], block_iter[readers[0]]);
+          ++attached;
+        }
         const Stage& st = s.state().stage(s.state().StageId(name));
-        if (st.is_placeholder() || st.location == ComputeLocation::kInlined) continue;
         std::vector<std::string> space, reduce;
         for (const Iterator& it : st.iters) {
           (it.kind == IteratorKind::kSpace ? space : reduce).push_back(it.name);
@@ -271,13 +328,19 @@ TEST(LowerProperty, RandomGpuBindingsMatchTheNaiveProgram) {
           if (reduce.size() > 1) s.Fuse(name, reduce);
           const std::string r = absl::StrJoin(reduce, "@");
           s.Split(name, r, {pick(1, 16)});
-          s.Annotate(name, f, IteratorAnnotation::kBlockIdxX)
-              .Annotate(name, r + ".1", IteratorAnnotation::kThreadIdxX);
+          s.Annotate(name, r + ".1", IteratorAnnotation::kThreadIdxX);
+          if (!attach) {
+            s.Annotate(name, f, IteratorAnnotation::kBlockIdxX);
+            block_iter[name] = f;
+          }
           ++cross_thread;
         } else {
           s.Split(name, f, {pick(1, 64)});
-          s.Annotate(name, f + ".0", IteratorAnnotation::kBlockIdxX)
-              .Annotate(name, f + ".1", IteratorAnnotation::kThreadIdxX);
+          s.Annotate(name, f + ".1", IteratorAnnotation::kThreadIdxX);
+          if (!attach) {
+            s.Annotate(name, f + ".0", IteratorAnnotation::kBlockIdxX);
+            block_iter[name] = f + ".0";
+          }
         }
       }
       ASSERT_THAT(s.status(), tilesearch::testing::IsOk()) << w.name;
@@ -286,8 +349,9 @@ TEST(LowerProperty, RandomGpuBindingsMatchTheNaiveProgram) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 8 * static_cast<int>(Workloads().size()));
+  EXPECT_EQ(checked, 12 * static_cast<int>(Workloads().size()));
   EXPECT_GE(cross_thread, 20);
+  EXPECT_GE(attached, 10);
 }
 
 // The shared-memory matmul of lower_gpu_test with random shapes and tile sizes.
