@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <unordered_map>
+#include <utility>
 
 #include "ir/simplify.h"
 #include "ir/simplify_internal.h"
@@ -36,9 +38,22 @@ I128 FloorDiv128(I128 a, I128 b) {
 
 class Bounder {
  public:
-  explicit Bounder(const RangeMap& ranges) : ranges_(ranges) {}
+  using Memo = simplify_internal::BoundCache::Memo;
+
+  // `memo` remembers bounds per node, so shared subexpressions are bounded once.
+  Bounder(const RangeMap& ranges, Memo* memo) : ranges_(ranges), memo_(memo) {}
 
   std::optional<Interval> Bound(const Expr& e) const {
+    if (!e.defined()) return std::nullopt;
+    if (auto it = memo_->find(e.get()); it != memo_->end()) return it->second.second;
+    std::optional<Interval> r = Compute(e);
+    // The entry holds `e`, so its address cannot be reused by another node while cached.
+    memo_->emplace(e.get(), std::make_pair(e, r));
+    return r;
+  }
+
+ private:
+  std::optional<Interval> Compute(const Expr& e) const {
     if (!e.defined()) return std::nullopt;
     if (e.type() == ScalarType::kBool) return BoundBool(e);
     if (e.type() != ScalarType::kInt64) {
@@ -123,7 +138,6 @@ class Bounder {
     }
   }
 
- private:
   std::optional<Interval> BoundBool(const Expr& e) const {
     if (auto c = AsConstInt(e)) return Interval{*c, *c};
     return Interval{0, 1};
@@ -171,15 +185,26 @@ class Bounder {
   }
 
   const RangeMap& ranges_;
+  Memo* memo_;
 };
 
 }  // namespace
 
 BoundResult BoundOf(const Expr& e, const RangeMap& ranges) {
-  Bounder b(ranges);
+  Bounder::Memo memo;
+  Bounder b(ranges, &memo);
   auto r = b.Bound(e);
   if (!r) return BoundResult{};
   return BoundResult{true, *r};
 }
+
+namespace simplify_internal {
+
+std::optional<Interval> BoundCache::Bound(const Expr& e) {
+  Bounder b(*ranges_, &memo_);
+  return b.Bound(e);
+}
+
+}  // namespace simplify_internal
 
 }  // namespace tilesearch::ir

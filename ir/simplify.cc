@@ -19,6 +19,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -79,6 +80,7 @@ class Simplifier {
  public:
   explicit Simplifier(const RangeMap& ranges) : ranges_(ranges) {}
 
+  // Memoized per node while the ranges stay the same: shared subexpressions are simplified once.
   Expr Mutate(const Expr& e);
   Stmt MutateStmt(const Stmt& s);
 
@@ -88,6 +90,7 @@ class Simplifier {
    public:
     explicit RangeScope(Simplifier* s) : s_(s) {}
     ~RangeScope() {
+      if (!saved_.empty()) s_->InvalidateCaches();
       for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
         if (it->second) {
           s_->ranges_[it->first] = *it->second;
@@ -101,6 +104,7 @@ class Simplifier {
       saved_.emplace_back(
           name, it == s_->ranges_.end() ? std::nullopt : std::optional<Interval>(it->second));
       s_->ranges_[name] = r;
+      s_->InvalidateCaches();
     }
     // Narrows a variable's range; leaves it when the intersection is empty (unreachable code).
     void Narrow(const std::string& name, int64_t lo, int64_t hi) {
@@ -115,11 +119,14 @@ class Simplifier {
     std::vector<std::pair<std::string, std::optional<Interval>>> saved_;
   };
 
-  std::optional<Interval> Bounds(const Expr& e) const {
-    BoundResult b = BoundOf(e, ranges_);
-    if (!b.ok) return std::nullopt;
-    return b.range;
+  std::optional<Interval> Bounds(const Expr& e) const { return bounds_.Bound(e); }
+
+  void InvalidateCaches() {
+    bounds_.Clear();
+    memo_.clear();
   }
+
+  Expr MutateImpl(const Expr& e);
 
   // What is known about int64 variables where `cond` has the value `truth`.
   void Refine(const Expr& cond, bool truth, RangeScope* scope);
@@ -145,6 +152,10 @@ class Simplifier {
   void CombineDivMod(LinearForm* f);
 
   RangeMap ranges_;
+  // Both caches are keyed by node and valid for the current ranges_ only; entries keep their key
+  // node alive so an address cannot be reused while cached.
+  mutable simplify_internal::BoundCache bounds_{&ranges_};
+  std::unordered_map<const ExprNode*, std::pair<Expr, Expr>> memo_;
   int depth_ = 0;
 };
 
@@ -153,6 +164,14 @@ class Simplifier {
 
 Expr Simplifier::Mutate(const Expr& e) {
   if (!e.defined()) return e;
+  if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second.second;
+  Expr out = MutateImpl(e);
+  // MutateImpl may have changed scopes and back (Select branches), which clears the memo.
+  memo_.emplace(e.get(), std::make_pair(e, out));
+  return out;
+}
+
+Expr Simplifier::MutateImpl(const Expr& e) {
   Expr out;
   if (IsBinaryKind(e.kind())) {
     auto [a, b] = BinaryOperands(e);

@@ -16,9 +16,12 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ir/expr.h"
+#include "ir/simplify.h"
 
 namespace tilesearch::ir::simplify_internal {
 
@@ -43,6 +46,23 @@ std::optional<int64_t> CheckedFloorDiv(int64_t a, int64_t b);
 std::optional<int64_t> CheckedAdd(int64_t a, int64_t b);
 std::optional<int64_t> CheckedSub(int64_t a, int64_t b);
 std::optional<int64_t> CheckedMul(int64_t a, int64_t b);
+
+/// BoundOf with memory: bounds per expression node for one RangeMap, so expressions that share
+/// subexpressions (a DAG) are bounded in time linear in their number of distinct nodes. Clear()
+/// whenever the ranges change.
+class BoundCache {
+ public:
+  /// Entries keep their node alive, so a cached address is never reused by another node.
+  using Memo = std::unordered_map<const ExprNode*, std::pair<Expr, std::optional<Interval>>>;
+
+  explicit BoundCache(const RangeMap* ranges) : ranges_(ranges) {}
+  std::optional<Interval> Bound(const Expr& e);
+  void Clear() { memo_.clear(); }
+
+ private:
+  const RangeMap* ranges_;
+  Memo memo_;
+};
 
 /// sum(coef_i * atom_i) + constant over int64 (mathematical integers: ir/expr.h promises that
 /// int64 index arithmetic does not overflow). Terms are kept sorted by CompareExpr of the atom,

@@ -299,6 +299,20 @@ TEST_F(SimplifyTest, SimplifyIsIdempotentOnCanonicalForms) {
   }
 }
 
+TEST_F(SimplifyTest, SharedSubexpressionsAreSimplifiedOnce) {
+  // e_{k+1} = e_k + e_k shares its operand: as a tree it has 2^60 leaves, as a DAG 61 nodes.
+  Expr e = x;
+  for (int n = 0; n < 60; ++n) e = e + e;
+  ExpectSimplifiesTo(e, x * IntConst(int64_t{1} << 60));
+  Expr m = i;
+  for (int n = 0; n < 60; ++n) m = Min(m, m + 1) + Max(m, m);
+  ExpectSimplifiesTo(m, i * IntConst(int64_t{1} << 60));
+  auto b = BoundOf(m, {{"i", {0, 1}}});
+  ASSERT_TRUE(b.ok);
+  EXPECT_EQ(b.range.min, 0);
+  EXPECT_EQ(b.range.max, int64_t{1} << 60);
+}
+
 // ----- BoundOf -----
 
 TEST(BoundOfTest, IntervalArithmetic) {
