@@ -580,8 +580,10 @@ absl::Status Lowerer::CheckLoops(int s, const std::vector<LoopInfo>& loops) cons
             " twice"));
       }
       thread_dim[d] = true;
+      // (A thread-bound reduce iterator is a cross-thread reduction, whose result every thread
+      // receives.)
       if (st.location == ComputeLocation::kAttached && scope_[s] == ir::MemoryScope::kLocal &&
-          l.extent > 1) {
+          l.extent > 1 && st.iters[i].kind != IteratorKind::kReduce) {
         return absl::FailedPreconditionError(absl::StrCat(
             "invalid_schedule: stage '", st.name(), "' lives in per-thread (local) memory but "
             "binds '", it, "' to ", ir::ForKindName(l.kind),

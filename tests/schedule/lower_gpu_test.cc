@@ -36,7 +36,7 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Ansor's GPU multi-level tiling: C.local (cache_write) computed per thread; C's i and j split
 // into blockIdx / vthread / threadIdx / inner tiles; k into outer and inner; A and B cached in
 // shared memory at the outer reduce tile and fetched cooperatively by all threads of the block.
-State GpuMatmulSchedule(const ir::ComputeDAG& dag) {
+State GpuMatmulSchedule(const ir::ComputeDAG& dag, int64_t fetch_threads = kThreads) {
   Sched s(dag);
   s.CacheWrite("C", ir::MemoryScope::kLocal);
   s.Split("C", "i", {kVi, kTi, kIi}).Split("C", "j", {kVj, kTj, kIj});
@@ -56,7 +56,7 @@ State GpuMatmulSchedule(const ir::ComputeDAG& dag) {
     for (const Iterator& it : st.iters) iters.push_back(it.name);
     s.Fuse(name, iters);
     const std::string fused = s.state().stage(s.state().StageId(name)).iters[0].name;
-    s.Split(name, fused, {kThreads});
+    s.Split(name, fused, {fetch_threads});
     s.Annotate(name, fused + ".1", IteratorAnnotation::kThreadIdxX);
   }
   EXPECT_THAT(s.status(), IsOk());
@@ -169,6 +169,32 @@ TEST(LowerGpu, SoftmaxCrossThreadReductionsComputedAtTheRow) {
   EXPECT_EQ(k->launches[0].shared_memory_bytes, (32 + 32 + 1 + 1) * 4) << k->nest;
 }
 
+TEST(LowerGpu, CrossThreadReductionIntoPerThreadMemory) {
+  // Four rows per block on threadIdx.y; each row's statistics reduced over threadIdx.x into a
+  // local buffer that every thread of the row receives.
+  ir::ComputeDAG dag = *ir::SoftmaxDAG({7, 100});
+  Sched s(dag);
+  s.Split("softmax", "i0", {4}).Split("softmax", "i1", {32});
+  s.Reorder("softmax", {"i0.0", "i0.1", "i1.0", "i1.1"});
+  s.Annotate("softmax", "i0.0", IteratorAnnotation::kBlockIdxX)
+      .Annotate("softmax", "i0.1", IteratorAnnotation::kThreadIdxY)
+      .Annotate("softmax", "i1.1", IteratorAnnotation::kThreadIdxX);
+  for (const std::string stat : {"softmax_max", "softmax_expsum"}) {
+    s.ComputeAt(stat, "softmax", "i0.1");
+    s.Split(stat, "r0", {32}).Annotate(stat, "r0.1", IteratorAnnotation::kThreadIdxX);
+  }
+  ASSERT_THAT(s.status(), IsOk());
+  ExpectMatchesReference(dag, s.state(), Gpu(), /*exact=*/false);
+  absl::StatusOr<LoweredKernel> k = Lower(dag, s.state(), Gpu());
+  ASSERT_THAT(k, IsOk());
+  ASSERT_EQ(k->launches.size(), 1u);
+  EXPECT_EQ(k->launches[0].grid[0], 2);
+  EXPECT_EQ(k->launches[0].block[0], 32);
+  EXPECT_EQ(k->launches[0].block[1], 4);
+  // Partials: 4 rows × 32 threads per reduction.
+  EXPECT_EQ(k->launches[0].shared_memory_bytes, 2 * 4 * 32 * 4) << k->nest;
+}
+
 TEST(LowerGpu, UnboundRootStageIsOneThreadKernel) {
   ir::ComputeDAG dag = *ir::MatmulDAG({5, 3}, {3, 4});
   absl::StatusOr<LoweredKernel> k = Lower(dag, State::Initial(dag), Gpu());
@@ -256,6 +282,64 @@ TEST(LowerGpuInvalid, VectorTooWide) {
   EXPECT_THAT(Lower(dag, schedule(8), Gpu()),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("32 B wide, more than 16 B")));
+}
+
+TEST(LowerGpu, LaunchConfigText) {
+  LaunchConfig l;
+  l.grid = {64, 1, 1};
+  l.block = {256, 1, 1};
+  l.shared_memory_bytes = 8192;
+  EXPECT_EQ(l.ToString(), "grid (64, 1, 1) block (256, 1, 1) shared 8192 B");
+}
+
+TEST(LowerGpuInvalid, BarrierInsideANarrowerThreadLoop) {
+  // The fill uses 64 threads, the compute loop only 32: the barriers inside the compute loop
+  // would be skipped by threads 32..63.
+  ir::ComputeDAG dag = *ir::MatmulDAG({64, 64}, {64, 64});
+  EXPECT_THAT(Lower(dag, GpuMatmulSchedule(dag, 2 * kThreads), Gpu()),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("threads would diverge")));
+}
+
+TEST(LowerGpuInvalid, LocalStageBoundToThreads) {
+  ir::ComputeDAG dag = *ir::MatmulDAG({64, 64}, {64, 64});
+  Sched s(dag);
+  s.CacheWrite("C", ir::MemoryScope::kLocal);
+  s.Split("C", "i", {8}).Split("C", "j", {8}).Reorder("C", {"i.0", "j.0", "i.1", "j.1"});
+  s.Annotate("C", "i.0", IteratorAnnotation::kBlockIdxX)
+      .Annotate("C", "j.0", IteratorAnnotation::kThreadIdxX);
+  s.ComputeAt("C.local", "C", "j.0").Annotate("C.local", "i", IteratorAnnotation::kThreadIdxY);
+  ASSERT_THAT(s.status(), IsOk());
+  EXPECT_THAT(Lower(dag, s.state(), Gpu()),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("lives in per-thread (local) memory")));
+}
+
+TEST(LowerGpuInvalid, BlockBindingInsideAnotherStage) {
+  ir::ComputeDAG dag = *ir::SoftmaxDAG({7, 100});
+  Sched s(dag);
+  s.Annotate("softmax", "i0", IteratorAnnotation::kBlockIdxX)
+      .Annotate("softmax", "i1", IteratorAnnotation::kThreadIdxX);
+  s.ComputeAt("softmax_expsum", "softmax", "i0");
+  s.Annotate("softmax_expsum", "i0", IteratorAnnotation::kBlockIdxY);
+  ASSERT_THAT(s.status(), IsOk());
+  EXPECT_THAT(Lower(dag, s.state(), Gpu()),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("is computed inside another stage but binds")));
+}
+
+TEST(LowerGpuInvalid, CrossThreadReductionInsideSameThreadDimension) {
+  ir::ComputeDAG dag = *ir::SoftmaxDAG({7, 100});
+  Sched s(dag);
+  s.Split("softmax", "i1", {32});
+  s.Annotate("softmax", "i0", IteratorAnnotation::kBlockIdxX)
+      .Annotate("softmax", "i1.1", IteratorAnnotation::kThreadIdxX);
+  s.ComputeAt("softmax_max", "softmax", "i1.1");
+  s.Split("softmax_max", "r0", {4}).Annotate("softmax_max", "r0.1", IteratorAnnotation::kThreadIdxX);
+  ASSERT_THAT(s.status(), IsOk());
+  EXPECT_THAT(Lower(dag, s.state(), Gpu()),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("inside another threadIdx.x loop")));
 }
 
 }  // namespace

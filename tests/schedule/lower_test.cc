@@ -332,6 +332,15 @@ TEST(LowerCpuErrors, ThreadBindingOnCpuTarget) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs a GPU target")));
 }
 
+TEST(LowerCpuErrors, ParallelReduceLoop) {
+  ir::ComputeDAG dag = Matmul();
+  State st = State::Initial(dag);
+  Stage& c = st.MutableStage(dag.StageId("C"));
+  c.iters[c.IterIndex("k")].annotation = IteratorAnnotation::kParallel;
+  EXPECT_THAT(Lower(dag, st, Cpu()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("a race on the accumulator")));
+}
+
 TEST(LowerCpuErrors, UnfilledSplitLength) {
   ir::ComputeDAG dag = Matmul();
   State st = State::Initial(dag);
