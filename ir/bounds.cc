@@ -165,6 +165,7 @@ class Bounder {
     auto a = Bound(op->a);
     if (b->min == b->max && b->min != 0) {
       int64_t c = b->min;
+      if (c == 1 || c == -1) return Interval{0, 0};
       if (a && FloorDiv(a->min, c) == FloorDiv(a->max, c)) {
         // One period: a % c = a - k*c is monotone.
         return Interval{FloorMod(a->min, c), FloorMod(a->max, c)};

@@ -483,7 +483,7 @@ void Simplifier::CombineDivMod(LinearForm* f) {
           break;
         }
       }
-      if (k1 % *c == 0 && !(k1 == kInt64Min && *c == -1)) {
+      if (*c != -1 && k1 % *c == 0) {
         int64_t m = -(k1 / *c);
         LinearForm g = *f;
         g.AddScaled(LinearForm::Atom(div_atom, k1), -1);
@@ -575,6 +575,12 @@ Expr Simplifier::SimpDiv64(const Expr& a, const Expr& b) {
   }
   int64_t c = *cb;
   if (c == 0) return node;  // division by zero is the evaluator's error: left as it is
+  if (c == -1) {
+    // x / -1 = -x exactly (and INT64_MIN % -1 below would trap).
+    LinearForm neg = LinearForm::Of(a);
+    neg.Scale(-1);
+    return neg.ok() ? FromLinear(std::move(neg)) : node;
+  }
   if (Expr r = ApplyRules(rules::DivRules(), node, Builder()); r.defined()) return r;
   LinearForm f = LinearForm::Of(a);
   if (!f.ok()) return node;
@@ -678,7 +684,7 @@ Expr Simplifier::SimpMod64(const Expr& a, const Expr& b) {
     int64_t lo = FloorDiv(bf->min, c), hi = FloorDiv(bf->max, c);
     if (lo == hi) {
       LinearForm out = f;
-      if (auto kc = CheckedMul(lo, c)) {
+      if (auto kc = CheckedMul(lo, c); kc && *kc != kInt64Min) {
         out.AddConstant(-*kc);
         if (out.ok()) return FromLinear(std::move(out));
       }

@@ -80,7 +80,9 @@ const std::vector<Rule>& ModRules() {
   static const auto* r = new std::vector<Rule>{
       // x % (k*c) differs from x by a multiple of c.
       {(x % c0) % c1, x % c1,
-       [](const Match& m) { return m.c(0) != 0 && m.c(1) != 0 && m.c(0) % m.c(1) == 0; }},
+       [](const Match& m) {
+         return m.c(0) != 0 && m.c(1) != 0 && m.c(1) != -1 && m.c(0) % m.c(1) == 0;
+       }},
   };
   return *r;
 }

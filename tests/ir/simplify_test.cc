@@ -299,6 +299,22 @@ TEST_F(SimplifyTest, SimplifyIsIdempotentOnCanonicalForms) {
   }
 }
 
+TEST_F(SimplifyTest, ExtremeConstantsNeitherTrapNorFoldWrongly) {
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  // INT64_MIN / -1 does not fit: left unfolded.
+  ExpectSimplifiesTo(IntConst(kMin) / IntConst(-1), DivNode::Make(IntConst(kMin), IntConst(-1)));
+  ExpectSimplifiesTo(IntConst(kMin) % IntConst(-1), IntConst(0));
+  ExpectSimplifiesTo((x * IntConst(kMin)) % IntConst(-1), IntConst(0));
+  ExpectSimplifiesTo((x * IntConst(kMin)) / IntConst(2), x * IntConst(kMin / 2));
+  ExpectSimplifiesTo(x % IntConst(kMin), x % IntConst(kMin));
+  RangeMap r{{"x", {kMin, kMin + 3}}};
+  // x % 4 = x - kMin here, but -kMin is not an int64: left as it is.
+  ExpectSimplifiesTo(x % 4, x % 4, r);
+  RangeMap r2{{"x", {kMin + 4, kMin + 7}}};
+  ExpectSimplifiesTo(x % 4, x + IntConst(-(kMin + 4)), r2);
+  ExpectSimplifiesTo(x / -1, x * -1, {});
+}
+
 TEST_F(SimplifyTest, SharedSubexpressionsAreSimplifiedOnce) {
   // e_{k+1} = e_k + e_k shares its operand: as a tree it has 2^60 leaves, as a DAG 61 nodes.
   Expr e = x;
