@@ -121,10 +121,10 @@ class KernelWalker {
         }
         if (ir::IsBlockBound(op->for_kind)) {
           if (!path_.empty()) {
-            return absl::FailedPreconditionError(absl::StrCat(
-                "invalid_schedule: ", ir::ForKindName(op->for_kind), " loop '", op->var_name(),
-                "' is nested inside loop '", path_.back(),
-                "'; block bindings must be the outermost loops of a kernel"));
+            return absl::FailedPreconditionError(
+                absl::StrCat("invalid_schedule: ", ir::ForKindName(op->for_kind), " loop '",
+                             op->var_name(), "' is nested inside loop '", path_.back(),
+                             "'; block bindings must be the outermost loops of a kernel"));
           }
           int d = BlockDim(op->for_kind);
           if (block_bound_[d]) {
@@ -201,15 +201,15 @@ class KernelWalker {
     }
     int64_t threads = launch_.block[0] * launch_.block[1] * launch_.block[2];
     if (threads > target.max_threads_per_block) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "invalid_schedule: ", threads, " threads per block exceed the limit ",
-          target.max_threads_per_block, " (", launch_.ToString(), ")"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("invalid_schedule: ", threads, " threads per block exceed the limit ",
+                       target.max_threads_per_block, " (", launch_.ToString(), ")"));
     }
     if (launch_.shared_memory_bytes > target.max_shared_memory_per_block) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "invalid_schedule: ", launch_.shared_memory_bytes,
-          " bytes of shared memory per block exceed the limit ",
-          target.max_shared_memory_per_block));
+      return absl::FailedPreconditionError(
+          absl::StrCat("invalid_schedule: ", launch_.shared_memory_bytes,
+                       " bytes of shared memory per block exceed the limit ",
+                       target.max_shared_memory_per_block));
     }
     for (const BarrierSite& b : barriers_) {
       if (b.under_if) {
@@ -218,11 +218,11 @@ class KernelWalker {
       }
       for (const EnclosingThread& t : b.threads) {
         if (t.extent != launch_.block[t.dim]) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "invalid_schedule: a barrier inside loop '", t.var, "' (threadIdx.",
-              std::string(1, static_cast<char>('x' + t.dim)), " of extent ", t.extent,
-              ") is skipped by the block's other ", launch_.block[t.dim] - t.extent,
-              " threads of that dimension (threads would diverge)"));
+          return absl::FailedPreconditionError(
+              absl::StrCat("invalid_schedule: a barrier inside loop '", t.var, "' (threadIdx.",
+                           std::string(1, static_cast<char>('x' + t.dim)), " of extent ", t.extent,
+                           ") is skipped by the block's other ", launch_.block[t.dim] - t.extent,
+                           " threads of that dimension (threads would diverge)"));
         }
       }
     }

@@ -40,17 +40,28 @@ using lower_internal::LoopInfo;
 
 ForKind ToForKind(IteratorAnnotation a) {
   switch (a) {
-    case IteratorAnnotation::kNone: return ForKind::kSerial;
-    case IteratorAnnotation::kUnroll: return ForKind::kUnrolled;
-    case IteratorAnnotation::kVectorize: return ForKind::kVectorized;
-    case IteratorAnnotation::kParallel: return ForKind::kParallel;
-    case IteratorAnnotation::kVThread: return ForKind::kVThread;
-    case IteratorAnnotation::kBlockIdxX: return ForKind::kBlockIdxX;
-    case IteratorAnnotation::kBlockIdxY: return ForKind::kBlockIdxY;
-    case IteratorAnnotation::kBlockIdxZ: return ForKind::kBlockIdxZ;
-    case IteratorAnnotation::kThreadIdxX: return ForKind::kThreadIdxX;
-    case IteratorAnnotation::kThreadIdxY: return ForKind::kThreadIdxY;
-    case IteratorAnnotation::kThreadIdxZ: return ForKind::kThreadIdxZ;
+    case IteratorAnnotation::kNone:
+      return ForKind::kSerial;
+    case IteratorAnnotation::kUnroll:
+      return ForKind::kUnrolled;
+    case IteratorAnnotation::kVectorize:
+      return ForKind::kVectorized;
+    case IteratorAnnotation::kParallel:
+      return ForKind::kParallel;
+    case IteratorAnnotation::kVThread:
+      return ForKind::kVThread;
+    case IteratorAnnotation::kBlockIdxX:
+      return ForKind::kBlockIdxX;
+    case IteratorAnnotation::kBlockIdxY:
+      return ForKind::kBlockIdxY;
+    case IteratorAnnotation::kBlockIdxZ:
+      return ForKind::kBlockIdxZ;
+    case IteratorAnnotation::kThreadIdxX:
+      return ForKind::kThreadIdxX;
+    case IteratorAnnotation::kThreadIdxY:
+      return ForKind::kThreadIdxY;
+    case IteratorAnnotation::kThreadIdxZ:
+      return ForKind::kThreadIdxZ;
   }
   return ForKind::kSerial;
 }
@@ -125,13 +136,16 @@ int64_t StepCount(const Stmt& s) {
       for (const Stmt& c : s.as<ir::SeqNode>()->stmts) n = std::min(kMany, n + StepCount(c));
       return n;
     }
-    case ir::StmtKind::kAllocate: return StepCount(s.as<ir::AllocateNode>()->body);
+    case ir::StmtKind::kAllocate:
+      return StepCount(s.as<ir::AllocateNode>()->body);
     case ir::StmtKind::kIfThenElse: {
       const auto* op = s.as<ir::IfThenElseNode>();
       return StepCount(op->then_case) + StepCount(op->else_case);
     }
-    case ir::StmtKind::kBarrier: return 0;
-    default: return 1;
+    case ir::StmtKind::kBarrier:
+      return 0;
+    default:
+      return 1;
   }
 }
 
@@ -193,7 +207,8 @@ std::vector<Expr> AlignIndices(const Alignment& a, const std::vector<Expr>& idx)
 // longer pointing at their producer tensors (loop-nest Loads name buffers only).
 class Finalizer : public ir::StmtMutator {
  public:
-  explicit Finalizer(const std::map<std::string, Alignment>& align) : exprs_(align), align_(align) {}
+  explicit Finalizer(const std::map<std::string, Alignment>& align)
+      : exprs_(align), align_(align) {}
   Expr MutateExpr(const Expr& e) override { return exprs_.Mutate(e); }
 
  protected:
@@ -248,7 +263,8 @@ class ScopeChecker {
   absl::Status Check(const Stmt& s) {
     if (!s.defined()) return absl::OkStatus();
     switch (s.kind()) {
-      case ir::StmtKind::kFor: return Check(s.as<ir::ForNode>()->body);
+      case ir::StmtKind::kFor:
+        return Check(s.as<ir::ForNode>()->body);
       case ir::StmtKind::kSeq:
         for (const Stmt& c : s.as<ir::SeqNode>()->stmts) RETURN_IF_ERROR(Check(c));
         return absl::OkStatus();
@@ -271,8 +287,10 @@ class ScopeChecker {
         RETURN_IF_ERROR(Check(op->then_case));
         return Check(op->else_case);
       }
-      case ir::StmtKind::kEvaluate: return CheckExpr(s.as<ir::EvaluateNode>()->value);
-      default: return absl::OkStatus();
+      case ir::StmtKind::kEvaluate:
+        return CheckExpr(s.as<ir::EvaluateNode>()->value);
+      default:
+        return absl::OkStatus();
     }
   }
 
@@ -300,7 +318,8 @@ class ScopeChecker {
     return absl::InvalidArgumentError(absl::StrCat(
         "buffer '", buffer,
         "' is accessed outside the loop it is computed in (a reader is not inside the compute_at "
-        "loop of '", buffer, "')"));
+        "loop of '",
+        buffer, "')"));
   }
   std::set<std::string> in_scope_;
 };
@@ -319,8 +338,7 @@ class Lowerer {
   std::string Fresh(const std::string& base);
   ir::MemoryScope EffectiveScope(int s, const std::vector<LoopInfo>& enclosing) const;
   absl::StatusOr<Stmt> BuildStage(int s, const std::vector<LoopInfo>& enclosing);
-  absl::StatusOr<Stmt> AttachAt(int s, int p, const std::vector<LoopInfo>& enclosing,
-                                Stmt content);
+  absl::StatusOr<Stmt> AttachAt(int s, int p, const std::vector<LoopInfo>& enclosing, Stmt content);
   absl::Status CheckLoops(int s, const std::vector<LoopInfo>& loops) const;
   ir::BufferDecl Decl(int s) const;
 
@@ -363,8 +381,7 @@ absl::Status Lowerer::CheckState() {
     const std::string& name = st.name();
     if (st.is_placeholder()) {
       if (st.location != ComputeLocation::kRoot) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("placeholder '", name, "' is not at root"));
+        return absl::InvalidArgumentError(absl::StrCat("placeholder '", name, "' is not at root"));
       }
       continue;
     }
@@ -387,18 +404,17 @@ absl::Status Lowerer::CheckState() {
     }
     for (const Iterator& it : st.iters) {
       if (it.extent < 1) {
-        return absl::InvalidArgumentError(absl::StrCat("iterator '", it.name, "' of stage '",
-                                                       name, "' has extent ", it.extent));
+        return absl::InvalidArgumentError(
+            absl::StrCat("iterator '", it.name, "' of stage '", name, "' has extent ", it.extent));
       }
       ForKind k = ToForKind(it.annotation);
       if (!target_.is_gpu() && IsGpuOnly(k)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "iterator '", it.name, "' of stage '", name, "' is annotated ",
-            AnnotationName(it.annotation), ", which needs a GPU target (target is ",
-            target_.ToString(), ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("iterator '", it.name, "' of stage '", name, "' is annotated ",
+                         AnnotationName(it.annotation), ", which needs a GPU target (target is ",
+                         target_.ToString(), ")"));
       }
-      if (it.kind != IteratorKind::kSpace &&
-          (k == ForKind::kParallel || ir::IsBlockBound(k))) {
+      if (it.kind != IteratorKind::kSpace && (k == ForKind::kParallel || ir::IsBlockBound(k))) {
         return absl::InvalidArgumentError(
             absl::StrCat("reduce iterator '", it.name, "' of stage '", name, "' is annotated ",
                          AnnotationName(it.annotation), " (a race on the accumulator)"));
@@ -410,8 +426,7 @@ absl::Status Lowerer::CheckState() {
             absl::StrCat("stage '", name, "' is inlined but has a reduction"));
       }
       if (params_.count(name)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("output stage '", name, "' is inlined"));
+        return absl::InvalidArgumentError(absl::StrCat("output stage '", name, "' is inlined"));
       }
     }
     if (st.location == ComputeLocation::kAttached) {
@@ -431,9 +446,9 @@ absl::Status Lowerer::CheckState() {
       }
       int it = target.IterIndex(st.attach_iter);
       if (it < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("stale compute_at: stage '", target.name(), "' has no iterator '",
-                         st.attach_iter, "' for stage '", name, "'"));
+        return absl::InvalidArgumentError(absl::StrCat("stale compute_at: stage '", target.name(),
+                                                       "' has no iterator '", st.attach_iter,
+                                                       "' for stage '", name, "'"));
       }
       // The chain of attachments must end at a root stage.
       int cur = s;
@@ -465,8 +480,8 @@ absl::StatusOr<Expr> Lowerer::Inline(const Expr& e, const std::string& reader, i
       int id = l_->state_.StageId(op->buffer);
       if (id < 0) {
         if (status.ok()) {
-          status = absl::InvalidArgumentError(absl::StrCat(
-              "stage '", reader_, "' reads '", op->buffer, "', which is not a stage"));
+          status = absl::InvalidArgumentError(
+              absl::StrCat("stage '", reader_, "' reads '", op->buffer, "', which is not a stage"));
         }
         return e;
       }
@@ -546,29 +561,28 @@ absl::Status Lowerer::CheckLoops(int s, const std::vector<LoopInfo>& loops) cons
     const LoopInfo& l = loops[i];
     const std::string& it = st.iters[i].name;
     if (l.kind == ForKind::kVThread && l.extent > target_.max_vthread_extent) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "invalid_schedule: vthread '", it, "' of stage '", st.name(), "' has extent ", l.extent,
-          " > ", target_.max_vthread_extent));
+      return absl::FailedPreconditionError(
+          absl::StrCat("invalid_schedule: vthread '", it, "' of stage '", st.name(),
+                       "' has extent ", l.extent, " > ", target_.max_vthread_extent));
     }
     if (l.kind == ForKind::kVectorized &&
         l.extent * ir::BytesOf(st.op->dtype) > target_.max_vector_bytes) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "invalid_schedule: vectorized loop '", it, "' of stage '", st.name(), "' is ",
-          l.extent, " x ", ir::BytesOf(st.op->dtype), " B = ",
-          l.extent * ir::BytesOf(st.op->dtype), " B wide, more than ", target_.max_vector_bytes,
-          " B"));
+          "invalid_schedule: vectorized loop '", it, "' of stage '", st.name(), "' is ", l.extent,
+          " x ", ir::BytesOf(st.op->dtype), " B = ", l.extent * ir::BytesOf(st.op->dtype),
+          " B wide, more than ", target_.max_vector_bytes, " B"));
     }
     if (ir::IsBlockBound(l.kind)) {
       int d = static_cast<int>(l.kind) - static_cast<int>(ForKind::kBlockIdxX);
       if (st.location != ComputeLocation::kRoot) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "invalid_schedule: stage '", st.name(), "' is computed inside another stage but "
-            "binds '", it, "' to ", ir::ForKindName(l.kind)));
+        return absl::FailedPreconditionError(absl::StrCat("invalid_schedule: stage '", st.name(),
+                                                          "' is computed inside another stage but "
+                                                          "binds '",
+                                                          it, "' to ", ir::ForKindName(l.kind)));
       }
       if (block_dim[d]) {
         return absl::FailedPreconditionError(absl::StrCat(
-            "invalid_schedule: stage '", st.name(), "' binds ", ir::ForKindName(l.kind),
-            " twice"));
+            "invalid_schedule: stage '", st.name(), "' binds ", ir::ForKindName(l.kind), " twice"));
       }
       block_dim[d] = true;
     }
@@ -576,18 +590,19 @@ absl::Status Lowerer::CheckLoops(int s, const std::vector<LoopInfo>& loops) cons
       int d = static_cast<int>(l.kind) - static_cast<int>(ForKind::kThreadIdxX);
       if (thread_dim[d]) {
         return absl::FailedPreconditionError(absl::StrCat(
-            "invalid_schedule: stage '", st.name(), "' binds ", ir::ForKindName(l.kind),
-            " twice"));
+            "invalid_schedule: stage '", st.name(), "' binds ", ir::ForKindName(l.kind), " twice"));
       }
       thread_dim[d] = true;
       // (A thread-bound reduce iterator is a cross-thread reduction, whose result every thread
       // receives.)
       if (st.location == ComputeLocation::kAttached && scope_[s] == ir::MemoryScope::kLocal &&
           l.extent > 1 && st.iters[i].kind != IteratorKind::kReduce) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "invalid_schedule: stage '", st.name(), "' lives in per-thread (local) memory but "
-            "binds '", it, "' to ", ir::ForKindName(l.kind),
-            ", so each thread would compute only part of its copy"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("invalid_schedule: stage '", st.name(),
+                         "' lives in per-thread (local) memory but "
+                         "binds '",
+                         it, "' to ", ir::ForKindName(l.kind),
+                         ", so each thread would compute only part of its copy"));
       }
     }
   }
@@ -646,10 +661,9 @@ absl::StatusOr<Stmt> Lowerer::BuildStage(int s, const std::vector<LoopInfo>& enc
       int64_t hi = limit ? std::min(b->max, *limit - 1) : b->max;
       if (b->min > 0 || hi < extent - 1) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "stale region: stage '", buf, "' computes indices [", b->min, ", ", hi,
-            "] of axis '", op.axes[k].name, "' but ",
-            attached ? "its consumer needs [0, " : "its shape is [0, ", extent - 1,
-            "] (re-apply compute_at after changing the consumer's loops)"));
+            "stale region: stage '", buf, "' computes indices [", b->min, ", ", hi, "] of axis '",
+            op.axes[k].name, "' but ", attached ? "its consumer needs [0, " : "its shape is [0, ",
+            extent - 1, "] (re-apply compute_at after changing the consumer's loops)"));
       }
       if (hi > extent - 1) guards.push_back(rel[k] < ir::IntConst(extent));
     } else {
@@ -686,9 +700,9 @@ absl::StatusOr<Stmt> Lowerer::BuildStage(int s, const std::vector<LoopInfo>& enc
     has_mixed |= st.iters[i].kind == IteratorKind::kMixed;
   }
   if (!is_reduce && first_reduce < n) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("stage '", buf, "' has reduce iterator '", st.iters[first_reduce].name,
-                     "' but no reduction"));
+    return absl::InvalidArgumentError(absl::StrCat("stage '", buf, "' has reduce iterator '",
+                                                   st.iters[first_reduce].name,
+                                                   "' but no reduction"));
   }
   const bool full_init = is_reduce && (has_mixed || first_reduce == n);
   int thread_reduce = -1;
@@ -714,21 +728,22 @@ absl::StatusOr<Stmt> Lowerer::BuildStage(int s, const std::vector<LoopInfo>& enc
   int p_start = n - 1;
   if (thread_reduce >= 0) {
     if (has_mixed) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "invalid_schedule: cross-thread reduction in stage '", buf,
-          "' with an iterator fused across space and reduce axes"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("invalid_schedule: cross-thread reduction in stage '", buf,
+                       "' with an iterator fused across space and reduce axes"));
     }
     for (int i = first_reduce; i < n; ++i) {
       if (st.iters[i].kind != IteratorKind::kReduce) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "invalid_schedule: cross-thread reduction in stage '", buf, "' needs its space "
-            "iterators outside the reduce iterators, but '", st.iters[i].name,
-            "' is inside"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("invalid_schedule: cross-thread reduction in stage '", buf,
+                         "' needs its space "
+                         "iterators outside the reduce iterators, but '",
+                         st.iters[i].name, "' is inside"));
       }
       if (attached_.count({s, i})) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "invalid_schedule: a stage is computed at reduce iterator '", st.iters[i].name,
-            "' of the cross-thread reduction in stage '", buf, "'"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("invalid_schedule: a stage is computed at reduce iterator '",
+                         st.iters[i].name, "' of the cross-thread reduction in stage '", buf, "'"));
       }
     }
     lower_internal::AllReduceSpec spec;
@@ -749,16 +764,15 @@ absl::StatusOr<Stmt> Lowerer::BuildStage(int s, const std::vector<LoopInfo>& enc
     for (const LoopInfo& l : around) {
       if (!ir::IsThreadBound(l.kind)) continue;
       if (l.kind == loops[thread_reduce].kind) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "invalid_schedule: cross-thread reduction of stage '", buf, "' over ",
-            ir::ForKindName(l.kind), " inside another ", ir::ForKindName(l.kind), " loop '",
-            l.var, "'"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("invalid_schedule: cross-thread reduction of stage '", buf, "' over ",
+                         ir::ForKindName(l.kind), " inside another ", ir::ForKindName(l.kind),
+                         " loop '", l.var, "'"));
       }
       spec.thread_groups.push_back(l);
     }
-    content = lower_internal::BuildAllReduce(spec, [this](const std::string& b) {
-      return Fresh(b);
-    });
+    content =
+        lower_internal::BuildAllReduce(spec, [this](const std::string& b) { return Fresh(b); });
     p_start = first_reduce - 1;
   } else {
     Stmt store;
@@ -799,8 +813,8 @@ absl::StatusOr<Stmt> Lowerer::BuildStage(int s, const std::vector<LoopInfo>& enc
     around.insert(around.end(), loops.begin(), loops.begin() + p + 1);
     ASSIGN_OR_RETURN(content, AttachAt(s, p, around, content));
     Stmt loop = MakeFor(loops[p], content);
-    content = (p == first_reduce && init_nest.defined()) ? ir::SeqNode::Make({init_nest, loop})
-                                                          : loop;
+    content =
+        (p == first_reduce && init_nest.defined()) ? ir::SeqNode::Make({init_nest, loop}) : loop;
   }
   if (n == 0 && init_nest.defined()) content = ir::SeqNode::Make({init_nest, content});
 
@@ -871,7 +885,8 @@ absl::StatusOr<Stmt> Lowerer::AttachAt(int s, int p, const std::vector<LoopInfo>
       }
       return out;
     };
-    for (int j = i + 1; j < m; ++j) nests[j] = lower_internal::RewriteLoads(nests[j], ps.name(), relative);
+    for (int j = i + 1; j < m; ++j)
+      nests[j] = lower_internal::RewriteLoads(nests[j], ps.name(), relative);
     content = lower_internal::RewriteLoads(content, ps.name(), relative);
     ASSIGN_OR_RETURN(nests[i], BuildStage(P, enclosing));
   }
@@ -955,15 +970,15 @@ absl::StatusOr<LoweredKernel> Lowerer::Run() {
     const Stage& st = state_.stage(s);
     if (st.is_placeholder() || st.location == ComputeLocation::kInlined) continue;
     if (!built_[s]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "stage '", st.name(), "' is computed at a loop that is never lowered"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("stage '", st.name(), "' is computed at a loop that is never lowered"));
     }
     if (st.storage_align_dim >= 0) {
       auto a = MakeAlignment(shape_[s], st.storage_align_dim, st.storage_align_factor,
                              st.storage_align_offset);
       if (a && params_.count(st.name())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "storage_align on kernel parameter '", st.name(), "' (its layout is fixed)"));
+        return absl::InvalidArgumentError(absl::StrCat("storage_align on kernel parameter '",
+                                                       st.name(), "' (its layout is fixed)"));
       }
       if (a) align[st.name()] = *a;
     }
@@ -981,9 +996,9 @@ absl::StatusOr<LoweredKernel> Lowerer::Run() {
       k = lower_internal::RemoveRedundantBarriers(lower_internal::HoistSharedAllocations(k));
       auto launch = lower_internal::AnalyzeKernel(k, target_);
       if (!launch.ok()) {
-        return absl::Status(launch.status().code(),
-                            absl::StrCat(launch.status().message(), " (kernel of stage '",
-                                         kernel_stage[i], "')"));
+        return absl::Status(
+            launch.status().code(),
+            absl::StrCat(launch.status().message(), " (kernel of stage '", kernel_stage[i], "')"));
       }
       out.launches.push_back(*launch);
       // One launch per top-level statement: a kernel that simplified to several statements is

@@ -75,9 +75,9 @@ AccessRegion InferAccessRegion(const std::string& buffer, const std::vector<int6
                                const ir::RangeMap& outer_relaxed);
 
 /// Rewrites every Load of `buffer` in `s` with `rewrite(indices)`.
-ir::Stmt RewriteLoads(const ir::Stmt& s, const std::string& buffer,
-                      const std::function<std::vector<ir::Expr>(const std::vector<ir::Expr>&)>&
-                          rewrite);
+ir::Stmt RewriteLoads(
+    const ir::Stmt& s, const std::string& buffer,
+    const std::function<std::vector<ir::Expr>(const std::vector<ir::Expr>&)>& rewrite);
 
 /// A loop of the nest being built.
 struct LoopInfo {
@@ -89,15 +89,15 @@ struct LoopInfo {
 /// What the cross-thread reduction builder needs about one reduction stage; every expression is
 /// already in loop variables.
 struct AllReduceSpec {
-  std::string stage;                 // stage name (prefix of the buffers and loops it makes)
-  std::string buffer;                // buffer the result is stored to
+  std::string stage;   // stage name (prefix of the buffers and loops it makes)
+  std::string buffer;  // buffer the result is stored to
   ir::ScalarType dtype = ir::ScalarType::kFloat32;
   ir::ReduceKind kind = ir::ReduceKind::kSum;
-  ir::Expr init;                     // the stage's init value
-  ir::Expr body;                     // the term combined per reduce point
+  ir::Expr init;                       // the stage's init value
+  ir::Expr body;                       // the term combined per reduce point
   std::vector<LoopInfo> reduce_loops;  // the stage's reduce iterators in order
-  int thread_loop = 0;               // index in reduce_loops of the threadIdx-bound one
-  std::vector<ir::Expr> guards;      // all guards
+  int thread_loop = 0;                 // index in reduce_loops of the threadIdx-bound one
+  std::vector<ir::Expr> guards;        // all guards
   std::vector<ir::Expr> space_guards;  // guards that do not use reduce variables
   std::vector<ir::Expr> store_indices;
   /// Variables and extents of the other threadIdx loops the reduction runs inside: each such

@@ -146,7 +146,8 @@ std::optional<SymbolicBound> Bound(const Expr& e, const RangeMap& v) {
       int64_t lo = ba->lo.constant;
       int64_t hi = ba->hi.constant;
       if (FloorDiv(lo, *c) != FloorDiv(hi, *c)) return full;
-      return SymbolicBound{LinearForm::Const(FloorMod(lo, *c)), LinearForm::Const(FloorMod(hi, *c))};
+      return SymbolicBound{LinearForm::Const(FloorMod(lo, *c)),
+                           LinearForm::Const(FloorMod(hi, *c))};
     }
     case ExprKind::kMin:
     case ExprKind::kMax: {

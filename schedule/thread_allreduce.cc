@@ -25,8 +25,7 @@ Stmt Guarded(const std::vector<Expr>& conds, Stmt s) {
 
 Stmt BuildAllReduce(const AllReduceSpec& spec,
                     const std::function<std::string(const std::string&)>& fresh) {
-  CHECK(spec.thread_loop >= 0 &&
-        spec.thread_loop < static_cast<int>(spec.reduce_loops.size()))
+  CHECK(spec.thread_loop >= 0 && spec.thread_loop < static_cast<int>(spec.reduce_loops.size()))
       << "cross-thread reduction of '" << spec.stage << "' without its thread loop";
   const LoopInfo& tl = spec.reduce_loops[spec.thread_loop];
   const int64_t threads = tl.extent;
@@ -55,9 +54,9 @@ Stmt BuildAllReduce(const AllReduceSpec& spec,
   acc.scope = ir::MemoryScope::kLocal;
   acc.shape = {1};
   Expr acc_load = ir::LoadNode::Make(spec.dtype, acc.name, {ir::IntConst(0)});
-  Stmt update = Guarded(spec.guards,
-                        ir::StoreNode::Make(acc.name, {ir::IntConst(0)},
-                                            ir::ReduceCombine(spec.kind, acc_load, spec.body)));
+  Stmt update =
+      Guarded(spec.guards, ir::StoreNode::Make(acc.name, {ir::IntConst(0)},
+                                               ir::ReduceCombine(spec.kind, acc_load, spec.body)));
   for (int i = static_cast<int>(spec.reduce_loops.size()) - 1; i >= 0; --i) {
     if (i == spec.thread_loop) continue;
     const LoopInfo& l = spec.reduce_loops[i];
@@ -86,16 +85,15 @@ Stmt BuildAllReduce(const AllReduceSpec& spec,
           ir::StoreNode::Make(acc2.name, {ir::IntConst(0)}, spec.init),
           ir::ForNode::Make(
               ir::MakeVar(tk), ir::IntConst(0), ir::IntConst(threads), ir::ForKind::kSerial,
-              ir::StoreNode::Make(
-                  acc2.name, {ir::IntConst(0)},
-                  ir::ReduceCombine(spec.kind, acc2_load,
-                                    ir::LoadNode::Make(spec.dtype, partials.name,
-                                                       slot(ir::MakeVar(tk)))))),
+              ir::StoreNode::Make(acc2.name, {ir::IntConst(0)},
+                                  ir::ReduceCombine(spec.kind, acc2_load,
+                                                    ir::LoadNode::Make(spec.dtype, partials.name,
+                                                                       slot(ir::MakeVar(tk)))))),
           ir::StoreNode::Make(partials.name, slot(ir::IntConst(0)), acc2_load),
       }));
-  Stmt phase2 = ir::ForNode::Make(
-      ir::MakeVar(t2), ir::IntConst(0), ir::IntConst(threads), tl.kind,
-      ir::IfThenElseNode::Make(ir::MakeVar(t2) == ir::IntConst(0), combine));
+  Stmt phase2 =
+      ir::ForNode::Make(ir::MakeVar(t2), ir::IntConst(0), ir::IntConst(threads), tl.kind,
+                        ir::IfThenElseNode::Make(ir::MakeVar(t2) == ir::IntConst(0), combine));
 
   // 3. The result is stored (by every thread when it lives in per-thread memory).
   std::string t3 = fresh(tl.var + ".store");
@@ -110,8 +108,8 @@ Stmt BuildAllReduce(const AllReduceSpec& spec,
       ir::ForNode::Make(ir::MakeVar(t3), ir::IntConst(0), ir::IntConst(threads), tl.kind, store);
 
   return ir::AllocateNode::Make(
-      partials, ir::SeqNode::Make({phase1, ir::BarrierNode::Make(), phase2,
-                                   ir::BarrierNode::Make(), phase3, ir::BarrierNode::Make()}));
+      partials, ir::SeqNode::Make({phase1, ir::BarrierNode::Make(), phase2, ir::BarrierNode::Make(),
+                                   phase3, ir::BarrierNode::Make()}));
 }
 
 }  // namespace tilesearch::schedule::lower_internal

@@ -17,8 +17,8 @@
 namespace tilesearch::schedule {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::ExpectMatchesReference;
+using ::testing::HasSubstr;
 using testing::Sched;
 using tilesearch::testing::IsOk;
 using tilesearch::testing::StatusIs;
@@ -212,9 +212,10 @@ TEST(LowerGpuInvalid, TooManyThreadsPerBlock) {
   s.Annotate(out, "i0", IteratorAnnotation::kBlockIdxX)
       .Annotate(out, "i1", IteratorAnnotation::kThreadIdxX);
   ASSERT_THAT(s.status(), IsOk());
-  EXPECT_THAT(Lower(dag, s.state(), Gpu()),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("invalid_schedule: 2048 threads per block exceed the limit 1024")));
+  EXPECT_THAT(
+      Lower(dag, s.state(), Gpu()),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr("invalid_schedule: 2048 threads per block exceed the limit 1024")));
 }
 
 TEST(LowerGpuInvalid, ThreadsWithoutBlocks) {
@@ -261,9 +262,10 @@ TEST(LowerGpuInvalid, VthreadTooLarge) {
       .Annotate("C", "j", IteratorAnnotation::kThreadIdxX);
   ASSERT_THAT(t.status(), IsOk());
   EXPECT_THAT(Lower(dag, s.state(), Gpu()), IsOk());
-  EXPECT_THAT(Lower(dag, t.state(), Gpu()),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("invalid_schedule: vthread 'i.1' of stage 'C' has extent 16 > 8")));
+  EXPECT_THAT(
+      Lower(dag, t.state(), Gpu()),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr("invalid_schedule: vthread 'i.1' of stage 'C' has extent 16 > 8")));
 }
 
 TEST(LowerGpuInvalid, VectorTooWide) {
@@ -279,9 +281,8 @@ TEST(LowerGpuInvalid, VectorTooWide) {
     return s.state();
   };
   EXPECT_THAT(Lower(dag, schedule(4), Gpu()), IsOk());  // 16 bytes
-  EXPECT_THAT(Lower(dag, schedule(8), Gpu()),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("32 B wide, more than 16 B")));
+  EXPECT_THAT(Lower(dag, schedule(8), Gpu()), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                                       HasSubstr("32 B wide, more than 16 B")));
 }
 
 TEST(LowerGpu, LaunchConfigText) {
@@ -297,8 +298,7 @@ TEST(LowerGpuInvalid, BarrierInsideANarrowerThreadLoop) {
   // would be skipped by threads 32..63.
   ir::ComputeDAG dag = *ir::MatmulDAG({64, 64}, {64, 64});
   EXPECT_THAT(Lower(dag, GpuMatmulSchedule(dag, 2 * kThreads), Gpu()),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("threads would diverge")));
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("threads would diverge")));
 }
 
 TEST(LowerGpuInvalid, LocalStageBoundToThreads) {
@@ -335,11 +335,11 @@ TEST(LowerGpuInvalid, CrossThreadReductionInsideSameThreadDimension) {
   s.Annotate("softmax", "i0", IteratorAnnotation::kBlockIdxX)
       .Annotate("softmax", "i1.1", IteratorAnnotation::kThreadIdxX);
   s.ComputeAt("softmax_max", "softmax", "i1.1");
-  s.Split("softmax_max", "r0", {4}).Annotate("softmax_max", "r0.1", IteratorAnnotation::kThreadIdxX);
+  s.Split("softmax_max", "r0", {4})
+      .Annotate("softmax_max", "r0.1", IteratorAnnotation::kThreadIdxX);
   ASSERT_THAT(s.status(), IsOk());
-  EXPECT_THAT(Lower(dag, s.state(), Gpu()),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("inside another threadIdx.x loop")));
+  EXPECT_THAT(Lower(dag, s.state(), Gpu()), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                                     HasSubstr("inside another threadIdx.x loop")));
 }
 
 }  // namespace

@@ -55,12 +55,13 @@ std::vector<Workload> Workloads() {
   add("matmul", ir::MatmulDAG({7, 5}, {5, 6}));
   add("batch_matmul", ir::BatchMatmulDAG({2, 4, 3}, {2, 3, 5}));
   add("dense_bias_relu", ir::DenseBiasReluDAG({6, 5}, {4, 5}, {4}));
-  add("matmul_scale_residual", ir::MatmulScaleResidualDAG({5, 4}, {4, 6}, {5, 6}, ir::ScalarType::kFloat32, 0.5));
+  add("matmul_scale_residual",
+      ir::MatmulScaleResidualDAG({5, 4}, {4, 6}, {5, 6}, ir::ScalarType::kFloat32, 0.5));
   add("gemv", ir::GemvDAG({6, 5}, {5}));
-  add("conv2d_padded", ir::Conv2dNchwPaddedDAG({1, 2, 5, 5}, {3, 2, 3, 3},
-                                               ir::ScalarType::kFloat32, pad1));
-  add("conv2d_strided", ir::Conv2dNchwDAG({1, 2, 6, 6}, {3, 2, 3, 3}, ir::ScalarType::kFloat32,
-                                          strided));
+  add("conv2d_padded",
+      ir::Conv2dNchwPaddedDAG({1, 2, 5, 5}, {3, 2, 3, 3}, ir::ScalarType::kFloat32, pad1));
+  add("conv2d_strided",
+      ir::Conv2dNchwDAG({1, 2, 6, 6}, {3, 2, 3, 3}, ir::ScalarType::kFloat32, strided));
   add("softmax", ir::SoftmaxDAG({3, 10}));
   add("layernorm", ir::LayerNormDAG({4, 6}));
   add("reduce_sum", ir::ReduceDAG(ir::ReduceOp::kSum, {4, 5, 3}, {1}));
@@ -179,10 +180,9 @@ std::optional<Step> RandomStep(const State& s, std::mt19937_64& rng) {
           readers.push_back(c);
         }
       }
-      // With several readers (inlined ones included), the others would read the buffer outside the attach loop
-      // (lowering rejects that).
-      if (readers.size() != 1 ||
-          s.stage(readers[0]).location == ComputeLocation::kInlined) {
+      // With several readers (inlined ones included), the others would read the buffer outside the
+      // attach loop (lowering rejects that).
+      if (readers.size() != 1 || s.stage(readers[0]).location == ComputeLocation::kInlined) {
         return std::nullopt;
       }
       ComputeAtStep ca;
@@ -250,8 +250,7 @@ TEST(LowerProperty, RandomCpuSchedulesMatchTheNaiveProgram) {
     for (int trial = 0; trial < kTrials; ++trial) {
       State st = State::Initial(w.dag);
       const int want = 1 + static_cast<int>(rng() % 10);
-      for (int attempt = 0; attempt < 40 && static_cast<int>(st.steps().size()) < want;
-           ++attempt) {
+      for (int attempt = 0; attempt < 40 && static_cast<int>(st.steps().size()) < want; ++attempt) {
         std::optional<Step> step = RandomStep(st, rng);
         if (!step) continue;
         absl::StatusOr<State> next = ApplyStep(st, *step);
@@ -264,19 +263,21 @@ TEST(LowerProperty, RandomCpuSchedulesMatchTheNaiveProgram) {
                           << st.ToString();
       absl::StatusOr<ir::BufferMap> got = RunLowered(k->nest, inputs);
       ASSERT_TRUE(got.ok()) << w.name << " trial " << trial << ": " << got.status() << "\n"
-                            << st.ToString() << "\n" << k->nest;
-      ASSERT_LE(MaxRelError(w.dag, *got, *ref), 1e-5)
-          << w.name << " trial " << trial << "\n" << st.ToString() << "\n" << k->nest;
+                            << st.ToString() << "\n"
+                            << k->nest;
+      ASSERT_LE(MaxRelError(w.dag, *got, *ref), 1e-5) << w.name << " trial " << trial << "\n"
+                                                      << st.ToString() << "\n"
+                                                      << k->nest;
       ++lowered;
     }
   }
   EXPECT_EQ(lowered, kTrials * static_cast<int>(Workloads().size()));
   // The schedules exercise every kind of step the generator makes.
-  for (const Step& kind : {Step(SplitStep{}), Step(FuseStep{}), Step(ReorderStep{}),
-                           Step(ComputeAtStep{}), Step(ComputeInlineStep{}),
-                           Step(CacheReadStep{}), Step(CacheWriteStep{}), Step(AnnotationStep{}),
-                           Step(PragmaStep{}), Step(RfactorStep{}), Step(StorageAlignStep{}),
-                           Step(ComputeRootStep{})}) {
+  for (const Step& kind :
+       {Step(SplitStep{}), Step(FuseStep{}), Step(ReorderStep{}), Step(ComputeAtStep{}),
+        Step(ComputeInlineStep{}), Step(CacheReadStep{}), Step(CacheWriteStep{}),
+        Step(AnnotationStep{}), Step(PragmaStep{}), Step(RfactorStep{}), Step(StorageAlignStep{}),
+        Step(ComputeRootStep{})}) {
     EXPECT_GE(applied[kind.index()], 50) << StepToString(kind);
   }
 }
@@ -311,8 +312,7 @@ TEST(LowerProperty, RandomGpuBindingsMatchTheNaiveProgram) {
             readers.push_back(cs.name());
           }
         }
-        const bool attach =
-            readers.size() == 1 && block_iter.count(readers[0]) && pick(0, 2) == 0;
+        const bool attach = readers.size() == 1 && block_iter.count(readers[0]) && pick(0, 2) == 0;
         if (attach) {
           s.ComputeAt(name, readers[0], block_iter[readers[0]]);
           ++attached;

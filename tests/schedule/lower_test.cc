@@ -22,9 +22,9 @@
 namespace tilesearch::schedule {
 namespace {
 
+using testing::ExpectMatchesReference;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::ExpectMatchesReference;
 using testing::Sched;
 using tilesearch::testing::StatusIs;
 
@@ -241,7 +241,8 @@ TEST(LowerCpu, CacheWriteLocalComputedAtOutputTile) {
 TEST(LowerCpu, CacheReadAndCacheWriteOnAConvolutionWithInlinedPadding) {
   ir::Conv2dParams p;
   p.padding = {1, 1};
-  ir::ComputeDAG dag = *ir::Conv2dNchwPaddedDAG({1, 3, 7, 6}, {4, 3, 3, 3}, ir::ScalarType::kFloat32, p);
+  ir::ComputeDAG dag =
+      *ir::Conv2dNchwPaddedDAG({1, 3, 7, 6}, {4, 3, 3, 3}, ir::ScalarType::kFloat32, p);
   Sched s(dag);
   s.Inline("pad").CacheWrite("Y", ir::MemoryScope::kLocal);
   s.Split("Y", "h", {3}).Split("Y", "w", {4}).Reorder("Y", {"n", "k", "h.0", "w.0", "h.1", "w.1"});
