@@ -1,6 +1,7 @@
 #include "schedule/bound_inference.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -292,6 +293,46 @@ std::optional<Range> IntervalOf(const Expr& e, const std::map<std::string, Range
   }
 }
 
+// A structural hash of an expression, the key of a non-variable atom (printing every atom to
+// compare them was the cost of region inference).
+uint64_t Mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+uint64_t StructuralHash(const Expr& e) {
+  uint64_t h = Mix(static_cast<uint64_t>(e.kind()), static_cast<uint64_t>(e.type()));
+  if (const auto* i = e.as<ir::IntImmNode>()) return Mix(h, static_cast<uint64_t>(i->value));
+  if (const auto* f = e.as<ir::FloatImmNode>()) return Mix(h, std::hash<double>()(f->value));
+  if (const auto* v = e.as<ir::VarNode>()) return Mix(h, std::hash<std::string>()(v->name));
+  if (ir::IsBinaryKind(e.kind())) {
+    auto [a, b] = ir::BinaryOperands(e);
+    return Mix(Mix(h, StructuralHash(a)), StructuralHash(b));
+  }
+  if (const auto* n = e.as<ir::NotNode>()) return Mix(h, StructuralHash(n->a));
+  if (const auto* c = e.as<ir::CastNode>()) return Mix(h, StructuralHash(c->value));
+  if (const auto* sel = e.as<ir::SelectNode>()) {
+    return Mix(Mix(Mix(h, StructuralHash(sel->cond)), StructuralHash(sel->true_value)),
+               StructuralHash(sel->false_value));
+  }
+  if (const auto* call = e.as<ir::CallNode>()) {
+    h = Mix(h, static_cast<uint64_t>(call->op));
+    for (const Expr& arg : call->args) h = Mix(h, StructuralHash(arg));
+    return h;
+  }
+  if (const auto* load = e.as<ir::LoadNode>()) {
+    h = Mix(h, std::hash<std::string>()(load->buffer));
+    for (const Expr& i : load->indices) h = Mix(h, StructuralHash(i));
+    return h;
+  }
+  return h;
+}
+
+std::string AtomKey(const Expr& e) {
+  if (const auto* v = e.as<ir::VarNode>()) return v->name;
+  return absl::StrCat("#", StructuralHash(e));
+}
+
 struct Term {
   int64_t coeff = 0;
   Range range;
@@ -344,8 +385,7 @@ Linear Combine(Linear a, const Linear& b, int64_t sign) {
 
 Linear Atom(const Expr& e) {
   Linear l;
-  const auto* var = e.as<ir::VarNode>();
-  l.fixed[var != nullptr ? var->name : "#" + ir::ToString(e)] = {e, 1};
+  l.fixed[AtomKey(e)] = {e, 1};
   return l;
 }
 
@@ -370,11 +410,17 @@ std::optional<Linear> Linearize(const Expr& e, const VaryingMap& varying) {
     return Combine(*la, *lb, e.kind() == ir::ExprKind::kAdd ? 1 : -1);
   }
   if (e.kind() == ir::ExprKind::kMul) {
+    // Index products are built as expr * constant; a product of two non-constant factors is an
+    // atom (analyzed once, below, rather than linearizing its factors first).
     auto [a, b] = ir::BinaryOperands(e);
-    std::optional<Linear> la = Linearize(a, varying);
-    std::optional<Linear> lb = Linearize(b, varying);
-    if (la && lb && la->IsConstant()) return Scale(*lb, la->constant);
-    if (la && lb && lb->IsConstant()) return Scale(*la, lb->constant);
+    if (auto c = ir::AsConstInt(b)) {
+      std::optional<Linear> la = Linearize(a, varying);
+      return la ? std::optional<Linear>(Scale(*la, *c)) : std::nullopt;
+    }
+    if (auto c = ir::AsConstInt(a)) {
+      std::optional<Linear> lb = Linearize(b, varying);
+      return lb ? std::optional<Linear>(Scale(*lb, *c)) : std::nullopt;
+    }
   }
   VarCollector vars;
   vars.Visit(e);
@@ -389,7 +435,7 @@ std::optional<Linear> Linearize(const Expr& e, const VaryingMap& varying) {
   std::optional<Range> r = IntervalOf(e, ranges);
   if (!r) return std::nullopt;
   Linear l;
-  l.varying["#" + ir::ToString(e)] = {1, *r};
+  l.varying[AtomKey(e)] = {1, *r};
   return l;
 }
 

@@ -93,11 +93,24 @@ absl::StatusOr<State> AnnotationStep::Apply(const State& s) const {
       }
     }
   }
+  // Only thread bindings relax regions (bound inference), and only of the buffers they are
+  // shared over: blockIdx of global ones, threadIdx and vthread of global and shared ones.
+  bool keeps_regions = true;
+  for (IteratorAnnotation a : {it.annotation, annotation}) {
+    if (!internal::IsThreadAnnotation(a)) continue;
+    const bool block = IsBlockBinding(a);
+    for (int d : internal::AttachedBelow(s, stage_id)) {
+      const ir::MemoryScope scope = s.stage(d).scope;
+      if (scope == ir::MemoryScope::kGlobal || (!block && scope == ir::MemoryScope::kShared)) {
+        keeps_regions = false;
+      }
+    }
+  }
   State out = s;
   Stage& m = out.MutableStage(stage_id);
   m.iters[iter_id].annotation = annotation;
   m.loop_steps.push_back(*this);
-  return internal::Finish(std::move(out), stage_id, *this);
+  return internal::Finish(std::move(out), stage_id, *this, keeps_regions);
 }
 
 nlohmann::json AnnotationStep::ToJson() const {

@@ -19,6 +19,9 @@ absl::StatusOr<State> FuseStep::Apply(const State& s) const {
     RETURN_IF_ERROR(internal::CheckIterId(stage, id, text));
     old_names.push_back(stage.iters[id].name);
   }
+  const bool keeps_regions =
+      !fused_ids.empty() &&
+      internal::LoopChangeKeepsRegions(s, stage_id, fused_ids.front(), fused_ids.back());
   State out = s;
   Stage& m = out.MutableStage(stage_id);
   absl::StatusOr<std::string> name = internal::FuseIters(m, fused_ids);
@@ -31,7 +34,7 @@ absl::StatusOr<State> FuseStep::Apply(const State& s) const {
       out.MutableStage(i).attach_iter = *name;
     }
   }
-  return internal::Finish(std::move(out), stage_id, *this);
+  return internal::Finish(std::move(out), stage_id, *this, keeps_regions);
 }
 
 nlohmann::json FuseStep::ToJson() const { return {"FU", stage_id, fused_ids}; }

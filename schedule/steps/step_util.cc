@@ -294,6 +294,7 @@ absl::StatusOr<State> ApplySplit(const State& state, int stage_id, int iter_id,
                                         "' has extent ", it.extent));
   }
   const std::string old_name = it.name;
+  const bool keeps_regions = LoopChangeKeepsRegions(state, stage_id, iter_id, iter_id);
   State out = state;
   Stage& m = out.MutableStage(stage_id);
   absl::StatusOr<std::vector<std::string>> names =
@@ -312,7 +313,7 @@ absl::StatusOr<State> ApplySplit(const State& state, int stage_id, int iter_id,
       out.MutableStage(i).attach_iter = names->back();
     }
   }
-  return Finish(std::move(out), stage_id, step);
+  return Finish(std::move(out), stage_id, step, keeps_regions);
 }
 
 absl::Status RefreshAttached(State& state, int stage_id, bool include_self,
@@ -356,8 +357,56 @@ absl::Status RefreshAttached(State& state, int stage_id, bool include_self,
   return absl::OkStatus();
 }
 
-absl::StatusOr<State> Finish(State state, int stage_id, const Step& step) {
-  if (stage_id >= 0 && stage_id < state.num_stages()) {
+std::vector<int> AttachedBelow(const State& state, int stage_id) {
+  std::vector<int> out;
+  std::vector<int> frontier = {stage_id};
+  std::set<int> seen = {stage_id};
+  while (!frontier.empty()) {
+    const int x = frontier.back();
+    frontier.pop_back();
+    for (int i = 0; i < state.num_stages(); ++i) {
+      const Stage& s = state.stage(i);
+      if (s.location == ComputeLocation::kAttached && s.attach_stage == x && seen.insert(i).second) {
+        out.push_back(i);
+        frontier.push_back(i);
+      }
+    }
+  }
+  return out;
+}
+
+bool IsThreadAnnotation(IteratorAnnotation a) {
+  switch (a) {
+    case IteratorAnnotation::kVThread:
+    case IteratorAnnotation::kBlockIdxX:
+    case IteratorAnnotation::kBlockIdxY:
+    case IteratorAnnotation::kBlockIdxZ:
+    case IteratorAnnotation::kThreadIdxX:
+    case IteratorAnnotation::kThreadIdxY:
+    case IteratorAnnotation::kThreadIdxZ:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool LoopChangeKeepsRegions(const State& state, int stage_id, int first, int last) {
+  const Stage& stage = state.stage(stage_id);
+  for (int i = first; i <= last; ++i) {
+    if (IsThreadAnnotation(stage.iters[i].annotation)) return false;
+  }
+  for (int i = 0; i < state.num_stages(); ++i) {
+    const Stage& a = state.stage(i);
+    if (a.location != ComputeLocation::kAttached || a.attach_stage != stage_id) continue;
+    const int pos = stage.IterIndex(a.attach_iter);
+    if (pos < last && pos >= first) return false;
+    if (pos < first) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<State> Finish(State state, int stage_id, const Step& step, bool regions_unchanged) {
+  if (!regions_unchanged && stage_id >= 0 && stage_id < state.num_stages()) {
     RETURN_IF_ERROR(RefreshAttached(state, stage_id, false, StepToString(step)));
   }
   state.AppendStep(step);

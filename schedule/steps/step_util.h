@@ -62,8 +62,20 @@ absl::StatusOr<State> ApplySplit(const State& state, int stage_id, int iter_id,
 absl::Status RefreshAttached(State& state, int stage_id, bool include_self,
                              const std::string& step);
 
-/// Refreshes the stages attached below `stage_id`, then appends `step`.
-absl::StatusOr<State> Finish(State state, int stage_id, const Step& step);
+/// Refreshes the stages attached below `stage_id` (unless `regions_unchanged`), then appends
+/// `step`.
+absl::StatusOr<State> Finish(State state, int stage_id, const Step& step,
+                             bool regions_unchanged = false);
+
+/// Ids of the stages attached, transitively, inside stage `stage_id`.
+std::vector<int> AttachedBelow(const State& state, int stage_id);
+/// True for blockIdx, threadIdx and vthread (the annotations that relax regions).
+bool IsThreadAnnotation(IteratorAnnotation a);
+/// True when changing iterators [first, last] of stage `stage_id` (split, or fuse into the
+/// iterator at `last`) cannot change the region of any stage attached to it: none of them is
+/// thread-bound and every attach point is at or after `last`, or inside [first, last] only at
+/// `last` (a split's attach point moves to its innermost part, a fuse's to the fused iterator).
+bool LoopChangeKeepsRegions(const State& state, int stage_id, int first, int last);
 
 /// `e` with every Load of buffer `from` reading `to` instead (same indices; producer = `to`).
 ir::Expr RedirectLoads(const ir::Expr& e, const std::string& from,

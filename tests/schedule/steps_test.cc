@@ -791,6 +791,104 @@ TEST(CacheReadTest, KeepsTheValues) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Random steps, valid or not, never crash; every state they reach keeps each stage's loops
+// covering its domain exactly once.
+
+Step RandomAnyStep(const State& s, std::mt19937& rng) {
+  const int n = s.num_stages();
+  const int stage = static_cast<int>(rng() % (n + 1)) - (rng() % 8 == 0 ? 1 : 0);
+  const int iters = stage >= 0 && stage < n ? static_cast<int>(s.stage(stage).iters.size()) : 3;
+  auto iter = [&] { return static_cast<int>(rng() % (iters + 1)) - (rng() % 10 == 0 ? 1 : 0); };
+  auto ids = [&] {
+    std::vector<int> v;
+    const int first = iter();
+    for (int k = 0, m = 1 + rng() % 3; k < m; ++k) v.push_back(first + k);
+    return v;
+  };
+  switch (rng() % 12) {
+    case 0:
+    case 1: {
+      std::vector<std::optional<int64_t>> lengths;
+      for (int k = 0, m = 1 + rng() % 2; k < m; ++k) {
+        lengths.push_back(static_cast<int64_t>(rng() % 5) - (rng() % 10 == 0 ? 1 : 0));
+      }
+      return Split(stage, iter(), lengths, rng() % 2);
+    }
+    case 2:
+      return FuseStep{stage, ids()};
+    case 3: {
+      std::vector<int> order(std::max(iters, 0));
+      for (int k = 0; k < iters; ++k) order[k] = k;
+      std::shuffle(order.begin(), order.end(), rng);
+      if (rng() % 5 == 0 && !order.empty()) order[0] = order.back();
+      return ReorderStep{stage, order};
+    }
+    case 4:
+      return ComputeAtStep{stage, static_cast<int>(rng() % n), iter()};
+    case 5:
+      return rng() % 2 ? Step(ComputeInlineStep{stage}) : Step(ComputeRootStep{stage});
+    case 6:
+      return CacheReadStep{stage, rng() % 2 ? ir::MemoryScope::kShared : ir::MemoryScope::kLocal,
+                           {static_cast<int>(rng() % n)}};
+    case 7:
+      return CacheWriteStep{stage, ir::MemoryScope::kLocal};
+    case 8:
+      return Annotate(stage, iter(), static_cast<IteratorAnnotation>(rng() % 11));
+    case 9:
+      return RfactorStep{stage, iter(), static_cast<int>(rng() % 3)};
+    case 10:
+      return FollowSplitStep{stage, iter(), static_cast<int>(rng() % (s.steps().size() + 1)),
+                             static_cast<int>(rng() % 4)};
+    default: {
+      FollowFusedSplitStep f;
+      f.stage_id = stage;
+      f.iter_id = iter();
+      f.src_step_ids = {static_cast<int>(rng() % (s.steps().size() + 1))};
+      f.level = rng() % 2;
+      f.factor_or_nparts = rng() % 2;
+      return f;
+    }
+  }
+}
+
+TEST(RandomStepsTest, NeverCrashAndKeepExactCoverage) {
+  std::mt19937 rng(99);
+  const std::vector<ir::ComputeDAG> dags = {Matmul(6, 5, 4), MatmulRelu(6, 4, 3), Chain(7),
+                                            Conv2d(3, 4, 2, 2, 2, 1)};
+  int applied = 0;
+  std::map<size_t, int> applied_by_kind;
+  for (int trial = 0; trial < 120; ++trial) {
+    State s = State::Initial(dags[trial % dags.size()]);
+    for (int k = 0; k < 25; ++k) {
+      const Step step = RandomAnyStep(s, rng);
+      absl::StatusOr<State> next = ApplyStep(s, step);
+      if (!next.ok()) {
+        EXPECT_EQ(next.status().code(), kInvalid) << next.status();
+        EXPECT_THAT(std::string(next.status().message()), HasSubstr(StepToString(step)));
+        continue;
+      }
+      ++applied;
+      ++applied_by_kind[step.index()];
+      s = *std::move(next);
+      for (int id = 0; id < s.num_stages(); ++id) {
+        const Stage& st = s.stage(id);
+        if (st.is_placeholder() || st.location == ComputeLocation::kInlined) continue;
+        ASSERT_EQ(AxisPointCounts(st), FullBox(DomainOf(st))) << st.name() << "\n" << s.ToString();
+      }
+    }
+    absl::StatusOr<State> replayed = ReplaySteps(s.dag(), s.steps());
+    ASSERT_THAT(replayed, IsOk());
+    EXPECT_EQ(replayed->ToString(), s.ToString());
+  }
+  EXPECT_GT(applied, 500);
+  // Every kind of step except storage_align and pragma (not generated) succeeded sometimes.
+  for (size_t kind = 0; kind < std::variant_size_v<Step>; ++kind) {
+    if (kind == Step(PragmaStep{}).index() || kind == Step(StorageAlignStep{}).index()) continue;
+    EXPECT_GT(applied_by_kind[kind], 2) << "step kind " << kind;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // ReplaySteps
 
 TEST(ReplayTest, ReplayingTheStepsRebuildsAnEqualState) {
