@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,6 +79,30 @@ AccessRegion InferAccessRegion(const std::string& buffer, const std::vector<int6
 ir::Stmt RewriteLoads(
     const ir::Stmt& s, const std::string& buffer,
     const std::function<std::vector<ir::Expr>(const std::vector<ir::Expr>&)>& rewrite);
+
+/// pragma auto_unroll_max_step: the serial loops of `s` named in `loop_vars` whose whole execution
+/// performs at most `max_steps` stores become unrolled (TVM's UnrollLoop with auto_max_step).
+ir::Stmt AutoUnroll(const ir::Stmt& s, const std::set<std::string>& loop_vars, int64_t max_steps);
+
+/// storage_align: the padded row-major layout of one buffer. Dimensions after `dim` are
+/// linearized into one of extent padded.back(), the stride of `dim`.
+struct Alignment {
+  std::vector<int64_t> shape;   // logical (unpadded) shape
+  std::vector<int64_t> padded;  // allocated shape
+  int dim = -1;
+};
+/// The layout giving dimension `dim`'s stride ≡ offset (mod factor), or nullopt when nothing
+/// changes (innermost dimension, factor ≤ 0, or the stride already fits).
+std::optional<Alignment> MakeAlignment(const std::vector<int64_t>& shape, int dim, int64_t factor,
+                                       int64_t offset);
+
+/// Final rewrite of a lowered statement: storage-aligned buffers get their padded shapes and
+/// indices, and Loads drop their producer tensors (loop-nest Loads name buffers only).
+ir::Stmt Finalize(const ir::Stmt& s, const std::map<std::string, Alignment>& align);
+
+/// Errors (kInvalidArgument) when a Load or Store names a buffer that is neither a parameter nor
+/// an enclosing Allocate (a reader outside the compute_at loop of what it reads).
+absl::Status CheckBufferScopes(const ir::Stmt& body, const std::vector<ir::BufferDecl>& params);
 
 /// A loop of the nest being built.
 struct LoopInfo {
