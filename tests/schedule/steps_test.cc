@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "schedule/apply_step.h"
+#include "schedule/bound_inference.h"
 #include "schedule/state.h"
 #include "schedule/step.h"
 #include "tests/schedule/schedule_test_util.h"
@@ -857,9 +858,9 @@ TEST(RandomStepsTest, NeverCrashAndKeepExactCoverage) {
                                             Conv2d(3, 4, 2, 2, 2, 1)};
   int applied = 0;
   std::map<size_t, int> applied_by_kind;
-  for (int trial = 0; trial < 120; ++trial) {
+  for (int trial = 0; trial < 400; ++trial) {
     State s = State::Initial(dags[trial % dags.size()]);
-    for (int k = 0; k < 25; ++k) {
+    for (int k = 0; k < 30; ++k) {
       const Step step = RandomAnyStep(s, rng);
       absl::StatusOr<State> next = ApplyStep(s, step);
       if (!next.ok()) {
@@ -874,6 +875,15 @@ TEST(RandomStepsTest, NeverCrashAndKeepExactCoverage) {
         const Stage& st = s.stage(id);
         if (st.is_placeholder() || st.location == ComputeLocation::kInlined) continue;
         ASSERT_EQ(AxisPointCounts(st), FullBox(DomainOf(st))) << st.name() << "\n" << s.ToString();
+        // Attached stages always have their current region's extents.
+        if (st.location != ComputeLocation::kAttached) continue;
+        absl::StatusOr<std::vector<RegionDim>> region =
+            InferRegion(s, id, st.attach_stage, st.attach_iter);
+        ASSERT_THAT(region, IsOk()) << s.ToString();
+        std::vector<int64_t> extents;
+        for (const RegionDim& d : *region) extents.push_back(d.extent);
+        EXPECT_EQ(extents, st.axis_extents) << st.name() << " after " << StepToString(step)
+                                            << "\n" << s.ToString();
       }
     }
     absl::StatusOr<State> replayed = ReplaySteps(s.dag(), s.steps());
