@@ -490,8 +490,8 @@ absl::StatusOr<std::vector<RegionDim>> InferRegionImpl(const State& state, int p
                                                        int depth) {
   const int n = state.num_stages();
   if (producer < 0 || producer >= n || consumer < 0 || consumer >= n) {
-    return absl::InvalidArgumentError(absl::StrCat("stage ids ", producer, " and ", consumer,
-                                                   " must be in [0, ", n, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("stage ids ", producer, " and ", consumer, " must be in [0, ", n, ")"));
   }
   const Stage& p = state.stage(producer);
   const Stage& c = state.stage(consumer);
@@ -509,20 +509,17 @@ absl::StatusOr<std::vector<RegionDim>> InferRegionImpl(const State& state, int p
   }
 
   VaryingMap varying;
-  ASSIGN_OR_RETURN(std::vector<IndexList> accesses,
-                   OwnAccesses(state, consumer, p.name(), depth));
+  ASSIGN_OR_RETURN(std::vector<IndexList> accesses, OwnAccesses(state, consumer, p.name(), depth));
   for (int t = 0; t < n; ++t) {
     const Stage& st = state.stage(t);
-    if (t == producer || st.location != ComputeLocation::kAttached ||
-        st.attach_stage != consumer) {
+    if (t == producer || st.location != ComputeLocation::kAttached || st.attach_stage != consumer) {
       continue;
     }
     const int at = c.IterIndex(st.attach_iter);
     if (at < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("stage '", st.name(),
-                                                     "' is attached at iterator '",
-                                                     st.attach_iter, "', which stage '",
-                                                     c.name(), "' does not have"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("stage '", st.name(), "' is attached at iterator '", st.attach_iter,
+                       "', which stage '", c.name(), "' does not have"));
     }
     if (at <= pos) continue;
     std::vector<IndexList> inner;

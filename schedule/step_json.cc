@@ -42,9 +42,9 @@ absl::StatusOr<Step> StepFromJson(const nlohmann::json& j) {
   if (prefix == "PR") return Parse<PragmaStep>(j);
   if (prefix == "RF") return Parse<RfactorStep>(j);
   if (prefix == "SA") return Parse<StorageAlignStep>(j);
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown step prefix '", prefix,
-      "' (expected SP, FSP, FFSP, FU, RE, CA, CI, CR, CHR, CHW, AN, PR, RF or SA)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown step prefix '", prefix,
+                   "' (expected SP, FSP, FFSP, FU, RE, CA, CI, CR, CHR, CHW, AN, PR, RF or SA)"));
 }
 
 nlohmann::json StepsToJson(const std::vector<Step>& steps) {
@@ -60,8 +60,8 @@ absl::StatusOr<std::vector<Step>> StepsFromJson(const nlohmann::json& j) {
   }
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() != "version" && it.key() != "steps") {
-      return absl::InvalidArgumentError(absl::StrCat("unknown field '", it.key(),
-                                                     "' in step list (expected version, steps)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown field '", it.key(), "' in step list (expected version, steps)"));
     }
   }
   if (!j.contains("version") || !j["version"].is_number_integer()) {
@@ -74,8 +74,8 @@ absl::StatusOr<std::vector<Step>> StepsFromJson(const nlohmann::json& j) {
                                                    kStepFormatVersion, ")"));
   }
   if (version < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("step list version ", version,
-                                                   " is not valid (versions start at 1)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("step list version ", version, " is not valid (versions start at 1)"));
   }
   if (!j.contains("steps") || !j["steps"].is_array()) {
     return absl::InvalidArgumentError("step list has no array 'steps'");

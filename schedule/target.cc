@@ -43,15 +43,14 @@ std::string Target::ToString() const {
 
 absl::StatusOr<Target> ParseTarget(const std::string& text) {
   auto unknown = [&] {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown target '", text, "' (expected cuda[-arch=sm_XX] or cpu)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown target '", text, "' (expected cuda[-arch=sm_XX] or cpu)"));
   };
   std::vector<std::string> words = absl::StrSplit(text, ' ', absl::SkipWhitespace());
   if (words.empty()) return unknown();
   auto is_arch = [](const std::string& a) {
     int n = 0;
-    return absl::StartsWith(a, "sm_") && a.size() > 3 && absl::SimpleAtoi(a.substr(3), &n) &&
-           n > 0;
+    return absl::StartsWith(a, "sm_") && a.size() > 3 && absl::SimpleAtoi(a.substr(3), &n) && n > 0;
   };
   if (words.size() == 1 && (words[0] == "cpu" || words[0] == "llvm")) return Target::HostCpu();
   if (words.size() == 1 && is_arch(words[0])) {

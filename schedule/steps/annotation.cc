@@ -63,8 +63,8 @@ absl::StatusOr<IteratorAnnotation> ParseAnnotation(const std::string& name) {
 absl::StatusOr<State> AnnotationStep::Apply(const State& s) const {
   const std::string text = ToString();
   if (static_cast<int>(annotation) > kMaxAnnotation) {
-    return internal::StepError(text, absl::StrCat("unknown annotation ",
-                                                  static_cast<int>(annotation)));
+    return internal::StepError(text,
+                               absl::StrCat("unknown annotation ", static_cast<int>(annotation)));
   }
   RETURN_IF_ERROR(internal::CheckStageId(s, stage_id, text));
   const Stage& stage = s.stage(stage_id);
@@ -79,10 +79,9 @@ absl::StatusOr<State> AnnotationStep::Apply(const State& s) const {
   }
   if ((IsBlockBinding(annotation) || annotation == IteratorAnnotation::kVThread) &&
       it.kind != IteratorKind::kSpace) {
-    return internal::StepError(text, absl::StrCat("cannot bind ", IteratorKindName(it.kind),
-                                                  " iterator '", it.name, "' of stage '",
-                                                  stage.name(), "' to ",
-                                                  AnnotationName(annotation)));
+    return internal::StepError(
+        text, absl::StrCat("cannot bind ", IteratorKindName(it.kind), " iterator '", it.name,
+                           "' of stage '", stage.name(), "' to ", AnnotationName(annotation)));
   }
   if (IsBlockBinding(annotation) || IsThreadBinding(annotation)) {
     for (int i = 0; i < n; ++i) {
@@ -124,8 +123,8 @@ absl::StatusOr<AnnotationStep> AnnotationStep::FromJson(const nlohmann::json& j)
   ASSIGN_OR_RETURN(int64_t iter, internal::JsonInt(j, 2, "AN"));
   ASSIGN_OR_RETURN(int64_t ann, internal::JsonInt(j, 3, "AN"));
   if (ann < 0 || ann > kMaxAnnotation) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "field 3 of step 'AN' is annotation ", ann, " (known: 0..", kMaxAnnotation, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("field 3 of step 'AN' is annotation ", ann,
+                                                   " (known: 0..", kMaxAnnotation, ")"));
   }
   s.stage_id = static_cast<int>(stage);
   s.iter_id = static_cast<int>(iter);
@@ -134,8 +133,8 @@ absl::StatusOr<AnnotationStep> AnnotationStep::FromJson(const nlohmann::json& j)
 }
 
 std::string AnnotationStep::ToString() const {
-  const char* name = static_cast<int>(annotation) <= kMaxAnnotation ? AnnotationName(annotation)
-                                                                     : "?";
+  const char* name =
+      static_cast<int>(annotation) <= kMaxAnnotation ? AnnotationName(annotation) : "?";
   return absl::StrCat("annotation(", stage_id, ", ", iter_id, ", ", name, ")");
 }
 

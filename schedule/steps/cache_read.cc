@@ -33,15 +33,14 @@ absl::StatusOr<State> CacheReadStep::Apply(const State& s) const {
     if (r == stage_id || reader.is_placeholder() ||
         !internal::ReadsBuffer(*reader.op, stage.name())) {
       return internal::StepError(text, absl::StrCat("stage '", reader.name(),
-                                                    "' does not read stage '", stage.name(),
-                                                    "'"));
+                                                    "' does not read stage '", stage.name(), "'"));
     }
   }
 
   // The copy: cache[ax0, ax1, ...] = original[ax0, ax1, ...].
   auto cache = std::make_shared<ir::TensorNode>();
-  cache->name = internal::UniqueStageName(
-      s, absl::StrCat(stage.name(), ".", ir::MemoryScopeName(scope)));
+  cache->name =
+      internal::UniqueStageName(s, absl::StrCat(stage.name(), ".", ir::MemoryScopeName(scope)));
   cache->dtype = stage.op->dtype;
   cache->shape = stage.op->shape;
   std::vector<ir::Expr> indices;

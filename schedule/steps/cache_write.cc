@@ -28,17 +28,16 @@ absl::StatusOr<State> CacheWriteStep::Apply(const State& s) const {
     if (a.location != ComputeLocation::kAttached || a.attach_stage != stage_id) continue;
     const int it = stage.IterIndex(a.attach_iter);
     if (it >= static_cast<int>(op.axes.size())) {
-      return internal::StepError(text, absl::StrCat("stage '", a.name(),
-                                                    "' is attached at reduce iterator '",
-                                                    a.attach_iter, "' of stage '", stage.name(),
-                                                    "'"));
+      return internal::StepError(
+          text, absl::StrCat("stage '", a.name(), "' is attached at reduce iterator '",
+                             a.attach_iter, "' of stage '", stage.name(), "'"));
     }
   }
 
   // The cache computes what the original did, under a new name.
   auto cache = std::make_shared<ir::TensorNode>(op);
-  cache->name = internal::UniqueStageName(
-      s, absl::StrCat(stage.name(), ".", ir::MemoryScopeName(scope)));
+  cache->name =
+      internal::UniqueStageName(s, absl::StrCat(stage.name(), ".", ir::MemoryScopeName(scope)));
   // The original copies the cache: out[axes] = cache[axes].
   auto copy = std::make_shared<ir::TensorNode>();
   copy->name = op.name;

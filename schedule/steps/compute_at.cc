@@ -25,8 +25,7 @@ absl::StatusOr<State> ComputeAtStep::Apply(const State& s) const {
                                absl::StrCat("target stage '", target.name(), "' is a placeholder"));
   }
   if (target.location == ComputeLocation::kInlined) {
-    return internal::StepError(text,
-                               absl::StrCat("target stage '", target.name(), "' is inlined"));
+    return internal::StepError(text, absl::StrCat("target stage '", target.name(), "' is inlined"));
   }
   RETURN_IF_ERROR(internal::CheckIterId(target, target_iter_id, text));
   // The target must not be computed inside the stage (a cycle).
@@ -35,9 +34,9 @@ absl::StatusOr<State> ComputeAtStep::Apply(const State& s) const {
     const Stage& u = s.stage(up);
     if (u.location != ComputeLocation::kAttached) break;
     if (u.attach_stage == stage_id) {
-      return internal::StepError(text, absl::StrCat("target stage '", target.name(),
-                                                    "' is computed inside stage '", stage.name(),
-                                                    "'"));
+      return internal::StepError(
+          text, absl::StrCat("target stage '", target.name(), "' is computed inside stage '",
+                             stage.name(), "'"));
     }
     up = u.attach_stage;
   }

@@ -24,9 +24,9 @@ absl::StatusOr<State> ComputeInlineStep::Apply(const State& s) const {
   for (int i = 0; i < s.num_stages(); ++i) {
     const Stage& a = s.stage(i);
     if (a.location == ComputeLocation::kAttached && a.attach_stage == stage_id) {
-      return internal::StepError(text, absl::StrCat("stage '", a.name(), "' is attached at '",
-                                                    a.attach_iter, "' of stage '", stage.name(),
-                                                    "'"));
+      return internal::StepError(
+          text, absl::StrCat("stage '", a.name(), "' is attached at '", a.attach_iter,
+                             "' of stage '", stage.name(), "'"));
     }
   }
   State out = s;

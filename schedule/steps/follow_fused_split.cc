@@ -14,20 +14,19 @@ absl::StatusOr<State> FollowFusedSplitStep::Apply(const State& s) const {
   std::optional<int64_t> length = 1;
   for (int id : src_step_ids) {
     if (id < 0 || id >= static_cast<int>(s.steps().size())) {
-      return internal::StepError(text, absl::StrCat("source step ", id,
-                                                    " is out of range (the state has ",
-                                                    s.steps().size(), " steps)"));
+      return internal::StepError(
+          text, absl::StrCat("source step ", id, " is out of range (the state has ",
+                             s.steps().size(), " steps)"));
     }
     const auto* src = std::get_if<SplitStep>(&s.steps()[id]);
     if (src == nullptr) {
       return internal::StepError(text, absl::StrCat("source step ", id, " is ",
-                                                    StepToString(s.steps()[id]),
-                                                    ", not a split"));
+                                                    StepToString(s.steps()[id]), ", not a split"));
     }
     if (level < 0 || level >= static_cast<int>(src->lengths.size())) {
-      return internal::StepError(text, absl::StrCat("level ", level, " is out of range for ",
-                                                    "source step ", id, " (",
-                                                    src->lengths.size(), " lengths)"));
+      return internal::StepError(
+          text, absl::StrCat("level ", level, " is out of range for ", "source step ", id, " (",
+                             src->lengths.size(), " lengths)"));
     }
     if (!src->lengths[level].has_value()) {
       length = std::nullopt;

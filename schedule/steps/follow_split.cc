@@ -10,21 +10,21 @@ namespace tilesearch::schedule {
 absl::StatusOr<State> FollowSplitStep::Apply(const State& s) const {
   const std::string text = ToString();
   if (src_step_id < 0 || src_step_id >= static_cast<int>(s.steps().size())) {
-    return internal::StepError(text, absl::StrCat("source step ", src_step_id,
-                                                  " is out of range (the state has ",
-                                                  s.steps().size(), " steps)"));
+    return internal::StepError(
+        text, absl::StrCat("source step ", src_step_id, " is out of range (the state has ",
+                           s.steps().size(), " steps)"));
   }
   const auto* src = std::get_if<SplitStep>(&s.steps()[src_step_id]);
   if (src == nullptr) {
-    return internal::StepError(text, absl::StrCat("source step ", src_step_id, " is ",
-                                                  StepToString(s.steps()[src_step_id]),
-                                                  ", not a split"));
+    return internal::StepError(text,
+                               absl::StrCat("source step ", src_step_id, " is ",
+                                            StepToString(s.steps()[src_step_id]), ", not a split"));
   }
   const int n_lengths = static_cast<int>(src->lengths.size());
   if (n_split < 1 || n_split > n_lengths + 1) {
-    return internal::StepError(text, absl::StrCat("n_split ", n_split, " must be in [1, ",
-                                                  n_lengths + 1, "] for source step ",
-                                                  src_step_id));
+    return internal::StepError(text,
+                               absl::StrCat("n_split ", n_split, " must be in [1, ", n_lengths + 1,
+                                            "] for source step ", src_step_id));
   }
   // The first n_split - 1 lengths, then the product of the rest (one length when n_split - 1 of
   // them are taken).

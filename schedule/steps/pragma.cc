@@ -19,8 +19,8 @@ absl::StatusOr<State> PragmaStep::Apply(const State& s) const {
   RETURN_IF_ERROR(internal::CheckSchedulable(stage, text));
   RETURN_IF_ERROR(internal::CheckIterId(stage, iter_id, text));
   if (auto_unroll_max_step < 0) {
-    return internal::StepError(text, absl::StrCat("auto_unroll_max_step ", auto_unroll_max_step,
-                                                  " is negative"));
+    return internal::StepError(
+        text, absl::StrCat("auto_unroll_max_step ", auto_unroll_max_step, " is negative"));
   }
   State out = s;
   out.MutableStage(stage_id).auto_unroll_max_step = auto_unroll_max_step;
@@ -41,8 +41,8 @@ absl::StatusOr<PragmaStep> PragmaStep::FromJson(const nlohmann::json& j) {
   int64_t value = 0;
   if (!absl::StartsWith(pragma, kPrefix) ||
       !absl::SimpleAtoi(pragma.substr(sizeof(kPrefix) - 1), &value)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown pragma '", pragma, "' (expected auto_unroll_max_step$N)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown pragma '", pragma, "' (expected auto_unroll_max_step$N)"));
   }
   s.stage_id = static_cast<int>(stage);
   s.iter_id = static_cast<int>(iter);

@@ -42,8 +42,8 @@ absl::StatusOr<State> RfactorStep::Apply(const State& s) const {
   }
   const int ndim = static_cast<int>(op.axes.size());
   if (factor_iter_id < 0 || factor_iter_id > ndim) {
-    return internal::StepError(text, absl::StrCat("factor_iter_id ", factor_iter_id,
-                                                  " must be in [0, ", ndim, "]"));
+    return internal::StepError(
+        text, absl::StrCat("factor_iter_id ", factor_iter_id, " must be in [0, ", ndim, "]"));
   }
   std::set<std::string> reduce_iters;
   std::vector<std::string> rf_axis_names;
@@ -70,8 +70,9 @@ absl::StatusOr<State> RfactorStep::Apply(const State& s) const {
   }
   for (const std::string& name : rf_axis_names) {
     if (name != factor_it.name && reduce_iters.count(name)) {
-      return internal::StepError(text, absl::StrCat("axis name '", name, "' of stage '",
-                                                    stage.name(), "' clashes with a reduce iterator"));
+      return internal::StepError(text,
+                                 absl::StrCat("axis name '", name, "' of stage '", stage.name(),
+                                              "' clashes with a reduce iterator"));
     }
   }
 
@@ -100,15 +101,15 @@ absl::StatusOr<State> RfactorStep::Apply(const State& s) const {
   rf_options.tag = "rfactor";
   absl::StatusOr<ir::Tensor> rf =
       rf_reduce_shape.empty()
-          ? ir::Compute(rf_name, rf_shape, [&](const std::vector<ir::Expr>&) { return body; },
-                        rf_options)
+          ? ir::Compute(
+                rf_name, rf_shape, [&](const std::vector<ir::Expr>&) { return body; }, rf_options)
           : ir::Reduce(
                 rf_name, rf_shape, op.reduce, rf_reduce_shape,
                 [&](const std::vector<ir::Expr>&, const std::vector<ir::Expr>&) { return body; },
                 ir::Expr(), rf_options);
   if (!rf.ok()) {
-    return internal::StepError(text, absl::StrCat("cannot build stage '", rf_name,
-                                                  "': ", rf.status().message()));
+    return internal::StepError(
+        text, absl::StrCat("cannot build stage '", rf_name, "': ", rf.status().message()));
   }
 
   // The original reduces the partial results over the factor axis.

@@ -27,8 +27,7 @@ absl::Status CheckStageId(const State& state, int stage_id, const std::string& s
 absl::Status CheckIterId(const Stage& stage, int iter_id, const std::string& step) {
   if (iter_id < 0 || iter_id >= static_cast<int>(stage.iters.size())) {
     return StepError(step, absl::StrCat("iterator id ", iter_id, " is out of range (stage '",
-                                        stage.name(), "' has ", stage.iters.size(),
-                                        " iterators)"));
+                                        stage.name(), "' has ", stage.iters.size(), " iterators)"));
   }
   return absl::OkStatus();
 }
@@ -150,9 +149,9 @@ absl::StatusOr<std::string> FuseIters(Stage& stage, const std::vector<int>& ids)
                                                      "' has ", n, " iterators)"));
     }
     if (k > 0 && ids[k] != ids[k - 1] + 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "iterators are not adjacent (", ids[k - 1], " and ", ids[k], " in stage '",
-          stage.name(), "')"));
+      return absl::InvalidArgumentError(absl::StrCat("iterators are not adjacent (", ids[k - 1],
+                                                     " and ", ids[k], " in stage '", stage.name(),
+                                                     "')"));
     }
   }
   std::vector<std::string> names;
@@ -176,8 +175,8 @@ absl::StatusOr<std::string> FuseIters(Stage& stage, const std::vector<int>& ids)
     }
   }
   IteratorKind kind = any_space && any_reduce ? IteratorKind::kMixed
-                      : any_reduce           ? IteratorKind::kReduce
-                                             : IteratorKind::kSpace;
+                      : any_reduce            ? IteratorKind::kReduce
+                                              : IteratorKind::kSpace;
   if (ids.size() == 1) kind = stage.iters[ids[0]].kind;
 
   // a := f / (Eb * Ec), b := f / Ec % Eb, c := f % Ec.
@@ -212,9 +211,9 @@ absl::Status ReorderIters(Stage& stage, const std::vector<int>& order) {
   std::vector<bool> seen(n, false);
   for (int id : order) {
     if (id < 0 || id >= n || seen[id]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the order is not a permutation of 0..", n - 1, " (id ", id,
-          id < 0 || id >= n ? " is out of range)" : " repeats)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the order is not a permutation of 0..", n - 1, " (id ", id,
+                       id < 0 || id >= n ? " is out of range)" : " repeats)"));
     }
     seen[id] = true;
   }
@@ -289,16 +288,15 @@ absl::StatusOr<State> ApplySplit(const State& state, int stage_id, int iter_id,
   const Iterator& it = stage.iters[iter_id];
   if (recorded_extent > 0 && stage.location != ComputeLocation::kAttached &&
       recorded_extent != it.extent) {
-    return StepError(text, absl::StrCat("the step was recorded for extent ", recorded_extent,
-                                        " but iterator '", it.name, "' of stage '", stage.name(),
-                                        "' has extent ", it.extent));
+    return StepError(
+        text, absl::StrCat("the step was recorded for extent ", recorded_extent, " but iterator '",
+                           it.name, "' of stage '", stage.name(), "' has extent ", it.extent));
   }
   const std::string old_name = it.name;
   const bool keeps_regions = LoopChangeKeepsRegions(state, stage_id, iter_id, iter_id);
   State out = state;
   Stage& m = out.MutableStage(stage_id);
-  absl::StatusOr<std::vector<std::string>> names =
-      SplitIter(m, iter_id, concrete, inner_to_outer);
+  absl::StatusOr<std::vector<std::string>> names = SplitIter(m, iter_id, concrete, inner_to_outer);
   if (!names.ok()) return StepError(text, std::string(names.status().message()));
   SplitStep record;
   record.stage_id = stage_id;
@@ -350,8 +348,8 @@ absl::Status RefreshAttached(State& state, int stage_id, bool include_self,
     if (extents == s.axis_extents) continue;
     absl::Status st = RebuildStage(state.MutableStage(id), extents);
     if (!st.ok()) {
-      return StepError(step, absl::StrCat("cannot rebuild the loops of stage '", s.name(),
-                                          "': ", st.message()));
+      return StepError(
+          step, absl::StrCat("cannot rebuild the loops of stage '", s.name(), "': ", st.message()));
     }
   }
   return absl::OkStatus();
@@ -366,7 +364,8 @@ std::vector<int> AttachedBelow(const State& state, int stage_id) {
     frontier.pop_back();
     for (int i = 0; i < state.num_stages(); ++i) {
       const Stage& s = state.stage(i);
-      if (s.location == ComputeLocation::kAttached && s.attach_stage == x && seen.insert(i).second) {
+      if (s.location == ComputeLocation::kAttached && s.attach_stage == x &&
+          seen.insert(i).second) {
         out.push_back(i);
         frontier.push_back(i);
       }
@@ -475,8 +474,8 @@ std::string UniqueStageName(const State& state, const std::string& base) {
 
 absl::Status CheckArity(const nlohmann::json& j, const char* prefix, size_t arity) {
   if (!j.is_array() || j.size() != arity) {
-    return absl::InvalidArgumentError(absl::StrCat("step '", prefix, "' needs ", arity,
-                                                   " fields, got ", j.dump()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("step '", prefix, "' needs ", arity, " fields, got ", j.dump()));
   }
   return absl::OkStatus();
 }
@@ -498,8 +497,8 @@ absl::StatusOr<std::vector<int>> JsonIntList(const nlohmann::json& j, size_t i,
   std::vector<int> out;
   for (const nlohmann::json& e : j[i]) {
     if (!e.is_number_integer()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "field ", i, " of step '", prefix, "' is not a list of integers: ", j[i].dump()));
+      return absl::InvalidArgumentError(absl::StrCat("field ", i, " of step '", prefix,
+                                                     "' is not a list of integers: ", j[i].dump()));
     }
     out.push_back(e.get<int>());
   }

@@ -11,8 +11,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "nlohmann/json.hpp"
 #include "ir/tensor.h"
+#include "nlohmann/json.hpp"
 #include "schedule/state.h"
 #include "schedule/step.h"
 
@@ -88,8 +88,7 @@ std::string UniqueStageName(const State& state, const std::string& base);
 // JSON helpers: read element `i` of array `j` as the given type, with errors naming `what`.
 absl::Status CheckArity(const nlohmann::json& j, const char* prefix, size_t arity);
 absl::StatusOr<int64_t> JsonInt(const nlohmann::json& j, size_t i, const char* prefix);
-absl::StatusOr<std::vector<int>> JsonIntList(const nlohmann::json& j, size_t i,
-                                             const char* prefix);
+absl::StatusOr<std::vector<int>> JsonIntList(const nlohmann::json& j, size_t i, const char* prefix);
 absl::StatusOr<std::string> JsonString(const nlohmann::json& j, size_t i, const char* prefix);
 /// "shared" / "local" / "global".
 absl::StatusOr<ir::MemoryScope> ParseScope(const std::string& name);

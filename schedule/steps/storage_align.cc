@@ -15,16 +15,16 @@ absl::StatusOr<State> StorageAlignStep::Apply(const State& s) const {
   RETURN_IF_ERROR(internal::CheckSchedulable(stage, text));
   const int ndim = static_cast<int>(stage.op->shape.size());
   if (iter_id < 0 || iter_id >= ndim) {
-    return internal::StepError(text, absl::StrCat("dimension ", iter_id, " is out of range (",
-                                                  "stage '", stage.name(), "' has ", ndim,
-                                                  " dimensions)"));
+    return internal::StepError(
+        text, absl::StrCat("dimension ", iter_id, " is out of range (", "stage '", stage.name(),
+                           "' has ", ndim, " dimensions)"));
   }
   if (factor < 1) {
     return internal::StepError(text, absl::StrCat("factor ", factor, " must be >= 1"));
   }
   if (offset < 0 || offset >= factor) {
-    return internal::StepError(
-        text, absl::StrCat("offset ", offset, " must be in [0, ", factor, ")"));
+    return internal::StepError(text,
+                               absl::StrCat("offset ", offset, " must be in [0, ", factor, ")"));
   }
   State out = s;
   Stage& m = out.MutableStage(stage_id);

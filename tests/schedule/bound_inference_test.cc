@@ -96,23 +96,24 @@ void CheckRegion(const State& s, int producer, int consumer, int pos, const Inde
       InferRegion(s, producer, consumer, c.iters[pos].name);
   ASSERT_THAT(region, IsOk());
   ASSERT_EQ(region->size(), shape.size());
-  ForEachFixedIteration(c, pos, index, /*respect_guards=*/!exact, [&](const Env& env,
-                                                                       const Box& box) {
-    for (size_t d = 0; d < shape.size(); ++d) {
-      const int64_t min = Eval((*region)[d].min, env);
-      const int64_t extent = (*region)[d].extent;
-      SCOPED_TRACE(::testing::Message() << "dim " << d << " region [" << min << ", +" << extent
-                                        << ") observed [" << box.lo[d] << ", " << box.hi[d]
-                                        << "]\n" << s.ToString());
-      EXPECT_LE(extent, shape[d]);
-      EXPECT_LE(min, box.lo[d]);
-      EXPECT_GE(min + extent - 1, box.hi[d]);
-      if (exact && box.hi[d] - box.lo[d] + 1 < shape[d] && extent < shape[d]) {
-        EXPECT_EQ(min, box.lo[d]);
-        EXPECT_EQ(extent, box.hi[d] - box.lo[d] + 1);
-      }
-    }
-  });
+  ForEachFixedIteration(
+      c, pos, index, /*respect_guards=*/!exact, [&](const Env& env, const Box& box) {
+        for (size_t d = 0; d < shape.size(); ++d) {
+          const int64_t min = Eval((*region)[d].min, env);
+          const int64_t extent = (*region)[d].extent;
+          SCOPED_TRACE(::testing::Message()
+                       << "dim " << d << " region [" << min << ", +" << extent << ") observed ["
+                       << box.lo[d] << ", " << box.hi[d] << "]\n"
+                       << s.ToString());
+          EXPECT_LE(extent, shape[d]);
+          EXPECT_LE(min, box.lo[d]);
+          EXPECT_GE(min + extent - 1, box.hi[d]);
+          if (exact && box.hi[d] - box.lo[d] + 1 < shape[d] && extent < shape[d]) {
+            EXPECT_EQ(min, box.lo[d]);
+            EXPECT_EQ(extent, box.hi[d] - box.lo[d] + 1);
+          }
+        }
+      });
 }
 
 // Random divisible splits and a random order of a stage's iterators.
@@ -175,10 +176,10 @@ TEST(InferRegionTest, AttachedConsumerRegionsAreAbsolute) {
   // coordinates: the min uses D's iterators, qualified.
   State s = State::Initial(MatmulRelu(16, 12, 6));
   s = Apply(s, Split(3, 0, {4}));
-  s = Apply(s, Split(3, 2, {3}));               // D: i.0 i.1 j.0 j.1
-  s = Apply(s, ReorderStep{3, {0, 2, 1, 3}});   // i.0 j.0 i.1 j.1
-  s = Apply(s, ComputeAtStep{2, 3, 1});         // C: i (4) j (3) k (6)
-  s = Apply(s, Split(2, 2, {2}));               // C: i j k.0 k.1
+  s = Apply(s, Split(3, 2, {3}));              // D: i.0 i.1 j.0 j.1
+  s = Apply(s, ReorderStep{3, {0, 2, 1, 3}});  // i.0 j.0 i.1 j.1
+  s = Apply(s, ComputeAtStep{2, 3, 1});        // C: i (4) j (3) k (6)
+  s = Apply(s, Split(2, 2, {2}));              // C: i j k.0 k.1
   absl::StatusOr<std::vector<RegionDim>> region = InferRegion(s, 0, 2, "k.0");
   ASSERT_THAT(region, IsOk());
   EXPECT_EQ((*region)[0].extent, 1);
@@ -200,8 +201,8 @@ TEST(InferRegionTest, SharedProducersAreRelaxedOverThreadLoops) {
   // A.shared at C's k loop under blockIdx / threadIdx bound loops: the region covers the block.
   State s = State::Initial(Matmul(64, 32, 16));
   s = Apply(s, CacheReadStep{0, ir::MemoryScope::kShared, {2}});  // A A.shared B C
-  s = Apply(s, Split(3, 0, {8}));   // C: i.0 i.1 j k
-  s = Apply(s, Split(3, 3, {4}));   // C: i.0 i.1 j k.0 k.1
+  s = Apply(s, Split(3, 0, {8}));                                 // C: i.0 i.1 j k
+  s = Apply(s, Split(3, 3, {4}));                                 // C: i.0 i.1 j k.0 k.1
   AnnotationStep bind;
   bind.stage_id = 3;
   bind.iter_id = 0;
@@ -248,7 +249,8 @@ TEST(InferRegionTest, GlobalStageInsideThreadLoopIsLocal) {
 TEST(InferRegionTest, ReadsThroughInlinedStagesAndUnionsConstantOffsets) {
   // B[i] = A[2i + 1] (inlined); C[i] = B[i] + A[2i + 5].
   ir::Tensor a = Input("A", {40});
-  auto b = ir::Compute("B", {16}, [&](const Axes& ax) { return a(ax[0] * 2 + 1); }, Names({"i"}));
+  auto b = ir::Compute(
+      "B", {16}, [&](const Axes& ax) { return a(ax[0] * 2 + 1); }, Names({"i"}));
   auto c = ir::Compute(
       "C", {16}, [&](const Axes& ax) { return (*b)(ax[0]) + a(ax[0] * 2 + 5); }, Names({"i"}));
   State s = Apply(State::Initial(MakeDag({*c})), ComputeInlineStep{1});
@@ -258,9 +260,9 @@ TEST(InferRegionTest, ReadsThroughInlinedStagesAndUnionsConstantOffsets) {
   // Rows 2*(4*i.0 + i.1) + {1, 5}, i.1 in [0, 4): [8*i.0 + 1, 8*i.0 + 11].
   EXPECT_EQ((*region)[0].extent, 11);
   for (int64_t i0 = 0; i0 < 4; ++i0) EXPECT_EQ(Eval((*region)[0].min, {{"i.0", i0}}), 8 * i0 + 1);
-  CheckRegion(s, 0, 2, 0,
-              [](const std::vector<int64_t>& p) { return std::vector<int64_t>{2 * p[0] + 1}; },
-              /*exact=*/false);
+  CheckRegion(
+      s, 0, 2, 0, [](const std::vector<int64_t>& p) { return std::vector<int64_t>{2 * p[0] + 1}; },
+      /*exact=*/false);
 }
 
 TEST(InferRegionTest, MinsThatDifferByNonConstantsFallBackToTheWholeDimension) {
@@ -285,13 +287,16 @@ TEST(InferRegionTest, DivAndModOfFusedLoopsAreBoundedByIntervals) {
     const int first = rng() % (n - 1);
     s = Apply(s, FuseStep{2, {first, first + 1}});
     const int pos = rng() % (n - 1);
-    CheckRegion(s, 0, 2, pos,
-                [](const std::vector<int64_t>& p) { return std::vector<int64_t>{p[0], p[2]}; },
-                /*exact=*/false);
+    CheckRegion(
+        s, 0, 2, pos,
+        [](const std::vector<int64_t>& p) {
+          return std::vector<int64_t>{p[0], p[2]};
+        },
+        /*exact=*/false);
   }
   State s = State::Initial(Matmul(12, 8, 6));
-  s = Apply(s, Split(2, 0, {4}));          // i.0 i.1 j k
-  s = Apply(s, FuseStep{2, {1, 2}});       // i.0 i.1@j k: i = i.0*4 + (i.1@j)/8
+  s = Apply(s, Split(2, 0, {4}));     // i.0 i.1 j k
+  s = Apply(s, FuseStep{2, {1, 2}});  // i.0 i.1@j k: i = i.0*4 + (i.1@j)/8
   absl::StatusOr<std::vector<RegionDim>> region = InferRegion(s, 0, 2, "i.0");
   ASSERT_THAT(region, IsOk());
   EXPECT_EQ((*region)[0].extent, 4);
@@ -301,7 +306,8 @@ TEST(InferRegionTest, DivAndModOfFusedLoopsAreBoundedByIntervals) {
 TEST(InferRegionTest, NonAffineMixOfFixedAndVaryingFallsBackToTheWholeDimension) {
   // C[i] = A[i / 3]: (4*i.0 + i.1) / 3 divides a fixed and a varying loop together.
   ir::Tensor a = Input("A", {6});
-  auto c = ir::Compute("C", {16}, [&](const Axes& ax) { return a(ax[0] / 3); }, Names({"i"}));
+  auto c = ir::Compute(
+      "C", {16}, [&](const Axes& ax) { return a(ax[0] / 3); }, Names({"i"}));
   State s = Apply(State::Initial(MakeDag({*c})), Split(1, 0, {4}));
   absl::StatusOr<std::vector<RegionDim>> region = InferRegion(s, 0, 1, "i.0");
   ASSERT_THAT(region, IsOk());
@@ -312,12 +318,12 @@ TEST(InferRegionTest, NonAffineMixOfFixedAndVaryingFallsBackToTheWholeDimension)
 TEST(InferRegionTest, StagesAttachedInsideTheConsumerCount) {
   // B = A + 1 is attached inside C below C's outer loop; A's region at that loop includes B's.
   ir::Tensor a = Input("A", {16});
-  auto b = ir::Compute("B", {16}, [&](const Axes& ax) { return a(ax[0]) + ir::FloatConst(1); },
-                       Names({"i"}));
-  auto c = ir::Compute("C", {16}, [&](const Axes& ax) { return (*b)(ax[0]) * ir::FloatConst(2); },
-                       Names({"i"}));
+  auto b = ir::Compute(
+      "B", {16}, [&](const Axes& ax) { return a(ax[0]) + ir::FloatConst(1); }, Names({"i"}));
+  auto c = ir::Compute(
+      "C", {16}, [&](const Axes& ax) { return (*b)(ax[0]) * ir::FloatConst(2); }, Names({"i"}));
   State s = Apply(State::Initial(MakeDag({*c})), Split(2, 0, {4}));  // C: i.0 i.1
-  s = Apply(s, ComputeAtStep{1, 2, 1});                               // B at i.1
+  s = Apply(s, ComputeAtStep{1, 2, 1});                              // B at i.1
   absl::StatusOr<std::vector<RegionDim>> region = InferRegion(s, 0, 2, "i.0");
   ASSERT_THAT(region, IsOk());
   EXPECT_EQ((*region)[0].extent, 4);

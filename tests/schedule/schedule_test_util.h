@@ -25,7 +25,8 @@ inline ir::Tensor Input(const std::string& name, std::vector<int64_t> shape) {
   return *t;
 }
 
-inline ir::ComputeOptions Names(std::vector<std::string> axes, std::vector<std::string> reduce = {}) {
+inline ir::ComputeOptions Names(std::vector<std::string> axes,
+                                std::vector<std::string> reduce = {}) {
   ir::ComputeOptions o;
   o.axis_names = std::move(axes);
   o.reduce_axis_names = std::move(reduce);
@@ -69,10 +70,10 @@ inline ir::ComputeDAG MatmulRelu(int64_t m, int64_t n, int64_t k) {
 /// B[i] = A[i] * 2, C[i] = B[i] + 1. Stages: A 0, B 1, C 2.
 inline ir::ComputeDAG Chain(int64_t n) {
   ir::Tensor a = Input("A", {n});
-  auto b = ir::Compute("B", {n}, [&](const Axes& ax) { return a(ax[0]) * ir::FloatConst(2); },
-                       Names({"i"}));
-  auto c = ir::Compute("C", {n}, [&](const Axes& ax) { return (*b)(ax[0]) + ir::FloatConst(1); },
-                       Names({"i"}));
+  auto b = ir::Compute(
+      "B", {n}, [&](const Axes& ax) { return a(ax[0]) * ir::FloatConst(2); }, Names({"i"}));
+  auto c = ir::Compute(
+      "C", {n}, [&](const Axes& ax) { return (*b)(ax[0]) + ir::FloatConst(1); }, Names({"i"}));
   return MakeDag({*c});
 }
 
@@ -80,8 +81,8 @@ inline ir::ComputeDAG Chain(int64_t n) {
 /// Stages: X 0, W 1, Y 2.
 inline ir::ComputeDAG Conv2d(int64_t oh, int64_t ow, int64_t kr, int64_t ks, int64_t stride,
                              int64_t dil) {
-  ir::Tensor x = Input("X", {(oh - 1) * stride + (kr - 1) * dil + 1,
-                             (ow - 1) * stride + (ks - 1) * dil + 1});
+  ir::Tensor x =
+      Input("X", {(oh - 1) * stride + (kr - 1) * dil + 1, (ow - 1) * stride + (ks - 1) * dil + 1});
   ir::Tensor w = Input("W", {kr, ks});
   auto y = ir::Reduce(
       "Y", {oh, ow}, ir::ReduceKind::kSum, {kr, ks},
@@ -121,22 +122,38 @@ inline int64_t Eval(const ir::Expr& e, const Env& env) {
   auto [a_expr, b_expr] = ir::BinaryOperands(e);
   const int64_t a = Eval(a_expr, env), b = Eval(b_expr, env);
   switch (e.kind()) {
-    case K::kAdd: return a + b;
-    case K::kSub: return a - b;
-    case K::kMul: return a * b;
-    case K::kDiv: return FloorDiv(a, b);
-    case K::kMod: return a - b * FloorDiv(a, b);
-    case K::kMin: return std::min(a, b);
-    case K::kMax: return std::max(a, b);
-    case K::kEQ: return a == b;
-    case K::kNE: return a != b;
-    case K::kLT: return a < b;
-    case K::kLE: return a <= b;
-    case K::kGT: return a > b;
-    case K::kGE: return a >= b;
-    case K::kAnd: return a && b;
-    case K::kOr: return a || b;
-    default: break;
+    case K::kAdd:
+      return a + b;
+    case K::kSub:
+      return a - b;
+    case K::kMul:
+      return a * b;
+    case K::kDiv:
+      return FloorDiv(a, b);
+    case K::kMod:
+      return a - b * FloorDiv(a, b);
+    case K::kMin:
+      return std::min(a, b);
+    case K::kMax:
+      return std::max(a, b);
+    case K::kEQ:
+      return a == b;
+    case K::kNE:
+      return a != b;
+    case K::kLT:
+      return a < b;
+    case K::kLE:
+      return a <= b;
+    case K::kGT:
+      return a > b;
+    case K::kGE:
+      return a >= b;
+    case K::kAnd:
+      return a && b;
+    case K::kOr:
+      return a || b;
+    default:
+      break;
   }
   ADD_FAILURE() << "cannot evaluate " << ir::ToString(e);
   return 0;

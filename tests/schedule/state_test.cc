@@ -104,7 +104,8 @@ TEST(StateTest, HashIsFnv1aOfTheText) {
 
 TEST(StateTest, EqualStepsGiveEqualTextAndDifferentStepsDiffer) {
   const ir::ComputeDAG dag = Matmul(8, 8, 8);
-  std::vector<Step> steps = {FuseStep{2, {0, 1}}, AnnotationStep{2, 0, IteratorAnnotation::kParallel}};
+  std::vector<Step> steps = {FuseStep{2, {0, 1}},
+                             AnnotationStep{2, 0, IteratorAnnotation::kParallel}};
   absl::StatusOr<State> a = ReplaySteps(dag, steps);
   absl::StatusOr<State> b = ReplaySteps(dag, steps);
   ASSERT_THAT(a, IsOk());

@@ -110,8 +110,7 @@ TEST(StepJsonTest, UsesAnsorPrefixesAndArgumentOrder) {
   EXPECT_EQ(StepToJson(split).dump(), R"(["SP",2,0,64,[8,4],1])");
   EXPECT_EQ(StepToJson(CacheReadStep{2, ir::MemoryScope::kShared, {3}}).dump(),
             R"(["CHR",2,"shared",[3]])");
-  EXPECT_EQ(StepToJson(CacheWriteStep{3, ir::MemoryScope::kLocal}).dump(),
-            R"(["CHW",3,"local"])");
+  EXPECT_EQ(StepToJson(CacheWriteStep{3, ir::MemoryScope::kLocal}).dump(), R"(["CHW",3,"local"])");
   EXPECT_EQ(StepToJson(PragmaStep{5, 0, 512}).dump(), R"(["PR",5,0,"auto_unroll_max_step$512"])");
   EXPECT_EQ(StepToJson(AnnotationStep{6, 0, IteratorAnnotation::kBlockIdxX}).dump(),
             R"(["AN",6,0,5])");

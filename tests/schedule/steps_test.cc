@@ -256,8 +256,8 @@ TEST(FuseTest, EmptyAndOutOfRangeAreErrors) {
 
 TEST(FuseTest, FusingGuardedSplitsKeepsCoverage) {
   State s = Apply(State::Initial(Matmul(10, 6, 3)), Split(2, 0, {4}));
-  s = Apply(s, Split(2, 2, {4}));                   // i.0 i.1 j.0 j.1 k
-  s = Apply(s, ReorderStep{2, {0, 2, 1, 3, 4}});    // i.0 j.0 i.1 j.1 k
+  s = Apply(s, Split(2, 2, {4}));                 // i.0 i.1 j.0 j.1 k
+  s = Apply(s, ReorderStep{2, {0, 2, 1, 3, 4}});  // i.0 j.0 i.1 j.1 k
   s = Apply(s, FuseStep{2, {0, 1}});
   s = Apply(s, FuseStep{2, {1, 2}});
   EXPECT_THAT(IterNames(s.stage(2)), ElementsAre("i.0@j.0", "i.1@j.1", "k"));
@@ -331,9 +331,9 @@ TEST(LoopTransformPropertyTest, RandomSequencesVisitEachPointOnce) {
 TEST(ComputeAtTest, AttachesWithTheRegionExtents) {
   // D = relu(C): C computed inside D's tile of 8 x 4.
   State s = Apply(State::Initial(MatmulRelu(64, 32, 16)), Split(3, 0, {8}));
-  s = Apply(s, Split(3, 2, {4}));                 // D: i.0 i.1 j.0 j.1
-  s = Apply(s, ReorderStep{3, {0, 2, 1, 3}});     // i.0 j.0 i.1 j.1
-  s = Apply(s, ComputeAtStep{2, 3, 1});           // at j.0
+  s = Apply(s, Split(3, 2, {4}));              // D: i.0 i.1 j.0 j.1
+  s = Apply(s, ReorderStep{3, {0, 2, 1, 3}});  // i.0 j.0 i.1 j.1
+  s = Apply(s, ComputeAtStep{2, 3, 1});        // at j.0
   const Stage& c = s.stage(2);
   EXPECT_EQ(c.location, ComputeLocation::kAttached);
   EXPECT_EQ(c.attach_stage, 3);
@@ -353,12 +353,12 @@ TEST(ComputeAtTest, SplittingTheAttachIteratorMovesTheAttachPointInward) {
 TEST(ComputeAtTest, ConsumerTilingAfterComputeAtRebuildsTheProducerLoops) {
   // Ansor's multi-level tiling with fusion: tile C, follow it in D, then attach C.
   State s = Apply(State::Initial(MatmulRelu(64, 32, 16)), Split(2, 0, {4, 2}));  // step 0
-  s = Apply(s, Split(2, 3, {2, 4}));                                            // step 1
+  s = Apply(s, Split(2, 3, {2, 4}));                                             // step 1
   s = Apply(s, ReorderStep{2, {0, 3, 1, 4, 2, 5, 6}});
-  s = Apply(s, FollowSplitStep{3, 0, 0, 1});      // D: i.0 (8) i.1 (8)
-  s = Apply(s, FollowSplitStep{3, 2, 1, 1});      // D: i.0 i.1 j.0 (4) j.1 (8)
+  s = Apply(s, FollowSplitStep{3, 0, 0, 1});  // D: i.0 (8) i.1 (8)
+  s = Apply(s, FollowSplitStep{3, 2, 1, 1});  // D: i.0 i.1 j.0 (4) j.1 (8)
   s = Apply(s, ReorderStep{3, {0, 2, 1, 3}});
-  s = Apply(s, ComputeAtStep{2, 3, 1});           // at j.0: an 8 x 8 tile
+  s = Apply(s, ComputeAtStep{2, 3, 1});  // at j.0: an 8 x 8 tile
   const Stage& c = s.stage(2);
   EXPECT_THAT(c.axis_extents, ElementsAre(8, 8));
   // C's tiling was replayed on the 8 x 8 tile: i -> (1, 4, 2), j -> (1, 2, 4).
@@ -422,12 +422,12 @@ TEST(ComputeInlineTest, MisusesAreErrors) {
 
 TEST(ComputeInlineTest, StageWithAnAttachedStageIsAnError) {
   ir::Tensor a = Input("A", {16});
-  auto b = ir::Compute("B", {16}, [&](const Axes& ax) { return a(ax[0]) + ir::FloatConst(1); },
-                       Names({"i"}));
-  auto c = ir::Compute("C", {16}, [&](const Axes& ax) { return (*b)(ax[0]) * ir::FloatConst(2); },
-                       Names({"i"}));
-  auto d = ir::Compute("D", {16}, [&](const Axes& ax) { return (*c)(ax[0]) - ir::FloatConst(3); },
-                       Names({"i"}));
+  auto b = ir::Compute(
+      "B", {16}, [&](const Axes& ax) { return a(ax[0]) + ir::FloatConst(1); }, Names({"i"}));
+  auto c = ir::Compute(
+      "C", {16}, [&](const Axes& ax) { return (*b)(ax[0]) * ir::FloatConst(2); }, Names({"i"}));
+  auto d = ir::Compute(
+      "D", {16}, [&](const Axes& ax) { return (*c)(ax[0]) - ir::FloatConst(3); }, Names({"i"}));
   State s = State::Initial(MakeDag({*d}));
   s = Apply(s, ComputeAtStep{1, 2, 0});  // B inside C
   EXPECT_THAT(ApplyStep(s, ComputeInlineStep{2}),
@@ -583,11 +583,12 @@ TEST(AnnotationTest, InlinedStagesAndPlaceholdersCannotBeAnnotated) {
 
 TEST(AnnotationTest, CooperativeFetchBindsThreadsInsideAThreadLoop) {
   // A.shared attached inside C's threadIdx loop binds its own loop to threadIdx.x.
-  State s = Apply(State::Initial(Matmul(64, 64, 16)), CacheReadStep{0, ir::MemoryScope::kShared, {2}});
-  s = Apply(s, Split(3, 0, {8}));                        // C: i.0 i.1 j k
+  State s =
+      Apply(State::Initial(Matmul(64, 64, 16)), CacheReadStep{0, ir::MemoryScope::kShared, {2}});
+  s = Apply(s, Split(3, 0, {8}));  // C: i.0 i.1 j k
   s = Apply(s, Annotate(3, 0, IteratorAnnotation::kBlockIdxX));
   s = Apply(s, Annotate(3, 1, IteratorAnnotation::kThreadIdxX));
-  s = Apply(s, ComputeAtStep{1, 3, 3});                   // at k
+  s = Apply(s, ComputeAtStep{1, 3, 3});  // at k
   s = Apply(s, FuseStep{1, {0, 1}});
   EXPECT_THAT(ApplyStep(s, Annotate(1, 0, IteratorAnnotation::kThreadIdxX)), IsOk());
 }
@@ -627,14 +628,14 @@ TEST(AnsorSketchTest, GpuMatmulStepsReplayWithBlockSizedSharedRegions) {
       CacheWriteStep{2, ir::MemoryScope::kLocal},  // A B C.local C
       Split(2, 0, {2, 4, 2, 2}),                   // i: 2 (block) 2 (vthread) 4 (thread) 2 2
       Split(2, 5, {2, 4, 2, 2}),
-      Split(2, 10, {4, 2}),                        // k: 8 4 2
+      Split(2, 10, {4, 2}),  // k: 8 4 2
       ReorderStep{2, {0, 5, 1, 6, 2, 7, 10, 11, 3, 8, 12, 4, 9}},
-      FollowSplitStep{3, 0, 1, 3},                 // C: i.0 i.1 i.2 i.3 j
+      FollowSplitStep{3, 0, 1, 3},  // C: i.0 i.1 i.2 i.3 j
       FollowSplitStep{3, 4, 2, 3},
       ReorderStep{3, {0, 4, 1, 5, 2, 6, 3, 7}},
-      ComputeAtStep{2, 3, 5},                      // C.local at C's j.2
+      ComputeAtStep{2, 3, 5},                           // C.local at C's j.2
       CacheReadStep{1, ir::MemoryScope::kShared, {2}},  // A B B.shared C.local C
-      ComputeAtStep{2, 3, 6},                      // B.shared at C.local's k.0
+      ComputeAtStep{2, 3, 6},                           // B.shared at C.local's k.0
       CacheReadStep{0, ir::MemoryScope::kShared, {3}},  // A A.shared B B.shared C.local C
       ComputeAtStep{1, 4, 6},
       FuseStep{5, {0, 1}},
@@ -643,7 +644,7 @@ TEST(AnsorSketchTest, GpuMatmulStepsReplayWithBlockSizedSharedRegions) {
       AnnotationStep{5, 1, IA::kVThread},
       FuseStep{5, {2, 3}},
       AnnotationStep{5, 2, IA::kThreadIdxX},
-      FuseStep{1, {0, 1}},                         // A.shared: cooperative fetch
+      FuseStep{1, {0, 1}},  // A.shared: cooperative fetch
       Split(1, 0, {1}),
       AnnotationStep{1, 1, IA::kVectorize},
       FollowFusedSplitStep{1, 0, {1, 2}, 1, true},
@@ -829,7 +830,8 @@ Step RandomAnyStep(const State& s, std::mt19937& rng) {
     case 5:
       return rng() % 2 ? Step(ComputeInlineStep{stage}) : Step(ComputeRootStep{stage});
     case 6:
-      return CacheReadStep{stage, rng() % 2 ? ir::MemoryScope::kShared : ir::MemoryScope::kLocal,
+      return CacheReadStep{stage,
+                           rng() % 2 ? ir::MemoryScope::kShared : ir::MemoryScope::kLocal,
                            {static_cast<int>(rng() % n)}};
     case 7:
       return CacheWriteStep{stage, ir::MemoryScope::kLocal};
@@ -882,8 +884,8 @@ TEST(RandomStepsTest, NeverCrashAndKeepExactCoverage) {
         ASSERT_THAT(region, IsOk()) << s.ToString();
         std::vector<int64_t> extents;
         for (const RegionDim& d : *region) extents.push_back(d.extent);
-        EXPECT_EQ(extents, st.axis_extents) << st.name() << " after " << StepToString(step)
-                                            << "\n" << s.ToString();
+        EXPECT_EQ(extents, st.axis_extents) << st.name() << " after " << StepToString(step) << "\n"
+                                            << s.ToString();
       }
     }
     absl::StatusOr<State> replayed = ReplaySteps(s.dag(), s.steps());

@@ -51,13 +51,12 @@ TEST(TargetTest, ParsesTargetTexts) {
 
 TEST(TargetTest, UnknownTargetsAreErrors) {
   for (const char* text : {"", "rocm", "cuda -arch=90", "cuda -foo", "sm_x"}) {
-    EXPECT_THAT(ParseTarget(text),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         HasSubstr("(expected cuda[-arch=sm_XX] or cpu)")))
+    EXPECT_THAT(ParseTarget(text), StatusIs(absl::StatusCode::kInvalidArgument,
+                                            HasSubstr("(expected cuda[-arch=sm_XX] or cpu)")))
         << text;
   }
-  EXPECT_THAT(ParseTarget("rocm"), StatusIs(absl::StatusCode::kInvalidArgument,
-                                            HasSubstr("unknown target 'rocm'")));
+  EXPECT_THAT(ParseTarget("rocm"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown target 'rocm'")));
 }
 
 }  // namespace
