@@ -1,0 +1,197 @@
+// Code generation: a lowered loop nest (ir/stmt.h) → MLIR (gpu, scf, arith, math, memref, vector)
+// → LLVM IR → PTX for CUDA targets through LLVM's NVPTX backend, or → host machine code run in
+// process through MLIR's ExecutionEngine (LLVM ORC JIT) for the cpu target.
+//
+// This header is MLIR-free; only codegen/*.cc include MLIR/LLVM headers. Codegen depends on ir/
+// only (not on schedule/): LaunchInfo mirrors schedule::LaunchConfig.
+//
+// Kernel argument convention (GPU and host alike): one bare pointer per buffer, in this order:
+// the LoopNest's params (inputs, then outputs), then the scratch buffers, i.e. the global
+// Allocates of intermediate tensors, in pre-order of the nest. Every GPU kernel of a module takes
+// the full list, whether or not it uses each buffer. Buffers are dense row-major arrays of their
+// dtype (bool: one byte per element, 0 or 1) and must be 16-byte aligned (cudaMalloc gives 256).
+//
+// Numerics: float16 / bfloat16 are storage types (loaded values widen to float32, stores round to
+// nearest even), float32 arithmetic is IEEE (division and sqrt correctly rounded; GPU code
+// contracts a*b+c into fma unless GpuCompileOptions::fma_contraction is off, host code never
+// does); exp, log, tanh and erf use
+// MLIR's float32 polynomial approximations on both targets (no libdevice; a few ulp), pow is
+// exp(y*log|x|) with the sign of x for integer y; integer / and % are floor division (ir/expr.h).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ir/host_buffer.h"
+#include "ir/stmt.h"
+
+namespace tilesearch::codegen {
+
+/// Launch configuration of one GPU kernel (the same numbers as schedule::LaunchConfig).
+struct LaunchInfo {
+  std::array<int64_t, 3> grid = {1, 1, 1};   // blocks per grid, x/y/z
+  std::array<int64_t, 3> block = {1, 1, 1};  // threads per block, x/y/z
+  int64_t shared_memory_bytes = 0;           // the scheduler's estimate; codegen reports its own
+};
+
+/// One kernel argument: a parameter of the nest or a scratch buffer the runtime allocates.
+struct KernelArg {
+  enum class Kind : uint8_t { kInput, kOutput, kScratch };
+  ir::BufferDecl buffer;  // name, dtype, shape
+  Kind kind = Kind::kInput;
+  int64_t bytes() const { return buffer.Bytes(); }
+};
+
+/// "input", "output", "scratch".
+const char* KernelArgKindName(KernelArg::Kind kind);
+
+/// The argument list of `nest`: params (inputs, outputs), then scratch buffers (global Allocates,
+/// pre-order). Errors: kUnimplemented for a global Allocate inside a loop or kernel body.
+[[nodiscard]] absl::StatusOr<std::vector<KernelArg>> KernelArgs(const ir::LoopNest& nest);
+
+// ---------------------------------------------------------------------------------------------
+// GPU.
+
+struct GpuCompileOptions {
+  /// NVPTX processor, "sm_XX" (sm_90 = H100/H200). PTX version follows the LLVM default for it.
+  std::string arch = "sm_90";
+  /// LLVM optimization level 0..3 for the module before NVPTX code generation.
+  int opt_level = 3;
+  /// Shared memory up to this many bytes per kernel is static (`.shared` arrays); above it, the
+  /// kernel uses dynamic shared memory (the runtime passes `dynamic_shared_bytes` at launch and
+  /// opts in above 48 KiB).
+  int64_t max_static_shared_bytes = 48 * 1024;
+  /// Vectorized loops whose accesses are contiguous become vector loads/stores (16-byte when the
+  /// alignment is proven); otherwise they are unrolled. False: vectorized loops are unrolled.
+  bool vectorize = true;
+  /// Unrolled / vectorized loops with a constant extent up to this are unrolled while emitting
+  /// MLIR; longer ones stay loops (with an LLVM unroll hint).
+  int64_t max_unroll = 1024;
+  /// Let LLVM contract float a*b+c into fma (as nvcc's default -fmad=true); false: every float
+  /// operation rounds separately, as the interpreter.
+  bool fma_contraction = true;
+  /// Keep the emitted MLIR (before lowering) and the LLVM IR (after optimization) in GpuModule.
+  bool keep_mlir = false;
+  bool keep_llvm_ir = false;
+};
+
+/// One `.entry` of the PTX module and how to launch it.
+struct GpuKernelInfo {
+  std::string name;                          // PTX entry name
+  std::array<int64_t, 3> grid = {1, 1, 1};   // blocks
+  std::array<int64_t, 3> block = {1, 1, 1};  // threads per block
+  int64_t static_shared_bytes = 0;           // `.shared` arrays declared by the kernel
+  int64_t dynamic_shared_bytes = 0;          // to pass at launch (0 unless above the static cap)
+};
+
+/// A compiled GPU module: PTX text with one entry per kernel, launched in order.
+struct GpuModule {
+  std::string ptx;
+  std::vector<GpuKernelInfo> kernels;
+  std::vector<KernelArg> args;  // every kernel's parameter list, in order
+  double compile_ms = 0;        // emission through PTX text, wall clock
+  std::string mlir;             // when GpuCompileOptions::keep_mlir
+  std::string llvm_ir;          // when GpuCompileOptions::keep_llvm_ir
+};
+
+/// Compiles `nest` for a CUDA GPU. Each top-level statement of `nest.body` (under the global
+/// Allocates of intermediates) is one kernel; `launches[i]` configures the i-th (grid/block must
+/// cover the nest's blockIdx / threadIdx loop extents; larger launches get guards). An empty
+/// `launches` derives grid and block from the loop extents.
+/// Errors: kInvalidArgument (launch count or sizes do not match the nest, non-constant
+/// blockIdx/threadIdx extents, unknown buffers or variables, a barrier under a threadIdx guard,
+/// bad arch), kUnimplemented (unsupported construct), kInternal (MLIR or LLVM rejected the code;
+/// the message carries their diagnostics).
+[[nodiscard]] absl::StatusOr<GpuModule> CompileToPtx(const ir::LoopNest& nest,
+                                                     const std::vector<LaunchInfo>& launches,
+                                                     const GpuCompileOptions& options = {});
+
+/// One candidate for CompileManyToPtx. The nest is shared, not copied.
+struct GpuCompileJob {
+  std::shared_ptr<const ir::LoopNest> nest;
+  std::vector<LaunchInfo> launches;
+};
+
+struct ParallelCompileOptions {
+  /// Parallel compilations; 0 = one per hardware thread.
+  int num_workers = 0;
+  /// Per-candidate wall-clock limit; a candidate over it reports kDeadlineExceeded
+  /// "compile_timeout: ...".
+  double timeout_ms = 10000;
+  /// Each worker process's address-space limit (RLIMIT_AS) in MiB; 0 = none (kProcess only).
+  int64_t memory_limit_mb = 0;
+  /// kProcess (default): compile in worker processes forked from this one (the nests are shared
+  /// copy-on-write, results come back through pipes). A timeout kills the worker, and a crash of
+  /// MLIR/LLVM (report_fatal_error, segfault, out of memory under the limit) costs only that
+  /// candidate; a new worker is forked for the remaining ones. Forking is safe when no other
+  /// thread of this process is inside MLIR/LLVM at the time (a worker that inherits a held lock
+  /// deadlocks and is reported as timed out).
+  /// kThread: compile in threads of this process. MLIR/LLVM cannot be interrupted, so a candidate
+  /// over its limit is reported as timed out and its thread is left to finish in the background
+  /// (its result discarded; the CPU is oversubscribed until it ends); a crash ends the process.
+  enum class Isolation : uint8_t { kProcess, kThread };
+  Isolation isolation = Isolation::kProcess;
+};
+
+/// Compiles many candidates in parallel, one result per job in job order: each as CompileToPtx
+/// would return it, or kDeadlineExceeded "compile_timeout: ..." / kInternal "compiler crashed:
+/// ..." for that candidate alone, or kInvalidArgument for a job without a nest.
+[[nodiscard]] std::vector<absl::StatusOr<GpuModule>> CompileManyToPtx(
+    const std::vector<GpuCompileJob>& jobs, const GpuCompileOptions& options = {},
+    const ParallelCompileOptions& parallel = {});
+
+// ---------------------------------------------------------------------------------------------
+// Host (cpu target).
+
+struct HostCompileOptions {
+  /// LLVM optimization level 0..3.
+  int opt_level = 3;
+  /// Threads that run `parallel` loops (the caller counts as one); 0 = one per hardware thread.
+  int num_threads = 0;
+  /// Vectorized loops with contiguous accesses become LLVM vector operations; other vectorized
+  /// loops carry llvm.loop.vectorize metadata. False: plain loops.
+  bool vectorize = true;
+  /// As GpuCompileOptions::max_unroll.
+  int64_t max_unroll = 1024;
+  bool keep_mlir = false;
+  bool keep_llvm_ir = false;
+};
+
+/// JIT-compiled host code for one loop nest. Run is thread-compatible, not thread-safe: scratch
+/// buffers are owned by the kernel and reused, so concurrent Runs of one kernel must be serialized
+/// by the caller.
+class HostKernel {
+ public:
+  virtual ~HostKernel() = default;
+  /// Runs the nest on `buffers`, one pointer per LoopNest param in order (scratch buffers are
+  /// allocated by the kernel). Errors: kInvalidArgument when the count differs.
+  virtual absl::Status Run(const std::vector<void*>& buffers) = 0;
+  /// Every argument incl. the scratch buffers (only the params are passed to Run).
+  virtual const std::vector<KernelArg>& args() const = 0;
+  virtual double compile_ms() const = 0;
+  virtual const std::string& mlir() const = 0;     // when keep_mlir
+  virtual const std::string& llvm_ir() const = 0;  // when keep_llvm_ir
+};
+
+/// Compiles `nest` for the host CPU. `parallel` loops run on a thread pool (a parallel loop
+/// nested in another runs serially), `vectorize` loops become vector code where their accesses
+/// are contiguous, blockIdx / threadIdx loops run as serial loops (ir/stmt.h semantics) when the
+/// kernel holding them has no Barrier and no local Allocate enclosing a threadIdx loop.
+/// Errors: kUnimplemented for those GPU kernels, kInvalidArgument for unknown buffers or
+/// variables, kInternal when MLIR or LLVM rejects the code.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<HostKernel>> CompileForHost(
+    const ir::LoopNest& nest, const HostCompileOptions& options = {});
+
+/// Runs `kernel` on interpreter-style buffers (by param name; values held as double): packs them
+/// into typed arrays of each param's dtype, runs, and unpacks every param back into `buffers`.
+/// Errors: a missing or mis-shaped buffer (kInvalidArgument), and Run's errors.
+[[nodiscard]] absl::Status RunOnBuffers(HostKernel& kernel, const ir::LoopNest& nest,
+                                        ir::BufferMap& buffers);
+
+}  // namespace tilesearch::codegen

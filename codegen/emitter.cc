@@ -1,0 +1,1125 @@
+#include "codegen/emitter.h"
+
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "codegen/kernel_plan.h"
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace tilesearch::codegen::internal {
+namespace {
+
+using ir::Expr;
+using ir::ExprKind;
+using ir::ScalarType;
+using ir::Stmt;
+namespace arith = mlir::arith;
+
+// Whether an expression mentions a variable.
+class UsesVar : public ir::ExprVisitor {
+ public:
+  explicit UsesVar(const std::string& name) : name_(name) {}
+  bool found = false;
+
+ protected:
+  void VisitVar(const ir::VarNode* op, const Expr& e) override {
+    if (op->name == name_) found = true;
+    ir::ExprVisitor::VisitVar(op, e);
+  }
+
+ private:
+  const std::string& name_;
+};
+
+bool ExprUsesVar(const Expr& e, const std::string& name) {
+  UsesVar v(name);
+  v.Visit(e);
+  return v.found;
+}
+
+class HasLoad : public ir::ExprVisitor {
+ public:
+  bool found = false;
+
+ protected:
+  void VisitLoad(const ir::LoadNode* op, const Expr& e) override {
+    found = true;
+    ir::ExprVisitor::VisitLoad(op, e);
+  }
+};
+
+bool ContainsLoad(const Expr& e) {
+  HasLoad v;
+  v.Visit(e);
+  return v.found;
+}
+
+bool IsVector(mlir::Value v) { return mlir::isa<mlir::VectorType>(v.getType()); }
+
+// Element type of a scalar or vector type.
+mlir::Type ElementOf(mlir::Type t) {
+  if (auto vt = mlir::dyn_cast<mlir::VectorType>(t)) return vt.getElementType();
+  return t;
+}
+
+// `elem` with the shape of `like` (scalar or vector).
+mlir::Type ShapedLike(mlir::Type elem, mlir::Type like) {
+  if (auto vt = mlir::dyn_cast<mlir::VectorType>(like))
+    return mlir::VectorType::get(vt.getShape(), elem);
+  return elem;
+}
+
+// ---- vectorization analysis -----------------------------------------------------------------
+
+int64_t Gcd(int64_t a, int64_t b) {
+  a = a < 0 ? -a : a;
+  b = b < 0 ? -b : b;
+  while (b != 0) {
+    const int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+// The largest g known to divide `e` for every value of its variables (0: e is always 0).
+// Halide's modulus-remainder analysis, reduced to the remainder-0 case.
+int64_t KnownMultiple(const Expr& e) {
+  if (const auto c = ir::AsConstInt(e)) return *c < 0 ? -*c : *c;
+  switch (e.kind()) {
+    case ExprKind::kAdd:
+    case ExprKind::kSub:
+    case ExprKind::kMin:
+    case ExprKind::kMax: {
+      auto [a, b] = ir::BinaryOperands(e);
+      return Gcd(KnownMultiple(a), KnownMultiple(b));
+    }
+    case ExprKind::kMul: {
+      auto [a, b] = ir::BinaryOperands(e);
+      const int64_t ga = KnownMultiple(a);
+      const int64_t gb = KnownMultiple(b);
+      if (ga == 0 || gb == 0) return 0;
+      if (ga > (int64_t{1} << 30) || gb > (int64_t{1} << 30)) return 1;
+      return ga * gb;
+    }
+    case ExprKind::kMod: {
+      // a % c = a - c * floor(a / c): a multiple of gcd(g(a), c).
+      auto [a, b] = ir::BinaryOperands(e);
+      const auto c = ir::AsConstInt(b);
+      if (!c || *c == 0) return 1;
+      return Gcd(KnownMultiple(a), *c);
+    }
+    case ExprKind::kSelect: {
+      const auto* sel = e.as<ir::SelectNode>();
+      return Gcd(KnownMultiple(sel->true_value), KnownMultiple(sel->false_value));
+    }
+    default:
+      return 1;
+  }
+}
+
+// Offset of `e` in lane k (the variable at min + k) from its value in lane 0, when it is the
+// same for every value of the other variables; nullopt when that cannot be shown. Division and
+// modulo by a constant D keep lanes together when the lane-0 numerator is a known multiple of g
+// and the lanes move it by less than gcd(g, D) (so no multiple of D is crossed).
+std::optional<int64_t> LaneOffset(const Expr& e, const std::string& var, const Expr& min,
+                                  int64_t k) {
+  if (!ExprUsesVar(e, var)) return 0;
+  if (const auto* v = e.as<ir::VarNode>()) return v->name == var ? std::optional<int64_t>(k) : 0;
+  switch (e.kind()) {
+    case ExprKind::kAdd:
+    case ExprKind::kSub: {
+      auto [a, b] = ir::BinaryOperands(e);
+      const auto oa = LaneOffset(a, var, min, k);
+      const auto ob = LaneOffset(b, var, min, k);
+      if (!oa || !ob) return std::nullopt;
+      return e.kind() == ExprKind::kAdd ? *oa + *ob : *oa - *ob;
+    }
+    case ExprKind::kMul: {
+      auto [a, b] = ir::BinaryOperands(e);
+      if (const auto cb = ir::AsConstInt(b)) {
+        const auto oa = LaneOffset(a, var, min, k);
+        if (oa) return *oa * *cb;
+      }
+      if (const auto ca = ir::AsConstInt(a)) {
+        const auto ob = LaneOffset(b, var, min, k);
+        if (ob) return *ob * *ca;
+      }
+      return std::nullopt;
+    }
+    case ExprKind::kDiv:
+    case ExprKind::kMod: {
+      auto [a, b] = ir::BinaryOperands(e);
+      const auto d = ir::AsConstInt(b);
+      if (!d || *d <= 0) return std::nullopt;
+      const auto oa = LaneOffset(a, var, min, k);
+      if (!oa) return std::nullopt;
+      if (*oa == 0) return 0;
+      const int64_t g = Gcd(KnownMultiple(ir::Substitute(a, {{var, min}})), *d);
+      if (*oa < 0 || *oa >= g) return std::nullopt;
+      return e.kind() == ExprKind::kDiv ? 0 : *oa;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+class VectorCheck {
+ public:
+  VectorCheck(const ir::ForNode* op, int64_t extent, const ir::RangeMap& ranges)
+      : var_(op->var_name()), min_(op->min), extent_(extent), ranges_(ranges) {}
+
+  std::string Run(const Stmt& body) {
+    std::vector<const ir::StoreNode*> stores;
+    if (const auto* st = body.as<ir::StoreNode>()) {
+      stores.push_back(st);
+    } else if (const auto* seq = body.as<ir::SeqNode>()) {
+      for (const Stmt& s : seq->stmts) {
+        const auto* st = s.as<ir::StoreNode>();
+        if (st == nullptr) return "the body is not a list of stores";
+        stores.push_back(st);
+      }
+    } else {
+      return "the body is not a list of stores";
+    }
+    for (const ir::StoreNode* st : stores) {
+      if (stored_.count(st->buffer))
+        return absl::StrCat("buffer '", st->buffer, "' is stored twice");
+      stored_[st->buffer] = st;
+    }
+    for (const ir::StoreNode* st : stores) {
+      if (std::string why = Access(st->buffer, st->indices, /*is_store=*/true); !why.empty()) {
+        return why;
+      }
+      if (std::string why = CheckExpr(st->value); !why.empty()) return why;
+    }
+    return "";
+  }
+
+ private:
+  bool Varies(const Expr& e) const { return ExprUsesVar(e, var_); }
+
+  // Lane k addresses element base + k (Invariant: base + 0), shown structurally (LaneOffset) or
+  // by the simplifier.
+  bool Contiguous(const Expr& index) const { return Strided(index, 1); }
+  bool Invariant(const Expr& index) const { return Strided(index, 0); }
+  bool Strided(const Expr& index, int64_t stride) const {
+    bool structural = true;
+    for (int64_t k = 1; k < extent_ && structural; ++k) {
+      const std::optional<int64_t> d = LaneOffset(index, var_, min_, k);
+      structural = d && *d == k * stride;
+    }
+    if (structural) return true;
+    const Expr base = ir::Simplify(ir::Substitute(index, {{var_, min_}}), ranges_);
+    for (int64_t k = 1; k < extent_; ++k) {
+      const Expr at = ir::Substitute(index, {{var_, min_ + ir::IntConst(k)}});
+      const std::optional<int64_t> d = ir::AsConstInt(ir::Simplify(at - base, ranges_));
+      if (!d || *d != k * stride) return false;
+    }
+    return true;
+  }
+
+  std::string Access(const std::string& buffer, const std::vector<Expr>& indices, bool is_store) {
+    if (indices.empty()) {
+      return is_store ? absl::StrCat("store to scalar buffer '", buffer, "'") : "";
+    }
+    // Leading indices must be the same in every lane (they are computed for lane 0).
+    for (size_t d = 0; d + 1 < indices.size(); ++d) {
+      if (Varies(indices[d]) && !Invariant(indices[d])) {
+        return absl::StrCat("index ", d, " of '", buffer, "' varies with the vectorized loop");
+      }
+      if (std::string why = CheckExpr(indices[d]); !why.empty()) return why;
+    }
+    const Expr& last = indices.back();
+    if (!Varies(last)) {
+      if (is_store) return absl::StrCat("store to '", buffer, "' does not vary with the loop");
+      return CheckExpr(last);
+    }
+    if (!Contiguous(last)) {
+      return absl::StrCat("last index ", ir::ToString(last), " of '", buffer,
+                          "' is not contiguous in '", var_, "'");
+    }
+    return "";
+  }
+
+  std::string CheckExpr(const Expr& e) {
+    std::string why;
+    Walk(e, why);
+    return why;
+  }
+
+  void Walk(const Expr& e, std::string& why) {
+    if (!why.empty()) return;
+    if (const auto* ld = e.as<ir::LoadNode>()) {
+      auto it = stored_.find(ld->buffer);
+      if (it != stored_.end()) {
+        const auto& si = it->second->indices;
+        bool same = si.size() == ld->indices.size();
+        for (size_t d = 0; same && d < si.size(); ++d) {
+          same = ir::StructurallyEqual(si[d], ld->indices[d]);
+        }
+        if (!same) {
+          why = absl::StrCat("buffer '", ld->buffer, "' is loaded and stored at different indices");
+          return;
+        }
+      }
+      why = Access(ld->buffer, ld->indices, /*is_store=*/false);
+      return;
+    }
+    if (const auto* sel = e.as<ir::SelectNode>()) {
+      if (Varies(sel->cond) && (ContainsLoad(sel->true_value) || ContainsLoad(sel->false_value))) {
+        why = "a select that depends on the vectorized loop guards a load";
+        return;
+      }
+      Walk(sel->cond, why);
+      Walk(sel->true_value, why);
+      Walk(sel->false_value, why);
+      return;
+    }
+    if (ir::IsBinaryKind(e.kind())) {
+      auto [a, b] = ir::BinaryOperands(e);
+      Walk(a, why);
+      Walk(b, why);
+      return;
+    }
+    if (const auto* n = e.as<ir::NotNode>()) return Walk(n->a, why);
+    if (const auto* c = e.as<ir::CastNode>()) return Walk(c->value, why);
+    if (const auto* c = e.as<ir::CallNode>()) {
+      for (const Expr& a : c->args) Walk(a, why);
+    }
+  }
+
+  std::string var_;
+  Expr min_;
+  int64_t extent_;
+  const ir::RangeMap& ranges_;
+  std::map<std::string, const ir::StoreNode*> stored_;
+};
+
+}  // namespace
+
+std::string VectorizeBlocker(const ir::ForNode* op, int64_t extent, const ir::RangeMap& ranges) {
+  VectorCheck check(op, extent, ranges);
+  return check.Run(op->body);
+}
+
+mlir::Type StorageType(mlir::MLIRContext* ctx, ScalarType t) {
+  switch (t) {
+    case ScalarType::kFloat32:
+      return mlir::Float32Type::get(ctx);
+    case ScalarType::kFloat16:
+      return mlir::Float16Type::get(ctx);
+    case ScalarType::kBFloat16:
+      return mlir::BFloat16Type::get(ctx);
+    case ScalarType::kInt32:
+      return mlir::IntegerType::get(ctx, 32);
+    case ScalarType::kInt64:
+      return mlir::IntegerType::get(ctx, 64);
+    case ScalarType::kBool:
+      return mlir::IntegerType::get(ctx, 8);
+  }
+  return {};
+}
+
+mlir::Type ValueType(mlir::MLIRContext* ctx, ScalarType t) {
+  switch (t) {
+    case ScalarType::kFloat32:
+    case ScalarType::kFloat16:
+    case ScalarType::kBFloat16:
+      return mlir::Float32Type::get(ctx);
+    case ScalarType::kInt32:
+      return mlir::IntegerType::get(ctx, 32);
+    case ScalarType::kInt64:
+      return mlir::IntegerType::get(ctx, 64);
+    case ScalarType::kBool:
+      return mlir::IntegerType::get(ctx, 1);
+  }
+  return {};
+}
+
+Emitter::Emitter(mlir::OpBuilder& builder, mlir::Location loc, const EmitConfig& config,
+                 mlir::Block* alloca_block)
+    : b_(builder), loc_(loc), config_(config), alloca_block_(alloca_block) {}
+
+void Emitter::BindBuffer(const ir::BufferDecl& decl, mlir::Value memref) {
+  bufs_.push_back(BufferBinding{decl, memref});
+}
+
+void Emitter::BindVar(const std::string& name, mlir::Value value,
+                      std::optional<ir::Interval> range) {
+  vars_.push_back(VarBinding{name, value});
+  auto it = ranges_.find(name);
+  shadowed_ranges_.push_back(it == ranges_.end() ? std::nullopt
+                                                 : std::optional<ir::Interval>(it->second));
+  if (range) {
+    ranges_[name] = *range;
+  } else {
+    ranges_.erase(name);
+  }
+}
+
+void Emitter::UnbindVar() {
+  const std::string name = vars_.back().name;
+  vars_.pop_back();
+  if (shadowed_ranges_.back()) {
+    ranges_[name] = *shadowed_ranges_.back();
+  } else {
+    ranges_.erase(name);
+  }
+  shadowed_ranges_.pop_back();
+}
+
+const BufferBinding* Emitter::FindBuffer(const std::string& name) const {
+  for (auto it = bufs_.rbegin(); it != bufs_.rend(); ++it) {
+    if (it->decl.name == name) return &*it;
+  }
+  return nullptr;
+}
+
+mlir::Value Emitter::I64(int64_t v) {
+  return arith::ConstantOp::create(b_, loc_, b_.getI64IntegerAttr(v));
+}
+
+mlir::Value Emitter::Const(mlir::Type type, double value) {
+  const mlir::Type elem = ElementOf(type);
+  mlir::TypedAttr attr;
+  if (mlir::isa<mlir::FloatType>(elem)) {
+    attr = b_.getFloatAttr(elem, value);
+  } else {
+    attr = b_.getIntegerAttr(elem, static_cast<int64_t>(value));
+  }
+  if (auto vt = mlir::dyn_cast<mlir::VectorType>(type)) {
+    return arith::ConstantOp::create(b_, loc_, mlir::DenseElementsAttr::get(vt, attr));
+  }
+  return arith::ConstantOp::create(b_, loc_, attr);
+}
+
+mlir::Type Emitter::MaybeVector(mlir::Type elem, bool vector) const {
+  if (!vector || !lane_.active) return elem;
+  return mlir::VectorType::get({lane_.width}, elem);
+}
+
+mlir::Value Emitter::SplatTo(mlir::Value v, int64_t width) {
+  if (IsVector(v)) return v;
+  return mlir::vector::BroadcastOp::create(b_, loc_, mlir::VectorType::get({width}, v.getType()),
+                                           v);
+}
+
+mlir::Value Emitter::Splat(mlir::Value v, mlir::Value like) {
+  if (!IsVector(like) || IsVector(v)) return v;
+  return SplatTo(v, mlir::cast<mlir::VectorType>(like.getType()).getNumElements());
+}
+
+bool Emitter::Varying(const Expr& e) const { return lane_.active && ExprUsesVar(e, lane_.var); }
+
+// ---- statements -------------------------------------------------------------------------------
+
+absl::Status Emitter::EmitStmt(const Stmt& s) {
+  if (!s.defined()) return absl::OkStatus();
+  switch (s.kind()) {
+    case ir::StmtKind::kFor:
+      return EmitFor(s.as<ir::ForNode>());
+    case ir::StmtKind::kSeq:
+      for (const Stmt& c : s.as<ir::SeqNode>()->stmts) RETURN_IF_ERROR(EmitStmt(c));
+      return absl::OkStatus();
+    case ir::StmtKind::kStore:
+      return EmitStore(s.as<ir::StoreNode>());
+    case ir::StmtKind::kAllocate:
+      return EmitAllocate(s.as<ir::AllocateNode>());
+    case ir::StmtKind::kIfThenElse:
+      return EmitIf(s.as<ir::IfThenElseNode>());
+    case ir::StmtKind::kBarrier:
+      if (config_.target == EmitTarget::kGpu) mlir::gpu::BarrierOp::create(b_, loc_);
+      return absl::OkStatus();
+    case ir::StmtKind::kEvaluate:
+      // Expressions have no side effects; still check that it is well formed.
+      return EmitExpr(s.as<ir::EvaluateNode>()->value).status();
+  }
+  return absl::InternalError("unhandled statement kind");
+}
+
+absl::Status Emitter::EmitLoopBody(const ir::ForNode* op, mlir::Value iv) {
+  std::optional<ir::Interval> range;
+  const auto min = ir::AsConstInt(op->min);
+  const auto extent = ir::AsConstInt(op->extent);
+  if (min && extent) range = ir::Interval{*min, *min + *extent - 1};
+  BindVar(op->var_name(), iv, range);
+  absl::Status st = EmitStmt(op->body);
+  UnbindVar();
+  return st;
+}
+
+absl::Status Emitter::EmitFor(const ir::ForNode* op) {
+  if (IsFloat(op->var.type()) || IsFloat(op->min.type()) || IsFloat(op->extent.type())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("loop '", op->var_name(), "' has a non-integer variable or bounds"));
+  }
+  const std::optional<int64_t> extent = ir::AsConstInt(op->extent);
+  const std::optional<int64_t> min = ir::AsConstInt(op->min);
+  if (extent && *extent <= 0 && BoundDim(op->for_kind) < 0) return absl::OkStatus();
+  switch (op->for_kind) {
+    case ir::ForKind::kSerial:
+    case ir::ForKind::kVThread:
+      break;
+    case ir::ForKind::kParallel:
+      if (config_.target == EmitTarget::kHost && !in_parallel_ && parallel_hook_) {
+        return parallel_hook_(*this, op);
+      }
+      break;
+    case ir::ForKind::kUnrolled:
+      if (extent && *extent <= config_.max_unroll) {
+        return EmitUnrolled(op, min.value_or(0), *extent);
+      }
+      {
+        ASSIGN_OR_RETURN(mlir::Value mn, EmitExpr(op->min));
+        ASSIGN_OR_RETURN(mlir::Value ext, EmitExpr(op->extent));
+        return EmitSerialFor(op, mn, ext,
+                             mlir::parseAttribute("#llvm.loop_annotation<unroll = "
+                                                  "#llvm.loop_unroll<disable = false>>",
+                                                  b_.getContext()));
+      }
+    case ir::ForKind::kVectorized:
+      if (extent) return EmitVectorized(op, *extent);
+      break;
+    default:
+      if (config_.target == EmitTarget::kGpu) return EmitBoundFor(op);
+      break;  // host: blockIdx / threadIdx loops run serially (PlanHostModule checked them)
+  }
+  if (extent && *extent == 1) {
+    ASSIGN_OR_RETURN(mlir::Value mn, EmitExpr(op->min));
+    return EmitLoopBody(op, mn);
+  }
+  ASSIGN_OR_RETURN(mlir::Value mn, EmitExpr(op->min));
+  ASSIGN_OR_RETURN(mlir::Value ext, EmitExpr(op->extent));
+  return EmitSerialFor(op, mn, ext, {});
+}
+
+absl::Status Emitter::EmitSerialFor(const ir::ForNode* op, mlir::Value min, mlir::Value extent,
+                                    mlir::Attribute loop_annotation) {
+  mlir::Value ub = arith::AddIOp::create(b_, loc_, min, extent);
+  auto loop = mlir::scf::ForOp::create(b_, loc_, min, ub, I64(1));
+  if (loop_annotation) loop->setAttr("loop_annotation", loop_annotation);
+  mlir::OpBuilder::InsertionGuard guard(b_);
+  b_.setInsertionPoint(loop.getBody()->getTerminator());
+  return EmitLoopBody(op, loop.getInductionVar());
+}
+
+absl::Status Emitter::EmitUnrolled(const ir::ForNode* op, int64_t min, int64_t extent) {
+  const bool const_min = ir::AsConstInt(op->min).has_value();
+  mlir::Value mn;
+  if (!const_min) {
+    ASSIGN_OR_RETURN(mn, EmitExpr(op->min));
+  }
+  for (int64_t k = 0; k < extent; ++k) {
+    mlir::Value iv = const_min ? I64(min + k) : arith::AddIOp::create(b_, loc_, mn, I64(k));
+    std::optional<ir::Interval> range;
+    if (const_min) range = ir::Interval{min + k, min + k};
+    BindVar(op->var_name(), iv, range);
+    absl::Status st = EmitStmt(op->body);
+    UnbindVar();
+    RETURN_IF_ERROR(st);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Emitter::EmitVectorized(const ir::ForNode* op, int64_t extent) {
+  const std::optional<int64_t> min = ir::AsConstInt(op->min);
+  if (extent == 1) {
+    ASSIGN_OR_RETURN(mlir::Value mn, EmitExpr(op->min));
+    return EmitLoopBody(op, mn);
+  }
+  const bool can_vectorize = config_.vectorize && !lane_.active && extent <= 64 &&
+                             VectorizeBlocker(op, extent, ranges_).empty();
+  if (can_vectorize) {
+    ASSIGN_OR_RETURN(mlir::Value mn, EmitExpr(op->min));
+    lane_ = VectorLane{true, op->var_name(), extent, mn, op->min};
+    std::optional<ir::Interval> range;
+    if (min) range = ir::Interval{*min, *min + extent - 1};
+    // The variable is bound to its lane-0 value for code that asks for it outside vector mode.
+    BindVar(op->var_name(), mn, range);
+    absl::Status st = EmitStmt(op->body);
+    UnbindVar();
+    lane_ = VectorLane{};
+    return st;
+  }
+  if (config_.target == EmitTarget::kGpu && extent <= config_.max_unroll) {
+    return EmitUnrolled(op, min.value_or(0), extent);
+  }
+  ASSIGN_OR_RETURN(mlir::Value mn, EmitExpr(op->min));
+  mlir::Attribute annotation;
+  if (config_.vectorize) {
+    annotation = mlir::parseAttribute(
+        absl::StrCat("#llvm.loop_annotation<vectorize = #llvm.loop_vectorize<disable = false, "
+                     "width = ",
+                     std::min<int64_t>(extent, 16), " : i32>>"),
+        b_.getContext());
+  }
+  return EmitSerialFor(op, mn, I64(extent), annotation);
+}
+
+absl::Status Emitter::EmitBoundFor(const ir::ForNode* op) {
+  const int dim = BoundDim(op->for_kind);
+  CHECK(dim >= 0) << "not a bound loop";
+  const std::optional<int64_t> extent = ir::AsConstInt(op->extent);
+  if (!extent) {
+    return absl::InvalidArgumentError(absl::StrCat(ir::ForKindName(op->for_kind), " loop '",
+                                                   op->var_name(), "' has a non-constant extent"));
+  }
+  const auto gdim = static_cast<mlir::gpu::Dimension>(dim);
+  mlir::Value id;
+  int64_t launched;
+  if (ir::IsBlockBound(op->for_kind)) {
+    id = mlir::gpu::BlockIdOp::create(b_, loc_, gdim);
+    launched = config_.grid[dim];
+  } else {
+    id = mlir::gpu::ThreadIdOp::create(b_, loc_, gdim);
+    launched = config_.block[dim];
+  }
+  if (*extent > launched) {
+    return absl::InvalidArgumentError(absl::StrCat(ir::ForKindName(op->for_kind), " loop '",
+                                                   op->var_name(), "' has extent ", *extent,
+                                                   " but the launch has ", launched));
+  }
+  mlir::Value id64 = arith::IndexCastOp::create(b_, loc_, b_.getI64Type(), id);
+  ASSIGN_OR_RETURN(mlir::Value mn, EmitExpr(op->min));
+  mlir::Value iv = arith::AddIOp::create(b_, loc_, mn, id64);
+  std::optional<ir::Interval> range;
+  if (const auto m = ir::AsConstInt(op->min)) range = ir::Interval{*m, *m + *extent - 1};
+  auto emit_body = [&]() -> absl::Status {
+    BindVar(op->var_name(), iv, range);
+    absl::Status st = EmitStmt(op->body);
+    UnbindVar();
+    return st;
+  };
+  if (*extent == launched) return emit_body();
+  mlir::Value inside =
+      arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::slt, id64, I64(*extent));
+  auto guard_if = mlir::scf::IfOp::create(b_, loc_, inside, /*withElseRegion=*/false);
+  mlir::OpBuilder::InsertionGuard guard(b_);
+  b_.setInsertionPoint(guard_if.thenBlock()->getTerminator());
+  return emit_body();
+}
+
+absl::Status Emitter::EmitAllocate(const ir::AllocateNode* op) {
+  const ir::BufferDecl& decl = op->buffer;
+  for (int64_t e : decl.shape) {
+    if (e < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("buffer '", decl.name, "' has a non-positive extent ", e));
+    }
+  }
+  mlir::Value memref;
+  if (decl.scope == ir::MemoryScope::kGlobal) {
+    return absl::UnimplementedError(
+        absl::StrCat("global allocate '", decl.name, "' inside a kernel"));
+  }
+  if (decl.scope == ir::MemoryScope::kShared && config_.target == EmitTarget::kGpu) {
+    if (!shared_hook_) return absl::InternalError("no shared-memory allocator");
+    ASSIGN_OR_RETURN(memref, shared_hook_(decl));
+  } else {
+    mlir::OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(alloca_block_);
+    auto type = mlir::MemRefType::get(decl.shape, StorageType(b_.getContext(), decl.dtype));
+    const bool heap = config_.target == EmitTarget::kHost && decl.Bytes() > 128 * 1024;
+    if (heap) {
+      memref = mlir::memref::AllocOp::create(b_, loc_, type, b_.getI64IntegerAttr(64));
+      heap_.push_back(memref);
+    } else {
+      memref = mlir::memref::AllocaOp::create(b_, loc_, type, b_.getI64IntegerAttr(16));
+    }
+  }
+  BindBuffer(decl, memref);
+  absl::Status st = EmitStmt(op->body);
+  UnbindBuffer();
+  return st;
+}
+
+absl::StatusOr<std::vector<mlir::Value>> Emitter::EmitIndices(const std::string& buffer,
+                                                              const std::vector<Expr>& indices,
+                                                              const BufferBinding** binding,
+                                                              const char* what) {
+  const BufferBinding* bb = FindBuffer(buffer);
+  if (bb == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " of unknown buffer '", buffer, "' (not a parameter or an allocation in scope)"));
+  }
+  if (indices.size() != bb->decl.shape.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " of buffer '", buffer, "' with ",
+                                                   indices.size(), " indices; it has ",
+                                                   bb->decl.shape.size(), " dimensions"));
+  }
+  *binding = bb;
+  // Vector accesses address lane 0: the indices are computed with the variable at its lane-0
+  // value (bound in scope by EmitVectorized) and outside vector mode.
+  const VectorLane saved = lane_;
+  lane_.active = false;
+  std::vector<mlir::Value> out;
+  for (const Expr& i : indices) {
+    if (!ir::IsInt(i.type())) {
+      lane_ = saved;
+      return absl::InvalidArgumentError(
+          absl::StrCat("index ", ir::ToString(i), " of '", buffer, "' is not an integer"));
+    }
+    absl::StatusOr<mlir::Value> v = EmitExpr(i);
+    if (!v.ok()) {
+      lane_ = saved;
+      return v.status();
+    }
+    mlir::Value iv = *v;
+    if (i.type() == ScalarType::kInt32) iv = arith::ExtSIOp::create(b_, loc_, b_.getI64Type(), iv);
+    out.push_back(arith::IndexCastOp::create(b_, loc_, b_.getIndexType(), iv));
+  }
+  lane_ = saved;
+  return out;
+}
+
+int64_t Emitter::VectorAlignment(const ir::BufferDecl& decl, const std::vector<Expr>& indices,
+                                 int64_t width) const {
+  const int64_t bytes = ir::BytesOf(decl.dtype);
+  Expr offset = ir::IntConst(0);
+  int64_t stride = 1;
+  for (size_t d = indices.size(); d-- > 0;) {
+    offset =
+        offset + ir::Substitute(indices[d], {{lane_.var, lane_.min_expr}}) * ir::IntConst(stride);
+    stride *= decl.shape[d];
+  }
+  int64_t align = bytes;
+  const int64_t multiple = KnownMultiple(offset);
+  std::optional<int64_t> rem;
+  if (multiple == 0 || multiple % width == 0) {
+    rem = 0;
+  } else {
+    rem = ir::AsConstInt(ir::Simplify(offset % ir::IntConst(width), ranges_));
+  }
+  if (rem && *rem == 0) {
+    // The largest power of two dividing width * bytes, at most 16.
+    const int64_t vbytes = width * bytes;
+    align = vbytes & -vbytes;
+    align = std::min<int64_t>(align, 16);
+    align = std::max(align, bytes);
+  }
+  return align;
+}
+
+absl::Status Emitter::EmitStore(const ir::StoreNode* op) {
+  const BufferBinding* bb = nullptr;
+  ASSIGN_OR_RETURN(std::vector<mlir::Value> idx,
+                   EmitIndices(op->buffer, op->indices, &bb, "store"));
+  ASSIGN_OR_RETURN(mlir::Value v, EmitExpr(op->value));
+  // In a vectorized loop, an access is a vector access when its last index moves with the lane
+  // (VectorizeBlocker proved it contiguous and the other indices lane-invariant).
+  const bool vector_access = !op->indices.empty() && Varying(op->indices.back());
+  if (vector_access) {
+    v = SplatTo(v, lane_.width);
+    mlir::Value st = ToStorage(v, op->value.type(), bb->decl.dtype);
+    const int64_t align = VectorAlignment(bb->decl, op->indices, lane_.width);
+    mlir::vector::StoreOp::create(b_, loc_, st, bb->memref, idx, false, llvm::MaybeAlign(align));
+    return absl::OkStatus();
+  }
+  if (IsVector(v)) {
+    return absl::InternalError(
+        absl::StrCat("vector value stored to a uniform index of '", op->buffer, "'"));
+  }
+  mlir::Value st = ToStorage(v, op->value.type(), bb->decl.dtype);
+  mlir::memref::StoreOp::create(b_, loc_, st, bb->memref, idx);
+  return absl::OkStatus();
+}
+
+absl::Status Emitter::EmitIf(const ir::IfThenElseNode* op) {
+  if (op->cond.type() != ScalarType::kBool) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("if condition ", ir::ToString(op->cond), " is not bool"));
+  }
+  ASSIGN_OR_RETURN(mlir::Value c, EmitExpr(op->cond));
+  if (IsVector(c)) return absl::InternalError("vector condition of an if statement");
+  const bool has_else = op->else_case.defined();
+  auto if_op = mlir::scf::IfOp::create(b_, loc_, c, has_else);
+  mlir::OpBuilder::InsertionGuard guard(b_);
+  b_.setInsertionPoint(if_op.thenBlock()->getTerminator());
+  RETURN_IF_ERROR(EmitStmt(op->then_case));
+  if (has_else) {
+    b_.setInsertionPoint(if_op.elseBlock()->getTerminator());
+    RETURN_IF_ERROR(EmitStmt(op->else_case));
+  }
+  return absl::OkStatus();
+}
+
+// ---- expressions ------------------------------------------------------------------------------
+
+mlir::arith::FastMathFlags Emitter::Fastmath() const {
+  return config_.contract ? arith::FastMathFlags::contract : arith::FastMathFlags::none;
+}
+
+absl::StatusOr<mlir::Value> Emitter::EmitExpr(const Expr& e) {
+  CHECK(e.defined()) << "emitting an undefined expression";
+  mlir::MLIRContext* ctx = b_.getContext();
+  switch (e.kind()) {
+    case ExprKind::kIntImm:
+      return Const(ValueType(ctx, e.type()), static_cast<double>(e.as<ir::IntImmNode>()->value));
+    case ExprKind::kFloatImm:
+      return Const(b_.getF32Type(), e.as<ir::FloatImmNode>()->value);
+    case ExprKind::kVar: {
+      const auto* v = e.as<ir::VarNode>();
+      if (!ir::IsInt(v->type)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "variable '", v->name, "' is ", ir::TypeName(v->type), "; loop variables are int64"));
+      }
+      if (lane_.active && v->name == lane_.var) {
+        // Lane values: min + [0, 1, ..., width-1].
+        llvm::SmallVector<int64_t> lanes;
+        for (int64_t k = 0; k < lane_.width; ++k) lanes.push_back(k);
+        auto vt = mlir::VectorType::get({lane_.width}, b_.getI64Type());
+        mlir::Value iota = arith::ConstantOp::create(
+            b_, loc_, mlir::DenseElementsAttr::get(vt, llvm::ArrayRef<int64_t>(lanes)));
+        mlir::Value r = arith::AddIOp::create(b_, loc_, SplatTo(lane_.min, lane_.width), iota);
+        if (v->type == ScalarType::kInt32)
+          r = arith::TruncIOp::create(b_, loc_, MaybeVector(b_.getI32Type(), true), r);
+        return r;
+      }
+      for (auto it = vars_.rbegin(); it != vars_.rend(); ++it) {
+        if (it->name == v->name) {
+          if (v->type == ScalarType::kInt32) {
+            return mlir::Value(arith::TruncIOp::create(b_, loc_, b_.getI32Type(), it->value));
+          }
+          return it->value;
+        }
+      }
+      return absl::InvalidArgumentError(absl::StrCat("unknown variable '", v->name, "'"));
+    }
+    case ExprKind::kNot: {
+      ASSIGN_OR_RETURN(mlir::Value a, EmitExpr(e.as<ir::NotNode>()->a));
+      return mlir::Value(arith::XOrIOp::create(b_, loc_, a, Const(a.getType(), 1)));
+    }
+    case ExprKind::kSelect:
+      return EmitSelect(e.as<ir::SelectNode>());
+    case ExprKind::kCast: {
+      const auto* c = e.as<ir::CastNode>();
+      return EmitCast(c->type, c->value);
+    }
+    case ExprKind::kCall:
+      return EmitCall(e.as<ir::CallNode>());
+    case ExprKind::kLoad:
+      return EmitLoad(e.as<ir::LoadNode>());
+    default:
+      break;
+  }
+  if (ir::IsBinaryKind(e.kind())) return EmitBinary(e);
+  return absl::InternalError(
+      absl::StrCat("unhandled expression kind ", ir::ExprKindName(e.kind())));
+}
+
+absl::StatusOr<mlir::Value> Emitter::EmitBinary(const Expr& e) {
+  auto [ea, eb] = ir::BinaryOperands(e);
+  ASSIGN_OR_RETURN(mlir::Value a, EmitExpr(ea));
+  ASSIGN_OR_RETURN(mlir::Value b, EmitExpr(eb));
+  a = Splat(a, b);
+  b = Splat(b, a);
+  const bool is_float = ir::IsFloat(ea.type());
+  using P = arith::CmpIPredicate;
+  using F = arith::CmpFPredicate;
+  auto cmp = [&](P ip, F fp) -> mlir::Value {
+    if (is_float) return arith::CmpFOp::create(b_, loc_, fp, a, b);
+    return arith::CmpIOp::create(b_, loc_, ip, a, b);
+  };
+  switch (e.kind()) {
+    case ExprKind::kAdd:
+      if (is_float) return mlir::Value(arith::AddFOp::create(b_, loc_, a, b, Fastmath()));
+      return mlir::Value(arith::AddIOp::create(b_, loc_, a, b));
+    case ExprKind::kSub:
+      if (is_float) return mlir::Value(arith::SubFOp::create(b_, loc_, a, b, Fastmath()));
+      return mlir::Value(arith::SubIOp::create(b_, loc_, a, b));
+    case ExprKind::kMul:
+      if (is_float) return mlir::Value(arith::MulFOp::create(b_, loc_, a, b, Fastmath()));
+      return mlir::Value(arith::MulIOp::create(b_, loc_, a, b));
+    case ExprKind::kDiv:
+      if (is_float) return mlir::Value(arith::DivFOp::create(b_, loc_, a, b));
+      return EmitIntDivMod(ExprKind::kDiv, ea, eb, a, b);
+    case ExprKind::kMod:
+      if (is_float) {
+        // a - b * floor(a / b), as the interpreter.
+        mlir::Value q = arith::DivFOp::create(b_, loc_, a, b);
+        mlir::Value fl = mlir::math::FloorOp::create(b_, loc_, q);
+        mlir::Value p = arith::MulFOp::create(b_, loc_, b, fl);
+        return mlir::Value(arith::SubFOp::create(b_, loc_, a, p));
+      }
+      return EmitIntDivMod(ExprKind::kMod, ea, eb, a, b);
+    case ExprKind::kMin:
+      if (is_float) return mlir::Value(arith::MinimumFOp::create(b_, loc_, a, b));
+      return mlir::Value(arith::MinSIOp::create(b_, loc_, a, b));
+    case ExprKind::kMax:
+      if (is_float) return mlir::Value(arith::MaximumFOp::create(b_, loc_, a, b));
+      return mlir::Value(arith::MaxSIOp::create(b_, loc_, a, b));
+    case ExprKind::kEQ:
+      return cmp(P::eq, F::OEQ);
+    case ExprKind::kNE:
+      return cmp(P::ne, F::UNE);
+    case ExprKind::kLT:
+      return cmp(P::slt, F::OLT);
+    case ExprKind::kLE:
+      return cmp(P::sle, F::OLE);
+    case ExprKind::kGT:
+      return cmp(P::sgt, F::OGT);
+    case ExprKind::kGE:
+      return cmp(P::sge, F::OGE);
+    case ExprKind::kAnd:
+      return mlir::Value(arith::AndIOp::create(b_, loc_, a, b));
+    case ExprKind::kOr:
+      return mlir::Value(arith::OrIOp::create(b_, loc_, a, b));
+    default:
+      break;
+  }
+  return absl::InternalError("unhandled binary kind");
+}
+
+absl::StatusOr<mlir::Value> Emitter::EmitIntDivMod(ExprKind kind, const Expr& a_expr,
+                                                   const Expr& b_expr, mlir::Value a,
+                                                   mlir::Value b) {
+  const bool is_div = kind == ExprKind::kDiv;
+  const mlir::Type type = a.getType();
+  const std::optional<int64_t> cb = ir::AsConstInt(b_expr);
+  if (cb) {
+    if (*cb == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("integer division by zero in ",
+                       ir::ToString(is_div ? a_expr / b_expr : a_expr % b_expr)));
+    }
+    if (*cb == 1) return is_div ? a : Const(type, 0);
+    if (*cb > 0) {
+      const ir::BoundResult bound = ir::BoundOf(a_expr, ranges_);
+      if (bound.ok && bound.range.min >= 0) {
+        // Non-negative dividend, positive divisor: floor and truncating division agree, and the
+        // unsigned forms become shifts and masks for powers of two.
+        if (is_div) return mlir::Value(arith::DivUIOp::create(b_, loc_, a, b));
+        return mlir::Value(arith::RemUIOp::create(b_, loc_, a, b));
+      }
+    }
+  } else {
+    // Division by zero is an error of the evaluator; the generated code must not trap on it
+    // (a host SIGFPE would end the process), so a zero divisor gives an unspecified result.
+    mlir::Value zero = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, b, Const(type, 0));
+    b = arith::SelectOp::create(b_, loc_, zero, Const(type, 1), b);
+  }
+  using P = arith::CmpIPredicate;
+  mlir::Value q = arith::DivSIOp::create(b_, loc_, a, b);
+  mlir::Value r = arith::RemSIOp::create(b_, loc_, a, b);
+  // Floor semantics: when the remainder is non-zero and its sign differs from the divisor's,
+  // the truncated quotient is one too large and the remainder lacks one divisor.
+  mlir::Value zero = Const(type, 0);
+  mlir::Value r_nz = arith::CmpIOp::create(b_, loc_, P::ne, r, zero);
+  mlir::Value r_neg = arith::CmpIOp::create(b_, loc_, P::slt, r, zero);
+  mlir::Value b_neg = arith::CmpIOp::create(b_, loc_, P::slt, b, zero);
+  mlir::Value differ = arith::XOrIOp::create(b_, loc_, r_neg, b_neg);
+  mlir::Value fix = arith::AndIOp::create(b_, loc_, r_nz, differ);
+  if (is_div) {
+    mlir::Value one = arith::ExtUIOp::create(b_, loc_, type, fix);
+    return mlir::Value(arith::SubIOp::create(b_, loc_, q, one));
+  }
+  mlir::Value add = arith::SelectOp::create(b_, loc_, fix, b, zero);
+  return mlir::Value(arith::AddIOp::create(b_, loc_, r, add));
+}
+
+absl::StatusOr<mlir::Value> Emitter::EmitSelect(const ir::SelectNode* op) {
+  if (op->cond.type() != ScalarType::kBool) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("select condition ", ir::ToString(op->cond), " is not bool"));
+  }
+  const bool lazy = ContainsLoad(op->true_value) || ContainsLoad(op->false_value);
+  ASSIGN_OR_RETURN(mlir::Value c, EmitExpr(op->cond));
+  if (!lazy) {
+    ASSIGN_OR_RETURN(mlir::Value t, EmitExpr(op->true_value));
+    ASSIGN_OR_RETURN(mlir::Value f, EmitExpr(op->false_value));
+    t = Splat(t, f);
+    f = Splat(f, t);
+    t = Splat(t, c);
+    f = Splat(f, c);
+    return mlir::Value(arith::SelectOp::create(b_, loc_, c, t, f));
+  }
+  // Only the taken branch may load (ir/expr.h: a Load in the branch not taken is never performed).
+  if (IsVector(c)) return absl::InternalError("lazy select with a vector condition");
+  const bool varying = Varying(op->true_value) || Varying(op->false_value);
+  const mlir::Type type = MaybeVector(ValueType(b_.getContext(), op->type), varying);
+  auto if_op = mlir::scf::IfOp::create(b_, loc_, mlir::TypeRange{type}, c, /*addThenBlock=*/true,
+                                       /*addElseBlock=*/true);
+  mlir::OpBuilder::InsertionGuard guard(b_);
+  for (int branch = 0; branch < 2; ++branch) {
+    b_.setInsertionPointToEnd(branch == 0 ? if_op.thenBlock() : if_op.elseBlock());
+    ASSIGN_OR_RETURN(mlir::Value v, EmitExpr(branch == 0 ? op->true_value : op->false_value));
+    if (varying) v = SplatTo(v, lane_.width);
+    mlir::scf::YieldOp::create(b_, loc_, v);
+  }
+  return mlir::Value(if_op.getResult(0));
+}
+
+mlir::Value Emitter::Convert(mlir::Value v, ScalarType from, ScalarType to) {
+  if (from == to) return v;
+  mlir::MLIRContext* ctx = b_.getContext();
+  const mlir::Type vt = v.getType();
+  auto shaped = [&](mlir::Type elem) { return ShapedLike(elem, vt); };
+  const bool from_f = ir::IsFloat(from);
+  const bool to_f = ir::IsFloat(to);
+  auto round_narrow = [&](mlir::Value f32) -> mlir::Value {
+    if (to == ScalarType::kFloat32) return f32;
+    mlir::Value narrow = arith::TruncFOp::create(b_, loc_, shaped(StorageType(ctx, to)), f32);
+    return arith::ExtFOp::create(b_, loc_, shaped(b_.getF32Type()), narrow);
+  };
+  if (from_f && to_f) return round_narrow(v);
+  if (!from_f && to_f) {
+    mlir::Value f;
+    if (from == ScalarType::kBool) {
+      f = arith::UIToFPOp::create(b_, loc_, shaped(b_.getF32Type()), v);
+    } else {
+      f = arith::SIToFPOp::create(b_, loc_, shaped(b_.getF32Type()), v);
+    }
+    return round_narrow(f);
+  }
+  if (from_f) {
+    if (to == ScalarType::kBool) {
+      return arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::UNE, v, Const(vt, 0.0));
+    }
+    return arith::FPToSIOp::create(b_, loc_, shaped(ValueType(ctx, to)), v);
+  }
+  // Integer / bool to integer / bool.
+  if (to == ScalarType::kBool) {
+    return arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ne, v, Const(vt, 0));
+  }
+  const mlir::Type target = shaped(ValueType(ctx, to));
+  if (from == ScalarType::kBool) return arith::ExtUIOp::create(b_, loc_, target, v);
+  if (from == ScalarType::kInt32) return arith::ExtSIOp::create(b_, loc_, target, v);
+  return arith::TruncIOp::create(b_, loc_, target, v);
+}
+
+mlir::Value Emitter::ToStorage(mlir::Value v, ScalarType value_type, ScalarType storage) {
+  v = Convert(v, value_type, storage);
+  const mlir::Type vt = v.getType();
+  switch (storage) {
+    case ScalarType::kFloat16:
+    case ScalarType::kBFloat16:
+      return arith::TruncFOp::create(b_, loc_,
+                                     ShapedLike(StorageType(b_.getContext(), storage), vt), v);
+    case ScalarType::kBool:
+      return arith::ExtUIOp::create(b_, loc_, ShapedLike(b_.getI8Type(), vt), v);
+    default:
+      return v;
+  }
+}
+
+mlir::Value Emitter::FromStorage(mlir::Value v, ScalarType storage, ScalarType value_type) {
+  const mlir::Type vt = v.getType();
+  switch (storage) {
+    case ScalarType::kFloat16:
+    case ScalarType::kBFloat16:
+      v = arith::ExtFOp::create(b_, loc_, ShapedLike(b_.getF32Type(), vt), v);
+      break;
+    case ScalarType::kBool:
+      v = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ne, v, Const(vt, 0));
+      break;
+    default:
+      break;
+  }
+  return Convert(v, storage, value_type);
+}
+
+absl::StatusOr<mlir::Value> Emitter::EmitCast(ScalarType to, const Expr& value) {
+  ASSIGN_OR_RETURN(mlir::Value v, EmitExpr(value));
+  return Convert(v, value.type(), to);
+}
+
+absl::StatusOr<mlir::Value> Emitter::EmitLoad(const ir::LoadNode* op) {
+  const BufferBinding* bb = nullptr;
+  ASSIGN_OR_RETURN(std::vector<mlir::Value> idx, EmitIndices(op->buffer, op->indices, &bb, "load"));
+  const bool vector_access = !op->indices.empty() && Varying(op->indices.back());
+  const mlir::Type storage = StorageType(b_.getContext(), bb->decl.dtype);
+  mlir::Value raw;
+  if (vector_access) {
+    const int64_t align = VectorAlignment(bb->decl, op->indices, lane_.width);
+    raw = mlir::vector::LoadOp::create(b_, loc_, mlir::VectorType::get({lane_.width}, storage),
+                                       bb->memref, idx, false, llvm::MaybeAlign(align));
+  } else {
+    raw = mlir::memref::LoadOp::create(b_, loc_, bb->memref, idx);
+  }
+  return FromStorage(raw, bb->decl.dtype, op->type);
+}
+
+absl::StatusOr<mlir::Value> Emitter::EmitCall(const ir::CallNode* op) {
+  std::vector<mlir::Value> args;
+  for (const Expr& a : op->args) {
+    ASSIGN_OR_RETURN(mlir::Value v, EmitExpr(a));
+    args.push_back(v);
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    for (size_t j = 0; j < args.size(); ++j) args[i] = Splat(args[i], args[j]);
+  }
+  mlir::Value x = args[0];
+  const mlir::Type t = x.getType();
+  if (!ir::IsFloat(op->type)) {
+    if (op->op != ir::CallOp::kAbs) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(ir::CallOpName(op->op), " of a non-float operand"));
+    }
+    mlir::Value neg = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::slt, x, Const(t, 0));
+    mlir::Value minus = arith::SubIOp::create(b_, loc_, Const(t, 0), x);
+    return mlir::Value(arith::SelectOp::create(b_, loc_, neg, minus, x));
+  }
+  namespace math = mlir::math;
+  switch (op->op) {
+    case ir::CallOp::kExp:
+      return mlir::Value(math::ExpOp::create(b_, loc_, x));
+    case ir::CallOp::kLog:
+      return mlir::Value(math::LogOp::create(b_, loc_, x));
+    case ir::CallOp::kSqrt:
+      return mlir::Value(math::SqrtOp::create(b_, loc_, x));
+    case ir::CallOp::kRsqrt: {
+      mlir::Value s = math::SqrtOp::create(b_, loc_, x);
+      return mlir::Value(arith::DivFOp::create(b_, loc_, Const(t, 1.0), s));
+    }
+    case ir::CallOp::kTanh:
+      return mlir::Value(math::TanhOp::create(b_, loc_, x));
+    case ir::CallOp::kErf:
+      return mlir::Value(math::ErfOp::create(b_, loc_, x));
+    case ir::CallOp::kSigmoid: {
+      mlir::Value n = arith::NegFOp::create(b_, loc_, x);
+      mlir::Value ex = math::ExpOp::create(b_, loc_, n);
+      mlir::Value den = arith::AddFOp::create(b_, loc_, Const(t, 1.0), ex);
+      return mlir::Value(arith::DivFOp::create(b_, loc_, Const(t, 1.0), den));
+    }
+    case ir::CallOp::kAbs:
+      return mlir::Value(math::AbsFOp::create(b_, loc_, x));
+    case ir::CallOp::kFloor:
+      return mlir::Value(math::FloorOp::create(b_, loc_, x));
+    case ir::CallOp::kPow: {
+      // pow(x, y) = exp(y * log|x|), negated for x < 0 and odd integer y, NaN for x < 0 and
+      // non-integer y, 1 for y == 0 (C's pow).
+      mlir::Value y = args[1];
+      using F = arith::CmpFPredicate;
+      mlir::Value ax = math::AbsFOp::create(b_, loc_, x);
+      mlir::Value lg = math::LogOp::create(b_, loc_, ax);
+      mlir::Value r = math::ExpOp::create(b_, loc_, arith::MulFOp::create(b_, loc_, y, lg));
+      mlir::Value y_int =
+          arith::CmpFOp::create(b_, loc_, F::OEQ, math::FloorOp::create(b_, loc_, y), y);
+      mlir::Value half = arith::MulFOp::create(b_, loc_, y, Const(t, 0.5));
+      mlir::Value y_odd = arith::AndIOp::create(
+          b_, loc_, y_int,
+          arith::CmpFOp::create(b_, loc_, F::UNE, math::FloorOp::create(b_, loc_, half), half));
+      mlir::Value neg_r = arith::NegFOp::create(b_, loc_, r);
+      mlir::Value nan = Const(t, std::numeric_limits<double>::quiet_NaN());
+      mlir::Value for_neg = arith::SelectOp::create(
+          b_, loc_, y_int, arith::SelectOp::create(b_, loc_, y_odd, neg_r, r), nan);
+      mlir::Value x_neg = arith::CmpFOp::create(b_, loc_, F::OLT, x, Const(t, 0.0));
+      mlir::Value res = arith::SelectOp::create(b_, loc_, x_neg, for_neg, r);
+      mlir::Value y_zero = arith::CmpFOp::create(b_, loc_, F::OEQ, y, Const(t, 0.0));
+      return mlir::Value(arith::SelectOp::create(b_, loc_, y_zero, Const(t, 1.0), res));
+    }
+  }
+  return absl::InternalError("unhandled call");
+}
+
+}  // namespace tilesearch::codegen::internal

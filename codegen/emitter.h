@@ -1,0 +1,169 @@
+// Internal to codegen: translation of loop-nest statements and expressions into MLIR ops (scf,
+// arith, math, memref, vector, gpu) at a builder's insertion point. The GPU and host structure
+// builders (gpu_compile.cc, host_jit.cc) create the functions, bind the kernel arguments and hand
+// each kernel statement to an Emitter.
+//
+// Value representation: int64 → i64, int32 → i32, bool → i1, every float type → f32 (float16 and
+// bfloat16 are storage types: loads widen, stores and casts round). Buffers are memrefs of their
+// shape with storage element types f32 / f16 / bf16 / i32 / i64 / i8 (bool).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/simplify.h"
+#include "ir/stmt.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Value.h"
+
+namespace tilesearch::codegen::internal {
+
+enum class EmitTarget : uint8_t { kGpu, kHost };
+
+struct EmitConfig {
+  EmitTarget target = EmitTarget::kGpu;
+  bool vectorize = true;
+  int64_t max_unroll = 1024;
+  /// Float add / sub / mul may be contracted into fma by LLVM.
+  bool contract = false;
+  std::array<int64_t, 3> grid = {1, 1, 1};  // GPU: the kernel's launch
+  std::array<int64_t, 3> block = {1, 1, 1};
+};
+
+/// A buffer visible to the statements being emitted.
+struct BufferBinding {
+  ir::BufferDecl decl;
+  mlir::Value memref;
+};
+
+/// A loop variable visible to the statements being emitted (an i64 value).
+struct VarBinding {
+  std::string name;
+  mlir::Value value;
+};
+
+/// Element type a buffer of `t` stores (f32, f16, bf16, i32, i64, i8).
+mlir::Type StorageType(mlir::MLIRContext* ctx, ir::ScalarType t);
+/// Type an expression of `t` is computed in (f32 for floats, i32, i64, i1).
+mlir::Type ValueType(mlir::MLIRContext* ctx, ir::ScalarType t);
+
+class Emitter {
+ public:
+  /// Creates the parallel-loop outlining for the host (implemented in host_jit.cc): emits `op`
+  /// as a call into the runtime's thread pool, given the emitter's scope.
+  using ParallelHook = std::function<absl::Status(Emitter& emitter, const ir::ForNode* op)>;
+  /// Returns the memref for a shared Allocate on the GPU (a workgroup buffer of the kernel).
+  using SharedHook = std::function<absl::StatusOr<mlir::Value>(const ir::BufferDecl& decl)>;
+
+  /// `alloca_block`: where local buffers are allocated (the function's entry block).
+  Emitter(mlir::OpBuilder& builder, mlir::Location loc, const EmitConfig& config,
+          mlir::Block* alloca_block);
+
+  void set_parallel_hook(ParallelHook hook) { parallel_hook_ = std::move(hook); }
+  void set_shared_hook(SharedHook hook) { shared_hook_ = std::move(hook); }
+  /// Inside an outlined parallel body: nested parallel loops run serially.
+  void set_in_parallel(bool v) { in_parallel_ = v; }
+
+  void BindBuffer(const ir::BufferDecl& decl, mlir::Value memref);
+  /// Scoped bindings: Unbind* removes the latest binding (and restores a shadowed range).
+  void BindVar(const std::string& name, mlir::Value value, std::optional<ir::Interval> range);
+  void UnbindVar();
+  void UnbindBuffer() { bufs_.pop_back(); }
+  const std::vector<BufferBinding>& buffers() const { return bufs_; }
+  const std::vector<VarBinding>& vars() const { return vars_; }
+  const ir::RangeMap& ranges() const { return ranges_; }
+  const EmitConfig& config() const { return config_; }
+  mlir::OpBuilder& builder() { return b_; }
+  mlir::Block* alloca_block() const { return alloca_block_; }
+  mlir::Location loc() const { return loc_; }
+
+  /// Emits `s` at the builder's insertion point.
+  absl::Status EmitStmt(const ir::Stmt& s);
+  /// Emits `e` and returns its value (a vector inside a vectorized loop when it varies).
+  absl::StatusOr<mlir::Value> EmitExpr(const ir::Expr& e);
+
+  /// Host heap buffers allocated by this emitter (freed by the structure builder at the end).
+  const std::vector<mlir::Value>& heap_buffers() const { return heap_; }
+
+  /// Emits the loop body for variable value `iv` (used by the host outlining as well).
+  absl::Status EmitLoopBody(const ir::ForNode* op, mlir::Value iv);
+  /// i64 constant.
+  mlir::Value I64(int64_t v);
+
+ private:
+  struct VectorLane {
+    bool active = false;
+    std::string var;
+    int64_t width = 0;
+    mlir::Value min;  // i64 scalar: the variable's value in lane 0
+    ir::Expr min_expr;
+  };
+
+  absl::Status EmitFor(const ir::ForNode* op);
+  absl::Status EmitSerialFor(const ir::ForNode* op, mlir::Value min, mlir::Value extent,
+                             mlir::Attribute loop_annotation);
+  absl::Status EmitUnrolled(const ir::ForNode* op, int64_t min, int64_t extent);
+  absl::Status EmitBoundFor(const ir::ForNode* op);
+  absl::Status EmitVectorized(const ir::ForNode* op, int64_t extent);
+  absl::Status EmitAllocate(const ir::AllocateNode* op);
+  absl::Status EmitStore(const ir::StoreNode* op);
+  absl::Status EmitIf(const ir::IfThenElseNode* op);
+
+  absl::StatusOr<mlir::Value> EmitBinary(const ir::Expr& e);
+  absl::StatusOr<mlir::Value> EmitIntDivMod(ir::ExprKind kind, const ir::Expr& a_expr,
+                                            const ir::Expr& b_expr, mlir::Value a, mlir::Value b);
+  absl::StatusOr<mlir::Value> EmitSelect(const ir::SelectNode* op);
+  absl::StatusOr<mlir::Value> EmitCast(ir::ScalarType to, const ir::Expr& value);
+  absl::StatusOr<mlir::Value> EmitCall(const ir::CallNode* op);
+  absl::StatusOr<mlir::Value> EmitLoad(const ir::LoadNode* op);
+  /// Converts `v` of value type `from` into value type `to` (ir Cast semantics).
+  mlir::Value Convert(mlir::Value v, ir::ScalarType from, ir::ScalarType to);
+  mlir::Value ToStorage(mlir::Value v, ir::ScalarType value_type, ir::ScalarType storage);
+  mlir::Value FromStorage(mlir::Value v, ir::ScalarType storage, ir::ScalarType value_type);
+
+  const BufferBinding* FindBuffer(const std::string& name) const;
+  absl::StatusOr<std::vector<mlir::Value>> EmitIndices(const std::string& buffer,
+                                                       const std::vector<ir::Expr>& indices,
+                                                       const BufferBinding** binding,
+                                                       const char* what);
+  /// Constant of `type` (scalar or vector splat).
+  mlir::Value Const(mlir::Type type, double value);
+  /// Broadcasts scalar `v` to the vector width when `like` is a vector.
+  mlir::Value Splat(mlir::Value v, mlir::Value like);
+  mlir::Value SplatTo(mlir::Value v, int64_t width);
+  /// Whether `e` depends on the vectorized loop variable (false outside vector mode).
+  bool Varying(const ir::Expr& e) const;
+  /// Power-of-two alignment in bytes of the vector access at lane 0, from the flattened offset.
+  int64_t VectorAlignment(const ir::BufferDecl& decl, const std::vector<ir::Expr>& indices,
+                          int64_t width) const;
+  mlir::Type MaybeVector(mlir::Type elem, bool vector) const;
+  mlir::arith::FastMathFlags Fastmath() const;
+
+  mlir::OpBuilder& b_;
+  mlir::Location loc_;
+  EmitConfig config_;
+  mlir::Block* alloca_block_;
+  ParallelHook parallel_hook_;
+  SharedHook shared_hook_;
+  bool in_parallel_ = false;
+  std::vector<BufferBinding> bufs_;
+  std::vector<VarBinding> vars_;
+  ir::RangeMap ranges_;
+  std::vector<std::optional<ir::Interval>> shadowed_ranges_;  // per BindVar, the range it hid
+  VectorLane lane_;
+  std::vector<mlir::Value> heap_;
+};
+
+/// Why a vectorized loop cannot become vector code ("" when it can): its body must be stores whose
+/// last index is contiguous in the loop variable (other indices uniform), whose loads are uniform
+/// or contiguous likewise, with no buffer both stored and loaded at different indices and no lazy
+/// Select that depends on the variable around a load. `ranges`: known ranges of enclosing loops.
+std::string VectorizeBlocker(const ir::ForNode* op, int64_t extent, const ir::RangeMap& ranges);
+
+}  // namespace tilesearch::codegen::internal

@@ -1,0 +1,312 @@
+// CompileToPtx: kernels as gpu.func in a gpu.module (bare-pointer memref arguments, workgroup
+// attributions or a dynamic shared-memory view per shared buffer), math without libdevice,
+// convert-gpu-to-nvvm, translation to LLVM IR, LLVM O3 and the NVPTX backend.
+#include <chrono>
+#include <regex>
+
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "codegen/codegen.h"
+#include "codegen/emitter.h"
+#include "codegen/kernel_plan.h"
+#include "codegen/mlir_setup.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace tilesearch::codegen {
+namespace {
+
+using internal::DiagnosticCapture;
+using internal::Emitter;
+using internal::KernelPlan;
+using internal::ModulePlan;
+
+constexpr char kTriple[] = "nvptx64-nvidia-cuda";
+
+int64_t RoundUp16(int64_t v) { return (v + 15) / 16 * 16; }
+
+// Bytes of the shared buffers a kernel allocates (each padded to 16 bytes).
+class SharedBytes : public ir::StmtVisitor {
+ public:
+  int64_t total = 0;
+
+ protected:
+  void VisitAllocate(const ir::AllocateNode* op, const ir::Stmt& s) override {
+    if (op->buffer.scope == ir::MemoryScope::kShared) total += RoundUp16(op->buffer.Bytes());
+    ir::StmtVisitor::VisitAllocate(op, s);
+  }
+};
+
+mlir::Attribute WorkgroupSpace(mlir::MLIRContext* ctx) {
+  return mlir::gpu::AddressSpaceAttr::get(ctx, mlir::gpu::AddressSpace::Workgroup);
+}
+
+// Emits one gpu.func per kernel into `gpu_module`.
+absl::Status EmitKernels(mlir::gpu::GPUModuleOp gpu_module, const ModulePlan& plan,
+                         const GpuCompileOptions& options, std::vector<GpuKernelInfo>& infos) {
+  mlir::MLIRContext* ctx = gpu_module.getContext();
+  mlir::OpBuilder b(ctx);
+  const mlir::Location loc = b.getUnknownLoc();
+  std::vector<mlir::Type> arg_types;
+  for (const KernelArg& a : plan.args) {
+    arg_types.push_back(
+        mlir::MemRefType::get(a.buffer.shape, internal::StorageType(ctx, a.buffer.dtype)));
+  }
+  for (const KernelPlan& kp : plan.kernels) {
+    b.setInsertionPointToEnd(gpu_module.getBody());
+    auto fn =
+        mlir::gpu::GPUFuncOp::create(b, loc, kp.name, mlir::FunctionType::get(ctx, arg_types, {}));
+    fn->setAttr(mlir::gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({static_cast<int32_t>(kp.block[0]),
+                                                     static_cast<int32_t>(kp.block[1]),
+                                                     static_cast<int32_t>(kp.block[2])}));
+    fn.setKnownGridSizeAttr(
+        b.getDenseI32ArrayAttr({static_cast<int32_t>(kp.grid[0]), static_cast<int32_t>(kp.grid[1]),
+                                static_cast<int32_t>(kp.grid[2])}));
+    for (size_t i = 0; i < arg_types.size(); ++i) {
+      // Buffers are distinct allocations aligned to at least 16 bytes (codegen.h).
+      fn.setArgAttr(i, "llvm.noalias", b.getUnitAttr());
+      fn.setArgAttr(i, "llvm.align", b.getI64IntegerAttr(16));
+    }
+    mlir::Block* entry = &fn.getBody().front();
+    b.setInsertionPointToEnd(entry);
+    auto ret = mlir::gpu::ReturnOp::create(b, loc);
+    b.setInsertionPoint(ret);
+
+    GpuKernelInfo info;
+    info.name = kp.name;
+    info.grid = kp.grid;
+    info.block = kp.block;
+    SharedBytes shared;
+    shared.Visit(kp.body);
+    const bool dynamic = shared.total > options.max_static_shared_bytes;
+    mlir::Value dyn_base;
+    int64_t dyn_offset = 0;
+    if (dynamic) {
+      mlir::OpBuilder eb(ctx);
+      eb.setInsertionPointToStart(entry);
+      auto type = mlir::MemRefType::get({mlir::ShapedType::kDynamic}, b.getI8Type(),
+                                        mlir::MemRefLayoutAttrInterface{}, WorkgroupSpace(ctx));
+      dyn_base = mlir::gpu::DynamicSharedMemoryOp::create(eb, loc, type);
+    }
+    internal::EmitConfig config;
+    config.target = internal::EmitTarget::kGpu;
+    config.vectorize = options.vectorize;
+    config.max_unroll = options.max_unroll;
+    config.contract = options.fma_contraction;
+    config.grid = kp.grid;
+    config.block = kp.block;
+    Emitter em(b, loc, config, entry);
+    em.set_shared_hook([&](const ir::BufferDecl& decl) -> absl::StatusOr<mlir::Value> {
+      auto type = mlir::MemRefType::get(decl.shape, internal::StorageType(ctx, decl.dtype),
+                                        mlir::MemRefLayoutAttrInterface{}, WorkgroupSpace(ctx));
+      if (!dynamic) {
+        info.static_shared_bytes += decl.Bytes();
+        return mlir::Value(fn.addWorkgroupAttribution(type, loc));
+      }
+      mlir::OpBuilder vb(ctx);
+      vb.setInsertionPointAfter(dyn_base.getDefiningOp());
+      mlir::Value offset = mlir::arith::ConstantIndexOp::create(vb, loc, dyn_offset);
+      dyn_offset += RoundUp16(decl.Bytes());
+      info.dynamic_shared_bytes = dyn_offset;
+      return mlir::Value(mlir::memref::ViewOp::create(vb, loc, type, dyn_base, offset, {}));
+    });
+    for (size_t i = 0; i < plan.args.size(); ++i) {
+      em.BindBuffer(plan.args[i].buffer, entry->getArgument(i));
+    }
+    RETURN_IF_ERROR(em.EmitStmt(kp.body));
+    infos.push_back(std::move(info));
+  }
+  return absl::OkStatus();
+}
+
+// NVPTX has no libdevice here: the math ops left after the polynomial approximations become LLVM
+// intrinsics the NVPTX backend selects directly (convert-gpu-to-nvvm would otherwise call
+// __nv_* functions, and it rejects llvm.intr.sqrt / floor / fabs as ops).
+absl::Status MathToIntrinsics(mlir::Operation* root) {
+  std::vector<mlir::Operation*> ops;
+  root->walk([&](mlir::Operation* op) {
+    if (op->getDialect() && op->getDialect()->getNamespace() == "math") ops.push_back(op);
+  });
+  for (mlir::Operation* op : ops) {
+    const std::string name = op->getName().getStringRef().str();
+    std::string intrinsic;
+    if (name == "math.sqrt")
+      intrinsic = "llvm.sqrt";
+    else if (name == "math.absf")
+      intrinsic = "llvm.fabs";
+    else if (name == "math.floor")
+      intrinsic = "llvm.floor";
+    else if (name == "math.ceil")
+      intrinsic = "llvm.ceil";
+    else if (name == "math.fma")
+      intrinsic = "llvm.fma";
+    else if (name == "math.copysign")
+      intrinsic = "llvm.copysign";
+    else if (name == "math.roundeven")
+      intrinsic = "llvm.roundeven";
+    else if (name == "math.trunc")
+      intrinsic = "llvm.trunc";
+    else
+      return absl::UnimplementedError(absl::StrCat("no NVPTX lowering for ", name));
+    const mlir::Type type = op->getResult(0).getType();
+    if (auto vt = mlir::dyn_cast<mlir::VectorType>(type)) {
+      absl::StrAppend(&intrinsic, ".v", vt.getNumElements(), "f32");
+    } else {
+      absl::StrAppend(&intrinsic, ".f32");
+    }
+    mlir::OpBuilder b(op);
+    auto call = mlir::LLVM::CallIntrinsicOp::create(b, op->getLoc(), type,
+                                                    b.getStringAttr(intrinsic), op->getOperands());
+    op->getResult(0).replaceAllUsesWith(call.getResult(0));
+    op->erase();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LowerToNvvm(mlir::gpu::GPUModuleOp gpu_module, DiagnosticCapture& diag) {
+  RETURN_IF_ERROR(internal::ApproximateMath(gpu_module, diag));
+  RETURN_IF_ERROR(MathToIntrinsics(gpu_module));
+  mlir::PassManager pm(gpu_module.getContext(), mlir::gpu::GPUModuleOp::getOperationName());
+  pm.addPass(mlir::createSCFToControlFlowPass());
+  mlir::ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.indexBitwidth = 64;
+  nvvm.useBarePtrCallConv = true;
+  pm.addPass(mlir::createConvertGpuOpsToNVVMOps(nvvm));
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  if (mlir::failed(pm.run(gpu_module))) return diag.Error("lowering to NVVM failed");
+  // Workgroup buffers hold 16-byte vector accesses; the lowering leaves their alignment at the
+  // element's.
+  // The dynamic shared-memory symbol must be external (`.extern .shared ... []`): with the
+  // internal linkage the lowering gives it, NVPTX demotes it to a zero-sized local array.
+  gpu_module.walk([](mlir::LLVM::GlobalOp g) {
+    if (g.getAddrSpace() != 3) return;
+    if (g.getAlignment().value_or(0) < 16) g.setAlignment(16);
+    if (llvm::StringRef(g.getSymName()).starts_with("__dynamic_shmem__")) {
+      g.setLinkage(mlir::LLVM::Linkage::External);
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> MakeNvptxMachine(const std::string& arch,
+                                                                      int opt_level) {
+  internal::InitializeLlvmTargets();
+  if (!std::regex_match(arch, std::regex("sm_[0-9]+[af]?"))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown CUDA arch '", arch, "' (expected sm_XX, e.g. sm_90)"));
+  }
+  std::string error;
+  const llvm::Triple triple(kTriple);
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (target == nullptr) return absl::InternalError(absl::StrCat("no NVPTX target: ", error));
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(triple, arch, ""));
+  if (!sti || !sti->isCPUStringValid(arch)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CUDA arch '", arch, "' is not known to LLVM's NVPTX backend"));
+  }
+  llvm::TargetOptions to;
+  const llvm::CodeGenOptLevel level = opt_level <= 0   ? llvm::CodeGenOptLevel::None
+                                      : opt_level == 1 ? llvm::CodeGenOptLevel::Less
+                                      : opt_level == 2 ? llvm::CodeGenOptLevel::Default
+                                                       : llvm::CodeGenOptLevel::Aggressive;
+  std::unique_ptr<llvm::TargetMachine> tm(
+      target->createTargetMachine(triple, arch, "", to, std::nullopt, std::nullopt, level));
+  if (!tm) return absl::InternalError("cannot create the NVPTX target machine");
+  return tm;
+}
+
+void OptimizeModule(llvm::Module& module, llvm::TargetMachine* tm, int opt_level) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  const llvm::OptimizationLevel level = opt_level <= 0   ? llvm::OptimizationLevel::O0
+                                        : opt_level == 1 ? llvm::OptimizationLevel::O1
+                                        : opt_level == 2 ? llvm::OptimizationLevel::O2
+                                                         : llvm::OptimizationLevel::O3;
+  llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0
+                                    ? pb.buildO0DefaultPipeline(level)
+                                    : pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(module, mam);
+}
+
+}  // namespace
+
+absl::StatusOr<GpuModule> CompileToPtx(const ir::LoopNest& nest,
+                                       const std::vector<LaunchInfo>& launches,
+                                       const GpuCompileOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(ModulePlan plan, internal::PlanGpuModule(nest, launches));
+  ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm,
+                   MakeNvptxMachine(options.arch, options.opt_level));
+
+  std::unique_ptr<mlir::MLIRContext> ctx = internal::MakeContext();
+  DiagnosticCapture diag(ctx.get());
+  mlir::OpBuilder b(ctx.get());
+  mlir::OwningOpRef<mlir::ModuleOp> module(mlir::ModuleOp::create(b.getUnknownLoc()));
+  (*module)->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
+  b.setInsertionPointToEnd(module->getBody());
+  auto gpu_module = mlir::gpu::GPUModuleOp::create(b, b.getUnknownLoc(), plan.name);
+
+  GpuModule out;
+  out.args = plan.args;
+  RETURN_IF_ERROR(EmitKernels(gpu_module, plan, options, out.kernels));
+  if (mlir::failed(mlir::verify(*module))) return diag.Error("emitted MLIR does not verify");
+  if (options.keep_mlir) out.mlir = internal::ToText(*module);
+
+  RETURN_IF_ERROR(LowerToNvvm(gpu_module, diag));
+  llvm::LLVMContext llvm_ctx;
+  std::unique_ptr<llvm::Module> llvm_module =
+      mlir::translateModuleToLLVMIR(gpu_module, llvm_ctx, plan.name);
+  if (!llvm_module) return diag.Error("translation to LLVM IR failed");
+  llvm_module->setTargetTriple(llvm::Triple(kTriple));
+  llvm_module->setDataLayout(tm->createDataLayout());
+  OptimizeModule(*llvm_module, tm.get(), options.opt_level);
+  if (options.keep_llvm_ir) {
+    llvm::raw_string_ostream os(out.llvm_ir);
+    llvm_module->print(os, nullptr);
+  }
+  llvm::SmallString<0> ptx;
+  {
+    llvm::raw_svector_ostream os(ptx);
+    llvm::legacy::PassManager codegen;
+    if (tm->addPassesToEmitFile(codegen, os, nullptr, llvm::CodeGenFileType::AssemblyFile)) {
+      return absl::InternalError("the NVPTX target cannot emit assembly");
+    }
+    codegen.run(*llvm_module);
+  }
+  out.ptx = std::string(ptx.str());
+  out.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace tilesearch::codegen

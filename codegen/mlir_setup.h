@@ -1,0 +1,42 @@
+// Internal to codegen: MLIR context creation (dialects, conversion interfaces and LLVM IR
+// translations registered once per context), MLIR diagnostics captured into absl::Status, the
+// lowering steps both targets share, and LLVM target initialization.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+
+namespace tilesearch::codegen::internal {
+
+/// A fresh context (single-threaded: codegen parallelism is across candidates) with every dialect
+/// and translation codegen uses loaded.
+std::unique_ptr<mlir::MLIRContext> MakeContext();
+
+/// Collects the diagnostics emitted on a context while alive (a scoped handler).
+class DiagnosticCapture {
+ public:
+  explicit DiagnosticCapture(mlir::MLIRContext* ctx);
+  /// kInternal "<what>: <diagnostics>" (the diagnostics joined by "; ").
+  absl::Status Error(const std::string& what) const;
+
+ private:
+  std::string text_;
+  mlir::ScopedDiagnosticHandler handler_;
+};
+
+/// Replaces math.exp / log / tanh / erf (and what their expansions use) by MLIR's float32
+/// polynomial approximations. Errors: kInternal with the diagnostics.
+absl::Status ApproximateMath(mlir::Operation* root, DiagnosticCapture& diag);
+
+/// Initializes the NVPTX and native LLVM targets once per process.
+void InitializeLlvmTargets();
+
+/// Prints an operation (MLIR's generic-free custom form) to text.
+std::string ToText(mlir::Operation* op);
+
+}  // namespace tilesearch::codegen::internal

@@ -1,0 +1,99 @@
+// Parallel compilation of many candidates: results in job order equal to one-by-one compilation,
+// a candidate over its time limit reports compile_timeout without affecting the others (worker
+// processes and threads), and a bad candidate reports only its own error.
+#include <string>
+#include <vector>
+
+#include "base/status_matchers.h"
+#include "codegen/codegen.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/codegen/nest_builders.h"
+
+namespace tilesearch::codegen {
+namespace {
+
+using ::testing::HasSubstr;
+using ::tilesearch::testing::IsOk;
+using ::tilesearch::testing::StatusIs;
+using namespace ::tilesearch::codegen::testing;  // NOLINT: nest builders
+
+GpuCompileJob Job(ir::LoopNest nest) {
+  return GpuCompileJob{std::make_shared<const ir::LoopNest>(std::move(nest)), {}};
+}
+
+// A kernel whose unrolled loop of `n` statements makes the compiler work for seconds.
+ir::LoopNest Huge(int64_t n) {
+  ir::Stmt body = Loop("u", n, St("Y", {V("u") % C(64)}, Ld("Y", {V("u") % C(64)}) * 1.5 + 1.0),
+                       ir::ForKind::kUnrolled);
+  return ir::LoopNest{"huge", {Decl("Y", {64})}, 0, Loop("tx", 1, body, ir::ForKind::kThreadIdxX)};
+}
+
+TEST(CompileManyTest, WorkerProcessesGiveTheSamePtxAsDirectCompilation) {
+  std::vector<GpuCompileJob> jobs = {Job(GpuSimpleMatmul(16, 16, 4)),
+                                     Job(GpuTiledMatmul(32, 32, 8)), Job(GpuSimpleMatmul(8, 24, 3)),
+                                     Job(GpuTiledMatmul(64, 32, 16))};
+  ParallelCompileOptions parallel;
+  parallel.num_workers = 2;
+  std::vector<absl::StatusOr<GpuModule>> results = CompileManyToPtx(jobs, {}, parallel);
+  ASSERT_EQ(results.size(), jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_THAT(results[i], IsOk());
+    absl::StatusOr<GpuModule> direct = CompileToPtx(*jobs[i].nest, {});
+    ASSERT_THAT(direct, IsOk());
+    EXPECT_EQ(results[i]->ptx, direct->ptx);
+    ASSERT_EQ(results[i]->kernels.size(), direct->kernels.size());
+    EXPECT_EQ(results[i]->kernels[0].name, direct->kernels[0].name);
+    EXPECT_EQ(results[i]->kernels[0].block, direct->kernels[0].block);
+    EXPECT_EQ(results[i]->kernels[0].static_shared_bytes, direct->kernels[0].static_shared_bytes);
+    EXPECT_EQ(results[i]->args.size(), 3u);
+    EXPECT_GT(results[i]->compile_ms, 0);
+  }
+}
+
+void ExpectTimeoutIsolated(ParallelCompileOptions::Isolation isolation, int64_t n,
+                           double timeout_ms) {
+  std::vector<GpuCompileJob> jobs = {Job(GpuSimpleMatmul(16, 16, 4)), Job(Huge(n)),
+                                     Job(GpuSimpleMatmul(8, 8, 2))};
+  GpuCompileOptions options;
+  options.max_unroll = 1 << 20;  // unroll the huge loop for real
+  ParallelCompileOptions parallel;
+  parallel.num_workers = 2;
+  parallel.timeout_ms = timeout_ms;
+  parallel.isolation = isolation;
+  std::vector<absl::StatusOr<GpuModule>> results = CompileManyToPtx(jobs, options, parallel);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_THAT(results[0], IsOk());
+  EXPECT_THAT(results[1],
+              StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("compile_timeout")));
+  EXPECT_THAT(results[2], IsOk());
+}
+
+TEST(CompileManyTest, TimeoutKillsOnlyThatCandidatesWorker) {
+  ExpectTimeoutIsolated(ParallelCompileOptions::Isolation::kProcess, 200000, 1500);
+}
+
+TEST(CompileManyTest, TimeoutInThreadModeAbandonsOnlyThatCandidate) {
+  // Smaller, so the abandoned compilation ends while the later tests run.
+  ExpectTimeoutIsolated(ParallelCompileOptions::Isolation::kThread, 20000, 300);
+}
+
+TEST(CompileManyTest, InvalidCandidateReportsItsOwnError) {
+  LaunchInfo small;
+  small.grid = {2, 2, 1};
+  small.block = {2, 1, 1};
+  std::vector<GpuCompileJob> jobs = {
+      Job(GpuSimpleMatmul(16, 16, 4)),
+      GpuCompileJob{std::make_shared<const ir::LoopNest>(GpuSimpleMatmul(16, 16, 4)), {small}},
+      GpuCompileJob{nullptr, {}}};
+  std::vector<absl::StatusOr<GpuModule>> results = CompileManyToPtx(jobs);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_THAT(results[0], IsOk());
+  EXPECT_THAT(results[1], StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("blockDim.x")));
+  EXPECT_THAT(results[2],
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("without a loop nest")));
+}
+
+}  // namespace
+}  // namespace tilesearch::codegen
