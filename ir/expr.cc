@@ -99,8 +99,7 @@ bool IsBinaryKind(ExprKind kind) {
 
 std::pair<const Expr&, const Expr&> BinaryOperands(const Expr& e) {
   CHECK(e.defined() && IsBinaryKind(e.kind())) << "not a binary node";
-  // All binary nodes share BinaryNode's layout; AddNode stands for any of them.
-  const auto* node = static_cast<const AddNode*>(e.get());
+  const auto* node = static_cast<const BinaryNodeBase*>(e.get());
   return {node->a, node->b};
 }
 

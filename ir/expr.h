@@ -125,16 +125,22 @@ struct VarNode : ExprNode {
   const std::string name;
 };
 
+/// The operands every binary node holds; BinaryOperands reads them through this base.
+struct BinaryNodeBase : ExprNode {
+  BinaryNodeBase(ExprKind k, ScalarType t, Expr x, Expr y)
+      : ExprNode(k, t), a(std::move(x)), b(std::move(y)) {}
+  const Expr a;
+  const Expr b;
+};
+
 /// Binary nodes share one layout; `K` tells them apart.
 template <ExprKind K>
-struct BinaryNode : ExprNode {
+struct BinaryNode : BinaryNodeBase {
   static constexpr ExprKind kKind = K;
-  BinaryNode(ScalarType t, Expr x, Expr y) : ExprNode(K, t), a(std::move(x)), b(std::move(y)) {}
+  BinaryNode(ScalarType t, Expr x, Expr y) : BinaryNodeBase(K, t, std::move(x), std::move(y)) {}
   /// CHECKs that both operands are defined and of one type (bool for And/Or, not bool for
   /// arithmetic). Comparisons produce bool.
   static Expr Make(Expr a, Expr b);
-  const Expr a;
-  const Expr b;
 };
 
 using AddNode = BinaryNode<ExprKind::kAdd>;
