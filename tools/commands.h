@@ -1,16 +1,20 @@
 // Subcommands of the tilesearch CLI. Each Add*Command registers its options on a CLI11 app and
 // returns the action to run after parsing; actions print to stdout and report user errors as a
-// Status (main prints "tilesearch: error: <message>" and exits 2).
+// Status (main prints "tilesearch: error: <message>" and exits 2). Actions that decide their own
+// exit code (check: 1 on a mismatch) return it.
 #pragma once
 
 #include <functional>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace tilesearch::tools {
 
 using CommandAction = std::function<absl::Status()>;
+/// An action that returns the process exit code when it ran (0 success, 1 a failed check).
+using ExitCodeAction = std::function<absl::StatusOr<int>()>;
 
 /// `tilesearch ops [NAME]`: the operator library as a table (name, summary, inputs, attributes
 /// with defaults), or one operator in detail with attribute docs.
@@ -18,6 +22,20 @@ CommandAction AddOpsCommand(CLI::App& app);
 
 /// `tilesearch show --op NAME --shape 1x64x56x56 [--shape ...] [--attr k=v ...] [--dtype T]`:
 /// the ComputeDAG (stages, FLOPs, workload key) and its naive loop nest, simplified.
+/// `tilesearch show --schedule FILE [--op ... --shape ... --attr ... --dtype ...] [--target T]`
+/// (or --target without a file: the unscheduled workload for that target): the workload, the
+/// ComputeDAG, the steps one per line, the lowered loop nest and the GPU launch configurations.
 CommandAction AddShowCommand(CLI::App& app);
+
+/// `tilesearch check --schedule FILE [overrides as show] [--seed N] [--rtol X] [--force]`: replays
+/// and lowers the schedule, runs the lowered nest in the interpreter and the naive program
+/// (ir::RunReference) on the same seeded random inputs (outputs of the scheduled run start as
+/// NaN), and prints per output the max abs error and the max error relative to
+/// max(1, |reference|), then OK or MISMATCH. Passes when every element is within
+/// rtol · max(1, |reference|) (--rtol; by default float32 1e-5, float16 1e-2, bfloat16 4e-2,
+/// integers and bool exact; NaN matches only NaN). Returns 0 on a match, 1 on a mismatch or when
+/// the scheduled nest fails in the interpreter. Refuses workloads estimated above 2^28
+/// interpreted operations (2 · (FLOPs + body evaluations) over both programs) unless --force.
+ExitCodeAction AddCheckCommand(CLI::App& app);
 
 }  // namespace tilesearch::tools

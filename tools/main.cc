@@ -6,6 +6,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_replace.h"
 #include "tools/commands.h"
 
@@ -23,18 +24,32 @@ int main(int argc, char** argv) {
   CLI::App app{"tilesearch: search GPU and CPU kernel schedules for tensor operators (Ansor-style)",
                "tilesearch"};
   app.require_subcommand(1);
-  std::map<CLI::App*, tilesearch::tools::CommandAction> actions;
+  using tilesearch::tools::CommandAction;
+  using tilesearch::tools::ExitCodeAction;
+  std::map<CLI::App*, ExitCodeAction> actions;
+  auto exit_zero = [](CommandAction action) -> ExitCodeAction {
+    return [action]() -> absl::StatusOr<int> {
+      absl::Status status = action();
+      if (!status.ok()) return status;
+      return 0;
+    };
+  };
   CLI::App* ops = app.add_subcommand("ops", "list the operator library");
-  actions[ops] = tilesearch::tools::AddOpsCommand(*ops);
-  CLI::App* show = app.add_subcommand("show", "print an operator's ComputeDAG and naive loop nest");
-  actions[show] = tilesearch::tools::AddShowCommand(*show);
+  actions[ops] = exit_zero(tilesearch::tools::AddOpsCommand(*ops));
+  CLI::App* show = app.add_subcommand(
+      "show", "print an operator's ComputeDAG and naive loop nest, or a schedule's lowered nest");
+  actions[show] = exit_zero(tilesearch::tools::AddShowCommand(*show));
+  CLI::App* check = app.add_subcommand(
+      "check", "run a schedule in the interpreter against the naive program on random inputs");
+  actions[check] = tilesearch::tools::AddCheckCommand(*check);
 
   // CLI11 reports an unknown first word only as a missing subcommand; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     for (const auto& [sub, action] : actions) known = known || sub->get_name() == argv[1];
     if (!known) {
-      return ReportError(std::string("unknown command '") + argv[1] + "' (expected ops or show)");
+      return ReportError(std::string("unknown command '") + argv[1] +
+                         "' (expected ops, show or check)");
     }
   }
   try {
@@ -48,9 +63,9 @@ int main(int argc, char** argv) {
   }
   for (const auto& [sub, action] : actions) {
     if (!sub->parsed()) continue;
-    absl::Status status = action();
-    if (!status.ok()) return ReportError(std::string(status.message()));
-    return 0;
+    absl::StatusOr<int> code = action();
+    if (!code.ok()) return ReportError(std::string(code.status().message()));
+    return *code;
   }
   return ReportError("no command given (try --help)");
 }

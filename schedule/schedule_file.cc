@@ -1,0 +1,271 @@
+#include "schedule/schedule_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "nlohmann/json.hpp"
+#include "schedule/apply_step.h"
+#include "schedule/step_json.h"
+
+namespace tilesearch::schedule {
+namespace {
+
+using nlohmann::json;
+
+// "field 'F' must be ...", or "field 'F': <reason>" when `what` starts with a colon.
+absl::Status FieldError(const std::string& field, const std::string& what) {
+  const char* sep = !what.empty() && what[0] == ':' ? "" : " ";
+  return absl::InvalidArgumentError(absl::StrCat("field '", field, "'", sep, what));
+}
+
+// Rejects keys of `j` outside `allowed`, naming the first one.
+absl::Status CheckKeys(const json& j, const std::vector<std::string>& allowed,
+                       const std::string& prefix) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = false;
+    for (const std::string& a : allowed) known = known || a == it.key();
+    if (!known) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown field '", prefix, it.key(), "' (expected ", absl::StrJoin(allowed, ", "), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int64_t>> ShapeFromJson(const json& j, const std::string& field) {
+  auto bad = [&] {
+    return FieldError(field, "must be a list of positive integers, got " + j.dump());
+  };
+  if (!j.is_array() || j.empty()) return bad();
+  std::vector<int64_t> shape;
+  for (const json& e : j) {
+    if (!e.is_number_integer() || e.get<int64_t>() < 1) return bad();
+    shape.push_back(e.get<int64_t>());
+  }
+  return shape;
+}
+
+absl::StatusOr<std::string> AttrFromJson(const json& j, const std::string& field) {
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_boolean()) return std::string(j.get<bool>() ? "true" : "false");
+  if (j.is_number_integer()) return absl::StrCat(j.get<int64_t>());
+  return FieldError(field, "must be a string, an integer or a boolean, got " + j.dump());
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) { return absl::StrJoin(shape, "x"); }
+
+// One-line JSON with a space after each comma and colon: ["SP", 2, 0, 64, [8, 4], 1].
+std::string OneLine(const json& j) {
+  if (j.is_array()) {
+    std::vector<std::string> items;
+    for (const json& e : j) items.push_back(OneLine(e));
+    return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
+  }
+  if (j.is_object()) {
+    std::vector<std::string> items;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      items.push_back(absl::StrCat(json(it.key()).dump(), ": ", OneLine(it.value())));
+    }
+    return absl::StrCat("{", absl::StrJoin(items, ", "), "}");
+  }
+  return j.dump();
+}
+
+// Prefixes a status message with the file it came from, keeping the code.
+absl::Status InFile(const std::string& source, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(source, ": ", status.message()));
+}
+
+absl::StatusOr<ScheduleFile> ParseJson(const json& j, const std::string& source) {
+  if (!j.is_object()) {
+    return absl::InvalidArgumentError(
+        "a schedule file is a JSON object with fields version, workload, target and steps");
+  }
+  RETURN_IF_ERROR(CheckKeys(j, {"version", "comment", "workload", "target", "steps"}, ""));
+  if (!j.contains("version")) return FieldError("version", "is missing");
+  if (!j["version"].is_number_integer()) {
+    return FieldError("version", "must be an integer, got " + j["version"].dump());
+  }
+  const int64_t version = j["version"].get<int64_t>();
+  if (version > kScheduleFileVersion) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "version ", version, " is newer than this build reads (", kScheduleFileVersion, ")"));
+  }
+  if (version < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("version ", version, " is not valid (versions start at 1)"));
+  }
+  ScheduleFile file;
+  file.source = source;
+  if (j.contains("comment")) {
+    if (!j["comment"].is_string()) return FieldError("comment", "must be a string");
+    file.comment = j["comment"].get<std::string>();
+  }
+  if (!j.contains("workload")) return FieldError("workload", "is missing");
+  ASSIGN_OR_RETURN(file.workload, WorkloadFromJson(j["workload"], "workload"));
+  if (!j.contains("target")) return FieldError("target", "is missing");
+  if (!j["target"].is_string()) {
+    return FieldError("target", "must be a string such as \"cuda -arch=sm_90\" or \"cpu\", got " +
+                                    j["target"].dump());
+  }
+  absl::StatusOr<Target> target = ParseTarget(j["target"].get<std::string>());
+  if (!target.ok()) return FieldError("target", absl::StrCat(": ", target.status().message()));
+  file.target = *std::move(target);
+  if (!j.contains("steps")) return FieldError("steps", "is missing");
+  if (!j["steps"].is_array()) {
+    return FieldError("steps", "must be a list of steps, got " + j["steps"].dump().substr(0, 80));
+  }
+  // Version 1 files hold steps of step-list format version 1.
+  absl::StatusOr<std::vector<Step>> steps =
+      StepsFromJson(json{{"version", 1}, {"steps", j["steps"]}});
+  if (!steps.ok()) return FieldError("steps", absl::StrCat(": ", steps.status().message()));
+  file.steps = *std::move(steps);
+  return file;
+}
+
+}  // namespace
+
+absl::StatusOr<ir::ComputeDAG> Workload::Build() const { return ir::BuildOp(op, args); }
+
+std::string Workload::ToString() const {
+  std::string out = op;
+  for (const std::vector<int64_t>& shape : args.shapes)
+    absl::StrAppend(&out, " ", ShapeText(shape));
+  absl::StrAppend(&out, " ", ir::TypeName(args.dtype));
+  for (const auto& [name, value] : args.attrs) absl::StrAppend(&out, " ", name, "=", value);
+  return out;
+}
+
+bool Workload::operator==(const Workload& other) const {
+  return op == other.op && args.shapes == other.args.shapes && args.dtype == other.args.dtype &&
+         args.attrs == other.args.attrs;
+}
+
+json WorkloadToJson(const Workload& workload) {
+  json attrs = json::object();
+  for (const auto& [name, value] : workload.args.attrs) attrs[name] = value;
+  return json{{"op", workload.op},
+              {"shapes", workload.args.shapes},
+              {"dtype", ir::TypeName(workload.args.dtype)},
+              {"attrs", std::move(attrs)}};
+}
+
+absl::StatusOr<Workload> WorkloadFromJson(const json& j, const std::string& field) {
+  if (!j.is_object()) {
+    return FieldError(field, "must be an object with fields op, shapes, dtype and attrs, got " +
+                                 j.dump().substr(0, 80));
+  }
+  RETURN_IF_ERROR(CheckKeys(j, {"op", "shapes", "dtype", "attrs"}, field + "."));
+  Workload w;
+  const std::string op_field = field + ".op";
+  if (!j.contains("op")) return FieldError(op_field, "is missing");
+  if (!j["op"].is_string() || j["op"].get<std::string>().empty()) {
+    return FieldError(op_field, "must be an operator name, got " + j["op"].dump());
+  }
+  w.op = j["op"].get<std::string>();
+
+  const std::string shapes_field = field + ".shapes";
+  if (!j.contains("shapes")) return FieldError(shapes_field, "is missing");
+  const json& shapes = j["shapes"];
+  if (!shapes.is_array()) return FieldError(shapes_field, "must be a list of shapes");
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> shape,
+                     ShapeFromJson(shapes[i], absl::StrCat(shapes_field, "[", i, "]")));
+    w.args.shapes.push_back(std::move(shape));
+  }
+
+  if (j.contains("dtype")) {
+    const std::string dtype_field = field + ".dtype";
+    if (!j["dtype"].is_string()) {
+      return FieldError(dtype_field,
+                        "must be a string such as \"float32\", got " + j["dtype"].dump());
+    }
+    absl::StatusOr<ir::ScalarType> dtype = ir::ParseType(j["dtype"].get<std::string>());
+    if (!dtype.ok()) return FieldError(dtype_field, absl::StrCat(": ", dtype.status().message()));
+    w.args.dtype = *dtype;
+  }
+
+  if (j.contains("attrs")) {
+    const std::string attrs_field = field + ".attrs";
+    if (!j["attrs"].is_object()) {
+      return FieldError(attrs_field, "must be an object of name: value, got " + j["attrs"].dump());
+    }
+    for (auto it = j["attrs"].begin(); it != j["attrs"].end(); ++it) {
+      ASSIGN_OR_RETURN(std::string value,
+                       AttrFromJson(it.value(), absl::StrCat(attrs_field, ".", it.key())));
+      w.args.attrs[it.key()] = std::move(value);
+    }
+  }
+  return w;
+}
+
+absl::StatusOr<ScheduleFile> ScheduleFile::Load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    const std::string message =
+        absl::StrCat("cannot read schedule file '", path, "': ", std::strerror(err));
+    return err == ENOENT ? absl::NotFoundError(message) : absl::InvalidArgumentError(message);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read schedule file '", path, "'"));
+  }
+  return Parse(text.str(), path);
+}
+
+absl::StatusOr<ScheduleFile> ScheduleFile::Parse(const std::string& text,
+                                                 const std::string& source) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": not valid JSON: ", e.what()));
+  }
+  absl::StatusOr<ScheduleFile> file = ParseJson(j, source);
+  if (!file.ok()) return InFile(source, file.status());
+  return file;
+}
+
+std::string ScheduleFile::ToText() const {
+  // Hand-formatted so the file reads like the examples: short fields on one line each, one step
+  // per line.
+  const Workload& w = workload;
+  std::string out = absl::StrCat("{\n  \"version\": ", kScheduleFileVersion, ",\n");
+  if (!comment.empty()) absl::StrAppend(&out, "  \"comment\": ", json(comment).dump(), ",\n");
+  const json wj = WorkloadToJson(w);
+  absl::StrAppend(&out, "  \"workload\": {\"op\": ", OneLine(wj["op"]),
+                  ", \"shapes\": ", OneLine(wj["shapes"]), ", \"dtype\": ", OneLine(wj["dtype"]),
+                  ", \"attrs\": ", OneLine(wj["attrs"]), "},\n");
+  absl::StrAppend(&out, "  \"target\": ", json(target.ToString()).dump(), ",\n");
+  if (steps.empty()) {
+    absl::StrAppend(&out, "  \"steps\": []\n}\n");
+    return out;
+  }
+  absl::StrAppend(&out, "  \"steps\": [\n");
+  for (size_t i = 0; i < steps.size(); ++i) {
+    absl::StrAppend(&out, "    ", OneLine(StepToJson(steps[i])),
+                    i + 1 < steps.size() ? ",\n" : "\n");
+  }
+  absl::StrAppend(&out, "  ]\n}\n");
+  return out;
+}
+
+absl::StatusOr<ResolvedSchedule> ScheduleFile::Resolve() const {
+  absl::StatusOr<ir::ComputeDAG> dag = workload.Build();
+  if (!dag.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": workload: ", dag.status().message()));
+  }
+  absl::StatusOr<State> state = ReplaySteps(*dag, steps);
+  if (!state.ok())
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", state.status().message()));
+  return ResolvedSchedule{*std::move(dag), *std::move(state)};
+}
+
+}  // namespace tilesearch::schedule

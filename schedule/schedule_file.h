@@ -1,0 +1,101 @@
+// Schedule files: one self-describing JSON document that names a workload (operator, input shapes,
+// dtype, attributes), a target and the transform steps of a schedule, so the file alone rebuilds
+// the ComputeDAG, replays the State and lowers it (`tilesearch show|check --schedule FILE`).
+//
+// Format, version 1 (every field but "comment", "workload.dtype" and "workload.attrs" required;
+// any other field is an error):
+//
+//   {
+//     "version": 1,
+//     "comment": "free text, kept on a round trip",
+//     "workload": {"op": "matmul", "shapes": [[64, 64], [64, 64]], "dtype": "float32",
+//                  "attrs": {"transpose_b": "false"}},
+//     "target": "cuda -arch=sm_90",
+//     "steps": [["CHW", 2, "local"], ["SP", 3, 0, 64, [2, 4, 2], 1], ...]
+//   }
+//
+// "steps" is the bare step array of schedule/step_json.h: a version-1 schedule file holds steps in
+// step-list format version 1 (the file's version covers both). Stage and iterator ids in the steps
+// are positions in the state each step is applied to, as in tuning logs. "dtype" defaults to
+// float32 and "attrs" to none; an attribute value is a string, or an integer or boolean that is
+// read as its text ("padding": 1 means "padding": "1"). Floating-point attribute values must be
+// written as strings so their text is exact.
+//
+// `Workload` is the reusable part (tuning logs and benchmark suites name workloads the same way):
+// an operator of the library (ir/ops/registry.h) and its generic arguments.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/compute_dag.h"
+#include "ir/ops/registry.h"
+#include "nlohmann/json_fwd.hpp"
+#include "schedule/state.h"
+#include "schedule/step.h"
+#include "schedule/target.h"
+
+namespace tilesearch::schedule {
+
+/// Version of the schedule file format this build writes and the newest it reads.
+inline constexpr int kScheduleFileVersion = 1;
+
+/// An operator of the library with its arguments: what `ir::BuildOp(op, args)` builds.
+struct Workload {
+  std::string op;   // operator name, e.g. "matmul"
+  ir::OpArgs args;  // input shapes in the operator's input order, dtype, attributes as text
+
+  /// Builds the DAG. Errors: those of ir::BuildOp (unknown operator, wrong number of shapes,
+  /// unknown or unparsable attribute, shape errors of the operator).
+  absl::StatusOr<ir::ComputeDAG> Build() const;
+  /// One line in the CLI's own argument syntax: "matmul 64x32 32x16 float32 transpose_b=false".
+  std::string ToString() const;
+  bool operator==(const Workload& other) const;
+};
+
+/// {"op": ..., "shapes": [[...], ...], "dtype": ..., "attrs": {...}} (all four fields written).
+nlohmann::json WorkloadToJson(const Workload& workload);
+/// Reads the object written by WorkloadToJson ("dtype" and "attrs" optional). `field` names the
+/// object in error messages, which are kInvalidArgument and name the offending field, e.g.
+/// "field 'workload.shapes' must be a list of shapes", "field 'workload.shapes[1]' must be a list
+/// of positive integers, got [4,0]", "unknown field 'workload.axes' (expected op, shapes, dtype,
+/// attrs)", "field 'workload.dtype': unknown dtype 'float33' (...)". The operator itself is not
+/// looked up here (Build does that).
+absl::StatusOr<Workload> WorkloadFromJson(const nlohmann::json& j,
+                                          const std::string& field = "workload");
+
+/// A DAG and the state its steps replay to.
+struct ResolvedSchedule {
+  ir::ComputeDAG dag;
+  State state;
+};
+
+/// A parsed schedule file.
+struct ScheduleFile {
+  /// Where it was read from (the path, or the name given to Parse); prefixes every error message.
+  std::string source = "<schedule>";
+  std::string comment;
+  Workload workload;
+  Target target;
+  std::vector<Step> steps;
+
+  /// Reads and parses the file at `path` (`source` = `path`). Errors: kNotFound / kInvalidArgument
+  /// "cannot read schedule file 'x': <reason>", and every error of Parse.
+  static absl::StatusOr<ScheduleFile> Load(const std::string& path);
+  /// Parses the text of a schedule file. Errors (kInvalidArgument, "<source>: ..."): not JSON or
+  /// not an object, unknown field, missing / non-integer / newer ("version 2 is newer than this
+  /// build reads (1)") / non-positive version, each workload field (see WorkloadFromJson), target
+  /// not a string or unknown, steps not a list or a malformed step ("field 'steps': step 3: ...").
+  static absl::StatusOr<ScheduleFile> Parse(const std::string& text,
+                                            const std::string& source = "<schedule>");
+  /// The file's text: pretty-printed with one step per line; Parse(ToText()) gives an equal file.
+  std::string ToText() const;
+
+  /// Builds the workload's DAG and replays the steps on it. Errors (kInvalidArgument,
+  /// "<source>: ..."): the workload's build errors ("<source>: workload: ..."), and the first step
+  /// that fails to apply ("<source>: step 3: split(...): ...").
+  absl::StatusOr<ResolvedSchedule> Resolve() const;
+};
+
+}  // namespace tilesearch::schedule

@@ -1,0 +1,47 @@
+// Command-line options shared by `tilesearch show` and `tilesearch check`: a workload given by
+// --op/--shape/--attr/--dtype, optionally a schedule file (--schedule) whose workload they
+// override, and the target (--target).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
+#include "ir/ops/registry.h"
+#include "schedule/lower.h"
+#include "schedule/schedule_file.h"
+
+namespace tilesearch::tools {
+
+struct WorkloadOptions {
+  std::string schedule;             // --schedule FILE; "" = none
+  std::string op;                   // --op NAME; "" = not given
+  std::vector<std::string> shapes;  // --shape, once per input
+  std::vector<std::string> attrs;   // --attr name=value
+  std::string dtype;                // --dtype; "" = not given
+  std::string target;               // --target; "" = not given
+};
+
+/// Registers --schedule, --op, --shape, --attr, --dtype and --target on `app`, writing `options`
+/// (which must outlive the parse).
+void AddWorkloadOptions(CLI::App& app, WorkloadOptions& options);
+
+/// Parses --shape / --attr / --dtype into OpArgs. Errors: a bad shape, an attribute not of the
+/// form name=value or given twice, an unknown dtype.
+absl::StatusOr<ir::OpArgs> ParseOpArgs(const WorkloadOptions& options);
+
+/// The schedule the options describe: the --schedule file, or (without one) an empty schedule of
+/// the --op workload, named "<command line>", for the cpu target unless --target says otherwise.
+/// Overrides of a file: --op replaces the operator (and drops the file's attributes when it names
+/// a different one), --shape replaces all input shapes, each --attr sets one attribute, --dtype
+/// and --target replace the file's. Errors: neither --schedule nor --op ("give --op NAME or
+/// --schedule FILE"), every error of ScheduleFile::Load and ParseOpArgs, an unknown target.
+absl::StatusOr<schedule::ScheduleFile> ScheduleFromOptions(const WorkloadOptions& options);
+
+/// Lowers a resolved schedule for the file's target. Errors: those of schedule::Lower, prefixed
+/// "<source>: cannot lower for <target>: ".
+absl::StatusOr<schedule::LoweredKernel> LowerScheduleFile(
+    const schedule::ScheduleFile& file, const schedule::ResolvedSchedule& resolved);
+
+}  // namespace tilesearch::tools
