@@ -1,6 +1,7 @@
 #include "ir/host_buffer.h"
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "base/status.h"
@@ -11,13 +12,19 @@ HostBuffer HostBuffer::Zeros(ScalarType dtype, std::vector<int64_t> shape) {
   HostBuffer b;
   b.dtype = dtype;
   b.shape = std::move(shape);
-  b.data.assign(b.NumElements(), 0.0);
+  const int64_t n = b.NumElements();
+  CHECK(n >= 0) << "buffer shape with a negative extent or more than 2^63 elements";
+  b.data.assign(static_cast<size_t>(n), 0.0);
   return b;
 }
 
 int64_t HostBuffer::NumElements() const {
   int64_t n = 1;
-  for (int64_t e : shape) n *= e;
+  for (int64_t e : shape) {
+    if (e < 0) return -1;
+    if (e != 0 && n > std::numeric_limits<int64_t>::max() / e) return -1;  // would overflow
+    n *= e;
+  }
   return n;
 }
 
@@ -37,7 +44,9 @@ void FillRandom(HostBuffer& buffer, uint64_t seed, double lo, double hi) {
   // The draws are built from raw 64-bit outputs (not std:: distributions, whose algorithms are
   // implementation-defined) so a seed gives the same values with every standard library.
   std::mt19937_64 rng(seed);
-  buffer.data.resize(buffer.NumElements());
+  const int64_t n = buffer.NumElements();
+  CHECK(n >= 0) << "buffer shape with a negative extent or more than 2^63 elements";
+  buffer.data.resize(static_cast<size_t>(n));
   if (IsBool(buffer.dtype)) {
     for (double& v : buffer.data) v = static_cast<double>(rng() >> 63);
     return;

@@ -18,6 +18,7 @@ struct HostBuffer {
 
   /// A buffer of zeros.
   static HostBuffer Zeros(ScalarType dtype, std::vector<int64_t> shape);
+  /// Product of the extents; -1 when an extent is negative or the product overflows int64.
   int64_t NumElements() const;
   /// Row-major offset of a multi-index (CHECKs rank and bounds).
   int64_t Offset(const std::vector<int64_t>& index) const;

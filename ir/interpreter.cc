@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "ir/interp_expr.h"
+#include "ir/tensor.h"
 
 namespace tilesearch::ir {
 namespace {
@@ -828,6 +829,17 @@ class Compiler {
 
   absl::StatusOr<CStmtPtr> CompileAllocate(const AllocateNode* op) {
     const BufferDecl& decl = op->buffer;
+    {
+      // Overflow-safe size check before BufferDecl::NumElements (which would wrap).
+      HostBuffer probe;
+      probe.shape = decl.shape;
+      const int64_t n = probe.NumElements();
+      if (n < 0 || n > kMaxElements) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("allocation '", decl.name, "' of shape ", ShapeText(decl.shape),
+                         " has more than 2^40 elements (or a negative extent)"));
+      }
+    }
     const BufInfo* info = NewBuf(decl);
     const int64_t size = decl.NumElements();
     const double poison = PoisonValue(decl.dtype);
@@ -878,6 +890,13 @@ absl::Status CheckParams(const LoopNest& nest, const BufferMap& buffers) {
       return absl::InvalidArgumentError(
           absl::StrCat("buffer '", p.name, "' has shape ", ShapeText(b.shape), " but parameter '",
                        p.name, "' of loop nest '", nest.name, "' has shape ", ShapeText(p.shape)));
+    }
+    // NumElements is overflow-safe (-1 for a product above int64), so a shape such as
+    // [2^32, 2^32] cannot wrap to the size of an empty buffer.
+    if (b.NumElements() < 0 || b.NumElements() > kMaxElements) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("buffer '", p.name, "' has shape ", ShapeText(b.shape),
+                       " with more than 2^40 elements (or a negative extent)"));
     }
     if (static_cast<int64_t>(b.data.size()) != b.NumElements()) {
       return absl::InvalidArgumentError(absl::StrCat("buffer '", p.name, "' holds ", b.data.size(),

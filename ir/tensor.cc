@@ -53,6 +53,8 @@ Expr ReduceCombine(ReduceKind kind, Expr acc, Expr x) {
 }
 
 int64_t Tensor::NumElements() const {
+  // Stage shapes are capped at kMaxElements (checked by Placeholder / Compute / Reduce), so the
+  // product cannot overflow.
   int64_t n = 1;
   for (int64_t e : node_->shape) n *= e;
   return n;
@@ -60,9 +62,8 @@ int64_t Tensor::NumElements() const {
 
 Expr Tensor::operator()(const std::vector<Expr>& indices) const {
   CHECK(defined()) << "load from an undefined tensor";
-  CHECK(static_cast<int>(indices.size()) == ndim())
-      << "tensor '" << name() << "' has " << ndim() << " dimensions, indexed with "
-      << indices.size();
+  // The index count is not checked here: Compute / Reduce report a body that indexes a tensor
+  // with the wrong number of indices as a Status (BodyChecker).
   return LoadNode::Make(dtype(), name(), indices, node_);
 }
 
@@ -70,13 +71,36 @@ namespace {
 
 absl::Status CheckShape(const std::string& stage, const std::vector<int64_t>& shape,
                         const char* what) {
+  if (shape.size() > static_cast<size_t>(kMaxRank)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " rank ", shape.size(), " of tensor '",
+                                                   stage, "' exceeds the maximum ", kMaxRank));
+  }
+  int64_t count = 1;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 1) {
       return absl::InvalidArgumentError(absl::StrCat(what, " extent ", shape[d], " of dimension ",
                                                      d, " of tensor '", stage, "' is not positive"));
     }
+    // count ≤ kMaxElements before the check, so count · extent overflows only when extent is
+    // above kMaxElements, which the division test catches first.
+    if (shape[d] > kMaxElements / count) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " of tensor '", stage, "' has more than ", kMaxElements,
+                       " (2^40) elements (extent ", shape[d], " in dimension ", d, ")"));
+    }
+    count *= shape[d];
   }
   return absl::OkStatus();
+}
+
+bool IsIdentifier(const std::string& name) {
+  if (name.empty()) return false;
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (!alpha(name[0])) return false;
+  for (char c : name) {
+    if (!alpha(c) && !(c >= '0' && c <= '9') && c != '.') return false;
+  }
+  return true;
 }
 
 absl::StatusOr<std::vector<IterVar>> MakeAxes(const std::string& stage,
@@ -158,6 +182,14 @@ std::vector<Expr> Vars(const std::vector<IterVar>& axes) {
 
 absl::StatusOr<Tensor> Placeholder(std::string name, std::vector<int64_t> shape, ScalarType dtype) {
   if (name.empty()) return absl::InvalidArgumentError("placeholder without a name");
+  if (!IsIdentifier(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "placeholder name '", name, "' is not an identifier ([A-Za-z_][A-Za-z0-9_.]*)"));
+  }
+  if (std::string(TypeName(dtype)) == "?") {
+    return absl::InvalidArgumentError(absl::StrCat("placeholder '", name, "' has unknown dtype ",
+                                                   static_cast<int>(dtype)));
+  }
   RETURN_IF_ERROR(CheckShape(name, shape, "shape"));
   auto node = std::make_shared<TensorNode>();
   node->name = std::move(name);
@@ -189,6 +221,10 @@ absl::StatusOr<Tensor> Reduce(std::string name, std::vector<int64_t> shape, Redu
                               std::vector<int64_t> reduce_shape, const ReduceFn& fn, Expr init,
                               const ComputeOptions& options) {
   if (name.empty()) return absl::InvalidArgumentError("reduce stage without a name");
+  if (std::string(ReduceKindName(kind)) == "?") {
+    return absl::InvalidArgumentError(absl::StrCat("reduce stage '", name,
+                                                   "' has unknown kind ", static_cast<int>(kind)));
+  }
   if (kind == ReduceKind::kNone) {
     return absl::InvalidArgumentError(absl::StrCat("reduce stage '", name, "' has kind none"));
   }
@@ -197,6 +233,11 @@ absl::StatusOr<Tensor> Reduce(std::string name, std::vector<int64_t> shape, Redu
   }
   RETURN_IF_ERROR(CheckShape(name, shape, "shape"));
   RETURN_IF_ERROR(CheckShape(name, reduce_shape, "reduce"));
+  {
+    std::vector<int64_t> domain = shape;
+    domain.insert(domain.end(), reduce_shape.begin(), reduce_shape.end());
+    RETURN_IF_ERROR(CheckShape(name, domain, "iteration domain"));
+  }
   ASSIGN_OR_RETURN(std::vector<IterVar> axes, MakeAxes(name, shape, options.axis_names, "i"));
   ASSIGN_OR_RETURN(std::vector<IterVar> raxes,
                    MakeAxes(name, reduce_shape, options.reduce_axis_names, "r"));

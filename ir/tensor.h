@@ -18,6 +18,12 @@
 
 namespace tilesearch::ir {
 
+/// Largest rank of a tensor or reduce domain (Placeholder / Compute / Reduce reject more).
+inline constexpr int kMaxRank = 32;
+/// Largest element count of a tensor, and of a reduction's iteration domain (output × reduce
+/// extents): 2^40. Keeps every element, byte and FLOP count far from int64 overflow.
+inline constexpr int64_t kMaxElements = int64_t{1} << 40;
+
 /// A loop axis of a stage: its variable's name and its extent (range [0, extent)).
 struct IterVar {
   std::string name;
@@ -69,7 +75,9 @@ class Tensor {
   int ndim() const { return static_cast<int>(node_->shape.size()); }
   int64_t NumElements() const;
 
-  /// A Load of one element; CHECKs that there is one int64 index per dimension.
+  /// A Load of one element (CHECKs that the tensor is defined). The number of indices is not
+  /// checked here: Compute / Reduce return kInvalidArgument for a body that indexes a tensor with
+  /// the wrong number of indices.
   Expr operator()(const std::vector<Expr>& indices) const;
   template <typename... Args>
   Expr operator()(Args... indices) const {
@@ -90,8 +98,9 @@ struct ComputeOptions {
   std::string tag;
 };
 
-/// An input tensor. Errors: kInvalidArgument for an empty name or an extent < 1 (message names the
-/// tensor and the dimension).
+/// An input tensor. Errors: kInvalidArgument for a name that is not an identifier
+/// ([A-Za-z_][A-Za-z0-9_.]*), an unknown dtype, an extent < 1 (message names the tensor and the
+/// dimension), a rank above kMaxRank or more than kMaxElements elements.
 absl::StatusOr<Tensor> Placeholder(std::string name, std::vector<int64_t> shape,
                                    ScalarType dtype = ScalarType::kFloat32);
 
@@ -100,13 +109,16 @@ using ReduceFn =
     std::function<Expr(const std::vector<Expr>& axes, const std::vector<Expr>& reduce_axes)>;
 
 /// out[axes] = fn(axes); the stage's dtype is the body's type.
-/// Errors: kInvalidArgument for an extent < 1, wrong number of axis names, or a body that reads
+/// Errors: kInvalidArgument for an extent < 1, a rank above kMaxRank, more than kMaxElements
+/// elements, wrong number of axis names, or a body that reads
 /// a tensor with the wrong number of indices or uses a variable that is not an axis.
 absl::StatusOr<Tensor> Compute(std::string name, std::vector<int64_t> shape, const ComputeFn& fn,
                                const ComputeOptions& options = {});
 
 /// out[axes] = combine over reduce axes of fn(axes, reduce_axes), starting from `init` (the
-/// identity of `kind` when undefined). Errors as Compute, plus kind == kNone or no reduce axes.
+/// identity of `kind` when undefined). Errors as Compute, plus kind == kNone or unknown, no reduce
+/// axes, and an iteration domain (output and reduce axes) of rank above kMaxRank or more than
+/// kMaxElements points.
 absl::StatusOr<Tensor> Reduce(std::string name, std::vector<int64_t> shape, ReduceKind kind,
                               std::vector<int64_t> reduce_shape, const ReduceFn& fn,
                               Expr init = Expr(), const ComputeOptions& options = {});

@@ -33,6 +33,19 @@ bool ParseInt(const std::string& text, int64_t* out) {
   return absl::SimpleAtoi(absl::StripAsciiWhitespace(text), out);
 }
 
+/// Integer attributes (strides, paddings, dilations, kernels, groups, axes) must lie in
+/// [-(2^31 - 1), 2^31 - 1] so that window arithmetic on them cannot overflow int64.
+constexpr int64_t kMaxIntAttr = (int64_t{1} << 31) - 1;
+
+absl::Status CheckIntRange(const std::string& op, const std::string& name, int64_t value) {
+  if (value > kMaxIntAttr || value < -kMaxIntAttr) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute '", name, "' of ", op, ": ", value,
+                                                   " is out of range [", -kMaxIntAttr, ", ",
+                                                   kMaxIntAttr, "]"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<int64_t> IntAttr(const OpArgs& args, const std::string& op, const std::string& name,
@@ -41,6 +54,7 @@ absl::StatusOr<int64_t> IntAttr(const OpArgs& args, const std::string& op, const
   if (text == nullptr) return default_value;
   int64_t value = 0;
   if (!ParseInt(*text, &value)) return BadValue(op, name, *text, "an integer");
+  RETURN_IF_ERROR(CheckIntRange(op, name, value));
   return value;
 }
 
@@ -85,6 +99,7 @@ absl::StatusOr<std::vector<int64_t>> IntListAttr(const OpArgs& args, const std::
     if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(piece), &value)) {
       return BadValue(op, name, *text, "a comma-separated list of integers");
     }
+    RETURN_IF_ERROR(CheckIntRange(op, name, value));
     values.push_back(value);
   }
   return values;

@@ -7,12 +7,14 @@
 
 namespace tilesearch::ir {
 
+using ops_internal::AccumulatingReduce;
 using ops_internal::CheckNumeric;
 using ops_internal::CheckSameDtype;
 using ops_internal::CheckTensor;
 using ops_internal::CheckWindowParams;
 using ops_internal::MakeInput;
 using ops_internal::ShapeStr;
+using ops_internal::Widen;
 using ops_internal::WindowOutputExtent;
 
 namespace {
@@ -86,9 +88,10 @@ ConvWindow Window2d(const Conv2dParams& p) {
 // out·stride + r·dilation − padding, without the trivial factors and terms.
 Expr WindowIndex(const Expr& out, const Expr& r, int64_t stride, int64_t dilation,
                  int64_t padding) {
-  Expr e = stride == 1 ? out : out * static_cast<double>(stride);
-  e = e + (dilation == 1 ? r : r * static_cast<double>(dilation));
-  if (padding != 0) e = e - static_cast<double>(padding);
+  // Integer constants (no double round trip); the parameters are bounded by CheckWindowParams.
+  Expr e = stride == 1 ? out : out * IntConst(stride);
+  e = e + (dilation == 1 ? r : r * IntConst(dilation));
+  if (padding != 0) e = e - IntConst(padding);
   return e;
 }
 
@@ -101,7 +104,7 @@ Expr PaddedLoad(const Tensor& x, const std::vector<Expr>& idx, const std::vector
   for (size_t i = 0; i < dims.size(); ++i) {
     if (padding[i] == 0) continue;
     const Expr& v = idx[dims[i]];
-    Expr c = (v >= 0.0) && (v < static_cast<double>(x.shape()[dims[i]]));
+    Expr c = (v >= IntConst(0)) && (v < IntConst(x.shape()[dims[i]]));
     cond = cond.defined() ? (cond && c) : c;
   }
   Expr load = x(idx);
@@ -114,7 +117,7 @@ Expr GroupChannel(const Expr& k, const Expr& rc, const ConvDims& d, int64_t grou
   if (groups == 1) return rc;
   const int64_t out_per_group = d.out_channels / groups;
   const int64_t in_per_group = d.in_channels / groups;
-  return (k / static_cast<double>(out_per_group)) * static_cast<double>(in_per_group) + rc;
+  return (k / IntConst(out_per_group)) * IntConst(in_per_group) + rc;
 }
 
 }  // namespace
@@ -129,14 +132,15 @@ absl::StatusOr<Tensor> Conv1d(const Tensor& x, const Tensor& w, const Conv1dPara
   const ConvWindow win{{params.stride}, {params.padding}, {params.dilation}, params.groups};
   ASSIGN_OR_RETURN(std::vector<int64_t> out, CheckConv(op, x, w, d, win));
   const Expr zero = MakeConst(x.dtype(), 0);
-  return Reduce(
+  return AccumulatingReduce(
       name, {d.batch, d.out_channels, out[0]}, ReduceKind::kSum, {d.weight_channels, d.kernel[0]},
       [&](const std::vector<Expr>& ax, const std::vector<Expr>& r) {
         Expr l = WindowIndex(ax[2], r[1], params.stride, params.dilation, params.padding);
         Expr c = GroupChannel(ax[1], r[0], d, params.groups);
-        return PaddedLoad(x, {ax[0], c, l}, {2}, {params.padding}, zero) * w(ax[1], r[0], r[1]);
+        return Widen(PaddedLoad(x, {ax[0], c, l}, {2}, {params.padding}, zero)) *
+               Widen(w(ax[1], r[0], r[1]));
       },
-      Expr(), ComputeOptions{{"n", "k", "l"}, {"rc", "rx"}, "conv1d"});
+      x.dtype(), ComputeOptions{{"n", "k", "l"}, {"rc", "rx"}, "conv1d"});
 }
 
 absl::StatusOr<ComputeDAG> Conv1dDAG(const std::vector<int64_t>& x_shape,
@@ -163,17 +167,17 @@ absl::StatusOr<Tensor> Conv2dNchw(const Tensor& x, const Tensor& w, const Conv2d
   const ConvWindow win = Window2d(params);
   ASSIGN_OR_RETURN(std::vector<int64_t> out, CheckConv(op, x, w, d, win));
   const Expr zero = MakeConst(x.dtype(), 0);
-  return Reduce(
+  return AccumulatingReduce(
       name, {d.batch, d.out_channels, out[0], out[1]}, ReduceKind::kSum,
       {d.weight_channels, d.kernel[0], d.kernel[1]},
       [&](const std::vector<Expr>& ax, const std::vector<Expr>& r) {
         Expr h = WindowIndex(ax[2], r[1], win.stride[0], win.dilation[0], win.padding[0]);
         Expr v = WindowIndex(ax[3], r[2], win.stride[1], win.dilation[1], win.padding[1]);
         Expr c = GroupChannel(ax[1], r[0], d, params.groups);
-        return PaddedLoad(x, {ax[0], c, h, v}, {2, 3}, win.padding, zero) *
-               w(ax[1], r[0], r[1], r[2]);
+        return Widen(PaddedLoad(x, {ax[0], c, h, v}, {2, 3}, win.padding, zero)) *
+               Widen(w(ax[1], r[0], r[1], r[2]));
       },
-      Expr(), ComputeOptions{{"n", "k", "h", "w"}, {"rc", "ry", "rx"}, "conv2d_nchw"});
+      x.dtype(), ComputeOptions{{"n", "k", "h", "w"}, {"rc", "ry", "rx"}, "conv2d_nchw"});
 }
 
 absl::StatusOr<ComputeDAG> Conv2dNchwDAG(const std::vector<int64_t>& x_shape,
@@ -200,17 +204,17 @@ absl::StatusOr<Tensor> Conv2dNhwc(const Tensor& x, const Tensor& w, const Conv2d
   const ConvWindow win = Window2d(params);
   ASSIGN_OR_RETURN(std::vector<int64_t> out, CheckConv(op, x, w, d, win));
   const Expr zero = MakeConst(x.dtype(), 0);
-  return Reduce(
+  return AccumulatingReduce(
       name, {d.batch, out[0], out[1], d.out_channels}, ReduceKind::kSum,
       {d.kernel[0], d.kernel[1], d.weight_channels},
       [&](const std::vector<Expr>& ax, const std::vector<Expr>& r) {
         Expr h = WindowIndex(ax[1], r[0], win.stride[0], win.dilation[0], win.padding[0]);
         Expr v = WindowIndex(ax[2], r[1], win.stride[1], win.dilation[1], win.padding[1]);
         Expr c = GroupChannel(ax[3], r[2], d, params.groups);
-        return PaddedLoad(x, {ax[0], h, v, c}, {1, 2}, win.padding, zero) *
-               w(r[0], r[1], r[2], ax[3]);
+        return Widen(PaddedLoad(x, {ax[0], h, v, c}, {1, 2}, win.padding, zero)) *
+               Widen(w(r[0], r[1], r[2], ax[3]));
       },
-      Expr(), ComputeOptions{{"n", "h", "w", "k"}, {"ry", "rx", "rc"}, "conv2d_nhwc"});
+      x.dtype(), ComputeOptions{{"n", "h", "w", "k"}, {"ry", "rx", "rc"}, "conv2d_nhwc"});
 }
 
 absl::StatusOr<ComputeDAG> Conv2dNhwcDAG(const std::vector<int64_t>& x_shape,
@@ -251,15 +255,16 @@ absl::StatusOr<Tensor> DepthwiseConv2dNchw(const Tensor& x, const Tensor& w,
   win.groups = channels;
   ASSIGN_OR_RETURN(std::vector<int64_t> out, CheckConv(op, x, w, d, win));
   const Expr zero = MakeConst(x.dtype(), 0);
-  return Reduce(
+  return AccumulatingReduce(
       name, {d.batch, d.out_channels, out[0], out[1]}, ReduceKind::kSum, {d.kernel[0], d.kernel[1]},
       [&](const std::vector<Expr>& ax, const std::vector<Expr>& r) {
         Expr h = WindowIndex(ax[2], r[0], win.stride[0], win.dilation[0], win.padding[0]);
         Expr v = WindowIndex(ax[3], r[1], win.stride[1], win.dilation[1], win.padding[1]);
-        Expr c = multiplier == 1 ? ax[1] : ax[1] / static_cast<double>(multiplier);
-        return PaddedLoad(x, {ax[0], c, h, v}, {2, 3}, win.padding, zero) * w(ax[1], 0, r[0], r[1]);
+        Expr c = multiplier == 1 ? ax[1] : ax[1] / IntConst(multiplier);
+        return Widen(PaddedLoad(x, {ax[0], c, h, v}, {2, 3}, win.padding, zero)) *
+               Widen(w(ax[1], 0, r[0], r[1]));
       },
-      Expr(), ComputeOptions{{"n", "k", "h", "w"}, {"ry", "rx"}, "depthwise_conv2d_nchw"});
+      x.dtype(), ComputeOptions{{"n", "k", "h", "w"}, {"ry", "rx"}, "depthwise_conv2d_nchw"});
 }
 
 absl::StatusOr<ComputeDAG> DepthwiseConv2dNchwDAG(const std::vector<int64_t>& x_shape,
@@ -293,21 +298,21 @@ absl::StatusOr<Tensor> Conv2dNchwPadded(const Tensor& x, const Tensor& w,
                    Compute(
                        pad_name, {d.batch, d.in_channels, d.in[0] + 2 * ph, d.in[1] + 2 * pw},
                        [&](const std::vector<Expr>& ax) {
-                         Expr h = ph == 0 ? ax[2] : ax[2] - static_cast<double>(ph);
-                         Expr v = pw == 0 ? ax[3] : ax[3] - static_cast<double>(pw);
+                         Expr h = ph == 0 ? ax[2] : ax[2] - IntConst(ph);
+                         Expr v = pw == 0 ? ax[3] : ax[3] - IntConst(pw);
                          return PaddedLoad(x, {ax[0], ax[1], h, v}, {2, 3}, win.padding, zero);
                        },
                        ComputeOptions{{"n", "c", "h", "w"}, {}, "conv2d_nchw.pad"}));
-  return Reduce(
+  return AccumulatingReduce(
       name, {d.batch, d.out_channels, out[0], out[1]}, ReduceKind::kSum,
       {d.weight_channels, d.kernel[0], d.kernel[1]},
       [&](const std::vector<Expr>& ax, const std::vector<Expr>& r) {
         Expr h = WindowIndex(ax[2], r[1], win.stride[0], win.dilation[0], 0);
         Expr v = WindowIndex(ax[3], r[2], win.stride[1], win.dilation[1], 0);
         Expr c = GroupChannel(ax[1], r[0], d, params.groups);
-        return pad(ax[0], c, h, v) * w(ax[1], r[0], r[1], r[2]);
+        return Widen(pad(ax[0], c, h, v)) * Widen(w(ax[1], r[0], r[1], r[2]));
       },
-      Expr(), ComputeOptions{{"n", "k", "h", "w"}, {"rc", "ry", "rx"}, "conv2d_nchw"});
+      x.dtype(), ComputeOptions{{"n", "k", "h", "w"}, {"rc", "ry", "rx"}, "conv2d_nchw"});
 }
 
 absl::StatusOr<ComputeDAG> Conv2dNchwPaddedDAG(const std::vector<int64_t>& x_shape,

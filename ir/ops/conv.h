@@ -15,6 +15,9 @@
 // wrong rank, extents < 1, stride or dilation < 1, negative padding, groups < 1, channels not
 // divisible by groups, weight channel mismatch, kernel larger than the padded input, bool or
 // differing dtypes.
+//
+// float16 / bfloat16: the reduction accumulates in float32 as the stage `name`_acc, followed by a
+// cast stage `name` to the dtype (0 FLOPs); see ops_internal::AccumulatingReduce.
 #pragma once
 
 #include <array>

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "ir/ops/layout.h"
+#include "ir/ops/op_checks.h"
 #include "ir/ops/registry_internal.h"
 
 namespace tilesearch::ir {
@@ -127,6 +128,11 @@ std::vector<Expr> BroadcastIndex(const Tensor& x, const std::vector<Expr>& i,
 absl::StatusOr<Tensor> Unary(UnaryOp op, const Tensor& x, const UnaryParams& params,
                              const std::string& name) {
   const std::string op_name = UnaryOpName(op);
+  if (op_name == "?") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unary: unknown operator ", static_cast<int>(op)));
+  }
+  RETURN_IF_ERROR(ops_internal::CheckDefined(op_name, "X", x));
   RETURN_IF_ERROR(RequireFloat(op_name, x));
   if (op == UnaryOp::kSoftplus && !(params.softplus_beta > 0)) {
     return absl::InvalidArgumentError(
@@ -162,6 +168,12 @@ absl::StatusOr<std::vector<int64_t>> BroadcastShape(const std::string& op,
 absl::StatusOr<Tensor> Binary(BinaryOp op, const Tensor& a, const Tensor& b,
                               const std::string& name) {
   const std::string op_name = BinaryOpName(op);
+  if (op_name == "?") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("binary: unknown operator ", static_cast<int>(op)));
+  }
+  RETURN_IF_ERROR(ops_internal::CheckDefined(op_name, "A", a));
+  RETURN_IF_ERROR(ops_internal::CheckDefined(op_name, "B", b));
   if (a.dtype() != b.dtype()) {
     return absl::InvalidArgumentError(absl::StrCat(op_name, ": dtypes ", TypeName(a.dtype()),
                                                    " of '", a.name(), "' and ", TypeName(b.dtype()),
@@ -183,7 +195,11 @@ absl::StatusOr<Tensor> Binary(BinaryOp op, const Tensor& a, const Tensor& b,
 }
 
 absl::StatusOr<Tensor> Scale(const Tensor& x, double scale, const std::string& name) {
+  RETURN_IF_ERROR(ops_internal::CheckDefined("scale", "X", x));
   RETURN_IF_ERROR(RequireFloat("scale", x));
+  if (!std::isfinite(scale)) {
+    return absl::InvalidArgumentError(absl::StrCat("scale: scale ", scale, " is not finite"));
+  }
   return Compute(
       name, x.shape(), [&](const std::vector<Expr>& i) { return x(i) * scale; }, TagOnly("scale"));
 }

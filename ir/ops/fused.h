@@ -6,6 +6,10 @@
 // Errors are kInvalidArgument and start with the fused operator's name; errors found by the inner
 // operator keep its message after that prefix, e.g.
 // "dense_bias_relu: dense: inner dimensions differ: X is [4, 3], W is [5, 2]".
+//
+// float16 / bfloat16: the inner matmul / conv accumulate in float32 and are cast to the dtype
+// (stages `acc_name`_acc and `acc_name`) before the epilogue; dense_bias_relu's epilogue runs on
+// the float32 sum.
 #pragma once
 
 #include <cstdint>

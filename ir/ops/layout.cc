@@ -69,6 +69,7 @@ ComputeOptions TagOnly(std::string tag) {
 
 absl::StatusOr<Tensor> Transpose(const Tensor& x, const std::vector<int64_t>& perm,
                                  const std::string& name) {
+  if (!x.defined()) return absl::InvalidArgumentError("transpose: X is undefined");
   const int rank = x.ndim();
   std::vector<int> p;
   if (perm.empty()) {

@@ -9,11 +9,15 @@
 
 namespace tilesearch::ir {
 
+using ops_internal::AccumulatingReduce;
+using ops_internal::AccumulationType;
 using ops_internal::CheckNumeric;
 using ops_internal::CheckSameDtype;
 using ops_internal::CheckTensor;
 using ops_internal::MakeInput;
+using ops_internal::Narrow;
 using ops_internal::ShapeStr;
+using ops_internal::Widen;
 
 const char* ActivationName(Activation activation) {
   switch (activation) {
@@ -81,14 +85,14 @@ absl::StatusOr<Tensor> Matmul(const Tensor& a, const Tensor& b, const MatmulOpti
   const int64_t kb = options.transpose_b ? b.shape()[1] : b.shape()[0];
   const int64_t n = options.transpose_b ? b.shape()[0] : b.shape()[1];
   if (k != kb) return InnerMismatch(op, a, "A", b, "B");
-  return Reduce(
+  return AccumulatingReduce(
       name, {m, n}, ReduceKind::kSum, {k},
       [&](const std::vector<Expr>& ax, const std::vector<Expr>& r) {
         Expr lhs = options.transpose_a ? a(r[0], ax[0]) : a(ax[0], r[0]);
         Expr rhs = options.transpose_b ? b(ax[1], r[0]) : b(r[0], ax[1]);
-        return lhs * rhs;
+        return Widen(lhs) * Widen(rhs);
       },
-      Expr(), ComputeOptions{{"i", "j"}, {"k"}, "matmul"});
+      a.dtype(), ComputeOptions{{"i", "j"}, {"k"}, "matmul"});
 }
 
 absl::StatusOr<ComputeDAG> MatmulDAG(const std::vector<int64_t>& a_shape,
@@ -119,14 +123,14 @@ absl::StatusOr<Tensor> BatchMatmul(const Tensor& a, const Tensor& b, const Matmu
   const int64_t kb = options.transpose_b ? b.shape()[2] : b.shape()[1];
   const int64_t n = options.transpose_b ? b.shape()[1] : b.shape()[2];
   if (k != kb) return InnerMismatch(op, a, "A", b, "B");
-  return Reduce(
+  return AccumulatingReduce(
       name, {batch, m, n}, ReduceKind::kSum, {k},
       [&](const std::vector<Expr>& ax, const std::vector<Expr>& r) {
         Expr lhs = options.transpose_a ? a(ax[0], r[0], ax[1]) : a(ax[0], ax[1], r[0]);
         Expr rhs = options.transpose_b ? b(ax[0], ax[2], r[0]) : b(ax[0], r[0], ax[2]);
-        return lhs * rhs;
+        return Widen(lhs) * Widen(rhs);
       },
-      Expr(), ComputeOptions{{"b", "i", "j"}, {"k"}, "batch_matmul"});
+      a.dtype(), ComputeOptions{{"b", "i", "j"}, {"k"}, "batch_matmul"});
 }
 
 absl::StatusOr<ComputeDAG> BatchMatmulDAG(const std::vector<int64_t>& a_shape,
@@ -143,6 +147,10 @@ absl::StatusOr<Tensor> Dense(const Tensor& x, const Tensor& w, const Tensor& bia
                              Activation activation, const std::string& name,
                              const std::string& acc_name) {
   const std::string op = "dense";
+  if (std::string(ActivationName(activation)) == "?") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": unknown activation ", static_cast<int>(activation)));
+  }
   RETURN_IF_ERROR(CheckTensor(op, "X", x, 2, "[M, K]"));
   RETURN_IF_ERROR(CheckTensor(op, "W", w, 2, "[N, K]"));
   RETURN_IF_ERROR(CheckOperands(op, "X", x, "W", w));
@@ -162,11 +170,14 @@ absl::StatusOr<Tensor> Dense(const Tensor& x, const Tensor& w, const Tensor& bia
   if (activation == Activation::kGelu) {
     RETURN_IF_ERROR(ops_internal::CheckFloat(op, "X (gelu activation)", x));
   }
-  const bool epilogue = bias.defined() || activation != Activation::kNone;
+  // float16 / bfloat16 accumulate in float32; the epilogue (bias, activation) runs on the float32
+  // sum and rounds once to the dtype, so such dtypes always get the epilogue stage.
+  const bool widen = AccumulationType(x.dtype()) != x.dtype();
+  const bool epilogue = bias.defined() || activation != Activation::kNone || widen;
   ASSIGN_OR_RETURN(Tensor acc, Reduce(
                                    epilogue ? acc_name : name, {m, n}, ReduceKind::kSum, {k},
                                    [&](const std::vector<Expr>& ax, const std::vector<Expr>& r) {
-                                     return x(ax[0], r[0]) * w(ax[1], r[0]);
+                                     return Widen(x(ax[0], r[0])) * Widen(w(ax[1], r[0]));
                                    },
                                    Expr(), ComputeOptions{{"i", "j"}, {"k"}, "dense"}));
   if (!epilogue) return acc;
@@ -174,8 +185,8 @@ absl::StatusOr<Tensor> Dense(const Tensor& x, const Tensor& w, const Tensor& bia
       name, {m, n},
       [&](const std::vector<Expr>& ax) {
         Expr v = acc(ax[0], ax[1]);
-        if (bias.defined()) v = v + bias(ax[1]);
-        return ApplyActivation(activation, v);
+        if (bias.defined()) v = v + Widen(bias(ax[1]));
+        return Narrow(x.dtype(), ApplyActivation(activation, v));
       },
       ComputeOptions{{"i", "j"}, {}, "dense.epilogue"});
 }
@@ -201,12 +212,12 @@ absl::StatusOr<Tensor> Gemv(const Tensor& a, const Tensor& x, const std::string&
   RETURN_IF_ERROR(CheckTensor(op, "x", x, 1, "[K]"));
   RETURN_IF_ERROR(CheckOperands(op, "A", a, "x", x));
   if (a.shape()[1] != x.shape()[0]) return InnerMismatch(op, a, "A", x, "x");
-  return Reduce(
+  return AccumulatingReduce(
       name, {a.shape()[0]}, ReduceKind::kSum, {a.shape()[1]},
       [&](const std::vector<Expr>& ax, const std::vector<Expr>& r) {
-        return a(ax[0], r[0]) * x(r[0]);
+        return Widen(a(ax[0], r[0])) * Widen(x(r[0]));
       },
-      Expr(), ComputeOptions{{"i"}, {"k"}, "gemv"});
+      a.dtype(), ComputeOptions{{"i"}, {"k"}, "gemv"});
 }
 
 absl::StatusOr<ComputeDAG> GemvDAG(const std::vector<int64_t>& a_shape,

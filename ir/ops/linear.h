@@ -8,6 +8,11 @@
 // in the element dtype. All errors are kInvalidArgument with a message that starts with the
 // operator's name and gives the shapes, e.g.
 // "matmul: inner dimensions differ: A is [64, 32], B is [31, 16]".
+//
+// float16 / bfloat16: products are summed in float32 (PyTorch's acc_type). Matmul, BatchMatmul and
+// Gemv then have two stages, the float32 reduction `name`_acc and a cast stage `name` (0 FLOPs);
+// Dense always has its epilogue stage, which applies bias and activation to the float32 sum and
+// rounds once (ops_internal::AccumulatingReduce in ir/ops/op_checks.h).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 // Softmax, log_softmax, layernorm and rmsnorm as reduction stages followed by a normalize stage.
 #include "ir/ops/norm.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -8,10 +9,14 @@
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "ir/ops/layout.h"
+#include "ir/ops/op_checks.h"
 #include "ir/ops/registry_internal.h"
 
 namespace tilesearch::ir {
 namespace {
+
+using ops_internal::Narrow;
+using ops_internal::Widen;
 
 /// `shape` without dimension `axis`, or [1] when nothing remains.
 std::vector<int64_t> DropAxis(const std::vector<int64_t>& shape, int axis) {
@@ -43,6 +48,7 @@ std::vector<Expr> InsertIndex(const std::vector<Expr>& i, const Expr& r, int axi
 
 absl::StatusOr<Tensor> SoftmaxImpl(const std::string& op, const Tensor& x, int64_t axis,
                                    const std::string& name, bool log) {
+  RETURN_IF_ERROR(ops_internal::CheckDefined(op, "X", x));
   RETURN_IF_ERROR(RequireFloat(op, x));
   const int rank = x.ndim();
   ASSIGN_OR_RETURN(int a, NormalizeAxis(op, axis, rank));
@@ -61,15 +67,18 @@ absl::StatusOr<Tensor> SoftmaxImpl(const std::string& op, const Tensor& x, int64
   ASSIGN_OR_RETURN(Tensor sum, Reduce(
                                    name + "_expsum", stat_shape, ReduceKind::kSum, reduce_shape,
                                    [&](const std::vector<Expr>& i, const std::vector<Expr>& r) {
-                                     return Exp(x_at(i, r[0]) - max(i));
+                                     // float32 for float16 / bfloat16 (the max is exact in
+                                     // the dtype and stays there).
+                                     return Exp(Widen(x_at(i, r[0])) - Widen(max(i)));
                                    },
                                    Expr(), TagOnly(op + ".expsum")));
   return Compute(
       name, x.shape(),
       [&](const std::vector<Expr>& i) {
         std::vector<Expr> s = DropIndex(i, a);
-        if (log) return x(i) - max(s) - Log(sum(s));
-        return Exp(x(i) - max(s)) / sum(s);
+        Expr shifted = Widen(x(i)) - Widen(max(s));
+        if (log) return Narrow(x.dtype(), shifted - Log(sum(s)));
+        return Narrow(x.dtype(), Exp(shifted) / sum(s));
       },
       TagOnly(op + ".normalize"));
 }
@@ -77,13 +86,17 @@ absl::StatusOr<Tensor> SoftmaxImpl(const std::string& op, const Tensor& x, int64
 /// Checks x's dtype, normalized_ndim and eps.
 absl::Status CheckNormArgs(const std::string& op, const Tensor& x, int64_t normalized_ndim,
                            double eps) {
+  RETURN_IF_ERROR(ops_internal::CheckDefined(op, "X", x));
   RETURN_IF_ERROR(RequireFloat(op, x));
   if (normalized_ndim < 1 || normalized_ndim > x.ndim()) {
     return absl::InvalidArgumentError(absl::StrCat(op, ": normalized_ndim ", normalized_ndim,
                                                    " out of range 1..", x.ndim(), " for rank ",
                                                    x.ndim()));
   }
-  if (!(eps >= 0)) {
+  if (!std::isfinite(eps)) {
+    return absl::InvalidArgumentError(absl::StrCat(op, ": eps ", eps, " is not finite"));
+  }
+  if (eps < 0) {
     return absl::InvalidArgumentError(absl::StrCat(op, ": eps ", eps, " is negative"));
   }
   return absl::OkStatus();
@@ -92,6 +105,7 @@ absl::Status CheckNormArgs(const std::string& op, const Tensor& x, int64_t norma
 /// Checks that `param` has the shape of x's trailing axes and x's dtype.
 absl::Status CheckParam(const std::string& op, const std::string& what, const Tensor& x,
                         const Tensor& param, int normalized_ndim) {
+  RETURN_IF_ERROR(ops_internal::CheckDefined(op, what, param));
   const std::vector<int64_t> trailing(x.shape().end() - normalized_ndim, x.shape().end());
   if (param.shape() != trailing) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -179,14 +193,14 @@ absl::StatusOr<Tensor> LayerNorm(const Tensor& x, const Tensor& gamma, const Ten
                    Reduce(
                        name + "_mean", layout.stat_shape, ReduceKind::kSum, layout.reduce_shape,
                        [&](const std::vector<Expr>& i, const std::vector<Expr>& r) {
-                         return x(layout.Full(i, r)) * inv_n;
+                         return Widen(x(layout.Full(i, r))) * inv_n;
                        },
                        Expr(), TagOnly("layernorm.mean")));
   ASSIGN_OR_RETURN(Tensor var,
                    Reduce(
                        name + "_var", layout.stat_shape, ReduceKind::kSum, layout.reduce_shape,
                        [&](const std::vector<Expr>& i, const std::vector<Expr>& r) {
-                         Expr centered = x(layout.Full(i, r)) - mean(i);
+                         Expr centered = Widen(x(layout.Full(i, r))) - mean(i);
                          return centered * centered * inv_n;
                        },
                        Expr(), TagOnly("layernorm.var")));
@@ -195,7 +209,8 @@ absl::StatusOr<Tensor> LayerNorm(const Tensor& x, const Tensor& gamma, const Ten
       [&](const std::vector<Expr>& i) {
         std::vector<Expr> s = layout.Stat(i);
         std::vector<Expr> p = layout.Param(i);
-        return (x(i) - mean(s)) * Rsqrt(var(s) + eps) * gamma(p) + beta(p);
+        return Narrow(x.dtype(), (Widen(x(i)) - mean(s)) * Rsqrt(var(s) + eps) * Widen(gamma(p)) +
+                                     Widen(beta(p)));
       },
       TagOnly("layernorm.normalize"));
 }
@@ -211,14 +226,15 @@ absl::StatusOr<Tensor> RmsNorm(const Tensor& x, const Tensor& gamma, int normali
                    Reduce(
                        name + "_ms", layout.stat_shape, ReduceKind::kSum, layout.reduce_shape,
                        [&](const std::vector<Expr>& i, const std::vector<Expr>& r) {
-                         Expr v = x(layout.Full(i, r));
+                         Expr v = Widen(x(layout.Full(i, r)));
                          return v * v * inv_n;
                        },
                        Expr(), TagOnly("rmsnorm.ms")));
   return Compute(
       name, x.shape(),
       [&](const std::vector<Expr>& i) {
-        return x(i) * Rsqrt(ms(layout.Stat(i)) + eps) * gamma(layout.Param(i));
+        return Narrow(x.dtype(), Widen(x(i)) * Rsqrt(ms(layout.Stat(i)) + eps) *
+                                     Widen(gamma(layout.Param(i))));
       },
       TagOnly("rmsnorm.normalize"));
 }

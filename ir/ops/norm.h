@@ -5,6 +5,10 @@
 // Every operator is written as its numerically stable multi-stage form, which is also how fast
 // kernels compute it: a reduction pass for the statistics, then an elementwise normalize pass.
 // Statistic stages have the input's shape without the reduced axes ([1] when none remain).
+//
+// float16 / bfloat16: the statistics (exp-sum, mean, variance, mean square) are float32 stages and
+// the normalize stage computes in float32 and rounds once to the dtype; the softmax max stays in
+// the dtype (exact).
 #pragma once
 
 #include <cstdint>

@@ -8,13 +8,16 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/expr.h"
 #include "ir/ops/registry_internal.h"
 #include "ir/tensor.h"
 #include "ir/type.h"
@@ -54,6 +57,12 @@ inline absl::StatusOr<Tensor> MakeInput(const std::string& op, const std::string
   return Placeholder(arg, shape, dtype);
 }
 
+/// Errors unless `t` is defined: "<op>: <arg> is undefined".
+inline absl::Status CheckDefined(const std::string& op, const std::string& arg, const Tensor& t) {
+  if (t.defined()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(op, ": ", arg, " is undefined"));
+}
+
 /// Errors unless `t` is defined and has rank `rank` (tensor-level operator entry points).
 inline absl::Status CheckTensor(const std::string& op, const std::string& arg, const Tensor& t,
                                 size_t rank, const std::string& layout) {
@@ -91,9 +100,22 @@ inline absl::Status CheckSameDtype(const std::string& op, const std::string& a_n
   return absl::OkStatus();
 }
 
-/// Checks one dimension's window parameters: stride ≥ 1, dilation ≥ 1, padding ≥ 0.
+/// Largest stride, padding, dilation (and attribute value in general): 2^31 − 1, so window
+/// arithmetic on tensor extents (≤ kMaxElements = 2^40) cannot overflow int64.
+inline constexpr int64_t kMaxWindowParam = (int64_t{1} << 31) - 1;
+
+/// Checks one dimension's window parameters: 1 ≤ stride, 1 ≤ dilation, 0 ≤ padding, each at most
+/// kMaxWindowParam.
 inline absl::Status CheckWindowParams(const std::string& op, const std::string& dim, int64_t stride,
                                       int64_t padding, int64_t dilation) {
+  for (const auto& [what, value] : {std::pair<const char*, int64_t>{"stride", stride},
+                                    {"padding", padding},
+                                    {"dilation", dilation}}) {
+    if (value > kMaxWindowParam) {
+      return absl::InvalidArgumentError(absl::StrCat(op, ": ", dim, " ", what, " ", value,
+                                                     " exceeds the maximum ", kMaxWindowParam));
+    }
+  }
   if (stride < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat(op, ": ", dim, " stride ", stride, " must be at least 1"));
@@ -111,14 +133,34 @@ inline absl::Status CheckWindowParams(const std::string& op, const std::string& 
 
 /// Output extent of a sliding window as PyTorch computes it:
 /// floor((in + 2·padding − dilation·(kernel − 1) − 1) / stride) + 1.
-/// Errors: the dilated kernel is larger than the padded input (the output would be empty).
+/// Errors: window parameters out of range (CheckWindowParams), `in` or `kernel` outside
+/// [1, kMaxElements], the dilated kernel larger than the padded input (the output would be empty).
+/// The arithmetic cannot overflow: every operand is bounded first.
 inline absl::StatusOr<int64_t> WindowOutputExtent(const std::string& op, const std::string& dim,
                                                   int64_t in, int64_t kernel, int64_t stride,
                                                   int64_t padding, int64_t dilation) {
   absl::Status status = CheckWindowParams(op, dim, stride, padding, dilation);
   if (!status.ok()) return status;
-  const int64_t effective = dilation * (kernel - 1) + 1;
-  const int64_t padded = in + 2 * padding;
+  for (const auto& [what, value] :
+       {std::pair<const char*, int64_t>{"input", in}, {"kernel", kernel}}) {
+    if (value < 1 || value > kMaxElements) {
+      return absl::InvalidArgumentError(absl::StrCat(op, ": ", what, " ", dim, " ", value,
+                                                     " is outside [1, ", kMaxElements, "]"));
+    }
+  }
+  const int64_t padded = in + 2 * padding;  // ≤ 2^40 + 2^32
+  // dilation·(kernel − 1) + 1 > padded, decided without forming the (possibly 2^71) product.
+  if (kernel > 1 && dilation > (padded - 1) / (kernel - 1)) {
+    // The effective extent is printed when it fits in int64 (dilation ≥ 1 here).
+    const bool fits = kernel - 1 <= (std::numeric_limits<int64_t>::max() - 1) / dilation;
+    const std::string effective =
+        fits ? absl::StrCat(dilation * (kernel - 1) + 1) : std::string("above 2^63");
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": kernel ", dim, " ", kernel, " (dilation ", dilation, ", effective ",
+                     effective, ") is larger than the padded input ", dim, " ", padded,
+                     " (input ", in, ", padding ", padding, "); the output would be empty"));
+  }
+  const int64_t effective = dilation * (kernel - 1) + 1;  // ≤ padded now
   if (effective > padded) {
     return absl::InvalidArgumentError(
         absl::StrCat(op, ": kernel ", dim, " ", kernel, " (dilation ", dilation, ", effective ",
@@ -141,6 +183,49 @@ inline absl::StatusOr<std::array<int64_t, 2>> PairAttr(const OpArgs& args, const
   return absl::InvalidArgumentError(absl::StrCat("attribute '", name, "' of ", op,
                                                  ": expected 1 or 2 values (height,width), got ",
                                                  values->size()));
+}
+
+/// Accumulation type of sums and products over `t` values, as PyTorch's `acc_type`: float32 for
+/// float16 and bfloat16 (storage types whose running sums would round at every step: 4096 fp16
+/// ones would sum to 2048), `t` itself otherwise. Max / min reductions are exact in any type and
+/// keep `t`.
+inline ScalarType AccumulationType(ScalarType t) {
+  return (t == ScalarType::kFloat16 || t == ScalarType::kBFloat16) ? ScalarType::kFloat32 : t;
+}
+
+/// `e` cast to AccumulationType(e.type()); `e` itself when that is its type.
+inline Expr Widen(const Expr& e) {
+  const ScalarType acc = AccumulationType(e.type());
+  return acc == e.type() ? e : Cast(acc, e);
+}
+
+/// `e` cast to `t`; `e` itself when it already has type `t`.
+inline Expr Narrow(ScalarType t, const Expr& e) { return e.type() == t ? e : Cast(t, e); }
+
+/// A reduction that is an operator's output, accumulated in AccumulationType(dtype) for sum and
+/// prod. When that differs from `dtype` (float16 / bfloat16) there are two stages: the float32
+/// reduction `name`_acc (tag options.tag) and the compute stage `name` (tag options.tag + ".cast")
+/// that casts it to `dtype` (0 FLOPs: casts are not counted). Otherwise one stage `name`.
+/// `fn` returns the term in the operands' type; it is widened here. Errors: those of Reduce.
+inline absl::StatusOr<Tensor> AccumulatingReduce(const std::string& name,
+                                                 const std::vector<int64_t>& shape,
+                                                 ReduceKind kind,
+                                                 const std::vector<int64_t>& reduce_shape,
+                                                 const ReduceFn& fn, ScalarType dtype,
+                                                 const ComputeOptions& options) {
+  const bool widen = (kind == ReduceKind::kSum || kind == ReduceKind::kProd) &&
+                     AccumulationType(dtype) != dtype;
+  if (!widen) return Reduce(name, shape, kind, reduce_shape, fn, Expr(), options);
+  absl::StatusOr<Tensor> acc = Reduce(
+      name + "_acc", shape, kind, reduce_shape,
+      [&](const std::vector<Expr>& ax, const std::vector<Expr>& r) { return Widen(fn(ax, r)); },
+      Expr(), options);
+  if (!acc.ok()) return acc.status();
+  const Tensor acc_tensor = *acc;
+  return Compute(
+      name, shape,
+      [&](const std::vector<Expr>& ax) { return Narrow(dtype, acc_tensor(ax)); },
+      ComputeOptions{options.axis_names, {}, options.tag + ".cast"});
 }
 
 }  // namespace tilesearch::ir::ops_internal

@@ -46,11 +46,11 @@ Expr WindowLoad(const Tensor& x, const std::vector<Expr>& ax, const std::vector<
   std::vector<Expr> idx = {ax[0], ax[1]};
   Expr cond;
   for (int i = 0; i < 2; ++i) {
-    Expr e = stride[i] == 1 ? ax[2 + i] : ax[2 + i] * static_cast<double>(stride[i]);
-    e = e + (p.dilation[i] == 1 ? r[i] : r[i] * static_cast<double>(p.dilation[i]));
+    Expr e = stride[i] == 1 ? ax[2 + i] : ax[2 + i] * IntConst(stride[i]);
+    e = e + (p.dilation[i] == 1 ? r[i] : r[i] * IntConst(p.dilation[i]));
     if (p.padding[i] != 0) {
-      e = e - static_cast<double>(p.padding[i]);
-      Expr c = (e >= 0.0) && (e < static_cast<double>(x.shape()[2 + i]));
+      e = e - IntConst(p.padding[i]);
+      Expr c = (e >= IntConst(0)) && (e < IntConst(x.shape()[2 + i]));
       cond = cond.defined() ? (cond && c) : c;
     }
     idx.push_back(e);
@@ -101,12 +101,14 @@ absl::StatusOr<Tensor> AvgPool2d(const Tensor& x, const Pool2dParams& params,
                    Reduce(
                        sum_name, shape, ReduceKind::kSum, {params.kernel[0], params.kernel[1]},
                        [&](const std::vector<Expr>& ax, const std::vector<Expr>& r) {
-                         return WindowLoad(x, ax, r, params, zero);
+                         // float16 / bfloat16 sums accumulate in float32.
+                         return ops_internal::Widen(WindowLoad(x, ax, r, params, zero));
                        },
                        Expr(), ComputeOptions{{"n", "c", "h", "w"}, {"ry", "rx"}, "avg_pool2d"}));
-  const double area = static_cast<double>(params.kernel[0] * params.kernel[1]);
+  const double area = static_cast<double>(params.kernel[0]) * static_cast<double>(params.kernel[1]);
   return Compute(
-      name, shape, [&](const std::vector<Expr>& ax) { return sum(ax) / area; },
+      name, shape,
+      [&](const std::vector<Expr>& ax) { return ops_internal::Narrow(x.dtype(), sum(ax) / area); },
       ComputeOptions{{"n", "c", "h", "w"}, {}, "avg_pool2d.divide"});
 }
 

@@ -13,6 +13,9 @@
 // Errors (kInvalidArgument, naming the operator and the numbers): X rank ≠ 4, extents or kernel
 // < 1, stride or dilation < 1, negative padding, padding > kernel/2 (PyTorch's rule), kernel
 // larger than the padded input, bool dtype (avg: non-float dtype), dilation ≠ 1 for avg.
+//
+// float16 / bfloat16: avg_pool2d's window sum is a float32 stage; the division rounds once to the
+// dtype. max_pool2d is exact and stays in the dtype.
 #pragma once
 
 #include <array>

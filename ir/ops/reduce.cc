@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "ir/ops/layout.h"
+#include "ir/ops/op_checks.h"
 #include "ir/ops/registry_internal.h"
 
 namespace tilesearch::ir {
@@ -30,6 +31,11 @@ absl::StatusOr<Tensor> ReduceAxes(ReduceOp op, const Tensor& x, const std::vecto
                                   bool keepdim, const std::string& name) {
   const std::string op_name = ReduceOpName(op);
   const std::string stage = name.empty() ? op_name : name;
+  if (op_name == "?") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reduce: unknown reduce op ", static_cast<int>(op)));
+  }
+  RETURN_IF_ERROR(ops_internal::CheckDefined(op_name, "X", x));
   const int rank = x.ndim();
   if (IsBool(x.dtype())) {
     return absl::InvalidArgumentError(
@@ -73,8 +79,8 @@ absl::StatusOr<Tensor> ReduceAxes(ReduceOp op, const Tensor& x, const std::vecto
   };
   switch (op) {
     case ReduceOp::kSum:
-      return Reduce(stage, out_shape, ReduceKind::kSum, reduce_shape, body, Expr(),
-                    TagOnly(op_name));
+      return ops_internal::AccumulatingReduce(stage, out_shape, ReduceKind::kSum, reduce_shape,
+                                              body, x.dtype(), TagOnly(op_name));
     case ReduceOp::kMax:
       return Reduce(stage, out_shape, ReduceKind::kMax, reduce_shape, body, Expr(),
                     TagOnly(op_name));
@@ -82,15 +88,25 @@ absl::StatusOr<Tensor> ReduceAxes(ReduceOp op, const Tensor& x, const std::vecto
       return Reduce(stage, out_shape, ReduceKind::kMin, reduce_shape, body, Expr(),
                     TagOnly(op_name));
     case ReduceOp::kMean: {
-      ASSIGN_OR_RETURN(Tensor sum, Reduce(stage + "_sum", out_shape, ReduceKind::kSum, reduce_shape,
-                                          body, Expr(), TagOnly("reduce_mean.sum")));
+      // The sum stays in the accumulation type (float32 for float16 / bfloat16); the division
+      // rounds once to the dtype.
+      ASSIGN_OR_RETURN(Tensor sum,
+                       Reduce(
+                           stage + "_sum", out_shape, ReduceKind::kSum, reduce_shape,
+                           [&](const std::vector<Expr>& i, const std::vector<Expr>& r) {
+                             return ops_internal::Widen(body(i, r));
+                           },
+                           Expr(), TagOnly("reduce_mean.sum")));
       return Compute(
           stage, out_shape,
-          [&](const std::vector<Expr>& i) { return sum(i) / static_cast<double>(count); },
+          [&](const std::vector<Expr>& i) {
+            return ops_internal::Narrow(x.dtype(), sum(i) / static_cast<double>(count));
+          },
           TagOnly("reduce_mean.div"));
     }
   }
-  return absl::InternalError("unknown reduce op");
+  return absl::InvalidArgumentError(
+      absl::StrCat("reduce: unknown reduce op ", static_cast<int>(op)));
 }
 
 absl::StatusOr<ComputeDAG> ReduceDAG(ReduceOp op, const std::vector<int64_t>& shape,

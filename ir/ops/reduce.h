@@ -4,6 +4,10 @@
 // Shapes: out.shape is x.shape without the reduced axes (keepdim=false) or with them as extent 1
 // (keepdim=true). A reduction over every axis with keepdim=false yields shape [1] rather than a
 // rank-0 tensor, so every stage keeps at least one loop to schedule.
+//
+// float16 / bfloat16: reduce_sum accumulates in float32 (`name`_acc, then a cast stage `name`);
+// reduce_mean's sum stage is float32 and its division rounds once; max / min are exact and stay in
+// the dtype.
 #pragma once
 
 #include <cstdint>

@@ -21,7 +21,8 @@ void AppendElementwiseOps(std::vector<OpInfo>& ops);  // unary activations, bina
 void AppendLayoutOps(std::vector<OpInfo>& ops);       // transpose / permute
 
 /// Attribute readers: the value of `name` in args.attrs or `default_value` when absent.
-/// Errors: kInvalidArgument "attribute 'stride' of conv2d: 'x' is not an integer".
+/// Errors: kInvalidArgument "attribute 'stride' of conv2d: 'x' is not an integer"; integers (and
+/// list entries) outside [-(2^31 - 1), 2^31 - 1] are rejected ("... is out of range ...").
 absl::StatusOr<int64_t> IntAttr(const OpArgs& args, const std::string& op, const std::string& name,
                                 int64_t default_value);
 absl::StatusOr<double> FloatAttr(const OpArgs& args, const std::string& op,
