@@ -96,8 +96,17 @@ struct GpuModule {
   std::vector<GpuKernelInfo> kernels;
   std::vector<KernelArg> args;  // every kernel's parameter list, in order
   double compile_ms = 0;        // emission through PTX text, wall clock
-  std::string mlir;             // when GpuCompileOptions::keep_mlir
-  std::string llvm_ir;          // when GpuCompileOptions::keep_llvm_ir
+  /// compile_ms by phase: loop nest → MLIR (incl. context setup), MLIR lowering to the LLVM
+  /// dialect, translation to LLVM IR, LLVM optimization, NVPTX code generation.
+  struct Phases {
+    double emit_ms = 0;
+    double lower_ms = 0;
+    double translate_ms = 0;
+    double optimize_ms = 0;
+    double codegen_ms = 0;
+  } phases;
+  std::string mlir;     // when GpuCompileOptions::keep_mlir
+  std::string llvm_ir;  // when GpuCompileOptions::keep_llvm_ir
 };
 
 /// Compiles `nest` for a CUDA GPU. Each top-level statement of `nest.body` (under the global

@@ -85,6 +85,10 @@ std::string Serialize(const absl::StatusOr<GpuModule>& r) {
   if (!r.ok()) return w.data();
   w.Str(r->ptx);
   w.F64(r->compile_ms);
+  for (double ms : {r->phases.emit_ms, r->phases.lower_ms, r->phases.translate_ms,
+                    r->phases.optimize_ms, r->phases.codegen_ms}) {
+    w.F64(ms);
+  }
   w.Str(r->mlir);
   w.Str(r->llvm_ir);
   w.I64(static_cast<int64_t>(r->kernels.size()));
@@ -107,7 +111,9 @@ absl::StatusOr<GpuModule> Deserialize(const std::string& buf, const ir::LoopNest
   if (code != 0) return absl::Status(static_cast<absl::StatusCode>(code), message);
   GpuModule m;
   int64_t n = 0;
-  if (!r.Str(m.ptx) || !r.F64(m.compile_ms) || !r.Str(m.mlir) || !r.Str(m.llvm_ir) || !r.I64(n)) {
+  if (!r.Str(m.ptx) || !r.F64(m.compile_ms) || !r.F64(m.phases.emit_ms) ||
+      !r.F64(m.phases.lower_ms) || !r.F64(m.phases.translate_ms) || !r.F64(m.phases.optimize_ms) ||
+      !r.F64(m.phases.codegen_ms) || !r.Str(m.mlir) || !r.Str(m.llvm_ir) || !r.I64(n)) {
     return corrupt;
   }
   for (int64_t i = 0; i < n; ++i) {

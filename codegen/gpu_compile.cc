@@ -2,6 +2,7 @@
 // attributions or a dynamic shared-memory view per shared buffer), math without libdevice,
 // convert-gpu-to-nvvm, translation to LLVM IR, LLVM O3 and the NVPTX backend.
 #include <chrono>
+#include <map>
 #include <regex>
 
 #include "absl/strings/str_cat.h"
@@ -210,6 +211,9 @@ absl::Status LowerToNvvm(mlir::gpu::GPUModuleOp gpu_module, DiagnosticCapture& d
   return absl::OkStatus();
 }
 
+// This thread's target machine for (arch, opt_level), created on first use.
+absl::StatusOr<llvm::TargetMachine*> NvptxMachine(const std::string& arch, int opt_level);
+
 absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> MakeNvptxMachine(const std::string& arch,
                                                                       int opt_level) {
   internal::InitializeLlvmTargets();
@@ -235,6 +239,15 @@ absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> MakeNvptxMachine(const std:
       target->createTargetMachine(triple, arch, "", to, std::nullopt, std::nullopt, level));
   if (!tm) return absl::InternalError("cannot create the NVPTX target machine");
   return tm;
+}
+
+absl::StatusOr<llvm::TargetMachine*> NvptxMachine(const std::string& arch, int opt_level) {
+  thread_local std::map<std::pair<std::string, int>, std::unique_ptr<llvm::TargetMachine>> cache;
+  auto& slot = cache[{arch, opt_level}];
+  if (!slot) {
+    ASSIGN_OR_RETURN(slot, MakeNvptxMachine(arch, opt_level));
+  }
+  return slot.get();
 }
 
 void OptimizeModule(llvm::Module& module, llvm::TargetMachine* tm, int opt_level) {
@@ -265,12 +278,11 @@ absl::StatusOr<GpuModule> CompileToPtx(const ir::LoopNest& nest,
                                        const GpuCompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(ModulePlan plan, internal::PlanGpuModule(nest, launches));
-  ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm,
-                   MakeNvptxMachine(options.arch, options.opt_level));
+  ASSIGN_OR_RETURN(llvm::TargetMachine * tm, NvptxMachine(options.arch, options.opt_level));
 
-  std::unique_ptr<mlir::MLIRContext> ctx = internal::MakeContext();
-  DiagnosticCapture diag(ctx.get());
-  mlir::OpBuilder b(ctx.get());
+  mlir::MLIRContext* ctx = internal::ThreadContext();
+  DiagnosticCapture diag(ctx);
+  mlir::OpBuilder b(ctx);
   mlir::OwningOpRef<mlir::ModuleOp> module(mlir::ModuleOp::create(b.getUnknownLoc()));
   (*module)->setAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
   b.setInsertionPointToEnd(module->getBody());
@@ -281,15 +293,25 @@ absl::StatusOr<GpuModule> CompileToPtx(const ir::LoopNest& nest,
   RETURN_IF_ERROR(EmitKernels(gpu_module, plan, options, out.kernels));
   if (mlir::failed(mlir::verify(*module))) return diag.Error("emitted MLIR does not verify");
   if (options.keep_mlir) out.mlir = internal::ToText(*module);
+  auto lap = [last = start]() mutable {
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    return ms;
+  };
+  out.phases.emit_ms = lap();
 
   RETURN_IF_ERROR(LowerToNvvm(gpu_module, diag));
+  out.phases.lower_ms = lap();
   llvm::LLVMContext llvm_ctx;
   std::unique_ptr<llvm::Module> llvm_module =
       mlir::translateModuleToLLVMIR(gpu_module, llvm_ctx, plan.name);
   if (!llvm_module) return diag.Error("translation to LLVM IR failed");
   llvm_module->setTargetTriple(llvm::Triple(kTriple));
   llvm_module->setDataLayout(tm->createDataLayout());
-  OptimizeModule(*llvm_module, tm.get(), options.opt_level);
+  out.phases.translate_ms = lap();
+  OptimizeModule(*llvm_module, tm, options.opt_level);
+  out.phases.optimize_ms = lap();
   if (options.keep_llvm_ir) {
     llvm::raw_string_ostream os(out.llvm_ir);
     llvm_module->print(os, nullptr);
@@ -304,6 +326,7 @@ absl::StatusOr<GpuModule> CompileToPtx(const ir::LoopNest& nest,
     codegen.run(*llvm_module);
   }
   out.ptx = std::string(ptx.str());
+  out.phases.codegen_ms = lap();
   out.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;

@@ -303,6 +303,8 @@ absl::StatusOr<std::unique_ptr<HostKernel>> CompileForHost(const ir::LoopNest& n
                                                            const HostCompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(ModulePlan plan, internal::PlanHostModule(nest));
+  // A prefix keeps the JIT's symbols apart from the C library's (a nest named "tanh" or "free").
+  plan.name = "ts_host_" + plan.name;
   internal::InitializeLlvmTargets();
   auto kernel = std::make_unique<JitKernel>();
   kernel->context_ = internal::MakeContext();

@@ -62,6 +62,17 @@ std::unique_ptr<mlir::MLIRContext> MakeContext() {
   return ctx;
 }
 
+mlir::MLIRContext* ThreadContext() {
+  thread_local std::unique_ptr<mlir::MLIRContext> ctx;
+  thread_local int uses = 0;
+  if (!ctx || ++uses > 256) {
+    ctx.reset();
+    ctx = MakeContext();
+    uses = 1;
+  }
+  return ctx.get();
+}
+
 DiagnosticCapture::DiagnosticCapture(mlir::MLIRContext* ctx)
     : handler_(ctx, [this](mlir::Diagnostic& d) {
         if (d.getSeverity() == mlir::DiagnosticSeverity::Error ||

@@ -17,6 +17,11 @@ namespace tilesearch::codegen::internal {
 /// and translation codegen uses loaded.
 std::unique_ptr<mlir::MLIRContext> MakeContext();
 
+/// This thread's reusable context for compilations that leave nothing in it (CompileToPtx):
+/// saves the dialect loading (~1.4 ms); replaced every 256 uses so uniqued attributes and types
+/// do not accumulate without bound.
+mlir::MLIRContext* ThreadContext();
+
 /// Collects the diagnostics emitted on a context while alive (a scoped handler).
 class DiagnosticCapture {
  public:

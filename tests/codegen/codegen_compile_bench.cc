@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
     nests.push_back(std::make_shared<ir::LoopNest>(BindNaive(*naive)));
   }
   std::vector<double> per_kernel;
+  codegen::GpuModule::Phases total;
   for (const auto& nest : nests) {
     auto m = codegen::CompileToPtx(*nest, {});
     if (!m.ok()) {
@@ -57,6 +58,11 @@ int main(int argc, char** argv) {
     }
     const double ms = m->compile_ms / static_cast<double>(m->kernels.size());
     per_kernel.push_back(ms);
+    total.emit_ms += m->phases.emit_ms;
+    total.lower_ms += m->phases.lower_ms;
+    total.translate_ms += m->phases.translate_ms;
+    total.optimize_ms += m->phases.optimize_ms;
+    total.codegen_ms += m->phases.codegen_ms;
     std::printf("%-24s kernels %zu  %.1f ms/kernel  ptx %zu bytes\n", nest->name.c_str(),
                 m->kernels.size(), ms, m->ptx.size());
   }
@@ -65,6 +71,12 @@ int main(int argc, char** argv) {
   std::printf("modules %zu, median %.1f ms per kernel (min %.1f, max %.1f)\n", sorted.size(),
               sorted[sorted.size() / 2], sorted.front(), sorted.back());
 
+  const double sum =
+      total.emit_ms + total.lower_ms + total.translate_ms + total.optimize_ms + total.codegen_ms;
+  std::printf(
+      "phases: emit %.0f%%, lower %.0f%%, translate %.0f%%, LLVM opt %.0f%%, NVPTX %.0f%%\n",
+      100 * total.emit_ms / sum, 100 * total.lower_ms / sum, 100 * total.translate_ms / sum,
+      100 * total.optimize_ms / sum, 100 * total.codegen_ms / sum);
   std::vector<codegen::GpuCompileJob> jobs;
   for (int rep = 0; rep < 4; ++rep) {
     for (const auto& nest : nests) jobs.push_back({nest, {}});

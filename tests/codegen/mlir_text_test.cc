@@ -139,5 +139,16 @@ TEST(MlirTextTest, NonConstantThreadExtentAndBadArchAreRejected) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown CUDA arch")));
 }
 
+TEST(MlirTextTest, GlobalAllocateInsideAKernelIsUnimplemented) {
+  ir::Stmt body =
+      Loop("bx", 4, ir::AllocateNode::Make(Decl("T", {4}), St("Y", {V("bx")}, ir::FloatConst(0))),
+           ir::ForKind::kBlockIdxX);
+  const ir::LoopNest nest{"inner_global", {Decl("Y", {4})}, 0, body};
+  EXPECT_THAT(CompileToPtx(nest, {}), StatusIs(absl::StatusCode::kUnimplemented,
+                                               HasSubstr("global allocate 'T' inside a kernel")));
+  EXPECT_THAT(CompileForHost(nest), StatusIs(absl::StatusCode::kUnimplemented,
+                                             HasSubstr("global allocate 'T' inside a kernel")));
+}
+
 }  // namespace
 }  // namespace tilesearch::codegen
