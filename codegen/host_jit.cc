@@ -29,6 +29,7 @@
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -149,7 +150,31 @@ class HostModuleBuilder {
         {PtrType(ctx), PtrType(ctx), PtrType(ctx), b.getI64Type(), b.getI64Type()});
     mlir::LLVM::LLVMFuncOp::create(b, loc, "ts_parallel_for", pf_type);
 
+    // One kernel: the entry runs it. Several: each becomes a non-inlined function the entry
+    // calls in order, so LLVM optimizes functions of one kernel's size (its cost grows faster
+    // than linearly with function size).
+    if (plan_.kernels.size() == 1) return EmitKernel(plan_.name, plan_.kernels[0]);
+    std::vector<std::string> names;
+    for (size_t k = 0; k < plan_.kernels.size(); ++k) {
+      names.push_back(absl::StrCat(plan_.name, "_k", k));
+      RETURN_IF_ERROR(EmitKernel(names.back(), plan_.kernels[k]));
+      module_.lookupSymbol<mlir::LLVM::LLVMFuncOp>(names.back()).setNoInline(true);
+    }
     mlir::Block* entry = AddFunction(b, module_, plan_.name, {PtrType(ctx), PtrType(ctx)});
+    for (const std::string& name : names) {
+      mlir::LLVM::CallOp::create(b, loc, mlir::TypeRange{}, name,
+                                 mlir::ValueRange{entry->getArgument(0), entry->getArgument(1)});
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  // `void name(ptr args, ptr runtime)` running one kernel statement.
+  absl::Status EmitKernel(const std::string& name, const internal::KernelPlan& kernel) {
+    mlir::MLIRContext* ctx = module_.getContext();
+    mlir::OpBuilder b(ctx);
+    const mlir::Location loc = module_.getLoc();
+    mlir::Block* entry = AddFunction(b, module_, name, {PtrType(ctx), PtrType(ctx)});
     runtime_ = entry->getArgument(1);
     Emitter em(b, loc, Config(), entry);
     em.set_parallel_hook(
@@ -159,12 +184,11 @@ class HostModuleBuilder {
           LoadSlot(b, loc, entry->getArgument(0), static_cast<int64_t>(i), PtrType(ctx));
       em.BindBuffer(plan_.args[i].buffer, MemrefFromPointer(b, loc, p, plan_.args[i].buffer));
     }
-    for (const internal::KernelPlan& kp : plan_.kernels) RETURN_IF_ERROR(em.EmitStmt(kp.body));
+    RETURN_IF_ERROR(em.EmitStmt(kernel.body));
     FreeHeapBuffers(b, loc, em);
     return absl::OkStatus();
   }
 
- private:
   internal::EmitConfig Config() const {
     internal::EmitConfig config;
     config.target = internal::EmitTarget::kHost;
@@ -243,21 +267,32 @@ class HostModuleBuilder {
 
 absl::Status LowerHostModule(mlir::ModuleOp module, DiagnosticCapture& diag) {
   RETURN_IF_ERROR(internal::ApproximateMath(module, diag));
-  {
-    // bfloat16 conversions as integer arithmetic (x86 has no general bf16 truncation).
+  // bfloat16 conversions as integer arithmetic (x86 has no general bf16 truncation); only the
+  // conversions touching bf16 are visited.
+  std::vector<mlir::Operation*> bf16_ops;
+  module.walk([&](mlir::Operation* op) {
+    if (!mlir::isa<mlir::arith::ExtFOp, mlir::arith::TruncFOp>(op)) return;
+    auto is_bf16 = [](mlir::Type t) { return mlir::getElementTypeOrSelf(t).isBF16(); };
+    if (is_bf16(op->getOperand(0).getType()) || is_bf16(op->getResult(0).getType())) {
+      bf16_ops.push_back(op);
+    }
+  });
+  if (!bf16_ops.empty()) {
     mlir::RewritePatternSet patterns(module.getContext());
     mlir::arith::populateExpandBFloat16Patterns(patterns);
-    if (mlir::failed(mlir::applyPatternsGreedily(module, std::move(patterns)))) {
+    mlir::GreedyRewriteConfig config;
+    config.setStrictness(mlir::GreedyRewriteStrictness::ExistingAndNewOps);
+    if (mlir::failed(mlir::applyOpPatternsGreedily(bf16_ops, std::move(patterns), config))) {
       return diag.Error("bfloat16 expansion did not converge");
     }
   }
+  // One dialect conversion for arith, math, memref, vector, cf (their ConvertToLLVM interfaces
+  // are registered in the context), without rollback support (faster).
   mlir::PassManager pm(module.getContext());
   pm.addPass(mlir::createSCFToControlFlowPass());
-  pm.addPass(mlir::createConvertVectorToLLVMPass());
-  pm.addPass(mlir::createConvertMathToLLVMPass());
-  pm.addPass(mlir::createArithToLLVMConversionPass());
-  pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(mlir::createConvertControlFlowToLLVMPass());
+  mlir::ConvertToLLVMPassOptions to_llvm;
+  to_llvm.allowPatternRollback = false;
+  pm.addPass(mlir::createConvertToLLVMPass(to_llvm));
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());
   if (mlir::failed(pm.run(module))) return diag.Error("lowering to the LLVM dialect failed");
   return absl::OkStatus();

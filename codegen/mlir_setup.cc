@@ -92,14 +92,23 @@ absl::Status DiagnosticCapture::Error(const std::string& what) const {
 }
 
 absl::Status ApproximateMath(mlir::Operation* root, DiagnosticCapture& diag) {
-  mlir::MLIRContext* ctx = root->getContext();
-  mlir::RewritePatternSet patterns(ctx);
-  mlir::populateMathPolynomialApproximationPatterns(patterns, [](llvm::StringRef name) {
+  auto approximated = [](llvm::StringRef name) {
     return name == "math.exp" || name == "math.log" || name == "math.tanh" || name == "math.erf" ||
            name == "math.exp2" || name == "math.log2" || name == "math.log1p" ||
            name == "math.expm1";
+  };
+  // Only the math ops and what their rewrites create are visited (a whole-module greedy rewrite
+  // also folds every other op, and costs more than the rewrites themselves).
+  std::vector<mlir::Operation*> ops;
+  root->walk([&](mlir::Operation* op) {
+    if (approximated(op->getName().getStringRef())) ops.push_back(op);
   });
-  if (mlir::failed(mlir::applyPatternsGreedily(root, std::move(patterns)))) {
+  if (ops.empty()) return absl::OkStatus();
+  mlir::RewritePatternSet patterns(root->getContext());
+  mlir::populateMathPolynomialApproximationPatterns(patterns, approximated);
+  mlir::GreedyRewriteConfig config;
+  config.setStrictness(mlir::GreedyRewriteStrictness::ExistingAndNewOps);
+  if (mlir::failed(mlir::applyOpPatternsGreedily(ops, std::move(patterns), config))) {
     return diag.Error("math approximation did not converge");
   }
   return absl::OkStatus();

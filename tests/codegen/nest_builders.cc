@@ -72,6 +72,44 @@ ir::LoopNest GpuSimpleMatmul(int64_t m, int64_t n, int64_t k) {
 
 namespace {
 
+// Renames every buffer of a nest (params, allocations, loads, stores) with a prefix.
+class RenameExprBuffers : public ir::ExprMutator {
+ public:
+  explicit RenameExprBuffers(std::string prefix) : prefix_(std::move(prefix)) {}
+
+ protected:
+  ir::Expr MutateLoad(const ir::LoadNode* op, const ir::Expr&) override {
+    std::vector<ir::Expr> indices;
+    for (const ir::Expr& i : op->indices) indices.push_back(Mutate(i));
+    return ir::LoadNode::Make(op->type, prefix_ + op->buffer, std::move(indices));
+  }
+
+ private:
+  std::string prefix_;
+};
+
+class RenameBuffers : public ir::StmtMutator {
+ public:
+  explicit RenameBuffers(std::string prefix) : prefix_(prefix), exprs_(std::move(prefix)) {}
+  ir::Expr MutateExpr(const ir::Expr& e) override { return exprs_.Mutate(e); }
+
+ protected:
+  ir::Stmt MutateStore(const ir::StoreNode* op, const ir::Stmt&) override {
+    std::vector<ir::Expr> indices;
+    for (const ir::Expr& i : op->indices) indices.push_back(MutateExpr(i));
+    return ir::StoreNode::Make(prefix_ + op->buffer, std::move(indices), MutateExpr(op->value));
+  }
+  ir::Stmt MutateAllocate(const ir::AllocateNode* op, const ir::Stmt&) override {
+    ir::BufferDecl decl = op->buffer;
+    decl.name = prefix_ + decl.name;
+    return ir::AllocateNode::Make(decl, Mutate(op->body));
+  }
+
+ private:
+  std::string prefix_;
+  RenameExprBuffers exprs_;
+};
+
 // Rebinds the outermost loop of a kernel (depth 0) and of its body (depth 1).
 Stmt BindKernel(const Stmt& s, int depth) {
   if (const auto* f = s.as<ir::ForNode>()) {
@@ -121,6 +159,76 @@ std::vector<float> NaiveMatmul(const ir::HostBuffer& a, const ir::HostBuffer& b,
     }
   }
   return c;
+}
+
+ir::OpArgs Args(std::vector<std::vector<int64_t>> shapes, std::map<std::string, std::string> attrs,
+                ir::ScalarType dtype) {
+  ir::OpArgs a;
+  a.shapes = std::move(shapes);
+  a.attrs = std::move(attrs);
+  a.dtype = dtype;
+  return a;
+}
+
+std::map<std::string, ir::OpArgs> OpExamples() {
+  return {
+      {"matmul", Args({{5, 9}, {9, 12}})},
+      {"batch_matmul", Args({{2, 3, 5}, {2, 5, 8}})},
+      {"dense", Args({{3, 6}, {4, 6}})},
+      {"gemv", Args({{7, 9}, {9}})},
+      {"conv1d", Args({{1, 2, 9}, {3, 2, 3}}, {{"padding", "1"}})},
+      {"conv2d_nchw", Args({{1, 2, 6, 5}, {3, 2, 3, 3}}, {{"padding", "1"}})},
+      {"conv2d_nhwc", Args({{1, 6, 5, 2}, {3, 3, 2, 3}}, {{"stride", "2"}})},
+      {"conv2d_nchw_padded", Args({{1, 2, 6, 5}, {3, 2, 3, 3}}, {{"padding", "1"}})},
+      {"depthwise_conv2d_nchw", Args({{1, 2, 6, 5}, {2, 1, 3, 3}}, {{"padding", "1"}})},
+      {"max_pool2d", Args({{1, 2, 6, 5}}, {{"kernel", "2"}})},
+      {"avg_pool2d", Args({{1, 2, 6, 5}}, {{"kernel", "3"}, {"stride", "1"}})},
+      {"conv2d_bias_relu", Args({{1, 2, 6, 5}, {3, 2, 3, 3}, {3}})},
+      {"dense_bias_relu", Args({{3, 5}, {4, 5}, {4}})},
+      {"matmul_scale_residual", Args({{3, 5}, {5, 4}, {3, 4}}, {{"scale", "0.5"}})},
+      {"reduce_sum", Args({{3, 7}}, {{"axes", "1"}})},
+      {"reduce_mean", Args({{3, 7}})},
+      {"reduce_max", Args({{3, 7}}, {{"axes", "0"}, {"keepdim", "true"}})},
+      {"reduce_min", Args({{4, 3, 5}}, {{"axes", "0,2"}})},
+      {"softmax", Args({{3, 17}})},
+      {"log_softmax", Args({{5, 7}}, {{"axis", "0"}})},
+      {"layernorm", Args({{3, 16}, {16}, {16}})},
+      {"rmsnorm", Args({{3, 16}, {16}})},
+      {"relu", Args({{3, 37}})},
+      {"leaky_relu", Args({{3, 37}})},
+      {"gelu", Args({{3, 37}})},
+      {"sigmoid", Args({{3, 37}})},
+      {"tanh", Args({{3, 37}})},
+      {"swish", Args({{3, 37}})},
+      {"softplus", Args({{3, 37}})},
+      {"elu", Args({{3, 37}})},
+      {"hardtanh", Args({{3, 37}})},
+      {"add", Args({{3, 7}, {7}})},
+      {"sub", Args({{3, 1}, {7}})},
+      {"mul", Args({{3, 7}, {3, 7}})},
+      {"div", Args({{3, 7}, {1}})},
+      {"maximum", Args({{3, 7}, {3, 1}})},
+      {"minimum", Args({{7}, {3, 7}})},
+      {"scale", Args({{3, 7}}, {{"scale", "0.5"}})},
+      {"transpose", Args({{3, 7, 2}}, {{"perm", "2,0,1"}})},
+  };
+}
+
+ir::LoopNest MergeNests(const std::string& name, const std::vector<ir::LoopNest>& nests,
+                        const std::vector<std::string>& prefixes) {
+  ir::LoopNest merged;
+  merged.name = name;
+  std::vector<ir::Stmt> bodies;
+  for (size_t i = 0; i < nests.size(); ++i) {
+    RenameBuffers rename(prefixes[i]);
+    for (ir::BufferDecl p : nests[i].params) {
+      p.name = prefixes[i] + p.name;
+      merged.params.push_back(p);
+    }
+    bodies.push_back(rename.Mutate(nests[i].body));
+  }
+  merged.body = ir::SeqNode::Make(bodies);
+  return merged;
 }
 
 }  // namespace tilesearch::codegen::testing

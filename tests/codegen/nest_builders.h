@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "ir/expr.h"
 #include "ir/host_buffer.h"
+#include "ir/ops/registry.h"
 #include "ir/stmt.h"
 
 namespace tilesearch::codegen::testing {
@@ -49,5 +51,19 @@ ir::LoopNest BindNaive(const ir::LoopNest& naive);
 /// float32 matmul with the nests' summation order (k ascending), from row-major double buffers.
 std::vector<float> NaiveMatmul(const ir::HostBuffer& a, const ir::HostBuffer& b, int64_t m,
                                int64_t n, int64_t k);
+
+/// Operator arguments from shapes, attributes and a dtype.
+ir::OpArgs Args(std::vector<std::vector<int64_t>> shapes,
+                std::map<std::string, std::string> attrs = {},
+                ir::ScalarType dtype = ir::ScalarType::kFloat32);
+
+/// Small example arguments for every operator of the library, by name (odd extents exercise
+/// sizes that are not multiples of the vector width).
+std::map<std::string, ir::OpArgs> OpExamples();
+
+/// One nest running several nests in sequence: every buffer of nests[i] (params, allocations,
+/// loads, stores) is renamed prefixes[i] + name; params are concatenated.
+ir::LoopNest MergeNests(const std::string& name, const std::vector<ir::LoopNest>& nests,
+                        const std::vector<std::string>& prefixes);
 
 }  // namespace tilesearch::codegen::testing
