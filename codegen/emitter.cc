@@ -764,7 +764,9 @@ absl::StatusOr<mlir::Value> Emitter::EmitExpr(const Expr& e) {
   mlir::MLIRContext* ctx = b_.getContext();
   switch (e.kind()) {
     case ExprKind::kIntImm:
-      return Const(ValueType(ctx, e.type()), static_cast<double>(e.as<ir::IntImmNode>()->value));
+      // Built from the int64 directly (a double would round constants above 2^53).
+      return mlir::Value(arith::ConstantOp::create(
+          b_, loc_, b_.getIntegerAttr(ValueType(ctx, e.type()), e.as<ir::IntImmNode>()->value)));
     case ExprKind::kFloatImm:
       return Const(b_.getF32Type(), e.as<ir::FloatImmNode>()->value);
     case ExprKind::kVar: {

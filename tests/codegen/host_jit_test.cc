@@ -183,6 +183,19 @@ TEST(HostJitTest, IntegerDivisionAndModuloFloorLikeTheInterpreter) {
   EXPECT_EQ(got.at("M").data[0], 2);
 }
 
+TEST(HostJitTest, Int64ConstantsAbove2To53AreExact) {
+  const int64_t big = (int64_t{1} << 60) + 3;  // not representable as a double
+  const ScalarType i64 = ScalarType::kInt64;
+  const ir::LoopNest nest{
+      "big", {Decl("Y", {2}, i64)}, 0, Loop("i", 2, St("Y", {V("i")}, ir::IntConst(big) + V("i")))};
+  std::unique_ptr<HostKernel> kernel = Compile(nest);
+  ASSERT_NE(kernel, nullptr);
+  std::vector<int64_t> y(2, 0);
+  ASSERT_THAT(kernel->Run({y.data()}), IsOk());
+  EXPECT_EQ(y[0], big);
+  EXPECT_EQ(y[1], big + 1);
+}
+
 TEST(HostJitTest, GpuNestWithBarriersIsUnimplementedOnTheHost) {
   EXPECT_THAT(CompileForHost(GpuTiledMatmul(32, 32, 8)),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("barriers")));
