@@ -11,6 +11,7 @@
 #include "ir/ops/elementwise.h"
 #include "ir/ops/registry.h"
 #include "ir/reference.h"
+#include "tests/ir/ops_expect_matches.h"
 
 namespace tilesearch::ir {
 namespace {
@@ -18,34 +19,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::tilesearch::testing::IsOk;
 using ::tilesearch::testing::StatusIs;
-
-std::vector<int64_t> Unflatten(int64_t flat, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> index(shape.size());
-  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-    index[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return index;
-}
-
-void ExpectMatches(const ComputeDAG& dag, const BufferMap& inputs,
-                   const std::vector<double>& want) {
-  const int id = dag.output_ids()[0];
-  const Tensor& out = dag.stage(id);
-  absl::StatusOr<BufferMap> got = RunReference(dag, inputs);
-  ASSERT_THAT(got, IsOk());
-  const HostBuffer& y = got->at(out.name());
-  ASSERT_EQ(y.data.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    ASSERT_NEAR(y.data[i], want[i], 1e-5 * std::max(1.0, std::abs(want[i]))) << "element " << i;
-  }
-  const int64_t n = static_cast<int64_t>(want.size());
-  for (int64_t flat : {int64_t{0}, n / 3, n - 1, (n * 5) / 7}) {
-    absl::StatusOr<double> v = EvaluatePoint(dag, id, Unflatten(flat, out.shape()), inputs);
-    ASSERT_THAT(v, IsOk());
-    EXPECT_NEAR(*v, want[flat], 1e-6 * std::max(1.0, std::abs(want[flat]))) << "point " << flat;
-  }
-}
+using testing_ops::ExpectMatches;
+using testing_ops::Unflatten;
 
 struct UnaryCase {
   UnaryOp op;

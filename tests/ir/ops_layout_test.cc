@@ -8,6 +8,7 @@
 #include "ir/ops/layout.h"
 #include "ir/ops/registry.h"
 #include "ir/reference.h"
+#include "tests/ir/ops_expect_matches.h"
 
 namespace tilesearch::ir {
 namespace {
@@ -16,15 +17,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::tilesearch::testing::IsOk;
 using ::tilesearch::testing::StatusIs;
-
-std::vector<int64_t> Unflatten(int64_t flat, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> index(shape.size());
-  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-    index[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return index;
-}
+using testing_ops::Unflatten;
 
 // Checks out[i] == x[j] with j[perm[d]] = i[d] for every element (transpose moves values exactly).
 void CheckTranspose(const std::vector<int64_t>& shape, const std::vector<int64_t>& perm_arg,

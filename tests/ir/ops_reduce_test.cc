@@ -11,6 +11,7 @@
 #include "ir/ops/reduce.h"
 #include "ir/ops/registry.h"
 #include "ir/reference.h"
+#include "tests/ir/ops_expect_matches.h"
 
 namespace tilesearch::ir {
 namespace {
@@ -18,15 +19,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::tilesearch::testing::IsOk;
 using ::tilesearch::testing::StatusIs;
-
-std::vector<int64_t> Unflatten(int64_t flat, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> index(shape.size());
-  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-    index[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return index;
-}
+using testing_ops::Unflatten;
 
 // Naive reduction of `x` (float64) over `axes` (normalized), returned flat in the keepdim layout,
 // which has the same row-major order as the keepdim=false layout.
