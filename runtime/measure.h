@@ -1,0 +1,169 @@
+// Measurement of schedule candidates: every candidate is checked against the task's reference on
+// fresh random inputs, then timed; failures are data (MeasureResult::error), never a crash of the
+// caller. Runs happen in a worker process forked per batch (runtime/worker_batch.h): a candidate
+// that crashes or hangs kills only that worker; it is recorded as runtime_error / run_timeout and a
+// new worker continues with the next candidate. The caller's process never initializes CUDA.
+//
+// Method (design.md, "Measurement method"; KernelBench's tolerance): inputs drawn from more than
+// one distribution (CheckDistribution), outputs poisoned with NaN before each checked run, every
+// output element compared under a dtype-aware tolerance. The reference is the unscheduled program:
+// the interpreter for small tasks, otherwise the naive kernel on the same target (GPU: the naive
+// schedule of schedule/naive_gpu.h), itself checked against float64 point evaluation
+// (ir::EvaluatePoint) on sampled elements. Mirrors Ansor's MeasureInput / MeasureResult
+// (TVM src/auto_scheduler/measure.cc) with costs in seconds.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "codegen/codegen.h"
+#include "ir/compute_dag.h"
+#include "ir/stmt.h"
+#include "nlohmann/json.hpp"
+#include "runtime/timing.h"
+#include "schedule/target.h"
+
+namespace tilesearch::runtime {
+
+/// Why a candidate has no time (Ansor's MeasureErrorNO, renamed).
+enum class MeasureError : uint8_t {
+  kNone,
+  kInvalidSchedule,  // lowering rejected the state (GPU limits, unlowerable steps)
+  kCompileError,     // MLIR / LLVM / ptxas / the driver's JIT rejected the code
+  kCompileTimeout,   // compilation over its limit
+  kWrongAnswer,      // ran, but an output element is outside tolerance (or NaN where finite)
+  kRuntimeError,     // launch failure, illegal address, crash of the worker
+  kRunTimeout,       // check + timing over the per-candidate limit; the worker was killed
+  kNoDevice,         // no CUDA driver / device: nothing could run
+  kUnknown,
+};
+
+/// "none", "invalid_schedule", "compile_error", "compile_timeout", "wrong_answer",
+/// "runtime_error", "run_timeout", "no_device", "unknown_error".
+const char* MeasureErrorName(MeasureError error);
+/// Inverse of MeasureErrorName. Errors: kInvalidArgument naming the unknown text.
+absl::StatusOr<MeasureError> ParseMeasureError(const std::string& name);
+
+/// Resources of one compiled GPU kernel as the driver reports them (cuFuncGetAttribute).
+struct KernelResources {
+  std::string name;
+  int registers_per_thread = 0;
+  int64_t static_shared_bytes = 0;
+  int64_t dynamic_shared_bytes = 0;
+  int64_t local_bytes_per_thread = 0;  // spills and local arrays
+  int max_threads_per_block = 0;       // the most this kernel can launch with
+};
+
+/// Outcome of the correctness check of one candidate.
+struct CheckReport {
+  int trials = 0;              // checked runs (one per input distribution)
+  double max_abs_error = 0;    // over every output element of every trial
+  double max_rel_error = 0;    // |got − ref| / max(|ref|, tiny), over elements with |ref| > atol
+  int64_t mismatches = 0;      // elements outside tolerance (NaN where the reference is finite counts)
+  int64_t checked_elements = 0;
+  std::string first_mismatch;  // "C[3, 17]: got nan, expected 1.25 (trial 1, normal)"; empty if none
+};
+
+/// The result of measuring one candidate.
+struct MeasureResult {
+  MeasureError error = MeasureError::kNone;
+  std::string message;        // why, when error != kNone (compiler diagnostics, fault, mismatch)
+  std::vector<double> costs_s;  // each timed run, seconds (Ansor's MeasureResult.costs)
+  TimingStats timing;           // the same runs in ms
+  double compile_ms = 0;        // codegen (MLIR → PTX / host code), as reported by the builder
+  double load_ms = 0;           // GPU: driver JIT of the PTX (cuModuleLoadData); host: 0
+  double check_ms = 0;          // wall time of the correctness check
+  double run_wall_ms = 0;       // wall time of this candidate in the worker (check + timing)
+  CheckReport check;
+  std::vector<KernelResources> kernels;  // GPU only, one per launch in order
+
+  bool ok() const { return error == MeasureError::kNone; }
+  /// Median time in ms; +inf when !ok().
+  double median_ms() const;
+};
+
+/// JSON of a result (all fields; samples included) and back. FromJson errors: kInvalidArgument
+/// naming the bad field.
+nlohmann::json MeasureResultToJson(const MeasureResult& result);
+absl::StatusOr<MeasureResult> MeasureResultFromJson(const nlohmann::json& j);
+
+/// Input distributions of the correctness check (each trial uses the next one, cyclically). Values
+/// are rounded to the buffer's dtype; integer buffers get integers in range, bool 0/1.
+enum class CheckDistribution : uint8_t {
+  kUniformSymmetric,  // uniform [-1, 1)
+  kUniformPositive,   // uniform [0, 1) (KernelBench's torch.rand)
+  kNormalOffset,      // normal, mean 2, standard deviation 8 (offset and large magnitude)
+};
+const char* CheckDistributionName(CheckDistribution d);  // "uniform", "uniform01", "normal"
+
+struct MeasureOptions {
+  TimingOptions timing;
+  /// Checked runs before timing, with fresh inputs each, drawn from `distributions` in turn.
+  int check_trials = 2;
+  std::vector<CheckDistribution> distributions = {CheckDistribution::kUniformSymmetric,
+                                                  CheckDistribution::kNormalOffset};
+  /// Tolerance |got − ref| <= atol + rtol · |ref|; 0 = by dtype (float32 1e-4 / 1e-4 as
+  /// KernelBench, float16 / bfloat16 1e-2 / 1e-2, integers and bool exact).
+  double atol = 0;
+  double rtol = 0;
+  /// Skip the check (benchmark-only runs); results then say check.trials == 0.
+  bool check = true;
+  /// Seed of the check inputs (each trial and each batch derive their own from it).
+  uint64_t seed = 1;
+  /// Tasks with at most this many interpreted operations (2 · FLOPs + stores of the naive program)
+  /// use the interpreter as reference; larger ones the naive kernel on the target.
+  double interpreter_reference_max_ops = 1 << 24;
+  /// Sampled elements per output checked in float64 (ir::EvaluatePoint) when the reference is the
+  /// naive kernel; a mismatch there fails the whole batch as kUnknown "reference ...".
+  int reference_point_samples = 64;
+  /// Wall-clock limit of one candidate's check + timing in the worker; over it: kRunTimeout.
+  double run_timeout_ms = 20000;
+  /// Limit for the worker's start (CUDA init, reference computation) per batch.
+  double setup_timeout_ms = 120000;
+  /// CUDA device ordinal.
+  int device = 0;
+  /// Host target: threads for parallel loops (0 = all cores).
+  int host_threads = 0;
+};
+
+/// One candidate to measure: the lowered program and, for GPU targets, its compiled module.
+struct MeasureCandidate {
+  std::shared_ptr<const ir::LoopNest> nest;
+  std::vector<codegen::LaunchInfo> launches;            // GPU: one per kernel
+  std::shared_ptr<const codegen::GpuModule> gpu_module;  // GPU: from CompileToPtx / CompileManyToPtx
+  /// A failed build (lowering or compilation): the candidate is not run and its result carries
+  /// this error (kind from the status: "compile_timeout" → kCompileTimeout, "invalid_schedule" →
+  /// kInvalidSchedule, others kCompileError) and message.
+  absl::Status build_status;
+  double compile_ms = 0;  // copied into the result
+};
+
+/// Checks and times candidates of one task on one target.
+class Measurer {
+ public:
+  virtual ~Measurer() = default;
+  /// One result per candidate, in order. `dag` defines the task (its naive program is the
+  /// reference; every candidate's nest must have the same params as ir::LowerNaive(dag)).
+  /// Never fails as a whole: errors are per result (a worker that cannot start gives every
+  /// remaining candidate kRuntimeError / kNoDevice with the reason).
+  virtual std::vector<MeasureResult> Measure(const ir::ComputeDAG& dag,
+                                             const std::vector<MeasureCandidate>& candidates) = 0;
+  virtual const schedule::Target& target() const = 0;
+};
+
+/// The measurer of `target`: host JIT for cpu, CUDA for cuda. Errors: kInvalidArgument for
+/// invalid options; for cuda, kFailedPrecondition "no CUDA driver found: ..." when libcuda.so.1
+/// cannot be loaded or no device exists (probed in a short-lived child process, so this process
+/// still never initializes CUDA).
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(
+    const schedule::Target& target, const MeasureOptions& options = {});
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Measurer>> CreateHostMeasurer(
+    const schedule::Target& target, const MeasureOptions& options);
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Measurer>> CreateCudaMeasurer(
+    const schedule::Target& target, const MeasureOptions& options);
+
+}  // namespace tilesearch::runtime
