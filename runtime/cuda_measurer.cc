@@ -1,1 +1,544 @@
-// placeholder: being written
+// The CUDA measurer (runtime/measure.h). The caller's process never initializes CUDA: the device
+// is probed in a short-lived child (ProbeCudaDevice) and every run happens in forked workers
+// (RunBatchInWorkers). Per batch, in the parent: check inputs per trial (one distribution each),
+// the task's reference (the interpreter for small tasks; otherwise the naive GPU kernel, compiled
+// once per workload, which each worker's setup runs and spot-checks in float64) and random timing
+// inputs. Per candidate, in the worker: load the PTX, check it on every trial with poisoned
+// outputs, then time it on the timing inputs with the GPU timer. A CUDA failure after a launch
+// poisons the context, so such a worker asks to be replaced after its item (RequestWorkerRestart).
+#include "runtime/cuda_measurer.h"
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "ir/lower_naive.h"
+#include "ir/reference.h"
+#include "runtime/checker.h"
+#include "runtime/cuda_device.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/worker_batch.h"
+#include "schedule/lower.h"
+#include "schedule/naive_gpu.h"
+
+namespace tilesearch::runtime {
+namespace cuda_internal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+uint64_t DeriveSeed(uint64_t seed, uint64_t batch, uint64_t trial) {
+  return SplitMix(SplitMix(SplitMix(seed) ^ batch) ^ trial);
+}
+
+MeasureResult ErrorResult(MeasureError error, std::string message, double compile_ms) {
+  MeasureResult r;
+  r.error = error;
+  r.message = std::move(message);
+  r.compile_ms = compile_ms;
+  return r;
+}
+
+// One checked run's inputs and the reference outputs for them.
+struct Trial {
+  CheckDistribution distribution = CheckDistribution::kUniformSymmetric;
+  uint64_t seed = 0;
+  ir::BufferMap inputs;                                  // by placeholder name
+  std::map<std::string, std::vector<std::byte>> packed;  // the same, in storage layout
+  ir::BufferMap expected;  // by output name; on the GPU path filled by the worker's setup
+};
+
+// Everything a batch's workers read (built in the parent before the fork).
+struct BatchData {
+  const ir::ComputeDAG* dag = nullptr;
+  ir::LoopNest naive_params;  // LowerNaive's param list (body unused)
+  std::vector<Trial> trials;
+  std::map<std::string, std::vector<std::byte>> timing_inputs;
+  std::shared_ptr<const codegen::GpuModule> naive_module;  // when the reference runs on the GPU
+};
+
+// A worker's device state (each worker fills its own copy-on-write copy).
+struct WorkerState {
+  const CudaDriver* driver = nullptr;
+  std::unique_ptr<CudaContext> context;
+  std::unique_ptr<GpuTimer> timer;
+};
+
+// Device buffers for every argument of a module (params, then scratch), sized in storage bytes.
+struct ArgBuffers {
+  std::vector<DeviceBuffer> buffers;
+  std::vector<cuda::CUdeviceptr> ptrs;
+};
+
+absl::StatusOr<ArgBuffers> AllocateArgs(const CudaDriver& driver,
+                                        const std::vector<codegen::KernelArg>& args) {
+  ArgBuffers a;
+  for (const codegen::KernelArg& arg : args) {
+    const int64_t bytes = arg.buffer.NumElements() * StorageBytes(arg.buffer.dtype);
+    ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(driver, bytes));
+    a.ptrs.push_back(b.ptr());
+    a.buffers.push_back(std::move(b));
+  }
+  return a;
+}
+
+absl::Status UploadPoison(DeviceBuffer& buffer, const ir::BufferDecl& decl) {
+  std::vector<std::byte> bytes(static_cast<size_t>(buffer.bytes()));
+  PoisonBytes(bytes.data(), decl.dtype, decl.NumElements());
+  return buffer.Upload(bytes.data(), buffer.bytes());
+}
+
+absl::Status UploadBytes(DeviceBuffer& buffer, const std::vector<std::byte>& bytes,
+                         const std::string& name) {
+  if (static_cast<int64_t>(bytes.size()) != buffer.bytes()) {
+    return absl::InternalError(absl::StrCat("input '", name, "' has ", bytes.size(),
+                                            " bytes, its kernel argument ", buffer.bytes()));
+  }
+  return buffer.Upload(bytes.data(), buffer.bytes());
+}
+
+// Runs `module` once on `trial`'s inputs (outputs and scratch poisoned first) and returns its
+// outputs by name. `launch_error` receives launch / synchronization errors (the context may be
+// unusable after them); other errors are returned.
+absl::StatusOr<ir::BufferMap> RunChecked(const LoadedGpuModule& module,
+                                         const std::vector<codegen::KernelArg>& args,
+                                         ArgBuffers& buffers, const Trial& trial,
+                                         absl::Status* launch_error) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const codegen::KernelArg& arg = args[i];
+    if (arg.kind == codegen::KernelArg::Kind::kInput) {
+      auto it = trial.packed.find(arg.buffer.name);
+      if (it == trial.packed.end()) {
+        return absl::InternalError(absl::StrCat("no check input for '", arg.buffer.name, "'"));
+      }
+      RETURN_IF_ERROR(UploadBytes(buffers.buffers[i], it->second, arg.buffer.name));
+    } else {
+      RETURN_IF_ERROR(UploadPoison(buffers.buffers[i], arg.buffer));
+    }
+  }
+  *launch_error = module.LaunchAll(buffers.ptrs, /*synchronize=*/true);
+  if (!launch_error->ok()) return ir::BufferMap{};
+  ir::BufferMap outputs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const codegen::KernelArg& arg = args[i];
+    if (arg.kind != codegen::KernelArg::Kind::kOutput) continue;
+    std::vector<std::byte> bytes(static_cast<size_t>(buffers.buffers[i].bytes()));
+    RETURN_IF_ERROR(buffers.buffers[i].Download(bytes.data(), buffers.buffers[i].bytes()));
+    ir::HostBuffer got = ir::HostBuffer::Zeros(arg.buffer.dtype, arg.buffer.shape);
+    RETURN_IF_ERROR(UnpackBuffer(bytes.data(), bytes.size(), &got));
+    outputs[arg.buffer.name] = std::move(got);
+  }
+  return outputs;
+}
+
+// Worker setup: the context, the timer and, on the GPU-reference path, the expected outputs of
+// every trial (naive kernel, spot-checked in float64).
+absl::Status WorkerSetup(const MeasureOptions& options, BatchData* data, WorkerState* state) {
+  ASSIGN_OR_RETURN(state->driver, CudaDriver::Load());
+  ASSIGN_OR_RETURN(state->context, CudaContext::Create(*state->driver, options.device));
+  ASSIGN_OR_RETURN(state->timer, GpuTimer::Create(*state->context));
+  if (data->naive_module == nullptr) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<LoadedGpuModule>> naive =
+      LoadedGpuModule::Load(*state->context, *data->naive_module);
+  if (!naive.ok()) {
+    return absl::InternalError(
+        absl::StrCat("reference kernel does not load: ", naive.status().message()));
+  }
+  absl::StatusOr<ArgBuffers> buffers = AllocateArgs(*state->driver, data->naive_module->args);
+  if (!buffers.ok()) {
+    return absl::InternalError(absl::StrCat("reference kernel: ", buffers.status().message()));
+  }
+  for (size_t t = 0; t < data->trials.size(); ++t) {
+    Trial& trial = data->trials[t];
+    absl::Status launch_error;
+    absl::StatusOr<ir::BufferMap> outputs =
+        RunChecked(**naive, data->naive_module->args, *buffers, trial, &launch_error);
+    if (!launch_error.ok()) {
+      return absl::InternalError(absl::StrCat("reference kernel failed: ", launch_error.message()));
+    }
+    if (!outputs.ok()) {
+      return absl::InternalError(absl::StrCat("reference kernel: ", outputs.status().message()));
+    }
+    absl::Status verified = VerifyReferenceSamples(*data->dag, trial.inputs, *outputs,
+                                                   options.reference_point_samples, trial.seed);
+    if (!verified.ok()) {
+      return absl::InternalError(absl::StrCat("reference check failed (trial ", t, ", ",
+                                              CheckDistributionName(trial.distribution),
+                                              "): ", verified.message()));
+    }
+    trial.expected = std::move(*outputs);
+  }
+  return absl::OkStatus();
+}
+
+// One candidate in the worker: load, check, time. Returns MeasureResultToJson's text.
+std::string WorkerItem(const MeasureOptions& options, const BatchData& data, WorkerState& state,
+                       const MeasureCandidate& candidate) {
+  const auto start = Clock::now();
+  MeasureResult r;
+  r.compile_ms = candidate.compile_ms;
+  auto finish = [&](MeasureError error, std::string message) {
+    r.error = error;
+    r.message = std::move(message);
+    r.run_wall_ms = MsSince(start);
+    return MeasureResultToJson(r).dump();
+  };
+  // A launch or synchronization failure: the context may be poisoned (illegal address), so this
+  // worker ends after the item unless the launch was refused before reaching the device.
+  auto runtime_failure = [&](const absl::Status& status) {
+    if (status.code() != absl::StatusCode::kInvalidArgument) RequestWorkerRestart();
+    return finish(MeasureError::kRuntimeError, std::string(status.message()));
+  };
+  const codegen::GpuModule& gpu = *candidate.gpu_module;
+
+  absl::StatusOr<std::unique_ptr<LoadedGpuModule>> loaded =
+      LoadedGpuModule::Load(*state.context, gpu);
+  if (!loaded.ok()) {
+    // Shared memory beyond the device's limit is a schedule the device cannot run; everything
+    // else here is the driver's JIT rejecting the PTX.
+    const MeasureError e = loaded.status().code() == absl::StatusCode::kInvalidArgument
+                               ? MeasureError::kInvalidSchedule
+                               : MeasureError::kCompileError;
+    return finish(e, std::string(loaded.status().message()));
+  }
+  r.load_ms = (*loaded)->load_ms();
+  r.kernels = (*loaded)->resources();
+
+  absl::StatusOr<ArgBuffers> buffers = AllocateArgs(*state.driver, gpu.args);
+  if (!buffers.ok())
+    return finish(MeasureError::kRuntimeError, std::string(buffers.status().message()));
+
+  if (options.check) {
+    const auto check_start = Clock::now();
+    for (size_t t = 0; t < data.trials.size(); ++t) {
+      const Trial& trial = data.trials[t];
+      absl::Status launch_error;
+      absl::StatusOr<ir::BufferMap> outputs =
+          RunChecked(**loaded, gpu.args, *buffers, trial, &launch_error);
+      if (!launch_error.ok()) return runtime_failure(launch_error);
+      if (!outputs.ok()) return runtime_failure(outputs.status());
+      for (const auto& [name, got] : *outputs) {
+        auto expected = trial.expected.find(name);
+        if (expected == trial.expected.end()) {
+          return finish(MeasureError::kUnknown,
+                        absl::StrCat("no reference for output '", name, "'"));
+        }
+        CompareOutput(name, got, expected->second,
+                      ToleranceFor(got.dtype, options.atol, options.rtol), static_cast<int>(t),
+                      trial.distribution, &r.check);
+      }
+      ++r.check.trials;
+    }
+    r.check_ms = MsSince(check_start);
+    if (r.check.mismatches > 0) {
+      return finish(
+          MeasureError::kWrongAnswer,
+          absl::StrCat(r.check.mismatches, " of ", r.check.checked_elements,
+                       " output elements outside tolerance; first ", r.check.first_mismatch));
+    }
+  }
+
+  // Timing on their own input buffers (random, never the check inputs, never zeros).
+  std::vector<DeviceBuffer> timing_buffers;
+  std::vector<cuda::CUdeviceptr> timing_args = buffers->ptrs;
+  for (size_t i = 0; i < gpu.args.size(); ++i) {
+    const codegen::KernelArg& arg = gpu.args[i];
+    if (arg.kind != codegen::KernelArg::Kind::kInput) continue;
+    auto it = data.timing_inputs.find(arg.buffer.name);
+    if (it == data.timing_inputs.end()) {
+      return finish(MeasureError::kUnknown,
+                    absl::StrCat("no timing input for '", arg.buffer.name, "'"));
+    }
+    absl::StatusOr<DeviceBuffer> b =
+        DeviceBuffer::Allocate(*state.driver, static_cast<int64_t>(it->second.size()));
+    if (!b.ok()) return finish(MeasureError::kRuntimeError, std::string(b.status().message()));
+    absl::Status up = UploadBytes(*b, it->second, arg.buffer.name);
+    if (!up.ok()) return runtime_failure(up);
+    timing_args[i] = b->ptr();
+    timing_buffers.push_back(std::move(*b));
+  }
+  const LoadedGpuModule& module = **loaded;
+  absl::StatusOr<TimingStats> stats = state.timer->Time(
+      [&]() { return module.LaunchAll(timing_args, /*synchronize=*/false); }, options.timing);
+  if (!stats.ok()) return runtime_failure(stats.status());
+  r.timing = *stats;
+  for (double ms : stats->samples_ms) r.costs_s.push_back(ms / 1000.0);
+  return finish(MeasureError::kNone, "");
+}
+
+// Interpreted operations of the naive program: 2 · FLOPs + stores (one per element of every
+// computed stage).
+double NaiveOps(const ir::ComputeDAG& dag) {
+  double stores = 0;
+  for (int id = 0; id < dag.num_stages(); ++id) {
+    if (dag.Kind(id) != ir::StageKind::kPlaceholder) {
+      stores += static_cast<double>(dag.stage(id).NumElements());
+    }
+  }
+  return 2 * dag.Flops() + stores;
+}
+
+// The candidate's buffer params must be the task's (names, dtypes, shapes, order).
+absl::Status CheckCandidateArgs(const ir::LoopNest& naive, const codegen::GpuModule& gpu) {
+  size_t next = 0;
+  for (const codegen::KernelArg& arg : gpu.args) {
+    if (arg.kind == codegen::KernelArg::Kind::kScratch) continue;
+    if (next >= naive.params.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("candidate has an extra parameter '", arg.buffer.name, "'"));
+    }
+    const ir::BufferDecl& want = naive.params[next];
+    const bool want_input = static_cast<int>(next) < naive.num_inputs;
+    if (arg.buffer.name != want.name || arg.buffer.dtype != want.dtype ||
+        arg.buffer.shape != want.shape ||
+        (arg.kind == codegen::KernelArg::Kind::kInput) != want_input) {
+      return absl::InvalidArgumentError(absl::StrCat("candidate parameter ", next, " '",
+                                                     arg.buffer.name, "' differs from the task's '",
+                                                     want.name, "'"));
+    }
+    ++next;
+  }
+  if (next != naive.params.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("candidate has ", next, " parameters, the task ", naive.params.size()));
+  }
+  return absl::OkStatus();
+}
+
+std::map<std::string, std::vector<std::byte>> PackAll(const ir::BufferMap& buffers) {
+  std::map<std::string, std::vector<std::byte>> packed;
+  for (const auto& [name, b] : buffers) packed[name] = PackBuffer(b);
+  return packed;
+}
+
+class CudaMeasurer : public Measurer {
+ public:
+  CudaMeasurer(schedule::Target target, MeasureOptions options)
+      : target_(std::move(target)), options_(std::move(options)) {}
+
+  const schedule::Target& target() const override { return target_; }
+
+  std::vector<MeasureResult> Measure(const ir::ComputeDAG& dag,
+                                     const std::vector<MeasureCandidate>& candidates) override {
+    std::vector<MeasureResult> results(candidates.size());
+    const uint64_t batch = batch_counter_++;
+    absl::StatusOr<ir::LoopNest> naive = ir::LowerNaive(dag);
+    std::vector<int> runnable;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const MeasureCandidate& c = candidates[i];
+      if (!c.build_status.ok()) {
+        results[i] = BuildFailureResult(c);
+      } else if (c.gpu_module == nullptr) {
+        results[i] = ErrorResult(MeasureError::kUnknown, "candidate has no compiled GPU module",
+                                 c.compile_ms);
+      } else if (!naive.ok()) {
+        results[i] =
+            ErrorResult(MeasureError::kUnknown,
+                        absl::StrCat("reference: ", naive.status().message()), c.compile_ms);
+      } else if (absl::Status s = CheckCandidateArgs(*naive, *c.gpu_module); !s.ok()) {
+        results[i] = ErrorResult(MeasureError::kUnknown, std::string(s.message()), c.compile_ms);
+      } else {
+        runnable.push_back(static_cast<int>(i));
+      }
+    }
+    if (runnable.empty()) return results;
+
+    BatchData data;
+    data.dag = &dag;
+    data.naive_params = *naive;
+    if (absl::Status s = PrepareBatch(dag, batch, &data); !s.ok()) {
+      for (int i : runnable) {
+        results[i] =
+            ErrorResult(MeasureError::kUnknown, std::string(s.message()), candidates[i].compile_ms);
+      }
+      return results;
+    }
+
+    WorkerOptions worker_options;
+    worker_options.item_timeout_ms = options_.run_timeout_ms;
+    worker_options.setup_timeout_ms = options_.setup_timeout_ms;
+    worker_options.memory_limit_mb = 0;  // CUDA reserves large virtual ranges
+    WorkerState state;
+    const MeasureOptions& options = options_;
+    std::vector<WorkerItemOutcome> outcomes = RunBatchInWorkers(
+        static_cast<int>(runnable.size()), [&]() { return WorkerSetup(options, &data, &state); },
+        [&](int k) { return WorkerItem(options, data, state, candidates[runnable[k]]); },
+        worker_options);
+
+    for (size_t k = 0; k < runnable.size(); ++k) {
+      const MeasureCandidate& c = candidates[runnable[k]];
+      const WorkerItemOutcome& o = outcomes[k];
+      MeasureResult& r = results[runnable[k]];
+      switch (o.kind) {
+        case WorkerItemOutcome::Kind::kDone: {
+          nlohmann::json j = nlohmann::json::parse(o.payload, nullptr, false);
+          absl::StatusOr<MeasureResult> parsed =
+              j.is_discarded() ? absl::InvalidArgumentError("not JSON") : MeasureResultFromJson(j);
+          r = parsed.ok()
+                  ? *std::move(parsed)
+                  : ErrorResult(MeasureError::kUnknown,
+                                absl::StrCat("bad worker payload: ", parsed.status().message()),
+                                c.compile_ms);
+          break;
+        }
+        case WorkerItemOutcome::Kind::kCrashed:
+          r = ErrorResult(MeasureError::kRuntimeError,
+                          absl::StrCat("measurement worker crashed: ", o.message), c.compile_ms);
+          break;
+        case WorkerItemOutcome::Kind::kTimedOut:
+          r = ErrorResult(MeasureError::kRunTimeout, o.message, c.compile_ms);
+          break;
+        case WorkerItemOutcome::Kind::kSetupFailed:
+          r = ErrorResult(SetupFailureError(o.message), StripStatusCodeName(o.message),
+                          c.compile_ms);
+          break;
+      }
+      r.compile_ms = c.compile_ms;
+      if (r.run_wall_ms == 0) r.run_wall_ms = o.wall_ms;
+    }
+    return results;
+  }
+
+ private:
+  // Check trials (inputs and, for small tasks, the interpreter's outputs), timing inputs and,
+  // for large tasks, the naive GPU kernel.
+  absl::Status PrepareBatch(const ir::ComputeDAG& dag, uint64_t batch, BatchData* data) {
+    if (options_.check) {
+      const bool on_gpu = NaiveOps(dag) > options_.interpreter_reference_max_ops;
+      if (on_gpu) {
+        ASSIGN_OR_RETURN(data->naive_module, NaiveModule(dag));
+      }
+      for (int t = 0; t < options_.check_trials; ++t) {
+        Trial trial;
+        trial.distribution = options_.distributions[t % options_.distributions.size()];
+        trial.seed = DeriveSeed(options_.seed, batch, static_cast<uint64_t>(t));
+        trial.inputs = MakeCheckInputs(dag, trial.distribution, trial.seed);
+        trial.packed = PackAll(trial.inputs);
+        if (!on_gpu) {
+          absl::StatusOr<ir::BufferMap> expected = ir::RunReference(dag, trial.inputs);
+          if (!expected.ok()) {
+            return absl::Status(expected.status().code(),
+                                absl::StrCat("reference: ", expected.status().message()));
+          }
+          trial.expected = *std::move(expected);
+        }
+        data->trials.push_back(std::move(trial));
+      }
+    }
+    // Timing inputs: their own seed, uniform in [-1, 1) (never zeros).
+    data->timing_inputs = PackAll(MakeCheckInputs(dag, CheckDistribution::kUniformSymmetric,
+                                                  DeriveSeed(options_.seed, batch, 0xFFFFFFFFull)));
+    return absl::OkStatus();
+  }
+
+  // The naive GPU kernel of `dag`, compiled once per workload.
+  absl::StatusOr<std::shared_ptr<const codegen::GpuModule>> NaiveModule(const ir::ComputeDAG& dag) {
+    const std::string key = dag.WorkloadKey();
+    if (auto it = naive_modules_.find(key); it != naive_modules_.end()) return it->second;
+    auto wrap = [](const absl::Status& s) {
+      return absl::Status(s.code(), absl::StrCat("reference kernel: ", s.message()));
+    };
+    absl::StatusOr<schedule::State> state = schedule::NaiveGpuSchedule(dag, target_);
+    if (!state.ok()) return wrap(state.status());
+    absl::StatusOr<schedule::LoweredKernel> lowered = schedule::Lower(dag, *state, target_);
+    if (!lowered.ok()) return wrap(lowered.status());
+    std::vector<codegen::LaunchInfo> launches;
+    for (const schedule::LaunchConfig& l : lowered->launches) {
+      launches.push_back(codegen::LaunchInfo{l.grid, l.block, l.shared_memory_bytes});
+    }
+    codegen::GpuCompileOptions compile;
+    compile.arch = target_.arch.empty() ? "sm_90" : target_.arch;
+    // The reference rounds every operation separately, as the interpreter does.
+    compile.fma_contraction = false;
+    absl::StatusOr<codegen::GpuModule> module =
+        codegen::CompileToPtx(lowered->nest, launches, compile);
+    if (!module.ok()) return wrap(module.status());
+    auto shared = std::make_shared<const codegen::GpuModule>(*std::move(module));
+    naive_modules_[key] = shared;
+    return shared;
+  }
+
+  schedule::Target target_;
+  MeasureOptions options_;
+  uint64_t batch_counter_ = 0;
+  std::map<std::string, std::shared_ptr<const codegen::GpuModule>> naive_modules_;
+};
+
+}  // namespace
+
+MeasureResult BuildFailureResult(const MeasureCandidate& candidate) {
+  const absl::Status& s = candidate.build_status;
+  const std::string message(s.message());
+  MeasureError e = MeasureError::kCompileError;
+  if (s.code() == absl::StatusCode::kDeadlineExceeded ||
+      absl::StartsWith(message, "compile_timeout")) {
+    e = MeasureError::kCompileTimeout;
+  } else if (absl::StartsWith(message, "invalid_schedule")) {
+    e = MeasureError::kInvalidSchedule;
+  }
+  return ErrorResult(e, message, candidate.compile_ms);
+}
+
+std::string StripStatusCodeName(const std::string& message) {
+  std::string text = message;
+  // RunBatchInWorkers reports a setup's error as "setup failed: <Status::ToString()>".
+  constexpr char kSetupPrefix[] = "setup failed: ";
+  if (absl::StartsWith(text, kSetupPrefix)) text = text.substr(sizeof(kSetupPrefix) - 1);
+  size_t i = 0;
+  while (i < text.size() && ((text[i] >= 'A' && text[i] <= 'Z') || text[i] == '_')) ++i;
+  if (i > 0 && text.compare(i, 2, ": ") == 0) return text.substr(i + 2);
+  return text;
+}
+
+MeasureError SetupFailureError(const std::string& message) {
+  const std::string text = StripStatusCodeName(message);
+  if (absl::StartsWith(text, "no CUDA driver found") ||
+      absl::StartsWith(text, "no CUDA device found")) {
+    return MeasureError::kNoDevice;
+  }
+  if (absl::StartsWith(text, "reference")) return MeasureError::kUnknown;
+  return MeasureError::kRuntimeError;
+}
+
+std::unique_ptr<Measurer> NewCudaMeasurerWithoutProbe(const schedule::Target& target,
+                                                      const MeasureOptions& options) {
+  return std::make_unique<CudaMeasurer>(target, options);
+}
+
+}  // namespace cuda_internal
+
+absl::StatusOr<std::unique_ptr<Measurer>> CreateCudaMeasurer(const schedule::Target& target,
+                                                             const MeasureOptions& options) {
+  if (target.kind != schedule::TargetKind::kCuda) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the cuda measurer needs a cuda target, got '", target.ToString(), "'"));
+  }
+  RETURN_IF_ERROR(ValidateMeasureOptions(options));
+  absl::StatusOr<DeviceInfo> info = ProbeCudaDevice(options.device, options.setup_timeout_ms);
+  if (!info.ok()) {
+    if (info.status().code() == absl::StatusCode::kFailedPrecondition) return info.status();
+    return absl::FailedPreconditionError(
+        absl::StrCat("no CUDA device found: ", info.status().message()));
+  }
+  return cuda_internal::NewCudaMeasurerWithoutProbe(target, options);
+}
+
+}  // namespace tilesearch::runtime
