@@ -1,1 +1,396 @@
-// placeholder: being written
+// The correctness check: check inputs, element-wise comparison, float64 spot checks of a
+// reference, and typed packing of host buffers (float16 / bfloat16 round to nearest even).
+#include "runtime/checker.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "ir/reference.h"
+
+namespace tilesearch::runtime {
+namespace {
+
+// SplitMix64 finalizer: decorrelates seeds derived from one another (Steele et al., OOPSLA'14).
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t DeriveSeed(uint64_t seed, const std::string& name) {
+  return Mix(seed ^ Mix(ir::Fnv1a64(name)));
+}
+
+// Uniform double in [0, 1) from the top 53 bits (independent of the standard library's
+// distribution algorithms, like ir::FillRandom).
+double Uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+// Standard normal by Box–Muller.
+double StandardNormal(std::mt19937_64& rng) {
+  const double u1 = 1.0 - Uniform01(rng);  // (0, 1]
+  const double u2 = Uniform01(rng);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+uint32_t FloatBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+float BitsFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// IEEE binary32 → binary16, round to nearest even; NaNs stay (quiet) NaNs.
+uint16_t HalfBitsFromFloat(float f) {
+  const uint32_t x = FloatBits(f);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return sign | 0x7e00u | static_cast<uint16_t>((ax >> 13) & 0x3ffu);
+  // 65520 = 0x477ff000 is the tie between 65504 (odd mantissa) and 2^16: it and above are inf.
+  if (ax >= 0x477ff000u) return sign | 0x7c00u;
+  if (ax < 0x38800000u) {
+    // Below 2^-14: a subnormal in units of 2^-24 (the product is exact in double; nearbyint rounds
+    // to even). 1024 units is the smallest normal, whose encoding is also 1024.
+    const double units = std::nearbyint(static_cast<double>(BitsFloat(ax)) * 0x1.0p24);
+    return sign | static_cast<uint16_t>(units);
+  }
+  const uint32_t exponent = (ax >> 23) - 127 + 15;
+  const uint32_t mantissa = ax & 0x7fffffu;
+  uint32_t h = (exponent << 10) | (mantissa >> 13);
+  const uint32_t rest = mantissa & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry moves into the exponent
+  return sign | static_cast<uint16_t>(h);
+}
+
+double DoubleFromHalfBits(uint16_t h) {
+  const double sign = (h & 0x8000u) ? -1.0 : 1.0;
+  const int exponent = (h >> 10) & 0x1f;
+  const int mantissa = h & 0x3ff;
+  if (exponent == 0) return sign * std::ldexp(mantissa, -24);
+  if (exponent == 31) {
+    return mantissa == 0 ? sign * std::numeric_limits<double>::infinity()
+                         : std::numeric_limits<double>::quiet_NaN();
+  }
+  return sign * std::ldexp(1024 + mantissa, exponent - 25);
+}
+
+// IEEE binary32 → bfloat16, round to nearest even; NaNs stay quiet NaNs.
+uint16_t Bf16BitsFromFloat(float f) {
+  uint32_t x = FloatBits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+double DoubleFromBf16Bits(uint16_t h) { return BitsFloat(static_cast<uint32_t>(h) << 16); }
+
+std::string FormatValue(double v) { return absl::StrFormat("%.9g", v); }
+
+std::string FormatIndex(const std::vector<int64_t>& shape, int64_t flat) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = shape[d] > 0 ? flat % shape[d] : 0;
+    flat = shape[d] > 0 ? flat / shape[d] : 0;
+  }
+  return absl::StrCat("[", absl::StrJoin(index, ", "), "]");
+}
+
+std::vector<int64_t> Unflatten(const std::vector<int64_t>& shape, int64_t flat) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return index;
+}
+
+// The element rule shared by CompareOutput and VerifyReferenceSamples.
+bool Matches(double got, double expected, const Tolerance& tolerance) {
+  if (std::isnan(expected)) return std::isnan(got);
+  if (std::isinf(expected)) return got == expected;
+  if (!std::isfinite(got)) return false;
+  return std::fabs(got - expected) <= tolerance.atol + tolerance.rtol * std::fabs(expected);
+}
+
+}  // namespace
+
+Tolerance ToleranceFor(ir::ScalarType dtype, double atol, double rtol) {
+  Tolerance t;
+  switch (dtype) {
+    case ir::ScalarType::kFloat32:
+      t = {1e-4, 1e-4};
+      break;
+    case ir::ScalarType::kFloat16:
+    case ir::ScalarType::kBFloat16:
+      t = {1e-2, 1e-2};
+      break;
+    case ir::ScalarType::kInt32:
+    case ir::ScalarType::kInt64:
+    case ir::ScalarType::kBool:
+      t = {0, 0};
+      break;
+  }
+  if (atol > 0) t.atol = atol;
+  if (rtol > 0) t.rtol = rtol;
+  return t;
+}
+
+ir::BufferMap MakeCheckInputs(const ir::ComputeDAG& dag, CheckDistribution distribution,
+                              uint64_t seed) {
+  ir::BufferMap inputs;
+  for (int id : dag.input_ids()) {
+    const ir::Tensor& t = dag.stage(id);
+    ir::HostBuffer b = ir::HostBuffer::Zeros(t.dtype(), t.shape());
+    const uint64_t s = DeriveSeed(seed, t.name());
+    const bool integer = ir::IsInt(t.dtype());
+    switch (distribution) {
+      case CheckDistribution::kUniformSymmetric:
+        if (integer) {
+          ir::FillRandom(b, s, -16, 16);
+        } else {
+          ir::FillRandom(b, s, -1, 1);
+        }
+        break;
+      case CheckDistribution::kUniformPositive:
+        if (integer) {
+          ir::FillRandom(b, s, 0, 16);
+        } else {
+          ir::FillRandom(b, s, 0, 1);
+        }
+        break;
+      case CheckDistribution::kNormalOffset: {
+        if (ir::IsBool(t.dtype())) {
+          ir::FillRandom(b, s);
+          break;
+        }
+        std::mt19937_64 rng(s);
+        for (double& v : b.data) {
+          const double x = 2.0 + 8.0 * StandardNormal(rng);
+          v = ir::RoundToType(integer ? std::nearbyint(x) : x, t.dtype());
+        }
+        break;
+      }
+    }
+    inputs.emplace(t.name(), std::move(b));
+  }
+  return inputs;
+}
+
+void CompareOutput(const std::string& name, const ir::HostBuffer& got,
+                   const ir::HostBuffer& expected, const Tolerance& tolerance, int trial,
+                   CheckDistribution distribution, CheckReport* report) {
+  CHECK(got.shape == expected.shape) << "output '" << name << "' compared with a reference of "
+                                     << "another shape";
+  CHECK(got.data.size() == expected.data.size()) << "output '" << name << "' holds "
+                                                 << got.data.size() << " values, the reference "
+                                                 << expected.data.size();
+  const int64_t n = static_cast<int64_t>(expected.data.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = got.data[i];
+    const double e = expected.data[i];
+    const bool ok = Matches(g, e, tolerance);
+    if (std::isfinite(e)) {
+      const double abs_error =
+          std::isfinite(g) ? std::fabs(g - e) : std::numeric_limits<double>::infinity();
+      report->max_abs_error = std::max(report->max_abs_error, abs_error);
+      if (std::fabs(e) > tolerance.atol) {
+        const double rel = abs_error / std::max(std::fabs(e), 1e-30);
+        report->max_rel_error = std::max(report->max_rel_error, rel);
+      }
+    }
+    if (!ok) {
+      if (report->mismatches == 0 && report->first_mismatch.empty()) {
+        report->first_mismatch = absl::StrCat(name, FormatIndex(expected.shape, i), ": got ",
+                                              FormatValue(g), ", expected ", FormatValue(e),
+                                              " (trial ", trial, ", ",
+                                              CheckDistributionName(distribution), ")");
+      }
+      ++report->mismatches;
+    }
+  }
+  report->checked_elements += n;
+}
+
+absl::Status VerifyReferenceSamples(const ir::ComputeDAG& dag, const ir::BufferMap& inputs,
+                                    const ir::BufferMap& outputs, int samples, uint64_t seed) {
+  for (int id : dag.output_ids()) {
+    const ir::Tensor& t = dag.stage(id);
+    auto it = outputs.find(t.name());
+    if (it == outputs.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("no reference output '", t.name(), "' to verify"));
+    }
+    const ir::HostBuffer& out = it->second;
+    const int64_t n = t.NumElements();
+    if (out.shape != t.shape() || static_cast<int64_t>(out.data.size()) != n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("reference output '", t.name(), "' has ", out.data.size(),
+                       " values of shape [", absl::StrJoin(out.shape, ", "), "], expected [",
+                       absl::StrJoin(t.shape(), ", "), "]"));
+    }
+    if (n == 0) continue;
+    std::vector<int64_t> flats = {0, n - 1};
+    std::mt19937_64 rng(DeriveSeed(seed, t.name()));
+    for (int s = 0; s < samples; ++s) flats.push_back(static_cast<int64_t>(rng() % n));
+    Tolerance tol = ToleranceFor(t.dtype());
+    tol.atol *= 10;
+    tol.rtol *= 10;
+    for (int64_t flat : flats) {
+      const std::vector<int64_t> index = Unflatten(t.shape(), flat);
+      ASSIGN_OR_RETURN(const double expected, ir::EvaluatePoint(dag, id, index, inputs));
+      const double got = out.data[flat];
+      if (!Matches(got, expected, tol)) {
+        return absl::InternalError(absl::StrCat(
+            "reference output '", t.name(), "' disagrees with float64 point evaluation at ",
+            FormatIndex(t.shape(), flat), ": got ", FormatValue(got), ", expected ",
+            FormatValue(expected)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+int64_t StorageBytes(ir::ScalarType dtype) { return ir::BytesOf(dtype); }
+
+std::vector<std::byte> PackBuffer(const ir::HostBuffer& buffer) {
+  const int64_t n = static_cast<int64_t>(buffer.data.size());
+  CHECK(n == buffer.NumElements()) << "buffer holds " << n << " values for "
+                                   << buffer.NumElements() << " elements";
+  std::vector<std::byte> bytes(static_cast<size_t>(n * StorageBytes(buffer.dtype)));
+  std::byte* p = bytes.data();
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = buffer.data[i];
+    switch (buffer.dtype) {
+      case ir::ScalarType::kFloat32: {
+        const float f = static_cast<float>(v);
+        std::memcpy(p + 4 * i, &f, 4);
+        break;
+      }
+      case ir::ScalarType::kFloat16: {
+        // Rounding the double straight to float16 avoids double rounding through float32; the
+        // rounded value is exact in float32 and converts exactly.
+        const uint16_t h =
+            HalfBitsFromFloat(static_cast<float>(ir::RoundToType(v, ir::ScalarType::kFloat16)));
+        std::memcpy(p + 2 * i, &h, 2);
+        break;
+      }
+      case ir::ScalarType::kBFloat16: {
+        const uint16_t h =
+            Bf16BitsFromFloat(static_cast<float>(ir::RoundToType(v, ir::ScalarType::kBFloat16)));
+        std::memcpy(p + 2 * i, &h, 2);
+        break;
+      }
+      case ir::ScalarType::kInt32: {
+        const int32_t x = static_cast<int32_t>(ir::RoundToType(v, ir::ScalarType::kInt32));
+        std::memcpy(p + 4 * i, &x, 4);
+        break;
+      }
+      case ir::ScalarType::kInt64: {
+        const double t = ir::RoundToType(v, ir::ScalarType::kInt64);
+        int64_t x = 0;
+        if (t >= 0x1.0p63) {
+          x = std::numeric_limits<int64_t>::max();
+        } else if (t < -0x1.0p63) {
+          x = std::numeric_limits<int64_t>::min();
+        } else {
+          x = static_cast<int64_t>(t);
+        }
+        std::memcpy(p + 8 * i, &x, 8);
+        break;
+      }
+      case ir::ScalarType::kBool:
+        p[i] = v != 0 ? std::byte{1} : std::byte{0};
+        break;
+    }
+  }
+  return bytes;
+}
+
+absl::Status UnpackBuffer(const void* bytes, size_t size, ir::HostBuffer* buffer) {
+  const int64_t n = buffer->NumElements();
+  CHECK(n >= 0) << "buffer shape with a negative extent or too many elements";
+  const size_t expected = static_cast<size_t>(n * StorageBytes(buffer->dtype));
+  if (size != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot unpack ", size, " bytes into ", n, " elements of ",
+        ir::TypeName(buffer->dtype), " (", expected, " bytes)"));
+  }
+  buffer->data.resize(static_cast<size_t>(n));
+  const unsigned char* p = static_cast<const unsigned char*>(bytes);
+  for (int64_t i = 0; i < n; ++i) {
+    double v = 0;
+    switch (buffer->dtype) {
+      case ir::ScalarType::kFloat32: {
+        float f;
+        std::memcpy(&f, p + 4 * i, 4);
+        v = f;
+        break;
+      }
+      case ir::ScalarType::kFloat16: {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        v = DoubleFromHalfBits(h);
+        break;
+      }
+      case ir::ScalarType::kBFloat16: {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        v = DoubleFromBf16Bits(h);
+        break;
+      }
+      case ir::ScalarType::kInt32: {
+        int32_t x;
+        std::memcpy(&x, p + 4 * i, 4);
+        v = x;
+        break;
+      }
+      case ir::ScalarType::kInt64: {
+        int64_t x;
+        std::memcpy(&x, p + 8 * i, 8);
+        v = static_cast<double>(x);
+        break;
+      }
+      case ir::ScalarType::kBool:
+        // Any byte but 0 and 1 (e.g. the 0x5A poison) must not read as a valid bool.
+        v = p[i] == 0 ? 0.0 : p[i] == 1 ? 1.0 : static_cast<double>(p[i]);
+        break;
+    }
+    buffer->data[i] = v;
+  }
+  return absl::OkStatus();
+}
+
+void PoisonBytes(void* bytes, ir::ScalarType dtype, int64_t count) {
+  unsigned char* p = static_cast<unsigned char*>(bytes);
+  switch (dtype) {
+    case ir::ScalarType::kFloat32: {
+      const uint32_t nan = 0x7fc00000u;
+      for (int64_t i = 0; i < count; ++i) std::memcpy(p + 4 * i, &nan, 4);
+      break;
+    }
+    case ir::ScalarType::kFloat16:
+    case ir::ScalarType::kBFloat16: {
+      const uint16_t nan = dtype == ir::ScalarType::kFloat16 ? 0x7e00u : 0x7fc0u;
+      for (int64_t i = 0; i < count; ++i) std::memcpy(p + 2 * i, &nan, 2);
+      break;
+    }
+    case ir::ScalarType::kInt32:
+    case ir::ScalarType::kInt64:
+    case ir::ScalarType::kBool:
+      std::memset(p, 0x5a, static_cast<size_t>(count * StorageBytes(dtype)));
+      break;
+  }
+}
+
+}  // namespace tilesearch::runtime

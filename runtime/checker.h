@@ -27,7 +27,9 @@ struct Tolerance {
 Tolerance ToleranceFor(ir::ScalarType dtype, double atol = 0, double rtol = 0);
 
 /// One fresh buffer per placeholder of `dag` (keyed by tensor name) drawn from `distribution`
-/// with `seed`, each value rounded to the buffer's dtype.
+/// with `seed`, each value rounded to the buffer's dtype. Each buffer's generator is seeded from
+/// `seed` and the tensor's name (so adding a placeholder does not change the others). Integer
+/// buffers: integers uniform in [-16, 16) / [0, 16), or the normal rounded to an integer; bool 0/1.
 ir::BufferMap MakeCheckInputs(const ir::ComputeDAG& dag, CheckDistribution distribution,
                               uint64_t seed);
 
@@ -54,7 +56,8 @@ int64_t StorageBytes(ir::ScalarType dtype);
 /// The buffer's values in its dtype's storage layout (float16 / bfloat16 bit patterns, bool one
 /// byte 0/1, row-major), as a kernel reads them.
 std::vector<std::byte> PackBuffer(const ir::HostBuffer& buffer);
-/// Reads `buffer->NumElements()` values of `buffer->dtype` from `bytes` into `buffer->data`.
+/// Reads `buffer->NumElements()` values of `buffer->dtype` from `bytes` into `buffer->data` (a bool
+/// byte other than 0 / 1, e.g. the poison, reads as its byte value so that it never matches).
 /// Errors: kInvalidArgument when `size` is not exactly the buffer's byte size.
 [[nodiscard]] absl::Status UnpackBuffer(const void* bytes, size_t size, ir::HostBuffer* buffer);
 /// Fills `count` elements of `dtype` at `bytes` with the poison value: quiet NaN for floats, the

@@ -155,6 +155,11 @@ class Measurer {
   virtual const schedule::Target& target() const = 0;
 };
 
+/// kInvalidArgument naming the first bad option (timing options as TimeRepeated checks them,
+/// negative check_trials / tolerances / samples / host_threads / device, no distributions while
+/// checking, non-positive timeouts); OK otherwise. CreateMeasurer and each measurer call it.
+[[nodiscard]] absl::Status ValidateMeasureOptions(const MeasureOptions& options);
+
 /// The measurer of `target`: host JIT for cpu, CUDA for cuda. Errors: kInvalidArgument for
 /// invalid options; for cuda, kFailedPrecondition "no CUDA driver found: ..." when libcuda.so.1
 /// cannot be loaded or no device exists (probed in a short-lived child process, so this process
