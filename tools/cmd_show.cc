@@ -1,5 +1,6 @@
 // `tilesearch show`: an operator's ComputeDAG and naive loop nest, or (with --schedule or
-// --target) a scheduled workload: its steps, the lowered loop nest and the GPU launches.
+// --target) a scheduled workload: its steps, the lowered loop nest and the GPU launches; with
+// --emit, only the code generated for the lowered nest (MLIR, LLVM IR or PTX).
 #include <iostream>
 #include <memory>
 #include <string>
@@ -7,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
+#include "codegen/codegen.h"
 #include "ir/compute_dag.h"
 #include "ir/lower_naive.h"
 #include "ir/simplify.h"
@@ -15,6 +17,7 @@
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
 #include "tools/commands.h"
+#include "tools/launch_info.h"
 #include "tools/workload_options.h"
 
 namespace tilesearch::tools {
@@ -55,12 +58,56 @@ absl::Status ShowSchedule(const WorkloadOptions& options) {
   return absl::OkStatus();
 }
 
+// Compiles the lowered nest through codegen and prints only the requested text (so that
+// `--emit ptx` can be piped to ptxas).
+absl::Status EmitCode(const WorkloadOptions& options, const std::string& emit) {
+  ASSIGN_OR_RETURN(schedule::ScheduleFile file, ScheduleFromOptions(options));
+  ASSIGN_OR_RETURN(schedule::ResolvedSchedule resolved, file.Resolve());
+  ASSIGN_OR_RETURN(schedule::LoweredKernel kernel, LowerScheduleFile(file, resolved));
+  const std::string where = absl::StrCat(file.source, ": cannot compile for ",
+                                         file.target.ToString(), ": ");
+  if (file.target.is_gpu()) {
+    codegen::GpuCompileOptions compile;
+    compile.arch = file.target.arch;
+    compile.keep_mlir = emit == "mlir";
+    compile.keep_llvm_ir = emit == "llvm";
+    absl::StatusOr<codegen::GpuModule> module =
+        codegen::CompileToPtx(kernel.nest, ToLaunchInfos(kernel.launches), compile);
+    if (!module.ok()) {
+      return absl::Status(module.status().code(), where + std::string(module.status().message()));
+    }
+    std::cout << (emit == "mlir" ? module->mlir : emit == "llvm" ? module->llvm_ir : module->ptx);
+    return absl::OkStatus();
+  }
+  if (emit == "ptx") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--emit ptx needs a cuda target, but the target is ", file.target.ToString(),
+                     " (use --emit mlir or llvm, or --target cuda)"));
+  }
+  codegen::HostCompileOptions compile;
+  compile.keep_mlir = emit == "mlir";
+  compile.keep_llvm_ir = emit == "llvm";
+  absl::StatusOr<std::unique_ptr<codegen::HostKernel>> host =
+      codegen::CompileForHost(kernel.nest, compile);
+  if (!host.ok()) {
+    return absl::Status(host.status().code(), where + std::string(host.status().message()));
+  }
+  std::cout << (emit == "mlir" ? (*host)->mlir() : (*host)->llvm_ir());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 CommandAction AddShowCommand(CLI::App& app) {
   auto options = std::make_shared<WorkloadOptions>();
+  auto emit = std::make_shared<std::string>();
   AddWorkloadOptions(app, *options);
-  return [options]() {
+  app.add_option("--emit", *emit,
+                 "print only the generated code of the lowered nest: mlir (as emitted, before lowering), llvm "
+                 "(LLVM IR after optimization) or ptx (cuda targets)")
+      ->check(CLI::IsMember({"mlir", "llvm", "ptx"}));
+  return [options, emit]() {
+    if (!emit->empty()) return EmitCode(*options, *emit);
     if (options->schedule.empty() && options->target.empty()) return ShowNaive(*options);
     return ShowSchedule(*options);
   };

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# `tilesearch show --emit mlir|llvm|ptx`: only the generated code on stdout (GPU MLIR with a
+# gpu.func per kernel, LLVM IR, PTX with one .entry per launch that ptxas -arch=sm_90 accepts
+# where ptxas exists; host MLIR / LLVM IR for the cpu target), and clear errors for `ptx` on the
+# cpu target and for unknown --emit values.
+# Run by ctest with TILESEARCH set to the binary and EXAMPLES to examples/schedules.
+set -u
+bin="${TILESEARCH:?set TILESEARCH to the tilesearch binary}"
+examples="${EXAMPLES:?set EXAMPLES to the examples/schedules directory}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# run NAME ARGS...: runs the binary, leaving stdout, stderr and the exit code in $tmp/NAME.*
+run() {
+  local name="$1"
+  shift
+  "$bin" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+  echo $? >"$tmp/$name.rc"
+}
+
+expect_rc() {  # NAME CODE
+  local rc
+  rc="$(cat "$tmp/$1.rc")"
+  [[ "$rc" == "$2" ]] || fail "$1: exit code $rc, expected $2 (stderr: $(head -c 300 "$tmp/$1.err"))"
+}
+
+expect_out() {  # NAME REGEX: some stdout line matches
+  grep -Eq -- "$2" "$tmp/$1.out" || fail "$1: stdout has no line matching '$2'"
+}
+
+expect_no_out() {  # NAME REGEX: no stdout line matches
+  ! grep -Eq -- "$2" "$tmp/$1.out" || fail "$1: stdout has a line matching '$2'"
+}
+
+expect_clean_stderr() {  # NAME
+  [[ ! -s "$tmp/$1.err" ]] || fail "$1: wrote to stderr: $(head -c 300 "$tmp/$1.err")"
+}
+
+# One line "tilesearch: error: ..." containing TEXT on stderr, nothing on stdout, exit code 2.
+expect_error() {  # NAME TEXT
+  expect_rc "$1" 2
+  local lines
+  lines="$(wc -l <"$tmp/$1.err")"
+  [[ "$lines" == 1 ]] || fail "$1: stderr has $lines lines, expected 1: $(cat "$tmp/$1.err")"
+  grep -q '^tilesearch: error: ' "$tmp/$1.err" || fail "$1: stderr lacks 'tilesearch: error: '"
+  grep -qF -- "$2" "$tmp/$1.err" || fail "$1: stderr lacks '$2': $(cat "$tmp/$1.err")"
+  [[ ! -s "$tmp/$1.out" ]] || fail "$1: printed to stdout on error"
+}
+
+count() {  # NAME REGEX: the number of stdout lines matching
+  grep -Ec -- "$2" "$tmp/$1.out"
+}
+
+ptxas_bin="$(command -v ptxas || true)"
+[[ -z "$ptxas_bin" && -x /usr/local/cuda/bin/ptxas ]] && ptxas_bin=/usr/local/cuda/bin/ptxas
+
+matmul="$examples/matmul_cuda_sssrrsrs.json"
+softmax="$examples/softmax_cuda.json"
+cpu="$examples/matmul_cpu_tiled.json"
+
+# --- GPU MLIR: a gpu.module with one kernel gpu.func, shared memory as workgroup memory. ---
+run mlir show --schedule "$matmul" --emit mlir
+expect_rc mlir 0
+expect_clean_stderr mlir
+expect_out mlir 'gpu\.module'
+expect_out mlir 'gpu\.func .* kernel'
+expect_out mlir 'gpu\.barrier'
+expect_out mlir 'gpu\.thread_id'
+expect_no_out mlir '^(schedule|workload|target|steps|loop nest):'
+[[ "$(count mlir 'gpu\.func ')" == 1 ]] || fail "mlir: $(count mlir 'gpu\.func ') gpu.func, expected 1"
+
+# --- LLVM IR after optimization: NVPTX triple, a defined kernel. ---
+run llvm show --schedule "$matmul" --emit llvm
+expect_rc llvm 0
+expect_clean_stderr llvm
+expect_out llvm '^target triple = "nvptx64-nvidia-cuda"'
+expect_out llvm '^define '
+expect_no_out llvm 'gpu\.func'
+
+# --- PTX: only PTX text on stdout, one .entry per launch `show` lists, accepted by ptxas. ---
+run ptx show --schedule "$matmul" --emit ptx
+expect_rc ptx 0
+expect_clean_stderr ptx
+expect_out ptx '^\.target sm_90'
+expect_out ptx '^\.visible \.entry '
+expect_no_out ptx '^(schedule|workload|target|launches)'
+# Every non-blank line is PTX: a comment, a directive, an instruction, a label or a brace.
+grep -Ev '^\s*$' "$tmp/ptx.out" | grep -Evq '^\s*(//|\.|[a-z@{}()]|\$|%|[A-Za-z_$][A-Za-z0-9_$]*:)' &&
+  fail "ptx: stdout holds a line that is not PTX: $(grep -Ev '^\s*$' "$tmp/ptx.out" | grep -Ev '^\s*(//|\.|[a-z@{}()]|\$|%|[A-Za-z_$][A-Za-z0-9_$]*:)' | head -n 1)"
+
+# softmax: as many .entry as `show` lists launches (max, exp-sum, normalize or fewer).
+run softmax_show show --schedule "$softmax"
+launches="$(sed -n 's/^launches (\([0-9]*\)):$/\1/p' "$tmp/softmax_show.out")"
+run softmax_ptx show --schedule "$softmax" --emit ptx
+expect_rc softmax_ptx 0
+[[ -n "$launches" && "$(count softmax_ptx '^\.visible \.entry ')" == "$launches" ]] ||
+  fail "softmax_ptx: $(count softmax_ptx '^\.visible \.entry ') .entry, show lists '$launches' launches"
+
+# --target overrides the architecture.
+run ptx_sm80 show --schedule "$matmul" --target "cuda -arch=sm_80" --emit ptx
+expect_rc ptx_sm80 0
+expect_out ptx_sm80 '^\.target sm_80'
+
+# Without a schedule file: the unscheduled workload for the target.
+run plain_ptx show --op relu --shape 64x64 --target cuda --emit ptx
+expect_rc plain_ptx 0
+expect_out plain_ptx '^\.visible \.entry '
+
+if [[ -n "$ptxas_bin" ]]; then
+  for name in ptx softmax_ptx ptx_sm80 plain_ptx; do
+    arch=sm_90
+    [[ "$name" == ptx_sm80 ]] && arch=sm_80
+    "$ptxas_bin" -arch=$arch "$tmp/$name.out" -o "$tmp/$name.cubin" 2>"$tmp/$name.ptxas" ||
+      fail "$name: ptxas -arch=$arch rejected the PTX: $(head -c 500 "$tmp/$name.ptxas")"
+  done
+else
+  echo "note: ptxas not found; PTX not assembled"
+fi
+
+# --- cpu target: host MLIR (a module of host functions, no gpu dialect) and LLVM IR; no PTX. ---
+run cpu_mlir show --schedule "$cpu" --emit mlir
+expect_rc cpu_mlir 0
+expect_clean_stderr cpu_mlir
+expect_out cpu_mlir '^module'
+expect_out cpu_mlir '(llvm\.func|func\.func) @'
+expect_no_out cpu_mlir 'gpu\.'
+run cpu_llvm show --schedule "$cpu" --emit llvm
+expect_rc cpu_llvm 0
+expect_out cpu_llvm '^define '
+expect_no_out cpu_llvm 'nvptx'
+run cpu_ptx show --schedule "$cpu" --emit ptx
+expect_error cpu_ptx "--emit ptx needs a cuda target, but the target is cpu"
+# The GPU schedule on the cpu target cannot even be lowered.
+run gpu_on_cpu show --schedule "$matmul" --target cpu --emit mlir
+expect_error gpu_on_cpu "cannot lower for cpu"
+
+# --- Bad --emit values name the choices. ---
+run bad_emit show --schedule "$matmul" --emit asm
+expect_error bad_emit "--emit"
+expect_error bad_emit "mlir"
+expect_error bad_emit "llvm"
+expect_error bad_emit "ptx"
+run no_emit_value show --schedule "$matmul" --emit
+expect_error no_emit_value "--emit"
+
+if ((failures > 0)); then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all --emit checks passed"
