@@ -17,9 +17,9 @@ namespace tilesearch::runtime::cuda_internal {
 MeasureResult BuildFailureResult(const MeasureCandidate& candidate);
 
 /// The error kind of a worker whose setup failed with `message` (worker_batch.h's text, e.g.
-/// "setup failed: FAILED_PRECONDITION: no CUDA driver found: ..."): kNoDevice for "no CUDA driver found" /
-/// "no CUDA device found", kUnknown for a failure of the task's reference ("reference ..."),
-/// kRuntimeError otherwise (crash or timeout of the setup, CUDA errors).
+/// "setup failed: FAILED_PRECONDITION: no CUDA driver found: ..."): kNoDevice for "no CUDA driver
+/// found" / "no CUDA device found", kUnknown for a failure of the task's reference ("reference
+/// ..."), kRuntimeError otherwise (crash or timeout of the setup, CUDA errors).
 MeasureError SetupFailureError(const std::string& message);
 
 /// `message` without a leading "setup failed: " (RunBatchInWorkers' prefix) and status code name

@@ -81,7 +81,8 @@ TEST(CudaMeasurerGpuTest, CorrectWrongFaultingThenCorrectAgain) {
   ExpectMeasuredFine(r[0], 2);
   EXPECT_EQ(r[1].error, MeasureError::kWrongAnswer) << r[1].message;
   EXPECT_THAT(r[1].check.first_mismatch, HasSubstr("C["));
-  EXPECT_EQ(r[1].check.mismatches, 64 * 96);
+  // Every element but those where A + B is within the tolerance of 0.
+  EXPECT_GT(r[1].check.mismatches, 64 * 96 * 9 / 10);
   EXPECT_EQ(r[2].error, MeasureError::kRuntimeError) << r[2].message;
   EXPECT_THAT(r[2].message, HasSubstr("CUDA_ERROR"));
   ExpectMeasuredFine(r[3], 2);
