@@ -64,8 +64,8 @@ absl::Status EmitCode(const WorkloadOptions& options, const std::string& emit) {
   ASSIGN_OR_RETURN(schedule::ScheduleFile file, ScheduleFromOptions(options));
   ASSIGN_OR_RETURN(schedule::ResolvedSchedule resolved, file.Resolve());
   ASSIGN_OR_RETURN(schedule::LoweredKernel kernel, LowerScheduleFile(file, resolved));
-  const std::string where = absl::StrCat(file.source, ": cannot compile for ",
-                                         file.target.ToString(), ": ");
+  const std::string where =
+      absl::StrCat(file.source, ": cannot compile for ", file.target.ToString(), ": ");
   if (file.target.is_gpu()) {
     codegen::GpuCompileOptions compile;
     compile.arch = file.target.arch;
@@ -103,8 +103,8 @@ CommandAction AddShowCommand(CLI::App& app) {
   auto emit = std::make_shared<std::string>();
   AddWorkloadOptions(app, *options);
   app.add_option("--emit", *emit,
-                 "print only the generated code of the lowered nest: mlir (as emitted, before lowering), llvm "
-                 "(LLVM IR after optimization) or ptx (cuda targets)")
+                 "print only the generated code of the lowered nest: mlir (as emitted, before "
+                 "lowering), llvm (LLVM IR after optimization) or ptx (cuda targets)")
       ->check(CLI::IsMember({"mlir", "llvm", "ptx"}));
   return [options, emit]() {
     if (!emit->empty()) return EmitCode(*options, *emit);

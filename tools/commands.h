@@ -26,9 +26,10 @@ CommandAction AddOpsCommand(CLI::App& app);
 /// (or --target without a file: the unscheduled workload for that target): the workload, the
 /// ComputeDAG, the steps one per line, the lowered loop nest and the GPU launch configurations.
 /// With `--emit mlir|llvm|ptx` (and --schedule, --op or --target as above): only the code codegen
-/// generates for the lowered nest on stdout: the MLIR as emitted (before lowering), the LLVM IR after
-/// optimization, or the PTX (cuda targets: codegen::CompileToPtx; cpu: codegen::CompileForHost;
-/// `ptx` on the cpu target is an error). Compile errors are user errors naming the file.
+/// generates for the lowered nest on stdout: the MLIR as emitted (before lowering), the LLVM IR
+/// after optimization, or the PTX (cuda targets: codegen::CompileToPtx; cpu:
+/// codegen::CompileForHost; `ptx` on the cpu target is an error). Compile errors are user errors
+/// naming the file.
 CommandAction AddShowCommand(CLI::App& app);
 
 /// `tilesearch check --schedule FILE [overrides as show] [--seed N] [--rtol X] [--force]`: replays
