@@ -192,9 +192,9 @@ void CompareOutput(const std::string& name, const ir::HostBuffer& got,
                    CheckDistribution distribution, CheckReport* report) {
   CHECK(got.shape == expected.shape) << "output '" << name << "' compared with a reference of "
                                      << "another shape";
-  CHECK(got.data.size() == expected.data.size()) << "output '" << name << "' holds "
-                                                 << got.data.size() << " values, the reference "
-                                                 << expected.data.size();
+  CHECK(got.data.size() == expected.data.size())
+      << "output '" << name << "' holds " << got.data.size() << " values, the reference "
+      << expected.data.size();
   const int64_t n = static_cast<int64_t>(expected.data.size());
   for (int64_t i = 0; i < n; ++i) {
     const double g = got.data[i];
@@ -211,10 +211,9 @@ void CompareOutput(const std::string& name, const ir::HostBuffer& got,
     }
     if (!ok) {
       if (report->mismatches == 0 && report->first_mismatch.empty()) {
-        report->first_mismatch = absl::StrCat(name, FormatIndex(expected.shape, i), ": got ",
-                                              FormatValue(g), ", expected ", FormatValue(e),
-                                              " (trial ", trial, ", ",
-                                              CheckDistributionName(distribution), ")");
+        report->first_mismatch = absl::StrCat(
+            name, FormatIndex(expected.shape, i), ": got ", FormatValue(g), ", expected ",
+            FormatValue(e), " (trial ", trial, ", ", CheckDistributionName(distribution), ")");
       }
       ++report->mismatches;
     }
@@ -234,10 +233,9 @@ absl::Status VerifyReferenceSamples(const ir::ComputeDAG& dag, const ir::BufferM
     const ir::HostBuffer& out = it->second;
     const int64_t n = t.NumElements();
     if (out.shape != t.shape() || static_cast<int64_t>(out.data.size()) != n) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("reference output '", t.name(), "' has ", out.data.size(),
-                       " values of shape [", absl::StrJoin(out.shape, ", "), "], expected [",
-                       absl::StrJoin(t.shape(), ", "), "]"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "reference output '", t.name(), "' has ", out.data.size(), " values of shape [",
+          absl::StrJoin(out.shape, ", "), "], expected [", absl::StrJoin(t.shape(), ", "), "]"));
     }
     if (n == 0) continue;
     std::vector<int64_t> flats = {0, n - 1};
@@ -265,8 +263,8 @@ int64_t StorageBytes(ir::ScalarType dtype) { return ir::BytesOf(dtype); }
 
 std::vector<std::byte> PackBuffer(const ir::HostBuffer& buffer) {
   const int64_t n = static_cast<int64_t>(buffer.data.size());
-  CHECK(n == buffer.NumElements()) << "buffer holds " << n << " values for "
-                                   << buffer.NumElements() << " elements";
+  CHECK(n == buffer.NumElements())
+      << "buffer holds " << n << " values for " << buffer.NumElements() << " elements";
   std::vector<std::byte> bytes(static_cast<size_t>(n * StorageBytes(buffer.dtype)));
   std::byte* p = bytes.data();
   for (int64_t i = 0; i < n; ++i) {
@@ -322,9 +320,9 @@ absl::Status UnpackBuffer(const void* bytes, size_t size, ir::HostBuffer* buffer
   CHECK(n >= 0) << "buffer shape with a negative extent or too many elements";
   const size_t expected = static_cast<size_t>(n * StorageBytes(buffer->dtype));
   if (size != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot unpack ", size, " bytes into ", n, " elements of ",
-        ir::TypeName(buffer->dtype), " (", expected, " bytes)"));
+    return absl::InvalidArgumentError(absl::StrCat("cannot unpack ", size, " bytes into ", n,
+                                                   " elements of ", ir::TypeName(buffer->dtype),
+                                                   " (", expected, " bytes)"));
   }
   buffer->data.resize(static_cast<size_t>(n));
   const unsigned char* p = static_cast<const unsigned char*>(bytes);

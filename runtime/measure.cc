@@ -11,9 +11,9 @@ namespace tilesearch::runtime {
 namespace {
 
 constexpr MeasureError kAllErrors[] = {
-    MeasureError::kNone,         MeasureError::kInvalidSchedule, MeasureError::kCompileError,
-    MeasureError::kCompileTimeout, MeasureError::kWrongAnswer,   MeasureError::kRuntimeError,
-    MeasureError::kRunTimeout,   MeasureError::kNoDevice,        MeasureError::kUnknown,
+    MeasureError::kNone,           MeasureError::kInvalidSchedule, MeasureError::kCompileError,
+    MeasureError::kCompileTimeout, MeasureError::kWrongAnswer,     MeasureError::kRuntimeError,
+    MeasureError::kRunTimeout,     MeasureError::kNoDevice,        MeasureError::kUnknown,
 };
 
 // JSON has no inf / nan: they are written as the strings "inf", "-inf", "nan".
@@ -112,15 +112,24 @@ class FieldReader {
 
 const char* MeasureErrorName(MeasureError error) {
   switch (error) {
-    case MeasureError::kNone: return "none";
-    case MeasureError::kInvalidSchedule: return "invalid_schedule";
-    case MeasureError::kCompileError: return "compile_error";
-    case MeasureError::kCompileTimeout: return "compile_timeout";
-    case MeasureError::kWrongAnswer: return "wrong_answer";
-    case MeasureError::kRuntimeError: return "runtime_error";
-    case MeasureError::kRunTimeout: return "run_timeout";
-    case MeasureError::kNoDevice: return "no_device";
-    case MeasureError::kUnknown: return "unknown_error";
+    case MeasureError::kNone:
+      return "none";
+    case MeasureError::kInvalidSchedule:
+      return "invalid_schedule";
+    case MeasureError::kCompileError:
+      return "compile_error";
+    case MeasureError::kCompileTimeout:
+      return "compile_timeout";
+    case MeasureError::kWrongAnswer:
+      return "wrong_answer";
+    case MeasureError::kRuntimeError:
+      return "runtime_error";
+    case MeasureError::kRunTimeout:
+      return "run_timeout";
+    case MeasureError::kNoDevice:
+      return "no_device";
+    case MeasureError::kUnknown:
+      return "unknown_error";
   }
   return "unknown_error";
 }
@@ -137,9 +146,12 @@ absl::StatusOr<MeasureError> ParseMeasureError(const std::string& name) {
 
 const char* CheckDistributionName(CheckDistribution d) {
   switch (d) {
-    case CheckDistribution::kUniformSymmetric: return "uniform";
-    case CheckDistribution::kUniformPositive: return "uniform01";
-    case CheckDistribution::kNormalOffset: return "normal";
+    case CheckDistribution::kUniformSymmetric:
+      return "uniform";
+    case CheckDistribution::kUniformPositive:
+      return "uniform01";
+    case CheckDistribution::kNormalOffset:
+      return "normal";
   }
   return "unknown";
 }
@@ -306,11 +318,13 @@ absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(const schedule::Target&
                                                          const MeasureOptions& options) {
   RETURN_IF_ERROR(ValidateMeasureOptions(options));
   switch (target.kind) {
-    case schedule::TargetKind::kCpu: return CreateHostMeasurer(target, options);
-    case schedule::TargetKind::kCuda: return CreateCudaMeasurer(target, options);
+    case schedule::TargetKind::kCpu:
+      return CreateHostMeasurer(target, options);
+    case schedule::TargetKind::kCuda:
+      return CreateCudaMeasurer(target, options);
   }
-  return absl::InvalidArgumentError(absl::StrCat("no measurer for target '", target.ToString(),
-                                                 "'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("no measurer for target '", target.ToString(), "'"));
 }
 
 }  // namespace tilesearch::runtime

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -22,7 +23,6 @@
 #include <cstring>
 #include <exception>
 #include <optional>
-#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -100,8 +100,7 @@ void SendMessage(int fd, MessageType type, int index, const std::string& payload
       _exit(0);
     }
   } catch (const std::exception& e) {
-    SendMessage(fd, MessageType::kSetupFailed, first_item,
-                absl::StrCat("setup threw: ", e.what()));
+    SendMessage(fd, MessageType::kSetupFailed, first_item, absl::StrCat("setup threw: ", e.what()));
     _exit(0);
   } catch (...) {
     SendMessage(fd, MessageType::kSetupFailed, first_item, "setup threw an unknown exception");
@@ -364,8 +363,8 @@ std::vector<WorkerItemOutcome> RunBatchInWorkers(int num_items,
             phase_timeout = options.item_timeout_ms;
             break;
           case MessageType::kDone: {
-            CHECK(m->index == current) << "worker finished item " << m->index << ", expected "
-                                       << current;
+            CHECK(m->index == current)
+                << "worker finished item " << m->index << ", expected " << current;
             WorkerItemOutcome& out = outcomes[current];
             out.kind = WorkerItemOutcome::Kind::kDone;
             out.payload = std::move(m->payload);
@@ -410,8 +409,8 @@ std::vector<WorkerItemOutcome> RunBatchInWorkers(int num_items,
         } else if (!progressed && next < num_items) {
           // Ended between setup and its first item: count it as a failed start so that a worker
           // that keeps doing this cannot loop forever.
-          fail_setup(absl::StrCat("worker ", DescribeWaitStatus(wait_status),
-                                  " before its first item"));
+          fail_setup(
+              absl::StrCat("worker ", DescribeWaitStatus(wait_status), " before its first item"));
         }
         break;
       }
@@ -425,9 +424,9 @@ std::vector<WorkerItemOutcome> RunBatchInWorkers(int num_items,
         WorkerItemOutcome& out = outcomes[stuck];
         out.kind = WorkerItemOutcome::Kind::kTimedOut;
         out.wall_ms = current >= 0 ? MsSince(item_start) : 0;
-        out.message = absl::StrFormat("timed out after %.0f ms%s; the worker was killed",
-                                      phase_timeout,
-                                      out.phase.empty() ? "" : " in phase '" + out.phase + "'");
+        out.message =
+            absl::StrFormat("timed out after %.0f ms%s; the worker was killed", phase_timeout,
+                            out.phase.empty() ? "" : " in phase '" + out.phase + "'");
         next = stuck + 1;
       }
       break;

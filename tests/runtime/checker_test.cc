@@ -38,10 +38,10 @@ constexpr int64_t kM = 8, kK = 16, kN = 4;
 ir::ComputeDAG Matmul() {
   ir::Tensor a = Ok(ir::Placeholder("A", {kM, kK}));
   ir::Tensor b = Ok(ir::Placeholder("B", {kK, kN}));
-  ir::Tensor c = Ok(ir::Reduce("C", {kM, kN}, ir::ReduceKind::kSum, {kK},
-                               [&](const Axes& ax, const Axes& r) {
-                                 return a(ax[0], r[0]) * b(r[0], ax[1]);
-                               }));
+  ir::Tensor c =
+      Ok(ir::Reduce("C", {kM, kN}, ir::ReduceKind::kSum, {kK}, [&](const Axes& ax, const Axes& r) {
+        return a(ax[0], r[0]) * b(r[0], ax[1]);
+      }));
   return Ok(ir::ComputeDAG::Create({c}));
 }
 
@@ -122,9 +122,15 @@ TEST(CompareOutputTest, NanAndInfRules) {
     bool match;
   };
   const Case cases[] = {
-      {NAN, 1.0, false},        {INFINITY, 1.0, false},  {-INFINITY, 1.0, false},
-      {NAN, NAN, true},         {1.0, NAN, false},       {INFINITY, INFINITY, true},
-      {-INFINITY, INFINITY, false}, {1e30, INFINITY, false}, {-INFINITY, -INFINITY, true},
+      {NAN, 1.0, false},
+      {INFINITY, 1.0, false},
+      {-INFINITY, 1.0, false},
+      {NAN, NAN, true},
+      {1.0, NAN, false},
+      {INFINITY, INFINITY, true},
+      {-INFINITY, INFINITY, false},
+      {1e30, INFINITY, false},
+      {-INFINITY, -INFINITY, true},
   };
   for (const Case& c : cases) {
     CheckReport report;
@@ -160,14 +166,24 @@ TEST(CompareOutputTest, IntegersAreExactAndHalfToleranceIsLooser) {
 
 TEST(PackTest, Float16BitPatternsRoundToNearestEven) {
   const std::vector<double> values = {
-      1.0, -2.0, 0.1, 65504, 65519, 65520, std::ldexp(1.0, -24), std::ldexp(1.0, -25),
-      3 * std::ldexp(1.0, -25), std::ldexp(1.0, -14),
+      1.0,
+      -2.0,
+      0.1,
+      65504,
+      65519,
+      65520,
+      std::ldexp(1.0, -24),
+      std::ldexp(1.0, -25),
+      3 * std::ldexp(1.0, -25),
+      std::ldexp(1.0, -14),
       1 + std::ldexp(1.0, -11),      // tie between 1 (even) and 1 + 2^-10: 1
       1 + 3 * std::ldexp(1.0, -11),  // tie between 1 + 2^-10 (odd) and 1 + 2^-9: 1 + 2^-9
-      INFINITY, -INFINITY};
+      INFINITY,
+      -INFINITY};
   const std::vector<uint16_t> bits = {0x3C00, 0xC000, 0x2E66, 0x7BFF, 0x7BFF, 0x7C00, 0x0001,
                                       0x0000, 0x0002, 0x0400, 0x3C00, 0x3C02, 0x7C00, 0xFC00};
-  ir::HostBuffer b = Buffer(ir::ScalarType::kFloat16, {static_cast<int64_t>(values.size())}, values);
+  ir::HostBuffer b =
+      Buffer(ir::ScalarType::kFloat16, {static_cast<int64_t>(values.size())}, values);
   std::vector<std::byte> packed = PackBuffer(b);
   ASSERT_EQ(packed.size(), values.size() * 2);
   for (size_t i = 0; i < values.size(); ++i) {
@@ -180,8 +196,8 @@ TEST(PackTest, Float16BitPatternsRoundToNearestEven) {
 }
 
 TEST(PackTest, BFloat16BitPatternsRoundToNearestEven) {
-  const std::vector<double> values = {1.0, -1.0, 3.0, 1 + std::ldexp(1.0, -8),
-                                      1 + 3 * std::ldexp(1.0, -8), INFINITY};
+  const std::vector<double> values = {
+      1.0, -1.0, 3.0, 1 + std::ldexp(1.0, -8), 1 + 3 * std::ldexp(1.0, -8), INFINITY};
   const std::vector<uint16_t> bits = {0x3F80, 0xBF80, 0x4040, 0x3F80, 0x3F82, 0x7F80};
   ir::HostBuffer b = Buffer(ir::ScalarType::kBFloat16, {6}, values);
   std::vector<std::byte> packed = PackBuffer(b);
@@ -326,7 +342,8 @@ TEST(MakeCheckInputsTest, SeededPerSeedAndPerBufferName) {
   EXPECT_NE(a.at("A").data, c.at("A").data);
   // A buffer's values depend on its name, not on the other placeholders of the DAG.
   ir::Tensor only_a = Ok(ir::Placeholder("A", {kM, kK}));
-  ir::Tensor neg = Ok(ir::Compute("N", {kM, kK}, [&](const Axes& ax) { return -only_a(ax[0], ax[1]); }));
+  ir::Tensor neg =
+      Ok(ir::Compute("N", {kM, kK}, [&](const Axes& ax) { return -only_a(ax[0], ax[1]); }));
   ir::ComputeDAG dag_a = Ok(ir::ComputeDAG::Create({neg}));
   EXPECT_EQ(MakeCheckInputs(dag_a, CheckDistribution::kUniformSymmetric, 11).at("A").data,
             a.at("A").data);
@@ -338,9 +355,9 @@ TEST(MakeCheckInputsTest, HalfAndIntegerBuffersHoldRepresentableValues) {
   ir::Tensor n = Ok(ir::Placeholder("I", {512}, ir::ScalarType::kInt32));
   ir::Tensor ny = Ok(ir::Compute("IY", {512}, [&](const Axes& ax) { return n(ax[0]) + n(ax[0]); }));
   ir::ComputeDAG dag = Ok(ir::ComputeDAG::Create({hy, ny}));
-  for (CheckDistribution d : {CheckDistribution::kUniformSymmetric,
-                              CheckDistribution::kUniformPositive,
-                              CheckDistribution::kNormalOffset}) {
+  for (CheckDistribution d :
+       {CheckDistribution::kUniformSymmetric, CheckDistribution::kUniformPositive,
+        CheckDistribution::kNormalOffset}) {
     ir::BufferMap in = MakeCheckInputs(dag, d, 5);
     for (double v : in.at("H").data) {
       // A normal float16 has 11 significant bits: v / 2^(e − 11) is an integer for v in

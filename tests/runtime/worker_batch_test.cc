@@ -44,20 +44,29 @@ TEST(WorkerBatchTest, FaultingHangingAndExitingItemsCostOnlyThemselves) {
   const std::string big(1 << 20, 'x');
   auto item = [&](int i) -> std::string {
     switch (i) {
-      case 1: std::raise(SIGSEGV); break;
-      case 3: std::abort();
+      case 1:
+        std::raise(SIGSEGV);
+        break;
+      case 3:
+        std::abort();
       case 4:
         for (;;) pause();
-      case 5: _exit(3);
+      case 5:
+        _exit(3);
       case 6:
-      case 8: return std::to_string(getpid());
+      case 8:
+        return std::to_string(getpid());
       case 7:
         RequestWorkerRestart();
         return std::to_string(getpid());
-      case 9: _exit(0);
-      case 10: throw std::runtime_error("boom");
-      case 11: return big;
-      default: break;
+      case 9:
+        _exit(0);
+      case 10:
+        throw std::runtime_error("boom");
+      case 11:
+        return big;
+      default:
+        break;
     }
     return "item" + std::to_string(i);
   };
