@@ -42,6 +42,9 @@ int main(int argc, char** argv) {
   CLI::App* check = app.add_subcommand(
       "check", "run a schedule in the interpreter against the naive program on random inputs");
   actions[check] = tilesearch::tools::AddCheckCommand(*check);
+  CLI::App* measure = app.add_subcommand(
+      "measure", "compile a schedule, check it and time it on its target (cpu or cuda)");
+  actions[measure] = tilesearch::tools::AddMeasureCommand(*measure);
 
   // CLI11 reports an unknown first word only as a missing subcommand; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
@@ -49,7 +52,7 @@ int main(int argc, char** argv) {
     for (const auto& [sub, action] : actions) known = known || sub->get_name() == argv[1];
     if (!known) {
       return ReportError(std::string("unknown command '") + argv[1] +
-                         "' (expected ops, show or check)");
+                         "' (expected ops, show, check or measure)");
     }
   }
   try {

@@ -1,0 +1,224 @@
+// `tilesearch measure`: compiles one schedule, checks it against the unscheduled program and times
+// it on its target through runtime::Measurer, then prints compile times, the kernels' launch
+// configurations and resources, the check's errors, the median time and the throughput.
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "codegen/codegen.h"
+#include "ir/compute_dag.h"
+#include "nlohmann/json.hpp"
+#include "runtime/measure.h"
+#include "schedule/lower.h"
+#include "schedule/schedule_file.h"
+#include "tools/commands.h"
+#include "tools/launch_info.h"
+#include "tools/workload_options.h"
+
+namespace tilesearch::tools {
+namespace {
+
+struct MeasureCommandOptions {
+  WorkloadOptions workload;
+  uint64_t seed = 1;
+  int min_runs = -1;        // < 0: runtime::TimingOptions' default
+  double min_time_ms = -1;  // < 0: default
+  int warmup = -1;          // < 0: default
+  bool no_check = false;
+  std::string json;  // --json FILE; "" = none
+};
+
+std::string Triple(const std::array<int64_t, 3>& v) {
+  return absl::StrCat("(", v[0], ", ", v[1], ", ", v[2], ")");
+}
+
+std::string Fixed(double value, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
+
+std::string Sci(double value) {
+  std::ostringstream out;
+  out << std::setprecision(3) << value;
+  return out.str();
+}
+
+runtime::MeasureOptions ToMeasureOptions(const MeasureCommandOptions& options) {
+  runtime::MeasureOptions m;
+  m.seed = options.seed;
+  m.check = !options.no_check;
+  if (options.min_runs >= 0) m.timing.min_runs = options.min_runs;
+  if (options.min_time_ms >= 0) m.timing.min_total_ms = options.min_time_ms;
+  if (options.warmup >= 0) m.timing.warmup_runs = options.warmup;
+  if (m.timing.max_runs < m.timing.min_runs) m.timing.max_runs = m.timing.min_runs;
+  return m;
+}
+
+// Compile stage of a GPU candidate: the module, or the build error the measurer reports.
+runtime::MeasureCandidate BuildCandidate(const schedule::ScheduleFile& file,
+                                         const schedule::LoweredKernel& kernel) {
+  runtime::MeasureCandidate candidate;
+  candidate.nest = std::make_shared<const ir::LoopNest>(kernel.nest);
+  candidate.launches = ToLaunchInfos(kernel.launches);
+  if (!file.target.is_gpu()) return candidate;
+  codegen::GpuCompileOptions compile;
+  compile.arch = file.target.arch;
+  absl::StatusOr<codegen::GpuModule> module =
+      codegen::CompileToPtx(kernel.nest, candidate.launches, compile);
+  if (!module.ok()) {
+    candidate.build_status = module.status();
+    return candidate;
+  }
+  candidate.compile_ms = module->compile_ms;
+  candidate.gpu_module = std::make_shared<const codegen::GpuModule>(*std::move(module));
+  return candidate;
+}
+
+absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
+  ASSIGN_OR_RETURN(schedule::ScheduleFile file, ScheduleFromOptions(options.workload));
+  ASSIGN_OR_RETURN(schedule::ResolvedSchedule resolved, file.Resolve());
+  const ir::ComputeDAG& dag = resolved.dag;
+  ASSIGN_OR_RETURN(schedule::LoweredKernel kernel, LowerScheduleFile(file, resolved));
+  // The measurer first: without a driver nothing is compiled and nothing printed.
+  ASSIGN_OR_RETURN(std::unique_ptr<runtime::Measurer> measurer,
+                   runtime::CreateMeasurer(file.target, ToMeasureOptions(options)));
+
+  const runtime::MeasureCandidate candidate = BuildCandidate(file, kernel);
+  std::vector<runtime::MeasureResult> results = measurer->Measure(dag, {candidate});
+  if (results.size() != 1) {
+    return absl::InternalError(
+        absl::StrCat("the measurer returned ", results.size(), " results for one candidate"));
+  }
+  const runtime::MeasureResult& r = results[0];
+  if (r.error == runtime::MeasureError::kNoDevice) {
+    return absl::FailedPreconditionError(r.message);
+  }
+
+  const double flops = dag.Flops();
+  const int64_t bytes = dag.InputBytes() + dag.OutputBytes();
+  std::cout << "schedule: " << file.source << "\n"
+            << "workload: " << file.workload.ToString() << " (" << Sci(flops) << " FLOP, " << bytes
+            << " B of inputs + outputs)\n"
+            << "target: " << file.target.ToString() << "\n";
+  if (file.target.is_gpu()) {
+    std::cout << "compile: " << Fixed(r.compile_ms, 1) << " ms MLIR -> PTX, " << Fixed(r.load_ms, 1)
+              << " ms driver JIT (PTX -> cubin)\n";
+  } else {
+    std::cout << "compile: " << Fixed(r.compile_ms, 1) << " ms MLIR -> host code (JIT)\n";
+  }
+  const size_t num_kernels = candidate.gpu_module ? candidate.gpu_module->kernels.size() : 0;
+  for (size_t i = 0; i < num_kernels; ++i) {
+    const codegen::GpuKernelInfo& k = candidate.gpu_module->kernels[i];
+    std::cout << "kernel " << i << " " << k.name << ": grid " << Triple(k.grid) << " block "
+              << Triple(k.block);
+    if (i < r.kernels.size()) {
+      const runtime::KernelResources& res = r.kernels[i];
+      std::cout << ", " << res.registers_per_thread << " registers/thread, shared "
+                << res.static_shared_bytes << " B static + " << res.dynamic_shared_bytes
+                << " B dynamic, local " << res.local_bytes_per_thread << " B/thread";
+    } else {
+      std::cout << ", shared " << k.static_shared_bytes << " B static + " << k.dynamic_shared_bytes
+                << " B dynamic (compiler's count; not loaded)";
+    }
+    std::cout << "\n";
+  }
+  if (r.check.trials > 0) {
+    std::cout << "check: " << r.check.trials << " trials, " << r.check.checked_elements
+              << " elements, max abs error " << Sci(r.check.max_abs_error) << ", max rel error "
+              << Sci(r.check.max_rel_error);
+    if (r.check.mismatches > 0) {
+      std::cout << ", " << r.check.mismatches << " mismatches, first " << r.check.first_mismatch;
+    }
+    std::cout << "\n";
+  } else if (options.no_check) {
+    std::cout << "check: skipped (--no-check)\n";
+  }
+
+  double gflops = 0, gbps = 0;
+  if (r.ok()) {
+    const double median_ms = r.timing.median_ms;
+    std::cout << "time: " << r.timing.ToString() << "\n";
+    if (median_ms > 0) {
+      gflops = flops / (median_ms * 1e6);
+      gbps = static_cast<double>(bytes) / (median_ms * 1e6);
+    }
+    std::cout << "throughput: " << Fixed(gflops, 2) << " GFLOP/s, " << Fixed(gbps, 2) << " GB/s\n"
+              << "OK\n";
+  } else {
+    std::cout << "FAILED: " << runtime::MeasureErrorName(r.error) << ": " << r.message << "\n";
+  }
+
+  if (!options.json.empty()) {
+    nlohmann::json j;
+    j["schedule"] = file.source;
+    j["workload"] = schedule::WorkloadToJson(file.workload);
+    j["workload_key"] = dag.WorkloadKey();
+    j["target"] = file.target.ToString();
+    j["flops"] = flops;
+    j["bytes"] = bytes;
+    j["gflops_per_s"] = gflops;
+    j["gbytes_per_s"] = gbps;
+    nlohmann::json launches = nlohmann::json::array();
+    for (size_t i = 0; i < num_kernels; ++i) {
+      const codegen::GpuKernelInfo& k = candidate.gpu_module->kernels[i];
+      launches.push_back({{"name", k.name},
+                          {"grid", k.grid},
+                          {"block", k.block},
+                          {"static_shared_bytes", k.static_shared_bytes},
+                          {"dynamic_shared_bytes", k.dynamic_shared_bytes}});
+    }
+    j["launches"] = launches;
+    if (candidate.gpu_module) {
+      const codegen::GpuModule::Phases& p = candidate.gpu_module->phases;
+      j["compile_phases_ms"] = {{"emit", p.emit_ms},
+                                {"lower", p.lower_ms},
+                                {"translate", p.translate_ms},
+                                {"optimize", p.optimize_ms},
+                                {"codegen", p.codegen_ms}};
+    }
+    j["result"] = runtime::MeasureResultToJson(r);
+    std::ofstream out(options.json);
+    out << j.dump(2) << "\n";
+    out.close();
+    if (!out) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot write --json file '", options.json, "'"));
+    }
+  }
+  return r.ok() ? 0 : 1;
+}
+
+}  // namespace
+
+ExitCodeAction AddMeasureCommand(CLI::App& app) {
+  auto options = std::make_shared<MeasureCommandOptions>();
+  AddWorkloadOptions(app, options->workload);
+  app.add_option("--seed", options->seed, "seed of the check's random inputs")
+      ->capture_default_str();
+  app.add_option("--min-runs", options->min_runs, "timed runs at least (default 10)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--min-time-ms", options->min_time_ms,
+                 "summed time of the timed runs at least, ms (default 50)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--warmup", options->warmup, "untimed runs before timing (default 3)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--no-check", options->no_check,
+               "time without checking the result against the unscheduled program");
+  app.add_option("--json", options->json,
+                 "also write the result (runtime's MeasureResult JSON, workload, target, "
+                 "launches, throughput) to this file");
+  return [options]() { return Measure(*options); };
+}
+
+}  // namespace tilesearch::tools
