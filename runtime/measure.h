@@ -150,6 +150,11 @@ class Measurer {
   /// reference; every candidate's nest must have the same params as ir::LowerNaive(dag)).
   /// Never fails as a whole: errors are per result (a worker that cannot start gives every
   /// remaining candidate kRuntimeError / kNoDevice with the reason).
+  /// Forks worker processes (fork without exec): call it while no other thread of this process is
+  /// inside MLIR / LLVM or holds a lock the workers need (earlier compiles in this process are
+  /// fine); a worker that inherits a held lock hangs and is reported as run_timeout. The host
+  /// measurer JIT-compiles each candidate in the worker under its own run_timeout_ms clock (a
+  /// compile over it: kCompileTimeout; a compiler crash: kCompileError).
   virtual std::vector<MeasureResult> Measure(const ir::ComputeDAG& dag,
                                              const std::vector<MeasureCandidate>& candidates) = 0;
   virtual const schedule::Target& target() const = 0;
