@@ -2,6 +2,7 @@
 #include "runtime/timing.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 
@@ -76,14 +77,25 @@ absl::StatusOr<TimingStats> TimeRepeated(const std::function<absl::StatusOr<doub
     return absl::InvalidArgumentError(
         absl::StrCat("timing min_total_ms must not be negative, got ", options.min_total_ms));
   }
+  if (!(options.max_wall_ms >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("timing max_wall_ms must not be negative, got ", options.max_wall_ms));
+  }
   for (int i = 0; i < options.warmup_runs; ++i) {
     absl::StatusOr<double> ms = run_once();
     if (!ms.ok()) return ms.status();
   }
   std::vector<double> samples;
   double total = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto wall_left = [&] {
+    return options.max_wall_ms == 0 ||
+           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                   .count() < options.max_wall_ms;
+  };
   while (static_cast<int>(samples.size()) < options.max_runs &&
-         (static_cast<int>(samples.size()) < options.min_runs || total < options.min_total_ms)) {
+         (static_cast<int>(samples.size()) < options.min_runs ||
+          (total < options.min_total_ms && wall_left()))) {
     absl::StatusOr<double> ms = run_once();
     if (!ms.ok()) return ms.status();
     if (!std::isfinite(*ms) || *ms < 0) {

@@ -18,6 +18,10 @@ struct TimingOptions {
   int min_runs = 10;
   double min_total_ms = 50;
   int max_runs = 1000;
+  /// Runs past min_runs (taken to reach min_total_ms) stop once the wall time of the timed phase,
+  /// cache flushes included, exceeds this: a fast kernel behind a slow flush (a 64 MiB host
+  /// memset costs milliseconds) must not take seconds per candidate. 0 = no limit.
+  double max_wall_ms = 1000;
   /// Flush the L2 (GPU: write a buffer larger than the L2; host: write a buffer larger than the
   /// last-level cache) before every timed run, outside the timed region.
   bool flush_cache = true;
@@ -44,9 +48,10 @@ struct TimingStats {
 TimingStats Summarize(std::vector<double> samples_ms);
 
 /// Runs `run_once` options.warmup_runs times untimed, then until the stopping rule of
-/// TimingOptions holds; `run_once` returns one run's time in ms (it does its own cache flush and
+/// TimingOptions holds (min_runs always; then min_total_ms, within max_runs and max_wall_ms);
+/// `run_once` returns one run's time in ms (it does its own cache flush and
 /// clock reads). The first error of `run_once` is returned as is. Errors: kInvalidArgument for
-/// options with min_runs < 1, max_runs < min_runs or a negative warm-up / min time.
+/// options with min_runs < 1, max_runs < min_runs or a negative warm-up / min time / wall limit.
 [[nodiscard]] absl::StatusOr<TimingStats> TimeRepeated(
     const std::function<absl::StatusOr<double>()>& run_once, const TimingOptions& options);
 

@@ -2,7 +2,9 @@
 // with a fake run function that returns fixed times.
 #include "runtime/timing.h"
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <vector>
 
 #include "base/status_matchers.h"
@@ -111,6 +113,36 @@ TEST(TimeRepeatedTest, MaxRunsCapsFastRuns) {
   ASSERT_THAT(s, IsOk());
   EXPECT_EQ(s->runs, 20);
   EXPECT_EQ(run.calls, 20);
+}
+
+// A fast kernel behind a slow flush: each run reports 0.01 ms but takes 20 ms of wall time. The
+// min_total_ms extension stops once the wall time passes max_wall_ms (100 ms: after at most 5
+// runs, since each takes at least 20 ms); min_runs still holds.
+TEST(TimeRepeatedTest, WallLimitEndsTheMinimumTimeExtension) {
+  int calls = 0;
+  auto run = [&]() -> absl::StatusOr<double> {
+    ++calls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return 0.01;
+  };
+  TimingOptions options;
+  options.warmup_runs = 0;
+  options.min_runs = 3;
+  options.min_total_ms = 50;
+  options.max_wall_ms = 100;
+  absl::StatusOr<TimingStats> s = TimeRepeated(run, options);
+  ASSERT_THAT(s, IsOk());
+  EXPECT_GE(s->runs, 3);
+  EXPECT_LE(s->runs, 5);
+  // min_runs wins over the wall limit.
+  options.min_runs = 4;
+  options.max_wall_ms = 10;
+  s = TimeRepeated(run, options);
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->runs, 4);
+  options.max_wall_ms = -1;
+  EXPECT_THAT(TimeRepeated(run, options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_wall_ms")));
 }
 
 TEST(TimeRepeatedTest, FirstErrorOfTheRunIsReturnedAsIs) {
