@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# `tilesearch measure`: the CPU tiled matmul example is checked and timed (exit 0, a median, a
+# throughput that agrees with 2·M·N·K / median, a small max error, a --json file), --no-check
+# skips the check, bad options exit 2, and --target cuda on a machine without a CUDA driver exits
+# 2 with "no CUDA driver found" (skipped where libcuda.so.1 exists).
+# Run by ctest with TILESEARCH set to the binary and EXAMPLES to examples/schedules.
+set -u
+bin="${TILESEARCH:?set TILESEARCH to the tilesearch binary}"
+examples="${EXAMPLES:?set EXAMPLES to the examples/schedules directory}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+run() {  # NAME ARGS...: stdout, stderr and exit code in $tmp/NAME.*
+  local name="$1"
+  shift
+  "$bin" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+  echo $? >"$tmp/$name.rc"
+}
+
+expect_rc() {  # NAME CODE
+  local rc
+  rc="$(cat "$tmp/$1.rc")"
+  [[ "$rc" == "$2" ]] ||
+    fail "$1: exit code $rc, expected $2 (stdout: $(tail -c 300 "$tmp/$1.out") stderr: $(head -c 300 "$tmp/$1.err"))"
+}
+
+expect_out() {  # NAME REGEX
+  grep -Eq -- "$2" "$tmp/$1.out" || fail "$1: stdout has no line matching '$2'"
+}
+
+expect_no_out() {  # NAME REGEX
+  ! grep -Eq -- "$2" "$tmp/$1.out" || fail "$1: stdout has a line matching '$2'"
+}
+
+expect_error() {  # NAME TEXT: one error line with TEXT, nothing on stdout, exit code 2
+  expect_rc "$1" 2
+  local lines
+  lines="$(wc -l <"$tmp/$1.err")"
+  [[ "$lines" == 1 ]] || fail "$1: stderr has $lines lines, expected 1: $(cat "$tmp/$1.err")"
+  grep -q '^tilesearch: error: ' "$tmp/$1.err" || fail "$1: stderr lacks 'tilesearch: error: '"
+  grep -qF -- "$2" "$tmp/$1.err" || fail "$1: stderr lacks '$2': $(cat "$tmp/$1.err")"
+  [[ ! -s "$tmp/$1.out" ]] || fail "$1: printed to stdout on error"
+}
+
+cpu="$examples/matmul_cpu_tiled.json"
+
+# --- The CPU tiled matmul (128^3 float32): checked, timed, throughput. ---
+run cpu measure --schedule "$cpu" --min-runs 5 --min-time-ms 5 --json "$tmp/cpu.json"
+expect_rc cpu 0
+expect_out cpu '^workload: matmul 128x128 128x128 float32'
+expect_out cpu '^target: cpu$'
+expect_out cpu '^compile: [0-9.]+ ms'
+expect_out cpu '^check: [0-9]+ trials, [0-9]+ elements, max abs error [0-9.e+-]+, max rel error [0-9.e+-]+$'
+expect_out cpu '^time: [0-9.e+-]+ ms median \(p10 [0-9.e+-]+, p90 [0-9.e+-]+, [0-9]+ runs\)$'
+expect_out cpu '^throughput: [0-9.]+ GFLOP/s, [0-9.]+ GB/s$'
+expect_out cpu '^OK$'
+# At least the requested runs.
+runs="$(sed -n 's/^time: .*, \([0-9]*\) runs)$/\1/p' "$tmp/cpu.out")"
+[[ -n "$runs" ]] && ((runs >= 5)) || fail "cpu: $runs timed runs, expected at least 5"
+# The max errors are those of a float32 128-term dot product of values in the check's ranges:
+# well under the 1e-4 tolerance relative, under 1e-2 absolute for the large-magnitude normal draws.
+awk '/^check:/ {
+  for (i = 1; i <= NF; ++i) { if ($i == "abs") abs = $(i + 2); if ($i == "rel") rel = $(i + 2) }
+  gsub(",", "", abs); gsub(",", "", rel)
+  exit !(abs + 0 >= 0 && abs + 0 < 1e-2 && rel + 0 >= 0 && rel + 0 < 1e-4) }' "$tmp/cpu.out" ||
+  fail "cpu: max errors too large: $(grep '^check:' "$tmp/cpu.out")"
+# GFLOP/s = 2·128^3 / median, GB/s = 3·128²·4 bytes / median (independent of the program's count),
+# within the rounding of the printed median and throughput.
+awk '/^time:/ { text = $2; median = $2 + 0 } /^throughput:/ { gflops = $2; gbps = $4 }
+  END {
+    if (index(text, "e") || index(text, "E")) rel = 1e-2
+    else { dot = index(text, "."); dec = dot ? length(text) - dot : 0; rel = 0.5 * 10 ^ -dec / median }
+    rel += 1e-3
+    want_f = 2 * 128 ^ 3 / (median * 1e6); want_b = 3 * 128 * 128 * 4 / (median * 1e6)
+    df = gflops - want_f; db = gbps - want_b; if (df < 0) df = -df; if (db < 0) db = -db
+    exit !(median > 0 && df <= 0.006 + rel * want_f && db <= 0.006 + rel * want_b) }' \
+  "$tmp/cpu.out" ||
+  fail "cpu: throughput does not match 2*128^3 / median: $(grep -E '^(time|throughput):' "$tmp/cpu.out")"
+# --json: the measure result with the workload and target.
+if command -v python3 >/dev/null; then
+  python3 - "$tmp/cpu.json" <<'EOF' || fail "cpu: --json file is wrong"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["target"] == "cpu", j["target"]
+assert j["workload"]["op"] == "matmul", j["workload"]
+assert j["flops"] == 2 * 128 ** 3, j["flops"]
+assert j["gflops_per_s"] > 0, j["gflops_per_s"]
+r = j["result"]
+assert r["error"] == "none", r["error"]
+assert r["check"]["trials"] >= 2 and r["check"]["mismatches"] == 0, r["check"]
+median = r["timing"]["median_ms"]
+assert median > 0 and r["timing"]["runs"] >= 5, r["timing"]
+# Throughput from the full-precision median: 2·128^3 FLOP, 3·128²·4 bytes.
+assert abs(j["gflops_per_s"] - 2 * 128 ** 3 / (median * 1e6)) <= 1e-9 * j["gflops_per_s"], j
+assert abs(j["gbytes_per_s"] - 3 * 128 * 128 * 4 / (median * 1e6)) <= 1e-9 * j["gbytes_per_s"], j
+EOF
+else
+  [[ -s "$tmp/cpu.json" ]] || fail "cpu: --json file is empty"
+fi
+
+# --- --no-check: timed only. ---
+run nocheck measure --schedule "$cpu" --no-check --min-runs 2 --min-time-ms 0 --warmup 0
+expect_rc nocheck 0
+expect_out nocheck '^check: skipped \(--no-check\)$'
+expect_out nocheck '^time: '
+
+# --- An override: the unscheduled workload on the cpu target. ---
+run plain measure --op relu --shape 256x256 --min-runs 2 --min-time-ms 0
+expect_rc plain 0
+expect_out plain '^workload: relu 256x256 float32'
+expect_out plain '^check: [0-9]+ trials, [0-9]+ elements, max abs error 0, max rel error 0$'
+expect_out plain '^OK$'
+
+# --- User errors: exit 2, one line. ---
+run no_workload measure
+expect_error no_workload "give --op NAME or --schedule FILE"
+run bad_runs measure --schedule "$cpu" --min-runs 0
+expect_error bad_runs "--min-runs"
+run bad_target measure --schedule "$cpu" --target rocm
+expect_error bad_target "unknown target 'rocm'"
+run cannot_lower measure --schedule "$examples/matmul_cuda_sssrrsrs.json" --target cpu
+expect_error cannot_lower "cannot lower for cpu"
+run missing measure --schedule "$tmp/none.json"
+expect_error missing "cannot read schedule file"
+
+# --- No CUDA driver here: a clear error, nothing compiled or printed. ---
+if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+  echo "note: libcuda.so.1 present; the no-driver test is skipped"
+else
+  run no_driver measure --schedule "$examples/matmul_cuda_sssrrsrs.json" --target cuda
+  expect_error no_driver "no CUDA driver found"
+fi
+
+if ((failures > 0)); then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all measure checks passed"
