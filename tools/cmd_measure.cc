@@ -94,6 +94,16 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<runtime::Measurer> measurer,
                    runtime::CreateMeasurer(file.target, ToMeasureOptions(options)));
 
+  // An unwritable --json file is reported before anything is measured.
+  std::ofstream json_out;
+  if (!options.json.empty()) {
+    json_out.open(options.json);
+    if (!json_out) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot write --json file '", options.json, "'"));
+    }
+  }
+
   const runtime::MeasureCandidate candidate = BuildCandidate(file, kernel);
   std::vector<runtime::MeasureResult> results = measurer->Measure(dag, {candidate});
   if (results.size() != 1) {
@@ -188,10 +198,9 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
                                 {"codegen", p.codegen_ms}};
     }
     j["result"] = runtime::MeasureResultToJson(r);
-    std::ofstream out(options.json);
-    out << j.dump(2) << "\n";
-    out.close();
-    if (!out) {
+    json_out << j.dump(2) << "\n";
+    json_out.close();
+    if (!json_out) {
       return absl::InvalidArgumentError(
           absl::StrCat("cannot write --json file '", options.json, "'"));
     }
@@ -206,12 +215,16 @@ ExitCodeAction AddMeasureCommand(CLI::App& app) {
   AddWorkloadOptions(app, options->workload);
   app.add_option("--seed", options->seed, "seed of the check's random inputs")
       ->capture_default_str();
-  app.add_option("--min-runs", options->min_runs, "timed runs at least (default 10)")
+  const runtime::TimingOptions defaults;
+  app.add_option("--min-runs", options->min_runs,
+                 absl::StrCat("timed runs at least (default ", defaults.min_runs, ")"))
       ->check(CLI::PositiveNumber);
   app.add_option("--min-time-ms", options->min_time_ms,
-                 "summed time of the timed runs at least, ms (default 50)")
+                 absl::StrCat("summed time of the timed runs at least, ms (default ",
+                              defaults.min_total_ms, ")"))
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--warmup", options->warmup, "untimed runs before timing (default 3)")
+  app.add_option("--warmup", options->warmup,
+                 absl::StrCat("untimed runs before timing (default ", defaults.warmup_runs, ")"))
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-check", options->no_check,
                "time without checking the result against the unscheduled program");

@@ -128,6 +128,8 @@ run cannot_lower measure --schedule "$examples/matmul_cuda_sssrrsrs.json" --targ
 expect_error cannot_lower "cannot lower for cpu"
 run missing measure --schedule "$tmp/none.json"
 expect_error missing "cannot read schedule file"
+run bad_json measure --schedule "$cpu" --json "$tmp/no/such/dir/result.json"
+expect_error bad_json "cannot write --json file '$tmp/no/such/dir/result.json'"
 
 # --- No CUDA driver here: a clear error, nothing compiled or printed. ---
 if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
