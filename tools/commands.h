@@ -56,4 +56,12 @@ ExitCodeAction AddCheckCommand(CLI::App& app);
 /// user errors (bad options, unlowerable schedule, "no CUDA driver found: ...") are a Status.
 ExitCodeAction AddMeasureCommand(CLI::App& app);
 
+/// `tilesearch bench-compile [--size N] [--candidates N] [--workers W] [--seed S] [--arch sm_XX]
+/// [--jit] [--json FILE]`: lowers up to N distinct tilings of an n³ float32 GPU matmul (threads per
+/// block, register tile, k tile), compiles them with codegen::CompileManyToPtx on W workers and
+/// prints the distribution of per-candidate MLIR → PTX ms (by phase) and the throughput
+/// (candidates / s of wall time); --jit also loads each PTX with the CUDA driver through the cuda
+/// measurer (one unchecked run each) and prints the driver JIT ms distribution.
+CommandAction AddBenchCompileCommand(CLI::App& app);
+
 }  // namespace tilesearch::tools

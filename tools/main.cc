@@ -45,6 +45,9 @@ int main(int argc, char** argv) {
   CLI::App* measure = app.add_subcommand(
       "measure", "compile a schedule, check it and time it on its target (cpu or cuda)");
   actions[measure] = tilesearch::tools::AddMeasureCommand(*measure);
+  CLI::App* bench_compile = app.add_subcommand(
+      "bench-compile", "compile-time benchmark: many GPU matmul tilings through MLIR -> PTX");
+  actions[bench_compile] = exit_zero(tilesearch::tools::AddBenchCompileCommand(*bench_compile));
 
   // CLI11 reports an unknown first word only as a missing subcommand; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
@@ -52,7 +55,7 @@ int main(int argc, char** argv) {
     for (const auto& [sub, action] : actions) known = known || sub->get_name() == argv[1];
     if (!known) {
       return ReportError(std::string("unknown command '") + argv[1] +
-                         "' (expected ops, show, check or measure)");
+                         "' (expected ops, show, check, measure or bench-compile)");
     }
   }
   try {

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# `tilesearch bench-compile`: a handful of distinct matmul tilings compile (every candidate counted,
+# the JSON agrees with the printed numbers: candidates / wall = throughput), and bad options exit 2.
+# Run by ctest with TILESEARCH set to the binary.
+set -u
+bin="${TILESEARCH:?set TILESEARCH to the tilesearch binary}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+"$bin" bench-compile --size 256 --candidates 6 --workers 2 --json "$tmp/b.json" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[[ $rc == 0 ]] || fail "bench-compile exit $rc: $(cat "$tmp/err")"
+grep -Eq '^bench-compile: 6 candidates of matmul 256x256x256' "$tmp/out" || fail "header: $(head -1 "$tmp/out")"
+grep -Eq '^MLIR->PTX ms \(per candidate\) +median +[0-9.]+ .*\(n=6\)$' "$tmp/out" || fail "no compile distribution: $(cat "$tmp/out")"
+python3 - "$tmp/b.json" <<'PY' || fail "json inconsistent"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["candidates"] == 6 and j["failed"] == 0, j
+assert abs(j["throughput_per_s"] - 1000.0 * j["candidates"] / j["wall_ms"]) < 1e-6 * j["throughput_per_s"], j
+c = j["compile_ms"]
+assert c["count"] == 6 and 0 < c["p10"] <= c["median"] <= c["p90"] <= c["max"], c
+# The phases add up to no more than the whole (each candidate's phases are parts of its total).
+assert sum(p["median"] for p in j["phases_ms"].values()) <= c["max"] * 1.01, j["phases_ms"]
+PY
+
+"$bin" bench-compile --size 16 >"$tmp/o2" 2>"$tmp/e2"
+[[ $? == 2 ]] && grep -q 'size must be at least 32' "$tmp/e2" || fail "--size 16 not refused: $(cat "$tmp/e2")"
+"$bin" bench-compile --candidates 0 >"$tmp/o3" 2>"$tmp/e3"
+[[ $? == 2 ]] && grep -q 'candidates must be at least 1' "$tmp/e3" || fail "--candidates 0 not refused"
+
+if ((failures > 0)); then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "cli_bench_compile_test: all passed"

@@ -1,0 +1,281 @@
+// `tilesearch bench-compile`: the compile-time benchmark of issue 4. Builds many distinct GPU
+// candidates of a square float32 matmul (the SSSRRSRS structure of
+// examples/schedules/h200/matmul_cuda_4096.json with varied tile sizes: threads per block, register
+// tile per thread, k tile), lowers them, compiles them all through MLIR → PTX with
+// codegen::CompileManyToPtx on W workers, and reports the distribution of per-candidate compile
+// times (ms, by phase) and the throughput (candidates per second of wall time). With --jit the
+// PTX is also loaded by the CUDA driver (in a measurement worker; one untimed-check run each) and
+// the distribution of driver JIT times is reported.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "codegen/codegen.h"
+#include "nlohmann/json.hpp"
+#include "runtime/measure.h"
+#include "runtime/timing.h"
+#include "schedule/lower.h"
+#include "schedule/schedule_file.h"
+#include "tools/commands.h"
+
+namespace tilesearch::tools {
+namespace {
+
+struct BenchCompileOptions {
+  int64_t size = 1024;
+  int candidates = 200;
+  int workers = 0;
+  uint64_t seed = 1;
+  bool jit = false;
+  std::string arch = "sm_90";
+  std::string json;
+};
+
+// Tile sizes of one candidate: threads ti × tj per block, each computing an ii × ij register
+// tile; k in steps of tk with the A (ti·ii × tk) and B (tk × tj·ij) tiles in shared memory.
+struct Tiling {
+  int64_t ti, ii, tj, ij, tk;
+  std::string ToString() const {
+    return absl::StrCat("threads ", ti, "x", tj, " regs ", ii, "x", ij, " k ", tk);
+  }
+};
+
+nlohmann::json MatmulSchedule(int64_t n, const Tiling& t) {
+  using J = nlohmann::json;
+  const int64_t threads = t.ti * t.tj;
+  J steps = J::array({
+      J::array({"CHW", 2, "local"}),
+      J::array({"SP", 3, 0, n, J::array({t.ti, t.ii}), 1}),
+      J::array({"SP", 3, 3, n, J::array({t.tj, t.ij}), 1}),
+      J::array({"RE", 3, J::array({0, 3, 1, 4, 2, 5})}),
+      J::array({"FU", 3, J::array({0, 1})}),
+      J::array({"FU", 3, J::array({1, 2})}),
+      J::array({"AN", 3, 0, 5}),
+      J::array({"AN", 3, 1, 6}),
+      J::array({"CA", 2, 3, 1}),
+      J::array({"SP", 2, 2, n, J::array({t.tk}), 1}),
+      J::array({"RE", 2, J::array({2, 3, 0, 1})}),
+      J::array({"AN", 2, 2, 1}),
+      J::array({"AN", 2, 3, 1}),
+      J::array({"CHR", 0, "shared", J::array({2})}),
+      J::array({"CA", 1, 3, 0}),
+      J::array({"CHR", 2, "shared", J::array({3})}),
+      J::array({"CA", 3, 4, 0}),
+      J::array({"FU", 1, J::array({0, 1})}),
+      J::array({"SP", 1, 0, t.ti * t.ii * t.tk, J::array({threads}), 1}),
+      J::array({"AN", 1, 1, 6}),
+      J::array({"FU", 3, J::array({0, 1})}),
+      J::array({"SP", 3, 0, t.tk * t.tj * t.ij, J::array({threads}), 1}),
+      J::array({"AN", 3, 1, 6}),
+      J::array({"AN", 5, 2, 1}),
+      J::array({"AN", 5, 3, 1}),
+  });
+  return J{{"version", 1},
+           {"workload",
+            {{"op", "matmul"},
+             {"shapes", J::array({J::array({n, n}), J::array({n, n})})},
+             {"dtype", "float32"},
+             {"attrs", J::object()}}},
+           {"target", "cuda -arch=sm_90"},
+           {"steps", steps}};
+}
+
+// Every tiling of an n³ matmul within the usual GPU limits (32..1024 threads, ≤ 64 registers of
+// accumulators, ≤ 48 KiB shared), in a seeded random order.
+std::vector<Tiling> Tilings(int64_t n, uint64_t seed) {
+  std::vector<Tiling> all;
+  for (int64_t ti : {2, 4, 8, 16, 32})
+    for (int64_t tj : {2, 4, 8, 16, 32})
+      for (int64_t ii : {1, 2, 4, 8})
+        for (int64_t ij : {1, 2, 4, 8})
+          for (int64_t tk : {2, 4, 8, 16, 32}) {
+            const int64_t threads = ti * tj;
+            if (threads < 32 || threads > 1024 || ii * ij > 64) continue;
+            if (n % (ti * ii) != 0 || n % (tj * ij) != 0 || n % tk != 0) continue;
+            if ((ti * ii * tk + tk * tj * ij) * 4 > 48 * 1024) continue;
+            all.push_back({ti, ii, tj, ij, tk});
+          }
+  std::mt19937_64 rng(seed);
+  std::shuffle(all.begin(), all.end(), rng);
+  return all;
+}
+
+nlohmann::json StatsJson(const runtime::TimingStats& s) {
+  return {{"median", s.median_ms}, {"p10", s.p10_ms}, {"p90", s.p90_ms}, {"min", s.min_ms},
+          {"max", s.max_ms},       {"mean", s.mean_ms}, {"count", s.runs}};
+}
+
+void PrintStats(const char* what, const std::vector<double>& ms) {
+  if (ms.empty()) {
+    std::printf("%-28s (none)\n", what);
+    return;
+  }
+  const runtime::TimingStats s = runtime::Summarize(ms);
+  std::printf("%-28s median %7.2f  p10 %7.2f  p90 %7.2f  max %7.2f  (n=%d)\n", what, s.median_ms,
+              s.p10_ms, s.p90_ms, s.max_ms, s.runs);
+}
+
+absl::Status Run(const BenchCompileOptions& o) {
+  if (o.size < 32) return absl::InvalidArgumentError("--size must be at least 32");
+  if (o.candidates < 1) return absl::InvalidArgumentError("--candidates must be at least 1");
+  std::vector<Tiling> tilings = Tilings(o.size, o.seed);
+  if (static_cast<int>(tilings.size()) > o.candidates) tilings.resize(o.candidates);
+
+  // Lower every candidate (invalid ones are counted, not compiled).
+  using Clock = std::chrono::steady_clock;
+  std::vector<codegen::GpuCompileJob> jobs;
+  std::vector<Tiling> kept;
+  std::vector<double> lower_ms;
+  std::unique_ptr<ir::ComputeDAG> dag;
+  int invalid = 0;
+  for (const Tiling& t : tilings) {
+    const auto start = Clock::now();
+    ASSIGN_OR_RETURN(schedule::ScheduleFile file,
+                     schedule::ScheduleFile::Parse(MatmulSchedule(o.size, t).dump(),
+                                                   "bench-compile " + t.ToString()));
+    ASSIGN_OR_RETURN(schedule::ResolvedSchedule resolved, file.Resolve());
+    absl::StatusOr<schedule::LoweredKernel> lowered =
+        schedule::Lower(resolved.dag, resolved.state, file.target);
+    lower_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    if (!lowered.ok()) {
+      ++invalid;
+      continue;
+    }
+    if (!dag) dag = std::make_unique<ir::ComputeDAG>(resolved.dag);
+    codegen::GpuCompileJob job;
+    job.nest = std::make_shared<ir::LoopNest>(std::move(lowered->nest));
+    for (const schedule::LaunchConfig& l : lowered->launches)
+      job.launches.push_back({l.grid, l.block, l.shared_memory_bytes});
+    jobs.push_back(std::move(job));
+    kept.push_back(t);
+  }
+  if (jobs.empty()) return absl::InvalidArgumentError("no valid candidate to compile");
+
+  codegen::GpuCompileOptions copts;
+  copts.arch = o.arch;
+  codegen::ParallelCompileOptions popts;
+  popts.num_workers = o.workers;
+  const auto start = Clock::now();
+  std::vector<absl::StatusOr<codegen::GpuModule>> modules =
+      codegen::CompileManyToPtx(jobs, copts, popts);
+  const double wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+
+  std::vector<double> total, emit, lower, translate, optimize, codegen_ms;
+  int failed = 0;
+  for (const auto& m : modules) {
+    if (!m.ok()) {
+      ++failed;
+      std::fprintf(stderr, "compile failed: %s\n", std::string(m.status().message()).c_str());
+      continue;
+    }
+    total.push_back(m->compile_ms);
+    emit.push_back(m->phases.emit_ms);
+    lower.push_back(m->phases.lower_ms);
+    translate.push_back(m->phases.translate_ms);
+    optimize.push_back(m->phases.optimize_ms);
+    codegen_ms.push_back(m->phases.codegen_ms);
+  }
+  const int workers = o.workers > 0 ? o.workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::printf("bench-compile: %zu candidates of matmul %lldx%lldx%lld float32 for %s (%d invalid "
+              "schedules skipped), %d workers\n",
+              jobs.size(), static_cast<long long>(o.size), static_cast<long long>(o.size),
+              static_cast<long long>(o.size), o.arch.c_str(), invalid, workers);
+  PrintStats("schedule replay + lower ms", lower_ms);
+  PrintStats("MLIR->PTX ms (per candidate)", total);
+  PrintStats("  emit ms", emit);
+  PrintStats("  MLIR lowering ms", lower);
+  PrintStats("  translate ms", translate);
+  PrintStats("  LLVM optimize ms", optimize);
+  PrintStats("  NVPTX codegen ms", codegen_ms);
+  const double throughput = 1000.0 * static_cast<double>(jobs.size()) / wall_ms;
+  std::printf("throughput: %.1f candidates/s (%zu in %.0f ms wall, %d failed)\n", throughput,
+              jobs.size(), wall_ms, failed);
+
+  nlohmann::json out = {{"size", o.size},          {"candidates", jobs.size()},
+                        {"invalid", invalid},      {"failed", failed},
+                        {"workers", workers},      {"wall_ms", wall_ms},
+                        {"throughput_per_s", throughput}};
+  if (!total.empty()) {
+    out["compile_ms"] = StatsJson(runtime::Summarize(total));
+    out["phases_ms"] = {{"emit", StatsJson(runtime::Summarize(emit))},
+                        {"lower", StatsJson(runtime::Summarize(lower))},
+                        {"translate", StatsJson(runtime::Summarize(translate))},
+                        {"optimize", StatsJson(runtime::Summarize(optimize))},
+                        {"codegen", StatsJson(runtime::Summarize(codegen_ms))}};
+  }
+  out["lower_ms"] = StatsJson(runtime::Summarize(lower_ms));
+
+  if (o.jit) {
+    // The driver's JIT of each PTX, measured by the cuda measurer (one run per candidate, no
+    // check: this measures loading, not correctness; `tilesearch measure` checks).
+    runtime::MeasureOptions mopts;
+    mopts.check = false;
+    mopts.timing.warmup_runs = 0;
+    mopts.timing.min_runs = 1;
+    mopts.timing.min_total_ms = 0;
+    mopts.timing.flush_cache = false;
+    schedule::Target target = schedule::Target::H200();
+    target.arch = o.arch;
+    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Measurer> measurer,
+                     runtime::CreateMeasurer(target, mopts));
+    std::vector<runtime::MeasureCandidate> candidates;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (!modules[i].ok()) continue;
+      runtime::MeasureCandidate c;
+      c.nest = jobs[i].nest;
+      c.launches = jobs[i].launches;
+      c.gpu_module = std::make_shared<codegen::GpuModule>(*modules[i]);
+      c.compile_ms = modules[i]->compile_ms;
+      candidates.push_back(std::move(c));
+    }
+    std::vector<runtime::MeasureResult> results = measurer->Measure(*dag, candidates);
+    std::vector<double> jit_ms, run_ms;
+    std::map<std::string, int> errors;
+    for (const runtime::MeasureResult& r : results) {
+      if (r.load_ms > 0) jit_ms.push_back(r.load_ms);
+      if (r.ok()) run_ms.push_back(r.timing.median_ms);
+      else ++errors[runtime::MeasureErrorName(r.error)];
+    }
+    PrintStats("driver JIT ms (per candidate)", jit_ms);
+    PrintStats("one run ms (unchecked)", run_ms);
+    for (const auto& [kind, count] : errors) std::printf("  %s: %d\n", kind.c_str(), count);
+    if (!jit_ms.empty()) out["driver_jit_ms"] = StatsJson(runtime::Summarize(jit_ms));
+    out["run_errors"] = errors;
+  }
+  if (!o.json.empty()) {
+    std::ofstream f(o.json);
+    if (!f) return absl::InvalidArgumentError(absl::StrCat("cannot write --json file '", o.json, "'"));
+    f << out.dump(1) << "\n";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+CommandAction AddBenchCompileCommand(CLI::App& app) {
+  auto o = std::make_shared<BenchCompileOptions>();
+  app.add_option("--size", o->size, "matmul extent n (n x n x n float32)")->capture_default_str();
+  app.add_option("--candidates", o->candidates, "distinct tilings to compile")
+      ->capture_default_str();
+  app.add_option("--workers", o->workers, "parallel compilations (0 = all cores)")
+      ->capture_default_str();
+  app.add_option("--seed", o->seed, "order of the tilings")->capture_default_str();
+  app.add_option("--arch", o->arch, "NVPTX target sm_XX")->capture_default_str();
+  app.add_flag("--jit", o->jit, "also load every PTX with the CUDA driver and time its JIT");
+  app.add_option("--json", o->json, "write the numbers as JSON to this file");
+  return [o]() { return Run(*o); };
+}
+
+}  // namespace tilesearch::tools
