@@ -156,6 +156,15 @@ const char* CheckDistributionName(CheckDistribution d) {
   return "unknown";
 }
 
+absl::StatusOr<CheckDistribution> ParseCheckDistribution(const std::string& name) {
+  for (CheckDistribution d : {CheckDistribution::kUniformSymmetric,
+                              CheckDistribution::kUniformPositive, CheckDistribution::kNormalOffset}) {
+    if (name == CheckDistributionName(d)) return d;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown input distribution '", name,
+                                                 "' (expected uniform, uniform01 or normal)"));
+}
+
 double MeasureResult::median_ms() const {
   return ok() ? timing.median_ms : std::numeric_limits<double>::infinity();
 }

@@ -1,6 +1,7 @@
 // `tilesearch measure`: compiles one schedule, checks it against the unscheduled program and times
 // it on its target through runtime::Measurer, then prints compile times, the kernels' launch
 // configurations and resources, the check's errors, the median time and the throughput.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -35,6 +36,9 @@ struct MeasureCommandOptions {
   double min_time_ms = -1;  // < 0: default
   int warmup = -1;          // < 0: default
   bool no_check = false;
+  std::vector<std::string> inputs;  // --inputs: check input distributions; empty = default
+  double atol = 0;                  // 0 = the dtype's tolerance
+  double rtol = 0;
   std::string json;  // --json FILE; "" = none
 };
 
@@ -58,6 +62,15 @@ runtime::MeasureOptions ToMeasureOptions(const MeasureCommandOptions& options) {
   runtime::MeasureOptions m;
   m.seed = options.seed;
   m.check = !options.no_check;
+  if (!options.inputs.empty()) {
+    // CLI11 checked the names; trials cover every distribution given.
+    m.distributions.clear();
+    for (const std::string& name : options.inputs)
+      m.distributions.push_back(*runtime::ParseCheckDistribution(name));
+    m.check_trials = std::max<int>(m.check_trials, static_cast<int>(m.distributions.size()));
+  }
+  m.atol = options.atol;
+  m.rtol = options.rtol;
   if (options.min_runs >= 0) m.timing.min_runs = options.min_runs;
   if (options.min_time_ms >= 0) m.timing.min_total_ms = options.min_time_ms;
   if (options.warmup >= 0) m.timing.warmup_runs = options.warmup;
@@ -228,6 +241,15 @@ ExitCodeAction AddMeasureCommand(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-check", options->no_check,
                "time without checking the result against the unscheduled program");
+  app.add_option("--inputs", options->inputs,
+                 "check input distributions, one trial each: uniform [-1,1), uniform01 [0,1), "
+                 "normal (mean 2, sd 8; needs a wider --atol/--rtol for long float32 sums) "
+                 "(default uniform uniform01)")
+      ->check(CLI::IsMember({"uniform", "uniform01", "normal"}));
+  app.add_option("--atol", options->atol, "absolute tolerance (default by dtype: float32 1e-4)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--rtol", options->rtol, "relative tolerance (default by dtype: float32 1e-4)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--json", options->json,
                  "also write the result (runtime's MeasureResult JSON, workload, target, "
                  "launches, throughput) to this file");

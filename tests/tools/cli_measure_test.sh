@@ -122,6 +122,13 @@ run no_workload measure
 expect_error no_workload "give --op NAME or --schedule FILE"
 run bad_runs measure --schedule "$cpu" --min-runs 0
 expect_error bad_runs "--min-runs"
+run bad_inputs measure --schedule "$cpu" --inputs gauss
+expect_error bad_inputs "--inputs"
+# Three named distributions give three checked trials.
+run three_inputs measure --schedule "$cpu" --inputs uniform --inputs uniform01 --inputs normal \
+  --min-runs 2 --min-time-ms 0
+expect_rc three_inputs 0
+expect_out three_inputs '^check: 3 trials, '
 run bad_target measure --schedule "$cpu" --target rocm
 expect_error bad_target "unknown target 'rocm'"
 run cannot_lower measure --schedule "$examples/matmul_cuda_sssrrsrs.json" --target cpu
