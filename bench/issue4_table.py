@@ -28,7 +28,8 @@ def main():
         m = load(path)
         r = m["result"]
         name = os.path.basename(path)[len("measure_"):-len(".json")]
-        case = ("matmul:4096x4096x4096" if name.startswith("matmul") else "softmax:4096x4096")
+        case = ("softmax:4096x4096" if name.startswith("softmax") else
+                "matmul:2048x2048x2048" if "2048" in name else "matmul:4096x4096x4096")
         t = torch_rows.get(case)
         sched = m["schedule"].split("/tilesearch/")[-1]
         launches = "; ".join(

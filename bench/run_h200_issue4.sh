@@ -31,13 +31,14 @@ measure() {  # NAME SCHEDULE
 }
 measure matmul_4096 "$root/examples/schedules/h200/matmul_cuda_4096.json"
 measure matmul_4096_vthread "$root/bench/schedules/matmul_cuda_4096_vthread.json"
+measure matmul_2048_smem64k "$root/bench/schedules/matmul_cuda_2048_smem64k.json"  # dynamic shared memory, opt-in
 measure softmax_4096 "$root/examples/schedules/h200/softmax_cuda_4096.json"
 for t in 128 512 1024; do
   measure "softmax_4096_t$t" "$root/bench/schedules/softmax_cuda_4096_t$t.json"
 done
 
 echo "== pytorch eager (fp32, TF32 off)"
-PYTHONUNBUFFERED=1 timeout 240 python3 bench/pytorch_baseline.py --case matmul:4096x4096x4096 \
+PYTHONUNBUFFERED=1 timeout 240 python3 bench/pytorch_baseline.py --case matmul:4096x4096x4096 --case matmul:2048x2048x2048 \
   --case softmax:4096x4096 --min-runs "$runs" --json "$out/pytorch.json"
 
 echo "== compile-time benchmark"

@@ -205,11 +205,15 @@ class KernelWalker {
           absl::StrCat("invalid_schedule: ", threads, " threads per block exceed the limit ",
                        target.max_threads_per_block, " (", launch_.ToString(), ")"));
     }
-    if (launch_.shared_memory_bytes > target.max_shared_memory_per_block) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("invalid_schedule: ", launch_.shared_memory_bytes,
-                       " bytes of shared memory per block exceed the limit ",
-                       target.max_shared_memory_per_block));
+    // Above the static 48 KiB the kernel uses dynamic shared memory, which the runtime opts in to
+    // (cuFuncSetAttribute) up to the device's opt-in maximum.
+    const int64_t shared_limit =
+        std::max(target.max_shared_memory_per_block, target.max_shared_memory_optin);
+    if (launch_.shared_memory_bytes > shared_limit) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "invalid_schedule: ", launch_.shared_memory_bytes,
+          " bytes of shared memory per block exceed the limit ", shared_limit,
+          " (the target's opt-in maximum)"));
     }
     for (const BarrierSite& b : barriers_) {
       if (b.under_if) {

@@ -229,20 +229,34 @@ TEST(LowerGpuInvalid, ThreadsWithoutBlocks) {
                        HasSubstr("invalid_schedule: a kernel binds threadIdx but no blockIdx")));
 }
 
-TEST(LowerGpuInvalid, TooMuchSharedMemory) {
-  // A [16, 1024] float32 tile of A per block: 64 KiB > 48 KiB.
-  ir::ComputeDAG dag = *ir::MatmulDAG({64, 1024}, {1024, 64});
+// A [16, K] float32 tile of A per block, cached in shared memory at the block loop.
+absl::StatusOr<LoweredKernel> LowerWithSharedATile(int64_t k) {
+  ir::ComputeDAG dag = *ir::MatmulDAG({64, k}, {k, 64});
   Sched s(dag);
   s.Split("C", "i", {16}).Split("C", "j", {16}).Reorder("C", {"i.0", "j.0", "i.1", "j.1", "k"});
   s.Fuse("C", {"i.0", "j.0"}).Fuse("C", {"i.1", "j.1"});
   s.Annotate("C", "i.0@j.0", IteratorAnnotation::kBlockIdxX)
       .Annotate("C", "i.1@j.1", IteratorAnnotation::kThreadIdxX);
   s.CacheRead("A", ir::MemoryScope::kShared, {"C"}).ComputeAt("A.shared", "C", "i.0@j.0");
-  ASSERT_THAT(s.status(), IsOk());
-  EXPECT_THAT(Lower(dag, s.state(), Gpu()),
+  if (!s.status().ok()) return s.status();
+  return Lower(dag, s.state(), Gpu());
+}
+
+TEST(LowerGpuInvalid, TooMuchSharedMemory) {
+  // 16 x 4096 x 4 B = 256 KiB > the H200's opt-in maximum of 227 KiB.
+  EXPECT_THAT(LowerWithSharedATile(4096),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("invalid_schedule: 65536 bytes of shared memory per block "
-                                 "exceed the limit 49152")));
+                       HasSubstr("invalid_schedule: 262144 bytes of shared memory per block "
+                                 "exceed the limit 232448")));
+}
+
+TEST(LowerGpu, SharedMemoryAboveTheStaticLimitIsValid) {
+  // 16 x 1024 x 4 B = 64 KiB: above the static 48 KiB, within the opt-in maximum (the runtime
+  // launches it with dynamic shared memory).
+  absl::StatusOr<LoweredKernel> k = LowerWithSharedATile(1024);
+  ASSERT_THAT(k, IsOk());
+  ASSERT_EQ(k->launches.size(), 1u);
+  EXPECT_EQ(k->launches[0].shared_memory_bytes, 16 * 1024 * 4);
 }
 
 TEST(LowerGpuInvalid, VthreadTooLarge) {
