@@ -225,7 +225,9 @@ absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> MakeNvptxMachine(const std:
   const llvm::Triple triple(kTriple);
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
   if (target == nullptr) return absl::InternalError(absl::StrCat("no NVPTX target: ", error));
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(triple, arch, ""));
+  // Ask a generic subtarget whether `arch` is known: creating one for an unknown CPU prints
+  // "'sm_1' is not a recognized processor" to stderr.
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(triple, "", ""));
   if (!sti || !sti->isCPUStringValid(arch)) {
     return absl::InvalidArgumentError(
         absl::StrCat("CUDA arch '", arch, "' is not known to LLVM's NVPTX backend"));

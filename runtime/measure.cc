@@ -1,9 +1,14 @@
 // Measurement results: names, JSON form, option validation and the measurer factory.
 #include "runtime/measure.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <limits>
 
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 
@@ -334,6 +339,39 @@ absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(const schedule::Target&
   }
   return absl::InvalidArgumentError(
       absl::StrCat("no measurer for target '", target.ToString(), "'"));
+}
+
+double EstimateMeasureHostBytes(const ir::ComputeDAG& dag, const MeasureOptions& options) {
+  double elements = 0;
+  for (int id : dag.input_ids()) elements += static_cast<double>(dag.stage(id).NumElements());
+  for (int id : dag.output_ids()) elements += static_cast<double>(dag.stage(id).NumElements());
+  const int trials = options.check ? std::max(options.check_trials, 1) : 0;
+  return elements * 8.0 * (trials + 3);
+}
+
+double AvailableHostBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  double kib = 0;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024.0;
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+}
+
+absl::Status CheckMeasureHostMemory(const ir::ComputeDAG& dag, const MeasureOptions& options,
+                                    double fraction) {
+  const double need = EstimateMeasureHostBytes(dag, options);
+  const double available = AvailableHostBytes();
+  if (available <= 0 || need <= fraction * available) return absl::OkStatus();
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "measuring needs about %.1f GiB of host memory (inputs and outputs held as 8-byte values "
+      "per check trial, timing inputs, worker copies) but %.1f GiB are available; use smaller "
+      "shapes",
+      need / kGiB, available / kGiB));
 }
 
 }  // namespace tilesearch::runtime

@@ -60,7 +60,7 @@ struct KernelResources {
 
 /// Outcome of the correctness check of one candidate.
 struct CheckReport {
-  int trials = 0;              // checked runs (one per input distribution)
+  int trials = 0;              // checked runs (MeasureOptions::check_trials; distributions cycle)
   double max_abs_error = 0;    // over every output element of every trial
   double max_rel_error = 0;    // |got − ref| / max(|ref|, tiny), over elements with |ref| > atol
   int64_t mismatches = 0;      // elements outside tolerance (NaN where the reference is finite counts)
@@ -136,6 +136,22 @@ struct MeasureOptions {
   /// Host target: threads for parallel loops (0 = all cores).
   int host_threads = 0;
 };
+
+/// Host memory (bytes) a measurement of `dag` needs at its peak, estimated: the check holds every
+/// input and output as 8-byte values per trial (inputs, reference outputs), plus the timing inputs
+/// and the worker's unpacked outputs, plus typed copies: about 8 · (trials + 3) bytes per input or
+/// output element. Measured on a relu of 10⁸ elements: > 6 GB resident, estimate 8 GB.
+double EstimateMeasureHostBytes(const ir::ComputeDAG& dag, const MeasureOptions& options);
+
+/// Bytes of memory available to new allocations on this machine (/proc/meminfo MemAvailable;
+/// physical pages × page size where that is missing).
+double AvailableHostBytes();
+
+/// kResourceExhausted "measuring needs about 9.6 GiB of host memory (...) but 14.2 GiB are
+/// available" when EstimateMeasureHostBytes exceeds `fraction` of AvailableHostBytes.
+[[nodiscard]] absl::Status CheckMeasureHostMemory(const ir::ComputeDAG& dag,
+                                                  const MeasureOptions& options,
+                                                  double fraction = 0.6);
 
 /// One candidate to measure: the lowered program and, for GPU targets, its compiled module.
 struct MeasureCandidate {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "codegen/codegen.h"
@@ -130,6 +131,33 @@ void PrintStats(const char* what, const std::vector<double>& ms) {
 absl::Status Run(const BenchCompileOptions& o) {
   if (o.size < 32) return absl::InvalidArgumentError("--size must be at least 32");
   if (o.candidates < 1) return absl::InvalidArgumentError("--candidates must be at least 1");
+  if (o.workers < 0 || o.workers > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--workers must be in 0..1024 (0 = all cores), got ", o.workers));
+  }
+  // What can fail early does, before minutes of compiling: the --json file, the CUDA driver
+  // (--jit) and, once the candidates are lowered, the arch (the first candidate alone).
+  std::ofstream json_out;
+  if (!o.json.empty()) {
+    json_out.open(o.json);
+    if (!json_out) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot write --json file '", o.json, "'"));
+    }
+  }
+  std::unique_ptr<runtime::Measurer> measurer;
+  if (o.jit) {
+    // The driver's JIT of each PTX, measured by the cuda measurer (one run per candidate, no
+    // check: this measures loading, not correctness; `tilesearch measure` checks).
+    runtime::MeasureOptions mopts;
+    mopts.check = false;
+    mopts.timing.warmup_runs = 0;
+    mopts.timing.min_runs = 1;
+    mopts.timing.min_total_ms = 0;
+    mopts.timing.flush_cache = false;
+    schedule::Target target = schedule::Target::H200();
+    target.arch = o.arch;
+    ASSIGN_OR_RETURN(measurer, runtime::CreateMeasurer(target, mopts));
+  }
   std::vector<Tiling> tilings = Tilings(o.size, o.seed);
   if (static_cast<int>(tilings.size()) > o.candidates) tilings.resize(o.candidates);
 
@@ -165,6 +193,11 @@ absl::Status Run(const BenchCompileOptions& o) {
 
   codegen::GpuCompileOptions copts;
   copts.arch = o.arch;
+  {
+    absl::StatusOr<codegen::GpuModule> first =
+        codegen::CompileToPtx(*jobs[0].nest, jobs[0].launches, copts);
+    if (!first.ok()) return first.status();
+  }
   codegen::ParallelCompileOptions popts;
   popts.num_workers = o.workers;
   const auto start = Clock::now();
@@ -186,6 +219,10 @@ absl::Status Run(const BenchCompileOptions& o) {
     translate.push_back(m->phases.translate_ms);
     optimize.push_back(m->phases.optimize_ms);
     codegen_ms.push_back(m->phases.codegen_ms);
+  }
+  if (failed == static_cast<int>(modules.size())) {
+    return absl::InternalError(absl::StrCat("every candidate failed to compile; the first: ",
+                                            modules[0].status().message()));
   }
   const int workers = o.workers > 0 ? o.workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::printf("bench-compile: %zu candidates of matmul %lldx%lldx%lld float32 for %s (%d invalid "
@@ -217,19 +254,7 @@ absl::Status Run(const BenchCompileOptions& o) {
   }
   out["lower_ms"] = StatsJson(runtime::Summarize(lower_ms));
 
-  if (o.jit) {
-    // The driver's JIT of each PTX, measured by the cuda measurer (one run per candidate, no
-    // check: this measures loading, not correctness; `tilesearch measure` checks).
-    runtime::MeasureOptions mopts;
-    mopts.check = false;
-    mopts.timing.warmup_runs = 0;
-    mopts.timing.min_runs = 1;
-    mopts.timing.min_total_ms = 0;
-    mopts.timing.flush_cache = false;
-    schedule::Target target = schedule::Target::H200();
-    target.arch = o.arch;
-    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Measurer> measurer,
-                     runtime::CreateMeasurer(target, mopts));
+  if (measurer != nullptr) {
     std::vector<runtime::MeasureCandidate> candidates;
     for (size_t i = 0; i < jobs.size(); ++i) {
       if (!modules[i].ok()) continue;
@@ -255,9 +280,11 @@ absl::Status Run(const BenchCompileOptions& o) {
     out["run_errors"] = errors;
   }
   if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    if (!f) return absl::InvalidArgumentError(absl::StrCat("cannot write --json file '", o.json, "'"));
-    f << out.dump(1) << "\n";
+    json_out << out.dump(1) << "\n";
+    json_out.close();
+    if (!json_out) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot write --json file '", o.json, "'"));
+    }
   }
   return absl::OkStatus();
 }

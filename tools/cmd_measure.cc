@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
@@ -67,12 +68,17 @@ runtime::MeasureOptions ToMeasureOptions(const MeasureCommandOptions& options) {
     m.distributions.clear();
     for (const std::string& name : options.inputs)
       m.distributions.push_back(*runtime::ParseCheckDistribution(name));
-    m.check_trials = std::max<int>(m.check_trials, static_cast<int>(m.distributions.size()));
+    m.check_trials = static_cast<int>(m.distributions.size());
   }
   m.atol = options.atol;
   m.rtol = options.rtol;
   if (options.min_runs >= 0) m.timing.min_runs = options.min_runs;
-  if (options.min_time_ms >= 0) m.timing.min_total_ms = options.min_time_ms;
+  if (options.min_time_ms >= 0) {
+    m.timing.min_total_ms = options.min_time_ms;
+    // The user asked for this much timed work: the wall-time cap on the extension must not cut it
+    // short (flushes included, allow 4x).
+    m.timing.max_wall_ms = std::max(m.timing.max_wall_ms, 4 * options.min_time_ms);
+  }
   if (options.warmup >= 0) m.timing.warmup_runs = options.warmup;
   if (m.timing.max_runs < m.timing.min_runs) m.timing.max_runs = m.timing.min_runs;
   return m;
@@ -106,6 +112,7 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
   // The measurer first: without a driver nothing is compiled and nothing printed.
   ASSIGN_OR_RETURN(std::unique_ptr<runtime::Measurer> measurer,
                    runtime::CreateMeasurer(file.target, ToMeasureOptions(options)));
+  RETURN_IF_ERROR(runtime::CheckMeasureHostMemory(dag, ToMeasureOptions(options)));
 
   // An unwritable --json file is reported before anything is measured.
   std::ofstream json_out;
@@ -221,6 +228,21 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
   return r.ok() ? 0 : 1;
 }
 
+// A finite number in [lo, hi]: CLI11's Range lets NaN through and prints its bounds with
+// 300 digits.
+CLI::Validator NumberIn(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        double v = 0;
+        if (!absl::SimpleAtod(text, &v) || !std::isfinite(v)) return "'" + text + "' is not a number";
+        if (v < lo || v > hi) {
+          return absl::StrCat("'", text, "' is outside ", lo, "..", hi);
+        }
+        return "";
+      },
+      absl::StrCat("NUMBER in ", lo, "..", hi));
+}
+
 }  // namespace
 
 ExitCodeAction AddMeasureCommand(CLI::App& app) {
@@ -230,26 +252,28 @@ ExitCodeAction AddMeasureCommand(CLI::App& app) {
       ->capture_default_str();
   const runtime::TimingOptions defaults;
   app.add_option("--min-runs", options->min_runs,
-                 absl::StrCat("timed runs at least (default ", defaults.min_runs, ")"))
-      ->check(CLI::PositiveNumber);
+                 absl::StrCat("timed runs at least, 1..100000 (default ", defaults.min_runs, ")"))
+      ->check(NumberIn(1, 100000));
   app.add_option("--min-time-ms", options->min_time_ms,
-                 absl::StrCat("summed time of the timed runs at least, ms (default ",
-                              defaults.min_total_ms, ")"))
-      ->check(CLI::NonNegativeNumber);
+                 absl::StrCat("summed time of the timed runs at least, ms, 0..60000 (default ",
+                              defaults.min_total_ms, "; the runs past --min-runs stop after ",
+                              defaults.max_wall_ms, " ms of wall time, or 4x --min-time-ms)"))
+      ->check(NumberIn(0, 60000));
   app.add_option("--warmup", options->warmup,
-                 absl::StrCat("untimed runs before timing (default ", defaults.warmup_runs, ")"))
-      ->check(CLI::NonNegativeNumber);
+                 absl::StrCat("untimed runs before timing, 0..10000 (default ",
+                              defaults.warmup_runs, ")"))
+      ->check(NumberIn(0, 10000));
   app.add_flag("--no-check", options->no_check,
                "time without checking the result against the unscheduled program");
   app.add_option("--inputs", options->inputs,
-                 "check input distributions, one trial each: uniform [-1,1), uniform01 [0,1), "
+                 "check input distributions, one checked trial each: uniform [-1,1), uniform01 [0,1), "
                  "normal (mean 2, sd 8; needs a wider --atol/--rtol for long float32 sums) "
                  "(default uniform uniform01)")
       ->check(CLI::IsMember({"uniform", "uniform01", "normal"}));
   app.add_option("--atol", options->atol, "absolute tolerance (default by dtype: float32 1e-4)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NumberIn(0, 1e30));
   app.add_option("--rtol", options->rtol, "relative tolerance (default by dtype: float32 1e-4)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NumberIn(0, 1e30));
   app.add_option("--json", options->json,
                  "also write the result (runtime's MeasureResult JSON, workload, target, "
                  "launches, throughput) to this file");

@@ -2,6 +2,7 @@
 // is one line "tilesearch: error: <message>" on stderr and exit code 2.
 #include <iostream>
 #include <map>
+#include <new>
 #include <string>
 
 #include "CLI/CLI.hpp"
@@ -69,9 +70,14 @@ int main(int argc, char** argv) {
   }
   for (const auto& [sub, action] : actions) {
     if (!sub->parsed()) continue;
-    absl::StatusOr<int> code = action();
-    if (!code.ok()) return ReportError(std::string(code.status().message()));
-    return *code;
+    try {
+      absl::StatusOr<int> code = action();
+      if (!code.ok()) return ReportError(std::string(code.status().message()));
+      return *code;
+    } catch (const std::bad_alloc&) {
+      // A workload too large for this machine's memory that no earlier check caught.
+      return ReportError("out of memory (the workload's buffers do not fit in this machine's memory)");
+    }
   }
   return ReportError("no command given (try --help)");
 }

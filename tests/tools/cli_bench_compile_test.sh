@@ -33,6 +33,13 @@ PY
 "$bin" bench-compile --candidates 0 >"$tmp/o3" 2>"$tmp/e3"
 [[ $? == 2 ]] && grep -q 'candidates must be at least 1' "$tmp/e3" || fail "--candidates 0 not refused"
 
+# Errors that can be known early are reported before compiling (nothing on stdout).
+"$bin" bench-compile --candidates 3 --arch sm_1 >"$tmp/o4" 2>"$tmp/e4"
+[[ $? == 2 && ! -s "$tmp/o4" ]] && grep -q "sm_1" "$tmp/e4" && [[ "$(wc -l <"$tmp/e4")" == 1 ]] ||
+  fail "--arch sm_1: $(cat "$tmp/e4")"
+"$bin" bench-compile --candidates 3 --json /nonexistent-dir/x.json >"$tmp/o5" 2>"$tmp/e5"
+[[ $? == 2 && ! -s "$tmp/o5" ]] && grep -q "cannot write --json" "$tmp/e5" || fail "--json: $(cat "$tmp/e5")"
+
 if ((failures > 0)); then
   echo "$failures failure(s)"
   exit 1

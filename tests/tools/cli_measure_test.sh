@@ -122,6 +122,12 @@ run no_workload measure
 expect_error no_workload "give --op NAME or --schedule FILE"
 run bad_runs measure --schedule "$cpu" --min-runs 0
 expect_error bad_runs "--min-runs"
+run huge measure --op relu --shape 100000x100000
+expect_error huge "GiB of host memory"
+run nan_time measure --schedule "$cpu" --min-time-ms nan
+expect_error nan_time "--min-time-ms: 'nan' is not a number"
+run many_runs measure --schedule "$cpu" --min-runs 2147483647
+expect_error many_runs "--min-runs: '2147483647' is outside 1..100000"
 run bad_inputs measure --schedule "$cpu" --inputs gauss
 expect_error bad_inputs "--inputs"
 # Three named distributions give three checked trials.
@@ -129,6 +135,9 @@ run three_inputs measure --schedule "$cpu" --inputs uniform --inputs uniform01 -
   --min-runs 2 --min-time-ms 0
 expect_rc three_inputs 0
 expect_out three_inputs '^check: 3 trials, '
+run one_input measure --schedule "$cpu" --inputs normal --min-runs 2 --min-time-ms 0
+expect_rc one_input 0
+expect_out one_input '^check: 1 trials, '
 run bad_target measure --schedule "$cpu" --target rocm
 expect_error bad_target "unknown target 'rocm'"
 run cannot_lower measure --schedule "$examples/matmul_cuda_sssrrsrs.json" --target cpu
