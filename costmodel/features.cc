@@ -1,1 +1,641 @@
-// placeholder: being written
+#include "costmodel/features.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "ir/simplify.h"
+#include "schedule/lower.h"
+
+namespace tilesearch::costmodel {
+namespace {
+
+using ir::Expr;
+using ir::ExprKind;
+using ir::ForKind;
+
+// One enclosing loop.
+struct Loop {
+  std::string var;
+  int64_t min = 0;
+  int64_t extent = 1;
+  double effective = 1;  // extent, or 1 for a threadIdx loop nested in one of the same dimension
+  ForKind kind = ForKind::kSerial;
+};
+
+struct AllocInScope {
+  const ir::BufferDecl* decl;
+  double outer_prod;  // product of effective extents of the loops around the Allocate
+};
+
+// One access (a Load or the Store) of a buffer.
+struct Access {
+  const std::vector<Expr>* indices;
+};
+
+struct BufferAccesses {
+  std::string name;
+  const ir::BufferDecl* decl = nullptr;
+  bool read = false;
+  bool write = false;
+  std::vector<Access> accesses;
+};
+
+// Operation counts of one execution.
+struct OpCounts {
+  double v[12] = {};
+};
+
+class OpCounter : public ir::ExprVisitor {
+ public:
+  OpCounts counts;
+  std::vector<std::pair<std::string, const ir::LoadNode*>> loads;
+
+  void Visit(const Expr& e) override {
+    const ExprKind k = e.kind();
+    if (ir::IsBinaryKind(k)) {
+      const auto& [a, b] = ir::BinaryOperands(e);
+      const bool is_float = ir::IsFloat(a.type());
+      switch (k) {
+        case ExprKind::kAdd:
+        case ExprKind::kSub:
+          counts.v[is_float ? 0 : 5] += 1;
+          break;
+        case ExprKind::kMul:
+          counts.v[is_float ? 1 : 6] += 1;
+          break;
+        case ExprKind::kDiv:
+        case ExprKind::kMod:
+          counts.v[is_float ? 2 : 7] += 1;
+          break;
+        case ExprKind::kAnd:
+        case ExprKind::kOr:
+          counts.v[9] += 1;
+          break;
+        default:  // Min, Max and comparisons
+          if (ir::IsBool(a.type())) {
+            counts.v[9] += 1;  // comparing bools is boolean logic
+          } else {
+            counts.v[is_float ? 3 : 8] += 1;
+          }
+          break;
+      }
+    } else if (k == ExprKind::kNot) {
+      counts.v[9] += 1;
+    } else if (k == ExprKind::kSelect) {
+      counts.v[10] += 1;
+    } else if (k == ExprKind::kCast) {
+      counts.v[11] += 1;
+    } else if (k == ExprKind::kCall) {
+      counts.v[4] += 1;
+    } else if (const auto* load = e.as<ir::LoadNode>()) {
+      loads.emplace_back(load->buffer, load);
+    }
+    ir::ExprVisitor::Visit(e);
+  }
+};
+
+class VarCollector : public ir::ExprVisitor {
+ public:
+  std::set<std::string>* vars;
+  explicit VarCollector(std::set<std::string>* v) : vars(v) {}
+  void Visit(const Expr& e) override {
+    if (const auto* var = e.as<ir::VarNode>()) vars->insert(var->name);
+    ir::ExprVisitor::Visit(e);
+  }
+};
+
+// Integer evaluation of an index expression (floor division, ir/expr.h); nullopt for anything
+// that is not integer arithmetic on the given variables.
+std::optional<int64_t> EvalInt(const Expr& e, const std::map<std::string, int64_t>& env) {
+  if (auto c = ir::AsConstInt(e)) return *c;
+  if (const auto* v = e.as<ir::VarNode>()) {
+    auto it = env.find(v->name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  }
+  if (const auto* c = e.as<ir::CastNode>()) {
+    if (!ir::IsInt(c->type) || !ir::IsInt(c->value.type())) return std::nullopt;
+    return EvalInt(c->value, env);
+  }
+  if (!ir::IsBinaryKind(e.kind()) || !ir::IsInt(e.type())) return std::nullopt;
+  const auto& [ea, eb] = ir::BinaryOperands(e);
+  auto a = EvalInt(ea, env);
+  auto b = EvalInt(eb, env);
+  if (!a || !b) return std::nullopt;
+  switch (e.kind()) {
+    case ExprKind::kAdd: return *a + *b;
+    case ExprKind::kSub: return *a - *b;
+    case ExprKind::kMul: return *a * *b;
+    case ExprKind::kMin: return std::min(*a, *b);
+    case ExprKind::kMax: return std::max(*a, *b);
+    case ExprKind::kDiv: {
+      if (*b == 0) return std::nullopt;
+      int64_t q = *a / *b;
+      if ((*a % *b != 0) && ((*a < 0) != (*b < 0))) --q;
+      return q;
+    }
+    case ExprKind::kMod: {
+      if (*b == 0) return std::nullopt;
+      int64_t r = *a % *b;
+      if (r != 0 && ((r < 0) != (*b < 0))) r += *b;
+      return r;
+    }
+    default: return std::nullopt;
+  }
+}
+
+std::optional<int64_t> FlatIndex(const std::vector<Expr>& indices, const ir::BufferDecl& decl,
+                                 const std::map<std::string, int64_t>& env) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    auto v = EvalInt(indices[d], env);
+    if (!v) return std::nullopt;
+    const int64_t dim = d < decl.shape.size() ? decl.shape[d] : 1;
+    flat = flat * dim + *v;
+  }
+  return flat;
+}
+
+class Extractor {
+ public:
+  Extractor(const ir::LoopNest& nest, const schedule::Target& target,
+            const FeatureOptions& options)
+      : target_(target), options_(options), line_bytes_(target.is_gpu() ? 128 : 64) {
+    for (const auto& p : nest.params) buffers_[p.name] = &p;
+  }
+
+  absl::Status Walk(const ir::Stmt& s) {
+    if (!s.defined()) return absl::OkStatus();
+    switch (s.kind()) {
+      case ir::StmtKind::kFor: {
+        const auto* op = s.as<ir::ForNode>();
+        Loop loop;
+        loop.var = op->var.as<ir::VarNode>()->name;
+        loop.kind = op->for_kind;
+        loop.min = ConstOrBound(op->min, /*upper=*/false);
+        loop.extent = std::max<int64_t>(1, ConstOrBound(op->extent, /*upper=*/true));
+        loop.effective = static_cast<double>(loop.extent);
+        if (ir::IsThreadBound(op->for_kind)) {
+          for (const Loop& l : loops_) {
+            if (l.kind == op->for_kind) loop.effective = 1;
+          }
+        }
+        loops_.push_back(loop);
+        ranges_[loop.var] = {loop.min, loop.min + loop.extent - 1};
+        absl::Status st = Walk(op->body);
+        ranges_.erase(loop.var);
+        loops_.pop_back();
+        return st;
+      }
+      case ir::StmtKind::kSeq:
+        for (const auto& c : s.as<ir::SeqNode>()->stmts) RETURN_IF_ERROR(Walk(c));
+        return absl::OkStatus();
+      case ir::StmtKind::kAllocate: {
+        const auto* op = s.as<ir::AllocateNode>();
+        const ir::BufferDecl* saved = nullptr;
+        auto it = buffers_.find(op->buffer.name);
+        if (it != buffers_.end()) saved = it->second;
+        buffers_[op->buffer.name] = &op->buffer;
+        allocs_.push_back({&op->buffer, OuterProd(loops_.size())});
+        absl::Status st = Walk(op->body);
+        allocs_.pop_back();
+        if (saved) {
+          buffers_[op->buffer.name] = saved;
+        } else {
+          buffers_.erase(op->buffer.name);
+        }
+        return st;
+      }
+      case ir::StmtKind::kIfThenElse: {
+        const auto* op = s.as<ir::IfThenElseNode>();
+        ++guards_;
+        absl::Status st = Walk(op->then_case);
+        if (st.ok()) st = Walk(op->else_case);
+        --guards_;
+        return st;
+      }
+      case ir::StmtKind::kStore: {
+        ASSIGN_OR_RETURN(std::vector<float> row, StoreRow(*s.as<ir::StoreNode>()));
+        rows_.push_back(std::move(row));
+        return absl::OkStatus();
+      }
+      case ir::StmtKind::kBarrier:
+      case ir::StmtKind::kEvaluate:
+        return absl::OkStatus();
+    }
+    return absl::OkStatus();
+  }
+
+  StoreFeatures TakeRows() { return std::move(rows_); }
+
+ private:
+  int64_t ConstOrBound(const Expr& e, bool upper) const {
+    if (auto c = ir::AsConstInt(ir::Simplify(e, ranges_))) return *c;
+    ir::BoundResult b = ir::BoundOf(e, ranges_);
+    if (b.ok) return upper ? b.range.max : b.range.min;
+    return upper ? 1 : 0;
+  }
+
+  // Product of the effective extents of loops at depth >= first.
+  double InnerProd(size_t first) const {
+    double p = 1;
+    for (size_t i = first; i < loops_.size(); ++i) p *= loops_[i].effective;
+    return p;
+  }
+  double OuterProd(size_t count) const {
+    double p = 1;
+    for (size_t i = 0; i < count; ++i) p *= loops_[i].effective;
+    return p;
+  }
+
+  // Region size (elements) of `buf` at `level`, and the per-dimension range lengths.
+  double RegionSize(const BufferAccesses& buf, size_t level, std::vector<int64_t>* dims) const {
+    ir::RangeMap ranges;
+    for (size_t i = 0; i < loops_.size(); ++i) {
+      const Loop& l = loops_[i];
+      ranges[l.var] = i < level ? ir::Interval{l.min, l.min}
+                                : ir::Interval{l.min, l.min + l.extent - 1};
+    }
+    const auto& shape = buf.decl->shape;
+    std::vector<int64_t> lens(shape.size(), 1);
+    double size = 1;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      int64_t lo = 0, hi = -1;
+      bool first = true, known = true;
+      for (const Access& a : buf.accesses) {
+        if (d >= a.indices->size()) continue;
+        ir::BoundResult b = ir::BoundOf((*a.indices)[d], ranges);
+        if (!b.ok) {
+          known = false;
+          break;
+        }
+        lo = first ? b.range.min : std::min(lo, b.range.min);
+        hi = first ? b.range.max : std::max(hi, b.range.max);
+        first = false;
+      }
+      int64_t len = known && !first ? hi - lo + 1 : shape[d];
+      len = std::clamp<int64_t>(len, 1, shape[d]);
+      lens[d] = len;
+      size *= static_cast<double>(len);
+    }
+    if (dims) *dims = lens;
+    return size;
+  }
+
+  // Stride (elements) of `buf`'s flat index along loop `depth`, 0 when it does not change it.
+  double StrideAlong(const BufferAccesses& buf, size_t depth) const {
+    const Loop& loop = loops_[depth];
+    if (loop.extent < 2) return 0;
+    std::map<std::string, int64_t> env;
+    for (const Loop& l : loops_) env[l.var] = l.min;
+    double best = 0;
+    for (const Access& a : buf.accesses) {
+      env[loop.var] = loop.min;
+      auto f0 = FlatIndex(*a.indices, *buf.decl, env);
+      env[loop.var] = loop.min + 1;
+      auto f1 = FlatIndex(*a.indices, *buf.decl, env);
+      env[loop.var] = loop.min + loop.extent - 1;
+      auto fn = FlatIndex(*a.indices, *buf.decl, env);
+      if (!f0 || !f1 || !fn) continue;
+      double s = 0;
+      if (*f1 != *f0) {
+        s = std::fabs(static_cast<double>(*f1 - *f0));
+      } else if (*fn != *f0) {
+        s = std::fabs(static_cast<double>(*fn - *f0)) / static_cast<double>(loop.extent - 1);
+      }
+      if (s > 0 && (best == 0 || s < best)) best = s;
+    }
+    return best;
+  }
+
+  absl::StatusOr<std::vector<float>> StoreRow(const ir::StoreNode& store) {
+    std::vector<double> f(kNumFeatures, 0.0);
+    const size_t n = loops_.size();
+    const double outer_prod = OuterProd(n);
+
+    // Accesses and op counts.
+    OpCounter counter;
+    counter.Visit(store.value);
+    for (const Expr& i : store.indices) counter.Visit(i);
+    // Index expressions of loads were visited inside the value (ExprVisitor descends into them).
+    std::map<std::string, BufferAccesses> by_name;
+    auto add_access = [&](const std::string& name, const std::vector<Expr>* idx,
+                          bool is_write) -> absl::Status {
+      auto it = buffers_.find(name);
+      if (it == buffers_.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(is_write ? "store to" : "load of",
+                                                       " unknown buffer '", name, "'"));
+      }
+      BufferAccesses& b = by_name[name];
+      b.name = name;
+      b.decl = it->second;
+      (is_write ? b.write : b.read) = true;
+      b.accesses.push_back({idx});
+      return absl::OkStatus();
+    };
+    RETURN_IF_ERROR(add_access(store.buffer, &store.indices, true));
+    for (const auto& [name, load] : counter.loads) {
+      RETURN_IF_ERROR(add_access(name, &load->indices, false));
+    }
+    for (int i = 0; i < 12; ++i) f[kComputationOffset + i] = counter.counts.v[i] * outer_prod;
+    const double float_ops = counter.counts.v[0] + counter.counts.v[1] + counter.counts.v[2] +
+                             counter.counts.v[3] + counter.counts.v[4];
+
+    std::set<std::string> store_vars;
+    VarCollector store_collector(&store_vars);
+    for (const Expr& i : store.indices) store_collector.Visit(i);
+
+    // Group 2: annotations.
+    const std::pair<ForKind, int> annotated[] = {{ForKind::kVectorized, kVectorizeOffset},
+                                                 {ForKind::kUnrolled, kUnrollOffset},
+                                                 {ForKind::kParallel, kParallelOffset}};
+    for (const auto& [kind, base] : annotated) {
+      double num = 0, prod = 1, len = 0;
+      int innermost = -1;
+      for (size_t i = 0; i < n; ++i) {
+        if (loops_[i].kind != kind) continue;
+        num += 1;
+        prod *= static_cast<double>(loops_[i].extent);
+        len = static_cast<double>(loops_[i].extent);
+        innermost = static_cast<int>(i);
+      }
+      f[base + 0] = num;
+      f[base + 1] = num > 0 ? prod : 0;
+      f[base + 2] = len;
+      int pos = 0;
+      if (innermost >= 0) {
+        const bool spatial = store_vars.count(loops_[innermost].var) > 0;
+        const int where = innermost == static_cast<int>(n) - 1 ? 0 : innermost == 0 ? 2 : 1;
+        pos = 1 + (spatial ? 0 : 3) + where;
+      }
+      f[base + 3 + pos] = 1;
+    }
+
+    // Group 3: GPU bindings.
+    f[kGpuOffset] = target_.is_gpu() ? 1 : 0;
+    for (int i = 1; i <= 7; ++i) f[kGpuOffset + i] = 1;
+    for (const Loop& l : loops_) {
+      const double e = static_cast<double>(l.extent);
+      if (ir::IsBlockBound(l.kind)) {
+        int d = static_cast<int>(l.kind) - static_cast<int>(ForKind::kBlockIdxX);
+        f[kGpuOffset + 1 + d] = std::max(f[kGpuOffset + 1 + d], e);
+      } else if (ir::IsThreadBound(l.kind)) {
+        int d = static_cast<int>(l.kind) - static_cast<int>(ForKind::kThreadIdxX);
+        f[kGpuOffset + 4 + d] = std::max(f[kGpuOffset + 4 + d], e);
+      } else if (l.kind == ForKind::kVThread) {
+        f[kGpuOffset + 7] *= e;
+      }
+    }
+
+    // Group 4: buffers. Per-buffer regions at every level first (also used by groups 4 and 5).
+    std::vector<const BufferAccesses*> bufs;
+    for (const auto& [name, b] : by_name) bufs.push_back(&b);
+    // region_bytes[b][l]: element bytes x region size at level l (l = 0..n).
+    std::vector<std::vector<double>> region_bytes(bufs.size(), std::vector<double>(n + 1));
+    std::vector<std::vector<int64_t>> level0_dims(bufs.size());
+    for (size_t b = 0; b < bufs.size(); ++b) {
+      const double eb = ir::BytesOf(bufs[b]->decl->dtype);
+      for (size_t l = 0; l <= n; ++l) {
+        region_bytes[b][l] = eb * RegionSize(*bufs[b], l, l == 0 ? &level0_dims[b] : nullptr);
+      }
+    }
+    struct BufRow {
+      std::string name;
+      double v[kBufferFeatures] = {};
+    };
+    std::vector<BufRow> buf_rows;
+    for (size_t b = 0; b < bufs.size(); ++b) {
+      const BufferAccesses& buf = *bufs[b];
+      const double eb = ir::BytesOf(buf.decl->dtype);
+      const double n_acc = static_cast<double>(buf.accesses.size());
+      BufRow row;
+      row.name = buf.name;
+      double* v = row.v;
+      v[buf.read && buf.write ? 2 : buf.write ? 1 : 0] = 1;
+      const double bytes = eb * n_acc * outer_prod;
+      const double unique_bytes = region_bytes[b][0];
+      // Lines with repeats, from the stride loop.
+      double lines = 1, stride = 0;
+      for (size_t i = n; i-- > 0;) {
+        const double s = StrideAlong(buf, i);
+        if (s > 0) {
+          stride = s;
+          const double e = loops_[i].effective;
+          const double per_run = std::max(1.0, std::min(e, e * s * eb / line_bytes_));
+          lines = per_run * OuterProd(i);
+          break;
+        }
+      }
+      // Distinct lines of the level-0 region: merge trailing whole dimensions.
+      const auto& shape = buf.decl->shape;
+      const auto& lens = level0_dims[b];
+      double run = 1, outer_points = 1;
+      int d = static_cast<int>(shape.size()) - 1;
+      for (; d >= 0; --d) {
+        run *= static_cast<double>(lens[d]);
+        if (lens[d] != shape[d]) {
+          --d;
+          break;
+        }
+      }
+      for (; d >= 0; --d) outer_points *= static_cast<double>(lens[d]);
+      const double unique_lines = outer_points * std::ceil(run * eb / line_bytes_);
+      // Reuse.
+      int reuse_loop = -1;
+      std::set<std::string> buf_vars;
+      VarCollector collector(&buf_vars);
+      for (const Access& a : buf.accesses) {
+        for (const Expr& e : *a.indices) collector.Visit(e);
+      }
+      for (int i = static_cast<int>(n) - 1; i >= 0; --i) {
+        if (buf_vars.count(loops_[i].var) == 0) {
+          reuse_loop = i;
+          break;
+        }
+      }
+      double dis_iter = 0, dis_bytes = 0, reuse_ct = 0;
+      if (reuse_loop >= 0) {
+        v[7] = 1;
+        dis_iter = InnerProd(reuse_loop + 1);
+        for (size_t o = 0; o < bufs.size(); ++o) dis_bytes += region_bytes[o][reuse_loop + 1];
+        reuse_ct = loops_[reuse_loop].effective;
+      } else if (buf.accesses.size() > 1) {
+        v[8] = 1;
+        dis_iter = 1;
+        for (const BufferAccesses* o : bufs) {
+          dis_bytes += ir::BytesOf(o->decl->dtype) * static_cast<double>(o->accesses.size());
+        }
+        reuse_ct = n_acc - 1;
+      } else {
+        v[9] = 1;
+      }
+      const double div = std::max(1.0, reuse_ct);
+      v[3] = bytes;
+      v[4] = unique_bytes;
+      v[5] = lines;
+      v[6] = unique_lines;
+      v[10] = dis_iter;
+      v[11] = dis_bytes;
+      v[12] = reuse_ct;
+      v[13] = bytes / div;
+      v[14] = unique_bytes / div;
+      v[15] = lines / div;
+      v[16] = unique_lines / div;
+      v[17] = stride;
+      buf_rows.push_back(row);
+    }
+    std::sort(buf_rows.begin(), buf_rows.end(), [](const BufRow& a, const BufRow& b) {
+      if (a.v[3] != b.v[3]) return a.v[3] > b.v[3];
+      if (a.v[5] != b.v[5]) return a.v[5] > b.v[5];
+      return a.name < b.name;
+    });
+    for (size_t b = 0; b < buf_rows.size() && b < static_cast<size_t>(kMaxBuffers); ++b) {
+      for (int i = 0; i < kBufferFeatures; ++i) {
+        f[kBufferOffset + kBufferFeatures * b + i] = buf_rows[b].v[i];
+      }
+    }
+
+    // Group 5: arithmetic intensity curve over levels n..0.
+    std::vector<std::pair<double, double>> points;  // (x, y), x non-decreasing
+    for (size_t l = n + 1; l-- > 0;) {
+      const double iters = InnerProd(l);
+      double bytes = 0;
+      for (size_t b = 0; b < bufs.size(); ++b) bytes += region_bytes[b][l];
+      points.emplace_back(std::log2(iters), bytes > 0 ? float_ops * iters / bytes : 0);
+    }
+    const double x_max = points.back().first;
+    for (int j = 0; j < 10; ++j) {
+      const double x = x_max * (j + 1) / 10.0;
+      double y = points.back().second;
+      for (size_t p = 0; p < points.size(); ++p) {
+        if (points[p].first < x) continue;
+        // First point at or beyond x; among equal x the outermost one.
+        size_t q = p;
+        while (q + 1 < points.size() && points[q + 1].first == points[p].first) ++q;
+        if (p == 0 || points[p].first == x) {
+          y = points[q].second;
+        } else {
+          const auto& [x0, y0] = points[p - 1];
+          const auto& [x1, y1] = points[p];
+          y = y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+        }
+        break;
+      }
+      f[kIntensityOffset + j] = y;
+    }
+
+    // Group 6: allocations.
+    for (const AllocInScope& a : allocs_) {
+      if (a.decl->name == store.buffer) {
+        f[kAllocationOffset + 0] = static_cast<double>(a.decl->Bytes());
+        f[kAllocationOffset + 1] = a.outer_prod;
+      }
+      if (a.decl->scope == ir::MemoryScope::kShared) {
+        f[kAllocationOffset + 2] += static_cast<double>(a.decl->Bytes());
+      } else if (a.decl->scope == ir::MemoryScope::kLocal) {
+        f[kAllocationOffset + 3] += static_cast<double>(a.decl->Bytes());
+      }
+      f[kAllocationOffset + 4] += 1;
+    }
+
+    // Group 7: outer scope.
+    f[kOuterOffset + 0] = outer_prod;
+    f[kOuterOffset + 1] = static_cast<double>(n);
+    auto unroll = options_.auto_unroll_max_step.find(store.buffer);
+    if (unroll != options_.auto_unroll_max_step.end()) {
+      f[kOuterOffset + 2] = static_cast<double>(unroll->second);
+    }
+    f[kOuterOffset + 3] = guards_;
+
+    std::vector<float> out(kNumFeatures);
+    for (int i = 0; i < kNumFeatures; ++i) {
+      out[i] = options_.log_scale ? LogScale(f[i]) : static_cast<float>(f[i]);
+    }
+    return out;
+  }
+
+  const schedule::Target& target_;
+  const FeatureOptions& options_;
+  const double line_bytes_;
+  std::map<std::string, const ir::BufferDecl*> buffers_;
+  std::vector<Loop> loops_;
+  ir::RangeMap ranges_;
+  std::vector<AllocInScope> allocs_;
+  int guards_ = 0;
+  StoreFeatures rows_;
+};
+
+std::vector<std::string> MakeNames() {
+  std::vector<std::string> names = {
+      "float_addsub", "float_mul", "float_divmod", "float_cmp", "float_math", "int_addsub",
+      "int_mul",      "int_divmod", "int_cmp",    "bool_op",   "select_op",  "cast_op"};
+  const char* positions[] = {"none",         "inner_spatial", "middle_spatial", "outer_spatial",
+                             "inner_reduce", "middle_reduce", "outer_reduce"};
+  for (const char* k : {"vec", "unroll", "parallel"}) {
+    names.push_back(absl::StrCat(k, "_num"));
+    names.push_back(absl::StrCat(k, "_prod"));
+    names.push_back(absl::StrCat(k, "_len"));
+    for (const char* p : positions) names.push_back(absl::StrCat(k, "_pos_", p));
+  }
+  for (const char* g : {"is_gpu", "blockIdx_x_len", "blockIdx_y_len", "blockIdx_z_len",
+                        "threadIdx_x_len", "threadIdx_y_len", "threadIdx_z_len", "vthread_len"}) {
+    names.push_back(g);
+  }
+  const char* buf_names[] = {"acc_read",       "acc_write",       "acc_rw",
+                             "bytes",          "unique_bytes",    "lines",
+                             "unique_lines",   "reuse_loop",      "reuse_serial",
+                             "reuse_none",     "reuse_dis_iter",  "reuse_dis_bytes",
+                             "reuse_ct",       "bytes_d_reuse_ct", "unique_bytes_d_reuse_ct",
+                             "lines_d_reuse_ct", "unique_lines_d_reuse_ct", "stride"};
+  for (int b = 0; b < kMaxBuffers; ++b) {
+    for (const char* n : buf_names) names.push_back(absl::StrCat("buf", b, "_", n));
+  }
+  for (int j = 0; j < 10; ++j) names.push_back(absl::StrCat("ai_curve_", j));
+  for (const char* a : {"store_alloc_bytes", "store_alloc_outer_prod", "shared_bytes_in_scope",
+                        "local_bytes_in_scope", "num_allocs_in_scope", "outer_prod", "num_loops",
+                        "auto_unroll_max_step", "num_guards"}) {
+    names.push_back(a);
+  }
+  CHECK(static_cast<int>(names.size()) == kNumFeatures) << "feature names " << names.size();
+  return names;
+}
+
+}  // namespace
+
+const std::vector<std::string>& FeatureNames() {
+  static const std::vector<std::string>* names = new std::vector<std::string>(MakeNames());
+  return *names;
+}
+
+float LogScale(double x) {
+  return static_cast<float>(x < 0 ? -std::log2(1.0 - x) : std::log2(1.0 + x));
+}
+
+absl::StatusOr<StoreFeatures> ExtractFeatures(const ir::LoopNest& nest,
+                                              const schedule::Target& target,
+                                              const FeatureOptions& options) {
+  Extractor extractor(nest, target, options);
+  RETURN_IF_ERROR(extractor.Walk(nest.body));
+  return extractor.TakeRows();
+}
+
+absl::StatusOr<StoreFeatures> ExtractStateFeatures(const ir::ComputeDAG& dag,
+                                                   const schedule::State& state,
+                                                   const schedule::Target& target) {
+  ASSIGN_OR_RETURN(schedule::LoweredKernel kernel, schedule::Lower(dag, state, target));
+  FeatureOptions options;
+  for (int i = 0; i < state.num_stages(); ++i) {
+    const schedule::Stage& stage = state.stage(i);
+    if (stage.auto_unroll_max_step > 0) {
+      options.auto_unroll_max_step[stage.name()] = stage.auto_unroll_max_step;
+    }
+  }
+  return ExtractFeatures(kernel.nest, target, options);
+}
+
+}  // namespace tilesearch::costmodel
