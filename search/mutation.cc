@@ -1,1 +1,369 @@
-// placeholder: being written
+// Mutation and crossover (TVM v0.19 mutation rules; crossover after Ansor §5.1; see mutation.h).
+#include "search/mutation.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "schedule/apply_step.h"
+#include "schedule/lower.h"
+#include "search/sketch_rules.h"
+
+namespace tilesearch::search {
+
+using internal::Pick;
+using schedule::ComputeLocation;
+using schedule::IteratorAnnotation;
+using schedule::IteratorKind;
+using schedule::State;
+using schedule::Step;
+using schedule::Target;
+
+namespace {
+
+constexpr int kTries = 8;
+
+absl::Status NotApplicable(const char* name, const std::string& why) {
+  return absl::FailedPreconditionError(absl::StrCat(name, " not applicable: ", why));
+}
+
+// Replays `steps` and checks the program.
+absl::StatusOr<State> Finish(const ir::ComputeDAG& dag, const std::vector<Step>& steps,
+                             const Target& target) {
+  ASSIGN_OR_RETURN(State s, schedule::ReplaySteps(dag, steps));
+  RETURN_IF_ERROR(schedule::Lower(dag, s, target).status());
+  return s;
+}
+
+std::vector<int64_t> Divisors(int64_t n) {
+  std::vector<int64_t> d;
+  for (int64_t i = 1; i <= n; ++i) {
+    if (n % i == 0) d.push_back(i);
+  }
+  return d;
+}
+
+// One factor move on split `sp`; false when none applies.
+bool MoveFactor(schedule::SplitStep& sp, const AnnotationOptions& options, std::mt19937_64& rng) {
+  int64_t prod = 1;
+  for (const auto& l : sp.lengths) prod *= *l;
+  const bool divisible = sp.extent % prod == 0;
+  // levels: [outer rest (when divisible)] + lengths.
+  std::vector<int64_t> v;
+  if (divisible) v.push_back(sp.extent / prod);
+  for (const auto& l : sp.lengths) v.push_back(*l);
+  const int n = static_cast<int>(v.size());
+  if (n < 2) return false;
+  std::vector<int> perm(n);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  for (int k = 0; k < n; ++k) {
+    const int src = perm[k];
+    const int dst = perm[(k + 1) % n];
+    if (v[src] <= 1) continue;
+    std::vector<int64_t> d = Divisors(v[src]);
+    const int64_t f = d[1 + Pick(rng, static_cast<int64_t>(d.size()) - 1)];
+    std::vector<int64_t> w = v;
+    w[src] /= f;
+    w[dst] *= f;
+    if (w[n - 1] > options.max_innermost_split_factor && w[n - 1] > v[n - 1]) continue;
+    const int offset = divisible ? 1 : 0;
+    for (size_t i = 0; i < sp.lengths.size(); ++i) sp.lengths[i] = w[i + offset];
+    return true;
+  }
+  return false;
+}
+
+// Names of the stage each step applies to (replaying the steps).
+absl::StatusOr<std::vector<std::string>> StepStageNames(const ir::ComputeDAG& dag,
+                                                        const std::vector<Step>& steps) {
+  std::vector<std::string> names;
+  State s = State::Initial(dag);
+  for (const Step& step : steps) {
+    const int sid = std::visit([](const auto& st) { return st.stage_id; }, step);
+    names.push_back(sid >= 0 && sid < s.num_stages() ? s.stage(sid).name() : "");
+    ASSIGN_OR_RETURN(s, schedule::ApplyStep(s, step));
+  }
+  return names;
+}
+
+// Leading iterators from `first` that may join a parallel fuse.
+int MaxParallelFuse(const State& s, int sid, int first) {
+  const auto& st = s.stage(sid);
+  int n = 0;
+  for (int i = first; i < static_cast<int>(st.iters.size()); ++i) {
+    const auto& it = st.iters[i];
+    if (it.kind != IteratorKind::kSpace || it.annotation != IteratorAnnotation::kNone) break;
+    ++n;
+    bool attach = false;
+    for (int j = 0; j < s.num_stages(); ++j) {
+      const auto& a = s.stage(j);
+      attach |= a.location == ComputeLocation::kAttached && a.attach_stage == sid &&
+                a.attach_iter == it.name;
+    }
+    if (attach) break;
+  }
+  return n;
+}
+
+// Renumbers iterator ids > `first` of stage `sid` in `step` by `delta`.
+void ShiftIters(Step& step, int sid, int first, int delta) {
+  auto shift = [&](int& id) {
+    if (id > first) id += delta;
+  };
+  if (auto* a = std::get_if<schedule::AnnotationStep>(&step); a && a->stage_id == sid) {
+    shift(a->iter_id);
+  } else if (auto* f = std::get_if<schedule::FuseStep>(&step); f && f->stage_id == sid) {
+    for (int& id : f->fused_ids) shift(id);
+  } else if (auto* sp = std::get_if<schedule::SplitStep>(&step); sp && sp->stage_id == sid) {
+    shift(sp->iter_id);
+  } else if (auto* p = std::get_if<schedule::PragmaStep>(&step); p && p->stage_id == sid) {
+    shift(p->iter_id);
+  } else if (auto* r = std::get_if<schedule::ReorderStep>(&step); r && r->stage_id == sid) {
+    for (int& id : r->after_ids) shift(id);
+  } else if (auto* c = std::get_if<schedule::ComputeAtStep>(&step);
+             c && c->target_stage_id == sid) {
+    shift(c->target_iter_id);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<State> MutateTileSize(const State& state, const ir::ComputeDAG& dag,
+                                     const Target& target, std::mt19937_64& rng,
+                                     const AnnotationOptions& options) {
+  const std::vector<Step>& steps = state.steps();
+  std::vector<int> cands;
+  for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
+    const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
+    if (sp == nullptr || sp->extent <= 1) continue;
+    if (std::any_of(sp->lengths.begin(), sp->lengths.end(),
+                    [](const auto& l) { return !l.has_value(); })) {
+      continue;
+    }
+    cands.push_back(i);
+  }
+  if (cands.empty()) return NotApplicable("MutateTileSize", "no split with a known extent > 1");
+  absl::Status last = NotApplicable("MutateTileSize", "no factor could be moved");
+  for (int t = 0; t < kTries; ++t) {
+    const int i = cands[Pick(rng, static_cast<int64_t>(cands.size()))];
+    std::vector<Step> mutated = steps;
+    auto& sp = std::get<schedule::SplitStep>(mutated[i]);
+    if (internal::IsThreadSplit(steps, i)) {
+      if (!target.is_gpu()) continue;
+      const int64_t old = *sp.lengths[0];
+      std::vector<int64_t> c;
+      for (int64_t v : options.gpu_thread_candidates) {
+        if (v <= sp.extent && v != old) c.push_back(v);
+      }
+      if (c.empty()) continue;
+      sp.lengths[0] = c[Pick(rng, static_cast<int64_t>(c.size()))];
+    } else if (!MoveFactor(sp, options, rng)) {
+      continue;
+    }
+    absl::StatusOr<State> out = Finish(dag, mutated, target);
+    if (out.ok()) return out;
+    last = out.status();
+  }
+  return last;
+}
+
+absl::StatusOr<State> MutateAutoUnroll(const State& state, const ir::ComputeDAG& dag,
+                                       const Target& target, std::mt19937_64& rng,
+                                       const AnnotationOptions& options) {
+  const std::vector<Step>& steps = state.steps();
+  std::vector<int> cands;
+  for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
+    if (std::holds_alternative<schedule::PragmaStep>(steps[i])) cands.push_back(i);
+  }
+  if (cands.empty()) return NotApplicable("MutateAutoUnroll", "no auto_unroll_max_step pragma");
+  const auto& values = target.is_gpu() ? options.gpu_unroll_steps : options.cpu_unroll_steps;
+  absl::Status last = NotApplicable("MutateAutoUnroll", "no other unroll value");
+  for (int t = 0; t < kTries; ++t) {
+    std::vector<Step> mutated = steps;
+    auto& p = std::get<schedule::PragmaStep>(mutated[cands[Pick(rng, cands.size())]]);
+    std::vector<int64_t> other;
+    for (int64_t v : values) {
+      if (v != p.auto_unroll_max_step) other.push_back(v);
+    }
+    if (other.empty()) continue;
+    p.auto_unroll_max_step = other[Pick(rng, static_cast<int64_t>(other.size()))];
+    absl::StatusOr<State> out = Finish(dag, mutated, target);
+    if (out.ok()) return out;
+    last = out.status();
+  }
+  return last;
+}
+
+absl::StatusOr<State> MutateComputeLocation(const State& state, const ir::ComputeDAG& dag,
+                                            const Target& target, std::mt19937_64& rng,
+                                            const AnnotationOptions&) {
+  if (target.is_gpu()) return NotApplicable("MutateComputeLocation", "cpu only");
+  const std::vector<Step>& steps = state.steps();
+  // Prefix states before each compute_at of an untiled stage, with its candidates.
+  struct Cand {
+    int step;
+    std::vector<std::pair<int, int>> locations;
+  };
+  std::vector<Cand> cands;
+  State s = State::Initial(dag);
+  for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
+    if (const auto* ca = std::get_if<schedule::ComputeAtStep>(&steps[i])) {
+      bool tiled = false;
+      for (const auto& it : s.stage(ca->stage_id).iters) tiled |= it.name.find('.') != std::string::npos;
+      if (!tiled && !NeedsMultiLevelTiling(s, ca->stage_id)) {
+        std::vector<std::pair<int, int>> loc;
+        for (auto c : internal::ComputeLocationCandidates(s, ca->stage_id)) {
+          if (c != std::make_pair(ca->target_stage_id, ca->target_iter_id)) loc.push_back(c);
+        }
+        if (!loc.empty()) cands.push_back({i, loc});
+      }
+    }
+    ASSIGN_OR_RETURN(s, schedule::ApplyStep(s, steps[i]));
+  }
+  if (cands.empty()) return NotApplicable("MutateComputeLocation", "no movable compute_at");
+  absl::Status last = NotApplicable("MutateComputeLocation", "no valid location");
+  for (int t = 0; t < kTries; ++t) {
+    const Cand& c = cands[Pick(rng, static_cast<int64_t>(cands.size()))];
+    std::vector<Step> mutated = steps;
+    auto& ca = std::get<schedule::ComputeAtStep>(mutated[c.step]);
+    const auto loc = c.locations[Pick(rng, static_cast<int64_t>(c.locations.size()))];
+    ca.target_stage_id = loc.first;
+    ca.target_iter_id = loc.second;
+    absl::StatusOr<State> out = Finish(dag, mutated, target);
+    if (out.ok()) return out;
+    last = out.status();
+  }
+  return last;
+}
+
+absl::StatusOr<State> MutateParallel(const State& state, const ir::ComputeDAG& dag,
+                                     const Target& target, std::mt19937_64& rng,
+                                     const AnnotationOptions&) {
+  if (target.is_gpu()) return NotApplicable("MutateParallel", "cpu only");
+  const std::vector<Step>& steps = state.steps();
+  struct Cand {
+    int annotation;  // index of the parallel AnnotationStep
+    int fuse;        // index of its FuseStep, or -1
+    int first;       // first fused iterator
+    int count;       // fused iterators now
+    int max;         // fusible iterators
+  };
+  std::vector<Cand> cands;
+  State s = State::Initial(dag);
+  State before_fuse = s;
+  for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
+    const auto* an = std::get_if<schedule::AnnotationStep>(&steps[i]);
+    if (an && an->annotation == IteratorAnnotation::kParallel) {
+      const auto* fu = i > 0 ? std::get_if<schedule::FuseStep>(&steps[i - 1]) : nullptr;
+      if (fu && fu->stage_id == an->stage_id && !fu->fused_ids.empty() &&
+          fu->fused_ids.front() == an->iter_id) {
+        const int max = MaxParallelFuse(before_fuse, an->stage_id, an->iter_id);
+        cands.push_back({i, i - 1, an->iter_id, static_cast<int>(fu->fused_ids.size()), max});
+      } else {
+        const int max = MaxParallelFuse(s, an->stage_id, an->iter_id);
+        cands.push_back({i, -1, an->iter_id, 1, max});
+      }
+    }
+    before_fuse = s;
+    ASSIGN_OR_RETURN(s, schedule::ApplyStep(s, steps[i]));
+  }
+  std::vector<Cand> usable;
+  for (const Cand& c : cands) {
+    if (c.max >= 2) usable.push_back(c);
+  }
+  if (usable.empty()) return NotApplicable("MutateParallel", "no parallel loop can change");
+  absl::Status last = NotApplicable("MutateParallel", "no valid parallel extent");
+  for (int t = 0; t < kTries; ++t) {
+    const Cand& c = usable[Pick(rng, static_cast<int64_t>(usable.size()))];
+    const int count = 1 + static_cast<int>(Pick(rng, c.max - 1));
+    const int new_count = count >= c.count ? count + 1 : count;  // uniform over [1, max] \ {count}
+    if (new_count > c.max) continue;
+    const int sid = std::get<schedule::AnnotationStep>(steps[c.annotation]).stage_id;
+    std::vector<Step> mutated;
+    for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
+      if (i == c.fuse) continue;
+      if (i == c.annotation) {
+        if (new_count > 1) {
+          schedule::FuseStep f{sid, {}};
+          for (int k = 0; k < new_count; ++k) f.fused_ids.push_back(c.first + k);
+          mutated.push_back(f);
+        }
+        mutated.push_back(steps[i]);
+        continue;
+      }
+      Step step = steps[i];
+      if (i > c.annotation) ShiftIters(step, sid, c.first, c.count - new_count);
+      mutated.push_back(step);
+    }
+    absl::StatusOr<State> out = Finish(dag, mutated, target);
+    if (out.ok()) return out;
+    last = out.status();
+  }
+  return last;
+}
+
+absl::StatusOr<State> CrossoverTileSizes(const State& parent_a, const State& parent_b,
+                                         const ir::ComputeDAG& dag, const Target& target,
+                                         std::mt19937_64& rng) {
+  const std::vector<Step>& a = parent_a.steps();
+  const std::vector<Step>& b = parent_b.steps();
+  if (a.size() != b.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("crossover: parents have ", a.size(), " and ",
+                                                   b.size(), " steps"));
+  }
+  // Same structure: equal steps once split lengths and pragma values are ignored.
+  auto strip = [](Step s) {
+    if (auto* sp = std::get_if<schedule::SplitStep>(&s)) {
+      for (auto& l : sp->lengths) l = 0;
+    } else if (auto* p = std::get_if<schedule::PragmaStep>(&s)) {
+      p->auto_unroll_max_step = 0;
+    }
+    return s;
+  };
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!(strip(a[i]) == strip(b[i]))) {
+      return absl::InvalidArgumentError(absl::StrCat("crossover: parents differ in structure at step ",
+                                                     i, ": ", StepToString(a[i]), " vs ",
+                                                     StepToString(b[i])));
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> names, StepStageNames(dag, a));
+  // Stages whose decisions differ between the parents.
+  std::vector<std::string> differing;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!(a[i] == b[i]) &&
+        std::find(differing.begin(), differing.end(), names[i]) == differing.end()) {
+      differing.push_back(names[i]);
+    }
+  }
+  if (differing.size() < 2) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "crossover not applicable: the parents' decisions differ in ", differing.size(),
+        " stage(s); a child would equal a parent"));
+  }
+  absl::Status last = absl::FailedPreconditionError("crossover: no valid child found");
+  for (int t = 0; t < kTries * 2; ++t) {
+    std::set<std::string> from_b;
+    for (const std::string& n : differing) {
+      if (rng() & 1) from_b.insert(n);
+    }
+    if (from_b.empty() || from_b.size() == differing.size()) continue;
+    std::vector<Step> child = a;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (from_b.count(names[i])) child[i] = b[i];
+    }
+    absl::StatusOr<State> out = Finish(dag, child, target);
+    if (out.ok()) return out;
+    last = out.status();
+  }
+  return last;
+}
+
+}  // namespace tilesearch::search

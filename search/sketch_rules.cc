@@ -1,1 +1,722 @@
-// placeholder: being written
+// Sketch rules after TVM v0.19 sketch_policy_rules.cc (see sketch_rules.h for the differences).
+#include "search/sketch_rules.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <variant>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "ir/expr.h"
+#include "schedule/apply_step.h"
+
+namespace tilesearch::search {
+
+using schedule::ComputeLocation;
+using schedule::IteratorAnnotation;
+using schedule::IteratorKind;
+using schedule::Stage;
+using schedule::State;
+using schedule::Step;
+using schedule::Target;
+
+namespace {
+
+class LoadCollector : public ir::ExprVisitor {
+ public:
+  std::vector<const ir::LoadNode*> loads;
+  bool expensive = false;  // a math call or a select
+
+ protected:
+  void VisitLoad(const ir::LoadNode* op, const ir::Expr& e) override {
+    loads.push_back(op);
+    ir::ExprVisitor::VisitLoad(op, e);
+  }
+  void VisitCall(const ir::CallNode* op, const ir::Expr& e) override {
+    expensive = true;
+    ir::ExprVisitor::VisitCall(op, e);
+  }
+  void VisitSelect(const ir::SelectNode* op, const ir::Expr& e) override {
+    expensive = true;
+    ir::ExprVisitor::VisitSelect(op, e);
+  }
+};
+
+LoadCollector CollectLoads(const ir::TensorNode& op) {
+  LoadCollector c;
+  if (op.body.defined()) c.Visit(op.body);
+  if (op.init.defined()) c.Visit(op.init);
+  return c;
+}
+
+class VarCollector : public ir::ExprVisitor {
+ public:
+  std::set<std::string> names;
+
+ protected:
+  void VisitVar(const ir::VarNode* op, const ir::Expr&) override { names.insert(op->name); }
+};
+
+bool Reads(const ir::TensorNode& op, const std::string& buffer) {
+  for (const ir::LoadNode* l : CollectLoads(op).loads) {
+    if (l->buffer == buffer) return true;
+  }
+  return false;
+}
+
+bool IsOutput(const State& s, int id) {
+  for (int o : s.dag().output_ids()) {
+    if (s.dag().stage(o).name() == s.stage(id).name()) return true;
+  }
+  return false;
+}
+
+bool HasReduceIter(const Stage& st) {
+  for (const auto& it : st.iters) {
+    if (it.kind == IteratorKind::kReduce) return true;
+  }
+  return false;
+}
+
+// The axis an iterator comes from: "k.0" -> "k" (names of split parts end in ".<digits>").
+std::string OriginalName(const std::string& name) {
+  size_t dot = name.rfind('.');
+  if (dot == std::string::npos || dot + 1 == name.size()) return name;
+  for (size_t i = dot + 1; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return name;
+  }
+  return OriginalName(name.substr(0, dot));
+}
+
+// TVM GetLastReduceIteratorInOutermostReduceTile: the first iterator at which every reduce axis
+// has appeared once. -1 when the stage has no reduce iterator.
+int LastReduceIterInOutermostReduceTile(const Stage& st) {
+  const size_t n = st.op->reduce_axes.size();
+  std::set<std::string> seen;
+  for (int i = 0; i < static_cast<int>(st.iters.size()); ++i) {
+    if (st.iters[i].kind != IteratorKind::kReduce) continue;
+    seen.insert(OriginalName(st.iters[i].name));
+    if (seen.size() >= n) return i;
+  }
+  return -1;
+}
+
+bool HasLocalCache(const State& s, int id) {
+  return s.StageId(s.stage(id).name() + ".local") >= 0 || absl::EndsWith(s.stage(id).name(), ".local");
+}
+
+using Result = absl::StatusOr<std::vector<std::pair<PartialSketch, int>>>;
+
+// Splits iterator `iter` of stage `sid` into n parts with unfilled lengths; returns the part names.
+absl::StatusOr<std::vector<std::string>> SplitUnfilled(PartialSketch& p, int sid, int iter, int n) {
+  schedule::SplitStep sp;
+  sp.stage_id = sid;
+  sp.iter_id = iter;
+  sp.extent = p.shadow().stage(sid).iters[iter].extent;
+  sp.lengths.assign(n - 1, std::nullopt);
+  RETURN_IF_ERROR(p.Apply(sp));
+  std::vector<std::string> names;
+  for (int k = 0; k < n; ++k) names.push_back(p.shadow().stage(sid).iters[iter + k].name);
+  return names;
+}
+
+absl::Status ReorderByName(PartialSketch& p, int sid, const std::vector<std::string>& order) {
+  const Stage& st = p.shadow().stage(sid);
+  schedule::ReorderStep r;
+  r.stage_id = sid;
+  std::set<int> used;
+  for (const std::string& name : order) {
+    int idx = st.IterIndex(name);
+    if (idx < 0) return absl::InternalError(absl::StrCat("no iterator ", name));
+    r.after_ids.push_back(idx);
+    used.insert(idx);
+  }
+  for (int i = 0; i < static_cast<int>(st.iters.size()); ++i) {
+    if (!used.count(i)) r.after_ids.push_back(i);
+  }
+  bool identity = true;
+  for (int i = 0; i < static_cast<int>(r.after_ids.size()); ++i) identity &= r.after_ids[i] == i;
+  if (identity) return absl::OkStatus();
+  return p.Apply(r);
+}
+
+// TVM DoMultiLevelTiling: every space iterator split into #S parts, every reduce iterator into #R
+// parts (lengths unfilled), reordered by `structure`. `space_split_ids` gets the split steps of
+// the space iterators, in iterator order.
+absl::Status DoMultiLevelTiling(PartialSketch& p, int sid, const std::string& structure,
+                                std::vector<int>* space_split_ids) {
+  const int n_s = static_cast<int>(std::count(structure.begin(), structure.end(), 'S'));
+  const int n_r = static_cast<int>(std::count(structure.begin(), structure.end(), 'R'));
+  std::vector<std::vector<std::string>> space(n_s), reduce(n_r);
+  const std::vector<schedule::Iterator> iters = p.shadow().stage(sid).iters;
+  for (const schedule::Iterator& it : iters) {
+    const bool is_space = it.kind == IteratorKind::kSpace;
+    const int n = is_space ? n_s : n_r;
+    auto& levels = is_space ? space : reduce;
+    if (n == 0) return absl::InvalidArgumentError("structure has no level for an iterator kind");
+    if (n == 1) {
+      levels[0].push_back(it.name);
+      continue;
+    }
+    if (is_space) space_split_ids->push_back(static_cast<int>(p.steps().size()));
+    ASSIGN_OR_RETURN(std::vector<std::string> parts,
+                     SplitUnfilled(p, sid, p.shadow().stage(sid).IterIndex(it.name), n));
+    for (int k = 0; k < n; ++k) levels[k].push_back(parts[k]);
+  }
+  std::vector<std::string> order;
+  int si = 0, ri = 0;
+  for (char c : structure) {
+    const auto& level = c == 'S' ? space[si++] : reduce[ri++];
+    order.insert(order.end(), level.begin(), level.end());
+  }
+  return ReorderByName(p, sid, order);
+}
+
+// TVM FollowTiling: the consumer's space iterators follow the producer's space splits with n_split
+// lengths, reordered level by level.
+absl::Status FollowTiling(PartialSketch& p, int target, const std::vector<int>& split_ids,
+                          int n_split) {
+  std::vector<std::string> space;
+  for (const auto& it : p.shadow().stage(target).iters) {
+    if (it.kind == IteratorKind::kSpace) space.push_back(it.name);
+  }
+  if (space.size() != split_ids.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("consumer has ", space.size(),
+                                                   " space iterators, producer ", split_ids.size(),
+                                                   " space splits"));
+  }
+  std::vector<std::vector<std::string>> parts(n_split + 1);
+  for (size_t j = 0; j < space.size(); ++j) {
+    const int idx = p.shadow().stage(target).IterIndex(space[j]);
+    schedule::FollowSplitStep fs;
+    fs.stage_id = target;
+    fs.iter_id = idx;
+    fs.src_step_id = split_ids[j];
+    fs.n_split = n_split;
+    RETURN_IF_ERROR(p.Apply(fs));
+    for (int k = 0; k <= n_split; ++k) {
+      parts[k].push_back(p.shadow().stage(target).iters[idx + k].name);
+    }
+  }
+  std::vector<std::string> order;
+  for (const auto& level : parts) order.insert(order.end(), level.begin(), level.end());
+  return ReorderByName(p, target, order);
+}
+
+// Fuses all reduce iterators of stage `sid` (they are innermost in an untransformed stage);
+// returns the fused iterator's index.
+absl::StatusOr<int> FuseReduceIters(PartialSketch& p, int sid) {
+  std::vector<int> ids;
+  const Stage& st = p.shadow().stage(sid);
+  for (int i = 0; i < static_cast<int>(st.iters.size()); ++i) {
+    if (st.iters[i].kind == IteratorKind::kReduce) ids.push_back(i);
+  }
+  if (ids.empty()) return absl::InvalidArgumentError("no reduce iterator");
+  if (ids.size() > 1) RETURN_IF_ERROR(p.Apply(schedule::FuseStep{sid, ids}));
+  return ids.front();
+}
+
+// Leading output axes of `consumer` by which it reads `producer` directly (every read indexes
+// dimension d by the consumer's axis d) and which are still its untransformed outer iterators.
+int NumCommonOuterIterators(const State& s, int producer, int consumer) {
+  const Stage& c = s.stage(consumer);
+  const std::string& buf = s.stage(producer).name();
+  int common = static_cast<int>(std::min(c.op->axes.size(), s.stage(producer).op->axes.size()));
+  bool any = false;
+  for (const ir::LoadNode* l : CollectLoads(*c.op).loads) {
+    if (l->buffer != buf) continue;
+    any = true;
+    int k = 0;
+    while (k < common && k < static_cast<int>(l->indices.size())) {
+      const auto* v = l->indices[k].as<ir::VarNode>();
+      if (!v || v->name != c.op->axes[k].name) break;
+      ++k;
+    }
+    common = k;
+  }
+  if (!any) return 0;
+  int k = 0;
+  while (k < common && k < static_cast<int>(c.iters.size()) &&
+         c.iters[k].name == c.op->axes[k].name) {
+    ++k;
+  }
+  return k;
+}
+
+// The stage a cross-thread reduction can be computed at: the single consumer, or (our extension)
+// the consumer T when every other consumer is computed at T. -1 when none.
+int FusionTarget(const State& s, int sid) {
+  std::vector<int> cons = StageConsumers(s, sid);
+  if (cons.empty()) return -1;
+  if (cons.size() == 1) return cons[0];
+  for (int t : cons) {
+    bool ok = true;
+    for (int c : cons) {
+      if (c == t) continue;
+      const Stage& cs = s.stage(c);
+      ok &= cs.location == ComputeLocation::kAttached && cs.attach_stage == t;
+    }
+    if (ok) return t;
+  }
+  return -1;
+}
+
+std::vector<std::pair<PartialSketch, int>> One(PartialSketch p, int next) {
+  std::vector<std::pair<PartialSketch, int>> v;
+  v.emplace_back(std::move(p), next);
+  return v;
+}
+
+// ------------------------------------------------------------------------------------------------
+
+class AddCacheRead : public SketchRule {
+ public:
+  const char* name() const override { return "AddCacheRead"; }
+  RuleCondition Condition(const PartialSketch& p, int sid, const Target&,
+                          const SketchOptions&) const override {
+    const State& s = p.shadow();
+    std::vector<int> cons = StageConsumers(s, sid);
+    if (cons.empty()) return RuleCondition::kPass;
+    const int t = cons[0];
+    if (!NeedsMultiLevelTiling(s, t) || HasCrossThreadReduction(s, t)) return RuleCondition::kPass;
+    if (!Reads(*s.stage(t).op, s.stage(sid).name())) return RuleCondition::kPass;
+    if (LastReduceIterInOutermostReduceTile(s.stage(t)) < 0) return RuleCondition::kPass;
+    return RuleCondition::kApplyAndSkipRest;
+  }
+  Result Apply(const PartialSketch& p, int sid, const Target&,
+               const SketchOptions&) const override {
+    PartialSketch q = p;
+    const std::vector<int> cons = StageConsumers(p.shadow(), sid);
+    int offset = 0;
+    for (int c : cons) {
+      const int target = c + offset;
+      RETURN_IF_ERROR(q.Apply(schedule::CacheReadStep{sid, ir::MemoryScope::kShared, {target}}));
+      ++offset;
+      const int added = sid + 1;
+      const int moved = target + 1;
+      const int at = LastReduceIterInOutermostReduceTile(q.shadow().stage(moved));
+      if (at < 0) return absl::InvalidArgumentError("consumer has no reduce iterator");
+      RETURN_IF_ERROR(q.Apply(schedule::ComputeAtStep{added, moved, at}));
+    }
+    return One(std::move(q), sid);
+  }
+};
+
+class AlwaysInline : public SketchRule {
+ public:
+  const char* name() const override { return "AlwaysInline"; }
+  RuleCondition Condition(const PartialSketch& p, int sid, const Target& target,
+                          const SketchOptions&) const override {
+    return ShouldAlwaysBeInlined(p.shadow(), sid, target) ? RuleCondition::kApplyAndSkipRest
+                                                          : RuleCondition::kPass;
+  }
+  Result Apply(const PartialSketch& p, int sid, const Target&,
+               const SketchOptions&) const override {
+    PartialSketch q = p;
+    RETURN_IF_ERROR(q.Apply(schedule::ComputeInlineStep{sid}));
+    return One(std::move(q), sid - 1);
+  }
+};
+
+class CrossThreadReduction : public SketchRule {
+ public:
+  const char* name() const override { return "CrossThreadReduction"; }
+  RuleCondition Condition(const PartialSketch& p, int sid, const Target& target,
+                          const SketchOptions&) const override {
+    const State& s = p.shadow();
+    const Stage& st = s.stage(sid);
+    if (st.is_placeholder() || st.location != ComputeLocation::kRoot) return RuleCondition::kPass;
+    if (HasLocalCache(s, sid) || !HasReduceIter(st)) return RuleCondition::kPass;
+    auto [space, reduce] = CumulativeSpaceAndReduceLength(st);
+    if (NeedsMultiLevelTiling(s, sid)) {
+      // Enough parallelism on the space iterators: multi-level tiling is better.
+      if (space > reduce) return RuleCondition::kPass;
+      return space <= target.max_threads_per_block && space < reduce ? RuleCondition::kApply
+                                                                     : RuleCondition::kPass;
+    }
+    return reduce > target.warp_size ? RuleCondition::kApply : RuleCondition::kPass;
+  }
+  Result Apply(const PartialSketch& p, int sid, const Target&,
+               const SketchOptions&) const override {
+    PartialSketch q = p;
+    ASSIGN_OR_RETURN(int fused, FuseReduceIters(q, sid));
+    const State& s = q.shadow();
+    const int t = FusionTarget(s, sid);
+    int common = t >= 0 ? NumCommonOuterIterators(s, sid, t) : 0;
+    std::vector<int> split_ids;
+    bool fusible = t >= 0 && common > 0 && !NeedsMultiLevelTiling(s, t) &&
+                   s.stage(t).location == ComputeLocation::kRoot;
+    if (fusible) {
+      const std::string& tname = s.stage(t).name();
+      for (int i = 0; i < static_cast<int>(q.steps().size()); ++i) {
+        if (std::holds_alternative<schedule::SplitStep>(q.steps()[i]) &&
+            q.step_stage_names()[i] == tname) {
+          split_ids.push_back(i);
+        }
+      }
+      if (split_ids.empty()) {
+        if (HasReduceIter(s.stage(t))) {
+          fusible = false;
+        } else {
+          // The consumer's innermost iterator is split and bound to threads; the reduction
+          // follows it (same thread count).
+          const int last = static_cast<int>(s.stage(t).iters.size()) - 1;
+          split_ids.push_back(static_cast<int>(q.steps().size()));
+          RETURN_IF_ERROR(SplitUnfilled(q, t, last, 2).status());
+          RETURN_IF_ERROR(q.Apply(
+              schedule::AnnotationStep{t, last + 1, IteratorAnnotation::kThreadIdxX}));
+        }
+      }
+      fusible &= split_ids.size() == 1;
+    }
+    if (fusible) {
+      schedule::FollowSplitStep fs;
+      fs.stage_id = sid;
+      fs.iter_id = fused;
+      fs.src_step_id = split_ids[0];
+      fs.n_split = 1;
+      RETURN_IF_ERROR(q.Apply(fs));
+      RETURN_IF_ERROR(
+          q.Apply(schedule::AnnotationStep{sid, fused + 1, IteratorAnnotation::kThreadIdxX}));
+      RETURN_IF_ERROR(q.Apply(schedule::ComputeAtStep{sid, t, common - 1}));
+    } else {
+      RETURN_IF_ERROR(SplitUnfilled(q, sid, fused, 2).status());
+      RETURN_IF_ERROR(
+          q.Apply(schedule::AnnotationStep{sid, fused + 1, IteratorAnnotation::kThreadIdxX}));
+    }
+    return One(std::move(q), sid - 1);
+  }
+};
+
+class AddCacheWrite : public SketchRule {
+ public:
+  const char* name() const override { return "AddCacheWrite"; }
+  RuleCondition Condition(const PartialSketch& p, int sid, const Target& target,
+                          const SketchOptions&) const override {
+    const State& s = p.shadow();
+    if (s.stage(sid).location != ComputeLocation::kRoot || HasLocalCache(s, sid)) {
+      return RuleCondition::kPass;
+    }
+    if (!NeedsMultiLevelTiling(s, sid) || SingleElementwiseMatchedConsumer(s, sid) >= 0) {
+      return RuleCondition::kPass;
+    }
+    return target.is_gpu() ? RuleCondition::kApplyAndSkipRest : RuleCondition::kApply;
+  }
+  Result Apply(const PartialSketch& p, int sid, const Target&,
+               const SketchOptions&) const override {
+    PartialSketch q = p;
+    RETURN_IF_ERROR(q.Apply(schedule::CacheWriteStep{sid, ir::MemoryScope::kLocal}));
+    return One(std::move(q), sid);
+  }
+};
+
+class MultiLevelTilingWithFusion : public SketchRule {
+ public:
+  const char* name() const override { return "MultiLevelTilingWithFusion"; }
+  RuleCondition Condition(const PartialSketch& p, int sid, const Target& target,
+                          const SketchOptions&) const override {
+    const State& s = p.shadow();
+    if (s.stage(sid).location != ComputeLocation::kRoot || !NeedsMultiLevelTiling(s, sid) ||
+        SingleElementwiseMatchedConsumer(s, sid) < 0) {
+      return RuleCondition::kPass;
+    }
+    // Always fuse a cache_write stage, and always on GPU.
+    return target.is_gpu() || absl::EndsWith(s.stage(sid).name(), ".local")
+               ? RuleCondition::kApplyAndSkipRest
+               : RuleCondition::kApply;
+  }
+  Result Apply(const PartialSketch& p, int sid, const Target& target,
+               const SketchOptions& options) const override {
+    const std::string& structure = target.is_gpu() ? options.gpu_structure : options.cpu_structure;
+    PartialSketch base = p;
+    const int consumer = SingleElementwiseMatchedConsumer(p.shadow(), sid);
+    std::vector<int> split_ids;
+    RETURN_IF_ERROR(DoMultiLevelTiling(base, sid, structure, &split_ids));
+    std::vector<int> levels = target.is_gpu() ? std::vector<int>{3} : std::vector<int>{1, 2};
+    std::vector<std::pair<PartialSketch, int>> out;
+    for (int level : levels) {
+      if (level > static_cast<int>(structure.size()) || structure[level - 1] != 'S') continue;
+      PartialSketch q = base;
+      RETURN_IF_ERROR(FollowTiling(q, consumer, split_ids, level));
+      const int at = level * static_cast<int>(split_ids.size()) - 1;
+      RETURN_IF_ERROR(q.Apply(schedule::ComputeAtStep{sid, consumer, at}));
+      out.emplace_back(std::move(q), sid - 1);
+    }
+    return out;
+  }
+};
+
+class MultiLevelTiling : public SketchRule {
+ public:
+  const char* name() const override { return "MultiLevelTiling"; }
+  RuleCondition Condition(const PartialSketch& p, int sid, const Target&,
+                          const SketchOptions&) const override {
+    const State& s = p.shadow();
+    return s.stage(sid).location == ComputeLocation::kRoot && NeedsMultiLevelTiling(s, sid)
+               ? RuleCondition::kApplyAndSkipRest
+               : RuleCondition::kPass;
+  }
+  Result Apply(const PartialSketch& p, int sid, const Target& target,
+               const SketchOptions& options) const override {
+    PartialSketch q = p;
+    std::vector<int> split_ids;
+    RETURN_IF_ERROR(DoMultiLevelTiling(
+        q, sid, target.is_gpu() ? options.gpu_structure : options.cpu_structure, &split_ids));
+    return One(std::move(q), sid - 1);
+  }
+};
+
+class AddRfactor : public SketchRule {
+ public:
+  const char* name() const override { return "AddRfactor"; }
+  RuleCondition Condition(const PartialSketch& p, int sid, const Target& target,
+                          const SketchOptions&) const override {
+    const State& s = p.shadow();
+    if (s.stage(sid).location != ComputeLocation::kRoot || HasLocalCache(s, sid)) {
+      return RuleCondition::kPass;
+    }
+    return NeedsRfactor(s, sid, target) ? RuleCondition::kApply : RuleCondition::kPass;
+  }
+  Result Apply(const PartialSketch& p, int sid, const Target&,
+               const SketchOptions&) const override {
+    PartialSketch split = p;
+    ASSIGN_OR_RETURN(int fused, FuseReduceIters(split, sid));
+    int n_space = 0;
+    for (const auto& it : split.shadow().stage(sid).iters) n_space += it.kind == IteratorKind::kSpace;
+    RETURN_IF_ERROR(SplitUnfilled(split, sid, fused, 2).status());
+    std::vector<std::pair<PartialSketch, int>> out;
+    for (int which = 0; which < 2; ++which) {
+      PartialSketch q = split;
+      RETURN_IF_ERROR(q.Apply(schedule::RfactorStep{sid, fused + which, n_space}));
+      // The rfactor stage is inserted at `sid`. With the inner part as its new axis, that axis is
+      // moved innermost (vectorizable partial sums).
+      if (which == 1) {
+        const Stage& rf = q.shadow().stage(sid);
+        std::vector<std::string> order;
+        for (int i = 0; i < static_cast<int>(rf.iters.size()); ++i) {
+          if (i != n_space) order.push_back(rf.iters[i].name);
+        }
+        order.push_back(rf.iters[n_space].name);
+        RETURN_IF_ERROR(ReorderByName(q, sid, order));
+      }
+      out.emplace_back(std::move(q), sid - 1);
+    }
+    return out;
+  }
+};
+
+class SkipStage : public SketchRule {
+ public:
+  const char* name() const override { return "SkipStage"; }
+  RuleCondition Condition(const PartialSketch&, int, const Target&,
+                          const SketchOptions&) const override {
+    return RuleCondition::kApply;
+  }
+  Result Apply(const PartialSketch& p, int sid, const Target&,
+               const SketchOptions&) const override {
+    return One(p, sid - 1);
+  }
+};
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+
+PartialSketch::PartialSketch(const ir::ComputeDAG& dag) : shadow_(State::Initial(dag)) {}
+
+absl::Status PartialSketch::Apply(const Step& step) {
+  Step filled = step;
+  if (auto* sp = std::get_if<schedule::SplitStep>(&filled)) {
+    for (auto& l : sp->lengths) {
+      if (!l.has_value()) l = 1;
+    }
+  }
+  const int sid = std::visit([](const auto& st) { return st.stage_id; }, step);
+  const std::string name =
+      sid >= 0 && sid < shadow_.num_stages() ? shadow_.stage(sid).name() : std::string();
+  ASSIGN_OR_RETURN(shadow_, schedule::ApplyStep(shadow_, filled));
+  steps_.push_back(step);
+  step_stage_names_.push_back(name);
+  return absl::OkStatus();
+}
+
+State PartialSketch::ToState() const {
+  State out = State::Initial(shadow_.dag());
+  for (int i = out.num_stages(); i < shadow_.num_stages(); ++i) {
+    out.InsertStage(i, shadow_.stage(i));
+  }
+  for (int i = 0; i < shadow_.num_stages(); ++i) out.MutableStage(i) = shadow_.stage(i);
+  for (const Step& st : steps_) out.AppendStep(st);
+  return out;
+}
+
+const std::vector<std::unique_ptr<SketchRule>>& GpuSketchRules() {
+  static const auto* rules = [] {
+    auto* v = new std::vector<std::unique_ptr<SketchRule>>();
+    v->push_back(std::make_unique<AddCacheRead>());
+    v->push_back(std::make_unique<AlwaysInline>());
+    v->push_back(std::make_unique<CrossThreadReduction>());
+    v->push_back(std::make_unique<AddCacheWrite>());
+    v->push_back(std::make_unique<MultiLevelTilingWithFusion>());
+    v->push_back(std::make_unique<MultiLevelTiling>());
+    v->push_back(std::make_unique<SkipStage>());
+    return v;
+  }();
+  return *rules;
+}
+
+const std::vector<std::unique_ptr<SketchRule>>& CpuSketchRules() {
+  static const auto* rules = [] {
+    auto* v = new std::vector<std::unique_ptr<SketchRule>>();
+    v->push_back(std::make_unique<AlwaysInline>());
+    v->push_back(std::make_unique<AddRfactor>());
+    v->push_back(std::make_unique<AddCacheWrite>());
+    v->push_back(std::make_unique<MultiLevelTilingWithFusion>());
+    v->push_back(std::make_unique<MultiLevelTiling>());
+    v->push_back(std::make_unique<SkipStage>());
+    return v;
+  }();
+  return *rules;
+}
+
+bool NeedsMultiLevelTiling(const State& s, int stage_id) {
+  const ir::TensorNode& t = *s.stage(stage_id).op;
+  if (t.is_placeholder) return false;
+  std::vector<std::string> order;
+  std::map<std::string, VarCollector> used;
+  for (const ir::LoadNode* load : CollectLoads(t).loads) {
+    auto [it, inserted] = used.try_emplace(load->buffer);
+    if (inserted) order.push_back(load->buffer);
+    for (const ir::Expr& index : load->indices) it->second.Visit(index);
+  }
+  int n_missing = 0, n_missing_2d = 0;
+  for (const std::string& buf : order) {
+    const std::set<std::string>& names = used.at(buf).names;
+    for (const ir::IterVar& axis : t.axes) {
+      if (axis.extent > 1 && !names.count(axis.name)) {
+        ++n_missing;
+        n_missing_2d += names.size() >= 2;
+        break;
+      }
+    }
+  }
+  if (!t.reduce_axes.empty()) return n_missing >= 1;
+  // Without a reduction, vectors broadcast along an axis (softmax's max[i], layernorm's gamma[j])
+  // are no reuse worth tiling: only reads indexed by ≥ 2 loop variables count.
+  return n_missing_2d >= 2;
+}
+
+bool IsStrictlyInlineable(const State& s, int stage_id) {
+  const ir::TensorNode& t = *s.stage(stage_id).op;
+  if (t.is_placeholder || !t.reduce_axes.empty()) return false;
+  LoadCollector c = CollectLoads(t);
+  if (c.expensive) return false;
+  for (const ir::LoadNode* l : c.loads) {
+    std::set<std::string> seen;
+    size_t next_axis = 0;
+    for (const ir::Expr& index : l->indices) {
+      const auto* v = index.as<ir::VarNode>();
+      if (!v || !seen.insert(v->name).second) return false;
+      // Same order as the stage's axes.
+      while (next_axis < t.axes.size() && t.axes[next_axis].name != v->name) ++next_axis;
+      if (next_axis == t.axes.size()) return false;
+    }
+  }
+  return true;
+}
+
+bool ShouldAlwaysBeInlined(const State& s, int stage_id, const Target& target) {
+  const Stage& st = s.stage(stage_id);
+  if (st.is_placeholder() || st.location != ComputeLocation::kRoot || IsOutput(s, stage_id)) {
+    return false;
+  }
+  if (!st.op->reduce_axes.empty() || st.scope != ir::MemoryScope::kGlobal) return false;
+  return target.is_gpu() || IsStrictlyInlineable(s, stage_id);
+}
+
+std::vector<int> StageConsumers(const State& s, int stage_id) {
+  std::set<int> out;
+  std::vector<int> todo = {stage_id};
+  std::set<int> visited;
+  while (!todo.empty()) {
+    const int p = todo.back();
+    todo.pop_back();
+    if (!visited.insert(p).second) continue;
+    const std::string& name = s.stage(p).name();
+    for (int c = 0; c < s.num_stages(); ++c) {
+      const Stage& cs = s.stage(c);
+      if (c == p || cs.is_placeholder() || !Reads(*cs.op, name)) continue;
+      if (cs.location == ComputeLocation::kInlined) {
+        todo.push_back(c);
+      } else {
+        out.insert(c);
+      }
+    }
+  }
+  return std::vector<int>(out.begin(), out.end());
+}
+
+int SingleElementwiseMatchedConsumer(const State& s, int stage_id) {
+  std::vector<int> cons = StageConsumers(s, stage_id);
+  if (cons.size() != 1) return -1;
+  const int c = cons[0];
+  const Stage& cs = s.stage(c);
+  const Stage& ps = s.stage(stage_id);
+  if (absl::EndsWith(cs.name(), ".shared")) return -1;
+  if (!cs.op->reduce_axes.empty() && !ps.op->reduce_axes.empty()) return -1;
+  if (cs.op->shape != ps.op->shape) return -1;
+  bool any = false;
+  for (const ir::LoadNode* l : CollectLoads(*cs.op).loads) {
+    if (l->buffer != ps.name()) continue;
+    any = true;
+    if (l->indices.size() != cs.op->axes.size()) return -1;
+    for (size_t d = 0; d < l->indices.size(); ++d) {
+      const auto* v = l->indices[d].as<ir::VarNode>();
+      if (!v || v->name != cs.op->axes[d].name) return -1;
+    }
+  }
+  return any ? c : -1;
+}
+
+bool HasCrossThreadReduction(const State& s, int stage_id) {
+  auto check = [](const Stage& st) {
+    for (const auto& it : st.iters) {
+      if (it.kind == IteratorKind::kReduce && it.annotation == IteratorAnnotation::kThreadIdxX) {
+        return true;
+      }
+    }
+    return false;
+  };
+  if (check(s.stage(stage_id))) return true;
+  for (int i = 0; i < s.num_stages(); ++i) {
+    const Stage& a = s.stage(i);
+    if (a.location == ComputeLocation::kAttached && a.attach_stage == stage_id && check(a)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::pair<int64_t, int64_t> CumulativeSpaceAndReduceLength(const Stage& stage) {
+  int64_t space = 1, reduce = 1;
+  for (const auto& it : stage.iters) {
+    (it.kind == IteratorKind::kReduce ? reduce : space) *= it.extent;
+  }
+  return {space, reduce};
+}
+
+bool NeedsRfactor(const State& s, int stage_id, const Target& target) {
+  const Stage& st = s.stage(stage_id);
+  if (st.is_placeholder() || st.op->reduce_axes.empty()) return false;
+  auto [space, reduce] = CumulativeSpaceAndReduceLength(st);
+  const int64_t cores = std::max(1, target.host_cores);
+  if (NeedsMultiLevelTiling(s, stage_id)) {
+    return space <= reduce && space <= cores * 16;
+  }
+  return reduce > cores;
+}
+
+}  // namespace tilesearch::search

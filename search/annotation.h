@@ -1,0 +1,102 @@
+// Random annotation of sketches: the initial population of the evolutionary search (Ansor,
+// OSDI'20 §4.2; TVM v0.19 sketch_policy_rules.cc init-population rules InitFillTileSize,
+// InitThreadBind, InitUnroll for CUDA and InitFillTileSize, InitChangeComputeLocation,
+// InitParallel, InitUnroll, InitVectorization for CPU). Every random choice is uniform over its
+// candidates; invalid programs (schedule::Lower fails, e.g. GPU limits) are rejected and resampled.
+//
+// Differences from TVM, and why:
+//  - Awkward extents (few divisors: primes, 2·prime, ...) are, with probability
+//    non_divisible_probability, tiled as if rounded up to a multiple of 8 (guards cover the tail):
+//    perfect tiles of a prime extent are only 1 and the extent itself.
+//  - Thread counts of cross-thread reductions and of untiled GPU stages are drawn from
+//    gpu_thread_candidates (TVM fixes them at warp_size and relies on mutation; MetaSchedule
+//    samples {32..1024} the same way), and an untiled stage with ≤ warp_size points still gets a
+//    blockIdx (our Lower rejects threads without blocks).
+//  - Cooperative fetching draws the vector width from {1, 2, 4} (those that divide the fused
+//    extent; TVM starts at 1 and leaves widening to mutation).
+//  - A tiled GPU stage needs ≥ warp_size threads only when its space has ≥ 16 warps of points
+//    (TVM: > 2 warps); below that, uniform tiles almost never reach a warp (8×12 outputs: 0.5%)
+//    and such kernels are launch-bound anyway.
+//  - CPU compute-location changes choose root or an attach point of the single consumer; inlining
+//    is left to the sketch rules.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/compute_dag.h"
+#include "schedule/state.h"
+#include "schedule/target.h"
+
+namespace tilesearch::search {
+
+/// Knobs of random annotation; defaults are TVM v0.19's where it has one.
+struct AnnotationOptions {
+  /// Innermost tile length bound (max_innermost_split_factor).
+  int64_t max_innermost_split_factor = 64;
+  /// auto_unroll_max_step candidates (auto_unroll_configs_gpu / _cpu).
+  std::vector<int64_t> gpu_unroll_steps = {0, 16, 64, 512, 1024};
+  std::vector<int64_t> cpu_unroll_steps = {0, 16, 64, 512};
+  /// Thread counts for cross-thread reductions and untiled GPU stages.
+  std::vector<int64_t> gpu_thread_candidates = {32, 64, 128, 256, 512, 1024};
+  /// Largest product of fused innermost CPU iterators that is vectorized (max_vectorize_size).
+  int64_t max_vectorize_size = 16;
+  /// Probability of a non-divisible tiling for an extent with ≤ 4 divisors (our addition).
+  double non_divisible_probability = 0.25;
+  /// CPU: randomly change the compute location of untiled stages (InitChangeComputeLocation).
+  bool change_compute_location = true;
+  /// SampleInitialPopulation gives up after n · this many attempts.
+  int max_attempts_per_state = 64;
+};
+
+/// All ordered factorizations (f0, ..., f_{n-1}) of `extent` (outermost first) with
+/// f_{n-1} ≤ max_innermost (TVM SplitFactorizationMemo). n ≥ 1, extent ≥ 1. Memoized per thread.
+const std::vector<std::vector<int64_t>>& SplitFactorizations(int64_t extent, int n,
+                                                             int64_t max_innermost);
+
+/// Annotates one sketch: fills its unfilled split lengths with random tile sizes, replays it on
+/// `dag`, adds the target's annotations (GPU: thread binding, cooperative fetching, unroll
+/// pragmas; CPU: compute locations, parallel, unroll pragmas, vectorize) and checks the program
+/// with schedule::Lower. Errors: kFailedPrecondition "invalid_schedule: ..." for GPU states over
+/// the limits (threads < warp_size on a large space, or Lower's checks), the failing step's error
+/// otherwise. Deterministic for a given rng state.
+[[nodiscard]] absl::StatusOr<schedule::State> AnnotateSketch(const schedule::State& sketch,
+                                                             const ir::ComputeDAG& dag,
+                                                             const schedule::Target& target,
+                                                             std::mt19937_64& rng,
+                                                             const AnnotationOptions& options = {});
+
+/// Samples up to `n` distinct (by State::Hash) valid states: each attempt annotates a sketch drawn
+/// uniformly; invalid ones are dropped. Stops after n · max_attempts_per_state attempts, so fewer
+/// than n states come back when valid ones are rare (none when `sketches` is empty).
+/// Deterministic for a fixed rng seed.
+std::vector<schedule::State> SampleInitialPopulation(const std::vector<schedule::State>& sketches,
+                                                     const ir::ComputeDAG& dag,
+                                                     const schedule::Target& target, int n,
+                                                     std::mt19937_64& rng,
+                                                     const AnnotationOptions& options = {});
+
+namespace internal {
+// Helpers shared with search/mutation.cc.
+
+/// Uniform integer in [0, n) from `rng` (0 when n ≤ 1); rng() % n, the same on every platform.
+int64_t Pick(std::mt19937_64& rng, int64_t n);
+/// True when steps[i] is a one-length SplitStep whose inner part the next step binds to
+/// threadIdx.x (a thread-count split: cross-thread reductions, untiled GPU stages).
+bool IsThreadSplit(const std::vector<schedule::Step>& steps, int i);
+/// A thread count from options.gpu_thread_candidates that is ≤ extent (extent itself if none).
+int64_t SampleThreads(int64_t extent, const AnnotationOptions& options, std::mt19937_64& rng);
+/// Random tile lengths (n_lengths of them, outermost first, without the outer rest) for `extent`.
+std::vector<int64_t> SampleTile(int64_t extent, int n_lengths, const AnnotationOptions& options,
+                                std::mt19937_64& rng);
+/// CPU compute_at candidates of stage `sid` (TVM GetComputeLocationCandidates): (consumer id,
+/// iterator id) pairs of its single consumer, outer to inner, not inside untiled reductions or
+/// unrolled loops, skipping extent-1 iterators, stopping after an attach point.
+std::vector<std::pair<int, int>> ComputeLocationCandidates(const schedule::State& s, int sid);
+
+}  // namespace internal
+
+}  // namespace tilesearch::search

@@ -1,0 +1,131 @@
+// Sketch rules (Ansor, OSDI'20 §4.1 Table 1 and §4.3; TVM v0.19 sketch_policy_rules.cc): the
+// derivation rules that turn a ComputeDAG's initial state into sketches, the high-level loop
+// structures (tiling, caches, fusion, cross-thread reduction) whose tile sizes and annotations are
+// left for random annotation (search/annotation.h) to fill.
+//
+// A rule is tried on one stage of a partial sketch; rules are tried in order (GpuSketchRules /
+// CpuSketchRules) and the scan stops at the first that returns kApplyAndSkipRest. Stage ids are
+// positions in the partial sketch's current state (cache stages shift them, as in Ansor).
+//
+// Differences from TVM, and why:
+//  - SpecialComputeLocationGPU and SimplifyComputeWithConstTensor are not implemented: they serve
+//    ops with the `simplify_const_tensor_indices` attribute (Winograd), which our library lacks.
+//  - Cross-thread reduction also fuses a stage whose consumers are one stage T plus stages already
+//    computed at T (softmax's max is read by the sum, which is attached to the normalize stage, and
+//    by the normalize stage): TVM requires a single consumer and would leave the max as its own
+//    kernel; the hand-written H200 softmax (examples/schedules/h200) fuses all three at 1.15× eager.
+//  - The thread split of a cross-thread reduction is left unfilled (TVM fixes it at warp_size and
+//    lets mutation move it): annotation samples it from {32, 64, ..., 1024}.
+//  - Shared-memory cache_read needs a consumer with reduce axes (its attach point is the last
+//    iterator of the outermost reduce tile; TVM falls back to another iterator otherwise).
+//  - A rule whose steps fail to apply (e.g. inlining a stage that reads an attached stage) is
+//    treated as not applicable rather than aborting.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "ir/compute_dag.h"
+#include "schedule/state.h"
+#include "schedule/step.h"
+#include "schedule/target.h"
+
+namespace tilesearch::search {
+
+/// Knobs of sketch generation; defaults are TVM v0.19's (`sketch_policy.h`).
+struct SketchOptions {
+  /// Multi-level tiling structure on GPU ("S" = space level, "R" = reduce level).
+  std::string gpu_structure = "SSSRRSRS";
+  /// Multi-level tiling structure on CPU.
+  std::string cpu_structure = "SSRSRS";
+  /// At most this many sketches are returned (the first ones in generation order).
+  int max_sketches = 16;
+};
+
+/// A sketch being built: the steps with unfilled split lengths (nullopt), and a shadow State that
+/// is the same steps applied with every unfilled length set to 1 (steps cannot apply unfilled
+/// splits), so rules can look at stages, iterators and attach points.
+class PartialSketch {
+ public:
+  explicit PartialSketch(const ir::ComputeDAG& dag);
+
+  /// The shadow state (structure only: iterator extents follow the placeholder lengths of 1).
+  const schedule::State& shadow() const { return shadow_; }
+  /// The sketch's steps (split lengths may be nullopt).
+  const std::vector<schedule::Step>& steps() const { return steps_; }
+  /// Applies `step` (unfilled lengths as 1) to the shadow and records it. Errors: the step's.
+  absl::Status Apply(const schedule::Step& step);
+  /// Name of the stage each step was applied to (ids shift as cache stages are added; names
+  /// do not), parallel to steps().
+  const std::vector<std::string>& step_stage_names() const { return step_stage_names_; }
+  /// The sketch as a State: the shadow's stages with the unfilled steps as its step list.
+  schedule::State ToState() const;
+
+ private:
+  schedule::State shadow_;
+  std::vector<schedule::Step> steps_;
+  std::vector<std::string> step_stage_names_;
+};
+
+/// What a rule's condition says about a stage (TVM SketchGenerationRule::ConditionKind).
+enum class RuleCondition { kPass, kApply, kApplyAndSkipRest };
+
+/// One derivation rule.
+class SketchRule {
+ public:
+  virtual ~SketchRule() = default;
+  /// Rule name, e.g. "MultiLevelTilingWithFusion".
+  virtual const char* name() const = 0;
+  /// Whether the rule applies to stage `stage_id` of `s`.
+  virtual RuleCondition Condition(const PartialSketch& s, int stage_id,
+                                  const schedule::Target& target,
+                                  const SketchOptions& options) const = 0;
+  /// The derived sketches, each with the stage id to visit next. Errors when a step fails.
+  virtual absl::StatusOr<std::vector<std::pair<PartialSketch, int>>> Apply(
+      const PartialSketch& s, int stage_id, const schedule::Target& target,
+      const SketchOptions& options) const = 0;
+};
+
+/// CUDA rules in Ansor's order: AddCacheRead, AlwaysInline, CrossThreadReduction, AddCacheWrite,
+/// MultiLevelTilingWithFusion, MultiLevelTiling, SkipStage.
+const std::vector<std::unique_ptr<SketchRule>>& GpuSketchRules();
+/// CPU rules in Ansor's order: AlwaysInline, AddRfactor, AddCacheWrite,
+/// MultiLevelTilingWithFusion, MultiLevelTiling, SkipStage.
+const std::vector<std::unique_ptr<SketchRule>>& CpuSketchRules();
+
+// Predicates on the stages of a State (TVM compute_dag.cc / utils.h), computed from the stage's
+// current op (so cache stages and rfactor stages are judged by what they compute).
+
+/// Ansor's NeedsMultiLevelTiling on the stage's op: counting read tensors whose accesses miss an
+/// output axis of extent > 1, true when the stage reduces and ≥ 1 does. Without a reduction TVM
+/// asks for ≥ 2 such tensors; we (change) count only tensors indexed by ≥ 2 loop variables: our
+/// softmax and layernorm inline their elementwise parts into the normalize stage, which then
+/// reads row vectors (max[i], sum[i], gamma[j]) and would be tiled like a matmul instead of fused
+/// with its cross-thread reductions. False for placeholders.
+bool NeedsMultiLevelTiling(const schedule::State& s, int stage_id);
+/// TVM IsStrictlyInlineable: no reduction; every read indexes by plain axis variables in order
+/// (no duplicates); no math call (exp, ...) and no select. Stages reading nothing qualify.
+bool IsStrictlyInlineable(const schedule::State& s, int stage_id);
+/// TVM ShouldAlwaysBeInlined: never placeholders, outputs or reductions; on GPU every other stage
+/// (greedy inlining), on CPU the strictly inlineable ones.
+bool ShouldAlwaysBeInlined(const schedule::State& s, int stage_id, const schedule::Target& target);
+/// Consumers of stage `stage_id` (stages whose op reads its buffer), looking through inlined
+/// consumers to their consumers (TVM GetConsumers). Ascending.
+std::vector<int> StageConsumers(const schedule::State& s, int stage_id);
+/// TVM HasSingleElementwiseMatchedConsumer: exactly one consumer, which reads the stage with its
+/// own axes in order at the same shape, not both reductions, and is not a ".shared" stage.
+/// Returns its id or -1.
+int SingleElementwiseMatchedConsumer(const schedule::State& s, int stage_id);
+/// True when stage `stage_id` or a stage attached at one of its iterators has a reduce iterator
+/// bound to threadIdx.x (TVM HasCrossThreadReduction).
+bool HasCrossThreadReduction(const schedule::State& s, int stage_id);
+/// Product of the stage's space iterator extents and of its reduce iterator extents.
+std::pair<int64_t, int64_t> CumulativeSpaceAndReduceLength(const schedule::Stage& stage);
+/// TVM NeedsRfactor (CPU): a multi-level-tiled stage with space ≤ reduce and space ≤ cores·16,
+/// or another reduction with reduce > cores.
+bool NeedsRfactor(const schedule::State& s, int stage_id, const schedule::Target& target);
+
+}  // namespace tilesearch::search

@@ -1,0 +1,171 @@
+// Mutations and crossover: children lower, keep every split's tiled extent, differ from their
+// parents, and compute what the naive program computes; inapplicable mutations fail cleanly.
+#include "search/mutation.h"
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "base/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "schedule/apply_step.h"
+#include "search/annotation.h"
+#include "search/sketch.h"
+#include "tests/schedule/lower_test_util.h"
+#include "tests/search/space_test_util.h"
+
+namespace tilesearch::search {
+namespace {
+
+using schedule::State;
+using schedule::Target;
+using tilesearch::testing::StatusIs;
+using ::testing::HasSubstr;
+
+std::vector<testing::Workload> MutationWorkloads() {
+  ir::Conv2dParams pad1;
+  pad1.padding = {1, 1};
+  return {
+      {"matmul", testing::MustBuild(ir::MatmulDAG({32, 16}, {16, 24}))},
+      {"conv2d", testing::MustBuild(ir::Conv2dNchwPaddedDAG({1, 4, 6, 6}, {8, 4, 3, 3},
+                                                            ir::ScalarType::kFloat32, pad1))},
+      {"softmax", testing::MustBuild(ir::SoftmaxDAG({4, 96}))},
+  };
+}
+
+// Per split step with a known extent (thread-count splits excepted: their count is redrawn): the
+// product of all parts (the outer rest, extent / product, included) when the split divides its
+// extent, else the product of its explicit lengths (a non-divisible tiling keeps those).
+std::vector<int64_t> TiledExtents(const State& s) {
+  std::vector<int64_t> out;
+  for (int i = 0; i < static_cast<int>(s.steps().size()); ++i) {
+    const auto* sp = std::get_if<schedule::SplitStep>(&s.steps()[i]);
+    if (sp == nullptr || sp->extent <= 0 || internal::IsThreadSplit(s.steps(), i)) continue;
+    int64_t prod = 1;
+    for (const auto& l : sp->lengths) prod *= *l;
+    out.push_back(sp->extent % prod == 0 ? (sp->extent / prod) * prod : -prod);
+  }
+  return out;
+}
+
+bool SameSteps(const State& a, const State& b) { return a.steps() == b.steps(); }
+
+using MutateFn = absl::StatusOr<State> (*)(const State&, const ir::ComputeDAG&, const Target&,
+                                           std::mt19937_64&, const AnnotationOptions&);
+
+int CheckMutation(const char* name, MutateFn fn, const Target& target, bool keeps_tiles) {
+  int ok = 0;
+  for (const auto& w : MutationWorkloads()) {
+    auto sketches = GenerateSketches(w.dag, target);
+    EXPECT_TRUE(sketches.ok());
+    std::mt19937_64 rng(11);
+    std::vector<State> pop = SampleInitialPopulation(*sketches, w.dag, target, 12, rng);
+    for (const State& parent : pop) {
+      absl::StatusOr<State> child = fn(parent, w.dag, target, rng, {});
+      if (!child.ok()) {
+        // Inapplicable or no valid child: a clean failure, never a crash.
+        EXPECT_NE(child.status().code(), absl::StatusCode::kInternal) << child.status();
+        continue;
+      }
+      SCOPED_TRACE(std::string(name) + " " + w.name + " on " + target.ToString());
+      EXPECT_FALSE(SameSteps(*child, parent));
+      if (keeps_tiles) EXPECT_EQ(TiledExtents(*child), TiledExtents(parent));
+      // The child replays from its own steps to the same program.
+      auto replayed = schedule::ReplaySteps(w.dag, child->steps());
+      EXPECT_TRUE(replayed.ok()) << replayed.status();
+      if (!replayed.ok()) continue;
+      EXPECT_EQ(replayed->ToString(), child->ToString());
+      schedule::testing::ExpectMatchesReference(w.dag, *child, target, /*exact=*/false, ok);
+      ++ok;
+    }
+  }
+  return ok;
+}
+
+TEST(Mutation, TileSizeKeepsTheTiledExtents) {
+  EXPECT_GE(CheckMutation("MutateTileSize", &MutateTileSize, Target::H200(), true), 20);
+  EXPECT_GE(CheckMutation("MutateTileSize", &MutateTileSize, Target::HostCpu(), true), 20);
+}
+
+TEST(Mutation, AutoUnrollChangesAPragma) {
+  EXPECT_GE(CheckMutation("MutateAutoUnroll", &MutateAutoUnroll, Target::H200(), true), 20);
+  EXPECT_GE(CheckMutation("MutateAutoUnroll", &MutateAutoUnroll, Target::HostCpu(), true), 20);
+}
+
+TEST(Mutation, ParallelChangesTheFusedParallelLoop) {
+  EXPECT_GE(CheckMutation("MutateParallel", &MutateParallel, Target::HostCpu(), true), 5);
+}
+
+TEST(Mutation, ComputeLocationMovesAnUntiledStage) {
+  // conv2d's padding stage is not strictly inlineable on cpu: it is computed at the conv's loops.
+  EXPECT_GE(CheckMutation("MutateComputeLocation", &MutateComputeLocation, Target::HostCpu(), true),
+            3);
+}
+
+TEST(Mutation, CpuOnlyMutationsRefuseGpuStates) {
+  ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({32, 16}, {16, 24}));
+  auto sketches = GenerateSketches(dag, Target::H200());
+  ASSERT_TRUE(sketches.ok());
+  std::mt19937_64 rng(3);
+  auto pop = SampleInitialPopulation(*sketches, dag, Target::H200(), 1, rng);
+  ASSERT_EQ(pop.size(), 1u);
+  EXPECT_THAT(MutateParallel(pop[0], dag, Target::H200(), rng),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("cpu only")));
+  EXPECT_THAT(MutateComputeLocation(pop[0], dag, Target::H200(), rng),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("cpu only")));
+  // A state without steps has nothing to mutate.
+  State bare = State::Initial(dag);
+  EXPECT_THAT(MutateTileSize(bare, dag, Target::HostCpu(), rng),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("not applicable")));
+  EXPECT_THAT(MutateAutoUnroll(bare, dag, Target::HostCpu(), rng),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("not applicable")));
+}
+
+TEST(Mutation, CrossoverMixesTileDecisionsOfTwoParents) {
+  int children = 0;
+  for (const Target& target : {Target::H200(), Target::HostCpu()}) {
+    for (const auto& w : MutationWorkloads()) {
+      auto sketches = GenerateSketches(w.dag, target);
+      ASSERT_TRUE(sketches.ok());
+      std::mt19937_64 rng(21);
+      auto pop = SampleInitialPopulation(*sketches, w.dag, target, 24, rng);
+      for (size_t i = 0; i < pop.size(); ++i) {
+        for (size_t j = i + 1; j < pop.size(); ++j) {
+          absl::StatusOr<State> child = CrossoverTileSizes(pop[i], pop[j], w.dag, target, rng);
+          if (!child.ok()) continue;
+          SCOPED_TRACE(w.name + " on " + target.ToString());
+          EXPECT_FALSE(SameSteps(*child, pop[i]));
+          EXPECT_FALSE(SameSteps(*child, pop[j]));
+          // Every step comes from one of the parents.
+          for (size_t k = 0; k < child->steps().size(); ++k) {
+            EXPECT_TRUE(child->steps()[k] == pop[i].steps()[k] ||
+                        child->steps()[k] == pop[j].steps()[k]);
+          }
+          schedule::testing::ExpectMatchesReference(w.dag, *child, target, false, children);
+          ++children;
+          if (children % 4 == 0) break;  // a few per parent keeps the test fast
+        }
+      }
+    }
+  }
+  EXPECT_GE(children, 10);
+}
+
+TEST(Mutation, CrossoverRejectsParentsOfDifferentStructure) {
+  ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({32, 16}, {16, 24}));
+  auto sketches = GenerateSketches(dag, Target::H200());
+  ASSERT_TRUE(sketches.ok());
+  std::mt19937_64 rng(3);
+  auto pop = SampleInitialPopulation(*sketches, dag, Target::H200(), 1, rng);
+  ASSERT_EQ(pop.size(), 1u);
+  EXPECT_THAT(CrossoverTileSizes(pop[0], State::Initial(dag), dag, Target::H200(), rng),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("parents have")));
+  EXPECT_THAT(CrossoverTileSizes(pop[0], pop[0], dag, Target::H200(), rng),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("differ in 0 stage")));
+}
+
+}  // namespace
+}  // namespace tilesearch::search
