@@ -1,0 +1,120 @@
+// XGBoostModel: Ansor's learned cost model (OSDI'20 §5.2; TVM python/tvm/auto_scheduler/
+// cost_model/xgb_model.py) over the XGBoost C API (Debian libxgboost 1.7).
+//
+// One gradient-boosted tree ensemble scores single Store statements; a program's score is the sum
+// of its stores' scores ("pack-sum"). Training follows Ansor exactly, with a custom objective over
+// the programs rather than TVM's per-row shortcut: with S_p = sum of the current predictions of
+// program p's rows, y_p = its normalized throughput (throughput / best throughput of its task) and
+// w_p = y_p, the loss is sum_p w_p (S_p - y_p)^2 / 2, so every row r of p gets gradient
+// w_p (S_p - y_p) and hessian w_p (XGBoosterBoostOneIter with our own gradients). Why not give
+// each row its program's label: that fits every store to the whole program's speed, so programs
+// with more stores are over-scored; the grouped objective is what the paper describes and costs
+// one cached prediction per round. As in Ansor, failed programs (y = 0) get weight 0 and do not
+// shape the trees; base_score is 0 so an empty ensemble scores every program 0.
+//
+// Rounds: TVM boosts up to 10000 rounds with early stopping (50 rounds) on the *training* error,
+// which rarely stops early. Here, when there are at least `min_programs_for_validation` programs, a
+// seeded `validation_fraction` of them is held out and boosting stops 50 rounds after the
+// held-out error last improved; the model is then refit on all programs for the best number of
+// rounds. With fewer programs there is no split and the training error stops it (TVM's rule). The
+// held-out error and ranking accuracy are reported (last_report()) for the tuning log.
+//
+// Every Update retrains a fresh ensemble on all samples received so far (XGBoost has no
+// incremental training; Ansor does the same). Deterministic for a fixed seed, nthread and input.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "costmodel/cost_model.h"
+
+namespace tilesearch::costmodel {
+
+/// Version of the model file format this build writes and reads.
+inline constexpr int kXGBoostModelFileVersion = 1;
+
+/// Training parameters. Defaults are TVM v0.19's (xgb_model.py: max_depth 10, eta 0.2, gamma
+/// 0.001, min_child_weight 0, seed 43, 10000 rounds, 50-round early stopping) except nthread
+/// (TVM: cores / 2) and the held-out split (see the header comment).
+struct XGBoostOptions {
+  int max_depth = 10;
+  double eta = 0.2;
+  double gamma = 0.001;
+  double min_child_weight = 0;
+  /// Upper bound on boosting rounds.
+  int max_rounds = 10000;
+  /// Stop after this many rounds without improvement of the monitored error.
+  int early_stopping_rounds = 50;
+  /// Fraction of programs held out to choose the number of rounds, when there are at least
+  /// `min_programs_for_validation` programs with features.
+  double validation_fraction = 0.2;
+  int min_programs_for_validation = 20;
+  /// Refit on all programs with the chosen number of rounds (false: keep the model trained on the
+  /// training part only, faster).
+  bool refit_on_all = true;
+  /// Worker threads; 0 = all hardware threads.
+  int nthread = 0;
+  /// Seeds XGBoost and the held-out split.
+  uint64_t seed = 43;
+  /// XGBoost tree_method: "hist" (fast, deterministic) or "exact" (TVM's "auto" on small data).
+  std::string tree_method = "hist";
+};
+
+/// What the last Update did.
+struct XGBoostTrainingReport {
+  int num_programs = 0;        // programs with features used (train + held out)
+  int num_rows = 0;            // store rows
+  int num_validation = 0;      // programs held out (0: no split)
+  int rounds = 0;              // boosting rounds of the final model
+  double train_rmse = 0;       // label-weighted pack-sum RMSE on the training part
+  /// On the held-out programs (NaN without a split): label-weighted pack-sum RMSE and pairwise
+  /// ranking accuracy of the model trained without them.
+  double validation_rmse = std::numeric_limits<double>::quiet_NaN();
+  double validation_pairwise_accuracy = std::numeric_limits<double>::quiet_NaN();
+};
+
+class XGBoostModel : public CostModel {
+ public:
+  explicit XGBoostModel(XGBoostOptions options = {});
+  ~XGBoostModel() override;
+  XGBoostModel(const XGBoostModel&) = delete;
+  XGBoostModel& operator=(const XGBoostModel&) = delete;
+
+  /// Appends `samples` to those received before and retrains on all of them. Programs without
+  /// features are ignored. While no sample has a positive throughput there is nothing to learn and
+  /// the model stays untrained. Errors: ValidateSamples's; kInternal with XGBoost's message if the
+  /// library fails (the previous ensemble is then kept).
+  absl::Status Update(const std::vector<TrainingSample>& samples) override;
+  /// Pack-sum scores. Before any successful training (and before Load) every program scores 0
+  /// (use RandomModel for random exploration); programs without features score -infinity.
+  absl::StatusOr<std::vector<double>> Predict(
+      const std::vector<ProgramFeatures>& programs) override;
+  /// File: a magic line, a JSON line {"version", "feature_version", "num_features", "trained",
+  /// "rounds", "booster_bytes"} and the booster in XGBoost's UBJSON format. Training samples are
+  /// not saved: to continue from an old log, feed its records to Update.
+  absl::Status Save(const std::string& path) const override;
+  /// Errors: kNotFound (unreadable), kInvalidArgument "... is not a tilesearch xgboost model",
+  /// "... version 2 is newer than this build reads (1)", "... has feature version 0, this build
+  /// extracts 1", "... 160 features, expected 159", "... truncated" or "... corrupt booster: <xgboost
+  /// message>". On error the model is unchanged.
+  absl::Status Load(const std::string& path) override;
+  std::string Name() const override { return "xgboost"; }
+
+  /// True once a training or a Load produced an ensemble.
+  bool trained() const { return booster_ != nullptr; }
+  /// Samples received by Update so far.
+  int num_samples() const { return static_cast<int>(samples_.size()); }
+  const XGBoostTrainingReport& last_report() const { return report_; }
+
+ private:
+  XGBoostOptions options_;
+  std::vector<TrainingSample> samples_;
+  void* booster_ = nullptr;  // BoosterHandle; the C API header stays inside the .cc
+  int rounds_ = 0;
+  XGBoostTrainingReport report_;
+};
+
+}  // namespace tilesearch::costmodel
