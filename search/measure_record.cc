@@ -1,1 +1,329 @@
-// placeholder: being written
+// Measure records: JSON form (one line per trial), state hashes and throughput.
+#include "search/measure_record.h"
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "nlohmann/json.hpp"
+#include "schedule/step_json.h"
+
+namespace tilesearch::search {
+namespace {
+
+using nlohmann::json;
+using schedule::Target;
+using schedule::TargetKind;
+
+absl::Status FieldError(const std::string& field, const std::string& what) {
+  const char* sep = !what.empty() && what[0] == ':' ? "" : " ";
+  return absl::InvalidArgumentError(absl::StrCat("field '", field, "'", sep, what));
+}
+
+// Short form of a JSON value for error messages.
+std::string Shown(const json& j) {
+  std::string s = j.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+absl::Status CheckKeys(const json& j, const std::vector<std::string>& allowed,
+                       const std::string& prefix) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = false;
+    for (const std::string& a : allowed) known = known || a == it.key();
+    if (!known) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown field '", prefix, it.key(), "' (expected ", absl::StrJoin(allowed, ", "), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+const json* Require(const json& j, const std::string& key, const std::string& field,
+                    absl::Status* status) {
+  if (!j.contains(key)) {
+    *status = FieldError(field, "is missing");
+    return nullptr;
+  }
+  return &j.at(key);
+}
+
+// Field readers: `field` is the full dotted name used in messages.
+absl::Status ReadString(const json& obj, const std::string& key, const std::string& field,
+                        std::string* out) {
+  absl::Status status;
+  const json* v = Require(obj, key, field, &status);
+  if (v == nullptr) return status;
+  if (!v->is_string()) return FieldError(field, "must be a string, got " + Shown(*v));
+  *out = v->get<std::string>();
+  return absl::OkStatus();
+}
+
+template <typename Int>
+absl::Status ReadInt(const json& obj, const std::string& key, const std::string& field, Int* out,
+                     int64_t min_value) {
+  absl::Status status;
+  const json* v = Require(obj, key, field, &status);
+  if (v == nullptr) return status;
+  const char* what =
+      min_value > 0 ? "must be a positive integer, got " : "must be a non-negative integer, got ";
+  if (!v->is_number_integer()) return FieldError(field, what + Shown(*v));
+  if (v->is_number_unsigned()) {
+    const uint64_t u = v->get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<Int>::max())) {
+      return FieldError(field, "is out of range, got " + Shown(*v));
+    }
+    if (min_value > 0 && u < static_cast<uint64_t>(min_value)) {
+      return FieldError(field, what + Shown(*v));
+    }
+    *out = static_cast<Int>(u);
+    return absl::OkStatus();
+  }
+  const int64_t s = v->get<int64_t>();
+  if (s < min_value) return FieldError(field, what + Shown(*v));
+  if (static_cast<uint64_t>(s) > static_cast<uint64_t>(std::numeric_limits<Int>::max())) {
+    return FieldError(field, "is out of range, got " + Shown(*v));
+  }
+  *out = static_cast<Int>(s);
+  return absl::OkStatus();
+}
+
+absl::Status ReadMs(const json& obj, const std::string& key, double* out) {
+  absl::Status status;
+  const json* v = Require(obj, key, key, &status);
+  if (v == nullptr) return status;
+  if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() < 0) {
+    return FieldError(key, "must be a non-negative number of milliseconds, got " + Shown(*v));
+  }
+  *out = v->get<double>();
+  return absl::OkStatus();
+}
+
+// Target limits, in the order they are written.
+struct LimitField {
+  const char* name;
+  int64_t (*get)(const Target&);
+  void (*set)(Target&, int64_t);
+};
+
+#define TS_LIMIT(member)                                                         \
+  LimitField {                                                                   \
+#member, [](const Target& t) { return static_cast<int64_t>(t.member); },       \
+        [](Target& t, int64_t v) { t.member = static_cast<decltype(t.member)>(v); } \
+  }
+const LimitField kLimitFields[] = {
+    TS_LIMIT(max_threads_per_block),
+    TS_LIMIT(max_shared_memory_per_block),
+    TS_LIMIT(max_shared_memory_optin),
+    TS_LIMIT(max_registers_per_block),
+    TS_LIMIT(warp_size),
+    TS_LIMIT(max_vthread_extent),
+    TS_LIMIT(max_vector_bytes),
+    TS_LIMIT(sm_count),
+    TS_LIMIT(l2_bytes),
+    TS_LIMIT(host_cores),
+    TS_LIMIT(host_vector_bytes),
+};
+#undef TS_LIMIT
+
+json TargetToJson(const Target& target, const std::string& device_name) {
+  json j = {{"kind", target.kind == TargetKind::kCuda ? "cuda" : "cpu"},
+            {"arch", target.arch},
+            {"device_name", device_name}};
+  for (const LimitField& f : kLimitFields) j[f.name] = f.get(target);
+  return j;
+}
+
+absl::Status TargetFromJson(const json& j, Target* target, std::string* device_name) {
+  if (!j.is_object()) {
+    return FieldError("target", "must be an object with kind, arch and limits, got " + Shown(j));
+  }
+  std::vector<std::string> allowed = {"kind", "arch", "device_name"};
+  for (const LimitField& f : kLimitFields) allowed.push_back(f.name);
+  RETURN_IF_ERROR(CheckKeys(j, allowed, "target."));
+  std::string kind;
+  RETURN_IF_ERROR(ReadString(j, "kind", "target.kind", &kind));
+  if (kind == "cuda") {
+    target->kind = TargetKind::kCuda;
+  } else if (kind == "cpu") {
+    target->kind = TargetKind::kCpu;
+  } else {
+    return FieldError("target.kind", "must be \"cuda\" or \"cpu\", got " + json(kind).dump());
+  }
+  RETURN_IF_ERROR(ReadString(j, "arch", "target.arch", &target->arch));
+  device_name->clear();
+  if (j.contains("device_name")) {
+    RETURN_IF_ERROR(ReadString(j, "device_name", "target.device_name", device_name));
+  }
+  for (const LimitField& f : kLimitFields) {
+    int64_t v = 0;
+    RETURN_IF_ERROR(ReadInt(j, f.name, absl::StrCat("target.", f.name), &v, 0));
+    f.set(*target, v);
+  }
+  return absl::OkStatus();
+}
+
+// Top-level fields of a record, in the order lines are written.
+constexpr const char* kRecordFields[] = {
+    "version", "workload_key", "workload",           "target", "steps", "result", "compile_ms",
+    "run_ms",  "timestamp",    "tilesearch_version", "seed",   "trial"};
+
+json StepArray(const std::vector<schedule::Step>& steps) {
+  json list = json::array();
+  for (const schedule::Step& s : steps) list.push_back(schedule::StepToJson(s));
+  return list;
+}
+
+}  // namespace
+
+bool MeasureRecord::valid() const {
+  return result.ok() && std::isfinite(result.timing.median_ms) && result.timing.median_ms > 0;
+}
+
+double MeasureRecord::median_ms() const {
+  return valid() ? result.timing.median_ms : std::numeric_limits<double>::infinity();
+}
+
+json MeasureRecordToJson(const MeasureRecord& record) {
+  json result = runtime::MeasureResultToJson(record.result);
+  if (result.contains("timing") && result["timing"].is_object()) {
+    result["timing"].erase("samples_ms");
+  }
+  return json{{"version", record.version},
+              {"workload_key", record.workload_key},
+              {"workload", schedule::WorkloadToJson(record.workload)},
+              {"target", TargetToJson(record.target, record.device_name)},
+              {"steps", StepArray(record.steps)},
+              {"result", std::move(result)},
+              {"compile_ms", record.compile_ms},
+              {"run_ms", record.run_ms},
+              {"timestamp", record.timestamp},
+              {"tilesearch_version", record.tilesearch_version},
+              {"seed", record.seed},
+              {"trial", record.trial}};
+}
+
+std::string MeasureRecordToLine(const MeasureRecord& record) {
+  // Top-level fields in the documented order (version first, for people reading logs); nested
+  // objects keep nlohmann's sorted order. Invalid UTF-8 in messages (compiler output) is
+  // replaced rather than throwing.
+  const json j = MeasureRecordToJson(record);
+  std::string line = "{";
+  bool first = true;
+  for (const char* key : kRecordFields) {
+    if (!first) line += ',';
+    first = false;
+    absl::StrAppend(&line, json(key).dump(), ":",
+                    j.at(key).dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+  return line + "}";
+}
+
+absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const json& j) {
+  if (!j.is_object()) return absl::InvalidArgumentError("record is not a JSON object");
+  MeasureRecord r;
+  // The version first: a newer record may have fields this build does not know.
+  if (!j.contains("version")) return FieldError("version", "is missing");
+  const json& version = j.at("version");
+  if (!version.is_number_integer()) {
+    return FieldError("version", "must be an integer, got " + Shown(version));
+  }
+  if (version.is_number_unsigned() ? version.get<uint64_t>() > kLogFormatVersion
+                                   : version.get<int64_t>() > kLogFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat("log format version ", version.dump(),
+                                                      " is newer than this build reads (",
+                                                      kLogFormatVersion, ")"));
+  }
+  if (version.get<int64_t>() < 1) {
+    return FieldError("version",
+                      absl::StrCat(": ", version.dump(), " is not valid (versions start at 1)"));
+  }
+  r.version = version.get<int>();
+  RETURN_IF_ERROR(CheckKeys(
+      j, std::vector<std::string>(std::begin(kRecordFields), std::end(kRecordFields)), ""));
+  RETURN_IF_ERROR(ReadString(j, "workload_key", "workload_key", &r.workload_key));
+  if (r.workload_key.empty()) return FieldError("workload_key", "must not be empty");
+  if (!j.contains("workload")) return FieldError("workload", "is missing");
+  ASSIGN_OR_RETURN(r.workload, schedule::WorkloadFromJson(j.at("workload"), "workload"));
+  if (!j.contains("target")) return FieldError("target", "is missing");
+  RETURN_IF_ERROR(TargetFromJson(j.at("target"), &r.target, &r.device_name));
+  if (!j.contains("steps")) return FieldError("steps", "is missing");
+  if (!j.at("steps").is_array()) {
+    return FieldError("steps", "must be a list of steps, got " + Shown(j.at("steps")));
+  }
+  // Version-1 records hold steps of step-list format version 1.
+  absl::StatusOr<std::vector<schedule::Step>> steps =
+      schedule::StepsFromJson(json{{"version", 1}, {"steps", j.at("steps")}});
+  if (!steps.ok()) return FieldError("steps", absl::StrCat(": ", steps.status().message()));
+  r.steps = *std::move(steps);
+  if (!j.contains("result")) return FieldError("result", "is missing");
+  absl::StatusOr<runtime::MeasureResult> result = runtime::MeasureResultFromJson(j.at("result"));
+  if (!result.ok()) {
+    // "measure result field 'timing.median_ms' is not a number" → "field 'result.timing...".
+    std::string message(result.status().message());
+    const std::string prefix = "measure result field '";
+    if (message.rfind(prefix, 0) == 0) {
+      return absl::InvalidArgumentError("field 'result." + message.substr(prefix.size()));
+    }
+    return FieldError("result", ": " + message);
+  }
+  r.result = *std::move(result);
+  RETURN_IF_ERROR(ReadMs(j, "compile_ms", &r.compile_ms));
+  RETURN_IF_ERROR(ReadMs(j, "run_ms", &r.run_ms));
+  RETURN_IF_ERROR(ReadString(j, "timestamp", "timestamp", &r.timestamp));
+  RETURN_IF_ERROR(ReadString(j, "tilesearch_version", "tilesearch_version", &r.tilesearch_version));
+  RETURN_IF_ERROR(ReadInt(j, "seed", "seed", &r.seed, 0));
+  RETURN_IF_ERROR(ReadInt(j, "trial", "trial", &r.trial, 0));
+  return r;
+}
+
+absl::StatusOr<MeasureRecord> MeasureRecordFromLine(const std::string& line) {
+  json j;
+  try {
+    j = json::parse(line);
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("not valid JSON: ", e.what()));
+  }
+  return MeasureRecordFromJson(j);
+}
+
+std::string CurrentTimestamp() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t secs = std::chrono::system_clock::to_time_t(now);
+  const int64_t ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  return absl::StrFormat("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+}
+
+bool SameTarget(const Target& a, const Target& b) { return a.kind == b.kind && a.arch == b.arch; }
+
+std::string StepsCanonicalText(const std::vector<schedule::Step>& steps) {
+  return StepArray(steps).dump();
+}
+
+uint64_t StepsHash(const std::vector<schedule::Step>& steps) {
+  return ir::Fnv1a64(StepsCanonicalText(steps));
+}
+
+uint64_t RecordStateHash(const MeasureRecord& record) { return StepsHash(record.steps); }
+
+double RecordThroughput(const MeasureRecord& record, const ir::ComputeDAG& dag) {
+  if (!record.valid()) return 0;
+  return dag.Flops() / (record.median_ms() * 1e-3);
+}
+
+double RecordBandwidth(const MeasureRecord& record, const ir::ComputeDAG& dag) {
+  if (!record.valid()) return 0;
+  return static_cast<double>(dag.InputBytes() + dag.OutputBytes()) / (record.median_ms() * 1e-3);
+}
+
+}  // namespace tilesearch::search

@@ -1,0 +1,127 @@
+// Tuning logs: JSON Lines files of MeasureRecords (search/measure_record.h has the line format).
+// A tuning job appends one round of records at a time and fsyncs, so a killed job loses at most the
+// round in flight; the reader skips corrupt or truncated lines with a warning naming the line,
+// refuses records of a newer format version, and filters out records of other targets. Replay
+// picks the best valid record per (workload key, target); `inspect` summarizes a log per workload.
+// After Ansor's RecordToFile / RecordReader (TVM src/auto_scheduler/measure_record.cc), which
+// also skips unparsable lines.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "schedule/target.h"
+#include "search/measure_record.h"
+
+namespace tilesearch::search {
+
+/// Appends records to a log file, one line each. Move-only; closes the file on destruction.
+class LogWriter {
+ public:
+  /// Opens (creating it if absent, mode 0644) `path` for appending. When the file is not empty and
+  /// does not end in a newline (a writer killed mid-line), a newline is appended first so the
+  /// partial line stays a line of its own (the reader skips it with a warning) and the next record
+  /// starts a fresh line. Errors: the errno of open / read / write as a Status whose message
+  /// names the path, e.g. kNotFound "cannot open log 'x/y.jsonl' for appending: No such file or
+  /// directory", kPermissionDenied for EACCES.
+  static absl::StatusOr<LogWriter> Open(const std::string& path);
+
+  LogWriter(LogWriter&& other) noexcept;
+  LogWriter& operator=(LogWriter&& other) noexcept;
+  LogWriter(const LogWriter&) = delete;
+  LogWriter& operator=(const LogWriter&) = delete;
+  ~LogWriter();
+
+  /// Writes one line per record (MeasureRecordToLine + '\n') with a single write of the whole
+  /// round, then fsyncs the file: when this returns OK the round is on disk. Errors (write or fsync
+  /// failure): a Status from errno naming the path, e.g. kResourceExhausted "cannot write log
+  /// 'x.jsonl': No space left on device".
+  absl::Status Append(const std::vector<MeasureRecord>& records);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  LogWriter(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  int fd_ = -1;
+  std::string path_;
+};
+
+/// Filters of ReadLog.
+struct ReadOptions {
+  /// Keep only records of this target (same kind and arch, SameTarget); nullopt keeps all.
+  std::optional<schedule::Target> target;
+  /// Keep only records of this workload key; empty keeps all.
+  std::string workload_key;
+};
+
+/// What ReadLog found.
+struct LogContents {
+  std::vector<MeasureRecord> records;  // in file order, after the filters
+  /// One per skipped line, "<path>:<line>: skipped: <reason>" (lines counted from 1), and one
+  /// summary "<path>: skipped N records of other targets (cuda -arch=sm_80: N, ...)" when the
+  /// target filter dropped any.
+  std::vector<std::string> warnings;
+  int64_t lines = 0;                   // lines in the file, blank ones included
+  int64_t corrupt_lines = 0;           // lines skipped as unreadable
+  int64_t foreign_target_records = 0;  // readable records dropped by the target filter
+  int64_t other_workload_records = 0;  // readable records dropped by the workload-key filter
+};
+
+/// Reads the log at `path`. Blank lines are ignored; a line that is not JSON (a truncated last
+/// line), not a record, or a record with a malformed field (wrong type, unknown error kind, bad
+/// step) is skipped with a warning. Errors: kNotFound "log 'x' does not exist"; other open / read
+/// failures from errno naming the path; kFailedPrecondition "<path>:<line>: log format version 2
+/// is newer than this build reads (1)" for any record of a newer format (the whole read fails:
+/// an old build must not silently drop a newer job's records).
+absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& options = {});
+
+/// The valid record (MeasureRecord::valid) of `workload_key` on `target` (SameTarget) with the
+/// smallest median time; on a tie, the first in `records`. Errors (kNotFound):
+/// "no record for workload <key> on <target>" (adding "; the log has its records on other
+/// targets: 12 on cpu" when other targets have some), or when none is valid
+/// "no valid record for workload <key> on cuda -arch=sm_90: all 64 trials failed:
+/// 60 compile_error, 4 wrong_answer" (error kinds by count, most frequent first; a record with no
+/// error but no usable time counts as "no_time").
+absl::StatusOr<MeasureRecord> BestRecord(const std::vector<MeasureRecord>& records,
+                                         const std::string& workload_key,
+                                         const schedule::Target& target);
+
+/// One point of a tuning curve.
+struct CurvePoint {
+  int64_t trials = 0;         // trials of this workload so far (1-based count, log order)
+  double best_median_ms = 0;  // best valid median so far, ms; +inf before the first valid one
+  double best_flops = 0;      // the same as FLOP/s (0 before the first valid one or when the
+                              // workload cannot be built)
+};
+
+/// Per (workload key, target) statistics of a log, for `tilesearch inspect`.
+struct WorkloadSummary {
+  std::string workload_key;
+  schedule::Workload workload;  // from the first record of the key
+  schedule::Target target;
+  int64_t trials = 0;         // records
+  int64_t valid = 0;          // records with a usable time
+  double best_median_ms = 0;  // +inf when none is valid
+  double best_flops = 0;      // FLOP/s of the best (0 when none is valid or no DAG)
+  int64_t best_trial = -1;    // MeasureRecord::trial of the best; -1 when none is valid
+  double flops = 0;           // FLOPs of one run of the workload (0 when it cannot be built)
+  std::map<std::string, int64_t> errors;  // error kind name ("compile_error", ...) → count
+  std::vector<CurvePoint> curve;          // one point per trial, in log order
+};
+
+/// Groups records by (workload key, target) in order of first appearance and summarizes each.
+/// FLOPs come from building each workload's DAG once (schedule::Workload::Build); a workload that
+/// cannot be built gets flops 0 (medians are still reported).
+std::vector<WorkloadSummary> SummarizeLog(const std::vector<MeasureRecord>& records);
+
+/// Text for `inspect`: per workload a header line (workload, key, target, trials, valid, best ms
+/// and GFLOP/s, errors by kind) and the tuning curve sampled at up to `curve_points` trial counts
+/// (evenly spaced, the last trial included) as "  trial 64: best 0.412 ms (651.2 GFLOP/s)".
+std::string FormatSummary(const std::vector<WorkloadSummary>& summaries, int curve_points = 10);
+
+}  // namespace tilesearch::search
