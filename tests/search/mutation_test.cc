@@ -22,8 +22,8 @@ namespace {
 
 using schedule::State;
 using schedule::Target;
-using tilesearch::testing::StatusIs;
 using ::testing::HasSubstr;
+using tilesearch::testing::StatusIs;
 
 std::vector<testing::Workload> MutationWorkloads() {
   ir::Conv2dParams pad1;
@@ -72,7 +72,9 @@ int CheckMutation(const char* name, MutateFn fn, const Target& target, bool keep
       }
       SCOPED_TRACE(std::string(name) + " " + w.name + " on " + target.ToString());
       EXPECT_FALSE(SameSteps(*child, parent));
-      if (keeps_tiles) EXPECT_EQ(TiledExtents(*child), TiledExtents(parent));
+      if (keeps_tiles) {
+        EXPECT_EQ(TiledExtents(*child), TiledExtents(parent));
+      }
       // The child replays from its own steps to the same program.
       auto replayed = schedule::ReplaySteps(w.dag, child->steps());
       EXPECT_TRUE(replayed.ok()) << replayed.status();
