@@ -3,14 +3,7 @@
 # the JSON agrees with the printed numbers: candidates / wall = throughput), and bad options exit 2.
 # Run by ctest with TILESEARCH set to the binary.
 set -u
-bin="${TILESEARCH:?set TILESEARCH to the tilesearch binary}"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+source "$(dirname "$0")/cli_lib.sh"
 
 "$bin" bench-compile --size 256 --candidates 6 --workers 2 --json "$tmp/b.json" >"$tmp/out" 2>"$tmp/err"
 rc=$?
@@ -40,8 +33,4 @@ PY
 "$bin" bench-compile --candidates 3 --json /nonexistent-dir/x.json >"$tmp/o5" 2>"$tmp/e5"
 [[ $? == 2 && ! -s "$tmp/o5" ]] && grep -q "cannot write --json" "$tmp/e5" || fail "--json: $(cat "$tmp/e5")"
 
-if ((failures > 0)); then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "cli_bench_compile_test: all passed"
+finish "bench-compile"

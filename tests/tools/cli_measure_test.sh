@@ -5,48 +5,8 @@
 # 2 with "no CUDA driver found" (skipped where libcuda.so.1 exists).
 # Run by ctest with TILESEARCH set to the binary and EXAMPLES to examples/schedules.
 set -u
-bin="${TILESEARCH:?set TILESEARCH to the tilesearch binary}"
+source "$(dirname "$0")/cli_lib.sh"
 examples="${EXAMPLES:?set EXAMPLES to the examples/schedules directory}"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-run() {  # NAME ARGS...: stdout, stderr and exit code in $tmp/NAME.*
-  local name="$1"
-  shift
-  "$bin" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
-  echo $? >"$tmp/$name.rc"
-}
-
-expect_rc() {  # NAME CODE
-  local rc
-  rc="$(cat "$tmp/$1.rc")"
-  [[ "$rc" == "$2" ]] ||
-    fail "$1: exit code $rc, expected $2 (stdout: $(tail -c 300 "$tmp/$1.out") stderr: $(head -c 300 "$tmp/$1.err"))"
-}
-
-expect_out() {  # NAME REGEX
-  grep -Eq -- "$2" "$tmp/$1.out" || fail "$1: stdout has no line matching '$2'"
-}
-
-expect_no_out() {  # NAME REGEX
-  ! grep -Eq -- "$2" "$tmp/$1.out" || fail "$1: stdout has a line matching '$2'"
-}
-
-expect_error() {  # NAME TEXT: one error line with TEXT, nothing on stdout, exit code 2
-  expect_rc "$1" 2
-  local lines
-  lines="$(wc -l <"$tmp/$1.err")"
-  [[ "$lines" == 1 ]] || fail "$1: stderr has $lines lines, expected 1: $(cat "$tmp/$1.err")"
-  grep -q '^tilesearch: error: ' "$tmp/$1.err" || fail "$1: stderr lacks 'tilesearch: error: '"
-  grep -qF -- "$2" "$tmp/$1.err" || fail "$1: stderr lacks '$2': $(cat "$tmp/$1.err")"
-  [[ ! -s "$tmp/$1.out" ]] || fail "$1: printed to stdout on error"
-}
 
 cpu="$examples/matmul_cpu_tiled.json"
 
@@ -155,8 +115,4 @@ else
   expect_error no_driver "no CUDA driver found"
 fi
 
-if ((failures > 0)); then
-  echo "$failures check(s) failed"
-  exit 1
-fi
-echo "all measure checks passed"
+finish "measure"
