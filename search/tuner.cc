@@ -1,0 +1,321 @@
+#include "search/tuner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <unordered_set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "codegen/codegen.h"
+#include "costmodel/cost_model.h"
+#include "costmodel/features.h"
+#include "costmodel/xgboost_model.h"
+#include "schedule/apply_step.h"
+#include "schedule/lower.h"
+#include "search/sketch.h"
+
+namespace tilesearch::search {
+namespace {
+
+using schedule::State;
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+void OnSigint(int) { g_interrupted = 1; }
+
+// Installs the SIGINT flag handler for the lifetime of the object, restoring the previous one.
+class SigintGuard {
+ public:
+  SigintGuard() {
+    g_interrupted = 0;
+    struct sigaction sa = {};
+    sa.sa_handler = OnSigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &previous_);
+  }
+  ~SigintGuard() { sigaction(SIGINT, &previous_, nullptr); }
+
+ private:
+  struct sigaction previous_ = {};
+};
+
+std::string Fixed(double v, int digits) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(digits);
+  out << v;
+  return out.str();
+}
+
+std::string Duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const int64_t s = static_cast<int64_t>(std::lround(seconds));
+  if (s < 60) return absl::StrCat(s, "s");
+  if (s < 3600) return absl::StrCat(s / 60, "m", s % 60, "s");
+  return absl::StrCat(s / 3600, "h", (s % 3600) / 60, "m");
+}
+
+// The training sample of a record (features of its replayed state; none when it does not replay
+// or lower, which the model ignores).
+costmodel::TrainingSample SampleOf(const MeasureRecord& r, const ir::ComputeDAG& dag,
+                                   const schedule::Target& target) {
+  costmodel::TrainingSample s;
+  s.throughput = RecordThroughput(r, dag);
+  absl::StatusOr<State> state = schedule::ReplaySteps(dag, r.steps);
+  if (!state.ok()) return s;
+  absl::StatusOr<costmodel::StoreFeatures> f =
+      costmodel::ExtractStateFeatures(dag, *state, target);
+  if (f.ok()) s.features.stores = *std::move(f);
+  return s;
+}
+
+// Builds the round's candidates: lowering (invalid → invalid_schedule build error) and, on cuda,
+// PTX compilation of all lowered ones in parallel worker processes.
+std::vector<runtime::MeasureCandidate> BuildCandidates(const ir::ComputeDAG& dag,
+                                                       const schedule::Target& target,
+                                                       const std::vector<State>& states) {
+  std::vector<runtime::MeasureCandidate> candidates(states.size());
+  std::vector<codegen::GpuCompileJob> jobs;
+  std::vector<size_t> job_index;
+  for (size_t i = 0; i < states.size(); ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<schedule::LoweredKernel> kernel = schedule::Lower(dag, states[i], target);
+    const double lower_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    runtime::MeasureCandidate& c = candidates[i];
+    c.compile_ms = lower_ms;
+    if (!kernel.ok()) {
+      const std::string msg(kernel.status().message());
+      c.build_status = absl::FailedPreconditionError(
+          msg.rfind("invalid_schedule", 0) == 0 ? msg : absl::StrCat("invalid_schedule: ", msg));
+      continue;
+    }
+    c.nest = std::make_shared<const ir::LoopNest>(std::move(kernel->nest));
+    for (const schedule::LaunchConfig& l : kernel->launches) {
+      codegen::LaunchInfo info;
+      info.grid = l.grid;
+      info.block = l.block;
+      info.shared_memory_bytes = l.shared_memory_bytes;
+      c.launches.push_back(info);
+    }
+    if (target.is_gpu()) {
+      jobs.push_back({c.nest, c.launches});
+      job_index.push_back(i);
+    }
+  }
+  if (!jobs.empty()) {
+    codegen::GpuCompileOptions compile;
+    compile.arch = target.arch;
+    std::vector<absl::StatusOr<codegen::GpuModule>> modules =
+        codegen::CompileManyToPtx(jobs, compile);
+    for (size_t j = 0; j < modules.size() && j < job_index.size(); ++j) {
+      runtime::MeasureCandidate& c = candidates[job_index[j]];
+      if (!modules[j].ok()) {
+        c.build_status = modules[j].status();
+        continue;
+      }
+      c.compile_ms += modules[j]->compile_ms;
+      c.gpu_module = std::make_shared<const codegen::GpuModule>(*std::move(modules[j]));
+    }
+  }
+  return candidates;
+}
+
+}  // namespace
+
+absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedule::Target& target,
+                                const TuneOptions& options) {
+  if (options.trials < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("trials must be >= 1, got ", options.trials));
+  }
+  if (options.per_round < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("per_round must be >= 1, got ", options.per_round));
+  }
+  if (options.log_path.empty()) return absl::InvalidArgumentError("a tuning log path is required");
+  if (options.search.population < 1 || options.search.generations < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("search population must be >= 1 and generations >= 0, got ",
+                     options.search.population, " and ", options.search.generations));
+  }
+  ASSIGN_OR_RETURN(ir::ComputeDAG dag, workload.Build());
+  const std::string key = dag.WorkloadKey();
+  ASSIGN_OR_RETURN(std::unique_ptr<runtime::Measurer> measurer,
+                   runtime::CreateMeasurer(target, options.measure));
+  RETURN_IF_ERROR(runtime::CheckMeasureHostMemory(dag, options.measure));
+
+  // Resume: the task's records already in the log.
+  std::vector<MeasureRecord> records;
+  {
+    ReadOptions read;
+    read.target = target;
+    read.workload_key = key;
+    absl::StatusOr<LogContents> log = ReadLog(options.log_path, read);
+    if (log.ok()) {
+      if (!options.quiet) {
+        for (const std::string& w : log->warnings) std::cerr << "tilesearch: warning: " << w << "\n";
+      }
+      records = std::move(log->records);
+    } else if (log.status().code() != absl::StatusCode::kNotFound) {
+      return log.status();
+    }
+  }
+  ASSIGN_OR_RETURN(LogWriter writer, LogWriter::Open(options.log_path));
+
+  std::unique_ptr<costmodel::CostModel> model;
+  if (options.use_xgboost) {
+    costmodel::XGBoostOptions xo;
+    xo.seed = options.seed;
+    model = std::make_unique<costmodel::XGBoostModel>(xo);
+  } else {
+    model = std::make_unique<costmodel::RandomModel>(options.seed);
+  }
+  ASSIGN_OR_RETURN(std::vector<State> sketches, GenerateSketches(dag, target));
+
+  std::unordered_set<uint64_t> measured;
+  std::vector<costmodel::TrainingSample> pending;  // samples not yet given to the model
+  for (const MeasureRecord& r : records) {
+    measured.insert(RecordStateHash(r));
+    pending.push_back(SampleOf(r, dag, target));
+  }
+  const int64_t resumed = static_cast<int64_t>(records.size());
+  if (!options.quiet && resumed > 0) {
+    std::cerr << "tune: resuming from " << options.log_path << ": " << resumed
+              << " trials of this task\n";
+  }
+
+  std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(resumed));
+  TuneResult result;
+  SigintGuard sigint;
+  const auto start = std::chrono::steady_clock::now();
+  const double flops = dag.Flops();
+  int empty_rounds = 0;
+  while (static_cast<int64_t>(records.size()) < options.trials) {
+    if (g_interrupted) {
+      result.interrupted = true;
+      break;
+    }
+    if (!pending.empty()) {
+      RETURN_IF_ERROR(model->Update(pending));
+      pending.clear();
+    }
+    // Best measured states seed the population.
+    std::vector<const MeasureRecord*> valid;
+    for (const MeasureRecord& r : records)
+      if (r.valid()) valid.push_back(&r);
+    std::stable_sort(valid.begin(), valid.end(), [](const MeasureRecord* a, const MeasureRecord* b) {
+      return a->median_ms() < b->median_ms();
+    });
+    const size_t n_best = static_cast<size_t>(options.search.init_measured_ratio *
+                                              options.search.population);
+    std::vector<State> best_states;
+    for (size_t i = 0; i < valid.size() && best_states.size() < n_best; ++i) {
+      absl::StatusOr<State> s = schedule::ReplaySteps(dag, valid[i]->steps);
+      if (s.ok()) best_states.push_back(*std::move(s));
+    }
+
+    const int n = static_cast<int>(
+        std::min<int64_t>(options.per_round, options.trials - static_cast<int64_t>(records.size())));
+    ASSIGN_OR_RETURN(std::vector<State> states,
+                     EvolutionarySearch(dag, target, sketches, *model, measured, best_states, n,
+                                        options.search, rng));
+    if (states.empty()) {
+      // TVM retries once (retry_search_one_round_on_empty), then stops.
+      if (++empty_rounds > 1) {
+        result.exhausted = true;
+        if (!options.quiet) std::cerr << "tune: no new candidates; the search space looks exhausted\n";
+        break;
+      }
+      continue;
+    }
+    empty_rounds = 0;
+
+    std::vector<runtime::MeasureCandidate> candidates = BuildCandidates(dag, target, states);
+    std::vector<runtime::MeasureResult> results = measurer->Measure(dag, candidates);
+    if (results.size() != candidates.size()) {
+      return absl::InternalError(absl::StrCat("the measurer returned ", results.size(),
+                                              " results for ", candidates.size(), " candidates"));
+    }
+    std::vector<MeasureRecord> round;
+    round.reserve(states.size());
+    bool all_no_device = true;
+    double round_best_ms = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < states.size(); ++i) {
+      MeasureRecord r;
+      r.workload_key = key;
+      r.workload = workload;
+      r.target = target;
+      r.steps = states[i].steps();
+      r.result = std::move(results[i]);
+      r.compile_ms = candidates[i].compile_ms;
+      r.run_ms = r.result.run_wall_ms;
+      r.timestamp = CurrentTimestamp();
+      r.seed = options.seed;
+      r.trial = static_cast<int64_t>(records.size() + round.size());
+      if (r.result.error != runtime::MeasureError::kNoDevice) all_no_device = false;
+      if (r.valid()) round_best_ms = std::min(round_best_ms, r.median_ms());
+      round.push_back(std::move(r));
+    }
+    RETURN_IF_ERROR(writer.Append(round));
+    for (MeasureRecord& r : round) {
+      measured.insert(RecordStateHash(r));
+      pending.push_back(SampleOf(r, dag, target));
+      records.push_back(std::move(r));
+    }
+    result.new_trials += static_cast<int64_t>(round.size());
+    if (all_no_device) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no device: ", records.back().result.message));
+    }
+
+    if (!options.quiet) {
+      double best_ms = std::numeric_limits<double>::infinity();
+      std::map<std::string, int64_t> errors;
+      for (const MeasureRecord& r : records) {
+        if (r.valid()) best_ms = std::min(best_ms, r.median_ms());
+        if (r.result.error != runtime::MeasureError::kNone)
+          ++errors[runtime::MeasureErrorName(r.result.error)];
+      }
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const int64_t left = options.trials - static_cast<int64_t>(records.size());
+      const double eta = elapsed / static_cast<double>(result.new_trials) * left;
+      auto gflops = [&](double ms) {
+        return std::isfinite(ms) && ms > 0 ? Fixed(flops / (ms * 1e6), 2) : std::string("-");
+      };
+      std::string err_text;
+      for (const auto& [name, count] : errors) absl::StrAppend(&err_text, " ", name, "=", count);
+      std::cerr << "tune: trials " << records.size() << "/" << options.trials << "  best "
+                << gflops(best_ms) << " GFLOP/s"
+                << (std::isfinite(best_ms) ? absl::StrCat(" (", Fixed(best_ms, 4), " ms)") : "")
+                << "  round best " << gflops(round_best_ms) << " GFLOP/s  errors"
+                << (err_text.empty() ? " none" : err_text) << "  elapsed " << Duration(elapsed)
+                << "  eta " << Duration(eta) << "\n";
+    }
+  }
+  if (g_interrupted) result.interrupted = true;
+
+  result.trials = static_cast<int64_t>(records.size());
+  absl::StatusOr<MeasureRecord> best = BestRecord(records, key, target);
+  if (best.ok()) result.best = *std::move(best);
+  for (const WorkloadSummary& s : SummarizeLog(records)) {
+    if (s.workload_key != key) continue;
+    result.errors = s.errors;
+    result.errors.erase("none");
+    result.curve = s.curve;
+  }
+  return result;
+}
+
+}  // namespace tilesearch::search

@@ -1,0 +1,71 @@
+// The tuning loop of one task (Ansor, OSDI'20 §5 / TVM v0.19 SketchPolicyNode::Search with
+// auto_scheduler.TuningOptions): every round retrains the cost model on all records, runs the
+// evolutionary search (search/evolutionary_search.h) for the round's candidates, lowers and
+// compiles them (cuda: codegen::CompileManyToPtx in this process; cpu: the measurer JIT-compiles
+// in its worker), measures them (runtime::Measurer), appends the round's records to the log
+// (fsync'd, search/log_io.h) and prints a progress line. A job resumes from its log: the records
+// of the task (workload key + target) train the model, their states are never measured again and
+// they count toward the trial budget.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/measure.h"
+#include "schedule/schedule_file.h"
+#include "schedule/target.h"
+#include "search/evolutionary_search.h"
+#include "search/log_io.h"
+#include "search/measure_record.h"
+
+namespace tilesearch::search {
+
+struct TuneOptions {
+  /// Total trials of the task, counting those already in the log.
+  int trials = 64;
+  /// Candidates measured per round (num_measures_per_round).
+  int per_round = 64;
+  /// The tuning log (JSON Lines); created when absent, appended to otherwise. Required.
+  std::string log_path;
+  /// Seeds the search, the random model and the records' "seed".
+  uint64_t seed = 0;
+  /// The learned model (XGBoostModel); false: RandomModel (the ablation baseline).
+  bool use_xgboost = true;
+  SearchOptions search;
+  runtime::MeasureOptions measure;
+  /// No progress lines on stderr.
+  bool quiet = false;
+};
+
+struct TuneResult {
+  /// The best valid record of the task in the log; nullopt when none is valid.
+  std::optional<MeasureRecord> best;
+  /// Records of the task in the log at the end (previous runs included).
+  int64_t trials = 0;
+  /// Trials measured by this call.
+  int64_t new_trials = 0;
+  /// Error kind name ("none" excluded) → count, over all records of the task.
+  std::map<std::string, int64_t> errors;
+  /// Best-so-far curve over all records of the task, in log order.
+  std::vector<CurvePoint> curve;
+  /// True when a SIGINT stopped the job between rounds.
+  bool interrupted = false;
+  /// True when the search found no new candidate (the space looks exhausted) before the budget.
+  bool exhausted = false;
+};
+
+/// Tunes `workload` on `target` until the log holds options.trials records of the task, the
+/// search runs dry, or SIGINT arrives (checked between rounds; the round in flight is finished and
+/// logged). Errors: kInvalidArgument for trials < 1, per_round < 1, an empty log path, invalid
+/// search or measure options, an unbuildable workload; the log's read / write errors; the
+/// measurer's creation errors (e.g. "no CUDA driver found"); kFailedPrecondition when every
+/// candidate reports no_device.
+[[nodiscard]] absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload,
+                                              const schedule::Target& target,
+                                              const TuneOptions& options);
+
+}  // namespace tilesearch::search
