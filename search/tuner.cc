@@ -258,7 +258,8 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
       r.target = target;
       r.steps = states[i].steps();
       r.result = std::move(results[i]);
-      r.compile_ms = candidates[i].compile_ms;
+      // Lowering (+ PTX compile on cuda, done here); cpu: plus the worker's JIT compile.
+      r.compile_ms = candidates[i].compile_ms + (target.is_gpu() ? 0.0 : r.result.compile_ms);
       r.run_ms = r.result.run_wall_ms;
       r.timestamp = CurrentTimestamp();
       r.seed = options.seed;

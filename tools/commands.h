@@ -64,4 +64,11 @@ ExitCodeAction AddMeasureCommand(CLI::App& app);
 /// measurer (one unchecked run each) and prints the driver JIT ms distribution.
 CommandAction AddBenchCompileCommand(CLI::App& app);
 
+/// `tilesearch tune --op NAME --shape ... [--dtype T] [--attr k=v] --target cpu|cuda --trials N
+/// [--per-round 64] --log FILE [--seed S] [--model xgboost|random] [--population N]
+/// [--generations N] [--quiet]`: search::Tune (evolutionary search + cost model + measurement,
+/// resuming from the log), progress lines on stderr, then the trials, errors by kind and the best
+/// record (median ms, GFLOP/s, steps). Returns 0 with a valid best record, 1 when none is valid.
+ExitCodeAction AddTuneCommand(CLI::App& app);
+
 }  // namespace tilesearch::tools

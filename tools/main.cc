@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
   CLI::App* bench_compile = app.add_subcommand(
       "bench-compile", "compile-time benchmark: many GPU matmul tilings through MLIR -> PTX");
   actions[bench_compile] = exit_zero(tilesearch::tools::AddBenchCompileCommand(*bench_compile));
+  CLI::App* tune = app.add_subcommand(
+      "tune", "search schedules for a workload on a target (evolutionary search + cost model)");
+  actions[tune] = tilesearch::tools::AddTuneCommand(*tune);
 
   // CLI11 reports an unknown first word only as a missing subcommand; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
@@ -56,7 +59,7 @@ int main(int argc, char** argv) {
     for (const auto& [sub, action] : actions) known = known || sub->get_name() == argv[1];
     if (!known) {
       return ReportError(std::string("unknown command '") + argv[1] +
-                         "' (expected ops, show, check, measure or bench-compile)");
+                         "' (expected ops, show, check, measure, bench-compile or tune)");
     }
   }
   try {

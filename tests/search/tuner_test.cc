@@ -3,15 +3,23 @@
 // lowered nest, interpreted, equals both a hand-written float64 triple loop and ir::RunReference,
 // and is faster than the naive program timed by the same measurer; the log holds exactly the
 // budget with no state measured twice; resuming with a larger budget measures only the
-// difference, none of it a state already in the log. Also the evolutionary search's own
-// contract (distinct unmeasured states) and option errors.
+// difference, none of it a state already in the log; SIGINT stops the job after a whole logged
+// round. Also the evolutionary search's own contract (distinct unmeasured states) and option
+// errors.
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <fstream>
+#include <thread>
 #include <cstdio>
 #include <memory>
 #include <random>
 #include <string>
 #include <unordered_set>
 #include <vector>
+
+#include <unistd.h>
 
 #include "base/status_matchers.h"
 #include "costmodel/cost_model.h"
@@ -178,6 +186,34 @@ TEST(TunerTest, TunedMatmulIsCorrectFasterThanNaiveAndLogsEachStateOnce) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->new_trials, 0);
   EXPECT_EQ(static_cast<int>(ReadAll(log).size()), kTrials + 8);
+}
+
+TEST(TunerTest, SigintStopsBetweenRoundsWithTheRoundLogged) {
+  const std::string log = TempLog("sigint");
+  const schedule::Target target = schedule::Target::HostCpu();
+  constexpr int kTrials = 200;
+  // Once the first round is in the log (so Tune's handler is installed), send SIGINT.
+  std::atomic<bool> stop{false};
+  std::thread interrupter([&] {
+    while (!stop.load()) {
+      std::ifstream in(log);
+      std::string line;
+      if (in && std::getline(in, line) && !line.empty()) {
+        ::kill(::getpid(), SIGINT);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  absl::StatusOr<TuneResult> result = Tune(Matmul64(), target, SmallTune(log, kTrials));
+  stop = true;
+  interrupter.join();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->interrupted);
+  EXPECT_LT(result->trials, kTrials);
+  EXPECT_GT(result->trials, 0);
+  EXPECT_EQ(result->trials % 8, 0);  // whole rounds only
+  EXPECT_EQ(static_cast<int64_t>(ReadAll(log).size()), result->trials);
 }
 
 TEST(EvolutionarySearchTest, ReturnsDistinctUnmeasuredStates) {

@@ -1,0 +1,112 @@
+// `tilesearch tune`: Ansor-style tuning of one workload on one target (search/tuner.h), logging
+// every trial to a JSON Lines log, then a summary of the best record.
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "ir/compute_dag.h"
+#include "runtime/measure.h"
+#include "schedule/schedule_file.h"
+#include "search/tuner.h"
+#include "tools/commands.h"
+#include "tools/workload_options.h"
+
+namespace tilesearch::tools {
+namespace {
+
+struct TuneCommandOptions {
+  WorkloadOptions workload;
+  int trials = 64;
+  int per_round = 64;
+  std::string log;
+  uint64_t seed = 0;
+  std::string model = "xgboost";
+  int population = -1;   // < 0: SearchOptions' default
+  int generations = -1;  // < 0: default
+  bool quiet = false;
+};
+
+std::string Fixed(double value, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
+
+absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
+  if (options.workload.op.empty() && options.workload.schedule.empty()) {
+    return absl::InvalidArgumentError("give --op NAME (and --shape for each input)");
+  }
+  ASSIGN_OR_RETURN(schedule::ScheduleFile file, ScheduleFromOptions(options.workload));
+  ASSIGN_OR_RETURN(ir::ComputeDAG dag, file.workload.Build());
+
+  search::TuneOptions tune;
+  tune.trials = options.trials;
+  tune.per_round = options.per_round;
+  tune.log_path = options.log;
+  tune.seed = options.seed;
+  tune.use_xgboost = options.model == "xgboost";
+  if (options.population > 0) tune.search.population = options.population;
+  if (options.generations >= 0) tune.search.generations = options.generations;
+  tune.measure.seed = options.seed + 1;
+  tune.quiet = options.quiet;
+  ASSIGN_OR_RETURN(search::TuneResult result, search::Tune(file.workload, file.target, tune));
+
+  std::cout << "workload: " << file.workload.ToString() << " (key " << dag.WorkloadKey() << ")\n"
+            << "target: " << file.target.ToString() << "\n"
+            << "log: " << options.log << "\n"
+            << "trials: " << result.trials << " (" << result.new_trials << " measured now)";
+  if (result.interrupted) std::cout << ", interrupted";
+  if (result.exhausted) std::cout << ", search space exhausted";
+  std::cout << "\n";
+  std::cout << "errors:";
+  if (result.errors.empty()) std::cout << " none";
+  for (const auto& [name, count] : result.errors) std::cout << " " << name << "=" << count;
+  std::cout << "\n";
+  if (!result.best) {
+    std::cout << "best: no valid record\n";
+    return 1;
+  }
+  const search::MeasureRecord& best = *result.best;
+  const double ms = best.median_ms();
+  std::cout << "best: trial " << best.trial << ", median " << Fixed(ms, 4) << " ms, "
+            << Fixed(dag.Flops() / (ms * 1e6), 2) << " GFLOP/s, " << best.steps.size()
+            << " steps\n";
+  return 0;
+}
+
+}  // namespace
+
+ExitCodeAction AddTuneCommand(CLI::App& app) {
+  auto options = std::make_shared<TuneCommandOptions>();
+  AddWorkloadOptions(app, options->workload);
+  app.add_option("--trials", options->trials,
+                 "total trials of the task in the log (resumed logs count), 1..1000000")
+      ->required()
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--per-round", options->per_round, "trials measured per round, 1..4096")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--log", options->log, "tuning log (JSON Lines; appended to, resumed from)")
+      ->required();
+  app.add_option("--seed", options->seed, "seed of the search and the model")
+      ->capture_default_str();
+  app.add_option("--model", options->model, "cost model: xgboost or random")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"xgboost", "random"}));
+  app.add_option("--population", options->population,
+                 "evolutionary search population, 1..100000 (default 2048)")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--generations", options->generations,
+                 "evolutionary search generations, 0..100 (default 4)")
+      ->check(CLI::Range(0, 100));
+  app.add_flag("--quiet", options->quiet, "no progress lines on stderr");
+  return [options]() { return Tune(*options); };
+}
+
+}  // namespace tilesearch::tools
