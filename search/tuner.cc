@@ -206,8 +206,14 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
       result.interrupted = true;
       break;
     }
+    auto since = [](std::chrono::steady_clock::time_point t) {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    };
+    auto t_phase = std::chrono::steady_clock::now();
+    double train_s = 0;
     if (!pending.empty()) {
       RETURN_IF_ERROR(model->Update(pending));
+      train_s = since(t_phase);
       pending.clear();
     }
     // Best measured states seed the population.
@@ -227,6 +233,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
 
     const int n = static_cast<int>(
         std::min<int64_t>(options.per_round, options.trials - static_cast<int64_t>(records.size())));
+    t_phase = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(std::vector<State> states,
                      EvolutionarySearch(dag, target, sketches, *model, measured, best_states, n,
                                         options.search, rng));
@@ -240,9 +247,14 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
       continue;
     }
     empty_rounds = 0;
+    const double search_s = since(t_phase);
+    t_phase = std::chrono::steady_clock::now();
 
     std::vector<runtime::MeasureCandidate> candidates = BuildCandidates(dag, target, states);
+    const double build_s = since(t_phase);
+    t_phase = std::chrono::steady_clock::now();
     std::vector<runtime::MeasureResult> results = measurer->Measure(dag, candidates);
+    const double measure_s = since(t_phase);
     if (results.size() != candidates.size()) {
       return absl::InternalError(absl::StrCat("the measurer returned ", results.size(),
                                               " results for ", candidates.size(), " candidates"));
@@ -302,7 +314,9 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
                 << (std::isfinite(best_ms) ? absl::StrCat(" (", Fixed(best_ms, 4), " ms)") : "")
                 << "  round best " << gflops(round_best_ms) << " GFLOP/s  errors"
                 << (err_text.empty() ? " none" : err_text) << "  elapsed " << Duration(elapsed)
-                << "  eta " << Duration(eta) << "\n";
+                << "  eta " << Duration(eta) << "  (round: train " << Fixed(train_s, 1)
+                << "s, search " << Fixed(search_s, 1) << "s, build " << Fixed(build_s, 1)
+                << "s, measure " << Fixed(measure_s, 1) << "s)\n";
     }
   }
   if (g_interrupted) result.interrupted = true;
