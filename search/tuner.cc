@@ -320,6 +320,10 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
     }
   }
   if (g_interrupted) result.interrupted = true;
+  if (result.interrupted && !options.quiet) {
+    std::cerr << "tune: interrupted after " << records.size() << " trials (all logged to "
+              << options.log_path << "); run again with the same log to resume\n";
+  }
 
   result.trials = static_cast<int64_t>(records.size());
   absl::StatusOr<MeasureRecord> best = BestRecord(records, key, target);

@@ -29,6 +29,9 @@ struct TuneCommandOptions {
   std::string model = "xgboost";
   int population = -1;   // < 0: SearchOptions' default
   int generations = -1;  // < 0: default
+  int min_runs = -1;        // < 0: runtime::TimingOptions' default
+  double min_time_ms = -1;  // < 0: default
+  int warmup = -1;          // < 0: default
   bool quiet = false;
 };
 
@@ -54,6 +57,11 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   if (options.population > 0) tune.search.population = options.population;
   if (options.generations >= 0) tune.search.generations = options.generations;
   tune.measure.seed = options.seed + 1;
+  runtime::TimingOptions& timing = tune.measure.timing;
+  if (options.min_runs >= 0) timing.min_runs = options.min_runs;
+  if (options.min_time_ms >= 0) timing.min_total_ms = options.min_time_ms;
+  if (options.warmup >= 0) timing.warmup_runs = options.warmup;
+  if (timing.max_runs < timing.min_runs) timing.max_runs = timing.min_runs;
   tune.quiet = options.quiet;
   ASSIGN_OR_RETURN(search::TuneResult result, search::Tune(file.workload, file.target, tune));
 
@@ -75,7 +83,9 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   const search::MeasureRecord& best = *result.best;
   const double ms = best.median_ms();
   std::cout << "best: trial " << best.trial << ", median " << Fixed(ms, 4) << " ms, "
-            << Fixed(dag.Flops() / (ms * 1e6), 2) << " GFLOP/s, " << best.steps.size()
+            << Fixed(dag.Flops() / (ms * 1e6), 2) << " GFLOP/s, "
+            << Fixed(static_cast<double>(dag.InputBytes() + dag.OutputBytes()) / (ms * 1e6), 2)
+            << " GB/s, " << best.steps.size()
             << " steps\n";
   return 0;
 }
@@ -105,6 +115,20 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
   app.add_option("--generations", options->generations,
                  "evolutionary search generations, 0..100 (default 4)")
       ->check(CLI::Range(0, 100));
+  const runtime::TimingOptions defaults;
+  app.add_option("--min-runs", options->min_runs,
+                 absl::StrCat("timed runs per candidate at least, 1..100000 (default ",
+                              defaults.min_runs, ")"))
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--min-time-ms", options->min_time_ms,
+                 absl::StrCat("summed time of a candidate's timed runs at least, ms, 0..60000 "
+                              "(default ",
+                              defaults.min_total_ms, ")"))
+      ->check(CLI::Range(0.0, 60000.0));
+  app.add_option("--warmup", options->warmup,
+                 absl::StrCat("untimed runs per candidate before timing, 0..10000 (default ",
+                              defaults.warmup_runs, ")"))
+      ->check(CLI::Range(0, 10000));
   app.add_flag("--quiet", options->quiet, "no progress lines on stderr");
   return [options]() { return Tune(*options); };
 }

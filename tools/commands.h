@@ -66,7 +66,7 @@ CommandAction AddBenchCompileCommand(CLI::App& app);
 
 /// `tilesearch tune --op NAME --shape ... [--dtype T] [--attr k=v] --target cpu|cuda --trials N
 /// [--per-round 64] --log FILE [--seed S] [--model xgboost|random] [--population N]
-/// [--generations N] [--quiet]`: search::Tune (evolutionary search + cost model + measurement,
+/// [--generations N] [--min-runs N] [--min-time-ms X] [--warmup N] [--quiet]`: search::Tune (evolutionary search + cost model + measurement,
 /// resuming from the log), progress lines on stderr, then the trials, errors by kind and the best
 /// record (median ms, GFLOP/s, steps). Returns 0 with a valid best record, 1 when none is valid.
 ExitCodeAction AddTuneCommand(CLI::App& app);
