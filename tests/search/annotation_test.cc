@@ -148,7 +148,7 @@ TEST(Annotation, SamplingIsDeterministicForASeed) {
 
 TEST(Annotation, SplitFactorizationsAreAllOrderedFactorizations) {
   // Independent count: ordered factorizations of 2^a into n factors = C(a + n - 1, n - 1).
-  EXPECT_EQ(SplitFactorizations(64, 3, 64).size(), 28u);  // C(8, 2)
+  EXPECT_EQ(SplitFactorizations(64, 3, 64).size(), 28u);       // C(8, 2)
   EXPECT_EQ(SplitFactorizations(4096, 4, 4096).size(), 455u);  // C(15, 3)
   for (const auto& f : SplitFactorizations(360, 3, 8)) {
     EXPECT_EQ(f[0] * f[1] * f[2], 360);

@@ -3,9 +3,8 @@
 // unfilled tile sizes are set to 1.
 #include "search/sketch.h"
 
-#include <random>
-
 #include <algorithm>
+#include <random>
 #include <string>
 #include <variant>
 #include <vector>
@@ -62,11 +61,11 @@ TEST(Sketch, CudaMatmulIsSssrrsrsWithSharedCaches) {
   const State& s = (*sketches)[0];
   EXPECT_THAT(StageNames(s), ElementsAre("A", "A.shared", "B", "B.shared", "C.local", "C"));
   // Space levels S S S, reduce R R, space S, reduce R, space S.
-  EXPECT_THAT(IterNames(s, "C.local"),
-              ElementsAre("i.0", "j.0", "i.1", "j.1", "i.2", "j.2", "k.0", "k.1", "i.3", "j.3",
-                          "k.2", "i.4", "j.4"));
+  EXPECT_THAT(IterNames(s, "C.local"), ElementsAre("i.0", "j.0", "i.1", "j.1", "i.2", "j.2", "k.0",
+                                                   "k.1", "i.3", "j.3", "k.2", "i.4", "j.4"));
   // The output follows the tiling up to the thread level; C.local is computed at j.2.
-  EXPECT_THAT(IterNames(s, "C"), ElementsAre("i.0", "j.0", "i.1", "j.1", "i.2", "j.2", "i.3", "j.3"));
+  EXPECT_THAT(IterNames(s, "C"),
+              ElementsAre("i.0", "j.0", "i.1", "j.1", "i.2", "j.2", "i.3", "j.3"));
   const Stage& local = s.stage(s.StageId("C.local"));
   EXPECT_EQ(local.location, ComputeLocation::kAttached);
   EXPECT_EQ(local.attach_stage, s.StageId("C"));
@@ -154,9 +153,8 @@ TEST(Sketch, ElementwiseStagesAreInlinedIntoASimpleSketch) {
     return ir::Max((*x)(a), ir::FloatConst(0.0));
   });
   ASSERT_TRUE(r.ok());
-  auto o = ir::Compute("O", {6, 10}, [&](const std::vector<ir::Expr>& a) {
-    return (*r)(a) + (*y)(a);
-  });
+  auto o =
+      ir::Compute("O", {6, 10}, [&](const std::vector<ir::Expr>& a) { return (*r)(a) + (*y)(a); });
   ASSERT_TRUE(o.ok());
   ir::ComputeDAG dag = *ir::ComputeDAG::Create({*o});
   for (const Target& target : {Target::H200(), Target::HostCpu()}) {
@@ -181,8 +179,8 @@ TEST(Sketch, CpuMatmulIsSsrsrs) {
   auto sketches = GenerateSketches(dag, Target::HostCpu());
   ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
   EXPECT_LT(sketches->size(), 10u);
-  const std::vector<std::string> ssrsrs = {"i.0", "j.0", "i.1", "j.1", "k.0", "i.2",
-                                           "j.2", "k.1", "i.3", "j.3"};
+  const std::vector<std::string> ssrsrs = {"i.0", "j.0", "i.1", "j.1", "k.0",
+                                           "i.2", "j.2", "k.1", "i.3", "j.3"};
   bool plain = false, cached = false;
   for (const State& s : *sketches) {
     for (int i = 0; i < s.num_stages(); ++i) {
@@ -213,8 +211,7 @@ TEST(Sketch, EverySketchOfTheLibraryIsValidOnceAnnotated) {
         ASSERT_THAT(ones.status(), tilesearch::testing::IsOk());
         // On cpu unit tiles are already a valid program; GPU sketches need their bindings.
         if (!target.is_gpu()) {
-          EXPECT_THAT(schedule::Lower(w.dag, *ones, target).status(),
-                      tilesearch::testing::IsOk());
+          EXPECT_THAT(schedule::Lower(w.dag, *ones, target).status(), tilesearch::testing::IsOk());
         }
         absl::Status last;
         bool valid = false;
