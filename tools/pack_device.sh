@@ -81,8 +81,13 @@ fi
 
 # License of the Debian package that holds `file`, into licenses/<package>.copyright.
 add_license() {
-  local pkg
-  pkg="$(dpkg -S "$1" 2>/dev/null | head -n 1 | cut -d: -f1)" || true
+  local pkg candidate
+  # Debian 12 merges /lib into /usr/lib, but dpkg records some files (libgcc_s) under /lib: ask
+  # for the path as given, its /lib and /usr/lib spellings, and its resolved target.
+  for candidate in "$1" "${1#/usr}" "/usr${1#/usr}" "$(readlink -f "$1")"; do
+    pkg="$(dpkg -S "$candidate" 2>/dev/null | head -n 1 | cut -d: -f1)" || true
+    [[ -n "$pkg" ]] && break
+  done
   [[ -n "$pkg" ]] || die "no Debian package owns $1 (cannot find its license)"
   local copyright="/usr/share/doc/$pkg/copyright"
   [[ -f "$copyright" ]] || die "$pkg (owner of $1) has no $copyright"
