@@ -71,4 +71,10 @@ CommandAction AddBenchCompileCommand(CLI::App& app);
 /// record (median ms, GFLOP/s, steps). Returns 0 with a valid best record, 1 when none is valid.
 ExitCodeAction AddTuneCommand(CLI::App& app);
 
+/// `tilesearch replay` (doc: its owner fills this in).
+ExitCodeAction AddReplayCommand(CLI::App& app);
+
+/// `tilesearch inspect` (doc: its owner fills this in).
+ExitCodeAction AddInspectCommand(CLI::App& app);
+
 }  // namespace tilesearch::tools

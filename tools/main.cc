@@ -52,6 +52,12 @@ int main(int argc, char** argv) {
   CLI::App* tune = app.add_subcommand(
       "tune", "search schedules for a workload on a target (evolutionary search + cost model)");
   actions[tune] = tilesearch::tools::AddTuneCommand(*tune);
+  CLI::App* replay = app.add_subcommand(
+      "replay", "rebuild the best logged kernel of a workload and write it out (PTX, launch JSON, header)");
+  actions[replay] = tilesearch::tools::AddReplayCommand(*replay);
+  CLI::App* inspect = app.add_subcommand(
+      "inspect", "summarize a tuning log per workload: trials, best, errors, tuning curve");
+  actions[inspect] = tilesearch::tools::AddInspectCommand(*inspect);
 
   // CLI11 reports an unknown first word only as a missing subcommand; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
@@ -59,7 +65,7 @@ int main(int argc, char** argv) {
     for (const auto& [sub, action] : actions) known = known || sub->get_name() == argv[1];
     if (!known) {
       return ReportError(std::string("unknown command '") + argv[1] +
-                         "' (expected ops, show, check, measure, bench-compile or tune)");
+                         "' (expected ops, show, check, measure, bench-compile, tune, replay or inspect)");
     }
   }
   try {

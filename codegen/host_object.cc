@@ -1,0 +1,1 @@
+// Placeholder: host object-file emission (filled by its owner).

@@ -1,0 +1,2 @@
+// Placeholder: filled by the helper that owns it.
+#pragma once
