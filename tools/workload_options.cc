@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
+#include "runtime/cuda_device.h"
 #include "schedule/lower.h"
 
 namespace tilesearch::tools {
@@ -21,7 +22,16 @@ void AddWorkloadOptions(CLI::App& app, WorkloadOptions& options) {
   app.add_option("--dtype", options.dtype,
                  "element type: float32, float16, bfloat16, ... (default float32 or the file's)");
   app.add_option("--target", options.target,
-                 "cuda, cuda -arch=sm_XX or cpu (default cpu or the schedule file's)");
+                 "auto, cuda, cuda -arch=sm_XX or cpu (default cpu or the schedule file's; auto: cuda "
+                 "when a CUDA device answers, else cpu)");
+}
+
+absl::StatusOr<schedule::Target> ResolveTargetOption(const std::string& text) {
+  if (text != "auto") return schedule::ParseTarget(text);
+  // Probed in a forked child: this process must not initialize CUDA before forking workers.
+  absl::StatusOr<runtime::DeviceInfo> device = runtime::ProbeCudaDevice(0);
+  if (device.ok()) return runtime::TargetFromDevice(*device);
+  return schedule::Target::HostCpu();
 }
 
 absl::StatusOr<ir::OpArgs> ParseOpArgs(const WorkloadOptions& options) {
@@ -67,7 +77,7 @@ absl::StatusOr<schedule::ScheduleFile> ScheduleFromOptions(const WorkloadOptions
   for (auto& [name, value] : args.attrs) w.args.attrs[name] = std::move(value);
   if (!options.dtype.empty()) w.args.dtype = args.dtype;
   if (!options.target.empty()) {
-    ASSIGN_OR_RETURN(file.target, schedule::ParseTarget(options.target));
+    ASSIGN_OR_RETURN(file.target, ResolveTargetOption(options.target));
   }
   return file;
 }
