@@ -30,7 +30,8 @@ def percentile(sorted_xs, q):
 
 
 def make_case(spec):
-    """Returns (name, fn, flops, bytes) for 'matmul:MxNxK' or 'softmax:RxC'."""
+    """Returns (name, fn, flops, bytes) for 'matmul:MxNxK', 'softmax:RxC' or
+    'conv2d:NxCxHxWxKxRxSxSTRIDExPAD' (NCHW, OIHW weights, no bias, as tilesearch's conv2d_nchw)."""
     kind, _, dims = spec.partition(":")
     d = [int(x) for x in dims.split("x")]
     gen = torch.Generator(device="cuda").manual_seed(1234)
@@ -43,7 +44,17 @@ def make_case(spec):
         r, c = d
         x = torch.rand(r, c, device="cuda", generator=gen) * 2 - 1
         return spec, (lambda: torch.softmax(x, dim=-1)), 5.0 * r * c, 4.0 * 2 * r * c
-    raise SystemExit(f"unknown case '{spec}' (expected matmul:MxNxK or softmax:RxC)")
+    if kind == "conv2d":
+        n, c, h, w, k, r, s_, stride, pad = d
+        x = torch.rand(n, c, h, w, device="cuda", generator=gen) * 2 - 1
+        wt = torch.rand(k, c, r, s_, device="cuda", generator=gen) * 2 - 1
+        oh = (h + 2 * pad - r) // stride + 1
+        ow = (w + 2 * pad - s_) // stride + 1
+        fn = lambda: torch.nn.functional.conv2d(x, wt, stride=stride, padding=pad)
+        return (spec, fn, 2.0 * n * k * oh * ow * c * r * s_,
+                4.0 * (n * c * h * w + k * c * r * s_ + n * k * oh * ow))
+    raise SystemExit(f"unknown case '{spec}' (expected matmul:MxNxK, softmax:RxC or "
+                     "conv2d:NxCxHxWxKxRxSxSTRIDExPAD)")
 
 
 def time_case(fn, flush, warmup, min_runs, min_time_ms, max_runs):

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/cpu_count.h"
 #include "codegen/codegen.h"
 #include "codegen/mlir_setup.h"
 
@@ -256,7 +257,7 @@ class ProcessPool {
     for (size_t i = 0; i < jobs_.size(); ++i) pending.push_back(i);
     size_t remaining = jobs_.size();
     int hw = parallel_.num_workers > 0 ? parallel_.num_workers
-                                       : static_cast<int>(std::thread::hardware_concurrency());
+                                       : UsableCores();
     workers_.resize(std::min<size_t>(std::max(1, hw), jobs_.size()));
     while (remaining > 0) {
       // Hand pending jobs to idle workers (forking replacements as needed).
@@ -355,7 +356,7 @@ std::vector<absl::StatusOr<GpuModule>> RunInThreads(const std::vector<GpuCompile
   size_t next = 0;
   size_t remaining = jobs.size();
   const int hw = parallel.num_workers > 0 ? parallel.num_workers
-                                          : static_cast<int>(std::thread::hardware_concurrency());
+                                          : UsableCores();
   const size_t slots = static_cast<size_t>(std::max(1, hw));
   std::unique_lock<std::mutex> lock(shared->mu);
   while (remaining > 0) {

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/cpu_count.h"
 #include "base/status.h"
 #include "costmodel/features.h"
 #include "nlohmann/json.hpp"
@@ -108,7 +109,7 @@ double WeightedRmse(const std::vector<double>& s, const std::vector<double>& y) 
 
 int NumThreads(const XGBoostOptions& o) {
   return o.nthread > 0 ? o.nthread
-                       : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+                       : std::max(1, UsableCores());
 }
 
 absl::Status SetParams(BoosterHandle b, const XGBoostOptions& o) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/cpu_count.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
@@ -224,7 +225,7 @@ absl::Status Run(const BenchCompileOptions& o) {
     return absl::InternalError(absl::StrCat("every candidate failed to compile; the first: ",
                                             modules[0].status().message()));
   }
-  const int workers = o.workers > 0 ? o.workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int workers = o.workers > 0 ? o.workers : UsableCores();
   std::printf("bench-compile: %zu candidates of matmul %lldx%lldx%lld float32 for %s (%d invalid "
               "schedules skipped), %d workers\n",
               jobs.size(), static_cast<long long>(o.size), static_cast<long long>(o.size),
