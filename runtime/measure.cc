@@ -1,10 +1,15 @@
 // Measurement results: names, JSON form, option validation and the measurer factory.
 #include "runtime/measure.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 
@@ -328,9 +333,31 @@ absl::Status ValidateMeasureOptions(const MeasureOptions& options) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(const schedule::Target& target,
-                                                         const MeasureOptions& options) {
-  RETURN_IF_ERROR(ValidateMeasureOptions(options));
+namespace {
+
+// Holds an exclusive flock on a shared file around each Measure call of the wrapped measurer.
+// The fd is opened once; forked workers inherit it but never lock or unlock it.
+class LockedMeasurer : public Measurer {
+ public:
+  LockedMeasurer(std::unique_ptr<Measurer> inner, int fd) : inner_(std::move(inner)), fd_(fd) {}
+  ~LockedMeasurer() override { close(fd_); }
+  std::vector<MeasureResult> Measure(const ir::ComputeDAG& dag,
+                                     const std::vector<MeasureCandidate>& candidates) override {
+    while (flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+    std::vector<MeasureResult> results = inner_->Measure(dag, candidates);
+    flock(fd_, LOCK_UN);
+    return results;
+  }
+  const schedule::Target& target() const override { return inner_->target(); }
+
+ private:
+  std::unique_ptr<Measurer> inner_;
+  int fd_;
+};
+
+absl::StatusOr<std::unique_ptr<Measurer>> CreateUnlockedMeasurer(const schedule::Target& target,
+                                                                 const MeasureOptions& options) {
   switch (target.kind) {
     case schedule::TargetKind::kCpu:
       return CreateHostMeasurer(target, options);
@@ -339,6 +366,31 @@ absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(const schedule::Target&
   }
   return absl::InvalidArgumentError(
       absl::StrCat("no measurer for target '", target.ToString(), "'"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(const schedule::Target& target,
+                                                         const MeasureOptions& options) {
+  RETURN_IF_ERROR(ValidateMeasureOptions(options));
+  std::string lock_path = options.device_lock_path;
+  if (lock_path.empty()) {
+    if (const char* env = std::getenv("TILESEARCH_DEVICE_LOCK")) lock_path = env;
+  }
+  int fd = -1;
+  if (!lock_path.empty()) {
+    fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot open device lock '", lock_path,
+                                                     "': ", std::strerror(errno)));
+    }
+  }
+  absl::StatusOr<std::unique_ptr<Measurer>> measurer = CreateUnlockedMeasurer(target, options);
+  if (fd < 0 || !measurer.ok()) {
+    if (fd >= 0) close(fd);
+    return measurer;
+  }
+  return std::unique_ptr<Measurer>(new LockedMeasurer(*std::move(measurer), fd));
 }
 
 double EstimateMeasureHostBytes(const ir::ComputeDAG& dag, const MeasureOptions& options) {

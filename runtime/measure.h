@@ -135,6 +135,10 @@ struct MeasureOptions {
   int device = 0;
   /// Host target: threads for parallel loops (0 = all cores).
   int host_threads = 0;
+  /// A file every Measure call locks exclusively (flock) for its whole duration, so that several
+  /// tuning jobs sharing one GPU never check or time kernels at the same time (their searches
+  /// still overlap). Empty: the environment variable TILESEARCH_DEVICE_LOCK, if set; else none.
+  std::string device_lock_path;
 };
 
 /// Host memory (bytes) a measurement of `dag` needs at its peak, estimated: the check holds every
@@ -188,8 +192,9 @@ class Measurer {
 /// checking, non-positive timeouts); OK otherwise. CreateMeasurer and each measurer call it.
 [[nodiscard]] absl::Status ValidateMeasureOptions(const MeasureOptions& options);
 
-/// The measurer of `target`: host JIT for cpu, CUDA for cuda. Errors: kInvalidArgument for
-/// invalid options; for cuda, kFailedPrecondition "no CUDA driver found: ..." when libcuda.so.1
+/// The measurer of `target`: host JIT for cpu, CUDA for cuda; wrapped in a lock on
+/// options.device_lock_path (or $TILESEARCH_DEVICE_LOCK) when one is given. Errors:
+/// kInvalidArgument for invalid options or a lock file that cannot be opened; for cuda, kFailedPrecondition "no CUDA driver found: ..." when libcuda.so.1
 /// cannot be loaded or no device exists (probed in a short-lived child process, so this process
 /// still never initializes CUDA).
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(

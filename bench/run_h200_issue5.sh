@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Issue 5's H200 acceptance runs in one device call (see bench/README.md for the device tool):
+#   run(command="bash bench/run_h200_issue5.sh", carry=["dist"], kind="nvidia-h200-x8")
+# Tunes each job of $JOBS (default: matmul 4096^3, softmax 4096x4096 and a ResNet-50 conv2d
+# layer, each with the XGBoost model and with RandomModel) for $TRIALS trials, the jobs side by
+# side: job i on GPU i mod #GPUs, each pinned to its own share of the cores (taskset; tilesearch's
+# worker pools follow the affinity mask). PyTorch eager runs the same shapes on the last GPU
+# (same method: bench/pytorch_baseline.py) in the same call. A job still running at $LIMIT_S
+# seconds gets SIGINT: the tuner finishes and logs its round and stops (the log says how far it
+# got). Then per job: `tilesearch inspect` (curve, 90%-of-best trial, model quality per round) and
+# `tilesearch replay` (best record rebuilt, re-checked on the GPU, artifacts written).
+# Everything lands in $OUT/issue5/ and is tarred to $OUT/issue5.tgz (the device tool brings back
+# at most 8 files).
+set -uo pipefail
+out="${OUT:-/tmp/out}/issue5"
+mkdir -p "$out"
+exec > >(tee -a "$out/run.log") 2>&1
+root="$(bash dist/unpack.sh | tail -1)"
+ts="$root/bin/tilesearch"
+TRIALS=${TRIALS:-1000}
+LIMIT_S=${LIMIT_S:-450}
+TUNE_ARGS=${TUNE_ARGS:-"--min-runs 5 --min-time-ms 20"}
+JOBS=${JOBS:-"matmul:xgboost softmax:xgboost conv2d:xgboost matmul:random softmax:random conv2d:random"}
+echo "== $(date -u +%FT%TZ) $(uname -n); pack: $(head -3 "$root/MANIFEST" 2>/dev/null | tr '\n' ' ')"
+nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu \
+  --format=csv | tee "$out/gpu.csv"
+ngpu=$(nvidia-smi -L | wc -l)
+ncpu=$(nproc)
+read -r -a jobs <<<"$JOBS"
+njobs=${#jobs[@]}
+echo "gpus $ngpu, cores $ncpu, jobs $njobs: ${jobs[*]}; trials $TRIALS, limit ${LIMIT_S}s, $TUNE_ARGS"
+
+shape_args() {  # OP -> tilesearch workload arguments
+  case "$1" in
+    matmul) echo "--op matmul --shape 4096x4096 --shape 4096x4096" ;;
+    softmax) echo "--op softmax --shape 4096x4096" ;;
+    # ResNet-50 conv4_x bottleneck 3x3 convolution, batch 1: 256 -> 256 channels, 14x14, pad 1.
+    conv2d) echo "--op conv2d_nchw --shape 1x256x14x14 --shape 256x256x3x3 --attr padding=1 --attr stride=1" ;;
+  esac
+}
+
+# PyTorch eager on the last GPU while the tuning jobs run on the others (if there are more GPUs
+# than jobs; else after them).
+baseline() {
+  TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu$((ngpu - 1)).lock CUDA_VISIBLE_DEVICES=$((ngpu - 1)) PYTHONUNBUFFERED=1 timeout 240 python3 bench/pytorch_baseline.py \
+    --case matmul:4096x4096x4096 --case softmax:4096x4096 --case conv2d:1x256x14x14x256x3x3x1x1 \
+    --json "$out/pytorch.json" >"$out/pytorch.txt" 2>&1
+}
+if (( ngpu > njobs )); then baseline & bpid=$!; fi
+
+per=$(( ncpu / njobs ))
+pids=()
+for i in "${!jobs[@]}"; do
+  op=${jobs[$i]%%:*}; model=${jobs[$i]##*:}
+  gpu=$(( i % ngpu )); lo=$(( i * per )); hi=$(( lo + per - 1 ))
+  name="${op}_${model}"
+  echo "== $name on GPU $gpu, cores $lo-$hi"
+  # shellcheck disable=SC2046
+  TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu$gpu.lock CUDA_VISIBLE_DEVICES=$gpu timeout -s INT -k 120 "$LIMIT_S" taskset -c "$lo-$hi" \
+    "$ts" tune $(shape_args "$op") --target cuda --trials "$TRIALS" --model "$model" --seed 1 \
+    $TUNE_ARGS --log "$out/$name.jsonl" >"$out/$name.out" 2>"$out/$name.err" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+[[ -n "${bpid:-}" ]] && wait "$bpid"
+(( ngpu > njobs )) || baseline
+echo "== tuning done $(date -u +%FT%TZ)"
+cat "$out/pytorch.txt"
+
+for j in "${jobs[@]}"; do
+  op=${j%%:*}; model=${j##*:}; name="${op}_${model}"
+  echo "== $name"; tail -3 "$out/$name.err"; cat "$out/$name.out"
+  "$ts" inspect --log "$out/$name.jsonl" --json "$out/inspect_$name.json" 2>&1 | head -60
+  # shellcheck disable=SC2046
+  CUDA_VISIBLE_DEVICES=0 timeout 120 "$ts" replay --log "$out/$name.jsonl" $(shape_args "$op") \
+    --target cuda --out "$out/replay_$name" 2>&1 | tail -12
+done
+for op in matmul softmax conv2d; do
+  [[ -f "$out/${op}_xgboost.jsonl" && -f "$out/${op}_random.jsonl" ]] || continue
+  "$ts" inspect --log "$out/${op}_xgboost.jsonl" --log "$out/${op}_random.jsonl" \
+    --plot "$out/curve_$op.svg" >/dev/null 2>&1
+done
+echo "== done $(date -u +%FT%TZ)"
+tar czf "${OUT:-/tmp/out}/issue5.tgz" -C "$(dirname "$out")" issue5
