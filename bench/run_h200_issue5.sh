@@ -40,13 +40,13 @@ shape_args() {  # OP -> tilesearch workload arguments
 }
 
 # PyTorch eager on the last GPU while the tuning jobs run on the others (if there are more GPUs
-# than jobs; else after them).
+# than jobs; else before them, while the GPUs are idle).
 baseline() {
   TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu$((ngpu - 1)).lock CUDA_VISIBLE_DEVICES=$((ngpu - 1)) PYTHONUNBUFFERED=1 timeout 240 python3 bench/pytorch_baseline.py \
     --case matmul:4096x4096x4096 --case softmax:4096x4096 --case conv2d:1x256x14x14x256x3x3x1x1 \
     --json "$out/pytorch.json" >"$out/pytorch.txt" 2>&1
 }
-if (( ngpu > njobs )); then baseline & bpid=$!; fi
+if (( ngpu > njobs )); then baseline & bpid=$!; else baseline; fi
 
 per=$(( ncpu / njobs ))
 pids=()
@@ -63,7 +63,6 @@ for i in "${!jobs[@]}"; do
 done
 for p in "${pids[@]}"; do wait "$p"; done
 [[ -n "${bpid:-}" ]] && wait "$bpid"
-(( ngpu > njobs )) || baseline
 echo "== tuning done $(date -u +%FT%TZ)"
 cat "$out/pytorch.txt"
 
