@@ -112,7 +112,8 @@ EOF
   cp "$work/$key.best.json" "bench/logs/cpu-$date${TAG:+-$TAG}-matmul512-$key.best.json"
 }
 
-echo "== $(date -u +%FT%TZ) $(uname -n), commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo ' (dirty tree)')"
+commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo ' + uncommitted changes')"
+echo "== $(date -u +%FT%TZ) $(uname -n), commit $commit"
 lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|L1d|L2|L3"
 echo "cpu model $(grep -m1 '^model\s*:' /proc/cpuinfo | cut -d: -f2), vector ISA: $(grep -o -w 'avx512f\|avx2\|fma' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 
@@ -128,7 +129,7 @@ eigen_run eigen_t2_after 2
 
 # The report.
 python3 - "$md" "$trials" "$seed" "$date" "$raw" "$(lscpu | sed -n 's/^Model name: *//p')" \
-  "$(git rev-parse --short HEAD)" "$build" "${thread_note:-}" "$runs" <<EOF
+  "$commit" "$build" "${thread_note:-}" "$runs" <<EOF
 import sys
 md, trials, seed, date, raw, model, commit, build, thread_note, runs = sys.argv[1:11]
 res = {}
@@ -144,8 +145,10 @@ def ratio(a, b):
     return f"{res[b][0] / res[a][0]:.2f}" if a in res and b in res else "—"
 eig = lambda t: min((res[k] for k in (f"eigen_t{t}_before", f"eigen_t{t}_after") if k in res),
                     default=None)
-out = [f"# CPU acceptance of issue 5: matmul 512³ fp32 ({date})", "",
-       f"Command: \`bash bench/run_cpu_issue5.sh {build}\` (TRIALS={trials}, SEED={seed}), commit {commit}.",
+tag = "${TAG:-}"
+out = [f"# CPU acceptance of issue 5: matmul 512³ fp32 ({date}{', ' + tag if tag else ''})", "",
+       f"Command: \`bash bench/run_cpu_issue5.sh {build}\` (TRIALS={trials}, SEED={seed}{', TAG=' + tag if tag else ''}), "
+       f"source: commit {commit} (as built in {build}).",
        f"Machine: {model}, 2 cores (this workplace's shared build machine). Raw output: {raw}.",
        "Times: median of timed runs after warm-up, 64 MiB cache flush before each run (ours:",
        "runtime/host_measurer.cc; Eigen: bench/eigen_gemm.cc, the same TimeRepeated and flush).",
