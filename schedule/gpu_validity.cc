@@ -14,6 +14,9 @@ namespace {
 using ir::ForKind;
 using ir::Stmt;
 
+constexpr int64_t kMaxGridDim[3] = {2147483647, 65535, 65535};
+constexpr int64_t kMaxBlockDim[3] = {1024, 1024, 64};
+
 int BlockDim(ForKind k) { return static_cast<int>(k) - static_cast<int>(ForKind::kBlockIdxX); }
 int ThreadDim(ForKind k) { return static_cast<int>(k) - static_cast<int>(ForKind::kThreadIdxX); }
 
@@ -204,6 +207,22 @@ class KernelWalker {
       return absl::FailedPreconditionError(
           absl::StrCat("invalid_schedule: ", threads, " threads per block exceed the limit ",
                        target.max_threads_per_block, " (", launch_.ToString(), ")"));
+    }
+    // CUDA's grid and block dimension limits (the same for every compute capability >= 3.0; the
+    // driver rejects larger launches with CUDA_ERROR_INVALID_VALUE).
+    for (int d = 0; d < 3; ++d) {
+      if (launch_.grid[d] > kMaxGridDim[d]) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "invalid_schedule: blockIdx.", std::string(1, static_cast<char>('x' + d)), " extent ",
+            launch_.grid[d], " exceeds the hardware grid limit ", kMaxGridDim[d], " (",
+            launch_.ToString(), ")"));
+      }
+      if (launch_.block[d] > kMaxBlockDim[d]) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "invalid_schedule: threadIdx.", std::string(1, static_cast<char>('x' + d)), " extent ",
+            launch_.block[d], " exceeds the hardware block limit ", kMaxBlockDim[d], " (",
+            launch_.ToString(), ")"));
+      }
     }
     // Above the static 48 KiB the kernel uses dynamic shared memory, which the runtime opts in to
     // (cuFuncSetAttribute) up to the device's opt-in maximum.

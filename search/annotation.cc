@@ -2,6 +2,7 @@
 #include "search/annotation.h"
 
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <set>
 #include <string>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "schedule/apply_step.h"
+#include "ir/simplify.h"
 #include "schedule/lower.h"
 #include "search/sketch_rules.h"
 
@@ -73,28 +75,407 @@ namespace {
 
 using internal::Pick;
 
-// Replays a state's steps while filling the unfilled split lengths.
+// What FillAndReplay learned about each step: the stage it applied to and, for splits, the kind
+// of the split iterator (the cooperative fetch follows the consumer's space tiling splits).
+struct StepInfo {
+  std::string stage;
+  bool space_split = false;
+};
+
+// Elements of the local (per-thread) buffers allocated in a statement.
+int64_t LocalElements(const ir::Stmt& s) {
+  if (!s.defined()) return 0;
+  switch (s.kind()) {
+    case ir::StmtKind::kAllocate: {
+      const auto* op = s.as<ir::AllocateNode>();
+      const int64_t own = op->buffer.scope == ir::MemoryScope::kLocal ? op->buffer.NumElements() : 0;
+      return own + LocalElements(op->body);
+    }
+    case ir::StmtKind::kFor:
+      return LocalElements(s.as<ir::ForNode>()->body);
+    case ir::StmtKind::kSeq: {
+      int64_t n = 0;
+      for (const ir::Stmt& c : s.as<ir::SeqNode>()->stmts) n += LocalElements(c);
+      return n;
+    }
+    case ir::StmtKind::kIfThenElse: {
+      const auto* op = s.as<ir::IfThenElseNode>();
+      return LocalElements(op->then_case) + LocalElements(op->else_case);
+    }
+    default:
+      return 0;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Joint tile sampling of a multi-level-tiled GPU stage.
+//
+// The tiling splits of one stage (a run of consecutive unfilled SplitSteps on it, as
+// DoMultiLevelTiling writes them) are drawn together so that the launch limits hold by
+// construction: with space lengths [l0, l1, l2, ...] (outer rest excluded) l0 becomes the vthread
+// level and l1 the threadIdx level (GpuThreadBind), so
+//   Π l0 ≤ max_vthread_extent,  Π l1 ∈ [min threads, max_threads_per_block],
+//   per-thread registers ≈ Π (l2 · l3 · ...) + overhead ≤ 255 and × threads ≤ the block's file,
+//   shared memory of the cached inputs' footprints (block tile × reduce tile) ≤ the opt-in limit,
+// and, as a preference only, at least gpu_min_blocks blocks.
+// Dimensions are visited in random order and each draws uniformly from the factorizations of its
+// extent that keep the partial products feasible (a necessary condition for the rest).
+
+struct TileDim {
+  int step = 0;            // index of the SplitStep
+  std::string axis;        // the original axis it splits ("i", "rc")
+  int64_t extent = 1;
+  bool reduce = false;
+  int n_lengths = 0;
+  std::vector<int64_t> lengths;  // chosen
+};
+
+struct TilePlan {
+  std::vector<TileDim> dims;
+  // Buffers of the tiled stage's op read through a shared-memory cache.
+  std::vector<std::string> shared_buffers;
+};
+
+int64_t Prod(const std::vector<int64_t>& v, size_t from = 0) {
+  int64_t p = 1;
+  for (size_t i = from; i < v.size(); ++i) p *= v[i];
+  return p;
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Points one outer iteration of an extent-E split covers: the product of the part extents,
+// tightened like SplitStep (inner to outer, each min(l, what is left)); may exceed E for
+// non-divisible tiles (guards drop the tail).
+int64_t TileSpan(int64_t extent, const std::vector<int64_t>& lengths) {
+  int64_t left = extent, span = 1;
+  for (auto it = lengths.rbegin(); it != lengths.rend(); ++it) {
+    span *= std::min(*it, left);
+    left = (left + *it - 1) / *it;
+  }
+  return span;
+}
+
+class FootprintModel {
+ public:
+  FootprintModel(const ir::TensorNode& op, const std::vector<std::string>& buffers) {
+    std::vector<const ir::LoadNode*> loads;
+    CollectLoads(op.body, loads);
+    if (op.init.defined()) CollectLoads(op.init, loads);
+    for (const ir::LoadNode* l : loads) {
+      if (std::find(buffers.begin(), buffers.end(), l->buffer) == buffers.end()) continue;
+      const int bytes = ir::BytesOf(l->type);
+      auto it = std::find_if(groups_.begin(), groups_.end(),
+                             [&](const Group& g) { return g.buffer == l->buffer; });
+      if (it == groups_.end()) {
+        groups_.push_back({l->buffer, bytes, {}, {}});
+        it = groups_.end() - 1;
+      }
+      it->loads.push_back(l);
+      if (l->producer && l->producer->shape.size() == l->indices.size()) {
+        it->shape = l->producer->shape;
+      }
+    }
+  }
+  bool empty() const { return groups_.empty(); }
+  // Shared bytes of every cached buffer when each axis spans tile[axis] (absent: 1), or -1 when
+  // an index cannot be bounded.
+  int64_t Bytes(const std::map<std::string, int64_t>& tile) const {
+    ir::RangeMap ranges;
+    for (const auto& [axis, t] : tile) ranges[axis] = {0, std::max<int64_t>(t, 1) - 1};
+    int64_t total = 0;
+    for (const Group& g : groups_) {
+      std::vector<ir::Interval> hull;
+      for (const ir::LoadNode* l : g.loads) {
+        if (hull.empty()) hull.resize(l->indices.size(), {INT64_MAX, INT64_MIN});
+        if (hull.size() != l->indices.size()) return -1;
+        for (size_t d = 0; d < l->indices.size(); ++d) {
+          ir::BoundResult b = ir::BoundOf(l->indices[d], WithZeros(ranges, l->indices[d]));
+          if (!b.ok) return -1;
+          hull[d].min = std::min(hull[d].min, b.range.min);
+          hull[d].max = std::max(hull[d].max, b.range.max);
+        }
+      }
+      // Like InferRegion: a region reaching the whole dimension is the whole dimension.
+      int64_t n = g.bytes;
+      for (size_t d = 0; d < hull.size(); ++d) {
+        int64_t e = hull[d].max - hull[d].min + 1;
+        if (d < g.shape.size()) e = std::min(e, g.shape[d]);
+        n *= e;
+      }
+      total += n;
+    }
+    return total;
+  }
+
+ private:
+  struct Group {
+    std::string buffer;
+    int bytes;
+    std::vector<const ir::LoadNode*> loads;
+    std::vector<int64_t> shape;  // the buffer's, when known
+  };
+  static void CollectLoads(const ir::Expr& e, std::vector<const ir::LoadNode*>& out) {
+    struct C : ir::ExprVisitor {
+      std::vector<const ir::LoadNode*>* out;
+      void VisitLoad(const ir::LoadNode* op, const ir::Expr& e) override {
+        out->push_back(op);
+        ir::ExprVisitor::VisitLoad(op, e);
+      }
+    } c;
+    c.out = &out;
+    c.Visit(e);
+  }
+  // Variables without a tile (axes of other loops, never here in practice) span one point.
+  static ir::RangeMap WithZeros(const ir::RangeMap& ranges, const ir::Expr& e) {
+    struct V : ir::ExprVisitor {
+      std::set<std::string> names;
+      void VisitVar(const ir::VarNode* op, const ir::Expr&) override { names.insert(op->name); }
+    } v;
+    v.Visit(e);
+    ir::RangeMap r = ranges;
+    for (const std::string& n : v.names) r.emplace(n, ir::Interval{0, 0});
+    return r;
+  }
+  std::vector<Group> groups_;
+};
+
+// Candidates of one dimension: all factorizations (outer rest first) of its extent (rounded up
+// to a multiple of 8 with probability non_divisible_probability for awkward extents), innermost
+// ≤ max_innermost_split_factor. Empty when none exists.
+const std::vector<std::vector<int64_t>>& TileCandidates(int64_t extent, int n_lengths,
+                                                        const AnnotationOptions& options,
+                                                        std::mt19937_64& rng) {
+  int64_t e = std::max<int64_t>(1, extent);
+  int divisors = 0;
+  for (int64_t d = 1; d * d <= e; ++d) {
+    if (e % d == 0) divisors += d * d == e ? 1 : 2;
+  }
+  if (e > 8 && divisors <= 4 && options.non_divisible_probability > 0 &&
+      static_cast<double>(rng() % 1000000) / 1e6 < options.non_divisible_probability) {
+    e = (e + 7) / 8 * 8;
+  }
+  return SplitFactorizations(e, n_lengths + 1, options.max_innermost_split_factor);
+}
+
+// Threads (l1) and vthreads (l0) of a space tile are not tightened below their lengths by the
+// split (non-divisible tiles can be), so the cooperative fetch's thread count (which follows the
+// lengths) equals the consumer's.
+bool KeepsThreadLevels(int64_t extent, const std::vector<int64_t>& l) {
+  if (l.size() < 2) return true;
+  const int64_t inner = Prod(l, 2);
+  return l[1] <= CeilDiv(extent, inner) && l[0] <= CeilDiv(extent, inner * l[1]);
+}
+
+int64_t RegisterEstimate(int64_t local_elements, const AnnotationOptions& options) {
+  return local_elements + options.gpu_register_overhead;
+}
+
+bool RegistersFit(int64_t threads, int64_t local_elements, const Target& target,
+                  const AnnotationOptions& options) {
+  const int64_t regs = RegisterEstimate(local_elements, options);
+  return regs <= options.gpu_max_registers_per_thread &&
+         threads * regs <= target.max_registers_per_block;
+}
+
+// Fills plan.dims[*].lengths; returns the number of blocks the space tiles leave.
+int64_t SampleTilePlan(TilePlan& plan, const ir::TensorNode& op, const Target& target,
+                       const AnnotationOptions& options, std::mt19937_64& rng) {
+  std::vector<int> space, reduce;
+  int64_t total_space = 1;
+  for (int i = 0; i < static_cast<int>(plan.dims.size()); ++i) {
+    (plan.dims[i].reduce ? reduce : space).push_back(i);
+    if (!plan.dims[i].reduce) total_space *= plan.dims[i].extent;
+  }
+  std::shuffle(space.begin(), space.end(), rng);
+  std::shuffle(reduce.begin(), reduce.end(), rng);
+  const int64_t max_threads = target.max_threads_per_block;
+  const int64_t min_threads =
+      total_space >= int64_t{16} * target.warp_size ? target.warp_size : 1;
+  const int64_t shared_limit =
+      std::max(target.max_shared_memory_per_block, target.max_shared_memory_optin);
+  FootprintModel footprint(op, plan.shared_buffers);
+  std::map<std::string, int64_t> tile;  // axis → span of the block's tile
+  // Memoized shared bytes by the span of the dimension being drawn.
+  auto shared_ok = [&](const TileDim& d, int64_t span, std::map<int64_t, bool>& memo) {
+    if (footprint.empty()) return true;
+    auto it = memo.find(span);
+    if (it != memo.end()) return it->second;
+    std::map<std::string, int64_t> t = tile;
+    t[d.axis] = span;
+    const int64_t bytes = footprint.Bytes(t);
+    return memo[span] = bytes >= 0 && bytes <= shared_limit;
+  };
+  // Draws one candidate uniformly among those `hard` accepts, preferring those `soft` accepts
+  // too (all candidates when `hard` accepts none: tiny or awkward spaces, where validation
+  // decides); returns the lengths without the outer rest.
+  auto draw = [&](const TileDim& d, const auto& hard, const auto& soft) {
+    const auto& cands = TileCandidates(d.extent, d.n_lengths, options, rng);
+    if (cands.empty()) return std::vector<int64_t>(d.n_lengths, 1);
+    std::vector<int> ok, preferred;
+    for (int c = 0; c < static_cast<int>(cands.size()); ++c) {
+      if (!hard(cands[c])) continue;
+      ok.push_back(c);
+      if (soft(cands[c])) preferred.push_back(c);
+    }
+    const std::vector<int>& pool = preferred.empty() ? ok : preferred;
+    const std::vector<int64_t>& f =
+        pool.empty() ? cands[Pick(rng, static_cast<int64_t>(cands.size()))]
+                     : cands[pool[Pick(rng, static_cast<int64_t>(pool.size()))]];
+    return std::vector<int64_t>(f.begin() + 1, f.end());
+  };
+  const auto any = [](const std::vector<int64_t>&) { return true; };
+  int64_t vthreads = 1, threads = 1, local = 1, blocks = 1;
+  for (size_t k = 0; k < space.size(); ++k) {
+    TileDim& d = plan.dims[space[k]];
+    int64_t rest_threads = 1;  // the most threads the remaining dimensions can add
+    int64_t rest_blocks = 1;   // the most blocks they can add
+    for (size_t r = k + 1; r < space.size(); ++r) {
+      rest_threads = std::min(max_threads, rest_threads * plan.dims[space[r]].extent);
+      rest_blocks = std::min(options.gpu_min_blocks, rest_blocks * plan.dims[space[r]].extent);
+    }
+    std::map<int64_t, bool> memo;
+    // f = (rest, l0 = vthreads, l1 = threads, l2, ...).
+    const auto hard = [&](const std::vector<int64_t>& f) {
+      if (d.n_lengths < 2) return true;
+      const int64_t v = vthreads * f[1], t = threads * f[2], a = local * Prod(f, 3);
+      if (v > target.max_vthread_extent || t > max_threads) return false;
+      if (t * rest_threads < min_threads) return false;
+      if (!RegistersFit(std::max(t, min_threads), a, target, options)) return false;
+      const std::vector<int64_t> l(f.begin() + 1, f.end());
+      return KeepsThreadLevels(d.extent, l) && shared_ok(d, TileSpan(d.extent, l), memo);
+    };
+    const auto enough_blocks = [&](const std::vector<int64_t>& f) {
+      return blocks * CeilDiv(d.extent, Prod(f, 1)) * rest_blocks >= options.gpu_min_blocks;
+    };
+    d.lengths = draw(d, hard, enough_blocks);
+    if (d.n_lengths >= 2) {
+      vthreads *= d.lengths[0];
+      threads *= d.lengths[1];
+      local *= Prod(d.lengths, 2);
+    } else {
+      local *= Prod(d.lengths);
+    }
+    blocks *= CeilDiv(d.extent, Prod(d.lengths));
+    tile[d.axis] = TileSpan(d.extent, d.lengths);
+  }
+  for (int i : reduce) {
+    TileDim& d = plan.dims[i];
+    std::map<int64_t, bool> memo;
+    d.lengths = draw(
+        d,
+        [&](const std::vector<int64_t>& f) {
+          return shared_ok(d, TileSpan(d.extent, std::vector<int64_t>(f.begin() + 1, f.end())),
+                           memo);
+        },
+        any);
+    tile[d.axis] = TileSpan(d.extent, d.lengths);
+  }
+  return blocks;
+}
+
+// The original axis an iterator comes from: "k.0" -> "k" (split parts end in ".<digits>").
+std::string AxisOf(const std::string& name) {
+  size_t dot = name.rfind('.');
+  if (dot == std::string::npos || dot + 1 == name.size()) return name;
+  for (size_t i = dot + 1; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return name;
+  }
+  return AxisOf(name.substr(0, dot));
+}
+
+// Plans the tiling run of unfilled multi-length splits starting at step `first` (all on one
+// stage), replaying them with unit lengths on a scratch copy of `s` to learn each iterator.
+absl::StatusOr<TilePlan> PlanGpuTiles(const State& s, const State& sketch,
+                                      const std::vector<Step>& steps, int first,
+                                      const Target& target, const AnnotationOptions& options,
+                                      std::mt19937_64& rng) {
+  TilePlan plan;
+  const int sid = std::get<schedule::SplitStep>(steps[first]).stage_id;
+  State scratch = s;
+  for (int i = first; i < static_cast<int>(steps.size()); ++i) {
+    const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
+    if (sp == nullptr || sp->stage_id != sid || sp->lengths.size() < 2 ||
+        std::any_of(sp->lengths.begin(), sp->lengths.end(),
+                    [](const auto& l) { return l.has_value(); })) {
+      break;
+    }
+    if (sp->iter_id < 0 || sp->iter_id >= static_cast<int>(scratch.stage(sid).iters.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "step ", i, " ", StepToString(steps[i]), " names a missing iterator"));
+    }
+    const schedule::Iterator& it = scratch.stage(sid).iters[sp->iter_id];
+    TileDim d;
+    d.step = i;
+    d.axis = AxisOf(it.name);
+    d.extent = it.extent;
+    d.reduce = it.kind == IteratorKind::kReduce;
+    d.n_lengths = static_cast<int>(sp->lengths.size());
+    plan.dims.push_back(d);
+    schedule::SplitStep unit = *sp;
+    for (auto& l : unit.lengths) l = 1;
+    ASSIGN_OR_RETURN(scratch, schedule::ApplyStep(scratch, unit));
+  }
+  // Inputs cached in shared memory: the sketch's ".shared" stages attached to this stage.
+  const std::string& name = s.stage(sid).name();
+  for (int i = 0; i < sketch.num_stages(); ++i) {
+    const Stage& st = sketch.stage(i);
+    if (st.location == ComputeLocation::kAttached && st.scope == ir::MemoryScope::kShared &&
+        sketch.stage(st.attach_stage).name() == name && absl::EndsWith(st.name(), ".shared")) {
+      plan.shared_buffers.push_back(st.name().substr(0, st.name().size() - 7));
+    }
+  }
+  // The block preference is judged per dimension in a random order, which can leave later
+  // dimensions no room: redraw the whole plan a few times (cheap next to lowering).
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    if (SampleTilePlan(plan, *s.stage(sid).op, target, options, rng) >= options.gpu_min_blocks) {
+      break;
+    }
+  }
+  return plan;
+}
+
+// Replays a state's steps while filling the unfilled split lengths; `info` gets each step's
+// stage name and split kind.
 absl::StatusOr<State> FillAndReplay(const State& sketch, const ir::ComputeDAG& dag,
-                                    const AnnotationOptions& options, std::mt19937_64& rng) {
+                                    const Target& target, const AnnotationOptions& options,
+                                    std::mt19937_64& rng, std::vector<StepInfo>* info) {
   const std::vector<Step>& steps = sketch.steps();
   State s = State::Initial(dag);
+  std::map<int, std::vector<int64_t>> planned;
   for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
     Step step = steps[i];
+    const int sid = std::visit([](const auto& st) { return st.stage_id; }, step);
+    StepInfo si;
+    if (sid >= 0 && sid < s.num_stages()) si.stage = s.stage(sid).name();
     if (auto* sp = std::get_if<schedule::SplitStep>(&step)) {
+      if (sp->stage_id < 0 || sp->stage_id >= s.num_stages() || sp->iter_id < 0 ||
+          sp->iter_id >= static_cast<int>(s.stage(sp->stage_id).iters.size())) {
+        return absl::InvalidArgumentError(absl::StrCat("step ", i, " ", StepToString(step),
+                                                       " names a missing stage or iterator"));
+      }
+      si.space_split = s.stage(sp->stage_id).iters[sp->iter_id].kind == IteratorKind::kSpace;
       const bool unfilled = std::any_of(sp->lengths.begin(), sp->lengths.end(),
                                         [](const auto& l) { return !l.has_value(); });
       if (unfilled) {
-        if (sp->stage_id < 0 || sp->stage_id >= s.num_stages() || sp->iter_id < 0 ||
-            sp->iter_id >= static_cast<int>(s.stage(sp->stage_id).iters.size())) {
-          return absl::InvalidArgumentError(absl::StrCat("step ", i, " ", StepToString(step),
-                                                         " names a missing stage or iterator"));
-        }
         const int64_t extent = s.stage(sp->stage_id).iters[sp->iter_id].extent;
         if (internal::IsThreadSplit(steps, i)) {
           sp->lengths = {internal::SampleThreads(extent, options, rng)};
         } else {
-          std::vector<int64_t> tile =
-              internal::SampleTile(extent, static_cast<int>(sp->lengths.size()), options, rng);
+          const bool all_unfilled = std::none_of(sp->lengths.begin(), sp->lengths.end(),
+                                                 [](const auto& l) { return l.has_value(); });
+          if (target.is_gpu() && all_unfilled && sp->lengths.size() >= 2 && !planned.count(i)) {
+            ASSIGN_OR_RETURN(TilePlan plan,
+                             PlanGpuTiles(s, sketch, steps, i, target, options, rng));
+            for (const TileDim& d : plan.dims) planned[d.step] = d.lengths;
+          }
+          std::vector<int64_t> tile;
+          if (auto it = planned.find(i); it != planned.end()) {
+            tile = it->second;
+          } else {
+            tile = internal::SampleTile(extent, static_cast<int>(sp->lengths.size()), options,
+                                        rng);
+          }
           for (size_t k = 0; k < tile.size(); ++k) {
             if (!sp->lengths[k].has_value()) sp->lengths[k] = tile[k];
           }
@@ -102,6 +483,7 @@ absl::StatusOr<State> FillAndReplay(const State& sketch, const ir::ComputeDAG& d
       }
     }
     ASSIGN_OR_RETURN(s, schedule::ApplyStep(s, step));
+    if (info) info->push_back(std::move(si));
   }
   return s;
 }
@@ -186,27 +568,20 @@ int TiledGroups(const Stage& st) {
 }
 
 // The SplitSteps made on the space iterators of stage `name` with ≥ 2 lengths (the multi-level
-// tiling splits whose level-1 lengths give the thread count).
-std::vector<int> SpaceTileSplits(const ir::ComputeDAG& dag, const std::vector<Step>& steps,
+// tiling splits whose level-1 lengths give the thread count), from FillAndReplay's step infos.
+std::vector<int> SpaceTileSplits(const std::vector<Step>& steps, const std::vector<StepInfo>& info,
                                  const std::string& name) {
   std::vector<int> ids;
-  State s = State::Initial(dag);
-  for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
-    if (const auto* sp = std::get_if<schedule::SplitStep>(&steps[i])) {
-      const Stage& st = s.stage(sp->stage_id);
-      if (st.name() == name && sp->lengths.size() >= 2 &&
-          st.iters[sp->iter_id].kind == IteratorKind::kSpace) {
-        ids.push_back(i);
-      }
+  for (int i = 0; i < static_cast<int>(info.size()) && i < static_cast<int>(steps.size()); ++i) {
+    const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
+    if (sp != nullptr && info[i].stage == name && info[i].space_split && sp->lengths.size() >= 2) {
+      ids.push_back(i);
     }
-    absl::StatusOr<State> next = schedule::ApplyStep(s, steps[i]);
-    if (!next.ok()) return {};
-    s = *std::move(next);
   }
   return ids;
 }
 
-absl::Status GpuThreadBind(State& s, const ir::ComputeDAG& dag, const Target& target,
+absl::Status GpuThreadBind(State& s, const std::vector<StepInfo>& info, const Target& target,
                            const AnnotationOptions& options, std::mt19937_64& rng) {
   for (int sid = s.num_stages() - 1; sid >= 0; --sid) {
     const Stage& st = s.stage(sid);
@@ -259,7 +634,7 @@ absl::Status GpuThreadBind(State& s, const ir::ComputeDAG& dag, const Target& ta
                absl::EndsWith(st.name(), ".shared")) {
       // Cooperative fetching: all threads of the block load the tile, vectorized.
       const std::string consumer = s.stage(st.attach_stage).name();
-      std::vector<int> src = SpaceTileSplits(dag, s.steps(), consumer);
+      std::vector<int> src = SpaceTileSplits(s.steps(), info, consumer);
       if (src.empty()) {
         return absl::InvalidArgumentError(
             absl::StrCat("no tiling splits of '", consumer, "' to follow for '", st.name(), "'"));
@@ -376,6 +751,39 @@ absl::Status CpuVectorize(State& s, const AnnotationOptions& options, std::mt199
 
 namespace internal {
 
+absl::Status CheckRegisterEstimate(const schedule::LoweredKernel& kernel, const Target& target,
+                                   const AnnotationOptions& options) {
+  if (!target.is_gpu()) return absl::OkStatus();
+  // The kernels: the top-level statements under the global allocations.
+  ir::Stmt body = kernel.nest.body;
+  while (body.defined() && body.as<ir::AllocateNode>()) body = body.as<ir::AllocateNode>()->body;
+  std::vector<ir::Stmt> kernels;
+  if (body.defined() && body.as<ir::SeqNode>()) {
+    kernels = body.as<ir::SeqNode>()->stmts;
+  } else if (body.defined()) {
+    kernels.push_back(body);
+  }
+  std::vector<int64_t> local(kernels.size(), 0);
+  for (size_t i = 0; i < kernels.size(); ++i) local[i] = LocalElements(kernels[i]);
+  for (size_t i = 0; i < kernel.launches.size(); ++i) {
+    const auto& l = kernel.launches[i];
+    const int64_t threads = l.block[0] * l.block[1] * l.block[2];
+    // Launches and statements correspond one to one; if not, use the largest local buffer.
+    const int64_t elements = kernels.size() == kernel.launches.size()
+                                 ? local[i]
+                                 : *std::max_element(local.begin(), local.end());
+    if (!RegistersFit(threads, elements, target, options)) {
+      const int64_t regs = RegisterEstimate(elements, options);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "invalid_schedule: about ", regs, " registers per thread (", elements,
+          " local elements + ", options.gpu_register_overhead, ") x ", threads,
+          " threads exceed the limits ", options.gpu_max_registers_per_thread, " per thread, ",
+          target.max_registers_per_block, " per block (kernel ", i, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::vector<std::pair<int, int>> ComputeLocationCandidates(const State& s, int sid) {
   std::vector<std::pair<int, int>> out;
   std::vector<int> cons = StageConsumers(s, sid);
@@ -439,10 +847,12 @@ const std::vector<std::vector<int64_t>>& SplitFactorizations(int64_t extent, int
 
 absl::StatusOr<State> AnnotateSketch(const State& sketch, const ir::ComputeDAG& dag,
                                      const Target& target, std::mt19937_64& rng,
-                                     const AnnotationOptions& options) {
-  ASSIGN_OR_RETURN(State s, FillAndReplay(sketch, dag, options, rng));
+                                     const AnnotationOptions& options,
+                                     schedule::LoweredKernel* lowered) {
+  std::vector<StepInfo> info;
+  ASSIGN_OR_RETURN(State s, FillAndReplay(sketch, dag, target, options, rng, &info));
   if (target.is_gpu()) {
-    RETURN_IF_ERROR(GpuThreadBind(s, dag, target, options, rng));
+    RETURN_IF_ERROR(GpuThreadBind(s, info, target, options, rng));
     RETURN_IF_ERROR(Unroll(s, options.gpu_unroll_steps, rng));
   } else {
     if (options.change_compute_location) RETURN_IF_ERROR(CpuChangeComputeLocation(s, rng));
@@ -450,7 +860,9 @@ absl::StatusOr<State> AnnotateSketch(const State& sketch, const ir::ComputeDAG& 
     RETURN_IF_ERROR(Unroll(s, options.cpu_unroll_steps, rng));
     RETURN_IF_ERROR(CpuVectorize(s, options, rng));
   }
-  RETURN_IF_ERROR(schedule::Lower(dag, s, target).status());
+  ASSIGN_OR_RETURN(schedule::LoweredKernel kernel, schedule::Lower(dag, s, target));
+  RETURN_IF_ERROR(internal::CheckRegisterEstimate(kernel, target, options));
+  if (lowered != nullptr) *lowered = std::move(kernel);
   return s;
 }
 

@@ -28,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "ir/compute_dag.h"
+#include "schedule/lower.h"
 #include "schedule/state.h"
 #include "schedule/target.h"
 
@@ -48,6 +49,16 @@ struct AnnotationOptions {
   double non_divisible_probability = 0.25;
   /// CPU: randomly change the compute location of untiled stages (InitChangeComputeLocation).
   bool change_compute_location = true;
+  /// GPU register estimate of a thread: its local (register) buffer elements + this overhead
+  /// (indices, addresses, operand fragments). Our addition: a launch fails when threads ×
+  /// registers exceed the block's register file, which no Lower check can see.
+  int64_t gpu_register_overhead = 32;
+  /// Largest register estimate per thread (the sm_90 limit; more spills to local memory).
+  int64_t gpu_max_registers_per_thread = 255;
+  /// GPU tiled stages prefer tiles that leave at least this many blocks (when the space allows;
+  /// our addition: uniform tiles often give a handful of blocks for a 132-SM device, e.g. 2
+  /// blocks of a 14×14×256 conv2d). 0 disables the preference.
+  int64_t gpu_min_blocks = 32;
   /// SampleInitialPopulation gives up after n · this many attempts.
   int max_attempts_per_state = 64;
 };
@@ -60,14 +71,20 @@ const std::vector<std::vector<int64_t>>& SplitFactorizations(int64_t extent, int
 /// Annotates one sketch: fills its unfilled split lengths with random tile sizes, replays it on
 /// `dag`, adds the target's annotations (GPU: thread binding, cooperative fetching, unroll
 /// pragmas; CPU: compute locations, parallel, unroll pragmas, vectorize) and checks the program
-/// with schedule::Lower. Errors: kFailedPrecondition "invalid_schedule: ..." for GPU states over
-/// the limits (threads < warp_size on a large space, or Lower's checks), the failing step's error
-/// otherwise. Deterministic for a given rng state.
-[[nodiscard]] absl::StatusOr<schedule::State> AnnotateSketch(const schedule::State& sketch,
-                                                             const ir::ComputeDAG& dag,
-                                                             const schedule::Target& target,
-                                                             std::mt19937_64& rng,
-                                                             const AnnotationOptions& options = {});
+/// with schedule::Lower and the register estimate (internal::CheckRegisterEstimate); the lowered
+/// program goes to `lowered` when given. Errors: kFailedPrecondition "invalid_schedule: ..." for
+/// GPU states over the limits (threads < warp_size on a large space, the register estimate, or
+/// Lower's checks), the failing step's error otherwise. Deterministic for a given rng state.
+///
+/// GPU multi-level tiles are drawn jointly per stage so that the launch limits hold by
+/// construction: vthreads ≤ max_vthread_extent, warp_size ≤ threads ≤ max_threads_per_block (the
+/// lower bound only for spaces of ≥ 16 warps), the register estimate, and the shared-memory
+/// footprint of the cached inputs ≤ the opt-in limit (interval bounds of the tiled stage's load
+/// indices over the block tile); tiles leaving ≥ gpu_min_blocks blocks are preferred.
+[[nodiscard]] absl::StatusOr<schedule::State> AnnotateSketch(
+    const schedule::State& sketch, const ir::ComputeDAG& dag, const schedule::Target& target,
+    std::mt19937_64& rng, const AnnotationOptions& options = {},
+    schedule::LoweredKernel* lowered = nullptr);
 
 /// Samples up to `n` distinct (by State::Hash) valid states: each attempt annotates a sketch drawn
 /// uniformly; invalid ones are dropped. Stops after n · max_attempts_per_state attempts, so fewer
@@ -92,6 +109,13 @@ int64_t SampleThreads(int64_t extent, const AnnotationOptions& options, std::mt1
 /// Random tile lengths (n_lengths of them, outermost first, without the outer rest) for `extent`.
 std::vector<int64_t> SampleTile(int64_t extent, int n_lengths, const AnnotationOptions& options,
                                 std::mt19937_64& rng);
+/// GPU: checks every kernel of `kernel` against the register estimate (threads × (local elements
+/// + gpu_register_overhead) ≤ target.max_registers_per_block, per thread ≤
+/// gpu_max_registers_per_thread). Errors: kFailedPrecondition "invalid_schedule: about N registers
+/// per thread ...". OK for CPU targets.
+absl::Status CheckRegisterEstimate(const schedule::LoweredKernel& kernel,
+                                   const schedule::Target& target,
+                                   const AnnotationOptions& options);
 /// CPU compute_at candidates of stage `sid` (TVM GetComputeLocationCandidates): (consumer id,
 /// iterator id) pairs of its single consumer, outer to inner, not inside untiled reductions or
 /// unrolled loops, skipping extent-1 iterators, stopping after an attach point.

@@ -33,11 +33,15 @@ absl::Status NotApplicable(const char* name, const std::string& why) {
   return absl::FailedPreconditionError(absl::StrCat(name, " not applicable: ", why));
 }
 
-// Replays `steps` and checks the program.
+// Replays `steps` and checks the program (Lower and the register estimate); the lowered program
+// goes to `lowered` when given.
 absl::StatusOr<State> Finish(const ir::ComputeDAG& dag, const std::vector<Step>& steps,
-                             const Target& target) {
+                             const Target& target, const AnnotationOptions& options,
+                             schedule::LoweredKernel* lowered) {
   ASSIGN_OR_RETURN(State s, schedule::ReplaySteps(dag, steps));
-  RETURN_IF_ERROR(schedule::Lower(dag, s, target).status());
+  ASSIGN_OR_RETURN(schedule::LoweredKernel kernel, schedule::Lower(dag, s, target));
+  RETURN_IF_ERROR(internal::CheckRegisterEstimate(kernel, target, options));
+  if (lowered != nullptr) *lowered = std::move(kernel);
   return s;
 }
 
@@ -47,6 +51,19 @@ std::vector<int64_t> Divisors(int64_t n) {
     if (n % i == 0) d.push_back(i);
   }
   return d;
+}
+
+// True when steps[i] is a one-length split whose inner part the next step vectorizes (the
+// vector width of a cooperative fetch).
+bool IsVectorSplit(const std::vector<Step>& steps, int i) {
+  const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
+  if (sp == nullptr || sp->lengths.size() != 1 || !sp->lengths[0].has_value() ||
+      i + 1 >= static_cast<int>(steps.size())) {
+    return false;
+  }
+  const auto* an = std::get_if<schedule::AnnotationStep>(&steps[i + 1]);
+  return an != nullptr && an->stage_id == sp->stage_id && an->iter_id == sp->iter_id + 1 &&
+         an->annotation == IteratorAnnotation::kVectorize;
 }
 
 // One factor move on split `sp`; false when none applies.
@@ -137,12 +154,18 @@ void ShiftIters(Step& step, int sid, int first, int delta) {
 
 absl::StatusOr<State> MutateTileSize(const State& state, const ir::ComputeDAG& dag,
                                      const Target& target, std::mt19937_64& rng,
-                                     const AnnotationOptions& options) {
+                                     const AnnotationOptions& options,
+                                     schedule::LoweredKernel* lowered) {
   const std::vector<Step>& steps = state.steps();
   std::vector<int> cands;
   for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
     const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
-    if (sp == nullptr || sp->extent <= 1) continue;
+    if (sp == nullptr) continue;
+    if (target.is_gpu() && IsVectorSplit(steps, i)) {
+      cands.push_back(i);
+      continue;
+    }
+    if (sp->extent <= 1) continue;
     if (std::any_of(sp->lengths.begin(), sp->lengths.end(),
                     [](const auto& l) { return !l.has_value(); })) {
       continue;
@@ -155,7 +178,25 @@ absl::StatusOr<State> MutateTileSize(const State& state, const ir::ComputeDAG& d
     const int i = cands[Pick(rng, static_cast<int64_t>(cands.size()))];
     std::vector<Step> mutated = steps;
     auto& sp = std::get<schedule::SplitStep>(mutated[i]);
-    if (internal::IsThreadSplit(steps, i)) {
+    if (IsVectorSplit(steps, i)) {
+      // Another width of the cooperative fetch that divides the fused extent (known only from
+      // the replayed prefix: the split of an attached stage records no extent).
+      absl::StatusOr<State> prefix = schedule::ReplaySteps(
+          dag, std::vector<Step>(steps.begin(), steps.begin() + i));
+      if (!prefix.ok()) continue;
+      const auto& st = prefix->stage(sp.stage_id);
+      if (sp.iter_id < 0 || sp.iter_id >= static_cast<int>(st.iters.size())) continue;
+      const int64_t extent = st.iters[sp.iter_id].extent;
+      const int64_t bytes = ir::BytesOf(st.op->dtype);
+      std::vector<int64_t> c;
+      for (int64_t w : {1, 2, 4}) {
+        if (w != *sp.lengths[0] && extent % w == 0 && w * bytes <= target.max_vector_bytes) {
+          c.push_back(w);
+        }
+      }
+      if (c.empty()) continue;
+      sp.lengths[0] = c[Pick(rng, static_cast<int64_t>(c.size()))];
+    } else if (internal::IsThreadSplit(steps, i)) {
       if (!target.is_gpu()) continue;
       const int64_t old = *sp.lengths[0];
       std::vector<int64_t> c;
@@ -167,7 +208,7 @@ absl::StatusOr<State> MutateTileSize(const State& state, const ir::ComputeDAG& d
     } else if (!MoveFactor(sp, options, rng)) {
       continue;
     }
-    absl::StatusOr<State> out = Finish(dag, mutated, target);
+    absl::StatusOr<State> out = Finish(dag, mutated, target, options, lowered);
     if (out.ok()) return out;
     last = out.status();
   }
@@ -176,7 +217,8 @@ absl::StatusOr<State> MutateTileSize(const State& state, const ir::ComputeDAG& d
 
 absl::StatusOr<State> MutateAutoUnroll(const State& state, const ir::ComputeDAG& dag,
                                        const Target& target, std::mt19937_64& rng,
-                                       const AnnotationOptions& options) {
+                                       const AnnotationOptions& options,
+                                       schedule::LoweredKernel* lowered) {
   const std::vector<Step>& steps = state.steps();
   std::vector<int> cands;
   for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
@@ -194,7 +236,7 @@ absl::StatusOr<State> MutateAutoUnroll(const State& state, const ir::ComputeDAG&
     }
     if (other.empty()) continue;
     p.auto_unroll_max_step = other[Pick(rng, static_cast<int64_t>(other.size()))];
-    absl::StatusOr<State> out = Finish(dag, mutated, target);
+    absl::StatusOr<State> out = Finish(dag, mutated, target, options, lowered);
     if (out.ok()) return out;
     last = out.status();
   }
@@ -203,7 +245,8 @@ absl::StatusOr<State> MutateAutoUnroll(const State& state, const ir::ComputeDAG&
 
 absl::StatusOr<State> MutateComputeLocation(const State& state, const ir::ComputeDAG& dag,
                                             const Target& target, std::mt19937_64& rng,
-                                            const AnnotationOptions&) {
+                                            const AnnotationOptions& options,
+                                            schedule::LoweredKernel* lowered) {
   if (target.is_gpu()) return NotApplicable("MutateComputeLocation", "cpu only");
   const std::vector<Step>& steps = state.steps();
   // Prefix states before each compute_at of an untiled stage, with its candidates.
@@ -236,7 +279,7 @@ absl::StatusOr<State> MutateComputeLocation(const State& state, const ir::Comput
     const auto loc = c.locations[Pick(rng, static_cast<int64_t>(c.locations.size()))];
     ca.target_stage_id = loc.first;
     ca.target_iter_id = loc.second;
-    absl::StatusOr<State> out = Finish(dag, mutated, target);
+    absl::StatusOr<State> out = Finish(dag, mutated, target, options, lowered);
     if (out.ok()) return out;
     last = out.status();
   }
@@ -245,7 +288,8 @@ absl::StatusOr<State> MutateComputeLocation(const State& state, const ir::Comput
 
 absl::StatusOr<State> MutateParallel(const State& state, const ir::ComputeDAG& dag,
                                      const Target& target, std::mt19937_64& rng,
-                                     const AnnotationOptions&) {
+                                     const AnnotationOptions& options,
+                                     schedule::LoweredKernel* lowered) {
   if (target.is_gpu()) return NotApplicable("MutateParallel", "cpu only");
   const std::vector<Step>& steps = state.steps();
   struct Cand {
@@ -302,7 +346,7 @@ absl::StatusOr<State> MutateParallel(const State& state, const ir::ComputeDAG& d
       if (i > c.annotation) ShiftIters(step, sid, c.first, c.count - new_count);
       mutated.push_back(step);
     }
-    absl::StatusOr<State> out = Finish(dag, mutated, target);
+    absl::StatusOr<State> out = Finish(dag, mutated, target, options, lowered);
     if (out.ok()) return out;
     last = out.status();
   }
@@ -311,7 +355,8 @@ absl::StatusOr<State> MutateParallel(const State& state, const ir::ComputeDAG& d
 
 absl::StatusOr<State> CrossoverTileSizes(const State& parent_a, const State& parent_b,
                                          const ir::ComputeDAG& dag, const Target& target,
-                                         std::mt19937_64& rng) {
+                                         std::mt19937_64& rng, const AnnotationOptions& options,
+                                         schedule::LoweredKernel* lowered) {
   const std::vector<Step>& a = parent_a.steps();
   const std::vector<Step>& b = parent_b.steps();
   if (a.size() != b.size()) {
@@ -359,7 +404,7 @@ absl::StatusOr<State> CrossoverTileSizes(const State& parent_a, const State& par
     for (size_t i = 0; i < a.size(); ++i) {
       if (from_b.count(names[i])) child[i] = b[i];
     }
-    absl::StatusOr<State> out = Finish(dag, child, target);
+    absl::StatusOr<State> out = Finish(dag, child, target, options, lowered);
     if (out.ok()) return out;
     last = out.status();
   }

@@ -12,6 +12,7 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "schedule/apply_step.h"
 #include "schedule/lower.h"
 #include "search/sketch.h"
 #include "tests/schedule/lower_test_util.h"
@@ -20,6 +21,7 @@
 namespace tilesearch::search {
 namespace {
 
+using ::testing::HasSubstr;
 using schedule::IteratorAnnotation;
 using schedule::State;
 using schedule::Target;
@@ -163,6 +165,207 @@ TEST(Annotation, EmptySketchListGivesNothing) {
   ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({4, 4}, {4, 4}));
   std::mt19937_64 rng(1);
   EXPECT_TRUE(SampleInitialPopulation({}, dag, Target::H200(), 5, rng).empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launch limits by construction (large shapes of the H200 benchmarks).
+
+// Lengths of the splits with exactly `n` lengths, in step order.
+std::vector<std::vector<int64_t>> SplitLengths(const State& s, size_t n) {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& step : s.steps()) {
+    const auto* sp = std::get_if<schedule::SplitStep>(&step);
+    if (sp == nullptr || sp->lengths.size() != n) continue;
+    std::vector<int64_t> v;
+    for (const auto& l : sp->lengths) v.push_back(l.value_or(0));
+    out.push_back(v);
+  }
+  return out;
+}
+
+// Checks a cuda state against the launch limits directly: thread and grid extents from the
+// lowered launches, vthreads from the iterators, and the register estimate recomputed from the
+// multi-level tiling splits (4 lengths [vthread, thread, inner, inner]: a thread holds the
+// product of the inner lengths in registers).
+void ExpectWithinCudaLimits(const ir::ComputeDAG& dag, const State& s, const Target& target) {
+  auto k = schedule::Lower(dag, s, target);
+  ASSERT_THAT(k.status(), tilesearch::testing::IsOk());
+  for (const auto& launch : k->launches) {
+    const int64_t threads = launch.block[0] * launch.block[1] * launch.block[2];
+    EXPECT_LE(threads, target.max_threads_per_block) << launch.ToString();
+    EXPECT_LE(launch.shared_memory_bytes, target.max_shared_memory_optin) << launch.ToString();
+    EXPECT_LE(launch.grid[0], int64_t{2147483647});
+    EXPECT_LE(launch.grid[1], 65535);
+    EXPECT_LE(launch.grid[2], 65535);
+  }
+  for (int sid = 0; sid < s.num_stages(); ++sid) {
+    for (const auto& it : s.stage(sid).iters) {
+      if (it.annotation == IteratorAnnotation::kVThread) EXPECT_LE(it.extent, 8);
+    }
+  }
+  const auto tiles = SplitLengths(s, 4);
+  if (tiles.empty()) return;
+  int64_t threads = 1, local = 1, vthreads = 1;
+  for (const auto& l : tiles) {
+    vthreads *= l[0];
+    threads *= l[1];
+    local *= l[2] * l[3];
+  }
+  EXPECT_LE(vthreads, 8);
+  EXPECT_GE(threads, 32);
+  EXPECT_LE(threads, 1024);
+  EXPECT_LE(local + 32, 255);
+  EXPECT_LE(threads * (local + 32), 65536);
+}
+
+TEST(Annotation, CudaAnnotationOfLargeWorkloadsIsValidByConstruction) {
+  // Before the joint tile sampler, independent tile draws gave 4% (matmul 4096^3), 9% (1024^3)
+  // and 10-12% (these conv2d layers) valid states.
+  ir::Conv2dParams pad1;
+  pad1.padding = {1, 1};
+  const std::vector<testing::Workload> workloads = {
+      {"matmul_4096", testing::MustBuild(ir::MatmulDAG({4096, 4096}, {4096, 4096}))},
+      {"matmul_1024", testing::MustBuild(ir::MatmulDAG({1024, 1024}, {1024, 1024}))},
+      {"softmax_4096", testing::MustBuild(ir::SoftmaxDAG({4096, 4096}))},
+      {"conv2d_resnet_14", testing::MustBuild(ir::Conv2dNchwDAG(
+                               {1, 256, 14, 14}, {256, 256, 3, 3}, ir::ScalarType::kFloat32, pad1))},
+      {"conv2d_padded_resnet_56",
+       testing::MustBuild(ir::Conv2dNchwPaddedDAG({1, 64, 56, 56}, {64, 64, 3, 3},
+                                                  ir::ScalarType::kFloat32, pad1))},
+  };
+  const Target target = Target::H200();
+  for (const auto& w : workloads) {
+    SCOPED_TRACE(w.name);
+    auto sketches = GenerateSketches(w.dag, target);
+    ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
+    std::mt19937_64 rng(2024);
+    const int attempts = 30;
+    int valid = 0;
+    for (int i = 0; i < attempts; ++i) {
+      const State& sketch = (*sketches)[internal::Pick(rng, sketches->size())];
+      absl::StatusOr<State> s = AnnotateSketch(sketch, w.dag, target, rng);
+      if (!s.ok()) continue;
+      ++valid;
+      ExpectWithinCudaLimits(w.dag, *s, target);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    EXPECT_GE(valid, attempts * 9 / 10);
+  }
+}
+
+// The sketch of a matmul with its unfilled splits set, in step order, to `tiles`.
+State FilledSketch(const ir::ComputeDAG& dag, const Target& target,
+                   const std::vector<std::vector<int64_t>>& tiles) {
+  auto sketches = GenerateSketches(dag, target);
+  EXPECT_THAT(sketches.status(), tilesearch::testing::IsOk());
+  State out = State::Initial(dag);
+  size_t next = 0;
+  for (schedule::Step step : (*sketches)[0].steps()) {
+    if (auto* sp = std::get_if<schedule::SplitStep>(&step); sp && next < tiles.size()) {
+      EXPECT_EQ(sp->lengths.size(), tiles[next].size());
+      for (size_t k = 0; k < sp->lengths.size(); ++k) sp->lengths[k] = tiles[next][k];
+      ++next;
+    }
+    out.AppendStep(step);
+  }
+  EXPECT_EQ(next, tiles.size());
+  return out;
+}
+
+TEST(Annotation, Matmul128x128BlockWith8x8RegisterTilesIsInTheCudaSpace) {
+  // The hand schedule's family: 128x128 block tile, 16x16 = 256 threads, 8x8 outputs per thread,
+  // k tile 16; annotation binds it and adds the cooperative shared-memory fetch of A and B.
+  ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({4096, 4096}, {4096, 4096}));
+  const Target target = Target::H200();
+  const State sketch = FilledSketch(dag, target, {{1, 16, 2, 4}, {1, 16, 1, 8}, {2, 8}});
+  bool vectorized_both = false;
+  // The fetch width is drawn from {1, 2, 4} per tile: some seeds give float4 for both.
+  for (uint64_t seed = 0; seed < 32 && !vectorized_both; ++seed) {
+    std::mt19937_64 rng(seed);
+    absl::StatusOr<State> s = AnnotateSketch(sketch, dag, target, rng);
+    ASSERT_THAT(s.status(), tilesearch::testing::IsOk());
+    const auto& c = s->stage(s->StageId("C"));
+    EXPECT_EQ(c.iters[0].annotation, IteratorAnnotation::kBlockIdxX);
+    EXPECT_EQ(c.iters[0].extent, (4096 / 128) * (4096 / 128));
+    EXPECT_EQ(c.iters[1].extent, 1);  // vthread
+    EXPECT_EQ(c.iters[2].annotation, IteratorAnnotation::kThreadIdxX);
+    EXPECT_EQ(c.iters[2].extent, 256);
+    EXPECT_EQ(c.iters[3].extent * c.iters[4].extent, 8 * 8);
+    auto k = schedule::Lower(dag, *s, target);
+    ASSERT_THAT(k.status(), tilesearch::testing::IsOk());
+    ASSERT_EQ(k->launches.size(), 1u);
+    EXPECT_EQ(k->launches[0].grid[0], 1024);
+    EXPECT_EQ(k->launches[0].block[0], 256);
+    // A tile 128 x 16 and B tile 16 x 128, float32.
+    EXPECT_EQ(k->launches[0].shared_memory_bytes, (128 * 16 + 16 * 128) * 4);
+    int vectorized = 0;
+    for (const std::string name : {"A.shared", "B.shared"}) {
+      const auto& sh = s->stage(s->StageId(name));
+      int64_t threads = 0, width = 1;
+      for (const auto& it : sh.iters) {
+        if (it.annotation == IteratorAnnotation::kThreadIdxX) threads = it.extent;
+        if (it.annotation == IteratorAnnotation::kVectorize) width = it.extent;
+      }
+      EXPECT_EQ(threads, 256) << name;
+      vectorized += width == 4;
+    }
+    vectorized_both |= vectorized == 2;
+  }
+  EXPECT_TRUE(vectorized_both) << "no seed fetched both tiles with float4";
+}
+
+TEST(Annotation, RegisterEstimateRejectsTooManyRegistersPerBlock) {
+  // 32 x 32 = 1024 threads, each with 4x4 x 2x2 = 64 accumulators: about 96 registers per
+  // thread, 98304 per block > 65536. Lower accepts it (it does not see registers).
+  ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({1024, 1024}, {1024, 1024}));
+  const Target target = Target::H200();
+  const State sketch = FilledSketch(dag, target, {{1, 32, 4, 4}, {1, 32, 2, 2}, {1, 8}});
+  std::mt19937_64 rng(1);
+  EXPECT_THAT(AnnotateSketch(sketch, dag, target, rng).status(),
+              tilesearch::testing::StatusIs(absl::StatusCode::kFailedPrecondition,
+                                            HasSubstr("registers per thread")));
+  // Half the threads fit.
+  const State half = FilledSketch(dag, target, {{1, 16, 4, 4}, {1, 32, 2, 2}, {1, 8}});
+  EXPECT_THAT(AnnotateSketch(half, dag, target, rng).status(), tilesearch::testing::IsOk());
+}
+
+// Grid limits live in schedule/gpu_validity (Lower's launch checks); tested here with the
+// schedule space.
+TEST(GpuValidity, GridExtentsBeyondTheHardwareLimitsAreRejected) {
+  const Target target = Target::H200();
+  auto bind = [&](const ir::ComputeDAG& dag, int64_t threads, IteratorAnnotation block_dim) {
+    State s = State::Initial(dag);
+    auto apply = [&](const schedule::Step& step) {
+      absl::StatusOr<State> next = schedule::ApplyStep(s, step);
+      EXPECT_THAT(next.status(), tilesearch::testing::IsOk());
+      if (next.ok()) s = *next;
+    };
+    apply(schedule::AnnotationStep{1, 0, block_dim});
+    schedule::SplitStep sp;
+    sp.stage_id = 1;
+    sp.iter_id = 1;
+    sp.extent = s.stage(1).iters[1].extent;
+    sp.lengths = {threads};
+    apply(sp);
+    apply(schedule::AnnotationStep{1, 2, IteratorAnnotation::kThreadIdxX});
+    return schedule::Lower(dag, s, target).status();
+  };
+  // blockIdx.y of 70000 > 65535.
+  EXPECT_THAT(bind(testing::MustBuild(ir::UnaryDAG(ir::UnaryOp::kRelu, {70000, 32})), 32,
+                   IteratorAnnotation::kBlockIdxY),
+              tilesearch::testing::StatusIs(
+                  absl::StatusCode::kFailedPrecondition,
+                  HasSubstr("blockIdx.y extent 70000 exceeds the hardware grid limit 65535")));
+  EXPECT_THAT(bind(testing::MustBuild(ir::UnaryDAG(ir::UnaryOp::kRelu, {65535, 32})), 32,
+                   IteratorAnnotation::kBlockIdxY),
+              tilesearch::testing::IsOk());
+  // blockIdx.x of 2^31 > 2^31 - 1 (nothing is allocated: lowering only).
+  EXPECT_THAT(bind(testing::MustBuild(ir::UnaryDAG(ir::UnaryOp::kRelu, {int64_t{1} << 31, 2})), 2,
+                   IteratorAnnotation::kBlockIdxX),
+              tilesearch::testing::StatusIs(
+                  absl::StatusCode::kFailedPrecondition,
+                  HasSubstr("blockIdx.x extent 2147483648 exceeds the hardware grid limit "
+                            "2147483647")));
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 namespace tilesearch::search {
 namespace {
 
+using schedule::IteratorAnnotation;
 using schedule::State;
 using schedule::Target;
 using ::testing::HasSubstr;
@@ -54,7 +55,8 @@ std::vector<int64_t> TiledExtents(const State& s) {
 bool SameSteps(const State& a, const State& b) { return a.steps() == b.steps(); }
 
 using MutateFn = absl::StatusOr<State> (*)(const State&, const ir::ComputeDAG&, const Target&,
-                                           std::mt19937_64&, const AnnotationOptions&);
+                                           std::mt19937_64&, const AnnotationOptions&,
+                                           schedule::LoweredKernel*);
 
 int CheckMutation(const char* name, MutateFn fn, const Target& target, bool keeps_tiles) {
   int ok = 0;
@@ -64,7 +66,7 @@ int CheckMutation(const char* name, MutateFn fn, const Target& target, bool keep
     std::mt19937_64 rng(11);
     std::vector<State> pop = SampleInitialPopulation(*sketches, w.dag, target, 12, rng);
     for (const State& parent : pop) {
-      absl::StatusOr<State> child = fn(parent, w.dag, target, rng, {});
+      absl::StatusOr<State> child = fn(parent, w.dag, target, rng, {}, nullptr);
       if (!child.ok()) {
         // Inapplicable or no valid child: a clean failure, never a crash.
         EXPECT_NE(child.status().code(), absl::StatusCode::kInternal) << child.status();
@@ -167,6 +169,44 @@ TEST(Mutation, CrossoverRejectsParentsOfDifferentStructure) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("parents have")));
   EXPECT_THAT(CrossoverTileSizes(pop[0], pop[0], dag, Target::H200(), rng),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("differ in 0 stage")));
+}
+
+TEST(Mutation, TileSizeMutatesTheCooperativeFetchWidth) {
+  // Children that differ from their parent only in the length of a vectorized one-length split
+  // (the float / float2 / float4 fetch of a shared tile): another width in {1, 2, 4}.
+  ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({64, 32}, {32, 48}));
+  const Target target = Target::H200();
+  auto sketches = GenerateSketches(dag, target);
+  ASSERT_TRUE(sketches.ok());
+  std::mt19937_64 rng(5);
+  auto pop = SampleInitialPopulation(*sketches, dag, target, 16, rng);
+  int width_changes = 0;
+  for (const State& parent : pop) {
+    for (int t = 0; t < 8; ++t) {
+      absl::StatusOr<State> child = MutateTileSize(parent, dag, target, rng);
+      if (!child.ok() || child->steps().size() != parent.steps().size()) continue;
+      std::vector<size_t> diff;
+      for (size_t k = 0; k < parent.steps().size(); ++k) {
+        if (!(child->steps()[k] == parent.steps()[k])) diff.push_back(k);
+      }
+      if (diff.size() != 1) continue;
+      const size_t k = diff[0];
+      const auto* sp = std::get_if<schedule::SplitStep>(&child->steps()[k]);
+      const auto* an = k + 1 < child->steps().size()
+                           ? std::get_if<schedule::AnnotationStep>(&child->steps()[k + 1])
+                           : nullptr;
+      if (sp == nullptr || sp->lengths.size() != 1 || an == nullptr ||
+          an->annotation != IteratorAnnotation::kVectorize) {
+        continue;
+      }
+      const int64_t old = *std::get<schedule::SplitStep>(parent.steps()[k]).lengths[0];
+      EXPECT_NE(*sp->lengths[0], old);
+      EXPECT_TRUE(*sp->lengths[0] == 1 || *sp->lengths[0] == 2 || *sp->lengths[0] == 4);
+      schedule::testing::ExpectMatchesReference(dag, *child, target, false, width_changes);
+      ++width_changes;
+    }
+  }
+  EXPECT_GE(width_changes, 3);
 }
 
 }  // namespace
