@@ -1,6 +1,7 @@
 // Code generation: a lowered loop nest (ir/stmt.h) → MLIR (gpu, scf, arith, math, memref, vector)
 // → LLVM IR → PTX for CUDA targets through LLVM's NVPTX backend, or → host machine code run in
-// process through MLIR's ExecutionEngine (LLVM ORC JIT) for the cpu target.
+// process through MLIR's ExecutionEngine (LLVM ORC JIT) for the cpu target (or, through the same
+// pipeline, into an object file with a C entry: CompileHostObject).
 //
 // This header is MLIR-free; only codegen/*.cc include MLIR/LLVM headers. Codegen depends on ir/
 // only (not on schedule/): LaunchInfo mirrors schedule::LaunchConfig.
@@ -202,5 +203,50 @@ class HostKernel {
 /// Errors: a missing or mis-shaped buffer (kInvalidArgument), and Run's errors.
 [[nodiscard]] absl::Status RunOnBuffers(HostKernel& kernel, const ir::LoopNest& nest,
                                         ir::BufferMap& buffers);
+
+// ---------------------------------------------------------------------------------------------
+// Host object files (the cpu kernel artifact of `tilesearch replay`).
+
+struct HostObjectOptions {
+  /// The C entry symbol; must be a C identifier ([A-Za-z_][A-Za-z0-9_]*).
+  std::string entry_name = "tilesearch_kernel";
+  /// As HostCompileOptions.
+  int opt_level = 3;
+  bool vectorize = true;
+  int64_t max_unroll = 1024;
+};
+
+/// A relocatable object file for the host CPU with one C-callable entry.
+struct HostObject {
+  std::string bytes;            // the ELF object file
+  std::string entry_name;       // the C entry symbol
+  std::vector<KernelArg> args;  // params (the entry's arguments, in order), then scratch
+  int num_params = 0;           // entry arguments: the LoopNest's params
+  std::string target_triple;    // e.g. "x86_64-unknown-linux-gnu"
+  std::string cpu;              // the CPU the code is tuned for (this host's), e.g. "znver3"
+  double compile_ms = 0;        // wall clock, loop nest → object bytes
+};
+
+/// The C-level symbol the object's parallel loops call, defined weak in the object with a serial
+/// body; a program that links a strong definition of the same signature runs them on threads:
+///   void tilesearch_parallel_for(void* reserved, void (*body)(void*, int64_t, int64_t),
+///                                void* captures, int64_t min, int64_t extent);
+/// It must call body(captures, begin, end) on disjoint ranges covering [min, min + extent) and
+/// return when all are done (`reserved` is NULL).
+inline constexpr char kHostObjectParallelFor[] = "tilesearch_parallel_for";
+
+/// Compiles `nest` with the same MLIR → LLVM pipeline as CompileForHost (same emission, lowering
+/// and -O level), for this host's CPU (its features, e.g. AVX2), position independent, into an
+/// object file whose only strong global symbol is the C entry
+///   int <entry_name>(T0* p0, T1* p1, ...);
+/// taking one pointer per LoopNest param in order (inputs, then outputs; dense row-major arrays of
+/// the param's dtype, 16-byte aligned), allocating the scratch buffers (aligned_alloc) for the
+/// duration of the call, and returning 0, or 1 when a scratch allocation failed (nothing run).
+/// Parallel loops go through kHostObjectParallelFor (serial unless the program overrides it). The
+/// object needs only the C library (aligned_alloc, malloc, free, memcpy/memset).
+/// Errors: kInvalidArgument for an entry name that is not a C identifier; CompileForHost's
+/// errors; kInternal when LLVM cannot emit the object.
+[[nodiscard]] absl::StatusOr<HostObject> CompileHostObject(const ir::LoopNest& nest,
+                                                           const HostObjectOptions& options = {});
 
 }  // namespace tilesearch::codegen

@@ -12,6 +12,7 @@
 #include "base/status.h"
 #include "codegen/codegen.h"
 #include "codegen/emitter.h"
+#include "codegen/host_module.h"
 #include "codegen/kernel_plan.h"
 #include "codegen/mlir_setup.h"
 #include "codegen/thread_pool.h"
@@ -148,7 +149,7 @@ class HostModuleBuilder {
     auto pf_type = mlir::LLVM::LLVMFunctionType::get(
         mlir::LLVM::LLVMVoidType::get(ctx),
         {PtrType(ctx), PtrType(ctx), PtrType(ctx), b.getI64Type(), b.getI64Type()});
-    mlir::LLVM::LLVMFuncOp::create(b, loc, "ts_parallel_for", pf_type);
+    mlir::LLVM::LLVMFuncOp::create(b, loc, internal::kParallelForSymbol, pf_type);
 
     // One kernel: the entry runs it. Several: each becomes a non-inlined function the entry
     // calls in order, so LLVM optimizes functions of one kernel's size (its cost grows faster
@@ -225,7 +226,7 @@ class HostModuleBuilder {
     ASSIGN_OR_RETURN(mlir::Value extent, em.EmitExpr(op->extent));
     const std::string name = absl::StrCat(plan_.name, "_par", num_outlined_++);
     mlir::Value fn = mlir::LLVM::AddressOfOp::create(b, loc, PtrType(ctx), name);
-    mlir::LLVM::CallOp::create(b, loc, mlir::TypeRange{}, "ts_parallel_for",
+    mlir::LLVM::CallOp::create(b, loc, mlir::TypeRange{}, internal::kParallelForSymbol,
                                mlir::ValueRange{runtime_, fn, captures, min, extent});
 
     mlir::OpBuilder fb(ctx);
@@ -265,6 +266,16 @@ class HostModuleBuilder {
   int num_outlined_ = 0;
 };
 
+}  // namespace
+
+namespace internal {
+
+absl::Status BuildHostModule(mlir::ModuleOp module, const ModulePlan& plan,
+                             const HostCompileOptions& options) {
+  HostModuleBuilder builder(module, plan, options);
+  return builder.Build();
+}
+
 absl::Status LowerHostModule(mlir::ModuleOp module, DiagnosticCapture& diag) {
   RETURN_IF_ERROR(internal::ApproximateMath(module, diag));
   // bfloat16 conversions as integer arithmetic (x86 has no general bf16 truncation); only the
@@ -297,6 +308,10 @@ absl::Status LowerHostModule(mlir::ModuleOp module, DiagnosticCapture& diag) {
   if (mlir::failed(pm.run(module))) return diag.Error("lowering to the LLVM dialect failed");
   return absl::OkStatus();
 }
+
+}  // namespace internal
+
+namespace {
 
 class JitKernel : public HostKernel {
  public:
@@ -346,11 +361,10 @@ absl::StatusOr<std::unique_ptr<HostKernel>> CompileForHost(const ir::LoopNest& n
   mlir::MLIRContext* ctx = kernel->context_.get();
   DiagnosticCapture diag(ctx);
   mlir::OwningOpRef<mlir::ModuleOp> module(mlir::ModuleOp::create(mlir::UnknownLoc::get(ctx)));
-  HostModuleBuilder builder(*module, plan, options);
-  RETURN_IF_ERROR(builder.Build());
+  RETURN_IF_ERROR(internal::BuildHostModule(*module, plan, options));
   if (mlir::failed(mlir::verify(*module))) return diag.Error("emitted MLIR does not verify");
   if (options.keep_mlir) kernel->mlir_ = internal::ToText(*module);
-  RETURN_IF_ERROR(LowerHostModule(*module, diag));
+  RETURN_IF_ERROR(internal::LowerHostModule(*module, diag));
 
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) return absl::InternalError("cannot detect the host CPU for the JIT");
@@ -380,8 +394,8 @@ absl::StatusOr<std::unique_ptr<HostKernel>> CompileForHost(const ir::LoopNest& n
   kernel->engine_ = std::move(*engine);
   kernel->engine_->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap map;
-    map[interner("ts_parallel_for")] = {llvm::orc::ExecutorAddr::fromPtr(&ts_parallel_for),
-                                        llvm::JITSymbolFlags::Exported};
+    map[interner(internal::kParallelForSymbol)] = {
+        llvm::orc::ExecutorAddr::fromPtr(&ts_parallel_for), llvm::JITSymbolFlags::Exported};
     return map;
   });
   kernel->engine_->initialize();

@@ -1,2 +1,197 @@
-// Placeholder: filled by the helper that owns it.
 #include "search/api.h"
+
+#include <chrono>
+#include <cstddef>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "runtime/checker.h"
+#include "runtime/cuda_device.h"
+#include "runtime/cuda_driver.h"
+
+namespace tilesearch {
+namespace {
+
+std::string Describe(const ir::BufferDecl& b) {
+  return absl::StrCat(ir::TypeName(b.dtype), " [", absl::StrJoin(b.shape, ", "), "]");
+}
+std::string Describe(const ir::HostBuffer& b) {
+  return absl::StrCat(ir::TypeName(b.dtype), " [", absl::StrJoin(b.shape, ", "), "]");
+}
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Tasks and targets.
+
+absl::StatusOr<Task> Task::Create(const std::string& op, std::vector<std::vector<int64_t>> shapes,
+                                  const schedule::Target& target, ir::ScalarType dtype,
+                                  std::map<std::string, std::string> attrs) {
+  Task task;
+  task.workload.op = op;
+  task.workload.args.shapes = std::move(shapes);
+  task.workload.args.dtype = dtype;
+  task.workload.args.attrs = std::move(attrs);
+  task.target = target;
+  absl::StatusOr<ir::ComputeDAG> dag = task.workload.Build();
+  if (!dag.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("workload ", task.workload.ToString(), ": ",
+                                                   std::string(dag.status().message())));
+  }
+  return task;
+}
+
+std::string Task::ToString() const {
+  return absl::StrCat(workload.ToString(), " on ", target.ToString());
+}
+
+schedule::Target DefaultTarget() {
+  // Probed in a forked child: this process must not initialize CUDA before forking workers.
+  absl::StatusOr<runtime::DeviceInfo> device = runtime::ProbeCudaDevice(0);
+  if (device.ok()) return runtime::TargetFromDevice(*device);
+  return schedule::Target::HostCpu();
+}
+
+absl::StatusOr<schedule::Target> TargetFromString(const std::string& text) {
+  if (text == "auto") return DefaultTarget();
+  return schedule::ParseTarget(text);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tuning and replay.
+
+absl::StatusOr<TuneResult> Tune(const Task& task, const TuneOptions& options) {
+  return search::Tune(task.workload, task.target, options);
+}
+
+absl::StatusOr<HistoryBest> ApplyHistoryBest(const std::string& log_path, const Task& task) {
+  return search::ApplyHistoryBest(log_path, task.workload, task.target);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernel.
+
+struct Kernel::Impl {
+  schedule::Target target;
+  std::vector<codegen::KernelArg> params;
+  double last_run_ms = 0;
+  // cpu
+  std::unique_ptr<codegen::HostKernel> host;
+  // cuda (destroyed in reverse order: buffers and module before the context)
+  std::unique_ptr<runtime::CudaContext> context;
+  std::unique_ptr<runtime::LoadedGpuModule> module;
+  std::vector<runtime::DeviceBuffer> device_buffers;  // every argument, scratch included
+
+  absl::Status RunHost(const std::vector<ir::HostBuffer*>& buffers);
+  absl::Status RunCuda(const std::vector<ir::HostBuffer*>& buffers);
+};
+
+Kernel::Kernel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Kernel::Kernel(Kernel&&) noexcept = default;
+Kernel& Kernel::operator=(Kernel&&) noexcept = default;
+Kernel::~Kernel() = default;
+
+absl::StatusOr<Kernel> Kernel::Load(const KernelArtifact& artifact, int device) {
+  auto impl = std::make_unique<Impl>();
+  impl->target = artifact.record.target;
+  impl->params.assign(artifact.args.begin(), artifact.args.begin() + artifact.num_params);
+  if (!artifact.is_gpu()) {
+    ASSIGN_OR_RETURN(impl->host, codegen::CompileForHost(artifact.lowered.nest));
+    return Kernel(std::move(impl));
+  }
+  CHECK(artifact.gpu != nullptr) << "cuda artifact '" << artifact.name << "' has no module";
+  ASSIGN_OR_RETURN(const runtime::CudaDriver* driver, runtime::CudaDriver::Load());
+  ASSIGN_OR_RETURN(impl->context, runtime::CudaContext::Create(*driver, device));
+  ASSIGN_OR_RETURN(impl->module, runtime::LoadedGpuModule::Load(*impl->context, *artifact.gpu));
+  for (const codegen::KernelArg& arg : artifact.gpu->args) {
+    ASSIGN_OR_RETURN(runtime::DeviceBuffer buffer,
+                     runtime::DeviceBuffer::Allocate(*driver, arg.bytes()));
+    impl->device_buffers.push_back(std::move(buffer));
+  }
+  return Kernel(std::move(impl));
+}
+
+absl::Status Kernel::Run(const std::vector<ir::HostBuffer*>& buffers) {
+  const std::vector<codegen::KernelArg>& params = impl_->params;
+  if (buffers.size() != params.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the kernel takes ", params.size(), " buffers, got ", buffers.size()));
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ir::BufferDecl& want = params[i].buffer;
+    if (buffers[i] == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("buffer ", i, " ('", want.name, "') is null"));
+    }
+    const ir::HostBuffer& got = *buffers[i];
+    if (got.dtype != want.dtype || got.shape != want.shape ||
+        static_cast<int64_t>(got.data.size()) != want.NumElements()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("buffer ", i, " ('", want.name, "') is ", Describe(got), " with ",
+                       got.data.size(), " values, the kernel expects ", Describe(want)));
+    }
+  }
+  return impl_->host != nullptr ? impl_->RunHost(buffers) : impl_->RunCuda(buffers);
+}
+
+absl::Status Kernel::Impl::RunHost(const std::vector<ir::HostBuffer*>& buffers) {
+  // PackBuffer's vectors come from operator new: 16-byte aligned, as the kernel requires.
+  std::vector<std::vector<std::byte>> packed;
+  std::vector<void*> pointers;
+  packed.reserve(buffers.size());
+  for (const ir::HostBuffer* b : buffers) {
+    packed.push_back(runtime::PackBuffer(*b));
+    pointers.push_back(packed.back().data());
+  }
+  const auto start = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(host->Run(pointers));
+  last_run_ms = MsSince(start);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (params[i].kind != codegen::KernelArg::Kind::kOutput) continue;
+    RETURN_IF_ERROR(runtime::UnpackBuffer(packed[i].data(), packed[i].size(), buffers[i]));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Kernel::Impl::RunCuda(const std::vector<ir::HostBuffer*>& buffers) {
+  RETURN_IF_ERROR(context->MakeCurrent());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (params[i].kind != codegen::KernelArg::Kind::kInput) continue;
+    const std::vector<std::byte> bytes = runtime::PackBuffer(*buffers[i]);
+    RETURN_IF_ERROR(device_buffers[i].Upload(bytes.data(), static_cast<int64_t>(bytes.size())));
+  }
+  std::vector<runtime::cuda::CUdeviceptr> pointers;
+  for (const runtime::DeviceBuffer& b : device_buffers) pointers.push_back(b.ptr());
+  const auto start = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(module->LaunchAll(pointers, /*synchronize=*/true));
+  last_run_ms = MsSince(start);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (params[i].kind != codegen::KernelArg::Kind::kOutput) continue;
+    std::vector<std::byte> bytes(static_cast<size_t>(params[i].bytes()));
+    RETURN_IF_ERROR(device_buffers[i].Download(bytes.data(), static_cast<int64_t>(bytes.size())));
+    RETURN_IF_ERROR(runtime::UnpackBuffer(bytes.data(), bytes.size(), buffers[i]));
+  }
+  return absl::OkStatus();
+}
+
+const std::vector<codegen::KernelArg>& Kernel::params() const { return impl_->params; }
+
+std::vector<ir::HostBuffer> Kernel::MakeBuffers() const {
+  std::vector<ir::HostBuffer> out;
+  for (const codegen::KernelArg& p : impl_->params) {
+    out.push_back(ir::HostBuffer::Zeros(p.buffer.dtype, p.buffer.shape));
+  }
+  return out;
+}
+
+double Kernel::last_run_ms() const { return impl_->last_run_ms; }
+
+const schedule::Target& Kernel::target() const { return impl_->target; }
+
+}  // namespace tilesearch

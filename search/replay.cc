@@ -1,2 +1,611 @@
-// Placeholder: filled by the helper that owns it.
 #include "search/replay.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "base/status.h"
+#include "nlohmann/json.hpp"
+#include "schedule/apply_step.h"
+#include "search/log_io.h"
+
+namespace tilesearch::search {
+namespace {
+
+using json = nlohmann::json;
+
+std::string TrialName(const MeasureRecord& record) { return absl::StrCat("trial ", record.trial); }
+
+absl::Status Prefixed(const std::string& prefix, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(prefix, ": ", std::string(status.message())));
+}
+
+bool IsCIdentifier(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+std::string Sanitize(const std::string& text) {
+  std::string out;
+  for (char c : text) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "_" + out;
+  return out;
+}
+
+absl::StatusOr<ReplayedRecord> BestOfLog(const std::string& log_path,
+                                         const std::string& workload_key,
+                                         const schedule::Target& target) {
+  ReadOptions read;
+  read.workload_key = workload_key;  // every target kept: BestRecord names the others
+  ASSIGN_OR_RETURN(LogContents log, ReadLog(log_path, read));
+  absl::StatusOr<MeasureRecord> best = BestRecord(log.records, workload_key, target);
+  if (!best.ok()) return Prefixed(log_path, best.status());
+  absl::StatusOr<ReplayedRecord> replayed = ReplayRecord(*best);
+  if (!replayed.ok()) return Prefixed(log_path, replayed.status());
+  replayed->warnings = std::move(log.warnings);
+  return replayed;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ptxas.
+
+bool IsExecutableFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InternalError(absl::StrCat("cannot read '", path, "'"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    const int err = errno;
+    const std::string reason = std::strerror(err);
+    if (err == EACCES) {
+      return absl::PermissionDeniedError(absl::StrCat("cannot write '", path, "': ", reason));
+    }
+    return absl::InternalError(absl::StrCat("cannot write '", path, "': ", reason));
+  }
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write '", path, "'"));
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Description of the artifact.
+
+// C names of the arguments: sanitized buffer names, made unique, never a C keyword or a name the
+// generated code uses itself.
+std::vector<std::string> ArgumentNames(const std::vector<codegen::KernelArg>& args,
+                                       const std::string& prefix) {
+  static const std::set<std::string> kReserved = {
+      "auto",     "break",  "case",   "char",     "const",    "continue",  "default",  "do",
+      "double",   "else",   "enum",   "extern",   "float",    "for",       "goto",     "if",
+      "inline",   "int",    "long",   "register", "restrict", "return",    "short",    "signed",
+      "sizeof",   "static", "struct", "switch",   "typedef",  "union",     "unsigned", "void",
+      "volatile", "while",  "bool",   "stream",   "params",   "functions", "result"};
+  std::vector<std::string> names;
+  std::set<std::string> used;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string name = prefix + Sanitize(args[i].buffer.name);
+    if (kReserved.count(name) > 0 || used.count(name) > 0) name = absl::StrCat(name, "_", i);
+    used.insert(name);
+    names.push_back(name);
+  }
+  return names;
+}
+
+const char* CType(ir::ScalarType t) {
+  switch (t) {
+    case ir::ScalarType::kFloat32:
+      return "float";
+    case ir::ScalarType::kFloat16:
+    case ir::ScalarType::kBFloat16:
+      return "uint16_t";
+    case ir::ScalarType::kInt32:
+      return "int32_t";
+    case ir::ScalarType::kInt64:
+      return "int64_t";
+    case ir::ScalarType::kBool:
+      return "uint8_t";
+  }
+  return "void";
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+std::string Upper(const std::string& s) {
+  std::string out = s;
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The argument table of the header comment, one line each.
+std::string ArgumentTable(const KernelArtifact& a, const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < a.args.size(); ++i) {
+    const codegen::KernelArg& arg = a.args[i];
+    absl::StrAppend(
+        &out, absl::StrFormat(" *   %-2d %-12s %-7s %-8s %-16s %d bytes\n", i, names[i],
+                              codegen::KernelArgKindName(arg.kind), ir::TypeName(arg.buffer.dtype),
+                              ShapeText(arg.buffer.shape), arg.bytes()));
+  }
+  return out;
+}
+
+std::string HeaderPreamble(const KernelArtifact& a) {
+  const MeasureRecord& r = a.record;
+  return absl::StrCat("/* ", a.name, ".h: generated by tilesearch replay (do not edit).\n",
+                      " * Workload: ", r.workload.ToString(), " (key ", r.workload_key, ")\n",
+                      " * Target: ", r.target.ToString(),
+                      r.device_name.empty() ? "" : " (" + r.device_name + ")", "\n * Tuning trial ",
+                      r.trial, ": median ", absl::StrFormat("%.6g", r.median_ms()), " ms, ",
+                      absl::StrFormat("%.4g", a.gflops()), " GFLOP/s\n");
+}
+
+std::string CudaHeader(const KernelArtifact& a) {
+  const std::string upper = Upper(a.name);
+  const std::vector<std::string> names = ArgumentNames(a.args, "d_");
+  const std::vector<codegen::GpuKernelInfo>& kernels = a.gpu->kernels;
+  std::string h = HeaderPreamble(a);
+  absl::StrAppend(&h, " *\n * Use: load ", a.name, ".cubin (or ", a.name,
+                  ".ptx) with cuModuleLoad or cuModuleLoadData,\n * look the kernels up with ",
+                  a.name,
+                  "_get_functions, allocate one device buffer per argument\n"
+                  " * (dense row-major, in this order; scratch buffers only hold intermediates) "
+                  "and call\n * ",
+                  a.name, "_launch:\n", ArgumentTable(a, names), " */\n");
+  absl::StrAppend(&h, "#ifndef TILESEARCH_", upper, "_H_\n#define TILESEARCH_", upper,
+                  "_H_\n\n#include <cuda.h>\n#include <stddef.h>\n\n");
+  absl::StrAppend(&h, "#define ", upper, "_NUM_KERNELS ", kernels.size(), "\n");
+  absl::StrAppend(&h, "#define ", upper, "_NUM_ARGS ", a.args.size(), "\n");
+  for (size_t i = 0; i < a.args.size(); ++i) {
+    absl::StrAppend(&h, "#define ", upper, "_ARG", i, "_BYTES ((size_t)", a.args[i].bytes(), ")\n");
+  }
+  absl::StrAppend(&h, "\nstatic const char* const ", a.name, "_kernel_names[", kernels.size(),
+                  "] = {");
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    absl::StrAppend(&h, k > 0 ? ", " : "", "\"", kernels[k].name, "\"");
+  }
+  absl::StrAppend(&h, "};\n\n");
+
+  absl::StrAppend(&h, "/* Looks up the kernels of the loaded module, in launch order. */\n",
+                  "static inline CUresult ", a.name, "_get_functions(CUmodule module, CUfunction ",
+                  "functions[", kernels.size(), "]) {\n  CUresult result;\n");
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    absl::StrAppend(&h, "  result = cuModuleGetFunction(&functions[", k, "], module, \"",
+                    kernels[k].name, "\");\n  if (result != CUDA_SUCCESS) return result;\n");
+    const int64_t total = kernels[k].static_shared_bytes + kernels[k].dynamic_shared_bytes;
+    if (kernels[k].dynamic_shared_bytes > 0 && total > 48 * 1024) {
+      absl::StrAppend(&h, "  result = cuFuncSetAttribute(functions[", k,
+                      "], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, ",
+                      kernels[k].dynamic_shared_bytes,
+                      ");\n  if (result != CUDA_SUCCESS) return result;\n");
+    }
+  }
+  absl::StrAppend(&h, "  return CUDA_SUCCESS;\n}\n\n");
+
+  absl::StrAppend(&h, "/* Launches every kernel in order on `stream` (asynchronous). */\n",
+                  "static inline CUresult ", a.name, "_launch(const CUfunction functions[",
+                  kernels.size(), "]");
+  for (const std::string& n : names) absl::StrAppend(&h, ", CUdeviceptr ", n);
+  absl::StrAppend(&h, ", CUstream stream) {\n  void* params[", std::max<size_t>(1, names.size()),
+                  "] = {");
+  for (size_t i = 0; i < names.size(); ++i) absl::StrAppend(&h, i > 0 ? ", " : "", "&", names[i]);
+  if (names.empty()) absl::StrAppend(&h, "NULL");
+  absl::StrAppend(&h, "};\n  CUresult result;\n");
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const codegen::GpuKernelInfo& kn = kernels[k];
+    absl::StrAppend(&h, "  /* ", kn.name, ": ", kn.static_shared_bytes,
+                    " bytes of static shared memory */\n  result = cuLaunchKernel(functions[", k,
+                    "], ", kn.grid[0], ", ", kn.grid[1], ", ", kn.grid[2], ", ", kn.block[0], ", ",
+                    kn.block[1], ", ", kn.block[2], ", ", kn.dynamic_shared_bytes,
+                    ", stream, params, NULL);\n  if (result != CUDA_SUCCESS) return result;\n");
+  }
+  absl::StrAppend(&h, "  return CUDA_SUCCESS;\n}\n\n#endif  /* TILESEARCH_", upper, "_H_ */\n");
+  return h;
+}
+
+std::string CpuHeader(const KernelArtifact& a) {
+  const std::string upper = Upper(a.name);
+  std::vector<codegen::KernelArg> params(a.args.begin(), a.args.begin() + a.num_params);
+  const std::vector<std::string> names = ArgumentNames(params, "");
+  std::string h = HeaderPreamble(a);
+  absl::StrAppend(&h, " * Object: ", a.name, ".o (", a.host->target_triple, ") for CPU '",
+                  a.host->cpu, "' (this host's; it may use its vector extensions)\n *\n * ", a.name,
+                  "(...) runs the kernel on dense row-major arrays, in this order (16-byte "
+                  "aligned):\n",
+                  ArgumentTable(a, names));
+  if (static_cast<int>(a.args.size()) > a.num_params) {
+    absl::StrAppend(&h, " * (plus ", a.args.size() - a.num_params,
+                    " scratch buffer(s) the function allocates itself)\n");
+  }
+  absl::StrAppend(
+      &h,
+      " * float16 / bfloat16 arrays hold the 16-bit patterns; bool arrays one byte (0 or 1) per "
+      "element.\n * Returns 0, or 1 when a scratch buffer could not be allocated (nothing ran).\n"
+      " * Parallel loops call tilesearch_parallel_for, defined weak and serial in the object: a\n"
+      " * program may define it to run body(captures, begin, end) over disjoint ranges covering\n"
+      " * [min, min + extent) on threads, returning when all are done.\n */\n");
+  absl::StrAppend(&h, "#ifndef TILESEARCH_", upper, "_H_\n#define TILESEARCH_", upper,
+                  "_H_\n\n#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+  absl::StrAppend(&h, "int ", a.name, "(");
+  for (size_t i = 0; i < params.size(); ++i) {
+    const bool input = params[i].kind == codegen::KernelArg::Kind::kInput;
+    absl::StrAppend(&h, i > 0 ? ", " : "", input ? "const " : "", CType(params[i].buffer.dtype),
+                    "* ", names[i]);
+  }
+  if (params.empty()) absl::StrAppend(&h, "void");
+  absl::StrAppend(&h, ");\n\nvoid ", codegen::kHostObjectParallelFor,
+                  "(void* reserved, void (*body)(void*, int64_t, int64_t), void* captures,\n"
+                  "                             int64_t min, int64_t extent);\n");
+  absl::StrAppend(&h,
+                  "\n#ifdef __cplusplus\n}  /* extern \"C\" */\n#endif\n\n#endif  /* TILESEARCH_",
+                  upper, "_H_ */\n");
+  return h;
+}
+
+json ArgumentsJson(const KernelArtifact& a) {
+  json args = json::array();
+  for (size_t i = 0; i < a.args.size(); ++i) {
+    const codegen::KernelArg& arg = a.args[i];
+    args.push_back({{"index", i},
+                    {"name", arg.buffer.name},
+                    {"kind", codegen::KernelArgKindName(arg.kind)},
+                    {"dtype", ir::TypeName(arg.buffer.dtype)},
+                    {"shape", arg.buffer.shape},
+                    {"bytes", arg.bytes()}});
+  }
+  return args;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Picking and replaying records.
+
+absl::StatusOr<ReplayedRecord> ReplayRecord(const MeasureRecord& record) {
+  const std::string trial = TrialName(record);
+  absl::StatusOr<ir::ComputeDAG> dag = record.workload.Build();
+  if (!dag.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(trial, ": workload: ", std::string(dag.status().message())));
+  }
+  const std::string key = dag->WorkloadKey();
+  if (key != record.workload_key) {
+    return absl::InvalidArgumentError(absl::StrCat(trial, ": workload key ", record.workload_key,
+                                                   " of the record differs from ", key,
+                                                   " of its workload rebuilt by this build"));
+  }
+  absl::StatusOr<schedule::State> state = schedule::ReplaySteps(*dag, record.steps);
+  if (!state.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat(trial, ": ", std::string(state.status().message())));
+  return ReplayedRecord{record, *std::move(dag), *std::move(state), {}};
+}
+
+absl::StatusOr<ReplayedRecord> ApplyHistoryBest(const std::string& log_path,
+                                                const schedule::Workload& workload,
+                                                const schedule::Target& target) {
+  absl::StatusOr<ir::ComputeDAG> dag = workload.Build();
+  if (!dag.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("workload ", workload.ToString(), ": ", std::string(dag.status().message())));
+  }
+  return BestOfLog(log_path, dag->WorkloadKey(), target);
+}
+
+absl::StatusOr<ReplayedRecord> ApplyHistoryBestByKey(const std::string& log_path,
+                                                     const std::string& workload_key,
+                                                     const schedule::Target& target) {
+  if (workload_key.empty()) return absl::InvalidArgumentError("empty workload key");
+  return BestOfLog(log_path, workload_key, target);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building.
+
+double KernelArtifact::gflops() const {
+  return record.valid() ? flops / (record.median_ms() * 1e-3) * 1e-9 : 0;
+}
+
+std::string DefaultArtifactName(const MeasureRecord& record) {
+  return Sanitize(absl::StrCat(record.workload.op, "_", record.workload_key.substr(0, 8)));
+}
+
+std::optional<std::string> FindPtxas() {
+  if (const char* env = std::getenv("TILESEARCH_PTXAS"); env != nullptr && *env != '\0') {
+    return std::string(env);
+  }
+  if (const char* path = std::getenv("PATH"); path != nullptr) {
+    for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
+      const std::string candidate = absl::StrCat(std::string(dir), "/ptxas");
+      if (IsExecutableFile(candidate)) return candidate;
+    }
+  }
+  if (IsExecutableFile("/usr/local/cuda/bin/ptxas"))
+    return std::string("/usr/local/cuda/bin/ptxas");
+  return std::nullopt;
+}
+
+absl::StatusOr<std::string> AssemblePtx(const std::string& ptxas, const std::string& ptx,
+                                        const std::string& arch) {
+  std::string dir_template =
+      (std::filesystem::temp_directory_path() / "tilesearch-ptxas-XXXXXX").string();
+  if (::mkdtemp(dir_template.data()) == nullptr) {
+    return absl::InternalError(
+        absl::StrCat("cannot create a temporary directory: ", std::strerror(errno)));
+  }
+  const std::string dir = dir_template;
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  const std::string in = dir + "/kernel.ptx";
+  const std::string out = dir + "/kernel.cubin";
+  const std::string log = dir + "/ptxas.log";
+  RETURN_IF_ERROR(WriteFile(in, ptx));
+  const std::string arch_flag = "-arch=" + arch;
+  const pid_t pid = ::fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    const char* argv[] = {ptxas.c_str(), arch_flag.c_str(), "-o", out.c_str(), in.c_str(), nullptr};
+    ::execvp(ptxas.c_str(), const_cast<char* const*>(argv));
+    const char kMessage[] = "cannot run ptxas\n";
+    [[maybe_unused]] ssize_t n = ::write(2, kMessage, sizeof(kMessage) - 1);
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return absl::InternalError(absl::StrCat("waitpid: ", std::strerror(errno)));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    absl::StatusOr<std::string> text = ReadFile(log);
+    std::string message = text.ok() ? *text : "";
+    while (!message.empty() && std::isspace(static_cast<unsigned char>(message.back()))) {
+      message.pop_back();
+    }
+    const std::string how = WIFEXITED(status) ? absl::StrCat("exit ", WEXITSTATUS(status))
+                                              : absl::StrCat("signal ", WTERMSIG(status));
+    return absl::InternalError(
+        absl::StrCat(ptxas, " ", arch_flag, " failed (", how, "): ", message.substr(0, 2000)));
+  }
+  return ReadFile(out);
+}
+
+absl::StatusOr<KernelArtifact> BuildKernel(const ReplayedRecord& replayed,
+                                           const BuildOptions& options) {
+  const MeasureRecord& record = replayed.record;
+  const std::string trial = TrialName(record);
+  KernelArtifact a;
+  a.name = options.name.empty() ? DefaultArtifactName(record) : options.name;
+  if (!IsCIdentifier(a.name)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact name '", a.name, "' is not a C identifier"));
+  }
+  a.record = record;
+  a.dag = replayed.dag;
+  a.flops = replayed.dag.Flops();
+  absl::StatusOr<schedule::LoweredKernel> lowered =
+      schedule::Lower(replayed.dag, replayed.state, record.target);
+  if (!lowered.ok()) {
+    return absl::Status(lowered.status().code(),
+                        absl::StrCat(trial, ": cannot lower for ", record.target.ToString(), ": ",
+                                     std::string(lowered.status().message())));
+  }
+  a.lowered = *std::move(lowered);
+  a.num_params = static_cast<int>(a.lowered.nest.params.size());
+
+  if (record.target.is_gpu()) {
+    std::vector<codegen::LaunchInfo> launches;
+    for (const schedule::LaunchConfig& l : a.lowered.launches) {
+      launches.push_back({l.grid, l.block, l.shared_memory_bytes});
+    }
+    codegen::GpuCompileOptions gpu = options.gpu;
+    gpu.arch = record.target.arch;
+    absl::StatusOr<codegen::GpuModule> module =
+        codegen::CompileToPtx(a.lowered.nest, launches, gpu);
+    if (!module.ok()) return Prefixed(trial + ": compile", module.status());
+    a.args = module->args;
+    a.gpu = std::make_shared<const codegen::GpuModule>(*std::move(module));
+    if (options.cubin) {
+      std::optional<std::string> ptxas = FindPtxas();
+      if (ptxas.has_value()) {
+        absl::StatusOr<std::string> cubin = AssemblePtx(*ptxas, a.gpu->ptx, gpu.arch);
+        if (!cubin.ok()) return Prefixed(trial, cubin.status());
+        a.cubin = *std::move(cubin);
+      } else {
+        a.notes.push_back(
+            "no cubin: ptxas not found ($TILESEARCH_PTXAS unset, no ptxas on PATH, no "
+            "/usr/local/cuda/bin/ptxas); the driver JIT-compiles the PTX at load time");
+      }
+    }
+  } else {
+    codegen::HostObjectOptions host = options.host;
+    host.entry_name = a.name;
+    absl::StatusOr<codegen::HostObject> object = codegen::CompileHostObject(a.lowered.nest, host);
+    if (!object.ok()) return Prefixed(trial + ": compile", object.status());
+    a.args = object->args;
+    a.host = *std::move(object);
+  }
+  return a;
+}
+
+absl::StatusOr<KernelArtifact> BuildKernel(const MeasureRecord& record,
+                                           const BuildOptions& options) {
+  ASSIGN_OR_RETURN(ReplayedRecord replayed, ReplayRecord(record));
+  return BuildKernel(replayed, options);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Re-check.
+
+runtime::MeasureOptions CheckOptions::DefaultMeasure() {
+  runtime::MeasureOptions m;
+  m.seed = 0x7e5eed;  // not the tuning job's default (1): fresh inputs
+  m.timing.warmup_runs = 0;
+  m.timing.min_runs = 1;
+  m.timing.min_total_ms = 0;
+  m.timing.max_runs = 1;
+  m.timing.flush_cache = false;
+  return m;
+}
+
+absl::StatusOr<CheckOutcome> CheckKernel(const KernelArtifact& artifact,
+                                         const CheckOptions& options) {
+  CheckOutcome out;
+  RETURN_IF_ERROR(runtime::ValidateMeasureOptions(options.measure));
+  RETURN_IF_ERROR(runtime::CheckMeasureHostMemory(artifact.dag, options.measure));
+  absl::StatusOr<std::unique_ptr<runtime::Measurer>> measurer =
+      runtime::CreateMeasurer(artifact.record.target, options.measure);
+  if (!measurer.ok()) {
+    if (artifact.is_gpu() && measurer.status().code() == absl::StatusCode::kFailedPrecondition) {
+      out.note = absl::StrCat("not re-checked: ", std::string(measurer.status().message()));
+      return out;
+    }
+    return measurer.status();
+  }
+  runtime::MeasureCandidate candidate;
+  candidate.nest = std::make_shared<const ir::LoopNest>(artifact.lowered.nest);
+  if (artifact.is_gpu()) {
+    for (const schedule::LaunchConfig& l : artifact.lowered.launches) {
+      candidate.launches.push_back({l.grid, l.block, l.shared_memory_bytes});
+    }
+    candidate.gpu_module = artifact.gpu;
+  }
+  std::vector<runtime::MeasureResult> results = (*measurer)->Measure(artifact.dag, {candidate});
+  CHECK(results.size() == 1) << "measurer returned " << results.size() << " results for 1";
+  out.result = std::move(results[0]);
+  if (out.result.error == runtime::MeasureError::kNoDevice) {
+    out.note = absl::StrCat("not re-checked: ", out.result.message);
+    return out;
+  }
+  out.checked = true;
+  out.passed = out.result.ok() && out.result.check.mismatches == 0;
+  if (!out.passed) {
+    out.note = absl::StrCat(runtime::MeasureErrorName(out.result.error), ": ", out.result.message);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing.
+
+std::string ArtifactHeader(const KernelArtifact& artifact) {
+  return artifact.is_gpu() ? CudaHeader(artifact) : CpuHeader(artifact);
+}
+
+json ArtifactToJson(const KernelArtifact& a, const CheckOutcome* check) {
+  const MeasureRecord& r = a.record;
+  json j;
+  j["name"] = a.name;
+  j["workload"] = schedule::WorkloadToJson(r.workload);
+  j["workload_key"] = r.workload_key;
+  j["target"] = r.target.ToString();
+  j["device_name"] = r.device_name;
+  j["trial"] = r.trial;
+  j["seed"] = r.seed;
+  j["steps"] = MeasureRecordToJson(r)["steps"];
+  j["median_ms"] = r.valid() ? json(r.median_ms()) : json(nullptr);
+  j["gflops"] = a.gflops();
+  j["flops"] = a.flops;
+  json files;
+  json entries = json::array();
+  json launches = json::array();
+  if (a.is_gpu()) {
+    files["ptx"] = a.name + ".ptx";
+    files["cubin"] = a.cubin.empty() ? json(nullptr) : json(a.name + ".cubin");
+    for (const codegen::GpuKernelInfo& k : a.gpu->kernels) {
+      entries.push_back(k.name);
+      launches.push_back({{"entry", k.name},
+                          {"grid", k.grid},
+                          {"block", k.block},
+                          {"static_shared_bytes", k.static_shared_bytes},
+                          {"dynamic_shared_bytes", k.dynamic_shared_bytes}});
+    }
+  } else {
+    files["object"] = a.name + ".o";
+    entries.push_back(a.host->entry_name);
+    j["cpu"] = {{"triple", a.host->target_triple}, {"cpu", a.host->cpu}};
+  }
+  files["header"] = a.name + ".h";
+  files["json"] = a.name + ".json";
+  j["files"] = files;
+  j["entries"] = entries;
+  j["launches"] = launches;
+  j["arguments"] = ArgumentsJson(a);
+  j["notes"] = a.notes;
+  if (check != nullptr) {
+    j["check"] = {{"checked", check->checked},
+                  {"passed", check->passed},
+                  {"note", check->note},
+                  {"trials", check->result.check.trials},
+                  {"max_abs_error", check->result.check.max_abs_error},
+                  {"max_rel_error", check->result.check.max_rel_error}};
+  }
+  return j;
+}
+
+absl::StatusOr<std::vector<std::string>> WriteArtifacts(const KernelArtifact& artifact,
+                                                        const std::string& out_dir,
+                                                        const CheckOutcome* check) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create output directory '", out_dir, "': ", ec.message()));
+  }
+  const std::string base = (std::filesystem::path(out_dir) / artifact.name).string();
+  std::vector<std::pair<std::string, std::string>> files;
+  if (artifact.is_gpu()) {
+    files.emplace_back(base + ".ptx", artifact.gpu->ptx);
+    if (!artifact.cubin.empty()) files.emplace_back(base + ".cubin", artifact.cubin);
+  } else {
+    files.emplace_back(base + ".o", artifact.host->bytes);
+  }
+  files.emplace_back(base + ".h", ArtifactHeader(artifact));
+  files.emplace_back(base + ".json", ArtifactToJson(artifact, check).dump(2) + "\n");
+  std::vector<std::string> written;
+  for (const auto& [path, bytes] : files) {
+    RETURN_IF_ERROR(WriteFile(path, bytes));
+    written.push_back(path);
+  }
+  return written;
+}
+
+}  // namespace tilesearch::search

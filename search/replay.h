@@ -1,2 +1,178 @@
-// Placeholder: filled by the helper that owns it.
+// Replay of tuning logs into kernel artifacts (Ansor's ApplyHistoryBest, OSDI'20 §6 / TVM
+// auto_scheduler.ApplyHistoryBest): the best valid record of a task (workload key + target) is
+// picked from the log, its steps are replayed on the workload's DAG (a record replays exactly: same
+// steps, same kernel), the state is lowered again and compiled into what a program needs to run
+// the kernel without tilesearch:
+//   cuda: PTX (codegen::CompileToPtx), a cubin when ptxas is at hand, the launch configuration
+//         of every kernel and a C header whose static inline launcher calls cuLaunchKernel;
+//   cpu:  an object file from the host JIT's own MLIR → LLVM pipeline (codegen::CompileHostObject)
+//         with one C entry taking plain pointers, and a C header declaring it.
+// The rebuilt kernel can be checked again against the unscheduled program on fresh random inputs
+// (CheckKernel) before it is written out (WriteArtifacts).
 #pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "codegen/codegen.h"
+#include "ir/compute_dag.h"
+#include "nlohmann/json_fwd.hpp"
+#include "runtime/measure.h"
+#include "schedule/lower.h"
+#include "schedule/schedule_file.h"
+#include "schedule/state.h"
+#include "schedule/target.h"
+#include "search/measure_record.h"
+
+namespace tilesearch::search {
+
+/// A measure record with its workload rebuilt and its steps replayed.
+struct ReplayedRecord {
+  MeasureRecord record;
+  ir::ComputeDAG dag;     // record.workload.Build()
+  schedule::State state;  // record.steps applied to dag's initial state
+  /// ReadLog's warnings (skipped lines, records of other targets) when read from a log.
+  std::vector<std::string> warnings;
+};
+
+/// Rebuilds the record's DAG and replays its steps. Errors (kInvalidArgument, naming the trial):
+/// "trial 17: workload: <Build's error>", "trial 17: workload key 1234 of the record differs
+/// from 5678 of its workload rebuilt by this build", "trial 17: step 3: <ApplyStep's error>".
+[[nodiscard]] absl::StatusOr<ReplayedRecord> ReplayRecord(const MeasureRecord& record);
+
+/// The best valid record (smallest median time; search::BestRecord) of `workload` on `target` in
+/// the log at `log_path`, replayed. Errors: ReadLog's (kNotFound "log 'x' does not exist", a
+/// newer format version); the workload's build errors; kNotFound "<path>: no record for workload
+/// <key> on <target>[; the log has its records on other targets: 12 on cpu]" or "<path>: no valid
+/// record for workload <key> on <target>: all 64 trials failed: 60 compile_error, 4 wrong_answer"
+/// (BestRecord's messages); ReplayRecord's errors prefixed with the path.
+[[nodiscard]] absl::StatusOr<ReplayedRecord> ApplyHistoryBest(const std::string& log_path,
+                                                              const schedule::Workload& workload,
+                                                              const schedule::Target& target);
+
+/// As ApplyHistoryBest for a workload named only by its key (ir::ComputeDAG::WorkloadKey()).
+[[nodiscard]] absl::StatusOr<ReplayedRecord> ApplyHistoryBestByKey(const std::string& log_path,
+                                                                   const std::string& workload_key,
+                                                                   const schedule::Target& target);
+
+struct BuildOptions {
+  /// Base name of the artifact: file names, the cpu entry symbol, C header macros. Must be a C
+  /// identifier; "" = DefaultArtifactName(record).
+  std::string name;
+  /// GPU code generation; `arch` is replaced by the record's target arch.
+  codegen::GpuCompileOptions gpu;
+  /// Host object emission; `entry_name` is replaced by the artifact name.
+  codegen::HostObjectOptions host;
+  /// cuda: assemble the PTX into a cubin when ptxas is found (FindPtxas).
+  bool cubin = true;
+};
+
+/// A rebuilt kernel: everything WriteArtifacts writes.
+struct KernelArtifact {
+  std::string name;                      // the artifact's base name (a C identifier)
+  MeasureRecord record;                  // the record it was built from
+  ir::ComputeDAG dag;                    // its workload
+  schedule::LoweredKernel lowered;       // the re-lowered loop nest and GPU launches
+  std::vector<codegen::KernelArg> args;  // params (inputs, outputs), then scratch buffers
+  int num_params = 0;                    // args a caller passes; the rest are scratch
+  double flops = 0;                      // FLOPs of one run (dag.Flops())
+
+  // cuda only.
+  std::shared_ptr<const codegen::GpuModule> gpu;  // PTX, kernels (entry, grid, block, shared)
+  std::string cubin;                              // ptxas output; empty when not built
+  // cpu only.
+  std::optional<codegen::HostObject> host;  // the object file and its entry
+
+  /// Why something is missing, e.g. "no cubin: ptxas not found ($TILESEARCH_PTXAS unset, no
+  /// ptxas on PATH, no /usr/local/cuda/bin/ptxas)".
+  std::vector<std::string> notes;
+
+  bool is_gpu() const { return record.target.is_gpu(); }
+  /// GFLOP/s of the record's median time (0 when it has none).
+  double gflops() const;
+};
+
+/// "<op>_<first 8 characters of the workload key>", made a C identifier, e.g. "matmul_9f0c2d4e".
+std::string DefaultArtifactName(const MeasureRecord& record);
+
+/// The ptxas to use: $TILESEARCH_PTXAS when set and non-empty (even if not executable: then
+/// assembling fails naming it), else `ptxas` on PATH, else /usr/local/cuda/bin/ptxas when it is
+/// executable; nullopt when none.
+std::optional<std::string> FindPtxas();
+
+/// Assembles `ptx` for `arch` ("sm_90") with `ptxas -arch=<arch>` into a cubin. Errors: kInternal
+/// "ptxas -arch=sm_90 failed (exit 255): <its stderr>"; kInternal when it cannot be run.
+[[nodiscard]] absl::StatusOr<std::string> AssemblePtx(const std::string& ptxas,
+                                                      const std::string& ptx,
+                                                      const std::string& arch);
+
+/// Lowers the replayed state for its record's target and compiles it (cuda: CompileToPtx with
+/// the lowered launches, then a cubin when `options.cubin` and ptxas is found; cpu:
+/// CompileHostObject). Errors, naming the trial: "trial 17: cannot lower for cuda -arch=sm_90:
+/// ..." (Lower's), "trial 17: compile: ..." (codegen's), "trial 17: ptxas -arch=sm_90 failed ..."
+/// (a ptxas that rejects the PTX), kInvalidArgument for a name that is not a C identifier.
+[[nodiscard]] absl::StatusOr<KernelArtifact> BuildKernel(const ReplayedRecord& replayed,
+                                                         const BuildOptions& options = {});
+/// ReplayRecord then BuildKernel.
+[[nodiscard]] absl::StatusOr<KernelArtifact> BuildKernel(const MeasureRecord& record,
+                                                         const BuildOptions& options = {});
+
+struct CheckOptions {
+  /// The check of runtime::Measurer (tolerances, trials, distributions) with its own seed, so
+  /// the inputs differ from the tuning job's (whose default seed is 1). Timing is one run.
+  runtime::MeasureOptions measure = DefaultMeasure();
+  static runtime::MeasureOptions DefaultMeasure();
+};
+
+/// The outcome of CheckKernel.
+struct CheckOutcome {
+  bool checked = false;  // false: not re-checked (`note` says why); `passed` is then false
+  bool passed = false;   // every output element within tolerance on every trial
+  /// "not re-checked: no CUDA driver found: ..." when !checked; the failure when checked and not
+  /// passed ("wrong_answer: C[3, 17]: got nan, expected 1.25 ..."); empty when passed.
+  std::string note;
+  runtime::MeasureResult result;  // the measurer's result (check report), when checked
+};
+
+/// Runs the rebuilt kernel against the unscheduled program on fresh random inputs through
+/// runtime::CreateMeasurer (runtime/measure.h: outputs poisoned with NaN, every element compared
+/// under the dtype's tolerance): cpu through the host measurer (the nest JIT-compiled by the same
+/// pipeline as the object), cuda through the cuda measurer with the artifact's own PTX. Where no
+/// CUDA driver or device answers the outcome is "not re-checked", not an error. Forks measurement
+/// workers: call it before this process initializes CUDA. Errors: kInvalidArgument for invalid
+/// measure options; kResourceExhausted when the check needs more host memory than is available.
+[[nodiscard]] absl::StatusOr<CheckOutcome> CheckKernel(const KernelArtifact& artifact,
+                                                       const CheckOptions& options = {});
+
+/// The artifact's JSON description (see WriteArtifacts); `check` adds its outcome.
+nlohmann::json ArtifactToJson(const KernelArtifact& artifact, const CheckOutcome* check = nullptr);
+
+/// The C header: cuda, a launcher (see WriteArtifacts); cpu, the entry's prototype.
+std::string ArtifactHeader(const KernelArtifact& artifact);
+
+/// Writes into `out_dir` (created with its parents when missing):
+///   cuda: <name>.ptx, <name>.cubin (when built);
+///   cpu:  <name>.o;
+///   both: <name>.h and <name>.json.
+/// The JSON: name, workload (schedule::WorkloadToJson), workload_key, target ("cuda
+/// -arch=sm_90"), device_name, trial, seed, steps (the step list), median_ms, gflops, flops,
+/// files, entries (PTX entry names or the C symbol), launches (per kernel: entry, grid, block,
+/// static and dynamic shared bytes; empty on cpu), arguments (index, name, kind
+/// input/output/scratch, dtype, shape, bytes), notes, cpu ({triple, cpu}) for cpu, and check
+/// (checked, passed, note, trials, max_abs_error, max_rel_error) when given.
+/// The cuda header (needs <cuda.h>): <NAME>_NUM_KERNELS / _NUM_ARGS / _ARG<i>_BYTES macros,
+/// `<name>_kernel_names`, `CUresult <name>_get_functions(CUmodule, CUfunction fns[])` (which also
+/// opts kernels into dynamic shared memory above 48 KiB), and `CUresult <name>_launch(const
+/// CUfunction fns[], CUdeviceptr d_<arg>..., CUstream stream)` calling cuLaunchKernel for each
+/// kernel in order with the recorded grid, block and dynamic shared bytes. The cpu header:
+/// `int <name>(const float* A, const float* B, float* C);` with the argument layout documented.
+/// Returns the paths written, in the order above. Errors: kInternal / kPermissionDenied naming
+/// the path that could not be created or written.
+[[nodiscard]] absl::StatusOr<std::vector<std::string>> WriteArtifacts(
+    const KernelArtifact& artifact, const std::string& out_dir,
+    const CheckOutcome* check = nullptr);
+
+}  // namespace tilesearch::search

@@ -71,7 +71,17 @@ CommandAction AddBenchCompileCommand(CLI::App& app);
 /// record (median ms, GFLOP/s, steps). Returns 0 with a valid best record, 1 when none is valid.
 ExitCodeAction AddTuneCommand(CLI::App& app);
 
-/// `tilesearch replay` (doc: its owner fills this in).
+/// `tilesearch replay --log FILE (--op NAME --shape ... [--attr k=v] [--dtype T] | --workload-key
+/// KEY) [--target auto|cpu|cuda[ -arch=sm_XX]] --out DIR [--name NAME] [--no-check]`: picks the
+/// best valid record of the workload on the target (default: the one target the log holds the
+/// workload's records for) with search::ApplyHistoryBest, rebuilds it (search::BuildKernel:
+/// re-lowered; cuda PTX + cubin when ptxas is found; cpu object file), re-checks it against the
+/// unscheduled program on fresh random inputs (search::CheckKernel; cuda without a driver: "not
+/// re-checked"), and writes <name>.ptx/.cubin or <name>.o, <name>.h and <name>.json into DIR.
+/// Prints the workload, target, the record (trial, median ms, GFLOP/s, steps), the kernels or the
+/// entry, notes, the re-check result and each file written. Returns 0 when written, 1 when the
+/// re-check failed (nothing written); user errors (missing log, no valid record: "all 64 trials
+/// failed: ...", unknown target, bad workload) are a Status.
 ExitCodeAction AddReplayCommand(CLI::App& app);
 
 /// `tilesearch inspect` (doc: its owner fills this in).

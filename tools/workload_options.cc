@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
-#include "runtime/cuda_device.h"
 #include "schedule/lower.h"
+#include "search/api.h"
 
 namespace tilesearch::tools {
 
@@ -27,11 +27,7 @@ void AddWorkloadOptions(CLI::App& app, WorkloadOptions& options) {
 }
 
 absl::StatusOr<schedule::Target> ResolveTargetOption(const std::string& text) {
-  if (text != "auto") return schedule::ParseTarget(text);
-  // Probed in a forked child: this process must not initialize CUDA before forking workers.
-  absl::StatusOr<runtime::DeviceInfo> device = runtime::ProbeCudaDevice(0);
-  if (device.ok()) return runtime::TargetFromDevice(*device);
-  return schedule::Target::HostCpu();
+  return TargetFromString(text);
 }
 
 absl::StatusOr<ir::OpArgs> ParseOpArgs(const WorkloadOptions& options) {

@@ -1,0 +1,459 @@
+// Replay of tuning logs into kernel artifacts: a log written by search::Tune on the cpu target
+// gives back its fastest valid record (found independently by scanning the log's JSON), whose
+// object file, linked by the C compiler and called through its C entry, computes the matmul of a
+// float64 triple loop, and whose re-check passes; broken logs give the reasons (failure counts,
+// the trial whose steps no longer replay, other targets, a missing file). A GPU record rebuilds
+// into PTX that ptxas -arch=sm_90 accepts, with the launches schedule::Lower derives, a C header
+// that compiles against cuda.h, and a re-check that says "not re-checked" without a driver.
+#include "search/replay.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "schedule/lower.h"
+#include "schedule/schedule_file.h"
+#include "search/log_io.h"
+#include "search/tuner.h"
+
+namespace tilesearch::search {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::tilesearch::testing::StatusIs;
+
+// ---------------------------------------------------------------------------------------------
+// Scratch files.
+
+std::filesystem::path ScratchDir() {
+  return std::filesystem::path(::testing::TempDir()) /
+         ("replay_test_" + std::to_string(::getpid()));
+}
+
+class ScratchCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override { std::filesystem::remove_all(ScratchDir()); }
+};
+const ::testing::Environment* const kCleanup =
+    ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
+
+std::string TempPath(const std::string& name) {
+  std::filesystem::create_directories(ScratchDir());
+  const std::filesystem::path p = ScratchDir() / name;
+  std::filesystem::remove_all(p);
+  return p.string();
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool HaveProgram(const std::string& name) {
+  return std::system(("command -v " + name + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Records.
+
+schedule::Workload Matmul(int64_t n) {
+  schedule::Workload w;
+  w.op = "matmul";
+  w.args.shapes = {{n, n}, {n, n}};
+  return w;
+}
+
+std::string KeyOf(const schedule::Workload& w) {
+  absl::StatusOr<ir::ComputeDAG> dag = w.Build();
+  CHECK(dag.ok()) << dag.status();
+  return dag->WorkloadKey();
+}
+
+// A trial of `w` on `target` with `steps`: median `median_ms` when `error` is kNone.
+MeasureRecord Record(const schedule::Workload& w, const schedule::Target& target,
+                     std::vector<schedule::Step> steps, int64_t trial, double median_ms,
+                     runtime::MeasureError error = runtime::MeasureError::kNone) {
+  MeasureRecord r;
+  r.workload = w;
+  r.workload_key = KeyOf(w);
+  r.target = target;
+  r.steps = std::move(steps);
+  r.result.error = error;
+  if (error == runtime::MeasureError::kNone) {
+    r.result.costs_s = {median_ms * 1e-3};
+    r.result.timing.runs = 1;
+    r.result.timing.median_ms = median_ms;
+  } else {
+    r.result.message = "failed";
+  }
+  r.timestamp = "2025-11-30T00:00:00.000Z";
+  r.trial = trial;
+  return r;
+}
+
+std::string WriteLog(const std::string& name, const std::vector<MeasureRecord>& records) {
+  const std::string path = TempPath(name);
+  absl::StatusOr<LogWriter> writer = LogWriter::Open(path);
+  CHECK(writer.ok()) << writer.status();
+  CHECK(writer->Append(records).ok());
+  return path;
+}
+
+// The Ansor-style GPU matmul of examples/schedules/matmul_cuda_sssrrsrs.json (128³: 64×64 tiles
+// per block, 128 threads, A and B cached in shared memory).
+constexpr char kCudaMatmul[] = R"({
+  "version": 1,
+  "workload": {"op": "matmul", "shapes": [[128, 128], [128, 128]], "dtype": "float32"},
+  "target": "cuda -arch=sm_90",
+  "steps": [
+    ["CHW", 2, "local"], ["SP", 3, 0, 128, [2, 8, 4], 1], ["SP", 3, 4, 128, [2, 16, 2], 1],
+    ["RE", 3, [0, 4, 1, 5, 2, 6, 3, 7]], ["FU", 3, [0, 1]], ["FU", 3, [1, 2]], ["FU", 3, [2, 3]],
+    ["AN", 3, 0, 5], ["AN", 3, 1, 4], ["AN", 3, 2, 6], ["CA", 2, 3, 2],
+    ["SP", 2, 2, 128, [8], 1], ["RE", 2, [2, 3, 0, 1]], ["CHR", 0, "shared", [2]],
+    ["CA", 1, 3, 0], ["CHR", 2, "shared", [3]], ["CA", 3, 4, 0], ["FU", 1, [0, 1]],
+    ["SP", 1, 0, 512, [128], 1], ["AN", 1, 1, 6], ["FU", 3, [0, 1]], ["SP", 3, 0, 512, [128], 1],
+    ["AN", 3, 1, 6], ["PR", 5, 0, "auto_unroll_max_step$16"]
+  ]
+})";
+
+schedule::ScheduleFile CudaMatmulSchedule() {
+  absl::StatusOr<schedule::ScheduleFile> file = schedule::ScheduleFile::Parse(kCudaMatmul);
+  CHECK(file.ok()) << file.status();
+  return *file;
+}
+
+// A log with one valid GPU record (trial 3) of the schedule above and a slower naive one.
+std::string CudaLog(const std::string& name) {
+  const schedule::ScheduleFile s = CudaMatmulSchedule();
+  return WriteLog(name, {Record(s.workload, s.target, {}, 0, 5.0),
+                         Record(s.workload, s.target, s.steps, 3, 0.02)});
+}
+
+// Loads the shared library `so`, calls `int entry(const float* A, const float* B, float* C)` on
+// random n×n inputs and compares C with a float64 triple loop. Returns the library's `calls`
+// counter (-1 when it has none).
+int ExpectLibraryComputesMatmul(const std::string& so, const std::string& entry_name, int64_t n) {
+  void* lib = ::dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  EXPECT_NE(lib, nullptr) << ::dlerror();
+  if (lib == nullptr) return -1;
+  using Entry = int (*)(const float*, const float*, float*);
+  auto entry = reinterpret_cast<Entry>(::dlsym(lib, entry_name.c_str()));
+  EXPECT_NE(entry, nullptr) << "no symbol " << entry_name;
+  int calls = -1;
+  if (entry != nullptr) {
+    std::mt19937 gen(11);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    std::vector<float> a(n * n), b(n * n), c(n * n, std::nanf(""));
+    for (float& x : a) x = dist(gen);
+    for (float& x : b) x = dist(gen);
+    EXPECT_EQ(entry(a.data(), b.data(), c.data()), 0);
+    int mismatches = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t k = 0; k < n; ++k) sum += double{a[i * n + k]} * b[k * n + j];
+        if (!(std::abs(c[i * n + j] - sum) <= 1e-5 * n) && mismatches++ < 3) {
+          ADD_FAILURE() << "C[" << i << ", " << j << "] = " << c[i * n + j] << ", expected " << sum;
+        }
+      }
+    }
+    if (auto* counter = static_cast<int*>(::dlsym(lib, "calls"))) calls = *counter;
+  }
+  ::dlclose(lib);
+  return calls;
+}
+
+// ---------------------------------------------------------------------------------------------
+// cpu: tuned log → object file.
+
+TEST(ReplayTest, TunedCpuLogReplaysToACheckedObjectComputingTheMatmul) {
+  constexpr int64_t kN = 24;
+  const std::string log = TempPath("tuned.jsonl");
+  TuneOptions tune;
+  tune.trials = 6;
+  tune.per_round = 6;
+  tune.log_path = log;
+  tune.seed = 3;
+  tune.search.population = 32;
+  tune.search.generations = 1;
+  tune.search.init_min_population = 8;
+  tune.measure.timing.min_runs = 2;
+  tune.measure.timing.min_total_ms = 0;
+  tune.measure.timing.warmup_runs = 0;
+  tune.measure.host_threads = 1;
+  tune.quiet = true;
+  ASSERT_TRUE(Tune(Matmul(kN), schedule::Target::HostCpu(), tune).ok());
+
+  // The fastest valid record, found from the log's JSON alone.
+  int64_t best_trial = -1;
+  double best_ms = std::numeric_limits<double>::infinity();
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    const json r = json::parse(line);
+    if (!r.contains("result")) continue;  // a round's metadata line
+    if (r["result"]["error"] != "none") continue;
+    const double ms = r["result"]["timing"]["median_ms"].get<double>();
+    if (ms < best_ms) best_ms = ms, best_trial = r["trial"].get<int64_t>();
+  }
+  ASSERT_GE(best_trial, 0) << "no valid record in the tuned log";
+
+  absl::StatusOr<ReplayedRecord> best =
+      ApplyHistoryBest(log, Matmul(kN), schedule::Target::HostCpu());
+  ASSERT_TRUE(best.ok()) << best.status();
+  EXPECT_EQ(best->record.trial, best_trial);
+  EXPECT_DOUBLE_EQ(best->record.median_ms(), best_ms);
+
+  absl::StatusOr<KernelArtifact> artifact = BuildKernel(*best);
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  ASSERT_TRUE(artifact->host.has_value());
+  EXPECT_EQ(artifact->host->bytes.substr(0, 4),
+            "\x7f"
+            "ELF");
+  EXPECT_EQ(artifact->num_params, 3);
+
+  absl::StatusOr<CheckOutcome> check = CheckKernel(*artifact);
+  ASSERT_TRUE(check.ok()) << check.status();
+  EXPECT_TRUE(check->checked);
+  EXPECT_TRUE(check->passed) << check->note;
+  EXPECT_GT(check->result.check.checked_elements, 0);
+
+  const std::string out = TempPath("cpu_out");
+  absl::StatusOr<std::vector<std::string>> written = WriteArtifacts(*artifact, out, &*check);
+  ASSERT_TRUE(written.ok()) << written.status();
+  const std::string base = out + "/" + artifact->name;
+  EXPECT_EQ(*written, (std::vector<std::string>{base + ".o", base + ".h", base + ".json"}));
+  const json j = json::parse(ReadText(base + ".json"));
+  EXPECT_EQ(j["trial"], best_trial);
+  EXPECT_DOUBLE_EQ(j["median_ms"].get<double>(), best_ms);
+  EXPECT_EQ(j["workload_key"], KeyOf(Matmul(kN)));
+  EXPECT_EQ(j["target"], "cpu");
+  EXPECT_EQ(j["entries"], json::array({artifact->name}));
+  ASSERT_EQ(j["arguments"].size(), 3u);
+  EXPECT_EQ(j["arguments"][0]["kind"], "input");
+  EXPECT_EQ(j["arguments"][2]["kind"], "output");
+  EXPECT_EQ(j["arguments"][2]["shape"], json::array({kN, kN}));
+  EXPECT_DOUBLE_EQ(j["gflops"].get<double>(), 2.0 * kN * kN * kN / (best_ms * 1e-3) * 1e-9);
+  EXPECT_EQ(j["check"]["passed"], true);
+
+  // The object, linked into a shared library by the C compiler and called through its C entry,
+  // computes A · B.
+  if (!HaveProgram("cc")) GTEST_SKIP() << "no C compiler: the object was not linked";
+  const std::string so = out + "/libkernel.so";
+  ASSERT_EQ(std::system(("cc -shared -o " + so + " " + base + ".o").c_str()), 0);
+  ExpectLibraryComputesMatmul(so, artifact->name, kN);
+}
+
+TEST(ReplayTest, ObjectParallelLoopsGoThroughAParallelForTheProgramCanReplace) {
+  // The tiled CPU schedule of examples/schedules/matmul_cpu_tiled.json: a parallel outer loop.
+  constexpr int64_t kN = 128;
+  absl::StatusOr<schedule::ScheduleFile> file = schedule::ScheduleFile::Parse(R"({
+    "version": 1, "workload": {"op": "matmul", "shapes": [[128, 128], [128, 128]]},
+    "target": "cpu",
+    "steps": [
+      ["CHW", 2, "local"], ["SP", 3, 0, 128, [32], 1], ["SP", 3, 2, 128, [32], 1],
+      ["RE", 3, [0, 2, 1, 3]], ["FU", 3, [0, 1]], ["AN", 3, 0, 3], ["CA", 2, 3, 0],
+      ["SP", 2, 0, 32, [4], 1], ["SP", 2, 2, 32, [8], 1], ["SP", 2, 4, 128, [4], 1],
+      ["RE", 2, [0, 2, 4, 1, 5, 3]], ["AN", 2, 3, 1], ["AN", 2, 4, 1], ["AN", 2, 5, 2],
+      ["SP", 3, 2, 32, [8], 1], ["AN", 3, 3, 2]]})");
+  ASSERT_TRUE(file.ok()) << file.status();
+  BuildOptions options;
+  options.name = "tiled";
+  absl::StatusOr<KernelArtifact> artifact =
+      BuildKernel(Record(file->workload, file->target, file->steps, 0, 1.0), options);
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  const std::string out = TempPath("tiled_out");
+  ASSERT_TRUE(WriteArtifacts(*artifact, out).ok());
+  EXPECT_THAT(ReadText(out + "/tiled.h"), HasSubstr("int tiled(const float* A, const float* B, "
+                                                    "float* C);"));
+  if (!HaveProgram("cc")) GTEST_SKIP() << "no C compiler: the object was not linked";
+  // One chunk per iteration, last first, counted: the schedule's parallel loop must call it.
+  std::ofstream(out + "/pfor.c")
+      << "#include <stdint.h>\n"
+         "int calls = 0;\n"
+         "void tilesearch_parallel_for(void* reserved, void (*body)(void*, int64_t, int64_t),\n"
+         "                             void* captures, int64_t min, int64_t extent) {\n"
+         "  ++calls;\n"
+         "  for (int64_t i = min + extent - 1; i >= min; --i) body(captures, i, i + 1);\n"
+         "}\n";
+  const std::string so = out + "/libtiled.so";
+  const std::string cmd = "cc -shared -fPIC -o " + so + " " + out + "/pfor.c " + out + "/tiled.o";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  EXPECT_GT(ExpectLibraryComputesMatmul(so, "tiled", kN), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Logs without a usable record.
+
+TEST(ReplayTest, AllFailedLogGivesTheFailureCounts) {
+  using E = runtime::MeasureError;
+  const schedule::Target cpu = schedule::Target::HostCpu();
+  const std::string log =
+      WriteLog("failed.jsonl", {Record(Matmul(16), cpu, {}, 0, 0, E::kCompileError),
+                                Record(Matmul(16), cpu, {}, 1, 0, E::kWrongAnswer),
+                                Record(Matmul(16), cpu, {}, 2, 0, E::kCompileError),
+                                Record(Matmul(16), cpu, {}, 3, 0, E::kCompileError)});
+  EXPECT_THAT(ApplyHistoryBest(log, Matmul(16), cpu),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("all 4 trials failed: 3 compile_error, 1 wrong_answer")));
+}
+
+TEST(ReplayTest, RecordWhoseStepsNoLongerReplayIsAnErrorNamingTheTrial) {
+  const schedule::Target cpu = schedule::Target::HostCpu();
+  // Stage 9 does not exist in a matmul DAG (A, B, C).
+  const std::vector<schedule::Step> broken = {schedule::SplitStep{9, 0, 16, {4}, true}};
+  const std::string log = WriteLog("broken.jsonl", {Record(Matmul(16), cpu, {}, 0, 2.0),
+                                                    Record(Matmul(16), cpu, broken, 5, 1.0)});
+  absl::StatusOr<ReplayedRecord> best = ApplyHistoryBest(log, Matmul(16), cpu);
+  EXPECT_THAT(best, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("trial 5: step 0")));
+  EXPECT_THAT(best, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(log)));
+}
+
+TEST(ReplayTest, RecordOfAnotherWorkloadVersionIsRefused) {
+  MeasureRecord r = Record(Matmul(16), schedule::Target::HostCpu(), {}, 2, 1.0);
+  r.workload_key = "0123456789abcdef";
+  EXPECT_THAT(ReplayRecord(r), StatusIs(absl::StatusCode::kInvalidArgument,
+                                        HasSubstr("trial 2: workload key 0123456789abcdef")));
+}
+
+TEST(ReplayTest, MissingLogAndRecordsOnlyOnOtherTargetsAreNamed) {
+  EXPECT_THAT(ApplyHistoryBest(TempPath("absent.jsonl"), Matmul(16), schedule::Target::HostCpu()),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("does not exist")));
+  const std::string log = CudaLog("gpu_only.jsonl");
+  absl::StatusOr<ReplayedRecord> best =
+      ApplyHistoryBest(log, CudaMatmulSchedule().workload, schedule::Target::HostCpu());
+  EXPECT_THAT(best, StatusIs(absl::StatusCode::kNotFound, HasSubstr("no record for workload")));
+  EXPECT_THAT(best, StatusIs(absl::StatusCode::kNotFound, HasSubstr("2 on cuda -arch=sm_90")));
+}
+
+TEST(ReplayTest, ArtifactNameMustBeACIdentifier) {
+  const std::string log = CudaLog("name.jsonl");
+  const schedule::ScheduleFile s = CudaMatmulSchedule();
+  absl::StatusOr<ReplayedRecord> best = ApplyHistoryBest(log, s.workload, s.target);
+  ASSERT_TRUE(best.ok()) << best.status();
+  BuildOptions options;
+  options.name = "my-kernel";
+  EXPECT_THAT(BuildKernel(*best, options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'my-kernel'")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// cuda: a GPU record → PTX, cubin, launches, header.
+
+TEST(ReplayTest, GpuRecordRebuildsIntoPtxWithTheLaunchesOfLower) {
+  const schedule::ScheduleFile s = CudaMatmulSchedule();
+  const std::string log = CudaLog("gpu.jsonl");
+  absl::StatusOr<ReplayedRecord> best = ApplyHistoryBest(log, s.workload, s.target);
+  ASSERT_TRUE(best.ok()) << best.status();
+  EXPECT_EQ(best->record.trial, 3);
+  absl::StatusOr<KernelArtifact> artifact = BuildKernel(*best);
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  ASSERT_NE(artifact->gpu, nullptr);
+
+  // The launches lowering derives on its own from the schedule file.
+  absl::StatusOr<schedule::ResolvedSchedule> resolved = s.Resolve();
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  absl::StatusOr<schedule::LoweredKernel> lowered =
+      schedule::Lower(resolved->dag, resolved->state, s.target);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+
+  const std::string out = TempPath("gpu_out");
+  ASSERT_TRUE(WriteArtifacts(*artifact, out).ok());
+  const std::string base = out + "/" + artifact->name;
+  const json j = json::parse(ReadText(base + ".json"));
+  ASSERT_EQ(j["launches"].size(), lowered->launches.size());
+  for (size_t k = 0; k < lowered->launches.size(); ++k) {
+    EXPECT_EQ(j["launches"][k]["grid"], json(lowered->launches[k].grid)) << "kernel " << k;
+    EXPECT_EQ(j["launches"][k]["block"], json(lowered->launches[k].block)) << "kernel " << k;
+    const std::string entry = j["launches"][k]["entry"];
+    EXPECT_THAT(ReadText(base + ".ptx"), HasSubstr(".entry " + entry));
+  }
+  // 64×64 tiles of a 128×128 output: 4 blocks of 8·16 threads.
+  EXPECT_EQ(j["launches"][0]["grid"], json::array({4, 1, 1}));
+  EXPECT_EQ(j["launches"][0]["block"], json::array({128, 1, 1}));
+  ASSERT_EQ(j["arguments"].size(), 3u);
+  EXPECT_EQ(j["arguments"][0]["shape"], json::array({128, 128}));
+  EXPECT_EQ(j["arguments"][0]["dtype"], "float32");
+  EXPECT_EQ(j["target"], "cuda -arch=sm_90");
+
+  // ptxas accepts the PTX (run here independently of the artifact's own cubin).
+  const char* ptxas = "/usr/local/cuda/bin/ptxas";
+  if (::access(ptxas, X_OK) != 0) GTEST_SKIP() << "no ptxas at " << ptxas;
+  EXPECT_FALSE(artifact->cubin.empty());
+  EXPECT_TRUE(std::filesystem::exists(base + ".cubin"));
+  const std::string cmd =
+      std::string(ptxas) + " -arch=sm_90 -o " + out + "/check.cubin " + base + ".ptx";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+TEST(ReplayTest, GpuHeaderLauncherCompilesAgainstCudaH) {
+  const std::string log = CudaLog("header.jsonl");
+  const schedule::ScheduleFile s = CudaMatmulSchedule();
+  absl::StatusOr<ReplayedRecord> best = ApplyHistoryBest(log, s.workload, s.target);
+  ASSERT_TRUE(best.ok()) << best.status();
+  BuildOptions options;
+  options.name = "mm";
+  options.cubin = false;
+  absl::StatusOr<KernelArtifact> artifact = BuildKernel(*best, options);
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  EXPECT_TRUE(artifact->cubin.empty());
+  const std::string header = ArtifactHeader(*artifact);
+  EXPECT_THAT(header, HasSubstr("mm_launch(const CUfunction functions[1], CUdeviceptr d_A, "
+                                "CUdeviceptr d_B, CUdeviceptr d_C, CUstream stream)"));
+  EXPECT_THAT(header, HasSubstr("cuLaunchKernel(functions[0], 4, 1, 1, 128, 1, 1, 0, stream"));
+
+  if (!HaveProgram("cc") || !std::filesystem::exists("/usr/local/cuda/include/cuda.h")) {
+    GTEST_SKIP() << "no cc or no /usr/local/cuda/include/cuda.h: header not compiled";
+  }
+  const std::string out = TempPath("header_out");
+  ASSERT_TRUE(WriteArtifacts(*artifact, out).ok());
+  std::ofstream(out + "/driver.c") << "#include \"mm.h\"\n"
+                                      "CUresult go(CUmodule m, CUdeviceptr a, CUdeviceptr b,\n"
+                                      "            CUdeviceptr c) {\n"
+                                      "  CUfunction f[MM_NUM_KERNELS];\n"
+                                      "  CUresult r = mm_get_functions(m, f);\n"
+                                      "  if (r != CUDA_SUCCESS) return r;\n"
+                                      "  return mm_launch(f, a, b, c, 0);\n"
+                                      "}\n";
+  const std::string cmd = "cc -std=c99 -Wall -Werror -fsyntax-only -I/usr/local/cuda/include -I" +
+                          out + " " + out + "/driver.c";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+TEST(ReplayTest, GpuRecheckWithoutADriverIsReportedNotFailed) {
+  ASSERT_EQ(::setenv("TILESEARCH_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1), 0);
+  const std::string log = CudaLog("nodriver.jsonl");
+  const schedule::ScheduleFile s = CudaMatmulSchedule();
+  absl::StatusOr<KernelArtifact> artifact = [&]() -> absl::StatusOr<KernelArtifact> {
+    ASSIGN_OR_RETURN(ReplayedRecord best, ApplyHistoryBest(log, s.workload, s.target));
+    BuildOptions options;
+    options.cubin = false;
+    return BuildKernel(best, options);
+  }();
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  absl::StatusOr<CheckOutcome> check = CheckKernel(*artifact);
+  ::unsetenv("TILESEARCH_CUDA_DRIVER");
+  ASSERT_TRUE(check.ok()) << check.status();
+  EXPECT_FALSE(check->checked);
+  EXPECT_FALSE(check->passed);
+  EXPECT_THAT(check->note, HasSubstr("not re-checked: no CUDA driver found"));
+}
+
+}  // namespace
+}  // namespace tilesearch::search
