@@ -195,6 +195,7 @@ class HostModuleBuilder {
     config.target = internal::EmitTarget::kHost;
     config.vectorize = options_.vectorize;
     config.max_unroll = options_.max_unroll;
+    config.contract = options_.fma_contraction;
     return config;
   }
 
