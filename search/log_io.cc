@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
+#include "nlohmann/json.hpp"
 
 namespace tilesearch::search {
 namespace {
@@ -100,12 +101,15 @@ LogWriter::~LogWriter() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-absl::Status LogWriter::Append(const std::vector<MeasureRecord>& records) {
+absl::Status LogWriter::Append(const std::vector<MeasureRecord>& records,
+                              const std::optional<RoundRecord>& round) {
   CHECK(fd_ >= 0) << "LogWriter used after move";
   std::string text;
   for (const MeasureRecord& r : records) {
     absl::StrAppend(&text, MeasureRecordToLine(r), "\n");
   }
+  if (round.has_value()) absl::StrAppend(&text, RoundRecordToLine(*round), "\n");
+  if (text.empty()) return absl::OkStatus();
   if (int err = WriteAll(fd_, text.data(), text.size()); err != 0) {
     return ErrnoError(err, absl::StrCat("cannot write log '", path_, "'"));
   }
@@ -130,15 +134,55 @@ absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& 
     ++out.lines;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    absl::StatusOr<MeasureRecord> record = MeasureRecordFromLine(line);
-    if (!record.ok()) {
-      if (record.status().code() == absl::StatusCode::kFailedPrecondition) {
+    auto skip = [&](const absl::Status& status) -> absl::Status {
+      if (status.code() == absl::StatusCode::kFailedPrecondition) {
         return absl::FailedPreconditionError(
-            absl::StrCat(path, ":", out.lines, ": ", record.status().message()));
+            absl::StrCat(path, ":", out.lines, ": ", status.message()));
       }
       ++out.corrupt_lines;
-      out.warnings.push_back(
-          absl::StrCat(path, ":", out.lines, ": skipped: ", record.status().message()));
+      out.warnings.push_back(absl::StrCat(path, ":", out.lines, ": skipped: ", status.message()));
+      return absl::OkStatus();
+    };
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      RETURN_IF_ERROR(skip(absl::InvalidArgumentError(absl::StrCat("not valid JSON: ", e.what()))));
+      continue;
+    }
+    const std::string kind = LogLineKind(j);
+    if (kind == "round") {
+      absl::StatusOr<RoundRecord> round = RoundRecordFromJson(j);
+      if (!round.ok()) {
+        RETURN_IF_ERROR(skip(round.status()));
+        continue;
+      }
+      if (options.target.has_value() && !SameTarget(round->target, *options.target)) {
+        ++out.foreign_target_rounds;
+        continue;
+      }
+      if (!options.workload_key.empty() && round->workload_key != options.workload_key) {
+        ++out.other_workload_rounds;
+        continue;
+      }
+      out.rounds.push_back(*std::move(round));
+      continue;
+    }
+    if (j.is_object() && kind != "record") {
+      // The version first: a newer format may add kinds of lines.
+      absl::StatusOr<RoundRecord> version_check = RoundRecordFromJson(j);
+      if (!version_check.ok() &&
+          version_check.status().code() == absl::StatusCode::kFailedPrecondition) {
+        RETURN_IF_ERROR(skip(version_check.status()));
+      }
+      RETURN_IF_ERROR(skip(absl::InvalidArgumentError(
+          absl::StrCat("unknown line kind ", j.at("kind").dump(),
+                       " (expected \"record\" or \"round\")"))));
+      continue;
+    }
+    absl::StatusOr<MeasureRecord> record = MeasureRecordFromJson(j);
+    if (!record.ok()) {
+      RETURN_IF_ERROR(skip(record.status()));
       continue;
     }
     if (options.target.has_value() && !SameTarget(record->target, *options.target)) {
@@ -200,7 +244,22 @@ absl::StatusOr<MeasureRecord> BestRecord(const std::vector<MeasureRecord>& recor
                                           " trials failed: ", ErrorCounts(failures)));
 }
 
-std::vector<WorkloadSummary> SummarizeLog(const std::vector<MeasureRecord>& records) {
+bool IsMemoryBound(double flops, double bytes) {
+  return bytes > 0 && flops / bytes < kMemoryBoundFlopsPerByte;
+}
+
+double SummaryThroughput(const WorkloadSummary& summary, double median_ms) {
+  if (!std::isfinite(median_ms) || median_ms <= 0) return 0;
+  const double amount = summary.memory_bound ? summary.bytes : summary.flops;
+  return amount / (median_ms * 1e6);  // per ms · 1e-9 (giga) · 1e3 (per s)
+}
+
+const char* SummaryUnit(const WorkloadSummary& summary) {
+  return summary.memory_bound ? "GB/s" : "GFLOP/s";
+}
+
+std::vector<WorkloadSummary> SummarizeLog(const std::vector<MeasureRecord>& records,
+                                          const std::vector<RoundRecord>& rounds) {
   std::vector<WorkloadSummary> out;
   std::map<std::pair<std::string, std::string>, size_t> index;  // (key, target) → position
   for (const MeasureRecord& r : records) {
@@ -213,7 +272,11 @@ std::vector<WorkloadSummary> SummarizeLog(const std::vector<MeasureRecord>& reco
       s.target = r.target;
       s.best_median_ms = std::numeric_limits<double>::infinity();
       absl::StatusOr<ir::ComputeDAG> dag = r.workload.Build();
-      if (dag.ok()) s.flops = dag->Flops();
+      if (dag.ok()) {
+        s.flops = dag->Flops();
+        s.bytes = static_cast<double>(dag->InputBytes() + dag->OutputBytes());
+      }
+      s.memory_bound = IsMemoryBound(s.flops, s.bytes);
       it = index.emplace(group, out.size()).first;
       out.push_back(std::move(s));
     }
@@ -225,31 +288,91 @@ std::vector<WorkloadSummary> SummarizeLog(const std::vector<MeasureRecord>& reco
         s.best_median_ms = r.median_ms();
         s.best_trial = r.trial;
         s.best_flops = s.flops > 0 ? s.flops / (s.best_median_ms * 1e-3) : 0;
+        s.best_bytes_per_s = s.bytes > 0 ? s.bytes / (s.best_median_ms * 1e-3) : 0;
       }
     } else {
       ++s.errors[FailureKind(r)];
     }
-    s.curve.push_back({s.trials, s.best_median_ms, s.best_flops});
+    s.curve.push_back({s.trials, s.best_median_ms, s.best_flops, s.best_bytes_per_s});
+  }
+  for (WorkloadSummary& s : out) {
+    if (!std::isfinite(s.best_median_ms)) continue;
+    // Throughput ∝ 1 / median: 90% of the best throughput is a median ≤ best / 0.9.
+    const double threshold = s.best_median_ms / 0.9;
+    for (const CurvePoint& c : s.curve) {
+      if (c.best_median_ms <= threshold) {
+        s.trials_to_90_percent = c.trials;
+        break;
+      }
+    }
+  }
+  for (const RoundRecord& round : rounds) {
+    auto it = index.find(std::make_pair(round.workload_key, round.target.ToString()));
+    if (it != index.end()) out[it->second].rounds.push_back(round);
   }
   return out;
 }
 
+namespace {
+
+// A throughput for people: "25530", "14.3", "3.92".
+std::string RateText(double v) {
+  if (v >= 1000) return absl::StrFormat("%.0f", v);
+  if (v >= 10) return absl::StrFormat("%.1f", v);
+  return absl::StrFormat("%.3g", v);
+}
+
+// "0.712", or "-" for NaN.
+std::string Metric(double v) { return std::isnan(v) ? std::string("-") : absl::StrFormat("%.3f", v); }
+
+std::string FormatRound(const RoundRecord& r) {
+  std::string model = r.model;
+  if (r.model == "random") {
+    absl::StrAppend(&model, ", ", r.train_samples, " earlier samples");
+  } else if (r.model_trained) {
+    absl::StrAppend(&model, " trained on ", r.train_programs, " of ", r.train_samples,
+                    " samples, ", r.boost_rounds, " boosting rounds");
+  } else {
+    absl::StrAppend(&model, " untrained (", r.train_samples, " samples)");
+  }
+  const int64_t last = r.first_trial + std::max<int64_t>(r.trials, 1) - 1;
+  std::string text = absl::StrCat("  round ", r.round, " (trials ", r.first_trial, "-", last, ", ",
+                                  r.valid, " valid; ", model, "): pairwise accuracy ",
+                                  Metric(r.pairwise_accuracy));
+  if (r.k > 0) absl::StrAppend(&text, ", top-", r.k, " recall ", Metric(r.top_k_recall));
+  absl::StrAppend(&text,
+                  absl::StrFormat("; train %.1fs, search %.1fs, build %.1fs, measure %.1fs\n",
+                                  r.train_s, r.search_s, r.build_s, r.measure_s));
+  return text;
+}
+
+}  // namespace
+
 std::string FormatSummary(const std::vector<WorkloadSummary>& summaries, int curve_points) {
   std::string out;
   for (const WorkloadSummary& s : summaries) {
+    const char* unit = SummaryUnit(s);
+    const bool has_rate = (s.memory_bound ? s.bytes : s.flops) > 0;
+    auto rate = [&](double ms) {
+      return absl::StrCat(RateText(SummaryThroughput(s, ms)), " ", unit);
+    };
     absl::StrAppend(&out, s.workload.ToString(), "  [key ", s.workload_key, ", ",
                     s.target.ToString(), "]\n");
     absl::StrAppend(&out, "  trials ", s.trials, ", valid ", s.valid);
     if (s.valid > 0) {
       absl::StrAppend(&out, absl::StrFormat(", best %.4g ms", s.best_median_ms));
-      if (s.best_flops > 0)
-        absl::StrAppend(&out, absl::StrFormat(" (%.4g GFLOP/s)", s.best_flops * 1e-9));
+      if (has_rate) absl::StrAppend(&out, " (", rate(s.best_median_ms), ")");
       absl::StrAppend(&out, " at trial ", s.best_trial);
     }
     absl::StrAppend(&out, "\n");
+    if (s.trials_to_90_percent > 0) {
+      absl::StrAppend(&out, "  90% of the best reached after ", s.trials_to_90_percent,
+                      " trials\n");
+    }
     if (!s.errors.empty()) absl::StrAppend(&out, "  errors: ", ErrorCounts(s.errors), "\n");
     const int64_t n = static_cast<int64_t>(s.curve.size());
     const int64_t points = std::min<int64_t>(n, std::max(curve_points, 1));
+    if (points > 0) absl::StrAppend(&out, "  tuning curve (best so far):\n");
     int64_t last_shown = 0;
     for (int64_t p = 1; p <= points; ++p) {
       const int64_t t = (n * p + points - 1) / points;  // ceil(n·p / points): ends at n
@@ -259,12 +382,16 @@ std::string FormatSummary(const std::vector<WorkloadSummary>& summaries, int cur
       absl::StrAppend(&out, "  trial ", c.trials, ": ");
       if (std::isinf(c.best_median_ms)) {
         absl::StrAppend(&out, "no valid result yet\n");
-      } else if (c.best_flops > 0) {
-        absl::StrAppend(&out, absl::StrFormat("best %.4g ms (%.4g GFLOP/s)\n", c.best_median_ms,
-                                              c.best_flops * 1e-9));
+      } else if (has_rate) {
+        absl::StrAppend(&out,
+                        absl::StrFormat("best %.4g ms (%s)\n", c.best_median_ms, rate(c.best_median_ms)));
       } else {
         absl::StrAppend(&out, absl::StrFormat("best %.4g ms\n", c.best_median_ms));
       }
+    }
+    if (!s.rounds.empty()) {
+      absl::StrAppend(&out, "  cost model per round (scored before measuring):\n");
+      for (const RoundRecord& r : s.rounds) absl::StrAppend(&out, FormatRound(r));
     }
   }
   return out;

@@ -1,8 +1,9 @@
-// Tuning logs: JSON Lines files of MeasureRecords (search/measure_record.h has the line format).
-// A tuning job appends one round of records at a time and fsyncs, so a killed job loses at most the
-// round in flight; the reader skips corrupt or truncated lines with a warning naming the line,
-// refuses records of a newer format version, and filters out records of other targets. Replay
-// picks the best valid record per (workload key, target); `inspect` summarizes a log per workload.
+// Tuning logs: JSON Lines files of MeasureRecords and, after each round's records, one RoundRecord
+// metadata line (search/measure_record.h has both line formats). A tuning job appends one round
+// at a time and fsyncs, so a killed job loses at most the round in flight; the reader skips
+// corrupt or truncated lines with a warning naming the line, refuses lines of a newer format
+// version, and filters out lines of other targets. Replay picks the best valid record per
+// (workload key, target); `inspect` summarizes a log per workload (SummarizeLog, FormatSummary).
 // After Ansor's RecordToFile / RecordReader (TVM src/auto_scheduler/measure_record.cc), which
 // also skips unparsable lines.
 #pragma once
@@ -37,11 +38,13 @@ class LogWriter {
   LogWriter& operator=(const LogWriter&) = delete;
   ~LogWriter();
 
-  /// Writes one line per record (MeasureRecordToLine + '\n') with a single write of the whole
-  /// round, then fsyncs the file: when this returns OK the round is on disk. Errors (write or fsync
-  /// failure): a Status from errno naming the path, e.g. kResourceExhausted "cannot write log
-  /// 'x.jsonl': No space left on device".
-  absl::Status Append(const std::vector<MeasureRecord>& records);
+  /// Writes one line per record (MeasureRecordToLine + '\n') and, when `round` is given, its
+  /// round line (RoundRecordToLine) after them, with a single write of the whole round, then
+  /// fsyncs the file: when this returns OK the round is on disk. Errors (write or fsync failure): a
+  /// Status from errno naming the path, e.g. kResourceExhausted "cannot write log 'x.jsonl': No
+  /// space left on device".
+  absl::Status Append(const std::vector<MeasureRecord>& records,
+                      const std::optional<RoundRecord>& round = std::nullopt);
 
   const std::string& path() const { return path_; }
 
@@ -51,17 +54,18 @@ class LogWriter {
   std::string path_;
 };
 
-/// Filters of ReadLog.
+/// Filters of ReadLog; they apply to records and round lines alike.
 struct ReadOptions {
-  /// Keep only records of this target (same kind and arch, SameTarget); nullopt keeps all.
+  /// Keep only lines of this target (same kind and arch, SameTarget); nullopt keeps all.
   std::optional<schedule::Target> target;
-  /// Keep only records of this workload key; empty keeps all.
+  /// Keep only lines of this workload key; empty keeps all.
   std::string workload_key;
 };
 
 /// What ReadLog found.
 struct LogContents {
   std::vector<MeasureRecord> records;  // in file order, after the filters
+  std::vector<RoundRecord> rounds;     // round lines in file order, after the filters
   /// One per skipped line, "<path>:<line>: skipped: <reason>" (lines counted from 1), and one
   /// summary "<path>: skipped N records of other targets (cuda -arch=sm_80: N, ...)" when the
   /// target filter dropped any.
@@ -70,14 +74,17 @@ struct LogContents {
   int64_t corrupt_lines = 0;           // lines skipped as unreadable
   int64_t foreign_target_records = 0;  // readable records dropped by the target filter
   int64_t other_workload_records = 0;  // readable records dropped by the workload-key filter
+  int64_t foreign_target_rounds = 0;   // readable round lines dropped by the target filter
+  int64_t other_workload_rounds = 0;   // readable round lines dropped by the workload-key filter
 };
 
 /// Reads the log at `path`. Blank lines are ignored; a line that is not JSON (a truncated last
-/// line), not a record, or a record with a malformed field (wrong type, unknown error kind, bad
-/// step) is skipped with a warning. Errors: kNotFound "log 'x' does not exist"; other open / read
-/// failures from errno naming the path; kFailedPrecondition "<path>:<line>: log format version 2
-/// is newer than this build reads (1)" for any record of a newer format (the whole read fails:
-/// an old build must not silently drop a newer job's records).
+/// line), not an object, of an unknown "kind" ("unknown line kind 'x'"), or a record or round line
+/// with a malformed field (wrong type, unknown error kind, bad step) is skipped with a warning.
+/// Errors: kNotFound "log 'x' does not exist"; other open / read failures from errno naming the
+/// path; kFailedPrecondition "<path>:<line>: log format version 2 is newer than this build reads
+/// (1)" for any line of a newer format (the whole read fails: an old build must not silently drop
+/// a newer job's records).
 absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& options = {});
 
 /// The valid record (MeasureRecord::valid) of `workload_key` on `target` (SameTarget) with the
@@ -91,12 +98,21 @@ absl::StatusOr<MeasureRecord> BestRecord(const std::vector<MeasureRecord>& recor
                                          const std::string& workload_key,
                                          const schedule::Target& target);
 
+/// Below this arithmetic intensity (FLOPs per input + output byte) a workload counts as memory
+/// bound: its throughput is reported in GB/s rather than GFLOP/s (softmax ≈ 1.25, a 512³ matmul
+/// ≈ 85).
+inline constexpr double kMemoryBoundFlopsPerByte = 4.0;
+
+/// True when `flops` / `bytes` < kMemoryBoundFlopsPerByte (and bytes > 0).
+bool IsMemoryBound(double flops, double bytes);
+
 /// One point of a tuning curve.
 struct CurvePoint {
   int64_t trials = 0;         // trials of this workload so far (1-based count, log order)
   double best_median_ms = 0;  // best valid median so far, ms; +inf before the first valid one
   double best_flops = 0;      // the same as FLOP/s (0 before the first valid one or when the
                               // workload cannot be built)
+  double best_bytes_per_s = 0;  // the same as bytes/s: (input + output bytes) / median
 };
 
 /// Per (workload key, target) statistics of a log, for `tilesearch inspect`.
@@ -110,18 +126,37 @@ struct WorkloadSummary {
   double best_flops = 0;      // FLOP/s of the best (0 when none is valid or no DAG)
   int64_t best_trial = -1;    // MeasureRecord::trial of the best; -1 when none is valid
   double flops = 0;           // FLOPs of one run of the workload (0 when it cannot be built)
+  double bytes = 0;           // input + output bytes of the workload (0 when it cannot be built)
+  double best_bytes_per_s = 0;  // bytes / best median (0 when none is valid or no DAG)
+  /// IsMemoryBound(flops, bytes): throughput is shown in GB/s.
+  bool memory_bound = false;
+  /// The curve's trial count at which the best-so-far throughput first reached 90% of the final
+  /// best (best median ≤ final best median / 0.9); -1 when none is valid.
+  int64_t trials_to_90_percent = -1;
   std::map<std::string, int64_t> errors;  // error kind name ("compile_error", ...) → count
   std::vector<CurvePoint> curve;          // one point per trial, in log order
+  std::vector<RoundRecord> rounds;        // the group's round lines, in log order
 };
 
-/// Groups records by (workload key, target) in order of first appearance and summarizes each.
-/// FLOPs come from building each workload's DAG once (schedule::Workload::Build); a workload that
-/// cannot be built gets flops 0 (medians are still reported).
-std::vector<WorkloadSummary> SummarizeLog(const std::vector<MeasureRecord>& records);
+/// Groups records by (workload key, target) in order of first appearance and summarizes each;
+/// round lines join the group of their key and target (rounds of a group without records are
+/// dropped). FLOPs and bytes come from building each workload's DAG once
+/// (schedule::Workload::Build); a workload that cannot be built gets flops and bytes 0 (medians
+/// are still reported).
+std::vector<WorkloadSummary> SummarizeLog(const std::vector<MeasureRecord>& records,
+                                          const std::vector<RoundRecord>& rounds = {});
 
-/// Text for `inspect`: per workload a header line (workload, key, target, trials, valid, best ms
-/// and GFLOP/s, errors by kind) and the tuning curve sampled at up to `curve_points` trial counts
-/// (evenly spaced, the last trial included) as "  trial 64: best 0.412 ms (651.2 GFLOP/s)".
+/// The summary's throughput of a median in its unit: GB/s when memory bound, else GFLOP/s (0 when
+/// the median is not finite or the unit's amount is 0), and the unit's name.
+double SummaryThroughput(const WorkloadSummary& summary, double median_ms);
+const char* SummaryUnit(const WorkloadSummary& summary);
+
+/// Text for `inspect`: per workload a header line (workload, key, target), trials, valid, best ms
+/// and GFLOP/s (GB/s when memory bound) at its trial, the trial reaching 90% of the best, errors by
+/// kind, the tuning curve sampled at up to `curve_points` trial counts (evenly spaced, the last
+/// trial included) as "  trial 64: best 0.412 ms (651.2 GFLOP/s)", and one line per round line:
+/// "  round 2 (trials 64-127, xgboost trained on 64 samples, 37 boosting rounds): pairwise
+/// accuracy 0.712, top-8 recall 0.375".
 std::string FormatSummary(const std::vector<WorkloadSummary>& summaries, int curve_points = 10);
 
 }  // namespace tilesearch::search

@@ -174,6 +174,102 @@ constexpr const char* kRecordFields[] = {
     "version", "workload_key", "workload",           "target", "steps", "result", "compile_ms",
     "run_ms",  "timestamp",    "tilesearch_version", "seed",   "trial"};
 
+// The "version" of a log line, checked first: a newer line may have fields this build does not
+// know.
+absl::StatusOr<int> ReadVersion(const json& j) {
+  if (!j.contains("version")) return FieldError("version", "is missing");
+  const json& version = j.at("version");
+  if (!version.is_number_integer()) {
+    return FieldError("version", "must be an integer, got " + Shown(version));
+  }
+  if (version.is_number_unsigned() ? version.get<uint64_t>() > kLogFormatVersion
+                                   : version.get<int64_t>() > kLogFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat("log format version ", version.dump(),
+                                                      " is newer than this build reads (",
+                                                      kLogFormatVersion, ")"));
+  }
+  if (version.get<int64_t>() < 1) {
+    return FieldError("version",
+                      absl::StrCat(": ", version.dump(), " is not valid (versions start at 1)"));
+  }
+  return version.get<int>();
+}
+
+// A finite number or null (NaN) in JSON; infinite values become null too.
+json NumberOrNull(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+// Reads a number that may be null (→ NaN); when `unit_interval`, it must lie in [0, 1].
+absl::Status ReadNumberOrNull(const json& obj, const std::string& key, bool unit_interval,
+                              double* out) {
+  absl::Status status;
+  const json* v = Require(obj, key, key, &status);
+  if (v == nullptr) return status;
+  if (v->is_null()) {
+    *out = std::numeric_limits<double>::quiet_NaN();
+    return absl::OkStatus();
+  }
+  const char* what = unit_interval ? "must be a number in [0, 1] or null, got "
+                                   : "must be a number or null, got ";
+  if (!v->is_number()) return FieldError(key, what + Shown(*v));
+  const double d = v->get<double>();
+  if (unit_interval && !(d >= 0 && d <= 1)) return FieldError(key, what + Shown(*v));
+  *out = d;
+  return absl::OkStatus();
+}
+
+absl::Status ReadSeconds(const json& obj, const std::string& key, double* out) {
+  absl::Status status;
+  const json* v = Require(obj, key, key, &status);
+  if (v == nullptr) return status;
+  if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() < 0) {
+    return FieldError(key, "must be a non-negative number of seconds, got " + Shown(*v));
+  }
+  *out = v->get<double>();
+  return absl::OkStatus();
+}
+
+// Fields of a round line, in the order they are written.
+constexpr const char* kRoundFields[] = {"kind",
+                                        "version",
+                                        "workload_key",
+                                        "target",
+                                        "round",
+                                        "first_trial",
+                                        "trials",
+                                        "valid",
+                                        "model",
+                                        "model_trained",
+                                        "train_samples",
+                                        "train_programs",
+                                        "boost_rounds",
+                                        "model_validation_accuracy",
+                                        "predicted",
+                                        "pairwise_accuracy",
+                                        "top_k_recall",
+                                        "k",
+                                        "train_s",
+                                        "search_s",
+                                        "build_s",
+                                        "measure_s",
+                                        "timestamp",
+                                        "tilesearch_version",
+                                        "seed"};
+
+// The object's top-level fields in `order`, nested objects in nlohmann's sorted order; invalid
+// UTF-8 replaced rather than throwing.
+template <size_t N>
+std::string OrderedLine(const json& j, const char* const (&order)[N]) {
+  std::string line = "{";
+  bool first = true;
+  for (const char* key : order) {
+    if (!first) line += ',';
+    first = false;
+    absl::StrAppend(&line, json(key).dump(), ":",
+                    j.at(key).dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+  return line + "}";
+}
+
 json StepArray(const std::vector<schedule::Step>& steps) {
   json list = json::array();
   for (const schedule::Step& s : steps) list.push_back(schedule::StepToJson(s));
@@ -213,40 +309,19 @@ std::string MeasureRecordToLine(const MeasureRecord& record) {
   // Top-level fields in the documented order (version first, for people reading logs); nested
   // objects keep nlohmann's sorted order. Invalid UTF-8 in messages (compiler output) is
   // replaced rather than throwing.
-  const json j = MeasureRecordToJson(record);
-  std::string line = "{";
-  bool first = true;
-  for (const char* key : kRecordFields) {
-    if (!first) line += ',';
-    first = false;
-    absl::StrAppend(&line, json(key).dump(), ":",
-                    j.at(key).dump(-1, ' ', false, json::error_handler_t::replace));
-  }
-  return line + "}";
+  return OrderedLine(MeasureRecordToJson(record), kRecordFields);
 }
 
 absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const json& j) {
   if (!j.is_object()) return absl::InvalidArgumentError("record is not a JSON object");
   MeasureRecord r;
-  // The version first: a newer record may have fields this build does not know.
-  if (!j.contains("version")) return FieldError("version", "is missing");
-  const json& version = j.at("version");
-  if (!version.is_number_integer()) {
-    return FieldError("version", "must be an integer, got " + Shown(version));
+  ASSIGN_OR_RETURN(r.version, ReadVersion(j));
+  std::vector<std::string> allowed(std::begin(kRecordFields), std::end(kRecordFields));
+  allowed.push_back("kind");
+  RETURN_IF_ERROR(CheckKeys(j, allowed, ""));
+  if (j.contains("kind") && LogLineKind(j) != "record") {
+    return FieldError("kind", "must be \"record\" in a record, got " + Shown(j.at("kind")));
   }
-  if (version.is_number_unsigned() ? version.get<uint64_t>() > kLogFormatVersion
-                                   : version.get<int64_t>() > kLogFormatVersion) {
-    return absl::FailedPreconditionError(absl::StrCat("log format version ", version.dump(),
-                                                      " is newer than this build reads (",
-                                                      kLogFormatVersion, ")"));
-  }
-  if (version.get<int64_t>() < 1) {
-    return FieldError("version",
-                      absl::StrCat(": ", version.dump(), " is not valid (versions start at 1)"));
-  }
-  r.version = version.get<int>();
-  RETURN_IF_ERROR(CheckKeys(
-      j, std::vector<std::string>(std::begin(kRecordFields), std::end(kRecordFields)), ""));
   RETURN_IF_ERROR(ReadString(j, "workload_key", "workload_key", &r.workload_key));
   if (r.workload_key.empty()) return FieldError("workload_key", "must not be empty");
   if (!j.contains("workload")) return FieldError("workload", "is missing");
@@ -291,6 +366,113 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromLine(const std::string& line) {
     return absl::InvalidArgumentError(absl::StrCat("not valid JSON: ", e.what()));
   }
   return MeasureRecordFromJson(j);
+}
+
+std::string LogLineKind(const json& j) {
+  if (!j.is_object()) return "";
+  if (!j.contains("kind")) return "record";
+  const json& kind = j.at("kind");
+  return kind.is_string() ? kind.get<std::string>() : "";
+}
+
+json RoundRecordToJson(const RoundRecord& round) {
+  json predicted = json::array();
+  for (double p : round.predicted) predicted.push_back(NumberOrNull(p));
+  return json{{"kind", "round"},
+              {"version", round.version},
+              {"workload_key", round.workload_key},
+              {"target", TargetToJson(round.target, round.device_name)},
+              {"round", round.round},
+              {"first_trial", round.first_trial},
+              {"trials", round.trials},
+              {"valid", round.valid},
+              {"model", round.model},
+              {"model_trained", round.model_trained},
+              {"train_samples", round.train_samples},
+              {"train_programs", round.train_programs},
+              {"boost_rounds", round.boost_rounds},
+              {"model_validation_accuracy", NumberOrNull(round.model_validation_accuracy)},
+              {"predicted", std::move(predicted)},
+              {"pairwise_accuracy", NumberOrNull(round.pairwise_accuracy)},
+              {"top_k_recall", NumberOrNull(round.top_k_recall)},
+              {"k", round.k},
+              {"train_s", round.train_s},
+              {"search_s", round.search_s},
+              {"build_s", round.build_s},
+              {"measure_s", round.measure_s},
+              {"timestamp", round.timestamp},
+              {"tilesearch_version", round.tilesearch_version},
+              {"seed", round.seed}};
+}
+
+std::string RoundRecordToLine(const RoundRecord& round) {
+  return OrderedLine(RoundRecordToJson(round), kRoundFields);
+}
+
+absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j) {
+  if (!j.is_object()) return absl::InvalidArgumentError("round line is not a JSON object");
+  RoundRecord r;
+  ASSIGN_OR_RETURN(r.version, ReadVersion(j));
+  RETURN_IF_ERROR(CheckKeys(
+      j, std::vector<std::string>(std::begin(kRoundFields), std::end(kRoundFields)), ""));
+  if (LogLineKind(j) != "round") {
+    return FieldError("kind", "must be \"round\", got " +
+                                  (j.contains("kind") ? Shown(j.at("kind")) : "nothing"));
+  }
+  RETURN_IF_ERROR(ReadString(j, "workload_key", "workload_key", &r.workload_key));
+  if (r.workload_key.empty()) return FieldError("workload_key", "must not be empty");
+  if (!j.contains("target")) return FieldError("target", "is missing");
+  RETURN_IF_ERROR(TargetFromJson(j.at("target"), &r.target, &r.device_name));
+  RETURN_IF_ERROR(ReadInt(j, "round", "round", &r.round, 1));
+  RETURN_IF_ERROR(ReadInt(j, "first_trial", "first_trial", &r.first_trial, 0));
+  RETURN_IF_ERROR(ReadInt(j, "trials", "trials", &r.trials, 0));
+  RETURN_IF_ERROR(ReadInt(j, "valid", "valid", &r.valid, 0));
+  if (r.valid > r.trials) {
+    return FieldError("valid", absl::StrCat("is ", r.valid, ", more than the round's ", r.trials,
+                                            " trials"));
+  }
+  RETURN_IF_ERROR(ReadString(j, "model", "model", &r.model));
+  if (!j.contains("model_trained")) return FieldError("model_trained", "is missing");
+  if (!j.at("model_trained").is_boolean()) {
+    return FieldError("model_trained", "must be true or false, got " + Shown(j.at("model_trained")));
+  }
+  r.model_trained = j.at("model_trained").get<bool>();
+  RETURN_IF_ERROR(ReadInt(j, "train_samples", "train_samples", &r.train_samples, 0));
+  RETURN_IF_ERROR(ReadInt(j, "train_programs", "train_programs", &r.train_programs, 0));
+  RETURN_IF_ERROR(ReadInt(j, "boost_rounds", "boost_rounds", &r.boost_rounds, 0));
+  RETURN_IF_ERROR(
+      ReadNumberOrNull(j, "model_validation_accuracy", true, &r.model_validation_accuracy));
+  if (!j.contains("predicted")) return FieldError("predicted", "is missing");
+  const json& predicted = j.at("predicted");
+  if (!predicted.is_array()) {
+    return FieldError("predicted", "must be a list of numbers, got " + Shown(predicted));
+  }
+  if (static_cast<int64_t>(predicted.size()) != r.trials) {
+    return FieldError("predicted", absl::StrCat("has ", predicted.size(), " scores for ",
+                                                r.trials, " trials"));
+  }
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    const json& p = predicted[i];
+    if (p.is_null()) {
+      r.predicted.push_back(-std::numeric_limits<double>::infinity());
+    } else if (p.is_number()) {
+      r.predicted.push_back(p.get<double>());
+    } else {
+      return FieldError("predicted",
+                        absl::StrCat(": score ", i, " must be a number or null, got ", Shown(p)));
+    }
+  }
+  RETURN_IF_ERROR(ReadNumberOrNull(j, "pairwise_accuracy", true, &r.pairwise_accuracy));
+  RETURN_IF_ERROR(ReadNumberOrNull(j, "top_k_recall", true, &r.top_k_recall));
+  RETURN_IF_ERROR(ReadInt(j, "k", "k", &r.k, 0));
+  RETURN_IF_ERROR(ReadSeconds(j, "train_s", &r.train_s));
+  RETURN_IF_ERROR(ReadSeconds(j, "search_s", &r.search_s));
+  RETURN_IF_ERROR(ReadSeconds(j, "build_s", &r.build_s));
+  RETURN_IF_ERROR(ReadSeconds(j, "measure_s", &r.measure_s));
+  RETURN_IF_ERROR(ReadString(j, "timestamp", "timestamp", &r.timestamp));
+  RETURN_IF_ERROR(ReadString(j, "tilesearch_version", "tilesearch_version", &r.tilesearch_version));
+  RETURN_IF_ERROR(ReadInt(j, "seed", "seed", &r.seed, 0));
+  return r;
 }
 
 std::string CurrentTimestamp() {

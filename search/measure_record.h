@@ -26,6 +26,22 @@
 // max_shared_memory_optin, max_registers_per_block, warp_size, max_vthread_extent,
 // max_vector_bytes, sm_count, l2_bytes, host_cores, host_vector_bytes), plus "device_name".
 // "seed" is an unsigned 64-bit integer. A version-1 record holds steps of step-list version 1.
+// A record may also carry "kind": "record" (written without it; lines without "kind" are records).
+//
+// Round lines (metadata, also version 1): after each round's records, in the same fsync'd write,
+// the tuner appends one line saying how the cost model ranked that round's candidates before they
+// were measured (held-out records: the model had never seen them) and how the model was trained:
+//
+//   {"kind": "round", "version": 1, "workload_key": "...", "target": {...},  // as in records
+//    "round": 3, "first_trial": 128, "trials": 64, "valid": 61,
+//    "model": "xgboost", "model_trained": true, "train_samples": 128, "train_programs": 125,
+//    "boost_rounds": 37, "model_validation_accuracy": 0.71,   // XGBoost's own split; or null
+//    "predicted": [0.81, 0.77, null, ...],  // score of trial first_trial + i; null: -inf / none
+//    "pairwise_accuracy": 0.68, "top_k_recall": 0.5, "k": 7,   // null when undefined
+//    "train_s": 1.2, "search_s": 14.0, "build_s": 2.1, "measure_s": 30.5,
+//    "timestamp": "...", "tilesearch_version": "0.5.0-dev", "seed": 42}
+//
+// Every field is written and required on reading; any other field is an error.
 #pragma once
 
 #include <cstdint>
@@ -87,6 +103,67 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const nlohmann::json& j);
 /// Parses one line of text (nlohmann parse errors become kInvalidArgument "not valid JSON: ...")
 /// then MeasureRecordFromJson.
 absl::StatusOr<MeasureRecord> MeasureRecordFromLine(const std::string& line);
+
+/// One round's metadata line (format above): the cost model's quality on the round's candidates,
+/// scored before measurement, against their measured throughput.
+struct RoundRecord {
+  int version = kLogFormatVersion;
+  std::string workload_key;
+  schedule::Target target;
+  std::string device_name;
+  int64_t round = 0;        // 1-based, counting the task's earlier rounds in the log (resumes)
+  int64_t first_trial = 0;  // MeasureRecord::trial of the round's first record
+  int64_t trials = 0;       // records of the round: trials first_trial .. first_trial + trials - 1
+  int64_t valid = 0;        // of which valid (MeasureRecord::valid)
+  std::string model;        // CostModel::Name(): "xgboost" or "random"
+  /// Whether the model that scored the round had been trained (XGBoost: an ensemble exists;
+  /// RandomModel: always false, it learns nothing).
+  bool model_trained = false;
+  /// Training samples the model had received when it scored the round (all earlier records of the
+  /// task, failed ones included), and of them the programs with features and a usable label that
+  /// training used (XGBoost's report; 0 for RandomModel).
+  int64_t train_samples = 0;
+  int64_t train_programs = 0;
+  /// Boosting rounds of the XGBoost ensemble that scored the round (0: none / RandomModel).
+  int64_t boost_rounds = 0;
+  /// XGBoost's pairwise accuracy on its own held-out split of the training records at its last
+  /// training (NaN when it made no split, or for RandomModel). Written as null when NaN.
+  double model_validation_accuracy = 0;
+  /// The model's score of each record of the round, in trial order (-inf: no features; written as
+  /// null).
+  std::vector<double> predicted;
+  /// costmodel::PairwiseRankingAccuracy of `predicted` vs measured throughput over the round's
+  /// valid records; NaN (null) when fewer than two valid records have different throughputs.
+  double pairwise_accuracy = 0;
+  /// costmodel::TopKRecall over the round's valid records with k = max(1, valid / 8); NaN (null)
+  /// when none is valid (k is then 0).
+  double top_k_recall = 0;
+  int k = 0;
+  /// Wall seconds of the round's phases: model training, evolutionary search (+ scoring), lowering
+  /// and compiling, measuring.
+  double train_s = 0;
+  double search_s = 0;
+  double build_s = 0;
+  double measure_s = 0;
+  std::string timestamp;
+  std::string tilesearch_version = kTilesearchVersion;
+  uint64_t seed = 0;
+};
+
+/// The round line as one JSON object (NaN and infinite numbers as null).
+nlohmann::json RoundRecordToJson(const RoundRecord& round);
+/// The JSON object on one line, no trailing newline.
+std::string RoundRecordToLine(const RoundRecord& round);
+/// Reads a round line. Errors as MeasureRecordFromJson: kFailedPrecondition for a newer version;
+/// kInvalidArgument naming the field ("field 'round' must be a positive integer, got 0",
+/// "field 'kind' must be \"round\"", "unknown field 'foo' (expected ...)",
+/// "field 'pairwise_accuracy' must be a number in [0, 1] or null, got 2").
+absl::StatusOr<RoundRecord> RoundRecordFromJson(const nlohmann::json& j);
+
+/// The kind of a log line's JSON object: "record" when it has no "kind" field, else its value
+/// (which may be anything; callers reject unknown kinds). "" when `j` is not an object or its
+/// "kind" is not a string.
+std::string LogLineKind(const nlohmann::json& j);
 
 /// The current time as ISO 8601 UTC with milliseconds: "2025-11-30T03:07:39.123Z".
 std::string CurrentTimestamp();

@@ -66,12 +66,20 @@ std::string Duration(double seconds) {
   return absl::StrCat(s / 3600, "h", (s % 3600) / 60, "m");
 }
 
+// The figure of merit of a record: bytes/s for memory-bound workloads, FLOP/s otherwise (both
+// ∝ 1 / median within a task, so the model's normalized labels are the same; bytes/s also works
+// for workloads without arithmetic, whose FLOP/s would be 0 and leave the model untrained). 0 for
+// a record that is not valid.
+double RecordMerit(const MeasureRecord& r, const ir::ComputeDAG& dag, bool memory_bound) {
+  return memory_bound ? RecordBandwidth(r, dag) : RecordThroughput(r, dag);
+}
+
 // The training sample of a record (features of its replayed state; none when it does not replay
 // or lower, which the model ignores).
 costmodel::TrainingSample SampleOf(const MeasureRecord& r, const ir::ComputeDAG& dag,
-                                   const schedule::Target& target) {
+                                   const schedule::Target& target, bool memory_bound) {
   costmodel::TrainingSample s;
-  s.throughput = RecordThroughput(r, dag);
+  s.throughput = RecordMerit(r, dag, memory_bound);
   absl::StatusOr<State> state = schedule::ReplaySteps(dag, r.steps);
   if (!state.ok()) return s;
   absl::StatusOr<costmodel::StoreFeatures> f =
@@ -132,6 +140,42 @@ std::vector<runtime::MeasureCandidate> BuildCandidates(const ir::ComputeDAG& dag
   return candidates;
 }
 
+// Fills the model fields of a round line from the model that is about to score the round.
+void DescribeModel(const costmodel::CostModel& model, int64_t samples_given, RoundRecord* round) {
+  round->model = model.Name();
+  round->train_samples = samples_given;
+  round->model_validation_accuracy = std::numeric_limits<double>::quiet_NaN();
+  if (const auto* xgb = dynamic_cast<const costmodel::XGBoostModel*>(&model)) {
+    round->model_trained = xgb->trained();
+    if (xgb->trained()) {
+      const costmodel::XGBoostTrainingReport& report = xgb->last_report();
+      round->train_programs = report.num_programs;
+      round->boost_rounds = report.rounds;
+      round->model_validation_accuracy = report.validation_pairwise_accuracy;
+    }
+  }
+}
+
+// The held-out quality of the round's scores: pairwise ranking accuracy and top-k recall of
+// `predicted` against the measured merit over the round's valid records.
+void ScoreRound(const std::vector<MeasureRecord>& round_records, const ir::ComputeDAG& dag,
+                bool memory_bound, RoundRecord* round) {
+  std::vector<double> predicted, actual;
+  for (size_t i = 0; i < round_records.size(); ++i) {
+    if (!round_records[i].valid()) continue;
+    predicted.push_back(round->predicted[i]);
+    actual.push_back(RecordMerit(round_records[i], dag, memory_bound));
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  round->valid = static_cast<int64_t>(actual.size());
+  absl::StatusOr<double> pairwise = costmodel::PairwiseRankingAccuracy(predicted, actual);
+  round->pairwise_accuracy = pairwise.ok() ? *pairwise : nan;
+  round->k = actual.empty() ? 0 : std::max(1, static_cast<int>(actual.size()) / 8);
+  absl::StatusOr<double> recall =
+      actual.empty() ? absl::StatusOr<double>(nan) : costmodel::TopKRecall(predicted, actual, round->k);
+  round->top_k_recall = recall.ok() ? *recall : nan;
+}
+
 }  // namespace
 
 absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedule::Target& target,
@@ -142,6 +186,15 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
   if (options.per_round < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("per_round must be >= 1, got ", options.per_round));
+  }
+  if (options.model_threads < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model_threads must be >= 0 (0 = all usable cores), got ",
+                     options.model_threads));
+  }
+  if (options.early_stopping < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("early_stopping must be >= 0 (0 = off), got ", options.early_stopping));
   }
   if (options.log_path.empty()) return absl::InvalidArgumentError("a tuning log path is required");
   if (options.search.population < 1 || options.search.generations < 0) {
@@ -155,8 +208,11 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
                    runtime::CreateMeasurer(target, options.measure));
   RETURN_IF_ERROR(runtime::CheckMeasureHostMemory(dag, options.measure));
 
+  const bool memory_bound = IsMemoryBound(
+      dag.Flops(), static_cast<double>(dag.InputBytes() + dag.OutputBytes()));
   // Resume: the task's records already in the log.
   std::vector<MeasureRecord> records;
+  int64_t rounds_in_log = 0;
   {
     ReadOptions read;
     read.target = target;
@@ -167,6 +223,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
         for (const std::string& w : log->warnings) std::cerr << "tilesearch: warning: " << w << "\n";
       }
       records = std::move(log->records);
+      rounds_in_log = static_cast<int64_t>(log->rounds.size());
     } else if (log.status().code() != absl::StatusCode::kNotFound) {
       return log.status();
     }
@@ -177,6 +234,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
   if (options.use_xgboost) {
     costmodel::XGBoostOptions xo;
     xo.seed = options.seed;
+    xo.nthread = options.model_threads;
     model = std::make_unique<costmodel::XGBoostModel>(xo);
   } else {
     model = std::make_unique<costmodel::RandomModel>(options.seed);
@@ -187,8 +245,9 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
   std::vector<costmodel::TrainingSample> pending;  // samples not yet given to the model
   for (const MeasureRecord& r : records) {
     measured.insert(RecordStateHash(r));
-    pending.push_back(SampleOf(r, dag, target));
+    pending.push_back(SampleOf(r, dag, target, memory_bound));
   }
+  int64_t samples_given = 0;  // samples passed to the model's Update so far
   const int64_t resumed = static_cast<int64_t>(records.size());
   if (!options.quiet && resumed > 0) {
     std::cerr << "tune: resuming from " << options.log_path << ": " << resumed
@@ -200,6 +259,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
   SigintGuard sigint;
   const auto start = std::chrono::steady_clock::now();
   const double flops = dag.Flops();
+  const double bytes = static_cast<double>(dag.InputBytes() + dag.OutputBytes());
   int empty_rounds = 0;
   while (static_cast<int64_t>(records.size()) < options.trials) {
     if (g_interrupted) {
@@ -214,6 +274,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
     if (!pending.empty()) {
       RETURN_IF_ERROR(model->Update(pending));
       train_s = since(t_phase);
+      samples_given += static_cast<int64_t>(pending.size());
       pending.clear();
     }
     // Best measured states seed the population.
@@ -247,6 +308,10 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
       continue;
     }
     empty_rounds = 0;
+    // The model's scores of the round's candidates, before any of them is measured.
+    RoundRecord round_line;
+    DescribeModel(*model, samples_given, &round_line);
+    ASSIGN_OR_RETURN(round_line.predicted, ScoreStates(dag, target, states, *model));
     const double search_s = since(t_phase);
     t_phase = std::chrono::steady_clock::now();
 
@@ -280,10 +345,23 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
       if (r.valid()) round_best_ms = std::min(round_best_ms, r.median_ms());
       round.push_back(std::move(r));
     }
-    RETURN_IF_ERROR(writer.Append(round));
+    round_line.workload_key = key;
+    round_line.target = target;
+    round_line.round = rounds_in_log + static_cast<int64_t>(result.rounds.size()) + 1;
+    round_line.first_trial = round.front().trial;
+    round_line.trials = static_cast<int64_t>(round.size());
+    ScoreRound(round, dag, memory_bound, &round_line);
+    round_line.train_s = train_s;
+    round_line.search_s = search_s;
+    round_line.build_s = build_s;
+    round_line.measure_s = measure_s;
+    round_line.timestamp = CurrentTimestamp();
+    round_line.seed = options.seed;
+    RETURN_IF_ERROR(writer.Append(round, round_line));
+    result.rounds.push_back(round_line);
     for (MeasureRecord& r : round) {
       measured.insert(RecordStateHash(r));
-      pending.push_back(SampleOf(r, dag, target));
+      pending.push_back(SampleOf(r, dag, target, memory_bound));
       records.push_back(std::move(r));
     }
     result.new_trials += static_cast<int64_t>(round.size());
@@ -304,19 +382,54 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const int64_t left = options.trials - static_cast<int64_t>(records.size());
       const double eta = elapsed / static_cast<double>(result.new_trials) * left;
-      auto gflops = [&](double ms) {
-        return std::isfinite(ms) && ms > 0 ? Fixed(flops / (ms * 1e6), 2) : std::string("-");
+      // GB/s for memory-bound workloads (the figure of merit there), GFLOP/s otherwise.
+      const double amount = memory_bound ? bytes : flops;
+      const char* unit = memory_bound ? " GB/s" : " GFLOP/s";
+      auto rate = [&](double ms) {
+        return std::isfinite(ms) && ms > 0 ? Fixed(amount / (ms * 1e6), 2) : std::string("-");
       };
       std::string err_text;
       for (const auto& [name, count] : errors) absl::StrAppend(&err_text, " ", name, "=", count);
+      std::string model_text = absl::StrCat(model->Name(), " acc ",
+                                            std::isnan(round_line.pairwise_accuracy)
+                                                ? std::string("-")
+                                                : Fixed(round_line.pairwise_accuracy, 2));
+      if (round_line.model_trained) {
+        absl::StrAppend(&model_text, " (", round_line.train_programs, " programs, ",
+                        round_line.boost_rounds, " trees)");
+      } else if (options.use_xgboost) {
+        absl::StrAppend(&model_text, " (untrained)");
+      }
       std::cerr << "tune: trials " << records.size() << "/" << options.trials << "  best "
-                << gflops(best_ms) << " GFLOP/s"
+                << rate(best_ms) << unit
                 << (std::isfinite(best_ms) ? absl::StrCat(" (", Fixed(best_ms, 4), " ms)") : "")
-                << "  round best " << gflops(round_best_ms) << " GFLOP/s  errors"
-                << (err_text.empty() ? " none" : err_text) << "  elapsed " << Duration(elapsed)
-                << "  eta " << Duration(eta) << "  (round: train " << Fixed(train_s, 1)
-                << "s, search " << Fixed(search_s, 1) << "s, build " << Fixed(build_s, 1)
-                << "s, measure " << Fixed(measure_s, 1) << "s)\n";
+                << "  round best " << rate(round_best_ms) << unit << "  errors"
+                << (err_text.empty() ? " none" : err_text) << "  model " << model_text
+                << "  elapsed " << Duration(elapsed) << "  eta " << Duration(eta)
+                << "  (round: train " << Fixed(train_s, 2) << "s, search " << Fixed(search_s, 1)
+                << "s, build " << Fixed(build_s, 1) << "s, measure " << Fixed(measure_s, 1)
+                << "s)\n";
+    }
+    if (options.early_stopping > 0) {
+      // Trials since the best median was last improved (strictly), over all the task's records.
+      double best = std::numeric_limits<double>::infinity();
+      int64_t best_index = -1;
+      for (size_t i = 0; i < records.size(); ++i) {
+        if (records[i].valid() && records[i].median_ms() < best) {
+          best = records[i].median_ms();
+          best_index = static_cast<int64_t>(i);
+        }
+      }
+      const int64_t since_best = static_cast<int64_t>(records.size()) - 1 - best_index;
+      if (since_best >= options.early_stopping &&
+          static_cast<int64_t>(records.size()) < options.trials) {
+        result.early_stopped = true;
+        if (!options.quiet) {
+          std::cerr << "tune: stopping early: no improvement in the last " << since_best
+                    << " trials (--early-stopping " << options.early_stopping << ")\n";
+        }
+        break;
+      }
     }
   }
   if (g_interrupted) result.interrupted = true;

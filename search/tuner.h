@@ -6,6 +6,12 @@
 // (fsync'd, search/log_io.h) and prints a progress line. A job resumes from its log: the records
 // of the task (workload key + target) train the model, their states are never measured again and
 // they count toward the trial budget.
+//
+// Model quality: each round's candidates are scored by the current model (ScoreStates) before
+// they are measured; once measured they are records the model has never seen, so the round line
+// written after them (RoundRecord, search/measure_record.h) holds an honest held-out pairwise
+// ranking accuracy and top-k recall of those scores against the measured throughput, plus how the
+// model was trained (samples, XGBoost boosting rounds).
 #pragma once
 
 #include <cstdint>
@@ -35,8 +41,16 @@ struct TuneOptions {
   uint64_t seed = 0;
   /// The learned model (XGBoostModel); false: RandomModel (the ablation baseline).
   bool use_xgboost = true;
+  /// XGBoost training threads (XGBoostOptions::nthread); 0 = every usable core. Training data is
+  /// small (hundreds to thousands of store rows), so 1 thread costs little and avoids OpenMP
+  /// contention on a busy host; results are the same for any count.
+  int model_threads = 0;
   SearchOptions search;
   runtime::MeasureOptions measure;
+  /// Early stopping (TVM TuningOptions.early_stopping): stop once this many trials of the task in
+  /// a row (resumed ones included) have not improved on the best median; checked after each
+  /// round. 0 = off.
+  int early_stopping = 0;
   /// No progress lines on stderr.
   bool quiet = false;
 };
@@ -56,14 +70,22 @@ struct TuneResult {
   bool interrupted = false;
   /// True when the search found no new candidate (the space looks exhausted) before the budget.
   bool exhausted = false;
+  /// True when early stopping ended the job before the budget.
+  bool early_stopped = false;
+  /// Round lines written by this call (one per measured round), in order.
+  std::vector<RoundRecord> rounds;
 };
 
 /// Tunes `workload` on `target` until the log holds options.trials records of the task, the
-/// search runs dry, or SIGINT arrives (checked between rounds; the round in flight is finished and
-/// logged). Errors: kInvalidArgument for trials < 1, per_round < 1, an empty log path, invalid
-/// search or measure options, an unbuildable workload; the log's read / write errors; the
-/// measurer's creation errors (e.g. "no CUDA driver found"); kFailedPrecondition when every
-/// candidate reports no_device.
+/// search runs dry, early stopping triggers, or SIGINT arrives (checked between rounds; the round
+/// in flight is finished and logged). Progress on stderr (unless quiet), one line per round:
+/// trials done / total, best and round-best GFLOP/s (GB/s for memory-bound workloads,
+/// IsMemoryBound), errors by kind, the model's held-out pairwise accuracy on the round, elapsed
+/// time, ETA and the phases' times. The model's training label is the record's throughput (FLOP/s,
+/// or bytes/s for memory-bound workloads; 0 for failures). Errors: kInvalidArgument for trials < 1,
+/// per_round < 1, early_stopping < 0, an empty log path, invalid search or measure options, an
+/// unbuildable workload; the log's read / write errors; the measurer's creation errors (e.g. "no
+/// CUDA driver found"); kFailedPrecondition when every candidate reports no_device.
 [[nodiscard]] absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload,
                                               const schedule::Target& target,
                                               const TuneOptions& options);

@@ -1,8 +1,237 @@
-// Placeholder: `tilesearch inspect` (filled by its owner).
+// `tilesearch inspect`: per (workload, target) summaries of tuning logs (search/log_io.h): trials,
+// best, errors, the trial reaching 90% of the best, the tuning curve, the cost model's quality per
+// round; optionally an SVG plot of the tuning curves (search/curve_svg.h) and a JSON summary.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "ir/compute_dag.h"
+#include "nlohmann/json.hpp"
+#include "schedule/schedule_file.h"
+#include "search/curve_svg.h"
+#include "search/log_io.h"
+#include "search/measure_record.h"
 #include "tools/commands.h"
+#include "tools/workload_options.h"
+
 namespace tilesearch::tools {
-ExitCodeAction AddInspectCommand(CLI::App& app) {
-  (void)app;
-  return []() -> absl::StatusOr<int> { return absl::UnimplementedError("inspect: not built yet"); };
+namespace {
+
+using nlohmann::json;
+
+struct InspectCommandOptions {
+  std::vector<std::string> logs;  // --log, once per log
+  WorkloadOptions workload;       // --op/--shape/--attr/--dtype/--schedule filter, --target
+  std::string workload_key;       // --workload-key
+  int curve_points = 10;
+  std::string plot;  // --plot FILE; "" = none
+  std::string json;  // --json FILE; "" = none
+};
+
+struct InspectedLog {
+  std::string path;
+  search::LogContents contents;
+  std::vector<search::WorkloadSummary> summaries;
+};
+
+json NumberOrNull(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json SummaryJson(const search::WorkloadSummary& s) {
+  json curve = json::array();
+  for (const search::CurvePoint& c : s.curve) {
+    curve.push_back({{"trials", c.trials},
+                     {"best_median_ms", NumberOrNull(c.best_median_ms)},
+                     {"best_throughput", search::SummaryThroughput(s, c.best_median_ms)}});
+  }
+  json rounds = json::array();
+  for (const search::RoundRecord& r : s.rounds) rounds.push_back(search::RoundRecordToJson(r));
+  return {{"workload_key", s.workload_key},
+          {"workload", schedule::WorkloadToJson(s.workload)},
+          {"target", s.target.ToString()},
+          {"trials", s.trials},
+          {"valid", s.valid},
+          {"best_median_ms", NumberOrNull(s.best_median_ms)},
+          {"best_trial", s.best_trial},
+          {"flops", s.flops},
+          {"bytes", s.bytes},
+          {"unit", search::SummaryUnit(s)},
+          {"best_throughput", search::SummaryThroughput(s, s.best_median_ms)},
+          {"trials_to_90_percent", s.trials_to_90_percent},
+          {"errors", s.errors},
+          {"curve", std::move(curve)},
+          {"rounds", std::move(rounds)}};
 }
+
+// One series per (log, workload): labelled by the log's file name when several logs are plotted,
+// else by the workload and target; with the unit when the plot mixes GFLOP/s and GB/s.
+search::CurveSeries SeriesOf(const InspectedLog& log, const search::WorkloadSummary& s,
+                             bool several_logs, bool mixed_units) {
+  search::CurveSeries series;
+  const std::string workload = absl::StrCat(s.workload.ToString(), " (", s.target.ToString(), ")");
+  if (several_logs) {
+    series.label = std::filesystem::path(log.path).filename().string();
+    if (log.summaries.size() > 1) absl::StrAppend(&series.label, ": ", workload);
+  } else {
+    series.label = workload;
+  }
+  if (mixed_units) absl::StrAppend(&series.label, " [", search::SummaryUnit(s), "]");
+  for (const search::CurvePoint& c : s.curve) {
+    if (!std::isfinite(c.best_median_ms)) continue;
+    series.points.emplace_back(static_cast<double>(c.trials),
+                               search::SummaryThroughput(s, c.best_median_ms));
+  }
+  return series;
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& text, const char* what) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (out) out << text;
+  out.close();
+  if (!out) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot write ", what, " file '", path, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> Inspect(const InspectCommandOptions& options) {
+  const bool by_workload = !options.workload.op.empty() || !options.workload.schedule.empty();
+  if (by_workload && !options.workload_key.empty()) {
+    return absl::InvalidArgumentError("give either --op/--schedule or --workload-key, not both");
+  }
+  search::ReadOptions read;
+  std::string filter_text;
+  if (by_workload) {
+    WorkloadOptions w = options.workload;
+    w.target.clear();  // the target filter is resolved below, only when given
+    ASSIGN_OR_RETURN(schedule::ScheduleFile file, ScheduleFromOptions(w));
+    ASSIGN_OR_RETURN(ir::ComputeDAG dag, file.workload.Build());
+    read.workload_key = dag.WorkloadKey();
+    filter_text = absl::StrCat("of workload ", file.workload.ToString(), " (key ",
+                               read.workload_key, ")");
+  } else if (!options.workload_key.empty()) {
+    read.workload_key = options.workload_key;
+    filter_text = absl::StrCat("of workload key ", read.workload_key);
+  }
+  if (!options.workload.target.empty()) {
+    ASSIGN_OR_RETURN(read.target, ResolveTargetOption(options.workload.target));
+    absl::StrAppend(&filter_text, filter_text.empty() ? "" : " ", "on ", read.target->ToString());
+  }
+  // Read everything before printing: a missing log is a user error with nothing on stdout.
+  std::vector<InspectedLog> logs;
+  for (const std::string& path : options.logs) {
+    InspectedLog log;
+    log.path = path;
+    ASSIGN_OR_RETURN(log.contents, search::ReadLog(path, read));
+    log.summaries = search::SummarizeLog(log.contents.records, log.contents.rounds);
+    logs.push_back(std::move(log));
+  }
+  size_t total = 0;
+  for (const InspectedLog& log : logs) total += log.summaries.size();
+  if (!filter_text.empty() && total == 0) {
+    return absl::NotFoundError(absl::StrCat("no record ", filter_text, " in ",
+                                            absl::StrJoin(options.logs, ", ")));
+  }
+
+  for (const InspectedLog& log : logs) {
+    for (const std::string& w : log.contents.warnings) {
+      std::cerr << "tilesearch: warning: " << w << "\n";
+    }
+    const search::LogContents& c = log.contents;
+    std::cout << "log: " << log.path << " (" << c.lines << " lines: " << c.records.size()
+              << " records, " << c.rounds.size() << " round lines";
+    if (c.corrupt_lines > 0) std::cout << ", " << c.corrupt_lines << " corrupt lines skipped";
+    if (c.foreign_target_records + c.other_workload_records > 0) {
+      std::cout << ", " << c.foreign_target_records + c.other_workload_records
+                << " records filtered out";
+    }
+    std::cout << ")\n";
+    if (log.summaries.empty()) {
+      std::cout << "  no records\n";
+      continue;
+    }
+    std::cout << search::FormatSummary(log.summaries, options.curve_points);
+  }
+
+  if (!options.plot.empty()) {
+    bool all_memory = true, any_memory = false;
+    for (const InspectedLog& log : logs) {
+      for (const search::WorkloadSummary& s : log.summaries) {
+        all_memory = all_memory && s.memory_bound;
+        any_memory = any_memory || s.memory_bound;
+      }
+    }
+    const bool mixed = any_memory && !all_memory;
+    std::vector<search::CurveSeries> series;
+    for (const InspectedLog& log : logs) {
+      for (const search::WorkloadSummary& s : log.summaries) {
+        series.push_back(SeriesOf(log, s, logs.size() > 1, mixed));
+      }
+    }
+    search::PlotOptions plot;
+    plot.title = logs.size() == 1 ? absl::StrCat("tuning curve: ",
+                                                 std::filesystem::path(logs[0].path).filename().string())
+                                  : "tuning curves";
+    plot.y_label = all_memory    ? "best GB/s so far"
+                   : mixed      ? "best so far (GFLOP/s or GB/s, see legend)"
+                                : "best GFLOP/s so far";
+    ASSIGN_OR_RETURN(std::string svg, search::CurveSvg(series, plot));
+    RETURN_IF_ERROR(WriteFile(options.plot, svg, "--plot"));
+    std::cout << "plot: " << options.plot << " (" << series.size() << " curves)\n";
+  }
+  if (!options.json.empty()) {
+    json j = {{"logs", json::array()}};
+    for (const InspectedLog& log : logs) {
+      json workloads = json::array();
+      for (const search::WorkloadSummary& s : log.summaries) workloads.push_back(SummaryJson(s));
+      j["logs"].push_back({{"path", log.path},
+                           {"lines", log.contents.lines},
+                           {"records", log.contents.records.size()},
+                           {"round_lines", log.contents.rounds.size()},
+                           {"corrupt_lines", log.contents.corrupt_lines},
+                           {"warnings", log.contents.warnings},
+                           {"workloads", std::move(workloads)}});
+    }
+    RETURN_IF_ERROR(
+        WriteFile(options.json, j.dump(2, ' ', false, json::error_handler_t::replace) + "\n",
+                  "--json"));
+  }
+  return 0;
+}
+
+}  // namespace
+
+ExitCodeAction AddInspectCommand(CLI::App& app) {
+  auto options = std::make_shared<InspectCommandOptions>();
+  app.add_option("--log", options->logs,
+                 "tuning log (JSON Lines); repeat to compare logs (e.g. XGBoost vs random model)")
+      ->required();
+  AddWorkloadOptions(app, options->workload);
+  // Here --target filters; it has no default.
+  app.get_option("--target")
+      ->description("only records of this target: cpu, cuda, cuda -arch=sm_XX or auto (cuda when a "
+                    "CUDA device answers, else cpu); default: every target");
+  app.get_option("--schedule")
+      ->description("only records of this schedule file's workload (its steps are ignored)");
+  app.add_option("--workload-key", options->workload_key,
+                 "only this workload key (16 hex digits, as printed by show / inspect)");
+  app.add_option("--curve-points", options->curve_points,
+                 "tuning-curve lines per workload, 1..100000")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--plot", options->plot,
+                 "write an SVG of best-so-far throughput vs trials (one curve per workload and "
+                 "log)");
+  app.add_option("--json", options->json, "write the summaries as JSON");
+  return [options]() { return Inspect(*options); };
+}
+
 }  // namespace tilesearch::tools

@@ -32,6 +32,7 @@ struct TuneCommandOptions {
   int min_runs = -1;        // < 0: runtime::TimingOptions' default
   double min_time_ms = -1;  // < 0: default
   int warmup = -1;          // < 0: default
+  int early_stopping = 0;   // 0: off
   bool quiet = false;
 };
 
@@ -62,6 +63,7 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   if (options.min_time_ms >= 0) timing.min_total_ms = options.min_time_ms;
   if (options.warmup >= 0) timing.warmup_runs = options.warmup;
   if (timing.max_runs < timing.min_runs) timing.max_runs = timing.min_runs;
+  tune.early_stopping = options.early_stopping;
   tune.quiet = options.quiet;
   ASSIGN_OR_RETURN(search::TuneResult result, search::Tune(file.workload, file.target, tune));
 
@@ -71,7 +73,16 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
             << "trials: " << result.trials << " (" << result.new_trials << " measured now)";
   if (result.interrupted) std::cout << ", interrupted";
   if (result.exhausted) std::cout << ", search space exhausted";
+  if (result.early_stopped) std::cout << ", stopped early";
   std::cout << "\n";
+  if (!result.rounds.empty()) {
+    // The cost model's held-out ranking quality over this call's rounds.
+    std::cout << "model pairwise accuracy per round:";
+    for (const search::RoundRecord& r : result.rounds) {
+      std::cout << " " << (std::isnan(r.pairwise_accuracy) ? "-" : Fixed(r.pairwise_accuracy, 3));
+    }
+    std::cout << " (" << result.rounds.front().model << ")\n";
+  }
   std::cout << "errors:";
   if (result.errors.empty()) std::cout << " none";
   for (const auto& [name, count] : result.errors) std::cout << " " << name << "=" << count;
@@ -129,6 +140,10 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
                  absl::StrCat("untimed runs per candidate before timing, 0..10000 (default ",
                               defaults.warmup_runs, ")"))
       ->check(CLI::Range(0, 10000));
+  app.add_option("--early-stopping", options->early_stopping,
+                 "stop after this many trials in a row without a better median, 0 = off")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
   app.add_flag("--quiet", options->quiet, "no progress lines on stderr");
   return [options]() { return Tune(*options); };
 }

@@ -64,11 +64,16 @@ ExitCodeAction AddMeasureCommand(CLI::App& app);
 /// measurer (one unchecked run each) and prints the driver JIT ms distribution.
 CommandAction AddBenchCompileCommand(CLI::App& app);
 
-/// `tilesearch tune --op NAME --shape ... [--dtype T] [--attr k=v] --target cpu|cuda --trials N
-/// [--per-round 64] --log FILE [--seed S] [--model xgboost|random] [--population N]
-/// [--generations N] [--min-runs N] [--min-time-ms X] [--warmup N] [--quiet]`: search::Tune (evolutionary search + cost model + measurement,
-/// resuming from the log), progress lines on stderr, then the trials, errors by kind and the best
-/// record (median ms, GFLOP/s, steps). Returns 0 with a valid best record, 1 when none is valid.
+/// `tilesearch tune --op NAME --shape ... [--dtype T] [--attr k=v] [--target auto|cpu|cuda
+/// [-arch=sm_XX]] --trials N [--per-round 64] --log FILE [--seed S] [--model xgboost|random]
+/// [--population N] [--generations N] [--early-stopping N] [--min-runs N] [--min-time-ms X]
+/// [--warmup N] [--quiet]`: search::Tune (evolutionary search + cost model + measurement,
+/// resuming from the log; the target via ScheduleFromOptions / ResolveTargetOption: default cpu,
+/// auto = cuda when a device answers, else cpu), a progress line per round on stderr (GFLOP/s, or
+/// GB/s for memory-bound workloads, and the model's held-out pairwise accuracy), then the
+/// trials, errors by kind, the model's pairwise accuracy per round and the best record (median
+/// ms, GFLOP/s, GB/s, steps). --early-stopping N stops after N trials in a row without a better
+/// median (0 = off). Returns 0 with a valid best record, 1 when none is valid.
 ExitCodeAction AddTuneCommand(CLI::App& app);
 
 /// `tilesearch replay --log FILE (--op NAME --shape ... [--attr k=v] [--dtype T] | --workload-key
@@ -84,7 +89,17 @@ ExitCodeAction AddTuneCommand(CLI::App& app);
 /// failed: ...", unknown target, bad workload) are a Status.
 ExitCodeAction AddReplayCommand(CLI::App& app);
 
-/// `tilesearch inspect` (doc: its owner fills this in).
+/// `tilesearch inspect --log FILE [--log FILE ...] [--op NAME --shape ... [--attr] [--dtype] |
+/// --schedule FILE | --workload-key K] [--target T] [--curve-points N] [--plot curve.svg]
+/// [--json FILE]`: per log and per (workload, target) of it (search::SummarizeLog, FormatSummary):
+/// trials, valid, best median with GFLOP/s (GB/s when memory bound) and its trial, errors by kind,
+/// the trial at which 90% of the final best throughput was first reached, the tuning curve at up
+/// to N trial counts, and the cost model's held-out quality per round (pairwise accuracy, top-k
+/// recall, training samples and boosting rounds) from the log's round lines. --plot writes an SVG
+/// (search::CurveSvg) of best-so-far throughput vs trials, one curve per workload, or per log and
+/// workload when several logs are given (legend: file name). --json writes the summaries. Skipped
+/// corrupt lines are warnings on stderr. Returns 0; user errors (a missing log, a filter matching
+/// nothing, an unwritable output) are a Status (exit 2).
 ExitCodeAction AddInspectCommand(CLI::App& app);
 
 }  // namespace tilesearch::tools

@@ -3,6 +3,9 @@
 // other targets are dropped and counted; a killed-and-resumed job keeps every round exactly once;
 // BestRecord picks the smallest valid median (checked against hand-made records) and explains
 // when there is none; SummarizeLog's counts and best-so-far curve match hand-computed values.
+// Round metadata lines: written after their round in one Append, read back as rounds (filtered by
+// target and workload key like records), corrupt ones skipped with their line number, unknown
+// line kinds skipped; a log of only records (the format before round lines) still reads.
 #include "search/log_io.h"
 
 #include <unistd.h>
@@ -96,6 +99,37 @@ std::vector<MeasureRecord> Round(int64_t first_trial, int n) {
   std::vector<MeasureRecord> round;
   for (int i = 0; i < n; ++i) round.push_back(Trial(first_trial + i, 1.0 + first_trial + i));
   return round;
+}
+
+// The round line of trials first_trial .. first_trial + n - 1 with hand-picked values.
+RoundRecord RoundLine(int64_t round, int64_t first_trial, int n,
+                      const schedule::Target& target = schedule::Target::H200()) {
+  RoundRecord r;
+  r.workload_key = kKey;
+  r.target = target;
+  r.device_name = "NVIDIA H200";
+  r.round = round;
+  r.first_trial = first_trial;
+  r.trials = n;
+  r.valid = n;
+  r.model = "xgboost";
+  r.model_trained = round > 1;
+  r.train_samples = first_trial;
+  r.train_programs = first_trial;
+  r.boost_rounds = round > 1 ? 12 : 0;
+  r.model_validation_accuracy = std::numeric_limits<double>::quiet_NaN();
+  for (int i = 0; i < n; ++i) r.predicted.push_back(0.5 * i);
+  r.predicted[0] = -std::numeric_limits<double>::infinity();  // a state without features
+  r.pairwise_accuracy = 0.75;
+  r.top_k_recall = 0.5;
+  r.k = 2;
+  r.train_s = 0.25;
+  r.search_s = 1.5;
+  r.build_s = 0.125;
+  r.measure_s = 2.0;
+  r.timestamp = "2025-11-30T00:00:01.000Z";
+  r.seed = 7;
+  return r;
 }
 
 std::vector<int64_t> TrialsOf(const std::vector<MeasureRecord>& records) {
@@ -391,6 +425,198 @@ TEST(SummarizeLogTest, CountsBestAndBestSoFarCurve) {
   EXPECT_THAT(text, HasSubstr("errors: 2 compile_error, 1 wrong_answer"));
   EXPECT_THAT(text, HasSubstr("trial 2: best 2 ms"));
   EXPECT_THAT(text, HasSubstr("trial 6: best 0.5 ms"));
+}
+
+TEST(LogIoTest, RoundLinesFollowTheirRecordsAndReadBack) {
+  const std::string path = TempLog("rounds.jsonl");
+  {
+    absl::StatusOr<LogWriter> w = LogWriter::Open(path);
+    ASSERT_THAT(w, IsOk());
+    ASSERT_THAT(w->Append(Round(0, 3), RoundLine(1, 0, 3)), IsOk());
+    ASSERT_THAT(w->Append(Round(3, 3), RoundLine(2, 3, 3)), IsOk());
+  }
+  // 3 records, their round line, 3 records, theirs.
+  const std::vector<std::string> lines = Lines(path);
+  ASSERT_THAT(lines, SizeIs(8));
+  for (int i : {0, 1, 2, 4, 5, 6}) {
+    EXPECT_FALSE(json::parse(lines[i]).contains("kind")) << "line " << i + 1;
+  }
+  for (int i : {3, 7}) {
+    const json j = json::parse(lines[i]);
+    EXPECT_EQ(j.at("kind"), "round");
+    EXPECT_EQ(j.at("version"), 1);
+    // -inf and NaN are written as null.
+    EXPECT_TRUE(j.at("predicted")[0].is_null());
+    EXPECT_TRUE(j.at("model_validation_accuracy").is_null());
+  }
+
+  absl::StatusOr<LogContents> read = ReadLog(path);
+  ASSERT_THAT(read, IsOk());
+  EXPECT_TRUE(read->warnings.empty()) << read->warnings[0];
+  EXPECT_THAT(TrialsOf(read->records), ElementsAre(0, 1, 2, 3, 4, 5));
+  ASSERT_THAT(read->rounds, SizeIs(2));
+  const RoundRecord want = RoundLine(2, 3, 3);
+  const RoundRecord& got = read->rounds[1];
+  EXPECT_EQ(got.round, 2);
+  EXPECT_EQ(got.first_trial, 3);
+  EXPECT_EQ(got.trials, 3);
+  EXPECT_EQ(got.valid, 3);
+  EXPECT_EQ(got.workload_key, kKey);
+  EXPECT_TRUE(SameTarget(got.target, schedule::Target::H200()));
+  EXPECT_EQ(got.model, "xgboost");
+  EXPECT_TRUE(got.model_trained);
+  EXPECT_EQ(got.train_samples, 3);
+  EXPECT_EQ(got.boost_rounds, 12);
+  EXPECT_TRUE(std::isnan(got.model_validation_accuracy));
+  ASSERT_THAT(got.predicted, SizeIs(3));
+  EXPECT_EQ(got.predicted[0], -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(got.predicted[1], 0.5);
+  EXPECT_EQ(got.predicted[2], 1.0);
+  EXPECT_EQ(got.pairwise_accuracy, 0.75);
+  EXPECT_EQ(got.top_k_recall, 0.5);
+  EXPECT_EQ(got.k, 2);
+  EXPECT_EQ(got.train_s, want.train_s);
+  EXPECT_EQ(got.search_s, want.search_s);
+  EXPECT_EQ(got.build_s, want.build_s);
+  EXPECT_EQ(got.measure_s, want.measure_s);
+  EXPECT_EQ(got.timestamp, want.timestamp);
+  EXPECT_EQ(got.seed, 7u);
+  EXPECT_FALSE(read->rounds[0].model_trained);
+}
+
+TEST(LogIoTest, RoundLinesAreFilteredLikeRecords) {
+  const std::string path = TempLog("round_filters.jsonl");
+  {
+    absl::StatusOr<LogWriter> w = LogWriter::Open(path);
+    ASSERT_THAT(w, IsOk());
+    ASSERT_THAT(w->Append(Round(0, 2), RoundLine(1, 0, 2)), IsOk());
+    std::vector<MeasureRecord> cpu = {
+        Trial(0, 1.0, runtime::MeasureError::kNone, schedule::Target::HostCpu())};
+    ASSERT_THAT(w->Append(cpu, RoundLine(1, 0, 1, schedule::Target::HostCpu())), IsOk());
+    RoundRecord other_key = RoundLine(2, 2, 2);
+    other_key.workload_key = "ffffffffffffffff";
+    ASSERT_THAT(w->Append({}, other_key), IsOk());
+  }
+  ReadOptions h200;
+  h200.target = schedule::Target::H200();
+  absl::StatusOr<LogContents> read = ReadLog(path, h200);
+  ASSERT_THAT(read, IsOk());
+  ASSERT_THAT(read->rounds, SizeIs(2));
+  EXPECT_EQ(read->rounds[0].workload_key, kKey);
+  EXPECT_EQ(read->rounds[1].workload_key, "ffffffffffffffff");
+  EXPECT_EQ(read->foreign_target_rounds, 1);
+  EXPECT_EQ(read->foreign_target_records, 1);
+
+  ReadOptions by_key = h200;
+  by_key.workload_key = kKey;
+  read = ReadLog(path, by_key);
+  ASSERT_THAT(read, IsOk());
+  ASSERT_THAT(read->rounds, SizeIs(1));
+  EXPECT_EQ(read->rounds[0].round, 1);
+  EXPECT_EQ(read->other_workload_rounds, 1);
+
+  read = ReadLog(path);
+  ASSERT_THAT(read, IsOk());
+  EXPECT_THAT(read->rounds, SizeIs(3));
+  EXPECT_THAT(read->records, SizeIs(3));
+}
+
+TEST(LogIoTest, CorruptRoundLinesAndUnknownKindsAreSkippedWithTheirLineNumbers) {
+  const std::string path = TempLog("bad_rounds.jsonl");
+  json bad_accuracy = RoundRecordToJson(RoundLine(1, 0, 2));
+  bad_accuracy["pairwise_accuracy"] = 2;
+  json short_predictions = RoundRecordToJson(RoundLine(1, 0, 2));
+  short_predictions["predicted"] = json::array({1.0});
+  json extra = RoundRecordToJson(RoundLine(1, 0, 2));
+  extra["colour"] = "blue";
+  json missing_round = RoundRecordToJson(RoundLine(1, 0, 2));
+  missing_round.erase("round");
+  json record_kind = MeasureRecordToJson(Trial(2, 1.0));
+  record_kind["kind"] = "record";  // explicit kind of a record: accepted
+  std::ostringstream text;
+  text << MeasureRecordToLine(Trial(0, 1.0)) << "\n"              // 1
+       << MeasureRecordToLine(Trial(1, 1.0)) << "\n"              // 2
+       << bad_accuracy.dump() << "\n"                             // 3
+       << short_predictions.dump() << "\n"                        // 4
+       << R"({"kind": "comment", "version": 1, "text": "hi"})" << "\n"  // 5
+       << extra.dump() << "\n"                                    // 6
+       << missing_round.dump() << "\n"                            // 7
+       << RoundRecordToLine(RoundLine(1, 0, 2)) << "\n"           // 8
+       << record_kind.dump() << "\n"                              // 9
+       << RoundRecordToLine(RoundLine(2, 2, 1)).substr(0, 80) << "\n";  // 10: truncated
+  AppendRaw(path, text.str());
+
+  absl::StatusOr<LogContents> read = ReadLog(path);
+  ASSERT_THAT(read, IsOk());
+  EXPECT_THAT(TrialsOf(read->records), ElementsAre(0, 1, 2));
+  ASSERT_THAT(read->rounds, SizeIs(1));
+  EXPECT_EQ(read->rounds[0].round, 1);
+  EXPECT_EQ(read->corrupt_lines, 6);
+  ASSERT_THAT(read->warnings, SizeIs(6));
+  EXPECT_THAT(read->warnings[0], HasSubstr(path + ":3: skipped: field 'pairwise_accuracy' must be "
+                                                  "a number in [0, 1] or null, got 2"));
+  EXPECT_THAT(read->warnings[1],
+              HasSubstr(path + ":4: skipped: field 'predicted' has 1 scores for 2 trials"));
+  EXPECT_THAT(read->warnings[2], HasSubstr(path + ":5: skipped: unknown line kind \"comment\""));
+  EXPECT_THAT(read->warnings[3], HasSubstr(path + ":6: skipped: unknown field 'colour'"));
+  EXPECT_THAT(read->warnings[4], HasSubstr(path + ":7: skipped: field 'round' is missing"));
+  EXPECT_THAT(read->warnings[5], HasSubstr(path + ":10: skipped: not valid JSON"));
+}
+
+TEST(LogIoTest, NewerRoundLineFailsTheRead) {
+  const std::string path = TempLog("newer_round.jsonl");
+  json newer = RoundRecordToJson(RoundLine(1, 0, 1));
+  newer["version"] = 2;
+  newer["new_field"] = 1;
+  AppendRaw(path, MeasureRecordToLine(Trial(0, 1.0)) + "\n" + newer.dump() + "\n");
+  EXPECT_THAT(ReadLog(path),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       path + ":2: log format version 2 is newer than this build reads (1)"));
+}
+
+TEST(SummarizeLogTest, RoundsJoinTheirWorkloadAndNinetyPercentTrialIsFound) {
+  // Medians 4, 2, 1.2, 3, 1.0 ms: best 1.0; 90% of its throughput is a median <= 1/0.9 = 1.11 ms,
+  // first reached by the best itself at trial count 5 (1.2 ms is only 83%).
+  std::vector<MeasureRecord> records = {Trial(0, 4.0), Trial(1, 2.0), Trial(2, 1.2), Trial(3, 3.0),
+                                        Trial(4, 1.0)};
+  RoundRecord foreign = RoundLine(1, 0, 5, schedule::Target::HostCpu());
+  const std::vector<WorkloadSummary> s =
+      SummarizeLog(records, {RoundLine(1, 0, 3), foreign, RoundLine(2, 3, 2)});
+  ASSERT_THAT(s, SizeIs(1));
+  EXPECT_EQ(s[0].trials_to_90_percent, 5);
+  ASSERT_THAT(s[0].rounds, SizeIs(2));
+  EXPECT_EQ(s[0].rounds[1].round, 2);
+  // matmul 32x16 · 16x8 fp32: 2·32·8·16 FLOPs over (32·16 + 16·8 + 32·8)·4 bytes = 2.29 FLOP/B,
+  // memory bound: GB/s.
+  const double bytes = (32 * 16 + 16 * 8 + 32 * 8) * 4.0;
+  EXPECT_TRUE(s[0].memory_bound);
+  EXPECT_EQ(s[0].bytes, bytes);
+  EXPECT_DOUBLE_EQ(s[0].best_bytes_per_s, bytes / 1.0e-3);
+  EXPECT_STREQ(SummaryUnit(s[0]), "GB/s");
+  EXPECT_DOUBLE_EQ(SummaryThroughput(s[0], 2.0), bytes / 2.0e-3 * 1e-9);
+
+  // With the last record at 1.1 ms instead, 90% of its throughput is a median <= 1.222 ms, which
+  // the 1.2 ms record reached at trial count 3.
+  records[4] = Trial(4, 1.1);
+  EXPECT_EQ(SummarizeLog(records)[0].trials_to_90_percent, 3);
+
+  const std::string text = FormatSummary(s, 5);
+  EXPECT_THAT(text, HasSubstr("90% of the best reached after 5 trials"));
+  EXPECT_THAT(text, HasSubstr("GB/s"));
+  EXPECT_THAT(text, HasSubstr("round 1 (trials 0-2, 3 valid; xgboost untrained (0 samples)): "
+                              "pairwise accuracy 0.750, top-2 recall 0.500"));
+  EXPECT_THAT(text, HasSubstr("round 2 (trials 3-4, 2 valid; xgboost trained on 3 of 3 samples, "
+                              "12 boosting rounds)"));
+
+  // A compute-bound workload (matmul 256³: 2·256³ FLOPs over 3·256²·4 bytes = 42.7 FLOP/B).
+  MeasureRecord big = Trial(0, 2.0);
+  big.workload.args.shapes = {{256, 256}, {256, 256}};
+  const std::vector<WorkloadSummary> b = SummarizeLog({big});
+  ASSERT_THAT(b, SizeIs(1));
+  EXPECT_FALSE(b[0].memory_bound);
+  EXPECT_STREQ(SummaryUnit(b[0]), "GFLOP/s");
+  EXPECT_DOUBLE_EQ(SummaryThroughput(b[0], 2.0), 2.0 * 256 * 256 * 256 / 2.0e-3 * 1e-9);
+  EXPECT_EQ(b[0].trials_to_90_percent, 1);
 }
 
 }  // namespace

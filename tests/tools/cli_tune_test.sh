@@ -1,28 +1,44 @@
 #!/usr/bin/env bash
-# `tilesearch tune` on the cpu target, tiny: 4 trials write 4 log lines whose steps are distinct, a
-# resume to 6 measures only 2 more (the first 4 lines unchanged), the best record printed is one of
-# the logged ones; a missing --log and an unknown --model are one-line errors (exit 2).
+# `tilesearch tune` on the cpu target, tiny: 4 trials in 2 rounds write 4 records, each round
+# followed by its round line (model quality), whose steps are distinct; a resume to 6 measures only
+# 2 more (the first 6 lines unchanged, round 3 numbered after the log's), the best record printed
+# is one of the logged ones; the per-round pairwise accuracies printed are the round lines';
+# --early-stopping 1 stops before a large budget; the help mentions --target auto; a missing --log,
+# an unknown --model and a negative --early-stopping are one-line errors (exit 2).
 # Run by ctest with TILESEARCH set to the binary.
 set -u
 source "$(dirname "$0")/cli_lib.sh"
-fast=(--op matmul --shape 32x32 --shape 32x32 --target cpu --per-round 2 --population 16
-      --generations 1 --min-runs 2 --min-time-ms 0 --warmup 0 --quiet --log "$tmp/t.jsonl")
+base=(--op matmul --shape 32x32 --shape 32x32 --target cpu --population 16 --generations 1
+      --min-runs 2 --min-time-ms 0 --warmup 0 --quiet)
+fast=("${base[@]}" --per-round 2 --log "$tmp/t.jsonl")
 
 run first tune "${fast[@]}" --trials 4
 expect_rc first 0
 expect_out first '^trials: 4 \(4 measured now\)$'
-[[ "$(wc -l <"$tmp/t.jsonl")" == 4 ]] || fail "first: log has $(wc -l <"$tmp/t.jsonl") lines, expected 4"
+[[ "$(wc -l <"$tmp/t.jsonl")" == 6 ]] || fail "first: log has $(wc -l <"$tmp/t.jsonl") lines, expected 6"
+expect_out first '^model pairwise accuracy per round: [-0-9.]+ [-0-9.]+ \(xgboost\)$'
 cp "$tmp/t.jsonl" "$tmp/first.jsonl"
 
 run resume tune "${fast[@]}" --trials 6
 expect_rc resume 0
 expect_out resume '^trials: 6 \(2 measured now\)$'
-[[ "$(wc -l <"$tmp/t.jsonl")" == 6 ]] || fail "resume: log has $(wc -l <"$tmp/t.jsonl") lines, expected 6"
-[[ "$(head -n 4 "$tmp/t.jsonl")" == "$(cat "$tmp/first.jsonl")" ]] || fail "resume changed the first 4 records"
+[[ "$(wc -l <"$tmp/t.jsonl")" == 9 ]] || fail "resume: log has $(wc -l <"$tmp/t.jsonl") lines, expected 9"
+[[ "$(head -n 6 "$tmp/t.jsonl")" == "$(cat "$tmp/first.jsonl")" ]] || fail "resume changed the first 6 lines"
 
 python3 - "$tmp/t.jsonl" "$tmp/resume.out" <<'PY' || fail "log content"
 import json, re, sys
-records = [json.loads(l) for l in open(sys.argv[1])]
+lines = [json.loads(l) for l in open(sys.argv[1])]
+kinds = [l.get("kind", "record") for l in lines]
+assert kinds == ["record"] * 2 + ["round"] + ["record"] * 2 + ["round"] + ["record"] * 2 + ["round"], kinds
+records = [l for l in lines if l.get("kind", "record") == "record"]
+rounds = [l for l in lines if l.get("kind") == "round"]
+assert [r["round"] for r in rounds] == [1, 2, 3], [r["round"] for r in rounds]
+assert [r["first_trial"] for r in rounds] == [0, 2, 4]
+assert [r["train_samples"] for r in rounds] == [0, 2, 4]
+printed = re.search(r"^model pairwise accuracy per round: (.*) \(xgboost\)$", open(sys.argv[2]).read(), re.M)
+assert printed, "no accuracy line in the resume output"
+acc = rounds[2]["pairwise_accuracy"]
+assert printed.group(1) == ("-" if acc is None else "%.3f" % acc), (printed.group(1), acc)
 steps = [json.dumps(r["steps"], sort_keys=True) for r in records]
 assert len(set(steps)) == len(steps), "a schedule was measured twice"
 assert sorted(r["trial"] for r in records) == list(range(6)), [r["trial"] for r in records]
@@ -34,9 +50,23 @@ assert m and int(m.group(1)) == best["trial"], (m and m.group(0), best["trial"])
 assert abs(float(m.group(2)) - best["result"]["timing"]["median_ms"]) < 1e-3, m.group(0)
 PY
 
+run early tune "${base[@]}" --log "$tmp/early.jsonl" --per-round 1 --trials 200 --model random --early-stopping 1
+expect_rc early 0
+expect_out early '^trials: [0-9]+ \([0-9]+ measured now\), stopped early$'
+python3 - "$tmp/early.jsonl" <<'PY' || fail "early stopping log"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1]) if '"kind":"round"' not in l]
+assert len(records) < 200, len(records)
+PY
+
+run help tune --help
+expect_out help '--target.*auto'
+
 run no_log tune --op matmul --shape 32x32 --shape 32x32 --target cpu --trials 4
 expect_error no_log "--log"
 run bad_model tune "${fast[@]}" --trials 4 --model forest
 expect_error bad_model "--model"
+run bad_early tune "${fast[@]}" --trials 4 --early-stopping -1
+expect_error bad_early "--early-stopping"
 
 finish "tune"
