@@ -41,6 +41,7 @@ struct MeasureCommandOptions {
   double atol = 0;                  // 0 = the dtype's tolerance
   double rtol = 0;
   std::string json;  // --json FILE; "" = none
+  int host_threads = 0;  // --host-threads: cpu parallel-loop threads, 0 = every usable core
 };
 
 std::string Triple(const std::array<int64_t, 3>& v) {
@@ -80,6 +81,7 @@ runtime::MeasureOptions ToMeasureOptions(const MeasureCommandOptions& options) {
     m.timing.max_wall_ms = std::max(m.timing.max_wall_ms, 4 * options.min_time_ms);
   }
   if (options.warmup >= 0) m.timing.warmup_runs = options.warmup;
+  m.host_threads = options.host_threads;
   if (m.timing.max_runs < m.timing.min_runs) m.timing.max_runs = m.timing.min_runs;
   return m;
 }
@@ -274,6 +276,9 @@ ExitCodeAction AddMeasureCommand(CLI::App& app) {
       ->check(NumberIn(0, 1e30));
   app.add_option("--rtol", options->rtol, "relative tolerance (default by dtype: float32 1e-4)")
       ->check(NumberIn(0, 1e30));
+  app.add_option("--host-threads", options->host_threads,
+                 "cpu target: threads running parallel loops, 0..4096 (default 0: every core)")
+      ->check(NumberIn(0, 4096));
   app.add_option("--json", options->json,
                  "also write the result (runtime's MeasureResult JSON, workload, target, "
                  "launches, throughput) to this file");
