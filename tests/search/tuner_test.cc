@@ -88,8 +88,26 @@ TuneOptions SmallTune(const std::string& log, int trials) {
   return o;
 }
 
+// Logs this process made, removed when the tests end.
+std::vector<std::string>& TempLogs() {
+  static std::vector<std::string>* logs = new std::vector<std::string>();
+  return *logs;
+}
+
+class TempLogCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    for (const std::string& path : TempLogs()) std::remove(path.c_str());
+  }
+};
+const ::testing::Environment* const kCleanup =
+    ::testing::AddGlobalTestEnvironment(new TempLogCleanup);
+
 std::string TempLog(const std::string& name) {
-  const std::string path = ::testing::TempDir() + "/tuner_test_" + name + ".jsonl";
+  // The pid keeps concurrent runs of this binary (several build trees, one /tmp) apart.
+  const std::string path = ::testing::TempDir() + "/tuner_test_" + std::to_string(::getpid()) +
+                           "_" + name + ".jsonl";
+  TempLogs().push_back(path);
   std::remove(path.c_str());
   return path;
 }
