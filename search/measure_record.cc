@@ -316,12 +316,12 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const json& j) {
   if (!j.is_object()) return absl::InvalidArgumentError("record is not a JSON object");
   MeasureRecord r;
   ASSIGN_OR_RETURN(r.version, ReadVersion(j));
-  std::vector<std::string> allowed(std::begin(kRecordFields), std::end(kRecordFields));
-  allowed.push_back("kind");
-  RETURN_IF_ERROR(CheckKeys(j, allowed, ""));
   if (j.contains("kind") && LogLineKind(j) != "record") {
     return FieldError("kind", "must be \"record\" in a record, got " + Shown(j.at("kind")));
   }
+  std::vector<std::string> allowed(std::begin(kRecordFields), std::end(kRecordFields));
+  allowed.push_back("kind");
+  RETURN_IF_ERROR(CheckKeys(j, allowed, ""));
   RETURN_IF_ERROR(ReadString(j, "workload_key", "workload_key", &r.workload_key));
   if (r.workload_key.empty()) return FieldError("workload_key", "must not be empty");
   if (!j.contains("workload")) return FieldError("workload", "is missing");

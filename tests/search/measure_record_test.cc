@@ -1,7 +1,9 @@
 // Measure records: every field survives the JSON round trip, the line layout is the documented one
 // (samples dropped, costs kept), each malformed field is refused with its name, a newer format
 // version is refused with its own message, state hashes tell schedules apart, and throughput is
-// FLOPs / median checked against hand-computed values.
+// FLOPs / median checked against hand-computed values. Round lines: the line layout (kind first,
+// then the documented field order), NaN / -inf as null, and the kinds kept apart (a record line
+// with "kind": "round" is refused and vice versa; "kind": "record" is accepted on records).
 #include "search/measure_record.h"
 
 #include <cmath>
@@ -275,6 +277,66 @@ TEST(MeasureRecordJsonTest, MalformedFieldsAreNamed) {
               StatusIs(kInvalid, HasSubstr("record is not a JSON object")));
   EXPECT_THAT(MeasureRecordFromLine("{\"version\": 1, \"workl"),
               StatusIs(kInvalid, HasSubstr("not valid JSON")));
+}
+
+TEST(RoundRecordJsonTest, LayoutNullsAndKinds) {
+  RoundRecord r;
+  r.workload_key = "0123456789abcdef";
+  r.target = schedule::Target::HostCpu();
+  r.round = 2;
+  r.first_trial = 3;
+  r.trials = 2;
+  r.valid = 1;
+  r.model = "random";
+  r.predicted = {0.25, -std::numeric_limits<double>::infinity()};
+  r.pairwise_accuracy = std::numeric_limits<double>::quiet_NaN();
+  r.top_k_recall = 1;
+  r.k = 1;
+  r.model_validation_accuracy = std::numeric_limits<double>::quiet_NaN();
+  r.timestamp = "2025-11-30T00:00:00.000Z";
+  const std::string line = RoundRecordToLine(r);
+  EXPECT_EQ(line.rfind(R"({"kind":"round","version":1,"workload_key":"0123456789abcdef",)", 0), 0u)
+      << line;
+  EXPECT_THAT(line, HasSubstr(R"("predicted":[0.25,null],"pairwise_accuracy":null,)"));
+  const json j = json::parse(line);
+  EXPECT_EQ(LogLineKind(j), "round");
+  absl::StatusOr<RoundRecord> back = RoundRecordFromJson(j);
+  ASSERT_THAT(back, IsOk());
+  EXPECT_EQ(back->round, 2);
+  EXPECT_EQ(back->predicted[0], 0.25);
+  EXPECT_EQ(back->predicted[1], -std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(back->pairwise_accuracy));
+  EXPECT_EQ(back->top_k_recall, 1);
+  EXPECT_TRUE(SameTarget(back->target, schedule::Target::HostCpu()));
+
+  // Kinds are kept apart.
+  EXPECT_THAT(MeasureRecordFromJson(j),
+              StatusIs(kInvalid, HasSubstr("field 'kind' must be \"record\" in a record, got "
+                                           "\"round\"")));
+  json record = MeasureRecordToJson(ValidRecord());
+  EXPECT_EQ(LogLineKind(record), "record");
+  EXPECT_THAT(RoundRecordFromJson(record), StatusIs(kInvalid, HasSubstr("unknown field")));
+  record["kind"] = "record";
+  EXPECT_THAT(MeasureRecordFromJson(record), IsOk());
+  record["kind"] = "round";
+  EXPECT_THAT(MeasureRecordFromJson(record),
+              StatusIs(kInvalid, HasSubstr("field 'kind' must be \"record\" in a record")));
+  json wrong = j;
+  wrong["valid"] = 3;
+  EXPECT_THAT(RoundRecordFromJson(wrong),
+              StatusIs(kInvalid, HasSubstr("field 'valid' is 3, more than the round's 2 trials")));
+  wrong = j;
+  wrong["round"] = 0;
+  EXPECT_THAT(RoundRecordFromJson(wrong),
+              StatusIs(kInvalid, HasSubstr("field 'round' must be a positive integer, got 0")));
+  wrong = j;
+  wrong["predicted"][1] = "fast";
+  EXPECT_THAT(RoundRecordFromJson(wrong),
+              StatusIs(kInvalid, HasSubstr("field 'predicted': score 1 must be a number or null")));
+  wrong = j;
+  wrong["version"] = 2;
+  EXPECT_THAT(RoundRecordFromJson(wrong), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                                   HasSubstr("log format version 2 is newer")));
 }
 
 TEST(MeasureRecordTest, TimestampIsIso8601Utc) {
