@@ -1,5 +1,5 @@
 // The tuning loop end to end on the cpu target (a 64×64×64 float32 matmul, small search options so
-// the whole file runs in seconds on 2 cores). One shared job (16 trials in 2 rounds, resumed to 20):
+// the whole file runs in seconds on 2 cores). One shared job (12 trials in 2 rounds, resumed to 15):
 // the best record is a valid schedule whose lowered nest, interpreted, equals both a hand-written
 // float64 triple loop and ir::RunReference, and is faster than the naive program timed by the same
 // measurer; the log holds exactly the budget with no state measured twice; resuming with a larger
@@ -155,21 +155,27 @@ double NaiveTopK(const std::vector<double>& p, const std::vector<double>& a, int
   return static_cast<double>(hits) / k;
 }
 
-// One small XGBoost job shared by the tests below (tuning is the slow part): 16 trials in 2
-// rounds of 8, then a resume to 20 (a third round of 4) and a call whose budget is already met.
+// One small XGBoost job shared by the tests below (tuning is the slow part): 12 trials in 2
+// rounds of 6, then a resume to 15 (a third round of 3) and a call whose budget is already met.
 class TunedMatmulTest : public ::testing::Test {
  protected:
-  static constexpr int kTrials = 16;
-  static constexpr int kResumed = 20;
+  static constexpr int kTrials = 12;
+  static constexpr int kResumed = 15;
+  static constexpr int kPerRound = 6;
+
+  static TuneOptions JobOptions(int trials) {
+    TuneOptions o = SmallTune(*log_, trials);
+    o.per_round = kPerRound;
+    return o;
+  }
 
   static void SetUpTestSuite() {
     log_ = new std::string(TempLog("tune"));
     const schedule::Target target = schedule::Target::HostCpu();
-    first_ = new absl::StatusOr<TuneResult>(Tune(Matmul64(), target, SmallTune(*log_, kTrials)));
+    first_ = new absl::StatusOr<TuneResult>(Tune(Matmul64(), target, JobOptions(kTrials)));
     first_records_ = new std::vector<MeasureRecord>(ReadAll(*log_));
-    resumed_ =
-        new absl::StatusOr<TuneResult>(Tune(Matmul64(), target, SmallTune(*log_, kResumed)));
-    again_ = new absl::StatusOr<TuneResult>(Tune(Matmul64(), target, SmallTune(*log_, kTrials)));
+    resumed_ = new absl::StatusOr<TuneResult>(Tune(Matmul64(), target, JobOptions(kResumed)));
+    again_ = new absl::StatusOr<TuneResult>(Tune(Matmul64(), target, JobOptions(kTrials)));
   }
   static void TearDownTestSuite() {
     delete log_;
@@ -258,7 +264,7 @@ TEST_F(TunedMatmulTest, BestIsCorrectAndFasterThanNaive) {
 
 TEST_F(TunedMatmulTest, LogHoldsTheBudgetWithEachStateOnceAndResumeMeasuresOnlyTheDifference) {
   ASSERT_TRUE(first_->ok()) << first_->status();
-  // The log after the first call: exactly the budget, no duplicate state, trial indices 0..15.
+  // The log after the first call: exactly the budget, no duplicate state, trial indices 0..11.
   const std::vector<MeasureRecord>& records = *first_records_;
   ASSERT_EQ(static_cast<int>(records.size()), kTrials);
   std::unordered_set<uint64_t> hashes;
@@ -300,8 +306,8 @@ TEST_F(TunedMatmulTest, EachRoundLogsHeldOutModelQuality) {
   absl::StatusOr<ir::ComputeDAG> dag = Matmul64().Build();
   ASSERT_TRUE(dag.ok());
   const double flops = 2.0 * kN * kN * kN;
-  const int first_trial[] = {0, 8, 16};
-  const int size[] = {8, 8, 4};
+  const int first_trial[] = {0, kPerRound, 2 * kPerRound};
+  const int size[] = {kPerRound, kPerRound, kResumed - kTrials};
   for (int r = 0; r < 3; ++r) {
     SCOPED_TRACE(r);
     const RoundRecord& round = contents->rounds[r];
@@ -352,7 +358,7 @@ TEST_F(TunedMatmulTest, EachRoundLogsHeldOutModelQuality) {
     return p;
   };
   std::vector<costmodel::TrainingSample> samples;
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < kPerRound; ++i) {
     const MeasureRecord& rec = contents->records[i];
     costmodel::TrainingSample s;
     s.throughput = rec.valid() ? flops / (rec.result.timing.median_ms * 1e-3) : 0;
@@ -363,10 +369,10 @@ TEST_F(TunedMatmulTest, EachRoundLogsHeldOutModelQuality) {
   EXPECT_EQ(model.last_report().rounds, contents->rounds[1].boost_rounds);
   EXPECT_EQ(model.last_report().num_programs, contents->rounds[1].train_programs);
   std::vector<costmodel::ProgramFeatures> round2;
-  for (int i = 8; i < 16; ++i) round2.push_back(features(contents->records[i]));
+  for (int i = kPerRound; i < 2 * kPerRound; ++i) round2.push_back(features(contents->records[i]));
   absl::StatusOr<std::vector<double>> scores = model.Predict(round2);
   ASSERT_TRUE(scores.ok());
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < kPerRound; ++i) {
     EXPECT_NEAR((*scores)[i], contents->rounds[1].predicted[i],
                 1e-9 * std::max(1.0, std::fabs((*scores)[i])))
         << i;
