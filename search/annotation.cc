@@ -751,6 +751,50 @@ absl::Status CpuVectorize(State& s, const AnnotationOptions& options, std::mt199
 
 namespace internal {
 
+bool GpuTileRunFits(const ir::ComputeDAG& dag, const std::vector<Step>& steps, int i,
+                    const Target& target, const AnnotationOptions& options) {
+  auto in_run = [&](int j, int sid) {
+    const auto* sp = std::get_if<schedule::SplitStep>(&steps[j]);
+    return sp != nullptr && sp->stage_id == sid && sp->lengths.size() >= 2 &&
+           std::all_of(sp->lengths.begin(), sp->lengths.end(),
+                       [](const auto& l) { return l.has_value(); });
+  };
+  if (!target.is_gpu() || i < 0 || i >= static_cast<int>(steps.size())) return true;
+  const auto* split = std::get_if<schedule::SplitStep>(&steps[i]);
+  if (split == nullptr || !in_run(i, split->stage_id)) return true;
+  const int sid = split->stage_id;
+  int begin = i, end = i + 1;
+  while (begin > 0 && in_run(begin - 1, sid)) --begin;
+  while (end < static_cast<int>(steps.size()) && in_run(end, sid)) ++end;
+  absl::StatusOr<State> s =
+      schedule::ReplaySteps(dag, std::vector<Step>(steps.begin(), steps.begin() + begin));
+  if (!s.ok() || sid >= s->num_stages()) return true;
+  int64_t vthreads = 1, threads = 1, local = 1, space = 1;
+  bool tiled = false;
+  for (int j = begin; j < end; ++j) {
+    const auto& sp = std::get<schedule::SplitStep>(steps[j]);
+    if (sp.iter_id < 0 || sp.iter_id >= static_cast<int>(s->stage(sid).iters.size())) return true;
+    const schedule::Iterator& it = s->stage(sid).iters[sp.iter_id];
+    std::vector<int64_t> l;
+    for (const auto& v : sp.lengths) l.push_back(*v);
+    if (it.kind == IteratorKind::kSpace && l.size() >= 2) {
+      tiled = true;
+      space *= it.extent;
+      vthreads *= l[0];
+      threads *= l[1];
+      local *= Prod(l, 2);
+      if (!KeepsThreadLevels(it.extent, l)) return false;
+    }
+    absl::StatusOr<State> next = schedule::ApplyStep(*s, steps[j]);
+    if (!next.ok()) return true;
+    s = *std::move(next);
+  }
+  if (!tiled) return true;
+  const int64_t min_threads = space >= int64_t{16} * target.warp_size ? target.warp_size : 1;
+  return vthreads <= target.max_vthread_extent && threads <= target.max_threads_per_block &&
+         threads >= min_threads && RegistersFit(threads, local, target, options);
+}
+
 absl::Status CheckRegisterEstimate(const schedule::LoweredKernel& kernel, const Target& target,
                                    const AnnotationOptions& options) {
   if (!target.is_gpu()) return absl::OkStatus();

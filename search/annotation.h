@@ -109,6 +109,15 @@ int64_t SampleThreads(int64_t extent, const AnnotationOptions& options, std::mt1
 /// Random tile lengths (n_lengths of them, outermost first, without the outer rest) for `extent`.
 std::vector<int64_t> SampleTile(int64_t extent, int n_lengths, const AnnotationOptions& options,
                                 std::mt19937_64& rng);
+/// GPU: whether the multi-level tiling run holding SplitStep `i` of `steps` (the consecutive
+/// filled splits of one stage with ≥ 2 lengths that DoMultiLevelTiling writes) keeps the limits
+/// the annotation draws tiles within: vthreads ≤ max_vthread_extent, warp_size (on spaces of ≥
+/// 16 warps) ≤ threads ≤ max_threads_per_block, the register estimate, and thread levels not
+/// tightened by a non-divisible split. Replays only the steps before the run (a cheap check
+/// before a full replay and lowering). True when steps[i] is in no such run, on CPU targets, or
+/// when the check cannot be made (lowering decides then).
+bool GpuTileRunFits(const ir::ComputeDAG& dag, const std::vector<schedule::Step>& steps, int i,
+                    const schedule::Target& target, const AnnotationOptions& options);
 /// GPU: checks every kernel of `kernel` against the register estimate (threads × (local elements
 /// + gpu_register_overhead) ≤ target.max_registers_per_block, per thread ≤
 /// gpu_max_registers_per_thread). Errors: kFailedPrecondition "invalid_schedule: about N registers

@@ -5,20 +5,28 @@
 // few generations by fitness-proportional selection, mutation and node-based crossover; the best
 // scored states never measured before come out, plus a few random ones (eps-greedy exploration).
 //
+// The per-state work (annotation or mutation, replay, lowering, validity, feature extraction) runs
+// on `num_threads` worker threads; each item gets its own generator seeded from the caller's, and
+// results are gathered in item order, so the output does not depend on the thread count. Each
+// state is lowered once: its features are kept (and its score, the model being fixed during a
+// call) by StepsHash, so copies and re-discovered children cost nothing.
+//
 // Differences from TVM, and why:
 //  - States are identified by StepsHash of their step list (search/measure_record.h), the same key
 //    the tuning log uses, rather than State::ToStr().
 //  - Crossover (CrossoverTileSizes, search/mutation.h) is applied with crossover_probability to
 //    pairs of selected parents; TVM never implemented it.
 //  - The initial population is sampled once per call (TVM retries with a halved target when 5
-//    consecutive sampling rounds add nothing; SampleInitialPopulation bounds its attempts instead).
+//    consecutive sampling rounds add nothing; the sampling bounds its attempts instead).
+//  - A state's score is computed once per call: TVM re-predicts every generation (a RandomModel
+//    then gives a copied state a new random score; here it keeps its first).
 #pragma once
 
 #include <cstdint>
 #include <random>
+#include <unordered_set>
 #include <vector>
 
-#include <unordered_set>
 #include "absl/status/statusor.h"
 #include "costmodel/cost_model.h"
 #include "ir/compute_dag.h"
@@ -49,14 +57,48 @@ struct SearchOptions {
   double init_measured_ratio = 0.2;
   /// Random annotation and mutation knobs.
   AnnotationOptions annotation;
+  /// Worker threads for the per-state work; 0 = one per hardware thread. The result does not
+  /// depend on it.
+  int num_threads = 0;
+};
+
+/// Where one EvolutionarySearch call spent its time and what its operators achieved.
+struct SearchProfile {
+  /// Wall-clock seconds: the whole call, the initial population (annotation, lowering, features
+  /// of sampled and best measured states), the generations' children (selection, mutation,
+  /// crossover, lowering, features), model predictions, and the final ranking.
+  double total_s = 0;
+  double init_s = 0;
+  double evolve_s = 0;
+  double predict_s = 0;
+  double rank_s = 0;
+  /// CPU seconds summed over the workers: annotation (fill, replay, bind, lower, validity),
+  /// mutation and crossover (edit, replay, lower, validity), feature extraction and hashing.
+  double annotate_cpu_s = 0;
+  double mutate_cpu_s = 0;
+  double features_cpu_s = 0;
+  /// Worker threads used.
+  int threads = 0;
+  /// Counts: annotation attempts and valid results; mutation attempts (each one call of a
+  /// mutation rule, itself retrying a few edits) and valid children; crossover attempts and valid
+  /// children; parents copied unchanged; valid children whose steps were already known this call
+  /// (no features computed again); programs sent to the model.
+  int64_t annotation_attempts = 0;
+  int64_t annotation_valid = 0;
+  int64_t mutation_attempts = 0;
+  int64_t mutation_valid = 0;
+  int64_t crossover_attempts = 0;
+  int64_t crossover_valid = 0;
+  int64_t copies = 0;
+  int64_t known_children = 0;
+  int64_t predicted = 0;
 };
 
 /// The cost model's scores of `states` (features via costmodel::ExtractStateFeatures; a state that
 /// does not lower has no features and scores -infinity). Errors: the model's Predict errors.
-[[nodiscard]] absl::StatusOr<std::vector<double>> ScoreStates(const ir::ComputeDAG& dag,
-                                                              const schedule::Target& target,
-                                                              const std::vector<schedule::State>& states,
-                                                              costmodel::CostModel& model);
+[[nodiscard]] absl::StatusOr<std::vector<double>> ScoreStates(
+    const ir::ComputeDAG& dag, const schedule::Target& target,
+    const std::vector<schedule::State>& states, costmodel::CostModel& model);
 
 /// One round's candidates: up to `n_out` distinct states (by StepsHash of their steps) of `dag`
 /// for `target`, none of whose hash is in `measured`: about (1 − eps_greedy) · n_out of the best
@@ -64,13 +106,15 @@ struct SearchOptions {
 /// (and more evolved ones when random ones run out). `sketches` come from GenerateSketches;
 /// `best_states` are the best measured states (best first), of which up to
 /// init_measured_ratio · population seed the population. Fewer than n_out states (possibly none)
-/// come back when the space is nearly exhausted. Errors: kInvalidArgument for non-positive
-/// population or negative generations / n_out, probabilities outside [0, 1]; the model's errors.
-/// Deterministic for a fixed rng state and a deterministic model.
+/// come back when the space is nearly exhausted. `profile`, when given, receives the call's time
+/// split and counts. Errors: kInvalidArgument for non-positive population or negative
+/// generations / n_out / num_threads, probabilities outside [0, 1]; the model's errors.
+/// Deterministic for a fixed rng state and a deterministic model, for any num_threads.
 [[nodiscard]] absl::StatusOr<std::vector<schedule::State>> EvolutionarySearch(
     const ir::ComputeDAG& dag, const schedule::Target& target,
     const std::vector<schedule::State>& sketches, costmodel::CostModel& model,
     const std::unordered_set<uint64_t>& measured, const std::vector<schedule::State>& best_states,
-    int n_out, const SearchOptions& options, std::mt19937_64& rng);
+    int n_out, const SearchOptions& options, std::mt19937_64& rng,
+    SearchProfile* profile = nullptr);
 
 }  // namespace tilesearch::search

@@ -28,6 +28,8 @@ using schedule::Target;
 namespace {
 
 constexpr int kTries = 8;
+// Extra tries for edits rejected by a cheap check before replay and lowering.
+constexpr int kCheapTries = 24;
 
 absl::Status NotApplicable(const char* name, const std::string& why) {
   return absl::FailedPreconditionError(absl::StrCat(name, " not applicable: ", why));
@@ -174,6 +176,9 @@ absl::StatusOr<State> MutateTileSize(const State& state, const ir::ComputeDAG& d
   }
   if (cands.empty()) return NotApplicable("MutateTileSize", "no split with a known extent > 1");
   absl::Status last = NotApplicable("MutateTileSize", "no factor could be moved");
+  // Edits that break the GPU tile limits are rejected before replay and lowering (cheap), and
+  // count against a larger budget than the full validations.
+  int cheap_rejections = 0;
   for (int t = 0; t < kTries; ++t) {
     const int i = cands[Pick(rng, static_cast<int64_t>(cands.size()))];
     std::vector<Step> mutated = steps;
@@ -206,6 +211,10 @@ absl::StatusOr<State> MutateTileSize(const State& state, const ir::ComputeDAG& d
       if (c.empty()) continue;
       sp.lengths[0] = c[Pick(rng, static_cast<int64_t>(c.size()))];
     } else if (!MoveFactor(sp, options, rng)) {
+      continue;
+    } else if (!internal::GpuTileRunFits(dag, mutated, i, target, options)) {
+      last = NotApplicable("MutateTileSize", "factor moves broke the GPU tile limits");
+      if (++cheap_rejections <= kCheapTries) --t;
       continue;
     }
     absl::StatusOr<State> out = Finish(dag, mutated, target, options, lowered);
