@@ -150,11 +150,14 @@ absl::Status BoostOnce(BoosterHandle b, const Dataset& train) {
   ASSIGN_OR_RETURN(std::vector<double> sums, PackSum(b, train.matrix, train.packed, true));
   const bst_ulong n = train.packed.rows();
   std::vector<float> grad(n), hess(n);
+  // Rows (stores) per program: the hessian of S_p = sum of p's rows' scores (see the header).
+  std::vector<double> rows_of(train.labels.size(), 0.0);
+  for (bst_ulong r = 0; r < n; ++r) rows_of[train.packed.pack[r]] += 1.0;
   for (bst_ulong r = 0; r < n; ++r) {
     const int p = train.packed.pack[r];
     const double w = train.labels[p];
     grad[r] = static_cast<float>(w * (sums[p] - train.labels[p]));
-    hess[r] = static_cast<float>(w);
+    hess[r] = static_cast<float>(w * rows_of[p]);
   }
   TS_XGB(XGBoosterBoostOneIter(b, train.matrix.h, grad.data(), hess.data(), n));
   return absl::OkStatus();
