@@ -33,6 +33,8 @@ struct TuneCommandOptions {
   double min_time_ms = -1;  // < 0: default
   int warmup = -1;          // < 0: default
   int early_stopping = 0;   // 0: off
+  int host_threads = 0;     // cpu: parallel-loop threads, 0 = every usable core
+  double run_timeout_ms = -1;  // < 0: MeasureOptions' default
   bool quiet = false;
 };
 
@@ -63,6 +65,10 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   if (options.min_time_ms >= 0) timing.min_total_ms = options.min_time_ms;
   if (options.warmup >= 0) timing.warmup_runs = options.warmup;
   if (timing.max_runs < timing.min_runs) timing.max_runs = timing.min_runs;
+  tune.measure.host_threads = options.host_threads;
+  // The search sizes parallel loops by the target's cores: the threads that will run them.
+  if (options.host_threads > 0 && !file.target.is_gpu()) file.target.host_cores = options.host_threads;
+  if (options.run_timeout_ms > 0) tune.measure.run_timeout_ms = options.run_timeout_ms;
   tune.early_stopping = options.early_stopping;
   tune.quiet = options.quiet;
   ASSIGN_OR_RETURN(search::TuneResult result, search::Tune(file.workload, file.target, tune));
@@ -144,6 +150,14 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
                  "stop after this many trials in a row without a better median, 0 = off")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
+  app.add_option("--host-threads", options->host_threads,
+                 "cpu target: threads running parallel loops, 0..4096 (default 0: every usable core)")
+      ->check(CLI::Range(0, 4096));
+  app.add_option("--run-timeout-ms", options->run_timeout_ms,
+                 absl::StrCat("wall-clock limit of one candidate's check + timing, ms, 100..3600000 "
+                              "(default ", runtime::MeasureOptions().run_timeout_ms,
+                              "; over it: run_timeout)"))
+      ->check(CLI::Range(100.0, 3600000.0));
   app.add_flag("--quiet", options->quiet, "no progress lines on stderr");
   return [options]() { return Tune(*options); };
 }

@@ -44,7 +44,7 @@ CommandAction AddShowCommand(CLI::App& app);
 ExitCodeAction AddCheckCommand(CLI::App& app);
 
 /// `tilesearch measure --schedule FILE [overrides as show] [--target T] [--seed N] [--min-runs N]
-/// [--min-time-ms X] [--warmup N] [--no-check] [--json FILE]`: lowers the schedule, compiles it
+/// [--min-time-ms X] [--warmup N] [--no-check] [--host-threads N] [--json FILE]`: lowers the schedule, compiles it
 /// (cuda: codegen::CompileToPtx in this process), and measures it with runtime::CreateMeasurer:
 /// correctness check against the unscheduled program, then timing. Prints the workload (FLOPs,
 /// bytes), target, compile ms (MLIR → code) and driver JIT ms, each GPU kernel's launch
@@ -67,13 +67,14 @@ CommandAction AddBenchCompileCommand(CLI::App& app);
 /// `tilesearch tune --op NAME --shape ... [--dtype T] [--attr k=v] [--target auto|cpu|cuda
 /// [-arch=sm_XX]] --trials N [--per-round 64] --log FILE [--seed S] [--model xgboost|random]
 /// [--population N] [--generations N] [--early-stopping N] [--min-runs N] [--min-time-ms X]
-/// [--warmup N] [--quiet]`: search::Tune (evolutionary search + cost model + measurement,
+/// [--warmup N] [--host-threads N] [--run-timeout-ms X] [--quiet]`: search::Tune (evolutionary search + cost model + measurement,
 /// resuming from the log; the target via ScheduleFromOptions / ResolveTargetOption: default cpu,
 /// auto = cuda when a device answers, else cpu), a progress line per round on stderr (GFLOP/s, or
 /// GB/s for memory-bound workloads, and the model's held-out pairwise accuracy), then the
 /// trials, errors by kind, the model's pairwise accuracy per round and the best record (median
 /// ms, GFLOP/s, GB/s, steps). --early-stopping N stops after N trials in a row without a better
-/// median (0 = off). Returns 0 with a valid best record, 1 when none is valid.
+/// median (0 = off). --host-threads N runs the cpu target's parallel loops on N threads (and sizes
+/// the search's parallel loops for N cores). Returns 0 with a valid best record, 1 when none is valid.
 ExitCodeAction AddTuneCommand(CLI::App& app);
 
 /// `tilesearch replay --log FILE (--op NAME --shape ... [--attr k=v] [--dtype T] | --workload-key
