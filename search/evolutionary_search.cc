@@ -147,6 +147,7 @@ struct Candidate {
   State state;
   uint64_t hash = 0;
   Features features;
+  uint64_t structure = 0;  // StructureHash: crossover partners share it
 };
 
 // Features of a lowered state, as costmodel::ExtractStateFeatures computes them (each stage's
@@ -193,7 +194,8 @@ class Search {
     std::vector<ItemResult> res(states.size());
     ParallelFor(static_cast<int64_t>(states.size()), threads_, [&](int64_t i) {
       const double t0 = ThreadCpuSeconds();
-      Candidate c{states[i], StepsHash(states[i].steps()), nullptr};
+      Candidate c{states[i], StepsHash(states[i].steps()), nullptr,
+                  StructureHash(states[i].steps())};
       absl::StatusOr<schedule::LoweredKernel> k = schedule::Lower(dag_, states[i], target_);
       if (k.ok()) c.features = FeaturesOf(states[i], *k, target_);
       res[i].features_cpu_s = ThreadCpuSeconds() - t0;
@@ -298,6 +300,21 @@ class Search {
       uint64_t seed = 0;
     };
     const FitnessSampler sampler(scores);
+    std::unordered_map<uint64_t, std::vector<size_t>> groups;  // structure → members
+    for (size_t i = 0; i < pop.size(); ++i) groups[pop[i].structure].push_back(i);
+    // A crossover partner: another state of the parent's structure, drawn by fitness (a few
+    // tries), else uniformly among that structure's members; none (a structure of one state):
+    // -1, and the parent is mutated instead.
+    auto partner = [&](size_t parent) -> int64_t {
+      const Candidate& p = pop[parent];
+      for (int k = 0; k < 8; ++k) {
+        const size_t o = sampler.Draw(rng);
+        if (pop[o].structure == p.structure && pop[o].hash != p.hash) return o;
+      }
+      const std::vector<size_t>& g = groups[p.structure];
+      const size_t o = g[internal::Pick(rng, static_cast<int64_t>(g.size()))];
+      return pop[o].hash != p.hash ? static_cast<int64_t>(o) : -1;
+    };
     const int population = options_.population;
     std::vector<Candidate> next;
     next.reserve(population);
@@ -315,8 +332,9 @@ class Search {
           it.op = Op::kMutate;
         } else if (x < options_.mutation_probability + (1 - options_.mutation_probability) *
                                                             options_.crossover_probability) {
-          it.op = Op::kCrossover;
-          it.other = sampler.Draw(rng);
+          const int64_t other = partner(it.parent);
+          it.op = other >= 0 ? Op::kCrossover : Op::kMutate;
+          it.other = other >= 0 ? static_cast<size_t>(other) : 0;
         }
         it.seed = rng();
       }
@@ -373,6 +391,7 @@ class Search {
   void Finish(State s, const schedule::LoweredKernel& kernel, ItemResult& r) const {
     Candidate c;
     c.hash = StepsHash(s.steps());
+    c.structure = StructureHash(s.steps());
     // The caches are only written between parallel sections.
     if (auto it = features_.find(c.hash); it != features_.end()) {
       c.features = it->second;

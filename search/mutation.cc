@@ -99,17 +99,14 @@ bool MoveFactor(schedule::SplitStep& sp, const AnnotationOptions& options, std::
   return false;
 }
 
-// Names of the stage each step applies to (replaying the steps).
-absl::StatusOr<std::vector<std::string>> StepStageNames(const ir::ComputeDAG& dag,
-                                                        const std::vector<Step>& steps) {
-  std::vector<std::string> names;
-  State s = State::Initial(dag);
-  for (const Step& step : steps) {
-    const int sid = std::visit([](const auto& st) { return st.stage_id; }, step);
-    names.push_back(sid >= 0 && sid < s.num_stages() ? s.stage(sid).name() : "");
-    ASSIGN_OR_RETURN(s, schedule::ApplyStep(s, step));
+// A step without its decisions: split lengths and pragma values cleared.
+Step StripDecisions(Step s) {
+  if (auto* sp = std::get_if<schedule::SplitStep>(&s)) {
+    for (auto& l : sp->lengths) l = 0;
+  } else if (auto* p = std::get_if<schedule::PragmaStep>(&s)) {
+    p->auto_unroll_max_step = 0;
   }
-  return names;
+  return s;
 }
 
 // Leading iterators from `first` that may join a parallel fuse.
@@ -362,6 +359,15 @@ absl::StatusOr<State> MutateParallel(const State& state, const ir::ComputeDAG& d
   return last;
 }
 
+uint64_t StructureHash(const std::vector<Step>& steps) {
+  std::string text;
+  for (const Step& step : steps) {
+    text += StepToString(StripDecisions(step));
+    text += ';';
+  }
+  return ir::Fnv1a64(text);
+}
+
 absl::StatusOr<State> CrossoverTileSizes(const State& parent_a, const State& parent_b,
                                          const ir::ComputeDAG& dag, const Target& target,
                                          std::mt19937_64& rng, const AnnotationOptions& options,
@@ -373,45 +379,48 @@ absl::StatusOr<State> CrossoverTileSizes(const State& parent_a, const State& par
                                                    b.size(), " steps"));
   }
   // Same structure: equal steps once split lengths and pragma values are ignored.
-  auto strip = [](Step s) {
-    if (auto* sp = std::get_if<schedule::SplitStep>(&s)) {
-      for (auto& l : sp->lengths) l = 0;
-    } else if (auto* p = std::get_if<schedule::PragmaStep>(&s)) {
-      p->auto_unroll_max_step = 0;
-    }
-    return s;
-  };
   for (size_t i = 0; i < a.size(); ++i) {
-    if (!(strip(a[i]) == strip(b[i]))) {
+    if (!(StripDecisions(a[i]) == StripDecisions(b[i]))) {
       return absl::InvalidArgumentError(absl::StrCat("crossover: parents differ in structure at step ",
                                                      i, ": ", StepToString(a[i]), " vs ",
                                                      StepToString(b[i])));
     }
   }
-  ASSIGN_OR_RETURN(std::vector<std::string> names, StepStageNames(dag, a));
-  // Stages whose decisions differ between the parents.
-  std::vector<std::string> differing;
+  // The decisions (split lengths, pragma values) that differ: with equal structure, exactly the
+  // steps that differ.
+  std::vector<size_t> genes;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (!(a[i] == b[i]) &&
-        std::find(differing.begin(), differing.end(), names[i]) == differing.end()) {
-      differing.push_back(names[i]);
-    }
+    if (!(a[i] == b[i])) genes.push_back(i);
   }
-  if (differing.size() < 2) {
+  if (genes.size() < 2) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "crossover not applicable: the parents' decisions differ in ", differing.size(),
-        " stage(s); a child would equal a parent"));
+        "crossover not applicable: the parents differ in ", genes.size(),
+        " decision(s); a child would equal a parent"));
   }
   absl::Status last = absl::FailedPreconditionError("crossover: no valid child found");
+  int cheap_rejections = 0;
   for (int t = 0; t < kTries * 2; ++t) {
-    std::set<std::string> from_b;
-    for (const std::string& n : differing) {
-      if (rng() & 1) from_b.insert(n);
+    std::vector<size_t> from_b;
+    for (size_t g : genes) {
+      if (rng() & 1) from_b.push_back(g);
     }
-    if (from_b.empty() || from_b.size() == differing.size()) continue;
+    if (from_b.empty() || from_b.size() == genes.size()) {
+      --t;  // an empty or full subset costs nothing; redraw
+      if (++cheap_rejections > kCheapTries) break;
+      continue;
+    }
     std::vector<Step> child = a;
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (from_b.count(names[i])) child[i] = b[i];
+    for (size_t g : from_b) child[g] = b[g];
+    // Mixed tiles of one stage can break the GPU launch limits: a cheap check first.
+    bool fits = true;
+    for (size_t g : from_b) {
+      fits = fits && internal::GpuTileRunFits(dag, child, static_cast<int>(g), target, options);
+    }
+    if (!fits) {
+      last = absl::FailedPreconditionError(
+          "crossover: the mixed tiles break the GPU tile limits");
+      if (++cheap_rejections <= kCheapTries) --t;
+      continue;
     }
     absl::StatusOr<State> out = Finish(dag, child, target, options, lowered);
     if (out.ok()) return out;

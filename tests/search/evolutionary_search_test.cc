@@ -194,6 +194,29 @@ TEST(EvolutionarySearch, ProfileCountsAddUpAndCrossoverYieldsValidChildren) {
   EXPECT_GT(profile.annotate_cpu_s + profile.mutate_cpu_s + profile.features_cpu_s, 0);
 }
 
+TEST(EvolutionarySearch, CrossoverChildrenAreMostlyValidOnCudaAndCpu) {
+  // Partners share the parent's structure and decisions mix one by one: most crossovers give a
+  // valid child (by stage on cpu, with a random partner, none did).
+  for (const Case& c : Cases()) {
+    SCOPED_TRACE(c.name);
+    auto sketches = GenerateSketches(c.dag, c.target);
+    ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
+    FeatureSumModel model;
+    SearchOptions options = SmallOptions(2);
+    options.generations = 2;
+    options.mutation_probability = 0.5;
+    options.crossover_probability = 1;
+    std::mt19937_64 rng(17);
+    SearchProfile profile;
+    auto out = EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, 8, options, rng,
+                                  &profile);
+    ASSERT_THAT(out.status(), tilesearch::testing::IsOk());
+    EXPECT_GE(profile.crossover_attempts, options.population / 4);
+    EXPECT_GE(profile.crossover_valid * 4, profile.crossover_attempts * 3)
+        << profile.crossover_valid << " of " << profile.crossover_attempts;
+  }
+}
+
 TEST(EvolutionarySearch, OptionErrors) {
   const Case c = Cases()[0];
   auto sketches = GenerateSketches(c.dag, c.target);

@@ -168,7 +168,7 @@ TEST(Mutation, CrossoverRejectsParentsOfDifferentStructure) {
   EXPECT_THAT(CrossoverTileSizes(pop[0], State::Initial(dag), dag, Target::H200(), rng),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("parents have")));
   EXPECT_THAT(CrossoverTileSizes(pop[0], pop[0], dag, Target::H200(), rng),
-              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("differ in 0 stage")));
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("differ in 0 decision")));
 }
 
 TEST(Mutation, TileSizeMutatesTheCooperativeFetchWidth) {
