@@ -212,16 +212,16 @@ class KernelWalker {
     // driver rejects larger launches with CUDA_ERROR_INVALID_VALUE).
     for (int d = 0; d < 3; ++d) {
       if (launch_.grid[d] > kMaxGridDim[d]) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "invalid_schedule: blockIdx.", std::string(1, static_cast<char>('x' + d)), " extent ",
-            launch_.grid[d], " exceeds the hardware grid limit ", kMaxGridDim[d], " (",
-            launch_.ToString(), ")"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("invalid_schedule: blockIdx.", std::string(1, static_cast<char>('x' + d)),
+                         " extent ", launch_.grid[d], " exceeds the hardware grid limit ",
+                         kMaxGridDim[d], " (", launch_.ToString(), ")"));
       }
       if (launch_.block[d] > kMaxBlockDim[d]) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "invalid_schedule: threadIdx.", std::string(1, static_cast<char>('x' + d)), " extent ",
-            launch_.block[d], " exceeds the hardware block limit ", kMaxBlockDim[d], " (",
-            launch_.ToString(), ")"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("invalid_schedule: threadIdx.", std::string(1, static_cast<char>('x' + d)),
+                         " extent ", launch_.block[d], " exceeds the hardware block limit ",
+                         kMaxBlockDim[d], " (", launch_.ToString(), ")"));
       }
     }
     // Above the static 48 KiB the kernel uses dynamic shared memory, which the runtime opts in to
@@ -229,10 +229,10 @@ class KernelWalker {
     const int64_t shared_limit =
         std::max(target.max_shared_memory_per_block, target.max_shared_memory_optin);
     if (launch_.shared_memory_bytes > shared_limit) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "invalid_schedule: ", launch_.shared_memory_bytes,
-          " bytes of shared memory per block exceed the limit ", shared_limit,
-          " (the target's opt-in maximum)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("invalid_schedule: ", launch_.shared_memory_bytes,
+                       " bytes of shared memory per block exceed the limit ", shared_limit,
+                       " (the target's opt-in maximum)"));
     }
     for (const BarrierSite& b : barriers_) {
       if (b.under_if) {

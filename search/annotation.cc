@@ -12,8 +12,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
-#include "schedule/apply_step.h"
 #include "ir/simplify.h"
+#include "schedule/apply_step.h"
 #include "schedule/lower.h"
 #include "search/sketch_rules.h"
 
@@ -88,7 +88,8 @@ int64_t LocalElements(const ir::Stmt& s) {
   switch (s.kind()) {
     case ir::StmtKind::kAllocate: {
       const auto* op = s.as<ir::AllocateNode>();
-      const int64_t own = op->buffer.scope == ir::MemoryScope::kLocal ? op->buffer.NumElements() : 0;
+      const int64_t own =
+          op->buffer.scope == ir::MemoryScope::kLocal ? op->buffer.NumElements() : 0;
       return own + LocalElements(op->body);
     }
     case ir::StmtKind::kFor:
@@ -122,8 +123,8 @@ int64_t LocalElements(const ir::Stmt& s) {
 // extent that keep the partial products feasible (a necessary condition for the rest).
 
 struct TileDim {
-  int step = 0;            // index of the SplitStep
-  std::string axis;        // the original axis it splits ("i", "rc")
+  int step = 0;      // index of the SplitStep
+  std::string axis;  // the original axis it splits ("i", "rc")
   int64_t extent = 1;
   bool reduce = false;
   int n_lengths = 0;
@@ -271,6 +272,11 @@ int64_t RegisterEstimate(int64_t local_elements, const AnnotationOptions& option
   return local_elements + options.gpu_register_overhead;
 }
 
+int64_t MaxVthreads(const Target& target, const AnnotationOptions& options) {
+  return std::max<int64_t>(1,
+                           std::min<int64_t>(target.max_vthread_extent, options.gpu_max_vthread));
+}
+
 bool RegistersFit(int64_t threads, int64_t local_elements, const Target& target,
                   const AnnotationOptions& options) {
   const int64_t regs = RegisterEstimate(local_elements, options);
@@ -290,8 +296,8 @@ int64_t SampleTilePlan(TilePlan& plan, const ir::TensorNode& op, const Target& t
   std::shuffle(space.begin(), space.end(), rng);
   std::shuffle(reduce.begin(), reduce.end(), rng);
   const int64_t max_threads = target.max_threads_per_block;
-  const int64_t min_threads =
-      total_space >= int64_t{16} * target.warp_size ? target.warp_size : 1;
+  const int64_t max_vthreads = MaxVthreads(target, options);
+  const int64_t min_threads = total_space >= int64_t{16} * target.warp_size ? target.warp_size : 1;
   const int64_t shared_limit =
       std::max(target.max_shared_memory_per_block, target.max_shared_memory_optin);
   FootprintModel footprint(op, plan.shared_buffers);
@@ -319,9 +325,9 @@ int64_t SampleTilePlan(TilePlan& plan, const ir::TensorNode& op, const Target& t
       if (soft(cands[c])) preferred.push_back(c);
     }
     const std::vector<int>& pool = preferred.empty() ? ok : preferred;
-    const std::vector<int64_t>& f =
-        pool.empty() ? cands[Pick(rng, static_cast<int64_t>(cands.size()))]
-                     : cands[pool[Pick(rng, static_cast<int64_t>(pool.size()))]];
+    const std::vector<int64_t>& f = pool.empty()
+                                        ? cands[Pick(rng, static_cast<int64_t>(cands.size()))]
+                                        : cands[pool[Pick(rng, static_cast<int64_t>(pool.size()))]];
     return std::vector<int64_t>(f.begin() + 1, f.end());
   };
   const auto any = [](const std::vector<int64_t>&) { return true; };
@@ -339,7 +345,7 @@ int64_t SampleTilePlan(TilePlan& plan, const ir::TensorNode& op, const Target& t
     const auto hard = [&](const std::vector<int64_t>& f) {
       if (d.n_lengths < 2) return true;
       const int64_t v = vthreads * f[1], t = threads * f[2], a = local * Prod(f, 3);
-      if (v > target.max_vthread_extent || t > max_threads) return false;
+      if (v > max_vthreads || t > max_threads) return false;
       if (t * rest_threads < min_threads) return false;
       if (!RegistersFit(std::max(t, min_threads), a, target, options)) return false;
       const std::vector<int64_t> l(f.begin() + 1, f.end());
@@ -401,8 +407,8 @@ absl::StatusOr<TilePlan> PlanGpuTiles(const State& s, const State& sketch,
       break;
     }
     if (sp->iter_id < 0 || sp->iter_id >= static_cast<int>(scratch.stage(sid).iters.size())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "step ", i, " ", StepToString(steps[i]), " names a missing iterator"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("step ", i, " ", StepToString(steps[i]), " names a missing iterator"));
     }
     const schedule::Iterator& it = scratch.stage(sid).iters[sp->iter_id];
     TileDim d;
@@ -473,8 +479,7 @@ absl::StatusOr<State> FillAndReplay(const State& sketch, const ir::ComputeDAG& d
           if (auto it = planned.find(i); it != planned.end()) {
             tile = it->second;
           } else {
-            tile = internal::SampleTile(extent, static_cast<int>(sp->lengths.size()), options,
-                                        rng);
+            tile = internal::SampleTile(extent, static_cast<int>(sp->lengths.size()), options, rng);
           }
           for (size_t k = 0; k < tile.size(); ++k) {
             if (!sp->lengths[k].has_value()) sp->lengths[k] = tile[k];
@@ -506,7 +511,8 @@ bool IsAttachPoint(const State& s, int sid, int iter) {
   const std::string& name = s.stage(sid).iters[iter].name;
   for (int i = 0; i < s.num_stages(); ++i) {
     const Stage& a = s.stage(i);
-    if (a.location == ComputeLocation::kAttached && a.attach_stage == sid && a.attach_iter == name) {
+    if (a.location == ComputeLocation::kAttached && a.attach_stage == sid &&
+        a.attach_iter == name) {
       return true;
     }
   }
@@ -609,9 +615,8 @@ absl::Status GpuThreadBind(State& s, const std::vector<StepInfo>& info, const Ta
               "invalid_schedule: vthread extent ", vthreads, " > ", target.max_vthread_extent));
         }
         if (threads < target.warp_size && total >= int64_t{16} * target.warp_size) {
-          return absl::FailedPreconditionError(absl::StrCat("invalid_schedule: ", threads,
-                                                            " threads < warp size ",
-                                                            target.warp_size));
+          return absl::FailedPreconditionError(absl::StrCat(
+              "invalid_schedule: ", threads, " threads < warp size ", target.warp_size));
         }
         RETURN_IF_ERROR(Bind(s, sid, 0, IteratorAnnotation::kBlockIdxX));
         RETURN_IF_ERROR(Bind(s, sid, 1, IteratorAnnotation::kVThread));
@@ -630,8 +635,7 @@ absl::Status GpuThreadBind(State& s, const std::vector<StepInfo>& info, const Ta
         RETURN_IF_ERROR(Bind(s, sid, f + 1, IteratorAnnotation::kThreadIdxX));
         RETURN_IF_ERROR(Bind(s, sid, f, IteratorAnnotation::kBlockIdxX));
       }
-    } else if (st.location == ComputeLocation::kAttached &&
-               absl::EndsWith(st.name(), ".shared")) {
+    } else if (st.location == ComputeLocation::kAttached && absl::EndsWith(st.name(), ".shared")) {
       // Cooperative fetching: all threads of the block load the tile, vectorized.
       const std::string consumer = s.stage(st.attach_stage).name();
       std::vector<int> src = SpaceTileSplits(s.steps(), info, consumer);
@@ -791,7 +795,7 @@ bool GpuTileRunFits(const ir::ComputeDAG& dag, const std::vector<Step>& steps, i
   }
   if (!tiled) return true;
   const int64_t min_threads = space >= int64_t{16} * target.warp_size ? target.warp_size : 1;
-  return vthreads <= target.max_vthread_extent && threads <= target.max_threads_per_block &&
+  return vthreads <= MaxVthreads(target, options) && threads <= target.max_threads_per_block &&
          threads >= min_threads && RegistersFit(threads, local, target, options);
 }
 
@@ -861,8 +865,7 @@ std::vector<std::pair<int, int>> ComputeLocationCandidates(const State& s, int s
 
 const std::vector<std::vector<int64_t>>& SplitFactorizations(int64_t extent, int n,
                                                              int64_t max_innermost) {
-  thread_local std::map<std::tuple<int64_t, int, int64_t>, std::vector<std::vector<int64_t>>>
-      memo;
+  thread_local std::map<std::tuple<int64_t, int, int64_t>, std::vector<std::vector<int64_t>>> memo;
   auto key = std::make_tuple(extent, n, max_innermost);
   auto found = memo.find(key);
   if (found != memo.end()) return found->second;
@@ -912,14 +915,12 @@ absl::StatusOr<State> AnnotateSketch(const State& sketch, const ir::ComputeDAG& 
 
 std::vector<State> SampleInitialPopulation(const std::vector<State>& sketches,
                                            const ir::ComputeDAG& dag, const Target& target, int n,
-                                           std::mt19937_64& rng,
-                                           const AnnotationOptions& options) {
+                                           std::mt19937_64& rng, const AnnotationOptions& options) {
   std::vector<State> out;
   if (sketches.empty() || n <= 0) return out;
   std::set<uint64_t> seen;
   const int64_t max_attempts = int64_t{n} * std::max(1, options.max_attempts_per_state);
-  for (int64_t attempt = 0; attempt < max_attempts && static_cast<int>(out.size()) < n;
-       ++attempt) {
+  for (int64_t attempt = 0; attempt < max_attempts && static_cast<int>(out.size()) < n; ++attempt) {
     const State& sketch = sketches[Pick(rng, static_cast<int64_t>(sketches.size()))];
     absl::StatusOr<State> s = AnnotateSketch(sketch, dag, target, rng, options);
     if (!s.ok()) continue;

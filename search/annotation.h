@@ -55,6 +55,13 @@ struct AnnotationOptions {
   int64_t gpu_register_overhead = 32;
   /// Largest register estimate per thread (the sm_90 limit; more spills to local memory).
   int64_t gpu_max_registers_per_thread = 255;
+  /// Largest vthread extent the search draws (annotation) or reaches (mutation, crossover); the
+  /// target's max_vthread_extent bounds it too. Our addition: our lowering runs a vthread loop
+  /// serially around the whole reduction, and each virtual thread re-fetches the block's entire
+  /// shared tiles (the fetch is relaxed over the vthread loop), so V virtual threads cost V× the
+  /// global→shared traffic per output and gain nothing (TVM's InjectVirtualThread interleaves
+  /// them instead). Uniform draws gave V ≥ 2 to 92% of matmul 4096³ states (V = 8 to 47%).
+  int64_t gpu_max_vthread = 1;
   /// GPU tiled stages prefer tiles that leave at least this many blocks (when the space allows;
   /// our addition: uniform tiles often give a handful of blocks for a 132-SM device, e.g. 2
   /// blocks of a 14×14×256 conv2d). 0 disables the preference.
@@ -77,10 +84,11 @@ const std::vector<std::vector<int64_t>>& SplitFactorizations(int64_t extent, int
 /// Lower's checks), the failing step's error otherwise. Deterministic for a given rng state.
 ///
 /// GPU multi-level tiles are drawn jointly per stage so that the launch limits hold by
-/// construction: vthreads ≤ max_vthread_extent, warp_size ≤ threads ≤ max_threads_per_block (the
-/// lower bound only for spaces of ≥ 16 warps), the register estimate, and the shared-memory
-/// footprint of the cached inputs ≤ the opt-in limit (interval bounds of the tiled stage's load
-/// indices over the block tile); tiles leaving ≥ gpu_min_blocks blocks are preferred.
+/// construction: vthreads ≤ min(max_vthread_extent, gpu_max_vthread), warp_size ≤ threads
+/// ≤ max_threads_per_block (the lower bound only for spaces of ≥ 16 warps), the register
+/// estimate, and the shared-memory footprint of the cached inputs ≤ the opt-in limit (interval
+/// bounds of the tiled stage's load indices over the block tile); tiles leaving ≥ gpu_min_blocks
+/// blocks are preferred.
 [[nodiscard]] absl::StatusOr<schedule::State> AnnotateSketch(
     const schedule::State& sketch, const ir::ComputeDAG& dag, const schedule::Target& target,
     std::mt19937_64& rng, const AnnotationOptions& options = {},
@@ -111,9 +119,9 @@ std::vector<int64_t> SampleTile(int64_t extent, int n_lengths, const AnnotationO
                                 std::mt19937_64& rng);
 /// GPU: whether the multi-level tiling run holding SplitStep `i` of `steps` (the consecutive
 /// filled splits of one stage with ≥ 2 lengths that DoMultiLevelTiling writes) keeps the limits
-/// the annotation draws tiles within: vthreads ≤ max_vthread_extent, warp_size (on spaces of ≥
-/// 16 warps) ≤ threads ≤ max_threads_per_block, the register estimate, and thread levels not
-/// tightened by a non-divisible split. Replays only the steps before the run (a cheap check
+/// the annotation draws tiles within: vthreads ≤ min(max_vthread_extent, gpu_max_vthread),
+/// warp_size (on spaces of ≥ 16 warps) ≤ threads ≤ max_threads_per_block, the register
+/// estimate, and thread levels not tightened by a non-divisible split. Replays only the steps before the run (a cheap check
 /// before a full replay and lowering). True when steps[i] is in no such run, on CPU targets, or
 /// when the check cannot be made (lowering decides then).
 bool GpuTileRunFits(const ir::ComputeDAG& dag, const std::vector<schedule::Step>& steps, int i,

@@ -161,8 +161,8 @@ Features FeaturesOf(const State& s, const schedule::LoweredKernel& kernel,
       options.auto_unroll_max_step[stage.name()] = stage.auto_unroll_max_step;
     }
   }
-  absl::StatusOr<costmodel::StoreFeatures> f = costmodel::ExtractFeatures(kernel.nest, target,
-                                                                          options);
+  absl::StatusOr<costmodel::StoreFeatures> f =
+      costmodel::ExtractFeatures(kernel.nest, target, options);
   if (!f.ok()) return nullptr;
   return std::make_shared<const costmodel::StoreFeatures>(*std::move(f));
 }
@@ -180,7 +180,11 @@ class Search {
   Search(const ir::ComputeDAG& dag, const schedule::Target& target,
          const std::vector<State>& sketches, costmodel::CostModel& model,
          const SearchOptions& options, SearchProfile& profile)
-      : dag_(dag), target_(target), sketches_(sketches), model_(model), options_(options),
+      : dag_(dag),
+        target_(target),
+        sketches_(sketches),
+        model_(model),
+        options_(options),
         profile_(profile) {
     threads_ = options.num_threads > 0
                    ? options.num_threads
@@ -273,8 +277,8 @@ class Search {
     if (!programs.empty()) {
       ASSIGN_OR_RETURN(std::vector<double> s, model_.Predict(programs));
       if (s.size() != programs.size()) {
-        return absl::InternalError(absl::StrCat("cost model returned ", s.size(),
-                                                " scores for ", programs.size(), " programs"));
+        return absl::InternalError(absl::StrCat("cost model returned ", s.size(), " scores for ",
+                                                programs.size(), " programs"));
       }
       for (size_t i = 0; i < s.size(); ++i) scores_[hashes[i]] = s[i];
       profile_.predicted += static_cast<int64_t>(programs.size());
@@ -330,8 +334,8 @@ class Search {
         const double x = Uniform01(rng);
         if (x < options_.mutation_probability) {
           it.op = Op::kMutate;
-        } else if (x < options_.mutation_probability + (1 - options_.mutation_probability) *
-                                                            options_.crossover_probability) {
+        } else if (x < options_.mutation_probability +
+                           (1 - options_.mutation_probability) * options_.crossover_probability) {
           const int64_t other = partner(it.parent);
           it.op = other >= 0 ? Op::kCrossover : Op::kMutate;
           it.other = other >= 0 ? static_cast<size_t>(other) : 0;

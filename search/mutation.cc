@@ -183,8 +183,8 @@ absl::StatusOr<State> MutateTileSize(const State& state, const ir::ComputeDAG& d
     if (IsVectorSplit(steps, i)) {
       // Another width of the cooperative fetch that divides the fused extent (known only from
       // the replayed prefix: the split of an attached stage records no extent).
-      absl::StatusOr<State> prefix = schedule::ReplaySteps(
-          dag, std::vector<Step>(steps.begin(), steps.begin() + i));
+      absl::StatusOr<State> prefix =
+          schedule::ReplaySteps(dag, std::vector<Step>(steps.begin(), steps.begin() + i));
       if (!prefix.ok()) continue;
       const auto& st = prefix->stage(sp.stage_id);
       if (sp.iter_id < 0 || sp.iter_id >= static_cast<int>(st.iters.size())) continue;
@@ -265,7 +265,8 @@ absl::StatusOr<State> MutateComputeLocation(const State& state, const ir::Comput
   for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
     if (const auto* ca = std::get_if<schedule::ComputeAtStep>(&steps[i])) {
       bool tiled = false;
-      for (const auto& it : s.stage(ca->stage_id).iters) tiled |= it.name.find('.') != std::string::npos;
+      for (const auto& it : s.stage(ca->stage_id).iters)
+        tiled |= it.name.find('.') != std::string::npos;
       if (!tiled && !NeedsMultiLevelTiling(s, ca->stage_id)) {
         std::vector<std::pair<int, int>> loc;
         for (auto c : internal::ComputeLocationCandidates(s, ca->stage_id)) {
@@ -375,15 +376,15 @@ absl::StatusOr<State> CrossoverTileSizes(const State& parent_a, const State& par
   const std::vector<Step>& a = parent_a.steps();
   const std::vector<Step>& b = parent_b.steps();
   if (a.size() != b.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("crossover: parents have ", a.size(), " and ",
-                                                   b.size(), " steps"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("crossover: parents have ", a.size(), " and ", b.size(), " steps"));
   }
   // Same structure: equal steps once split lengths and pragma values are ignored.
   for (size_t i = 0; i < a.size(); ++i) {
     if (!(StripDecisions(a[i]) == StripDecisions(b[i]))) {
-      return absl::InvalidArgumentError(absl::StrCat("crossover: parents differ in structure at step ",
-                                                     i, ": ", StepToString(a[i]), " vs ",
-                                                     StepToString(b[i])));
+      return absl::InvalidArgumentError(
+          absl::StrCat("crossover: parents differ in structure at step ", i, ": ",
+                       StepToString(a[i]), " vs ", StepToString(b[i])));
     }
   }
   // The decisions (split lengths, pragma values) that differ: with equal structure, exactly the
@@ -393,9 +394,9 @@ absl::StatusOr<State> CrossoverTileSizes(const State& parent_a, const State& par
     if (!(a[i] == b[i])) genes.push_back(i);
   }
   if (genes.size() < 2) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "crossover not applicable: the parents differ in ", genes.size(),
-        " decision(s); a child would equal a parent"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("crossover not applicable: the parents differ in ", genes.size(),
+                     " decision(s); a child would equal a parent"));
   }
   absl::Status last = absl::FailedPreconditionError("crossover: no valid child found");
   int cheap_rejections = 0;
@@ -417,8 +418,7 @@ absl::StatusOr<State> CrossoverTileSizes(const State& parent_a, const State& par
       fits = fits && internal::GpuTileRunFits(dag, child, static_cast<int>(g), target, options);
     }
     if (!fits) {
-      last = absl::FailedPreconditionError(
-          "crossover: the mixed tiles break the GPU tile limits");
+      last = absl::FailedPreconditionError("crossover: the mixed tiles break the GPU tile limits");
       if (++cheap_rejections <= kCheapTries) --t;
       continue;
     }

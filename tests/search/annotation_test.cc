@@ -21,10 +21,10 @@
 namespace tilesearch::search {
 namespace {
 
-using ::testing::HasSubstr;
 using schedule::IteratorAnnotation;
 using schedule::State;
 using schedule::Target;
+using ::testing::HasSubstr;
 
 std::vector<testing::Workload> AnnotationWorkloads() {
   ir::Conv2dParams pad1;
@@ -200,7 +200,9 @@ void ExpectWithinCudaLimits(const ir::ComputeDAG& dag, const State& s, const Tar
   }
   for (int sid = 0; sid < s.num_stages(); ++sid) {
     for (const auto& it : s.stage(sid).iters) {
-      if (it.annotation == IteratorAnnotation::kVThread) EXPECT_LE(it.extent, 8);
+      if (it.annotation == IteratorAnnotation::kVThread) {
+        EXPECT_LE(it.extent, 8);
+      }
     }
   }
   const auto tiles = SplitLengths(s, 4);
@@ -227,8 +229,8 @@ TEST(Annotation, CudaAnnotationOfLargeWorkloadsIsValidByConstruction) {
       {"matmul_4096", testing::MustBuild(ir::MatmulDAG({4096, 4096}, {4096, 4096}))},
       {"matmul_1024", testing::MustBuild(ir::MatmulDAG({1024, 1024}, {1024, 1024}))},
       {"softmax_4096", testing::MustBuild(ir::SoftmaxDAG({4096, 4096}))},
-      {"conv2d_resnet_14", testing::MustBuild(ir::Conv2dNchwDAG(
-                               {1, 256, 14, 14}, {256, 256, 3, 3}, ir::ScalarType::kFloat32, pad1))},
+      {"conv2d_resnet_14", testing::MustBuild(ir::Conv2dNchwDAG({1, 256, 14, 14}, {256, 256, 3, 3},
+                                                                ir::ScalarType::kFloat32, pad1))},
       {"conv2d_padded_resnet_56",
        testing::MustBuild(ir::Conv2dNchwPaddedDAG({1, 64, 56, 56}, {64, 64, 3, 3},
                                                   ir::ScalarType::kFloat32, pad1))},
@@ -327,6 +329,26 @@ TEST(Annotation, RegisterEstimateRejectsTooManyRegistersPerBlock) {
   // Half the threads fit.
   const State half = FilledSketch(dag, target, {{1, 16, 4, 4}, {1, 32, 2, 2}, {1, 8}});
   EXPECT_THAT(AnnotateSketch(half, dag, target, rng).status(), tilesearch::testing::IsOk());
+}
+
+TEST(Annotation, GpuTileRunFitsChecksTheTilingLimitsFromTheSteps) {
+  ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({1024, 1024}, {1024, 1024}));
+  const Target target = Target::H200();
+  // The first split of the tiling run (after cache_write) is step 1.
+  auto fits = [&](const std::vector<std::vector<int64_t>>& tiles, const AnnotationOptions& o) {
+    return internal::GpuTileRunFits(dag, FilledSketch(dag, target, tiles).steps(), 1, target, o);
+  };
+  const AnnotationOptions defaults;
+  EXPECT_TRUE(fits({{1, 16, 2, 4}, {1, 16, 1, 8}, {2, 8}}, defaults));
+  EXPECT_FALSE(fits({{1, 64, 1, 1}, {1, 32, 1, 1}, {2, 8}}, defaults));  // 2048 threads
+  EXPECT_FALSE(fits({{1, 4, 1, 1}, {1, 4, 1, 1}, {2, 8}}, defaults));    // 16 threads
+  EXPECT_FALSE(fits({{1, 32, 4, 4}, {1, 32, 2, 2}, {1, 8}}, defaults));  // registers
+  // Two virtual threads: beyond gpu_max_vthread (1), within the target's 8.
+  EXPECT_FALSE(fits({{2, 16, 1, 4}, {1, 16, 1, 8}, {2, 8}}, defaults));
+  AnnotationOptions vthreads;
+  vthreads.gpu_max_vthread = 8;
+  EXPECT_TRUE(fits({{2, 16, 1, 4}, {1, 16, 1, 8}, {2, 8}}, vthreads));
+  EXPECT_FALSE(fits({{4, 16, 1, 4}, {4, 16, 1, 8}, {2, 8}}, vthreads));  // 16 > 8
 }
 
 // Grid limits live in schedule/gpu_validity (Lower's launch checks); tested here with the

@@ -24,9 +24,9 @@
 namespace tilesearch::search {
 namespace {
 
-using ::testing::HasSubstr;
 using schedule::State;
 using schedule::Target;
+using ::testing::HasSubstr;
 using ::tilesearch::testing::StatusIs;
 
 // A deterministic model whose score is a fixed function of the features: the sum of every
@@ -143,8 +143,8 @@ TEST(EvolutionarySearch, OutputsAreDistinctUnmeasuredValidAndBestPredictedFirst)
     std::unordered_set<uint64_t> measured;
     for (const State& s : *first) measured.insert(StepsHash(s.steps()));
     ASSERT_EQ(measured.size(), first->size());
-    auto out = EvolutionarySearch(c.dag, c.target, *sketches, model, measured, *first, 8, options,
-                                  rng);
+    auto out =
+        EvolutionarySearch(c.dag, c.target, *sketches, model, measured, *first, 8, options, rng);
     ASSERT_THAT(out.status(), tilesearch::testing::IsOk());
     ASSERT_EQ(out->size(), 8u);
     std::unordered_set<uint64_t> hashes;
@@ -172,8 +172,8 @@ TEST(EvolutionarySearch, ProfileCountsAddUpAndCrossoverYieldsValidChildren) {
   options.crossover_probability = 0.8;
   std::mt19937_64 rng(3);
   SearchProfile profile;
-  auto out = EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, 8, options, rng,
-                                &profile);
+  auto out =
+      EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, 8, options, rng, &profile);
   ASSERT_THAT(out.status(), tilesearch::testing::IsOk());
   EXPECT_EQ(profile.threads, 3);
   EXPECT_GE(profile.annotation_valid, options.population);
@@ -187,8 +187,8 @@ TEST(EvolutionarySearch, ProfileCountsAddUpAndCrossoverYieldsValidChildren) {
   EXPECT_LE(profile.crossover_valid, profile.crossover_attempts);
   // Each distinct program is predicted once.
   EXPECT_GE(profile.predicted, options.population);
-  EXPECT_LE(profile.predicted, profile.annotation_valid + profile.mutation_valid +
-                                   profile.crossover_valid);
+  EXPECT_LE(profile.predicted,
+            profile.annotation_valid + profile.mutation_valid + profile.crossover_valid);
   EXPECT_GE(profile.total_s, profile.init_s);
   EXPECT_GE(profile.total_s, profile.evolve_s);
   EXPECT_GT(profile.annotate_cpu_s + profile.mutate_cpu_s + profile.features_cpu_s, 0);
@@ -208,8 +208,8 @@ TEST(EvolutionarySearch, CrossoverChildrenAreMostlyValidOnCudaAndCpu) {
     options.crossover_probability = 1;
     std::mt19937_64 rng(17);
     SearchProfile profile;
-    auto out = EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, 8, options, rng,
-                                  &profile);
+    auto out =
+        EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, 8, options, rng, &profile);
     ASSERT_THAT(out.status(), tilesearch::testing::IsOk());
     EXPECT_GE(profile.crossover_attempts, options.population / 4);
     EXPECT_GE(profile.crossover_valid * 4, profile.crossover_attempts * 3)
