@@ -115,7 +115,7 @@ int64_t LocalElements(const ir::Stmt& s) {
 // DoMultiLevelTiling writes them) are drawn together so that the launch limits hold by
 // construction: with space lengths [l0, l1, l2, ...] (outer rest excluded) l0 becomes the vthread
 // level and l1 the threadIdx level (GpuThreadBind), so
-//   Π l0 ≤ max_vthread_extent,  Π l1 ∈ [min threads, max_threads_per_block],
+//   Π l0 ≤ min(max_vthread_extent, gpu_max_vthread),  Π l1 ∈ [min threads, max_threads],
 //   per-thread registers ≈ Π (l2 · l3 · ...) + overhead ≤ 255 and × threads ≤ the block's file,
 //   shared memory of the cached inputs' footprints (block tile × reduce tile) ≤ the opt-in limit,
 // and, as a preference only, at least gpu_min_blocks blocks.
