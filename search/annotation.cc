@@ -52,8 +52,10 @@ int64_t SampleThreads(int64_t extent, const AnnotationOptions& options, std::mt1
   return c[Pick(rng, static_cast<int64_t>(c.size()))];
 }
 
-std::vector<int64_t> SampleTile(int64_t extent, int n_lengths, const AnnotationOptions& options,
-                                std::mt19937_64& rng) {
+// The extent whose factorizations are drawn: `extent`, or (for an awkward extent > 8 with at most
+// 4 divisors, with probability non_divisible_probability) rounded up to a multiple of 8, so that
+// non-divisible tiles widen the space.
+int64_t TileExtent(int64_t extent, const AnnotationOptions& options, std::mt19937_64& rng) {
   int64_t e = std::max<int64_t>(1, extent);
   int divisors = 0;
   for (int64_t d = 1; d * d <= e; ++d) {
@@ -63,7 +65,13 @@ std::vector<int64_t> SampleTile(int64_t extent, int n_lengths, const AnnotationO
       static_cast<double>(rng() % 1000000) / 1e6 < options.non_divisible_probability) {
     e = (e + 7) / 8 * 8;
   }
-  const auto& f = SplitFactorizations(e, n_lengths + 1, options.max_innermost_split_factor);
+  return e;
+}
+
+std::vector<int64_t> SampleTile(int64_t extent, int n_lengths, const AnnotationOptions& options,
+                                std::mt19937_64& rng) {
+  const auto& f = SplitFactorizations(TileExtent(extent, options, rng), n_lengths + 1,
+                                      options.max_innermost_split_factor);
   if (f.empty()) return std::vector<int64_t>(n_lengths, 1);
   const auto& pick = f[Pick(rng, static_cast<int64_t>(f.size()))];
   return std::vector<int64_t>(pick.begin() + 1, pick.end());
@@ -247,16 +255,8 @@ class FootprintModel {
 const std::vector<std::vector<int64_t>>& TileCandidates(int64_t extent, int n_lengths,
                                                         const AnnotationOptions& options,
                                                         std::mt19937_64& rng) {
-  int64_t e = std::max<int64_t>(1, extent);
-  int divisors = 0;
-  for (int64_t d = 1; d * d <= e; ++d) {
-    if (e % d == 0) divisors += d * d == e ? 1 : 2;
-  }
-  if (e > 8 && divisors <= 4 && options.non_divisible_probability > 0 &&
-      static_cast<double>(rng() % 1000000) / 1e6 < options.non_divisible_probability) {
-    e = (e + 7) / 8 * 8;
-  }
-  return SplitFactorizations(e, n_lengths + 1, options.max_innermost_split_factor);
+  return SplitFactorizations(internal::TileExtent(extent, options, rng), n_lengths + 1,
+                             options.max_innermost_split_factor);
 }
 
 // Threads (l1) and vthreads (l0) of a space tile are not tightened below their lengths by the

@@ -24,6 +24,7 @@
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
 #include "tools/commands.h"
+#include "tools/number_text.h"
 #include "tools/launch_info.h"
 #include "tools/workload_options.h"
 
@@ -46,18 +47,6 @@ struct MeasureCommandOptions {
 
 std::string Triple(const std::array<int64_t, 3>& v) {
   return absl::StrCat("(", v[0], ", ", v[1], ", ", v[2], ")");
-}
-
-std::string Fixed(double value, int digits) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(digits) << value;
-  return out.str();
-}
-
-std::string Sci(double value) {
-  std::ostringstream out;
-  out << std::setprecision(3) << value;
-  return out.str();
 }
 
 runtime::MeasureOptions ToMeasureOptions(const MeasureCommandOptions& options) {

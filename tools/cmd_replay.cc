@@ -18,6 +18,7 @@
 #include "search/log_io.h"
 #include "search/replay.h"
 #include "tools/commands.h"
+#include "tools/number_text.h"
 #include "tools/workload_options.h"
 
 namespace tilesearch::tools {
@@ -31,18 +32,6 @@ struct ReplayCommandOptions {
   std::string name;
   bool no_check = false;
 };
-
-std::string Fixed(double value, int digits) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(digits) << value;
-  return out.str();
-}
-
-std::string Sci(double value) {
-  std::ostringstream out;
-  out << std::setprecision(3) << value;
-  return out.str();
-}
 
 // Without --target: the one target the log holds records of the workload for.
 absl::StatusOr<schedule::Target> LogTarget(const std::string& log, const std::string& key) {

@@ -15,6 +15,7 @@
 #include "schedule/schedule_file.h"
 #include "search/tuner.h"
 #include "tools/commands.h"
+#include "tools/number_text.h"
 #include "tools/workload_options.h"
 
 namespace tilesearch::tools {
@@ -37,12 +38,6 @@ struct TuneCommandOptions {
   double run_timeout_ms = -1;  // < 0: MeasureOptions' default
   bool quiet = false;
 };
-
-std::string Fixed(double value, int digits) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(digits) << value;
-  return out.str();
-}
 
 absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   if (options.workload.op.empty() && options.workload.schedule.empty()) {

@@ -18,6 +18,7 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/search/scratch_dir.h"
 #include "nlohmann/json.hpp"
 #include "search/log_io.h"
 
@@ -27,23 +28,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::tilesearch::testing::StatusIs;
 
-std::filesystem::path ScratchDir() {
-  return std::filesystem::path(::testing::TempDir()) / ("api_test_" + std::to_string(::getpid()));
-}
-
-class ScratchCleanup : public ::testing::Environment {
- public:
-  void TearDown() override { std::filesystem::remove_all(ScratchDir()); }
-};
-const ::testing::Environment* const kCleanup =
-    ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
-
-std::string TempPath(const std::string& name) {
-  std::filesystem::create_directories(ScratchDir());
-  const std::filesystem::path p = ScratchDir() / name;
-  std::filesystem::remove_all(p);
-  return p.string();
-}
+std::string TempPath(const std::string& name) { return ::tilesearch::testing::ScratchPath(name); }
 
 // Sets an environment variable for the scope of one test.
 class ScopedEnv {

@@ -21,6 +21,7 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/search/scratch_dir.h"
 #include "nlohmann/json.hpp"
 
 namespace tilesearch::search {
@@ -36,26 +37,7 @@ using ::tilesearch::testing::StatusIs;
 constexpr char kKey[] = "00112233aabbccdd";
 
 // This process's scratch directory, removed when the tests end.
-std::filesystem::path ScratchDir() {
-  return std::filesystem::path(::testing::TempDir()) /
-         ("log_io_test_" + std::to_string(::getpid()));
-}
-
-class ScratchCleanup : public ::testing::Environment {
- public:
-  void TearDown() override { std::filesystem::remove_all(ScratchDir()); }
-};
-const ::testing::Environment* const kCleanup =
-    ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
-
-// A fresh path in the test's scratch directory.
-std::string TempLog(const std::string& name) {
-  const std::filesystem::path dir = ScratchDir();
-  std::filesystem::create_directories(dir);
-  const std::filesystem::path p = dir / name;
-  std::filesystem::remove(p);
-  return p.string();
-}
+std::string TempLog(const std::string& name) { return ::tilesearch::testing::ScratchPath(name); }
 
 std::vector<std::string> Lines(const std::string& path) {
   std::ifstream in(path);

@@ -24,6 +24,7 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/search/scratch_dir.h"
 #include "nlohmann/json.hpp"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
@@ -40,24 +41,7 @@ using ::tilesearch::testing::StatusIs;
 // ---------------------------------------------------------------------------------------------
 // Scratch files.
 
-std::filesystem::path ScratchDir() {
-  return std::filesystem::path(::testing::TempDir()) /
-         ("replay_test_" + std::to_string(::getpid()));
-}
-
-class ScratchCleanup : public ::testing::Environment {
- public:
-  void TearDown() override { std::filesystem::remove_all(ScratchDir()); }
-};
-const ::testing::Environment* const kCleanup =
-    ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
-
-std::string TempPath(const std::string& name) {
-  std::filesystem::create_directories(ScratchDir());
-  const std::filesystem::path p = ScratchDir() / name;
-  std::filesystem::remove_all(p);
-  return p.string();
-}
+std::string TempPath(const std::string& name) { return ::tilesearch::testing::ScratchPath(name); }
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
