@@ -23,12 +23,12 @@ expect_out cpu '^OK$'
 # At least the requested runs.
 runs="$(sed -n 's/^time: .*, \([0-9]*\) runs)$/\1/p' "$tmp/cpu.out")"
 [[ -n "$runs" ]] && ((runs >= 5)) || fail "cpu: $runs timed runs, expected at least 5"
-# The max errors are those of a float32 128-term dot product of values in the check's ranges:
-# well under the 1e-4 tolerance relative, under 1e-2 absolute for the large-magnitude normal draws.
+# The max errors are those of a float32 128-term dot product of uniform values (fma-contracted vs
+# separately rounded): under the 1e-4 tolerance absolute; relative, under 1e-2 (outputs near 0).
 awk '/^check:/ {
   for (i = 1; i <= NF; ++i) { if ($i == "abs") abs = $(i + 2); if ($i == "rel") rel = $(i + 2) }
   gsub(",", "", abs); gsub(",", "", rel)
-  exit !(abs + 0 >= 0 && abs + 0 < 1e-2 && rel + 0 >= 0 && rel + 0 < 1e-4) }' "$tmp/cpu.out" ||
+  exit !(abs + 0 >= 0 && abs + 0 < 1e-4 && rel + 0 >= 0 && rel + 0 < 1e-2) }' "$tmp/cpu.out" ||
   fail "cpu: max errors too large: $(grep '^check:' "$tmp/cpu.out")"
 # GFLOP/s = 2·128^3 / median, GB/s = 3·128²·4 bytes / median (independent of the program's count),
 # within the rounding of the printed median and throughput.
@@ -90,12 +90,15 @@ run many_runs measure --schedule "$cpu" --min-runs 2147483647
 expect_error many_runs "--min-runs: '2147483647' is outside 1..100000"
 run bad_inputs measure --schedule "$cpu" --inputs gauss
 expect_error bad_inputs "--inputs"
-# Three named distributions give three checked trials.
+# Three named distributions give three checked trials. normal(2, 8) inputs make 128-deep float32
+# sums of magnitude ~10^3 whose correct roundings differ by ~1e-3 (the host kernel contracts into
+# fma, the interpreter reference rounds every operation): the documented wider tolerance.
 run three_inputs measure --schedule "$cpu" --inputs uniform --inputs uniform01 --inputs normal \
-  --min-runs 2 --min-time-ms 0
+  --atol 1e-2 --rtol 1e-3 --min-runs 2 --min-time-ms 0
 expect_rc three_inputs 0
 expect_out three_inputs '^check: 3 trials, '
-run one_input measure --schedule "$cpu" --inputs normal --min-runs 2 --min-time-ms 0
+run one_input measure --schedule "$cpu" --inputs normal --atol 1e-2 --rtol 1e-3 --min-runs 2 \
+  --min-time-ms 0
 expect_rc one_input 0
 expect_out one_input '^check: 1 trials, '
 run bad_target measure --schedule "$cpu" --target rocm
