@@ -2,6 +2,7 @@
 #include "search/log_io.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,6 +66,16 @@ absl::StatusOr<LogWriter> LogWriter::Open(const std::string& path) {
     return ErrnoError(errno, absl::StrCat("cannot open log '", path, "' for appending"));
   }
   LogWriter writer(fd, path);
+  // One writer per log: a second tuning job appending to the same log would interleave rounds and
+  // measure states twice. The lock goes with the fd (released on close, also when killed).
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "log '", path, "' is in use by another tuning job (it holds the log's lock); wait for "
+          "it to finish or give another --log"));
+    }
+    return ErrnoError(errno, absl::StrCat("cannot lock log '", path, "'"));
+  }
   // A killed writer may have left a partial last line: end it so the next record starts fresh.
   const off_t size = ::lseek(fd, 0, SEEK_END);
   if (size < 0) return ErrnoError(errno, absl::StrCat("cannot seek in log '", path, "'"));

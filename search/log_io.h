@@ -29,7 +29,9 @@ class LogWriter {
   /// partial line stays a line of its own (the reader skips it with a warning) and the next record
   /// starts a fresh line. Errors: the errno of open / read / write as a Status whose message
   /// names the path, e.g. kNotFound "cannot open log 'x/y.jsonl' for appending: No such file or
-  /// directory", kPermissionDenied for EACCES.
+  /// directory", kPermissionDenied for EACCES; kFailedPrecondition "log 'x' is in use by another
+  /// tuning job ..." while another LogWriter (any process) holds the log's exclusive flock, which
+  /// every writer takes for its lifetime.
   static absl::StatusOr<LogWriter> Open(const std::string& path);
 
   LogWriter(LogWriter&& other) noexcept;

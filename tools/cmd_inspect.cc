@@ -125,6 +125,17 @@ absl::StatusOr<int> Inspect(const InspectCommandOptions& options) {
     ASSIGN_OR_RETURN(read.target, ResolveTargetOption(options.workload.target));
     absl::StrAppend(&filter_text, filter_text.empty() ? "" : " ", "on ", read.target->ToString());
   }
+  // --plot / --json must never overwrite a log being inspected.
+  for (const std::string* out : {&options.plot, &options.json}) {
+    if (out->empty()) continue;
+    for (const std::string& path : options.logs) {
+      std::error_code ec;
+      if (*out == path || std::filesystem::equivalent(*out, path, ec)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "output '", *out, "' is the log being inspected; give another file name"));
+      }
+    }
+  }
   // Read everything before printing: a missing log is a user error with nothing on stdout.
   std::vector<InspectedLog> logs;
   for (const std::string& path : options.logs) {

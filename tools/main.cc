@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
       "tune", "search schedules for a workload on a target (evolutionary search + cost model)");
   actions[tune] = tilesearch::tools::AddTuneCommand(*tune);
   CLI::App* replay = app.add_subcommand(
-      "replay", "rebuild the best logged kernel of a workload and write it out (PTX, launch JSON, header)");
+      "replay", "rebuild the best logged kernel of a workload and write it out (cuda: PTX, cubin, launch JSON, header; cpu: object file, header, JSON)");
   actions[replay] = tilesearch::tools::AddReplayCommand(*replay);
   CLI::App* inspect = app.add_subcommand(
       "inspect", "summarize a tuning log per workload: trials, best, errors, tuning curve");

@@ -280,6 +280,20 @@ TEST(LogIoTest, RecordsOfOtherTargetsAreDroppedAndCounted) {
   EXPECT_EQ(read->other_workload_records, 5);
 }
 
+// A second writer of the same log (another tuning job) is refused while the first is open, with a
+// message naming the log; once the first closes, the log can be opened again.
+TEST(LogIoTest, SecondWriterOfALogIsRefusedWhileTheFirstIsOpen) {
+  const std::string path = TempLog("busy.jsonl");
+  {
+    absl::StatusOr<LogWriter> first = LogWriter::Open(path);
+    ASSERT_THAT(first, IsOk());
+    EXPECT_THAT(LogWriter::Open(path).status(),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         HasSubstr("log '" + path + "' is in use by another tuning job")));
+  }
+  EXPECT_THAT(LogWriter::Open(path), IsOk());
+}
+
 // Two rounds, the job "dies" (its writer is abandoned without any cleanup beyond the fsync each
 // Append did), a new job re-opens the log and appends a third round: every trial once, in order.
 TEST(LogIoTest, ResumedJobKeepsEveryRoundExactlyOnce) {
