@@ -23,6 +23,7 @@
 #include "base/status.h"
 #include "ir/simplify.h"
 #include "schedule/lower_internal.h"
+#include "schedule/software_pipeline.h"
 
 namespace tilesearch::schedule {
 
@@ -787,6 +788,7 @@ absl::StatusOr<LoweredKernel> Lowerer::Run() {
     Stmt k = ir::Simplify(lower_internal::Finalize(kernels[i], align));
     if (target_.is_gpu()) {
       k = lower_internal::RemoveRedundantBarriers(lower_internal::HoistSharedAllocations(k));
+      k = PipelineSharedFetches(k);  // register-staged prefetch of shared tiles
       auto launch = lower_internal::AnalyzeKernel(k, target_);
       if (!launch.ok()) {
         return absl::Status(

@@ -1,0 +1,223 @@
+// Register-staged pipelining of cooperative shared-memory fetches (schedule/software_pipeline.h).
+#include "schedule/software_pipeline.h"
+
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/expr.h"
+#include "ir/simplify.h"
+
+namespace tilesearch::schedule {
+namespace {
+
+using ir::Expr;
+using ir::ForKind;
+using ir::MemoryScope;
+using ir::Stmt;
+
+// Loads and variables an expression reads.
+class ReadCollector : public ir::ExprVisitor {
+ public:
+  std::set<std::string> buffers;
+  std::set<std::string> vars;
+
+ protected:
+  void VisitLoad(const ir::LoadNode* op, const Expr& e) override {
+    buffers.insert(op->buffer);
+    ir::ExprVisitor::VisitLoad(op, e);
+  }
+  void VisitVar(const ir::VarNode* op, const Expr& e) override {
+    vars.insert(op->name);
+    ir::ExprVisitor::VisitVar(op, e);
+  }
+};
+
+// One level of a fetch nest above its Store: a loop or a guard.
+struct Level {
+  const ir::ForNode* loop = nullptr;         // set for a loop level
+  const ir::IfThenElseNode* guard = nullptr;  // set for a guard level (no else branch)
+};
+
+// A cooperative fetch: levels from the outside in, then the Store to a shared buffer.
+struct Fetch {
+  std::vector<Level> levels;
+  const ir::StoreNode* store = nullptr;
+  int64_t stage_elements = 1;  // product of the non-thread loop extents
+  Expr stage_index;            // linearized non-thread loop variables
+};
+
+class Pipeliner : public ir::StmtMutator {
+ protected:
+  Stmt MutateAllocate(const ir::AllocateNode* op, const Stmt& s) override {
+    scopes_[op->buffer.name] = op->buffer;
+    return ir::StmtMutator::MutateAllocate(op, s);
+  }
+
+  Stmt MutateFor(const ir::ForNode* op, const Stmt& s) override {
+    Stmt m = ir::StmtMutator::MutateFor(op, s);
+    const auto* f = m.as<ir::ForNode>();
+    if (f->for_kind != ForKind::kSerial) return m;
+    auto extent = ir::AsConstInt(f->extent);
+    if (!extent || *extent < 2) return m;
+    const auto* seq = f->body.as<ir::SeqNode>();
+    if (!seq || seq->stmts.size() < 3) return m;
+    const std::string& var = f->var_name();
+
+    std::vector<Fetch> fetches;
+    size_t i = 0;
+    for (; i < seq->stmts.size(); ++i) {
+      auto fetch = MatchFetch(seq->stmts[i], var);
+      if (!fetch) break;
+      fetches.push_back(std::move(*fetch));
+    }
+    if (fetches.empty() || i >= seq->stmts.size() ||
+        seq->stmts[i].kind() != ir::StmtKind::kBarrier ||
+        seq->stmts.back().kind() != ir::StmtKind::kBarrier || i + 1 >= seq->stmts.size() - 1) {
+      return m;
+    }
+
+    // Names of the staging arrays; each fetch writes a distinct shared buffer.
+    std::vector<ir::BufferDecl> stages;
+    std::set<std::string> seen;
+    for (const Fetch& fe : fetches) {
+      if (!seen.insert(fe.store->buffer).second) return m;
+      ir::BufferDecl d;
+      d.name = fe.store->buffer + ".stage";
+      if (scopes_.count(d.name)) return m;
+      d.dtype = scopes_.at(fe.store->buffer).dtype;
+      d.shape = {fe.stage_elements};
+      d.scope = MemoryScope::kLocal;
+      stages.push_back(d);
+    }
+
+    Expr next = f->var + ir::IntConst(1);
+    std::vector<Stmt> loads_next, loads_first, stores;
+    for (size_t k = 0; k < fetches.size(); ++k) {
+      loads_next.push_back(BuildLoadPart(fetches[k], stages[k], var, next));
+      loads_first.push_back(BuildLoadPart(fetches[k], stages[k], var, f->min));
+      stores.push_back(BuildStorePart(fetches[k], stages[k]));
+    }
+    std::vector<Stmt> body = stores;
+    body.push_back(seq->stmts[i]);  // the barrier after the fetches
+    body.push_back(ir::IfThenElseNode::Make(next < f->min + f->extent,
+                                            ir::SeqNode::Make(std::move(loads_next))));
+    for (size_t k = i + 1; k < seq->stmts.size(); ++k) body.push_back(seq->stmts[k]);
+    Stmt loop = ir::ForNode::Make(f->var, f->min, f->extent, f->for_kind,
+                                  ir::SeqNode::Make(std::move(body)));
+    loads_first.push_back(loop);
+    Stmt out = ir::SeqNode::Make(std::move(loads_first));
+    for (auto it = stages.rbegin(); it != stages.rend(); ++it) {
+      out = ir::AllocateNode::Make(*it, out);
+    }
+    return out;
+  }
+
+ private:
+  bool IsSharedOrLocal(const std::string& buffer) const {
+    auto it = scopes_.find(buffer);
+    return it != scopes_.end() && it->second.scope != MemoryScope::kGlobal;
+  }
+
+  // A fetch nest writing a shared buffer from global memory, depending on `loop_var`.
+  std::optional<Fetch> MatchFetch(const Stmt& s, const std::string& loop_var) const {
+    Fetch fe;
+    Stmt cur = s;
+    std::vector<Expr> index_terms;
+    bool uses_loop_var = false;
+    while (true) {
+      if (const auto* loop = cur.as<ir::ForNode>()) {
+        if (!ir::IsThreadBound(loop->for_kind)) {
+          if (loop->for_kind == ForKind::kVThread || ir::IsBlockBound(loop->for_kind)) {
+            return std::nullopt;
+          }
+          auto e = ir::AsConstInt(loop->extent);
+          if (!e || *e < 1) return std::nullopt;
+          fe.stage_index = fe.stage_index.defined()
+                               ? fe.stage_index * ir::IntConst(*e) + (loop->var - loop->min)
+                               : loop->var - loop->min;
+          fe.stage_elements *= *e;
+        }
+        fe.levels.push_back({loop, nullptr});
+        cur = loop->body;
+      } else if (const auto* guard = cur.as<ir::IfThenElseNode>()) {
+        if (guard->else_case.defined()) return std::nullopt;
+        ReadCollector rc;
+        rc.Visit(guard->cond);
+        for (const std::string& b : rc.buffers) {
+          if (IsSharedOrLocal(b)) return std::nullopt;
+        }
+        fe.levels.push_back({nullptr, guard});
+        cur = guard->then_case;
+      } else if (const auto* store = cur.as<ir::StoreNode>()) {
+        auto it = scopes_.find(store->buffer);
+        if (it == scopes_.end() || it->second.scope != MemoryScope::kShared) return std::nullopt;
+        ReadCollector rc;
+        rc.Visit(store->value);
+        if (rc.buffers.empty()) return std::nullopt;
+        for (const std::string& b : rc.buffers) {
+          if (IsSharedOrLocal(b)) return std::nullopt;
+        }
+        uses_loop_var = rc.vars.count(loop_var) > 0;
+        fe.store = store;
+        break;
+      } else {
+        return std::nullopt;
+      }
+    }
+    if (!uses_loop_var) return std::nullopt;
+    if (!fe.stage_index.defined()) fe.stage_index = ir::IntConst(0);
+    return fe;
+  }
+
+  // The fetch nest with its Store replaced by `leaf`, conditions rewritten by `sub`, and the
+  // non-thread serial loops unrolled (so the staging array stays in registers).
+  static Stmt Rebuild(const Fetch& fe, Stmt leaf,
+                      const std::vector<std::pair<std::string, Expr>>& sub) {
+    Stmt cur = std::move(leaf);
+    for (auto it = fe.levels.rbegin(); it != fe.levels.rend(); ++it) {
+      if (it->loop) {
+        ForKind kind = it->loop->for_kind == ForKind::kSerial ? ForKind::kUnrolled
+                                                               : it->loop->for_kind;
+        cur = ir::ForNode::Make(it->loop->var, it->loop->min, it->loop->extent, kind, cur);
+      } else {
+        cur = ir::IfThenElseNode::Make(ir::Substitute(it->guard->cond, sub), cur);
+      }
+    }
+    return cur;
+  }
+
+  // stage[index] = the fetched global value at loop_var := at.
+  static Stmt BuildLoadPart(const Fetch& fe, const ir::BufferDecl& stage,
+                            const std::string& loop_var, const Expr& at) {
+    std::vector<std::pair<std::string, Expr>> sub = {{loop_var, at}};
+    Stmt leaf = ir::StoreNode::Make(stage.name, {fe.stage_index},
+                                    ir::Substitute(fe.store->value, sub));
+    return Rebuild(fe, leaf, sub);
+  }
+
+  // shared[original index] = stage[index], under the original guards.
+  static Stmt BuildStorePart(const Fetch& fe, const ir::BufferDecl& stage) {
+    Stmt leaf = ir::StoreNode::Make(fe.store->buffer, fe.store->indices,
+                                    ir::LoadNode::Make(stage.dtype, stage.name, {fe.stage_index}));
+    return Rebuild(fe, leaf, {});
+  }
+
+  std::map<std::string, ir::BufferDecl> scopes_;
+};
+
+}  // namespace
+
+Stmt PipelineSharedFetches(const Stmt& kernel) {
+  // A/B switch for benchmarks (bench/NOTES.md): lower without the pass.
+  if (std::getenv("TILESEARCH_NO_SOFTWARE_PIPELINE") != nullptr) return kernel;
+  Pipeliner p;
+  Stmt out = p.Mutate(kernel);
+  return out.same_as(kernel) ? out : ir::Simplify(out);
+}
+
+}  // namespace tilesearch::schedule

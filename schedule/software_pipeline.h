@@ -1,0 +1,33 @@
+// Register-staged software pipelining of shared-memory fetches (a lowering pass for GPU kernels).
+//
+// A lowered GPU reduction loop with cache_read stages looks like
+//   for k in [m, m+n) serial { fetch_1; ...; fetch_f; barrier; compute; barrier }
+// where each fetch is a cooperative copy global -> shared. The warp stalls at every fetch until
+// its global loads arrive, so only other resident blocks hide the latency. This pass issues the
+// global loads of iteration k+1 into per-thread registers before the compute of iteration k, and
+// stores them to shared memory at the top of iteration k+1:
+//   stage <- global(m)
+//   for k { shared <- stage; barrier; if (k+1 < m+n) stage <- global(k+1); compute; barrier }
+// The classic "prefetch into registers" double buffering of SIMT GEMMs (CUTLASS's
+// GemmPipelined / the register double buffer of Volkov & Demmel 2008, "Benchmarking GPUs to tune
+// dense linear algebra", §5); MetaSchedule expresses it with the software_pipeline_stage
+// annotation. Semantics are unchanged: every shared element is written with the same value at
+// the same point relative to the barriers.
+#pragma once
+
+#include "ir/stmt.h"
+
+namespace tilesearch::schedule {
+
+/// Rewrites every serial loop of `kernel` (a lowered GPU kernel statement) whose body starts with
+/// one or more cooperative fetches (loop nests of For / IfThenElse ending in one Store to a
+/// shared buffer, whose value loads only non-shared, non-local buffers and depends on the loop
+/// variable; the non-thread loops of each fetch have constant extents) followed by a barrier,
+/// and ends with a barrier, and runs at least two iterations. Each fetch gets a local staging
+/// array of (product of its non-thread loop extents) elements, named "<shared>.stage". Loops that
+/// do not match are left as they are. Never fails. Setting the environment variable
+/// TILESEARCH_NO_SOFTWARE_PIPELINE turns the pass off (for A/B benchmarks only: records tuned
+/// with it set replay differently without it).
+ir::Stmt PipelineSharedFetches(const ir::Stmt& kernel);
+
+}  // namespace tilesearch::schedule
