@@ -187,6 +187,59 @@ ir::BufferMap MakeCheckInputs(const ir::ComputeDAG& dag, CheckDistribution distr
   return inputs;
 }
 
+ElementComparison CompareElement(double got, double expected, const Tolerance& tolerance) {
+  ElementComparison c;
+  c.ok = Matches(got, expected, tolerance);
+  if (std::isfinite(expected)) {
+    c.has_abs_error = true;
+    c.abs_error =
+        std::isfinite(got) ? std::fabs(got - expected) : std::numeric_limits<double>::infinity();
+    if (std::fabs(expected) > tolerance.atol) {
+      c.has_rel_error = true;
+      c.rel_error = c.abs_error / std::max(std::fabs(expected), 1e-30);
+    }
+  }
+  return c;
+}
+
+CompareSummary SummarizeFloat32(const float* got, const float* expected, int64_t n,
+                                const Tolerance& tolerance) {
+  CompareSummary s;
+  s.elements = n;
+  for (int64_t i = 0; i < n; ++i) {
+    const ElementComparison c =
+        CompareElement(static_cast<double>(got[i]), static_cast<double>(expected[i]), tolerance);
+    if (c.has_abs_error) s.max_abs_error = std::max(s.max_abs_error, c.abs_error);
+    if (c.has_rel_error) s.max_rel_error = std::max(s.max_rel_error, c.rel_error);
+    if (!c.ok) {
+      if (s.mismatches == 0) s.first_mismatch = i;
+      ++s.mismatches;
+    }
+  }
+  return s;
+}
+
+std::string MismatchText(const std::string& name, const std::vector<int64_t>& shape, int64_t flat,
+                         double got, double expected, int trial, CheckDistribution distribution) {
+  return absl::StrCat(name, FormatIndex(shape, flat), ": got ", FormatValue(got), ", expected ",
+                      FormatValue(expected), " (trial ", trial, ", ",
+                      CheckDistributionName(distribution), ")");
+}
+
+void AccumulateSummary(const std::string& name, const std::vector<int64_t>& shape,
+                       const CompareSummary& summary, double got_at_first,
+                       double expected_at_first, int trial, CheckDistribution distribution,
+                       CheckReport* report) {
+  report->max_abs_error = std::max(report->max_abs_error, summary.max_abs_error);
+  report->max_rel_error = std::max(report->max_rel_error, summary.max_rel_error);
+  if (summary.mismatches > 0 && report->mismatches == 0 && report->first_mismatch.empty()) {
+    report->first_mismatch = MismatchText(name, shape, summary.first_mismatch, got_at_first,
+                                          expected_at_first, trial, distribution);
+  }
+  report->mismatches += summary.mismatches;
+  report->checked_elements += summary.elements;
+}
+
 void CompareOutput(const std::string& name, const ir::HostBuffer& got,
                    const ir::HostBuffer& expected, const Tolerance& tolerance, int trial,
                    CheckDistribution distribution, CheckReport* report) {
@@ -199,21 +252,13 @@ void CompareOutput(const std::string& name, const ir::HostBuffer& got,
   for (int64_t i = 0; i < n; ++i) {
     const double g = got.data[i];
     const double e = expected.data[i];
-    const bool ok = Matches(g, e, tolerance);
-    if (std::isfinite(e)) {
-      const double abs_error =
-          std::isfinite(g) ? std::fabs(g - e) : std::numeric_limits<double>::infinity();
-      report->max_abs_error = std::max(report->max_abs_error, abs_error);
-      if (std::fabs(e) > tolerance.atol) {
-        const double rel = abs_error / std::max(std::fabs(e), 1e-30);
-        report->max_rel_error = std::max(report->max_rel_error, rel);
-      }
-    }
-    if (!ok) {
+    const ElementComparison c = CompareElement(g, e, tolerance);
+    if (c.has_abs_error) report->max_abs_error = std::max(report->max_abs_error, c.abs_error);
+    if (c.has_rel_error) report->max_rel_error = std::max(report->max_rel_error, c.rel_error);
+    if (!c.ok) {
       if (report->mismatches == 0 && report->first_mismatch.empty()) {
-        report->first_mismatch = absl::StrCat(
-            name, FormatIndex(expected.shape, i), ": got ", FormatValue(g), ", expected ",
-            FormatValue(e), " (trial ", trial, ", ", CheckDistributionName(distribution), ")");
+        report->first_mismatch =
+            MismatchText(name, expected.shape, i, g, e, trial, distribution);
       }
       ++report->mismatches;
     }

@@ -41,6 +41,49 @@ void CompareOutput(const std::string& name, const ir::HostBuffer& got,
                    const ir::HostBuffer& expected, const Tolerance& tolerance, int trial,
                    CheckDistribution distribution, CheckReport* report);
 
+/// What comparing one element contributes (the rule of CompareOutput and of the device compare
+/// kernel, runtime/device_compare.h). `ok`: NaN expected needs NaN; ±Inf expected needs the same
+/// Inf; otherwise `got` must be finite and |got − expected| <= atol + rtol · |expected| (in float64,
+/// the product rounded before the sum). Only a finite `expected` contributes errors: `abs_error` is
+/// |got − expected| (+Inf for a non-finite `got`); `rel_error` is abs_error / max(|expected|,
+/// 1e-30), given only where |expected| > atol.
+struct ElementComparison {
+  bool ok = true;
+  bool has_abs_error = false;
+  double abs_error = 0;
+  bool has_rel_error = false;
+  double rel_error = 0;
+};
+ElementComparison CompareElement(double got, double expected, const Tolerance& tolerance);
+
+/// The outcome of comparing one output of one trial, as the device compare kernel reports it.
+struct CompareSummary {
+  int64_t elements = 0;
+  int64_t mismatches = 0;
+  double max_abs_error = 0;     // max over CompareElement's abs_error (0 when none)
+  double max_rel_error = 0;     // max over rel_error (0 when none)
+  int64_t first_mismatch = -1;  // the lowest flat index that is not ok; -1 when none
+};
+
+/// CompareSummary of `n` float32 elements (the host mirror of the device compare kernel; each value
+/// is widened to float64 exactly before CompareElement).
+CompareSummary SummarizeFloat32(const float* got, const float* expected, int64_t n,
+                                const Tolerance& tolerance);
+
+/// The CheckReport text of a mismatch at flat index `flat` of output `name` of shape `shape`:
+/// "C[3, 17]: got nan, expected 1.25 (trial 1, normal)" (values with %.9g).
+std::string MismatchText(const std::string& name, const std::vector<int64_t>& shape, int64_t flat,
+                         double got, double expected, int trial, CheckDistribution distribution);
+
+/// Accumulates `summary` into `report` exactly as CompareOutput would have for the same elements:
+/// maxima, mismatch and element counts, and, when the report has no mismatch yet, the first
+/// mismatch's text from the values at summary.first_mismatch (`got_at_first`, `expected_at_first`;
+/// ignored when there is no mismatch).
+void AccumulateSummary(const std::string& name, const std::vector<int64_t>& shape,
+                       const CompareSummary& summary, double got_at_first,
+                       double expected_at_first, int trial, CheckDistribution distribution,
+                       CheckReport* report);
+
 /// Spot-checks `outputs` (a reference computed by some kernel from `inputs`) against float64
 /// point evaluation (ir::EvaluatePoint) on `samples` seeded random elements per output plus the
 /// first and last element. Errors: kInternal "reference output 'C' disagrees with float64 point

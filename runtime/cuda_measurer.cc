@@ -3,12 +3,28 @@
 // (RunBatchInWorkers). Per batch, in the parent: check inputs per trial (one distribution each),
 // the task's reference (the interpreter for small tasks; otherwise the naive GPU kernel, compiled
 // once per workload, which each worker's setup runs and spot-checks in float64) and random timing
-// inputs. Per candidate, in the worker: load the PTX, check it on every trial with poisoned
-// outputs, then time it on the timing inputs with the GPU timer. A CUDA failure after a launch
-// poisons the context, so such a worker asks to be replaced after its item (RequestWorkerRestart).
+// inputs.
+//
+// Per worker (its setup), the device-resident path: every trial's inputs, the trial's reference
+// outputs (the naive kernel writes them in place, or the interpreter's are uploaded), pristine
+// copies of both, the timing inputs and one set of output buffers are uploaded / allocated once,
+// with the compare module of runtime/device_compare.h. Per candidate: load the PTX; per trial,
+// poison the outputs with a device memset, launch, compare each float32 output on the device and
+// download only its 32-byte result slot (other dtypes: download and compare on the host); time
+// it on the resident timing inputs; then count, on the device, the words of the resident inputs
+// and references that differ from their pristine copies: a candidate that wrote into them is a
+// wrong answer and its worker is replaced (a fresh worker uploads fresh copies). Where the
+// resident buffers would take more than half the device memory, or their allocation fails, the
+// worker falls back to the per-candidate path: inputs uploaded and outputs poisoned from the
+// host, outputs downloaded and compared on the host, timing inputs uploaded per candidate.
+// A CUDA failure after a launch poisons the context, so such a worker asks to be replaced after
+// its item (RequestWorkerRestart).
 #include "runtime/cuda_measurer.h"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -24,6 +40,7 @@
 #include "runtime/checker.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/device_compare.h"
 #include "runtime/worker_batch.h"
 #include "schedule/lower.h"
 #include "schedule/naive_gpu.h"
@@ -75,11 +92,40 @@ struct BatchData {
   std::shared_ptr<const codegen::GpuModule> naive_module;  // when the reference runs on the GPU
 };
 
+// What a worker keeps on the device for its whole batch (the device-resident path). Params are
+// indexed as in the task's naive program: inputs j < num_inputs, outputs k = param − num_inputs.
+struct ResidentData {
+  int num_inputs = 0;
+  int num_outputs = 0;
+  std::vector<std::vector<DeviceBuffer>> inputs;           // [trial][j]
+  std::vector<std::vector<DeviceBuffer>> references;       // [trial][k]
+  std::vector<std::vector<DeviceBuffer>> pristine_inputs;  // [trial][j], never a kernel argument
+  std::vector<std::vector<DeviceBuffer>> pristine_references;  // [trial][k]
+  std::vector<std::vector<bool>> device_compare;  // [trial][k]: compare on the device
+  std::vector<DeviceBuffer> timing_inputs;        // [j]
+  std::vector<DeviceBuffer> outputs;              // [k], written by every candidate
+  std::vector<int> output_order;                  // k by output name (the host path's order)
+  // Result slots: [trial][k] compare slots first, then [trial][param] difference counts.
+  DeviceBuffer slots;
+  std::vector<CompareSlot> initial_slots;
+
+  int CompareSlotIndex(int trial, int k) const { return trial * num_outputs + k; }
+  int DifferenceSlotIndex(int trial, int param) const {
+    return static_cast<int>(inputs.size()) * num_outputs + trial * (num_inputs + num_outputs) +
+           param;
+  }
+  cuda::CUdeviceptr SlotPtr(int index) const {
+    return slots.ptr() + static_cast<cuda::CUdeviceptr>(index) * sizeof(CompareSlot);
+  }
+};
+
 // A worker's device state (each worker fills its own copy-on-write copy).
 struct WorkerState {
   const CudaDriver* driver = nullptr;
   std::unique_ptr<CudaContext> context;
   std::unique_ptr<GpuTimer> timer;
+  std::unique_ptr<DeviceComparer> comparer;  // null: float32 outputs compared on the host
+  std::unique_ptr<ResidentData> resident;    // null: the per-candidate upload path
 };
 
 // Device buffers for every argument of a module (params, then scratch), sized in storage bytes.
@@ -149,12 +195,237 @@ absl::StatusOr<ir::BufferMap> RunChecked(const LoadedGpuModule& module,
   return outputs;
 }
 
+// Poisons a device buffer of `dtype` elements on the device (the values of PoisonBytes): NaN words
+// for floats, 0x5A bytes for integers and bool; float16 / bfloat16 buffers of an odd element count
+// get the host's poison uploaded.
+absl::Status PoisonOnDevice(DeviceBuffer& buffer, const ir::BufferDecl& decl) {
+  switch (decl.dtype) {
+    case ir::ScalarType::kFloat32:
+      return buffer.Memset32(0x7fc00000u);
+    case ir::ScalarType::kFloat16:
+    case ir::ScalarType::kBFloat16: {
+      if (buffer.bytes() % 4 != 0) return UploadPoison(buffer, decl);
+      const uint32_t nan = decl.dtype == ir::ScalarType::kFloat16 ? 0x7e00u : 0x7fc0u;
+      return buffer.Memset32(nan | (nan << 16));
+    }
+    case ir::ScalarType::kInt32:
+    case ir::ScalarType::kInt64:
+    case ir::ScalarType::kBool:
+      return buffer.Memset8(0x5a);
+  }
+  return absl::InternalError("unknown dtype");
+}
+
+// Copies `bytes` bytes at byte `offset` of device memory `ptr` to `host` (synchronous).
+absl::Status DownloadAt(const CudaDriver& driver, cuda::CUdeviceptr ptr, int64_t offset,
+                        void* host, int64_t bytes) {
+  return driver.Check(driver.cuMemcpyDtoH(host, ptr + static_cast<cuda::CUdeviceptr>(offset),
+                                          static_cast<size_t>(bytes)),
+                      "cuMemcpyDtoH");
+}
+
+// Whether every value of `buffer` is a float32 value (NaNs included), so that its packed float32
+// copy holds exactly the values the host path would compare with.
+bool ExactInFloat32(const ir::HostBuffer& buffer) {
+  for (double v : buffer.data) {
+    if (std::isnan(v)) continue;
+    if (static_cast<double>(static_cast<float>(v)) != v) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<DeviceBuffer> AllocateAndUpload(const CudaDriver& driver,
+                                               const std::vector<std::byte>& bytes) {
+  ASSIGN_OR_RETURN(DeviceBuffer b,
+                   DeviceBuffer::Allocate(driver, static_cast<int64_t>(bytes.size())));
+  RETURN_IF_ERROR(b.Upload(bytes.data(), static_cast<int64_t>(bytes.size())));
+  return b;
+}
+
+// Device bytes the resident path keeps: per trial the inputs and references twice (pristine
+// copies), the timing inputs and one set of outputs.
+double ResidentBytes(const ir::LoopNest& params, int trials) {
+  double in = 0, out = 0;
+  for (size_t p = 0; p < params.params.size(); ++p) {
+    const ir::BufferDecl& d = params.params[p];
+    const double bytes = static_cast<double>(d.NumElements() * StorageBytes(d.dtype));
+    (static_cast<int>(p) < params.num_inputs ? in : out) += bytes;
+  }
+  return trials * 2 * (in + out) + in + out;
+}
+
+// The device-resident setup (see the file comment). Errors: kResourceExhausted when the resident
+// buffers would take more than half the device memory or an allocation fails (the caller then
+// uses the per-candidate path); "reference ..." errors of the naive kernel as on that path.
+absl::Status SetupResident(const MeasureOptions& options, BatchData* data, WorkerState* state) {
+  const CudaDriver& driver = *state->driver;
+  const ir::LoopNest& params = data->naive_params;
+  const int trials = static_cast<int>(data->trials.size());
+  const double total = static_cast<double>(state->context->info().total_memory_bytes);
+  const double need = ResidentBytes(params, trials);
+  if (total > 0 && need > 0.5 * total) {
+    return absl::ResourceExhaustedError(absl::StrCat("resident check buffers need ", need,
+                                                     " bytes of ", total));
+  }
+  auto res = std::make_unique<ResidentData>();
+  res->num_inputs = params.num_inputs;
+  res->num_outputs = static_cast<int>(params.params.size()) - params.num_inputs;
+  const std::vector<ir::BufferDecl>& decls = params.params;
+  auto output_decl = [&](int k) -> const ir::BufferDecl& { return decls[res->num_inputs + k]; };
+  for (int k = 0; k < res->num_outputs; ++k) res->output_order.push_back(k);
+  std::sort(res->output_order.begin(), res->output_order.end(),
+            [&](int a, int b) { return output_decl(a).name < output_decl(b).name; });
+  auto input_bytes = [&](const std::map<std::string, std::vector<std::byte>>& packed,
+                         int j) -> absl::StatusOr<const std::vector<std::byte>*> {
+    const ir::BufferDecl& d = decls[j];
+    auto it = packed.find(d.name);
+    if (it == packed.end()) {
+      return absl::InternalError(absl::StrCat("no input data for '", d.name, "'"));
+    }
+    if (static_cast<int64_t>(it->second.size()) != d.NumElements() * StorageBytes(d.dtype)) {
+      return absl::InternalError(absl::StrCat("input '", d.name, "' has ", it->second.size(),
+                                              " bytes, its kernel argument ",
+                                              d.NumElements() * StorageBytes(d.dtype)));
+    }
+    return &it->second;
+  };
+
+  // Inputs of every trial (and their pristine copies), the timing inputs, the outputs.
+  for (int t = 0; t < trials; ++t) {
+    res->inputs.emplace_back();
+    res->pristine_inputs.emplace_back();
+    for (int j = 0; j < res->num_inputs; ++j) {
+      ASSIGN_OR_RETURN(const std::vector<std::byte>* bytes, input_bytes(data->trials[t].packed, j));
+      ASSIGN_OR_RETURN(DeviceBuffer b, AllocateAndUpload(driver, *bytes));
+      ASSIGN_OR_RETURN(DeviceBuffer p, AllocateAndUpload(driver, *bytes));
+      res->inputs[t].push_back(std::move(b));
+      res->pristine_inputs[t].push_back(std::move(p));
+    }
+  }
+  for (int j = 0; j < res->num_inputs; ++j) {
+    ASSIGN_OR_RETURN(const std::vector<std::byte>* bytes, input_bytes(data->timing_inputs, j));
+    ASSIGN_OR_RETURN(DeviceBuffer b, AllocateAndUpload(driver, *bytes));
+    res->timing_inputs.push_back(std::move(b));
+  }
+  for (int k = 0; k < res->num_outputs; ++k) {
+    const ir::BufferDecl& d = output_decl(k);
+    ASSIGN_OR_RETURN(DeviceBuffer b,
+                     DeviceBuffer::Allocate(driver, d.NumElements() * StorageBytes(d.dtype)));
+    res->outputs.push_back(std::move(b));
+  }
+
+  // References: the naive kernel writes them in place; the interpreter's are uploaded.
+  std::unique_ptr<LoadedGpuModule> naive;
+  ArgBuffers naive_scratch;  // one buffer per naive argument; only scratch ones are used
+  if (data->naive_module != nullptr) {
+    absl::StatusOr<std::unique_ptr<LoadedGpuModule>> loaded =
+        LoadedGpuModule::Load(*state->context, *data->naive_module);
+    if (!loaded.ok()) {
+      return absl::InternalError(
+          absl::StrCat("reference kernel does not load: ", loaded.status().message()));
+    }
+    naive = *std::move(loaded);
+    for (const codegen::KernelArg& arg : data->naive_module->args) {
+      const int64_t bytes =
+          arg.kind == codegen::KernelArg::Kind::kScratch
+              ? arg.buffer.NumElements() * StorageBytes(arg.buffer.dtype)
+              : 0;
+      ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(driver, bytes));
+      naive_scratch.ptrs.push_back(b.ptr());
+      naive_scratch.buffers.push_back(std::move(b));
+    }
+  }
+  for (int t = 0; t < trials; ++t) {
+    Trial& trial = data->trials[t];
+    res->references.emplace_back();
+    res->pristine_references.emplace_back();
+    res->device_compare.emplace_back();
+    for (int k = 0; k < res->num_outputs; ++k) {
+      const ir::BufferDecl& d = output_decl(k);
+      ASSIGN_OR_RETURN(DeviceBuffer b,
+                       DeviceBuffer::Allocate(driver, d.NumElements() * StorageBytes(d.dtype)));
+      res->references[t].push_back(std::move(b));
+    }
+    if (naive != nullptr) {
+      // Arguments: this trial's resident inputs, its reference buffers as outputs, scratch.
+      std::vector<cuda::CUdeviceptr> args = naive_scratch.ptrs;
+      int param = 0;
+      for (size_t i = 0; i < data->naive_module->args.size(); ++i) {
+        const codegen::KernelArg& arg = data->naive_module->args[i];
+        if (arg.kind == codegen::KernelArg::Kind::kScratch) {
+          RETURN_IF_ERROR(PoisonOnDevice(naive_scratch.buffers[i], arg.buffer));
+          continue;
+        }
+        if (param >= static_cast<int>(decls.size()) || arg.buffer.name != decls[param].name) {
+          return absl::InternalError(
+              absl::StrCat("reference kernel argument '", arg.buffer.name, "' out of order"));
+        }
+        if (param < res->num_inputs) {
+          args[i] = res->inputs[t][param].ptr();
+        } else {
+          DeviceBuffer& ref = res->references[t][param - res->num_inputs];
+          RETURN_IF_ERROR(PoisonOnDevice(ref, arg.buffer));
+          args[i] = ref.ptr();
+        }
+        ++param;
+      }
+      absl::Status launched = naive->LaunchAll(args, /*synchronize=*/true);
+      if (!launched.ok()) {
+        return absl::InternalError(absl::StrCat("reference kernel failed: ", launched.message()));
+      }
+      ir::BufferMap expected;
+      for (int k = 0; k < res->num_outputs; ++k) {
+        const ir::BufferDecl& d = output_decl(k);
+        std::vector<std::byte> bytes(static_cast<size_t>(res->references[t][k].bytes()));
+        const DeviceBuffer& reference = res->references[t][k];
+        RETURN_IF_ERROR(reference.Download(bytes.data(), reference.bytes()));
+        ir::HostBuffer got = ir::HostBuffer::Zeros(d.dtype, d.shape);
+        RETURN_IF_ERROR(UnpackBuffer(bytes.data(), bytes.size(), &got));
+        expected[d.name] = std::move(got);
+        ASSIGN_OR_RETURN(DeviceBuffer p, AllocateAndUpload(driver, bytes));
+        res->pristine_references[t].push_back(std::move(p));
+        res->device_compare[t].push_back(d.dtype == ir::ScalarType::kFloat32);
+      }
+      absl::Status verified = VerifyReferenceSamples(*data->dag, trial.inputs, expected,
+                                                     options.reference_point_samples, trial.seed);
+      if (!verified.ok()) {
+        return absl::InternalError(absl::StrCat("reference check failed (trial ", t, ", ",
+                                                CheckDistributionName(trial.distribution),
+                                                "): ", verified.message()));
+      }
+      trial.expected = std::move(expected);
+    } else {
+      for (int k = 0; k < res->num_outputs; ++k) {
+        const ir::BufferDecl& d = output_decl(k);
+        auto it = trial.expected.find(d.name);
+        if (it == trial.expected.end()) {
+          return absl::InternalError(absl::StrCat("no reference for output '", d.name, "'"));
+        }
+        const std::vector<std::byte> bytes = PackBuffer(it->second);
+        RETURN_IF_ERROR(UploadBytes(res->references[t][k], bytes, d.name));
+        ASSIGN_OR_RETURN(DeviceBuffer p, AllocateAndUpload(driver, bytes));
+        res->pristine_references[t].push_back(std::move(p));
+        res->device_compare[t].push_back(d.dtype == ir::ScalarType::kFloat32 &&
+                                         ExactInFloat32(it->second));
+      }
+    }
+  }
+
+  const int num_slots = trials * res->num_outputs + trials * (res->num_inputs + res->num_outputs);
+  res->initial_slots.assign(static_cast<size_t>(num_slots), InitialCompareSlot());
+  ASSIGN_OR_RETURN(res->slots, DeviceBuffer::Allocate(
+                                   driver, static_cast<int64_t>(num_slots * sizeof(CompareSlot))));
+  state->resident = std::move(res);
+  return absl::OkStatus();
+}
+
 // An empty kernel for PTX ISA 7.0 / sm_75, which the driver JIT-compiles for any newer device.
 constexpr char kJitWarmupPtx[] =
     ".version 7.0\n.target sm_75\n.address_size 64\n.visible .entry tilesearch_jit_warmup()\n{\n  ret;\n}\n";
 
-// Worker setup: the context, the timer and, on the GPU-reference path, the expected outputs of
-// every trial (naive kernel, spot-checked in float64).
+// Worker setup: the context, the timer, the compare module and the resident buffers (with the
+// expected outputs of every trial on the GPU-reference path: naive kernel, spot-checked in
+// float64); where they do not fit, the per-candidate path's expected outputs.
 absl::Status WorkerSetup(const MeasureOptions& options, BatchData* data, WorkerState* state) {
   ASSIGN_OR_RETURN(state->driver, CudaDriver::Load());
   ASSIGN_OR_RETURN(state->context, CudaContext::Create(*state->driver, options.device));
@@ -163,6 +434,16 @@ absl::Status WorkerSetup(const MeasureOptions& options, BatchData* data, WorkerS
   // 88 vs 8 ms); load an empty module once so the first candidate's load_ms is like the others'.
   // Best effort: a failure here shows up again, with its message, on the real modules.
   (void)CudaModule::LoadPtx(*state->driver, kJitWarmupPtx);
+  // The compare module; without it (a JIT failure, not expected) float32 outputs are compared on
+  // the host and the resident inputs are not checked for writes.
+  absl::StatusOr<std::unique_ptr<DeviceComparer>> comparer =
+      DeviceComparer::Create(*state->context);
+  if (comparer.ok()) state->comparer = *std::move(comparer);
+  absl::Status resident = SetupResident(options, data, state);
+  if (resident.ok()) return absl::OkStatus();
+  if (resident.code() != absl::StatusCode::kResourceExhausted) return resident;
+  // Not enough device memory to keep everything: the per-candidate path.
+  state->resident.reset();
   if (data->naive_module == nullptr) return absl::OkStatus();
   absl::StatusOr<std::unique_ptr<LoadedGpuModule>> naive =
       LoadedGpuModule::Load(*state->context, *data->naive_module);
@@ -197,23 +478,207 @@ absl::Status WorkerSetup(const MeasureOptions& options, BatchData* data, WorkerS
   return absl::OkStatus();
 }
 
-// One candidate in the worker: load, check, time. Returns MeasureResultToJson's text.
+std::string FinishItem(MeasureResult& r, Clock::time_point start, MeasureError error,
+                       std::string message) {
+  r.error = error;
+  r.message = std::move(message);
+  r.run_wall_ms = MsSince(start);
+  return MeasureResultToJson(r).dump();
+}
+
+// A launch or synchronization failure: the context may be poisoned (illegal address), so this
+// worker ends after the item unless the launch was refused before reaching the device.
+std::string RuntimeFailure(MeasureResult& r, Clock::time_point start, const absl::Status& status) {
+  if (status.code() != absl::StatusCode::kInvalidArgument) RequestWorkerRestart();
+  return FinishItem(r, start, MeasureError::kRuntimeError, std::string(status.message()));
+}
+
+std::string MismatchMessage(const CheckReport& check) {
+  return absl::StrCat(check.mismatches, " of ", check.checked_elements,
+                      " output elements outside tolerance; first ", check.first_mismatch);
+}
+
+// Check and timing of a loaded candidate on the worker's resident buffers (see the file comment).
+std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData& data,
+                                 WorkerState& state, const codegen::GpuModule& gpu,
+                                 const LoadedGpuModule& module, Clock::time_point start,
+                                 MeasureResult& r) {
+  ResidentData& res = *state.resident;
+  const CudaDriver& driver = *state.driver;
+  const std::vector<ir::BufferDecl>& decls = data.naive_params.params;
+  const int ni = res.num_inputs;
+  // The task param of each argument (-1: scratch) and the candidate's own scratch buffers.
+  std::vector<int> param_of(gpu.args.size(), -1);
+  std::vector<DeviceBuffer> scratch(gpu.args.size());
+  int next_param = 0;
+  for (size_t i = 0; i < gpu.args.size(); ++i) {
+    const codegen::KernelArg& arg = gpu.args[i];
+    if (arg.kind != codegen::KernelArg::Kind::kScratch) {
+      if (next_param >= static_cast<int>(decls.size()) ||
+          arg.buffer.name != decls[next_param].name) {
+        return FinishItem(r, start, MeasureError::kUnknown,
+                          absl::StrCat("candidate argument '", arg.buffer.name, "' out of order"));
+      }
+      param_of[i] = next_param++;
+      continue;
+    }
+    absl::StatusOr<DeviceBuffer> b =
+        DeviceBuffer::Allocate(driver, arg.buffer.NumElements() * StorageBytes(arg.buffer.dtype));
+    if (!b.ok()) {
+      return FinishItem(r, start, MeasureError::kRuntimeError, std::string(b.status().message()));
+    }
+    scratch[i] = *std::move(b);
+  }
+  auto args_with = [&](const std::vector<DeviceBuffer>& inputs) {
+    std::vector<cuda::CUdeviceptr> a(gpu.args.size());
+    for (size_t i = 0; i < gpu.args.size(); ++i) {
+      const int p = param_of[i];
+      a[i] = p < 0 ? scratch[i].ptr() : p < ni ? inputs[p].ptr() : res.outputs[p - ni].ptr();
+    }
+    return a;
+  };
+  auto poison = [&]() -> absl::Status {
+    for (size_t i = 0; i < gpu.args.size(); ++i) {
+      const int p = param_of[i];
+      if (p >= 0 && p < ni) continue;
+      RETURN_IF_ERROR(PoisonOnDevice(p < 0 ? scratch[i] : res.outputs[p - ni], gpu.args[i].buffer));
+    }
+    return absl::OkStatus();
+  };
+
+  if (options.check) {
+    const auto check_start = Clock::now();
+    absl::Status init = res.slots.Upload(
+        res.initial_slots.data(),
+        static_cast<int64_t>(res.initial_slots.size() * sizeof(CompareSlot)));
+    if (!init.ok()) return RuntimeFailure(r, start, init);
+    for (size_t t = 0; t < data.trials.size(); ++t) {
+      const Trial& trial = data.trials[t];
+      if (absl::Status s = poison(); !s.ok()) return RuntimeFailure(r, start, s);
+      absl::Status launched = module.LaunchAll(args_with(res.inputs[t]), /*synchronize=*/true);
+      if (!launched.ok()) return RuntimeFailure(r, start, launched);
+      for (int k : res.output_order) {
+        const ir::BufferDecl& decl = decls[ni + k];
+        const Tolerance tolerance = ToleranceFor(decl.dtype, options.atol, options.rtol);
+        const int64_t n = decl.NumElements();
+        if (state.comparer != nullptr && res.device_compare[t][k]) {
+          const cuda::CUdeviceptr slot_ptr = res.SlotPtr(res.CompareSlotIndex(t, k));
+          absl::Status s = state.comparer->CompareFloat32(
+              res.outputs[k].ptr(), res.references[t][k].ptr(), n, tolerance, slot_ptr);
+          CompareSlot slot{};
+          if (s.ok()) s = DownloadAt(driver, slot_ptr, 0, slot.data(), sizeof(CompareSlot));
+          if (!s.ok()) return RuntimeFailure(r, start, s);
+          const CompareSummary summary = DecodeCompareSlot(slot, n);
+          if (summary.mismatches < 0 || summary.mismatches > n ||
+              (summary.mismatches > 0 && summary.first_mismatch >= n)) {
+            return FinishItem(r, start, MeasureError::kUnknown,
+                              absl::StrCat("device compare of '", decl.name, "' reported ",
+                                           slot[0], " mismatches, first at ", slot[3], " of ", n,
+                                           " elements"));
+          }
+          double got_first = 0, expected_first = 0;
+          if (summary.mismatches > 0 && r.check.mismatches == 0 && r.check.first_mismatch.empty()) {
+            float g = 0, e = 0;
+            s = DownloadAt(driver, res.outputs[k].ptr(), 4 * summary.first_mismatch, &g, 4);
+            if (s.ok()) {
+              s = DownloadAt(driver, res.references[t][k].ptr(), 4 * summary.first_mismatch, &e, 4);
+            }
+            if (!s.ok()) return RuntimeFailure(r, start, s);
+            got_first = g;
+            expected_first = e;
+          }
+          AccumulateSummary(decl.name, decl.shape, summary, got_first, expected_first,
+                            static_cast<int>(t), trial.distribution, &r.check);
+        } else {
+          auto expected = trial.expected.find(decl.name);
+          if (expected == trial.expected.end()) {
+            return FinishItem(r, start, MeasureError::kUnknown,
+                              absl::StrCat("no reference for output '", decl.name, "'"));
+          }
+          std::vector<std::byte> bytes(static_cast<size_t>(res.outputs[k].bytes()));
+          absl::Status s = res.outputs[k].Download(bytes.data(), res.outputs[k].bytes());
+          if (!s.ok()) return RuntimeFailure(r, start, s);
+          ir::HostBuffer got = ir::HostBuffer::Zeros(decl.dtype, decl.shape);
+          s = UnpackBuffer(bytes.data(), bytes.size(), &got);
+          if (!s.ok()) {
+            return FinishItem(r, start, MeasureError::kUnknown, std::string(s.message()));
+          }
+          CompareOutput(decl.name, got, expected->second, tolerance, static_cast<int>(t),
+                        trial.distribution, &r.check);
+        }
+      }
+      ++r.check.trials;
+    }
+    r.check_ms = MsSince(check_start);
+  }
+  const bool wrong = r.check.mismatches > 0;
+
+  // Timing on the resident timing inputs (random, never the check inputs, never zeros).
+  if (!wrong) {
+    const std::vector<cuda::CUdeviceptr> timing_args = args_with(res.timing_inputs);
+    absl::StatusOr<TimingStats> stats = state.timer->Time(
+        [&]() { return module.LaunchAll(timing_args, /*synchronize=*/false); }, options.timing);
+    if (!stats.ok()) return RuntimeFailure(r, start, stats.status());
+    r.timing = *stats;
+    for (double ms : stats->samples_ms) r.costs_s.push_back(ms / 1000.0);
+  }
+
+  // Did the candidate write into the resident inputs or references? (Their slots were zeroed
+  // with the others before the check.)
+  if (options.check && state.comparer != nullptr && !data.trials.empty()) {
+    const int trials = static_cast<int>(data.trials.size());
+    const int params = ni + res.num_outputs;
+    absl::Status s;
+    for (int t = 0; t < trials && s.ok(); ++t) {
+      for (int p = 0; p < params && s.ok(); ++p) {
+        const DeviceBuffer& live = p < ni ? res.inputs[t][p] : res.references[t][p - ni];
+        const DeviceBuffer& pristine =
+            p < ni ? res.pristine_inputs[t][p] : res.pristine_references[t][p - ni];
+        s = state.comparer->CountDifferences(live.ptr(), pristine.ptr(), live.bytes(),
+                                             res.SlotPtr(res.DifferenceSlotIndex(t, p)));
+      }
+    }
+    std::vector<CompareSlot> counts(static_cast<size_t>(trials * params));
+    if (s.ok()) {
+      s = DownloadAt(driver, res.SlotPtr(res.DifferenceSlotIndex(0, 0)), 0, counts.data(),
+                     static_cast<int64_t>(counts.size() * sizeof(CompareSlot)));
+    }
+    if (!s.ok()) return RuntimeFailure(r, start, s);
+    for (int t = 0; t < trials; ++t) {
+      for (int p = 0; p < params; ++p) {
+        const uint64_t changed = counts[t * params + p][0];
+        if (changed == 0) continue;
+        // The next worker starts from fresh copies.
+        RequestWorkerRestart();
+        r.costs_s.clear();
+        r.timing = TimingStats{};
+        std::string message =
+            p < ni ? absl::StrCat("candidate wrote into its input '", decls[p].name, "' (",
+                                  changed, " words of trial ", t, "'s copy changed)")
+                   : absl::StrCat("candidate wrote outside its outputs: the reference of '",
+                                  decls[p].name, "' (trial ", t, ") changed in ", changed,
+                                  " words");
+        if (wrong) absl::StrAppend(&message, "; ", MismatchMessage(r.check));
+        return FinishItem(r, start, MeasureError::kWrongAnswer, std::move(message));
+      }
+    }
+  }
+  if (wrong) return FinishItem(r, start, MeasureError::kWrongAnswer, MismatchMessage(r.check));
+  return FinishItem(r, start, MeasureError::kNone, "");
+}
+
+// One candidate in the worker: load, check, time (on the resident buffers, or with per-candidate
+// uploads where the worker has none). Returns MeasureResultToJson's text.
 std::string WorkerItem(const MeasureOptions& options, const BatchData& data, WorkerState& state,
                        const MeasureCandidate& candidate) {
   const auto start = Clock::now();
   MeasureResult r;
   r.compile_ms = candidate.compile_ms;
   auto finish = [&](MeasureError error, std::string message) {
-    r.error = error;
-    r.message = std::move(message);
-    r.run_wall_ms = MsSince(start);
-    return MeasureResultToJson(r).dump();
+    return FinishItem(r, start, error, std::move(message));
   };
-  // A launch or synchronization failure: the context may be poisoned (illegal address), so this
-  // worker ends after the item unless the launch was refused before reaching the device.
   auto runtime_failure = [&](const absl::Status& status) {
-    if (status.code() != absl::StatusCode::kInvalidArgument) RequestWorkerRestart();
-    return finish(MeasureError::kRuntimeError, std::string(status.message()));
+    return RuntimeFailure(r, start, status);
   };
   const codegen::GpuModule& gpu = *candidate.gpu_module;
 
@@ -229,6 +694,9 @@ std::string WorkerItem(const MeasureOptions& options, const BatchData& data, Wor
   }
   r.load_ms = (*loaded)->load_ms();
   r.kernels = (*loaded)->resources();
+  if (state.resident != nullptr) {
+    return ResidentCheckAndTime(options, data, state, gpu, **loaded, start, r);
+  }
 
   absl::StatusOr<ArgBuffers> buffers = AllocateArgs(*state.driver, gpu.args);
   if (!buffers.ok())
@@ -257,10 +725,7 @@ std::string WorkerItem(const MeasureOptions& options, const BatchData& data, Wor
     }
     r.check_ms = MsSince(check_start);
     if (r.check.mismatches > 0) {
-      return finish(
-          MeasureError::kWrongAnswer,
-          absl::StrCat(r.check.mismatches, " of ", r.check.checked_elements,
-                       " output elements outside tolerance; first ", r.check.first_mismatch));
+      return finish(MeasureError::kWrongAnswer, MismatchMessage(r.check));
     }
   }
 
