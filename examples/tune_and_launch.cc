@@ -3,9 +3,11 @@
 // random inputs and compares the result with a naive triple loop.
 //
 //   tune_and_launch [N [TRIALS [LOG [TARGET]]]]   (defaults: 256, 64, tune_and_launch.jsonl, auto)
+//   N: 1..8192, TRIALS: 1..1000000; anything else ("abc", "12x") is refused with exit code 2.
 //
 // Running it again with the same log resumes the job: measured trials count toward TRIALS.
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -24,9 +26,29 @@ T Must(absl::StatusOr<T> value) {
   return *std::move(value);
 }
 
+// The positional argument `text` as an integer in [min, max], or a message and exit code 2 (the
+// whole text must be a decimal number: "abc", "12x" and "" are refused, not read as 0 or 12).
+int64_t ParseCount(const char* what, const char* text, int64_t min, int64_t max) {
+  errno = 0;
+  char* end = nullptr;
+  const long long value = std::strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || errno == ERANGE || value < min || value > max) {
+    std::fprintf(stderr, "error: %s must be an integer from %lld to %lld, got '%s'\n", what,
+                 static_cast<long long>(min), static_cast<long long>(max), text);
+    std::fprintf(stderr, "usage: tune_and_launch [N [TRIALS [LOG [TARGET]]]]\n");
+    std::exit(2);
+  }
+  return value;
+}
+
 int main(int argc, char** argv) {
-  const int64_t n = argc > 1 ? std::atoll(argv[1]) : 256;
-  const int trials = argc > 2 ? std::atoi(argv[2]) : 64;
+  if (argc > 5) {
+    std::fprintf(stderr, "usage: tune_and_launch [N [TRIALS [LOG [TARGET]]]]\n");
+    return 2;
+  }
+  const int64_t n = argc > 1 ? ParseCount("N (the matrix size)", argv[1], 1, 8192) : 256;
+  const int trials =
+      argc > 2 ? static_cast<int>(ParseCount("TRIALS", argv[2], 1, 1000000)) : 64;
   const std::string log = argc > 3 ? argv[3] : "tune_and_launch.jsonl";
   const std::string target = argc > 4 ? argv[4] : "auto";
 

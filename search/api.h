@@ -81,12 +81,16 @@ absl::StatusOr<schedule::Target> TargetFromString(const std::string& text);
 
 /// Tunes the task until the log at options.log_path holds options.trials records of it (records
 /// already there count: a job resumes), the search runs dry, or SIGINT arrives (search::Tune: the
-/// evolutionary search of Ansor §5 with the XGBoost cost model, measurement on the target).
-/// Errors: search::Tune's (bad options, unbuildable workload, log I/O, "no CUDA driver found").
+/// evolutionary search of Ansor §5 with the XGBoost cost model, measurement on the target). The
+/// first SIGINT finishes and logs the round in flight (TuneResult::interrupted); a second one ends
+/// the process at once, killed by SIGINT, after any log append in progress.
+/// Errors: search::Tune's (bad options, unbuildable workload, log I/O, "no CUDA driver found", a
+/// log path that is not a regular file or not a tuning log).
 [[nodiscard]] absl::StatusOr<TuneResult> Tune(const Task& task, const TuneOptions& options);
 
 /// The fastest valid record of the task in the log, replayed (Ansor / TVM ApplyHistoryBest).
-/// Errors: kNotFound "log 'x' does not exist"; kNotFound "<log>: no record for workload <key>
+/// Records whose workload key does not match their workload are skipped (HistoryBest::warnings
+/// names their lines). Errors: kNotFound "log 'x' does not exist"; kNotFound "<log>: no record for workload <key>
 /// on <target>" or "<log>: no valid record ...: all 64 trials failed: 60 compile_error, 4
 /// wrong_answer"; "<log>: trial 17: step 3: ..." for a record this build cannot replay.
 [[nodiscard]] absl::StatusOr<HistoryBest> ApplyHistoryBest(const std::string& log_path,

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <utility>
 
@@ -18,6 +17,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
+#include "ir/compute_dag.h"
+#include "schedule/schedule_file.h"
 #include "nlohmann/json.hpp"
 
 namespace tilesearch::search {
@@ -58,14 +59,77 @@ std::string FailureKind(const MeasureRecord& r) {
   return "no_time";
 }
 
+// "a directory", "a fifo", ... for a file mode that is not a regular file.
+const char* FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a fifo";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+absl::Status NotRegular(const std::string& path, mode_t mode) {
+  return absl::InvalidArgumentError(absl::StrCat("log '", path, "' is not a regular file (it is ",
+                                                 FileKind(mode), "); give a log file"));
+}
+
+// The start of a line for a message: at most 60 characters, control characters as '?'.
+std::string Excerpt(const std::string& line) {
+  std::string out;
+  for (char c : line.substr(0, 60)) {
+    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  }
+  if (line.size() > 60) out += "...";
+  return out;
+}
+
+// Reads the whole regular file at `path` (opened without blocking, so a fifo is refused rather
+// than waited on).
+absl::StatusOr<std::string> ReadRegularFile(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("log '", path, "' does not exist"));
+    return ErrnoError(errno, absl::StrCat("cannot read log '", path, "'"));
+  }
+  if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return ErrnoError(errno, absl::StrCat("cannot read log '", path, "'"));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  if (::fstat(fd, &st) != 0) return ErrnoError(errno, absl::StrCat("cannot read log '", path, "'"));
+  if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);  // replaced since the stat
+  std::string text;
+  text.reserve(static_cast<size_t>(st.st_size));
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(errno, absl::StrCat("cannot read log '", path, "'"));
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  return text;
+}
+
 }  // namespace
 
 absl::StatusOr<LogWriter> LogWriter::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
+  const int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
   if (fd < 0) {
     return ErrnoError(errno, absl::StrCat("cannot open log '", path, "' for appending"));
   }
   LogWriter writer(fd, path);
+  if (::fstat(fd, &st) != 0) return ErrnoError(errno, absl::StrCat("cannot open log '", path, "'"));
+  if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);  // replaced since the stat
+  // O_NONBLOCK only kept the open from waiting on a fifo; a regular file's writes are blocking.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   // One writer per log: a second tuning job appending to the same log would interleave rounds and
   // measure states twice. The lock goes with the fd (released on close, also when killed).
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -129,19 +193,19 @@ absl::Status LogWriter::Append(const std::vector<MeasureRecord>& records,
 }
 
 absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) {
-      return absl::NotFoundError(absl::StrCat("log '", path, "' does not exist"));
-    }
-    return ErrnoError(err != 0 ? err : EIO, absl::StrCat("cannot read log '", path, "'"));
-  }
+  ASSIGN_OR_RETURN(const std::string text, ReadRegularFile(path));
   LogContents out;
   std::map<std::string, int64_t> foreign;  // target text → records dropped
-  std::string line;
-  while (std::getline(in, line)) {
+  // verify_workload_keys: workload JSON → its key with this build ("" when it cannot be built).
+  std::map<std::string, std::string> keys;
+  int64_t readable = 0;  // record and round lines that parsed, before the filters
+  std::string first_bad;  // "line N is not a record or round line (...): \"...\""
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(begin, end - begin);
+    begin = end + 1;
     ++out.lines;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
@@ -152,6 +216,10 @@ absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& 
       }
       ++out.corrupt_lines;
       out.warnings.push_back(absl::StrCat(path, ":", out.lines, ": skipped: ", status.message()));
+      if (first_bad.empty()) {
+        first_bad = absl::StrCat("line ", out.lines, " is not a record or round line (",
+                                 status.message(), "): \"", Excerpt(line), "\"");
+      }
       return absl::OkStatus();
     };
     nlohmann::json j;
@@ -168,6 +236,7 @@ absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& 
         RETURN_IF_ERROR(skip(round.status()));
         continue;
       }
+      ++readable;
       if (options.target.has_value() && !SameTarget(round->target, *options.target)) {
         ++out.foreign_target_rounds;
         continue;
@@ -196,6 +265,7 @@ absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& 
       RETURN_IF_ERROR(skip(record.status()));
       continue;
     }
+    ++readable;
     if (options.target.has_value() && !SameTarget(record->target, *options.target)) {
       ++out.foreign_target_records;
       ++foreign[record->target.ToString()];
@@ -205,11 +275,30 @@ absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& 
       ++out.other_workload_records;
       continue;
     }
+    if (options.verify_workload_keys) {
+      const std::string workload_json = schedule::WorkloadToJson(record->workload).dump();
+      auto it = keys.find(workload_json);
+      if (it == keys.end()) {
+        absl::StatusOr<ir::ComputeDAG> dag = record->workload.Build();
+        it = keys.emplace(workload_json, dag.ok() ? dag->WorkloadKey() : std::string()).first;
+      }
+      if (!it->second.empty() && it->second != record->workload_key) {
+        ++out.inconsistent_records;
+        out.warnings.push_back(absl::StrCat(
+            path, ":", out.lines, ": skipped: workload key ", record->workload_key,
+            " does not match the record's workload ", record->workload.ToString(), " (key ",
+            it->second, ")"));
+        continue;
+      }
+    }
     out.records.push_back(*std::move(record));
   }
-  if (in.bad())
-    return ErrnoError(errno != 0 ? errno : EIO, absl::StrCat("cannot read log '", path, "'"));
-  if (out.foreign_target_records > 0) {
+  if (readable == 0 && !first_bad.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "' is not a tilesearch tuning log: ", first_bad,
+        "; give a log written by `tilesearch tune`, a new file name, or an empty file"));
+  }
+  if (out.foreign_target_records > 0 && options.warn_other_targets) {
     std::vector<std::string> parts;
     for (const auto& [target, n] : foreign) parts.push_back(absl::StrCat(target, ": ", n));
     out.warnings.push_back(absl::StrCat(path, ": skipped ", out.foreign_target_records,
@@ -304,7 +393,7 @@ std::vector<WorkloadSummary> SummarizeLog(const std::vector<MeasureRecord>& reco
     } else {
       ++s.errors[FailureKind(r)];
     }
-    s.curve.push_back({s.trials, s.best_median_ms, s.best_flops, s.best_bytes_per_s});
+    s.curve.push_back({s.trials, r.trial, s.best_median_ms, s.best_flops, s.best_bytes_per_s});
   }
   for (WorkloadSummary& s : out) {
     if (!std::isfinite(s.best_median_ms)) continue;
@@ -377,20 +466,24 @@ std::string FormatSummary(const std::vector<WorkloadSummary>& summaries, int cur
     }
     absl::StrAppend(&out, "\n");
     if (s.trials_to_90_percent > 0) {
-      absl::StrAppend(&out, "  90% of the best reached after ", s.trials_to_90_percent,
-                      " trials\n");
+      absl::StrAppend(&out, "  90% of the best reached at trial ",
+                      s.curve[s.trials_to_90_percent - 1].trial, " (after ",
+                      s.trials_to_90_percent, " trials)\n");
     }
     if (!s.errors.empty()) absl::StrAppend(&out, "  errors: ", ErrorCounts(s.errors), "\n");
     const int64_t n = static_cast<int64_t>(s.curve.size());
     const int64_t points = std::min<int64_t>(n, std::max(curve_points, 1));
-    if (points > 0) absl::StrAppend(&out, "  tuning curve (best so far):\n");
+    if (points > 0) {
+      absl::StrAppend(&out,
+                      "  tuning curve (best so far; trials numbered from 0, as in the records):\n");
+    }
     int64_t last_shown = 0;
     for (int64_t p = 1; p <= points; ++p) {
       const int64_t t = (n * p + points - 1) / points;  // ceil(n·p / points): ends at n
       if (t == last_shown) continue;
       last_shown = t;
       const CurvePoint& c = s.curve[t - 1];
-      absl::StrAppend(&out, "  trial ", c.trials, ": ");
+      absl::StrAppend(&out, "  trial ", c.trial, ": ");
       if (std::isinf(c.best_median_ms)) {
         absl::StrAppend(&out, "no valid result yet\n");
       } else if (has_rate) {

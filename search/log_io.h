@@ -24,7 +24,9 @@ namespace tilesearch::search {
 /// Appends records to a log file, one line each. Move-only; closes the file on destruction.
 class LogWriter {
  public:
-  /// Opens (creating it if absent, mode 0644) `path` for appending. When the file is not empty and
+  /// Opens (creating it if absent, mode 0644) `path` for appending; an existing path that is not
+  /// a regular file (directory, fifo, device, socket) is refused with kInvalidArgument "log 'x' is
+  /// not a regular file (it is a fifo)". When the file is not empty and
   /// does not end in a newline (a writer killed mid-line), a newline is appended first so the
   /// partial line stays a line of its own (the reader skips it with a warning) and the next record
   /// starts a fresh line. Errors: the errno of open / read / write as a Status whose message
@@ -62,6 +64,16 @@ struct ReadOptions {
   std::optional<schedule::Target> target;
   /// Keep only lines of this workload key; empty keeps all.
   std::string workload_key;
+  /// Check each kept record's workload key against its workload (op, shapes, dtype, attributes)
+  /// rebuilt by this build (schedule::Workload::Build, once per distinct workload); a record whose
+  /// key differs is skipped with a warning "<path>:<line>: skipped: workload key X does not match
+  /// the record's workload <workload> (key Y)" and counted in inconsistent_records. Records whose
+  /// workload this build cannot build are kept (nothing to compare with).
+  bool verify_workload_keys = false;
+  /// Add the summary warning about records dropped by the target filter (see LogContents); a
+  /// caller that asked for one target sets this to false (the count stays in
+  /// foreign_target_records).
+  bool warn_other_targets = true;
 };
 
 /// What ReadLog found.
@@ -76,6 +88,7 @@ struct LogContents {
   int64_t corrupt_lines = 0;           // lines skipped as unreadable
   int64_t foreign_target_records = 0;  // readable records dropped by the target filter
   int64_t other_workload_records = 0;  // readable records dropped by the workload-key filter
+  int64_t inconsistent_records = 0;    // records skipped by verify_workload_keys
   int64_t foreign_target_rounds = 0;   // readable round lines dropped by the target filter
   int64_t other_workload_rounds = 0;   // readable round lines dropped by the workload-key filter
 };
@@ -83,10 +96,15 @@ struct LogContents {
 /// Reads the log at `path`. Blank lines are ignored; a line that is not JSON (a truncated last
 /// line), not an object, of an unknown "kind" ("unknown line kind 'x'"), or a record or round line
 /// with a malformed field (wrong type, unknown error kind, bad step) is skipped with a warning.
-/// Errors: kNotFound "log 'x' does not exist"; other open / read failures from errno naming the
+/// Errors: kNotFound "log 'x' does not exist"; kInvalidArgument "log 'x' is not a regular file (it
+/// is a fifo)" for directories, fifos, devices and sockets (refused before reading: a fifo or
+/// /dev/urandom would block or never end); other open / read failures from errno naming the
 /// path; kFailedPrecondition "<path>:<line>: log format version 2 is newer than this build reads
 /// (1)" for any line of a newer format (the whole read fails: an old build must not silently drop
-/// a newer job's records).
+/// a newer job's records); kInvalidArgument "'x' is not a tilesearch tuning log: line 1 is not a
+/// record or round line (<reason>): \"<start of the line>\"" when the file has non-blank lines
+/// but not one of them is a readable record or round line (before the filters) — a text file
+/// given as --log by mistake; an empty file (or only blank lines) is an empty log.
 absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& options = {});
 
 /// The valid record (MeasureRecord::valid) of `workload_key` on `target` (SameTarget) with the
@@ -110,7 +128,8 @@ bool IsMemoryBound(double flops, double bytes);
 
 /// One point of a tuning curve.
 struct CurvePoint {
-  int64_t trials = 0;         // trials of this workload so far (1-based count, log order)
+  int64_t trials = 0;         // trials of this workload so far (a count, log order)
+  int64_t trial = -1;         // MeasureRecord::trial of the point's record (0-based, as logged)
   double best_median_ms = 0;  // best valid median so far, ms; +inf before the first valid one
   double best_flops = 0;      // the same as FLOP/s (0 before the first valid one or when the
                               // workload cannot be built)
@@ -156,7 +175,9 @@ const char* SummaryUnit(const WorkloadSummary& summary);
 /// Text for `inspect`: per workload a header line (workload, key, target), trials, valid, best ms
 /// and GFLOP/s (GB/s when memory bound) at its trial, the trial reaching 90% of the best, errors by
 /// kind, the tuning curve sampled at up to `curve_points` trial counts (evenly spaced, the last
-/// trial included) as "  trial 64: best 0.412 ms (651.2 GFLOP/s)", and one line per round line:
+/// trial included) as "  trial 63: best 0.412 ms (651.2 GFLOP/s)" — trials named by the records'
+/// 0-based "trial" field, like the best trial and the round lines (the header says so) — and one
+/// line per round line:
 /// "  round 2 (trials 64-127, xgboost trained on 64 samples, 37 boosting rounds): pairwise
 /// accuracy 0.712, top-8 recall 0.375".
 std::string FormatSummary(const std::vector<WorkloadSummary>& summaries, int curve_points = 10);

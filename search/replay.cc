@@ -55,6 +55,7 @@ absl::StatusOr<ReplayedRecord> BestOfLog(const std::string& log_path,
                                          const schedule::Target& target) {
   ReadOptions read;
   read.workload_key = workload_key;  // every target kept: BestRecord names the others
+  read.verify_workload_keys = true;  // a record whose key lies about its workload is skipped
   ASSIGN_OR_RETURN(LogContents log, ReadLog(log_path, read));
   absl::StatusOr<MeasureRecord> best = BestRecord(log.records, workload_key, target);
   if (!best.ok()) return Prefixed(log_path, best.status());
@@ -340,6 +341,91 @@ std::string DefaultArtifactName(const MeasureRecord& record) {
   return Sanitize(absl::StrCat(record.workload.op, "_", record.workload_key.substr(0, 8)));
 }
 
+absl::Status ValidateArtifactName(const std::string& name) {
+  // C23 keywords (the _Capitalized ones are caught as reserved below), then C++20's others.
+  static const std::set<std::string> kCKeywords = {
+      "alignas",  "alignof",  "auto",          "bool",         "break",    "case",
+      "char",     "const",    "constexpr",     "continue",     "default",  "do",
+      "double",   "else",     "enum",          "extern",       "false",    "float",
+      "for",      "goto",     "if",            "inline",       "int",      "long",
+      "nullptr",  "register", "restrict",      "return",       "short",    "signed",
+      "sizeof",   "static",   "static_assert", "struct",       "switch",   "thread_local",
+      "true",     "typedef",  "typeof",        "typeof_unqual", "union",   "unsigned",
+      "void",     "volatile", "while"};
+  static const std::set<std::string> kCppKeywords = {
+      "and",          "and_eq",      "asm",       "bitand",     "bitor",       "catch",
+      "char8_t",      "char16_t",    "char32_t",  "class",      "compl",       "concept",
+      "consteval",    "constinit",   "const_cast", "co_await",  "co_return",   "co_yield",
+      "decltype",     "delete",      "dynamic_cast", "explicit", "export",     "friend",
+      "mutable",      "namespace",   "new",       "noexcept",   "not",         "not_eq",
+      "operator",     "or",          "or_eq",     "private",    "protected",   "public",
+      "reinterpret_cast", "requires", "static_cast", "template", "this",       "throw",
+      "try",          "typeid",      "typename",  "using",      "virtual",     "wchar_t",
+      "xor",          "xor_eq"};
+  const std::string quoted = absl::StrCat("artifact name '", name, "'");
+  const char* hint = "; give a C identifier such as my_kernel";
+  if (name.empty()) return absl::InvalidArgumentError(absl::StrCat("artifact name is empty", hint));
+  if (!IsCIdentifier(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        quoted, " is not a C identifier (letters, digits and '_', not starting with a digit)",
+        hint));
+  }
+  if (kCKeywords.count(name) > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(quoted, " is a C keyword", hint));
+  }
+  if (kCppKeywords.count(name) > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(quoted, " is a C++ keyword", hint));
+  }
+  if (name[0] == '_') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        quoted, " is reserved in C (it starts with '_': names of the implementation)", hint));
+  }
+  if (name.find("__") != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(quoted, " is reserved in C++ (it contains '__')", hint));
+  }
+  if (name == "main" || name == codegen::kHostObjectParallelFor) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(quoted, " is a symbol the artifact's program already defines", hint));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateArtifactDir(const std::string& out_dir) {
+  if (out_dir.empty()) return absl::InvalidArgumentError("output directory '' is empty");
+  // The directory itself when it exists, else its nearest existing ancestor, which must be a
+  // directory this process may create entries in.
+  std::filesystem::path probe = out_dir;
+  while (true) {
+    struct stat st;
+    if (::stat(probe.c_str(), &st) == 0) {
+      const bool self = probe == std::filesystem::path(out_dir);
+      const std::string what = self ? absl::StrCat("output directory '", out_dir, "'")
+                                    : absl::StrCat("cannot create output directory '", out_dir,
+                                                   "': '", probe.string(), "'");
+      if (!S_ISDIR(st.st_mode)) {
+        return absl::InvalidArgumentError(absl::StrCat(what, " is not a directory"));
+      }
+      if (::access(probe.c_str(), W_OK | X_OK) != 0) {
+        return absl::PermissionDeniedError(
+            absl::StrCat(what, " is not writable: ", std::strerror(errno)));
+      }
+      return absl::OkStatus();
+    }
+    if (errno != ENOENT) {
+      const int err = errno;
+      const bool denied = err == EACCES || err == EPERM;
+      return absl::Status(
+          denied ? absl::StatusCode::kPermissionDenied : absl::StatusCode::kInvalidArgument,
+          absl::StrCat("cannot create output directory '", out_dir, "': ", std::strerror(err)));
+    }
+    std::filesystem::path parent = probe.parent_path();
+    if (parent.empty()) parent = ".";
+    if (parent == probe) return absl::OkStatus();  // nothing exists, not even the root
+    probe = parent;
+  }
+}
+
 std::optional<std::string> FindPtxas() {
   if (const char* env = std::getenv("TILESEARCH_PTXAS"); env != nullptr && *env != '\0') {
     return std::string(env);
@@ -414,10 +500,7 @@ absl::StatusOr<KernelArtifact> BuildKernel(const ReplayedRecord& replayed,
   const std::string trial = TrialName(record);
   KernelArtifact a;
   a.name = options.name.empty() ? DefaultArtifactName(record) : options.name;
-  if (!IsCIdentifier(a.name)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("artifact name '", a.name, "' is not a C identifier"));
-  }
+  RETURN_IF_ERROR(ValidateArtifactName(a.name));
   a.record = record;
   a.dag = replayed.dag;
   a.flops = replayed.dag.Flops();
@@ -584,11 +667,14 @@ json ArtifactToJson(const KernelArtifact& a, const CheckOutcome* check) {
 absl::StatusOr<std::vector<std::string>> WriteArtifacts(const KernelArtifact& artifact,
                                                         const std::string& out_dir,
                                                         const CheckOutcome* check) {
+  RETURN_IF_ERROR(ValidateArtifactName(artifact.name));
+  RETURN_IF_ERROR(ValidateArtifactDir(out_dir));
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) {
-    return absl::InternalError(
-        absl::StrCat("cannot create output directory '", out_dir, "': ", ec.message()));
+    return absl::Status(absl::ErrnoToStatusCode(ec.value()),
+                        absl::StrCat("cannot create output directory '", out_dir,
+                                     "': ", ec.message()));
   }
   const std::string base = (std::filesystem::path(out_dir) / artifact.name).string();
   std::vector<std::pair<std::string, std::string>> files;
@@ -600,10 +686,45 @@ absl::StatusOr<std::vector<std::string>> WriteArtifacts(const KernelArtifact& ar
   }
   files.emplace_back(base + ".h", ArtifactHeader(artifact));
   files.emplace_back(base + ".json", ArtifactToJson(artifact, check).dump(2) + "\n");
-  std::vector<std::string> written;
+  // A destination a rename cannot replace is refused before anything is written.
   for (const auto& [path, bytes] : files) {
-    RETURN_IF_ERROR(WriteFile(path, bytes));
-    written.push_back(path);
+    struct stat st;
+    if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot write '", path, "': it is ",
+          S_ISDIR(st.st_mode) ? "a directory" : "not a regular file", "; nothing was written"));
+    }
+  }
+  // All under temporary names first, then renamed into place: all files or none.
+  std::vector<std::string> temps;
+  auto remove_all = [](const std::vector<std::string>& paths) {
+    for (const std::string& p : paths) ::unlink(p.c_str());
+  };
+  for (const auto& [path, bytes] : files) {
+    const std::string temp = absl::StrCat(
+        (std::filesystem::path(out_dir) / ("." + std::filesystem::path(path).filename().string()))
+            .string(),
+        ".tmp", ::getpid());
+    temps.push_back(temp);
+    if (absl::Status s = WriteFile(temp, bytes); !s.ok()) {
+      remove_all(temps);
+      return absl::Status(s.code(), absl::StrCat(std::string(s.message()),
+                                                 "; none of the artifacts was written"));
+    }
+  }
+  std::vector<std::string> written;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (::rename(temps[i].c_str(), files[i].first.c_str()) != 0) {
+      const int err = errno;
+      remove_all(written);
+      remove_all(std::vector<std::string>(temps.begin() + static_cast<std::ptrdiff_t>(i),
+                                          temps.end()));
+      return absl::Status(absl::ErrnoToStatusCode(err),
+                          absl::StrCat("cannot rename '", temps[i], "' to '", files[i].first,
+                                       "': ", std::strerror(err),
+                                       "; none of the artifacts was written"));
+    }
+    written.push_back(files[i].first);
   }
   return written;
 }

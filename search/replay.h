@@ -44,7 +44,9 @@ struct ReplayedRecord {
 [[nodiscard]] absl::StatusOr<ReplayedRecord> ReplayRecord(const MeasureRecord& record);
 
 /// The best valid record (smallest median time; search::BestRecord) of `workload` on `target` in
-/// the log at `log_path`, replayed. Errors: ReadLog's (kNotFound "log 'x' does not exist", a
+/// the log at `log_path`, replayed. The log is read with ReadOptions::verify_workload_keys: a
+/// record whose workload key does not match its workload is skipped with a warning naming its line
+/// (in `warnings`), so the next best consistent record is picked. Errors: ReadLog's (kNotFound "log 'x' does not exist", a
 /// newer format version); the workload's build errors; kNotFound "<path>: no record for workload
 /// <key> on <target>[; the log has its records on other targets: 12 on cpu]" or "<path>: no valid
 /// record for workload <key> on <target>: all 64 trials failed: 60 compile_error, 4 wrong_answer"
@@ -98,6 +100,23 @@ struct KernelArtifact {
 /// "<op>_<first 8 characters of the workload key>", made a C identifier, e.g. "matmul_9f0c2d4e".
 std::string DefaultArtifactName(const MeasureRecord& record);
 
+/// OK when `name` can name an artifact: a C identifier (letters, digits, '_', not starting with a
+/// digit) that is neither a C (C23) nor a C++ (C++20) keyword ("int", "class", ...), nor reserved
+/// (a leading '_', which C reserves at file scope, or "__" anywhere, which C++ reserves), nor a
+/// symbol the artifacts use themselves ("main", codegen::kHostObjectParallelFor). Errors
+/// (kInvalidArgument, naming it): "artifact name 'int' is a C keyword; ...", "artifact name
+/// '_x' is reserved in C (it starts with '_'); ...", "artifact name 'my-kernel' is not a C
+/// identifier ...".
+absl::Status ValidateArtifactName(const std::string& name);
+
+/// Checks, before anything is built and without creating anything, that WriteArtifacts can use
+/// `out_dir`: an existing `out_dir` must be a directory this process can write into; a missing
+/// one needs its nearest existing ancestor to be such a directory. Errors: kInvalidArgument
+/// "output directory '' is empty", "output directory 'x' is not a directory", "cannot create
+/// output directory 'x/y/z': 'x' is not a directory" (or "...: Not a directory" when a component
+/// is a file); kPermissionDenied "... is not writable: Permission denied".
+absl::Status ValidateArtifactDir(const std::string& out_dir);
+
 /// The ptxas to use: $TILESEARCH_PTXAS when set and non-empty (even if not executable: then
 /// assembling fails naming it), else `ptxas` on PATH, else /usr/local/cuda/bin/ptxas when it is
 /// executable; nullopt when none.
@@ -113,7 +132,7 @@ std::optional<std::string> FindPtxas();
 /// the lowered launches, then a cubin when `options.cubin` and ptxas is found; cpu:
 /// CompileHostObject). Errors, naming the trial: "trial 17: cannot lower for cuda -arch=sm_90:
 /// ..." (Lower's), "trial 17: compile: ..." (codegen's), "trial 17: ptxas -arch=sm_90 failed ..."
-/// (a ptxas that rejects the PTX), kInvalidArgument for a name that is not a C identifier.
+/// (a ptxas that rejects the PTX), kInvalidArgument for a name ValidateArtifactName refuses.
 [[nodiscard]] absl::StatusOr<KernelArtifact> BuildKernel(const ReplayedRecord& replayed,
                                                          const BuildOptions& options = {});
 /// ReplayRecord then BuildKernel.
@@ -153,7 +172,11 @@ nlohmann::json ArtifactToJson(const KernelArtifact& artifact, const CheckOutcome
 /// The C header: cuda, a launcher (see WriteArtifacts); cpu, the entry's prototype.
 std::string ArtifactHeader(const KernelArtifact& artifact);
 
-/// Writes into `out_dir` (created with its parents when missing):
+/// Writes into `out_dir` (ValidateArtifactDir, then created with its parents when missing), all or
+/// nothing: every file is first written under a temporary name in `out_dir` and renamed into place
+/// only when all were written (an existing destination that is not a regular file, e.g. a
+/// directory named <name>.json, is refused before anything is written; when a rename fails the
+/// files already renamed are removed):
 ///   cuda: <name>.ptx, <name>.cubin (when built);
 ///   cpu:  <name>.o;
 ///   both: <name>.h and <name>.json.
@@ -169,8 +192,9 @@ std::string ArtifactHeader(const KernelArtifact& artifact);
 /// CUfunction fns[], CUdeviceptr d_<arg>..., CUstream stream)` calling cuLaunchKernel for each
 /// kernel in order with the recorded grid, block and dynamic shared bytes. The cpu header:
 /// `int <name>(const float* A, const float* B, float* C);` with the argument layout documented.
-/// Returns the paths written, in the order above. Errors: kInternal / kPermissionDenied naming
-/// the path that could not be created or written.
+/// Returns the paths written, in the order above. Errors: ValidateArtifactDir's; kInvalidArgument
+/// "cannot write 'd/k.json': it is a directory"; kInternal / kPermissionDenied naming the path
+/// that could not be written or renamed (then none of the files is left in `out_dir`).
 [[nodiscard]] absl::StatusOr<std::vector<std::string>> WriteArtifacts(
     const KernelArtifact& artifact, const std::string& out_dir,
     const CheckOutcome* check = nullptr);

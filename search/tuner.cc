@@ -1,11 +1,16 @@
 #include "search/tuner.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <cerrno>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -30,21 +35,94 @@ namespace {
 
 using schedule::State;
 
-volatile std::sig_atomic_t g_interrupted = 0;
+// SIGINT handling. The first SIGINT lets the round in flight finish and be logged, then the job
+// stops; a second one stops the process at once (dying of SIGINT: exit status 130 in a shell),
+// except while a round is being appended to the log, where it waits for the append (one write +
+// fsync) to end, so the log never holds a partial line and no completed round is lost.
+volatile std::sig_atomic_t g_interrupts = 0;  // SIGINTs received since the guard was installed
+volatile std::sig_atomic_t g_writing = 0;     // 1 while LogWriter::Append runs
+volatile std::sig_atomic_t g_quiet = 0;       // TuneOptions::quiet
+volatile pid_t g_tuner_pid = 0;               // the tuning process (not its forked workers)
 
-void OnSigint(int) { g_interrupted = 1; }
+// Async-signal-safe.
+void WriteStderr(const char* text) {
+  size_t size = std::strlen(text);
+  while (size > 0) {
+    const ssize_t n = ::write(2, text, size);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      return;
+    }
+    text += n;
+    size -= static_cast<size_t>(n);
+  }
+}
 
-// Installs the SIGINT flag handler for the lifetime of the object, restoring the previous one.
+// Async-signal-safe: ends the process as killed by SIGINT (the shell's status 130).
+[[noreturn]] void StopNow() {
+  if (!g_quiet) {
+    WriteStderr("tune: stopped at once by a second interrupt; the round in flight is not logged "
+                "(every completed round is); run again with the same log to resume\n");
+  }
+  struct sigaction dfl = {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  ::sigaction(SIGINT, &dfl, nullptr);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  ::raise(SIGINT);
+  ::_exit(130);  // not reached unless SIGINT could not kill us
+}
+
+void OnSigint(int) {
+  // Forked measurement workers inherit the handler: they carry on; the tuning process decides
+  // (its death kills them, runtime/worker_batch.cc sets PR_SET_PDEATHSIG).
+  if (::getpid() != g_tuner_pid) return;
+  const int saved_errno = errno;
+  g_interrupts = g_interrupts + 1;
+  if (g_interrupts == 1) {
+    if (!g_quiet) {
+      WriteStderr("\ntune: interrupt: finishing the round in flight, logging it and stopping "
+                  "(Ctrl-C again to stop at once)\n");
+    }
+  } else if (!g_writing) {
+    StopNow();
+  }  // else: the append in flight completes, then AfterAppend stops.
+  errno = saved_errno;
+}
+
+// Installs the SIGINT handler for the lifetime of the object, restoring the previous one.
 class SigintGuard {
  public:
-  SigintGuard() {
-    g_interrupted = 0;
+  explicit SigintGuard(bool quiet) {
+    g_interrupts = 0;
+    g_writing = 0;
+    g_quiet = quiet ? 1 : 0;
+    g_tuner_pid = ::getpid();
     struct sigaction sa = {};
     sa.sa_handler = OnSigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &previous_);
   }
   ~SigintGuard() { sigaction(SIGINT, &previous_, nullptr); }
+
+  static bool interrupted() { return g_interrupts > 0; }
+
+  /// Appends under the "writing" flag: a second SIGINT during the append stops the process
+  /// right after it.
+  static absl::Status Append(LogWriter& writer, const std::vector<MeasureRecord>& records,
+                             const RoundRecord& round) {
+    g_writing = 1;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    absl::Status status = writer.Append(records, round);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    g_writing = 0;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (g_interrupts >= 2) StopNow();
+    return status;
+  }
 
  private:
   struct sigaction previous_ = {};
@@ -256,13 +334,13 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
 
   std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(resumed));
   TuneResult result;
-  SigintGuard sigint;
+  SigintGuard sigint(options.quiet);
   const auto start = std::chrono::steady_clock::now();
   const double flops = dag.Flops();
   const double bytes = static_cast<double>(dag.InputBytes() + dag.OutputBytes());
   int empty_rounds = 0;
   while (static_cast<int64_t>(records.size()) < options.trials) {
-    if (g_interrupted) {
+    if (SigintGuard::interrupted()) {
       result.interrupted = true;
       break;
     }
@@ -357,7 +435,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
     round_line.measure_s = measure_s;
     round_line.timestamp = CurrentTimestamp();
     round_line.seed = options.seed;
-    RETURN_IF_ERROR(writer.Append(round, round_line));
+    RETURN_IF_ERROR(SigintGuard::Append(writer, round, round_line));
     result.rounds.push_back(round_line);
     for (MeasureRecord& r : round) {
       measured.insert(RecordStateHash(r));
@@ -432,7 +510,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
       }
     }
   }
-  if (g_interrupted) result.interrupted = true;
+  if (SigintGuard::interrupted()) result.interrupted = true;
   if (result.interrupted && !options.quiet) {
     std::cerr << "tune: interrupted after " << records.size() << " trials (all logged to "
               << options.log_path << "); run again with the same log to resume\n";

@@ -66,7 +66,7 @@ struct TuneResult {
   std::map<std::string, int64_t> errors;
   /// Best-so-far curve over all records of the task, in log order.
   std::vector<CurvePoint> curve;
-  /// True when a SIGINT stopped the job between rounds.
+  /// True when a SIGINT stopped the job between rounds (the CLI then exits with 130).
   bool interrupted = false;
   /// True when the search found no new candidate (the space looks exhausted) before the budget.
   bool exhausted = false;
@@ -78,7 +78,10 @@ struct TuneResult {
 
 /// Tunes `workload` on `target` until the log holds options.trials records of the task, the
 /// search runs dry, early stopping triggers, or SIGINT arrives (checked between rounds; the round
-/// in flight is finished and logged). Progress on stderr (unless quiet), one line per round:
+/// in flight is finished and logged; TuneResult::interrupted). A second SIGINT ends the process at
+/// once, killed by SIGINT (a shell's status 130), losing only the round in flight: when it arrives
+/// while a round is being appended to the log, the append (one write + fsync) completes first,
+/// so the log never ends in a partial line. Progress on stderr (unless quiet), one line per round:
 /// trials done / total, best and round-best GFLOP/s (GB/s for memory-bound workloads,
 /// IsMemoryBound), errors by kind, the model's held-out pairwise accuracy on the round, elapsed
 /// time, ETA and the phases' times. The model's training label is the record's throughput (FLOP/s,

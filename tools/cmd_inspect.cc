@@ -48,6 +48,7 @@ json SummaryJson(const search::WorkloadSummary& s) {
   json curve = json::array();
   for (const search::CurvePoint& c : s.curve) {
     curve.push_back({{"trials", c.trials},
+                     {"trial", c.trial},
                      {"best_median_ms", NumberOrNull(c.best_median_ms)},
                      {"best_throughput", search::SummaryThroughput(s, c.best_median_ms)}});
   }
@@ -108,6 +109,7 @@ absl::StatusOr<int> Inspect(const InspectCommandOptions& options) {
     return absl::InvalidArgumentError("give either --op/--schedule or --workload-key, not both");
   }
   search::ReadOptions read;
+  read.verify_workload_keys = true;  // a record whose key does not match its workload is skipped
   std::string filter_text;
   if (by_workload) {
     WorkloadOptions w = options.workload;
@@ -123,6 +125,8 @@ absl::StatusOr<int> Inspect(const InspectCommandOptions& options) {
   }
   if (!options.workload.target.empty()) {
     ASSIGN_OR_RETURN(read.target, ResolveTargetOption(options.workload.target));
+    // The user asked for one target: records of others are expected, counted on the "log:" line.
+    read.warn_other_targets = false;
     absl::StrAppend(&filter_text, filter_text.empty() ? "" : " ", "on ", read.target->ToString());
   }
   // --plot / --json must never overwrite a log being inspected.
@@ -160,9 +164,15 @@ absl::StatusOr<int> Inspect(const InspectCommandOptions& options) {
     std::cout << "log: " << log.path << " (" << c.lines << " lines: " << c.records.size()
               << " records, " << c.rounds.size() << " round lines";
     if (c.corrupt_lines > 0) std::cout << ", " << c.corrupt_lines << " corrupt lines skipped";
-    if (c.foreign_target_records + c.other_workload_records > 0) {
-      std::cout << ", " << c.foreign_target_records + c.other_workload_records
-                << " records filtered out";
+    if (c.inconsistent_records > 0) {
+      std::cout << ", " << c.inconsistent_records
+                << " records skipped (workload key does not match the workload)";
+    }
+    if (c.foreign_target_records > 0) {
+      std::cout << ", " << c.foreign_target_records << " records of other targets filtered out";
+    }
+    if (c.other_workload_records > 0) {
+      std::cout << ", " << c.other_workload_records << " records of other workloads filtered out";
     }
     std::cout << ")\n";
     if (log.summaries.empty()) {
@@ -208,6 +218,7 @@ absl::StatusOr<int> Inspect(const InspectCommandOptions& options) {
                            {"records", log.contents.records.size()},
                            {"round_lines", log.contents.rounds.size()},
                            {"corrupt_lines", log.contents.corrupt_lines},
+                           {"inconsistent_records", log.contents.inconsistent_records},
                            {"warnings", log.contents.warnings},
                            {"workloads", std::move(workloads)}});
     }

@@ -37,6 +37,7 @@ struct ReplayCommandOptions {
 absl::StatusOr<schedule::Target> LogTarget(const std::string& log, const std::string& key) {
   search::ReadOptions read;
   read.workload_key = key;
+  read.verify_workload_keys = true;  // as ApplyHistoryBest reads it
   ASSIGN_OR_RETURN(search::LogContents contents, search::ReadLog(log, read));
   std::vector<schedule::Target> targets;
   for (const search::MeasureRecord& r : contents.records) {
@@ -67,6 +68,9 @@ absl::StatusOr<int> Replay(const ReplayCommandOptions& options) {
     return absl::InvalidArgumentError(
         "--shape, --attr and --dtype go with --op, not --workload-key");
   }
+  // Cheap checks first: a bad --name or --out must not wait for a rebuild and a re-check.
+  if (!options.name.empty()) RETURN_IF_ERROR(search::ValidateArtifactName(options.name));
+  RETURN_IF_ERROR(search::ValidateArtifactDir(options.out));  // created only when writing
   std::string key = options.workload_key;
   if (by_op) {
     schedule::Workload workload;
@@ -152,10 +156,13 @@ ExitCodeAction AddReplayCommand(CLI::App& app) {
   app.add_option("--target", options->workload.target,
                  "auto, cpu, cuda or cuda -arch=sm_XX (default: the target of the log's records "
                  "of the workload, when there is one)");
-  app.add_option("--out", options->out, "directory to write the artifacts to (created)")
+  app.add_option("--out", options->out,
+                 "directory to write the artifacts to (checked first, created when writing; the "
+                 "files appear all together or not at all)")
       ->required();
   app.add_option("--name", options->name,
-                 "artifact base name, a C identifier (default <op>_<first 8 of the key>)");
+                 "artifact base name, a C identifier that is no C/C++ keyword and does not "
+                 "start with '_' (default <op>_<first 8 of the key>)");
   app.add_flag("--no-check", options->no_check,
                "do not re-check the rebuilt kernel against the unscheduled program");
   return [options]() { return Replay(*options); };

@@ -88,9 +88,11 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   if (result.errors.empty()) std::cout << " none";
   for (const auto& [name, count] : result.errors) std::cout << " " << name << "=" << count;
   std::cout << "\n";
+  // After Ctrl-C: 130 (128 + SIGINT), as a shell reports a job stopped by SIGINT, whatever the best.
+  const int done = result.interrupted ? 130 : 0;
   if (!result.best) {
     std::cout << "best: no valid record\n";
-    return 1;
+    return result.interrupted ? 130 : 1;
   }
   const search::MeasureRecord& best = *result.best;
   const double ms = best.median_ms();
@@ -99,7 +101,7 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
             << Fixed(static_cast<double>(dag.InputBytes() + dag.OutputBytes()) / (ms * 1e6), 2)
             << " GB/s, " << best.steps.size()
             << " steps\n";
-  return 0;
+  return done;
 }
 
 }  // namespace

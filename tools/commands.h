@@ -74,7 +74,11 @@ CommandAction AddBenchCompileCommand(CLI::App& app);
 /// trials, errors by kind, the model's pairwise accuracy per round and the best record (median
 /// ms, GFLOP/s, GB/s, steps). --early-stopping N stops after N trials in a row without a better
 /// median (0 = off). --host-threads N runs the cpu target's parallel loops on N threads (and sizes
-/// the search's parallel loops for N cores). Returns 0 with a valid best record, 1 when none is valid.
+/// the search's parallel loops for N cores). Returns 0 with a valid best record, 1 when none is
+/// valid, 130 after Ctrl-C (the first SIGINT finishes and logs the round in flight, then the
+/// summary is printed; a second one ends the process at once, killed by SIGINT, see search::Tune).
+/// A --log that exists but is not a regular file or not a tuning log (no line of it is a record
+/// or round line) is a user error naming the file and its first bad line.
 ExitCodeAction AddTuneCommand(CLI::App& app);
 
 /// `tilesearch replay --log FILE (--op NAME --shape ... [--attr k=v] [--dtype T] | --workload-key
@@ -85,9 +89,14 @@ ExitCodeAction AddTuneCommand(CLI::App& app);
 /// unscheduled program on fresh random inputs (search::CheckKernel; cuda without a driver: "not
 /// re-checked"), and writes <name>.ptx/.cubin or <name>.o, <name>.h and <name>.json into DIR.
 /// Prints the workload, target, the record (trial, median ms, GFLOP/s, steps), the kernels or the
-/// entry, notes, the re-check result and each file written. Returns 0 when written, 1 when the
-/// re-check failed (nothing written); user errors (missing log, no valid record: "all 64 trials
-/// failed: ...", unknown target, bad workload) are a Status.
+/// entry, notes, the re-check result and each file written. --name must pass
+/// search::ValidateArtifactName (no C/C++ keyword, no leading '_' or "__") and --out
+/// search::ValidateArtifactDir, both checked before the log is read; the files are written under
+/// temporary names and renamed into place, so all of them appear or none. Records whose workload
+/// key does not match their workload are warned about with their line and skipped. Returns 0
+/// when written, 1 when the re-check failed (nothing written); user errors (missing log, a log
+/// that is not a regular file or not a tuning log, no valid record: "all 64 trials failed: ...",
+/// unknown target, bad workload, bad --name / --out) are a Status.
 ExitCodeAction AddReplayCommand(CLI::App& app);
 
 /// `tilesearch inspect --log FILE [--log FILE ...] [--op NAME --shape ... [--attr] [--dtype] |
@@ -98,9 +107,12 @@ ExitCodeAction AddReplayCommand(CLI::App& app);
 /// to N trial counts, and the cost model's held-out quality per round (pairwise accuracy, top-k
 /// recall, training samples and boosting rounds) from the log's round lines. --plot writes an SVG
 /// (search::CurveSvg) of best-so-far throughput vs trials, one curve per workload, or per log and
-/// workload when several logs are given (legend: file name). --json writes the summaries. Skipped
-/// corrupt lines are warnings on stderr. Returns 0; user errors (a missing log, a filter matching
-/// nothing, an unwritable output) are a Status (exit 2).
+/// workload when several logs are given (legend: file name). --json writes the summaries. Curve
+/// lines and the best trial name trials by the records' 0-based "trial" field. Skipped corrupt
+/// lines and records whose workload key does not match their workload are warnings on stderr
+/// naming the line; with --target, records of other targets are only counted on the "log:" line.
+/// Returns 0; user errors (a missing log, one that is not a regular file or not a tuning log, a
+/// filter matching nothing, an unwritable output) are a Status (exit 2).
 ExitCodeAction AddInspectCommand(CLI::App& app);
 
 }  // namespace tilesearch::tools
