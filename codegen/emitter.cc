@@ -9,6 +9,7 @@
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -305,6 +306,176 @@ class VectorCheck {
   std::map<std::string, const ir::StoreNode*> stored_;
 };
 
+// ---- warp exchanges (emitter.h) --------------------------------------------------------------
+
+constexpr int64_t kWarpSize = 32;
+
+bool IsShuffleBufferName(const std::string& name) {
+  constexpr char kSuffix[] = ".shfl";
+  constexpr size_t kLen = sizeof(kSuffix) - 1;
+  return name.size() > kLen && name.compare(name.size() - kLen, kLen, kSuffix) == 0;
+}
+
+// A threadIdx.x loop from 0 over a multiple of the warp size.
+const ir::ForNode* WarpThreadLoop(const Stmt& s) {
+  const auto* f = s.as<ir::ForNode>();
+  if (f == nullptr || f->for_kind != ir::ForKind::kThreadIdxX) return nullptr;
+  const auto mn = ir::AsConstInt(f->min);
+  const auto ext = ir::AsConstInt(f->extent);
+  if (!mn || *mn != 0 || !ext || *ext <= 0 || *ext % kWarpSize != 0) return nullptr;
+  return f;
+}
+
+// The value of an index expression of the single variable `var` at `value` (floor division);
+// nullopt for anything else.
+std::optional<int64_t> EvalIndex(const Expr& e, const std::string& var, int64_t value) {
+  if (const auto c = ir::AsConstInt(e)) return *c;
+  if (const auto* v = e.as<ir::VarNode>()) {
+    return v->name == var ? std::optional<int64_t>(value) : std::nullopt;
+  }
+  if (!ir::IsBinaryKind(e.kind())) return std::nullopt;
+  auto [ea, eb] = ir::BinaryOperands(e);
+  const auto a = EvalIndex(ea, var, value);
+  const auto b = EvalIndex(eb, var, value);
+  if (!a || !b) return std::nullopt;
+  switch (e.kind()) {
+    case ExprKind::kAdd:
+      return *a + *b;
+    case ExprKind::kSub:
+      return *a - *b;
+    case ExprKind::kMul:
+      return *a * *b;
+    case ExprKind::kDiv:
+    case ExprKind::kMod: {
+      if (*b == 0) return std::nullopt;
+      int64_t q = *a / *b;
+      if ((*a % *b != 0) && ((*a < 0) != (*b < 0))) --q;
+      return e.kind() == ExprKind::kDiv ? q : *a - *b * q;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+// Loads of one buffer in an expression, and whether any sits in a Select branch (evaluated lazily).
+class BufferLoads : public ir::ExprVisitor {
+ public:
+  explicit BufferLoads(const std::string& buffer) : buffer_(buffer) {}
+  std::vector<const ir::LoadNode*> loads;
+  bool in_branch = false;
+
+ protected:
+  void VisitLoad(const ir::LoadNode* op, const Expr& e) override {
+    if (op->buffer == buffer_) {
+      loads.push_back(op);
+      in_branch |= select_depth_ > 0;
+    }
+    ir::ExprVisitor::VisitLoad(op, e);
+  }
+  void VisitSelect(const ir::SelectNode* op, const Expr&) override {
+    Visit(op->cond);
+    ++select_depth_;
+    Visit(op->true_value);
+    Visit(op->false_value);
+    --select_depth_;
+  }
+
+ private:
+  const std::string& buffer_;
+  int select_depth_ = 0;
+};
+
+// An exchange window over `buffer` at stmts[i] (emitter.h), checked structurally.
+struct ExchangeWindow {
+  const ir::ForNode* put = nullptr;
+  const ir::ForNode* get = nullptr;
+  const ir::StoreNode* put_store = nullptr;
+  int64_t threads = 0;
+  int64_t offset = 0;
+  size_t length = 0;  // statements covered (3, or 4 with the closing barrier)
+};
+
+std::optional<ExchangeWindow> MatchExchangeWindow(const std::vector<Stmt>& stmts, size_t i,
+                                                  const std::string& buffer) {
+  if (i + 2 >= stmts.size() || stmts[i + 1].as<ir::BarrierNode>() == nullptr) return std::nullopt;
+  ExchangeWindow w;
+  w.put = WarpThreadLoop(stmts[i]);
+  w.get = WarpThreadLoop(stmts[i + 2]);
+  if (w.put == nullptr || w.get == nullptr) return std::nullopt;
+  w.threads = *ir::AsConstInt(w.put->extent);
+  if (*ir::AsConstInt(w.get->extent) != w.threads) return std::nullopt;
+  // for t: X[g.., t] = A[c..]
+  w.put_store = w.put->body.as<ir::StoreNode>();
+  const ir::StoreNode* put = w.put_store;
+  if (put == nullptr || put->buffer != buffer || put->indices.empty()) return std::nullopt;
+  const auto* last = put->indices.back().as<ir::VarNode>();
+  if (last == nullptr || last->name != w.put->var_name()) return std::nullopt;
+  for (size_t d = 0; d + 1 < put->indices.size(); ++d) {
+    if (ExprUsesVar(put->indices[d], w.put->var_name())) return std::nullopt;
+  }
+  const auto* value = put->value.as<ir::LoadNode>();
+  if (value == nullptr || value->buffer == buffer) return std::nullopt;
+  for (const Expr& idx : value->indices) {
+    if (!ir::AsConstInt(idx)) return std::nullopt;
+  }
+  // for u: S = f(.., X[g.., u ^ m], ..), X read once, outside Select branches.
+  const auto* get = w.get->body.as<ir::StoreNode>();
+  if (get == nullptr || get->buffer == buffer) return std::nullopt;
+  for (const Expr& idx : get->indices) {
+    BufferLoads in_index(buffer);
+    in_index.Visit(idx);
+    if (!in_index.loads.empty()) return std::nullopt;
+  }
+  BufferLoads reads(buffer);
+  reads.Visit(get->value);
+  if (reads.loads.size() != 1 || reads.in_branch) return std::nullopt;
+  const ir::LoadNode* ld = reads.loads[0];
+  if (ld->indices.size() != put->indices.size()) return std::nullopt;
+  for (size_t d = 0; d + 1 < put->indices.size(); ++d) {
+    if (!ir::StructurallyEqual(ld->indices[d], put->indices[d])) return std::nullopt;
+  }
+  const std::string& u = w.get->var_name();
+  const std::optional<int64_t> m = EvalIndex(ld->indices.back(), u, 0);
+  if (!m || *m < 1 || *m >= kWarpSize || (*m & (*m - 1)) != 0) return std::nullopt;
+  for (int64_t t = 0; t < w.threads; ++t) {
+    if (EvalIndex(ld->indices.back(), u, t) != std::optional<int64_t>(t ^ *m)) return std::nullopt;
+  }
+  w.offset = *m;
+  w.length = (i + 3 < stmts.size() && stmts[i + 3].as<ir::BarrierNode>() != nullptr) ? 4 : 3;
+  return w;
+}
+
+// Whether every access of `buffer` in `body` is in an exchange window.
+class ExchangeOnly : public ir::StmtVisitor {
+ public:
+  explicit ExchangeOnly(const std::string& buffer) : buffer_(buffer) {}
+  bool Holds() const { return windows_ > 0 && loads_ == windows_ && stores_ == windows_; }
+
+  void VisitExpr(const Expr& e) override {
+    BufferLoads l(buffer_);
+    l.Visit(e);
+    loads_ += static_cast<int64_t>(l.loads.size());
+  }
+
+ protected:
+  void VisitStore(const ir::StoreNode* op, const Stmt& s) override {
+    if (op->buffer == buffer_) ++stores_;
+    ir::StmtVisitor::VisitStore(op, s);
+  }
+  void VisitSeq(const ir::SeqNode* op, const Stmt& s) override {
+    for (size_t i = 0; i < op->stmts.size(); ++i) {
+      if (MatchExchangeWindow(op->stmts, i, buffer_)) ++windows_;
+    }
+    ir::StmtVisitor::VisitSeq(op, s);
+  }
+
+ private:
+  const std::string& buffer_;
+  int64_t loads_ = 0;
+  int64_t stores_ = 0;
+  int64_t windows_ = 0;
+};
+
 }  // namespace
 
 std::string VectorizeBlocker(const ir::ForNode* op, int64_t extent, const ir::RangeMap& ranges) {
@@ -429,8 +600,7 @@ absl::Status Emitter::EmitStmt(const Stmt& s) {
     case ir::StmtKind::kFor:
       return EmitFor(s.as<ir::ForNode>());
     case ir::StmtKind::kSeq:
-      for (const Stmt& c : s.as<ir::SeqNode>()->stmts) RETURN_IF_ERROR(EmitStmt(c));
-      return absl::OkStatus();
+      return EmitSeq(s.as<ir::SeqNode>());
     case ir::StmtKind::kStore:
       return EmitStore(s.as<ir::StoreNode>());
     case ir::StmtKind::kAllocate:
@@ -445,6 +615,70 @@ absl::Status Emitter::EmitStmt(const Stmt& s) {
       return EmitExpr(s.as<ir::EvaluateNode>()->value).status();
   }
   return absl::InternalError("unhandled statement kind");
+}
+
+absl::Status Emitter::EmitSeq(const ir::SeqNode* op) {
+  for (size_t i = 0; i < op->stmts.size();) {
+    if (!shuffle_buffers_.empty()) {
+      ASSIGN_OR_RETURN(size_t covered, EmitShuffleWindow(op->stmts, i));
+      if (covered > 0) {
+        i += covered;
+        continue;
+      }
+    }
+    RETURN_IF_ERROR(EmitStmt(op->stmts[i]));
+    ++i;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<size_t> Emitter::EmitShuffleWindow(const std::vector<Stmt>& stmts, size_t i) {
+  if (config_.target != EmitTarget::kGpu || lane_.active || shuffle_read_) return 0;
+  const ir::ForNode* put = WarpThreadLoop(stmts[i]);
+  const auto* put_store = put ? put->body.as<ir::StoreNode>() : nullptr;
+  if (put_store == nullptr || !shuffle_buffers_.count(put_store->buffer)) return 0;
+  const std::optional<ExchangeWindow> w = MatchExchangeWindow(stmts, i, put_store->buffer);
+  // Every lane of every warp must take part: the loop covers blockDim.x, a multiple of 32.
+  if (!w || w->threads != config_.block[0]) return 0;
+  const auto* value = put_store->value.as<ir::LoadNode>();
+  const BufferBinding* source = FindBuffer(value->buffer);
+  const BufferBinding* xchg = FindBuffer(put_store->buffer);
+  // The offered value must be a thread's own register, unchanged between the put and the get, and
+  // exactly what the store would have kept (same dtype: no rounding).
+  if (source == nullptr || xchg == nullptr || source->decl.scope != ir::MemoryScope::kLocal ||
+      source->decl.dtype != xchg->decl.dtype) {
+    return 0;
+  }
+  shuffle_read_ = ShuffleRead{put_store->buffer, put_store->value, w->offset};
+  absl::Status st = EmitStmt(stmts[i + 2]);
+  shuffle_read_.reset();
+  RETURN_IF_ERROR(st);
+  return w->length;
+}
+
+mlir::Value Emitter::ShuffleXor(mlir::Value v, int64_t m) {
+  b_.getContext()->getOrLoadDialect<mlir::NVVM::NVVMDialect>();
+  auto i32 = [&](int64_t c) -> mlir::Value {
+    return arith::ConstantOp::create(b_, loc_, b_.getI32IntegerAttr(static_cast<int32_t>(c)));
+  };
+  // Full mask; c = 0x1f: one segment of 32 lanes (PTX shfl.sync.bfly.b32 d, a, m, 0x1f, ~0).
+  auto shfl = [&](mlir::Value x) -> mlir::Value {
+    return mlir::NVVM::ShflOp::create(b_, loc_, x.getType(), i32(-1), x, i32(m), i32(kWarpSize - 1),
+                                      mlir::NVVM::ShflKind::bfly, mlir::UnitAttr());
+  };
+  const mlir::Type t = v.getType();
+  if (t.isF32() || t.isInteger(32)) return shfl(v);
+  if (t.isInteger(1)) {
+    mlir::Value wide = arith::ExtUIOp::create(b_, loc_, b_.getI32Type(), v);
+    return arith::TruncIOp::create(b_, loc_, t, shfl(wide));
+  }
+  CHECK(t.isInteger(64)) << "warp shuffle of an unsupported value type";
+  mlir::Value lo = arith::TruncIOp::create(b_, loc_, b_.getI32Type(), v);
+  mlir::Value hi = arith::TruncIOp::create(b_, loc_, b_.getI32Type(),
+                                           arith::ShRUIOp::create(b_, loc_, v, I64(32)));
+  mlir::Value lo64 = arith::ExtUIOp::create(b_, loc_, t, shfl(lo));
+  mlir::Value hi64 = arith::ExtUIOp::create(b_, loc_, t, shfl(hi));
+  return arith::OrIOp::create(b_, loc_, lo64, arith::ShLIOp::create(b_, loc_, hi64, I64(32)));
 }
 
 absl::Status Emitter::EmitLoopBody(const ir::ForNode* op, mlir::Value iv) {
@@ -617,6 +851,17 @@ absl::Status Emitter::EmitAllocate(const ir::AllocateNode* op) {
           absl::StrCat("buffer '", decl.name, "' has a non-positive extent ", e));
     }
   }
+  // A ".shfl" exchange buffer read and written only in exchange windows: its windows become warp
+  // shuffles (the buffer is still allocated for any window that cannot be one; unused, LLVM drops
+  // it).
+  bool shuffles = false;
+  if (config_.target == EmitTarget::kGpu && decl.scope == ir::MemoryScope::kShared &&
+      IsShuffleBufferName(decl.name) && !shuffle_buffers_.count(decl.name)) {
+    ExchangeOnly check(decl.name);
+    check.Visit(op->body);
+    shuffles = check.Holds();
+  }
+  if (shuffles) shuffle_buffers_.insert(decl.name);
   mlir::Value memref;
   if (decl.scope == ir::MemoryScope::kGlobal) {
     return absl::UnimplementedError(
@@ -640,6 +885,7 @@ absl::Status Emitter::EmitAllocate(const ir::AllocateNode* op) {
   BindBuffer(decl, memref);
   absl::Status st = EmitStmt(op->body);
   UnbindBuffer();
+  if (shuffles) shuffle_buffers_.erase(decl.name);
   return st;
 }
 
@@ -1036,6 +1282,11 @@ absl::StatusOr<mlir::Value> Emitter::EmitCast(ScalarType to, const Expr& value) 
 }
 
 absl::StatusOr<mlir::Value> Emitter::EmitLoad(const ir::LoadNode* op) {
+  if (shuffle_read_ && op->buffer == shuffle_read_->buffer) {
+    // The value lane u ^ m offers (EmitShuffleWindow checked the indices).
+    ASSIGN_OR_RETURN(mlir::Value mine, EmitExpr(shuffle_read_->value));
+    return ShuffleXor(mine, shuffle_read_->offset);
+  }
   const BufferBinding* bb = nullptr;
   ASSIGN_OR_RETURN(std::vector<mlir::Value> idx, EmitIndices(op->buffer, op->indices, &bb, "load"));
   const bool vector_access = !op->indices.empty() && Varying(op->indices.back());

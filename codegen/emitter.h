@@ -3,6 +3,17 @@
 // builders (gpu_compile.cc, host_jit.cc) create the functions, bind the kernel arguments and hand
 // each kernel statement to an Emitter.
 //
+// Warp exchanges: a shared buffer whose name ends in ".shfl" (made by the cross-thread reduction
+// lowering, schedule/thread_allreduce.cc) is read and written only in exchange windows, four
+// statements of one Seq:
+//   for t in threadIdx.x [0, T): X[g.., t] = A[c..];   barrier;
+//   for u in threadIdx.x [0, T): S = f(.., X[g.., u ^ m], ..);   barrier (optional)
+// with A a local buffer, m < 32 a power of two (u ^ m in any arithmetic form; it is checked for
+// every u) and T a multiple of 32. The window's barriers order only the exchange. On the GPU, when
+// T is blockDim.x and every access of X is in such windows, the window becomes
+// `S = f(.., shfl.sync.bfly(A[c..], m), ..)` with no memory and no barrier (lane u of a warp reads
+// the value lane u ^ m holds); otherwise it is emitted as written (the same result, slower).
+//
 // Value representation: int64 → i64, int32 → i32, bool → i1, every float type → f32 (float16 and
 // bfloat16 are storage types: loads widen, stores and casts round). Buffers are memrefs of their
 // shape with storage element types f32 / f16 / bf16 / i32 / i64 / i8 (bool).
@@ -12,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -114,6 +126,12 @@ class Emitter {
   absl::Status EmitAllocate(const ir::AllocateNode* op);
   absl::Status EmitStore(const ir::StoreNode* op);
   absl::Status EmitIf(const ir::IfThenElseNode* op);
+  absl::Status EmitSeq(const ir::SeqNode* op);
+  /// Emits the exchange window at stmts[i] as a warp shuffle and returns how many statements it
+  /// covered, or 0 when there is none there (or it cannot be a shuffle).
+  absl::StatusOr<size_t> EmitShuffleWindow(const std::vector<ir::Stmt>& stmts, size_t i);
+  /// shfl.sync.bfly of a scalar value of any value type (i1, i32, i64, f32) with lane offset `m`.
+  mlir::Value ShuffleXor(mlir::Value v, int64_t m);
 
   absl::StatusOr<mlir::Value> EmitBinary(const ir::Expr& e);
   absl::StatusOr<mlir::Value> EmitIntDivMod(ir::ExprKind kind, const ir::Expr& a_expr,
@@ -158,6 +176,16 @@ class Emitter {
   std::vector<std::optional<ir::Interval>> shadowed_ranges_;  // per BindVar, the range it hid
   VectorLane lane_;
   std::vector<mlir::Value> heap_;
+  /// Allocated ".shfl" buffers whose every access is in an exchange window.
+  std::set<std::string> shuffle_buffers_;
+  /// Inside a window's read loop: the buffer read as a shuffle, the value each lane offers (an
+  /// expression of the thread's own registers) and the lane offset.
+  struct ShuffleRead {
+    std::string buffer;
+    ir::Expr value;
+    int64_t offset = 0;
+  };
+  std::optional<ShuffleRead> shuffle_read_;
 };
 
 /// Why a vectorized loop cannot become vector code ("" when it can): its body must be stores whose

@@ -132,11 +132,15 @@ struct AllReduceSpec {
 };
 
 /// Builds a cross-thread reduction: every thread folds its share of the reduce points into a
-/// local partial (starting at the combiner's identity), writes it to a shared buffer, a barrier,
-/// thread 0 combines init and the partials in thread order, a barrier, the result is stored
-/// (by thread 0, or by every thread when the result buffer is local), a barrier. `fresh` makes
-/// unique loop-variable names. This simple tree-less scheme is the spot to optimize later (warp
-/// shuffles, a log-step tree).
+/// local partial (starting at the combiner's identity). A threadIdx.x reduction over a multiple of
+/// 32 threads then combines with warp butterflies (5 exchange windows over a "*.shfl" shared
+/// buffer, each a store, barrier, load of thread t ^ m, barrier, which codegen emits as
+/// shfl.sync.bfly when the loop covers blockDim.x, see codegen/emitter.h), lane 0 of each warp
+/// publishes its total to "*.warp_partials", a barrier, and every warp combines the warp totals
+/// with butterflies again: 2 real barriers. Any other thread count writes the partials to a shared
+/// buffer, a barrier, thread 0 combines them in thread order, a barrier. Finally init is combined
+/// with the total and the result stored (by thread 0, or by every thread when the result buffer is
+/// local), and a barrier. `fresh` makes unique loop-variable names.
 ir::Stmt BuildAllReduce(const AllReduceSpec& spec,
                         const std::function<std::string(const std::string&)>& fresh);
 

@@ -587,6 +587,20 @@ std::vector<int> SpaceTileSplits(const std::vector<Step>& steps, const std::vect
   return ids;
 }
 
+// The one-length SplitSteps on the space iterators of stage `name` (a cross-thread reduction's
+// consumer: [rest, threads]); only the last one, which the thread binding follows.
+std::vector<int> ThreadSplits(const std::vector<Step>& steps, const std::vector<StepInfo>& info,
+                              const std::string& name) {
+  std::vector<int> ids;
+  for (int i = 0; i < static_cast<int>(info.size()) && i < static_cast<int>(steps.size()); ++i) {
+    const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
+    if (sp != nullptr && info[i].stage == name && info[i].space_split && sp->lengths.size() == 1) {
+      ids = {i};
+    }
+  }
+  return ids;
+}
+
 absl::Status GpuThreadBind(State& s, const std::vector<StepInfo>& info, const Target& target,
                            const AnnotationOptions& options, std::mt19937_64& rng) {
   for (int sid = s.num_stages() - 1; sid >= 0; --sid) {
@@ -639,6 +653,13 @@ absl::Status GpuThreadBind(State& s, const std::vector<StepInfo>& info, const Ta
       // Cooperative fetching: all threads of the block load the tile, vectorized.
       const std::string consumer = s.stage(st.attach_stage).name();
       std::vector<int> src = SpaceTileSplits(s.steps(), info, consumer);
+      int level = 1;
+      if (src.empty() && HasCrossThreadReduction(s, st.attach_stage)) {
+        // A row cache (sketch rule AddRowCacheRead): the consumer's thread split (one length, the
+        // thread count) gives the fetch's threads.
+        src = ThreadSplits(s.steps(), info, consumer);
+        level = 0;
+      }
       if (src.empty()) {
         return absl::InvalidArgumentError(
             absl::StrCat("no tiling splits of '", consumer, "' to follow for '", st.name(), "'"));
@@ -661,7 +682,7 @@ absl::Status GpuThreadBind(State& s, const std::vector<StepInfo>& info, const Ta
       ffs.stage_id = sid;
       ffs.iter_id = f;
       ffs.src_step_ids = src;
-      ffs.level = 1;
+      ffs.level = level;
       ffs.factor_or_nparts = true;
       RETURN_IF_ERROR(Apply(s, ffs));
       RETURN_IF_ERROR(Bind(s, sid, f + 1, IteratorAnnotation::kThreadIdxX));

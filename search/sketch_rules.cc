@@ -105,7 +105,8 @@ int LastReduceIterInOutermostReduceTile(const Stage& st) {
 }
 
 bool HasLocalCache(const State& s, int id) {
-  return s.StageId(s.stage(id).name() + ".local") >= 0 || absl::EndsWith(s.stage(id).name(), ".local");
+  return s.StageId(s.stage(id).name() + ".local") >= 0 ||
+         absl::EndsWith(s.stage(id).name(), ".local");
 }
 
 using Result = absl::StatusOr<std::vector<std::pair<PartialSketch, int>>>;
@@ -305,6 +306,68 @@ class AddCacheRead : public SketchRule {
   }
 };
 
+// Our addition (not in TVM): a stage read by a cross-thread-reduction row group (reductions
+// computed at their normalize stage T, and T itself: softmax, log_softmax, layernorm) is cached in
+// shared memory at T's row loop, so the row is read from global memory once instead of once per
+// stage. Applies (kApply: the uncached sketch stays) when the per-row footprint fits in half of the
+// static shared-memory limit. Annotation makes the copy a cooperative, vectorized fetch that
+// follows T's thread split.
+class AddRowCacheRead : public SketchRule {
+ public:
+  const char* name() const override { return "AddRowCacheRead"; }
+  RuleCondition Condition(const PartialSketch& p, int sid, const Target& target,
+                          const SketchOptions&) const override {
+    return AttachIter(p.shadow(), sid, target) >= 0 ? RuleCondition::kApply : RuleCondition::kPass;
+  }
+  Result Apply(const PartialSketch& p, int sid, const Target& target,
+               const SketchOptions&) const override {
+    const State& s = p.shadow();
+    const int at = AttachIter(s, sid, target);
+    if (at < 0) return absl::InvalidArgumentError("no row group to cache for");
+    const int t = FusionTarget(s, sid);
+    PartialSketch q = p;
+    RETURN_IF_ERROR(
+        q.Apply(schedule::CacheReadStep{sid, ir::MemoryScope::kShared, StageConsumers(s, sid)}));
+    // The cache stage is inserted at sid + 1; every consumer moves up by one.
+    RETURN_IF_ERROR(q.Apply(schedule::ComputeAtStep{sid + 1, t + 1, at}));
+    return One(std::move(q), sid - 1);
+  }
+
+ private:
+  // The iterator of T at which the row group is computed, or -1 when the rule does not apply.
+  static int AttachIter(const State& s, int sid, const Target& target) {
+    if (!target.is_gpu()) return -1;
+    const Stage& st = s.stage(sid);
+    if (st.location == ComputeLocation::kInlined || absl::EndsWith(st.name(), ".shared") ||
+        s.StageId(st.name() + ".shared") >= 0) {
+      return -1;
+    }
+    const std::vector<int> cons = StageConsumers(s, sid);
+    const int t = FusionTarget(s, sid);
+    if (cons.size() < 2 || t < 0 || !HasCrossThreadReduction(s, t)) return -1;
+    const Stage& ts = s.stage(t);
+    if (ts.location != ComputeLocation::kRoot) return -1;
+    std::string iter;
+    for (int c : cons) {
+      if (c == t) continue;
+      const Stage& cs = s.stage(c);
+      if (!HasReduceIter(cs) || (!iter.empty() && cs.attach_iter != iter)) return -1;
+      iter = cs.attach_iter;
+    }
+    int at = -1;
+    for (int i = 0; i < static_cast<int>(ts.iters.size()); ++i) {
+      if (ts.iters[i].name == iter) at = i;
+    }
+    if (at < 0) return -1;
+    // Footprint of one row: T's iterators inside the attach point (split parts multiply back to
+    // at least the axis extent, also with the shadow's placeholder lengths).
+    int64_t elements = 1;
+    for (int i = at + 1; i < static_cast<int>(ts.iters.size()); ++i) elements *= ts.iters[i].extent;
+    const int64_t bytes = elements * ir::BytesOf(st.op->dtype);
+    return bytes * 2 <= target.max_shared_memory_per_block ? at : -1;
+  }
+};
+
 class AlwaysInline : public SketchRule {
  public:
   const char* name() const override { return "AlwaysInline"; }
@@ -366,8 +429,8 @@ class CrossThreadReduction : public SketchRule {
           const int last = static_cast<int>(s.stage(t).iters.size()) - 1;
           split_ids.push_back(static_cast<int>(q.steps().size()));
           RETURN_IF_ERROR(SplitUnfilled(q, t, last, 2).status());
-          RETURN_IF_ERROR(q.Apply(
-              schedule::AnnotationStep{t, last + 1, IteratorAnnotation::kThreadIdxX}));
+          RETURN_IF_ERROR(
+              q.Apply(schedule::AnnotationStep{t, last + 1, IteratorAnnotation::kThreadIdxX}));
         }
       }
       fusible &= split_ids.size() == 1;
@@ -485,7 +548,8 @@ class AddRfactor : public SketchRule {
     PartialSketch split = p;
     ASSIGN_OR_RETURN(int fused, FuseReduceIters(split, sid));
     int n_space = 0;
-    for (const auto& it : split.shadow().stage(sid).iters) n_space += it.kind == IteratorKind::kSpace;
+    for (const auto& it : split.shadow().stage(sid).iters)
+      n_space += it.kind == IteratorKind::kSpace;
     RETURN_IF_ERROR(SplitUnfilled(split, sid, fused, 2).status());
     std::vector<std::pair<PartialSketch, int>> out;
     for (int which = 0; which < 2; ++which) {
@@ -557,6 +621,7 @@ const std::vector<std::unique_ptr<SketchRule>>& GpuSketchRules() {
   static const auto* rules = [] {
     auto* v = new std::vector<std::unique_ptr<SketchRule>>();
     v->push_back(std::make_unique<AddCacheRead>());
+    v->push_back(std::make_unique<AddRowCacheRead>());
     v->push_back(std::make_unique<AlwaysInline>());
     v->push_back(std::make_unique<CrossThreadReduction>());
     v->push_back(std::make_unique<AddCacheWrite>());

@@ -13,7 +13,8 @@
 //  - Cross-thread reduction also fuses a stage whose consumers are one stage T plus stages already
 //    computed at T (softmax's max is read by the sum, which is attached to the normalize stage, and
 //    by the normalize stage): TVM requires a single consumer and would leave the max as its own
-//    kernel; the hand-written H200 softmax (examples/schedules/h200) fuses all three at 1.15× eager.
+//    kernel; the hand-written H200 softmax (examples/schedules/h200) fuses all three at 1.15×
+//    eager.
 //  - The thread split of a cross-thread reduction is left unfilled (TVM fixes it at warp_size and
 //    lets mutation move it): annotation samples it from {32, 64, ..., 1024}.
 //  - Shared-memory cache_read needs a consumer with reduce axes (its attach point is the last
@@ -89,8 +90,11 @@ class SketchRule {
       const SketchOptions& options) const = 0;
 };
 
-/// CUDA rules in Ansor's order: AddCacheRead, AlwaysInline, CrossThreadReduction, AddCacheWrite,
-/// MultiLevelTilingWithFusion, MultiLevelTiling, SkipStage.
+/// CUDA rules in Ansor's order: AddCacheRead, AddRowCacheRead (ours: a stage read by a group of
+/// cross-thread reductions and their normalize stage T, like softmax's input, is copied once per
+/// row into shared memory at T's row loop when the row takes at most half of the static
+/// shared-memory limit; the uncached sketch is kept too), AlwaysInline, CrossThreadReduction,
+/// AddCacheWrite, MultiLevelTilingWithFusion, MultiLevelTiling, SkipStage.
 const std::vector<std::unique_ptr<SketchRule>>& GpuSketchRules();
 /// CPU rules in Ansor's order: AlwaysInline, AddRfactor, AddCacheWrite,
 /// MultiLevelTilingWithFusion, MultiLevelTiling, SkipStage.

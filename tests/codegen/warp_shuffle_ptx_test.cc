@@ -1,0 +1,150 @@
+// Warp-shuffle code generation for lowered cross-thread reductions (codegen/emitter.h, "warp
+// exchanges"): each butterfly window becomes one shfl.sync.bfly (two for 64-bit values) and no
+// barrier; thread counts that are not a multiple of the warp, or do not cover blockDim.x, keep
+// the shared-memory form. The one-pass softmax schedule (bench/schedules/) reads each input
+// element once with 16-byte loads. PTX passes ptxas (skipped where it is absent).
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "base/status_matchers.h"
+#include "codegen/codegen.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "schedule/lower.h"
+#include "schedule/schedule_file.h"
+
+namespace tilesearch::codegen {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::tilesearch::testing::IsOk;
+
+constexpr char kPtxas[] = "/usr/local/cuda/bin/ptxas";
+
+int Count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+void ExpectPtxasAccepts(const std::string& ptx) {
+  if (!std::filesystem::exists(kPtxas)) {
+    GTEST_SKIP() << "ptxas not found at " << kPtxas << "; PTX not assembled";
+  }
+  const std::string dir = ::testing::TempDir();
+  const std::string in = dir + "/warp_shuffle_test.ptx";
+  const std::string log = dir + "/warp_shuffle_test.log";
+  std::ofstream(in) << ptx;
+  const std::string cmd = std::string(kPtxas) + " -arch=sm_90 " + in + " -o " + dir +
+                          "/warp_shuffle_test.cubin > " + log + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << ptx;
+}
+
+struct Compiled {
+  schedule::LoweredKernel kernel;
+  std::string ptx;
+};
+
+// Lowers a schedule file's text and compiles it (its launches, or `block_x` threads when > 0).
+absl::StatusOr<Compiled> Compile(const std::string& text, int64_t block_x = 0) {
+  ASSIGN_OR_RETURN(schedule::ScheduleFile file, schedule::ScheduleFile::Parse(text));
+  ASSIGN_OR_RETURN(schedule::ResolvedSchedule r, file.Resolve());
+  ASSIGN_OR_RETURN(schedule::LoweredKernel k, schedule::Lower(r.dag, r.state, file.target));
+  std::vector<LaunchInfo> launches;
+  for (const schedule::LaunchConfig& l : k.launches) {
+    LaunchInfo li;
+    li.grid = l.grid;
+    li.block = l.block;
+    if (block_x > 0) li.block[0] = block_x;
+    launches.push_back(li);
+  }
+  ASSIGN_OR_RETURN(GpuModule m, CompileToPtx(k.nest, launches));
+  return Compiled{std::move(k), m.ptx};
+}
+
+// reduce_<op> over axis 1 of [rows, cols], one row per block, `threads` on threadIdx.x.
+std::string RowReduce(const std::string& op, const std::string& dtype, int64_t cols,
+                      int64_t threads) {
+  return absl::StrCat(R"({"version": 1, "workload": {"op": ")", op, R"(", "shapes": [[4, )", cols,
+                      R"(]], "dtype": ")", dtype,
+                      R"(", "attrs": {"axes": "1"}}, "target": "cuda -arch=sm_90", "steps": [)",
+                      R"(["SP", 1, 1, )", cols, ", [", threads, R"(], 1], ["AN", 1, 0, 5],)",
+                      R"( ["AN", 1, 2, 6]]})");
+}
+
+TEST(WarpShufflePtxTest, EightWarpSumIsEightShufflesAndOneBarrier) {
+  absl::StatusOr<Compiled> c = Compile(RowReduce("reduce_sum", "float32", 1024, 256));
+  ASSERT_THAT(c, IsOk());
+  // 5 butterflies within each warp, 3 across the 8 warp totals; one barrier publishes the totals
+  // (the closing barrier is dropped at the end of the block).
+  EXPECT_EQ(Count(c->ptx, "shfl.sync.bfly.b32"), 8) << c->ptx;
+  EXPECT_EQ(Count(c->ptx, "bar.sync"), 1) << c->ptx;
+  ExpectPtxasAccepts(c->ptx);
+}
+
+TEST(WarpShufflePtxTest, OneWarpNeedsNoBarrier) {
+  absl::StatusOr<Compiled> c = Compile(RowReduce("reduce_max", "float32", 100, 32));
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(Count(c->ptx, "shfl.sync.bfly.b32"), 5) << c->ptx;
+  EXPECT_EQ(Count(c->ptx, "bar.sync"), 0) << c->ptx;
+  ExpectPtxasAccepts(c->ptx);
+}
+
+TEST(WarpShufflePtxTest, IntegerTypesShuffleInThirtyTwoBitHalves) {
+  // Three warps: 5 + 2 butterflies (the warp totals padded to 4 with the identity).
+  absl::StatusOr<Compiled> i32 = Compile(RowReduce("reduce_min", "int32", 300, 96));
+  ASSERT_THAT(i32, IsOk());
+  EXPECT_EQ(Count(i32->ptx, "shfl.sync.bfly.b32"), 7) << i32->ptx;
+  ExpectPtxasAccepts(i32->ptx);
+  absl::StatusOr<Compiled> i64 = Compile(RowReduce("reduce_sum", "int64", 300, 64));
+  ASSERT_THAT(i64, IsOk());
+  EXPECT_EQ(Count(i64->ptx, "shfl.sync.bfly.b32"), 2 * 6) << i64->ptx;
+  ExpectPtxasAccepts(i64->ptx);
+}
+
+TEST(WarpShufflePtxTest, NonWarpMultipleKeepsSharedMemory) {
+  absl::StatusOr<Compiled> c = Compile(RowReduce("reduce_sum", "float32", 300, 48));
+  ASSERT_THAT(c, IsOk());
+  EXPECT_THAT(c->ptx, Not(HasSubstr("shfl.sync")));
+  EXPECT_THAT(c->ptx, HasSubstr("bar.sync"));
+  ExpectPtxasAccepts(c->ptx);
+}
+
+TEST(WarpShufflePtxTest, ReductionNarrowerThanTheBlockKeepsSharedMemory) {
+  // 64 reduction threads in a 128-thread launch: lanes 64..127 skip the loops, so a full-mask
+  // shuffle would be wrong; the windows stay shared-memory exchanges with barriers.
+  absl::StatusOr<Compiled> c = Compile(RowReduce("reduce_sum", "float32", 256, 64), 128);
+  ASSERT_THAT(c, IsOk());
+  EXPECT_THAT(c->ptx, Not(HasSubstr("shfl.sync")));
+  EXPECT_GE(Count(c->ptx, "bar.sync"), 12) << c->ptx;
+  ExpectPtxasAccepts(c->ptx);
+}
+
+TEST(WarpShufflePtxTest, OnePassSoftmaxReadsTheRowOnceWithVectorAccesses) {
+  std::ifstream f(TS_BENCH_SCHEDULES_DIR "/softmax_cuda_4096_onepass.json");
+  ASSERT_TRUE(f.good());
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  absl::StatusOr<Compiled> c = Compile(text);
+  ASSERT_THAT(c, IsOk());
+  ASSERT_EQ(c->kernel.launches.size(), 1u);
+  EXPECT_EQ(c->kernel.launches[0].block[0], 256);
+  // 4096 floats per row, 256 threads: the row copy is 4 (unrolled) 16-byte loads per thread and
+  // the only global read; every global access is 16 bytes wide.
+  EXPECT_EQ(Count(c->ptx, "ld.global.nc.v4.b32") + Count(c->ptx, "ld.global.v4.b32"), 4) << c->ptx;
+  EXPECT_EQ(Count(c->ptx, "ld.global"), 4) << c->ptx;
+  EXPECT_GE(Count(c->ptx, "st.global.v4.b32"), 1) << c->ptx;
+  EXPECT_EQ(Count(c->ptx, "st.global"), Count(c->ptx, "st.global.v4.b32")) << c->ptx;
+  // Two reductions of 8 butterflies each; barriers: after the row copy, and per reduction one
+  // for the warp totals and one publishing the result.
+  EXPECT_EQ(Count(c->ptx, "shfl.sync.bfly.b32"), 16) << c->ptx;
+  EXPECT_EQ(Count(c->ptx, "bar.sync"), 5) << c->ptx;
+  ExpectPtxasAccepts(c->ptx);
+}
+
+}  // namespace
+}  // namespace tilesearch::codegen
