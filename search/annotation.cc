@@ -365,14 +365,26 @@ int64_t SampleTilePlan(TilePlan& plan, const ir::TensorNode& op, const Target& t
     blocks *= CeilDiv(d.extent, Prod(d.lengths));
     tile[d.axis] = TileSpan(d.extent, d.lengths);
   }
+  // Lowering stages each thread's share of the shared tiles in registers (software pipelining,
+  // schedule/software_pipeline.h): count it against the register file with the accumulators.
+  auto staging_fits = [&](const TileDim& d, int64_t span) {
+    if (footprint.empty()) return true;
+    std::map<std::string, int64_t> t = tile;
+    t[d.axis] = span;
+    const int64_t bytes = footprint.Bytes(t);
+    if (bytes < 0) return false;
+    const int64_t t_threads = std::max(threads, min_threads);
+    const int64_t staged = CeilDiv(bytes / 4, t_threads) + 2;  // +1 per buffer of rounding
+    return RegistersFit(t_threads, local + staged, target, options);
+  };
   for (int i : reduce) {
     TileDim& d = plan.dims[i];
     std::map<int64_t, bool> memo;
     d.lengths = draw(
         d,
         [&](const std::vector<int64_t>& f) {
-          return shared_ok(d, TileSpan(d.extent, std::vector<int64_t>(f.begin() + 1, f.end())),
-                           memo);
+          const int64_t span = TileSpan(d.extent, std::vector<int64_t>(f.begin() + 1, f.end()));
+          return shared_ok(d, span, memo) && staging_fits(d, span);
         },
         any);
     tile[d.axis] = TileSpan(d.extent, d.lengths);
