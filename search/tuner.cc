@@ -295,6 +295,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
     ReadOptions read;
     read.target = target;
     read.workload_key = key;
+    read.verify_workload_keys = true;  // never resume from a record whose key lies
     absl::StatusOr<LogContents> log = ReadLog(options.log_path, read);
     if (log.ok()) {
       if (!options.quiet) {

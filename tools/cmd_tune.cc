@@ -30,6 +30,7 @@ struct TuneCommandOptions {
   std::string model = "xgboost";
   int population = -1;   // < 0: SearchOptions' default
   int generations = -1;  // < 0: default
+  double crossover_probability = -1;  // < 0: SearchOptions' default
   int min_runs = -1;        // < 0: runtime::TimingOptions' default
   double min_time_ms = -1;  // < 0: default
   int warmup = -1;          // < 0: default
@@ -54,6 +55,9 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   tune.use_xgboost = options.model == "xgboost";
   if (options.population > 0) tune.search.population = options.population;
   if (options.generations >= 0) tune.search.generations = options.generations;
+  if (options.crossover_probability >= 0) {
+    tune.search.crossover_probability = options.crossover_probability;
+  }
   tune.measure.seed = options.seed + 1;
   runtime::TimingOptions& timing = tune.measure.timing;
   if (options.min_runs >= 0) timing.min_runs = options.min_runs;
@@ -129,6 +133,11 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
   app.add_option("--generations", options->generations,
                  "evolutionary search generations, 0..100 (default 4)")
       ->check(CLI::Range(0, 100));
+  app.add_option("--crossover-probability", options->crossover_probability,
+                 absl::StrCat("chance that a child of the evolutionary search is a crossover of "
+                              "two parents' decisions instead of a mutation, 0..1 (default ",
+                              search::SearchOptions().crossover_probability, "; 0 disables)"))
+      ->check(CLI::Range(0.0, 1.0));
   const runtime::TimingOptions defaults;
   app.add_option("--min-runs", options->min_runs,
                  absl::StrCat("timed runs per candidate at least, 1..100000 (default ",

@@ -4,7 +4,8 @@
 # 2 more (the first 6 lines unchanged, round 3 numbered after the log's), the best record printed
 # is one of the logged ones; the per-round pairwise accuracies printed are the round lines';
 # --early-stopping 1 stops before a large budget; the help mentions --target auto; a missing --log,
-# an unknown --model and a negative --early-stopping are one-line errors (exit 2).
+# an unknown --model, a negative --early-stopping and a crossover probability above 1 are one-line
+# errors (exit 2); --crossover-probability 0 tunes.
 # Run by ctest with TILESEARCH set to the binary.
 set -u
 source "$(dirname "$0")/cli_lib.sh"
@@ -68,5 +69,10 @@ run bad_model tune "${fast[@]}" --trials 4 --model forest
 expect_error bad_model "--model"
 run bad_early tune "${fast[@]}" --trials 4 --early-stopping -1
 expect_error bad_early "--early-stopping"
+run bad_crossover tune "${fast[@]}" --trials 4 --crossover-probability 1.5
+expect_error bad_crossover "--crossover-probability"
+# Crossover off still tunes (every child a mutation).
+run no_crossover tune "${base[@]}" --per-round 2 --log "$tmp/nx.jsonl" --trials 2 --crossover-probability 0
+expect_rc no_crossover 0
 
 finish "tune"
