@@ -22,8 +22,10 @@ LIMIT_S=${LIMIT_S:-450}
 # Tuning-time measurement: 1 warm-up, >= 3 timed runs and >= 10 ms (each after an L2 flush), a
 # candidate over 5 s is a run_timeout; the best records are re-timed by replay's check.
 TUNE_ARGS=${TUNE_ARGS:-"--warmup 1 --min-runs 3 --min-time-ms 10 --run-timeout-ms 5000"}
-# Jobs in GPU blocks: each matmul job (the slow one to measure) shares its GPU with two cheap ones.
-JOBS=${JOBS:-"matmul:xgboost softmax:xgboost softmax:random matmul:random conv2d:xgboost conv2d:random"}
+# Jobs in GPU blocks (job i on GPU i*#GPUs/#jobs): each matmul job (the slow one to measure) shares
+# its GPU with cheap ones; conv2d:xgboost-nox (crossover off) is the crossover A/B against
+# conv2d:xgboost.
+JOBS=${JOBS:-"matmul:xgboost softmax:xgboost conv2d:random conv2d:xgboost-nox matmul:random softmax:random conv2d:xgboost"}
 # A log under $RESUME_DIR/<job>.jsonl (e.g. from an earlier call, in the working tree) is resumed.
 RESUME_DIR=${RESUME_DIR:-}
 echo "== $(date -u +%FT%TZ) $(uname -n); pack: $(head -3 "$root/MANIFEST" 2>/dev/null | tr '\n' ' ')"
@@ -41,6 +43,14 @@ shape_args() {  # OP -> tilesearch workload arguments
     softmax) echo "--op softmax --shape 4096x4096" ;;
     # ResNet-50 conv4_x bottleneck 3x3 convolution, batch 1: 256 -> 256 channels, 14x14, pad 1.
     conv2d) echo "--op conv2d_nchw --shape 1x256x14x14 --shape 256x256x3x3 --attr padding=1 --attr stride=1" ;;
+  esac
+}
+
+# A job's model: xgboost, random, or xgboost-nox (XGBoost with crossover off: the crossover A/B).
+model_args() {
+  case "$1" in
+    xgboost-nox) echo "--model xgboost --crossover-probability 0" ;;
+    *) echo "--model $1" ;;
   esac
 }
 
@@ -63,7 +73,7 @@ for i in "${!jobs[@]}"; do
   echo "== $name on GPU $gpu, cores $lo-$hi"
   # shellcheck disable=SC2046
   TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu$gpu.lock CUDA_VISIBLE_DEVICES=$gpu timeout -s INT -k 120 "$LIMIT_S" taskset -c "$lo-$hi" \
-    "$ts" tune $(shape_args "$op") --target cuda --trials "$TRIALS" --model "$model" --seed 1 \
+    "$ts" tune $(shape_args "$op") --target cuda --trials "$TRIALS" $(model_args "$model") --seed 1 \
     $TUNE_ARGS --log "$out/$name.jsonl" >"$out/$name.out" 2>"$out/$name.err" &
   pids+=($!)
 done
@@ -82,8 +92,9 @@ for j in "${jobs[@]}"; do
 done
 for op in matmul softmax conv2d; do
   [[ -f "$out/${op}_xgboost.jsonl" && -f "$out/${op}_random.jsonl" ]] || continue
-  "$ts" inspect --log "$out/${op}_xgboost.jsonl" --log "$out/${op}_random.jsonl" \
-    --plot "$out/curve_$op.svg" >/dev/null 2>&1
+  logs=(--log "$out/${op}_xgboost.jsonl" --log "$out/${op}_random.jsonl")
+  [[ -f "$out/${op}_xgboost-nox.jsonl" ]] && logs+=(--log "$out/${op}_xgboost-nox.jsonl")
+  "$ts" inspect "${logs[@]}" --plot "$out/curve_$op.svg" >/dev/null 2>&1
 done
 echo "== done $(date -u +%FT%TZ)"
 tar czf "${OUT:-/tmp/out}/issue5.tgz" -C "$(dirname "$out")" issue5
