@@ -9,12 +9,14 @@
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Matchers.h"
 
 namespace tilesearch::codegen::internal {
 namespace {
@@ -1005,6 +1007,54 @@ mlir::arith::FastMathFlags Emitter::Fastmath() const {
   return config_.contract ? arith::FastMathFlags::contract : arith::FastMathFlags::none;
 }
 
+bool Emitter::FastGpuF32(mlir::Value v) const {
+  return config_.target == EmitTarget::kGpu && mlir::getElementTypeOrSelf(v.getType()).isF32();
+}
+
+mlir::Value Emitter::Exp(mlir::Value x) {
+  if (!FastGpuF32(x)) return mlir::math::ExpOp::create(b_, loc_, x);
+  // CUDA's __expf: exp(x) = ex2.approx.ftz(x * log2(e)). ex2.approx has at most 2 ulp relative
+  // error (PTX ISA, ex2); rounding x * log2(e) to f32 adds |x| * log2(e) * 2^-24 * ln(2) =
+  // |x| * 2^-24 relative (CUDA C Programming Guide, intrinsic functions: 2 + floor(|1.173 x|)
+  // ulp for __expf), e.g. 5e-6 relative at |x| = 80, well inside a 1e-4 check tolerance.
+  // Subnormal results (x < -87.3) flush to +0: an absolute error below 1.2e-38. Infinities and
+  // NaN pass through (ex2(-inf) = +0, ex2(+inf) = +inf).
+  b_.getContext()->getOrLoadDialect<mlir::LLVM::LLVMDialect>();
+  const mlir::Type f32 = b_.getF32Type();
+  mlir::Value y = arith::MulFOp::create(b_, loc_, x, Const(x.getType(), 1.4426950408889634));
+  auto ex2 = [&](mlir::Value s) -> mlir::Value {
+    return mlir::LLVM::CallIntrinsicOp::create(
+               b_, loc_, f32, b_.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"), mlir::ValueRange{s})
+        .getResult(0);
+  };
+  auto vt = mlir::dyn_cast<mlir::VectorType>(y.getType());
+  if (!vt) return ex2(y);
+  // The intrinsic is scalar: one ex2 per lane.
+  mlir::Value out = y;
+  for (int64_t i = 0; i < vt.getNumElements(); ++i) {
+    mlir::Value lane = mlir::vector::ExtractOp::create(b_, loc_, y, i);
+    out = mlir::vector::InsertOp::create(b_, loc_, ex2(lane), out, i);
+  }
+  return out;
+}
+
+mlir::Value Emitter::Reciprocal(mlir::Value v) {
+  // arcp + afn let NVPTX select rcp.approx.f32 (1 ulp, subnormals kept) instead of the
+  // correctly rounded rcp.rn.f32 sequence.
+  return arith::DivFOp::create(b_, loc_, Const(v.getType(), 1.0), v,
+                               arith::FastMathFlags::arcp | arith::FastMathFlags::afn);
+}
+
+mlir::Value Emitter::FloatDiv(mlir::Value a, mlir::Value b) {
+  a = Splat(a, b);
+  b = Splat(b, a);
+  if (!FastGpuF32(b)) return arith::DivFOp::create(b_, loc_, a, b);
+  // GPU f32: a * rcp.approx(b), at most 2 ulp from a / b (1 ulp rcp + 0.5 ulp multiply) for
+  // |b| < 2^126; for |b| >= 2^126 the reciprocal is subnormal and loses bits (as div.approx).
+  if (mlir::matchPattern(a, mlir::m_OneFloat())) return Reciprocal(b);
+  return arith::MulFOp::create(b_, loc_, a, Reciprocal(b), Fastmath());
+}
+
 absl::StatusOr<mlir::Value> Emitter::EmitExpr(const Expr& e) {
   CHECK(e.defined()) << "emitting an undefined expression";
   mlir::MLIRContext* ctx = b_.getContext();
@@ -1069,9 +1119,16 @@ absl::StatusOr<mlir::Value> Emitter::EmitBinary(const Expr& e) {
   auto [ea, eb] = ir::BinaryOperands(e);
   ASSIGN_OR_RETURN(mlir::Value a, EmitExpr(ea));
   ASSIGN_OR_RETURN(mlir::Value b, EmitExpr(eb));
+  const bool is_float = ir::IsFloat(ea.type());
+  if (is_float && e.kind() == ExprKind::kDiv && FastGpuF32(b)) {
+    // a / b = a * rcp(b), the reciprocal taken before b is broadcast so that a scalar divisor
+    // costs one rcp for all lanes (and one per row once the unrolled copies are CSE'd).
+    mlir::Value r = Reciprocal(b);
+    r = Splat(r, a);
+    return mlir::Value(arith::MulFOp::create(b_, loc_, Splat(a, r), r, Fastmath()));
+  }
   a = Splat(a, b);
   b = Splat(b, a);
-  const bool is_float = ir::IsFloat(ea.type());
   using P = arith::CmpIPredicate;
   using F = arith::CmpFPredicate;
   auto cmp = [&](P ip, F fp) -> mlir::Value {
@@ -1089,7 +1146,7 @@ absl::StatusOr<mlir::Value> Emitter::EmitBinary(const Expr& e) {
       if (is_float) return mlir::Value(arith::MulFOp::create(b_, loc_, a, b, Fastmath()));
       return mlir::Value(arith::MulIOp::create(b_, loc_, a, b));
     case ExprKind::kDiv:
-      if (is_float) return mlir::Value(arith::DivFOp::create(b_, loc_, a, b));
+      if (is_float) return FloatDiv(a, b);
       return EmitIntDivMod(ExprKind::kDiv, ea, eb, a, b);
     case ExprKind::kMod:
       if (is_float) {
@@ -1325,14 +1382,14 @@ absl::StatusOr<mlir::Value> Emitter::EmitCall(const ir::CallNode* op) {
   namespace math = mlir::math;
   switch (op->op) {
     case ir::CallOp::kExp:
-      return mlir::Value(math::ExpOp::create(b_, loc_, x));
+      return Exp(x);
     case ir::CallOp::kLog:
       return mlir::Value(math::LogOp::create(b_, loc_, x));
     case ir::CallOp::kSqrt:
       return mlir::Value(math::SqrtOp::create(b_, loc_, x));
     case ir::CallOp::kRsqrt: {
       mlir::Value s = math::SqrtOp::create(b_, loc_, x);
-      return mlir::Value(arith::DivFOp::create(b_, loc_, Const(t, 1.0), s));
+      return FloatDiv(Const(t, 1.0), s);
     }
     case ir::CallOp::kTanh:
       return mlir::Value(math::TanhOp::create(b_, loc_, x));
@@ -1340,9 +1397,9 @@ absl::StatusOr<mlir::Value> Emitter::EmitCall(const ir::CallNode* op) {
       return mlir::Value(math::ErfOp::create(b_, loc_, x));
     case ir::CallOp::kSigmoid: {
       mlir::Value n = arith::NegFOp::create(b_, loc_, x);
-      mlir::Value ex = math::ExpOp::create(b_, loc_, n);
+      mlir::Value ex = Exp(n);
       mlir::Value den = arith::AddFOp::create(b_, loc_, Const(t, 1.0), ex);
-      return mlir::Value(arith::DivFOp::create(b_, loc_, Const(t, 1.0), den));
+      return FloatDiv(Const(t, 1.0), den);
     }
     case ir::CallOp::kAbs:
       return mlir::Value(math::AbsFOp::create(b_, loc_, x));
@@ -1355,7 +1412,7 @@ absl::StatusOr<mlir::Value> Emitter::EmitCall(const ir::CallNode* op) {
       using F = arith::CmpFPredicate;
       mlir::Value ax = math::AbsFOp::create(b_, loc_, x);
       mlir::Value lg = math::LogOp::create(b_, loc_, ax);
-      mlir::Value r = math::ExpOp::create(b_, loc_, arith::MulFOp::create(b_, loc_, y, lg));
+      mlir::Value r = Exp(arith::MulFOp::create(b_, loc_, y, lg));
       mlir::Value y_int =
           arith::CmpFOp::create(b_, loc_, F::OEQ, math::FloorOp::create(b_, loc_, y), y);
       mlir::Value half = arith::MulFOp::create(b_, loc_, y, Const(t, 0.5));

@@ -162,6 +162,15 @@ class Emitter {
                           int64_t width) const;
   mlir::Type MaybeVector(mlir::Type elem, bool vector) const;
   mlir::arith::FastMathFlags Fastmath() const;
+  /// Whether `v` (scalar or vector) is f32 on the GPU target, where exp and division use the
+  /// fast hardware approximations (Exp, FloatDiv); the host keeps the accurate lowering.
+  bool FastGpuF32(mlir::Value v) const;
+  /// exp(x): CUDA's __expf (ex2.approx.ftz of x * log2 e) for GPU f32, math.exp otherwise.
+  mlir::Value Exp(mlir::Value x);
+  /// 1 / v with arcp + afn (NVPTX rcp.approx.f32); only for GPU f32.
+  mlir::Value Reciprocal(mlir::Value v);
+  /// a / b (broadcast to a common shape): a * Reciprocal(b) for GPU f32, arith.divf otherwise.
+  mlir::Value FloatDiv(mlir::Value a, mlir::Value b);
 
   mlir::OpBuilder& b_;
   mlir::Location loc_;
