@@ -63,7 +63,6 @@ baseline() {
 }
 if [[ -n "${NO_BASELINE:-}" ]]; then :  # an earlier call of the same pack measured it
 elif (( ngpu > njobs )); then baseline & bpid=$!; else baseline; fi
-bash bench/monitor_jobs.sh 15 $((LIMIT_S + 200)) >"$out/monitor.txt" 2>&1 &
 
 per=$(( ncpu / njobs ))
 pids=()
@@ -79,6 +78,7 @@ for i in "${!jobs[@]}"; do
     $TUNE_ARGS --log "$out/$name.jsonl" >"$out/$name.out" 2>"$out/$name.err" &
   pids+=($!)
 done
+sleep 2; bash bench/monitor_jobs.sh 15 $((LIMIT_S + 200)) >"$out/monitor.txt" 2>&1 &
 for p in "${pids[@]}"; do wait "$p"; done
 [[ -n "${bpid:-}" ]] && wait "$bpid"
 echo "== tuning done $(date -u +%FT%TZ)"
