@@ -746,6 +746,7 @@ absl::StatusOr<LoweredKernel> Lowerer::Run() {
   std::vector<ir::BufferDecl> globals;
   std::vector<Stmt> kernels;
   std::vector<std::string> kernel_stage;
+  std::vector<int> kernel_stage_id;
   for (int s = 0; s < n; ++s) {
     const Stage& st = state_.stage(s);
     if (st.is_placeholder() || st.location != ComputeLocation::kRoot) continue;
@@ -760,6 +761,7 @@ absl::StatusOr<LoweredKernel> Lowerer::Run() {
     ASSIGN_OR_RETURN(Stmt k, BuildStage(s, {}));
     kernels.push_back(k);
     kernel_stage.push_back(st.name());
+    kernel_stage_id.push_back(s);
   }
   for (int s = 0; s < n; ++s) {
     const Stage& st = state_.stage(s);
@@ -788,7 +790,8 @@ absl::StatusOr<LoweredKernel> Lowerer::Run() {
     Stmt k = ir::Simplify(lower_internal::Finalize(kernels[i], align));
     if (target_.is_gpu()) {
       k = lower_internal::RemoveRedundantBarriers(lower_internal::HoistSharedAllocations(k));
-      k = PipelineSharedFetches(k);  // register-staged prefetch of shared tiles
+      // Register-staged prefetch of shared tiles, unless a pragma software_pipeline$0 says off.
+      if (SoftwarePipelineEnabled(state_, kernel_stage_id[i])) k = PipelineSharedFetches(k);
       auto launch = lower_internal::AnalyzeKernel(k, target_);
       if (!launch.ok()) {
         return absl::Status(

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/status.h"
 #include "ir/expr.h"
 #include "ir/simplify.h"
 
@@ -218,6 +219,26 @@ Stmt PipelineSharedFetches(const Stmt& kernel) {
   Pipeliner p;
   Stmt out = p.Mutate(kernel);
   return out.same_as(kernel) ? out : ir::Simplify(out);
+}
+
+bool SoftwarePipelineEnabled(const State& state, int kernel_stage) {
+  CHECK(kernel_stage >= 0 && kernel_stage < state.num_stages()) << "stage id " << kernel_stage;
+  for (int sid = 0; sid < state.num_stages(); ++sid) {
+    if (state.stage(sid).software_pipeline != 0) continue;
+    // The root this stage is computed in (attach chains end at a root stage; bounded by the
+    // stage count in case of a malformed chain).
+    int cur = sid;
+    for (int hops = 0; hops <= state.num_stages(); ++hops) {
+      const Stage& st = state.stage(cur);
+      if (st.location != ComputeLocation::kAttached || st.attach_stage < 0 ||
+          st.attach_stage >= state.num_stages()) {
+        break;
+      }
+      cur = st.attach_stage;
+    }
+    if (cur == kernel_stage) return false;
+  }
+  return true;
 }
 
 }  // namespace tilesearch::schedule

@@ -16,6 +16,7 @@
 #pragma once
 
 #include "ir/stmt.h"
+#include "schedule/state.h"
 
 namespace tilesearch::schedule {
 
@@ -29,5 +30,15 @@ namespace tilesearch::schedule {
 /// TILESEARCH_NO_SOFTWARE_PIPELINE turns the pass off (for A/B benchmarks only: records tuned
 /// with it set replay differently without it).
 ir::Stmt PipelineSharedFetches(const ir::Stmt& kernel);
+
+/// Whether Lower applies PipelineSharedFetches to the GPU kernel of root stage `kernel_stage` of
+/// `state`: true unless that stage, or a stage attached into it (following attach_stage, at any
+/// depth), has pragma software_pipeline 0 (PragmaStep "software_pipeline$0"). Without such a
+/// pragma the pass is on (records from before the pragma existed replay as they were measured).
+/// Annotation puts the pragma on the stage that carries the reduction (and its
+/// auto_unroll_max_step pragma): the root stage itself or its attached cache_write stage. The
+/// environment switch TILESEARCH_NO_SOFTWARE_PIPELINE still turns the pass off everywhere (inside
+/// PipelineSharedFetches). CHECK-fails when `kernel_stage` is not a stage id.
+bool SoftwarePipelineEnabled(const State& state, int kernel_stage);
 
 }  // namespace tilesearch::schedule

@@ -114,6 +114,9 @@ std::string State::ToString() const {
     if (s.auto_unroll_max_step > 0) {
       absl::StrAppend(&out, ", auto_unroll_max_step=", s.auto_unroll_max_step);
     }
+    if (s.software_pipeline >= 0) {
+      absl::StrAppend(&out, ", software_pipeline=", s.software_pipeline);
+    }
     if (s.storage_align_dim >= 0) {
       absl::StrAppend(&out, ", storage_align(", s.storage_align_dim, ", ", s.storage_align_factor,
                       ", ", s.storage_align_offset, ")");

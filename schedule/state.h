@@ -54,6 +54,9 @@ struct Stage {
   ir::MemoryScope scope = ir::MemoryScope::kGlobal;
   /// pragma auto_unroll_max_step (0 = none).
   int64_t auto_unroll_max_step = 0;
+  /// pragma software_pipeline: -1 = not set, 0 = off, 1 = on. The GPU kernel of a root stage is
+  /// pipelined (schedule/software_pipeline.h) unless it or a stage attached into it has 0.
+  int software_pipeline = -1;
   /// storage_align: dimension (-1 = none), factor, offset.
   int storage_align_dim = -1;
   int64_t storage_align_factor = 0;

@@ -190,12 +190,19 @@ struct AnnotationStep {
   bool operator==(const AnnotationStep&) const = default;
 };
 
-/// pragma auto_unroll_max_step=N on a stage (loops with at most N iterations in total below the
-/// pragma are unrolled).
+/// A pragma on a stage, one of two kinds (JSON `["PR", stage, iter, "<name>$<value>"]`):
+///  - auto_unroll_max_step=N (software_pipeline < 0): loops with at most N iterations in total
+///    below the pragma are unrolled;
+///  - software_pipeline=0/1 (software_pipeline >= 0; auto_unroll_max_step is then 0 and unused):
+///    0 turns off the register-staged prefetch of shared-memory fetches
+///    (schedule/software_pipeline.h) for the GPU kernel this stage belongs to; 1 (or no such
+///    pragma) keeps it on.
 struct PragmaStep {
   int stage_id = 0;
   int iter_id = 0;
   int64_t auto_unroll_max_step = 0;
+  /// -1: an auto_unroll_max_step pragma; 0 or 1: a software_pipeline pragma with that value.
+  int software_pipeline = -1;
   absl::StatusOr<State> Apply(const State& s) const;
   nlohmann::json ToJson() const;
   static absl::StatusOr<PragmaStep> FromJson(const nlohmann::json& j);

@@ -1,4 +1,4 @@
-// pragma auto_unroll_max_step=N on a stage (Ansor PragmaStep with "auto_unroll_max_step$N").
+// pragmas on a stage (Ansor PragmaStep): "auto_unroll_max_step$N" and "software_pipeline$0|1".
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -9,7 +9,8 @@
 
 namespace tilesearch::schedule {
 namespace {
-constexpr char kPrefix[] = "auto_unroll_max_step$";
+constexpr char kUnrollPrefix[] = "auto_unroll_max_step$";
+constexpr char kPipelinePrefix[] = "software_pipeline$";
 }  // namespace
 
 absl::StatusOr<State> PragmaStep::Apply(const State& s) const {
@@ -18,18 +19,29 @@ absl::StatusOr<State> PragmaStep::Apply(const State& s) const {
   const Stage& stage = s.stage(stage_id);
   RETURN_IF_ERROR(internal::CheckSchedulable(stage, text));
   RETURN_IF_ERROR(internal::CheckIterId(stage, iter_id, text));
-  if (auto_unroll_max_step < 0) {
-    return internal::StepError(
-        text, absl::StrCat("auto_unroll_max_step ", auto_unroll_max_step, " is negative"));
-  }
   State out = s;
-  out.MutableStage(stage_id).auto_unroll_max_step = auto_unroll_max_step;
+  if (software_pipeline >= 0) {
+    if (software_pipeline > 1) {
+      return internal::StepError(
+          text, absl::StrCat("software_pipeline ", software_pipeline, " is not 0 or 1"));
+    }
+    out.MutableStage(stage_id).software_pipeline = software_pipeline;
+  } else {
+    if (auto_unroll_max_step < 0) {
+      return internal::StepError(
+          text, absl::StrCat("auto_unroll_max_step ", auto_unroll_max_step, " is negative"));
+    }
+    out.MutableStage(stage_id).auto_unroll_max_step = auto_unroll_max_step;
+  }
   out.AppendStep(*this);
   return out;
 }
 
 nlohmann::json PragmaStep::ToJson() const {
-  return {"PR", stage_id, iter_id, absl::StrCat(kPrefix, auto_unroll_max_step)};
+  if (software_pipeline >= 0) {
+    return {"PR", stage_id, iter_id, absl::StrCat(kPipelinePrefix, software_pipeline)};
+  }
+  return {"PR", stage_id, iter_id, absl::StrCat(kUnrollPrefix, auto_unroll_max_step)};
 }
 
 absl::StatusOr<PragmaStep> PragmaStep::FromJson(const nlohmann::json& j) {
@@ -38,19 +50,33 @@ absl::StatusOr<PragmaStep> PragmaStep::FromJson(const nlohmann::json& j) {
   ASSIGN_OR_RETURN(int64_t stage, internal::JsonInt(j, 1, "PR"));
   ASSIGN_OR_RETURN(int64_t iter, internal::JsonInt(j, 2, "PR"));
   ASSIGN_OR_RETURN(std::string pragma, internal::JsonString(j, 3, "PR"));
-  int64_t value = 0;
-  if (!absl::StartsWith(pragma, kPrefix) ||
-      !absl::SimpleAtoi(pragma.substr(sizeof(kPrefix) - 1), &value)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown pragma '", pragma, "' (expected auto_unroll_max_step$N)"));
-  }
   s.stage_id = static_cast<int>(stage);
   s.iter_id = static_cast<int>(iter);
-  s.auto_unroll_max_step = value;
-  return s;
+  int64_t value = 0;
+  if (absl::StartsWith(pragma, kUnrollPrefix) &&
+      absl::SimpleAtoi(pragma.substr(sizeof(kUnrollPrefix) - 1), &value)) {
+    s.auto_unroll_max_step = value;
+    return s;
+  }
+  if (absl::StartsWith(pragma, kPipelinePrefix)) {
+    const std::string v = pragma.substr(sizeof(kPipelinePrefix) - 1);
+    if (v != "0" && v != "1") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bad pragma '", pragma, "': software_pipeline takes 0 or 1, got '", v, "'"));
+    }
+    s.software_pipeline = v == "1" ? 1 : 0;
+    return s;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown pragma '", pragma,
+                   "' (expected auto_unroll_max_step$N or software_pipeline$0|1)"));
 }
 
 std::string PragmaStep::ToString() const {
+  if (software_pipeline >= 0) {
+    return absl::StrCat("pragma(", stage_id, ", ", iter_id,
+                        ", software_pipeline=", software_pipeline, ")");
+  }
   return absl::StrCat("pragma(", stage_id, ", ", iter_id,
                       ", auto_unroll_max_step=", auto_unroll_max_step, ")");
 }
