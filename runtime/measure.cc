@@ -1,21 +1,20 @@
 // Measurement results: names, JSON form, option validation and the measurer factory.
 #include "runtime/measure.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <limits>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
+#include "runtime/device_lock.h"
 
 namespace tilesearch::runtime {
 namespace {
@@ -335,25 +334,36 @@ absl::Status ValidateMeasureOptions(const MeasureOptions& options) {
 
 namespace {
 
-// Holds an exclusive flock on a shared file around each Measure call of the wrapped measurer.
-// The fd is opened once; forked workers inherit it but never lock or unlock it.
+// Holds the device lock (runtime/device_lock.h: a FIFO ticket lock across processes) around each
+// Measure call of the wrapped measurer. The lock keeps no descriptor open, so forked workers
+// inherit nothing of it.
 class LockedMeasurer : public Measurer {
  public:
-  LockedMeasurer(std::unique_ptr<Measurer> inner, int fd) : inner_(std::move(inner)), fd_(fd) {}
-  ~LockedMeasurer() override { close(fd_); }
+  LockedMeasurer(std::unique_ptr<Measurer> inner, std::unique_ptr<DeviceLock> lock)
+      : inner_(std::move(inner)), lock_(std::move(lock)) {}
   std::vector<MeasureResult> Measure(const ir::ComputeDAG& dag,
                                      const std::vector<MeasureCandidate>& candidates) override {
-    while (flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    if (absl::Status acquired = lock_->Acquire(); !acquired.ok()) {
+      // Measuring without the lock would time kernels next to another job's: fail loudly.
+      std::vector<MeasureResult> results(candidates.size());
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        results[i].error = MeasureError::kRuntimeError;
+        results[i].message = absl::StrCat("not measured: ", std::string(acquired.message()));
+        results[i].compile_ms = candidates[i].compile_ms;
+      }
+      return results;
     }
     std::vector<MeasureResult> results = inner_->Measure(dag, candidates);
-    flock(fd_, LOCK_UN);
+    if (absl::Status released = lock_->Release(); !released.ok()) {
+      std::cerr << "measure: " << released.message() << "\n";
+    }
     return results;
   }
   const schedule::Target& target() const override { return inner_->target(); }
 
  private:
   std::unique_ptr<Measurer> inner_;
-  int fd_;
+  std::unique_ptr<DeviceLock> lock_;
 };
 
 absl::StatusOr<std::unique_ptr<Measurer>> CreateUnlockedMeasurer(const schedule::Target& target,
@@ -377,20 +387,13 @@ absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(const schedule::Target&
   if (lock_path.empty()) {
     if (const char* env = std::getenv("TILESEARCH_DEVICE_LOCK")) lock_path = env;
   }
-  int fd = -1;
+  std::unique_ptr<DeviceLock> lock;
   if (!lock_path.empty()) {
-    fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot open device lock '", lock_path,
-                                                     "': ", std::strerror(errno)));
-    }
+    ASSIGN_OR_RETURN(lock, DeviceLock::Open(lock_path));
   }
-  absl::StatusOr<std::unique_ptr<Measurer>> measurer = CreateUnlockedMeasurer(target, options);
-  if (fd < 0 || !measurer.ok()) {
-    if (fd >= 0) close(fd);
-    return measurer;
-  }
-  return std::unique_ptr<Measurer>(new LockedMeasurer(*std::move(measurer), fd));
+  ASSIGN_OR_RETURN(std::unique_ptr<Measurer> measurer, CreateUnlockedMeasurer(target, options));
+  if (lock == nullptr) return measurer;
+  return std::unique_ptr<Measurer>(new LockedMeasurer(std::move(measurer), std::move(lock)));
 }
 
 double EstimateMeasureHostBytes(const ir::ComputeDAG& dag, const MeasureOptions& options) {

@@ -135,9 +135,10 @@ struct MeasureOptions {
   int device = 0;
   /// Host target: threads for parallel loops (0 = all cores).
   int host_threads = 0;
-  /// A file every Measure call locks exclusively (flock) for its whole duration, so that several
-  /// tuning jobs sharing one GPU never check or time kernels at the same time (their searches
-  /// still overlap). Empty: the environment variable TILESEARCH_DEVICE_LOCK, if set; else none.
+  /// A file every Measure call locks exclusively for its whole duration, so that several tuning
+  /// jobs sharing one GPU never check or time kernels at the same time (their searches still
+  /// overlap). The lock is first-come-first-served and skips dead holders (runtime/device_lock.h).
+  /// Empty: the environment variable TILESEARCH_DEVICE_LOCK, if set; else none.
   std::string device_lock_path;
 };
 
