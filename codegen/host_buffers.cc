@@ -1,7 +1,7 @@
 // RunOnBuffers: interpreter-style buffers (values as double) ↔ the typed row-major arrays the
 // generated code reads and writes.
+#include <bit>
 #include <cmath>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -11,35 +11,19 @@
 namespace tilesearch::codegen {
 namespace {
 
-float BitsFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 // Round-to-nearest-even conversions (float16 through the compiler's _Float16).
-uint16_t HalfFromFloat(float f) {
-  const _Float16 h = static_cast<_Float16>(f);
-  uint16_t u;
-  std::memcpy(&u, &h, 2);
-  return u;
-}
+uint16_t HalfFromFloat(float f) { return std::bit_cast<uint16_t>(static_cast<_Float16>(f)); }
 
-float FloatFromHalf(uint16_t u) {
-  _Float16 h;
-  std::memcpy(&h, &u, 2);
-  return static_cast<float>(h);
-}
+float FloatFromHalf(uint16_t u) { return static_cast<float>(std::bit_cast<_Float16>(u)); }
 
 uint16_t Bf16FromFloat(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
+  uint32_t x = std::bit_cast<uint32_t>(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // NaN
   x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even on the dropped 16 bits
   return static_cast<uint16_t>(x >> 16);
 }
 
-float FloatFromBf16(uint16_t h) { return BitsFloat(static_cast<uint32_t>(h) << 16); }
+float FloatFromBf16(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
 
 void Pack(const ir::HostBuffer& src, std::vector<unsigned char>& dst) {
   const int64_t n = src.NumElements();

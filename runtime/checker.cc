@@ -2,6 +2,7 @@
 // reference, and typed packing of host buffers (float16 / bfloat16 round to nearest even).
 #include "runtime/checker.h"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -39,17 +40,9 @@ double StandardNormal(std::mt19937_64& rng) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
 }
 
-uint32_t FloatBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
+uint32_t FloatBits(float f) { return std::bit_cast<uint32_t>(f); }
 
-float BitsFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+float BitsFloat(uint32_t u) { return std::bit_cast<float>(u); }
 
 // IEEE binary32 → binary16, round to nearest even; NaNs stay (quiet) NaNs.
 uint16_t HalfBitsFromFloat(float f) {

@@ -2,7 +2,7 @@
 #include "runtime/device_compare.h"
 
 #include <algorithm>
-#include <cstring>
+#include <bit>
 
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
@@ -210,18 +210,6 @@ std::string BuildPtx() {
   return ptx;
 }
 
-uint64_t DoubleBits(double d) {
-  uint64_t u;
-  std::memcpy(&u, &d, 8);
-  return u;
-}
-
-double BitsDouble(uint64_t u) {
-  double d;
-  std::memcpy(&d, &u, 8);
-  return d;
-}
-
 unsigned int GridFor(int64_t items) {
   const int64_t blocks = (items + kThreadsPerBlock - 1) / kThreadsPerBlock;
   return static_cast<unsigned int>(std::clamp<int64_t>(blocks, 1, kMaxBlocks));
@@ -234,14 +222,14 @@ const std::string& DeviceComparePtx() {
   return *ptx;
 }
 
-CompareSlot InitialCompareSlot() { return {0, DoubleBits(0.0), DoubleBits(0.0), ~uint64_t{0}}; }
+CompareSlot InitialCompareSlot() { return {0, std::bit_cast<uint64_t>(0.0), std::bit_cast<uint64_t>(0.0), ~uint64_t{0}}; }
 
 CompareSummary DecodeCompareSlot(const CompareSlot& slot, int64_t elements) {
   CompareSummary s;
   s.elements = elements;
   s.mismatches = static_cast<int64_t>(slot[0]);
-  s.max_abs_error = BitsDouble(slot[1]);
-  s.max_rel_error = BitsDouble(slot[2]);
+  s.max_abs_error = std::bit_cast<double>(slot[1]);
+  s.max_rel_error = std::bit_cast<double>(slot[2]);
   s.first_mismatch = s.mismatches > 0 ? static_cast<int64_t>(slot[3]) : -1;
   return s;
 }

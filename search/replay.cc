@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -342,26 +343,29 @@ std::string DefaultArtifactName(const MeasureRecord& record) {
 }
 
 absl::Status ValidateArtifactName(const std::string& name) {
-  // C23 keywords (the _Capitalized ones are caught as reserved below), then C++20's others.
-  static const std::set<std::string> kCKeywords = {
-      "alignas",  "alignof",  "auto",          "bool",         "break",    "case",
-      "char",     "const",    "constexpr",     "continue",     "default",  "do",
-      "double",   "else",     "enum",          "extern",       "false",    "float",
-      "for",      "goto",     "if",            "inline",       "int",      "long",
-      "nullptr",  "register", "restrict",      "return",       "short",    "signed",
-      "sizeof",   "static",   "static_assert", "struct",       "switch",   "thread_local",
-      "true",     "typedef",  "typeof",        "typeof_unqual", "union",   "unsigned",
-      "void",     "volatile", "while"};
-  static const std::set<std::string> kCppKeywords = {
-      "and",          "and_eq",      "asm",       "bitand",     "bitor",       "catch",
-      "char8_t",      "char16_t",    "char32_t",  "class",      "compl",       "concept",
-      "consteval",    "constinit",   "const_cast", "co_await",  "co_return",   "co_yield",
-      "decltype",     "delete",      "dynamic_cast", "explicit", "export",     "friend",
-      "mutable",      "namespace",   "new",       "noexcept",   "not",         "not_eq",
-      "operator",     "or",          "or_eq",     "private",    "protected",   "public",
-      "reinterpret_cast", "requires", "static_cast", "template", "this",       "throw",
-      "try",          "typeid",      "typename",  "using",      "virtual",     "wchar_t",
-      "xor",          "xor_eq"};
+  // Keyword → its language: C23's (the _Capitalized ones are caught as reserved below), then
+  // C++20's others.
+  static const auto* const kKeywords = [] {
+    auto* keywords = new std::map<std::string, std::string>;
+    const std::pair<const char*, const char*> kLists[] = {
+        {"C",
+         "alignas alignof auto bool break case char const constexpr continue default do double "
+         "else enum extern false float for goto if inline int long nullptr register restrict "
+         "return short signed sizeof static static_assert struct switch thread_local true typedef "
+         "typeof typeof_unqual union unsigned void volatile while"},
+        {"C++",
+         "and and_eq asm bitand bitor catch char8_t char16_t char32_t class compl concept "
+         "consteval constinit const_cast co_await co_return co_yield decltype delete dynamic_cast "
+         "explicit export friend mutable namespace new noexcept not not_eq operator or or_eq "
+         "private protected public reinterpret_cast requires static_cast template this throw try "
+         "typeid typename using virtual wchar_t xor xor_eq"}};
+    for (const auto& [language, words] : kLists) {
+      for (absl::string_view w : absl::StrSplit(words, ' ')) {
+        keywords->emplace(std::string(w), language);
+      }
+    }
+    return keywords;
+  }();
   const std::string quoted = absl::StrCat("artifact name '", name, "'");
   const char* hint = "; give a C identifier such as my_kernel";
   if (name.empty()) return absl::InvalidArgumentError(absl::StrCat("artifact name is empty", hint));
@@ -370,11 +374,8 @@ absl::Status ValidateArtifactName(const std::string& name) {
         quoted, " is not a C identifier (letters, digits and '_', not starting with a digit)",
         hint));
   }
-  if (kCKeywords.count(name) > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(quoted, " is a C keyword", hint));
-  }
-  if (kCppKeywords.count(name) > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(quoted, " is a C++ keyword", hint));
+  if (auto it = kKeywords->find(name); it != kKeywords->end()) {
+    return absl::InvalidArgumentError(absl::StrCat(quoted, " is a ", it->second, " keyword", hint));
   }
   if (name[0] == '_') {
     return absl::InvalidArgumentError(absl::StrCat(

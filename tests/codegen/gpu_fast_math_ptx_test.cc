@@ -5,9 +5,6 @@
 // float64 softmax of the same float32 inputs to 1e-6 relative.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -19,54 +16,23 @@
 #include "ir/lower_naive.h"
 #include "ir/ops/registry.h"
 #include "ir/reference.h"
-#include "schedule/lower.h"
-#include "schedule/schedule_file.h"
 #include "tests/codegen/nest_builders.h"
+#include "tests/codegen/ptx_test_util.h"
 
 namespace tilesearch::codegen {
 namespace {
 
+using testing::Count;
+using testing::ExpectPtxasAccepts;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::tilesearch::testing::IsOk;
 
-constexpr char kPtxas[] = "/usr/local/cuda/bin/ptxas";
-
-int Count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-  return n;
-}
-
-void ExpectPtxasAccepts(const std::string& ptx) {
-  if (!std::filesystem::exists(kPtxas)) {
-    GTEST_SKIP() << "ptxas not found at " << kPtxas << "; PTX not assembled";
-  }
-  const std::string dir = ::testing::TempDir();
-  const std::string in = dir + "/gpu_fast_math_test.ptx";
-  const std::string log = dir + "/gpu_fast_math_test.log";
-  std::ofstream(in) << ptx;
-  const std::string cmd = std::string(kPtxas) + " -arch=sm_90 " + in + " -o " + dir +
-                          "/gpu_fast_math_test.cubin > " + log + " 2>&1";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << ptx;
-}
-
 absl::StatusOr<std::string> SoftmaxOnePassPtx() {
-  std::ifstream f(TS_BENCH_SCHEDULES_DIR "/softmax_cuda_4096_onepass.json");
-  if (!f.good()) return absl::NotFoundError("softmax_cuda_4096_onepass.json not found");
-  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  ASSIGN_OR_RETURN(schedule::ScheduleFile file, schedule::ScheduleFile::Parse(text));
-  ASSIGN_OR_RETURN(schedule::ResolvedSchedule r, file.Resolve());
-  ASSIGN_OR_RETURN(schedule::LoweredKernel k, schedule::Lower(r.dag, r.state, file.target));
-  std::vector<LaunchInfo> launches;
-  for (const schedule::LaunchConfig& l : k.launches) {
-    LaunchInfo li;
-    li.grid = l.grid;
-    li.block = l.block;
-    launches.push_back(li);
-  }
-  ASSIGN_OR_RETURN(GpuModule m, CompileToPtx(k.nest, launches));
-  return m.ptx;
+  ASSIGN_OR_RETURN(std::string text,
+                   testing::ReadTextFile(TS_BENCH_SCHEDULES_DIR "/softmax_cuda_4096_onepass.json"));
+  ASSIGN_OR_RETURN(testing::CompiledSchedule c, testing::CompileScheduleText(text));
+  return c.ptx;
 }
 
 TEST(GpuFastMathPtxTest, OnePassSoftmaxUsesEx2AndOneReciprocalPerRow) {
@@ -81,7 +47,7 @@ TEST(GpuFastMathPtxTest, OnePassSoftmaxUsesEx2AndOneReciprocalPerRow) {
   EXPECT_THAT(*ptx, Not(HasSubstr("div.rn.f32"))) << *ptx;
   EXPECT_THAT(*ptx, Not(HasSubstr("div."))) << *ptx;
   EXPECT_EQ(Count(*ptx, "rcp.approx.f32"), 1) << *ptx;
-  ExpectPtxasAccepts(*ptx);
+  ExpectPtxasAccepts(*ptx, "gpu_fast_math_test");
 }
 
 TEST(GpuFastMathPtxTest, HostSoftmaxKeepsAccurateExpAndDivision) {

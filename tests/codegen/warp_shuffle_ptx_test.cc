@@ -3,68 +3,32 @@
 // barrier; thread counts that are not a multiple of the warp, or do not cover blockDim.x, keep
 // the shared-memory form. The one-pass softmax schedule (bench/schedules/) reads each input
 // element once with 16-byte loads. PTX passes ptxas (skipped where it is absent).
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "base/status.h"
 #include "base/status_matchers.h"
 #include "codegen/codegen.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "schedule/lower.h"
-#include "schedule/schedule_file.h"
+#include "tests/codegen/ptx_test_util.h"
 
 namespace tilesearch::codegen {
 namespace {
 
+using testing::Count;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::tilesearch::testing::IsOk;
 
-constexpr char kPtxas[] = "/usr/local/cuda/bin/ptxas";
-
-int Count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-  return n;
-}
-
-void ExpectPtxasAccepts(const std::string& ptx) {
-  if (!std::filesystem::exists(kPtxas)) {
-    GTEST_SKIP() << "ptxas not found at " << kPtxas << "; PTX not assembled";
-  }
-  const std::string dir = ::testing::TempDir();
-  const std::string in = dir + "/warp_shuffle_test.ptx";
-  const std::string log = dir + "/warp_shuffle_test.log";
-  std::ofstream(in) << ptx;
-  const std::string cmd = std::string(kPtxas) + " -arch=sm_90 " + in + " -o " + dir +
-                          "/warp_shuffle_test.cubin > " + log + " 2>&1";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << ptx;
-}
-
-struct Compiled {
-  schedule::LoweredKernel kernel;
-  std::string ptx;
-};
+using Compiled = testing::CompiledSchedule;
 
 // Lowers a schedule file's text and compiles it (its launches, or `block_x` threads when > 0).
 absl::StatusOr<Compiled> Compile(const std::string& text, int64_t block_x = 0) {
-  ASSIGN_OR_RETURN(schedule::ScheduleFile file, schedule::ScheduleFile::Parse(text));
-  ASSIGN_OR_RETURN(schedule::ResolvedSchedule r, file.Resolve());
-  ASSIGN_OR_RETURN(schedule::LoweredKernel k, schedule::Lower(r.dag, r.state, file.target));
-  std::vector<LaunchInfo> launches;
-  for (const schedule::LaunchConfig& l : k.launches) {
-    LaunchInfo li;
-    li.grid = l.grid;
-    li.block = l.block;
-    if (block_x > 0) li.block[0] = block_x;
-    launches.push_back(li);
-  }
-  ASSIGN_OR_RETURN(GpuModule m, CompileToPtx(k.nest, launches));
-  return Compiled{std::move(k), m.ptx};
+  return testing::CompileScheduleText(text, block_x);
+}
+
+void ExpectPtxasAccepts(const std::string& ptx) {
+  testing::ExpectPtxasAccepts(ptx, "warp_shuffle_test");
 }
 
 // reduce_<op> over axis 1 of [rows, cols], one row per block, `threads` on threadIdx.x.
@@ -126,10 +90,10 @@ TEST(WarpShufflePtxTest, ReductionNarrowerThanTheBlockKeepsSharedMemory) {
 }
 
 TEST(WarpShufflePtxTest, OnePassSoftmaxReadsTheRowOnceWithVectorAccesses) {
-  std::ifstream f(TS_BENCH_SCHEDULES_DIR "/softmax_cuda_4096_onepass.json");
-  ASSERT_TRUE(f.good());
-  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  absl::StatusOr<Compiled> c = Compile(text);
+  absl::StatusOr<std::string> text =
+      testing::ReadTextFile(TS_BENCH_SCHEDULES_DIR "/softmax_cuda_4096_onepass.json");
+  ASSERT_THAT(text, IsOk());
+  absl::StatusOr<Compiled> c = Compile(*text);
   ASSERT_THAT(c, IsOk());
   ASSERT_EQ(c->kernel.launches.size(), 1u);
   EXPECT_EQ(c->kernel.launches[0].block[0], 256);

@@ -4,13 +4,9 @@
 // process never initializes CUDA (the measurer tests in the same binary fork workers).
 #include "runtime/cuda_device.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,52 +18,18 @@
 #include "ir/host_buffer.h"
 #include "runtime/cuda_driver.h"
 #include "tests/codegen/nest_builders.h"
+#include "tests/runtime/cuda_device_test_util.h"
 #include "tests/runtime/cuda_test_util.h"
 
 namespace tilesearch::runtime {
 namespace {
 
 using ::testing::HasSubstr;
+using testing_util::MakeContext;
+using testing_util::ProbedDevice;
+using testing_util::RunForked;
 using ::tilesearch::testing::IsOk;
 using ::tilesearch::testing::StatusIs;
-
-const absl::StatusOr<DeviceInfo>& ProbedDevice() {
-  static const auto* probe = new absl::StatusOr<DeviceInfo>(ProbeCudaDevice(0));
-  return *probe;
-}
-
-#define TS_SKIP_WITHOUT_DEVICE()                                             \
-  if (!ProbedDevice().ok()) {                                                \
-    GTEST_SKIP() << "no CUDA driver: " << ProbedDevice().status().message(); \
-  }
-
-// Runs `body` in a forked child (which may initialize CUDA); the child's failures are printed
-// there as they happen and reported back through its exit status.
-void RunForked(const std::function<void()>& body) {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    body();
-    std::fflush(stdout);
-    std::fflush(stderr);
-    _exit(::testing::Test::HasFailure() ? 1 : 0);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << "the device test's child failed (its failures are printed above); wait status " << status;
-}
-
-std::unique_ptr<CudaContext> MakeContext() {
-  absl::StatusOr<const CudaDriver*> driver = CudaDriver::Load();
-  EXPECT_TRUE(driver.ok()) << driver.status();
-  if (!driver.ok()) return nullptr;
-  absl::StatusOr<std::unique_ptr<CudaContext>> ctx = CudaContext::Create(**driver, 0);
-  EXPECT_TRUE(ctx.ok()) << ctx.status();
-  return ctx.ok() ? *std::move(ctx) : nullptr;
-}
 
 std::vector<float> RandomFloats(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -14,22 +14,14 @@
 #include "runtime/cuda_device.h"
 #include "runtime/measure.h"
 #include "tests/codegen/nest_builders.h"
+#include "tests/runtime/cuda_device_test_util.h"
 #include "tests/runtime/cuda_test_util.h"
 
 namespace tilesearch::runtime {
 namespace {
 
 using ::testing::HasSubstr;
-
-const absl::StatusOr<DeviceInfo>& ProbedDevice() {
-  static const auto* probe = new absl::StatusOr<DeviceInfo>(ProbeCudaDevice(0));
-  return *probe;
-}
-
-#define TS_SKIP_WITHOUT_DEVICE()                                             \
-  if (!ProbedDevice().ok()) {                                                \
-    GTEST_SKIP() << "no CUDA driver: " << ProbedDevice().status().message(); \
-  }
+using testing_util::ProbedDevice;
 
 MeasureOptions QuickOptions() {
   MeasureOptions o;

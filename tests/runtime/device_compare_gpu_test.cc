@@ -4,12 +4,7 @@
 // threads, a correct kernel output, the output of a real kernel with planted errors, a kernel
 // that computes twice the value, byte differences with a ragged tail; and through the measurer, a
 // candidate that writes into its input is a wrong answer and the candidate after it is fine.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cmath>
-#include <cstdio>
-#include <functional>
 #include <limits>
 #include <memory>
 #include <random>
@@ -25,6 +20,7 @@
 #include "runtime/device_compare.h"
 #include "runtime/measure.h"
 #include "tests/codegen/nest_builders.h"
+#include "tests/runtime/cuda_device_test_util.h"
 #include "tests/runtime/cuda_test_util.h"
 
 namespace tilesearch::runtime {
@@ -32,34 +28,8 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::tilesearch::testing::IsOk;
-
-const absl::StatusOr<DeviceInfo>& ProbedDevice() {
-  static const auto* probe = new absl::StatusOr<DeviceInfo>(ProbeCudaDevice(0));
-  return *probe;
-}
-
-#define TS_SKIP_WITHOUT_DEVICE()                                             \
-  if (!ProbedDevice().ok()) {                                                \
-    GTEST_SKIP() << "no CUDA driver: " << ProbedDevice().status().message(); \
-  }
-
-// Runs `body` in a forked child (which may initialize CUDA); failures come back as its status.
-void RunForked(const std::function<void()>& body) {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    body();
-    std::fflush(stdout);
-    std::fflush(stderr);
-    _exit(::testing::Test::HasFailure() ? 1 : 0);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << "the device test's child failed (its failures are printed above); wait status " << status;
-}
+using testing_util::ProbedDevice;
+using testing_util::RunForked;
 
 struct Device {
   std::unique_ptr<CudaContext> context;
@@ -68,13 +38,8 @@ struct Device {
 
 Device MakeDevice() {
   Device d;
-  absl::StatusOr<const CudaDriver*> driver = CudaDriver::Load();
-  EXPECT_TRUE(driver.ok()) << driver.status();
-  if (!driver.ok()) return d;
-  absl::StatusOr<std::unique_ptr<CudaContext>> ctx = CudaContext::Create(**driver, 0);
-  EXPECT_TRUE(ctx.ok()) << ctx.status();
-  if (!ctx.ok()) return d;
-  d.context = *std::move(ctx);
+  d.context = testing_util::MakeContext();
+  if (d.context == nullptr) return d;
   absl::StatusOr<std::unique_ptr<DeviceComparer>> c = DeviceComparer::Create(*d.context);
   EXPECT_TRUE(c.ok()) << c.status();
   if (c.ok()) d.comparer = *std::move(c);

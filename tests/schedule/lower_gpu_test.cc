@@ -33,32 +33,12 @@ constexpr int64_t kThreads = kTi * kTj;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Ansor's GPU multi-level tiling: C.local (cache_write) computed per thread; C's i and j split
-// into blockIdx / vthread / threadIdx / inner tiles; k into outer and inner; A and B cached in
-// shared memory at the outer reduce tile and fetched cooperatively by all threads of the block.
+// Ansor's GPU multi-level tiling (testing::GpuMatmulSched) with the tiles above, the shared
+// tiles fetched by `fetch_threads` threads.
 State GpuMatmulSchedule(const ir::ComputeDAG& dag, int64_t fetch_threads = kThreads) {
-  Sched s(dag);
-  s.CacheWrite("C", ir::MemoryScope::kLocal);
-  s.Split("C", "i", {kVi, kTi, kIi}).Split("C", "j", {kVj, kTj, kIj});
-  s.Reorder("C", {"i.0", "j.0", "i.1", "j.1", "i.2", "j.2", "i.3", "j.3"});
-  s.Fuse("C", {"i.0", "j.0"}).Fuse("C", {"i.1", "j.1"}).Fuse("C", {"i.2", "j.2"});
-  s.Annotate("C", "i.0@j.0", IteratorAnnotation::kBlockIdxX)
-      .Annotate("C", "i.1@j.1", IteratorAnnotation::kVThread)
-      .Annotate("C", "i.2@j.2", IteratorAnnotation::kThreadIdxX);
-  s.ComputeAt("C.local", "C", "i.2@j.2");
-  s.Split("C.local", "k", {kKi}).Reorder("C.local", {"k.0", "k.1", "i", "j"});
-  s.CacheRead("A", ir::MemoryScope::kShared, {"C.local"});
-  s.CacheRead("B", ir::MemoryScope::kShared, {"C.local"});
-  s.ComputeAt("A.shared", "C.local", "k.0").ComputeAt("B.shared", "C.local", "k.0");
-  for (const std::string name : {"A.shared", "B.shared"}) {
-    const Stage& st = s.state().stage(s.state().StageId(name));
-    std::vector<std::string> iters;
-    for (const Iterator& it : st.iters) iters.push_back(it.name);
-    s.Fuse(name, iters);
-    const std::string fused = s.state().stage(s.state().StageId(name)).iters[0].name;
-    s.Split(name, fused, {fetch_threads});
-    s.Annotate(name, fused + ".1", IteratorAnnotation::kThreadIdxX);
-  }
+  Sched s = testing::GpuMatmulSched(
+      dag,
+      {.i = {kVi, kTi, kIi}, .j = {kVj, kTj, kIj}, .k_inner = kKi, .fetch_threads = fetch_threads});
   EXPECT_THAT(s.status(), IsOk());
   return s.state();
 }

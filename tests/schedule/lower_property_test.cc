@@ -362,31 +362,10 @@ TEST(LowerProperty, RandomGpuMatmulTilesMatchTheNaiveProgram) {
   for (int trial = 0; trial < 40; ++trial) {
     const int64_t m = pick(1, 40), n = pick(1, 40), kk = pick(1, 24);
     ir::ComputeDAG dag = *ir::MatmulDAG({m, kk}, {kk, n});
-    testing::Sched s(dag);
-    s.CacheWrite("C", ir::MemoryScope::kLocal);
-    s.Split("C", "i", {pick(1, 2), pick(1, 4), pick(1, 3)});
-    s.Split("C", "j", {pick(1, 2), pick(1, 8), pick(1, 3)});
-    s.Reorder("C", {"i.0", "j.0", "i.1", "j.1", "i.2", "j.2", "i.3", "j.3"});
-    s.Fuse("C", {"i.0", "j.0"}).Fuse("C", {"i.1", "j.1"}).Fuse("C", {"i.2", "j.2"});
-    s.Annotate("C", "i.0@j.0", IteratorAnnotation::kBlockIdxX)
-        .Annotate("C", "i.1@j.1", IteratorAnnotation::kVThread)
-        .Annotate("C", "i.2@j.2", IteratorAnnotation::kThreadIdxX);
-    s.ComputeAt("C.local", "C", "i.2@j.2");
-    s.Split("C.local", "k", {pick(1, 6)}).Reorder("C.local", {"k.0", "k.1", "i", "j"});
-    s.CacheRead("A", ir::MemoryScope::kShared, {"C.local"});
-    s.CacheRead("B", ir::MemoryScope::kShared, {"C.local"});
-    s.ComputeAt("A.shared", "C.local", "k.0").ComputeAt("B.shared", "C.local", "k.0");
-    const int64_t threads =
-        s.state().stage(s.state().StageId("C")).iters[s.IterId("C", "i.2@j.2")].extent;
-    for (const std::string name : {"A.shared", "B.shared"}) {
-      const Stage& st = s.state().stage(s.state().StageId(name));
-      std::vector<std::string> iters;
-      for (const Iterator& it : st.iters) iters.push_back(it.name);
-      s.Fuse(name, iters);
-      const std::string fused = s.state().stage(s.state().StageId(name)).iters[0].name;
-      s.Split(name, fused, {threads});
-      s.Annotate(name, fused + ".1", IteratorAnnotation::kThreadIdxX);
-    }
+    // i and j: {vthread, threadIdx, inner}; all the threads fetch the shared tiles.
+    testing::Sched s = testing::GpuMatmulSched(dag, {.i = {pick(1, 2), pick(1, 4), pick(1, 3)},
+                                                     .j = {pick(1, 2), pick(1, 8), pick(1, 3)},
+                                                     .k_inner = pick(1, 6)});
     ASSERT_THAT(s.status(), tilesearch::testing::IsOk()) << m << "x" << n << "x" << kk;
     testing::ExpectMatchesReference(dag, s.state(), Target::H200(), /*exact=*/true, trial);
     if (HasFatalFailure()) return;

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "base/status.h"
 #include "gtest/gtest.h"
 #include "ir/compute_dag.h"
 #include "ir/host_buffer.h"
@@ -139,6 +140,63 @@ class Sched {
   State state_;
   absl::Status status_;
 };
+
+/// Tile sizes of GpuMatmulSched: `i` and `j` are the split lengths below blockIdx, either
+/// {vthread, threadIdx, inner} or {threadIdx, inner}; `k_inner` the inner reduce tile;
+/// `fetch_threads` the threads that fetch each shared tile (0: the threadIdx extent).
+struct GpuMatmulTiles {
+  std::vector<int64_t> i;
+  std::vector<int64_t> j;
+  int64_t k_inner = 1;
+  int64_t fetch_threads = 0;
+};
+
+/// Ansor's GPU multi-level tiling of a matmul DAG (stages A, B, C over i, j, k): C.local
+/// (cache_write) computed per thread; C's i and j split into blockIdx / [vthread /] threadIdx /
+/// inner tiles; k into outer and inner; A and B cached in shared memory at the outer reduce tile
+/// and fetched cooperatively by `fetch_threads` threads. The first failing step is in status().
+inline Sched GpuMatmulSched(const ir::ComputeDAG& dag, const GpuMatmulTiles& t) {
+  const int levels = static_cast<int>(t.i.size()) + 1;  // blockIdx, [vthread,] threadIdx, inner
+  CHECK(t.i.size() == t.j.size() && (levels == 3 || levels == 4))
+      << "GpuMatmulSched takes 2 or 3 split lengths for both i and j";
+  Sched s(dag);
+  s.CacheWrite("C", ir::MemoryScope::kLocal);
+  s.Split("C", "i", t.i).Split("C", "j", t.j);
+  std::vector<std::string> order;
+  for (int l = 0; l < levels; ++l) {
+    order.push_back(absl::StrCat("i.", l));
+    order.push_back(absl::StrCat("j.", l));
+  }
+  s.Reorder("C", order);
+  std::vector<IteratorAnnotation> bindings = {IteratorAnnotation::kBlockIdxX};
+  if (levels == 4) bindings.push_back(IteratorAnnotation::kVThread);
+  bindings.push_back(IteratorAnnotation::kThreadIdxX);
+  for (int l = 0; l + 1 < levels; ++l) s.Fuse("C", {absl::StrCat("i.", l), absl::StrCat("j.", l)});
+  for (int l = 0; l + 1 < levels; ++l) {
+    s.Annotate("C", absl::StrCat("i.", l, "@j.", l), bindings[l]);
+  }
+  const std::string thread_iter = absl::StrCat("i.", levels - 2, "@j.", levels - 2);
+  s.ComputeAt("C.local", "C", thread_iter);
+  s.Split("C.local", "k", {t.k_inner}).Reorder("C.local", {"k.0", "k.1", "i", "j"});
+  s.CacheRead("A", ir::MemoryScope::kShared, {"C.local"});
+  s.CacheRead("B", ir::MemoryScope::kShared, {"C.local"});
+  s.ComputeAt("A.shared", "C.local", "k.0").ComputeAt("B.shared", "C.local", "k.0");
+  if (!s.status().ok()) return s;
+  const int64_t threads =
+      t.fetch_threads > 0
+          ? t.fetch_threads
+          : s.state().stage(s.StageId("C")).iters[s.IterId("C", thread_iter)].extent;
+  for (const std::string name : {"A.shared", "B.shared"}) {
+    const Stage& st = s.state().stage(s.state().StageId(name));
+    std::vector<std::string> iters;
+    for (const Iterator& it : st.iters) iters.push_back(it.name);
+    s.Fuse(name, iters);
+    const std::string fused = s.state().stage(s.state().StageId(name)).iters[0].name;
+    s.Split(name, fused, {threads});
+    s.Annotate(name, fused + ".1", IteratorAnnotation::kThreadIdxX);
+  }
+  return s;
+}
 
 /// Runs a lowered kernel on `inputs` (outputs start as zeros); returns every parameter buffer.
 inline absl::StatusOr<ir::BufferMap> RunLowered(const ir::LoopNest& nest,

@@ -24,6 +24,7 @@
 #include "search/log_io.h"
 #include "search/measure_record.h"
 #include "search/replay.h"
+#include "tests/search/record_test_util.h"
 #include "tests/search/scratch_dir.h"
 
 namespace tilesearch::search {
@@ -37,6 +38,10 @@ using ::testing::Not;
 using ::testing::SizeIs;
 using ::tilesearch::testing::IsOk;
 using ::tilesearch::testing::StatusIs;
+using testing::KeyOf;
+using testing::Matmul;
+using testing::ReadText;
+using testing::TimedRecord;
 
 std::string Scratch(const std::string& name) { return ::tilesearch::testing::ScratchPath(name); }
 
@@ -45,43 +50,13 @@ void WriteText(const std::string& path, const std::string& text) {
   out << text;
 }
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-schedule::Workload Matmul(int64_t n) {
-  schedule::Workload w;
-  w.op = "matmul";
-  w.args.shapes = {{n, n}, {n, n}};
-  return w;
-}
-
-// The key of the workload as this build computes it (independent of the code under test: the
-// DAG's own hash).
-std::string KeyOf(const schedule::Workload& w) {
-  absl::StatusOr<ir::ComputeDAG> dag = w.Build();
-  EXPECT_TRUE(dag.ok()) << dag.status();
-  return dag.ok() ? dag->WorkloadKey() : "";
-}
-
 // A valid cpu record of `workload` (no steps: the naive schedule, which always replays) with the
 // given median, claiming `key`.
 MeasureRecord Record(const schedule::Workload& workload, const std::string& key, int64_t trial,
                      double median_ms) {
-  MeasureRecord r;
-  r.workload = workload;
-  r.workload_key = key;
-  r.target = schedule::Target::HostCpu();
+  MeasureRecord r = TimedRecord(workload, key, schedule::Target::HostCpu(), trial, median_ms);
   r.device_name = "host";
-  r.result.costs_s = {median_ms * 1e-3};
-  r.result.timing.runs = 1;
-  r.result.timing.median_ms = median_ms;
-  r.timestamp = "2025-11-30T00:00:00.000Z";
   r.seed = 1;
-  r.trial = trial;
   return r;
 }
 

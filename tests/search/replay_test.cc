@@ -24,6 +24,7 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/search/record_test_util.h"
 #include "tests/search/scratch_dir.h"
 #include "nlohmann/json.hpp"
 #include "schedule/lower.h"
@@ -37,18 +38,15 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 using ::tilesearch::testing::StatusIs;
+using testing::KeyOf;
+using testing::Matmul;
+using testing::ReadText;
+using testing::TimedRecord;
 
 // ---------------------------------------------------------------------------------------------
 // Scratch files.
 
 std::string TempPath(const std::string& name) { return ::tilesearch::testing::ScratchPath(name); }
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 bool HaveProgram(const std::string& name) {
   return std::system(("command -v " + name + " >/dev/null 2>&1").c_str()) == 0;
@@ -57,38 +55,17 @@ bool HaveProgram(const std::string& name) {
 // ---------------------------------------------------------------------------------------------
 // Records.
 
-schedule::Workload Matmul(int64_t n) {
-  schedule::Workload w;
-  w.op = "matmul";
-  w.args.shapes = {{n, n}, {n, n}};
-  return w;
-}
-
-std::string KeyOf(const schedule::Workload& w) {
-  absl::StatusOr<ir::ComputeDAG> dag = w.Build();
-  CHECK(dag.ok()) << dag.status();
-  return dag->WorkloadKey();
-}
-
 // A trial of `w` on `target` with `steps`: median `median_ms` when `error` is kNone.
 MeasureRecord Record(const schedule::Workload& w, const schedule::Target& target,
                      std::vector<schedule::Step> steps, int64_t trial, double median_ms,
                      runtime::MeasureError error = runtime::MeasureError::kNone) {
-  MeasureRecord r;
-  r.workload = w;
-  r.workload_key = KeyOf(w);
-  r.target = target;
+  MeasureRecord r = TimedRecord(w, KeyOf(w), target, trial, median_ms);
   r.steps = std::move(steps);
-  r.result.error = error;
-  if (error == runtime::MeasureError::kNone) {
-    r.result.costs_s = {median_ms * 1e-3};
-    r.result.timing.runs = 1;
-    r.result.timing.median_ms = median_ms;
-  } else {
+  if (error != runtime::MeasureError::kNone) {
+    r.result = runtime::MeasureResult();
+    r.result.error = error;
     r.result.message = "failed";
   }
-  r.timestamp = "2025-11-30T00:00:00.000Z";
-  r.trial = trial;
   return r;
 }
 

@@ -4,13 +4,8 @@
 # log is created). Run by ctest with EXAMPLE set to the tune_and_launch binary.
 set -u
 example="${EXAMPLE:?set EXAMPLE to the tune_and_launch binary}"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+TILESEARCH="$example"  # cli_lib.sh's binary: this test runs the example itself, not `run`
+source "$(dirname "$0")/cli_lib.sh"
 
 # refused NAME WHAT BAD ARGS...: exit code 2, stderr names WHAT and quotes BAD.
 refused() {
@@ -33,8 +28,4 @@ refused n_negative "N (the matrix size)" -5 -5 4 "$tmp/log.jsonl" cpu
 refused n_empty "N (the matrix size)" "" "" 4 "$tmp/log.jsonl" cpu
 refused trials_word "TRIALS" many 32 many "$tmp/log.jsonl" cpu
 
-if ((failures > 0)); then
-  echo "$failures check(s) failed"
-  exit 1
-fi
-echo "all example argument checks passed"
+finish "example argument"
