@@ -703,7 +703,42 @@ absl::Status GpuThreadBind(State& s, const std::vector<StepInfo>& info, const Ta
   return absl::OkStatus();
 }
 
-absl::Status Unroll(State& s, const std::vector<int64_t>& steps, std::mt19937_64& rng) {
+// The root stage whose kernel stage `sid` is computed in (itself when it is a root).
+int KernelRoot(const State& s, int sid) {
+  for (int hops = 0; hops <= s.num_stages(); ++hops) {
+    const Stage& st = s.stage(sid);
+    if (st.location != ComputeLocation::kAttached || st.attach_stage < 0) break;
+    sid = st.attach_stage;
+  }
+  return sid;
+}
+
+// True when the kernel of root stage `root` has a shared-memory cache_read stage computed inside
+// a reduction loop of its consumer (the fetches PipelineSharedFetches stages a step ahead; a
+// row cache computed at a space loop, as for softmax, is not pipelined, so a pragma there would
+// only duplicate states).
+bool HasSharedFetch(const State& s, int root) {
+  for (int sid = 0; sid < s.num_stages(); ++sid) {
+    const Stage& st = s.stage(sid);
+    if (st.is_placeholder() || st.location != ComputeLocation::kAttached ||
+        st.scope != ir::MemoryScope::kShared || st.attach_stage < 0 ||
+        KernelRoot(s, sid) != root) {
+      continue;
+    }
+    const Stage& consumer = s.stage(st.attach_stage);
+    const int at = consumer.IterIndex(st.attach_iter);
+    if (at >= 0 && consumer.iters[at].kind == IteratorKind::kReduce) return true;
+  }
+  return false;
+}
+
+// auto_unroll_max_step pragmas on the stages with reduce iterators. With `pipeline` (GPU), each
+// such stage also gets a software_pipeline pragma, 0 or 1 drawn 50/50, when its kernel fetches
+// shared tiles in a reduction loop (HasSharedFetch) and no other stage of it got one (Lower pipelines a kernel unless a stage of
+// it says 0: schedule/software_pipeline.h SoftwarePipelineEnabled).
+absl::Status Unroll(State& s, const std::vector<int64_t>& steps, bool pipeline,
+                    std::mt19937_64& rng) {
+  std::set<int> pipelined_roots;
   for (int sid = 0; sid < s.num_stages(); ++sid) {
     const Stage& st = s.stage(sid);
     if (st.is_placeholder() || st.location == ComputeLocation::kInlined || !HasReduceIter(st)) {
@@ -714,6 +749,14 @@ absl::Status Unroll(State& s, const std::vector<int64_t>& steps, std::mt19937_64
     p.iter_id = 0;
     p.auto_unroll_max_step = steps[Pick(rng, static_cast<int64_t>(steps.size()))];
     RETURN_IF_ERROR(Apply(s, p));
+    const int root = KernelRoot(s, sid);
+    if (pipeline && HasSharedFetch(s, root) && pipelined_roots.insert(root).second) {
+      schedule::PragmaStep sp;
+      sp.stage_id = sid;
+      sp.iter_id = 0;
+      sp.software_pipeline = static_cast<int>(Pick(rng, 2));
+      RETURN_IF_ERROR(Apply(s, sp));
+    }
   }
   return absl::OkStatus();
 }
@@ -933,11 +976,11 @@ absl::StatusOr<State> AnnotateSketch(const State& sketch, const ir::ComputeDAG& 
   ASSIGN_OR_RETURN(State s, FillAndReplay(sketch, dag, target, options, rng, &info));
   if (target.is_gpu()) {
     RETURN_IF_ERROR(GpuThreadBind(s, info, target, options, rng));
-    RETURN_IF_ERROR(Unroll(s, options.gpu_unroll_steps, rng));
+    RETURN_IF_ERROR(Unroll(s, options.gpu_unroll_steps, /*pipeline=*/true, rng));
   } else {
     if (options.change_compute_location) RETURN_IF_ERROR(CpuChangeComputeLocation(s, rng));
     RETURN_IF_ERROR(CpuParallel(s, target));
-    RETURN_IF_ERROR(Unroll(s, options.cpu_unroll_steps, rng));
+    RETURN_IF_ERROR(Unroll(s, options.cpu_unroll_steps, /*pipeline=*/false, rng));
     RETURN_IF_ERROR(CpuVectorize(s, options, rng));
   }
   ASSIGN_OR_RETURN(schedule::LoweredKernel kernel, schedule::Lower(dag, s, target));

@@ -105,6 +105,7 @@ Step StripDecisions(Step s) {
     for (auto& l : sp->lengths) l = 0;
   } else if (auto* p = std::get_if<schedule::PragmaStep>(&s)) {
     p->auto_unroll_max_step = 0;
+    if (p->software_pipeline >= 0) p->software_pipeline = 0;  // the kind stays: structure
   }
   return s;
 }
@@ -230,12 +231,19 @@ absl::StatusOr<State> MutateAutoUnroll(const State& state, const ir::ComputeDAG&
   for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
     if (std::holds_alternative<schedule::PragmaStep>(steps[i])) cands.push_back(i);
   }
-  if (cands.empty()) return NotApplicable("MutateAutoUnroll", "no auto_unroll_max_step pragma");
+  if (cands.empty()) return NotApplicable("MutateAutoUnroll", "no pragma");
   const auto& values = target.is_gpu() ? options.gpu_unroll_steps : options.cpu_unroll_steps;
   absl::Status last = NotApplicable("MutateAutoUnroll", "no other unroll value");
   for (int t = 0; t < kTries; ++t) {
     std::vector<Step> mutated = steps;
     auto& p = std::get<schedule::PragmaStep>(mutated[cands[Pick(rng, cands.size())]]);
+    if (p.software_pipeline >= 0) {
+      p.software_pipeline = 1 - p.software_pipeline;  // a software_pipeline pragma: flip it
+      absl::StatusOr<State> out = Finish(dag, mutated, target, options, lowered);
+      if (out.ok()) return out;
+      last = out.status();
+      continue;
+    }
     std::vector<int64_t> other;
     for (int64_t v : values) {
       if (v != p.auto_unroll_max_step) other.push_back(v);

@@ -18,6 +18,9 @@
 //    unchanged.
 //  - MutateComputeLocation draws the new location from the candidates of the state just before
 //    the compute_at step (TVM uses the final state's iterator ids, which can name other loops).
+//  - MutateAutoUnroll also flips software_pipeline pragmas (not in TVM: our GPU lowering's
+//    register-staged prefetch of shared tiles helps some tilings and costs others a block per
+//    SM, so it is a searched decision).
 //  - CrossoverTileSizes is new: Ansor §5.1 describes node-based crossover, TVM never implemented
 //    it (`TODO(merrymercy, comaniac): add crossover`). It mixes single decisions, not whole
 //    stages: a matmul or conv2d has one tiled stage holding almost all decisions, and mixing by
@@ -46,7 +49,9 @@ namespace tilesearch::search {
     std::mt19937_64& rng, const AnnotationOptions& options = {},
     schedule::LoweredKernel* lowered = nullptr);
 
-/// Replaces one auto_unroll_max_step pragma by another value of the target's candidate list.
+/// Changes one pragma drawn uniformly from the state's pragmas: an auto_unroll_max_step pragma
+/// gets another value of the target's candidate list, a software_pipeline pragma is flipped
+/// (0 <-> 1; annotation adds these on GPU kernels with shared-memory fetches).
 [[nodiscard]] absl::StatusOr<schedule::State> MutateAutoUnroll(
     const schedule::State& state, const ir::ComputeDAG& dag, const schedule::Target& target,
     std::mt19937_64& rng, const AnnotationOptions& options = {},
