@@ -45,7 +45,9 @@ expect_out show_matmul '^  kernel 0: grid \(4, 1, 1\) block \(128, 1, 1\) shared
 run show_softmax show --schedule "$examples/softmax_cuda.json"
 expect_rc show_softmax 0
 expect_out show_softmax '^  kernel 0: grid \(32, 1, 1\) block \(128, 1, 1\) shared [0-9]+ B$'
-expect_out show_softmax 'red_shared'
+# 128 threads (4 warps): the cross-thread reductions go through warp shuffles (an exchange buffer
+# and one partial per warp).
+expect_out show_softmax 'allocate softmax_max\.warp_partials: float32\[4\] shared'
 
 run show_cpu show --schedule "$examples/matmul_cpu_tiled.json"
 expect_rc show_cpu 0
