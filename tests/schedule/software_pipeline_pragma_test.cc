@@ -31,30 +31,10 @@ using tilesearch::testing::StatusIs;
 
 constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
 
-// Ansor's GPU matmul structure (as in software_pipeline_test.cc): C.local per thread (2x2), 4x8
-// threads, k split by 4, A and B cached in shared memory at k.0 and fetched by all 32 threads.
+// Ansor's GPU matmul structure (testing::GpuMatmulSched): C.local per thread (2x2), 4x8 threads,
+// k split by 4, A and B cached in shared memory at k.0 and fetched by all 32 threads.
 State Schedule(const ir::ComputeDAG& dag) {
-  Sched s(dag);
-  s.CacheWrite("C", ir::MemoryScope::kLocal);
-  s.Split("C", "i", {4, 2}).Split("C", "j", {8, 2});
-  s.Reorder("C", {"i.0", "j.0", "i.1", "j.1", "i.2", "j.2"});
-  s.Fuse("C", {"i.0", "j.0"}).Fuse("C", {"i.1", "j.1"});
-  s.Annotate("C", "i.0@j.0", IteratorAnnotation::kBlockIdxX)
-      .Annotate("C", "i.1@j.1", IteratorAnnotation::kThreadIdxX);
-  s.ComputeAt("C.local", "C", "i.1@j.1");
-  s.Split("C.local", "k", {4}).Reorder("C.local", {"k.0", "k.1", "i", "j"});
-  s.CacheRead("A", ir::MemoryScope::kShared, {"C.local"});
-  s.CacheRead("B", ir::MemoryScope::kShared, {"C.local"});
-  s.ComputeAt("A.shared", "C.local", "k.0").ComputeAt("B.shared", "C.local", "k.0");
-  for (const std::string name : {"A.shared", "B.shared"}) {
-    const Stage& st = s.state().stage(s.state().StageId(name));
-    std::vector<std::string> iters;
-    for (const Iterator& it : st.iters) iters.push_back(it.name);
-    s.Fuse(name, iters);
-    const std::string fused = s.state().stage(s.state().StageId(name)).iters[0].name;
-    s.Split(name, fused, {32});
-    s.Annotate(name, fused + ".1", IteratorAnnotation::kThreadIdxX);
-  }
+  Sched s = testing::GpuMatmulSched(dag, {.i = {4, 2}, .j = {8, 2}, .k_inner = 4});
   EXPECT_THAT(s.status(), IsOk());
   return s.state();
 }
