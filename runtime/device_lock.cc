@@ -259,12 +259,29 @@ absl::StatusOr<std::unique_ptr<DeviceLock>> DeviceLock::Open(const std::string& 
         absl::StrCat("device lock poll times must satisfy 0 < min_poll_ms <= max_poll_ms, got ",
                      options.min_poll_ms, " and ", options.max_poll_ms));
   }
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
   if (fd < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot open device lock '", path, "': ", std::strerror(errno)));
   }
+  // Never take over a file that holds something else (a tuning log given by mistake would be
+  // overwritten by the first Poll): it must be a regular file, empty or starting with our header.
+  struct stat st;
+  std::string head(sizeof(kHeader) - 1, '\0');
+  ssize_t got = 0;
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (regular) got = ::pread(fd, head.data(), head.size(), 0);
   ::close(fd);
+  if (!regular) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device lock '", path, "' is not a regular file"));
+  }
+  // Compared as a prefix: another job may be rewriting the file right now (outside our flock).
+  if (got > 0 && head.compare(0, got, kHeader, got) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device lock '", path,
+        "' holds other data (not a tilesearch device lock file); give the lock a file of its own"));
+  }
   return std::unique_ptr<DeviceLock>(new DeviceLock(path, options));
 }
 

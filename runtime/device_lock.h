@@ -21,7 +21,9 @@
 //   by whichever process observes it: a holder SIGKILLed while holding, or a waiter killed while
 //   queued, costs the others at most one poll interval. Owners in another pid namespace are never
 //   judged dead (their pids mean nothing here). A file written before the last boot (another
-//   boot id) starts afresh; so does a file that does not parse.
+//   boot id) starts afresh; so does one whose state after our header line does not parse. A
+//   non-empty file that does not start with the header (a tuning log named by mistake) is
+//   refused by Open and never written.
 // - Signals: a signal (the tuner's first SIGINT) neither loses the ticket nor ends the wait; the
 //   process keeps its place and measures when served. A process that then dies of the signal is
 //   dropped like any crash.
@@ -71,6 +73,7 @@ struct DeviceLockState {
 /// The state written in the lock file at `path`, as it is now (read under the file's flock).
 /// A missing or empty file gives the initial state; so does a file from another boot or one that
 /// does not parse. Errors: kInvalidArgument "cannot open device lock '<path>': <reason>".
+/// (DeviceLock::Open also refuses a non-regular file and a non-empty file without our header.)
 [[nodiscard]] absl::StatusOr<DeviceLockState> ReadDeviceLockState(const std::string& path);
 
 /// A process's place in the FIFO lock of one file. One ticket at a time per object; an object is

@@ -9,7 +9,9 @@
 #include <csignal>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <cerrno>
 #include <iostream>
 #include <limits>
@@ -32,6 +34,26 @@
 
 namespace tilesearch::search {
 namespace {
+
+// The device lock (MeasureOptions::device_lock_path or TILESEARCH_DEVICE_LOCK) must not be the
+// tuning log: the log writer holds a flock on the log, and the lock's own flock on a second
+// descriptor of the same file would wait for it forever.
+absl::Status CheckLockIsNotTheLog(const TuneOptions& options) {
+  std::string lock = options.measure.device_lock_path;
+  if (lock.empty()) {
+    if (const char* env = std::getenv("TILESEARCH_DEVICE_LOCK")) lock = env;
+  }
+  if (lock.empty()) return absl::OkStatus();
+  std::error_code ec1, ec2;
+  const auto a = std::filesystem::weakly_canonical(lock, ec1);
+  const auto b = std::filesystem::weakly_canonical(options.log_path, ec2);
+  if ((!ec1 && !ec2 && a == b) || lock == options.log_path) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the device lock '", lock, "' is the tuning log '", options.log_path,
+        "': give the lock a file of its own"));
+  }
+  return absl::OkStatus();
+}
 
 using schedule::State;
 
@@ -282,6 +304,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
   }
   ASSIGN_OR_RETURN(ir::ComputeDAG dag, workload.Build());
   const std::string key = dag.WorkloadKey();
+  RETURN_IF_ERROR(CheckLockIsNotTheLog(options));
   ASSIGN_OR_RETURN(std::unique_ptr<runtime::Measurer> measurer,
                    runtime::CreateMeasurer(target, options.measure));
   RETURN_IF_ERROR(runtime::CheckMeasureHostMemory(dag, options.measure));

@@ -162,7 +162,11 @@ ExitCodeAction AddReplayCommand(CLI::App& app) {
       ->required();
   app.add_option("--name", options->name,
                  "artifact base name, a C identifier that is no C/C++ keyword and does not "
-                 "start with '_' (default <op>_<first 8 of the key>)");
+                 "start with '_' (default <op>_<first 8 of the key>)")
+      ->check([](const std::string& v) {
+        return v.empty() ? std::string("an empty name: leave --name out for the default")
+                         : std::string();
+      });
   app.add_flag("--no-check", options->no_check,
                "do not re-check the rebuilt kernel against the unscheduled program");
   return [options]() { return Replay(*options); };

@@ -137,7 +137,11 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
                  absl::StrCat("chance that a child of the evolutionary search is a crossover of "
                               "two parents' decisions instead of a mutation, 0..1 (default ",
                               search::SearchOptions().crossover_probability, "; 0 disables)"))
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(CLI::Range(0.0, 1.0))
+      ->check([](const std::string& v) {  // CLI::Range lets "nan" through
+        return v.find_first_of("nN") != std::string::npos ? std::string("not a number in 0..1")
+                                                           : std::string();
+      });
   const runtime::TimingOptions defaults;
   app.add_option("--min-runs", options->min_runs,
                  absl::StrCat("timed runs per candidate at least, 1..100000 (default ",

@@ -119,8 +119,8 @@ nlohmann::json AnnotationStep::ToJson() const {
 absl::StatusOr<AnnotationStep> AnnotationStep::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(internal::CheckArity(j, "AN", 4));
   AnnotationStep s;
-  ASSIGN_OR_RETURN(int64_t stage, internal::JsonInt(j, 1, "AN"));
-  ASSIGN_OR_RETURN(int64_t iter, internal::JsonInt(j, 2, "AN"));
+  ASSIGN_OR_RETURN(int stage, internal::JsonId(j, 1, "AN"));
+  ASSIGN_OR_RETURN(int iter, internal::JsonId(j, 2, "AN"));
   ASSIGN_OR_RETURN(int64_t ann, internal::JsonInt(j, 3, "AN"));
   if (ann < 0 || ann > kMaxAnnotation) {
     return absl::InvalidArgumentError(absl::StrCat("field 3 of step 'AN' is annotation ", ann,

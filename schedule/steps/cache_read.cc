@@ -84,7 +84,7 @@ nlohmann::json CacheReadStep::ToJson() const {
 absl::StatusOr<CacheReadStep> CacheReadStep::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(internal::CheckArity(j, "CHR", 4));
   CacheReadStep s;
-  ASSIGN_OR_RETURN(int64_t stage, internal::JsonInt(j, 1, "CHR"));
+  ASSIGN_OR_RETURN(int stage, internal::JsonId(j, 1, "CHR"));
   ASSIGN_OR_RETURN(std::string scope, internal::JsonString(j, 2, "CHR"));
   ASSIGN_OR_RETURN(s.scope, internal::ParseScope(scope));
   ASSIGN_OR_RETURN(s.reader_stage_ids, internal::JsonIntList(j, 3, "CHR"));

@@ -73,7 +73,7 @@ nlohmann::json CacheWriteStep::ToJson() const {
 absl::StatusOr<CacheWriteStep> CacheWriteStep::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(internal::CheckArity(j, "CHW", 3));
   CacheWriteStep s;
-  ASSIGN_OR_RETURN(int64_t stage, internal::JsonInt(j, 1, "CHW"));
+  ASSIGN_OR_RETURN(int stage, internal::JsonId(j, 1, "CHW"));
   ASSIGN_OR_RETURN(std::string scope, internal::JsonString(j, 2, "CHW"));
   ASSIGN_OR_RETURN(s.scope, internal::ParseScope(scope));
   s.stage_id = static_cast<int>(stage);

@@ -68,9 +68,9 @@ nlohmann::json ComputeAtStep::ToJson() const {
 absl::StatusOr<ComputeAtStep> ComputeAtStep::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(internal::CheckArity(j, "CA", 4));
   ComputeAtStep s;
-  ASSIGN_OR_RETURN(int64_t stage, internal::JsonInt(j, 1, "CA"));
-  ASSIGN_OR_RETURN(int64_t target, internal::JsonInt(j, 2, "CA"));
-  ASSIGN_OR_RETURN(int64_t iter, internal::JsonInt(j, 3, "CA"));
+  ASSIGN_OR_RETURN(int stage, internal::JsonId(j, 1, "CA"));
+  ASSIGN_OR_RETURN(int target, internal::JsonId(j, 2, "CA"));
+  ASSIGN_OR_RETURN(int iter, internal::JsonId(j, 3, "CA"));
   s.stage_id = static_cast<int>(stage);
   s.target_stage_id = static_cast<int>(target);
   s.target_iter_id = static_cast<int>(iter);

@@ -43,7 +43,7 @@ nlohmann::json ComputeInlineStep::ToJson() const { return {"CI", stage_id}; }
 absl::StatusOr<ComputeInlineStep> ComputeInlineStep::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(internal::CheckArity(j, "CI", 2));
   ComputeInlineStep s;
-  ASSIGN_OR_RETURN(int64_t stage, internal::JsonInt(j, 1, "CI"));
+  ASSIGN_OR_RETURN(int stage, internal::JsonId(j, 1, "CI"));
   s.stage_id = static_cast<int>(stage);
   return s;
 }

@@ -34,7 +34,7 @@ nlohmann::json ComputeRootStep::ToJson() const { return {"CR", stage_id}; }
 absl::StatusOr<ComputeRootStep> ComputeRootStep::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(internal::CheckArity(j, "CR", 2));
   ComputeRootStep s;
-  ASSIGN_OR_RETURN(int64_t stage, internal::JsonInt(j, 1, "CR"));
+  ASSIGN_OR_RETURN(int stage, internal::JsonId(j, 1, "CR"));
   s.stage_id = static_cast<int>(stage);
   return s;
 }

@@ -44,8 +44,8 @@ nlohmann::json FollowFusedSplitStep::ToJson() const {
 absl::StatusOr<FollowFusedSplitStep> FollowFusedSplitStep::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(internal::CheckArity(j, "FFSP", 6));
   FollowFusedSplitStep s;
-  ASSIGN_OR_RETURN(int64_t stage, internal::JsonInt(j, 1, "FFSP"));
-  ASSIGN_OR_RETURN(int64_t iter, internal::JsonInt(j, 2, "FFSP"));
+  ASSIGN_OR_RETURN(int stage, internal::JsonId(j, 1, "FFSP"));
+  ASSIGN_OR_RETURN(int iter, internal::JsonId(j, 2, "FFSP"));
   ASSIGN_OR_RETURN(s.src_step_ids, internal::JsonIntList(j, 3, "FFSP"));
   ASSIGN_OR_RETURN(int64_t level, internal::JsonInt(j, 4, "FFSP"));
   ASSIGN_OR_RETURN(int64_t factor, internal::JsonInt(j, 5, "FFSP"));

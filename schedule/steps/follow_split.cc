@@ -49,8 +49,8 @@ nlohmann::json FollowSplitStep::ToJson() const {
 absl::StatusOr<FollowSplitStep> FollowSplitStep::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(internal::CheckArity(j, "FSP", 5));
   FollowSplitStep s;
-  ASSIGN_OR_RETURN(int64_t stage, internal::JsonInt(j, 1, "FSP"));
-  ASSIGN_OR_RETURN(int64_t iter, internal::JsonInt(j, 2, "FSP"));
+  ASSIGN_OR_RETURN(int stage, internal::JsonId(j, 1, "FSP"));
+  ASSIGN_OR_RETURN(int iter, internal::JsonId(j, 2, "FSP"));
   ASSIGN_OR_RETURN(int64_t src, internal::JsonInt(j, 3, "FSP"));
   ASSIGN_OR_RETURN(int64_t n, internal::JsonInt(j, 4, "FSP"));
   s.stage_id = static_cast<int>(stage);

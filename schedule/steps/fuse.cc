@@ -42,7 +42,7 @@ nlohmann::json FuseStep::ToJson() const { return {"FU", stage_id, fused_ids}; }
 absl::StatusOr<FuseStep> FuseStep::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(internal::CheckArity(j, "FU", 3));
   FuseStep s;
-  ASSIGN_OR_RETURN(int64_t stage, internal::JsonInt(j, 1, "FU"));
+  ASSIGN_OR_RETURN(int stage, internal::JsonId(j, 1, "FU"));
   ASSIGN_OR_RETURN(s.fused_ids, internal::JsonIntList(j, 2, "FU"));
   s.stage_id = static_cast<int>(stage);
   return s;

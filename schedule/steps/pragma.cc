@@ -47,8 +47,8 @@ nlohmann::json PragmaStep::ToJson() const {
 absl::StatusOr<PragmaStep> PragmaStep::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(internal::CheckArity(j, "PR", 4));
   PragmaStep s;
-  ASSIGN_OR_RETURN(int64_t stage, internal::JsonInt(j, 1, "PR"));
-  ASSIGN_OR_RETURN(int64_t iter, internal::JsonInt(j, 2, "PR"));
+  ASSIGN_OR_RETURN(int stage, internal::JsonId(j, 1, "PR"));
+  ASSIGN_OR_RETURN(int iter, internal::JsonId(j, 2, "PR"));
   ASSIGN_OR_RETURN(std::string pragma, internal::JsonString(j, 3, "PR"));
   s.stage_id = static_cast<int>(stage);
   s.iter_id = static_cast<int>(iter);

@@ -24,7 +24,7 @@ nlohmann::json ReorderStep::ToJson() const { return {"RE", stage_id, after_ids};
 absl::StatusOr<ReorderStep> ReorderStep::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(internal::CheckArity(j, "RE", 3));
   ReorderStep s;
-  ASSIGN_OR_RETURN(int64_t stage, internal::JsonInt(j, 1, "RE"));
+  ASSIGN_OR_RETURN(int stage, internal::JsonId(j, 1, "RE"));
   ASSIGN_OR_RETURN(s.after_ids, internal::JsonIntList(j, 2, "RE"));
   s.stage_id = static_cast<int>(stage);
   return s;

@@ -153,8 +153,8 @@ nlohmann::json RfactorStep::ToJson() const { return {"RF", stage_id, iter_id, fa
 absl::StatusOr<RfactorStep> RfactorStep::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(internal::CheckArity(j, "RF", 4));
   RfactorStep s;
-  ASSIGN_OR_RETURN(int64_t stage, internal::JsonInt(j, 1, "RF"));
-  ASSIGN_OR_RETURN(int64_t iter, internal::JsonInt(j, 2, "RF"));
+  ASSIGN_OR_RETURN(int stage, internal::JsonId(j, 1, "RF"));
+  ASSIGN_OR_RETURN(int iter, internal::JsonId(j, 2, "RF"));
   ASSIGN_OR_RETURN(int64_t factor, internal::JsonInt(j, 3, "RF"));
   s.stage_id = static_cast<int>(stage);
   s.iter_id = static_cast<int>(iter);

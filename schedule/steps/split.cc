@@ -21,8 +21,8 @@ nlohmann::json SplitStep::ToJson() const {
 absl::StatusOr<SplitStep> SplitStep::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(internal::CheckArity(j, "SP", 6));
   SplitStep s;
-  ASSIGN_OR_RETURN(int64_t stage, internal::JsonInt(j, 1, "SP"));
-  ASSIGN_OR_RETURN(int64_t iter, internal::JsonInt(j, 2, "SP"));
+  ASSIGN_OR_RETURN(int stage, internal::JsonId(j, 1, "SP"));
+  ASSIGN_OR_RETURN(int iter, internal::JsonId(j, 2, "SP"));
   ASSIGN_OR_RETURN(s.extent, internal::JsonInt(j, 3, "SP"));
   ASSIGN_OR_RETURN(int64_t inner_to_outer, internal::JsonInt(j, 5, "SP"));
   s.stage_id = static_cast<int>(stage);

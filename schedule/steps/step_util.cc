@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -488,6 +489,15 @@ absl::StatusOr<int64_t> JsonInt(const nlohmann::json& j, size_t i, const char* p
   return j[i].get<int64_t>();
 }
 
+absl::StatusOr<int> JsonId(const nlohmann::json& j, size_t i, const char* prefix) {
+  ASSIGN_OR_RETURN(int64_t v, JsonInt(j, i, prefix));
+  if (v < 0 || v > std::numeric_limits<int>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat("field ", i, " of step '", prefix,
+                                                   "' is out of range: ", j[i].dump()));
+  }
+  return static_cast<int>(v);
+}
+
 absl::StatusOr<std::vector<int>> JsonIntList(const nlohmann::json& j, size_t i,
                                              const char* prefix) {
   if (!j[i].is_array()) {
@@ -500,7 +510,13 @@ absl::StatusOr<std::vector<int>> JsonIntList(const nlohmann::json& j, size_t i,
       return absl::InvalidArgumentError(absl::StrCat("field ", i, " of step '", prefix,
                                                      "' is not a list of integers: ", j[i].dump()));
     }
-    out.push_back(e.get<int>());
+    const int64_t v = e.get<int64_t>();
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max() ||
+        (e.is_number_unsigned() && e.get<uint64_t>() > uint64_t{std::numeric_limits<int>::max()})) {
+      return absl::InvalidArgumentError(absl::StrCat("field ", i, " of step '", prefix,
+                                                     "' has an out-of-range integer: ", j[i].dump()));
+    }
+    out.push_back(static_cast<int>(v));
   }
   return out;
 }

@@ -88,6 +88,8 @@ std::string UniqueStageName(const State& state, const std::string& base);
 // JSON helpers: read element `i` of array `j` as the given type, with errors naming `what`.
 absl::Status CheckArity(const nlohmann::json& j, const char* prefix, size_t arity);
 absl::StatusOr<int64_t> JsonInt(const nlohmann::json& j, size_t i, const char* prefix);
+/// A stage or iterator id: an integer in 0 .. INT_MAX; kInvalidArgument naming the field otherwise.
+absl::StatusOr<int> JsonId(const nlohmann::json& j, size_t i, const char* prefix);
 absl::StatusOr<std::vector<int>> JsonIntList(const nlohmann::json& j, size_t i, const char* prefix);
 absl::StatusOr<std::string> JsonString(const nlohmann::json& j, size_t i, const char* prefix);
 /// "shared" / "local" / "global".

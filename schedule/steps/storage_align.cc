@@ -42,8 +42,8 @@ nlohmann::json StorageAlignStep::ToJson() const {
 absl::StatusOr<StorageAlignStep> StorageAlignStep::FromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(internal::CheckArity(j, "SA", 5));
   StorageAlignStep s;
-  ASSIGN_OR_RETURN(int64_t stage, internal::JsonInt(j, 1, "SA"));
-  ASSIGN_OR_RETURN(int64_t iter, internal::JsonInt(j, 2, "SA"));
+  ASSIGN_OR_RETURN(int stage, internal::JsonId(j, 1, "SA"));
+  ASSIGN_OR_RETURN(int iter, internal::JsonId(j, 2, "SA"));
   ASSIGN_OR_RETURN(s.factor, internal::JsonInt(j, 3, "SA"));
   ASSIGN_OR_RETURN(s.offset, internal::JsonInt(j, 4, "SA"));
   s.stage_id = static_cast<int>(stage);

@@ -279,9 +279,18 @@ TEST(DeviceLockTest, SignalsDuringTheWaitKeepTheTicket) {
   EXPECT_EQ(ReadFile(order), "SL");
 }
 
+TEST(DeviceLockTest, AFileWithOtherDataIsRefusedAndLeftAlone) {
+  // A tuning log given as the lock by mistake must not be overwritten (a tester lost a log so).
+  const std::string lock = TempPath("other.lock");
+  { std::ofstream(lock) << "{\"version\": 1}\n"; }
+  absl::StatusOr<std::unique_ptr<DeviceLock>> l = DeviceLock::Open(lock);
+  EXPECT_THAT(l, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("holds other data")));
+  EXPECT_EQ(ReadFile(lock), "{\"version\": 1}\n");
+}
+
 TEST(DeviceLockTest, TheFileShowsTheHolderAndAnUnreadableFileStartsAfresh) {
   const std::string lock = TempPath("format.lock");
-  { std::ofstream(lock) << "not a device lock\n"; }
+  { std::ofstream(lock) << "tilesearch device lock v1\nnot a state\n"; }
   absl::StatusOr<DeviceLockState> fresh = ReadDeviceLockState(lock);
   ASSERT_THAT(fresh, IsOk());
   EXPECT_EQ(fresh->next, 0);

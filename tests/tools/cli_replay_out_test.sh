@@ -20,6 +20,8 @@ run keyword "${replay[@]}" --out "$tmp/o1" --name int
 expect_error keyword "artifact name 'int' is a C keyword"
 run cpp_keyword "${replay[@]}" --out "$tmp/o1" --name class
 expect_error cpp_keyword "artifact name 'class' is a C++ keyword"
+run empty_name "${replay[@]}" --out "$tmp/o1" --name ""
+expect_error empty_name "--name"
 run underscore "${replay[@]}" --out "$tmp/o1" --name _k
 expect_error underscore "artifact name '_k' is reserved"
 run double_underscore "${replay[@]}" --out "$tmp/o1" --name a__b

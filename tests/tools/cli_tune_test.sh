@@ -5,7 +5,8 @@
 # is one of the logged ones; the per-round pairwise accuracies printed are the round lines';
 # --early-stopping 1 stops before a large budget; the help mentions --target auto; a missing --log,
 # an unknown --model, a negative --early-stopping and a crossover probability above 1 are one-line
-# errors (exit 2); --crossover-probability 0 tunes.
+# errors (exit 2), as are a NaN crossover probability and a device lock that is the log or another
+# file with data (left unchanged); --crossover-probability 0 tunes.
 # Run by ctest with TILESEARCH set to the binary.
 set -u
 source "$(dirname "$0")/cli_lib.sh"
@@ -71,6 +72,18 @@ run bad_early tune "${fast[@]}" --trials 4 --early-stopping -1
 expect_error bad_early "--early-stopping"
 run bad_crossover tune "${fast[@]}" --trials 4 --crossover-probability 1.5
 expect_error bad_crossover "--crossover-probability"
+run nan_crossover tune "${fast[@]}" --trials 4 --crossover-probability nan
+expect_error nan_crossover "--crossover-probability"
+# The device lock must be a file of its own: the log itself would deadlock, another file's data
+# would be overwritten.
+cp "$tmp/t.jsonl" "$tmp/precious.jsonl"
+TILESEARCH_DEVICE_LOCK="$tmp/precious.jsonl" run lock_other tune "${base[@]}" --per-round 2 --log "$tmp/l.jsonl" --trials 2
+expect_error lock_other "not a tilesearch device lock"
+cmp -s "$tmp/t.jsonl" "$tmp/precious.jsonl" || fail "lock_other: the file named as the lock was changed"
+TILESEARCH_DEVICE_LOCK="$tmp/self.jsonl" timeout 60 "$bin" tune "${base[@]}" --per-round 2 \
+  --log "$tmp/self.jsonl" --trials 2 >"$tmp/lock_is_log.out" 2>"$tmp/lock_is_log.err"
+echo $? >"$tmp/lock_is_log.rc"
+expect_error lock_is_log "is the tuning log"
 # Crossover off still tunes (every child a mutation).
 run no_crossover tune "${base[@]}" --per-round 2 --log "$tmp/nx.jsonl" --trials 2 --crossover-probability 0
 expect_rc no_crossover 0
