@@ -253,4 +253,21 @@ inline void ExpectMatchesReference(const ir::ComputeDAG& dag, const State& state
   }
 }
 
+/// Names of the local-scope allocations in a nest, in pre-order.
+inline std::vector<std::string> LocalAllocations(const ir::Stmt& s) {
+  class V : public ir::StmtVisitor {
+   public:
+    std::vector<std::string> names;
+
+   protected:
+    void VisitAllocate(const ir::AllocateNode* op, const ir::Stmt& s) override {
+      if (op->buffer.scope == ir::MemoryScope::kLocal) names.push_back(op->buffer.name);
+      ir::StmtVisitor::VisitAllocate(op, s);
+    }
+  };
+  V v;
+  v.Visit(s);
+  return v.names;
+}
+
 }  // namespace tilesearch::schedule::testing

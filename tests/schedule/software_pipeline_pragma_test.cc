@@ -25,6 +25,7 @@ using ::testing::HasSubstr;
 using ::testing::IsSupersetOf;
 using ::testing::Not;
 using testing::ExpectMatchesReference;
+using testing::LocalAllocations;
 using testing::Sched;
 using tilesearch::testing::IsOk;
 using tilesearch::testing::StatusIs;
@@ -45,23 +46,6 @@ PragmaStep PipelinePragma(const State& s, const std::string& stage, int value) {
   p.iter_id = 0;
   p.software_pipeline = value;
   return p;
-}
-
-// Names of the local allocations in a nest.
-std::vector<std::string> LocalAllocations(const ir::Stmt& s) {
-  class V : public ir::StmtVisitor {
-   public:
-    std::vector<std::string> names;
-
-   protected:
-    void VisitAllocate(const ir::AllocateNode* op, const ir::Stmt& s) override {
-      if (op->buffer.scope == ir::MemoryScope::kLocal) names.push_back(op->buffer.name);
-      ir::StmtVisitor::VisitAllocate(op, s);
-    }
-  };
-  V v;
-  v.Visit(s);
-  return v.names;
 }
 
 TEST(SoftwarePipelinePragma, ParsesPrintsAndRoundTripsJson) {

@@ -17,6 +17,7 @@ namespace tilesearch::schedule {
 namespace {
 
 using testing::ExpectMatchesReference;
+using testing::LocalAllocations;
 using testing::Sched;
 using tilesearch::testing::IsOk;
 
@@ -26,23 +27,6 @@ State Schedule(const ir::ComputeDAG& dag, int64_t k_inner) {
   Sched s = testing::GpuMatmulSched(dag, {.i = {4, 2}, .j = {8, 2}, .k_inner = k_inner});
   EXPECT_THAT(s.status(), IsOk());
   return s.state();
-}
-
-// Names of the local allocations in a nest.
-std::vector<std::string> LocalAllocations(const ir::Stmt& s) {
-  class V : public ir::StmtVisitor {
-   public:
-    std::vector<std::string> names;
-
-   protected:
-    void VisitAllocate(const ir::AllocateNode* op, const ir::Stmt& s) override {
-      if (op->buffer.scope == ir::MemoryScope::kLocal) names.push_back(op->buffer.name);
-      ir::StmtVisitor::VisitAllocate(op, s);
-    }
-  };
-  V v;
-  v.Visit(s);
-  return v.names;
 }
 
 TEST(SoftwarePipeline, MatmulFetchesAreStagedAndStillCorrect) {
