@@ -18,6 +18,7 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/search/record_test_util.h"
 #include "tests/search/scratch_dir.h"
 #include "nlohmann/json.hpp"
 #include "search/log_io.h"
@@ -74,18 +75,11 @@ MeasureRecord RecordOf(const char* schedule_text, int64_t trial, double median_m
                        bool use_steps = true) {
   absl::StatusOr<schedule::ScheduleFile> file = schedule::ScheduleFile::Parse(schedule_text);
   CHECK(file.ok()) << file.status();
-  MeasureRecord r;
-  r.workload = file->workload;
   absl::StatusOr<ir::ComputeDAG> dag = file->workload.Build();
   CHECK(dag.ok()) << dag.status();
-  r.workload_key = dag->WorkloadKey();
-  r.target = file->target;
+  MeasureRecord r = search::testing::TimedRecord(file->workload, dag->WorkloadKey(), file->target,
+                                                 trial, median_ms);
   if (use_steps) r.steps = file->steps;
-  r.result.costs_s = {median_ms * 1e-3};
-  r.result.timing.runs = 1;
-  r.result.timing.median_ms = median_ms;
-  r.timestamp = "2025-11-30T00:00:00.000Z";
-  r.trial = trial;
   return r;
 }
 
