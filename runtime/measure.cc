@@ -380,13 +380,16 @@ absl::StatusOr<std::unique_ptr<Measurer>> CreateUnlockedMeasurer(const schedule:
 
 }  // namespace
 
+std::string DeviceLockPath(const MeasureOptions& options) {
+  if (!options.device_lock_path.empty()) return options.device_lock_path;
+  const char* env = std::getenv("TILESEARCH_DEVICE_LOCK");
+  return env != nullptr ? env : "";
+}
+
 absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(const schedule::Target& target,
                                                          const MeasureOptions& options) {
   RETURN_IF_ERROR(ValidateMeasureOptions(options));
-  std::string lock_path = options.device_lock_path;
-  if (lock_path.empty()) {
-    if (const char* env = std::getenv("TILESEARCH_DEVICE_LOCK")) lock_path = env;
-  }
+  const std::string lock_path = DeviceLockPath(options);
   std::unique_ptr<DeviceLock> lock;
   if (!lock_path.empty()) {
     ASSIGN_OR_RETURN(lock, DeviceLock::Open(lock_path));

@@ -193,6 +193,10 @@ class Measurer {
 /// checking, non-positive timeouts); OK otherwise. CreateMeasurer and each measurer call it.
 [[nodiscard]] absl::Status ValidateMeasureOptions(const MeasureOptions& options);
 
+/// The device lock file measurements take turns on: options.device_lock_path, else
+/// $TILESEARCH_DEVICE_LOCK, else "" (no lock).
+std::string DeviceLockPath(const MeasureOptions& options);
+
 /// The measurer of `target`: host JIT for cpu, CUDA for cuda; wrapped in a lock on
 /// options.device_lock_path (or $TILESEARCH_DEVICE_LOCK) when one is given. Errors:
 /// kInvalidArgument for invalid options or a lock file that cannot be opened; for cuda, kFailedPrecondition "no CUDA driver found: ..." when libcuda.so.1

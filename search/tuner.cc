@@ -35,14 +35,11 @@
 namespace tilesearch::search {
 namespace {
 
-// The device lock (MeasureOptions::device_lock_path or TILESEARCH_DEVICE_LOCK) must not be the
+// The device lock (runtime::DeviceLockPath) must not be the
 // tuning log: the log writer holds a flock on the log, and the lock's own flock on a second
 // descriptor of the same file would wait for it forever.
 absl::Status CheckLockIsNotTheLog(const TuneOptions& options) {
-  std::string lock = options.measure.device_lock_path;
-  if (lock.empty()) {
-    if (const char* env = std::getenv("TILESEARCH_DEVICE_LOCK")) lock = env;
-  }
+  const std::string lock = runtime::DeviceLockPath(options.measure);
   if (lock.empty()) return absl::OkStatus();
   std::error_code ec1, ec2;
   const auto a = std::filesystem::weakly_canonical(lock, ec1);

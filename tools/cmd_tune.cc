@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "ir/compute_dag.h"
@@ -139,8 +140,9 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
                               search::SearchOptions().crossover_probability, "; 0 disables)"))
       ->check(CLI::Range(0.0, 1.0))
       ->check([](const std::string& v) {  // CLI::Range lets "nan" through
-        return v.find_first_of("nN") != std::string::npos ? std::string("not a number in 0..1")
-                                                           : std::string();
+        double x = 0;
+        return absl::SimpleAtod(v, &x) && std::isfinite(x) ? std::string()
+                                                            : std::string("not a number in 0..1");
       });
   const runtime::TimingOptions defaults;
   app.add_option("--min-runs", options->min_runs,
