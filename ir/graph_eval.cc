@@ -1,5 +1,6 @@
 // Reference evaluation of a Graph: every operator node lowered naively on its own and run by the
 // interpreter, in node order.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,11 +49,16 @@ absl::StatusOr<BufferMap> RunGraphReference(const Graph& graph, const BufferMap&
     if (n.kind != NodeKind::kOp) continue;
     std::vector<Tensor> operands;
     BufferMap buffers;
+    std::map<int, Tensor> placeholders;  // one per operand node, even when read twice
     for (int in : n.inputs) {
-      const GraphNode& src = graph.node(in);
-      ASSIGN_OR_RETURN(Tensor p, Placeholder(absl::StrCat("v", in), src.shape, src.dtype));
-      operands.push_back(p);
-      buffers.emplace(p.name(), values[in]);
+      auto it = placeholders.find(in);
+      if (it == placeholders.end()) {
+        const GraphNode& src = graph.node(in);
+        ASSIGN_OR_RETURN(Tensor p, Placeholder(absl::StrCat("v", in), src.shape, src.dtype));
+        buffers.emplace(p.name(), values[in]);
+        it = placeholders.emplace(in, p).first;
+      }
+      operands.push_back(it->second);
     }
     const std::string stage = absl::StrCat(n.op, "_", n.id);
     ASSIGN_OR_RETURN(Tensor out, BuildGraphOp(n.op, operands, n.attrs, stage));
