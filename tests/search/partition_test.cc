@@ -156,9 +156,11 @@ TEST(PartitionMlp, PartitionRunMatchesNaiveLoopsInDouble) {
   ExpectSubgraphsMatchNodeByNode(g, *p, 42);
 }
 
-/// A BERT encoder layer at toy size: 2 sequences of 8 tokens, hidden 32, 2 heads of 16, FFN 64.
-Graph BertLayer() {
-  const int64_t b = 2, s = 8, hidden = 32, heads = 2, dh = 16, ffn = 64;
+/// A BERT encoder layer; by default at toy size: 2 sequences of 8 tokens, hidden 32, 2 heads of
+/// 16, FFN 64.
+Graph BertLayer(int64_t b = 2, int64_t s = 8, int64_t heads = 2, int64_t dh = 16,
+                int64_t ffn = 64) {
+  const int64_t hidden = heads * dh;
   Graph g;
   Value x = g.Input("x", {b * s, hidden});
   auto linear = [&](Value in, const std::string& name, int64_t out, int64_t width) {
@@ -219,6 +221,64 @@ TEST(PartitionBert, TasksAndWeightsFollowTvmFusion) {
     EXPECT_EQ(seen[n.id], n.kind == ir::NodeKind::kOp ? 1 : 0) << "%" << n.id;
   }
   EXPECT_TRUE(p->dead_nodes.empty());
+}
+
+TEST(PartitionBert, BertBaseSizesPartitionTheSameWay) {
+  // batch 8, sequence 128, 12 heads of 64 (hidden 768), FFN 3072: shapes only, nothing runs.
+  Graph g = BertLayer(8, 128, 12, 64, 3072);
+  absl::StatusOr<GraphPartition> p = PartitionGraph(g);
+  ASSERT_THAT(p.status(), IsOk());
+  EXPECT_EQ(p->subgraphs.size(), 15u);
+  EXPECT_EQ(p->tasks.size(), 10u);
+  const GraphTask* qkv = TaskNamed(*p, "dense_add", 3);
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_DOUBLE_EQ(qkv->dag.Flops(), 2.0 * 1024 * 768 * 768 + 1024 * 768);
+  const GraphTask* up = TaskNamed(*p, "dense_add_gelu", 1);
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->dag.stage(up->dag.output_ids()[0]).shape(), (std::vector<int64_t>{1024, 3072}));
+}
+
+TEST(PartitionModels, SwigluMlpFusesTheActivationAndTheProductIntoTheTwoDenses) {
+  Graph g;
+  Value x = g.Input("x", {16, 4096});
+  Value gate = g.Dense(x, g.Param("w_gate", {11008, 4096}));
+  Value up = g.Dense(x, g.Param("w_up", {11008, 4096}));
+  Value act = g.Silu(gate);
+  Value h = g.Mul(act, up);
+  g.MarkOutput(g.Dense(h, g.Param("w_down", {4096, 11008})));
+  absl::StatusOr<GraphPartition> p = PartitionGraph(g);
+  ASSERT_THAT(p.status(), IsOk());
+  ASSERT_EQ(p->subgraphs.size(), 3u) << p->ToString();
+  // In node order: the gate dense takes silu; the up dense then takes the product (its group has
+  // no anchor yet); the silu group can no longer join it (one anchor per task).
+  EXPECT_THAT(p->subgraphs[0].nodes, ElementsAre(gate.id(), act.id()));
+  EXPECT_EQ(p->tasks[p->subgraphs[0].task].name, "dense_swish");
+  EXPECT_THAT(p->subgraphs[1].nodes, ElementsAre(up.id(), h.id()));
+  EXPECT_EQ(p->tasks[p->subgraphs[1].task].name, "dense_mul");
+  EXPECT_EQ(p->tasks[p->subgraphs[2].task].name, "dense");
+  EXPECT_EQ(p->tasks.size(), 3u);  // the up and down denses differ in shape
+}
+
+TEST(PartitionModels, ResnetBottleneckIsThreeConvTasks) {
+  Graph g;
+  Value x = g.Input("x", {1, 256, 56, 56});
+  auto conv = [&](Value in, const std::string& name, int64_t k, int64_t c, int64_t r) {
+    ir::Conv2dParams p;
+    p.padding = {r / 2, r / 2};
+    Value y = g.Conv2d(in, g.Param(name + "_w", {k, c, r, r}), p);
+    return g.Add(y, g.Param(name + "_b", {k, 1, 1}));
+  };
+  Value a = g.Relu(conv(x, "c1", 64, 256, 1));
+  Value b = g.Relu(conv(a, "c2", 64, 64, 3));
+  g.MarkOutput(g.Relu(g.Add(conv(b, "c3", 256, 64, 1), x)));
+  absl::StatusOr<GraphPartition> p = PartitionGraph(g);
+  ASSERT_THAT(p.status(), IsOk());
+  ASSERT_EQ(p->tasks.size(), 3u) << p->ToString();
+  EXPECT_EQ(p->tasks[0].name, "conv2d_nchw_add_relu");
+  EXPECT_EQ(p->tasks[1].name, "conv2d_nchw_add_relu");
+  EXPECT_EQ(p->tasks[2].name, "conv2d_nchw_add_add_relu");
+  EXPECT_DOUBLE_EQ(p->tasks[1].dag.Flops(),
+                   2.0 * 64 * 56 * 56 * 64 * 9 + 2.0 * 64 * 56 * 56);
 }
 
 TEST(PartitionBert, EverySubgraphComputesWhatItsNodesCompute) {
