@@ -70,13 +70,13 @@ Value Graph::AddLeaf(NodeKind kind, const std::string& name, const std::vector<i
   if (!status_.ok()) return Value();
   const char* what = kind == NodeKind::kInput ? "input" : "param";
   if (names_.count(name)) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-        what, " name '", name, "' is already used by node %", FindNode(name))));
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat(what, " name '", name, "' is already used by node %", FindNode(name))));
   }
   absl::StatusOr<Tensor> t = Placeholder(name, shape, dtype);
   if (!t.ok()) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrCat(what, " '", name, "': ", t.status().message())));
+    return Fail(
+        absl::InvalidArgumentError(absl::StrCat(what, " '", name, "': ", t.status().message())));
   }
   GraphNode node;
   node.id = num_nodes();
@@ -106,7 +106,8 @@ Value Graph::Op(const std::string& op, const std::vector<Value>& inputs,
   const int id = num_nodes();
   const std::string where = absl::StrCat("node ", id, " (", op, "): ");
   absl::StatusOr<const GraphOpInfo*> info = FindGraphOp(op);
-  if (!info.ok()) return Fail(absl::InvalidArgumentError(where + std::string(info.status().message())));
+  if (!info.ok())
+    return Fail(absl::InvalidArgumentError(where + std::string(info.status().message())));
   // Shape inference: build the operator on fresh placeholders of the operands' shapes.
   std::vector<Tensor> operands;
   std::vector<int> input_ids;
@@ -211,7 +212,9 @@ Value Graph::Unary(UnaryOp op, Value x, const UnaryParams& params) {
   return Op(UnaryOpName(op), {x}, attrs);
 }
 
-Value Graph::Scale(Value x, double scale) { return Op("scale", {x}, {{"scale", DoubleText(scale)}}); }
+Value Graph::Scale(Value x, double scale) {
+  return Op("scale", {x}, {{"scale", DoubleText(scale)}});
+}
 
 Value Graph::Softmax(Value x, int64_t axis) {
   return Op("softmax", {x}, {{"axis", absl::StrCat(axis)}});
@@ -253,9 +256,9 @@ void Graph::MarkOutput(Value v) {
   }
   const GraphNode& n = nodes_[v.id()];
   if (n.kind != NodeKind::kOp) {
-    Fail(absl::InvalidArgumentError(absl::StrCat("output '", n.name, "' is ",
-                                                 n.kind == NodeKind::kInput ? "an input" : "a param",
-                                                 "; outputs must be operator nodes")));
+    Fail(absl::InvalidArgumentError(absl::StrCat(
+        "output '", n.name, "' is ", n.kind == NodeKind::kInput ? "an input" : "a param",
+        "; outputs must be operator nodes")));
     return;
   }
   for (int id : outputs_) {

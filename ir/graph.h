@@ -69,8 +69,9 @@ struct GraphOpInfo {
   OpPattern pattern = OpPattern::kOpaque;
   int min_inputs = 0;
   int max_inputs = 0;
-  std::vector<std::string> inputs;  // documentation, e.g. {"X[M,K]", "W[N,K]", "bias[N] (optional)"}
-  std::vector<std::string> attrs;   // accepted attribute names
+  std::vector<std::string>
+      inputs;                      // documentation, e.g. {"X[M,K]", "W[N,K]", "bias[N] (optional)"}
+  std::vector<std::string> attrs;  // accepted attribute names
 };
 
 /// Every graph operator, sorted by name.

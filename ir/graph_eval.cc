@@ -34,14 +34,14 @@ absl::StatusOr<BufferMap> RunGraphReference(const Graph& graph, const BufferMap&
     const GraphNode& n = graph.node(id);
     auto it = inputs.find(n.name);
     if (it == inputs.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("missing buffer for ", n.op, " '", n.name,
-                                                     "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("missing buffer for ", n.op, " '", n.name, "'"));
     }
     if (it->second.shape != n.shape || it->second.dtype != n.dtype) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "buffer for '", n.name, "' is ", ShapeToString(it->second.shape), " ",
-          TypeName(it->second.dtype), " but the graph says ", ShapeToString(n.shape), " ",
-          TypeName(n.dtype)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("buffer for '", n.name, "' is ", ShapeToString(it->second.shape), " ",
+                       TypeName(it->second.dtype), " but the graph says ", ShapeToString(n.shape),
+                       " ", TypeName(n.dtype)));
     }
     values[id] = it->second;
   }
@@ -65,9 +65,8 @@ absl::StatusOr<BufferMap> RunGraphReference(const Graph& graph, const BufferMap&
     ASSIGN_OR_RETURN(ComputeDAG dag, ComputeDAG::Create({out}));
     absl::StatusOr<BufferMap> result = RunReference(dag, buffers);
     if (!result.ok()) {
-      return absl::Status(result.status().code(),
-                          absl::StrCat("node ", n.id, " (", n.op, "): ",
-                                       result.status().message()));
+      return absl::Status(result.status().code(), absl::StrCat("node ", n.id, " (", n.op,
+                                                               "): ", result.status().message()));
     }
     values[n.id] = std::move(result->at(stage));
   }

@@ -65,8 +65,8 @@ absl::StatusOr<UnaryParams> ReadUnaryParams(const OpArgs& args, const std::strin
   absl::StatusOr<std::string> approximate = StringAttr(args, op, "approximate", "none");
   if (!approximate.ok()) return approximate.status();
   if (*approximate != "none" && *approximate != "tanh") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attribute 'approximate' of ", op, ": '", *approximate, "' is not none or tanh"));
+    return absl::InvalidArgumentError(absl::StrCat("attribute 'approximate' of ", op, ": '",
+                                                   *approximate, "' is not none or tanh"));
   }
   p.gelu_tanh = *approximate == "tanh";
   ASSIGN_OR_RETURN(p.softplus_beta, FloatAttr(args, op, "beta", p.softplus_beta));
@@ -101,15 +101,15 @@ std::vector<OpDef> MakeOps() {
   const auto add = [&ops](std::string name, OpPattern pattern, int min_in, int max_in,
                           std::vector<std::string> inputs, std::vector<std::string> attrs,
                           BuildFn build) {
-    ops.push_back(OpDef{GraphOpInfo{std::move(name), pattern, min_in, max_in, std::move(inputs),
-                                    std::move(attrs)},
-                        std::move(build)});
+    ops.push_back(OpDef{
+        GraphOpInfo{std::move(name), pattern, min_in, max_in, std::move(inputs), std::move(attrs)},
+        std::move(build)});
   };
 
   // Data reuse: elementwise consumers fuse into these.
   add("dense", OpPattern::kOutEWiseFusable, 2, 3, {"X[M,K]", "W[N,K]", "bias[N] (optional)"},
-      {"activation"}, [](const auto& in, const OpArgs& a, const std::string& name)
-                          -> absl::StatusOr<Tensor> {
+      {"activation"},
+      [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
         ASSIGN_OR_RETURN(std::string text, StringAttr(a, "dense", "activation", "none"));
         ASSIGN_OR_RETURN(Activation act, ParseActivation("dense", text));
         return Dense(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), act, name, name + "_acc");
@@ -132,8 +132,8 @@ std::vector<OpDef> MakeOps() {
         ASSIGN_OR_RETURN(Conv2dParams p, ops_internal::ReadConv2dParams(a, "conv2d_nchw"));
         return Conv2dNchw(in[0], in[1], p, name);
       });
-  add("depthwise_conv2d_nchw", OpPattern::kOutEWiseFusable, 2, 2,
-      {"X[N,C,H,W]", "W[C*m,1,R,S]"}, {"dilation", "padding", "stride"},
+  add("depthwise_conv2d_nchw", OpPattern::kOutEWiseFusable, 2, 2, {"X[N,C,H,W]", "W[C*m,1,R,S]"},
+      {"dilation", "padding", "stride"},
       [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
         ASSIGN_OR_RETURN(Conv2dParams p,
                          ops_internal::ReadConv2dParams(a, "depthwise_conv2d_nchw"));
@@ -161,8 +161,7 @@ std::vector<OpDef> MakeOps() {
           return s == "softmax" ? Softmax(in[0], axis, name) : LogSoftmax(in[0], axis, name);
         });
   }
-  add("layernorm", OpPattern::kCommReduce, 3, 3, {"X", "gamma", "beta"},
-      {"eps", "normalized_ndim"},
+  add("layernorm", OpPattern::kCommReduce, 3, 3, {"X", "gamma", "beta"}, {"eps", "normalized_ndim"},
       [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
         ASSIGN_OR_RETURN(int64_t nd, IntAttr(a, "layernorm", "normalized_ndim", 1));
         ASSIGN_OR_RETURN(double eps, FloatAttr(a, "layernorm", "eps", 1e-5));
@@ -186,9 +185,9 @@ std::vector<OpDef> MakeOps() {
   }
 
   // Elementwise and injective.
-  for (UnaryOp op : {UnaryOp::kRelu, UnaryOp::kLeakyRelu, UnaryOp::kGelu, UnaryOp::kSigmoid,
-                     UnaryOp::kTanh, UnaryOp::kSwish, UnaryOp::kSoftplus, UnaryOp::kElu,
-                     UnaryOp::kHardtanh}) {
+  for (UnaryOp op :
+       {UnaryOp::kRelu, UnaryOp::kLeakyRelu, UnaryOp::kGelu, UnaryOp::kSigmoid, UnaryOp::kTanh,
+        UnaryOp::kSwish, UnaryOp::kSoftplus, UnaryOp::kElu, UnaryOp::kHardtanh}) {
     const std::string s = UnaryOpName(op);
     add(s, OpPattern::kElemWise, 1, 1, {"X"}, UnaryAttrs(op),
         [s, op](const auto& in, const OpArgs& a,
@@ -292,8 +291,8 @@ absl::StatusOr<Tensor> BuildGraphOp(const std::string& op, const std::vector<Ten
     std::string expected = info.min_inputs == info.max_inputs
                                ? absl::StrCat(info.min_inputs)
                                : absl::StrCat(info.min_inputs, " to ", info.max_inputs);
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": expected ", expected, " input", info.max_inputs == 1 ? "" : "s", ", got ", n));
+    return absl::InvalidArgumentError(absl::StrCat(op, ": expected ", expected, " input",
+                                                   info.max_inputs == 1 ? "" : "s", ", got ", n));
   }
   for (int i = 0; i < n; ++i) {
     if (!inputs[i].defined()) {
@@ -325,8 +324,8 @@ absl::StatusOr<Tensor> Reshape(const Tensor& x, const std::vector<int64_t>& shap
   for (size_t d = 0; d < out.size(); ++d) {
     if (out[d] == -1) {
       if (inferred >= 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "reshape: more than one extent is -1 in ", ShapeToString(shape)));
+        return absl::InvalidArgumentError(
+            absl::StrCat("reshape: more than one extent is -1 in ", ShapeToString(shape)));
       }
       inferred = static_cast<int>(d);
     } else if (out[d] < 1) {

@@ -289,8 +289,8 @@ absl::StatusOr<GraphPartition> PartitionGraph(const ir::Graph& graph,
                         << " and %" << id;
       output = id;
     }
-    CHECK(output == members.back()) << "fused group " << NodeList(members) << " ends at %"
-                                    << output;
+    CHECK(output == members.back())
+        << "fused group " << NodeList(members) << " ends at %" << output;
     ordered.emplace_back(output, std::move(members));
   }
   std::sort(ordered.begin(), ordered.end(),
@@ -306,8 +306,8 @@ absl::StatusOr<GraphPartition> PartitionGraph(const ir::Graph& graph,
     }
     absl::StatusOr<ir::ComputeDAG> dag = BuildSubgraphDAG(graph, members, output, &sg.inputs);
     if (!dag.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("subgraph of nodes ", NodeList(members),
-                                                     ": ", dag.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("subgraph of nodes ", NodeList(members), ": ", dag.status().message()));
     }
     sg.dag = *std::move(dag);
     const std::string key = sg.dag.WorkloadKey();
@@ -368,10 +368,10 @@ absl::StatusOr<ir::BufferMap> RunPartitionReference(const ir::Graph& graph,
           absl::StrCat("missing buffer for ", n.op, " '", n.name, "'"));
     }
     if (it->second.shape != n.shape || it->second.dtype != n.dtype) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "buffer for '", n.name, "' is ", ir::ShapeToString(it->second.shape), " ",
-          ir::TypeName(it->second.dtype), " but the graph says ", ir::ShapeToString(n.shape), " ",
-          ir::TypeName(n.dtype)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("buffer for '", n.name, "' is ", ir::ShapeToString(it->second.shape), " ",
+                       ir::TypeName(it->second.dtype), " but the graph says ",
+                       ir::ShapeToString(n.shape), " ", ir::TypeName(n.dtype)));
     }
     values[id] = it->second;
   }

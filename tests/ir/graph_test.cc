@@ -238,7 +238,8 @@ TEST(GraphReference, MlpMatchesNaiveLoops) {
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       double acc = 0;
-      for (int64_t r = 0; r < k; ++r) acc += in.at("x").data[i * k + r] * in.at("w").data[j * k + r];
+      for (int64_t r = 0; r < k; ++r)
+        acc += in.at("x").data[i * k + r] * in.at("w").data[j * k + r];
       const double want = std::max(acc + in.at("b").data[j], 0.0);
       EXPECT_NEAR(got.data[i * n + j], want, 1e-5) << i << "," << j;
     }
@@ -280,8 +281,7 @@ TEST(GraphReference, SoftmaxOfScaledInputMatchesNaiveLoops) {
     for (int j = 0; j < 5; ++j) mx = std::max(mx, 2.0 * in.at("x").data[i * 5 + j]);
     for (int j = 0; j < 5; ++j) sum += std::exp(2.0 * in.at("x").data[i * 5 + j] - mx);
     for (int j = 0; j < 5; ++j) {
-      EXPECT_NEAR(got.data[i * 5 + j], std::exp(2.0 * in.at("x").data[i * 5 + j] - mx) / sum,
-                  1e-6);
+      EXPECT_NEAR(got.data[i * 5 + j], std::exp(2.0 * in.at("x").data[i * 5 + j] - mx) / sum, 1e-6);
     }
   }
 }
@@ -308,7 +308,8 @@ TEST(GraphOps, TableListsPatternsAndBuildsByName) {
   EXPECT_EQ((*FindGraphOp("layernorm"))->pattern, OpPattern::kCommReduce);
   EXPECT_EQ((*FindGraphOp("reshape"))->pattern, OpPattern::kInjective);
   EXPECT_EQ((*FindGraphOp("add"))->pattern, OpPattern::kBroadcast);
-  EXPECT_THAT(FindGraphOp("nope").status(), StatusIs(absl::StatusCode::kNotFound, HasSubstr("unknown graph operator 'nope'")));
+  EXPECT_THAT(FindGraphOp("nope").status(),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("unknown graph operator 'nope'")));
   absl::StatusOr<Tensor> a = Placeholder("a", {4, 8});
   absl::StatusOr<Tensor> w = Placeholder("w", {2, 8});
   absl::StatusOr<Tensor> y = BuildGraphOp("dense", {*a, *w}, {{"activation", "gelu"}}, "y");

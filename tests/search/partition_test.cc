@@ -121,8 +121,8 @@ TEST(PartitionMlp, DenseBiasReluLayersFuseAndRepeatedLayersDeduplicate) {
   }
   // dense (16·64·64 MACs) + bias add + relu per layer.
   EXPECT_DOUBLE_EQ(p->tasks[0].dag.Flops(), 2.0 * 16 * 64 * 64 + 16 * 64 + 16 * 64);
-  EXPECT_DOUBLE_EQ(p->Flops(), 2 * (2.0 * 16 * 64 * 64 + 2 * 16 * 64) +
-                                   (2.0 * 16 * 32 * 64 + 2 * 16 * 32));
+  EXPECT_DOUBLE_EQ(p->Flops(),
+                   2 * (2.0 * 16 * 64 * 64 + 2 * 16 * 64) + (2.0 * 16 * 32 * 64 + 2 * 16 * 32));
   EXPECT_THAT(p->ToString(), HasSubstr("weight 2"));
 }
 
@@ -277,8 +277,7 @@ TEST(PartitionModels, ResnetBottleneckIsThreeConvTasks) {
   EXPECT_EQ(p->tasks[0].name, "conv2d_nchw_add_relu");
   EXPECT_EQ(p->tasks[1].name, "conv2d_nchw_add_relu");
   EXPECT_EQ(p->tasks[2].name, "conv2d_nchw_add_add_relu");
-  EXPECT_DOUBLE_EQ(p->tasks[1].dag.Flops(),
-                   2.0 * 64 * 56 * 56 * 64 * 9 + 2.0 * 64 * 56 * 56);
+  EXPECT_DOUBLE_EQ(p->tasks[1].dag.Flops(), 2.0 * 64 * 56 * 56 * 64 * 9 + 2.0 * 64 * 56 * 56);
 }
 
 TEST(PartitionBert, EverySubgraphComputesWhatItsNodesCompute) {
@@ -362,7 +361,8 @@ TEST(PartitionFusion, ConvBiasReluWithBroadcastBiasAndResidual) {
   Value x = g.Input("x", {1, 8, 6, 6});
   ir::Conv2dParams same;
   same.padding = {1, 1};
-  Value c1 = g.Relu(g.Add(g.Conv2d(x, g.Param("w1", {8, 8, 3, 3}), same), g.Param("b1", {8, 1, 1})));
+  Value c1 =
+      g.Relu(g.Add(g.Conv2d(x, g.Param("w1", {8, 8, 3, 3}), same), g.Param("b1", {8, 1, 1})));
   Value c2 = g.Add(g.Conv2d(c1, g.Param("w2", {8, 8, 3, 3}), same), g.Param("b2", {8, 1, 1}));
   g.MarkOutput(g.Relu(g.Add(c2, x)));
   absl::StatusOr<GraphPartition> p = PartitionGraph(g);
