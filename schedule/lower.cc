@@ -789,6 +789,7 @@ absl::StatusOr<LoweredKernel> Lowerer::Run() {
   for (size_t i = 0; i < kernels.size(); ++i) {
     Stmt k = ir::Simplify(lower_internal::Finalize(kernels[i], align));
     if (target_.is_gpu()) {
+      k = ir::Simplify(lower_internal::InjectVirtualThreads(k));
       k = lower_internal::RemoveRedundantBarriers(lower_internal::HoistSharedAllocations(k));
       // Register-staged prefetch of shared tiles, unless a pragma software_pipeline$0 says off.
       if (SoftwarePipelineEnabled(state_, kernel_stage_id[i])) k = PipelineSharedFetches(k);

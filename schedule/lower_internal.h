@@ -148,6 +148,13 @@ ir::Stmt BuildAllReduce(const AllReduceSpec& spec,
 /// it (or the kernel's top when it has none): shared memory is one per block.
 ir::Stmt HoistSharedAllocations(const ir::Stmt& kernel);
 
+/// Virtual-thread injection (TVM InjectVirtualThread): every vthread loop is pushed inward so
+/// that statements independent of its variable (shared fetches, barriers) run once, buffers
+/// allocated under it get one copy per virtual thread (a leading dimension), and the rest runs
+/// unrolled over the virtual threads at the innermost level. Loops holding Evaluates (cross-thread
+/// reductions) become plain serial loops. Result: no vthread loop is left.
+ir::Stmt InjectVirtualThreads(const ir::Stmt& kernel);
+
 /// Drops barriers that order nothing: a barrier right after another one, and barriers at the end
 /// of a block's work (the end of a blockIdx loop's body or of the kernel).
 ir::Stmt RemoveRedundantBarriers(const ir::Stmt& kernel);

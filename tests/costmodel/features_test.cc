@@ -263,7 +263,9 @@ TEST_F(GpuMatmulFeatures, FiveStoresWithBindings) {
     EXPECT_EQ(f[kGpuOffset + 1], 4);    // blockIdx.x
     EXPECT_EQ(f[kGpuOffset + 2], 1);    // blockIdx.y
     EXPECT_EQ(f[kGpuOffset + 4], 128);  // threadIdx.x
-    EXPECT_EQ(f[kGpuOffset + 7], 4);    // vthread
+    // No vthread loop is left in the nest: lowering injects the 4 virtual threads as unrolled
+    // loops at the innermost level (schedule/inject_vthread.cc).
+    EXPECT_EQ(f[kGpuOffset + 7], 1);    // vthread
     EXPECT_EQ(f[kAllocationOffset + 2], 2 * 64 * 8 * 4);  // A.shared + B.shared in scope
   }
 }
@@ -273,9 +275,10 @@ TEST_F(GpuMatmulFeatures, UpdateDoesMnkMultiplyAdds) {
   // Every (i, j, k) of the 128^3 matmul is one add and one multiply.
   EXPECT_EQ(f[0], 128.0 * 128 * 128);
   EXPECT_EQ(f[1], 128.0 * 128 * 128);
-  EXPECT_EQ(f[kAllocationOffset + 0], 4 * 2 * 4);           // writes C.local
-  EXPECT_EQ(f[kAllocationOffset + 1], 4 * 4 * 128);         // one C.local per thread
-  EXPECT_EQ(f[kAllocationOffset + 3], 4 * 2 * 4);           // C.local in scope
+  // C.local: 4 x 2 floats per virtual thread, one copy for each of the 4 virtual threads.
+  EXPECT_EQ(f[kAllocationOffset + 0], 4 * 4 * 2 * 4);       // writes C.local
+  EXPECT_EQ(f[kAllocationOffset + 1], 4 * 128);             // one C.local per thread (4 blocks)
+  EXPECT_EQ(f[kAllocationOffset + 3], 4 * 4 * 2 * 4);       // C.local in scope
   EXPECT_EQ(f[kOuterOffset + 2], 0);
 }
 
@@ -283,9 +286,10 @@ TEST_F(GpuMatmulFeatures, WriteBackIsUnrolledAndCarriesThePragma) {
   const std::vector<float>& f = rows_[4];
   EXPECT_EQ(f[kOuterOffset], 128 * 128);  // each element of C written once
   EXPECT_EQ(f[Buf(0, kBytes)], 128 * 128 * 4);
-  EXPECT_EQ(f[kUnrollOffset + 0], 2);
-  EXPECT_EQ(f[kUnrollOffset + 1], 8);
-  EXPECT_EQ(f[kUnrollOffset + 2], 2);
+  // i.3 (4) and j.3 (2) unrolled by the pragma, and the 4 virtual threads innermost.
+  EXPECT_EQ(f[kUnrollOffset + 0], 3);
+  EXPECT_EQ(f[kUnrollOffset + 1], 4 * 2 * 4);
+  EXPECT_EQ(f[kUnrollOffset + 2], 4);
   EXPECT_EQ(f[kUnrollOffset + kPosInnerSpatial], 1);
   EXPECT_EQ(f[kOuterOffset + 2], 16);
   EXPECT_FLOAT_EQ(scaled_[4][kOuterOffset + 2], std::log2(17.0f));
@@ -293,9 +297,10 @@ TEST_F(GpuMatmulFeatures, WriteBackIsUnrolledAndCarriesThePragma) {
 
 TEST_F(GpuMatmulFeatures, SharedFillRunsOncePerThreadIndex) {
   // The A.shared fill: threadIdx.x (128) nested in the compute's threadIdx.x counts once.
-  // Per block, vthread (4) x k.0 (16) x ax0_ax1.0 (4) x 128 threads.
+  // Blocks (4) x k.0 (16) x ax0_ax1.0 (4) x 128 threads: once per reduction step, not once per
+  // virtual thread (which would be 4x more).
   const std::vector<float>& f = rows_[1];
-  EXPECT_EQ(f[kOuterOffset], 4.0 * 4 * 16 * 4 * 128);
+  EXPECT_EQ(f[kOuterOffset], 4.0 * 16 * 4 * 128);
   EXPECT_EQ(f[kGpuOffset + 4], 128);
 }
 
