@@ -39,6 +39,9 @@ struct LaunchInfo {
   std::array<int64_t, 3> grid = {1, 1, 1};   // blocks per grid, x/y/z
   std::array<int64_t, 3> block = {1, 1, 1};  // threads per block, x/y/z
   int64_t shared_memory_bytes = 0;           // the scheduler's estimate; codegen reports its own
+  /// Blocks per SM ptxas is asked to fit (PTX .minnctapersm; it bounds registers per thread);
+  /// 0 = no request.
+  int64_t min_blocks_per_sm = 0;
 };
 
 /// One kernel argument: a parameter of the nest or a scratch buffer the runtime allocates.

@@ -80,6 +80,10 @@ absl::Status EmitKernels(mlir::gpu::GPUModuleOp gpu_module, const ModulePlan& pl
     fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({static_cast<int32_t>(kp.block[0]),
                                                      static_cast<int32_t>(kp.block[1]),
                                                      static_cast<int32_t>(kp.block[2])}));
+    if (kp.min_blocks_per_sm > 0) {
+      // NVVM's launch-bounds attribute: PTX .minnctapersm, with .maxntid from the block size.
+      fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(static_cast<int32_t>(kp.min_blocks_per_sm)));
+    }
     fn.setKnownGridSizeAttr(
         b.getDenseI32ArrayAttr({static_cast<int32_t>(kp.grid[0]), static_cast<int32_t>(kp.grid[1]),
                                 static_cast<int32_t>(kp.grid[2])}));

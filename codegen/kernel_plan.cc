@@ -176,6 +176,14 @@ absl::StatusOr<ModulePlan> PlanGpuModule(const ir::LoopNest& nest,
     kp.name = kernels.size() == 1 ? plan.name : absl::StrCat(plan.name, "_", k);
     kp.has_thread_loops = scan.has_thread_loops;
     kp.has_barrier = scan.has_barrier;
+    if (!launches.empty()) {
+      kp.min_blocks_per_sm = launches[k].min_blocks_per_sm;
+      if (kp.min_blocks_per_sm < 0 || kp.min_blocks_per_sm > 32) {
+        return absl::InvalidArgumentError(absl::StrCat("kernel ", k, " of '", nest.name,
+                                                       "': min_blocks_per_sm ",
+                                                       kp.min_blocks_per_sm, " is not in 0..32"));
+      }
+    }
     for (int d = 0; d < 3; ++d) {
       const int64_t need_grid = std::max<int64_t>(scan.block_extent[d], 1);
       const int64_t need_block = std::max<int64_t>(scan.thread_extent[d], 1);

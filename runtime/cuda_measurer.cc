@@ -19,6 +19,7 @@
 // host, outputs downloaded and compared on the host, timing inputs uploaded per candidate.
 // A CUDA failure after a launch poisons the context, so such a worker asks to be replaced after
 // its item (RequestWorkerRestart).
+#include "runtime/launch_info.h"
 #include "runtime/cuda_measurer.h"
 
 #include <algorithm>
@@ -933,10 +934,7 @@ class CudaMeasurer : public Measurer {
     if (!state.ok()) return wrap(state.status());
     absl::StatusOr<schedule::LoweredKernel> lowered = schedule::Lower(dag, *state, target_);
     if (!lowered.ok()) return wrap(lowered.status());
-    std::vector<codegen::LaunchInfo> launches;
-    for (const schedule::LaunchConfig& l : lowered->launches) {
-      launches.push_back(codegen::LaunchInfo{l.grid, l.block, l.shared_memory_bytes});
-    }
+    std::vector<codegen::LaunchInfo> launches = ToLaunchInfos(lowered->launches);
     codegen::GpuCompileOptions compile;
     compile.arch = target_.arch.empty() ? "sm_90" : target_.arch;
     // The reference rounds every operation separately, as the interpreter does.

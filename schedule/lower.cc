@@ -29,10 +29,32 @@ namespace tilesearch::schedule {
 
 std::string LaunchConfig::ToString() const {
   return absl::StrCat("grid (", grid[0], ", ", grid[1], ", ", grid[2], ") block (", block[0], ", ",
-                      block[1], ", ", block[2], ") shared ", shared_memory_bytes, " B");
+                      block[1], ", ", block[2], ") shared ", shared_memory_bytes, " B",
+                      min_blocks_per_sm > 0 ? absl::StrCat(" min ", min_blocks_per_sm, " blocks/SM")
+                                            : std::string());
 }
 
 namespace {
+
+// The largest min_blocks_per_sm pragma among the kernel's root stage and the stages attached
+// into it (attach chains end at a root; bounded by the stage count for malformed chains).
+int64_t KernelMinBlocksPerSm(const State& state, int kernel_stage) {
+  int64_t best = 0;
+  for (int sid = 0; sid < state.num_stages(); ++sid) {
+    if (state.stage(sid).min_blocks_per_sm <= best) continue;
+    int cur = sid;
+    for (int hops = 0; hops <= state.num_stages(); ++hops) {
+      const Stage& st = state.stage(cur);
+      if (st.location != ComputeLocation::kAttached || st.attach_stage < 0 ||
+          st.attach_stage >= state.num_stages()) {
+        break;
+      }
+      cur = st.attach_stage;
+    }
+    if (cur == kernel_stage) best = state.stage(sid).min_blocks_per_sm;
+  }
+  return best;
+}
 
 using ir::Expr;
 using ir::ForKind;
@@ -799,6 +821,7 @@ absl::StatusOr<LoweredKernel> Lowerer::Run() {
             launch.status().code(),
             absl::StrCat(launch.status().message(), " (kernel of stage '", kernel_stage[i], "')"));
       }
+      launch->min_blocks_per_sm = KernelMinBlocksPerSm(state_, kernel_stage_id[i]);
       out.launches.push_back(*launch);
       // One launch per top-level statement: a kernel that simplified to several statements is
       // kept together under a one-block binding.

@@ -22,7 +22,9 @@ struct LaunchConfig {
   std::array<int64_t, 3> grid = {1, 1, 1};   // blockIdx.x/y/z extents
   std::array<int64_t, 3> block = {1, 1, 1};  // threadIdx.x/y/z extents
   int64_t shared_memory_bytes = 0;           // static shared memory per block
-  std::string ToString() const;              // "grid (64, 1, 1) block (256, 1, 1) shared 8192 B"
+  int64_t min_blocks_per_sm = 0;             // pragma min_blocks_per_sm (0: no request)
+  /// "grid (64, 1, 1) block (256, 1, 1) shared 8192 B" (+ " min 2 blocks/SM" when requested).
+  std::string ToString() const;
 };
 
 /// The lowered program. On GPU targets each top-level statement of `nest.body` (under the global

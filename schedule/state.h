@@ -57,6 +57,9 @@ struct Stage {
   /// pragma software_pipeline: -1 = not set, 0 = off, 1 = on. The GPU kernel of a root stage is
   /// pipelined (schedule/software_pipeline.h) unless it or a stage attached into it has 0.
   int software_pipeline = -1;
+  /// pragma min_blocks_per_sm (0 = none): blocks per SM the kernel of this stage's root asks
+  /// ptxas to fit (the largest over the root and the stages attached into it counts).
+  int min_blocks_per_sm = 0;
   /// storage_align: dimension (-1 = none), factor, offset.
   int storage_align_dim = -1;
   int64_t storage_align_factor = 0;

@@ -190,19 +190,27 @@ struct AnnotationStep {
   bool operator==(const AnnotationStep&) const = default;
 };
 
-/// A pragma on a stage, one of two kinds (JSON `["PR", stage, iter, "<name>$<value>"]`):
+/// A pragma on a stage, one of three kinds (JSON `["PR", stage, iter, "<name>$<value>"]`):
 ///  - auto_unroll_max_step=N (software_pipeline < 0): loops with at most N iterations in total
 ///    below the pragma are unrolled;
 ///  - software_pipeline=0/1 (software_pipeline >= 0; auto_unroll_max_step is then 0 and unused):
 ///    0 turns off the register-staged prefetch of shared-memory fetches
 ///    (schedule/software_pipeline.h) for the GPU kernel this stage belongs to; 1 (or no such
-///    pragma) keeps it on.
+///    pragma) keeps it on;
+///  - min_blocks_per_sm=N (min_blocks_per_sm >= 0; the other two unused), N in 0..32: the GPU
+///    kernel this stage belongs to asks ptxas to fit N blocks per SM (CUDA __launch_bounds__'s
+///    second argument, PTX .minnctapersm), which caps registers per thread at about
+///    65536 / (N × threads per block); 0 = no request. Our addition to Ansor's space: its sketch
+///    leaves register allocation to the compiler, which on the H200 gave 8×8-per-thread matmul
+///    tiles 200+ registers (one block per SM) when unrolled (bench/NOTES.md).
 struct PragmaStep {
   int stage_id = 0;
   int iter_id = 0;
   int64_t auto_unroll_max_step = 0;
   /// -1: an auto_unroll_max_step pragma; 0 or 1: a software_pipeline pragma with that value.
   int software_pipeline = -1;
+  /// -1: not a min_blocks_per_sm pragma; else its value (0..32).
+  int min_blocks_per_sm = -1;
   absl::StatusOr<State> Apply(const State& s) const;
   nlohmann::json ToJson() const;
   static absl::StatusOr<PragmaStep> FromJson(const nlohmann::json& j);

@@ -616,7 +616,8 @@ std::vector<int> ThreadSplits(const std::vector<Step>& steps, const std::vector<
 absl::Status GpuThreadBind(State& s, const std::vector<StepInfo>& info, const Target& target,
                            const AnnotationOptions& options, std::mt19937_64& rng) {
   for (int sid = s.num_stages() - 1; sid >= 0; --sid) {
-    const Stage& st = s.stage(sid);
+    // A copy: the steps below replace `s`'s stages, and a reference would dangle.
+    const Stage st = s.stage(sid);
     if (st.is_placeholder() || st.location == ComputeLocation::kInlined) continue;
     if (HasCrossThreadReduction(s, sid)) {
       if (st.location != ComputeLocation::kRoot) continue;

@@ -23,6 +23,7 @@
 #include "base/status.h"
 #include "nlohmann/json.hpp"
 #include "schedule/apply_step.h"
+#include "runtime/launch_info.h"
 #include "search/log_io.h"
 
 namespace tilesearch::search {
@@ -516,10 +517,7 @@ absl::StatusOr<KernelArtifact> BuildKernel(const ReplayedRecord& replayed,
   a.num_params = static_cast<int>(a.lowered.nest.params.size());
 
   if (record.target.is_gpu()) {
-    std::vector<codegen::LaunchInfo> launches;
-    for (const schedule::LaunchConfig& l : a.lowered.launches) {
-      launches.push_back({l.grid, l.block, l.shared_memory_bytes});
-    }
+    std::vector<codegen::LaunchInfo> launches = runtime::ToLaunchInfos(a.lowered.launches);
     codegen::GpuCompileOptions gpu = options.gpu;
     gpu.arch = record.target.arch;
     absl::StatusOr<codegen::GpuModule> module =
@@ -587,9 +585,7 @@ absl::StatusOr<CheckOutcome> CheckKernel(const KernelArtifact& artifact,
   runtime::MeasureCandidate candidate;
   candidate.nest = std::make_shared<const ir::LoopNest>(artifact.lowered.nest);
   if (artifact.is_gpu()) {
-    for (const schedule::LaunchConfig& l : artifact.lowered.launches) {
-      candidate.launches.push_back({l.grid, l.block, l.shared_memory_bytes});
-    }
+    candidate.launches = runtime::ToLaunchInfos(artifact.lowered.launches);
     candidate.gpu_module = artifact.gpu;
   }
   std::vector<runtime::MeasureResult> results = (*measurer)->Measure(artifact.dag, {candidate});

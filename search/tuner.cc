@@ -30,6 +30,7 @@
 #include "costmodel/xgboost_model.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
+#include "runtime/launch_info.h"
 #include "search/sketch.h"
 
 namespace tilesearch::search {
@@ -207,13 +208,7 @@ std::vector<runtime::MeasureCandidate> BuildCandidates(const ir::ComputeDAG& dag
       continue;
     }
     c.nest = std::make_shared<const ir::LoopNest>(std::move(kernel->nest));
-    for (const schedule::LaunchConfig& l : kernel->launches) {
-      codegen::LaunchInfo info;
-      info.grid = l.grid;
-      info.block = l.block;
-      info.shared_memory_bytes = l.shared_memory_bytes;
-      c.launches.push_back(info);
-    }
+    c.launches = runtime::ToLaunchInfos(kernel->launches);
     if (target.is_gpu()) {
       jobs.push_back({c.nest, c.launches});
       job_index.push_back(i);

@@ -1,4 +1,5 @@
-// pragmas on a stage (Ansor PragmaStep): "auto_unroll_max_step$N" and "software_pipeline$0|1".
+// pragmas on a stage (Ansor PragmaStep): "auto_unroll_max_step$N", "software_pipeline$0|1" and
+// "min_blocks_per_sm$N".
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -11,6 +12,8 @@ namespace tilesearch::schedule {
 namespace {
 constexpr char kUnrollPrefix[] = "auto_unroll_max_step$";
 constexpr char kPipelinePrefix[] = "software_pipeline$";
+constexpr char kMinBlocksPrefix[] = "min_blocks_per_sm$";
+constexpr int kMaxMinBlocks = 32;  // sm_90's resident blocks per SM
 }  // namespace
 
 absl::StatusOr<State> PragmaStep::Apply(const State& s) const {
@@ -20,7 +23,13 @@ absl::StatusOr<State> PragmaStep::Apply(const State& s) const {
   RETURN_IF_ERROR(internal::CheckSchedulable(stage, text));
   RETURN_IF_ERROR(internal::CheckIterId(stage, iter_id, text));
   State out = s;
-  if (software_pipeline >= 0) {
+  if (min_blocks_per_sm >= 0) {
+    if (min_blocks_per_sm > kMaxMinBlocks) {
+      return internal::StepError(text, absl::StrCat("min_blocks_per_sm ", min_blocks_per_sm,
+                                                    " is not in 0..", kMaxMinBlocks));
+    }
+    out.MutableStage(stage_id).min_blocks_per_sm = min_blocks_per_sm;
+  } else if (software_pipeline >= 0) {
     if (software_pipeline > 1) {
       return internal::StepError(
           text, absl::StrCat("software_pipeline ", software_pipeline, " is not 0 or 1"));
@@ -38,6 +47,9 @@ absl::StatusOr<State> PragmaStep::Apply(const State& s) const {
 }
 
 nlohmann::json PragmaStep::ToJson() const {
+  if (min_blocks_per_sm >= 0) {
+    return {"PR", stage_id, iter_id, absl::StrCat(kMinBlocksPrefix, min_blocks_per_sm)};
+  }
   if (software_pipeline >= 0) {
     return {"PR", stage_id, iter_id, absl::StrCat(kPipelinePrefix, software_pipeline)};
   }
@@ -58,6 +70,17 @@ absl::StatusOr<PragmaStep> PragmaStep::FromJson(const nlohmann::json& j) {
     s.auto_unroll_max_step = value;
     return s;
   }
+  if (absl::StartsWith(pragma, kMinBlocksPrefix)) {
+    const std::string v = pragma.substr(sizeof(kMinBlocksPrefix) - 1);
+    int n = -1;
+    if (v.size() > 2 || !absl::SimpleAtoi(v, &n) || n < 0 || n > kMaxMinBlocks) {
+      return absl::InvalidArgumentError(absl::StrCat("bad pragma '", pragma,
+                                                     "': min_blocks_per_sm takes 0..",
+                                                     kMaxMinBlocks, ", got '", v, "'"));
+    }
+    s.min_blocks_per_sm = n;
+    return s;
+  }
   if (absl::StartsWith(pragma, kPipelinePrefix)) {
     const std::string v = pragma.substr(sizeof(kPipelinePrefix) - 1);
     if (v != "0" && v != "1") {
@@ -69,10 +92,15 @@ absl::StatusOr<PragmaStep> PragmaStep::FromJson(const nlohmann::json& j) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown pragma '", pragma,
-                   "' (expected auto_unroll_max_step$N or software_pipeline$0|1)"));
+                   "' (expected auto_unroll_max_step$N, software_pipeline$0|1 or "
+                   "min_blocks_per_sm$N)"));
 }
 
 std::string PragmaStep::ToString() const {
+  if (min_blocks_per_sm >= 0) {
+    return absl::StrCat("pragma(", stage_id, ", ", iter_id,
+                        ", min_blocks_per_sm=", min_blocks_per_sm, ")");
+  }
   if (software_pipeline >= 0) {
     return absl::StrCat("pragma(", stage_id, ", ", iter_id,
                         ", software_pipeline=", software_pipeline, ")");

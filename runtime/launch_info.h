@@ -1,5 +1,6 @@
-// Conversion of the scheduler's launch configurations to codegen's (the same numbers), shared by
-// `tilesearch show --emit` and `tilesearch measure`.
+// Conversion of the scheduler's launch configurations (schedule::LaunchConfig) to codegen's
+// (codegen::LaunchInfo): the same numbers, in one place for the tuner, replay, the measurer's
+// reference kernels and the CLI.
 #pragma once
 
 #include <vector>
@@ -7,9 +8,10 @@
 #include "codegen/codegen.h"
 #include "schedule/lower.h"
 
-namespace tilesearch::tools {
+namespace tilesearch::runtime {
 
-/// One codegen::LaunchInfo per schedule::LaunchConfig, in order (grid, block, shared bytes).
+/// One codegen::LaunchInfo per schedule::LaunchConfig, in order (grid, block, shared bytes,
+/// min blocks per SM).
 inline std::vector<codegen::LaunchInfo> ToLaunchInfos(
     const std::vector<schedule::LaunchConfig>& launches) {
   std::vector<codegen::LaunchInfo> infos;
@@ -19,9 +21,10 @@ inline std::vector<codegen::LaunchInfo> ToLaunchInfos(
     info.grid = l.grid;
     info.block = l.block;
     info.shared_memory_bytes = l.shared_memory_bytes;
+    info.min_blocks_per_sm = l.min_blocks_per_sm;
     infos.push_back(info);
   }
   return infos;
 }
 
-}  // namespace tilesearch::tools
+}  // namespace tilesearch::runtime
