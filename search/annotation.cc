@@ -344,7 +344,8 @@ int64_t SampleTilePlan(TilePlan& plan, const ir::TensorNode& op, const Target& t
     // f = (rest, l0 = vthreads, l1 = threads, l2, ...).
     const auto hard = [&](const std::vector<int64_t>& f) {
       if (d.n_lengths < 2) return true;
-      const int64_t v = vthreads * f[1], t = threads * f[2], a = local * Prod(f, 3);
+      // Registers hold every virtual thread's accumulators (lowering gives each its own copy).
+      const int64_t v = vthreads * f[1], t = threads * f[2], a = v * local * Prod(f, 3);
       if (v > max_vthreads || t > max_threads) return false;
       if (t * rest_threads < min_threads) return false;
       if (!RegistersFit(std::max(t, min_threads), a, target, options)) return false;
@@ -375,7 +376,7 @@ int64_t SampleTilePlan(TilePlan& plan, const ir::TensorNode& op, const Target& t
     if (bytes < 0) return false;
     const int64_t t_threads = std::max(threads, min_threads);
     const int64_t staged = CeilDiv(bytes / 4, t_threads) + 2;  // +1 per buffer of rounding
-    return RegistersFit(t_threads, local + staged, target, options);
+    return RegistersFit(t_threads, vthreads * local + staged, target, options);
   };
   for (int i : reduce) {
     TileDim& d = plan.dims[i];
@@ -873,7 +874,7 @@ bool GpuTileRunFits(const ir::ComputeDAG& dag, const std::vector<Step>& steps, i
   if (!tiled) return true;
   const int64_t min_threads = space >= int64_t{16} * target.warp_size ? target.warp_size : 1;
   return vthreads <= MaxVthreads(target, options) && threads <= target.max_threads_per_block &&
-         threads >= min_threads && RegistersFit(threads, local, target, options);
+         threads >= min_threads && RegistersFit(threads, vthreads * local, target, options);
 }
 
 absl::Status CheckRegisterEstimate(const schedule::LoweredKernel& kernel, const Target& target,

@@ -62,15 +62,12 @@ struct AnnotationOptions {
   /// Largest register estimate per thread (the sm_90 limit; more spills to local memory).
   int64_t gpu_max_registers_per_thread = 255;
   /// Largest vthread extent the search draws (annotation) or reaches (mutation, crossover); the
-  /// target's max_vthread_extent bounds it too. Our addition: our lowering runs a vthread loop
-  /// serially around the whole reduction, and each virtual thread re-fetches the block's entire
-  /// shared tiles (the fetch is relaxed over the vthread loop), so V virtual threads cost V× the
-  /// global→shared traffic per output and gain nothing (TVM's InjectVirtualThread interleaves
-  /// them instead). Uniform draws gave V ≥ 2 to 92% of matmul 4096³ states (V = 8 to 47%).
-  /// Measured on the H200 (bench/logs/h200-matmul-1024-fp32.jsonl, 128 trials of matmul 1024³,
-  /// best / median ms by V): V=1 0.084 / 0.32, V=2 0.119 / 0.68, V=4 0.25 / 4.5, V=8 0.60 / 45;
-  /// and the hand 4096³ schedule with 2×2 vthreads ran 9.04 ms against 3.99 without (NOTES.md).
-  int64_t gpu_max_vthread = 1;
+  /// target's max_vthread_extent bounds it too. Ansor's 8 since lowering injects virtual threads
+  /// (schedule/inject_vthread.cc: shared tiles fetched once, sub-tiles interleaved): the best
+  /// hand matmul 4096³ tiling on the H200 went 3.42 → 3.13 ms with 2×2 vthreads of 4×4
+  /// (bench/results/h200-2026-11-30-probe4.md). Before injection each virtual thread re-fetched
+  /// the shared tiles and 1 was the measured best (V=2 1.4× slower at matmul 1024³).
+  int64_t gpu_max_vthread = 8;
   /// GPU tiled stages prefer tiles that leave at least this many blocks (when the space allows;
   /// our addition: uniform tiles often give a handful of blocks for a 132-SM device, e.g. 2
   /// blocks of a 14×14×256 conv2d). 0 disables the preference.

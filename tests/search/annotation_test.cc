@@ -346,12 +346,16 @@ TEST(Annotation, GpuTileRunFitsChecksTheTilingLimitsFromTheSteps) {
   EXPECT_FALSE(fits({{1, 64, 1, 1}, {1, 32, 1, 1}, {2, 8}}, defaults));  // 2048 threads
   EXPECT_FALSE(fits({{1, 4, 1, 1}, {1, 4, 1, 1}, {2, 8}}, defaults));    // 16 threads
   EXPECT_FALSE(fits({{1, 32, 4, 4}, {1, 32, 2, 2}, {1, 8}}, defaults));  // registers
-  // Two virtual threads: beyond gpu_max_vthread (1), within the target's 8.
-  EXPECT_FALSE(fits({{2, 16, 1, 4}, {1, 16, 1, 8}, {2, 8}}, defaults));
-  AnnotationOptions vthreads;
-  vthreads.gpu_max_vthread = 8;
-  EXPECT_TRUE(fits({{2, 16, 1, 4}, {1, 16, 1, 8}, {2, 8}}, vthreads));
-  EXPECT_FALSE(fits({{4, 16, 1, 4}, {4, 16, 1, 8}, {2, 8}}, vthreads));  // 16 > 8
+  // Two virtual threads: within the default (8); beyond a gpu_max_vthread of 1.
+  EXPECT_TRUE(fits({{2, 16, 1, 4}, {1, 16, 1, 8}, {2, 8}}, defaults));
+  AnnotationOptions one;
+  one.gpu_max_vthread = 1;
+  EXPECT_FALSE(fits({{2, 16, 1, 4}, {1, 16, 1, 8}, {2, 8}}, one));
+  EXPECT_FALSE(fits({{4, 16, 1, 1}, {4, 16, 1, 1}, {2, 8}}, defaults));  // 16 > 8
+  // Every virtual thread keeps its own accumulators: 8×8 per virtual thread fits alone
+  // (64 + 32 registers) but not with 2×2 of them (256 + 32 > 255).
+  EXPECT_TRUE(fits({{1, 16, 2, 4}, {1, 16, 2, 4}, {2, 8}}, defaults));
+  EXPECT_FALSE(fits({{2, 16, 2, 4}, {2, 16, 2, 4}, {2, 8}}, defaults));
 }
 
 // Grid limits live in schedule/gpu_validity (Lower's launch checks); tested here with the
