@@ -26,8 +26,11 @@ TUNE_ARGS=${TUNE_ARGS:-"--warmup 1 --min-runs 3 --min-time-ms 10 --run-timeout-m
 # its GPU with cheap ones; conv2d:xgboost-nox (crossover off) is the crossover A/B against
 # conv2d:xgboost.
 JOBS=${JOBS:-"matmul:xgboost softmax:xgboost conv2d:random conv2d:xgboost-nox matmul:random softmax:random conv2d:xgboost"}
+# A job may carry its own budget: op:model:trials (default $TRIALS).
 # A log under $RESUME_DIR/<job>.jsonl (e.g. from an earlier call, in the working tree) is resumed.
 RESUME_DIR=${RESUME_DIR:-}
+# Jobs already tuned (op:model; logs in $RESUME_DIR): not tuned again, only inspected and replayed.
+DONE_JOBS=${DONE_JOBS:-}
 echo "== $(date -u +%FT%TZ) $(uname -n); pack: $(head -3 "$root/MANIFEST" 2>/dev/null | tr '\n' ' ')"
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu \
   --format=csv | tee "$out/gpu.csv"
@@ -67,14 +70,14 @@ elif (( ngpu > njobs )); then baseline & bpid=$!; else baseline; fi
 per=$(( ncpu / njobs ))
 pids=()
 for i in "${!jobs[@]}"; do
-  op=${jobs[$i]%%:*}; model=${jobs[$i]##*:}
+  IFS=: read -r op model job_trials <<<"${jobs[$i]}"; job_trials=${job_trials:-$TRIALS}
   gpu=$(( i * ngpu / njobs )); lo=$(( i * per )); hi=$(( lo + per - 1 ))
   name="${op}_${model}"
   if [[ -n "$RESUME_DIR" && -f "$RESUME_DIR/$name.jsonl" ]]; then cp "$RESUME_DIR/$name.jsonl" "$out/"; fi
   echo "== $name on GPU $gpu, cores $lo-$hi"
   # shellcheck disable=SC2046
   TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu$gpu.lock CUDA_VISIBLE_DEVICES=$gpu timeout -s INT -k 120 "$LIMIT_S" taskset -c "$lo-$hi" \
-    "$ts" tune $(shape_args "$op") --target cuda --trials "$TRIALS" $(model_args "$model") --seed 1 \
+    "$ts" tune $(shape_args "$op") --target cuda --trials "$job_trials" $(model_args "$model") --seed 1 \
     $TUNE_ARGS --log "$out/$name.jsonl" >"$out/$name.out" 2>"$out/$name.err" &
   pids+=($!)
 done
@@ -84,8 +87,13 @@ for p in "${pids[@]}"; do wait "$p"; done
 echo "== tuning done $(date -u +%FT%TZ)"
 cat "$out/pytorch.txt" 2>/dev/null
 
-for j in "${jobs[@]}"; do
-  op=${j%%:*}; model=${j##*:}; name="${op}_${model}"
+read -r -a done_jobs <<<"$DONE_JOBS"
+for j in "${done_jobs[@]}"; do
+  IFS=: read -r op model _ <<<"$j"
+  cp "$RESUME_DIR/${op}_${model}.jsonl" "$out/"
+done
+for j in "${jobs[@]}" "${done_jobs[@]}"; do
+  IFS=: read -r op model _ <<<"$j"; name="${op}_${model}"
   echo "== $name"; tail -3 "$out/$name.err"; cat "$out/$name.out"
   "$ts" inspect --log "$out/$name.jsonl" --json "$out/inspect_$name.json" 2>&1 | head -60
   # shellcheck disable=SC2046
