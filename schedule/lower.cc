@@ -814,7 +814,9 @@ absl::StatusOr<LoweredKernel> Lowerer::Run() {
       k = ir::Simplify(lower_internal::InjectVirtualThreads(k));
       k = lower_internal::RemoveRedundantBarriers(lower_internal::HoistSharedAllocations(k));
       // Register-staged prefetch of shared tiles, unless a pragma software_pipeline$0 says off.
-      if (SoftwarePipelineEnabled(state_, kernel_stage_id[i])) k = PipelineSharedFetches(k);
+      if (SoftwarePipelineEnabled(state_, kernel_stage_id[i])) {
+        k = PipelineSharedFetches(k, SoftwarePipelineDoubleBuffered(state_, kernel_stage_id[i]));
+      }
       auto launch = lower_internal::AnalyzeKernel(k, target_);
       if (!launch.ok()) {
         return absl::Status(

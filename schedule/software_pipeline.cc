@@ -12,6 +12,7 @@
 #include "base/status.h"
 #include "ir/expr.h"
 #include "ir/simplify.h"
+#include "schedule/lower_internal.h"
 
 namespace tilesearch::schedule {
 namespace {
@@ -52,11 +53,59 @@ struct Fetch {
   Expr stage_index;            // linearized non-thread loop variables
 };
 
+// Whether every Load and Store of `buffer` in a statement has `rank` indices.
+class RankChecker : public ir::StmtVisitor {
+ public:
+  RankChecker(const std::string& buffer, size_t rank) : buffer_(buffer), rank_(rank) {}
+  bool ok = true;
+  void VisitExpr(const Expr& e) override {
+    class Loads : public ir::ExprVisitor {
+     public:
+      Loads(const std::string& b, size_t r, bool* ok) : b_(b), r_(r), ok_(ok) {}
+
+     protected:
+      void VisitLoad(const ir::LoadNode* op, const Expr& e) override {
+        if (op->buffer == b_ && op->indices.size() != r_) *ok_ = false;
+        ir::ExprVisitor::VisitLoad(op, e);
+      }
+
+     private:
+      const std::string& b_;
+      size_t r_;
+      bool* ok_;
+    };
+    Loads l(buffer_, rank_, &ok);
+    l.Visit(e);
+  }
+
+ protected:
+  void VisitStore(const ir::StoreNode* op, const Stmt& s) override {
+    if (op->buffer == buffer_ && op->indices.size() != rank_) ok = false;
+    ir::StmtVisitor::VisitStore(op, s);
+  }
+
+ private:
+  const std::string& buffer_;
+  size_t rank_;
+};
+
 class Pipeliner : public ir::StmtMutator {
+ public:
+  explicit Pipeliner(bool double_buffer) : double_buffer_(double_buffer) {}
+  bool failed = false;  // a double-buffered buffer is also accessed outside its loop
+
  protected:
   Stmt MutateAllocate(const ir::AllocateNode* op, const Stmt& s) override {
     scopes_[op->buffer.name] = op->buffer;
-    return ir::StmtMutator::MutateAllocate(op, s);
+    Stmt m = ir::StmtMutator::MutateAllocate(op, s);
+    if (!doubled_.count(op->buffer.name)) return m;
+    const auto* a = m.as<ir::AllocateNode>();
+    ir::BufferDecl decl = a->buffer;
+    decl.shape.insert(decl.shape.begin(), 2);
+    RankChecker rc(decl.name, decl.shape.size());
+    rc.Visit(a->body);
+    if (!rc.ok) failed = true;
+    return ir::AllocateNode::Make(decl, a->body);
   }
 
   Stmt MutateFor(const ir::ForNode* op, const Stmt& s) override {
@@ -103,6 +152,7 @@ class Pipeliner : public ir::StmtMutator {
       loads_first.push_back(BuildLoadPart(fetches[k], stages[k], var, f->min));
       stores.push_back(BuildStorePart(fetches[k], stages[k]));
     }
+    if (double_buffer_) return DoubleBuffered(*f, *seq, i, fetches, stages);
     std::vector<Stmt> body = stores;
     body.push_back(seq->stmts[i]);  // the barrier after the fetches
     body.push_back(ir::IfThenElseNode::Make(next < f->min + f->extent,
@@ -201,23 +251,79 @@ class Pipeliner : public ir::StmtMutator {
     return Rebuild(fe, leaf, sub);
   }
 
-  // shared[original index] = stage[index], under the original guards.
-  static Stmt BuildStorePart(const Fetch& fe, const ir::BufferDecl& stage) {
-    Stmt leaf = ir::StoreNode::Make(fe.store->buffer, fe.store->indices,
+  // shared[original index] = stage[index], under the original guards; with `buffer` defined,
+  // shared[buffer, original index] (the double-buffered layout).
+  // `sub` rewrites the guards (the tile the store is for: loop var := k + 1 or the loop's min).
+  static Stmt BuildStorePart(const Fetch& fe, const ir::BufferDecl& stage,
+                             const Expr& buffer = Expr(),
+                             const std::vector<std::pair<std::string, Expr>>& sub = {}) {
+    std::vector<Expr> idx;
+    if (buffer.defined()) idx.push_back(buffer);
+    for (const Expr& e : fe.store->indices) idx.push_back(ir::Substitute(e, sub));
+    Stmt leaf = ir::StoreNode::Make(fe.store->buffer, std::move(idx),
                                     ir::LoadNode::Make(stage.dtype, stage.name, {fe.stage_index}));
-    return Rebuild(fe, leaf, {});
+    return Rebuild(fe, leaf, sub);
+  }
+
+  // for k { fetches; barrier; compute; barrier } with the fetches at [0, i) of `seq`, as the
+  // double-buffered pipeline (header comment).
+  Stmt DoubleBuffered(const ir::ForNode& f, const ir::SeqNode& seq, size_t i,
+                      const std::vector<Fetch>& fetches,
+                      const std::vector<ir::BufferDecl>& stages) {
+    const std::string& var = f.var_name();
+    const Expr next = f.var + ir::IntConst(1);
+    const Expr cur_buf = (f.var - f.min) % ir::IntConst(2);
+    const Expr next_buf = (next - f.min) % ir::IntConst(2);
+    std::vector<Stmt> prologue, loads_next, stores_next;
+    for (size_t k = 0; k < fetches.size(); ++k) {
+      prologue.push_back(BuildLoadPart(fetches[k], stages[k], var, f.min));
+      loads_next.push_back(BuildLoadPart(fetches[k], stages[k], var, next));
+    }
+    for (size_t k = 0; k < fetches.size(); ++k) {
+      prologue.push_back(BuildStorePart(fetches[k], stages[k], ir::IntConst(0), {{var, f.min}}));
+      stores_next.push_back(BuildStorePart(fetches[k], stages[k], next_buf, {{var, next}}));
+    }
+    prologue.push_back(seq.stmts[i]);  // barrier: buffer 0 is filled
+    // The compute reads the current buffer.
+    std::vector<Stmt> compute(seq.stmts.begin() + i + 1, seq.stmts.end() - 1);
+    Stmt comp = ir::SeqNode::Make(std::move(compute));
+    for (const Fetch& fe : fetches) {
+      comp = lower_internal::RewriteLoads(comp, fe.store->buffer,
+                                          [&](const std::vector<Expr>& idx) {
+                                            std::vector<Expr> out{cur_buf};
+                                            out.insert(out.end(), idx.begin(), idx.end());
+                                            return out;
+                                          });
+      doubled_.insert(fe.store->buffer);
+    }
+    const Expr more = next < f.min + f.extent;
+    std::vector<Stmt> body;
+    body.push_back(ir::IfThenElseNode::Make(more, ir::SeqNode::Make(std::move(loads_next))));
+    body.push_back(comp);
+    body.push_back(ir::IfThenElseNode::Make(more, ir::SeqNode::Make(std::move(stores_next))));
+    body.push_back(seq.stmts.back());  // the one barrier per iteration
+    prologue.push_back(ir::ForNode::Make(f.var, f.min, f.extent, f.for_kind,
+                                         ir::SeqNode::Make(std::move(body))));
+    Stmt out = ir::SeqNode::Make(std::move(prologue));
+    for (auto it = stages.rbegin(); it != stages.rend(); ++it) {
+      out = ir::AllocateNode::Make(*it, out);
+    }
+    return out;
   }
 
   std::map<std::string, ir::BufferDecl> scopes_;
+  bool double_buffer_ = false;
+  std::set<std::string> doubled_;
 };
 
 }  // namespace
 
-Stmt PipelineSharedFetches(const Stmt& kernel) {
+Stmt PipelineSharedFetches(const Stmt& kernel, bool double_buffer) {
   // A/B switch for benchmarks (bench/NOTES.md): lower without the pass.
   if (std::getenv("TILESEARCH_NO_SOFTWARE_PIPELINE") != nullptr) return kernel;
-  Pipeliner p;
+  Pipeliner p(double_buffer);
   Stmt out = p.Mutate(kernel);
+  if (p.failed) return kernel;
   return out.same_as(kernel) ? out : ir::Simplify(out);
 }
 
@@ -239,6 +345,28 @@ bool SoftwarePipelineEnabled(const State& state, int kernel_stage) {
     if (cur == kernel_stage) return false;
   }
   return true;
+}
+
+}  // namespace tilesearch::schedule
+
+namespace tilesearch::schedule {
+
+bool SoftwarePipelineDoubleBuffered(const State& state, int kernel_stage) {
+  if (!SoftwarePipelineEnabled(state, kernel_stage)) return false;
+  for (int sid = 0; sid < state.num_stages(); ++sid) {
+    if (state.stage(sid).software_pipeline != 2) continue;
+    int cur = sid;
+    for (int hops = 0; hops <= state.num_stages(); ++hops) {
+      const Stage& st = state.stage(cur);
+      if (st.location != ComputeLocation::kAttached || st.attach_stage < 0 ||
+          st.attach_stage >= state.num_stages()) {
+        break;
+      }
+      cur = st.attach_stage;
+    }
+    if (cur == kernel_stage) return true;
+  }
+  return false;
 }
 
 }  // namespace tilesearch::schedule

@@ -13,6 +13,15 @@
 // dense linear algebra", §5); MetaSchedule expresses it with the software_pipeline_stage
 // annotation. Semantics are unchanged: every shared element is written with the same value at
 // the same point relative to the barriers.
+//
+// Double-buffered variant (pragma software_pipeline$2): each shared tile gets two buffers, and
+// the store of tile k+1 goes to the other buffer after the compute of tile k, so one barrier per
+// iteration suffices (CUTLASS's two-stage shared-memory pipeline):
+//   stage <- global(m); shared[0] <- stage; barrier
+//   for k { if (k+1 < m+n) stage <- global(k+1); compute(shared[(k-m)%2]);
+//           if (k+1 < m+n) shared[(k-m+1)%2] <- stage; barrier }
+// A thread can only overwrite buffer (k-m)%2 again in iteration k+1, after the barrier that
+// ends iteration k, which every thread reaches after its compute of k.
 #pragma once
 
 #include "ir/stmt.h"
@@ -29,7 +38,10 @@ namespace tilesearch::schedule {
 /// do not match are left as they are. Never fails. Setting the environment variable
 /// TILESEARCH_NO_SOFTWARE_PIPELINE turns the pass off (for A/B benchmarks only: records tuned
 /// with it set replay differently without it).
-ir::Stmt PipelineSharedFetches(const ir::Stmt& kernel);
+/// With `double_buffer`, the shared buffers of the rewritten loops get a leading dimension of 2
+/// (their Allocate is rewritten; when some access of such a buffer lies outside the loop the
+/// kernel is returned unchanged) and the loop keeps one barrier.
+ir::Stmt PipelineSharedFetches(const ir::Stmt& kernel, bool double_buffer = false);
 
 /// Whether Lower applies PipelineSharedFetches to the GPU kernel of root stage `kernel_stage` of
 /// `state`: true unless that stage, or a stage attached into it (following attach_stage, at any
@@ -40,5 +52,9 @@ ir::Stmt PipelineSharedFetches(const ir::Stmt& kernel);
 /// environment switch TILESEARCH_NO_SOFTWARE_PIPELINE still turns the pass off everywhere (inside
 /// PipelineSharedFetches). CHECK-fails when `kernel_stage` is not a stage id.
 bool SoftwarePipelineEnabled(const State& state, int kernel_stage);
+
+/// Whether the pipelining of that kernel is double-buffered: some stage of it (as above) has
+/// pragma software_pipeline 2 and none has 0.
+bool SoftwarePipelineDoubleBuffered(const State& state, int kernel_stage);
 
 }  // namespace tilesearch::schedule

@@ -1,4 +1,4 @@
-// pragmas on a stage (Ansor PragmaStep): "auto_unroll_max_step$N", "software_pipeline$0|1" and
+// pragmas on a stage (Ansor PragmaStep): "auto_unroll_max_step$N", "software_pipeline$0|1|2" and
 // "min_blocks_per_sm$N".
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -30,9 +30,9 @@ absl::StatusOr<State> PragmaStep::Apply(const State& s) const {
     }
     out.MutableStage(stage_id).min_blocks_per_sm = min_blocks_per_sm;
   } else if (software_pipeline >= 0) {
-    if (software_pipeline > 1) {
+    if (software_pipeline > 2) {
       return internal::StepError(
-          text, absl::StrCat("software_pipeline ", software_pipeline, " is not 0 or 1"));
+          text, absl::StrCat("software_pipeline ", software_pipeline, " is not 0, 1 or 2"));
     }
     out.MutableStage(stage_id).software_pipeline = software_pipeline;
   } else {
@@ -83,16 +83,16 @@ absl::StatusOr<PragmaStep> PragmaStep::FromJson(const nlohmann::json& j) {
   }
   if (absl::StartsWith(pragma, kPipelinePrefix)) {
     const std::string v = pragma.substr(sizeof(kPipelinePrefix) - 1);
-    if (v != "0" && v != "1") {
+    if (v != "0" && v != "1" && v != "2") {
       return absl::InvalidArgumentError(absl::StrCat(
-          "bad pragma '", pragma, "': software_pipeline takes 0 or 1, got '", v, "'"));
+          "bad pragma '", pragma, "': software_pipeline takes 0, 1 or 2, got '", v, "'"));
     }
-    s.software_pipeline = v == "1" ? 1 : 0;
+    s.software_pipeline = v[0] - '0';
     return s;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown pragma '", pragma,
-                   "' (expected auto_unroll_max_step$N, software_pipeline$0|1 or "
+                   "' (expected auto_unroll_max_step$N, software_pipeline$0|1|2 or "
                    "min_blocks_per_sm$N)"));
 }
 
