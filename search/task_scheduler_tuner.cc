@@ -1,0 +1,116 @@
+#include "search/task_scheduler_tuner.h"
+
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "search/log_io.h"
+
+namespace tilesearch::search {
+
+absl::StatusOr<schedule::Workload> TaskWorkload(const ir::Graph& graph,
+                                                const GraphPartition& partition, int task) {
+  if (task < 0 || task >= static_cast<int>(partition.tasks.size())) {
+    return absl::OutOfRangeError(absl::StrCat("task ", task, " is not a task of the partition (",
+                                              partition.tasks.size(), " tasks)"));
+  }
+  const GraphTask& t = partition.tasks[task];
+  CHECK(!t.subgraphs.empty()) << "task " << task << " has no subgraph";
+  const Subgraph& sub = partition.subgraphs[t.subgraphs.front()];
+  if (sub.nodes.size() != 1) {
+    return absl::UnimplementedError(
+        absl::StrCat("task ", task, " ('", t.name, "') fuses ", sub.nodes.size(),
+                     " operators; the tuner tunes single registry operators only"));
+  }
+  const ir::GraphNode& node = graph.node(sub.nodes.front());
+  schedule::Workload w;
+  w.op = node.op;
+  for (int input : node.inputs) w.args.shapes.push_back(graph.node(input).shape);
+  w.args.dtype = node.inputs.empty() ? node.dtype : graph.node(node.inputs.front()).dtype;
+  w.args.attrs = node.attrs;
+  ASSIGN_OR_RETURN(ir::ComputeDAG dag, w.Build());
+  if (dag.WorkloadKey() != t.workload_key) {
+    return absl::UnimplementedError(absl::StrCat(
+        "task ", task, " ('", t.name, "'): the registry operator '", w.op, "' builds workload key ",
+        dag.WorkloadKey(), ", not the task's ", t.workload_key,
+        "; the tuner tunes registry workloads only"));
+  }
+  return w;
+}
+
+absl::StatusOr<std::unique_ptr<TunerTaskRunner>> TunerTaskRunner::Create(
+    std::vector<schedule::Workload> workloads, const schedule::Target& target,
+    const TuneOptions& options) {
+  if (workloads.empty()) return absl::InvalidArgumentError("the tuner runner needs at least one task");
+  if (options.log_path.empty()) return absl::InvalidArgumentError("a tuning log path is required");
+  std::unique_ptr<TunerTaskRunner> runner(new TunerTaskRunner());
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    absl::StatusOr<ir::ComputeDAG> dag = workloads[i].Build();
+    if (!dag.ok()) {
+      return absl::Status(dag.status().code(),
+                          absl::StrCat("task ", i, ": ", std::string(dag.status().message())));
+    }
+    runner->keys_.push_back(dag->WorkloadKey());
+  }
+  runner->workloads_ = std::move(workloads);
+  runner->target_ = target;
+  runner->options_ = options;
+  runner->options_.early_stopping = 0;
+  runner->logged_.assign(runner->workloads_.size(), -1);
+  runner->last_.resize(runner->workloads_.size());
+  return runner;
+}
+
+absl::Status TunerTaskRunner::CheckTask(int task) const {
+  if (task < 0 || task >= static_cast<int>(workloads_.size())) {
+    return absl::OutOfRangeError(
+        absl::StrCat("task ", task, " is not a task of the runner (", workloads_.size(), " tasks)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RoundResult> TunerTaskRunner::Restore(int task) {
+  RETURN_IF_ERROR(CheckTask(task));
+  RoundResult r;
+  ReadOptions read;
+  read.target = target_;
+  read.workload_key = keys_[task];
+  read.verify_workload_keys = true;  // the records Tune itself would resume from
+  read.warn_other_targets = false;
+  absl::StatusOr<LogContents> log = ReadLog(options_.log_path, read);
+  if (!log.ok()) {
+    if (log.status().code() != absl::StatusCode::kNotFound) return log.status();
+    logged_[task] = 0;
+    return r;
+  }
+  logged_[task] = static_cast<int64_t>(log->records.size());
+  r.trials = logged_[task];
+  absl::StatusOr<MeasureRecord> best = BestRecord(log->records, keys_[task], target_);
+  if (best.ok()) r.best_latency_s = best->median_ms() * 1e-3;
+  return r;
+}
+
+absl::StatusOr<RoundResult> TunerTaskRunner::TuneRound(int task, int num_trials) {
+  RETURN_IF_ERROR(CheckTask(task));
+  if (num_trials < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("a round needs >= 1 trials, got ", num_trials));
+  }
+  if (logged_[task] < 0) RETURN_IF_ERROR(Restore(task).status());
+  TuneOptions o = options_;
+  o.trials = static_cast<int>(logged_[task] + num_trials);
+  o.per_round = num_trials;
+  ASSIGN_OR_RETURN(TuneResult tuned, Tune(workloads_[task], target_, o));
+  logged_[task] = tuned.trials;
+  RoundResult r;
+  r.trials = tuned.new_trials;
+  r.interrupted = tuned.interrupted;
+  if (tuned.best.has_value()) r.best_latency_s = tuned.best->median_ms() * 1e-3;
+  last_[task] = std::move(tuned);
+  return r;
+}
+
+}  // namespace tilesearch::search
