@@ -735,7 +735,7 @@ bool HasSharedFetch(const State& s, int root) {
 }
 
 // auto_unroll_max_step pragmas on the stages with reduce iterators. With `pipeline` (GPU), each
-// such stage also gets a software_pipeline pragma, 0 or 1 drawn 50/50, when its kernel fetches
+// such stage also gets a software_pipeline pragma, 0, 1 or 2 drawn uniformly, when its kernel fetches
 // shared tiles in a reduction loop (HasSharedFetch) and no other stage of it got one (Lower pipelines a kernel unless a stage of
 // it says 0: schedule/software_pipeline.h SoftwarePipelineEnabled).
 absl::Status Unroll(State& s, const std::vector<int64_t>& steps, bool pipeline,
@@ -756,7 +756,7 @@ absl::Status Unroll(State& s, const std::vector<int64_t>& steps, bool pipeline,
       schedule::PragmaStep sp;
       sp.stage_id = sid;
       sp.iter_id = 0;
-      sp.software_pipeline = static_cast<int>(Pick(rng, 2));
+      sp.software_pipeline = static_cast<int>(Pick(rng, 3));
       RETURN_IF_ERROR(Apply(s, sp));
     }
   }

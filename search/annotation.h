@@ -19,11 +19,13 @@
 //    and such kernels are launch-bound anyway.
 //  - CPU compute-location changes choose root or an attach point of the single consumer; inlining
 //    is left to the sketch rules.
-//  - GPU kernels that fetch shared tiles inside a reduction loop draw a software_pipeline$0|1
-//    pragma (50/50; schedule/software_pipeline.h): register-staged prefetch hides global latency
-//    inside each warp but costs registers (a block per SM on some tilings), so measurement decides
-//    (H200, bench/NOTES.md: 3.89 -> 3.46 ms on one matmul tiling, 3.65 -> 3.91 on another). MetaSchedule
-//    has the analogous software_pipeline_stage annotation; Ansor has none.
+//  - GPU kernels that fetch shared tiles inside a reduction loop draw a software_pipeline$0|1|2
+//    pragma (uniformly; schedule/software_pipeline.h): register-staged prefetch hides global
+//    latency inside each warp but costs registers (a block per SM on some tilings), and double
+//    buffering (2) saves a barrier per step but doubles the shared tiles, so measurement decides
+//    (H200, bench/NOTES.md: 1 vs 0: 3.89 -> 3.46 ms on one matmul tiling, 3.65 -> 3.91 on
+//    another; 2 vs 1: 3.88 -> 3.22 on one, 3.13 -> 3.36 on another). MetaSchedule has the
+//    analogous software_pipeline_stage annotation; Ansor has none.
 //  - The register check counts each thread's staged share of the shared tiles.
 #pragma once
 

@@ -238,7 +238,8 @@ absl::StatusOr<State> MutateAutoUnroll(const State& state, const ir::ComputeDAG&
     std::vector<Step> mutated = steps;
     auto& p = std::get<schedule::PragmaStep>(mutated[cands[Pick(rng, cands.size())]]);
     if (p.software_pipeline >= 0) {
-      p.software_pipeline = 1 - p.software_pipeline;  // a software_pipeline pragma: flip it
+      // A software_pipeline pragma: one of the other two values (0, 1, 2).
+      p.software_pipeline = (p.software_pipeline + 1 + static_cast<int>(Pick(rng, 2))) % 3;
       absl::StatusOr<State> out = Finish(dag, mutated, target, options, lowered);
       if (out.ok()) return out;
       last = out.status();
