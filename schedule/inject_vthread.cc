@@ -129,9 +129,7 @@ class LeadingIndexAdder : public ir::StmtMutator {
  public:
   LeadingIndexAdder(std::string buffer, Expr v) : buffer_(std::move(buffer)), v_(std::move(v)) {}
 
-  Expr MutateExpr(const Expr& e) override {
-    return RewriteExprLoads(e);
-  }
+  Expr MutateExpr(const Expr& e) override { return RewriteExprLoads(e); }
 
  protected:
   Stmt MutateStore(const ir::StoreNode* op, const Stmt& s) override {

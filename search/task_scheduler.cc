@@ -45,9 +45,9 @@ std::string Fixed(double v, int digits) {
   return buf;
 }
 
-absl::Status CheckOptions(const std::vector<SchedulerTask>& tasks,
-                          const TaskSchedulerOptions& o) {
-  if (tasks.empty()) return absl::InvalidArgumentError("the task scheduler needs at least one task");
+absl::Status CheckOptions(const std::vector<SchedulerTask>& tasks, const TaskSchedulerOptions& o) {
+  if (tasks.empty())
+    return absl::InvalidArgumentError("the task scheduler needs at least one task");
   for (size_t i = 0; i < tasks.size(); ++i) {
     if (!(tasks[i].weight > 0) || !std::isfinite(tasks[i].weight)) {
       return absl::InvalidArgumentError(absl::StrCat("task ", i, " ('", tasks[i].name,
@@ -144,7 +144,8 @@ class Scheduler {
     while (result_.trials < options_.trials && !result_.interrupted) {
       std::vector<int> schedulable;
       for (size_t i = 0; i < tasks_.size(); ++i) {
-        if (result_.tasks[i].state == TaskState::kActive) schedulable.push_back(static_cast<int>(i));
+        if (result_.tasks[i].state == TaskState::kActive)
+          schedulable.push_back(static_cast<int>(i));
       }
       if (schedulable.empty()) break;
       int task = -1;
@@ -188,7 +189,8 @@ class Scheduler {
 
     for (size_t i = 0; i < tasks_.size(); ++i) {
       result_.tasks[i].best_latency_s = track_[i].best;
-      if (result_.tasks[i].state == TaskState::kDead) result_.dead_tasks.push_back(static_cast<int>(i));
+      if (result_.tasks[i].state == TaskState::kDead)
+        result_.dead_tasks.push_back(static_cast<int>(i));
     }
     result_.objective = Objective();
     return std::move(result_);
@@ -202,8 +204,8 @@ class Scheduler {
 
   absl::Status CheckLatency(int task, double latency, const char* what) const {
     if (std::isnan(latency) || latency < 0) {
-      return absl::InternalError(absl::StrCat("task ", task, " ('", tasks_[task].name, "'): ",
-                                              what, " reported best latency ", latency,
+      return absl::InternalError(absl::StrCat("task ", task, " ('", tasks_[task].name, "'): ", what,
+                                              " reported best latency ", latency,
                                               " s; expected >= 0 or +inf"));
     }
     return absl::OkStatus();
@@ -309,8 +311,7 @@ class Scheduler {
       if (best_throughput > 0) g_next_2 = options_.beta * tasks_[task].flops / best_throughput;
     }
     const double forward = std::min(g_next_1, g_next_2) - t.best;
-    return tasks_[task].weight *
-           (options_.alpha * backward + (1 - options_.alpha) * forward);
+    return tasks_[task].weight * (options_.alpha * backward + (1 - options_.alpha) * forward);
   }
 
   // TVM _adjust_similarity_group: a task tuned for more than 5 rounds beyond every other member of
@@ -321,8 +322,7 @@ class Scheduler {
     std::vector<int>& members = groups_[t.group];
     if (members.size() <= 1) return;
     const double best_throughput = BestGroupThroughput(t.group);
-    const double current =
-        std::isfinite(t.best) && t.best > 0 ? tasks_[task].flops / t.best : 0.0;
+    const double current = std::isfinite(t.best) && t.best > 0 ? tasks_[task].flops / t.best : 0.0;
     int max_other_rounds = 0;
     for (int j : members) {
       if (j != task) max_other_rounds = std::max(max_other_rounds, track_[j].total_rounds);
@@ -357,7 +357,8 @@ absl::StatusOr<TaskSchedulerResult> RunTaskScheduler(const std::vector<Scheduler
 }
 
 std::string TaskSchedulerResult::ToString(const std::vector<SchedulerTask>& names) const {
-  std::string out = "task  name                      weight    trials  rounds   best_ms  weighted_ms  state\n";
+  std::string out =
+      "task  name                      weight    trials  rounds   best_ms  weighted_ms  state\n";
   for (size_t i = 0; i < this->tasks.size(); ++i) {
     const TaskAllocation& a = this->tasks[i];
     const std::string name = i < names.size() ? names[i].name : "";
@@ -365,8 +366,8 @@ std::string TaskSchedulerResult::ToString(const std::vector<SchedulerTask>& name
     std::string trials_text = absl::StrCat(a.trials);
     if (a.restored_trials > 0) absl::StrAppend(&trials_text, "+", a.restored_trials);
     char line[256];
-    std::snprintf(line, sizeof(line), "%4zu  %-24s %7s  %8s  %6d  %8s  %11s  %s\n", i,
-                  name.c_str(), Fixed(weight, 0).c_str(), trials_text.c_str(), a.rounds,
+    std::snprintf(line, sizeof(line), "%4zu  %-24s %7s  %8s  %6d  %8s  %11s  %s\n", i, name.c_str(),
+                  Fixed(weight, 0).c_str(), trials_text.c_str(), a.rounds,
                   Fixed(a.best_latency_s * 1e3, 4).c_str(),
                   Fixed(weight * a.best_latency_s * 1e3, 4).c_str(), TaskStateName(a.state));
     out += line;

@@ -34,10 +34,10 @@ absl::StatusOr<schedule::Workload> TaskWorkload(const ir::Graph& graph,
   w.args.attrs = node.attrs;
   ASSIGN_OR_RETURN(ir::ComputeDAG dag, w.Build());
   if (dag.WorkloadKey() != t.workload_key) {
-    return absl::UnimplementedError(absl::StrCat(
-        "task ", task, " ('", t.name, "'): the registry operator '", w.op, "' builds workload key ",
-        dag.WorkloadKey(), ", not the task's ", t.workload_key,
-        "; the tuner tunes registry workloads only"));
+    return absl::UnimplementedError(
+        absl::StrCat("task ", task, " ('", t.name, "'): the registry operator '", w.op,
+                     "' builds workload key ", dag.WorkloadKey(), ", not the task's ",
+                     t.workload_key, "; the tuner tunes registry workloads only"));
   }
   return w;
 }
@@ -45,7 +45,8 @@ absl::StatusOr<schedule::Workload> TaskWorkload(const ir::Graph& graph,
 absl::StatusOr<std::unique_ptr<TunerTaskRunner>> TunerTaskRunner::Create(
     std::vector<schedule::Workload> workloads, const schedule::Target& target,
     const TuneOptions& options) {
-  if (workloads.empty()) return absl::InvalidArgumentError("the tuner runner needs at least one task");
+  if (workloads.empty())
+    return absl::InvalidArgumentError("the tuner runner needs at least one task");
   if (options.log_path.empty()) return absl::InvalidArgumentError("a tuning log path is required");
   std::unique_ptr<TunerTaskRunner> runner(new TunerTaskRunner());
   for (size_t i = 0; i < workloads.size(); ++i) {
@@ -67,8 +68,8 @@ absl::StatusOr<std::unique_ptr<TunerTaskRunner>> TunerTaskRunner::Create(
 
 absl::Status TunerTaskRunner::CheckTask(int task) const {
   if (task < 0 || task >= static_cast<int>(workloads_.size())) {
-    return absl::OutOfRangeError(
-        absl::StrCat("task ", task, " is not a task of the runner (", workloads_.size(), " tasks)"));
+    return absl::OutOfRangeError(absl::StrCat("task ", task, " is not a task of the runner (",
+                                              workloads_.size(), " tasks)"));
   }
   return absl::OkStatus();
 }

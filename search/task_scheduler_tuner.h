@@ -10,8 +10,9 @@
 // that workload for a subgraph of one operator node (a dense with its bias and activation
 // attributes is one node), and checks that the workload rebuilds the task's DAG (equal workload
 // keys). Fused subgraphs of several operators (dense + add + relu, matmul + softmax, ...) need a
-// workload form for composed DAGs in records and logs (e.g. the subgraph's nodes and shapes, rebuilt
-// with ir::BuildGraphOp as search/partition.cc does) and a Tune entry point taking that form.
+// workload form for composed DAGs in records and logs (e.g. the subgraph's nodes and shapes,
+// rebuilt with ir::BuildGraphOp as search/partition.cc does) and a Tune entry point taking that
+// form.
 #pragma once
 
 #include <memory>

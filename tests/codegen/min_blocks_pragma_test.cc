@@ -38,7 +38,8 @@ PragmaStep MinBlocks(const State& s, const std::string& stage, int n) {
 
 TEST(MinBlocksPragma, ParsesPrintsAndRoundTripsJson) {
   for (int n : {0, 2, 32}) {
-    const nlohmann::json j = nlohmann::json::array({"PR", 4, 0, "min_blocks_per_sm$" + std::to_string(n)});
+    const nlohmann::json j =
+        nlohmann::json::array({"PR", 4, 0, "min_blocks_per_sm$" + std::to_string(n)});
     absl::StatusOr<Step> step = StepFromJson(j);
     ASSERT_THAT(step, IsOk());
     const auto& p = std::get<PragmaStep>(*step);

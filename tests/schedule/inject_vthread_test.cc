@@ -106,7 +106,8 @@ TEST(InjectVirtualThreads, GuardedNonDivisibleTilesStillCorrect) {
   ir::ComputeDAG dag = *ir::MatmulDAG({21, 30}, {30, 37});
   Sched s = VThreadMatmul(dag, 4);
   ASSERT_THAT(s.status(), IsOk());
-  for (uint64_t seed : {1, 2, 3}) ExpectMatchesReference(dag, s.state(), Target::H200(), true, seed);
+  for (uint64_t seed : {1, 2, 3})
+    ExpectMatchesReference(dag, s.state(), Target::H200(), true, seed);
 }
 
 TEST(InjectVirtualThreads, CorrectWithoutSoftwarePipelining) {
@@ -157,9 +158,9 @@ TEST(InjectVirtualThreads, AccumulationWithoutTheVariableGetsOneCopyPerVirtualTh
   ir::BufferDecl l{"L", ir::ScalarType::kFloat32, {1}, ir::MemoryScope::kLocal};
   ir::Stmt inner = ir::SeqNode::Make(
       {ir::StoreNode::Make("L", {ir::IntConst(0)}, ir::FloatConst(0)),
-       ir::ForNode::Make(r, ir::IntConst(0), ir::IntConst(8), ir::ForKind::kSerial,
-                         ir::StoreNode::Make("L", {ir::IntConst(0)},
-                                             Ld("L", {ir::IntConst(0)}) + Ld("In", {r}))),
+       ir::ForNode::Make(
+           r, ir::IntConst(0), ir::IntConst(8), ir::ForKind::kSerial,
+           ir::StoreNode::Make("L", {ir::IntConst(0)}, Ld("L", {ir::IntConst(0)}) + Ld("In", {r}))),
        ir::StoreNode::Make("Out", {v},
                            Ld("L", {ir::IntConst(0)}) * ir::Cast(ir::ScalarType::kFloat32, v))});
   ir::Stmt body = ir::ForNode::Make(v, ir::IntConst(0), ir::IntConst(4), ir::ForKind::kVThread,

@@ -23,9 +23,9 @@ using ::tilesearch::testing::StatusIs;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 struct Curve {
-  double a = 1e-3;   // asymptote (s)
-  double b = 1e-3;   // gain available (s)
-  double c = 64;     // trials scale
+  double a = 1e-3;             // asymptote (s)
+  double b = 1e-3;             // gain available (s)
+  double c = 64;               // trials scale
   bool dead = false;           // never a valid schedule
   bool flat = false;           // latency a from the first trial on, never better
   int64_t exhaust_after = -1;  // the search space holds this many trials (-1: unlimited)
@@ -49,7 +49,8 @@ class FakeRunner : public TaskRunner {
     const Curve& c = curves_[task];
     int64_t m = num_trials;
     if (c.cap > 0) m = std::min<int64_t>(m, c.cap);
-    if (c.exhaust_after >= 0) m = std::min<int64_t>(m, std::max<int64_t>(0, c.exhaust_after - spent_[task]));
+    if (c.exhaust_after >= 0)
+      m = std::min<int64_t>(m, std::max<int64_t>(0, c.exhaust_after - spent_[task]));
     spent_[task] += m;
     total_ += m;
     calls_.push_back(task);
@@ -136,7 +137,8 @@ TEST(TaskSchedulerTest, GradientReachesLowerObjectiveThanRoundRobinAtTheSameBudg
 
 TEST(TaskSchedulerTest, ObjectiveHistoryFollowsTheCurvesRoundByRound) {
   const std::vector<SchedulerTask> tasks = Tasks({2, 3});
-  const std::vector<Curve> curves = {{.a = 1e-3, .b = 4e-3, .c = 32}, {.a = 2e-3, .b = 1e-3, .c = 8}};
+  const std::vector<Curve> curves = {{.a = 1e-3, .b = 4e-3, .c = 32},
+                                     {.a = 2e-3, .b = 1e-3, .c = 8}};
   FakeRunner runner(curves);
   TaskSchedulerOptions options;
   options.trials = 256;
@@ -180,9 +182,8 @@ TEST(TaskSchedulerTest, TaskThatNeverImprovesIsEarlyStoppedAndNotChosenAgain) {
   // Task 1 is flat and weighted heavily, so the gradient keeps predicting gains there until the
   // per-task early stop removes it: after warm-up (its best round) and N more rounds.
   const std::vector<SchedulerTask> tasks = Tasks({1, 100, 1});
-  std::vector<Curve> curves = {{.a = 1e-3, .b = 2e-3, .c = 64},
-                               {.a = 1e-3, .flat = true},
-                               {.a = 2e-3, .b = 1e-3, .c = 32}};
+  std::vector<Curve> curves = {
+      {.a = 1e-3, .b = 2e-3, .c = 64}, {.a = 1e-3, .flat = true}, {.a = 2e-3, .b = 1e-3, .c = 32}};
   FakeRunner runner(curves);
   TaskSchedulerOptions options;
   options.trials = 64 * 30;
@@ -210,10 +211,10 @@ TEST(TaskSchedulerTest, TaskThatNeverImprovesIsEarlyStoppedAndNotChosenAgain) {
 
 TEST(TaskSchedulerTest, DeadTaskIsReportedNeverScheduledAndLeftOutOfTheObjective) {
   const std::vector<SchedulerTask> tasks = Tasks({1, 3, 1});
-  std::vector<Curve> curves = {{.a = 1e-3, .b = 2e-3, .c = 64},
-                               {.dead = true},
-                               {.a = 2e-3, .b = 1e-3, .c = 32}};
-  for (AllocationStrategy strategy : {AllocationStrategy::kGradient, AllocationStrategy::kRoundRobin}) {
+  std::vector<Curve> curves = {
+      {.a = 1e-3, .b = 2e-3, .c = 64}, {.dead = true}, {.a = 2e-3, .b = 1e-3, .c = 32}};
+  for (AllocationStrategy strategy :
+       {AllocationStrategy::kGradient, AllocationStrategy::kRoundRobin}) {
     FakeRunner runner(curves);
     TaskSchedulerOptions options;
     options.strategy = strategy;
@@ -278,7 +279,8 @@ TEST(TaskSchedulerTest, BudgetIsSpentExactlyWithAShortLastRound) {
   std::vector<Curve> curves = {{.a = 1e-3, .b = 2e-3, .c = 64},
                                {.a = 1e-3, .b = 1e-3, .c = 64, .cap = 7},  // short rounds
                                {.a = 2e-3, .b = 1e-3, .c = 32}};
-  for (AllocationStrategy strategy : {AllocationStrategy::kGradient, AllocationStrategy::kRoundRobin}) {
+  for (AllocationStrategy strategy :
+       {AllocationStrategy::kGradient, AllocationStrategy::kRoundRobin}) {
     FakeRunner runner(curves);
     TaskSchedulerOptions options;
     options.strategy = strategy;
@@ -418,9 +420,9 @@ TEST(TaskSchedulerTest, RejectsBadOptionsAndTasks) {
   options.trials = 10;
   EXPECT_THAT(RunTaskScheduler({}, runner, options),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at least one task")));
-  EXPECT_THAT(RunTaskScheduler(Tasks({0}), runner, options),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("task 0 ('task0') has weight 0")));
+  EXPECT_THAT(
+      RunTaskScheduler(Tasks({0}), runner, options),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("task 0 ('task0') has weight 0")));
   auto bad = [&](auto mutate, const char* message) {
     TaskSchedulerOptions o = options;
     mutate(o);
@@ -479,7 +481,7 @@ TEST(TaskSchedulerTest, SimilarityTagGroupsReductionsOfOneKindAndSize) {
   const int bucket = static_cast<int>(std::log(2.0 * 64 * 64 * 64 + 1) / std::log(1.618));
   EXPECT_THAT(a, ::testing::EndsWith("_" + std::to_string(bucket)));
   EXPECT_EQ(tag("matmul", {{64, 64}, {64, 65}}).empty(), false);
-  EXPECT_EQ(tag("matmul", {{64, 64}, {64, 65}}), a);  // 1.6% more FLOPs: same bucket here
+  EXPECT_EQ(tag("matmul", {{64, 64}, {64, 65}}), a);   // 1.6% more FLOPs: same bucket here
   EXPECT_NE(tag("matmul", {{128, 64}, {64, 64}}), a);  // 2x FLOPs: another bucket
   EXPECT_NE(tag("softmax", {{64, 64}}), a);
   EXPECT_EQ(tag("relu", {{64, 64}}), "");

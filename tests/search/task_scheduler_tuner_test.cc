@@ -1,6 +1,8 @@
 // The task scheduler driving the real tuner on the cpu: tasks of a small graph (unfused, so each
 // task is one registry operator), one shared log, resume from it; and TaskWorkload's refusal of
 // fused tasks, which the tuner cannot tune yet.
+#include "search/task_scheduler_tuner.h"
+
 #include <cmath>
 #include <limits>
 #include <map>
@@ -15,7 +17,6 @@
 #include "search/log_io.h"
 #include "search/partition.h"
 #include "search/task_scheduler.h"
-#include "search/task_scheduler_tuner.h"
 #include "tests/search/scratch_dir.h"
 
 namespace tilesearch::search {
@@ -74,7 +75,8 @@ TEST(TaskWorkloadTest, SingleOperatorTasksMapToRegistryWorkloadsAndFusedOnesAreR
   ASSERT_EQ(fused->tasks.size(), 1u);
   EXPECT_THAT(TaskWorkload(g, *fused, 0),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("fuses 2 operators")));
-  EXPECT_THAT(TaskWorkload(g, *fused, 1), StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("task 1 is not a task")));
+  EXPECT_THAT(TaskWorkload(g, *fused, 1),
+              StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("task 1 is not a task")));
 }
 
 TEST(TunerTaskRunnerTest, SchedulesTwoCpuTasksIntoOneLogAndResumesFromIt) {
