@@ -7,7 +7,8 @@
 # worker pools follow the affinity mask). PyTorch eager runs the same shapes on the last GPU
 # (same method: bench/pytorch_baseline.py) in the same call. A job still running at $LIMIT_S
 # seconds gets SIGINT: the tuner finishes and logs its round and stops (the log says how far it
-# got). Then per job: `tilesearch inspect` (curve, 90%-of-best trial, model quality per round) and
+# got). --foreground: without it timeout signals the job's process group as well as the job, so
+# the tuner saw two interrupts and dropped the round in flight. Then per job: `tilesearch inspect` (curve, 90%-of-best trial, model quality per round) and
 # `tilesearch replay` (best record rebuilt, re-checked on the GPU, artifacts written).
 # Everything lands in $OUT/issue5/ and is tarred to $OUT/issue5.tgz (the device tool brings back
 # at most 8 files).
@@ -76,7 +77,7 @@ for i in "${!jobs[@]}"; do
   if [[ -n "$RESUME_DIR" && -f "$RESUME_DIR/$name.jsonl" ]]; then cp "$RESUME_DIR/$name.jsonl" "$out/"; fi
   echo "== $name on GPU $gpu, cores $lo-$hi"
   # shellcheck disable=SC2046
-  TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu$gpu.lock CUDA_VISIBLE_DEVICES=$gpu timeout -s INT -k 120 "$LIMIT_S" taskset -c "$lo-$hi" \
+  TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu$gpu.lock CUDA_VISIBLE_DEVICES=$gpu timeout --foreground -s INT -k 120 "$LIMIT_S" taskset -c "$lo-$hi" \
     "$ts" tune $(shape_args "$op") --target cuda --trials "$job_trials" $(model_args "$model") --seed 1 \
     $TUNE_ARGS --log "$out/$name.jsonl" >"$out/$name.out" 2>"$out/$name.err" &
   pids+=($!)

@@ -264,6 +264,11 @@ class Graph {
   absl::Status status_;
 };
 
+/// The buffer `inputs` holds for leaf node `leaf` (an input or param, by its name), checked
+/// against the node's shape and dtype. Errors (kInvalidArgument): "missing buffer for input 'x'",
+/// "buffer for 'x' is [4] float32 but the graph says [4, 8] float32".
+absl::StatusOr<HostBuffer> GraphLeafBuffer(const GraphNode& leaf, const BufferMap& inputs);
+
 /// Random values in [-1, 1) for every input and param of `graph` (seeded; each leaf gets seed +
 /// its position in leaves()), keyed by node name.
 BufferMap MakeRandomGraphInputs(const Graph& graph, uint64_t seed);

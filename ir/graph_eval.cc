@@ -25,25 +25,28 @@ BufferMap MakeRandomGraphInputs(const Graph& graph, uint64_t seed) {
   return inputs;
 }
 
+absl::StatusOr<HostBuffer> GraphLeafBuffer(const GraphNode& leaf, const BufferMap& inputs) {
+  auto it = inputs.find(leaf.name);
+  if (it == inputs.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("missing buffer for ", leaf.op, " '", leaf.name, "'"));
+  }
+  if (it->second.shape != leaf.shape || it->second.dtype != leaf.dtype) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("buffer for '", leaf.name, "' is ", ShapeToString(it->second.shape), " ",
+                     TypeName(it->second.dtype), " but the graph says ", ShapeToString(leaf.shape),
+                     " ", TypeName(leaf.dtype)));
+  }
+  return it->second;
+}
+
 absl::StatusOr<BufferMap> RunGraphReference(const Graph& graph, const BufferMap& inputs,
                                             bool all_nodes) {
   RETURN_IF_ERROR(graph.Validate());
   // Values by node id; placeholders of a node's DAG are named v<id> after the node they read.
   std::vector<HostBuffer> values(graph.num_nodes());
   for (int id : graph.leaves()) {
-    const GraphNode& n = graph.node(id);
-    auto it = inputs.find(n.name);
-    if (it == inputs.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("missing buffer for ", n.op, " '", n.name, "'"));
-    }
-    if (it->second.shape != n.shape || it->second.dtype != n.dtype) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("buffer for '", n.name, "' is ", ShapeToString(it->second.shape), " ",
-                       TypeName(it->second.dtype), " but the graph says ", ShapeToString(n.shape),
-                       " ", TypeName(n.dtype)));
-    }
-    values[id] = it->second;
+    ASSIGN_OR_RETURN(values[id], GraphLeafBuffer(graph.node(id), inputs));
   }
   for (const GraphNode& n : graph.nodes()) {
     if (n.kind != NodeKind::kOp) continue;

@@ -37,21 +37,13 @@ std::string LaunchConfig::ToString() const {
 namespace {
 
 // The largest min_blocks_per_sm pragma among the kernel's root stage and the stages attached
-// into it (attach chains end at a root; bounded by the stage count for malformed chains).
+// into it.
 int64_t KernelMinBlocksPerSm(const State& state, int kernel_stage) {
   int64_t best = 0;
   for (int sid = 0; sid < state.num_stages(); ++sid) {
-    if (state.stage(sid).min_blocks_per_sm <= best) continue;
-    int cur = sid;
-    for (int hops = 0; hops <= state.num_stages(); ++hops) {
-      const Stage& st = state.stage(cur);
-      if (st.location != ComputeLocation::kAttached || st.attach_stage < 0 ||
-          st.attach_stage >= state.num_stages()) {
-        break;
-      }
-      cur = st.attach_stage;
+    if (state.stage(sid).min_blocks_per_sm > best && KernelRootStage(state, sid) == kernel_stage) {
+      best = state.stage(sid).min_blocks_per_sm;
     }
-    if (cur == kernel_stage) best = state.stage(sid).min_blocks_per_sm;
   }
   return best;
 }

@@ -330,19 +330,9 @@ Stmt PipelineSharedFetches(const Stmt& kernel, bool double_buffer) {
 bool SoftwarePipelineEnabled(const State& state, int kernel_stage) {
   CHECK(kernel_stage >= 0 && kernel_stage < state.num_stages()) << "stage id " << kernel_stage;
   for (int sid = 0; sid < state.num_stages(); ++sid) {
-    if (state.stage(sid).software_pipeline != 0) continue;
-    // The root this stage is computed in (attach chains end at a root stage; bounded by the
-    // stage count in case of a malformed chain).
-    int cur = sid;
-    for (int hops = 0; hops <= state.num_stages(); ++hops) {
-      const Stage& st = state.stage(cur);
-      if (st.location != ComputeLocation::kAttached || st.attach_stage < 0 ||
-          st.attach_stage >= state.num_stages()) {
-        break;
-      }
-      cur = st.attach_stage;
+    if (state.stage(sid).software_pipeline == 0 && KernelRootStage(state, sid) == kernel_stage) {
+      return false;
     }
-    if (cur == kernel_stage) return false;
   }
   return true;
 }
@@ -354,17 +344,9 @@ namespace tilesearch::schedule {
 bool SoftwarePipelineDoubleBuffered(const State& state, int kernel_stage) {
   if (!SoftwarePipelineEnabled(state, kernel_stage)) return false;
   for (int sid = 0; sid < state.num_stages(); ++sid) {
-    if (state.stage(sid).software_pipeline != 2) continue;
-    int cur = sid;
-    for (int hops = 0; hops <= state.num_stages(); ++hops) {
-      const Stage& st = state.stage(cur);
-      if (st.location != ComputeLocation::kAttached || st.attach_stage < 0 ||
-          st.attach_stage >= state.num_stages()) {
-        break;
-      }
-      cur = st.attach_stage;
+    if (state.stage(sid).software_pipeline == 2 && KernelRootStage(state, sid) == kernel_stage) {
+      return true;
     }
-    if (cur == kernel_stage) return true;
   }
   return false;
 }

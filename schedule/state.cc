@@ -138,4 +138,17 @@ std::string State::ToString() const {
 
 uint64_t State::Hash() const { return ir::Fnv1a64(ToString()); }
 
+int KernelRootStage(const State& state, int sid) {
+  CHECK(sid >= 0 && sid < state.num_stages()) << "stage id " << sid;
+  for (int hops = 0; hops <= state.num_stages(); ++hops) {
+    const Stage& st = state.stage(sid);
+    if (st.location != ComputeLocation::kAttached || st.attach_stage < 0 ||
+        st.attach_stage >= state.num_stages()) {
+      break;
+    }
+    sid = st.attach_stage;
+  }
+  return sid;
+}
+
 }  // namespace tilesearch::schedule

@@ -116,4 +116,10 @@ class State {
   std::shared_ptr<const std::vector<Step>> steps_ = std::make_shared<std::vector<Step>>();
 };
 
+/// The root stage whose kernel stage `sid` is computed in: `sid` followed along attach_stage
+/// while attached (itself when it is at root or inlined). The walk is bounded by the stage count
+/// and stops at an out-of-range attach_stage, so a malformed chain ends somewhere. CHECK-fails
+/// when `sid` is not a stage id.
+int KernelRootStage(const State& state, int sid);
+
 }  // namespace tilesearch::schedule

@@ -705,16 +705,6 @@ absl::Status GpuThreadBind(State& s, const std::vector<StepInfo>& info, const Ta
   return absl::OkStatus();
 }
 
-// The root stage whose kernel stage `sid` is computed in (itself when it is a root).
-int KernelRoot(const State& s, int sid) {
-  for (int hops = 0; hops <= s.num_stages(); ++hops) {
-    const Stage& st = s.stage(sid);
-    if (st.location != ComputeLocation::kAttached || st.attach_stage < 0) break;
-    sid = st.attach_stage;
-  }
-  return sid;
-}
-
 // True when the kernel of root stage `root` has a shared-memory cache_read stage computed inside
 // a reduction loop of its consumer (the fetches PipelineSharedFetches stages a step ahead; a
 // row cache computed at a space loop, as for softmax, is not pipelined, so a pragma there would
@@ -724,7 +714,7 @@ bool HasSharedFetch(const State& s, int root) {
     const Stage& st = s.stage(sid);
     if (st.is_placeholder() || st.location != ComputeLocation::kAttached ||
         st.scope != ir::MemoryScope::kShared || st.attach_stage < 0 ||
-        KernelRoot(s, sid) != root) {
+        schedule::KernelRootStage(s, sid) != root) {
       continue;
     }
     const Stage& consumer = s.stage(st.attach_stage);
@@ -751,7 +741,7 @@ absl::Status Unroll(State& s, const std::vector<int64_t>& steps, bool pipeline,
     p.iter_id = 0;
     p.auto_unroll_max_step = steps[Pick(rng, static_cast<int64_t>(steps.size()))];
     RETURN_IF_ERROR(Apply(s, p));
-    const int root = KernelRoot(s, sid);
+    const int root = schedule::KernelRootStage(s, sid);
     if (pipeline && HasSharedFetch(s, root) && pipelined_roots.insert(root).second) {
       schedule::PragmaStep sp;
       sp.stage_id = sid;

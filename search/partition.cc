@@ -361,19 +361,7 @@ absl::StatusOr<ir::BufferMap> RunPartitionReference(const ir::Graph& graph,
   RETURN_IF_ERROR(graph.Validate());
   std::map<int, ir::HostBuffer> values;
   for (int id : graph.leaves()) {
-    const GraphNode& n = graph.node(id);
-    auto it = inputs.find(n.name);
-    if (it == inputs.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("missing buffer for ", n.op, " '", n.name, "'"));
-    }
-    if (it->second.shape != n.shape || it->second.dtype != n.dtype) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("buffer for '", n.name, "' is ", ir::ShapeToString(it->second.shape), " ",
-                       ir::TypeName(it->second.dtype), " but the graph says ",
-                       ir::ShapeToString(n.shape), " ", ir::TypeName(n.dtype)));
-    }
-    values[id] = it->second;
+    ASSIGN_OR_RETURN(values[id], ir::GraphLeafBuffer(graph.node(id), inputs));
   }
   for (size_t i = 0; i < partition.subgraphs.size(); ++i) {
     const Subgraph& sg = partition.subgraphs[i];
