@@ -124,51 +124,33 @@ bool FilledAlike(const Stmt& body, const std::string& buffer, const std::string&
   return c.alike;
 }
 
-// Prepends `v` to every index of `buffer` (its allocation got a leading dimension).
-class LeadingIndexAdder : public ir::StmtMutator {
+// Prepends `v` to the indices of every Store to `buffer` (Loads: lower_internal::RewriteLoads).
+class LeadingStoreIndexAdder : public ir::StmtMutator {
  public:
-  LeadingIndexAdder(std::string buffer, Expr v) : buffer_(std::move(buffer)), v_(std::move(v)) {}
-
-  Expr MutateExpr(const Expr& e) override { return RewriteExprLoads(e); }
+  LeadingStoreIndexAdder(const std::string& buffer, const Expr& v) : buffer_(buffer), v_(v) {}
 
  protected:
   Stmt MutateStore(const ir::StoreNode* op, const Stmt& s) override {
-    Stmt m = ir::StmtMutator::MutateStore(op, s);
-    const auto* st = m.as<ir::StoreNode>();
-    if (st->buffer != buffer_) return m;
+    if (op->buffer != buffer_) return s;
     std::vector<Expr> idx{v_};
-    idx.insert(idx.end(), st->indices.begin(), st->indices.end());
-    return ir::StoreNode::Make(st->buffer, std::move(idx), st->value);
+    idx.insert(idx.end(), op->indices.begin(), op->indices.end());
+    return ir::StoreNode::Make(op->buffer, std::move(idx), op->value);
   }
 
  private:
-  class Loads : public ir::ExprMutator {
-   public:
-    Loads(const std::string& buffer, const Expr& v) : buffer_(buffer), v_(v) {}
-
-   protected:
-    Expr MutateLoad(const ir::LoadNode* op, const Expr& e) override {
-      Expr m = ir::ExprMutator::MutateLoad(op, e);
-      const auto* ld = m.as<ir::LoadNode>();
-      if (ld == nullptr || ld->buffer != buffer_) return m;
-      std::vector<Expr> idx{v_};
-      idx.insert(idx.end(), ld->indices.begin(), ld->indices.end());
-      return ir::LoadNode::Make(ld->type, ld->buffer, std::move(idx), ld->producer);
-    }
-
-   private:
-    const std::string& buffer_;
-    const Expr& v_;
-  };
-
-  Expr RewriteExprLoads(const Expr& e) {
-    Loads l(buffer_, v_);
-    return l.Mutate(e);
-  }
-
-  std::string buffer_;
-  Expr v_;
+  const std::string& buffer_;
+  const Expr& v_;
 };
+
+// `s` with `v` prepended to every index of `buffer` (its allocation got a leading dimension).
+Stmt AddLeadingIndex(const Stmt& s, const std::string& buffer, const Expr& v) {
+  LeadingStoreIndexAdder stores(buffer, v);
+  return RewriteLoads(stores.Mutate(s), buffer, [&](const std::vector<Expr>& idx) {
+    std::vector<Expr> out{v};
+    out.insert(out.end(), idx.begin(), idx.end());
+    return out;
+  });
+}
 
 class VThreadInjector : public ir::StmtMutator {
  protected:
@@ -220,8 +202,8 @@ class VThreadInjector : public ir::StmtMutator {
       auto extent = ir::AsConstInt(v.extent);
       if (!extent) return Wrap(v, s);
       decl.shape.insert(decl.shape.begin(), *extent);
-      LeadingIndexAdder add(decl.name, v.var - v.min);
-      return ir::AllocateNode::Make(decl, Push(v, add.Mutate(alloc->body)));
+      return ir::AllocateNode::Make(
+          decl, Push(v, AddLeadingIndex(alloc->body, decl.name, v.var - v.min)));
     }
     if (const auto* guard = s.as<ir::IfThenElseNode>()) {
       if (ExprUses(guard->cond, name)) return Wrap(v, s);
