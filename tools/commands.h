@@ -115,4 +115,30 @@ ExitCodeAction AddReplayCommand(CLI::App& app);
 /// filter matching nothing, an unwritable output) are a Status (exit 2).
 ExitCodeAction AddInspectCommand(CLI::App& app);
 
+/// `tilesearch tune-graph --model bert_layer|resnet_block|swiglu_mlp [--batch N] [--small]
+/// [--no-fuse] [--target auto|cpu|cuda] --trials N [--per-round 64] --log FILE [--seed S]
+/// [--round-robin] [--cost-model xgboost|random] [--per-task-early-stopping N] [--skip-untunable]
+/// [--min-runs N] [--min-time-ms X] [--warmup N] [--host-threads N] [--quiet]`: builds the model
+/// (examples/models.h), partitions it (search::PartitionGraph; --no-fuse: one task per operator),
+/// prints the tasks with their weights, FLOPs and workload keys, and runs the task scheduler
+/// (gradient, or --round-robin) with the tuner on one log for --trials trials of this run
+/// (resumed: the log's records are restored, not counted). Then prints the scheduler's per-task
+/// allocation (trials, rounds, best latency, weighted latency, state) and the task of each round.
+/// Tasks the tuner cannot tune (search::TaskWorkload) are an error listing them, or with
+/// --skip-untunable are listed and left out. Returns 0 when every task has a valid schedule, 1
+/// when a task is dead or has none, 130 after Ctrl-C.
+ExitCodeAction AddTuneGraphCommand(CLI::App& app);
+
+/// `tilesearch run-graph --model ... [--batch N] [--small] [--no-fuse] --log FILE [--target T]
+/// [--allow-untuned] [--check auto|interpreter|unscheduled|none] [--seed S] [--min-runs N]
+/// [--min-time-ms X] [--warmup N] [--no-flush] [--host-threads N]`: builds and partitions the model
+/// as tune-graph does, loads the best valid record of every task from the log
+/// (search::GraphExecutor; --allow-untuned runs tasks without one unscheduled), checks the graph
+/// outputs on random inputs against the reference (auto: the interpreter up to 2e8 FLOPs, else the
+/// unscheduled kernels on the target), and prints the end-to-end latency (median of whole
+/// executions, p10 / p90) and per task: weight, kernel (trial), logged median, measured ms per
+/// call, ms per execution and share. Returns 0, or 1 when the check failed; a missing log or
+/// record is a user error naming the task and its workload key.
+ExitCodeAction AddRunGraphCommand(CLI::App& app);
+
 }  // namespace tilesearch::tools

@@ -58,6 +58,12 @@ int main(int argc, char** argv) {
   CLI::App* inspect = app.add_subcommand(
       "inspect", "summarize a tuning log per workload: trials, best, errors, tuning curve");
   actions[inspect] = tilesearch::tools::AddInspectCommand(*inspect);
+  CLI::App* tune_graph = app.add_subcommand(
+      "tune-graph", "partition a model layer into tasks and tune them with the task scheduler");
+  actions[tune_graph] = tilesearch::tools::AddTuneGraphCommand(*tune_graph);
+  CLI::App* run_graph = app.add_subcommand(
+      "run-graph", "run a model layer with its tasks' best logged kernels: check, latency, breakdown");
+  actions[run_graph] = tilesearch::tools::AddRunGraphCommand(*run_graph);
 
   // CLI11 reports an unknown first word only as a missing subcommand; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
@@ -65,7 +71,7 @@ int main(int argc, char** argv) {
     for (const auto& [sub, action] : actions) known = known || sub->get_name() == argv[1];
     if (!known) {
       return ReportError(std::string("unknown command '") + argv[1] +
-                         "' (expected ops, show, check, measure, bench-compile, tune, replay or inspect)");
+                         "' (expected ops, show, check, measure, bench-compile, tune, replay, inspect, tune-graph or run-graph)");
     }
   }
   try {

@@ -1,0 +1,120 @@
+// Tunes a model layer end to end: builds it with the graph API (examples/models.h), partitions it
+// into tasks, spends the trial budget across the tasks with the task scheduler (Ansor §6) on one
+// tuning log, then runs the whole graph with each task's best kernel, checks its output against
+// the reference and prints the end-to-end latency with the per-task breakdown.
+//
+//   tune_graph MODEL [--small] [--no-fuse] [--trials N] [--log FILE] [--target T] [--fresh]
+//              [--fast]
+//   MODEL: bert_layer, resnet_block or swiglu_mlp. Defaults: 64 trials, tune_graph.jsonl, auto.
+//   --no-fuse: one task per operator (what the tuner takes while fused workloads are not in).
+//   --fresh: remove the log first (otherwise a second run resumes it).
+//   --fast: a small search (random model, population 32) and short timing: a smoke test.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "examples/models.h"
+#include "search/api.h"
+#include "search/graph_executor.h"
+#include "search/partition.h"
+#include "search/task_scheduler.h"
+#include "search/task_scheduler_tuner.h"
+
+namespace {
+
+template <typename T>
+T Must(absl::StatusOr<T> value) {
+  if (!value.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(value.status().message()).c_str());
+    std::exit(1);
+  }
+  return *std::move(value);
+}
+
+[[noreturn]] void Usage() {
+  std::fprintf(stderr,
+               "usage: tune_graph bert_layer|resnet_block|swiglu_mlp [--small] [--no-fuse] "
+               "[--trials N] [--log FILE] [--target T] [--fresh] [--fast]\n");
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace tilesearch;
+  if (argc < 2) Usage();
+  const std::string model = argv[1];
+  bool small = false, fuse = true, fresh = false, fast = false;
+  int64_t trials = 64;
+  std::string log = "tune_graph.jsonl", target_text = "auto";
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (arg == "--small") {
+      small = true;
+    } else if (arg == "--no-fuse") {
+      fuse = false;
+    } else if (arg == "--fresh") {
+      fresh = true;
+    } else if (arg == "--fast") {
+      fast = true;
+    } else if (arg == "--trials" && has_value) {
+      char* end = nullptr;
+      trials = std::strtoll(argv[++i], &end, 10);
+      if (*end != '\0' || trials < 1) Usage();
+    } else if (arg == "--log" && has_value) {
+      log = argv[++i];
+    } else if (arg == "--target" && has_value) {
+      target_text = argv[++i];
+    } else {
+      Usage();
+    }
+  }
+  if (fresh) std::filesystem::remove(log);
+
+  const ir::Graph graph = Must(models::BuildModel(model, /*batch=*/0, small));
+  const search::GraphPartition partition = Must(search::PartitionGraph(graph, {.fuse = fuse}));
+  const schedule::Target target = Must(TargetFromString(target_text));
+  std::cout << model << " on " << target.ToString() << ": " << partition.tasks.size() << " tasks\n";
+
+  // One workload per task (single registry operators; fused tasks need --no-fuse for now).
+  std::vector<schedule::Workload> workloads;
+  for (size_t i = 0; i < partition.tasks.size(); ++i) {
+    workloads.push_back(Must(search::TaskWorkload(graph, partition, static_cast<int>(i))));
+  }
+  search::TuneOptions tune;
+  tune.log_path = log;
+  tune.quiet = true;
+  runtime::TimingOptions timing;  // of the trials and of the graph
+  if (fast) {
+    tune.use_xgboost = false;
+    tune.search.population = 32;
+    tune.search.generations = 1;
+    tune.search.init_min_population = 8;
+    timing = {.warmup_runs = 1, .min_runs = 3, .min_total_ms = 1, .max_runs = 3};
+    tune.measure.timing = timing;
+  }
+  auto runner = Must(search::TunerTaskRunner::Create(workloads, target, tune));
+  search::TaskSchedulerOptions options;
+  options.trials = trials;
+  const std::vector<search::SchedulerTask> tasks = search::SchedulerTasksOf(partition);
+  const search::TaskSchedulerResult result =
+      Must(search::RunTaskScheduler(tasks, *runner, options));
+  std::cout << result.ToString(tasks);
+
+  // Every task's best kernel, compiled once; the graph checked and timed.
+  auto executor = Must(search::GraphExecutor::Create(graph, partition, log, target));
+  // The interpreter is exact but slow: big graphs are compared with their unscheduled kernels.
+  search::GraphCheckOptions check_options;
+  if (partition.Flops() > 2e8) check_options.reference = search::GraphReference::kUnscheduled;
+  const search::GraphCheck check = Must(executor->Check(check_options));
+  std::cout << "check against the " << search::GraphReferenceName(check.reference) << ": "
+            << (check.passed ? "OK" : "MISMATCH") << " (max abs error "
+            << check.report.max_abs_error << ")\n";
+  std::cout << Must(executor->Time(timing)).ToString();
+  return check.passed ? 0 : 1;
+}

@@ -1,0 +1,333 @@
+// `tilesearch tune-graph` and `tilesearch run-graph`: a model layer of examples/models.h
+// partitioned into tasks (search/partition.h), tuned with the task scheduler on one log
+// (search/task_scheduler.h, search/task_scheduler_tuner.h), and run with the best kernel of every
+// task (search/graph_executor.h).
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "examples/models.h"
+#include "ir/graph.h"
+#include "search/api.h"
+#include "search/graph_executor.h"
+#include "search/partition.h"
+#include "search/task_scheduler.h"
+#include "search/task_scheduler_tuner.h"
+#include "tools/commands.h"
+#include "tools/number_text.h"
+
+namespace tilesearch::tools {
+namespace {
+
+// Options both commands share: which graph, partitioned how, on which target.
+struct GraphOptions {
+  std::string model;
+  int64_t batch = 0;  // 0: the model's default
+  bool small = false;
+  bool no_fuse = false;
+  std::string target = "auto";
+  int host_threads = 0;
+};
+
+void AddGraphOptions(CLI::App& app, GraphOptions& o) {
+  app.add_option("--model", o.model, "the model layer: bert_layer, resnet_block or swiglu_mlp")
+      ->required()
+      ->check(CLI::IsMember(models::ModelNames()));
+  app.add_option("--batch", o.batch,
+                 "batch (bert: sequences, resnet: images, swiglu: tokens); default: the model's")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  app.add_flag("--small", o.small, "the tiny version of the model (same structure, test sizes)");
+  app.add_flag("--no-fuse", o.no_fuse,
+               "one task per operator node (no fusion): every task is a single registry operator");
+  app.add_option("--target", o.target, "auto, cpu, cuda or cuda -arch=sm_XX")
+      ->capture_default_str();
+  app.add_option("--host-threads", o.host_threads,
+                 "cpu target: threads running parallel loops, 0..4096 (default 0: every core)")
+      ->check(CLI::Range(0, 4096));
+}
+
+struct LoadedGraph {
+  ir::Graph graph;
+  search::GraphPartition partition;
+  schedule::Target target;
+};
+
+absl::StatusOr<LoadedGraph> LoadGraph(const GraphOptions& o) {
+  LoadedGraph out;
+  ASSIGN_OR_RETURN(out.graph, models::BuildModel(o.model, o.batch, o.small));
+  ASSIGN_OR_RETURN(out.partition, search::PartitionGraph(out.graph, {.fuse = !o.no_fuse}));
+  ASSIGN_OR_RETURN(out.target, TargetFromString(o.target));
+  // The search sizes parallel loops by the threads that will run them.
+  if (o.host_threads > 0 && !out.target.is_gpu()) out.target.host_cores = o.host_threads;
+  return out;
+}
+
+void PrintHeader(const GraphOptions& o, const LoadedGraph& g) {
+  int ops = 0;
+  for (const ir::GraphNode& n : g.graph.nodes()) ops += n.kind == ir::NodeKind::kOp;
+  std::cout << "model: " << o.model << (o.small ? " (small)" : "") << ", " << ops
+            << " operator nodes, " << g.partition.subgraphs.size() << " subgraphs, "
+            << g.partition.tasks.size() << " tasks (" << (o.no_fuse ? "unfused" : "fused") << "), "
+            << Sci(g.partition.Flops() * 1e-9) << " GFLOP per execution\n"
+            << "target: " << g.target.ToString() << "\n";
+}
+
+void PrintTasks(const search::GraphPartition& p) {
+  std::cout << absl::StrFormat("%-4s %-28s %6s %12s  %s\n", "task", "name", "weight", "MFLOP/call",
+                               "workload key");
+  for (size_t i = 0; i < p.tasks.size(); ++i) {
+    const search::GraphTask& t = p.tasks[i];
+    std::cout << absl::StrFormat("%-4d %-28s %6d %12.3f  %s\n", static_cast<int>(i), t.name,
+                                 t.weight, t.dag.Flops() * 1e-6, t.workload_key);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// tune-graph
+
+struct TuneGraphOptions {
+  GraphOptions graph;
+  int64_t trials = 0;
+  int per_round = 64;
+  std::string log;
+  uint64_t seed = 0;
+  bool round_robin = false;
+  std::string cost_model = "xgboost";
+  int per_task_early_stopping = 0;
+  bool skip_untunable = false;
+  int min_runs = -1;
+  double min_time_ms = -1;
+  int warmup = -1;
+  bool quiet = false;
+};
+
+absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
+  ASSIGN_OR_RETURN(LoadedGraph g, LoadGraph(o.graph));
+  PrintHeader(o.graph, g);
+  PrintTasks(g.partition);
+
+  // The tasks the tuner can tune: their workloads, and their indices in the partition.
+  const std::vector<search::SchedulerTask> all = search::SchedulerTasksOf(g.partition);
+  std::vector<schedule::Workload> workloads;
+  std::vector<search::SchedulerTask> tasks;
+  std::vector<std::string> untunable;
+  for (size_t i = 0; i < g.partition.tasks.size(); ++i) {
+    absl::StatusOr<schedule::Workload> w =
+        search::TaskWorkload(g.graph, g.partition, static_cast<int>(i));
+    if (!w.ok()) {
+      untunable.push_back(std::string(w.status().message()));
+      continue;
+    }
+    workloads.push_back(*std::move(w));
+    tasks.push_back(all[i]);
+  }
+  if (!untunable.empty()) {
+    if (!o.skip_untunable || workloads.empty()) {
+      return absl::UnimplementedError(absl::StrCat(
+          untunable.size(), " of ", g.partition.tasks.size(),
+          " tasks cannot be tuned: ", absl::StrJoin(untunable, "; "),
+          workloads.empty() ? ""
+                            : " (--skip-untunable tunes the others; --no-fuse makes every "
+                              "task a single operator)"));
+    }
+    std::cout << "not tuned (" << untunable.size() << "):\n";
+    for (const std::string& why : untunable) std::cout << "  " << why << "\n";
+  }
+
+  search::TuneOptions tune;
+  tune.log_path = o.log;
+  tune.seed = o.seed;
+  tune.use_xgboost = o.cost_model == "xgboost";
+  tune.measure.seed = o.seed + 1;
+  runtime::TimingOptions& timing = tune.measure.timing;
+  if (o.min_runs >= 0) timing.min_runs = o.min_runs;
+  if (o.min_time_ms >= 0) timing.min_total_ms = o.min_time_ms;
+  if (o.warmup >= 0) timing.warmup_runs = o.warmup;
+  if (timing.max_runs < timing.min_runs) timing.max_runs = timing.min_runs;
+  tune.measure.host_threads = o.graph.host_threads;
+  tune.quiet = o.quiet;
+  ASSIGN_OR_RETURN(std::unique_ptr<search::TunerTaskRunner> runner,
+                   search::TunerTaskRunner::Create(workloads, g.target, tune));
+
+  search::TaskSchedulerOptions sched;
+  sched.strategy = o.round_robin ? search::AllocationStrategy::kRoundRobin
+                                 : search::AllocationStrategy::kGradient;
+  sched.trials = o.trials;
+  sched.per_round = o.per_round;
+  sched.per_task_early_stopping = o.per_task_early_stopping;
+  sched.seed = o.seed;
+  ASSIGN_OR_RETURN(search::TaskSchedulerResult result,
+                   search::RunTaskScheduler(tasks, *runner, sched));
+
+  std::cout << "log: " << o.log << "\n"
+            << "strategy: " << (o.round_robin ? "round-robin" : "gradient") << ", "
+            << result.rounds.size() << " rounds, " << result.trials << " trials";
+  if (result.interrupted) std::cout << ", interrupted";
+  if (result.early_stopped) std::cout << ", stopped early";
+  std::cout << "\n" << result.ToString(tasks);
+  // The allocation in rounds, compactly: which task got each round (w: warm-up, r: random).
+  std::cout << "rounds:";
+  for (const search::SchedulerRound& r : result.rounds) {
+    std::cout << " " << r.task << (r.warmup ? "w" : (r.random ? "r" : ""));
+  }
+  std::cout << "\n";
+  if (result.interrupted) return 130;
+  return result.dead_tasks.empty() && std::isfinite(result.objective) ? 0 : 1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// run-graph
+
+struct RunGraphOptions {
+  GraphOptions graph;
+  std::string log;
+  bool allow_untuned = false;
+  std::string check = "auto";
+  uint64_t seed = 0x67a9;
+  int min_runs = -1;
+  double min_time_ms = -1;
+  int warmup = -1;
+  bool no_flush = false;
+};
+
+// Graphs up to this many FLOPs are checked against the interpreter by default (`check auto`);
+// larger ones against the unscheduled kernels (the interpreter runs ~1e7-1e8 operations/s).
+constexpr double kInterpreterFlops = 2e8;
+
+absl::StatusOr<int> RunGraph(const RunGraphOptions& o) {
+  ASSIGN_OR_RETURN(LoadedGraph g, LoadGraph(o.graph));
+  PrintHeader(o.graph, g);
+  search::GraphExecutorOptions eo;
+  eo.host_threads = o.graph.host_threads;
+  eo.allow_untuned = o.allow_untuned;
+  ASSIGN_OR_RETURN(std::unique_ptr<search::GraphExecutor> exec,
+                   search::GraphExecutor::Create(g.graph, g.partition, o.log, g.target, eo));
+  std::cout << "log: " << o.log << "\n";
+
+  int code = 0;
+  if (o.check != "none") {
+    search::GraphCheckOptions co;
+    co.seed = o.seed;
+    const bool interpreter =
+        o.check == "interpreter" || (o.check == "auto" && g.partition.Flops() <= kInterpreterFlops);
+    co.reference =
+        interpreter ? search::GraphReference::kInterpreter : search::GraphReference::kUnscheduled;
+    ASSIGN_OR_RETURN(search::GraphCheck check, exec->Check(co));
+    std::cout << "check against the " << search::GraphReferenceName(check.reference) << ": "
+              << (check.passed ? "OK" : "MISMATCH") << " (" << check.report.checked_elements
+              << " output elements, max abs error " << Sci(check.report.max_abs_error)
+              << ", max rel error " << Sci(check.report.max_rel_error) << ")\n";
+    if (!check.passed) {
+      std::cout << "  " << check.report.mismatches
+                << " elements outside tolerance; first: " << check.report.first_mismatch << "\n";
+      code = 1;
+    }
+  } else {
+    ASSIGN_OR_RETURN(ir::BufferMap unused, exec->Run(ir::MakeRandomGraphInputs(g.graph, o.seed)));
+    (void)unused;
+  }
+
+  runtime::TimingOptions timing;
+  if (o.min_runs >= 0) timing.min_runs = o.min_runs;
+  if (o.min_time_ms >= 0) timing.min_total_ms = o.min_time_ms;
+  if (o.warmup >= 0) timing.warmup_runs = o.warmup;
+  if (timing.max_runs < timing.min_runs) timing.max_runs = timing.min_runs;
+  timing.flush_cache = !o.no_flush;
+  ASSIGN_OR_RETURN(search::GraphTiming t, exec->Time(timing));
+
+  std::cout << absl::StrFormat("%-4s %-28s %6s %-12s %10s %10s %12s %7s\n", "task", "name",
+                               "weight", "kernel", "logged ms", "ms/call", "ms/execution", "share");
+  double logged_total = 0;
+  bool all_tuned = true;
+  for (size_t i = 0; i < t.tasks.size(); ++i) {
+    const search::ExecutorTask& e = exec->tasks()[i];
+    const search::TaskTiming& tt = t.tasks[i];
+    const std::string source = e.tuned ? absl::StrCat("trial ", e.trial) : "untuned";
+    const std::string logged = e.tuned ? Fixed(e.logged_ms, 4) : "-";
+    logged_total += e.weight * e.logged_ms;
+    all_tuned = all_tuned && e.tuned;
+    std::cout << absl::StrFormat("%-4d %-28s %6d %-12s %10s %10.4f %12.4f %6.1f%%\n",
+                                 static_cast<int>(i), tt.name, tt.weight, source, logged,
+                                 tt.ms_per_call, tt.total_ms, 100 * tt.share);
+  }
+  const runtime::TimingStats& e2e = t.end_to_end;
+  std::cout << "end-to-end latency: " << Fixed(e2e.median_ms, 4) << " ms median (p10 "
+            << Fixed(e2e.p10_ms, 4) << ", p90 " << Fixed(e2e.p90_ms, 4) << ", " << e2e.runs
+            << " runs" << (timing.flush_cache ? ", caches flushed before each" : "") << ")\n"
+            << "sum of tasks: " << Fixed(t.sum_of_tasks_ms, 4) << " ms";
+  if (all_tuned) std::cout << " (log: Σ weight·median " << Fixed(logged_total, 4) << " ms)";
+  std::cout << "\n";
+  for (const search::ExecutorTask& e : exec->tasks()) {
+    if (!e.tuned) std::cout << "untuned: " << e.name << ": " << e.note << "\n";
+  }
+  return code;
+}
+
+}  // namespace
+
+ExitCodeAction AddTuneGraphCommand(CLI::App& app) {
+  auto o = std::make_shared<TuneGraphOptions>();
+  AddGraphOptions(app, o->graph);
+  app.add_option("--trials", o->trials, "trials of this run over all tasks, 1..10000000")
+      ->required()
+      ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
+  app.add_option("--per-round", o->per_round,
+                 "trials per scheduler round, 1..4096 (at most trials / tasks)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--log", o->log, "the tuning log of all tasks (appended to, resumed from)")
+      ->required();
+  app.add_option("--seed", o->seed, "seed of the scheduler, the search and the model")
+      ->capture_default_str();
+  app.add_flag("--round-robin", o->round_robin,
+               "give rounds to the tasks in turn instead of by the gradient (Ansor §6)");
+  app.add_option("--cost-model", o->cost_model, "xgboost or random")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"xgboost", "random"}));
+  app.add_option("--per-task-early-stopping", o->per_task_early_stopping,
+                 "stop a task after this many of its rounds without improvement, 0 = off")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  app.add_flag("--skip-untunable", o->skip_untunable,
+               "tune the tasks the tuner can tune and list the others (default: an error)");
+  app.add_option("--min-runs", o->min_runs, "timed runs per candidate at least, 1..100000")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--min-time-ms", o->min_time_ms,
+                 "summed time of a candidate's timed runs at least, ms, 0..60000")
+      ->check(CLI::Range(0.0, 60000.0));
+  app.add_option("--warmup", o->warmup, "untimed runs per candidate, 0..10000")
+      ->check(CLI::Range(0, 10000));
+  app.add_flag("--quiet", o->quiet, "no progress lines on stderr");
+  return [o]() { return TuneGraph(*o); };
+}
+
+ExitCodeAction AddRunGraphCommand(CLI::App& app) {
+  auto o = std::make_shared<RunGraphOptions>();
+  AddGraphOptions(app, o->graph);
+  app.add_option("--log", o->log, "the tuning log holding the tasks' records")->required();
+  app.add_flag("--allow-untuned", o->allow_untuned,
+               "run tasks without a valid record with their unscheduled program");
+  app.add_option("--check", o->check,
+                 "reference of the output check: interpreter, unscheduled (the untuned kernels "
+                 "on the target), none, or auto (interpreter up to 2e8 FLOPs)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "interpreter", "unscheduled", "none"}));
+  app.add_option("--seed", o->seed, "seed of the check's random inputs")->capture_default_str();
+  app.add_option("--min-runs", o->min_runs, "timed runs at least, 1..100000")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--min-time-ms", o->min_time_ms, "summed time of the timed runs at least, ms")
+      ->check(CLI::Range(0.0, 600000.0));
+  app.add_option("--warmup", o->warmup, "untimed runs before timing, 0..10000")
+      ->check(CLI::Range(0, 10000));
+  app.add_flag("--no-flush", o->no_flush, "do not flush the caches before each timed run");
+  return [o]() { return RunGraph(*o); };
+}
+
+}  // namespace tilesearch::tools
