@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -58,6 +59,71 @@ absl::StatusOr<std::string> AttrFromJson(const json& j, const std::string& field
 }
 
 std::string ShapeText(const std::vector<int64_t>& shape) { return absl::StrJoin(shape, "x"); }
+
+json AttrsJson(const std::map<std::string, std::string>& attrs) {
+  json j = json::object();
+  for (const auto& [name, value] : attrs) j[name] = value;
+  return j;
+}
+
+// Reads {"name": value, ...} (values as AttrFromJson reads them) into `attrs`.
+absl::Status AttrsFromJson(const json& j, const std::string& field,
+                           std::map<std::string, std::string>* attrs) {
+  if (!j.is_object()) {
+    return FieldError(field, "must be an object of name: value, got " + j.dump());
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    ASSIGN_OR_RETURN(std::string value,
+                     AttrFromJson(it.value(), absl::StrCat(field, ".", it.key())));
+    (*attrs)[it.key()] = std::move(value);
+  }
+  return absl::OkStatus();
+}
+
+// The "nodes" list of a fused workload.
+absl::StatusOr<std::vector<FusedNode>> FusedNodesFromJson(const json& j, const std::string& field) {
+  if (!j.is_array()) {
+    return FieldError(field, "must be a list of nodes {\"op\", \"inputs\", \"attrs\"}, got " +
+                                 j.dump().substr(0, 80));
+  }
+  std::vector<FusedNode> nodes;
+  for (size_t k = 0; k < j.size(); ++k) {
+    const json& n = j[k];
+    const std::string node_field = absl::StrCat(field, "[", k, "]");
+    if (!n.is_object()) {
+      return FieldError(node_field, "must be an object with fields op, inputs and attrs, got " +
+                                        n.dump().substr(0, 80));
+    }
+    RETURN_IF_ERROR(CheckKeys(n, {"op", "inputs", "attrs"}, node_field + "."));
+    FusedNode node;
+    if (!n.contains("op")) return FieldError(node_field + ".op", "is missing");
+    if (!n["op"].is_string() || n["op"].get<std::string>().empty()) {
+      return FieldError(node_field + ".op", "must be a graph operator name, got " + n["op"].dump());
+    }
+    node.op = n["op"].get<std::string>();
+    const std::string inputs_field = node_field + ".inputs";
+    if (!n.contains("inputs")) return FieldError(inputs_field, "is missing");
+    if (!n["inputs"].is_array()) {
+      return FieldError(inputs_field, "must be a list of operands such as \"p0\" or \"n1\", got " +
+                                          n["inputs"].dump().substr(0, 80));
+    }
+    for (size_t i = 0; i < n["inputs"].size(); ++i) {
+      const json& in = n["inputs"][i];
+      const std::string in_field = absl::StrCat(inputs_field, "[", i, "]");
+      if (!in.is_string()) {
+        return FieldError(in_field, "must be \"p<index>\" or \"n<index>\", got " + in.dump());
+      }
+      absl::StatusOr<FusedOperand> operand = ParseFusedOperand(in.get<std::string>());
+      if (!operand.ok()) return FieldError(in_field, std::string(operand.status().message()));
+      node.inputs.push_back(*operand);
+    }
+    if (n.contains("attrs")) {
+      RETURN_IF_ERROR(AttrsFromJson(n["attrs"], node_field + ".attrs", &node.attrs));
+    }
+    nodes.push_back(std::move(node));
+  }
+  return nodes;
+}
 
 // One-line JSON with a space after each comma and colon: ["SP", 2, 0, 64, [8, 4], 1].
 std::string OneLine(const json& j) {
@@ -130,10 +196,25 @@ absl::StatusOr<ScheduleFile> ParseJson(const json& j, const std::string& source)
 
 }  // namespace
 
-absl::StatusOr<ir::ComputeDAG> Workload::Build() const { return ir::BuildOp(op, args); }
+absl::StatusOr<ir::ComputeDAG> Workload::Build() const {
+  if (is_fused()) {
+    if (!args.attrs.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("fused workload: attributes belong to its nodes, got attrs ",
+                       AttrsJson(args.attrs).dump()));
+    }
+    return BuildFusedDAG(nodes, args.shapes, args.dtype);
+  }
+  if (!nodes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("workload '", op, "' lists nodes; only a \"",
+                                                   kFusedWorkloadOp, "\" workload does"));
+  }
+  return ir::BuildOp(op, args);
+}
 
 std::string Workload::ToString() const {
   std::string out = op;
+  if (is_fused() || !nodes.empty()) absl::StrAppend(&out, "[", FusedNodesToString(nodes), "]");
   for (const std::vector<int64_t>& shape : args.shapes)
     absl::StrAppend(&out, " ", ShapeText(shape));
   absl::StrAppend(&out, " ", ir::TypeName(args.dtype));
@@ -143,16 +224,26 @@ std::string Workload::ToString() const {
 
 bool Workload::operator==(const Workload& other) const {
   return op == other.op && args.shapes == other.args.shapes && args.dtype == other.args.dtype &&
-         args.attrs == other.args.attrs;
+         args.attrs == other.args.attrs && nodes == other.nodes;
 }
 
 json WorkloadToJson(const Workload& workload) {
-  json attrs = json::object();
-  for (const auto& [name, value] : workload.args.attrs) attrs[name] = value;
-  return json{{"op", workload.op},
-              {"shapes", workload.args.shapes},
-              {"dtype", ir::TypeName(workload.args.dtype)},
-              {"attrs", std::move(attrs)}};
+  json j{{"op", workload.op},
+         {"shapes", workload.args.shapes},
+         {"dtype", ir::TypeName(workload.args.dtype)},
+         {"attrs", AttrsJson(workload.args.attrs)}};
+  // Registry workloads keep exactly the four fields of earlier logs.
+  if (workload.is_fused() || !workload.nodes.empty()) {
+    json nodes = json::array();
+    for (const FusedNode& node : workload.nodes) {
+      json inputs = json::array();
+      for (const FusedOperand& in : node.inputs) inputs.push_back(in.ToString());
+      nodes.push_back(
+          json{{"op", node.op}, {"inputs", std::move(inputs)}, {"attrs", AttrsJson(node.attrs)}});
+    }
+    j["nodes"] = std::move(nodes);
+  }
+  return j;
 }
 
 absl::StatusOr<Workload> WorkloadFromJson(const json& j, const std::string& field) {
@@ -160,7 +251,12 @@ absl::StatusOr<Workload> WorkloadFromJson(const json& j, const std::string& fiel
     return FieldError(field, "must be an object with fields op, shapes, dtype and attrs, got " +
                                  j.dump().substr(0, 80));
   }
-  RETURN_IF_ERROR(CheckKeys(j, {"op", "shapes", "dtype", "attrs"}, field + "."));
+  {
+    // "nodes" (fused workloads) is checked below, once the operator is known.
+    json rest = j;
+    rest.erase("nodes");
+    RETURN_IF_ERROR(CheckKeys(rest, {"op", "shapes", "dtype", "attrs"}, field + "."));
+  }
   Workload w;
   const std::string op_field = field + ".op";
   if (!j.contains("op")) return FieldError(op_field, "is missing");
@@ -191,16 +287,27 @@ absl::StatusOr<Workload> WorkloadFromJson(const json& j, const std::string& fiel
   }
 
   if (j.contains("attrs")) {
-    const std::string attrs_field = field + ".attrs";
-    if (!j["attrs"].is_object()) {
-      return FieldError(attrs_field, "must be an object of name: value, got " + j["attrs"].dump());
-    }
-    for (auto it = j["attrs"].begin(); it != j["attrs"].end(); ++it) {
-      ASSIGN_OR_RETURN(std::string value,
-                       AttrFromJson(it.value(), absl::StrCat(attrs_field, ".", it.key())));
-      w.args.attrs[it.key()] = std::move(value);
-    }
+    RETURN_IF_ERROR(AttrsFromJson(j["attrs"], field + ".attrs", &w.args.attrs));
   }
+
+  const std::string nodes_field = field + ".nodes";
+  if (!w.is_fused()) {
+    if (j.contains("nodes")) {
+      return FieldError(nodes_field, absl::StrCat("is only valid in a \"", kFusedWorkloadOp,
+                                                  "\" workload (op is '", w.op, "')"));
+    }
+    return w;
+  }
+  if (!w.args.attrs.empty()) {
+    return FieldError(field + ".attrs",
+                      "must be empty in a fused workload (attributes belong to its nodes), got " +
+                          j["attrs"].dump());
+  }
+  if (!j.contains("nodes")) {
+    return FieldError(nodes_field, "is missing (a fused workload lists its operator nodes)");
+  }
+  ASSIGN_OR_RETURN(w.nodes, FusedNodesFromJson(j["nodes"], nodes_field));
+  RETURN_IF_ERROR(ValidateFusedNodes(w.nodes, static_cast<int>(w.args.shapes.size()), nodes_field));
   return w;
 }
 
@@ -242,7 +349,9 @@ std::string ScheduleFile::ToText() const {
   const json wj = WorkloadToJson(w);
   absl::StrAppend(&out, "  \"workload\": {\"op\": ", OneLine(wj["op"]),
                   ", \"shapes\": ", OneLine(wj["shapes"]), ", \"dtype\": ", OneLine(wj["dtype"]),
-                  ", \"attrs\": ", OneLine(wj["attrs"]), "},\n");
+                  ", \"attrs\": ", OneLine(wj["attrs"]));
+  if (wj.contains("nodes")) absl::StrAppend(&out, ", \"nodes\": ", OneLine(wj["nodes"]));
+  absl::StrAppend(&out, "},\n");
   absl::StrAppend(&out, "  \"target\": ", json(target.ToString()).dump(), ",\n");
   if (steps.empty()) {
     absl::StrAppend(&out, "  \"steps\": []\n}\n");

@@ -22,7 +22,14 @@
 // written as strings so their text is exact.
 //
 // `Workload` is the reusable part (tuning logs and benchmark suites name workloads the same way):
-// an operator of the library (ir/ops/registry.h) and its generic arguments.
+// an operator of the library (ir/ops/registry.h) and its generic arguments, or a fused workload
+// (op "fused", schedule/fused_workload.h): graph operators composed into one DAG, with a "nodes"
+// field after "attrs":
+//
+//     "workload": {"op": "fused", "shapes": [[16, 32], [24, 32], [24]], "dtype": "float32",
+//                  "attrs": {}, "nodes": [{"op": "dense", "inputs": ["p0", "p1"], "attrs": {}},
+//                                         {"op": "add", "inputs": ["n0", "p2"], "attrs": {}},
+//                                         {"op": "relu", "inputs": ["n1"], "attrs": {}}]}
 #pragma once
 
 #include <string>
@@ -32,6 +39,7 @@
 #include "ir/compute_dag.h"
 #include "ir/ops/registry.h"
 #include "nlohmann/json_fwd.hpp"
+#include "schedule/fused_workload.h"
 #include "schedule/state.h"
 #include "schedule/step.h"
 #include "schedule/target.h"
@@ -41,27 +49,43 @@ namespace tilesearch::schedule {
 /// Version of the schedule file format this build writes and the newest it reads.
 inline constexpr int kScheduleFileVersion = 1;
 
-/// An operator of the library with its arguments: what `ir::BuildOp(op, args)` builds.
+/// An operator of the library with its arguments: what `ir::BuildOp(op, args)` builds; or, when
+/// `op` is kFusedWorkloadOp, a fused workload: `nodes` composed on placeholders of `args.shapes`
+/// (all of `args.dtype`; `args.attrs` empty), schedule/fused_workload.h.
 struct Workload {
-  std::string op;   // operator name, e.g. "matmul"
+  std::string op;   // operator name, e.g. "matmul", or "fused"
   ir::OpArgs args;  // input shapes in the operator's input order, dtype, attributes as text
+  /// Fused workloads only: the operator nodes, the last one the output. Empty otherwise.
+  std::vector<FusedNode> nodes;
 
+  /// True when op is kFusedWorkloadOp.
+  bool is_fused() const { return op == kFusedWorkloadOp; }
   /// Builds the DAG. Errors: those of ir::BuildOp (unknown operator, wrong number of shapes,
-  /// unknown or unparsable attribute, shape errors of the operator).
+  /// unknown or unparsable attribute, shape errors of the operator); fused workloads:
+  /// BuildFusedDAG's, and kInvalidArgument "fused workload: attributes belong to its nodes, got
+  /// attrs {...}"; kInvalidArgument "workload 'matmul' lists nodes; only a \"fused\" workload
+  /// does" for nodes on a registry operator.
   absl::StatusOr<ir::ComputeDAG> Build() const;
-  /// One line in the CLI's own argument syntax: "matmul 64x32 32x16 float32 transpose_b=false".
+  /// One line in the CLI's own argument syntax: "matmul 64x32 32x16 float32 transpose_b=false";
+  /// fused: "fused[dense(p0,p1) add(n0,p2) relu(n1)] 16x32 24x32 24 float32".
   std::string ToString() const;
   bool operator==(const Workload& other) const;
 };
 
-/// {"op": ..., "shapes": [[...], ...], "dtype": ..., "attrs": {...}} (all four fields written).
+/// {"op": ..., "shapes": [[...], ...], "dtype": ..., "attrs": {...}} (all four fields written),
+/// plus "nodes": [{"op": ..., "inputs": ["p0", "n1", ...], "attrs": {...}}, ...] for a fused
+/// workload (registry workloads are written without it, exactly as before).
 nlohmann::json WorkloadToJson(const Workload& workload);
 /// Reads the object written by WorkloadToJson ("dtype" and "attrs" optional). `field` names the
 /// object in error messages, which are kInvalidArgument and name the offending field, e.g.
 /// "field 'workload.shapes' must be a list of shapes", "field 'workload.shapes[1]' must be a list
 /// of positive integers, got [4,0]", "unknown field 'workload.axes' (expected op, shapes, dtype,
 /// attrs)", "field 'workload.dtype': unknown dtype 'float33' (...)". The operator itself is not
-/// looked up here (Build does that).
+/// looked up here (Build does that). Fused workloads ("op": "fused"): "nodes" is required and
+/// "attrs" must be empty; the nodes' structure is checked (ValidateFusedNodes: graph operators
+/// known, operands "p<I>" of an existing shape or "n<K>" of an earlier node), e.g. "field
+/// 'workload.nodes[1].inputs[0]': n2 is not an earlier node (...)", "field 'workload.nodes' is
+/// only valid in a \"fused\" workload (op is 'matmul')"; shapes are checked by Build.
 absl::StatusOr<Workload> WorkloadFromJson(const nlohmann::json& j,
                                           const std::string& field = "workload");
 

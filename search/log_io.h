@@ -64,8 +64,8 @@ struct ReadOptions {
   std::optional<schedule::Target> target;
   /// Keep only lines of this workload key; empty keeps all.
   std::string workload_key;
-  /// Check each kept record's workload key against its workload (op, shapes, dtype, attributes)
-  /// rebuilt by this build (schedule::Workload::Build, once per distinct workload); a record whose
+  /// Check each kept record's workload key against its workload (op, shapes, dtype, attributes;
+  /// a fused workload's nodes) rebuilt by this build (schedule::Workload::Build, once per distinct workload); a record whose
   /// key differs is skipped with a warning "<path>:<line>: skipped: workload key X does not match
   /// the record's workload <workload> (key Y)" and counted in inconsistent_records. Records whose
   /// workload this build cannot build are kept (nothing to compare with).

@@ -12,6 +12,7 @@
 //    "workload_key": "9f0c2d4e6a1b3c5d",                    // ir::ComputeDAG::WorkloadKey()
 //    "workload": {"op": "matmul", "shapes": [[512, 512], [512, 512]], "dtype": "float32",
 //                 "attrs": {}},                               // schedule::WorkloadToJson
+//                 // a graph task: {"op": "fused", ..., "nodes": [...]} (schedule/fused_workload.h)
 //    "target": {"kind": "cuda", "arch": "sm_90", "device_name": "NVIDIA H200",
 //               "max_threads_per_block": 1024, "max_shared_memory_per_block": 49152, ...},
 //    "steps": [["SP", 2, 0, 512, [8, 4], 1], ...],            // bare step array, step_json.h v1

@@ -1,6 +1,8 @@
 #include "search/task_scheduler_tuner.h"
 
 #include <limits>
+#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,9 +10,32 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
+#include "ir/ops/registry.h"
+#include "schedule/fused_workload.h"
 #include "search/log_io.h"
 
 namespace tilesearch::search {
+
+namespace {
+
+// The registry workload of a single-node subgraph (nullopt when the node's operator is not a
+// registry operator or its registry DAG is not the task's).
+std::optional<schedule::Workload> RegistryWorkload(const ir::Graph& graph, const Subgraph& sub,
+                                                   const std::string& key) {
+  if (sub.nodes.size() != 1) return std::nullopt;
+  const ir::GraphNode& node = graph.node(sub.nodes.front());
+  if (!ir::FindOp(node.op).ok()) return std::nullopt;
+  schedule::Workload w;
+  w.op = node.op;
+  for (int input : node.inputs) w.args.shapes.push_back(graph.node(input).shape);
+  w.args.dtype = node.inputs.empty() ? node.dtype : graph.node(node.inputs.front()).dtype;
+  w.args.attrs = node.attrs;
+  absl::StatusOr<ir::ComputeDAG> dag = w.Build();
+  if (!dag.ok() || dag->WorkloadKey() != key) return std::nullopt;
+  return w;
+}
+
+}  // namespace
 
 absl::StatusOr<schedule::Workload> TaskWorkload(const ir::Graph& graph,
                                                 const GraphPartition& partition, int task) {
@@ -21,23 +46,52 @@ absl::StatusOr<schedule::Workload> TaskWorkload(const ir::Graph& graph,
   const GraphTask& t = partition.tasks[task];
   CHECK(!t.subgraphs.empty()) << "task " << task << " has no subgraph";
   const Subgraph& sub = partition.subgraphs[t.subgraphs.front()];
-  if (sub.nodes.size() != 1) {
-    return absl::UnimplementedError(
-        absl::StrCat("task ", task, " ('", t.name, "') fuses ", sub.nodes.size(),
-                     " operators; the tuner tunes single registry operators only"));
+  if (std::optional<schedule::Workload> w = RegistryWorkload(graph, sub, t.workload_key)) {
+    return *std::move(w);
   }
-  const ir::GraphNode& node = graph.node(sub.nodes.front());
+
+  // The fused form: placeholders in Subgraph::inputs order, nodes in graph (topological) order.
+  CHECK(!sub.nodes.empty() && sub.nodes.back() == sub.output)
+      << "task " << task << ": the subgraph's output is not its last node";
   schedule::Workload w;
-  w.op = node.op;
-  for (int input : node.inputs) w.args.shapes.push_back(graph.node(input).shape);
-  w.args.dtype = node.inputs.empty() ? node.dtype : graph.node(node.inputs.front()).dtype;
-  w.args.attrs = node.attrs;
-  ASSIGN_OR_RETURN(ir::ComputeDAG dag, w.Build());
-  if (dag.WorkloadKey() != t.workload_key) {
-    return absl::UnimplementedError(
-        absl::StrCat("task ", task, " ('", t.name, "'): the registry operator '", w.op,
-                     "' builds workload key ", dag.WorkloadKey(), ", not the task's ",
-                     t.workload_key, "; the tuner tunes registry workloads only"));
+  w.op = schedule::kFusedWorkloadOp;
+  std::map<int, schedule::FusedOperand> operand_of;
+  for (size_t i = 0; i < sub.inputs.size(); ++i) {
+    const ir::GraphNode& in = graph.node(sub.inputs[i]);
+    if (i == 0) {
+      w.args.dtype = in.dtype;
+    } else if (in.dtype != w.args.dtype) {
+      return absl::UnimplementedError(
+          absl::StrCat("task ", task, " ('", t.name, "') reads ", ir::TypeName(w.args.dtype),
+                       " and ", ir::TypeName(in.dtype), " inputs; a fused workload has one dtype"));
+    }
+    w.args.shapes.push_back(in.shape);
+    operand_of[sub.inputs[i]] = schedule::FusedOperand{false, static_cast<int>(i)};
+  }
+  for (size_t k = 0; k < sub.nodes.size(); ++k) {
+    const ir::GraphNode& node = graph.node(sub.nodes[k]);
+    schedule::FusedNode n;
+    n.op = node.op;
+    n.attrs = node.attrs;
+    for (int in : node.inputs) {
+      auto it = operand_of.find(in);
+      CHECK(it != operand_of.end()) << "task " << task << ": node %" << node.id << " reads %" << in
+                                    << ", neither a subgraph input nor an earlier node";
+      n.inputs.push_back(it->second);
+    }
+    w.nodes.push_back(std::move(n));
+    operand_of[sub.nodes[k]] = schedule::FusedOperand{true, static_cast<int>(k)};
+  }
+  absl::StatusOr<ir::ComputeDAG> dag = w.Build();
+  if (!dag.ok()) {
+    return absl::Status(
+        dag.status().code(),
+        absl::StrCat("task ", task, " ('", t.name, "'): ", std::string(dag.status().message())));
+  }
+  if (dag->WorkloadKey() != t.workload_key) {
+    return absl::UnimplementedError(absl::StrCat(
+        "task ", task, " ('", t.name, "'): the fused workload ", w.ToString(),
+        " builds workload key ", dag->WorkloadKey(), ", not the task's ", t.workload_key));
   }
   return w;
 }

@@ -4,15 +4,13 @@
 // so consecutive calls continue one search, all tasks share one log file, and a scheduler run on
 // an existing log restores every task's trials and best latency from it (Restore).
 //
-// Limitation: search::Tune tunes a schedule::Workload, i.e. one operator of the operator
-// registry (ir/ops/registry.h), and records the workload in every log record for replay. A graph
-// task can be tuned here only when its DAG is exactly one registry operator: TaskWorkload finds
-// that workload for a subgraph of one operator node (a dense with its bias and activation
-// attributes is one node), and checks that the workload rebuilds the task's DAG (equal workload
-// keys). Fused subgraphs of several operators (dense + add + relu, matmul + softmax, ...) need a
-// workload form for composed DAGs in records and logs (e.g. the subgraph's nodes and shapes,
-// rebuilt with ir::BuildGraphOp as search/partition.cc does) and a Tune entry point taking that
-// form.
+// Workloads: search::Tune tunes a schedule::Workload and records it in every log record for
+// replay. TaskWorkload names each task's DAG as one: a subgraph of one operator node whose graph
+// operator is a registry operator keeps the registry form (op + shapes + attributes, as logs of
+// single operators have always named it); every other subgraph (dense + add + relu, layernorm +
+// add, a lone reshape, ...) becomes a fused workload (schedule/fused_workload.h) listing the
+// subgraph's nodes on placeholders in kernel argument order. Both rebuild the task's DAG exactly
+// (equal workload keys, checked).
 #pragma once
 
 #include <memory>
@@ -30,13 +28,15 @@
 
 namespace tilesearch::search {
 
-/// The registry workload whose DAG is task `task` of `partition` (a partition of `graph`): its
-/// first subgraph must be one operator node whose graph operator is a registry operator; the
-/// workload is that operator on the node's input shapes, dtype and attributes.
-/// Errors: kOutOfRange for a task index outside the partition; kUnimplemented "task 1
-/// ('dense_add_relu') fuses 3 operators; the tuner tunes single registry operators only" for fused
-/// subgraphs; kUnimplemented when the rebuilt workload's key differs from the task's (naming both
-/// keys); the registry's errors.
+/// The workload whose DAG is task `task` of `partition` (a partition of `graph`), from its first
+/// subgraph: the registry form when the subgraph is one operator node of a registry operator whose
+/// workload rebuilds the task's DAG, else the fused form (op "fused"): the subgraph's nodes in
+/// graph order, operands "p<I>" for the subgraph's inputs (Subgraph::inputs order, which is the
+/// DAG's input_ids() order, so kernel argument I binds Subgraph::inputs[I]) and "n<K>" for its
+/// earlier nodes; placeholder shapes and dtype from the graph.
+/// Errors: kOutOfRange for a task index outside the partition; kUnimplemented when the subgraph's
+/// inputs have different dtypes (a fused workload has one dtype), or when the workload's key
+/// differs from the task's (naming both keys); the fused workload's build errors.
 absl::StatusOr<schedule::Workload> TaskWorkload(const ir::Graph& graph,
                                                 const GraphPartition& partition, int task);
 

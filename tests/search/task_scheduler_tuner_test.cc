@@ -1,6 +1,6 @@
 // The task scheduler driving the real tuner on the cpu: tasks of a small graph (unfused, so each
-// task is one registry operator), one shared log, resume from it; and TaskWorkload's refusal of
-// fused tasks, which the tuner cannot tune yet.
+// task is one registry operator), one shared log, resume from it; TaskWorkload's registry and
+// fused forms.
 #include "search/task_scheduler_tuner.h"
 
 #include <cmath>
@@ -54,7 +54,7 @@ TuneOptions SmallTune(const std::string& log) {
   return o;
 }
 
-TEST(TaskWorkloadTest, SingleOperatorTasksMapToRegistryWorkloadsAndFusedOnesAreRefused) {
+TEST(TaskWorkloadTest, SingleOperatorTasksMapToRegistryWorkloadsAndFusedOnesToFusedWorkloads) {
   const ir::Graph g = SmallGraph();
   absl::StatusOr<GraphPartition> unfused = PartitionGraph(g, {.fuse = false});
   ASSERT_TRUE(unfused.ok()) << unfused.status();
@@ -73,8 +73,11 @@ TEST(TaskWorkloadTest, SingleOperatorTasksMapToRegistryWorkloadsAndFusedOnesAreR
   absl::StatusOr<GraphPartition> fused = PartitionGraph(g);
   ASSERT_TRUE(fused.ok()) << fused.status();
   ASSERT_EQ(fused->tasks.size(), 1u);
-  EXPECT_THAT(TaskWorkload(g, *fused, 0),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("fuses 2 operators")));
+  // The fused task (dense + relu) is a fused workload now (tests/search/fused_workload_test.cc).
+  absl::StatusOr<schedule::Workload> dense_relu = TaskWorkload(g, *fused, 0);
+  ASSERT_TRUE(dense_relu.ok()) << dense_relu.status();
+  EXPECT_EQ(dense_relu->op, "fused");
+  EXPECT_EQ(dense_relu->nodes.size(), 2u);
   EXPECT_THAT(TaskWorkload(g, *fused, 1),
               StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("task 1 is not a task")));
 }
