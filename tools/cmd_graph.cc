@@ -100,6 +100,8 @@ struct TuneGraphOptions {
   uint64_t seed = 0;
   bool round_robin = false;
   std::string cost_model = "xgboost";
+  int population = -1;   // < 0: SearchOptions' default
+  int generations = -1;  // < 0: default
   int per_task_early_stopping = 0;
   bool skip_untunable = false;
   int min_runs = -1;
@@ -110,9 +112,6 @@ struct TuneGraphOptions {
 
 absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
   ASSIGN_OR_RETURN(LoadedGraph g, LoadGraph(o.graph));
-  PrintHeader(o.graph, g);
-  PrintTasks(g.partition);
-
   // The tasks the tuner can tune: their workloads, and their indices in the partition.
   const std::vector<search::SchedulerTask> all = search::SchedulerTasksOf(g.partition);
   std::vector<schedule::Workload> workloads;
@@ -137,7 +136,12 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
                             : " (--skip-untunable tunes the others; --no-fuse makes every "
                               "task a single operator)"));
     }
-    std::cout << "not tuned (" << untunable.size() << "):\n";
+  }
+  PrintHeader(o.graph, g);
+  PrintTasks(g.partition);
+  if (!untunable.empty()) {
+    std::cout << "not tuned (" << untunable.size()
+              << "; the scheduler's task numbers below count the tuned tasks only):\n";
     for (const std::string& why : untunable) std::cout << "  " << why << "\n";
   }
 
@@ -145,6 +149,8 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
   tune.log_path = o.log;
   tune.seed = o.seed;
   tune.use_xgboost = o.cost_model == "xgboost";
+  if (o.population > 0) tune.search.population = o.population;
+  if (o.generations >= 0) tune.search.generations = o.generations;
   tune.measure.seed = o.seed + 1;
   runtime::TimingOptions& timing = tune.measure.timing;
   if (o.min_runs >= 0) timing.min_runs = o.min_runs;
@@ -203,12 +209,12 @@ constexpr double kInterpreterFlops = 2e8;
 
 absl::StatusOr<int> RunGraph(const RunGraphOptions& o) {
   ASSIGN_OR_RETURN(LoadedGraph g, LoadGraph(o.graph));
-  PrintHeader(o.graph, g);
   search::GraphExecutorOptions eo;
   eo.host_threads = o.graph.host_threads;
   eo.allow_untuned = o.allow_untuned;
   ASSIGN_OR_RETURN(std::unique_ptr<search::GraphExecutor> exec,
                    search::GraphExecutor::Create(g.graph, g.partition, o.log, g.target, eo));
+  PrintHeader(o.graph, g);
   std::cout << "log: " << o.log << "\n";
 
   int code = 0;
@@ -291,6 +297,12 @@ ExitCodeAction AddTuneGraphCommand(CLI::App& app) {
   app.add_option("--cost-model", o->cost_model, "xgboost or random")
       ->capture_default_str()
       ->check(CLI::IsMember({"xgboost", "random"}));
+  app.add_option("--population", o->population,
+                 "evolutionary search population, 1..100000 (default 2048)")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--generations", o->generations,
+                 "evolutionary search generations, 0..100 (default 4)")
+      ->check(CLI::Range(0, 100));
   app.add_option("--per-task-early-stopping", o->per_task_early_stopping,
                  "stop a task after this many of its rounds without improvement, 0 = off")
       ->capture_default_str()

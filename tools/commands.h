@@ -117,8 +117,9 @@ ExitCodeAction AddInspectCommand(CLI::App& app);
 
 /// `tilesearch tune-graph --model bert_layer|resnet_block|swiglu_mlp [--batch N] [--small]
 /// [--no-fuse] [--target auto|cpu|cuda] --trials N [--per-round 64] --log FILE [--seed S]
-/// [--round-robin] [--cost-model xgboost|random] [--per-task-early-stopping N] [--skip-untunable]
-/// [--min-runs N] [--min-time-ms X] [--warmup N] [--host-threads N] [--quiet]`: builds the model
+/// [--round-robin] [--cost-model xgboost|random] [--population N] [--generations N]
+/// [--per-task-early-stopping N] [--skip-untunable] [--min-runs N] [--min-time-ms X] [--warmup N]
+/// [--host-threads N] [--quiet]`: builds the model
 /// (examples/models.h), partitions it (search::PartitionGraph; --no-fuse: one task per operator),
 /// prints the tasks with their weights, FLOPs and workload keys, and runs the task scheduler
 /// (gradient, or --round-robin) with the tuner on one log for --trials trials of this run

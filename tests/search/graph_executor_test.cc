@@ -235,18 +235,13 @@ TEST(GraphExecutorTest, APartitionOfAnotherGraphIsRefusedAtItsKernelParameters) 
                        HasSubstr("task 0 ('dense'): kernel parameter 0")));
 }
 
-// Tunes the unfused graph's single-operator tasks with the task scheduler into one log, then runs
-// the best kernels.
-TEST(GraphExecutorTest, TunedKernelsFromTheSchedulersLogComputeTheGraph) {
-  const ir::Graph g = TwoDenseGraph();
-  const GraphPartition p = Partition(g, /*fuse=*/false);
-  const schedule::Target cpu = schedule::Target::HostCpu();
-  const std::string log = tilesearch::testing::ScratchPath("tuned.jsonl");
+// Tunes every task of `p` for 2 trials with the task scheduler into `log` (cpu, a tiny search).
+// kUnimplemented when the tuner cannot take a task (TaskWorkload).
+absl::Status TuneAllTasks(const ir::Graph& g, const GraphPartition& p, const std::string& log) {
   std::vector<schedule::Workload> workloads;
   for (size_t i = 0; i < p.tasks.size(); ++i) {
-    absl::StatusOr<schedule::Workload> w = TaskWorkload(g, p, static_cast<int>(i));
-    ASSERT_TRUE(w.ok()) << w.status();
-    workloads.push_back(*w);
+    ASSIGN_OR_RETURN(schedule::Workload w, TaskWorkload(g, p, static_cast<int>(i)));
+    workloads.push_back(std::move(w));
   }
   TuneOptions tune;
   tune.log_path = log;
@@ -260,21 +255,24 @@ TEST(GraphExecutorTest, TunedKernelsFromTheSchedulersLogComputeTheGraph) {
   tune.measure.host_threads = 1;
   tune.model_threads = 1;
   tune.quiet = true;
-  absl::StatusOr<std::unique_ptr<TunerTaskRunner>> runner =
-      TunerTaskRunner::Create(workloads, cpu, tune);
-  ASSERT_TRUE(runner.ok()) << runner.status();
+  ASSIGN_OR_RETURN(std::unique_ptr<TunerTaskRunner> runner,
+                   TunerTaskRunner::Create(workloads, schedule::Target::HostCpu(), tune));
   TaskSchedulerOptions sched;
   sched.trials = static_cast<int64_t>(2 * p.tasks.size());
   sched.per_round = 2;
-  absl::StatusOr<TaskSchedulerResult> result =
-      RunTaskScheduler(SchedulerTasksOf(p), **runner, sched);
-  ASSERT_TRUE(result.ok()) << result.status();
-  ASSERT_TRUE(result->dead_tasks.empty());
+  ASSIGN_OR_RETURN(TaskSchedulerResult result,
+                   RunTaskScheduler(SchedulerTasksOf(p), *runner, sched));
+  if (!result.dead_tasks.empty()) return absl::InternalError("a task found no valid schedule");
+  return absl::OkStatus();
+}
 
+// The executor on a log the scheduler wrote: every task runs the log's best valid record, the
+// outputs match the loops and the check passes.
+void ExpectTunedGraphComputes(const ir::Graph& g, const GraphPartition& p, const std::string& log) {
+  const schedule::Target cpu = schedule::Target::HostCpu();
   absl::StatusOr<std::unique_ptr<GraphExecutor>> exec =
       GraphExecutor::Create(g, p, log, cpu, OneThread());
   ASSERT_TRUE(exec.ok()) << exec.status();
-  // Each task runs the log's best valid record.
   absl::StatusOr<LogContents> contents = ReadLog(log);
   ASSERT_TRUE(contents.ok()) << contents.status();
   for (size_t i = 0; i < p.tasks.size(); ++i) {
@@ -292,6 +290,31 @@ TEST(GraphExecutorTest, TunedKernelsFromTheSchedulersLogComputeTheGraph) {
   absl::StatusOr<GraphCheck> check = (*exec)->Check();
   ASSERT_TRUE(check.ok()) << check.status();
   EXPECT_TRUE(check->passed) << check->report.first_mismatch;
+}
+
+TEST(GraphExecutorTest, TunedSingleOperatorKernelsFromTheSchedulersLogComputeTheGraph) {
+  const ir::Graph g = TwoDenseGraph();
+  const GraphPartition p = Partition(g, /*fuse=*/false);
+  const std::string log = tilesearch::testing::ScratchPath("tuned.jsonl");
+  const absl::Status tuned = TuneAllTasks(g, p, log);
+  ASSERT_TRUE(tuned.ok()) << tuned;
+  ExpectTunedGraphComputes(g, p, log);
+}
+
+// Fused tasks (a dense with the adds and relu it takes) bind their kernels' arguments to the
+// subgraph's inputs in Subgraph::inputs order. Skipped while the tuner takes single operators
+// only.
+TEST(GraphExecutorTest, TunedFusedKernelsFromTheSchedulersLogComputeTheGraph) {
+  const ir::Graph g = TwoDenseGraph();
+  const GraphPartition p = Partition(g, /*fuse=*/true);
+  ASSERT_LT(p.tasks.size(), g.num_nodes() - g.leaves().size()) << "nothing fused";
+  const std::string log = tilesearch::testing::ScratchPath("fused.jsonl");
+  const absl::Status tuned = TuneAllTasks(g, p, log);
+  if (tuned.code() == absl::StatusCode::kUnimplemented) {
+    GTEST_SKIP() << "the tuner does not take fused tasks yet: " << tuned;
+  }
+  ASSERT_TRUE(tuned.ok()) << tuned;
+  ExpectTunedGraphComputes(g, p, log);
 }
 
 TEST(GraphExecutorCudaTest, WithoutADriverCreationFailsBeforeCompiling) {

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# `tilesearch tune-graph` and `run-graph` on the cpu target with the tiny SwiGLU MLP, unfused (four
+# single-operator tasks: the gate/up dense of weight 2, swish, mul, the down dense): the task list
+# with weights, the scheduler's allocation (every task warmed up, trials summing to the budget,
+# as many records in the log), round-robin; run-graph checks against the interpreter, prints the
+# end-to-end latency and one breakdown line per task naming the log's best trial; a missing log, a
+# task without records (the fused partition of the same model) and an unknown model are one-line
+# errors, and --allow-untuned runs such tasks unscheduled.
+# Run by ctest with TILESEARCH set to the binary.
+set -u
+source "$(dirname "$0")/cli_lib.sh"
+graph=(--model swiglu_mlp --small --no-fuse --target cpu)
+search=(--cost-model random --population 16 --generations 1 --min-runs 2 --min-time-ms 0
+        --warmup 0 --quiet --per-round 2)
+timing=(--min-runs 2 --min-time-ms 0 --warmup 0 --no-flush)
+
+run tune tune-graph "${graph[@]}" "${search[@]}" --trials 8 --log "$tmp/g.jsonl"
+expect_rc tune 0
+expect_out tune '^model: swiglu_mlp \(small\), 5 operator nodes, 5 subgraphs, 4 tasks \(unfused\)'
+expect_out tune '^0 +dense +2 '
+expect_out tune '^1 +swish +1 '
+expect_out tune '^strategy: gradient, 4 rounds, 8 trials$'
+expect_out tune '^rounds: 0w 1w 2w 3w$'
+python3 - "$tmp/g.jsonl" "$tmp/tune.out" <<'PY' || fail "tune-graph allocation"
+import json, re, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+records = [r for r in lines if r.get("kind", "record") == "record"]
+assert len(records) == 8, len(records)
+rows = re.findall(r"^ +(\d) +(\S+) +(\d+) +(\d+) +(\d+) ", open(sys.argv[2]).read(), re.M)
+assert [(r[0], r[1], r[2]) for r in rows] == [("0", "dense", "2"), ("1", "swish", "1"),
+                                             ("2", "mul", "1"), ("3", "dense", "1")], rows
+trials = [int(r[3]) for r in rows]
+assert sum(trials) == 8 and all(t >= 1 for t in trials), trials
+# Per task, as many records of its workload in the log as the table says.
+keys = {}
+for r in records:
+    keys[r["workload_key"]] = keys.get(r["workload_key"], 0) + 1
+assert sorted(keys.values()) == sorted(trials), (keys, trials)
+PY
+
+run rr tune-graph "${graph[@]}" "${search[@]}" --trials 4 --round-robin --log "$tmp/rr.jsonl"
+expect_rc rr 0
+expect_out rr '^strategy: round-robin, 4 rounds, 4 trials$'
+
+run exec run-graph "${graph[@]}" "${timing[@]}" --log "$tmp/g.jsonl"
+expect_rc exec 0
+expect_out exec '^check against the interpreter: OK \(32 output elements'
+expect_out exec '^end-to-end latency: [0-9.]+ ms median'
+expect_out exec '^0 +dense +2 trial [0-9]+ '
+expect_out exec '^3 +dense +1 trial [0-9]+ '
+[[ "$(grep -cE '^[0-9]+ +[a-z_]+ +[0-9]+ trial ' "$tmp/exec.out")" == 4 ]] ||
+  fail "exec: expected 4 task lines: $(cat "$tmp/exec.out")"
+
+run nolog run-graph "${graph[@]}" --log "$tmp/none.jsonl"
+expect_error nolog "does not exist"
+# The fused partition's tasks (dense_swish, dense_mul) have no records in the unfused log.
+run fused run-graph --model swiglu_mlp --small --target cpu --log "$tmp/g.jsonl"
+expect_error fused "task 0 ('dense_swish')"
+expect_error fused "no record for workload"
+run untuned run-graph --model swiglu_mlp --small --target cpu --allow-untuned "${timing[@]}" \
+  --log "$tmp/g.jsonl"
+expect_rc untuned 0
+expect_out untuned '^0 +dense_swish +1 untuned '
+expect_out untuned '^2 +dense +1 trial [0-9]+ '
+expect_out untuned '^check against the interpreter: OK'
+run badmodel run-graph --model gpt --log "$tmp/g.jsonl"
+expect_rc badmodel 2
+
+finish "tune-graph / run-graph"
