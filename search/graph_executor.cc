@@ -172,6 +172,7 @@ struct GraphExecutor::Impl {
   schedule::Target target;
   GraphExecutorOptions options;
   std::vector<ExecutorTask> tasks;
+  std::vector<std::string> log_warnings;
 
   // Value buffers: node_buffer[node id] indexes buffer_nodes / the buffers, or -1.
   std::vector<int> node_buffer;
@@ -360,14 +361,24 @@ absl::StatusOr<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(
     const ir::Graph& graph, const GraphPartition& partition, const std::string& log_path,
     const schedule::Target& target, const GraphExecutorOptions& options) {
   auto impl = std::make_unique<Impl>();
-  // The log's own errors (missing, not a log, newer format) are not a task's.
-  RETURN_IF_ERROR(ReadLog(log_path).status());
+  // One read of the log for every task; records whose key does not match their workload are
+  // skipped (with a warning), as ApplyHistoryBest does.
+  ReadOptions read;
+  read.verify_workload_keys = true;
+  ASSIGN_OR_RETURN(LogContents log, ReadLog(log_path, read));
   RETURN_IF_ERROR(impl->Init(graph, partition, target, options));
+  impl->log_warnings = std::move(log.warnings);
   for (size_t i = 0; i < partition.tasks.size(); ++i) {
     const int t = static_cast<int>(i);
     const GraphTask& task = partition.tasks[i];
-    absl::StatusOr<ReplayedRecord> best =
-        ApplyHistoryBestByKey(log_path, task.workload_key, target);
+    // The messages of ApplyHistoryBestByKey: "<log>: no record for workload <key> on cpu".
+    absl::StatusOr<ReplayedRecord> best = [&]() -> absl::StatusOr<ReplayedRecord> {
+      absl::StatusOr<MeasureRecord> record = BestRecord(log.records, task.workload_key, target);
+      if (!record.ok()) return Prefixed(log_path, record.status());
+      absl::StatusOr<ReplayedRecord> replayed = ReplayRecord(*record);
+      if (!replayed.ok()) return Prefixed(log_path, replayed.status());
+      return replayed;
+    }();
     if (best.ok()) {
       ExecutorTask& e = impl->tasks[i];
       e.tuned = true;
@@ -547,5 +558,6 @@ absl::StatusOr<GraphCheck> GraphExecutor::Check(const GraphCheckOptions& options
 const std::vector<ExecutorTask>& GraphExecutor::tasks() const { return impl_->tasks; }
 const schedule::Target& GraphExecutor::target() const { return impl_->target; }
 int64_t GraphExecutor::buffer_bytes() const { return impl_->total_bytes; }
+const std::vector<std::string>& GraphExecutor::log_warnings() const { return impl_->log_warnings; }
 
 }  // namespace tilesearch::search

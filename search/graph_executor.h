@@ -130,7 +130,8 @@ struct GraphCheck {
 /// Runs a partitioned graph with compiled task kernels (see the file comment).
 class GraphExecutor {
  public:
-  /// Kernels from the best valid records of `log_path` on `target` (one read of the log per task).
+  /// Kernels from the best valid records of `log_path` on `target` (the log read once; records
+  /// whose workload key does not match their workload skipped, see log_warnings()).
   /// `partition` must be a partition of `graph` (PartitionGraph).
   /// Errors: graph.Validate()'s; ReadLog's (kNotFound "log 'x' does not exist"); without
   /// allow_untuned, kNotFound "task 2 ('dense_add'): <log>: no record for workload <key> on cpu"
@@ -183,6 +184,9 @@ class GraphExecutor {
   const schedule::Target& target() const;
   /// Bytes of the buffers allocated for graph values (scratch excluded).
   int64_t buffer_bytes() const;
+  /// Create: the log's read warnings (skipped lines, records whose workload key does not match
+  /// their workload); empty for CreateUnscheduled.
+  const std::vector<std::string>& log_warnings() const;
 
  private:
   struct Impl;

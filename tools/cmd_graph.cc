@@ -214,6 +214,7 @@ absl::StatusOr<int> RunGraph(const RunGraphOptions& o) {
   eo.allow_untuned = o.allow_untuned;
   ASSIGN_OR_RETURN(std::unique_ptr<search::GraphExecutor> exec,
                    search::GraphExecutor::Create(g.graph, g.partition, o.log, g.target, eo));
+  for (const std::string& w : exec->log_warnings()) std::cerr << "warning: " << w << "\n";
   PrintHeader(o.graph, g);
   std::cout << "log: " << o.log << "\n";
 
