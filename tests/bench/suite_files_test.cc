@@ -124,5 +124,21 @@ TEST(SuiteFilesTest, Level2ProblemsBuildWithPlaceholdersInArgumentOrder) {
   EXPECT_EQ(OutputShape(*BuildProblem(*swiglu)), (std::vector<int64_t>{2048, 5632}));
 }
 
+TEST(SuiteFilesTest, CheatSuiteBuildsAndEachElementwiseProblemKeepsItsShape) {
+  const Suite s = LoadSuite(std::string(TS_BENCH_CHEATS_DIR) + "/suite.json");
+  EXPECT_EQ(s.name, "cheats");
+  for (const Problem& p : s.problems) {
+    SCOPED_TRACE(p.name);
+    absl::StatusOr<ir::ComputeDAG> dag = BuildProblem(p);
+    ASSERT_TRUE(dag.ok()) << dag.status();
+  }
+  // The kernels of bench/cheats/*.cu hard-code these sizes (common.cuh: ROWS, COLS, LARGE_N).
+  ASSERT_NE(s.Find("cheat_rowsum"), nullptr);
+  EXPECT_EQ(OutputShape(*BuildProblem(*s.Find("cheat_rowsum"))), (std::vector<int64_t>{4096}));
+  ASSERT_NE(s.Find("cheat_relu_large"), nullptr);
+  EXPECT_EQ(OutputShape(*BuildProblem(*s.Find("cheat_relu_large"))),
+            (std::vector<int64_t>{16384, 16384}));
+}
+
 }  // namespace
 }  // namespace tilesearch::bench
