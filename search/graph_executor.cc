@@ -197,7 +197,9 @@ struct GraphExecutor::Impl {
   std::unique_ptr<runtime::GpuTimer> timer;
 
   ~Impl() {
-    // Device objects go before the context releases the device.
+    // Device objects go before the context releases the device, with the context current (another
+    // executor's context, e.g. Check's reference, unbinds it when it is destroyed).
+    if (context != nullptr) context->MakeCurrent().IgnoreError();
     timer.reset();
     device_args.clear();
     scratch.clear();
@@ -448,6 +450,7 @@ absl::Status GraphExecutor::Execute() {
 absl::StatusOr<ir::BufferMap> GraphExecutor::Outputs() const {
   const Impl& m = *impl_;
   if (!m.ran) return absl::FailedPreconditionError("the graph has not run (call Execute)");
+  if (m.target.is_gpu()) RETURN_IF_ERROR(m.context->MakeCurrent());
   ir::BufferMap outputs;
   for (int id : m.graph.outputs()) {
     const ir::GraphNode& node = m.graph.node(id);

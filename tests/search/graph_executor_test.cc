@@ -14,10 +14,15 @@
 #include "absl/status/status.h"
 #include "base/status.h"
 #include "base/status_matchers.h"
+#include "codegen/codegen.h"
+#include "examples/models.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/launch_info.h"
+#include "schedule/lower.h"
+#include "schedule/naive_gpu.h"
 #include "search/log_io.h"
 #include "search/partition.h"
 #include "search/task_scheduler.h"
@@ -315,6 +320,30 @@ TEST(GraphExecutorTest, TunedFusedKernelsFromTheSchedulersLogComputeTheGraph) {
   }
   ASSERT_TRUE(tuned.ok()) << tuned;
   ExpectTunedGraphComputes(g, p, log);
+}
+
+// What a cuda executor builds for tasks without records and for Check's unscheduled reference:
+// every task of the three model layers, fused and unfused, at full size, lowered with the naive
+// GPU schedule and compiled to PTX (loading needs a device).
+TEST(GraphExecutorCudaTest, UnscheduledGpuKernelsOfTheModelLayersCompileToPtx) {
+  const schedule::Target h200 = schedule::Target::H200();
+  for (const std::string& model : models::ModelNames()) {
+    absl::StatusOr<ir::Graph> g = models::BuildModel(model);
+    ASSERT_TRUE(g.ok()) << g.status();
+    for (bool fuse : {false, true}) {
+      for (const GraphTask& task : Partition(*g, fuse).tasks) {
+        SCOPED_TRACE(model + " " + task.name);
+        absl::StatusOr<schedule::State> state = schedule::NaiveGpuSchedule(task.dag, h200);
+        ASSERT_TRUE(state.ok()) << state.status();
+        absl::StatusOr<schedule::LoweredKernel> lowered = schedule::Lower(task.dag, *state, h200);
+        ASSERT_TRUE(lowered.ok()) << lowered.status();
+        absl::StatusOr<codegen::GpuModule> module =
+            codegen::CompileToPtx(lowered->nest, runtime::ToLaunchInfos(lowered->launches));
+        ASSERT_TRUE(module.ok()) << module.status();
+        EXPECT_GE(module->kernels.size(), 1u);
+      }
+    }
+  }
 }
 
 TEST(GraphExecutorCudaTest, WithoutADriverCreationFailsBeforeCompiling) {
