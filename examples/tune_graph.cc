@@ -6,7 +6,7 @@
 //   tune_graph MODEL [--small] [--no-fuse] [--trials N] [--log FILE] [--target T] [--fresh]
 //              [--fast]
 //   MODEL: bert_layer, resnet_block or swiglu_mlp. Defaults: 64 trials, tune_graph.jsonl, auto.
-//   --no-fuse: one task per operator (what the tuner takes while fused workloads are not in).
+//   --no-fuse: one task per operator node instead of Ansor-style fused subgraphs.
 //   --fresh: remove the log first (otherwise a second run resumes it).
 //   --fast: a small search (random model, population 32) and short timing: a smoke test.
 #include <cstdio>
@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   const schedule::Target target = Must(TargetFromString(target_text));
   std::cout << model << " on " << target.ToString() << ": " << partition.tasks.size() << " tasks\n";
 
-  // One workload per task (single registry operators; fused tasks need --no-fuse for now).
+  // One workload per task: a registry operator, or a fused subgraph of graph operators.
   std::vector<schedule::Workload> workloads;
   for (size_t i = 0; i < partition.tasks.size(); ++i) {
     workloads.push_back(Must(search::TaskWorkload(graph, partition, static_cast<int>(i))));

@@ -241,7 +241,6 @@ TEST(GraphExecutorTest, APartitionOfAnotherGraphIsRefusedAtItsKernelParameters) 
 }
 
 // Tunes every task of `p` for 2 trials with the task scheduler into `log` (cpu, a tiny search).
-// kUnimplemented when the tuner cannot take a task (TaskWorkload).
 absl::Status TuneAllTasks(const ir::Graph& g, const GraphPartition& p, const std::string& log) {
   std::vector<schedule::Workload> workloads;
   for (size_t i = 0; i < p.tasks.size(); ++i) {
@@ -307,17 +306,13 @@ TEST(GraphExecutorTest, TunedSingleOperatorKernelsFromTheSchedulersLogComputeThe
 }
 
 // Fused tasks (a dense with the adds and relu it takes) bind their kernels' arguments to the
-// subgraph's inputs in Subgraph::inputs order. Skipped while the tuner takes single operators
-// only.
+// subgraph's inputs in Subgraph::inputs order.
 TEST(GraphExecutorTest, TunedFusedKernelsFromTheSchedulersLogComputeTheGraph) {
   const ir::Graph g = TwoDenseGraph();
   const GraphPartition p = Partition(g, /*fuse=*/true);
   ASSERT_LT(p.tasks.size(), g.num_nodes() - g.leaves().size()) << "nothing fused";
   const std::string log = tilesearch::testing::ScratchPath("fused.jsonl");
   const absl::Status tuned = TuneAllTasks(g, p, log);
-  if (tuned.code() == absl::StatusCode::kUnimplemented) {
-    GTEST_SKIP() << "the tuner does not take fused tasks yet: " << tuned;
-  }
   ASSERT_TRUE(tuned.ok()) << tuned;
   ExpectTunedGraphComputes(g, p, log);
 }

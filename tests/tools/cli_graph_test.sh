@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `tilesearch tune-graph` and `run-graph` on the cpu target with the tiny SwiGLU MLP, unfused (four
-# single-operator tasks: the gate/up dense of weight 2, swish, mul, the down dense): the task list
+# single-operator tasks: the gate/up dense of weight 2, swish, mul, the down dense) and fused
+# (dense_swish, dense_mul, dense): the task list
 # with weights, the scheduler's allocation (every task warmed up, trials summing to the budget,
 # as many records in the log), round-robin; run-graph checks against the interpreter, prints the
 # end-to-end latency and one breakdown line per task naming the log's best trial; a missing log, a
@@ -63,6 +64,20 @@ expect_rc untuned 0
 expect_out untuned '^0 +dense_swish +1 untuned '
 expect_out untuned '^2 +dense +1 trial [0-9]+ '
 expect_out untuned '^check against the interpreter: OK'
+# The fused partition (dense_swish, dense_mul, dense) tuned into its own log and run from it.
+fused=(--model swiglu_mlp --small --target cpu)
+run ftune tune-graph "${fused[@]}" "${search[@]}" --trials 6 --log "$tmp/f.jsonl"
+expect_rc ftune 0
+expect_out ftune '^model: swiglu_mlp \(small\), 5 operator nodes, 3 subgraphs, 3 tasks \(fused\)'
+expect_out ftune '^0 +dense_swish +1 '
+expect_out ftune '^1 +dense_mul +1 '
+expect_out ftune '^strategy: gradient, 3 rounds, 6 trials$'
+run fexec run-graph "${fused[@]}" "${timing[@]}" --log "$tmp/f.jsonl"
+expect_rc fexec 0
+expect_out fexec '^check against the interpreter: OK \(32 output elements'
+expect_out fexec '^0 +dense_swish +1 trial [0-9]+ '
+expect_out fexec '^1 +dense_mul +1 trial [0-9]+ '
+
 run badmodel run-graph --model gpt --log "$tmp/g.jsonl"
 expect_rc badmodel 2
 
