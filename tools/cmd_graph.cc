@@ -227,8 +227,10 @@ absl::StatusOr<int> RunGraph(const RunGraphOptions& o) {
     co.reference =
         interpreter ? search::GraphReference::kInterpreter : search::GraphReference::kUnscheduled;
     ASSIGN_OR_RETURN(search::GraphCheck check, exec->Check(co));
-    std::cout << "check against the " << search::GraphReferenceName(check.reference) << ": "
-              << (check.passed ? "OK" : "MISMATCH") << " (" << check.report.checked_elements
+    std::cout << "check against the "
+              << (check.reference == search::GraphReference::kInterpreter ? "interpreter"
+                                                                          : "unscheduled kernels")
+              << ": " << (check.passed ? "OK" : "MISMATCH") << " (" << check.report.checked_elements
               << " output elements, max abs error " << Sci(check.report.max_abs_error)
               << ", max rel error " << Sci(check.report.max_rel_error) << ")\n";
     if (!check.passed) {
