@@ -48,6 +48,19 @@ absl::StatusOr<Task> Task::Create(const std::string& op, std::vector<std::vector
   return task;
 }
 
+absl::StatusOr<Task> Task::FromWorkload(schedule::Workload workload,
+                                        const schedule::Target& target) {
+  Task task;
+  task.workload = std::move(workload);
+  task.target = target;
+  absl::StatusOr<ir::ComputeDAG> dag = task.workload.Build();
+  if (!dag.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("workload ", task.workload.ToString(), ": ",
+                                                   std::string(dag.status().message())));
+  }
+  return task;
+}
+
 std::string Task::ToString() const {
   return absl::StrCat(workload.ToString(), " on ", target.ToString());
 }

@@ -41,7 +41,7 @@ namespace tilesearch {
 /// Records of a task are those of its workload key (ir::ComputeDAG::WorkloadKey) on a target with
 /// the same kind and arch (search::SameTarget).
 struct Task {
-  schedule::Workload workload;  // operator name + input shapes + dtype + attributes
+  schedule::Workload workload;  // operator name + input shapes + dtype + attributes (or "fused")
   schedule::Target target;      // schedule::ParseTarget, DefaultTarget() or Target::HostCpu()
 
   /// A task of operator `op` (ir/ops/registry.h) on `shapes` (one per input, row-major extents).
@@ -52,6 +52,11 @@ struct Task {
                                      const schedule::Target& target,
                                      ir::ScalarType dtype = ir::ScalarType::kFloat32,
                                      std::map<std::string, std::string> attrs = {});
+  /// A task of any workload: a registry operator's, or a fused workload
+  /// (schedule/fused_workload.h; a graph task's, search::TaskWorkload). Errors (kInvalidArgument):
+  /// "workload <ToString()>: <Build's error>".
+  static absl::StatusOr<Task> FromWorkload(schedule::Workload workload,
+                                           const schedule::Target& target);
   /// "matmul 64x64 64x64 float32 on cpu".
   std::string ToString() const;
 };
@@ -90,9 +95,10 @@ absl::StatusOr<schedule::Target> TargetFromString(const std::string& text);
 
 /// The fastest valid record of the task in the log, replayed (Ansor / TVM ApplyHistoryBest).
 /// Records whose workload key does not match their workload are skipped (HistoryBest::warnings
-/// names their lines). Errors: kNotFound "log 'x' does not exist"; kNotFound "<log>: no record for workload <key>
-/// on <target>" or "<log>: no valid record ...: all 64 trials failed: 60 compile_error, 4
-/// wrong_answer"; "<log>: trial 17: step 3: ..." for a record this build cannot replay.
+/// names their lines). Errors: kNotFound "log 'x' does not exist"; kNotFound "<log>: no record for
+/// workload <key> on <target>" or "<log>: no valid record ...: all 64 trials failed: 60
+/// compile_error, 4 wrong_answer"; "<log>: trial 17: step 3: ..." for a record this build cannot
+/// replay.
 [[nodiscard]] absl::StatusOr<HistoryBest> ApplyHistoryBest(const std::string& log_path,
                                                            const Task& task);
 

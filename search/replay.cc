@@ -22,8 +22,8 @@
 #include "absl/strings/str_split.h"
 #include "base/status.h"
 #include "nlohmann/json.hpp"
-#include "schedule/apply_step.h"
 #include "runtime/launch_info.h"
+#include "schedule/apply_step.h"
 #include "search/log_io.h"
 
 namespace tilesearch::search {
@@ -150,10 +150,13 @@ std::string Upper(const std::string& s) {
   return out;
 }
 
-// The argument table of the header comment, one line each.
+// The argument table of the header comment, one line per named argument: the first
+// names.size() of a.args (cuda: all of them; cpu: the entry's parameters, scratch buffers being
+// allocated by the entry itself).
 std::string ArgumentTable(const KernelArtifact& a, const std::vector<std::string>& names) {
+  CHECK(names.size() <= a.args.size()) << names.size() << " names for " << a.args.size() << " args";
   std::string out;
-  for (size_t i = 0; i < a.args.size(); ++i) {
+  for (size_t i = 0; i < names.size(); ++i) {
     const codegen::KernelArg& arg = a.args[i];
     absl::StrAppend(
         &out, absl::StrFormat(" *   %-2d %-12s %-7s %-8s %-16s %d bytes\n", i, names[i],
@@ -669,9 +672,9 @@ absl::StatusOr<std::vector<std::string>> WriteArtifacts(const KernelArtifact& ar
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) {
-    return absl::Status(absl::ErrnoToStatusCode(ec.value()),
-                        absl::StrCat("cannot create output directory '", out_dir,
-                                     "': ", ec.message()));
+    return absl::Status(
+        absl::ErrnoToStatusCode(ec.value()),
+        absl::StrCat("cannot create output directory '", out_dir, "': ", ec.message()));
   }
   const std::string base = (std::filesystem::path(out_dir) / artifact.name).string();
   std::vector<std::pair<std::string, std::string>> files;
@@ -705,8 +708,8 @@ absl::StatusOr<std::vector<std::string>> WriteArtifacts(const KernelArtifact& ar
     temps.push_back(temp);
     if (absl::Status s = WriteFile(temp, bytes); !s.ok()) {
       remove_all(temps);
-      return absl::Status(s.code(), absl::StrCat(std::string(s.message()),
-                                                 "; none of the artifacts was written"));
+      return absl::Status(
+          s.code(), absl::StrCat(std::string(s.message()), "; none of the artifacts was written"));
     }
   }
   std::vector<std::string> written;
@@ -714,12 +717,11 @@ absl::StatusOr<std::vector<std::string>> WriteArtifacts(const KernelArtifact& ar
     if (::rename(temps[i].c_str(), files[i].first.c_str()) != 0) {
       const int err = errno;
       remove_all(written);
-      remove_all(std::vector<std::string>(temps.begin() + static_cast<std::ptrdiff_t>(i),
-                                          temps.end()));
+      remove_all(
+          std::vector<std::string>(temps.begin() + static_cast<std::ptrdiff_t>(i), temps.end()));
       return absl::Status(absl::ErrnoToStatusCode(err),
-                          absl::StrCat("cannot rename '", temps[i], "' to '", files[i].first,
-                                       "': ", std::strerror(err),
-                                       "; none of the artifacts was written"));
+                          absl::StrCat("cannot rename '", temps[i], "' to '", files[i].first, "': ",
+                                       std::strerror(err), "; none of the artifacts was written"));
     }
     written.push_back(files[i].first);
   }

@@ -8,7 +8,10 @@
 //   cpu:  an object file from the host JIT's own MLIR → LLVM pipeline (codegen::CompileHostObject)
 //         with one C entry taking plain pointers, and a C header declaring it.
 // The rebuilt kernel can be checked again against the unscheduled program on fresh random inputs
-// (CheckKernel) before it is written out (WriteArtifacts).
+// (CheckKernel) before it is written out (WriteArtifacts). A record's workload may be a registry
+// operator or a fused workload (a graph task, schedule/fused_workload.h): either rebuilds its DAG
+// from the record alone; a fused kernel's parameters are its placeholders p0, p1, ... (the
+// subgraph's inputs in order) and then its output.
 #pragma once
 
 #include <memory>
@@ -46,11 +49,11 @@ struct ReplayedRecord {
 /// The best valid record (smallest median time; search::BestRecord) of `workload` on `target` in
 /// the log at `log_path`, replayed. The log is read with ReadOptions::verify_workload_keys: a
 /// record whose workload key does not match its workload is skipped with a warning naming its line
-/// (in `warnings`), so the next best consistent record is picked. Errors: ReadLog's (kNotFound "log 'x' does not exist", a
-/// newer format version); the workload's build errors; kNotFound "<path>: no record for workload
-/// <key> on <target>[; the log has its records on other targets: 12 on cpu]" or "<path>: no valid
-/// record for workload <key> on <target>: all 64 trials failed: 60 compile_error, 4 wrong_answer"
-/// (BestRecord's messages); ReplayRecord's errors prefixed with the path.
+/// (in `warnings`), so the next best consistent record is picked. Errors: ReadLog's (kNotFound "log
+/// 'x' does not exist", a newer format version); the workload's build errors; kNotFound "<path>: no
+/// record for workload <key> on <target>[; the log has its records on other targets: 12 on cpu]" or
+/// "<path>: no valid record for workload <key> on <target>: all 64 trials failed: 60 compile_error,
+/// 4 wrong_answer" (BestRecord's messages); ReplayRecord's errors prefixed with the path.
 [[nodiscard]] absl::StatusOr<ReplayedRecord> ApplyHistoryBest(const std::string& log_path,
                                                               const schedule::Workload& workload,
                                                               const schedule::Target& target);

@@ -1,6 +1,8 @@
 // `tilesearch replay`: the best logged record of a workload rebuilt into a kernel artifact
 // (search/replay.h): re-lowered, compiled, re-checked against the unscheduled program and written
-// out (PTX / cubin / launch JSON / C launcher for cuda, object file + C header for cpu).
+// out (PTX / cubin / launch JSON / C launcher for cuda, object file + C header for cpu). A registry
+// workload is named by --op/--shape/--attr/--dtype or its key; a fused workload (a graph task) by
+// its key, and the record's workload rebuilds its DAG.
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -62,6 +64,11 @@ absl::StatusOr<int> Replay(const ReplayCommandOptions& options) {
   const bool by_op = !options.workload.op.empty();
   if (by_op == !options.workload_key.empty()) {
     return absl::InvalidArgumentError("give either --op NAME (with --shape) or --workload-key KEY");
+  }
+  if (options.workload.op == schedule::kFusedWorkloadOp) {
+    return absl::InvalidArgumentError(
+        "a fused workload (a graph task) is selected by --workload-key KEY, not --op fused "
+        "('tilesearch inspect --log FILE' prints every workload's key)");
   }
   if (!by_op && (!options.workload.shapes.empty() || !options.workload.attrs.empty() ||
                  !options.workload.dtype.empty())) {
@@ -152,7 +159,8 @@ ExitCodeAction AddReplayCommand(CLI::App& app) {
   app.add_option("--attr", options->workload.attrs, "operator attribute name=value");
   app.add_option("--dtype", options->workload.dtype, "element type (default float32)");
   app.add_option("--workload-key", options->workload_key,
-                 "the workload by its key (as `tune` and `inspect` print it), instead of --op");
+                 "the workload by its key (as `tune` and `inspect` print it), instead of --op; "
+                 "the way to select a fused workload (a graph task: op \"fused\")");
   app.add_option("--target", options->workload.target,
                  "auto, cpu, cuda or cuda -arch=sm_XX (default: the target of the log's records "
                  "of the workload, when there is one)");

@@ -21,9 +21,10 @@ void AddWorkloadOptions(CLI::App& app, WorkloadOptions& options) {
                  "operator attribute name=value, e.g. padding=1 (sets one of the file's)");
   app.add_option("--dtype", options.dtype,
                  "element type: float32, float16, bfloat16, ... (default float32 or the file's)");
-  app.add_option("--target", options.target,
-                 "auto, cuda, cuda -arch=sm_XX or cpu (default cpu or the schedule file's; auto: cuda "
-                 "when a CUDA device answers, else cpu)");
+  app.add_option(
+      "--target", options.target,
+      "auto, cuda, cuda -arch=sm_XX or cpu (default cpu or the schedule file's; auto: cuda "
+      "when a CUDA device answers, else cpu)");
 }
 
 absl::StatusOr<schedule::Target> ResolveTargetOption(const std::string& text) {
@@ -65,8 +66,17 @@ absl::StatusOr<schedule::ScheduleFile> ScheduleFromOptions(const WorkloadOptions
   }
   ASSIGN_OR_RETURN(ir::OpArgs args, ParseOpArgs(options));
   schedule::Workload& w = file.workload;
+  if (options.op == schedule::kFusedWorkloadOp && !w.is_fused()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--op ", schedule::kFusedWorkloadOp,
+        " needs its nodes: give a --schedule file whose workload is fused (or select logged "
+        "fused workloads by --workload-key)"));
+  }
   if (!options.op.empty()) {
-    if (options.op != w.op) w.args.attrs.clear();
+    if (options.op != w.op) {
+      w.args.attrs.clear();
+      w.nodes.clear();
+    }
     w.op = options.op;
   }
   if (!args.shapes.empty()) w.args.shapes = std::move(args.shapes);

@@ -40,8 +40,10 @@ absl::StatusOr<ir::OpArgs> ParseOpArgs(const WorkloadOptions& options);
 /// the --op workload, named "<command line>", for the cpu target unless --target says otherwise.
 /// Overrides of a file: --op replaces the operator (and drops the file's attributes when it names
 /// a different one), --shape replaces all input shapes, each --attr sets one attribute, --dtype
-/// and --target replace the file's. Errors: neither --schedule nor --op ("give --op NAME or
-/// --schedule FILE"), every error of ScheduleFile::Load and ParseOpArgs, an unknown target.
+/// and --target replace the file's; a fused workload's nodes are kept unless --op names another
+/// operator (--shape then replaces its placeholder shapes). Errors: neither --schedule nor --op
+/// ("give --op NAME or --schedule FILE"), "--op fused needs its nodes: ..." without a fused
+/// --schedule file, every error of ScheduleFile::Load and ParseOpArgs, an unknown target.
 absl::StatusOr<schedule::ScheduleFile> ScheduleFromOptions(const WorkloadOptions& options);
 
 /// Lowers a resolved schedule for the file's target. Errors: those of schedule::Lower, prefixed

@@ -276,7 +276,11 @@ TEST(FusedTune, CpuTuneOfDenseBiasReluReplaysIntoAKernelMatchingTheGraph) {
   EXPECT_DOUBLE_EQ(summaries[0].flops, 2.0 * kM * kN * kK + 2.0 * kM * kN);
 
   // Replay through the public API (a Task of the fused workload) and by key.
-  absl::StatusOr<HistoryBest> best = tilesearch::ApplyHistoryBest(log, Task{*w, cpu});
+  absl::StatusOr<Task> task = Task::FromWorkload(*w, cpu);
+  ASSERT_THAT(task.status(), IsOk());
+  EXPECT_THAT(task->ToString(), StartsWith("fused[dense(p0,p1) add(n0,p2) relu(n1)] 16x32 24x32 "
+                                           "24 float32 on cpu"));
+  absl::StatusOr<HistoryBest> best = tilesearch::ApplyHistoryBest(log, *task);
   ASSERT_THAT(best.status(), IsOk());
   EXPECT_DOUBLE_EQ(best->record.median_ms(), tuned->best->median_ms());
   absl::StatusOr<ReplayedRecord> by_key = ApplyHistoryBestByKey(log, p->tasks[0].workload_key, cpu);
@@ -315,6 +319,47 @@ TEST(FusedTune, CpuTuneOfDenseBiasReluReplaysIntoAKernelMatchingTheGraph) {
       ASSERT_NEAR(buffers[3].data[i * kN + j], std::max(0.0, acc), 1e-4) << i << ", " << j;
     }
   }
+}
+
+TEST(FusedArtifact, UnscheduledCpuRecordWithScratchBuffersRechecksAndWritesItsHeader) {
+  // No steps: on the cpu every stage is computed at the root, so dense_0 and add_1 are scratch
+  // buffers the entry allocates itself; the header documents the four parameters only.
+  absl::StatusOr<schedule::Workload> w =
+      TaskWorkload(DenseBiasRelu(16, 32, 24), *PartitionGraph(DenseBiasRelu(16, 32, 24)), 0);
+  ASSERT_THAT(w.status(), IsOk());
+  MeasureRecord record;
+  record.workload = *w;
+  record.workload_key = w->Build()->WorkloadKey();
+  record.target = schedule::Target::HostCpu();
+  record.result.timing.median_ms = 1.0;
+  absl::StatusOr<KernelArtifact> artifact = BuildKernel(record);
+  ASSERT_THAT(artifact.status(), IsOk());
+  ASSERT_EQ(artifact->num_params, 4);
+  ASSERT_EQ(artifact->args.size(), 6u);
+  absl::StatusOr<CheckOutcome> check = CheckKernel(*artifact);
+  ASSERT_THAT(check.status(), IsOk());
+  EXPECT_TRUE(check->checked);
+  EXPECT_TRUE(check->passed) << check->note;
+  const std::string header = ArtifactHeader(*artifact);
+  EXPECT_THAT(header, HasSubstr("(plus 2 scratch buffer(s) the function allocates itself)"));
+  EXPECT_THAT(header, HasSubstr("(const float* p0, const float* p1, const float* p2, float* "
+                                "relu_2);"));
+  absl::StatusOr<std::vector<std::string>> written =
+      WriteArtifacts(*artifact, tilesearch::testing::ScratchPath("artifact"), &*check);
+  ASSERT_THAT(written.status(), IsOk());
+  EXPECT_EQ(written->size(), 3u);  // .o, .h, .json
+}
+
+TEST(FusedTask, FromWorkloadRefusesAWorkloadThatDoesNotBuild) {
+  schedule::Workload w;
+  w.op = schedule::kFusedWorkloadOp;
+  w.args.shapes = {{4, 8}, {6, 9}};
+  w.nodes = {{"dense", {{false, 0}, {false, 1}}, {}}};
+  EXPECT_THAT(Task::FromWorkload(w, schedule::Target::HostCpu()),
+              tilesearch::testing::StatusIs(
+                  absl::StatusCode::kInvalidArgument,
+                  HasSubstr("workload fused[dense(p0,p1)] 4x8 6x9 float32: fused workload: "
+                            "nodes[0] (dense): ")));
 }
 
 TEST(FusedTune, TaskSchedulerTunesAGraphWithAFusedTaskIntoOneLogAndResumes) {
