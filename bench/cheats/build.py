@@ -3,7 +3,8 @@
 bench/cheats/<file>.cu with `nvcc -arch=sm_90 -ptx` into <kernel>.ptx and writes <kernel>.json, a
 launch description in the format of tilesearch's replay artifacts (search/replay.h ArtifactToJson:
 name, workload, target, files, entries, launches with entry/grid/block/static and dynamic shared
-bytes, arguments with index/name/kind/dtype/shape/bytes), plus manifest.json: which kernel claims
+bytes, arguments with index/name/kind/dtype/shape/bytes), bench/harness/device_kernels.ptx (the
+harness's FMA-peak and shared-memory scribble kernels), plus manifest.json: which kernel claims
 which problem of suite.json, whether it is honest, and the rejection reasons the harness must give.
 
   python3 bench/cheats/build.py            # needs nvcc (default /usr/local/cuda/bin/nvcc)
@@ -142,6 +143,11 @@ def main():
             f.write("\n")
         manifest.append({"kernel": name, "problem": problem, "honest": honest, "expect": expect,
                          "what": what, "source": src})
+    # The harness's own device kernels (FMA peak, shared-memory scribbler).
+    harness = os.path.join(os.path.dirname(HERE), "harness")
+    subprocess.run([NVCC, "-arch=sm_90", "-ptx", "-O3", "-o",
+                    os.path.join(harness, "device_kernels.ptx"),
+                    os.path.join(harness, "device_kernels.cu")], check=True)
     with open(os.path.join(HERE, "manifest.json"), "w") as f:
         json.dump({"version": 1, "suite": "suite.json", "kernels": manifest}, f, indent=1)
         f.write("\n")

@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+"""Tests of bench/score.py's pure logic (no torch, no GPU): suite reading, the checker's verdicts,
+fast_p / geomean / speed of light against hand-computed values (the same table as
+tests/bench/fast_p_test.cc), artifact matching, the committed planted-cheat data, and report
+rendering.
+
+  python3 -m unittest discover -s bench -p 'test_score_logic.py'      (or: python3 bench/test_score_logic.py)
+"""
+import dis
+import json
+import math
+import os
+import struct
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import score  # noqa: E402
+
+CHEATS = os.path.join(HERE, "cheats")
+SUITES = os.path.join(HERE, "suites")
+
+# correct, ours_ms, baseline_ms: speedups a 2.0, b 0.5, c 1.0, d 4.0, e incorrect (10x), f 1.6.
+TABLE = [(True, 1.0, 2.0), (True, 2.0, 1.0), (True, 3.0, 3.0), (True, 0.5, 2.0),
+         (False, 0.1, 1.0), (True, 2.5, 4.0)]
+
+
+def f32(x):
+    """x rounded to float32 (what a float32 kernel can return)."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+class ImportTest(unittest.TestCase):
+    def test_imports_without_torch(self):
+        self.assertNotIn("torch", sys.modules)
+
+
+class FastPTest(unittest.TestCase):
+    def test_fast_p_counts_correct_and_strictly_faster_over_all(self):
+        self.assertAlmostEqual(score.fast_p(TABLE, 0.0), 5 / 6)
+        self.assertAlmostEqual(score.fast_p(TABLE, 1.0), 3 / 6)   # c at exactly 1.0 is not > 1
+        self.assertAlmostEqual(score.fast_p(TABLE, 1.5), 3 / 6)
+        self.assertAlmostEqual(score.fast_p(TABLE, 2.0), 1 / 6)   # a at exactly 2.0 is not > 2
+        self.assertAlmostEqual(score.fast_p(TABLE, 5.0), 0.0)     # e's 10x is incorrect
+
+    def test_geomean_over_correct_only(self):
+        self.assertAlmostEqual(score.geomean_speedup(TABLE), 6.4 ** 0.2, places=12)
+        self.assertAlmostEqual(6.4 ** 0.2, 1.4495, delta=1e-4)
+        self.assertIsNone(score.geomean_speedup([(False, 1.0, 1.0)]))
+
+    def test_errors(self):
+        with self.assertRaisesRegex(ValueError, "no problems"):
+            score.fast_p([], 1.0)
+        with self.assertRaisesRegex(ValueError, "p must be >= 0"):
+            score.fast_p(TABLE, -1)
+        with self.assertRaisesRegex(ValueError, "positive and finite"):
+            score.fast_p([(True, 0.0, 1.0)], 1.0)
+
+    def test_speed_of_light(self):
+        flops, nbytes = 2.0 * 4096 ** 3, 3.0 * 4096 * 4096 * 4
+        self.assertAlmostEqual(score.speed_of_light_ms(flops, nbytes, 50e12, 4e12), 2.74877906944)
+        self.assertAlmostEqual(score.speed_of_light_ms(1e6, 2 ** 31, 50e12, 4e12), 0.536870912)
+        self.assertTrue(score.is_suspect(2.0, flops, nbytes, 50e12, 4e12))
+        self.assertFalse(score.is_suspect(3.3, flops, nbytes, 50e12, 4e12))
+        with self.assertRaises(ValueError):
+            score.speed_of_light_ms(1, 1, 0, 1)
+
+    def test_percentile_and_stats(self):
+        s = score.timing_stats([4.0, 1.0, 3.0, 2.0])
+        self.assertEqual(s["median_ms"], 2.5)
+        self.assertEqual(s["mean_ms"], 2.5)
+        self.assertAlmostEqual(s["p10_ms"], 1.3)   # 1 + 0.3 · (2 − 1)
+        self.assertAlmostEqual(s["p90_ms"], 3.7)
+
+    def test_summarize_groups_and_baselines(self):
+        results = [
+            {"name": "a", "small": False, "correct": True, "ours": {"median_ms": 1.0},
+             "baselines": {"eager": {"median_ms": 2.0}, "eager_no_tf32": {"median_ms": 0.5}}},
+            {"name": "b", "small": False, "correct": False, "ours": {},
+             "baselines": {"eager": {"median_ms": 2.0}, "eager_no_tf32": {"median_ms": 2.0}}},
+            {"name": "s", "small": True, "correct": True, "ours": {"median_ms": 0.01},
+             "baselines": {"eager": {"median_ms": 0.005}}},
+        ]
+        s = score.summarize(results, ("eager", "eager_no_tf32"))
+        self.assertEqual(s["main"]["problems"], 2)
+        self.assertEqual(s["main"]["correct"], 1)
+        self.assertAlmostEqual(s["main"]["eager"]["fast_1"], 0.5)
+        self.assertAlmostEqual(s["main"]["eager"]["geomean_speedup"], 2.0)
+        self.assertAlmostEqual(s["main"]["eager_no_tf32"]["fast_0"], 0.5)
+        self.assertAlmostEqual(s["main"]["eager_no_tf32"]["fast_1"], 0.0)
+        self.assertAlmostEqual(s["small"]["eager"]["fast_0"], 1.0)
+        self.assertAlmostEqual(s["small"]["eager"]["fast_1"], 0.0)
+        # A correct problem without a time of that baseline is not fast against it.
+        self.assertEqual(s["small"]["eager_no_tf32"]["timed"], 0)
+
+
+class VerdictTest(unittest.TestCase):
+    def test_tolerances(self):
+        self.assertEqual(score.tolerance("float32"), (1e-4, 1e-4))
+        self.assertEqual(score.tolerance("float16"), (1e-2, 1e-2))
+        self.assertEqual(score.tolerance("bfloat16"), (1e-2, 1e-2))
+        with self.assertRaises(ValueError):
+            score.tolerance("int8")
+
+    def test_element_ok(self):
+        self.assertTrue(score.element_ok(1.0002, 1.0, 1e-4, 1e-4))       # 2e-4 <= 1e-4 + 1e-4
+        self.assertFalse(score.element_ok(1.00021, 1.0, 1e-4, 1e-4))
+        self.assertTrue(score.element_ok(1.1, 1.0, 1e-4, 1e-4, slack=0.1))
+        for bad in (math.nan, math.inf, -math.inf):
+            self.assertFalse(score.element_ok(bad, 1.0, 1e9, 1e9))     # NaN/Inf never pass
+        self.assertFalse(score.element_ok(math.nan, math.nan, 1, 1))
+        self.assertTrue(score.element_ok(math.inf, math.inf, 1, 1))
+
+    def test_slack_is_four_times_pytorchs_excess(self):
+        # Baseline errors 0.5 (tolerance 1e-4 + 1e-4·0 → excess 0.4999) and 0 elsewhere.
+        self.assertAlmostEqual(score.slack_from_baseline([0.5, 1.0], [0.0, 1.0], 1e-4, 1e-4),
+                               4 * (0.5 - 1e-4))
+        self.assertEqual(score.slack_from_baseline([1.0], [1.0], 1e-4, 1e-4), 0.0)
+
+    def test_each_reason_of_one_trial(self):
+        ref = [1.0, -2.0, 3.0, 0.0]
+        exact = [f32(x) for x in ref]
+        self.assertEqual(score.check_lists(exact, ref)[0], "ok")
+        self.assertEqual(score.check_lists(exact, ref, inputs_before=[[1.0, 2.0]],
+                                           inputs_after=[[1.0, 0.0]])[0], "input_modified")
+        self.assertEqual(score.check_lists(exact, ref, poison_mask=[0, 0, 1, 0])[0],
+                         "incomplete_output")
+        self.assertEqual(score.check_lists(exact, ref, got2=[1.0, -2.0, 3.0000002, 0.0])[0],
+                         "nondeterministic")
+        self.assertEqual(score.check_lists([1.0, math.nan, 3.0, 0.0], ref)[0], "nan_output")
+        self.assertEqual(score.check_lists([1.0, math.inf, 3.0, 0.0], ref)[0], "nan_output")
+        # 1e-3 relative: outside 1e-4, inside 1e-2.
+        _, counts = score.check_lists([1.001, -2.0, 3.0, 0.0], ref)
+        self.assertEqual((counts["bad32"], counts["bad16"]), (1, 0))
+        self.assertEqual(score.check_lists([1.001, -2.0, 3.0, 0.0], ref)[0], "imprecise")
+        self.assertEqual(score.check_lists([1.1, -2.0, 3.0, 0.0], ref)[0], "wrong_answer")
+        self.assertEqual(score.check_lists([1.1, -2.0, 3.0, 0.0], ref, slack=0.2)[0], "ok")
+        # fp16 problems are judged at 1e-2.
+        self.assertEqual(score.check_lists([1.001, -2.0, 3.0, 0.0], ref, dtype="float16")[0],
+                         "ok")
+
+    def test_check_order_puts_structural_failures_first(self):
+        c = {"input_changed": 1, "poison_left": 1, "disagree": 1, "nonfinite": 1, "bad32": 1,
+             "bad16": 1}
+        order = ["input_modified", "incomplete_output", "nondeterministic", "nan_output",
+                 "wrong_answer"]
+        for key, want in zip(["input_changed", "poison_left", "disagree", "nonfinite", "bad32"],
+                             order):
+            self.assertEqual(score.verdict_from_counts(c), want)
+            c[key] = 0
+
+    def test_final_reason_over_trials(self):
+        self.assertEqual(score.final_reason(["ok", "ok"]), "ok")
+        self.assertEqual(score.final_reason(["imprecise", "ok"]), "imprecise")
+        self.assertEqual(score.final_reason(["imprecise", "wrong_answer", "imprecise"]),
+                         "wrong_answer")
+        self.assertEqual(score.final_reason(["wrong_answer", "nondeterministic"]),
+                         "nondeterministic")
+
+    def test_other_stream_rule(self):
+        self.assertTrue(score.other_stream_suspect(0.004, 0.52))    # side-stream relu
+        self.assertFalse(score.other_stream_suspect(0.50, 0.53))    # honest relu
+        self.assertFalse(score.other_stream_suspect(0.005, 0.04))   # a small honest kernel
+        self.assertFalse(score.other_stream_suspect(3.0, 6.0))
+        self.assertTrue(score.other_stream_suspect(3.0, 6.2))
+
+
+class SuiteTest(unittest.TestCase):
+    def test_committed_suites_parse(self):
+        l1 = score.load_suite(os.path.join(SUITES, "level1.json"))
+        l2 = score.load_suite(os.path.join(SUITES, "level2.json"))
+        self.assertGreaterEqual(sum(1 for p in l1["problems"] if not score.is_small(p)), 24)
+        self.assertGreaterEqual(sum(1 for p in l1["problems"] if score.is_small(p)), 3)
+        self.assertGreaterEqual(len(l2["problems"]), 10)
+        self.assertTrue(all(p["op"] == "fused" for p in l2["problems"]))
+
+    def test_expressions_compile_and_use_only_their_inputs(self):
+        for name in ("level1.json", "level2.json"):
+            for p in score.load_suite(os.path.join(SUITES, name))["problems"]:
+                with self.subTest(problem=p["name"]):
+                    fn = score.make_function(p, {"torch": None, "F": None})
+                    self.assertEqual(fn.__code__.co_varnames[:len(p["inputs"])],
+                                     tuple(p["inputs"]))
+                    # Globals the expression reads: only torch and F.
+                    globs = {i.argval for i in dis.get_instructions(fn)
+                             if i.opname == "LOAD_GLOBAL"}
+                    self.assertLessEqual(globs, {"torch", "F"})
+                    # Every input is used.
+                    used = {i.argval for i in dis.get_instructions(fn)
+                            if i.opname.startswith("LOAD_FAST")}
+                    flat = set()
+                    for u in used:
+                        flat |= set(u) if isinstance(u, tuple) else {u}
+                    self.assertEqual(flat, set(p["inputs"]))
+
+    def test_errors_name_file_problem_and_field(self):
+        def doc(problems):
+            return json.dumps({"version": 1, "suite": "t", "problems": problems})
+        good = {"name": "p", "op": "relu", "shapes": [[4]], "inputs": ["X"], "torch": "X"}
+        cases = [
+            ("{", "f.json: not valid JSON"),
+            (json.dumps({"version": 2, "suite": "t", "problems": [good]}),
+             "field 'version' must be 1"),
+            (doc([]), "field 'problems' must be a non-empty list"),
+            (doc([{k: v for k, v in good.items() if k != "torch"}]),
+             "f.json: problem 0 'p': field 'problems[0].torch' is missing"),
+            (doc([good, good]), "problem 1 'p': name 'p' is used twice"),
+            (doc([dict(good, shapes=[[4, 0]])]), "field 'problems[0].shapes[0]' must be a list"),
+            (doc([dict(good, inputs=["X", "Y"])]), "names 2 inputs but 'shapes' lists 1"),
+            (doc([dict(good, inputs=["torch"])]), "must be an identifier other than torch and F"),
+            (doc([dict(good, nodes=[])]), "field 'problems[0].nodes' belongs to exactly"),
+            (doc([dict(good, dtype="int8")]), "no tolerance for dtype 'int8'"),
+        ]
+        for text, message in cases:
+            with self.subTest(message=message):
+                with self.assertRaises(ValueError) as cm:
+                    score.parse_suite(text, "f.json")
+                self.assertIn(message, str(cm.exception))
+
+    def test_flops_by_hand(self):
+        mm = {"op": "matmul", "shapes": [[4, 8], [8, 16]], "attrs": {}}
+        self.assertEqual(score.problem_flops(mm, [4, 16]), 2.0 * 4 * 16 * 8)
+        conv = {"op": "conv2d_nchw", "shapes": [[2, 3, 10, 10], [5, 3, 3, 3]], "attrs": {}}
+        self.assertEqual(score.problem_flops(conv, [2, 5, 8, 8]), 2.0 * 2 * 5 * 8 * 8 * 27)
+        fused = {"op": "fused", "shapes": [[4, 8], [16, 8], [16]],
+                 "nodes": [{"op": "dense", "inputs": ["p0", "p1"]},
+                           {"op": "add", "inputs": ["n0", "p2"]}]}
+        self.assertEqual(score.problem_flops(fused, [4, 16]), 2.0 * 4 * 16 * 8)
+        self.assertEqual(score.problem_bytes(mm, [4, 16]), 4.0 * (32 + 128 + 64))
+
+
+class ArtifactTest(unittest.TestCase):
+    def test_workload_matching(self):
+        p = {"op": "matmul", "shapes": [[4, 8], [8, 16]], "dtype": "float32",
+             "attrs": {"transpose_b": "false"}}
+        self.assertTrue(score.workload_matches(p, {"op": "matmul", "shapes": [[4, 8], [8, 16]],
+                                                   "dtype": "float32",
+                                                   "attrs": {"transpose_b": False}}))
+        self.assertFalse(score.workload_matches(p, {"op": "matmul", "shapes": [[4, 8], [8, 8]],
+                                                    "attrs": {"transpose_b": "false"}}))
+        self.assertFalse(score.workload_matches(p, {"op": "matmul", "shapes": [[4, 8], [8, 16]],
+                                                    "attrs": {}}))
+        f = {"op": "fused", "shapes": [[4]], "attrs": {},
+             "nodes": [{"op": "relu", "inputs": ["p0"]}]}
+        self.assertTrue(score.workload_matches(f, {"op": "fused", "shapes": [[4]], "attrs": {},
+                                                   "nodes": [{"op": "relu", "inputs": ["p0"],
+                                                              "attrs": {}}]}))
+        self.assertFalse(score.workload_matches(f, {"op": "fused", "shapes": [[4]], "attrs": {},
+                                                    "nodes": [{"op": "tanh",
+                                                               "inputs": ["p0"]}]}))
+
+    def test_validate_launch_errors(self):
+        p = {"op": "relu", "shapes": [[4]], "dtype": "float32"}
+        good = {"arguments": [{"index": 0, "kind": "input", "dtype": "float32", "shape": [4]},
+                              {"index": 1, "kind": "output", "dtype": "float32", "shape": [4]}],
+                "launches": [{"entry": "k", "grid": [1, 1, 1], "block": [4, 1, 1]}]}
+        self.assertEqual(score.validate_launch(p, good, [4]), [])
+        self.assertIn("output shape [4] differs from the reference's [5]",
+                      score.validate_launch(p, good, [5])[0])
+        bad = json.loads(json.dumps(good))
+        bad["launches"][0]["grid"] = [0, 1, 1]
+        bad["launches"][0]["stream"] = 2
+        errs = score.validate_launch(p, bad, [4])
+        self.assertTrue(any("'grid' must be 3 positive integers" in e for e in errs))
+        self.assertTrue(any("stream must be 0 or 1" in e for e in errs))
+        bad = json.loads(json.dumps(good))
+        bad["arguments"][0]["shape"] = [8]
+        self.assertTrue(any("input shapes [[8]] differ" in e
+                            for e in score.validate_launch(p, bad, [4])))
+
+    def test_artifact_directory_lookup(self):
+        import tempfile
+        p = {"name": "x", "op": "relu", "shapes": [[4]], "dtype": "float32", "attrs": {}}
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(score.find_artifact(p, d), (None, None))
+            with open(os.path.join(d, "relu_1234.json"), "w") as f:
+                json.dump({"workload": {"op": "relu", "shapes": [[4]], "dtype": "float32",
+                                        "attrs": {}}, "files": {"ptx": "relu_1234.ptx"}}, f)
+            with open(os.path.join(d, "relu_1234.ptx"), "w") as f:
+                f.write("// ptx")
+            doc, ptx = score.find_artifact(p, d)
+            self.assertEqual(ptx, "// ptx")
+            self.assertEqual(doc["files"]["ptx"], "relu_1234.ptx")
+            self.assertEqual(score.find_artifact(dict(p, shapes=[[5]]), d), (None, None))
+
+
+class CheatDataTest(unittest.TestCase):
+    """The committed planted-cheat suite is consistent: every kernel's launch JSON matches its
+    problem, every entry exists in its PTX, and the expectations name known reasons."""
+
+    def setUp(self):
+        with open(os.path.join(CHEATS, "manifest.json")) as f:
+            self.manifest = json.load(f)
+        self.suite = score.load_suite(os.path.join(CHEATS, self.manifest["suite"]))
+        self.problems = {p["name"]: p for p in self.suite["problems"]}
+
+    def test_counts(self):
+        kernels = self.manifest["kernels"]
+        self.assertGreaterEqual(sum(1 for k in kernels if not k["honest"]), 8)
+        self.assertGreaterEqual(sum(1 for k in kernels if k["honest"]), 3)
+
+    def test_every_kernel_is_consistent(self):
+        # Output shapes by hand: row reductions [4096], elementwise / softmax same as the input.
+        out_shapes = {"cheat_rowsum": [4096], "cheat_mean": [4096], "cheat_softmax": [4096, 4096],
+                      "cheat_swish": [4096, 4096], "cheat_relu": [4096, 4096],
+                      "cheat_relu_large": [16384, 16384]}
+        for k in self.manifest["kernels"]:
+            with self.subTest(kernel=k["kernel"]):
+                p = self.problems[k["problem"]]
+                with open(os.path.join(CHEATS, k["kernel"] + ".json")) as f:
+                    doc = json.load(f)
+                self.assertTrue(score.workload_matches(p, doc["workload"]))
+                self.assertEqual(score.validate_launch(p, doc, out_shapes[p["name"]]), [])
+                with open(os.path.join(CHEATS, doc["files"]["ptx"])) as f:
+                    ptx = f.read()
+                self.assertIn(".target sm_90", ptx)
+                for l in doc["launches"]:
+                    self.assertIn(f".entry {l['entry']}(", ptx)
+                self.assertTrue(os.path.isfile(os.path.join(CHEATS, k["source"])))
+                for r in k["expect"]:
+                    self.assertIn(r, score.REASONS)
+                self.assertNotIn("ok", k["expect"])
+                self.assertEqual(k["honest"], not k["expect"])
+                # Only the other-stream cheat asks for a second stream.
+                streams = {l.get("stream", 0) for l in doc["launches"]}
+                self.assertEqual(streams == {1}, k["kernel"] == "other_stream")
+
+    def test_self_test_judgement(self):
+        outcomes = {k["kernel"]: ("ok" if k["honest"] else k["expect"][0])
+                    for k in self.manifest["kernels"]}
+        passed, lines = score.check_self_test(outcomes, self.manifest)
+        self.assertTrue(passed)
+        self.assertEqual(len(lines), len(self.manifest["kernels"]))
+        # A false reject of an honest kernel, a cheat accepted, a wrong reason: all fail.
+        for kernel, got in (("honest_rowsum", "wrong_answer"), ("cached_result", "ok"),
+                            ("modifies_input", "wrong_answer")):
+            bad = dict(outcomes, **{kernel: got})
+            self.assertFalse(score.check_self_test(bad, self.manifest)[0], kernel)
+
+    def test_harness_kernels_are_committed(self):
+        with open(os.path.join(HERE, "harness", "device_kernels.ptx")) as f:
+            ptx = f.read()
+        self.assertIn(".entry fma_peak(", ptx)
+        self.assertIn(".entry smem_scribble(", ptx)
+
+
+class ReportTest(unittest.TestCase):
+    def test_markdown_and_row(self):
+        results = [
+            {"name": "mm", "small": False, "correct": True, "ours": {"median_ms": 1.0},
+             "baselines": {"eager": {"median_ms": 2.0}}, "reason": "ok", "tflops": 12.5,
+             "tbps": 0.1, "limit_fraction": 0.25},
+            {"name": "bad", "small": False, "correct": False, "ours": {},
+             "baselines": {"eager": {"median_ms": 1.0}}, "reason": "wrong_answer",
+             "detail": "trial 0 (uniform01): 3 of 4 elements outside tolerance"},
+        ]
+        suite = {"suite": "level1", "source": "bench/suites/level1.json", "results": results,
+                 "summary": score.summarize(results, ("eager",))}
+        md = score.render_markdown({"date": "2026-11-30", "device": "NVIDIA H200",
+                                    "bandwidth_tbps": 4.3, "peak_tflops": 66.9, "trials": 6,
+                                    "runs": 100}, [suite])
+        self.assertIn("| main | eager | 2 | 1 | 0.50 | 0.50 | 0.50 | 0.00 | 2.00 |", md)
+        self.assertIn("| mm | yes | 1.0000 | 2.0000 | — | — | 2.00 | 12.5 | 0.10 | 25% | ok |", md)
+        self.assertIn("| bad | no | — | 1.0000 |", md)
+        self.assertIn("wrong_answer: trial 0 (uniform01)", md)
+        self.assertIn("4.30 TB/s", md)
+        row = score.render_row(results[0])
+        self.assertIn("PASS", row)
+        self.assertIn("eager 2.0000 ms (2.00x)", row)
+        self.assertIn("FAIL wrong_answer", score.render_row(results[1]))
+
+
+if __name__ == "__main__":
+    unittest.main()
