@@ -41,6 +41,7 @@ Usage (on the H200; stdlib + torch only):
       --artifacts ART_DIR --out bench/results/h200-$(date +%F)
   python3 bench/score.py --kernel k.ptx --launch k.json --problem softmax_rows   # one external kernel
   python3 bench/score.py --self-test                                           # planted cheats
+  python3 bench/score.py --merge a.json b.json --out bench/results/h200-DATE     # join split runs
 
 Artifacts: ART_DIR/<problem>.json (+ the PTX it names), or any ART_DIR/*.json whose workload
 equals the problem's. A launch JSON needs: launches (entry, grid, block, dynamic_shared_bytes,
@@ -471,15 +472,15 @@ def render_markdown(meta, suites):
     for suite in suites:
         lines.append(f"## {suite['suite']} ({suite['source']})")
         lines.append("")
-        lines.append("| group | baseline | problems | correct | fast_0 | fast_1 | fast_1.5 | fast_2 "
-                     "| geomean speedup |")
-        lines.append("|---|---|---|---|---|---|---|---|---|")
+        lines.append("| group | baseline | problems | correct | timed | fast_0 | fast_1 | fast_1.5 "
+                     "| fast_2 | geomean speedup |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|")
         for group, s in suite["summary"].items():
             for b in BASELINES:
                 if b not in s:
                     continue
                 v = s[b]
-                lines.append(f"| {group} | {b} | {s['problems']} | {s['correct']} | "
+                lines.append(f"| {group} | {b} | {s['problems']} | {s['correct']} | {v['timed']} | "
                              f"{v['fast_0']:.2f} | {v['fast_1']:.2f} | {v['fast_1.5']:.2f} | "
                              f"{v['fast_2']:.2f} | {_fmt(v['geomean_speedup'], '.2f')} |")
         lines.append("")
@@ -522,6 +523,35 @@ def render_row(r):
     if r.get("suspect"):
         parts.append("SUSPECT")
     return "  ".join(parts)
+
+
+def merge_results(docs):
+    """Combines results documents of several runs (the device tool runs at most 10 minutes a
+    command, so a full scoring is split with --problems): suites with the same name are joined in
+    order, a problem scored again replaces its earlier row, and the summaries are recomputed.
+    The limits and metadata come from the first document; runs lists every document's meta."""
+    if not docs:
+        raise ValueError("nothing to merge")
+    suites, order = {}, []
+    for d in docs:
+        for s in d["suites"]:
+            if s["suite"] not in suites:
+                suites[s["suite"]] = {"suite": s["suite"], "source": s["source"], "results": []}
+                order.append(s["suite"])
+            rows = suites[s["suite"]]["results"]
+            for r in s["results"]:
+                rows[:] = [x for x in rows if x["name"] != r["name"]] + [r]
+    baselines = tuple(b for b in BASELINES
+                      if any(b in r.get("baselines", {}) for s in suites.values()
+                             for r in s["results"]))
+    out = []
+    for name in order:
+        s = suites[name]
+        s["summary"] = summarize(s["results"], baselines)
+        out.append(s)
+    meta = dict(docs[0]["meta"])
+    meta["runs_merged"] = [d["meta"] for d in docs]
+    return {"meta": meta, "suites": out}
 
 
 def check_self_test(outcomes, manifest):
@@ -1104,6 +1134,22 @@ def run_self_test(a):
     return 0 if passed else 1
 
 
+def run_merge(a):
+    docs = []
+    for path in a.merge:
+        with open(path) as f:
+            docs.append(json.load(f))
+    merged = merge_results(docs)
+    with open(a.out + ".json", "w") as f:
+        json.dump(merged, f, indent=1)
+    with open(a.out + ".md", "w") as f:
+        f.write(render_markdown(merged["meta"], merged["suites"]))
+    plotted = write_plot(a.out + ".png", merged["suites"])
+    print(f"merged {len(docs)} runs into {a.out}.md, {a.out}.json"
+          f"{', ' + a.out + '.png' if plotted else ''}")
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--suite", action="append", help="suite file(s) (default: level1 and level2)")
@@ -1114,6 +1160,8 @@ def main(argv=None):
     p.add_argument("--launch", help="its launch JSON")
     p.add_argument("--problem", help="the problem it claims to solve")
     p.add_argument("--self-test", action="store_true", help="run the planted-cheat suite")
+    p.add_argument("--merge", nargs="+", metavar="JSON",
+                   help="merge results JSONs of split runs into --out (no GPU needed)")
     p.add_argument("--trials", type=int, default=DEFAULT_TRIALS)
     p.add_argument("--runs", type=int, default=DEFAULT_RUNS)
     p.add_argument("--baselines", default=",".join(BASELINES))
@@ -1125,6 +1173,10 @@ def main(argv=None):
     if not a.suite:
         a.suite = [os.path.join(HERE, "suites", "level1.json"),
                    os.path.join(HERE, "suites", "level2.json")]
+    if a.merge:
+        if not a.out:
+            p.error("--merge needs --out")
+        return run_merge(a)
     if a.self_test:
         return run_self_test(a)
     if a.kernel or a.launch or a.problem:

@@ -345,6 +345,33 @@ class CheatDataTest(unittest.TestCase):
         self.assertIn(".entry smem_scribble(", ptx)
 
 
+class MergeTest(unittest.TestCase):
+    def test_merge_joins_suites_and_replaces_rescored_problems(self):
+        def row(name, ours, eager, correct=True):
+            return {"name": name, "small": False, "correct": correct,
+                    "ours": {"median_ms": ours} if correct else {},
+                    "baselines": {"eager": {"median_ms": eager}}}
+        a = {"meta": {"device": "H200", "bandwidth_tbps": 4.3},
+             "suites": [{"suite": "level1", "source": "l1", "results": [row("x", 1.0, 2.0),
+                                                                        row("y", 1.0, 0.5)]}]}
+        b = {"meta": {"device": "H200"},
+             "suites": [{"suite": "level1", "source": "l1", "results": [row("y", 0.25, 0.5)]},
+                        {"suite": "level2", "source": "l2", "results": [row("z", 1, 1, False)]}]}
+        m = score.merge_results([a, b])
+        self.assertEqual([s["suite"] for s in m["suites"]], ["level1", "level2"])
+        l1 = m["suites"][0]
+        self.assertEqual([r["name"] for r in l1["results"]], ["x", "y"])
+        self.assertEqual(l1["results"][1]["ours"]["median_ms"], 0.25)
+        # Speedups 2 and 2: fast_1 = 1, geomean 2.
+        self.assertAlmostEqual(l1["summary"]["main"]["eager"]["fast_1"], 1.0)
+        self.assertAlmostEqual(l1["summary"]["main"]["eager"]["geomean_speedup"], 2.0)
+        self.assertAlmostEqual(m["suites"][1]["summary"]["main"]["eager"]["fast_0"], 0.0)
+        self.assertEqual(m["meta"]["bandwidth_tbps"], 4.3)
+        self.assertEqual(len(m["meta"]["runs_merged"]), 2)
+        with self.assertRaises(ValueError):
+            score.merge_results([])
+
+
 class ReportTest(unittest.TestCase):
     def test_markdown_and_row(self):
         results = [
@@ -360,7 +387,7 @@ class ReportTest(unittest.TestCase):
         md = score.render_markdown({"date": "2026-11-30", "device": "NVIDIA H200",
                                     "bandwidth_tbps": 4.3, "peak_tflops": 66.9, "trials": 6,
                                     "runs": 100}, [suite])
-        self.assertIn("| main | eager | 2 | 1 | 0.50 | 0.50 | 0.50 | 0.00 | 2.00 |", md)
+        self.assertIn("| main | eager | 2 | 1 | 1 | 0.50 | 0.50 | 0.50 | 0.00 | 2.00 |", md)
         self.assertIn("| mm | yes | 1.0000 | 2.0000 | — | — | 2.00 | 12.5 | 0.10 | 25% | ok |", md)
         self.assertIn("| bad | no | — | 1.0000 |", md)
         self.assertIn("wrong_answer: trial 0 (uniform01)", md)
