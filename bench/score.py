@@ -89,6 +89,7 @@ REASONS = {
     "wrong_answer": "outside tolerance",
     "other_stream": "work runs outside the timed stream",
     "reference_error": "the PyTorch reference failed or is not finite for these inputs",
+    "harness_error": "the scorer itself failed on this problem (see detail)",
 }
 
 
@@ -714,6 +715,7 @@ class Harness:
         self.scribble_small = self.drv.function(self.helpers, "smem_scribble", 48 * 1024)
         self.fma = self.drv.function(self.helpers, "fma_peak")
         self.scribble_count = 0
+        self.default_tf32 = self.tf32_state()  # PyTorch's defaults: the "eager" baseline's
         self.peak_flops = None
         self.bandwidth = None
         # Host-clock overhead of one timed run that launches nothing (events, syncs, Python).
@@ -731,9 +733,31 @@ class Harness:
             args = [ct.c_uint(self.scribble_count * 7919), ct.c_uint(nbytes // 4)]
             self.drv.launch(f, (4 * self.sms, 1, 1), (1024, 1, 1), nbytes, self.stream(), args)
 
+    def _new_tf32_api(self):
+        b = self.torch.backends
+        return hasattr(b.cuda.matmul, "fp32_precision") and hasattr(b.cudnn, "conv")
+
+    def tf32_state(self):
+        """PyTorch's TF32 settings (matmul, cuDNN conv), through the API this version prefers
+        (fp32_precision from 2.9 on: mixing it with allow_tf32 is refused by some versions)."""
+        b = self.torch.backends
+        if self._new_tf32_api():
+            return (b.cuda.matmul.fp32_precision, b.cudnn.conv.fp32_precision)
+        return (b.cuda.matmul.allow_tf32, b.cudnn.allow_tf32)
+
+    def set_tf32_state(self, state):
+        b = self.torch.backends
+        if self._new_tf32_api():
+            b.cuda.matmul.fp32_precision, b.cudnn.conv.fp32_precision = state
+        else:
+            b.cuda.matmul.allow_tf32, b.cudnn.allow_tf32 = state
+
     def set_tf32(self, on):
-        self.torch.backends.cuda.matmul.allow_tf32 = on
-        self.torch.backends.cudnn.allow_tf32 = on
+        """TF32 on or off for both matmul and cuDNN convolutions."""
+        if self._new_tf32_api():
+            self.set_tf32_state(("tf32", "tf32") if on else ("ieee", "ieee"))
+        else:
+            self.set_tf32_state((on, on))
 
     def fresh_inputs(self, problem, dist):
         torch = self.torch
@@ -879,8 +903,10 @@ class Harness:
                         worst)
             err = (got - ref).abs()
             worst["max_abs_error"] = max(worst["max_abs_error"], err.max().item())
-            worst["max_rel_error"] = max(worst["max_rel_error"],
-                                         (err / ref.abs().clamp_min(1e-30)).max().item())
+            big = ref.abs() > atol  # relative error where it means something
+            if big.any():
+                worst["max_rel_error"] = max(worst["max_rel_error"],
+                                             (err[big] / ref.abs()[big]).max().item())
             bad32 = err > atol + rtol * ref.abs() + slack
             if bad32.any():
                 # A value failure: the remaining trials still run, so that a kernel right only to
@@ -964,15 +990,13 @@ class Harness:
             for b in self.baselines:
                 try:
                     if b == "eager":
-                        self.set_tf32(False)
-                        torch.backends.cudnn.allow_tf32 = True  # PyTorch's defaults
+                        self.set_tf32_state(self.default_tf32)
                         r["baselines"][b] = self.time(lambda: fn(*xs))
                     elif b == "eager_no_tf32":
                         self.set_tf32(False)
                         r["baselines"][b] = self.time(lambda: fn(*xs))
                     elif b == "compile":
-                        self.set_tf32(False)
-                        torch.backends.cudnn.allow_tf32 = True
+                        self.set_tf32_state(self.default_tf32)
                         cfn = torch.compile(fn)
                         t0 = time.perf_counter()
                         cfn(*xs)
@@ -1022,7 +1046,9 @@ def device_meta(h):
             "bandwidth_tbps": h.bandwidth / 1e12 if h.bandwidth else None,
             "peak_tflops": h.peak_flops / 1e12 if h.peak_flops else None,
             "trials": h.trials, "runs": h.runs, "distributions": list(DISTRIBUTIONS),
-            "normal": [NORMAL_MEAN, NORMAL_STD], "slack_factor": SLACK_FACTOR}
+            "normal": [NORMAL_MEAN, NORMAL_STD], "slack_factor": SLACK_FACTOR,
+            "tf32_defaults": [str(x) for x in h.default_tf32],
+            "host_overhead_ms": h.host_overhead_ms}
 
 
 def write_plot(path, suites):
@@ -1057,22 +1083,31 @@ def run_suites(a):
     print(f"limits: copy {h.bandwidth / 1e12:.2f} TB/s, fp32 FMA {h.peak_flops / 1e12:.1f} "
           "TFLOP/s", flush=True)
     only = set(a.problems.split(",")) if a.problems else None
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)) or ".", exist_ok=True)
     suites = []
     for path in a.suite:
         suite = load_suite(path)
-        results = []
+        entry = {"suite": suite["suite"], "source": path, "results": []}
+        suites.append(entry)
         for p in suite["problems"]:
             if only and p["name"] not in only:
                 continue
             doc, ptx = find_artifact(p, a.artifacts)
-            r = h.score(p, doc, ptx)
+            try:
+                r = h.score(p, doc, ptx)
+            except Exception as e:  # one problem must not lose the others' results
+                r = {"name": p["name"], "small": is_small(p), "correct": False, "ours": {},
+                     "baselines": {}, "reason": "harness_error",
+                     "detail": f"{type(e).__name__}: {str(e)[:300]}"}
             print(render_row(r), flush=True)
-            results.append(r)
+            entry["results"].append(r)
+            entry["summary"] = summarize(entry["results"], h.baselines)
             h.torch.cuda.empty_cache()
-        suites.append({"suite": suite["suite"], "source": path, "results": results,
-                       "summary": summarize(results, h.baselines)})
+            # Written after every problem: a run cut short by a time limit keeps what it scored.
+            with open(a.out + ".json", "w") as f:
+                json.dump({"meta": device_meta(h), "suites": suites}, f, indent=1)
+    suites = [s for s in suites if s["results"]]
     meta = device_meta(h)
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)) or ".", exist_ok=True)
     with open(a.out + ".json", "w") as f:
         json.dump({"meta": meta, "suites": suites}, f, indent=1)
     with open(a.out + ".md", "w") as f:
