@@ -691,24 +691,37 @@ class Kernel:
         """Launches every kernel on `buffers` asynchronously."""
         self.bind(buffers, stream)()
 
+    def close(self):
+        self.drv.unload(self.mod)
+
 
 class Harness:
+    """The checker and timer. `torch_module`, `driver` and `kernel_class` default to torch, the
+    ctypes Driver and Kernel; bench/test_score_logic.py passes CPU stand-ins to run the same
+    checks on planted cheats written in Python."""
+
     def __init__(self, trials=DEFAULT_TRIALS, runs=DEFAULT_RUNS, warmup=3, seed=1234,
-                 baselines=BASELINES, log=print):
-        import torch
+                 baselines=BASELINES, log=print, torch_module=None, driver=None,
+                 kernel_class=None, helpers_ptx=None):
+        if torch_module is None:
+            import torch as torch_module
+        torch = torch_module
         self.torch = torch
         self.F = torch.nn.functional
         self.trials, self.runs, self.warmup = trials, runs, warmup
         self.baselines = baselines
         self.log = log
-        self.drv = Driver()
+        self.drv = driver if driver is not None else Driver()
+        self.kernel_class = kernel_class or Kernel
         self.gen = torch.Generator(device="cuda").manual_seed(seed)
         props = torch.cuda.get_device_properties(0)
         self.props = props
         l2 = getattr(props, "L2_cache_size", 50 * 1024 * 1024)
         self.flush = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
-        with open(os.path.join(HERE, "harness", "device_kernels.ptx")) as f:
-            self.helpers = self.drv.load(f.read())
+        if helpers_ptx is None:
+            with open(os.path.join(HERE, "harness", "device_kernels.ptx")) as f:
+                helpers_ptx = f.read()
+        self.helpers = self.drv.load(helpers_ptx)
         self.sms = props.multi_processor_count
         self.smem_optin = self.drv.attribute(97)  # MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
         self.scribble_big = self.drv.function(self.helpers, "smem_scribble", self.smem_optin)
@@ -947,7 +960,7 @@ class Harness:
                 r["reason"], r["detail"] = "bad_launch", "; ".join(errs)
             else:
                 try:
-                    kernel = Kernel(self.drv, launch_doc, ptx_text)
+                    kernel = self.kernel_class(self.drv, launch_doc, ptx_text)
                 except CudaError as e:
                     r["reason"], r["detail"] = "bad_launch", str(e)
         if kernel is not None:
@@ -979,7 +992,7 @@ class Harness:
                         r["speed_of_light_ms"] = sol
                         r["limit_fraction"] = sol / ms
                         r["suspect"] = ms < sol
-            kernel.drv.unload(kernel.mod)
+            kernel.close()
         if not kernel_only:
             self.time_baselines(problem, fn, xs, r)
         return r

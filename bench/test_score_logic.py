@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Tests of bench/score.py's pure logic (no torch, no GPU): suite reading, the checker's verdicts,
 fast_p / geomean / speed of light against hand-computed values (the same table as
-tests/bench/fast_p_test.cc), artifact matching, the committed planted-cheat data, and report
-rendering.
+tests/bench/fast_p_test.cc), artifact matching, the committed planted-cheat data, report
+rendering, and score.Harness's whole check-and-time flow on the CPU through a list-based stand-in
+for torch with planted cheats written in Python (FakeTorchTest: the CPU half of the cheat suite).
 
   python3 -m unittest discover -s bench -p 'test_score_logic.py'      (or: python3 bench/test_score_logic.py)
 """
@@ -12,6 +13,7 @@ import math
 import os
 import struct
 import sys
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -396,6 +398,438 @@ class ReportTest(unittest.TestCase):
         self.assertIn("PASS", row)
         self.assertIn("eager 2.0000 ms (2.00x)", row)
         self.assertIn("FAIL wrong_answer", score.render_row(results[1]))
+
+
+class FakeTorchTest(unittest.TestCase):
+    """Runs score.Harness's checks and timing on the CPU with a list-based stand-in for torch and
+    planted cheats written in Python (the CPU half of the planted-cheat suite): each cheat must
+    get its reason and the honest kernels must pass."""
+
+    def score(self, kernel, problem=None):
+        fake = FakeTorch()
+        h = score.Harness(trials=6, runs=100, warmup=1, baselines=("eager",), log=lambda *a: None,
+                          torch_module=fake, driver=FakeDriver(fake), kernel_class=FakeKernel,
+                          helpers_ptx="")
+        p = problem or ROWSUM_PROBLEM
+        doc = launch_doc(p, scratch=(kernel == "uninit_scratch"))
+        return h.score(p, doc, kernel, kernel_only=(problem is None)), fake
+
+    def test_honest_kernels_pass(self):
+        for k in ("honest_rowsum", "honest_rowsum_float32_order"):
+            with self.subTest(kernel=k):
+                r, _ = self.score(k)
+                self.assertEqual((r["reason"], r["detail"]), ("ok", ""))
+                self.assertTrue(r["correct"])
+                self.assertEqual(r["ours"]["runs"], 100)
+                self.assertAlmostEqual(r["ours"]["median_ms"], 0.2)
+
+    def test_each_cheat_gets_its_reason(self):
+        expected = {"cached_result": "wrong_answer", "partial_output": "incomplete_output",
+                    "skip_reduction": "wrong_answer", "hardcoded": "wrong_answer",
+                    "modifies_input": "input_modified", "uninit_smem": "nondeterministic",
+                    "uninit_scratch": "nondeterministic", "race": "nondeterministic",
+                    "lower_precision": "imprecise", "nan_rows": "nan_output",
+                    "other_stream": "other_stream"}
+        for k, want in expected.items():
+            with self.subTest(kernel=k):
+                r, _ = self.score(k)
+                self.assertEqual(r["reason"], want, r.get("detail"))
+                self.assertFalse(r["correct"])
+
+    def test_fresh_allocations_and_distributions(self):
+        r, fake = self.score("honest_rowsum")
+        # Six trials, each with a new input allocation, all addresses distinct.
+        ptrs = fake.launch_input_ptrs[:12:2]
+        self.assertEqual(len(set(ptrs)), 6)
+        # Inputs of the trials: uniform01 in [0,1), normal with a large spread, uniform [-1,1).
+        # (two launches per trial: trial t's inputs are launch 2t's)
+        lo, hi = fake.input_ranges[0]
+        self.assertTrue(0 <= lo and hi < 1)
+        lo, hi = fake.input_ranges[2]
+        self.assertTrue(hi - lo > 40)
+        lo, hi = fake.input_ranges[4]
+        self.assertTrue(-1 <= lo < 0 < hi < 1)
+
+    def test_baseline_is_timed_and_reported(self):
+        r, _ = self.score("honest_rowsum", problem=ROWSUM_PROBLEM)
+        self.assertIn("median_ms", r["baselines"]["eager"])
+        self.assertTrue(r["correct"])
+
+
+ROWSUM_PROBLEM = {"name": "rowsum", "op": "reduce_sum", "shapes": [[8, 16]], "dtype": "float32",
+                  "attrs": {"axes": "1"}, "inputs": ["X"], "torch": "torch.sum(X, dim=1)",
+                  "tags": []}
+
+
+def launch_doc(problem, scratch=False):
+    args = [{"index": 0, "name": "X", "kind": "input", "dtype": "float32", "shape": [8, 16]},
+            {"index": 1, "name": "Y", "kind": "output", "dtype": "float32", "shape": [8]}]
+    if scratch:
+        args.append({"index": 2, "name": "acc", "kind": "scratch", "dtype": "float32",
+                     "shape": [8]})
+    return {"workload": {k: problem[k] for k in ("op", "shapes", "dtype", "attrs")},
+            "arguments": args,
+            "launches": [{"entry": "k", "grid": [8, 1, 1], "block": [16, 1, 1]}]}
+
+
+# --- a list-based stand-in for the part of torch that score.Harness uses ----------------------
+
+class _DType:
+    def __init__(self, name, size):
+        self.name, self.size = name, size
+
+    def __repr__(self):
+        return self.name
+
+
+F32, F64, I32, BOOL = _DType("float32", 4), _DType("float64", 8), _DType("int32", 4), \
+    _DType("bool", 1)
+
+
+def _f32_bits(x):
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def _bits_f32(b):
+    return struct.unpack("<f", struct.pack("<I", b & 0xFFFFFFFF))[0]
+
+
+def _f32(x):
+    try:
+        return struct.unpack("<f", struct.pack("<f", x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
+
+
+class T:
+    """A dense tensor: float32 keeps its bit patterns (so int32 views alias them), float64 and
+    bool keep Python values."""
+    _next_ptr = [4096]
+
+    def __init__(self, shape, dtype, store=None, bits=False):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        n = 1
+        for e in self.shape:
+            n *= e
+        self.n = n
+        self.store = store if store is not None else [0] * n  # float32/int32: bits
+        self.ptr = T._next_ptr[0]
+        T._next_ptr[0] += 256 * (1 + n)
+
+    @staticmethod
+    def of(values, shape, dtype):
+        t = T(shape, dtype)
+        t.set(values)
+        return t
+
+    def vals(self):
+        if self.dtype is F32:
+            return [_bits_f32(b) for b in self.store]
+        if self.dtype is I32:
+            return [b - (1 << 32) if b >= 1 << 31 else b for b in self.store]
+        return list(self.store)
+
+    def set(self, values):
+        if self.dtype is F32:
+            self.store[:] = [_f32_bits(_f32(v)) for v in values]
+        elif self.dtype is I32:
+            self.store[:] = [int(v) & 0xFFFFFFFF for v in values]
+        elif self.dtype is BOOL:
+            self.store[:] = [bool(v) for v in values]
+        else:
+            self.store[:] = [float(v) for v in values]
+
+    # views, copies, conversions
+    def view(self, dtype):
+        assert {self.dtype, dtype} <= {F32, I32}
+        v = T(self.shape, dtype, store=self.store)
+        v.ptr = self.ptr
+        return v
+
+    def clone(self):
+        return T(self.shape, self.dtype, store=list(self.store))
+
+    def to(self, dtype):
+        return T.of(self.vals(), self.shape, dtype)
+
+    def double(self):
+        return self.to(F64)
+
+    def flatten(self):
+        return T(self.shape and (self.n,), self.dtype, store=self.store)
+
+    def numel(self):
+        return self.n
+
+    def data_ptr(self):
+        return self.ptr
+
+    def element_size(self):
+        return self.dtype.size
+
+    def fill_(self, v):
+        self.set([v] * self.n)
+        return self
+
+    def normal_(self, generator=None):
+        self.set([generator.rng.gauss(0, 1) for _ in range(self.n)])
+        return self
+
+    # elementwise arithmetic (same shape or scalar)
+    def _bin(self, other, f, dtype=None):
+        a = self.vals()
+        b = other.vals() if isinstance(other, T) else [other] * self.n
+        if dtype is None:
+            dtype = F64 if (self.dtype is F64 or (isinstance(other, T) and other.dtype is F64)) \
+                else F32
+        return T.of([f(x, y) for x, y in zip(a, b)], self.shape, dtype)
+
+    def __add__(self, o): return self._bin(o, lambda x, y: x + y)
+    __radd__ = __add__
+    def __sub__(self, o): return self._bin(o, lambda x, y: x - y)
+    def __rsub__(self, o): return self._bin(o, lambda x, y: y - x)
+    def __mul__(self, o): return self._bin(o, lambda x, y: x * y)
+    __rmul__ = __mul__
+    def __truediv__(self, o): return self._bin(o, lambda x, y: x / y if y else math.inf)
+    def __gt__(self, o): return self._bin(o, lambda x, y: x > y, BOOL)
+    def __eq__(self, o): return self._bin(o, lambda x, y: x == y, BOOL)
+    def __ne__(self, o): return self._bin(o, lambda x, y: x != y, BOOL)
+    __hash__ = object.__hash__
+
+    def __invert__(self):
+        return T.of([not v for v in self.vals()], self.shape, BOOL)
+
+    def abs(self):
+        return T.of([abs(v) for v in self.vals()], self.shape, self.dtype)
+
+    # reductions and indexing
+    def _scalar(self, v):
+        return T.of([v], (), F64 if isinstance(v, float) else I32 if not isinstance(v, bool)
+                    else BOOL)
+
+    def sum(self):
+        return self._scalar(int(sum(self.vals())) if self.dtype is BOOL else
+                            float(sum(self.vals())))
+
+    def max(self):
+        vs = self.vals()
+        return self._scalar(math.nan if any(v != v for v in vs) else float(max(vs)))
+
+    def any(self):
+        return any(self.vals())
+
+    def all(self):
+        return all(self.vals())
+
+    def item(self):
+        return self.vals()[0]
+
+    def __int__(self):
+        assert self.n == 1
+        return int(self.vals()[0])
+
+    def __bool__(self):
+        assert self.n == 1
+        return bool(self.vals()[0])
+
+    def nonzero(self):
+        idx = [i for i, v in enumerate(self.vals()) if v]
+        return [T.of([i], (1,), I32) for i in idx]
+
+    def __getitem__(self, key):
+        if isinstance(key, T):
+            return T.of([v for v, m in zip(self.vals(), key.vals()) if m],
+                        (sum(1 for m in key.vals() if m),), self.dtype)
+        return T.of([self.vals()[key]], (), self.dtype)
+
+
+class _NS:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class FakeGenerator:
+    def __init__(self, device=None):
+        import random
+        self.rng = random.Random(0)
+
+    def manual_seed(self, seed):
+        self.rng.seed(seed)
+        return self
+
+
+class FakeTorch:
+    """The subset of torch that score.Harness calls."""
+    float32, float64, int32 = F32, F64, I32
+
+    def __init__(self):
+        self.gpu_ms = 0.0  # the timed stream's clock: advanced by launches on it
+        self.launch_input_ptrs = []
+        self.input_ranges = []
+        fake = self
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                self.t = 0.0
+
+            def record(self):
+                self.t = fake.gpu_ms
+
+            def elapsed_time(self, other):
+                return other.t - self.t
+
+        class NoGrad:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *a):
+                return False
+
+        self.no_grad = NoGrad
+        self.Generator = FakeGenerator
+        self.cuda = _NS(
+            init=lambda: None, synchronize=lambda: None, Event=Event,
+            current_stream=lambda: _NS(cuda_stream=0), empty_cache=lambda: None,
+            get_device_properties=lambda i: _NS(name="fake", L2_cache_size=64,
+                                                multi_processor_count=2))
+        self.backends = _NS(cuda=_NS(matmul=_NS(fp32_precision="ieee")),
+                            cudnn=_NS(conv=_NS(fp32_precision="tf32")))
+        self.nn = _NS(functional=_NS())
+
+    def _random(self, shape, generator, draw):
+        shape = tuple(shape)
+        n = 1
+        for e in shape:
+            n *= e
+        t = T.of([draw(generator.rng) for _ in range(n)], shape, F32)
+        return t
+
+    def rand(self, shape, device=None, generator=None):
+        return self._random(shape, generator, lambda r: r.random())
+
+    def randn(self, shape, device=None, generator=None):
+        return self._random(shape, generator, lambda r: r.gauss(0, 1))
+
+    def empty(self, shape, dtype=F32, device=None):
+        return T(shape if isinstance(shape, (list, tuple)) else (shape,), dtype)
+
+    def zeros(self, shape, device=None):
+        return T(shape if isinstance(shape, (list, tuple)) else (shape,), F32)
+
+    def isfinite(self, t):
+        return T.of([math.isfinite(v) for v in t.vals()], t.shape, BOOL)
+
+    def sum(self, x, dim):
+        assert dim == 1 and len(x.shape) == 2
+        rows, cols = x.shape
+        v = x.vals()
+        out = []
+        for i in range(rows):
+            acc = 0.0
+            for j in range(cols):
+                acc = acc + v[i * cols + j]
+                if x.dtype is F32:
+                    acc = _f32(acc)
+            out.append(acc)
+        return T.of(out, (rows,), x.dtype)
+
+
+class FakeDriver:
+    """Stands in for score.Driver: scribbles change a 'shared memory' seed."""
+
+    def __init__(self, fake):
+        import ctypes
+        self.ct = ctypes
+        self.fake = fake
+        self.side_stream = "side"
+        self.smem_seed = 0
+
+    def load(self, text):
+        return text
+
+    def unload(self, mod):
+        pass
+
+    def attribute(self, attr):
+        return 1024
+
+    def function(self, mod, name, dynamic_shared=0):
+        return name
+
+    def launch(self, f, grid, block, shared, stream, args):
+        if f == "smem_scribble":
+            self.smem_seed = args[0].value
+
+    def synchronize(self):
+        pass
+
+
+class FakeKernel:
+    """The planted kernels of the CPU suite, by name (passed as the 'PTX')."""
+    state = {}
+
+    def __init__(self, drv, doc, name):
+        self.drv, self.doc, self.name = drv, doc, name
+        self.cache = None
+
+    def close(self):
+        pass
+
+    def bind(self, bufs, stream):
+        return lambda: self.launch(bufs)
+
+    def run(self, bufs, stream):
+        self.launch(bufs)
+
+    def launch(self, bufs):
+        fake = self.drv.fake
+        x, y = bufs[0], bufs[1]
+        fake.launch_input_ptrs.append(x.data_ptr())
+        xs = x.vals()
+        fake.input_ranges.append((min(xs), max(xs)))
+        rows = [xs[i * 16:(i + 1) * 16] for i in range(8)]
+        exact = [math.fsum(r) for r in rows]
+        k = self.name
+        main_ms = 0.2
+        if k in ("honest_rowsum", "other_stream"):
+            y.set(exact)
+            if k == "other_stream":
+                main_ms = 0.0
+                time.sleep(0.0005)  # the work, on a stream the events do not see
+        elif k == "honest_rowsum_float32_order":
+            y.set(fake.sum(x, 1).vals())
+        elif k == "cached_result":
+            if self.cache is None:
+                self.cache = exact
+            y.set(self.cache)
+        elif k == "partial_output":
+            y.set(exact[:4] + y.vals()[4:])
+        elif k == "skip_reduction":
+            y.set([4 * math.fsum(r[:4]) for r in rows])
+        elif k == "hardcoded":
+            y.set([8.0] * 8)
+        elif k == "modifies_input":
+            y.set(exact)
+            x.set([max(v, 0.0) for v in xs])
+        elif k == "uninit_smem":
+            y.set([e + (self.drv.smem_seed % 97) * 0.37 for e in exact])
+        elif k == "uninit_scratch":
+            acc = bufs[2]
+            # GPU arithmetic on a NaN returns the canonical NaN (x86 would keep the payload).
+            acc.set([a + e if a == a else math.nan for a, e in zip(acc.vals(), exact)])
+            y.set(acc.vals())
+        elif k == "race":
+            import random
+            y.set([e - (r[0] if random.random() < 0.5 else 0.0) for e, r in zip(exact, rows)])
+        elif k == "lower_precision":
+            h = [struct.unpack("<e", struct.pack("<e", v))[0] for v in xs]
+            y.set([math.fsum(h[i * 16:(i + 1) * 16]) for i in range(8)])
+        elif k == "nan_rows":
+            y.set([e if abs(e) < 100 else math.nan for e in exact])
+        else:
+            raise AssertionError(k)
+        fake.gpu_ms += main_ms
 
 
 if __name__ == "__main__":
