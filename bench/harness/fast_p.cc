@@ -10,9 +10,9 @@ namespace tilesearch::bench {
 absl::StatusOr<double> Speedup(const ProblemScore& s) {
   if (!(s.ours_ms > 0) || !(s.baseline_ms > 0) || !std::isfinite(s.ours_ms) ||
       !std::isfinite(s.baseline_ms)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "speedup of '", s.name, "': times must be positive and finite, got ours ", s.ours_ms,
-        " ms, baseline ", s.baseline_ms, " ms"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("speedup of '", s.name, "': times must be positive and finite, got ours ",
+                     s.ours_ms, " ms, baseline ", s.baseline_ms, " ms"));
   }
   return s.baseline_ms / s.ours_ms;
 }
@@ -51,13 +51,13 @@ absl::StatusOr<double> GeomeanSpeedup(const std::vector<ProblemScore>& scores) {
 
 absl::StatusOr<double> SpeedOfLightMs(double flops, double bytes, const DeviceLimits& limits) {
   if (!(limits.peak_flops_per_s > 0) || !(limits.bandwidth_bytes_per_s > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "speed of light: limits must be positive, got peak ", limits.peak_flops_per_s,
-        " FLOP/s, bandwidth ", limits.bandwidth_bytes_per_s, " B/s"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("speed of light: limits must be positive, got peak ", limits.peak_flops_per_s,
+                     " FLOP/s, bandwidth ", limits.bandwidth_bytes_per_s, " B/s"));
   }
   if (!(flops >= 0) || !(bytes >= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "speed of light: work must be >= 0, got ", flops, " FLOP, ", bytes, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("speed of light: work must be >= 0, got ", flops, " FLOP, ", bytes, " bytes"));
   }
   return std::max(flops / limits.peak_flops_per_s, bytes / limits.bandwidth_bytes_per_s) * 1e3;
 }

@@ -19,9 +19,9 @@ namespace tilesearch::bench {
 /// One problem's outcome against one baseline.
 struct ProblemScore {
   std::string name;
-  bool correct = false;     // passed every correctness check
-  double ours_ms = 0;       // our kernel's time (median); ignored when !correct
-  double baseline_ms = 0;   // the baseline's time, same method
+  bool correct = false;    // passed every correctness check
+  double ours_ms = 0;      // our kernel's time (median); ignored when !correct
+  double baseline_ms = 0;  // the baseline's time, same method
 };
 
 /// baseline_ms / ours_ms. Errors: kInvalidArgument "speedup of 'x': times must be positive and

@@ -104,7 +104,8 @@ absl::StatusOr<std::vector<SuiteNode>> NodesFromJson(const json& j, const std::s
     SuiteNode node;
     ASSIGN_OR_RETURN(node.op, RequiredString(n, "op", node_field + ".op"));
     if (absl::StatusOr<const ir::GraphOpInfo*> info = ir::FindGraphOp(node.op); !info.ok()) {
-      return FieldError(node_field + ".op", absl::StrCat(": unknown graph operator '", node.op, "'"));
+      return FieldError(node_field + ".op",
+                        absl::StrCat(": unknown graph operator '", node.op, "'"));
     }
     if (!n.contains("inputs")) return FieldError(node_field + ".inputs", "is missing");
     ASSIGN_OR_RETURN(node.inputs, StringList(n["inputs"], node_field + ".inputs"));
@@ -114,9 +115,9 @@ absl::StatusOr<std::vector<SuiteNode>> NodesFromJson(const json& j, const std::s
       if (!operand.ok()) return FieldError(in_field, std::string(operand.status().message()));
       const auto [is_node, index] = *operand;
       if (!is_node && index >= num_placeholders) {
-        return FieldError(in_field, absl::StrCat(": placeholder p", index,
-                                                 " does not exist (the problem has ",
-                                                 num_placeholders, " shapes)"));
+        return FieldError(
+            in_field, absl::StrCat(": placeholder p", index, " does not exist (the problem has ",
+                                   num_placeholders, " shapes)"));
       }
       if (is_node && index >= static_cast<int>(k)) {
         return FieldError(in_field, absl::StrCat(": n", index,
@@ -146,10 +147,9 @@ absl::StatusOr<std::vector<SuiteNode>> NodesFromJson(const json& j, const std::s
 
 absl::StatusOr<Problem> ProblemFromJson(const json& j, const std::string& field) {
   if (!j.is_object()) return FieldError(field, "must be an object, got " + j.dump().substr(0, 80));
-  RETURN_IF_ERROR(CheckKeys(j,
-                            {"name", "op", "shapes", "dtype", "attrs", "inputs", "torch", "tags",
-                             "note", "nodes"},
-                            field + "."));
+  RETURN_IF_ERROR(CheckKeys(
+      j, {"name", "op", "shapes", "dtype", "attrs", "inputs", "torch", "tags", "note", "nodes"},
+      field + "."));
   Problem p;
   ASSIGN_OR_RETURN(p.name, RequiredString(j, "name", field + ".name"));
   if (!IsProblemName(p.name)) {
@@ -173,8 +173,9 @@ absl::StatusOr<Problem> ProblemFromJson(const json& j, const std::string& field)
 
   if (fused) {
     if (!p.workload.args.attrs.empty()) {
-      return FieldError(field + ".attrs", "must be empty in a fused problem (its nodes carry the "
-                                          "attributes)");
+      return FieldError(field + ".attrs",
+                        "must be empty in a fused problem (its nodes carry the "
+                        "attributes)");
     }
     if (!j.contains("nodes")) return FieldError(field + ".nodes", "is missing (op is \"fused\")");
     ASSIGN_OR_RETURN(p.nodes, NodesFromJson(j["nodes"], field + ".nodes", num_shapes));
@@ -192,9 +193,9 @@ absl::StatusOr<Problem> ProblemFromJson(const json& j, const std::string& field)
   std::set<std::string> seen;
   for (const std::string& in : p.inputs) {
     if (!IsIdentifier(in) || IsReservedName(in)) {
-      return FieldError(field + ".inputs",
-                        absl::StrCat(": input name '", in,
-                                     "' must be an identifier other than torch and F"));
+      return FieldError(
+          field + ".inputs",
+          absl::StrCat(": input name '", in, "' must be an identifier other than torch and F"));
     }
     if (!seen.insert(in).second) {
       return FieldError(field + ".inputs", absl::StrCat(": input name '", in, "' is used twice"));
@@ -227,8 +228,8 @@ bool Problem::is_small() const {
 absl::StatusOr<Suite> Suite::Load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot read suite file '", path,
-                                            "': it does not exist or is not readable"));
+    return absl::NotFoundError(
+        absl::StrCat("cannot read suite file '", path, "': it does not exist or is not readable"));
   }
   std::stringstream ss;
   ss << in.rdbuf();
@@ -240,20 +241,18 @@ absl::StatusOr<Suite> Suite::Parse(const std::string& text, const std::string& s
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return absl::InvalidArgumentError(pre + "not valid JSON");
   if (!j.is_object()) return absl::InvalidArgumentError(pre + "must be a JSON object");
-  if (absl::Status s = CheckKeys(j, {"version", "suite", "description", "problems"}, "");
-      !s.ok()) {
+  if (absl::Status s = CheckKeys(j, {"version", "suite", "description", "problems"}, ""); !s.ok()) {
     return Prefixed(pre, s);
   }
   if (!j.contains("version")) return Prefixed(pre, FieldError("version", "is missing"));
   if (!j["version"].is_number_integer() || j["version"].get<int64_t>() < 1) {
-    return Prefixed(pre, FieldError("version", "must be a positive integer, got " +
-                                                   j["version"].dump()));
+    return Prefixed(
+        pre, FieldError("version", "must be a positive integer, got " + j["version"].dump()));
   }
   const int64_t version = j["version"].get<int64_t>();
   if (version > kSuiteFileVersion) {
-    return absl::InvalidArgumentError(absl::StrCat(pre, "version ", version,
-                                                   " is newer than this build reads (",
-                                                   kSuiteFileVersion, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        pre, "version ", version, " is newer than this build reads (", kSuiteFileVersion, ")"));
   }
   Suite suite;
   suite.source = source;
@@ -273,15 +272,16 @@ absl::StatusOr<Suite> Suite::Parse(const std::string& text, const std::string& s
   const json& problems = j["problems"];
   for (size_t i = 0; i < problems.size(); ++i) {
     std::string where = absl::StrCat(pre, "problem ", i);
-    if (problems[i].is_object() && problems[i].contains("name") && problems[i]["name"].is_string()) {
+    if (problems[i].is_object() && problems[i].contains("name") &&
+        problems[i]["name"].is_string()) {
       absl::StrAppend(&where, " '", problems[i]["name"].get<std::string>(), "'");
     }
     absl::StatusOr<Problem> p = ProblemFromJson(problems[i], absl::StrCat("problems[", i, "]"));
     if (!p.ok()) return Prefixed(where + ": ", p.status());
     for (size_t k = 0; k < suite.problems.size(); ++k) {
       if (suite.problems[k].name == p->name) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ": name '", p->name,
-                                                       "' is used by problem ", k, " too"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": name '", p->name, "' is used by problem ", k, " too"));
       }
     }
     suite.problems.push_back(*std::move(p));
@@ -306,7 +306,8 @@ absl::StatusOr<ir::ComputeDAG> BuildProblem(const Problem& problem) {
   const ir::OpArgs& args = problem.workload.args;
   std::vector<ir::Tensor> placeholders;
   for (size_t i = 0; i < args.shapes.size(); ++i) {
-    absl::StatusOr<ir::Tensor> t = ir::Placeholder(absl::StrCat("p", i), args.shapes[i], args.dtype);
+    absl::StatusOr<ir::Tensor> t =
+        ir::Placeholder(absl::StrCat("p", i), args.shapes[i], args.dtype);
     if (!t.ok()) return Prefixed(pre, t.status());
     placeholders.push_back(*t);
   }
@@ -320,8 +321,7 @@ absl::StatusOr<ir::ComputeDAG> BuildProblem(const Problem& problem) {
       absl::StatusOr<std::pair<bool, int>> operand = ParseOperand(text);
       if (!operand.ok()) return Prefixed(absl::StrCat(pre, "nodes[", k, "]: "), operand.status());
       const auto [is_node, index] = *operand;
-      if (is_node ? index >= static_cast<int>(k)
-                  : index >= static_cast<int>(placeholders.size())) {
+      if (is_node ? index >= static_cast<int>(k) : index >= static_cast<int>(placeholders.size())) {
         return absl::InvalidArgumentError(
             absl::StrCat(pre, "nodes[", k, "] (", node.op, "): operand '", text,
                          "' is not a placeholder or an earlier node"));
@@ -344,9 +344,9 @@ absl::StatusOr<ir::ComputeDAG> BuildProblem(const Problem& problem) {
   }
   for (size_t k = 0; k + 1 < node_read.size(); ++k) {
     if (!node_read[k]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          pre, "node n", k, " (", problem.nodes[k].op,
-          ") is not read by a later node (only the last node is an output)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(pre, "node n", k, " (", problem.nodes[k].op,
+                       ") is not read by a later node (only the last node is an output)"));
     }
   }
   absl::StatusOr<ir::ComputeDAG> dag = ir::ComputeDAG::Create({outs.back()});

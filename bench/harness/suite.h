@@ -91,7 +91,8 @@ struct Suite {
   /// 'shapes' lists 3"), a non-identifier or repeated input name, an empty "torch", "nodes" on a
   /// non-fused problem, a fused problem without nodes or with attributes, a malformed node
   /// ("field 'nodes[1].inputs[0]': n2 is not an earlier node ...").
-  static absl::StatusOr<Suite> Parse(const std::string& text, const std::string& source = "<suite>");
+  static absl::StatusOr<Suite> Parse(const std::string& text,
+                                     const std::string& source = "<suite>");
 
   /// The problem named `name`, or nullptr.
   const Problem* Find(const std::string& name) const;

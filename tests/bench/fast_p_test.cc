@@ -17,8 +17,8 @@ using ::tilesearch::testing::StatusIs;
 // Speedups (baseline / ours): a 2.0, b 0.5, c 1.0 (exactly p = 1: not > 1), d 4.0,
 // e incorrect (would be 10x), f 1.6.
 std::vector<ProblemScore> Table() {
-  return {{"a", true, 1.0, 2.0},   {"b", true, 2.0, 1.0}, {"c", true, 3.0, 3.0},
-          {"d", true, 0.5, 2.0},   {"e", false, 0.1, 1.0}, {"f", true, 2.5, 4.0}};
+  return {{"a", true, 1.0, 2.0}, {"b", true, 2.0, 1.0},  {"c", true, 3.0, 3.0},
+          {"d", true, 0.5, 2.0}, {"e", false, 0.1, 1.0}, {"f", true, 2.5, 4.0}};
 }
 
 TEST(FastPTest, CountsCorrectAndStrictlyFasterOverAllProblems) {
@@ -52,9 +52,9 @@ TEST(FastPTest, Errors) {
   EXPECT_THAT(FastP({{"z", true, 0.0, 1.0}}, 1.0).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("speedup of 'z': times must be positive and finite")));
-  EXPECT_THAT(GeomeanSpeedup({{"e", false, 1.0, 1.0}}).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("none of the 1 problems is correct")));
+  EXPECT_THAT(
+      GeomeanSpeedup({{"e", false, 1.0, 1.0}}).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("none of the 1 problems is correct")));
   // An incorrect problem's time is never used, even when it is meaningless.
   EXPECT_DOUBLE_EQ(*FastP({{"e", false, 0.0, 1.0}, {"a", true, 1.0, 2.0}}, 1.0), 0.5);
 }
@@ -67,8 +67,8 @@ TEST(SpeedOfLightTest, BoundIsTheSlowerOfComputeAndMemory) {
   EXPECT_NEAR(*SpeedOfLightMs(flops, bytes, h200), 2.74877906944, 1e-9);
   // 1 GiB copy: 2^31 bytes / 4e12 = 0.536870912 ms.
   EXPECT_NEAR(*SpeedOfLightMs(1e6, 2147483648.0, h200), 0.536870912, 1e-12);
-  EXPECT_TRUE(*IsSuspect(2.0, flops, bytes, h200));    // faster than the FMA peak allows
-  EXPECT_FALSE(*IsSuspect(3.3, flops, bytes, h200));   // 83% of peak: plausible
+  EXPECT_TRUE(*IsSuspect(2.0, flops, bytes, h200));   // faster than the FMA peak allows
+  EXPECT_FALSE(*IsSuspect(3.3, flops, bytes, h200));  // 83% of peak: plausible
   EXPECT_FALSE(*IsSuspect(0.6, 1e6, 2147483648.0, h200));
   EXPECT_TRUE(*IsSuspect(0.3, 1e6, 2147483648.0, h200));
 }
@@ -78,9 +78,9 @@ TEST(SpeedOfLightTest, Errors) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("limits must be positive")));
   EXPECT_THAT(SpeedOfLightMs(-1, 1, {1, 1}).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("work must be >= 0")));
-  EXPECT_THAT(IsSuspect(0, 1, 1, {1, 1}).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("time must be positive and finite")));
+  EXPECT_THAT(
+      IsSuspect(0, 1, 1, {1, 1}).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("time must be positive and finite")));
 }
 
 }  // namespace

@@ -84,9 +84,9 @@ class SuiteParseErrorTest : public ::testing::TestWithParam<ErrorCase> {};
 
 TEST_P(SuiteParseErrorTest, NamesFileProblemAndField) {
   absl::StatusOr<Suite> s = Suite::Parse(GetParam().text, "suites/x.json");
-  EXPECT_THAT(s.status(), StatusIs(absl::StatusCode::kInvalidArgument,
-                                   AllOf(HasSubstr("suites/x.json: "),
-                                         HasSubstr(GetParam().message))));
+  EXPECT_THAT(s.status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("suites/x.json: "), HasSubstr(GetParam().message))));
 }
 
 std::string P(const std::string& fields, const std::string& inputs = R"(["X"])") {
@@ -109,7 +109,8 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"no_suite", R"({"version": 1, "problems": []})", "field 'suite' is missing"},
         ErrorCase{"empty_problems", R"({"version": 1, "suite": "t", "problems": []})",
                   "field 'problems' must be a non-empty list"},
-        ErrorCase{"problem_not_object", Wrap("3"), "problem 0: field 'problems[0]' must be an object"},
+        ErrorCase{"problem_not_object", Wrap("3"),
+                  "problem 0: field 'problems[0]' must be an object"},
         ErrorCase{"missing_torch",
                   Wrap(R"({"name": "p", "op": "relu", "shapes": [[4]], "inputs": ["X"]})"),
                   "problem 0 'p': field 'problems[0].torch' is missing"},
@@ -140,33 +141,35 @@ INSTANTIATE_TEST_SUITE_P(
                   Wrap(R"({"name": "p", "op": "relu", "shapes": [[4]], "inputs": ["X"],
                            "torch": ""})"),
                   "field 'problems[0].torch' must be a non-empty string"},
-        ErrorCase{"duplicate_name",
-                  Wrap(std::string(kMatmul) + "," + kMatmul),
+        ErrorCase{"duplicate_name", Wrap(std::string(kMatmul) + "," + kMatmul),
                   "problem 1 'mm': name 'mm' is used by problem 0 too"},
-        ErrorCase{"nodes_not_fused",
-                  P(R"("op": "relu", "shapes": [[4]], "nodes": [{"op": "relu", "inputs": ["p0"]}])"),
-                  "field 'problems[0].nodes' is only valid in a \"fused\" problem (op is 'relu')"},
+        ErrorCase{
+            "nodes_not_fused",
+            P(R"("op": "relu", "shapes": [[4]], "nodes": [{"op": "relu", "inputs": ["p0"]}])"),
+            "field 'problems[0].nodes' is only valid in a \"fused\" problem (op is 'relu')"},
         ErrorCase{"fused_without_nodes", P(R"("op": "fused", "shapes": [[4]])"),
                   "field 'problems[0].nodes' is missing (op is \"fused\")"},
-        ErrorCase{"fused_attrs",
-                  P(R"("op": "fused", "shapes": [[4]], "attrs": {"axis": 1},
+        ErrorCase{"fused_attrs", P(R"("op": "fused", "shapes": [[4]], "attrs": {"axis": 1},
                        "nodes": [{"op": "relu", "inputs": ["p0"]}])"),
                   "field 'problems[0].attrs' must be empty in a fused problem"},
-        ErrorCase{"unknown_graph_op",
-                  P(R"("op": "fused", "shapes": [[4]], "nodes": [{"op": "foo", "inputs": ["p0"]}])"),
-                  "field 'problems[0].nodes[0].op': unknown graph operator 'foo'"},
-        ErrorCase{"missing_placeholder",
-                  P(R"("op": "fused", "shapes": [[4]], "nodes": [{"op": "relu", "inputs": ["p1"]}])"),
-                  "field 'problems[0].nodes[0].inputs[0]': placeholder p1 does not exist (the "
-                  "problem has 1 shapes)"},
+        ErrorCase{
+            "unknown_graph_op",
+            P(R"("op": "fused", "shapes": [[4]], "nodes": [{"op": "foo", "inputs": ["p0"]}])"),
+            "field 'problems[0].nodes[0].op': unknown graph operator 'foo'"},
+        ErrorCase{
+            "missing_placeholder",
+            P(R"("op": "fused", "shapes": [[4]], "nodes": [{"op": "relu", "inputs": ["p1"]}])"),
+            "field 'problems[0].nodes[0].inputs[0]': placeholder p1 does not exist (the "
+            "problem has 1 shapes)"},
         ErrorCase{"later_node",
                   P(R"("op": "fused", "shapes": [[4]], "nodes": [{"op": "relu", "inputs": ["p0"]},
                        {"op": "relu", "inputs": ["n1"]}])"),
                   "field 'problems[0].nodes[1].inputs[0]': n1 is not an earlier node"},
-        ErrorCase{"bad_operand",
-                  P(R"("op": "fused", "shapes": [[4]], "nodes": [{"op": "relu", "inputs": ["x0"]}])"),
-                  "field 'problems[0].nodes[0].inputs[0]' must be \"p<index>\" or \"n<index>\", "
-                  "got 'x0'"},
+        ErrorCase{
+            "bad_operand",
+            P(R"("op": "fused", "shapes": [[4]], "nodes": [{"op": "relu", "inputs": ["x0"]}])"),
+            "field 'problems[0].nodes[0].inputs[0]' must be \"p<index>\" or \"n<index>\", "
+            "got 'x0'"},
         ErrorCase{"empty_nodes", P(R"("op": "fused", "shapes": [[4]], "nodes": [])"),
                   "field 'problems[0].nodes' must be a non-empty list of nodes"}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return std::string(info.param.label); });
@@ -184,10 +187,10 @@ Problem Parsed(const std::string& fields, const std::string& inputs = R"(["X"])"
 }
 
 TEST(SuiteBuildTest, ErrorsNameTheProblemAndNode) {
-  EXPECT_THAT(BuildProblem(Parsed(R"("op": "relu", "shapes": [[4]], "attrs": {"axis": "1"})"))
-                  .status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("problem 'p': "), HasSubstr("axis"))));
+  EXPECT_THAT(
+      BuildProblem(Parsed(R"("op": "relu", "shapes": [[4]], "attrs": {"axis": "1"})")).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("problem 'p': "), HasSubstr("axis"))));
   // A shape mismatch inside a fused problem names the node.
   EXPECT_THAT(
       BuildProblem(Parsed(R"("op": "fused", "shapes": [[4, 8], [3, 5]],
@@ -195,20 +198,18 @@ TEST(SuiteBuildTest, ErrorsNameTheProblemAndNode) {
                           R"(["X", "Y"])"))
           .status(),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("problem 'p': nodes[0] (matmul): ")));
-  EXPECT_THAT(
-      BuildProblem(Parsed(R"("op": "fused", "shapes": [[4], [4]],
+  EXPECT_THAT(BuildProblem(Parsed(R"("op": "fused", "shapes": [[4], [4]],
                              "nodes": [{"op": "relu", "inputs": ["p0"]}])",
-                          R"(["X", "Y"])"))
-          .status(),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               HasSubstr("problem 'p': placeholder p1 is not read by any node")));
-  EXPECT_THAT(
-      BuildProblem(Parsed(R"("op": "fused", "shapes": [[4]],
+                                  R"(["X", "Y"])"))
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("problem 'p': placeholder p1 is not read by any node")));
+  EXPECT_THAT(BuildProblem(Parsed(R"("op": "fused", "shapes": [[4]],
                              "nodes": [{"op": "relu", "inputs": ["p0"]},
                                        {"op": "sigmoid", "inputs": ["p0"]}])"))
-          .status(),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               HasSubstr("node n0 (relu) is not read by a later node")));
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node n0 (relu) is not read by a later node")));
 }
 
 }  // namespace
