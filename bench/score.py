@@ -221,7 +221,7 @@ def validate_launch(problem, launch, output_shape=None):
     elif output_shape is not None and list(outs[0].get("shape", [])) != list(output_shape):
         errs.append(f"output shape {outs[0].get('shape')} differs from the reference's "
                     f"{list(output_shape)}")
-    for a in args:
+    for a in ins + outs:
         if a.get("dtype") != problem.get("dtype", "float32"):
             errs.append(f"argument {a.get('index')}: dtype {a.get('dtype')!r} is not the "
                         f"problem's {problem.get('dtype', 'float32')}")
@@ -869,7 +869,8 @@ class Harness:
                     bufs.append(xs[n_in])
                     n_in += 1
                 else:
-                    t = torch.empty(a["shape"], dtype=xs[0].dtype, device="cuda")
+                    dtype = xs[0].dtype if a["kind"] == "output" else getattr(torch, a["dtype"])
+                    t = torch.empty(a["shape"], dtype=dtype, device="cuda")
                     if a["kind"] == "output":
                         out_index = len(bufs)
                     else:
@@ -882,10 +883,15 @@ class Harness:
             results = []
             for rep in range(2):
                 out.view(torch.int32).fill_(POISON_BITS)
-                for k, s in enumerate(scratch):
-                    s.view(torch.int32).fill_(POISON_BITS if rep == 0 else 0)
-                    if rep == 1:
+                for s in scratch:  # a different pattern before each of the two launches
+                    if s.element_size() != 4:
+                        s.view(torch.uint8).fill_(0xA5 if rep == 0 else 0x5A)
+                    elif rep == 0:
+                        s.view(torch.int32).fill_(POISON_BITS)
+                    elif s.dtype.is_floating_point:
                         s.normal_(generator=self.gen)
+                    else:
+                        s.view(torch.int32).fill_(0x5A5A5A5A)
                 self.scribble()
                 torch.cuda.synchronize()
                 try:
@@ -974,7 +980,9 @@ class Harness:
                         bufs.append(xs[i])
                         i += 1
                     else:
-                        bufs.append(torch.empty(a["shape"], dtype=xs[0].dtype, device="cuda"))
+                        dtype = (xs[0].dtype if a["kind"] == "output"
+                                 else getattr(torch, a["dtype"]))
+                        bufs.append(torch.empty(a["shape"], dtype=dtype, device="cuda"))
                 t = self.time(kernel.bind(bufs, self.stream()))
                 r["ours"] = t
                 if other_stream_suspect(t["median_ms"],

@@ -258,6 +258,14 @@ class ArtifactTest(unittest.TestCase):
                               {"index": 1, "kind": "output", "dtype": "float32", "shape": [4]}],
                 "launches": [{"entry": "k", "grid": [1, 1, 1], "block": [4, 1, 1]}]}
         self.assertEqual(score.validate_launch(p, good, [4]), [])
+        # Scratch buffers may have any dtype; inputs and outputs must have the problem's.
+        scratch = json.loads(json.dumps(good))
+        scratch["arguments"].append({"index": 2, "kind": "scratch", "dtype": "int32",
+                                     "shape": [2]})
+        self.assertEqual(score.validate_launch(p, scratch, [4]), [])
+        scratch["arguments"][1]["dtype"] = "float16"
+        self.assertIn("argument 1: dtype 'float16' is not the problem's float32",
+                      score.validate_launch(p, scratch, [4]))
         self.assertIn("output shape [4] differs from the reference's [5]",
                       score.validate_launch(p, good, [5])[0])
         bad = json.loads(json.dumps(good))
@@ -477,6 +485,7 @@ def launch_doc(problem, scratch=False):
 class _DType:
     def __init__(self, name, size):
         self.name, self.size = name, size
+        self.is_floating_point = name.startswith("float")
 
     def __repr__(self):
         return self.name
