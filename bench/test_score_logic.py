@@ -279,6 +279,20 @@ class ArtifactTest(unittest.TestCase):
         self.assertTrue(any("input shapes [[8]] differ" in e
                             for e in score.validate_launch(p, bad, [4])))
 
+    def test_a_real_replay_artifact_fits_its_level1_problem(self):
+        # Written by `tilesearch replay --log bench/logs/h200-issue5/matmul_xgboost.jsonl --op
+        # matmul --shape 4096x4096 --shape 4096x4096 --name matmul_square_4096 --no-check`: the
+        # format score.py reads is the one replay writes.
+        with open(os.path.join(HERE, "harness", "testdata",
+                               "replay_matmul_square_4096.json")) as f:
+            doc = json.load(f)
+        l1 = score.load_suite(os.path.join(SUITES, "level1.json"))
+        p = next(p for p in l1["problems"] if p["name"] == "matmul_square_4096")
+        self.assertTrue(score.workload_matches(p, doc["workload"]))
+        self.assertEqual(score.validate_launch(p, doc, [4096, 4096]), [])
+        self.assertEqual(doc["flops"], score.problem_flops(p, [4096, 4096]))
+        self.assertEqual(doc["files"]["ptx"], "matmul_square_4096.ptx")
+
     def test_artifact_directory_lookup(self):
         import tempfile
         p = {"name": "x", "op": "relu", "shapes": [[4]], "dtype": "float32", "attrs": {}}
