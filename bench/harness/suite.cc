@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
-#include "ir/graph.h"
 #include "ir/tensor.h"
 #include "ir/type.h"
 #include "nlohmann/json.hpp"
@@ -76,75 +75,6 @@ absl::StatusOr<std::string> RequiredString(const json& j, const std::string& key
   return j[key].get<std::string>();
 }
 
-// "p3" / "n0": (is_node, index).
-absl::StatusOr<std::pair<bool, int>> ParseOperand(const std::string& text) {
-  auto bad = [&] {
-    return absl::InvalidArgumentError(
-        absl::StrCat("must be \"p<index>\" or \"n<index>\", got '", text, "'"));
-  };
-  if (text.size() < 2 || (text[0] != 'p' && text[0] != 'n') || text.size() > 7) return bad();
-  int index = 0;
-  for (size_t i = 1; i < text.size(); ++i) {
-    if (text[i] < '0' || text[i] > '9') return bad();
-    index = index * 10 + (text[i] - '0');
-  }
-  if (text.size() > 2 && text[1] == '0') return bad();
-  return std::make_pair(text[0] == 'n', index);
-}
-
-absl::StatusOr<std::vector<SuiteNode>> NodesFromJson(const json& j, const std::string& field,
-                                                     int num_placeholders) {
-  if (!j.is_array() || j.empty()) return FieldError(field, "must be a non-empty list of nodes");
-  std::vector<SuiteNode> nodes;
-  for (size_t k = 0; k < j.size(); ++k) {
-    const std::string node_field = absl::StrCat(field, "[", k, "]");
-    const json& n = j[k];
-    if (!n.is_object()) return FieldError(node_field, "must be an object, got " + n.dump());
-    RETURN_IF_ERROR(CheckKeys(n, {"op", "inputs", "attrs"}, node_field + "."));
-    SuiteNode node;
-    ASSIGN_OR_RETURN(node.op, RequiredString(n, "op", node_field + ".op"));
-    if (absl::StatusOr<const ir::GraphOpInfo*> info = ir::FindGraphOp(node.op); !info.ok()) {
-      return FieldError(node_field + ".op",
-                        absl::StrCat(": unknown graph operator '", node.op, "'"));
-    }
-    if (!n.contains("inputs")) return FieldError(node_field + ".inputs", "is missing");
-    ASSIGN_OR_RETURN(node.inputs, StringList(n["inputs"], node_field + ".inputs"));
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      const std::string in_field = absl::StrCat(node_field, ".inputs[", i, "]");
-      absl::StatusOr<std::pair<bool, int>> operand = ParseOperand(node.inputs[i]);
-      if (!operand.ok()) return FieldError(in_field, std::string(operand.status().message()));
-      const auto [is_node, index] = *operand;
-      if (!is_node && index >= num_placeholders) {
-        return FieldError(
-            in_field, absl::StrCat(": placeholder p", index, " does not exist (the problem has ",
-                                   num_placeholders, " shapes)"));
-      }
-      if (is_node && index >= static_cast<int>(k)) {
-        return FieldError(in_field, absl::StrCat(": n", index,
-                                                 " is not an earlier node (a node reads "
-                                                 "placeholders and nodes before it)"));
-      }
-    }
-    if (n.contains("attrs")) {
-      if (!n["attrs"].is_object()) {
-        return FieldError(node_field + ".attrs", "must be an object of name: value");
-      }
-      for (auto it = n["attrs"].begin(); it != n["attrs"].end(); ++it) {
-        if (it->is_string()) {
-          node.attrs[it.key()] = it->get<std::string>();
-        } else if (it->is_number_integer() || it->is_boolean()) {
-          node.attrs[it.key()] = it->dump();
-        } else {
-          return FieldError(absl::StrCat(node_field, ".attrs.", it.key()),
-                            "must be a string, an integer or a boolean, got " + it->dump());
-        }
-      }
-    }
-    nodes.push_back(std::move(node));
-  }
-  return nodes;
-}
-
 absl::StatusOr<Problem> ProblemFromJson(const json& j, const std::string& field) {
   if (!j.is_object()) return FieldError(field, "must be an object, got " + j.dump().substr(0, 80));
   RETURN_IF_ERROR(CheckKeys(
@@ -158,31 +88,14 @@ absl::StatusOr<Problem> ProblemFromJson(const json& j, const std::string& field)
                                    "' must be lower-case letters, digits and '_', starting with a "
                                    "letter"));
   }
-  ASSIGN_OR_RETURN(std::string op, RequiredString(j, "op", field + ".op"));
-  // The workload fields, read by the schedule files' own reader (same syntax and messages). A
-  // fused problem is read under a stand-in operator name: its nodes are read here.
+  // The workload fields (fused problems: with their nodes), read by the schedule files' own
+  // reader: same syntax and messages.
   json w = json::object();
-  for (const char* key : {"op", "shapes", "dtype", "attrs"}) {
+  for (const char* key : {"op", "shapes", "dtype", "attrs", "nodes"}) {
     if (j.contains(key)) w[key] = j[key];
   }
-  const bool fused = op == "fused";
-  if (fused) w["op"] = "relu";
   ASSIGN_OR_RETURN(p.workload, schedule::WorkloadFromJson(w, field));
-  p.workload.op = op;
   const int num_shapes = static_cast<int>(p.workload.args.shapes.size());
-
-  if (fused) {
-    if (!p.workload.args.attrs.empty()) {
-      return FieldError(field + ".attrs",
-                        "must be empty in a fused problem (its nodes carry the "
-                        "attributes)");
-    }
-    if (!j.contains("nodes")) return FieldError(field + ".nodes", "is missing (op is \"fused\")");
-    ASSIGN_OR_RETURN(p.nodes, NodesFromJson(j["nodes"], field + ".nodes", num_shapes));
-  } else if (j.contains("nodes")) {
-    return FieldError(field + ".nodes",
-                      absl::StrCat("is only valid in a \"fused\" problem (op is '", op, "')"));
-  }
 
   if (!j.contains("inputs")) return FieldError(field + ".inputs", "is missing");
   ASSIGN_OR_RETURN(p.inputs, StringList(j["inputs"], field + ".inputs"));
@@ -297,60 +210,8 @@ const Problem* Suite::Find(const std::string& name) const {
 }
 
 absl::StatusOr<ir::ComputeDAG> BuildProblem(const Problem& problem) {
-  const std::string pre = absl::StrCat("problem '", problem.name, "': ");
-  if (!problem.is_fused()) {
-    absl::StatusOr<ir::ComputeDAG> dag = problem.workload.Build();
-    if (!dag.ok()) return Prefixed(pre, dag.status());
-    return dag;
-  }
-  const ir::OpArgs& args = problem.workload.args;
-  std::vector<ir::Tensor> placeholders;
-  for (size_t i = 0; i < args.shapes.size(); ++i) {
-    absl::StatusOr<ir::Tensor> t =
-        ir::Placeholder(absl::StrCat("p", i), args.shapes[i], args.dtype);
-    if (!t.ok()) return Prefixed(pre, t.status());
-    placeholders.push_back(*t);
-  }
-  std::vector<bool> placeholder_read(placeholders.size(), false);
-  std::vector<bool> node_read(problem.nodes.size(), false);
-  std::vector<ir::Tensor> outs;
-  for (size_t k = 0; k < problem.nodes.size(); ++k) {
-    const SuiteNode& node = problem.nodes[k];
-    std::vector<ir::Tensor> ins;
-    for (const std::string& text : node.inputs) {
-      absl::StatusOr<std::pair<bool, int>> operand = ParseOperand(text);
-      if (!operand.ok()) return Prefixed(absl::StrCat(pre, "nodes[", k, "]: "), operand.status());
-      const auto [is_node, index] = *operand;
-      if (is_node ? index >= static_cast<int>(k) : index >= static_cast<int>(placeholders.size())) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(pre, "nodes[", k, "] (", node.op, "): operand '", text,
-                         "' is not a placeholder or an earlier node"));
-      }
-      (is_node ? node_read : placeholder_read)[index] = true;
-      ins.push_back(is_node ? outs[index] : placeholders[index]);
-    }
-    absl::StatusOr<ir::Tensor> out =
-        ir::BuildGraphOp(node.op, ins, node.attrs, absl::StrCat(node.op, "_", k));
-    if (!out.ok()) {
-      return Prefixed(absl::StrCat(pre, "nodes[", k, "] (", node.op, "): "), out.status());
-    }
-    outs.push_back(*out);
-  }
-  for (size_t i = 0; i < placeholder_read.size(); ++i) {
-    if (!placeholder_read[i]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(pre, "placeholder p", i, " is not read by any node"));
-    }
-  }
-  for (size_t k = 0; k + 1 < node_read.size(); ++k) {
-    if (!node_read[k]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(pre, "node n", k, " (", problem.nodes[k].op,
-                       ") is not read by a later node (only the last node is an output)"));
-    }
-  }
-  absl::StatusOr<ir::ComputeDAG> dag = ir::ComputeDAG::Create({outs.back()});
-  if (!dag.ok()) return Prefixed(pre, dag.status());
+  absl::StatusOr<ir::ComputeDAG> dag = problem.workload.Build();
+  if (!dag.ok()) return Prefixed(absl::StrCat("problem '", problem.name, "': "), dag.status());
   return dag;
 }
 

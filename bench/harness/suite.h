@@ -43,28 +43,18 @@ namespace tilesearch::bench {
 /// Version of the suite file format this build reads.
 inline constexpr int kSuiteFileVersion = 1;
 
-/// One node of a fused problem (schedule/fused_workload.h's form, kept as text here).
-struct SuiteNode {
-  std::string op;                            // graph operator (ir::GraphOps()), e.g. "dense"
-  std::vector<std::string> inputs;           // "p<I>" placeholders, "n<J>" earlier nodes
-  std::map<std::string, std::string> attrs;  // as text, ir::BuildGraphOp's syntax
-
-  bool operator==(const SuiteNode& other) const = default;
-};
-
 /// One problem of a suite.
 struct Problem {
   std::string name;  // unique in the suite; [a-z0-9_], starts with a letter
-  /// op, shapes, dtype, attributes. For a fused problem: op "fused", the placeholder shapes and
-  /// dtype, no attributes (the nodes carry them).
+  /// op, shapes, dtype, attributes: what the tuner tunes. For a fused problem: op "fused", the
+  /// placeholder shapes and dtype, no attributes, and its nodes (schedule/fused_workload.h).
   schedule::Workload workload;
-  std::vector<SuiteNode> nodes;     // fused problems only
   std::vector<std::string> inputs;  // names of the inputs in `torch`, one per shape
   std::string torch;                // the PyTorch expression
   std::vector<std::string> tags;    // e.g. "small", "matmul"
   std::string note;
 
-  bool is_fused() const { return workload.op == "fused"; }
+  bool is_fused() const { return workload.is_fused(); }
   /// True when tagged "small" (latency-bound; summarized separately).
   bool is_small() const;
 };
@@ -90,7 +80,8 @@ struct Suite {
   /// inputs that differs from the number of shapes ("field 'inputs' names 2 inputs but
   /// 'shapes' lists 3"), a non-identifier or repeated input name, an empty "torch", "nodes" on a
   /// non-fused problem, a fused problem without nodes or with attributes, a malformed node
-  /// ("field 'nodes[1].inputs[0]': n2 is not an earlier node ...").
+  /// ("field 'problems[0].nodes[1].inputs[0]': n2 is not an earlier node ...": the messages of
+  /// schedule::WorkloadFromJson, which reads the workload fields).
   static absl::StatusOr<Suite> Parse(const std::string& text,
                                      const std::string& source = "<suite>");
 
@@ -98,11 +89,10 @@ struct Suite {
   const Problem* Find(const std::string& name) const;
 };
 
-/// Builds the problem's DAG: a library workload through schedule::Workload::Build; a fused one by
-/// composing ir::BuildGraphOp on placeholders p0.. of its shapes (what the fused-workload form
-/// builds). Errors (kInvalidArgument, "problem 'x': ..."): the workload's build errors; for fused
-/// problems an unknown graph operator, "nodes[1] (add): <BuildGraphOp's error>", a placeholder
-/// no node reads, a node other than the last that no later node reads.
+/// Builds the problem's DAG (schedule::Workload::Build: the operator library, or the fused
+/// workload's BuildFusedDAG). Errors (kInvalidArgument): Build's, prefixed "problem 'x': ", e.g.
+/// "problem 'x': fused workload: nodes[0] (matmul): ...", "... placeholder p1 is not read by any
+/// node", "... placeholders must be numbered in the order the DAG reads them: ...".
 absl::StatusOr<ir::ComputeDAG> BuildProblem(const Problem& problem);
 
 /// Minimum DRAM traffic of one run in bytes: every input and output read or written once.

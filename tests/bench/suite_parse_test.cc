@@ -49,9 +49,11 @@ TEST(SuiteParseTest, ReadsLibraryAndFusedProblems) {
   const Problem& f = s->problems[1];
   EXPECT_TRUE(f.is_fused());
   EXPECT_TRUE(f.is_small());
-  ASSERT_EQ(f.nodes.size(), 3u);
-  EXPECT_EQ(f.nodes[0].op, "dense");
-  EXPECT_THAT(f.nodes[1].inputs, ElementsAre("n0", "p2"));
+  ASSERT_EQ(f.workload.nodes.size(), 3u);
+  EXPECT_EQ(f.workload.nodes[0].op, "dense");
+  ASSERT_EQ(f.workload.nodes[1].inputs.size(), 2u);
+  EXPECT_EQ(f.workload.nodes[1].inputs[0].ToString(), "n0");
+  EXPECT_EQ(f.workload.nodes[1].inputs[1].ToString(), "p2");
   EXPECT_EQ(s->Find("dbr"), &s->problems[1]);
   EXPECT_EQ(s->Find("nope"), nullptr);
 }
@@ -146,12 +148,13 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{
             "nodes_not_fused",
             P(R"("op": "relu", "shapes": [[4]], "nodes": [{"op": "relu", "inputs": ["p0"]}])"),
-            "field 'problems[0].nodes' is only valid in a \"fused\" problem (op is 'relu')"},
-        ErrorCase{"fused_without_nodes", P(R"("op": "fused", "shapes": [[4]])"),
-                  "field 'problems[0].nodes' is missing (op is \"fused\")"},
+            "field 'problems[0].nodes' is only valid in a \"fused\" workload (op is 'relu')"},
+        ErrorCase{
+            "fused_without_nodes", P(R"("op": "fused", "shapes": [[4]])"),
+            "field 'problems[0].nodes' is missing (a fused workload lists its operator nodes)"},
         ErrorCase{"fused_attrs", P(R"("op": "fused", "shapes": [[4]], "attrs": {"axis": 1},
                        "nodes": [{"op": "relu", "inputs": ["p0"]}])"),
-                  "field 'problems[0].attrs' must be empty in a fused problem"},
+                  "field 'problems[0].attrs' must be empty in a fused workload"},
         ErrorCase{
             "unknown_graph_op",
             P(R"("op": "fused", "shapes": [[4]], "nodes": [{"op": "foo", "inputs": ["p0"]}])"),
@@ -160,7 +163,7 @@ INSTANTIATE_TEST_SUITE_P(
             "missing_placeholder",
             P(R"("op": "fused", "shapes": [[4]], "nodes": [{"op": "relu", "inputs": ["p1"]}])"),
             "field 'problems[0].nodes[0].inputs[0]': placeholder p1 does not exist (the "
-            "problem has 1 shapes)"},
+            "workload has 1 shapes)"},
         ErrorCase{"later_node",
                   P(R"("op": "fused", "shapes": [[4]], "nodes": [{"op": "relu", "inputs": ["p0"]},
                        {"op": "relu", "inputs": ["n1"]}])"),
@@ -171,7 +174,7 @@ INSTANTIATE_TEST_SUITE_P(
             "field 'problems[0].nodes[0].inputs[0]' must be \"p<index>\" or \"n<index>\", "
             "got 'x0'"},
         ErrorCase{"empty_nodes", P(R"("op": "fused", "shapes": [[4]], "nodes": [])"),
-                  "field 'problems[0].nodes' must be a non-empty list of nodes"}),
+                  "field 'problems[0].nodes' must list at least one node"}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return std::string(info.param.label); });
 
 TEST(SuiteParseTest, LoadNamesAMissingFile) {
@@ -192,18 +195,19 @@ TEST(SuiteBuildTest, ErrorsNameTheProblemAndNode) {
       StatusIs(absl::StatusCode::kInvalidArgument,
                AllOf(HasSubstr("problem 'p': "), HasSubstr("axis"))));
   // A shape mismatch inside a fused problem names the node.
-  EXPECT_THAT(
-      BuildProblem(Parsed(R"("op": "fused", "shapes": [[4, 8], [3, 5]],
+  EXPECT_THAT(BuildProblem(Parsed(R"("op": "fused", "shapes": [[4, 8], [3, 5]],
                              "nodes": [{"op": "matmul", "inputs": ["p0", "p1"]}])",
-                          R"(["X", "Y"])"))
-          .status(),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("problem 'p': nodes[0] (matmul): ")));
-  EXPECT_THAT(BuildProblem(Parsed(R"("op": "fused", "shapes": [[4], [4]],
-                             "nodes": [{"op": "relu", "inputs": ["p0"]}])",
                                   R"(["X", "Y"])"))
                   .status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("problem 'p': placeholder p1 is not read by any node")));
+                       HasSubstr("problem 'p': fused workload: nodes[0] (matmul): ")));
+  EXPECT_THAT(
+      BuildProblem(Parsed(R"("op": "fused", "shapes": [[4], [4]],
+                             "nodes": [{"op": "relu", "inputs": ["p0"]}])",
+                          R"(["X", "Y"])"))
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("problem 'p': fused workload: placeholder p1 is not read by any node")));
   EXPECT_THAT(BuildProblem(Parsed(R"("op": "fused", "shapes": [[4]],
                              "nodes": [{"op": "relu", "inputs": ["p0"]},
                                        {"op": "sigmoid", "inputs": ["p0"]}])"))
