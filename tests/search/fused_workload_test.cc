@@ -220,6 +220,38 @@ TEST(FusedSketches, FusedTasksGetSketchesWhoseProgramsLowerAndMatchTheReference)
   }
 }
 
+TEST(FusedSketches, CudaRecordsOfFusedTasksCompileToPtx) {
+  // The cuda path cannot run here; a sampled program of each fused DAG must still replay from a
+  // record, lower and compile to PTX (and assemble with ptxas where it is installed).
+  const std::vector<schedule::Workload> workloads = {
+      TaskWorkloadNamed(DenseBiasRelu(64, 32, 48), "dense_add_relu"),
+      TaskWorkloadNamed(LayerNormAdd(), "layernorm_add")};
+  const schedule::Target h200 = schedule::Target::H200();
+  for (const schedule::Workload& w : workloads) {
+    SCOPED_TRACE(w.ToString());
+    absl::StatusOr<ir::ComputeDAG> dag = w.Build();
+    ASSERT_THAT(dag.status(), IsOk());
+    absl::StatusOr<std::vector<schedule::State>> sketches = GenerateSketches(*dag, h200);
+    ASSERT_THAT(sketches.status(), IsOk());
+    std::mt19937_64 rng(3);
+    const std::vector<schedule::State> states =
+        SampleInitialPopulation(*sketches, *dag, h200, 1, rng);
+    ASSERT_EQ(states.size(), 1u);
+    MeasureRecord record;
+    record.workload = w;
+    record.workload_key = dag->WorkloadKey();
+    record.target = h200;
+    record.steps = states[0].steps();
+    record.result.timing.median_ms = 1.0;
+    absl::StatusOr<KernelArtifact> artifact = BuildKernel(record);
+    ASSERT_THAT(artifact.status(), IsOk());
+    ASSERT_TRUE(artifact->gpu != nullptr);
+    EXPECT_THAT(artifact->gpu->ptx, HasSubstr(".entry"));
+    if (FindPtxas().has_value()) EXPECT_FALSE(artifact->cubin.empty());
+    EXPECT_THAT(ArtifactHeader(*artifact), HasSubstr("d_p0"));
+  }
+}
+
 TuneOptions SmallTune(const std::string& log, int trials, int per_round) {
   TuneOptions o;
   o.trials = trials;
