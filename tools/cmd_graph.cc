@@ -3,6 +3,8 @@
 // (search/task_scheduler.h, search/task_scheduler_tuner.h), and run with the best kernel of every
 // task (search/graph_executor.h).
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -15,6 +17,7 @@
 #include "base/status.h"
 #include "examples/models.h"
 #include "ir/graph.h"
+#include "nlohmann/json.hpp"
 #include "search/api.h"
 #include "search/graph_executor.h"
 #include "search/partition.h"
@@ -89,6 +92,47 @@ void PrintTasks(const search::GraphPartition& p) {
   }
 }
 
+using nlohmann::json;
+
+json NumberOrNull(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+// The graph's identity in both commands' JSON.
+json GraphJson(const GraphOptions& o, const LoadedGraph& g) {
+  const int x = g.graph.FindNode("x");
+  return {{"model", o.model},
+          {"batch", o.batch > 0 ? json(o.batch) : json(nullptr)},
+          {"input_shape", x >= 0 ? json(g.graph.node(x).shape) : json(nullptr)},
+          {"small", o.small},
+          {"fused", !o.no_fuse},
+          {"target", g.target.ToString()},
+          {"flops", g.partition.Flops()},
+          {"subgraphs", g.partition.subgraphs.size()}};
+}
+
+// --json must name a new or regular file that is not the log.
+absl::Status CheckJsonPath(const std::string& json_path, const std::string& log) {
+  if (json_path.empty()) return absl::OkStatus();
+  std::error_code ec;
+  if (std::filesystem::exists(log, ec) && std::filesystem::exists(json_path, ec) &&
+      std::filesystem::equivalent(json_path, log, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--json '", json_path, "' is the tuning log; give another file"));
+  }
+  if (std::filesystem::is_directory(json_path, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat("--json '", json_path, "' is a directory"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteJson(const std::string& path, const json& j) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (out) out << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+  out.close();
+  if (!out)
+    return absl::PermissionDeniedError(absl::StrCat("cannot write --json file '", path, "'"));
+  return absl::OkStatus();
+}
+
 // ---------------------------------------------------------------------------------------------
 // tune-graph
 
@@ -104,6 +148,7 @@ struct TuneGraphOptions {
   int generations = -1;  // < 0: default
   int per_task_early_stopping = 0;
   bool skip_untunable = false;
+  std::string json_path;
   int min_runs = -1;
   double min_time_ms = -1;
   int warmup = -1;
@@ -111,11 +156,13 @@ struct TuneGraphOptions {
 };
 
 absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
+  RETURN_IF_ERROR(CheckJsonPath(o.json_path, o.log));
   ASSIGN_OR_RETURN(LoadedGraph g, LoadGraph(o.graph));
   // The tasks the tuner can tune: their workloads, and their indices in the partition.
   const std::vector<search::SchedulerTask> all = search::SchedulerTasksOf(g.partition);
   std::vector<schedule::Workload> workloads;
   std::vector<search::SchedulerTask> tasks;
+  std::vector<int> task_index;  // tasks[i] is partition task task_index[i]
   std::vector<std::string> untunable;
   for (size_t i = 0; i < g.partition.tasks.size(); ++i) {
     absl::StatusOr<schedule::Workload> w =
@@ -126,6 +173,7 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
     }
     workloads.push_back(*std::move(w));
     tasks.push_back(all[i]);
+    task_index.push_back(static_cast<int>(i));
   }
   if (!untunable.empty()) {
     if (!o.skip_untunable || workloads.empty()) {
@@ -184,6 +232,39 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
     std::cout << " " << r.task << (r.warmup ? "w" : (r.random ? "r" : ""));
   }
   std::cout << "\n";
+  if (!o.json_path.empty()) {
+    json j = GraphJson(o.graph, g);
+    j["log"] = o.log;
+    j["strategy"] = o.round_robin ? "round-robin" : "gradient";
+    j["trials"] = result.trials;
+    j["objective_ms"] = NumberOrNull(result.objective * 1e3);
+    j["interrupted"] = result.interrupted;
+    j["tasks"] = json::array();
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      const search::TaskAllocation& a = result.tasks[i];
+      j["tasks"].push_back({{"name", tasks[i].name},
+                            {"weight", tasks[i].weight},
+                            {"flops", tasks[i].flops},
+                            {"partition_task", task_index[i]},
+                            {"workload_key", g.partition.tasks[task_index[i]].workload_key},
+                            {"trials", a.trials},
+                            {"restored_trials", a.restored_trials},
+                            {"rounds", a.rounds},
+                            {"best_ms", NumberOrNull(a.best_latency_s * 1e3)},
+                            {"state", search::TaskStateName(a.state)}});
+    }
+    j["rounds"] = json::array();
+    for (const search::SchedulerRound& r : result.rounds) {
+      j["rounds"].push_back({{"task", r.task},
+                             {"trials", r.trials},
+                             {"total_trials", r.total_trials},
+                             {"objective_ms", NumberOrNull(r.objective * 1e3)},
+                             {"warmup", r.warmup},
+                             {"random", r.random}});
+    }
+    j["untunable"] = untunable;
+    RETURN_IF_ERROR(WriteJson(o.json_path, j));
+  }
   if (result.interrupted) return 130;
   return result.dead_tasks.empty() && std::isfinite(result.objective) ? 0 : 1;
 }
@@ -201,6 +282,7 @@ struct RunGraphOptions {
   double min_time_ms = -1;
   int warmup = -1;
   bool no_flush = false;
+  std::string json_path;
 };
 
 // Graphs up to this many FLOPs are checked against the interpreter by default (`check auto`);
@@ -208,6 +290,7 @@ struct RunGraphOptions {
 constexpr double kInterpreterFlops = 2e8;
 
 absl::StatusOr<int> RunGraph(const RunGraphOptions& o) {
+  RETURN_IF_ERROR(CheckJsonPath(o.json_path, o.log));
   ASSIGN_OR_RETURN(LoadedGraph g, LoadGraph(o.graph));
   search::GraphExecutorOptions eo;
   eo.host_threads = o.graph.host_threads;
@@ -219,6 +302,9 @@ absl::StatusOr<int> RunGraph(const RunGraphOptions& o) {
   std::cout << "log: " << o.log << "\n";
 
   int code = 0;
+  json j = GraphJson(o.graph, g);
+  j["log"] = o.log;
+  j["check"] = nullptr;
   if (o.check != "none") {
     search::GraphCheckOptions co;
     co.seed = o.seed;
@@ -233,6 +319,13 @@ absl::StatusOr<int> RunGraph(const RunGraphOptions& o) {
               << ": " << (check.passed ? "OK" : "MISMATCH") << " (" << check.report.checked_elements
               << " output elements, max abs error " << Sci(check.report.max_abs_error)
               << ", max rel error " << Sci(check.report.max_rel_error) << ")\n";
+    j["check"] = {{"reference", search::GraphReferenceName(check.reference)},
+                  {"passed", check.passed},
+                  {"elements", check.report.checked_elements},
+                  {"mismatches", check.report.mismatches},
+                  {"max_abs_error", check.report.max_abs_error},
+                  {"max_rel_error", check.report.max_rel_error},
+                  {"first_mismatch", check.report.first_mismatch}};
     if (!check.passed) {
       std::cout << "  " << check.report.mismatches
                 << " elements outside tolerance; first: " << check.report.first_mismatch << "\n";
@@ -276,6 +369,32 @@ absl::StatusOr<int> RunGraph(const RunGraphOptions& o) {
   for (const search::ExecutorTask& e : exec->tasks()) {
     if (!e.tuned) std::cout << "untuned: " << e.name << ": " << e.note << "\n";
   }
+  if (!o.json_path.empty()) {
+    j["end_to_end"] = {{"median_ms", e2e.median_ms},
+                       {"p10_ms", e2e.p10_ms},
+                       {"p90_ms", e2e.p90_ms},
+                       {"runs", e2e.runs},
+                       {"flush_cache", timing.flush_cache}};
+    j["sum_of_tasks_ms"] = t.sum_of_tasks_ms;
+    j["tasks"] = json::array();
+    for (size_t i = 0; i < t.tasks.size(); ++i) {
+      const search::ExecutorTask& e = exec->tasks()[i];
+      const search::TaskTiming& tt = t.tasks[i];
+      j["tasks"].push_back({{"name", e.name},
+                            {"workload_key", e.workload_key},
+                            {"weight", e.weight},
+                            {"flops", e.flops},
+                            {"tuned", e.tuned},
+                            {"trial", e.tuned ? json(e.trial) : json(nullptr)},
+                            {"logged_ms", e.tuned ? json(e.logged_ms) : json(nullptr)},
+                            {"ms_per_call", tt.ms_per_call},
+                            {"ms_per_execution", tt.total_ms},
+                            {"share", tt.share},
+                            {"kernels", e.num_kernels},
+                            {"note", e.note}});
+    }
+    RETURN_IF_ERROR(WriteJson(o.json_path, j));
+  }
   return code;
 }
 
@@ -310,6 +429,9 @@ ExitCodeAction AddTuneGraphCommand(CLI::App& app) {
                  "stop a task after this many of its rounds without improvement, 0 = off")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
+  app.add_option("--json", o->json_path,
+                 "write the allocation as JSON: tasks (weight, FLOPs, trials, rounds, best ms, "
+                 "state) and every round (task, trials, objective ms)");
   app.add_flag("--skip-untunable", o->skip_untunable,
                "tune the tasks the tuner can tune and list the others (default: an error)");
   app.add_option("--min-runs", o->min_runs, "timed runs per candidate at least, 1..100000")
@@ -342,6 +464,8 @@ ExitCodeAction AddRunGraphCommand(CLI::App& app) {
   app.add_option("--warmup", o->warmup, "untimed runs before timing, 0..10000")
       ->check(CLI::Range(0, 10000));
   app.add_flag("--no-flush", o->no_flush, "do not flush the caches before each timed run");
+  app.add_option("--json", o->json_path,
+                 "write the check, the end-to-end latency and the per-task breakdown as JSON");
   return [o]() { return RunGraph(*o); };
 }
 

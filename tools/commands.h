@@ -119,7 +119,7 @@ ExitCodeAction AddInspectCommand(CLI::App& app);
 /// [--no-fuse] [--target auto|cpu|cuda] --trials N [--per-round 64] --log FILE [--seed S]
 /// [--round-robin] [--cost-model xgboost|random] [--population N] [--generations N]
 /// [--per-task-early-stopping N] [--skip-untunable] [--min-runs N] [--min-time-ms X] [--warmup N]
-/// [--host-threads N] [--quiet]`: builds the model
+/// [--host-threads N] [--json FILE] [--quiet]`: builds the model
 /// (examples/models.h), partitions it (search::PartitionGraph; --no-fuse: one task per operator),
 /// prints the tasks with their weights, FLOPs and workload keys, and runs the task scheduler
 /// (gradient, or --round-robin) with the tuner on one log for --trials trials of this run
@@ -127,19 +127,24 @@ ExitCodeAction AddInspectCommand(CLI::App& app);
 /// allocation (trials, rounds, best latency, weighted latency, state) and the task of each round.
 /// Tasks the tuner cannot tune (search::TaskWorkload) are an error listing them, or with
 /// --skip-untunable are listed and left out. Returns 0 when every task has a valid schedule, 1
-/// when a task is dead or has none, 130 after Ctrl-C.
+/// when a task is dead or has none, 130 after Ctrl-C. --json writes the allocation (per task:
+/// partition index, name, weight, FLOPs, workload key, trials, restored trials, rounds, best ms,
+/// state; per round: task, trials, total trials, objective ms, warm-up, random) and the untunable
+/// tasks; it must not be the log.
 ExitCodeAction AddTuneGraphCommand(CLI::App& app);
 
 /// `tilesearch run-graph --model ... [--batch N] [--small] [--no-fuse] --log FILE [--target T]
 /// [--allow-untuned] [--check auto|interpreter|unscheduled|none] [--seed S] [--min-runs N]
-/// [--min-time-ms X] [--warmup N] [--no-flush] [--host-threads N]`: builds and partitions the model
-/// as tune-graph does, loads the best valid record of every task from the log
-/// (search::GraphExecutor; --allow-untuned runs tasks without one unscheduled), checks the graph
-/// outputs on random inputs against the reference (auto: the interpreter up to 2e8 FLOPs, else the
-/// unscheduled kernels on the target), and prints the end-to-end latency (median of whole
+/// [--min-time-ms X] [--warmup N] [--no-flush] [--host-threads N] [--json FILE]`: builds and
+/// partitions the model as tune-graph does, loads the best valid record of every task from the
+/// log (search::GraphExecutor; --allow-untuned runs tasks without one unscheduled), checks the
+/// graph outputs on random inputs against the reference (auto: the interpreter up to 2e8 FLOPs,
+/// else the unscheduled kernels on the target), and prints the end-to-end latency (median of whole
 /// executions, p10 / p90) and per task: weight, kernel (trial), logged median, measured ms per
 /// call, ms per execution and share. Returns 0, or 1 when the check failed; a missing log or
-/// record is a user error naming the task and its workload key.
+/// record is a user error naming the task and its workload key. --json writes the check (reference,
+/// passed, errors), end_to_end (median / p10 / p90 ms, runs), sum_of_tasks_ms and per task the
+/// name, key, weight, FLOPs, tuned, trial, logged_ms, ms_per_call, ms_per_execution, share.
 ExitCodeAction AddRunGraphCommand(CLI::App& app);
 
 }  // namespace tilesearch::tools

@@ -6,7 +6,8 @@
 # as many records in the log), round-robin; run-graph checks against the interpreter, prints the
 # end-to-end latency and one breakdown line per task naming the log's best trial; a missing log, a
 # task without records (the fused partition of the same model) and an unknown model are one-line
-# errors, and --allow-untuned runs such tasks unscheduled.
+# errors, and --allow-untuned runs such tasks unscheduled; both commands' --json agree with the
+# printed numbers and refuse the log as their file.
 # Run by ctest with TILESEARCH set to the binary.
 set -u
 source "$(dirname "$0")/cli_lib.sh"
@@ -39,12 +40,40 @@ for r in records:
 assert sorted(keys.values()) == sorted(trials), (keys, trials)
 PY
 
-run rr tune-graph "${graph[@]}" "${search[@]}" --trials 4 --round-robin --log "$tmp/rr.jsonl"
+run rr tune-graph "${graph[@]}" "${search[@]}" --trials 4 --round-robin --log "$tmp/rr.jsonl" \
+  --json "$tmp/rr.json"
 expect_rc rr 0
 expect_out rr '^strategy: round-robin, 4 rounds, 4 trials$'
+python3 - "$tmp/rr.json" <<'PY' || fail "tune-graph --json"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["model"] == "swiglu_mlp" and j["strategy"] == "round-robin" and j["trials"] == 4, j
+assert [t["name"] for t in j["tasks"]] == ["dense", "swish", "mul", "dense"], j["tasks"]
+assert [t["weight"] for t in j["tasks"]] == [2, 1, 1, 1]
+assert [r["task"] for r in j["rounds"]] == [0, 1, 2, 3] and all(r["warmup"] for r in j["rounds"])
+assert j["rounds"][-1]["total_trials"] == 4
+# The objective is the weighted sum of the tasks' best times.
+obj = sum(t["weight"] * t["best_ms"] for t in j["tasks"])
+assert abs(obj - j["objective_ms"]) <= 1e-9 * obj, (obj, j["objective_ms"])
+PY
+run jsonlog tune-graph "${graph[@]}" "${search[@]}" --trials 4 --log "$tmp/rr.jsonl" \
+  --json "$tmp/rr.jsonl"
+expect_error jsonlog "is the tuning log"
 
-run exec run-graph "${graph[@]}" "${timing[@]}" --log "$tmp/g.jsonl"
+run exec run-graph "${graph[@]}" "${timing[@]}" --log "$tmp/g.jsonl" --json "$tmp/exec.json"
 expect_rc exec 0
+python3 - "$tmp/exec.json" "$tmp/exec.out" <<'PY' || fail "run-graph --json"
+import json, re, sys
+j = json.load(open(sys.argv[1]))
+assert j["check"]["reference"] == "interpreter" and j["check"]["passed"], j["check"]
+assert j["check"]["elements"] == 32
+assert [t["name"] for t in j["tasks"]] == ["dense", "swish", "mul", "dense"]
+assert all(t["tuned"] for t in j["tasks"])
+assert abs(sum(t["share"] for t in j["tasks"]) - 1) < 1e-9
+assert abs(sum(t["ms_per_execution"] for t in j["tasks"]) - j["sum_of_tasks_ms"]) < 1e-9
+printed = re.search(r"^end-to-end latency: ([0-9.]+) ms", open(sys.argv[2]).read(), re.M)
+assert printed and abs(float(printed.group(1)) - j["end_to_end"]["median_ms"]) < 1e-4
+PY
 expect_out exec '^check against the interpreter: OK \(32 output elements'
 expect_out exec '^end-to-end latency: [0-9.]+ ms median'
 expect_out exec '^0 +dense +2 trial [0-9]+ '
