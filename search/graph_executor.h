@@ -9,10 +9,11 @@
 //   GraphCheck c = exec->Check({}).value();       // against ir::RunGraphReference
 //
 // Kernels. Each task's kernel comes from the best valid record of its workload key on the target
-// in the tuning log (search::ApplyHistoryBestByKey: the record's workload rebuilt, its steps
-// replayed, lowered again for the record's target) and is compiled once: cpu, JIT-compiled in
-// this process (codegen::CompileForHost, as the host measurer does); cuda, codegen::CompileToPtx
-// loaded into the primary context of the device (runtime::LoadedGpuModule). With
+// in the tuning log (search::BestRecord and ReplayRecord, as ApplyHistoryBestByKey: the record's
+// workload rebuilt — a registry operator or a fused workload — its steps replayed, lowered again
+// for the record's target) and is compiled once: cpu, JIT-compiled in this process
+// (codegen::CompileForHost, as the host measurer does); cuda, codegen::CompileToPtx loaded into
+// the primary context of the device (runtime::LoadedGpuModule). With
 // `allow_untuned`, a task without a valid record runs its unscheduled program instead (cpu: the
 // initial state; cuda: schedule::NaiveGpuSchedule), and CreateUnscheduled builds every task that
 // way (the compiled reference of big graphs, where the interpreter is too slow).
@@ -138,8 +139,8 @@ class GraphExecutor {
   /// (or "no valid record ... all 64 trials failed: ..."); a record this build cannot replay or
   /// lower ("task 2 ('dense_add'): <log>: trial 17: step 3: ..."); kFailedPrecondition when a
   /// record's kernel parameters do not match the subgraph's values ("task 1 ('dense'): kernel
-  /// parameter 0 is float32 [8, 16], subgraph 3 binds node 2 'x' of float32 [8, 32]"); compile
-  /// errors; cuda: "no CUDA driver found: ...", the driver's load and allocation errors.
+  /// parameter 0 ('X') is float32 [8, 16], subgraph 3 binds node 2 'x' of float32 [8, 32]");
+  /// compile errors; cuda: "no CUDA driver found: ...", the driver's load and allocation errors.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<GraphExecutor>> Create(
       const ir::Graph& graph, const GraphPartition& partition, const std::string& log_path,
       const schedule::Target& target, const GraphExecutorOptions& options = {});
