@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issues 6 and 7 on the H200 in one device call (the device tool's README: one purpose per call):
 #   run(command="bash bench/run_h200_issue7.sh", carry=["dist"], kind="nvidia-h200")
+# Steps 1-2 are skipped with SKIP_SCORE=1 (e.g. a second call: MODELS="bert_layer::320:32").
 # 1. bench/score.py --self-test: the planted-cheat suite (bench/cheats) under the hardened checks.
 # 2. matmul_square_4096 of bench/suites/level1.json scored from the committed issue-5 log (replay
 #    -> artifact -> score.py with eager / eager without TF32 baselines).
@@ -12,18 +13,19 @@
 # Each step has its own time limit (timeout --foreground: the tuner logs its round in flight and
 # stops on SIGINT). Everything lands in $OUT/issue7/ and is tarred to $OUT/issue7.tgz.
 set -uo pipefail
-out="${OUT:-/tmp/out}/issue7"
+out="${OUT:-/tmp/out}/issue7${TAG:+-$TAG}"
 mkdir -p "$out/logs"
 exec > >(tee -a "$out/run.log") 2>&1
 root="$(bash dist/unpack.sh | tail -1)"
 ts="$root/run"
-MODELS=${MODELS:-"swiglu_mlp::192:64 resnet_block:1:192:64 bert_layer::320:32"}
+MODELS=${MODELS:-"swiglu_mlp::256:32 resnet_block:1:192:32"}
 RR_MODEL=${RR_MODEL:-swiglu_mlp}
-TUNE_LIMIT_S=${TUNE_LIMIT_S:-100}
+TUNE_LIMIT_S=${TUNE_LIMIT_S:-90}
 TUNE_ARGS=${TUNE_ARGS:-"--warmup 1 --min-runs 3 --min-time-ms 10 --quiet"}
 echo "== $(date -u +%FT%TZ) $(uname -n); pack: $(head -3 "$root/MANIFEST" | tr '\n' ' ')"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 
+if [[ -z "${SKIP_SCORE:-}" ]]; then
 echo "== score.py --self-test"
 timeout --foreground 150 python3 bench/score.py --self-test --out "$out/selftest" 2>&1 | tail -25
 
@@ -35,6 +37,7 @@ timeout --foreground 120 python3 bench/score.py --suite bench/suites/level1.json
   --artifacts "$out/artifacts" --problems matmul_square_4096 --baselines eager,eager_no_tf32 \
   --out "$out/score_level1_matmul" 2>&1 | tail -12
 rm -rf "$out/h200-issue5-s4"
+fi
 
 baseline_models=()
 for spec in $MODELS; do
@@ -63,4 +66,4 @@ echo "== PyTorch baselines"
 timeout --foreground 240 python3 bench/graph_baseline.py "${baseline_models[@]}" \
   --json "$out/pytorch_graphs.json" 2>&1 | grep -v Warning | tail -8
 echo "== done $(date -u +%FT%TZ)"
-cd "$(dirname "$out")" && tar czf issue7.tgz issue7 && rm -rf issue7
+cd "$(dirname "$out")" && tar czf "$(basename "$out").tgz" "$(basename "$out")" && rm -rf "$out"
