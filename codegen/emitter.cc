@@ -615,6 +615,20 @@ absl::Status Emitter::EmitStmt(const Stmt& s) {
     case ir::StmtKind::kEvaluate:
       // Expressions have no side effects; still check that it is well formed.
       return EmitExpr(s.as<ir::EvaluateNode>()->value).status();
+    case ir::StmtKind::kAsyncGroup: {
+      const auto* g = s.as<ir::AsyncGroupNode>();
+      if (config_.target != EmitTarget::kGpu) {
+        return absl::InvalidArgumentError(
+            "async copy group on the host target (cp.async pipelines are GPU-only)");
+      }
+      b_.getContext()->getOrLoadDialect<mlir::NVVM::NVVMDialect>();
+      if (g->is_commit()) {
+        mlir::NVVM::CpAsyncCommitGroupOp::create(b_, loc_);
+      } else {
+        mlir::NVVM::CpAsyncWaitGroupOp::create(b_, loc_, static_cast<uint32_t>(g->wait));
+      }
+      return absl::OkStatus();
+    }
   }
   return absl::InternalError("unhandled statement kind");
 }
@@ -958,7 +972,81 @@ int64_t Emitter::VectorAlignment(const ir::BufferDecl& decl, const std::vector<E
   return align;
 }
 
+mlir::Value Emitter::ElementAddress(const BufferBinding& bb, const std::vector<mlir::Value>& idx) {
+  mlir::Value linear = mlir::arith::ConstantIndexOp::create(b_, loc_, 0);
+  int64_t stride = 1;
+  for (size_t d = idx.size(); d-- > 0;) {
+    mlir::Value term = idx[d];
+    if (stride != 1) {
+      term = arith::MulIOp::create(b_, loc_, term,
+                                   mlir::arith::ConstantIndexOp::create(b_, loc_, stride));
+    }
+    linear = arith::AddIOp::create(b_, loc_, linear, term);
+    stride *= bb.decl.shape[d];
+  }
+  mlir::Value bytes = arith::MulIOp::create(
+      b_, loc_, linear, mlir::arith::ConstantIndexOp::create(b_, loc_, ir::BytesOf(bb.decl.dtype)));
+  mlir::Value base = mlir::memref::ExtractAlignedPointerAsIndexOp::create(b_, loc_, bb.memref);
+  mlir::Value addr = arith::AddIOp::create(b_, loc_, base, bytes);
+  return arith::IndexCastOp::create(b_, loc_, b_.getI64Type(), addr);
+}
+
+absl::StatusOr<bool> Emitter::EmitAsyncCopy(const ir::StoreNode* op) {
+  const auto* load = op->value.as<ir::LoadNode>();
+  const BufferBinding* dst = FindBuffer(op->buffer);
+  const BufferBinding* src = load ? FindBuffer(load->buffer) : nullptr;
+  if (dst == nullptr || src == nullptr || dst->decl.scope != ir::MemoryScope::kShared ||
+      src->decl.scope != ir::MemoryScope::kGlobal || src->decl.dtype != dst->decl.dtype ||
+      op->indices.empty() || load->indices.empty()) {
+    return false;
+  }
+  // One copy per thread (scalar) or per vector: both sides contiguous in the lane (VectorizeBlocker
+  // proved whichever varies contiguous; both must vary) and aligned to the copy's size.
+  int64_t width = 1;
+  if (lane_.active) {
+    if (!Varying(op->indices.back()) || !Varying(load->indices.back())) return false;
+    width = lane_.width;
+  }
+  const int64_t bytes = width * ir::BytesOf(dst->decl.dtype);
+  if (bytes != 4 && bytes != 8 && bytes != 16) return false;
+  if (lane_.active && (VectorAlignment(dst->decl, op->indices, width) < bytes ||
+                       VectorAlignment(src->decl, load->indices, width) < bytes)) {
+    return false;
+  }
+  const BufferBinding* bb = nullptr;
+  ASSIGN_OR_RETURN(std::vector<mlir::Value> didx, EmitIndices(op->buffer, op->indices, &bb,
+                                                              "async copy"));
+  ASSIGN_OR_RETURN(std::vector<mlir::Value> sidx, EmitIndices(load->buffer, load->indices, &bb,
+                                                              "async copy"));
+  mlir::MLIRContext* ctx = b_.getContext();
+  ctx->getOrLoadDialect<mlir::NVVM::NVVMDialect>();
+  ctx->getOrLoadDialect<mlir::LLVM::LLVMDialect>();
+  // Shared: the workgroup memref's aligned pointer is an address-space-3 address. Global: a
+  // kernel argument's is generic; cvta.to.global makes it the global address cp.async reads.
+  mlir::Value dptr = mlir::LLVM::IntToPtrOp::create(
+      b_, loc_, mlir::LLVM::LLVMPointerType::get(ctx, 3), ElementAddress(*dst, didx), nullptr);
+  mlir::Value generic = mlir::LLVM::IntToPtrOp::create(
+      b_, loc_, mlir::LLVM::LLVMPointerType::get(ctx, 0), ElementAddress(*src, sidx), nullptr);
+  mlir::Value sptr = mlir::LLVM::AddrSpaceCastOp::create(
+      b_, loc_, mlir::LLVM::LLVMPointerType::get(ctx, 1), generic);
+  // .cg (L2 only) exists for 16-byte copies; 4 and 8 bytes take .ca.
+  const auto modifier =
+      bytes == 16 ? mlir::NVVM::LoadCacheModifierKind::CG : mlir::NVVM::LoadCacheModifierKind::CA;
+  mlir::NVVM::CpAsyncOp::create(b_, loc_, dptr, sptr, static_cast<uint32_t>(bytes), modifier,
+                                mlir::Value());
+  return true;
+}
+
 absl::Status Emitter::EmitStore(const ir::StoreNode* op) {
+  if (op->async_copy) {
+    if (config_.target != EmitTarget::kGpu) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "async copy to '", op->buffer, "' on the host target (cp.async pipelines are GPU-only)"));
+    }
+    ASSIGN_OR_RETURN(bool copied, EmitAsyncCopy(op));
+    // Otherwise the plain store: the copy completed early, which every wait allows.
+    if (copied) return absl::OkStatus();
+  }
   const BufferBinding* bb = nullptr;
   ASSIGN_OR_RETURN(std::vector<mlir::Value> idx,
                    EmitIndices(op->buffer, op->indices, &bb, "store"));

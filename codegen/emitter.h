@@ -14,6 +14,11 @@
 // `S = f(.., shfl.sync.bfly(A[c..], m), ..)` with no memory and no barrier (lane u of a warp reads
 // the value lane u ^ m holds); otherwise it is emitted as written (the same result, slower).
 //
+// Async copies (GPU only; the host reports kInvalidArgument): a Store with async_copy becomes one
+// cp.async.shared.global per vector (or scalar) of 4, 8 or 16 bytes whose shared and global
+// addresses are aligned to its size (16 bytes: .cg, else .ca), and the plain store otherwise;
+// AsyncGroup statements become cp.async.commit_group / cp.async.wait_group N.
+//
 // Value representation: int64 → i64, int32 → i32, bool → i1, every float type → f32 (float16 and
 // bfloat16 are storage types: loads widen, stores and casts round). Buffers are memrefs of their
 // shape with storage element types f32 / f16 / bf16 / i32 / i64 / i8 (bool).
@@ -125,6 +130,12 @@ class Emitter {
   absl::Status EmitVectorized(const ir::ForNode* op, int64_t extent);
   absl::Status EmitAllocate(const ir::AllocateNode* op);
   absl::Status EmitStore(const ir::StoreNode* op);
+  /// An async_copy Store as one cp.async.shared.global (4 / 8 bytes: .ca; 16: .cg) when it copies
+  /// a global Load of the same dtype into a shared buffer, contiguously in a vector lane and
+  /// aligned to the copy's size; false (nothing emitted) otherwise.
+  absl::StatusOr<bool> EmitAsyncCopy(const ir::StoreNode* op);
+  /// i64 address (in the memref's address space) of the element at `idx` of `bb`.
+  mlir::Value ElementAddress(const BufferBinding& bb, const std::vector<mlir::Value>& idx);
   absl::Status EmitIf(const ir::IfThenElseNode* op);
   absl::Status EmitSeq(const ir::SeqNode* op);
   /// Emits the exchange window at stmts[i] as a warp shuffle and returns how many statements it

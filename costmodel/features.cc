@@ -226,6 +226,7 @@ class Extractor {
       }
       case ir::StmtKind::kBarrier:
       case ir::StmtKind::kEvaluate:
+      case ir::StmtKind::kAsyncGroup:  // async copies are Stores (rows like the store they are)
         return absl::OkStatus();
     }
     return absl::OkStatus();

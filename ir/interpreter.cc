@@ -675,6 +675,10 @@ class Compiler {
         ASSIGN_OR_RETURN(CExprPtr value, CompileExpr(v, scope_, precision_));
         return CStmtPtr(std::make_unique<EvaluateStmt>(std::move(value), IsFloat(v.type())));
       }
+      case StmtKind::kAsyncGroup:
+        // Async copies (Stores with async_copy) complete when issued: nothing to commit or wait
+        // for.
+        return CStmtPtr(std::make_unique<NoOpStmt>());
     }
     CHECK(false) << "unhandled statement kind";
     return CStmtPtr();

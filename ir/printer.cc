@@ -171,7 +171,7 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
         if (i) os << ", ";
         Print(os, st->indices[i]);
       }
-      os << "] = ";
+      os << (st->async_copy ? "] = async_copy " : "] = ");
       Print(os, st->value);
       os << "\n";
       return;
@@ -196,6 +196,15 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
       return;
     }
     case StmtKind::kBarrier: os << pad << "barrier\n"; return;
+    case StmtKind::kAsyncGroup: {
+      const auto* g = s.as<AsyncGroupNode>();
+      if (g->is_commit()) {
+        os << pad << "async_commit\n";
+      } else {
+        os << pad << "async_wait " << g->wait << "\n";
+      }
+      return;
+    }
     case StmtKind::kEvaluate:
       os << pad;
       Print(os, s.as<EvaluateNode>()->value);

@@ -900,7 +900,7 @@ Stmt Simplifier::MutateStmt(const Stmt& s) {
       Expr value = Mutate(op->value);
       changed |= !value.same_as(op->value);
       if (!changed) return s;
-      return StoreNode::Make(op->buffer, std::move(idx), std::move(value));
+      return StoreNode::Make(op->buffer, std::move(idx), std::move(value), op->async_copy);
     }
     case StmtKind::kAllocate: {
       const auto* op = s.as<AllocateNode>();
@@ -940,6 +940,7 @@ Stmt Simplifier::MutateStmt(const Stmt& s) {
       return IfThenElseNode::Make(cond, then_case, else_case);
     }
     case StmtKind::kBarrier:
+    case StmtKind::kAsyncGroup:
       return s;
     case StmtKind::kEvaluate: {
       const auto* op = s.as<EvaluateNode>();

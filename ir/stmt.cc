@@ -61,14 +61,18 @@ Stmt SeqNode::Make(std::vector<Stmt> stmts) {
   return Stmt(std::make_shared<SeqNode>(std::move(flat)));
 }
 
-Stmt StoreNode::Make(std::string buffer, std::vector<Expr> indices, Expr value) {
+Stmt StoreNode::Make(std::string buffer, std::vector<Expr> indices, Expr value, bool async_copy) {
   CHECK(!buffer.empty()) << "Store to a buffer without a name";
   CHECK(value.defined()) << "Store of an undefined value to '" << buffer << "'";
   for (const Expr& i : indices) {
     CHECK(i.defined() && i.type() == ScalarType::kInt64)
         << "index of Store to '" << buffer << "' is not int64";
   }
-  return Stmt(std::make_shared<StoreNode>(std::move(buffer), std::move(indices), std::move(value)));
+  if (async_copy) {
+    CHECK(value.as<LoadNode>() != nullptr) << "async copy to '" << buffer << "' is not of a Load";
+  }
+  return Stmt(std::make_shared<StoreNode>(std::move(buffer), std::move(indices), std::move(value),
+                                          async_copy));
 }
 
 Stmt AllocateNode::Make(BufferDecl buffer, Stmt body) {
@@ -90,6 +94,13 @@ Stmt BarrierNode::Make() { return Stmt(std::make_shared<BarrierNode>()); }
 Stmt EvaluateNode::Make(Expr value) {
   CHECK(value.defined()) << "Evaluate of an undefined value";
   return Stmt(std::make_shared<EvaluateNode>(std::move(value)));
+}
+
+Stmt AsyncGroupNode::Commit() { return Stmt(std::make_shared<AsyncGroupNode>(-1)); }
+
+Stmt AsyncGroupNode::Wait(int64_t pending) {
+  CHECK(pending >= 0) << "async wait for " << pending << " pending groups";
+  return Stmt(std::make_shared<AsyncGroupNode>(pending));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -126,6 +137,7 @@ void StmtVisitor::VisitIfThenElse(const IfThenElseNode* op, const Stmt&) {
 }
 void StmtVisitor::VisitBarrier(const BarrierNode*, const Stmt&) {}
 void StmtVisitor::VisitEvaluate(const EvaluateNode* op, const Stmt&) { VisitExpr(op->value); }
+void StmtVisitor::VisitAsyncGroup(const AsyncGroupNode*, const Stmt&) {}
 
 Stmt StmtMutator::Mutate(const Stmt& s) {
   if (!s.defined()) return s;
@@ -164,7 +176,8 @@ Stmt StmtMutator::MutateStore(const StoreNode* op, const Stmt& s) {
   }
   Expr value = MutateExpr(op->value);
   changed |= !value.same_as(op->value);
-  return changed ? StoreNode::Make(op->buffer, std::move(indices), std::move(value)) : s;
+  return changed ? StoreNode::Make(op->buffer, std::move(indices), std::move(value), op->async_copy)
+                 : s;
 }
 Stmt StmtMutator::MutateAllocate(const AllocateNode* op, const Stmt& s) {
   Stmt body = Mutate(op->body);
@@ -178,6 +191,7 @@ Stmt StmtMutator::MutateIfThenElse(const IfThenElseNode* op, const Stmt& s) {
   return IfThenElseNode::Make(std::move(cond), std::move(t), std::move(e));
 }
 Stmt StmtMutator::MutateBarrier(const BarrierNode*, const Stmt& s) { return s; }
+Stmt StmtMutator::MutateAsyncGroup(const AsyncGroupNode*, const Stmt& s) { return s; }
 Stmt StmtMutator::MutateEvaluate(const EvaluateNode* op, const Stmt& s) {
   Expr v = MutateExpr(op->value);
   return v.same_as(op->value) ? s : EvaluateNode::Make(std::move(v));

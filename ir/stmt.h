@@ -33,7 +33,8 @@ namespace tilesearch::ir {
   X(Allocate)                 \
   X(IfThenElse)               \
   X(Barrier)                  \
-  X(Evaluate)
+  X(Evaluate)                 \
+  X(AsyncGroup)
 
 enum class StmtKind : uint8_t {
 #define TS_DECLARE_KIND(name) k##name,
@@ -125,13 +126,21 @@ struct SeqNode : StmtNode {
 
 struct StoreNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kStore;
-  StoreNode(std::string b, std::vector<Expr> i, Expr v)
-      : StmtNode(kKind), buffer(std::move(b)), indices(std::move(i)), value(std::move(v)) {}
+  StoreNode(std::string b, std::vector<Expr> i, Expr v, bool async = false)
+      : StmtNode(kKind), buffer(std::move(b)), indices(std::move(i)), value(std::move(v)),
+        async_copy(async) {}
   /// Indices are int64; the value is rounded to the buffer's dtype when stored.
-  static Stmt Make(std::string buffer, std::vector<Expr> indices, Expr value);
+  /// With `async_copy` (GPU only, made by schedule/software_pipeline.h for cp.async pipelines):
+  /// the store to a shared buffer of a Load of a global buffer of the same dtype is an
+  /// asynchronous copy (PTX cp.async): the element lands by the time an AsyncGroup wait covering
+  /// the thread's commit of it returns; until then the destination must not be read. The
+  /// interpreter and every other pass treat it as the plain store (it is one, completed early).
+  static Stmt Make(std::string buffer, std::vector<Expr> indices, Expr value,
+                   bool async_copy = false);
   const std::string buffer;
   const std::vector<Expr> indices;
   const Expr value;
+  const bool async_copy = false;
 };
 
 struct AllocateNode : StmtNode {
@@ -166,6 +175,22 @@ struct EvaluateNode : StmtNode {
   explicit EvaluateNode(Expr v) : StmtNode(kKind), value(std::move(v)) {}
   static Stmt Make(Expr value);
   const Expr value;
+};
+
+/// Asynchronous-copy bookkeeping of the executing thread (GPU only; made with async_copy Stores
+/// by schedule/software_pipeline.h). `wait < 0` (Commit): the thread's async copies issued since
+/// its last commit form one group (PTX cp.async.commit_group). `wait >= 0` (Wait): the thread
+/// blocks until at most `wait` of its committed groups are incomplete (cp.async.wait_group);
+/// other threads see the copied data only after a Barrier that follows. The interpreter completes
+/// copies when they are issued, so both are no-ops there.
+struct AsyncGroupNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kAsyncGroup;
+  explicit AsyncGroupNode(int64_t w) : StmtNode(kKind), wait(w) {}
+  static Stmt Commit();
+  /// CHECKs `pending` >= 0.
+  static Stmt Wait(int64_t pending);
+  bool is_commit() const { return wait < 0; }
+  const int64_t wait;
 };
 
 /// One kernel: parameters in argument order (inputs, then outputs) and the body.

@@ -55,6 +55,8 @@ class UseFinder : public ir::StmtVisitor {
     has_evaluate = true;
     ir::StmtVisitor::VisitEvaluate(op, s);
   }
+  // Async-copy groups count per thread: a vthread loop holding one stays a plain loop.
+  void VisitAsyncGroup(const ir::AsyncGroupNode*, const Stmt&) override { has_evaluate = true; }
 
  private:
   std::string var_;
@@ -92,6 +94,7 @@ class RunsOnceChecker : public ir::StmtVisitor {
     if (lb.names.count(op->buffer)) ok = false;
   }
   void VisitEvaluate(const ir::EvaluateNode*, const Stmt&) override { ok = false; }
+  void VisitAsyncGroup(const ir::AsyncGroupNode*, const Stmt&) override { ok = false; }
 };
 
 bool RunsOnce(const Stmt& s) {
@@ -134,7 +137,7 @@ class LeadingStoreIndexAdder : public ir::StmtMutator {
     if (op->buffer != buffer_) return s;
     std::vector<Expr> idx{v_};
     idx.insert(idx.end(), op->indices.begin(), op->indices.end());
-    return ir::StoreNode::Make(op->buffer, std::move(idx), op->value);
+    return ir::StoreNode::Make(op->buffer, std::move(idx), op->value, op->async_copy);
   }
 
  private:
@@ -160,7 +163,7 @@ class VThreadInjector : public ir::StmtMutator {
     if (loop->for_kind != ForKind::kVThread) return m;
     UseFinder f(loop->var_name());
     f.Visit(loop->body);
-    // Cross-thread reductions (Evaluate: shuffles) keep the plain loop.
+    // Cross-thread reductions (Evaluate: shuffles) and async-copy groups keep the plain loop.
     if (f.has_evaluate) {
       return ir::ForNode::Make(loop->var, loop->min, loop->extent, ForKind::kSerial, loop->body);
     }

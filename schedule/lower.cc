@@ -805,9 +805,13 @@ absl::StatusOr<LoweredKernel> Lowerer::Run() {
     if (target_.is_gpu()) {
       k = ir::Simplify(lower_internal::InjectVirtualThreads(k));
       k = lower_internal::RemoveRedundantBarriers(lower_internal::HoistSharedAllocations(k));
-      // Register-staged prefetch of shared tiles, unless a pragma software_pipeline$0 says off.
+      // Register-staged prefetch of shared tiles, unless a pragma software_pipeline$0 says off;
+      // software_pipeline$3 / $4: the cp.async pipeline of that many stages.
       if (SoftwarePipelineEnabled(state_, kernel_stage_id[i])) {
-        k = PipelineSharedFetches(k, SoftwarePipelineDoubleBuffered(state_, kernel_stage_id[i]));
+        const int stages = SoftwarePipelineStages(state_, kernel_stage_id[i]);
+        k = stages >= 3 ? PipelineSharedFetchesAsync(k, stages)
+                        : PipelineSharedFetches(
+                              k, SoftwarePipelineDoubleBuffered(state_, kernel_stage_id[i]));
       }
       auto launch = lower_internal::AnalyzeKernel(k, target_);
       if (!launch.ok()) {

@@ -89,7 +89,8 @@ class Finalizer : public ir::StmtMutator {
     const auto* st = m.as<ir::StoreNode>();
     auto it = align_.find(st->buffer);
     if (it == align_.end()) return m;
-    return ir::StoreNode::Make(st->buffer, AlignIndices(it->second, st->indices), st->value);
+    return ir::StoreNode::Make(st->buffer, AlignIndices(it->second, st->indices), st->value,
+                               st->async_copy);
   }
   Stmt MutateAllocate(const ir::AllocateNode* op, const Stmt& s) override {
     Stmt body = Mutate(op->body);

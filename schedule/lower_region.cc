@@ -244,6 +244,7 @@ class RegionCollector {
         break;
       }
       case ir::StmtKind::kBarrier:
+      case ir::StmtKind::kAsyncGroup:
         break;
       case ir::StmtKind::kEvaluate:
         VisitExpr(s.as<ir::EvaluateNode>()->value);

@@ -1,6 +1,7 @@
 // Register-staged pipelining of cooperative shared-memory fetches (schedule/software_pipeline.h).
 #include "schedule/software_pipeline.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -89,19 +90,42 @@ class RankChecker : public ir::StmtVisitor {
   size_t rank_;
 };
 
+// A fetch statement with the reduction variable at `at` and its shared Store turned into an
+// async copy into buffer `buf` (a new leading index).
+class AsyncFetchRewriter : public ir::StmtMutator {
+ public:
+  AsyncFetchRewriter(const std::string& var, Expr at, Expr buf)
+      : sub_{{var, std::move(at)}}, buf_(std::move(buf)) {}
+  Expr MutateExpr(const Expr& e) override { return ir::Substitute(e, sub_); }
+
+ protected:
+  Stmt MutateStore(const ir::StoreNode* op, const Stmt&) override {
+    std::vector<Expr> idx{buf_};
+    for (const Expr& i : op->indices) idx.push_back(MutateExpr(i));
+    return ir::StoreNode::Make(op->buffer, std::move(idx), MutateExpr(op->value),
+                               /*async_copy=*/true);
+  }
+
+ private:
+  std::vector<std::pair<std::string, Expr>> sub_;
+  Expr buf_;
+};
+
 class Pipeliner : public ir::StmtMutator {
  public:
-  explicit Pipeliner(bool double_buffer) : double_buffer_(double_buffer) {}
-  bool failed = false;  // a double-buffered buffer is also accessed outside its loop
+  Pipeliner(bool double_buffer, int async_stages)
+      : double_buffer_(double_buffer), async_stages_(async_stages) {}
+  bool failed = false;  // a multi-buffered buffer is also accessed outside its loop
 
  protected:
   Stmt MutateAllocate(const ir::AllocateNode* op, const Stmt& s) override {
     scopes_[op->buffer.name] = op->buffer;
     Stmt m = ir::StmtMutator::MutateAllocate(op, s);
-    if (!doubled_.count(op->buffer.name)) return m;
+    auto copies = buffers_.find(op->buffer.name);
+    if (copies == buffers_.end()) return m;
     const auto* a = m.as<ir::AllocateNode>();
     ir::BufferDecl decl = a->buffer;
-    decl.shape.insert(decl.shape.begin(), 2);
+    decl.shape.insert(decl.shape.begin(), copies->second);
     RankChecker rc(decl.name, decl.shape.size());
     rc.Visit(a->body);
     if (!rc.ok) failed = true;
@@ -152,7 +176,10 @@ class Pipeliner : public ir::StmtMutator {
       loads_first.push_back(BuildLoadPart(fetches[k], stages[k], var, f->min));
       stores.push_back(BuildStorePart(fetches[k], stages[k]));
     }
-    if (double_buffer_) return DoubleBuffered(*f, *seq, i, fetches, stages);
+    if (async_stages_ >= 3 && AllAsyncCopyable(fetches)) {
+      return AsyncPipelined(*f, *seq, i, fetches);
+    }
+    if (double_buffer_ || async_stages_ >= 3) return DoubleBuffered(*f, *seq, i, fetches, stages);
     std::vector<Stmt> body = stores;
     body.push_back(seq->stmts[i]);  // the barrier after the fetches
     body.push_back(ir::IfThenElseNode::Make(next < f->min + f->extent,
@@ -294,7 +321,7 @@ class Pipeliner : public ir::StmtMutator {
                                             out.insert(out.end(), idx.begin(), idx.end());
                                             return out;
                                           });
-      doubled_.insert(fe.store->buffer);
+      buffers_[fe.store->buffer] = 2;
     }
     const Expr more = next < f.min + f.extent;
     std::vector<Stmt> body;
@@ -311,20 +338,100 @@ class Pipeliner : public ir::StmtMutator {
     return out;
   }
 
+  // Whether every fetch can be a cp.async copy: no guards, the innermost loop vectorized over
+  // 4, 8 or 16 bytes, the value a Load of the same type as the shared buffer.
+  bool AllAsyncCopyable(const std::vector<Fetch>& fetches) const {
+    for (const Fetch& fe : fetches) {
+      if (fe.levels.empty() || fe.levels.back().loop == nullptr) return false;
+      for (const Level& l : fe.levels) {
+        if (l.guard != nullptr) return false;
+      }
+      const ir::ForNode* inner = fe.levels.back().loop;
+      const auto width = ir::AsConstInt(inner->extent);
+      const ir::BufferDecl& shared = scopes_.at(fe.store->buffer);
+      if (inner->for_kind != ForKind::kVectorized || !width) return false;
+      const int64_t bytes = *width * ir::BytesOf(shared.dtype);
+      if (bytes != 4 && bytes != 8 && bytes != 16) return false;
+      const auto* load = fe.store->value.as<ir::LoadNode>();
+      if (load == nullptr || load->type != shared.dtype) return false;
+    }
+    return true;
+  }
+
+  // for k { fetches; barrier; compute; barrier } with the fetches at [0, i) of `seq`, as the
+  // cp.async pipeline of async_stages_ buffers (header comment).
+  Stmt AsyncPipelined(const ir::ForNode& f, const ir::SeqNode& seq, size_t i,
+                      const std::vector<Fetch>& fetches) {
+    const int64_t stages = async_stages_;
+    const int64_t n = *ir::AsConstInt(f.extent);
+    const std::string& var = f.var_name();
+    std::vector<Stmt> out;
+    for (int64_t j = 0; j + 1 < stages; ++j) {
+      if (j < n) {
+        for (size_t k = 0; k < fetches.size(); ++k) {
+          AsyncFetchRewriter r(var, f.min + ir::IntConst(j), ir::IntConst(j));
+          out.push_back(r.Mutate(seq.stmts[k]));
+        }
+      }
+      out.push_back(ir::AsyncGroupNode::Commit());  // also when empty: uniform group counts
+    }
+    const Expr ahead = f.var + ir::IntConst(stages - 1);
+    const Expr ahead_buf = (f.var - f.min + ir::IntConst(stages - 1)) % ir::IntConst(stages);
+    const Expr cur_buf = (f.var - f.min) % ir::IntConst(stages);
+    std::vector<Stmt> copies;
+    for (size_t k = 0; k < fetches.size(); ++k) {
+      AsyncFetchRewriter r(var, ahead, ahead_buf);
+      copies.push_back(r.Mutate(seq.stmts[k]));
+    }
+    std::vector<Stmt> compute(seq.stmts.begin() + i + 1, seq.stmts.end() - 1);
+    Stmt comp = ir::SeqNode::Make(std::move(compute));
+    for (const Fetch& fe : fetches) {
+      comp = lower_internal::RewriteLoads(comp, fe.store->buffer,
+                                          [&](const std::vector<Expr>& idx) {
+                                            std::vector<Expr> o{cur_buf};
+                                            o.insert(o.end(), idx.begin(), idx.end());
+                                            return o;
+                                          });
+      buffers_[fe.store->buffer] = stages;
+    }
+    std::vector<Stmt> body;
+    body.push_back(ir::AsyncGroupNode::Wait(stages - 2));
+    body.push_back(seq.stmts[i]);  // the one barrier per iteration
+    body.push_back(ir::IfThenElseNode::Make(ahead < f.min + f.extent,
+                                            ir::SeqNode::Make(std::move(copies))));
+    body.push_back(ir::AsyncGroupNode::Commit());
+    body.push_back(comp);
+    out.push_back(ir::ForNode::Make(f.var, f.min, f.extent, f.for_kind,
+                                    ir::SeqNode::Make(std::move(body))));
+    out.push_back(seq.stmts.back());  // the loop's last barrier, once after it
+    return ir::SeqNode::Make(std::move(out));
+  }
+
   std::map<std::string, ir::BufferDecl> scopes_;
   bool double_buffer_ = false;
-  std::set<std::string> doubled_;
+  int async_stages_ = 0;
+  // Shared buffers given a leading dimension, with its extent (2 or the async stage count).
+  std::map<std::string, int64_t> buffers_;
 };
+
+Stmt RunPipeliner(const Stmt& kernel, bool double_buffer, int async_stages) {
+  // A/B switch for benchmarks (bench/NOTES.md): lower without the pass.
+  if (std::getenv("TILESEARCH_NO_SOFTWARE_PIPELINE") != nullptr) return kernel;
+  Pipeliner p(double_buffer, async_stages);
+  Stmt out = p.Mutate(kernel);
+  if (p.failed) return kernel;
+  return out.same_as(kernel) ? out : ir::Simplify(out);
+}
 
 }  // namespace
 
 Stmt PipelineSharedFetches(const Stmt& kernel, bool double_buffer) {
-  // A/B switch for benchmarks (bench/NOTES.md): lower without the pass.
-  if (std::getenv("TILESEARCH_NO_SOFTWARE_PIPELINE") != nullptr) return kernel;
-  Pipeliner p(double_buffer);
-  Stmt out = p.Mutate(kernel);
-  if (p.failed) return kernel;
-  return out.same_as(kernel) ? out : ir::Simplify(out);
+  return RunPipeliner(kernel, double_buffer, 0);
+}
+
+Stmt PipelineSharedFetchesAsync(const Stmt& kernel, int stages) {
+  CHECK(stages == 3 || stages == 4) << "cp.async pipeline of " << stages << " stages";
+  return RunPipeliner(kernel, false, stages);
 }
 
 bool SoftwarePipelineEnabled(const State& state, int kernel_stage) {
@@ -340,6 +447,17 @@ bool SoftwarePipelineEnabled(const State& state, int kernel_stage) {
 }  // namespace tilesearch::schedule
 
 namespace tilesearch::schedule {
+
+int SoftwarePipelineStages(const State& state, int kernel_stage) {
+  if (!SoftwarePipelineEnabled(state, kernel_stage)) return 0;
+  int stages = 1;
+  for (int sid = 0; sid < state.num_stages(); ++sid) {
+    if (KernelRootStage(state, sid) == kernel_stage) {
+      stages = std::max(stages, state.stage(sid).software_pipeline);
+    }
+  }
+  return stages;
+}
 
 bool SoftwarePipelineDoubleBuffered(const State& state, int kernel_stage) {
   if (!SoftwarePipelineEnabled(state, kernel_stage)) return false;

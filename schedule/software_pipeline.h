@@ -22,6 +22,26 @@
 //           if (k+1 < m+n) shared[(k-m+1)%2] <- stage; barrier }
 // A thread can only overwrite buffer (k-m)%2 again in iteration k+1, after the barrier that
 // ends iteration k, which every thread reaches after its compute of k.
+//
+// Multi-stage cp.async variant (pragma software_pipeline$S, S = 3 or 4; hand schedules only):
+// each shared tile gets S buffers and the fetches become asynchronous global -> shared copies
+// (Stores with async_copy, PTX cp.async; no staging registers), S-1 tiles in flight, one barrier
+// per iteration (CUTLASS's multistage mainloop; cuBLAS's sm80 "stage3" SIMT kernels):
+//   for j in [0, S-1) { if (j < n) shared[j] <-async global(m+j); commit }
+//   for k { wait(S-2); barrier; if (k+S-1 < m+n) shared[(k-m+S-1)%S] <-async global(k+S-1);
+//           commit; compute(shared[(k-m)%S]) }
+//   barrier
+// Group g (the g-th commit of a thread) holds the copies of iteration m+g; at iteration k a
+// thread has committed S-1+(k-m) groups, so wait(S-2) completes groups 0..k-m, its copies of tile
+// k included, and the barrier after it makes every thread's copies visible (empty groups keep
+// the count uniform). The copy issued in iteration k overwrites buffer (k-m-1)%S, which only
+// the compute of iteration k-1 read, finished by every thread before iteration k's barrier. The
+// barrier after the loop stands for the original loop's last one (the block's threads finish
+// reading before code after the loop, or its next run, writes the buffers). A loop qualifies
+// when each of its fetches ends in a vectorized loop of 4, 8 or 16 bytes storing a Load of a
+// non-shared, non-local buffer, without guards (divisible tiles); any other loop gets the
+// double-buffered pipeline of software_pipeline$2 instead. Codegen turns a copy it cannot issue
+// as cp.async (alignment, dtype) into the plain store: correct, as a copy that completed early.
 #pragma once
 
 #include "ir/stmt.h"
@@ -43,6 +63,13 @@ namespace tilesearch::schedule {
 /// kernel is returned unchanged) and the loop keeps one barrier.
 ir::Stmt PipelineSharedFetches(const ir::Stmt& kernel, bool double_buffer = false);
 
+/// The multi-stage cp.async pipeline (header comment) of the loops PipelineSharedFetches
+/// matches, with `stages` (3 or 4; CHECK-fails otherwise) shared buffers per tile; the shared
+/// Allocates get a leading dimension of `stages`. Loops whose fetches do not qualify get the
+/// double-buffered pipeline; a kernel where some rewritten buffer is also accessed outside its
+/// loop is returned unchanged. Never fails; TILESEARCH_NO_SOFTWARE_PIPELINE turns it off too.
+ir::Stmt PipelineSharedFetchesAsync(const ir::Stmt& kernel, int stages);
+
 /// Whether Lower applies PipelineSharedFetches to the GPU kernel of root stage `kernel_stage` of
 /// `state`: true unless that stage, or a stage attached into it (following attach_stage, at any
 /// depth), has pragma software_pipeline 0 (PragmaStep "software_pipeline$0"). Without such a
@@ -56,5 +83,10 @@ bool SoftwarePipelineEnabled(const State& state, int kernel_stage);
 /// Whether the pipelining of that kernel is double-buffered: some stage of it (as above) has
 /// pragma software_pipeline 2 and none has 0.
 bool SoftwarePipelineDoubleBuffered(const State& state, int kernel_stage);
+
+/// The pipelining that kernel asks for: 0 when SoftwarePipelineEnabled is false, else the
+/// largest software_pipeline pragma value of its stages (as above), 1 without any: 1 register-
+/// staged, 2 double-buffered, 3 or 4 a cp.async pipeline of that many stages.
+int SoftwarePipelineStages(const State& state, int kernel_stage);
 
 }  // namespace tilesearch::schedule

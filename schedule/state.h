@@ -55,8 +55,9 @@ struct Stage {
   /// pragma auto_unroll_max_step (0 = none).
   int64_t auto_unroll_max_step = 0;
   /// pragma software_pipeline: -1 = not set, 0 = off, 1 = on, 2 = on with double-buffered shared
-  /// tiles. The GPU kernel of a root stage is pipelined (schedule/software_pipeline.h) unless it
-  /// or a stage attached into it has 0, double-buffered when one of them has 2.
+  /// tiles, 3 / 4 = cp.async pipeline of that many stages. The GPU kernel of a root stage is
+  /// pipelined (schedule/software_pipeline.h) unless it or a stage attached into it has 0, with
+  /// the largest value among them.
   int software_pipeline = -1;
   /// pragma min_blocks_per_sm (0 = none): blocks per SM the kernel of this stage's root asks
   /// ptxas to fit (the largest over the root and the stages attached into it counts).

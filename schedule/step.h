@@ -193,10 +193,12 @@ struct AnnotationStep {
 /// A pragma on a stage, one of three kinds (JSON `["PR", stage, iter, "<name>$<value>"]`):
 ///  - auto_unroll_max_step=N (software_pipeline < 0): loops with at most N iterations in total
 ///    below the pragma are unrolled;
-///  - software_pipeline=0/1/2 (software_pipeline >= 0; auto_unroll_max_step is then 0 and unused):
+///  - software_pipeline=0..4 (software_pipeline >= 0; auto_unroll_max_step is then 0 and unused):
 ///    0 turns off the register-staged prefetch of shared-memory fetches
 ///    (schedule/software_pipeline.h) for the GPU kernel this stage belongs to; 1 (or no such
 ///    pragma) keeps it on; 2 double-buffers the shared tiles too (one barrier per iteration);
+///    3 and 4: a cp.async pipeline of that many shared buffers (hand schedules only: the search
+///    draws 0..2);
 ///  - min_blocks_per_sm=N (min_blocks_per_sm >= 0; the other two unused), N in 0..32: the GPU
 ///    kernel this stage belongs to asks ptxas to fit N blocks per SM (CUDA __launch_bounds__'s
 ///    second argument, PTX .minnctapersm), which caps registers per thread at about
@@ -207,7 +209,7 @@ struct PragmaStep {
   int stage_id = 0;
   int iter_id = 0;
   int64_t auto_unroll_max_step = 0;
-  /// -1: an auto_unroll_max_step pragma; 0, 1 or 2: a software_pipeline pragma with that value.
+  /// -1: an auto_unroll_max_step pragma; 0..4: a software_pipeline pragma with that value.
   int software_pipeline = -1;
   /// -1: not a min_blocks_per_sm pragma; else its value (0..32).
   int min_blocks_per_sm = -1;

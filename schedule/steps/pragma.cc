@@ -1,4 +1,4 @@
-// pragmas on a stage (Ansor PragmaStep): "auto_unroll_max_step$N", "software_pipeline$0|1|2" and
+// pragmas on a stage (Ansor PragmaStep): "auto_unroll_max_step$N", "software_pipeline$0..4" and
 // "min_blocks_per_sm$N".
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -14,6 +14,7 @@ constexpr char kUnrollPrefix[] = "auto_unroll_max_step$";
 constexpr char kPipelinePrefix[] = "software_pipeline$";
 constexpr char kMinBlocksPrefix[] = "min_blocks_per_sm$";
 constexpr int kMaxMinBlocks = 32;  // sm_90's resident blocks per SM
+constexpr int kMaxPipelineStages = 4;  // software_pipeline$3 / $4: cp.async stages
 }  // namespace
 
 absl::StatusOr<State> PragmaStep::Apply(const State& s) const {
@@ -30,9 +31,9 @@ absl::StatusOr<State> PragmaStep::Apply(const State& s) const {
     }
     out.MutableStage(stage_id).min_blocks_per_sm = min_blocks_per_sm;
   } else if (software_pipeline >= 0) {
-    if (software_pipeline > 2) {
-      return internal::StepError(
-          text, absl::StrCat("software_pipeline ", software_pipeline, " is not 0, 1 or 2"));
+    if (software_pipeline > kMaxPipelineStages) {
+      return internal::StepError(text, absl::StrCat("software_pipeline ", software_pipeline,
+                                                    " is not 0, 1, 2, 3 or 4"));
     }
     out.MutableStage(stage_id).software_pipeline = software_pipeline;
   } else {
@@ -83,16 +84,16 @@ absl::StatusOr<PragmaStep> PragmaStep::FromJson(const nlohmann::json& j) {
   }
   if (absl::StartsWith(pragma, kPipelinePrefix)) {
     const std::string v = pragma.substr(sizeof(kPipelinePrefix) - 1);
-    if (v != "0" && v != "1" && v != "2") {
+    if (v.size() != 1 || v[0] < '0' || v[0] > '0' + kMaxPipelineStages) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "bad pragma '", pragma, "': software_pipeline takes 0, 1 or 2, got '", v, "'"));
+          "bad pragma '", pragma, "': software_pipeline takes 0, 1, 2, 3 or 4, got '", v, "'"));
     }
     s.software_pipeline = v[0] - '0';
     return s;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown pragma '", pragma,
-                   "' (expected auto_unroll_max_step$N, software_pipeline$0|1|2 or "
+                   "' (expected auto_unroll_max_step$N, software_pipeline$0..4 or "
                    "min_blocks_per_sm$N)"));
 }
 

@@ -49,7 +49,7 @@ PragmaStep PipelinePragma(const State& s, const std::string& stage, int value) {
 }
 
 TEST(SoftwarePipelinePragma, ParsesPrintsAndRoundTripsJson) {
-  for (int value : {0, 1, 2}) {
+  for (int value : {0, 1, 2, 3, 4}) {
     const std::string name = "software_pipeline$" + std::to_string(value);
     const nlohmann::json j = nlohmann::json::array({"PR", 3, 1, name});
     absl::StatusOr<Step> step = StepFromJson(j);
@@ -79,10 +79,10 @@ TEST(SoftwarePipelinePragma, ParsesPrintsAndRoundTripsJson) {
 }
 
 TEST(SoftwarePipelinePragma, RejectsBadValuesAndUnknownPragmas) {
-  for (const char* bad : {"software_pipeline$3", "software_pipeline$x", "software_pipeline$",
+  for (const char* bad : {"software_pipeline$5", "software_pipeline$x", "software_pipeline$",
                           "software_pipeline$01", "software_pipeline$-1"}) {
     EXPECT_THAT(StepFromJson(nlohmann::json::array({"PR", 1, 0, bad})),
-                StatusIs(kInvalid, HasSubstr("software_pipeline takes 0, 1 or 2")))
+                StatusIs(kInvalid, HasSubstr("software_pipeline takes 0, 1, 2, 3 or 4")))
         << bad;
   }
   EXPECT_THAT(StepsFromText(R"({"version": 1, "steps": [["PR", 1, 0, "pipeline$1"]]})"),
@@ -90,8 +90,8 @@ TEST(SoftwarePipelinePragma, RejectsBadValuesAndUnknownPragmas) {
   // Applying a constructed step with another value fails too.
   ir::ComputeDAG dag = *ir::MatmulDAG({32, 24}, {24, 48});
   State st = Schedule(dag);
-  EXPECT_THAT(ApplyStep(st, PipelinePragma(st, "C.local", 3)),
-              StatusIs(kInvalid, HasSubstr("software_pipeline 3 is not 0, 1 or 2")));
+  EXPECT_THAT(ApplyStep(st, PipelinePragma(st, "C.local", 5)),
+              StatusIs(kInvalid, HasSubstr("software_pipeline 5 is not 0, 1, 2, 3 or 4")));
 }
 
 TEST(SoftwarePipelinePragma, SetsTheStageAndShowsInToString) {
