@@ -32,12 +32,25 @@ struct Runtime {
   }
 };
 
-/// One thread's view: its variable slots, its buffer pointers, its thread index.
+/// One thread's asynchronous copies (Stores with async_copy) not yet performed: those issued
+/// since its last commit, and its committed groups, oldest first.
+struct AsyncCopies {
+  struct Copy {
+    double* dst = nullptr;
+    double value = 0;  // already rounded to the destination's dtype
+  };
+  std::vector<Copy> open;
+  std::vector<std::vector<Copy>> groups;
+};
+
+/// One thread's view: its variable slots, its buffer pointers, its thread index, its pending
+/// async copies (null: async copies are performed when issued).
 struct Ctx {
   int64_t* vars = nullptr;
   double** bufs = nullptr;
   int64_t tid[3] = {0, 0, 0};
   Runtime* rt = nullptr;
+  AsyncCopies* async = nullptr;
 };
 
 /// A buffer visible at some point of the nest: where its data pointer lives and its layout.

@@ -20,6 +20,7 @@ namespace {
 
 using interp_internal::Access;
 using interp_internal::AsDouble;
+using interp_internal::AsyncCopies;
 using interp_internal::BufInfo;
 using interp_internal::CExprPtr;
 using interp_internal::CompileExpr;
@@ -93,6 +94,7 @@ class CoTask {
 struct ThreadState {
   std::vector<int64_t> vars;
   std::vector<double*> bufs;
+  AsyncCopies async;  // copies left pending at the region's end die with its shared memory
   Ctx ctx;
   Region* region = nullptr;
   int index = 0;  // linear thread index in the block (x fastest)
@@ -363,20 +365,26 @@ class IfStmt final : public CStmt {
 template <bool kFloat32Buffer>
 class StoreStmt final : public CStmt {
  public:
-  StoreStmt(Access access, CExprPtr value, bool value_is_float, ScalarType dtype)
+  StoreStmt(Access access, CExprPtr value, bool value_is_float, ScalarType dtype,
+            bool async_copy = false)
       : access_(std::move(access)),
         value_(std::move(value)),
         value_is_float_(value_is_float),
-        dtype_(dtype) {}
+        dtype_(dtype),
+        async_copy_(async_copy) {}
   void Exec(Ctx& c) override {
     const int64_t off = access_.Offset(c);
     if (off < 0) return;
     const double v = AsDouble(*value_, value_is_float_, c);
-    if constexpr (kFloat32Buffer) {
-      c.bufs[access_.slot()][off] = static_cast<double>(static_cast<float>(v));
-    } else {
-      c.bufs[access_.slot()][off] = RoundToType(v, dtype_);
+    double* dst = &c.bufs[access_.slot()][off];
+    const double rounded = kFloat32Buffer ? static_cast<double>(static_cast<float>(v))
+                                          : RoundToType(v, dtype_);
+    if (async_copy_ && c.async != nullptr) {
+      // The source is read now; the destination is written at the wait that covers it.
+      c.async->open.push_back({dst, rounded});
+      return;
     }
+    *dst = rounded;
   }
 
  private:
@@ -384,6 +392,33 @@ class StoreStmt final : public CStmt {
   CExprPtr value_;
   bool value_is_float_;
   ScalarType dtype_;
+  bool async_copy_;
+};
+
+// Commit (wait < 0) or wait (at most `wait` groups left pending) of the thread's async copies;
+// waiting performs the copies of the groups it completes.
+class AsyncGroupStmt final : public CStmt {
+ public:
+  explicit AsyncGroupStmt(int64_t wait) : wait_(wait) {}
+  void Exec(Ctx& c) override {
+    if (c.async == nullptr) return;
+    AsyncCopies& a = *c.async;
+    if (wait_ < 0) {
+      a.groups.push_back(std::move(a.open));
+      a.open.clear();
+      return;
+    }
+    const size_t keep = static_cast<size_t>(wait_);
+    if (a.groups.size() <= keep) return;
+    const size_t done = a.groups.size() - keep;
+    for (size_t g = 0; g < done; ++g) {
+      for (const AsyncCopies::Copy& copy : a.groups[g]) *copy.dst = copy.value;
+    }
+    a.groups.erase(a.groups.begin(), a.groups.begin() + static_cast<std::ptrdiff_t>(done));
+  }
+
+ private:
+  int64_t wait_;
 };
 
 class EvaluateStmt final : public CStmt {
@@ -502,6 +537,8 @@ class RegionStmt final : public CStmt {
       ts.ctx.vars = ts.vars.data();
       ts.ctx.bufs = ts.bufs.data();
       ts.ctx.rt = c.rt;
+      ts.async = AsyncCopies();
+      ts.ctx.async = &ts.async;
       ts.ctx.tid[0] = t % dims_[0];
       ts.ctx.tid[1] = (t / dims_[0]) % dims_[1];
       ts.ctx.tid[2] = t / (dims_[0] * dims_[1]);
@@ -648,10 +685,10 @@ class Compiler {
         const bool is_float = IsFloat(op->value.type());
         if (dtype == ScalarType::kFloat32) {
           return CStmtPtr(std::make_unique<StoreStmt<true>>(std::move(access), std::move(value),
-                                                            is_float, dtype));
+                                                            is_float, dtype, op->async_copy));
         }
         return CStmtPtr(std::make_unique<StoreStmt<false>>(std::move(access), std::move(value),
-                                                           is_float, dtype));
+                                                           is_float, dtype, op->async_copy));
       }
       case StmtKind::kAllocate:
         return CompileAllocate(s.as<AllocateNode>());
@@ -676,9 +713,7 @@ class Compiler {
         return CStmtPtr(std::make_unique<EvaluateStmt>(std::move(value), IsFloat(v.type())));
       }
       case StmtKind::kAsyncGroup:
-        // Async copies (Stores with async_copy) complete when issued: nothing to commit or wait
-        // for.
-        return CStmtPtr(std::make_unique<NoOpStmt>());
+        return CStmtPtr(std::make_unique<AsyncGroupStmt>(s.as<AsyncGroupNode>()->wait));
     }
     CHECK(false) << "unhandled statement kind";
     return CStmtPtr();
@@ -928,7 +963,9 @@ absl::Status Interpret(const LoopNest& nest, BufferMap& buffers, const Interpret
   for (size_t i = 0; i < nest.params.size(); ++i) {
     bufs[i] = buffers.at(nest.params[i].name).data.data();
   }
+  AsyncCopies async;
   Ctx ctx;
+  ctx.async = &async;
   ctx.vars = vars.data();
   ctx.bufs = bufs.data();
   ctx.rt = &rt;

@@ -2,7 +2,9 @@
 // block and thread bindings, shared / local buffers and barriers, following the execution model
 // stated in ir/stmt.h. Threads of a block run region by region: within a region between two
 // barriers each thread runs to completion before the next one starts, so a missing barrier shows up
-// as a wrong answer rather than passing by luck; local buffers are private per thread.
+// as a wrong answer rather than passing by luck; local buffers are private per thread. Async
+// copies (Stores with async_copy) land at the AsyncGroup wait that completes their group, the
+// latest moment the IR allows.
 #pragma once
 
 #include "absl/status/status.h"

@@ -133,8 +133,9 @@ struct StoreNode : StmtNode {
   /// With `async_copy` (GPU only, made by schedule/software_pipeline.h for cp.async pipelines):
   /// the store to a shared buffer of a Load of a global buffer of the same dtype is an
   /// asynchronous copy (PTX cp.async): the element lands by the time an AsyncGroup wait covering
-  /// the thread's commit of it returns; until then the destination must not be read. The
-  /// interpreter and every other pass treat it as the plain store (it is one, completed early).
+  /// the thread's commit of it returns; until then the destination must not be read. Passes
+  /// treat it as the plain store; the interpreter reads the source when the copy is issued and
+  /// writes the destination only at that wait (the latest moment allowed).
   static Stmt Make(std::string buffer, std::vector<Expr> indices, Expr value,
                    bool async_copy = false);
   const std::string buffer;
@@ -181,8 +182,10 @@ struct EvaluateNode : StmtNode {
 /// by schedule/software_pipeline.h). `wait < 0` (Commit): the thread's async copies issued since
 /// its last commit form one group (PTX cp.async.commit_group). `wait >= 0` (Wait): the thread
 /// blocks until at most `wait` of its committed groups are incomplete (cp.async.wait_group);
-/// other threads see the copied data only after a Barrier that follows. The interpreter completes
-/// copies when they are issued, so both are no-ops there.
+/// other threads see the copied data only after a Barrier that follows. The interpreter performs
+/// a group's copies when a wait completes it, so a wait that is missing or lets too many groups
+/// pend shows up as a wrong answer; copies never waited for are dropped (shared data dies with
+/// its block).
 struct AsyncGroupNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kAsyncGroup;
   explicit AsyncGroupNode(int64_t w) : StmtNode(kKind), wait(w) {}

@@ -1,8 +1,9 @@
 // The multi-stage cp.async pipeline of shared tiles (pragma software_pipeline$3 / $4,
 // schedule/software_pipeline.h): the lowered matmul has S buffers per shared tile, async copies
 // instead of staged stores, S-1 commits before the reduction loop, one wait, one commit and one
-// barrier per iteration; the interpreter (copies complete when issued) gives exactly the naive
-// program's result; loops whose fetches cannot be async copies (guards of non-divisible tiles,
+// barrier per iteration; the interpreter (copies land only at the wait that completes their
+// group, so a wrong wait count reads stale or poisoned tiles) gives exactly the naive program's
+// result; loops whose fetches cannot be async copies (guards of non-divisible tiles,
 // fetches not vectorized) get the double-buffered pipeline instead.
 #include <map>
 #include <set>
