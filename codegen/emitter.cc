@@ -972,7 +972,10 @@ int64_t Emitter::VectorAlignment(const ir::BufferDecl& decl, const std::vector<E
   return align;
 }
 
-mlir::Value Emitter::ElementAddress(const BufferBinding& bb, const std::vector<mlir::Value>& idx) {
+mlir::Value Emitter::ElementPointer(const BufferBinding& bb, const std::vector<mlir::Value>& idx,
+                                    unsigned address_space) {
+  mlir::MLIRContext* ctx = b_.getContext();
+  ctx->getOrLoadDialect<mlir::LLVM::LLVMDialect>();
   mlir::Value linear = mlir::arith::ConstantIndexOp::create(b_, loc_, 0);
   int64_t stride = 1;
   for (size_t d = idx.size(); d-- > 0;) {
@@ -984,11 +987,23 @@ mlir::Value Emitter::ElementAddress(const BufferBinding& bb, const std::vector<m
     linear = arith::AddIOp::create(b_, loc_, linear, term);
     stride *= bb.decl.shape[d];
   }
-  mlir::Value bytes = arith::MulIOp::create(
-      b_, loc_, linear, mlir::arith::ConstantIndexOp::create(b_, loc_, ir::BytesOf(bb.decl.dtype)));
-  mlir::Value base = mlir::memref::ExtractAlignedPointerAsIndexOp::create(b_, loc_, bb.memref);
-  mlir::Value addr = arith::AddIOp::create(b_, loc_, base, bytes);
-  return arith::IndexCastOp::create(b_, loc_, b_.getI64Type(), addr);
+  mlir::Value bytes = arith::IndexCastOp::create(
+      b_, loc_, b_.getI64Type(),
+      arith::MulIOp::create(
+          b_, loc_, linear,
+          mlir::arith::ConstantIndexOp::create(b_, loc_, ir::BytesOf(bb.decl.dtype))));
+  // The base pointer is the same for every element (CSE keeps one per buffer): shared memrefs
+  // hold address-space-3 addresses; a kernel argument's is generic, and one cvta.to.global makes
+  // it the global address cp.async reads.
+  mlir::Value base_int = arith::IndexCastOp::create(
+      b_, loc_, b_.getI64Type(),
+      mlir::memref::ExtractAlignedPointerAsIndexOp::create(b_, loc_, bb.memref));
+  const unsigned int_space = address_space == 1 ? 0 : address_space;
+  mlir::Value base = mlir::LLVM::IntToPtrOp::create(
+      b_, loc_, mlir::LLVM::LLVMPointerType::get(ctx, int_space), base_int, nullptr);
+  const auto type = mlir::LLVM::LLVMPointerType::get(ctx, address_space);
+  if (address_space != int_space) base = mlir::LLVM::AddrSpaceCastOp::create(b_, loc_, type, base);
+  return mlir::LLVM::GEPOp::create(b_, loc_, type, b_.getI8Type(), base, mlir::ValueRange{bytes});
 }
 
 absl::StatusOr<bool> Emitter::EmitAsyncCopy(const ir::StoreNode* op) {
@@ -1018,17 +1033,9 @@ absl::StatusOr<bool> Emitter::EmitAsyncCopy(const ir::StoreNode* op) {
                                                               "async copy"));
   ASSIGN_OR_RETURN(std::vector<mlir::Value> sidx, EmitIndices(load->buffer, load->indices, &bb,
                                                               "async copy"));
-  mlir::MLIRContext* ctx = b_.getContext();
-  ctx->getOrLoadDialect<mlir::NVVM::NVVMDialect>();
-  ctx->getOrLoadDialect<mlir::LLVM::LLVMDialect>();
-  // Shared: the workgroup memref's aligned pointer is an address-space-3 address. Global: a
-  // kernel argument's is generic; cvta.to.global makes it the global address cp.async reads.
-  mlir::Value dptr = mlir::LLVM::IntToPtrOp::create(
-      b_, loc_, mlir::LLVM::LLVMPointerType::get(ctx, 3), ElementAddress(*dst, didx), nullptr);
-  mlir::Value generic = mlir::LLVM::IntToPtrOp::create(
-      b_, loc_, mlir::LLVM::LLVMPointerType::get(ctx, 0), ElementAddress(*src, sidx), nullptr);
-  mlir::Value sptr = mlir::LLVM::AddrSpaceCastOp::create(
-      b_, loc_, mlir::LLVM::LLVMPointerType::get(ctx, 1), generic);
+  b_.getContext()->getOrLoadDialect<mlir::NVVM::NVVMDialect>();
+  mlir::Value dptr = ElementPointer(*dst, didx, /*address_space=*/3);
+  mlir::Value sptr = ElementPointer(*src, sidx, /*address_space=*/1);
   // .cg (L2 only) exists for 16-byte copies; 4 and 8 bytes take .ca.
   const auto modifier =
       bytes == 16 ? mlir::NVVM::LoadCacheModifierKind::CG : mlir::NVVM::LoadCacheModifierKind::CA;

@@ -134,8 +134,10 @@ class Emitter {
   /// a global Load of the same dtype into a shared buffer, contiguously in a vector lane and
   /// aligned to the copy's size; false (nothing emitted) otherwise.
   absl::StatusOr<bool> EmitAsyncCopy(const ir::StoreNode* op);
-  /// i64 address (in the memref's address space) of the element at `idx` of `bb`.
-  mlir::Value ElementAddress(const BufferBinding& bb, const std::vector<mlir::Value>& idx);
+  /// LLVM pointer in `address_space` (3: a shared memref; 1: a global one, whose memref holds
+  /// generic addresses) to the element at `idx` of `bb`.
+  mlir::Value ElementPointer(const BufferBinding& bb, const std::vector<mlir::Value>& idx,
+                             unsigned address_space);
   absl::Status EmitIf(const ir::IfThenElseNode* op);
   absl::Status EmitSeq(const ir::SeqNode* op);
   /// Emits the exchange window at stmts[i] as a warp shuffle and returns how many statements it
