@@ -109,66 +109,221 @@ class SuiteError(ValueError):
     pass
 
 
+SUITE_FIELDS = ("version", "suite", "description", "problems")
+PROBLEM_FIELDS = ("name", "op", "shapes", "dtype", "attrs", "inputs", "torch", "tags", "note",
+                  "nodes")
+NODE_FIELDS = ("op", "inputs", "attrs")
+
+
+def _is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _operand(text):
+    """("p"|"n", index) of a fused node's operand "p<I>" / "n<K>" (no leading zeros), or None."""
+    if (not isinstance(text, str) or len(text) < 2 or text[0] not in "pn" or
+            not text[1:].isdigit() or not text[1:].isascii() or
+            (len(text) > 2 and text[1] == "0")):
+        return None
+    return text[0], int(text[1:])
+
+
+def _check_attrs(attrs, where, field):
+    if not isinstance(attrs, dict):
+        raise SuiteError(f"{where}: field '{field}' must be an object of attributes, got "
+                         f"{attrs!r}")
+    for k, v in attrs.items():
+        if not (isinstance(v, (str, bool)) or _is_int(v)):
+            raise SuiteError(f"{where}: field '{field}.{k}' must be a string, an integer or a "
+                             f"boolean, got {v!r}")
+
+
+def _check_nodes(p, where, field):
+    """The fused-workload node list (schedule/fused_workload.h): structure and references."""
+    nodes = p["nodes"]
+    if not isinstance(nodes, list) or not nodes:
+        raise SuiteError(f"{where}: field '{field}' must be a non-empty list of nodes")
+    for k, n in enumerate(nodes):
+        nf = f"{field}[{k}]"
+        if not isinstance(n, dict):
+            raise SuiteError(f"{where}: field '{nf}' must be an object with fields op, inputs "
+                             f"and attrs, got {n!r}")
+        for key in n:
+            if key not in NODE_FIELDS:
+                raise SuiteError(f"{where}: unknown field '{nf}.{key}' (expected "
+                                 f"{', '.join(NODE_FIELDS)})")
+        if not isinstance(n.get("op"), str) or not n["op"]:
+            raise SuiteError(f"{where}: field '{nf}.op' must be a non-empty string")
+        if not isinstance(n.get("inputs"), list) or not n["inputs"]:
+            raise SuiteError(f"{where}: field '{nf}.inputs' must be a non-empty list of operands")
+        for i, text in enumerate(n["inputs"]):
+            op = _operand(text)
+            if op is None:
+                raise SuiteError(f"{where}: field '{nf}.inputs[{i}]' must be \"p<index>\" or "
+                                 f"\"n<index>\", got {text!r}")
+            if op[0] == "p" and op[1] >= len(p["shapes"]):
+                raise SuiteError(f"{where}: field '{nf}.inputs[{i}]': placeholder {text} does not "
+                                 f"exist (the problem has {len(p['shapes'])} shapes)")
+            if op[0] == "n" and op[1] >= k:
+                raise SuiteError(f"{where}: field '{nf}.inputs[{i}]': {text} is not an earlier "
+                                 f"node (node {k} reads placeholders and nodes before it)")
+        if "attrs" in n:
+            _check_attrs(n["attrs"], where, f"{nf}.attrs")
+
+
 def parse_suite(text, source="<suite>"):
-    """Reads a suite file's text (format: bench/harness/suite.h; the C++ reader is the strict one,
-    this one checks what the scorer relies on). Raises SuiteError naming the file, problem and
-    field."""
+    """Reads a suite file's text (format: bench/harness/suite.h; the C++ reader also builds every
+    workload; this one checks the same fields and types, so that a file one accepts the other does
+    not refuse for its form). Raises SuiteError naming the file, problem and field."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise SuiteError(f"{source}: not valid JSON: {e}") from None
     if not isinstance(doc, dict):
         raise SuiteError(f"{source}: must be a JSON object")
-    if doc.get("version") != 1:
+    for key in doc:
+        if key not in SUITE_FIELDS:
+            raise SuiteError(f"{source}: unknown field '{key}' (expected "
+                             f"{', '.join(SUITE_FIELDS)})")
+    if not _is_int(doc.get("version")) or doc["version"] != 1:
         raise SuiteError(f"{source}: field 'version' must be 1, got {doc.get('version')!r}")
     if not isinstance(doc.get("suite"), str) or not doc["suite"]:
         raise SuiteError(f"{source}: field 'suite' must be a non-empty string")
+    if not isinstance(doc.get("description", ""), str):
+        raise SuiteError(f"{source}: field 'description' must be a string")
     problems = doc.get("problems")
     if not isinstance(problems, list) or not problems:
         raise SuiteError(f"{source}: field 'problems' must be a non-empty list of problems")
     seen = set()
     for i, p in enumerate(problems):
         where = f"{source}: problem {i}"
+        field = f"problems[{i}]"
         if not isinstance(p, dict):
-            raise SuiteError(f"{where}: field 'problems[{i}]' must be an object")
+            raise SuiteError(f"{where}: field '{field}' must be an object")
         if isinstance(p.get("name"), str):
             where += f" '{p['name']}'"
+        for key in p:
+            if key not in PROBLEM_FIELDS:
+                raise SuiteError(f"{where}: unknown field '{field}.{key}' (expected "
+                                 f"{', '.join(PROBLEM_FIELDS)})")
         for key, kind in (("name", str), ("op", str), ("shapes", list), ("inputs", list),
                           ("torch", str)):
             if key not in p:
-                raise SuiteError(f"{where}: field 'problems[{i}].{key}' is missing")
+                raise SuiteError(f"{where}: field '{field}.{key}' is missing")
             if not isinstance(p[key], kind) or not p[key]:
-                raise SuiteError(f"{where}: field 'problems[{i}].{key}' must be a non-empty "
+                raise SuiteError(f"{where}: field '{field}.{key}' must be a non-empty "
                                  f"{kind.__name__}")
-        if p["name"] in seen:
-            raise SuiteError(f"{where}: name '{p['name']}' is used twice")
-        seen.add(p["name"])
+        name = p["name"]
+        if (not name.isascii() or not name[0].islower() or
+                not all(c.islower() or c.isdigit() or c == "_" for c in name)):
+            raise SuiteError(f"{where}: field '{field}.name': name '{name}' must be lower-case "
+                             "letters, digits and '_', starting with a letter")
+        if name in seen:
+            raise SuiteError(f"{where}: name '{name}' is used twice")
+        seen.add(name)
         for j, s in enumerate(p["shapes"]):
-            if (not isinstance(s, list) or not s or
-                    not all(isinstance(e, int) and not isinstance(e, bool) and e >= 1 for e in s)):
-                raise SuiteError(f"{where}: field 'problems[{i}].shapes[{j}]' must be a list of "
+            if not isinstance(s, list) or not s or not all(_is_int(e) and e >= 1 for e in s):
+                raise SuiteError(f"{where}: field '{field}.shapes[{j}]' must be a list of "
                                  f"positive integers, got {s!r}")
         if len(p["inputs"]) != len(p["shapes"]):
-            raise SuiteError(f"{where}: field 'problems[{i}].inputs' names {len(p['inputs'])} "
+            raise SuiteError(f"{where}: field '{field}.inputs' names {len(p['inputs'])} "
                              f"inputs but 'shapes' lists {len(p['shapes'])}")
-        for name in p["inputs"]:
-            if not isinstance(name, str) or not name.isidentifier() or name in ("torch", "F"):
-                raise SuiteError(f"{where}: input name {name!r} must be an identifier other "
+        for name_in in p["inputs"]:
+            if (not isinstance(name_in, str) or not name_in.isidentifier() or
+                    name_in in ("torch", "F")):
+                raise SuiteError(f"{where}: input name {name_in!r} must be an identifier other "
                                  "than torch and F")
+        if len(set(p["inputs"])) != len(p["inputs"]):
+            raise SuiteError(f"{where}: field '{field}.inputs' names an input twice: "
+                             f"{p['inputs']!r}")
         if (p["op"] == "fused") != ("nodes" in p):
-            raise SuiteError(f"{where}: field 'problems[{i}].nodes' belongs to exactly the "
+            raise SuiteError(f"{where}: field '{field}.nodes' belongs to exactly the "
                              "problems with op \"fused\"")
         p.setdefault("dtype", "float32")
         p.setdefault("attrs", {})
         p.setdefault("tags", [])
-        tolerance(p["dtype"])  # a dtype the scorer can judge
+        if not isinstance(p["dtype"], str):
+            raise SuiteError(f"{where}: field '{field}.dtype' must be a string, got "
+                             f"{p['dtype']!r}")
+        try:
+            tolerance(p["dtype"])  # a dtype the scorer can judge
+        except ValueError as e:
+            raise SuiteError(f"{where}: field '{field}.dtype': {e}") from None
+        _check_attrs(p["attrs"], where, f"{field}.attrs")
+        if p["op"] == "fused":
+            if p["attrs"]:
+                raise SuiteError(f"{where}: field '{field}.attrs' must be empty in a fused "
+                                 "problem (attributes belong to its nodes)")
+            _check_nodes(p, where, f"{field}.nodes")
+        if not isinstance(p["tags"], list) or not all(isinstance(t, str) for t in p["tags"]):
+            raise SuiteError(f"{where}: field '{field}.tags' must be a list of strings, got "
+                             f"{p['tags']!r}")
+        if not isinstance(p.get("note", ""), str):
+            raise SuiteError(f"{where}: field '{field}.note' must be a string")
     doc["source"] = source
     return doc
 
 
+class InputError(ValueError):
+    """A file or argument the user gave is unusable (main prints it as one line, exit code 2)."""
+
+
+def read_text(path, what):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise InputError(f"cannot read {what} '{path}': {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"{what} '{path}' is not UTF-8 text: {e}") from None
+
+
+def read_json(path, what):
+    text = read_text(path, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{what} '{path}' is not valid JSON: {e}") from None
+
+
 def load_suite(path):
-    with open(path, encoding="utf-8") as f:
-        return parse_suite(f.read(), path)
+    text = read_text(path, "suite file")
+    return parse_suite(text, path)
+
+
+def check_results_doc(doc, source):
+    """Checks a results document (run_suites' JSON) has what merge_results reads; raises
+    InputError naming the file and field."""
+    if not isinstance(doc, dict):
+        raise InputError(f"{source}: a results file must be a JSON object (score.py's .json)")
+    if not isinstance(doc.get("meta"), dict):
+        raise InputError(f"{source}: field 'meta' is missing or not an object (is this a results "
+                         "file of score.py?)")
+    if not isinstance(doc.get("suites"), list):
+        raise InputError(f"{source}: field 'suites' is missing or not a list (is this a results "
+                         "file of score.py?)")
+    for i, st in enumerate(doc["suites"]):
+        f = f"suites[{i}]"
+        if not isinstance(st, dict):
+            raise InputError(f"{source}: field '{f}' must be an object")
+        for key, kind in (("suite", str), ("source", str), ("results", list)):
+            if not isinstance(st.get(key), kind):
+                raise InputError(f"{source}: field '{f}.{key}' is missing or not a "
+                                 f"{kind.__name__}")
+        for j, r in enumerate(st["results"]):
+            rf = f"{f}.results[{j}]"
+            if not isinstance(r, dict):
+                raise InputError(f"{source}: field '{rf}' must be an object")
+            if not isinstance(r.get("name"), str):
+                raise InputError(f"{source}: field '{rf}.name' is missing or not a string")
+            if not isinstance(r.get("correct"), bool):
+                raise InputError(f"{source}: field '{rf}.correct' is missing or not a boolean")
+            for key in ("ours", "baselines"):
+                if not isinstance(r.get(key, {}), dict):
+                    raise InputError(f"{source}: field '{rf}.{key}' must be an object")
+            for b, v in r.get("baselines", {}).items():
+                if v is not None and not isinstance(v, dict):
+                    raise InputError(f"{source}: field '{rf}.baselines.{b}' must be an object")
 
 
 def is_small(problem):
@@ -1099,6 +1254,7 @@ def write_plot(path, suites):
 
 
 def run_suites(a):
+    loaded = [(path, load_suite(path)) for path in a.suite]  # a bad file fails before the GPU work
     h = Harness(a.trials, a.runs, baselines=tuple(a.baselines.split(",")))
     h.measure_limits()
     print(f"limits: copy {h.bandwidth / 1e12:.2f} TB/s, fp32 FMA {h.peak_flops / 1e12:.1f} "
@@ -1106,8 +1262,7 @@ def run_suites(a):
     only = set(a.problems.split(",")) if a.problems else None
     os.makedirs(os.path.dirname(os.path.abspath(a.out)) or ".", exist_ok=True)
     suites = []
-    for path in a.suite:
-        suite = load_suite(path)
+    for path, suite in loaded:
         entry = {"suite": suite["suite"], "source": path, "results": []}
         suites.append(entry)
         for p in suite["problems"]:
@@ -1147,10 +1302,8 @@ def run_kernel(a):
     if problem is None:
         print(f"no problem '{a.problem}' in {', '.join(a.suite)}", file=sys.stderr)
         return 2
-    with open(a.launch) as f:
-        doc = json.load(f)
-    with open(a.kernel) as f:
-        ptx = f.read()
+    doc = read_json(a.launch, "launch JSON")
+    ptx = read_text(a.kernel, "kernel PTX")
     h = Harness(a.trials, a.runs, baselines=tuple(a.baselines.split(",")))
     h.measure_limits()
     r = h.score(problem, doc, ptx)
@@ -1190,11 +1343,25 @@ def run_self_test(a):
     return 0 if passed else 1
 
 
+def check_out_path(out, inputs=()):
+    """--out's directory must exist, and its .json must not be one of the files being read."""
+    d = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(d):
+        raise InputError(f"--out '{out}': directory '{d}' does not exist")
+    target = os.path.realpath(out + ".json")
+    for path in inputs:
+        if os.path.realpath(path) == target:
+            raise InputError(f"--out '{out}' would overwrite the input '{path}'; give another "
+                             "--out")
+
+
 def run_merge(a):
+    check_out_path(a.out, a.merge)
     docs = []
     for path in a.merge:
-        with open(path) as f:
-            docs.append(json.load(f))
+        doc = read_json(path, "results file")
+        check_results_doc(doc, path)
+        docs.append(doc)
     merged = merge_results(docs)
     with open(a.out + ".json", "w") as f:
         json.dump(merged, f, indent=1)
@@ -1222,6 +1389,14 @@ def main(argv=None):
     p.add_argument("--runs", type=int, default=DEFAULT_RUNS)
     p.add_argument("--baselines", default=",".join(BASELINES))
     a = p.parse_args(argv)
+    try:
+        return _main(p, a)
+    except (SuiteError, InputError) as e:
+        print(f"score.py: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(p, a):
     if a.trials < 5:
         p.error("--trials must be >= 5")
     if a.runs < 100:

@@ -213,6 +213,44 @@ class SuiteTest(unittest.TestCase):
             (doc([dict(good, inputs=["torch"])]), "must be an identifier other than torch and F"),
             (doc([dict(good, nodes=[])]), "field 'problems[0].nodes' belongs to exactly"),
             (doc([dict(good, dtype="int8")]), "no tolerance for dtype 'int8'"),
+            # Types the scorer relies on, and the C++ reader's rules (bench/harness/suite.h):
+            # every one of these used to be accepted here and fail later with a traceback.
+            (doc([dict(good, dtype=5)]), "field 'problems[0].dtype' must be a string"),
+            (doc([dict(good, tags="small")]), "field 'problems[0].tags' must be a list of strings"),
+            (doc([dict(good, tags=[1])]), "field 'problems[0].tags' must be a list of strings"),
+            (doc([dict(good, attrs=[1])]), "field 'problems[0].attrs' must be an object"),
+            (doc([dict(good, attrs={"axis": 1.5})]), "field 'problems[0].attrs.axis' must be"),
+            (doc([dict(good, note=3)]), "field 'problems[0].note' must be a string"),
+            (doc([dict(good, bogus=1)]), "unknown field 'problems[0].bogus'"),
+            (doc([dict(good, name="Mat-mul")]), "name 'Mat-mul' must be lower-case letters"),
+            (doc([dict(good, shapes=[[4], [4]], inputs=["X", "X"])]), "names an input twice"),
+            (json.dumps({"version": 1, "suite": "t", "problems": [good], "x": 1}),
+             "f.json: unknown field 'x'"),
+            (json.dumps({"version": True, "suite": "t", "problems": [good]}),
+             "field 'version' must be 1, got True"),
+            (json.dumps({"version": 1.0, "suite": "t", "problems": [good]}),
+             "field 'version' must be 1, got 1.0"),
+            (json.dumps({"version": 1, "suite": "t", "description": 3, "problems": [good]}),
+             "field 'description' must be a string"),
+            (doc([dict(good, op="fused", nodes=5)]),
+             "field 'problems[0].nodes' must be a non-empty list of nodes"),
+            (doc([dict(good, op="fused", nodes=[5])]),
+             "field 'problems[0].nodes[0]' must be an object"),
+            (doc([dict(good, op="fused", nodes=[{"op": "relu"}])]),
+             "field 'problems[0].nodes[0].inputs' must be a non-empty list"),
+            (doc([dict(good, op="fused", nodes=[{"inputs": ["p0"]}])]),
+             "field 'problems[0].nodes[0].op' must be a non-empty string"),
+            (doc([dict(good, op="fused", nodes=[{"op": "relu", "inputs": ["p0"], "x": 1}])]),
+             "unknown field 'problems[0].nodes[0].x'"),
+            (doc([dict(good, op="fused", nodes=[{"op": "relu", "inputs": ["p1"]}])]),
+             "placeholder p1 does not exist (the problem has 1 shapes)"),
+            (doc([dict(good, op="fused", nodes=[{"op": "relu", "inputs": ["n0"]}])]),
+             "n0 is not an earlier node"),
+            (doc([dict(good, op="fused", nodes=[{"op": "relu", "inputs": ["p00"]}])]),
+             "must be \"p<index>\" or \"n<index>\", got 'p00'"),
+            (doc([dict(good, op="fused", attrs={"a": "1"},
+                       nodes=[{"op": "relu", "inputs": ["p0"]}])]),
+             "field 'problems[0].attrs' must be empty in a fused problem"),
         ]
         for text, message in cases:
             with self.subTest(message=message):
@@ -394,6 +432,89 @@ class MergeTest(unittest.TestCase):
         self.assertEqual(len(m["meta"]["runs_merged"]), 2)
         with self.assertRaises(ValueError):
             score.merge_results([])
+
+
+class CommandLineErrorTest(unittest.TestCase):
+    """Bad files and paths given to score.py end in one line "score.py: error: ..." naming the
+    file and exit code 2, never a traceback, and never overwrite an input."""
+
+    def run_main(self, argv):
+        import contextlib
+        import io
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = score.main(argv)
+        return rc, err.getvalue()
+
+    def expect_error(self, argv, message):
+        rc, err = self.run_main(argv)
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertTrue(err.startswith("score.py: error: "), err)
+        self.assertIn(message, err)
+
+    def test_merge_of_bad_files(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            def write(name, text):
+                path = os.path.join(d, name)
+                with open(path, "w") as f:
+                    f.write(text)
+                return path
+            out = os.path.join(d, "merged")
+            missing = os.path.join(d, "missing.json")
+            self.expect_error(["--merge", missing, "--out", out],
+                              f"cannot read results file '{missing}'")
+            bad = write("bad.json", "{not json")
+            self.expect_error(["--merge", bad, "--out", out], "bad.json' is not valid JSON")
+            cut = write("cut.json", '{"meta": {}, "suites": [{"suite": "l1", "sou')
+            self.expect_error(["--merge", cut, "--out", out], "cut.json' is not valid JSON")
+            for text, message in [
+                    ("[]", "a results file must be a JSON object"),
+                    ("{}", "field 'meta' is missing"),
+                    ('{"meta": {}}', "field 'suites' is missing"),
+                    ('{"meta": {}, "suites": [{"suite": "x"}]}', "field 'suites[0].source'"),
+                    ('{"meta": {}, "suites": [{"suite": "x", "source": "s", "results": [{}]}]}',
+                     "field 'suites[0].results[0].name'"),
+                    ('{"meta": {}, "suites": [{"suite": "x", "source": "s", "results": '
+                     '[{"name": "a", "correct": "yes"}]}]}',
+                     "field 'suites[0].results[0].correct'"),
+                    ('{"meta": {}, "suites": [{"suite": "x", "source": "s", "results": '
+                     '[{"name": "a", "correct": true, "baselines": {"eager": 3}}]}]}',
+                     "field 'suites[0].results[0].baselines.eager'")]:
+                with self.subTest(text=text):
+                    path = write("doc.json", text)
+                    self.expect_error(["--merge", path, "--out", out], f"{path}: {message}")
+            self.assertFalse(os.path.exists(out + ".json"))
+            good = write("good.json", json.dumps({"meta": {}, "suites": []}))
+            self.expect_error(["--merge", good, "--out", os.path.join(d, "no", "dir", "m")],
+                              "directory")
+            # --out whose .json is an input would replace the split run's file.
+            self.expect_error(["--merge", good, "--out", os.path.join(d, "good")],
+                              "would overwrite the input")
+            with open(good) as f:
+                self.assertEqual(json.load(f), {"meta": {}, "suites": []})
+            rc, err = self.run_main(["--merge", good, "--out", out])
+            self.assertEqual(rc, 0, err)
+
+    def test_bad_suite_and_kernel_files(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            missing = os.path.join(d, "missing.json")
+            self.expect_error(["--suite", missing, "--kernel", "k.ptx", "--launch", "k.json",
+                               "--problem", "p"], f"cannot read suite file '{missing}'")
+            suite = os.path.join(d, "s.json")
+            with open(suite, "w") as f:
+                f.write('{"version": 1, "suite": "s", "problems": [{"name": "a", "op": "relu", '
+                        '"shapes": [[4]], "inputs": ["X"], "torch": "X", "tags": "small"}]}')
+            self.expect_error(["--suite", suite, "--kernel", "k.ptx", "--launch", "k.json",
+                               "--problem", "a"], "field 'problems[0].tags'")
+            with open(suite, "w") as f:
+                f.write('{"version": 1, "suite": "s", "problems": [{"name": "a", "op": "relu", '
+                        '"shapes": [[4]], "inputs": ["X"], "torch": "X"}]}')
+            self.expect_error(["--suite", suite, "--kernel", os.path.join(d, "k.ptx"),
+                               "--launch", os.path.join(d, "k.json"), "--problem", "a"],
+                              "cannot read launch JSON")
 
 
 class ReportTest(unittest.TestCase):
