@@ -14,19 +14,9 @@
 #include "schedule/step_json.h"
 
 namespace tilesearch::schedule {
-namespace {
 
-using nlohmann::json;
-
-// "field 'F' must be ...", or "field 'F': <reason>" when `what` starts with a colon.
-absl::Status FieldError(const std::string& field, const std::string& what) {
-  const char* sep = !what.empty() && what[0] == ':' ? "" : " ";
-  return absl::InvalidArgumentError(absl::StrCat("field '", field, "'", sep, what));
-}
-
-// Rejects keys of `j` outside `allowed`, naming the first one.
-absl::Status CheckKeys(const json& j, const std::vector<std::string>& allowed,
-                       const std::string& prefix) {
+absl::Status CheckJsonKeys(const nlohmann::json& j, const std::vector<std::string>& allowed,
+                           const std::string& prefix) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const std::string& a : allowed) known = known || a == it.key();
@@ -37,6 +27,17 @@ absl::Status CheckKeys(const json& j, const std::vector<std::string>& allowed,
   }
   return absl::OkStatus();
 }
+
+namespace {
+
+using nlohmann::json;
+
+// "field 'F' must be ...", or "field 'F': <reason>" when `what` starts with a colon.
+absl::Status FieldError(const std::string& field, const std::string& what) {
+  const char* sep = !what.empty() && what[0] == ':' ? "" : " ";
+  return absl::InvalidArgumentError(absl::StrCat("field '", field, "'", sep, what));
+}
+
 
 absl::StatusOr<std::vector<int64_t>> ShapeFromJson(const json& j, const std::string& field) {
   auto bad = [&] {
@@ -94,7 +95,7 @@ absl::StatusOr<std::vector<FusedNode>> FusedNodesFromJson(const json& j, const s
       return FieldError(node_field, "must be an object with fields op, inputs and attrs, got " +
                                         n.dump().substr(0, 80));
     }
-    RETURN_IF_ERROR(CheckKeys(n, {"op", "inputs", "attrs"}, node_field + "."));
+    RETURN_IF_ERROR(CheckJsonKeys(n, {"op", "inputs", "attrs"}, node_field + "."));
     FusedNode node;
     if (!n.contains("op")) return FieldError(node_field + ".op", "is missing");
     if (!n["op"].is_string() || n["op"].get<std::string>().empty()) {
@@ -152,7 +153,7 @@ absl::StatusOr<ScheduleFile> ParseJson(const json& j, const std::string& source)
     return absl::InvalidArgumentError(
         "a schedule file is a JSON object with fields version, workload, target and steps");
   }
-  RETURN_IF_ERROR(CheckKeys(j, {"version", "comment", "workload", "target", "steps"}, ""));
+  RETURN_IF_ERROR(CheckJsonKeys(j, {"version", "comment", "workload", "target", "steps"}, ""));
   if (!j.contains("version")) return FieldError("version", "is missing");
   if (!j["version"].is_number_integer()) {
     return FieldError("version", "must be an integer, got " + j["version"].dump());
@@ -255,7 +256,7 @@ absl::StatusOr<Workload> WorkloadFromJson(const json& j, const std::string& fiel
     // "nodes" (fused workloads) is checked below, once the operator is known.
     json rest = j;
     rest.erase("nodes");
-    RETURN_IF_ERROR(CheckKeys(rest, {"op", "shapes", "dtype", "attrs"}, field + "."));
+    RETURN_IF_ERROR(CheckJsonKeys(rest, {"op", "shapes", "dtype", "attrs"}, field + "."));
   }
   Workload w;
   const std::string op_field = field + ".op";

@@ -72,6 +72,12 @@ struct Workload {
   bool operator==(const Workload& other) const;
 };
 
+/// Rejects keys of the JSON object `j` outside `allowed`, naming the first one:
+/// kInvalidArgument "unknown field '<prefix><key>' (expected a, b, c)". Shared by every reader of
+/// our JSON formats (schedule files, log records, benchmark suites).
+absl::Status CheckJsonKeys(const nlohmann::json& j, const std::vector<std::string>& allowed,
+                           const std::string& prefix);
+
 /// {"op": ..., "shapes": [[...], ...], "dtype": ..., "attrs": {...}} (all four fields written),
 /// plus "nodes": [{"op": ..., "inputs": ["p0", "n1", ...], "attrs": {...}}, ...] for a fused
 /// workload (registry workloads are written without it, exactly as before).

@@ -32,18 +32,6 @@ std::string Shown(const json& j) {
   return s;
 }
 
-absl::Status CheckKeys(const json& j, const std::vector<std::string>& allowed,
-                       const std::string& prefix) {
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    bool known = false;
-    for (const std::string& a : allowed) known = known || a == it.key();
-    if (!known) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown field '", prefix, it.key(), "' (expected ", absl::StrJoin(allowed, ", "), ")"));
-    }
-  }
-  return absl::OkStatus();
-}
 
 const json* Require(const json& j, const std::string& key, const std::string& field,
                     absl::Status* status) {
@@ -146,7 +134,7 @@ absl::Status TargetFromJson(const json& j, Target* target, std::string* device_n
   }
   std::vector<std::string> allowed = {"kind", "arch", "device_name"};
   for (const LimitField& f : kLimitFields) allowed.push_back(f.name);
-  RETURN_IF_ERROR(CheckKeys(j, allowed, "target."));
+  RETURN_IF_ERROR(schedule::CheckJsonKeys(j, allowed, "target."));
   std::string kind;
   RETURN_IF_ERROR(ReadString(j, "kind", "target.kind", &kind));
   if (kind == "cuda") {
@@ -321,7 +309,7 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const json& j) {
   }
   std::vector<std::string> allowed(std::begin(kRecordFields), std::end(kRecordFields));
   allowed.push_back("kind");
-  RETURN_IF_ERROR(CheckKeys(j, allowed, ""));
+  RETURN_IF_ERROR(schedule::CheckJsonKeys(j, allowed, ""));
   RETURN_IF_ERROR(ReadString(j, "workload_key", "workload_key", &r.workload_key));
   if (r.workload_key.empty()) return FieldError("workload_key", "must not be empty");
   if (!j.contains("workload")) return FieldError("workload", "is missing");
@@ -413,7 +401,7 @@ absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j) {
   if (!j.is_object()) return absl::InvalidArgumentError("round line is not a JSON object");
   RoundRecord r;
   ASSIGN_OR_RETURN(r.version, ReadVersion(j));
-  RETURN_IF_ERROR(CheckKeys(
+  RETURN_IF_ERROR(schedule::CheckJsonKeys(
       j, std::vector<std::string>(std::begin(kRoundFields), std::end(kRoundFields)), ""));
   if (LogLineKind(j) != "round") {
     return FieldError("kind", "must be \"round\", got " +

@@ -23,18 +23,6 @@ absl::Status FieldError(const std::string& field, const std::string& what) {
       absl::StrCat("field '", field, "'", what.rfind(":", 0) == 0 ? "" : " ", what));
 }
 
-absl::Status CheckKeys(const json& j, const std::vector<std::string>& allowed,
-                       const std::string& prefix) {
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    bool known = false;
-    for (const std::string& a : allowed) known = known || a == it.key();
-    if (!known) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown field '", prefix, it.key(), "' (expected ", absl::StrJoin(allowed, ", "), ")"));
-    }
-  }
-  return absl::OkStatus();
-}
 
 bool IsProblemName(const std::string& s) {
   if (s.empty() || !(s[0] >= 'a' && s[0] <= 'z')) return false;
@@ -77,7 +65,7 @@ absl::StatusOr<std::string> RequiredString(const json& j, const std::string& key
 
 absl::StatusOr<Problem> ProblemFromJson(const json& j, const std::string& field) {
   if (!j.is_object()) return FieldError(field, "must be an object, got " + j.dump().substr(0, 80));
-  RETURN_IF_ERROR(CheckKeys(
+  RETURN_IF_ERROR(schedule::CheckJsonKeys(
       j, {"name", "op", "shapes", "dtype", "attrs", "inputs", "torch", "tags", "note", "nodes"},
       field + "."));
   Problem p;
@@ -154,7 +142,7 @@ absl::StatusOr<Suite> Suite::Parse(const std::string& text, const std::string& s
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return absl::InvalidArgumentError(pre + "not valid JSON");
   if (!j.is_object()) return absl::InvalidArgumentError(pre + "must be a JSON object");
-  if (absl::Status s = CheckKeys(j, {"version", "suite", "description", "problems"}, ""); !s.ok()) {
+  if (absl::Status s = schedule::CheckJsonKeys(j, {"version", "suite", "description", "problems"}, ""); !s.ok()) {
     return Prefixed(pre, s);
   }
   if (!j.contains("version")) return Prefixed(pre, FieldError("version", "is missing"));
