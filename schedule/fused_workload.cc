@@ -52,6 +52,18 @@ absl::Status ValidateFusedNodes(const std::vector<FusedNode>& nodes, int num_pla
       return absl::InvalidArgumentError(
           absl::StrCat("field '", node_field, ".op': ", info.status().message()));
     }
+    // The operator's input count first: a missing operand would otherwise surface as "placeholder
+    // p1 is not read by any node", far from its cause.
+    const int n = static_cast<int>(node.inputs.size());
+    if (n < (*info)->min_inputs || n > (*info)->max_inputs) {
+      const std::string expected =
+          (*info)->min_inputs == (*info)->max_inputs
+              ? absl::StrCat((*info)->min_inputs)
+              : absl::StrCat((*info)->min_inputs, " to ", (*info)->max_inputs);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "field '", node_field, ".inputs': ", node.op, " takes ", expected, " input",
+          (*info)->max_inputs == 1 ? "" : "s", ", got ", n));
+    }
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const FusedOperand& in = node.inputs[i];
       const std::string in_field = absl::StrCat(node_field, ".inputs[", i, "]");

@@ -61,12 +61,13 @@ struct FusedNode {
 absl::StatusOr<FusedOperand> ParseFusedOperand(const std::string& text);
 
 /// Checks the node list's structure without building anything: at least one node, every operator
-/// known (ir::FindGraphOp), every placeholder operand < num_placeholders, every node operand an
-/// earlier node. `field` names the list in messages (kInvalidArgument): "field
-/// 'workload.nodes' must list at least one node", "field 'workload.nodes[1].op': unknown graph
-/// operator 'foo'", "field 'workload.nodes[1].inputs[0]': placeholder p5 does not exist (the
-/// workload has 3 shapes)", "field 'workload.nodes[1].inputs[0]': n2 is not an earlier node (a
-/// node reads placeholders and nodes before it)".
+/// known (ir::FindGraphOp) and given as many inputs as it takes, every placeholder operand <
+/// num_placeholders, every node operand an earlier node. `field` names the list in messages
+/// (kInvalidArgument): "field 'workload.nodes' must list at least one node", "field
+/// 'workload.nodes[1].op': unknown graph operator 'foo'", "field 'workload.nodes[0].inputs': dense
+/// takes 2 to 3 inputs, got 1", "field 'workload.nodes[1].inputs[0]': placeholder p5 does not exist
+/// (the workload has 3 shapes)", "field 'workload.nodes[1].inputs[0]': n2 is not an earlier node
+/// (a node reads placeholders and nodes before it)".
 absl::Status ValidateFusedNodes(const std::vector<FusedNode>& nodes, int num_placeholders,
                                 const std::string& field = "workload.nodes");
 

@@ -148,6 +148,14 @@ TEST(FusedWorkloadJson, MalformedFieldsAreNamed) {
        "field 'workload.nodes[1].inputs[0]': n2 is not an earlier node"},
       {"self reference (a cycle)", [](json& j) { j["nodes"][1]["inputs"][0] = "n1"; },
        "field 'workload.nodes[1].inputs[0]': n1 is not an earlier node"},
+      // The operator's input count is checked before the unread-placeholder rule, which would
+      // otherwise blame p1 for a dense given one operand.
+      {"too few inputs", [](json& j) { j["nodes"][0]["inputs"] = {"p0"}; },
+       "field 'workload.nodes[0].inputs': dense takes 2 to 3 inputs, got 1"},
+      {"no inputs", [](json& j) { j["nodes"][2]["inputs"] = json::array(); },
+       "field 'workload.nodes[2].inputs': relu takes 1 input, got 0"},
+      {"too many inputs", [](json& j) { j["nodes"][2]["inputs"] = {"n1", "p2"}; },
+       "field 'workload.nodes[2].inputs': relu takes 1 input, got 2"},
       {"bad node attribute",
        [](json& j) {
          j["nodes"][0]["attrs"] = {{"activation", 1.5}};
@@ -236,6 +244,12 @@ TEST(FusedWorkloadBuild, ErrorsNameTheNodeOrPlaceholder) {
     Workload w = DenseBiasRelu();
     w.nodes[1].inputs[0] = N(2);
     EXPECT_THAT(w.Build(), StatusIs(kInvalid, HasSubstr("n2 is not an earlier node")));
+  }
+  {
+    Workload w = DenseBiasRelu();
+    w.nodes[0].inputs = {P(0)};  // dense of one operand
+    EXPECT_THAT(w.Build(), StatusIs(kInvalid, HasSubstr("nodes[0].inputs': dense takes 2 to 3 "
+                                                        "inputs, got 1")));
   }
   {
     Workload w = DenseBiasRelu();
