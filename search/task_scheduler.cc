@@ -135,6 +135,7 @@ class Scheduler {
         result_.tasks[i].state = TaskState::kNotStarted;
         continue;
       }
+      if (StopRequested()) break;
       RETURN_IF_ERROR(RunRound(static_cast<int>(i), /*warmup=*/true, /*random=*/false));
     }
     double best_objective = Objective();
@@ -148,6 +149,7 @@ class Scheduler {
           schedulable.push_back(static_cast<int>(i));
       }
       if (schedulable.empty()) break;
+      if (StopRequested()) break;
       int task = -1;
       bool random = false;
       if (options_.strategy == AllocationStrategy::kRoundRobin) {
@@ -197,6 +199,12 @@ class Scheduler {
   }
 
  private:
+  // options.stop_requested, recorded as an interrupt.
+  bool StopRequested() {
+    if (options_.stop_requested && options_.stop_requested()) result_.interrupted = true;
+    return result_.interrupted;
+  }
+
   absl::Status TaskError(int task, const absl::Status& status) const {
     return absl::Status(status.code(), absl::StrCat("task ", task, " ('", tasks_[task].name,
                                                     "'): ", std::string(status.message())));

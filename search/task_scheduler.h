@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -108,6 +109,10 @@ struct TaskSchedulerOptions {
   int64_t early_stopping = 0;
   /// Seeds the ε-greedy and tie-breaking draws.
   uint64_t seed = 0;
+  /// Asked before every round (null: never): true ends the run as an interrupt does
+  /// (TaskSchedulerResult::interrupted), without starting the round. For a SIGINT that arrives
+  /// between rounds, outside the runner's own interrupt handling (tools/cmd_graph.cc).
+  std::function<bool()> stop_requested;
 };
 
 /// Why a task is no longer scheduled.

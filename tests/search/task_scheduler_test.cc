@@ -320,6 +320,29 @@ TEST(TaskSchedulerTest, SmallBudgetShrinksRoundsAndLeavesLateTasksNotStarted) {
   EXPECT_TRUE(std::isinf(r->objective));
 }
 
+// A stop request (tune-graph's SIGINT between rounds) ends the run before the next round, during
+// the warm-up and after it, as an interrupt: nothing more is asked of the runner.
+TEST(TaskSchedulerTest, StopRequestEndsTheRunBeforeTheNextRound) {
+  const std::vector<SchedulerTask> tasks = Tasks({1, 1, 1});
+  for (int stop_after : {1, 5}) {
+    SCOPED_TRACE(stop_after);
+    FakeRunner runner({{.a = 1e-3, .b = 1e-3, .c = 8}, {.a = 1e-3, .b = 1e-3, .c = 8}, {}});
+    TaskSchedulerOptions options;
+    options.trials = 1000;
+    options.per_round = 4;
+    options.stop_requested = [&runner, stop_after] {
+      return static_cast<int>(runner.calls_.size()) >= stop_after;
+    };
+    absl::StatusOr<TaskSchedulerResult> r = RunTaskScheduler(tasks, runner, options);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->interrupted);
+    EXPECT_EQ(static_cast<int>(runner.calls_.size()), stop_after);
+    EXPECT_EQ(static_cast<int>(r->rounds.size()), stop_after);
+    EXPECT_EQ(r->trials, 4 * stop_after);
+    EXPECT_EQ(runner.total_, r->trials);
+  }
+}
+
 TEST(TaskSchedulerTest, ExhaustedTasksStopAndTheRunEndsWhenNoneIsLeft) {
   const std::vector<SchedulerTask> tasks = Tasks({1, 1});
   FakeRunner runner({{.exhaust_after = 100}, {.exhaust_after = 30}});
