@@ -147,4 +147,25 @@ ExitCodeAction AddTuneGraphCommand(CLI::App& app);
 /// name, key, weight, FLOPs, tuned, trial, logged_ms, ms_per_call, ms_per_execution, share.
 ExitCodeAction AddRunGraphCommand(CLI::App& app);
 
+/// `tilesearch bench --suite FILE [--suite FILE ...] [--problems a,b] [--skip-small] [--target
+/// auto|cpu|cuda] --trials N [--per-round 64] [--model xgboost|random] [--seed S] --log-dir DIR
+/// --out DIR [--time-limit-s X] [--population N] [--generations N] [--min-runs N] [--min-time-ms
+/// X] [--warmup N] [--host-threads N] [--no-check] [--json FILE] [--quiet]`: for every selected
+/// problem of the suites (bench/harness/suite.h; --problems picks a subset, --skip-small leaves
+/// out those tagged "small"): builds its workload, tunes it with search::Tune into DIR/<problem>.jsonl
+/// until the log holds N trials of it (resumed; with --time-limit-s, one round per Tune call and
+/// no new round once the problem has run that long), replays the best valid record
+/// (search::ApplyHistoryBest, BuildKernel, CheckKernel unless --no-check) and writes the artifacts
+/// named after the problem into --out (search::WriteArtifacts). A problem's failure (unbuildable
+/// workload, tuning error, no valid record: "all 64 trials failed: ...", failed re-check) is
+/// reported for it and the others still run. Prints one line per problem and a final table;
+/// --json writes a summary (per problem: status, trials, new trials, best ms, GFLOP/s, GB/s, log,
+/// artifact or the reason there is none), rewritten after each problem. Ctrl-C: the round in
+/// flight is finished and logged, then the run stops (a second one ends it at once). Returns 0
+/// when every problem got its artifacts, 1 when any failed, 130 after Ctrl-C; user errors (a
+/// missing or invalid suite file, an unknown name in --problems, a problem name in two suites,
+/// a --log-dir or --out that cannot be a writable directory, an unwritable --json) are a Status
+/// reported before anything is tuned.
+ExitCodeAction AddBenchCommand(CLI::App& app);
+
 }  // namespace tilesearch::tools

@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
   CLI::App* run_graph = app.add_subcommand(
       "run-graph", "run a model layer with its tasks' best logged kernels: check, latency, breakdown");
   actions[run_graph] = tilesearch::tools::AddRunGraphCommand(*run_graph);
+  CLI::App* bench = app.add_subcommand(
+      "bench", "tune every problem of benchmark suites (resuming their logs) and replay the best into artifacts");
+  actions[bench] = tilesearch::tools::AddBenchCommand(*bench);
 
   // CLI11 reports an unknown first word only as a missing subcommand; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
@@ -71,7 +74,7 @@ int main(int argc, char** argv) {
     for (const auto& [sub, action] : actions) known = known || sub->get_name() == argv[1];
     if (!known) {
       return ReportError(std::string("unknown command '") + argv[1] +
-                         "' (expected ops, show, check, measure, bench-compile, tune, replay, inspect, tune-graph or run-graph)");
+                         "' (expected ops, show, check, measure, bench-compile, tune, replay, inspect, tune-graph, run-graph or bench)");
     }
   }
   try {

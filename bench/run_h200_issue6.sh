@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Issue 6 on the H200, one chunk of the suites per device call (each call must stay under 9
+# minutes): `tilesearch bench` tunes the chunk's problems on cuda (resuming from earlier logs),
+# replays each best record into an artifact named after its problem, then bench/score.py scores
+# exactly those problems against PyTorch. Needs a device pack with the `bench` command
+# (tools/pack_device.sh after commit "tilesearch bench"):
+#   run(command="CHUNK=0/10 bash bench/run_h200_issue6.sh", carry=["dist"], kind="nvidia-h200")
+#
+# Environment (all optional):
+#   SUITES      suite names under bench/suites or paths (default "level1 level2")
+#   CHUNK       i/n: the i-th (0-based) of n nearly equal slices of the suites' problems in file
+#               order (default 0/1: all of them; too many for one call, see below)
+#   PROBLEMS    comma-separated problem names; replaces CHUNK
+#   SKIP_SMALL  1: leave out the problems tagged "small"
+#   TRIALS      total trials per problem, resumed logs counting (default 64)
+#   PER_ROUND   trials per round (default 32)
+#   BENCH_S     wall seconds for the tuning step of the chunk (default 300); each problem gets
+#               (BENCH_S / problems - ROUND_S) seconds before no new round is started; ROUND_S
+#               (default 35) is what one more round plus the replay may take; at BENCH_S the
+#               tuner gets SIGINT (it logs the round in flight and stops), 45 s later SIGKILL
+#   SCORE_S     wall seconds for score.py (default 150)
+#   LOGS_FROM   earlier logs to resume from: a directory of <problem>.jsonl (e.g. bench/logs/
+#               h200-issue6) or a .tar.xz / .tgz of one; copied, never modified
+#   BASELINES   score.py --baselines (default: score.py's, eager / eager_no_tf32 / compile)
+#   BENCH_ARGS  extra `tilesearch bench` options (default "--warmup 1 --min-runs 3 --min-time-ms 10")
+#   TAG         suffix of the output folder (default: the chunk, e.g. c0of10)
+# Output: $OUT/issue6-$TAG/{run.log, problems.txt, logs/<problem>.jsonl, artifacts/, bench.json
+# (tilesearch bench --json), score.{json,md,png}} tarred into $OUT/issue6-$TAG.tgz (one file).
+#
+# Splitting both suites (level1: 37 problems, 6 of them small; level2: 13; 50 in all) over several
+# calls: about 5 problems per call fits 9 minutes at the defaults (≈ 25 s of tuning each, i.e. one
+# or two rounds, then scoring with torch.compile), so CHUNK=0/10 ... CHUNK=9/10, one call each, all
+# with the same SUITES, SKIP_SMALL and TRIALS. Pass LOGS_FROM=bench/logs/h200-issue6 once logs are
+# committed there: later calls resume them and only add trials (raise TRIALS to tune further).
+# After the calls, on this machine:
+#   for c in 0 1 2 3 4 5 6 7 8 9; do tar xzf issue6-c${c}of10.tgz; done
+#   mkdir -p bench/logs/h200-issue6 && cp issue6-c*of10/logs/*.jsonl bench/logs/h200-issue6/
+#   python3 bench/score.py --merge issue6-c*of10/score.json --out bench/results/h200-$(date +%F)
+# (--merge joins the per-chunk results per suite and recomputes fast_p and the geometric means).
+# A chunk cut short keeps what it finished: bench.json and score.json are rewritten after every
+# problem; run the chunk again (same TRIALS, LOGS_FROM = its logs) to finish it.
+set -uo pipefail
+SUITES=${SUITES:-"level1 level2"}
+CHUNK=${CHUNK:-0/1}
+TRIALS=${TRIALS:-64}
+PER_ROUND=${PER_ROUND:-32}
+BENCH_S=${BENCH_S:-300}
+ROUND_S=${ROUND_S:-35}
+SCORE_S=${SCORE_S:-150}
+BENCH_ARGS=${BENCH_ARGS:-"--warmup 1 --min-runs 3 --min-time-ms 10"}
+chunk_tag="c${CHUNK%/*}of${CHUNK#*/}"
+TAG=${TAG:-${PROBLEMS:+custom}}
+TAG=${TAG:-$chunk_tag}
+out="${OUT:-/tmp/out}/issue6-$TAG"
+mkdir -p "$out/logs" "$out/artifacts"
+exec > >(tee -a "$out/run.log") 2>&1
+start_all=$(date +%s)
+
+suite_files=()
+for s in $SUITES; do
+  if [[ -f "$s" ]]; then suite_files+=("$s"); else suite_files+=("bench/suites/$s.json"); fi
+done
+suite_args=()
+for f in "${suite_files[@]}"; do suite_args+=(--suite "$f"); done
+
+# The chunk's problems, in file order (stdlib json only).
+if [[ -z "${PROBLEMS:-}" ]]; then
+  PROBLEMS=$(python3 - "$CHUNK" "${SKIP_SMALL:-0}" "${suite_files[@]}" <<'PY'
+import json, sys
+i, n = (int(x) for x in sys.argv[1].split("/"))
+assert 0 <= i < n, f"CHUNK {sys.argv[1]}: want i/n with 0 <= i < n"
+skip_small = sys.argv[2] == "1"
+names = [p["name"] for f in sys.argv[3:] for p in json.load(open(f))["problems"]
+         if not (skip_small and "small" in p.get("tags", []))]
+print(",".join(names[len(names) * i // n:len(names) * (i + 1) // n]))
+PY
+  ) || { echo "cannot compute the chunk's problems"; exit 2; }
+fi
+[[ -n "$PROBLEMS" ]] || { echo "chunk $CHUNK of $SUITES is empty"; exit 2; }
+tr ',' '\n' <<<"$PROBLEMS" >"$out/problems.txt"
+count=$(wc -l <"$out/problems.txt")
+
+root="$(bash dist/unpack.sh | tail -1)"
+ts="$root/run"
+echo "== $(date -u +%FT%TZ) $(uname -n); pack: $(head -3 "$root/MANIFEST" | tr '\n' ' ')"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
+"$ts" bench --help >/dev/null 2>&1 || { echo "the device pack has no 'bench' command: rebuild it (tools/pack_device.sh)"; exit 2; }
+
+if [[ -n "${LOGS_FROM:-}" ]]; then
+  echo "== resuming from $LOGS_FROM"
+  if [[ -d "$LOGS_FROM" ]]; then
+    cp "$LOGS_FROM"/*.jsonl "$out/logs/" 2>/dev/null
+  else
+    tmp_logs=$(mktemp -d)
+    tar -xf "$LOGS_FROM" -C "$tmp_logs" && find "$tmp_logs" -name '*.jsonl' -exec cp {} "$out/logs/" \;
+    rm -rf "$tmp_logs"
+  fi
+  ls "$out/logs" | wc -l | xargs echo "logs copied:"
+fi
+
+limit=$(( BENCH_S / count - ROUND_S ))
+(( limit < 10 )) && limit=10
+echo "== tilesearch bench: $count problems ($PROBLEMS), $TRIALS trials, at most ${limit} s of tuning each"
+bench_start=$(date +%s)
+# shellcheck disable=SC2086
+timeout --foreground -s INT -k 45 "$BENCH_S" "$ts" bench "${suite_args[@]}" --problems "$PROBLEMS" \
+  --target cuda --trials "$TRIALS" --per-round "$PER_ROUND" --time-limit-s "$limit" --quiet \
+  $BENCH_ARGS --log-dir "$out/logs" --out "$out/artifacts" --json "$out/bench.json"
+echo "bench: rc $?, $(($(date +%s) - bench_start)) s"
+
+echo "== score.py"
+score_start=$(date +%s)
+baselines=()
+[[ -n "${BASELINES:-}" ]] && baselines=(--baselines "$BASELINES")
+timeout --foreground -k 20 "$SCORE_S" python3 bench/score.py "${suite_args[@]}" \
+  --artifacts "$out/artifacts" --problems "$PROBLEMS" "${baselines[@]}" --out "$out/score" 2>&1 |
+  grep -v Warning | tail -60
+echo "score.py: rc ${PIPESTATUS[0]}, $(($(date +%s) - score_start)) s"
+
+echo "== done $(date -u +%FT%TZ), $(($(date +%s) - start_all)) s"
+cd "$(dirname "$out")" && tar czf "$(basename "$out").tgz" "$(basename "$out")" && rm -rf "$out"
