@@ -9,6 +9,8 @@
 # - the same command again measures nothing new (resumed from the logs) and replays again;
 # - --problems / --skip-small / a larger --trials: only the difference is measured;
 # - a problem whose logged trials all failed is reported "all 8 trials failed: 8 compile_error";
+# - --time-limit-s: one round per problem when the limit is tiny, the next run resumes;
+# - --target cuda without a driver: the problem fails, reported, exit 1;
 # - Ctrl-C during the first problem: its round is logged whole, status 130, the second problem
 #   is not run;
 # - user errors (exit 2, one line, nothing run): missing suite, unknown name in --problems, a
@@ -116,6 +118,28 @@ run all_failed bench --suite "$suite" "${common[@]}" --trials 8 --problems softm
 expect_rc all_failed 1
 expect_out all_failed "^\[1/1\] softmax_tiny: 8 trials \(0 new\), FAILED: .*all 8 trials failed: 8 compile_error"
 [[ ! -e "$tmp/art2/softmax_tiny.json" ]] || fail "all_failed: an artifact was written"
+
+# ---- --time-limit-s: no new round once a problem has run that long; a second run resumes.
+for pass in 1 2; do
+  run "limit$pass" bench --suite "$suite" "${common[@]}" --trials 16 --time-limit-s 0.001 \
+    --problems matmul_tiny,softmax_tiny --log-dir "$tmp/limit_logs" --out "$tmp/limit_art"
+  expect_rc "limit$pass" 0
+  for p in matmul_tiny softmax_tiny; do
+    expect_out "limit$pass" "^\[[12]/2\] $p: $((4 * pass)) trials \(4 new, time limit\), "
+    n="$(grep -c '"kind":"round"' "$tmp/limit_logs/$p.jsonl")"
+    [[ "$n" == "$pass" ]] || fail "limit$pass: $p's log has $n rounds, expected $pass"
+  done
+done
+
+# ---- A cuda problem on a machine without a driver fails by itself (skipped where one exists).
+if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+  echo "note: libcuda.so.1 present; the no-driver case is skipped"
+else
+  run no_driver bench --suite "$suite" --target cuda --trials 4 --per-round 4 --quiet \
+    --problems matmul_tiny --log-dir "$tmp/cuda_logs" --out "$tmp/cuda_art"
+  expect_rc no_driver 1
+  expect_out no_driver "^\[1/1\] matmul_tiny: FAILED: tune: no CUDA driver found"
+fi
 
 # ---- Ctrl-C: the round in flight is logged, the run stops (130), later problems are not run.
 "$bin" bench --suite "$suite" "${base[@]}" --trials 100000 --per-round 2 \
