@@ -183,6 +183,20 @@ TEST(SuiteParseTest, LoadNamesAMissingFile) {
                        HasSubstr("cannot read suite file '/nonexistent/suite.json'")));
 }
 
+// Adversarial nesting: a problem (or a field the suite reader checks itself) that is 100000
+// nested lists is an error naming the field, not a stack overflow while the message quotes it.
+// (The workload fields go through schedule::WorkloadFromJson, which still quotes them whole.)
+TEST(SuiteParseTest, DeeplyNestedProblemIsAnErrorNotACrash) {
+  const int depth = 100000;
+  const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+  EXPECT_THAT(Suite::Parse(Wrap(deep), "suites/x.json").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("suites/x.json: problem 0"),
+                             HasSubstr("field 'problems[0]' must be an object"))));
+  EXPECT_THAT(Suite::Parse(P(R"("op": "relu", "shapes": [[4]], "tags": )" + deep)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'problems[0].tags'")));
+}
+
 Problem Parsed(const std::string& fields, const std::string& inputs = R"(["X"])") {
   absl::StatusOr<Suite> s = Suite::Parse(P(fields, inputs));
   EXPECT_TRUE(s.ok()) << s.status();
