@@ -32,8 +32,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "bench/harness/suite.h"
 #include "base/status.h"
+#include "bench/harness/suite.h"
 #include "ir/compute_dag.h"
 #include "nlohmann/json.hpp"
 #include "runtime/measure.h"
@@ -63,9 +63,9 @@ struct BenchCommandOptions {
   std::string out;
   std::string json_path;
   double time_limit_s = 0;  // 0 = none
-  int population = -1;     // < 0: SearchOptions' default
+  int population = -1;      // < 0: SearchOptions' default
   int generations = -1;
-  int min_runs = -1;        // < 0: runtime::TimingOptions' default
+  int min_runs = -1;  // < 0: runtime::TimingOptions' default
   double min_time_ms = -1;
   int warmup = -1;
   int host_threads = 0;
@@ -80,9 +80,9 @@ struct Outcome {
   /// "ok" (artifacts written), "failed" (reason says why), "interrupted" (Ctrl-C stopped its
   /// tuning; no artifact), "not_run" (Ctrl-C came before it).
   std::string status = "not_run";
-  std::string reason;       // why there is no artifact; empty when ok
-  int64_t trials = 0;       // records of the problem in its log
-  int64_t new_trials = 0;   // measured by this run
+  std::string reason;      // why there is no artifact; empty when ok
+  int64_t trials = 0;      // records of the problem in its log
+  int64_t new_trials = 0;  // measured by this run
   double best_ms = std::numeric_limits<double>::quiet_NaN();
   int64_t best_trial = -1;
   double flops = 0;
@@ -168,8 +168,8 @@ absl::Status PrepareLogDir(const std::string& dir) {
   const fs::file_status st = fs::status(dir, ec);
   if (fs::exists(st)) {
     if (!fs::is_directory(st)) {
-      return absl::InvalidArgumentError(absl::StrCat("log directory '", dir,
-                                                     "' is not a directory"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("log directory '", dir, "' is not a directory"));
     }
   } else {
     fs::create_directories(dir, ec);
@@ -179,8 +179,8 @@ absl::Status PrepareLogDir(const std::string& dir) {
     }
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat("log directory '", dir,
-                                                    "' is not writable: ", std::strerror(errno)));
+    return absl::PermissionDeniedError(
+        absl::StrCat("log directory '", dir, "' is not writable: ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -348,8 +348,8 @@ absl::Status ReplayProblem(const BenchCommandOptions& options, const schedule::W
     } else if (check->passed) {
       outcome.check = "passed";
     } else {
-      return absl::InternalError(absl::StrCat("re-check of trial ", best.record.trial,
-                                              " failed: ", check->note));
+      return absl::InternalError(
+          absl::StrCat("re-check of trial ", best.record.trial, " failed: ", check->note));
     }
   }
   ASSIGN_OR_RETURN(outcome.files, search::WriteArtifacts(artifact, options.out, check.get()));
@@ -397,8 +397,7 @@ void RunProblem(const BenchCommandOptions& options, const schedule::Target& targ
   } else {
     outcome.status = "ok";
   }
-  outcome.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 std::string OutcomeLine(const Outcome& o) {
@@ -430,9 +429,8 @@ void PrintTable(const std::vector<Outcome>& outcomes) {
   size_t width = 7;
   for (const Outcome& o : outcomes) width = std::max(width, o.problem->name.size());
   std::cout << "\n"
-            << std::left << std::setw(width) << "problem" << std::right << std::setw(8)
-            << "trials" << std::setw(6) << "new" << std::setw(12) << "best ms" << std::setw(20)
-            << "throughput"
+            << std::left << std::setw(width) << "problem" << std::right << std::setw(8) << "trials"
+            << std::setw(6) << "new" << std::setw(12) << "best ms" << std::setw(20) << "throughput"
             << "  result\n";
   int ok = 0, failed = 0, other = 0;
   for (const Outcome& o : outcomes) {
@@ -484,8 +482,8 @@ absl::StatusOr<int> Bench(const BenchCommandOptions& options) {
       name.erase(0, name.find_first_not_of(" \t"));
       name.erase(name.find_last_not_of(" \t") + 1);
       if (source_of.count(name) == 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--problems: no problem '", name, "' in ", absl::StrJoin(options.suites, ", ")));
+        return absl::InvalidArgumentError(absl::StrCat("--problems: no problem '", name, "' in ",
+                                                       absl::StrJoin(options.suites, ", ")));
       }
       wanted.insert(name);
     }
@@ -609,8 +607,9 @@ ExitCodeAction AddBenchCommand(CLI::App& app) {
                  absl::StrCat("untimed runs per candidate before timing, 0..10000 (default ",
                               defaults.warmup_runs, ")"))
       ->check(CLI::Range(0, 10000));
-  app.add_option("--host-threads", options->host_threads,
-                 "cpu target: threads running parallel loops, 0..4096 (default 0: every usable core)")
+  app.add_option(
+         "--host-threads", options->host_threads,
+         "cpu target: threads running parallel loops, 0..4096 (default 0: every usable core)")
       ->check(CLI::Range(0, 4096));
   app.add_flag("--no-check", options->no_check,
                "do not re-check the replayed kernels against the unscheduled programs");
