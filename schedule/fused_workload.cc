@@ -60,9 +60,9 @@ absl::Status ValidateFusedNodes(const std::vector<FusedNode>& nodes, int num_pla
           (*info)->min_inputs == (*info)->max_inputs
               ? absl::StrCat((*info)->min_inputs)
               : absl::StrCat((*info)->min_inputs, " to ", (*info)->max_inputs);
-      return absl::InvalidArgumentError(absl::StrCat(
-          "field '", node_field, ".inputs': ", node.op, " takes ", expected, " input",
-          (*info)->max_inputs == 1 ? "" : "s", ", got ", n));
+      return absl::InvalidArgumentError(
+          absl::StrCat("field '", node_field, ".inputs': ", node.op, " takes ", expected, " input",
+                       (*info)->max_inputs == 1 ? "" : "s", ", got ", n));
     }
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const FusedOperand& in = node.inputs[i];

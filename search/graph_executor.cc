@@ -1,5 +1,7 @@
 #include "search/graph_executor.h"
 
+#include <sys/sysinfo.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -39,11 +41,17 @@ constexpr size_t kHostFlushBytes = size_t{64} << 20;
 // 64-byte aligned, zero-initialized host bytes (kernels need 16).
 class AlignedBytes {
  public:
-  explicit AlignedBytes(size_t size) : size_(size) {
+  /// Errors: kResourceExhausted when the memory cannot be allocated.
+  static absl::StatusOr<std::unique_ptr<AlignedBytes>> Create(size_t size) {
     const size_t rounded = std::max<size_t>(64, (size + 63) / 64 * 64);
-    data_ = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
-    CHECK(data_ != nullptr) << "cannot allocate " << size << " bytes";
-    std::memset(data_, 0, rounded);
+    auto* data =
+        rounded < size ? nullptr : static_cast<std::byte*>(std::aligned_alloc(64, rounded));
+    if (data == nullptr) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot allocate ", size, " bytes of host memory"));
+    }
+    std::memset(data, 0, rounded);
+    return std::unique_ptr<AlignedBytes>(new AlignedBytes(data, size));
   }
   ~AlignedBytes() { std::free(data_); }
   AlignedBytes(const AlignedBytes&) = delete;
@@ -52,9 +60,22 @@ class AlignedBytes {
   size_t size() const { return size_; }
 
  private:
+  AlignedBytes(std::byte* data, size_t size) : size_(size), data_(data) {}
   size_t size_;
   std::byte* data_;
 };
+
+// Bytes of memory this machine has (RAM + swap; 0 when unknown): host buffers beyond it would
+// only be killed by the kernel's out-of-memory handler while being zeroed.
+int64_t HostMemoryBytes() {
+  struct sysinfo info {};
+  if (sysinfo(&info) != 0) return 0;
+  return static_cast<int64_t>(info.totalram + info.totalswap) * static_cast<int64_t>(info.mem_unit);
+}
+
+std::string GiB(int64_t bytes) {
+  return absl::StrFormat("%.2f GiB", bytes / double(int64_t{1} << 30));
+}
 
 std::string Describe(ir::ScalarType dtype, const std::vector<int64_t>& shape) {
   return absl::StrCat(ir::TypeName(dtype), " [", absl::StrJoin(shape, ", "), "]");
@@ -286,6 +307,28 @@ absl::Status GraphExecutor::Impl::AddTask(int t, const ir::ComputeDAG& dag,
 }
 
 absl::Status GraphExecutor::Impl::AllocateBuffers() {
+  // The values' bytes first: a graph whose buffers cannot fit in host memory is an error before
+  // anything is allocated (cuda: the driver's allocation errors say so).
+  if (!target.is_gpu()) {
+    std::vector<bool> seen(graph.num_nodes(), false);
+    int64_t needed = 0;
+    for (const Subgraph& sub : partition.subgraphs) {
+      std::vector<int> ids = sub.inputs;
+      ids.push_back(sub.output);
+      for (int id : ids) {
+        if (seen[id]) continue;
+        seen[id] = true;
+        needed += ValueBytes(graph.node(id));
+      }
+    }
+    const int64_t available = HostMemoryBytes();
+    if (available > 0 && needed > available) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the graph's buffers need ", GiB(needed), " (", needed,
+                       " bytes) of host memory, more than this machine's ", GiB(available),
+                       " (RAM + swap); use a smaller --batch"));
+    }
+  }
   node_buffer.assign(graph.num_nodes(), -1);
   auto add = [&](int id) -> absl::Status {
     if (node_buffer[id] >= 0) return absl::OkStatus();
@@ -302,7 +345,12 @@ absl::Status GraphExecutor::Impl::AllocateBuffers() {
       }
       device_buffers.push_back(*std::move(buffer));
     } else {
-      host_buffers.push_back(std::make_unique<AlignedBytes>(static_cast<size_t>(bytes)));
+      absl::StatusOr<std::unique_ptr<AlignedBytes>> buffer =
+          AlignedBytes::Create(static_cast<size_t>(bytes));
+      if (!buffer.ok()) {
+        return Prefixed(absl::StrCat("buffer of node ", id, " '", node.name, "'"), buffer.status());
+      }
+      host_buffers.push_back(*std::move(buffer));
     }
     return absl::OkStatus();
   };
@@ -491,7 +539,7 @@ absl::StatusOr<GraphTiming> GraphExecutor::Time(const runtime::TimingOptions& op
       return m.timer->Time(body, options);
     }
     if (options.flush_cache && m.host_flush == nullptr) {
-      m.host_flush = std::make_unique<AlignedBytes>(kHostFlushBytes);
+      ASSIGN_OR_RETURN(m.host_flush, AlignedBytes::Create(kHostFlushBytes));
     }
     return runtime::TimeRepeated(
         [&]() -> absl::StatusOr<double> {

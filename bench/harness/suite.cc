@@ -53,7 +53,6 @@ absl::Status FieldError(const std::string& field, const std::string& what) {
       absl::StrCat("field '", field, "'", what.rfind(":", 0) == 0 ? "" : " ", what));
 }
 
-
 bool IsProblemName(const std::string& s) {
   if (s.empty() || !(s[0] >= 'a' && s[0] <= 'z')) return false;
   for (char c : s) {
@@ -172,7 +171,9 @@ absl::StatusOr<Suite> Suite::Parse(const std::string& text, const std::string& s
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return absl::InvalidArgumentError(pre + "not valid JSON");
   if (!j.is_object()) return absl::InvalidArgumentError(pre + "must be a JSON object");
-  if (absl::Status s = schedule::CheckJsonKeys(j, {"version", "suite", "description", "problems"}, ""); !s.ok()) {
+  if (absl::Status s =
+          schedule::CheckJsonKeys(j, {"version", "suite", "description", "problems"}, "");
+      !s.ok()) {
     return Prefixed(pre, s);
   }
   if (!j.contains("version")) return Prefixed(pre, FieldError("version", "is missing"));

@@ -154,7 +154,10 @@ TEST(FusedWorkloadJson, MalformedFieldsAreNamed) {
        "field 'workload.nodes[0].inputs': dense takes 2 to 3 inputs, got 1"},
       {"no inputs", [](json& j) { j["nodes"][2]["inputs"] = json::array(); },
        "field 'workload.nodes[2].inputs': relu takes 1 input, got 0"},
-      {"too many inputs", [](json& j) { j["nodes"][2]["inputs"] = {"n1", "p2"}; },
+      {"too many inputs",
+       [](json& j) {
+         j["nodes"][2]["inputs"] = {"n1", "p2"};
+       },
        "field 'workload.nodes[2].inputs': relu takes 1 input, got 2"},
       {"bad node attribute",
        [](json& j) {

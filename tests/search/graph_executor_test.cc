@@ -229,6 +229,19 @@ TEST(GraphExecutorTest, RunningWithoutInputsOrWithWrongOnesIsAnError) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'w2'")));
 }
 
+// A graph whose buffers exceed the machine's memory (a huge --batch) is a kResourceExhausted
+// error naming the need, not a CHECK failure in the allocator: relu of 2^39 float32 values needs
+// 4 TiB for its input and output.
+TEST(GraphExecutorTest, BuffersBeyondHostMemoryAreResourceExhaustedNotACrash) {
+  ir::Graph g;
+  g.MarkOutput(g.Relu(g.Input("x", {int64_t{1} << 20, int64_t{1} << 19})));
+  ASSERT_TRUE(g.Validate().ok()) << g.Validate();
+  const GraphPartition p = Partition(g, /*fuse=*/true);
+  EXPECT_THAT(GraphExecutor::CreateUnscheduled(g, p, schedule::Target::HostCpu(), OneThread()),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       ::testing::AllOf(HasSubstr("4096.00 GiB"), HasSubstr("host memory"))));
+}
+
 TEST(GraphExecutorTest, APartitionOfAnotherGraphIsRefusedAtItsKernelParameters) {
   // Same structure and node ids, another reduction length: the kernels built for the partition
   // take [8, 16] inputs where the graph's values are [8, 32].
