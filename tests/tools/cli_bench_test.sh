@@ -14,7 +14,7 @@
 # - Ctrl-C during the first problem: its round is logged whole, status 130, the second problem
 #   is not run;
 # - user errors (exit 2, one line, nothing run): missing suite, unknown name in --problems, a
-#   --log-dir under a regular file or that is a file.
+#   --log-dir under a regular file or that is a file, an --out under a file, an unwritable --json.
 # Run by ctest with TILESEARCH set to the binary.
 set -u
 source "$(dirname "$0")/cli_lib.sh"
@@ -192,5 +192,9 @@ run out_under_file bench --suite "$suite" "${common[@]}" --trials 8 --log-dir "$
   --out "$tmp/plain/art"
 expect_error out_under_file "cannot create output directory '$tmp/plain/art'"
 [[ ! -e "$tmp/l" && ! -e "$tmp/a" ]] || fail "errors: a log or output directory was created"
+run bad_json bench --suite "$suite" "${common[@]}" --trials 8 --log-dir "$tmp/l2" --out "$tmp/a2" \
+  --json "$tmp/plain/s.json"
+expect_error bad_json "cannot write summary '$tmp/plain/s.json'"
+[[ ! -e "$tmp/l2/matmul_tiny.jsonl" ]] || fail "bad_json: a problem was tuned"
 
 finish "bench"
