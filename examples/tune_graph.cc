@@ -9,12 +9,14 @@
 //   --no-fuse: one task per operator node instead of Ansor-style fused subgraphs.
 //   --fresh: remove the log first (otherwise a second run resumes it).
 //   --fast: a small search (random model, population 32) and short timing: a smoke test.
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "examples/models.h"
@@ -64,8 +66,13 @@ int main(int argc, char** argv) {
       fast = true;
     } else if (arg == "--trials" && has_value) {
       char* end = nullptr;
+      errno = 0;
       trials = std::strtoll(argv[++i], &end, 10);
-      if (*end != '\0' || trials < 1) Usage();
+      if (end == argv[i] || *end != '\0' || errno == ERANGE || trials < 1 || trials > 10000000) {
+        std::fprintf(stderr, "error: --trials must be an integer in 1..10000000, got '%s'\n",
+                     argv[i]);
+        std::exit(2);
+      }
     } else if (arg == "--log" && has_value) {
       log = argv[++i];
     } else if (arg == "--target" && has_value) {
@@ -74,7 +81,20 @@ int main(int argc, char** argv) {
       Usage();
     }
   }
-  if (fresh) std::filesystem::remove(log);
+  if (fresh) {
+    // Only a log file is removed (never a directory); the error_code form does not throw.
+    std::error_code ec;
+    if (std::filesystem::is_directory(log, ec)) {
+      std::fprintf(stderr, "error: --log '%s' is a directory; --fresh removes a log file only\n",
+                   log.c_str());
+      return 2;
+    }
+    if (!std::filesystem::remove(log, ec) && ec) {
+      std::fprintf(stderr, "error: --fresh: cannot remove '%s': %s\n", log.c_str(),
+                   ec.message().c_str());
+      return 2;
+    }
+  }
 
   const ir::Graph graph = Must(models::BuildModel(model, /*batch=*/0, small));
   const search::GraphPartition partition = Must(search::PartitionGraph(graph, {.fuse = fuse}));
@@ -105,9 +125,23 @@ int main(int argc, char** argv) {
   const search::TaskSchedulerResult result =
       Must(search::RunTaskScheduler(tasks, *runner, options));
   std::cout << result.ToString(tasks);
+  if (result.interrupted) {
+    std::cout << "interrupted: every finished round is in " << log
+              << "; run again with the same log to resume\n";
+    return 130;
+  }
 
-  // Every task's best kernel, compiled once; the graph checked and timed.
-  auto executor = Must(search::GraphExecutor::Create(graph, partition, log, target));
+  // Every task's best kernel, compiled once; the graph checked and timed. Tasks the budget did
+  // not reach run their unscheduled program (said below) instead of failing the run.
+  search::GraphExecutorOptions executor_options;
+  for (const search::TaskAllocation& a : result.tasks) {
+    executor_options.allow_untuned |= a.state == search::TaskState::kNotStarted;
+  }
+  auto executor =
+      Must(search::GraphExecutor::Create(graph, partition, log, target, executor_options));
+  for (const search::ExecutorTask& t : executor->tasks()) {
+    if (!t.tuned) std::cout << "untuned: " << t.name << ": " << t.note << "\n";
+  }
   // The interpreter is exact but slow: big graphs are compared with their unscheduled kernels.
   search::GraphCheckOptions check_options;
   if (partition.Flops() > 2e8) check_options.reference = search::GraphReference::kUnscheduled;
