@@ -3,11 +3,13 @@
 // (search/task_scheduler.h, search/task_scheduler_tuner.h), and run with the best kernel of every
 // task (search/graph_executor.h).
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -109,19 +111,43 @@ json GraphJson(const GraphOptions& o, const LoadedGraph& g) {
           {"subgraphs", g.partition.subgraphs.size()}};
 }
 
-// --json must name a new or regular file that is not the log.
+// The path as it will be opened: absolute and normalized, symbolic links of the existing part
+// resolved (a file that does not exist yet still compares equal to another spelling of it).
+std::filesystem::path Normalized(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(std::filesystem::absolute(path), ec);
+  return ec ? std::filesystem::path(path).lexically_normal() : p;
+}
+
+// `flag`'s file will be created or overwritten: its directory must exist (checked before any
+// tuning or timing, so that a typo does not cost the run) and it must not be a directory.
+absl::Status CheckWritablePath(const std::string& flag, const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " '", path, "' is a directory"));
+  }
+  const std::filesystem::path dir = Normalized(path).parent_path();
+  if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " '", path, "': directory '", dir.string(), "' does not exist"));
+  }
+  return absl::OkStatus();
+}
+
+// --json must name a new or regular file, in an existing directory, that is not the log (also when
+// the log does not exist yet: tune-graph creates it, and the JSON written over it would lose every
+// record).
 absl::Status CheckJsonPath(const std::string& json_path, const std::string& log) {
   if (json_path.empty()) return absl::OkStatus();
   std::error_code ec;
-  if (std::filesystem::exists(log, ec) && std::filesystem::exists(json_path, ec) &&
-      std::filesystem::equivalent(json_path, log, ec)) {
+  const bool same = Normalized(json_path) == Normalized(log) ||
+                    (std::filesystem::exists(log, ec) && std::filesystem::exists(json_path, ec) &&
+                     std::filesystem::equivalent(json_path, log, ec));
+  if (same) {
     return absl::InvalidArgumentError(
         absl::StrCat("--json '", json_path, "' is the tuning log; give another file"));
   }
-  if (std::filesystem::is_directory(json_path, ec)) {
-    return absl::InvalidArgumentError(absl::StrCat("--json '", json_path, "' is a directory"));
-  }
-  return absl::OkStatus();
+  return CheckWritablePath("--json", json_path);
 }
 
 absl::Status WriteJson(const std::string& path, const json& j) {
@@ -135,6 +161,40 @@ absl::Status WriteJson(const std::string& path, const json& j) {
 
 // ---------------------------------------------------------------------------------------------
 // tune-graph
+
+// SIGINT outside the tuner's rounds (search::Tune handles the ones inside: the round in flight is
+// finished and logged): between rounds and while the log is restored, the first one asks the
+// scheduler to stop before its next round, so the summary and --json are still written; a second
+// one ends the process as killed by SIGINT (nothing is being written to the log then).
+volatile std::sig_atomic_t g_graph_interrupts = 0;
+
+void OnGraphSigint(int) {
+  g_graph_interrupts = g_graph_interrupts + 1;
+  if (g_graph_interrupts >= 2) {
+    std::signal(SIGINT, SIG_DFL);
+    std::raise(SIGINT);
+  }
+}
+
+// Installs OnGraphSigint for its lifetime (search::Tune installs its own handler during a round
+// and restores this one after it).
+class GraphSigintGuard {
+ public:
+  GraphSigintGuard() {
+    g_graph_interrupts = 0;
+    struct sigaction sa = {};
+    sa.sa_handler = OnGraphSigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &previous_);
+  }
+  ~GraphSigintGuard() { sigaction(SIGINT, &previous_, nullptr); }
+  GraphSigintGuard(const GraphSigintGuard&) = delete;
+  GraphSigintGuard& operator=(const GraphSigintGuard&) = delete;
+  static bool interrupted() { return g_graph_interrupts > 0; }
+
+ private:
+  struct sigaction previous_ = {};
+};
 
 struct TuneGraphOptions {
   GraphOptions graph;
@@ -156,6 +216,8 @@ struct TuneGraphOptions {
 };
 
 absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
+  if (o.log.empty()) return absl::InvalidArgumentError("--log must name a file");
+  RETURN_IF_ERROR(CheckWritablePath("--log", o.log));
   RETURN_IF_ERROR(CheckJsonPath(o.json_path, o.log));
   ASSIGN_OR_RETURN(LoadedGraph g, LoadGraph(o.graph));
   // The tasks the tuner can tune: their workloads, and their indices in the partition.
@@ -193,6 +255,7 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
     for (const std::string& why : untunable) std::cout << "  " << why << "\n";
   }
 
+  const GraphSigintGuard sigint;
   search::TuneOptions tune;
   tune.log_path = o.log;
   tune.seed = o.seed;
@@ -217,6 +280,7 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
   sched.per_round = o.per_round;
   sched.per_task_early_stopping = o.per_task_early_stopping;
   sched.seed = o.seed;
+  sched.stop_requested = [] { return GraphSigintGuard::interrupted(); };
   ASSIGN_OR_RETURN(search::TaskSchedulerResult result,
                    search::RunTaskScheduler(tasks, *runner, sched));
 
@@ -232,6 +296,16 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
     std::cout << " " << r.task << (r.warmup ? "w" : (r.random ? "r" : ""));
   }
   std::cout << "\n";
+  int not_started = 0;
+  for (const search::TaskAllocation& a : result.tasks) {
+    not_started += a.state == search::TaskState::kNotStarted;
+  }
+  if (not_started > 0 && !result.interrupted) {
+    std::cout << not_started << " of " << tasks.size()
+              << " tasks got no trials: the budget ran out before their warm-up round (give "
+                 "--trials >= "
+              << tasks.size() << " to tune every task; run again on the same log to continue)\n";
+  }
   if (!o.json_path.empty()) {
     json j = GraphJson(o.graph, g);
     j["log"] = o.log;
@@ -265,7 +339,11 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
     j["untunable"] = untunable;
     RETURN_IF_ERROR(WriteJson(o.json_path, j));
   }
-  if (result.interrupted) return 130;
+  if (result.interrupted) {
+    std::cerr << "tune-graph: interrupted; every finished round is in " << o.log
+              << "; run again with the same log to resume\n";
+    return 130;
+  }
   return result.dead_tasks.empty() && std::isfinite(result.objective) ? 0 : 1;
 }
 

@@ -110,4 +110,94 @@ expect_out fexec '^1 +dense_mul +1 trial [0-9]+ '
 run badmodel run-graph --model gpt --log "$tmp/g.jsonl"
 expect_rc badmodel 2
 
+# Resume: a second tune-graph on the fused log restores every task's 2 trials (the table's "new+2")
+# and appends only the new ones; run-graph reads the grown log.
+run fresume tune-graph "${fused[@]}" "${search[@]}" --trials 6 --log "$tmp/f.jsonl"
+expect_rc fresume 0
+expect_out fresume '^ +0 +dense_swish +1 +[0-9]+\+2 '
+expect_out fresume '^ +1 +dense_mul +1 +[0-9]+\+2 '
+expect_out fresume '^ +2 +dense +1 +[0-9]+\+2 '
+expect_out fresume '^strategy: gradient, [0-9]+ rounds, 6 trials$'
+python3 - "$tmp/f.jsonl" <<'PY' || fail "resume: the log should hold 6 + 6 records"
+import json, sys
+records = [r for r in map(json.loads, open(sys.argv[1])) if r.get("kind", "record") == "record"]
+assert len(records) == 12, len(records)
+PY
+run fexec2 run-graph "${fused[@]}" "${timing[@]}" --log "$tmp/f.jsonl"
+expect_rc fexec2 0
+
+# A log cut mid-line (a crash while appending): a warning, the rest is used, and
+# tune-graph appends after the cut without gluing a record onto it.
+cp "$tmp/f.jsonl" "$tmp/cut.jsonl"
+cut_line=$(($(wc -l <"$tmp/f.jsonl") + 1))
+printf '{"version":1,"workload_key":"0123' >>"$tmp/cut.jsonl"
+run cutexec run-graph "${fused[@]}" "${timing[@]}" --log "$tmp/cut.jsonl"
+expect_rc cutexec 0
+grep -q "cut.jsonl:$cut_line: skipped: not valid JSON" "$tmp/cutexec.err" ||
+  fail "cutexec: no warning for the cut line: $(cat "$tmp/cutexec.err")"
+run cuttune tune-graph "${fused[@]}" "${search[@]}" --trials 3 --log "$tmp/cut.jsonl"
+expect_rc cuttune 0
+python3 - "$tmp/cut.jsonl" "$cut_line" <<'PY' || fail "cuttune: records after the cut line"
+import json, sys
+lines = open(sys.argv[1]).read().split("\n")
+assert lines[-1] == "", "the log must end with a newline"
+bad = []
+for i, l in enumerate(lines[:-1]):
+    try:
+        json.loads(l)
+    except ValueError:
+        bad.append(i + 1)
+assert bad == [int(sys.argv[2])], bad  # only the cut line itself
+PY
+
+# --json must never overwrite the log, also when the log does not exist yet (spelled the same or
+# another way), and a --json or --log in a missing directory is refused before any tuning.
+run jsonnew tune-graph "${fused[@]}" "${search[@]}" --trials 3 --log "$tmp/new.jsonl" \
+  --json "$tmp/new.jsonl"
+expect_error jsonnew "is the tuning log"
+[[ ! -e "$tmp/new.jsonl" ]] || fail "jsonnew: the log was written"
+run jsonalias tune-graph "${fused[@]}" "${search[@]}" --trials 3 --log "$tmp/new.jsonl" \
+  --json "$tmp/./sub/../new.jsonl"
+expect_error jsonalias "is the tuning log"
+run jsondir tune-graph "${fused[@]}" "${search[@]}" --trials 3 --log "$tmp/new.jsonl" \
+  --json "$tmp/missing/x.json"
+expect_error jsondir "does not exist"
+[[ ! -e "$tmp/new.jsonl" ]] || fail "jsondir: tuned before refusing --json"
+run logdir tune-graph "${fused[@]}" "${search[@]}" --trials 3 --log "$tmp/missing/x.jsonl"
+expect_error logdir "does not exist"
+run logisdir tune-graph "${fused[@]}" "${search[@]}" --trials 3 --log "$tmp"
+expect_error logisdir "is a directory"
+run rjsondir run-graph "${fused[@]}" "${timing[@]}" --log "$tmp/f.jsonl" --json "$tmp/missing/x.json"
+expect_error rjsondir "does not exist"
+
+# A budget smaller than the number of tasks says why the run is incomplete.
+run tiny tune-graph "${fused[@]}" "${search[@]}" --trials 1 --log "$tmp/tiny.jsonl"
+expect_rc tiny 1
+expect_out tiny '^2 of 3 tasks got no trials'
+
+# Ctrl-C during tune-graph: the round in flight finishes and is logged, the run ends with 130 and
+# says so, every line of the log is whole, and the next run resumes from it.
+"$bin" tune-graph "${fused[@]}" "${search[@]}" --trials 400 --log "$tmp/int.jsonl" \
+  >"$tmp/int.out" 2>"$tmp/int.err" &
+pid=$!
+for _ in $(seq 1 600); do  # until two rounds are in the log (at most 60 s)
+  [[ "$(grep -c '"kind":"round"' "$tmp/int.jsonl" 2>/dev/null)" -ge 2 ]] && break
+  sleep 0.1
+done
+kill -INT "$pid"
+wait "$pid"
+echo $? >"$tmp/int.rc"
+expect_rc int 130
+expect_out int 'interrupted'
+python3 - "$tmp/int.jsonl" <<'PY' || fail "int: the log after Ctrl-C"
+import json, sys
+text = open(sys.argv[1]).read()
+assert text.endswith("\n"), "the log must end with a whole line"
+records = [r for r in map(json.loads, text.splitlines()) if r.get("kind", "record") == "record"]
+assert len(records) >= 2 and len(records) < 400, len(records)
+PY
+run intresume tune-graph "${fused[@]}" "${search[@]}" --trials 3 --log "$tmp/int.jsonl"
+expect_rc intresume 0
+expect_out intresume '\+[0-9]+ +[0-9]+ +[0-9.]+'
+
 finish "tune-graph / run-graph"
