@@ -724,11 +724,11 @@ bool HasSharedFetch(const State& s, int root) {
   return false;
 }
 
-// auto_unroll_max_step pragmas on the stages with reduce iterators. With `pipeline` (GPU), each
-// such stage also gets a software_pipeline pragma, 0, 1 or 2 drawn uniformly, when its kernel fetches
+// auto_unroll_max_step pragmas on the stages with reduce iterators. With `max_pipeline` > 0 (GPU), each
+// such stage also gets a software_pipeline pragma, 0..max_pipeline drawn uniformly, when its kernel fetches
 // shared tiles in a reduction loop (HasSharedFetch) and no other stage of it got one (Lower pipelines a kernel unless a stage of
 // it says 0: schedule/software_pipeline.h SoftwarePipelineEnabled).
-absl::Status Unroll(State& s, const std::vector<int64_t>& steps, bool pipeline,
+absl::Status Unroll(State& s, const std::vector<int64_t>& steps, int max_pipeline,
                     std::mt19937_64& rng) {
   std::set<int> pipelined_roots;
   for (int sid = 0; sid < s.num_stages(); ++sid) {
@@ -742,11 +742,11 @@ absl::Status Unroll(State& s, const std::vector<int64_t>& steps, bool pipeline,
     p.auto_unroll_max_step = steps[Pick(rng, static_cast<int64_t>(steps.size()))];
     RETURN_IF_ERROR(Apply(s, p));
     const int root = schedule::KernelRootStage(s, sid);
-    if (pipeline && HasSharedFetch(s, root) && pipelined_roots.insert(root).second) {
+    if (max_pipeline > 0 && HasSharedFetch(s, root) && pipelined_roots.insert(root).second) {
       schedule::PragmaStep sp;
       sp.stage_id = sid;
       sp.iter_id = 0;
-      sp.software_pipeline = static_cast<int>(Pick(rng, 3));
+      sp.software_pipeline = static_cast<int>(Pick(rng, max_pipeline + 1));
       RETURN_IF_ERROR(Apply(s, sp));
     }
   }
@@ -968,11 +968,11 @@ absl::StatusOr<State> AnnotateSketch(const State& sketch, const ir::ComputeDAG& 
   ASSIGN_OR_RETURN(State s, FillAndReplay(sketch, dag, target, options, rng, &info));
   if (target.is_gpu()) {
     RETURN_IF_ERROR(GpuThreadBind(s, info, target, options, rng));
-    RETURN_IF_ERROR(Unroll(s, options.gpu_unroll_steps, /*pipeline=*/true, rng));
+    RETURN_IF_ERROR(Unroll(s, options.gpu_unroll_steps, options.gpu_max_software_pipeline, rng));
   } else {
     if (options.change_compute_location) RETURN_IF_ERROR(CpuChangeComputeLocation(s, rng));
     RETURN_IF_ERROR(CpuParallel(s, target));
-    RETURN_IF_ERROR(Unroll(s, options.cpu_unroll_steps, /*pipeline=*/false, rng));
+    RETURN_IF_ERROR(Unroll(s, options.cpu_unroll_steps, /*max_pipeline=*/0, rng));
     RETURN_IF_ERROR(CpuVectorize(s, options, rng));
   }
   ASSIGN_OR_RETURN(schedule::LoweredKernel kernel, schedule::Lower(dag, s, target));

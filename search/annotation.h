@@ -19,13 +19,15 @@
 //    and such kernels are launch-bound anyway.
 //  - CPU compute-location changes choose root or an attach point of the single consumer; inlining
 //    is left to the sketch rules.
-//  - GPU kernels that fetch shared tiles inside a reduction loop draw a software_pipeline$0|1|2
-//    pragma (uniformly; schedule/software_pipeline.h): register-staged prefetch hides global
-//    latency inside each warp but costs registers (a block per SM on some tilings), and double
-//    buffering (2) saves a barrier per step but doubles the shared tiles, so measurement decides
-//    (H200, bench/NOTES.md: 1 vs 0: 3.89 -> 3.46 ms on one matmul tiling, 3.65 -> 3.91 on
-//    another; 2 vs 1: 3.88 -> 3.22 on one, 3.13 -> 3.36 on another). MetaSchedule has the
-//    analogous software_pipeline_stage annotation; Ansor has none.
+//  - GPU kernels that fetch shared tiles inside a reduction loop draw a software_pipeline$0..4
+//    pragma (uniformly up to gpu_max_software_pipeline; schedule/software_pipeline.h):
+//    register-staged prefetch (1) hides global latency inside each warp but costs registers (a
+//    block per SM on some tilings), double buffering (2) saves a barrier per step but doubles the
+//    shared tiles, and the cp.async rings (3, 4 stages) drop the staging registers but multiply
+//    the shared tiles, so measurement decides (H200, bench/NOTES.md: 1 vs 0: 3.89 -> 3.46 ms on
+//    one matmul tiling, 3.65 -> 3.91 on another; 2 vs 1: 3.88 -> 3.22 on one, 3.13 -> 3.36 on
+//    another; 4 vs 1: 3.13 -> 3.00 on the latter). MetaSchedule has the analogous
+//    software_pipeline_stage annotation; Ansor has none.
 //  - The register check counts each thread's staged share of the shared tiles.
 #pragma once
 
@@ -70,6 +72,12 @@ struct AnnotationOptions {
   /// (bench/results/h200-2026-11-30-probe4.md). Before injection each virtual thread re-fetched
   /// the shared tiles and 1 was the measured best (V=2 1.4× slower at matmul 1024³).
   int64_t gpu_max_vthread = 8;
+  /// Largest software_pipeline pragma value drawn (annotation) or reached (mutation): values
+  /// 0..this, uniformly. 0 off, 1 register-staged prefetch, 2 double-buffered shared tiles, 3 and
+  /// 4 a cp.async ring of that many stages (schedule/software_pipeline.h). 4: on the H200 the best
+  /// hand matmul 4096³ tiling went 3.135 (1) → 3.358 (2) → 3.200 (3) → 3.003 ms (4)
+  /// (bench/results/h200-2026-11-30-probe6.md, -probe10.md). 0 keeps the pragma off the states.
+  int gpu_max_software_pipeline = 4;
   /// GPU tiled stages prefer tiles that leave at least this many blocks (when the space allows;
   /// our addition: uniform tiles often give a handful of blocks for a 132-SM device, e.g. 2
   /// blocks of a 14×14×256 conv2d). 0 disables the preference.

@@ -238,8 +238,11 @@ absl::StatusOr<State> MutateAutoUnroll(const State& state, const ir::ComputeDAG&
     std::vector<Step> mutated = steps;
     auto& p = std::get<schedule::PragmaStep>(mutated[cands[Pick(rng, cands.size())]]);
     if (p.software_pipeline >= 0) {
-      // A software_pipeline pragma: one of the other two values (0, 1, 2).
-      p.software_pipeline = (p.software_pipeline + 1 + static_cast<int>(Pick(rng, 2))) % 3;
+      // A software_pipeline pragma: one of the other values 0..gpu_max_software_pipeline.
+      const int n = std::max(options.gpu_max_software_pipeline, p.software_pipeline) + 1;
+      if (n < 2) return NotApplicable("MutateAutoUnroll", "one software_pipeline value");
+      p.software_pipeline =
+          (p.software_pipeline + 1 + static_cast<int>(Pick(rng, n - 1))) % n;
       absl::StatusOr<State> out = Finish(dag, mutated, target, options, lowered);
       if (out.ok()) return out;
       last = out.status();

@@ -18,7 +18,7 @@
 //    unchanged.
 //  - MutateComputeLocation draws the new location from the candidates of the state just before
 //    the compute_at step (TVM uses the final state's iterator ids, which can name other loops).
-//  - MutateAutoUnroll also flips software_pipeline pragmas (not in TVM: our GPU lowering's
+//  - MutateAutoUnroll also moves software_pipeline pragmas among 0..4 (not in TVM: our GPU lowering's
 //    register-staged prefetch of shared tiles helps some tilings and costs others a block per
 //    SM, so it is a searched decision).
 //  - CrossoverTileSizes is new: Ansor §5.1 describes node-based crossover, TVM never implemented
@@ -50,8 +50,9 @@ namespace tilesearch::search {
     schedule::LoweredKernel* lowered = nullptr);
 
 /// Changes one pragma drawn uniformly from the state's pragmas: an auto_unroll_max_step pragma
-/// gets another value of the target's candidate list, a software_pipeline pragma is flipped
-/// (0 <-> 1; annotation adds these on GPU kernels with shared-memory fetches).
+/// gets another value of the target's candidate list, a software_pipeline pragma another value of
+/// 0..options.gpu_max_software_pipeline (annotation adds these on GPU kernels with shared-memory
+/// fetches).
 [[nodiscard]] absl::StatusOr<schedule::State> MutateAutoUnroll(
     const schedule::State& state, const ir::ComputeDAG& dag, const schedule::Target& target,
     std::mt19937_64& rng, const AnnotationOptions& options = {},
