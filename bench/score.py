@@ -179,6 +179,8 @@ def parse_suite(text, source="<suite>"):
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise SuiteError(f"{source}: not valid JSON: {e}") from None
+    except RecursionError:
+        raise SuiteError(f"{source}: nested too deeply to read") from None
     if not isinstance(doc, dict):
         raise SuiteError(f"{source}: must be a JSON object")
     for key in doc:
@@ -284,6 +286,8 @@ def read_json(path, what):
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"{what} '{path}' is not valid JSON: {e}") from None
+    except RecursionError:
+        raise InputError(f"{what} '{path}' is nested too deeply to read") from None
 
 
 def load_suite(path):

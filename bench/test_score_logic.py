@@ -202,6 +202,7 @@ class SuiteTest(unittest.TestCase):
         good = {"name": "p", "op": "relu", "shapes": [[4]], "inputs": ["X"], "torch": "X"}
         cases = [
             ("{", "f.json: not valid JSON"),
+            ("[" * 100000 + "]" * 100000, "f.json: nested too deeply"),
             (json.dumps({"version": 2, "suite": "t", "problems": [good]}),
              "field 'version' must be 1"),
             (doc([]), "field 'problems' must be a non-empty list"),
@@ -467,6 +468,8 @@ class CommandLineErrorTest(unittest.TestCase):
                               f"cannot read results file '{missing}'")
             bad = write("bad.json", "{not json")
             self.expect_error(["--merge", bad, "--out", out], "bad.json' is not valid JSON")
+            deep = write("deep.json", "[" * 100000 + "]" * 100000)
+            self.expect_error(["--merge", deep, "--out", out], "nested too deeply")
             cut = write("cut.json", '{"meta": {}, "suites": [{"suite": "l1", "sou')
             self.expect_error(["--merge", cut, "--out", out], "cut.json' is not valid JSON")
             for text, message in [
