@@ -14,6 +14,39 @@
 #include "schedule/step_json.h"
 
 namespace tilesearch::schedule {
+namespace {
+
+// A value for an error message (ShortJson): at most ~80 characters and never deeper than a few
+// levels, so an adversarial file (100000 nested lists) cannot overflow the stack in json::dump.
+void AppendShortJson(const nlohmann::json& j, int depth, std::string* out) {
+  if (out->size() > 80) return;
+  if (!j.is_structured()) {
+    absl::StrAppend(out, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return;
+  }
+  if (depth >= 4) {
+    absl::StrAppend(out, j.is_array() ? "[...]" : "{...}");
+    return;
+  }
+  absl::StrAppend(out, j.is_array() ? "[" : "{");
+  bool first = true;
+  for (auto it = j.begin(); it != j.end() && out->size() <= 80; ++it) {
+    if (!first) absl::StrAppend(out, ",");
+    first = false;
+    if (j.is_object()) absl::StrAppend(out, nlohmann::json(it.key()).dump(), ":");
+    AppendShortJson(*it, depth + 1, out);
+  }
+  absl::StrAppend(out, j.is_array() ? "]" : "}");
+}
+
+}  // namespace
+
+std::string ShortJson(const nlohmann::json& j) {
+  std::string out;
+  AppendShortJson(j, 0, &out);
+  if (out.size() > 80) out = out.substr(0, 77) + "...";
+  return out;
+}
 
 absl::Status CheckJsonKeys(const nlohmann::json& j, const std::vector<std::string>& allowed,
                            const std::string& prefix) {
@@ -38,10 +71,9 @@ absl::Status FieldError(const std::string& field, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat("field '", field, "'", sep, what));
 }
 
-
 absl::StatusOr<std::vector<int64_t>> ShapeFromJson(const json& j, const std::string& field) {
   auto bad = [&] {
-    return FieldError(field, "must be a list of positive integers, got " + j.dump());
+    return FieldError(field, "must be a list of positive integers, got " + ShortJson(j));
   };
   if (!j.is_array() || j.empty()) return bad();
   std::vector<int64_t> shape;
@@ -56,7 +88,7 @@ absl::StatusOr<std::string> AttrFromJson(const json& j, const std::string& field
   if (j.is_string()) return j.get<std::string>();
   if (j.is_boolean()) return std::string(j.get<bool>() ? "true" : "false");
   if (j.is_number_integer()) return absl::StrCat(j.get<int64_t>());
-  return FieldError(field, "must be a string, an integer or a boolean, got " + j.dump());
+  return FieldError(field, "must be a string, an integer or a boolean, got " + ShortJson(j));
 }
 
 std::string ShapeText(const std::vector<int64_t>& shape) { return absl::StrJoin(shape, "x"); }
@@ -71,7 +103,7 @@ json AttrsJson(const std::map<std::string, std::string>& attrs) {
 absl::Status AttrsFromJson(const json& j, const std::string& field,
                            std::map<std::string, std::string>* attrs) {
   if (!j.is_object()) {
-    return FieldError(field, "must be an object of name: value, got " + j.dump());
+    return FieldError(field, "must be an object of name: value, got " + ShortJson(j));
   }
   for (auto it = j.begin(); it != j.end(); ++it) {
     ASSIGN_OR_RETURN(std::string value,
@@ -84,35 +116,36 @@ absl::Status AttrsFromJson(const json& j, const std::string& field,
 // The "nodes" list of a fused workload.
 absl::StatusOr<std::vector<FusedNode>> FusedNodesFromJson(const json& j, const std::string& field) {
   if (!j.is_array()) {
-    return FieldError(field, "must be a list of nodes {\"op\", \"inputs\", \"attrs\"}, got " +
-                                 j.dump().substr(0, 80));
+    return FieldError(
+        field, "must be a list of nodes {\"op\", \"inputs\", \"attrs\"}, got " + ShortJson(j));
   }
   std::vector<FusedNode> nodes;
   for (size_t k = 0; k < j.size(); ++k) {
     const json& n = j[k];
     const std::string node_field = absl::StrCat(field, "[", k, "]");
     if (!n.is_object()) {
-      return FieldError(node_field, "must be an object with fields op, inputs and attrs, got " +
-                                        n.dump().substr(0, 80));
+      return FieldError(node_field,
+                        "must be an object with fields op, inputs and attrs, got " + ShortJson(n));
     }
     RETURN_IF_ERROR(CheckJsonKeys(n, {"op", "inputs", "attrs"}, node_field + "."));
     FusedNode node;
     if (!n.contains("op")) return FieldError(node_field + ".op", "is missing");
     if (!n["op"].is_string() || n["op"].get<std::string>().empty()) {
-      return FieldError(node_field + ".op", "must be a graph operator name, got " + n["op"].dump());
+      return FieldError(node_field + ".op",
+                        "must be a graph operator name, got " + ShortJson(n["op"]));
     }
     node.op = n["op"].get<std::string>();
     const std::string inputs_field = node_field + ".inputs";
     if (!n.contains("inputs")) return FieldError(inputs_field, "is missing");
     if (!n["inputs"].is_array()) {
       return FieldError(inputs_field, "must be a list of operands such as \"p0\" or \"n1\", got " +
-                                          n["inputs"].dump().substr(0, 80));
+                                          ShortJson(n["inputs"]));
     }
     for (size_t i = 0; i < n["inputs"].size(); ++i) {
       const json& in = n["inputs"][i];
       const std::string in_field = absl::StrCat(inputs_field, "[", i, "]");
       if (!in.is_string()) {
-        return FieldError(in_field, "must be \"p<index>\" or \"n<index>\", got " + in.dump());
+        return FieldError(in_field, "must be \"p<index>\" or \"n<index>\", got " + ShortJson(in));
       }
       absl::StatusOr<FusedOperand> operand = ParseFusedOperand(in.get<std::string>());
       if (!operand.ok()) return FieldError(in_field, std::string(operand.status().message()));
@@ -156,7 +189,7 @@ absl::StatusOr<ScheduleFile> ParseJson(const json& j, const std::string& source)
   RETURN_IF_ERROR(CheckJsonKeys(j, {"version", "comment", "workload", "target", "steps"}, ""));
   if (!j.contains("version")) return FieldError("version", "is missing");
   if (!j["version"].is_number_integer()) {
-    return FieldError("version", "must be an integer, got " + j["version"].dump());
+    return FieldError("version", "must be an integer, got " + ShortJson(j["version"]));
   }
   const int64_t version = j["version"].get<int64_t>();
   if (version > kScheduleFileVersion) {
@@ -178,20 +211,25 @@ absl::StatusOr<ScheduleFile> ParseJson(const json& j, const std::string& source)
   if (!j.contains("target")) return FieldError("target", "is missing");
   if (!j["target"].is_string()) {
     return FieldError("target", "must be a string such as \"cuda -arch=sm_90\" or \"cpu\", got " +
-                                    j["target"].dump());
+                                    ShortJson(j["target"]));
   }
   absl::StatusOr<Target> target = ParseTarget(j["target"].get<std::string>());
   if (!target.ok()) return FieldError("target", absl::StrCat(": ", target.status().message()));
   file.target = *std::move(target);
   if (!j.contains("steps")) return FieldError("steps", "is missing");
   if (!j["steps"].is_array()) {
-    return FieldError("steps", "must be a list of steps, got " + j["steps"].dump().substr(0, 80));
+    return FieldError("steps", "must be a list of steps, got " + ShortJson(j["steps"]));
   }
-  // Version 1 files hold steps of step-list format version 1.
-  absl::StatusOr<std::vector<Step>> steps =
-      StepsFromJson(json{{"version", 1}, {"steps", j["steps"]}});
-  if (!steps.ok()) return FieldError("steps", absl::StrCat(": ", steps.status().message()));
-  file.steps = *std::move(steps);
+  // Version 1 files hold steps of step-list format version 1, parsed one by one in place (a copy
+  // of the list would recurse once per nesting level of an adversarial step).
+  const json& list = j["steps"];
+  for (size_t i = 0; i < list.size(); ++i) {
+    absl::StatusOr<Step> step = StepFromJson(list[i]);
+    if (!step.ok()) {
+      return FieldError("steps", absl::StrCat(": step ", i, ": ", step.status().message()));
+    }
+    file.steps.push_back(*std::move(step));
+  }
   return file;
 }
 
@@ -249,20 +287,17 @@ json WorkloadToJson(const Workload& workload) {
 
 absl::StatusOr<Workload> WorkloadFromJson(const json& j, const std::string& field) {
   if (!j.is_object()) {
-    return FieldError(field, "must be an object with fields op, shapes, dtype and attrs, got " +
-                                 j.dump().substr(0, 80));
+    return FieldError(
+        field, "must be an object with fields op, shapes, dtype and attrs, got " + ShortJson(j));
   }
-  {
-    // "nodes" (fused workloads) is checked below, once the operator is known.
-    json rest = j;
-    rest.erase("nodes");
-    RETURN_IF_ERROR(CheckJsonKeys(rest, {"op", "shapes", "dtype", "attrs"}, field + "."));
-  }
+  // "nodes" (fused workloads only) is checked below, once the operator is known. No copy of `j`:
+  // copying a value recurses once per nesting level.
+  RETURN_IF_ERROR(CheckJsonKeys(j, {"op", "shapes", "dtype", "attrs", "nodes"}, field + "."));
   Workload w;
   const std::string op_field = field + ".op";
   if (!j.contains("op")) return FieldError(op_field, "is missing");
   if (!j["op"].is_string() || j["op"].get<std::string>().empty()) {
-    return FieldError(op_field, "must be an operator name, got " + j["op"].dump());
+    return FieldError(op_field, "must be an operator name, got " + ShortJson(j["op"]));
   }
   w.op = j["op"].get<std::string>();
 
@@ -280,7 +315,7 @@ absl::StatusOr<Workload> WorkloadFromJson(const json& j, const std::string& fiel
     const std::string dtype_field = field + ".dtype";
     if (!j["dtype"].is_string()) {
       return FieldError(dtype_field,
-                        "must be a string such as \"float32\", got " + j["dtype"].dump());
+                        "must be a string such as \"float32\", got " + ShortJson(j["dtype"]));
     }
     absl::StatusOr<ir::ScalarType> dtype = ir::ParseType(j["dtype"].get<std::string>());
     if (!dtype.ok()) return FieldError(dtype_field, absl::StrCat(": ", dtype.status().message()));
@@ -302,7 +337,7 @@ absl::StatusOr<Workload> WorkloadFromJson(const json& j, const std::string& fiel
   if (!w.args.attrs.empty()) {
     return FieldError(field + ".attrs",
                       "must be empty in a fused workload (attributes belong to its nodes), got " +
-                          j["attrs"].dump());
+                          ShortJson(j["attrs"]));
   }
   if (!j.contains("nodes")) {
     return FieldError(nodes_field, "is missing (a fused workload lists its operator nodes)");

@@ -72,6 +72,10 @@ struct Workload {
   bool operator==(const Workload& other) const;
 };
 
+/// `j` for an error message: ≤ 80 characters, nesting below 4 levels shown as [...] / {...} (safe
+/// on adversarial input: json::dump recurses once per level).
+std::string ShortJson(const nlohmann::json& j);
+
 /// Rejects keys of the JSON object `j` outside `allowed`, naming the first one:
 /// kInvalidArgument "unknown field '<prefix><key>' (expected a, b, c)". Shared by every reader of
 /// our JSON formats (schedule files, log records, benchmark suites).
@@ -86,7 +90,7 @@ nlohmann::json WorkloadToJson(const Workload& workload);
 /// object in error messages, which are kInvalidArgument and name the offending field, e.g.
 /// "field 'workload.shapes' must be a list of shapes", "field 'workload.shapes[1]' must be a list
 /// of positive integers, got [4,0]", "unknown field 'workload.axes' (expected op, shapes, dtype,
-/// attrs)", "field 'workload.dtype': unknown dtype 'float33' (...)". The operator itself is not
+/// attrs, nodes)", "field 'workload.dtype': unknown dtype 'float33' (...)". The operator itself is not
 /// looked up here (Build does that). Fused workloads ("op": "fused"): "nodes" is required and
 /// "attrs" must be empty; the nodes' structure is checked (ValidateFusedNodes: graph operators
 /// known, operands "p<I>" of an existing shape or "n<K>" of an earlier node), e.g. "field

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "nlohmann/json.hpp"
+#include "schedule/schedule_file.h"
 
 namespace tilesearch::schedule {
 namespace {
@@ -25,7 +26,7 @@ nlohmann::json StepToJson(const Step& step) {
 absl::StatusOr<Step> StepFromJson(const nlohmann::json& j) {
   if (!j.is_array() || j.empty() || !j[0].is_string()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("a step is an array led by its prefix, got ", j.dump()));
+        absl::StrCat("a step is an array led by its prefix, got ", ShortJson(j)));
   }
   const std::string prefix = j[0].get<std::string>();
   if (prefix == "SP") return Parse<SplitStep>(j);
@@ -56,7 +57,7 @@ nlohmann::json StepsToJson(const std::vector<Step>& steps) {
 absl::StatusOr<std::vector<Step>> StepsFromJson(const nlohmann::json& j) {
   if (!j.is_object()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("a step list is an object {\"version\", \"steps\"}, got ", j.dump()));
+        absl::StrCat("a step list is an object {\"version\", \"steps\"}, got ", ShortJson(j)));
   }
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() != "version" && it.key() != "steps") {

@@ -18,8 +18,8 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "ir/compute_dag.h"
-#include "schedule/schedule_file.h"
 #include "nlohmann/json.hpp"
+#include "schedule/schedule_file.h"
 
 namespace tilesearch::search {
 namespace {
@@ -89,7 +89,8 @@ std::string Excerpt(const std::string& line) {
 absl::StatusOr<std::string> ReadRegularFile(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("log '", path, "' does not exist"));
+    if (errno == ENOENT)
+      return absl::NotFoundError(absl::StrCat("log '", path, "' does not exist"));
     return ErrnoError(errno, absl::StrCat("cannot read log '", path, "'"));
   }
   if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
@@ -134,9 +135,10 @@ absl::StatusOr<LogWriter> LogWriter::Open(const std::string& path) {
   // measure states twice. The lock goes with the fd (released on close, also when killed).
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "log '", path, "' is in use by another tuning job (it holds the log's lock); wait for "
-          "it to finish or give another --log"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("log '", path,
+                       "' is in use by another tuning job (it holds the log's lock); wait for "
+                       "it to finish or give another --log"));
     }
     return ErrnoError(errno, absl::StrCat("cannot lock log '", path, "'"));
   }
@@ -177,7 +179,7 @@ LogWriter::~LogWriter() {
 }
 
 absl::Status LogWriter::Append(const std::vector<MeasureRecord>& records,
-                              const std::optional<RoundRecord>& round) {
+                               const std::optional<RoundRecord>& round) {
   CHECK(fd_ >= 0) << "LogWriter used after move";
   std::string text;
   for (const MeasureRecord& r : records) {
@@ -198,7 +200,7 @@ absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& 
   std::map<std::string, int64_t> foreign;  // target text → records dropped
   // verify_workload_keys: workload JSON → its key with this build ("" when it cannot be built).
   std::map<std::string, std::string> keys;
-  int64_t readable = 0;  // record and round lines that parsed, before the filters
+  int64_t readable = 0;   // record and round lines that parsed, before the filters
   std::string first_bad;  // "line N is not a record or round line (...): \"...\""
   size_t begin = 0;
   while (begin < text.size()) {
@@ -256,7 +258,7 @@ absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& 
         RETURN_IF_ERROR(skip(version_check.status()));
       }
       RETURN_IF_ERROR(skip(absl::InvalidArgumentError(
-          absl::StrCat("unknown line kind ", j.at("kind").dump(),
+          absl::StrCat("unknown line kind ", schedule::ShortJson(j.at("kind")),
                        " (expected \"record\" or \"round\")"))));
       continue;
     }
@@ -284,10 +286,10 @@ absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& 
       }
       if (!it->second.empty() && it->second != record->workload_key) {
         ++out.inconsistent_records;
-        out.warnings.push_back(absl::StrCat(
-            path, ":", out.lines, ": skipped: workload key ", record->workload_key,
-            " does not match the record's workload ", record->workload.ToString(), " (key ",
-            it->second, ")"));
+        out.warnings.push_back(
+            absl::StrCat(path, ":", out.lines, ": skipped: workload key ", record->workload_key,
+                         " does not match the record's workload ", record->workload.ToString(),
+                         " (key ", it->second, ")"));
         continue;
       }
     }
@@ -423,26 +425,28 @@ std::string RateText(double v) {
 }
 
 // "0.712", or "-" for NaN.
-std::string Metric(double v) { return std::isnan(v) ? std::string("-") : absl::StrFormat("%.3f", v); }
+std::string Metric(double v) {
+  return std::isnan(v) ? std::string("-") : absl::StrFormat("%.3f", v);
+}
 
 std::string FormatRound(const RoundRecord& r) {
   std::string model = r.model;
   if (r.model == "random") {
     absl::StrAppend(&model, ", ", r.train_samples, " earlier samples");
   } else if (r.model_trained) {
-    absl::StrAppend(&model, " trained on ", r.train_programs, " of ", r.train_samples,
-                    " samples, ", r.boost_rounds, " boosting rounds");
+    absl::StrAppend(&model, " trained on ", r.train_programs, " of ", r.train_samples, " samples, ",
+                    r.boost_rounds, " boosting rounds");
   } else {
     absl::StrAppend(&model, " untrained (", r.train_samples, " samples)");
   }
   const int64_t last = r.first_trial + std::max<int64_t>(r.trials, 1) - 1;
-  std::string text = absl::StrCat("  round ", r.round, " (trials ", r.first_trial, "-", last, ", ",
-                                  r.valid, " valid; ", model, "): pairwise accuracy ",
-                                  Metric(r.pairwise_accuracy));
+  std::string text =
+      absl::StrCat("  round ", r.round, " (trials ", r.first_trial, "-", last, ", ", r.valid,
+                   " valid; ", model, "): pairwise accuracy ", Metric(r.pairwise_accuracy));
   if (r.k > 0) absl::StrAppend(&text, ", top-", r.k, " recall ", Metric(r.top_k_recall));
-  absl::StrAppend(&text,
-                  absl::StrFormat("; train %.1fs, search %.1fs, build %.1fs, measure %.1fs\n",
-                                  r.train_s, r.search_s, r.build_s, r.measure_s));
+  absl::StrAppend(
+      &text, absl::StrFormat("; train %.1fs, search %.1fs, build %.1fs, measure %.1fs\n", r.train_s,
+                             r.search_s, r.build_s, r.measure_s));
   return text;
 }
 
@@ -467,8 +471,8 @@ std::string FormatSummary(const std::vector<WorkloadSummary>& summaries, int cur
     absl::StrAppend(&out, "\n");
     if (s.trials_to_90_percent > 0) {
       absl::StrAppend(&out, "  90% of the best reached at trial ",
-                      s.curve[s.trials_to_90_percent - 1].trial, " (after ",
-                      s.trials_to_90_percent, " trials)\n");
+                      s.curve[s.trials_to_90_percent - 1].trial, " (after ", s.trials_to_90_percent,
+                      " trials)\n");
     }
     if (!s.errors.empty()) absl::StrAppend(&out, "  errors: ", ErrorCounts(s.errors), "\n");
     const int64_t n = static_cast<int64_t>(s.curve.size());
@@ -487,8 +491,8 @@ std::string FormatSummary(const std::vector<WorkloadSummary>& summaries, int cur
       if (std::isinf(c.best_median_ms)) {
         absl::StrAppend(&out, "no valid result yet\n");
       } else if (has_rate) {
-        absl::StrAppend(&out,
-                        absl::StrFormat("best %.4g ms (%s)\n", c.best_median_ms, rate(c.best_median_ms)));
+        absl::StrAppend(
+            &out, absl::StrFormat("best %.4g ms (%s)\n", c.best_median_ms, rate(c.best_median_ms)));
       } else {
         absl::StrAppend(&out, absl::StrFormat("best %.4g ms\n", c.best_median_ms));
       }

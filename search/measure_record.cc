@@ -25,14 +25,6 @@ absl::Status FieldError(const std::string& field, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat("field '", field, "'", sep, what));
 }
 
-// Short form of a JSON value for error messages.
-std::string Shown(const json& j) {
-  std::string s = j.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
-}
-
-
 const json* Require(const json& j, const std::string& key, const std::string& field,
                     absl::Status* status) {
   if (!j.contains(key)) {
@@ -48,7 +40,7 @@ absl::Status ReadString(const json& obj, const std::string& key, const std::stri
   absl::Status status;
   const json* v = Require(obj, key, field, &status);
   if (v == nullptr) return status;
-  if (!v->is_string()) return FieldError(field, "must be a string, got " + Shown(*v));
+  if (!v->is_string()) return FieldError(field, "must be a string, got " + schedule::ShortJson(*v));
   *out = v->get<std::string>();
   return absl::OkStatus();
 }
@@ -61,22 +53,22 @@ absl::Status ReadInt(const json& obj, const std::string& key, const std::string&
   if (v == nullptr) return status;
   const char* what =
       min_value > 0 ? "must be a positive integer, got " : "must be a non-negative integer, got ";
-  if (!v->is_number_integer()) return FieldError(field, what + Shown(*v));
+  if (!v->is_number_integer()) return FieldError(field, what + schedule::ShortJson(*v));
   if (v->is_number_unsigned()) {
     const uint64_t u = v->get<uint64_t>();
     if (u > static_cast<uint64_t>(std::numeric_limits<Int>::max())) {
-      return FieldError(field, "is out of range, got " + Shown(*v));
+      return FieldError(field, "is out of range, got " + schedule::ShortJson(*v));
     }
     if (min_value > 0 && u < static_cast<uint64_t>(min_value)) {
-      return FieldError(field, what + Shown(*v));
+      return FieldError(field, what + schedule::ShortJson(*v));
     }
     *out = static_cast<Int>(u);
     return absl::OkStatus();
   }
   const int64_t s = v->get<int64_t>();
-  if (s < min_value) return FieldError(field, what + Shown(*v));
+  if (s < min_value) return FieldError(field, what + schedule::ShortJson(*v));
   if (static_cast<uint64_t>(s) > static_cast<uint64_t>(std::numeric_limits<Int>::max())) {
-    return FieldError(field, "is out of range, got " + Shown(*v));
+    return FieldError(field, "is out of range, got " + schedule::ShortJson(*v));
   }
   *out = static_cast<Int>(s);
   return absl::OkStatus();
@@ -87,7 +79,8 @@ absl::Status ReadMs(const json& obj, const std::string& key, double* out) {
   const json* v = Require(obj, key, key, &status);
   if (v == nullptr) return status;
   if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() < 0) {
-    return FieldError(key, "must be a non-negative number of milliseconds, got " + Shown(*v));
+    return FieldError(
+        key, "must be a non-negative number of milliseconds, got " + schedule::ShortJson(*v));
   }
   *out = v->get<double>();
   return absl::OkStatus();
@@ -130,7 +123,8 @@ json TargetToJson(const Target& target, const std::string& device_name) {
 
 absl::Status TargetFromJson(const json& j, Target* target, std::string* device_name) {
   if (!j.is_object()) {
-    return FieldError("target", "must be an object with kind, arch and limits, got " + Shown(j));
+    return FieldError(
+        "target", "must be an object with kind, arch and limits, got " + schedule::ShortJson(j));
   }
   std::vector<std::string> allowed = {"kind", "arch", "device_name"};
   for (const LimitField& f : kLimitFields) allowed.push_back(f.name);
@@ -168,17 +162,17 @@ absl::StatusOr<int> ReadVersion(const json& j) {
   if (!j.contains("version")) return FieldError("version", "is missing");
   const json& version = j.at("version");
   if (!version.is_number_integer()) {
-    return FieldError("version", "must be an integer, got " + Shown(version));
+    return FieldError("version", "must be an integer, got " + schedule::ShortJson(version));
   }
   if (version.is_number_unsigned() ? version.get<uint64_t>() > kLogFormatVersion
                                    : version.get<int64_t>() > kLogFormatVersion) {
-    return absl::FailedPreconditionError(absl::StrCat("log format version ", version.dump(),
-                                                      " is newer than this build reads (",
-                                                      kLogFormatVersion, ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("log format version ", schedule::ShortJson(version),
+                     " is newer than this build reads (", kLogFormatVersion, ")"));
   }
   if (version.get<int64_t>() < 1) {
-    return FieldError("version",
-                      absl::StrCat(": ", version.dump(), " is not valid (versions start at 1)"));
+    return FieldError("version", absl::StrCat(": ", schedule::ShortJson(version),
+                                              " is not valid (versions start at 1)"));
   }
   return version.get<int>();
 }
@@ -196,11 +190,11 @@ absl::Status ReadNumberOrNull(const json& obj, const std::string& key, bool unit
     *out = std::numeric_limits<double>::quiet_NaN();
     return absl::OkStatus();
   }
-  const char* what = unit_interval ? "must be a number in [0, 1] or null, got "
-                                   : "must be a number or null, got ";
-  if (!v->is_number()) return FieldError(key, what + Shown(*v));
+  const char* what =
+      unit_interval ? "must be a number in [0, 1] or null, got " : "must be a number or null, got ";
+  if (!v->is_number()) return FieldError(key, what + schedule::ShortJson(*v));
   const double d = v->get<double>();
-  if (unit_interval && !(d >= 0 && d <= 1)) return FieldError(key, what + Shown(*v));
+  if (unit_interval && !(d >= 0 && d <= 1)) return FieldError(key, what + schedule::ShortJson(*v));
   *out = d;
   return absl::OkStatus();
 }
@@ -210,37 +204,26 @@ absl::Status ReadSeconds(const json& obj, const std::string& key, double* out) {
   const json* v = Require(obj, key, key, &status);
   if (v == nullptr) return status;
   if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() < 0) {
-    return FieldError(key, "must be a non-negative number of seconds, got " + Shown(*v));
+    return FieldError(key,
+                      "must be a non-negative number of seconds, got " + schedule::ShortJson(*v));
   }
   *out = v->get<double>();
   return absl::OkStatus();
 }
 
 // Fields of a round line, in the order they are written.
-constexpr const char* kRoundFields[] = {"kind",
-                                        "version",
-                                        "workload_key",
-                                        "target",
-                                        "round",
-                                        "first_trial",
-                                        "trials",
-                                        "valid",
-                                        "model",
-                                        "model_trained",
-                                        "train_samples",
-                                        "train_programs",
-                                        "boost_rounds",
-                                        "model_validation_accuracy",
-                                        "predicted",
-                                        "pairwise_accuracy",
-                                        "top_k_recall",
-                                        "k",
-                                        "train_s",
-                                        "search_s",
-                                        "build_s",
-                                        "measure_s",
-                                        "timestamp",
-                                        "tilesearch_version",
+constexpr const char* kRoundFields[] = {"kind",          "version",
+                                        "workload_key",  "target",
+                                        "round",         "first_trial",
+                                        "trials",        "valid",
+                                        "model",         "model_trained",
+                                        "train_samples", "train_programs",
+                                        "boost_rounds",  "model_validation_accuracy",
+                                        "predicted",     "pairwise_accuracy",
+                                        "top_k_recall",  "k",
+                                        "train_s",       "search_s",
+                                        "build_s",       "measure_s",
+                                        "timestamp",     "tilesearch_version",
                                         "seed"};
 
 // The object's top-level fields in `order`, nested objects in nlohmann's sorted order; invalid
@@ -305,7 +288,8 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const json& j) {
   MeasureRecord r;
   ASSIGN_OR_RETURN(r.version, ReadVersion(j));
   if (j.contains("kind") && LogLineKind(j) != "record") {
-    return FieldError("kind", "must be \"record\" in a record, got " + Shown(j.at("kind")));
+    return FieldError("kind",
+                      "must be \"record\" in a record, got " + schedule::ShortJson(j.at("kind")));
   }
   std::vector<std::string> allowed(std::begin(kRecordFields), std::end(kRecordFields));
   allowed.push_back("kind");
@@ -318,7 +302,8 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const json& j) {
   RETURN_IF_ERROR(TargetFromJson(j.at("target"), &r.target, &r.device_name));
   if (!j.contains("steps")) return FieldError("steps", "is missing");
   if (!j.at("steps").is_array()) {
-    return FieldError("steps", "must be a list of steps, got " + Shown(j.at("steps")));
+    return FieldError("steps",
+                      "must be a list of steps, got " + schedule::ShortJson(j.at("steps")));
   }
   // Version-1 records hold steps of step-list format version 1.
   absl::StatusOr<std::vector<schedule::Step>> steps =
@@ -404,8 +389,9 @@ absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j) {
   RETURN_IF_ERROR(schedule::CheckJsonKeys(
       j, std::vector<std::string>(std::begin(kRoundFields), std::end(kRoundFields)), ""));
   if (LogLineKind(j) != "round") {
-    return FieldError("kind", "must be \"round\", got " +
-                                  (j.contains("kind") ? Shown(j.at("kind")) : "nothing"));
+    return FieldError("kind",
+                      "must be \"round\", got " +
+                          (j.contains("kind") ? schedule::ShortJson(j.at("kind")) : "nothing"));
   }
   RETURN_IF_ERROR(ReadString(j, "workload_key", "workload_key", &r.workload_key));
   if (r.workload_key.empty()) return FieldError("workload_key", "must not be empty");
@@ -416,13 +402,14 @@ absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j) {
   RETURN_IF_ERROR(ReadInt(j, "trials", "trials", &r.trials, 0));
   RETURN_IF_ERROR(ReadInt(j, "valid", "valid", &r.valid, 0));
   if (r.valid > r.trials) {
-    return FieldError("valid", absl::StrCat("is ", r.valid, ", more than the round's ", r.trials,
-                                            " trials"));
+    return FieldError(
+        "valid", absl::StrCat("is ", r.valid, ", more than the round's ", r.trials, " trials"));
   }
   RETURN_IF_ERROR(ReadString(j, "model", "model", &r.model));
   if (!j.contains("model_trained")) return FieldError("model_trained", "is missing");
   if (!j.at("model_trained").is_boolean()) {
-    return FieldError("model_trained", "must be true or false, got " + Shown(j.at("model_trained")));
+    return FieldError("model_trained",
+                      "must be true or false, got " + schedule::ShortJson(j.at("model_trained")));
   }
   r.model_trained = j.at("model_trained").get<bool>();
   RETURN_IF_ERROR(ReadInt(j, "train_samples", "train_samples", &r.train_samples, 0));
@@ -433,11 +420,12 @@ absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j) {
   if (!j.contains("predicted")) return FieldError("predicted", "is missing");
   const json& predicted = j.at("predicted");
   if (!predicted.is_array()) {
-    return FieldError("predicted", "must be a list of numbers, got " + Shown(predicted));
+    return FieldError("predicted",
+                      "must be a list of numbers, got " + schedule::ShortJson(predicted));
   }
   if (static_cast<int64_t>(predicted.size()) != r.trials) {
-    return FieldError("predicted", absl::StrCat("has ", predicted.size(), " scores for ",
-                                                r.trials, " trials"));
+    return FieldError("predicted",
+                      absl::StrCat("has ", predicted.size(), " scores for ", r.trials, " trials"));
   }
   for (size_t i = 0; i < predicted.size(); ++i) {
     const json& p = predicted[i];
@@ -446,8 +434,8 @@ absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j) {
     } else if (p.is_number()) {
       r.predicted.push_back(p.get<double>());
     } else {
-      return FieldError("predicted",
-                        absl::StrCat(": score ", i, " must be a number or null, got ", Shown(p)));
+      return FieldError("predicted", absl::StrCat(": score ", i, " must be a number or null, got ",
+                                                  schedule::ShortJson(p)));
     }
   }
   RETURN_IF_ERROR(ReadNumberOrNull(j, "pairwise_accuracy", true, &r.pairwise_accuracy));

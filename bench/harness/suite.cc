@@ -17,36 +17,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// A value for an error message: at most ~80 characters, and never deeper than a few levels, so
-// that an adversarial file (100000 nested lists) cannot overflow the stack in json::dump.
-void AppendShort(const json& j, int depth, std::string* out) {
-  if (out->size() > 80) return;
-  if (!j.is_structured()) {
-    absl::StrAppend(out, j.dump(-1, ' ', false, json::error_handler_t::replace));
-    return;
-  }
-  if (depth >= 4) {
-    absl::StrAppend(out, j.is_array() ? "[...]" : "{...}");
-    return;
-  }
-  absl::StrAppend(out, j.is_array() ? "[" : "{");
-  bool first = true;
-  for (auto it = j.begin(); it != j.end() && out->size() <= 80; ++it) {
-    if (!first) absl::StrAppend(out, ",");
-    first = false;
-    if (j.is_object()) absl::StrAppend(out, json(it.key()).dump(), ":");
-    AppendShort(*it, depth + 1, out);
-  }
-  absl::StrAppend(out, j.is_array() ? "]" : "}");
-}
-
-std::string Short(const json& j) {
-  std::string out;
-  AppendShort(j, 0, &out);
-  if (out.size() > 80) out = out.substr(0, 77) + "...";
-  return out;
-}
-
 absl::Status FieldError(const std::string& field, const std::string& what) {
   // `what` is a phrase ("is missing") or, after a colon, a message (": unknown ...").
   return absl::InvalidArgumentError(
@@ -74,10 +44,12 @@ bool IsIdentifier(const std::string& s) {
 bool IsReservedName(const std::string& s) { return s == "torch" || s == "F"; }
 
 absl::StatusOr<std::vector<std::string>> StringList(const json& j, const std::string& field) {
-  if (!j.is_array()) return FieldError(field, "must be a list of strings, got " + Short(j));
+  if (!j.is_array())
+    return FieldError(field, "must be a list of strings, got " + schedule::ShortJson(j));
   std::vector<std::string> out;
   for (const json& e : j) {
-    if (!e.is_string()) return FieldError(field, "must be a list of strings, got " + Short(j));
+    if (!e.is_string())
+      return FieldError(field, "must be a list of strings, got " + schedule::ShortJson(j));
     out.push_back(e.get<std::string>());
   }
   return out;
@@ -87,13 +59,13 @@ absl::StatusOr<std::string> RequiredString(const json& j, const std::string& key
                                            const std::string& field) {
   if (!j.contains(key)) return FieldError(field, "is missing");
   if (!j[key].is_string() || j[key].get<std::string>().empty()) {
-    return FieldError(field, "must be a non-empty string, got " + Short(j[key]));
+    return FieldError(field, "must be a non-empty string, got " + schedule::ShortJson(j[key]));
   }
   return j[key].get<std::string>();
 }
 
 absl::StatusOr<Problem> ProblemFromJson(const json& j, const std::string& field) {
-  if (!j.is_object()) return FieldError(field, "must be an object, got " + Short(j));
+  if (!j.is_object()) return FieldError(field, "must be an object, got " + schedule::ShortJson(j));
   RETURN_IF_ERROR(schedule::CheckJsonKeys(
       j, {"name", "op", "shapes", "dtype", "attrs", "inputs", "torch", "tags", "note", "nodes"},
       field + "."));
@@ -178,8 +150,8 @@ absl::StatusOr<Suite> Suite::Parse(const std::string& text, const std::string& s
   }
   if (!j.contains("version")) return Prefixed(pre, FieldError("version", "is missing"));
   if (!j["version"].is_number_integer() || j["version"].get<int64_t>() < 1) {
-    return Prefixed(
-        pre, FieldError("version", "must be a positive integer, got " + Short(j["version"])));
+    return Prefixed(pre, FieldError("version", "must be a positive integer, got " +
+                                                   schedule::ShortJson(j["version"])));
   }
   const int64_t version = j["version"].get<int64_t>();
   if (version > kSuiteFileVersion) {

@@ -275,7 +275,7 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"WorkloadList", [](json& j) { j["workload"] = json::array(); },
                   "field 'workload' must be an object"},
         Malformed{"UnknownWorkloadField", [](json& j) { j["workload"]["axes"] = 1; },
-                  "unknown field 'workload.axes' (expected op, shapes, dtype, attrs)"},
+                  "unknown field 'workload.axes' (expected op, shapes, dtype, attrs, nodes)"},
         Malformed{"NoOp", [](json& j) { j["workload"].erase("op"); },
                   "field 'workload.op' is missing"},
         Malformed{"OpNumber", [](json& j) { j["workload"]["op"] = 7; },
@@ -334,6 +334,30 @@ TEST(ExampleSchedules, AreCanonicalAndMatchTheNaiveProgram) {
     testing::ExpectMatchesReference(r->dag, r->state, f->target, /*exact=*/false, /*seed=*/3);
   }
   EXPECT_GE(count, 3);
+}
+
+TEST(ScheduleFileErrorsText, DeeplyNestedValuesGiveAShortErrorNotAStackOverflow) {
+  // Error messages quote the offending value: a list nested 100000 deep used to overflow the
+  // stack in json::dump (found by a tester). Each field that quotes a value is tried.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string workload_head = R"({"version": 1, "target": "cpu", "steps": [], "workload": )";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {workload_head + R"({"op": "matmul", "shapes": )" + deep + "}}", "workload.shapes"},
+      {workload_head + R"({"op": "matmul", "shapes": [[4, 4], [4, 4]], "attrs": {"a": )" + deep +
+           "}}}",
+       "workload.attrs"},
+      {workload_head + deep + "}", "workload"},
+      {R"({"version": 1, "target": "cpu", "workload": {"op": "relu", "shapes": [[4]]}, "steps": [)" +
+           deep + "]}",
+       "step"},
+      {R"({"version": )" + deep + "}", "version"},
+  };
+  for (const auto& [text, what] : cases) {
+    absl::StatusOr<ScheduleFile> f = ScheduleFile::Parse(text, "deep.json");
+    ASSERT_FALSE(f.ok()) << what;
+    EXPECT_THAT(std::string(f.status().message()), HasSubstr("deep.json")) << what;
+    EXPECT_LT(f.status().message().size(), 400u) << f.status().message().substr(0, 400);
+  }
 }
 
 TEST(ScheduleFileErrorsText, NotJson) {

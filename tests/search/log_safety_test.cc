@@ -34,14 +34,14 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using ::testing::Not;
-using ::testing::SizeIs;
-using ::tilesearch::testing::IsOk;
-using ::tilesearch::testing::StatusIs;
 using testing::KeyOf;
 using testing::Matmul;
+using ::testing::Not;
 using testing::ReadText;
+using ::testing::SizeIs;
 using testing::TimedRecord;
+using ::tilesearch::testing::IsOk;
+using ::tilesearch::testing::StatusIs;
 
 std::string Scratch(const std::string& name) { return ::tilesearch::testing::ScratchPath(name); }
 
@@ -110,12 +110,33 @@ TEST(LogSafetyTest, LogWithADamagedLineStillReadsWithAWarning) {
   EXPECT_THAT(read->warnings[0], HasSubstr(path + ":2: skipped: not valid JSON"));
 }
 
+TEST(LogSafetyTest, DeeplyNestedValuesAreSkippedWithAShortMessageNotAStackOverflow) {
+  // A corrupt line whose workload, steps or version is a list nested 100000 deep: quoting the
+  // value in the message used to recurse once per level in json::dump and overflow the stack.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string path = Scratch("deep.jsonl");
+  const std::string key = KeyOf(Matmul(16));
+  const std::string good = MeasureRecordToLine(Record(Matmul(16), key, 0, 1.0));
+  WriteText(path, good + "\n" + "{\"version\":1,\"workload_key\":\"" + key + "\",\"workload\":" +
+                      deep + "}\n" + "{\"version\":" + deep + "}\n" + "{\"kind\":" + deep + "}\n");
+  absl::StatusOr<LogContents> read = ReadLog(path);
+  ASSERT_THAT(read, IsOk());
+  EXPECT_THAT(read->records, SizeIs(1));
+  ASSERT_THAT(read->warnings, SizeIs(3));
+  for (const std::string& w : read->warnings) {
+    EXPECT_THAT(w, HasSubstr("skipped"));
+    EXPECT_LT(w.size(), 400u) << w.substr(0, 400);
+  }
+  EXPECT_THAT(read->warnings[0], HasSubstr(path + ":2:"));
+}
+
 TEST(LogSafetyTest, SpecialFilesAreRefusedByTheReaderAndTheWriter) {
   const std::string fifo = Scratch("fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   // Neither may block waiting for a writer / reader of the fifo.
   EXPECT_THAT(ReadLog(fifo), StatusIs(absl::StatusCode::kInvalidArgument,
-                                      HasSubstr("log '" + fifo + "' is not a regular file (it is a "
+                                      HasSubstr("log '" + fifo +
+                                                "' is not a regular file (it is a "
                                                 "fifo)")));
   EXPECT_THAT(LogWriter::Open(fifo).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("(it is a fifo)")));
@@ -128,8 +149,8 @@ TEST(LogSafetyTest, SpecialFilesAreRefusedByTheReaderAndTheWriter) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("(it is a directory)")));
 
   // A device that never ends.
-  EXPECT_THAT(ReadLog("/dev/urandom"),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("(it is a character device)")));
+  EXPECT_THAT(ReadLog("/dev/urandom"), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                HasSubstr("(it is a character device)")));
   // A symbolic link to a regular log is fine.
   const std::string target = Scratch("real.jsonl");
   WriteText(target, Lines({Record(Matmul(16), KeyOf(Matmul(16)), 0, 1.0)}));
@@ -159,9 +180,8 @@ TEST(LogSafetyTest, InconsistentRecordIsSkippedWithItsLineNumberWhenVerifying) {
   EXPECT_EQ(read->records[1].trial, 2);
   EXPECT_EQ(read->inconsistent_records, 1);
   ASSERT_THAT(read->warnings, SizeIs(1));
-  EXPECT_THAT(read->warnings[0],
-              AllOf(HasSubstr(path + ":2: skipped: workload key " + key16),
-                    HasSubstr("matmul 8x8 8x8"), HasSubstr(KeyOf(Matmul(8)))));
+  EXPECT_THAT(read->warnings[0], AllOf(HasSubstr(path + ":2: skipped: workload key " + key16),
+                                       HasSubstr("matmul 8x8 8x8"), HasSubstr(KeyOf(Matmul(8)))));
   // Without verification the reader keeps every record (the flag's default).
   read = ReadLog(path);
   ASSERT_THAT(read, IsOk());
