@@ -65,9 +65,7 @@ struct BenchCommandOptions {
   double time_limit_s = 0;  // 0 = none
   int population = -1;      // < 0: SearchOptions' default
   int generations = -1;
-  int min_runs = -1;  // < 0: runtime::TimingOptions' default
-  double min_time_ms = -1;
-  int warmup = -1;
+  TimingOverrides timing;  // --min-runs, --min-time-ms, --warmup
   int host_threads = 0;
   bool no_check = false;
   bool quiet = false;
@@ -282,10 +280,7 @@ absl::Status TuneProblem(const BenchCommandOptions& options, const ir::ComputeDA
   if (options.generations >= 0) tune.search.generations = options.generations;
   tune.measure.seed = options.seed + 1;
   runtime::TimingOptions& timing = tune.measure.timing;
-  if (options.min_runs >= 0) timing.min_runs = options.min_runs;
-  if (options.min_time_ms >= 0) timing.min_total_ms = options.min_time_ms;
-  if (options.warmup >= 0) timing.warmup_runs = options.warmup;
-  if (timing.max_runs < timing.min_runs) timing.max_runs = timing.min_runs;
+  options.timing.ApplyTo(timing);
   tune.measure.host_threads = options.host_threads;
   tune.quiet = options.quiet;
 
@@ -593,20 +588,7 @@ ExitCodeAction AddBenchCommand(CLI::App& app) {
   app.add_option("--generations", options->generations,
                  "evolutionary search generations, 0..100 (default 4)")
       ->check(CLI::Range(0, 100));
-  const runtime::TimingOptions defaults;
-  app.add_option("--min-runs", options->min_runs,
-                 absl::StrCat("timed runs per candidate at least, 1..100000 (default ",
-                              defaults.min_runs, ")"))
-      ->check(CLI::Range(1, 100000));
-  app.add_option("--min-time-ms", options->min_time_ms,
-                 absl::StrCat("summed time of a candidate's timed runs at least, ms, 0..60000 "
-                              "(default ",
-                              defaults.min_total_ms, ")"))
-      ->check(CLI::Range(0.0, 60000.0));
-  app.add_option("--warmup", options->warmup,
-                 absl::StrCat("untimed runs per candidate before timing, 0..10000 (default ",
-                              defaults.warmup_runs, ")"))
-      ->check(CLI::Range(0, 10000));
+  AddCandidateTimingOptions(app, &options->timing);
   app.add_option(
          "--host-threads", options->host_threads,
          "cpu target: threads running parallel loops, 0..4096 (default 0: every usable core)")

@@ -26,6 +26,7 @@
 #include "search/task_scheduler.h"
 #include "search/task_scheduler_tuner.h"
 #include "tools/commands.h"
+#include "tools/workload_options.h"
 #include "tools/number_text.h"
 
 namespace tilesearch::tools {
@@ -209,9 +210,7 @@ struct TuneGraphOptions {
   int per_task_early_stopping = 0;
   bool skip_untunable = false;
   std::string json_path;
-  int min_runs = -1;
-  double min_time_ms = -1;
-  int warmup = -1;
+  TimingOverrides timing;  // --min-runs, --min-time-ms, --warmup
   bool quiet = false;
 };
 
@@ -264,10 +263,7 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
   if (o.generations >= 0) tune.search.generations = o.generations;
   tune.measure.seed = o.seed + 1;
   runtime::TimingOptions& timing = tune.measure.timing;
-  if (o.min_runs >= 0) timing.min_runs = o.min_runs;
-  if (o.min_time_ms >= 0) timing.min_total_ms = o.min_time_ms;
-  if (o.warmup >= 0) timing.warmup_runs = o.warmup;
-  if (timing.max_runs < timing.min_runs) timing.max_runs = timing.min_runs;
+  o.timing.ApplyTo(timing);
   tune.measure.host_threads = o.graph.host_threads;
   tune.quiet = o.quiet;
   ASSIGN_OR_RETURN(std::unique_ptr<search::TunerTaskRunner> runner,
@@ -356,9 +352,7 @@ struct RunGraphOptions {
   bool allow_untuned = false;
   std::string check = "auto";
   uint64_t seed = 0x67a9;
-  int min_runs = -1;
-  double min_time_ms = -1;
-  int warmup = -1;
+  TimingOverrides timing;  // --min-runs, --min-time-ms, --warmup
   bool no_flush = false;
   std::string json_path;
 };
@@ -415,10 +409,7 @@ absl::StatusOr<int> RunGraph(const RunGraphOptions& o) {
   }
 
   runtime::TimingOptions timing;
-  if (o.min_runs >= 0) timing.min_runs = o.min_runs;
-  if (o.min_time_ms >= 0) timing.min_total_ms = o.min_time_ms;
-  if (o.warmup >= 0) timing.warmup_runs = o.warmup;
-  if (timing.max_runs < timing.min_runs) timing.max_runs = timing.min_runs;
+  o.timing.ApplyTo(timing);
   timing.flush_cache = !o.no_flush;
   ASSIGN_OR_RETURN(search::GraphTiming t, exec->Time(timing));
 
@@ -512,13 +503,7 @@ ExitCodeAction AddTuneGraphCommand(CLI::App& app) {
                  "state) and every round (task, trials, objective ms)");
   app.add_flag("--skip-untunable", o->skip_untunable,
                "tune the tasks the tuner can tune and list the others (default: an error)");
-  app.add_option("--min-runs", o->min_runs, "timed runs per candidate at least, 1..100000")
-      ->check(CLI::Range(1, 100000));
-  app.add_option("--min-time-ms", o->min_time_ms,
-                 "summed time of a candidate's timed runs at least, ms, 0..60000")
-      ->check(CLI::Range(0.0, 60000.0));
-  app.add_option("--warmup", o->warmup, "untimed runs per candidate, 0..10000")
-      ->check(CLI::Range(0, 10000));
+  AddCandidateTimingOptions(app, &o->timing);
   app.add_flag("--quiet", o->quiet, "no progress lines on stderr");
   return [o]() { return TuneGraph(*o); };
 }
@@ -535,11 +520,12 @@ ExitCodeAction AddRunGraphCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "interpreter", "unscheduled", "none"}));
   app.add_option("--seed", o->seed, "seed of the check's random inputs")->capture_default_str();
-  app.add_option("--min-runs", o->min_runs, "timed runs at least, 1..100000")
+  app.add_option("--min-runs", o->timing.min_runs, "timed runs at least, 1..100000")
       ->check(CLI::Range(1, 100000));
-  app.add_option("--min-time-ms", o->min_time_ms, "summed time of the timed runs at least, ms")
+  app.add_option("--min-time-ms", o->timing.min_time_ms,
+                 "summed time of the timed runs at least, ms")
       ->check(CLI::Range(0.0, 600000.0));
-  app.add_option("--warmup", o->warmup, "untimed runs before timing, 0..10000")
+  app.add_option("--warmup", o->timing.warmup, "untimed runs before timing, 0..10000")
       ->check(CLI::Range(0, 10000));
   app.add_flag("--no-flush", o->no_flush, "do not flush the caches before each timed run");
   app.add_option("--json", o->json_path,

@@ -29,15 +29,13 @@ struct TuneCommandOptions {
   std::string log;
   uint64_t seed = 0;
   std::string model = "xgboost";
-  int population = -1;   // < 0: SearchOptions' default
-  int generations = -1;  // < 0: default
+  int population = -1;                // < 0: SearchOptions' default
+  int generations = -1;               // < 0: default
   double crossover_probability = -1;  // < 0: SearchOptions' default
-  int min_runs = -1;        // < 0: runtime::TimingOptions' default
-  double min_time_ms = -1;  // < 0: default
-  int warmup = -1;          // < 0: default
-  int early_stopping = 0;   // 0: off
-  int host_threads = 0;     // cpu: parallel-loop threads, 0 = every usable core
-  double run_timeout_ms = -1;  // < 0: MeasureOptions' default
+  TimingOverrides timing;             // --min-runs, --min-time-ms, --warmup
+  int early_stopping = 0;             // 0: off
+  int host_threads = 0;               // cpu: parallel-loop threads, 0 = every usable core
+  double run_timeout_ms = -1;         // < 0: MeasureOptions' default
   bool quiet = false;
 };
 
@@ -61,13 +59,11 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   }
   tune.measure.seed = options.seed + 1;
   runtime::TimingOptions& timing = tune.measure.timing;
-  if (options.min_runs >= 0) timing.min_runs = options.min_runs;
-  if (options.min_time_ms >= 0) timing.min_total_ms = options.min_time_ms;
-  if (options.warmup >= 0) timing.warmup_runs = options.warmup;
-  if (timing.max_runs < timing.min_runs) timing.max_runs = timing.min_runs;
+  options.timing.ApplyTo(timing);
   tune.measure.host_threads = options.host_threads;
   // The search sizes parallel loops by the target's cores: the threads that will run them.
-  if (options.host_threads > 0 && !file.target.is_gpu()) file.target.host_cores = options.host_threads;
+  if (options.host_threads > 0 && !file.target.is_gpu())
+    file.target.host_cores = options.host_threads;
   if (options.run_timeout_ms > 0) tune.measure.run_timeout_ms = options.run_timeout_ms;
   tune.early_stopping = options.early_stopping;
   tune.quiet = options.quiet;
@@ -93,7 +89,8 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   if (result.errors.empty()) std::cout << " none";
   for (const auto& [name, count] : result.errors) std::cout << " " << name << "=" << count;
   std::cout << "\n";
-  // After Ctrl-C: 130 (128 + SIGINT), as a shell reports a job stopped by SIGINT, whatever the best.
+  // After Ctrl-C: 130 (128 + SIGINT), as a shell reports a job stopped by SIGINT, whatever the
+  // best.
   const int done = result.interrupted ? 130 : 0;
   if (!result.best) {
     std::cout << "best: no valid record\n";
@@ -104,8 +101,7 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   std::cout << "best: trial " << best.trial << ", median " << Fixed(ms, 4) << " ms, "
             << Fixed(dag.Flops() / (ms * 1e6), 2) << " GFLOP/s, "
             << Fixed(static_cast<double>(dag.InputBytes() + dag.OutputBytes()) / (ms * 1e6), 2)
-            << " GB/s, " << best.steps.size()
-            << " steps\n";
+            << " GB/s, " << best.steps.size() << " steps\n";
   return done;
 }
 
@@ -142,33 +138,22 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
       ->check([](const std::string& v) {  // CLI::Range lets "nan" through
         double x = 0;
         return absl::SimpleAtod(v, &x) && std::isfinite(x) ? std::string()
-                                                            : std::string("not a number in 0..1");
+                                                           : std::string("not a number in 0..1");
       });
-  const runtime::TimingOptions defaults;
-  app.add_option("--min-runs", options->min_runs,
-                 absl::StrCat("timed runs per candidate at least, 1..100000 (default ",
-                              defaults.min_runs, ")"))
-      ->check(CLI::Range(1, 100000));
-  app.add_option("--min-time-ms", options->min_time_ms,
-                 absl::StrCat("summed time of a candidate's timed runs at least, ms, 0..60000 "
-                              "(default ",
-                              defaults.min_total_ms, ")"))
-      ->check(CLI::Range(0.0, 60000.0));
-  app.add_option("--warmup", options->warmup,
-                 absl::StrCat("untimed runs per candidate before timing, 0..10000 (default ",
-                              defaults.warmup_runs, ")"))
-      ->check(CLI::Range(0, 10000));
+  AddCandidateTimingOptions(app, &options->timing);
   app.add_option("--early-stopping", options->early_stopping,
                  "stop after this many trials in a row without a better median, 0 = off")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
-  app.add_option("--host-threads", options->host_threads,
-                 "cpu target: threads running parallel loops, 0..4096 (default 0: every usable core)")
+  app.add_option(
+         "--host-threads", options->host_threads,
+         "cpu target: threads running parallel loops, 0..4096 (default 0: every usable core)")
       ->check(CLI::Range(0, 4096));
-  app.add_option("--run-timeout-ms", options->run_timeout_ms,
-                 absl::StrCat("wall-clock limit of one candidate's check + timing, ms, 100..3600000 "
-                              "(default ", runtime::MeasureOptions().run_timeout_ms,
-                              "; over it: run_timeout)"))
+  app.add_option(
+         "--run-timeout-ms", options->run_timeout_ms,
+         absl::StrCat("wall-clock limit of one candidate's check + timing, ms, 100..3600000 "
+                      "(default ",
+                      runtime::MeasureOptions().run_timeout_ms, "; over it: run_timeout)"))
       ->check(CLI::Range(100.0, 3600000.0));
   app.add_flag("--quiet", options->quiet, "no progress lines on stderr");
   return [options]() { return Tune(*options); };

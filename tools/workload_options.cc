@@ -100,4 +100,28 @@ absl::StatusOr<schedule::LoweredKernel> LowerScheduleFile(
   return kernel;
 }
 
+void TimingOverrides::ApplyTo(runtime::TimingOptions& timing) const {
+  if (min_runs >= 0) timing.min_runs = min_runs;
+  if (min_time_ms >= 0) timing.min_total_ms = min_time_ms;
+  if (warmup >= 0) timing.warmup_runs = warmup;
+  if (timing.max_runs < timing.min_runs) timing.max_runs = timing.min_runs;
+}
+
+void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t) {
+  const runtime::TimingOptions defaults;
+  app.add_option("--min-runs", t->min_runs,
+                 absl::StrCat("timed runs per candidate at least, 1..100000 (default ",
+                              defaults.min_runs, ")"))
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--min-time-ms", t->min_time_ms,
+                 absl::StrCat("summed time of a candidate's timed runs at least, ms, 0..60000 "
+                              "(default ",
+                              defaults.min_total_ms, ")"))
+      ->check(CLI::Range(0.0, 60000.0));
+  app.add_option("--warmup", t->warmup,
+                 absl::StrCat("untimed runs per candidate before timing, 0..10000 (default ",
+                              defaults.warmup_runs, ")"))
+      ->check(CLI::Range(0, 10000));
+}
+
 }  // namespace tilesearch::tools

@@ -9,6 +9,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "ir/ops/registry.h"
+#include "runtime/timing.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
 
@@ -50,5 +51,19 @@ absl::StatusOr<schedule::ScheduleFile> ScheduleFromOptions(const WorkloadOptions
 /// "<source>: cannot lower for <target>: ".
 absl::StatusOr<schedule::LoweredKernel> LowerScheduleFile(
     const schedule::ScheduleFile& file, const schedule::ResolvedSchedule& resolved);
+
+/// Timing overrides of the commands that measure candidates or runs (tune, bench, tune-graph,
+/// run-graph); a negative value keeps runtime::TimingOptions' default.
+struct TimingOverrides {
+  int min_runs = -1;
+  double min_time_ms = -1;
+  int warmup = -1;
+  /// Sets the overridden fields of `timing`, raising max_runs to min_runs when it is below.
+  void ApplyTo(runtime::TimingOptions& timing) const;
+};
+
+/// Adds --min-runs (1..100000), --min-time-ms (0..60000 ms) and --warmup (0..10000) for measured
+/// candidates, their help giving runtime::TimingOptions' defaults, writing into `t`.
+void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t);
 
 }  // namespace tilesearch::tools
