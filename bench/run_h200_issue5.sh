@@ -16,7 +16,7 @@ set -uo pipefail
 out="${OUT:-/tmp/out}/issue5"
 mkdir -p "$out"
 exec > >(tee -a "$out/run.log") 2>&1
-root="$(bash dist/unpack.sh | tail -1)"
+root="${TS_ROOT:-$(bash dist/unpack.sh | tail -1)}"  # TS_ROOT: already unpacked
 ts="$root/run"  # sets the library path for the packed libxgboost
 TRIALS=${TRIALS:-1000}
 LIMIT_S=${LIMIT_S:-450}

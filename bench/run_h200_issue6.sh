@@ -24,6 +24,11 @@
 #   BASELINES   score.py --baselines (default: score.py's, eager / eager_no_tf32 / compile)
 #   BENCH_ARGS  extra `tilesearch bench` options (default "--warmup 1 --min-runs 3 --min-time-ms 10")
 #   TAG         suffix of the output folder (default: the chunk, e.g. c0of10)
+#   SKIP_SCORE  1: tune and replay only (a tuning call; score in a later call from the logs)
+#   WARM        N > 0: warm inductor's caches for the compile baseline in N processes while
+#               the suites tune/replay (score.py --warm-compile N --warm-only), score after
+#   TS_ROOT     an unpacked device pack to use (default: unpack dist/ to /tmp/tilesearch; set it
+#               when another script of the same call already unpacked it there)
 # Output: $OUT/issue6-$TAG/{run.log, problems.txt, logs/<problem>.jsonl, artifacts/, bench.json
 # (tilesearch bench --json), score.{json,md,png}} tarred into $OUT/issue6-$TAG.tgz (one file).
 #
@@ -80,7 +85,7 @@ fi
 tr ',' '\n' <<<"$PROBLEMS" >"$out/problems.txt"
 count=$(wc -l <"$out/problems.txt")
 
-root="$(bash dist/unpack.sh | tail -1)"
+root="${TS_ROOT:-$(bash dist/unpack.sh | tail -1)}"
 ts="$root/run"
 echo "== $(date -u +%FT%TZ) $(uname -n); pack: $(head -3 "$root/MANIFEST" | tr '\n' ' ')"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
@@ -98,6 +103,13 @@ if [[ -n "${LOGS_FROM:-}" ]]; then
   ls "$out/logs" | wc -l | xargs echo "logs copied:"
 fi
 
+# Inductor's caches warmed for score.py's torch.compile baseline while the suites tune/replay.
+if [[ -z "${SKIP_SCORE:-}" && "${WARM:-0}" -gt 0 ]]; then
+  python3 bench/score.py "${suite_args[@]}" --problems "$PROBLEMS" --warm-compile "$WARM" \
+    --warm-only >"$out/warm.log" 2>&1 &
+  warm_pid=$!
+fi
+
 limit=$(( BENCH_S / count - ROUND_S ))
 (( limit < 10 )) && limit=10
 echo "== tilesearch bench: $count problems ($PROBLEMS), $TRIALS trials, at most ${limit} s of tuning each"
@@ -108,11 +120,19 @@ timeout --foreground -s INT -k 45 "$BENCH_S" "$ts" bench "${suite_args[@]}" --pr
   $BENCH_ARGS --log-dir "$out/logs" --out "$out/artifacts" --json "$out/bench.json"
 echo "bench: rc $?, $(($(date +%s) - bench_start)) s"
 
+if [[ -n "${warm_pid:-}" ]]; then
+  wait "$warm_pid"
+  grep -v Warning "$out/warm.log" | tail -3
+fi
+if [[ -n "${SKIP_SCORE:-}" ]]; then
+  echo "== score.py skipped (SKIP_SCORE)"
+  SCORE_S=1
+fi
 echo "== score.py"
 score_start=$(date +%s)
 baselines=()
 [[ -n "${BASELINES:-}" ]] && baselines=(--baselines "$BASELINES")
-timeout --foreground -k 20 "$SCORE_S" python3 bench/score.py "${suite_args[@]}" \
+[[ -z "${SKIP_SCORE:-}" ]] && timeout --foreground -k 20 "$SCORE_S" python3 bench/score.py "${suite_args[@]}" \
   --artifacts "$out/artifacts" --problems "$PROBLEMS" "${baselines[@]}" --out "$out/score" 2>&1 |
   grep -v Warning | tail -60
 echo "score.py: rc ${PIPESTATUS[0]}, $(($(date +%s) - score_start)) s"

@@ -132,7 +132,8 @@ absl::Status ValidateOptions(const SearchOptions& o, int n_out) {
       {"mutation_probability", o.mutation_probability},
       {"crossover_probability", o.crossover_probability},
       {"eps_greedy", o.eps_greedy},
-      {"init_measured_ratio", o.init_measured_ratio}};
+      {"init_measured_ratio", o.init_measured_ratio},
+      {"max_family_fraction", o.max_family_fraction}};
   for (const auto& [name, p] : probs) {
     if (!(p >= 0 && p <= 1)) {
       return absl::InvalidArgumentError(absl::StrCat(name, " must be in [0, 1], got ", p));
@@ -496,8 +497,22 @@ absl::StatusOr<std::vector<State>> EvolutionarySearch(
   const int n_best_out = n_out - n_random;
   std::vector<State> out;
   std::unordered_set<uint64_t> taken;
+  // Best ranked first, at most family_cap per tile family; then by rank whatever family.
+  const int family_cap =
+      std::max(1, static_cast<int>(std::ceil(options.max_family_fraction * n_best_out)));
+  std::unordered_map<uint64_t, int> per_family;
   for (const auto& [score, h] : ranked) {
     if (static_cast<int>(out.size()) >= n_best_out) break;
+    const State& s = seen.at(h).second;
+    int& n_family = per_family[TileFamilyHash(s.steps(), target.is_gpu())];
+    if (n_family >= family_cap) continue;
+    ++n_family;
+    out.push_back(s);
+    taken.insert(h);
+  }
+  for (const auto& [score, h] : ranked) {
+    if (static_cast<int>(out.size()) >= n_best_out) break;
+    if (taken.contains(h)) continue;
     out.push_back(seen.at(h).second);
     taken.insert(h);
   }

@@ -19,6 +19,8 @@
 //    (else uniformly among that structure's states; a parent without one is mutated instead);
 //    TVM never implemented it. Random pairs rarely share a structure on CPU (several sketches,
 //    parallel and vectorize fusion): 0 of 100 cpu matmul pairs crossed.
+//  - The non-random picks are spread over tile families (max_family_fraction): TVM takes the
+//    top k by score, which on matmul 4096³ spent 63% of 1000 trials on one family.
 //  - The initial population is sampled once per call (TVM retries with a halved target when 5
 //    consecutive sampling rounds add nothing; the sampling bounds its attempts instead).
 //  - A state's score is computed once per call: TVM re-predicts every generation (a RandomModel
@@ -53,6 +55,14 @@ struct SearchOptions {
   double crossover_probability = 0.05;
   /// Fraction of each round's output drawn at random from the initial population (eps_greedy).
   double eps_greedy = 0.05;
+  /// Largest fraction of a round's model-ranked picks (the non-random ones) that may share one
+  /// tile family (TileFamilyHash, search/mutation.h) while states of other families are ranked;
+  /// the rest of the picks go to the next families by rank, and only when too few other
+  /// families exist are more of one family taken. 1 disables (TVM: top-k by score alone). Our
+  /// addition: in a 1000-trial XGBoost run on matmul 4096³ (H200) 633 trials went to one family
+  /// (50-60 of each round's 64 from round 5 on), and the faster 128×128 family one tile
+  /// mutation away was never measured (bench/NOTES.md, session 6).
+  double max_family_fraction = 0.25;
   /// Randomly annotated states sampled at least (sample_init_min_population).
   int init_min_population = 50;
   /// Fraction of the population taken from the best measured states

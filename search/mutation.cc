@@ -381,6 +381,19 @@ uint64_t StructureHash(const std::vector<Step>& steps) {
   return ir::Fnv1a64(text);
 }
 
+uint64_t TileFamilyHash(const std::vector<Step>& steps, bool gpu) {
+  std::string text;
+  for (const Step& step : steps) {
+    const auto* sp = std::get_if<schedule::SplitStep>(&step);
+    if (sp == nullptr || sp->lengths.size() < 3) continue;
+    int64_t span = 1;
+    for (const auto& l : sp->lengths) span *= l.value_or(0);
+    const auto& level = gpu ? sp->lengths[1] : sp->lengths.back();
+    absl::StrAppend(&text, sp->stage_id, ":", sp->iter_id, "=", span, "/", level.value_or(0), ";");
+  }
+  return ir::Fnv1a64(text);
+}
+
 absl::StatusOr<State> CrossoverTileSizes(const State& parent_a, const State& parent_b,
                                          const ir::ComputeDAG& dag, const Target& target,
                                          std::mt19937_64& rng, const AnnotationOptions& options,

@@ -77,6 +77,15 @@ namespace tilesearch::search {
 /// can (64-bit FNV-1a of the steps' text).
 uint64_t StructureHash(const std::vector<schedule::Step>& steps);
 
+/// Hash of a state's tile family: for every multi-level space split (a split with >= 3 lengths:
+/// the sketches' "SSS" levels, GPU [vthread, thread, inner, inner], CPU [outer, inner, inner])
+/// its tiled span (the product of its lengths: the block tile on GPU) and its thread length (GPU:
+/// lengths[1]) or innermost length (CPU). States of one family share their block tile, thread
+/// block shape and accumulators per thread, and differ in the arrangement of the per-thread
+/// tile, the reduction split, pragmas and fetch widths. All states without such splits form one
+/// family. Used to keep a round's measurements diverse (SearchOptions::max_family_fraction).
+uint64_t TileFamilyHash(const std::vector<schedule::Step>& steps, bool gpu);
+
 /// Crossover of decisions (after Ansor §5.1's node-based crossover): the child takes each decision
 /// in which the parents differ (a split's lengths, an unroll pragma's value) from a parent chosen
 /// at random, at least one from each, the rest of the steps from `parent_a`. The parents must

@@ -32,6 +32,7 @@ struct TuneCommandOptions {
   int population = -1;                // < 0: SearchOptions' default
   int generations = -1;               // < 0: default
   double crossover_probability = -1;  // < 0: SearchOptions' default
+  double max_family_fraction = -1;    // < 0: SearchOptions' default
   TimingOverrides timing;             // --min-runs, --min-time-ms, --warmup
   int early_stopping = 0;             // 0: off
   int host_threads = 0;               // cpu: parallel-loop threads, 0 = every usable core
@@ -54,6 +55,9 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   tune.use_xgboost = options.model == "xgboost";
   if (options.population > 0) tune.search.population = options.population;
   if (options.generations >= 0) tune.search.generations = options.generations;
+  if (options.max_family_fraction >= 0) {
+    tune.search.max_family_fraction = options.max_family_fraction;
+  }
   if (options.crossover_probability >= 0) {
     tune.search.crossover_probability = options.crossover_probability;
   }
@@ -134,6 +138,16 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
                  absl::StrCat("chance that a child of the evolutionary search is a crossover of "
                               "two parents' decisions instead of a mutation, 0..1 (default ",
                               search::SearchOptions().crossover_probability, "; 0 disables)"))
+      ->check(CLI::Range(0.0, 1.0))
+      ->check([](const std::string& v) {  // CLI::Range lets "nan" through
+        double x = 0;
+        return absl::SimpleAtod(v, &x) && std::isfinite(x) ? std::string()
+                                                           : std::string("not a number in 0..1");
+      });
+  app.add_option("--max-family-fraction", options->max_family_fraction,
+                 absl::StrCat("largest share of a round's model-ranked picks from one tile family "
+                              "(block tile and threads per dimension), 0..1 (default ",
+                              search::SearchOptions().max_family_fraction, "; 1 disables)"))
       ->check(CLI::Range(0.0, 1.0))
       ->check([](const std::string& v) {  // CLI::Range lets "nan" through
         double x = 0;

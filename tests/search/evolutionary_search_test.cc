@@ -6,6 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
+#include <utility>
+#include <variant>
 #include <random>
 #include <string>
 #include <unordered_set>
@@ -18,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "schedule/lower.h"
 #include "search/measure_record.h"
+#include "search/mutation.h"
 #include "search/sketch.h"
 #include "tests/search/space_test_util.h"
 
@@ -135,6 +140,7 @@ TEST(EvolutionarySearch, OutputsAreDistinctUnmeasuredValidAndBestPredictedFirst)
     FeatureSumModel model;
     SearchOptions options = SmallOptions(2);
     options.eps_greedy = 0.25;
+    options.max_family_fraction = 1;  // pure rank order (the family cap is tested below)
     std::mt19937_64 rng(7);
     auto first = EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, 8, options, rng);
     ASSERT_THAT(first.status(), tilesearch::testing::IsOk());
@@ -217,6 +223,81 @@ TEST(EvolutionarySearch, CrossoverChildrenAreMostlyValidOnCudaAndCpu) {
   }
 }
 
+// The GPU tile family of a state: (block span, threads) per multi-level space split.
+std::vector<std::pair<int64_t, int64_t>> FamilyOf(const State& s) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const auto& step : s.steps()) {
+    const auto* sp = std::get_if<schedule::SplitStep>(&step);
+    if (sp == nullptr || sp->lengths.size() < 3) continue;
+    int64_t span = 1;
+    for (const auto& l : sp->lengths) span *= *l;
+    out.emplace_back(span, *sp->lengths[1]);
+  }
+  return out;
+}
+
+TEST(EvolutionarySearch, RankedPicksAreSpreadOverTileFamilies) {
+  const Case c{"matmul_cuda", testing::MustBuild(ir::MatmulDAG({256, 256}, {256, 256})),
+               Target::H200()};
+  auto sketches = GenerateSketches(c.dag, c.target);
+  ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
+  SearchOptions options = SmallOptions(2);
+  options.population = 96;
+  options.eps_greedy = 0;
+  // The whole ranking without a cap (the same seed gives the same population and scores).
+  FeatureSumModel model;
+  options.max_family_fraction = 1;
+  std::mt19937_64 rng_all(21);
+  auto ranked = EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, 100000, options,
+                                   rng_all);
+  ASSERT_THAT(ranked.status(), tilesearch::testing::IsOk());
+  const int n = 16;
+  ASSERT_GT(static_cast<int>(ranked->size()), 2 * n);
+  // Naive reference of the capped pick: rank order, at most 4 (0.25 · 16) per family, then the
+  // rest by rank.
+  std::map<std::vector<std::pair<int64_t, int64_t>>, int> count;
+  std::vector<std::string> expected;
+  std::set<size_t> used;
+  for (size_t i = 0; i < ranked->size() && expected.size() < n; ++i) {
+    if (count[FamilyOf((*ranked)[i])]++ >= 4) continue;
+    expected.push_back(StepTexts({(*ranked)[i]})[0]);
+    used.insert(i);
+  }
+  for (size_t i = 0; i < ranked->size() && expected.size() < n; ++i) {
+    if (!used.contains(i)) expected.push_back(StepTexts({(*ranked)[i]})[0]);
+  }
+  // The uncapped top 16 must crowd some family, or this test could not fail.
+  std::map<std::vector<std::pair<int64_t, int64_t>>, int> top;
+  int most = 0;
+  for (int i = 0; i < n; ++i) most = std::max(most, ++top[FamilyOf((*ranked)[i])]);
+  ASSERT_GT(most, 4) << "the uncapped top 16 spread over families already";
+
+  options.max_family_fraction = 0.25;
+  std::mt19937_64 rng(21);
+  auto capped = EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, n, options, rng);
+  ASSERT_THAT(capped.status(), tilesearch::testing::IsOk());
+  EXPECT_EQ(StepTexts(*capped), expected);
+}
+
+TEST(EvolutionarySearch, TileFamilyHashIgnoresTheArrangementInsideAThreadTile) {
+  // GPU split lengths [vthread, thread, inner, inner]: same block span and threads → same family.
+  auto split = [](int64_t e, std::vector<int64_t> l) {
+    schedule::SplitStep sp;
+    sp.stage_id = 2;
+    sp.iter_id = 0;
+    sp.extent = e;
+    for (int64_t v : l) sp.lengths.push_back(v);
+    return schedule::Step(sp);
+  };
+  const uint64_t a = TileFamilyHash({split(4096, {2, 16, 1, 4})}, true);
+  EXPECT_EQ(a, TileFamilyHash({split(4096, {1, 16, 2, 4})}, true));
+  EXPECT_EQ(a, TileFamilyHash({split(4096, {1, 16, 8, 1})}, true));
+  EXPECT_NE(a, TileFamilyHash({split(4096, {2, 32, 1, 2})}, true));  // more threads
+  EXPECT_NE(a, TileFamilyHash({split(4096, {2, 16, 1, 8})}, true));  // bigger block tile
+  // Two-length (reduction) splits do not count.
+  EXPECT_EQ(a, TileFamilyHash({split(4096, {2, 16, 1, 4}), split(4096, {8, 4})}, true));
+}
+
 TEST(EvolutionarySearch, OptionErrors) {
   const Case c = Cases()[0];
   auto sketches = GenerateSketches(c.dag, c.target);
@@ -231,6 +312,11 @@ TEST(EvolutionarySearch, OptionErrors) {
   EXPECT_THAT(EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, 4, o, rng).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("crossover_probability must be in [0, 1], got 1.5")));
+  o = SmallOptions(1);
+  o.max_family_fraction = -0.5;
+  EXPECT_THAT(EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, 4, o, rng).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("max_family_fraction must be in [0, 1], got -0.5")));
 }
 
 }  // namespace

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# One tuning call on one H200 for issues 5 and 6 side by side (device time is scarce: 30 minutes a
+# session, a machine start each call):
+#   run(command="bash bench/run_h200_tune_all.sh", carry=["dist"], kind="nvidia-h200")
+# - issue 5: matmul 4096³ with XGBoost for MATMUL_TRIALS trials (bench/run_h200_issue5.sh, no
+#   PyTorch baseline here: the scoring call times the replayed best against eager);
+# - issue 6: every problem of both suites for SUITE_TRIALS trials, one round each
+#   (bench/run_h200_issue6.sh with SKIP_SCORE=1), with a smaller search (population 512, 2
+#   generations) so that 50 problems fit the call.
+# Both share the GPU; their measurements take turns through one device lock
+# (TILESEARCH_DEVICE_LOCK), so a kernel is never timed while the other job's kernel runs; the
+# search and compilation share the 16 cores. Output: $OUT/issue5.tgz and $OUT/issue6-tune.tgz.
+set -uo pipefail
+MATMUL_TRIALS=${MATMUL_TRIALS:-1000}
+MATMUL_LIMIT_S=${MATMUL_LIMIT_S:-480}
+SUITE_TRIALS=${SUITE_TRIALS:-32}
+SUITE_S=${SUITE_S:-500}
+export TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu0.lock
+TS_ROOT="$(bash dist/unpack.sh | tail -1)"
+export TS_ROOT
+JOBS="matmul:xgboost:$MATMUL_TRIALS" NO_BASELINE=1 LIMIT_S=$MATMUL_LIMIT_S \
+  bash bench/run_h200_issue5.sh >/dev/null 2>&1 &
+matmul_pid=$!
+CHUNK=0/1 TRIALS=$SUITE_TRIALS PER_ROUND=$SUITE_TRIALS BENCH_S=$SUITE_S ROUND_S=0 SKIP_SCORE=1 \
+  TAG=tune BENCH_ARGS="--warmup 1 --min-runs 3 --min-time-ms 10 --population 512 --generations 2" \
+  bash bench/run_h200_issue6.sh
+wait "$matmul_pid"
+tail -40 "${OUT:-/tmp/out}/issue5/run.log" 2>/dev/null
+ls -la "${OUT:-/tmp/out}"
