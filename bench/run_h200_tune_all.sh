@@ -9,21 +9,35 @@
 #   generations) so that 50 problems fit the call.
 # Both share the GPU; their measurements take turns through one device lock
 # (TILESEARCH_DEVICE_LOCK), so a kernel is never timed while the other job's kernel runs; the
-# search and compilation share the 16 cores. Output: $OUT/issue5.tgz and $OUT/issue6-tune.tgz.
+# search and compilation share the 16 cores. Output: $OUT/issue5.tgz and $OUT/issue6-tune<i>.tgz.
 set -uo pipefail
 MATMUL_TRIALS=${MATMUL_TRIALS:-1000}
 MATMUL_LIMIT_S=${MATMUL_LIMIT_S:-480}
 SUITE_TRIALS=${SUITE_TRIALS:-32}
 SUITE_S=${SUITE_S:-500}
+SUITE_PARTS=${SUITE_PARTS:-2}
 export TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu0.lock
 TS_ROOT="$(bash dist/unpack.sh | tail -1)"
 export TS_ROOT
 JOBS="matmul:xgboost:$MATMUL_TRIALS" NO_BASELINE=1 LIMIT_S=$MATMUL_LIMIT_S \
   bash bench/run_h200_issue5.sh >/dev/null 2>&1 &
 matmul_pid=$!
-CHUNK=0/1 TRIALS=$SUITE_TRIALS PER_ROUND=$SUITE_TRIALS BENCH_S=$SUITE_S ROUND_S=0 SKIP_SCORE=1 \
-  TAG=tune BENCH_ARGS="--warmup 1 --min-runs 3 --min-time-ms 10 --population 512 --generations 2" \
-  bash bench/run_h200_issue6.sh
+# The suites in SUITE_PARTS processes (halves of the problem list): one's search and compilation
+# overlap the other's measurements.
+pids=()
+for ((i = 0; i < SUITE_PARTS; ++i)); do
+  CHUNK=$i/$SUITE_PARTS TRIALS=$SUITE_TRIALS PER_ROUND=$SUITE_TRIALS BENCH_S=$SUITE_S ROUND_S=0 \
+    SKIP_SCORE=1 TAG=tune$i \
+    BENCH_ARGS="--warmup 1 --min-runs 3 --min-time-ms 10 --population 512 --generations 2" \
+    bash bench/run_h200_issue6.sh >/dev/null 2>&1 &
+  pids+=($!)
+  sleep 1
+done
+for p in "${pids[@]}"; do wait "$p"; done
 wait "$matmul_pid"
+for ((i = 0; i < SUITE_PARTS; ++i)); do
+  tar xzf "${OUT:-/tmp/out}/issue6-tune$i.tgz" -C /tmp && tail -15 "/tmp/issue6-tune$i/run.log"
+done
 tail -40 "${OUT:-/tmp/out}/issue5/run.log" 2>/dev/null
+rm -rf "${OUT:-/tmp/out}/issue5"  # in issue5.tgz; the device tool returns at most 8 files
 ls -la "${OUT:-/tmp/out}"

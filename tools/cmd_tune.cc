@@ -134,26 +134,26 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
   app.add_option("--generations", options->generations,
                  "evolutionary search generations, 0..100 (default 4)")
       ->check(CLI::Range(0, 100));
-  app.add_option("--crossover-probability", options->crossover_probability,
-                 absl::StrCat("chance that a child of the evolutionary search is a crossover of "
-                              "two parents' decisions instead of a mutation, 0..1 (default ",
-                              search::SearchOptions().crossover_probability, "; 0 disables)"))
-      ->check(CLI::Range(0.0, 1.0))
-      ->check([](const std::string& v) {  // CLI::Range lets "nan" through
-        double x = 0;
-        return absl::SimpleAtod(v, &x) && std::isfinite(x) ? std::string()
-                                                           : std::string("not a number in 0..1");
-      });
-  app.add_option("--max-family-fraction", options->max_family_fraction,
-                 absl::StrCat("largest share of a round's model-ranked picks from one tile family "
-                              "(block tile and threads per dimension), 0..1 (default ",
-                              search::SearchOptions().max_family_fraction, "; 1 disables)"))
-      ->check(CLI::Range(0.0, 1.0))
-      ->check([](const std::string& v) {  // CLI::Range lets "nan" through
-        double x = 0;
-        return absl::SimpleAtod(v, &x) && std::isfinite(x) ? std::string()
-                                                           : std::string("not a number in 0..1");
-      });
+  // A fraction in 0..1; CLI::Range lets "nan" through, hence the second check.
+  const auto add_fraction = [&app](const std::string& name, double* value,
+                                   const std::string& help) {
+    app.add_option(name, *value, help)
+        ->check(CLI::Range(0.0, 1.0))
+        ->check([](const std::string& v) {
+          double x = 0;
+          return absl::SimpleAtod(v, &x) && std::isfinite(x)
+                     ? std::string()
+                     : std::string("not a number in 0..1");
+        });
+  };
+  add_fraction("--crossover-probability", &options->crossover_probability,
+               absl::StrCat("chance that a child of the evolutionary search is a crossover of "
+                            "two parents' decisions instead of a mutation, 0..1 (default ",
+                            search::SearchOptions().crossover_probability, "; 0 disables)"));
+  add_fraction("--max-family-fraction", &options->max_family_fraction,
+               absl::StrCat("largest share of a round's model-ranked picks from one tile family "
+                            "(block tile and threads per dimension), 0..1 (default ",
+                            search::SearchOptions().max_family_fraction, "; 1 disables)"));
   AddCandidateTimingOptions(app, &options->timing);
   app.add_option("--early-stopping", options->early_stopping,
                  "stop after this many trials in a row without a better median, 0 = off")

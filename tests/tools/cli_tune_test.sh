@@ -5,8 +5,9 @@
 # is one of the logged ones; the per-round pairwise accuracies printed are the round lines';
 # --early-stopping 1 stops before a large budget; the help mentions --target auto; a missing --log,
 # an unknown --model, a negative --early-stopping and a crossover probability above 1 are one-line
-# errors (exit 2), as are a NaN crossover probability and a device lock that is the log or another
-# file with data (left unchanged); --crossover-probability 0 tunes.
+# errors (exit 2), as are a NaN crossover probability, a family fraction above 1 or NaN, and a
+# device lock that is the log or another file with data (left unchanged);
+# --crossover-probability 0 and --max-family-fraction 1 tune.
 # Run by ctest with TILESEARCH set to the binary.
 set -u
 source "$(dirname "$0")/cli_lib.sh"
@@ -74,6 +75,10 @@ run bad_crossover tune "${fast[@]}" --trials 4 --crossover-probability 1.5
 expect_error bad_crossover "--crossover-probability"
 run nan_crossover tune "${fast[@]}" --trials 4 --crossover-probability nan
 expect_error nan_crossover "--crossover-probability"
+run bad_family tune "${fast[@]}" --trials 4 --max-family-fraction 2
+expect_error bad_family "--max-family-fraction"
+run nan_family tune "${fast[@]}" --trials 4 --max-family-fraction nan
+expect_error nan_family "--max-family-fraction"
 # The device lock must be a file of its own: the log itself would deadlock, another file's data
 # would be overwritten.
 cp "$tmp/t.jsonl" "$tmp/precious.jsonl"
@@ -87,5 +92,8 @@ expect_error lock_is_log "is the tuning log"
 # Crossover off still tunes (every child a mutation).
 run no_crossover tune "${base[@]}" --per-round 2 --log "$tmp/nx.jsonl" --trials 2 --crossover-probability 0
 expect_rc no_crossover 0
+# The family cap off (1: top-k by score alone) still tunes.
+run no_family_cap tune "${base[@]}" --per-round 2 --log "$tmp/nf.jsonl" --trials 2 --max-family-fraction 1
+expect_rc no_family_cap 0
 
 finish "tune"
