@@ -9,7 +9,8 @@
 #   generations) so that 50 problems fit the call.
 # Both share the GPU; their measurements take turns through one device lock
 # (TILESEARCH_DEVICE_LOCK), so a kernel is never timed while the other job's kernel runs; the
-# search and compilation share the 16 cores. Output: $OUT/issue5.tgz and $OUT/issue6-tune<i>.tgz.
+# search and compilation share the 16 cores. LOGS_FROM (see run_h200_issue6.sh) resumes the
+# suites from earlier logs: problems with SUITE_TRIALS records are only replayed. Output: $OUT/issue5.tgz and $OUT/issue6-tune<i>.tgz.
 set -uo pipefail
 MATMUL_TRIALS=${MATMUL_TRIALS:-1000}
 MATMUL_LIMIT_S=${MATMUL_LIMIT_S:-480}
@@ -19,9 +20,12 @@ SUITE_PARTS=${SUITE_PARTS:-2}
 export TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu0.lock
 TS_ROOT="$(bash dist/unpack.sh | tail -1)"
 export TS_ROOT
-JOBS="matmul:xgboost:$MATMUL_TRIALS" NO_BASELINE=1 LIMIT_S=$MATMUL_LIMIT_S \
-  bash bench/run_h200_issue5.sh >/dev/null 2>&1 &
-matmul_pid=$!
+matmul_pid=
+if (( MATMUL_TRIALS > 0 )); then  # MATMUL_TRIALS=0: the suites only
+  JOBS="matmul:xgboost:$MATMUL_TRIALS" NO_BASELINE=1 LIMIT_S=$MATMUL_LIMIT_S \
+    bash bench/run_h200_issue5.sh >/dev/null 2>&1 &
+  matmul_pid=$!
+fi
 # The suites in SUITE_PARTS processes (halves of the problem list): one's search and compilation
 # overlap the other's measurements.
 pids=()
@@ -34,7 +38,7 @@ for ((i = 0; i < SUITE_PARTS; ++i)); do
   sleep 1
 done
 for p in "${pids[@]}"; do wait "$p"; done
-wait "$matmul_pid"
+[[ -n "$matmul_pid" ]] && wait "$matmul_pid"
 for ((i = 0; i < SUITE_PARTS; ++i)); do
   tar xzf "${OUT:-/tmp/out}/issue6-tune$i.tgz" -C /tmp && tail -15 "/tmp/issue6-tune$i/run.log"
 done
