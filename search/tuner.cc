@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/interrupt.h"
 #include "base/status.h"
 #include "codegen/codegen.h"
 #include "costmodel/cost_model.h"
@@ -64,36 +65,14 @@ volatile std::sig_atomic_t g_writing = 0;     // 1 while LogWriter::Append runs
 volatile std::sig_atomic_t g_quiet = 0;       // TuneOptions::quiet
 volatile pid_t g_tuner_pid = 0;               // the tuning process (not its forked workers)
 
-// Async-signal-safe.
-void WriteStderr(const char* text) {
-  size_t size = std::strlen(text);
-  while (size > 0) {
-    const ssize_t n = ::write(2, text, size);
-    if (n <= 0) {
-      if (n < 0 && errno == EINTR) continue;
-      return;
-    }
-    text += n;
-    size -= static_cast<size_t>(n);
-  }
-}
-
 // Async-signal-safe: ends the process as killed by SIGINT (the shell's status 130).
 [[noreturn]] void StopNow() {
   if (!g_quiet) {
-    WriteStderr("tune: stopped at once by a second interrupt; the round in flight is not logged "
-                "(every completed round is); run again with the same log to resume\n");
+    WriteStderrSignalSafe(
+        "tune: stopped at once by a second interrupt; the round in flight is not logged "
+        "(every completed round is); run again with the same log to resume\n");
   }
-  struct sigaction dfl = {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  ::sigaction(SIGINT, &dfl, nullptr);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
-  ::raise(SIGINT);
-  ::_exit(130);  // not reached unless SIGINT could not kill us
+  DieOfSigint();
 }
 
 void OnSigint(int) {
@@ -104,8 +83,9 @@ void OnSigint(int) {
   g_interrupts = g_interrupts + 1;
   if (g_interrupts == 1) {
     if (!g_quiet) {
-      WriteStderr("\ntune: interrupt: finishing the round in flight, logging it and stopping "
-                  "(Ctrl-C again to stop at once)\n");
+      WriteStderrSignalSafe(
+          "\ntune: interrupt: finishing the round in flight, logging it and stopping "
+          "(Ctrl-C again to stop at once)\n");
     }
   } else if (!g_writing) {
     StopNow();

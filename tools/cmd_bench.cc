@@ -32,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/interrupt.h"
 #include "base/status.h"
 #include "bench/harness/suite.h"
 #include "ir/compute_dag.h"
@@ -110,29 +111,14 @@ struct Outcome {
 // log stays consistent.
 volatile std::sig_atomic_t g_bench_interrupts = 0;
 
-void WriteStderr(const char* text) {
-  size_t n = 0;
-  while (text[n] != '\0') ++n;
-  ssize_t ignored = ::write(STDERR_FILENO, text, n);
-  (void)ignored;
-}
-
 extern "C" void OnBenchSigint(int) {
   g_bench_interrupts = g_bench_interrupts + 1;
   if (g_bench_interrupts == 1) {
-    WriteStderr("\nbench: interrupt: stopping after the current step (again to stop at once)\n");
+    WriteStderrSignalSafe(
+        "\nbench: interrupt: stopping after the current step (again to stop at once)\n");
     return;
   }
-  struct sigaction dfl = {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  ::sigaction(SIGINT, &dfl, nullptr);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
-  ::raise(SIGINT);
-  ::_exit(130);
+  DieOfSigint();
 }
 
 class BenchSigintGuard {

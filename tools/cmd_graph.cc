@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/interrupt.h"
 #include "base/status.h"
 #include "examples/models.h"
 #include "ir/graph.h"
@@ -171,10 +172,7 @@ volatile std::sig_atomic_t g_graph_interrupts = 0;
 
 void OnGraphSigint(int) {
   g_graph_interrupts = g_graph_interrupts + 1;
-  if (g_graph_interrupts >= 2) {
-    std::signal(SIGINT, SIG_DFL);
-    std::raise(SIGINT);
-  }
+  if (g_graph_interrupts >= 2) DieOfSigint();
 }
 
 // Installs OnGraphSigint for its lifetime (search::Tune installs its own handler during a round
