@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "ir/reference.h"
+#include "runtime/check_inputs_fill.h"
 
 namespace tilesearch::runtime {
 namespace {
@@ -27,17 +28,6 @@ uint64_t Mix(uint64_t x) {
 
 uint64_t DeriveSeed(uint64_t seed, const std::string& name) {
   return Mix(seed ^ Mix(ir::Fnv1a64(name)));
-}
-
-// Uniform double in [0, 1) from the top 53 bits (independent of the standard library's
-// distribution algorithms, like ir::FillRandom).
-double Uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
-
-// Standard normal by Box–Muller.
-double StandardNormal(std::mt19937_64& rng) {
-  const double u1 = 1.0 - Uniform01(rng);  // (0, 1]
-  const double u2 = Uniform01(rng);
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
 }
 
 uint32_t FloatBits(float f) { return std::bit_cast<uint32_t>(f); }
@@ -145,36 +135,8 @@ ir::BufferMap MakeCheckInputs(const ir::ComputeDAG& dag, CheckDistribution distr
   for (int id : dag.input_ids()) {
     const ir::Tensor& t = dag.stage(id);
     ir::HostBuffer b = ir::HostBuffer::Zeros(t.dtype(), t.shape());
-    const uint64_t s = DeriveSeed(seed, t.name());
-    const bool integer = ir::IsInt(t.dtype());
-    switch (distribution) {
-      case CheckDistribution::kUniformSymmetric:
-        if (integer) {
-          ir::FillRandom(b, s, -16, 16);
-        } else {
-          ir::FillRandom(b, s, -1, 1);
-        }
-        break;
-      case CheckDistribution::kUniformPositive:
-        if (integer) {
-          ir::FillRandom(b, s, 0, 16);
-        } else {
-          ir::FillRandom(b, s, 0, 1);
-        }
-        break;
-      case CheckDistribution::kNormalOffset: {
-        if (ir::IsBool(t.dtype())) {
-          ir::FillRandom(b, s);
-          break;
-        }
-        std::mt19937_64 rng(s);
-        for (double& v : b.data) {
-          const double x = 2.0 + 8.0 * StandardNormal(rng);
-          v = ir::RoundToType(integer ? std::nearbyint(x) : x, t.dtype());
-        }
-        break;
-      }
-    }
+    FillCheckInput(distribution, CheckInputStreamSeed(seed, t.name()),
+                   ThreadsFor(b.NumElements()), &b);
     inputs.emplace(t.name(), std::move(b));
   }
   return inputs;
@@ -233,6 +195,36 @@ void AccumulateSummary(const std::string& name, const std::vector<int64_t>& shap
   report->checked_elements += summary.elements;
 }
 
+CompareSummary SummarizeDoubles(const double* got, const double* expected, int64_t n,
+                                const Tolerance& tolerance, int threads) {
+  // Per-chunk summaries merged in index order: maxima and counts are order-free, the first
+  // mismatch is the lowest chunk's.
+  std::vector<CompareSummary> parts(static_cast<size_t>(NumChunks(n, threads)));
+  ParallelChunks(n, threads, [&](int64_t chunk, int64_t begin, int64_t end) {
+    CompareSummary s;
+    s.elements = end - begin;
+    for (int64_t i = begin; i < end; ++i) {
+      const ElementComparison c = CompareElement(got[i], expected[i], tolerance);
+      if (c.has_abs_error) s.max_abs_error = std::max(s.max_abs_error, c.abs_error);
+      if (c.has_rel_error) s.max_rel_error = std::max(s.max_rel_error, c.rel_error);
+      if (!c.ok) {
+        if (s.mismatches == 0) s.first_mismatch = i;
+        ++s.mismatches;
+      }
+    }
+    parts[static_cast<size_t>(chunk)] = s;
+  });
+  CompareSummary total;
+  for (const CompareSummary& s : parts) {
+    total.elements += s.elements;
+    total.max_abs_error = std::max(total.max_abs_error, s.max_abs_error);
+    total.max_rel_error = std::max(total.max_rel_error, s.max_rel_error);
+    if (s.mismatches > 0 && total.mismatches == 0) total.first_mismatch = s.first_mismatch;
+    total.mismatches += s.mismatches;
+  }
+  return total;
+}
+
 void CompareOutput(const std::string& name, const ir::HostBuffer& got,
                    const ir::HostBuffer& expected, const Tolerance& tolerance, int trial,
                    CheckDistribution distribution, CheckReport* report) {
@@ -242,21 +234,11 @@ void CompareOutput(const std::string& name, const ir::HostBuffer& got,
       << "output '" << name << "' holds " << got.data.size() << " values, the reference "
       << expected.data.size();
   const int64_t n = static_cast<int64_t>(expected.data.size());
-  for (int64_t i = 0; i < n; ++i) {
-    const double g = got.data[i];
-    const double e = expected.data[i];
-    const ElementComparison c = CompareElement(g, e, tolerance);
-    if (c.has_abs_error) report->max_abs_error = std::max(report->max_abs_error, c.abs_error);
-    if (c.has_rel_error) report->max_rel_error = std::max(report->max_rel_error, c.rel_error);
-    if (!c.ok) {
-      if (report->mismatches == 0 && report->first_mismatch.empty()) {
-        report->first_mismatch =
-            MismatchText(name, expected.shape, i, g, e, trial, distribution);
-      }
-      ++report->mismatches;
-    }
-  }
-  report->checked_elements += n;
+  const CompareSummary summary =
+      SummarizeDoubles(got.data.data(), expected.data.data(), n, tolerance, ThreadsFor(n));
+  const int64_t first = summary.first_mismatch;
+  AccumulateSummary(name, expected.shape, summary, first >= 0 ? got.data[first] : 0,
+                    first >= 0 ? expected.data[first] : 0, trial, distribution, report);
 }
 
 absl::Status VerifyReferenceSamples(const ir::ComputeDAG& dag, const ir::BufferMap& inputs,
@@ -299,41 +281,43 @@ absl::Status VerifyReferenceSamples(const ir::ComputeDAG& dag, const ir::BufferM
 
 int64_t StorageBytes(ir::ScalarType dtype) { return ir::BytesOf(dtype); }
 
-std::vector<std::byte> PackBuffer(const ir::HostBuffer& buffer) {
-  const int64_t n = static_cast<int64_t>(buffer.data.size());
-  CHECK(n == buffer.NumElements())
-      << "buffer holds " << n << " values for " << buffer.NumElements() << " elements";
-  std::vector<std::byte> bytes(static_cast<size_t>(n * StorageBytes(buffer.dtype)));
-  std::byte* p = bytes.data();
-  for (int64_t i = 0; i < n; ++i) {
-    const double v = buffer.data[i];
-    switch (buffer.dtype) {
-      case ir::ScalarType::kFloat32: {
-        const float f = static_cast<float>(v);
+namespace {
+
+// Packs values [begin, end) of `buffer` at `p` (the storage layout of PackBuffer).
+void PackRange(const ir::HostBuffer& buffer, std::byte* p, int64_t begin, int64_t end) {
+  const double* data = buffer.data.data();
+  switch (buffer.dtype) {
+    case ir::ScalarType::kFloat32:
+      for (int64_t i = begin; i < end; ++i) {
+        const float f = static_cast<float>(data[i]);
         std::memcpy(p + 4 * i, &f, 4);
-        break;
       }
-      case ir::ScalarType::kFloat16: {
+      break;
+    case ir::ScalarType::kFloat16:
+      for (int64_t i = begin; i < end; ++i) {
         // Rounding the double straight to float16 avoids double rounding through float32; the
         // rounded value is exact in float32 and converts exactly.
-        const uint16_t h =
-            HalfBitsFromFloat(static_cast<float>(ir::RoundToType(v, ir::ScalarType::kFloat16)));
+        const uint16_t h = HalfBitsFromFloat(
+            static_cast<float>(ir::RoundToType(data[i], ir::ScalarType::kFloat16)));
         std::memcpy(p + 2 * i, &h, 2);
-        break;
       }
-      case ir::ScalarType::kBFloat16: {
-        const uint16_t h =
-            Bf16BitsFromFloat(static_cast<float>(ir::RoundToType(v, ir::ScalarType::kBFloat16)));
+      break;
+    case ir::ScalarType::kBFloat16:
+      for (int64_t i = begin; i < end; ++i) {
+        const uint16_t h = Bf16BitsFromFloat(
+            static_cast<float>(ir::RoundToType(data[i], ir::ScalarType::kBFloat16)));
         std::memcpy(p + 2 * i, &h, 2);
-        break;
       }
-      case ir::ScalarType::kInt32: {
-        const int32_t x = static_cast<int32_t>(ir::RoundToType(v, ir::ScalarType::kInt32));
+      break;
+    case ir::ScalarType::kInt32:
+      for (int64_t i = begin; i < end; ++i) {
+        const int32_t x = static_cast<int32_t>(ir::RoundToType(data[i], ir::ScalarType::kInt32));
         std::memcpy(p + 4 * i, &x, 4);
-        break;
       }
-      case ir::ScalarType::kInt64: {
-        const double t = ir::RoundToType(v, ir::ScalarType::kInt64);
+      break;
+    case ir::ScalarType::kInt64:
+      for (int64_t i = begin; i < end; ++i) {
+        const double t = ir::RoundToType(data[i], ir::ScalarType::kInt64);
         int64_t x = 0;
         if (t >= 0x1.0p63) {
           x = std::numeric_limits<int64_t>::max();
@@ -343,17 +327,85 @@ std::vector<std::byte> PackBuffer(const ir::HostBuffer& buffer) {
           x = static_cast<int64_t>(t);
         }
         std::memcpy(p + 8 * i, &x, 8);
-        break;
       }
-      case ir::ScalarType::kBool:
-        p[i] = v != 0 ? std::byte{1} : std::byte{0};
-        break;
-    }
+      break;
+    case ir::ScalarType::kBool:
+      for (int64_t i = begin; i < end; ++i) p[i] = data[i] != 0 ? std::byte{1} : std::byte{0};
+      break;
   }
+}
+
+// Reads values [begin, end) of `dtype` at `p` into `out` (UnpackBuffer's conversions).
+void UnpackRange(const unsigned char* p, ir::ScalarType dtype, double* out, int64_t begin,
+                 int64_t end) {
+  switch (dtype) {
+    case ir::ScalarType::kFloat32:
+      for (int64_t i = begin; i < end; ++i) {
+        float f;
+        std::memcpy(&f, p + 4 * i, 4);
+        out[i] = f;
+      }
+      break;
+    case ir::ScalarType::kFloat16:
+      for (int64_t i = begin; i < end; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = DoubleFromHalfBits(h);
+      }
+      break;
+    case ir::ScalarType::kBFloat16:
+      for (int64_t i = begin; i < end; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = DoubleFromBf16Bits(h);
+      }
+      break;
+    case ir::ScalarType::kInt32:
+      for (int64_t i = begin; i < end; ++i) {
+        int32_t x;
+        std::memcpy(&x, p + 4 * i, 4);
+        out[i] = x;
+      }
+      break;
+    case ir::ScalarType::kInt64:
+      for (int64_t i = begin; i < end; ++i) {
+        int64_t x;
+        std::memcpy(&x, p + 8 * i, 8);
+        out[i] = static_cast<double>(x);
+      }
+      break;
+    case ir::ScalarType::kBool:
+      // Any byte but 0 and 1 (e.g. the 0x5A poison) must not read as a valid bool.
+      for (int64_t i = begin; i < end; ++i) {
+        out[i] = p[i] == 0 ? 0.0 : p[i] == 1 ? 1.0 : static_cast<double>(p[i]);
+      }
+      break;
+  }
+}
+
+}  // namespace
+
+std::vector<std::byte> PackBuffer(const ir::HostBuffer& buffer) {
+  return PackBufferWithThreads(buffer, ThreadsFor(static_cast<int64_t>(buffer.data.size())));
+}
+
+std::vector<std::byte> PackBufferWithThreads(const ir::HostBuffer& buffer, int threads) {
+  const int64_t n = static_cast<int64_t>(buffer.data.size());
+  CHECK(n == buffer.NumElements())
+      << "buffer holds " << n << " values for " << buffer.NumElements() << " elements";
+  std::vector<std::byte> bytes(static_cast<size_t>(n * StorageBytes(buffer.dtype)));
+  std::byte* p = bytes.data();
+  ParallelChunks(n, threads,
+                 [&](int64_t, int64_t begin, int64_t end) { PackRange(buffer, p, begin, end); });
   return bytes;
 }
 
 absl::Status UnpackBuffer(const void* bytes, size_t size, ir::HostBuffer* buffer) {
+  return UnpackBufferWithThreads(bytes, size, buffer, ThreadsFor(buffer->NumElements()));
+}
+
+absl::Status UnpackBufferWithThreads(const void* bytes, size_t size, ir::HostBuffer* buffer,
+                                     int threads) {
   const int64_t n = buffer->NumElements();
   CHECK(n >= 0) << "buffer shape with a negative extent or too many elements";
   const size_t expected = static_cast<size_t>(n * StorageBytes(buffer->dtype));
@@ -364,69 +416,37 @@ absl::Status UnpackBuffer(const void* bytes, size_t size, ir::HostBuffer* buffer
   }
   buffer->data.resize(static_cast<size_t>(n));
   const unsigned char* p = static_cast<const unsigned char*>(bytes);
-  for (int64_t i = 0; i < n; ++i) {
-    double v = 0;
-    switch (buffer->dtype) {
-      case ir::ScalarType::kFloat32: {
-        float f;
-        std::memcpy(&f, p + 4 * i, 4);
-        v = f;
-        break;
-      }
-      case ir::ScalarType::kFloat16: {
-        uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        v = DoubleFromHalfBits(h);
-        break;
-      }
-      case ir::ScalarType::kBFloat16: {
-        uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        v = DoubleFromBf16Bits(h);
-        break;
-      }
-      case ir::ScalarType::kInt32: {
-        int32_t x;
-        std::memcpy(&x, p + 4 * i, 4);
-        v = x;
-        break;
-      }
-      case ir::ScalarType::kInt64: {
-        int64_t x;
-        std::memcpy(&x, p + 8 * i, 8);
-        v = static_cast<double>(x);
-        break;
-      }
-      case ir::ScalarType::kBool:
-        // Any byte but 0 and 1 (e.g. the 0x5A poison) must not read as a valid bool.
-        v = p[i] == 0 ? 0.0 : p[i] == 1 ? 1.0 : static_cast<double>(p[i]);
-        break;
-    }
-    buffer->data[i] = v;
-  }
+  const ir::ScalarType dtype = buffer->dtype;
+  double* out = buffer->data.data();
+  ParallelChunks(n, threads, [&](int64_t, int64_t begin, int64_t end) {
+    UnpackRange(p, dtype, out, begin, end);
+  });
   return absl::OkStatus();
 }
 
 void PoisonBytes(void* bytes, ir::ScalarType dtype, int64_t count) {
   unsigned char* p = static_cast<unsigned char*>(bytes);
-  switch (dtype) {
-    case ir::ScalarType::kFloat32: {
-      const uint32_t nan = 0x7fc00000u;
-      for (int64_t i = 0; i < count; ++i) std::memcpy(p + 4 * i, &nan, 4);
-      break;
+  const int64_t width = StorageBytes(dtype);
+  ParallelChunks(count, ThreadsFor(count), [&](int64_t, int64_t begin, int64_t end) {
+    switch (dtype) {
+      case ir::ScalarType::kFloat32: {
+        const uint32_t nan = 0x7fc00000u;
+        for (int64_t i = begin; i < end; ++i) std::memcpy(p + 4 * i, &nan, 4);
+        break;
+      }
+      case ir::ScalarType::kFloat16:
+      case ir::ScalarType::kBFloat16: {
+        const uint16_t nan = dtype == ir::ScalarType::kFloat16 ? 0x7e00u : 0x7fc0u;
+        for (int64_t i = begin; i < end; ++i) std::memcpy(p + 2 * i, &nan, 2);
+        break;
+      }
+      case ir::ScalarType::kInt32:
+      case ir::ScalarType::kInt64:
+      case ir::ScalarType::kBool:
+        std::memset(p + begin * width, 0x5a, static_cast<size_t>((end - begin) * width));
+        break;
     }
-    case ir::ScalarType::kFloat16:
-    case ir::ScalarType::kBFloat16: {
-      const uint16_t nan = dtype == ir::ScalarType::kFloat16 ? 0x7e00u : 0x7fc0u;
-      for (int64_t i = 0; i < count; ++i) std::memcpy(p + 2 * i, &nan, 2);
-      break;
-    }
-    case ir::ScalarType::kInt32:
-    case ir::ScalarType::kInt64:
-    case ir::ScalarType::kBool:
-      std::memset(p, 0x5a, static_cast<size_t>(count * StorageBytes(dtype)));
-      break;
-  }
+  });
 }
 
 }  // namespace tilesearch::runtime

@@ -27,9 +27,12 @@ struct Tolerance {
 Tolerance ToleranceFor(ir::ScalarType dtype, double atol = 0, double rtol = 0);
 
 /// One fresh buffer per placeholder of `dag` (keyed by tensor name) drawn from `distribution`
-/// with `seed`, each value rounded to the buffer's dtype. Each buffer's generator is seeded from
-/// `seed` and the tensor's name (so adding a placeholder does not change the others). Integer
-/// buffers: integers uniform in [-16, 16) / [0, 16), or the normal rounded to an integer; bool 0/1.
+/// with `seed`, each value rounded to the buffer's dtype. Each value is a function of (`seed`, the
+/// tensor's name, the element's flat index) only (a counter-based generator,
+/// runtime/check_inputs_fill.h: FillCheckInput with CheckInputStreamSeed(seed, name)), so adding
+/// a placeholder does not change the others and buffers of 2^20 elements or more are filled by
+/// several threads with the same values as one. Integer buffers: integers uniform in [-16, 16) /
+/// [0, 16), or the normal rounded to an integer; bool 0/1 (every distribution).
 ir::BufferMap MakeCheckInputs(const ir::ComputeDAG& dag, CheckDistribution distribution,
                               uint64_t seed);
 
@@ -65,6 +68,12 @@ struct CompareSummary {
   int64_t first_mismatch = -1;  // the lowest flat index that is not ok; -1 when none
 };
 
+/// CompareSummary of `n` float64 elements under CompareElement, split over `threads` chunks whose
+/// summaries merge in index order (the same summary for every `threads`). CompareOutput is this
+/// with ThreadsFor(n) followed by AccumulateSummary.
+CompareSummary SummarizeDoubles(const double* got, const double* expected, int64_t n,
+                                const Tolerance& tolerance, int threads);
+
 /// CompareSummary of `n` float32 elements (the host mirror of the device compare kernel; each value
 /// is widened to float64 exactly before CompareElement).
 CompareSummary SummarizeFloat32(const float* got, const float* expected, int64_t n,
@@ -97,14 +106,22 @@ void AccumulateSummary(const std::string& name, const std::vector<int64_t>& shap
 /// Bytes of one element of `dtype` in device / kernel layout (bool: 1).
 int64_t StorageBytes(ir::ScalarType dtype);
 /// The buffer's values in its dtype's storage layout (float16 / bfloat16 bit patterns, bool one
-/// byte 0/1, row-major), as a kernel reads them.
+/// byte 0/1, row-major), as a kernel reads them. Buffers of 2^20 elements or more are packed by
+/// several threads (ThreadsFor, runtime/check_inputs_fill.h); the bytes do not depend on it.
 std::vector<std::byte> PackBuffer(const ir::HostBuffer& buffer);
+/// PackBuffer split over `threads` chunks (ParallelChunks); the same bytes for every `threads`.
+std::vector<std::byte> PackBufferWithThreads(const ir::HostBuffer& buffer, int threads);
 /// Reads `buffer->NumElements()` values of `buffer->dtype` from `bytes` into `buffer->data` (a bool
 /// byte other than 0 / 1, e.g. the poison, reads as its byte value so that it never matches).
-/// Errors: kInvalidArgument when `size` is not exactly the buffer's byte size.
+/// Errors: kInvalidArgument when `size` is not exactly the buffer's byte size. Parallel like
+/// PackBuffer.
 [[nodiscard]] absl::Status UnpackBuffer(const void* bytes, size_t size, ir::HostBuffer* buffer);
+/// UnpackBuffer split over `threads` chunks; the same values for every `threads`.
+[[nodiscard]] absl::Status UnpackBufferWithThreads(const void* bytes, size_t size,
+                                                   ir::HostBuffer* buffer, int threads);
 /// Fills `count` elements of `dtype` at `bytes` with the poison value: quiet NaN for floats, the
-/// byte pattern 0x5A for integers and bool (a value no kernel writes by accident).
+/// byte pattern 0x5A for integers and bool (a value no kernel writes by accident). Parallel like
+/// PackBuffer.
 void PoisonBytes(void* bytes, ir::ScalarType dtype, int64_t count);
 
 }  // namespace tilesearch::runtime
