@@ -652,8 +652,31 @@ absl::Status GpuThreadBind(State& s, const std::vector<StepInfo>& info, const Ta
       } else {
         std::vector<int> outer = OuterSpaceIters(s, sid);
         if (outer.empty()) continue;  // a 1-block, 1-thread kernel
+        // A stage of only space iterators with nothing attached inside: each thread may take a
+        // vector of 1, 2 or 4 consecutive points (16-byte loads and stores where the accesses are
+        // contiguous, codegen/emitter.h); the split is there even for 1, so mutation can widen it.
+        bool vectorizable = static_cast<int>(outer.size()) == static_cast<int>(st.iters.size());
+        for (int i = 0; i < static_cast<int>(st.iters.size()) && vectorizable; ++i) {
+          vectorizable = !IsAttachPoint(s, sid, i);
+        }
         ASSIGN_OR_RETURN(int f, FuseRange(s, sid, outer.front(), static_cast<int>(outer.size())));
-        const int64_t extent = s.stage(sid).iters[f].extent;
+        int64_t extent = s.stage(sid).iters[f].extent;
+        if (vectorizable) {
+          std::vector<int64_t> widths;
+          for (int64_t v : {1, 2, 4}) {
+            if (extent % v == 0 && v * ir::BytesOf(st.op->dtype) <= target.max_vector_bytes) {
+              widths.push_back(v);
+            }
+          }
+          schedule::SplitStep vec;
+          vec.stage_id = sid;
+          vec.iter_id = f;
+          vec.extent = extent;
+          vec.lengths = {widths[Pick(rng, static_cast<int64_t>(widths.size()))]};
+          RETURN_IF_ERROR(Apply(s, vec));
+          RETURN_IF_ERROR(Bind(s, sid, f + 1, IteratorAnnotation::kVectorize));
+          extent = s.stage(sid).iters[f].extent;
+        }
         schedule::SplitStep sp;
         sp.stage_id = sid;
         sp.iter_id = f;

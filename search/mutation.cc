@@ -198,7 +198,21 @@ absl::StatusOr<State> MutateTileSize(const State& state, const ir::ComputeDAG& d
         }
       }
       if (c.empty()) continue;
+      const int64_t old_width = *sp.lengths[0];
       sp.lengths[0] = c[Pick(rng, static_cast<int64_t>(c.size()))];
+      // A vectorized root stage splits the rest again (its thread split, annotation.cc), which
+      // records the rest's extent: follow the new width.
+      if (sp.extent > 0) {
+        const int64_t old_rest = (sp.extent + old_width - 1) / old_width;
+        const int64_t new_rest = (sp.extent + *sp.lengths[0] - 1) / *sp.lengths[0];
+        for (size_t j = i + 1; j < mutated.size(); ++j) {
+          auto* later = std::get_if<schedule::SplitStep>(&mutated[j]);
+          if (later != nullptr && later->stage_id == sp.stage_id && later->iter_id == sp.iter_id &&
+              later->extent == old_rest) {
+            later->extent = new_rest;
+          }
+        }
+      }
     } else if (internal::IsThreadSplit(steps, i)) {
       if (!target.is_gpu()) continue;
       const int64_t old = *sp.lengths[0];

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -406,6 +407,63 @@ TEST(GpuValidity, GridExtentsBeyondTheHardwareLimitsAreRejected) {
                   absl::StatusCode::kFailedPrecondition,
                   HasSubstr("blockIdx.x extent 2147483648 exceeds the hardware grid limit "
                             "2147483647")));
+}
+
+}  // namespace
+}  // namespace tilesearch::search
+
+namespace tilesearch::search {
+namespace {
+
+// The width of the vectorized split of `stage` in `s` (0 when none).
+int64_t RootVectorWidth(const State& s, int stage) {
+  for (size_t i = 0; i + 1 < s.steps().size(); ++i) {
+    const auto* sp = std::get_if<schedule::SplitStep>(&s.steps()[i]);
+    const auto* an = std::get_if<schedule::AnnotationStep>(&s.steps()[i + 1]);
+    if (sp && an && sp->stage_id == stage && an->stage_id == stage &&
+        an->iter_id == sp->iter_id + 1 && an->annotation == IteratorAnnotation::kVectorize) {
+      return *sp->lengths[0];
+    }
+  }
+  return 0;
+}
+
+TEST(Annotation, CudaElementwiseStagesDrawVectorWidthsAndStayCorrect) {
+  // Elementwise root stages (no reduction, nothing attached) get a vectorized split of 1, 2 or 4
+  // under the thread split; every width must occur and every sample must compute what the naive
+  // program computes (the interpreter on the lowered nest).
+  const Target target = Target::H200();
+  const std::vector<testing::Workload> workloads = {
+      {"swish", testing::MustBuild(ir::UnaryDAG(ir::UnaryOp::kSwish, {16, 24}))},
+      {"add_bias", testing::MustBuild(ir::BinaryDAG(ir::BinaryOp::kAdd, {8, 12}, {12}))},
+  };
+  for (const auto& w : workloads) {
+    SCOPED_TRACE(w.name);
+    auto sketches = GenerateSketches(w.dag, target);
+    ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
+    std::mt19937_64 rng(5);
+    std::vector<State> pop = SampleInitialPopulation(*sketches, w.dag, target, 18, rng);
+    ASSERT_FALSE(pop.empty());
+    std::set<int64_t> widths;
+    int i = 0;
+    for (const State& s : pop) {
+      const int out = s.num_stages() - 1;
+      const int64_t width = RootVectorWidth(s, out);
+      EXPECT_TRUE(width == 1 || width == 2 || width == 4) << width;
+      widths.insert(width);
+      schedule::testing::ExpectMatchesReference(w.dag, s, target, /*exact=*/true, i++);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    EXPECT_EQ(widths, (std::set<int64_t>{1, 2, 4}));
+  }
+  // A reduction keeps the plain thread split (its vector loop would not be innermost).
+  ir::ComputeDAG sum = testing::MustBuild(ir::ReduceDAG(ir::ReduceOp::kSum, {64, 48}, {0}));
+  auto sketches = GenerateSketches(sum, target);
+  ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
+  std::mt19937_64 rng(6);
+  for (const State& s : SampleInitialPopulation(*sketches, sum, target, 8, rng)) {
+    for (int sid = 0; sid < s.num_stages(); ++sid) EXPECT_EQ(RootVectorWidth(s, sid), 0);
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <random>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -207,6 +208,47 @@ TEST(Mutation, TileSizeMutatesTheCooperativeFetchWidth) {
     }
   }
   EXPECT_GE(width_changes, 3);
+}
+
+}  // namespace
+}  // namespace tilesearch::search
+
+namespace tilesearch::search {
+namespace {
+
+TEST(Mutation, VectorWidthOfAnElementwiseStageChangesWithItsThreadSplit) {
+  // swish over 16×24 = 384 points: fused, split by the vector width w, the rest split by the
+  // thread count. Mutating w must rewrite the thread split's recorded extent to 384 / w, or the
+  // child would not replay; every child computes what the naive program computes.
+  ir::ComputeDAG dag = testing::MustBuild(ir::UnaryDAG(ir::UnaryOp::kSwish, {16, 24}));
+  const Target target = Target::H200();
+  auto sketches = GenerateSketches(dag, target);
+  ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
+  std::mt19937_64 rng(11);
+  std::vector<State> pop = SampleInitialPopulation(*sketches, dag, target, 1, rng);
+  ASSERT_EQ(pop.size(), 1u);
+  std::set<int64_t> widths;
+  State s = pop[0];
+  for (int t = 0; t < 40; ++t) {
+    absl::StatusOr<State> child = MutateTileSize(s, dag, target, rng);
+    ASSERT_THAT(child.status(), tilesearch::testing::IsOk());
+    int64_t width = 0, thread_extent = 0;
+    const auto& steps = child->steps();
+    for (size_t i = 0; i + 1 < steps.size(); ++i) {
+      const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
+      const auto* an = std::get_if<schedule::AnnotationStep>(&steps[i + 1]);
+      if (sp == nullptr || an == nullptr) continue;
+      if (an->annotation == IteratorAnnotation::kVectorize) width = *sp->lengths[0];
+      if (an->annotation == IteratorAnnotation::kThreadIdxX) thread_extent = sp->extent;
+    }
+    ASSERT_GT(width, 0);
+    EXPECT_EQ(thread_extent, 384 / width);
+    widths.insert(width);
+    schedule::testing::ExpectMatchesReference(dag, *child, target, /*exact=*/true, t);
+    if (::testing::Test::HasFatalFailure()) return;
+    s = *child;
+  }
+  EXPECT_EQ(widths, (std::set<int64_t>{1, 2, 4}));
 }
 
 }  // namespace

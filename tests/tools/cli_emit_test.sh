@@ -71,8 +71,21 @@ run plain_ptx show --op relu --shape 64x64 --target cuda --emit ptx
 expect_rc plain_ptx 0
 expect_out plain_ptx '^\.visible \.entry '
 
+# An elementwise stage vectorized by 4 under its thread split (the search draws widths 1, 2, 4):
+# 16-byte global loads and stores.
+cat >"$tmp/swish_vec.json" <<'JSON'
+{"version": 1, "workload": {"op": "swish", "shapes": [[64, 64]], "dtype": "float32", "attrs": {}},
+ "target": "cuda -arch=sm_90",
+ "steps": [["FU", 1, [0, 1]], ["SP", 1, 0, 4096, [4], 1], ["AN", 1, 1, 2],
+           ["SP", 1, 0, 1024, [256], 1], ["AN", 1, 1, 6], ["AN", 1, 0, 5]]}
+JSON
+run vec_ptx show --schedule "$tmp/swish_vec.json" --emit ptx
+expect_rc vec_ptx 0
+expect_out vec_ptx 'ld\.global(\.nc)?\.v4\.'
+expect_out vec_ptx 'st\.global\.v4\.'
+
 if [[ -n "$ptxas_bin" ]]; then
-  for name in ptx softmax_ptx ptx_sm80 plain_ptx; do
+  for name in ptx softmax_ptx ptx_sm80 plain_ptx vec_ptx; do
     arch=sm_90
     [[ "$name" == ptx_sm80 ]] && arch=sm_80
     "$ptxas_bin" -arch=$arch "$tmp/$name.out" -o "$tmp/$name.cubin" 2>"$tmp/$name.ptxas" ||
