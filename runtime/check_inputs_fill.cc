@@ -14,16 +14,9 @@
 namespace tilesearch::runtime {
 namespace {
 
-// SplitMix64 finalizer (Steele et al., OOPSLA'14).
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 uint64_t Hash(uint64_t stream, int64_t index, int slot) {
-  return Mix(stream ^ Mix(2 * static_cast<uint64_t>(index) + static_cast<uint64_t>(slot)));
+  return SplitMix64(stream ^
+                    SplitMix64(2 * static_cast<uint64_t>(index) + static_cast<uint64_t>(slot)));
 }
 
 double ToUnit(uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
@@ -33,7 +26,8 @@ double ToUnit(uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
 double UniformValue(uint64_t stream, int64_t i, double lo, double hi, ir::ScalarType dtype) {
   double v = ir::RoundToType(lo + (hi - lo) * ToUnit(Hash(stream, i, 0)), dtype);
   for (uint64_t attempt = 1; v >= hi; ++attempt) {
-    v = ir::RoundToType(lo + (hi - lo) * ToUnit(Hash(Mix(stream + attempt), i, 0)), dtype);
+    v = ir::RoundToType(lo + (hi - lo) * ToUnit(Hash(SplitMix64(stream + attempt), i, 0)),
+                        dtype);
   }
   return v;
 }
@@ -85,7 +79,7 @@ void ParallelChunks(int64_t n, int threads,
 }
 
 uint64_t CheckInputStreamSeed(uint64_t seed, const std::string& name) {
-  return Mix(seed ^ Mix(ir::Fnv1a64(name)));
+  return SplitMix64(seed ^ SplitMix64(ir::Fnv1a64(name)));
 }
 
 double CheckUniform01(uint64_t stream, int64_t index, int slot) {

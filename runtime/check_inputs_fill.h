@@ -16,6 +16,15 @@
 
 namespace tilesearch::runtime {
 
+/// The SplitMix64 finalizer (Steele, Lea and Flood, OOPSLA'14): a bijective 64-bit mix that
+/// decorrelates seeds derived from one another and hashes counters into uniform bits.
+inline uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 /// Buffers below this many elements are filled, packed and compared on the calling thread.
 inline constexpr int64_t kParallelMinElements = int64_t{1} << 20;
 /// At most this many threads per pass.

@@ -18,18 +18,6 @@
 namespace tilesearch::runtime {
 namespace {
 
-// SplitMix64 finalizer: decorrelates seeds derived from one another (Steele et al., OOPSLA'14).
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-uint64_t DeriveSeed(uint64_t seed, const std::string& name) {
-  return Mix(seed ^ Mix(ir::Fnv1a64(name)));
-}
-
 uint32_t FloatBits(float f) { return std::bit_cast<uint32_t>(f); }
 
 float BitsFloat(uint32_t u) { return std::bit_cast<float>(u); }
@@ -259,7 +247,7 @@ absl::Status VerifyReferenceSamples(const ir::ComputeDAG& dag, const ir::BufferM
     }
     if (n == 0) continue;
     std::vector<int64_t> flats = {0, n - 1};
-    std::mt19937_64 rng(DeriveSeed(seed, t.name()));
+    std::mt19937_64 rng(CheckInputStreamSeed(seed, t.name()));
     for (int s = 0; s < samples; ++s) flats.push_back(static_cast<int64_t>(rng() % n));
     Tolerance tol = ToleranceFor(t.dtype());
     tol.atol *= 10;

@@ -38,6 +38,7 @@
 #include "base/status.h"
 #include "ir/lower_naive.h"
 #include "ir/reference.h"
+#include "runtime/check_inputs_fill.h"
 #include "runtime/checker.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
@@ -56,15 +57,8 @@ double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-uint64_t SplitMix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 uint64_t DeriveSeed(uint64_t seed, uint64_t batch, uint64_t trial) {
-  return SplitMix(SplitMix(SplitMix(seed) ^ batch) ^ trial);
+  return SplitMix64(SplitMix64(SplitMix64(seed) ^ batch) ^ trial);
 }
 
 MeasureResult ErrorResult(MeasureError error, std::string message, double compile_ms) {
