@@ -2,6 +2,7 @@
 # One tuning call on one H200 for issues 5 and 6 side by side (device time is scarce: 30 minutes a
 # session, a machine start each call):
 #   run(command="bash bench/run_h200_tune_all.sh", carry=["dist"], kind="nvidia-h200")
+# (or kind="nvidia-h200-x2": suite part i runs on GPU i mod #GPUs with that GPU's lock).
 # - issue 5: matmul 4096³ with XGBoost for MATMUL_TRIALS trials (bench/run_h200_issue5.sh, no
 #   PyTorch baseline here: the scoring call times the replayed best against eager);
 # - issue 6: every problem of both suites for SUITE_TRIALS trials, one round each
@@ -9,15 +10,20 @@
 #   generations) so that 50 problems fit the call.
 # Both share the GPU; their measurements take turns through one device lock
 # (TILESEARCH_DEVICE_LOCK), so a kernel is never timed while the other job's kernel runs; the
-# search and compilation share the 16 cores. LOGS_FROM (see run_h200_issue6.sh) resumes the
-# suites from earlier logs: problems with SUITE_TRIALS records are only replayed. Output: $OUT/issue5.tgz and $OUT/issue6-tune<i>.tgz.
+# search and compilation share the cores. Measured on one H200 (2026-11-30): two suite processes
+# and the matmul job through one lock tuned 11 problems in 500 s, and two suite processes alone 11
+# more: a problem's measurement holds the lock for its whole batch (check inputs included), so
+# processes on one GPU mostly wait for each other; more GPUs are what adds throughput.
+# LOGS_FROM (see run_h200_issue6.sh) resumes the suites from earlier logs: problems with
+# SUITE_TRIALS records are only replayed. Output: $OUT/issue5.tgz and $OUT/issue6-tune<i>.tgz.
 set -uo pipefail
 MATMUL_TRIALS=${MATMUL_TRIALS:-1000}
 MATMUL_LIMIT_S=${MATMUL_LIMIT_S:-480}
 SUITE_TRIALS=${SUITE_TRIALS:-32}
 SUITE_S=${SUITE_S:-500}
 SUITE_PARTS=${SUITE_PARTS:-2}
-export TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu0.lock
+ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+(( ngpu > 0 )) || ngpu=1
 TS_ROOT="$(bash dist/unpack.sh | tail -1)"
 export TS_ROOT
 matmul_pid=
@@ -30,7 +36,9 @@ fi
 # overlap the other's measurements.
 pids=()
 for ((i = 0; i < SUITE_PARTS; ++i)); do
-  CHUNK=$i/$SUITE_PARTS TRIALS=$SUITE_TRIALS PER_ROUND=$SUITE_TRIALS BENCH_S=$SUITE_S ROUND_S=0 \
+  gpu=$(( i % ngpu ))
+  CUDA_VISIBLE_DEVICES=$gpu TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu$gpu.lock \
+    CHUNK=$i/$SUITE_PARTS TRIALS=$SUITE_TRIALS PER_ROUND=$SUITE_TRIALS BENCH_S=$SUITE_S ROUND_S=0 \
     SKIP_SCORE=1 TAG=tune$i \
     BENCH_ARGS="--warmup 1 --min-runs 3 --min-time-ms 10 --population 512 --generations 2" \
     bash bench/run_h200_issue6.sh >/dev/null 2>&1 &
