@@ -26,7 +26,8 @@
 #   TAG         suffix of the output folder (default: the chunk, e.g. c0of10)
 #   SKIP_SCORE  1: tune and replay only (a tuning call; score in a later call from the logs)
 #   WARM        N > 0: warm inductor's caches for the compile baseline in N processes while
-#               the suites tune/replay (score.py --warm-compile N --warm-only), score after
+#               the suites tune/replay (score.py --warm-compile N --warm-only, at most WARM_S
+#               seconds, default 300), score after
 #   TS_ROOT     an unpacked device pack to use (default: unpack dist/ to /tmp/tilesearch; set it
 #               when another script of the same call already unpacked it there)
 # Output: $OUT/issue6-$TAG/{run.log, problems.txt, logs/<problem>.jsonl, artifacts/, bench.json
@@ -53,6 +54,9 @@ BENCH_S=${BENCH_S:-300}
 ROUND_S=${ROUND_S:-35}
 SCORE_S=${SCORE_S:-150}
 BENCH_ARGS=${BENCH_ARGS:-"--warmup 1 --min-runs 3 --min-time-ms 10"}
+for v in BENCH_S SCORE_S; do  # `timeout 0` would mean no limit at all
+  [[ "${!v}" =~ ^[0-9]+$ ]] && (( ${!v} > 0 )) || { echo "$v=${!v}: want seconds > 0"; exit 2; }
+done
 chunk_tag="c${CHUNK%/*}of${CHUNK#*/}"
 TAG=${TAG:-${PROBLEMS:+custom}}
 TAG=${TAG:-$chunk_tag}
@@ -86,6 +90,7 @@ tr ',' '\n' <<<"$PROBLEMS" >"$out/problems.txt"
 count=$(wc -l <"$out/problems.txt")
 
 root="${TS_ROOT:-$(bash dist/unpack.sh | tail -1)}"
+[[ -x "$root/run" ]] || { echo "no unpacked device pack at '$root' (dist/unpack.sh failed?)"; exit 2; }
 ts="$root/run"
 echo "== $(date -u +%FT%TZ) $(uname -n); pack: $(head -3 "$root/MANIFEST" | tr '\n' ' ')"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
@@ -103,10 +108,16 @@ if [[ -n "${LOGS_FROM:-}" ]]; then
   ls "$out/logs" | wc -l | xargs echo "logs copied:"
 fi
 
-# Inductor's caches warmed for score.py's torch.compile baseline while the suites tune/replay.
-if [[ -z "${SKIP_SCORE:-}" && "${WARM:-0}" -gt 0 ]]; then
-  python3 bench/score.py "${suite_args[@]}" --problems "$PROBLEMS" --warm-compile "$WARM" \
-    --warm-only >"$out/warm.log" 2>&1 &
+# Inductor's caches warmed for score.py's torch.compile baseline while the suites tune/replay
+# (the warm-up's GPU work is outside the device lock: it may disturb tuning-time measurements,
+# never the scoring, which starts after it).
+skip_score=0
+[[ "${SKIP_SCORE:-0}" == "1" ]] && skip_score=1
+warm=${WARM:-0}
+[[ "$warm" =~ ^[0-9]+$ ]] || { echo "WARM=$warm: want a number of processes"; warm=0; }
+if (( !skip_score && warm > 0 )); then
+  timeout -k 10 "${WARM_S:-300}" python3 bench/score.py "${suite_args[@]}" --problems "$PROBLEMS" \
+    --warm-compile "$warm" --warm-only >"$out/warm.log" 2>&1 &
   warm_pid=$!
 fi
 
@@ -124,18 +135,18 @@ if [[ -n "${warm_pid:-}" ]]; then
   wait "$warm_pid"
   grep -v Warning "$out/warm.log" | tail -3
 fi
-if [[ -n "${SKIP_SCORE:-}" ]]; then
-  echo "== score.py skipped (SKIP_SCORE)"
-  SCORE_S=1
+if (( skip_score )); then
+  echo "== score.py skipped (SKIP_SCORE=1)"
+else
+  echo "== score.py"
+  score_start=$(date +%s)
+  baselines=()
+  [[ -n "${BASELINES:-}" ]] && baselines=(--baselines "$BASELINES")
+  timeout --foreground -k 20 "$SCORE_S" python3 bench/score.py "${suite_args[@]}" \
+    --artifacts "$out/artifacts" --problems "$PROBLEMS" "${baselines[@]}" --out "$out/score" 2>&1 |
+    grep -v Warning | tail -60
+  echo "score.py: rc ${PIPESTATUS[0]}, $(($(date +%s) - score_start)) s"
 fi
-echo "== score.py"
-score_start=$(date +%s)
-baselines=()
-[[ -n "${BASELINES:-}" ]] && baselines=(--baselines "$BASELINES")
-[[ -z "${SKIP_SCORE:-}" ]] && timeout --foreground -k 20 "$SCORE_S" python3 bench/score.py "${suite_args[@]}" \
-  --artifacts "$out/artifacts" --problems "$PROBLEMS" "${baselines[@]}" --out "$out/score" 2>&1 |
-  grep -v Warning | tail -60
-echo "score.py: rc ${PIPESTATUS[0]}, $(($(date +%s) - score_start)) s"
 
 echo "== done $(date -u +%FT%TZ), $(($(date +%s) - start_all)) s"
 cd "$(dirname "$out")" && tar czf "$(basename "$out").tgz" "$(basename "$out")" && rm -rf "$out"

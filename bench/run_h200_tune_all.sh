@@ -18,14 +18,21 @@
 # SUITE_TRIALS records are only replayed. Output: $OUT/issue5.tgz and $OUT/issue6-tune<i>.tgz.
 set -uo pipefail
 MATMUL_TRIALS=${MATMUL_TRIALS:-1000}
-MATMUL_LIMIT_S=${MATMUL_LIMIT_S:-480}
+# The matmul job may run MATMUL_LIMIT_S + 120 (SIGKILL grace) + 120 (replay) seconds: 360 keeps
+# the call under the device tool's 600 s.
+MATMUL_LIMIT_S=${MATMUL_LIMIT_S:-360}
 SUITE_TRIALS=${SUITE_TRIALS:-32}
 SUITE_S=${SUITE_S:-500}
 SUITE_PARTS=${SUITE_PARTS:-2}
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 (( ngpu > 0 )) || ngpu=1
 TS_ROOT="$(bash dist/unpack.sh | tail -1)"
+[[ -x "$TS_ROOT/run" ]] || { echo "dist/unpack.sh did not unpack the device pack"; exit 2; }
 export TS_ROOT
+for v in MATMUL_LIMIT_S SUITE_S; do  # `timeout 0` would mean no limit at all
+  [[ "${!v}" =~ ^[0-9]+$ ]] && (( ${!v} > 0 )) || { echo "$v=${!v}: want seconds > 0"; exit 2; }
+done
+(( SUITE_PARTS >= 1 && SUITE_PARTS <= 6 )) || { echo "SUITE_PARTS: 1..6 (8 files come back)"; exit 2; }
 matmul_pid=
 if (( MATMUL_TRIALS > 0 )); then  # MATMUL_TRIALS=0: the suites only
   JOBS="matmul:xgboost:$MATMUL_TRIALS" NO_BASELINE=1 LIMIT_S=$MATMUL_LIMIT_S \

@@ -1459,6 +1459,15 @@ def _main(p, a):
     if not a.suite:
         a.suite = [os.path.join(HERE, "suites", "level1.json"),
                    os.path.join(HERE, "suites", "level2.json")]
+    if a.warm_compile < 0:
+        p.error("--warm-compile must be >= 0")
+    if a.warm_only and a.warm_compile == 0:
+        p.error("--warm-only needs --warm-compile N")
+    if a.warm_compile and (a.merge or a.self_test or a.kernel or a.launch or a.problem):
+        p.error("--warm-compile / --warm-only score suites: not with --merge, --self-test or "
+                "--kernel")
+    if a.warm_compile and "compile" not in a.baselines.split(","):
+        p.error("--warm-compile warms the compile baseline, which --baselines leaves out")
     if a.merge:
         if not a.out:
             p.error("--merge needs --out")
@@ -1469,14 +1478,16 @@ def _main(p, a):
         if not (a.kernel and a.launch and a.problem):
             p.error("--kernel, --launch and --problem go together")
         return run_kernel(a)
-    if a.warm_compile < 0:
-        p.error("--warm-compile must be >= 0")
-    if a.warm_only and a.warm_compile == 0:
-        p.error("--warm-only needs --warm-compile N")
-    if a.warm_compile and "compile" in a.baselines.split(","):
-        for path in a.suite:
-            load_suite(path)  # a bad file fails here, not in the workers
-        warm_compile(a.suite, set(a.problems.split(",")) if a.problems else None, a.warm_compile)
+    if a.warm_compile:
+        only = set(a.problems.split(",")) if a.problems else None
+        names = {q["name"] for path in a.suite for q in load_suite(path)["problems"]}
+        if only and only - names:  # a bad file or name fails here, not in the workers
+            p.error(f"--problems: no problem {', '.join(sorted(only - names))} in "
+                    f"{', '.join(a.suite)}")
+        import importlib.util
+        if importlib.util.find_spec("torch") is None:
+            p.error("--warm-compile needs PyTorch, which this Python does not have")
+        warm_compile(a.suite, only, a.warm_compile)
     if a.warm_only:
         return 0
     if not a.out:

@@ -500,6 +500,30 @@ class CommandLineErrorTest(unittest.TestCase):
             rc, err = self.run_main(["--merge", good, "--out", out])
             self.assertEqual(rc, 0, err)
 
+    def test_warm_compile_option_errors(self):
+        # Usage errors (argparse: exit status 2, "score.py: error: ..." on the last line); none of
+        # them may start workers or score anything.
+        import contextlib
+        import io
+        for argv, message in [
+                (["--warm-only"], "--warm-only needs --warm-compile N"),
+                (["--warm-compile", "-1"], "--warm-compile must be >= 0"),
+                (["--warm-compile", "2", "--baselines", "eager", "--warm-only"],
+                 "which --baselines leaves out"),
+                (["--warm-compile", "2", "--warm-only", "--problems", "nosuch"],
+                 "no problem nosuch in"),
+                (["--merge", "x.json", "--out", "o", "--warm-compile", "1"],
+                 "not with --merge, --self-test or --kernel"),
+                (["--self-test", "--warm-compile", "1", "--warm-only"],
+                 "not with --merge, --self-test or --kernel")]:
+            with self.subTest(argv=argv):
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                    with self.assertRaises(SystemExit) as exit_:
+                        score.main(argv)
+                self.assertEqual(exit_.exception.code, 2)
+                self.assertIn(message, err.getvalue().strip().splitlines()[-1])
+
     def test_bad_suite_and_kernel_files(self):
         import tempfile
         with tempfile.TemporaryDirectory() as d:

@@ -58,7 +58,8 @@ struct SearchOptions {
   /// Largest fraction of a round's model-ranked picks (the non-random ones) that may share one
   /// tile family (TileFamilyHash, search/mutation.h) while states of other families are ranked;
   /// the rest of the picks go to the next families by rank, and only when too few other
-  /// families exist are more of one family taken. 1 disables (TVM: top-k by score alone). Our
+  /// families exist are more of one family taken. The cap is ceil(fraction · picks), at least 1
+  /// (so 0 means one pick per family). 1 disables (TVM: top-k by score alone). Our
   /// addition: in a 1000-trial XGBoost run on matmul 4096³ (H200) 633 trials went to one family
   /// (50-60 of each round's 64 from round 5 on), and the faster 128×128 family one tile
   /// mutation away was never measured (bench/NOTES.md, session 6).

@@ -138,13 +138,13 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
   const auto add_fraction = [&app](const std::string& name, double* value,
                                    const std::string& help) {
     app.add_option(name, *value, help)
-        ->check(CLI::Range(0.0, 1.0))
-        ->check([](const std::string& v) {
+        ->check([](const std::string& v) {  // first: "0.25abc" is not a number, not out of range
           double x = 0;
           return absl::SimpleAtod(v, &x) && std::isfinite(x)
                      ? std::string()
-                     : std::string("not a number in 0..1");
-        });
+                     : absl::StrCat("'", v, "' is not a number in 0..1");
+        })
+        ->check(CLI::Range(0.0, 1.0));
   };
   add_fraction("--crossover-probability", &options->crossover_probability,
                absl::StrCat("chance that a child of the evolutionary search is a crossover of "
@@ -152,7 +152,9 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
                             search::SearchOptions().crossover_probability, "; 0 disables)"));
   add_fraction("--max-family-fraction", &options->max_family_fraction,
                absl::StrCat("largest share of a round's model-ranked picks from one tile family "
-                            "(block tile and threads per dimension), 0..1 (default ",
+                            "(cuda: block tile and threads per dimension; cpu: tile span and "
+                            "innermost length), 0..1, at least one pick per family; exceeded "
+                            "only when too few families exist (default ",
                             search::SearchOptions().max_family_fraction, "; 1 disables)"));
   AddCandidateTimingOptions(app, &options->timing);
   app.add_option("--early-stopping", options->early_stopping,
