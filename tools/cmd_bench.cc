@@ -64,8 +64,7 @@ struct BenchCommandOptions {
   std::string out;
   std::string json_path;
   double time_limit_s = 0;  // 0 = none
-  int population = -1;      // < 0: SearchOptions' default
-  int generations = -1;
+  SearchOverrides search;   // --population, --generations, --crossover-..., --max-family-...
   TimingOverrides timing;  // --min-runs, --min-time-ms, --warmup
   int host_threads = 0;
   bool no_check = false;
@@ -262,8 +261,7 @@ absl::Status TuneProblem(const BenchCommandOptions& options, const ir::ComputeDA
   tune.log_path = outcome.log;
   tune.seed = options.seed;
   tune.use_xgboost = options.model == "xgboost";
-  if (options.population > 0) tune.search.population = options.population;
-  if (options.generations >= 0) tune.search.generations = options.generations;
+  options.search.ApplyTo(tune.search);
   tune.measure.seed = options.seed + 1;
   runtime::TimingOptions& timing = tune.measure.timing;
   options.timing.ApplyTo(timing);
@@ -568,12 +566,7 @@ ExitCodeAction AddBenchCommand(CLI::App& app) {
                  "per problem: stop its tuning after the round during which this many seconds "
                  "passed, 0..1e6 (default 0: no limit)")
       ->check(CLI::Range(0.0, 1e6));
-  app.add_option("--population", options->population,
-                 "evolutionary search population, 1..100000 (default 2048)")
-      ->check(CLI::Range(1, 100000));
-  app.add_option("--generations", options->generations,
-                 "evolutionary search generations, 0..100 (default 4)")
-      ->check(CLI::Range(0, 100));
+  AddSearchOptions(app, &options->search);
   AddCandidateTimingOptions(app, &options->timing);
   app.add_option(
          "--host-threads", options->host_threads,

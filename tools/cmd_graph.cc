@@ -203,8 +203,7 @@ struct TuneGraphOptions {
   uint64_t seed = 0;
   bool round_robin = false;
   std::string cost_model = "xgboost";
-  int population = -1;   // < 0: SearchOptions' default
-  int generations = -1;  // < 0: default
+  SearchOverrides search;  // --population, --generations, --crossover-..., --max-family-...
   int per_task_early_stopping = 0;
   bool skip_untunable = false;
   std::string json_path;
@@ -257,8 +256,7 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
   tune.log_path = o.log;
   tune.seed = o.seed;
   tune.use_xgboost = o.cost_model == "xgboost";
-  if (o.population > 0) tune.search.population = o.population;
-  if (o.generations >= 0) tune.search.generations = o.generations;
+  o.search.ApplyTo(tune.search);
   tune.measure.seed = o.seed + 1;
   runtime::TimingOptions& timing = tune.measure.timing;
   o.timing.ApplyTo(timing);
@@ -486,12 +484,7 @@ ExitCodeAction AddTuneGraphCommand(CLI::App& app) {
   app.add_option("--cost-model", o->cost_model, "xgboost or random")
       ->capture_default_str()
       ->check(CLI::IsMember({"xgboost", "random"}));
-  app.add_option("--population", o->population,
-                 "evolutionary search population, 1..100000 (default 2048)")
-      ->check(CLI::Range(1, 100000));
-  app.add_option("--generations", o->generations,
-                 "evolutionary search generations, 0..100 (default 4)")
-      ->check(CLI::Range(0, 100));
+  AddSearchOptions(app, &o->search);
   app.add_option("--per-task-early-stopping", o->per_task_early_stopping,
                  "stop a task after this many of its rounds without improvement, 0 = off")
       ->capture_default_str()

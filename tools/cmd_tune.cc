@@ -29,10 +29,7 @@ struct TuneCommandOptions {
   std::string log;
   uint64_t seed = 0;
   std::string model = "xgboost";
-  int population = -1;                // < 0: SearchOptions' default
-  int generations = -1;               // < 0: default
-  double crossover_probability = -1;  // < 0: SearchOptions' default
-  double max_family_fraction = -1;    // < 0: SearchOptions' default
+  SearchOverrides search;             // --population, --generations, --crossover-..., --max-...
   TimingOverrides timing;             // --min-runs, --min-time-ms, --warmup
   int early_stopping = 0;             // 0: off
   int host_threads = 0;               // cpu: parallel-loop threads, 0 = every usable core
@@ -53,14 +50,7 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   tune.log_path = options.log;
   tune.seed = options.seed;
   tune.use_xgboost = options.model == "xgboost";
-  if (options.population > 0) tune.search.population = options.population;
-  if (options.generations >= 0) tune.search.generations = options.generations;
-  if (options.max_family_fraction >= 0) {
-    tune.search.max_family_fraction = options.max_family_fraction;
-  }
-  if (options.crossover_probability >= 0) {
-    tune.search.crossover_probability = options.crossover_probability;
-  }
+  options.search.ApplyTo(tune.search);
   tune.measure.seed = options.seed + 1;
   runtime::TimingOptions& timing = tune.measure.timing;
   options.timing.ApplyTo(timing);
@@ -128,34 +118,7 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
   app.add_option("--model", options->model, "cost model: xgboost or random")
       ->capture_default_str()
       ->check(CLI::IsMember({"xgboost", "random"}));
-  app.add_option("--population", options->population,
-                 "evolutionary search population, 1..100000 (default 2048)")
-      ->check(CLI::Range(1, 100000));
-  app.add_option("--generations", options->generations,
-                 "evolutionary search generations, 0..100 (default 4)")
-      ->check(CLI::Range(0, 100));
-  // A fraction in 0..1; CLI::Range lets "nan" through, hence the second check.
-  const auto add_fraction = [&app](const std::string& name, double* value,
-                                   const std::string& help) {
-    app.add_option(name, *value, help)
-        ->check([](const std::string& v) {  // first: "0.25abc" is not a number, not out of range
-          double x = 0;
-          return absl::SimpleAtod(v, &x) && std::isfinite(x)
-                     ? std::string()
-                     : absl::StrCat("'", v, "' is not a number in 0..1");
-        })
-        ->check(CLI::Range(0.0, 1.0));
-  };
-  add_fraction("--crossover-probability", &options->crossover_probability,
-               absl::StrCat("chance that a child of the evolutionary search is a crossover of "
-                            "two parents' decisions instead of a mutation, 0..1 (default ",
-                            search::SearchOptions().crossover_probability, "; 0 disables)"));
-  add_fraction("--max-family-fraction", &options->max_family_fraction,
-               absl::StrCat("largest share of a round's model-ranked picks from one tile family "
-                            "(cuda: block tile and threads per dimension; cpu: tile span and "
-                            "innermost length), 0..1, at least one pick per family; exceeded "
-                            "only when too few families exist (default ",
-                            search::SearchOptions().max_family_fraction, "; 1 disables)"));
+  AddSearchOptions(app, &options->search);
   AddCandidateTimingOptions(app, &options->timing);
   app.add_option("--early-stopping", options->early_stopping,
                  "stop after this many trials in a row without a better median, 0 = off")

@@ -1,7 +1,10 @@
 #include "tools/workload_options.h"
 
+#include <cmath>
+#include <string>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "schedule/lower.h"
@@ -107,21 +110,66 @@ void TimingOverrides::ApplyTo(runtime::TimingOptions& timing) const {
   if (timing.max_runs < timing.min_runs) timing.max_runs = timing.min_runs;
 }
 
+namespace {
+
+// Adds `name` writing `value`, checked to lo..hi, its help "<what>, lo..hi (default d)".
+template <typename T>
+void AddRangedOption(CLI::App& app, const std::string& name, T* value, const std::string& what,
+                     T lo, T hi, T default_value) {
+  app.add_option(name, *value,
+                 absl::StrCat(what, ", ", lo, "..", hi, " (default ", default_value, ")"))
+      ->check(CLI::Range(lo, hi));
+}
+
+}  // namespace
+
 void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t) {
   const runtime::TimingOptions defaults;
-  app.add_option("--min-runs", t->min_runs,
-                 absl::StrCat("timed runs per candidate at least, 1..100000 (default ",
-                              defaults.min_runs, ")"))
-      ->check(CLI::Range(1, 100000));
-  app.add_option("--min-time-ms", t->min_time_ms,
-                 absl::StrCat("summed time of a candidate's timed runs at least, ms, 0..60000 "
-                              "(default ",
-                              defaults.min_total_ms, ")"))
-      ->check(CLI::Range(0.0, 60000.0));
-  app.add_option("--warmup", t->warmup,
-                 absl::StrCat("untimed runs per candidate before timing, 0..10000 (default ",
-                              defaults.warmup_runs, ")"))
-      ->check(CLI::Range(0, 10000));
+  AddRangedOption(app, "--min-runs", &t->min_runs, "timed runs per candidate at least", 1, 100000,
+                  defaults.min_runs);
+  AddRangedOption(app, "--min-time-ms", &t->min_time_ms,
+                  "summed time of a candidate's timed runs at least, ms", 0.0, 60000.0,
+                  defaults.min_total_ms);
+  AddRangedOption(app, "--warmup", &t->warmup, "untimed runs per candidate before timing", 0,
+                  10000, defaults.warmup_runs);
+}
+
+void SearchOverrides::ApplyTo(search::SearchOptions& search) const {
+  if (population > 0) search.population = population;
+  if (generations >= 0) search.generations = generations;
+  if (crossover_probability >= 0) search.crossover_probability = crossover_probability;
+  if (max_family_fraction >= 0) search.max_family_fraction = max_family_fraction;
+}
+
+void AddSearchOptions(CLI::App& app, SearchOverrides* s) {
+  const search::SearchOptions defaults;
+  AddRangedOption(app, "--population", &s->population, "evolutionary search population", 1,
+                  100000, defaults.population);
+  AddRangedOption(app, "--generations", &s->generations, "evolutionary search generations", 0, 100,
+                  defaults.generations);
+  // A fraction in 0..1; CLI::Range lets "nan" through, hence the number check (first: "0.25abc"
+  // is not a number rather than out of range).
+  const auto add_fraction = [&app](const std::string& name, double* value,
+                                   const std::string& help) {
+    app.add_option(name, *value, help)
+        ->check([](const std::string& v) {
+          double x = 0;
+          return absl::SimpleAtod(v, &x) && std::isfinite(x)
+                     ? std::string()
+                     : absl::StrCat("'", v, "' is not a number in 0..1");
+        })
+        ->check(CLI::Range(0.0, 1.0));
+  };
+  add_fraction("--crossover-probability", &s->crossover_probability,
+               absl::StrCat("chance that a child of the evolutionary search is a crossover of "
+                            "two parents' decisions instead of a mutation, 0..1 (default ",
+                            defaults.crossover_probability, "; 0 disables)"));
+  add_fraction("--max-family-fraction", &s->max_family_fraction,
+               absl::StrCat("largest share of a round's model-ranked picks from one tile family "
+                            "(cuda: block tile and threads per dimension; cpu: tile span and "
+                            "innermost length), 0..1, at least one pick per family; exceeded "
+                            "only when too few families exist (default ",
+                            defaults.max_family_fraction, "; 1 disables)"));
 }
 
 }  // namespace tilesearch::tools

@@ -1,6 +1,7 @@
-// Command-line options shared by `tilesearch show` and `tilesearch check`: a workload given by
-// --op/--shape/--attr/--dtype, optionally a schedule file (--schedule) whose workload they
-// override, and the target (--target).
+// Command-line options shared by the commands: a workload given by --op/--shape/--attr/--dtype,
+// optionally a schedule file (--schedule) whose workload they override, and the target (--target)
+// (show, check, tune, ...); the timing overrides of measuring commands; the search overrides of
+// tuning commands (tune, bench, tune-graph).
 #pragma once
 
 #include <string>
@@ -12,6 +13,7 @@
 #include "runtime/timing.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
+#include "search/evolutionary_search.h"
 
 namespace tilesearch::tools {
 
@@ -65,5 +67,21 @@ struct TimingOverrides {
 /// Adds --min-runs (1..100000), --min-time-ms (0..60000 ms) and --warmup (0..10000) for measured
 /// candidates, their help giving runtime::TimingOptions' defaults, writing into `t`.
 void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t);
+
+/// Evolutionary-search overrides of the commands that tune (tune, bench, tune-graph); a negative
+/// value keeps search::SearchOptions' default.
+struct SearchOverrides {
+  int population = -1;
+  int generations = -1;
+  double crossover_probability = -1;
+  double max_family_fraction = -1;
+  /// Sets the overridden fields of `search`.
+  void ApplyTo(search::SearchOptions& search) const;
+};
+
+/// Adds --population (1..100000), --generations (0..100), --crossover-probability and
+/// --max-family-fraction (0..1; "0.25abc" is "not a number", "nan" too), their help giving
+/// search::SearchOptions' defaults, writing into `s`.
+void AddSearchOptions(CLI::App& app, SearchOverrides* s);
 
 }  // namespace tilesearch::tools
