@@ -255,18 +255,11 @@ absl::StatusOr<int64_t> LoggedTrials(const std::string& log, const std::string& 
 absl::Status TuneProblem(const BenchCommandOptions& options, const ir::ComputeDAG& dag,
                          const schedule::Workload& workload, const schedule::Target& target,
                          Outcome& outcome) {
-  search::TuneOptions tune;
+  search::TuneOptions tune =
+      TuneOptionsFor(outcome.log, options.seed, options.model == "xgboost", options.search,
+                     options.timing, options.host_threads, options.quiet);
   tune.trials = options.trials;
   tune.per_round = options.per_round;
-  tune.log_path = outcome.log;
-  tune.seed = options.seed;
-  tune.use_xgboost = options.model == "xgboost";
-  options.search.ApplyTo(tune.search);
-  tune.measure.seed = options.seed + 1;
-  runtime::TimingOptions& timing = tune.measure.timing;
-  options.timing.ApplyTo(timing);
-  tune.measure.host_threads = options.host_threads;
-  tune.quiet = options.quiet;
 
   const auto start = std::chrono::steady_clock::now();
   auto elapsed_s = [&] {

@@ -252,16 +252,9 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
   }
 
   const GraphSigintGuard sigint;
-  search::TuneOptions tune;
-  tune.log_path = o.log;
-  tune.seed = o.seed;
-  tune.use_xgboost = o.cost_model == "xgboost";
-  o.search.ApplyTo(tune.search);
-  tune.measure.seed = o.seed + 1;
-  runtime::TimingOptions& timing = tune.measure.timing;
-  o.timing.ApplyTo(timing);
-  tune.measure.host_threads = o.graph.host_threads;
-  tune.quiet = o.quiet;
+  search::TuneOptions tune =
+      TuneOptionsFor(o.log, o.seed, o.cost_model == "xgboost", o.search, o.timing,
+                     o.graph.host_threads, o.quiet);
   ASSIGN_OR_RETURN(std::unique_ptr<search::TunerTaskRunner> runner,
                    search::TunerTaskRunner::Create(workloads, g.target, tune));
 

@@ -44,23 +44,16 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   ASSIGN_OR_RETURN(schedule::ScheduleFile file, ScheduleFromOptions(options.workload));
   ASSIGN_OR_RETURN(ir::ComputeDAG dag, file.workload.Build());
 
-  search::TuneOptions tune;
+  search::TuneOptions tune =
+      TuneOptionsFor(options.log, options.seed, options.model == "xgboost", options.search,
+                     options.timing, options.host_threads, options.quiet);
   tune.trials = options.trials;
   tune.per_round = options.per_round;
-  tune.log_path = options.log;
-  tune.seed = options.seed;
-  tune.use_xgboost = options.model == "xgboost";
-  options.search.ApplyTo(tune.search);
-  tune.measure.seed = options.seed + 1;
-  runtime::TimingOptions& timing = tune.measure.timing;
-  options.timing.ApplyTo(timing);
-  tune.measure.host_threads = options.host_threads;
   // The search sizes parallel loops by the target's cores: the threads that will run them.
   if (options.host_threads > 0 && !file.target.is_gpu())
     file.target.host_cores = options.host_threads;
   if (options.run_timeout_ms > 0) tune.measure.run_timeout_ms = options.run_timeout_ms;
   tune.early_stopping = options.early_stopping;
-  tune.quiet = options.quiet;
   ASSIGN_OR_RETURN(search::TuneResult result, search::Tune(file.workload, file.target, tune));
 
   std::cout << "workload: " << file.workload.ToString() << " (key " << dag.WorkloadKey() << ")\n"

@@ -141,6 +141,21 @@ void SearchOverrides::ApplyTo(search::SearchOptions& search) const {
   if (max_family_fraction >= 0) search.max_family_fraction = max_family_fraction;
 }
 
+search::TuneOptions TuneOptionsFor(const std::string& log, uint64_t seed, bool xgboost,
+                                   const SearchOverrides& search, const TimingOverrides& timing,
+                                   int host_threads, bool quiet) {
+  search::TuneOptions tune;
+  tune.log_path = log;
+  tune.seed = seed;
+  tune.use_xgboost = xgboost;
+  search.ApplyTo(tune.search);
+  tune.measure.seed = seed + 1;
+  timing.ApplyTo(tune.measure.timing);
+  tune.measure.host_threads = host_threads;
+  tune.quiet = quiet;
+  return tune;
+}
+
 void AddSearchOptions(CLI::App& app, SearchOverrides* s) {
   const search::SearchOptions defaults;
   AddRangedOption(app, "--population", &s->population, "evolutionary search population", 1,

@@ -14,6 +14,7 @@
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
 #include "search/evolutionary_search.h"
+#include "search/tuner.h"
 
 namespace tilesearch::tools {
 
@@ -78,6 +79,14 @@ struct SearchOverrides {
   /// Sets the overridden fields of `search`.
   void ApplyTo(search::SearchOptions& search) const;
 };
+
+/// The search::TuneOptions every tuning command starts from: `log`, the search seed `seed` (the
+/// measurement's check inputs get seed + 1), XGBoost or RandomModel, the search and timing
+/// overrides, the cpu target's parallel-loop threads (0 = every usable core) and quiet mode. The
+/// caller sets the budget (trials, per_round) and anything else.
+search::TuneOptions TuneOptionsFor(const std::string& log, uint64_t seed, bool xgboost,
+                                   const SearchOverrides& search, const TimingOverrides& timing,
+                                   int host_threads, bool quiet);
 
 /// Adds --population (1..100000), --generations (0..100), --crossover-probability and
 /// --max-family-fraction (0..1; "0.25abc" is "not a number", "nan" too), their help giving
