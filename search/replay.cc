@@ -59,12 +59,33 @@ absl::StatusOr<ReplayedRecord> BestOfLog(const std::string& log_path,
   read.workload_key = workload_key;  // every target kept: BestRecord names the others
   read.verify_workload_keys = true;  // a record whose key lies about its workload is skipped
   ASSIGN_OR_RETURN(LogContents log, ReadLog(log_path, read));
-  absl::StatusOr<MeasureRecord> best = BestRecord(log.records, workload_key, target);
-  if (!best.ok()) return Prefixed(log_path, best.status());
-  absl::StatusOr<ReplayedRecord> replayed = ReplayRecord(*best);
-  if (!replayed.ok()) return Prefixed(log_path, replayed.status());
-  replayed->warnings = std::move(log.warnings);
-  return replayed;
+  // The best valid record that still replays: one that no longer does (a log of an older build,
+  // a hand-edited line) is skipped with a warning and the next best is tried; when none
+  // replays, the best one's error.
+  std::vector<MeasureRecord>& records = log.records;
+  std::vector<std::string> skipped;
+  absl::Status best_error;
+  while (true) {
+    absl::StatusOr<MeasureRecord> best = BestRecord(records, workload_key, target);
+    if (!best.ok()) return Prefixed(log_path, best_error.ok() ? best.status() : best_error);
+    absl::StatusOr<ReplayedRecord> replayed = ReplayRecord(*best);
+    if (replayed.ok()) {
+      replayed->warnings = std::move(log.warnings);
+      replayed->warnings.insert(replayed->warnings.end(), skipped.begin(), skipped.end());
+      return replayed;
+    }
+    if (best_error.ok()) best_error = replayed.status();
+    skipped.push_back(absl::StrCat(log_path, ": skipped the record of trial ", best->trial, " (",
+                                   best->median_ms(), " ms), which does not replay: ",
+                                   replayed.status().message(), "; using the next best"));
+    // Drop that record (the first equal one) and pick again.
+    auto it = std::find_if(records.begin(), records.end(), [&](const MeasureRecord& r) {
+      return r.trial == best->trial && r.steps == best->steps &&
+             r.workload_key == best->workload_key && r.median_ms() == best->median_ms();
+    });
+    if (it == records.end()) return Prefixed(log_path, best_error);  // cannot happen
+    records.erase(it);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -49,7 +49,9 @@ struct ReplayedRecord {
 /// The best valid record (smallest median time; search::BestRecord) of `workload` on `target` in
 /// the log at `log_path`, replayed. The log is read with ReadOptions::verify_workload_keys: a
 /// record whose workload key does not match its workload is skipped with a warning naming its line
-/// (in `warnings`), so the next best consistent record is picked. Errors: ReadLog's (kNotFound "log
+/// (in `warnings`), so the next best consistent record is picked. A record whose steps no longer
+/// replay is skipped the same way ("<path>: skipped the record of trial 5 (1 ms), which does not
+/// replay: ...; using the next best"); when no valid record replays, the best one's error. Errors: ReadLog's (kNotFound "log
 /// 'x' does not exist", a newer format version); the workload's build errors; kNotFound "<path>: no
 /// record for workload <key> on <target>[; the log has its records on other targets: 12 on cpu]" or
 /// "<path>: no valid record for workload <key> on <target>: all 64 trials failed: 60 compile_error,

@@ -2,9 +2,10 @@
 // gives back its fastest valid record (found independently by scanning the log's JSON), whose
 // object file, linked by the C compiler and called through its C entry, computes the matmul of a
 // float64 triple loop, and whose re-check passes; broken logs give the reasons (failure counts,
-// the trial whose steps no longer replay, other targets, a missing file). A GPU record rebuilds
-// into PTX that ptxas -arch=sm_90 accepts, with the launches schedule::Lower derives, a C header
-// that compiles against cuda.h, and a re-check that says "not re-checked" without a driver.
+// records whose steps no longer replay: skipped for the next best, other targets, a missing
+// file). A GPU record rebuilds into PTX that ptxas -arch=sm_90 accepts, with the launches
+// schedule::Lower derives, a C header that compiles against cuda.h, and a re-check that says
+// "not re-checked" without a driver.
 #include "search/replay.h"
 
 #include <dlfcn.h>
@@ -275,12 +276,28 @@ TEST(ReplayTest, AllFailedLogGivesTheFailureCounts) {
                        HasSubstr("all 4 trials failed: 3 compile_error, 1 wrong_answer")));
 }
 
-TEST(ReplayTest, RecordWhoseStepsNoLongerReplayIsAnErrorNamingTheTrial) {
+TEST(ReplayTest, RecordWhoseStepsNoLongerReplayIsSkippedForTheNextBest) {
   const schedule::Target cpu = schedule::Target::HostCpu();
   // Stage 9 does not exist in a matmul DAG (A, B, C).
   const std::vector<schedule::Step> broken = {schedule::SplitStep{9, 0, 16, {4}, true}};
   const std::string log = WriteLog("broken.jsonl", {Record(Matmul(16), cpu, {}, 0, 2.0),
-                                                    Record(Matmul(16), cpu, broken, 5, 1.0)});
+                                                    Record(Matmul(16), cpu, broken, 5, 1.0),
+                                                    Record(Matmul(16), cpu, broken, 6, 1.5)});
+  absl::StatusOr<ReplayedRecord> best = ApplyHistoryBest(log, Matmul(16), cpu);
+  ASSERT_THAT(best.status(), tilesearch::testing::IsOk());
+  EXPECT_EQ(best->record.trial, 0);
+  // Both faster records were tried, best first, and named.
+  ASSERT_EQ(best->warnings.size(), 2u);
+  EXPECT_THAT(best->warnings[0], HasSubstr("trial 5"));
+  EXPECT_THAT(best->warnings[0], HasSubstr("step 0"));
+  EXPECT_THAT(best->warnings[1], HasSubstr("trial 6"));
+}
+
+TEST(ReplayTest, WhenNoValidRecordReplaysTheBestOnesErrorNamesItsTrial) {
+  const schedule::Target cpu = schedule::Target::HostCpu();
+  const std::vector<schedule::Step> broken = {schedule::SplitStep{9, 0, 16, {4}, true}};
+  const std::string log = WriteLog("all_broken.jsonl", {Record(Matmul(16), cpu, broken, 3, 2.0),
+                                                        Record(Matmul(16), cpu, broken, 5, 1.0)});
   absl::StatusOr<ReplayedRecord> best = ApplyHistoryBest(log, Matmul(16), cpu);
   EXPECT_THAT(best, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("trial 5: step 0")));
   EXPECT_THAT(best, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(log)));
