@@ -42,4 +42,22 @@ inline void WriteStderrSignalSafe(const char* text) {
   ::_exit(130);
 }
 
+/// Installs `handler` for SIGINT (empty mask, no flags) for the object's lifetime and restores
+/// the previous disposition on destruction. Not copyable.
+class ScopedSigintHandler {
+ public:
+  explicit ScopedSigintHandler(void (*handler)(int)) {
+    struct sigaction sa = {};
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &previous_);
+  }
+  ~ScopedSigintHandler() { ::sigaction(SIGINT, &previous_, nullptr); }
+  ScopedSigintHandler(const ScopedSigintHandler&) = delete;
+  ScopedSigintHandler& operator=(const ScopedSigintHandler&) = delete;
+
+ private:
+  struct sigaction previous_ = {};
+};
+
 }  // namespace tilesearch

@@ -96,17 +96,7 @@ void OnSigint(int) {
 // Installs the SIGINT handler for the lifetime of the object, restoring the previous one.
 class SigintGuard {
  public:
-  explicit SigintGuard(bool quiet) {
-    g_interrupts = 0;
-    g_writing = 0;
-    g_quiet = quiet ? 1 : 0;
-    g_tuner_pid = ::getpid();
-    struct sigaction sa = {};
-    sa.sa_handler = OnSigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &previous_);
-  }
-  ~SigintGuard() { sigaction(SIGINT, &previous_, nullptr); }
+  explicit SigintGuard(bool quiet) : handler_(ResetState(quiet)) {}
 
   static bool interrupted() { return g_interrupts > 0; }
 
@@ -125,7 +115,16 @@ class SigintGuard {
   }
 
  private:
-  struct sigaction previous_ = {};
+  // Resets the handler's state before the handler is installed; returns the handler.
+  static void (*ResetState(bool quiet))(int) {
+    g_interrupts = 0;
+    g_writing = 0;
+    g_quiet = quiet ? 1 : 0;
+    g_tuner_pid = ::getpid();
+    return OnSigint;
+  }
+
+  ScopedSigintHandler handler_;
 };
 
 std::string Fixed(double v, int digits) {

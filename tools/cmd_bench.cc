@@ -122,16 +122,8 @@ extern "C" void OnBenchSigint(int) {
 
 class BenchSigintGuard {
  public:
-  BenchSigintGuard() {
-    g_bench_interrupts = 0;
-    struct sigaction sa = {};
-    sa.sa_handler = OnBenchSigint;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGINT, &sa, &previous_);
-  }
-  ~BenchSigintGuard() { ::sigaction(SIGINT, &previous_, nullptr); }
-  BenchSigintGuard(const BenchSigintGuard&) = delete;
-  BenchSigintGuard& operator=(const BenchSigintGuard&) = delete;
+  // The count is reset before the handler is installed (the comma expression).
+  BenchSigintGuard() : handler_((g_bench_interrupts = 0, OnBenchSigint)) {}
 
   static bool interrupted() { return g_bench_interrupts > 0; }
   // Tune consumed a SIGINT with its own handler: count it here.
@@ -140,7 +132,7 @@ class BenchSigintGuard {
   }
 
  private:
-  struct sigaction previous_ = {};
+  ScopedSigintHandler handler_;
 };
 
 // Creates `dir` (with its parents) when missing and checks that it is a writable directory.

@@ -179,20 +179,12 @@ void OnGraphSigint(int) {
 // and restores this one after it).
 class GraphSigintGuard {
  public:
-  GraphSigintGuard() {
-    g_graph_interrupts = 0;
-    struct sigaction sa = {};
-    sa.sa_handler = OnGraphSigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &previous_);
-  }
-  ~GraphSigintGuard() { sigaction(SIGINT, &previous_, nullptr); }
-  GraphSigintGuard(const GraphSigintGuard&) = delete;
-  GraphSigintGuard& operator=(const GraphSigintGuard&) = delete;
+  // The count is reset before the handler is installed (the comma expression).
+  GraphSigintGuard() : handler_((g_graph_interrupts = 0, OnGraphSigint)) {}
   static bool interrupted() { return g_graph_interrupts > 0; }
 
  private:
-  struct sigaction previous_ = {};
+  ScopedSigintHandler handler_;
 };
 
 struct TuneGraphOptions {
