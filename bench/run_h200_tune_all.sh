@@ -14,6 +14,7 @@
 # and the matmul job through one lock tuned 11 problems in 500 s, and two suite processes alone 11
 # more: a problem's measurement holds the lock for its whole batch (check inputs included), so
 # processes on one GPU mostly wait for each other; more GPUs are what adds throughput.
+# PROBLEMS: only these problems, dealt round-robin to the parts (default: all, in halves).
 # LOGS_FROM (see run_h200_issue6.sh) resumes the suites from earlier logs: problems with
 # SUITE_TRIALS records are only replayed. Output: $OUT/issue5.tgz and $OUT/issue6-tune<i>.tgz.
 set -uo pipefail
@@ -41,11 +42,22 @@ if (( MATMUL_TRIALS > 0 )); then  # MATMUL_TRIALS=0: the suites only
 fi
 # The suites in SUITE_PARTS processes (halves of the problem list): one's search and compilation
 # overlap the other's measurements.
+# PROBLEMS (comma-separated) replaces the halves: its problems are dealt round-robin to the
+# parts (list the slow ones first so that they spread over the GPUs).
+part_problems=()
+if [[ -n "${PROBLEMS:-}" ]]; then
+  IFS=, read -ra plist <<<"$PROBLEMS"
+  (( ${#plist[@]} >= SUITE_PARTS )) || { echo "PROBLEMS: fewer problems than SUITE_PARTS"; exit 2; }
+  for ((k = 0; k < ${#plist[@]}; ++k)); do
+    j=$(( k % SUITE_PARTS ))
+    part_problems[$j]="${part_problems[$j]:+${part_problems[$j]},}${plist[$k]}"
+  done
+fi
 pids=()
 for ((i = 0; i < SUITE_PARTS; ++i)); do
   gpu=$(( i % ngpu ))
   CUDA_VISIBLE_DEVICES=$gpu TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu$gpu.lock \
-    CHUNK=$i/$SUITE_PARTS TRIALS=$SUITE_TRIALS PER_ROUND=$SUITE_TRIALS BENCH_S=$SUITE_S ROUND_S=0 \
+    CHUNK=$i/$SUITE_PARTS PROBLEMS="${part_problems[$i]:-}" TRIALS=$SUITE_TRIALS PER_ROUND=$SUITE_TRIALS BENCH_S=$SUITE_S ROUND_S=0 \
     SKIP_SCORE=1 TAG=tune$i \
     BENCH_ARGS="--warmup 1 --min-runs 3 --min-time-ms 10 --population 512 --generations 2" \
     bash bench/run_h200_issue6.sh >/dev/null 2>&1 &
