@@ -64,6 +64,17 @@ struct SearchOptions {
   /// (50-60 of each round's 64 from round 5 on), and the faster 128×128 family one tile
   /// mutation away was never measured (bench/NOTES.md, session 6).
   double max_family_fraction = 0.25;
+  /// Fraction of each tuning round's trials that come from local search around the best measured
+  /// states (LocalSearchCandidates, search/local_search.h) in every round that has a valid
+  /// measured state (so not the first): ceil(fraction · trials of the round), the rest from
+  /// EvolutionarySearch (which also fills in when local search finds fewer). Read by the tuner
+  /// (search/tuner.h), not by EvolutionarySearch. 0 disables. Our addition: the model ranked a
+  /// hand schedule 3-5% faster than the best of 704 XGBoost trials 96th of 100, and evolution
+  /// never reached it, six single-decision edits from a measured state (bench/NOTES.md).
+  double local_search_fraction = 0.25;
+  /// How many of the best measured states (best first) local search takes the neighbors of
+  /// (>= 1).
+  int local_search_states = 4;
   /// Randomly annotated states sampled at least (sample_init_min_population).
   int init_min_population = 50;
   /// Fraction of the population taken from the best measured states

@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
+#include "search/mutation_internal.h"
 #include "search/sketch_rules.h"
 
 namespace tilesearch::search {
@@ -35,18 +36,6 @@ absl::Status NotApplicable(const char* name, const std::string& why) {
   return absl::FailedPreconditionError(absl::StrCat(name, " not applicable: ", why));
 }
 
-// Replays `steps` and checks the program (Lower and the register estimate); the lowered program
-// goes to `lowered` when given.
-absl::StatusOr<State> Finish(const ir::ComputeDAG& dag, const std::vector<Step>& steps,
-                             const Target& target, const AnnotationOptions& options,
-                             schedule::LoweredKernel* lowered) {
-  ASSIGN_OR_RETURN(State s, schedule::ReplaySteps(dag, steps));
-  ASSIGN_OR_RETURN(schedule::LoweredKernel kernel, schedule::Lower(dag, s, target));
-  RETURN_IF_ERROR(internal::CheckRegisterEstimate(kernel, target, options));
-  if (lowered != nullptr) *lowered = std::move(kernel);
-  return s;
-}
-
 std::vector<int64_t> Divisors(int64_t n) {
   std::vector<int64_t> d;
   for (int64_t i = 1; i <= n; ++i) {
@@ -55,28 +44,14 @@ std::vector<int64_t> Divisors(int64_t n) {
   return d;
 }
 
-// True when steps[i] is a one-length split whose inner part the next step vectorizes (the
-// vector width of a cooperative fetch).
-bool IsVectorSplit(const std::vector<Step>& steps, int i) {
-  const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
-  if (sp == nullptr || sp->lengths.size() != 1 || !sp->lengths[0].has_value() ||
-      i + 1 >= static_cast<int>(steps.size())) {
-    return false;
-  }
-  const auto* an = std::get_if<schedule::AnnotationStep>(&steps[i + 1]);
-  return an != nullptr && an->stage_id == sp->stage_id && an->iter_id == sp->iter_id + 1 &&
-         an->annotation == IteratorAnnotation::kVectorize;
-}
+using internal::FinishEdit;
+using internal::IsVectorSplit;
 
-// One factor move on split `sp`; false when none applies.
+// One factor move on split `sp`: a random divisor factor of one level to another; false when none
+// applies.
 bool MoveFactor(schedule::SplitStep& sp, const AnnotationOptions& options, std::mt19937_64& rng) {
-  int64_t prod = 1;
-  for (const auto& l : sp.lengths) prod *= *l;
-  const bool divisible = sp.extent % prod == 0;
-  // levels: [outer rest (when divisible)] + lengths.
-  std::vector<int64_t> v;
-  if (divisible) v.push_back(sp.extent / prod);
-  for (const auto& l : sp.lengths) v.push_back(*l);
+  internal::SplitLevels levels = internal::LevelsOf(sp);
+  const std::vector<int64_t>& v = levels.levels;
   const int n = static_cast<int>(v.size());
   if (n < 2) return false;
   std::vector<int> perm(n);
@@ -91,9 +66,8 @@ bool MoveFactor(schedule::SplitStep& sp, const AnnotationOptions& options, std::
     std::vector<int64_t> w = v;
     w[src] /= f;
     w[dst] *= f;
-    if (w[n - 1] > options.max_innermost_split_factor && w[n - 1] > v[n - 1]) continue;
-    const int offset = divisible ? 1 : 0;
-    for (size_t i = 0; i < sp.lengths.size(); ++i) sp.lengths[i] = w[i + offset];
+    if (!internal::InnermostAllowed(v, w, options)) continue;
+    internal::SetLevels(sp, {w, levels.divisible});
     return true;
   }
   return false;
@@ -165,12 +139,7 @@ absl::StatusOr<State> MutateTileSize(const State& state, const ir::ComputeDAG& d
       cands.push_back(i);
       continue;
     }
-    if (sp->extent <= 1) continue;
-    if (std::any_of(sp->lengths.begin(), sp->lengths.end(),
-                    [](const auto& l) { return !l.has_value(); })) {
-      continue;
-    }
-    cands.push_back(i);
+    if (internal::HasMovableFactors(*sp)) cands.push_back(i);
   }
   if (cands.empty()) return NotApplicable("MutateTileSize", "no split with a known extent > 1");
   absl::Status last = NotApplicable("MutateTileSize", "no factor could be moved");
@@ -184,42 +153,15 @@ absl::StatusOr<State> MutateTileSize(const State& state, const ir::ComputeDAG& d
     if (IsVectorSplit(steps, i)) {
       // Another width of the cooperative fetch that divides the fused extent (known only from
       // the replayed prefix: the split of an attached stage records no extent).
-      absl::StatusOr<State> prefix =
-          schedule::ReplaySteps(dag, std::vector<Step>(steps.begin(), steps.begin() + i));
-      if (!prefix.ok()) continue;
-      const auto& st = prefix->stage(sp.stage_id);
-      if (sp.iter_id < 0 || sp.iter_id >= static_cast<int>(st.iters.size())) continue;
-      const int64_t extent = st.iters[sp.iter_id].extent;
-      const int64_t bytes = ir::BytesOf(st.op->dtype);
       std::vector<int64_t> c;
-      for (int64_t w : {1, 2, 4}) {
-        if (w != *sp.lengths[0] && extent % w == 0 && w * bytes <= target.max_vector_bytes) {
-          c.push_back(w);
-        }
+      for (int64_t w : internal::VectorWidthCandidates(dag, steps, i, target)) {
+        if (w != *sp.lengths[0]) c.push_back(w);
       }
       if (c.empty()) continue;
-      const int64_t old_width = *sp.lengths[0];
-      sp.lengths[0] = c[Pick(rng, static_cast<int64_t>(c.size()))];
-      // A vectorized root stage splits the rest again (its thread split, annotation.cc), which
-      // records the rest's extent: follow the new width.
-      if (sp.extent > 0) {
-        const int64_t old_rest = (sp.extent + old_width - 1) / old_width;
-        const int64_t new_rest = (sp.extent + *sp.lengths[0] - 1) / *sp.lengths[0];
-        for (size_t j = i + 1; j < mutated.size(); ++j) {
-          auto* later = std::get_if<schedule::SplitStep>(&mutated[j]);
-          if (later != nullptr && later->stage_id == sp.stage_id && later->iter_id == sp.iter_id &&
-              later->extent == old_rest) {
-            later->extent = new_rest;
-          }
-        }
-      }
+      internal::SetVectorWidth(mutated, i, c[Pick(rng, static_cast<int64_t>(c.size()))]);
     } else if (internal::IsThreadSplit(steps, i)) {
       if (!target.is_gpu()) continue;
-      const int64_t old = *sp.lengths[0];
-      std::vector<int64_t> c;
-      for (int64_t v : options.gpu_thread_candidates) {
-        if (v <= sp.extent && v != old) c.push_back(v);
-      }
+      const std::vector<int64_t> c = internal::ThreadCountCandidates(sp, options);
       if (c.empty()) continue;
       sp.lengths[0] = c[Pick(rng, static_cast<int64_t>(c.size()))];
     } else if (!MoveFactor(sp, options, rng)) {
@@ -229,7 +171,7 @@ absl::StatusOr<State> MutateTileSize(const State& state, const ir::ComputeDAG& d
       if (++cheap_rejections <= kCheapTries) --t;
       continue;
     }
-    absl::StatusOr<State> out = Finish(dag, mutated, target, options, lowered);
+    absl::StatusOr<State> out = FinishEdit(dag, mutated, target, options, lowered);
     if (out.ok()) return out;
     last = out.status();
   }
@@ -253,11 +195,11 @@ absl::StatusOr<State> MutateAutoUnroll(const State& state, const ir::ComputeDAG&
     auto& p = std::get<schedule::PragmaStep>(mutated[cands[Pick(rng, cands.size())]]);
     if (p.software_pipeline >= 0) {
       // A software_pipeline pragma: one of the other values 0..gpu_max_software_pipeline.
-      const int n = std::max(options.gpu_max_software_pipeline, p.software_pipeline) + 1;
+      const int n = internal::MaxSoftwarePipeline(p.software_pipeline, options) + 1;
       if (n < 2) return NotApplicable("MutateAutoUnroll", "one software_pipeline value");
       p.software_pipeline =
           (p.software_pipeline + 1 + static_cast<int>(Pick(rng, n - 1))) % n;
-      absl::StatusOr<State> out = Finish(dag, mutated, target, options, lowered);
+      absl::StatusOr<State> out = FinishEdit(dag, mutated, target, options, lowered);
       if (out.ok()) return out;
       last = out.status();
       continue;
@@ -268,7 +210,7 @@ absl::StatusOr<State> MutateAutoUnroll(const State& state, const ir::ComputeDAG&
     }
     if (other.empty()) continue;
     p.auto_unroll_max_step = other[Pick(rng, static_cast<int64_t>(other.size()))];
-    absl::StatusOr<State> out = Finish(dag, mutated, target, options, lowered);
+    absl::StatusOr<State> out = FinishEdit(dag, mutated, target, options, lowered);
     if (out.ok()) return out;
     last = out.status();
   }
@@ -312,7 +254,7 @@ absl::StatusOr<State> MutateComputeLocation(const State& state, const ir::Comput
     const auto loc = c.locations[Pick(rng, static_cast<int64_t>(c.locations.size()))];
     ca.target_stage_id = loc.first;
     ca.target_iter_id = loc.second;
-    absl::StatusOr<State> out = Finish(dag, mutated, target, options, lowered);
+    absl::StatusOr<State> out = FinishEdit(dag, mutated, target, options, lowered);
     if (out.ok()) return out;
     last = out.status();
   }
@@ -379,7 +321,7 @@ absl::StatusOr<State> MutateParallel(const State& state, const ir::ComputeDAG& d
       if (i > c.annotation) ShiftIters(step, sid, c.first, c.count - new_count);
       mutated.push_back(step);
     }
-    absl::StatusOr<State> out = Finish(dag, mutated, target, options, lowered);
+    absl::StatusOr<State> out = FinishEdit(dag, mutated, target, options, lowered);
     if (out.ok()) return out;
     last = out.status();
   }
@@ -461,11 +403,115 @@ absl::StatusOr<State> CrossoverTileSizes(const State& parent_a, const State& par
       if (++cheap_rejections <= kCheapTries) --t;
       continue;
     }
-    absl::StatusOr<State> out = Finish(dag, child, target, options, lowered);
+    absl::StatusOr<State> out = FinishEdit(dag, child, target, options, lowered);
     if (out.ok()) return out;
     last = out.status();
   }
   return last;
 }
+
+namespace internal {
+
+absl::StatusOr<State> FinishEdit(const ir::ComputeDAG& dag, const std::vector<Step>& steps,
+                                 const Target& target, const AnnotationOptions& options,
+                                 schedule::LoweredKernel* lowered) {
+  ASSIGN_OR_RETURN(State s, schedule::ReplaySteps(dag, steps));
+  ASSIGN_OR_RETURN(schedule::LoweredKernel kernel, schedule::Lower(dag, s, target));
+  RETURN_IF_ERROR(CheckRegisterEstimate(kernel, target, options));
+  if (lowered != nullptr) *lowered = std::move(kernel);
+  return s;
+}
+
+bool IsVectorSplit(const std::vector<Step>& steps, int i) {
+  const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
+  if (sp == nullptr || sp->lengths.size() != 1 || !sp->lengths[0].has_value() ||
+      i + 1 >= static_cast<int>(steps.size())) {
+    return false;
+  }
+  const auto* an = std::get_if<schedule::AnnotationStep>(&steps[i + 1]);
+  return an != nullptr && an->stage_id == sp->stage_id && an->iter_id == sp->iter_id + 1 &&
+         an->annotation == IteratorAnnotation::kVectorize;
+}
+
+bool HasMovableFactors(const schedule::SplitStep& sp) {
+  if (sp.extent <= 1) return false;
+  return std::all_of(sp.lengths.begin(), sp.lengths.end(),
+                     [](const auto& l) { return l.has_value(); });
+}
+
+std::vector<int64_t> VectorWidthCandidates(const ir::ComputeDAG& dag,
+                                           const std::vector<Step>& steps, int i,
+                                           const Target& target) {
+  const auto& sp = std::get<schedule::SplitStep>(steps[i]);
+  absl::StatusOr<State> prefix =
+      schedule::ReplaySteps(dag, std::vector<Step>(steps.begin(), steps.begin() + i));
+  if (!prefix.ok()) return {};
+  const auto& st = prefix->stage(sp.stage_id);
+  if (sp.iter_id < 0 || sp.iter_id >= static_cast<int>(st.iters.size())) return {};
+  const int64_t extent = st.iters[sp.iter_id].extent;
+  const int64_t bytes = ir::BytesOf(st.op->dtype);
+  std::vector<int64_t> c;
+  for (int64_t w : {1, 2, 4}) {
+    if (extent % w == 0 && w * bytes <= target.max_vector_bytes) c.push_back(w);
+  }
+  return c;
+}
+
+void SetVectorWidth(std::vector<Step>& steps, int i, int64_t width) {
+  auto& sp = std::get<schedule::SplitStep>(steps[i]);
+  const int64_t old_width = *sp.lengths[0];
+  sp.lengths[0] = width;
+  // A vectorized root stage splits the rest again (its thread split, annotation.cc), which
+  // records the rest's extent: follow the new width.
+  if (sp.extent > 0) {
+    const int64_t old_rest = (sp.extent + old_width - 1) / old_width;
+    const int64_t new_rest = (sp.extent + width - 1) / width;
+    for (size_t j = i + 1; j < steps.size(); ++j) {
+      auto* later = std::get_if<schedule::SplitStep>(&steps[j]);
+      if (later != nullptr && later->stage_id == sp.stage_id && later->iter_id == sp.iter_id &&
+          later->extent == old_rest) {
+        later->extent = new_rest;
+      }
+    }
+  }
+}
+
+std::vector<int64_t> ThreadCountCandidates(const schedule::SplitStep& sp,
+                                           const AnnotationOptions& options) {
+  const int64_t old = *sp.lengths[0];
+  std::vector<int64_t> c;
+  for (int64_t v : options.gpu_thread_candidates) {
+    if (v <= sp.extent && v != old) c.push_back(v);
+  }
+  return c;
+}
+
+SplitLevels LevelsOf(const schedule::SplitStep& sp) {
+  int64_t prod = 1;
+  for (const auto& l : sp.lengths) prod *= *l;
+  SplitLevels out;
+  out.divisible = sp.extent % prod == 0;
+  if (out.divisible) out.levels.push_back(sp.extent / prod);
+  for (const auto& l : sp.lengths) out.levels.push_back(*l);
+  return out;
+}
+
+void SetLevels(schedule::SplitStep& sp, const SplitLevels& levels) {
+  const int offset = levels.divisible ? 1 : 0;
+  CHECK(levels.levels.size() == sp.lengths.size() + offset)
+      << levels.levels.size() << " levels for a split of " << sp.lengths.size() << " lengths";
+  for (size_t i = 0; i < sp.lengths.size(); ++i) sp.lengths[i] = levels.levels[i + offset];
+}
+
+bool InnermostAllowed(const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+                      const AnnotationOptions& options) {
+  return !(after.back() > options.max_innermost_split_factor && after.back() > before.back());
+}
+
+int MaxSoftwarePipeline(int current, const AnnotationOptions& options) {
+  return std::max(options.gpu_max_software_pipeline, current);
+}
+
+}  // namespace internal
 
 }  // namespace tilesearch::search

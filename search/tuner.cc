@@ -32,6 +32,7 @@
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
 #include "runtime/launch_info.h"
+#include "search/local_search.h"
 #include "search/sketch.h"
 
 namespace tilesearch::search {
@@ -268,6 +269,14 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
         absl::StrCat("early_stopping must be >= 0 (0 = off), got ", options.early_stopping));
   }
   if (options.log_path.empty()) return absl::InvalidArgumentError("a tuning log path is required");
+  if (!(options.search.local_search_fraction >= 0 && options.search.local_search_fraction <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("local_search_fraction must be in [0, 1], got ",
+                                                   options.search.local_search_fraction));
+  }
+  if (options.search.local_search_states < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("local_search_states must be >= 1, got ",
+                                                   options.search.local_search_states));
+  }
   if (options.search.population < 1 || options.search.generations < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("search population must be >= 1 and generations >= 0, got ",
@@ -368,9 +377,28 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
     const int n = static_cast<int>(
         std::min<int64_t>(options.per_round, options.trials - static_cast<int64_t>(records.size())));
     t_phase = std::chrono::steady_clock::now();
-    ASSIGN_OR_RETURN(std::vector<State> states,
-                     EvolutionarySearch(dag, target, sketches, *model, measured, best_states, n,
-                                        options.search, rng));
+    // Local search around the best measured states (our addition, search/local_search.h) gives
+    // ceil(fraction · n) of the round; the evolutionary search the rest, never the same states.
+    std::vector<State> states;
+    const int n_local =
+        best_states.empty()
+            ? 0
+            : static_cast<int>(std::ceil(options.search.local_search_fraction * n - 1e-9));
+    if (n_local > 0) {
+      ASSIGN_OR_RETURN(states, LocalSearchCandidates(dag, target, best_states, measured, n_local,
+                                                     options.search.local_search_states, *model,
+                                                     options.search.annotation));
+    }
+    const int64_t local_trials = static_cast<int64_t>(states.size());
+    {  // called even for 0 states: it validates the search options
+      std::unordered_set<uint64_t> exclude = measured;
+      for (const State& s : states) exclude.insert(StepsHash(s.steps()));
+      ASSIGN_OR_RETURN(std::vector<State> evolved,
+                       EvolutionarySearch(dag, target, sketches, *model, exclude, best_states,
+                                          n - static_cast<int>(states.size()), options.search,
+                                          rng));
+      for (State& s : evolved) states.push_back(std::move(s));
+    }
     if (states.empty()) {
       // TVM retries once (retry_search_one_round_on_empty), then stops.
       if (++empty_rounds > 1) {
@@ -432,6 +460,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
     round_line.seed = options.seed;
     RETURN_IF_ERROR(SigintGuard::Append(writer, round, round_line));
     result.rounds.push_back(round_line);
+    result.local_search_trials.push_back(local_trials);
     for (MeasureRecord& r : round) {
       measured.insert(RecordStateHash(r));
       pending.push_back(SampleOf(r, dag, target, memory_bound));
@@ -479,7 +508,9 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
                 << "  round best " << rate(round_best_ms) << unit << "  errors"
                 << (err_text.empty() ? " none" : err_text) << "  model " << model_text
                 << "  elapsed " << Duration(elapsed) << "  eta " << Duration(eta)
-                << "  (round: train " << Fixed(train_s, 2) << "s, search " << Fixed(search_s, 1)
+                << "  (round: "
+                << (local_trials > 0 ? absl::StrCat(local_trials, " local, ") : std::string())
+                << "train " << Fixed(train_s, 2) << "s, search " << Fixed(search_s, 1)
                 << "s, build " << Fixed(build_s, 1) << "s, measure " << Fixed(measure_s, 1)
                 << "s)\n";
     }

@@ -7,6 +7,10 @@
 // of the task (workload key + target) train the model, their states are never measured again and
 // they count toward the trial budget.
 //
+// From the second round on, a share of each round's candidates (SearchOptions::
+// local_search_fraction) are the model's best unmeasured neighbors of the best measured states
+// (search/local_search.h, our addition); the evolutionary search gives the rest.
+//
 // Model quality: each round's candidates are scored by the current model (ScoreStates) before
 // they are measured; once measured they are records the model has never seen, so the round line
 // written after them (RoundRecord, search/measure_record.h) holds an honest held-out pairwise
@@ -74,6 +78,9 @@ struct TuneResult {
   bool early_stopped = false;
   /// Round lines written by this call (one per measured round), in order.
   std::vector<RoundRecord> rounds;
+  /// Per round of `rounds`: how many of its trials (its first ones) came from local search
+  /// (SearchOptions::local_search_fraction); the rest came from the evolutionary search.
+  std::vector<int64_t> local_search_trials;
 };
 
 /// Tunes `workload` on `target` until the log holds options.trials records of the task, the
@@ -84,9 +91,10 @@ struct TuneResult {
 /// so the log never ends in a partial line. Progress on stderr (unless quiet), one line per round:
 /// trials done / total, best and round-best GFLOP/s (GB/s for memory-bound workloads,
 /// IsMemoryBound), errors by kind, the model's held-out pairwise accuracy on the round, elapsed
-/// time, ETA and the phases' times. The model's training label is the record's throughput (FLOP/s,
+/// time, ETA and the phases' times (with the round's local-search trials when there are any). The model's training label is the record's throughput (FLOP/s,
 /// or bytes/s for memory-bound workloads; 0 for failures). Errors: kInvalidArgument for trials < 1,
-/// per_round < 1, early_stopping < 0, an empty log path, invalid search or measure options, an
+/// per_round < 1, early_stopping < 0, an empty log path, invalid search or measure options
+/// (local_search_fraction outside [0, 1], local_search_states < 1 among them), an
 /// unbuildable workload; the log's read / write errors; the measurer's creation errors (e.g. "no
 /// CUDA driver found"); kFailedPrecondition when every candidate reports no_device.
 [[nodiscard]] absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload,

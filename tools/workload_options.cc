@@ -139,6 +139,8 @@ void SearchOverrides::ApplyTo(search::SearchOptions& search) const {
   if (generations >= 0) search.generations = generations;
   if (crossover_probability >= 0) search.crossover_probability = crossover_probability;
   if (max_family_fraction >= 0) search.max_family_fraction = max_family_fraction;
+  if (local_search_fraction >= 0) search.local_search_fraction = local_search_fraction;
+  if (local_search_states > 0) search.local_search_states = local_search_states;
 }
 
 search::TuneOptions TuneOptionsFor(const std::string& log, uint64_t seed, bool xgboost,
@@ -185,6 +187,14 @@ void AddSearchOptions(CLI::App& app, SearchOverrides* s) {
                             "innermost length), 0..1, at least one pick per family; exceeded "
                             "only when too few families exist (default ",
                             defaults.max_family_fraction, "; 1 disables)"));
+  add_fraction("--local-search-fraction", &s->local_search_fraction,
+               absl::StrCat("share of each tuning round (after the first) taken from the "
+                            "model's best unmeasured one-decision neighbors of the best measured "
+                            "schedules, the rest from the evolutionary search, 0..1 (default ",
+                            defaults.local_search_fraction, "; 0 disables)"));
+  AddRangedOption(app, "--local-search-states", &s->local_search_states,
+                  "best measured schedules whose neighbors local search ranks", 1, 1000,
+                  defaults.local_search_states);
 }
 
 }  // namespace tilesearch::tools

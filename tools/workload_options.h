@@ -76,6 +76,8 @@ struct SearchOverrides {
   int generations = -1;
   double crossover_probability = -1;
   double max_family_fraction = -1;
+  double local_search_fraction = -1;
+  int local_search_states = -1;
   /// Sets the overridden fields of `search`.
   void ApplyTo(search::SearchOptions& search) const;
 };
@@ -88,9 +90,10 @@ search::TuneOptions TuneOptionsFor(const std::string& log, uint64_t seed, bool x
                                    const SearchOverrides& search, const TimingOverrides& timing,
                                    int host_threads, bool quiet);
 
-/// Adds --population (1..100000), --generations (0..100), --crossover-probability and
-/// --max-family-fraction (0..1; "0.25abc" is "not a number", "nan" too), their help giving
-/// search::SearchOptions' defaults, writing into `s`.
+/// Adds --population (1..100000), --generations (0..100), --crossover-probability,
+/// --max-family-fraction and --local-search-fraction (0..1; "0.25abc" is "not a number", "nan"
+/// too) and --local-search-states (1..1000), their help giving search::SearchOptions' defaults,
+/// writing into `s`.
 void AddSearchOptions(CLI::App& app, SearchOverrides* s);
 
 }  // namespace tilesearch::tools

@@ -6,8 +6,10 @@
 # --early-stopping 1 stops before a large budget; the help mentions --target auto; a missing --log,
 # an unknown --model, a negative --early-stopping and a crossover probability above 1 are one-line
 # errors (exit 2), as are a NaN crossover probability, a family fraction above 1 or NaN, and a
-# device lock that is the log or another file with data (left unchanged);
-# --crossover-probability 0 and --max-family-fraction 1 tune.
+# device lock that is the log or another file with data (left unchanged), a local-search fraction
+# above 1, NaN or "0.5x" (not a number) and a local-search state count of 0 or "two";
+# --crossover-probability 0 and --max-family-fraction 1 tune; --local-search-fraction 1 tunes its
+# second round from local search (the progress line says so), --local-search-fraction 0 tunes.
 # Run by ctest with TILESEARCH set to the binary.
 set -u
 source "$(dirname "$0")/cli_lib.sh"
@@ -95,5 +97,30 @@ expect_rc no_crossover 0
 # The family cap off (1: top-k by score alone) still tunes.
 run no_family_cap tune "${base[@]}" --per-round 2 --log "$tmp/nf.jsonl" --trials 2 --max-family-fraction 1
 expect_rc no_family_cap 0
+run bad_local tune "${fast[@]}" --trials 4 --local-search-fraction 1.5
+expect_error bad_local "--local-search-fraction"
+run nan_local tune "${fast[@]}" --trials 4 --local-search-fraction nan
+expect_error nan_local "--local-search-fraction"
+run word_local tune "${fast[@]}" --trials 4 --local-search-fraction 0.5x
+expect_error word_local "not a number"
+run zero_states tune "${fast[@]}" --trials 4 --local-search-states 0
+expect_error zero_states "--local-search-states"
+run word_states tune "${fast[@]}" --trials 4 --local-search-states two
+expect_error word_states "--local-search-states"
+run help_local tune --help
+expect_out help_local '--local-search-fraction'
+expect_out help_local '--local-search-states'
+# All of round 2 from local search (progress lines on stderr without --quiet); local search off.
+loud=()
+for a in "${base[@]}"; do [[ "$a" == --quiet ]] || loud+=("$a"); done
+run all_local tune "${loud[@]}" --per-round 2 --log "$tmp/ls.jsonl" --trials 4 \
+  --local-search-fraction 1 --local-search-states 1
+expect_rc all_local 0
+grep -q 'trials 4/4 .*(round: 2 local, ' "$tmp/all_local.err" ||
+  fail "all_local: no '(round: 2 local, ' on the second round's line: $(cat "$tmp/all_local.err")"
+grep -q 'trials 2/4 .*(round: train ' "$tmp/all_local.err" ||
+  fail "all_local: the first round's line names local trials: $(cat "$tmp/all_local.err")"
+run no_local tune "${base[@]}" --per-round 2 --log "$tmp/nl.jsonl" --trials 4 --local-search-fraction 0
+expect_rc no_local 0
 
 finish "tune"

@@ -1,0 +1,74 @@
+// The edit rules of MutateTileSize and MutateAutoUnroll (search/mutation.cc) as single steps, shared
+// with the exhaustive neighbor enumeration of local search (search/local_search.cc): which splits
+// and pragmas are decisions, the values each may take, and the validity check of an edited step
+// list. Not a public interface.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/compute_dag.h"
+#include "schedule/lower.h"
+#include "schedule/state.h"
+#include "schedule/step.h"
+#include "schedule/target.h"
+#include "search/annotation.h"
+
+namespace tilesearch::search::internal {
+
+/// Replays `steps` on `dag` and checks the program: schedule::Lower and the register estimate
+/// (CheckRegisterEstimate). The lowered program goes to `lowered` when given. Errors: the replay's,
+/// Lower's or the register check's.
+absl::StatusOr<schedule::State> FinishEdit(const ir::ComputeDAG& dag,
+                                           const std::vector<schedule::Step>& steps,
+                                           const schedule::Target& target,
+                                           const AnnotationOptions& options,
+                                           schedule::LoweredKernel* lowered);
+
+/// True when steps[i] is a one-length split whose inner part the next step vectorizes (the vector
+/// width of a GPU cooperative fetch).
+bool IsVectorSplit(const std::vector<schedule::Step>& steps, int i);
+
+/// True when `sp` has a known extent > 1 and all lengths known: a split whose factors
+/// MutateTileSize may move (thread-count and vector splits are recognized separately, before).
+bool HasMovableFactors(const schedule::SplitStep& sp);
+
+/// The vector widths of {1, 2, 4} that the cooperative fetch of vector split steps[i]
+/// (IsVectorSplit) may take: those dividing the fused extent (known from the replayed prefix
+/// steps[0, i)) whose bytes fit target.max_vector_bytes, ascending, the current one included.
+/// Empty when the prefix does not replay or the split's iterator is out of range.
+std::vector<int64_t> VectorWidthCandidates(const ir::ComputeDAG& dag,
+                                           const std::vector<schedule::Step>& steps, int i,
+                                           const schedule::Target& target);
+
+/// Sets the width of vector split steps[i] to `width`; a later split of the same iterator whose
+/// extent was the rest (a vectorized root stage's thread split) follows the new rest.
+void SetVectorWidth(std::vector<schedule::Step>& steps, int i, int64_t width);
+
+/// The thread counts a thread-count split (IsThreadSplit) may change to: the values of
+/// options.gpu_thread_candidates ≤ sp.extent other than the current one, in that order.
+std::vector<int64_t> ThreadCountCandidates(const schedule::SplitStep& sp,
+                                           const AnnotationOptions& options);
+
+/// The levels of a split whose lengths are all known: [outer rest] + lengths, the outer rest
+/// (extent / product) present only when the product divides the extent (`divisible`).
+struct SplitLevels {
+  std::vector<int64_t> levels;
+  bool divisible = false;
+};
+SplitLevels LevelsOf(const schedule::SplitStep& sp);
+
+/// Writes `levels` (as LevelsOf gives them, edited) back into sp.lengths.
+void SetLevels(schedule::SplitStep& sp, const SplitLevels& levels);
+
+/// Whether a factor move from `before` to `after` (levels, innermost last) keeps the innermost
+/// bound: the new innermost is ≤ options.max_innermost_split_factor or not larger than before.
+bool InnermostAllowed(const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+                      const AnnotationOptions& options);
+
+/// The largest software_pipeline value mutation reaches from a pragma now at `current`:
+/// max(options.gpu_max_software_pipeline, current).
+int MaxSoftwarePipeline(int current, const AnnotationOptions& options);
+
+}  // namespace tilesearch::search::internal
