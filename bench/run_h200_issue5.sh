@@ -50,10 +50,14 @@ shape_args() {  # OP -> tilesearch workload arguments
   esac
 }
 
-# A job's model: xgboost, random, or xgboost-nox (XGBoost with crossover off: the crossover A/B).
+# A job's model: xgboost, random, xgboost-nox (XGBoost with crossover off: the crossover A/B) or
+# xgboost-nols / xgboost-ls (XGBoost with local search off / at 0.25: the local-search A/B;
+# the default is off since session 7).
 model_args() {
   case "$1" in
     xgboost-nox) echo "--model xgboost --crossover-probability 0" ;;
+    xgboost-nols) echo "--model xgboost --local-search-fraction 0" ;;
+    xgboost-ls) echo "--model xgboost --local-search-fraction 0.25" ;;
     *) echo "--model $1" ;;
   esac
 }

@@ -68,10 +68,13 @@ struct SearchOptions {
   /// states (LocalSearchCandidates, search/local_search.h) in every round that has a valid
   /// measured state (so not the first): ceil(fraction · trials of the round), the rest from
   /// EvolutionarySearch (which also fills in when local search finds fewer). Read by the tuner
-  /// (search/tuner.h), not by EvolutionarySearch. 0 disables. Our addition: the model ranked a
-  /// hand schedule 3-5% faster than the best of 704 XGBoost trials 96th of 100, and evolution
-  /// never reached it, six single-decision edits from a measured state (bench/NOTES.md).
-  double local_search_fraction = 0.25;
+  /// (search/tuner.h), not by EvolutionarySearch. 0 (the default) disables. Our addition, off by
+  /// default because the evidence does not favour it: the model ranked a hand schedule 3-5%
+  /// faster than the best of 704 XGBoost trials 96th of 100, which motivated it, but in an A/B
+  /// from scratch on matmul 4096³ (H200, seed 1, 1000 trials, bench/NOTES.md session 7) 0.25
+  /// ended at 3.060 ms and 0 at 3.003 ms; resuming that 704-trial log to 1000 with 0.25 went
+  /// 3.165 → 3.152 ms.
+  double local_search_fraction = 0;
   /// How many of the best measured states (best first) local search takes the neighbors of
   /// (>= 1).
   int local_search_states = 4;

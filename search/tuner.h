@@ -7,9 +7,9 @@
 // of the task (workload key + target) train the model, their states are never measured again and
 // they count toward the trial budget.
 //
-// From the second round on, a share of each round's candidates (SearchOptions::
-// local_search_fraction) are the model's best unmeasured neighbors of the best measured states
-// (search/local_search.h, our addition); the evolutionary search gives the rest.
+// With SearchOptions::local_search_fraction > 0 (default 0), from the second round on that share
+// of each round's candidates are the model's best unmeasured neighbors of the best measured
+// states (search/local_search.h, our addition); the evolutionary search gives the rest.
 //
 // Model quality: each round's candidates are scored by the current model (ScoreStates) before
 // they are measured; once measured they are records the model has never seen, so the round line
