@@ -18,9 +18,5 @@ JOBS="matmul:xgboost-ls matmul:xgboost-nols" NO_BASELINE=1 LIMIT_S=$LIMIT_S \
   bash bench/run_h200_issue5.sh >/tmp/issue5.out 2>&1
 grep -E "^tune: trials|^record|re-check|^== " /tmp/issue5.out | tail -30
 mm=$(mktemp -d)
-tar xzf "$out/issue5.tgz" -C "$mm" && cp "$mm/issue5/matmul_xgboost-ls.jsonl" "$mm/matmul_square_4096.jsonl"
-CUDA_VISIBLE_DEVICES=0 TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu0.lock LOGS_FROM="$mm" \
-  PROBLEMS=matmul_square_4096 SUITES=level1 TRIALS=1 BENCH_S=120 ROUND_S=0 SCORE_S=150 TAG=matmul \
-  BENCH_ARGS="--warmup 1 --min-runs 3 --min-time-ms 10" bash bench/run_h200_issue6.sh 2>&1 |
-  grep -v -i warn | tail -6
+tar xzf "$out/issue5.tgz" -C "$mm" && bash bench/score_matmul_log.sh "$mm/issue5/matmul_xgboost-ls.jsonl" matmul 0
 ls -la "$out"

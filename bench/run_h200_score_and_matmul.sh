@@ -38,11 +38,7 @@ CUDA_VISIBLE_DEVICES=0 RESUME_DIR="$rdir" JOBS="matmul:xgboost:$MATMUL_TRIALS" N
   LIMIT_S=$MATMUL_LIMIT_S bash bench/run_h200_issue5.sh >/tmp/issue5.out 2>&1
 tail -25 /tmp/issue5.out
 mm=$(mktemp -d)
-tar xzf "$out/issue5.tgz" -C "$mm" && cp "$mm/issue5/matmul_xgboost.jsonl" "$mm/matmul_square_4096.jsonl"
-CUDA_VISIBLE_DEVICES=0 TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu0.lock LOGS_FROM="$mm" \
-  PROBLEMS=matmul_square_4096 SUITES=level1 TRIALS=1 BENCH_S=120 ROUND_S=0 SCORE_S=150 TAG=matmul \
-  BENCH_ARGS="--warmup 1 --min-runs 3 --min-time-ms 10" bash bench/run_h200_issue6.sh 2>&1 |
-  grep -v -i warn | tail -8
+tar xzf "$out/issue5.tgz" -C "$mm" && bash bench/score_matmul_log.sh "$mm/issue5/matmul_xgboost.jsonl" matmul 0
 wait "$score_pid"
 grep -v -i warn /tmp/score-final.out | tail -75
 ls -la "$out"

@@ -24,44 +24,17 @@
 #include "search/measure_record.h"
 #include "search/mutation.h"
 #include "search/sketch.h"
+#include "tests/search/feature_sum_model.h"
 #include "tests/search/space_test_util.h"
 
 namespace tilesearch::search {
 namespace {
 
 using schedule::State;
+using testing::FeatureSumModel;
 using schedule::Target;
 using ::testing::HasSubstr;
 using ::tilesearch::testing::StatusIs;
-
-// A deterministic model whose score is a fixed function of the features: the sum of every
-// feature of every store, so programs that differ in loop structure score differently and the
-// search runs all its generations (a RandomModel caps them at 2).
-class FeatureSumModel : public costmodel::CostModel {
- public:
-  absl::Status Update(const std::vector<costmodel::TrainingSample>&) override {
-    return absl::OkStatus();
-  }
-  absl::StatusOr<std::vector<double>> Predict(
-      const std::vector<costmodel::ProgramFeatures>& programs) override {
-    std::vector<double> out;
-    for (const auto& p : programs) {
-      if (p.stores.empty()) {
-        out.push_back(-INFINITY);
-        continue;
-      }
-      double s = 0;
-      for (const auto& row : p.stores) {
-        for (float v : row) s += v;
-      }
-      out.push_back(s);
-    }
-    return out;
-  }
-  absl::Status Save(const std::string&) const override { return absl::OkStatus(); }
-  absl::Status Load(const std::string&) override { return absl::OkStatus(); }
-  std::string Name() const override { return "feature_sum"; }
-};
 
 SearchOptions SmallOptions(int threads) {
   SearchOptions o;

@@ -37,6 +37,7 @@
 #include "search/measure_record.h"
 #include "search/sketch.h"
 #include "search/tuner.h"
+#include "tests/search/feature_sum_model.h"
 #include "tests/search/space_test_util.h"
 
 namespace tilesearch::search {
@@ -372,27 +373,6 @@ TEST(NeighborStates, HandScheduleOfMatmul4096) {
                           [&](const State& s) { return s.steps() == coupled; }));
 }
 
-// Scores a program by the sum of its feature values: deterministic, so the test can rank.
-class SumModel : public costmodel::CostModel {
- public:
-  absl::Status Update(const std::vector<costmodel::TrainingSample>&) override {
-    return absl::OkStatus();
-  }
-  absl::StatusOr<std::vector<double>> Predict(
-      const std::vector<costmodel::ProgramFeatures>& programs) override {
-    std::vector<double> out;
-    for (const auto& p : programs) {
-      double s = 0;
-      for (const auto& row : p.stores)
-        for (float f : row) s += f;
-      out.push_back(p.stores.empty() ? -1e300 : s);
-    }
-    return out;
-  }
-  absl::Status Save(const std::string&) const override { return absl::OkStatus(); }
-  absl::Status Load(const std::string&) override { return absl::OkStatus(); }
-  std::string Name() const override { return "sum"; }
-};
 
 std::unordered_set<uint64_t> HashesOf(const std::vector<State>& states) {
   std::unordered_set<uint64_t> out;
@@ -413,7 +393,7 @@ TEST(LocalSearchCandidates, ExcludesMeasuredAndInterleavesFromTheBestState) {
     neighbors.push_back(*n);
   }
   // Measured: the best states and best[0]'s two best-scored neighbors.
-  SumModel model;
+  testing::FeatureSumModel model;
   auto scores0 = ScoreStates(dag, target, neighbors[0], model);
   ASSERT_THAT(scores0, IsOk());
   std::vector<size_t> order(neighbors[0].size());

@@ -1,0 +1,41 @@
+// A deterministic cost model for the search tests: a program's score is the sum of every feature
+// of every store, so programs that differ in loop structure score differently and the search runs
+// all its generations (a RandomModel caps them at 2); a program without stores scores -infinity.
+#pragma once
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "costmodel/cost_model.h"
+
+namespace tilesearch::search::testing {
+
+class FeatureSumModel : public costmodel::CostModel {
+ public:
+  absl::Status Update(const std::vector<costmodel::TrainingSample>&) override {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<double>> Predict(
+      const std::vector<costmodel::ProgramFeatures>& programs) override {
+    std::vector<double> out;
+    for (const auto& p : programs) {
+      if (p.stores.empty()) {
+        out.push_back(-INFINITY);
+        continue;
+      }
+      double s = 0;
+      for (const auto& row : p.stores) {
+        for (float v : row) s += v;
+      }
+      out.push_back(s);
+    }
+    return out;
+  }
+  absl::Status Save(const std::string&) const override { return absl::OkStatus(); }
+  absl::Status Load(const std::string&) override { return absl::OkStatus(); }
+  std::string Name() const override { return "feature_sum"; }
+};
+
+}  // namespace tilesearch::search::testing
