@@ -2,11 +2,15 @@
 // reference, and typed packing of host buffers (float16 / bfloat16 round to nearest even).
 #include "runtime/checker.h"
 
+#include <algorithm>
+#include <atomic>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -224,6 +228,184 @@ void CompareOutput(const std::string& name, const ir::HostBuffer& got,
   const int64_t n = static_cast<int64_t>(expected.data.size());
   const CompareSummary summary =
       SummarizeDoubles(got.data.data(), expected.data.data(), n, tolerance, ThreadsFor(n));
+  const int64_t first = summary.first_mismatch;
+  AccumulateSummary(name, expected.shape, summary, first >= 0 ? got.data[first] : 0,
+                    first >= 0 ? expected.data[first] : 0, trial, distribution, report);
+}
+
+bool ArbitrationElementPasses(double got, double ref32, double ref64, const Tolerance& tolerance) {
+  if (!std::isfinite(got) || !std::isfinite(ref32) || !std::isfinite(ref64)) return false;
+  return std::fabs(got - ref64) <=
+         tolerance.atol + tolerance.rtol * std::fabs(ref64) + std::fabs(ref32 - ref64);
+}
+
+namespace {
+
+using ArbitrationClock = std::chrono::steady_clock;
+
+double MsBetween(ArbitrationClock::time_point a, ArbitrationClock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// Threads for `n` point evaluations: hardware threads capped at kMaxParallelThreads and at n.
+int ArbitrationThreads(int64_t n) {
+  const unsigned hardware = std::thread::hardware_concurrency();
+  const int64_t threads =
+      std::min<int64_t>(hardware == 0 ? 1 : hardware, kMaxParallelThreads);
+  return static_cast<int>(std::max<int64_t>(1, std::min(threads, n)));
+}
+
+ArbitratedElement JudgeElement(const ir::ComputeDAG& dag, int output_id,
+                               const ir::BufferMap& inputs, const std::vector<int64_t>& shape,
+                               int64_t flat, double got, double ref32, const Tolerance& tolerance,
+                               std::string* error) {
+  ArbitratedElement e;
+  e.flat = flat;
+  e.got = got;
+  e.ref32 = ref32;
+  absl::StatusOr<double> ref64 = ir::EvaluatePoint(dag, output_id, Unflatten(shape, flat), inputs);
+  if (!ref64.ok()) {
+    *error = std::string(ref64.status().message());
+    return e;
+  }
+  e.evaluated = true;
+  e.ref64 = *ref64;
+  e.passed = ArbitrationElementPasses(got, ref32, e.ref64, tolerance);
+  return e;
+}
+
+// The flat indices of `got` that are not ok against `expected` under CompareElement, ascending.
+std::vector<int64_t> MismatchIndices(const double* got, const double* expected, int64_t n,
+                                     const Tolerance& tolerance) {
+  std::vector<std::vector<int64_t>> parts(static_cast<size_t>(NumChunks(n, ThreadsFor(n))));
+  ParallelChunks(n, ThreadsFor(n), [&](int64_t chunk, int64_t begin, int64_t end) {
+    std::vector<int64_t>& part = parts[static_cast<size_t>(chunk)];
+    for (int64_t i = begin; i < end; ++i) {
+      if (!CompareElement(got[i], expected[i], tolerance).ok) part.push_back(i);
+    }
+  });
+  std::vector<int64_t> all;
+  for (const std::vector<int64_t>& part : parts) all.insert(all.end(), part.begin(), part.end());
+  return all;
+}
+
+}  // namespace
+
+ArbitrationSummary ArbitrateMismatches(const ir::ComputeDAG& dag, int output_id,
+                                       const ir::BufferMap& inputs, const ir::HostBuffer& got,
+                                       const ir::HostBuffer& expected, const Tolerance& tolerance,
+                                       const ArbitrationOptions& options) {
+  CHECK(output_id >= 0 && output_id < dag.num_stages()) << "stage id " << output_id;
+  const ir::Tensor& t = dag.stage(output_id);
+  CHECK(got.shape == expected.shape && expected.shape == t.shape())
+      << "output '" << t.name() << "' arbitrated with buffers of another shape";
+  CHECK(got.data.size() == expected.data.size() &&
+        static_cast<int64_t>(expected.data.size()) == t.NumElements())
+      << "output '" << t.name() << "' holds " << got.data.size() << " values, the reference "
+      << expected.data.size();
+  const int64_t n = static_cast<int64_t>(expected.data.size());
+  ArbitrationSummary s;
+  s.compare =
+      SummarizeDoubles(got.data.data(), expected.data.data(), n, tolerance, ThreadsFor(n));
+  s.still_failing = s.compare.mismatches;
+  if (s.compare.mismatches == 0 || options.max_elements <= 0 ||
+      s.compare.mismatches > options.max_elements) {
+    return s;
+  }
+  const std::vector<int64_t> flats =
+      MismatchIndices(got.data.data(), expected.data.data(), n, tolerance);
+  CHECK(static_cast<int64_t>(flats.size()) == s.compare.mismatches)
+      << "mismatch count " << s.compare.mismatches << " but " << flats.size() << " indices";
+  const int64_t count = static_cast<int64_t>(flats.size());
+  std::vector<ArbitratedElement> verdicts(flats.size());
+  std::vector<std::string> errors(flats.size());
+  for (size_t i = 0; i < flats.size(); ++i) {
+    verdicts[i].flat = flats[i];
+    verdicts[i].got = got.data[flats[i]];
+    verdicts[i].ref32 = expected.data[flats[i]];
+  }
+  auto judge = [&](int64_t i) {
+    const size_t u = static_cast<size_t>(i);
+    const int64_t flat = flats[u];
+    verdicts[u] = JudgeElement(dag, output_id, inputs, t.shape(), flat, got.data[flat],
+                               expected.data[flat], tolerance, &errors[u]);
+  };
+
+  // The first element alone, timed: the estimate of the whole.
+  const ArbitrationClock::time_point start = ArbitrationClock::now();
+  judge(0);
+  const double first_ms = MsBetween(start, ArbitrationClock::now());
+  const int threads = ArbitrationThreads(count - 1);
+  const double estimate_ms = first_ms * static_cast<double>(count - 1) / threads;
+  if (count > 1 && first_ms + estimate_ms > options.budget_ms) {
+    s.note = absl::StrFormat(
+        "skipped: %d float64 point evaluations estimated at %.0f ms (%.3g ms each, %d threads), "
+        "over the budget of %.0f ms",
+        count, first_ms + estimate_ms, first_ms, threads, options.budget_ms);
+    return s;
+  }
+  s.attempted = true;
+  const ArbitrationClock::time_point deadline =
+      start + std::chrono::duration_cast<ArbitrationClock::duration>(
+                  std::chrono::duration<double, std::milli>(options.budget_ms));
+  std::atomic<int64_t> evaluated{1};
+  ParallelChunks(count - 1, threads, [&](int64_t, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (ArbitrationClock::now() > deadline) return;
+      judge(i + 1);
+      evaluated.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+
+  int64_t first_failure = -1;
+  for (int64_t i = 0; i < count; ++i) {
+    if (verdicts[static_cast<size_t>(i)].passed) {
+      ++s.arbitrated;
+    } else if (first_failure < 0) {
+      first_failure = i;
+    }
+  }
+  s.still_failing = count - s.arbitrated;
+  if (first_failure >= 0) {
+    const ArbitratedElement& v = verdicts[static_cast<size_t>(first_failure)];
+    const std::string& error = errors[static_cast<size_t>(first_failure)];
+    const int64_t flat = v.flat;
+    const std::string where = absl::StrCat(t.name(), FormatIndex(t.shape(), flat));
+    if (!error.empty()) {
+      s.note = absl::StrCat(where, ": float64 point evaluation failed: ", error);
+    } else if (!v.evaluated) {
+      s.note = absl::StrFormat(
+          "the budget of %.0f ms ran out after %d of %d float64 point evaluations (first not "
+          "evaluated: %s)",
+          options.budget_ms, evaluated.load(), count, where);
+    } else {
+      s.note = absl::StrCat(where, ": got ", FormatValue(got.data[flat]), ", ref32 ",
+                            FormatValue(expected.data[flat]), ", ref64 ", FormatValue(v.ref64));
+    }
+  }
+  s.judged = std::move(verdicts);
+  return s;
+}
+
+void CompareOutputWithArbitration(const ir::ComputeDAG& dag, int output_id,
+                                  const ir::BufferMap& inputs, const ir::HostBuffer& got,
+                                  const ir::HostBuffer& expected, const Tolerance& tolerance,
+                                  const ArbitrationOptions& options, int trial,
+                                  CheckDistribution distribution, CheckReport* report) {
+  const std::string& name = dag.stage(output_id).name();
+  const ArbitrationSummary a =
+      ArbitrateMismatches(dag, output_id, inputs, got, expected, tolerance, options);
+  CompareSummary summary = a.compare;
+  if (a.passed()) {
+    report->arbitrated += a.arbitrated;
+    summary.mismatches = 0;
+    summary.first_mismatch = -1;
+  } else if (!a.note.empty() && report->arbitration.empty()) {
+    report->arbitration = absl::StrCat(
+        "float64 arbitration of ", a.compare.mismatches, " mismatches of ", name, " (trial ",
+        trial, ", ", CheckDistributionName(distribution), "): ",
+        a.attempted ? absl::StrCat(a.still_failing, " still fail, first ", a.note) : a.note);
+  }
   const int64_t first = summary.first_mismatch;
   AccumulateSummary(name, expected.shape, summary, first >= 0 ? got.data[first] : 0,
                     first >= 0 ? expected.data[first] : 0, trial, distribution, report);

@@ -93,6 +93,90 @@ void AccumulateSummary(const std::string& name, const std::vector<int64_t>& shap
                        double expected_at_first, int trial, CheckDistribution distribution,
                        CheckReport* report);
 
+/// Limits of ArbitrateMismatches (MeasureOptions::arbitration_max_elements and
+/// arbitration_budget_ms).
+struct ArbitrationOptions {
+  /// At most this many mismatches of one output are re-judged; more: no arbitration. 0 disables.
+  int64_t max_elements = 1024;
+  /// Wall-clock budget of the float64 point evaluations of one output, in ms.
+  double budget_ms = 2000;
+};
+
+/// One mismatch re-judged by ArbitrateMismatches.
+struct ArbitratedElement {
+  int64_t flat = -1;       // flat (row-major) index in the output
+  double got = 0;          // the candidate's value
+  double ref32 = 0;        // the float32 reference's value
+  double ref64 = 0;        // ir::EvaluatePoint's value (0 when not evaluated or it failed)
+  bool evaluated = false;  // false: the budget ran out before it, or EvaluatePoint failed
+  bool passed = false;     // ArbitrationElementPasses(got, ref32, ref64)
+};
+
+/// What comparing one output of one trial against its float32 reference, then arbitrating the
+/// mismatches in float64, found.
+struct ArbitrationSummary {
+  CompareSummary compare;     // the plain comparison (CompareElement against the float32 reference)
+  bool attempted = false;     // the mismatches were re-judged (0 < mismatches <= cap, in budget)
+  int64_t arbitrated = 0;     // mismatches re-judged and passed
+  int64_t still_failing = 0;  // mismatches that did not pass (all of them when not attempted)
+  /// When attempted and some failed: "C[3, 17]: got x, ref32 y, ref64 z" of the lowest failing
+  /// flat index. When skipped over the budget: why. Empty otherwise (no mismatches, over the cap,
+  /// arbitration disabled, or all passed).
+  std::string note;
+  /// The re-judged mismatches in flat-index order (empty when not attempted; at most the cap).
+  std::vector<ArbitratedElement> judged;
+  /// Every mismatch of the plain comparison passed arbitration (true when there was none).
+  bool passed() const { return compare.mismatches == arbitrated; }
+};
+
+/// Float64 arbitration of float32 mismatches (our addition to the KernelBench-style check).
+///
+/// Compares `got` with `expected` (the float32 reference: the interpreter or the naive program,
+/// output stage `output_id` of `dag`, computed from `inputs`) element by element under
+/// CompareElement. When 0 < mismatches <= options.max_elements, each mismatching element is
+/// re-judged against ref64 = ir::EvaluatePoint(dag, output_id, index, inputs) (the definition in
+/// float64): it passes iff got, ref32 and ref64 are all finite and
+///   |got − ref64| <= atol + rtol · |ref64| + |ref32 − ref64|,
+/// i.e. the candidate may be off from the exact value by the tolerance plus the reference's own
+/// error, never more. Non-finite values keep CompareElement's verdict (a failure: they were
+/// mismatches). More mismatches than the cap (or a cap of 0): no arbitration, still_failing =
+/// mismatches (a real bug usually mismatches many elements).
+///
+/// Why: a float32 reference summed in one order is not exact. On the H200 the naive (no-FMA) GPU
+/// reference of swiglu_gate (K = 2048) was off by 3.7e-4 from float64 at an element where every
+/// FMA candidate was off by 1.5e-4 (tolerance 1.35e-4), and over the output the reference had
+/// 4571 elements outside 1e-4 of float64, the candidates 4550; every candidate of swiglu_gate and
+/// of matmul_large_k (K = 65536) was rejected as wrong_answer although more accurate than it.
+///
+/// Cost: one float64 point evaluation per mismatch, each about the reduction volume of the output
+/// (K multiply-adds for a matmul, more through fused producers), run on up to
+/// min(hardware threads, 32) threads. The first element is evaluated alone and timed; when that
+/// time × mismatches / threads exceeds options.budget_ms, arbitration is skipped (note says so);
+/// elements not evaluated when the budget runs out fail (note says so). A skipped or incomplete
+/// arbitration fails the output exactly as the plain check would have.
+/// Errors of EvaluatePoint (missing inputs) count as failures with their message in `note`.
+/// Shapes must match (CHECKed), `output_id` must be an output of `dag` with got's shape.
+ArbitrationSummary ArbitrateMismatches(const ir::ComputeDAG& dag, int output_id,
+                                       const ir::BufferMap& inputs, const ir::HostBuffer& got,
+                                       const ir::HostBuffer& expected, const Tolerance& tolerance,
+                                       const ArbitrationOptions& options);
+
+/// CompareOutput of output `output_id` of `dag` with float64 arbitration (ArbitrateMismatches):
+/// when every mismatch passes arbitration, the output accumulates into `report` as matching
+/// (maxima and element count as CompareOutput, no mismatches) and report->arbitrated grows by
+/// their number; otherwise it accumulates exactly as CompareOutput, and a failed or skipped
+/// arbitration's text, "float64 arbitration of N mismatches of C (trial t, dist): M still fail,
+/// first C[i, j]: got x, ref32 y, ref64 z", is kept in report->arbitration (the first only).
+void CompareOutputWithArbitration(const ir::ComputeDAG& dag, int output_id,
+                                  const ir::BufferMap& inputs, const ir::HostBuffer& got,
+                                  const ir::HostBuffer& expected, const Tolerance& tolerance,
+                                  const ArbitrationOptions& options, int trial,
+                                  CheckDistribution distribution, CheckReport* report);
+
+/// The arbitration rule of one element (ArbitrateMismatches): got, ref32 and ref64 all finite and
+/// |got − ref64| <= atol + rtol · |ref64| + |ref32 − ref64| (in float64).
+bool ArbitrationElementPasses(double got, double ref32, double ref64, const Tolerance& tolerance);
+
 /// Spot-checks `outputs` (a reference computed by some kernel from `inputs`) against float64
 /// point evaluation (ir::EvaluatePoint) on `samples` seeded random elements per output plus the
 /// first and last element. Errors: kInternal "reference output 'C' disagrees with float64 point

@@ -17,6 +17,10 @@
 // resident buffers would take more than half the device memory, or their allocation fails, the
 // worker falls back to the per-candidate path: inputs uploaded and outputs poisoned from the
 // host, outputs downloaded and compared on the host, timing inputs uploaded per candidate.
+// Mismatches against the float32 reference are re-judged in float64 (ArbitrateMismatches,
+// runtime/checker.h) on the host, from the trial's host inputs and reference that every worker
+// keeps (BatchData): a device-compared output with 0 < mismatches <= the arbitration cap is
+// downloaded and compared again there.
 // A CUDA failure after a launch poisons the context, so such a worker asks to be replaced after
 // its item (RequestWorkerRestart).
 #include "runtime/launch_info.h"
@@ -489,8 +493,25 @@ std::string RuntimeFailure(MeasureResult& r, Clock::time_point start, const absl
 }
 
 std::string MismatchMessage(const CheckReport& check) {
-  return absl::StrCat(check.mismatches, " of ", check.checked_elements,
-                      " output elements outside tolerance; first ", check.first_mismatch);
+  std::string message = absl::StrCat(check.mismatches, " of ", check.checked_elements,
+                                     " output elements outside tolerance; first ",
+                                     check.first_mismatch);
+  if (!check.arbitration.empty()) absl::StrAppend(&message, "; ", check.arbitration);
+  return message;
+}
+
+ArbitrationOptions ArbitrationOf(const MeasureOptions& options) {
+  return {options.arbitration_max_elements, options.arbitration_budget_ms};
+}
+
+// Downloads output buffer `output` (of `decl`) to the host. Errors: the driver's, UnpackBuffer's.
+absl::StatusOr<ir::HostBuffer> DownloadOutput(const DeviceBuffer& output,
+                                              const ir::BufferDecl& decl) {
+  std::vector<std::byte> bytes(static_cast<size_t>(output.bytes()));
+  RETURN_IF_ERROR(output.Download(bytes.data(), output.bytes()));
+  ir::HostBuffer got = ir::HostBuffer::Zeros(decl.dtype, decl.shape);
+  RETURN_IF_ERROR(UnpackBuffer(bytes.data(), bytes.size(), &got));
+  return got;
 }
 
 // Check and timing of a loaded candidate on the worker's resident buffers (see the file comment).
@@ -571,6 +592,20 @@ std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData&
                                            slot[0], " mismatches, first at ", slot[3], " of ", n,
                                            " elements"));
           }
+          auto expected = trial.expected.find(decl.name);
+          if (summary.mismatches > 0 && summary.mismatches <= options.arbitration_max_elements &&
+              expected != trial.expected.end()) {
+            // Few mismatches: the output to the host and the comparison again there, with
+            // float64 arbitration (ArbitrateMismatches). trial.expected holds the same float32
+            // values as the device reference (device_compare needs them exact in float32).
+            absl::StatusOr<ir::HostBuffer> got = DownloadOutput(res.outputs[k], decl);
+            if (!got.ok()) return RuntimeFailure(r, start, got.status());
+            CompareOutputWithArbitration(*data.dag, data.dag->StageId(decl.name), trial.inputs,
+                                         *got, expected->second, tolerance,
+                                         ArbitrationOf(options), static_cast<int>(t),
+                                         trial.distribution, &r.check);
+            continue;
+          }
           double got_first = 0, expected_first = 0;
           if (summary.mismatches > 0 && r.check.mismatches == 0 && r.check.first_mismatch.empty()) {
             float g = 0, e = 0;
@@ -598,8 +633,9 @@ std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData&
           if (!s.ok()) {
             return FinishItem(r, start, MeasureError::kUnknown, std::string(s.message()));
           }
-          CompareOutput(decl.name, got, expected->second, tolerance, static_cast<int>(t),
-                        trial.distribution, &r.check);
+          CompareOutputWithArbitration(*data.dag, data.dag->StageId(decl.name), trial.inputs, got,
+                                       expected->second, tolerance, ArbitrationOf(options),
+                                       static_cast<int>(t), trial.distribution, &r.check);
         }
       }
       ++r.check.trials;
@@ -712,9 +748,11 @@ std::string WorkerItem(const MeasureOptions& options, const BatchData& data, Wor
           return finish(MeasureError::kUnknown,
                         absl::StrCat("no reference for output '", name, "'"));
         }
-        CompareOutput(name, got, expected->second,
-                      ToleranceFor(got.dtype, options.atol, options.rtol), static_cast<int>(t),
-                      trial.distribution, &r.check);
+        CompareOutputWithArbitration(*data.dag, data.dag->StageId(name), trial.inputs, got,
+                                     expected->second,
+                                     ToleranceFor(got.dtype, options.atol, options.rtol),
+                                     ArbitrationOf(options), static_cast<int>(t),
+                                     trial.distribution, &r.check);
       }
       ++r.check.trials;
     }

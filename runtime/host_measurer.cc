@@ -3,7 +3,8 @@
 // through the interpreter. In the worker's setup, for larger tasks: the naive program JIT-compiled
 // for the host, run on those inputs and spot-checked against float64 point evaluation. Per
 // candidate, in the worker: JIT compile (phase "compile"), then each trial on packed inputs with
-// NaN-poisoned outputs compared element-wise, then timing on separate random inputs with a 64 MiB
+// NaN-poisoned outputs compared element-wise (mismatches arbitrated in float64,
+// ArbitrateMismatches), then timing on separate random inputs with a 64 MiB
 // buffer written before every timed run (phase "run"); the result returns as JSON.
 //
 // Forking: the parent may hold MLIR / LLVM state from earlier compiles; forking is safe as long as
@@ -320,8 +321,12 @@ class HostMeasurer : public Measurer {
           r.message = absl::StrCat("candidate has no output parameter '", name, "'");
           return r;
         }
-        CompareOutput(name, it->second, ref, ToleranceFor(ref.dtype, options_.atol, options_.rtol),
-                      static_cast<int>(t), distributions[t], &r.check);
+        // Mismatches against the float32 reference are re-judged in float64 (up to the cap).
+        CompareOutputWithArbitration(
+            dag, dag.StageId(name), inputs[t], it->second, ref,
+            ToleranceFor(ref.dtype, options_.atol, options_.rtol),
+            {options_.arbitration_max_elements, options_.arbitration_budget_ms},
+            static_cast<int>(t), distributions[t], &r.check);
       }
       ++r.check.trials;
     }
@@ -331,6 +336,7 @@ class HostMeasurer : public Measurer {
       r.message =
           absl::StrCat(r.check.mismatches, " of ", r.check.checked_elements,
                        " output elements outside tolerance; first: ", r.check.first_mismatch);
+      if (!r.check.arbitration.empty()) absl::StrAppend(&r.message, "; ", r.check.arbitration);
       r.run_wall_ms = MsSince(start);
       return r;
     }

@@ -207,7 +207,9 @@ nlohmann::json MeasureResultToJson(const MeasureResult& result) {
                 {"max_rel_error", NumberToJson(c.max_rel_error)},
                 {"mismatches", c.mismatches},
                 {"checked_elements", c.checked_elements},
-                {"first_mismatch", c.first_mismatch}};
+                {"first_mismatch", c.first_mismatch},
+                {"arbitrated", c.arbitrated},
+                {"arbitration", c.arbitration}};
   nlohmann::json kernels = nlohmann::json::array();
   for (const KernelResources& k : result.kernels) {
     kernels.push_back({{"name", k.name},
@@ -266,6 +268,9 @@ absl::StatusOr<MeasureResult> MeasureResultFromJson(const nlohmann::json& j) {
     RETURN_IF_ERROR(c.Integer("mismatches", &r.check.mismatches));
     RETURN_IF_ERROR(c.Integer("checked_elements", &r.check.checked_elements));
     RETURN_IF_ERROR(c.String("first_mismatch", &r.check.first_mismatch));
+    // Absent in logs written before float64 arbitration existed.
+    RETURN_IF_ERROR(c.Integer("arbitrated", &r.check.arbitrated));
+    RETURN_IF_ERROR(c.String("arbitration", &r.check.arbitration));
   }
   if (j.contains("kernels")) {
     const nlohmann::json& ks = j.at("kernels");
@@ -318,6 +323,13 @@ absl::Status ValidateMeasureOptions(const MeasureOptions& options) {
   if (options.reference_point_samples < 0) {
     return bad("reference_point_samples must not be negative, got ",
                options.reference_point_samples);
+  }
+  if (options.arbitration_max_elements < 0) {
+    return bad("arbitration_max_elements must not be negative, got ",
+               options.arbitration_max_elements);
+  }
+  if (!(options.arbitration_budget_ms >= 0)) {
+    return bad("arbitration_budget_ms must not be negative, got ", options.arbitration_budget_ms);
   }
   if (!(options.run_timeout_ms > 0)) {
     return bad("run_timeout_ms must be positive, got ", options.run_timeout_ms);

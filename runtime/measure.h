@@ -66,6 +66,12 @@ struct CheckReport {
   int64_t mismatches = 0;      // elements outside tolerance (NaN where the reference is finite counts)
   int64_t checked_elements = 0;
   std::string first_mismatch;  // "C[3, 17]: got nan, expected 1.25 (trial 1, normal)"; empty if none
+  /// Elements outside tolerance against the float32 reference that passed float64 arbitration
+  /// (ArbitrateMismatches, runtime/checker.h); they are not counted in `mismatches`.
+  int64_t arbitrated = 0;
+  /// The first failed or skipped arbitration: "float64 arbitration of 3 mismatches of C (trial 0,
+  /// uniform): 1 still fail, first C[1, 2]: got x, ref32 y, ref64 z"; empty if none.
+  std::string arbitration;
 };
 
 /// The result of measuring one candidate.
@@ -127,6 +133,14 @@ struct MeasureOptions {
   /// Sampled elements per output checked in float64 (ir::EvaluatePoint) when the reference is the
   /// naive kernel; a mismatch there fails the whole batch as kUnknown "reference ...".
   int reference_point_samples = 64;
+  /// Float64 arbitration of float32 mismatches (ArbitrateMismatches, runtime/checker.h): when one
+  /// output of one trial has at most this many elements outside tolerance against the float32
+  /// reference, each is re-judged against float64 point evaluation and passes if within the
+  /// tolerance plus the reference's own error. 0 disables; more mismatches: wrong_answer as before.
+  int64_t arbitration_max_elements = 1024;
+  /// Wall-clock budget of the float64 arbitration of one output of one trial, in ms (estimated
+  /// from the first element before starting; over it: no arbitration, wrong_answer as before).
+  double arbitration_budget_ms = 2000;
   /// Wall-clock limit of one candidate's check + timing in the worker; over it: kRunTimeout.
   double run_timeout_ms = 20000;
   /// Limit for the worker's start (CUDA init, reference computation) per batch.
