@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The issue-4 H200 run, in one device call (see bench/README.md):
+# The issue-4 H200 run, in one device call (README.md at the repo root, the paragraph "On the H200
+# (no LLVM there)", says how the device pack is built and carried):
 #   run(command="bash bench/run_h200_issue4.sh", carry=["dist"])
 # Unpacks the device pack, runs the GPU runtime tests, measures the example schedules (matmul
 # 4096^3 fp32, softmax 4096x4096) with `tilesearch measure` and PyTorch eager on the same shapes

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 5's H200 acceptance runs in one device call (see bench/README.md for the device tool):
+# Issue 5's H200 acceptance runs in one device call (README.md at the repo root, the paragraph
+# "On the H200 (no LLVM there)", says how the device pack is built and carried):
 #   run(command="bash bench/run_h200_issue5.sh", carry=["dist"], kind="nvidia-h200-x8")
 # Tunes each job of $JOBS (default: matmul 4096^3, softmax 4096x4096 and a ResNet-50 conv2d
 # layer, each with the XGBoost model and with RandomModel) for $TRIALS trials, the jobs side by
@@ -7,9 +8,13 @@
 # worker pools follow the affinity mask). PyTorch eager runs the same shapes on the last GPU
 # (same method: bench/pytorch_baseline.py) in the same call. A job still running at $LIMIT_S
 # seconds gets SIGINT: the tuner finishes and logs its round and stops (the log says how far it
-# got). --foreground: without it timeout signals the job's process group as well as the job, so
+# got); KILL_S (default 120) seconds later SIGKILL. --foreground: without it timeout signals the job's process group as well as the job, so
 # the tuner saw two interrupts and dropped the round in flight. Then per job: `tilesearch inspect` (curve, 90%-of-best trial, model quality per round) and
-# `tilesearch replay` (best record rebuilt, re-checked on the GPU, artifacts written).
+# `tilesearch replay` (best record rebuilt, re-checked on the GPU, artifacts written; at most
+# REPLAY_S seconds each, default 120). Worst case: LIMIT_S + KILL_S + #jobs × REPLAY_S, plus
+# seconds of inspect and tar.
+# Exit status: 2 for a refused setting; else the first failing tuning job's status (124, stopped
+# at LIMIT_S, is not a failure) or replay's, after the tar.
 # Everything lands in $OUT/issue5/ and is tarred to $OUT/issue5.tgz (the device tool brings back
 # at most 8 files).
 set -uo pipefail
@@ -17,9 +22,17 @@ out="${OUT:-/tmp/out}/issue5"
 mkdir -p "$out"
 exec > >(tee -a "$out/run.log") 2>&1
 root="${TS_ROOT:-$(bash dist/unpack.sh | tail -1)}"  # TS_ROOT: already unpacked
+[[ -n "$root" && -f "$root/run" && -x "$root/run" ]] || {
+  echo "no unpacked device pack at '$root' (dist/unpack.sh failed?)"; exit 2; }
 ts="$root/run"  # sets the library path for the packed libxgboost
 TRIALS=${TRIALS:-1000}
 LIMIT_S=${LIMIT_S:-450}
+KILL_S=${KILL_S:-120}
+REPLAY_S=${REPLAY_S:-120}
+for v in LIMIT_S KILL_S REPLAY_S; do  # `timeout 0` would mean no limit at all
+  [[ "${!v}" =~ ^[0-9]+$ ]] && (( 10#${!v} > 0 )) || { echo "$v=${!v}: want seconds > 0"; exit 2; }
+done
+LIMIT_S=$((10#$LIMIT_S)) KILL_S=$((10#$KILL_S)) REPLAY_S=$((10#$REPLAY_S))
 # Tuning-time measurement: 1 warm-up, >= 3 timed runs and >= 10 ms (each after an L2 flush), a
 # candidate over 5 s is a run_timeout; the best records are re-timed by replay's check.
 TUNE_ARGS=${TUNE_ARGS:-"--warmup 1 --min-runs 3 --min-time-ms 10 --run-timeout-ms 5000"}
@@ -81,13 +94,22 @@ for i in "${!jobs[@]}"; do
   if [[ -n "$RESUME_DIR" && -f "$RESUME_DIR/$name.jsonl" ]]; then cp "$RESUME_DIR/$name.jsonl" "$out/"; fi
   echo "== $name on GPU $gpu, cores $lo-$hi"
   # shellcheck disable=SC2046
-  TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu$gpu.lock CUDA_VISIBLE_DEVICES=$gpu timeout --foreground -s INT -k 120 "$LIMIT_S" taskset -c "$lo-$hi" \
+  TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu$gpu.lock CUDA_VISIBLE_DEVICES=$gpu timeout --foreground -s INT -k "$KILL_S" "$LIMIT_S" taskset -c "$lo-$hi" \
     "$ts" tune $(shape_args "$op") --target cuda --trials "$job_trials" $(model_args "$model") --seed 1 \
     $TUNE_ARGS --log "$out/$name.jsonl" >"$out/$name.out" 2>"$out/$name.err" &
   pids+=($!)
 done
 sleep 2; bash bench/monitor_jobs.sh 15 $((LIMIT_S + 200)) >"$out/monitor.txt" 2>&1 &
-for p in "${pids[@]}"; do wait "$p"; done
+monitor_pid=$!
+rc=0
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}"; job_rc=$?
+  if (( job_rc != 0 && job_rc != 124 )); then
+    echo "tuning job ${jobs[$i]}: rc $job_rc"
+    (( rc == 0 )) && rc=$job_rc
+  fi
+done
+kill "$monitor_pid" 2>/dev/null  # it stops by itself once no tuner runs, within 15 s
 [[ -n "${bpid:-}" ]] && wait "$bpid"
 echo "== tuning done $(date -u +%FT%TZ)"
 cat "$out/pytorch.txt" 2>/dev/null
@@ -101,10 +123,15 @@ for j in "${jobs[@]}" "${done_jobs[@]}"; do
   IFS=: read -r op model _ <<<"$j"; name="${op}_${model}"
   echo "== $name"; tail -3 "$out/$name.err"; cat "$out/$name.out"
   "$ts" inspect --log "$out/$name.jsonl" --json "$out/inspect_$name.json" 2>&1 | head -60
-  # shellcheck disable=SC2046
   [[ -n "${SKIP_REPLAY:-}" ]] && continue  # an intermediate call: the logs are what matters
-  CUDA_VISIBLE_DEVICES=0 timeout 120 "$ts" replay --log "$out/$name.jsonl" $(shape_args "$op") \
+  # shellcheck disable=SC2046
+  CUDA_VISIBLE_DEVICES=0 timeout "$REPLAY_S" "$ts" replay --log "$out/$name.jsonl" $(shape_args "$op") \
     --target cuda --out "$out/replay_$name" 2>&1 | tail -12
+  replay_rc=${PIPESTATUS[0]}
+  if (( replay_rc != 0 )); then
+    echo "replay $name: rc $replay_rc"
+    (( rc == 0 )) && rc=$replay_rc
+  fi
 done
 for op in matmul softmax conv2d; do
   [[ -f "$out/${op}_xgboost.jsonl" && -f "$out/${op}_random.jsonl" ]] || continue
@@ -113,4 +140,5 @@ for op in matmul softmax conv2d; do
   "$ts" inspect "${logs[@]}" --plot "$out/curve_$op.svg" >/dev/null 2>&1
 done
 echo "== done $(date -u +%FT%TZ)"
-tar czf "${OUT:-/tmp/out}/issue5.tgz" -C "$(dirname "$out")" issue5
+tar czf "${OUT:-/tmp/out}/issue5.tgz" -C "$(dirname "$out")" issue5 || { (( rc == 0 )) && rc=1; }
+exit "$rc"

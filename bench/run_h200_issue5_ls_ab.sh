@@ -6,17 +6,38 @@
 # with 16 cores (bench/run_h200_issue5.sh: inspect + replay of each). Then the local-search job's
 # best is scored alone by bench/score.py against eager and torch.compile on GPU 0
 # (problem matmul_square_4096). Run on 2026-11-30 (session 7) when 0.25 was the default, with the
-# jobs named matmul:xgboost and matmul:xgboost-nols (bench/logs/h200-issue5-s7). Output: $OUT/issue5.tgz, $OUT/issue6-matmul.tgz.
+# jobs named matmul:xgboost and matmul:xgboost-nols (bench/logs/h200-issue5-s7), LIMIT_S=400: the
+# tuning took 268 s (local search) and 210 s, the whole call 305 s.
+# Time: the worst case stays under 570 s (the device tool stops a call at 600): LIMIT_S 300 +
+# KILL_S 45 (SIGKILL grace; a round takes about 15 s) + 2 replays × 30 (about 3 s each) +
+# score_matmul_log.sh (replay 45 + 15 + score.py 80 + 20) = 565 s, plus seconds of inspect and tar.
+# Output: $OUT/issue5.tgz, $OUT/issue6-matmul.tgz. Exit status: 2 for a refused setting, else the
+# first non-zero status of the tuning call (run_h200_issue5.sh) or the scoring, after the listing.
 set -uo pipefail
-LIMIT_S=${LIMIT_S:-420}
+LIMIT_S=${LIMIT_S:-300}
+[[ "$LIMIT_S" =~ ^[0-9]+$ ]] && (( 10#$LIMIT_S > 0 )) || { echo "LIMIT_S=$LIMIT_S: want seconds > 0"; exit 2; }
 (( $(nvidia-smi -L | wc -l) >= 2 )) || { echo "needs 2 GPUs (kind nvidia-h200-x2)"; exit 2; }
 TS_ROOT="$(bash dist/unpack.sh | tail -1)"
-[[ -x "$TS_ROOT/run" ]] || { echo "dist/unpack.sh did not unpack the device pack"; exit 2; }
+[[ -n "$TS_ROOT" && -f "$TS_ROOT/run" && -x "$TS_ROOT/run" ]] || {
+  echo "dist/unpack.sh did not unpack the device pack (got '$TS_ROOT')"; exit 2; }
 export TS_ROOT
 out="${OUT:-/tmp/out}"
-JOBS="matmul:xgboost-ls matmul:xgboost-nols" NO_BASELINE=1 LIMIT_S=$LIMIT_S \
-  bash bench/run_h200_issue5.sh >/tmp/issue5.out 2>&1
-grep -E "^tune: trials|^record|re-check|^== " /tmp/issue5.out | tail -30
-mm=$(mktemp -d)
-tar xzf "$out/issue5.tgz" -C "$mm" && bash bench/score_matmul_log.sh "$mm/issue5/matmul_xgboost-ls.jsonl" matmul 0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+rc=0
+note_rc() { (( rc == 0 && $1 != 0 )) && rc=$1; echo "$2: rc $1"; }
+JOBS="matmul:xgboost-ls matmul:xgboost-nols" NO_BASELINE=1 LIMIT_S=$LIMIT_S KILL_S=45 REPLAY_S=30 \
+  bash bench/run_h200_issue5.sh >"$tmp/issue5.out" 2>&1
+note_rc $? "tuning (run_h200_issue5.sh)"
+grep -E "^tune: trials|^record|re-check|^== |: rc " "$tmp/issue5.out" | tail -30
+mkdir -p "$tmp/mm"
+if tar xzf "$out/issue5.tgz" -C "$tmp/mm"; then
+  SCORE_REPLAY_S=45 SCORE_KILL_S=15 SCORE_S=80 \
+    bash bench/score_matmul_log.sh "$tmp/mm/issue5/matmul_xgboost-ls.jsonl" matmul 0
+  note_rc $? "scoring (score_matmul_log.sh)"
+else
+  note_rc 1 "unpack $out/issue5.tgz"
+fi
+rm -rf "$out/issue5"  # in issue5.tgz (read from $tmp/mm); the device tool returns at most 8 files
 ls -la "$out"
+exit "$rc"

@@ -10,15 +10,19 @@
 #   SUITES      suite names under bench/suites or paths (default "level1 level2")
 #   CHUNK       i/n: the i-th (0-based) of n nearly equal slices of the suites' problems in file
 #               order (default 0/1: all of them; too many for one call, see below)
-#   PROBLEMS    comma-separated problem names; replaces CHUNK
+#   PROBLEMS    comma-separated problem names (empty entries dropped); replaces CHUNK. Set but
+#               naming no problem (PROBLEMS="" or ",") is refused (exit 2), never read as "all"
 #   SKIP_SMALL  1: leave out the problems tagged "small"
 #   TRIALS      total trials per problem, resumed logs counting (default 64)
 #   PER_ROUND   trials per round (default 32)
 #   BENCH_S     wall seconds for the tuning step of the chunk (default 300); each problem gets
 #               (BENCH_S / problems - ROUND_S) seconds before no new round is started; ROUND_S
 #               (default 35) is what one more round plus the replay may take; at BENCH_S the
-#               tuner gets SIGINT (it logs the round in flight and stops), 45 s later SIGKILL
-#   SCORE_S     wall seconds for score.py (default 150)
+#               tuner gets SIGINT (it logs the round in flight and stops), BENCH_KILL_S (default
+#               45) seconds later SIGKILL
+#   SCORE_S     wall seconds for score.py (default 150; SIGKILL 20 s later). The worst case of
+#               the whole script is BENCH_S + BENCH_KILL_S + SCORE_S + 20 (+ WARM_S + 10 if longer
+#               than BENCH_S + BENCH_KILL_S) plus seconds of unpacking and tar
 #   LOGS_FROM   earlier logs to resume from: a directory of <problem>.jsonl (e.g. bench/logs/
 #               h200-issue6) or a .tar.xz / .tgz of one; copied, never modified
 #   BASELINES   score.py --baselines (default: score.py's, eager / eager_no_tf32 / compile)
@@ -32,6 +36,9 @@
 #               when another script of the same call already unpacked it there)
 # Output: $OUT/issue6-$TAG/{run.log, problems.txt, logs/<problem>.jsonl, artifacts/, bench.json
 # (tilesearch bench --json), score.{json,md,png}} tarred into $OUT/issue6-$TAG.tgz (one file).
+# Exit status: 2 for a refused setting; else score.py's when it failed, else 3 when `tilesearch
+# bench` crashed or was killed (its 1, some problem failed, and 124/130, cut short at BENCH_S,
+# are results: bench.json says which), else tar's.
 #
 # Splitting both suites (level1: 37 problems, 6 of them small; level2: 13; 50 in all) over several
 # calls: about 5 problems per call fits 9 minutes at the defaults (≈ 25 s of tuning each, i.e. one
@@ -53,12 +60,26 @@ PER_ROUND=${PER_ROUND:-32}
 BENCH_S=${BENCH_S:-300}
 ROUND_S=${ROUND_S:-35}
 SCORE_S=${SCORE_S:-150}
+BENCH_KILL_S=${BENCH_KILL_S:-45}
 BENCH_ARGS=${BENCH_ARGS:-"--warmup 1 --min-runs 3 --min-time-ms 10"}
-for v in BENCH_S SCORE_S; do  # `timeout 0` would mean no limit at all
-  [[ "${!v}" =~ ^[0-9]+$ ]] && (( ${!v} > 0 )) || { echo "$v=${!v}: want seconds > 0"; exit 2; }
+for v in BENCH_S SCORE_S BENCH_KILL_S; do  # `timeout 0` would mean no limit at all
+  [[ "${!v}" =~ ^[0-9]+$ ]] && (( 10#${!v} > 0 )) || { echo "$v=${!v}: want seconds > 0"; exit 2; }
 done
+BENCH_S=$((10#$BENCH_S)) SCORE_S=$((10#$SCORE_S)) BENCH_KILL_S=$((10#$BENCH_KILL_S))
+# PROBLEMS set (even to ""): exactly its non-empty entries; unset: the chunk's (below).
+problems_given=0
+if [[ -n "${PROBLEMS+set}" ]]; then
+  problems_given=1
+  IFS=, read -ra raw <<<"$PROBLEMS"
+  PROBLEMS=
+  for p in "${raw[@]}"; do
+    p="${p//[[:space:]]/}"
+    [[ -n "$p" ]] && PROBLEMS="${PROBLEMS:+$PROBLEMS,}$p"
+  done
+  [[ -n "$PROBLEMS" ]] || { echo "PROBLEMS is set but names no problem (unset it to use CHUNK)"; exit 2; }
+fi
 chunk_tag="c${CHUNK%/*}of${CHUNK#*/}"
-TAG=${TAG:-${PROBLEMS:+custom}}
+(( problems_given )) && TAG=${TAG:-custom}
 TAG=${TAG:-$chunk_tag}
 out="${OUT:-/tmp/out}/issue6-$TAG"
 mkdir -p "$out/logs" "$out/artifacts"
@@ -73,7 +94,7 @@ suite_args=()
 for f in "${suite_files[@]}"; do suite_args+=(--suite "$f"); done
 
 # The chunk's problems, in file order (stdlib json only).
-if [[ -z "${PROBLEMS:-}" ]]; then
+if (( !problems_given )); then
   PROBLEMS=$(python3 - "$CHUNK" "${SKIP_SMALL:-0}" "${suite_files[@]}" <<'PY'
 import json, sys
 i, n = (int(x) for x in sys.argv[1].split("/"))
@@ -90,7 +111,7 @@ tr ',' '\n' <<<"$PROBLEMS" >"$out/problems.txt"
 count=$(wc -l <"$out/problems.txt")
 
 root="${TS_ROOT:-$(bash dist/unpack.sh | tail -1)}"
-[[ -x "$root/run" ]] || { echo "no unpacked device pack at '$root' (dist/unpack.sh failed?)"; exit 2; }
+[[ -n "$root" && -f "$root/run" && -x "$root/run" ]] || { echo "no unpacked device pack at '$root' (dist/unpack.sh failed?)"; exit 2; }
 ts="$root/run"
 echo "== $(date -u +%FT%TZ) $(uname -n); pack: $(head -3 "$root/MANIFEST" | tr '\n' ' ')"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
@@ -126,10 +147,13 @@ limit=$(( BENCH_S / count - ROUND_S ))
 echo "== tilesearch bench: $count problems ($PROBLEMS), $TRIALS trials, at most ${limit} s of tuning each"
 bench_start=$(date +%s)
 # shellcheck disable=SC2086
-timeout --foreground -s INT -k 45 "$BENCH_S" "$ts" bench "${suite_args[@]}" --problems "$PROBLEMS" \
+timeout --foreground -s INT -k "$BENCH_KILL_S" "$BENCH_S" "$ts" bench "${suite_args[@]}" --problems "$PROBLEMS" \
   --target cuda --trials "$TRIALS" --per-round "$PER_ROUND" --time-limit-s "$limit" --quiet \
   $BENCH_ARGS --log-dir "$out/logs" --out "$out/artifacts" --json "$out/bench.json"
-echo "bench: rc $?, $(($(date +%s) - bench_start)) s"
+bench_rc=$?
+echo "bench: rc $bench_rc, $(($(date +%s) - bench_start)) s"
+rc=0
+case $bench_rc in 0|1|124|130) ;; *) rc=3 ;; esac
 
 if [[ -n "${warm_pid:-}" ]]; then
   wait "$warm_pid"
@@ -145,8 +169,13 @@ else
   timeout --foreground -k 20 "$SCORE_S" python3 bench/score.py "${suite_args[@]}" \
     --artifacts "$out/artifacts" --problems "$PROBLEMS" "${baselines[@]}" --out "$out/score" 2>&1 |
     grep -v Warning | tail -60
-  echo "score.py: rc ${PIPESTATUS[0]}, $(($(date +%s) - score_start)) s"
+  score_rc=${PIPESTATUS[0]}
+  echo "score.py: rc $score_rc, $(($(date +%s) - score_start)) s"
+  (( score_rc != 0 )) && rc=$score_rc
 fi
 
 echo "== done $(date -u +%FT%TZ), $(($(date +%s) - start_all)) s"
 cd "$(dirname "$out")" && tar czf "$(basename "$out").tgz" "$(basename "$out")" && rm -rf "$out"
+tar_rc=$?
+(( rc == 0 )) && rc=$tar_rc
+exit "$rc"

@@ -14,61 +14,107 @@
 # and the matmul job through one lock tuned 11 problems in 500 s, and two suite processes alone 11
 # more: a problem's measurement holds the lock for its whole batch (check inputs included), so
 # processes on one GPU mostly wait for each other; more GPUs are what adds throughput.
-# PROBLEMS: only these problems, dealt round-robin to the parts (default: all, in halves).
+# PROBLEMS: only these problems (comma-separated; empty entries are dropped), dealt round-robin
+# to the parts (default, PROBLEMS unset: all, in SUITE_PARTS slices). Refused (exit 2) when it is
+# set but names no problem, or fewer problems than SUITE_PARTS.
 # LOGS_FROM (see run_h200_issue6.sh) resumes the suites from earlier logs: problems with
 # SUITE_TRIALS records are only replayed. Output: $OUT/issue5.tgz and $OUT/issue6-tune<i>.tgz.
+# Everything is validated before any job starts (exit 2). Exit status: 0, or the first non-zero
+# status of the matmul job, a suite part or the unpacking of a part's output (after the listing).
 set -uo pipefail
 MATMUL_TRIALS=${MATMUL_TRIALS:-1000}
-# The matmul job may run MATMUL_LIMIT_S + 120 (SIGKILL grace) + 120 (replay) seconds: 360 keeps
-# the call under the device tool's 600 s.
-MATMUL_LIMIT_S=${MATMUL_LIMIT_S:-360}
+# The call must stay under the device tool's 600 s. The matmul job (run_h200_issue5.sh) may take
+# MATMUL_LIMIT_S + 120 (SIGKILL grace) + 120 (replay) = 540 s at 300, plus seconds of inspect and
+# tar; a suite part SUITE_S + 45 (its SIGKILL grace) = 545 s at 500.
+MATMUL_LIMIT_S=${MATMUL_LIMIT_S:-300}
 SUITE_TRIALS=${SUITE_TRIALS:-32}
 SUITE_S=${SUITE_S:-500}
 SUITE_PARTS=${SUITE_PARTS:-2}
+out="${OUT:-/tmp/out}"
+
+# ---- Validate everything before anything starts.
+for v in MATMUL_TRIALS SUITE_TRIALS SUITE_PARTS MATMUL_LIMIT_S SUITE_S; do
+  [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "$v='${!v}': want a number"; exit 2; }
+done
+for v in MATMUL_LIMIT_S SUITE_S SUITE_TRIALS; do  # `timeout 0` would mean no limit at all
+  (( 10#${!v} > 0 )) || { echo "$v=${!v}: want a number > 0"; exit 2; }
+done
+(( 10#$SUITE_PARTS >= 1 && 10#$SUITE_PARTS <= 6 )) || { echo "SUITE_PARTS=$SUITE_PARTS: 1..6 (8 files come back)"; exit 2; }
+SUITE_PARTS=$((10#$SUITE_PARTS)); MATMUL_TRIALS=$((10#$MATMUL_TRIALS))
+# PROBLEMS (comma-separated) replaces the slices: its problems are dealt round-robin to the
+# parts (list the slow ones first so that they spread over the GPUs).
+plist=()
+if [[ -n "${PROBLEMS+set}" ]]; then
+  IFS=, read -ra raw <<<"$PROBLEMS"
+  for p in "${raw[@]}"; do
+    p="${p//[[:space:]]/}"
+    [[ -n "$p" ]] && plist+=("$p")
+  done
+  (( ${#plist[@]} > 0 )) || { echo "PROBLEMS='$PROBLEMS' names no problem (unset it for all)"; exit 2; }
+  (( ${#plist[@]} >= SUITE_PARTS )) || {
+    echo "PROBLEMS: ${#plist[@]} problems, fewer than SUITE_PARTS=$SUITE_PARTS"; exit 2; }
+fi
+part_problems=()
+for ((k = 0; k < ${#plist[@]}; ++k)); do
+  j=$(( k % SUITE_PARTS ))
+  part_problems[j]="${part_problems[j]:+${part_problems[j]},}${plist[k]}"
+done
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 (( ngpu > 0 )) || ngpu=1
 TS_ROOT="$(bash dist/unpack.sh | tail -1)"
-[[ -x "$TS_ROOT/run" ]] || { echo "dist/unpack.sh did not unpack the device pack"; exit 2; }
+[[ -n "$TS_ROOT" && -f "$TS_ROOT/run" && -x "$TS_ROOT/run" ]] || {
+  echo "dist/unpack.sh did not unpack the device pack (got '$TS_ROOT')"; exit 2; }
 export TS_ROOT
-for v in MATMUL_LIMIT_S SUITE_S; do  # `timeout 0` would mean no limit at all
-  [[ "${!v}" =~ ^[0-9]+$ ]] && (( ${!v} > 0 )) || { echo "$v=${!v}: want seconds > 0"; exit 2; }
-done
-(( SUITE_PARTS >= 1 && SUITE_PARTS <= 6 )) || { echo "SUITE_PARTS: 1..6 (8 files come back)"; exit 2; }
+
+# ---- The jobs. A job still running when this script exits early is killed with its children
+# (by pid: they stay in this script's process group, which the device tool may signal).
+started=()
+# shellcheck disable=SC2317  # called by the EXIT trap
+tree_pids() { local c; echo "$1"; for c in $(pgrep -P "$1"); do tree_pids "$c"; done; }
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+  local p all=()
+  for p in "${started[@]}"; do mapfile -t -O "${#all[@]}" all < <(tree_pids "$p"); done
+  (( ${#all[@]} )) && kill "${all[@]}" 2>/dev/null
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+rc=0
+note_rc() { (( rc == 0 && $1 != 0 )) && rc=$1; echo "$2: rc $1"; }
 matmul_pid=
 if (( MATMUL_TRIALS > 0 )); then  # MATMUL_TRIALS=0: the suites only
   JOBS="matmul:xgboost:$MATMUL_TRIALS" NO_BASELINE=1 LIMIT_S=$MATMUL_LIMIT_S \
     bash bench/run_h200_issue5.sh >/dev/null 2>&1 &
   matmul_pid=$!
+  started+=("$matmul_pid")
 fi
-# The suites in SUITE_PARTS processes (halves of the problem list): one's search and compilation
-# overlap the other's measurements.
-# PROBLEMS (comma-separated) replaces the halves: its problems are dealt round-robin to the
-# parts (list the slow ones first so that they spread over the GPUs).
-part_problems=()
-if [[ -n "${PROBLEMS:-}" ]]; then
-  IFS=, read -ra plist <<<"$PROBLEMS"
-  (( ${#plist[@]} >= SUITE_PARTS )) || { echo "PROBLEMS: fewer problems than SUITE_PARTS"; exit 2; }
-  for ((k = 0; k < ${#plist[@]}; ++k)); do
-    j=$(( k % SUITE_PARTS ))
-    part_problems[$j]="${part_problems[$j]:+${part_problems[$j]},}${plist[$k]}"
-  done
-fi
+# The suites in SUITE_PARTS processes: one's search and compilation overlap the other's
+# measurements.
 pids=()
 for ((i = 0; i < SUITE_PARTS; ++i)); do
   gpu=$(( i % ngpu ))
-  CUDA_VISIBLE_DEVICES=$gpu TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu$gpu.lock \
-    CHUNK=$i/$SUITE_PARTS PROBLEMS="${part_problems[$i]:-}" TRIALS=$SUITE_TRIALS PER_ROUND=$SUITE_TRIALS BENCH_S=$SUITE_S ROUND_S=0 \
+  part_env=(CHUNK="$i/$SUITE_PARTS")
+  (( ${#plist[@]} > 0 )) && part_env+=(PROBLEMS="${part_problems[i]}")
+  env "${part_env[@]}" CUDA_VISIBLE_DEVICES=$gpu TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu$gpu.lock \
+    TRIALS="$SUITE_TRIALS" PER_ROUND="$SUITE_TRIALS" BENCH_S="$SUITE_S" ROUND_S=0 \
     SKIP_SCORE=1 TAG=tune$i \
     BENCH_ARGS="--warmup 1 --min-runs 3 --min-time-ms 10 --population 512 --generations 2" \
     bash bench/run_h200_issue6.sh >/dev/null 2>&1 &
   pids+=($!)
+  started+=($!)
   sleep 1
 done
-for p in "${pids[@]}"; do wait "$p"; done
-[[ -n "$matmul_pid" ]] && wait "$matmul_pid"
+for ((i = 0; i < SUITE_PARTS; ++i)); do wait "${pids[i]}"; note_rc $? "suite part $i"; done
+if [[ -n "$matmul_pid" ]]; then wait "$matmul_pid"; note_rc $? "matmul job"; fi
+started=()
+parts=$(mktemp -d)
+trap 'cleanup; rm -rf "$parts"' EXIT
 for ((i = 0; i < SUITE_PARTS; ++i)); do
-  tar xzf "${OUT:-/tmp/out}/issue6-tune$i.tgz" -C /tmp && tail -15 "/tmp/issue6-tune$i/run.log"
+  tar xzf "$out/issue6-tune$i.tgz" -C "$parts"; note_rc $? "unpack issue6-tune$i.tgz"
+  tail -15 "$parts/issue6-tune$i/run.log"
 done
-tail -40 "${OUT:-/tmp/out}/issue5/run.log" 2>/dev/null
-rm -rf "${OUT:-/tmp/out}/issue5"  # in issue5.tgz; the device tool returns at most 8 files
-ls -la "${OUT:-/tmp/out}"
+tail -40 "$out/issue5/run.log" 2>/dev/null
+rm -rf "$out/issue5"  # in issue5.tgz; the device tool returns at most 8 files
+ls -la "$out"
+exit "$rc"
