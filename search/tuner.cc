@@ -366,8 +366,13 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
     std::stable_sort(valid.begin(), valid.end(), [](const MeasureRecord* a, const MeasureRecord* b) {
       return a->median_ms() < b->median_ms();
     });
-    const size_t n_best = static_cast<size_t>(options.search.init_measured_ratio *
-                                              options.search.population);
+    // Enough for the population's seeds and for local search's states: local search must not
+    // depend on the population size (a population of 4 gave no seeds and so no local search).
+    const size_t n_best = std::max(
+        static_cast<size_t>(options.search.init_measured_ratio * options.search.population),
+        options.search.local_search_fraction > 0
+            ? static_cast<size_t>(std::max(options.search.local_search_states, 0))
+            : size_t{0});
     std::vector<State> best_states;
     for (size_t i = 0; i < valid.size() && best_states.size() < n_best; ++i) {
       absl::StatusOr<State> s = schedule::ReplaySteps(dag, valid[i]->steps);

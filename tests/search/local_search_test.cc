@@ -512,6 +512,26 @@ TEST(TuneWithLocalSearch, EveryLaterCandidateNeighborsAMeasuredState) {
   std::remove(log.c_str());
 }
 
+// The best measured states local search starts from do not depend on the population: with a
+// population of 4, init_measured_ratio · population rounds to 0 seeds, and local search still
+// takes every later round (it took none before the fix).
+TEST(TuneWithLocalSearch, SmallPopulationStillSearchesLocally) {
+  const std::string log = TempLog("small_population");
+  TuneOptions o = TinyTune(log);
+  o.search.population = 4;
+  o.search.init_min_population = 4;
+  ASSERT_EQ(static_cast<int>(o.search.init_measured_ratio * o.search.population), 0);
+  absl::StatusOr<TuneResult> r = Tune(Matmul32(), Target::HostCpu(), o);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->rounds.size(), 3u);
+  ASSERT_EQ(r->local_search_trials.size(), 3u);
+  for (size_t round = 1; round < r->rounds.size(); ++round) {
+    EXPECT_GT(r->local_search_trials[round], 0) << "round " << round;
+    EXPECT_EQ(r->local_search_trials[round], r->rounds[round].trials) << "round " << round;
+  }
+  std::remove(log.c_str());
+}
+
 TEST(TuneWithLocalSearch, OptionErrors) {
   const std::string log = TempLog("errors");
   TuneOptions o = TinyTune(log);
