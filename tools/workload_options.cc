@@ -188,9 +188,10 @@ void AddSearchOptions(CLI::App& app, SearchOverrides* s) {
                             "only when too few families exist (default ",
                             defaults.max_family_fraction, "; 1 disables)"));
   add_fraction("--local-search-fraction", &s->local_search_fraction,
-               absl::StrCat("share of each tuning round (after the first) taken from the "
-                            "model's best unmeasured one-decision neighbors of the best measured "
-                            "schedules, the rest from the evolutionary search, 0..1 (default ",
+               absl::StrCat("share of each tuning round that starts with measured schedules "
+                            "(not the first of a new log) taken from the model's best unmeasured "
+                            "one-decision neighbors of the best measured schedules, the rest "
+                            "from the evolutionary search, 0..1 (default ",
                             defaults.local_search_fraction, "; 0 disables)"));
   AddRangedOption(app, "--local-search-states", &s->local_search_states,
                   "best measured schedules whose neighbors local search ranks", 1, 1000,
