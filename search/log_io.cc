@@ -440,9 +440,14 @@ std::string FormatRound(const RoundRecord& r) {
     absl::StrAppend(&model, " untrained (", r.train_samples, " samples)");
   }
   const int64_t last = r.first_trial + std::max<int64_t>(r.trials, 1) - 1;
-  std::string text =
-      absl::StrCat("  round ", r.round, " (trials ", r.first_trial, "-", last, ", ", r.valid,
-                   " valid; ", model, "): pairwise accuracy ", Metric(r.pairwise_accuracy));
+  // Rounds tuned with local search on say how many of their (first) trials it gave.
+  const std::string local =
+      r.local_search_fraction > 0 || r.local_search_trials > 0
+          ? absl::StrCat(", ", r.local_search_trials, " from local search")
+          : std::string();
+  std::string text = absl::StrCat("  round ", r.round, " (trials ", r.first_trial, "-", last,
+                                  ", ", r.valid, " valid", local, "; ", model,
+                                  "): pairwise accuracy ", Metric(r.pairwise_accuracy));
   if (r.k > 0) absl::StrAppend(&text, ", top-", r.k, " recall ", Metric(r.top_k_recall));
   absl::StrAppend(
       &text, absl::StrFormat("; train %.1fs, search %.1fs, build %.1fs, measure %.1fs\n", r.train_s,

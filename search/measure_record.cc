@@ -216,6 +216,7 @@ constexpr const char* kRoundFields[] = {"kind",          "version",
                                         "workload_key",  "target",
                                         "round",         "first_trial",
                                         "trials",        "valid",
+                                        "local_search_trials", "local_search_fraction",
                                         "model",         "model_trained",
                                         "train_samples", "train_programs",
                                         "boost_rounds",  "model_validation_accuracy",
@@ -226,18 +227,22 @@ constexpr const char* kRoundFields[] = {"kind",          "version",
                                         "timestamp",     "tilesearch_version",
                                         "seed"};
 
-// The object's top-level fields in `order`, nested objects in nlohmann's sorted order; invalid
-// UTF-8 replaced rather than throwing.
+// The object's top-level fields in `order` (those it has: optional ones may be absent), nested
+// objects in nlohmann's sorted order; invalid UTF-8 replaced rather than throwing.
 template <size_t N>
 std::string OrderedLine(const json& j, const char* const (&order)[N]) {
   std::string line = "{";
   bool first = true;
+  size_t written = 0;
   for (const char* key : order) {
+    if (!j.contains(key)) continue;
+    ++written;
     if (!first) line += ',';
     first = false;
     absl::StrAppend(&line, json(key).dump(), ":",
                     j.at(key).dump(-1, ' ', false, json::error_handler_t::replace));
   }
+  CHECK(written == j.size()) << "a log line field is missing from the write order";
   return line + "}";
 }
 
@@ -351,7 +356,7 @@ std::string LogLineKind(const json& j) {
 json RoundRecordToJson(const RoundRecord& round) {
   json predicted = json::array();
   for (double p : round.predicted) predicted.push_back(NumberOrNull(p));
-  return json{{"kind", "round"},
+  json j{{"kind", "round"},
               {"version", round.version},
               {"workload_key", round.workload_key},
               {"target", TargetToJson(round.target, round.device_name)},
@@ -376,6 +381,12 @@ json RoundRecordToJson(const RoundRecord& round) {
               {"timestamp", round.timestamp},
               {"tilesearch_version", round.tilesearch_version},
               {"seed", round.seed}};
+  // Only rounds tuned with local search on carry its fields: other lines stay as before.
+  if (round.local_search_fraction > 0 || round.local_search_trials > 0) {
+    j["local_search_trials"] = round.local_search_trials;
+    j["local_search_fraction"] = NumberOrNull(round.local_search_fraction);
+  }
+  return j;
 }
 
 std::string RoundRecordToLine(const RoundRecord& round) {
@@ -404,6 +415,28 @@ absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j) {
   if (r.valid > r.trials) {
     return FieldError(
         "valid", absl::StrCat("is ", r.valid, ", more than the round's ", r.trials, " trials"));
+  }
+  // Optional, together: absent in lines of rounds without local search (and in older logs).
+  const bool has_local_trials = j.contains("local_search_trials");
+  const bool has_local_fraction = j.contains("local_search_fraction");
+  if (has_local_trials != has_local_fraction) {
+    return has_local_trials
+               ? FieldError("local_search_fraction", "is missing (local_search_trials is given)")
+               : FieldError("local_search_trials", "is missing (local_search_fraction is given)");
+  }
+  if (has_local_trials) {
+    RETURN_IF_ERROR(
+        ReadInt(j, "local_search_trials", "local_search_trials", &r.local_search_trials, 0));
+    if (r.local_search_trials > r.trials) {
+      return FieldError("local_search_trials", absl::StrCat("is ", r.local_search_trials,
+                                                            ", more than the round's ", r.trials,
+                                                            " trials"));
+    }
+    RETURN_IF_ERROR(
+        ReadNumberOrNull(j, "local_search_fraction", true, &r.local_search_fraction));
+    if (std::isnan(r.local_search_fraction)) {
+      return FieldError("local_search_fraction", "must be a number in [0, 1], got null");
+    }
   }
   RETURN_IF_ERROR(ReadString(j, "model", "model", &r.model));
   if (!j.contains("model_trained")) return FieldError("model_trained", "is missing");

@@ -42,7 +42,15 @@
 //    "train_s": 1.2, "search_s": 14.0, "build_s": 2.1, "measure_s": 30.5,
 //    "timestamp": "...", "tilesearch_version": "0.5.0-dev", "seed": 42}
 //
-// Every field is written and required on reading; any other field is an error.
+// Every field above is written and required on reading; any other field is an error, except two
+// optional ones, written after "valid" only when the round was tuned with local search on
+// (SearchOptions::local_search_fraction > 0) and absent otherwise (read as 0):
+//
+//    "local_search_trials": 16,    // of the round's trials, its first ones, from local search
+//    "local_search_fraction": 0.25 // the fraction in effect for the round
+//
+// They are read together (one without the other is an error); lines without them (older logs,
+// local search off) read as rounds without local search.
 #pragma once
 
 #include <cstdint>
@@ -116,6 +124,12 @@ struct RoundRecord {
   int64_t first_trial = 0;  // MeasureRecord::trial of the round's first record
   int64_t trials = 0;       // records of the round: trials first_trial .. first_trial + trials - 1
   int64_t valid = 0;        // of which valid (MeasureRecord::valid)
+  /// Of the round's trials, how many (its first ones, trials first_trial ..
+  /// first_trial + local_search_trials - 1) came from local search (TuneResult::
+  /// local_search_trials), 0..trials; and SearchOptions::local_search_fraction in [0, 1] for the
+  /// round. Written only when either is > 0 (the "local_search_*" fields); absent on reading: 0.
+  int64_t local_search_trials = 0;
+  double local_search_fraction = 0;
   std::string model;        // CostModel::Name(): "xgboost" or "random"
   /// Whether the model that scored the round had been trained (XGBoost: an ensemble exists;
   /// RandomModel: always false, it learns nothing).
@@ -158,7 +172,9 @@ std::string RoundRecordToLine(const RoundRecord& round);
 /// Reads a round line. Errors as MeasureRecordFromJson: kFailedPrecondition for a newer version;
 /// kInvalidArgument naming the field ("field 'round' must be a positive integer, got 0",
 /// "field 'kind' must be \"round\"", "unknown field 'foo' (expected ...)",
-/// "field 'pairwise_accuracy' must be a number in [0, 1] or null, got 2").
+/// "field 'pairwise_accuracy' must be a number in [0, 1] or null, got 2",
+/// "field 'local_search_trials' is 5, more than the round's 4 trials",
+/// "field 'local_search_fraction' is missing (local_search_trials is given)").
 absl::StatusOr<RoundRecord> RoundRecordFromJson(const nlohmann::json& j);
 
 /// The kind of a log line's JSON object: "record" when it has no "kind" field, else its value

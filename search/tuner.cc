@@ -456,6 +456,8 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
     round_line.round = rounds_in_log + static_cast<int64_t>(result.rounds.size()) + 1;
     round_line.first_trial = round.front().trial;
     round_line.trials = static_cast<int64_t>(round.size());
+    round_line.local_search_trials = local_trials;  // written when the fraction is > 0
+    round_line.local_search_fraction = options.search.local_search_fraction;
     ScoreRound(round, dag, memory_bound, &round_line);
     round_line.train_s = train_s;
     round_line.search_s = search_s;

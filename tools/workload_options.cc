@@ -1,9 +1,12 @@
 #include "tools/workload_options.h"
 
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
@@ -112,16 +115,66 @@ void TimingOverrides::ApplyTo(runtime::TimingOptions& timing) const {
 
 namespace {
 
-// Adds `name` writing `value`, checked to lo..hi, its help "<what>, lo..hi (default d)".
-template <typename T>
-void AddRangedOption(CLI::App& app, const std::string& name, T* value, const std::string& what,
-                     T lo, T hi, T default_value) {
-  app.add_option(name, *value,
-                 absl::StrCat(what, ", ", lo, "..", hi, " (default ", default_value, ")"))
-      ->check(CLI::Range(lo, hi));
+// Whether `text` is an optional sign and one or more decimal digits.
+bool IsDecimalInteger(const std::string& text) {
+  size_t i = !text.empty() && (text[0] == '+' || text[0] == '-') ? 1 : 0;
+  if (i == text.size()) return false;
+  for (; i < text.size(); ++i) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(text[i]))) return false;
+  }
+  return true;
 }
 
 }  // namespace
+
+CLI::Validator NumberText(bool integer, const std::string& range) {
+  return CLI::Validator(
+      [integer, range](std::string& text) -> std::string {
+        const std::string given = text;
+        text = std::string(absl::StripAsciiWhitespace(text));
+        if (integer) {
+          if (!IsDecimalInteger(text)) {
+            return absl::StrCat("'", given, "' is not an integer in ", range);
+          }
+          // Decimal, as written: CLI11 would read "010" as octal. Beyond 64 bits the text stays
+          // for the range check to refuse.
+          int64_t v = 0;
+          if (absl::SimpleAtoi(text, &v)) text = absl::StrCat(v);
+          return std::string();
+        }
+        double x = 0;
+        if (!absl::SimpleAtod(text, &x) || !std::isfinite(x)) {
+          return absl::StrCat("'", given, "' is not a number in ", range);
+        }
+        return std::string();
+      },
+      "", "NUMBER_TEXT");
+}
+
+namespace {
+
+// Adds `name` writing `value`, checked to lo..hi, its help "<what>, lo..hi (default d)": first
+// NumberText ("abc", "" and, for an integer, "4.5" are not numbers / integers), then CLI::Range.
+template <typename T>
+void AddRangedOptionImpl(CLI::App& app, const std::string& name, T* value,
+                         const std::string& what, T lo, T hi, T default_value) {
+  const std::string range = absl::StrCat(lo, "..", hi);
+  app.add_option(name, *value, absl::StrCat(what, ", ", range, " (default ", default_value, ")"))
+      ->check(CLI::Range(lo, hi))
+      ->transform(NumberText(std::is_integral_v<T>, range));  // runs first
+}
+
+}  // namespace
+
+void AddRangedOption(CLI::App& app, const std::string& name, int* value, const std::string& what,
+                     int lo, int hi, int default_value) {
+  AddRangedOptionImpl(app, name, value, what, lo, hi, default_value);
+}
+
+void AddRangedOption(CLI::App& app, const std::string& name, double* value,
+                     const std::string& what, double lo, double hi, double default_value) {
+  AddRangedOptionImpl(app, name, value, what, lo, hi, default_value);
+}
 
 void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t) {
   const runtime::TimingOptions defaults;
@@ -165,17 +218,12 @@ void AddSearchOptions(CLI::App& app, SearchOverrides* s) {
   AddRangedOption(app, "--generations", &s->generations, "evolutionary search generations", 0, 100,
                   defaults.generations);
   // A fraction in 0..1; CLI::Range lets "nan" through, hence the number check (first: "0.25abc"
-  // is not a number rather than out of range).
+  // is not a number rather than out of range; " 0.5" and "0.5 " are 0.5).
   const auto add_fraction = [&app](const std::string& name, double* value,
                                    const std::string& help) {
     app.add_option(name, *value, help)
-        ->check([](const std::string& v) {
-          double x = 0;
-          return absl::SimpleAtod(v, &x) && std::isfinite(x)
-                     ? std::string()
-                     : absl::StrCat("'", v, "' is not a number in 0..1");
-        })
-        ->check(CLI::Range(0.0, 1.0));
+        ->check(CLI::Range(0.0, 1.0))
+        ->transform(NumberText(false, "0..1"));  // runs first
   };
   add_fraction("--crossover-probability", &s->crossover_probability,
                absl::StrCat("chance that a child of the evolutionary search is a crossover of "

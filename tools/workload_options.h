@@ -55,6 +55,23 @@ absl::StatusOr<schedule::ScheduleFile> ScheduleFromOptions(const WorkloadOptions
 absl::StatusOr<schedule::LoweredKernel> LowerScheduleFile(
     const schedule::ScheduleFile& file, const schedule::ResolvedSchedule& resolved);
 
+/// A CLI11 transform for a number option, to run before its range check (Option::transform puts
+/// it first): strips leading and trailing ASCII whitespace (" 4" and "4 " both read as 4) and
+/// refuses text that is not a decimal integer (`integer`: "abc", "", "4.5", "0x10", "1e3") or not
+/// a finite number (else: "abc", "", "nan", "inf", "0.5x") with "'<text>' is not an integer in
+/// <range>" / "'<text>' is not a number in <range>" (`range` as written, e.g. "1..1000"). An
+/// integer is rewritten in canonical decimal ("+010" → "10"; CLI11 alone would read "010" as
+/// octal); integers beyond 64 bits are left to the range check.
+CLI::Validator NumberText(bool integer, const std::string& range);
+
+/// Adds option `name` writing `*value` (which must outlive the parse), help
+/// "<what>, lo..hi (default <default_value>)", checked by NumberText and then CLI::Range(lo, hi):
+/// "--states: 'abc' is not an integer in 1..1000", "--states: Value 0 not in range 1 to 1000".
+void AddRangedOption(CLI::App& app, const std::string& name, int* value, const std::string& what,
+                     int lo, int hi, int default_value);
+void AddRangedOption(CLI::App& app, const std::string& name, double* value,
+                     const std::string& what, double lo, double hi, double default_value);
+
 /// Timing overrides of the commands that measure candidates or runs (tune, bench, tune-graph,
 /// run-graph); a negative value keeps runtime::TimingOptions' default.
 struct TimingOverrides {

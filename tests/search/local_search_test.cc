@@ -491,6 +491,15 @@ TEST(TuneWithLocalSearch, EveryLaterCandidateNeighborsAMeasuredState) {
   ASSERT_THAT(contents, IsOk());
   const std::vector<MeasureRecord>& records = contents->records;
   ASSERT_EQ(records.size(), 12u);
+  // Each round line in the log says how many of its trials came from local search, and the
+  // fraction it ran with (every round: the fraction is > 0, the first round has 0 trials from it).
+  ASSERT_EQ(contents->rounds.size(), 3u);
+  for (size_t round = 0; round < contents->rounds.size(); ++round) {
+    SCOPED_TRACE(round);
+    EXPECT_EQ(contents->rounds[round].local_search_trials, r->local_search_trials[round]);
+    EXPECT_EQ(contents->rounds[round].local_search_fraction, 1.0);
+    EXPECT_EQ(r->rounds[round].local_search_trials, r->local_search_trials[round]);
+  }
   const ir::ComputeDAG dag = testing::MustBuild(Matmul32().Build());
   for (size_t round = 1; round < r->rounds.size(); ++round) {
     const int64_t first = r->rounds[round].first_trial;

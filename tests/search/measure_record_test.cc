@@ -339,6 +339,94 @@ TEST(RoundRecordJsonTest, LayoutNullsAndKinds) {
                                                    HasSubstr("log format version 2 is newer")));
 }
 
+// A round line as logs before the local-search fields hold them (and as rounds without local
+// search still write them), written out by hand.
+constexpr char kOldRoundLine[] =
+    R"({"kind":"round","version":1,"workload_key":"944c58f7abbc0045","target":{"arch":"x86-64",)"
+    R"("device_name":"","host_cores":2,"host_vector_bytes":32,"kind":"cpu","l2_bytes":62914560,)"
+    R"("max_registers_per_block":65536,"max_shared_memory_optin":232448,)"
+    R"("max_shared_memory_per_block":49152,"max_threads_per_block":1024,"max_vector_bytes":16,)"
+    R"("max_vthread_extent":8,"sm_count":132,"warp_size":32},"round":2,"first_trial":2,)"
+    R"("trials":2,"valid":2,"model":"xgboost","model_trained":true,"train_samples":2,)"
+    R"("train_programs":2,"boost_rounds":1,"model_validation_accuracy":null,)"
+    R"("predicted":[0.25,0.5],"pairwise_accuracy":0.0,"top_k_recall":1.0,"k":1,"train_s":0.5,)"
+    R"("search_s":1.5,"build_s":0.25,"measure_s":2.5,"timestamp":"2026-11-30T05:50:11.258Z",)"
+    R"("tilesearch_version":"0.5.0-dev","seed":1})";
+
+TEST(RoundRecordJsonTest, LineWithoutLocalSearchFieldsReadsAsNoneAndIsRewrittenUnchanged) {
+  absl::StatusOr<RoundRecord> old = RoundRecordFromJson(json::parse(kOldRoundLine));
+  ASSERT_THAT(old, IsOk());
+  EXPECT_EQ(old->local_search_trials, 0);
+  EXPECT_EQ(old->local_search_fraction, 0.0);
+  EXPECT_EQ(old->trials, 2);
+  // Local search off: the line is written byte for byte as before.
+  EXPECT_EQ(RoundRecordToLine(*old), kOldRoundLine);
+  EXPECT_FALSE(RoundRecordToJson(*old).contains("local_search_trials"));
+}
+
+TEST(RoundRecordJsonTest, LocalSearchFieldsRoundTripAfterValid) {
+  json j = json::parse(kOldRoundLine);
+  j["local_search_trials"] = 2;
+  j["local_search_fraction"] = 0.5;
+  absl::StatusOr<RoundRecord> r = RoundRecordFromJson(j);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->local_search_trials, 2);
+  EXPECT_EQ(r->local_search_fraction, 0.5);
+  // Written after "valid", everything else as in the line without them.
+  std::string want = kOldRoundLine;
+  const std::string valid = R"("valid":2,)";
+  want.insert(want.find(valid) + valid.size(),
+              R"("local_search_trials":2,"local_search_fraction":0.5,)");
+  EXPECT_EQ(RoundRecordToLine(*r), want);
+
+  // A round of a local-search job that had nothing to start from (the first round of a log):
+  // the fraction is still recorded, with 0 trials.
+  RoundRecord first = *r;
+  first.local_search_trials = 0;
+  first.local_search_fraction = 1;
+  const std::string line = RoundRecordToLine(first);
+  EXPECT_THAT(line, HasSubstr(R"("valid":2,"local_search_trials":0,"local_search_fraction":1.0,)"));
+  absl::StatusOr<RoundRecord> back = RoundRecordFromJson(json::parse(line));
+  ASSERT_THAT(back, IsOk());
+  EXPECT_EQ(back->local_search_trials, 0);
+  EXPECT_EQ(back->local_search_fraction, 1.0);
+}
+
+TEST(RoundRecordJsonTest, LocalSearchFieldErrors) {
+  const json base = json::parse(kOldRoundLine);
+  struct Case {
+    const char* what;
+    json trials;      // null: field absent
+    json fraction;    // null: field absent
+    const char* message;
+  };
+  const Case cases[] = {
+      {"more than the round", 3, 1.0,
+       "field 'local_search_trials' is 3, more than the round's 2 trials"},
+      {"negative", -1, 1.0, "field 'local_search_trials' must be a non-negative integer, got -1"},
+      {"not an integer", 1.5, 1.0, "field 'local_search_trials' must be a non-negative integer"},
+      {"fraction above 1", 1, 1.5, "field 'local_search_fraction' must be a number in [0, 1]"},
+      {"fraction a string", 1, "half", "field 'local_search_fraction' must be a number in [0, 1]"},
+      {"trials alone", 1, nullptr,
+       "field 'local_search_fraction' is missing (local_search_trials is given)"},
+      {"fraction alone", nullptr, 0.5,
+       "field 'local_search_trials' is missing (local_search_fraction is given)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    json j = base;
+    if (!c.trials.is_null()) j["local_search_trials"] = c.trials;
+    if (!c.fraction.is_null()) j["local_search_fraction"] = c.fraction;
+    EXPECT_THAT(RoundRecordFromJson(j), StatusIs(kInvalid, HasSubstr(c.message)));
+  }
+  json null_fraction = base;
+  null_fraction["local_search_trials"] = 1;
+  null_fraction["local_search_fraction"] = nullptr;
+  EXPECT_THAT(RoundRecordFromJson(null_fraction),
+              StatusIs(kInvalid, HasSubstr("field 'local_search_fraction' must be a number in "
+                                           "[0, 1], got null")));
+}
+
 TEST(MeasureRecordTest, TimestampIsIso8601Utc) {
   const std::string t = CurrentTimestamp();
   EXPECT_TRUE(std::regex_match(t, std::regex(R"(20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d\d\dZ)"))) << t;

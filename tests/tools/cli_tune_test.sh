@@ -7,9 +7,13 @@
 # an unknown --model, a negative --early-stopping and a crossover probability above 1 are one-line
 # errors (exit 2), as are a NaN crossover probability, a family fraction above 1 or NaN, and a
 # device lock that is the log or another file with data (left unchanged), a local-search fraction
-# above 1, NaN or "0.5x" (not a number) and a local-search state count of 0 or "two";
-# --crossover-probability 0 and --max-family-fraction 1 tune; --local-search-fraction 1 tunes its
-# second round from local search (the progress line says so), --local-search-fraction 0 tunes.
+# above 1, NaN or "0.5x" (not a number) and a local-search state count of 0 (out of range) or
+# "two", "abc", "4.5", "" (not an integer: the shared ranged-option check);
+# --crossover-probability 0 and --max-family-fraction 1 tune; " 0.5 " (spaces around) is a
+# fraction like 0.5, " 2 " a state count like 2; --local-search-fraction 1 tunes its second round
+# from local search (the progress line says so), its round lines log the counts (0, then the
+# progress line's 2) and the fraction, and `inspect` shows them ("2 from local search");
+# --local-search-fraction 0 tunes and its round lines have no local-search fields.
 # Run by ctest with TILESEARCH set to the binary.
 set -u
 source "$(dirname "$0")/cli_lib.sh"
@@ -107,6 +111,22 @@ run zero_states tune "${fast[@]}" --trials 4 --local-search-states 0
 expect_error zero_states "--local-search-states"
 run word_states tune "${fast[@]}" --trials 4 --local-search-states two
 expect_error word_states "--local-search-states"
+# Integers: text that is not one says so (not "not in range"); a real integer out of range keeps
+# the range message.
+run abc_states tune "${fast[@]}" --trials 4 --local-search-states abc
+expect_error abc_states "--local-search-states: 'abc' is not an integer in 1..1000"
+run frac_states tune "${fast[@]}" --trials 4 --local-search-states 4.5
+expect_error frac_states "--local-search-states: '4.5' is not an integer in 1..1000"
+run empty_states tune "${fast[@]}" --trials 4 --local-search-states ""
+expect_error empty_states "--local-search-states: '' is not an integer in 1..1000"
+expect_error zero_states "not in range 1 to 1000"
+! grep -q "not an integer" "$tmp/zero_states.err" || fail "zero_states: $(cat "$tmp/zero_states.err")"
+# Spaces around a number are accepted alike, leading or trailing (both tune one round).
+run spaced_fraction tune "${base[@]}" --per-round 2 --log "$tmp/sp.jsonl" --trials 2 \
+  --local-search-fraction " 0.5 " --local-search-states " 2 "
+expect_rc spaced_fraction 0
+grep -q '"local_search_fraction":0.5,' "$tmp/sp.jsonl" ||
+  fail "spaced_fraction: no fraction 0.5 in the round line: $(grep round "$tmp/sp.jsonl")"
 run help_local tune --help
 expect_out help_local '--local-search-fraction'
 expect_out help_local '--local-search-states'
@@ -120,7 +140,25 @@ grep -q 'trials 4/4 .*(round: 2 local, ' "$tmp/all_local.err" ||
   fail "all_local: no '(round: 2 local, ' on the second round's line: $(cat "$tmp/all_local.err")"
 grep -q 'trials 2/4 .*(round: train ' "$tmp/all_local.err" ||
   fail "all_local: the first round's line names local trials: $(cat "$tmp/all_local.err")"
+# The round lines log the counts: 0 in the first round (nothing measured yet), then the progress
+# line's 2; the fraction in both.
+python3 - "$tmp/ls.jsonl" <<'PY' || fail "all_local: round lines' local-search fields"
+import json, sys
+rounds = [l for l in map(json.loads, open(sys.argv[1])) if l.get("kind") == "round"]
+assert [r["local_search_trials"] for r in rounds] == [0, 2], rounds
+assert [r["local_search_fraction"] for r in rounds] == [1, 1], rounds
+PY
+run inspect_local inspect --log "$tmp/ls.jsonl"
+expect_rc inspect_local 0
+expect_out inspect_local '^  round 1 \(trials 0-1, [0-2] valid, 0 from local search; xgboost '
+expect_out inspect_local '^  round 2 \(trials 2-3, [0-2] valid, 2 from local search; xgboost '
 run no_local tune "${base[@]}" --per-round 2 --log "$tmp/nl.jsonl" --trials 4 --local-search-fraction 0
 expect_rc no_local 0
+grep -q '"kind":"round"' "$tmp/nl.jsonl" || fail "no_local: no round lines"
+! grep -q 'local_search' "$tmp/nl.jsonl" || fail "no_local: round lines name local search"
+run inspect_no_local inspect --log "$tmp/nl.jsonl"
+expect_rc inspect_no_local 0
+expect_out inspect_no_local '^  round 2 \(trials 2-3, [0-2] valid; xgboost '
+expect_no_out inspect_no_local 'local search'
 
 finish "tune"
