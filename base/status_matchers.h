@@ -2,6 +2,7 @@
 //
 //   EXPECT_THAT(MakeX(bad), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("extent")));
 //   EXPECT_THAT(MakeX(good), IsOk());
+//   const X x = Ok(MakeX(good));   // the value, after a (non-fatal) expectation that it is OK
 #pragma once
 
 #include <ostream>
@@ -10,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
+#include "gtest/gtest.h"
 
 namespace tilesearch::testing {
 
@@ -36,6 +38,14 @@ MATCHER(IsOk, "is OK") {
   const absl::Status& status = internal::GetStatus(arg);
   *result_listener << "whose status is " << status;
   return status.ok();
+}
+
+/// The value held by `r`, after an EXPECT that it is OK. Tests call it where the value is needed
+/// to go on; a non-OK `r` fails the test and then aborts it (absl's StatusOr dereference).
+template <typename T>
+T Ok(absl::StatusOr<T> r) {
+  EXPECT_THAT(r, IsOk());
+  return *std::move(r);
 }
 
 }  // namespace tilesearch::testing

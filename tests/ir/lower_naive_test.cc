@@ -23,11 +23,7 @@ using ::tilesearch::testing::IsOk;
 using Axes = std::vector<Expr>;
 constexpr ScalarType kF32 = ScalarType::kFloat32;
 
-template <typename T>
-T Ok(absl::StatusOr<T> r) {
-  EXPECT_THAT(r, IsOk());
-  return *std::move(r);
-}
+using ::tilesearch::testing::Ok;
 
 ComputeOptions Names(std::vector<std::string> axes, std::vector<std::string> reduce = {}) {
   ComputeOptions o;

@@ -21,11 +21,7 @@ using ::tilesearch::testing::StatusIs;
 
 using Axes = std::vector<Expr>;
 
-template <typename T>
-T Ok(absl::StatusOr<T> r) {
-  EXPECT_THAT(r, IsOk());
-  return *std::move(r);
-}
+using ::tilesearch::testing::Ok;
 
 constexpr int64_t kRows = 5, kCols = 11;
 

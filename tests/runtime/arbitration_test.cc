@@ -31,11 +31,7 @@ using ::tilesearch::testing::IsOk;
 using ::tilesearch::testing::StatusIs;
 using Axes = std::vector<ir::Expr>;
 
-template <typename T>
-T Ok(absl::StatusOr<T> r) {
-  EXPECT_THAT(r, IsOk());
-  return *std::move(r);
-}
+using ::tilesearch::testing::Ok;
 
 // float32 operations, correctly rounded (the float64 result of two floats rounded to float is
 // the correctly rounded float32 result for + and ×).

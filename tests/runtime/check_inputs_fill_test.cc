@@ -34,11 +34,7 @@ constexpr int64_t kLarge = (int64_t{1} << 20) + 12345;
 // Split into chunks by the explicit thread counts of the bit-identity tests.
 constexpr int64_t kMedium = 300007;
 
-template <typename T>
-T Ok(absl::StatusOr<T> r) {
-  EXPECT_THAT(r, IsOk());
-  return *std::move(r);
-}
+using ::tilesearch::testing::Ok;
 
 ir::HostBuffer Filled(ir::ScalarType dtype, int64_t n, CheckDistribution d, uint64_t stream,
                       int threads) {

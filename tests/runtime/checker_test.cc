@@ -21,11 +21,7 @@ using ::tilesearch::testing::IsOk;
 using ::tilesearch::testing::StatusIs;
 using Axes = std::vector<ir::Expr>;
 
-template <typename T>
-T Ok(absl::StatusOr<T> r) {
-  EXPECT_THAT(r, IsOk());
-  return *std::move(r);
-}
+using ::tilesearch::testing::Ok;
 
 ir::HostBuffer Buffer(ir::ScalarType dtype, std::vector<int64_t> shape, std::vector<double> data) {
   ir::HostBuffer b = ir::HostBuffer::Zeros(dtype, std::move(shape));

@@ -26,11 +26,7 @@ using ::tilesearch::testing::IsOk;
 using ::tilesearch::testing::StatusIs;
 using Axes = std::vector<ir::Expr>;
 
-template <typename T>
-T Ok(absl::StatusOr<T> r) {
-  EXPECT_THAT(r, IsOk());
-  return *std::move(r);
-}
+using ::tilesearch::testing::Ok;
 
 // Few, short timed runs: these tests check outcomes, not speed.
 MeasureOptions FastOptions() {
