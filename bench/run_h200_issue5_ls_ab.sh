@@ -25,19 +25,12 @@ out="${OUT:-/tmp/out}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rc=0
-note_rc() { (( rc == 0 && $1 != 0 )) && rc=$1; echo "$2: rc $1"; }
+# shellcheck source=bench/run_lib.sh
+source bench/run_lib.sh
 JOBS="matmul:xgboost-ls matmul:xgboost-nols" NO_BASELINE=1 LIMIT_S=$LIMIT_S KILL_S=45 REPLAY_S=30 \
   bash bench/run_h200_issue5.sh >"$tmp/issue5.out" 2>&1
 note_rc $? "tuning (run_h200_issue5.sh)"
 grep -E "^tune: trials|^record|re-check|^== |: rc " "$tmp/issue5.out" | tail -30
-mkdir -p "$tmp/mm"
-if tar xzf "$out/issue5.tgz" -C "$tmp/mm"; then
-  SCORE_REPLAY_S=45 SCORE_KILL_S=15 SCORE_S=80 \
-    bash bench/score_matmul_log.sh "$tmp/mm/issue5/matmul_xgboost-ls.jsonl" matmul 0
-  note_rc $? "scoring (score_matmul_log.sh)"
-else
-  note_rc 1 "unpack $out/issue5.tgz"
-fi
-rm -rf "$out/issue5"  # in issue5.tgz (read from $tmp/mm); the device tool returns at most 8 files
+score_issue5_best matmul_xgboost-ls.jsonl "$tmp" 80
 ls -la "$out"
 exit "$rc"

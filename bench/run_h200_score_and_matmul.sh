@@ -43,15 +43,10 @@ done
 (( $(nvidia-smi -L | wc -l) >= 2 )) || { echo "needs 2 GPUs (kind nvidia-h200-x2)"; exit 2; }
 tmp=$(mktemp -d)
 started=()
+# shellcheck source=bench/run_lib.sh
+source bench/run_lib.sh
 # shellcheck disable=SC2317  # called by the EXIT trap
-tree_pids() { local c; echo "$1"; for c in $(pgrep -P "$1"); do tree_pids "$c"; done; }
-# shellcheck disable=SC2317  # called by the EXIT trap
-cleanup() {
-  local p all=()
-  for p in "${started[@]}"; do mapfile -t -O "${#all[@]}" all < <(tree_pids "$p"); done
-  (( ${#all[@]} )) && kill "${all[@]}" 2>/dev/null
-  rm -rf "$tmp"
-}
+cleanup() { kill_started; rm -rf "$tmp"; }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -79,7 +74,6 @@ TS_ROOT="$(bash dist/unpack.sh | tail -1)"
 export TS_ROOT
 
 rc=0
-note_rc() { (( rc == 0 && $1 != 0 )) && rc=$1; echo "$2: rc $1"; }
 CUDA_VISIBLE_DEVICES=1 TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu1.lock \
   LOGS_FROM=bench/logs/h200-issue6.tar.xz CHUNK=0/1 TRIALS=1 BENCH_S=300 BENCH_KILL_S=45 ROUND_S=0 \
   SCORE_S=200 WARM=12 WARM_S=300 TAG=final \
@@ -92,15 +86,7 @@ CUDA_VISIBLE_DEVICES=0 RESUME_DIR="$tmp/resume" JOBS="matmul:xgboost:$MATMUL_TRI
   LIMIT_S=$MATMUL_LIMIT_S KILL_S=45 REPLAY_S=30 bash bench/run_h200_issue5.sh >"$tmp/issue5.out" 2>&1
 note_rc $? "matmul job (run_h200_issue5.sh)"
 tail -25 "$tmp/issue5.out"
-mkdir -p "$tmp/mm"
-if tar xzf "$out/issue5.tgz" -C "$tmp/mm"; then
-  SCORE_REPLAY_S=45 SCORE_KILL_S=15 SCORE_S=90 \
-    bash bench/score_matmul_log.sh "$tmp/mm/issue5/matmul_xgboost.jsonl" matmul 0
-  note_rc $? "matmul scoring (score_matmul_log.sh)"
-else
-  note_rc 1 "unpack $out/issue5.tgz"
-fi
-rm -rf "$out/issue5"  # in issue5.tgz (read from $tmp/mm); the device tool returns at most 8 files
+score_issue5_best matmul_xgboost.jsonl "$tmp" 90
 wait "$score_pid"
 score_rc=$?
 started=()

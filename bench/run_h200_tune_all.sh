@@ -69,19 +69,14 @@ export TS_ROOT
 # ---- The jobs. A job still running when this script exits early is killed with its children
 # (by pid: they stay in this script's process group, which the device tool may signal).
 started=()
+# shellcheck source=bench/run_lib.sh
+source bench/run_lib.sh
 # shellcheck disable=SC2317  # called by the EXIT trap
-tree_pids() { local c; echo "$1"; for c in $(pgrep -P "$1"); do tree_pids "$c"; done; }
-# shellcheck disable=SC2317  # called by the EXIT trap
-cleanup() {
-  local p all=()
-  for p in "${started[@]}"; do mapfile -t -O "${#all[@]}" all < <(tree_pids "$p"); done
-  (( ${#all[@]} )) && kill "${all[@]}" 2>/dev/null
-}
+cleanup() { kill_started; }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 rc=0
-note_rc() { (( rc == 0 && $1 != 0 )) && rc=$1; echo "$2: rc $1"; }
 matmul_pid=
 if (( MATMUL_TRIALS > 0 )); then  # MATMUL_TRIALS=0: the suites only
   JOBS="matmul:xgboost:$MATMUL_TRIALS" NO_BASELINE=1 LIMIT_S=$MATMUL_LIMIT_S \
