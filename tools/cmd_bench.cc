@@ -530,10 +530,12 @@ ExitCodeAction AddBenchCommand(CLI::App& app) {
   app.add_option("--trials", options->trials,
                  "total trials per problem, counting those already in its log, 1..1000000")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1000000));
+      ->check(CLI::Range(1, 1000000))
+      ->transform(NumberText(true, "1..1000000"));  // runs before the range check
   app.add_option("--per-round", options->per_round, "trials measured per round, 1..4096")
       ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(1, 4096))
+      ->transform(NumberText(true, "1..4096"));  // runs before the range check
   app.add_option("--model", options->model, "cost model: xgboost or random")
       ->capture_default_str()
       ->check(CLI::IsMember({"xgboost", "random"}));
@@ -550,13 +552,15 @@ ExitCodeAction AddBenchCommand(CLI::App& app) {
   app.add_option("--time-limit-s", options->time_limit_s,
                  "per problem: stop its tuning after the round during which this many seconds "
                  "passed, 0..1e6 (default 0: no limit)")
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(CLI::Range(0.0, 1e6))
+      ->transform(NumberText(false, "0..1000000"));  // runs before the range check
   AddSearchOptions(app, &options->search);
   AddCandidateTimingOptions(app, &options->timing);
   app.add_option(
          "--host-threads", options->host_threads,
          "cpu target: threads running parallel loops, 0..4096 (default 0: every usable core)")
-      ->check(CLI::Range(0, 4096));
+      ->check(CLI::Range(0, 4096))
+      ->transform(NumberText(true, "0..4096"));  // runs before the range check
   app.add_flag("--no-check", options->no_check,
                "do not re-check the replayed kernels against the unscheduled programs");
   app.add_option("--json", options->json_path,

@@ -49,7 +49,8 @@ void AddGraphOptions(CLI::App& app, GraphOptions& o) {
       ->check(CLI::IsMember(models::ModelNames()));
   app.add_option("--batch", o.batch,
                  "batch (bert: sequences, resnet: images, swiglu: tokens); default: the model's")
-      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}))
+      ->transform(NumberText(true, "1..4096"));  // runs before the range check
   app.add_flag("--small", o.small, "the tiny version of the model (same structure, test sizes)");
   app.add_flag("--no-fuse", o.no_fuse,
                "one task per operator node (no fusion): every task is a single registry operator");
@@ -57,7 +58,8 @@ void AddGraphOptions(CLI::App& app, GraphOptions& o) {
       ->capture_default_str();
   app.add_option("--host-threads", o.host_threads,
                  "cpu target: threads running parallel loops, 0..4096 (default 0: every core)")
-      ->check(CLI::Range(0, 4096));
+      ->check(CLI::Range(0, 4096))
+      ->transform(NumberText(true, "0..4096"));  // runs before the range check
 }
 
 struct LoadedGraph {
@@ -455,11 +457,13 @@ ExitCodeAction AddTuneGraphCommand(CLI::App& app) {
   AddGraphOptions(app, o->graph);
   app.add_option("--trials", o->trials, "trials of this run over all tasks, 1..10000000")
       ->required()
-      ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
+      ->check(CLI::Range(int64_t{1}, int64_t{10000000}))
+      ->transform(NumberText(true, "1..10000000"));  // runs before the range check
   app.add_option("--per-round", o->per_round,
                  "trials per scheduler round, 1..4096 (at most trials / tasks)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(1, 4096))
+      ->transform(NumberText(true, "1..4096"));  // runs before the range check
   app.add_option("--log", o->log, "the tuning log of all tasks (appended to, resumed from)")
       ->required();
   app.add_option("--seed", o->seed, "seed of the scheduler, the search and the model")
@@ -473,7 +477,8 @@ ExitCodeAction AddTuneGraphCommand(CLI::App& app) {
   app.add_option("--per-task-early-stopping", o->per_task_early_stopping,
                  "stop a task after this many of its rounds without improvement, 0 = off")
       ->capture_default_str()
-      ->check(CLI::Range(0, 1000000));
+      ->check(CLI::Range(0, 1000000))
+      ->transform(NumberText(true, "0..1000000"));  // runs before the range check
   app.add_option("--json", o->json_path,
                  "write the allocation as JSON: tasks (weight, FLOPs, trials, rounds, best ms, "
                  "state) and every round (task, trials, objective ms)");
@@ -497,12 +502,15 @@ ExitCodeAction AddRunGraphCommand(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "interpreter", "unscheduled", "none"}));
   app.add_option("--seed", o->seed, "seed of the check's random inputs")->capture_default_str();
   app.add_option("--min-runs", o->timing.min_runs, "timed runs at least, 1..100000")
-      ->check(CLI::Range(1, 100000));
+      ->check(CLI::Range(1, 100000))
+      ->transform(NumberText(true, "1..100000"));  // runs before the range check
   app.add_option("--min-time-ms", o->timing.min_time_ms,
                  "summed time of the timed runs at least, ms")
-      ->check(CLI::Range(0.0, 600000.0));
+      ->check(CLI::Range(0.0, 600000.0))
+      ->transform(NumberText(false, "0..600000"));  // runs before the range check
   app.add_option("--warmup", o->timing.warmup, "untimed runs before timing, 0..10000")
-      ->check(CLI::Range(0, 10000));
+      ->check(CLI::Range(0, 10000))
+      ->transform(NumberText(true, "0..10000"));  // runs before the range check
   app.add_flag("--no-flush", o->no_flush, "do not flush the caches before each timed run");
   app.add_option("--json", o->json_path,
                  "write the check, the end-to-end latency and the per-task breakdown as JSON");

@@ -248,7 +248,8 @@ ExitCodeAction AddInspectCommand(CLI::App& app) {
   app.add_option("--curve-points", options->curve_points,
                  "tuning-curve lines per workload, 1..100000")
       ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
+      ->check(CLI::Range(1, 100000))
+      ->transform(NumberText(true, "1..100000"));  // runs before the range check
   app.add_option("--plot", options->plot,
                  "write an SVG of best-so-far throughput vs trials (one curve per workload and "
                  "log)");

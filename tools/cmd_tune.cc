@@ -100,10 +100,12 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
   app.add_option("--trials", options->trials,
                  "total trials of the task in the log (resumed logs count), 1..1000000")
       ->required()
-      ->check(CLI::Range(1, 1000000));
+      ->check(CLI::Range(1, 1000000))
+      ->transform(NumberText(true, "1..1000000"));  // runs before the range check
   app.add_option("--per-round", options->per_round, "trials measured per round, 1..4096")
       ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(1, 4096))
+      ->transform(NumberText(true, "1..4096"));  // runs before the range check
   app.add_option("--log", options->log, "tuning log (JSON Lines; appended to, resumed from)")
       ->required();
   app.add_option("--seed", options->seed, "seed of the search and the model")
@@ -116,17 +118,20 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
   app.add_option("--early-stopping", options->early_stopping,
                  "stop after this many trials in a row without a better median, 0 = off")
       ->capture_default_str()
-      ->check(CLI::Range(0, 1000000));
+      ->check(CLI::Range(0, 1000000))
+      ->transform(NumberText(true, "0..1000000"));  // runs before the range check
   app.add_option(
          "--host-threads", options->host_threads,
          "cpu target: threads running parallel loops, 0..4096 (default 0: every usable core)")
-      ->check(CLI::Range(0, 4096));
+      ->check(CLI::Range(0, 4096))
+      ->transform(NumberText(true, "0..4096"));  // runs before the range check
   app.add_option(
          "--run-timeout-ms", options->run_timeout_ms,
          absl::StrCat("wall-clock limit of one candidate's check + timing, ms, 100..3600000 "
                       "(default ",
                       runtime::MeasureOptions().run_timeout_ms, "; over it: run_timeout)"))
-      ->check(CLI::Range(100.0, 3600000.0));
+      ->check(CLI::Range(100.0, 3600000.0))
+      ->transform(NumberText(false, "100..3600000"));  // runs before the range check
   app.add_flag("--quiet", options->quiet, "no progress lines on stderr");
   return [options]() { return Tune(*options); };
 }

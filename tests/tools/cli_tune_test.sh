@@ -121,6 +121,16 @@ run empty_states tune "${fast[@]}" --trials 4 --local-search-states ""
 expect_error empty_states "--local-search-states: '' is not an integer in 1..1000"
 expect_error zero_states "not in range 1 to 1000"
 ! grep -q "not an integer" "$tmp/zero_states.err" || fail "zero_states: $(cat "$tmp/zero_states.err")"
+# The command's own numeric options take the same check first (tune's --trials / --per-round /
+# --run-timeout-ms here; bench, tune-graph and inspect use the same lines).
+run abc_trials tune "${fast[@]}" --trials abc
+expect_error abc_trials "--trials: 'abc' is not an integer in 1..1000000"
+run exp_per_round tune "${fast[@]}" --trials 4 --per-round 1e3
+expect_error exp_per_round "--per-round: '1e3' is not an integer in 1..4096"
+run word_timeout tune "${fast[@]}" --trials 4 --run-timeout-ms soon
+expect_error word_timeout "--run-timeout-ms: 'soon' is not a number in 100..3600000"
+run zero_trials tune "${fast[@]}" --trials 0
+expect_error zero_trials "not in range 1 to 1000000"
 # Spaces around a number are accepted alike, leading or trailing (both tune one round).
 run spaced_fraction tune "${base[@]}" --per-round 2 --log "$tmp/sp.jsonl" --trials 2 \
   --local-search-fraction " 0.5 " --local-search-states " 2 "
