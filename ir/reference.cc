@@ -68,6 +68,8 @@ class PointEvaluator {
   PointEvaluator(const ComputeDAG& dag, const BufferMap& inputs) : dag_(dag), inputs_(inputs) {}
 
   absl::Status status() const { return status_; }
+  /// Stage bodies evaluated so far (one per non-memoized element, plus one per reduce iteration).
+  int64_t steps() const { return steps_; }
 
   Val Stage(int id, const std::vector<int64_t>& index) {
     if (!status_.ok()) return {};
@@ -89,6 +91,7 @@ class PointEvaluator {
     for (size_t d = 0; d < t->axes.size(); ++d) env.emplace_back(t->axes[d].name, index[d]);
     Val result;
     if (t->reduce == ReduceKind::kNone) {
+      ++steps_;
       result = Eval(t->body, env);
     } else {
       result = Eval(t->init, env);
@@ -96,6 +99,7 @@ class PointEvaluator {
       for (const IterVar& r : t->reduce_axes) env.emplace_back(r.name, 0);
       // Odometer over the reduce domain, last reduce axis fastest.
       while (true) {
+        ++steps_;
         result = Combine(t->reduce, t.dtype(), result, Eval(t->body, env));
         if (!status_.ok()) return {};
         int d = static_cast<int>(t->reduce_axes.size()) - 1;
@@ -358,6 +362,7 @@ class PointEvaluator {
   const ComputeDAG& dag_;
   const BufferMap& inputs_;
   absl::Status status_;
+  int64_t steps_ = 0;
   absl::flat_hash_map<std::pair<int, int64_t>, Val> memo_;
 };
 
@@ -398,7 +403,8 @@ absl::StatusOr<BufferMap> RunReference(const ComputeDAG& dag, const BufferMap& i
 }
 
 absl::StatusOr<double> EvaluatePoint(const ComputeDAG& dag, int stage_id,
-                                     const std::vector<int64_t>& index, const BufferMap& inputs) {
+                                     const std::vector<int64_t>& index, const BufferMap& inputs,
+                                     int64_t* steps) {
   if (stage_id < 0 || stage_id >= dag.num_stages()) {
     return absl::InvalidArgumentError(
         absl::StrCat("stage id ", stage_id, " out of range [0, ", dag.num_stages(), ")"));
@@ -418,6 +424,7 @@ absl::StatusOr<double> EvaluatePoint(const ComputeDAG& dag, int stage_id,
   PointEvaluator evaluator(dag, inputs);
   RETURN_IF_ERROR(evaluator.CheckInputs());
   const Val v = evaluator.Stage(stage_id, index);
+  if (steps != nullptr) *steps = evaluator.steps();
   RETURN_IF_ERROR(evaluator.status());
   return IsFloat(t.dtype()) ? v.f : static_cast<double>(v.i);
 }

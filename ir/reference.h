@@ -21,8 +21,12 @@ absl::StatusOr<BufferMap> RunReference(const ComputeDAG& dag, const BufferMap& i
                                        Precision precision = Precision::kNative);
 
 /// Value of stage `stage_id` at `index`, computed from the definitions in float64 (producers are
-/// evaluated pointwise, memoized). Errors: bad stage id, index rank or range, missing input.
+/// evaluated pointwise, memoized). `steps`, when given, receives the number of stage bodies
+/// evaluated (one per element computed, one per reduce iteration; inputs are not counted): a
+/// deterministic measure of the call's work (a matmul element: K). Errors: bad stage id, index
+/// rank or range, missing input.
 absl::StatusOr<double> EvaluatePoint(const ComputeDAG& dag, int stage_id,
-                                     const std::vector<int64_t>& index, const BufferMap& inputs);
+                                     const std::vector<int64_t>& index, const BufferMap& inputs,
+                                     int64_t* steps = nullptr);
 
 }  // namespace tilesearch::ir

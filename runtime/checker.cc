@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/cpu_count.h"
 #include "base/status.h"
 #include "ir/reference.h"
 #include "runtime/check_inputs_fill.h"
@@ -241,29 +242,23 @@ bool ArbitrationElementPasses(double got, double ref32, double ref64, const Tole
 
 namespace {
 
-using ArbitrationClock = std::chrono::steady_clock;
-
-double MsBetween(ArbitrationClock::time_point a, ArbitrationClock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-// Threads for `n` point evaluations: hardware threads capped at kMaxParallelThreads and at n.
+// Threads for `n` point evaluations: the usable cores (affinity mask, TILESEARCH_THREADS) capped
+// at kMaxParallelThreads and at n.
 int ArbitrationThreads(int64_t n) {
-  const unsigned hardware = std::thread::hardware_concurrency();
-  const int64_t threads =
-      std::min<int64_t>(hardware == 0 ? 1 : hardware, kMaxParallelThreads);
+  const int64_t threads = std::min<int64_t>(UsableCores(), kMaxParallelThreads);
   return static_cast<int>(std::max<int64_t>(1, std::min(threads, n)));
 }
 
 ArbitratedElement JudgeElement(const ir::ComputeDAG& dag, int output_id,
                                const ir::BufferMap& inputs, const std::vector<int64_t>& shape,
                                int64_t flat, double got, double ref32, const Tolerance& tolerance,
-                               std::string* error) {
+                               std::string* error, int64_t* steps = nullptr) {
   ArbitratedElement e;
   e.flat = flat;
   e.got = got;
   e.ref32 = ref32;
-  absl::StatusOr<double> ref64 = ir::EvaluatePoint(dag, output_id, Unflatten(shape, flat), inputs);
+  absl::StatusOr<double> ref64 =
+      ir::EvaluatePoint(dag, output_id, Unflatten(shape, flat), inputs, steps);
   if (!ref64.ok()) {
     *error = std::string(ref64.status().message());
     return e;
@@ -324,38 +319,28 @@ ArbitrationSummary ArbitrateMismatches(const ir::ComputeDAG& dag, int output_id,
     verdicts[i].got = got.data[flats[i]];
     verdicts[i].ref32 = expected.data[flats[i]];
   }
-  auto judge = [&](int64_t i) {
+  auto judge = [&](int64_t i, int64_t* steps) {
     const size_t u = static_cast<size_t>(i);
     const int64_t flat = flats[u];
     verdicts[u] = JudgeElement(dag, output_id, inputs, t.shape(), flat, got.data[flat],
-                               expected.data[flat], tolerance, &errors[u]);
+                               expected.data[flat], tolerance, &errors[u], steps);
   };
 
-  // The first element alone, timed: the estimate of the whole.
-  const ArbitrationClock::time_point start = ArbitrationClock::now();
-  judge(0);
-  const double first_ms = MsBetween(start, ArbitrationClock::now());
-  const int threads = ArbitrationThreads(count - 1);
-  const double estimate_ms = first_ms * static_cast<double>(count - 1) / threads;
-  if (count > 1 && first_ms + estimate_ms > options.budget_ms) {
+  // The first element alone, its steps counted: the estimate of the whole (deterministic).
+  int64_t first_steps = 0;
+  judge(0, &first_steps);
+  const int64_t per_element = std::max<int64_t>(first_steps, 1);
+  if (count > 1 && per_element > options.max_steps / count) {
     s.note = absl::StrFormat(
-        "skipped: %d float64 point evaluations estimated at %.0f ms (%.3g ms each, %d threads), "
-        "over the budget of %.0f ms",
-        count, first_ms + estimate_ms, first_ms, threads, options.budget_ms);
+        "skipped: %d float64 point evaluations of about %d steps each, over the limit of %d steps",
+        count, per_element, options.max_steps);
     return s;
   }
   s.attempted = true;
-  const ArbitrationClock::time_point deadline =
-      start + std::chrono::duration_cast<ArbitrationClock::duration>(
-                  std::chrono::duration<double, std::milli>(options.budget_ms));
-  std::atomic<int64_t> evaluated{1};
-  ParallelChunks(count - 1, threads, [&](int64_t, int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      if (ArbitrationClock::now() > deadline) return;
-      judge(i + 1);
-      evaluated.fetch_add(1, std::memory_order_relaxed);
-    }
-  });
+  ParallelChunks(count - 1, ArbitrationThreads(count - 1),
+                 [&](int64_t, int64_t begin, int64_t end) {
+                   for (int64_t i = begin; i < end; ++i) judge(i + 1, nullptr);
+                 });
 
   int64_t first_failure = -1;
   for (int64_t i = 0; i < count; ++i) {
@@ -373,11 +358,6 @@ ArbitrationSummary ArbitrateMismatches(const ir::ComputeDAG& dag, int output_id,
     const std::string where = absl::StrCat(t.name(), FormatIndex(t.shape(), flat));
     if (!error.empty()) {
       s.note = absl::StrCat(where, ": float64 point evaluation failed: ", error);
-    } else if (!v.evaluated) {
-      s.note = absl::StrFormat(
-          "the budget of %.0f ms ran out after %d of %d float64 point evaluations (first not "
-          "evaluated: %s)",
-          options.budget_ms, evaluated.load(), count, where);
     } else {
       s.note = absl::StrCat(where, ": got ", FormatValue(got.data[flat]), ", ref32 ",
                             FormatValue(expected.data[flat]), ", ref64 ", FormatValue(v.ref64));

@@ -94,12 +94,13 @@ void AccumulateSummary(const std::string& name, const std::vector<int64_t>& shap
                        CheckReport* report);
 
 /// Limits of ArbitrateMismatches (MeasureOptions::arbitration_max_elements and
-/// arbitration_budget_ms).
+/// arbitration_max_steps).
 struct ArbitrationOptions {
   /// At most this many mismatches of one output are re-judged; more: no arbitration. 0 disables.
   int64_t max_elements = 1024;
-  /// Wall-clock budget of the float64 point evaluations of one output, in ms.
-  double budget_ms = 2000;
+  /// Work limit of the float64 point evaluations of one output, in stage-body evaluations
+  /// (ir::EvaluatePoint's `steps`: K per matmul element); deterministic, unlike a time budget.
+  int64_t max_steps = int64_t{1} << 26;
 };
 
 /// One mismatch re-judged by ArbitrateMismatches.
@@ -108,7 +109,7 @@ struct ArbitratedElement {
   double got = 0;          // the candidate's value
   double ref32 = 0;        // the float32 reference's value
   double ref64 = 0;        // ir::EvaluatePoint's value (0 when not evaluated or it failed)
-  bool evaluated = false;  // false: the budget ran out before it, or EvaluatePoint failed
+  bool evaluated = false;  // false: EvaluatePoint failed
   bool passed = false;     // ArbitrationElementPasses(got, ref32, ref64)
 };
 
@@ -116,11 +117,11 @@ struct ArbitratedElement {
 /// mismatches in float64, found.
 struct ArbitrationSummary {
   CompareSummary compare;     // the plain comparison (CompareElement against the float32 reference)
-  bool attempted = false;     // the mismatches were re-judged (0 < mismatches <= cap, in budget)
+  bool attempted = false;     // the mismatches were re-judged (0 < mismatches <= cap, in limit)
   int64_t arbitrated = 0;     // mismatches re-judged and passed
   int64_t still_failing = 0;  // mismatches that did not pass (all of them when not attempted)
   /// When attempted and some failed: "C[3, 17]: got x, ref32 y, ref64 z" of the lowest failing
-  /// flat index. When skipped over the budget: why. Empty otherwise (no mismatches, over the cap,
+  /// flat index. When skipped over the step limit: why. Empty otherwise (no mismatches, over the cap,
   /// arbitration disabled, or all passed).
   std::string note;
   /// The re-judged mismatches in flat-index order (empty when not attempted; at most the cap).
@@ -150,10 +151,12 @@ struct ArbitrationSummary {
 ///
 /// Cost: one float64 point evaluation per mismatch, each about the reduction volume of the output
 /// (K multiply-adds for a matmul, more through fused producers), run on up to
-/// min(hardware threads, 32) threads. The first element is evaluated alone and timed; when that
-/// time × mismatches / threads exceeds options.budget_ms, arbitration is skipped (note says so);
-/// elements not evaluated when the budget runs out fail (note says so). A skipped or incomplete
-/// arbitration fails the output exactly as the plain check would have.
+/// min(usable cores, 32) threads. The first element is evaluated alone and its steps counted
+/// (ir::EvaluatePoint); when steps × mismatches exceeds options.max_steps, arbitration is skipped
+/// (note says so) and the output fails exactly as the plain check would have. The verdict does not
+/// depend on time or load (a wall-clock budget made it: a tester saw the same correct kernel pass
+/// on an idle machine and fail on a loaded one). About 180 ns per step on this project's 2-core
+/// machine: the default 2^26 steps (1024 mismatches of a K = 65536 matmul) is 12 s on one core.
 /// Errors of EvaluatePoint (missing inputs) count as failures with their message in `note`.
 /// Shapes must match (CHECKed), `output_id` must be an output of `dag` with got's shape.
 ArbitrationSummary ArbitrateMismatches(const ir::ComputeDAG& dag, int output_id,

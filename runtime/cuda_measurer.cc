@@ -501,7 +501,7 @@ std::string MismatchMessage(const CheckReport& check) {
 }
 
 ArbitrationOptions ArbitrationOf(const MeasureOptions& options) {
-  return {options.arbitration_max_elements, options.arbitration_budget_ms};
+  return {options.arbitration_max_elements, options.arbitration_max_steps};
 }
 
 // Downloads output buffer `output` (of `decl`) to the host. Errors: the driver's, UnpackBuffer's.

@@ -325,7 +325,7 @@ class HostMeasurer : public Measurer {
         CompareOutputWithArbitration(
             dag, dag.StageId(name), inputs[t], it->second, ref,
             ToleranceFor(ref.dtype, options_.atol, options_.rtol),
-            {options_.arbitration_max_elements, options_.arbitration_budget_ms},
+            {options_.arbitration_max_elements, options_.arbitration_max_steps},
             static_cast<int>(t), distributions[t], &r.check);
       }
       ++r.check.trials;

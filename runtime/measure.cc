@@ -328,8 +328,8 @@ absl::Status ValidateMeasureOptions(const MeasureOptions& options) {
     return bad("arbitration_max_elements must not be negative, got ",
                options.arbitration_max_elements);
   }
-  if (!(options.arbitration_budget_ms >= 0)) {
-    return bad("arbitration_budget_ms must not be negative, got ", options.arbitration_budget_ms);
+  if (options.arbitration_max_steps < 0) {
+    return bad("arbitration_max_steps must not be negative, got ", options.arbitration_max_steps);
   }
   if (!(options.run_timeout_ms > 0)) {
     return bad("run_timeout_ms must be positive, got ", options.run_timeout_ms);

@@ -67,7 +67,9 @@ struct CheckReport {
   int64_t checked_elements = 0;
   std::string first_mismatch;  // "C[3, 17]: got nan, expected 1.25 (trial 1, normal)"; empty if none
   /// Elements outside tolerance against the float32 reference that passed float64 arbitration
-  /// (ArbitrateMismatches, runtime/checker.h); they are not counted in `mismatches`.
+  /// (ArbitrateMismatches, runtime/checker.h), counted per output and trial only when every
+  /// mismatch of it passed (then none is counted in `mismatches`); when some fail, the whole
+  /// output's mismatches stay in `mismatches` and none is counted here.
   int64_t arbitrated = 0;
   /// The first failed or skipped arbitration: "float64 arbitration of 3 mismatches of C (trial 0,
   /// uniform): 1 still fail, first C[1, 2]: got x, ref32 y, ref64 z"; empty if none.
@@ -138,9 +140,10 @@ struct MeasureOptions {
   /// reference, each is re-judged against float64 point evaluation and passes if within the
   /// tolerance plus the reference's own error. 0 disables; more mismatches: wrong_answer as before.
   int64_t arbitration_max_elements = 1024;
-  /// Wall-clock budget of the float64 arbitration of one output of one trial, in ms (estimated
-  /// from the first element before starting; over it: no arbitration, wrong_answer as before).
-  double arbitration_budget_ms = 2000;
+  /// Work limit of the float64 arbitration of one output of one trial, in stage-body evaluations
+  /// (ArbitrationOptions::max_steps; estimated from the first element: over it, no arbitration
+  /// and wrong_answer as before). Deterministic: the verdict does not depend on load.
+  int64_t arbitration_max_steps = int64_t{1} << 26;
   /// Wall-clock limit of one candidate's check + timing in the worker; over it: kRunTimeout.
   double run_timeout_ms = 20000;
   /// Limit for the worker's start (CUDA init, reference computation) per batch.

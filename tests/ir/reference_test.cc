@@ -111,6 +111,21 @@ TEST(ReferenceTest, EvaluatePointMatchesNaiveLoopsInDouble) {
   EXPECT_EQ(Ok(EvaluatePoint(dag, dag.StageId("X"), {4, 10}, inputs)), x[4 * kCols + 10]);
 }
 
+// `steps` counts stage bodies: Y[i, j] evaluates its own body once, E[i, j] and the other
+// kCols - 1 elements E[i, *] that S[i] sums once each (memoized), and M[i] and S[i] kCols reduce
+// iterations each: 1 + 1 + (kCols - 1) + 2 kCols = 1 + 3 kCols. An input costs nothing.
+TEST(ReferenceTest, EvaluatePointCountsStageBodies) {
+  const ComputeDAG dag = Softmax();
+  const BufferMap inputs = MakeRandomInputs(dag, 3);
+  int64_t steps = -1;
+  Ok(EvaluatePoint(dag, dag.StageId("Y"), {1, 4}, inputs, &steps));
+  EXPECT_EQ(steps, 1 + 3 * kCols);
+  Ok(EvaluatePoint(dag, dag.StageId("M"), {0}, inputs, &steps));
+  EXPECT_EQ(steps, kCols);
+  Ok(EvaluatePoint(dag, dag.StageId("X"), {0, 0}, inputs, &steps));
+  EXPECT_EQ(steps, 0);
+}
+
 TEST(ReferenceTest, EvaluatePointEvaluatesOnlyTheTakenSelectBranch) {
   // P[i] = i >= 1 ? X[i - 1] : 0 (a shift with padding); X[-1] would be out of range.
   Tensor x = Ok(Placeholder("X", {4}));

@@ -1,7 +1,7 @@
 // Float64 arbitration of float32 mismatches (ArbitrateMismatches, runtime/checker.h): a long dot
 // product whose naive float32 sum is less accurate than a Kahan-summed float32 "candidate" passes
 // arbitration although it mismatches the naive reference; a real error, a NaN, more mismatches
-// than the cap, a cap of 0 and a zero budget fail as the plain check. Every float32 operation of
+// than the cap, a cap of 0 and a step limit below the work fail as the plain check. Every float32 operation of
 // the test's own sums is emulated in float64 and rounded (exact for + and ×), so no compiler
 // contraction changes them; the float64 values are the test's own sums. Then the host measurer
 // end to end: a reassociated candidate that the plain check rejects at a tight tolerance passes.
@@ -18,6 +18,7 @@
 #include "ir/compute_dag.h"
 #include "ir/stmt.h"
 #include "ir/tensor.h"
+#include "absl/strings/str_cat.h"
 #include "runtime/checker.h"
 #include "runtime/measure.h"
 #include "schedule/target.h"
@@ -260,17 +261,29 @@ TEST(ArbitrationTest, NanCandidateFails) {
   EXPECT_THAT(a.note, HasSubstr("C[5]: got nan, ref32 "));
 }
 
-TEST(ArbitrationTest, ZeroBudgetSkipsArbitration) {
+// The step limit is deterministic: each point evaluation of C[i] is kDepth reduce iterations, so
+// n mismatches cost n · kDepth steps; one step under that skips arbitration, exactly that allows it.
+TEST(ArbitrationTest, StepLimitDecidesWhetherToArbitrate) {
   const DotTask t = MakeDotTask();
+  const int64_t n = ArbitrateMismatches(t.dag, t.dag.StageId("C"), t.inputs, t.kahan, t.naive,
+                                        kFp32, ArbitrationOptions{})
+                        .compare.mismatches;
+  ASSERT_GE(n, 2);
   ArbitrationOptions options;
-  options.budget_ms = 0;
-  const ArbitrationSummary a = ArbitrateMismatches(t.dag, t.dag.StageId("C"), t.inputs, t.kahan,
-                                                   t.naive, kFp32, options);
+  options.max_steps = n * kDepth - 1;
+  ArbitrationSummary a = ArbitrateMismatches(t.dag, t.dag.StageId("C"), t.inputs, t.kahan,
+                                             t.naive, kFp32, options);
   EXPECT_FALSE(a.attempted);
   EXPECT_FALSE(a.passed());
   EXPECT_EQ(a.arbitrated, 0);
   EXPECT_THAT(a.note, HasSubstr("skipped"));
-  EXPECT_THAT(a.note, HasSubstr("over the budget of 0 ms"));
+  EXPECT_THAT(a.note, HasSubstr(absl::StrCat("about ", kDepth, " steps each, over the limit of ",
+                                             n * kDepth - 1, " steps")));
+  options.max_steps = n * kDepth;
+  a = ArbitrateMismatches(t.dag, t.dag.StageId("C"), t.inputs, t.kahan, t.naive, kFp32, options);
+  EXPECT_TRUE(a.attempted);
+  EXPECT_TRUE(a.passed());
+  EXPECT_EQ(a.arbitrated, n);
 }
 
 TEST(ArbitrationTest, ReportFieldsRoundTripThroughJsonAndOptionsAreValidated) {
@@ -292,9 +305,9 @@ TEST(ArbitrationTest, ReportFieldsRoundTripThroughJsonAndOptionsAreValidated) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("arbitration_max_elements")));
   o.arbitration_max_elements = 0;
   EXPECT_THAT(ValidateMeasureOptions(o), IsOk());
-  o.arbitration_budget_ms = -1;
+  o.arbitration_max_steps = -1;
   EXPECT_THAT(ValidateMeasureOptions(o),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("arbitration_budget_ms")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("arbitration_max_steps")));
 }
 
 // End to end on the cpu target: Y[i] = sum_k (X[i, k] + 1000) with 4096 terms. The interpreter's
