@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <regex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -194,6 +195,24 @@ absl::Status LogWriter::Append(const std::vector<MeasureRecord>& records,
   return absl::OkStatus();
 }
 
+namespace {
+// "kind":"round" in the text of a line that is not JSON (spaces allowed around the colon).
+const std::regex& RoundKindPattern() {
+  static const std::regex* pattern = new std::regex(R"re("kind"\s*:\s*"round")re");
+  return *pattern;
+}
+}  // namespace
+
+int64_t NextRoundNumber(const LogContents& contents) {
+  int64_t last = contents.max_corrupt_round;
+  for (const RoundRecord& r : contents.rounds) last = std::max(last, r.round);
+  if (contents.corrupt_round_lines > 0) {
+    last = std::max(last, static_cast<int64_t>(contents.rounds.size()) +
+                              contents.corrupt_round_lines);
+  }
+  return last + 1;
+}
+
 absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& options) {
   ASSIGN_OR_RETURN(const std::string text, ReadRegularFile(path));
   LogContents out;
@@ -229,6 +248,7 @@ absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& 
       j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception& e) {
       RETURN_IF_ERROR(skip(absl::InvalidArgumentError(absl::StrCat("not valid JSON: ", e.what()))));
+      if (std::regex_search(line, RoundKindPattern())) ++out.corrupt_round_lines;
       continue;
     }
     const std::string kind = LogLineKind(j);
@@ -236,6 +256,11 @@ absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& 
       absl::StatusOr<RoundRecord> round = RoundRecordFromJson(j);
       if (!round.ok()) {
         RETURN_IF_ERROR(skip(round.status()));
+        ++out.corrupt_round_lines;
+        const auto number = j.find("round");
+        if (number != j.end() && number->is_number_integer() && number->get<int64_t>() > 0) {
+          out.max_corrupt_round = std::max(out.max_corrupt_round, number->get<int64_t>());
+        }
         continue;
       }
       ++readable;

@@ -91,7 +91,24 @@ struct LogContents {
   int64_t inconsistent_records = 0;    // records skipped by verify_workload_keys
   int64_t foreign_target_rounds = 0;   // readable round lines dropped by the target filter
   int64_t other_workload_rounds = 0;   // readable round lines dropped by the workload-key filter
+  /// Skipped lines (counted in corrupt_lines) that look like round lines: JSON objects of kind
+  /// "round", or non-JSON text containing "kind":"round" (a truncated round line). Whatever their
+  /// target and workload key say (those may be the corrupt fields), so a resuming tuner numbers
+  /// its next round past them (NextRoundNumber).
+  int64_t corrupt_round_lines = 0;
+  /// The largest positive integer "round" field among those skipped round lines (0 when none has
+  /// one, e.g. all truncated).
+  int64_t max_corrupt_round = 0;
 };
+
+/// The round number a tuner resuming from `contents` (read with its task's target and workload
+/// filters) gives its first new round: one past the largest of (a) the "round" of every kept round
+/// line, (b) max_corrupt_round, and (c) when any round line was skipped as corrupt, the number of
+/// round-like lines, kept + skipped (rounds.size() + corrupt_round_lines): a skipped line whose
+/// number could not be read still had one of 1..that count. So a round number already in the log
+/// is never reused (numbers may skip; the skipped lines may belong to other workloads); 1 for a
+/// log without round lines.
+int64_t NextRoundNumber(const LogContents& contents);
 
 /// Reads the log at `path`. Blank lines are ignored; a line that is not JSON (a truncated last
 /// line), not an object, of an unknown "kind" ("unknown line kind 'x'"), or a record or round line

@@ -432,10 +432,19 @@ absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j) {
                                                             ", more than the round's ", r.trials,
                                                             " trials"));
     }
-    RETURN_IF_ERROR(
-        ReadNumberOrNull(j, "local_search_fraction", true, &r.local_search_fraction));
-    if (std::isnan(r.local_search_fraction)) {
-      return FieldError("local_search_fraction", "must be a number in [0, 1], got null");
+    // A number in [0, 1]; null (unlike the accuracies' null = "not measured") is refused.
+    const json& fraction = j.at("local_search_fraction");
+    if (!fraction.is_number() || !(fraction.get<double>() >= 0 && fraction.get<double>() <= 1)) {
+      return FieldError("local_search_fraction",
+                        "must be a number in [0, 1], got " + schedule::ShortJson(fraction));
+    }
+    r.local_search_fraction = fraction.get<double>();
+    // The tuner gives local search ceil(fraction · n) trials: none at fraction 0.
+    if (r.local_search_fraction == 0 && r.local_search_trials > 0) {
+      return FieldError("local_search_trials",
+                        absl::StrCat("is ", r.local_search_trials,
+                                     " but field 'local_search_fraction' is 0 (no local search "
+                                     "trials at fraction 0)"));
     }
   }
   RETURN_IF_ERROR(ReadString(j, "model", "model", &r.model));

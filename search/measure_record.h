@@ -174,7 +174,9 @@ std::string RoundRecordToLine(const RoundRecord& round);
 /// "field 'kind' must be \"round\"", "unknown field 'foo' (expected ...)",
 /// "field 'pairwise_accuracy' must be a number in [0, 1] or null, got 2",
 /// "field 'local_search_trials' is 5, more than the round's 4 trials",
-/// "field 'local_search_fraction' is missing (local_search_trials is given)").
+/// "field 'local_search_fraction' is missing (local_search_trials is given)",
+/// "field 'local_search_fraction' must be a number in [0, 1], got 2" (null refused too),
+/// "field 'local_search_trials' is 3 but field 'local_search_fraction' is 0 (...)").
 absl::StatusOr<RoundRecord> RoundRecordFromJson(const nlohmann::json& j);
 
 /// The kind of a log line's JSON object: "record" when it has no "kind" field, else its value

@@ -293,7 +293,9 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
       dag.Flops(), static_cast<double>(dag.InputBytes() + dag.OutputBytes()));
   // Resume: the task's records already in the log.
   std::vector<MeasureRecord> records;
-  int64_t rounds_in_log = 0;
+  // The first new round's number: past every round line of the log, skipped ones included
+  // (NextRoundNumber), so a resumed log never holds two rounds of one number.
+  int64_t first_round = 1;
   {
     ReadOptions read;
     read.target = target;
@@ -305,7 +307,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
         for (const std::string& w : log->warnings) std::cerr << "tilesearch: warning: " << w << "\n";
       }
       records = std::move(log->records);
-      rounds_in_log = static_cast<int64_t>(log->rounds.size());
+      first_round = NextRoundNumber(*log);
     } else if (log.status().code() != absl::StatusCode::kNotFound) {
       return log.status();
     }
@@ -453,7 +455,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
     }
     round_line.workload_key = key;
     round_line.target = target;
-    round_line.round = rounds_in_log + static_cast<int64_t>(result.rounds.size()) + 1;
+    round_line.round = first_round + static_cast<int64_t>(result.rounds.size());
     round_line.first_trial = round.front().trial;
     round_line.trials = static_cast<int64_t>(round.size());
     round_line.local_search_trials = local_trials;  // written when the fraction is > 0

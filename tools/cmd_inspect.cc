@@ -163,7 +163,10 @@ absl::StatusOr<int> Inspect(const InspectCommandOptions& options) {
     const search::LogContents& c = log.contents;
     std::cout << "log: " << log.path << " (" << c.lines << " lines: " << c.records.size()
               << " records, " << c.rounds.size() << " round lines";
-    if (c.corrupt_lines > 0) std::cout << ", " << c.corrupt_lines << " corrupt lines skipped";
+    if (c.corrupt_lines > 0) {
+      std::cout << ", " << c.corrupt_lines
+                << (c.corrupt_lines == 1 ? " corrupt line skipped" : " corrupt lines skipped");
+    }
     if (c.inconsistent_records > 0) {
       std::cout << ", " << c.inconsistent_records
                 << " records skipped (workload key does not match the workload)";

@@ -158,10 +158,18 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
     std::cout << "check: " << r.check.trials << " trials, " << r.check.checked_elements
               << " elements, max abs error " << Sci(r.check.max_abs_error) << ", max rel error "
               << Sci(r.check.max_rel_error);
+    if (r.check.arbitrated > 0) {
+      std::cout << ", " << r.check.arbitrated << (r.check.arbitrated == 1 ? " element" : " elements")
+                << " accepted by float64 arbitration";
+    }
     if (r.check.mismatches > 0) {
       std::cout << ", " << r.check.mismatches << " mismatches, first " << r.check.first_mismatch;
     }
     std::cout << "\n";
+    // Why the float64 arbitration did not rescue the mismatches (failed or skipped).
+    if (!r.ok() && !r.check.arbitration.empty()) {
+      std::cout << "arbitration: " << r.check.arbitration << "\n";
+    }
   } else if (options.no_check) {
     std::cout << "check: skipped (--no-check)\n";
   }

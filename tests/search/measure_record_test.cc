@@ -29,6 +29,7 @@ using schedule::IteratorAnnotation;
 using schedule::ReorderStep;
 using schedule::SplitStep;
 using schedule::Step;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::tilesearch::testing::IsOk;
@@ -425,6 +426,36 @@ TEST(RoundRecordJsonTest, LocalSearchFieldErrors) {
   EXPECT_THAT(RoundRecordFromJson(null_fraction),
               StatusIs(kInvalid, HasSubstr("field 'local_search_fraction' must be a number in "
                                            "[0, 1], got null")));
+}
+
+// Null is refused, so the message must not offer it: the whole message is checked.
+TEST(RoundRecordJsonTest, LocalSearchFractionOutOfRangeMessageDoesNotOfferNull) {
+  json j = json::parse(kOldRoundLine);
+  j["local_search_trials"] = 1;
+  j["local_search_fraction"] = 2;
+  const absl::StatusOr<RoundRecord> r = RoundRecordFromJson(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(std::string(r.status().message()),
+            "field 'local_search_fraction' must be a number in [0, 1], got 2");
+}
+
+// Local search gets ceil(fraction · n) trials, so trials > 0 at fraction 0 contradict each other;
+// fraction > 0 with 0 trials is consistent (a first round has no measured state to start from).
+TEST(RoundRecordJsonTest, LocalSearchTrialsAtFractionZeroAreRefusedNamingBothFields) {
+  json j = json::parse(kOldRoundLine);
+  j["local_search_trials"] = 1;
+  j["local_search_fraction"] = 0;
+  EXPECT_THAT(RoundRecordFromJson(j),
+              StatusIs(kInvalid, AllOf(HasSubstr("field 'local_search_trials' is 1"),
+                                       HasSubstr("field 'local_search_fraction' is 0"))));
+  j["local_search_fraction"] = 0.0;
+  EXPECT_THAT(RoundRecordFromJson(j), StatusIs(kInvalid, HasSubstr("'local_search_fraction' is 0")));
+  j["local_search_trials"] = 0;
+  absl::StatusOr<RoundRecord> none = RoundRecordFromJson(j);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->local_search_trials, 0);
+  j["local_search_fraction"] = 0.25;
+  ASSERT_TRUE(RoundRecordFromJson(j).ok());
 }
 
 TEST(MeasureRecordTest, TimestampIsIso8601Utc) {

@@ -2,7 +2,9 @@
 # `tilesearch measure`: the CPU tiled matmul example is checked and timed (exit 0, a median, a
 # throughput that agrees with 2·M·N·K / median, a small max error, a --json file), --no-check
 # skips the check, bad options exit 2, and --target cuda on a machine without a CUDA driver exits
-# 2 with "no CUDA driver found" (skipped where libcuda.so.1 exists).
+# 2 with "no CUDA driver found" (skipped where libcuda.so.1 exists); float64 arbitration of an
+# rfactor matmul is reported (accepted elements on the check line and in --json; a failed one's
+# report on failure).
 # Run by ctest with TILESEARCH set to the binary and EXAMPLES to examples/schedules.
 set -u
 source "$(dirname "$0")/cli_lib.sh"
@@ -105,6 +107,36 @@ run bad_target measure --schedule "$cpu" --target rocm
 expect_error bad_target "unknown target 'rocm'"
 run cannot_lower measure --schedule "$examples/matmul_cuda_sssrrsrs.json" --target cpu
 expect_error cannot_lower "cannot lower for cpu"
+# --- Float64 arbitration: an rfactor matmul (k split 64 wide, summed in another order than the
+# float32 reference) on normal inputs with tight tolerances has float32 mismatches that the
+# float64 reference accepts; the check line says how many, and --json has the same count. ---
+cat >"$tmp/rfactor.json" <<'EOF'
+{"version": 1, "workload": {"op": "matmul", "shapes": [[32, 4096], [4096, 32]], "dtype": "float32",
+ "attrs": {}}, "target": "cpu", "steps": [["SP", 2, 2, 4096, [64], 1], ["RF", 2, 3, 0]]}
+EOF
+run arbitrated measure --schedule "$tmp/rfactor.json" --inputs normal --atol 1e-6 --rtol 1e-6 \
+  --min-runs 1 --min-time-ms 0 --warmup 0 --json "$tmp/arbitrated.json"
+expect_rc arbitrated 0
+expect_out arbitrated '^check: 1 trials, .*, [0-9]+ elements? accepted by float64 arbitration$'
+if command -v python3 >/dev/null; then
+  printed="$(sed -n 's/^check: .*, \([0-9]*\) elements\{0,1\} accepted by float64 arbitration$/\1/p' \
+    "$tmp/arbitrated.out")"
+  python3 - "$tmp/arbitrated.json" "$printed" <<'EOF' || fail "arbitrated: --json check is wrong"
+import json, sys
+c = json.load(open(sys.argv[1]))["result"]["check"]
+assert c["arbitrated"] > 0 and c["mismatches"] == 0, c
+assert str(c["arbitrated"]) == sys.argv[2], (c["arbitrated"], sys.argv[2])
+EOF
+fi
+# Ten times tighter, some mismatches fail the float64 arbitration too: wrong_answer, and the
+# arbitration's own report (how many still fail, the first one) is printed.
+run unarbitrated measure --schedule "$tmp/rfactor.json" --inputs normal --atol 1e-7 --rtol 1e-7 \
+  --min-runs 1 --min-time-ms 0 --warmup 0
+expect_rc unarbitrated 1
+expect_out unarbitrated '^check: 1 trials, .*, [0-9]+ mismatches, first C\['
+expect_out unarbitrated '^arbitration: float64 arbitration of [0-9]+ mismatches of C'
+expect_out unarbitrated '^FAILED: wrong_answer'
+
 run missing measure --schedule "$tmp/none.json"
 expect_error missing "cannot read schedule file"
 run bad_json measure --schedule "$cpu" --json "$tmp/no/such/dir/result.json"
