@@ -38,6 +38,7 @@
 #include "search/sketch.h"
 #include "search/tuner.h"
 #include "tests/search/feature_sum_model.h"
+#include "tests/search/tiny_tune_options.h"
 #include "tests/search/space_test_util.h"
 
 namespace tilesearch::search {
@@ -451,23 +452,9 @@ std::string TempLog(const std::string& name) {
 }
 
 TuneOptions TinyTune(const std::string& log) {
-  TuneOptions o;
-  o.trials = 12;
-  o.per_round = 4;
-  o.log_path = log;
-  o.seed = 3;
-  o.use_xgboost = false;
-  o.search.population = 16;
-  o.search.generations = 1;
-  o.search.init_min_population = 8;
+  TuneOptions o = testing::TinyCpuTuneOptions(log, /*trials=*/12, /*per_round=*/4, /*seed=*/3);
   o.search.local_search_fraction = 1;
   o.search.local_search_states = 2;
-  o.measure.timing.min_runs = 1;
-  o.measure.timing.min_total_ms = 0;
-  o.measure.timing.warmup_runs = 0;
-  if (o.measure.timing.max_runs < 1) o.measure.timing.max_runs = 1;
-  o.measure.host_threads = 1;
-  o.quiet = true;
   return o;
 }
 

@@ -17,6 +17,7 @@
 #include "search/log_io.h"
 #include "search/tuner.h"
 #include "tests/search/scratch_dir.h"
+#include "tests/search/tiny_tune_options.h"
 
 namespace tilesearch::search {
 namespace {
@@ -32,23 +33,7 @@ schedule::Workload Matmul16() {
 }
 
 TuneOptions SmallTune(const std::string& log, int trials) {
-  TuneOptions o;
-  o.trials = trials;
-  o.per_round = 2;
-  o.log_path = log;
-  o.seed = 11;
-  o.use_xgboost = false;
-  o.search.population = 16;
-  o.search.generations = 1;
-  o.search.init_min_population = 8;
-  o.measure.timing.min_runs = 1;
-  o.measure.timing.min_total_ms = 0;
-  o.measure.timing.warmup_runs = 0;
-  if (o.measure.timing.max_runs < 1) o.measure.timing.max_runs = 1;
-  o.measure.host_threads = 1;
-  o.model_threads = 1;
-  o.quiet = true;
-  return o;
+  return testing::TinyCpuTuneOptions(log, trials, /*per_round=*/2, /*seed=*/11);
 }
 
 std::vector<std::string> Lines(const std::string& path) {
