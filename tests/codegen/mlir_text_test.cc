@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string>
 
+#include <unistd.h>
+
 #include "base/status_matchers.h"
 #include "codegen/codegen.h"
 #include "gmock/gmock.h"
@@ -25,10 +27,11 @@ constexpr char kFileCheck[] = "/usr/lib/llvm-22/bin/FileCheck";
 
 // Runs FileCheck with `checks` on `input`; returns its exit code and output.
 std::pair<int, std::string> FileCheck(const std::string& input, const std::string& checks) {
-  const std::string dir = ::testing::TempDir();
-  const std::string in = dir + "/mlir_text_input.mlir";
-  const std::string chk = dir + "/mlir_text_checks.txt";
-  const std::string log = dir + "/mlir_text_filecheck.log";
+  // Per process: ctest runs this binary's cases in parallel processes sharing TempDir().
+  const std::string stem = ::testing::TempDir() + "/mlir_text_" + std::to_string(::getpid());
+  const std::string in = stem + "_input.mlir";
+  const std::string chk = stem + "_checks.txt";
+  const std::string log = stem + "_filecheck.log";
   std::ofstream(in) << input;
   std::ofstream(chk) << checks;
   const std::string cmd =

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include <unistd.h>
 #include <vector>
 
 #include "base/status_matchers.h"
@@ -29,10 +31,11 @@ constexpr char kPtxas[] = "/usr/local/cuda/bin/ptxas";
 
 // Runs ptxas on `ptx`; returns its exit code and output.
 std::pair<int, std::string> RunPtxas(const std::string& ptx, const std::string& arch) {
-  const std::string dir = ::testing::TempDir();
-  const std::string in = dir + "/codegen_test.ptx";
-  const std::string out = dir + "/codegen_test.cubin";
-  const std::string log = dir + "/codegen_test.log";
+  // Per process: ctest runs this binary's cases in parallel processes sharing TempDir().
+  const std::string stem = ::testing::TempDir() + "/codegen_test_" + std::to_string(::getpid());
+  const std::string in = stem + ".ptx";
+  const std::string out = stem + ".cubin";
+  const std::string log = stem + ".log";
   std::ofstream(in) << ptx;
   const std::string cmd =
       std::string(kPtxas) + " -arch=" + arch + " -v " + in + " -o " + out + " > " + log + " 2>&1";

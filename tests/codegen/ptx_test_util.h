@@ -9,6 +9,8 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -30,13 +32,16 @@ inline int Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-/// Expects ptxas -arch=sm_90 to assemble `ptx` (written to `stem`.ptx in the test's temporary
-/// directory); marks the test skipped (and returns) where ptxas is absent.
-inline void ExpectPtxasAccepts(const std::string& ptx, const std::string& stem) {
+/// Expects ptxas -arch=sm_90 to assemble `ptx` (written to `stem`_<pid>.ptx in the test's
+/// temporary directory: ctest runs the test cases of one binary as parallel processes, and a
+/// shared file name let one case's ptxas read another's half-written PTX); marks the test skipped
+/// (and returns) where ptxas is absent.
+inline void ExpectPtxasAccepts(const std::string& ptx, const std::string& stem_prefix) {
   if (!std::filesystem::exists(kPtxas)) {
     GTEST_SKIP() << "ptxas not found at " << kPtxas << "; PTX not assembled";
   }
   const std::string dir = ::testing::TempDir();
+  const std::string stem = stem_prefix + "_" + std::to_string(::getpid());
   const std::string in = dir + "/" + stem + ".ptx";
   const std::string log = dir + "/" + stem + ".log";
   std::ofstream(in) << ptx;

@@ -11,6 +11,8 @@
 #include <random>
 #include <set>
 #include <string>
+
+#include <unistd.h>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -298,7 +300,8 @@ TEST(ScheduledCodegenTest, RandomGpuSchedulesAssembleAndRunOnTheHostWhereSerial)
     ASSERT_THAT(modules[i], IsOk()) << candidates[i].lowered.nest;
     EXPECT_EQ(modules[i]->kernels.size(), candidates[i].lowered.launches.size());
     if (have_ptxas) {
-      const std::string path = ::testing::TempDir() + "/scheduled_codegen.ptx";
+      const std::string path =
+          ::testing::TempDir() + "/scheduled_codegen_" + std::to_string(::getpid()) + ".ptx";
       std::ofstream(path) << modules[i]->ptx;
       const std::string cmd = std::string(kPtxas) + " -arch=sm_90 " + path + " -o " + path +
                               ".cubin > " + path + ".log 2>&1";
