@@ -458,13 +458,7 @@ TuneOptions TinyTune(const std::string& log) {
   return o;
 }
 
-schedule::Workload Matmul32() {
-  schedule::Workload w;
-  w.op = "matmul";
-  w.args.shapes = {{32, 32}, {32, 32}};
-  w.args.dtype = ir::ScalarType::kFloat32;
-  return w;
-}
+schedule::Workload Matmul32() { return testing::SquareMatmul(32); }
 
 TEST(TuneWithLocalSearch, EveryLaterCandidateNeighborsAMeasuredState) {
   const std::string log = TempLog("all_local");

@@ -24,13 +24,7 @@ namespace {
 
 using nlohmann::json;
 
-schedule::Workload Matmul16() {
-  schedule::Workload w;
-  w.op = "matmul";
-  w.args.shapes = {{16, 16}, {16, 16}};
-  w.args.dtype = ir::ScalarType::kFloat32;
-  return w;
-}
+schedule::Workload Matmul16() { return testing::SquareMatmul(16); }
 
 TuneOptions SmallTune(const std::string& log, int trials) {
   return testing::TinyCpuTuneOptions(log, trials, /*per_round=*/2, /*seed=*/11);

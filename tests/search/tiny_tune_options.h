@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "ir/type.h"
+#include "schedule/schedule_file.h"
 #include "search/tuner.h"
 
 namespace tilesearch::search::testing {
@@ -29,6 +31,15 @@ inline TuneOptions TinyCpuTuneOptions(const std::string& log, int64_t trials, in
   o.model_threads = 1;
   o.quiet = true;
   return o;
+}
+
+/// The workload matmul n×n · n×n float32.
+inline schedule::Workload SquareMatmul(int64_t n) {
+  schedule::Workload w;
+  w.op = "matmul";
+  w.args.shapes = {{n, n}, {n, n}};
+  w.args.dtype = ir::ScalarType::kFloat32;
+  return w;
 }
 
 }  // namespace tilesearch::search::testing
