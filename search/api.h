@@ -4,12 +4,19 @@
 // OSDI 2020): sketches + random annotation, evolutionary search guided by a learned cost model,
 // every candidate measured on the real target and checked against the unscheduled program.
 //
-//   tilesearch::Task task{matmul, tilesearch::DefaultTarget()};   // what to tune, and where
-//   tilesearch::Tune(task, options);                             // measured trials →
-//   options.log_path auto best = tilesearch::ApplyHistoryBest(log, task);          // the fastest
-//   valid record auto artifact = tilesearch::BuildKernel(*best);               // re-lowered,
-//   compiled auto kernel = tilesearch::Kernel::Load(*artifact);            // ready to launch
-//   kernel->Run({&a, &b, &c});                                    // host buffers in, results out
+//   auto task = tilesearch::Task::Create("matmul", {{256, 256}, {256, 256}},
+//                                        tilesearch::DefaultTarget());  // what, and where
+//   tilesearch::TuneOptions options;
+//   options.trials = 64;
+//   options.log_path = "matmul.jsonl";
+//   auto tuned = tilesearch::Tune(*task, options);                      // measured trials → log
+//   auto best = tilesearch::ApplyHistoryBest(options.log_path, *task);  // fastest valid record
+//   auto artifact = tilesearch::BuildKernel(*best);                     // re-lowered, compiled
+//   auto kernel = tilesearch::Kernel::Load(*artifact);                  // ready to launch
+//   auto buffers = kernel->MakeBuffers();                               // A, B, C: fill A and B
+//   kernel->Run({&buffers[0], &buffers[1], &buffers[2]});               // C = A · B
+//
+// Every call returns an absl::Status or absl::StatusOr: check ok() before using the value.
 //
 // Conventions. Shapes are row-major extents; a workload's inputs are in the operator's input
 // order (`tilesearch ops NAME` lists them) and its outputs follow. Times are milliseconds unless a

@@ -8,6 +8,7 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libzstd-dev
   libxgboost-dev libabsl-dev libeigen3-dev libgtest-dev libgmock-dev
   nlohmann-json3-dev libcli11-dev
+  clang-format
   xz-utils
 )
 
