@@ -3,7 +3,8 @@
 #   lib/libts_*.a                  those libraries;
 #   include/tilesearch/<folder>/   the headers of each library's folder, folder layout kept (sources
 #                                  include "search/api.h"), except codegen's MLIR-facing internals;
-#   lib/cmake/tilesearch/          tilesearchConfig.cmake, its version file and the export set;
+#   lib/cmake/tilesearch/          tilesearchConfig.cmake, its version file, the export set and
+#                                  XGBoostTarget.cmake (the config's xgboost::xgboost);
 #   bin/tilesearch                 the command-line tool.
 # find_package(tilesearch CONFIG) then gives one target, tilesearch::tilesearch, carrying every
 # library, include directory and dependency. Only the development build (shared MLIR/LLVM) exports
@@ -65,10 +66,12 @@ install(TARGETS ${TILESEARCH_PACKAGE_LIBRARIES} tilesearch_package EXPORT tilese
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(EXPORT tilesearchTargets NAMESPACE tilesearch:: DESTINATION ${TILESEARCH_INSTALL_CMAKEDIR})
 
+get_filename_component(TILESEARCH_XGBOOST_LIBDIR "${TILESEARCH_XGBOOST_LIB}" DIRECTORY)
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/tilesearchConfig.cmake.in
   ${PROJECT_BINARY_DIR}/tilesearchConfig.cmake INSTALL_DESTINATION ${TILESEARCH_INSTALL_CMAKEDIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/tilesearchConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/tilesearchConfig.cmake
               ${PROJECT_BINARY_DIR}/tilesearchConfigVersion.cmake
+              ${CMAKE_CURRENT_LIST_DIR}/XGBoostTarget.cmake
         DESTINATION ${TILESEARCH_INSTALL_CMAKEDIR})

@@ -37,19 +37,37 @@ if [ ${#files[@]} -eq 0 ]; then
   exit 1
 fi
 
-# --dry-run --Werror reports each unformatted place as "FILE:LINE:COL: error: code should be
-# clang-formatted [-Wclang-format-violations]"; any other error output is a real failure.
-report=$(mktemp)
-trap 'rm -f "$report"' EXIT
-status=0
-printf '%s\0' "${files[@]}" |
-  xargs -0 -n 8 -P "$(nproc)" "$clang_format" --dry-run --Werror 2>"$report" >/dev/null ||
-  status=$?
-mapfile -t bad < <(sed -n 's/^\(.*\):[0-9]*:[0-9]*: error: code should be clang-formatted.*/\1/p' \
-                     "$report" | sort -u)
-if [ "$status" -ne 0 ] && [ ${#bad[@]} -eq 0 ]; then
-  echo "check_format: $clang_format failed:" >&2
-  cat "$report" >&2
+# One clang-format per file, in parallel; each prints one short line (a single write, so
+# parallel lines never interleave): "bad FILE" when --dry-run --Werror reports "code should be
+# clang-formatted", "error FILE: MESSAGE" for any other failure (an unreadable file, a bad
+# .clang-format).
+check_files() {
+  local f out
+  for f in "$@"; do
+    if ! out=$("$clang_format" --dry-run --Werror "$f" 2>&1 >/dev/null); then
+      if grep -q "code should be clang-formatted" <<<"$out"; then
+        printf 'bad %s\n' "$f"
+      else
+        printf 'error %s: %s\n' "$f" "$(head -n 1 <<<"$out")"
+      fi
+    fi
+  done
+}
+export -f check_files
+export clang_format
+mapfile -t results < <(printf '%s\0' "${files[@]}" |
+                       xargs -0 -n 8 -P "$(nproc)" bash -c 'check_files "$@"' check_files | sort)
+bad=()
+errors=()
+for r in "${results[@]}"; do
+  case "$r" in
+    "bad "*) bad+=("${r#bad }") ;;
+    *) errors+=("${r#error }") ;;
+  esac
+done
+if [ ${#errors[@]} -ne 0 ]; then
+  echo "check_format: $clang_format failed on ${#errors[@]} files, the first ones:" >&2
+  printf '  %s\n' "${errors[@]:0:5}" >&2
   exit 1
 fi
 
@@ -58,7 +76,7 @@ if [ ${#bad[@]} -eq 0 ]; then
   exit 0
 fi
 if [ "$fix" -eq 1 ]; then
-  "$clang_format" -i -- "${bad[@]}"
+  "$clang_format" -i "${bad[@]}"
   printf 'check_format: reformatted %s\n' "${bad[@]}"
   exit 0
 fi
