@@ -15,7 +15,7 @@ consumer_source=$2
 work=$3
 cxx=$4
 
-step() { echo "== $*"; }
+step() { echo "== [${SECONDS}s] $*"; }
 
 rm -rf "$work"
 mkdir -p "$work"
@@ -52,3 +52,4 @@ cmake --build "$work/build"
 
 step "run the consumer"
 (cd "$work" && "$work/build/tune_matmul" "$work/tune_matmul.jsonl")
+echo "== [${SECONDS}s] done"
