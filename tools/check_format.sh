@@ -41,6 +41,7 @@ fi
 # parallel lines never interleave): "bad FILE" when --dry-run --Werror reports "code should be
 # clang-formatted", "error FILE: MESSAGE" for any other failure (an unreadable file, a bad
 # .clang-format).
+# shellcheck disable=SC2317  # (run through xargs)
 check_files() {
   local f out
   for f in "$@"; do
