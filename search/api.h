@@ -14,9 +14,10 @@
 //   auto artifact = tilesearch::BuildKernel(*best);                     // re-lowered, compiled
 //   auto kernel = tilesearch::Kernel::Load(*artifact);                  // ready to launch
 //   auto buffers = kernel->MakeBuffers();                               // A, B, C: fill A and B
-//   kernel->Run({&buffers[0], &buffers[1], &buffers[2]});               // C = A · B
+//   auto ran = kernel->Run({&buffers[0], &buffers[1], &buffers[2]});    // C = A · B
 //
-// Every call returns an absl::Status or absl::StatusOr: check ok() before using the value.
+// Create, Tune, ApplyHistoryBest, BuildKernel, Load and Run return an absl::Status(Or): check ok()
+// before using a value (examples/tune_and_launch.cc and examples/consumer/tune_matmul.cc do).
 //
 // Conventions. Shapes are row-major extents; a workload's inputs are in the operator's input
 // order (`tilesearch ops NAME` lists them) and its outputs follow. Times are milliseconds unless a
