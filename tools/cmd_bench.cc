@@ -1,8 +1,9 @@
-// `tilesearch bench`: every problem of one or more benchmark suites (bench/harness/suite.h) tuned
+// `tilesearch bench`: every problem of one or more benchmark suites (tools/suite.h) tuned
 // on one target with search::Tune, each into its own log <log-dir>/<problem>.jsonl (resumed), and
 // its best record replayed into kernel artifacts named after the problem (search/replay.h), which
-// bench/score.py looks up by problem name. One problem's failure (a workload that does not build,
-// no valid record, a failed re-check) is reported for that problem and the others still run.
+// bench/harness/score.py looks up by problem name. One problem's failure (a workload that does not
+// build, no valid record, a failed re-check) is reported for that problem and the others still
+// run.
 #include <signal.h>
 #include <unistd.h>
 
@@ -34,7 +35,7 @@
 #include "absl/strings/str_split.h"
 #include "base/interrupt.h"
 #include "base/status.h"
-#include "bench/harness/suite.h"
+#include "tools/suite.h"
 #include "ir/compute_dag.h"
 #include "nlohmann/json.hpp"
 #include "runtime/measure.h"

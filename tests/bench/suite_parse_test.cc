@@ -3,7 +3,7 @@
 #include <string>
 
 #include "base/status_matchers.h"
-#include "bench/harness/suite.h"
+#include "tools/suite.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/type.h"
