@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Times issue 7's model graphs in PyTorch on the H200: eager and torch.compile (inductor, default
-mode, compile time excluded), fp32 with TF32 off, with tilesearch's measurement method (L2 flush
-before every timed run, CUDA events, median; bench/pytorch_baseline.py's time_case).
+"""Times the model graphs of examples/models.h in PyTorch on the H200: eager and torch.compile
+(inductor, default mode, compile time excluded), fp32 with TF32 off, with tilesearch's
+measurement method (L2 flush before every timed run, CUDA events, median;
+bench/harness/pytorch_baseline.py's time_case).
 
 The graphs are the same as examples/models.h builds (same shapes, same operator sequence):
   bert_layer    BERT-base encoder layer, post-LN (batch 8, seq 128, hidden 768, 12 heads, ffn 3072)
   resnet_block  ResNet-50 bottleneck, identity shortcut (56x56, 256 -> 64 -> 64 -> 256), batch 1/16
   swiglu_mlp    LLaMA MLP (16 tokens, hidden 4096, intermediate 11008)
 
-  python3 bench/graph_baseline.py --model bert_layer --model resnet_block:16 --json out.json
+  python3 bench/harness/graph_baseline.py --model bert_layer --model resnet_block:16 --json out.json
 """
 import argparse
 import json

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Names the CUDA kernels PyTorch eager launches for a case, with their grid, block, registers and
 shared memory (from the profiler's Chrome trace), so our kernels can be compared with cuBLAS's
-choice on the same shape:  python3 bench/profile_eager_kernels.py matmul:4096x4096x4096
-fp32 with TF32 disabled, as bench/pytorch_baseline.py."""
+choice on the same shape:  python3 bench/harness/profile_eager_kernels.py matmul:4096x4096x4096
+fp32 with TF32 disabled, as bench/harness/pytorch_baseline.py."""
 import json
 import sys
 import tempfile

@@ -8,7 +8,7 @@ by writing a buffer of twice the device's L2 size, outside the timed region; CUD
 the op; median, p10, p90, mean. fp32 with TF32 disabled everywhere (allow_tf32 = False), unless
 --tf32.
 
-  python3 bench/pytorch_baseline.py --case matmul:4096x4096x4096 --case softmax:4096x4096 \
+  python3 bench/harness/pytorch_baseline.py --case matmul:4096x4096x4096 --case softmax:4096x4096 \
       --json out.json
 """
 import argparse

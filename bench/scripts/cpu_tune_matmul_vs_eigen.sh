@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Issue 5's CPU acceptance, on this machine, in one command:
-#   bash bench/run_cpu_issue5.sh [BUILD_DIR]        (default BUILD_DIR: build)
-# Env: TRIALS (256), SEED (1), MIN_RUNS (timed runs of the re-measurements and Eigen, 100), TAG (a suffix of the output names, e.g. "prelim"), SKIP_TUNE=1
-# (reuse the logs of an earlier run with the same date and tag).
+# Tuned matmul 512³ on the cpu target against the naive schedule and Eigen, on this machine, in
+# one command:
+#   bash bench/scripts/cpu_tune_matmul_vs_eigen.sh [BUILD_DIR]        (default BUILD_DIR: build)
+# Env: TRIALS (256), SEED (1), MIN_RUNS (timed runs of the re-measurements and Eigen, 100), TAG (a
+# suffix of the output names, e.g. "prelim"), SKIP_TUNE=1 (reuse the logs of an earlier run with
+# the same date and tag).
 #
 # Measures matmul 512x512x512 fp32 on the cpu target:
 #   - the naive schedule (`tilesearch measure` of the empty schedule: one thread, no tiling);
@@ -10,15 +12,16 @@
 #     each log re-measured with `tilesearch measure` (same method as the tuner, fresh process);
 #   - Eigen's GEMM (bench/eigen_gemm, -march=native, OpenMP) with 1 and 2 threads, before and after
 #     our runs (the machine is shared: the bracket shows drift);
-# and writes bench/results/cpu-<date>[-TAG]-issue5.md (numbers, ratios, load averages), the raw
-# output beside it (.log) and the tuning logs in bench/logs/.
+# and writes bench/results/cpu-<date>[-TAG]-matmul512-vs-eigen.md (numbers, ratios, load
+# averages), the raw output beside it (.log) and the tuning logs in bench/logs/ (compress both into
+# bench/logs/*.tar.xz before committing, as the earlier runs are).
 #
 # Threads of our kernels: runtime::MeasureOptions::host_threads (0 = every core). When `tune` and
 # `measure` take --host-threads, it is used; otherwise the 1-thread runs are pinned to CPU 0 with
 # taskset (the kernel's thread pool then splits parallel loops into 2 chunks that share one core:
 # one core's throughput, with a little switching overhead; the report says which was used).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build="${1:-build}"
 ts="$build/tools/tilesearch"
 eigen="$build/bench/eigen_gemm"
@@ -26,7 +29,7 @@ trials="${TRIALS:-256}"
 seed="${SEED:-1}"
 runs="${MIN_RUNS:-100}"
 date="$(date -u +%F)"
-name="cpu-$date${TAG:+-$TAG}-issue5"
+name="cpu-$date${TAG:+-$TAG}-matmul512-vs-eigen"
 md="bench/results/$name.md"
 raw="bench/results/$name.log"
 work="$(mktemp -d)"
@@ -146,14 +149,14 @@ def ratio(a, b):
 eig = lambda t: min((res[k] for k in (f"eigen_t{t}_before", f"eigen_t{t}_after") if k in res),
                     default=None)
 tag = "${TAG:-}"
-out = [f"# CPU acceptance of issue 5: matmul 512³ fp32 ({date}{', ' + tag if tag else ''})", "",
-       f"Command: \`bash bench/run_cpu_issue5.sh {build}\` (TRIALS={trials}, SEED={seed}{', TAG=' + tag if tag else ''}), "
+out = [f"# CPU: tuned matmul 512³ fp32 vs the naive schedule and Eigen ({date}{', ' + tag if tag else ''})", "",
+       f"Command: \`bash bench/scripts/cpu_tune_matmul_vs_eigen.sh {build}\` (TRIALS={trials}, SEED={seed}{', TAG=' + tag if tag else ''}), "
        f"source: commit {commit} (as built in {build}).",
        f"Machine: {model}, 2 cores (this workplace's shared build machine). Raw output: {raw}.",
        "Times: median of timed runs after warm-up, 64 MiB cache flush before each run (ours:",
-       "runtime/host_measurer.cc; Eigen: bench/eigen_gemm.cc, the same TimeRepeated and flush).",
+       "runtime/host_measurer.cc; Eigen: bench/cpu/eigen_gemm.cc, the same TimeRepeated and flush).",
        "Eigen 3.4.0 built with -march=native -O3 and OpenMP. Load = /proc/loadavg (1, 5, 15 min)",
-       "when the number was taken: other helpers compile on the same 2 cores.",
+       "when the number was taken: other jobs compile on the same 2 cores.",
        f"Threads of our kernels: {thread_note}.", "",
        f"Timed runs: {runs} at least for the re-measurements and Eigen, 3 for the naive schedule.",
        "On a loaded machine the median is the time with a share of a core; p10 and min approach",

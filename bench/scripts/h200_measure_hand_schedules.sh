@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The issue-4 H200 run, in one device call (README.md at the repo root, the paragraph "On the H200
-# (no LLVM there)", says how the device pack is built and carried):
-#   run(command="bash bench/run_h200_issue4.sh", carry=["dist"])
+# Hand-written schedules against PyTorch eager on the H200, in one device call (README.md at the
+# repo root, the paragraph "On the H200 (no LLVM there)", says how the device pack is built and
+# carried):
+#   run(command="bash bench/scripts/h200_measure_hand_schedules.sh", carry=["dist"])
 # Unpacks the device pack, runs the GPU runtime tests, measures the example schedules (matmul
 # 4096^3 fp32, softmax 4096x4096) with `tilesearch measure` and PyTorch eager on the same shapes
-# with the same method (bench/pytorch_baseline.py), and the compile-time benchmark with driver JIT
-# times. Everything lands in $OUT/issue4/ and is tarred to $OUT/issue4.tgz (the device tool brings
-# back at most 8 files).
+# with the same method (bench/harness/pytorch_baseline.py), and the compile-time benchmark with
+# driver JIT times. Everything lands in $OUT/hand-schedules/ and is tarred to
+# $OUT/hand-schedules.tgz (the device tool brings back at most 8 files);
+# bench/scripts/hand_schedules_table.py turns it into the markdown tables of bench/results/.
 set -uo pipefail
-out="${OUT:-/tmp/out}/issue4"
+out="${OUT:-/tmp/out}/hand-schedules"
 mkdir -p "$out"
 log="$out/run.log"
 exec > >(tee -a "$log") 2>&1
@@ -39,11 +41,11 @@ for t in 128 512 1024; do
 done
 
 echo "== pytorch eager (fp32, TF32 off)"
-PYTHONUNBUFFERED=1 timeout 240 python3 bench/pytorch_baseline.py --case matmul:4096x4096x4096 --case matmul:2048x2048x2048 \
+PYTHONUNBUFFERED=1 timeout 240 python3 bench/harness/pytorch_baseline.py --case matmul:4096x4096x4096 --case matmul:2048x2048x2048 \
   --case softmax:4096x4096 --min-runs "$runs" --json "$out/pytorch.json"
 
 echo "== compile-time benchmark"
 timeout 300 "$ts" bench-compile --size 1024 --candidates "${CANDIDATES:-400}" --workers "$(nproc)" \
   --jit --json "$out/compile.json"
 echo "== done $(date -u +%FT%TZ)"
-tar czf "${OUT:-/tmp/out}/issue4.tgz" -C "$(dirname "$out")" issue4
+tar czf "${OUT:-/tmp/out}/hand-schedules.tgz" -C "$(dirname "$out")" hand-schedules

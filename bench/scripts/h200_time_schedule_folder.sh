@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Times hand-written schedule files on the H200 with `tilesearch measure` (checked first), next to
 # PyTorch eager on the same shapes, in one device call:
-#   run(command="bash bench/probe_schedules_h200.sh bench/schedules/probe", carry=["dist"])
-# Prints one line per schedule (median ms, registers) and writes $OUT/probe[-$TAG]/*.json;
+#   run(command="bash bench/scripts/h200_time_schedule_folder.sh DIR", carry=["dist"])
+# Prints one line per schedule (median ms, registers) and writes $OUT/schedules[-$TAG]/*.json;
 # BASELINE_CASES (pytorch_baseline.py --case arguments) or NO_BASELINE=1.
 set -uo pipefail
-dir="${1:-bench/schedules/probe}"
-out="${OUT:-/tmp/out}/probe${TAG:+-$TAG}"
+dir="${1:?usage: h200_time_schedule_folder.sh DIR (a folder of schedule files)}"
+out="${OUT:-/tmp/out}/schedules${TAG:+-$TAG}"
 mkdir -p "$out"
 exec > >(tee -a "$out/run.log") 2>&1
 root="$(bash dist/unpack.sh | tail -1)"
@@ -33,4 +33,4 @@ print(f"{name}: error {r.get('error')} median {t.get('median_ms')} ms min {t.get
       f"check max_abs {r.get('check', {}).get('max_abs_error')} regs {regs} {r.get('message','')[:200]}")
 P
 done
-[[ -n "${NO_BASELINE:-}" ]] || python3 bench/pytorch_baseline.py ${BASELINE_CASES:---case matmul:4096x4096x4096 --case softmax:4096x4096} 2>&1 | tail -5
+[[ -n "${NO_BASELINE:-}" ]] || python3 bench/harness/pytorch_baseline.py ${BASELINE_CASES:---case matmul:4096x4096x4096 --case softmax:4096x4096} 2>&1 | tail -5

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Issue 5's H200 acceptance runs in one device call (README.md at the repo root, the paragraph
-# "On the H200 (no LLVM there)", says how the device pack is built and carried):
-#   run(command="bash bench/run_h200_issue5.sh", carry=["dist"], kind="nvidia-h200-x8")
+# Tuning jobs of single operators side by side on the GPUs of one H200 host, in one device call
+# (README.md at the repo root, the paragraph "On the H200 (no LLVM there)", says how the device
+# pack is built and carried):
+#   run(command="bash bench/scripts/h200_tune_ops.sh", carry=["dist"], kind="nvidia-h200-x8")
 # Tunes each job of $JOBS (default: matmul 4096^3, softmax 4096x4096 and a ResNet-50 conv2d
 # layer, each with the XGBoost model and with RandomModel) for $TRIALS trials, the jobs side by
 # side: job i on GPU i mod #GPUs, each pinned to its own share of the cores (taskset; tilesearch's
 # worker pools follow the affinity mask). PyTorch eager runs the same shapes on the last GPU
-# (same method: bench/pytorch_baseline.py) in the same call. A job still running at $LIMIT_S
+# (same method: bench/harness/pytorch_baseline.py) in the same call. A job still running at $LIMIT_S
 # seconds gets SIGINT: the tuner finishes and logs its round and stops (the log says how far it
 # got); KILL_S (default 120) seconds later SIGKILL. --foreground: without it timeout signals the job's process group as well as the job, so
 # the tuner saw two interrupts and dropped the round in flight. Then per job: `tilesearch inspect` (curve, 90%-of-best trial, model quality per round) and
@@ -15,10 +16,10 @@
 # seconds of inspect and tar.
 # Exit status: 2 for a refused setting; else the first failing tuning job's status (124, stopped
 # at LIMIT_S, is not a failure) or replay's, after the tar.
-# Everything lands in $OUT/issue5/ and is tarred to $OUT/issue5.tgz (the device tool brings back
+# Everything lands in $OUT/tune/ and is tarred to $OUT/tune.tgz (the device tool brings back
 # at most 8 files).
 set -uo pipefail
-out="${OUT:-/tmp/out}/issue5"
+out="${OUT:-/tmp/out}/tune"
 mkdir -p "$out"
 exec > >(tee -a "$out/run.log") 2>&1
 root="${TS_ROOT:-$(bash dist/unpack.sh | tail -1)}"  # TS_ROOT: already unpacked
@@ -65,7 +66,7 @@ shape_args() {  # OP -> tilesearch workload arguments
 
 # A job's model: xgboost, random, xgboost-nox (XGBoost with crossover off: the crossover A/B) or
 # xgboost-nols / xgboost-ls (XGBoost with local search off / at 0.25: the local-search A/B;
-# the default is off since session 7).
+# the default is off).
 model_args() {
   case "$1" in
     xgboost-nox) echo "--model xgboost --crossover-probability 0" ;;
@@ -78,7 +79,7 @@ model_args() {
 # PyTorch eager on the last GPU while the tuning jobs run on the others (if there are more GPUs
 # than jobs; else before them, while the GPUs are idle).
 baseline() {
-  TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu$((ngpu - 1)).lock CUDA_VISIBLE_DEVICES=$((ngpu - 1)) PYTHONUNBUFFERED=1 timeout 240 python3 bench/pytorch_baseline.py \
+  TILESEARCH_DEVICE_LOCK=/tmp/tilesearch-gpu$((ngpu - 1)).lock CUDA_VISIBLE_DEVICES=$((ngpu - 1)) PYTHONUNBUFFERED=1 timeout 240 python3 bench/harness/pytorch_baseline.py \
     --case matmul:4096x4096x4096 --case softmax:4096x4096 --case conv2d:1x256x14x14x256x3x3x1x1 \
     --json "$out/pytorch.json" >"$out/pytorch.txt" 2>&1
 }
@@ -99,7 +100,7 @@ for i in "${!jobs[@]}"; do
     $TUNE_ARGS --log "$out/$name.jsonl" >"$out/$name.out" 2>"$out/$name.err" &
   pids+=($!)
 done
-sleep 2; bash bench/monitor_jobs.sh 15 $((LIMIT_S + 200)) >"$out/monitor.txt" 2>&1 &
+sleep 2; bash bench/scripts/monitor_jobs.sh 15 $((LIMIT_S + 200)) >"$out/monitor.txt" 2>&1 &
 monitor_pid=$!
 rc=0
 for i in "${!pids[@]}"; do
@@ -140,5 +141,5 @@ for op in matmul softmax conv2d; do
   "$ts" inspect "${logs[@]}" --plot "$out/curve_$op.svg" >/dev/null 2>&1
 done
 echo "== done $(date -u +%FT%TZ)"
-tar czf "${OUT:-/tmp/out}/issue5.tgz" -C "$(dirname "$out")" issue5 || { (( rc == 0 )) && rc=1; }
+tar czf "${OUT:-/tmp/out}/tune.tgz" -C "$(dirname "$out")" tune || { (( rc == 0 )) && rc=1; }
 exit "$rc"

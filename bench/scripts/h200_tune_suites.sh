@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Issue 6 on the H200, one chunk of the suites per device call (each call must stay under 9
+# The benchmark suites on the H200, one chunk of them per device call (each call must stay under 9
 # minutes): `tilesearch bench` tunes the chunk's problems on cuda (resuming from earlier logs),
-# replays each best record into an artifact named after its problem, then bench/score.py scores
-# exactly those problems against PyTorch. Needs a device pack with the `bench` command
-# (tools/pack_device.sh after commit "tilesearch bench"):
-#   run(command="CHUNK=0/10 bash bench/run_h200_issue6.sh", carry=["dist"], kind="nvidia-h200")
+# replays each best record into an artifact named after its problem, then
+# bench/harness/score.py scores exactly those problems against PyTorch (device pack from
+# tools/pack_device.sh):
+#   run(command="CHUNK=0/10 bash bench/scripts/h200_tune_suites.sh", carry=["dist"],
+#       kind="nvidia-h200")
 #
 # Environment (all optional):
 #   SUITES      suite names under bench/suites or paths (default "level1 level2")
@@ -23,8 +24,8 @@
 #   SCORE_S     wall seconds for score.py (default 150; SIGKILL 20 s later). The worst case of
 #               the whole script is BENCH_S + BENCH_KILL_S + SCORE_S + 20 (+ WARM_S + 10 if longer
 #               than BENCH_S + BENCH_KILL_S) plus seconds of unpacking and tar
-#   LOGS_FROM   earlier logs to resume from: a directory of <problem>.jsonl (e.g. bench/logs/
-#               h200-issue6) or a .tar.xz / .tgz of one; copied, never modified
+#   LOGS_FROM   earlier logs to resume from: a directory of <problem>.jsonl or a .tar.xz / .tgz
+#               of one (e.g. bench/logs/h200-2026-11-30-suites.tar.xz); copied, never modified
 #   BASELINES   score.py --baselines (default: score.py's, eager / eager_no_tf32 / compile)
 #   BENCH_ARGS  extra `tilesearch bench` options (default "--warmup 1 --min-runs 3 --min-time-ms 10")
 #   TAG         suffix of the output folder (default: the chunk, e.g. c0of10)
@@ -34,8 +35,8 @@
 #               seconds, default 300), score after
 #   TS_ROOT     an unpacked device pack to use (default: unpack dist/ to /tmp/tilesearch; set it
 #               when another script of the same call already unpacked it there)
-# Output: $OUT/issue6-$TAG/{run.log, problems.txt, logs/<problem>.jsonl, artifacts/, bench.json
-# (tilesearch bench --json), score.{json,md,png}} tarred into $OUT/issue6-$TAG.tgz (one file).
+# Output: $OUT/suites-$TAG/{run.log, problems.txt, logs/<problem>.jsonl, artifacts/, bench.json
+# (tilesearch bench --json), score.{json,md,png}} tarred into $OUT/suites-$TAG.tgz (one file).
 # Exit status: 2 for a refused setting; else score.py's when it failed, else 3 when `tilesearch
 # bench` crashed or was killed (its 1, some problem failed, and 124/130, cut short at BENCH_S,
 # are results: bench.json says which), else tar's.
@@ -43,12 +44,14 @@
 # Splitting both suites (level1: 37 problems, 6 of them small; level2: 13; 50 in all) over several
 # calls: about 5 problems per call fits 9 minutes at the defaults (≈ 25 s of tuning each, i.e. one
 # or two rounds, then scoring with torch.compile), so CHUNK=0/10 ... CHUNK=9/10, one call each, all
-# with the same SUITES, SKIP_SMALL and TRIALS. Pass LOGS_FROM=bench/logs/h200-issue6 once logs are
-# committed there: later calls resume them and only add trials (raise TRIALS to tune further).
-# After the calls, on this machine:
-#   for c in 0 1 2 3 4 5 6 7 8 9; do tar xzf issue6-c${c}of10.tgz; done
-#   mkdir -p bench/logs/h200-issue6 && cp issue6-c*of10/logs/*.jsonl bench/logs/h200-issue6/
-#   python3 bench/score.py --merge issue6-c*of10/score.json --out bench/results/h200-$(date +%F)
+# with the same SUITES, SKIP_SMALL and TRIALS. Pass LOGS_FROM=bench/logs/h200-DATE-suites.tar.xz
+# once logs are committed there: later calls resume them and only add trials (raise TRIALS to tune
+# further). After the calls, on this machine:
+#   for c in 0 1 2 3 4 5 6 7 8 9; do tar xzf suites-c${c}of10.tgz; done
+#   d=h200-$(date +%F)-suites && mkdir -p "$d" && cp suites-c*of10/logs/*.jsonl "$d/" &&
+#     tar -cJf "bench/logs/$d.tar.xz" "$d"
+#   python3 bench/harness/score.py --merge suites-c*of10/score.json \
+#     --out bench/results/h200-$(date +%F)-suites-scored
 # (--merge joins the per-chunk results per suite and recomputes fast_p and the geometric means).
 # A chunk cut short keeps what it finished: bench.json and score.json are rewritten after every
 # problem; run the chunk again (same TRIALS, LOGS_FROM = its logs) to finish it.
@@ -81,7 +84,7 @@ fi
 chunk_tag="c${CHUNK%/*}of${CHUNK#*/}"
 (( problems_given )) && TAG=${TAG:-custom}
 TAG=${TAG:-$chunk_tag}
-out="${OUT:-/tmp/out}/issue6-$TAG"
+out="${OUT:-/tmp/out}/suites-$TAG"
 mkdir -p "$out/logs" "$out/artifacts"
 exec > >(tee -a "$out/run.log") 2>&1
 start_all=$(date +%s)
@@ -113,6 +116,10 @@ count=$(wc -l <"$out/problems.txt")
 root="${TS_ROOT:-$(bash dist/unpack.sh | tail -1)}"
 [[ -n "$root" && -f "$root/run" && -x "$root/run" ]] || { echo "no unpacked device pack at '$root' (dist/unpack.sh failed?)"; exit 2; }
 ts="$root/run"
+# The pack's scoring harness carries its device kernels' PTX (from a checkout, score.py would need
+# nvcc to compile them).
+score_py="$root/bench/harness/score.py"
+[[ -f "$score_py" ]] || score_py=bench/harness/score.py
 echo "== $(date -u +%FT%TZ) $(uname -n); pack: $(head -3 "$root/MANIFEST" | tr '\n' ' ')"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 "$ts" bench --help >/dev/null 2>&1 || { echo "the device pack has no 'bench' command: rebuild it (tools/pack_device.sh)"; exit 2; }
@@ -137,7 +144,7 @@ skip_score=0
 warm=${WARM:-0}
 [[ "$warm" =~ ^[0-9]+$ ]] || { echo "WARM=$warm: want a number of processes"; warm=0; }
 if (( !skip_score && warm > 0 )); then
-  timeout -k 10 "${WARM_S:-300}" python3 bench/score.py "${suite_args[@]}" --problems "$PROBLEMS" \
+  timeout -k 10 "${WARM_S:-300}" python3 "$score_py" "${suite_args[@]}" --problems "$PROBLEMS" \
     --warm-compile "$warm" --warm-only >"$out/warm.log" 2>&1 &
   warm_pid=$!
 fi
@@ -166,7 +173,7 @@ else
   score_start=$(date +%s)
   baselines=()
   [[ -n "${BASELINES:-}" ]] && baselines=(--baselines "$BASELINES")
-  timeout --foreground -k 20 "$SCORE_S" python3 bench/score.py "${suite_args[@]}" \
+  timeout --foreground -k 20 "$SCORE_S" python3 "$score_py" "${suite_args[@]}" \
     --artifacts "$out/artifacts" --problems "$PROBLEMS" "${baselines[@]}" --out "$out/score" 2>&1 |
     grep -v Warning | tail -60
   score_rc=${PIPESTATUS[0]}

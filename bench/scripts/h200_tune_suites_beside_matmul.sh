@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# One tuning call on one H200 for issues 5 and 6 side by side (device time is scarce: 30 minutes a
-# session, a machine start each call):
-#   run(command="bash bench/run_h200_tune_all.sh", carry=["dist"], kind="nvidia-h200")
+# One tuning call on one H200: the suites and matmul 4096³ side by side (device time is scarce: a
+# machine start each call):
+#   run(command="bash bench/scripts/h200_tune_suites_beside_matmul.sh", carry=["dist"],
+#       kind="nvidia-h200")
 # (or kind="nvidia-h200-x2": suite part i runs on GPU i mod #GPUs with that GPU's lock).
-# - issue 5: matmul 4096³ with XGBoost for MATMUL_TRIALS trials (bench/run_h200_issue5.sh, no
-#   PyTorch baseline here: the scoring call times the replayed best against eager);
-# - issue 6: every problem of both suites for SUITE_TRIALS trials, one round each
-#   (bench/run_h200_issue6.sh with SKIP_SCORE=1), with a smaller search (population 512, 2
-#   generations) so that 50 problems fit the call.
+# - matmul 4096³ with XGBoost for MATMUL_TRIALS trials (bench/scripts/h200_tune_ops.sh, no PyTorch
+#   baseline here: the scoring call times the replayed best against eager);
+# - every problem of both suites for SUITE_TRIALS trials, one round each
+#   (bench/scripts/h200_tune_suites.sh with SKIP_SCORE=1), with a smaller search (population 512,
+#   2 generations) so that 50 problems fit the call.
 # Both share the GPU; their measurements take turns through one device lock
 # (TILESEARCH_DEVICE_LOCK), so a kernel is never timed while the other job's kernel runs; the
 # search and compilation share the cores. Measured on one H200 (2026-11-30): two suite processes
@@ -17,13 +18,13 @@
 # PROBLEMS: only these problems (comma-separated; empty entries are dropped), dealt round-robin
 # to the parts (default, PROBLEMS unset: all, in SUITE_PARTS slices). Refused (exit 2) when it is
 # set but names no problem, or fewer problems than SUITE_PARTS.
-# LOGS_FROM (see run_h200_issue6.sh) resumes the suites from earlier logs: problems with
-# SUITE_TRIALS records are only replayed. Output: $OUT/issue5.tgz and $OUT/issue6-tune<i>.tgz.
+# LOGS_FROM (see h200_tune_suites.sh) resumes the suites from earlier logs: problems with
+# SUITE_TRIALS records are only replayed. Output: $OUT/tune.tgz and $OUT/suites-tune<i>.tgz.
 # Everything is validated before any job starts (exit 2). Exit status: 0, or the first non-zero
 # status of the matmul job, a suite part or the unpacking of a part's output (after the listing).
 set -uo pipefail
 MATMUL_TRIALS=${MATMUL_TRIALS:-1000}
-# The call must stay under the device tool's 600 s. The matmul job (run_h200_issue5.sh) may take
+# The call must stay under the device tool's 600 s. The matmul job (h200_tune_ops.sh) may take
 # MATMUL_LIMIT_S + 120 (SIGKILL grace) + 120 (replay) = 540 s at 300, plus seconds of inspect and
 # tar; a suite part SUITE_S + 45 (its SIGKILL grace) = 545 s at 500.
 MATMUL_LIMIT_S=${MATMUL_LIMIT_S:-300}
@@ -69,8 +70,8 @@ export TS_ROOT
 # ---- The jobs. A job still running when this script exits early is killed with its children
 # (by pid: they stay in this script's process group, which the device tool may signal).
 started=()
-# shellcheck source=bench/run_lib.sh
-source bench/run_lib.sh
+# shellcheck source=bench/scripts/run_lib.sh
+source bench/scripts/run_lib.sh
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() { kill_started; }
 trap cleanup EXIT
@@ -80,7 +81,7 @@ rc=0
 matmul_pid=
 if (( MATMUL_TRIALS > 0 )); then  # MATMUL_TRIALS=0: the suites only
   JOBS="matmul:xgboost:$MATMUL_TRIALS" NO_BASELINE=1 LIMIT_S=$MATMUL_LIMIT_S \
-    bash bench/run_h200_issue5.sh >/dev/null 2>&1 &
+    bash bench/scripts/h200_tune_ops.sh >/dev/null 2>&1 &
   matmul_pid=$!
   started+=("$matmul_pid")
 fi
@@ -95,7 +96,7 @@ for ((i = 0; i < SUITE_PARTS; ++i)); do
     TRIALS="$SUITE_TRIALS" PER_ROUND="$SUITE_TRIALS" BENCH_S="$SUITE_S" ROUND_S=0 \
     SKIP_SCORE=1 TAG=tune$i \
     BENCH_ARGS="--warmup 1 --min-runs 3 --min-time-ms 10 --population 512 --generations 2" \
-    bash bench/run_h200_issue6.sh >/dev/null 2>&1 &
+    bash bench/scripts/h200_tune_suites.sh >/dev/null 2>&1 &
   pids+=($!)
   started+=($!)
   sleep 1
@@ -106,10 +107,10 @@ started=()
 parts=$(mktemp -d)
 trap 'cleanup; rm -rf "$parts"' EXIT
 for ((i = 0; i < SUITE_PARTS; ++i)); do
-  tar xzf "$out/issue6-tune$i.tgz" -C "$parts"; note_rc $? "unpack issue6-tune$i.tgz"
-  tail -15 "$parts/issue6-tune$i/run.log"
+  tar xzf "$out/suites-tune$i.tgz" -C "$parts"; note_rc $? "unpack suites-tune$i.tgz"
+  tail -15 "$parts/suites-tune$i/run.log"
 done
-tail -40 "$out/issue5/run.log" 2>/dev/null
-rm -rf "$out/issue5"  # in issue5.tgz; the device tool returns at most 8 files
+tail -40 "$out/tune/run.log" 2>/dev/null
+rm -rf "$out/tune"  # in tune.tgz; the device tool returns at most 8 files
 ls -la "$out"
 exit "$rc"

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Turns the issue-4 H200 run's files (bench/run_h200_issue4.sh → issue4/) into the markdown
-tables of bench/results/: our schedules vs PyTorch eager on the same shapes, and the compile-time
-distribution.
+"""Turns the files of an H200 hand-schedule run (bench/scripts/h200_measure_hand_schedules.sh →
+hand-schedules/) into the markdown tables of bench/results/: our schedules vs PyTorch eager on the
+same shapes, and the compile-time distribution.
 
-  python3 bench/issue4_table.py DIR > bench/results/h200-2026-11-30-issue4.md
+  python3 bench/scripts/hand_schedules_table.py DIR > bench/results/h200-DATE-hand-schedules-vs-eager.md
 """
 import glob
 import json

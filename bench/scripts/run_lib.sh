@@ -1,7 +1,7 @@
 # shellcheck shell=bash disable=SC2154  # rc, started and out belong to the caller
 # Shared pieces of the H200 run scripts (sourced, not run). The caller defines `rc=0` (the first
 # failing status, the script's exit status) and `started=()` (pids of background jobs it
-# started), and `out` ($OUT) where score_issue5_best is used.
+# started), and `out` ($OUT) where score_tuned_matmul is used.
 
 # note_rc STATUS WHAT: prints "WHAT: rc STATUS" and keeps the first non-zero status in rc.
 note_rc() { (( rc == 0 && $1 != 0 )) && rc=$1; echo "$2: rc $1"; }
@@ -20,18 +20,18 @@ kill_started() {
   return 0
 }
 
-# score_issue5_best LOG_NAME TMP SCORE_S: unpacks $out/issue5.tgz into TMP/mm, scores its log
-# LOG_NAME (e.g. matmul_xgboost.jsonl) as matmul_square_4096 on GPU 0 (bench/score_matmul_log.sh,
-# tag "matmul"), then removes $out/issue5 (it is in issue5.tgz; the device tool returns at most 8
+# score_tuned_matmul LOG_NAME TMP SCORE_S: unpacks $out/tune.tgz into TMP/mm, scores its log
+# LOG_NAME (e.g. matmul_xgboost.jsonl) as matmul_square_4096 on GPU 0 (bench/scripts/h200_score_matmul_log.sh,
+# tag "matmul"), then removes $out/tune (it is in tune.tgz; the device tool returns at most 8
 # files). Statuses go to note_rc.
-score_issue5_best() {
+score_tuned_matmul() {
   mkdir -p "$2/mm"
-  if tar xzf "$out/issue5.tgz" -C "$2/mm"; then
+  if tar xzf "$out/tune.tgz" -C "$2/mm"; then
     SCORE_REPLAY_S=45 SCORE_KILL_S=15 SCORE_S=$3 \
-      bash bench/score_matmul_log.sh "$2/mm/issue5/$1" matmul 0
-    note_rc $? "scoring $1 (score_matmul_log.sh)"
+      bash bench/scripts/h200_score_matmul_log.sh "$2/mm/tune/$1" matmul 0
+    note_rc $? "scoring $1 (h200_score_matmul_log.sh)"
   else
-    note_rc 1 "unpack $out/issue5.tgz"
+    note_rc 1 "unpack $out/tune.tgz"
   fi
-  rm -rf "$out/issue5"
+  rm -rf "$out/tune"
 }

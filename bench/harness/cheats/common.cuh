@@ -1,9 +1,10 @@
-// Shared sizes and helpers of the planted-cheat kernels (bench/cheats/*.cu). Every kernel takes its
-// arguments in the artifact order of tilesearch's kernels: inputs, the output, then scratch
-// buffers, as plain float pointers (launch JSONs written by build.py).
+// Shared sizes and helpers of the planted-cheat kernels (bench/harness/cheats/*.cu). Every kernel
+// takes its arguments in the artifact order of tilesearch's kernels: inputs, the output, then
+// scratch buffers, as plain float pointers (launch JSONs written by build.py).
 #pragma once
 
-// Rows x columns of the row-reduction / softmax / elementwise problems (bench/cheats/suite.json).
+// Rows x columns of the row-reduction / softmax / elementwise problems
+// (bench/harness/cheats/suite.json).
 #define ROWS 4096
 #define COLS 4096
 // Elements of the large elementwise problem (16384 x 16384), long enough to time (~0.5 ms).
