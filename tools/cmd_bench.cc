@@ -35,7 +35,6 @@
 #include "absl/strings/str_split.h"
 #include "base/interrupt.h"
 #include "base/status.h"
-#include "tools/suite.h"
 #include "ir/compute_dag.h"
 #include "nlohmann/json.hpp"
 #include "runtime/measure.h"
@@ -45,6 +44,7 @@
 #include "search/tuner.h"
 #include "tools/commands.h"
 #include "tools/number_text.h"
+#include "tools/suite.h"
 #include "tools/workload_options.h"
 
 namespace tilesearch::tools {
@@ -66,7 +66,7 @@ struct BenchCommandOptions {
   std::string json_path;
   double time_limit_s = 0;  // 0 = none
   SearchOverrides search;   // --population, --generations, --crossover-..., --max-family-...
-  TimingOverrides timing;  // --min-runs, --min-time-ms, --warmup
+  TimingOverrides timing;   // --min-runs, --min-time-ms, --warmup
   int host_threads = 0;
   bool no_check = false;
   bool quiet = false;

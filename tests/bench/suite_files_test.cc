@@ -8,9 +8,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "tools/suite.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tools/suite.h"
 
 namespace tilesearch::bench {
 namespace {
