@@ -15,7 +15,7 @@
 # verifies the unpacked pack with an empty LD_LIBRARY_PATH: `tilesearch ops`, and the PTX of the
 # example GPU matmul through `ptxas -arch=sm_90` where ptxas exists.
 # bench/ in the pack: NOTES.md, suites/, schedules/, scripts/, and harness/ (score.py, the
-# baselines, device_kernels.cu, cheats/, testdata/) with the PTX that score.py loads generated
+# baselines, device_kernels.cu, cheats/; not the CPU-side tests) with the PTX that score.py loads generated
 # here by bench/harness/cheats/build.py --ptx-only (device_kernels.ptx, cheats/<kernel>.ptx; the
 # repository holds the CUDA sources only). Without nvcc the pack carries no PTX and score.py
 # compiles it on the device.
@@ -54,8 +54,8 @@ stage_bench() {
   mkdir -p "$dest/harness/cheats"
   cp bench/NOTES.md "$dest/"
   cp -r bench/suites bench/schedules bench/scripts "$dest/"
-  cp bench/harness/*.py bench/harness/*.cu "$dest/harness/"
-  cp -r bench/harness/testdata "$dest/harness/"
+  cp bench/harness/score.py bench/harness/*_baseline.py bench/harness/profile_eager_kernels.py \
+    bench/harness/device_kernels.cu "$dest/harness/"
   cp bench/harness/cheats/*.py bench/harness/cheats/*.cu bench/harness/cheats/*.cuh \
     bench/harness/cheats/*.json "$dest/harness/cheats/"
   if command -v "$nvcc" >/dev/null; then
