@@ -1,8 +1,9 @@
-// `tilesearch bench`: every problem of one or more benchmark suites (bench/harness/suite.h) tuned
+// `tilesearch bench`: every problem of one or more benchmark suites (tools/suite.h) tuned
 // on one target with search::Tune, each into its own log <log-dir>/<problem>.jsonl (resumed), and
 // its best record replayed into kernel artifacts named after the problem (search/replay.h), which
-// bench/score.py looks up by problem name. One problem's failure (a workload that does not build,
-// no valid record, a failed re-check) is reported for that problem and the others still run.
+// bench/harness/score.py looks up by problem name. One problem's failure (a workload that does not
+// build, no valid record, a failed re-check) is reported for that problem and the others still
+// run.
 #include <signal.h>
 #include <unistd.h>
 
@@ -34,7 +35,6 @@
 #include "absl/strings/str_split.h"
 #include "base/interrupt.h"
 #include "base/status.h"
-#include "bench/harness/suite.h"
 #include "ir/compute_dag.h"
 #include "nlohmann/json.hpp"
 #include "runtime/measure.h"
@@ -44,6 +44,7 @@
 #include "search/tuner.h"
 #include "tools/commands.h"
 #include "tools/number_text.h"
+#include "tools/suite.h"
 #include "tools/workload_options.h"
 
 namespace tilesearch::tools {
@@ -65,7 +66,7 @@ struct BenchCommandOptions {
   std::string json_path;
   double time_limit_s = 0;  // 0 = none
   SearchOverrides search;   // --population, --generations, --crossover-..., --max-family-...
-  TimingOverrides timing;  // --min-runs, --min-time-ms, --warmup
+  TimingOverrides timing;   // --min-runs, --min-time-ms, --warmup
   int host_threads = 0;
   bool no_check = false;
   bool quiet = false;

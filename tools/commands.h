@@ -151,7 +151,7 @@ ExitCodeAction AddRunGraphCommand(CLI::App& app);
 /// auto|cpu|cuda] --trials N [--per-round 64] [--model xgboost|random] [--seed S] --log-dir DIR
 /// --out DIR [--time-limit-s X] [--population N] [--generations N] [--min-runs N] [--min-time-ms
 /// X] [--warmup N] [--host-threads N] [--no-check] [--json FILE] [--quiet]`: for every selected
-/// problem of the suites (bench/harness/suite.h; --problems picks a subset, --skip-small leaves
+/// problem of the suites (tools/suite.h; --problems picks a subset, --skip-small leaves
 /// out those tagged "small"): builds its workload, tunes it with search::Tune into DIR/<problem>.jsonl
 /// until the log holds N trials of it (resumed; with --time-limit-s, one round per Tune call and
 /// no new round once the problem has run that long), replays the best valid record

@@ -4,8 +4,8 @@
 # (TILESEARCH_MLIR_SHARED=OFF), stripped, checked with ldd to need only glibc, then
 #   dist/tilesearch-device.tar.xz  tilesearch/{bin/tilesearch, bin/cuda_runtime_test (when that
 #                                  test target exists), lib/ (any non-glibc shared library, none
-#                                  expected), licenses/, examples/schedules/, bench/*.py|*.sh|*.md
-#                                  and bench/schedules/, run, MANIFEST}
+#                                  expected), licenses/, examples/schedules/, bench/ (below), run,
+#                                  MANIFEST}
 #   dist/unpack.sh                 `bash dist/unpack.sh [DIR]`: unpacks to DIR (default
 #                                  /tmp/tilesearch) and prints the path; then `DIR/run ARGS...`
 #                                  runs `tilesearch ARGS...` (`DIR/run cuda_runtime_test ...` the
@@ -14,17 +14,27 @@
 # Fails when the archive exceeds 40 MiB or a binary needs a library that cannot be packed. Then
 # verifies the unpacked pack with an empty LD_LIBRARY_PATH: `tilesearch ops`, and the PTX of the
 # example GPU matmul through `ptxas -arch=sm_90` where ptxas exists.
+# bench/ in the pack: NOTES.md, suites/, schedules/, scripts/, and harness/ (score.py, the
+# baselines, device_kernels.cu, cheats/; not the CPU-side tests) with the PTX that score.py loads generated
+# here by bench/harness/cheats/build.py --ptx-only (device_kernels.ptx, cheats/<kernel>.ptx; the
+# repository holds the CUDA sources only). Without nvcc the pack carries no PTX and score.py
+# compiles it on the device.
 # Usage: tools/pack_device.sh [--jobs N] [--no-verify]. The device has Ubuntu 24.04 (glibc 2.39).
+#        tools/pack_device.sh --stage-bench DIR: only stages bench/ (with its PTX) into DIR/bench
+#        and exits (no build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 jobs="$(nproc)"
 verify=1
+bench_only=""
 while (($#)); do
   case "$1" in
     --jobs) jobs="$2"; shift 2 ;;
     --no-verify) verify=0; shift ;;
-    *) echo "pack_device.sh: unknown argument '$1' (expected --jobs N, --no-verify)" >&2; exit 2 ;;
+    --stage-bench) bench_only="${2:?--stage-bench needs a directory}"; shift 2 ;;
+    *) echo "pack_device.sh: unknown argument '$1' (expected --jobs N, --no-verify," \
+         "--stage-bench DIR)" >&2; exit 2 ;;
   esac
 done
 
@@ -36,6 +46,31 @@ die() {
   exit 1
 }
 step() { echo "== $* ($(($(date +%s) - start)) s)"; }
+
+# stage_bench DEST: the device-side benchmark files into DEST/bench (see the header), the PTX of
+# the scoring harness compiled from its CUDA sources.
+stage_bench() {
+  local dest="$1/bench" nvcc="${NVCC:-/usr/local/cuda/bin/nvcc}"
+  mkdir -p "$dest/harness/cheats"
+  cp bench/NOTES.md "$dest/"
+  cp -r bench/suites bench/schedules bench/scripts "$dest/"
+  cp bench/harness/score.py bench/harness/*_baseline.py bench/harness/profile_eager_kernels.py \
+    bench/harness/device_kernels.cu "$dest/harness/"
+  cp bench/harness/cheats/*.py bench/harness/cheats/*.cu bench/harness/cheats/*.cuh \
+    bench/harness/cheats/*.json "$dest/harness/cheats/"
+  if command -v "$nvcc" >/dev/null; then
+    NVCC="$nvcc" python3 bench/harness/cheats/build.py --ptx-only "$dest/harness" ||
+      die "generating the scoring harness's PTX (bench/harness/cheats/build.py --ptx-only)"
+  else
+    echo "note: no nvcc ($nvcc): the pack has no harness PTX; score.py compiles it on the device"
+  fi
+}
+if [[ -n "$bench_only" ]]; then
+  mkdir -p "$bench_only"
+  stage_bench "$bench_only"
+  echo "staged bench/ into $bench_only/bench"
+  exit 0
+fi
 
 # --- Build. ---
 step "configure build-pack"
@@ -69,15 +104,8 @@ if [[ " ${targets[*]} " == *" cuda_runtime_test "* ]]; then
   strip -o "$stage/bin/cuda_runtime_test" "$test_bin"
 fi
 cp -r examples/schedules "$stage/examples/"
-# The device-side benchmark scripts and the schedules they measure.
-shopt -s nullglob
-bench_files=(bench/*.py bench/*.sh bench/*.md)
-shopt -u nullglob
-if ((${#bench_files[@]})) || [[ -d bench/schedules ]]; then
-  mkdir -p "$stage/bench"
-  ((${#bench_files[@]})) && cp "${bench_files[@]}" "$stage/bench/"
-  [[ -d bench/schedules ]] && cp -r bench/schedules "$stage/bench/"
-fi
+step "stage bench/ (scoring harness PTX generated)"
+stage_bench "$stage"
 
 # License of the Debian package that holds `file`, into licenses/<package>.copyright.
 add_license() {
@@ -209,6 +237,11 @@ if ((verify)); then
     echo "ptxas -arch=sm_90 accepts the PTX of examples/schedules/matmul_cuda_sssrrsrs.json"
   else
     echo "note: no ptxas here; PTX not assembled"
+  fi
+  python3 "$dir/bench/harness/score.py" --help >/dev/null || die "the packed score.py --help failed"
+  if [[ -f "$dir/bench/harness/device_kernels.ptx" ]]; then
+    grep -q '^\.visible \.entry fma_peak' "$dir/bench/harness/device_kernels.ptx" ||
+      die "the packed bench/harness/device_kernels.ptx has no fma_peak entry"
   fi
   if [[ -x "$dir/bin/cuda_runtime_test" ]]; then
     LD_LIBRARY_PATH= "$dir/run" cuda_runtime_test --gtest_list_tests >/dev/null ||

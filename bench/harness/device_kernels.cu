@@ -1,6 +1,7 @@
-// Device kernels of bench/score.py itself (compiled to device_kernels.ptx by
-// bench/cheats/build.py): the fp32 FMA peak probe and the shared-memory scribbler that makes reads
-// of uninitialized shared memory visible (two launches after different scribbles disagree).
+// Device kernels of bench/harness/score.py itself (compiled to device_kernels.ptx at pack time by
+// bench/harness/cheats/build.py --ptx-only, or by score.py with nvcc): the fp32 FMA peak kernel and
+// the shared-memory scribbler that makes reads of uninitialized shared memory visible (two launches
+// after different scribbles disagree).
 
 // Each thread runs 8 independent FMA chains for `iters` iterations: 16 · iters FLOPs per thread.
 extern "C" __global__ void fma_peak(float* out, int iters) {

@@ -1,16 +1,16 @@
 // The committed suites (bench/suites/level1.json, level2.json) and the planted-cheat suite
-// (bench/cheats/cheats.json): they parse, every problem builds with this build's operator library,
-// the sizes meet the rules (>= 0.5 ms of estimated eager time unless tagged "small"), and
-// a sample of output shapes and FLOP counts match hand-computed values.
+// (bench/harness/cheats/suite.json): they parse, every problem builds with this build's operator
+// library, the sizes meet the suites' rules (>= 0.5 ms of estimated eager time unless tagged
+// "small"), and a sample of output shapes and FLOP counts match hand-computed values.
 #include <cmath>
 #include <map>
 #include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "bench/harness/suite.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tools/suite.h"
 
 namespace tilesearch::bench {
 namespace {
@@ -132,7 +132,8 @@ TEST(SuiteFilesTest, CheatSuiteBuildsAndEachElementwiseProblemKeepsItsShape) {
     absl::StatusOr<ir::ComputeDAG> dag = BuildProblem(p);
     ASSERT_TRUE(dag.ok()) << dag.status();
   }
-  // The kernels of bench/cheats/*.cu hard-code these sizes (common.cuh: ROWS, COLS, LARGE_N).
+  // The kernels of bench/harness/cheats/*.cu hard-code these sizes (common.cuh: ROWS, COLS,
+  // LARGE_N).
   ASSERT_NE(s.Find("cheat_rowsum"), nullptr);
   EXPECT_EQ(OutputShape(*BuildProblem(*s.Find("cheat_rowsum"))), (std::vector<int64_t>{4096}));
   ASSERT_NE(s.Find("cheat_relu_large"), nullptr);

@@ -3,10 +3,10 @@
 #include <string>
 
 #include "base/status_matchers.h"
-#include "bench/harness/suite.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/type.h"
+#include "tools/suite.h"
 
 namespace tilesearch::bench {
 namespace {

@@ -2,7 +2,8 @@
 // copies of 16-byte vectors become cp.async.cg.shared.global, of 8-byte vectors
 // cp.async.ca.shared.global, commits cp.async.commit_group and waits cp.async.wait_group S-2;
 // ptxas -arch=sm_90 assembles the kernels (skipped where ptxas is absent). The host compiler
-// rejects async copies. The probe10 hand schedules (bench/schedules/probe10) compile with cp.async.
+// rejects async copies. The hand schedules bench/schedules/matmul_cuda_4096_128x128_cp_async{3,4}
+// compile with cp.async.
 #include <filesystem>
 #include <string>
 
@@ -33,7 +34,7 @@ std::string Untabbed(const std::string& ptx) {
 using tilesearch::testing::IsOk;
 using tilesearch::testing::StatusIs;
 
-// The probe's 4096^3 structure (bench/schedules/probe7/w00_v01_baseline.json) on 128x128x256,
+// The hand-written 4096^3 structure (bench/schedules/matmul_cuda_4096_128x128.json) on 128x128x256,
 // fetch vectors of `vector` floats, pipeline pragma software_pipeline$`stages` (without the
 // probe's unroll pragma: smaller code, faster to compile).
 std::string ProbeText(int stages, int vector) {
@@ -114,10 +115,11 @@ TEST(AsyncCopyPtx, HostCompilerRejectsAsyncCopies) {
   ExpectPtxasAccepts(m->ptx, "async_copy_scalar");
 }
 
-// The 128x128 probe10 kernels (the 256x128 / 128x256 ones take seconds each to compile).
-TEST(AsyncCopyPtx, Probe10SchedulesCompileWithCpAsync) {
-  const std::filesystem::path dir = std::filesystem::path(TS_BENCH_SCHEDULES_DIR) / "probe10";
-  for (const char* name : {"p01_v01_128x128_k8x4_sp3.json", "p02_v01_128x128_k8x4_sp4.json"}) {
+// The 128x128 hand schedules with 3- and 4-stage cp.async rings.
+TEST(AsyncCopyPtx, HandPipelineSchedulesCompileWithCpAsync) {
+  const std::filesystem::path dir = std::filesystem::path(TS_BENCH_SCHEDULES_DIR);
+  for (const char* name :
+       {"matmul_cuda_4096_128x128_cp_async3.json", "matmul_cuda_4096_128x128_cp_async4.json"}) {
     const std::filesystem::path f = dir / name;
     absl::StatusOr<std::string> text = testing::ReadTextFile(f.string());
     ASSERT_THAT(text, IsOk());

@@ -182,7 +182,7 @@ TEST(AsyncPipeline, TwoFloatVectorsQualify) {
   ExpectMatchesReference(dag, st, Target::H200(), /*exact=*/true);
 }
 
-// The probe's 4096^3 kernel (bench/schedules/probe7/w00_v01_baseline.json: 128x128 block, 256
+// The hand-written 4096^3 kernel (bench/schedules/matmul_cuda_4096_128x128.json: 128x128 block, 256
 // threads, 2x2 vthreads of 4x4, k tile 32, vectorized fetches) on 128x128x256.
 State ProbeStructure(ir::ComputeDAG* dag, int stages) {
   nlohmann::json steps = nlohmann::json::parse(R"([

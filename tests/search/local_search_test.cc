@@ -328,7 +328,8 @@ TEST(NeighborStates, DeterministicAndErrors) {
 
 State LoadHandSchedule(ir::ComputeDAG* dag, Target* target) {
   absl::StatusOr<schedule::ScheduleFile> file = schedule::ScheduleFile::Load(
-      std::string(TILESEARCH_SOURCE_DIR) + "/bench/schedules/probe10/p02_v01_128x128_k8x4_sp4.json");
+      std::string(TILESEARCH_SOURCE_DIR) +
+      "/bench/schedules/matmul_cuda_4096_128x128_cp_async4.json");
   EXPECT_THAT(file, IsOk());
   absl::StatusOr<schedule::ResolvedSchedule> r = file->Resolve();
   EXPECT_THAT(r, IsOk());

@@ -1,0 +1,1554 @@
+#!/usr/bin/env python3
+"""KernelBench-style scoring of kernels against PyTorch on the GPU, with hardened checks.
+
+For each problem of a suite (bench/suites/*.json, read by tools/suite.h too) this loads a
+kernel artifact (launch JSON + PTX, the format of `tilesearch replay`, search/replay.h
+ArtifactToJson), launches it through the CUDA driver API (ctypes on libcuda.so: cuModuleLoadData,
+cuModuleGetFunction, cuFuncSetAttribute, cuLaunchKernel), checks it, and times it and the PyTorch
+baselines with one method.
+
+Checks (the same for our kernels and external ones), per trial, TRIALS >= 5 trials:
+  1. fresh inputs: new allocations (the previous trial's buffers are still alive, so addresses
+     differ) and new values, the distribution cycling uniform [0,1) (torch.rand), normal with
+     offset and large magnitude (2 + 32·randn: exp overflows in a softmax that skips the maximum),
+     uniform [-1,1) (cancellation: exposes reduced precision); the reference is the problem's
+     PyTorch expression evaluated in float64 on the same values, computed before the launch;
+  2. the output is poisoned with a NaN bit pattern (POISON_BITS) and scratch buffers filled with a
+     pattern, shared memory of every SM is scribbled, then the kernel runs; device-wide sync;
+  3. inputs must be bit-identical to copies taken before the launch       -> input_modified;
+  4. no output element may still hold the poison pattern                  -> incomplete_output;
+  5. a second launch on the same inputs, after a different poison / scratch / shared-memory
+     pattern, must give bit-identical output (races, uninitialized reads) -> nondeterministic;
+  6. every element: |got - ref| <= atol + rtol·|ref| + slack (fp32 1e-4 / 1e-4, fp16 / bf16
+     1e-2 / 1e-2, KernelBench's values); NaN / Inf never pass where the reference is finite
+     -> nan_output; failures all within the fp16 tolerance -> imprecise, else -> wrong_answer.
+     `slack` is 0 unless PyTorch's own float32 result (TF32 off) misses the tolerance against the
+     float64 reference (ill-conditioned outputs, e.g. a 65536-deep dot product of normal(2, 32)
+     values landing near 0): then SLACK_FACTOR times PyTorch's largest excess, so that a kernel no
+     less accurate than PyTorch's float32 passes and a lower-precision one does not.
+Timing (pytorch_baseline.py's method, design.md): warm-up, then >= RUNS runs; before each run
+the L2 is flushed (a write of 2x the L2 size) and the device synchronized; CUDA events around the
+launches on the timed stream; after the stop event the device is synchronized and the host clock
+read, so work on other streams is seen: a kernel whose host-clock time exceeds
+2 x its event time + 0.1 ms (after subtracting the harness's own host overhead) is rejected -> other_stream. Median and mean reported. Baselines:
+PyTorch eager with its defaults (cuDNN TF32 on, matmul TF32 off), eager with TF32 off everywhere,
+torch.compile (inductor, default mode, compile time excluded) where it works. The copy bandwidth
+and the fp32 FMA peak are measured in the same run; a time below max(FLOPs / peak, bytes /
+bandwidth) is flagged suspect.
+
+Usage (on the H200; stdlib + torch only):
+  python3 bench/harness/score.py --suite bench/suites/level1.json \\
+      --suite bench/suites/level2.json --artifacts ART_DIR --out bench/results/h200-$(date +%F)
+  python3 bench/harness/score.py --kernel k.ptx --launch k.json --problem softmax_rows  # one kernel
+  python3 bench/harness/score.py --self-test                                # planted cheats
+  python3 bench/harness/score.py --merge a.json b.json --out bench/results/h200-DATE  # split runs
+
+The harness's device kernels (device_kernels.cu) and the planted cheats (cheats/*.cu) are sources:
+their PTX comes with the device pack (tools/pack_device.sh generates it) or, from a checkout, is
+compiled on the spot with nvcc ($NVCC, PATH or /usr/local/cuda/bin/nvcc).
+
+Artifacts: ART_DIR/<problem>.json (+ the PTX it names), or any ART_DIR/*.json whose workload
+equals the problem's. A launch JSON needs: launches (entry, grid, block, dynamic_shared_bytes,
+optional stream 0/1), arguments (index, kind input/output/scratch, dtype, shape) in kernel
+argument order, files.ptx (or --kernel). Every kernel gets every argument as a pointer.
+
+The pure logic (suite reading, tolerance and verdicts, fast_p, geomean, speed of light, artifact
+matching, report rendering) imports without torch: bench/harness/test_score_logic.py tests it.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))  # bench/harness
+SUITES_DIR = os.path.join(os.path.dirname(HERE), "suites")
+RESULTS_DIR = os.path.join(os.path.dirname(HERE), "results")
+
+# ------------------------------------------------------------------------------------------------
+# Constants of the method.
+
+POISON_BITS = 0x7FDEAD00  # a quiet NaN with a payload arithmetic never produces (GPUs emit 0x7FFFFFFF)
+DISTRIBUTIONS = ("uniform01", "normal", "uniform")  # cycled over the trials
+NORMAL_MEAN, NORMAL_STD = 2.0, 32.0
+DEFAULT_TRIALS = 6
+DEFAULT_RUNS = 100
+SLACK_FACTOR = 4.0
+OTHER_STREAM_RATIO = 2.0
+OTHER_STREAM_MARGIN_MS = 0.1
+FAST_P_THRESHOLDS = (0.0, 1.0, 1.5, 2.0)
+BASELINES = ("eager", "eager_no_tf32", "compile")
+
+REASONS = {
+    "ok": "passed every check",
+    "missing_artifact": "no kernel artifact for the problem",
+    "bad_launch": "the launch JSON does not match the problem or cannot be loaded",
+    "launch_error": "a launch failed or the kernel faulted",
+    "input_modified": "an input changed during the launch",
+    "incomplete_output": "output elements were never written (still the NaN poison)",
+    "nondeterministic": "two launches on the same inputs disagree (races or uninitialized reads)",
+    "nan_output": "NaN or Inf where the reference is finite",
+    "imprecise": "outside the float32 tolerance but within the float16 one (reduced precision)",
+    "wrong_answer": "outside tolerance",
+    "other_stream": "work runs outside the timed stream",
+    "reference_error": "the PyTorch reference failed or is not finite for these inputs",
+    "harness_error": "the scorer itself failed on this problem (see detail)",
+}
+
+
+def tolerance(dtype):
+    """(atol, rtol) by dtype name: KernelBench's 1e-4 for float32, 1e-2 for float16/bfloat16."""
+    if dtype in ("float16", "bfloat16"):
+        return 1e-2, 1e-2
+    if dtype == "float32":
+        return 1e-4, 1e-4
+    raise ValueError(f"no tolerance for dtype '{dtype}' (float32, float16, bfloat16)")
+
+
+# ------------------------------------------------------------------------------------------------
+# Suites.
+
+class SuiteError(ValueError):
+    pass
+
+
+SUITE_FIELDS = ("version", "suite", "description", "problems")
+PROBLEM_FIELDS = ("name", "op", "shapes", "dtype", "attrs", "inputs", "torch", "tags", "note",
+                  "nodes")
+NODE_FIELDS = ("op", "inputs", "attrs")
+
+
+def _is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _operand(text):
+    """("p"|"n", index) of a fused node's operand "p<I>" / "n<K>" (no leading zeros), or None."""
+    if (not isinstance(text, str) or len(text) < 2 or text[0] not in "pn" or
+            not text[1:].isdigit() or not text[1:].isascii() or
+            (len(text) > 2 and text[1] == "0")):
+        return None
+    return text[0], int(text[1:])
+
+
+def _check_attrs(attrs, where, field):
+    if not isinstance(attrs, dict):
+        raise SuiteError(f"{where}: field '{field}' must be an object of attributes, got "
+                         f"{attrs!r}")
+    for k, v in attrs.items():
+        if not (isinstance(v, (str, bool)) or _is_int(v)):
+            raise SuiteError(f"{where}: field '{field}.{k}' must be a string, an integer or a "
+                             f"boolean, got {v!r}")
+
+
+def _check_nodes(p, where, field):
+    """The fused-workload node list (schedule/fused_workload.h): structure and references."""
+    nodes = p["nodes"]
+    if not isinstance(nodes, list) or not nodes:
+        raise SuiteError(f"{where}: field '{field}' must be a non-empty list of nodes")
+    for k, n in enumerate(nodes):
+        nf = f"{field}[{k}]"
+        if not isinstance(n, dict):
+            raise SuiteError(f"{where}: field '{nf}' must be an object with fields op, inputs "
+                             f"and attrs, got {n!r}")
+        for key in n:
+            if key not in NODE_FIELDS:
+                raise SuiteError(f"{where}: unknown field '{nf}.{key}' (expected "
+                                 f"{', '.join(NODE_FIELDS)})")
+        if not isinstance(n.get("op"), str) or not n["op"]:
+            raise SuiteError(f"{where}: field '{nf}.op' must be a non-empty string")
+        if not isinstance(n.get("inputs"), list) or not n["inputs"]:
+            raise SuiteError(f"{where}: field '{nf}.inputs' must be a non-empty list of operands")
+        for i, text in enumerate(n["inputs"]):
+            op = _operand(text)
+            if op is None:
+                raise SuiteError(f"{where}: field '{nf}.inputs[{i}]' must be \"p<index>\" or "
+                                 f"\"n<index>\", got {text!r}")
+            if op[0] == "p" and op[1] >= len(p["shapes"]):
+                raise SuiteError(f"{where}: field '{nf}.inputs[{i}]': placeholder {text} does not "
+                                 f"exist (the problem has {len(p['shapes'])} shapes)")
+            if op[0] == "n" and op[1] >= k:
+                raise SuiteError(f"{where}: field '{nf}.inputs[{i}]': {text} is not an earlier "
+                                 f"node (node {k} reads placeholders and nodes before it)")
+        if "attrs" in n:
+            _check_attrs(n["attrs"], where, f"{nf}.attrs")
+
+
+def parse_suite(text, source="<suite>"):
+    """Reads a suite file's text (format: tools/suite.h; the C++ reader also builds every
+    workload; this one checks the same fields and types, so that a file one accepts the other does
+    not refuse for its form). Raises SuiteError naming the file, problem and field."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SuiteError(f"{source}: not valid JSON: {e}") from None
+    except RecursionError:
+        raise SuiteError(f"{source}: nested too deeply to read") from None
+    if not isinstance(doc, dict):
+        raise SuiteError(f"{source}: must be a JSON object")
+    for key in doc:
+        if key not in SUITE_FIELDS:
+            raise SuiteError(f"{source}: unknown field '{key}' (expected "
+                             f"{', '.join(SUITE_FIELDS)})")
+    if not _is_int(doc.get("version")) or doc["version"] != 1:
+        raise SuiteError(f"{source}: field 'version' must be 1, got {doc.get('version')!r}")
+    if not isinstance(doc.get("suite"), str) or not doc["suite"]:
+        raise SuiteError(f"{source}: field 'suite' must be a non-empty string")
+    if not isinstance(doc.get("description", ""), str):
+        raise SuiteError(f"{source}: field 'description' must be a string")
+    problems = doc.get("problems")
+    if not isinstance(problems, list) or not problems:
+        raise SuiteError(f"{source}: field 'problems' must be a non-empty list of problems")
+    seen = set()
+    for i, p in enumerate(problems):
+        where = f"{source}: problem {i}"
+        field = f"problems[{i}]"
+        if not isinstance(p, dict):
+            raise SuiteError(f"{where}: field '{field}' must be an object")
+        if isinstance(p.get("name"), str):
+            where += f" '{p['name']}'"
+        for key in p:
+            if key not in PROBLEM_FIELDS:
+                raise SuiteError(f"{where}: unknown field '{field}.{key}' (expected "
+                                 f"{', '.join(PROBLEM_FIELDS)})")
+        for key, kind in (("name", str), ("op", str), ("shapes", list), ("inputs", list),
+                          ("torch", str)):
+            if key not in p:
+                raise SuiteError(f"{where}: field '{field}.{key}' is missing")
+            if not isinstance(p[key], kind) or not p[key]:
+                raise SuiteError(f"{where}: field '{field}.{key}' must be a non-empty "
+                                 f"{kind.__name__}")
+        name = p["name"]
+        if (not name.isascii() or not name[0].islower() or
+                not all(c.islower() or c.isdigit() or c == "_" for c in name)):
+            raise SuiteError(f"{where}: field '{field}.name': name '{name}' must be lower-case "
+                             "letters, digits and '_', starting with a letter")
+        if name in seen:
+            raise SuiteError(f"{where}: name '{name}' is used twice")
+        seen.add(name)
+        for j, s in enumerate(p["shapes"]):
+            if not isinstance(s, list) or not s or not all(_is_int(e) and e >= 1 for e in s):
+                raise SuiteError(f"{where}: field '{field}.shapes[{j}]' must be a list of "
+                                 f"positive integers, got {s!r}")
+        if len(p["inputs"]) != len(p["shapes"]):
+            raise SuiteError(f"{where}: field '{field}.inputs' names {len(p['inputs'])} "
+                             f"inputs but 'shapes' lists {len(p['shapes'])}")
+        for name_in in p["inputs"]:
+            if (not isinstance(name_in, str) or not name_in.isidentifier() or
+                    name_in in ("torch", "F")):
+                raise SuiteError(f"{where}: input name {name_in!r} must be an identifier other "
+                                 "than torch and F")
+        if len(set(p["inputs"])) != len(p["inputs"]):
+            raise SuiteError(f"{where}: field '{field}.inputs' names an input twice: "
+                             f"{p['inputs']!r}")
+        if (p["op"] == "fused") != ("nodes" in p):
+            raise SuiteError(f"{where}: field '{field}.nodes' belongs to exactly the "
+                             "problems with op \"fused\"")
+        p.setdefault("dtype", "float32")
+        p.setdefault("attrs", {})
+        p.setdefault("tags", [])
+        if not isinstance(p["dtype"], str):
+            raise SuiteError(f"{where}: field '{field}.dtype' must be a string, got "
+                             f"{p['dtype']!r}")
+        try:
+            tolerance(p["dtype"])  # a dtype the scorer can judge
+        except ValueError as e:
+            raise SuiteError(f"{where}: field '{field}.dtype': {e}") from None
+        _check_attrs(p["attrs"], where, f"{field}.attrs")
+        if p["op"] == "fused":
+            if p["attrs"]:
+                raise SuiteError(f"{where}: field '{field}.attrs' must be empty in a fused "
+                                 "problem (attributes belong to its nodes)")
+            _check_nodes(p, where, f"{field}.nodes")
+        if not isinstance(p["tags"], list) or not all(isinstance(t, str) for t in p["tags"]):
+            raise SuiteError(f"{where}: field '{field}.tags' must be a list of strings, got "
+                             f"{p['tags']!r}")
+        if not isinstance(p.get("note", ""), str):
+            raise SuiteError(f"{where}: field '{field}.note' must be a string")
+    doc["source"] = source
+    return doc
+
+
+class InputError(ValueError):
+    """A file or argument the user gave is unusable (main prints it as one line, exit code 2)."""
+
+
+def read_text(path, what):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise InputError(f"cannot read {what} '{path}': {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"{what} '{path}' is not UTF-8 text: {e}") from None
+
+
+# The harness's own CUDA sources (device_kernels.cu, cheats/*.cu) are committed as source only. The
+# device pack carries their PTX, generated at pack time (tools/pack_device.sh runs
+# cheats/build.py --ptx-only); from a source checkout they are compiled here with nvcc.
+NVCC_PTX_FLAGS = ("-arch=sm_90", "-ptx", "-O3")
+
+
+def find_nvcc(environ=None):
+    """The nvcc to compile the harness's CUDA sources with: $NVCC if set, else nvcc on PATH, else
+    /usr/local/cuda/bin/nvcc; None when none of them is an executable file."""
+    environ = os.environ if environ is None else environ
+    candidates = [environ["NVCC"]] if environ.get("NVCC") else [
+        shutil.which("nvcc", path=environ.get("PATH", os.defpath)), "/usr/local/cuda/bin/nvcc"]
+    for c in candidates:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def device_ptx(cu_path, ptx_path=None, nvcc=None, environ=None):
+    """PTX text of one of the harness's CUDA sources: `ptx_path` (default: `cu_path` with the
+    extension .ptx) when that file exists, else `cu_path` compiled by nvcc (`nvcc`, default
+    find_nvcc()) with NVCC_PTX_FLAGS into a temporary directory. Raises InputError when neither
+    the PTX nor nvcc is there, or nvcc fails."""
+    if ptx_path is None:
+        ptx_path = os.path.splitext(cu_path)[0] + ".ptx"
+    if os.path.isfile(ptx_path):
+        return read_text(ptx_path, "PTX")
+    nvcc = nvcc or find_nvcc(environ)
+    if nvcc is None:
+        raise InputError(
+            f"no PTX '{ptx_path}' and no nvcc to compile '{cu_path}' (set NVCC, put nvcc on PATH, "
+            "or run the device pack's copy of the harness: tools/pack_device.sh generates the PTX)")
+    if not os.path.isfile(cu_path):
+        raise InputError(f"no PTX '{ptx_path}' and no CUDA source '{cu_path}' to compile")
+    with tempfile.TemporaryDirectory(prefix="score-ptx-") as d:
+        out = os.path.join(d, os.path.basename(ptx_path))
+        try:
+            r = subprocess.run([nvcc, *NVCC_PTX_FLAGS, "-o", out, cu_path],
+                               capture_output=True, text=True)
+        except OSError as e:
+            raise InputError(f"cannot run nvcc '{nvcc}': {e.strerror or e}") from None
+        if r.returncode != 0:
+            raise InputError(f"nvcc '{nvcc}' failed on '{cu_path}' (exit {r.returncode}): "
+                             f"{(r.stderr or r.stdout).strip()[-2000:]}")
+        return read_text(out, "PTX written by nvcc")
+
+
+def read_json(path, what):
+    text = read_text(path, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{what} '{path}' is not valid JSON: {e}") from None
+    except RecursionError:
+        raise InputError(f"{what} '{path}' is nested too deeply to read") from None
+
+
+def load_suite(path):
+    text = read_text(path, "suite file")
+    return parse_suite(text, path)
+
+
+def check_results_doc(doc, source):
+    """Checks a results document (run_suites' JSON) has what merge_results reads; raises
+    InputError naming the file and field."""
+    if not isinstance(doc, dict):
+        raise InputError(f"{source}: a results file must be a JSON object (score.py's .json)")
+    if not isinstance(doc.get("meta"), dict):
+        raise InputError(f"{source}: field 'meta' is missing or not an object (is this a results "
+                         "file of score.py?)")
+    if not isinstance(doc.get("suites"), list):
+        raise InputError(f"{source}: field 'suites' is missing or not a list (is this a results "
+                         "file of score.py?)")
+    for i, st in enumerate(doc["suites"]):
+        f = f"suites[{i}]"
+        if not isinstance(st, dict):
+            raise InputError(f"{source}: field '{f}' must be an object")
+        for key, kind in (("suite", str), ("source", str), ("results", list)):
+            if not isinstance(st.get(key), kind):
+                raise InputError(f"{source}: field '{f}.{key}' is missing or not a "
+                                 f"{kind.__name__}")
+        for j, r in enumerate(st["results"]):
+            rf = f"{f}.results[{j}]"
+            if not isinstance(r, dict):
+                raise InputError(f"{source}: field '{rf}' must be an object")
+            if not isinstance(r.get("name"), str):
+                raise InputError(f"{source}: field '{rf}.name' is missing or not a string")
+            if not isinstance(r.get("correct"), bool):
+                raise InputError(f"{source}: field '{rf}.correct' is missing or not a boolean")
+            for key in ("ours", "baselines"):
+                if not isinstance(r.get(key, {}), dict):
+                    raise InputError(f"{source}: field '{rf}.{key}' must be an object")
+            for b, v in r.get("baselines", {}).items():
+                if v is not None and not isinstance(v, dict):
+                    raise InputError(f"{source}: field '{rf}.baselines.{b}' must be an object")
+
+
+def is_small(problem):
+    return "small" in problem.get("tags", [])
+
+
+def _norm_attrs(attrs):
+    return {k: (json.dumps(v) if isinstance(v, bool) else str(v)) for k, v in (attrs or {}).items()}
+
+
+def _norm_nodes(nodes):
+    return [{"op": n["op"], "inputs": list(n["inputs"]), "attrs": _norm_attrs(n.get("attrs"))}
+            for n in (nodes or [])]
+
+
+def workload_matches(problem, workload):
+    """True when an artifact's workload (search/replay.h: op, shapes, dtype, attrs[, nodes]) is the
+    problem's. Attribute values compare as text (true == "true")."""
+    if not isinstance(workload, dict):
+        return False
+    return (workload.get("op") == problem["op"] and
+            workload.get("shapes") == problem["shapes"] and
+            workload.get("dtype", "float32") == problem.get("dtype", "float32") and
+            _norm_attrs(workload.get("attrs")) == _norm_attrs(problem.get("attrs")) and
+            _norm_nodes(workload.get("nodes")) == _norm_nodes(problem.get("nodes")))
+
+
+def validate_launch(problem, launch, output_shape=None):
+    """Checks a launch JSON against a problem; returns a list of problems (empty when usable):
+    inputs in order with the problem's shapes and dtype, exactly one output (of `output_shape`
+    when given), known kinds, at least one launch with 3-element grid/block and stream 0 or 1."""
+    errs = []
+    args = launch.get("arguments")
+    if not isinstance(args, list) or not args:
+        return ["no 'arguments' list"]
+    ins = [a for a in args if a.get("kind") == "input"]
+    outs = [a for a in args if a.get("kind") == "output"]
+    for a in args:
+        if a.get("kind") not in ("input", "output", "scratch"):
+            errs.append(f"argument {a.get('index')}: unknown kind {a.get('kind')!r}")
+    if [a.get("index") for a in args] != list(range(len(args))):
+        errs.append("arguments must be listed by index 0, 1, ...")
+    if [a.get("shape") for a in ins] != problem["shapes"]:
+        errs.append(f"input shapes {[a.get('shape') for a in ins]} differ from the problem's "
+                    f"{problem['shapes']}")
+    if args[:len(ins)] != ins:
+        errs.append("inputs must come first")
+    if len(outs) != 1:
+        errs.append(f"expected one output argument, got {len(outs)}")
+    elif output_shape is not None and list(outs[0].get("shape", [])) != list(output_shape):
+        errs.append(f"output shape {outs[0].get('shape')} differs from the reference's "
+                    f"{list(output_shape)}")
+    for a in ins + outs:
+        if a.get("dtype") != problem.get("dtype", "float32"):
+            errs.append(f"argument {a.get('index')}: dtype {a.get('dtype')!r} is not the "
+                        f"problem's {problem.get('dtype', 'float32')}")
+    launches = launch.get("launches")
+    if not isinstance(launches, list) or not launches:
+        errs.append("no 'launches' list")
+    else:
+        for k, l in enumerate(launches):
+            if not isinstance(l.get("entry"), str):
+                errs.append(f"launch {k}: no entry name")
+            for key in ("grid", "block"):
+                v = l.get(key)
+                if not (isinstance(v, list) and len(v) == 3 and all(isinstance(e, int) and e >= 1
+                                                                    for e in v)):
+                    errs.append(f"launch {k}: '{key}' must be 3 positive integers, got {v!r}")
+            if l.get("stream", 0) not in (0, 1):
+                errs.append(f"launch {k}: stream must be 0 or 1, got {l.get('stream')!r}")
+    return errs
+
+
+# ------------------------------------------------------------------------------------------------
+# Verdicts (pure: the torch path computes the same quantities vectorized).
+
+def element_ok(got, ref, atol, rtol, slack=0.0):
+    """|got - ref| <= atol + rtol·|ref| + slack; NaN / Inf pass only where the reference has the
+    same non-finite value (the scorer rejects non-finite references before this is asked)."""
+    if math.isnan(ref):
+        return False
+    if math.isinf(ref):
+        return got == ref
+    if math.isnan(got) or math.isinf(got):
+        return False
+    return abs(got - ref) <= atol + rtol * abs(ref) + slack
+
+
+def slack_from_baseline(baseline, ref, atol, rtol, factor=SLACK_FACTOR):
+    """SLACK_FACTOR x the largest amount by which PyTorch's float32 result exceeds the tolerance
+    against the float64 reference (0 when it is within tolerance everywhere)."""
+    excess = 0.0
+    for b, r in zip(baseline, ref):
+        if math.isfinite(b) and math.isfinite(r):
+            excess = max(excess, abs(b - r) - (atol + rtol * abs(r)))
+    return factor * excess
+
+
+def verdict_from_counts(counts):
+    """The reason for one trial from the checker's counts, in check order:
+    counts: input_changed, poison_left, disagree, nonfinite (NaN/Inf where the reference is
+    finite), bad32 (outside the dtype's tolerance), bad16 (outside the fp16 tolerance)."""
+    if counts.get("input_changed", 0):
+        return "input_modified"
+    if counts.get("poison_left", 0):
+        return "incomplete_output"
+    if counts.get("disagree", 0):
+        return "nondeterministic"
+    if counts.get("nonfinite", 0):
+        return "nan_output"
+    if counts.get("bad32", 0):
+        return "imprecise" if counts.get("bad16", 0) == 0 else "wrong_answer"
+    return "ok"
+
+
+def final_reason(trial_reasons):
+    """Combines the trials' reasons: the first structural failure (anything but ok, imprecise,
+    wrong_answer) decides; else wrong_answer if any trial was wrong, else imprecise if any was,
+    else ok."""
+    for r in trial_reasons:
+        if r not in ("ok", "imprecise", "wrong_answer"):
+            return r
+    if "wrong_answer" in trial_reasons:
+        return "wrong_answer"
+    return "imprecise" if "imprecise" in trial_reasons else "ok"
+
+
+def check_lists(got, ref, dtype="float32", slack=0.0, got2=None, inputs_before=None,
+                inputs_after=None, poison_mask=None):
+    """The whole per-trial check on Python lists (the CPU model of the torch path, for tests).
+    Returns (reason, counts)."""
+    atol, rtol = tolerance(dtype)
+    counts = {"input_changed": 0, "poison_left": 0, "disagree": 0, "nonfinite": 0, "bad32": 0,
+              "bad16": 0}
+    if inputs_before is not None:
+        for b, a in zip(inputs_before, inputs_after):
+            counts["input_changed"] += sum(1 for x, y in zip(b, a) if _bits(x) != _bits(y))
+    if poison_mask is not None:
+        counts["poison_left"] = sum(1 for m in poison_mask if m)
+    if got2 is not None:
+        counts["disagree"] = sum(1 for x, y in zip(got, got2) if _bits(x) != _bits(y))
+    for g, r in zip(got, ref):
+        if math.isfinite(r) and not math.isfinite(g):
+            counts["nonfinite"] += 1
+        elif not element_ok(g, r, atol, rtol, slack):
+            counts["bad32"] += 1
+            if not element_ok(g, r, 1e-2, 1e-2, slack):
+                counts["bad16"] += 1
+    return verdict_from_counts(counts), counts
+
+
+def _bits(x):
+    import struct
+    return struct.pack("<f", x)
+
+
+def other_stream_suspect(event_median_ms, host_median_ms, ratio=OTHER_STREAM_RATIO,
+                         margin_ms=OTHER_STREAM_MARGIN_MS):
+    """True when the device stays busy well after the timed stream's stop event."""
+    return host_median_ms > ratio * event_median_ms + margin_ms
+
+
+# ------------------------------------------------------------------------------------------------
+# Scores (KernelBench score.py).
+
+def speedup(baseline_ms, ours_ms):
+    if not (ours_ms and ours_ms > 0 and baseline_ms and baseline_ms > 0 and
+            math.isfinite(ours_ms) and math.isfinite(baseline_ms)):
+        raise ValueError(f"times must be positive and finite, got ours {ours_ms} ms, "
+                         f"baseline {baseline_ms} ms")
+    return baseline_ms / ours_ms
+
+
+def fast_p(rows, p):
+    """rows: (correct, ours_ms, baseline_ms). Fraction of ALL rows correct with speedup > p."""
+    if not rows:
+        raise ValueError("fast_p of no problems")
+    if not (p >= 0 and math.isfinite(p)):
+        raise ValueError(f"p must be >= 0 and finite, got {p}")
+    return sum(1 for c, o, b in rows if c and speedup(b, o) > p) / len(rows)
+
+
+def geomean_speedup(rows):
+    """Geometric mean of the speedups of the correct rows; None when none is correct."""
+    logs = [math.log(speedup(b, o)) for c, o, b in rows if c]
+    return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+def speed_of_light_ms(flops, nbytes, peak_flops_per_s, bandwidth_bytes_per_s):
+    if peak_flops_per_s <= 0 or bandwidth_bytes_per_s <= 0:
+        raise ValueError("limits must be positive")
+    return max(flops / peak_flops_per_s, nbytes / bandwidth_bytes_per_s) * 1e3
+
+
+def is_suspect(ours_ms, flops, nbytes, peak_flops_per_s, bandwidth_bytes_per_s):
+    return ours_ms < speed_of_light_ms(flops, nbytes, peak_flops_per_s, bandwidth_bytes_per_s)
+
+
+def percentile(sorted_xs, q):
+    """Linear interpolation between closest ranks (numpy's default), as runtime/timing.cc."""
+    if len(sorted_xs) == 1:
+        return sorted_xs[0]
+    pos = q * (len(sorted_xs) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_xs) - 1)
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
+
+
+def timing_stats(samples):
+    s = sorted(samples)
+    return {"runs": len(s), "median_ms": statistics.median(s), "mean_ms": statistics.fmean(s),
+            "min_ms": s[0], "max_ms": s[-1], "p10_ms": percentile(s, 0.10),
+            "p90_ms": percentile(s, 0.90)}
+
+
+def problem_flops(problem, output_shape):
+    """FLOPs of one run by the usual conventions (2 per multiply-add; 1 per output element
+    otherwise); fused problems add their nodes' matmul-like work."""
+    def prod(xs):
+        n = 1
+        for x in xs:
+            n *= x
+        return n
+    op, shapes, attrs = problem["op"], problem["shapes"], _norm_attrs(problem.get("attrs"))
+    out = prod(output_shape)
+    if op in ("matmul", "batch_matmul"):
+        a = shapes[0]
+        k = a[-2] if attrs.get("transpose_a") == "true" else a[-1]
+        return 2.0 * out * k
+    if op in ("dense", "gemv"):
+        return 2.0 * out * shapes[0][-1]
+    if op in ("conv2d_nchw", "depthwise_conv2d_nchw", "conv2d_bias_relu"):
+        return 2.0 * out * prod(shapes[1][1:])
+    if op == "fused":
+        total = 0.0
+        for n in problem["nodes"]:
+            if n["op"] in ("matmul", "batch_matmul", "dense", "conv2d_nchw"):
+                x = shapes[int(n["inputs"][0][1:])] if n["inputs"][0].startswith("p") else None
+                w = shapes[int(n["inputs"][1][1:])] if n["inputs"][1].startswith("p") else None
+                if x is None or w is None:
+                    continue
+                if n["op"] == "conv2d_nchw":
+                    total += 2.0 * out * prod(w[1:])  # output of the chain has the conv's shape
+                elif n["op"] == "dense":
+                    total += 2.0 * prod(x[:-1]) * w[0] * x[-1]
+                else:
+                    tb = _norm_attrs(n.get("attrs")).get("transpose_b") == "true"
+                    total += 2.0 * prod(x) * (w[-2] if tb else w[-1])
+        return max(total, float(out))
+    return float(out)
+
+
+def problem_bytes(problem, output_shape, itemsize=4):
+    n = sum(_prod(s) for s in problem["shapes"]) + _prod(output_shape)
+    return float(n * itemsize)
+
+
+def _prod(xs):
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def summarize(results, baselines=BASELINES):
+    """Per group ('all' = the non-small problems, 'small') and baseline: fast_p at
+    FAST_P_THRESHOLDS, geomean, counts. A problem without a baseline time counts as not fast."""
+    out = {}
+    groups = {"main": [r for r in results if not r.get("small")],
+              "small": [r for r in results if r.get("small")]}
+    for group, rs in groups.items():
+        if not rs:
+            continue
+        out[group] = {"problems": len(rs), "correct": sum(1 for r in rs if r["correct"])}
+        for b in baselines:
+            rows = []
+            for r in rs:
+                bt = (r.get("baselines", {}).get(b) or {}).get("median_ms")
+                ok = bool(r["correct"] and bt and r.get("ours", {}).get("median_ms"))
+                rows.append((ok, r.get("ours", {}).get("median_ms") if ok else 1.0,
+                             bt if ok else 1.0))
+            out[group][b] = {f"fast_{p:g}": fast_p(rows, p) for p in FAST_P_THRESHOLDS}
+            out[group][b]["geomean_speedup"] = geomean_speedup(rows)
+            out[group][b]["timed"] = sum(1 for ok, _, _ in rows if ok)
+    return out
+
+
+def _fmt(x, spec=".3f"):
+    return "—" if x is None else format(x, spec)
+
+
+def render_markdown(meta, suites):
+    """The results file: device and limits, then per suite a summary table and a problem table."""
+    lines = [f"# Scoring results ({meta.get('date', '')})", ""]
+    lines.append(f"Device {meta.get('device', '?')}, torch {meta.get('torch', '?')}, CUDA "
+                 f"{meta.get('cuda', '?')}. Measured limits: copy bandwidth "
+                 f"{_fmt(meta.get('bandwidth_tbps'), '.2f')} TB/s, fp32 FMA peak "
+                 f"{_fmt(meta.get('peak_tflops'), '.1f')} TFLOP/s. Method: bench/harness/score.py "
+                 f"({meta.get('trials', '?')} checked trials, {meta.get('runs', '?')} timed runs, "
+                 "L2 flushed before each, median).")
+    lines.append("")
+    for suite in suites:
+        lines.append(f"## {suite['suite']} ({suite['source']})")
+        lines.append("")
+        lines.append("| group | baseline | problems | correct | timed | fast_0 | fast_1 | fast_1.5 "
+                     "| fast_2 | geomean speedup |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|")
+        for group, s in suite["summary"].items():
+            for b in BASELINES:
+                if b not in s:
+                    continue
+                v = s[b]
+                lines.append(f"| {group} | {b} | {s['problems']} | {s['correct']} | {v['timed']} | "
+                             f"{v['fast_0']:.2f} | {v['fast_1']:.2f} | {v['fast_1.5']:.2f} | "
+                             f"{v['fast_2']:.2f} | {_fmt(v['geomean_speedup'], '.2f')} |")
+        lines.append("")
+        lines.append("| problem | correct | ours ms | eager ms | no-TF32 ms | compile ms | speedup "
+                     "(eager) | TFLOP/s | TB/s | limit | note |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        for r in suite["results"]:
+            b = r.get("baselines", {})
+            ours = r.get("ours", {}).get("median_ms")
+            eager = (b.get("eager") or {}).get("median_ms")
+            sp = eager / ours if (r["correct"] and ours and eager) else None
+            note = r.get("reason", "")
+            if r.get("detail"):
+                note += ": " + r["detail"]
+            if r.get("suspect"):
+                note += " SUSPECT (below the speed of light)"
+            lines.append(
+                f"| {r['name']}{' (small)' if r.get('small') else ''} | "
+                f"{'yes' if r['correct'] else 'no'} | {_fmt(ours, '.4f')} | {_fmt(eager, '.4f')} | "
+                f"{_fmt((b.get('eager_no_tf32') or {}).get('median_ms'), '.4f')} | "
+                f"{_fmt((b.get('compile') or {}).get('median_ms'), '.4f')} | {_fmt(sp, '.2f')} | "
+                f"{_fmt(r.get('tflops'), '.1f')} | {_fmt(r.get('tbps'), '.2f')} | "
+                f"{_fmt(r.get('limit_fraction'), '.0%')} | {note.replace('|', '/')[:160]} |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def render_row(r):
+    """One line per problem for the console (and `--kernel`)."""
+    ours = r.get("ours", {}).get("median_ms")
+    parts = [f"{r['name']:32s}", "PASS" if r["correct"] else f"FAIL {r.get('reason')}",
+             f"ours {_fmt(ours, '.4f')} ms"]
+    for b in BASELINES:
+        t = (r.get("baselines", {}).get(b) or {}).get("median_ms")
+        if t is not None:
+            parts.append(f"{b} {t:.4f} ms" + (f" ({t / ours:.2f}x)" if ours and r["correct"]
+                                               else ""))
+    if r.get("detail"):
+        parts.append(r["detail"])
+    if r.get("suspect"):
+        parts.append("SUSPECT")
+    return "  ".join(parts)
+
+
+def merge_results(docs):
+    """Combines results documents of several runs (the device tool runs at most 10 minutes a
+    command, so a full scoring is split with --problems): suites with the same name are joined in
+    order, a problem scored again replaces its earlier row, and the summaries are recomputed.
+    The limits and metadata come from the first document; runs lists every document's meta."""
+    if not docs:
+        raise ValueError("nothing to merge")
+    suites, order = {}, []
+    for d in docs:
+        for s in d["suites"]:
+            if s["suite"] not in suites:
+                suites[s["suite"]] = {"suite": s["suite"], "source": s["source"], "results": []}
+                order.append(s["suite"])
+            rows = suites[s["suite"]]["results"]
+            for r in s["results"]:
+                rows[:] = [x for x in rows if x["name"] != r["name"]] + [r]
+    baselines = tuple(b for b in BASELINES
+                      if any(b in r.get("baselines", {}) for s in suites.values()
+                             for r in s["results"]))
+    out = []
+    for name in order:
+        s = suites[name]
+        s["summary"] = summarize(s["results"], baselines)
+        out.append(s)
+    meta = dict(docs[0]["meta"])
+    meta["runs_merged"] = [d["meta"] for d in docs]
+    return {"meta": meta, "suites": out}
+
+
+def check_self_test(outcomes, manifest):
+    """outcomes: kernel name -> reason given. Returns (passed, lines): an honest kernel must get
+    'ok', a cheat one of its expected reasons."""
+    lines, passed = [], True
+    for k in manifest["kernels"]:
+        got = outcomes.get(k["kernel"], "not run")
+        want = ["ok"] if k["honest"] else k["expect"]
+        good = got in want
+        passed &= good
+        lines.append(f"{'PASS' if good else 'FAIL'} {k['kernel']:20s} "
+                     f"{'honest' if k['honest'] else 'cheat '} got {got:18s} "
+                     f"expected {'/'.join(want)}  ({k['what']})")
+    return passed, lines
+
+
+def make_function(problem, scope):
+    """def f(<inputs>): return <torch expression>, with `scope` (torch, F) as globals."""
+    src = f"def _problem({', '.join(problem['inputs'])}):\n    return {problem['torch']}\n"
+    namespace = dict(scope)
+    exec(compile(src, f"<{problem['name']}.torch>", "exec"), namespace)
+    return namespace["_problem"]
+
+
+# ------------------------------------------------------------------------------------------------
+# Device part (torch + ctypes on libcuda.so). Nothing below runs at import time.
+
+class CudaError(RuntimeError):
+    pass
+
+
+class Driver:
+    """The few CUDA driver calls the scorer needs, on torch's primary context."""
+
+    def __init__(self):
+        import ctypes
+        self.ct = ctypes
+        self.lib = ctypes.CDLL("libcuda.so.1")
+        self._check(self.lib.cuInit(0), "cuInit")
+        dev = ctypes.c_int()
+        import torch
+        torch.cuda.init()
+        torch.zeros(1, device="cuda")  # torch's runtime makes the primary context current
+        self._check(self.lib.cuCtxGetDevice(ctypes.byref(dev)), "cuCtxGetDevice")
+        self.device = dev.value
+        self.side_stream = ctypes.c_void_p()
+        self._check(self.lib.cuStreamCreate(ctypes.byref(self.side_stream), 1),  # NON_BLOCKING
+                    "cuStreamCreate")
+        self.lib.cuLaunchKernel.argtypes = [
+            ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
+            ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p,
+            ctypes.c_void_p]
+        self.lib.cuModuleLoadData.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        self.lib.cuModuleGetFunction.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                                                 ctypes.c_char_p]
+        self.lib.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+        self.lib.cuModuleUnload.argtypes = [ctypes.c_void_p]
+
+    def _check(self, rc, what):
+        if rc != 0:
+            msg = self.ct.c_char_p()
+            self.lib.cuGetErrorString(rc, self.ct.byref(msg))
+            raise CudaError(f"{what} failed: CUDA error {rc} "
+                            f"({msg.value.decode() if msg.value else '?'})")
+
+    def attribute(self, attr):
+        v = self.ct.c_int()
+        self._check(self.lib.cuDeviceGetAttribute(self.ct.byref(v), attr, self.device),
+                    "cuDeviceGetAttribute")
+        return v.value
+
+    def load(self, ptx_text):
+        mod = self.ct.c_void_p()
+        self._check(self.lib.cuModuleLoadData(self.ct.byref(mod), ptx_text.encode() + b"\0"),
+                    "cuModuleLoadData")
+        return mod
+
+    def unload(self, mod):
+        self.lib.cuModuleUnload(mod)
+
+    def function(self, mod, name, dynamic_shared=0):
+        f = self.ct.c_void_p()
+        self._check(self.lib.cuModuleGetFunction(self.ct.byref(f), mod, name.encode()),
+                    f"cuModuleGetFunction('{name}')")
+        if dynamic_shared > 48 * 1024:
+            self._check(self.lib.cuFuncSetAttribute(f, 8, int(dynamic_shared)),  # MAX_DYNAMIC_SHARED
+                        f"cuFuncSetAttribute('{name}')")
+        return f
+
+    def launch(self, f, grid, block, shared, stream, args):
+        """args: ctypes scalars (c_uint64 pointers, c_int, ...), kept alive by the caller."""
+        ptrs = (self.ct.c_void_p * max(1, len(args)))(
+            *[self.ct.cast(self.ct.pointer(a), self.ct.c_void_p) for a in args])
+        self._check(self.lib.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1],
+                                            block[2], int(shared), stream, ptrs, None),
+                    "cuLaunchKernel")
+
+    def synchronize(self):
+        self._check(self.lib.cuCtxSynchronize(), "cuCtxSynchronize (a kernel faulted?)")
+
+
+class Kernel:
+    """A loaded launch JSON + PTX."""
+
+    def __init__(self, drv, launch_doc, ptx_text):
+        self.drv = drv
+        self.doc = launch_doc
+        self.mod = drv.load(ptx_text)
+        self.launches = []
+        for l in launch_doc["launches"]:
+            f = drv.function(self.mod, l["entry"], l.get("dynamic_shared_bytes", 0))
+            self.launches.append((f, l["grid"], l["block"], l.get("dynamic_shared_bytes", 0),
+                                  l.get("stream", 0)))
+
+    def bind(self, buffers, stream):
+        """A no-argument launcher of every kernel on `buffers` (one torch tensor per argument, in
+        order), parameters prepared once so that timing sees little host overhead."""
+        ct, lib = self.drv.ct, self.drv.lib
+        args = [ct.c_uint64(t.data_ptr()) for t in buffers]
+        params = (ct.c_void_p * max(1, len(args)))(
+            *[ct.cast(ct.pointer(a), ct.c_void_p) for a in args])
+        calls = [(f, grid, block, int(shared), self.drv.side_stream if s else stream)
+                 for f, grid, block, shared, s in self.launches]
+
+        def launch():
+            for f, g, b, shared, st in calls:
+                rc = lib.cuLaunchKernel(f, g[0], g[1], g[2], b[0], b[1], b[2], shared, st, params,
+                                        None)
+                if rc != 0:
+                    self.drv._check(rc, "cuLaunchKernel")
+        launch.keep = (args, params)
+        return launch
+
+    def run(self, buffers, stream):
+        """Launches every kernel on `buffers` asynchronously."""
+        self.bind(buffers, stream)()
+
+    def close(self):
+        self.drv.unload(self.mod)
+
+
+class Harness:
+    """The checker and timer. `torch_module`, `driver` and `kernel_class` default to torch, the
+    ctypes Driver and Kernel; test_score_logic.py passes CPU stand-ins to run the same
+    checks on planted cheats written in Python."""
+
+    def __init__(self, trials=DEFAULT_TRIALS, runs=DEFAULT_RUNS, warmup=3, seed=1234,
+                 baselines=BASELINES, log=print, torch_module=None, driver=None,
+                 kernel_class=None, helpers_ptx=None):
+        if torch_module is None:
+            import torch as torch_module
+        torch = torch_module
+        self.torch = torch
+        self.F = torch.nn.functional
+        self.trials, self.runs, self.warmup = trials, runs, warmup
+        self.baselines = baselines
+        self.log = log
+        self.drv = driver if driver is not None else Driver()
+        self.kernel_class = kernel_class or Kernel
+        self.gen = torch.Generator(device="cuda").manual_seed(seed)
+        props = torch.cuda.get_device_properties(0)
+        self.props = props
+        l2 = getattr(props, "L2_cache_size", 50 * 1024 * 1024)
+        self.flush = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
+        if helpers_ptx is None:
+            helpers_ptx = device_ptx(os.path.join(HERE, "device_kernels.cu"))
+        self.helpers = self.drv.load(helpers_ptx)
+        self.sms = props.multi_processor_count
+        self.smem_optin = self.drv.attribute(97)  # MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+        self.scribble_big = self.drv.function(self.helpers, "smem_scribble", self.smem_optin)
+        self.scribble_small = self.drv.function(self.helpers, "smem_scribble", 48 * 1024)
+        self.fma = self.drv.function(self.helpers, "fma_peak")
+        self.scribble_count = 0
+        self.default_tf32 = self.tf32_state()  # PyTorch's defaults: the "eager" baseline's
+        self.peak_flops = None
+        self.bandwidth = None
+        # Host-clock overhead of one timed run that launches nothing (events, syncs, Python).
+        self.host_overhead_ms = self.time(lambda: None)["host_median_ms"]
+
+    # -- helpers --------------------------------------------------------------------------------
+    def stream(self):
+        return self.drv.ct.c_void_p(self.torch.cuda.current_stream().cuda_stream)
+
+    def scribble(self):
+        """Fills every SM's shared memory with a new pattern (two shared-memory configurations)."""
+        self.scribble_count += 1
+        ct = self.drv.ct
+        for f, nbytes in ((self.scribble_big, self.smem_optin), (self.scribble_small, 48 * 1024)):
+            args = [ct.c_uint(self.scribble_count * 7919), ct.c_uint(nbytes // 4)]
+            self.drv.launch(f, (4 * self.sms, 1, 1), (1024, 1, 1), nbytes, self.stream(), args)
+
+    def _new_tf32_api(self):
+        b = self.torch.backends
+        return hasattr(b.cuda.matmul, "fp32_precision") and hasattr(b.cudnn, "conv")
+
+    def tf32_state(self):
+        """PyTorch's TF32 settings (matmul, cuDNN conv), through the API this version prefers
+        (fp32_precision from 2.9 on: mixing it with allow_tf32 is refused by some versions)."""
+        b = self.torch.backends
+        if self._new_tf32_api():
+            return (b.cuda.matmul.fp32_precision, b.cudnn.conv.fp32_precision)
+        return (b.cuda.matmul.allow_tf32, b.cudnn.allow_tf32)
+
+    def set_tf32_state(self, state):
+        b = self.torch.backends
+        if self._new_tf32_api():
+            b.cuda.matmul.fp32_precision, b.cudnn.conv.fp32_precision = state
+        else:
+            b.cuda.matmul.allow_tf32, b.cudnn.allow_tf32 = state
+
+    def set_tf32(self, on):
+        """TF32 on or off for both matmul and cuDNN convolutions."""
+        if self._new_tf32_api():
+            self.set_tf32_state(("tf32", "tf32") if on else ("ieee", "ieee"))
+        else:
+            self.set_tf32_state((on, on))
+
+    def fresh_inputs(self, problem, dist):
+        torch = self.torch
+        dtype = getattr(torch, problem.get("dtype", "float32"))
+        xs = []
+        for shape in problem["shapes"]:
+            if dist == "uniform01":
+                x = torch.rand(shape, device="cuda", generator=self.gen)
+            elif dist == "normal":
+                x = torch.randn(shape, device="cuda", generator=self.gen) * NORMAL_STD + NORMAL_MEAN
+            else:
+                x = torch.rand(shape, device="cuda", generator=self.gen) * 2 - 1
+            xs.append(x.to(dtype))
+        return xs
+
+    def expression(self, problem):
+        """The problem's PyTorch expression as a plain function of its inputs (a real function, so
+        torch.compile traces it)."""
+        return make_function(problem, {"torch": self.torch, "F": self.F})
+
+    def measure_limits(self):
+        """Copy bandwidth (1 GiB device-to-device copy, read + write bytes) and the fp32 FMA peak."""
+        torch = self.torch
+        n = 1 << 28
+        src = torch.rand(n, device="cuda", generator=self.gen)
+        dst = torch.empty_like(src)
+        t = self.time(lambda: dst.copy_(src))
+        self.bandwidth = 2.0 * 4 * n / (t["median_ms"] * 1e-3)
+        threads, block, iters = self.sms * 2048, 256, 4096
+        out = torch.empty(threads, device="cuda")
+        ct = self.drv.ct
+        args = [ct.c_uint64(out.data_ptr()), ct.c_int(iters)]
+        t = self.time(lambda: self.drv.launch(self.fma, (threads // block, 1, 1), (block, 1, 1), 0,
+                                              self.stream(), args))
+        self.peak_flops = 16.0 * iters * threads / (t["median_ms"] * 1e-3)
+        del src, dst
+        return self.bandwidth, self.peak_flops
+
+    def time(self, fn):
+        """pytorch_baseline.py's method plus a device-wide sync and host clock per run."""
+        torch = self.torch
+        for _ in range(self.warmup):
+            fn()
+        torch.cuda.synchronize()
+        start = torch.cuda.Event(enable_timing=True)
+        stop = torch.cuda.Event(enable_timing=True)
+        ev, host = [], []
+        for i in range(self.runs):
+            self.flush.fill_(i)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            start.record()
+            fn()
+            stop.record()
+            torch.cuda.synchronize()  # device-wide: work on other streams finishes before t1
+            t1 = time.perf_counter()
+            ev.append(start.elapsed_time(stop))
+            host.append((t1 - t0) * 1e3)
+        stats = timing_stats(ev)
+        stats["host_median_ms"] = statistics.median(host)
+        return stats
+
+    # -- the checks -----------------------------------------------------------------------------
+    def check(self, problem, kernel):
+        """Runs the trials; returns (reason, detail, max errors)."""
+        torch = self.torch
+        fn = self.expression(problem)
+        atol, rtol = tolerance(problem.get("dtype", "float32"))
+        args = kernel.doc["arguments"]
+        keep = []  # the previous trial's buffers stay alive: the next ones get new addresses
+        worst = {"max_abs_error": 0.0, "max_rel_error": 0.0, "slack": 0.0}
+        value_failures = []
+        if problem.get("dtype", "float32") != "float32":
+            return "bad_launch", "the scorer checks float32 problems only (NaN poison bits)", worst
+        for trial in range(self.trials):
+            dist = DISTRIBUTIONS[trial % len(DISTRIBUTIONS)]
+            xs = self.fresh_inputs(problem, dist)
+            with torch.no_grad():
+                try:
+                    ref = fn(*[x.double() for x in xs])
+                    self.set_tf32(False)
+                    base = fn(*xs).double()
+                finally:
+                    self.set_tf32(False)
+            if not torch.isfinite(ref).all():
+                return ("reference_error", f"trial {trial} ({dist}): the float64 reference has "
+                        f"{int((~torch.isfinite(ref)).sum())} non-finite elements", worst)
+            excess = ((base - ref).abs() - (atol + rtol * ref.abs())).max().item()
+            slack = SLACK_FACTOR * max(0.0, excess if math.isfinite(excess) else 0.0)
+            worst["slack"] = max(worst["slack"], slack)
+            saved = [x.clone() for x in xs]
+            bufs, out_index, scratch = [], None, []
+            n_in = 0
+            for a in args:
+                if a["kind"] == "input":
+                    bufs.append(xs[n_in])
+                    n_in += 1
+                else:
+                    dtype = xs[0].dtype if a["kind"] == "output" else getattr(torch, a["dtype"])
+                    t = torch.empty(a["shape"], dtype=dtype, device="cuda")
+                    if a["kind"] == "output":
+                        out_index = len(bufs)
+                    else:
+                        scratch.append(t)
+                    bufs.append(t)
+            out = bufs[out_index]
+            if list(out.shape) != list(ref.shape):
+                return ("bad_launch", f"output shape {list(out.shape)} differs from the "
+                        f"reference's {list(ref.shape)}", worst)
+            results = []
+            for rep in range(2):
+                out.view(torch.int32).fill_(POISON_BITS)
+                for s in scratch:  # a different pattern before each of the two launches
+                    if s.element_size() != 4:
+                        s.view(torch.uint8).fill_(0xA5 if rep == 0 else 0x5A)
+                    elif rep == 0:
+                        s.view(torch.int32).fill_(POISON_BITS)
+                    elif s.dtype.is_floating_point:
+                        s.normal_(generator=self.gen)
+                    else:
+                        s.view(torch.int32).fill_(0x5A5A5A5A)
+                self.scribble()
+                torch.cuda.synchronize()
+                try:
+                    kernel.run(bufs, self.stream())
+                    self.drv.synchronize()
+                    torch.cuda.synchronize()
+                except CudaError as e:
+                    return "launch_error", f"trial {trial}: {e}", worst
+                if rep == 0:
+                    changed = sum(int((x.view(torch.int32) != s.view(torch.int32)).sum())
+                                  for x, s in zip(xs, saved))
+                    if changed:
+                        return ("input_modified", f"trial {trial} ({dist}): {changed} input "
+                                "elements changed", worst)
+                    left = int((out.view(torch.int32) == POISON_BITS).sum())
+                    if left:
+                        return ("incomplete_output", f"trial {trial} ({dist}): {left} of "
+                                f"{out.numel()} output elements never written", worst)
+                results.append(out.clone())
+            differ = int((results[0].view(torch.int32) != results[1].view(torch.int32)).sum())
+            if differ:
+                return ("nondeterministic", f"trial {trial} ({dist}): {differ} elements differ "
+                        "between two launches on the same inputs", worst)
+            got = results[0].double()
+            nonfinite = int((~torch.isfinite(got)).sum())
+            if nonfinite:
+                return ("nan_output", f"trial {trial} ({dist}): {nonfinite} NaN/Inf elements",
+                        worst)
+            err = (got - ref).abs()
+            worst["max_abs_error"] = max(worst["max_abs_error"], err.max().item())
+            big = ref.abs() > atol  # relative error where it means something
+            if big.any():
+                worst["max_rel_error"] = max(worst["max_rel_error"],
+                                             (err[big] / ref.abs()[big]).max().item())
+            bad32 = err > atol + rtol * ref.abs() + slack
+            if bad32.any():
+                # A value failure: the remaining trials still run, so that a kernel right only to
+                # within 1e-2 on one distribution and far off on another is wrong_answer.
+                bad16 = int((err > 1e-2 + 1e-2 * ref.abs() + slack).sum())
+                i = int(bad32.flatten().nonzero()[0])
+                detail = (f"trial {trial} ({dist}): {int(bad32.sum())} of {got.numel()} elements "
+                          f"outside tolerance; first at flat index {i}: got "
+                          f"{got.flatten()[i].item():.7g}, expected {ref.flatten()[i].item():.7g}"
+                          f" (slack {slack:.3g})")
+                value_failures.append(("imprecise" if bad16 == 0 else "wrong_answer", detail))
+            keep = [xs, bufs]
+            del saved, results
+        del keep
+        reason = final_reason([f[0] for f in value_failures])
+        detail = next((d for r, d in value_failures if r == reason), "")
+        return reason, detail, worst
+
+    def score(self, problem, launch_doc, ptx_text, kernel_only=False):
+        """Checks and times one problem; returns its result row."""
+        torch = self.torch
+        r = {"name": problem["name"], "small": is_small(problem), "correct": False,
+             "baselines": {}, "ours": {}}
+        fn = self.expression(problem)
+        xs = self.fresh_inputs(problem, "uniform")  # timing inputs: never zeros
+        with torch.no_grad():
+            out_shape = list(fn(*xs).shape)
+        flops = launch_doc.get("flops") if launch_doc else None
+        flops = flops or problem_flops(problem, out_shape)
+        nbytes = problem_bytes(problem, out_shape, xs[0].element_size())
+        r["flops"], r["bytes"] = flops, nbytes
+        kernel = None
+        if launch_doc is None:
+            r["reason"], r["detail"] = "missing_artifact", ""
+        else:
+            errs = validate_launch(problem, launch_doc, out_shape)
+            if errs:
+                r["reason"], r["detail"] = "bad_launch", "; ".join(errs)
+            else:
+                try:
+                    kernel = self.kernel_class(self.drv, launch_doc, ptx_text)
+                except CudaError as e:
+                    r["reason"], r["detail"] = "bad_launch", str(e)
+        if kernel is not None:
+            reason, detail, errors = self.check(problem, kernel)
+            r.update(errors)
+            r["reason"], r["detail"] = reason, detail
+            if reason == "ok":
+                bufs, i = [], 0
+                for a in launch_doc["arguments"]:
+                    if a["kind"] == "input":
+                        bufs.append(xs[i])
+                        i += 1
+                    else:
+                        dtype = (xs[0].dtype if a["kind"] == "output"
+                                 else getattr(torch, a["dtype"]))
+                        bufs.append(torch.empty(a["shape"], dtype=dtype, device="cuda"))
+                t = self.time(kernel.bind(bufs, self.stream()))
+                r["ours"] = t
+                if other_stream_suspect(t["median_ms"],
+                                        t["host_median_ms"] - self.host_overhead_ms):
+                    r["reason"] = "other_stream"
+                    r["detail"] = (f"{t['median_ms']:.4f} ms on the timed stream but "
+                                   f"{t['host_median_ms']:.4f} ms until the device was idle")
+                else:
+                    r["correct"] = True
+                    ms = t["median_ms"]
+                    r["tflops"] = flops / (ms * 1e9)
+                    r["tbps"] = nbytes / (ms * 1e9)
+                    if self.peak_flops and self.bandwidth:
+                        sol = speed_of_light_ms(flops, nbytes, self.peak_flops, self.bandwidth)
+                        r["speed_of_light_ms"] = sol
+                        r["limit_fraction"] = sol / ms
+                        r["suspect"] = ms < sol
+            kernel.close()
+        if not kernel_only:
+            self.time_baselines(problem, fn, xs, r)
+        return r
+
+    def time_baselines(self, problem, fn, xs, r):
+        torch = self.torch
+        with torch.no_grad():
+            for b in self.baselines:
+                try:
+                    if b == "eager":
+                        self.set_tf32_state(self.default_tf32)
+                        r["baselines"][b] = self.time(lambda: fn(*xs))
+                    elif b == "eager_no_tf32":
+                        self.set_tf32(False)
+                        r["baselines"][b] = self.time(lambda: fn(*xs))
+                    elif b == "compile":
+                        self.set_tf32_state(self.default_tf32)
+                        cfn = torch.compile(fn)
+                        t0 = time.perf_counter()
+                        cfn(*xs)
+                        torch.cuda.synchronize()
+                        compile_s = time.perf_counter() - t0
+                        r["baselines"][b] = self.time(lambda: cfn(*xs))
+                        r["baselines"][b]["compile_s"] = compile_s
+                except Exception as e:  # a baseline that does not work is reported, not fatal
+                    r["baselines"][b] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+                finally:
+                    self.set_tf32(False)
+
+
+# ------------------------------------------------------------------------------------------------
+# Driver code.
+
+def find_artifact(problem, art_dir):
+    """(launch JSON, PTX text) for the problem from an artifact directory, or (None, None)."""
+    if not art_dir or not os.path.isdir(art_dir):
+        return None, None
+    candidates = [os.path.join(art_dir, problem["name"] + ".json")]
+    candidates += sorted(os.path.join(art_dir, f) for f in os.listdir(art_dir)
+                         if f.endswith(".json"))
+    for path in candidates:
+        if not os.path.isfile(path):
+            continue
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, json.JSONDecodeError):
+            continue
+        if not isinstance(doc, dict) or not workload_matches(problem, doc.get("workload")):
+            continue
+        ptx_name = (doc.get("files") or {}).get("ptx")
+        if not ptx_name:
+            continue
+        with open(os.path.join(os.path.dirname(path), ptx_name)) as f:
+            return doc, f.read()
+    return None, None
+
+
+def device_meta(h):
+    import torch
+    return {"date": datetime.date.today().isoformat(), "device": h.props.name,
+            "torch": torch.__version__, "cuda": torch.version.cuda,
+            "sm_count": h.sms, "l2_bytes": getattr(h.props, "L2_cache_size", None),
+            "bandwidth_tbps": h.bandwidth / 1e12 if h.bandwidth else None,
+            "peak_tflops": h.peak_flops / 1e12 if h.peak_flops else None,
+            "trials": h.trials, "runs": h.runs, "distributions": list(DISTRIBUTIONS),
+            "normal": [NORMAL_MEAN, NORMAL_STD], "slack_factor": SLACK_FACTOR,
+            "tf32_defaults": [str(x) for x in h.default_tf32],
+            "host_overhead_ms": h.host_overhead_ms}
+
+
+def write_plot(path, suites):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, axes = plt.subplots(len(suites), 1, figsize=(10, 4 * len(suites)), squeeze=False)
+    for ax, s in zip(axes[:, 0], suites):
+        pts = []
+        for r in s["results"]:
+            e = (r["baselines"].get("eager") or {}).get("median_ms")
+            o = r.get("ours", {}).get("median_ms")
+            pts.append((e / o if (r["correct"] and e and o) else 0.0, r["name"]))
+        pts.sort()
+        ax.bar(range(len(pts)), [p for p, _ in pts])
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_xticks(range(len(pts)))
+        ax.set_xticklabels([n for _, n in pts], rotation=90, fontsize=6)
+        ax.set_ylabel("speedup vs eager")
+        ax.set_title(s["suite"])
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return True
+
+
+def run_suites(a):
+    loaded = [(path, load_suite(path)) for path in a.suite]  # a bad file fails before the GPU work
+    h = Harness(a.trials, a.runs, baselines=tuple(a.baselines.split(",")))
+    h.measure_limits()
+    print(f"limits: copy {h.bandwidth / 1e12:.2f} TB/s, fp32 FMA {h.peak_flops / 1e12:.1f} "
+          "TFLOP/s", flush=True)
+    only = set(a.problems.split(",")) if a.problems else None
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)) or ".", exist_ok=True)
+    suites = []
+    for path, suite in loaded:
+        entry = {"suite": suite["suite"], "source": path, "results": []}
+        suites.append(entry)
+        for p in suite["problems"]:
+            if only and p["name"] not in only:
+                continue
+            doc, ptx = find_artifact(p, a.artifacts)
+            try:
+                r = h.score(p, doc, ptx)
+            except Exception as e:  # one problem must not lose the others' results
+                r = {"name": p["name"], "small": is_small(p), "correct": False, "ours": {},
+                     "baselines": {}, "reason": "harness_error",
+                     "detail": f"{type(e).__name__}: {str(e)[:300]}"}
+            print(render_row(r), flush=True)
+            entry["results"].append(r)
+            entry["summary"] = summarize(entry["results"], h.baselines)
+            h.torch.cuda.empty_cache()
+            # Written after every problem: a run cut short by a time limit keeps what it scored.
+            with open(a.out + ".json", "w") as f:
+                json.dump({"meta": device_meta(h), "suites": suites}, f, indent=1)
+    suites = [s for s in suites if s["results"]]
+    meta = device_meta(h)
+    with open(a.out + ".json", "w") as f:
+        json.dump({"meta": meta, "suites": suites}, f, indent=1)
+    with open(a.out + ".md", "w") as f:
+        f.write(render_markdown(meta, suites))
+    plotted = write_plot(a.out + ".png", suites)
+    print(f"wrote {a.out}.md, {a.out}.json{', ' + a.out + '.png' if plotted else ' (no matplotlib: no plot)'}")
+    return 0
+
+
+def _warm_compile(job):
+    """Worker of warm_compile: torch.compile of each named problem once, in its own process, so
+    that inductor's on-disk caches (FX graph, AOT autograd, Triton kernels) are warm when the
+    timing process compiles the same function. Returns (compiled names, failures)."""
+    paths, names = job
+    import torch
+    done, failed = [], []
+    for path in paths:
+        for problem in load_suite(path)["problems"]:
+            if problem["name"] not in names:
+                continue
+            try:
+                fn = make_function(problem, {"torch": torch, "F": torch.nn.functional})
+                dtype = getattr(torch, problem.get("dtype", "float32"))
+                xs = [torch.rand(shape, device="cuda").to(dtype) for shape in problem["shapes"]]
+                with torch.no_grad():
+                    torch.compile(fn)(*xs)
+                torch.cuda.synchronize()
+                done.append(problem["name"])
+            except Exception as e:  # the timing process reports the baseline's error
+                failed.append(f"{problem['name']}: {type(e).__name__}")
+            torch._dynamo.reset()
+    return done, failed
+
+
+def warm_compile(suite_paths, only, workers):
+    """Compiles the problems' torch.compile baselines in `workers` parallel processes (the
+    compile baseline's compile time is excluded from its timing anyway; compiled one after
+    another, 50 problems took most of a 10-minute device call). Same PyTorch defaults (TF32) as
+    the timing process's compile baseline, so the cache keys match."""
+    import multiprocessing
+    names = [p["name"] for path in suite_paths for p in load_suite(path)["problems"]
+             if not only or p["name"] in only]
+    chunks = [set(names[i::workers]) for i in range(workers) if names[i::workers]]
+    if not chunks:
+        return
+    t0 = time.perf_counter()
+    with multiprocessing.get_context("spawn").Pool(len(chunks)) as pool:
+        results = pool.map(_warm_compile, [(list(suite_paths), c) for c in chunks])
+    done = sum(len(d) for d, _ in results)
+    failed = [f for _, fs in results for f in fs]
+    print(f"warm compile: {done} of {len(names)} problems in {time.perf_counter() - t0:.0f} s "
+          f"with {len(chunks)} processes" + (f"; failed: {', '.join(failed)}" if failed else ""),
+          flush=True)
+
+
+def run_kernel(a):
+    problem = None
+    for path in a.suite:
+        problem = next((p for p in load_suite(path)["problems"] if p["name"] == a.problem), None)
+        if problem:
+            break
+    if problem is None:
+        print(f"no problem '{a.problem}' in {', '.join(a.suite)}", file=sys.stderr)
+        return 2
+    doc = read_json(a.launch, "launch JSON")
+    ptx = read_text(a.kernel, "kernel PTX")
+    h = Harness(a.trials, a.runs, baselines=tuple(a.baselines.split(",")))
+    h.measure_limits()
+    r = h.score(problem, doc, ptx)
+    print(render_row(r))
+    if a.out:
+        with open(a.out + ".json", "w") as f:
+            json.dump({"meta": device_meta(h), "result": r}, f, indent=1)
+    return 0 if r["correct"] else 1
+
+
+def run_self_test(a):
+    cheats = os.path.join(HERE, "cheats")
+    with open(os.path.join(cheats, "manifest.json")) as f:
+        manifest = json.load(f)
+    suite = load_suite(os.path.join(cheats, manifest["suite"]))
+    problems = {p["name"]: p for p in suite["problems"]}
+    h = Harness(a.trials, a.runs, baselines=())
+    outcomes, rows = {}, []
+    for k in manifest["kernels"]:
+        with open(os.path.join(cheats, k["kernel"] + ".json")) as f:
+            doc = json.load(f)
+        ptx = device_ptx(os.path.join(cheats, k["source"]),
+                         os.path.join(cheats, doc["files"]["ptx"]))
+        r = h.score(problems[k["problem"]], doc, ptx, kernel_only=True)
+        outcomes[k["kernel"]] = "ok" if r["correct"] else r["reason"]
+        r["kernel"] = k["kernel"]
+        rows.append(r)
+        print(f"{k['kernel']:20s} {outcomes[k['kernel']]:18s} {r.get('detail', '')}", flush=True)
+    passed, lines = check_self_test(outcomes, manifest)
+    print("\n".join(lines))
+    n_cheat = sum(1 for k in manifest["kernels"] if not k["honest"])
+    print(f"self-test: {'PASSED' if passed else 'FAILED'} ({n_cheat} cheats, "
+          f"{len(manifest['kernels']) - n_cheat} honest kernels)")
+    if a.out:
+        with open(a.out + ".json", "w") as f:
+            json.dump({"passed": passed, "lines": lines, "results": rows}, f, indent=1)
+    return 0 if passed else 1
+
+
+def check_out_path(out, inputs=()):
+    """--out's directory must exist, and its .json must not be one of the files being read."""
+    d = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(d):
+        raise InputError(f"--out '{out}': directory '{d}' does not exist")
+    target = os.path.realpath(out + ".json")
+    for path in inputs:
+        if os.path.realpath(path) == target:
+            raise InputError(f"--out '{out}' would overwrite the input '{path}'; give another "
+                             "--out")
+
+
+def run_merge(a):
+    check_out_path(a.out, a.merge)
+    docs = []
+    for path in a.merge:
+        doc = read_json(path, "results file")
+        check_results_doc(doc, path)
+        docs.append(doc)
+    merged = merge_results(docs)
+    with open(a.out + ".json", "w") as f:
+        json.dump(merged, f, indent=1)
+    with open(a.out + ".md", "w") as f:
+        f.write(render_markdown(merged["meta"], merged["suites"]))
+    plotted = write_plot(a.out + ".png", merged["suites"])
+    print(f"merged {len(docs)} runs into {a.out}.md, {a.out}.json"
+          f"{', ' + a.out + '.png' if plotted else ''}")
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--suite", action="append", help="suite file(s) (default: level1 and level2)")
+    p.add_argument("--artifacts", help="directory of kernel artifacts (launch JSON + PTX)")
+    p.add_argument("--out", help="output path without extension (results .md/.json/.png)")
+    p.add_argument("--problems", help="comma-separated problem names to score (default: all)")
+    p.add_argument("--kernel", help="PTX of one external kernel (with --launch and --problem)")
+    p.add_argument("--launch", help="its launch JSON")
+    p.add_argument("--problem", help="the problem it claims to solve")
+    p.add_argument("--self-test", action="store_true", help="run the planted-cheat suite")
+    p.add_argument("--merge", nargs="+", metavar="JSON",
+                   help="merge results JSONs of split runs into --out (no GPU needed)")
+    p.add_argument("--trials", type=int, default=DEFAULT_TRIALS)
+    p.add_argument("--runs", type=int, default=DEFAULT_RUNS)
+    p.add_argument("--baselines", default=",".join(BASELINES))
+    p.add_argument("--warm-compile", type=int, default=0, metavar="N",
+                   help="before scoring, torch.compile every problem in N parallel processes to "
+                        "warm inductor's caches (compile time is excluded from timing anyway)")
+    p.add_argument("--warm-only", action="store_true",
+                   help="only warm the compile caches (with --warm-compile), score nothing")
+    a = p.parse_args(argv)
+    try:
+        return _main(p, a)
+    except (SuiteError, InputError) as e:
+        print(f"score.py: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(p, a):
+    if a.trials < 5:
+        p.error("--trials must be >= 5")
+    if a.runs < 100:
+        p.error("--runs must be >= 100")
+    if not a.suite:
+        a.suite = [os.path.join(SUITES_DIR, "level1.json"),
+                   os.path.join(SUITES_DIR, "level2.json")]
+    if a.warm_compile < 0:
+        p.error("--warm-compile must be >= 0")
+    if a.warm_only and a.warm_compile == 0:
+        p.error("--warm-only needs --warm-compile N")
+    if a.warm_compile and (a.merge or a.self_test or a.kernel or a.launch or a.problem):
+        p.error("--warm-compile / --warm-only score suites: not with --merge, --self-test or "
+                "--kernel")
+    if a.warm_compile and "compile" not in a.baselines.split(","):
+        p.error("--warm-compile warms the compile baseline, which --baselines leaves out")
+    if a.merge:
+        if not a.out:
+            p.error("--merge needs --out")
+        return run_merge(a)
+    if a.self_test:
+        return run_self_test(a)
+    if a.kernel or a.launch or a.problem:
+        if not (a.kernel and a.launch and a.problem):
+            p.error("--kernel, --launch and --problem go together")
+        return run_kernel(a)
+    if a.warm_compile:
+        only = set(a.problems.split(",")) if a.problems else None
+        names = {q["name"] for path in a.suite for q in load_suite(path)["problems"]}
+        if only and only - names:  # a bad file or name fails here, not in the workers
+            p.error(f"--problems: no problem {', '.join(sorted(only - names))} in "
+                    f"{', '.join(a.suite)}")
+        import importlib.util
+        if importlib.util.find_spec("torch") is None:
+            p.error("--warm-compile needs PyTorch, which this Python does not have")
+        warm_compile(a.suite, only, a.warm_compile)
+    if a.warm_only:
+        return 0
+    if not a.out:
+        a.out = os.path.join(RESULTS_DIR, f"h200-{datetime.date.today().isoformat()}")
+    return run_suites(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1090 @@
+#!/usr/bin/env python3
+"""Tests of bench/harness/score.py's pure logic (no torch, no GPU): suite reading, the checker's
+verdicts, fast_p / geomean / speed of light against hand-computed values, artifact matching, the
+committed planted-cheat data, locating or compiling the harness's PTX, report rendering, and
+score.Harness's whole check-and-time flow on the CPU through a list-based stand-in
+for torch with planted cheats written in Python (FakeTorchTest: the CPU half of the cheat suite).
+
+  python3 bench/harness/test_score_logic.py    (or: python3 -m unittest discover -s bench/harness
+                                                -p 'test_score_logic.py')
+"""
+import dis
+import json
+import math
+import os
+import struct
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import score  # noqa: E402
+
+CHEATS = os.path.join(HERE, "cheats")
+SUITES = os.path.join(os.path.dirname(HERE), "suites")
+
+# correct, ours_ms, baseline_ms: speedups a 2.0, b 0.5, c 1.0, d 4.0, e incorrect (10x), f 1.6.
+TABLE = [(True, 1.0, 2.0), (True, 2.0, 1.0), (True, 3.0, 3.0), (True, 0.5, 2.0),
+         (False, 0.1, 1.0), (True, 2.5, 4.0)]
+
+
+def f32(x):
+    """x rounded to float32 (what a float32 kernel can return)."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+class ImportTest(unittest.TestCase):
+    def test_imports_without_torch(self):
+        self.assertNotIn("torch", sys.modules)
+
+
+class FastPTest(unittest.TestCase):
+    def test_fast_p_counts_correct_and_strictly_faster_over_all(self):
+        self.assertAlmostEqual(score.fast_p(TABLE, 0.0), 5 / 6)
+        self.assertAlmostEqual(score.fast_p(TABLE, 1.0), 3 / 6)   # c at exactly 1.0 is not > 1
+        self.assertAlmostEqual(score.fast_p(TABLE, 1.5), 3 / 6)
+        self.assertAlmostEqual(score.fast_p(TABLE, 2.0), 1 / 6)   # a at exactly 2.0 is not > 2
+        self.assertAlmostEqual(score.fast_p(TABLE, 5.0), 0.0)     # e's 10x is incorrect
+
+    def test_geomean_over_correct_only(self):
+        self.assertAlmostEqual(score.geomean_speedup(TABLE), 6.4 ** 0.2, places=12)
+        self.assertAlmostEqual(6.4 ** 0.2, 1.4495, delta=1e-4)
+        self.assertIsNone(score.geomean_speedup([(False, 1.0, 1.0)]))
+
+    def test_errors(self):
+        with self.assertRaisesRegex(ValueError, "no problems"):
+            score.fast_p([], 1.0)
+        with self.assertRaisesRegex(ValueError, "p must be >= 0"):
+            score.fast_p(TABLE, -1)
+        with self.assertRaisesRegex(ValueError, "positive and finite"):
+            score.fast_p([(True, 0.0, 1.0)], 1.0)
+
+    def test_speed_of_light(self):
+        flops, nbytes = 2.0 * 4096 ** 3, 3.0 * 4096 * 4096 * 4
+        self.assertAlmostEqual(score.speed_of_light_ms(flops, nbytes, 50e12, 4e12), 2.74877906944)
+        self.assertAlmostEqual(score.speed_of_light_ms(1e6, 2 ** 31, 50e12, 4e12), 0.536870912)
+        self.assertTrue(score.is_suspect(2.0, flops, nbytes, 50e12, 4e12))
+        self.assertFalse(score.is_suspect(3.3, flops, nbytes, 50e12, 4e12))
+        with self.assertRaises(ValueError):
+            score.speed_of_light_ms(1, 1, 0, 1)
+
+    def test_percentile_and_stats(self):
+        s = score.timing_stats([4.0, 1.0, 3.0, 2.0])
+        self.assertEqual(s["median_ms"], 2.5)
+        self.assertEqual(s["mean_ms"], 2.5)
+        self.assertAlmostEqual(s["p10_ms"], 1.3)   # 1 + 0.3 · (2 − 1)
+        self.assertAlmostEqual(s["p90_ms"], 3.7)
+
+    def test_summarize_groups_and_baselines(self):
+        results = [
+            {"name": "a", "small": False, "correct": True, "ours": {"median_ms": 1.0},
+             "baselines": {"eager": {"median_ms": 2.0}, "eager_no_tf32": {"median_ms": 0.5}}},
+            {"name": "b", "small": False, "correct": False, "ours": {},
+             "baselines": {"eager": {"median_ms": 2.0}, "eager_no_tf32": {"median_ms": 2.0}}},
+            {"name": "s", "small": True, "correct": True, "ours": {"median_ms": 0.01},
+             "baselines": {"eager": {"median_ms": 0.005}}},
+        ]
+        s = score.summarize(results, ("eager", "eager_no_tf32"))
+        self.assertEqual(s["main"]["problems"], 2)
+        self.assertEqual(s["main"]["correct"], 1)
+        self.assertAlmostEqual(s["main"]["eager"]["fast_1"], 0.5)
+        self.assertAlmostEqual(s["main"]["eager"]["geomean_speedup"], 2.0)
+        self.assertAlmostEqual(s["main"]["eager_no_tf32"]["fast_0"], 0.5)
+        self.assertAlmostEqual(s["main"]["eager_no_tf32"]["fast_1"], 0.0)
+        self.assertAlmostEqual(s["small"]["eager"]["fast_0"], 1.0)
+        self.assertAlmostEqual(s["small"]["eager"]["fast_1"], 0.0)
+        # A correct problem without a time of that baseline is not fast against it.
+        self.assertEqual(s["small"]["eager_no_tf32"]["timed"], 0)
+
+
+class VerdictTest(unittest.TestCase):
+    def test_tolerances(self):
+        self.assertEqual(score.tolerance("float32"), (1e-4, 1e-4))
+        self.assertEqual(score.tolerance("float16"), (1e-2, 1e-2))
+        self.assertEqual(score.tolerance("bfloat16"), (1e-2, 1e-2))
+        with self.assertRaises(ValueError):
+            score.tolerance("int8")
+
+    def test_element_ok(self):
+        self.assertTrue(score.element_ok(1.0002, 1.0, 1e-4, 1e-4))       # 2e-4 <= 1e-4 + 1e-4
+        self.assertFalse(score.element_ok(1.00021, 1.0, 1e-4, 1e-4))
+        self.assertTrue(score.element_ok(1.1, 1.0, 1e-4, 1e-4, slack=0.1))
+        for bad in (math.nan, math.inf, -math.inf):
+            self.assertFalse(score.element_ok(bad, 1.0, 1e9, 1e9))     # NaN/Inf never pass
+        self.assertFalse(score.element_ok(math.nan, math.nan, 1, 1))
+        self.assertTrue(score.element_ok(math.inf, math.inf, 1, 1))
+
+    def test_slack_is_four_times_pytorchs_excess(self):
+        # Baseline errors 0.5 (tolerance 1e-4 + 1e-4·0 → excess 0.4999) and 0 elsewhere.
+        self.assertAlmostEqual(score.slack_from_baseline([0.5, 1.0], [0.0, 1.0], 1e-4, 1e-4),
+                               4 * (0.5 - 1e-4))
+        self.assertEqual(score.slack_from_baseline([1.0], [1.0], 1e-4, 1e-4), 0.0)
+
+    def test_each_reason_of_one_trial(self):
+        ref = [1.0, -2.0, 3.0, 0.0]
+        exact = [f32(x) for x in ref]
+        self.assertEqual(score.check_lists(exact, ref)[0], "ok")
+        self.assertEqual(score.check_lists(exact, ref, inputs_before=[[1.0, 2.0]],
+                                           inputs_after=[[1.0, 0.0]])[0], "input_modified")
+        self.assertEqual(score.check_lists(exact, ref, poison_mask=[0, 0, 1, 0])[0],
+                         "incomplete_output")
+        self.assertEqual(score.check_lists(exact, ref, got2=[1.0, -2.0, 3.0000002, 0.0])[0],
+                         "nondeterministic")
+        self.assertEqual(score.check_lists([1.0, math.nan, 3.0, 0.0], ref)[0], "nan_output")
+        self.assertEqual(score.check_lists([1.0, math.inf, 3.0, 0.0], ref)[0], "nan_output")
+        # 1e-3 relative: outside 1e-4, inside 1e-2.
+        _, counts = score.check_lists([1.001, -2.0, 3.0, 0.0], ref)
+        self.assertEqual((counts["bad32"], counts["bad16"]), (1, 0))
+        self.assertEqual(score.check_lists([1.001, -2.0, 3.0, 0.0], ref)[0], "imprecise")
+        self.assertEqual(score.check_lists([1.1, -2.0, 3.0, 0.0], ref)[0], "wrong_answer")
+        self.assertEqual(score.check_lists([1.1, -2.0, 3.0, 0.0], ref, slack=0.2)[0], "ok")
+        # fp16 problems are judged at 1e-2.
+        self.assertEqual(score.check_lists([1.001, -2.0, 3.0, 0.0], ref, dtype="float16")[0],
+                         "ok")
+
+    def test_check_order_puts_structural_failures_first(self):
+        c = {"input_changed": 1, "poison_left": 1, "disagree": 1, "nonfinite": 1, "bad32": 1,
+             "bad16": 1}
+        order = ["input_modified", "incomplete_output", "nondeterministic", "nan_output",
+                 "wrong_answer"]
+        for key, want in zip(["input_changed", "poison_left", "disagree", "nonfinite", "bad32"],
+                             order):
+            self.assertEqual(score.verdict_from_counts(c), want)
+            c[key] = 0
+
+    def test_final_reason_over_trials(self):
+        self.assertEqual(score.final_reason(["ok", "ok"]), "ok")
+        self.assertEqual(score.final_reason(["imprecise", "ok"]), "imprecise")
+        self.assertEqual(score.final_reason(["imprecise", "wrong_answer", "imprecise"]),
+                         "wrong_answer")
+        self.assertEqual(score.final_reason(["wrong_answer", "nondeterministic"]),
+                         "nondeterministic")
+
+    def test_other_stream_rule(self):
+        self.assertTrue(score.other_stream_suspect(0.004, 0.52))    # side-stream relu
+        self.assertFalse(score.other_stream_suspect(0.50, 0.53))    # honest relu
+        self.assertFalse(score.other_stream_suspect(0.005, 0.04))   # a small honest kernel
+        self.assertFalse(score.other_stream_suspect(3.0, 6.0))
+        self.assertTrue(score.other_stream_suspect(3.0, 6.2))
+
+
+class SuiteTest(unittest.TestCase):
+    def test_committed_suites_parse(self):
+        l1 = score.load_suite(os.path.join(SUITES, "level1.json"))
+        l2 = score.load_suite(os.path.join(SUITES, "level2.json"))
+        self.assertGreaterEqual(sum(1 for p in l1["problems"] if not score.is_small(p)), 24)
+        self.assertGreaterEqual(sum(1 for p in l1["problems"] if score.is_small(p)), 3)
+        self.assertGreaterEqual(len(l2["problems"]), 10)
+        self.assertTrue(all(p["op"] == "fused" for p in l2["problems"]))
+
+    def test_expressions_compile_and_use_only_their_inputs(self):
+        for name in ("level1.json", "level2.json"):
+            for p in score.load_suite(os.path.join(SUITES, name))["problems"]:
+                with self.subTest(problem=p["name"]):
+                    fn = score.make_function(p, {"torch": None, "F": None})
+                    self.assertEqual(fn.__code__.co_varnames[:len(p["inputs"])],
+                                     tuple(p["inputs"]))
+                    # Globals the expression reads: only torch and F.
+                    globs = {i.argval for i in dis.get_instructions(fn)
+                             if i.opname == "LOAD_GLOBAL"}
+                    self.assertLessEqual(globs, {"torch", "F"})
+                    # Every input is used.
+                    used = {i.argval for i in dis.get_instructions(fn)
+                            if i.opname.startswith("LOAD_FAST")}
+                    flat = set()
+                    for u in used:
+                        flat |= set(u) if isinstance(u, tuple) else {u}
+                    self.assertEqual(flat, set(p["inputs"]))
+
+    def test_errors_name_file_problem_and_field(self):
+        def doc(problems):
+            return json.dumps({"version": 1, "suite": "t", "problems": problems})
+        good = {"name": "p", "op": "relu", "shapes": [[4]], "inputs": ["X"], "torch": "X"}
+        cases = [
+            ("{", "f.json: not valid JSON"),
+            ("[" * 100000 + "]" * 100000, "f.json: nested too deeply"),
+            (json.dumps({"version": 2, "suite": "t", "problems": [good]}),
+             "field 'version' must be 1"),
+            (doc([]), "field 'problems' must be a non-empty list"),
+            (doc([{k: v for k, v in good.items() if k != "torch"}]),
+             "f.json: problem 0 'p': field 'problems[0].torch' is missing"),
+            (doc([good, good]), "problem 1 'p': name 'p' is used twice"),
+            (doc([dict(good, shapes=[[4, 0]])]), "field 'problems[0].shapes[0]' must be a list"),
+            (doc([dict(good, inputs=["X", "Y"])]), "names 2 inputs but 'shapes' lists 1"),
+            (doc([dict(good, inputs=["torch"])]), "must be an identifier other than torch and F"),
+            (doc([dict(good, nodes=[])]), "field 'problems[0].nodes' belongs to exactly"),
+            (doc([dict(good, dtype="int8")]), "no tolerance for dtype 'int8'"),
+            # Types the scorer relies on, and the C++ reader's rules (bench/harness/suite.h):
+            # every one of these used to be accepted here and fail later with a traceback.
+            (doc([dict(good, dtype=5)]), "field 'problems[0].dtype' must be a string"),
+            (doc([dict(good, tags="small")]), "field 'problems[0].tags' must be a list of strings"),
+            (doc([dict(good, tags=[1])]), "field 'problems[0].tags' must be a list of strings"),
+            (doc([dict(good, attrs=[1])]), "field 'problems[0].attrs' must be an object"),
+            (doc([dict(good, attrs={"axis": 1.5})]), "field 'problems[0].attrs.axis' must be"),
+            (doc([dict(good, note=3)]), "field 'problems[0].note' must be a string"),
+            (doc([dict(good, bogus=1)]), "unknown field 'problems[0].bogus'"),
+            (doc([dict(good, name="Mat-mul")]), "name 'Mat-mul' must be lower-case letters"),
+            (doc([dict(good, shapes=[[4], [4]], inputs=["X", "X"])]), "names an input twice"),
+            (json.dumps({"version": 1, "suite": "t", "problems": [good], "x": 1}),
+             "f.json: unknown field 'x'"),
+            (json.dumps({"version": True, "suite": "t", "problems": [good]}),
+             "field 'version' must be 1, got True"),
+            (json.dumps({"version": 1.0, "suite": "t", "problems": [good]}),
+             "field 'version' must be 1, got 1.0"),
+            (json.dumps({"version": 1, "suite": "t", "description": 3, "problems": [good]}),
+             "field 'description' must be a string"),
+            (doc([dict(good, op="fused", nodes=5)]),
+             "field 'problems[0].nodes' must be a non-empty list of nodes"),
+            (doc([dict(good, op="fused", nodes=[5])]),
+             "field 'problems[0].nodes[0]' must be an object"),
+            (doc([dict(good, op="fused", nodes=[{"op": "relu"}])]),
+             "field 'problems[0].nodes[0].inputs' must be a non-empty list"),
+            (doc([dict(good, op="fused", nodes=[{"inputs": ["p0"]}])]),
+             "field 'problems[0].nodes[0].op' must be a non-empty string"),
+            (doc([dict(good, op="fused", nodes=[{"op": "relu", "inputs": ["p0"], "x": 1}])]),
+             "unknown field 'problems[0].nodes[0].x'"),
+            (doc([dict(good, op="fused", nodes=[{"op": "relu", "inputs": ["p1"]}])]),
+             "placeholder p1 does not exist (the problem has 1 shapes)"),
+            (doc([dict(good, op="fused", nodes=[{"op": "relu", "inputs": ["n0"]}])]),
+             "n0 is not an earlier node"),
+            (doc([dict(good, op="fused", nodes=[{"op": "relu", "inputs": ["p00"]}])]),
+             "must be \"p<index>\" or \"n<index>\", got 'p00'"),
+            (doc([dict(good, op="fused", attrs={"a": "1"},
+                       nodes=[{"op": "relu", "inputs": ["p0"]}])]),
+             "field 'problems[0].attrs' must be empty in a fused problem"),
+        ]
+        for text, message in cases:
+            with self.subTest(message=message):
+                with self.assertRaises(ValueError) as cm:
+                    score.parse_suite(text, "f.json")
+                self.assertIn(message, str(cm.exception))
+
+    def test_flops_by_hand(self):
+        mm = {"op": "matmul", "shapes": [[4, 8], [8, 16]], "attrs": {}}
+        self.assertEqual(score.problem_flops(mm, [4, 16]), 2.0 * 4 * 16 * 8)
+        conv = {"op": "conv2d_nchw", "shapes": [[2, 3, 10, 10], [5, 3, 3, 3]], "attrs": {}}
+        self.assertEqual(score.problem_flops(conv, [2, 5, 8, 8]), 2.0 * 2 * 5 * 8 * 8 * 27)
+        fused = {"op": "fused", "shapes": [[4, 8], [16, 8], [16]],
+                 "nodes": [{"op": "dense", "inputs": ["p0", "p1"]},
+                           {"op": "add", "inputs": ["n0", "p2"]}]}
+        self.assertEqual(score.problem_flops(fused, [4, 16]), 2.0 * 4 * 16 * 8)
+        self.assertEqual(score.problem_bytes(mm, [4, 16]), 4.0 * (32 + 128 + 64))
+
+
+class ArtifactTest(unittest.TestCase):
+    def test_workload_matching(self):
+        p = {"op": "matmul", "shapes": [[4, 8], [8, 16]], "dtype": "float32",
+             "attrs": {"transpose_b": "false"}}
+        self.assertTrue(score.workload_matches(p, {"op": "matmul", "shapes": [[4, 8], [8, 16]],
+                                                   "dtype": "float32",
+                                                   "attrs": {"transpose_b": False}}))
+        self.assertFalse(score.workload_matches(p, {"op": "matmul", "shapes": [[4, 8], [8, 8]],
+                                                    "attrs": {"transpose_b": "false"}}))
+        self.assertFalse(score.workload_matches(p, {"op": "matmul", "shapes": [[4, 8], [8, 16]],
+                                                    "attrs": {}}))
+        f = {"op": "fused", "shapes": [[4]], "attrs": {},
+             "nodes": [{"op": "relu", "inputs": ["p0"]}]}
+        self.assertTrue(score.workload_matches(f, {"op": "fused", "shapes": [[4]], "attrs": {},
+                                                   "nodes": [{"op": "relu", "inputs": ["p0"],
+                                                              "attrs": {}}]}))
+        self.assertFalse(score.workload_matches(f, {"op": "fused", "shapes": [[4]], "attrs": {},
+                                                    "nodes": [{"op": "tanh",
+                                                               "inputs": ["p0"]}]}))
+
+    def test_validate_launch_errors(self):
+        p = {"op": "relu", "shapes": [[4]], "dtype": "float32"}
+        good = {"arguments": [{"index": 0, "kind": "input", "dtype": "float32", "shape": [4]},
+                              {"index": 1, "kind": "output", "dtype": "float32", "shape": [4]}],
+                "launches": [{"entry": "k", "grid": [1, 1, 1], "block": [4, 1, 1]}]}
+        self.assertEqual(score.validate_launch(p, good, [4]), [])
+        # Scratch buffers may have any dtype; inputs and outputs must have the problem's.
+        scratch = json.loads(json.dumps(good))
+        scratch["arguments"].append({"index": 2, "kind": "scratch", "dtype": "int32",
+                                     "shape": [2]})
+        self.assertEqual(score.validate_launch(p, scratch, [4]), [])
+        scratch["arguments"][1]["dtype"] = "float16"
+        self.assertIn("argument 1: dtype 'float16' is not the problem's float32",
+                      score.validate_launch(p, scratch, [4]))
+        self.assertIn("output shape [4] differs from the reference's [5]",
+                      score.validate_launch(p, good, [5])[0])
+        bad = json.loads(json.dumps(good))
+        bad["launches"][0]["grid"] = [0, 1, 1]
+        bad["launches"][0]["stream"] = 2
+        errs = score.validate_launch(p, bad, [4])
+        self.assertTrue(any("'grid' must be 3 positive integers" in e for e in errs))
+        self.assertTrue(any("stream must be 0 or 1" in e for e in errs))
+        bad = json.loads(json.dumps(good))
+        bad["arguments"][0]["shape"] = [8]
+        self.assertTrue(any("input shapes [[8]] differ" in e
+                            for e in score.validate_launch(p, bad, [4])))
+
+    def test_a_real_replay_artifact_fits_its_level1_problem(self):
+        # Written by `tilesearch replay --log matmul_xgboost.jsonl --op matmul --shape 4096x4096
+        # --shape 4096x4096 --name matmul_square_4096 --no-check` (the log of the first H200
+        # tuning runs, bench/logs/h200-2026-11-30-tune-ops-first.tar.xz): the format score.py
+        # reads is the one replay writes.
+        with open(os.path.join(HERE, "testdata", "replay_matmul_square_4096.json")) as f:
+            doc = json.load(f)
+        l1 = score.load_suite(os.path.join(SUITES, "level1.json"))
+        p = next(p for p in l1["problems"] if p["name"] == "matmul_square_4096")
+        self.assertTrue(score.workload_matches(p, doc["workload"]))
+        self.assertEqual(score.validate_launch(p, doc, [4096, 4096]), [])
+        self.assertEqual(doc["flops"], score.problem_flops(p, [4096, 4096]))
+        self.assertEqual(doc["files"]["ptx"], "matmul_square_4096.ptx")
+
+    def test_artifact_directory_lookup(self):
+        import tempfile
+        p = {"name": "x", "op": "relu", "shapes": [[4]], "dtype": "float32", "attrs": {}}
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(score.find_artifact(p, d), (None, None))
+            with open(os.path.join(d, "relu_1234.json"), "w") as f:
+                json.dump({"workload": {"op": "relu", "shapes": [[4]], "dtype": "float32",
+                                        "attrs": {}}, "files": {"ptx": "relu_1234.ptx"}}, f)
+            with open(os.path.join(d, "relu_1234.ptx"), "w") as f:
+                f.write("// ptx")
+            doc, ptx = score.find_artifact(p, d)
+            self.assertEqual(ptx, "// ptx")
+            self.assertEqual(doc["files"]["ptx"], "relu_1234.ptx")
+            self.assertEqual(score.find_artifact(dict(p, shapes=[[5]]), d), (None, None))
+
+
+class CheatDataTest(unittest.TestCase):
+    """The committed planted-cheat suite is consistent: every kernel's launch JSON matches its
+    problem, every entry is defined in its CUDA source, and the expectations name known
+    reasons."""
+
+    def setUp(self):
+        with open(os.path.join(CHEATS, "manifest.json")) as f:
+            self.manifest = json.load(f)
+        self.suite = score.load_suite(os.path.join(CHEATS, self.manifest["suite"]))
+        self.problems = {p["name"]: p for p in self.suite["problems"]}
+
+    def test_counts(self):
+        kernels = self.manifest["kernels"]
+        self.assertGreaterEqual(sum(1 for k in kernels if not k["honest"]), 8)
+        self.assertGreaterEqual(sum(1 for k in kernels if k["honest"]), 3)
+
+    def test_every_kernel_is_consistent(self):
+        # Output shapes by hand: row reductions [4096], elementwise / softmax same as the input.
+        out_shapes = {"cheat_rowsum": [4096], "cheat_mean": [4096], "cheat_softmax": [4096, 4096],
+                      "cheat_swish": [4096, 4096], "cheat_relu": [4096, 4096],
+                      "cheat_relu_large": [16384, 16384]}
+        for k in self.manifest["kernels"]:
+            with self.subTest(kernel=k["kernel"]):
+                p = self.problems[k["problem"]]
+                with open(os.path.join(CHEATS, k["kernel"] + ".json")) as f:
+                    doc = json.load(f)
+                self.assertTrue(score.workload_matches(p, doc["workload"]))
+                self.assertEqual(score.validate_launch(p, doc, out_shapes[p["name"]]), [])
+                self.assertEqual(doc["files"]["ptx"], k["kernel"] + ".ptx")
+                with open(os.path.join(CHEATS, k["source"])) as f:
+                    source = f.read()
+                for l in doc["launches"]:
+                    self.assertIn(f'extern "C" __global__ void {l["entry"]}(', source)
+                for r in k["expect"]:
+                    self.assertIn(r, score.REASONS)
+                self.assertNotIn("ok", k["expect"])
+                self.assertEqual(k["honest"], not k["expect"])
+                # Only the other-stream cheat asks for a second stream.
+                streams = {l.get("stream", 0) for l in doc["launches"]}
+                self.assertEqual(streams == {1}, k["kernel"] == "other_stream")
+
+    def test_self_test_judgement(self):
+        outcomes = {k["kernel"]: ("ok" if k["honest"] else k["expect"][0])
+                    for k in self.manifest["kernels"]}
+        passed, lines = score.check_self_test(outcomes, self.manifest)
+        self.assertTrue(passed)
+        self.assertEqual(len(lines), len(self.manifest["kernels"]))
+        # A false reject of an honest kernel, a cheat accepted, a wrong reason: all fail.
+        for kernel, got in (("honest_rowsum", "wrong_answer"), ("cached_result", "ok"),
+                            ("modifies_input", "wrong_answer")):
+            bad = dict(outcomes, **{kernel: got})
+            self.assertFalse(score.check_self_test(bad, self.manifest)[0], kernel)
+
+    def test_no_generated_ptx_is_committed_beside_the_sources(self):
+        # PTX is generated (pack time or score.device_ptx); a stale committed copy would win.
+        for d in (HERE, CHEATS):
+            self.assertEqual([f for f in os.listdir(d) if f.endswith((".ptx", ".cubin"))], [], d)
+
+
+def write_script(path, text):
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n" + text)
+    os.chmod(path, 0o755)
+
+
+class DevicePtxTest(unittest.TestCase):
+    """score.device_ptx: a PTX file beside the source wins, else nvcc compiles the source into a
+    temporary directory, else a clear InputError."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.d = self.tmp.name
+        self.cu = os.path.join(self.d, "k.cu")
+        with open(self.cu, "w") as f:
+            f.write('extern "C" __global__ void k() {}\n')
+        self.no_nvcc = {"NVCC": os.path.join(self.d, "missing-nvcc"), "PATH": ""}
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_existing_ptx_is_read_without_nvcc(self):
+        with open(os.path.join(self.d, "k.ptx"), "w") as f:
+            f.write("// packed ptx")
+        self.assertEqual(score.device_ptx(self.cu, environ=self.no_nvcc), "// packed ptx")
+        other = os.path.join(self.d, "named.ptx")
+        with open(other, "w") as f:
+            f.write("// named")
+        self.assertEqual(score.device_ptx(self.cu, other, environ=self.no_nvcc), "// named")
+
+    def test_no_ptx_and_no_nvcc_is_an_input_error_naming_both(self):
+        self.assertIsNone(score.find_nvcc(self.no_nvcc))
+        with self.assertRaises(score.InputError) as e:
+            score.device_ptx(self.cu, environ=self.no_nvcc)
+        msg = str(e.exception)
+        self.assertIn(os.path.join(self.d, "k.ptx"), msg)
+        self.assertIn(self.cu, msg)
+        self.assertIn("no nvcc", msg)
+        self.assertIn("tools/pack_device.sh", msg)
+
+    def test_nvcc_compiles_into_a_temporary_directory(self):
+        # A stand-in nvcc that records its arguments and writes its -o file.
+        fake = os.path.join(self.d, "nvcc")
+        args = os.path.join(self.d, "args.txt")
+        write_script(fake, f'echo "$@" > {args}\n'
+                           'while [ "$1" != "-o" ]; do shift; done; echo "// compiled" > "$2"\n')
+        self.assertEqual(score.find_nvcc({"NVCC": fake}), fake)
+        self.assertEqual(score.find_nvcc({"PATH": self.d}), fake)
+        self.assertEqual(score.device_ptx(self.cu, environ={"NVCC": fake}), "// compiled\n")
+        with open(args) as f:
+            got = f.read().split()
+        self.assertEqual(got[:3], ["-arch=sm_90", "-ptx", "-O3"])
+        self.assertEqual(got[-1], self.cu)
+        out = got[got.index("-o") + 1]
+        self.assertEqual(os.path.basename(out), "k.ptx")
+        self.assertNotEqual(os.path.dirname(out), self.d)
+        self.assertFalse(os.path.exists(out))  # the temporary directory is gone
+        self.assertFalse(os.path.exists(os.path.join(self.d, "k.ptx")))
+
+    def test_nvcc_failure_is_an_input_error_with_its_message(self):
+        fake = os.path.join(self.d, "nvcc")
+        write_script(fake, 'echo "k.cu(1): error: expected a declaration" >&2; exit 3\n')
+        with self.assertRaises(score.InputError) as e:
+            score.device_ptx(self.cu, nvcc=fake)
+        self.assertIn("exit 3", str(e.exception))
+        self.assertIn("expected a declaration", str(e.exception))
+
+    def test_missing_source_is_an_input_error(self):
+        fake = os.path.join(self.d, "nvcc")
+        write_script(fake, "exit 0\n")
+        with self.assertRaises(score.InputError) as e:
+            score.device_ptx(os.path.join(self.d, "gone.cu"), nvcc=fake)
+        self.assertIn("no CUDA source", str(e.exception))
+
+    @unittest.skipIf(score.find_nvcc() is None, "no nvcc here")
+    def test_harness_kernels_compile_with_the_real_nvcc(self):
+        ptx = score.device_ptx(os.path.join(HERE, "device_kernels.cu"))
+        self.assertIn(".target sm_90", ptx)
+        self.assertIn(".entry fma_peak(", ptx)
+        self.assertIn(".entry smem_scribble(", ptx)
+
+
+class MergeTest(unittest.TestCase):
+    def test_merge_joins_suites_and_replaces_rescored_problems(self):
+        def row(name, ours, eager, correct=True):
+            return {"name": name, "small": False, "correct": correct,
+                    "ours": {"median_ms": ours} if correct else {},
+                    "baselines": {"eager": {"median_ms": eager}}}
+        a = {"meta": {"device": "H200", "bandwidth_tbps": 4.3},
+             "suites": [{"suite": "level1", "source": "l1", "results": [row("x", 1.0, 2.0),
+                                                                        row("y", 1.0, 0.5)]}]}
+        b = {"meta": {"device": "H200"},
+             "suites": [{"suite": "level1", "source": "l1", "results": [row("y", 0.25, 0.5)]},
+                        {"suite": "level2", "source": "l2", "results": [row("z", 1, 1, False)]}]}
+        m = score.merge_results([a, b])
+        self.assertEqual([s["suite"] for s in m["suites"]], ["level1", "level2"])
+        l1 = m["suites"][0]
+        self.assertEqual([r["name"] for r in l1["results"]], ["x", "y"])
+        self.assertEqual(l1["results"][1]["ours"]["median_ms"], 0.25)
+        # Speedups 2 and 2: fast_1 = 1, geomean 2.
+        self.assertAlmostEqual(l1["summary"]["main"]["eager"]["fast_1"], 1.0)
+        self.assertAlmostEqual(l1["summary"]["main"]["eager"]["geomean_speedup"], 2.0)
+        self.assertAlmostEqual(m["suites"][1]["summary"]["main"]["eager"]["fast_0"], 0.0)
+        self.assertEqual(m["meta"]["bandwidth_tbps"], 4.3)
+        self.assertEqual(len(m["meta"]["runs_merged"]), 2)
+        with self.assertRaises(ValueError):
+            score.merge_results([])
+
+
+class CommandLineErrorTest(unittest.TestCase):
+    """Bad files and paths given to score.py end in one line "score.py: error: ..." naming the
+    file and exit code 2, never a traceback, and never overwrite an input."""
+
+    def run_main(self, argv):
+        import contextlib
+        import io
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = score.main(argv)
+        return rc, err.getvalue()
+
+    def expect_error(self, argv, message):
+        rc, err = self.run_main(argv)
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertTrue(err.startswith("score.py: error: "), err)
+        self.assertIn(message, err)
+
+    def test_merge_of_bad_files(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            def write(name, text):
+                path = os.path.join(d, name)
+                with open(path, "w") as f:
+                    f.write(text)
+                return path
+            out = os.path.join(d, "merged")
+            missing = os.path.join(d, "missing.json")
+            self.expect_error(["--merge", missing, "--out", out],
+                              f"cannot read results file '{missing}'")
+            bad = write("bad.json", "{not json")
+            self.expect_error(["--merge", bad, "--out", out], "bad.json' is not valid JSON")
+            deep = write("deep.json", "[" * 100000 + "]" * 100000)
+            self.expect_error(["--merge", deep, "--out", out], "nested too deeply")
+            cut = write("cut.json", '{"meta": {}, "suites": [{"suite": "l1", "sou')
+            self.expect_error(["--merge", cut, "--out", out], "cut.json' is not valid JSON")
+            for text, message in [
+                    ("[]", "a results file must be a JSON object"),
+                    ("{}", "field 'meta' is missing"),
+                    ('{"meta": {}}', "field 'suites' is missing"),
+                    ('{"meta": {}, "suites": [{"suite": "x"}]}', "field 'suites[0].source'"),
+                    ('{"meta": {}, "suites": [{"suite": "x", "source": "s", "results": [{}]}]}',
+                     "field 'suites[0].results[0].name'"),
+                    ('{"meta": {}, "suites": [{"suite": "x", "source": "s", "results": '
+                     '[{"name": "a", "correct": "yes"}]}]}',
+                     "field 'suites[0].results[0].correct'"),
+                    ('{"meta": {}, "suites": [{"suite": "x", "source": "s", "results": '
+                     '[{"name": "a", "correct": true, "baselines": {"eager": 3}}]}]}',
+                     "field 'suites[0].results[0].baselines.eager'")]:
+                with self.subTest(text=text):
+                    path = write("doc.json", text)
+                    self.expect_error(["--merge", path, "--out", out], f"{path}: {message}")
+            self.assertFalse(os.path.exists(out + ".json"))
+            good = write("good.json", json.dumps({"meta": {}, "suites": []}))
+            self.expect_error(["--merge", good, "--out", os.path.join(d, "no", "dir", "m")],
+                              "directory")
+            # --out whose .json is an input would replace the split run's file.
+            self.expect_error(["--merge", good, "--out", os.path.join(d, "good")],
+                              "would overwrite the input")
+            with open(good) as f:
+                self.assertEqual(json.load(f), {"meta": {}, "suites": []})
+            rc, err = self.run_main(["--merge", good, "--out", out])
+            self.assertEqual(rc, 0, err)
+
+    def test_warm_compile_option_errors(self):
+        # Usage errors (argparse: exit status 2, "score.py: error: ..." on the last line); none of
+        # them may start workers or score anything.
+        import contextlib
+        import io
+        for argv, message in [
+                (["--warm-only"], "--warm-only needs --warm-compile N"),
+                (["--warm-compile", "-1"], "--warm-compile must be >= 0"),
+                (["--warm-compile", "2", "--baselines", "eager", "--warm-only"],
+                 "which --baselines leaves out"),
+                (["--warm-compile", "2", "--warm-only", "--problems", "nosuch"],
+                 "no problem nosuch in"),
+                (["--merge", "x.json", "--out", "o", "--warm-compile", "1"],
+                 "not with --merge, --self-test or --kernel"),
+                (["--self-test", "--warm-compile", "1", "--warm-only"],
+                 "not with --merge, --self-test or --kernel")]:
+            with self.subTest(argv=argv):
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                    with self.assertRaises(SystemExit) as exit_:
+                        score.main(argv)
+                self.assertEqual(exit_.exception.code, 2)
+                self.assertIn(message, err.getvalue().strip().splitlines()[-1])
+
+    def test_bad_suite_and_kernel_files(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            missing = os.path.join(d, "missing.json")
+            self.expect_error(["--suite", missing, "--kernel", "k.ptx", "--launch", "k.json",
+                               "--problem", "p"], f"cannot read suite file '{missing}'")
+            suite = os.path.join(d, "s.json")
+            with open(suite, "w") as f:
+                f.write('{"version": 1, "suite": "s", "problems": [{"name": "a", "op": "relu", '
+                        '"shapes": [[4]], "inputs": ["X"], "torch": "X", "tags": "small"}]}')
+            self.expect_error(["--suite", suite, "--kernel", "k.ptx", "--launch", "k.json",
+                               "--problem", "a"], "field 'problems[0].tags'")
+            with open(suite, "w") as f:
+                f.write('{"version": 1, "suite": "s", "problems": [{"name": "a", "op": "relu", '
+                        '"shapes": [[4]], "inputs": ["X"], "torch": "X"}]}')
+            self.expect_error(["--suite", suite, "--kernel", os.path.join(d, "k.ptx"),
+                               "--launch", os.path.join(d, "k.json"), "--problem", "a"],
+                              "cannot read launch JSON")
+
+
+class ReportTest(unittest.TestCase):
+    def test_markdown_and_row(self):
+        results = [
+            {"name": "mm", "small": False, "correct": True, "ours": {"median_ms": 1.0},
+             "baselines": {"eager": {"median_ms": 2.0}}, "reason": "ok", "tflops": 12.5,
+             "tbps": 0.1, "limit_fraction": 0.25},
+            {"name": "bad", "small": False, "correct": False, "ours": {},
+             "baselines": {"eager": {"median_ms": 1.0}}, "reason": "wrong_answer",
+             "detail": "trial 0 (uniform01): 3 of 4 elements outside tolerance"},
+        ]
+        suite = {"suite": "level1", "source": "bench/suites/level1.json", "results": results,
+                 "summary": score.summarize(results, ("eager",))}
+        md = score.render_markdown({"date": "2026-11-30", "device": "NVIDIA H200",
+                                    "bandwidth_tbps": 4.3, "peak_tflops": 66.9, "trials": 6,
+                                    "runs": 100}, [suite])
+        self.assertIn("| main | eager | 2 | 1 | 1 | 0.50 | 0.50 | 0.50 | 0.00 | 2.00 |", md)
+        self.assertIn("| mm | yes | 1.0000 | 2.0000 | — | — | 2.00 | 12.5 | 0.10 | 25% | ok |", md)
+        self.assertIn("| bad | no | — | 1.0000 |", md)
+        self.assertIn("wrong_answer: trial 0 (uniform01)", md)
+        self.assertIn("4.30 TB/s", md)
+        row = score.render_row(results[0])
+        self.assertIn("PASS", row)
+        self.assertIn("eager 2.0000 ms (2.00x)", row)
+        self.assertIn("FAIL wrong_answer", score.render_row(results[1]))
+
+
+class FakeTorchTest(unittest.TestCase):
+    """Runs score.Harness's checks and timing on the CPU with a list-based stand-in for torch and
+    planted cheats written in Python (the CPU half of the planted-cheat suite): each cheat must
+    get its reason and the honest kernels must pass."""
+
+    def score(self, kernel, problem=None):
+        fake = FakeTorch()
+        h = score.Harness(trials=6, runs=100, warmup=1, baselines=("eager",), log=lambda *a: None,
+                          torch_module=fake, driver=FakeDriver(fake), kernel_class=FakeKernel,
+                          helpers_ptx="")
+        p = problem or ROWSUM_PROBLEM
+        doc = launch_doc(p, scratch=(kernel == "uninit_scratch"))
+        return h.score(p, doc, kernel, kernel_only=(problem is None)), fake
+
+    def test_honest_kernels_pass(self):
+        for k in ("honest_rowsum", "honest_rowsum_float32_order"):
+            with self.subTest(kernel=k):
+                r, _ = self.score(k)
+                self.assertEqual((r["reason"], r["detail"]), ("ok", ""))
+                self.assertTrue(r["correct"])
+                self.assertEqual(r["ours"]["runs"], 100)
+                self.assertAlmostEqual(r["ours"]["median_ms"], 0.2)
+
+    def test_each_cheat_gets_its_reason(self):
+        expected = {"cached_result": "wrong_answer", "partial_output": "incomplete_output",
+                    "skip_reduction": "wrong_answer", "hardcoded": "wrong_answer",
+                    "modifies_input": "input_modified", "uninit_smem": "nondeterministic",
+                    "uninit_scratch": "nondeterministic", "race": "nondeterministic",
+                    "lower_precision": "imprecise", "nan_rows": "nan_output",
+                    "other_stream": "other_stream"}
+        for k, want in expected.items():
+            with self.subTest(kernel=k):
+                r, _ = self.score(k)
+                self.assertEqual(r["reason"], want, r.get("detail"))
+                self.assertFalse(r["correct"])
+
+    def test_fresh_allocations_and_distributions(self):
+        r, fake = self.score("honest_rowsum")
+        # Six trials, each with a new input allocation, all addresses distinct.
+        ptrs = fake.launch_input_ptrs[:12:2]
+        self.assertEqual(len(set(ptrs)), 6)
+        # Inputs of the trials: uniform01 in [0,1), normal with a large spread, uniform [-1,1).
+        # (two launches per trial: trial t's inputs are launch 2t's)
+        lo, hi = fake.input_ranges[0]
+        self.assertTrue(0 <= lo and hi < 1)
+        lo, hi = fake.input_ranges[2]
+        self.assertTrue(hi - lo > 40)
+        lo, hi = fake.input_ranges[4]
+        self.assertTrue(-1 <= lo < 0 < hi < 1)
+
+    def test_baseline_is_timed_and_reported(self):
+        r, _ = self.score("honest_rowsum", problem=ROWSUM_PROBLEM)
+        self.assertIn("median_ms", r["baselines"]["eager"])
+        self.assertTrue(r["correct"])
+
+
+ROWSUM_PROBLEM = {"name": "rowsum", "op": "reduce_sum", "shapes": [[8, 16]], "dtype": "float32",
+                  "attrs": {"axes": "1"}, "inputs": ["X"], "torch": "torch.sum(X, dim=1)",
+                  "tags": []}
+
+
+def launch_doc(problem, scratch=False):
+    args = [{"index": 0, "name": "X", "kind": "input", "dtype": "float32", "shape": [8, 16]},
+            {"index": 1, "name": "Y", "kind": "output", "dtype": "float32", "shape": [8]}]
+    if scratch:
+        args.append({"index": 2, "name": "acc", "kind": "scratch", "dtype": "float32",
+                     "shape": [8]})
+    return {"workload": {k: problem[k] for k in ("op", "shapes", "dtype", "attrs")},
+            "arguments": args,
+            "launches": [{"entry": "k", "grid": [8, 1, 1], "block": [16, 1, 1]}]}
+
+
+# --- a list-based stand-in for the part of torch that score.Harness uses ----------------------
+
+class _DType:
+    def __init__(self, name, size):
+        self.name, self.size = name, size
+        self.is_floating_point = name.startswith("float")
+
+    def __repr__(self):
+        return self.name
+
+
+F32, F64, I32, BOOL = _DType("float32", 4), _DType("float64", 8), _DType("int32", 4), \
+    _DType("bool", 1)
+
+
+def _f32_bits(x):
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def _bits_f32(b):
+    return struct.unpack("<f", struct.pack("<I", b & 0xFFFFFFFF))[0]
+
+
+def _f32(x):
+    try:
+        return struct.unpack("<f", struct.pack("<f", x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
+
+
+class T:
+    """A dense tensor: float32 keeps its bit patterns (so int32 views alias them), float64 and
+    bool keep Python values."""
+    _next_ptr = [4096]
+
+    def __init__(self, shape, dtype, store=None, bits=False):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        n = 1
+        for e in self.shape:
+            n *= e
+        self.n = n
+        self.store = store if store is not None else [0] * n  # float32/int32: bits
+        self.ptr = T._next_ptr[0]
+        T._next_ptr[0] += 256 * (1 + n)
+
+    @staticmethod
+    def of(values, shape, dtype):
+        t = T(shape, dtype)
+        t.set(values)
+        return t
+
+    def vals(self):
+        if self.dtype is F32:
+            return [_bits_f32(b) for b in self.store]
+        if self.dtype is I32:
+            return [b - (1 << 32) if b >= 1 << 31 else b for b in self.store]
+        return list(self.store)
+
+    def set(self, values):
+        if self.dtype is F32:
+            self.store[:] = [_f32_bits(_f32(v)) for v in values]
+        elif self.dtype is I32:
+            self.store[:] = [int(v) & 0xFFFFFFFF for v in values]
+        elif self.dtype is BOOL:
+            self.store[:] = [bool(v) for v in values]
+        else:
+            self.store[:] = [float(v) for v in values]
+
+    # views, copies, conversions
+    def view(self, dtype):
+        assert {self.dtype, dtype} <= {F32, I32}
+        v = T(self.shape, dtype, store=self.store)
+        v.ptr = self.ptr
+        return v
+
+    def clone(self):
+        return T(self.shape, self.dtype, store=list(self.store))
+
+    def to(self, dtype):
+        return T.of(self.vals(), self.shape, dtype)
+
+    def double(self):
+        return self.to(F64)
+
+    def flatten(self):
+        return T(self.shape and (self.n,), self.dtype, store=self.store)
+
+    def numel(self):
+        return self.n
+
+    def data_ptr(self):
+        return self.ptr
+
+    def element_size(self):
+        return self.dtype.size
+
+    def fill_(self, v):
+        self.set([v] * self.n)
+        return self
+
+    def normal_(self, generator=None):
+        self.set([generator.rng.gauss(0, 1) for _ in range(self.n)])
+        return self
+
+    # elementwise arithmetic (same shape or scalar)
+    def _bin(self, other, f, dtype=None):
+        a = self.vals()
+        b = other.vals() if isinstance(other, T) else [other] * self.n
+        if dtype is None:
+            dtype = F64 if (self.dtype is F64 or (isinstance(other, T) and other.dtype is F64)) \
+                else F32
+        return T.of([f(x, y) for x, y in zip(a, b)], self.shape, dtype)
+
+    def __add__(self, o): return self._bin(o, lambda x, y: x + y)
+    __radd__ = __add__
+    def __sub__(self, o): return self._bin(o, lambda x, y: x - y)
+    def __rsub__(self, o): return self._bin(o, lambda x, y: y - x)
+    def __mul__(self, o): return self._bin(o, lambda x, y: x * y)
+    __rmul__ = __mul__
+    def __truediv__(self, o): return self._bin(o, lambda x, y: x / y if y else math.inf)
+    def __gt__(self, o): return self._bin(o, lambda x, y: x > y, BOOL)
+    def __eq__(self, o): return self._bin(o, lambda x, y: x == y, BOOL)
+    def __ne__(self, o): return self._bin(o, lambda x, y: x != y, BOOL)
+    __hash__ = object.__hash__
+
+    def __invert__(self):
+        return T.of([not v for v in self.vals()], self.shape, BOOL)
+
+    def abs(self):
+        return T.of([abs(v) for v in self.vals()], self.shape, self.dtype)
+
+    # reductions and indexing
+    def _scalar(self, v):
+        return T.of([v], (), F64 if isinstance(v, float) else I32 if not isinstance(v, bool)
+                    else BOOL)
+
+    def sum(self):
+        return self._scalar(int(sum(self.vals())) if self.dtype is BOOL else
+                            float(sum(self.vals())))
+
+    def max(self):
+        vs = self.vals()
+        return self._scalar(math.nan if any(v != v for v in vs) else float(max(vs)))
+
+    def any(self):
+        return any(self.vals())
+
+    def all(self):
+        return all(self.vals())
+
+    def item(self):
+        return self.vals()[0]
+
+    def __int__(self):
+        assert self.n == 1
+        return int(self.vals()[0])
+
+    def __bool__(self):
+        assert self.n == 1
+        return bool(self.vals()[0])
+
+    def nonzero(self):
+        idx = [i for i, v in enumerate(self.vals()) if v]
+        return [T.of([i], (1,), I32) for i in idx]
+
+    def __getitem__(self, key):
+        if isinstance(key, T):
+            return T.of([v for v, m in zip(self.vals(), key.vals()) if m],
+                        (sum(1 for m in key.vals() if m),), self.dtype)
+        return T.of([self.vals()[key]], (), self.dtype)
+
+
+class _NS:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class FakeGenerator:
+    def __init__(self, device=None):
+        import random
+        self.rng = random.Random(0)
+
+    def manual_seed(self, seed):
+        self.rng.seed(seed)
+        return self
+
+
+class FakeTorch:
+    """The subset of torch that score.Harness calls."""
+    float32, float64, int32 = F32, F64, I32
+
+    def __init__(self):
+        self.gpu_ms = 0.0  # the timed stream's clock: advanced by launches on it
+        self.launch_input_ptrs = []
+        self.input_ranges = []
+        fake = self
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                self.t = 0.0
+
+            def record(self):
+                self.t = fake.gpu_ms
+
+            def elapsed_time(self, other):
+                return other.t - self.t
+
+        class NoGrad:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *a):
+                return False
+
+        self.no_grad = NoGrad
+        self.Generator = FakeGenerator
+        self.cuda = _NS(
+            init=lambda: None, synchronize=lambda: None, Event=Event,
+            current_stream=lambda: _NS(cuda_stream=0), empty_cache=lambda: None,
+            get_device_properties=lambda i: _NS(name="fake", L2_cache_size=64,
+                                                multi_processor_count=2))
+        self.backends = _NS(cuda=_NS(matmul=_NS(fp32_precision="ieee")),
+                            cudnn=_NS(conv=_NS(fp32_precision="tf32")))
+        self.nn = _NS(functional=_NS())
+
+    def _random(self, shape, generator, draw):
+        shape = tuple(shape)
+        n = 1
+        for e in shape:
+            n *= e
+        t = T.of([draw(generator.rng) for _ in range(n)], shape, F32)
+        return t
+
+    def rand(self, shape, device=None, generator=None):
+        return self._random(shape, generator, lambda r: r.random())
+
+    def randn(self, shape, device=None, generator=None):
+        return self._random(shape, generator, lambda r: r.gauss(0, 1))
+
+    def empty(self, shape, dtype=F32, device=None):
+        return T(shape if isinstance(shape, (list, tuple)) else (shape,), dtype)
+
+    def zeros(self, shape, device=None):
+        return T(shape if isinstance(shape, (list, tuple)) else (shape,), F32)
+
+    def isfinite(self, t):
+        return T.of([math.isfinite(v) for v in t.vals()], t.shape, BOOL)
+
+    def sum(self, x, dim):
+        assert dim == 1 and len(x.shape) == 2
+        rows, cols = x.shape
+        v = x.vals()
+        out = []
+        for i in range(rows):
+            acc = 0.0
+            for j in range(cols):
+                acc = acc + v[i * cols + j]
+                if x.dtype is F32:
+                    acc = _f32(acc)
+            out.append(acc)
+        return T.of(out, (rows,), x.dtype)
+
+
+class FakeDriver:
+    """Stands in for score.Driver: scribbles change a 'shared memory' seed."""
+
+    def __init__(self, fake):
+        import ctypes
+        self.ct = ctypes
+        self.fake = fake
+        self.side_stream = "side"
+        self.smem_seed = 0
+
+    def load(self, text):
+        return text
+
+    def unload(self, mod):
+        pass
+
+    def attribute(self, attr):
+        return 1024
+
+    def function(self, mod, name, dynamic_shared=0):
+        return name
+
+    def launch(self, f, grid, block, shared, stream, args):
+        if f == "smem_scribble":
+            self.smem_seed = args[0].value
+
+    def synchronize(self):
+        pass
+
+
+class FakeKernel:
+    """The planted kernels of the CPU suite, by name (passed as the 'PTX')."""
+    state = {}
+
+    def __init__(self, drv, doc, name):
+        self.drv, self.doc, self.name = drv, doc, name
+        self.cache = None
+
+    def close(self):
+        pass
+
+    def bind(self, bufs, stream):
+        return lambda: self.launch(bufs)
+
+    def run(self, bufs, stream):
+        self.launch(bufs)
+
+    def launch(self, bufs):
+        fake = self.drv.fake
+        x, y = bufs[0], bufs[1]
+        fake.launch_input_ptrs.append(x.data_ptr())
+        xs = x.vals()
+        fake.input_ranges.append((min(xs), max(xs)))
+        rows = [xs[i * 16:(i + 1) * 16] for i in range(8)]
+        exact = [math.fsum(r) for r in rows]
+        k = self.name
+        main_ms = 0.2
+        if k in ("honest_rowsum", "other_stream"):
+            y.set(exact)
+            if k == "other_stream":
+                main_ms = 0.0
+                time.sleep(0.0005)  # the work, on a stream the events do not see
+        elif k == "honest_rowsum_float32_order":
+            y.set(fake.sum(x, 1).vals())
+        elif k == "cached_result":
+            if self.cache is None:
+                self.cache = exact
+            y.set(self.cache)
+        elif k == "partial_output":
+            y.set(exact[:4] + y.vals()[4:])
+        elif k == "skip_reduction":
+            y.set([4 * math.fsum(r[:4]) for r in rows])
+        elif k == "hardcoded":
+            y.set([8.0] * 8)
+        elif k == "modifies_input":
+            y.set(exact)
+            x.set([max(v, 0.0) for v in xs])
+        elif k == "uninit_smem":
+            y.set([e + (self.drv.smem_seed % 97) * 0.37 for e in exact])
+        elif k == "uninit_scratch":
+            acc = bufs[2]
+            # GPU arithmetic on a NaN returns the canonical NaN (x86 would keep the payload).
+            acc.set([a + e if a == a else math.nan for a, e in zip(acc.vals(), exact)])
+            y.set(acc.vals())
+        elif k == "race":
+            import random
+            y.set([e - (r[0] if random.random() < 0.5 else 0.0) for e, r in zip(exact, rows)])
+        elif k == "lower_precision":
+            h = [struct.unpack("<e", struct.pack("<e", v))[0] for v in xs]
+            y.set([math.fsum(h[i * 16:(i + 1) * 16]) for i in range(8)])
+        elif k == "nan_rows":
+            y.set([e if abs(e) < 100 else math.nan for e in exact])
+        else:
+            raise AssertionError(k)
+        fake.gpu_ms += main_ms
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Times hand-written schedule files on the H200 with `tilesearch measure` (checked first), next to
+# PyTorch eager on the same shapes, in one device call:
+#   run(command="bash bench/scripts/h200_time_schedule_folder.sh DIR", carry=["dist"])
+# Prints one line per schedule (median ms, registers) and writes $OUT/schedules[-$TAG]/*.json;
+# BASELINE_CASES (pytorch_baseline.py --case arguments) or NO_BASELINE=1.
+set -uo pipefail
+dir="${1:?usage: h200_time_schedule_folder.sh DIR (a folder of schedule files)}"
+out="${OUT:-/tmp/out}/schedules${TAG:+-$TAG}"
+mkdir -p "$out"
+exec > >(tee -a "$out/run.log") 2>&1
+root="$(bash dist/unpack.sh | tail -1)"
+ts="$root/run"
+echo "== $(date -u +%FT%TZ) $(uname -n); pack: $(sed -n 2p "$root/MANIFEST")"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
+for f in "$dir"/*.json; do
+  n=$(basename "$f" .json)
+  timeout 120 "$ts" measure --schedule "$f" --target cuda --min-runs 20 --min-time-ms 100 \
+    --json "$out/$n.json" >"$out/$n.txt" 2>&1
+  rc=$?
+  python3 - "$out/$n.json" "$n" "$rc" <<'P'
+import json, sys
+path, name, rc = sys.argv[1:4]
+try:
+    d = json.load(open(path))
+except Exception as e:
+    print(f"{name}: rc {rc}, no result ({e})"); sys.exit()
+r = d.get("result", d)
+t = r.get("timing", {})
+ks = r.get("kernels", [])
+regs = ",".join(str(k.get("registers_per_thread")) for k in ks)
+print(f"{name}: error {r.get('error')} median {t.get('median_ms')} ms min {t.get('min_ms')} ms "
+      f"check max_abs {r.get('check', {}).get('max_abs_error')} regs {regs} {r.get('message','')[:200]}")
+P
+done
+[[ -n "${NO_BASELINE:-}" ]] || python3 bench/harness/pytorch_baseline.py ${BASELINE_CASES:---case matmul:4096x4096x4096 --case softmax:4096x4096} 2>&1 | tail -5
