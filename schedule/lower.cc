@@ -134,6 +134,15 @@ std::optional<int64_t> GuardLimit(const Expr& guard, const Expr& value) {
   return std::nullopt;
 }
 
+using Alignments = std::map<std::string, lower_internal::Alignment>;
+
+// One root stage's kernel while the passes after BuildStage run over it.
+struct RootKernel {
+  int stage = -1;  // the root stage's id
+  std::string name;
+  Stmt body;
+};
+
 // The stage BuildStage is lowering, in loop variables.
 struct StageNest {
   int s = -1;
@@ -166,11 +175,36 @@ struct StageNest {
 class Lowerer {
  public:
   Lowerer(const ir::ComputeDAG& dag, const State& state, const Target& target)
-      : dag_(dag), state_(state), target_(target) {}
+      : dag_(dag),
+        state_(state),
+        target_(target),
+        inlined_(state.num_stages(), std::nullopt),
+        rmin_(state.num_stages()),
+        shape_(state.num_stages()),
+        scope_(state.num_stages(), ir::MemoryScope::kGlobal),
+        built_(state.num_stages(), false) {}
 
+  // Lowers the state; call once.
   absl::StatusOr<LoweredKernel> Run();
 
  private:
+  // The kernel's parameters (the DAG's inputs, then its outputs), their names taken.
+  absl::Status DeclareParams(ir::LoopNest* nest);
+  // The nest of every root stage, in stage order; the root stages that are not parameters go to
+  // `globals` (intermediate buffers in global memory).
+  absl::StatusOr<std::vector<RootKernel>> BuildRootStages(std::vector<ir::BufferDecl>* globals);
+  // The storage_align layouts; errors for a stage never built or an aligned parameter.
+  absl::StatusOr<Alignments> StorageAlignments() const;
+  // The software pipelining the kernel of root stage `stage` asks for (software_pipeline.h).
+  Stmt PipelineSharedTiles(const Stmt& kernel, int stage) const;
+  // The launch configuration of a final GPU kernel; errors name the root stage.
+  absl::StatusOr<LaunchConfig> KernelLaunch(const Stmt& kernel, const RootKernel& root) const;
+  // A kernel of several top-level statements, wrapped in a one-block blockIdx.x loop.
+  Stmt OneLaunch(const Stmt& kernel, const RootKernel& root);
+  // The kernels in sequence inside the Allocates of the global intermediate buffers (padded as
+  // storage_align asks).
+  static Stmt WithGlobalBuffers(const std::vector<RootKernel>& kernels,
+                                std::vector<ir::BufferDecl> globals, const Alignments& align);
   absl::Status CheckState();
   absl::StatusOr<Expr> InlinedBody(int s);
   absl::StatusOr<Expr> Inline(const Expr& e, const std::string& reader, int depth);
@@ -804,26 +838,64 @@ absl::StatusOr<Stmt> Lowerer::AttachAt(int s, int p, const std::vector<LoopInfo>
   return body;
 }
 
+// The lowering, pass by pass (the order matters: each pass says what it needs from the ones
+// before it).
 absl::StatusOr<LoweredKernel> Lowerer::Run() {
-  const int n = state_.num_stages();
-  inlined_.assign(n, std::nullopt);
-  rmin_.assign(n, {});
-  shape_.assign(n, {});
-  scope_.assign(n, ir::MemoryScope::kGlobal);
-  built_.assign(n, false);
-
   LoweredKernel out;
-  out.nest.name = dag_.num_stages() > 0 ? dag_.stage(dag_.output_ids().front()).name() : "kernel";
+  // Parameters first: their names are taken before any loop variable is named.
+  RETURN_IF_ERROR(DeclareParams(&out.nest));
+  // Malformed states (unfilled splits, bad compute_at, GPU bindings on a CPU) fail before any
+  // loop is built; also records which stages attach to which loops.
+  RETURN_IF_ERROR(CheckState());
+  // One nest per root stage; inside it, per stage: bound inference of attached stages, guards,
+  // inlining, cross-thread reductions (thread_allreduce.cc), auto-unroll.
+  std::vector<ir::BufferDecl> globals;
+  ASSIGN_OR_RETURN(std::vector<RootKernel> kernels, BuildRootStages(&globals));
+  // storage_align needs every buffer's final shape, known once all stages are built.
+  ASSIGN_OR_RETURN(Alignments align, StorageAlignments());
+  for (RootKernel& kernel : kernels) {
+    Stmt& k = kernel.body;
+    // Padded indices of storage_align; Loads drop their producer tensors (lower_passes.cc).
+    k = lower_internal::Finalize(k, align);
+    // Folds the index arithmetic of splits, fusions and regions.
+    k = ir::Simplify(k);
+    if (!target_.is_gpu()) continue;
+    // vthread loops pushed inward: shared fetches once per block, local buffers one copy per
+    // virtual thread (inject_vthread.cc); then the per-vthread indices folded.
+    k = lower_internal::InjectVirtualThreads(k);
+    k = ir::Simplify(k);
+    // Shared memory is one per block: its Allocates move to the blockIdx loops' body
+    // (gpu_validity.cc), out of the reduction loops whose iterations the pipeliner overlaps.
+    k = lower_internal::HoistSharedAllocations(k);
+    // Barriers that order nothing (a second one in a row, one at a block's end) go before the
+    // pipeliner matches its fetch / barrier / compute / barrier loops.
+    k = lower_internal::RemoveRedundantBarriers(k);
+    // Prefetch of shared tiles, as the software_pipeline pragma asks (software_pipeline.cc).
+    k = PipelineSharedTiles(k, kernel.stage);
+    // Grid, block and shared memory of the final kernel, checked against the target's limits.
+    ASSIGN_OR_RETURN(LaunchConfig launch, KernelLaunch(k, kernel));
+    out.launches.push_back(launch);
+    // One launch per top-level statement: several statements stay together in one block.
+    k = OneLaunch(k, kernel);
+  }
+  out.nest.body = WithGlobalBuffers(kernels, globals, align);
+  // Every access inside the Allocate of its buffer (a reader outside its producer's loop fails).
+  RETURN_IF_ERROR(lower_internal::CheckBufferScopes(out.nest.body, out.nest.params));
+  return out;
+}
+
+absl::Status Lowerer::DeclareParams(ir::LoopNest* nest) {
+  nest->name = dag_.num_stages() > 0 ? dag_.stage(dag_.output_ids().front()).name() : "kernel";
   for (int id : dag_.input_ids()) {
     const ir::Tensor& t = dag_.stage(id);
-    out.nest.params.push_back({t.name(), t.dtype(), t.shape(), ir::MemoryScope::kGlobal});
+    nest->params.push_back({t.name(), t.dtype(), t.shape(), ir::MemoryScope::kGlobal});
   }
-  out.nest.num_inputs = static_cast<int>(out.nest.params.size());
+  nest->num_inputs = static_cast<int>(nest->params.size());
   for (int id : dag_.output_ids()) {
     const ir::Tensor& t = dag_.stage(id);
-    out.nest.params.push_back({t.name(), t.dtype(), t.shape(), ir::MemoryScope::kGlobal});
+    nest->params.push_back({t.name(), t.dtype(), t.shape(), ir::MemoryScope::kGlobal});
   }
-  for (const auto& p : out.nest.params) {
+  for (const auto& p : nest->params) {
     params_.insert(p.name);
     names_.insert(p.name);
     int id = state_.StageId(p.name);
@@ -832,31 +904,34 @@ absl::StatusOr<LoweredKernel> Lowerer::Run() {
           absl::StrCat("the state has no stage for kernel parameter '", p.name, "'"));
     }
   }
-  RETURN_IF_ERROR(CheckState());
-  for (int s = 0; s < n; ++s) names_.insert(state_.stage(s).name());
+  return absl::OkStatus();
+}
 
-  std::map<std::string, lower_internal::Alignment> align;
-  std::vector<ir::BufferDecl> globals;
-  std::vector<Stmt> kernels;
-  std::vector<std::string> kernel_stage;
-  std::vector<int> kernel_stage_id;
+absl::StatusOr<std::vector<RootKernel>> Lowerer::BuildRootStages(
+    std::vector<ir::BufferDecl>* globals) {
+  const int n = state_.num_stages();
+  for (int s = 0; s < n; ++s) names_.insert(state_.stage(s).name());
   for (int s = 0; s < n; ++s) {
     const Stage& st = state_.stage(s);
     if (st.is_placeholder() || st.location != ComputeLocation::kRoot) continue;
     shape_[s] = st.op->shape;
     if (!params_.count(st.name())) {
-      globals.push_back({st.name(), st.op->dtype, st.op->shape, ir::MemoryScope::kGlobal});
+      globals->push_back({st.name(), st.op->dtype, st.op->shape, ir::MemoryScope::kGlobal});
     }
   }
+  std::vector<RootKernel> kernels;
   for (int s = 0; s < n; ++s) {
     const Stage& st = state_.stage(s);
     if (st.is_placeholder() || st.location != ComputeLocation::kRoot) continue;
     ASSIGN_OR_RETURN(Stmt k, BuildStage(s, {}));
-    kernels.push_back(k);
-    kernel_stage.push_back(st.name());
-    kernel_stage_id.push_back(s);
+    kernels.push_back({s, st.name(), k});
   }
-  for (int s = 0; s < n; ++s) {
+  return kernels;
+}
+
+absl::StatusOr<Alignments> Lowerer::StorageAlignments() const {
+  Alignments align;
+  for (int s = 0; s < state_.num_stages(); ++s) {
     const Stage& st = state_.stage(s);
     if (st.is_placeholder() || st.location == ComputeLocation::kInlined) continue;
     if (!built_[s]) {
@@ -873,50 +948,50 @@ absl::StatusOr<LoweredKernel> Lowerer::Run() {
       if (a) align[st.name()] = *a;
     }
   }
+  return align;
+}
+
+Stmt Lowerer::PipelineSharedTiles(const Stmt& kernel, int stage) const {
+  // Off only when a pragma software_pipeline$0 says so; software_pipeline$3 / $4: the cp.async
+  // pipeline of that many stages.
+  if (!SoftwarePipelineEnabled(state_, stage)) return kernel;
+  const int stages = SoftwarePipelineStages(state_, stage);
+  return stages >= 3 ? PipelineSharedFetchesAsync(kernel, stages)
+                     : PipelineSharedFetches(kernel, SoftwarePipelineDoubleBuffered(state_, stage));
+}
+
+absl::StatusOr<LaunchConfig> Lowerer::KernelLaunch(const Stmt& kernel,
+                                                   const RootKernel& root) const {
+  auto launch = lower_internal::AnalyzeKernel(kernel, target_);
+  if (!launch.ok()) {
+    return absl::Status(
+        launch.status().code(),
+        absl::StrCat(launch.status().message(), " (kernel of stage '", root.name, "')"));
+  }
+  launch->min_blocks_per_sm = KernelMinBlocksPerSm(state_, root.stage);
+  return launch;
+}
+
+Stmt Lowerer::OneLaunch(const Stmt& kernel, const RootKernel& root) {
+  if (!kernel.as<ir::SeqNode>()) return kernel;
+  return ir::ForNode::Make(ir::MakeVar(Fresh(root.name + ".block")), ir::IntConst(0),
+                           ir::IntConst(1), ForKind::kBlockIdxX, kernel);
+}
+
+Stmt Lowerer::WithGlobalBuffers(const std::vector<RootKernel>& kernels,
+                                std::vector<ir::BufferDecl> globals, const Alignments& align) {
   for (auto& g : globals) {
     auto it = align.find(g.name);
     if (it != align.end()) g.shape = it->second.padded;
   }
-
   std::vector<Stmt> final_kernels;
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    Stmt k = ir::Simplify(lower_internal::Finalize(kernels[i], align));
-    if (target_.is_gpu()) {
-      k = ir::Simplify(lower_internal::InjectVirtualThreads(k));
-      k = lower_internal::RemoveRedundantBarriers(lower_internal::HoistSharedAllocations(k));
-      // Register-staged prefetch of shared tiles, unless a pragma software_pipeline$0 says off;
-      // software_pipeline$3 / $4: the cp.async pipeline of that many stages.
-      if (SoftwarePipelineEnabled(state_, kernel_stage_id[i])) {
-        const int stages = SoftwarePipelineStages(state_, kernel_stage_id[i]);
-        k = stages >= 3 ? PipelineSharedFetchesAsync(k, stages)
-                        : PipelineSharedFetches(
-                              k, SoftwarePipelineDoubleBuffered(state_, kernel_stage_id[i]));
-      }
-      auto launch = lower_internal::AnalyzeKernel(k, target_);
-      if (!launch.ok()) {
-        return absl::Status(
-            launch.status().code(),
-            absl::StrCat(launch.status().message(), " (kernel of stage '", kernel_stage[i], "')"));
-      }
-      launch->min_blocks_per_sm = KernelMinBlocksPerSm(state_, kernel_stage_id[i]);
-      out.launches.push_back(*launch);
-      // One launch per top-level statement: a kernel that simplified to several statements is
-      // kept together under a one-block binding.
-      if (k.as<ir::SeqNode>()) {
-        k = ir::ForNode::Make(ir::MakeVar(Fresh(kernel_stage[i] + ".block")), ir::IntConst(0),
-                              ir::IntConst(1), ForKind::kBlockIdxX, k);
-      }
-    }
-    final_kernels.push_back(k);
-  }
+  for (const RootKernel& k : kernels) final_kernels.push_back(k.body);
   Stmt body = ir::SeqNode::Make(final_kernels);
   if (!body.defined()) body = ir::SeqNode::Make({});
   for (auto it = globals.rbegin(); it != globals.rend(); ++it) {
     body = ir::AllocateNode::Make(*it, body);
   }
-  RETURN_IF_ERROR(lower_internal::CheckBufferScopes(body, out.nest.params));
-  out.nest.body = body;
-  return out;
+  return body;
 }
 
 }  // namespace
