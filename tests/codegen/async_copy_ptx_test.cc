@@ -2,7 +2,8 @@
 // copies of 16-byte vectors become cp.async.cg.shared.global, of 8-byte vectors
 // cp.async.ca.shared.global, commits cp.async.commit_group and waits cp.async.wait_group S-2;
 // ptxas -arch=sm_90 assembles the kernels (skipped where ptxas is absent). The host compiler
-// rejects async copies. The probe10 hand schedules (bench/schedules/probe10) compile with cp.async.
+// rejects async copies. The hand-written cp.async matmul schedules (bench/schedules/probe10)
+// compile with cp.async.
 #include <filesystem>
 #include <string>
 
@@ -33,10 +34,10 @@ std::string Untabbed(const std::string& ptx) {
 using tilesearch::testing::IsOk;
 using tilesearch::testing::StatusIs;
 
-// The probe's 4096^3 structure (bench/schedules/probe7/w00_v01_baseline.json) on 128x128x256,
-// fetch vectors of `vector` floats, pipeline pragma software_pipeline$`stages` (without the
-// probe's unroll pragma: smaller code, faster to compile).
-std::string ProbeText(int stages, int vector) {
+// The hand-written 4096^3 H200 matmul (bench/schedules/probe7/w00_v01_baseline.json) on
+// 128x128x256, fetch vectors of `vector` floats, pipeline pragma software_pipeline$`stages`
+// (without its unroll pragma: smaller code, faster to compile).
+std::string HandMatmulText(int stages, int vector) {
   nlohmann::json steps = nlohmann::json::parse(R"([
     ["CHW", 2, "local"], ["SP", 2, 0, 128, [2, 16, 1, 4], 1], ["SP", 2, 5, 128, [2, 16, 1, 4], 1],
     ["SP", 2, 10, 256, [8, 4], 1], ["RE", 2, [0, 5, 1, 6, 2, 7, 10, 11, 3, 8, 12, 4, 9]],
@@ -59,7 +60,7 @@ std::string ProbeText(int stages, int vector) {
 
 TEST(AsyncCopyPtx, SixteenByteCopiesCommitsAndWaits) {
   for (int stages : {3, 4}) {
-    absl::StatusOr<testing::CompiledSchedule> c = CompileScheduleText(ProbeText(stages, 4));
+    absl::StatusOr<testing::CompiledSchedule> c = CompileScheduleText(HandMatmulText(stages, 4));
     ASSERT_THAT(c, IsOk());
     const std::string ptx = Untabbed(c->ptx);
     EXPECT_GT(Count(ptx, "cp.async.cg.shared.global"), 0) << ptx;
@@ -71,17 +72,17 @@ TEST(AsyncCopyPtx, SixteenByteCopiesCommitsAndWaits) {
     // The staged register copies of the other pipelines are gone: no st.shared in the fetches
     // (the compute only reads shared memory).
     EXPECT_EQ(Count(ptx, "st.shared"), 0) << ptx;
-    ExpectPtxasAccepts(c->ptx, "async_copy_probe_s" + std::to_string(stages));
+    ExpectPtxasAccepts(c->ptx, "async_copy_matmul_s" + std::to_string(stages));
   }
 }
 
 TEST(AsyncCopyPtx, EightByteCopiesUseTheCaVariant) {
-  absl::StatusOr<testing::CompiledSchedule> c = CompileScheduleText(ProbeText(3, 2));
+  absl::StatusOr<testing::CompiledSchedule> c = CompileScheduleText(HandMatmulText(3, 2));
   ASSERT_THAT(c, IsOk());
   EXPECT_GT(Count(c->ptx, "cp.async.ca.shared.global"), 0) << c->ptx;
   EXPECT_EQ(Count(c->ptx, "cp.async.cg.shared.global"), 0);
   EXPECT_THAT(c->ptx, HasSubstr(", 8;"));
-  ExpectPtxasAccepts(c->ptx, "async_copy_probe_v2");
+  ExpectPtxasAccepts(c->ptx, "async_copy_matmul_v2");
 }
 
 TEST(AsyncCopyPtx, HostCompilerRejectsAsyncCopies) {
@@ -114,8 +115,9 @@ TEST(AsyncCopyPtx, HostCompilerRejectsAsyncCopies) {
   ExpectPtxasAccepts(m->ptx, "async_copy_scalar");
 }
 
-// The 128x128 probe10 kernels (the 256x128 / 128x256 ones take seconds each to compile).
-TEST(AsyncCopyPtx, Probe10SchedulesCompileWithCpAsync) {
+// The 128x128 hand-written cp.async kernels (the 256x128 / 128x256 ones of that folder take
+// seconds each to compile).
+TEST(AsyncCopyPtx, HandCpAsyncSchedulesCompileWithCpAsync) {
   const std::filesystem::path dir = std::filesystem::path(TS_BENCH_SCHEDULES_DIR) / "probe10";
   for (const char* name : {"p01_v01_128x128_k8x4_sp3.json", "p02_v01_128x128_k8x4_sp4.json"}) {
     const std::filesystem::path f = dir / name;
