@@ -205,7 +205,14 @@ class Lowerer {
   // storage_align asks).
   static Stmt WithGlobalBuffers(const std::vector<RootKernel>& kernels,
                                 std::vector<ir::BufferDecl> globals, const Alignments& align);
+  // Errors for states Lower cannot build (checked before any loop is built); fills attached_.
   absl::Status CheckState();
+  // Every split length is filled (a sketch's are not).
+  absl::Status CheckSplitsFilled() const;
+  // A computed stage's axis values, guards and iterator annotations are well formed.
+  absl::Status CheckStageDefinition(const Stage& st) const;
+  // Stage `s` is attached to a lowered loop of a stage, without a cycle; records it in attached_.
+  absl::Status CheckAttachment(int s);
   absl::StatusOr<Expr> InlinedBody(int s);
   absl::StatusOr<Expr> Inline(const Expr& e, const std::string& reader, int depth);
   std::string Fresh(const std::string& base);
@@ -252,6 +259,34 @@ std::string Lowerer::Fresh(const std::string& base) {
 }
 
 absl::Status Lowerer::CheckState() {
+  RETURN_IF_ERROR(CheckSplitsFilled());
+  const int n = state_.num_stages();
+  for (int s = 0; s < n; ++s) {
+    const Stage& st = state_.stage(s);
+    if (!st.op) return absl::InvalidArgumentError(absl::StrCat("stage ", s, " has no definition"));
+    const std::string& name = st.name();
+    if (st.is_placeholder()) {
+      if (st.location != ComputeLocation::kRoot) {
+        return absl::InvalidArgumentError(absl::StrCat("placeholder '", name, "' is not at root"));
+      }
+      continue;
+    }
+    RETURN_IF_ERROR(CheckStageDefinition(st));
+    if (st.location == ComputeLocation::kInlined) {
+      if (st.op->reduce != ir::ReduceKind::kNone) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("stage '", name, "' is inlined but has a reduction"));
+      }
+      if (params_.count(name)) {
+        return absl::InvalidArgumentError(absl::StrCat("output stage '", name, "' is inlined"));
+      }
+    }
+    if (st.location == ComputeLocation::kAttached) RETURN_IF_ERROR(CheckAttachment(s));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Lowerer::CheckSplitsFilled() const {
   for (const Step& step : state_.steps()) {
     if (const auto* sp = std::get_if<SplitStep>(&step)) {
       for (const auto& l : sp->lengths) {
@@ -264,95 +299,84 @@ absl::Status Lowerer::CheckState() {
       }
     }
   }
-  const int n = state_.num_stages();
-  for (int s = 0; s < n; ++s) {
-    const Stage& st = state_.stage(s);
-    if (!st.op) return absl::InvalidArgumentError(absl::StrCat("stage ", s, " has no definition"));
-    const std::string& name = st.name();
-    if (st.is_placeholder()) {
-      if (st.location != ComputeLocation::kRoot) {
-        return absl::InvalidArgumentError(absl::StrCat("placeholder '", name, "' is not at root"));
-      }
-      continue;
-    }
-    const size_t naxes = st.op->axes.size() + st.op->reduce_axes.size();
-    if (st.axis_values.size() != naxes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "stage '", name, "' has ", st.axis_values.size(), " axis values for ", naxes, " axes"));
-    }
-    for (const Expr& v : st.axis_values) {
-      if (!v.defined() || v.type() != ir::ScalarType::kInt64) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("stage '", name, "' has an axis value that is not an int64 expression"));
-      }
-    }
-    for (const Expr& g : st.guards) {
-      if (!g.defined() || g.type() != ir::ScalarType::kBool) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("stage '", name, "' has a guard that is not a bool expression"));
-      }
-    }
-    for (const Iterator& it : st.iters) {
-      if (it.extent < 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("iterator '", it.name, "' of stage '", name, "' has extent ", it.extent));
-      }
-      ForKind k = ToForKind(it.annotation);
-      if (!target_.is_gpu() && IsGpuOnly(k)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("iterator '", it.name, "' of stage '", name, "' is annotated ",
-                         AnnotationName(it.annotation), ", which needs a GPU target (target is ",
-                         target_.ToString(), ")"));
-      }
-      if (it.kind != IteratorKind::kSpace && (k == ForKind::kParallel || ir::IsBlockBound(k))) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("reduce iterator '", it.name, "' of stage '", name, "' is annotated ",
-                         AnnotationName(it.annotation), " (a race on the accumulator)"));
-      }
-    }
-    if (st.location == ComputeLocation::kInlined) {
-      if (st.op->reduce != ir::ReduceKind::kNone) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("stage '", name, "' is inlined but has a reduction"));
-      }
-      if (params_.count(name)) {
-        return absl::InvalidArgumentError(absl::StrCat("output stage '", name, "' is inlined"));
-      }
-    }
-    if (st.location == ComputeLocation::kAttached) {
-      if (params_.count(name)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "output stage '", name, "' is computed at another stage; outputs stay at root"));
-      }
-      if (st.attach_stage < 0 || st.attach_stage >= n || st.attach_stage == s) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "stage '", name, "' is computed at an invalid stage id ", st.attach_stage));
-      }
-      const Stage& target = state_.stage(st.attach_stage);
-      if (target.is_placeholder() || target.location == ComputeLocation::kInlined) {
-        return absl::InvalidArgumentError(absl::StrCat("stage '", name, "' is computed at '",
-                                                       target.name(),
-                                                       "', which is not lowered as a loop nest"));
-      }
-      int it = target.IterIndex(st.attach_iter);
-      if (it < 0) {
-        return absl::InvalidArgumentError(absl::StrCat("stale compute_at: stage '", target.name(),
-                                                       "' has no iterator '", st.attach_iter,
-                                                       "' for stage '", name, "'"));
-      }
-      // The chain of attachments must end at a root stage.
-      int cur = s;
-      for (int steps = 0; state_.stage(cur).location == ComputeLocation::kAttached; ++steps) {
-        if (steps > n) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("compute_at of stage '", name, "' forms a cycle"));
-        }
-        cur = state_.stage(cur).attach_stage;
-        if (cur < 0 || cur >= n) break;
-      }
-      attached_[{st.attach_stage, it}].push_back(s);
+  return absl::OkStatus();
+}
+
+absl::Status Lowerer::CheckStageDefinition(const Stage& st) const {
+  const std::string& name = st.name();
+  const size_t naxes = st.op->axes.size() + st.op->reduce_axes.size();
+  if (st.axis_values.size() != naxes) {
+    return absl::InvalidArgumentError(absl::StrCat("stage '", name, "' has ", st.axis_values.size(),
+                                                   " axis values for ", naxes, " axes"));
+  }
+  for (const Expr& v : st.axis_values) {
+    if (!v.defined() || v.type() != ir::ScalarType::kInt64) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("stage '", name, "' has an axis value that is not an int64 expression"));
     }
   }
+  for (const Expr& g : st.guards) {
+    if (!g.defined() || g.type() != ir::ScalarType::kBool) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("stage '", name, "' has a guard that is not a bool expression"));
+    }
+  }
+  for (const Iterator& it : st.iters) {
+    if (it.extent < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("iterator '", it.name, "' of stage '", name, "' has extent ", it.extent));
+    }
+    ForKind k = ToForKind(it.annotation);
+    if (!target_.is_gpu() && IsGpuOnly(k)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("iterator '", it.name, "' of stage '", name, "' is annotated ",
+                       AnnotationName(it.annotation), ", which needs a GPU target (target is ",
+                       target_.ToString(), ")"));
+    }
+    if (it.kind != IteratorKind::kSpace && (k == ForKind::kParallel || ir::IsBlockBound(k))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("reduce iterator '", it.name, "' of stage '", name, "' is annotated ",
+                       AnnotationName(it.annotation), " (a race on the accumulator)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Lowerer::CheckAttachment(int s) {
+  const Stage& st = state_.stage(s);
+  const std::string& name = st.name();
+  const int n = state_.num_stages();
+  if (params_.count(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "output stage '", name, "' is computed at another stage; outputs stay at root"));
+  }
+  if (st.attach_stage < 0 || st.attach_stage >= n || st.attach_stage == s) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stage '", name, "' is computed at an invalid stage id ", st.attach_stage));
+  }
+  const Stage& target = state_.stage(st.attach_stage);
+  if (target.is_placeholder() || target.location == ComputeLocation::kInlined) {
+    return absl::InvalidArgumentError(absl::StrCat("stage '", name, "' is computed at '",
+                                                   target.name(),
+                                                   "', which is not lowered as a loop nest"));
+  }
+  int it = target.IterIndex(st.attach_iter);
+  if (it < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("stale compute_at: stage '", target.name(),
+                                                   "' has no iterator '", st.attach_iter,
+                                                   "' for stage '", name, "'"));
+  }
+  // The chain of attachments must end at a root stage.
+  int cur = s;
+  for (int steps = 0; state_.stage(cur).location == ComputeLocation::kAttached; ++steps) {
+    if (steps > n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("compute_at of stage '", name, "' forms a cycle"));
+    }
+    cur = state_.stage(cur).attach_stage;
+    if (cur < 0 || cur >= n) break;
+  }
+  attached_[{st.attach_stage, it}].push_back(s);
   return absl::OkStatus();
 }
 
