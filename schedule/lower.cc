@@ -530,6 +530,8 @@ absl::StatusOr<Stmt> Lowerer::BuildStage(int s, const std::vector<LoopInfo>& enc
   RETURN_IF_ERROR(StageValues(&b));
   RETURN_IF_ERROR(ClassifyIterators(&b));
 
+  // The innermost statement: the store (a combine for a reduction), or the whole cross-thread
+  // reduction, which replaces the reduce loops.
   Stmt content;
   int p_start = b.n - 1;  // the innermost loop around `content`
   if (b.thread_reduce >= 0) {
@@ -543,6 +545,8 @@ absl::StatusOr<Stmt> Lowerer::BuildStage(int s, const std::vector<LoopInfo>& enc
     content = Guarded(b.guards, ir::StoreNode::Make(b.buf, b.store_idx, b.body));
   }
   Stmt init_nest = InitNest(&b);
+  // The loops from the innermost out; the stages attached at a loop are built inside it, before
+  // the content they feed (AttachAt).
   for (int p = p_start; p >= 0; --p) {
     std::vector<LoopInfo> around = enclosing;
     around.insert(around.end(), b.loops.begin(), b.loops.begin() + p + 1);
