@@ -45,6 +45,21 @@ struct BufferAccesses {
   std::vector<Access> accesses;
 };
 
+using AccessMap = std::map<std::string, BufferAccesses>;
+
+// The group-4 entries of one buffer, and its name (the last sort key).
+struct BufRow {
+  std::string name;
+  double v[kBufferFeatures] = {};
+};
+
+// Bytes of each buffer's region at each level: bytes[b][l], l = 0..n (element bytes x region
+// size), and the per-dimension lengths of the level-0 region.
+struct BufferRegions {
+  std::vector<std::vector<double>> bytes;
+  std::vector<std::vector<int64_t>> level0_dims;
+};
+
 // Operation counts of one execution.
 struct OpCounts {
   double v[12] = {};
@@ -128,11 +143,16 @@ std::optional<int64_t> EvalInt(const Expr& e, const std::map<std::string, int64_
   auto b = EvalInt(eb, env);
   if (!a || !b) return std::nullopt;
   switch (e.kind()) {
-    case ExprKind::kAdd: return *a + *b;
-    case ExprKind::kSub: return *a - *b;
-    case ExprKind::kMul: return *a * *b;
-    case ExprKind::kMin: return std::min(*a, *b);
-    case ExprKind::kMax: return std::max(*a, *b);
+    case ExprKind::kAdd:
+      return *a + *b;
+    case ExprKind::kSub:
+      return *a - *b;
+    case ExprKind::kMul:
+      return *a * *b;
+    case ExprKind::kMin:
+      return std::min(*a, *b);
+    case ExprKind::kMax:
+      return std::max(*a, *b);
     case ExprKind::kDiv: {
       if (*b == 0) return std::nullopt;
       int64_t q = *a / *b;
@@ -145,7 +165,8 @@ std::optional<int64_t> EvalInt(const Expr& e, const std::map<std::string, int64_
       if (r != 0 && ((r < 0) != (*b < 0))) r += *b;
       return r;
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -163,8 +184,7 @@ std::optional<int64_t> FlatIndex(const std::vector<Expr>& indices, const ir::Buf
 
 class Extractor {
  public:
-  Extractor(const ir::LoopNest& nest, const schedule::Target& target,
-            const FeatureOptions& options)
+  Extractor(const ir::LoopNest& nest, const schedule::Target& target, const FeatureOptions& options)
       : target_(target), options_(options), line_bytes_(target.is_gpu() ? 128 : 64) {
     for (const auto& p : nest.params) buffers_[p.name] = &p;
   }
@@ -259,8 +279,8 @@ class Extractor {
     ir::RangeMap ranges;
     for (size_t i = 0; i < loops_.size(); ++i) {
       const Loop& l = loops_[i];
-      ranges[l.var] = i < level ? ir::Interval{l.min, l.min}
-                                : ir::Interval{l.min, l.min + l.extent - 1};
+      ranges[l.var] =
+          i < level ? ir::Interval{l.min, l.min} : ir::Interval{l.min, l.min + l.extent - 1};
     }
     const auto& shape = buf.decl->shape;
     std::vector<int64_t> lens(shape.size(), 1);
@@ -314,23 +334,50 @@ class Extractor {
     return best;
   }
 
+  // The feature vector (costmodel/features.h) of `store` under the current loop stack.
   absl::StatusOr<std::vector<float>> StoreRow(const ir::StoreNode& store) {
     std::vector<double> f(kNumFeatures, 0.0);
-    const size_t n = loops_.size();
-    const double outer_prod = OuterProd(n);
+    const double outer_prod = OuterProd(loops_.size());
 
-    // Accesses and op counts.
+    // Group 1: operation counts. Index expressions of loads are visited inside the value
+    // (ExprVisitor descends into them).
     OpCounter counter;
     counter.Visit(store.value);
     for (const Expr& i : store.indices) counter.Visit(i);
-    // Index expressions of loads were visited inside the value (ExprVisitor descends into them).
-    std::map<std::string, BufferAccesses> by_name;
+    ASSIGN_OR_RETURN(AccessMap by_name, CollectAccesses(store, counter.loads));
+    for (int i = 0; i < 12; ++i) f[kComputationOffset + i] = counter.counts.v[i] * outer_prod;
+    const double float_ops = counter.counts.v[0] + counter.counts.v[1] + counter.counts.v[2] +
+                             counter.counts.v[3] + counter.counts.v[4];
+
+    AnnotationFeatures(store, &f);
+    GpuFeatures(&f);
+    std::vector<const BufferAccesses*> bufs;
+    for (const auto& [name, b] : by_name) bufs.push_back(&b);
+    const BufferRegions regions = Regions(bufs);
+    BufferFeatures(bufs, regions, outer_prod, &f);
+    IntensityFeatures(bufs, regions, float_ops, &f);
+    AllocationFeatures(store, &f);
+    OuterFeatures(store, outer_prod, &f);
+
+    std::vector<float> out(kNumFeatures);
+    for (int i = 0; i < kNumFeatures; ++i) {
+      out[i] = options_.log_scale ? LogScale(f[i]) : static_cast<float>(f[i]);
+    }
+    return out;
+  }
+
+  // The accesses of `store` by buffer name: the store itself and its value's `loads`. Errors
+  // (kInvalidArgument) on a buffer that is neither a parameter nor an enclosing Allocate.
+  absl::StatusOr<AccessMap> CollectAccesses(
+      const ir::StoreNode& store,
+      const std::vector<std::pair<std::string, const ir::LoadNode*>>& loads) const {
+    AccessMap by_name;
     auto add_access = [&](const std::string& name, const std::vector<Expr>* idx,
                           bool is_write) -> absl::Status {
       auto it = buffers_.find(name);
       if (it == buffers_.end()) {
-        return absl::InvalidArgumentError(absl::StrCat(is_write ? "store to" : "load of",
-                                                       " unknown buffer '", name, "'"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(is_write ? "store to" : "load of", " unknown buffer '", name, "'"));
       }
       BufferAccesses& b = by_name[name];
       b.name = name;
@@ -340,18 +387,18 @@ class Extractor {
       return absl::OkStatus();
     };
     RETURN_IF_ERROR(add_access(store.buffer, &store.indices, true));
-    for (const auto& [name, load] : counter.loads) {
+    for (const auto& [name, load] : loads) {
       RETURN_IF_ERROR(add_access(name, &load->indices, false));
     }
-    for (int i = 0; i < 12; ++i) f[kComputationOffset + i] = counter.counts.v[i] * outer_prod;
-    const double float_ops = counter.counts.v[0] + counter.counts.v[1] + counter.counts.v[2] +
-                             counter.counts.v[3] + counter.counts.v[4];
+    return by_name;
+  }
 
+  // Group 2: vectorize, unroll and parallel loops of the stack.
+  void AnnotationFeatures(const ir::StoreNode& store, std::vector<double>* f) const {
+    const size_t n = loops_.size();
     std::set<std::string> store_vars;
     VarCollector store_collector(&store_vars);
     for (const Expr& i : store.indices) store_collector.Visit(i);
-
-    // Group 2: annotations.
     const std::pair<ForKind, int> annotated[] = {{ForKind::kVectorized, kVectorizeOffset},
                                                  {ForKind::kUnrolled, kUnrollOffset},
                                                  {ForKind::kParallel, kParallelOffset}};
@@ -365,130 +412,59 @@ class Extractor {
         len = static_cast<double>(loops_[i].extent);
         innermost = static_cast<int>(i);
       }
-      f[base + 0] = num;
-      f[base + 1] = num > 0 ? prod : 0;
-      f[base + 2] = len;
+      (*f)[base + 0] = num;
+      (*f)[base + 1] = num > 0 ? prod : 0;
+      (*f)[base + 2] = len;
       int pos = 0;
       if (innermost >= 0) {
         const bool spatial = store_vars.count(loops_[innermost].var) > 0;
         const int where = innermost == static_cast<int>(n) - 1 ? 0 : innermost == 0 ? 2 : 1;
         pos = 1 + (spatial ? 0 : 3) + where;
       }
-      f[base + 3 + pos] = 1;
+      (*f)[base + 3 + pos] = 1;
     }
+  }
 
-    // Group 3: GPU bindings.
-    f[kGpuOffset] = target_.is_gpu() ? 1 : 0;
-    for (int i = 1; i <= 7; ++i) f[kGpuOffset + i] = 1;
+  // Group 3: GPU bindings of the stack.
+  void GpuFeatures(std::vector<double>* f) const {
+    double* g = f->data() + kGpuOffset;
+    g[0] = target_.is_gpu() ? 1 : 0;
+    for (int i = 1; i <= 7; ++i) g[i] = 1;
     for (const Loop& l : loops_) {
       const double e = static_cast<double>(l.extent);
       if (ir::IsBlockBound(l.kind)) {
         int d = static_cast<int>(l.kind) - static_cast<int>(ForKind::kBlockIdxX);
-        f[kGpuOffset + 1 + d] = std::max(f[kGpuOffset + 1 + d], e);
+        g[1 + d] = std::max(g[1 + d], e);
       } else if (ir::IsThreadBound(l.kind)) {
         int d = static_cast<int>(l.kind) - static_cast<int>(ForKind::kThreadIdxX);
-        f[kGpuOffset + 4 + d] = std::max(f[kGpuOffset + 4 + d], e);
+        g[4 + d] = std::max(g[4 + d], e);
       } else if (l.kind == ForKind::kVThread) {
-        f[kGpuOffset + 7] *= e;
+        g[7] *= e;
       }
     }
+  }
 
-    // Group 4: buffers. Per-buffer regions at every level first (also used by groups 4 and 5).
-    std::vector<const BufferAccesses*> bufs;
-    for (const auto& [name, b] : by_name) bufs.push_back(&b);
-    // region_bytes[b][l]: element bytes x region size at level l (l = 0..n).
-    std::vector<std::vector<double>> region_bytes(bufs.size(), std::vector<double>(n + 1));
-    std::vector<std::vector<int64_t>> level0_dims(bufs.size());
+  // Region bytes of every buffer of the store at every level (used by groups 4 and 5).
+  BufferRegions Regions(const std::vector<const BufferAccesses*>& bufs) const {
+    const size_t n = loops_.size();
+    BufferRegions r;
+    r.bytes.assign(bufs.size(), std::vector<double>(n + 1));
+    r.level0_dims.resize(bufs.size());
     for (size_t b = 0; b < bufs.size(); ++b) {
       const double eb = ir::BytesOf(bufs[b]->decl->dtype);
       for (size_t l = 0; l <= n; ++l) {
-        region_bytes[b][l] = eb * RegionSize(*bufs[b], l, l == 0 ? &level0_dims[b] : nullptr);
+        r.bytes[b][l] = eb * RegionSize(*bufs[b], l, l == 0 ? &r.level0_dims[b] : nullptr);
       }
     }
-    struct BufRow {
-      std::string name;
-      double v[kBufferFeatures] = {};
-    };
+    return r;
+  }
+
+  // Group 4: the buffer rows, sorted by bytes, then lines, then name; the first kMaxBuffers.
+  void BufferFeatures(const std::vector<const BufferAccesses*>& bufs, const BufferRegions& regions,
+                      double outer_prod, std::vector<double>* f) const {
     std::vector<BufRow> buf_rows;
     for (size_t b = 0; b < bufs.size(); ++b) {
-      const BufferAccesses& buf = *bufs[b];
-      const double eb = ir::BytesOf(buf.decl->dtype);
-      const double n_acc = static_cast<double>(buf.accesses.size());
-      BufRow row;
-      row.name = buf.name;
-      double* v = row.v;
-      v[buf.read && buf.write ? 2 : buf.write ? 1 : 0] = 1;
-      const double bytes = eb * n_acc * outer_prod;
-      const double unique_bytes = region_bytes[b][0];
-      // Lines with repeats, from the stride loop.
-      double lines = 1, stride = 0;
-      for (size_t i = n; i-- > 0;) {
-        const double s = StrideAlong(buf, i);
-        if (s > 0) {
-          stride = s;
-          const double e = loops_[i].effective;
-          const double per_run = std::max(1.0, std::min(e, e * s * eb / line_bytes_));
-          lines = per_run * OuterProd(i);
-          break;
-        }
-      }
-      // Distinct lines of the level-0 region: merge trailing whole dimensions.
-      const auto& shape = buf.decl->shape;
-      const auto& lens = level0_dims[b];
-      double run = 1, outer_points = 1;
-      int d = static_cast<int>(shape.size()) - 1;
-      for (; d >= 0; --d) {
-        run *= static_cast<double>(lens[d]);
-        if (lens[d] != shape[d]) {
-          --d;
-          break;
-        }
-      }
-      for (; d >= 0; --d) outer_points *= static_cast<double>(lens[d]);
-      const double unique_lines = outer_points * std::ceil(run * eb / line_bytes_);
-      // Reuse.
-      int reuse_loop = -1;
-      std::set<std::string> buf_vars;
-      VarCollector collector(&buf_vars);
-      for (const Access& a : buf.accesses) {
-        for (const Expr& e : *a.indices) collector.Visit(e);
-      }
-      for (int i = static_cast<int>(n) - 1; i >= 0; --i) {
-        if (buf_vars.count(loops_[i].var) == 0) {
-          reuse_loop = i;
-          break;
-        }
-      }
-      double dis_iter = 0, dis_bytes = 0, reuse_ct = 0;
-      if (reuse_loop >= 0) {
-        v[7] = 1;
-        dis_iter = InnerProd(reuse_loop + 1);
-        for (size_t o = 0; o < bufs.size(); ++o) dis_bytes += region_bytes[o][reuse_loop + 1];
-        reuse_ct = loops_[reuse_loop].effective;
-      } else if (buf.accesses.size() > 1) {
-        v[8] = 1;
-        dis_iter = 1;
-        for (const BufferAccesses* o : bufs) {
-          dis_bytes += ir::BytesOf(o->decl->dtype) * static_cast<double>(o->accesses.size());
-        }
-        reuse_ct = n_acc - 1;
-      } else {
-        v[9] = 1;
-      }
-      const double div = std::max(1.0, reuse_ct);
-      v[3] = bytes;
-      v[4] = unique_bytes;
-      v[5] = lines;
-      v[6] = unique_lines;
-      v[10] = dis_iter;
-      v[11] = dis_bytes;
-      v[12] = reuse_ct;
-      v[13] = bytes / div;
-      v[14] = unique_bytes / div;
-      v[15] = lines / div;
-      v[16] = unique_lines / div;
-      v[17] = stride;
-      buf_rows.push_back(row);
+      buf_rows.push_back(BufferRow(b, bufs, regions, outer_prod));
     }
     std::sort(buf_rows.begin(), buf_rows.end(), [](const BufRow& a, const BufRow& b) {
       if (a.v[3] != b.v[3]) return a.v[3] > b.v[3];
@@ -497,16 +473,114 @@ class Extractor {
     });
     for (size_t b = 0; b < buf_rows.size() && b < static_cast<size_t>(kMaxBuffers); ++b) {
       for (int i = 0; i < kBufferFeatures; ++i) {
-        f[kBufferOffset + kBufferFeatures * b + i] = buf_rows[b].v[i];
+        (*f)[kBufferOffset + kBufferFeatures * b + i] = buf_rows[b].v[i];
       }
     }
+  }
 
-    // Group 5: arithmetic intensity curve over levels n..0.
+  // The group-4 entries of buffer bufs[b].
+  BufRow BufferRow(size_t b, const std::vector<const BufferAccesses*>& bufs,
+                   const BufferRegions& regions, double outer_prod) const {
+    const BufferAccesses& buf = *bufs[b];
+    const double eb = ir::BytesOf(buf.decl->dtype);
+    const double n_acc = static_cast<double>(buf.accesses.size());
+    BufRow row;
+    row.name = buf.name;
+    double* v = row.v;
+    v[buf.read && buf.write ? 2 : buf.write ? 1 : 0] = 1;
+    const double bytes = eb * n_acc * outer_prod;
+    const double unique_bytes = regions.bytes[b][0];
+    double stride = 0;
+    const double lines = LinesWithRepeats(buf, eb, &stride);
+    const double unique_lines = UniqueLines(buf.decl->shape, regions.level0_dims[b], eb);
+    // Reuse.
+    const int reuse_loop = ReuseLoop(buf);
+    double dis_iter = 0, dis_bytes = 0, reuse_ct = 0;
+    if (reuse_loop >= 0) {
+      v[7] = 1;
+      dis_iter = InnerProd(reuse_loop + 1);
+      for (size_t o = 0; o < bufs.size(); ++o) dis_bytes += regions.bytes[o][reuse_loop + 1];
+      reuse_ct = loops_[reuse_loop].effective;
+    } else if (buf.accesses.size() > 1) {
+      v[8] = 1;
+      dis_iter = 1;
+      for (const BufferAccesses* o : bufs) {
+        dis_bytes += ir::BytesOf(o->decl->dtype) * static_cast<double>(o->accesses.size());
+      }
+      reuse_ct = n_acc - 1;
+    } else {
+      v[9] = 1;
+    }
+    const double div = std::max(1.0, reuse_ct);
+    v[3] = bytes;
+    v[4] = unique_bytes;
+    v[5] = lines;
+    v[6] = unique_lines;
+    v[10] = dis_iter;
+    v[11] = dis_bytes;
+    v[12] = reuse_ct;
+    v[13] = bytes / div;
+    v[14] = unique_bytes / div;
+    v[15] = lines / div;
+    v[16] = unique_lines / div;
+    v[17] = stride;
+    return row;
+  }
+
+  // Cache lines `buf` moves, with repeats, from its stride loop (the innermost loop along which
+  // its flat index changes; its stride goes to `stride`, 0 when there is none).
+  double LinesWithRepeats(const BufferAccesses& buf, double eb, double* stride) const {
+    for (size_t i = loops_.size(); i-- > 0;) {
+      const double s = StrideAlong(buf, i);
+      if (s > 0) {
+        *stride = s;
+        const double e = loops_[i].effective;
+        const double per_run = std::max(1.0, std::min(e, e * s * eb / line_bytes_));
+        return per_run * OuterProd(i);
+      }
+    }
+    return 1;
+  }
+
+  // Distinct cache lines of a level-0 region of per-dimension lengths `lens` in a buffer of
+  // `shape`: trailing dimensions covered whole are merged into one contiguous run.
+  double UniqueLines(const std::vector<int64_t>& shape, const std::vector<int64_t>& lens,
+                     double eb) const {
+    double run = 1, outer_points = 1;
+    int d = static_cast<int>(shape.size()) - 1;
+    for (; d >= 0; --d) {
+      run *= static_cast<double>(lens[d]);
+      if (lens[d] != shape[d]) {
+        --d;
+        break;
+      }
+    }
+    for (; d >= 0; --d) outer_points *= static_cast<double>(lens[d]);
+    return outer_points * std::ceil(run * eb / line_bytes_);
+  }
+
+  // Depth of the innermost loop that does not touch `buf`, or -1.
+  int ReuseLoop(const BufferAccesses& buf) const {
+    std::set<std::string> buf_vars;
+    VarCollector collector(&buf_vars);
+    for (const Access& a : buf.accesses) {
+      for (const Expr& e : *a.indices) collector.Visit(e);
+    }
+    for (int i = static_cast<int>(loops_.size()) - 1; i >= 0; --i) {
+      if (buf_vars.count(loops_[i].var) == 0) return i;
+    }
+    return -1;
+  }
+
+  // Group 5: the arithmetic intensity curve over levels n..0.
+  void IntensityFeatures(const std::vector<const BufferAccesses*>& bufs,
+                         const BufferRegions& regions, double float_ops,
+                         std::vector<double>* f) const {
     std::vector<std::pair<double, double>> points;  // (x, y), x non-decreasing
-    for (size_t l = n + 1; l-- > 0;) {
+    for (size_t l = loops_.size() + 1; l-- > 0;) {
       const double iters = InnerProd(l);
       double bytes = 0;
-      for (size_t b = 0; b < bufs.size(); ++b) bytes += region_bytes[b][l];
+      for (size_t b = 0; b < bufs.size(); ++b) bytes += regions.bytes[b][l];
       points.emplace_back(std::log2(iters), bytes > 0 ? float_ops * iters / bytes : 0);
     }
     const double x_max = points.back().first;
@@ -527,37 +601,37 @@ class Extractor {
         }
         break;
       }
-      f[kIntensityOffset + j] = y;
+      (*f)[kIntensityOffset + j] = y;
     }
+  }
 
-    // Group 6: allocations.
-    for (const AllocInScope& a : allocs_) {
-      if (a.decl->name == store.buffer) {
-        f[kAllocationOffset + 0] = static_cast<double>(a.decl->Bytes());
-        f[kAllocationOffset + 1] = a.outer_prod;
+  // Group 6: the Allocates around the store.
+  void AllocationFeatures(const ir::StoreNode& store, std::vector<double>* f) const {
+    double* a = f->data() + kAllocationOffset;
+    for (const AllocInScope& alloc : allocs_) {
+      if (alloc.decl->name == store.buffer) {
+        a[0] = static_cast<double>(alloc.decl->Bytes());
+        a[1] = alloc.outer_prod;
       }
-      if (a.decl->scope == ir::MemoryScope::kShared) {
-        f[kAllocationOffset + 2] += static_cast<double>(a.decl->Bytes());
-      } else if (a.decl->scope == ir::MemoryScope::kLocal) {
-        f[kAllocationOffset + 3] += static_cast<double>(a.decl->Bytes());
+      if (alloc.decl->scope == ir::MemoryScope::kShared) {
+        a[2] += static_cast<double>(alloc.decl->Bytes());
+      } else if (alloc.decl->scope == ir::MemoryScope::kLocal) {
+        a[3] += static_cast<double>(alloc.decl->Bytes());
       }
-      f[kAllocationOffset + 4] += 1;
+      a[4] += 1;
     }
+  }
 
-    // Group 7: outer scope.
-    f[kOuterOffset + 0] = outer_prod;
-    f[kOuterOffset + 1] = static_cast<double>(n);
+  // Group 7: the outer scope.
+  void OuterFeatures(const ir::StoreNode& store, double outer_prod, std::vector<double>* f) const {
+    double* o = f->data() + kOuterOffset;
+    o[0] = outer_prod;
+    o[1] = static_cast<double>(loops_.size());
     auto unroll = options_.auto_unroll_max_step.find(store.buffer);
     if (unroll != options_.auto_unroll_max_step.end()) {
-      f[kOuterOffset + 2] = static_cast<double>(unroll->second);
+      o[2] = static_cast<double>(unroll->second);
     }
-    f[kOuterOffset + 3] = guards_;
-
-    std::vector<float> out(kNumFeatures);
-    for (int i = 0; i < kNumFeatures; ++i) {
-      out[i] = options_.log_scale ? LogScale(f[i]) : static_cast<float>(f[i]);
-    }
-    return out;
+    o[3] = guards_;
   }
 
   const schedule::Target& target_;
@@ -572,9 +646,9 @@ class Extractor {
 };
 
 std::vector<std::string> MakeNames() {
-  std::vector<std::string> names = {
-      "float_addsub", "float_mul", "float_divmod", "float_cmp", "float_math", "int_addsub",
-      "int_mul",      "int_divmod", "int_cmp",    "bool_op",   "select_op",  "cast_op"};
+  std::vector<std::string> names = {"float_addsub", "float_mul",  "float_divmod", "float_cmp",
+                                    "float_math",   "int_addsub", "int_mul",      "int_divmod",
+                                    "int_cmp",      "bool_op",    "select_op",    "cast_op"};
   const char* positions[] = {"none",         "inner_spatial", "middle_spatial", "outer_spatial",
                              "inner_reduce", "middle_reduce", "outer_reduce"};
   for (const char* k : {"vec", "unroll", "parallel"}) {
@@ -587,12 +661,24 @@ std::vector<std::string> MakeNames() {
                         "threadIdx_x_len", "threadIdx_y_len", "threadIdx_z_len", "vthread_len"}) {
     names.push_back(g);
   }
-  const char* buf_names[] = {"acc_read",       "acc_write",       "acc_rw",
-                             "bytes",          "unique_bytes",    "lines",
-                             "unique_lines",   "reuse_loop",      "reuse_serial",
-                             "reuse_none",     "reuse_dis_iter",  "reuse_dis_bytes",
-                             "reuse_ct",       "bytes_d_reuse_ct", "unique_bytes_d_reuse_ct",
-                             "lines_d_reuse_ct", "unique_lines_d_reuse_ct", "stride"};
+  const char* buf_names[] = {"acc_read",
+                             "acc_write",
+                             "acc_rw",
+                             "bytes",
+                             "unique_bytes",
+                             "lines",
+                             "unique_lines",
+                             "reuse_loop",
+                             "reuse_serial",
+                             "reuse_none",
+                             "reuse_dis_iter",
+                             "reuse_dis_bytes",
+                             "reuse_ct",
+                             "bytes_d_reuse_ct",
+                             "unique_bytes_d_reuse_ct",
+                             "lines_d_reuse_ct",
+                             "unique_lines_d_reuse_ct",
+                             "stride"};
   for (int b = 0; b < kMaxBuffers; ++b) {
     for (const char* n : buf_names) names.push_back(absl::StrCat("buf", b, "_", n));
   }

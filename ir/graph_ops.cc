@@ -96,135 +96,144 @@ std::vector<std::string> UnaryAttrs(UnaryOp op) {
   }
 }
 
-std::vector<OpDef> MakeOps() {
-  std::vector<OpDef> ops;
-  const auto add = [&ops](std::string name, OpPattern pattern, int min_in, int max_in,
-                          std::vector<std::string> inputs, std::vector<std::string> attrs,
-                          BuildFn build) {
-    ops.push_back(OpDef{
-        GraphOpInfo{std::move(name), pattern, min_in, max_in, std::move(inputs), std::move(attrs)},
-        std::move(build)});
-  };
+void AddOp(std::vector<OpDef>* ops, std::string name, OpPattern pattern, int min_in, int max_in,
+           std::vector<std::string> inputs, std::vector<std::string> attrs, BuildFn build) {
+  ops->push_back(OpDef{
+      GraphOpInfo{std::move(name), pattern, min_in, max_in, std::move(inputs), std::move(attrs)},
+      std::move(build)});
+}
 
-  // Data reuse: elementwise consumers fuse into these.
-  add("dense", OpPattern::kOutEWiseFusable, 2, 3, {"X[M,K]", "W[N,K]", "bias[N] (optional)"},
-      {"activation"},
-      [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
-        ASSIGN_OR_RETURN(std::string text, StringAttr(a, "dense", "activation", "none"));
-        ASSIGN_OR_RETURN(Activation act, ParseActivation("dense", text));
-        return Dense(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), act, name, name + "_acc");
-      });
-  add("matmul", OpPattern::kOutEWiseFusable, 2, 2, {"A[M,K]", "B[K,N]"},
-      {"transpose_a", "transpose_b"},
-      [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
-        ASSIGN_OR_RETURN(MatmulOptions o, ReadMatmulOptions(a, "matmul"));
-        return Matmul(in[0], in[1], o, name);
-      });
-  add("batch_matmul", OpPattern::kOutEWiseFusable, 2, 2, {"A[B,M,K]", "B[B,K,N]"},
-      {"transpose_a", "transpose_b"},
-      [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
-        ASSIGN_OR_RETURN(MatmulOptions o, ReadMatmulOptions(a, "batch_matmul"));
-        return BatchMatmul(in[0], in[1], o, name);
-      });
-  add("conv2d_nchw", OpPattern::kOutEWiseFusable, 2, 2, {"X[N,C,H,W]", "W[K,C/groups,R,S]"},
-      {"dilation", "groups", "padding", "stride"},
-      [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
-        ASSIGN_OR_RETURN(Conv2dParams p, ops_internal::ReadConv2dParams(a, "conv2d_nchw"));
-        return Conv2dNchw(in[0], in[1], p, name);
-      });
-  add("depthwise_conv2d_nchw", OpPattern::kOutEWiseFusable, 2, 2, {"X[N,C,H,W]", "W[C*m,1,R,S]"},
-      {"dilation", "padding", "stride"},
-      [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
-        ASSIGN_OR_RETURN(Conv2dParams p,
-                         ops_internal::ReadConv2dParams(a, "depthwise_conv2d_nchw"));
-        return DepthwiseConv2dNchw(in[0], in[1], p, name);
-      });
-  add("max_pool2d", OpPattern::kOutEWiseFusable, 1, 1, {"X[N,C,H,W]"},
-      {"dilation", "kernel", "padding", "stride"},
-      [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
-        ASSIGN_OR_RETURN(Pool2dParams p, ReadPool(a, "max_pool2d"));
-        return MaxPool2d(in[0], p, name);
-      });
-  add("avg_pool2d", OpPattern::kOutEWiseFusable, 1, 1, {"X[N,C,H,W]"},
-      {"dilation", "kernel", "padding", "stride"},
-      [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
-        ASSIGN_OR_RETURN(Pool2dParams p, ReadPool(a, "avg_pool2d"));
-        return AvgPool2d(in[0], p, name, name + "_sum");
-      });
+// Data reuse: elementwise consumers fuse into these.
+void AddDataReuseOps(std::vector<OpDef>* ops) {
+  AddOp(ops, "dense", OpPattern::kOutEWiseFusable, 2, 3, {"X[M,K]", "W[N,K]", "bias[N] (optional)"},
+        {"activation"},
+        [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
+          ASSIGN_OR_RETURN(std::string text, StringAttr(a, "dense", "activation", "none"));
+          ASSIGN_OR_RETURN(Activation act, ParseActivation("dense", text));
+          return Dense(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), act, name, name + "_acc");
+        });
+  AddOp(ops, "matmul", OpPattern::kOutEWiseFusable, 2, 2, {"A[M,K]", "B[K,N]"},
+        {"transpose_a", "transpose_b"},
+        [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
+          ASSIGN_OR_RETURN(MatmulOptions o, ReadMatmulOptions(a, "matmul"));
+          return Matmul(in[0], in[1], o, name);
+        });
+  AddOp(ops, "batch_matmul", OpPattern::kOutEWiseFusable, 2, 2, {"A[B,M,K]", "B[B,K,N]"},
+        {"transpose_a", "transpose_b"},
+        [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
+          ASSIGN_OR_RETURN(MatmulOptions o, ReadMatmulOptions(a, "batch_matmul"));
+          return BatchMatmul(in[0], in[1], o, name);
+        });
+  AddOp(ops, "conv2d_nchw", OpPattern::kOutEWiseFusable, 2, 2, {"X[N,C,H,W]", "W[K,C/groups,R,S]"},
+        {"dilation", "groups", "padding", "stride"},
+        [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
+          ASSIGN_OR_RETURN(Conv2dParams p, ops_internal::ReadConv2dParams(a, "conv2d_nchw"));
+          return Conv2dNchw(in[0], in[1], p, name);
+        });
+  AddOp(ops, "depthwise_conv2d_nchw", OpPattern::kOutEWiseFusable, 2, 2,
+        {"X[N,C,H,W]", "W[C*m,1,R,S]"}, {"dilation", "padding", "stride"},
+        [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
+          ASSIGN_OR_RETURN(Conv2dParams p,
+                           ops_internal::ReadConv2dParams(a, "depthwise_conv2d_nchw"));
+          return DepthwiseConv2dNchw(in[0], in[1], p, name);
+        });
+  AddOp(ops, "max_pool2d", OpPattern::kOutEWiseFusable, 1, 1, {"X[N,C,H,W]"},
+        {"dilation", "kernel", "padding", "stride"},
+        [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
+          ASSIGN_OR_RETURN(Pool2dParams p, ReadPool(a, "max_pool2d"));
+          return MaxPool2d(in[0], p, name);
+        });
+  AddOp(ops, "avg_pool2d", OpPattern::kOutEWiseFusable, 1, 1, {"X[N,C,H,W]"},
+        {"dilation", "kernel", "padding", "stride"},
+        [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
+          ASSIGN_OR_RETURN(Pool2dParams p, ReadPool(a, "avg_pool2d"));
+          return AvgPool2d(in[0], p, name, name + "_sum");
+        });
+}
 
-  // Reductions (with their elementwise tails).
+// Reductions (with their elementwise tails).
+void AddReductionOps(std::vector<OpDef>* ops) {
   for (const char* op : {"softmax", "log_softmax"}) {
     const std::string s = op;
-    add(s, OpPattern::kCommReduce, 1, 1, {"X"}, {"axis"},
-        [s](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
-          ASSIGN_OR_RETURN(int64_t axis, IntAttr(a, s, "axis", -1));
-          return s == "softmax" ? Softmax(in[0], axis, name) : LogSoftmax(in[0], axis, name);
-        });
+    AddOp(ops, s, OpPattern::kCommReduce, 1, 1, {"X"}, {"axis"},
+          [s](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
+            ASSIGN_OR_RETURN(int64_t axis, IntAttr(a, s, "axis", -1));
+            return s == "softmax" ? Softmax(in[0], axis, name) : LogSoftmax(in[0], axis, name);
+          });
   }
-  add("layernorm", OpPattern::kCommReduce, 3, 3, {"X", "gamma", "beta"}, {"eps", "normalized_ndim"},
-      [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
-        ASSIGN_OR_RETURN(int64_t nd, IntAttr(a, "layernorm", "normalized_ndim", 1));
-        ASSIGN_OR_RETURN(double eps, FloatAttr(a, "layernorm", "eps", 1e-5));
-        return LayerNorm(in[0], in[1], in[2], static_cast<int>(nd), eps, name);
-      });
-  add("rmsnorm", OpPattern::kCommReduce, 2, 2, {"X", "gamma"}, {"eps", "normalized_ndim"},
-      [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
-        ASSIGN_OR_RETURN(int64_t nd, IntAttr(a, "rmsnorm", "normalized_ndim", 1));
-        ASSIGN_OR_RETURN(double eps, FloatAttr(a, "rmsnorm", "eps", 1e-6));
-        return RmsNorm(in[0], in[1], static_cast<int>(nd), eps, name);
-      });
+  AddOp(ops, "layernorm", OpPattern::kCommReduce, 3, 3, {"X", "gamma", "beta"},
+        {"eps", "normalized_ndim"},
+        [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
+          ASSIGN_OR_RETURN(int64_t nd, IntAttr(a, "layernorm", "normalized_ndim", 1));
+          ASSIGN_OR_RETURN(double eps, FloatAttr(a, "layernorm", "eps", 1e-5));
+          return LayerNorm(in[0], in[1], in[2], static_cast<int>(nd), eps, name);
+        });
+  AddOp(ops, "rmsnorm", OpPattern::kCommReduce, 2, 2, {"X", "gamma"}, {"eps", "normalized_ndim"},
+        [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
+          ASSIGN_OR_RETURN(int64_t nd, IntAttr(a, "rmsnorm", "normalized_ndim", 1));
+          ASSIGN_OR_RETURN(double eps, FloatAttr(a, "rmsnorm", "eps", 1e-6));
+          return RmsNorm(in[0], in[1], static_cast<int>(nd), eps, name);
+        });
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMax, ReduceOp::kMin}) {
     const std::string s = ReduceOpName(op);
-    add(s, OpPattern::kCommReduce, 1, 1, {"X"}, {"axes", "keepdim"},
-        [s, op](const auto& in, const OpArgs& a,
-                const std::string& name) -> absl::StatusOr<Tensor> {
-          ASSIGN_OR_RETURN(std::vector<int64_t> axes, IntListAttr(a, s, "axes", {}));
-          ASSIGN_OR_RETURN(bool keepdim, BoolAttr(a, s, "keepdim", false));
-          return ReduceAxes(op, in[0], axes, keepdim, name);
-        });
+    AddOp(ops, s, OpPattern::kCommReduce, 1, 1, {"X"}, {"axes", "keepdim"},
+          [s, op](const auto& in, const OpArgs& a,
+                  const std::string& name) -> absl::StatusOr<Tensor> {
+            ASSIGN_OR_RETURN(std::vector<int64_t> axes, IntListAttr(a, s, "axes", {}));
+            ASSIGN_OR_RETURN(bool keepdim, BoolAttr(a, s, "keepdim", false));
+            return ReduceAxes(op, in[0], axes, keepdim, name);
+          });
   }
+}
 
-  // Elementwise and injective.
+// Elementwise and injective.
+void AddElementwiseOps(std::vector<OpDef>* ops) {
   for (UnaryOp op :
        {UnaryOp::kRelu, UnaryOp::kLeakyRelu, UnaryOp::kGelu, UnaryOp::kSigmoid, UnaryOp::kTanh,
         UnaryOp::kSwish, UnaryOp::kSoftplus, UnaryOp::kElu, UnaryOp::kHardtanh}) {
     const std::string s = UnaryOpName(op);
-    add(s, OpPattern::kElemWise, 1, 1, {"X"}, UnaryAttrs(op),
-        [s, op](const auto& in, const OpArgs& a,
-                const std::string& name) -> absl::StatusOr<Tensor> {
-          ASSIGN_OR_RETURN(UnaryParams p, ReadUnaryParams(a, s));
-          return Unary(op, in[0], p, name);
-        });
+    AddOp(ops, s, OpPattern::kElemWise, 1, 1, {"X"}, UnaryAttrs(op),
+          [s, op](const auto& in, const OpArgs& a,
+                  const std::string& name) -> absl::StatusOr<Tensor> {
+            ASSIGN_OR_RETURN(UnaryParams p, ReadUnaryParams(a, s));
+            return Unary(op, in[0], p, name);
+          });
   }
-  add("scale", OpPattern::kElemWise, 1, 1, {"X"}, {"scale"},
-      [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
-        if (!a.attrs.count("scale")) {
-          return absl::InvalidArgumentError("scale: attribute 'scale' is required");
-        }
-        ASSIGN_OR_RETURN(double scale, FloatAttr(a, "scale", "scale", 1.0));
-        return Scale(in[0], scale, name);
-      });
+  AddOp(ops, "scale", OpPattern::kElemWise, 1, 1, {"X"}, {"scale"},
+        [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
+          if (!a.attrs.count("scale")) {
+            return absl::InvalidArgumentError("scale: attribute 'scale' is required");
+          }
+          ASSIGN_OR_RETURN(double scale, FloatAttr(a, "scale", "scale", 1.0));
+          return Scale(in[0], scale, name);
+        });
   for (BinaryOp op : {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kDiv,
                       BinaryOp::kMaximum, BinaryOp::kMinimum}) {
-    add(BinaryOpName(op), OpPattern::kBroadcast, 2, 2, {"A", "B"}, {},
-        [op](const auto& in, const OpArgs&, const std::string& name) -> absl::StatusOr<Tensor> {
-          return Binary(op, in[0], in[1], name);
-        });
+    AddOp(ops, BinaryOpName(op), OpPattern::kBroadcast, 2, 2, {"A", "B"}, {},
+          [op](const auto& in, const OpArgs&, const std::string& name) -> absl::StatusOr<Tensor> {
+            return Binary(op, in[0], in[1], name);
+          });
   }
-  add("transpose", OpPattern::kInjective, 1, 1, {"X"}, {"perm"},
-      [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
-        ASSIGN_OR_RETURN(std::vector<int64_t> perm, IntListAttr(a, "transpose", "perm", {}));
-        return Transpose(in[0], perm, name);
-      });
-  add("reshape", OpPattern::kInjective, 1, 1, {"X"}, {"shape"},
-      [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
-        if (!a.attrs.count("shape")) {
-          return absl::InvalidArgumentError("reshape: attribute 'shape' is required");
-        }
-        ASSIGN_OR_RETURN(std::vector<int64_t> shape, IntListAttr(a, "reshape", "shape", {}));
-        return Reshape(in[0], shape, name);
-      });
+  AddOp(ops, "transpose", OpPattern::kInjective, 1, 1, {"X"}, {"perm"},
+        [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
+          ASSIGN_OR_RETURN(std::vector<int64_t> perm, IntListAttr(a, "transpose", "perm", {}));
+          return Transpose(in[0], perm, name);
+        });
+  AddOp(ops, "reshape", OpPattern::kInjective, 1, 1, {"X"}, {"shape"},
+        [](const auto& in, const OpArgs& a, const std::string& name) -> absl::StatusOr<Tensor> {
+          if (!a.attrs.count("shape")) {
+            return absl::InvalidArgumentError("reshape: attribute 'shape' is required");
+          }
+          ASSIGN_OR_RETURN(std::vector<int64_t> shape, IntListAttr(a, "reshape", "shape", {}));
+          return Reshape(in[0], shape, name);
+        });
+}
 
+std::vector<OpDef> MakeOps() {
+  std::vector<OpDef> ops;
+  AddDataReuseOps(&ops);
+  AddReductionOps(&ops);
+  AddElementwiseOps(&ops);
   std::sort(ops.begin(), ops.end(),
             [](const OpDef& a, const OpDef& b) { return a.info.name < b.info.name; });
   return ops;

@@ -85,6 +85,11 @@ class Simplifier {
   Stmt MutateStmt(const Stmt& s);
 
  private:
+  // Loops of extent 1 substituted, empty loops removed, the body simplified with the loop
+  // variable's range known.
+  Stmt MutateFor(const Stmt& s);
+  // Constant conditions pick their branch; each branch is simplified knowing the condition.
+  Stmt MutateIfThenElse(const Stmt& s);
   // Saves ranges on construction and restores them on destruction.
   class RangeScope {
    public:
@@ -846,37 +851,8 @@ Expr Simplifier::SimpCompare64(ExprKind kind, const Expr& a, const Expr& b) {
 Stmt Simplifier::MutateStmt(const Stmt& s) {
   if (!s.defined()) return s;
   switch (s.kind()) {
-    case StmtKind::kFor: {
-      const auto* op = s.as<ForNode>();
-      Expr min = Mutate(op->min);
-      Expr extent = Mutate(op->extent);
-      // Thread- and block-bound loops define the launch shape: never removed.
-      bool removable = !IsThreadBound(op->for_kind) && !IsBlockBound(op->for_kind);
-      auto ext = AsConstInt(extent);
-      if (removable && ext && *ext <= 0) return EmptyStmt();
-      if (removable && ext && *ext == 1) {
-        StmtSubstituter sub(op->var_name(), min);
-        return MutateStmt(sub.Mutate(op->body));
-      }
-      Stmt body;
-      {
-        RangeScope scope(this);
-        auto bmin = Bounds(min);
-        auto bext = Bounds(extent);
-        // var in [min, min + extent - 1] inside the body (thread loops skip indices >= extent).
-        if (bmin && bext) {
-          __int128 hi = static_cast<__int128>(bmin->max) + bext->max - 1;
-          if (bext->max >= 1 && hi <= kInt64Max && hi >= bmin->min) {
-            scope.Set(op->var_name(), Interval{bmin->min, static_cast<int64_t>(hi)});
-          }
-        }
-        body = MutateStmt(op->body);
-      }
-      if (removable && IsEmptyStmt(body)) return EmptyStmt();
-      if (!body.defined()) body = EmptyStmt();
-      if (min.same_as(op->min) && extent.same_as(op->extent) && body.same_as(op->body)) return s;
-      return ForNode::Make(op->var, min, extent, op->for_kind, body);
-    }
+    case StmtKind::kFor:
+      return MutateFor(s);
     case StmtKind::kSeq: {
       const auto* op = s.as<SeqNode>();
       std::vector<Stmt> stmts;
@@ -909,36 +885,8 @@ Stmt Simplifier::MutateStmt(const Stmt& s) {
       if (body.same_as(op->body)) return s;
       return AllocateNode::Make(op->buffer, body);
     }
-    case StmtKind::kIfThenElse: {
-      const auto* op = s.as<IfThenElseNode>();
-      Expr cond = Mutate(op->cond);
-      if (auto c = AsConstInt(cond)) {
-        Stmt taken = *c ? op->then_case : op->else_case;
-        if (!taken.defined()) return EmptyStmt();
-        return MutateStmt(taken);
-      }
-      Stmt then_case, else_case;
-      {
-        RangeScope scope(this);
-        Refine(cond, true, &scope);
-        then_case = MutateStmt(op->then_case);
-      }
-      if (op->else_case.defined()) {
-        RangeScope scope(this);
-        Refine(cond, false, &scope);
-        else_case = MutateStmt(op->else_case);
-      }
-      if (IsEmptyStmt(else_case)) else_case = Stmt();
-      if (IsEmptyStmt(then_case)) {
-        if (!else_case.defined()) return EmptyStmt();
-        return IfThenElseNode::Make(Simp(ExprKind::kNot, {cond}), else_case);
-      }
-      if (cond.same_as(op->cond) && then_case.same_as(op->then_case) &&
-          else_case.same_as(op->else_case)) {
-        return s;
-      }
-      return IfThenElseNode::Make(cond, then_case, else_case);
-    }
+    case StmtKind::kIfThenElse:
+      return MutateIfThenElse(s);
     case StmtKind::kBarrier:
     case StmtKind::kAsyncGroup:
       return s;
@@ -951,6 +899,69 @@ Stmt Simplifier::MutateStmt(const Stmt& s) {
     }
   }
   return s;
+}
+
+Stmt Simplifier::MutateFor(const Stmt& s) {
+  const auto* op = s.as<ForNode>();
+  Expr min = Mutate(op->min);
+  Expr extent = Mutate(op->extent);
+  // Thread- and block-bound loops define the launch shape: never removed.
+  bool removable = !IsThreadBound(op->for_kind) && !IsBlockBound(op->for_kind);
+  auto ext = AsConstInt(extent);
+  if (removable && ext && *ext <= 0) return EmptyStmt();
+  if (removable && ext && *ext == 1) {
+    StmtSubstituter sub(op->var_name(), min);
+    return MutateStmt(sub.Mutate(op->body));
+  }
+  Stmt body;
+  {
+    RangeScope scope(this);
+    auto bmin = Bounds(min);
+    auto bext = Bounds(extent);
+    // var in [min, min + extent - 1] inside the body (thread loops skip indices >= extent).
+    if (bmin && bext) {
+      __int128 hi = static_cast<__int128>(bmin->max) + bext->max - 1;
+      if (bext->max >= 1 && hi <= kInt64Max && hi >= bmin->min) {
+        scope.Set(op->var_name(), Interval{bmin->min, static_cast<int64_t>(hi)});
+      }
+    }
+    body = MutateStmt(op->body);
+  }
+  if (removable && IsEmptyStmt(body)) return EmptyStmt();
+  if (!body.defined()) body = EmptyStmt();
+  if (min.same_as(op->min) && extent.same_as(op->extent) && body.same_as(op->body)) return s;
+  return ForNode::Make(op->var, min, extent, op->for_kind, body);
+}
+
+Stmt Simplifier::MutateIfThenElse(const Stmt& s) {
+  const auto* op = s.as<IfThenElseNode>();
+  Expr cond = Mutate(op->cond);
+  if (auto c = AsConstInt(cond)) {
+    Stmt taken = *c ? op->then_case : op->else_case;
+    if (!taken.defined()) return EmptyStmt();
+    return MutateStmt(taken);
+  }
+  Stmt then_case, else_case;
+  {
+    RangeScope scope(this);
+    Refine(cond, true, &scope);
+    then_case = MutateStmt(op->then_case);
+  }
+  if (op->else_case.defined()) {
+    RangeScope scope(this);
+    Refine(cond, false, &scope);
+    else_case = MutateStmt(op->else_case);
+  }
+  if (IsEmptyStmt(else_case)) else_case = Stmt();
+  if (IsEmptyStmt(then_case)) {
+    if (!else_case.defined()) return EmptyStmt();
+    return IfThenElseNode::Make(Simp(ExprKind::kNot, {cond}), else_case);
+  }
+  if (cond.same_as(op->cond) && then_case.same_as(op->then_case) &&
+      else_case.same_as(op->else_case)) {
+    return s;
+  }
+  return IfThenElseNode::Make(cond, then_case, else_case);
 }
 
 }  // namespace

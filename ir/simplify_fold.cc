@@ -24,48 +24,22 @@ std::optional<Expr> FloatResult(ScalarType t, double v) {
   return FloatImmNode::Make(t, f32);
 }
 
-}  // namespace
-
-std::optional<Expr> FoldBinary(ExprKind kind, const Expr& a, const Expr& b) {
-  ScalarType t = a.type();
-  if (auto fa = a.as<FloatImmNode>()) {
-    const auto* fb = b.as<FloatImmNode>();
-    if (!fb) return std::nullopt;
-    double x = fa->value, y = fb->value;
-    switch (kind) {
-      case ExprKind::kAdd:
-        return FloatResult(t, x + y);
-      case ExprKind::kSub:
-        return FloatResult(t, x - y);
-      case ExprKind::kMul:
-        return FloatResult(t, x * y);
-      case ExprKind::kDiv:
-        return FloatResult(t, x / y);
-      case ExprKind::kMin:
-      case ExprKind::kMax:
-        // NaN and signed-zero ties depend on how min/max is implemented: left alone.
-        if (std::isnan(x) || std::isnan(y) || x == y) return std::nullopt;
-        return FloatImmNode::Make(t, kind == ExprKind::kMin ? std::min(x, y) : std::max(x, y));
-      case ExprKind::kEQ:
-        return BoolConst(x == y);
-      case ExprKind::kNE:
-        return BoolConst(x != y);
-      case ExprKind::kLT:
-        return BoolConst(x < y);
-      case ExprKind::kLE:
-        return BoolConst(x <= y);
-      case ExprKind::kGT:
-        return BoolConst(x > y);
-      case ExprKind::kGE:
-        return BoolConst(x >= y);
-      default:
-        return std::nullopt;  // float Mod: the evaluator's rounding steps are its own
-    }
-  }
-  auto ia = AsConstInt(a), ib = AsConstInt(b);
-  if (!ia || !ib) return std::nullopt;
-  int64_t x = *ia, y = *ib;
+// Both operands float constants x and y of type t.
+std::optional<Expr> FoldFloat(ExprKind kind, ScalarType t, double x, double y) {
   switch (kind) {
+    case ExprKind::kAdd:
+      return FloatResult(t, x + y);
+    case ExprKind::kSub:
+      return FloatResult(t, x - y);
+    case ExprKind::kMul:
+      return FloatResult(t, x * y);
+    case ExprKind::kDiv:
+      return FloatResult(t, x / y);
+    case ExprKind::kMin:
+    case ExprKind::kMax:
+      // NaN and signed-zero ties depend on how min/max is implemented: left alone.
+      if (std::isnan(x) || std::isnan(y) || x == y) return std::nullopt;
+      return FloatImmNode::Make(t, kind == ExprKind::kMin ? std::min(x, y) : std::max(x, y));
     case ExprKind::kEQ:
       return BoolConst(x == y);
     case ExprKind::kNE:
@@ -78,17 +52,14 @@ std::optional<Expr> FoldBinary(ExprKind kind, const Expr& a, const Expr& b) {
       return BoolConst(x > y);
     case ExprKind::kGE:
       return BoolConst(x >= y);
-    case ExprKind::kAnd:
-      return BoolConst(x && y);
-    case ExprKind::kOr:
-      return BoolConst(x || y);
-    case ExprKind::kMin:
-      return IntImmNode::Make(t, std::min(x, y));
-    case ExprKind::kMax:
-      return IntImmNode::Make(t, std::max(x, y));
     default:
-      break;
+      return std::nullopt;  // float Mod: the evaluator's rounding steps are its own
   }
+}
+
+// Add, Sub, Mul, Div (floor), Mod (floor) of int constants of type t; nullopt for other kinds,
+// division by zero and int64 overflow.
+std::optional<int64_t> IntArithmetic(ExprKind kind, ScalarType t, int64_t x, int64_t y) {
   std::optional<int64_t> r;
   if (t == kI32) {
     // int32 operands fit easily in int64; IntImmNode::Make wraps the result to int32.
@@ -132,6 +103,46 @@ std::optional<Expr> FoldBinary(ExprKind kind, const Expr& a, const Expr& b) {
         break;
     }
   }
+  return r;
+}
+
+}  // namespace
+
+std::optional<Expr> FoldBinary(ExprKind kind, const Expr& a, const Expr& b) {
+  ScalarType t = a.type();
+  if (auto fa = a.as<FloatImmNode>()) {
+    const auto* fb = b.as<FloatImmNode>();
+    if (!fb) return std::nullopt;
+    return FoldFloat(kind, t, fa->value, fb->value);
+  }
+  auto ia = AsConstInt(a), ib = AsConstInt(b);
+  if (!ia || !ib) return std::nullopt;
+  int64_t x = *ia, y = *ib;
+  switch (kind) {
+    case ExprKind::kEQ:
+      return BoolConst(x == y);
+    case ExprKind::kNE:
+      return BoolConst(x != y);
+    case ExprKind::kLT:
+      return BoolConst(x < y);
+    case ExprKind::kLE:
+      return BoolConst(x <= y);
+    case ExprKind::kGT:
+      return BoolConst(x > y);
+    case ExprKind::kGE:
+      return BoolConst(x >= y);
+    case ExprKind::kAnd:
+      return BoolConst(x && y);
+    case ExprKind::kOr:
+      return BoolConst(x || y);
+    case ExprKind::kMin:
+      return IntImmNode::Make(t, std::min(x, y));
+    case ExprKind::kMax:
+      return IntImmNode::Make(t, std::max(x, y));
+    default:
+      break;
+  }
+  std::optional<int64_t> r = IntArithmetic(kind, t, x, y);
   if (!r) return std::nullopt;
   return IntImmNode::Make(t, *r);
 }

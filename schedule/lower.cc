@@ -134,20 +134,107 @@ std::optional<int64_t> GuardLimit(const Expr& guard, const Expr& value) {
   return std::nullopt;
 }
 
+using Alignments = std::map<std::string, lower_internal::Alignment>;
+
+// One root stage's kernel while the passes after BuildStage run over it.
+struct RootKernel {
+  int stage = -1;  // the root stage's id
+  std::string name;
+  Stmt body;
+};
+
+// The stage BuildStage is lowering, in loop variables.
+struct StageNest {
+  int s = -1;
+  const Stage* st = nullptr;
+  const ir::TensorNode* op = nullptr;
+  int n = 0;      // iterators
+  int naxes = 0;  // space axes of the tensor
+  int nred = 0;   // reduce axes of the tensor
+  bool is_reduce = false;
+  bool attached = false;
+  std::string buf;
+  std::set<std::string> own;                           // loop variables AutoUnroll may unroll
+  std::vector<LoopInfo> loops;                         // one per iterator, outermost first
+  std::vector<std::pair<std::string, Expr>> iter_sub;  // iterator name -> loop variable
+  ir::RangeMap own_ranges;                             // ranges of the loop variables
+  std::vector<Expr> rel;  // axis values relative to the buffer (its region when attached)
+  std::vector<Expr> abs;  // axis values in tensor coordinates
+  std::vector<Expr> store_idx;
+  std::vector<Expr> guards;
+  std::vector<Expr> space_guards;  // the guards that use no reduce loop variable
+  Expr init;                       // the reduction's init value
+  Expr body;                       // the stored value, or the term a reduction combines
+  int first_reduce = 0;            // first reduce (or mixed) iterator; n when none
+  bool has_mixed = false;          // an iterator fused across space and reduce axes
+  ir::RangeMap reduce_vars;        // variables of the reduce loops
+  int thread_reduce = -1;          // the threadIdx-bound reduce iterator, or -1
+  bool full_init = false;          // initialize the whole buffer before the nest
+};
+
 class Lowerer {
  public:
   Lowerer(const ir::ComputeDAG& dag, const State& state, const Target& target)
-      : dag_(dag), state_(state), target_(target) {}
+      : dag_(dag),
+        state_(state),
+        target_(target),
+        inlined_(state.num_stages(), std::nullopt),
+        rmin_(state.num_stages()),
+        shape_(state.num_stages()),
+        scope_(state.num_stages(), ir::MemoryScope::kGlobal),
+        built_(state.num_stages(), false) {}
 
+  // Lowers the state; call once.
   absl::StatusOr<LoweredKernel> Run();
 
  private:
+  // The kernel's parameters (the DAG's inputs, then its outputs), their names taken.
+  absl::Status DeclareParams(ir::LoopNest* nest);
+  // The nest of every root stage, in stage order; the root stages that are not parameters go to
+  // `globals` (intermediate buffers in global memory).
+  absl::StatusOr<std::vector<RootKernel>> BuildRootStages(std::vector<ir::BufferDecl>* globals);
+  // The storage_align layouts; errors for a stage never built or an aligned parameter.
+  absl::StatusOr<Alignments> StorageAlignments() const;
+  // The software pipelining the kernel of root stage `stage` asks for (software_pipeline.h).
+  Stmt PipelineSharedTiles(const Stmt& kernel, int stage) const;
+  // The launch configuration of a final GPU kernel; errors name the root stage.
+  absl::StatusOr<LaunchConfig> KernelLaunch(const Stmt& kernel, const RootKernel& root) const;
+  // A kernel of several top-level statements, wrapped in a one-block blockIdx.x loop.
+  Stmt OneLaunch(const Stmt& kernel, const RootKernel& root);
+  // The kernels in sequence inside the Allocates of the global intermediate buffers (padded as
+  // storage_align asks).
+  static Stmt WithGlobalBuffers(const std::vector<RootKernel>& kernels,
+                                std::vector<ir::BufferDecl> globals, const Alignments& align);
+  // Errors for states Lower cannot build (checked before any loop is built); fills attached_.
   absl::Status CheckState();
+  // Every split length is filled (a sketch's are not).
+  absl::Status CheckSplitsFilled() const;
+  // A computed stage's axis values, guards and iterator annotations are well formed.
+  absl::Status CheckStageDefinition(const Stage& st) const;
+  // Stage `s` is attached to a lowered loop of a stage, without a cycle; records it in attached_.
+  absl::Status CheckAttachment(int s);
   absl::StatusOr<Expr> InlinedBody(int s);
   absl::StatusOr<Expr> Inline(const Expr& e, const std::string& reader, int depth);
   std::string Fresh(const std::string& base);
   ir::MemoryScope EffectiveScope(int s, const std::vector<LoopInfo>& enclosing) const;
+  // The loop nest of stage `s` inside the loops `enclosing` (with the stages attached to its
+  // loops), steps below.
   absl::StatusOr<Stmt> BuildStage(int s, const std::vector<LoopInfo>& enclosing);
+  // One loop per iterator, with fresh variable names.
+  StageNest StageLoops(int s);
+  // Axis values in loop variables and the guards that keep the stage inside its buffer / domain.
+  absl::Status StageIndices(const std::vector<LoopInfo>& enclosing, StageNest* b);
+  // The stored value (inlined producers substituted) and the reduction's init value.
+  absl::Status StageValues(StageNest* b);
+  // Where the reduce iterators start, whether one is bound to threads, and the space guards.
+  absl::Status ClassifyIterators(StageNest* b) const;
+  // The cross-thread reduction replacing the reduce loops (lower_internal::BuildAllReduce).
+  absl::StatusOr<Stmt> CrossThreadReduction(const StageNest& b,
+                                            const std::vector<LoopInfo>& enclosing);
+  // The init nest placed just before the first reduce loop, over the space loops inside it.
+  Stmt InitNest(StageNest* b);
+  // The init of the whole buffer, before the nest (iterators fused across space and reduce axes).
+  absl::StatusOr<Stmt> FullInitNest(StageNest* b);
   absl::StatusOr<Stmt> AttachAt(int s, int p, const std::vector<LoopInfo>& enclosing, Stmt content);
   absl::Status CheckLoops(int s, const std::vector<LoopInfo>& loops) const;
   ir::BufferDecl Decl(int s) const;
@@ -172,6 +259,34 @@ std::string Lowerer::Fresh(const std::string& base) {
 }
 
 absl::Status Lowerer::CheckState() {
+  RETURN_IF_ERROR(CheckSplitsFilled());
+  const int n = state_.num_stages();
+  for (int s = 0; s < n; ++s) {
+    const Stage& st = state_.stage(s);
+    if (!st.op) return absl::InvalidArgumentError(absl::StrCat("stage ", s, " has no definition"));
+    const std::string& name = st.name();
+    if (st.is_placeholder()) {
+      if (st.location != ComputeLocation::kRoot) {
+        return absl::InvalidArgumentError(absl::StrCat("placeholder '", name, "' is not at root"));
+      }
+      continue;
+    }
+    RETURN_IF_ERROR(CheckStageDefinition(st));
+    if (st.location == ComputeLocation::kInlined) {
+      if (st.op->reduce != ir::ReduceKind::kNone) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("stage '", name, "' is inlined but has a reduction"));
+      }
+      if (params_.count(name)) {
+        return absl::InvalidArgumentError(absl::StrCat("output stage '", name, "' is inlined"));
+      }
+    }
+    if (st.location == ComputeLocation::kAttached) RETURN_IF_ERROR(CheckAttachment(s));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Lowerer::CheckSplitsFilled() const {
   for (const Step& step : state_.steps()) {
     if (const auto* sp = std::get_if<SplitStep>(&step)) {
       for (const auto& l : sp->lengths) {
@@ -184,95 +299,84 @@ absl::Status Lowerer::CheckState() {
       }
     }
   }
-  const int n = state_.num_stages();
-  for (int s = 0; s < n; ++s) {
-    const Stage& st = state_.stage(s);
-    if (!st.op) return absl::InvalidArgumentError(absl::StrCat("stage ", s, " has no definition"));
-    const std::string& name = st.name();
-    if (st.is_placeholder()) {
-      if (st.location != ComputeLocation::kRoot) {
-        return absl::InvalidArgumentError(absl::StrCat("placeholder '", name, "' is not at root"));
-      }
-      continue;
-    }
-    const size_t naxes = st.op->axes.size() + st.op->reduce_axes.size();
-    if (st.axis_values.size() != naxes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "stage '", name, "' has ", st.axis_values.size(), " axis values for ", naxes, " axes"));
-    }
-    for (const Expr& v : st.axis_values) {
-      if (!v.defined() || v.type() != ir::ScalarType::kInt64) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("stage '", name, "' has an axis value that is not an int64 expression"));
-      }
-    }
-    for (const Expr& g : st.guards) {
-      if (!g.defined() || g.type() != ir::ScalarType::kBool) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("stage '", name, "' has a guard that is not a bool expression"));
-      }
-    }
-    for (const Iterator& it : st.iters) {
-      if (it.extent < 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("iterator '", it.name, "' of stage '", name, "' has extent ", it.extent));
-      }
-      ForKind k = ToForKind(it.annotation);
-      if (!target_.is_gpu() && IsGpuOnly(k)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("iterator '", it.name, "' of stage '", name, "' is annotated ",
-                         AnnotationName(it.annotation), ", which needs a GPU target (target is ",
-                         target_.ToString(), ")"));
-      }
-      if (it.kind != IteratorKind::kSpace && (k == ForKind::kParallel || ir::IsBlockBound(k))) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("reduce iterator '", it.name, "' of stage '", name, "' is annotated ",
-                         AnnotationName(it.annotation), " (a race on the accumulator)"));
-      }
-    }
-    if (st.location == ComputeLocation::kInlined) {
-      if (st.op->reduce != ir::ReduceKind::kNone) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("stage '", name, "' is inlined but has a reduction"));
-      }
-      if (params_.count(name)) {
-        return absl::InvalidArgumentError(absl::StrCat("output stage '", name, "' is inlined"));
-      }
-    }
-    if (st.location == ComputeLocation::kAttached) {
-      if (params_.count(name)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "output stage '", name, "' is computed at another stage; outputs stay at root"));
-      }
-      if (st.attach_stage < 0 || st.attach_stage >= n || st.attach_stage == s) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "stage '", name, "' is computed at an invalid stage id ", st.attach_stage));
-      }
-      const Stage& target = state_.stage(st.attach_stage);
-      if (target.is_placeholder() || target.location == ComputeLocation::kInlined) {
-        return absl::InvalidArgumentError(absl::StrCat("stage '", name, "' is computed at '",
-                                                       target.name(),
-                                                       "', which is not lowered as a loop nest"));
-      }
-      int it = target.IterIndex(st.attach_iter);
-      if (it < 0) {
-        return absl::InvalidArgumentError(absl::StrCat("stale compute_at: stage '", target.name(),
-                                                       "' has no iterator '", st.attach_iter,
-                                                       "' for stage '", name, "'"));
-      }
-      // The chain of attachments must end at a root stage.
-      int cur = s;
-      for (int steps = 0; state_.stage(cur).location == ComputeLocation::kAttached; ++steps) {
-        if (steps > n) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("compute_at of stage '", name, "' forms a cycle"));
-        }
-        cur = state_.stage(cur).attach_stage;
-        if (cur < 0 || cur >= n) break;
-      }
-      attached_[{st.attach_stage, it}].push_back(s);
+  return absl::OkStatus();
+}
+
+absl::Status Lowerer::CheckStageDefinition(const Stage& st) const {
+  const std::string& name = st.name();
+  const size_t naxes = st.op->axes.size() + st.op->reduce_axes.size();
+  if (st.axis_values.size() != naxes) {
+    return absl::InvalidArgumentError(absl::StrCat("stage '", name, "' has ", st.axis_values.size(),
+                                                   " axis values for ", naxes, " axes"));
+  }
+  for (const Expr& v : st.axis_values) {
+    if (!v.defined() || v.type() != ir::ScalarType::kInt64) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("stage '", name, "' has an axis value that is not an int64 expression"));
     }
   }
+  for (const Expr& g : st.guards) {
+    if (!g.defined() || g.type() != ir::ScalarType::kBool) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("stage '", name, "' has a guard that is not a bool expression"));
+    }
+  }
+  for (const Iterator& it : st.iters) {
+    if (it.extent < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("iterator '", it.name, "' of stage '", name, "' has extent ", it.extent));
+    }
+    ForKind k = ToForKind(it.annotation);
+    if (!target_.is_gpu() && IsGpuOnly(k)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("iterator '", it.name, "' of stage '", name, "' is annotated ",
+                       AnnotationName(it.annotation), ", which needs a GPU target (target is ",
+                       target_.ToString(), ")"));
+    }
+    if (it.kind != IteratorKind::kSpace && (k == ForKind::kParallel || ir::IsBlockBound(k))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("reduce iterator '", it.name, "' of stage '", name, "' is annotated ",
+                       AnnotationName(it.annotation), " (a race on the accumulator)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Lowerer::CheckAttachment(int s) {
+  const Stage& st = state_.stage(s);
+  const std::string& name = st.name();
+  const int n = state_.num_stages();
+  if (params_.count(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "output stage '", name, "' is computed at another stage; outputs stay at root"));
+  }
+  if (st.attach_stage < 0 || st.attach_stage >= n || st.attach_stage == s) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stage '", name, "' is computed at an invalid stage id ", st.attach_stage));
+  }
+  const Stage& target = state_.stage(st.attach_stage);
+  if (target.is_placeholder() || target.location == ComputeLocation::kInlined) {
+    return absl::InvalidArgumentError(absl::StrCat("stage '", name, "' is computed at '",
+                                                   target.name(),
+                                                   "', which is not lowered as a loop nest"));
+  }
+  int it = target.IterIndex(st.attach_iter);
+  if (it < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("stale compute_at: stage '", target.name(),
+                                                   "' has no iterator '", st.attach_iter,
+                                                   "' for stage '", name, "'"));
+  }
+  // The chain of attachments must end at a root stage.
+  int cur = s;
+  for (int steps = 0; state_.stage(cur).location == ComputeLocation::kAttached; ++steps) {
+    if (steps > n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("compute_at of stage '", name, "' forms a cycle"));
+    }
+    cur = state_.stage(cur).attach_stage;
+    if (cur < 0 || cur >= n) break;
+  }
+  attached_[{st.attach_stage, it}].push_back(s);
   return absl::OkStatus();
 }
 
@@ -420,238 +524,275 @@ absl::Status Lowerer::CheckLoops(int s, const std::vector<LoopInfo>& loops) cons
 }
 
 absl::StatusOr<Stmt> Lowerer::BuildStage(int s, const std::vector<LoopInfo>& enclosing) {
-  const Stage& st = state_.stage(s);
-  const ir::TensorNode& op = *st.op;
-  const int n = static_cast<int>(st.iters.size());
-  const int naxes = static_cast<int>(op.axes.size());
-  const int nred = static_cast<int>(op.reduce_axes.size());
-  const bool is_reduce = op.reduce != ir::ReduceKind::kNone;
-  const bool attached = st.location == ComputeLocation::kAttached;
-  const std::string& buf = st.name();
+  StageNest b = StageLoops(s);
+  RETURN_IF_ERROR(CheckLoops(s, b.loops));
+  RETURN_IF_ERROR(StageIndices(enclosing, &b));
+  RETURN_IF_ERROR(StageValues(&b));
+  RETURN_IF_ERROR(ClassifyIterators(&b));
 
-  // Loop variables, unique in the whole nest.
-  std::set<std::string> own;
-  std::vector<LoopInfo> loops(n);
-  std::vector<std::pair<std::string, Expr>> iter_sub;
-  ir::RangeMap own_ranges;
-  for (int i = 0; i < n; ++i) {
-    const Iterator& it = st.iters[i];
-    loops[i] = {Fresh(buf + "." + it.name), it.extent, ToForKind(it.annotation)};
-    own.insert(loops[i].var);
-    iter_sub.emplace_back(it.name, ir::MakeVar(loops[i].var));
-    own_ranges[loops[i].var] = {0, it.extent - 1};
+  // The innermost statement: the store (a combine for a reduction), or the whole cross-thread
+  // reduction, which replaces the reduce loops.
+  Stmt content;
+  int p_start = b.n - 1;  // the innermost loop around `content`
+  if (b.thread_reduce >= 0) {
+    ASSIGN_OR_RETURN(content, CrossThreadReduction(b, enclosing));
+    p_start = b.first_reduce - 1;
+  } else if (b.is_reduce) {
+    Expr acc = ir::LoadNode::Make(b.op->dtype, b.buf, b.store_idx);
+    content = Guarded(b.guards, ir::StoreNode::Make(b.buf, b.store_idx,
+                                                    ir::ReduceCombine(b.op->reduce, acc, b.body)));
+  } else {
+    content = Guarded(b.guards, ir::StoreNode::Make(b.buf, b.store_idx, b.body));
   }
-  RETURN_IF_ERROR(CheckLoops(s, loops));
-  ir::RangeMap all_ranges = own_ranges;
+  Stmt init_nest = InitNest(&b);
+  // The loops from the innermost out; the stages attached at a loop are built inside it, before
+  // the content they feed (AttachAt).
+  for (int p = p_start; p >= 0; --p) {
+    std::vector<LoopInfo> around = enclosing;
+    around.insert(around.end(), b.loops.begin(), b.loops.begin() + p + 1);
+    ASSIGN_OR_RETURN(content, AttachAt(s, p, around, content));
+    Stmt loop = MakeFor(b.loops[p], content);
+    content =
+        (p == b.first_reduce && init_nest.defined()) ? ir::SeqNode::Make({init_nest, loop}) : loop;
+  }
+  if (b.n == 0 && init_nest.defined()) content = ir::SeqNode::Make({init_nest, content});
+  if (b.full_init) {
+    ASSIGN_OR_RETURN(Stmt nest, FullInitNest(&b));
+    content = ir::SeqNode::Make({nest, content});
+  }
+  if (b.st->auto_unroll_max_step > 0) {
+    content = lower_internal::AutoUnroll(content, b.own, b.st->auto_unroll_max_step);
+  }
+  built_[s] = true;
+  return content;
+}
+
+StageNest Lowerer::StageLoops(int s) {
+  StageNest b;
+  b.s = s;
+  b.st = &state_.stage(s);
+  b.op = b.st->op.get();
+  b.n = static_cast<int>(b.st->iters.size());
+  b.naxes = static_cast<int>(b.op->axes.size());
+  b.nred = static_cast<int>(b.op->reduce_axes.size());
+  b.is_reduce = b.op->reduce != ir::ReduceKind::kNone;
+  b.attached = b.st->location == ComputeLocation::kAttached;
+  b.buf = b.st->name();
+  // Loop variables, unique in the whole nest.
+  b.loops.resize(b.n);
+  for (int i = 0; i < b.n; ++i) {
+    const Iterator& it = b.st->iters[i];
+    b.loops[i] = {Fresh(b.buf + "." + it.name), it.extent, ToForKind(it.annotation)};
+    b.own.insert(b.loops[i].var);
+    b.iter_sub.emplace_back(it.name, ir::MakeVar(b.loops[i].var));
+    b.own_ranges[b.loops[i].var] = {0, it.extent - 1};
+  }
+  return b;
+}
+
+absl::Status Lowerer::StageIndices(const std::vector<LoopInfo>& enclosing, StageNest* b) {
+  const ir::TensorNode& op = *b->op;
+  const int naxes = b->naxes;
+  ir::RangeMap all_ranges = b->own_ranges;
   for (const LoopInfo& l : enclosing) all_ranges[l.var] = {0, l.extent - 1};
 
   // Axis values: relative to the region for an attached stage (its buffer's index), absolute for
   // the body.
-  std::vector<Expr> rel(naxes + nred), abs(naxes + nred);
-  for (int k = 0; k < naxes + nred; ++k) {
-    rel[k] = ir::Substitute(st.axis_values[k], iter_sub);
-    abs[k] = (attached && k < naxes) ? rel[k] + rmin_[s][k] : rel[k];
+  std::vector<Expr>& rel = b->rel;
+  std::vector<Expr>& abs = b->abs;
+  rel.resize(naxes + b->nred);
+  abs.resize(naxes + b->nred);
+  for (int k = 0; k < naxes + b->nred; ++k) {
+    rel[k] = ir::Substitute(b->st->axis_values[k], b->iter_sub);
+    abs[k] = (b->attached && k < naxes) ? rel[k] + rmin_[b->s][k] : rel[k];
   }
-  std::vector<Expr> store_idx(rel.begin(), rel.begin() + naxes);
+  b->store_idx.assign(rel.begin(), rel.begin() + naxes);
 
   std::vector<Expr> state_guards;
-  for (const Expr& g : st.guards) state_guards.push_back(ir::Substitute(g, iter_sub));
-  std::vector<Expr> guards = state_guards;
+  for (const Expr& g : b->st->guards) state_guards.push_back(ir::Substitute(g, b->iter_sub));
+  std::vector<Expr>& guards = b->guards;
+  guards = state_guards;
   for (int k = 0; k < naxes; ++k) {
     // The stage's own iterations must cover its buffer (the region for an attached stage) and
     // never leave the tensor's domain.
-    auto b = lower_internal::ConstBound(rel[k], own_ranges);
+    auto bound = lower_internal::ConstBound(rel[k], b->own_ranges);
     std::optional<int64_t> limit;
     for (const Expr& g : state_guards) {
       auto l = GuardLimit(g, rel[k]);
       if (l) limit = limit ? std::min(*limit, *l) : *l;
     }
-    const int64_t extent = shape_[s][k];
-    if (b) {
-      int64_t hi = limit ? std::min(b->max, *limit - 1) : b->max;
-      if (b->min > 0 || hi < extent - 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "stale region: stage '", buf, "' computes indices [", b->min, ", ", hi, "] of axis '",
-            op.axes[k].name, "' but ", attached ? "its consumer needs [0, " : "its shape is [0, ",
-            extent - 1, "] (re-apply compute_at after changing the consumer's loops)"));
+    const int64_t extent = shape_[b->s][k];
+    if (bound) {
+      int64_t hi = limit ? std::min(bound->max, *limit - 1) : bound->max;
+      if (bound->min > 0 || hi < extent - 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("stale region: stage '", b->buf, "' computes indices [", bound->min, ", ",
+                         hi, "] of axis '", op.axes[k].name, "' but ",
+                         b->attached ? "its consumer needs [0, " : "its shape is [0, ", extent - 1,
+                         "] (re-apply compute_at after changing the consumer's loops)"));
       }
       if (hi > extent - 1) guards.push_back(rel[k] < ir::IntConst(extent));
     } else {
       guards.push_back(rel[k] >= ir::IntConst(0));
       guards.push_back(rel[k] < ir::IntConst(extent));
     }
-    if (attached) {
+    if (b->attached) {
       auto ab = lower_internal::ConstBound(abs[k], all_ranges);
       if (!ab || ab->min < 0) guards.push_back(abs[k] >= ir::IntConst(0));
       if (!ab || ab->max >= op.shape[k]) guards.push_back(abs[k] < ir::IntConst(op.shape[k]));
     }
   }
+  return absl::OkStatus();
+}
 
+absl::Status Lowerer::StageValues(StageNest* b) {
+  const ir::TensorNode& op = *b->op;
   std::vector<std::pair<std::string, Expr>> axis_sub;
-  for (int k = 0; k < naxes; ++k) axis_sub.emplace_back(op.axes[k].name, abs[k]);
-  Expr init = is_reduce ? ir::Substitute(op.init, axis_sub) : Expr();
-  for (int r = 0; r < nred; ++r) axis_sub.emplace_back(op.reduce_axes[r].name, abs[naxes + r]);
-  ASSIGN_OR_RETURN(Expr body, InlinedBody(s));
-  body = ir::Substitute(body, axis_sub);
-  if (is_reduce) {
-    ASSIGN_OR_RETURN(Expr init_inlined, Inline(init, buf, 0));
-    init = init_inlined;
+  for (int k = 0; k < b->naxes; ++k) axis_sub.emplace_back(op.axes[k].name, b->abs[k]);
+  b->init = b->is_reduce ? ir::Substitute(op.init, axis_sub) : Expr();
+  for (int r = 0; r < b->nred; ++r) {
+    axis_sub.emplace_back(op.reduce_axes[r].name, b->abs[b->naxes + r]);
   }
+  ASSIGN_OR_RETURN(Expr body, InlinedBody(b->s));
+  b->body = ir::Substitute(body, axis_sub);
+  if (b->is_reduce) {
+    ASSIGN_OR_RETURN(Expr init_inlined, Inline(b->init, b->buf, 0));
+    b->init = init_inlined;
+  }
+  return absl::OkStatus();
+}
 
-  // Iterator classes.
-  int first_reduce = n;
-  bool has_mixed = false;
-  ir::RangeMap reduce_vars;
+absl::Status Lowerer::ClassifyIterators(StageNest* b) const {
+  const Stage& st = *b->st;
+  const int n = b->n;
+  b->first_reduce = n;
+  b->has_mixed = false;
   for (int i = 0; i < n; ++i) {
     if (st.iters[i].kind != IteratorKind::kSpace) {
-      first_reduce = std::min(first_reduce, i);
-      reduce_vars[loops[i].var] = own_ranges[loops[i].var];
+      b->first_reduce = std::min(b->first_reduce, i);
+      b->reduce_vars[b->loops[i].var] = b->own_ranges.at(b->loops[i].var);
     }
-    has_mixed |= st.iters[i].kind == IteratorKind::kMixed;
+    b->has_mixed |= st.iters[i].kind == IteratorKind::kMixed;
   }
-  if (!is_reduce && first_reduce < n) {
-    return absl::InvalidArgumentError(absl::StrCat("stage '", buf, "' has reduce iterator '",
-                                                   st.iters[first_reduce].name,
+  if (!b->is_reduce && b->first_reduce < n) {
+    return absl::InvalidArgumentError(absl::StrCat("stage '", b->buf, "' has reduce iterator '",
+                                                   st.iters[b->first_reduce].name,
                                                    "' but no reduction"));
   }
-  const bool full_init = is_reduce && (has_mixed || first_reduce == n);
-  int thread_reduce = -1;
-  if (target_.is_gpu() && is_reduce) {
+  b->full_init = b->is_reduce && (b->has_mixed || b->first_reduce == n);
+  b->thread_reduce = -1;
+  if (target_.is_gpu() && b->is_reduce) {
     for (int i = 0; i < n; ++i) {
-      if (st.iters[i].kind != IteratorKind::kSpace && ir::IsThreadBound(loops[i].kind)) {
-        if (thread_reduce >= 0) {
+      if (st.iters[i].kind != IteratorKind::kSpace && ir::IsThreadBound(b->loops[i].kind)) {
+        if (b->thread_reduce >= 0) {
           return absl::FailedPreconditionError(absl::StrCat(
-              "invalid_schedule: stage '", buf,
+              "invalid_schedule: stage '", b->buf,
               "' binds two reduce iterators to threads (one cross-thread reduction axis is "
               "supported)"));
         }
-        thread_reduce = i;
+        b->thread_reduce = i;
       }
     }
   }
-  std::vector<Expr> space_guards;
-  for (const Expr& g : guards) {
-    if (!lower_internal::UsesAnyVar(g, reduce_vars)) space_guards.push_back(g);
+  for (const Expr& g : b->guards) {
+    if (!lower_internal::UsesAnyVar(g, b->reduce_vars)) b->space_guards.push_back(g);
   }
+  return absl::OkStatus();
+}
 
-  Stmt content;
-  int p_start = n - 1;
-  if (thread_reduce >= 0) {
-    if (has_mixed) {
+absl::StatusOr<Stmt> Lowerer::CrossThreadReduction(const StageNest& b,
+                                                   const std::vector<LoopInfo>& enclosing) {
+  const Stage& st = *b.st;
+  const std::string& buf = b.buf;
+  if (b.has_mixed) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("invalid_schedule: cross-thread reduction in stage '", buf,
+                     "' with an iterator fused across space and reduce axes"));
+  }
+  for (int i = b.first_reduce; i < b.n; ++i) {
+    if (st.iters[i].kind != IteratorKind::kReduce) {
       return absl::FailedPreconditionError(
           absl::StrCat("invalid_schedule: cross-thread reduction in stage '", buf,
-                       "' with an iterator fused across space and reduce axes"));
+                       "' needs its space "
+                       "iterators outside the reduce iterators, but '",
+                       st.iters[i].name, "' is inside"));
     }
-    for (int i = first_reduce; i < n; ++i) {
-      if (st.iters[i].kind != IteratorKind::kReduce) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("invalid_schedule: cross-thread reduction in stage '", buf,
-                         "' needs its space "
-                         "iterators outside the reduce iterators, but '",
-                         st.iters[i].name, "' is inside"));
-      }
-      if (attached_.count({s, i})) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("invalid_schedule: a stage is computed at reduce iterator '",
-                         st.iters[i].name, "' of the cross-thread reduction in stage '", buf, "'"));
-      }
+    if (attached_.count({b.s, i})) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("invalid_schedule: a stage is computed at reduce iterator '",
+                       st.iters[i].name, "' of the cross-thread reduction in stage '", buf, "'"));
     }
-    lower_internal::AllReduceSpec spec;
-    spec.stage = buf;
-    spec.buffer = buf;
-    spec.dtype = op.dtype;
-    spec.kind = op.reduce;
-    spec.init = init;
-    spec.body = body;
-    spec.reduce_loops.assign(loops.begin() + first_reduce, loops.end());
-    spec.thread_loop = thread_reduce - first_reduce;
-    spec.guards = guards;
-    spec.space_guards = space_guards;
-    spec.store_indices = store_idx;
-    spec.store_from_all_threads = scope_[s] == ir::MemoryScope::kLocal;
-    std::vector<LoopInfo> around = enclosing;
-    around.insert(around.end(), loops.begin(), loops.begin() + first_reduce);
-    for (const LoopInfo& l : around) {
-      if (!ir::IsThreadBound(l.kind)) continue;
-      if (l.kind == loops[thread_reduce].kind) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("invalid_schedule: cross-thread reduction of stage '", buf, "' over ",
-                         ir::ForKindName(l.kind), " inside another ", ir::ForKindName(l.kind),
-                         " loop '", l.var, "'"));
-      }
-      spec.thread_groups.push_back(l);
-    }
-    content =
-        lower_internal::BuildAllReduce(spec, [this](const std::string& b) { return Fresh(b); });
-    p_start = first_reduce - 1;
-  } else {
-    Stmt store;
-    if (is_reduce) {
-      Expr acc = ir::LoadNode::Make(op.dtype, buf, store_idx);
-      store = ir::StoreNode::Make(buf, store_idx, ir::ReduceCombine(op.reduce, acc, body));
-    } else {
-      store = ir::StoreNode::Make(buf, store_idx, body);
-    }
-    content = Guarded(guards, store);
   }
+  lower_internal::AllReduceSpec spec;
+  spec.stage = buf;
+  spec.buffer = buf;
+  spec.dtype = b.op->dtype;
+  spec.kind = b.op->reduce;
+  spec.init = b.init;
+  spec.body = b.body;
+  spec.reduce_loops.assign(b.loops.begin() + b.first_reduce, b.loops.end());
+  spec.thread_loop = b.thread_reduce - b.first_reduce;
+  spec.guards = b.guards;
+  spec.space_guards = b.space_guards;
+  spec.store_indices = b.store_idx;
+  spec.store_from_all_threads = scope_[b.s] == ir::MemoryScope::kLocal;
+  std::vector<LoopInfo> around = enclosing;
+  around.insert(around.end(), b.loops.begin(), b.loops.begin() + b.first_reduce);
+  for (const LoopInfo& l : around) {
+    if (!ir::IsThreadBound(l.kind)) continue;
+    if (l.kind == b.loops[b.thread_reduce].kind) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("invalid_schedule: cross-thread reduction of stage '", buf, "' over ",
+                       ir::ForKindName(l.kind), " inside another ", ir::ForKindName(l.kind),
+                       " loop '", l.var, "'"));
+    }
+    spec.thread_groups.push_back(l);
+  }
+  return lower_internal::BuildAllReduce(spec,
+                                        [this](const std::string& base) { return Fresh(base); });
+}
 
-  // The init nest, just before the first reduce iterator, over the space iterators inside it.
-  Stmt init_nest;
-  if (is_reduce && !full_init && thread_reduce < 0) {
-    std::vector<std::pair<std::string, Expr>> init_sub;
-    std::vector<LoopInfo> init_loops;
-    for (int i = first_reduce + 1; i < n; ++i) {
-      if (st.iters[i].kind != IteratorKind::kSpace) continue;
-      LoopInfo l = loops[i];
-      l.var = Fresh(loops[i].var + ".init");
-      own.insert(l.var);
-      init_sub.emplace_back(loops[i].var, ir::MakeVar(l.var));
-      init_loops.push_back(l);
-    }
-    std::vector<Expr> idx;
-    for (const Expr& e : store_idx) idx.push_back(ir::Substitute(e, init_sub));
-    std::vector<Expr> conds;
-    for (const Expr& g : space_guards) conds.push_back(ir::Substitute(g, init_sub));
-    init_nest = Guarded(conds, ir::StoreNode::Make(buf, idx, ir::Substitute(init, init_sub)));
-    for (auto it = init_loops.rbegin(); it != init_loops.rend(); ++it) {
-      init_nest = MakeFor(*it, init_nest);
-    }
+Stmt Lowerer::InitNest(StageNest* b) {
+  if (!b->is_reduce || b->full_init || b->thread_reduce >= 0) return Stmt();
+  std::vector<std::pair<std::string, Expr>> init_sub;
+  std::vector<LoopInfo> init_loops;
+  for (int i = b->first_reduce + 1; i < b->n; ++i) {
+    if (b->st->iters[i].kind != IteratorKind::kSpace) continue;
+    LoopInfo l = b->loops[i];
+    l.var = Fresh(b->loops[i].var + ".init");
+    b->own.insert(l.var);
+    init_sub.emplace_back(b->loops[i].var, ir::MakeVar(l.var));
+    init_loops.push_back(l);
   }
+  std::vector<Expr> idx;
+  for (const Expr& e : b->store_idx) idx.push_back(ir::Substitute(e, init_sub));
+  std::vector<Expr> conds;
+  for (const Expr& g : b->space_guards) conds.push_back(ir::Substitute(g, init_sub));
+  Stmt init_nest =
+      Guarded(conds, ir::StoreNode::Make(b->buf, idx, ir::Substitute(b->init, init_sub)));
+  for (auto it = init_loops.rbegin(); it != init_loops.rend(); ++it) {
+    init_nest = MakeFor(*it, init_nest);
+  }
+  return init_nest;
+}
 
-  for (int p = p_start; p >= 0; --p) {
-    std::vector<LoopInfo> around = enclosing;
-    around.insert(around.end(), loops.begin(), loops.begin() + p + 1);
-    ASSIGN_OR_RETURN(content, AttachAt(s, p, around, content));
-    Stmt loop = MakeFor(loops[p], content);
-    content =
-        (p == first_reduce && init_nest.defined()) ? ir::SeqNode::Make({init_nest, loop}) : loop;
+absl::StatusOr<Stmt> Lowerer::FullInitNest(StageNest* b) {
+  const ir::TensorNode& op = *b->op;
+  std::vector<LoopInfo> init_loops;
+  std::vector<Expr> idx;
+  std::vector<std::pair<std::string, Expr>> sub;
+  for (int k = 0; k < b->naxes; ++k) {
+    LoopInfo l{Fresh(b->buf + ".init." + op.axes[k].name), shape_[b->s][k], ForKind::kSerial};
+    b->own.insert(l.var);
+    idx.push_back(ir::MakeVar(l.var));
+    Expr a = b->attached ? ir::MakeVar(l.var) + rmin_[b->s][k] : ir::MakeVar(l.var);
+    sub.emplace_back(op.axes[k].name, a);
+    init_loops.push_back(l);
   }
-  if (n == 0 && init_nest.defined()) content = ir::SeqNode::Make({init_nest, content});
-
-  if (full_init) {
-    // Iterators fused across space and reduce axes: initialize the whole buffer first.
-    std::vector<LoopInfo> init_loops;
-    std::vector<Expr> idx;
-    std::vector<std::pair<std::string, Expr>> sub;
-    for (int k = 0; k < naxes; ++k) {
-      LoopInfo l{Fresh(buf + ".init." + op.axes[k].name), shape_[s][k], ForKind::kSerial};
-      own.insert(l.var);
-      idx.push_back(ir::MakeVar(l.var));
-      Expr a = attached ? ir::MakeVar(l.var) + rmin_[s][k] : ir::MakeVar(l.var);
-      sub.emplace_back(op.axes[k].name, a);
-      init_loops.push_back(l);
-    }
-    ASSIGN_OR_RETURN(Expr full_init_value, Inline(op.init, buf, 0));
-    Stmt nest = ir::StoreNode::Make(buf, idx, ir::Substitute(full_init_value, sub));
-    for (auto it = init_loops.rbegin(); it != init_loops.rend(); ++it) nest = MakeFor(*it, nest);
-    content = ir::SeqNode::Make({nest, content});
-  }
-
-  if (st.auto_unroll_max_step > 0) {
-    content = lower_internal::AutoUnroll(content, own, st.auto_unroll_max_step);
-  }
-  built_[s] = true;
-  return content;
+  ASSIGN_OR_RETURN(Expr full_init_value, Inline(op.init, b->buf, 0));
+  Stmt nest = ir::StoreNode::Make(b->buf, idx, ir::Substitute(full_init_value, sub));
+  for (auto it = init_loops.rbegin(); it != init_loops.rend(); ++it) nest = MakeFor(*it, nest);
+  return nest;
 }
 
 absl::StatusOr<Stmt> Lowerer::AttachAt(int s, int p, const std::vector<LoopInfo>& enclosing,
@@ -725,26 +866,64 @@ absl::StatusOr<Stmt> Lowerer::AttachAt(int s, int p, const std::vector<LoopInfo>
   return body;
 }
 
+// The lowering, pass by pass (the order matters: each pass says what it needs from the ones
+// before it).
 absl::StatusOr<LoweredKernel> Lowerer::Run() {
-  const int n = state_.num_stages();
-  inlined_.assign(n, std::nullopt);
-  rmin_.assign(n, {});
-  shape_.assign(n, {});
-  scope_.assign(n, ir::MemoryScope::kGlobal);
-  built_.assign(n, false);
-
   LoweredKernel out;
-  out.nest.name = dag_.num_stages() > 0 ? dag_.stage(dag_.output_ids().front()).name() : "kernel";
+  // Parameters first: their names are taken before any loop variable is named.
+  RETURN_IF_ERROR(DeclareParams(&out.nest));
+  // Malformed states (unfilled splits, bad compute_at, GPU bindings on a CPU) fail before any
+  // loop is built; also records which stages attach to which loops.
+  RETURN_IF_ERROR(CheckState());
+  // One nest per root stage; inside it, per stage: bound inference of attached stages, guards,
+  // inlining, cross-thread reductions (thread_allreduce.cc), auto-unroll.
+  std::vector<ir::BufferDecl> globals;
+  ASSIGN_OR_RETURN(std::vector<RootKernel> kernels, BuildRootStages(&globals));
+  // storage_align needs every buffer's final shape, known once all stages are built.
+  ASSIGN_OR_RETURN(Alignments align, StorageAlignments());
+  for (RootKernel& kernel : kernels) {
+    Stmt& k = kernel.body;
+    // Padded indices of storage_align; Loads drop their producer tensors (lower_passes.cc).
+    k = lower_internal::Finalize(k, align);
+    // Folds the index arithmetic of splits, fusions and regions.
+    k = ir::Simplify(k);
+    if (!target_.is_gpu()) continue;
+    // vthread loops pushed inward: shared fetches once per block, local buffers one copy per
+    // virtual thread (inject_vthread.cc); then the per-vthread indices folded.
+    k = lower_internal::InjectVirtualThreads(k);
+    k = ir::Simplify(k);
+    // Shared memory is one per block: its Allocates move to the blockIdx loops' body
+    // (gpu_validity.cc), out of the reduction loops whose iterations the pipeliner overlaps.
+    k = lower_internal::HoistSharedAllocations(k);
+    // Barriers that order nothing (a second one in a row, one at a block's end) go before the
+    // pipeliner matches its fetch / barrier / compute / barrier loops.
+    k = lower_internal::RemoveRedundantBarriers(k);
+    // Prefetch of shared tiles, as the software_pipeline pragma asks (software_pipeline.cc).
+    k = PipelineSharedTiles(k, kernel.stage);
+    // Grid, block and shared memory of the final kernel, checked against the target's limits.
+    ASSIGN_OR_RETURN(LaunchConfig launch, KernelLaunch(k, kernel));
+    out.launches.push_back(launch);
+    // One launch per top-level statement: several statements stay together in one block.
+    k = OneLaunch(k, kernel);
+  }
+  out.nest.body = WithGlobalBuffers(kernels, globals, align);
+  // Every access inside the Allocate of its buffer (a reader outside its producer's loop fails).
+  RETURN_IF_ERROR(lower_internal::CheckBufferScopes(out.nest.body, out.nest.params));
+  return out;
+}
+
+absl::Status Lowerer::DeclareParams(ir::LoopNest* nest) {
+  nest->name = dag_.num_stages() > 0 ? dag_.stage(dag_.output_ids().front()).name() : "kernel";
   for (int id : dag_.input_ids()) {
     const ir::Tensor& t = dag_.stage(id);
-    out.nest.params.push_back({t.name(), t.dtype(), t.shape(), ir::MemoryScope::kGlobal});
+    nest->params.push_back({t.name(), t.dtype(), t.shape(), ir::MemoryScope::kGlobal});
   }
-  out.nest.num_inputs = static_cast<int>(out.nest.params.size());
+  nest->num_inputs = static_cast<int>(nest->params.size());
   for (int id : dag_.output_ids()) {
     const ir::Tensor& t = dag_.stage(id);
-    out.nest.params.push_back({t.name(), t.dtype(), t.shape(), ir::MemoryScope::kGlobal});
+    nest->params.push_back({t.name(), t.dtype(), t.shape(), ir::MemoryScope::kGlobal});
   }
-  for (const auto& p : out.nest.params) {
+  for (const auto& p : nest->params) {
     params_.insert(p.name);
     names_.insert(p.name);
     int id = state_.StageId(p.name);
@@ -753,31 +932,34 @@ absl::StatusOr<LoweredKernel> Lowerer::Run() {
           absl::StrCat("the state has no stage for kernel parameter '", p.name, "'"));
     }
   }
-  RETURN_IF_ERROR(CheckState());
-  for (int s = 0; s < n; ++s) names_.insert(state_.stage(s).name());
+  return absl::OkStatus();
+}
 
-  std::map<std::string, lower_internal::Alignment> align;
-  std::vector<ir::BufferDecl> globals;
-  std::vector<Stmt> kernels;
-  std::vector<std::string> kernel_stage;
-  std::vector<int> kernel_stage_id;
+absl::StatusOr<std::vector<RootKernel>> Lowerer::BuildRootStages(
+    std::vector<ir::BufferDecl>* globals) {
+  const int n = state_.num_stages();
+  for (int s = 0; s < n; ++s) names_.insert(state_.stage(s).name());
   for (int s = 0; s < n; ++s) {
     const Stage& st = state_.stage(s);
     if (st.is_placeholder() || st.location != ComputeLocation::kRoot) continue;
     shape_[s] = st.op->shape;
     if (!params_.count(st.name())) {
-      globals.push_back({st.name(), st.op->dtype, st.op->shape, ir::MemoryScope::kGlobal});
+      globals->push_back({st.name(), st.op->dtype, st.op->shape, ir::MemoryScope::kGlobal});
     }
   }
+  std::vector<RootKernel> kernels;
   for (int s = 0; s < n; ++s) {
     const Stage& st = state_.stage(s);
     if (st.is_placeholder() || st.location != ComputeLocation::kRoot) continue;
     ASSIGN_OR_RETURN(Stmt k, BuildStage(s, {}));
-    kernels.push_back(k);
-    kernel_stage.push_back(st.name());
-    kernel_stage_id.push_back(s);
+    kernels.push_back({s, st.name(), k});
   }
-  for (int s = 0; s < n; ++s) {
+  return kernels;
+}
+
+absl::StatusOr<Alignments> Lowerer::StorageAlignments() const {
+  Alignments align;
+  for (int s = 0; s < state_.num_stages(); ++s) {
     const Stage& st = state_.stage(s);
     if (st.is_placeholder() || st.location == ComputeLocation::kInlined) continue;
     if (!built_[s]) {
@@ -794,50 +976,50 @@ absl::StatusOr<LoweredKernel> Lowerer::Run() {
       if (a) align[st.name()] = *a;
     }
   }
+  return align;
+}
+
+Stmt Lowerer::PipelineSharedTiles(const Stmt& kernel, int stage) const {
+  // Off only when a pragma software_pipeline$0 says so; software_pipeline$3 / $4: the cp.async
+  // pipeline of that many stages.
+  if (!SoftwarePipelineEnabled(state_, stage)) return kernel;
+  const int stages = SoftwarePipelineStages(state_, stage);
+  return stages >= 3 ? PipelineSharedFetchesAsync(kernel, stages)
+                     : PipelineSharedFetches(kernel, SoftwarePipelineDoubleBuffered(state_, stage));
+}
+
+absl::StatusOr<LaunchConfig> Lowerer::KernelLaunch(const Stmt& kernel,
+                                                   const RootKernel& root) const {
+  auto launch = lower_internal::AnalyzeKernel(kernel, target_);
+  if (!launch.ok()) {
+    return absl::Status(
+        launch.status().code(),
+        absl::StrCat(launch.status().message(), " (kernel of stage '", root.name, "')"));
+  }
+  launch->min_blocks_per_sm = KernelMinBlocksPerSm(state_, root.stage);
+  return launch;
+}
+
+Stmt Lowerer::OneLaunch(const Stmt& kernel, const RootKernel& root) {
+  if (!kernel.as<ir::SeqNode>()) return kernel;
+  return ir::ForNode::Make(ir::MakeVar(Fresh(root.name + ".block")), ir::IntConst(0),
+                           ir::IntConst(1), ForKind::kBlockIdxX, kernel);
+}
+
+Stmt Lowerer::WithGlobalBuffers(const std::vector<RootKernel>& kernels,
+                                std::vector<ir::BufferDecl> globals, const Alignments& align) {
   for (auto& g : globals) {
     auto it = align.find(g.name);
     if (it != align.end()) g.shape = it->second.padded;
   }
-
   std::vector<Stmt> final_kernels;
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    Stmt k = ir::Simplify(lower_internal::Finalize(kernels[i], align));
-    if (target_.is_gpu()) {
-      k = ir::Simplify(lower_internal::InjectVirtualThreads(k));
-      k = lower_internal::RemoveRedundantBarriers(lower_internal::HoistSharedAllocations(k));
-      // Register-staged prefetch of shared tiles, unless a pragma software_pipeline$0 says off;
-      // software_pipeline$3 / $4: the cp.async pipeline of that many stages.
-      if (SoftwarePipelineEnabled(state_, kernel_stage_id[i])) {
-        const int stages = SoftwarePipelineStages(state_, kernel_stage_id[i]);
-        k = stages >= 3 ? PipelineSharedFetchesAsync(k, stages)
-                        : PipelineSharedFetches(
-                              k, SoftwarePipelineDoubleBuffered(state_, kernel_stage_id[i]));
-      }
-      auto launch = lower_internal::AnalyzeKernel(k, target_);
-      if (!launch.ok()) {
-        return absl::Status(
-            launch.status().code(),
-            absl::StrCat(launch.status().message(), " (kernel of stage '", kernel_stage[i], "')"));
-      }
-      launch->min_blocks_per_sm = KernelMinBlocksPerSm(state_, kernel_stage_id[i]);
-      out.launches.push_back(*launch);
-      // One launch per top-level statement: a kernel that simplified to several statements is
-      // kept together under a one-block binding.
-      if (k.as<ir::SeqNode>()) {
-        k = ir::ForNode::Make(ir::MakeVar(Fresh(kernel_stage[i] + ".block")), ir::IntConst(0),
-                              ir::IntConst(1), ForKind::kBlockIdxX, k);
-      }
-    }
-    final_kernels.push_back(k);
-  }
+  for (const RootKernel& k : kernels) final_kernels.push_back(k.body);
   Stmt body = ir::SeqNode::Make(final_kernels);
   if (!body.defined()) body = ir::SeqNode::Make({});
   for (auto it = globals.rbegin(); it != globals.rend(); ++it) {
     body = ir::AllocateNode::Make(*it, body);
   }
-  RETURN_IF_ERROR(lower_internal::CheckBufferScopes(body, out.nest.params));
-  out.nest.body = body;
-  return out;
+  return body;
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 #include "schedule/software_pipeline.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -415,8 +414,6 @@ class Pipeliner : public ir::StmtMutator {
 };
 
 Stmt RunPipeliner(const Stmt& kernel, bool double_buffer, int async_stages) {
-  // A/B switch for benchmarks (bench/NOTES.md): lower without the pass.
-  if (std::getenv("TILESEARCH_NO_SOFTWARE_PIPELINE") != nullptr) return kernel;
   Pipeliner p(double_buffer, async_stages);
   Stmt out = p.Mutate(kernel);
   if (p.failed) return kernel;

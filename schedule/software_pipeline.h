@@ -55,9 +55,8 @@ namespace tilesearch::schedule {
 /// variable; the non-thread loops of each fetch have constant extents) followed by a barrier,
 /// and ends with a barrier, and runs at least two iterations. Each fetch gets a local staging
 /// array of (product of its non-thread loop extents) elements, named "<shared>.stage". Loops that
-/// do not match are left as they are. Never fails. Setting the environment variable
-/// TILESEARCH_NO_SOFTWARE_PIPELINE turns the pass off (for A/B benchmarks only: records tuned
-/// with it set replay differently without it).
+/// do not match are left as they are. Never fails. Lower applies it unless the state says
+/// otherwise (SoftwarePipelineEnabled): generated code depends only on the state.
 /// With `double_buffer`, the shared buffers of the rewritten loops get a leading dimension of 2
 /// (their Allocate is rewritten; when some access of such a buffer lies outside the loop the
 /// kernel is returned unchanged) and the loop keeps one barrier.
@@ -67,7 +66,7 @@ ir::Stmt PipelineSharedFetches(const ir::Stmt& kernel, bool double_buffer = fals
 /// matches, with `stages` (3 or 4; CHECK-fails otherwise) shared buffers per tile; the shared
 /// Allocates get a leading dimension of `stages`. Loops whose fetches do not qualify get the
 /// double-buffered pipeline; a kernel where some rewritten buffer is also accessed outside its
-/// loop is returned unchanged. Never fails; TILESEARCH_NO_SOFTWARE_PIPELINE turns it off too.
+/// loop is returned unchanged. Never fails.
 ir::Stmt PipelineSharedFetchesAsync(const ir::Stmt& kernel, int stages);
 
 /// Whether Lower applies PipelineSharedFetches to the GPU kernel of root stage `kernel_stage` of
@@ -75,9 +74,8 @@ ir::Stmt PipelineSharedFetchesAsync(const ir::Stmt& kernel, int stages);
 /// depth), has pragma software_pipeline 0 (PragmaStep "software_pipeline$0"). Without such a
 /// pragma the pass is on (records from before the pragma existed replay as they were measured).
 /// Annotation puts the pragma on the stage that carries the reduction (and its
-/// auto_unroll_max_step pragma): the root stage itself or its attached cache_write stage. The
-/// environment switch TILESEARCH_NO_SOFTWARE_PIPELINE still turns the pass off everywhere (inside
-/// PipelineSharedFetches). CHECK-fails when `kernel_stage` is not a stage id.
+/// auto_unroll_max_step pragma): the root stage itself or its attached cache_write stage.
+/// CHECK-fails when `kernel_stage` is not a stage id.
 bool SoftwarePipelineEnabled(const State& state, int kernel_stage);
 
 /// Whether the pipelining of that kernel is double-buffered: some stage of it (as above) has

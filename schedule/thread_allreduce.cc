@@ -29,116 +29,145 @@ constexpr int64_t kWarp = 32;
 // shared buffer named "*.shfl" (codegen/emitter.h: it becomes one shfl.sync.bfly):
 //   for t: X[g, t] = acc[0];  barrier;  for t: acc[0] = combine(acc[0], X[g, t ^ m]);  barrier
 // t ^ m is written with arithmetic: t + m - 2m * ((t / m) % 2).
-Stmt BuildWarpAllReduce(const AllReduceSpec& spec,
-                        const std::function<std::string(const std::string&)>& fresh) {
-  const LoopInfo& tl = spec.reduce_loops[spec.thread_loop];
-  const int64_t threads = tl.extent;
-  const int64_t warps = threads / kWarp;
-  int64_t warps_pow2 = 1;
-  while (warps_pow2 < warps) warps_pow2 *= 2;
-
-  std::vector<Expr> group_index;
-  std::vector<int64_t> group_shape;
-  for (const LoopInfo& g : spec.thread_groups) {
-    group_shape.push_back(g.extent);
-    group_index.push_back(ir::MakeVar(g.var));
+class WarpAllReduce {
+ public:
+  WarpAllReduce(const AllReduceSpec& spec,
+                const std::function<std::string(const std::string&)>& fresh)
+      : spec_(spec),
+        fresh_(fresh),
+        tl_(spec.reduce_loops[spec.thread_loop]),
+        threads_(tl_.extent),
+        warps_(threads_ / kWarp) {
+    while (warps_pow2_ < warps_) warps_pow2_ *= 2;
+    for (const LoopInfo& g : spec.thread_groups) {
+      group_shape_.push_back(g.extent);
+      group_index_.push_back(ir::MakeVar(g.var));
+    }
+    xchg_ = Shared(fresh_(spec.stage + ".shfl"), threads_);
+    partials_ = Shared(fresh_(spec.stage + ".warp_partials"), warps_);
+    acc_.name = fresh_(spec.stage + ".red_local");
+    acc_.dtype = spec.dtype;
+    acc_.scope = ir::MemoryScope::kLocal;
+    acc_.shape = {1};
+    acc_load_ = ir::LoadNode::Make(spec.dtype, acc_.name, {ir::IntConst(0)});
   }
-  auto slot = [&](Expr t) {
-    std::vector<Expr> idx = group_index;
+
+  Stmt Build() {
+    FoldShares();
+    // Within each warp: afterwards every lane holds its warp's total.
+    Butterflies(kWarp / 2);
+    if (warps_ > 1) CombineWarps();
+    StoreResult();
+    Stmt out = ir::AllocateNode::Make(acc_, ir::SeqNode::Make(std::move(seq_)));
+    out = ir::AllocateNode::Make(xchg_, out);
+    if (warps_ > 1) out = ir::AllocateNode::Make(partials_, out);
+    // The closing barrier sits outside the allocations so that it merges with a barrier the
+    // consumer's lowering places right after (RemoveRedundantBarriers).
+    return ir::SeqNode::Make({out, ir::BarrierNode::Make()});
+  }
+
+ private:
+  // Indices of thread `t`'s slot in a shared buffer: the thread group's, then `t`.
+  std::vector<Expr> Slot(Expr t) const {
+    std::vector<Expr> idx = group_index_;
     idx.push_back(std::move(t));
     return idx;
-  };
-  auto shared = [&](const std::string& name, int64_t last) {
+  }
+  ir::BufferDecl Shared(const std::string& name, int64_t last) const {
     ir::BufferDecl d;
     d.name = name;
-    d.dtype = spec.dtype;
+    d.dtype = spec_.dtype;
     d.scope = ir::MemoryScope::kShared;
-    d.shape = group_shape;
+    d.shape = group_shape_;
     d.shape.push_back(last);
     return d;
-  };
-  const ir::BufferDecl xchg = shared(fresh(spec.stage + ".shfl"), threads);
-  const ir::BufferDecl partials = shared(fresh(spec.stage + ".warp_partials"), warps);
-  ir::BufferDecl acc;
-  acc.name = fresh(spec.stage + ".red_local");
-  acc.dtype = spec.dtype;
-  acc.scope = ir::MemoryScope::kLocal;
-  acc.shape = {1};
-  const Expr acc_load = ir::LoadNode::Make(spec.dtype, acc.name, {ir::IntConst(0)});
-  auto set_acc = [&](Expr v) { return ir::StoreNode::Make(acc.name, {ir::IntConst(0)}, v); };
-  auto thread_loop = [&](const std::string& var, Stmt body) {
-    return ir::ForNode::Make(ir::MakeVar(var), ir::IntConst(0), ir::IntConst(threads), tl.kind,
-                             std::move(body));
-  };
-
-  std::vector<Stmt> seq;
-  // 1. Each thread folds its share into acc (from the combiner's identity).
-  Stmt update = Guarded(spec.guards, set_acc(ir::ReduceCombine(spec.kind, acc_load, spec.body)));
-  for (int i = static_cast<int>(spec.reduce_loops.size()) - 1; i >= 0; --i) {
-    if (i == spec.thread_loop) continue;
-    const LoopInfo& l = spec.reduce_loops[i];
-    update = ir::ForNode::Make(ir::MakeVar(l.var), ir::IntConst(0), ir::IntConst(l.extent), l.kind,
-                               update);
   }
-  seq.push_back(thread_loop(
-      tl.var, ir::SeqNode::Make({set_acc(ir::ReduceIdentity(spec.kind, spec.dtype)), update})));
+  Stmt SetAcc(Expr v) const { return ir::StoreNode::Make(acc_.name, {ir::IntConst(0)}, v); }
+  Stmt ThreadLoop(const std::string& var, Stmt body) const {
+    return ir::ForNode::Make(ir::MakeVar(var), ir::IntConst(0), ir::IntConst(threads_), tl_.kind,
+                             std::move(body));
+  }
+
+  // Each thread folds its share into acc (from the combiner's identity).
+  void FoldShares() {
+    Stmt update =
+        Guarded(spec_.guards, SetAcc(ir::ReduceCombine(spec_.kind, acc_load_, spec_.body)));
+    for (int i = static_cast<int>(spec_.reduce_loops.size()) - 1; i >= 0; --i) {
+      if (i == spec_.thread_loop) continue;
+      const LoopInfo& l = spec_.reduce_loops[i];
+      update = ir::ForNode::Make(ir::MakeVar(l.var), ir::IntConst(0), ir::IntConst(l.extent),
+                                 l.kind, update);
+    }
+    seq_.push_back(ThreadLoop(
+        tl_.var, ir::SeqNode::Make({SetAcc(ir::ReduceIdentity(spec_.kind, spec_.dtype)), update})));
+  }
 
   // Butterflies over lanes with offsets first_offset, first_offset / 2, ..., 1.
-  auto butterflies = [&](int64_t first_offset) {
+  void Butterflies(int64_t first_offset) {
     for (int64_t m = first_offset; m >= 1; m /= 2) {
-      const std::string ts = fresh(tl.var + ".shfl_put");
-      const std::string tr = fresh(tl.var + ".shfl_get");
+      const std::string ts = fresh_(tl_.var + ".shfl_put");
+      const std::string tr = fresh_(tl_.var + ".shfl_get");
       const Expr t = ir::MakeVar(tr);
       const Expr partner =
           t + ir::IntConst(m) - ir::IntConst(2 * m) * ((t / ir::IntConst(m)) % ir::IntConst(2));
-      seq.push_back(
-          thread_loop(ts, ir::StoreNode::Make(xchg.name, slot(ir::MakeVar(ts)), acc_load)));
-      seq.push_back(ir::BarrierNode::Make());
-      seq.push_back(thread_loop(
-          tr, set_acc(ir::ReduceCombine(
-                  spec.kind, acc_load, ir::LoadNode::Make(spec.dtype, xchg.name, slot(partner))))));
-      seq.push_back(ir::BarrierNode::Make());
+      seq_.push_back(
+          ThreadLoop(ts, ir::StoreNode::Make(xchg_.name, Slot(ir::MakeVar(ts)), acc_load_)));
+      seq_.push_back(ir::BarrierNode::Make());
+      seq_.push_back(ThreadLoop(
+          tr,
+          SetAcc(ir::ReduceCombine(spec_.kind, acc_load_,
+                                   ir::LoadNode::Make(spec_.dtype, xchg_.name, Slot(partner))))));
+      seq_.push_back(ir::BarrierNode::Make());
     }
-  };
-  // 2. Within each warp: afterwards every lane holds its warp's total.
-  butterflies(kWarp / 2);
-  // 3. Across warps: lane 0 of each warp publishes; every warp combines the totals again.
-  if (warps > 1) {
-    const std::string tp = fresh(tl.var + ".warp_put");
+  }
+
+  // Across warps: lane 0 of each warp publishes; every warp combines the totals again.
+  void CombineWarps() {
+    const std::string tp = fresh_(tl_.var + ".warp_put");
     const Expr p = ir::MakeVar(tp);
-    seq.push_back(thread_loop(
+    seq_.push_back(ThreadLoop(
         tp, ir::IfThenElseNode::Make(
                 p % ir::IntConst(kWarp) == ir::IntConst(0),
-                ir::StoreNode::Make(partials.name, slot(p / ir::IntConst(kWarp)), acc_load))));
-    seq.push_back(ir::BarrierNode::Make());
-    const std::string tg = fresh(tl.var + ".warp_get");
-    const Expr lane = ir::MakeVar(tg) % ir::IntConst(warps_pow2);
-    Expr value = ir::LoadNode::Make(spec.dtype, partials.name, slot(lane));
-    if (warps_pow2 != warps) {
-      value =
-          ir::Select(lane < ir::IntConst(warps), value, ir::ReduceIdentity(spec.kind, spec.dtype));
+                ir::StoreNode::Make(partials_.name, Slot(p / ir::IntConst(kWarp)), acc_load_))));
+    seq_.push_back(ir::BarrierNode::Make());
+    const std::string tg = fresh_(tl_.var + ".warp_get");
+    const Expr lane = ir::MakeVar(tg) % ir::IntConst(warps_pow2_);
+    Expr value = ir::LoadNode::Make(spec_.dtype, partials_.name, Slot(lane));
+    if (warps_pow2_ != warps_) {
+      value = ir::Select(lane < ir::IntConst(warps_), value,
+                         ir::ReduceIdentity(spec_.kind, spec_.dtype));
     }
-    seq.push_back(thread_loop(tg, set_acc(value)));
-    butterflies(warps_pow2 / 2);
+    seq_.push_back(ThreadLoop(tg, SetAcc(value)));
+    Butterflies(warps_pow2_ / 2);
   }
-  // 4. The result (init combined with the total) is stored by thread 0, or by every thread when it
-  // lives in per-thread memory; a barrier publishes it (and frees the partials for the next use).
-  const std::string t3 = fresh(tl.var + ".store");
-  std::vector<Expr> store_conds;
-  if (!spec.store_from_all_threads) store_conds.push_back(ir::MakeVar(t3) == ir::IntConst(0));
-  store_conds.insert(store_conds.end(), spec.space_guards.begin(), spec.space_guards.end());
-  seq.push_back(thread_loop(
-      t3, Guarded(store_conds,
-                  ir::StoreNode::Make(spec.buffer, spec.store_indices,
-                                      ir::ReduceCombine(spec.kind, spec.init, acc_load)))));
 
-  Stmt out = ir::AllocateNode::Make(acc, ir::SeqNode::Make(std::move(seq)));
-  out = ir::AllocateNode::Make(xchg, out);
-  if (warps > 1) out = ir::AllocateNode::Make(partials, out);
-  // The closing barrier sits outside the allocations so that it merges with a barrier the
-  // consumer's lowering places right after (RemoveRedundantBarriers).
-  return ir::SeqNode::Make({out, ir::BarrierNode::Make()});
-}
+  // The result (init combined with the total) is stored by thread 0, or by every thread when it
+  // lives in per-thread memory; a barrier publishes it (and frees the partials for the next use).
+  void StoreResult() {
+    const std::string t3 = fresh_(tl_.var + ".store");
+    std::vector<Expr> store_conds;
+    if (!spec_.store_from_all_threads) store_conds.push_back(ir::MakeVar(t3) == ir::IntConst(0));
+    store_conds.insert(store_conds.end(), spec_.space_guards.begin(), spec_.space_guards.end());
+    seq_.push_back(ThreadLoop(
+        t3, Guarded(store_conds,
+                    ir::StoreNode::Make(spec_.buffer, spec_.store_indices,
+                                        ir::ReduceCombine(spec_.kind, spec_.init, acc_load_)))));
+  }
+
+  const AllReduceSpec& spec_;
+  const std::function<std::string(const std::string&)>& fresh_;
+  const LoopInfo& tl_;     // the threadIdx-bound reduce loop
+  const int64_t threads_;  // its extent
+  const int64_t warps_;
+  int64_t warps_pow2_ = 1;  // warps rounded up to a power of two
+  std::vector<int64_t> group_shape_;
+  std::vector<Expr> group_index_;
+  ir::BufferDecl xchg_;      // the "*.shfl" exchange buffer
+  ir::BufferDecl partials_;  // one total per warp
+  ir::BufferDecl acc_;       // the thread's partial
+  Expr acc_load_;
+  std::vector<Stmt> seq_;
+};
 
 }  // namespace
 
@@ -149,7 +178,7 @@ Stmt BuildAllReduce(const AllReduceSpec& spec,
   const LoopInfo& tl = spec.reduce_loops[spec.thread_loop];
   const int64_t threads = tl.extent;
   if (tl.kind == ir::ForKind::kThreadIdxX && threads % kWarp == 0) {
-    return BuildWarpAllReduce(spec, fresh);
+    return WarpAllReduce(spec, fresh).Build();
   }
 
   // Shared partials: one slot per thread of the reduction, per thread group.

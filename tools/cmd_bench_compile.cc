@@ -1,5 +1,5 @@
-// `tilesearch bench-compile`: the compile-time benchmark of issue 4. Builds many distinct GPU
-// candidates of a square float32 matmul (the SSSRRSRS structure of
+// `tilesearch bench-compile`: the compile-time benchmark of the GPU build path. Builds many
+// distinct GPU candidates of a square float32 matmul (the SSSRRSRS structure of
 // examples/schedules/h200/matmul_cuda_4096.json with varied tile sizes: threads per block, register
 // tile per thread, k tile), lowers them, compiles them all through MLIR → PTX with
 // codegen::CompileManyToPtx on W workers, and reports the distribution of per-candidate compile

@@ -23,6 +23,76 @@ class VarNames : public ir::ExprVisitor {
   void VisitVar(const ir::VarNode* op, const ir::Expr&) override { names.insert(op->name); }
 };
 
+// The rfactor stage's space axes (X's axes with the factor iterator inserted at
+// factor_iter_id) and reduce axes (X's other reduce iterators), names and extents.
+struct RfactorLayout {
+  std::set<std::string> reduce_iters;  // names of all of X's reduce iterators
+  std::vector<std::string> axis_names;
+  std::vector<int64_t> shape;
+  std::vector<std::string> reduce_names;
+  std::vector<int64_t> reduce_shape;
+};
+
+absl::StatusOr<RfactorLayout> MakeRfactorLayout(const Stage& stage, int iter_id, int factor_iter_id,
+                                                const std::string& text) {
+  const ir::TensorNode& op = *stage.op;
+  const Iterator& factor_it = stage.iters[iter_id];
+  const int ndim = static_cast<int>(op.axes.size());
+  RfactorLayout layout;
+  std::set<std::string>& reduce_iters = layout.reduce_iters;
+  std::vector<std::string>& rf_axis_names = layout.axis_names;
+  std::vector<int64_t>& rf_shape = layout.shape;
+  for (int d = 0; d < ndim; ++d) {
+    rf_axis_names.push_back(op.axes[d].name);
+    rf_shape.push_back(op.axes[d].extent);
+  }
+  rf_axis_names.insert(rf_axis_names.begin() + factor_iter_id, factor_it.name);
+  rf_shape.insert(rf_shape.begin() + factor_iter_id, factor_it.extent);
+  for (int i = 0; i < static_cast<int>(stage.iters.size()); ++i) {
+    const Iterator& it = stage.iters[i];
+    if (it.kind == IteratorKind::kMixed) {
+      return internal::StepError(text, absl::StrCat("iterator '", it.name, "' of stage '",
+                                                    stage.name(), "' mixes space and reduce"));
+    }
+    if (it.kind != IteratorKind::kReduce) continue;
+    reduce_iters.insert(it.name);
+    if (i == iter_id) continue;
+    layout.reduce_names.push_back(it.name);
+    layout.reduce_shape.push_back(it.extent);
+  }
+  for (const std::string& name : rf_axis_names) {
+    if (name != factor_it.name && reduce_iters.count(name)) {
+      return internal::StepError(text,
+                                 absl::StrCat("axis name '", name, "' of stage '", stage.name(),
+                                              "' clashes with a reduce iterator"));
+    }
+  }
+  return layout;
+}
+
+// The partial body: the original reduce axes recovered from the reduce iterators; iterations
+// cut off by non-divisible splits of reduce iterators contribute the identity.
+ir::Expr PartialBody(const Stage& stage, const std::set<std::string>& reduce_iters) {
+  const ir::TensorNode& op = *stage.op;
+  const int ndim = static_cast<int>(op.axes.size());
+  std::vector<std::pair<std::string, ir::Expr>> subst;
+  for (size_t r = 0; r < op.reduce_axes.size(); ++r) {
+    subst.push_back({op.reduce_axes[r].name, stage.axis_values[ndim + r]});
+  }
+  ir::Expr body = ir::Substitute(op.body, subst);
+  ir::Expr cond;
+  for (const ir::Expr& g : stage.guards) {
+    VarNames names;
+    names.Visit(g);
+    bool reduce_only = true;
+    for (const std::string& n : names.names) reduce_only &= reduce_iters.count(n) > 0;
+    if (!reduce_only) continue;
+    cond = cond.defined() ? (cond && g) : g;
+  }
+  if (cond.defined()) body = ir::Select(cond, body, ir::ReduceIdentity(op.reduce, op.dtype));
+  return body;
+}
+
 }  // namespace
 
 absl::StatusOr<State> RfactorStep::Apply(const State& s) const {
@@ -45,66 +115,22 @@ absl::StatusOr<State> RfactorStep::Apply(const State& s) const {
     return internal::StepError(
         text, absl::StrCat("factor_iter_id ", factor_iter_id, " must be in [0, ", ndim, "]"));
   }
-  std::set<std::string> reduce_iters;
-  std::vector<std::string> rf_axis_names;
-  std::vector<int64_t> rf_shape;
-  for (int d = 0; d < ndim; ++d) {
-    rf_axis_names.push_back(op.axes[d].name);
-    rf_shape.push_back(op.axes[d].extent);
-  }
-  rf_axis_names.insert(rf_axis_names.begin() + factor_iter_id, factor_it.name);
-  rf_shape.insert(rf_shape.begin() + factor_iter_id, factor_it.extent);
-  std::vector<std::string> rf_reduce_names;
-  std::vector<int64_t> rf_reduce_shape;
-  for (int i = 0; i < static_cast<int>(stage.iters.size()); ++i) {
-    const Iterator& it = stage.iters[i];
-    if (it.kind == IteratorKind::kMixed) {
-      return internal::StepError(text, absl::StrCat("iterator '", it.name, "' of stage '",
-                                                    stage.name(), "' mixes space and reduce"));
-    }
-    if (it.kind != IteratorKind::kReduce) continue;
-    reduce_iters.insert(it.name);
-    if (i == iter_id) continue;
-    rf_reduce_names.push_back(it.name);
-    rf_reduce_shape.push_back(it.extent);
-  }
-  for (const std::string& name : rf_axis_names) {
-    if (name != factor_it.name && reduce_iters.count(name)) {
-      return internal::StepError(text,
-                                 absl::StrCat("axis name '", name, "' of stage '", stage.name(),
-                                              "' clashes with a reduce iterator"));
-    }
-  }
-
-  // The partial body: the original reduce axes recovered from the reduce iterators; iterations
-  // cut off by non-divisible splits of reduce iterators contribute the identity.
-  std::vector<std::pair<std::string, ir::Expr>> subst;
-  for (size_t r = 0; r < op.reduce_axes.size(); ++r) {
-    subst.push_back({op.reduce_axes[r].name, stage.axis_values[ndim + r]});
-  }
-  ir::Expr body = ir::Substitute(op.body, subst);
-  ir::Expr cond;
-  for (const ir::Expr& g : stage.guards) {
-    VarNames names;
-    names.Visit(g);
-    bool reduce_only = true;
-    for (const std::string& n : names.names) reduce_only &= reduce_iters.count(n) > 0;
-    if (!reduce_only) continue;
-    cond = cond.defined() ? (cond && g) : g;
-  }
-  if (cond.defined()) body = ir::Select(cond, body, ir::ReduceIdentity(op.reduce, op.dtype));
+  ASSIGN_OR_RETURN(const RfactorLayout layout,
+                   MakeRfactorLayout(stage, iter_id, factor_iter_id, text));
+  const ir::Expr body = PartialBody(stage, layout.reduce_iters);
 
   const std::string rf_name = internal::UniqueStageName(s, absl::StrCat(stage.name(), ".rf"));
   ir::ComputeOptions rf_options;
-  rf_options.axis_names = rf_axis_names;
-  rf_options.reduce_axis_names = rf_reduce_names;
+  rf_options.axis_names = layout.axis_names;
+  rf_options.reduce_axis_names = layout.reduce_names;
   rf_options.tag = "rfactor";
   absl::StatusOr<ir::Tensor> rf =
-      rf_reduce_shape.empty()
+      layout.reduce_shape.empty()
           ? ir::Compute(
-                rf_name, rf_shape, [&](const std::vector<ir::Expr>&) { return body; }, rf_options)
+                rf_name, layout.shape, [&](const std::vector<ir::Expr>&) { return body; },
+                rf_options)
           : ir::Reduce(
-                rf_name, rf_shape, op.reduce, rf_reduce_shape,
+                rf_name, layout.shape, op.reduce, layout.reduce_shape,
                 [&](const std::vector<ir::Expr>&, const std::vector<ir::Expr>&) { return body; },
                 ir::Expr(), rf_options);
   if (!rf.ok()) {
@@ -133,7 +159,7 @@ absl::StatusOr<State> RfactorStep::Apply(const State& s) const {
 
   Stage rf_stage;
   rf_stage.op = rf->node();
-  RETURN_IF_ERROR(internal::RebuildStage(rf_stage, rf_shape));
+  RETURN_IF_ERROR(internal::RebuildStage(rf_stage, layout.shape));
 
   State out = s;
   {

@@ -36,8 +36,8 @@ using tilesearch::testing::StatusIs;
 
 // The hand-written 4096^3 structure (bench/schedules/matmul_cuda_4096_128x128.json) on 128x128x256,
 // fetch vectors of `vector` floats, pipeline pragma software_pipeline$`stages` (without the
-// probe's unroll pragma: smaller code, faster to compile).
-std::string ProbeText(int stages, int vector) {
+// unroll pragma: smaller code, faster to compile).
+std::string HandMatmulText(int stages, int vector) {
   nlohmann::json steps = nlohmann::json::parse(R"([
     ["CHW", 2, "local"], ["SP", 2, 0, 128, [2, 16, 1, 4], 1], ["SP", 2, 5, 128, [2, 16, 1, 4], 1],
     ["SP", 2, 10, 256, [8, 4], 1], ["RE", 2, [0, 5, 1, 6, 2, 7, 10, 11, 3, 8, 12, 4, 9]],
@@ -60,7 +60,7 @@ std::string ProbeText(int stages, int vector) {
 
 TEST(AsyncCopyPtx, SixteenByteCopiesCommitsAndWaits) {
   for (int stages : {3, 4}) {
-    absl::StatusOr<testing::CompiledSchedule> c = CompileScheduleText(ProbeText(stages, 4));
+    absl::StatusOr<testing::CompiledSchedule> c = CompileScheduleText(HandMatmulText(stages, 4));
     ASSERT_THAT(c, IsOk());
     const std::string ptx = Untabbed(c->ptx);
     EXPECT_GT(Count(ptx, "cp.async.cg.shared.global"), 0) << ptx;
@@ -72,17 +72,17 @@ TEST(AsyncCopyPtx, SixteenByteCopiesCommitsAndWaits) {
     // The staged register copies of the other pipelines are gone: no st.shared in the fetches
     // (the compute only reads shared memory).
     EXPECT_EQ(Count(ptx, "st.shared"), 0) << ptx;
-    ExpectPtxasAccepts(c->ptx, "async_copy_probe_s" + std::to_string(stages));
+    ExpectPtxasAccepts(c->ptx, "async_copy_matmul_s" + std::to_string(stages));
   }
 }
 
 TEST(AsyncCopyPtx, EightByteCopiesUseTheCaVariant) {
-  absl::StatusOr<testing::CompiledSchedule> c = CompileScheduleText(ProbeText(3, 2));
+  absl::StatusOr<testing::CompiledSchedule> c = CompileScheduleText(HandMatmulText(3, 2));
   ASSERT_THAT(c, IsOk());
   EXPECT_GT(Count(c->ptx, "cp.async.ca.shared.global"), 0) << c->ptx;
   EXPECT_EQ(Count(c->ptx, "cp.async.cg.shared.global"), 0);
   EXPECT_THAT(c->ptx, HasSubstr(", 8;"));
-  ExpectPtxasAccepts(c->ptx, "async_copy_probe_v2");
+  ExpectPtxasAccepts(c->ptx, "async_copy_matmul_v2");
 }
 
 TEST(AsyncCopyPtx, HostCompilerRejectsAsyncCopies) {

@@ -184,7 +184,7 @@ TEST(AsyncPipeline, TwoFloatVectorsQualify) {
 
 // The hand-written 4096^3 kernel (bench/schedules/matmul_cuda_4096_128x128.json: 128x128 block, 256
 // threads, 2x2 vthreads of 4x4, k tile 32, vectorized fetches) on 128x128x256.
-State ProbeStructure(ir::ComputeDAG* dag, int stages) {
+State HandMatmulStructure(ir::ComputeDAG* dag, int stages) {
   nlohmann::json steps = nlohmann::json::parse(R"([
     ["CHW", 2, "local"], ["SP", 2, 0, 128, [2, 16, 1, 4], 1], ["SP", 2, 5, 128, [2, 16, 1, 4], 1],
     ["SP", 2, 10, 256, [8, 4], 1], ["RE", 2, [0, 5, 1, 6, 2, 7, 10, 11, 3, 8, 12, 4, 9]],
@@ -209,10 +209,10 @@ State ProbeStructure(ir::ComputeDAG* dag, int stages) {
   return r->state;
 }
 
-TEST(AsyncPipeline, ProbeStructureScaledDownMatchesTheNaiveProgram) {
+TEST(AsyncPipeline, HandMatmulStructureScaledDownMatchesTheNaiveProgram) {
   ir::ComputeDAG dag;
   for (int stages : {3, 4}) {
-    const State st = ProbeStructure(&dag, stages);
+    const State st = HandMatmulStructure(&dag, stages);
     absl::StatusOr<LoweredKernel> k = Lower(dag, st, Target::H200());
     ASSERT_THAT(k, IsOk());
     AsyncFacts f = Inspect(k->nest.body);

@@ -337,8 +337,8 @@ TEST(ExampleSchedules, AreCanonicalAndMatchTheNaiveProgram) {
 }
 
 TEST(ScheduleFileErrorsText, DeeplyNestedValuesGiveAShortErrorNotAStackOverflow) {
-  // Error messages quote the offending value: a list nested 100000 deep used to overflow the
-  // stack in json::dump (found by a tester). Each field that quotes a value is tried.
+  // Error messages quote the offending value; json::dump of a list nested 100000 deep recurses
+  // once per level and would overflow the stack. Each field that quotes a value is tried.
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   const std::string workload_head = R"({"version": 1, "target": "cpu", "steps": [], "workload": )";
   const std::vector<std::pair<std::string, std::string>> cases = {

@@ -2,6 +2,7 @@
 // round-trips through JSON, bad values are rejected, and Lower pipelines a GPU kernel's shared
 // fetches by default and with "$1" but not with "$0" on the kernel's stage or a stage attached
 // into it; every variant still matches the naive program in the interpreter.
+#include <cstdlib>
 #include <string>
 #include <variant>
 #include <vector>
@@ -144,6 +145,23 @@ TEST(SoftwarePipelinePragma, LowerPipelinesUnlessAStageOfTheKernelSaysOff) {
     }
     ExpectMatchesReference(dag, *off, Target::H200(), /*exact=*/true);
   }
+}
+
+// Generated code depends only on the state (a logged record replays to the kernel that was
+// measured): TILESEARCH_NO_SOFTWARE_PIPELINE in the environment changes nothing.
+TEST(SoftwarePipelinePragma, EnvironmentDoesNotTurnThePassOff) {
+  ir::ComputeDAG dag = *ir::MatmulDAG({32, 24}, {24, 48});
+  const State base = Schedule(dag);
+  absl::StatusOr<LoweredKernel> plain = Lower(dag, base, Target::H200());
+  ASSERT_THAT(plain, IsOk());
+  ASSERT_EQ(setenv("TILESEARCH_NO_SOFTWARE_PIPELINE", "1", /*overwrite=*/1), 0);
+  absl::StatusOr<LoweredKernel> with_env = Lower(dag, base, Target::H200());
+  unsetenv("TILESEARCH_NO_SOFTWARE_PIPELINE");
+  ASSERT_THAT(with_env, IsOk());
+  EXPECT_THAT(LocalAllocations(with_env->nest.body),
+              IsSupersetOf({"A.shared.stage", "B.shared.stage"}))
+      << with_env->nest;
+  EXPECT_EQ(ir::ToString(with_env->nest), ir::ToString(plain->nest));
 }
 
 TEST(SoftwarePipelinePragma, OffStateReplaysFromItsJsonSteps) {
