@@ -273,9 +273,9 @@ absl::StatusOr<DeviceInfo> ProbeCudaDevice(int ordinal, double timeout_ms) {
                       j.value("message", std::string("cuda probe failed")));
 }
 
-schedule::Target TargetFromDevice(const DeviceInfo& info) {
-  schedule::Target t = schedule::Target::H200();
-  t.kind = schedule::TargetKind::kCuda;
+Target TargetFromDevice(const DeviceInfo& info) {
+  Target t = Target::H200();
+  t.kind = TargetKind::kCuda;
   t.arch = info.arch();
   t.max_threads_per_block = info.max_threads_per_block;
   t.max_shared_memory_per_block = info.shared_per_block;

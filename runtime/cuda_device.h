@@ -23,7 +23,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/measure.h"
 #include "runtime/timing.h"
-#include "schedule/target.h"
+#include "base/target.h"
 
 namespace tilesearch::runtime {
 
@@ -75,7 +75,7 @@ struct DeviceInfo {
 /// The CUDA target of `info`: arch "sm_<major><minor>", threads/block, shared memory per block
 /// (static and opt-in), registers per block, warp size, SM count and L2 bytes from the device; the
 /// limits the device does not report (vthread extent, vector bytes) as Target::H200().
-schedule::Target TargetFromDevice(const DeviceInfo& info);
+Target TargetFromDevice(const DeviceInfo& info);
 
 /// The primary context of one device, retained for the object's lifetime and made current on the
 /// creating thread.

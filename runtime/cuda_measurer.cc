@@ -23,7 +23,6 @@
 // downloaded and compared again there.
 // A CUDA failure after a launch poisons the context, so such a worker asks to be replaced after
 // its item (RequestWorkerRestart).
-#include "runtime/launch_info.h"
 #include "runtime/cuda_measurer.h"
 
 #include <algorithm>
@@ -837,10 +836,10 @@ std::map<std::string, std::vector<std::byte>> PackAll(const ir::BufferMap& buffe
 
 class CudaMeasurer : public Measurer {
  public:
-  CudaMeasurer(schedule::Target target, MeasureOptions options)
+  CudaMeasurer(Target target, MeasureOptions options)
       : target_(std::move(target)), options_(std::move(options)) {}
 
-  const schedule::Target& target() const override { return target_; }
+  const Target& target() const override { return target_; }
 
   std::vector<MeasureResult> Measure(const ir::ComputeDAG& dag,
                                      const std::vector<MeasureCandidate>& candidates) override {
@@ -966,7 +965,7 @@ class CudaMeasurer : public Measurer {
     if (!state.ok()) return wrap(state.status());
     absl::StatusOr<schedule::LoweredKernel> lowered = schedule::Lower(dag, *state, target_);
     if (!lowered.ok()) return wrap(lowered.status());
-    std::vector<codegen::LaunchInfo> launches = ToLaunchInfos(lowered->launches);
+    std::vector<LaunchConfig> launches = lowered->launches;
     codegen::GpuCompileOptions compile;
     compile.arch = target_.arch.empty() ? "sm_90" : target_.arch;
     // The reference rounds every operation separately, as the interpreter does.
@@ -979,7 +978,7 @@ class CudaMeasurer : public Measurer {
     return shared;
   }
 
-  schedule::Target target_;
+  Target target_;
   MeasureOptions options_;
   uint64_t batch_counter_ = 0;
   std::map<std::string, std::shared_ptr<const codegen::GpuModule>> naive_modules_;
@@ -1021,16 +1020,16 @@ MeasureError SetupFailureError(const std::string& message) {
   return MeasureError::kRuntimeError;
 }
 
-std::unique_ptr<Measurer> NewCudaMeasurerWithoutProbe(const schedule::Target& target,
+std::unique_ptr<Measurer> NewCudaMeasurerWithoutProbe(const Target& target,
                                                       const MeasureOptions& options) {
   return std::make_unique<CudaMeasurer>(target, options);
 }
 
 }  // namespace cuda_internal
 
-absl::StatusOr<std::unique_ptr<Measurer>> CreateCudaMeasurer(const schedule::Target& target,
+absl::StatusOr<std::unique_ptr<Measurer>> CreateCudaMeasurer(const Target& target,
                                                              const MeasureOptions& options) {
-  if (target.kind != schedule::TargetKind::kCuda) {
+  if (target.kind != TargetKind::kCuda) {
     return absl::InvalidArgumentError(
         absl::StrCat("the cuda measurer needs a cuda target, got '", target.ToString(), "'"));
   }

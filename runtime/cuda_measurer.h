@@ -7,7 +7,7 @@
 #include <string>
 
 #include "runtime/measure.h"
-#include "schedule/target.h"
+#include "base/target.h"
 
 namespace tilesearch::runtime::cuda_internal {
 
@@ -28,7 +28,7 @@ std::string StripStatusCodeName(const std::string& message);
 
 /// A CUDA measurer for `target` without probing the device first (options not validated). Only
 /// for tests: the caller's process still never initializes CUDA.
-std::unique_ptr<Measurer> NewCudaMeasurerWithoutProbe(const schedule::Target& target,
+std::unique_ptr<Measurer> NewCudaMeasurerWithoutProbe(const Target& target,
                                                       const MeasureOptions& options);
 
 }  // namespace tilesearch::runtime::cuda_internal

@@ -146,10 +146,10 @@ MeasureError BuildErrorKind(const absl::Status& status) {
 
 class HostMeasurer : public Measurer {
  public:
-  HostMeasurer(const schedule::Target& target, const MeasureOptions& options)
+  HostMeasurer(const Target& target, const MeasureOptions& options)
       : target_(target), options_(options) {}
 
-  const schedule::Target& target() const override { return target_; }
+  const Target& target() const override { return target_; }
 
   std::vector<MeasureResult> Measure(const ir::ComputeDAG& dag,
                                      const std::vector<MeasureCandidate>& candidates) override {
@@ -368,16 +368,16 @@ class HostMeasurer : public Measurer {
     return r;
   }
 
-  schedule::Target target_;
+  Target target_;
   MeasureOptions options_;
   uint64_t batches_ = 0;
 };
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Measurer>> CreateHostMeasurer(const schedule::Target& target,
+absl::StatusOr<std::unique_ptr<Measurer>> CreateHostMeasurer(const Target& target,
                                                              const MeasureOptions& options) {
-  if (target.kind != schedule::TargetKind::kCpu) {
+  if (target.kind != TargetKind::kCpu) {
     return absl::InvalidArgumentError(
         absl::StrCat("the host measurer needs the cpu target, got '", target.ToString(), "'"));
   }

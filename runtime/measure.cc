@@ -371,19 +371,19 @@ class LockedMeasurer : public Measurer {
     }
     return results;
   }
-  const schedule::Target& target() const override { return inner_->target(); }
+  const Target& target() const override { return inner_->target(); }
 
  private:
   std::unique_ptr<Measurer> inner_;
   std::unique_ptr<DeviceLock> lock_;
 };
 
-absl::StatusOr<std::unique_ptr<Measurer>> CreateUnlockedMeasurer(const schedule::Target& target,
+absl::StatusOr<std::unique_ptr<Measurer>> CreateUnlockedMeasurer(const Target& target,
                                                                  const MeasureOptions& options) {
   switch (target.kind) {
-    case schedule::TargetKind::kCpu:
+    case TargetKind::kCpu:
       return CreateHostMeasurer(target, options);
-    case schedule::TargetKind::kCuda:
+    case TargetKind::kCuda:
       return CreateCudaMeasurer(target, options);
   }
   return absl::InvalidArgumentError(
@@ -398,7 +398,7 @@ std::string DeviceLockPath(const MeasureOptions& options) {
   return env != nullptr ? env : "";
 }
 
-absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(const schedule::Target& target,
+absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(const Target& target,
                                                          const MeasureOptions& options) {
   RETURN_IF_ERROR(ValidateMeasureOptions(options));
   const std::string lock_path = DeviceLockPath(options);

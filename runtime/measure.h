@@ -25,7 +25,7 @@
 #include "ir/stmt.h"
 #include "nlohmann/json.hpp"
 #include "runtime/timing.h"
-#include "schedule/target.h"
+#include "base/target.h"
 
 namespace tilesearch::runtime {
 
@@ -178,7 +178,7 @@ double AvailableHostBytes();
 /// One candidate to measure: the lowered program and, for GPU targets, its compiled module.
 struct MeasureCandidate {
   std::shared_ptr<const ir::LoopNest> nest;
-  std::vector<codegen::LaunchInfo> launches;            // GPU: one per kernel
+  std::vector<LaunchConfig> launches;            // GPU: one per kernel
   std::shared_ptr<const codegen::GpuModule> gpu_module;  // GPU: from CompileToPtx / CompileManyToPtx
   /// A failed build (lowering or compilation): the candidate is not run and its result carries
   /// this error (kind from the status: "compile_timeout" → kCompileTimeout, "invalid_schedule" →
@@ -202,7 +202,7 @@ class Measurer {
   /// compile over it: kCompileTimeout; a compiler crash: kCompileError).
   virtual std::vector<MeasureResult> Measure(const ir::ComputeDAG& dag,
                                              const std::vector<MeasureCandidate>& candidates) = 0;
-  virtual const schedule::Target& target() const = 0;
+  virtual const Target& target() const = 0;
 };
 
 /// kInvalidArgument naming the first bad option (timing options as TimeRepeated checks them,
@@ -220,10 +220,10 @@ std::string DeviceLockPath(const MeasureOptions& options);
 /// cannot be loaded or no device exists (probed in a short-lived child process, so this process
 /// still never initializes CUDA).
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(
-    const schedule::Target& target, const MeasureOptions& options = {});
+    const Target& target, const MeasureOptions& options = {});
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Measurer>> CreateHostMeasurer(
-    const schedule::Target& target, const MeasureOptions& options);
+    const Target& target, const MeasureOptions& options);
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Measurer>> CreateCudaMeasurer(
-    const schedule::Target& target, const MeasureOptions& options);
+    const Target& target, const MeasureOptions& options);
 
 }  // namespace tilesearch::runtime

@@ -32,7 +32,7 @@ double MsSince(std::chrono::steady_clock::time_point start) {
 // Tasks and targets.
 
 absl::StatusOr<Task> Task::Create(const std::string& op, std::vector<std::vector<int64_t>> shapes,
-                                  const schedule::Target& target, ir::ScalarType dtype,
+                                  const Target& target, ir::ScalarType dtype,
                                   std::map<std::string, std::string> attrs) {
   Task task;
   task.workload.op = op;
@@ -49,7 +49,7 @@ absl::StatusOr<Task> Task::Create(const std::string& op, std::vector<std::vector
 }
 
 absl::StatusOr<Task> Task::FromWorkload(schedule::Workload workload,
-                                        const schedule::Target& target) {
+                                        const Target& target) {
   Task task;
   task.workload = std::move(workload);
   task.target = target;
@@ -65,16 +65,16 @@ std::string Task::ToString() const {
   return absl::StrCat(workload.ToString(), " on ", target.ToString());
 }
 
-schedule::Target DefaultTarget() {
+Target DefaultTarget() {
   // Probed in a forked child: this process must not initialize CUDA before forking workers.
   absl::StatusOr<runtime::DeviceInfo> device = runtime::ProbeCudaDevice(0);
   if (device.ok()) return runtime::TargetFromDevice(*device);
-  return schedule::Target::HostCpu();
+  return Target::HostCpu();
 }
 
-absl::StatusOr<schedule::Target> TargetFromString(const std::string& text) {
+absl::StatusOr<Target> TargetFromString(const std::string& text) {
   if (text == "auto") return DefaultTarget();
-  return schedule::ParseTarget(text);
+  return ParseTarget(text);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -92,7 +92,7 @@ absl::StatusOr<HistoryBest> ApplyHistoryBest(const std::string& log_path, const 
 // Kernel.
 
 struct Kernel::Impl {
-  schedule::Target target;
+  Target target;
   std::vector<codegen::KernelArg> params;
   double last_run_ms = 0;
   // cpu
@@ -205,6 +205,6 @@ std::vector<ir::HostBuffer> Kernel::MakeBuffers() const {
 
 double Kernel::last_run_ms() const { return impl_->last_run_ms; }
 
-const schedule::Target& Kernel::target() const { return impl_->target; }
+const Target& Kernel::target() const { return impl_->target; }
 
 }  // namespace tilesearch

@@ -18,7 +18,6 @@
 #include "runtime/checker.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/launch_info.h"
 #include "schedule/lower.h"
 #include "schedule/naive_gpu.h"
 #include "schedule/state.h"
@@ -98,7 +97,7 @@ int64_t ValueBytes(const ir::GraphNode& node) {
 // The unscheduled program of `dag` for `target`: the initial state on the cpu, the naive GPU
 // schedule (the measurer's reference kernels) on cuda.
 absl::StatusOr<schedule::State> UnscheduledState(const ir::ComputeDAG& dag,
-                                                 const schedule::Target& target) {
+                                                 const Target& target) {
   if (target.is_gpu()) return schedule::NaiveGpuSchedule(dag, target);
   return schedule::State::Initial(dag);
 }
@@ -190,7 +189,7 @@ std::string GraphTiming::ToString() const {
 struct GraphExecutor::Impl {
   ir::Graph graph;
   GraphPartition partition;
-  schedule::Target target;
+  Target target;
   GraphExecutorOptions options;
   std::vector<ExecutorTask> tasks;
   std::vector<std::string> log_warnings;
@@ -228,17 +227,17 @@ struct GraphExecutor::Impl {
     device_buffers.clear();
   }
 
-  absl::Status Init(const ir::Graph& g, const GraphPartition& p, const schedule::Target& t,
+  absl::Status Init(const ir::Graph& g, const GraphPartition& p, const Target& t,
                     const GraphExecutorOptions& o);
   absl::Status AddTask(int t, const ir::ComputeDAG& dag, const schedule::State& state,
-                       const schedule::Target& kernel_target);
+                       const Target& kernel_target);
   absl::Status AllocateBuffers();
   absl::Status RunSubgraph(int s);
   absl::Status RunAll();
 };
 
 absl::Status GraphExecutor::Impl::Init(const ir::Graph& g, const GraphPartition& p,
-                                       const schedule::Target& t, const GraphExecutorOptions& o) {
+                                       const Target& t, const GraphExecutorOptions& o) {
   RETURN_IF_ERROR(g.Validate());
   RETURN_IF_ERROR(CheckPartition(g, p));
   graph = g;
@@ -267,7 +266,7 @@ absl::Status GraphExecutor::Impl::Init(const ir::Graph& g, const GraphPartition&
 
 absl::Status GraphExecutor::Impl::AddTask(int t, const ir::ComputeDAG& dag,
                                           const schedule::State& state,
-                                          const schedule::Target& kernel_target) {
+                                          const Target& kernel_target) {
   const std::string label = TaskLabel(t, partition.tasks[t]);
   const Clock::time_point start = Clock::now();
   absl::StatusOr<schedule::LoweredKernel> lowered = schedule::Lower(dag, state, kernel_target);
@@ -288,7 +287,7 @@ absl::Status GraphExecutor::Impl::AddTask(int t, const ir::ComputeDAG& dag,
     codegen::GpuCompileOptions compile;
     compile.arch = kernel_target.arch;
     absl::StatusOr<codegen::GpuModule> module =
-        codegen::CompileToPtx(lowered->nest, runtime::ToLaunchInfos(lowered->launches), compile);
+        codegen::CompileToPtx(lowered->nest, lowered->launches, compile);
     if (!module.ok()) return Prefixed(label + ": compile", module.status());
     absl::StatusOr<std::unique_ptr<runtime::LoadedGpuModule>> loaded =
         runtime::LoadedGpuModule::Load(*context, *module);
@@ -409,7 +408,7 @@ GraphExecutor::~GraphExecutor() = default;
 
 absl::StatusOr<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(
     const ir::Graph& graph, const GraphPartition& partition, const std::string& log_path,
-    const schedule::Target& target, const GraphExecutorOptions& options) {
+    const Target& target, const GraphExecutorOptions& options) {
   auto impl = std::make_unique<Impl>();
   // One read of the log for every task; records whose key does not match their workload are
   // skipped (with a warning), as ApplyHistoryBest does.
@@ -449,7 +448,7 @@ absl::StatusOr<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(
 }
 
 absl::StatusOr<std::unique_ptr<GraphExecutor>> GraphExecutor::CreateUnscheduled(
-    const ir::Graph& graph, const GraphPartition& partition, const schedule::Target& target,
+    const ir::Graph& graph, const GraphPartition& partition, const Target& target,
     const GraphExecutorOptions& options) {
   auto impl = std::make_unique<Impl>();
   RETURN_IF_ERROR(impl->Init(graph, partition, target, options));
@@ -607,7 +606,7 @@ absl::StatusOr<GraphCheck> GraphExecutor::Check(const GraphCheckOptions& options
 }
 
 const std::vector<ExecutorTask>& GraphExecutor::tasks() const { return impl_->tasks; }
-const schedule::Target& GraphExecutor::target() const { return impl_->target; }
+const Target& GraphExecutor::target() const { return impl_->target; }
 int64_t GraphExecutor::buffer_bytes() const { return impl_->total_bytes; }
 const std::vector<std::string>& GraphExecutor::log_warnings() const { return impl_->log_warnings; }
 

@@ -41,7 +41,7 @@
 #include "ir/host_buffer.h"
 #include "runtime/measure.h"
 #include "runtime/timing.h"
-#include "schedule/target.h"
+#include "base/target.h"
 #include "search/partition.h"
 
 namespace tilesearch::search {
@@ -143,11 +143,11 @@ class GraphExecutor {
   /// compile errors; cuda: "no CUDA driver found: ...", the driver's load and allocation errors.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<GraphExecutor>> Create(
       const ir::Graph& graph, const GraphPartition& partition, const std::string& log_path,
-      const schedule::Target& target, const GraphExecutorOptions& options = {});
+      const Target& target, const GraphExecutorOptions& options = {});
 
   /// Every task's unscheduled program (no log). Errors: as Create, without the log's.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<GraphExecutor>> CreateUnscheduled(
-      const ir::Graph& graph, const GraphPartition& partition, const schedule::Target& target,
+      const ir::Graph& graph, const GraphPartition& partition, const Target& target,
       const GraphExecutorOptions& options = {});
 
   ~GraphExecutor();
@@ -182,7 +182,7 @@ class GraphExecutor {
 
   /// Per task, in GraphPartition::tasks order.
   const std::vector<ExecutorTask>& tasks() const;
-  const schedule::Target& target() const;
+  const Target& target() const;
   /// Bytes of the buffers allocated for graph values (scratch excluded).
   int64_t buffer_bytes() const;
   /// Create: the log's read warnings (skipped lines, records whose workload key does not match

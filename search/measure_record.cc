@@ -17,8 +17,6 @@ namespace tilesearch::search {
 namespace {
 
 using nlohmann::json;
-using schedule::Target;
-using schedule::TargetKind;
 
 absl::Status FieldError(const std::string& field, const std::string& what) {
   const char* sep = !what.empty() && what[0] == ':' ? "" : " ";

@@ -22,7 +22,6 @@
 #include "absl/strings/str_split.h"
 #include "base/status.h"
 #include "nlohmann/json.hpp"
-#include "runtime/launch_info.h"
 #include "schedule/apply_step.h"
 #include "search/log_io.h"
 
@@ -54,7 +53,7 @@ std::string Sanitize(const std::string& text) {
 
 absl::StatusOr<ReplayedRecord> BestOfLog(const std::string& log_path,
                                          const std::string& workload_key,
-                                         const schedule::Target& target) {
+                                         const Target& target) {
   ReadOptions read;
   read.workload_key = workload_key;  // every target kept: BestRecord names the others
   read.verify_workload_keys = true;  // a record whose key lies about its workload is skipped
@@ -340,7 +339,7 @@ absl::StatusOr<ReplayedRecord> ReplayRecord(const MeasureRecord& record) {
 
 absl::StatusOr<ReplayedRecord> ApplyHistoryBest(const std::string& log_path,
                                                 const schedule::Workload& workload,
-                                                const schedule::Target& target) {
+                                                const Target& target) {
   absl::StatusOr<ir::ComputeDAG> dag = workload.Build();
   if (!dag.ok()) {
     return absl::InvalidArgumentError(
@@ -351,7 +350,7 @@ absl::StatusOr<ReplayedRecord> ApplyHistoryBest(const std::string& log_path,
 
 absl::StatusOr<ReplayedRecord> ApplyHistoryBestByKey(const std::string& log_path,
                                                      const std::string& workload_key,
-                                                     const schedule::Target& target) {
+                                                     const Target& target) {
   if (workload_key.empty()) return absl::InvalidArgumentError("empty workload key");
   return BestOfLog(log_path, workload_key, target);
 }
@@ -541,7 +540,7 @@ absl::StatusOr<KernelArtifact> BuildKernel(const ReplayedRecord& replayed,
   a.num_params = static_cast<int>(a.lowered.nest.params.size());
 
   if (record.target.is_gpu()) {
-    std::vector<codegen::LaunchInfo> launches = runtime::ToLaunchInfos(a.lowered.launches);
+    std::vector<LaunchConfig> launches = a.lowered.launches;
     codegen::GpuCompileOptions gpu = options.gpu;
     gpu.arch = record.target.arch;
     absl::StatusOr<codegen::GpuModule> module =
@@ -609,7 +608,7 @@ absl::StatusOr<CheckOutcome> CheckKernel(const KernelArtifact& artifact,
   runtime::MeasureCandidate candidate;
   candidate.nest = std::make_shared<const ir::LoopNest>(artifact.lowered.nest);
   if (artifact.is_gpu()) {
-    candidate.launches = runtime::ToLaunchInfos(artifact.lowered.launches);
+    candidate.launches = artifact.lowered.launches;
     candidate.gpu_module = artifact.gpu;
   }
   std::vector<runtime::MeasureResult> results = (*measurer)->Measure(artifact.dag, {candidate});

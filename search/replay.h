@@ -27,7 +27,7 @@
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
 #include "schedule/state.h"
-#include "schedule/target.h"
+#include "base/target.h"
 #include "search/measure_record.h"
 
 namespace tilesearch::search {
@@ -58,12 +58,12 @@ struct ReplayedRecord {
 /// 4 wrong_answer" (BestRecord's messages); ReplayRecord's errors prefixed with the path.
 [[nodiscard]] absl::StatusOr<ReplayedRecord> ApplyHistoryBest(const std::string& log_path,
                                                               const schedule::Workload& workload,
-                                                              const schedule::Target& target);
+                                                              const Target& target);
 
 /// As ApplyHistoryBest for a workload named only by its key (ir::ComputeDAG::WorkloadKey()).
 [[nodiscard]] absl::StatusOr<ReplayedRecord> ApplyHistoryBestByKey(const std::string& log_path,
                                                                    const std::string& workload_key,
-                                                                   const schedule::Target& target);
+                                                                   const Target& target);
 
 struct BuildOptions {
   /// Base name of the artifact: file names, the cpu entry symbol, C header macros. Must be a C

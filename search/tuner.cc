@@ -31,7 +31,6 @@
 #include "costmodel/xgboost_model.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
-#include "runtime/launch_info.h"
 #include "search/local_search.h"
 #include "search/sketch.h"
 
@@ -155,7 +154,7 @@ double RecordMerit(const MeasureRecord& r, const ir::ComputeDAG& dag, bool memor
 // The training sample of a record (features of its replayed state; none when it does not replay
 // or lower, which the model ignores).
 costmodel::TrainingSample SampleOf(const MeasureRecord& r, const ir::ComputeDAG& dag,
-                                   const schedule::Target& target, bool memory_bound) {
+                                   const Target& target, bool memory_bound) {
   costmodel::TrainingSample s;
   s.throughput = RecordMerit(r, dag, memory_bound);
   absl::StatusOr<State> state = schedule::ReplaySteps(dag, r.steps);
@@ -169,7 +168,7 @@ costmodel::TrainingSample SampleOf(const MeasureRecord& r, const ir::ComputeDAG&
 // Builds the round's candidates: lowering (invalid → invalid_schedule build error) and, on cuda,
 // PTX compilation of all lowered ones in parallel worker processes.
 std::vector<runtime::MeasureCandidate> BuildCandidates(const ir::ComputeDAG& dag,
-                                                       const schedule::Target& target,
+                                                       const Target& target,
                                                        const std::vector<State>& states) {
   std::vector<runtime::MeasureCandidate> candidates(states.size());
   std::vector<codegen::GpuCompileJob> jobs;
@@ -188,7 +187,7 @@ std::vector<runtime::MeasureCandidate> BuildCandidates(const ir::ComputeDAG& dag
       continue;
     }
     c.nest = std::make_shared<const ir::LoopNest>(std::move(kernel->nest));
-    c.launches = runtime::ToLaunchInfos(kernel->launches);
+    c.launches = kernel->launches;
     if (target.is_gpu()) {
       jobs.push_back({c.nest, c.launches});
       job_index.push_back(i);
@@ -250,7 +249,7 @@ void ScoreRound(const std::vector<MeasureRecord>& round_records, const ir::Compu
 
 }  // namespace
 
-absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedule::Target& target,
+absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target& target,
                                 const TuneOptions& options) {
   if (options.trials < 1) {
     return absl::InvalidArgumentError(absl::StrCat("trials must be >= 1, got ", options.trials));

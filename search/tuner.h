@@ -27,7 +27,7 @@
 #include "absl/status/statusor.h"
 #include "runtime/measure.h"
 #include "schedule/schedule_file.h"
-#include "schedule/target.h"
+#include "base/target.h"
 #include "search/evolutionary_search.h"
 #include "search/log_io.h"
 #include "search/measure_record.h"
@@ -98,7 +98,7 @@ struct TuneResult {
 /// unbuildable workload; the log's read / write errors; the measurer's creation errors (e.g. "no
 /// CUDA driver found"); kFailedPrecondition when every candidate reports no_device.
 [[nodiscard]] absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload,
-                                              const schedule::Target& target,
+                                              const Target& target,
                                               const TuneOptions& options);
 
 }  // namespace tilesearch::search

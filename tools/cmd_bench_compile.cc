@@ -155,7 +155,7 @@ absl::Status Run(const BenchCompileOptions& o) {
     mopts.timing.min_runs = 1;
     mopts.timing.min_total_ms = 0;
     mopts.timing.flush_cache = false;
-    schedule::Target target = schedule::Target::H200();
+    Target target = Target::H200();
     target.arch = o.arch;
     ASSIGN_OR_RETURN(measurer, runtime::CreateMeasurer(target, mopts));
   }
@@ -185,7 +185,7 @@ absl::Status Run(const BenchCompileOptions& o) {
     if (!dag) dag = std::make_unique<ir::ComputeDAG>(resolved.dag);
     codegen::GpuCompileJob job;
     job.nest = std::make_shared<ir::LoopNest>(std::move(lowered->nest));
-    for (const schedule::LaunchConfig& l : lowered->launches)
+    for (const LaunchConfig& l : lowered->launches)
       job.launches.push_back({l.grid, l.block, l.shared_memory_bytes});
     jobs.push_back(std::move(job));
     kept.push_back(t);

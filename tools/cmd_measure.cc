@@ -25,7 +25,6 @@
 #include "schedule/schedule_file.h"
 #include "tools/commands.h"
 #include "tools/number_text.h"
-#include "runtime/launch_info.h"
 #include "tools/workload_options.h"
 
 namespace tilesearch::tools {
@@ -80,7 +79,7 @@ runtime::MeasureCandidate BuildCandidate(const schedule::ScheduleFile& file,
                                          const schedule::LoweredKernel& kernel) {
   runtime::MeasureCandidate candidate;
   candidate.nest = std::make_shared<const ir::LoopNest>(kernel.nest);
-  candidate.launches = runtime::ToLaunchInfos(kernel.launches);
+  candidate.launches = kernel.launches;
   if (!file.target.is_gpu()) return candidate;
   codegen::GpuCompileOptions compile;
   compile.arch = file.target.arch;

@@ -21,7 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/checker.h"
 #include "runtime/measure.h"
-#include "schedule/target.h"
+#include "base/target.h"
 
 namespace tilesearch::runtime {
 namespace {
@@ -357,7 +357,7 @@ TEST(ArbitrationTest, HostMeasurerAcceptsAReassociatedSumThePlainCheckRejects) {
   c.nest = std::make_shared<const ir::LoopNest>(Reassociated());
   const ir::ComputeDAG dag = OffsetSum();
 
-  std::unique_ptr<Measurer> with = Ok(CreateMeasurer(schedule::Target::HostCpu(), o));
+  std::unique_ptr<Measurer> with = Ok(CreateMeasurer(Target::HostCpu(), o));
   const std::vector<MeasureResult> passed = with->Measure(dag, {c});
   ASSERT_EQ(passed.size(), 1u);
   EXPECT_EQ(passed[0].error, MeasureError::kNone)
@@ -368,7 +368,7 @@ TEST(ArbitrationTest, HostMeasurerAcceptsAReassociatedSumThePlainCheckRejects) {
   EXPECT_GT(passed[0].timing.median_ms, 0);
 
   o.arbitration_max_elements = 0;
-  std::unique_ptr<Measurer> without = Ok(CreateMeasurer(schedule::Target::HostCpu(), o));
+  std::unique_ptr<Measurer> without = Ok(CreateMeasurer(Target::HostCpu(), o));
   const std::vector<MeasureResult> failed = without->Measure(dag, {c});
   ASSERT_EQ(failed.size(), 1u);
   EXPECT_EQ(failed[0].error, MeasureError::kWrongAnswer) << failed[0].message;

@@ -75,7 +75,7 @@ TEST(CudaDeviceTest, DeviceInfoIsSaneAndGivesTheTarget) {
   EXPECT_GE(probed.shared_per_block_optin, probed.shared_per_block);
   EXPECT_GT(probed.total_memory_bytes, int64_t{1} << 30);
   EXPECT_GE(probed.compute_major, 7);
-  schedule::Target t = TargetFromDevice(probed);
+  Target t = TargetFromDevice(probed);
   EXPECT_EQ(t.arch,
             "sm_" + std::to_string(probed.compute_major) + std::to_string(probed.compute_minor));
   EXPECT_THAT(t.arch, ::testing::MatchesRegex("sm_[0-9]+"));

@@ -71,31 +71,31 @@ TEST(CudaDriverTest, ProbeWithoutDriverFailsInTheChild) {
 TEST(CudaMeasurerFactoryTest, NoDriverIsFailedPrecondition) {
   ScopedDriverPath env("/nonexistent/libcuda.so.1");
   EXPECT_THAT(
-      CreateCudaMeasurer(schedule::Target::H200(), MeasureOptions{}),
+      CreateCudaMeasurer(Target::H200(), MeasureOptions{}),
       StatusIs(absl::StatusCode::kFailedPrecondition, StartsWith("no CUDA driver found: ")));
 }
 
 TEST(CudaMeasurerFactoryTest, DefaultDriverAbsentIsFailedPrecondition) {
   if (CudaDriver::Load().ok()) GTEST_SKIP() << "a CUDA driver is present";
-  EXPECT_THAT(CreateCudaMeasurer(schedule::Target::H200(), MeasureOptions{}),
+  EXPECT_THAT(CreateCudaMeasurer(Target::H200(), MeasureOptions{}),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no CUDA driver found")));
 }
 
 TEST(CudaMeasurerFactoryTest, CpuTargetIsInvalidArgument) {
-  EXPECT_THAT(CreateCudaMeasurer(schedule::Target::HostCpu(), MeasureOptions{}),
+  EXPECT_THAT(CreateCudaMeasurer(Target::HostCpu(), MeasureOptions{}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cuda target")));
 }
 
 TEST(CudaMeasurerFactoryTest, InvalidOptionsAreInvalidArgument) {
   MeasureOptions options;
   options.timing.min_runs = 0;
-  EXPECT_THAT(CreateCudaMeasurer(schedule::Target::H200(), options),
+  EXPECT_THAT(CreateCudaMeasurer(Target::H200(), options),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("min_runs")));
 }
 
 TEST(CudaMeasurerTest, FailedBuildsMapToTheirKindsWithoutRunning) {
   std::unique_ptr<Measurer> m =
-      cuda_internal::NewCudaMeasurerWithoutProbe(schedule::Target::H200(), MeasureOptions{});
+      cuda_internal::NewCudaMeasurerWithoutProbe(Target::H200(), MeasureOptions{});
   absl::StatusOr<ir::ComputeDAG> dag = testing_util::AddDag(8, 16);
   ASSERT_TRUE(dag.ok()) << dag.status();
   std::vector<MeasureCandidate> candidates(4);
@@ -118,7 +118,7 @@ TEST(CudaMeasurerTest, FailedBuildsMapToTheirKindsWithoutRunning) {
 
 TEST(CudaMeasurerTest, CandidateWithOtherParametersIsRejectedBeforeRunning) {
   std::unique_ptr<Measurer> m =
-      cuda_internal::NewCudaMeasurerWithoutProbe(schedule::Target::H200(), MeasureOptions{});
+      cuda_internal::NewCudaMeasurerWithoutProbe(Target::H200(), MeasureOptions{});
   absl::StatusOr<ir::ComputeDAG> dag = testing_util::AddDag(8, 16);
   ASSERT_TRUE(dag.ok()) << dag.status();
   auto module = std::make_shared<codegen::GpuModule>();
@@ -137,7 +137,7 @@ TEST(CudaMeasurerTest, CandidateWithOtherParametersIsRejectedBeforeRunning) {
 TEST(CudaMeasurerTest, WorkerWithoutDriverReportsNoDevice) {
   ScopedDriverPath env("/nonexistent/libcuda.so.1");
   std::unique_ptr<Measurer> m =
-      cuda_internal::NewCudaMeasurerWithoutProbe(schedule::Target::H200(), MeasureOptions{});
+      cuda_internal::NewCudaMeasurerWithoutProbe(Target::H200(), MeasureOptions{});
   absl::StatusOr<ir::ComputeDAG> dag = testing_util::AddDag(8, 16);
   ASSERT_TRUE(dag.ok()) << dag.status();
   absl::StatusOr<MeasureCandidate> c = testing_util::AddCandidate(*dag, /*scale=*/1.0);
@@ -184,8 +184,8 @@ TEST(DeviceInfoTest, JsonRoundTripAndTarget) {
   EXPECT_EQ(back->name, "Test GPU");
   EXPECT_EQ(back->max_grid_dims[0], 2147483647);
   EXPECT_EQ(back->l2_bytes, 52428800);
-  schedule::Target t = TargetFromDevice(d);
-  EXPECT_EQ(t.kind, schedule::TargetKind::kCuda);
+  Target t = TargetFromDevice(d);
+  EXPECT_EQ(t.kind, TargetKind::kCuda);
   EXPECT_EQ(t.arch, "sm_90");
   EXPECT_EQ(t.sm_count, 132);
   EXPECT_EQ(t.l2_bytes, 52428800);

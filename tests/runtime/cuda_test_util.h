@@ -61,7 +61,7 @@ inline absl::StatusOr<MeasureCandidate> CandidateFromNest(ir::LoopNest nest) {
   MeasureCandidate c;
   c.compile_ms = module->compile_ms;
   for (const codegen::GpuKernelInfo& k : module->kernels) {
-    c.launches.push_back(codegen::LaunchInfo{k.grid, k.block, k.static_shared_bytes});
+    c.launches.push_back(LaunchConfig{k.grid, k.block, k.static_shared_bytes});
   }
   c.nest = std::make_shared<const ir::LoopNest>(std::move(nest));
   c.gpu_module = std::make_shared<const codegen::GpuModule>(*std::move(module));

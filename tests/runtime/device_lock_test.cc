@@ -26,7 +26,7 @@
 #include "ir/lower_naive.h"
 #include "ir/tensor.h"
 #include "runtime/measure.h"
-#include "schedule/target.h"
+#include "base/target.h"
 
 namespace tilesearch::runtime {
 namespace {
@@ -358,7 +358,7 @@ TEST(DeviceLockTest, MeasureWaitsForTheLockHolderThenMeasures) {
   absl::StatusOr<ir::LoopNest> naive = ir::LowerNaive(dag);
   ASSERT_THAT(naive, IsOk());
   absl::StatusOr<std::unique_ptr<Measurer>> m =
-      CreateMeasurer(schedule::Target::HostCpu(), Options(lock));
+      CreateMeasurer(Target::HostCpu(), Options(lock));
   ASSERT_THAT(m, IsOk());
   MeasureCandidate c;
   c.nest = std::make_shared<const ir::LoopNest>(*naive);
@@ -384,7 +384,7 @@ TEST(DeviceLockTest, MeasureWaitsForTheLockHolderThenMeasures) {
 }
 
 TEST(DeviceLockTest, UnopenableLockFileIsAnErrorNamingIt) {
-  EXPECT_THAT(CreateMeasurer(schedule::Target::HostCpu(), Options("/nonexistent-dir/x.lock")),
+  EXPECT_THAT(CreateMeasurer(Target::HostCpu(), Options("/nonexistent-dir/x.lock")),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("cannot open device lock '/nonexistent-dir/x.lock'")));
 }

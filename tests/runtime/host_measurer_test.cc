@@ -16,7 +16,7 @@
 #include "runtime/measure.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
-#include "schedule/target.h"
+#include "base/target.h"
 
 namespace tilesearch::runtime {
 namespace {
@@ -68,14 +68,14 @@ MatmulTask LoadMatmul() {
       std::string(TS_EXAMPLE_SCHEDULES_DIR) + "/matmul_cpu_tiled.json"));
   schedule::ResolvedSchedule resolved = Ok(file.Resolve());
   schedule::LoweredKernel lowered =
-      Ok(schedule::Lower(resolved.dag, resolved.state, schedule::Target::HostCpu()));
+      Ok(schedule::Lower(resolved.dag, resolved.state, Target::HostCpu()));
   ir::LoopNest naive = Ok(ir::LowerNaive(resolved.dag));
   return {resolved.dag, std::move(naive), std::move(lowered.nest)};
 }
 
 TEST(HostMeasurerTest, NaiveAndTiledMatmulAreCorrectWithInterpreterReference) {
   MatmulTask task = LoadMatmul();
-  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(schedule::Target::HostCpu(), FastOptions()));
+  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(Target::HostCpu(), FastOptions()));
   std::vector<MeasureResult> r =
       m->Measure(task.dag, {Candidate(task.naive), Candidate(task.tiled)});
   ASSERT_EQ(r.size(), 2u);
@@ -88,7 +88,7 @@ TEST(HostMeasurerTest, TiledMatmulIsCorrectWithCompiledNaiveReference) {
   MatmulTask task = LoadMatmul();
   MeasureOptions options = FastOptions();
   options.interpreter_reference_max_ops = 0;  // reference: the naive program JIT-compiled
-  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(schedule::Target::HostCpu(), options));
+  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(Target::HostCpu(), options));
   std::vector<MeasureResult> r = m->Measure(task.dag, {Candidate(task.tiled)});
   ASSERT_EQ(r.size(), 1u);
   ExpectMeasured(r[0]);
@@ -138,7 +138,7 @@ TEST(HostMeasurerTest, FaultsAndHangsCostOnlyTheirCandidate) {
   ir::ComputeDAG dag = Doubling();
   MeasureOptions options = FastOptions();
   options.run_timeout_ms = 1000;
-  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(schedule::Target::HostCpu(), options));
+  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(Target::HostCpu(), options));
   std::vector<MeasureCandidate> candidates = {
       Candidate(Scale(2.0)),                    // 0: correct
       Candidate(Scale(3.0)),                    // 1: wrong value
@@ -173,7 +173,7 @@ TEST(HostMeasurerTest, WrongAnswerIsCountedPerElement) {
   ir::LoopNest off_by_one =
       Nest(ir::ForNode::Make(i, ir::IntConst(0), ir::IntConst(kN), ir::ForKind::kSerial,
                              ir::StoreNode::Make("Y", {i}, value)));
-  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(schedule::Target::HostCpu(), FastOptions()));
+  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(Target::HostCpu(), FastOptions()));
   std::vector<MeasureResult> r = m->Measure(dag, {Candidate(off_by_one)});
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].error, MeasureError::kWrongAnswer);
@@ -184,7 +184,7 @@ TEST(HostMeasurerTest, WrongAnswerIsCountedPerElement) {
 
 TEST(HostMeasurerTest, BuildErrorsAreMappedWithoutRunning) {
   ir::ComputeDAG dag = Doubling();
-  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(schedule::Target::HostCpu(), FastOptions()));
+  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(Target::HostCpu(), FastOptions()));
   std::vector<MeasureCandidate> c(3);
   c[0].build_status = absl::DeadlineExceededError("compile_timeout: over 10000 ms");
   c[1].build_status = absl::FailedPreconditionError("invalid_schedule: 2048 threads per block");
@@ -208,7 +208,7 @@ TEST(HostMeasurerTest, MismatchedParametersAreInvalidSchedules) {
       Nest(ir::ForNode::Make(i, ir::IntConst(0), ir::IntConst(kN), ir::ForKind::kSerial,
                              ir::StoreNode::Make("W", {i}, LoadX(i) * 2.0)));
   renamed.params[1].name = "W";
-  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(schedule::Target::HostCpu(), FastOptions()));
+  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(Target::HostCpu(), FastOptions()));
   std::vector<MeasureResult> r = m->Measure(dag, {Candidate(renamed)});
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].error, MeasureError::kInvalidSchedule) << r[0].message;
@@ -216,15 +216,15 @@ TEST(HostMeasurerTest, MismatchedParametersAreInvalidSchedules) {
 }
 
 TEST(HostMeasurerTest, CreateRejectsOtherTargetsAndBadOptions) {
-  EXPECT_THAT(CreateHostMeasurer(schedule::Target::H200(), MeasureOptions{}),
+  EXPECT_THAT(CreateHostMeasurer(Target::H200(), MeasureOptions{}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cpu target")));
   MeasureOptions bad;
   bad.check_trials = -1;
-  EXPECT_THAT(CreateMeasurer(schedule::Target::HostCpu(), bad),
+  EXPECT_THAT(CreateMeasurer(Target::HostCpu(), bad),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("check_trials")));
   bad = {};
   bad.run_timeout_ms = 0;
-  EXPECT_THAT(CreateHostMeasurer(schedule::Target::HostCpu(), bad),
+  EXPECT_THAT(CreateHostMeasurer(Target::HostCpu(), bad),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("run_timeout_ms")));
 }
 

@@ -54,7 +54,7 @@ MeasureRecord ValidRecord() {
   r.workload.op = "matmul";
   r.workload.args.shapes = {{64, 48}, {48, 32}};
   r.workload.args.attrs = {{"transpose_b", "false"}};
-  r.target.kind = schedule::TargetKind::kCuda;
+  r.target.kind = TargetKind::kCuda;
   r.target.arch = "sm_80";
   r.target.max_threads_per_block = 512;
   r.target.max_shared_memory_per_block = 40000;
@@ -96,7 +96,7 @@ MeasureRecord ValidRecord() {
   return r;
 }
 
-void ExpectSameTarget(const schedule::Target& a, const schedule::Target& b) {
+void ExpectSameTarget(const Target& a, const Target& b) {
   EXPECT_EQ(a.kind, b.kind);
   EXPECT_EQ(a.arch, b.arch);
   EXPECT_EQ(a.max_threads_per_block, b.max_threads_per_block);
@@ -157,7 +157,7 @@ TEST(MeasureRecordJsonTest, RoundTripOfAFailedTrialOnTheHost) {
   in.workload_key = "fedcba9876543210";
   in.workload.op = "softmax";
   in.workload.args.shapes = {{128, 256}};
-  in.target = schedule::Target::HostCpu();
+  in.target = Target::HostCpu();
   in.target.host_cores = 2;
   in.steps = {};
   in.result.error = runtime::MeasureError::kCompileError;
@@ -167,7 +167,7 @@ TEST(MeasureRecordJsonTest, RoundTripOfAFailedTrialOnTheHost) {
   in.trial = 0;
   absl::StatusOr<MeasureRecord> out = MeasureRecordFromLine(MeasureRecordToLine(in));
   ASSERT_THAT(out, IsOk());
-  EXPECT_EQ(out->target.kind, schedule::TargetKind::kCpu);
+  EXPECT_EQ(out->target.kind, TargetKind::kCpu);
   EXPECT_EQ(out->target.arch, "x86-64");
   EXPECT_EQ(out->target.host_cores, 2);
   EXPECT_EQ(out->device_name, "");
@@ -283,7 +283,7 @@ TEST(MeasureRecordJsonTest, MalformedFieldsAreNamed) {
 TEST(RoundRecordJsonTest, LayoutNullsAndKinds) {
   RoundRecord r;
   r.workload_key = "0123456789abcdef";
-  r.target = schedule::Target::HostCpu();
+  r.target = Target::HostCpu();
   r.round = 2;
   r.first_trial = 3;
   r.trials = 2;
@@ -308,7 +308,7 @@ TEST(RoundRecordJsonTest, LayoutNullsAndKinds) {
   EXPECT_EQ(back->predicted[1], -std::numeric_limits<double>::infinity());
   EXPECT_TRUE(std::isnan(back->pairwise_accuracy));
   EXPECT_EQ(back->top_k_recall, 1);
-  EXPECT_TRUE(SameTarget(back->target, schedule::Target::HostCpu()));
+  EXPECT_TRUE(SameTarget(back->target, Target::HostCpu()));
 
   // Kinds are kept apart.
   EXPECT_THAT(MeasureRecordFromJson(j),
@@ -515,13 +515,13 @@ TEST(ThroughputTest, FlopsAndBytesPerSecondFromTheMedian) {
 }
 
 TEST(SameTargetTest, KindAndArchDecideLimitsDoNot) {
-  schedule::Target a = schedule::Target::H200();
-  schedule::Target b = schedule::Target::H200();
+  Target a = Target::H200();
+  Target b = Target::H200();
   b.sm_count = 1;
   EXPECT_TRUE(SameTarget(a, b));
   b.arch = "sm_80";
   EXPECT_FALSE(SameTarget(a, b));
-  EXPECT_FALSE(SameTarget(a, schedule::Target::HostCpu()));
+  EXPECT_FALSE(SameTarget(a, Target::HostCpu()));
 }
 
 }  // namespace

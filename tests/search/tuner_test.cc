@@ -171,7 +171,7 @@ class TunedMatmulTest : public ::testing::Test {
 
   static void SetUpTestSuite() {
     log_ = new std::string(TempLog("tune"));
-    const schedule::Target target = schedule::Target::HostCpu();
+    const Target target = Target::HostCpu();
     first_ = new absl::StatusOr<TuneResult>(Tune(Matmul64(), target, JobOptions(kTrials)));
     first_records_ = new std::vector<MeasureRecord>(ReadAll(*log_));
     resumed_ = new absl::StatusOr<TuneResult>(Tune(Matmul64(), target, JobOptions(kResumed)));
@@ -198,7 +198,7 @@ absl::StatusOr<TuneResult>* TunedMatmulTest::resumed_ = nullptr;
 absl::StatusOr<TuneResult>* TunedMatmulTest::again_ = nullptr;
 
 TEST_F(TunedMatmulTest, BestIsCorrectAndFasterThanNaive) {
-  const schedule::Target target = schedule::Target::HostCpu();
+  const Target target = Target::HostCpu();
   ASSERT_TRUE(first_->ok()) << first_->status();
   const TuneResult& result = **first_;
   EXPECT_EQ(result.trials, kTrials);
@@ -297,7 +297,7 @@ TEST_F(TunedMatmulTest, LogHoldsTheBudgetWithEachStateOnceAndResumeMeasuresOnlyT
 TEST_F(TunedMatmulTest, EachRoundLogsHeldOutModelQuality) {
   ASSERT_TRUE(first_->ok()) << first_->status();
   ASSERT_TRUE(resumed_->ok()) << resumed_->status();
-  const schedule::Target target = schedule::Target::HostCpu();
+  const Target target = Target::HostCpu();
   absl::StatusOr<LogContents> contents = ReadLog(*log_);
   ASSERT_TRUE(contents.ok()) << contents.status();
   ASSERT_EQ(contents->records.size(), static_cast<size_t>(kResumed));
@@ -381,7 +381,7 @@ TEST_F(TunedMatmulTest, EachRoundLogsHeldOutModelQuality) {
 
 TEST(TunerTest, EarlyStoppingEndsAtTheFirstRoundWithoutEnoughImprovement) {
   const std::string log = TempLog("early");
-  const schedule::Target target = schedule::Target::HostCpu();
+  const Target target = Target::HostCpu();
   TuneOptions options = SmallTune(log, 60);
   options.per_round = 1;
   options.use_xgboost = false;  // random search: improvements become rare quickly
@@ -416,7 +416,7 @@ TEST(TunerTest, EarlyStoppingEndsAtTheFirstRoundWithoutEnoughImprovement) {
 
 TEST(TunerTest, SigintStopsBetweenRoundsWithTheRoundLogged) {
   const std::string log = TempLog("sigint");
-  const schedule::Target target = schedule::Target::HostCpu();
+  const Target target = Target::HostCpu();
   constexpr int kTrials = 200;
   // Once the first round is in the log (so Tune's handler is installed), send SIGINT.
   std::atomic<bool> stop{false};
@@ -447,7 +447,7 @@ TEST(TunerTest, SigintStopsBetweenRoundsWithTheRoundLogged) {
 TEST(EvolutionarySearchTest, ReturnsDistinctUnmeasuredStates) {
   absl::StatusOr<ir::ComputeDAG> dag = Matmul64().Build();
   ASSERT_TRUE(dag.ok());
-  const schedule::Target target = schedule::Target::HostCpu();
+  const Target target = Target::HostCpu();
   absl::StatusOr<std::vector<schedule::State>> sketches = GenerateSketches(*dag, target);
   ASSERT_TRUE(sketches.ok());
   costmodel::RandomModel model(3);
@@ -477,7 +477,7 @@ TEST(EvolutionarySearchTest, ReturnsDistinctUnmeasuredStates) {
 TEST(EvolutionarySearchTest, RejectsBadOptions) {
   absl::StatusOr<ir::ComputeDAG> dag = Matmul64().Build();
   ASSERT_TRUE(dag.ok());
-  const schedule::Target target = schedule::Target::HostCpu();
+  const Target target = Target::HostCpu();
   costmodel::RandomModel model(3);
   std::mt19937_64 rng(5);
   SearchOptions options;
@@ -491,7 +491,7 @@ TEST(EvolutionarySearchTest, RejectsBadOptions) {
 }
 
 TEST(TunerTest, RejectsBadOptions) {
-  const schedule::Target target = schedule::Target::HostCpu();
+  const Target target = Target::HostCpu();
   TuneOptions o = SmallTune(TempLog("bad"), 0);
   EXPECT_THAT(Tune(Matmul64(), target, o),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("trials must be >= 1, got 0")));

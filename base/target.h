@@ -1,6 +1,7 @@
 // Target: what a kernel is compiled for and the hardware limits schedules are checked against.
-// CUDA limits are read from the device when one is present (runtime/); the defaults describe an
-// NVIDIA H200 (sm_90) and the host CPU.
+// CUDA limits are read from the device when one is present (runtime::TargetFromDevice); the
+// defaults describe an NVIDIA H200 (sm_90) and the host CPU. Every layer above base/ (schedule,
+// codegen's callers, runtime, costmodel, search) reads the same struct.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace tilesearch::schedule {
+namespace tilesearch {
 
 enum class TargetKind : uint8_t { kCuda, kCpu };
 
@@ -41,4 +42,4 @@ struct Target {
 /// "unknown target 'x' (expected cuda[-arch=sm_XX] or cpu)".
 absl::StatusOr<Target> ParseTarget(const std::string& text);
 
-}  // namespace tilesearch::schedule
+}  // namespace tilesearch

@@ -1,4 +1,4 @@
-#include "schedule/target.h"
+#include "base/target.h"
 
 #include <thread>
 
@@ -8,7 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
-namespace tilesearch::schedule {
+namespace tilesearch {
 
 Target Target::H200() {
   Target t;
@@ -68,4 +68,4 @@ absl::StatusOr<Target> ParseTarget(const std::string& text) {
   return t;
 }
 
-}  // namespace tilesearch::schedule
+}  // namespace tilesearch
