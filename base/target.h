@@ -15,7 +15,7 @@ enum class TargetKind : uint8_t { kCuda, kCpu };
 
 struct Target {
   TargetKind kind = TargetKind::kCpu;
-  std::string arch;                        // "sm_90" for CUDA, "x86-64" for the host
+  std::string arch;  // "sm_90" for CUDA, "x86-64" for the host
   int max_threads_per_block = 1024;
   int64_t max_shared_memory_per_block = 49152;  // bytes (static limit; opt-in may allow more)
   int64_t max_shared_memory_optin = 232448;     // bytes (H200 opt-in)
@@ -24,9 +24,9 @@ struct Target {
   int max_vthread_extent = 8;
   int max_vector_bytes = 16;
   int sm_count = 132;
-  int64_t l2_bytes = 62914560;             // 60 MiB
-  int host_cores = 1;                      // CPU: worker threads for parallel loops
-  int host_vector_bytes = 32;              // CPU: SIMD register width (AVX2)
+  int64_t l2_bytes = 62914560;  // 60 MiB
+  int host_cores = 1;           // CPU: worker threads for parallel loops
+  int host_vector_bytes = 32;   // CPU: SIMD register width (AVX2)
 
   /// An H200 (sm_90) with its published limits.
   static Target H200();

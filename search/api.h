@@ -111,7 +111,7 @@ using search::BuildKernel;
 
 /// A built kernel loaded on its target, runnable on host buffers. cpu: JIT-compiled in this
 /// process (codegen::CompileForHost, parallel loops on all cores). cuda: the artifact's PTX loaded
-/// into the primary context of `device` (runtime::LoadedGpuModule), one device buffer per argument
+/// into the primary context of `device` (measure::LoadedGpuModule), one device buffer per argument
 /// allocated at load; each Run copies the inputs in, launches every kernel in order, waits and
 /// copies the outputs back. Loading a cuda kernel initializes CUDA in this process: tune and
 /// re-check (search::CheckKernel) before, never after. Move-only; not thread-safe.

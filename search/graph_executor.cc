@@ -15,7 +15,8 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "codegen/codegen.h"
-#include "runtime/checker.h"
+#include "measure/checker.h"
+#include "measure/loaded_module.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
 #include "schedule/lower.h"
@@ -91,7 +92,7 @@ absl::Status Prefixed(const std::string& prefix, const absl::Status& status) {
 int64_t ValueBytes(const ir::GraphNode& node) {
   int64_t n = 1;
   for (int64_t e : node.shape) n *= e;
-  return n * runtime::StorageBytes(node.dtype);
+  return n * measure::StorageBytes(node.dtype);
 }
 
 // The unscheduled program of `dag` for `target`: the initial state on the cpu, the naive GPU
@@ -211,7 +212,7 @@ struct GraphExecutor::Impl {
   // cuda (destroyed in reverse order: everything on the device before the context)
   std::unique_ptr<runtime::CudaContext> context;
   std::vector<runtime::DeviceBuffer> device_buffers;                 // per value buffer
-  std::vector<std::unique_ptr<runtime::LoadedGpuModule>> modules;    // per task
+  std::vector<std::unique_ptr<measure::LoadedGpuModule>> modules;    // per task
   std::vector<std::vector<runtime::DeviceBuffer>> scratch;           // per task
   std::vector<std::vector<runtime::cuda::CUdeviceptr>> device_args;  // per subgraph
   std::unique_ptr<runtime::GpuTimer> timer;
@@ -289,8 +290,8 @@ absl::Status GraphExecutor::Impl::AddTask(int t, const ir::ComputeDAG& dag,
     absl::StatusOr<codegen::GpuModule> module =
         codegen::CompileToPtx(lowered->nest, lowered->launches, compile);
     if (!module.ok()) return Prefixed(label + ": compile", module.status());
-    absl::StatusOr<std::unique_ptr<runtime::LoadedGpuModule>> loaded =
-        runtime::LoadedGpuModule::Load(*context, *module);
+    absl::StatusOr<std::unique_ptr<measure::LoadedGpuModule>> loaded =
+        measure::LoadedGpuModule::Load(*context, *module);
     if (!loaded.ok()) return Prefixed(label + ": load", loaded.status());
     modules[t] = *std::move(loaded);
     for (size_t i = lowered->nest.params.size(); i < module->args.size(); ++i) {
@@ -470,7 +471,7 @@ absl::Status GraphExecutor::SetInputs(const ir::BufferMap& inputs) {
     const ir::GraphNode& node = m.graph.node(m.buffer_nodes[b]);
     if (node.kind == ir::NodeKind::kOp) continue;
     ASSIGN_OR_RETURN(ir::HostBuffer value, ir::GraphLeafBuffer(node, inputs));
-    const std::vector<std::byte> bytes = runtime::PackBuffer(value);
+    const std::vector<std::byte> bytes = measure::PackBuffer(value);
     if (m.target.is_gpu()) {
       RETURN_IF_ERROR(m.device_buffers[b].Upload(bytes.data(), static_cast<int64_t>(bytes.size())));
     } else {
@@ -507,10 +508,10 @@ absl::StatusOr<ir::BufferMap> GraphExecutor::Outputs() const {
       std::vector<std::byte> bytes(static_cast<size_t>(ValueBytes(node)));
       RETURN_IF_ERROR(
           m.device_buffers[b].Download(bytes.data(), static_cast<int64_t>(bytes.size())));
-      RETURN_IF_ERROR(runtime::UnpackBuffer(bytes.data(), bytes.size(), &out));
+      RETURN_IF_ERROR(measure::UnpackBuffer(bytes.data(), bytes.size(), &out));
     } else {
       RETURN_IF_ERROR(
-          runtime::UnpackBuffer(m.host_buffers[b]->data(), m.host_buffers[b]->size(), &out));
+          measure::UnpackBuffer(m.host_buffers[b]->data(), m.host_buffers[b]->size(), &out));
     }
     outputs[node.name] = std::move(out);
   }
@@ -597,9 +598,9 @@ absl::StatusOr<GraphCheck> GraphExecutor::Check(const GraphCheckOptions& options
     auto g = got.find(node.name);
     auto e = expected.find(node.name);
     CHECK(g != got.end() && e != expected.end()) << "output '" << node.name << "' missing";
-    runtime::CompareOutput(node.name, g->second, e->second,
-                           runtime::ToleranceFor(node.dtype, options.atol, options.rtol),
-                           /*trial=*/0, runtime::CheckDistribution::kUniformSymmetric, &out.report);
+    measure::CompareOutput(node.name, g->second, e->second,
+                           measure::ToleranceFor(node.dtype, options.atol, options.rtol),
+                           /*trial=*/0, measure::CheckDistribution::kUniformSymmetric, &out.report);
   }
   out.passed = out.report.mismatches == 0;
   return out;

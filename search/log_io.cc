@@ -56,7 +56,7 @@ std::string ErrorCounts(const std::map<std::string, int64_t>& counts) {
 
 // The error kind a non-valid record counts under.
 std::string FailureKind(const MeasureRecord& r) {
-  if (!r.result.ok()) return runtime::MeasureErrorName(r.result.error);
+  if (!r.result.ok()) return measure::MeasureErrorName(r.result.error);
   return "no_time";
 }
 

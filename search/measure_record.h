@@ -17,7 +17,7 @@
 //               "max_threads_per_block": 1024, "max_shared_memory_per_block": 49152, ...},
 //    "steps": [["SP", 2, 0, 512, [8, 4], 1], ...],            // bare step array, step_json.h v1
 //    "result": {"error": "none", "costs_s": [...], "timing": {...}, ...},
-//                                       // runtime::MeasureResultToJson minus timing.samples_ms
+//                                       // measure::MeasureResultToJson minus timing.samples_ms
 //    "compile_ms": 31.5, "run_ms": 120.0,
 //    "timestamp": "2025-11-30T03:07:39.123Z",
 //    "tilesearch_version": "0.5.0-dev", "seed": 42, "trial": 17}
@@ -60,7 +60,7 @@
 #include "absl/status/statusor.h"
 #include "ir/compute_dag.h"
 #include "nlohmann/json_fwd.hpp"
-#include "runtime/measure.h"
+#include "measure/measure.h"
 #include "schedule/schedule_file.h"
 #include "schedule/step.h"
 #include "base/target.h"
@@ -81,7 +81,7 @@ struct MeasureRecord {
   Target target;            // kind, arch and limits the schedule was made for
   std::string device_name;            // e.g. "NVIDIA H200", or the host CPU model; may be empty
   std::vector<schedule::Step> steps;  // the schedule: transform steps applied to the initial state
-  runtime::MeasureResult result;      // error kind + message, or costs (seconds) and timing (ms)
+  measure::MeasureResult result;      // error kind + message, or costs (seconds) and timing (ms)
   double compile_ms = 0;              // wall time spent lowering + compiling this candidate, ms
   double run_ms = 0;                  // wall time spent checking + timing it, ms
   std::string timestamp;              // ISO 8601 UTC, e.g. "2025-11-30T03:07:39.123Z"

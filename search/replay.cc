@@ -580,8 +580,8 @@ absl::StatusOr<KernelArtifact> BuildKernel(const MeasureRecord& record,
 // ---------------------------------------------------------------------------------------------
 // Re-check.
 
-runtime::MeasureOptions CheckOptions::DefaultMeasure() {
-  runtime::MeasureOptions m;
+measure::MeasureOptions CheckOptions::DefaultMeasure() {
+  measure::MeasureOptions m;
   m.seed = 0x7e5eed;  // not the tuning job's default (1): fresh inputs
   m.timing.warmup_runs = 0;
   m.timing.min_runs = 1;
@@ -594,10 +594,10 @@ runtime::MeasureOptions CheckOptions::DefaultMeasure() {
 absl::StatusOr<CheckOutcome> CheckKernel(const KernelArtifact& artifact,
                                          const CheckOptions& options) {
   CheckOutcome out;
-  RETURN_IF_ERROR(runtime::ValidateMeasureOptions(options.measure));
-  RETURN_IF_ERROR(runtime::CheckMeasureHostMemory(artifact.dag, options.measure));
-  absl::StatusOr<std::unique_ptr<runtime::Measurer>> measurer =
-      runtime::CreateMeasurer(artifact.record.target, options.measure);
+  RETURN_IF_ERROR(measure::ValidateMeasureOptions(options.measure));
+  RETURN_IF_ERROR(measure::CheckMeasureHostMemory(artifact.dag, options.measure));
+  absl::StatusOr<std::unique_ptr<measure::Measurer>> measurer =
+      measure::CreateMeasurer(artifact.record.target, options.measure);
   if (!measurer.ok()) {
     if (artifact.is_gpu() && measurer.status().code() == absl::StatusCode::kFailedPrecondition) {
       out.note = absl::StrCat("not re-checked: ", std::string(measurer.status().message()));
@@ -605,23 +605,23 @@ absl::StatusOr<CheckOutcome> CheckKernel(const KernelArtifact& artifact,
     }
     return measurer.status();
   }
-  runtime::MeasureCandidate candidate;
+  measure::MeasureCandidate candidate;
   candidate.nest = std::make_shared<const ir::LoopNest>(artifact.lowered.nest);
   if (artifact.is_gpu()) {
     candidate.launches = artifact.lowered.launches;
     candidate.gpu_module = artifact.gpu;
   }
-  std::vector<runtime::MeasureResult> results = (*measurer)->Measure(artifact.dag, {candidate});
+  std::vector<measure::MeasureResult> results = (*measurer)->Measure(artifact.dag, {candidate});
   CHECK(results.size() == 1) << "measurer returned " << results.size() << " results for 1";
   out.result = std::move(results[0]);
-  if (out.result.error == runtime::MeasureError::kNoDevice) {
+  if (out.result.error == measure::MeasureError::kNoDevice) {
     out.note = absl::StrCat("not re-checked: ", out.result.message);
     return out;
   }
   out.checked = true;
   out.passed = out.result.ok() && out.result.check.mismatches == 0;
   if (!out.passed) {
-    out.note = absl::StrCat(runtime::MeasureErrorName(out.result.error), ": ", out.result.message);
+    out.note = absl::StrCat(measure::MeasureErrorName(out.result.error), ": ", out.result.message);
   }
   return out;
 }

@@ -37,11 +37,11 @@
 namespace tilesearch::search {
 namespace {
 
-// The device lock (runtime::DeviceLockPath) must not be the
+// The device lock (measure::DeviceLockPath) must not be the
 // tuning log: the log writer holds a flock on the log, and the lock's own flock on a second
 // descriptor of the same file would wait for it forever.
 absl::Status CheckLockIsNotTheLog(const TuneOptions& options) {
-  const std::string lock = runtime::DeviceLockPath(options.measure);
+  const std::string lock = measure::DeviceLockPath(options.measure);
   if (lock.empty()) return absl::OkStatus();
   std::error_code ec1, ec2;
   const auto a = std::filesystem::weakly_canonical(lock, ec1);
@@ -77,7 +77,7 @@ volatile pid_t g_tuner_pid = 0;               // the tuning process (not its for
 
 void OnSigint(int) {
   // Forked measurement workers inherit the handler: they carry on; the tuning process decides
-  // (its death kills them, runtime/worker_batch.cc sets PR_SET_PDEATHSIG).
+  // (its death kills them, measure/worker_batch.cc sets PR_SET_PDEATHSIG).
   if (::getpid() != g_tuner_pid) return;
   const int saved_errno = errno;
   g_interrupts = g_interrupts + 1;
@@ -167,10 +167,10 @@ costmodel::TrainingSample SampleOf(const MeasureRecord& r, const ir::ComputeDAG&
 
 // Builds the round's candidates: lowering (invalid → invalid_schedule build error) and, on cuda,
 // PTX compilation of all lowered ones in parallel worker processes.
-std::vector<runtime::MeasureCandidate> BuildCandidates(const ir::ComputeDAG& dag,
+std::vector<measure::MeasureCandidate> BuildCandidates(const ir::ComputeDAG& dag,
                                                        const Target& target,
                                                        const std::vector<State>& states) {
-  std::vector<runtime::MeasureCandidate> candidates(states.size());
+  std::vector<measure::MeasureCandidate> candidates(states.size());
   std::vector<codegen::GpuCompileJob> jobs;
   std::vector<size_t> job_index;
   for (size_t i = 0; i < states.size(); ++i) {
@@ -178,7 +178,7 @@ std::vector<runtime::MeasureCandidate> BuildCandidates(const ir::ComputeDAG& dag
     absl::StatusOr<schedule::LoweredKernel> kernel = schedule::Lower(dag, states[i], target);
     const double lower_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    runtime::MeasureCandidate& c = candidates[i];
+    measure::MeasureCandidate& c = candidates[i];
     c.compile_ms = lower_ms;
     if (!kernel.ok()) {
       const std::string msg(kernel.status().message());
@@ -199,7 +199,7 @@ std::vector<runtime::MeasureCandidate> BuildCandidates(const ir::ComputeDAG& dag
     std::vector<absl::StatusOr<codegen::GpuModule>> modules =
         codegen::CompileManyToPtx(jobs, compile);
     for (size_t j = 0; j < modules.size() && j < job_index.size(); ++j) {
-      runtime::MeasureCandidate& c = candidates[job_index[j]];
+      measure::MeasureCandidate& c = candidates[job_index[j]];
       if (!modules[j].ok()) {
         c.build_status = modules[j].status();
         continue;
@@ -284,9 +284,9 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
   ASSIGN_OR_RETURN(ir::ComputeDAG dag, workload.Build());
   const std::string key = dag.WorkloadKey();
   RETURN_IF_ERROR(CheckLockIsNotTheLog(options));
-  ASSIGN_OR_RETURN(std::unique_ptr<runtime::Measurer> measurer,
-                   runtime::CreateMeasurer(target, options.measure));
-  RETURN_IF_ERROR(runtime::CheckMeasureHostMemory(dag, options.measure));
+  ASSIGN_OR_RETURN(std::unique_ptr<measure::Measurer> measurer,
+                   measure::CreateMeasurer(target, options.measure));
+  RETURN_IF_ERROR(measure::CheckMeasureHostMemory(dag, options.measure));
 
   const bool memory_bound = IsMemoryBound(
       dag.Flops(), static_cast<double>(dag.InputBytes() + dag.OutputBytes()));
@@ -422,10 +422,10 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
     const double search_s = since(t_phase);
     t_phase = std::chrono::steady_clock::now();
 
-    std::vector<runtime::MeasureCandidate> candidates = BuildCandidates(dag, target, states);
+    std::vector<measure::MeasureCandidate> candidates = BuildCandidates(dag, target, states);
     const double build_s = since(t_phase);
     t_phase = std::chrono::steady_clock::now();
-    std::vector<runtime::MeasureResult> results = measurer->Measure(dag, candidates);
+    std::vector<measure::MeasureResult> results = measurer->Measure(dag, candidates);
     const double measure_s = since(t_phase);
     if (results.size() != candidates.size()) {
       return absl::InternalError(absl::StrCat("the measurer returned ", results.size(),
@@ -448,7 +448,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
       r.timestamp = CurrentTimestamp();
       r.seed = options.seed;
       r.trial = static_cast<int64_t>(records.size() + round.size());
-      if (r.result.error != runtime::MeasureError::kNoDevice) all_no_device = false;
+      if (r.result.error != measure::MeasureError::kNoDevice) all_no_device = false;
       if (r.valid()) round_best_ms = std::min(round_best_ms, r.median_ms());
       round.push_back(std::move(r));
     }
@@ -485,8 +485,8 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
       std::map<std::string, int64_t> errors;
       for (const MeasureRecord& r : records) {
         if (r.valid()) best_ms = std::min(best_ms, r.median_ms());
-        if (r.result.error != runtime::MeasureError::kNone)
-          ++errors[runtime::MeasureErrorName(r.result.error)];
+        if (r.result.error != measure::MeasureError::kNone)
+          ++errors[measure::MeasureErrorName(r.result.error)];
       }
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

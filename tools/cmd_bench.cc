@@ -37,7 +37,7 @@
 #include "bench/harness/suite.h"
 #include "ir/compute_dag.h"
 #include "nlohmann/json.hpp"
-#include "runtime/measure.h"
+#include "measure/measure.h"
 #include "schedule/schedule_file.h"
 #include "search/log_io.h"
 #include "search/replay.h"

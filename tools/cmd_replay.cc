@@ -127,7 +127,7 @@ absl::StatusOr<int> Replay(const ReplayCommandOptions& options) {
   } else {
     ASSIGN_OR_RETURN(search::CheckOutcome outcome, search::CheckKernel(artifact));
     check = std::make_unique<search::CheckOutcome>(std::move(outcome));
-    const runtime::CheckReport& report = check->result.check;
+    const measure::CheckReport& report = check->result.check;
     if (!check->checked) {
       std::cout << "re-check: " << check->note << "\n";
     } else if (check->passed) {

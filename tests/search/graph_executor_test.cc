@@ -26,7 +26,7 @@
 #include "search/partition.h"
 #include "search/task_scheduler.h"
 #include "search/task_scheduler_tuner.h"
-#include "tests/runtime/cuda_device_test_util.h"
+#include "tests/measure/cuda_device_test_util.h"
 #include "tests/search/scratch_dir.h"
 
 namespace tilesearch::search {
@@ -362,9 +362,9 @@ TEST(GraphExecutorCudaTest, WithoutADriverCreationFailsBeforeCompiling) {
 
 TEST(GraphExecutorCudaTest, UnscheduledKernelsOnTheDeviceMatchTheLoops) {
   TS_SKIP_WITHOUT_DEVICE();
-  runtime::testing_util::RunForked([] {
+  measure::testing_util::RunForked([] {
     const ir::Graph g = TwoDenseGraph();
-    const Target gpu = runtime::TargetFromDevice(*runtime::testing_util::ProbedDevice());
+    const Target gpu = runtime::TargetFromDevice(*measure::testing_util::ProbedDevice());
     absl::StatusOr<std::unique_ptr<GraphExecutor>> exec =
         GraphExecutor::CreateUnscheduled(g, Partition(g, true), gpu);
     ASSERT_TRUE(exec.ok()) << exec.status();

@@ -54,7 +54,7 @@ void AppendRaw(const std::string& path, const std::string& text) {
 
 // A matmul 32x16 · 16x8 trial on the H200 target: median `median_ms` (ms) when `error` is kNone.
 MeasureRecord Trial(int64_t trial, double median_ms,
-                    runtime::MeasureError error = runtime::MeasureError::kNone,
+                    measure::MeasureError error = measure::MeasureError::kNone,
                     const Target& target = Target::H200()) {
   MeasureRecord r;
   r.workload_key = kKey;
@@ -64,7 +64,7 @@ MeasureRecord Trial(int64_t trial, double median_ms,
   r.device_name = target.is_gpu() ? "NVIDIA H200" : "host";
   r.steps = {schedule::SplitStep{2, 0, 32, {trial % 7 + 1}, true}};
   r.result.error = error;
-  if (error == runtime::MeasureError::kNone) {
+  if (error == measure::MeasureError::kNone) {
     r.result.costs_s = {median_ms * 1e-3};
     r.result.timing.runs = 1;
     r.result.timing.median_ms = median_ms;
@@ -123,7 +123,7 @@ std::vector<int64_t> TrialsOf(const std::vector<MeasureRecord>& records) {
 TEST(LogIoTest, WrittenRecordsReadBackEqual) {
   const std::string path = TempLog("roundtrip.jsonl");
   std::vector<MeasureRecord> written = {
-      Trial(0, 0.25), Trial(1, 0, runtime::MeasureError::kRunTimeout), Trial(2, 0.125)};
+      Trial(0, 0.25), Trial(1, 0, measure::MeasureError::kRunTimeout), Trial(2, 0.125)};
   {
     absl::StatusOr<LogWriter> w = LogWriter::Open(path);
     ASSERT_THAT(w, IsOk());
@@ -201,7 +201,7 @@ TEST(LogIoTest, GarbageAndMalformedLinesAreSkippedWithTheirLineNumbers) {
   const std::string path = TempLog("garbage.jsonl");
   json wrong_type = MeasureRecordToJson(Trial(1, 2.0));
   wrong_type["trial"] = "one";
-  json unknown_error = MeasureRecordToJson(Trial(2, 0, runtime::MeasureError::kWrongAnswer));
+  json unknown_error = MeasureRecordToJson(Trial(2, 0, measure::MeasureError::kWrongAnswer));
   unknown_error["result"]["error"] = "melted";
   json bad_step = MeasureRecordToJson(Trial(3, 2.0));
   bad_step["steps"][0] = json::parse(R"(["SP", "two"])");
@@ -249,10 +249,10 @@ TEST(LogIoTest, RecordsOfOtherTargetsAreDroppedAndCounted) {
   h200_other_limits.sm_count = 114;  // limits differ, kind and arch match: kept
   absl::StatusOr<LogWriter> w = LogWriter::Open(path);
   ASSERT_THAT(w, IsOk());
-  ASSERT_THAT(w->Append({Trial(0, 1.0), Trial(1, 1.0, runtime::MeasureError::kNone, sm80),
-                         Trial(2, 1.0, runtime::MeasureError::kNone, Target::HostCpu()),
-                         Trial(3, 1.0, runtime::MeasureError::kNone, h200_other_limits),
-                         Trial(4, 1.0, runtime::MeasureError::kNone, sm80)}),
+  ASSERT_THAT(w->Append({Trial(0, 1.0), Trial(1, 1.0, measure::MeasureError::kNone, sm80),
+                         Trial(2, 1.0, measure::MeasureError::kNone, Target::HostCpu()),
+                         Trial(3, 1.0, measure::MeasureError::kNone, h200_other_limits),
+                         Trial(4, 1.0, measure::MeasureError::kNone, sm80)}),
               IsOk());
   ReadOptions options;
   options.target = Target::H200();
@@ -338,8 +338,8 @@ TEST(LogIoTest, AppendingAnEmptyRoundWritesNothing) {
 TEST(BestRecordTest, PicksTheSmallestValidMedian) {
   Target cpu = Target::HostCpu();
   const std::vector<MeasureRecord> records = {
-      Trial(0, 0.9), Trial(1, 0.3, runtime::MeasureError::kWrongAnswer),  // fastest but wrong
-      Trial(2, 0.5), Trial(3, 0.2, runtime::MeasureError::kNone, cpu),    // another target
+      Trial(0, 0.9), Trial(1, 0.3, measure::MeasureError::kWrongAnswer),  // fastest but wrong
+      Trial(2, 0.5), Trial(3, 0.2, measure::MeasureError::kNone, cpu),    // another target
       Trial(4, 0.4), Trial(5, 0.4),                                       // tie: the first wins
       Trial(6, 0.7),
   };
@@ -362,7 +362,7 @@ TEST(BestRecordTest, ExplainsWhyThereIsNone) {
   for (int i = 0; i < 64; ++i) {
     records.push_back(Trial(
         i, 0,
-        i % 16 == 3 ? runtime::MeasureError::kWrongAnswer : runtime::MeasureError::kCompileError));
+        i % 16 == 3 ? measure::MeasureError::kWrongAnswer : measure::MeasureError::kCompileError));
   }
   EXPECT_THAT(BestRecord(records, kKey, Target::H200()),
               StatusIs(absl::StatusCode::kNotFound,
@@ -380,8 +380,8 @@ TEST(BestRecordTest, ExplainsWhyThereIsNone) {
 }
 
 TEST(SummarizeLogTest, CountsBestAndBestSoFarCurve) {
-  const auto wrong = runtime::MeasureError::kWrongAnswer;
-  const auto compile = runtime::MeasureError::kCompileError;
+  const auto wrong = measure::MeasureError::kWrongAnswer;
+  const auto compile = measure::MeasureError::kCompileError;
   std::vector<MeasureRecord> records = {Trial(0, 0, compile), Trial(1, 2.0), Trial(2, 0, wrong),
                                         Trial(3, 0.5),        Trial(4, 1.0), Trial(5, 0, compile)};
   MeasureRecord other = Trial(0, 3.0);
@@ -488,7 +488,7 @@ TEST(LogIoTest, RoundLinesAreFilteredLikeRecords) {
     ASSERT_THAT(w, IsOk());
     ASSERT_THAT(w->Append(Round(0, 2), RoundLine(1, 0, 2)), IsOk());
     std::vector<MeasureRecord> cpu = {
-        Trial(0, 1.0, runtime::MeasureError::kNone, Target::HostCpu())};
+        Trial(0, 1.0, measure::MeasureError::kNone, Target::HostCpu())};
     ASSERT_THAT(w->Append(cpu, RoundLine(1, 0, 1, Target::HostCpu())), IsOk());
     RoundRecord other_key = RoundLine(2, 2, 2);
     other_key.workload_key = "ffffffffffffffff";

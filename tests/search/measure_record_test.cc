@@ -122,7 +122,7 @@ TEST(MeasureRecordJsonTest, RoundTripKeepsEveryField) {
   ExpectSameTarget(out->target, in.target);
   EXPECT_EQ(out->device_name, "NVIDIA A100-SXM4-40GB");
   EXPECT_EQ(out->steps, in.steps);
-  EXPECT_EQ(out->result.error, runtime::MeasureError::kNone);
+  EXPECT_EQ(out->result.error, measure::MeasureError::kNone);
   EXPECT_THAT(out->result.costs_s, ElementsAre(0.0005, 0.00052, 0.00049));
   EXPECT_TRUE(out->result.timing.samples_ms.empty());  // dropped to keep lines short
   EXPECT_EQ(out->result.timing.runs, 3);
@@ -160,7 +160,7 @@ TEST(MeasureRecordJsonTest, RoundTripOfAFailedTrialOnTheHost) {
   in.target = Target::HostCpu();
   in.target.host_cores = 2;
   in.steps = {};
-  in.result.error = runtime::MeasureError::kCompileError;
+  in.result.error = measure::MeasureError::kCompileError;
   in.result.message = "error: \"x\" undefined\n\tat line 3 \\ tab";
   in.timestamp = "2025-01-01T00:00:00.000Z";
   in.seed = 0;
@@ -172,7 +172,7 @@ TEST(MeasureRecordJsonTest, RoundTripOfAFailedTrialOnTheHost) {
   EXPECT_EQ(out->target.host_cores, 2);
   EXPECT_EQ(out->device_name, "");
   EXPECT_TRUE(out->steps.empty());
-  EXPECT_EQ(out->result.error, runtime::MeasureError::kCompileError);
+  EXPECT_EQ(out->result.error, measure::MeasureError::kCompileError);
   EXPECT_EQ(out->result.message, in.result.message);
   EXPECT_FALSE(out->valid());
   EXPECT_TRUE(std::isinf(out->median_ms()));
@@ -505,10 +505,10 @@ TEST(ThroughputTest, FlopsAndBytesPerSecondFromTheMedian) {
   // fp32 inputs 64·48 + 48·32 and output 64·32 elements, 4 bytes each.
   const double bytes = 4.0 * (64 * 48 + 48 * 32 + 64 * 32);
   EXPECT_DOUBLE_EQ(RecordBandwidth(r, *dag), bytes / 0.5e-3);
-  r.result.error = runtime::MeasureError::kWrongAnswer;
+  r.result.error = measure::MeasureError::kWrongAnswer;
   EXPECT_EQ(RecordThroughput(r, *dag), 0);
   EXPECT_EQ(RecordBandwidth(r, *dag), 0);
-  r.result.error = runtime::MeasureError::kNone;
+  r.result.error = measure::MeasureError::kNone;
   r.result.timing.median_ms = 0;  // no usable time
   EXPECT_FALSE(r.valid());
   EXPECT_EQ(RecordThroughput(r, *dag), 0);

@@ -59,11 +59,11 @@ bool HaveProgram(const std::string& name) {
 // A trial of `w` on `target` with `steps`: median `median_ms` when `error` is kNone.
 MeasureRecord Record(const schedule::Workload& w, const Target& target,
                      std::vector<schedule::Step> steps, int64_t trial, double median_ms,
-                     runtime::MeasureError error = runtime::MeasureError::kNone) {
+                     measure::MeasureError error = measure::MeasureError::kNone) {
   MeasureRecord r = TimedRecord(w, KeyOf(w), target, trial, median_ms);
   r.steps = std::move(steps);
-  if (error != runtime::MeasureError::kNone) {
-    r.result = runtime::MeasureResult();
+  if (error != measure::MeasureError::kNone) {
+    r.result = measure::MeasureResult();
     r.result.error = error;
     r.result.message = "failed";
   }
@@ -264,7 +264,7 @@ TEST(ReplayTest, ObjectParallelLoopsGoThroughAParallelForTheProgramCanReplace) {
 // Logs without a usable record.
 
 TEST(ReplayTest, AllFailedLogGivesTheFailureCounts) {
-  using E = runtime::MeasureError;
+  using E = measure::MeasureError;
   const Target cpu = Target::HostCpu();
   const std::string log =
       WriteLog("failed.jsonl", {Record(Matmul(16), cpu, {}, 0, 0, E::kCompileError),

@@ -12,7 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "runtime/measure.h"
+#include "measure/measure.h"
 #include "base/target.h"
 #include "search/log_io.h"
 #include "search/tuner.h"

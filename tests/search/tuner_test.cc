@@ -37,7 +37,7 @@
 #include "ir/interpreter.h"
 #include "ir/lower_naive.h"
 #include "ir/reference.h"
-#include "runtime/measure.h"
+#include "measure/measure.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
@@ -63,8 +63,8 @@ schedule::Workload Matmul64() {
   return w;
 }
 
-runtime::MeasureOptions FastMeasure() {
-  runtime::MeasureOptions m;
+measure::MeasureOptions FastMeasure() {
+  measure::MeasureOptions m;
   m.timing.min_runs = 3;
   m.timing.min_total_ms = 1;
   m.timing.warmup_runs = 1;
@@ -206,7 +206,7 @@ TEST_F(TunedMatmulTest, BestIsCorrectAndFasterThanNaive) {
   EXPECT_EQ(static_cast<int>(result.curve.size()), kTrials);
   ASSERT_TRUE(result.best.has_value());
   const MeasureRecord& best = *result.best;
-  EXPECT_EQ(best.result.error, runtime::MeasureError::kNone);
+  EXPECT_EQ(best.result.error, measure::MeasureError::kNone);
   EXPECT_TRUE(best.valid());
   // The best record is the fastest valid one of the log.
   for (const MeasureRecord& r : *first_records_) {
@@ -246,15 +246,15 @@ TEST_F(TunedMatmulTest, BestIsCorrectAndFasterThanNaive) {
   }
 
   // Faster than the naive program measured by the same measurer.
-  absl::StatusOr<std::unique_ptr<runtime::Measurer>> measurer =
-      runtime::CreateMeasurer(target, FastMeasure());
+  absl::StatusOr<std::unique_ptr<measure::Measurer>> measurer =
+      measure::CreateMeasurer(target, FastMeasure());
   ASSERT_TRUE(measurer.ok()) << measurer.status();
   absl::StatusOr<ir::LoopNest> naive = ir::LowerNaive(*dag);
   ASSERT_TRUE(naive.ok()) << naive.status();
-  runtime::MeasureCandidate naive_c, best_c;
+  measure::MeasureCandidate naive_c, best_c;
   naive_c.nest = std::make_shared<const ir::LoopNest>(*naive);
   best_c.nest = std::make_shared<const ir::LoopNest>(kernel->nest);
-  const std::vector<runtime::MeasureResult> timed = (*measurer)->Measure(*dag, {naive_c, best_c});
+  const std::vector<measure::MeasureResult> timed = (*measurer)->Measure(*dag, {naive_c, best_c});
   ASSERT_EQ(timed.size(), 2u);
   ASSERT_TRUE(timed[0].ok()) << timed[0].message;
   ASSERT_TRUE(timed[1].ok()) << timed[1].message;

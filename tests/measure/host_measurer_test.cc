@@ -13,12 +13,12 @@
 #include "ir/lower_naive.h"
 #include "ir/stmt.h"
 #include "ir/tensor.h"
-#include "runtime/measure.h"
+#include "measure/measure.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
 #include "base/target.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
 namespace {
 
 using ::testing::HasSubstr;
@@ -229,4 +229,4 @@ TEST(HostMeasurerTest, CreateRejectsOtherTargetsAndBadOptions) {
 }
 
 }  // namespace
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

@@ -1,5 +1,5 @@
 // Measurement results: names, JSON form, option validation and the measurer factory.
-#include "runtime/measure.h"
+#include "measure/measure.h"
 
 #include <unistd.h>
 
@@ -11,12 +11,17 @@
 #include <iostream>
 #include <limits>
 
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "base/status.h"
 #include "runtime/device_lock.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
+
+using runtime::DeviceLock;
+using runtime::KernelResources;
+using runtime::TimingOptions;
+using runtime::TimingStats;
 namespace {
 
 constexpr MeasureError kAllErrors[] = {
@@ -166,8 +171,9 @@ const char* CheckDistributionName(CheckDistribution d) {
 }
 
 absl::StatusOr<CheckDistribution> ParseCheckDistribution(const std::string& name) {
-  for (CheckDistribution d : {CheckDistribution::kUniformSymmetric,
-                              CheckDistribution::kUniformPositive, CheckDistribution::kNormalOffset}) {
+  for (CheckDistribution d :
+       {CheckDistribution::kUniformSymmetric, CheckDistribution::kUniformPositive,
+        CheckDistribution::kNormalOffset}) {
     if (name == CheckDistributionName(d)) return d;
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown input distribution '", name,
@@ -444,4 +450,4 @@ absl::Status CheckMeasureHostMemory(const ir::ComputeDAG& dag, const MeasureOpti
       need / kGiB, available / kGiB));
 }
 
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

@@ -1,6 +1,6 @@
 // The correctness check: check inputs, element-wise comparison, float64 spot checks of a
 // reference, and typed packing of host buffers (float16 / bfloat16 round to nearest even).
-#include "runtime/checker.h"
+#include "measure/checker.h"
 
 #include <algorithm>
 #include <atomic>
@@ -18,9 +18,9 @@
 #include "base/cpu_count.h"
 #include "base/status.h"
 #include "ir/reference.h"
-#include "runtime/check_inputs_fill.h"
+#include "measure/check_inputs_fill.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
 namespace {
 
 uint32_t FloatBits(float f) { return std::bit_cast<uint32_t>(f); }
@@ -128,8 +128,8 @@ ir::BufferMap MakeCheckInputs(const ir::ComputeDAG& dag, CheckDistribution distr
   for (int id : dag.input_ids()) {
     const ir::Tensor& t = dag.stage(id);
     ir::HostBuffer b = ir::HostBuffer::Zeros(t.dtype(), t.shape());
-    FillCheckInput(distribution, CheckInputStreamSeed(seed, t.name()),
-                   ThreadsFor(b.NumElements()), &b);
+    FillCheckInput(distribution, CheckInputStreamSeed(seed, t.name()), ThreadsFor(b.NumElements()),
+                   &b);
     inputs.emplace(t.name(), std::move(b));
   }
   return inputs;
@@ -175,9 +175,8 @@ std::string MismatchText(const std::string& name, const std::vector<int64_t>& sh
 }
 
 void AccumulateSummary(const std::string& name, const std::vector<int64_t>& shape,
-                       const CompareSummary& summary, double got_at_first,
-                       double expected_at_first, int trial, CheckDistribution distribution,
-                       CheckReport* report) {
+                       const CompareSummary& summary, double got_at_first, double expected_at_first,
+                       int trial, CheckDistribution distribution, CheckReport* report) {
   report->max_abs_error = std::max(report->max_abs_error, summary.max_abs_error);
   report->max_rel_error = std::max(report->max_rel_error, summary.max_rel_error);
   if (summary.mismatches > 0 && report->mismatches == 0 && report->first_mismatch.empty()) {
@@ -300,8 +299,7 @@ ArbitrationSummary ArbitrateMismatches(const ir::ComputeDAG& dag, int output_id,
       << expected.data.size();
   const int64_t n = static_cast<int64_t>(expected.data.size());
   ArbitrationSummary s;
-  s.compare =
-      SummarizeDoubles(got.data.data(), expected.data.data(), n, tolerance, ThreadsFor(n));
+  s.compare = SummarizeDoubles(got.data.data(), expected.data.data(), n, tolerance, ThreadsFor(n));
   s.still_failing = s.compare.mismatches;
   if (s.compare.mismatches == 0 || options.max_elements <= 0 ||
       s.compare.mismatches > options.max_elements) {
@@ -382,9 +380,9 @@ void CompareOutputWithArbitration(const ir::ComputeDAG& dag, int output_id,
     summary.first_mismatch = -1;
   } else if (!a.note.empty() && report->arbitration.empty()) {
     report->arbitration = absl::StrCat(
-        "float64 arbitration of ", a.compare.mismatches, " mismatches of ", name, " (trial ",
-        trial, ", ", CheckDistributionName(distribution), "): ",
-        a.attempted ? absl::StrCat(a.still_failing, " still fail, first ", a.note) : a.note);
+        "float64 arbitration of ", a.compare.mismatches, " mismatches of ", name, " (trial ", trial,
+        ", ", CheckDistributionName(distribution),
+        "): ", a.attempted ? absl::StrCat(a.still_failing, " still fail, first ", a.note) : a.note);
   }
   const int64_t first = summary.first_mismatch;
   AccumulateSummary(name, expected.shape, summary, first >= 0 ? got.data[first] : 0,
@@ -599,4 +597,4 @@ void PoisonBytes(void* bytes, ir::ScalarType dtype, int64_t count) {
   });
 }
 
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

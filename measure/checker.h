@@ -12,9 +12,9 @@
 #include "absl/status/status.h"
 #include "ir/compute_dag.h"
 #include "ir/host_buffer.h"
-#include "runtime/measure.h"
+#include "measure/measure.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
 
 /// |got − ref| <= atol + rtol · |ref| passes.
 struct Tolerance {
@@ -29,7 +29,7 @@ Tolerance ToleranceFor(ir::ScalarType dtype, double atol = 0, double rtol = 0);
 /// One fresh buffer per placeholder of `dag` (keyed by tensor name) drawn from `distribution`
 /// with `seed`, each value rounded to the buffer's dtype. Each value is a function of (`seed`, the
 /// tensor's name, the element's flat index) only (a counter-based generator,
-/// runtime/check_inputs_fill.h: FillCheckInput with CheckInputStreamSeed(seed, name)), so adding
+/// measure/check_inputs_fill.h: FillCheckInput with CheckInputStreamSeed(seed, name)), so adding
 /// a placeholder does not change the others and buffers of 2^20 elements or more are filled by
 /// several threads with the same values as one. Integer buffers: integers uniform in [-16, 16) /
 /// [0, 16), or the normal rounded to an integer; bool 0/1 (every distribution).
@@ -45,11 +45,11 @@ void CompareOutput(const std::string& name, const ir::HostBuffer& got,
                    CheckDistribution distribution, CheckReport* report);
 
 /// What comparing one element contributes (the rule of CompareOutput and of the device compare
-/// kernel, runtime/device_compare.h). `ok`: NaN expected needs NaN; ±Inf expected needs the same
-/// Inf; otherwise `got` must be finite and |got − expected| <= atol + rtol · |expected| (in float64,
-/// the product rounded before the sum). Only a finite `expected` contributes errors: `abs_error` is
-/// |got − expected| (+Inf for a non-finite `got`); `rel_error` is abs_error / max(|expected|,
-/// 1e-30), given only where |expected| > atol.
+/// kernel, measure/device_compare.h). `ok`: NaN expected needs NaN; ±Inf expected needs the same
+/// Inf; otherwise `got` must be finite and |got − expected| <= atol + rtol · |expected| (in
+/// float64, the product rounded before the sum). Only a finite `expected` contributes errors:
+/// `abs_error` is |got − expected| (+Inf for a non-finite `got`); `rel_error` is abs_error /
+/// max(|expected|, 1e-30), given only where |expected| > atol.
 struct ElementComparison {
   bool ok = true;
   bool has_abs_error = false;
@@ -89,9 +89,8 @@ std::string MismatchText(const std::string& name, const std::vector<int64_t>& sh
 /// mismatch's text from the values at summary.first_mismatch (`got_at_first`, `expected_at_first`;
 /// ignored when there is no mismatch).
 void AccumulateSummary(const std::string& name, const std::vector<int64_t>& shape,
-                       const CompareSummary& summary, double got_at_first,
-                       double expected_at_first, int trial, CheckDistribution distribution,
-                       CheckReport* report);
+                       const CompareSummary& summary, double got_at_first, double expected_at_first,
+                       int trial, CheckDistribution distribution, CheckReport* report);
 
 /// Limits of ArbitrateMismatches (MeasureOptions::arbitration_max_elements and
 /// arbitration_max_steps).
@@ -121,8 +120,8 @@ struct ArbitrationSummary {
   int64_t arbitrated = 0;     // mismatches re-judged and passed
   int64_t still_failing = 0;  // mismatches that did not pass (all of them when not attempted)
   /// When attempted and some failed: "C[3, 17]: got x, ref32 y, ref64 z" of the lowest failing
-  /// flat index. When skipped over the step limit: why. Empty otherwise (no mismatches, over the cap,
-  /// arbitration disabled, or all passed).
+  /// flat index. When skipped over the step limit: why. Empty otherwise (no mismatches, over the
+  /// cap, arbitration disabled, or all passed).
   std::string note;
   /// The re-judged mismatches in flat-index order (empty when not attempted; at most the cap).
   std::vector<ArbitratedElement> judged;
@@ -154,8 +153,8 @@ struct ArbitrationSummary {
 /// min(usable cores, 32) threads. The first element is evaluated alone and its steps counted
 /// (ir::EvaluatePoint); when steps × mismatches exceeds options.max_steps, arbitration is skipped
 /// (note says so) and the output fails exactly as the plain check would have. The verdict does not
-/// depend on time or load (a wall-clock budget made it: a tester saw the same correct kernel pass
-/// on an idle machine and fail on a loaded one). About 180 ns per step on this project's 2-core
+/// depend on time or load (with a wall-clock budget the same correct kernel could pass on an idle
+/// machine and fail on a loaded one). About 180 ns per step on this project's 2-core
 /// machine: the default 2^26 steps (1024 mismatches of a K = 65536 matmul) is 12 s on one core.
 /// Errors of EvaluatePoint (missing inputs) count as failures with their message in `note`.
 /// Shapes must match (CHECKed), `output_id` must be an output of `dag` with got's shape.
@@ -194,7 +193,7 @@ bool ArbitrationElementPasses(double got, double ref32, double ref64, const Tole
 int64_t StorageBytes(ir::ScalarType dtype);
 /// The buffer's values in its dtype's storage layout (float16 / bfloat16 bit patterns, bool one
 /// byte 0/1, row-major), as a kernel reads them. Buffers of 2^20 elements or more are packed by
-/// several threads (ThreadsFor, runtime/check_inputs_fill.h); the bytes do not depend on it.
+/// several threads (ThreadsFor, measure/check_inputs_fill.h); the bytes do not depend on it.
 std::vector<std::byte> PackBuffer(const ir::HostBuffer& buffer);
 /// PackBuffer split over `threads` chunks (ParallelChunks); the same bytes for every `threads`.
 std::vector<std::byte> PackBufferWithThreads(const ir::HostBuffer& buffer, int threads);
@@ -211,4 +210,4 @@ std::vector<std::byte> PackBufferWithThreads(const ir::HostBuffer& buffer, int t
 /// PackBuffer.
 void PoisonBytes(void* bytes, ir::ScalarType dtype, int64_t count);
 
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

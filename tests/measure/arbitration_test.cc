@@ -1,4 +1,4 @@
-// Float64 arbitration of float32 mismatches (ArbitrateMismatches, runtime/checker.h): a long dot
+// Float64 arbitration of float32 mismatches (ArbitrateMismatches, measure/checker.h): a long dot
 // product whose naive float32 sum is less accurate than a Kahan-summed float32 "candidate" passes
 // arbitration although it mismatches the naive reference; a real error, a NaN, more mismatches
 // than the cap, a cap of 0 and a step limit below the work fail as the plain check. Every float32 operation of
@@ -19,11 +19,11 @@
 #include "ir/stmt.h"
 #include "ir/tensor.h"
 #include "absl/strings/str_cat.h"
-#include "runtime/checker.h"
-#include "runtime/measure.h"
+#include "measure/checker.h"
+#include "measure/measure.h"
 #include "base/target.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
 namespace {
 
 using ::testing::HasSubstr;
@@ -378,4 +378,4 @@ TEST(ArbitrationTest, HostMeasurerAcceptsAReassociatedSumThePlainCheckRejects) {
 }
 
 }  // namespace
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

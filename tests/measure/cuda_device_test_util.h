@@ -15,7 +15,11 @@
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
 
-namespace tilesearch::runtime::testing_util {
+namespace tilesearch::measure::testing_util {
+using runtime::CudaContext;
+using runtime::CudaDriver;
+using runtime::DeviceInfo;
+using runtime::ProbeCudaDevice;
 
 /// ProbeCudaDevice(0), probed once per process.
 inline const absl::StatusOr<DeviceInfo>& ProbedDevice() {
@@ -25,9 +29,9 @@ inline const absl::StatusOr<DeviceInfo>& ProbedDevice() {
 
 /// Skips the test ("no CUDA driver: ...") where the probe found no device.
 #define TS_SKIP_WITHOUT_DEVICE()                                                            \
-  if (!::tilesearch::runtime::testing_util::ProbedDevice().ok()) {                          \
+  if (!::tilesearch::measure::testing_util::ProbedDevice().ok()) {                          \
     GTEST_SKIP() << "no CUDA driver: "                                                      \
-                 << ::tilesearch::runtime::testing_util::ProbedDevice().status().message(); \
+                 << ::tilesearch::measure::testing_util::ProbedDevice().status().message(); \
   }
 
 /// Runs `body` in a forked child (which may initialize CUDA); the child's failures are printed
@@ -59,4 +63,4 @@ inline std::unique_ptr<CudaContext> MakeContext() {
   return ctx.ok() ? *std::move(ctx) : nullptr;
 }
 
-}  // namespace tilesearch::runtime::testing_util
+}  // namespace tilesearch::measure::testing_util

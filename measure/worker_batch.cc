@@ -4,7 +4,7 @@
 // that threw, sent just before the worker exits). The parent polls with the current deadline
 // (setup, or the running item's), SIGKILLs and reaps a worker that misses it, and forks a new one
 // for the next item after any worker that ends before the batch does.
-#include "runtime/worker_batch.h"
+#include "measure/worker_batch.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -28,7 +28,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
 namespace {
 
 enum class MessageType : uint8_t { kSetupOk = 1, kSetupFailed, kStart, kDone, kNote, kPhase };
@@ -435,4 +435,4 @@ std::vector<WorkerItemOutcome> RunBatchInWorkers(int num_items,
   return outcomes;
 }
 
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

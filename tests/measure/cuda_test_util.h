@@ -11,10 +11,10 @@
 #include "ir/compute_dag.h"
 #include "ir/lower_naive.h"
 #include "ir/tensor.h"
-#include "runtime/measure.h"
+#include "measure/measure.h"
 #include "tests/codegen/nest_builders.h"
 
-namespace tilesearch::runtime::testing_util {
+namespace tilesearch::measure::testing_util {
 
 /// C[i, j] = A[i, j] + B[i, j], float32, [m, n].
 inline absl::StatusOr<ir::ComputeDAG> AddDag(int64_t m, int64_t n) {
@@ -75,4 +75,4 @@ inline absl::StatusOr<MeasureCandidate> AddCandidate(const ir::ComputeDAG& dag, 
   return CandidateFromNest(*std::move(nest));
 }
 
-}  // namespace tilesearch::runtime::testing_util
+}  // namespace tilesearch::measure::testing_util

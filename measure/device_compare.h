@@ -4,7 +4,7 @@
 // candidate's check downloads 32 bytes per output instead of the output itself.
 //
 //   tilesearch_compare_f32(got, expected, n, atol, rtol, slot): compares n float32 elements under
-//     runtime::CompareElement's rule (checker.h), in float64 like the host loop, so verdicts and
+//     measure::CompareElement's rule (checker.h), in float64 like the host loop, so verdicts and
 //     errors are bit-identical to CompareOutput's. Each thread walks the elements grid-stride,
 //     the warp reduces with shfl, lane 0 adds to the slot with 64-bit atomics.
 //   tilesearch_bytes_differ(a, b, bytes, slot): counts the differing 32-bit words (and tail bytes)
@@ -24,11 +24,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "runtime/checker.h"
+#include "measure/checker.h"
 #include "runtime/cuda_api.h"
 #include "runtime/cuda_device.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
 
 /// Unsigned 64-bit words of one result slot.
 inline constexpr int kCompareSlotWords = 4;
@@ -51,26 +51,27 @@ class DeviceComparer {
  public:
   /// Loads DeviceComparePtx() (driver JIT). Errors: CudaModule::LoadPtx's and GetFunction's.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<DeviceComparer>> Create(
-      const CudaContext& context);
+      const runtime::CudaContext& context);
 
   /// Enqueues the comparison of `n` >= 0 float32 values at `got` with those at `expected` under
   /// `tolerance`, accumulating into the slot at `slot` (32 bytes of device memory). Nothing is
   /// launched for n == 0. Errors: kInvalidArgument for n < 0; cuLaunchKernel's.
-  absl::Status CompareFloat32(cuda::CUdeviceptr got, cuda::CUdeviceptr expected, int64_t n,
-                              const Tolerance& tolerance, cuda::CUdeviceptr slot) const;
+  absl::Status CompareFloat32(runtime::cuda::CUdeviceptr got, runtime::cuda::CUdeviceptr expected,
+                              int64_t n, const Tolerance& tolerance,
+                              runtime::cuda::CUdeviceptr slot) const;
 
   /// Enqueues counting the differing 32-bit words of the first `bytes` bytes of `a` and `b` (the
   /// last bytes % 4 bytes compared one by one) into word 0 of the slot at `slot`. Errors: as
   /// CompareFloat32.
-  absl::Status CountDifferences(cuda::CUdeviceptr a, cuda::CUdeviceptr b, int64_t bytes,
-                                cuda::CUdeviceptr slot) const;
+  absl::Status CountDifferences(runtime::cuda::CUdeviceptr a, runtime::cuda::CUdeviceptr b,
+                                int64_t bytes, runtime::cuda::CUdeviceptr slot) const;
 
  private:
   DeviceComparer() = default;
-  const CudaContext* context_ = nullptr;
-  std::unique_ptr<CudaModule> module_;
-  cuda::CUfunction compare_f32_ = nullptr;
-  cuda::CUfunction bytes_differ_ = nullptr;
+  const runtime::CudaContext* context_ = nullptr;
+  std::unique_ptr<runtime::CudaModule> module_;
+  runtime::cuda::CUfunction compare_f32_ = nullptr;
+  runtime::cuda::CUfunction bytes_differ_ = nullptr;
 };
 
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

@@ -1,5 +1,5 @@
 // Counter-based check inputs and the chunked parallel loop (see the header).
-#include "runtime/check_inputs_fill.h"
+#include "measure/check_inputs_fill.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 #include "ir/compute_dag.h"
 #include "ir/type.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
 namespace {
 
 uint64_t Hash(uint64_t stream, int64_t index, int slot) {
@@ -26,8 +26,7 @@ double ToUnit(uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
 double UniformValue(uint64_t stream, int64_t i, double lo, double hi, ir::ScalarType dtype) {
   double v = ir::RoundToType(lo + (hi - lo) * ToUnit(Hash(stream, i, 0)), dtype);
   for (uint64_t attempt = 1; v >= hi; ++attempt) {
-    v = ir::RoundToType(lo + (hi - lo) * ToUnit(Hash(SplitMix64(stream + attempt), i, 0)),
-                        dtype);
+    v = ir::RoundToType(lo + (hi - lo) * ToUnit(Hash(SplitMix64(stream + attempt), i, 0)), dtype);
   }
   return v;
 }
@@ -112,8 +111,7 @@ void FillCheckInput(CheckDistribution distribution, uint64_t stream, int threads
       body = [=](int64_t, int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
           out[i] = ir::RoundToType(
-              static_cast<double>(first + static_cast<int64_t>(Hash(stream, i, 0) % range)),
-              dtype);
+              static_cast<double>(first + static_cast<int64_t>(Hash(stream, i, 0) % range)), dtype);
         }
       };
     }
@@ -130,4 +128,4 @@ void FillCheckInput(CheckDistribution distribution, uint64_t stream, int threads
   ParallelChunks(n, threads, body);
 }
 
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

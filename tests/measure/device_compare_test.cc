@@ -3,7 +3,7 @@
 // accumulated into a CheckReport equal CompareOutput's report, the mismatch text, the slot
 // encoding, and the embedded PTX accepted by ptxas (skipped where /usr/local/cuda/bin/ptxas is
 // missing). The kernels themselves run in cuda_runtime_test (device_compare_gpu_test.cc).
-#include "runtime/device_compare.h"
+#include "measure/device_compare.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,9 +20,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "runtime/checker.h"
+#include "measure/checker.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
 namespace {
 
 using ::testing::HasSubstr;
@@ -261,4 +261,4 @@ TEST(DeviceCompareTest, PtxassAcceptsThePtx) {
 }
 
 }  // namespace
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

@@ -1,6 +1,6 @@
 // Measurement of schedule candidates: every candidate is checked against the task's reference on
 // fresh random inputs, then timed; failures are data (MeasureResult::error), never a crash of the
-// caller. Runs happen in a worker process forked per batch (runtime/worker_batch.h): a candidate
+// caller. Runs happen in a worker process forked per batch (measure/worker_batch.h): a candidate
 // that crashes or hangs kills only that worker; it is recorded as runtime_error / run_timeout and a
 // new worker continues with the next candidate. The caller's process never initializes CUDA.
 //
@@ -20,14 +20,15 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "codegen/codegen.h"
 #include "ir/compute_dag.h"
 #include "ir/stmt.h"
 #include "nlohmann/json.hpp"
+#include "runtime/kernel_resources.h"
 #include "runtime/timing.h"
-#include "base/target.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
 
 /// Why a candidate has no time (Ansor's MeasureErrorNO, renamed).
 enum class MeasureError : uint8_t {
@@ -48,26 +49,17 @@ const char* MeasureErrorName(MeasureError error);
 /// Inverse of MeasureErrorName. Errors: kInvalidArgument naming the unknown text.
 absl::StatusOr<MeasureError> ParseMeasureError(const std::string& name);
 
-/// Resources of one compiled GPU kernel as the driver reports them (cuFuncGetAttribute).
-struct KernelResources {
-  std::string name;
-  int registers_per_thread = 0;
-  int64_t static_shared_bytes = 0;
-  int64_t dynamic_shared_bytes = 0;
-  int64_t local_bytes_per_thread = 0;  // spills and local arrays
-  int max_threads_per_block = 0;       // the most this kernel can launch with
-};
-
 /// Outcome of the correctness check of one candidate.
 struct CheckReport {
-  int trials = 0;              // checked runs (MeasureOptions::check_trials; distributions cycle)
-  double max_abs_error = 0;    // over every output element of every trial
-  double max_rel_error = 0;    // |got − ref| / max(|ref|, tiny), over elements with |ref| > atol
-  int64_t mismatches = 0;      // elements outside tolerance (NaN where the reference is finite counts)
+  int trials = 0;            // checked runs (MeasureOptions::check_trials; distributions cycle)
+  double max_abs_error = 0;  // over every output element of every trial
+  double max_rel_error = 0;  // |got − ref| / max(|ref|, tiny), over elements with |ref| > atol
+  int64_t mismatches = 0;  // elements outside tolerance (NaN where the reference is finite counts)
   int64_t checked_elements = 0;
-  std::string first_mismatch;  // "C[3, 17]: got nan, expected 1.25 (trial 1, normal)"; empty if none
+  std::string
+      first_mismatch;  // "C[3, 17]: got nan, expected 1.25 (trial 1, normal)"; empty if none
   /// Elements outside tolerance against the float32 reference that passed float64 arbitration
-  /// (ArbitrateMismatches, runtime/checker.h), counted per output and trial only when every
+  /// (ArbitrateMismatches, measure/checker.h), counted per output and trial only when every
   /// mismatch of it passed (then none is counted in `mismatches`); when some fail, the whole
   /// output's mismatches stay in `mismatches` and none is counted here.
   int64_t arbitrated = 0;
@@ -79,15 +71,15 @@ struct CheckReport {
 /// The result of measuring one candidate.
 struct MeasureResult {
   MeasureError error = MeasureError::kNone;
-  std::string message;        // why, when error != kNone (compiler diagnostics, fault, mismatch)
+  std::string message;          // why, when error != kNone (compiler diagnostics, fault, mismatch)
   std::vector<double> costs_s;  // each timed run, seconds (Ansor's MeasureResult.costs)
-  TimingStats timing;           // the same runs in ms
+  runtime::TimingStats timing;  // the same runs in ms
   double compile_ms = 0;        // codegen (MLIR → PTX / host code), as reported by the builder
   double load_ms = 0;           // GPU: driver JIT of the PTX (cuModuleLoadData); host: 0
   double check_ms = 0;          // wall time of the correctness check
   double run_wall_ms = 0;       // wall time of this candidate in the worker (check + timing)
   CheckReport check;
-  std::vector<KernelResources> kernels;  // GPU only, one per launch in order
+  std::vector<runtime::KernelResources> kernels;  // GPU only, one per launch in order
 
   bool ok() const { return error == MeasureError::kNone; }
   /// Median time in ms; +inf when !ok().
@@ -111,7 +103,7 @@ const char* CheckDistributionName(CheckDistribution d);  // "uniform", "uniform0
 absl::StatusOr<CheckDistribution> ParseCheckDistribution(const std::string& name);
 
 struct MeasureOptions {
-  TimingOptions timing;
+  runtime::TimingOptions timing;
   /// Checked runs before timing, with fresh inputs each, drawn from `distributions` in turn.
   int check_trials = 2;
   /// The default pair passes a correct float32 kernel at the 1e-4 tolerance at any size we tune:
@@ -135,7 +127,7 @@ struct MeasureOptions {
   /// Sampled elements per output checked in float64 (ir::EvaluatePoint) when the reference is the
   /// naive kernel; a mismatch there fails the whole batch as kUnknown "reference ...".
   int reference_point_samples = 64;
-  /// Float64 arbitration of float32 mismatches (ArbitrateMismatches, runtime/checker.h): when one
+  /// Float64 arbitration of float32 mismatches (ArbitrateMismatches, measure/checker.h): when one
   /// output of one trial has at most this many elements outside tolerance against the float32
   /// reference, each is re-judged against float64 point evaluation and passes if within the
   /// tolerance plus the reference's own error. 0 disables; more mismatches: wrong_answer as before.
@@ -178,8 +170,9 @@ double AvailableHostBytes();
 /// One candidate to measure: the lowered program and, for GPU targets, its compiled module.
 struct MeasureCandidate {
   std::shared_ptr<const ir::LoopNest> nest;
-  std::vector<LaunchConfig> launches;            // GPU: one per kernel
-  std::shared_ptr<const codegen::GpuModule> gpu_module;  // GPU: from CompileToPtx / CompileManyToPtx
+  std::vector<LaunchConfig> launches;  // GPU: one per kernel
+  std::shared_ptr<const codegen::GpuModule>
+      gpu_module;  // GPU: from CompileToPtx / CompileManyToPtx
   /// A failed build (lowering or compilation): the candidate is not run and its result carries
   /// this error (kind from the status: "compile_timeout" → kCompileTimeout, "invalid_schedule" →
   /// kInvalidSchedule, others kCompileError) and message.
@@ -216,9 +209,9 @@ std::string DeviceLockPath(const MeasureOptions& options);
 
 /// The measurer of `target`: host JIT for cpu, CUDA for cuda; wrapped in a lock on
 /// options.device_lock_path (or $TILESEARCH_DEVICE_LOCK) when one is given. Errors:
-/// kInvalidArgument for invalid options or a lock file that cannot be opened; for cuda, kFailedPrecondition "no CUDA driver found: ..." when libcuda.so.1
-/// cannot be loaded or no device exists (probed in a short-lived child process, so this process
-/// still never initializes CUDA).
+/// kInvalidArgument for invalid options or a lock file that cannot be opened; for cuda,
+/// kFailedPrecondition "no CUDA driver found: ..." when libcuda.so.1 cannot be loaded or no device
+/// exists (probed in a short-lived child process, so this process still never initializes CUDA).
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(
     const Target& target, const MeasureOptions& options = {});
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Measurer>> CreateHostMeasurer(
@@ -226,4 +219,4 @@ std::string DeviceLockPath(const MeasureOptions& options);
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Measurer>> CreateCudaMeasurer(
     const Target& target, const MeasureOptions& options);
 
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

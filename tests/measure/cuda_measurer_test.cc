@@ -12,12 +12,13 @@
 #include "gtest/gtest.h"
 #include "ir/ops/linear.h"
 #include "runtime/cuda_device.h"
-#include "runtime/measure.h"
+#include "measure/measure.h"
 #include "tests/codegen/nest_builders.h"
-#include "tests/runtime/cuda_device_test_util.h"
-#include "tests/runtime/cuda_test_util.h"
+#include "tests/measure/cuda_device_test_util.h"
+#include "tests/measure/cuda_test_util.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
+using runtime::TargetFromDevice;
 namespace {
 
 using ::testing::HasSubstr;
@@ -122,4 +123,4 @@ TEST(CudaMeasurerGpuTest, TiledMatmulMeasuresFine) {
 }
 
 }  // namespace
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

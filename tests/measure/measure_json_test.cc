@@ -6,9 +6,10 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "runtime/measure.h"
+#include "measure/measure.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
+using runtime::KernelResources;
 namespace {
 
 using ::testing::ElementsAre;
@@ -210,4 +211,4 @@ TEST(MeasureOptionsTest, ValidationNamesTheBadOption) {
 }
 
 }  // namespace
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

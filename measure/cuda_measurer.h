@@ -1,4 +1,4 @@
-// Internals of the CUDA measurer (CreateCudaMeasurer in runtime/measure.h) exposed for tests:
+// Internals of the CUDA measurer (CreateCudaMeasurer in measure/measure.h) exposed for tests:
 // the error mapping of failed builds and failed worker setups, and a measurer that skips the
 // device probe (its workers still load the driver and fail with kNoDevice where none exists).
 #pragma once
@@ -6,10 +6,10 @@
 #include <memory>
 #include <string>
 
-#include "runtime/measure.h"
 #include "base/target.h"
+#include "measure/measure.h"
 
-namespace tilesearch::runtime::cuda_internal {
+namespace tilesearch::measure::cuda_internal {
 
 /// The result of a candidate whose build failed (not run): kCompileTimeout for kDeadlineExceeded
 /// or a message starting "compile_timeout", kInvalidSchedule for a message starting
@@ -31,4 +31,4 @@ std::string StripStatusCodeName(const std::string& message);
 std::unique_ptr<Measurer> NewCudaMeasurerWithoutProbe(const Target& target,
                                                       const MeasureOptions& options);
 
-}  // namespace tilesearch::runtime::cuda_internal
+}  // namespace tilesearch::measure::cuda_internal

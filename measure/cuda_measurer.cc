@@ -1,4 +1,4 @@
-// The CUDA measurer (runtime/measure.h). The caller's process never initializes CUDA: the device
+// The CUDA measurer (measure/measure.h). The caller's process never initializes CUDA: the device
 // is probed in a short-lived child (ProbeCudaDevice) and every run happens in forked workers
 // (RunBatchInWorkers). Per batch, in the parent: check inputs per trial (one distribution each),
 // the task's reference (the interpreter for small tasks; otherwise the naive GPU kernel, compiled
@@ -8,7 +8,7 @@
 // Per worker (its setup), the device-resident path: every trial's inputs, the trial's reference
 // outputs (the naive kernel writes them in place, or the interpreter's are uploaded), pristine
 // copies of both, the timing inputs and one set of output buffers are uploaded / allocated once,
-// with the compare module of runtime/device_compare.h. Per candidate: load the PTX; per trial,
+// with the compare module of measure/device_compare.h. Per candidate: load the PTX; per trial,
 // poison the outputs with a device memset, launch, compare each float32 output on the device and
 // download only its 32-byte result slot (other dtypes: download and compare on the host); time
 // it on the resident timing inputs; then count, on the device, the words of the resident inputs
@@ -18,12 +18,12 @@
 // worker falls back to the per-candidate path: inputs uploaded and outputs poisoned from the
 // host, outputs downloaded and compared on the host, timing inputs uploaded per candidate.
 // Mismatches against the float32 reference are re-judged in float64 (ArbitrateMismatches,
-// runtime/checker.h) on the host, from the trial's host inputs and reference that every worker
+// measure/checker.h) on the host, from the trial's host inputs and reference that every worker
 // keeps (BatchData): a device-compared output with 0 < mismatches <= the arbitration cap is
 // downloaded and compared again there.
 // A CUDA failure after a launch poisons the context, so such a worker asks to be replaced after
 // its item (RequestWorkerRestart).
-#include "runtime/cuda_measurer.h"
+#include "measure/cuda_measurer.h"
 
 #include <algorithm>
 #include <array>
@@ -41,16 +41,26 @@
 #include "base/status.h"
 #include "ir/lower_naive.h"
 #include "ir/reference.h"
-#include "runtime/check_inputs_fill.h"
-#include "runtime/checker.h"
+#include "measure/check_inputs_fill.h"
+#include "measure/checker.h"
+#include "measure/device_compare.h"
+#include "measure/loaded_module.h"
+#include "measure/reference.h"
+#include "measure/worker_batch.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/device_compare.h"
-#include "runtime/worker_batch.h"
-#include "schedule/lower.h"
-#include "schedule/naive_gpu.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
+
+namespace cuda = runtime::cuda;
+using runtime::CudaContext;
+using runtime::CudaDriver;
+using runtime::CudaModule;
+using runtime::DeviceBuffer;
+using runtime::DeviceInfo;
+using runtime::GpuTimer;
+using runtime::ProbeCudaDevice;
+using runtime::TimingStats;
 namespace cuda_internal {
 namespace {
 
@@ -99,10 +109,10 @@ struct ResidentData {
   std::vector<std::vector<DeviceBuffer>> references;       // [trial][k]
   std::vector<std::vector<DeviceBuffer>> pristine_inputs;  // [trial][j], never a kernel argument
   std::vector<std::vector<DeviceBuffer>> pristine_references;  // [trial][k]
-  std::vector<std::vector<bool>> device_compare;  // [trial][k]: compare on the device
-  std::vector<DeviceBuffer> timing_inputs;        // [j]
-  std::vector<DeviceBuffer> outputs;              // [k], written by every candidate
-  std::vector<int> output_order;                  // k by output name (the host path's order)
+  std::vector<std::vector<bool>> device_compare;               // [trial][k]: compare on the device
+  std::vector<DeviceBuffer> timing_inputs;                     // [j]
+  std::vector<DeviceBuffer> outputs;                           // [k], written by every candidate
+  std::vector<int> output_order;  // k by output name (the host path's order)
   // Result slots: [trial][k] compare slots first, then [trial][param] difference counts.
   DeviceBuffer slots;
   std::vector<CompareSlot> initial_slots;
@@ -215,8 +225,8 @@ absl::Status PoisonOnDevice(DeviceBuffer& buffer, const ir::BufferDecl& decl) {
 }
 
 // Copies `bytes` bytes at byte `offset` of device memory `ptr` to `host` (synchronous).
-absl::Status DownloadAt(const CudaDriver& driver, cuda::CUdeviceptr ptr, int64_t offset,
-                        void* host, int64_t bytes) {
+absl::Status DownloadAt(const CudaDriver& driver, cuda::CUdeviceptr ptr, int64_t offset, void* host,
+                        int64_t bytes) {
   return driver.Check(driver.cuMemcpyDtoH(host, ptr + static_cast<cuda::CUdeviceptr>(offset),
                                           static_cast<size_t>(bytes)),
                       "cuMemcpyDtoH");
@@ -252,18 +262,37 @@ double ResidentBytes(const ir::LoopNest& params, int trials) {
   return trials * 2 * (in + out) + in + out;
 }
 
-// The device-resident setup (see the file comment). Errors: kResourceExhausted when the resident
-// buffers would take more than half the device memory or an allocation fails (the caller then
-// uses the per-candidate path); "reference ..." errors of the naive kernel as on that path.
-absl::Status SetupResident(const MeasureOptions& options, BatchData* data, WorkerState* state) {
-  const CudaDriver& driver = *state->driver;
-  const ir::LoopNest& params = data->naive_params;
-  const int trials = static_cast<int>(data->trials.size());
-  const double total = static_cast<double>(state->context->info().total_memory_bytes);
+// The packed bytes of input j of `params` in `packed`. Errors: kInternal for a missing input or a
+// size that differs from the kernel argument's.
+absl::StatusOr<const std::vector<std::byte>*> ResidentInputBytes(
+    const std::vector<ir::BufferDecl>& decls,
+    const std::map<std::string, std::vector<std::byte>>& packed, int j) {
+  const ir::BufferDecl& d = decls[j];
+  auto it = packed.find(d.name);
+  if (it == packed.end()) {
+    return absl::InternalError(absl::StrCat("no input data for '", d.name, "'"));
+  }
+  if (static_cast<int64_t>(it->second.size()) != d.NumElements() * StorageBytes(d.dtype)) {
+    return absl::InternalError(absl::StrCat("input '", d.name, "' has ", it->second.size(),
+                                            " bytes, its kernel argument ",
+                                            d.NumElements() * StorageBytes(d.dtype)));
+  }
+  return &it->second;
+}
+
+// The resident buffers without references: every trial's inputs (and their pristine copies), the
+// timing inputs and the outputs. Errors: kResourceExhausted when they would take more than half
+// the device memory or an allocation fails; ResidentInputBytes'.
+absl::StatusOr<std::unique_ptr<ResidentData>> AllocateResident(const BatchData& data,
+                                                               const WorkerState& state) {
+  const CudaDriver& driver = *state.driver;
+  const ir::LoopNest& params = data.naive_params;
+  const int trials = static_cast<int>(data.trials.size());
+  const double total = static_cast<double>(state.context->info().total_memory_bytes);
   const double need = ResidentBytes(params, trials);
   if (total > 0 && need > 0.5 * total) {
-    return absl::ResourceExhaustedError(absl::StrCat("resident check buffers need ", need,
-                                                     " bytes of ", total));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("resident check buffers need ", need, " bytes of ", total));
   }
   auto res = std::make_unique<ResidentData>();
   res->num_inputs = params.num_inputs;
@@ -273,27 +302,12 @@ absl::Status SetupResident(const MeasureOptions& options, BatchData* data, Worke
   for (int k = 0; k < res->num_outputs; ++k) res->output_order.push_back(k);
   std::sort(res->output_order.begin(), res->output_order.end(),
             [&](int a, int b) { return output_decl(a).name < output_decl(b).name; });
-  auto input_bytes = [&](const std::map<std::string, std::vector<std::byte>>& packed,
-                         int j) -> absl::StatusOr<const std::vector<std::byte>*> {
-    const ir::BufferDecl& d = decls[j];
-    auto it = packed.find(d.name);
-    if (it == packed.end()) {
-      return absl::InternalError(absl::StrCat("no input data for '", d.name, "'"));
-    }
-    if (static_cast<int64_t>(it->second.size()) != d.NumElements() * StorageBytes(d.dtype)) {
-      return absl::InternalError(absl::StrCat("input '", d.name, "' has ", it->second.size(),
-                                              " bytes, its kernel argument ",
-                                              d.NumElements() * StorageBytes(d.dtype)));
-    }
-    return &it->second;
-  };
-
-  // Inputs of every trial (and their pristine copies), the timing inputs, the outputs.
   for (int t = 0; t < trials; ++t) {
     res->inputs.emplace_back();
     res->pristine_inputs.emplace_back();
     for (int j = 0; j < res->num_inputs; ++j) {
-      ASSIGN_OR_RETURN(const std::vector<std::byte>* bytes, input_bytes(data->trials[t].packed, j));
+      ASSIGN_OR_RETURN(const std::vector<std::byte>* bytes,
+                       ResidentInputBytes(decls, data.trials[t].packed, j));
       ASSIGN_OR_RETURN(DeviceBuffer b, AllocateAndUpload(driver, *bytes));
       ASSIGN_OR_RETURN(DeviceBuffer p, AllocateAndUpload(driver, *bytes));
       res->inputs[t].push_back(std::move(b));
@@ -301,7 +315,8 @@ absl::Status SetupResident(const MeasureOptions& options, BatchData* data, Worke
     }
   }
   for (int j = 0; j < res->num_inputs; ++j) {
-    ASSIGN_OR_RETURN(const std::vector<std::byte>* bytes, input_bytes(data->timing_inputs, j));
+    ASSIGN_OR_RETURN(const std::vector<std::byte>* bytes,
+                     ResidentInputBytes(decls, data.timing_inputs, j));
     ASSIGN_OR_RETURN(DeviceBuffer b, AllocateAndUpload(driver, *bytes));
     res->timing_inputs.push_back(std::move(b));
   }
@@ -311,104 +326,142 @@ absl::Status SetupResident(const MeasureOptions& options, BatchData* data, Worke
                      DeviceBuffer::Allocate(driver, d.NumElements() * StorageBytes(d.dtype)));
     res->outputs.push_back(std::move(b));
   }
+  return res;
+}
 
-  // References: the naive kernel writes them in place; the interpreter's are uploaded.
-  std::unique_ptr<LoadedGpuModule> naive;
-  ArgBuffers naive_scratch;  // one buffer per naive argument; only scratch ones are used
-  if (data->naive_module != nullptr) {
-    absl::StatusOr<std::unique_ptr<LoadedGpuModule>> loaded =
-        LoadedGpuModule::Load(*state->context, *data->naive_module);
-    if (!loaded.ok()) {
-      return absl::InternalError(
-          absl::StrCat("reference kernel does not load: ", loaded.status().message()));
-    }
-    naive = *std::move(loaded);
-    for (const codegen::KernelArg& arg : data->naive_module->args) {
-      const int64_t bytes =
-          arg.kind == codegen::KernelArg::Kind::kScratch
-              ? arg.buffer.NumElements() * StorageBytes(arg.buffer.dtype)
-              : 0;
-      ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(driver, bytes));
-      naive_scratch.ptrs.push_back(b.ptr());
-      naive_scratch.buffers.push_back(std::move(b));
-    }
+// The naive (reference) kernel loaded, with one buffer per argument of which only the scratch
+// ones are allocated with their size.
+struct LoadedReference {
+  std::unique_ptr<LoadedGpuModule> module;
+  ArgBuffers scratch;
+};
+
+absl::StatusOr<LoadedReference> LoadReferenceWithScratch(const BatchData& data,
+                                                         const WorkerState& state) {
+  LoadedReference ref;
+  absl::StatusOr<std::unique_ptr<LoadedGpuModule>> loaded =
+      LoadedGpuModule::Load(*state.context, *data.naive_module);
+  if (!loaded.ok()) {
+    return absl::InternalError(
+        absl::StrCat("reference kernel does not load: ", loaded.status().message()));
   }
+  ref.module = *std::move(loaded);
+  for (const codegen::KernelArg& arg : data.naive_module->args) {
+    const int64_t bytes = arg.kind == codegen::KernelArg::Kind::kScratch
+                              ? arg.buffer.NumElements() * StorageBytes(arg.buffer.dtype)
+                              : 0;
+    ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(*state.driver, bytes));
+    ref.scratch.ptrs.push_back(b.ptr());
+    ref.scratch.buffers.push_back(std::move(b));
+  }
+  return ref;
+}
+
+// Trial t's references written in place by the naive kernel on the trial's resident inputs, their
+// pristine copies, and the trial's expected outputs on the host after the float64 spot check.
+absl::Status NaiveResidentReferences(const MeasureOptions& options, BatchData* data, int t,
+                                     LoadedReference& naive, const CudaDriver& driver,
+                                     ResidentData* res) {
+  const std::vector<ir::BufferDecl>& decls = data->naive_params.params;
+  Trial& trial = data->trials[t];
+  // Arguments: this trial's resident inputs, its reference buffers as outputs, scratch.
+  std::vector<cuda::CUdeviceptr> args = naive.scratch.ptrs;
+  int param = 0;
+  for (size_t i = 0; i < data->naive_module->args.size(); ++i) {
+    const codegen::KernelArg& arg = data->naive_module->args[i];
+    if (arg.kind == codegen::KernelArg::Kind::kScratch) {
+      RETURN_IF_ERROR(PoisonOnDevice(naive.scratch.buffers[i], arg.buffer));
+      continue;
+    }
+    if (param >= static_cast<int>(decls.size()) || arg.buffer.name != decls[param].name) {
+      return absl::InternalError(
+          absl::StrCat("reference kernel argument '", arg.buffer.name, "' out of order"));
+    }
+    if (param < res->num_inputs) {
+      args[i] = res->inputs[t][param].ptr();
+    } else {
+      DeviceBuffer& ref = res->references[t][param - res->num_inputs];
+      RETURN_IF_ERROR(PoisonOnDevice(ref, arg.buffer));
+      args[i] = ref.ptr();
+    }
+    ++param;
+  }
+  absl::Status launched = naive.module->LaunchAll(args, /*synchronize=*/true);
+  if (!launched.ok()) {
+    return absl::InternalError(absl::StrCat("reference kernel failed: ", launched.message()));
+  }
+  ir::BufferMap expected;
+  for (int k = 0; k < res->num_outputs; ++k) {
+    const ir::BufferDecl& d = decls[res->num_inputs + k];
+    std::vector<std::byte> bytes(static_cast<size_t>(res->references[t][k].bytes()));
+    const DeviceBuffer& reference = res->references[t][k];
+    RETURN_IF_ERROR(reference.Download(bytes.data(), reference.bytes()));
+    ir::HostBuffer got = ir::HostBuffer::Zeros(d.dtype, d.shape);
+    RETURN_IF_ERROR(UnpackBuffer(bytes.data(), bytes.size(), &got));
+    expected[d.name] = std::move(got);
+    ASSIGN_OR_RETURN(DeviceBuffer p, AllocateAndUpload(driver, bytes));
+    res->pristine_references[t].push_back(std::move(p));
+    res->device_compare[t].push_back(d.dtype == ir::ScalarType::kFloat32);
+  }
+  absl::Status verified = VerifyReferenceSamples(*data->dag, trial.inputs, expected,
+                                                 options.reference_point_samples, trial.seed);
+  if (!verified.ok()) {
+    return absl::InternalError(absl::StrCat("reference check failed (trial ", t, ", ",
+                                            CheckDistributionName(trial.distribution),
+                                            "): ", verified.message()));
+  }
+  trial.expected = std::move(expected);
+  return absl::OkStatus();
+}
+
+// Trial t's references uploaded from the interpreter's outputs, with their pristine copies.
+absl::Status UploadResidentReferences(const BatchData& data, int t, const CudaDriver& driver,
+                                      ResidentData* res) {
+  const Trial& trial = data.trials[t];
+  for (int k = 0; k < res->num_outputs; ++k) {
+    const ir::BufferDecl& d = data.naive_params.params[res->num_inputs + k];
+    auto it = trial.expected.find(d.name);
+    if (it == trial.expected.end()) {
+      return absl::InternalError(absl::StrCat("no reference for output '", d.name, "'"));
+    }
+    const std::vector<std::byte> bytes = PackBuffer(it->second);
+    RETURN_IF_ERROR(UploadBytes(res->references[t][k], bytes, d.name));
+    ASSIGN_OR_RETURN(DeviceBuffer p, AllocateAndUpload(driver, bytes));
+    res->pristine_references[t].push_back(std::move(p));
+    res->device_compare[t].push_back(d.dtype == ir::ScalarType::kFloat32 &&
+                                     ExactInFloat32(it->second));
+  }
+  return absl::OkStatus();
+}
+
+// The device-resident setup (see the file comment). Errors: kResourceExhausted when the resident
+// buffers would take more than half the device memory or an allocation fails (the caller then
+// uses the per-candidate path); "reference ..." errors of the naive kernel as on that path.
+absl::Status SetupResident(const MeasureOptions& options, BatchData* data, WorkerState* state) {
+  const CudaDriver& driver = *state->driver;
+  ASSIGN_OR_RETURN(std::unique_ptr<ResidentData> res, AllocateResident(*data, *state));
+  // References: the naive kernel writes them in place; the interpreter's are uploaded.
+  std::optional<LoadedReference> naive;
+  if (data->naive_module != nullptr) {
+    ASSIGN_OR_RETURN(naive, LoadReferenceWithScratch(*data, *state));
+  }
+  const int trials = static_cast<int>(data->trials.size());
   for (int t = 0; t < trials; ++t) {
-    Trial& trial = data->trials[t];
     res->references.emplace_back();
     res->pristine_references.emplace_back();
     res->device_compare.emplace_back();
     for (int k = 0; k < res->num_outputs; ++k) {
-      const ir::BufferDecl& d = output_decl(k);
+      const ir::BufferDecl& d = data->naive_params.params[res->num_inputs + k];
       ASSIGN_OR_RETURN(DeviceBuffer b,
                        DeviceBuffer::Allocate(driver, d.NumElements() * StorageBytes(d.dtype)));
       res->references[t].push_back(std::move(b));
     }
-    if (naive != nullptr) {
-      // Arguments: this trial's resident inputs, its reference buffers as outputs, scratch.
-      std::vector<cuda::CUdeviceptr> args = naive_scratch.ptrs;
-      int param = 0;
-      for (size_t i = 0; i < data->naive_module->args.size(); ++i) {
-        const codegen::KernelArg& arg = data->naive_module->args[i];
-        if (arg.kind == codegen::KernelArg::Kind::kScratch) {
-          RETURN_IF_ERROR(PoisonOnDevice(naive_scratch.buffers[i], arg.buffer));
-          continue;
-        }
-        if (param >= static_cast<int>(decls.size()) || arg.buffer.name != decls[param].name) {
-          return absl::InternalError(
-              absl::StrCat("reference kernel argument '", arg.buffer.name, "' out of order"));
-        }
-        if (param < res->num_inputs) {
-          args[i] = res->inputs[t][param].ptr();
-        } else {
-          DeviceBuffer& ref = res->references[t][param - res->num_inputs];
-          RETURN_IF_ERROR(PoisonOnDevice(ref, arg.buffer));
-          args[i] = ref.ptr();
-        }
-        ++param;
-      }
-      absl::Status launched = naive->LaunchAll(args, /*synchronize=*/true);
-      if (!launched.ok()) {
-        return absl::InternalError(absl::StrCat("reference kernel failed: ", launched.message()));
-      }
-      ir::BufferMap expected;
-      for (int k = 0; k < res->num_outputs; ++k) {
-        const ir::BufferDecl& d = output_decl(k);
-        std::vector<std::byte> bytes(static_cast<size_t>(res->references[t][k].bytes()));
-        const DeviceBuffer& reference = res->references[t][k];
-        RETURN_IF_ERROR(reference.Download(bytes.data(), reference.bytes()));
-        ir::HostBuffer got = ir::HostBuffer::Zeros(d.dtype, d.shape);
-        RETURN_IF_ERROR(UnpackBuffer(bytes.data(), bytes.size(), &got));
-        expected[d.name] = std::move(got);
-        ASSIGN_OR_RETURN(DeviceBuffer p, AllocateAndUpload(driver, bytes));
-        res->pristine_references[t].push_back(std::move(p));
-        res->device_compare[t].push_back(d.dtype == ir::ScalarType::kFloat32);
-      }
-      absl::Status verified = VerifyReferenceSamples(*data->dag, trial.inputs, expected,
-                                                     options.reference_point_samples, trial.seed);
-      if (!verified.ok()) {
-        return absl::InternalError(absl::StrCat("reference check failed (trial ", t, ", ",
-                                                CheckDistributionName(trial.distribution),
-                                                "): ", verified.message()));
-      }
-      trial.expected = std::move(expected);
+    if (naive.has_value()) {
+      RETURN_IF_ERROR(NaiveResidentReferences(options, data, t, *naive, driver, res.get()));
     } else {
-      for (int k = 0; k < res->num_outputs; ++k) {
-        const ir::BufferDecl& d = output_decl(k);
-        auto it = trial.expected.find(d.name);
-        if (it == trial.expected.end()) {
-          return absl::InternalError(absl::StrCat("no reference for output '", d.name, "'"));
-        }
-        const std::vector<std::byte> bytes = PackBuffer(it->second);
-        RETURN_IF_ERROR(UploadBytes(res->references[t][k], bytes, d.name));
-        ASSIGN_OR_RETURN(DeviceBuffer p, AllocateAndUpload(driver, bytes));
-        res->pristine_references[t].push_back(std::move(p));
-        res->device_compare[t].push_back(d.dtype == ir::ScalarType::kFloat32 &&
-                                         ExactInFloat32(it->second));
-      }
+      RETURN_IF_ERROR(UploadResidentReferences(*data, t, driver, res.get()));
     }
   }
-
   const int num_slots = trials * res->num_outputs + trials * (res->num_inputs + res->num_outputs);
   res->initial_slots.assign(static_cast<size_t>(num_slots), InitialCompareSlot());
   ASSIGN_OR_RETURN(res->slots, DeviceBuffer::Allocate(
@@ -419,7 +472,8 @@ absl::Status SetupResident(const MeasureOptions& options, BatchData* data, Worke
 
 // An empty kernel for PTX ISA 7.0 / sm_75, which the driver JIT-compiles for any newer device.
 constexpr char kJitWarmupPtx[] =
-    ".version 7.0\n.target sm_75\n.address_size 64\n.visible .entry tilesearch_jit_warmup()\n{\n  ret;\n}\n";
+    ".version 7.0\n.target sm_75\n.address_size 64\n.visible .entry tilesearch_jit_warmup()\n{\n  "
+    "ret;\n}\n";
 
 // Worker setup: the context, the timer, the compare module and the resident buffers (with the
 // expected outputs of every trial on the GPU-reference path: naive kernel, spot-checked in
@@ -492,9 +546,9 @@ std::string RuntimeFailure(MeasureResult& r, Clock::time_point start, const absl
 }
 
 std::string MismatchMessage(const CheckReport& check) {
-  std::string message = absl::StrCat(check.mismatches, " of ", check.checked_elements,
-                                     " output elements outside tolerance; first ",
-                                     check.first_mismatch);
+  std::string message =
+      absl::StrCat(check.mismatches, " of ", check.checked_elements,
+                   " output elements outside tolerance; first ", check.first_mismatch);
   if (!check.arbitration.empty()) absl::StrAppend(&message, "; ", check.arbitration);
   return message;
 }
@@ -513,18 +567,35 @@ absl::StatusOr<ir::HostBuffer> DownloadOutput(const DeviceBuffer& output,
   return got;
 }
 
-// Check and timing of a loaded candidate on the worker's resident buffers (see the file comment).
-std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData& data,
-                                 WorkerState& state, const codegen::GpuModule& gpu,
-                                 const LoadedGpuModule& module, Clock::time_point start,
-                                 MeasureResult& r) {
-  ResidentData& res = *state.resident;
-  const CudaDriver& driver = *state.driver;
-  const std::vector<ir::BufferDecl>& decls = data.naive_params.params;
+// An item's early end: the payload of FinishItem / RuntimeFailure; empty while the item goes on.
+using Finished = std::optional<std::string>;
+
+// A candidate's arguments on the resident buffers: the task param of each argument (-1: scratch)
+// and the candidate's own scratch buffers.
+struct ResidentArgs {
+  std::vector<int> param_of;
+  std::vector<DeviceBuffer> scratch;
+};
+
+// The device pointers of the candidate's arguments with the task inputs at `inputs`.
+std::vector<cuda::CUdeviceptr> ResidentArgPtrs(const ResidentData& res, const ResidentArgs& bound,
+                                               const std::vector<DeviceBuffer>& inputs) {
   const int ni = res.num_inputs;
-  // The task param of each argument (-1: scratch) and the candidate's own scratch buffers.
-  std::vector<int> param_of(gpu.args.size(), -1);
-  std::vector<DeviceBuffer> scratch(gpu.args.size());
+  std::vector<cuda::CUdeviceptr> a(bound.param_of.size());
+  for (size_t i = 0; i < bound.param_of.size(); ++i) {
+    const int p = bound.param_of[i];
+    a[i] = p < 0 ? bound.scratch[i].ptr() : p < ni ? inputs[p].ptr() : res.outputs[p - ni].ptr();
+  }
+  return a;
+}
+
+// Maps the candidate's arguments onto the resident buffers and allocates its scratch buffers.
+Finished BindResidentArgs(const BatchData& data, const WorkerState& state,
+                          const codegen::GpuModule& gpu, Clock::time_point start, MeasureResult& r,
+                          ResidentArgs* bound) {
+  const std::vector<ir::BufferDecl>& decls = data.naive_params.params;
+  bound->param_of.assign(gpu.args.size(), -1);
+  bound->scratch.resize(gpu.args.size());
   int next_param = 0;
   for (size_t i = 0; i < gpu.args.size(); ++i) {
     const codegen::KernelArg& arg = gpu.args[i];
@@ -534,118 +605,195 @@ std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData&
         return FinishItem(r, start, MeasureError::kUnknown,
                           absl::StrCat("candidate argument '", arg.buffer.name, "' out of order"));
       }
-      param_of[i] = next_param++;
+      bound->param_of[i] = next_param++;
       continue;
     }
-    absl::StatusOr<DeviceBuffer> b =
-        DeviceBuffer::Allocate(driver, arg.buffer.NumElements() * StorageBytes(arg.buffer.dtype));
+    absl::StatusOr<DeviceBuffer> b = DeviceBuffer::Allocate(
+        *state.driver, arg.buffer.NumElements() * StorageBytes(arg.buffer.dtype));
     if (!b.ok()) {
       return FinishItem(r, start, MeasureError::kRuntimeError, std::string(b.status().message()));
     }
-    scratch[i] = *std::move(b);
+    bound->scratch[i] = *std::move(b);
   }
-  auto args_with = [&](const std::vector<DeviceBuffer>& inputs) {
-    std::vector<cuda::CUdeviceptr> a(gpu.args.size());
-    for (size_t i = 0; i < gpu.args.size(); ++i) {
-      const int p = param_of[i];
-      a[i] = p < 0 ? scratch[i].ptr() : p < ni ? inputs[p].ptr() : res.outputs[p - ni].ptr();
-    }
-    return a;
-  };
-  auto poison = [&]() -> absl::Status {
-    for (size_t i = 0; i < gpu.args.size(); ++i) {
-      const int p = param_of[i];
-      if (p >= 0 && p < ni) continue;
-      RETURN_IF_ERROR(PoisonOnDevice(p < 0 ? scratch[i] : res.outputs[p - ni], gpu.args[i].buffer));
-    }
-    return absl::OkStatus();
-  };
+  return std::nullopt;
+}
 
-  if (options.check) {
-    const auto check_start = Clock::now();
-    absl::Status init = res.slots.Upload(
-        res.initial_slots.data(),
-        static_cast<int64_t>(res.initial_slots.size() * sizeof(CompareSlot)));
-    if (!init.ok()) return RuntimeFailure(r, start, init);
-    for (size_t t = 0; t < data.trials.size(); ++t) {
-      const Trial& trial = data.trials[t];
-      if (absl::Status s = poison(); !s.ok()) return RuntimeFailure(r, start, s);
-      absl::Status launched = module.LaunchAll(args_with(res.inputs[t]), /*synchronize=*/true);
-      if (!launched.ok()) return RuntimeFailure(r, start, launched);
-      for (int k : res.output_order) {
-        const ir::BufferDecl& decl = decls[ni + k];
-        const Tolerance tolerance = ToleranceFor(decl.dtype, options.atol, options.rtol);
-        const int64_t n = decl.NumElements();
-        if (state.comparer != nullptr && res.device_compare[t][k]) {
-          const cuda::CUdeviceptr slot_ptr = res.SlotPtr(res.CompareSlotIndex(t, k));
-          absl::Status s = state.comparer->CompareFloat32(
-              res.outputs[k].ptr(), res.references[t][k].ptr(), n, tolerance, slot_ptr);
-          CompareSlot slot{};
-          if (s.ok()) s = DownloadAt(driver, slot_ptr, 0, slot.data(), sizeof(CompareSlot));
-          if (!s.ok()) return RuntimeFailure(r, start, s);
-          const CompareSummary summary = DecodeCompareSlot(slot, n);
-          if (summary.mismatches < 0 || summary.mismatches > n ||
-              (summary.mismatches > 0 && summary.first_mismatch >= n)) {
-            return FinishItem(r, start, MeasureError::kUnknown,
-                              absl::StrCat("device compare of '", decl.name, "' reported ",
-                                           slot[0], " mismatches, first at ", slot[3], " of ", n,
-                                           " elements"));
-          }
-          auto expected = trial.expected.find(decl.name);
-          if (summary.mismatches > 0 && summary.mismatches <= options.arbitration_max_elements &&
-              expected != trial.expected.end()) {
-            // Few mismatches: the output to the host and the comparison again there, with
-            // float64 arbitration (ArbitrateMismatches). trial.expected holds the same float32
-            // values as the device reference (device_compare needs them exact in float32).
-            absl::StatusOr<ir::HostBuffer> got = DownloadOutput(res.outputs[k], decl);
-            if (!got.ok()) return RuntimeFailure(r, start, got.status());
-            CompareOutputWithArbitration(*data.dag, data.dag->StageId(decl.name), trial.inputs,
-                                         *got, expected->second, tolerance,
-                                         ArbitrationOf(options), static_cast<int>(t),
-                                         trial.distribution, &r.check);
-            continue;
-          }
-          double got_first = 0, expected_first = 0;
-          if (summary.mismatches > 0 && r.check.mismatches == 0 && r.check.first_mismatch.empty()) {
-            float g = 0, e = 0;
-            s = DownloadAt(driver, res.outputs[k].ptr(), 4 * summary.first_mismatch, &g, 4);
-            if (s.ok()) {
-              s = DownloadAt(driver, res.references[t][k].ptr(), 4 * summary.first_mismatch, &e, 4);
-            }
-            if (!s.ok()) return RuntimeFailure(r, start, s);
-            got_first = g;
-            expected_first = e;
-          }
-          AccumulateSummary(decl.name, decl.shape, summary, got_first, expected_first,
-                            static_cast<int>(t), trial.distribution, &r.check);
-        } else {
-          auto expected = trial.expected.find(decl.name);
-          if (expected == trial.expected.end()) {
-            return FinishItem(r, start, MeasureError::kUnknown,
-                              absl::StrCat("no reference for output '", decl.name, "'"));
-          }
-          std::vector<std::byte> bytes(static_cast<size_t>(res.outputs[k].bytes()));
-          absl::Status s = res.outputs[k].Download(bytes.data(), res.outputs[k].bytes());
-          if (!s.ok()) return RuntimeFailure(r, start, s);
-          ir::HostBuffer got = ir::HostBuffer::Zeros(decl.dtype, decl.shape);
-          s = UnpackBuffer(bytes.data(), bytes.size(), &got);
-          if (!s.ok()) {
-            return FinishItem(r, start, MeasureError::kUnknown, std::string(s.message()));
-          }
-          CompareOutputWithArbitration(*data.dag, data.dag->StageId(decl.name), trial.inputs, got,
-                                       expected->second, tolerance, ArbitrationOf(options),
-                                       static_cast<int>(t), trial.distribution, &r.check);
-        }
-      }
-      ++r.check.trials;
+// Output k of trial t compared on the device (its slot downloaded); few mismatches are compared
+// again on the host with float64 arbitration.
+Finished CompareOnDevice(const MeasureOptions& options, const BatchData& data,
+                         const WorkerState& state, int t, int k, Clock::time_point start,
+                         MeasureResult& r) {
+  const ResidentData& res = *state.resident;
+  const CudaDriver& driver = *state.driver;
+  const Trial& trial = data.trials[t];
+  const ir::BufferDecl& decl = data.naive_params.params[res.num_inputs + k];
+  const Tolerance tolerance = ToleranceFor(decl.dtype, options.atol, options.rtol);
+  const int64_t n = decl.NumElements();
+  const cuda::CUdeviceptr slot_ptr = res.SlotPtr(res.CompareSlotIndex(t, k));
+  absl::Status s = state.comparer->CompareFloat32(res.outputs[k].ptr(), res.references[t][k].ptr(),
+                                                  n, tolerance, slot_ptr);
+  CompareSlot slot{};
+  if (s.ok()) s = DownloadAt(driver, slot_ptr, 0, slot.data(), sizeof(CompareSlot));
+  if (!s.ok()) return RuntimeFailure(r, start, s);
+  const CompareSummary summary = DecodeCompareSlot(slot, n);
+  if (summary.mismatches < 0 || summary.mismatches > n ||
+      (summary.mismatches > 0 && summary.first_mismatch >= n)) {
+    return FinishItem(r, start, MeasureError::kUnknown,
+                      absl::StrCat("device compare of '", decl.name, "' reported ", slot[0],
+                                   " mismatches, first at ", slot[3], " of ", n, " elements"));
+  }
+  auto expected = trial.expected.find(decl.name);
+  if (summary.mismatches > 0 && summary.mismatches <= options.arbitration_max_elements &&
+      expected != trial.expected.end()) {
+    // Few mismatches: the output to the host and the comparison again there, with float64
+    // arbitration (ArbitrateMismatches). trial.expected holds the same float32 values as the
+    // device reference (device_compare needs them exact in float32).
+    absl::StatusOr<ir::HostBuffer> got = DownloadOutput(res.outputs[k], decl);
+    if (!got.ok()) return RuntimeFailure(r, start, got.status());
+    CompareOutputWithArbitration(*data.dag, data.dag->StageId(decl.name), trial.inputs, *got,
+                                 expected->second, tolerance, ArbitrationOf(options), t,
+                                 trial.distribution, &r.check);
+    return std::nullopt;
+  }
+  double got_first = 0, expected_first = 0;
+  if (summary.mismatches > 0 && r.check.mismatches == 0 && r.check.first_mismatch.empty()) {
+    float g = 0, e = 0;
+    s = DownloadAt(driver, res.outputs[k].ptr(), 4 * summary.first_mismatch, &g, 4);
+    if (s.ok()) {
+      s = DownloadAt(driver, res.references[t][k].ptr(), 4 * summary.first_mismatch, &e, 4);
     }
-    r.check_ms = MsSince(check_start);
+    if (!s.ok()) return RuntimeFailure(r, start, s);
+    got_first = g;
+    expected_first = e;
+  }
+  AccumulateSummary(decl.name, decl.shape, summary, got_first, expected_first, t,
+                    trial.distribution, &r.check);
+  return std::nullopt;
+}
+
+// Output k of trial t downloaded and compared on the host (with float64 arbitration).
+Finished CompareOnHost(const MeasureOptions& options, const BatchData& data,
+                       const WorkerState& state, int t, int k, Clock::time_point start,
+                       MeasureResult& r) {
+  const ResidentData& res = *state.resident;
+  const Trial& trial = data.trials[t];
+  const ir::BufferDecl& decl = data.naive_params.params[res.num_inputs + k];
+  auto expected = trial.expected.find(decl.name);
+  if (expected == trial.expected.end()) {
+    return FinishItem(r, start, MeasureError::kUnknown,
+                      absl::StrCat("no reference for output '", decl.name, "'"));
+  }
+  std::vector<std::byte> bytes(static_cast<size_t>(res.outputs[k].bytes()));
+  absl::Status s = res.outputs[k].Download(bytes.data(), res.outputs[k].bytes());
+  if (!s.ok()) return RuntimeFailure(r, start, s);
+  ir::HostBuffer got = ir::HostBuffer::Zeros(decl.dtype, decl.shape);
+  s = UnpackBuffer(bytes.data(), bytes.size(), &got);
+  if (!s.ok()) return FinishItem(r, start, MeasureError::kUnknown, std::string(s.message()));
+  CompareOutputWithArbitration(*data.dag, data.dag->StageId(decl.name), trial.inputs, got,
+                               expected->second,
+                               ToleranceFor(decl.dtype, options.atol, options.rtol),
+                               ArbitrationOf(options), t, trial.distribution, &r.check);
+  return std::nullopt;
+}
+
+// The check on the resident inputs and references: per trial, outputs and scratch poisoned on the
+// device, one synchronized launch, every output compared (in name order).
+Finished ResidentCheck(const MeasureOptions& options, const BatchData& data,
+                       const WorkerState& state, const codegen::GpuModule& gpu,
+                       const LoadedGpuModule& module, ResidentArgs& bound, Clock::time_point start,
+                       MeasureResult& r) {
+  ResidentData& res = *state.resident;
+  const int ni = res.num_inputs;
+  const auto check_start = Clock::now();
+  absl::Status init =
+      res.slots.Upload(res.initial_slots.data(),
+                       static_cast<int64_t>(res.initial_slots.size() * sizeof(CompareSlot)));
+  if (!init.ok()) return RuntimeFailure(r, start, init);
+  for (size_t t = 0; t < data.trials.size(); ++t) {
+    for (size_t i = 0; i < gpu.args.size(); ++i) {
+      const int p = bound.param_of[i];
+      if (p >= 0 && p < ni) continue;
+      absl::Status s =
+          PoisonOnDevice(p < 0 ? bound.scratch[i] : res.outputs[p - ni], gpu.args[i].buffer);
+      if (!s.ok()) return RuntimeFailure(r, start, s);
+    }
+    absl::Status launched =
+        module.LaunchAll(ResidentArgPtrs(res, bound, res.inputs[t]), /*synchronize=*/true);
+    if (!launched.ok()) return RuntimeFailure(r, start, launched);
+    for (int k : res.output_order) {
+      const int trial = static_cast<int>(t);
+      Finished finished = state.comparer != nullptr && res.device_compare[t][k]
+                              ? CompareOnDevice(options, data, state, trial, k, start, r)
+                              : CompareOnHost(options, data, state, trial, k, start, r);
+      if (finished.has_value()) return finished;
+    }
+    ++r.check.trials;
+  }
+  r.check_ms = MsSince(check_start);
+  return std::nullopt;
+}
+
+// Whether the candidate wrote into the resident inputs or references (their slots were zeroed with
+// the others before the check): a wrong answer, and the next worker starts from fresh copies.
+Finished CheckResidentIntact(const BatchData& data, const WorkerState& state, bool wrong,
+                             Clock::time_point start, MeasureResult& r) {
+  const ResidentData& res = *state.resident;
+  const std::vector<ir::BufferDecl>& decls = data.naive_params.params;
+  const int ni = res.num_inputs;
+  const int trials = static_cast<int>(data.trials.size());
+  const int params = ni + res.num_outputs;
+  absl::Status s;
+  for (int t = 0; t < trials && s.ok(); ++t) {
+    for (int p = 0; p < params && s.ok(); ++p) {
+      const DeviceBuffer& live = p < ni ? res.inputs[t][p] : res.references[t][p - ni];
+      const DeviceBuffer& pristine =
+          p < ni ? res.pristine_inputs[t][p] : res.pristine_references[t][p - ni];
+      s = state.comparer->CountDifferences(live.ptr(), pristine.ptr(), live.bytes(),
+                                           res.SlotPtr(res.DifferenceSlotIndex(t, p)));
+    }
+  }
+  std::vector<CompareSlot> counts(static_cast<size_t>(trials * params));
+  if (s.ok()) {
+    s = DownloadAt(*state.driver, res.SlotPtr(res.DifferenceSlotIndex(0, 0)), 0, counts.data(),
+                   static_cast<int64_t>(counts.size() * sizeof(CompareSlot)));
+  }
+  if (!s.ok()) return RuntimeFailure(r, start, s);
+  for (int t = 0; t < trials; ++t) {
+    for (int p = 0; p < params; ++p) {
+      const uint64_t changed = counts[t * params + p][0];
+      if (changed == 0) continue;
+      RequestWorkerRestart();
+      r.costs_s.clear();
+      r.timing = TimingStats{};
+      std::string message =
+          p < ni ? absl::StrCat("candidate wrote into its input '", decls[p].name, "' (", changed,
+                                " words of trial ", t, "'s copy changed)")
+                 : absl::StrCat("candidate wrote outside its outputs: the reference of '",
+                                decls[p].name, "' (trial ", t, ") changed in ", changed, " words");
+      if (wrong) absl::StrAppend(&message, "; ", MismatchMessage(r.check));
+      return FinishItem(r, start, MeasureError::kWrongAnswer, std::move(message));
+    }
+  }
+  return std::nullopt;
+}
+
+// Check and timing of a loaded candidate on the worker's resident buffers (see the file comment).
+std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData& data,
+                                 WorkerState& state, const codegen::GpuModule& gpu,
+                                 const LoadedGpuModule& module, Clock::time_point start,
+                                 MeasureResult& r) {
+  const ResidentData& res = *state.resident;
+  ResidentArgs bound;
+  if (Finished f = BindResidentArgs(data, state, gpu, start, r, &bound)) return *f;
+  if (options.check) {
+    if (Finished f = ResidentCheck(options, data, state, gpu, module, bound, start, r)) return *f;
   }
   const bool wrong = r.check.mismatches > 0;
 
   // Timing on the resident timing inputs (random, never the check inputs, never zeros).
   if (!wrong) {
-    const std::vector<cuda::CUdeviceptr> timing_args = args_with(res.timing_inputs);
+    const std::vector<cuda::CUdeviceptr> timing_args =
+        ResidentArgPtrs(res, bound, res.timing_inputs);
     absl::StatusOr<TimingStats> stats = state.timer->Time(
         [&]() { return module.LaunchAll(timing_args, /*synchronize=*/false); }, options.timing);
     if (!stats.ok()) return RuntimeFailure(r, start, stats.status());
@@ -653,45 +801,8 @@ std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData&
     for (double ms : stats->samples_ms) r.costs_s.push_back(ms / 1000.0);
   }
 
-  // Did the candidate write into the resident inputs or references? (Their slots were zeroed
-  // with the others before the check.)
   if (options.check && state.comparer != nullptr && !data.trials.empty()) {
-    const int trials = static_cast<int>(data.trials.size());
-    const int params = ni + res.num_outputs;
-    absl::Status s;
-    for (int t = 0; t < trials && s.ok(); ++t) {
-      for (int p = 0; p < params && s.ok(); ++p) {
-        const DeviceBuffer& live = p < ni ? res.inputs[t][p] : res.references[t][p - ni];
-        const DeviceBuffer& pristine =
-            p < ni ? res.pristine_inputs[t][p] : res.pristine_references[t][p - ni];
-        s = state.comparer->CountDifferences(live.ptr(), pristine.ptr(), live.bytes(),
-                                             res.SlotPtr(res.DifferenceSlotIndex(t, p)));
-      }
-    }
-    std::vector<CompareSlot> counts(static_cast<size_t>(trials * params));
-    if (s.ok()) {
-      s = DownloadAt(driver, res.SlotPtr(res.DifferenceSlotIndex(0, 0)), 0, counts.data(),
-                     static_cast<int64_t>(counts.size() * sizeof(CompareSlot)));
-    }
-    if (!s.ok()) return RuntimeFailure(r, start, s);
-    for (int t = 0; t < trials; ++t) {
-      for (int p = 0; p < params; ++p) {
-        const uint64_t changed = counts[t * params + p][0];
-        if (changed == 0) continue;
-        // The next worker starts from fresh copies.
-        RequestWorkerRestart();
-        r.costs_s.clear();
-        r.timing = TimingStats{};
-        std::string message =
-            p < ni ? absl::StrCat("candidate wrote into its input '", decls[p].name, "' (",
-                                  changed, " words of trial ", t, "'s copy changed)")
-                   : absl::StrCat("candidate wrote outside its outputs: the reference of '",
-                                  decls[p].name, "' (trial ", t, ") changed in ", changed,
-                                  " words");
-        if (wrong) absl::StrAppend(&message, "; ", MismatchMessage(r.check));
-        return FinishItem(r, start, MeasureError::kWrongAnswer, std::move(message));
-      }
-    }
+    if (Finished f = CheckResidentIntact(data, state, wrong, start, r)) return *f;
   }
   if (wrong) return FinishItem(r, start, MeasureError::kWrongAnswer, MismatchMessage(r.check));
   return FinishItem(r, start, MeasureError::kNone, "");
@@ -747,11 +858,10 @@ std::string WorkerItem(const MeasureOptions& options, const BatchData& data, Wor
           return finish(MeasureError::kUnknown,
                         absl::StrCat("no reference for output '", name, "'"));
         }
-        CompareOutputWithArbitration(*data.dag, data.dag->StageId(name), trial.inputs, got,
-                                     expected->second,
-                                     ToleranceFor(got.dtype, options.atol, options.rtol),
-                                     ArbitrationOf(options), static_cast<int>(t),
-                                     trial.distribution, &r.check);
+        CompareOutputWithArbitration(
+            *data.dag, data.dag->StageId(name), trial.inputs, got, expected->second,
+            ToleranceFor(got.dtype, options.atol, options.rtol), ArbitrationOf(options),
+            static_cast<int>(t), trial.distribution, &r.check);
       }
       ++r.check.trials;
     }
@@ -787,18 +897,6 @@ std::string WorkerItem(const MeasureOptions& options, const BatchData& data, Wor
   r.timing = *stats;
   for (double ms : stats->samples_ms) r.costs_s.push_back(ms / 1000.0);
   return finish(MeasureError::kNone, "");
-}
-
-// Interpreted operations of the naive program: 2 · FLOPs + stores (one per element of every
-// computed stage).
-double NaiveOps(const ir::ComputeDAG& dag) {
-  double stores = 0;
-  for (int id = 0; id < dag.num_stages(); ++id) {
-    if (dag.Kind(id) != ir::StageKind::kPlaceholder) {
-      stores += static_cast<double>(dag.stage(id).NumElements());
-    }
-  }
-  return 2 * dag.Flops() + stores;
 }
 
 // The candidate's buffer params must be the task's (names, dtypes, shapes, order).
@@ -958,22 +1056,8 @@ class CudaMeasurer : public Measurer {
   absl::StatusOr<std::shared_ptr<const codegen::GpuModule>> NaiveModule(const ir::ComputeDAG& dag) {
     const std::string key = dag.WorkloadKey();
     if (auto it = naive_modules_.find(key); it != naive_modules_.end()) return it->second;
-    auto wrap = [](const absl::Status& s) {
-      return absl::Status(s.code(), absl::StrCat("reference kernel: ", s.message()));
-    };
-    absl::StatusOr<schedule::State> state = schedule::NaiveGpuSchedule(dag, target_);
-    if (!state.ok()) return wrap(state.status());
-    absl::StatusOr<schedule::LoweredKernel> lowered = schedule::Lower(dag, *state, target_);
-    if (!lowered.ok()) return wrap(lowered.status());
-    std::vector<LaunchConfig> launches = lowered->launches;
-    codegen::GpuCompileOptions compile;
-    compile.arch = target_.arch.empty() ? "sm_90" : target_.arch;
-    // The reference rounds every operation separately, as the interpreter does.
-    compile.fma_contraction = false;
-    absl::StatusOr<codegen::GpuModule> module =
-        codegen::CompileToPtx(lowered->nest, launches, compile);
-    if (!module.ok()) return wrap(module.status());
-    auto shared = std::make_shared<const codegen::GpuModule>(*std::move(module));
+    ASSIGN_OR_RETURN(codegen::GpuModule module, BuildGpuReference(dag, target_));
+    auto shared = std::make_shared<const codegen::GpuModule>(std::move(module));
     naive_modules_[key] = shared;
     return shared;
   }
@@ -1043,4 +1127,4 @@ absl::StatusOr<std::unique_ptr<Measurer>> CreateCudaMeasurer(const Target& targe
   return cuda_internal::NewCudaMeasurerWithoutProbe(target, options);
 }
 
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

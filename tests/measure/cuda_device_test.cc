@@ -16,12 +16,23 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/host_buffer.h"
+#include "measure/loaded_module.h"
 #include "runtime/cuda_driver.h"
 #include "tests/codegen/nest_builders.h"
-#include "tests/runtime/cuda_device_test_util.h"
-#include "tests/runtime/cuda_test_util.h"
+#include "tests/measure/cuda_device_test_util.h"
+#include "tests/measure/cuda_test_util.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
+namespace cuda = runtime::cuda;
+using runtime::CudaContext;
+using runtime::CudaModule;
+using runtime::DeviceBuffer;
+using runtime::DeviceInfo;
+using runtime::GpuTimer;
+using runtime::Launch;
+using runtime::TargetFromDevice;
+using runtime::TimingOptions;
+using runtime::TimingStats;
 namespace {
 
 using ::testing::HasSubstr;
@@ -207,10 +218,11 @@ TEST(CudaDeviceTest, LaunchOutsideTheLimitsIsRefusedBeforeLaunching) {
     codegen::GpuKernelInfo k = module->kernels[0];
     k.block = {4096, 1, 1};
     Buffers bufs = AllocateFor(*ctx, *module, {});
-    EXPECT_THAT(Launch(*ctx, *f, k, bufs.ptrs, true),
+    EXPECT_THAT(Launch(*ctx, *f, k.name, KernelLaunch(k), bufs.ptrs, true),
                 StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("device limits")));
     // The context is still usable.
-    EXPECT_THAT(Launch(*ctx, *f, module->kernels[0], bufs.ptrs, true), IsOk());
+    EXPECT_THAT(Launch(*ctx, *f, k.name, KernelLaunch(module->kernels[0]), bufs.ptrs, true),
+                IsOk());
   });
 }
 
@@ -245,4 +257,4 @@ TEST(CudaDeviceTest, GpuTimerGivesPositiveSamples) {
 }
 
 }  // namespace
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

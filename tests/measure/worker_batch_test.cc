@@ -1,6 +1,6 @@
 // Forked workers: items that succeed, segfault, abort, hang, exit, throw or ask for a restart, and
 // setups that fail, crash or hang; every later item still runs and returns its own payload.
-#include "runtime/worker_batch.h"
+#include "measure/worker_batch.h"
 
 #include <signal.h>
 #include <sys/mman.h>
@@ -16,7 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
 namespace {
 
 using ::testing::HasSubstr;
@@ -231,4 +231,4 @@ TEST(WorkerBatchTest, PhasesRestartTheClockAndNameTheTimeout) {
 }
 
 }  // namespace
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

@@ -1,4 +1,4 @@
-// Fast, thread-count-independent generation of check inputs (MakeCheckInputs, runtime/checker.h)
+// Fast, thread-count-independent generation of check inputs (MakeCheckInputs, measure/checker.h)
 // and the chunked parallel loop shared with the packing of host buffers.
 //
 // Every value is a function of (the tensor's stream seed, the element's flat index) only: a
@@ -12,9 +12,9 @@
 #include <string>
 
 #include "ir/host_buffer.h"
-#include "runtime/measure.h"
+#include "measure/measure.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
 
 /// The SplitMix64 finalizer (Steele, Lea and Flood, OOPSLA'14): a bijective 64-bit mix that
 /// decorrelates seeds derived from one another and hashes counters into uniform bits.
@@ -66,4 +66,4 @@ double CheckUniform01(uint64_t stream, int64_t index, int slot);
 void FillCheckInput(CheckDistribution distribution, uint64_t stream, int threads,
                     ir::HostBuffer* buffer);
 
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

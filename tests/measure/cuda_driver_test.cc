@@ -13,11 +13,15 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/cuda_device.h"
-#include "runtime/cuda_measurer.h"
-#include "runtime/measure.h"
-#include "tests/runtime/cuda_test_util.h"
+#include "measure/cuda_measurer.h"
+#include "measure/measure.h"
+#include "tests/measure/cuda_test_util.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
+using runtime::CudaDriver;
+using runtime::DeviceInfo;
+using runtime::ProbeCudaDevice;
+using runtime::TargetFromDevice;
 namespace {
 
 using ::testing::HasSubstr;
@@ -197,4 +201,4 @@ TEST(DeviceInfoTest, JsonRoundTripAndTarget) {
 }
 
 }  // namespace
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

@@ -1,4 +1,4 @@
-// The host (cpu target) measurer: each batch runs in forked workers (runtime/worker_batch.h).
+// The host (cpu target) measurer: each batch runs in forked workers (measure/worker_batch.h).
 // Per batch, in the parent: the check inputs of every trial, and for small tasks the reference
 // through the interpreter. In the worker's setup, for larger tasks: the naive program JIT-compiled
 // for the host, run on those inputs and spot-checked against float64 point evaluation. Per
@@ -22,11 +22,14 @@
 #include "codegen/codegen.h"
 #include "ir/lower_naive.h"
 #include "ir/reference.h"
-#include "runtime/checker.h"
-#include "runtime/measure.h"
-#include "runtime/worker_batch.h"
+#include "measure/checker.h"
+#include "measure/measure.h"
+#include "measure/worker_batch.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
+
+using runtime::TimeRepeated;
+using runtime::TimingStats;
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -385,4 +388,4 @@ absl::StatusOr<std::unique_ptr<Measurer>> CreateHostMeasurer(const Target& targe
   return std::unique_ptr<Measurer>(new HostMeasurer(target, options));
 }
 
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

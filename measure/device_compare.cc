@@ -1,5 +1,5 @@
 // The device compare module: PTX text, slot encoding, and launches through the driver.
-#include "runtime/device_compare.h"
+#include "measure/device_compare.h"
 
 #include <algorithm>
 #include <bit>
@@ -7,7 +7,12 @@
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
+
+namespace cuda = runtime::cuda;
+using runtime::CudaContext;
+using runtime::CudaDriver;
+using runtime::CudaModule;
 namespace {
 
 constexpr int kThreadsPerBlock = 256;  // a multiple of the warp size (the kernels rely on it)
@@ -29,14 +34,9 @@ std::string ReduceStep(const std::string& reg, const std::string& op, int offset
                       op, ".u64 ", reg, ", ", reg, ", %rd14;\n");
 }
 
-std::string BuildPtx() {
+// The entry tilesearch_compare_f32(got, expected, n, atol, rtol, slot) (see the header comment).
+std::string CompareF32Entry() {
   std::string ptx =
-      ".version 7.0\n"
-      ".target sm_75\n"
-      ".address_size 64\n"
-      "\n"
-      // ---------------------------------------------------------------------------------------
-      // tilesearch_compare_f32(got, expected, n, atol, rtol, slot)
       ".visible .entry tilesearch_compare_f32(\n"
       "  .param .u64 p_got,\n"
       "  .param .u64 p_expected,\n"
@@ -65,9 +65,9 @@ std::string BuildPtx() {
       "  mov.u32 %r4, %nctaid.x;\n"
       "  mul.wide.u32 %rd5, %r1, %r2;\n"
       "  cvt.u64.u32 %rd6, %r3;\n"
-      "  add.u64 %rd5, %rd5, %rd6;\n"         // i: this thread's first element
-      "  mul.wide.u32 %rd7, %r4, %r2;\n"      // stride: threads in the grid
-      "  mov.u64 %rd10, 0;\n"                 // mismatches
+      "  add.u64 %rd5, %rd5, %rd6;\n"           // i: this thread's first element
+      "  mul.wide.u32 %rd7, %r4, %r2;\n"        // stride: threads in the grid
+      "  mov.u64 %rd10, 0;\n"                   // mismatches
       "  mov.u64 %rd11, 0xffffffffffffffff;\n"  // first mismatching index
       "  mov.f64 %fd10, 0d0000000000000000;\n"  // max abs error
       "  mov.f64 %fd11, 0d0000000000000000;\n"  // max rel error
@@ -92,7 +92,7 @@ std::string BuildPtx() {
       "  abs.f64 %fd6, %fd6;\n"
       "  selp.f64 %fd7, %fd6, %fd12, %p3;\n"  // abs error: +inf for a non-finite got
       "  max.f64 %fd10, %fd10, %fd7;\n"
-      "  setp.gt.f64 %p4, %fd5, %fd1;\n"      // rel error only where |expected| > atol
+      "  setp.gt.f64 %p4, %fd5, %fd1;\n"  // rel error only where |expected| > atol
       "  @!%p4 bra $Lc_tolerance;\n"
       "  max.f64 %fd8, %fd5, %fd13;\n"
       "  div.rn.f64 %fd9, %fd7, %fd8;\n"
@@ -142,72 +142,79 @@ std::string BuildPtx() {
                   "  atom.global.max.u64 %rd15, [%rd4+16], %rd13;\n"
                   "$Lc_done:\n"
                   "  ret;\n"
-                  "}\n"
-                  "\n"
-                  // -------------------------------------------------------------------------------
-                  // tilesearch_bytes_differ(a, b, bytes, slot)
-                  ".visible .entry tilesearch_bytes_differ(\n"
-                  "  .param .u64 p_a,\n"
-                  "  .param .u64 p_b,\n"
-                  "  .param .u64 p_bytes,\n"
-                  "  .param .u64 p_slot)\n"
-                  "{\n"
-                  "  .reg .pred %p<6>;\n"
-                  "  .reg .b32 %r<8>;\n"
-                  "  .reg .b64 %rd<16>;\n"
-                  "  ld.param.u64 %rd1, [p_a];\n"
-                  "  ld.param.u64 %rd2, [p_b];\n"
-                  "  ld.param.u64 %rd3, [p_bytes];\n"
-                  "  ld.param.u64 %rd4, [p_slot];\n"
-                  "  cvta.to.global.u64 %rd1, %rd1;\n"
-                  "  cvta.to.global.u64 %rd2, %rd2;\n"
-                  "  cvta.to.global.u64 %rd4, %rd4;\n"
-                  "  shr.u64 %rd5, %rd3, 2;\n"  // whole words
-                  "  mov.u32 %r1, %ctaid.x;\n"
-                  "  mov.u32 %r2, %ntid.x;\n"
-                  "  mov.u32 %r3, %tid.x;\n"
-                  "  mov.u32 %r4, %nctaid.x;\n"
-                  "  mul.wide.u32 %rd6, %r1, %r2;\n"
-                  "  cvt.u64.u32 %rd8, %r3;\n"
-                  "  add.u64 %rd6, %rd6, %rd8;\n"  // this thread's first word
-                  "  mov.u64 %rd11, %rd6;\n"       // the thread's index in the grid
-                  "  mul.wide.u32 %rd7, %r4, %r2;\n"
-                  "  mov.u64 %rd10, 0;\n"  // differing words
-                  "$Lb_loop:\n"
-                  "  setp.ge.u64 %p1, %rd6, %rd5;\n"
-                  "  @%p1 bra $Lb_tail;\n"
-                  "  shl.b64 %rd8, %rd6, 2;\n"
-                  "  add.u64 %rd9, %rd1, %rd8;\n"
-                  "  ld.global.u32 %r5, [%rd9];\n"
-                  "  add.u64 %rd9, %rd2, %rd8;\n"
-                  "  ld.global.u32 %r6, [%rd9];\n"
-                  "  setp.ne.u32 %p2, %r5, %r6;\n"
-                  "  @%p2 add.u64 %rd10, %rd10, 1;\n"
-                  "  add.u64 %rd6, %rd6, %rd7;\n"
-                  "  bra $Lb_loop;\n"
-                  "$Lb_tail:\n"  // thread 0 of the grid compares the last bytes % 4 bytes
-                  "  setp.ne.u64 %p3, %rd11, 0;\n"
-                  "  @%p3 bra $Lb_add;\n"
-                  "  shl.b64 %rd12, %rd5, 2;\n"
-                  "$Lb_tail_loop:\n"
-                  "  setp.ge.u64 %p4, %rd12, %rd3;\n"
-                  "  @%p4 bra $Lb_add;\n"
-                  "  add.u64 %rd9, %rd1, %rd12;\n"
-                  "  ld.global.u8 %r5, [%rd9];\n"
-                  "  add.u64 %rd9, %rd2, %rd12;\n"
-                  "  ld.global.u8 %r6, [%rd9];\n"
-                  "  setp.ne.u32 %p2, %r5, %r6;\n"
-                  "  @%p2 add.u64 %rd10, %rd10, 1;\n"
-                  "  add.u64 %rd12, %rd12, 1;\n"
-                  "  bra $Lb_tail_loop;\n"
-                  "$Lb_add:\n"
-                  "  setp.eq.u64 %p5, %rd10, 0;\n"
-                  "  @%p5 bra $Lb_done;\n"
-                  "  atom.global.add.u64 %rd13, [%rd4], %rd10;\n"
-                  "$Lb_done:\n"
-                  "  ret;\n"
                   "}\n");
   return ptx;
+}
+
+// The entry tilesearch_bytes_differ(a, b, bytes, slot) (see the header comment).
+std::string BytesDifferEntry() {
+  return ".visible .entry tilesearch_bytes_differ(\n"
+         "  .param .u64 p_a,\n"
+         "  .param .u64 p_b,\n"
+         "  .param .u64 p_bytes,\n"
+         "  .param .u64 p_slot)\n"
+         "{\n"
+         "  .reg .pred %p<6>;\n"
+         "  .reg .b32 %r<8>;\n"
+         "  .reg .b64 %rd<16>;\n"
+         "  ld.param.u64 %rd1, [p_a];\n"
+         "  ld.param.u64 %rd2, [p_b];\n"
+         "  ld.param.u64 %rd3, [p_bytes];\n"
+         "  ld.param.u64 %rd4, [p_slot];\n"
+         "  cvta.to.global.u64 %rd1, %rd1;\n"
+         "  cvta.to.global.u64 %rd2, %rd2;\n"
+         "  cvta.to.global.u64 %rd4, %rd4;\n"
+         "  shr.u64 %rd5, %rd3, 2;\n"  // whole words
+         "  mov.u32 %r1, %ctaid.x;\n"
+         "  mov.u32 %r2, %ntid.x;\n"
+         "  mov.u32 %r3, %tid.x;\n"
+         "  mov.u32 %r4, %nctaid.x;\n"
+         "  mul.wide.u32 %rd6, %r1, %r2;\n"
+         "  cvt.u64.u32 %rd8, %r3;\n"
+         "  add.u64 %rd6, %rd6, %rd8;\n"  // this thread's first word
+         "  mov.u64 %rd11, %rd6;\n"       // the thread's index in the grid
+         "  mul.wide.u32 %rd7, %r4, %r2;\n"
+         "  mov.u64 %rd10, 0;\n"  // differing words
+         "$Lb_loop:\n"
+         "  setp.ge.u64 %p1, %rd6, %rd5;\n"
+         "  @%p1 bra $Lb_tail;\n"
+         "  shl.b64 %rd8, %rd6, 2;\n"
+         "  add.u64 %rd9, %rd1, %rd8;\n"
+         "  ld.global.u32 %r5, [%rd9];\n"
+         "  add.u64 %rd9, %rd2, %rd8;\n"
+         "  ld.global.u32 %r6, [%rd9];\n"
+         "  setp.ne.u32 %p2, %r5, %r6;\n"
+         "  @%p2 add.u64 %rd10, %rd10, 1;\n"
+         "  add.u64 %rd6, %rd6, %rd7;\n"
+         "  bra $Lb_loop;\n"
+         "$Lb_tail:\n"  // thread 0 of the grid compares the last bytes % 4 bytes
+         "  setp.ne.u64 %p3, %rd11, 0;\n"
+         "  @%p3 bra $Lb_add;\n"
+         "  shl.b64 %rd12, %rd5, 2;\n"
+         "$Lb_tail_loop:\n"
+         "  setp.ge.u64 %p4, %rd12, %rd3;\n"
+         "  @%p4 bra $Lb_add;\n"
+         "  add.u64 %rd9, %rd1, %rd12;\n"
+         "  ld.global.u8 %r5, [%rd9];\n"
+         "  add.u64 %rd9, %rd2, %rd12;\n"
+         "  ld.global.u8 %r6, [%rd9];\n"
+         "  setp.ne.u32 %p2, %r5, %r6;\n"
+         "  @%p2 add.u64 %rd10, %rd10, 1;\n"
+         "  add.u64 %rd12, %rd12, 1;\n"
+         "  bra $Lb_tail_loop;\n"
+         "$Lb_add:\n"
+         "  setp.eq.u64 %p5, %rd10, 0;\n"
+         "  @%p5 bra $Lb_done;\n"
+         "  atom.global.add.u64 %rd13, [%rd4], %rd10;\n"
+         "$Lb_done:\n"
+         "  ret;\n"
+         "}\n";
+}
+
+// The module: PTX ISA 7.0 for sm_75 (JIT-compiled by the driver for any newer device).
+std::string BuildPtx() {
+  return absl::StrCat(".version 7.0\n.target sm_75\n.address_size 64\n\n", CompareF32Entry(), "\n",
+                      BytesDifferEntry());
 }
 
 unsigned int GridFor(int64_t items) {
@@ -222,7 +229,9 @@ const std::string& DeviceComparePtx() {
   return *ptx;
 }
 
-CompareSlot InitialCompareSlot() { return {0, std::bit_cast<uint64_t>(0.0), std::bit_cast<uint64_t>(0.0), ~uint64_t{0}}; }
+CompareSlot InitialCompareSlot() {
+  return {0, std::bit_cast<uint64_t>(0.0), std::bit_cast<uint64_t>(0.0), ~uint64_t{0}};
+}
 
 CompareSummary DecodeCompareSlot(const CompareSlot& slot, int64_t elements) {
   CompareSummary s;
@@ -234,8 +243,7 @@ CompareSummary DecodeCompareSlot(const CompareSlot& slot, int64_t elements) {
   return s;
 }
 
-absl::StatusOr<std::unique_ptr<DeviceComparer>> DeviceComparer::Create(
-    const CudaContext& context) {
+absl::StatusOr<std::unique_ptr<DeviceComparer>> DeviceComparer::Create(const CudaContext& context) {
   std::unique_ptr<DeviceComparer> c(new DeviceComparer);
   c->context_ = &context;
   ASSIGN_OR_RETURN(c->module_, CudaModule::LoadPtx(context.driver(), DeviceComparePtx()));
@@ -273,4 +281,4 @@ absl::Status DeviceComparer::CountDifferences(cuda::CUdeviceptr a, cuda::CUdevic
                  "cuLaunchKernel(tilesearch_bytes_differ)");
 }
 
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

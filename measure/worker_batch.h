@@ -18,7 +18,7 @@
 
 #include "absl/status/status.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
 
 /// What happened to one item.
 struct WorkerItemOutcome {
@@ -73,4 +73,4 @@ void RequestWorkerRestart();
 /// can be attributed to its phase. Outside a worker it does nothing.
 void BeginWorkerItemPhase(const std::string& phase, double timeout_ms = 0);
 
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

@@ -15,15 +15,20 @@
 #include "codegen/codegen.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "runtime/checker.h"
+#include "measure/checker.h"
 #include "runtime/cuda_device.h"
-#include "runtime/device_compare.h"
-#include "runtime/measure.h"
+#include "measure/device_compare.h"
+#include "measure/loaded_module.h"
+#include "measure/measure.h"
 #include "tests/codegen/nest_builders.h"
-#include "tests/runtime/cuda_device_test_util.h"
-#include "tests/runtime/cuda_test_util.h"
+#include "tests/measure/cuda_device_test_util.h"
+#include "tests/measure/cuda_test_util.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
+namespace cuda = runtime::cuda;
+using runtime::CudaContext;
+using runtime::DeviceBuffer;
+using runtime::TargetFromDevice;
 namespace {
 
 using ::testing::HasSubstr;
@@ -268,4 +273,4 @@ TEST(DeviceCompareGpuTest, CandidateWritingItsInputIsAWrongAnswer) {
 }
 
 }  // namespace
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

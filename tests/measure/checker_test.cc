@@ -1,7 +1,7 @@
 // The correctness checker: dtype tolerances, NaN / Inf rules, mismatch reports, float16 / bfloat16
 // packing against hand-computed bit patterns, poisoning, check inputs, and the float64 spot check
 // of a reference against a matmul written as naive C++ loops.
-#include "runtime/checker.h"
+#include "measure/checker.h"
 
 #include <cmath>
 #include <cstring>
@@ -13,7 +13,7 @@
 #include "ir/compute_dag.h"
 #include "ir/tensor.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
 namespace {
 
 using ::testing::HasSubstr;
@@ -428,4 +428,4 @@ TEST(VerifyReferenceSamplesTest, MissingOutputIsAnError) {
 }
 
 }  // namespace
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure

@@ -1,8 +1,8 @@
-// Counter-based check inputs (runtime/check_inputs_fill.h): the same bits for every thread count,
+// Counter-based check inputs (measure/check_inputs_fill.h): the same bits for every thread count,
 // the documented generator recomputed independently, distribution bounds and sample moments
 // against float64 expectations, seeding by seed and tensor name; and the chunked PackBuffer /
 // UnpackBuffer / PoisonBytes / CompareOutput against per-element loops.
-#include "runtime/check_inputs_fill.h"
+#include "measure/check_inputs_fill.h"
 
 #include <cmath>
 #include <cstring>
@@ -14,9 +14,9 @@
 #include "gtest/gtest.h"
 #include "ir/compute_dag.h"
 #include "ir/tensor.h"
-#include "runtime/checker.h"
+#include "measure/checker.h"
 
-namespace tilesearch::runtime {
+namespace tilesearch::measure {
 namespace {
 
 using ::tilesearch::testing::IsOk;
@@ -455,4 +455,4 @@ TEST(PackParallelTest, ChunkedCompareEqualsAnElementLoop) {
 }
 
 }  // namespace
-}  // namespace tilesearch::runtime
+}  // namespace tilesearch::measure
