@@ -1,4 +1,4 @@
-// Measurement results: names, JSON form, option validation and the measurer factory.
+// Measurement results: names, JSON form, option validation, the device lock path.
 #include "measure/measure.h"
 
 #include <unistd.h>
@@ -14,11 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status.h"
-#include "runtime/device_lock.h"
 
 namespace tilesearch::measure {
 
-using runtime::DeviceLock;
 using runtime::KernelResources;
 using runtime::TimingOptions;
 using runtime::TimingStats;
@@ -350,71 +348,10 @@ absl::Status ValidateMeasureOptions(const MeasureOptions& options) {
   return absl::OkStatus();
 }
 
-namespace {
-
-// Holds the device lock (runtime/device_lock.h: a FIFO ticket lock across processes) around each
-// Measure call of the wrapped measurer. The lock keeps no descriptor open, so forked workers
-// inherit nothing of it.
-class LockedMeasurer : public Measurer {
- public:
-  LockedMeasurer(std::unique_ptr<Measurer> inner, std::unique_ptr<DeviceLock> lock)
-      : inner_(std::move(inner)), lock_(std::move(lock)) {}
-  std::vector<MeasureResult> Measure(const ir::ComputeDAG& dag,
-                                     const std::vector<MeasureCandidate>& candidates) override {
-    if (absl::Status acquired = lock_->Acquire(); !acquired.ok()) {
-      // Measuring without the lock would time kernels next to another job's: fail loudly.
-      std::vector<MeasureResult> results(candidates.size());
-      for (size_t i = 0; i < candidates.size(); ++i) {
-        results[i].error = MeasureError::kRuntimeError;
-        results[i].message = absl::StrCat("not measured: ", std::string(acquired.message()));
-        results[i].compile_ms = candidates[i].compile_ms;
-      }
-      return results;
-    }
-    std::vector<MeasureResult> results = inner_->Measure(dag, candidates);
-    if (absl::Status released = lock_->Release(); !released.ok()) {
-      std::cerr << "measure: " << released.message() << "\n";
-    }
-    return results;
-  }
-  const Target& target() const override { return inner_->target(); }
-
- private:
-  std::unique_ptr<Measurer> inner_;
-  std::unique_ptr<DeviceLock> lock_;
-};
-
-absl::StatusOr<std::unique_ptr<Measurer>> CreateUnlockedMeasurer(const Target& target,
-                                                                 const MeasureOptions& options) {
-  switch (target.kind) {
-    case TargetKind::kCpu:
-      return CreateHostMeasurer(target, options);
-    case TargetKind::kCuda:
-      return CreateCudaMeasurer(target, options);
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("no measurer for target '", target.ToString(), "'"));
-}
-
-}  // namespace
-
 std::string DeviceLockPath(const MeasureOptions& options) {
   if (!options.device_lock_path.empty()) return options.device_lock_path;
   const char* env = std::getenv("TILESEARCH_DEVICE_LOCK");
   return env != nullptr ? env : "";
-}
-
-absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(const Target& target,
-                                                         const MeasureOptions& options) {
-  RETURN_IF_ERROR(ValidateMeasureOptions(options));
-  const std::string lock_path = DeviceLockPath(options);
-  std::unique_ptr<DeviceLock> lock;
-  if (!lock_path.empty()) {
-    ASSIGN_OR_RETURN(lock, DeviceLock::Open(lock_path));
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<Measurer> measurer, CreateUnlockedMeasurer(target, options));
-  if (lock == nullptr) return measurer;
-  return std::unique_ptr<Measurer>(new LockedMeasurer(std::move(measurer), std::move(lock)));
 }
 
 double EstimateMeasureHostBytes(const ir::ComputeDAG& dag, const MeasureOptions& options) {

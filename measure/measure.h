@@ -167,56 +167,13 @@ double AvailableHostBytes();
                                                   const MeasureOptions& options,
                                                   double fraction = 0.6);
 
-/// One candidate to measure: the lowered program and, for GPU targets, its compiled module.
-struct MeasureCandidate {
-  std::shared_ptr<const ir::LoopNest> nest;
-  std::vector<LaunchConfig> launches;  // GPU: one per kernel
-  std::shared_ptr<const codegen::GpuModule>
-      gpu_module;  // GPU: from CompileToPtx / CompileManyToPtx
-  /// A failed build (lowering or compilation): the candidate is not run and its result carries
-  /// this error (kind from the status: "compile_timeout" → kCompileTimeout, "invalid_schedule" →
-  /// kInvalidSchedule, others kCompileError) and message.
-  absl::Status build_status;
-  double compile_ms = 0;  // copied into the result
-};
-
-/// Checks and times candidates of one task on one target.
-class Measurer {
- public:
-  virtual ~Measurer() = default;
-  /// One result per candidate, in order. `dag` defines the task (its naive program is the
-  /// reference; every candidate's nest must have the same params as ir::LowerNaive(dag)).
-  /// Never fails as a whole: errors are per result (a worker that cannot start gives every
-  /// remaining candidate kRuntimeError / kNoDevice with the reason).
-  /// Forks worker processes (fork without exec): call it while no other thread of this process is
-  /// inside MLIR / LLVM or holds a lock the workers need (earlier compiles in this process are
-  /// fine); a worker that inherits a held lock hangs and is reported as run_timeout. The host
-  /// measurer JIT-compiles each candidate in the worker under its own run_timeout_ms clock (a
-  /// compile over it: kCompileTimeout; a compiler crash: kCompileError).
-  virtual std::vector<MeasureResult> Measure(const ir::ComputeDAG& dag,
-                                             const std::vector<MeasureCandidate>& candidates) = 0;
-  virtual const Target& target() const = 0;
-};
-
 /// kInvalidArgument naming the first bad option (timing options as TimeRepeated checks them,
 /// negative check_trials / tolerances / samples / host_threads / device, no distributions while
-/// checking, non-positive timeouts); OK otherwise. CreateMeasurer and each measurer call it.
+/// checking, non-positive timeouts); OK otherwise. CreateRunner and each runner call it.
 [[nodiscard]] absl::Status ValidateMeasureOptions(const MeasureOptions& options);
 
 /// The device lock file measurements take turns on: options.device_lock_path, else
 /// $TILESEARCH_DEVICE_LOCK, else "" (no lock).
 std::string DeviceLockPath(const MeasureOptions& options);
-
-/// The measurer of `target`: host JIT for cpu, CUDA for cuda; wrapped in a lock on
-/// options.device_lock_path (or $TILESEARCH_DEVICE_LOCK) when one is given. Errors:
-/// kInvalidArgument for invalid options or a lock file that cannot be opened; for cuda,
-/// kFailedPrecondition "no CUDA driver found: ..." when libcuda.so.1 cannot be loaded or no device
-/// exists (probed in a short-lived child process, so this process still never initializes CUDA).
-[[nodiscard]] absl::StatusOr<std::unique_ptr<Measurer>> CreateMeasurer(
-    const Target& target, const MeasureOptions& options = {});
-[[nodiscard]] absl::StatusOr<std::unique_ptr<Measurer>> CreateHostMeasurer(
-    const Target& target, const MeasureOptions& options);
-[[nodiscard]] absl::StatusOr<std::unique_ptr<Measurer>> CreateCudaMeasurer(
-    const Target& target, const MeasureOptions& options);
 
 }  // namespace tilesearch::measure

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "codegen/codegen.h"
+#include "measure/builder.h"
 #include "measure/checker.h"
 #include "measure/loaded_module.h"
 #include "runtime/cuda_device.h"
@@ -285,16 +286,16 @@ absl::Status GraphExecutor::Impl::AddTask(int t, const ir::ComputeDAG& dag,
     host_kernels[t] = *std::move(kernel);
     tasks[t].num_kernels = 1;
   } else {
-    codegen::GpuCompileOptions compile;
-    compile.arch = kernel_target.arch;
-    absl::StatusOr<codegen::GpuModule> module =
-        codegen::CompileToPtx(lowered->nest, lowered->launches, compile);
-    if (!module.ok()) return Prefixed(label + ": compile", module.status());
+    measure::BuildInput input;
+    input.lowered = std::make_shared<const schedule::LoweredKernel>(*std::move(lowered));
+    const measure::BuildResult built = measure::Builder(kernel_target).BuildInProcess(input);
+    if (!built.build_status.ok()) return Prefixed(label + ": compile", built.build_status);
+    const codegen::GpuModule* module = built.gpu_module.get();
     absl::StatusOr<std::unique_ptr<measure::LoadedGpuModule>> loaded =
         measure::LoadedGpuModule::Load(*context, *module);
     if (!loaded.ok()) return Prefixed(label + ": load", loaded.status());
     modules[t] = *std::move(loaded);
-    for (size_t i = lowered->nest.params.size(); i < module->args.size(); ++i) {
+    for (size_t i = input.lowered->nest.params.size(); i < module->args.size(); ++i) {
       absl::StatusOr<runtime::DeviceBuffer> buffer =
           runtime::DeviceBuffer::Allocate(context->driver(), module->args[i].bytes());
       if (!buffer.ok()) return Prefixed(label + ": scratch", buffer.status());

@@ -24,6 +24,7 @@
 #include "nlohmann/json.hpp"
 #include "schedule/apply_step.h"
 #include "search/log_io.h"
+#include "measure/runner.h"
 
 namespace tilesearch::search {
 namespace {
@@ -540,18 +541,18 @@ absl::StatusOr<KernelArtifact> BuildKernel(const ReplayedRecord& replayed,
   a.num_params = static_cast<int>(a.lowered.nest.params.size());
 
   if (record.target.is_gpu()) {
-    std::vector<LaunchConfig> launches = a.lowered.launches;
-    codegen::GpuCompileOptions gpu = options.gpu;
-    gpu.arch = record.target.arch;
-    absl::StatusOr<codegen::GpuModule> module =
-        codegen::CompileToPtx(a.lowered.nest, launches, gpu);
-    if (!module.ok()) return Prefixed(trial + ": compile", module.status());
-    a.args = module->args;
-    a.gpu = std::make_shared<const codegen::GpuModule>(*std::move(module));
+    measure::BuilderOptions build;
+    build.gpu = options.gpu;
+    measure::BuildInput input;
+    input.lowered = std::make_shared<const schedule::LoweredKernel>(a.lowered);
+    measure::BuildResult built = measure::Builder(record.target, build).BuildInProcess(input);
+    if (!built.build_status.ok()) return Prefixed(trial + ": compile", built.build_status);
+    a.args = built.gpu_module->args;
+    a.gpu = std::move(built.gpu_module);
     if (options.cubin) {
       std::optional<std::string> ptxas = FindPtxas();
       if (ptxas.has_value()) {
-        absl::StatusOr<std::string> cubin = AssemblePtx(*ptxas, a.gpu->ptx, gpu.arch);
+        absl::StatusOr<std::string> cubin = AssemblePtx(*ptxas, a.gpu->ptx, record.target.arch);
         if (!cubin.ok()) return Prefixed(trial, cubin.status());
         a.cubin = *std::move(cubin);
       } else {
@@ -596,8 +597,8 @@ absl::StatusOr<CheckOutcome> CheckKernel(const KernelArtifact& artifact,
   CheckOutcome out;
   RETURN_IF_ERROR(measure::ValidateMeasureOptions(options.measure));
   RETURN_IF_ERROR(measure::CheckMeasureHostMemory(artifact.dag, options.measure));
-  absl::StatusOr<std::unique_ptr<measure::Measurer>> measurer =
-      measure::CreateMeasurer(artifact.record.target, options.measure);
+  absl::StatusOr<std::unique_ptr<measure::Runner>> measurer =
+      measure::CreateRunner(artifact.record.target, options.measure);
   if (!measurer.ok()) {
     if (artifact.is_gpu() && measurer.status().code() == absl::StatusCode::kFailedPrecondition) {
       out.note = absl::StrCat("not re-checked: ", std::string(measurer.status().message()));
@@ -605,13 +606,13 @@ absl::StatusOr<CheckOutcome> CheckKernel(const KernelArtifact& artifact,
     }
     return measurer.status();
   }
-  measure::MeasureCandidate candidate;
+  measure::BuildResult candidate;
   candidate.nest = std::make_shared<const ir::LoopNest>(artifact.lowered.nest);
   if (artifact.is_gpu()) {
     candidate.launches = artifact.lowered.launches;
     candidate.gpu_module = artifact.gpu;
   }
-  std::vector<measure::MeasureResult> results = (*measurer)->Measure(artifact.dag, {candidate});
+  std::vector<measure::MeasureResult> results = (*measurer)->Run(artifact.dag, {candidate});
   CHECK(results.size() == 1) << "measurer returned " << results.size() << " results for 1";
   out.result = std::move(results[0]);
   if (out.result.error == measure::MeasureError::kNoDevice) {

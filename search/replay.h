@@ -145,7 +145,7 @@ std::optional<std::string> FindPtxas();
                                                          const BuildOptions& options = {});
 
 struct CheckOptions {
-  /// The check of measure::Measurer (tolerances, trials, distributions) with its own seed, so
+  /// The check of measure::Runner (tolerances, trials, distributions) with its own seed, so
   /// the inputs differ from the tuning job's (whose default seed is 1). Timing is one run.
   measure::MeasureOptions measure = DefaultMeasure();
   static measure::MeasureOptions DefaultMeasure();
@@ -162,7 +162,7 @@ struct CheckOutcome {
 };
 
 /// Runs the rebuilt kernel against the unscheduled program on fresh random inputs through
-/// measure::CreateMeasurer (measure/measure.h: outputs poisoned with NaN, every element compared
+/// measure::CreateRunner (measure/measure.h: outputs poisoned with NaN, every element compared
 /// under the dtype's tolerance): cpu through the host measurer (the nest JIT-compiled by the same
 /// pipeline as the object), cuda through the cuda measurer with the artifact's own PTX. Where no
 /// CUDA driver or device answers the outcome is "not re-checked", not an error. Forks measurement

@@ -33,6 +33,7 @@
 #include "schedule/lower.h"
 #include "search/local_search.h"
 #include "search/sketch.h"
+#include "measure/runner.h"
 
 namespace tilesearch::search {
 namespace {
@@ -165,50 +166,20 @@ costmodel::TrainingSample SampleOf(const MeasureRecord& r, const ir::ComputeDAG&
   return s;
 }
 
-// Builds the round's candidates: lowering (invalid → invalid_schedule build error) and, on cuda,
-// PTX compilation of all lowered ones in parallel worker processes.
-std::vector<measure::MeasureCandidate> BuildCandidates(const ir::ComputeDAG& dag,
-                                                       const Target& target,
-                                                       const std::vector<State>& states) {
-  std::vector<measure::MeasureCandidate> candidates(states.size());
-  std::vector<codegen::GpuCompileJob> jobs;
-  std::vector<size_t> job_index;
-  for (size_t i = 0; i < states.size(); ++i) {
+// Builds the round's candidates: one lowering per state, then the Builder (a failed lowering is
+// an invalid_schedule build error; cuda: PTX of all lowered ones in parallel worker processes).
+std::vector<measure::BuildResult> BuildCandidates(const ir::ComputeDAG& dag, const Target& target,
+                                                  const std::vector<State>& states) {
+  std::vector<measure::BuildInput> inputs;
+  inputs.reserve(states.size());
+  for (const State& state : states) {
     const auto t0 = std::chrono::steady_clock::now();
-    absl::StatusOr<schedule::LoweredKernel> kernel = schedule::Lower(dag, states[i], target);
+    absl::StatusOr<schedule::LoweredKernel> kernel = schedule::Lower(dag, state, target);
     const double lower_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    measure::MeasureCandidate& c = candidates[i];
-    c.compile_ms = lower_ms;
-    if (!kernel.ok()) {
-      const std::string msg(kernel.status().message());
-      c.build_status = absl::FailedPreconditionError(
-          msg.rfind("invalid_schedule", 0) == 0 ? msg : absl::StrCat("invalid_schedule: ", msg));
-      continue;
-    }
-    c.nest = std::make_shared<const ir::LoopNest>(std::move(kernel->nest));
-    c.launches = kernel->launches;
-    if (target.is_gpu()) {
-      jobs.push_back({c.nest, c.launches});
-      job_index.push_back(i);
-    }
+    inputs.push_back(measure::BuildInput::FromLowering(std::move(kernel), lower_ms));
   }
-  if (!jobs.empty()) {
-    codegen::GpuCompileOptions compile;
-    compile.arch = target.arch;
-    std::vector<absl::StatusOr<codegen::GpuModule>> modules =
-        codegen::CompileManyToPtx(jobs, compile);
-    for (size_t j = 0; j < modules.size() && j < job_index.size(); ++j) {
-      measure::MeasureCandidate& c = candidates[job_index[j]];
-      if (!modules[j].ok()) {
-        c.build_status = modules[j].status();
-        continue;
-      }
-      c.compile_ms += modules[j]->compile_ms;
-      c.gpu_module = std::make_shared<const codegen::GpuModule>(*std::move(modules[j]));
-    }
-  }
-  return candidates;
+  return measure::Builder(target).Build(inputs);
 }
 
 // Fills the model fields of a round line from the model that is about to score the round.
@@ -284,8 +255,8 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
   ASSIGN_OR_RETURN(ir::ComputeDAG dag, workload.Build());
   const std::string key = dag.WorkloadKey();
   RETURN_IF_ERROR(CheckLockIsNotTheLog(options));
-  ASSIGN_OR_RETURN(std::unique_ptr<measure::Measurer> measurer,
-                   measure::CreateMeasurer(target, options.measure));
+  ASSIGN_OR_RETURN(std::unique_ptr<measure::Runner> measurer,
+                   measure::CreateRunner(target, options.measure));
   RETURN_IF_ERROR(measure::CheckMeasureHostMemory(dag, options.measure));
 
   const bool memory_bound = IsMemoryBound(
@@ -422,10 +393,10 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
     const double search_s = since(t_phase);
     t_phase = std::chrono::steady_clock::now();
 
-    std::vector<measure::MeasureCandidate> candidates = BuildCandidates(dag, target, states);
+    std::vector<measure::BuildResult> candidates = BuildCandidates(dag, target, states);
     const double build_s = since(t_phase);
     t_phase = std::chrono::steady_clock::now();
-    std::vector<measure::MeasureResult> results = measurer->Measure(dag, candidates);
+    std::vector<measure::MeasureResult> results = measurer->Run(dag, candidates);
     const double measure_s = since(t_phase);
     if (results.size() != candidates.size()) {
       return absl::InternalError(absl::StrCat("the measurer returned ", results.size(),

@@ -1,8 +1,8 @@
 // The tuning loop of one task (Ansor, OSDI'20 §5 / TVM v0.19 SketchPolicyNode::Search with
 // auto_scheduler.TuningOptions): every round retrains the cost model on all records, runs the
 // evolutionary search (search/evolutionary_search.h) for the round's candidates, lowers and
-// compiles them (cuda: codegen::CompileManyToPtx in this process; cpu: the measurer JIT-compiles
-// in its worker), measures them (measure::Measurer), appends the round's records to the log
+// compiles them (cuda: measure::Builder, parallel PTX workers; cpu: the runner JIT-compiles
+// in its worker), measures them (measure::Runner), appends the round's records to the log
 // (fsync'd, search/log_io.h) and prints a progress line. A job resumes from its log: the records
 // of the task (workload key + target) train the model, their states are never measured again and
 // they count toward the trial budget.

@@ -27,6 +27,7 @@
 #include "codegen/codegen.h"
 #include "nlohmann/json.hpp"
 #include "measure/measure.h"
+#include "measure/runner.h"
 #include "runtime/timing.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
@@ -145,7 +146,7 @@ absl::Status Run(const BenchCompileOptions& o) {
       return absl::InvalidArgumentError(absl::StrCat("cannot write --json file '", o.json, "'"));
     }
   }
-  std::unique_ptr<measure::Measurer> measurer;
+  std::unique_ptr<measure::Runner> measurer;
   if (o.jit) {
     // The driver's JIT of each PTX, measured by the cuda measurer (one run per candidate, no
     // check: this measures loading, not correctness; `tilesearch measure` checks).
@@ -157,7 +158,7 @@ absl::Status Run(const BenchCompileOptions& o) {
     mopts.timing.flush_cache = false;
     Target target = Target::H200();
     target.arch = o.arch;
-    ASSIGN_OR_RETURN(measurer, measure::CreateMeasurer(target, mopts));
+    ASSIGN_OR_RETURN(measurer, measure::CreateRunner(target, mopts));
   }
   std::vector<Tiling> tilings = Tilings(o.size, o.seed);
   if (static_cast<int>(tilings.size()) > o.candidates) tilings.resize(o.candidates);
@@ -256,17 +257,17 @@ absl::Status Run(const BenchCompileOptions& o) {
   out["lower_ms"] = StatsJson(runtime::Summarize(lower_ms));
 
   if (measurer != nullptr) {
-    std::vector<measure::MeasureCandidate> candidates;
+    std::vector<measure::BuildResult> candidates;
     for (size_t i = 0; i < jobs.size(); ++i) {
       if (!modules[i].ok()) continue;
-      measure::MeasureCandidate c;
+      measure::BuildResult c;
       c.nest = jobs[i].nest;
       c.launches = jobs[i].launches;
       c.gpu_module = std::make_shared<codegen::GpuModule>(*modules[i]);
       c.compile_ms = modules[i]->compile_ms;
       candidates.push_back(std::move(c));
     }
-    std::vector<measure::MeasureResult> results = measurer->Measure(*dag, candidates);
+    std::vector<measure::MeasureResult> results = measurer->Run(*dag, candidates);
     std::vector<double> jit_ms, run_ms;
     std::map<std::string, int> errors;
     for (const measure::MeasureResult& r : results) {

@@ -1,5 +1,5 @@
 // `tilesearch measure`: compiles one schedule, checks it against the unscheduled program and times
-// it on its target through measure::Measurer, then prints compile times, the kernels' launch
+// it on its target through measure::Runner, then prints compile times, the kernels' launch
 // configurations and resources, the check's errors, the median time and the throughput.
 #include <algorithm>
 #include <cmath>
@@ -21,6 +21,7 @@
 #include "ir/compute_dag.h"
 #include "nlohmann/json.hpp"
 #include "measure/measure.h"
+#include "measure/runner.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
 #include "tools/commands.h"
@@ -74,24 +75,13 @@ measure::MeasureOptions ToMeasureOptions(const MeasureCommandOptions& options) {
   return m;
 }
 
-// Compile stage of a GPU candidate: the module, or the build error the measurer reports.
-measure::MeasureCandidate BuildCandidate(const schedule::ScheduleFile& file,
-                                         const schedule::LoweredKernel& kernel) {
-  measure::MeasureCandidate candidate;
-  candidate.nest = std::make_shared<const ir::LoopNest>(kernel.nest);
-  candidate.launches = kernel.launches;
-  if (!file.target.is_gpu()) return candidate;
-  codegen::GpuCompileOptions compile;
-  compile.arch = file.target.arch;
-  absl::StatusOr<codegen::GpuModule> module =
-      codegen::CompileToPtx(kernel.nest, candidate.launches, compile);
-  if (!module.ok()) {
-    candidate.build_status = module.status();
-    return candidate;
-  }
-  candidate.compile_ms = module->compile_ms;
-  candidate.gpu_module = std::make_shared<const codegen::GpuModule>(*std::move(module));
-  return candidate;
+// Compile stage of a candidate (GPU: the module in this process), or the build error the runner
+// reports.
+measure::BuildResult BuildCandidate(const schedule::ScheduleFile& file,
+                                    const schedule::LoweredKernel& kernel) {
+  measure::BuildInput input;
+  input.lowered = std::make_shared<const schedule::LoweredKernel>(kernel);
+  return measure::Builder(file.target).BuildInProcess(input);
 }
 
 absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
@@ -100,8 +90,8 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
   const ir::ComputeDAG& dag = resolved.dag;
   ASSIGN_OR_RETURN(schedule::LoweredKernel kernel, LowerScheduleFile(file, resolved));
   // The measurer first: without a driver nothing is compiled and nothing printed.
-  ASSIGN_OR_RETURN(std::unique_ptr<measure::Measurer> measurer,
-                   measure::CreateMeasurer(file.target, ToMeasureOptions(options)));
+  ASSIGN_OR_RETURN(std::unique_ptr<measure::Runner> measurer,
+                   measure::CreateRunner(file.target, ToMeasureOptions(options)));
   RETURN_IF_ERROR(measure::CheckMeasureHostMemory(dag, ToMeasureOptions(options)));
 
   // An unwritable --json file is reported before anything is measured.
@@ -114,8 +104,8 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
     }
   }
 
-  const measure::MeasureCandidate candidate = BuildCandidate(file, kernel);
-  std::vector<measure::MeasureResult> results = measurer->Measure(dag, {candidate});
+  const measure::BuildResult candidate = BuildCandidate(file, kernel);
+  std::vector<measure::MeasureResult> results = measurer->Run(dag, {candidate});
   if (results.size() != 1) {
     return absl::InternalError(
         absl::StrCat("the measurer returned ", results.size(), " results for one candidate"));

@@ -45,7 +45,7 @@ ExitCodeAction AddCheckCommand(CLI::App& app);
 
 /// `tilesearch measure --schedule FILE [overrides as show] [--target T] [--seed N] [--min-runs N]
 /// [--min-time-ms X] [--warmup N] [--no-check] [--host-threads N] [--json FILE]`: lowers the schedule, compiles it
-/// (cuda: codegen::CompileToPtx in this process), and measures it with measure::CreateMeasurer:
+/// (cuda: codegen::CompileToPtx in this process), and measures it with measure::CreateRunner:
 /// correctness check against the unscheduled program, then timing. Prints the workload (FLOPs,
 /// bytes), target, compile ms (MLIR → code) and driver JIT ms, each GPU kernel's launch
 /// configuration with registers/thread, static/dynamic shared and local bytes, the check's trials

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "measure/checker.h"
 #include "measure/measure.h"
+#include "measure/runner.h"
 #include "base/target.h"
 
 namespace tilesearch::measure {
@@ -353,12 +354,12 @@ TEST(ArbitrationTest, HostMeasurerAcceptsAReassociatedSumThePlainCheckRejects) {
   o.host_threads = 1;
   o.atol = 0.3;
   o.rtol = 1e-12;
-  MeasureCandidate c;
+  BuildResult c;
   c.nest = std::make_shared<const ir::LoopNest>(Reassociated());
   const ir::ComputeDAG dag = OffsetSum();
 
-  std::unique_ptr<Measurer> with = Ok(CreateMeasurer(Target::HostCpu(), o));
-  const std::vector<MeasureResult> passed = with->Measure(dag, {c});
+  std::unique_ptr<Runner> with = Ok(CreateRunner(Target::HostCpu(), o));
+  const std::vector<MeasureResult> passed = with->Run(dag, {c});
   ASSERT_EQ(passed.size(), 1u);
   EXPECT_EQ(passed[0].error, MeasureError::kNone)
       << MeasureErrorName(passed[0].error) << ": " << passed[0].message;
@@ -368,8 +369,8 @@ TEST(ArbitrationTest, HostMeasurerAcceptsAReassociatedSumThePlainCheckRejects) {
   EXPECT_GT(passed[0].timing.median_ms, 0);
 
   o.arbitration_max_elements = 0;
-  std::unique_ptr<Measurer> without = Ok(CreateMeasurer(Target::HostCpu(), o));
-  const std::vector<MeasureResult> failed = without->Measure(dag, {c});
+  std::unique_ptr<Runner> without = Ok(CreateRunner(Target::HostCpu(), o));
+  const std::vector<MeasureResult> failed = without->Run(dag, {c});
   ASSERT_EQ(failed.size(), 1u);
   EXPECT_EQ(failed[0].error, MeasureError::kWrongAnswer) << failed[0].message;
   EXPECT_EQ(failed[0].check.mismatches, passed[0].check.arbitrated);

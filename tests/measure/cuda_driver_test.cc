@@ -13,8 +13,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/cuda_device.h"
-#include "measure/cuda_measurer.h"
+#include "measure/cuda_runner.h"
 #include "measure/measure.h"
+#include "measure/runner.h"
 #include "tests/measure/cuda_test_util.h"
 
 namespace tilesearch::measure {
@@ -75,41 +76,41 @@ TEST(CudaDriverTest, ProbeWithoutDriverFailsInTheChild) {
 TEST(CudaMeasurerFactoryTest, NoDriverIsFailedPrecondition) {
   ScopedDriverPath env("/nonexistent/libcuda.so.1");
   EXPECT_THAT(
-      CreateCudaMeasurer(Target::H200(), MeasureOptions{}),
+      CreateCudaRunner(Target::H200(), MeasureOptions{}),
       StatusIs(absl::StatusCode::kFailedPrecondition, StartsWith("no CUDA driver found: ")));
 }
 
 TEST(CudaMeasurerFactoryTest, DefaultDriverAbsentIsFailedPrecondition) {
   if (CudaDriver::Load().ok()) GTEST_SKIP() << "a CUDA driver is present";
-  EXPECT_THAT(CreateCudaMeasurer(Target::H200(), MeasureOptions{}),
+  EXPECT_THAT(CreateCudaRunner(Target::H200(), MeasureOptions{}),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no CUDA driver found")));
 }
 
 TEST(CudaMeasurerFactoryTest, CpuTargetIsInvalidArgument) {
-  EXPECT_THAT(CreateCudaMeasurer(Target::HostCpu(), MeasureOptions{}),
+  EXPECT_THAT(CreateCudaRunner(Target::HostCpu(), MeasureOptions{}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cuda target")));
 }
 
 TEST(CudaMeasurerFactoryTest, InvalidOptionsAreInvalidArgument) {
   MeasureOptions options;
   options.timing.min_runs = 0;
-  EXPECT_THAT(CreateCudaMeasurer(Target::H200(), options),
+  EXPECT_THAT(CreateCudaRunner(Target::H200(), options),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("min_runs")));
 }
 
 TEST(CudaMeasurerTest, FailedBuildsMapToTheirKindsWithoutRunning) {
-  std::unique_ptr<Measurer> m =
-      cuda_internal::NewCudaMeasurerWithoutProbe(Target::H200(), MeasureOptions{});
+  std::unique_ptr<Runner> m =
+      cuda_internal::NewCudaRunnerWithoutProbe(Target::H200(), MeasureOptions{});
   absl::StatusOr<ir::ComputeDAG> dag = testing_util::AddDag(8, 16);
   ASSERT_TRUE(dag.ok()) << dag.status();
-  std::vector<MeasureCandidate> candidates(4);
+  std::vector<BuildResult> candidates(4);
   candidates[0].build_status = absl::DeadlineExceededError("compile_timeout: over 10000 ms");
   candidates[1].build_status =
       absl::FailedPreconditionError("invalid_schedule: 2048 threads per block exceed 1024");
   candidates[2].build_status = absl::InternalError("ptxas: error");
   candidates[2].compile_ms = 12.5;
   candidates[3].build_status = absl::InvalidArgumentError("split factor 7 does not divide 60");
-  std::vector<MeasureResult> r = m->Measure(*dag, candidates);
+  std::vector<MeasureResult> r = m->Run(*dag, candidates);
   ASSERT_EQ(r.size(), 4u);
   EXPECT_EQ(r[0].error, MeasureError::kCompileTimeout);
   EXPECT_EQ(r[1].error, MeasureError::kInvalidSchedule);
@@ -121,8 +122,8 @@ TEST(CudaMeasurerTest, FailedBuildsMapToTheirKindsWithoutRunning) {
 }
 
 TEST(CudaMeasurerTest, CandidateWithOtherParametersIsRejectedBeforeRunning) {
-  std::unique_ptr<Measurer> m =
-      cuda_internal::NewCudaMeasurerWithoutProbe(Target::H200(), MeasureOptions{});
+  std::unique_ptr<Runner> m =
+      cuda_internal::NewCudaRunnerWithoutProbe(Target::H200(), MeasureOptions{});
   absl::StatusOr<ir::ComputeDAG> dag = testing_util::AddDag(8, 16);
   ASSERT_TRUE(dag.ok()) << dag.status();
   auto module = std::make_shared<codegen::GpuModule>();
@@ -130,9 +131,9 @@ TEST(CudaMeasurerTest, CandidateWithOtherParametersIsRejectedBeforeRunning) {
                                      codegen::KernelArg::Kind::kInput},
                   codegen::KernelArg{{"C", ir::ScalarType::kFloat32, {8, 16}},
                                      codegen::KernelArg::Kind::kOutput}};
-  MeasureCandidate c;
+  BuildResult c;
   c.gpu_module = module;
-  std::vector<MeasureResult> r = m->Measure(*dag, {c});
+  std::vector<MeasureResult> r = m->Run(*dag, {c});
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].error, MeasureError::kUnknown);
   EXPECT_THAT(r[0].message, HasSubstr("differs from the task's 'B'"));
@@ -140,13 +141,13 @@ TEST(CudaMeasurerTest, CandidateWithOtherParametersIsRejectedBeforeRunning) {
 
 TEST(CudaMeasurerTest, WorkerWithoutDriverReportsNoDevice) {
   ScopedDriverPath env("/nonexistent/libcuda.so.1");
-  std::unique_ptr<Measurer> m =
-      cuda_internal::NewCudaMeasurerWithoutProbe(Target::H200(), MeasureOptions{});
+  std::unique_ptr<Runner> m =
+      cuda_internal::NewCudaRunnerWithoutProbe(Target::H200(), MeasureOptions{});
   absl::StatusOr<ir::ComputeDAG> dag = testing_util::AddDag(8, 16);
   ASSERT_TRUE(dag.ok()) << dag.status();
-  absl::StatusOr<MeasureCandidate> c = testing_util::AddCandidate(*dag, /*scale=*/1.0);
+  absl::StatusOr<BuildResult> c = testing_util::AddCandidate(*dag, /*scale=*/1.0);
   ASSERT_TRUE(c.ok()) << c.status();
-  std::vector<MeasureResult> r = m->Measure(*dag, {*c, *c});
+  std::vector<MeasureResult> r = m->Run(*dag, {*c, *c});
   ASSERT_EQ(r.size(), 2u);
   for (const MeasureResult& x : r) {
     EXPECT_EQ(x.error, MeasureError::kNoDevice) << x.message;

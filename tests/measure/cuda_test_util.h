@@ -12,6 +12,7 @@
 #include "ir/lower_naive.h"
 #include "ir/tensor.h"
 #include "measure/measure.h"
+#include "measure/runner.h"
 #include "tests/codegen/nest_builders.h"
 
 namespace tilesearch::measure::testing_util {
@@ -55,10 +56,10 @@ inline absl::StatusOr<ir::LoopNest> AddNest(const ir::ComputeDAG& dag, double sc
 }
 
 /// A measure candidate from a GPU nest (launches derived from the loop extents).
-inline absl::StatusOr<MeasureCandidate> CandidateFromNest(ir::LoopNest nest) {
+inline absl::StatusOr<BuildResult> CandidateFromNest(ir::LoopNest nest) {
   absl::StatusOr<codegen::GpuModule> module = codegen::CompileToPtx(nest, {});
   if (!module.ok()) return module.status();
-  MeasureCandidate c;
+  BuildResult c;
   c.compile_ms = module->compile_ms;
   for (const codegen::GpuKernelInfo& k : module->kernels) {
     c.launches.push_back(LaunchConfig{k.grid, k.block, k.static_shared_bytes});
@@ -68,7 +69,7 @@ inline absl::StatusOr<MeasureCandidate> CandidateFromNest(ir::LoopNest nest) {
   return c;
 }
 
-inline absl::StatusOr<MeasureCandidate> AddCandidate(const ir::ComputeDAG& dag, double scale,
+inline absl::StatusOr<BuildResult> AddCandidate(const ir::ComputeDAG& dag, double scale,
                                                      int64_t row_offset = 0) {
   absl::StatusOr<ir::LoopNest> nest = AddNest(dag, scale, row_offset);
   if (!nest.ok()) return nest.status();

@@ -20,6 +20,7 @@
 #include "measure/device_compare.h"
 #include "measure/loaded_module.h"
 #include "measure/measure.h"
+#include "measure/runner.h"
 #include "tests/codegen/nest_builders.h"
 #include "tests/measure/cuda_device_test_util.h"
 #include "tests/measure/cuda_test_util.h"
@@ -144,7 +145,7 @@ TEST(DeviceCompareGpuTest, RealKernelOutputCorrectPlantedAndDoubled) {
   ASSERT_TRUE(dag.ok()) << dag.status();
   std::vector<std::shared_ptr<const codegen::GpuModule>> modules;
   for (double scale : {1.0, 2.0}) {
-    absl::StatusOr<MeasureCandidate> c = testing_util::AddCandidate(*dag, scale);
+    absl::StatusOr<BuildResult> c = testing_util::AddCandidate(*dag, scale);
     ASSERT_TRUE(c.ok()) << c.status();
     modules.push_back(c->gpu_module);
   }
@@ -240,8 +241,8 @@ TEST(DeviceCompareGpuTest, CandidateWritingItsInputIsAWrongAnswer) {
                               St("A", {V("i"), V("j")}, ir::FloatConst(0.0))}),
                          ir::ForKind::kThreadIdxX),
                     ir::ForKind::kBlockIdxX);
-  absl::StatusOr<MeasureCandidate> writer = testing_util::CandidateFromNest(*nest);
-  absl::StatusOr<MeasureCandidate> good = testing_util::AddCandidate(*dag, 1.0);
+  absl::StatusOr<BuildResult> writer = testing_util::CandidateFromNest(*nest);
+  absl::StatusOr<BuildResult> good = testing_util::AddCandidate(*dag, 1.0);
   ASSERT_TRUE(writer.ok()) << writer.status();
   ASSERT_TRUE(good.ok()) << good.status();
   // The store into A is in the PTX (compiled anywhere; run only on a device).
@@ -258,10 +259,10 @@ TEST(DeviceCompareGpuTest, CandidateWritingItsInputIsAWrongAnswer) {
   options.timing.min_runs = 3;
   options.timing.min_total_ms = 1;
   options.timing.max_runs = 5;
-  absl::StatusOr<std::unique_ptr<Measurer>> m =
-      CreateCudaMeasurer(TargetFromDevice(*ProbedDevice()), options);
+  absl::StatusOr<std::unique_ptr<Runner>> m =
+      CreateCudaRunner(TargetFromDevice(*ProbedDevice()), options);
   ASSERT_TRUE(m.ok()) << m.status();
-  std::vector<MeasureResult> r = (*m)->Measure(*dag, {*good, *writer, *good});
+  std::vector<MeasureResult> r = (*m)->Run(*dag, {*good, *writer, *good});
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0].error, MeasureError::kNone) << r[0].message;
   EXPECT_EQ(r[1].error, MeasureError::kWrongAnswer) << r[1].message;

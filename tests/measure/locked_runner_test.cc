@@ -18,17 +18,18 @@
 #include "ir/lower_naive.h"
 #include "ir/tensor.h"
 #include "measure/measure.h"
+#include "measure/runner.h"
 #include "runtime/device_lock.h"
 
 namespace tilesearch::measure {
 namespace {
 
-using ::testing::HasSubstr;
-using ::tilesearch::testing::IsOk;
-using ::tilesearch::testing::StatusIs;
 using runtime::DeviceLock;
 using runtime::DeviceLockState;
 using runtime::ReadDeviceLockState;
+using ::testing::HasSubstr;
+using ::tilesearch::testing::IsOk;
+using ::tilesearch::testing::StatusIs;
 
 // Generous bound on waits that succeed in milliseconds: a broken lock fails instead of hanging.
 constexpr int kDeadlineMs = 2500;
@@ -54,8 +55,8 @@ bool WaitForTickets(const std::string& path, size_t n) {
 ir::ComputeDAG Doubling() {
   absl::StatusOr<ir::Tensor> x = ir::Placeholder("X", {256});
   EXPECT_THAT(x, IsOk());
-  absl::StatusOr<ir::Tensor> y = ir::Compute(
-      "Y", {256}, [&](const std::vector<ir::Expr>& ax) { return (*x)(ax[0]) * 2.0; });
+  absl::StatusOr<ir::Tensor> y =
+      ir::Compute("Y", {256}, [&](const std::vector<ir::Expr>& ax) { return (*x)(ax[0]) * 2.0; });
   EXPECT_THAT(y, IsOk());
   absl::StatusOr<ir::ComputeDAG> dag = ir::ComputeDAG::Create({*y});
   EXPECT_THAT(dag, IsOk());
@@ -82,16 +83,15 @@ TEST(LockedRunnerTest, MeasureWaitsForTheLockHolderThenMeasures) {
   ir::ComputeDAG dag = Doubling();
   absl::StatusOr<ir::LoopNest> naive = ir::LowerNaive(dag);
   ASSERT_THAT(naive, IsOk());
-  absl::StatusOr<std::unique_ptr<Measurer>> m =
-      CreateMeasurer(Target::HostCpu(), Options(lock));
+  absl::StatusOr<std::unique_ptr<Runner>> m = CreateRunner(Target::HostCpu(), Options(lock));
   ASSERT_THAT(m, IsOk());
-  MeasureCandidate c;
+  BuildResult c;
   c.nest = std::make_shared<const ir::LoopNest>(*naive);
 
   std::atomic<bool> done{false};
   std::vector<MeasureResult> results;
   std::thread measuring([&] {
-    results = (*m)->Measure(dag, {c});
+    results = (*m)->Run(dag, {c});
     done = true;
   });
   const bool queued = WaitForTickets(lock, 2);  // the measurer took a ticket behind the holder
@@ -109,7 +109,7 @@ TEST(LockedRunnerTest, MeasureWaitsForTheLockHolderThenMeasures) {
 }
 
 TEST(LockedRunnerTest, UnopenableLockFileIsAnErrorNamingIt) {
-  EXPECT_THAT(CreateMeasurer(Target::HostCpu(), Options("/nonexistent-dir/x.lock")),
+  EXPECT_THAT(CreateRunner(Target::HostCpu(), Options("/nonexistent-dir/x.lock")),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("cannot open device lock '/nonexistent-dir/x.lock'")));
 }

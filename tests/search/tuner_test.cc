@@ -38,6 +38,7 @@
 #include "ir/lower_naive.h"
 #include "ir/reference.h"
 #include "measure/measure.h"
+#include "measure/runner.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
@@ -246,15 +247,15 @@ TEST_F(TunedMatmulTest, BestIsCorrectAndFasterThanNaive) {
   }
 
   // Faster than the naive program measured by the same measurer.
-  absl::StatusOr<std::unique_ptr<measure::Measurer>> measurer =
-      measure::CreateMeasurer(target, FastMeasure());
+  absl::StatusOr<std::unique_ptr<measure::Runner>> measurer =
+      measure::CreateRunner(target, FastMeasure());
   ASSERT_TRUE(measurer.ok()) << measurer.status();
   absl::StatusOr<ir::LoopNest> naive = ir::LowerNaive(*dag);
   ASSERT_TRUE(naive.ok()) << naive.status();
-  measure::MeasureCandidate naive_c, best_c;
+  measure::BuildResult naive_c, best_c;
   naive_c.nest = std::make_shared<const ir::LoopNest>(*naive);
   best_c.nest = std::make_shared<const ir::LoopNest>(kernel->nest);
-  const std::vector<measure::MeasureResult> timed = (*measurer)->Measure(*dag, {naive_c, best_c});
+  const std::vector<measure::MeasureResult> timed = (*measurer)->Run(*dag, {naive_c, best_c});
   ASSERT_EQ(timed.size(), 2u);
   ASSERT_TRUE(timed[0].ok()) << timed[0].message;
   ASSERT_TRUE(timed[1].ok()) << timed[1].message;

@@ -1,4 +1,4 @@
-// The CUDA measurer (measure/measure.h). The caller's process never initializes CUDA: the device
+// The CUDA runner (measure/runner.h). The caller's process never initializes CUDA: the device
 // is probed in a short-lived child (ProbeCudaDevice) and every run happens in forked workers
 // (RunBatchInWorkers). Per batch, in the parent: check inputs per trial (one distribution each),
 // the task's reference (the interpreter for small tasks; otherwise the naive GPU kernel, compiled
@@ -23,7 +23,7 @@
 // downloaded and compared again there.
 // A CUDA failure after a launch poisons the context, so such a worker asks to be replaced after
 // its item (RequestWorkerRestart).
-#include "measure/cuda_measurer.h"
+#include "measure/cuda_runner.h"
 
 #include <algorithm>
 #include <array>
@@ -46,6 +46,7 @@
 #include "measure/device_compare.h"
 #include "measure/loaded_module.h"
 #include "measure/reference.h"
+#include "measure/runner.h"
 #include "measure/worker_batch.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
@@ -811,7 +812,7 @@ std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData&
 // One candidate in the worker: load, check, time (on the resident buffers, or with per-candidate
 // uploads where the worker has none). Returns MeasureResultToJson's text.
 std::string WorkerItem(const MeasureOptions& options, const BatchData& data, WorkerState& state,
-                       const MeasureCandidate& candidate) {
+                       const BuildResult& candidate) {
   const auto start = Clock::now();
   MeasureResult r;
   r.compile_ms = candidate.compile_ms;
@@ -932,21 +933,21 @@ std::map<std::string, std::vector<std::byte>> PackAll(const ir::BufferMap& buffe
   return packed;
 }
 
-class CudaMeasurer : public Measurer {
+class CudaRunner : public Runner {
  public:
-  CudaMeasurer(Target target, MeasureOptions options)
+  CudaRunner(Target target, MeasureOptions options)
       : target_(std::move(target)), options_(std::move(options)) {}
 
   const Target& target() const override { return target_; }
 
-  std::vector<MeasureResult> Measure(const ir::ComputeDAG& dag,
-                                     const std::vector<MeasureCandidate>& candidates) override {
+  std::vector<MeasureResult> Run(const ir::ComputeDAG& dag,
+                                 const std::vector<BuildResult>& candidates) override {
     std::vector<MeasureResult> results(candidates.size());
     const uint64_t batch = batch_counter_++;
     absl::StatusOr<ir::LoopNest> naive = ir::LowerNaive(dag);
     std::vector<int> runnable;
     for (size_t i = 0; i < candidates.size(); ++i) {
-      const MeasureCandidate& c = candidates[i];
+      const BuildResult& c = candidates[i];
       if (!c.build_status.ok()) {
         results[i] = BuildFailureResult(c);
       } else if (c.gpu_module == nullptr) {
@@ -987,7 +988,7 @@ class CudaMeasurer : public Measurer {
         worker_options);
 
     for (size_t k = 0; k < runnable.size(); ++k) {
-      const MeasureCandidate& c = candidates[runnable[k]];
+      const BuildResult& c = candidates[runnable[k]];
       const WorkerItemOutcome& o = outcomes[k];
       MeasureResult& r = results[runnable[k]];
       switch (o.kind) {
@@ -1070,7 +1071,7 @@ class CudaMeasurer : public Measurer {
 
 }  // namespace
 
-MeasureResult BuildFailureResult(const MeasureCandidate& candidate) {
+MeasureResult BuildFailureResult(const BuildResult& candidate) {
   const absl::Status& s = candidate.build_status;
   const std::string message(s.message());
   MeasureError e = MeasureError::kCompileError;
@@ -1104,15 +1105,15 @@ MeasureError SetupFailureError(const std::string& message) {
   return MeasureError::kRuntimeError;
 }
 
-std::unique_ptr<Measurer> NewCudaMeasurerWithoutProbe(const Target& target,
-                                                      const MeasureOptions& options) {
-  return std::make_unique<CudaMeasurer>(target, options);
+std::unique_ptr<Runner> NewCudaRunnerWithoutProbe(const Target& target,
+                                                  const MeasureOptions& options) {
+  return std::make_unique<CudaRunner>(target, options);
 }
 
 }  // namespace cuda_internal
 
-absl::StatusOr<std::unique_ptr<Measurer>> CreateCudaMeasurer(const Target& target,
-                                                             const MeasureOptions& options) {
+absl::StatusOr<std::unique_ptr<Runner>> CreateCudaRunner(const Target& target,
+                                                         const MeasureOptions& options) {
   if (target.kind != TargetKind::kCuda) {
     return absl::InvalidArgumentError(
         absl::StrCat("the cuda measurer needs a cuda target, got '", target.ToString(), "'"));
@@ -1124,7 +1125,7 @@ absl::StatusOr<std::unique_ptr<Measurer>> CreateCudaMeasurer(const Target& targe
     return absl::FailedPreconditionError(
         absl::StrCat("no CUDA device found: ", info.status().message()));
   }
-  return cuda_internal::NewCudaMeasurerWithoutProbe(target, options);
+  return cuda_internal::NewCudaRunnerWithoutProbe(target, options);
 }
 
 }  // namespace tilesearch::measure

@@ -14,6 +14,7 @@
 #include "ir/stmt.h"
 #include "ir/tensor.h"
 #include "measure/measure.h"
+#include "measure/runner.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
 #include "base/target.h"
@@ -39,8 +40,8 @@ MeasureOptions FastOptions() {
   return o;
 }
 
-MeasureCandidate Candidate(ir::LoopNest nest) {
-  MeasureCandidate c;
+BuildResult Candidate(ir::LoopNest nest) {
+  BuildResult c;
   c.nest = std::make_shared<const ir::LoopNest>(std::move(nest));
   return c;
 }
@@ -75,9 +76,9 @@ MatmulTask LoadMatmul() {
 
 TEST(HostMeasurerTest, NaiveAndTiledMatmulAreCorrectWithInterpreterReference) {
   MatmulTask task = LoadMatmul();
-  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(Target::HostCpu(), FastOptions()));
+  std::unique_ptr<Runner> m = Ok(CreateRunner(Target::HostCpu(), FastOptions()));
   std::vector<MeasureResult> r =
-      m->Measure(task.dag, {Candidate(task.naive), Candidate(task.tiled)});
+      m->Run(task.dag, {Candidate(task.naive), Candidate(task.tiled)});
   ASSERT_EQ(r.size(), 2u);
   ExpectMeasured(r[0]);
   ExpectMeasured(r[1]);
@@ -88,8 +89,8 @@ TEST(HostMeasurerTest, TiledMatmulIsCorrectWithCompiledNaiveReference) {
   MatmulTask task = LoadMatmul();
   MeasureOptions options = FastOptions();
   options.interpreter_reference_max_ops = 0;  // reference: the naive program JIT-compiled
-  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(Target::HostCpu(), options));
-  std::vector<MeasureResult> r = m->Measure(task.dag, {Candidate(task.tiled)});
+  std::unique_ptr<Runner> m = Ok(CreateRunner(Target::HostCpu(), options));
+  std::vector<MeasureResult> r = m->Run(task.dag, {Candidate(task.tiled)});
   ASSERT_EQ(r.size(), 1u);
   ExpectMeasured(r[0]);
 }
@@ -138,8 +139,8 @@ TEST(HostMeasurerTest, FaultsAndHangsCostOnlyTheirCandidate) {
   ir::ComputeDAG dag = Doubling();
   MeasureOptions options = FastOptions();
   options.run_timeout_ms = 1000;
-  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(Target::HostCpu(), options));
-  std::vector<MeasureCandidate> candidates = {
+  std::unique_ptr<Runner> m = Ok(CreateRunner(Target::HostCpu(), options));
+  std::vector<BuildResult> candidates = {
       Candidate(Scale(2.0)),                    // 0: correct
       Candidate(Scale(3.0)),                    // 1: wrong value
       Candidate(Scale(2.0, int64_t{1} << 40)),  // 2: stores 2^40 elements past Y
@@ -147,7 +148,7 @@ TEST(HostMeasurerTest, FaultsAndHangsCostOnlyTheirCandidate) {
       Candidate(Endless()),                     // 4: hangs
       Candidate(Scale(2.0)),                    // 5: correct
   };
-  std::vector<MeasureResult> r = m->Measure(dag, candidates);
+  std::vector<MeasureResult> r = m->Run(dag, candidates);
   ASSERT_EQ(r.size(), candidates.size());
   ExpectMeasured(r[0]);
   EXPECT_EQ(r[1].error, MeasureError::kWrongAnswer);
@@ -173,8 +174,8 @@ TEST(HostMeasurerTest, WrongAnswerIsCountedPerElement) {
   ir::LoopNest off_by_one =
       Nest(ir::ForNode::Make(i, ir::IntConst(0), ir::IntConst(kN), ir::ForKind::kSerial,
                              ir::StoreNode::Make("Y", {i}, value)));
-  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(Target::HostCpu(), FastOptions()));
-  std::vector<MeasureResult> r = m->Measure(dag, {Candidate(off_by_one)});
+  std::unique_ptr<Runner> m = Ok(CreateRunner(Target::HostCpu(), FastOptions()));
+  std::vector<MeasureResult> r = m->Run(dag, {Candidate(off_by_one)});
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].error, MeasureError::kWrongAnswer);
   EXPECT_EQ(r[0].check.mismatches, 2);
@@ -184,13 +185,13 @@ TEST(HostMeasurerTest, WrongAnswerIsCountedPerElement) {
 
 TEST(HostMeasurerTest, BuildErrorsAreMappedWithoutRunning) {
   ir::ComputeDAG dag = Doubling();
-  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(Target::HostCpu(), FastOptions()));
-  std::vector<MeasureCandidate> c(3);
+  std::unique_ptr<Runner> m = Ok(CreateRunner(Target::HostCpu(), FastOptions()));
+  std::vector<BuildResult> c(3);
   c[0].build_status = absl::DeadlineExceededError("compile_timeout: over 10000 ms");
   c[1].build_status = absl::FailedPreconditionError("invalid_schedule: 2048 threads per block");
   c[2].build_status = absl::InternalError("ptxas rejected the code");
   c[2].compile_ms = 12;
-  std::vector<MeasureResult> r = m->Measure(dag, c);
+  std::vector<MeasureResult> r = m->Run(dag, c);
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0].error, MeasureError::kCompileTimeout);
   EXPECT_EQ(r[1].error, MeasureError::kInvalidSchedule);
@@ -208,23 +209,23 @@ TEST(HostMeasurerTest, MismatchedParametersAreInvalidSchedules) {
       Nest(ir::ForNode::Make(i, ir::IntConst(0), ir::IntConst(kN), ir::ForKind::kSerial,
                              ir::StoreNode::Make("W", {i}, LoadX(i) * 2.0)));
   renamed.params[1].name = "W";
-  std::unique_ptr<Measurer> m = Ok(CreateMeasurer(Target::HostCpu(), FastOptions()));
-  std::vector<MeasureResult> r = m->Measure(dag, {Candidate(renamed)});
+  std::unique_ptr<Runner> m = Ok(CreateRunner(Target::HostCpu(), FastOptions()));
+  std::vector<MeasureResult> r = m->Run(dag, {Candidate(renamed)});
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].error, MeasureError::kInvalidSchedule) << r[0].message;
   EXPECT_THAT(r[0].message, HasSubstr("'W' is not a tensor of the task"));
 }
 
 TEST(HostMeasurerTest, CreateRejectsOtherTargetsAndBadOptions) {
-  EXPECT_THAT(CreateHostMeasurer(Target::H200(), MeasureOptions{}),
+  EXPECT_THAT(CreateHostRunner(Target::H200(), MeasureOptions{}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cpu target")));
   MeasureOptions bad;
   bad.check_trials = -1;
-  EXPECT_THAT(CreateMeasurer(Target::HostCpu(), bad),
+  EXPECT_THAT(CreateRunner(Target::HostCpu(), bad),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("check_trials")));
   bad = {};
   bad.run_timeout_ms = 0;
-  EXPECT_THAT(CreateHostMeasurer(Target::HostCpu(), bad),
+  EXPECT_THAT(CreateHostRunner(Target::HostCpu(), bad),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("run_timeout_ms")));
 }
 

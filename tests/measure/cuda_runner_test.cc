@@ -13,6 +13,7 @@
 #include "ir/ops/linear.h"
 #include "runtime/cuda_device.h"
 #include "measure/measure.h"
+#include "measure/runner.h"
 #include "tests/codegen/nest_builders.h"
 #include "tests/measure/cuda_device_test_util.h"
 #include "tests/measure/cuda_test_util.h"
@@ -33,9 +34,9 @@ MeasureOptions QuickOptions() {
   return o;
 }
 
-std::unique_ptr<Measurer> MakeMeasurer(const MeasureOptions& options) {
-  absl::StatusOr<std::unique_ptr<Measurer>> m =
-      CreateCudaMeasurer(TargetFromDevice(*ProbedDevice()), options);
+std::unique_ptr<Runner> MakeMeasurer(const MeasureOptions& options) {
+  absl::StatusOr<std::unique_ptr<Runner>> m =
+      CreateCudaRunner(TargetFromDevice(*ProbedDevice()), options);
   EXPECT_TRUE(m.ok()) << m.status();
   return m.ok() ? *std::move(m) : nullptr;
 }
@@ -56,20 +57,20 @@ TEST(CudaMeasurerGpuTest, CorrectWrongFaultingThenCorrectAgain) {
   TS_SKIP_WITHOUT_DEVICE();
   absl::StatusOr<ir::ComputeDAG> dag = testing_util::AddDag(64, 96);
   ASSERT_TRUE(dag.ok()) << dag.status();
-  absl::StatusOr<MeasureCandidate> good = testing_util::AddCandidate(*dag, 1.0);
-  absl::StatusOr<MeasureCandidate> doubled = testing_util::AddCandidate(*dag, 2.0);
+  absl::StatusOr<BuildResult> good = testing_util::AddCandidate(*dag, 1.0);
+  absl::StatusOr<BuildResult> doubled = testing_util::AddCandidate(*dag, 2.0);
   // Row 2^32 of a 96-column float matrix: 1.5 TiB past the buffer.
-  absl::StatusOr<MeasureCandidate> faulting =
+  absl::StatusOr<BuildResult> faulting =
       testing_util::AddCandidate(*dag, 1.0, int64_t{1} << 32);
   ASSERT_TRUE(good.ok()) << good.status();
   ASSERT_TRUE(doubled.ok()) << doubled.status();
   ASSERT_TRUE(faulting.ok()) << faulting.status();
-  MeasureCandidate failed_build;
+  BuildResult failed_build;
   failed_build.build_status = absl::InternalError("ptxas: error");
-  std::unique_ptr<Measurer> m = MakeMeasurer(QuickOptions());
+  std::unique_ptr<Runner> m = MakeMeasurer(QuickOptions());
   ASSERT_NE(m, nullptr);
   std::vector<MeasureResult> r =
-      m->Measure(*dag, {*good, *doubled, *faulting, *good, failed_build});
+      m->Run(*dag, {*good, *doubled, *faulting, *good, failed_build});
   ASSERT_EQ(r.size(), 5u);
   ExpectMeasuredFine(r[0], 2);
   EXPECT_EQ(r[1].error, MeasureError::kWrongAnswer) << r[1].message;
@@ -86,16 +87,16 @@ TEST(CudaMeasurerGpuTest, NaiveKernelIsTheReferenceAboveTheInterpreterLimit) {
   TS_SKIP_WITHOUT_DEVICE();
   absl::StatusOr<ir::ComputeDAG> dag = testing_util::AddDag(128, 256);
   ASSERT_TRUE(dag.ok()) << dag.status();
-  absl::StatusOr<MeasureCandidate> good = testing_util::AddCandidate(*dag, 1.0);
-  absl::StatusOr<MeasureCandidate> doubled = testing_util::AddCandidate(*dag, 2.0);
+  absl::StatusOr<BuildResult> good = testing_util::AddCandidate(*dag, 1.0);
+  absl::StatusOr<BuildResult> doubled = testing_util::AddCandidate(*dag, 2.0);
   ASSERT_TRUE(good.ok()) << good.status();
   ASSERT_TRUE(doubled.ok()) << doubled.status();
   MeasureOptions options = QuickOptions();
   options.interpreter_reference_max_ops = 0;
   options.check_trials = 3;
-  std::unique_ptr<Measurer> m = MakeMeasurer(options);
+  std::unique_ptr<Runner> m = MakeMeasurer(options);
   ASSERT_NE(m, nullptr);
-  std::vector<MeasureResult> r = m->Measure(*dag, {*good, *doubled});
+  std::vector<MeasureResult> r = m->Run(*dag, {*good, *doubled});
   ASSERT_EQ(r.size(), 2u);
   ExpectMeasuredFine(r[0], 3);
   EXPECT_EQ(r[1].error, MeasureError::kWrongAnswer) << r[1].message;
@@ -111,12 +112,12 @@ TEST(CudaMeasurerGpuTest, TiledMatmulMeasuresFine) {
   ASSERT_TRUE(c.ok()) << c.status();
   absl::StatusOr<ir::ComputeDAG> dag = ir::ComputeDAG::Create({*c});
   ASSERT_TRUE(dag.ok()) << dag.status();
-  absl::StatusOr<MeasureCandidate> cand =
+  absl::StatusOr<BuildResult> cand =
       testing_util::CandidateFromNest(codegen::testing::GpuTiledMatmul(m, n, k));
   ASSERT_TRUE(cand.ok()) << cand.status();
-  std::unique_ptr<Measurer> measurer = MakeMeasurer(QuickOptions());
+  std::unique_ptr<Runner> measurer = MakeMeasurer(QuickOptions());
   ASSERT_NE(measurer, nullptr);
-  std::vector<MeasureResult> r = measurer->Measure(*dag, {*cand});
+  std::vector<MeasureResult> r = measurer->Run(*dag, {*cand});
   ASSERT_EQ(r.size(), 1u);
   ExpectMeasuredFine(r[0], 2);
   EXPECT_GT(r[0].kernels[0].static_shared_bytes, 0);

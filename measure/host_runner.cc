@@ -1,4 +1,4 @@
-// The host (cpu target) measurer: each batch runs in forked workers (measure/worker_batch.h).
+// The host (cpu target) runner: each batch runs in forked workers (measure/worker_batch.h).
 // Per batch, in the parent: the check inputs of every trial, and for small tasks the reference
 // through the interpreter. In the worker's setup, for larger tasks: the naive program JIT-compiled
 // for the host, run on those inputs and spot-checked against float64 point evaluation. Per
@@ -24,6 +24,7 @@
 #include "ir/reference.h"
 #include "measure/checker.h"
 #include "measure/measure.h"
+#include "measure/runner.h"
 #include "measure/worker_batch.h"
 
 namespace tilesearch::measure {
@@ -147,20 +148,20 @@ MeasureError BuildErrorKind(const absl::Status& status) {
   return MeasureError::kCompileError;
 }
 
-class HostMeasurer : public Measurer {
+class HostRunner : public Runner {
  public:
-  HostMeasurer(const Target& target, const MeasureOptions& options)
+  HostRunner(const Target& target, const MeasureOptions& options)
       : target_(target), options_(options) {}
 
   const Target& target() const override { return target_; }
 
-  std::vector<MeasureResult> Measure(const ir::ComputeDAG& dag,
-                                     const std::vector<MeasureCandidate>& candidates) override {
+  std::vector<MeasureResult> Run(const ir::ComputeDAG& dag,
+                                 const std::vector<BuildResult>& candidates) override {
     const uint64_t batch_seed = Mix(options_.seed ^ Mix(++batches_));
     std::vector<MeasureResult> results(candidates.size());
     std::vector<int> runnable;
     for (size_t i = 0; i < candidates.size(); ++i) {
-      const MeasureCandidate& c = candidates[i];
+      const BuildResult& c = candidates[i];
       if (!c.build_status.ok()) {
         results[i] = Failure(BuildErrorKind(c.build_status), c.build_status.ToString());
         results[i].compile_ms = c.compile_ms;
@@ -232,7 +233,7 @@ class HostMeasurer : public Measurer {
     };
 
     auto item = [&](int k) -> std::string {
-      const MeasureCandidate& c = candidates[runnable[k]];
+      const BuildResult& c = candidates[runnable[k]];
       return MeasureResultToJson(
                  MeasureOne(dag, c, distributions, inputs, expected, timing_inputs, flush.get()))
           .dump();
@@ -286,7 +287,7 @@ class HostMeasurer : public Measurer {
 
  private:
   // Runs in the worker: compile, check, time one candidate.
-  MeasureResult MeasureOne(const ir::ComputeDAG& dag, const MeasureCandidate& c,
+  MeasureResult MeasureOne(const ir::ComputeDAG& dag, const BuildResult& c,
                            const std::vector<CheckDistribution>& distributions,
                            const std::vector<ir::BufferMap>& inputs,
                            const std::vector<ir::BufferMap>& expected,
@@ -378,14 +379,14 @@ class HostMeasurer : public Measurer {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Measurer>> CreateHostMeasurer(const Target& target,
-                                                             const MeasureOptions& options) {
+absl::StatusOr<std::unique_ptr<Runner>> CreateHostRunner(const Target& target,
+                                                         const MeasureOptions& options) {
   if (target.kind != TargetKind::kCpu) {
     return absl::InvalidArgumentError(
         absl::StrCat("the host measurer needs the cpu target, got '", target.ToString(), "'"));
   }
   RETURN_IF_ERROR(ValidateMeasureOptions(options));
-  return std::unique_ptr<Measurer>(new HostMeasurer(target, options));
+  return std::unique_ptr<Runner>(new HostRunner(target, options));
 }
 
 }  // namespace tilesearch::measure
