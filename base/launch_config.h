@@ -8,7 +8,7 @@
 #include <string>
 
 namespace tilesearch {
-
+/// Grid, block, shared memory and occupancy request of one GPU kernel launch.
 struct LaunchConfig {
   std::array<int64_t, 3> grid = {1, 1, 1};   // blockIdx.x/y/z extents (blocks per grid)
   std::array<int64_t, 3> block = {1, 1, 1};  // threadIdx.x/y/z extents (threads per block)

@@ -10,9 +10,9 @@
 #include "absl/status/statusor.h"
 
 namespace tilesearch {
-
+/// The kind of machine a kernel is generated for.
 enum class TargetKind : uint8_t { kCuda, kCpu };
-
+/// The compilation target and its hardware limits (CUDA fields for kCuda, host ones for kCpu).
 struct Target {
   TargetKind kind = TargetKind::kCpu;
   std::string arch;  // "sm_90" for CUDA, "x86-64" for the host

@@ -46,7 +46,7 @@ struct BuildResult {
   /// Lowering + (GPU) PTX compilation, ms; copied into the result.
   double compile_ms = 0;
 };
-
+/// How the Builder compiles.
 struct BuilderOptions {
   /// GPU code generation options; their arch is replaced by the target's.
   codegen::GpuCompileOptions gpu;
@@ -69,7 +69,7 @@ class Builder {
   /// As Build for one input, compiled in this process (codegen::CompileToPtx: no fork, no time
   /// limit), for tools that build a single kernel and report its compile errors as they are.
   BuildResult BuildInProcess(const BuildInput& input) const;
-
+  /// The target every candidate is built for.
   const Target& target() const { return target_; }
 
  private:

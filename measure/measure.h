@@ -101,7 +101,7 @@ enum class CheckDistribution : uint8_t {
 const char* CheckDistributionName(CheckDistribution d);  // "uniform", "uniform01", "normal"
 /// Inverse of CheckDistributionName. Errors: kInvalidArgument naming the unknown text.
 absl::StatusOr<CheckDistribution> ParseCheckDistribution(const std::string& name);
-
+/// How candidates are checked and timed (the Runner's options).
 struct MeasureOptions {
   runtime::TimingOptions timing;
   /// Checked runs before timing, with fresh inputs each, drawn from `distributions` in turn.

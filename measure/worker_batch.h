@@ -39,7 +39,7 @@ struct WorkerItemOutcome {
   /// crash or timeout happened (e.g. "compile" vs "run").
   std::string phase;
 };
-
+/// Limits of the workers of one RunBatchInWorkers call.
 struct WorkerOptions {
   double item_timeout_ms = 20000;
   double setup_timeout_ms = 120000;

@@ -3,7 +3,7 @@
 // arbitration although it mismatches the naive reference; a real error, a NaN, more mismatches
 // than the cap, a cap of 0 and a step limit below the work fail as the plain check. Every float32 operation of
 // the test's own sums is emulated in float64 and rounded (exact for + and ×), so no compiler
-// contraction changes them; the float64 values are the test's own sums. Then the host measurer
+// contraction changes them; the float64 values are the test's own sums. Then the host runner
 // end to end: a reassociated candidate that the plain check rejects at a tight tolerance passes.
 #include <cmath>
 #include <limits>

@@ -1,7 +1,7 @@
 // CUDA device objects on a real GPU (skipped with "no CUDA driver: ..." where the probe finds
 // none): device properties, buffers, PTX from codegen loaded and run against hand-written loops,
 // JIT error logs, launch limits and the GPU timer. Each test body runs in a forked child, so this
-// process never initializes CUDA (the measurer tests in the same binary fork workers).
+// process never initializes CUDA (the runner tests in the same binary fork workers).
 #include "runtime/cuda_device.h"
 
 #include <cmath>

@@ -1,5 +1,5 @@
-// The CUDA driver and measurer where no driver (or device) is needed: a missing library or entry
-// point gives kFailedPrecondition "no CUDA driver found: ...", the measurer's factory says so
+// The CUDA driver and runner where no driver (or device) is needed: a missing library or entry
+// point gives kFailedPrecondition "no CUDA driver found: ...", the runner's factory says so
 // without initializing CUDA here, failed builds map to their error kinds without running, and a
 // worker that finds no driver reports kNoDevice.
 #include "runtime/cuda_driver.h"
@@ -73,32 +73,32 @@ TEST(CudaDriverTest, ProbeWithoutDriverFailsInTheChild) {
                                            StartsWith("no CUDA driver found: ")));
 }
 
-TEST(CudaMeasurerFactoryTest, NoDriverIsFailedPrecondition) {
+TEST(CudaRunnerFactoryTest, NoDriverIsFailedPrecondition) {
   ScopedDriverPath env("/nonexistent/libcuda.so.1");
   EXPECT_THAT(
       CreateCudaRunner(Target::H200(), MeasureOptions{}),
       StatusIs(absl::StatusCode::kFailedPrecondition, StartsWith("no CUDA driver found: ")));
 }
 
-TEST(CudaMeasurerFactoryTest, DefaultDriverAbsentIsFailedPrecondition) {
+TEST(CudaRunnerFactoryTest, DefaultDriverAbsentIsFailedPrecondition) {
   if (CudaDriver::Load().ok()) GTEST_SKIP() << "a CUDA driver is present";
   EXPECT_THAT(CreateCudaRunner(Target::H200(), MeasureOptions{}),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no CUDA driver found")));
 }
 
-TEST(CudaMeasurerFactoryTest, CpuTargetIsInvalidArgument) {
+TEST(CudaRunnerFactoryTest, CpuTargetIsInvalidArgument) {
   EXPECT_THAT(CreateCudaRunner(Target::HostCpu(), MeasureOptions{}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cuda target")));
 }
 
-TEST(CudaMeasurerFactoryTest, InvalidOptionsAreInvalidArgument) {
+TEST(CudaRunnerFactoryTest, InvalidOptionsAreInvalidArgument) {
   MeasureOptions options;
   options.timing.min_runs = 0;
   EXPECT_THAT(CreateCudaRunner(Target::H200(), options),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("min_runs")));
 }
 
-TEST(CudaMeasurerTest, FailedBuildsMapToTheirKindsWithoutRunning) {
+TEST(CudaRunnerTest, FailedBuildsMapToTheirKindsWithoutRunning) {
   std::unique_ptr<Runner> m =
       cuda_internal::NewCudaRunnerWithoutProbe(Target::H200(), MeasureOptions{});
   absl::StatusOr<ir::ComputeDAG> dag = testing_util::AddDag(8, 16);
@@ -121,7 +121,7 @@ TEST(CudaMeasurerTest, FailedBuildsMapToTheirKindsWithoutRunning) {
   for (const MeasureResult& x : r) EXPECT_TRUE(x.costs_s.empty());
 }
 
-TEST(CudaMeasurerTest, CandidateWithOtherParametersIsRejectedBeforeRunning) {
+TEST(CudaRunnerTest, CandidateWithOtherParametersIsRejectedBeforeRunning) {
   std::unique_ptr<Runner> m =
       cuda_internal::NewCudaRunnerWithoutProbe(Target::H200(), MeasureOptions{});
   absl::StatusOr<ir::ComputeDAG> dag = testing_util::AddDag(8, 16);
@@ -139,7 +139,7 @@ TEST(CudaMeasurerTest, CandidateWithOtherParametersIsRejectedBeforeRunning) {
   EXPECT_THAT(r[0].message, HasSubstr("differs from the task's 'B'"));
 }
 
-TEST(CudaMeasurerTest, WorkerWithoutDriverReportsNoDevice) {
+TEST(CudaRunnerTest, WorkerWithoutDriverReportsNoDevice) {
   ScopedDriverPath env("/nonexistent/libcuda.so.1");
   std::unique_ptr<Runner> m =
       cuda_internal::NewCudaRunnerWithoutProbe(Target::H200(), MeasureOptions{});
@@ -155,7 +155,7 @@ TEST(CudaMeasurerTest, WorkerWithoutDriverReportsNoDevice) {
   }
 }
 
-TEST(CudaMeasurerTest, SetupFailureMessagesMapToKinds) {
+TEST(CudaRunnerTest, SetupFailureMessagesMapToKinds) {
   using cuda_internal::SetupFailureError;
   EXPECT_EQ(SetupFailureError("FAILED_PRECONDITION: no CUDA driver found: x"),
             MeasureError::kNoDevice);

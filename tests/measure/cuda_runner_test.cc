@@ -1,4 +1,4 @@
-// The CUDA measurer on a real GPU (skipped with "no CUDA driver: ..." where the probe finds
+// The CUDA runner on a real GPU (skipped with "no CUDA driver: ..." where the probe finds
 // none): a correct candidate is timed, a candidate that writes twice the value is a wrong answer,
 // one that stores far out of bounds is a runtime error and the candidate after it still measures
 // fine (the faulted worker is replaced); the naive GPU kernel serves as the reference for tasks
@@ -53,7 +53,7 @@ void ExpectMeasuredFine(const MeasureResult& r, int trials) {
   EXPECT_EQ(r.kernels.size(), 1u);
 }
 
-TEST(CudaMeasurerGpuTest, CorrectWrongFaultingThenCorrectAgain) {
+TEST(CudaRunnerGpuTest, CorrectWrongFaultingThenCorrectAgain) {
   TS_SKIP_WITHOUT_DEVICE();
   absl::StatusOr<ir::ComputeDAG> dag = testing_util::AddDag(64, 96);
   ASSERT_TRUE(dag.ok()) << dag.status();
@@ -83,7 +83,7 @@ TEST(CudaMeasurerGpuTest, CorrectWrongFaultingThenCorrectAgain) {
   EXPECT_EQ(r[4].error, MeasureError::kCompileError);
 }
 
-TEST(CudaMeasurerGpuTest, NaiveKernelIsTheReferenceAboveTheInterpreterLimit) {
+TEST(CudaRunnerGpuTest, NaiveKernelIsTheReferenceAboveTheInterpreterLimit) {
   TS_SKIP_WITHOUT_DEVICE();
   absl::StatusOr<ir::ComputeDAG> dag = testing_util::AddDag(128, 256);
   ASSERT_TRUE(dag.ok()) << dag.status();
@@ -102,7 +102,7 @@ TEST(CudaMeasurerGpuTest, NaiveKernelIsTheReferenceAboveTheInterpreterLimit) {
   EXPECT_EQ(r[1].error, MeasureError::kWrongAnswer) << r[1].message;
 }
 
-TEST(CudaMeasurerGpuTest, TiledMatmulMeasuresFine) {
+TEST(CudaRunnerGpuTest, TiledMatmulMeasuresFine) {
   TS_SKIP_WITHOUT_DEVICE();
   const int64_t m = 128, n = 64, k = 96;
   absl::StatusOr<ir::Tensor> a = ir::Placeholder("A", {m, k});

@@ -2,7 +2,7 @@
 // finds none), against the host rule (SummarizeFloat32, itself tested against a naive loop in
 // device_compare_test): planted wrong values, NaNs and Infs over more elements than the grid has
 // threads, a correct kernel output, the output of a real kernel with planted errors, a kernel
-// that computes twice the value, byte differences with a ragged tail; and through the measurer, a
+// that computes twice the value, byte differences with a ragged tail; and through the runner, a
 // candidate that writes into its input is a wrong answer and the candidate after it is fine.
 #include <cmath>
 #include <limits>

@@ -1,4 +1,4 @@
-// The host measurer on real nests: the naive matmul and a tiled CPU schedule measure correct with
+// The host runner on real nests: the naive matmul and a tiled CPU schedule measure correct with
 // positive times (reference by the interpreter and by the JIT-compiled naive program); hand-built
 // nests that store a wrong value, store 2^40 elements past the buffer or loop 2^40 times are
 // wrong_answer / runtime_error / run_timeout, and the candidates after them are still measured.
@@ -74,7 +74,7 @@ MatmulTask LoadMatmul() {
   return {resolved.dag, std::move(naive), std::move(lowered.nest)};
 }
 
-TEST(HostMeasurerTest, NaiveAndTiledMatmulAreCorrectWithInterpreterReference) {
+TEST(HostRunnerTest, NaiveAndTiledMatmulAreCorrectWithInterpreterReference) {
   MatmulTask task = LoadMatmul();
   std::unique_ptr<Runner> m = Ok(CreateRunner(Target::HostCpu(), FastOptions()));
   std::vector<MeasureResult> r =
@@ -85,7 +85,7 @@ TEST(HostMeasurerTest, NaiveAndTiledMatmulAreCorrectWithInterpreterReference) {
   EXPECT_EQ(r[0].check.checked_elements, 2 * 128 * 128);
 }
 
-TEST(HostMeasurerTest, TiledMatmulIsCorrectWithCompiledNaiveReference) {
+TEST(HostRunnerTest, TiledMatmulIsCorrectWithCompiledNaiveReference) {
   MatmulTask task = LoadMatmul();
   MeasureOptions options = FastOptions();
   options.interpreter_reference_max_ops = 0;  // reference: the naive program JIT-compiled
@@ -135,7 +135,7 @@ ir::LoopNest Endless() {
       ir::StoreNode::Make("Y", {ir::IntConst(0)}, y0 + LoadX(j % ir::IntConst(kN)))));
 }
 
-TEST(HostMeasurerTest, FaultsAndHangsCostOnlyTheirCandidate) {
+TEST(HostRunnerTest, FaultsAndHangsCostOnlyTheirCandidate) {
   ir::ComputeDAG dag = Doubling();
   MeasureOptions options = FastOptions();
   options.run_timeout_ms = 1000;
@@ -165,7 +165,7 @@ TEST(HostMeasurerTest, FaultsAndHangsCostOnlyTheirCandidate) {
   ExpectMeasured(r[5]);
 }
 
-TEST(HostMeasurerTest, WrongAnswerIsCountedPerElement) {
+TEST(HostRunnerTest, WrongAnswerIsCountedPerElement) {
   // Y = X · 2 except Y[7] = X[7] · 2 + 1: exactly one mismatch per trial, at [7].
   ir::ComputeDAG dag = Doubling();
   ir::Expr i = ir::MakeVar("i");
@@ -183,7 +183,7 @@ TEST(HostMeasurerTest, WrongAnswerIsCountedPerElement) {
   EXPECT_THAT(r[0].check.first_mismatch, HasSubstr("Y[7]: got"));
 }
 
-TEST(HostMeasurerTest, BuildErrorsAreMappedWithoutRunning) {
+TEST(HostRunnerTest, BuildErrorsAreMappedWithoutRunning) {
   ir::ComputeDAG dag = Doubling();
   std::unique_ptr<Runner> m = Ok(CreateRunner(Target::HostCpu(), FastOptions()));
   std::vector<BuildResult> c(3);
@@ -201,7 +201,7 @@ TEST(HostMeasurerTest, BuildErrorsAreMappedWithoutRunning) {
   EXPECT_EQ(r[2].compile_ms, 12);
 }
 
-TEST(HostMeasurerTest, MismatchedParametersAreInvalidSchedules) {
+TEST(HostRunnerTest, MismatchedParametersAreInvalidSchedules) {
   ir::ComputeDAG dag = Doubling();
   // Writes its result into 'W', which is not a tensor of the task.
   ir::Expr i = ir::MakeVar("i");
@@ -216,7 +216,7 @@ TEST(HostMeasurerTest, MismatchedParametersAreInvalidSchedules) {
   EXPECT_THAT(r[0].message, HasSubstr("'W' is not a tensor of the task"));
 }
 
-TEST(HostMeasurerTest, CreateRejectsOtherTargetsAndBadOptions) {
+TEST(HostRunnerTest, CreateRejectsOtherTargetsAndBadOptions) {
   EXPECT_THAT(CreateHostRunner(Target::H200(), MeasureOptions{}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cpu target")));
   MeasureOptions bad;

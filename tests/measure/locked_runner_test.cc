@@ -94,7 +94,7 @@ TEST(LockedRunnerTest, MeasureWaitsForTheLockHolderThenMeasures) {
     results = (*m)->Run(dag, {c});
     done = true;
   });
-  const bool queued = WaitForTickets(lock, 2);  // the measurer took a ticket behind the holder
+  const bool queued = WaitForTickets(lock, 2);  // the runner took a ticket behind the holder
   EXPECT_TRUE(queued);
   EXPECT_FALSE(done.load());
   ASSERT_THAT((*holder)->Release(), IsOk());
@@ -105,7 +105,7 @@ TEST(LockedRunnerTest, MeasureWaitsForTheLockHolderThenMeasures) {
   EXPECT_EQ(results[0].check.mismatches, 0);
   absl::StatusOr<DeviceLockState> state = ReadDeviceLockState(lock);
   ASSERT_THAT(state, IsOk());
-  EXPECT_TRUE(state->tickets.empty());  // the measurer released its turn
+  EXPECT_TRUE(state->tickets.empty());  // the runner released its turn
 }
 
 TEST(LockedRunnerTest, UnopenableLockFileIsAnErrorNamingIt) {
