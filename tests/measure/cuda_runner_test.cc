@@ -34,7 +34,7 @@ MeasureOptions QuickOptions() {
   return o;
 }
 
-std::unique_ptr<Runner> MakeMeasurer(const MeasureOptions& options) {
+std::unique_ptr<Runner> MakeRunner(const MeasureOptions& options) {
   absl::StatusOr<std::unique_ptr<Runner>> m =
       CreateCudaRunner(TargetFromDevice(*ProbedDevice()), options);
   EXPECT_TRUE(m.ok()) << m.status();
@@ -67,7 +67,7 @@ TEST(CudaRunnerGpuTest, CorrectWrongFaultingThenCorrectAgain) {
   ASSERT_TRUE(faulting.ok()) << faulting.status();
   BuildResult failed_build;
   failed_build.build_status = absl::InternalError("ptxas: error");
-  std::unique_ptr<Runner> m = MakeMeasurer(QuickOptions());
+  std::unique_ptr<Runner> m = MakeRunner(QuickOptions());
   ASSERT_NE(m, nullptr);
   std::vector<MeasureResult> r =
       m->Run(*dag, {*good, *doubled, *faulting, *good, failed_build});
@@ -94,7 +94,7 @@ TEST(CudaRunnerGpuTest, NaiveKernelIsTheReferenceAboveTheInterpreterLimit) {
   MeasureOptions options = QuickOptions();
   options.interpreter_reference_max_ops = 0;
   options.check_trials = 3;
-  std::unique_ptr<Runner> m = MakeMeasurer(options);
+  std::unique_ptr<Runner> m = MakeRunner(options);
   ASSERT_NE(m, nullptr);
   std::vector<MeasureResult> r = m->Run(*dag, {*good, *doubled});
   ASSERT_EQ(r.size(), 2u);
@@ -115,7 +115,7 @@ TEST(CudaRunnerGpuTest, TiledMatmulMeasuresFine) {
   absl::StatusOr<BuildResult> cand =
       testing_util::CandidateFromNest(codegen::testing::GpuTiledMatmul(m, n, k));
   ASSERT_TRUE(cand.ok()) << cand.status();
-  std::unique_ptr<Runner> measurer = MakeMeasurer(QuickOptions());
+  std::unique_ptr<Runner> measurer = MakeRunner(QuickOptions());
   ASSERT_NE(measurer, nullptr);
   std::vector<MeasureResult> r = measurer->Run(*dag, {*cand});
   ASSERT_EQ(r.size(), 1u);
