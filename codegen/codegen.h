@@ -4,7 +4,7 @@
 // pipeline, into an object file with a C entry: CompileHostObject).
 //
 // This header is MLIR-free; only codegen/*.cc include MLIR/LLVM headers. Codegen depends on ir/
-// only (not on schedule/): LaunchInfo mirrors schedule::LaunchConfig.
+// and base/ only (not on schedule/); launches are base/launch_config.h's LaunchConfig.
 //
 // Kernel argument convention (GPU and host alike): one bare pointer per buffer, in this order:
 // the LoopNest's params (inputs, then outputs), then the scratch buffers, i.e. the global
@@ -29,20 +29,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/launch_config.h"
 #include "ir/host_buffer.h"
 #include "ir/stmt.h"
 
 namespace tilesearch::codegen {
-
-/// Launch configuration of one GPU kernel (the same numbers as schedule::LaunchConfig).
-struct LaunchInfo {
-  std::array<int64_t, 3> grid = {1, 1, 1};   // blocks per grid, x/y/z
-  std::array<int64_t, 3> block = {1, 1, 1};  // threads per block, x/y/z
-  int64_t shared_memory_bytes = 0;           // the scheduler's estimate; codegen reports its own
-  /// Blocks per SM ptxas is asked to fit (PTX .minnctapersm; it bounds registers per thread);
-  /// 0 = no request.
-  int64_t min_blocks_per_sm = 0;
-};
 
 /// One kernel argument: a parameter of the nest or a scratch buffer the runtime allocates.
 struct KernelArg {
@@ -122,13 +113,13 @@ struct GpuModule {
 /// bad arch), kUnimplemented (unsupported construct), kInternal (MLIR or LLVM rejected the code;
 /// the message carries their diagnostics).
 [[nodiscard]] absl::StatusOr<GpuModule> CompileToPtx(const ir::LoopNest& nest,
-                                                     const std::vector<LaunchInfo>& launches,
+                                                     const std::vector<LaunchConfig>& launches,
                                                      const GpuCompileOptions& options = {});
 
 /// One candidate for CompileManyToPtx. The nest is shared, not copied.
 struct GpuCompileJob {
   std::shared_ptr<const ir::LoopNest> nest;
-  std::vector<LaunchInfo> launches;
+  std::vector<LaunchConfig> launches;
 };
 
 struct ParallelCompileOptions {

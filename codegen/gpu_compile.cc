@@ -280,7 +280,7 @@ void OptimizeModule(llvm::Module& module, llvm::TargetMachine* tm, int opt_level
 }  // namespace
 
 absl::StatusOr<GpuModule> CompileToPtx(const ir::LoopNest& nest,
-                                       const std::vector<LaunchInfo>& launches,
+                                       const std::vector<LaunchConfig>& launches,
                                        const GpuCompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(ModulePlan plan, internal::PlanGpuModule(nest, launches));

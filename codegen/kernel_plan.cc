@@ -156,7 +156,7 @@ std::string SanitizeName(const std::string& name) {
 }
 
 absl::StatusOr<ModulePlan> PlanGpuModule(const ir::LoopNest& nest,
-                                         const std::vector<LaunchInfo>& launches) {
+                                         const std::vector<LaunchConfig>& launches) {
   ASSIGN_OR_RETURN(ModulePlan plan, PlanCommon(nest));
   std::vector<KernelArg> scratch;
   std::vector<Stmt> kernels;

@@ -20,7 +20,7 @@ struct KernelPlan {
   std::string name;                          // entry symbol
   std::array<int64_t, 3> grid = {1, 1, 1};   // launch grid (covers every blockIdx loop)
   std::array<int64_t, 3> block = {1, 1, 1};  // launch block (covers every threadIdx loop)
-  int64_t min_blocks_per_sm = 0;              // LaunchInfo::min_blocks_per_sm
+  int64_t min_blocks_per_sm = 0;              // LaunchConfig::min_blocks_per_sm
   bool has_thread_loops = false;
   bool has_barrier = false;
 };
@@ -36,7 +36,7 @@ std::string SanitizeName(const std::string& name);
 
 /// Splits `nest` into kernels with their launches (see CompileToPtx for the rules and errors).
 absl::StatusOr<ModulePlan> PlanGpuModule(const ir::LoopNest& nest,
-                                         const std::vector<LaunchInfo>& launches);
+                                         const std::vector<LaunchConfig>& launches);
 
 /// The same split for the host; every kernel runs in order in one function. Errors:
 /// kUnimplemented for a kernel with threadIdx loops and a Barrier, or with a local Allocate that

@@ -184,7 +184,7 @@ std::optional<int64_t> FlatIndex(const std::vector<Expr>& indices, const ir::Buf
 
 class Extractor {
  public:
-  Extractor(const ir::LoopNest& nest, const schedule::Target& target, const FeatureOptions& options)
+  Extractor(const ir::LoopNest& nest, const Target& target, const FeatureOptions& options)
       : target_(target), options_(options), line_bytes_(target.is_gpu() ? 128 : 64) {
     for (const auto& p : nest.params) buffers_[p.name] = &p;
   }
@@ -634,7 +634,7 @@ class Extractor {
     o[3] = guards_;
   }
 
-  const schedule::Target& target_;
+  const Target& target_;
   const FeatureOptions& options_;
   const double line_bytes_;
   std::map<std::string, const ir::BufferDecl*> buffers_;
@@ -704,7 +704,7 @@ float LogScale(double x) {
 }
 
 absl::StatusOr<StoreFeatures> ExtractFeatures(const ir::LoopNest& nest,
-                                              const schedule::Target& target,
+                                              const Target& target,
                                               const FeatureOptions& options) {
   Extractor extractor(nest, target, options);
   RETURN_IF_ERROR(extractor.Walk(nest.body));
@@ -713,7 +713,7 @@ absl::StatusOr<StoreFeatures> ExtractFeatures(const ir::LoopNest& nest,
 
 absl::StatusOr<StoreFeatures> ExtractStateFeatures(const ir::ComputeDAG& dag,
                                                    const schedule::State& state,
-                                                   const schedule::Target& target) {
+                                                   const Target& target) {
   ASSIGN_OR_RETURN(schedule::LoweredKernel kernel, schedule::Lower(dag, state, target));
   FeatureOptions options;
   for (int i = 0; i < state.num_stages(); ++i) {

@@ -96,7 +96,7 @@
 #include "ir/compute_dag.h"
 #include "ir/stmt.h"
 #include "schedule/state.h"
-#include "schedule/target.h"
+#include "base/target.h"
 
 namespace tilesearch::costmodel {
 
@@ -139,7 +139,7 @@ float LogScale(double x);
 /// to constants use their upper bound. Errors: kInvalidArgument when a Load or Store names a
 /// buffer that is neither a parameter nor an enclosing Allocate ("store to unknown buffer 'X'").
 absl::StatusOr<StoreFeatures> ExtractFeatures(const ir::LoopNest& nest,
-                                              const schedule::Target& target,
+                                              const Target& target,
                                               const FeatureOptions& options = {});
 
 /// Lowers `state` for `target` (schedule::Lower) and extracts the features of the result, with
@@ -147,6 +147,6 @@ absl::StatusOr<StoreFeatures> ExtractFeatures(const ir::LoopNest& nest,
 /// Errors: those of schedule::Lower (an invalid state has no features; Ansor scores it -inf).
 absl::StatusOr<StoreFeatures> ExtractStateFeatures(const ir::ComputeDAG& dag,
                                                    const schedule::State& state,
-                                                   const schedule::Target& target);
+                                                   const Target& target);
 
 }  // namespace tilesearch::costmodel

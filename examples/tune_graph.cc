@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
 
   const ir::Graph graph = Must(models::BuildModel(model, /*batch=*/0, small));
   const search::GraphPartition partition = Must(search::PartitionGraph(graph, {.fuse = fuse}));
-  const schedule::Target target = Must(TargetFromString(target_text));
+  const Target target = Must(TargetFromString(target_text));
   std::cout << model << " on " << target.ToString() << ": " << partition.tasks.size() << " tasks\n";
 
   // One workload per task: a registry operator, or a fused subgraph of graph operators.

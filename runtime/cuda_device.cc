@@ -22,7 +22,6 @@ using cuda::CUresult;
 
 constexpr int64_t kMinFlushBytes = 1 << 20;
 constexpr int64_t kMinAllocationBytes = 256;
-constexpr int64_t kDefaultSharedLimit = 48 * 1024;
 constexpr size_t kJitLogBytes = 64 * 1024;
 
 double MsSince(std::chrono::steady_clock::time_point start) {
@@ -273,9 +272,9 @@ absl::StatusOr<DeviceInfo> ProbeCudaDevice(int ordinal, double timeout_ms) {
                       j.value("message", std::string("cuda probe failed")));
 }
 
-schedule::Target TargetFromDevice(const DeviceInfo& info) {
-  schedule::Target t = schedule::Target::H200();
-  t.kind = schedule::TargetKind::kCuda;
+Target TargetFromDevice(const DeviceInfo& info) {
+  Target t = Target::H200();
+  t.kind = TargetKind::kCuda;
   t.arch = info.arch();
   t.max_threads_per_block = info.max_threads_per_block;
   t.max_shared_memory_per_block = info.shared_per_block;
@@ -503,26 +502,25 @@ absl::Status CudaModule::SetMaxDynamicSharedBytes(cuda::CUfunction function, int
 // ---------------------------------------------------------------------------------------------
 // Launch.
 
-absl::Status Launch(const CudaContext& context, cuda::CUfunction function,
-                    const codegen::GpuKernelInfo& kernel,
-                    const std::vector<cuda::CUdeviceptr>& args, bool synchronize,
-                    cuda::CUstream stream) {
+absl::Status Launch(const CudaContext& context, cuda::CUfunction function, const std::string& name,
+                    const LaunchConfig& launch, const std::vector<cuda::CUdeviceptr>& args,
+                    bool synchronize, cuda::CUstream stream) {
   const DeviceInfo& info = context.info();
-  bool ok = kernel.dynamic_shared_bytes >= 0 &&
-            kernel.dynamic_shared_bytes <= std::numeric_limits<int>::max();
+  bool ok = launch.shared_memory_bytes >= 0 &&
+            launch.shared_memory_bytes <= std::numeric_limits<int>::max();
   int64_t threads = 1;
   for (int i = 0; i < 3; ++i) {
-    ok = ok && kernel.grid[i] >= 1 && kernel.grid[i] <= info.max_grid_dims[i] &&
-         kernel.block[i] >= 1 && kernel.block[i] <= info.max_block_dims[i];
-    threads *= std::max<int64_t>(kernel.block[i], 1);
+    ok = ok && launch.grid[i] >= 1 && launch.grid[i] <= info.max_grid_dims[i] &&
+         launch.block[i] >= 1 && launch.block[i] <= info.max_block_dims[i];
+    threads *= std::max<int64_t>(launch.block[i], 1);
   }
   ok = ok && threads <= info.max_threads_per_block;
   if (!ok) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "launch of '", kernel.name, "': grid ", DimsText(kernel.grid), " block ",
-        DimsText(kernel.block), " dynamic shared ", kernel.dynamic_shared_bytes,
-        " B outside the device limits (grid (", absl::StrJoin(info.max_grid_dims, ", "),
-        "), block (", absl::StrJoin(info.max_block_dims, ", "), "), ", info.max_threads_per_block,
+        "launch of '", name, "': grid ", DimsText(launch.grid), " block ", DimsText(launch.block),
+        " dynamic shared ", launch.shared_memory_bytes, " B outside the device limits (grid (",
+        absl::StrJoin(info.max_grid_dims, ", "), "), block (",
+        absl::StrJoin(info.max_block_dims, ", "), "), ", info.max_threads_per_block,
         " threads per block)"));
   }
   // kernelParams: one pointer per parameter, pointing at that parameter's value (a CUdeviceptr).
@@ -532,57 +530,13 @@ absl::Status Launch(const CudaContext& context, cuda::CUfunction function,
   const CudaDriver& d = context.driver();
   RETURN_IF_ERROR(d.Check(
       d.cuLaunchKernel(
-          function, static_cast<unsigned>(kernel.grid[0]), static_cast<unsigned>(kernel.grid[1]),
-          static_cast<unsigned>(kernel.grid[2]), static_cast<unsigned>(kernel.block[0]),
-          static_cast<unsigned>(kernel.block[1]), static_cast<unsigned>(kernel.block[2]),
-          static_cast<unsigned>(kernel.dynamic_shared_bytes), stream,
+          function, static_cast<unsigned>(launch.grid[0]), static_cast<unsigned>(launch.grid[1]),
+          static_cast<unsigned>(launch.grid[2]), static_cast<unsigned>(launch.block[0]),
+          static_cast<unsigned>(launch.block[1]), static_cast<unsigned>(launch.block[2]),
+          static_cast<unsigned>(launch.shared_memory_bytes), stream,
           params.empty() ? nullptr : params.data(), nullptr),
-      absl::StrCat("cuLaunchKernel(", kernel.name, ")")));
+      absl::StrCat("cuLaunchKernel(", name, ")")));
   if (synchronize) return context.Synchronize();
-  return absl::OkStatus();
-}
-
-// ---------------------------------------------------------------------------------------------
-// LoadedGpuModule.
-
-absl::StatusOr<std::unique_ptr<LoadedGpuModule>> LoadedGpuModule::Load(
-    const CudaContext& context, const codegen::GpuModule& module) {
-  std::unique_ptr<LoadedGpuModule> m(new LoadedGpuModule);
-  m->context_ = &context;
-  m->kernels_ = module.kernels;
-  m->num_args_ = module.args.size();
-  ASSIGN_OR_RETURN(m->module_, CudaModule::LoadPtx(context.driver(), module.ptx));
-  const DeviceInfo& info = context.info();
-  for (const codegen::GpuKernelInfo& k : module.kernels) {
-    ASSIGN_OR_RETURN(cuda::CUfunction f, m->module_->GetFunction(k.name));
-    ASSIGN_OR_RETURN(KernelResources res, m->module_->Resources(f, k.name, k.dynamic_shared_bytes));
-    int64_t shared = res.static_shared_bytes + k.dynamic_shared_bytes;
-    int64_t limit = std::max(info.shared_per_block_optin, info.shared_per_block);
-    if (shared > limit) {
-      return absl::InvalidArgumentError(absl::StrCat("kernel '", k.name, "' needs ", shared,
-                                                     " bytes of shared memory, the device allows ",
-                                                     limit));
-    }
-    // Without opting in, a kernel may use at most 48 KiB of shared memory in total.
-    if (k.dynamic_shared_bytes > 0 && shared > kDefaultSharedLimit) {
-      RETURN_IF_ERROR(m->module_->SetMaxDynamicSharedBytes(f, k.dynamic_shared_bytes));
-    }
-    m->functions_.push_back(f);
-    m->resources_.push_back(std::move(res));
-  }
-  return m;
-}
-
-absl::Status LoadedGpuModule::LaunchAll(const std::vector<cuda::CUdeviceptr>& args,
-                                        bool synchronize) const {
-  if (args.size() != num_args_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("module takes ", num_args_, " buffer arguments, got ", args.size()));
-  }
-  for (size_t i = 0; i < kernels_.size(); ++i) {
-    RETURN_IF_ERROR(Launch(*context_, functions_[i], kernels_[i], args, /*synchronize=*/false));
-  }
-  if (synchronize) return context_->Synchronize();
   return absl::OkStatus();
 }
 

@@ -1,11 +1,10 @@
 // CUDA device objects over the dlopen'd driver (runtime/cuda_driver.h): device properties, the
 // primary context of a device, device buffers, PTX modules (JIT by the driver), events, kernel
-// launches with codegen's argument convention (codegen/codegen.h: one device pointer per buffer,
-// params then scratch), and the GPU timer of the measurement method (design.md: CUDA events
-// around the launches, L2 flushed before every timed run by writing a buffer twice the L2 size,
-// runtime::TimeRepeated for warm-up, repeats and statistics). Every handle is RAII; every
-// CUresult becomes an absl::Status through CudaDriver::Check. All objects are used from one thread
-// with the context current (CudaContext::Create makes it current).
+// launches (one device pointer per kernel parameter), and the GPU timer of the measurement method
+// (design.md: CUDA events around the launches, L2 flushed before every timed run by writing a
+// buffer twice the L2 size, runtime::TimeRepeated for warm-up, repeats and statistics). Every
+// handle is RAII; every CUresult becomes an absl::Status through CudaDriver::Check. All objects are
+// used from one thread with the context current (CudaContext::Create makes it current).
 #pragma once
 
 #include <array>
@@ -17,13 +16,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "codegen/codegen.h"
+#include "base/launch_config.h"
+#include "base/target.h"
 #include "nlohmann/json.hpp"
 #include "runtime/cuda_api.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/measure.h"
+#include "runtime/kernel_resources.h"
 #include "runtime/timing.h"
-#include "schedule/target.h"
 
 namespace tilesearch::runtime {
 
@@ -75,7 +74,7 @@ struct DeviceInfo {
 /// The CUDA target of `info`: arch "sm_<major><minor>", threads/block, shared memory per block
 /// (static and opt-in), registers per block, warp size, SM count and L2 bytes from the device; the
 /// limits the device does not report (vthread extent, vector bytes) as Target::H200().
-schedule::Target TargetFromDevice(const DeviceInfo& info);
+Target TargetFromDevice(const DeviceInfo& info);
 
 /// The primary context of one device, retained for the object's lifetime and made current on the
 /// creating thread.
@@ -203,44 +202,16 @@ class CudaModule {
   std::string info_log_;
 };
 
-/// Launches `function` with `kernel`'s grid, block and dynamic shared memory on `stream`, passing
-/// one device pointer per element of `args` (kernelParams points at each CUdeviceptr). With
-/// `synchronize`, then waits for the context (cuCtxSynchronize) and returns the kernel's
-/// asynchronous error. Errors: kInvalidArgument "launch of 'k': grid (x, y, z) / block (...)
-/// outside the device limits (...)" checked before launching; cuLaunchKernel's errors
+/// Launches `function` (named `name` in messages) with `launch`'s grid and block and
+/// launch.shared_memory_bytes of dynamic shared memory on `stream`, passing one device pointer per
+/// element of `args` (kernelParams points at each CUdeviceptr); launch.min_blocks_per_sm is not
+/// used. With `synchronize`, then waits for the context (cuCtxSynchronize) and returns the
+/// kernel's asynchronous error. Errors: kInvalidArgument "launch of 'k': grid (x, y, z) / block
+/// (...) outside the device limits (...)" checked before launching; cuLaunchKernel's errors
 /// ("cuLaunchKernel(k): CUDA_ERROR_..."); cuCtxSynchronize's errors.
-absl::Status Launch(const CudaContext& context, cuda::CUfunction function,
-                    const codegen::GpuKernelInfo& kernel,
-                    const std::vector<cuda::CUdeviceptr>& args, bool synchronize = false,
-                    cuda::CUstream stream = nullptr);
-
-/// A codegen::GpuModule loaded and ready to run: its kernels looked up, their resources read and
-/// dynamic shared memory allowed where a kernel needs more than 48 KiB.
-class LoadedGpuModule {
- public:
-  /// Errors: CudaModule::LoadPtx's; GetFunction's; kInvalidArgument "kernel 'k' needs N bytes of
-  /// shared memory, the device allows M" (static + dynamic over the opt-in limit).
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<LoadedGpuModule>> Load(
-      const CudaContext& context, const codegen::GpuModule& module);
-
-  /// Launches every kernel in module order on the default stream. `args`: one device pointer per
-  /// element of module.args (params, then scratch). Errors: kInvalidArgument for a wrong argument
-  /// count; Launch's errors (with `synchronize`, the asynchronous ones too).
-  absl::Status LaunchAll(const std::vector<cuda::CUdeviceptr>& args, bool synchronize) const;
-
-  /// One per kernel, in launch order.
-  const std::vector<KernelResources>& resources() const { return resources_; }
-  double load_ms() const { return module_->load_ms(); }
-
- private:
-  LoadedGpuModule() = default;
-  const CudaContext* context_ = nullptr;
-  std::unique_ptr<CudaModule> module_;
-  std::vector<codegen::GpuKernelInfo> kernels_;
-  std::vector<cuda::CUfunction> functions_;
-  size_t num_args_ = 0;
-  std::vector<KernelResources> resources_;
-};
+absl::Status Launch(const CudaContext& context, cuda::CUfunction function, const std::string& name,
+                    const LaunchConfig& launch, const std::vector<cuda::CUdeviceptr>& args,
+                    bool synchronize = false, cuda::CUstream stream = nullptr);
 
 /// The GPU timer of the measurement method.
 class GpuTimer {

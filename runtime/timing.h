@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 
 namespace tilesearch::runtime {
-
+/// Warm-up, repeats and stopping rule of TimeRepeated.
 struct TimingOptions {
   /// Untimed runs before the first timed one (module load, first-touch, clocks ramping up).
   int warmup_runs = 3;

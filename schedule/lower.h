@@ -10,22 +10,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/launch_config.h"
 #include "ir/compute_dag.h"
 #include "ir/stmt.h"
 #include "schedule/state.h"
-#include "schedule/target.h"
+#include "base/target.h"
 
 namespace tilesearch::schedule {
-
-/// GPU launch configuration derived from the bindings.
-struct LaunchConfig {
-  std::array<int64_t, 3> grid = {1, 1, 1};   // blockIdx.x/y/z extents
-  std::array<int64_t, 3> block = {1, 1, 1};  // threadIdx.x/y/z extents
-  int64_t shared_memory_bytes = 0;           // static shared memory per block
-  int64_t min_blocks_per_sm = 0;             // pragma min_blocks_per_sm (0: no request)
-  /// "grid (64, 1, 1) block (256, 1, 1) shared 8192 B" (+ " min 2 blocks/SM" when requested).
-  std::string ToString() const;
-};
 
 /// The lowered program. On GPU targets each top-level statement of `nest.body` (under the global
 /// Allocates of intermediate buffers) is one kernel launch, in order: `launches[i]` configures the

@@ -18,7 +18,7 @@
 #include "ir/stmt.h"
 #include "ir/tensor.h"
 #include "schedule/lower.h"
-#include "schedule/target.h"
+#include "base/target.h"
 
 namespace tilesearch::schedule::lower_internal {
 

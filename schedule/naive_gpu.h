@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "ir/compute_dag.h"
 #include "schedule/state.h"
-#include "schedule/target.h"
+#include "base/target.h"
 
 namespace tilesearch::schedule {
 

@@ -42,7 +42,7 @@
 #include "schedule/fused_workload.h"
 #include "schedule/state.h"
 #include "schedule/step.h"
-#include "schedule/target.h"
+#include "base/target.h"
 
 namespace tilesearch::schedule {
 

@@ -25,7 +25,6 @@ using schedule::IteratorKind;
 using schedule::Stage;
 using schedule::State;
 using schedule::Step;
-using schedule::Target;
 
 namespace internal {
 

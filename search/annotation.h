@@ -40,7 +40,7 @@
 #include "ir/compute_dag.h"
 #include "schedule/lower.h"
 #include "schedule/state.h"
-#include "schedule/target.h"
+#include "base/target.h"
 
 namespace tilesearch::search {
 
@@ -106,7 +106,7 @@ const std::vector<std::vector<int64_t>>& SplitFactorizations(int64_t extent, int
 /// bounds of the tiled stage's load indices over the block tile); tiles leaving ≥ gpu_min_blocks
 /// blocks are preferred.
 [[nodiscard]] absl::StatusOr<schedule::State> AnnotateSketch(
-    const schedule::State& sketch, const ir::ComputeDAG& dag, const schedule::Target& target,
+    const schedule::State& sketch, const ir::ComputeDAG& dag, const Target& target,
     std::mt19937_64& rng, const AnnotationOptions& options = {},
     schedule::LoweredKernel* lowered = nullptr);
 
@@ -116,7 +116,7 @@ const std::vector<std::vector<int64_t>>& SplitFactorizations(int64_t extent, int
 /// Deterministic for a fixed rng seed.
 std::vector<schedule::State> SampleInitialPopulation(const std::vector<schedule::State>& sketches,
                                                      const ir::ComputeDAG& dag,
-                                                     const schedule::Target& target, int n,
+                                                     const Target& target, int n,
                                                      std::mt19937_64& rng,
                                                      const AnnotationOptions& options = {});
 
@@ -141,13 +141,13 @@ std::vector<int64_t> SampleTile(int64_t extent, int n_lengths, const AnnotationO
 /// before a full replay and lowering). True when steps[i] is in no such run, on CPU targets, or
 /// when the check cannot be made (lowering decides then).
 bool GpuTileRunFits(const ir::ComputeDAG& dag, const std::vector<schedule::Step>& steps, int i,
-                    const schedule::Target& target, const AnnotationOptions& options);
+                    const Target& target, const AnnotationOptions& options);
 /// GPU: checks every kernel of `kernel` against the register estimate (threads × (local elements
 /// + gpu_register_overhead) ≤ target.max_registers_per_block, per thread ≤
 /// gpu_max_registers_per_thread). Errors: kFailedPrecondition "invalid_schedule: about N registers
 /// per thread ...". OK for CPU targets.
 absl::Status CheckRegisterEstimate(const schedule::LoweredKernel& kernel,
-                                   const schedule::Target& target,
+                                   const Target& target,
                                    const AnnotationOptions& options);
 /// CPU compute_at candidates of stage `sid` (TVM GetComputeLocationCandidates): (consumer id,
 /// iterator id) pairs of its single consumer, outer to inner, not inside untiled reductions or

@@ -7,7 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
-#include "runtime/checker.h"
+#include "measure/checker.h"
+#include "measure/loaded_module.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
 
@@ -32,7 +33,7 @@ double MsSince(std::chrono::steady_clock::time_point start) {
 // Tasks and targets.
 
 absl::StatusOr<Task> Task::Create(const std::string& op, std::vector<std::vector<int64_t>> shapes,
-                                  const schedule::Target& target, ir::ScalarType dtype,
+                                  const Target& target, ir::ScalarType dtype,
                                   std::map<std::string, std::string> attrs) {
   Task task;
   task.workload.op = op;
@@ -49,7 +50,7 @@ absl::StatusOr<Task> Task::Create(const std::string& op, std::vector<std::vector
 }
 
 absl::StatusOr<Task> Task::FromWorkload(schedule::Workload workload,
-                                        const schedule::Target& target) {
+                                        const Target& target) {
   Task task;
   task.workload = std::move(workload);
   task.target = target;
@@ -65,16 +66,16 @@ std::string Task::ToString() const {
   return absl::StrCat(workload.ToString(), " on ", target.ToString());
 }
 
-schedule::Target DefaultTarget() {
+Target DefaultTarget() {
   // Probed in a forked child: this process must not initialize CUDA before forking workers.
   absl::StatusOr<runtime::DeviceInfo> device = runtime::ProbeCudaDevice(0);
   if (device.ok()) return runtime::TargetFromDevice(*device);
-  return schedule::Target::HostCpu();
+  return Target::HostCpu();
 }
 
-absl::StatusOr<schedule::Target> TargetFromString(const std::string& text) {
+absl::StatusOr<Target> TargetFromString(const std::string& text) {
   if (text == "auto") return DefaultTarget();
-  return schedule::ParseTarget(text);
+  return ParseTarget(text);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -92,14 +93,14 @@ absl::StatusOr<HistoryBest> ApplyHistoryBest(const std::string& log_path, const 
 // Kernel.
 
 struct Kernel::Impl {
-  schedule::Target target;
+  Target target;
   std::vector<codegen::KernelArg> params;
   double last_run_ms = 0;
   // cpu
   std::unique_ptr<codegen::HostKernel> host;
   // cuda (destroyed in reverse order: buffers and module before the context)
   std::unique_ptr<runtime::CudaContext> context;
-  std::unique_ptr<runtime::LoadedGpuModule> module;
+  std::unique_ptr<measure::LoadedGpuModule> module;
   std::vector<runtime::DeviceBuffer> device_buffers;  // every argument, scratch included
 
   absl::Status RunHost(const std::vector<ir::HostBuffer*>& buffers);
@@ -122,7 +123,7 @@ absl::StatusOr<Kernel> Kernel::Load(const KernelArtifact& artifact, int device) 
   CHECK(artifact.gpu != nullptr) << "cuda artifact '" << artifact.name << "' has no module";
   ASSIGN_OR_RETURN(const runtime::CudaDriver* driver, runtime::CudaDriver::Load());
   ASSIGN_OR_RETURN(impl->context, runtime::CudaContext::Create(*driver, device));
-  ASSIGN_OR_RETURN(impl->module, runtime::LoadedGpuModule::Load(*impl->context, *artifact.gpu));
+  ASSIGN_OR_RETURN(impl->module, measure::LoadedGpuModule::Load(*impl->context, *artifact.gpu));
   for (const codegen::KernelArg& arg : artifact.gpu->args) {
     ASSIGN_OR_RETURN(runtime::DeviceBuffer buffer,
                      runtime::DeviceBuffer::Allocate(*driver, arg.bytes()));
@@ -159,7 +160,7 @@ absl::Status Kernel::Impl::RunHost(const std::vector<ir::HostBuffer*>& buffers) 
   std::vector<void*> pointers;
   packed.reserve(buffers.size());
   for (const ir::HostBuffer* b : buffers) {
-    packed.push_back(runtime::PackBuffer(*b));
+    packed.push_back(measure::PackBuffer(*b));
     pointers.push_back(packed.back().data());
   }
   const auto start = std::chrono::steady_clock::now();
@@ -167,7 +168,7 @@ absl::Status Kernel::Impl::RunHost(const std::vector<ir::HostBuffer*>& buffers) 
   last_run_ms = MsSince(start);
   for (size_t i = 0; i < buffers.size(); ++i) {
     if (params[i].kind != codegen::KernelArg::Kind::kOutput) continue;
-    RETURN_IF_ERROR(runtime::UnpackBuffer(packed[i].data(), packed[i].size(), buffers[i]));
+    RETURN_IF_ERROR(measure::UnpackBuffer(packed[i].data(), packed[i].size(), buffers[i]));
   }
   return absl::OkStatus();
 }
@@ -176,7 +177,7 @@ absl::Status Kernel::Impl::RunCuda(const std::vector<ir::HostBuffer*>& buffers) 
   RETURN_IF_ERROR(context->MakeCurrent());
   for (size_t i = 0; i < buffers.size(); ++i) {
     if (params[i].kind != codegen::KernelArg::Kind::kInput) continue;
-    const std::vector<std::byte> bytes = runtime::PackBuffer(*buffers[i]);
+    const std::vector<std::byte> bytes = measure::PackBuffer(*buffers[i]);
     RETURN_IF_ERROR(device_buffers[i].Upload(bytes.data(), static_cast<int64_t>(bytes.size())));
   }
   std::vector<runtime::cuda::CUdeviceptr> pointers;
@@ -188,7 +189,7 @@ absl::Status Kernel::Impl::RunCuda(const std::vector<ir::HostBuffer*>& buffers) 
     if (params[i].kind != codegen::KernelArg::Kind::kOutput) continue;
     std::vector<std::byte> bytes(static_cast<size_t>(params[i].bytes()));
     RETURN_IF_ERROR(device_buffers[i].Download(bytes.data(), static_cast<int64_t>(bytes.size())));
-    RETURN_IF_ERROR(runtime::UnpackBuffer(bytes.data(), bytes.size(), buffers[i]));
+    RETURN_IF_ERROR(measure::UnpackBuffer(bytes.data(), bytes.size(), buffers[i]));
   }
   return absl::OkStatus();
 }
@@ -205,6 +206,6 @@ std::vector<ir::HostBuffer> Kernel::MakeBuffers() const {
 
 double Kernel::last_run_ms() const { return impl_->last_run_ms; }
 
-const schedule::Target& Kernel::target() const { return impl_->target; }
+const Target& Kernel::target() const { return impl_->target; }
 
 }  // namespace tilesearch

@@ -38,7 +38,7 @@
 #include "ir/host_buffer.h"
 #include "ir/type.h"
 #include "schedule/schedule_file.h"
-#include "schedule/target.h"
+#include "base/target.h"
 #include "search/measure_record.h"
 #include "search/replay.h"
 #include "search/tuner.h"
@@ -50,21 +50,21 @@ namespace tilesearch {
 /// the same kind and arch (search::SameTarget).
 struct Task {
   schedule::Workload workload;  // operator name + input shapes + dtype + attributes (or "fused")
-  schedule::Target target;      // schedule::ParseTarget, DefaultTarget() or Target::HostCpu()
+  Target target;      // ParseTarget, DefaultTarget() or Target::HostCpu()
 
   /// A task of operator `op` (ir/ops/registry.h) on `shapes` (one per input, row-major extents).
   /// Errors (kInvalidArgument): those of building the workload: unknown operator, wrong number of
   /// shapes, shape mismatches ("matmul: A is 64x32 but B is 16x64"), unknown attributes.
   static absl::StatusOr<Task> Create(const std::string& op,
                                      std::vector<std::vector<int64_t>> shapes,
-                                     const schedule::Target& target,
+                                     const Target& target,
                                      ir::ScalarType dtype = ir::ScalarType::kFloat32,
                                      std::map<std::string, std::string> attrs = {});
   /// A task of any workload: a registry operator's, or a fused workload
   /// (schedule/fused_workload.h; a graph task's, search::TaskWorkload). Errors (kInvalidArgument):
   /// "workload <ToString()>: <Build's error>".
   static absl::StatusOr<Task> FromWorkload(schedule::Workload workload,
-                                           const schedule::Target& target);
+                                           const Target& target);
   /// "matmul 64x64 64x64 float32 on cpu".
   std::string ToString() const;
 };
@@ -86,11 +86,11 @@ using BuildOptions = search::BuildOptions;
 /// limits, runtime::TargetFromDevice) when a CUDA driver and device answer, else the host cpu.
 /// The probe runs in a short-lived child process, so this process does not initialize CUDA (it
 /// must not before forking measurement workers).
-schedule::Target DefaultTarget();
+Target DefaultTarget();
 
-/// "auto" → DefaultTarget(); anything else schedule::ParseTarget ("cpu", "cuda",
+/// "auto" → DefaultTarget(); anything else ParseTarget ("cpu", "cuda",
 /// "cuda -arch=sm_80", "sm_90"). Errors: kInvalidArgument "unknown target 'x' (...)".
-absl::StatusOr<schedule::Target> TargetFromString(const std::string& text);
+absl::StatusOr<Target> TargetFromString(const std::string& text);
 
 /// Tunes the task until the log at options.log_path holds options.trials records of it (records
 /// already there count: a job resumes), the search runs dry, or SIGINT arrives (search::Tune: the
@@ -119,7 +119,7 @@ using search::BuildKernel;
 
 /// A built kernel loaded on its target, runnable on host buffers. cpu: JIT-compiled in this
 /// process (codegen::CompileForHost, parallel loops on all cores). cuda: the artifact's PTX loaded
-/// into the primary context of `device` (runtime::LoadedGpuModule), one device buffer per argument
+/// into the primary context of `device` (measure::LoadedGpuModule), one device buffer per argument
 /// allocated at load; each Run copies the inputs in, launches every kernel in order, waits and
 /// copies the outputs back. Loading a cuda kernel initializes CUDA in this process: tune and
 /// re-check (search::CheckKernel) before, never after. Move-only; not thread-safe.
@@ -148,7 +148,7 @@ class Kernel {
   /// Wall time of the last Run's kernel execution alone (no copies, no packing), ms; one run, cold
   /// caches: the tuned median of the log is the careful number.
   double last_run_ms() const;
-  const schedule::Target& target() const;
+  const Target& target() const;
 
  private:
   struct Impl;

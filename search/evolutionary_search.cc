@@ -102,7 +102,7 @@ class FitnessSampler {
 // One mutation rule chosen by TVM's rule weights (CPU: tile size 0.90, unroll 0.04, compute
 // location 0.05, parallel 0.01; GPU: tile size 0.90, unroll 0.10).
 absl::StatusOr<State> Mutate(const State& s, const ir::ComputeDAG& dag,
-                             const schedule::Target& target, std::mt19937_64& rng,
+                             const Target& target, std::mt19937_64& rng,
                              const AnnotationOptions& options, schedule::LoweredKernel* lowered) {
   const double x = Uniform01(rng);
   if (x < 0.90) return MutateTileSize(s, dag, target, rng, options, lowered);
@@ -154,7 +154,7 @@ struct Candidate {
 // Features of a lowered state, as costmodel::ExtractStateFeatures computes them (each stage's
 // auto_unroll_max_step attached to the stores of its buffer) without lowering again.
 Features FeaturesOf(const State& s, const schedule::LoweredKernel& kernel,
-                    const schedule::Target& target) {
+                    const Target& target) {
   costmodel::FeatureOptions options;
   for (int i = 0; i < s.num_stages(); ++i) {
     const schedule::Stage& stage = s.stage(i);
@@ -178,7 +178,7 @@ struct ItemResult {
 
 class Search {
  public:
-  Search(const ir::ComputeDAG& dag, const schedule::Target& target,
+  Search(const ir::ComputeDAG& dag, const Target& target,
          const std::vector<State>& sketches, costmodel::CostModel& model,
          const SearchOptions& options, SearchProfile& profile)
       : dag_(dag),
@@ -417,7 +417,7 @@ class Search {
   }
 
   const ir::ComputeDAG& dag_;
-  const schedule::Target& target_;
+  const Target& target_;
   const std::vector<State>& sketches_;
   costmodel::CostModel& model_;
   const SearchOptions& options_;
@@ -430,7 +430,7 @@ class Search {
 }  // namespace
 
 absl::StatusOr<std::vector<double>> ScoreStates(const ir::ComputeDAG& dag,
-                                                const schedule::Target& target,
+                                                const Target& target,
                                                 const std::vector<State>& states,
                                                 costmodel::CostModel& model) {
   std::vector<costmodel::ProgramFeatures> programs(states.size());
@@ -443,7 +443,7 @@ absl::StatusOr<std::vector<double>> ScoreStates(const ir::ComputeDAG& dag,
 }
 
 absl::StatusOr<std::vector<State>> EvolutionarySearch(
-    const ir::ComputeDAG& dag, const schedule::Target& target, const std::vector<State>& sketches,
+    const ir::ComputeDAG& dag, const Target& target, const std::vector<State>& sketches,
     costmodel::CostModel& model, const std::unordered_set<uint64_t>& measured,
     const std::vector<State>& best_states, int n_out, const SearchOptions& options,
     std::mt19937_64& rng, SearchProfile* profile) {

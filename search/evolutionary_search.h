@@ -36,7 +36,7 @@
 #include "costmodel/cost_model.h"
 #include "ir/compute_dag.h"
 #include "schedule/state.h"
-#include "schedule/target.h"
+#include "base/target.h"
 #include "search/annotation.h"
 
 namespace tilesearch::search {
@@ -125,7 +125,7 @@ struct SearchProfile {
 /// The cost model's scores of `states` (features via costmodel::ExtractStateFeatures; a state that
 /// does not lower has no features and scores -infinity). Errors: the model's Predict errors.
 [[nodiscard]] absl::StatusOr<std::vector<double>> ScoreStates(
-    const ir::ComputeDAG& dag, const schedule::Target& target,
+    const ir::ComputeDAG& dag, const Target& target,
     const std::vector<schedule::State>& states, costmodel::CostModel& model);
 
 /// One round's candidates: up to `n_out` distinct states (by StepsHash of their steps) of `dag`
@@ -139,7 +139,7 @@ struct SearchProfile {
 /// generations / n_out / num_threads, probabilities outside [0, 1]; the model's errors.
 /// Deterministic for a fixed rng state and a deterministic model, for any num_threads.
 [[nodiscard]] absl::StatusOr<std::vector<schedule::State>> EvolutionarySearch(
-    const ir::ComputeDAG& dag, const schedule::Target& target,
+    const ir::ComputeDAG& dag, const Target& target,
     const std::vector<schedule::State>& sketches, costmodel::CostModel& model,
     const std::unordered_set<uint64_t>& measured, const std::vector<schedule::State>& best_states,
     int n_out, const SearchOptions& options, std::mt19937_64& rng,

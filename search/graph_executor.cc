@@ -15,10 +15,11 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "codegen/codegen.h"
-#include "runtime/checker.h"
+#include "measure/builder.h"
+#include "measure/checker.h"
+#include "measure/loaded_module.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/launch_info.h"
 #include "schedule/lower.h"
 #include "schedule/naive_gpu.h"
 #include "schedule/state.h"
@@ -92,13 +93,13 @@ absl::Status Prefixed(const std::string& prefix, const absl::Status& status) {
 int64_t ValueBytes(const ir::GraphNode& node) {
   int64_t n = 1;
   for (int64_t e : node.shape) n *= e;
-  return n * runtime::StorageBytes(node.dtype);
+  return n * measure::StorageBytes(node.dtype);
 }
 
 // The unscheduled program of `dag` for `target`: the initial state on the cpu, the naive GPU
 // schedule (the measurer's reference kernels) on cuda.
 absl::StatusOr<schedule::State> UnscheduledState(const ir::ComputeDAG& dag,
-                                                 const schedule::Target& target) {
+                                                 const Target& target) {
   if (target.is_gpu()) return schedule::NaiveGpuSchedule(dag, target);
   return schedule::State::Initial(dag);
 }
@@ -190,7 +191,7 @@ std::string GraphTiming::ToString() const {
 struct GraphExecutor::Impl {
   ir::Graph graph;
   GraphPartition partition;
-  schedule::Target target;
+  Target target;
   GraphExecutorOptions options;
   std::vector<ExecutorTask> tasks;
   std::vector<std::string> log_warnings;
@@ -212,7 +213,7 @@ struct GraphExecutor::Impl {
   // cuda (destroyed in reverse order: everything on the device before the context)
   std::unique_ptr<runtime::CudaContext> context;
   std::vector<runtime::DeviceBuffer> device_buffers;                 // per value buffer
-  std::vector<std::unique_ptr<runtime::LoadedGpuModule>> modules;    // per task
+  std::vector<std::unique_ptr<measure::LoadedGpuModule>> modules;    // per task
   std::vector<std::vector<runtime::DeviceBuffer>> scratch;           // per task
   std::vector<std::vector<runtime::cuda::CUdeviceptr>> device_args;  // per subgraph
   std::unique_ptr<runtime::GpuTimer> timer;
@@ -228,17 +229,17 @@ struct GraphExecutor::Impl {
     device_buffers.clear();
   }
 
-  absl::Status Init(const ir::Graph& g, const GraphPartition& p, const schedule::Target& t,
+  absl::Status Init(const ir::Graph& g, const GraphPartition& p, const Target& t,
                     const GraphExecutorOptions& o);
   absl::Status AddTask(int t, const ir::ComputeDAG& dag, const schedule::State& state,
-                       const schedule::Target& kernel_target);
+                       const Target& kernel_target);
   absl::Status AllocateBuffers();
   absl::Status RunSubgraph(int s);
   absl::Status RunAll();
 };
 
 absl::Status GraphExecutor::Impl::Init(const ir::Graph& g, const GraphPartition& p,
-                                       const schedule::Target& t, const GraphExecutorOptions& o) {
+                                       const Target& t, const GraphExecutorOptions& o) {
   RETURN_IF_ERROR(g.Validate());
   RETURN_IF_ERROR(CheckPartition(g, p));
   graph = g;
@@ -267,7 +268,7 @@ absl::Status GraphExecutor::Impl::Init(const ir::Graph& g, const GraphPartition&
 
 absl::Status GraphExecutor::Impl::AddTask(int t, const ir::ComputeDAG& dag,
                                           const schedule::State& state,
-                                          const schedule::Target& kernel_target) {
+                                          const Target& kernel_target) {
   const std::string label = TaskLabel(t, partition.tasks[t]);
   const Clock::time_point start = Clock::now();
   absl::StatusOr<schedule::LoweredKernel> lowered = schedule::Lower(dag, state, kernel_target);
@@ -285,16 +286,16 @@ absl::Status GraphExecutor::Impl::AddTask(int t, const ir::ComputeDAG& dag,
     host_kernels[t] = *std::move(kernel);
     tasks[t].num_kernels = 1;
   } else {
-    codegen::GpuCompileOptions compile;
-    compile.arch = kernel_target.arch;
-    absl::StatusOr<codegen::GpuModule> module =
-        codegen::CompileToPtx(lowered->nest, runtime::ToLaunchInfos(lowered->launches), compile);
-    if (!module.ok()) return Prefixed(label + ": compile", module.status());
-    absl::StatusOr<std::unique_ptr<runtime::LoadedGpuModule>> loaded =
-        runtime::LoadedGpuModule::Load(*context, *module);
+    measure::BuildInput input;
+    input.lowered = std::make_shared<const schedule::LoweredKernel>(*std::move(lowered));
+    const measure::BuildResult built = measure::Builder(kernel_target).BuildInProcess(input);
+    if (!built.build_status.ok()) return Prefixed(label + ": compile", built.build_status);
+    const codegen::GpuModule* module = built.gpu_module.get();
+    absl::StatusOr<std::unique_ptr<measure::LoadedGpuModule>> loaded =
+        measure::LoadedGpuModule::Load(*context, *module);
     if (!loaded.ok()) return Prefixed(label + ": load", loaded.status());
     modules[t] = *std::move(loaded);
-    for (size_t i = lowered->nest.params.size(); i < module->args.size(); ++i) {
+    for (size_t i = input.lowered->nest.params.size(); i < module->args.size(); ++i) {
       absl::StatusOr<runtime::DeviceBuffer> buffer =
           runtime::DeviceBuffer::Allocate(context->driver(), module->args[i].bytes());
       if (!buffer.ok()) return Prefixed(label + ": scratch", buffer.status());
@@ -409,7 +410,7 @@ GraphExecutor::~GraphExecutor() = default;
 
 absl::StatusOr<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(
     const ir::Graph& graph, const GraphPartition& partition, const std::string& log_path,
-    const schedule::Target& target, const GraphExecutorOptions& options) {
+    const Target& target, const GraphExecutorOptions& options) {
   auto impl = std::make_unique<Impl>();
   // One read of the log for every task; records whose key does not match their workload are
   // skipped (with a warning), as ApplyHistoryBest does.
@@ -449,7 +450,7 @@ absl::StatusOr<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(
 }
 
 absl::StatusOr<std::unique_ptr<GraphExecutor>> GraphExecutor::CreateUnscheduled(
-    const ir::Graph& graph, const GraphPartition& partition, const schedule::Target& target,
+    const ir::Graph& graph, const GraphPartition& partition, const Target& target,
     const GraphExecutorOptions& options) {
   auto impl = std::make_unique<Impl>();
   RETURN_IF_ERROR(impl->Init(graph, partition, target, options));
@@ -471,7 +472,7 @@ absl::Status GraphExecutor::SetInputs(const ir::BufferMap& inputs) {
     const ir::GraphNode& node = m.graph.node(m.buffer_nodes[b]);
     if (node.kind == ir::NodeKind::kOp) continue;
     ASSIGN_OR_RETURN(ir::HostBuffer value, ir::GraphLeafBuffer(node, inputs));
-    const std::vector<std::byte> bytes = runtime::PackBuffer(value);
+    const std::vector<std::byte> bytes = measure::PackBuffer(value);
     if (m.target.is_gpu()) {
       RETURN_IF_ERROR(m.device_buffers[b].Upload(bytes.data(), static_cast<int64_t>(bytes.size())));
     } else {
@@ -508,10 +509,10 @@ absl::StatusOr<ir::BufferMap> GraphExecutor::Outputs() const {
       std::vector<std::byte> bytes(static_cast<size_t>(ValueBytes(node)));
       RETURN_IF_ERROR(
           m.device_buffers[b].Download(bytes.data(), static_cast<int64_t>(bytes.size())));
-      RETURN_IF_ERROR(runtime::UnpackBuffer(bytes.data(), bytes.size(), &out));
+      RETURN_IF_ERROR(measure::UnpackBuffer(bytes.data(), bytes.size(), &out));
     } else {
       RETURN_IF_ERROR(
-          runtime::UnpackBuffer(m.host_buffers[b]->data(), m.host_buffers[b]->size(), &out));
+          measure::UnpackBuffer(m.host_buffers[b]->data(), m.host_buffers[b]->size(), &out));
     }
     outputs[node.name] = std::move(out);
   }
@@ -598,16 +599,16 @@ absl::StatusOr<GraphCheck> GraphExecutor::Check(const GraphCheckOptions& options
     auto g = got.find(node.name);
     auto e = expected.find(node.name);
     CHECK(g != got.end() && e != expected.end()) << "output '" << node.name << "' missing";
-    runtime::CompareOutput(node.name, g->second, e->second,
-                           runtime::ToleranceFor(node.dtype, options.atol, options.rtol),
-                           /*trial=*/0, runtime::CheckDistribution::kUniformSymmetric, &out.report);
+    measure::CompareOutput(node.name, g->second, e->second,
+                           measure::ToleranceFor(node.dtype, options.atol, options.rtol),
+                           /*trial=*/0, measure::CheckDistribution::kUniformSymmetric, &out.report);
   }
   out.passed = out.report.mismatches == 0;
   return out;
 }
 
 const std::vector<ExecutorTask>& GraphExecutor::tasks() const { return impl_->tasks; }
-const schedule::Target& GraphExecutor::target() const { return impl_->target; }
+const Target& GraphExecutor::target() const { return impl_->target; }
 int64_t GraphExecutor::buffer_bytes() const { return impl_->total_bytes; }
 const std::vector<std::string>& GraphExecutor::log_warnings() const { return impl_->log_warnings; }
 

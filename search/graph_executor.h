@@ -13,7 +13,7 @@
 // workload rebuilt — a registry operator or a fused workload — its steps replayed, lowered again
 // for the record's target) and is compiled once: cpu, JIT-compiled in this process
 // (codegen::CompileForHost, as the host measurer does); cuda, codegen::CompileToPtx loaded into
-// the primary context of the device (runtime::LoadedGpuModule). With
+// the primary context of the device (measure::LoadedGpuModule). With
 // `allow_untuned`, a task without a valid record runs its unscheduled program instead (cpu: the
 // initial state; cuda: schedule::NaiveGpuSchedule), and CreateUnscheduled builds every task that
 // way (the compiled reference of big graphs, where the interpreter is too slow).
@@ -39,9 +39,9 @@
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
 #include "ir/host_buffer.h"
-#include "runtime/measure.h"
+#include "measure/measure.h"
 #include "runtime/timing.h"
-#include "schedule/target.h"
+#include "base/target.h"
 #include "search/partition.h"
 
 namespace tilesearch::search {
@@ -113,7 +113,7 @@ struct GraphCheckOptions {
   GraphReference reference = GraphReference::kInterpreter;
   /// Seeds ir::MakeRandomGraphInputs (values in [-1, 1) for every input and param).
   uint64_t seed = 0x67a9;
-  /// Tolerance |got − ref| <= atol + rtol·|ref| (runtime::ToleranceFor: 0 = by dtype, float32
+  /// Tolerance |got − ref| <= atol + rtol·|ref| (measure::ToleranceFor: 0 = by dtype, float32
   /// 1e-4 / 1e-4, as the measurer's check).
   double atol = 0;
   double rtol = 0;
@@ -124,7 +124,7 @@ struct GraphCheck {
   bool passed = false;
   /// Over every element of every graph output: max errors, mismatches, the first mismatch
   /// ("gelu_7[3, 17]: got nan, expected 1.25 (trial 0, uniform)"). trials = 1.
-  runtime::CheckReport report;
+  measure::CheckReport report;
   GraphReference reference = GraphReference::kInterpreter;
 };
 
@@ -143,11 +143,11 @@ class GraphExecutor {
   /// compile errors; cuda: "no CUDA driver found: ...", the driver's load and allocation errors.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<GraphExecutor>> Create(
       const ir::Graph& graph, const GraphPartition& partition, const std::string& log_path,
-      const schedule::Target& target, const GraphExecutorOptions& options = {});
+      const Target& target, const GraphExecutorOptions& options = {});
 
   /// Every task's unscheduled program (no log). Errors: as Create, without the log's.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<GraphExecutor>> CreateUnscheduled(
-      const ir::Graph& graph, const GraphPartition& partition, const schedule::Target& target,
+      const ir::Graph& graph, const GraphPartition& partition, const Target& target,
       const GraphExecutorOptions& options = {});
 
   ~GraphExecutor();
@@ -175,14 +175,14 @@ class GraphExecutor {
   absl::StatusOr<GraphTiming> Time(const runtime::TimingOptions& options);
 
   /// Runs the graph on fresh random inputs (options.seed) and compares every graph output element
-  /// with the reference's under the tolerance (runtime::CompareOutput). Leaves this executor's
+  /// with the reference's under the tolerance (measure::CompareOutput). Leaves this executor's
   /// inputs set to those random inputs. Errors: Run's; the reference's (interpreter errors;
   /// CreateUnscheduled's).
   absl::StatusOr<GraphCheck> Check(const GraphCheckOptions& options = {});
 
   /// Per task, in GraphPartition::tasks order.
   const std::vector<ExecutorTask>& tasks() const;
-  const schedule::Target& target() const;
+  const Target& target() const;
   /// Bytes of the buffers allocated for graph values (scratch excluded).
   int64_t buffer_bytes() const;
   /// Create: the log's read warnings (skipped lines, records whose workload key does not match

@@ -36,7 +36,7 @@ std::vector<int64_t> PrimeFactors(int64_t n) {
 // Collects the valid, distinct neighbors of one state.
 class Neighbors {
  public:
-  Neighbors(const ir::ComputeDAG& dag, const schedule::Target& target,
+  Neighbors(const ir::ComputeDAG& dag, const Target& target,
             const AnnotationOptions& options, const std::vector<Step>& steps)
       : dag_(dag), target_(target), options_(options) {
     seen_.insert(StepsHash(steps));
@@ -53,14 +53,14 @@ class Neighbors {
 
  private:
   const ir::ComputeDAG& dag_;
-  const schedule::Target& target_;
+  const Target& target_;
   const AnnotationOptions& options_;
   std::unordered_set<uint64_t> seen_;
   std::vector<State> out_;
 };
 
 // (a) One prime factor of one level of split steps[i] moved to another level.
-void AddFactorMoves(const ir::ComputeDAG& dag, const schedule::Target& target,
+void AddFactorMoves(const ir::ComputeDAG& dag, const Target& target,
                     const AnnotationOptions& options, const std::vector<Step>& steps, int i,
                     Neighbors& out) {
   const auto& sp = std::get<schedule::SplitStep>(steps[i]);
@@ -87,7 +87,7 @@ void AddFactorMoves(const ir::ComputeDAG& dag, const schedule::Target& target,
 }  // namespace
 
 absl::StatusOr<std::vector<State>> NeighborStates(const State& state, const ir::ComputeDAG& dag,
-                                                  const schedule::Target& target,
+                                                  const Target& target,
                                                   const AnnotationOptions& options) {
   const std::vector<Step>& steps = state.steps();
   {
@@ -170,7 +170,7 @@ absl::StatusOr<std::vector<State>> NeighborStates(const State& state, const ir::
 }
 
 absl::StatusOr<std::vector<State>> LocalSearchCandidates(
-    const ir::ComputeDAG& dag, const schedule::Target& target,
+    const ir::ComputeDAG& dag, const Target& target,
     const std::vector<State>& best_states, const std::unordered_set<uint64_t>& measured, int n_out,
     int max_states, costmodel::CostModel& model, const AnnotationOptions& options) {
   if (n_out < 0 || max_states < 0) {

@@ -31,7 +31,7 @@
 #include "costmodel/cost_model.h"
 #include "ir/compute_dag.h"
 #include "schedule/state.h"
-#include "schedule/target.h"
+#include "base/target.h"
 #include "search/annotation.h"
 
 namespace tilesearch::search {
@@ -59,7 +59,7 @@ namespace tilesearch::search {
 /// skipped. min_blocks_per_sm pragmas are not edited. Errors: the replay error of `state`'s steps
 /// when they do not replay on `dag`.
 [[nodiscard]] absl::StatusOr<std::vector<schedule::State>> NeighborStates(
-    const schedule::State& state, const ir::ComputeDAG& dag, const schedule::Target& target,
+    const schedule::State& state, const ir::ComputeDAG& dag, const Target& target,
     const AnnotationOptions& options = {});
 
 /// Local search candidates of one tuning round: the neighbors (NeighborStates) of the first
@@ -71,7 +71,7 @@ namespace tilesearch::search {
 /// out. Errors: kInvalidArgument for n_out < 0 or max_states < 0; NeighborStates' errors; the
 /// model's Predict errors.
 [[nodiscard]] absl::StatusOr<std::vector<schedule::State>> LocalSearchCandidates(
-    const ir::ComputeDAG& dag, const schedule::Target& target,
+    const ir::ComputeDAG& dag, const Target& target,
     const std::vector<schedule::State>& best_states, const std::unordered_set<uint64_t>& measured,
     int n_out, int max_states, costmodel::CostModel& model, const AnnotationOptions& options = {});
 

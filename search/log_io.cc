@@ -56,7 +56,7 @@ std::string ErrorCounts(const std::map<std::string, int64_t>& counts) {
 
 // The error kind a non-valid record counts under.
 std::string FailureKind(const MeasureRecord& r) {
-  if (!r.result.ok()) return runtime::MeasureErrorName(r.result.error);
+  if (!r.result.ok()) return measure::MeasureErrorName(r.result.error);
   return "no_time";
 }
 
@@ -337,7 +337,7 @@ absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& 
 
 absl::StatusOr<MeasureRecord> BestRecord(const std::vector<MeasureRecord>& records,
                                          const std::string& workload_key,
-                                         const schedule::Target& target) {
+                                         const Target& target) {
   const MeasureRecord* best = nullptr;
   int64_t matching = 0;
   std::map<std::string, int64_t> failures;

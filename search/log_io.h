@@ -16,7 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "schedule/target.h"
+#include "base/target.h"
 #include "search/measure_record.h"
 
 namespace tilesearch::search {
@@ -61,7 +61,7 @@ class LogWriter {
 /// Filters of ReadLog; they apply to records and round lines alike.
 struct ReadOptions {
   /// Keep only lines of this target (same kind and arch, SameTarget); nullopt keeps all.
-  std::optional<schedule::Target> target;
+  std::optional<Target> target;
   /// Keep only lines of this workload key; empty keeps all.
   std::string workload_key;
   /// Check each kept record's workload key against its workload (op, shapes, dtype, attributes;
@@ -133,7 +133,7 @@ absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& 
 /// error but no usable time counts as "no_time").
 absl::StatusOr<MeasureRecord> BestRecord(const std::vector<MeasureRecord>& records,
                                          const std::string& workload_key,
-                                         const schedule::Target& target);
+                                         const Target& target);
 
 /// Below this arithmetic intensity (FLOPs per input + output byte) a workload counts as memory
 /// bound: its throughput is reported in GB/s rather than GFLOP/s (softmax ≈ 1.25, a 512³ matmul
@@ -157,7 +157,7 @@ struct CurvePoint {
 struct WorkloadSummary {
   std::string workload_key;
   schedule::Workload workload;  // from the first record of the key
-  schedule::Target target;
+  Target target;
   int64_t trials = 0;         // records
   int64_t valid = 0;          // records with a usable time
   double best_median_ms = 0;  // +inf when none is valid

@@ -17,8 +17,6 @@ namespace tilesearch::search {
 namespace {
 
 using nlohmann::json;
-using schedule::Target;
-using schedule::TargetKind;
 
 absl::Status FieldError(const std::string& field, const std::string& what) {
   const char* sep = !what.empty() && what[0] == ':' ? "" : " ";
@@ -263,7 +261,7 @@ double MeasureRecord::median_ms() const {
 }
 
 json MeasureRecordToJson(const MeasureRecord& record) {
-  json result = runtime::MeasureResultToJson(record.result);
+  json result = measure::MeasureResultToJson(record.result);
   if (result.contains("timing") && result["timing"].is_object()) {
     result["timing"].erase("samples_ms");
   }
@@ -316,7 +314,7 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const json& j) {
   if (!steps.ok()) return FieldError("steps", absl::StrCat(": ", steps.status().message()));
   r.steps = *std::move(steps);
   if (!j.contains("result")) return FieldError("result", "is missing");
-  absl::StatusOr<runtime::MeasureResult> result = runtime::MeasureResultFromJson(j.at("result"));
+  absl::StatusOr<measure::MeasureResult> result = measure::MeasureResultFromJson(j.at("result"));
   if (!result.ok()) {
     // "measure result field 'timing.median_ms' is not a number" → "field 'result.timing...".
     std::string message(result.status().message());

@@ -17,12 +17,12 @@
 //               "max_threads_per_block": 1024, "max_shared_memory_per_block": 49152, ...},
 //    "steps": [["SP", 2, 0, 512, [8, 4], 1], ...],            // bare step array, step_json.h v1
 //    "result": {"error": "none", "costs_s": [...], "timing": {...}, ...},
-//                                       // runtime::MeasureResultToJson minus timing.samples_ms
+//                                       // measure::MeasureResultToJson minus timing.samples_ms
 //    "compile_ms": 31.5, "run_ms": 120.0,
 //    "timestamp": "2025-11-30T03:07:39.123Z",
 //    "tilesearch_version": "0.5.0-dev", "seed": 42, "trial": 17}
 //
-// "target" holds every field of schedule::Target: "kind" ("cuda" / "cpu"), "arch", and the limits
+// "target" holds every field of Target: "kind" ("cuda" / "cpu"), "arch", and the limits
 // under their struct member names (max_threads_per_block, max_shared_memory_per_block,
 // max_shared_memory_optin, max_registers_per_block, warp_size, max_vthread_extent,
 // max_vector_bytes, sm_count, l2_bytes, host_cores, host_vector_bytes), plus "device_name".
@@ -60,10 +60,10 @@
 #include "absl/status/statusor.h"
 #include "ir/compute_dag.h"
 #include "nlohmann/json_fwd.hpp"
-#include "runtime/measure.h"
+#include "measure/measure.h"
 #include "schedule/schedule_file.h"
 #include "schedule/step.h"
-#include "schedule/target.h"
+#include "base/target.h"
 
 namespace tilesearch::search {
 
@@ -78,10 +78,10 @@ struct MeasureRecord {
   int version = kLogFormatVersion;    // record format version (kLogFormatVersion when written)
   std::string workload_key;           // ir::ComputeDAG::WorkloadKey() of workload.Build()
   schedule::Workload workload;        // operator + arguments: rebuilds the DAG
-  schedule::Target target;            // kind, arch and limits the schedule was made for
+  Target target;            // kind, arch and limits the schedule was made for
   std::string device_name;            // e.g. "NVIDIA H200", or the host CPU model; may be empty
   std::vector<schedule::Step> steps;  // the schedule: transform steps applied to the initial state
-  runtime::MeasureResult result;      // error kind + message, or costs (seconds) and timing (ms)
+  measure::MeasureResult result;      // error kind + message, or costs (seconds) and timing (ms)
   double compile_ms = 0;              // wall time spent lowering + compiling this candidate, ms
   double run_ms = 0;                  // wall time spent checking + timing it, ms
   std::string timestamp;              // ISO 8601 UTC, e.g. "2025-11-30T03:07:39.123Z"
@@ -118,7 +118,7 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromLine(const std::string& line);
 struct RoundRecord {
   int version = kLogFormatVersion;
   std::string workload_key;
-  schedule::Target target;
+  Target target;
   std::string device_name;
   int64_t round = 0;        // 1-based, counting the task's earlier rounds in the log (resumes)
   int64_t first_trial = 0;  // MeasureRecord::trial of the round's first record
@@ -188,7 +188,7 @@ std::string LogLineKind(const nlohmann::json& j);
 std::string CurrentTimestamp();
 
 /// True when two targets name the same hardware: same kind and arch (limits are not compared).
-bool SameTarget(const schedule::Target& a, const schedule::Target& b);
+bool SameTarget(const Target& a, const Target& b);
 
 /// Canonical text of a step list: the compact dump of its bare JSON array (step_json.h), e.g.
 /// [["SP",2,0,64,[8,4],1]]. Equal step lists give equal text, and different ones different text.

@@ -24,7 +24,6 @@ using schedule::IteratorAnnotation;
 using schedule::IteratorKind;
 using schedule::State;
 using schedule::Step;
-using schedule::Target;
 
 namespace {
 

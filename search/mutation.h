@@ -35,7 +35,7 @@
 #include "ir/compute_dag.h"
 #include "schedule/lower.h"
 #include "schedule/state.h"
-#include "schedule/target.h"
+#include "base/target.h"
 #include "search/annotation.h"
 
 namespace tilesearch::search {
@@ -45,7 +45,7 @@ namespace tilesearch::search {
 /// parts, i.e. the tiled extent, is kept and the innermost length stays ≤
 /// options.max_innermost_split_factor. Splits with an unknown (0) or unit extent are not mutated.
 [[nodiscard]] absl::StatusOr<schedule::State> MutateTileSize(
-    const schedule::State& state, const ir::ComputeDAG& dag, const schedule::Target& target,
+    const schedule::State& state, const ir::ComputeDAG& dag, const Target& target,
     std::mt19937_64& rng, const AnnotationOptions& options = {},
     schedule::LoweredKernel* lowered = nullptr);
 
@@ -54,21 +54,21 @@ namespace tilesearch::search {
 /// 0..options.gpu_max_software_pipeline (annotation adds these on GPU kernels with shared-memory
 /// fetches).
 [[nodiscard]] absl::StatusOr<schedule::State> MutateAutoUnroll(
-    const schedule::State& state, const ir::ComputeDAG& dag, const schedule::Target& target,
+    const schedule::State& state, const ir::ComputeDAG& dag, const Target& target,
     std::mt19937_64& rng, const AnnotationOptions& options = {},
     schedule::LoweredKernel* lowered = nullptr);
 
 /// CPU: moves one compute_at of an untiled stage to another candidate iterator of its consumer
 /// (annotation's ComputeLocationCandidates).
 [[nodiscard]] absl::StatusOr<schedule::State> MutateComputeLocation(
-    const schedule::State& state, const ir::ComputeDAG& dag, const schedule::Target& target,
+    const schedule::State& state, const ir::ComputeDAG& dag, const Target& target,
     std::mt19937_64& rng, const AnnotationOptions& options = {},
     schedule::LoweredKernel* lowered = nullptr);
 
 /// CPU: changes how many outer iterators are fused into one parallel loop (the parallel extent);
 /// later steps on that stage are renumbered.
 [[nodiscard]] absl::StatusOr<schedule::State> MutateParallel(
-    const schedule::State& state, const ir::ComputeDAG& dag, const schedule::Target& target,
+    const schedule::State& state, const ir::ComputeDAG& dag, const Target& target,
     std::mt19937_64& rng, const AnnotationOptions& options = {},
     schedule::LoweredKernel* lowered = nullptr);
 
@@ -96,7 +96,7 @@ uint64_t TileFamilyHash(const std::vector<schedule::Step>& steps, bool gpu);
 /// fewer than 2 decisions or no valid child was found.
 [[nodiscard]] absl::StatusOr<schedule::State> CrossoverTileSizes(
     const schedule::State& parent_a, const schedule::State& parent_b, const ir::ComputeDAG& dag,
-    const schedule::Target& target, std::mt19937_64& rng, const AnnotationOptions& options = {},
+    const Target& target, std::mt19937_64& rng, const AnnotationOptions& options = {},
     schedule::LoweredKernel* lowered = nullptr);
 
 }  // namespace tilesearch::search

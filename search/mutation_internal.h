@@ -12,7 +12,7 @@
 #include "schedule/lower.h"
 #include "schedule/state.h"
 #include "schedule/step.h"
-#include "schedule/target.h"
+#include "base/target.h"
 #include "search/annotation.h"
 
 namespace tilesearch::search::internal {
@@ -22,7 +22,7 @@ namespace tilesearch::search::internal {
 /// Lower's or the register check's.
 absl::StatusOr<schedule::State> FinishEdit(const ir::ComputeDAG& dag,
                                            const std::vector<schedule::Step>& steps,
-                                           const schedule::Target& target,
+                                           const Target& target,
                                            const AnnotationOptions& options,
                                            schedule::LoweredKernel* lowered);
 
@@ -40,7 +40,7 @@ bool HasMovableFactors(const schedule::SplitStep& sp);
 /// Empty when the prefix does not replay or the split's iterator is out of range.
 std::vector<int64_t> VectorWidthCandidates(const ir::ComputeDAG& dag,
                                            const std::vector<schedule::Step>& steps, int i,
-                                           const schedule::Target& target);
+                                           const Target& target);
 
 /// Sets the width of vector split steps[i] to `width`; a later split of the same iterator whose
 /// extent was the rest (a vectorized root stage's thread split) follows the new rest.

@@ -22,9 +22,9 @@
 #include "absl/strings/str_split.h"
 #include "base/status.h"
 #include "nlohmann/json.hpp"
-#include "runtime/launch_info.h"
 #include "schedule/apply_step.h"
 #include "search/log_io.h"
+#include "measure/runner.h"
 
 namespace tilesearch::search {
 namespace {
@@ -54,7 +54,7 @@ std::string Sanitize(const std::string& text) {
 
 absl::StatusOr<ReplayedRecord> BestOfLog(const std::string& log_path,
                                          const std::string& workload_key,
-                                         const schedule::Target& target) {
+                                         const Target& target) {
   ReadOptions read;
   read.workload_key = workload_key;  // every target kept: BestRecord names the others
   read.verify_workload_keys = true;  // a record whose key lies about its workload is skipped
@@ -340,7 +340,7 @@ absl::StatusOr<ReplayedRecord> ReplayRecord(const MeasureRecord& record) {
 
 absl::StatusOr<ReplayedRecord> ApplyHistoryBest(const std::string& log_path,
                                                 const schedule::Workload& workload,
-                                                const schedule::Target& target) {
+                                                const Target& target) {
   absl::StatusOr<ir::ComputeDAG> dag = workload.Build();
   if (!dag.ok()) {
     return absl::InvalidArgumentError(
@@ -351,7 +351,7 @@ absl::StatusOr<ReplayedRecord> ApplyHistoryBest(const std::string& log_path,
 
 absl::StatusOr<ReplayedRecord> ApplyHistoryBestByKey(const std::string& log_path,
                                                      const std::string& workload_key,
-                                                     const schedule::Target& target) {
+                                                     const Target& target) {
   if (workload_key.empty()) return absl::InvalidArgumentError("empty workload key");
   return BestOfLog(log_path, workload_key, target);
 }
@@ -541,18 +541,18 @@ absl::StatusOr<KernelArtifact> BuildKernel(const ReplayedRecord& replayed,
   a.num_params = static_cast<int>(a.lowered.nest.params.size());
 
   if (record.target.is_gpu()) {
-    std::vector<codegen::LaunchInfo> launches = runtime::ToLaunchInfos(a.lowered.launches);
-    codegen::GpuCompileOptions gpu = options.gpu;
-    gpu.arch = record.target.arch;
-    absl::StatusOr<codegen::GpuModule> module =
-        codegen::CompileToPtx(a.lowered.nest, launches, gpu);
-    if (!module.ok()) return Prefixed(trial + ": compile", module.status());
-    a.args = module->args;
-    a.gpu = std::make_shared<const codegen::GpuModule>(*std::move(module));
+    measure::BuilderOptions build;
+    build.gpu = options.gpu;
+    measure::BuildInput input;
+    input.lowered = std::make_shared<const schedule::LoweredKernel>(a.lowered);
+    measure::BuildResult built = measure::Builder(record.target, build).BuildInProcess(input);
+    if (!built.build_status.ok()) return Prefixed(trial + ": compile", built.build_status);
+    a.args = built.gpu_module->args;
+    a.gpu = std::move(built.gpu_module);
     if (options.cubin) {
       std::optional<std::string> ptxas = FindPtxas();
       if (ptxas.has_value()) {
-        absl::StatusOr<std::string> cubin = AssemblePtx(*ptxas, a.gpu->ptx, gpu.arch);
+        absl::StatusOr<std::string> cubin = AssemblePtx(*ptxas, a.gpu->ptx, record.target.arch);
         if (!cubin.ok()) return Prefixed(trial, cubin.status());
         a.cubin = *std::move(cubin);
       } else {
@@ -581,8 +581,8 @@ absl::StatusOr<KernelArtifact> BuildKernel(const MeasureRecord& record,
 // ---------------------------------------------------------------------------------------------
 // Re-check.
 
-runtime::MeasureOptions CheckOptions::DefaultMeasure() {
-  runtime::MeasureOptions m;
+measure::MeasureOptions CheckOptions::DefaultMeasure() {
+  measure::MeasureOptions m;
   m.seed = 0x7e5eed;  // not the tuning job's default (1): fresh inputs
   m.timing.warmup_runs = 0;
   m.timing.min_runs = 1;
@@ -595,10 +595,10 @@ runtime::MeasureOptions CheckOptions::DefaultMeasure() {
 absl::StatusOr<CheckOutcome> CheckKernel(const KernelArtifact& artifact,
                                          const CheckOptions& options) {
   CheckOutcome out;
-  RETURN_IF_ERROR(runtime::ValidateMeasureOptions(options.measure));
-  RETURN_IF_ERROR(runtime::CheckMeasureHostMemory(artifact.dag, options.measure));
-  absl::StatusOr<std::unique_ptr<runtime::Measurer>> measurer =
-      runtime::CreateMeasurer(artifact.record.target, options.measure);
+  RETURN_IF_ERROR(measure::ValidateMeasureOptions(options.measure));
+  RETURN_IF_ERROR(measure::CheckMeasureHostMemory(artifact.dag, options.measure));
+  absl::StatusOr<std::unique_ptr<measure::Runner>> measurer =
+      measure::CreateRunner(artifact.record.target, options.measure);
   if (!measurer.ok()) {
     if (artifact.is_gpu() && measurer.status().code() == absl::StatusCode::kFailedPrecondition) {
       out.note = absl::StrCat("not re-checked: ", std::string(measurer.status().message()));
@@ -606,23 +606,23 @@ absl::StatusOr<CheckOutcome> CheckKernel(const KernelArtifact& artifact,
     }
     return measurer.status();
   }
-  runtime::MeasureCandidate candidate;
+  measure::BuildResult candidate;
   candidate.nest = std::make_shared<const ir::LoopNest>(artifact.lowered.nest);
   if (artifact.is_gpu()) {
-    candidate.launches = runtime::ToLaunchInfos(artifact.lowered.launches);
+    candidate.launches = artifact.lowered.launches;
     candidate.gpu_module = artifact.gpu;
   }
-  std::vector<runtime::MeasureResult> results = (*measurer)->Measure(artifact.dag, {candidate});
+  std::vector<measure::MeasureResult> results = (*measurer)->Run(artifact.dag, {candidate});
   CHECK(results.size() == 1) << "measurer returned " << results.size() << " results for 1";
   out.result = std::move(results[0]);
-  if (out.result.error == runtime::MeasureError::kNoDevice) {
+  if (out.result.error == measure::MeasureError::kNoDevice) {
     out.note = absl::StrCat("not re-checked: ", out.result.message);
     return out;
   }
   out.checked = true;
   out.passed = out.result.ok() && out.result.check.mismatches == 0;
   if (!out.passed) {
-    out.note = absl::StrCat(runtime::MeasureErrorName(out.result.error), ": ", out.result.message);
+    out.note = absl::StrCat(measure::MeasureErrorName(out.result.error), ": ", out.result.message);
   }
   return out;
 }

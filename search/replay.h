@@ -23,11 +23,11 @@
 #include "codegen/codegen.h"
 #include "ir/compute_dag.h"
 #include "nlohmann/json_fwd.hpp"
-#include "runtime/measure.h"
+#include "measure/measure.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
 #include "schedule/state.h"
-#include "schedule/target.h"
+#include "base/target.h"
 #include "search/measure_record.h"
 
 namespace tilesearch::search {
@@ -58,12 +58,12 @@ struct ReplayedRecord {
 /// 4 wrong_answer" (BestRecord's messages); ReplayRecord's errors prefixed with the path.
 [[nodiscard]] absl::StatusOr<ReplayedRecord> ApplyHistoryBest(const std::string& log_path,
                                                               const schedule::Workload& workload,
-                                                              const schedule::Target& target);
+                                                              const Target& target);
 
 /// As ApplyHistoryBest for a workload named only by its key (ir::ComputeDAG::WorkloadKey()).
 [[nodiscard]] absl::StatusOr<ReplayedRecord> ApplyHistoryBestByKey(const std::string& log_path,
                                                                    const std::string& workload_key,
-                                                                   const schedule::Target& target);
+                                                                   const Target& target);
 
 struct BuildOptions {
   /// Base name of the artifact: file names, the cpu entry symbol, C header macros. Must be a C
@@ -145,10 +145,10 @@ std::optional<std::string> FindPtxas();
                                                          const BuildOptions& options = {});
 
 struct CheckOptions {
-  /// The check of runtime::Measurer (tolerances, trials, distributions) with its own seed, so
+  /// The check of measure::Runner (tolerances, trials, distributions) with its own seed, so
   /// the inputs differ from the tuning job's (whose default seed is 1). Timing is one run.
-  runtime::MeasureOptions measure = DefaultMeasure();
-  static runtime::MeasureOptions DefaultMeasure();
+  measure::MeasureOptions measure = DefaultMeasure();
+  static measure::MeasureOptions DefaultMeasure();
 };
 
 /// The outcome of CheckKernel.
@@ -158,11 +158,11 @@ struct CheckOutcome {
   /// "not re-checked: no CUDA driver found: ..." when !checked; the failure when checked and not
   /// passed ("wrong_answer: C[3, 17]: got nan, expected 1.25 ..."); empty when passed.
   std::string note;
-  runtime::MeasureResult result;  // the measurer's result (check report), when checked
+  measure::MeasureResult result;  // the measurer's result (check report), when checked
 };
 
 /// Runs the rebuilt kernel against the unscheduled program on fresh random inputs through
-/// runtime::CreateMeasurer (runtime/measure.h: outputs poisoned with NaN, every element compared
+/// measure::CreateRunner (measure/measure.h: outputs poisoned with NaN, every element compared
 /// under the dtype's tolerance): cpu through the host measurer (the nest JIT-compiled by the same
 /// pipeline as the object), cuda through the cuda measurer with the artifact's own PTX. Where no
 /// CUDA driver or device answers the outcome is "not re-checked", not an error. Forks measurement

@@ -9,7 +9,7 @@
 namespace tilesearch::search {
 
 absl::StatusOr<std::vector<schedule::State>> GenerateSketches(const ir::ComputeDAG& dag,
-                                                              const schedule::Target& target,
+                                                              const Target& target,
                                                               const SketchOptions& options) {
   const auto& rules = target.is_gpu() ? GpuSketchRules() : CpuSketchRules();
   std::vector<std::pair<PartialSketch, int>> pending;

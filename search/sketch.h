@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "ir/compute_dag.h"
 #include "schedule/state.h"
-#include "schedule/target.h"
+#include "base/target.h"
 #include "search/sketch_rules.h"
 
 namespace tilesearch::search {
@@ -23,7 +23,7 @@ namespace tilesearch::search {
 /// a sketch is complete when its stage id is < 0. Errors: kInternal when no sketch results (the
 /// skip rule always applies, so this means a rule bug).
 [[nodiscard]] absl::StatusOr<std::vector<schedule::State>> GenerateSketches(
-    const ir::ComputeDAG& dag, const schedule::Target& target, const SketchOptions& options = {});
+    const ir::ComputeDAG& dag, const Target& target, const SketchOptions& options = {});
 
 /// A sketch's steps with every unfilled split length set to 1 (a valid, untuned schedule).
 std::vector<schedule::Step> FillUnfilledWithOnes(const std::vector<schedule::Step>& steps);

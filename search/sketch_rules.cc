@@ -21,7 +21,6 @@ using schedule::IteratorKind;
 using schedule::Stage;
 using schedule::State;
 using schedule::Step;
-using schedule::Target;
 
 namespace {
 

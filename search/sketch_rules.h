@@ -32,7 +32,7 @@
 #include "ir/compute_dag.h"
 #include "schedule/state.h"
 #include "schedule/step.h"
-#include "schedule/target.h"
+#include "base/target.h"
 
 namespace tilesearch::search {
 
@@ -82,11 +82,11 @@ class SketchRule {
   virtual const char* name() const = 0;
   /// Whether the rule applies to stage `stage_id` of `s`.
   virtual RuleCondition Condition(const PartialSketch& s, int stage_id,
-                                  const schedule::Target& target,
+                                  const Target& target,
                                   const SketchOptions& options) const = 0;
   /// The derived sketches, each with the stage id to visit next. Errors when a step fails.
   virtual absl::StatusOr<std::vector<std::pair<PartialSketch, int>>> Apply(
-      const PartialSketch& s, int stage_id, const schedule::Target& target,
+      const PartialSketch& s, int stage_id, const Target& target,
       const SketchOptions& options) const = 0;
 };
 
@@ -115,7 +115,7 @@ bool NeedsMultiLevelTiling(const schedule::State& s, int stage_id);
 bool IsStrictlyInlineable(const schedule::State& s, int stage_id);
 /// TVM ShouldAlwaysBeInlined: never placeholders, outputs or reductions; on GPU every other stage
 /// (greedy inlining), on CPU the strictly inlineable ones.
-bool ShouldAlwaysBeInlined(const schedule::State& s, int stage_id, const schedule::Target& target);
+bool ShouldAlwaysBeInlined(const schedule::State& s, int stage_id, const Target& target);
 /// Consumers of stage `stage_id` (stages whose op reads its buffer), looking through inlined
 /// consumers to their consumers (TVM GetConsumers). Ascending.
 std::vector<int> StageConsumers(const schedule::State& s, int stage_id);
@@ -130,6 +130,6 @@ bool HasCrossThreadReduction(const schedule::State& s, int stage_id);
 std::pair<int64_t, int64_t> CumulativeSpaceAndReduceLength(const schedule::Stage& stage);
 /// TVM NeedsRfactor (CPU): a multi-level-tiled stage with space ≤ reduce and space ≤ cores·16,
 /// or another reduction with reduce > cores.
-bool NeedsRfactor(const schedule::State& s, int stage_id, const schedule::Target& target);
+bool NeedsRfactor(const schedule::State& s, int stage_id, const Target& target);
 
 }  // namespace tilesearch::search

@@ -21,7 +21,7 @@
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
 #include "schedule/schedule_file.h"
-#include "schedule/target.h"
+#include "base/target.h"
 #include "search/partition.h"
 #include "search/task_scheduler.h"
 #include "search/tuner.h"
@@ -49,7 +49,7 @@ class TunerTaskRunner : public TaskRunner {
   /// Errors: kInvalidArgument for no workloads or an empty log path; each workload's build errors
   /// ("task 1: <error>").
   static absl::StatusOr<std::unique_ptr<TunerTaskRunner>> Create(
-      std::vector<schedule::Workload> workloads, const schedule::Target& target,
+      std::vector<schedule::Workload> workloads, const Target& target,
       const TuneOptions& options);
 
   /// Tune with trials = logged + num_trials. The result's latency is the best valid record's
@@ -69,7 +69,7 @@ class TunerTaskRunner : public TaskRunner {
 
   std::vector<schedule::Workload> workloads_;
   std::vector<std::string> keys_;
-  schedule::Target target_;
+  Target target_;
   TuneOptions options_;
   /// Records of each task in the log; -1 until read.
   std::vector<int64_t> logged_;

@@ -31,18 +31,18 @@
 #include "costmodel/xgboost_model.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
-#include "runtime/launch_info.h"
 #include "search/local_search.h"
 #include "search/sketch.h"
+#include "measure/runner.h"
 
 namespace tilesearch::search {
 namespace {
 
-// The device lock (runtime::DeviceLockPath) must not be the
+// The device lock (measure::DeviceLockPath) must not be the
 // tuning log: the log writer holds a flock on the log, and the lock's own flock on a second
 // descriptor of the same file would wait for it forever.
 absl::Status CheckLockIsNotTheLog(const TuneOptions& options) {
-  const std::string lock = runtime::DeviceLockPath(options.measure);
+  const std::string lock = measure::DeviceLockPath(options.measure);
   if (lock.empty()) return absl::OkStatus();
   std::error_code ec1, ec2;
   const auto a = std::filesystem::weakly_canonical(lock, ec1);
@@ -78,7 +78,7 @@ volatile pid_t g_tuner_pid = 0;               // the tuning process (not its for
 
 void OnSigint(int) {
   // Forked measurement workers inherit the handler: they carry on; the tuning process decides
-  // (its death kills them, runtime/worker_batch.cc sets PR_SET_PDEATHSIG).
+  // (its death kills them, measure/worker_batch.cc sets PR_SET_PDEATHSIG).
   if (::getpid() != g_tuner_pid) return;
   const int saved_errno = errno;
   g_interrupts = g_interrupts + 1;
@@ -155,7 +155,7 @@ double RecordMerit(const MeasureRecord& r, const ir::ComputeDAG& dag, bool memor
 // The training sample of a record (features of its replayed state; none when it does not replay
 // or lower, which the model ignores).
 costmodel::TrainingSample SampleOf(const MeasureRecord& r, const ir::ComputeDAG& dag,
-                                   const schedule::Target& target, bool memory_bound) {
+                                   const Target& target, bool memory_bound) {
   costmodel::TrainingSample s;
   s.throughput = RecordMerit(r, dag, memory_bound);
   absl::StatusOr<State> state = schedule::ReplaySteps(dag, r.steps);
@@ -166,50 +166,20 @@ costmodel::TrainingSample SampleOf(const MeasureRecord& r, const ir::ComputeDAG&
   return s;
 }
 
-// Builds the round's candidates: lowering (invalid → invalid_schedule build error) and, on cuda,
-// PTX compilation of all lowered ones in parallel worker processes.
-std::vector<runtime::MeasureCandidate> BuildCandidates(const ir::ComputeDAG& dag,
-                                                       const schedule::Target& target,
-                                                       const std::vector<State>& states) {
-  std::vector<runtime::MeasureCandidate> candidates(states.size());
-  std::vector<codegen::GpuCompileJob> jobs;
-  std::vector<size_t> job_index;
-  for (size_t i = 0; i < states.size(); ++i) {
+// Builds the round's candidates: one lowering per state, then the Builder (a failed lowering is
+// an invalid_schedule build error; cuda: PTX of all lowered ones in parallel worker processes).
+std::vector<measure::BuildResult> BuildCandidates(const ir::ComputeDAG& dag, const Target& target,
+                                                  const std::vector<State>& states) {
+  std::vector<measure::BuildInput> inputs;
+  inputs.reserve(states.size());
+  for (const State& state : states) {
     const auto t0 = std::chrono::steady_clock::now();
-    absl::StatusOr<schedule::LoweredKernel> kernel = schedule::Lower(dag, states[i], target);
+    absl::StatusOr<schedule::LoweredKernel> kernel = schedule::Lower(dag, state, target);
     const double lower_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    runtime::MeasureCandidate& c = candidates[i];
-    c.compile_ms = lower_ms;
-    if (!kernel.ok()) {
-      const std::string msg(kernel.status().message());
-      c.build_status = absl::FailedPreconditionError(
-          msg.rfind("invalid_schedule", 0) == 0 ? msg : absl::StrCat("invalid_schedule: ", msg));
-      continue;
-    }
-    c.nest = std::make_shared<const ir::LoopNest>(std::move(kernel->nest));
-    c.launches = runtime::ToLaunchInfos(kernel->launches);
-    if (target.is_gpu()) {
-      jobs.push_back({c.nest, c.launches});
-      job_index.push_back(i);
-    }
+    inputs.push_back(measure::BuildInput::FromLowering(std::move(kernel), lower_ms));
   }
-  if (!jobs.empty()) {
-    codegen::GpuCompileOptions compile;
-    compile.arch = target.arch;
-    std::vector<absl::StatusOr<codegen::GpuModule>> modules =
-        codegen::CompileManyToPtx(jobs, compile);
-    for (size_t j = 0; j < modules.size() && j < job_index.size(); ++j) {
-      runtime::MeasureCandidate& c = candidates[job_index[j]];
-      if (!modules[j].ok()) {
-        c.build_status = modules[j].status();
-        continue;
-      }
-      c.compile_ms += modules[j]->compile_ms;
-      c.gpu_module = std::make_shared<const codegen::GpuModule>(*std::move(modules[j]));
-    }
-  }
-  return candidates;
+  return measure::Builder(target).Build(inputs);
 }
 
 // Fills the model fields of a round line from the model that is about to score the round.
@@ -250,7 +220,7 @@ void ScoreRound(const std::vector<MeasureRecord>& round_records, const ir::Compu
 
 }  // namespace
 
-absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedule::Target& target,
+absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target& target,
                                 const TuneOptions& options) {
   if (options.trials < 1) {
     return absl::InvalidArgumentError(absl::StrCat("trials must be >= 1, got ", options.trials));
@@ -285,9 +255,9 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
   ASSIGN_OR_RETURN(ir::ComputeDAG dag, workload.Build());
   const std::string key = dag.WorkloadKey();
   RETURN_IF_ERROR(CheckLockIsNotTheLog(options));
-  ASSIGN_OR_RETURN(std::unique_ptr<runtime::Measurer> measurer,
-                   runtime::CreateMeasurer(target, options.measure));
-  RETURN_IF_ERROR(runtime::CheckMeasureHostMemory(dag, options.measure));
+  ASSIGN_OR_RETURN(std::unique_ptr<measure::Runner> measurer,
+                   measure::CreateRunner(target, options.measure));
+  RETURN_IF_ERROR(measure::CheckMeasureHostMemory(dag, options.measure));
 
   const bool memory_bound = IsMemoryBound(
       dag.Flops(), static_cast<double>(dag.InputBytes() + dag.OutputBytes()));
@@ -423,10 +393,10 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
     const double search_s = since(t_phase);
     t_phase = std::chrono::steady_clock::now();
 
-    std::vector<runtime::MeasureCandidate> candidates = BuildCandidates(dag, target, states);
+    std::vector<measure::BuildResult> candidates = BuildCandidates(dag, target, states);
     const double build_s = since(t_phase);
     t_phase = std::chrono::steady_clock::now();
-    std::vector<runtime::MeasureResult> results = measurer->Measure(dag, candidates);
+    std::vector<measure::MeasureResult> results = measurer->Run(dag, candidates);
     const double measure_s = since(t_phase);
     if (results.size() != candidates.size()) {
       return absl::InternalError(absl::StrCat("the measurer returned ", results.size(),
@@ -449,7 +419,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
       r.timestamp = CurrentTimestamp();
       r.seed = options.seed;
       r.trial = static_cast<int64_t>(records.size() + round.size());
-      if (r.result.error != runtime::MeasureError::kNoDevice) all_no_device = false;
+      if (r.result.error != measure::MeasureError::kNoDevice) all_no_device = false;
       if (r.valid()) round_best_ms = std::min(round_best_ms, r.median_ms());
       round.push_back(std::move(r));
     }
@@ -486,8 +456,8 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const schedu
       std::map<std::string, int64_t> errors;
       for (const MeasureRecord& r : records) {
         if (r.valid()) best_ms = std::min(best_ms, r.median_ms());
-        if (r.result.error != runtime::MeasureError::kNone)
-          ++errors[runtime::MeasureErrorName(r.result.error)];
+        if (r.result.error != measure::MeasureError::kNone)
+          ++errors[measure::MeasureErrorName(r.result.error)];
       }
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

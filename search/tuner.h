@@ -1,8 +1,8 @@
 // The tuning loop of one task (Ansor, OSDI'20 §5 / TVM v0.19 SketchPolicyNode::Search with
 // auto_scheduler.TuningOptions): every round retrains the cost model on all records, runs the
 // evolutionary search (search/evolutionary_search.h) for the round's candidates, lowers and
-// compiles them (cuda: codegen::CompileManyToPtx in this process; cpu: the measurer JIT-compiles
-// in its worker), measures them (runtime::Measurer), appends the round's records to the log
+// compiles them (cuda: measure::Builder, parallel PTX workers; cpu: the runner JIT-compiles
+// in its worker), measures them (measure::Runner), appends the round's records to the log
 // (fsync'd, search/log_io.h) and prints a progress line. A job resumes from its log: the records
 // of the task (workload key + target) train the model, their states are never measured again and
 // they count toward the trial budget.
@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "runtime/measure.h"
+#include "measure/measure.h"
 #include "schedule/schedule_file.h"
-#include "schedule/target.h"
+#include "base/target.h"
 #include "search/evolutionary_search.h"
 #include "search/log_io.h"
 #include "search/measure_record.h"
@@ -50,7 +50,7 @@ struct TuneOptions {
   /// contention on a busy host; results are the same for any count.
   int model_threads = 0;
   SearchOptions search;
-  runtime::MeasureOptions measure;
+  measure::MeasureOptions measure;
   /// Early stopping (TVM TuningOptions.early_stopping): stop once this many trials of the task in
   /// a row (resumed ones included) have not improved on the best median; checked after each
   /// round. 0 = off.
@@ -98,7 +98,7 @@ struct TuneResult {
 /// unbuildable workload; the log's read / write errors; the measurer's creation errors (e.g. "no
 /// CUDA driver found"); kFailedPrecondition when every candidate reports no_device.
 [[nodiscard]] absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload,
-                                              const schedule::Target& target,
+                                              const Target& target,
                                               const TuneOptions& options);
 
 }  // namespace tilesearch::search

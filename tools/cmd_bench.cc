@@ -37,7 +37,7 @@
 #include "base/status.h"
 #include "ir/compute_dag.h"
 #include "nlohmann/json.hpp"
-#include "runtime/measure.h"
+#include "measure/measure.h"
 #include "schedule/schedule_file.h"
 #include "search/log_io.h"
 #include "search/replay.h"
@@ -189,7 +189,7 @@ json OutcomeToJson(const Outcome& o) {
 // Writes the summary atomically (a temporary file renamed into place), so a run killed between
 // problems leaves the previous summary whole.
 absl::Status WriteSummary(const std::string& path, const BenchCommandOptions& options,
-                          const schedule::Target& target, const std::vector<Outcome>& outcomes,
+                          const Target& target, const std::vector<Outcome>& outcomes,
                           bool interrupted) {
   json j;
   j["suites"] = options.suites;
@@ -231,7 +231,7 @@ absl::Status WriteSummary(const std::string& path, const BenchCommandOptions& op
 
 // Records of the problem's task already in its log (0 when the log does not exist yet).
 absl::StatusOr<int64_t> LoggedTrials(const std::string& log, const std::string& key,
-                                     const schedule::Target& target) {
+                                     const Target& target) {
   search::ReadOptions read;
   read.target = target;
   read.workload_key = key;
@@ -246,7 +246,7 @@ absl::StatusOr<int64_t> LoggedTrials(const std::string& log, const std::string& 
 // call per round until the budget, the limit (checked after each round), Ctrl-C or an exhausted
 // search. Fills the outcome's trial counts and flags.
 absl::Status TuneProblem(const BenchCommandOptions& options, const ir::ComputeDAG& dag,
-                         const schedule::Workload& workload, const schedule::Target& target,
+                         const schedule::Workload& workload, const Target& target,
                          Outcome& outcome) {
   search::TuneOptions tune =
       TuneOptionsFor(outcome.log, options.seed, options.model == "xgboost", options.search,
@@ -293,7 +293,7 @@ absl::Status TuneProblem(const BenchCommandOptions& options, const ir::ComputeDA
 // Replays the problem's best record into <out>/<name>.* (re-checked unless --no-check). A
 // failure is the outcome's reason.
 absl::Status ReplayProblem(const BenchCommandOptions& options, const schedule::Workload& workload,
-                           const schedule::Target& target, Outcome& outcome) {
+                           const Target& target, Outcome& outcome) {
   ASSIGN_OR_RETURN(search::ReplayedRecord best,
                    search::ApplyHistoryBest(outcome.log, workload, target));
   for (const std::string& w : best.warnings) std::cerr << "warning: " << w << "\n";
@@ -324,7 +324,7 @@ absl::Status ReplayProblem(const BenchCommandOptions& options, const schedule::W
 }
 
 // Runs one problem start to end; every failure ends up in the outcome.
-void RunProblem(const BenchCommandOptions& options, const schedule::Target& target,
+void RunProblem(const BenchCommandOptions& options, const Target& target,
                 Outcome& outcome) {
   const bench::Problem& problem = *outcome.problem;
   const auto start = std::chrono::steady_clock::now();
@@ -341,7 +341,7 @@ void RunProblem(const BenchCommandOptions& options, const schedule::Target& targ
   if (absl::Status name = search::ValidateArtifactName(problem.name); !name.ok()) {
     return fail("", name);
   }
-  schedule::Target tune_target = target;
+  Target tune_target = target;
   // The search sizes parallel loops by the target's cores: the threads that will run them.
   if (options.host_threads > 0 && !tune_target.is_gpu()) {
     tune_target.host_cores = options.host_threads;
@@ -472,7 +472,7 @@ absl::StatusOr<int> Bench(const BenchCommandOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("no problem to run (", skipped_small, " skipped by --skip-small)"));
   }
-  ASSIGN_OR_RETURN(schedule::Target target, ResolveTargetOption(options.target));
+  ASSIGN_OR_RETURN(Target target, ResolveTargetOption(options.target));
   // --out is only checked (created when the first artifacts are written); the log directory is
   // created here, after every other check but --json's.
   RETURN_IF_ERROR(search::ValidateArtifactDir(options.out));

@@ -26,7 +26,8 @@
 #include "base/status.h"
 #include "codegen/codegen.h"
 #include "nlohmann/json.hpp"
-#include "runtime/measure.h"
+#include "measure/measure.h"
+#include "measure/runner.h"
 #include "runtime/timing.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
@@ -145,19 +146,19 @@ absl::Status Run(const BenchCompileOptions& o) {
       return absl::InvalidArgumentError(absl::StrCat("cannot write --json file '", o.json, "'"));
     }
   }
-  std::unique_ptr<runtime::Measurer> measurer;
+  std::unique_ptr<measure::Runner> measurer;
   if (o.jit) {
     // The driver's JIT of each PTX, measured by the cuda measurer (one run per candidate, no
     // check: this measures loading, not correctness; `tilesearch measure` checks).
-    runtime::MeasureOptions mopts;
+    measure::MeasureOptions mopts;
     mopts.check = false;
     mopts.timing.warmup_runs = 0;
     mopts.timing.min_runs = 1;
     mopts.timing.min_total_ms = 0;
     mopts.timing.flush_cache = false;
-    schedule::Target target = schedule::Target::H200();
+    Target target = Target::H200();
     target.arch = o.arch;
-    ASSIGN_OR_RETURN(measurer, runtime::CreateMeasurer(target, mopts));
+    ASSIGN_OR_RETURN(measurer, measure::CreateRunner(target, mopts));
   }
   std::vector<Tiling> tilings = Tilings(o.size, o.seed);
   if (static_cast<int>(tilings.size()) > o.candidates) tilings.resize(o.candidates);
@@ -185,7 +186,7 @@ absl::Status Run(const BenchCompileOptions& o) {
     if (!dag) dag = std::make_unique<ir::ComputeDAG>(resolved.dag);
     codegen::GpuCompileJob job;
     job.nest = std::make_shared<ir::LoopNest>(std::move(lowered->nest));
-    for (const schedule::LaunchConfig& l : lowered->launches)
+    for (const LaunchConfig& l : lowered->launches)
       job.launches.push_back({l.grid, l.block, l.shared_memory_bytes});
     jobs.push_back(std::move(job));
     kept.push_back(t);
@@ -256,23 +257,23 @@ absl::Status Run(const BenchCompileOptions& o) {
   out["lower_ms"] = StatsJson(runtime::Summarize(lower_ms));
 
   if (measurer != nullptr) {
-    std::vector<runtime::MeasureCandidate> candidates;
+    std::vector<measure::BuildResult> candidates;
     for (size_t i = 0; i < jobs.size(); ++i) {
       if (!modules[i].ok()) continue;
-      runtime::MeasureCandidate c;
+      measure::BuildResult c;
       c.nest = jobs[i].nest;
       c.launches = jobs[i].launches;
       c.gpu_module = std::make_shared<codegen::GpuModule>(*modules[i]);
       c.compile_ms = modules[i]->compile_ms;
       candidates.push_back(std::move(c));
     }
-    std::vector<runtime::MeasureResult> results = measurer->Measure(*dag, candidates);
+    std::vector<measure::MeasureResult> results = measurer->Run(*dag, candidates);
     std::vector<double> jit_ms, run_ms;
     std::map<std::string, int> errors;
-    for (const runtime::MeasureResult& r : results) {
+    for (const measure::MeasureResult& r : results) {
       if (r.load_ms > 0) jit_ms.push_back(r.load_ms);
       if (r.ok()) run_ms.push_back(r.timing.median_ms);
-      else ++errors[runtime::MeasureErrorName(r.error)];
+      else ++errors[measure::MeasureErrorName(r.error)];
     }
     PrintStats("driver JIT ms (per candidate)", jit_ms);
     PrintStats("one run ms (unchecked)", run_ms);

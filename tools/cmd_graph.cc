@@ -65,7 +65,7 @@ void AddGraphOptions(CLI::App& app, GraphOptions& o) {
 struct LoadedGraph {
   ir::Graph graph;
   search::GraphPartition partition;
-  schedule::Target target;
+  Target target;
 };
 
 absl::StatusOr<LoadedGraph> LoadGraph(const GraphOptions& o) {

@@ -1,5 +1,5 @@
 // `tilesearch measure`: compiles one schedule, checks it against the unscheduled program and times
-// it on its target through runtime::Measurer, then prints compile times, the kernels' launch
+// it on its target through measure::Runner, then prints compile times, the kernels' launch
 // configurations and resources, the check's errors, the median time and the throughput.
 #include <algorithm>
 #include <cmath>
@@ -20,12 +20,12 @@
 #include "codegen/codegen.h"
 #include "ir/compute_dag.h"
 #include "nlohmann/json.hpp"
-#include "runtime/measure.h"
+#include "measure/measure.h"
+#include "measure/runner.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
 #include "tools/commands.h"
 #include "tools/number_text.h"
-#include "runtime/launch_info.h"
 #include "tools/workload_options.h"
 
 namespace tilesearch::tools {
@@ -49,15 +49,15 @@ std::string Triple(const std::array<int64_t, 3>& v) {
   return absl::StrCat("(", v[0], ", ", v[1], ", ", v[2], ")");
 }
 
-runtime::MeasureOptions ToMeasureOptions(const MeasureCommandOptions& options) {
-  runtime::MeasureOptions m;
+measure::MeasureOptions ToMeasureOptions(const MeasureCommandOptions& options) {
+  measure::MeasureOptions m;
   m.seed = options.seed;
   m.check = !options.no_check;
   if (!options.inputs.empty()) {
     // CLI11 checked the names; trials cover every distribution given.
     m.distributions.clear();
     for (const std::string& name : options.inputs)
-      m.distributions.push_back(*runtime::ParseCheckDistribution(name));
+      m.distributions.push_back(*measure::ParseCheckDistribution(name));
     m.check_trials = static_cast<int>(m.distributions.size());
   }
   m.atol = options.atol;
@@ -75,24 +75,13 @@ runtime::MeasureOptions ToMeasureOptions(const MeasureCommandOptions& options) {
   return m;
 }
 
-// Compile stage of a GPU candidate: the module, or the build error the measurer reports.
-runtime::MeasureCandidate BuildCandidate(const schedule::ScheduleFile& file,
-                                         const schedule::LoweredKernel& kernel) {
-  runtime::MeasureCandidate candidate;
-  candidate.nest = std::make_shared<const ir::LoopNest>(kernel.nest);
-  candidate.launches = runtime::ToLaunchInfos(kernel.launches);
-  if (!file.target.is_gpu()) return candidate;
-  codegen::GpuCompileOptions compile;
-  compile.arch = file.target.arch;
-  absl::StatusOr<codegen::GpuModule> module =
-      codegen::CompileToPtx(kernel.nest, candidate.launches, compile);
-  if (!module.ok()) {
-    candidate.build_status = module.status();
-    return candidate;
-  }
-  candidate.compile_ms = module->compile_ms;
-  candidate.gpu_module = std::make_shared<const codegen::GpuModule>(*std::move(module));
-  return candidate;
+// Compile stage of a candidate (GPU: the module in this process), or the build error the runner
+// reports.
+measure::BuildResult BuildCandidate(const schedule::ScheduleFile& file,
+                                    const schedule::LoweredKernel& kernel) {
+  measure::BuildInput input;
+  input.lowered = std::make_shared<const schedule::LoweredKernel>(kernel);
+  return measure::Builder(file.target).BuildInProcess(input);
 }
 
 absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
@@ -101,9 +90,9 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
   const ir::ComputeDAG& dag = resolved.dag;
   ASSIGN_OR_RETURN(schedule::LoweredKernel kernel, LowerScheduleFile(file, resolved));
   // The measurer first: without a driver nothing is compiled and nothing printed.
-  ASSIGN_OR_RETURN(std::unique_ptr<runtime::Measurer> measurer,
-                   runtime::CreateMeasurer(file.target, ToMeasureOptions(options)));
-  RETURN_IF_ERROR(runtime::CheckMeasureHostMemory(dag, ToMeasureOptions(options)));
+  ASSIGN_OR_RETURN(std::unique_ptr<measure::Runner> measurer,
+                   measure::CreateRunner(file.target, ToMeasureOptions(options)));
+  RETURN_IF_ERROR(measure::CheckMeasureHostMemory(dag, ToMeasureOptions(options)));
 
   // An unwritable --json file is reported before anything is measured.
   std::ofstream json_out;
@@ -115,14 +104,14 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
     }
   }
 
-  const runtime::MeasureCandidate candidate = BuildCandidate(file, kernel);
-  std::vector<runtime::MeasureResult> results = measurer->Measure(dag, {candidate});
+  const measure::BuildResult candidate = BuildCandidate(file, kernel);
+  std::vector<measure::MeasureResult> results = measurer->Run(dag, {candidate});
   if (results.size() != 1) {
     return absl::InternalError(
         absl::StrCat("the measurer returned ", results.size(), " results for one candidate"));
   }
-  const runtime::MeasureResult& r = results[0];
-  if (r.error == runtime::MeasureError::kNoDevice) {
+  const measure::MeasureResult& r = results[0];
+  if (r.error == measure::MeasureError::kNoDevice) {
     return absl::FailedPreconditionError(r.message);
   }
 
@@ -185,7 +174,7 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
     std::cout << "throughput: " << Fixed(gflops, 2) << " GFLOP/s, " << Fixed(gbps, 2) << " GB/s\n"
               << "OK\n";
   } else {
-    std::cout << "FAILED: " << runtime::MeasureErrorName(r.error) << ": " << r.message << "\n";
+    std::cout << "FAILED: " << measure::MeasureErrorName(r.error) << ": " << r.message << "\n";
   }
 
   if (!options.json.empty()) {
@@ -216,7 +205,7 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
                                 {"optimize", p.optimize_ms},
                                 {"codegen", p.codegen_ms}};
     }
-    j["result"] = runtime::MeasureResultToJson(r);
+    j["result"] = measure::MeasureResultToJson(r);
     json_out << j.dump(2) << "\n";
     json_out.close();
     if (!json_out) {

@@ -36,15 +36,15 @@ struct ReplayCommandOptions {
 };
 
 // Without --target: the one target the log holds records of the workload for.
-absl::StatusOr<schedule::Target> LogTarget(const std::string& log, const std::string& key) {
+absl::StatusOr<Target> LogTarget(const std::string& log, const std::string& key) {
   search::ReadOptions read;
   read.workload_key = key;
   read.verify_workload_keys = true;  // as ApplyHistoryBest reads it
   ASSIGN_OR_RETURN(search::LogContents contents, search::ReadLog(log, read));
-  std::vector<schedule::Target> targets;
+  std::vector<Target> targets;
   for (const search::MeasureRecord& r : contents.records) {
     bool seen = false;
-    for (const schedule::Target& t : targets) seen = seen || search::SameTarget(t, r.target);
+    for (const Target& t : targets) seen = seen || search::SameTarget(t, r.target);
     if (!seen) targets.push_back(r.target);
   }
   if (targets.empty()) {
@@ -52,7 +52,7 @@ absl::StatusOr<schedule::Target> LogTarget(const std::string& log, const std::st
   }
   if (targets.size() > 1) {
     std::vector<std::string> names;
-    for (const schedule::Target& t : targets) names.push_back(t.ToString());
+    for (const Target& t : targets) names.push_back(t.ToString());
     return absl::InvalidArgumentError(absl::StrCat(log, ": the workload has records on ",
                                                    targets.size(), " targets (",
                                                    absl::StrJoin(names, ", "), "): give --target"));
@@ -90,7 +90,7 @@ absl::StatusOr<int> Replay(const ReplayCommandOptions& options) {
     }
     key = dag->WorkloadKey();
   }
-  schedule::Target target;
+  Target target;
   if (options.workload.target.empty()) {
     ASSIGN_OR_RETURN(target, LogTarget(options.log, key));
   } else {
@@ -127,7 +127,7 @@ absl::StatusOr<int> Replay(const ReplayCommandOptions& options) {
   } else {
     ASSIGN_OR_RETURN(search::CheckOutcome outcome, search::CheckKernel(artifact));
     check = std::make_unique<search::CheckOutcome>(std::move(outcome));
-    const runtime::CheckReport& report = check->result.check;
+    const measure::CheckReport& report = check->result.check;
     if (!check->checked) {
       std::cout << "re-check: " << check->note << "\n";
     } else if (check->passed) {

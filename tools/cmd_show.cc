@@ -17,7 +17,6 @@
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
 #include "tools/commands.h"
-#include "runtime/launch_info.h"
 #include "tools/workload_options.h"
 
 namespace tilesearch::tools {
@@ -72,7 +71,7 @@ absl::Status EmitCode(const WorkloadOptions& options, const std::string& emit) {
     compile.keep_mlir = emit == "mlir";
     compile.keep_llvm_ir = emit == "llvm";
     absl::StatusOr<codegen::GpuModule> module =
-        codegen::CompileToPtx(kernel.nest, runtime::ToLaunchInfos(kernel.launches), compile);
+        codegen::CompileToPtx(kernel.nest, kernel.launches, compile);
     if (!module.ok()) {
       return absl::Status(module.status().code(), where + std::string(module.status().message()));
     }

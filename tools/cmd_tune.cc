@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "ir/compute_dag.h"
-#include "runtime/measure.h"
+#include "measure/measure.h"
 #include "schedule/schedule_file.h"
 #include "search/tuner.h"
 #include "tools/commands.h"
@@ -129,7 +129,7 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
          "--run-timeout-ms", options->run_timeout_ms,
          absl::StrCat("wall-clock limit of one candidate's check + timing, ms, 100..3600000 "
                       "(default ",
-                      runtime::MeasureOptions().run_timeout_ms, "; over it: run_timeout)"))
+                      measure::MeasureOptions().run_timeout_ms, "; over it: run_timeout)"))
       ->check(CLI::Range(100.0, 3600000.0))
       ->transform(NumberText(false, "100..3600000"));  // runs before the range check
   app.add_flag("--quiet", options->quiet, "no progress lines on stderr");

@@ -45,12 +45,12 @@ ExitCodeAction AddCheckCommand(CLI::App& app);
 
 /// `tilesearch measure --schedule FILE [overrides as show] [--target T] [--seed N] [--min-runs N]
 /// [--min-time-ms X] [--warmup N] [--no-check] [--host-threads N] [--json FILE]`: lowers the schedule, compiles it
-/// (cuda: codegen::CompileToPtx in this process), and measures it with runtime::CreateMeasurer:
+/// (cuda: codegen::CompileToPtx in this process), and measures it with measure::CreateRunner:
 /// correctness check against the unscheduled program, then timing. Prints the workload (FLOPs,
 /// bytes), target, compile ms (MLIR → code) and driver JIT ms, each GPU kernel's launch
 /// configuration with registers/thread, static/dynamic shared and local bytes, the check's trials
 /// and max abs/rel errors, the median time with p10/p90 and runs, and GFLOP/s (DAG FLOPs / median)
-/// and GB/s (input + output bytes / median). --json writes runtime::MeasureResultToJson with the
+/// and GB/s (input + output bytes / median). --json writes measure::MeasureResultToJson with the
 /// workload, target, launches and throughput. Returns 0 when measured, 1 when the candidate failed
 /// (compile_error, wrong_answer, runtime_error, run_timeout, ...: "FAILED: <kind>: <message>");
 /// user errors (bad options, unlowerable schedule, "no CUDA driver found: ...") are a Status.

@@ -33,7 +33,7 @@ void AddWorkloadOptions(CLI::App& app, WorkloadOptions& options) {
       "when a CUDA device answers, else cpu)");
 }
 
-absl::StatusOr<schedule::Target> ResolveTargetOption(const std::string& text) {
+absl::StatusOr<Target> ResolveTargetOption(const std::string& text) {
   return TargetFromString(text);
 }
 
@@ -68,7 +68,7 @@ absl::StatusOr<schedule::ScheduleFile> ScheduleFromOptions(const WorkloadOptions
     return absl::InvalidArgumentError("give --op NAME or --schedule FILE");
   } else {
     file.source = "<command line>";
-    file.target = schedule::Target::HostCpu();
+    file.target = Target::HostCpu();
   }
   ASSIGN_OR_RETURN(ir::OpArgs args, ParseOpArgs(options));
   schedule::Workload& w = file.workload;

@@ -33,8 +33,8 @@ void AddWorkloadOptions(CLI::App& app, WorkloadOptions& options);
 
 /// The target a --target value names: "auto" is the CUDA target of device 0 (its arch and limits,
 /// runtime::TargetFromDevice) when a CUDA driver and device answer, else the host cpu; anything
-/// else goes to schedule::ParseTarget. Errors: those of ParseTarget ("unknown target ...").
-absl::StatusOr<schedule::Target> ResolveTargetOption(const std::string& text);
+/// else goes to ParseTarget. Errors: those of ParseTarget ("unknown target ...").
+absl::StatusOr<Target> ResolveTargetOption(const std::string& text);
 
 /// Parses --shape / --attr / --dtype into OpArgs. Errors: a bad shape, an attribute not of the
 /// form name=value or given twice, an unknown dtype.

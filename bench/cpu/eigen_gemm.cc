@@ -1,7 +1,7 @@
 // eigen_gemm: the CPU baseline of the tuned matmul (bench/scripts/cpu_tune_matmul_vs_eigen.sh).
 // Times Eigen's float32 GEMM C[M, N] = A[M, K] · B[K, N] (row-major, as tilesearch's matmul) with
 // the method of runtime::TimeRepeated (warm-up, then runs until a minimum count and a minimum
-// summed time, median) and runtime/host_measurer.cc's cache flush (a 64 MiB buffer written before
+// summed time, median) and measure/host_runner.cc's cache flush (a 64 MiB buffer written before
 // every timed run, outside the timed region), so both sides of the comparison are timed alike.
 // Before timing, sampled entries of C are checked against a float64 dot product.
 //

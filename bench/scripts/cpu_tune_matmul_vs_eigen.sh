@@ -16,7 +16,7 @@
 # averages), the raw output beside it (.log) and the tuning logs in bench/logs/ (compress both into
 # bench/logs/*.tar.xz before committing, as the earlier runs are).
 #
-# Threads of our kernels: runtime::MeasureOptions::host_threads (0 = every core). When `tune` and
+# Threads of our kernels: measure::MeasureOptions::host_threads (0 = every core). When `tune` and
 # `measure` take --host-threads, it is used; otherwise the 1-thread runs are pinned to CPU 0 with
 # taskset (the kernel's thread pool then splits parallel loops into 2 chunks that share one core:
 # one core's throughput, with a little switching overhead; the report says which was used).
@@ -154,7 +154,7 @@ out = [f"# CPU: tuned matmul 512³ fp32 vs the naive schedule and Eigen ({date}{
        f"source: commit {commit} (as built in {build}).",
        f"Machine: {model}, 2 cores (this workplace's shared build machine). Raw output: {raw}.",
        "Times: median of timed runs after warm-up, 64 MiB cache flush before each run (ours:",
-       "runtime/host_measurer.cc; Eigen: bench/cpu/eigen_gemm.cc, the same TimeRepeated and flush).",
+       "measure/host_runner.cc; Eigen: bench/cpu/eigen_gemm.cc, the same TimeRepeated and flush).",
        "Eigen 3.4.0 built with -march=native -O3 and OpenMP. Load = /proc/loadavg (1, 5, 15 min)",
        "when the number was taken: other jobs compile on the same 2 cores.",
        f"Threads of our kernels: {thread_note}.", "",

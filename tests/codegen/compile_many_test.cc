@@ -80,7 +80,7 @@ TEST(CompileManyTest, TimeoutInThreadModeAbandonsOnlyThatCandidate) {
 }
 
 TEST(CompileManyTest, InvalidCandidateReportsItsOwnError) {
-  LaunchInfo small;
+  LaunchConfig small;
   small.grid = {2, 2, 1};
   small.block = {2, 1, 1};
   std::vector<GpuCompileJob> jobs = {

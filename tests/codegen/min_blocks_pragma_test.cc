@@ -12,7 +12,6 @@
 #include "gtest/gtest.h"
 #include "ir/ops/linear.h"
 #include "nlohmann/json.hpp"
-#include "runtime/launch_info.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
 #include "schedule/step_json.h"
@@ -73,7 +72,7 @@ TEST(MinBlocksPragma, LowerAndPtxCarryTheLargestValueOfTheKernel) {
   ASSERT_EQ(plain->launches.size(), 1u);
   EXPECT_EQ(plain->launches[0].min_blocks_per_sm, 0);
   absl::StatusOr<codegen::GpuModule> m0 =
-      codegen::CompileToPtx(plain->nest, runtime::ToLaunchInfos(plain->launches), compile);
+      codegen::CompileToPtx(plain->nest, plain->launches, compile);
   ASSERT_THAT(m0, IsOk());
   EXPECT_THAT(m0->ptx, Not(HasSubstr(".minnctapersm")));
 
@@ -87,7 +86,7 @@ TEST(MinBlocksPragma, LowerAndPtxCarryTheLargestValueOfTheKernel) {
   EXPECT_EQ(k->launches[0].min_blocks_per_sm, 3);
   EXPECT_THAT(k->launches[0].ToString(), HasSubstr("min 3 blocks/SM"));
   absl::StatusOr<codegen::GpuModule> m3 =
-      codegen::CompileToPtx(k->nest, runtime::ToLaunchInfos(k->launches), compile);
+      codegen::CompileToPtx(k->nest, k->launches, compile);
   ASSERT_THAT(m3, IsOk());
   EXPECT_THAT(m3->ptx, HasSubstr(".minnctapersm 3"));
   testing::ExpectMatchesReference(dag, *three, Target::H200(), /*exact=*/true);

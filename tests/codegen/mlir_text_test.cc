@@ -76,7 +76,7 @@ TEST(MlirTextTest, TiledMatmulEmitsTheExpectedGpuDialectCode) {
   }
   GpuCompileOptions options;
   options.keep_mlir = true;
-  LaunchInfo launch;
+  LaunchConfig launch;
   launch.grid = {2, 2, 1};
   launch.block = {8, 8, 1};
   absl::StatusOr<GpuModule> module = CompileToPtx(GpuTiledMatmul(64, 64, 32), {launch}, options);
@@ -88,7 +88,7 @@ TEST(MlirTextTest, TiledMatmulEmitsTheExpectedGpuDialectCode) {
 TEST(MlirTextTest, LargerLaunchGuardsThreadLoops) {
   GpuCompileOptions options;
   options.keep_mlir = true;
-  LaunchInfo launch;
+  LaunchConfig launch;
   launch.grid = {3, 2, 1};    // one block more than the blockIdx.x loop needs
   launch.block = {16, 8, 1};  // twice the threadIdx.x extent
   absl::StatusOr<GpuModule> module = CompileToPtx(GpuSimpleMatmul(16, 16, 4), {launch}, options);
@@ -111,7 +111,7 @@ CHECK: scf.if
 }
 
 TEST(MlirTextTest, LaunchesThatDoNotCoverTheLoopsAreRejected) {
-  LaunchInfo small;
+  LaunchConfig small;
   small.grid = {2, 2, 1};
   small.block = {4, 8, 1};
   EXPECT_THAT(CompileToPtx(GpuSimpleMatmul(16, 16, 4), {small}),
@@ -123,7 +123,7 @@ TEST(MlirTextTest, LaunchesThatDoNotCoverTheLoopsAreRejected) {
 }
 
 TEST(MlirTextTest, BarrierUnderAThreadGuardIsRejected) {
-  LaunchInfo launch;
+  LaunchConfig launch;
   launch.grid = {2, 2, 1};
   launch.block = {16, 8, 1};  // threadIdx.x loop of extent 8 would be guarded around a barrier
   EXPECT_THAT(CompileToPtx(GpuTiledMatmul(64, 64, 32), {launch}),

@@ -55,7 +55,7 @@ void ExpectPtxasAccepts(const std::string& ptx) {
 
 TEST(PtxTest, TiledMatmulHasEntryBarriersSharedAndVectorCopies) {
   const ir::LoopNest nest = GpuTiledMatmul(64, 64, 32);
-  LaunchInfo launch;
+  LaunchConfig launch;
   launch.grid = {2, 2, 1};
   launch.block = {8, 8, 1};
   absl::StatusOr<GpuModule> module = CompileToPtx(nest, {launch});

@@ -63,9 +63,9 @@ inline absl::StatusOr<CompiledSchedule> CompileScheduleText(const std::string& t
   ASSIGN_OR_RETURN(schedule::ScheduleFile file, schedule::ScheduleFile::Parse(text));
   ASSIGN_OR_RETURN(schedule::ResolvedSchedule r, file.Resolve());
   ASSIGN_OR_RETURN(schedule::LoweredKernel k, schedule::Lower(r.dag, r.state, file.target));
-  std::vector<LaunchInfo> launches;
-  for (const schedule::LaunchConfig& l : k.launches) {
-    LaunchInfo li;
+  std::vector<LaunchConfig> launches;
+  for (const LaunchConfig& l : k.launches) {
+    LaunchConfig li;
     li.grid = l.grid;
     li.block = l.block;
     if (block_x > 0) li.block[0] = block_x;

@@ -241,7 +241,7 @@ TEST(ScheduledCodegenTest, RandomCpuSchedulesOfEveryOperatorMatchTheReference) {
       RandomCpuSchedule(*dag, s, rng);
       ASSERT_THAT(s.status(), IsOk()) << op.name << "\n" << s.state().ToString();
       absl::StatusOr<schedule::LoweredKernel> lowered =
-          schedule::Lower(*dag, s.state(), schedule::Target::HostCpu());
+          schedule::Lower(*dag, s.state(), Target::HostCpu());
       ASSERT_THAT(lowered, IsOk()) << op.name << "\n" << s.state().ToString();
       candidates.push_back({absl::StrCat(op.name, " trial ", trial), *dag, *std::move(lowered)});
     }
@@ -264,7 +264,7 @@ TEST(ScheduledCodegenTest, RandomGpuSchedulesAssembleAndRunOnTheHostWhereSerial)
       RandomGpuSchedule(*dag, s, rng);
       ASSERT_THAT(s.status(), IsOk()) << op;
       absl::StatusOr<schedule::LoweredKernel> lowered =
-          schedule::Lower(*dag, s.state(), schedule::Target::H200());
+          schedule::Lower(*dag, s.state(), Target::H200());
       ASSERT_THAT(lowered, IsOk()) << op << "\n" << s.state().ToString();
       candidates.push_back({absl::StrCat(op, " trial ", trial), *dag, *std::move(lowered)});
     }
@@ -277,7 +277,7 @@ TEST(ScheduledCodegenTest, RandomGpuSchedulesAssembleAndRunOnTheHostWhereSerial)
     SharedMemoryMatmulSchedule(s, rng);
     ASSERT_THAT(s.status(), IsOk());
     absl::StatusOr<schedule::LoweredKernel> lowered =
-        schedule::Lower(*dag, s.state(), schedule::Target::H200());
+        schedule::Lower(*dag, s.state(), Target::H200());
     ASSERT_THAT(lowered, IsOk()) << s.state().ToString();
     candidates.push_back(
         {absl::StrCat("shared matmul ", m, "x", n, "x", k), *dag, *std::move(lowered)});
@@ -286,8 +286,8 @@ TEST(ScheduledCodegenTest, RandomGpuSchedulesAssembleAndRunOnTheHostWhereSerial)
   std::vector<GpuCompileJob> jobs;
   for (const Candidate& c : candidates) {
     GpuCompileJob job{std::make_shared<const ir::LoopNest>(c.lowered.nest), {}};
-    for (const schedule::LaunchConfig& l : c.lowered.launches) {
-      job.launches.push_back(LaunchInfo{l.grid, l.block, l.shared_memory_bytes});
+    for (const LaunchConfig& l : c.lowered.launches) {
+      job.launches.push_back(LaunchConfig{l.grid, l.block, l.shared_memory_bytes});
     }
     jobs.push_back(std::move(job));
   }

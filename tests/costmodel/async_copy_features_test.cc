@@ -71,7 +71,7 @@ schedule::State Pipelined(const ir::ComputeDAG& dag) {
 TEST(AsyncCopyFeatures, AsyncCopiesAreFeaturizedLikeThePlainStores) {
   ir::ComputeDAG dag = *ir::MatmulDAG({64, 64}, {64, 64});
   const schedule::State st = Pipelined(dag);
-  absl::StatusOr<schedule::LoweredKernel> k = schedule::Lower(dag, st, schedule::Target::H200());
+  absl::StatusOr<schedule::LoweredKernel> k = schedule::Lower(dag, st, Target::H200());
   ASSERT_THAT(k, IsOk());
   Synchronous sync;
   ir::LoopNest plain = k->nest;
@@ -80,8 +80,8 @@ TEST(AsyncCopyFeatures, AsyncCopiesAreFeaturizedLikeThePlainStores) {
   ASSERT_GT(sync.groups, 0) << k->nest;
   FeatureOptions raw;
   raw.log_scale = false;
-  absl::StatusOr<StoreFeatures> got = ExtractFeatures(k->nest, schedule::Target::H200(), raw);
-  absl::StatusOr<StoreFeatures> want = ExtractFeatures(plain, schedule::Target::H200(), raw);
+  absl::StatusOr<StoreFeatures> got = ExtractFeatures(k->nest, Target::H200(), raw);
+  absl::StatusOr<StoreFeatures> want = ExtractFeatures(plain, Target::H200(), raw);
   ASSERT_THAT(got, IsOk());
   ASSERT_THAT(want, IsOk());
   EXPECT_EQ(*got, *want);

@@ -72,7 +72,7 @@ TEST(FeatureNamesTest, OneUniqueNamePerFeature) {
 }
 
 TEST(ExtractFeaturesTest, Copy2DCountsBytesLinesAndNoReuse) {
-  auto rows = ExtractFeatures(Copy2D(), schedule::Target::HostCpu(), Raw());
+  auto rows = ExtractFeatures(Copy2D(), Target::HostCpu(), Raw());
   ASSERT_TRUE(rows.ok()) << rows.status();
   ASSERT_EQ(rows->size(), 1u);
   const std::vector<float>& f = (*rows)[0];
@@ -102,7 +102,7 @@ TEST(ExtractFeaturesTest, Copy2DCountsBytesLinesAndNoReuse) {
 }
 
 TEST(ExtractFeaturesTest, VectorizedInnerLoopIsInnerSpatial) {
-  auto rows = ExtractFeatures(Copy2D(ir::ForKind::kVectorized), schedule::Target::HostCpu(), Raw());
+  auto rows = ExtractFeatures(Copy2D(ir::ForKind::kVectorized), Target::HostCpu(), Raw());
   ASSERT_TRUE(rows.ok()) << rows.status();
   const std::vector<float>& f = (*rows)[0];
   EXPECT_EQ(f[kVectorizeOffset + 0], 1);
@@ -114,7 +114,7 @@ TEST(ExtractFeaturesTest, VectorizedInnerLoopIsInnerSpatial) {
 }
 
 TEST(ExtractFeaturesTest, GpuTargetUses128ByteLines) {
-  auto rows = ExtractFeatures(Copy2D(), schedule::Target::H200(), Raw());
+  auto rows = ExtractFeatures(Copy2D(), Target::H200(), Raw());
   ASSERT_TRUE(rows.ok()) << rows.status();
   const std::vector<float>& f = (*rows)[0];
   EXPECT_EQ(f[kGpuOffset], 1);
@@ -123,8 +123,8 @@ TEST(ExtractFeaturesTest, GpuTargetUses128ByteLines) {
 }
 
 TEST(ExtractFeaturesTest, DefaultScalingIsLog2OnePlusRaw) {
-  auto raw = ExtractFeatures(Copy2D(ir::ForKind::kVectorized), schedule::Target::HostCpu(), Raw());
-  auto scaled = ExtractFeatures(Copy2D(ir::ForKind::kVectorized), schedule::Target::HostCpu());
+  auto raw = ExtractFeatures(Copy2D(ir::ForKind::kVectorized), Target::HostCpu(), Raw());
+  auto scaled = ExtractFeatures(Copy2D(ir::ForKind::kVectorized), Target::HostCpu());
   ASSERT_TRUE(raw.ok() && scaled.ok());
   for (int k = 0; k < kNumFeatures; ++k) {
     EXPECT_FLOAT_EQ((*scaled)[0][k], static_cast<float>(std::log2(1.0 + (*raw)[0][k])))
@@ -142,7 +142,7 @@ class NaiveMatmulFeatures : public ::testing::Test {
     ASSERT_TRUE(dag.ok()) << dag.status();
     auto nest = ir::LowerNaive(*dag);
     ASSERT_TRUE(nest.ok()) << nest.status();
-    auto rows = ExtractFeatures(*nest, schedule::Target::HostCpu(), Raw());
+    auto rows = ExtractFeatures(*nest, Target::HostCpu(), Raw());
     ASSERT_TRUE(rows.ok()) << rows.status();
     ASSERT_EQ(rows->size(), 2u);
     init_ = (*rows)[0];
@@ -307,7 +307,7 @@ TEST_F(GpuMatmulFeatures, SharedFillRunsOncePerThreadIndex) {
 TEST(ExtractFeaturesTest, UnknownBufferIsAnError) {
   ir::LoopNest nest = Copy2D();
   nest.params.pop_back();
-  EXPECT_THAT(ExtractFeatures(nest, schedule::Target::HostCpu()),
+  EXPECT_THAT(ExtractFeatures(nest, Target::HostCpu()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown buffer 'B'")));
 }
 

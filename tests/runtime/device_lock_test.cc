@@ -1,7 +1,6 @@
 // The device lock (runtime/device_lock.h) between real processes: mutual exclusion, first-come-
 // first-served order (also against a holder that re-locks at once and against later waiters that
-// poll faster), recovery from a holder or a waiter killed with SIGKILL, signals during the wait;
-// and MeasureOptions::device_lock_path: a measurer waits for the holder, then measures.
+// poll faster), recovery from a holder or a waiter killed with SIGKILL, signals during the wait.
 #include "runtime/device_lock.h"
 
 #include <fcntl.h>
@@ -22,11 +21,6 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ir/compute_dag.h"
-#include "ir/lower_naive.h"
-#include "ir/tensor.h"
-#include "runtime/measure.h"
-#include "schedule/target.h"
 
 namespace tilesearch::runtime {
 namespace {
@@ -324,69 +318,6 @@ TEST(DeviceLockTest, BadPollTimesAreAnError) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("min_poll_ms <= max_poll_ms")));
   EXPECT_THAT(DeviceLock::Open(TempPath("poll.lock"), Poll(0, 5)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("0 < min_poll_ms")));
-}
-
-ir::ComputeDAG Doubling() {
-  absl::StatusOr<ir::Tensor> x = ir::Placeholder("X", {256});
-  EXPECT_THAT(x, IsOk());
-  absl::StatusOr<ir::Tensor> y = ir::Compute(
-      "Y", {256}, [&](const std::vector<ir::Expr>& ax) { return (*x)(ax[0]) * 2.0; });
-  EXPECT_THAT(y, IsOk());
-  absl::StatusOr<ir::ComputeDAG> dag = ir::ComputeDAG::Create({*y});
-  EXPECT_THAT(dag, IsOk());
-  return *std::move(dag);
-}
-
-MeasureOptions Options(const std::string& lock) {
-  MeasureOptions o;
-  o.timing.warmup_runs = 0;
-  o.timing.min_runs = 1;
-  o.timing.max_runs = 1;
-  o.timing.min_total_ms = 0;
-  o.host_threads = 1;
-  o.device_lock_path = lock;
-  return o;
-}
-
-TEST(DeviceLockTest, MeasureWaitsForTheLockHolderThenMeasures) {
-  const std::string lock = TempPath("measure.lock");
-  absl::StatusOr<std::unique_ptr<DeviceLock>> holder = DeviceLock::Open(lock);
-  ASSERT_THAT(holder, IsOk());
-  ASSERT_THAT((*holder)->Acquire(), IsOk());  // another job holds the device
-
-  ir::ComputeDAG dag = Doubling();
-  absl::StatusOr<ir::LoopNest> naive = ir::LowerNaive(dag);
-  ASSERT_THAT(naive, IsOk());
-  absl::StatusOr<std::unique_ptr<Measurer>> m =
-      CreateMeasurer(schedule::Target::HostCpu(), Options(lock));
-  ASSERT_THAT(m, IsOk());
-  MeasureCandidate c;
-  c.nest = std::make_shared<const ir::LoopNest>(*naive);
-
-  std::atomic<bool> done{false};
-  std::vector<MeasureResult> results;
-  std::thread measuring([&] {
-    results = (*m)->Measure(dag, {c});
-    done = true;
-  });
-  const bool queued = WaitForTickets(lock, 2);  // the measurer took a ticket behind the holder
-  EXPECT_TRUE(queued);
-  EXPECT_FALSE(done.load());
-  ASSERT_THAT((*holder)->Release(), IsOk());
-  measuring.join();
-  EXPECT_TRUE(done.load());
-  ASSERT_EQ(results.size(), 1u);
-  EXPECT_EQ(results[0].error, MeasureError::kNone) << results[0].message;
-  EXPECT_EQ(results[0].check.mismatches, 0);
-  absl::StatusOr<DeviceLockState> state = ReadDeviceLockState(lock);
-  ASSERT_THAT(state, IsOk());
-  EXPECT_TRUE(state->tickets.empty());  // the measurer released its turn
-}
-
-TEST(DeviceLockTest, UnopenableLockFileIsAnErrorNamingIt) {
-  EXPECT_THAT(CreateMeasurer(schedule::Target::HostCpu(), Options("/nonexistent-dir/x.lock")),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("cannot open device lock '/nonexistent-dir/x.lock'")));
 }
 
 }  // namespace

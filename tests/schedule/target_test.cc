@@ -1,5 +1,5 @@
 // Target: the H200 and host defaults and target text parsing.
-#include "schedule/target.h"
+#include "base/target.h"
 
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"

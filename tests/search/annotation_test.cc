@@ -25,7 +25,6 @@ namespace {
 
 using schedule::IteratorAnnotation;
 using schedule::State;
-using schedule::Target;
 using ::testing::HasSubstr;
 
 std::vector<testing::Workload> AnnotationWorkloads() {

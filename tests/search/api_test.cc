@@ -92,17 +92,17 @@ std::string WriteLog(const std::string& name, const std::vector<MeasureRecord>& 
 }
 
 TEST(ApiTest, TaskRejectsAnUnbuildableWorkload) {
-  EXPECT_THAT(Task::Create("matmul", {{4, 3}, {5, 2}}, schedule::Target::HostCpu()),
+  EXPECT_THAT(Task::Create("matmul", {{4, 3}, {5, 2}}, Target::HostCpu()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("matmul 4x3 5x2")));
-  EXPECT_THAT(Task::Create("no_such_op", {{4}}, schedule::Target::HostCpu()),
+  EXPECT_THAT(Task::Create("no_such_op", {{4}}, Target::HostCpu()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no_such_op")));
-  absl::StatusOr<Task> ok = Task::Create("matmul", {{4, 3}, {3, 2}}, schedule::Target::HostCpu());
+  absl::StatusOr<Task> ok = Task::Create("matmul", {{4, 3}, {3, 2}}, Target::HostCpu());
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->ToString(), "matmul 4x3 3x2 float32 on cpu");
 }
 
 TEST(ApiTest, TargetsParseAndDefaultToTheCpuWithoutADriver) {
-  absl::StatusOr<schedule::Target> sm80 = TargetFromString("cuda -arch=sm_80");
+  absl::StatusOr<Target> sm80 = TargetFromString("cuda -arch=sm_80");
   ASSERT_TRUE(sm80.ok()) << sm80.status();
   EXPECT_TRUE(sm80->is_gpu());
   EXPECT_EQ(sm80->arch, "sm_80");
@@ -110,7 +110,7 @@ TEST(ApiTest, TargetsParseAndDefaultToTheCpuWithoutADriver) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown target 'tpu'")));
   ScopedEnv no_driver("TILESEARCH_CUDA_DRIVER", "/nonexistent/libcuda.so.1");
   EXPECT_FALSE(DefaultTarget().is_gpu());
-  absl::StatusOr<schedule::Target> automatic = TargetFromString("auto");
+  absl::StatusOr<Target> automatic = TargetFromString("auto");
   ASSERT_TRUE(automatic.ok()) << automatic.status();
   EXPECT_EQ(automatic->ToString(), "cpu");
 }
@@ -121,7 +121,7 @@ TEST(ApiTest, BestRecordRunsOnHostDataAndComputesTheMatmul) {
   const std::string log = WriteLog(
       "two.jsonl", {RecordOf(kCpuTiled, 0, 3.0, /*use_steps=*/false), RecordOf(kCpuTiled, 1, 1.0)});
   absl::StatusOr<Task> task =
-      Task::Create("matmul", {{kN, kN}, {kN, kN}}, schedule::Target::HostCpu());
+      Task::Create("matmul", {{kN, kN}, {kN, kN}}, Target::HostCpu());
   ASSERT_TRUE(task.ok()) << task.status();
   absl::StatusOr<HistoryBest> best = ApplyHistoryBest(log, *task);
   ASSERT_TRUE(best.ok()) << best.status();
@@ -178,7 +178,7 @@ TEST(ApiTest, CudaKernelWithoutADriverFailsToLoadWithTheReason) {
 
 TEST(ApiTest, TuneFillsTheLogToTheBudget) {
   absl::StatusOr<Task> task =
-      Task::Create("matmul", {{16, 16}, {16, 16}}, schedule::Target::HostCpu());
+      Task::Create("matmul", {{16, 16}, {16, 16}}, Target::HostCpu());
   ASSERT_TRUE(task.ok()) << task.status();
   TuneOptions options;
   options.trials = 3;

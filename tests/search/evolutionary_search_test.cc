@@ -32,7 +32,6 @@ namespace {
 
 using schedule::State;
 using testing::FeatureSumModel;
-using schedule::Target;
 using ::testing::HasSubstr;
 using ::tilesearch::testing::StatusIs;
 

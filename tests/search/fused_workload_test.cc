@@ -202,7 +202,7 @@ TEST(FusedSketches, FusedTasksGetSketchesWhoseProgramsLowerAndMatchTheReference)
     ASSERT_TRUE(w.is_fused()) << name;
     absl::StatusOr<ir::ComputeDAG> dag = w.Build();
     ASSERT_THAT(dag.status(), IsOk());
-    for (const schedule::Target& target : {schedule::Target::HostCpu(), schedule::Target::H200()}) {
+    for (const Target& target : {Target::HostCpu(), Target::H200()}) {
       SCOPED_TRACE(name + " on " + target.ToString());
       absl::StatusOr<std::vector<schedule::State>> sketches = GenerateSketches(*dag, target);
       ASSERT_THAT(sketches.status(), IsOk());
@@ -226,7 +226,7 @@ TEST(FusedSketches, CudaRecordsOfFusedTasksCompileToPtx) {
   const std::vector<schedule::Workload> workloads = {
       TaskWorkloadNamed(DenseBiasRelu(64, 32, 48), "dense_add_relu"),
       TaskWorkloadNamed(LayerNormAdd(), "layernorm_add")};
-  const schedule::Target h200 = schedule::Target::H200();
+  const Target h200 = Target::H200();
   for (const schedule::Workload& w : workloads) {
     SCOPED_TRACE(w.ToString());
     absl::StatusOr<ir::ComputeDAG> dag = w.Build();
@@ -283,7 +283,7 @@ TEST(FusedTune, CpuTuneOfDenseBiasReluReplaysIntoAKernelMatchingTheGraph) {
   absl::StatusOr<schedule::Workload> w = TaskWorkload(g, *p, 0);
   ASSERT_THAT(w.status(), IsOk());
   ASSERT_TRUE(w->is_fused());
-  const schedule::Target cpu = schedule::Target::HostCpu();
+  const Target cpu = Target::HostCpu();
 
   const std::string log = tilesearch::testing::ScratchPath("fused.jsonl");
   absl::StatusOr<TuneResult> tuned = Tune(*w, cpu, SmallTune(log, 16, 8));
@@ -362,7 +362,7 @@ TEST(FusedArtifact, UnscheduledCpuRecordWithScratchBuffersRechecksAndWritesItsHe
   MeasureRecord record;
   record.workload = *w;
   record.workload_key = w->Build()->WorkloadKey();
-  record.target = schedule::Target::HostCpu();
+  record.target = Target::HostCpu();
   record.result.timing.median_ms = 1.0;
   absl::StatusOr<KernelArtifact> artifact = BuildKernel(record);
   ASSERT_THAT(artifact.status(), IsOk());
@@ -387,7 +387,7 @@ TEST(FusedTask, FromWorkloadRefusesAWorkloadThatDoesNotBuild) {
   w.op = schedule::kFusedWorkloadOp;
   w.args.shapes = {{4, 8}, {6, 9}};
   w.nodes = {{"dense", {{false, 0}, {false, 1}}, {}}};
-  EXPECT_THAT(Task::FromWorkload(w, schedule::Target::HostCpu()),
+  EXPECT_THAT(Task::FromWorkload(w, Target::HostCpu()),
               tilesearch::testing::StatusIs(
                   absl::StatusCode::kInvalidArgument,
                   HasSubstr("workload fused[dense(p0,p1)] 4x8 6x9 float32: fused workload: "
@@ -414,7 +414,7 @@ TEST(FusedTune, TaskSchedulerTunesAGraphWithAFusedTaskIntoOneLogAndResumes) {
   EXPECT_EQ(workloads[1].op, "softmax");
 
   const std::string log = tilesearch::testing::ScratchPath("graph.jsonl");
-  const schedule::Target cpu = schedule::Target::HostCpu();
+  const Target cpu = Target::HostCpu();
   const std::vector<SchedulerTask> tasks = SchedulerTasksOf(*p);
   TaskSchedulerOptions options;
   options.trials = 6;

@@ -20,14 +20,13 @@
 #include "gtest/gtest.h"
 #include "ir/graph.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/launch_info.h"
 #include "schedule/lower.h"
 #include "schedule/naive_gpu.h"
 #include "search/log_io.h"
 #include "search/partition.h"
 #include "search/task_scheduler.h"
 #include "search/task_scheduler_tuner.h"
-#include "tests/runtime/cuda_device_test_util.h"
+#include "tests/measure/cuda_device_test_util.h"
 #include "tests/search/scratch_dir.h"
 
 namespace tilesearch::search {
@@ -99,7 +98,7 @@ TEST(GraphExecutorTest, UnscheduledKernelsComputeTheGraphFusedAndUnfused) {
     SCOPED_TRACE(fuse ? "fused" : "unfused");
     const GraphPartition p = Partition(g, fuse);
     absl::StatusOr<std::unique_ptr<GraphExecutor>> exec =
-        GraphExecutor::CreateUnscheduled(g, p, schedule::Target::HostCpu(), OneThread());
+        GraphExecutor::CreateUnscheduled(g, p, Target::HostCpu(), OneThread());
     ASSERT_TRUE(exec.ok()) << exec.status();
     absl::StatusOr<ir::BufferMap> out = (*exec)->Run(inputs);
     ASSERT_TRUE(out.ok()) << out.status();
@@ -125,7 +124,7 @@ TEST(GraphExecutorTest, EqualSubgraphsShareOneTaskAndBindTheirOwnBuffers) {
   ASSERT_EQ(p.tasks[0].name, "dense");
   ASSERT_EQ(p.tasks[0].weight, 2);
   absl::StatusOr<std::unique_ptr<GraphExecutor>> exec =
-      GraphExecutor::CreateUnscheduled(g, p, schedule::Target::HostCpu(), OneThread());
+      GraphExecutor::CreateUnscheduled(g, p, Target::HostCpu(), OneThread());
   ASSERT_TRUE(exec.ok()) << exec.status();
   EXPECT_EQ((*exec)->tasks()[0].weight, 2);
   // Buffers: x, w1, w2, bias, both denses, the first add, relu, the output; float32.
@@ -142,7 +141,7 @@ TEST(GraphExecutorTest, CheckComparesWithTheInterpreterAndTheUnscheduledProgram)
   const ir::Graph g = TwoDenseGraph();
   const GraphPartition p = Partition(g, /*fuse=*/true);
   absl::StatusOr<std::unique_ptr<GraphExecutor>> exec =
-      GraphExecutor::CreateUnscheduled(g, p, schedule::Target::HostCpu(), OneThread());
+      GraphExecutor::CreateUnscheduled(g, p, Target::HostCpu(), OneThread());
   ASSERT_TRUE(exec.ok()) << exec.status();
   for (GraphReference ref : {GraphReference::kInterpreter, GraphReference::kUnscheduled}) {
     absl::StatusOr<GraphCheck> check = (*exec)->Check({.reference = ref});
@@ -157,7 +156,7 @@ TEST(GraphExecutorTest, TimeReportsEveryTaskWithItsWeightAndShare) {
   const ir::Graph g = TwoDenseGraph();
   const GraphPartition p = Partition(g, /*fuse=*/false);
   absl::StatusOr<std::unique_ptr<GraphExecutor>> exec =
-      GraphExecutor::CreateUnscheduled(g, p, schedule::Target::HostCpu(), OneThread());
+      GraphExecutor::CreateUnscheduled(g, p, Target::HostCpu(), OneThread());
   ASSERT_TRUE(exec.ok()) << exec.status();
   ASSERT_TRUE((*exec)->SetInputs(ir::MakeRandomGraphInputs(g, 1)).ok());
   runtime::TimingOptions timing;
@@ -190,7 +189,7 @@ TEST(GraphExecutorTest, TimeReportsEveryTaskWithItsWeightAndShare) {
 TEST(GraphExecutorTest, MissingLogOrRecordIsNotFoundNamingTheTaskAndKey) {
   const ir::Graph g = TwoDenseGraph();
   const GraphPartition p = Partition(g, /*fuse=*/false);
-  const schedule::Target cpu = schedule::Target::HostCpu();
+  const Target cpu = Target::HostCpu();
   EXPECT_THAT(GraphExecutor::Create(g, p, tilesearch::testing::ScratchPath("none.jsonl"), cpu),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("does not exist")));
   const std::string log = EmptyLog();
@@ -214,7 +213,7 @@ TEST(GraphExecutorTest, RunningWithoutInputsOrWithWrongOnesIsAnError) {
   const ir::Graph g = TwoDenseGraph();
   const GraphPartition p = Partition(g, /*fuse=*/true);
   absl::StatusOr<std::unique_ptr<GraphExecutor>> exec =
-      GraphExecutor::CreateUnscheduled(g, p, schedule::Target::HostCpu(), OneThread());
+      GraphExecutor::CreateUnscheduled(g, p, Target::HostCpu(), OneThread());
   ASSERT_TRUE(exec.ok()) << exec.status();
   EXPECT_THAT((*exec)->Execute(),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("inputs not set")));
@@ -237,7 +236,7 @@ TEST(GraphExecutorTest, BuffersBeyondHostMemoryAreResourceExhaustedNotACrash) {
   g.MarkOutput(g.Relu(g.Input("x", {int64_t{1} << 20, int64_t{1} << 19})));
   ASSERT_TRUE(g.Validate().ok()) << g.Validate();
   const GraphPartition p = Partition(g, /*fuse=*/true);
-  EXPECT_THAT(GraphExecutor::CreateUnscheduled(g, p, schedule::Target::HostCpu(), OneThread()),
+  EXPECT_THAT(GraphExecutor::CreateUnscheduled(g, p, Target::HostCpu(), OneThread()),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        ::testing::AllOf(HasSubstr("4096.00 GiB"), HasSubstr("host memory"))));
 }
@@ -248,7 +247,7 @@ TEST(GraphExecutorTest, APartitionOfAnotherGraphIsRefusedAtItsKernelParameters) 
   const ir::Graph small = TwoDenseGraph(kK);
   const ir::Graph wide = TwoDenseGraph(2 * kK);
   const GraphPartition p = Partition(small, /*fuse=*/false);
-  EXPECT_THAT(GraphExecutor::CreateUnscheduled(wide, p, schedule::Target::HostCpu(), OneThread()),
+  EXPECT_THAT(GraphExecutor::CreateUnscheduled(wide, p, Target::HostCpu(), OneThread()),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("task 0 ('dense'): kernel parameter 0")));
 }
@@ -273,7 +272,7 @@ absl::Status TuneAllTasks(const ir::Graph& g, const GraphPartition& p, const std
   tune.model_threads = 1;
   tune.quiet = true;
   ASSIGN_OR_RETURN(std::unique_ptr<TunerTaskRunner> runner,
-                   TunerTaskRunner::Create(workloads, schedule::Target::HostCpu(), tune));
+                   TunerTaskRunner::Create(workloads, Target::HostCpu(), tune));
   TaskSchedulerOptions sched;
   sched.trials = static_cast<int64_t>(2 * p.tasks.size());
   sched.per_round = 2;
@@ -286,7 +285,7 @@ absl::Status TuneAllTasks(const ir::Graph& g, const GraphPartition& p, const std
 // The executor on a log the scheduler wrote: every task runs the log's best valid record, the
 // outputs match the loops and the check passes.
 void ExpectTunedGraphComputes(const ir::Graph& g, const GraphPartition& p, const std::string& log) {
-  const schedule::Target cpu = schedule::Target::HostCpu();
+  const Target cpu = Target::HostCpu();
   absl::StatusOr<std::unique_ptr<GraphExecutor>> exec =
       GraphExecutor::Create(g, p, log, cpu, OneThread());
   ASSERT_TRUE(exec.ok()) << exec.status();
@@ -334,7 +333,7 @@ TEST(GraphExecutorTest, TunedFusedKernelsFromTheSchedulersLogComputeTheGraph) {
 // every task of the three model layers, fused and unfused, at full size, lowered with the naive
 // GPU schedule and compiled to PTX (loading needs a device).
 TEST(GraphExecutorCudaTest, UnscheduledGpuKernelsOfTheModelLayersCompileToPtx) {
-  const schedule::Target h200 = schedule::Target::H200();
+  const Target h200 = Target::H200();
   for (const std::string& model : models::ModelNames()) {
     absl::StatusOr<ir::Graph> g = models::BuildModel(model);
     ASSERT_TRUE(g.ok()) << g.status();
@@ -346,7 +345,7 @@ TEST(GraphExecutorCudaTest, UnscheduledGpuKernelsOfTheModelLayersCompileToPtx) {
         absl::StatusOr<schedule::LoweredKernel> lowered = schedule::Lower(task.dag, *state, h200);
         ASSERT_TRUE(lowered.ok()) << lowered.status();
         absl::StatusOr<codegen::GpuModule> module =
-            codegen::CompileToPtx(lowered->nest, runtime::ToLaunchInfos(lowered->launches));
+            codegen::CompileToPtx(lowered->nest, lowered->launches);
         ASSERT_TRUE(module.ok()) << module.status();
         EXPECT_GE(module->kernels.size(), 1u);
       }
@@ -357,15 +356,15 @@ TEST(GraphExecutorCudaTest, UnscheduledGpuKernelsOfTheModelLayersCompileToPtx) {
 TEST(GraphExecutorCudaTest, WithoutADriverCreationFailsBeforeCompiling) {
   if (runtime::CudaDriver::Load().ok()) GTEST_SKIP() << "a CUDA driver is present";
   const ir::Graph g = TwoDenseGraph();
-  EXPECT_THAT(GraphExecutor::CreateUnscheduled(g, Partition(g, true), schedule::Target::H200()),
+  EXPECT_THAT(GraphExecutor::CreateUnscheduled(g, Partition(g, true), Target::H200()),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no CUDA driver")));
 }
 
 TEST(GraphExecutorCudaTest, UnscheduledKernelsOnTheDeviceMatchTheLoops) {
   TS_SKIP_WITHOUT_DEVICE();
-  runtime::testing_util::RunForked([] {
+  measure::testing_util::RunForked([] {
     const ir::Graph g = TwoDenseGraph();
-    const schedule::Target gpu = runtime::TargetFromDevice(*runtime::testing_util::ProbedDevice());
+    const Target gpu = runtime::TargetFromDevice(*measure::testing_util::ProbedDevice());
     absl::StatusOr<std::unique_ptr<GraphExecutor>> exec =
         GraphExecutor::CreateUnscheduled(g, Partition(g, true), gpu);
     ASSERT_TRUE(exec.ok()) << exec.status();

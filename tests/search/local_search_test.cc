@@ -48,7 +48,6 @@ using schedule::PragmaStep;
 using schedule::SplitStep;
 using schedule::State;
 using schedule::Step;
-using schedule::Target;
 using ::testing::HasSubstr;
 using tilesearch::testing::IsOk;
 using tilesearch::testing::StatusIs;

@@ -54,8 +54,8 @@ void AppendRaw(const std::string& path, const std::string& text) {
 
 // A matmul 32x16 · 16x8 trial on the H200 target: median `median_ms` (ms) when `error` is kNone.
 MeasureRecord Trial(int64_t trial, double median_ms,
-                    runtime::MeasureError error = runtime::MeasureError::kNone,
-                    const schedule::Target& target = schedule::Target::H200()) {
+                    measure::MeasureError error = measure::MeasureError::kNone,
+                    const Target& target = Target::H200()) {
   MeasureRecord r;
   r.workload_key = kKey;
   r.workload.op = "matmul";
@@ -64,7 +64,7 @@ MeasureRecord Trial(int64_t trial, double median_ms,
   r.device_name = target.is_gpu() ? "NVIDIA H200" : "host";
   r.steps = {schedule::SplitStep{2, 0, 32, {trial % 7 + 1}, true}};
   r.result.error = error;
-  if (error == runtime::MeasureError::kNone) {
+  if (error == measure::MeasureError::kNone) {
     r.result.costs_s = {median_ms * 1e-3};
     r.result.timing.runs = 1;
     r.result.timing.median_ms = median_ms;
@@ -85,7 +85,7 @@ std::vector<MeasureRecord> Round(int64_t first_trial, int n) {
 
 // The round line of trials first_trial .. first_trial + n - 1 with hand-picked values.
 RoundRecord RoundLine(int64_t round, int64_t first_trial, int n,
-                      const schedule::Target& target = schedule::Target::H200()) {
+                      const Target& target = Target::H200()) {
   RoundRecord r;
   r.workload_key = kKey;
   r.target = target;
@@ -123,7 +123,7 @@ std::vector<int64_t> TrialsOf(const std::vector<MeasureRecord>& records) {
 TEST(LogIoTest, WrittenRecordsReadBackEqual) {
   const std::string path = TempLog("roundtrip.jsonl");
   std::vector<MeasureRecord> written = {
-      Trial(0, 0.25), Trial(1, 0, runtime::MeasureError::kRunTimeout), Trial(2, 0.125)};
+      Trial(0, 0.25), Trial(1, 0, measure::MeasureError::kRunTimeout), Trial(2, 0.125)};
   {
     absl::StatusOr<LogWriter> w = LogWriter::Open(path);
     ASSERT_THAT(w, IsOk());
@@ -201,7 +201,7 @@ TEST(LogIoTest, GarbageAndMalformedLinesAreSkippedWithTheirLineNumbers) {
   const std::string path = TempLog("garbage.jsonl");
   json wrong_type = MeasureRecordToJson(Trial(1, 2.0));
   wrong_type["trial"] = "one";
-  json unknown_error = MeasureRecordToJson(Trial(2, 0, runtime::MeasureError::kWrongAnswer));
+  json unknown_error = MeasureRecordToJson(Trial(2, 0, measure::MeasureError::kWrongAnswer));
   unknown_error["result"]["error"] = "melted";
   json bad_step = MeasureRecordToJson(Trial(3, 2.0));
   bad_step["steps"][0] = json::parse(R"(["SP", "two"])");
@@ -243,19 +243,19 @@ TEST(LogIoTest, NewerFormatVersionFailsTheRead) {
 
 TEST(LogIoTest, RecordsOfOtherTargetsAreDroppedAndCounted) {
   const std::string path = TempLog("targets.jsonl");
-  schedule::Target sm80 = schedule::Target::H200();
+  Target sm80 = Target::H200();
   sm80.arch = "sm_80";
-  schedule::Target h200_other_limits = schedule::Target::H200();
+  Target h200_other_limits = Target::H200();
   h200_other_limits.sm_count = 114;  // limits differ, kind and arch match: kept
   absl::StatusOr<LogWriter> w = LogWriter::Open(path);
   ASSERT_THAT(w, IsOk());
-  ASSERT_THAT(w->Append({Trial(0, 1.0), Trial(1, 1.0, runtime::MeasureError::kNone, sm80),
-                         Trial(2, 1.0, runtime::MeasureError::kNone, schedule::Target::HostCpu()),
-                         Trial(3, 1.0, runtime::MeasureError::kNone, h200_other_limits),
-                         Trial(4, 1.0, runtime::MeasureError::kNone, sm80)}),
+  ASSERT_THAT(w->Append({Trial(0, 1.0), Trial(1, 1.0, measure::MeasureError::kNone, sm80),
+                         Trial(2, 1.0, measure::MeasureError::kNone, Target::HostCpu()),
+                         Trial(3, 1.0, measure::MeasureError::kNone, h200_other_limits),
+                         Trial(4, 1.0, measure::MeasureError::kNone, sm80)}),
               IsOk());
   ReadOptions options;
-  options.target = schedule::Target::H200();
+  options.target = Target::H200();
   absl::StatusOr<LogContents> read = ReadLog(path, options);
   ASSERT_THAT(read, IsOk());
   EXPECT_THAT(TrialsOf(read->records), ElementsAre(0, 3));
@@ -336,10 +336,10 @@ TEST(LogIoTest, AppendingAnEmptyRoundWritesNothing) {
 }
 
 TEST(BestRecordTest, PicksTheSmallestValidMedian) {
-  schedule::Target cpu = schedule::Target::HostCpu();
+  Target cpu = Target::HostCpu();
   const std::vector<MeasureRecord> records = {
-      Trial(0, 0.9), Trial(1, 0.3, runtime::MeasureError::kWrongAnswer),  // fastest but wrong
-      Trial(2, 0.5), Trial(3, 0.2, runtime::MeasureError::kNone, cpu),    // another target
+      Trial(0, 0.9), Trial(1, 0.3, measure::MeasureError::kWrongAnswer),  // fastest but wrong
+      Trial(2, 0.5), Trial(3, 0.2, measure::MeasureError::kNone, cpu),    // another target
       Trial(4, 0.4), Trial(5, 0.4),                                       // tie: the first wins
       Trial(6, 0.7),
   };
@@ -347,7 +347,7 @@ TEST(BestRecordTest, PicksTheSmallestValidMedian) {
   with_other_key.push_back(Trial(7, 0.1));
   with_other_key.back().workload_key = "ffffffffffffffff";  // another workload
   // Reference: the minimum over the valid H200 records of this key, by hand: trial 4 (0.4 ms).
-  absl::StatusOr<MeasureRecord> best = BestRecord(with_other_key, kKey, schedule::Target::H200());
+  absl::StatusOr<MeasureRecord> best = BestRecord(with_other_key, kKey, Target::H200());
   ASSERT_THAT(best, IsOk());
   EXPECT_EQ(best->trial, 4);
   EXPECT_EQ(best->median_ms(), 0.4);
@@ -362,26 +362,26 @@ TEST(BestRecordTest, ExplainsWhyThereIsNone) {
   for (int i = 0; i < 64; ++i) {
     records.push_back(Trial(
         i, 0,
-        i % 16 == 3 ? runtime::MeasureError::kWrongAnswer : runtime::MeasureError::kCompileError));
+        i % 16 == 3 ? measure::MeasureError::kWrongAnswer : measure::MeasureError::kCompileError));
   }
-  EXPECT_THAT(BestRecord(records, kKey, schedule::Target::H200()),
+  EXPECT_THAT(BestRecord(records, kKey, Target::H200()),
               StatusIs(absl::StatusCode::kNotFound,
                        "no valid record for workload 00112233aabbccdd on cuda -arch=sm_90: all 64 "
                        "trials failed: 60 compile_error, 4 wrong_answer"));
-  EXPECT_THAT(BestRecord(records, "0000000000000000", schedule::Target::H200()),
+  EXPECT_THAT(BestRecord(records, "0000000000000000", Target::H200()),
               StatusIs(absl::StatusCode::kNotFound,
                        "no record for workload 0000000000000000 on cuda -arch=sm_90"));
-  EXPECT_THAT(BestRecord(records, kKey, schedule::Target::HostCpu()),
+  EXPECT_THAT(BestRecord(records, kKey, Target::HostCpu()),
               StatusIs(absl::StatusCode::kNotFound,
                        HasSubstr("no record for workload 00112233aabbccdd on cpu; the log has its "
                                  "records on other targets: 64 on cuda -arch=sm_90")));
-  EXPECT_THAT(BestRecord({}, kKey, schedule::Target::H200()),
+  EXPECT_THAT(BestRecord({}, kKey, Target::H200()),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("no record")));
 }
 
 TEST(SummarizeLogTest, CountsBestAndBestSoFarCurve) {
-  const auto wrong = runtime::MeasureError::kWrongAnswer;
-  const auto compile = runtime::MeasureError::kCompileError;
+  const auto wrong = measure::MeasureError::kWrongAnswer;
+  const auto compile = measure::MeasureError::kCompileError;
   std::vector<MeasureRecord> records = {Trial(0, 0, compile), Trial(1, 2.0), Trial(2, 0, wrong),
                                         Trial(3, 0.5),        Trial(4, 1.0), Trial(5, 0, compile)};
   MeasureRecord other = Trial(0, 3.0);
@@ -459,7 +459,7 @@ TEST(LogIoTest, RoundLinesFollowTheirRecordsAndReadBack) {
   EXPECT_EQ(got.trials, 3);
   EXPECT_EQ(got.valid, 3);
   EXPECT_EQ(got.workload_key, kKey);
-  EXPECT_TRUE(SameTarget(got.target, schedule::Target::H200()));
+  EXPECT_TRUE(SameTarget(got.target, Target::H200()));
   EXPECT_EQ(got.model, "xgboost");
   EXPECT_TRUE(got.model_trained);
   EXPECT_EQ(got.train_samples, 3);
@@ -488,14 +488,14 @@ TEST(LogIoTest, RoundLinesAreFilteredLikeRecords) {
     ASSERT_THAT(w, IsOk());
     ASSERT_THAT(w->Append(Round(0, 2), RoundLine(1, 0, 2)), IsOk());
     std::vector<MeasureRecord> cpu = {
-        Trial(0, 1.0, runtime::MeasureError::kNone, schedule::Target::HostCpu())};
-    ASSERT_THAT(w->Append(cpu, RoundLine(1, 0, 1, schedule::Target::HostCpu())), IsOk());
+        Trial(0, 1.0, measure::MeasureError::kNone, Target::HostCpu())};
+    ASSERT_THAT(w->Append(cpu, RoundLine(1, 0, 1, Target::HostCpu())), IsOk());
     RoundRecord other_key = RoundLine(2, 2, 2);
     other_key.workload_key = "ffffffffffffffff";
     ASSERT_THAT(w->Append({}, other_key), IsOk());
   }
   ReadOptions h200;
-  h200.target = schedule::Target::H200();
+  h200.target = Target::H200();
   absl::StatusOr<LogContents> read = ReadLog(path, h200);
   ASSERT_THAT(read, IsOk());
   ASSERT_THAT(read->rounds, SizeIs(2));
@@ -576,7 +576,7 @@ TEST(SummarizeLogTest, RoundsJoinTheirWorkloadAndNinetyPercentTrialIsFound) {
   // first reached by the best itself at trial count 5 (1.2 ms is only 83%).
   std::vector<MeasureRecord> records = {Trial(0, 4.0), Trial(1, 2.0), Trial(2, 1.2), Trial(3, 3.0),
                                         Trial(4, 1.0)};
-  RoundRecord foreign = RoundLine(1, 0, 5, schedule::Target::HostCpu());
+  RoundRecord foreign = RoundLine(1, 0, 5, Target::HostCpu());
   const std::vector<WorkloadSummary> s =
       SummarizeLog(records, {RoundLine(1, 0, 3), foreign, RoundLine(2, 3, 2)});
   ASSERT_THAT(s, SizeIs(1));

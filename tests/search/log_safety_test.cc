@@ -54,7 +54,7 @@ void WriteText(const std::string& path, const std::string& text) {
 // given median, claiming `key`.
 MeasureRecord Record(const schedule::Workload& workload, const std::string& key, int64_t trial,
                      double median_ms) {
-  MeasureRecord r = TimedRecord(workload, key, schedule::Target::HostCpu(), trial, median_ms);
+  MeasureRecord r = TimedRecord(workload, key, Target::HostCpu(), trial, median_ms);
   r.device_name = "host";
   r.seed = 1;
   return r;
@@ -194,7 +194,7 @@ TEST(LogSafetyTest, ApplyHistoryBestSkipsAnInconsistentBestAndPicksTheNextValidR
   WriteText(path, Lines({Record(Matmul(16), key16, 0, 3.0), Record(Matmul(8), key16, 1, 0.5),
                          Record(Matmul(16), key16, 2, 2.0)}));
   absl::StatusOr<ReplayedRecord> best =
-      ApplyHistoryBest(path, Matmul(16), schedule::Target::HostCpu());
+      ApplyHistoryBest(path, Matmul(16), Target::HostCpu());
   ASSERT_THAT(best, IsOk());
   EXPECT_EQ(best->record.trial, 2);  // the fastest of trials 0 (3 ms) and 2 (2 ms)
   ASSERT_THAT(best->warnings, SizeIs(1));
@@ -208,10 +208,10 @@ TEST(LogSafetyTest, TargetFilterWarningCanBeTurnedOffAndTheCountStays) {
   const std::string path = Scratch("two_targets.jsonl");
   const std::string key = KeyOf(Matmul(16));
   MeasureRecord gpu = Record(Matmul(16), key, 0, 1.0);
-  gpu.target = schedule::Target::H200();
+  gpu.target = Target::H200();
   WriteText(path, Lines({gpu, Record(Matmul(16), key, 0, 2.0)}));
   ReadOptions cpu;
-  cpu.target = schedule::Target::HostCpu();
+  cpu.target = Target::HostCpu();
   absl::StatusOr<LogContents> read = ReadLog(path, cpu);
   ASSERT_THAT(read, IsOk());
   EXPECT_THAT(read->warnings, ElementsAre(HasSubstr("records of other targets")));

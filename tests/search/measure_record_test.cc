@@ -54,7 +54,7 @@ MeasureRecord ValidRecord() {
   r.workload.op = "matmul";
   r.workload.args.shapes = {{64, 48}, {48, 32}};
   r.workload.args.attrs = {{"transpose_b", "false"}};
-  r.target.kind = schedule::TargetKind::kCuda;
+  r.target.kind = TargetKind::kCuda;
   r.target.arch = "sm_80";
   r.target.max_threads_per_block = 512;
   r.target.max_shared_memory_per_block = 40000;
@@ -96,7 +96,7 @@ MeasureRecord ValidRecord() {
   return r;
 }
 
-void ExpectSameTarget(const schedule::Target& a, const schedule::Target& b) {
+void ExpectSameTarget(const Target& a, const Target& b) {
   EXPECT_EQ(a.kind, b.kind);
   EXPECT_EQ(a.arch, b.arch);
   EXPECT_EQ(a.max_threads_per_block, b.max_threads_per_block);
@@ -122,7 +122,7 @@ TEST(MeasureRecordJsonTest, RoundTripKeepsEveryField) {
   ExpectSameTarget(out->target, in.target);
   EXPECT_EQ(out->device_name, "NVIDIA A100-SXM4-40GB");
   EXPECT_EQ(out->steps, in.steps);
-  EXPECT_EQ(out->result.error, runtime::MeasureError::kNone);
+  EXPECT_EQ(out->result.error, measure::MeasureError::kNone);
   EXPECT_THAT(out->result.costs_s, ElementsAre(0.0005, 0.00052, 0.00049));
   EXPECT_TRUE(out->result.timing.samples_ms.empty());  // dropped to keep lines short
   EXPECT_EQ(out->result.timing.runs, 3);
@@ -157,22 +157,22 @@ TEST(MeasureRecordJsonTest, RoundTripOfAFailedTrialOnTheHost) {
   in.workload_key = "fedcba9876543210";
   in.workload.op = "softmax";
   in.workload.args.shapes = {{128, 256}};
-  in.target = schedule::Target::HostCpu();
+  in.target = Target::HostCpu();
   in.target.host_cores = 2;
   in.steps = {};
-  in.result.error = runtime::MeasureError::kCompileError;
+  in.result.error = measure::MeasureError::kCompileError;
   in.result.message = "error: \"x\" undefined\n\tat line 3 \\ tab";
   in.timestamp = "2025-01-01T00:00:00.000Z";
   in.seed = 0;
   in.trial = 0;
   absl::StatusOr<MeasureRecord> out = MeasureRecordFromLine(MeasureRecordToLine(in));
   ASSERT_THAT(out, IsOk());
-  EXPECT_EQ(out->target.kind, schedule::TargetKind::kCpu);
+  EXPECT_EQ(out->target.kind, TargetKind::kCpu);
   EXPECT_EQ(out->target.arch, "x86-64");
   EXPECT_EQ(out->target.host_cores, 2);
   EXPECT_EQ(out->device_name, "");
   EXPECT_TRUE(out->steps.empty());
-  EXPECT_EQ(out->result.error, runtime::MeasureError::kCompileError);
+  EXPECT_EQ(out->result.error, measure::MeasureError::kCompileError);
   EXPECT_EQ(out->result.message, in.result.message);
   EXPECT_FALSE(out->valid());
   EXPECT_TRUE(std::isinf(out->median_ms()));
@@ -283,7 +283,7 @@ TEST(MeasureRecordJsonTest, MalformedFieldsAreNamed) {
 TEST(RoundRecordJsonTest, LayoutNullsAndKinds) {
   RoundRecord r;
   r.workload_key = "0123456789abcdef";
-  r.target = schedule::Target::HostCpu();
+  r.target = Target::HostCpu();
   r.round = 2;
   r.first_trial = 3;
   r.trials = 2;
@@ -308,7 +308,7 @@ TEST(RoundRecordJsonTest, LayoutNullsAndKinds) {
   EXPECT_EQ(back->predicted[1], -std::numeric_limits<double>::infinity());
   EXPECT_TRUE(std::isnan(back->pairwise_accuracy));
   EXPECT_EQ(back->top_k_recall, 1);
-  EXPECT_TRUE(SameTarget(back->target, schedule::Target::HostCpu()));
+  EXPECT_TRUE(SameTarget(back->target, Target::HostCpu()));
 
   // Kinds are kept apart.
   EXPECT_THAT(MeasureRecordFromJson(j),
@@ -505,23 +505,23 @@ TEST(ThroughputTest, FlopsAndBytesPerSecondFromTheMedian) {
   // fp32 inputs 64·48 + 48·32 and output 64·32 elements, 4 bytes each.
   const double bytes = 4.0 * (64 * 48 + 48 * 32 + 64 * 32);
   EXPECT_DOUBLE_EQ(RecordBandwidth(r, *dag), bytes / 0.5e-3);
-  r.result.error = runtime::MeasureError::kWrongAnswer;
+  r.result.error = measure::MeasureError::kWrongAnswer;
   EXPECT_EQ(RecordThroughput(r, *dag), 0);
   EXPECT_EQ(RecordBandwidth(r, *dag), 0);
-  r.result.error = runtime::MeasureError::kNone;
+  r.result.error = measure::MeasureError::kNone;
   r.result.timing.median_ms = 0;  // no usable time
   EXPECT_FALSE(r.valid());
   EXPECT_EQ(RecordThroughput(r, *dag), 0);
 }
 
 TEST(SameTargetTest, KindAndArchDecideLimitsDoNot) {
-  schedule::Target a = schedule::Target::H200();
-  schedule::Target b = schedule::Target::H200();
+  Target a = Target::H200();
+  Target b = Target::H200();
   b.sm_count = 1;
   EXPECT_TRUE(SameTarget(a, b));
   b.arch = "sm_80";
   EXPECT_FALSE(SameTarget(a, b));
-  EXPECT_FALSE(SameTarget(a, schedule::Target::HostCpu()));
+  EXPECT_FALSE(SameTarget(a, Target::HostCpu()));
 }
 
 }  // namespace

@@ -23,7 +23,6 @@ namespace {
 
 using schedule::IteratorAnnotation;
 using schedule::State;
-using schedule::Target;
 using ::testing::HasSubstr;
 using tilesearch::testing::StatusIs;
 

@@ -57,13 +57,13 @@ bool HaveProgram(const std::string& name) {
 // Records.
 
 // A trial of `w` on `target` with `steps`: median `median_ms` when `error` is kNone.
-MeasureRecord Record(const schedule::Workload& w, const schedule::Target& target,
+MeasureRecord Record(const schedule::Workload& w, const Target& target,
                      std::vector<schedule::Step> steps, int64_t trial, double median_ms,
-                     runtime::MeasureError error = runtime::MeasureError::kNone) {
+                     measure::MeasureError error = measure::MeasureError::kNone) {
   MeasureRecord r = TimedRecord(w, KeyOf(w), target, trial, median_ms);
   r.steps = std::move(steps);
-  if (error != runtime::MeasureError::kNone) {
-    r.result = runtime::MeasureResult();
+  if (error != measure::MeasureError::kNone) {
+    r.result = measure::MeasureResult();
     r.result.error = error;
     r.result.message = "failed";
   }
@@ -161,7 +161,7 @@ TEST(ReplayTest, TunedCpuLogReplaysToACheckedObjectComputingTheMatmul) {
   tune.measure.timing.warmup_runs = 0;
   tune.measure.host_threads = 1;
   tune.quiet = true;
-  ASSERT_TRUE(Tune(Matmul(kN), schedule::Target::HostCpu(), tune).ok());
+  ASSERT_TRUE(Tune(Matmul(kN), Target::HostCpu(), tune).ok());
 
   // The fastest valid record, found from the log's JSON alone.
   int64_t best_trial = -1;
@@ -177,7 +177,7 @@ TEST(ReplayTest, TunedCpuLogReplaysToACheckedObjectComputingTheMatmul) {
   ASSERT_GE(best_trial, 0) << "no valid record in the tuned log";
 
   absl::StatusOr<ReplayedRecord> best =
-      ApplyHistoryBest(log, Matmul(kN), schedule::Target::HostCpu());
+      ApplyHistoryBest(log, Matmul(kN), Target::HostCpu());
   ASSERT_TRUE(best.ok()) << best.status();
   EXPECT_EQ(best->record.trial, best_trial);
   EXPECT_DOUBLE_EQ(best->record.median_ms(), best_ms);
@@ -264,8 +264,8 @@ TEST(ReplayTest, ObjectParallelLoopsGoThroughAParallelForTheProgramCanReplace) {
 // Logs without a usable record.
 
 TEST(ReplayTest, AllFailedLogGivesTheFailureCounts) {
-  using E = runtime::MeasureError;
-  const schedule::Target cpu = schedule::Target::HostCpu();
+  using E = measure::MeasureError;
+  const Target cpu = Target::HostCpu();
   const std::string log =
       WriteLog("failed.jsonl", {Record(Matmul(16), cpu, {}, 0, 0, E::kCompileError),
                                 Record(Matmul(16), cpu, {}, 1, 0, E::kWrongAnswer),
@@ -277,7 +277,7 @@ TEST(ReplayTest, AllFailedLogGivesTheFailureCounts) {
 }
 
 TEST(ReplayTest, RecordWhoseStepsNoLongerReplayIsSkippedForTheNextBest) {
-  const schedule::Target cpu = schedule::Target::HostCpu();
+  const Target cpu = Target::HostCpu();
   // Stage 9 does not exist in a matmul DAG (A, B, C).
   const std::vector<schedule::Step> broken = {schedule::SplitStep{9, 0, 16, {4}, true}};
   const std::string log = WriteLog("broken.jsonl", {Record(Matmul(16), cpu, {}, 0, 2.0),
@@ -294,7 +294,7 @@ TEST(ReplayTest, RecordWhoseStepsNoLongerReplayIsSkippedForTheNextBest) {
 }
 
 TEST(ReplayTest, WhenNoValidRecordReplaysTheBestOnesErrorNamesItsTrial) {
-  const schedule::Target cpu = schedule::Target::HostCpu();
+  const Target cpu = Target::HostCpu();
   const std::vector<schedule::Step> broken = {schedule::SplitStep{9, 0, 16, {4}, true}};
   const std::string log = WriteLog("all_broken.jsonl", {Record(Matmul(16), cpu, broken, 3, 2.0),
                                                         Record(Matmul(16), cpu, broken, 5, 1.0)});
@@ -304,18 +304,18 @@ TEST(ReplayTest, WhenNoValidRecordReplaysTheBestOnesErrorNamesItsTrial) {
 }
 
 TEST(ReplayTest, RecordOfAnotherWorkloadVersionIsRefused) {
-  MeasureRecord r = Record(Matmul(16), schedule::Target::HostCpu(), {}, 2, 1.0);
+  MeasureRecord r = Record(Matmul(16), Target::HostCpu(), {}, 2, 1.0);
   r.workload_key = "0123456789abcdef";
   EXPECT_THAT(ReplayRecord(r), StatusIs(absl::StatusCode::kInvalidArgument,
                                         HasSubstr("trial 2: workload key 0123456789abcdef")));
 }
 
 TEST(ReplayTest, MissingLogAndRecordsOnlyOnOtherTargetsAreNamed) {
-  EXPECT_THAT(ApplyHistoryBest(TempPath("absent.jsonl"), Matmul(16), schedule::Target::HostCpu()),
+  EXPECT_THAT(ApplyHistoryBest(TempPath("absent.jsonl"), Matmul(16), Target::HostCpu()),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("does not exist")));
   const std::string log = CudaLog("gpu_only.jsonl");
   absl::StatusOr<ReplayedRecord> best =
-      ApplyHistoryBest(log, CudaMatmulSchedule().workload, schedule::Target::HostCpu());
+      ApplyHistoryBest(log, CudaMatmulSchedule().workload, Target::HostCpu());
   EXPECT_THAT(best, StatusIs(absl::StatusCode::kNotFound, HasSubstr("no record for workload")));
   EXPECT_THAT(best, StatusIs(absl::StatusCode::kNotFound, HasSubstr("2 on cuda -arch=sm_90")));
 }

@@ -12,8 +12,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "runtime/measure.h"
-#include "schedule/target.h"
+#include "measure/measure.h"
+#include "base/target.h"
 #include "search/log_io.h"
 #include "search/tuner.h"
 #include "tests/search/scratch_dir.h"
@@ -66,7 +66,7 @@ std::vector<int64_t> RoundNumbers(const std::string& path) {
 // Tunes 2 rounds into a fresh log and returns its path.
 std::string TwoRoundLog(const std::string& name) {
   const std::string log = ::tilesearch::testing::ScratchPath(name);
-  absl::StatusOr<TuneResult> first = Tune(Matmul16(), schedule::Target::HostCpu(), SmallTune(log, 4));
+  absl::StatusOr<TuneResult> first = Tune(Matmul16(), Target::HostCpu(), SmallTune(log, 4));
   EXPECT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(RoundNumbers(log), (std::vector<int64_t>{1, 2}));
   return log;
@@ -87,7 +87,7 @@ TEST(ResumeRoundNumbersTest, CorruptFirstRoundLineIsNotRenumbered) {
   ASSERT_EQ(read->corrupt_lines, 1);
   ASSERT_EQ(read->rounds.size(), 1u);
 
-  ASSERT_TRUE(Tune(Matmul16(), schedule::Target::HostCpu(), SmallTune(log, 6)).ok());
+  ASSERT_TRUE(Tune(Matmul16(), Target::HostCpu(), SmallTune(log, 6)).ok());
   const std::vector<int64_t> numbers = RoundNumbers(log);
   ASSERT_EQ(numbers.size(), 3u);
   EXPECT_EQ(std::set<int64_t>(numbers.begin(), numbers.end()).size(), 3u) << numbers[2];
@@ -106,7 +106,7 @@ TEST(ResumeRoundNumbersTest, CorruptLastRoundLineIsNotRenumbered) {
   lines[at] = j.dump();
   WriteLines(log, lines);
 
-  ASSERT_TRUE(Tune(Matmul16(), schedule::Target::HostCpu(), SmallTune(log, 6)).ok());
+  ASSERT_TRUE(Tune(Matmul16(), Target::HostCpu(), SmallTune(log, 6)).ok());
   const std::vector<int64_t> numbers = RoundNumbers(log);
   ASSERT_EQ(numbers.size(), 3u);
   EXPECT_EQ(numbers[2], 3);  // one past the skipped line's round 2
@@ -124,7 +124,7 @@ TEST(ResumeRoundNumbersTest, TruncatedLastRoundLineIsCounted) {
   ASSERT_NE(lines[at].find("\"kind\":\"round\""), std::string::npos) << lines[at];
   WriteLines(log, lines);
 
-  ASSERT_TRUE(Tune(Matmul16(), schedule::Target::HostCpu(), SmallTune(log, 6)).ok());
+  ASSERT_TRUE(Tune(Matmul16(), Target::HostCpu(), SmallTune(log, 6)).ok());
   const std::vector<int64_t> numbers = RoundNumbers(log);
   ASSERT_EQ(numbers, (std::vector<int64_t>{1, 3}));  // the truncated one was 2
 }

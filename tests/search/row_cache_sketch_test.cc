@@ -24,7 +24,6 @@ namespace {
 
 using schedule::ComputeLocation;
 using schedule::State;
-using schedule::Target;
 using tilesearch::testing::IsOk;
 
 // The sketches with an "X.shared" stage.

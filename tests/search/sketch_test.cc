@@ -26,7 +26,6 @@ using schedule::IteratorAnnotation;
 using schedule::IteratorKind;
 using schedule::Stage;
 using schedule::State;
-using schedule::Target;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 

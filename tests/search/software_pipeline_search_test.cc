@@ -26,7 +26,6 @@ namespace {
 
 using schedule::State;
 using schedule::Step;
-using schedule::Target;
 using tilesearch::testing::IsOk;
 
 // Indices of the software_pipeline pragmas of a step list.

@@ -94,7 +94,7 @@ TEST(TunerTaskRunnerTest, SchedulesTwoCpuTasksIntoOneLogAndResumesFromIt) {
     workloads.push_back(*w);
   }
   const std::vector<SchedulerTask> tasks = SchedulerTasksOf(*partition);
-  const schedule::Target cpu = schedule::Target::HostCpu();
+  const Target cpu = Target::HostCpu();
 
   TaskSchedulerOptions options;
   options.trials = 4;

@@ -37,7 +37,8 @@
 #include "ir/interpreter.h"
 #include "ir/lower_naive.h"
 #include "ir/reference.h"
-#include "runtime/measure.h"
+#include "measure/measure.h"
+#include "measure/runner.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
@@ -63,8 +64,8 @@ schedule::Workload Matmul64() {
   return w;
 }
 
-runtime::MeasureOptions FastMeasure() {
-  runtime::MeasureOptions m;
+measure::MeasureOptions FastMeasure() {
+  measure::MeasureOptions m;
   m.timing.min_runs = 3;
   m.timing.min_total_ms = 1;
   m.timing.warmup_runs = 1;
@@ -171,7 +172,7 @@ class TunedMatmulTest : public ::testing::Test {
 
   static void SetUpTestSuite() {
     log_ = new std::string(TempLog("tune"));
-    const schedule::Target target = schedule::Target::HostCpu();
+    const Target target = Target::HostCpu();
     first_ = new absl::StatusOr<TuneResult>(Tune(Matmul64(), target, JobOptions(kTrials)));
     first_records_ = new std::vector<MeasureRecord>(ReadAll(*log_));
     resumed_ = new absl::StatusOr<TuneResult>(Tune(Matmul64(), target, JobOptions(kResumed)));
@@ -198,7 +199,7 @@ absl::StatusOr<TuneResult>* TunedMatmulTest::resumed_ = nullptr;
 absl::StatusOr<TuneResult>* TunedMatmulTest::again_ = nullptr;
 
 TEST_F(TunedMatmulTest, BestIsCorrectAndFasterThanNaive) {
-  const schedule::Target target = schedule::Target::HostCpu();
+  const Target target = Target::HostCpu();
   ASSERT_TRUE(first_->ok()) << first_->status();
   const TuneResult& result = **first_;
   EXPECT_EQ(result.trials, kTrials);
@@ -206,7 +207,7 @@ TEST_F(TunedMatmulTest, BestIsCorrectAndFasterThanNaive) {
   EXPECT_EQ(static_cast<int>(result.curve.size()), kTrials);
   ASSERT_TRUE(result.best.has_value());
   const MeasureRecord& best = *result.best;
-  EXPECT_EQ(best.result.error, runtime::MeasureError::kNone);
+  EXPECT_EQ(best.result.error, measure::MeasureError::kNone);
   EXPECT_TRUE(best.valid());
   // The best record is the fastest valid one of the log.
   for (const MeasureRecord& r : *first_records_) {
@@ -246,15 +247,15 @@ TEST_F(TunedMatmulTest, BestIsCorrectAndFasterThanNaive) {
   }
 
   // Faster than the naive program measured by the same measurer.
-  absl::StatusOr<std::unique_ptr<runtime::Measurer>> measurer =
-      runtime::CreateMeasurer(target, FastMeasure());
+  absl::StatusOr<std::unique_ptr<measure::Runner>> measurer =
+      measure::CreateRunner(target, FastMeasure());
   ASSERT_TRUE(measurer.ok()) << measurer.status();
   absl::StatusOr<ir::LoopNest> naive = ir::LowerNaive(*dag);
   ASSERT_TRUE(naive.ok()) << naive.status();
-  runtime::MeasureCandidate naive_c, best_c;
+  measure::BuildResult naive_c, best_c;
   naive_c.nest = std::make_shared<const ir::LoopNest>(*naive);
   best_c.nest = std::make_shared<const ir::LoopNest>(kernel->nest);
-  const std::vector<runtime::MeasureResult> timed = (*measurer)->Measure(*dag, {naive_c, best_c});
+  const std::vector<measure::MeasureResult> timed = (*measurer)->Run(*dag, {naive_c, best_c});
   ASSERT_EQ(timed.size(), 2u);
   ASSERT_TRUE(timed[0].ok()) << timed[0].message;
   ASSERT_TRUE(timed[1].ok()) << timed[1].message;
@@ -297,7 +298,7 @@ TEST_F(TunedMatmulTest, LogHoldsTheBudgetWithEachStateOnceAndResumeMeasuresOnlyT
 TEST_F(TunedMatmulTest, EachRoundLogsHeldOutModelQuality) {
   ASSERT_TRUE(first_->ok()) << first_->status();
   ASSERT_TRUE(resumed_->ok()) << resumed_->status();
-  const schedule::Target target = schedule::Target::HostCpu();
+  const Target target = Target::HostCpu();
   absl::StatusOr<LogContents> contents = ReadLog(*log_);
   ASSERT_TRUE(contents.ok()) << contents.status();
   ASSERT_EQ(contents->records.size(), static_cast<size_t>(kResumed));
@@ -381,7 +382,7 @@ TEST_F(TunedMatmulTest, EachRoundLogsHeldOutModelQuality) {
 
 TEST(TunerTest, EarlyStoppingEndsAtTheFirstRoundWithoutEnoughImprovement) {
   const std::string log = TempLog("early");
-  const schedule::Target target = schedule::Target::HostCpu();
+  const Target target = Target::HostCpu();
   TuneOptions options = SmallTune(log, 60);
   options.per_round = 1;
   options.use_xgboost = false;  // random search: improvements become rare quickly
@@ -416,7 +417,7 @@ TEST(TunerTest, EarlyStoppingEndsAtTheFirstRoundWithoutEnoughImprovement) {
 
 TEST(TunerTest, SigintStopsBetweenRoundsWithTheRoundLogged) {
   const std::string log = TempLog("sigint");
-  const schedule::Target target = schedule::Target::HostCpu();
+  const Target target = Target::HostCpu();
   constexpr int kTrials = 200;
   // Once the first round is in the log (so Tune's handler is installed), send SIGINT.
   std::atomic<bool> stop{false};
@@ -447,7 +448,7 @@ TEST(TunerTest, SigintStopsBetweenRoundsWithTheRoundLogged) {
 TEST(EvolutionarySearchTest, ReturnsDistinctUnmeasuredStates) {
   absl::StatusOr<ir::ComputeDAG> dag = Matmul64().Build();
   ASSERT_TRUE(dag.ok());
-  const schedule::Target target = schedule::Target::HostCpu();
+  const Target target = Target::HostCpu();
   absl::StatusOr<std::vector<schedule::State>> sketches = GenerateSketches(*dag, target);
   ASSERT_TRUE(sketches.ok());
   costmodel::RandomModel model(3);
@@ -477,7 +478,7 @@ TEST(EvolutionarySearchTest, ReturnsDistinctUnmeasuredStates) {
 TEST(EvolutionarySearchTest, RejectsBadOptions) {
   absl::StatusOr<ir::ComputeDAG> dag = Matmul64().Build();
   ASSERT_TRUE(dag.ok());
-  const schedule::Target target = schedule::Target::HostCpu();
+  const Target target = Target::HostCpu();
   costmodel::RandomModel model(3);
   std::mt19937_64 rng(5);
   SearchOptions options;
@@ -491,7 +492,7 @@ TEST(EvolutionarySearchTest, RejectsBadOptions) {
 }
 
 TEST(TunerTest, RejectsBadOptions) {
-  const schedule::Target target = schedule::Target::HostCpu();
+  const Target target = Target::HostCpu();
   TuneOptions o = SmallTune(TempLog("bad"), 0);
   EXPECT_THAT(Tune(Matmul64(), target, o),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("trials must be >= 1, got 0")));

@@ -1,0 +1,89 @@
+#include "measure/builder.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace tilesearch::measure {
+
+BuildInput BuildInput::FromLowering(absl::StatusOr<schedule::LoweredKernel> lowered,
+                                    double lower_ms) {
+  BuildInput input;
+  input.lower_ms = lower_ms;
+  if (lowered.ok()) {
+    input.lowered = std::make_shared<const schedule::LoweredKernel>(*std::move(lowered));
+  } else {
+    input.lower_status = lowered.status();
+  }
+  return input;
+}
+
+Builder::Builder(Target target, BuilderOptions options)
+    : target_(std::move(target)), options_(std::move(options)) {}
+
+codegen::GpuCompileOptions Builder::GpuOptions() const {
+  codegen::GpuCompileOptions gpu = options_.gpu;
+  gpu.arch = target_.arch;
+  return gpu;
+}
+
+BuildResult Builder::Prepare(const BuildInput& input) const {
+  BuildResult r;
+  r.compile_ms = input.lower_ms;
+  if (input.lowered == nullptr) {
+    const std::string msg(input.lower_status.ok() ? "candidate was not lowered"
+                                                  : input.lower_status.message());
+    r.build_status = absl::FailedPreconditionError(
+        msg.rfind("invalid_schedule", 0) == 0 ? msg : absl::StrCat("invalid_schedule: ", msg));
+    return r;
+  }
+  // The nest stays inside the shared lowered kernel (aliasing pointer, no copy).
+  r.nest = std::shared_ptr<const ir::LoopNest>(input.lowered, &input.lowered->nest);
+  r.launches = input.lowered->launches;
+  return r;
+}
+
+std::vector<BuildResult> Builder::Build(const std::vector<BuildInput>& inputs) const {
+  std::vector<BuildResult> results;
+  results.reserve(inputs.size());
+  std::vector<codegen::GpuCompileJob> jobs;
+  std::vector<size_t> job_index;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    results.push_back(Prepare(inputs[i]));
+    const BuildResult& r = results.back();
+    if (r.nest != nullptr && target_.is_gpu()) {
+      jobs.push_back({r.nest, r.launches});
+      job_index.push_back(i);
+    }
+  }
+  if (jobs.empty()) return results;
+  std::vector<absl::StatusOr<codegen::GpuModule>> modules =
+      codegen::CompileManyToPtx(jobs, GpuOptions(), options_.parallel);
+  for (size_t j = 0; j < modules.size() && j < job_index.size(); ++j) {
+    BuildResult& r = results[job_index[j]];
+    if (!modules[j].ok()) {
+      r.build_status = modules[j].status();
+      continue;
+    }
+    r.compile_ms += modules[j]->compile_ms;
+    r.gpu_module = std::make_shared<const codegen::GpuModule>(*std::move(modules[j]));
+  }
+  return results;
+}
+
+BuildResult Builder::BuildInProcess(const BuildInput& input) const {
+  BuildResult r = Prepare(input);
+  if (r.nest == nullptr || !target_.is_gpu()) return r;
+  absl::StatusOr<codegen::GpuModule> module =
+      codegen::CompileToPtx(*r.nest, r.launches, GpuOptions());
+  if (!module.ok()) {
+    r.build_status = module.status();
+    return r;
+  }
+  r.compile_ms += module->compile_ms;
+  r.gpu_module = std::make_shared<const codegen::GpuModule>(*std::move(module));
+  return r;
+}
+
+}  // namespace tilesearch::measure

@@ -1,0 +1,1131 @@
+// The CUDA runner (measure/runner.h). The caller's process never initializes CUDA: the device
+// is probed in a short-lived child (ProbeCudaDevice) and every run happens in forked workers
+// (RunBatchInWorkers). Per batch, in the parent: check inputs per trial (one distribution each),
+// the task's reference (the interpreter for small tasks; otherwise the naive GPU kernel, compiled
+// once per workload, which each worker's setup runs and spot-checks in float64) and random timing
+// inputs.
+//
+// Per worker (its setup), the device-resident path: every trial's inputs, the trial's reference
+// outputs (the naive kernel writes them in place, or the interpreter's are uploaded), pristine
+// copies of both, the timing inputs and one set of output buffers are uploaded / allocated once,
+// with the compare module of measure/device_compare.h. Per candidate: load the PTX; per trial,
+// poison the outputs with a device memset, launch, compare each float32 output on the device and
+// download only its 32-byte result slot (other dtypes: download and compare on the host); time
+// it on the resident timing inputs; then count, on the device, the words of the resident inputs
+// and references that differ from their pristine copies: a candidate that wrote into them is a
+// wrong answer and its worker is replaced (a fresh worker uploads fresh copies). Where the
+// resident buffers would take more than half the device memory, or their allocation fails, the
+// worker falls back to the per-candidate path: inputs uploaded and outputs poisoned from the
+// host, outputs downloaded and compared on the host, timing inputs uploaded per candidate.
+// Mismatches against the float32 reference are re-judged in float64 (ArbitrateMismatches,
+// measure/checker.h) on the host, from the trial's host inputs and reference that every worker
+// keeps (BatchData): a device-compared output with 0 < mismatches <= the arbitration cap is
+// downloaded and compared again there.
+// A CUDA failure after a launch poisons the context, so such a worker asks to be replaced after
+// its item (RequestWorkerRestart).
+#include "measure/cuda_runner.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "ir/lower_naive.h"
+#include "ir/reference.h"
+#include "measure/check_inputs_fill.h"
+#include "measure/checker.h"
+#include "measure/device_compare.h"
+#include "measure/loaded_module.h"
+#include "measure/reference.h"
+#include "measure/runner.h"
+#include "measure/worker_batch.h"
+#include "runtime/cuda_device.h"
+#include "runtime/cuda_driver.h"
+
+namespace tilesearch::measure {
+
+namespace cuda = runtime::cuda;
+using runtime::CudaContext;
+using runtime::CudaDriver;
+using runtime::CudaModule;
+using runtime::DeviceBuffer;
+using runtime::DeviceInfo;
+using runtime::GpuTimer;
+using runtime::ProbeCudaDevice;
+using runtime::TimingStats;
+namespace cuda_internal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+uint64_t DeriveSeed(uint64_t seed, uint64_t batch, uint64_t trial) {
+  return SplitMix64(SplitMix64(SplitMix64(seed) ^ batch) ^ trial);
+}
+
+MeasureResult ErrorResult(MeasureError error, std::string message, double compile_ms) {
+  MeasureResult r;
+  r.error = error;
+  r.message = std::move(message);
+  r.compile_ms = compile_ms;
+  return r;
+}
+
+// One checked run's inputs and the reference outputs for them.
+struct Trial {
+  CheckDistribution distribution = CheckDistribution::kUniformSymmetric;
+  uint64_t seed = 0;
+  ir::BufferMap inputs;                                  // by placeholder name
+  std::map<std::string, std::vector<std::byte>> packed;  // the same, in storage layout
+  ir::BufferMap expected;  // by output name; on the GPU path filled by the worker's setup
+};
+
+// Everything a batch's workers read (built in the parent before the fork).
+struct BatchData {
+  const ir::ComputeDAG* dag = nullptr;
+  ir::LoopNest naive_params;  // LowerNaive's param list (body unused)
+  std::vector<Trial> trials;
+  std::map<std::string, std::vector<std::byte>> timing_inputs;
+  std::shared_ptr<const codegen::GpuModule> naive_module;  // when the reference runs on the GPU
+};
+
+// What a worker keeps on the device for its whole batch (the device-resident path). Params are
+// indexed as in the task's naive program: inputs j < num_inputs, outputs k = param − num_inputs.
+struct ResidentData {
+  int num_inputs = 0;
+  int num_outputs = 0;
+  std::vector<std::vector<DeviceBuffer>> inputs;           // [trial][j]
+  std::vector<std::vector<DeviceBuffer>> references;       // [trial][k]
+  std::vector<std::vector<DeviceBuffer>> pristine_inputs;  // [trial][j], never a kernel argument
+  std::vector<std::vector<DeviceBuffer>> pristine_references;  // [trial][k]
+  std::vector<std::vector<bool>> device_compare;               // [trial][k]: compare on the device
+  std::vector<DeviceBuffer> timing_inputs;                     // [j]
+  std::vector<DeviceBuffer> outputs;                           // [k], written by every candidate
+  std::vector<int> output_order;  // k by output name (the host path's order)
+  // Result slots: [trial][k] compare slots first, then [trial][param] difference counts.
+  DeviceBuffer slots;
+  std::vector<CompareSlot> initial_slots;
+
+  int CompareSlotIndex(int trial, int k) const { return trial * num_outputs + k; }
+  int DifferenceSlotIndex(int trial, int param) const {
+    return static_cast<int>(inputs.size()) * num_outputs + trial * (num_inputs + num_outputs) +
+           param;
+  }
+  cuda::CUdeviceptr SlotPtr(int index) const {
+    return slots.ptr() + static_cast<cuda::CUdeviceptr>(index) * sizeof(CompareSlot);
+  }
+};
+
+// A worker's device state (each worker fills its own copy-on-write copy).
+struct WorkerState {
+  const CudaDriver* driver = nullptr;
+  std::unique_ptr<CudaContext> context;
+  std::unique_ptr<GpuTimer> timer;
+  std::unique_ptr<DeviceComparer> comparer;  // null: float32 outputs compared on the host
+  std::unique_ptr<ResidentData> resident;    // null: the per-candidate upload path
+};
+
+// Device buffers for every argument of a module (params, then scratch), sized in storage bytes.
+struct ArgBuffers {
+  std::vector<DeviceBuffer> buffers;
+  std::vector<cuda::CUdeviceptr> ptrs;
+};
+
+absl::StatusOr<ArgBuffers> AllocateArgs(const CudaDriver& driver,
+                                        const std::vector<codegen::KernelArg>& args) {
+  ArgBuffers a;
+  for (const codegen::KernelArg& arg : args) {
+    const int64_t bytes = arg.buffer.NumElements() * StorageBytes(arg.buffer.dtype);
+    ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(driver, bytes));
+    a.ptrs.push_back(b.ptr());
+    a.buffers.push_back(std::move(b));
+  }
+  return a;
+}
+
+absl::Status UploadPoison(DeviceBuffer& buffer, const ir::BufferDecl& decl) {
+  std::vector<std::byte> bytes(static_cast<size_t>(buffer.bytes()));
+  PoisonBytes(bytes.data(), decl.dtype, decl.NumElements());
+  return buffer.Upload(bytes.data(), buffer.bytes());
+}
+
+absl::Status UploadBytes(DeviceBuffer& buffer, const std::vector<std::byte>& bytes,
+                         const std::string& name) {
+  if (static_cast<int64_t>(bytes.size()) != buffer.bytes()) {
+    return absl::InternalError(absl::StrCat("input '", name, "' has ", bytes.size(),
+                                            " bytes, its kernel argument ", buffer.bytes()));
+  }
+  return buffer.Upload(bytes.data(), buffer.bytes());
+}
+
+// Runs `module` once on `trial`'s inputs (outputs and scratch poisoned first) and returns its
+// outputs by name. `launch_error` receives launch / synchronization errors (the context may be
+// unusable after them); other errors are returned.
+absl::StatusOr<ir::BufferMap> RunChecked(const LoadedGpuModule& module,
+                                         const std::vector<codegen::KernelArg>& args,
+                                         ArgBuffers& buffers, const Trial& trial,
+                                         absl::Status* launch_error) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const codegen::KernelArg& arg = args[i];
+    if (arg.kind == codegen::KernelArg::Kind::kInput) {
+      auto it = trial.packed.find(arg.buffer.name);
+      if (it == trial.packed.end()) {
+        return absl::InternalError(absl::StrCat("no check input for '", arg.buffer.name, "'"));
+      }
+      RETURN_IF_ERROR(UploadBytes(buffers.buffers[i], it->second, arg.buffer.name));
+    } else {
+      RETURN_IF_ERROR(UploadPoison(buffers.buffers[i], arg.buffer));
+    }
+  }
+  *launch_error = module.LaunchAll(buffers.ptrs, /*synchronize=*/true);
+  if (!launch_error->ok()) return ir::BufferMap{};
+  ir::BufferMap outputs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const codegen::KernelArg& arg = args[i];
+    if (arg.kind != codegen::KernelArg::Kind::kOutput) continue;
+    std::vector<std::byte> bytes(static_cast<size_t>(buffers.buffers[i].bytes()));
+    RETURN_IF_ERROR(buffers.buffers[i].Download(bytes.data(), buffers.buffers[i].bytes()));
+    ir::HostBuffer got = ir::HostBuffer::Zeros(arg.buffer.dtype, arg.buffer.shape);
+    RETURN_IF_ERROR(UnpackBuffer(bytes.data(), bytes.size(), &got));
+    outputs[arg.buffer.name] = std::move(got);
+  }
+  return outputs;
+}
+
+// Poisons a device buffer of `dtype` elements on the device (the values of PoisonBytes): NaN words
+// for floats, 0x5A bytes for integers and bool; float16 / bfloat16 buffers of an odd element count
+// get the host's poison uploaded.
+absl::Status PoisonOnDevice(DeviceBuffer& buffer, const ir::BufferDecl& decl) {
+  switch (decl.dtype) {
+    case ir::ScalarType::kFloat32:
+      return buffer.Memset32(0x7fc00000u);
+    case ir::ScalarType::kFloat16:
+    case ir::ScalarType::kBFloat16: {
+      if (buffer.bytes() % 4 != 0) return UploadPoison(buffer, decl);
+      const uint32_t nan = decl.dtype == ir::ScalarType::kFloat16 ? 0x7e00u : 0x7fc0u;
+      return buffer.Memset32(nan | (nan << 16));
+    }
+    case ir::ScalarType::kInt32:
+    case ir::ScalarType::kInt64:
+    case ir::ScalarType::kBool:
+      return buffer.Memset8(0x5a);
+  }
+  return absl::InternalError("unknown dtype");
+}
+
+// Copies `bytes` bytes at byte `offset` of device memory `ptr` to `host` (synchronous).
+absl::Status DownloadAt(const CudaDriver& driver, cuda::CUdeviceptr ptr, int64_t offset, void* host,
+                        int64_t bytes) {
+  return driver.Check(driver.cuMemcpyDtoH(host, ptr + static_cast<cuda::CUdeviceptr>(offset),
+                                          static_cast<size_t>(bytes)),
+                      "cuMemcpyDtoH");
+}
+
+// Whether every value of `buffer` is a float32 value (NaNs included), so that its packed float32
+// copy holds exactly the values the host path would compare with.
+bool ExactInFloat32(const ir::HostBuffer& buffer) {
+  for (double v : buffer.data) {
+    if (std::isnan(v)) continue;
+    if (static_cast<double>(static_cast<float>(v)) != v) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<DeviceBuffer> AllocateAndUpload(const CudaDriver& driver,
+                                               const std::vector<std::byte>& bytes) {
+  ASSIGN_OR_RETURN(DeviceBuffer b,
+                   DeviceBuffer::Allocate(driver, static_cast<int64_t>(bytes.size())));
+  RETURN_IF_ERROR(b.Upload(bytes.data(), static_cast<int64_t>(bytes.size())));
+  return b;
+}
+
+// Device bytes the resident path keeps: per trial the inputs and references twice (pristine
+// copies), the timing inputs and one set of outputs.
+double ResidentBytes(const ir::LoopNest& params, int trials) {
+  double in = 0, out = 0;
+  for (size_t p = 0; p < params.params.size(); ++p) {
+    const ir::BufferDecl& d = params.params[p];
+    const double bytes = static_cast<double>(d.NumElements() * StorageBytes(d.dtype));
+    (static_cast<int>(p) < params.num_inputs ? in : out) += bytes;
+  }
+  return trials * 2 * (in + out) + in + out;
+}
+
+// The packed bytes of input j of `params` in `packed`. Errors: kInternal for a missing input or a
+// size that differs from the kernel argument's.
+absl::StatusOr<const std::vector<std::byte>*> ResidentInputBytes(
+    const std::vector<ir::BufferDecl>& decls,
+    const std::map<std::string, std::vector<std::byte>>& packed, int j) {
+  const ir::BufferDecl& d = decls[j];
+  auto it = packed.find(d.name);
+  if (it == packed.end()) {
+    return absl::InternalError(absl::StrCat("no input data for '", d.name, "'"));
+  }
+  if (static_cast<int64_t>(it->second.size()) != d.NumElements() * StorageBytes(d.dtype)) {
+    return absl::InternalError(absl::StrCat("input '", d.name, "' has ", it->second.size(),
+                                            " bytes, its kernel argument ",
+                                            d.NumElements() * StorageBytes(d.dtype)));
+  }
+  return &it->second;
+}
+
+// The resident buffers without references: every trial's inputs (and their pristine copies), the
+// timing inputs and the outputs. Errors: kResourceExhausted when they would take more than half
+// the device memory or an allocation fails; ResidentInputBytes'.
+absl::StatusOr<std::unique_ptr<ResidentData>> AllocateResident(const BatchData& data,
+                                                               const WorkerState& state) {
+  const CudaDriver& driver = *state.driver;
+  const ir::LoopNest& params = data.naive_params;
+  const int trials = static_cast<int>(data.trials.size());
+  const double total = static_cast<double>(state.context->info().total_memory_bytes);
+  const double need = ResidentBytes(params, trials);
+  if (total > 0 && need > 0.5 * total) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("resident check buffers need ", need, " bytes of ", total));
+  }
+  auto res = std::make_unique<ResidentData>();
+  res->num_inputs = params.num_inputs;
+  res->num_outputs = static_cast<int>(params.params.size()) - params.num_inputs;
+  const std::vector<ir::BufferDecl>& decls = params.params;
+  auto output_decl = [&](int k) -> const ir::BufferDecl& { return decls[res->num_inputs + k]; };
+  for (int k = 0; k < res->num_outputs; ++k) res->output_order.push_back(k);
+  std::sort(res->output_order.begin(), res->output_order.end(),
+            [&](int a, int b) { return output_decl(a).name < output_decl(b).name; });
+  for (int t = 0; t < trials; ++t) {
+    res->inputs.emplace_back();
+    res->pristine_inputs.emplace_back();
+    for (int j = 0; j < res->num_inputs; ++j) {
+      ASSIGN_OR_RETURN(const std::vector<std::byte>* bytes,
+                       ResidentInputBytes(decls, data.trials[t].packed, j));
+      ASSIGN_OR_RETURN(DeviceBuffer b, AllocateAndUpload(driver, *bytes));
+      ASSIGN_OR_RETURN(DeviceBuffer p, AllocateAndUpload(driver, *bytes));
+      res->inputs[t].push_back(std::move(b));
+      res->pristine_inputs[t].push_back(std::move(p));
+    }
+  }
+  for (int j = 0; j < res->num_inputs; ++j) {
+    ASSIGN_OR_RETURN(const std::vector<std::byte>* bytes,
+                     ResidentInputBytes(decls, data.timing_inputs, j));
+    ASSIGN_OR_RETURN(DeviceBuffer b, AllocateAndUpload(driver, *bytes));
+    res->timing_inputs.push_back(std::move(b));
+  }
+  for (int k = 0; k < res->num_outputs; ++k) {
+    const ir::BufferDecl& d = output_decl(k);
+    ASSIGN_OR_RETURN(DeviceBuffer b,
+                     DeviceBuffer::Allocate(driver, d.NumElements() * StorageBytes(d.dtype)));
+    res->outputs.push_back(std::move(b));
+  }
+  return res;
+}
+
+// The naive (reference) kernel loaded, with one buffer per argument of which only the scratch
+// ones are allocated with their size.
+struct LoadedReference {
+  std::unique_ptr<LoadedGpuModule> module;
+  ArgBuffers scratch;
+};
+
+absl::StatusOr<LoadedReference> LoadReferenceWithScratch(const BatchData& data,
+                                                         const WorkerState& state) {
+  LoadedReference ref;
+  absl::StatusOr<std::unique_ptr<LoadedGpuModule>> loaded =
+      LoadedGpuModule::Load(*state.context, *data.naive_module);
+  if (!loaded.ok()) {
+    return absl::InternalError(
+        absl::StrCat("reference kernel does not load: ", loaded.status().message()));
+  }
+  ref.module = *std::move(loaded);
+  for (const codegen::KernelArg& arg : data.naive_module->args) {
+    const int64_t bytes = arg.kind == codegen::KernelArg::Kind::kScratch
+                              ? arg.buffer.NumElements() * StorageBytes(arg.buffer.dtype)
+                              : 0;
+    ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(*state.driver, bytes));
+    ref.scratch.ptrs.push_back(b.ptr());
+    ref.scratch.buffers.push_back(std::move(b));
+  }
+  return ref;
+}
+
+// Trial t's references written in place by the naive kernel on the trial's resident inputs, their
+// pristine copies, and the trial's expected outputs on the host after the float64 spot check.
+absl::Status NaiveResidentReferences(const MeasureOptions& options, BatchData* data, int t,
+                                     LoadedReference& naive, const CudaDriver& driver,
+                                     ResidentData* res) {
+  const std::vector<ir::BufferDecl>& decls = data->naive_params.params;
+  Trial& trial = data->trials[t];
+  // Arguments: this trial's resident inputs, its reference buffers as outputs, scratch.
+  std::vector<cuda::CUdeviceptr> args = naive.scratch.ptrs;
+  int param = 0;
+  for (size_t i = 0; i < data->naive_module->args.size(); ++i) {
+    const codegen::KernelArg& arg = data->naive_module->args[i];
+    if (arg.kind == codegen::KernelArg::Kind::kScratch) {
+      RETURN_IF_ERROR(PoisonOnDevice(naive.scratch.buffers[i], arg.buffer));
+      continue;
+    }
+    if (param >= static_cast<int>(decls.size()) || arg.buffer.name != decls[param].name) {
+      return absl::InternalError(
+          absl::StrCat("reference kernel argument '", arg.buffer.name, "' out of order"));
+    }
+    if (param < res->num_inputs) {
+      args[i] = res->inputs[t][param].ptr();
+    } else {
+      DeviceBuffer& ref = res->references[t][param - res->num_inputs];
+      RETURN_IF_ERROR(PoisonOnDevice(ref, arg.buffer));
+      args[i] = ref.ptr();
+    }
+    ++param;
+  }
+  absl::Status launched = naive.module->LaunchAll(args, /*synchronize=*/true);
+  if (!launched.ok()) {
+    return absl::InternalError(absl::StrCat("reference kernel failed: ", launched.message()));
+  }
+  ir::BufferMap expected;
+  for (int k = 0; k < res->num_outputs; ++k) {
+    const ir::BufferDecl& d = decls[res->num_inputs + k];
+    std::vector<std::byte> bytes(static_cast<size_t>(res->references[t][k].bytes()));
+    const DeviceBuffer& reference = res->references[t][k];
+    RETURN_IF_ERROR(reference.Download(bytes.data(), reference.bytes()));
+    ir::HostBuffer got = ir::HostBuffer::Zeros(d.dtype, d.shape);
+    RETURN_IF_ERROR(UnpackBuffer(bytes.data(), bytes.size(), &got));
+    expected[d.name] = std::move(got);
+    ASSIGN_OR_RETURN(DeviceBuffer p, AllocateAndUpload(driver, bytes));
+    res->pristine_references[t].push_back(std::move(p));
+    res->device_compare[t].push_back(d.dtype == ir::ScalarType::kFloat32);
+  }
+  absl::Status verified = VerifyReferenceSamples(*data->dag, trial.inputs, expected,
+                                                 options.reference_point_samples, trial.seed);
+  if (!verified.ok()) {
+    return absl::InternalError(absl::StrCat("reference check failed (trial ", t, ", ",
+                                            CheckDistributionName(trial.distribution),
+                                            "): ", verified.message()));
+  }
+  trial.expected = std::move(expected);
+  return absl::OkStatus();
+}
+
+// Trial t's references uploaded from the interpreter's outputs, with their pristine copies.
+absl::Status UploadResidentReferences(const BatchData& data, int t, const CudaDriver& driver,
+                                      ResidentData* res) {
+  const Trial& trial = data.trials[t];
+  for (int k = 0; k < res->num_outputs; ++k) {
+    const ir::BufferDecl& d = data.naive_params.params[res->num_inputs + k];
+    auto it = trial.expected.find(d.name);
+    if (it == trial.expected.end()) {
+      return absl::InternalError(absl::StrCat("no reference for output '", d.name, "'"));
+    }
+    const std::vector<std::byte> bytes = PackBuffer(it->second);
+    RETURN_IF_ERROR(UploadBytes(res->references[t][k], bytes, d.name));
+    ASSIGN_OR_RETURN(DeviceBuffer p, AllocateAndUpload(driver, bytes));
+    res->pristine_references[t].push_back(std::move(p));
+    res->device_compare[t].push_back(d.dtype == ir::ScalarType::kFloat32 &&
+                                     ExactInFloat32(it->second));
+  }
+  return absl::OkStatus();
+}
+
+// The device-resident setup (see the file comment). Errors: kResourceExhausted when the resident
+// buffers would take more than half the device memory or an allocation fails (the caller then
+// uses the per-candidate path); "reference ..." errors of the naive kernel as on that path.
+absl::Status SetupResident(const MeasureOptions& options, BatchData* data, WorkerState* state) {
+  const CudaDriver& driver = *state->driver;
+  ASSIGN_OR_RETURN(std::unique_ptr<ResidentData> res, AllocateResident(*data, *state));
+  // References: the naive kernel writes them in place; the interpreter's are uploaded.
+  std::optional<LoadedReference> naive;
+  if (data->naive_module != nullptr) {
+    ASSIGN_OR_RETURN(naive, LoadReferenceWithScratch(*data, *state));
+  }
+  const int trials = static_cast<int>(data->trials.size());
+  for (int t = 0; t < trials; ++t) {
+    res->references.emplace_back();
+    res->pristine_references.emplace_back();
+    res->device_compare.emplace_back();
+    for (int k = 0; k < res->num_outputs; ++k) {
+      const ir::BufferDecl& d = data->naive_params.params[res->num_inputs + k];
+      ASSIGN_OR_RETURN(DeviceBuffer b,
+                       DeviceBuffer::Allocate(driver, d.NumElements() * StorageBytes(d.dtype)));
+      res->references[t].push_back(std::move(b));
+    }
+    if (naive.has_value()) {
+      RETURN_IF_ERROR(NaiveResidentReferences(options, data, t, *naive, driver, res.get()));
+    } else {
+      RETURN_IF_ERROR(UploadResidentReferences(*data, t, driver, res.get()));
+    }
+  }
+  const int num_slots = trials * res->num_outputs + trials * (res->num_inputs + res->num_outputs);
+  res->initial_slots.assign(static_cast<size_t>(num_slots), InitialCompareSlot());
+  ASSIGN_OR_RETURN(res->slots, DeviceBuffer::Allocate(
+                                   driver, static_cast<int64_t>(num_slots * sizeof(CompareSlot))));
+  state->resident = std::move(res);
+  return absl::OkStatus();
+}
+
+// An empty kernel for PTX ISA 7.0 / sm_75, which the driver JIT-compiles for any newer device.
+constexpr char kJitWarmupPtx[] =
+    ".version 7.0\n.target sm_75\n.address_size 64\n.visible .entry tilesearch_jit_warmup()\n{\n  "
+    "ret;\n}\n";
+
+// Worker setup: the context, the timer, the compare module and the resident buffers (with the
+// expected outputs of every trial on the GPU-reference path: naive kernel, spot-checked in
+// float64); where they do not fit, the per-candidate path's expected outputs.
+absl::Status WorkerSetup(const MeasureOptions& options, BatchData* data, WorkerState* state) {
+  ASSIGN_OR_RETURN(state->driver, CudaDriver::Load());
+  ASSIGN_OR_RETURN(state->context, CudaContext::Create(*state->driver, options.device));
+  ASSIGN_OR_RETURN(state->timer, GpuTimer::Create(*state->context));
+  // The driver's first PTX JIT in a process costs ~80 ms more than later ones (seen on the H200:
+  // 88 vs 8 ms); load an empty module once so the first candidate's load_ms is like the others'.
+  // Best effort: a failure here shows up again, with its message, on the real modules.
+  (void)CudaModule::LoadPtx(*state->driver, kJitWarmupPtx);
+  // The compare module; without it (a JIT failure, not expected) float32 outputs are compared on
+  // the host and the resident inputs are not checked for writes.
+  absl::StatusOr<std::unique_ptr<DeviceComparer>> comparer =
+      DeviceComparer::Create(*state->context);
+  if (comparer.ok()) state->comparer = *std::move(comparer);
+  absl::Status resident = SetupResident(options, data, state);
+  if (resident.ok()) return absl::OkStatus();
+  if (resident.code() != absl::StatusCode::kResourceExhausted) return resident;
+  // Not enough device memory to keep everything: the per-candidate path.
+  state->resident.reset();
+  if (data->naive_module == nullptr) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<LoadedGpuModule>> naive =
+      LoadedGpuModule::Load(*state->context, *data->naive_module);
+  if (!naive.ok()) {
+    return absl::InternalError(
+        absl::StrCat("reference kernel does not load: ", naive.status().message()));
+  }
+  absl::StatusOr<ArgBuffers> buffers = AllocateArgs(*state->driver, data->naive_module->args);
+  if (!buffers.ok()) {
+    return absl::InternalError(absl::StrCat("reference kernel: ", buffers.status().message()));
+  }
+  for (size_t t = 0; t < data->trials.size(); ++t) {
+    Trial& trial = data->trials[t];
+    absl::Status launch_error;
+    absl::StatusOr<ir::BufferMap> outputs =
+        RunChecked(**naive, data->naive_module->args, *buffers, trial, &launch_error);
+    if (!launch_error.ok()) {
+      return absl::InternalError(absl::StrCat("reference kernel failed: ", launch_error.message()));
+    }
+    if (!outputs.ok()) {
+      return absl::InternalError(absl::StrCat("reference kernel: ", outputs.status().message()));
+    }
+    absl::Status verified = VerifyReferenceSamples(*data->dag, trial.inputs, *outputs,
+                                                   options.reference_point_samples, trial.seed);
+    if (!verified.ok()) {
+      return absl::InternalError(absl::StrCat("reference check failed (trial ", t, ", ",
+                                              CheckDistributionName(trial.distribution),
+                                              "): ", verified.message()));
+    }
+    trial.expected = std::move(*outputs);
+  }
+  return absl::OkStatus();
+}
+
+std::string FinishItem(MeasureResult& r, Clock::time_point start, MeasureError error,
+                       std::string message) {
+  r.error = error;
+  r.message = std::move(message);
+  r.run_wall_ms = MsSince(start);
+  return MeasureResultToJson(r).dump();
+}
+
+// A launch or synchronization failure: the context may be poisoned (illegal address), so this
+// worker ends after the item unless the launch was refused before reaching the device.
+std::string RuntimeFailure(MeasureResult& r, Clock::time_point start, const absl::Status& status) {
+  if (status.code() != absl::StatusCode::kInvalidArgument) RequestWorkerRestart();
+  return FinishItem(r, start, MeasureError::kRuntimeError, std::string(status.message()));
+}
+
+std::string MismatchMessage(const CheckReport& check) {
+  std::string message =
+      absl::StrCat(check.mismatches, " of ", check.checked_elements,
+                   " output elements outside tolerance; first ", check.first_mismatch);
+  if (!check.arbitration.empty()) absl::StrAppend(&message, "; ", check.arbitration);
+  return message;
+}
+
+ArbitrationOptions ArbitrationOf(const MeasureOptions& options) {
+  return {options.arbitration_max_elements, options.arbitration_max_steps};
+}
+
+// Downloads output buffer `output` (of `decl`) to the host. Errors: the driver's, UnpackBuffer's.
+absl::StatusOr<ir::HostBuffer> DownloadOutput(const DeviceBuffer& output,
+                                              const ir::BufferDecl& decl) {
+  std::vector<std::byte> bytes(static_cast<size_t>(output.bytes()));
+  RETURN_IF_ERROR(output.Download(bytes.data(), output.bytes()));
+  ir::HostBuffer got = ir::HostBuffer::Zeros(decl.dtype, decl.shape);
+  RETURN_IF_ERROR(UnpackBuffer(bytes.data(), bytes.size(), &got));
+  return got;
+}
+
+// An item's early end: the payload of FinishItem / RuntimeFailure; empty while the item goes on.
+using Finished = std::optional<std::string>;
+
+// A candidate's arguments on the resident buffers: the task param of each argument (-1: scratch)
+// and the candidate's own scratch buffers.
+struct ResidentArgs {
+  std::vector<int> param_of;
+  std::vector<DeviceBuffer> scratch;
+};
+
+// The device pointers of the candidate's arguments with the task inputs at `inputs`.
+std::vector<cuda::CUdeviceptr> ResidentArgPtrs(const ResidentData& res, const ResidentArgs& bound,
+                                               const std::vector<DeviceBuffer>& inputs) {
+  const int ni = res.num_inputs;
+  std::vector<cuda::CUdeviceptr> a(bound.param_of.size());
+  for (size_t i = 0; i < bound.param_of.size(); ++i) {
+    const int p = bound.param_of[i];
+    a[i] = p < 0 ? bound.scratch[i].ptr() : p < ni ? inputs[p].ptr() : res.outputs[p - ni].ptr();
+  }
+  return a;
+}
+
+// Maps the candidate's arguments onto the resident buffers and allocates its scratch buffers.
+Finished BindResidentArgs(const BatchData& data, const WorkerState& state,
+                          const codegen::GpuModule& gpu, Clock::time_point start, MeasureResult& r,
+                          ResidentArgs* bound) {
+  const std::vector<ir::BufferDecl>& decls = data.naive_params.params;
+  bound->param_of.assign(gpu.args.size(), -1);
+  bound->scratch.resize(gpu.args.size());
+  int next_param = 0;
+  for (size_t i = 0; i < gpu.args.size(); ++i) {
+    const codegen::KernelArg& arg = gpu.args[i];
+    if (arg.kind != codegen::KernelArg::Kind::kScratch) {
+      if (next_param >= static_cast<int>(decls.size()) ||
+          arg.buffer.name != decls[next_param].name) {
+        return FinishItem(r, start, MeasureError::kUnknown,
+                          absl::StrCat("candidate argument '", arg.buffer.name, "' out of order"));
+      }
+      bound->param_of[i] = next_param++;
+      continue;
+    }
+    absl::StatusOr<DeviceBuffer> b = DeviceBuffer::Allocate(
+        *state.driver, arg.buffer.NumElements() * StorageBytes(arg.buffer.dtype));
+    if (!b.ok()) {
+      return FinishItem(r, start, MeasureError::kRuntimeError, std::string(b.status().message()));
+    }
+    bound->scratch[i] = *std::move(b);
+  }
+  return std::nullopt;
+}
+
+// Output k of trial t compared on the device (its slot downloaded); few mismatches are compared
+// again on the host with float64 arbitration.
+Finished CompareOnDevice(const MeasureOptions& options, const BatchData& data,
+                         const WorkerState& state, int t, int k, Clock::time_point start,
+                         MeasureResult& r) {
+  const ResidentData& res = *state.resident;
+  const CudaDriver& driver = *state.driver;
+  const Trial& trial = data.trials[t];
+  const ir::BufferDecl& decl = data.naive_params.params[res.num_inputs + k];
+  const Tolerance tolerance = ToleranceFor(decl.dtype, options.atol, options.rtol);
+  const int64_t n = decl.NumElements();
+  const cuda::CUdeviceptr slot_ptr = res.SlotPtr(res.CompareSlotIndex(t, k));
+  absl::Status s = state.comparer->CompareFloat32(res.outputs[k].ptr(), res.references[t][k].ptr(),
+                                                  n, tolerance, slot_ptr);
+  CompareSlot slot{};
+  if (s.ok()) s = DownloadAt(driver, slot_ptr, 0, slot.data(), sizeof(CompareSlot));
+  if (!s.ok()) return RuntimeFailure(r, start, s);
+  const CompareSummary summary = DecodeCompareSlot(slot, n);
+  if (summary.mismatches < 0 || summary.mismatches > n ||
+      (summary.mismatches > 0 && summary.first_mismatch >= n)) {
+    return FinishItem(r, start, MeasureError::kUnknown,
+                      absl::StrCat("device compare of '", decl.name, "' reported ", slot[0],
+                                   " mismatches, first at ", slot[3], " of ", n, " elements"));
+  }
+  auto expected = trial.expected.find(decl.name);
+  if (summary.mismatches > 0 && summary.mismatches <= options.arbitration_max_elements &&
+      expected != trial.expected.end()) {
+    // Few mismatches: the output to the host and the comparison again there, with float64
+    // arbitration (ArbitrateMismatches). trial.expected holds the same float32 values as the
+    // device reference (device_compare needs them exact in float32).
+    absl::StatusOr<ir::HostBuffer> got = DownloadOutput(res.outputs[k], decl);
+    if (!got.ok()) return RuntimeFailure(r, start, got.status());
+    CompareOutputWithArbitration(*data.dag, data.dag->StageId(decl.name), trial.inputs, *got,
+                                 expected->second, tolerance, ArbitrationOf(options), t,
+                                 trial.distribution, &r.check);
+    return std::nullopt;
+  }
+  double got_first = 0, expected_first = 0;
+  if (summary.mismatches > 0 && r.check.mismatches == 0 && r.check.first_mismatch.empty()) {
+    float g = 0, e = 0;
+    s = DownloadAt(driver, res.outputs[k].ptr(), 4 * summary.first_mismatch, &g, 4);
+    if (s.ok()) {
+      s = DownloadAt(driver, res.references[t][k].ptr(), 4 * summary.first_mismatch, &e, 4);
+    }
+    if (!s.ok()) return RuntimeFailure(r, start, s);
+    got_first = g;
+    expected_first = e;
+  }
+  AccumulateSummary(decl.name, decl.shape, summary, got_first, expected_first, t,
+                    trial.distribution, &r.check);
+  return std::nullopt;
+}
+
+// Output k of trial t downloaded and compared on the host (with float64 arbitration).
+Finished CompareOnHost(const MeasureOptions& options, const BatchData& data,
+                       const WorkerState& state, int t, int k, Clock::time_point start,
+                       MeasureResult& r) {
+  const ResidentData& res = *state.resident;
+  const Trial& trial = data.trials[t];
+  const ir::BufferDecl& decl = data.naive_params.params[res.num_inputs + k];
+  auto expected = trial.expected.find(decl.name);
+  if (expected == trial.expected.end()) {
+    return FinishItem(r, start, MeasureError::kUnknown,
+                      absl::StrCat("no reference for output '", decl.name, "'"));
+  }
+  std::vector<std::byte> bytes(static_cast<size_t>(res.outputs[k].bytes()));
+  absl::Status s = res.outputs[k].Download(bytes.data(), res.outputs[k].bytes());
+  if (!s.ok()) return RuntimeFailure(r, start, s);
+  ir::HostBuffer got = ir::HostBuffer::Zeros(decl.dtype, decl.shape);
+  s = UnpackBuffer(bytes.data(), bytes.size(), &got);
+  if (!s.ok()) return FinishItem(r, start, MeasureError::kUnknown, std::string(s.message()));
+  CompareOutputWithArbitration(*data.dag, data.dag->StageId(decl.name), trial.inputs, got,
+                               expected->second,
+                               ToleranceFor(decl.dtype, options.atol, options.rtol),
+                               ArbitrationOf(options), t, trial.distribution, &r.check);
+  return std::nullopt;
+}
+
+// The check on the resident inputs and references: per trial, outputs and scratch poisoned on the
+// device, one synchronized launch, every output compared (in name order).
+Finished ResidentCheck(const MeasureOptions& options, const BatchData& data,
+                       const WorkerState& state, const codegen::GpuModule& gpu,
+                       const LoadedGpuModule& module, ResidentArgs& bound, Clock::time_point start,
+                       MeasureResult& r) {
+  ResidentData& res = *state.resident;
+  const int ni = res.num_inputs;
+  const auto check_start = Clock::now();
+  absl::Status init =
+      res.slots.Upload(res.initial_slots.data(),
+                       static_cast<int64_t>(res.initial_slots.size() * sizeof(CompareSlot)));
+  if (!init.ok()) return RuntimeFailure(r, start, init);
+  for (size_t t = 0; t < data.trials.size(); ++t) {
+    for (size_t i = 0; i < gpu.args.size(); ++i) {
+      const int p = bound.param_of[i];
+      if (p >= 0 && p < ni) continue;
+      absl::Status s =
+          PoisonOnDevice(p < 0 ? bound.scratch[i] : res.outputs[p - ni], gpu.args[i].buffer);
+      if (!s.ok()) return RuntimeFailure(r, start, s);
+    }
+    absl::Status launched =
+        module.LaunchAll(ResidentArgPtrs(res, bound, res.inputs[t]), /*synchronize=*/true);
+    if (!launched.ok()) return RuntimeFailure(r, start, launched);
+    for (int k : res.output_order) {
+      const int trial = static_cast<int>(t);
+      Finished finished = state.comparer != nullptr && res.device_compare[t][k]
+                              ? CompareOnDevice(options, data, state, trial, k, start, r)
+                              : CompareOnHost(options, data, state, trial, k, start, r);
+      if (finished.has_value()) return finished;
+    }
+    ++r.check.trials;
+  }
+  r.check_ms = MsSince(check_start);
+  return std::nullopt;
+}
+
+// Whether the candidate wrote into the resident inputs or references (their slots were zeroed with
+// the others before the check): a wrong answer, and the next worker starts from fresh copies.
+Finished CheckResidentIntact(const BatchData& data, const WorkerState& state, bool wrong,
+                             Clock::time_point start, MeasureResult& r) {
+  const ResidentData& res = *state.resident;
+  const std::vector<ir::BufferDecl>& decls = data.naive_params.params;
+  const int ni = res.num_inputs;
+  const int trials = static_cast<int>(data.trials.size());
+  const int params = ni + res.num_outputs;
+  absl::Status s;
+  for (int t = 0; t < trials && s.ok(); ++t) {
+    for (int p = 0; p < params && s.ok(); ++p) {
+      const DeviceBuffer& live = p < ni ? res.inputs[t][p] : res.references[t][p - ni];
+      const DeviceBuffer& pristine =
+          p < ni ? res.pristine_inputs[t][p] : res.pristine_references[t][p - ni];
+      s = state.comparer->CountDifferences(live.ptr(), pristine.ptr(), live.bytes(),
+                                           res.SlotPtr(res.DifferenceSlotIndex(t, p)));
+    }
+  }
+  std::vector<CompareSlot> counts(static_cast<size_t>(trials * params));
+  if (s.ok()) {
+    s = DownloadAt(*state.driver, res.SlotPtr(res.DifferenceSlotIndex(0, 0)), 0, counts.data(),
+                   static_cast<int64_t>(counts.size() * sizeof(CompareSlot)));
+  }
+  if (!s.ok()) return RuntimeFailure(r, start, s);
+  for (int t = 0; t < trials; ++t) {
+    for (int p = 0; p < params; ++p) {
+      const uint64_t changed = counts[t * params + p][0];
+      if (changed == 0) continue;
+      RequestWorkerRestart();
+      r.costs_s.clear();
+      r.timing = TimingStats{};
+      std::string message =
+          p < ni ? absl::StrCat("candidate wrote into its input '", decls[p].name, "' (", changed,
+                                " words of trial ", t, "'s copy changed)")
+                 : absl::StrCat("candidate wrote outside its outputs: the reference of '",
+                                decls[p].name, "' (trial ", t, ") changed in ", changed, " words");
+      if (wrong) absl::StrAppend(&message, "; ", MismatchMessage(r.check));
+      return FinishItem(r, start, MeasureError::kWrongAnswer, std::move(message));
+    }
+  }
+  return std::nullopt;
+}
+
+// Check and timing of a loaded candidate on the worker's resident buffers (see the file comment).
+std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData& data,
+                                 WorkerState& state, const codegen::GpuModule& gpu,
+                                 const LoadedGpuModule& module, Clock::time_point start,
+                                 MeasureResult& r) {
+  const ResidentData& res = *state.resident;
+  ResidentArgs bound;
+  if (Finished f = BindResidentArgs(data, state, gpu, start, r, &bound)) return *f;
+  if (options.check) {
+    if (Finished f = ResidentCheck(options, data, state, gpu, module, bound, start, r)) return *f;
+  }
+  const bool wrong = r.check.mismatches > 0;
+
+  // Timing on the resident timing inputs (random, never the check inputs, never zeros).
+  if (!wrong) {
+    const std::vector<cuda::CUdeviceptr> timing_args =
+        ResidentArgPtrs(res, bound, res.timing_inputs);
+    absl::StatusOr<TimingStats> stats = state.timer->Time(
+        [&]() { return module.LaunchAll(timing_args, /*synchronize=*/false); }, options.timing);
+    if (!stats.ok()) return RuntimeFailure(r, start, stats.status());
+    r.timing = *stats;
+    for (double ms : stats->samples_ms) r.costs_s.push_back(ms / 1000.0);
+  }
+
+  if (options.check && state.comparer != nullptr && !data.trials.empty()) {
+    if (Finished f = CheckResidentIntact(data, state, wrong, start, r)) return *f;
+  }
+  if (wrong) return FinishItem(r, start, MeasureError::kWrongAnswer, MismatchMessage(r.check));
+  return FinishItem(r, start, MeasureError::kNone, "");
+}
+
+// One candidate in the worker: load, check, time (on the resident buffers, or with per-candidate
+// uploads where the worker has none). Returns MeasureResultToJson's text.
+std::string WorkerItem(const MeasureOptions& options, const BatchData& data, WorkerState& state,
+                       const BuildResult& candidate) {
+  const auto start = Clock::now();
+  MeasureResult r;
+  r.compile_ms = candidate.compile_ms;
+  auto finish = [&](MeasureError error, std::string message) {
+    return FinishItem(r, start, error, std::move(message));
+  };
+  auto runtime_failure = [&](const absl::Status& status) {
+    return RuntimeFailure(r, start, status);
+  };
+  const codegen::GpuModule& gpu = *candidate.gpu_module;
+
+  absl::StatusOr<std::unique_ptr<LoadedGpuModule>> loaded =
+      LoadedGpuModule::Load(*state.context, gpu);
+  if (!loaded.ok()) {
+    // Shared memory beyond the device's limit is a schedule the device cannot run; everything
+    // else here is the driver's JIT rejecting the PTX.
+    const MeasureError e = loaded.status().code() == absl::StatusCode::kInvalidArgument
+                               ? MeasureError::kInvalidSchedule
+                               : MeasureError::kCompileError;
+    return finish(e, std::string(loaded.status().message()));
+  }
+  r.load_ms = (*loaded)->load_ms();
+  r.kernels = (*loaded)->resources();
+  if (state.resident != nullptr) {
+    return ResidentCheckAndTime(options, data, state, gpu, **loaded, start, r);
+  }
+
+  absl::StatusOr<ArgBuffers> buffers = AllocateArgs(*state.driver, gpu.args);
+  if (!buffers.ok())
+    return finish(MeasureError::kRuntimeError, std::string(buffers.status().message()));
+
+  if (options.check) {
+    const auto check_start = Clock::now();
+    for (size_t t = 0; t < data.trials.size(); ++t) {
+      const Trial& trial = data.trials[t];
+      absl::Status launch_error;
+      absl::StatusOr<ir::BufferMap> outputs =
+          RunChecked(**loaded, gpu.args, *buffers, trial, &launch_error);
+      if (!launch_error.ok()) return runtime_failure(launch_error);
+      if (!outputs.ok()) return runtime_failure(outputs.status());
+      for (const auto& [name, got] : *outputs) {
+        auto expected = trial.expected.find(name);
+        if (expected == trial.expected.end()) {
+          return finish(MeasureError::kUnknown,
+                        absl::StrCat("no reference for output '", name, "'"));
+        }
+        CompareOutputWithArbitration(
+            *data.dag, data.dag->StageId(name), trial.inputs, got, expected->second,
+            ToleranceFor(got.dtype, options.atol, options.rtol), ArbitrationOf(options),
+            static_cast<int>(t), trial.distribution, &r.check);
+      }
+      ++r.check.trials;
+    }
+    r.check_ms = MsSince(check_start);
+    if (r.check.mismatches > 0) {
+      return finish(MeasureError::kWrongAnswer, MismatchMessage(r.check));
+    }
+  }
+
+  // Timing on their own input buffers (random, never the check inputs, never zeros).
+  std::vector<DeviceBuffer> timing_buffers;
+  std::vector<cuda::CUdeviceptr> timing_args = buffers->ptrs;
+  for (size_t i = 0; i < gpu.args.size(); ++i) {
+    const codegen::KernelArg& arg = gpu.args[i];
+    if (arg.kind != codegen::KernelArg::Kind::kInput) continue;
+    auto it = data.timing_inputs.find(arg.buffer.name);
+    if (it == data.timing_inputs.end()) {
+      return finish(MeasureError::kUnknown,
+                    absl::StrCat("no timing input for '", arg.buffer.name, "'"));
+    }
+    absl::StatusOr<DeviceBuffer> b =
+        DeviceBuffer::Allocate(*state.driver, static_cast<int64_t>(it->second.size()));
+    if (!b.ok()) return finish(MeasureError::kRuntimeError, std::string(b.status().message()));
+    absl::Status up = UploadBytes(*b, it->second, arg.buffer.name);
+    if (!up.ok()) return runtime_failure(up);
+    timing_args[i] = b->ptr();
+    timing_buffers.push_back(std::move(*b));
+  }
+  const LoadedGpuModule& module = **loaded;
+  absl::StatusOr<TimingStats> stats = state.timer->Time(
+      [&]() { return module.LaunchAll(timing_args, /*synchronize=*/false); }, options.timing);
+  if (!stats.ok()) return runtime_failure(stats.status());
+  r.timing = *stats;
+  for (double ms : stats->samples_ms) r.costs_s.push_back(ms / 1000.0);
+  return finish(MeasureError::kNone, "");
+}
+
+// The candidate's buffer params must be the task's (names, dtypes, shapes, order).
+absl::Status CheckCandidateArgs(const ir::LoopNest& naive, const codegen::GpuModule& gpu) {
+  size_t next = 0;
+  for (const codegen::KernelArg& arg : gpu.args) {
+    if (arg.kind == codegen::KernelArg::Kind::kScratch) continue;
+    if (next >= naive.params.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("candidate has an extra parameter '", arg.buffer.name, "'"));
+    }
+    const ir::BufferDecl& want = naive.params[next];
+    const bool want_input = static_cast<int>(next) < naive.num_inputs;
+    if (arg.buffer.name != want.name || arg.buffer.dtype != want.dtype ||
+        arg.buffer.shape != want.shape ||
+        (arg.kind == codegen::KernelArg::Kind::kInput) != want_input) {
+      return absl::InvalidArgumentError(absl::StrCat("candidate parameter ", next, " '",
+                                                     arg.buffer.name, "' differs from the task's '",
+                                                     want.name, "'"));
+    }
+    ++next;
+  }
+  if (next != naive.params.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("candidate has ", next, " parameters, the task ", naive.params.size()));
+  }
+  return absl::OkStatus();
+}
+
+std::map<std::string, std::vector<std::byte>> PackAll(const ir::BufferMap& buffers) {
+  std::map<std::string, std::vector<std::byte>> packed;
+  for (const auto& [name, b] : buffers) packed[name] = PackBuffer(b);
+  return packed;
+}
+
+class CudaRunner : public Runner {
+ public:
+  CudaRunner(Target target, MeasureOptions options)
+      : target_(std::move(target)), options_(std::move(options)) {}
+
+  const Target& target() const override { return target_; }
+
+  std::vector<MeasureResult> Run(const ir::ComputeDAG& dag,
+                                 const std::vector<BuildResult>& candidates) override {
+    std::vector<MeasureResult> results(candidates.size());
+    const uint64_t batch = batch_counter_++;
+    absl::StatusOr<ir::LoopNest> naive = ir::LowerNaive(dag);
+    std::vector<int> runnable;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const BuildResult& c = candidates[i];
+      if (!c.build_status.ok()) {
+        results[i] = BuildFailureResult(c);
+      } else if (c.gpu_module == nullptr) {
+        results[i] = ErrorResult(MeasureError::kUnknown, "candidate has no compiled GPU module",
+                                 c.compile_ms);
+      } else if (!naive.ok()) {
+        results[i] =
+            ErrorResult(MeasureError::kUnknown,
+                        absl::StrCat("reference: ", naive.status().message()), c.compile_ms);
+      } else if (absl::Status s = CheckCandidateArgs(*naive, *c.gpu_module); !s.ok()) {
+        results[i] = ErrorResult(MeasureError::kUnknown, std::string(s.message()), c.compile_ms);
+      } else {
+        runnable.push_back(static_cast<int>(i));
+      }
+    }
+    if (runnable.empty()) return results;
+
+    BatchData data;
+    data.dag = &dag;
+    data.naive_params = *naive;
+    if (absl::Status s = PrepareBatch(dag, batch, &data); !s.ok()) {
+      for (int i : runnable) {
+        results[i] =
+            ErrorResult(MeasureError::kUnknown, std::string(s.message()), candidates[i].compile_ms);
+      }
+      return results;
+    }
+
+    WorkerOptions worker_options;
+    worker_options.item_timeout_ms = options_.run_timeout_ms;
+    worker_options.setup_timeout_ms = options_.setup_timeout_ms;
+    worker_options.memory_limit_mb = 0;  // CUDA reserves large virtual ranges
+    WorkerState state;
+    const MeasureOptions& options = options_;
+    std::vector<WorkerItemOutcome> outcomes = RunBatchInWorkers(
+        static_cast<int>(runnable.size()), [&]() { return WorkerSetup(options, &data, &state); },
+        [&](int k) { return WorkerItem(options, data, state, candidates[runnable[k]]); },
+        worker_options);
+
+    for (size_t k = 0; k < runnable.size(); ++k) {
+      const BuildResult& c = candidates[runnable[k]];
+      const WorkerItemOutcome& o = outcomes[k];
+      MeasureResult& r = results[runnable[k]];
+      switch (o.kind) {
+        case WorkerItemOutcome::Kind::kDone: {
+          nlohmann::json j = nlohmann::json::parse(o.payload, nullptr, false);
+          absl::StatusOr<MeasureResult> parsed =
+              j.is_discarded() ? absl::InvalidArgumentError("not JSON") : MeasureResultFromJson(j);
+          r = parsed.ok()
+                  ? *std::move(parsed)
+                  : ErrorResult(MeasureError::kUnknown,
+                                absl::StrCat("bad worker payload: ", parsed.status().message()),
+                                c.compile_ms);
+          break;
+        }
+        case WorkerItemOutcome::Kind::kCrashed:
+          r = ErrorResult(MeasureError::kRuntimeError,
+                          absl::StrCat("measurement worker crashed: ", o.message), c.compile_ms);
+          break;
+        case WorkerItemOutcome::Kind::kTimedOut:
+          r = ErrorResult(MeasureError::kRunTimeout, o.message, c.compile_ms);
+          break;
+        case WorkerItemOutcome::Kind::kSetupFailed:
+          r = ErrorResult(SetupFailureError(o.message), StripStatusCodeName(o.message),
+                          c.compile_ms);
+          break;
+      }
+      r.compile_ms = c.compile_ms;
+      if (r.run_wall_ms == 0) r.run_wall_ms = o.wall_ms;
+    }
+    return results;
+  }
+
+ private:
+  // Check trials (inputs and, for small tasks, the interpreter's outputs), timing inputs and,
+  // for large tasks, the naive GPU kernel.
+  absl::Status PrepareBatch(const ir::ComputeDAG& dag, uint64_t batch, BatchData* data) {
+    if (options_.check) {
+      const bool on_gpu = NaiveOps(dag) > options_.interpreter_reference_max_ops;
+      if (on_gpu) {
+        ASSIGN_OR_RETURN(data->naive_module, NaiveModule(dag));
+      }
+      for (int t = 0; t < options_.check_trials; ++t) {
+        Trial trial;
+        trial.distribution = options_.distributions[t % options_.distributions.size()];
+        trial.seed = DeriveSeed(options_.seed, batch, static_cast<uint64_t>(t));
+        trial.inputs = MakeCheckInputs(dag, trial.distribution, trial.seed);
+        trial.packed = PackAll(trial.inputs);
+        if (!on_gpu) {
+          absl::StatusOr<ir::BufferMap> expected = ir::RunReference(dag, trial.inputs);
+          if (!expected.ok()) {
+            return absl::Status(expected.status().code(),
+                                absl::StrCat("reference: ", expected.status().message()));
+          }
+          trial.expected = *std::move(expected);
+        }
+        data->trials.push_back(std::move(trial));
+      }
+    }
+    // Timing inputs: their own seed, uniform in [-1, 1) (never zeros).
+    data->timing_inputs = PackAll(MakeCheckInputs(dag, CheckDistribution::kUniformSymmetric,
+                                                  DeriveSeed(options_.seed, batch, 0xFFFFFFFFull)));
+    return absl::OkStatus();
+  }
+
+  // The naive GPU kernel of `dag`, compiled once per workload.
+  absl::StatusOr<std::shared_ptr<const codegen::GpuModule>> NaiveModule(const ir::ComputeDAG& dag) {
+    const std::string key = dag.WorkloadKey();
+    if (auto it = naive_modules_.find(key); it != naive_modules_.end()) return it->second;
+    ASSIGN_OR_RETURN(codegen::GpuModule module, BuildGpuReference(dag, target_));
+    auto shared = std::make_shared<const codegen::GpuModule>(std::move(module));
+    naive_modules_[key] = shared;
+    return shared;
+  }
+
+  Target target_;
+  MeasureOptions options_;
+  uint64_t batch_counter_ = 0;
+  std::map<std::string, std::shared_ptr<const codegen::GpuModule>> naive_modules_;
+};
+
+}  // namespace
+
+MeasureResult BuildFailureResult(const BuildResult& candidate) {
+  const absl::Status& s = candidate.build_status;
+  const std::string message(s.message());
+  MeasureError e = MeasureError::kCompileError;
+  if (s.code() == absl::StatusCode::kDeadlineExceeded ||
+      absl::StartsWith(message, "compile_timeout")) {
+    e = MeasureError::kCompileTimeout;
+  } else if (absl::StartsWith(message, "invalid_schedule")) {
+    e = MeasureError::kInvalidSchedule;
+  }
+  return ErrorResult(e, message, candidate.compile_ms);
+}
+
+std::string StripStatusCodeName(const std::string& message) {
+  std::string text = message;
+  // RunBatchInWorkers reports a setup's error as "setup failed: <Status::ToString()>".
+  constexpr char kSetupPrefix[] = "setup failed: ";
+  if (absl::StartsWith(text, kSetupPrefix)) text = text.substr(sizeof(kSetupPrefix) - 1);
+  size_t i = 0;
+  while (i < text.size() && ((text[i] >= 'A' && text[i] <= 'Z') || text[i] == '_')) ++i;
+  if (i > 0 && text.compare(i, 2, ": ") == 0) return text.substr(i + 2);
+  return text;
+}
+
+MeasureError SetupFailureError(const std::string& message) {
+  const std::string text = StripStatusCodeName(message);
+  if (absl::StartsWith(text, "no CUDA driver found") ||
+      absl::StartsWith(text, "no CUDA device found")) {
+    return MeasureError::kNoDevice;
+  }
+  if (absl::StartsWith(text, "reference")) return MeasureError::kUnknown;
+  return MeasureError::kRuntimeError;
+}
+
+std::unique_ptr<Runner> NewCudaRunnerWithoutProbe(const Target& target,
+                                                  const MeasureOptions& options) {
+  return std::make_unique<CudaRunner>(target, options);
+}
+
+}  // namespace cuda_internal
+
+absl::StatusOr<std::unique_ptr<Runner>> CreateCudaRunner(const Target& target,
+                                                         const MeasureOptions& options) {
+  if (target.kind != TargetKind::kCuda) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the cuda measurer needs a cuda target, got '", target.ToString(), "'"));
+  }
+  RETURN_IF_ERROR(ValidateMeasureOptions(options));
+  absl::StatusOr<DeviceInfo> info = ProbeCudaDevice(options.device, options.setup_timeout_ms);
+  if (!info.ok()) {
+    if (info.status().code() == absl::StatusCode::kFailedPrecondition) return info.status();
+    return absl::FailedPreconditionError(
+        absl::StrCat("no CUDA device found: ", info.status().message()));
+  }
+  return cuda_internal::NewCudaRunnerWithoutProbe(target, options);
+}
+
+}  // namespace tilesearch::measure

@@ -1,0 +1,77 @@
+// The correctness check's element comparison on the GPU: a hand-written PTX module (ISA 7.0,
+// sm_75, so the driver JIT accepts it on any newer device) with two kernels, loaded once per
+// measurement worker, that leave their results in small "slots" of device memory, so that a
+// candidate's check downloads 32 bytes per output instead of the output itself.
+//
+//   tilesearch_compare_f32(got, expected, n, atol, rtol, slot): compares n float32 elements under
+//     measure::CompareElement's rule (checker.h), in float64 like the host loop, so verdicts and
+//     errors are bit-identical to CompareOutput's. Each thread walks the elements grid-stride,
+//     the warp reduces with shfl, lane 0 adds to the slot with 64-bit atomics.
+//   tilesearch_bytes_differ(a, b, bytes, slot): counts the differing 32-bit words (and tail bytes)
+//     of two buffers into slot word 0 (used to see whether a candidate wrote into the resident
+//     check inputs or references).
+//
+// Slot layout (kCompareSlotWords unsigned 64-bit words, initialized with InitCompareSlot):
+//   [0] mismatches (atomic add), [1] bits of max_abs_error (atomic max: the bit patterns of
+//   non-negative doubles order as the doubles), [2] bits of max_rel_error, [3] first mismatching
+//   flat index (atomic min; all ones when none).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "measure/checker.h"
+#include "runtime/cuda_api.h"
+#include "runtime/cuda_device.h"
+
+namespace tilesearch::measure {
+
+/// Unsigned 64-bit words of one result slot.
+inline constexpr int kCompareSlotWords = 4;
+using CompareSlot = std::array<uint64_t, kCompareSlotWords>;
+
+/// The PTX text of the compare module (entries tilesearch_compare_f32 and tilesearch_bytes_differ;
+/// see the file comment). Built once; the same text every call.
+const std::string& DeviceComparePtx();
+
+/// A slot before any kernel wrote to it: zero counts and maxima, first index all ones.
+CompareSlot InitialCompareSlot();
+
+/// The CompareSummary of a slot written by tilesearch_compare_f32 over `elements` elements
+/// (first_mismatch -1 when the slot holds no mismatch).
+CompareSummary DecodeCompareSlot(const CompareSlot& slot, int64_t elements);
+
+/// The compare module loaded into a context. Launches go to the default stream, asynchronously
+/// (their errors show up at the next synchronizing call, e.g. the slot's download).
+class DeviceComparer {
+ public:
+  /// Loads DeviceComparePtx() (driver JIT). Errors: CudaModule::LoadPtx's and GetFunction's.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<DeviceComparer>> Create(
+      const runtime::CudaContext& context);
+
+  /// Enqueues the comparison of `n` >= 0 float32 values at `got` with those at `expected` under
+  /// `tolerance`, accumulating into the slot at `slot` (32 bytes of device memory). Nothing is
+  /// launched for n == 0. Errors: kInvalidArgument for n < 0; cuLaunchKernel's.
+  absl::Status CompareFloat32(runtime::cuda::CUdeviceptr got, runtime::cuda::CUdeviceptr expected,
+                              int64_t n, const Tolerance& tolerance,
+                              runtime::cuda::CUdeviceptr slot) const;
+
+  /// Enqueues counting the differing 32-bit words of the first `bytes` bytes of `a` and `b` (the
+  /// last bytes % 4 bytes compared one by one) into word 0 of the slot at `slot`. Errors: as
+  /// CompareFloat32.
+  absl::Status CountDifferences(runtime::cuda::CUdeviceptr a, runtime::cuda::CUdeviceptr b,
+                                int64_t bytes, runtime::cuda::CUdeviceptr slot) const;
+
+ private:
+  DeviceComparer() = default;
+  const runtime::CudaContext* context_ = nullptr;
+  std::unique_ptr<runtime::CudaModule> module_;
+  runtime::cuda::CUfunction compare_f32_ = nullptr;
+  runtime::cuda::CUfunction bytes_differ_ = nullptr;
+};
+
+}  // namespace tilesearch::measure

@@ -1,0 +1,392 @@
+// The host (cpu target) runner: each batch runs in forked workers (measure/worker_batch.h).
+// Per batch, in the parent: the check inputs of every trial, and for small tasks the reference
+// through the interpreter. In the worker's setup, for larger tasks: the naive program JIT-compiled
+// for the host, run on those inputs and spot-checked against float64 point evaluation. Per
+// candidate, in the worker: JIT compile (phase "compile"), then each trial on packed inputs with
+// NaN-poisoned outputs compared element-wise (mismatches arbitrated in float64,
+// ArbitrateMismatches), then timing on separate random inputs with a 64 MiB
+// buffer written before every timed run (phase "run"); the result returns as JSON.
+//
+// Forking: the parent may hold MLIR / LLVM state from earlier compiles; forking is safe as long as
+// no other thread of the parent is inside MLIR / LLVM (or holds a lock the worker needs) at the
+// time. A worker that inherits such a lock deadlocks and is reported as timed out.
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "codegen/codegen.h"
+#include "ir/lower_naive.h"
+#include "ir/reference.h"
+#include "measure/checker.h"
+#include "measure/measure.h"
+#include "measure/runner.h"
+#include "measure/worker_batch.h"
+
+namespace tilesearch::measure {
+
+using runtime::TimeRepeated;
+using runtime::TimingStats;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Bytes written before each timed run: larger than the last-level cache of the machines we run on.
+constexpr size_t kFlushBytes = size_t{64} << 20;
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// 64-byte aligned, uninitialized bytes (kernels need 16).
+class AlignedBytes {
+ public:
+  explicit AlignedBytes(size_t size)
+      : size_(size),
+        data_(static_cast<std::byte*>(
+            std::aligned_alloc(64, std::max<size_t>(64, (size + 63) / 64 * 64)))) {
+    CHECK(data_ != nullptr) << "cannot allocate " << size << " bytes";
+  }
+  ~AlignedBytes() { std::free(data_); }
+  AlignedBytes(const AlignedBytes&) = delete;
+  AlignedBytes& operator=(const AlignedBytes&) = delete;
+  std::byte* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  size_t size_;
+  std::byte* data_;
+};
+
+// Interpreted operations of the naive program: 2 · FLOPs + every element of every stage.
+double EstimateOps(const ir::ComputeDAG& dag) {
+  double elements = 0;
+  for (const ir::Tensor& t : dag.stages()) elements += static_cast<double>(t.NumElements());
+  return 2 * dag.Flops() + elements;
+}
+
+// The params of `nest` as typed buffers: inputs packed from `inputs`, outputs poisoned.
+// Errors: kInvalidArgument for a param that is not a tensor of the task or has another shape.
+absl::StatusOr<std::vector<std::unique_ptr<AlignedBytes>>> PrepareBuffers(
+    const ir::LoopNest& nest, const ir::BufferMap& inputs, const ir::ComputeDAG& dag) {
+  std::vector<std::unique_ptr<AlignedBytes>> buffers;
+  for (const ir::BufferDecl& p : nest.params) {
+    const int id = dag.StageId(p.name);
+    if (id < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("candidate parameter '", p.name, "' is not a tensor of the task"));
+    }
+    const ir::Tensor& t = dag.stage(id);
+    if (t.shape() != p.shape || t.dtype() != p.dtype) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("candidate parameter '", p.name, "' is ", ir::TypeName(p.dtype), "[",
+                       absl::StrJoin(p.shape, ", "), "]; the task's tensor is ",
+                       ir::TypeName(t.dtype()), "[", absl::StrJoin(t.shape(), ", "), "]"));
+    }
+    auto it = inputs.find(p.name);
+    const int64_t n = t.NumElements();
+    auto bytes = std::make_unique<AlignedBytes>(static_cast<size_t>(n * StorageBytes(p.dtype)));
+    if (it != inputs.end()) {
+      const std::vector<std::byte> packed = PackBuffer(it->second);
+      std::memcpy(bytes->data(), packed.data(), packed.size());
+    } else {
+      PoisonBytes(bytes->data(), p.dtype, n);
+    }
+    buffers.push_back(std::move(bytes));
+  }
+  return buffers;
+}
+
+std::vector<void*> Pointers(const std::vector<std::unique_ptr<AlignedBytes>>& buffers) {
+  std::vector<void*> pointers;
+  for (const auto& b : buffers) pointers.push_back(b->data());
+  return pointers;
+}
+
+// Runs `kernel` (compiled from `nest`) on `inputs`; returns the outputs (the params not in
+// `inputs`) by name.
+absl::StatusOr<ir::BufferMap> RunOnInputs(codegen::HostKernel& kernel, const ir::LoopNest& nest,
+                                          const ir::ComputeDAG& dag, const ir::BufferMap& inputs) {
+  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<AlignedBytes>> buffers,
+                   PrepareBuffers(nest, inputs, dag));
+  RETURN_IF_ERROR(kernel.Run(Pointers(buffers)));
+  ir::BufferMap outputs;
+  for (size_t i = 0; i < nest.params.size(); ++i) {
+    const ir::BufferDecl& p = nest.params[i];
+    if (inputs.count(p.name) != 0) continue;
+    ir::HostBuffer out = ir::HostBuffer::Zeros(p.dtype, p.shape);
+    RETURN_IF_ERROR(UnpackBuffer(buffers[i]->data(), buffers[i]->size(), &out));
+    outputs.emplace(p.name, std::move(out));
+  }
+  return outputs;
+}
+
+MeasureResult Failure(MeasureError error, std::string message) {
+  MeasureResult r;
+  r.error = error;
+  r.message = std::move(message);
+  return r;
+}
+
+// kind from a build status: "compile_timeout" → kCompileTimeout, "invalid_schedule" →
+// kInvalidSchedule, others kCompileError.
+MeasureError BuildErrorKind(const absl::Status& status) {
+  const std::string message(status.message());
+  if (message.find("compile_timeout") != std::string::npos) return MeasureError::kCompileTimeout;
+  if (message.find("invalid_schedule") != std::string::npos) return MeasureError::kInvalidSchedule;
+  return MeasureError::kCompileError;
+}
+
+class HostRunner : public Runner {
+ public:
+  HostRunner(const Target& target, const MeasureOptions& options)
+      : target_(target), options_(options) {}
+
+  const Target& target() const override { return target_; }
+
+  std::vector<MeasureResult> Run(const ir::ComputeDAG& dag,
+                                 const std::vector<BuildResult>& candidates) override {
+    const uint64_t batch_seed = Mix(options_.seed ^ Mix(++batches_));
+    std::vector<MeasureResult> results(candidates.size());
+    std::vector<int> runnable;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const BuildResult& c = candidates[i];
+      if (!c.build_status.ok()) {
+        results[i] = Failure(BuildErrorKind(c.build_status), c.build_status.ToString());
+        results[i].compile_ms = c.compile_ms;
+      } else if (c.nest == nullptr) {
+        results[i] = Failure(MeasureError::kCompileError, "candidate has no loop nest");
+      } else {
+        runnable.push_back(static_cast<int>(i));
+      }
+    }
+    if (runnable.empty()) return results;
+
+    // Check inputs and (for small tasks) the reference, before forking.
+    const int trials = options_.check ? options_.check_trials : 0;
+    std::vector<CheckDistribution> distributions;
+    std::vector<uint64_t> trial_seeds;
+    std::vector<ir::BufferMap> inputs;
+    std::vector<ir::BufferMap> expected(trials);
+    for (int t = 0; t < trials; ++t) {
+      distributions.push_back(options_.distributions[t % options_.distributions.size()]);
+      trial_seeds.push_back(Mix(batch_seed + static_cast<uint64_t>(t)));
+      inputs.push_back(MakeCheckInputs(dag, distributions[t], trial_seeds[t]));
+    }
+    const bool interpret = EstimateOps(dag) <= options_.interpreter_reference_max_ops;
+    if (interpret) {
+      for (int t = 0; t < trials; ++t) {
+        absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs[t]);
+        if (!ref.ok()) {
+          for (int i : runnable) {
+            results[i] = Failure(MeasureError::kUnknown,
+                                 absl::StrCat("reference failed: ", ref.status().ToString()));
+          }
+          return results;
+        }
+        expected[t] = *std::move(ref);
+      }
+    }
+    const ir::BufferMap timing_inputs =
+        MakeCheckInputs(dag, CheckDistribution::kUniformSymmetric, Mix(batch_seed ^ 0x7469u));
+
+    // Worker state, filled in the worker (the parent's copies stay empty).
+    std::unique_ptr<AlignedBytes> flush;
+
+    auto setup = [&]() -> absl::Status {
+      if (options_.timing.flush_cache) flush = std::make_unique<AlignedBytes>(kFlushBytes);
+      if (interpret || trials == 0) return absl::OkStatus();
+      ASSIGN_OR_RETURN(const ir::LoopNest naive, ir::LowerNaive(dag));
+      codegen::HostCompileOptions compile;
+      compile.num_threads = options_.host_threads;
+      absl::StatusOr<std::unique_ptr<codegen::HostKernel>> kernel =
+          codegen::CompileForHost(naive, compile);
+      if (!kernel.ok()) {
+        return absl::InternalError(absl::StrCat("reference: naive program does not compile: ",
+                                                kernel.status().ToString()));
+      }
+      for (int t = 0; t < trials; ++t) {
+        absl::StatusOr<ir::BufferMap> out = RunOnInputs(**kernel, naive, dag, inputs[t]);
+        if (!out.ok()) {
+          return absl::InternalError(
+              absl::StrCat("reference: naive program failed: ", out.status().ToString()));
+        }
+        absl::Status verified = VerifyReferenceSamples(
+            dag, inputs[t], *out, options_.reference_point_samples, trial_seeds[t]);
+        if (!verified.ok()) {
+          return absl::InternalError(absl::StrCat("reference: ", verified.message()));
+        }
+        expected[t] = *std::move(out);
+      }
+      return absl::OkStatus();
+    };
+
+    auto item = [&](int k) -> std::string {
+      const BuildResult& c = candidates[runnable[k]];
+      return MeasureResultToJson(
+                 MeasureOne(dag, c, distributions, inputs, expected, timing_inputs, flush.get()))
+          .dump();
+    };
+
+    WorkerOptions worker;
+    worker.item_timeout_ms = options_.run_timeout_ms;
+    worker.setup_timeout_ms = options_.setup_timeout_ms;
+    const std::vector<WorkerItemOutcome> outcomes =
+        RunBatchInWorkers(static_cast<int>(runnable.size()), setup, item, worker);
+
+    for (size_t k = 0; k < runnable.size(); ++k) {
+      const int i = runnable[k];
+      const WorkerItemOutcome& o = outcomes[k];
+      MeasureResult& r = results[i];
+      switch (o.kind) {
+        case WorkerItemOutcome::Kind::kDone: {
+          nlohmann::json j = nlohmann::json::parse(o.payload, nullptr, /*allow_exceptions=*/false);
+          absl::StatusOr<MeasureResult> parsed =
+              j.is_discarded() ? absl::InvalidArgumentError("not json") : MeasureResultFromJson(j);
+          if (parsed.ok()) {
+            r = *std::move(parsed);
+          } else {
+            r = Failure(MeasureError::kUnknown,
+                        absl::StrCat("cannot read the worker's result for candidate ", i, ": ",
+                                     parsed.status().message()));
+          }
+          break;
+        }
+        case WorkerItemOutcome::Kind::kCrashed:
+          r = Failure(
+              o.phase == "compile" ? MeasureError::kCompileError : MeasureError::kRuntimeError,
+              absl::StrCat("worker ", o.message, " while ",
+                           o.phase == "compile" ? "compiling" : "running", " candidate ", i));
+          r.run_wall_ms = o.wall_ms;
+          break;
+        case WorkerItemOutcome::Kind::kTimedOut:
+          r = Failure(
+              o.phase == "compile" ? MeasureError::kCompileTimeout : MeasureError::kRunTimeout,
+              absl::StrCat("candidate ", i, " ", o.message));
+          r.run_wall_ms = o.wall_ms;
+          break;
+        case WorkerItemOutcome::Kind::kSetupFailed:
+          r = Failure(MeasureError::kUnknown, o.message);
+          break;
+      }
+      if (r.compile_ms == 0) r.compile_ms = candidates[i].compile_ms;
+    }
+    return results;
+  }
+
+ private:
+  // Runs in the worker: compile, check, time one candidate.
+  MeasureResult MeasureOne(const ir::ComputeDAG& dag, const BuildResult& c,
+                           const std::vector<CheckDistribution>& distributions,
+                           const std::vector<ir::BufferMap>& inputs,
+                           const std::vector<ir::BufferMap>& expected,
+                           const ir::BufferMap& timing_inputs, AlignedBytes* flush) const {
+    const Clock::time_point start = Clock::now();
+    // Compiling gets its own clock (run_timeout_ms as well), so that a slow JIT is not a run
+    // timeout of the run that follows.
+    BeginWorkerItemPhase("compile");
+    MeasureResult r;
+    codegen::HostCompileOptions compile;
+    compile.num_threads = options_.host_threads;
+    absl::StatusOr<std::unique_ptr<codegen::HostKernel>> kernel =
+        codegen::CompileForHost(*c.nest, compile);
+    if (!kernel.ok()) {
+      r = Failure(MeasureError::kCompileError, kernel.status().ToString());
+      r.compile_ms = c.compile_ms;
+      return r;
+    }
+    r.compile_ms = c.compile_ms + (*kernel)->compile_ms();
+    BeginWorkerItemPhase("run");
+    const Clock::time_point run_start = Clock::now();
+
+    for (size_t t = 0; t < inputs.size(); ++t) {
+      absl::StatusOr<ir::BufferMap> got = RunOnInputs(**kernel, *c.nest, dag, inputs[t]);
+      if (!got.ok()) {
+        const bool bad_params = got.status().code() == absl::StatusCode::kInvalidArgument;
+        r.error = bad_params ? MeasureError::kInvalidSchedule : MeasureError::kRuntimeError;
+        r.message = got.status().ToString();
+        return r;
+      }
+      for (const auto& [name, ref] : expected[t]) {
+        auto it = got->find(name);
+        if (it == got->end()) {
+          r.error = MeasureError::kInvalidSchedule;
+          r.message = absl::StrCat("candidate has no output parameter '", name, "'");
+          return r;
+        }
+        // Mismatches against the float32 reference are re-judged in float64 (up to the cap).
+        CompareOutputWithArbitration(
+            dag, dag.StageId(name), inputs[t], it->second, ref,
+            ToleranceFor(ref.dtype, options_.atol, options_.rtol),
+            {options_.arbitration_max_elements, options_.arbitration_max_steps},
+            static_cast<int>(t), distributions[t], &r.check);
+      }
+      ++r.check.trials;
+    }
+    r.check_ms = MsSince(run_start);
+    if (r.check.mismatches > 0) {
+      r.error = MeasureError::kWrongAnswer;
+      r.message =
+          absl::StrCat(r.check.mismatches, " of ", r.check.checked_elements,
+                       " output elements outside tolerance; first: ", r.check.first_mismatch);
+      if (!r.check.arbitration.empty()) absl::StrAppend(&r.message, "; ", r.check.arbitration);
+      r.run_wall_ms = MsSince(start);
+      return r;
+    }
+
+    absl::StatusOr<std::vector<std::unique_ptr<AlignedBytes>>> buffers =
+        PrepareBuffers(*c.nest, timing_inputs, dag);
+    if (!buffers.ok()) {
+      r.error = MeasureError::kInvalidSchedule;
+      r.message = buffers.status().ToString();
+      return r;
+    }
+    const std::vector<void*> pointers = Pointers(*buffers);
+    unsigned char fill = 0;
+    auto run_once = [&]() -> absl::StatusOr<double> {
+      if (flush != nullptr) std::memset(flush->data(), ++fill, flush->size());
+      const Clock::time_point t0 = Clock::now();
+      RETURN_IF_ERROR((*kernel)->Run(pointers));
+      return MsSince(t0);
+    };
+    absl::StatusOr<TimingStats> stats = TimeRepeated(run_once, options_.timing);
+    if (!stats.ok()) {
+      r.error = MeasureError::kRuntimeError;
+      r.message = stats.status().ToString();
+      return r;
+    }
+    r.timing = *std::move(stats);
+    for (double ms : r.timing.samples_ms) r.costs_s.push_back(ms / 1000);
+    r.run_wall_ms = MsSince(start);
+    return r;
+  }
+
+  Target target_;
+  MeasureOptions options_;
+  uint64_t batches_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Runner>> CreateHostRunner(const Target& target,
+                                                         const MeasureOptions& options) {
+  if (target.kind != TargetKind::kCpu) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the host measurer needs the cpu target, got '", target.ToString(), "'"));
+  }
+  RETURN_IF_ERROR(ValidateMeasureOptions(options));
+  return std::unique_ptr<Runner>(new HostRunner(target, options));
+}
+
+}  // namespace tilesearch::measure

@@ -1,0 +1,179 @@
+// Measurement of schedule candidates: every candidate is checked against the task's reference on
+// fresh random inputs, then timed; failures are data (MeasureResult::error), never a crash of the
+// caller. Runs happen in a worker process forked per batch (measure/worker_batch.h): a candidate
+// that crashes or hangs kills only that worker; it is recorded as runtime_error / run_timeout and a
+// new worker continues with the next candidate. The caller's process never initializes CUDA.
+//
+// Method (design.md, "Measurement method"; KernelBench's tolerance): inputs drawn from more than
+// one distribution (CheckDistribution), outputs poisoned with NaN before each checked run, every
+// output element compared under a dtype-aware tolerance. The reference is the unscheduled program:
+// the interpreter for small tasks, otherwise the naive kernel on the same target (GPU: the naive
+// schedule of schedule/naive_gpu.h), itself checked against float64 point evaluation
+// (ir::EvaluatePoint) on sampled elements. Mirrors Ansor's MeasureInput / MeasureResult
+// (TVM src/auto_scheduler/measure.cc) with costs in seconds.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "base/target.h"
+#include "codegen/codegen.h"
+#include "ir/compute_dag.h"
+#include "ir/stmt.h"
+#include "nlohmann/json.hpp"
+#include "runtime/kernel_resources.h"
+#include "runtime/timing.h"
+
+namespace tilesearch::measure {
+
+/// Why a candidate has no time (Ansor's MeasureErrorNO, renamed).
+enum class MeasureError : uint8_t {
+  kNone,
+  kInvalidSchedule,  // lowering rejected the state (GPU limits, unlowerable steps)
+  kCompileError,     // MLIR / LLVM / ptxas / the driver's JIT rejected the code
+  kCompileTimeout,   // compilation over its limit
+  kWrongAnswer,      // ran, but an output element is outside tolerance (or NaN where finite)
+  kRuntimeError,     // launch failure, illegal address, crash of the worker
+  kRunTimeout,       // check + timing over the per-candidate limit; the worker was killed
+  kNoDevice,         // no CUDA driver / device: nothing could run
+  kUnknown,
+};
+
+/// "none", "invalid_schedule", "compile_error", "compile_timeout", "wrong_answer",
+/// "runtime_error", "run_timeout", "no_device", "unknown_error".
+const char* MeasureErrorName(MeasureError error);
+/// Inverse of MeasureErrorName. Errors: kInvalidArgument naming the unknown text.
+absl::StatusOr<MeasureError> ParseMeasureError(const std::string& name);
+
+/// Outcome of the correctness check of one candidate.
+struct CheckReport {
+  int trials = 0;            // checked runs (MeasureOptions::check_trials; distributions cycle)
+  double max_abs_error = 0;  // over every output element of every trial
+  double max_rel_error = 0;  // |got − ref| / max(|ref|, tiny), over elements with |ref| > atol
+  int64_t mismatches = 0;  // elements outside tolerance (NaN where the reference is finite counts)
+  int64_t checked_elements = 0;
+  std::string
+      first_mismatch;  // "C[3, 17]: got nan, expected 1.25 (trial 1, normal)"; empty if none
+  /// Elements outside tolerance against the float32 reference that passed float64 arbitration
+  /// (ArbitrateMismatches, measure/checker.h), counted per output and trial only when every
+  /// mismatch of it passed (then none is counted in `mismatches`); when some fail, the whole
+  /// output's mismatches stay in `mismatches` and none is counted here.
+  int64_t arbitrated = 0;
+  /// The first failed or skipped arbitration: "float64 arbitration of 3 mismatches of C (trial 0,
+  /// uniform): 1 still fail, first C[1, 2]: got x, ref32 y, ref64 z"; empty if none.
+  std::string arbitration;
+};
+
+/// The result of measuring one candidate.
+struct MeasureResult {
+  MeasureError error = MeasureError::kNone;
+  std::string message;          // why, when error != kNone (compiler diagnostics, fault, mismatch)
+  std::vector<double> costs_s;  // each timed run, seconds (Ansor's MeasureResult.costs)
+  runtime::TimingStats timing;  // the same runs in ms
+  double compile_ms = 0;        // codegen (MLIR → PTX / host code), as reported by the builder
+  double load_ms = 0;           // GPU: driver JIT of the PTX (cuModuleLoadData); host: 0
+  double check_ms = 0;          // wall time of the correctness check
+  double run_wall_ms = 0;       // wall time of this candidate in the worker (check + timing)
+  CheckReport check;
+  std::vector<runtime::KernelResources> kernels;  // GPU only, one per launch in order
+
+  bool ok() const { return error == MeasureError::kNone; }
+  /// Median time in ms; +inf when !ok().
+  double median_ms() const;
+};
+
+/// JSON of a result (all fields; samples included) and back. FromJson errors: kInvalidArgument
+/// naming the bad field.
+nlohmann::json MeasureResultToJson(const MeasureResult& result);
+absl::StatusOr<MeasureResult> MeasureResultFromJson(const nlohmann::json& j);
+
+/// Input distributions of the correctness check (each trial uses the next one, cyclically). Values
+/// are rounded to the buffer's dtype; integer buffers get integers in range, bool 0/1.
+enum class CheckDistribution : uint8_t {
+  kUniformSymmetric,  // uniform [-1, 1)
+  kUniformPositive,   // uniform [0, 1) (KernelBench's torch.rand)
+  kNormalOffset,      // normal, mean 2, standard deviation 8 (offset and large magnitude)
+};
+const char* CheckDistributionName(CheckDistribution d);  // "uniform", "uniform01", "normal"
+/// Inverse of CheckDistributionName. Errors: kInvalidArgument naming the unknown text.
+absl::StatusOr<CheckDistribution> ParseCheckDistribution(const std::string& name);
+/// How candidates are checked and timed (the Runner's options).
+struct MeasureOptions {
+  runtime::TimingOptions timing;
+  /// Checked runs before timing, with fresh inputs each, drawn from `distributions` in turn.
+  int check_trials = 2;
+  /// The default pair passes a correct float32 kernel at the 1e-4 tolerance at any size we tune:
+  /// normal(2, 8) inputs do not. Their partial sums grow to ~10^4, so a correct 4096-deep fp32
+  /// dot product whose result lands near 0 differs from another correct one by ~0.02 (seen on
+  /// the H200: 11 of 33.5 M elements of a 4096³ matmul, with two different schedules giving the
+  /// same value). kNormalOffset needs a wider atol / rtol.
+  std::vector<CheckDistribution> distributions = {CheckDistribution::kUniformSymmetric,
+                                                  CheckDistribution::kUniformPositive};
+  /// Tolerance |got − ref| <= atol + rtol · |ref|; 0 = by dtype (float32 1e-4 / 1e-4 as
+  /// KernelBench, float16 / bfloat16 1e-2 / 1e-2, integers and bool exact).
+  double atol = 0;
+  double rtol = 0;
+  /// Skip the check (benchmark-only runs); results then say check.trials == 0.
+  bool check = true;
+  /// Seed of the check inputs (each trial and each batch derive their own from it).
+  uint64_t seed = 1;
+  /// Tasks with at most this many interpreted operations (2 · FLOPs + stores of the naive program)
+  /// use the interpreter as reference; larger ones the naive kernel on the target.
+  double interpreter_reference_max_ops = 1 << 24;
+  /// Sampled elements per output checked in float64 (ir::EvaluatePoint) when the reference is the
+  /// naive kernel; a mismatch there fails the whole batch as kUnknown "reference ...".
+  int reference_point_samples = 64;
+  /// Float64 arbitration of float32 mismatches (ArbitrateMismatches, measure/checker.h): when one
+  /// output of one trial has at most this many elements outside tolerance against the float32
+  /// reference, each is re-judged against float64 point evaluation and passes if within the
+  /// tolerance plus the reference's own error. 0 disables; more mismatches: wrong_answer as before.
+  int64_t arbitration_max_elements = 1024;
+  /// Work limit of the float64 arbitration of one output of one trial, in stage-body evaluations
+  /// (ArbitrationOptions::max_steps; estimated from the first element: over it, no arbitration
+  /// and wrong_answer as before). Deterministic: the verdict does not depend on load.
+  int64_t arbitration_max_steps = int64_t{1} << 26;
+  /// Wall-clock limit of one candidate's check + timing in the worker; over it: kRunTimeout.
+  double run_timeout_ms = 20000;
+  /// Limit for the worker's start (CUDA init, reference computation) per batch.
+  double setup_timeout_ms = 120000;
+  /// CUDA device ordinal.
+  int device = 0;
+  /// Host target: threads for parallel loops (0 = all cores).
+  int host_threads = 0;
+  /// A file every Measure call locks exclusively for its whole duration, so that several tuning
+  /// jobs sharing one GPU never check or time kernels at the same time (their searches still
+  /// overlap). The lock is first-come-first-served and skips dead holders (runtime/device_lock.h).
+  /// Empty: the environment variable TILESEARCH_DEVICE_LOCK, if set; else none.
+  std::string device_lock_path;
+};
+
+/// Host memory (bytes) a measurement of `dag` needs at its peak, estimated: the check holds every
+/// input and output as 8-byte values per trial (inputs, reference outputs), plus the timing inputs
+/// and the worker's unpacked outputs, plus typed copies: about 8 · (trials + 3) bytes per input or
+/// output element. Measured on a relu of 10⁸ elements: > 6 GB resident, estimate 8 GB.
+double EstimateMeasureHostBytes(const ir::ComputeDAG& dag, const MeasureOptions& options);
+
+/// Bytes of memory available to new allocations on this machine (/proc/meminfo MemAvailable;
+/// physical pages × page size where that is missing).
+double AvailableHostBytes();
+
+/// kResourceExhausted "measuring needs about 9.6 GiB of host memory (...) but 14.2 GiB are
+/// available" when EstimateMeasureHostBytes exceeds `fraction` of AvailableHostBytes.
+[[nodiscard]] absl::Status CheckMeasureHostMemory(const ir::ComputeDAG& dag,
+                                                  const MeasureOptions& options,
+                                                  double fraction = 0.6);
+
+/// kInvalidArgument naming the first bad option (timing options as TimeRepeated checks them,
+/// negative check_trials / tolerances / samples / host_threads / device, no distributions while
+/// checking, non-positive timeouts); OK otherwise. CreateRunner and each runner call it.
+[[nodiscard]] absl::Status ValidateMeasureOptions(const MeasureOptions& options);
+
+/// The device lock file measurements take turns on: options.device_lock_path, else
+/// $TILESEARCH_DEVICE_LOCK, else "" (no lock).
+std::string DeviceLockPath(const MeasureOptions& options);
+
+}  // namespace tilesearch::measure

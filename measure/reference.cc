@@ -1,0 +1,40 @@
+#include "measure/reference.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "schedule/lower.h"
+#include "schedule/naive_gpu.h"
+
+namespace tilesearch::measure {
+
+double NaiveOps(const ir::ComputeDAG& dag) {
+  double stores = 0;
+  for (int id = 0; id < dag.num_stages(); ++id) {
+    if (dag.Kind(id) != ir::StageKind::kPlaceholder) {
+      stores += static_cast<double>(dag.stage(id).NumElements());
+    }
+  }
+  return 2 * dag.Flops() + stores;
+}
+
+absl::StatusOr<codegen::GpuModule> BuildGpuReference(const ir::ComputeDAG& dag,
+                                                     const Target& target) {
+  auto wrap = [](const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat("reference kernel: ", s.message()));
+  };
+  absl::StatusOr<schedule::State> state = schedule::NaiveGpuSchedule(dag, target);
+  if (!state.ok()) return wrap(state.status());
+  // The reference's one lowering: the naive schedule is no search candidate.
+  absl::StatusOr<schedule::LoweredKernel> lowered = schedule::Lower(dag, *state, target);
+  if (!lowered.ok()) return wrap(lowered.status());
+  codegen::GpuCompileOptions compile;
+  compile.arch = target.arch.empty() ? "sm_90" : target.arch;
+  compile.fma_contraction = false;
+  absl::StatusOr<codegen::GpuModule> module =
+      codegen::CompileToPtx(lowered->nest, lowered->launches, compile);
+  if (!module.ok()) return wrap(module.status());
+  return module;
+}
+
+}  // namespace tilesearch::measure

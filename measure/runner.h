@@ -1,0 +1,56 @@
+// The Runner: checks, then times, built candidates of one task on one target (TVM's
+// ProgramRunner, include/tvm/auto_scheduler/measure.h). Every candidate is checked against the
+// task's reference on fresh random inputs, then timed (measure/measure.h: method and results);
+// failures are data (MeasureResult::error), never a crash of the caller. Runs happen in worker
+// processes forked per batch (measure/worker_batch.h): a candidate that crashes or hangs kills only
+// that worker; it is recorded as runtime_error / run_timeout and a new worker continues with the
+// next candidate. The caller's process never initializes CUDA.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "base/target.h"
+#include "ir/compute_dag.h"
+#include "measure/builder.h"
+#include "measure/measure.h"
+
+namespace tilesearch::measure {
+
+/// Checks and times built candidates of one task on one target.
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  /// One result per build, in order. `dag` defines the task (its naive program is the
+  /// reference; every candidate's nest must have the same params as ir::LowerNaive(dag)).
+  /// Never fails as a whole: errors are per result (a worker that cannot start gives every
+  /// remaining candidate kRuntimeError / kNoDevice with the reason).
+  /// Forks worker processes (fork without exec): call it while no other thread of this process is
+  /// inside MLIR / LLVM or holds a lock the workers need (earlier compiles in this process are
+  /// fine); a worker that inherits a held lock hangs and is reported as run_timeout. The host
+  /// runner JIT-compiles each candidate in the worker under its own run_timeout_ms clock (a
+  /// compile over it: kCompileTimeout; a compiler crash: kCompileError).
+  virtual std::vector<MeasureResult> Run(const ir::ComputeDAG& dag,
+                                         const std::vector<BuildResult>& builds) = 0;
+  virtual const Target& target() const = 0;
+};
+
+/// The runner of `target`: host JIT for cpu, CUDA for cuda; wrapped in a lock on
+/// options.device_lock_path (or $TILESEARCH_DEVICE_LOCK) when one is given. Errors:
+/// kInvalidArgument for invalid options or a lock file that cannot be opened; for cuda,
+/// kFailedPrecondition "no CUDA driver found: ..." when libcuda.so.1 cannot be loaded or no device
+/// exists (probed in a short-lived child process, so this process still never initializes CUDA).
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Runner>> CreateRunner(
+    const Target& target, const MeasureOptions& options = {});
+/// The runner of the cpu target, without the device lock. Errors: kInvalidArgument for another
+/// target or invalid options.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Runner>> CreateHostRunner(
+    const Target& target, const MeasureOptions& options);
+/// The runner of a cuda target, without the device lock. Errors: as CreateRunner's for cuda;
+/// kInvalidArgument for another target.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Runner>> CreateCudaRunner(
+    const Target& target, const MeasureOptions& options);
+
+}  // namespace tilesearch::measure

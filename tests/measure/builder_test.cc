@@ -1,0 +1,116 @@
+// The Builder (measure/builder.h): a failed lowering becomes an invalid_schedule build error, cpu
+// candidates pass through as their shared nest, GPU candidates get the PTX that codegen compiles
+// for the same kernel, in the worker pool (Build) and in process (BuildInProcess) alike.
+#include "measure/builder.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "base/status_matchers.h"
+#include "base/target.h"
+#include "codegen/codegen.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/compute_dag.h"
+#include "ir/tensor.h"
+#include "schedule/lower.h"
+#include "schedule/naive_gpu.h"
+#include "schedule/state.h"
+
+namespace tilesearch::measure {
+namespace {
+
+using ::testing::HasSubstr;
+using ::tilesearch::testing::IsOk;
+
+// Y[i] = X[i] * 2 over 256 elements.
+ir::ComputeDAG Doubling() {
+  absl::StatusOr<ir::Tensor> x = ir::Placeholder("X", {256});
+  EXPECT_THAT(x, IsOk());
+  absl::StatusOr<ir::Tensor> y =
+      ir::Compute("Y", {256}, [&](const std::vector<ir::Expr>& ax) { return (*x)(ax[0]) * 2.0; });
+  EXPECT_THAT(y, IsOk());
+  absl::StatusOr<ir::ComputeDAG> dag = ir::ComputeDAG::Create({*y});
+  EXPECT_THAT(dag, IsOk());
+  return *std::move(dag);
+}
+
+TEST(BuilderTest, AFailedLoweringIsAnInvalidScheduleBuildErrorWithItsLoweringTime) {
+  BuildInput plain = BuildInput::FromLowering(absl::InvalidArgumentError("stale region"), 1.5);
+  BuildInput prefixed = BuildInput::FromLowering(
+      absl::FailedPreconditionError("invalid_schedule: 2048 threads per block"), 0.25);
+  const std::vector<BuildResult> built = Builder(Target::HostCpu()).Build({plain, prefixed});
+  ASSERT_EQ(built.size(), 2u);
+  EXPECT_EQ(built[0].build_status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(built[0].build_status.message(), "invalid_schedule: stale region");
+  EXPECT_DOUBLE_EQ(built[0].compile_ms, 1.5);
+  EXPECT_EQ(built[0].nest, nullptr);
+  EXPECT_EQ(built[1].build_status.message(), "invalid_schedule: 2048 threads per block");
+  EXPECT_DOUBLE_EQ(built[1].compile_ms, 0.25);
+}
+
+TEST(BuilderTest, CpuCandidatesPassThroughAsTheirSharedNest) {
+  const ir::ComputeDAG dag = Doubling();
+  const schedule::State state = schedule::State::Initial(dag);
+  BuildInput input = BuildInput::FromLowering(schedule::Lower(dag, state, Target::HostCpu()), 2.0);
+  ASSERT_NE(input.lowered, nullptr);
+  const std::vector<BuildResult> built = Builder(Target::HostCpu()).Build({input});
+  ASSERT_EQ(built.size(), 1u);
+  EXPECT_THAT(built[0].build_status, IsOk());
+  EXPECT_EQ(built[0].nest.get(), &input.lowered->nest);  // not copied
+  EXPECT_EQ(built[0].gpu_module, nullptr);
+  EXPECT_TRUE(built[0].launches.empty());
+  EXPECT_DOUBLE_EQ(built[0].compile_ms, 2.0);
+}
+
+TEST(BuilderTest, GpuCandidatesGetCodegensPtxInThePoolAndInProcess) {
+  const ir::ComputeDAG dag = Doubling();
+  const Target gpu = Target::H200();
+  absl::StatusOr<schedule::State> state = schedule::NaiveGpuSchedule(dag, gpu);
+  ASSERT_THAT(state, IsOk());
+  absl::StatusOr<schedule::LoweredKernel> lowered = schedule::Lower(dag, *state, gpu);
+  ASSERT_THAT(lowered, IsOk());
+  codegen::GpuCompileOptions compile;
+  compile.arch = gpu.arch;
+  absl::StatusOr<codegen::GpuModule> direct =
+      codegen::CompileToPtx(lowered->nest, lowered->launches, compile);
+  ASSERT_THAT(direct, IsOk());
+
+  const BuildInput input = BuildInput::FromLowering(*lowered, 0.5);
+  const Builder builder(gpu);
+  const std::vector<BuildResult> pooled = builder.Build({input, input});
+  ASSERT_EQ(pooled.size(), 2u);
+  const BuildResult in_process = builder.BuildInProcess(input);
+  for (const BuildResult* r : {&pooled[0], &pooled[1], &in_process}) {
+    ASSERT_THAT(r->build_status, IsOk());
+    ASSERT_NE(r->gpu_module, nullptr);
+    EXPECT_EQ(r->gpu_module->ptx, direct->ptx);
+    EXPECT_THAT(r->gpu_module->ptx, HasSubstr(".target sm_90"));
+    EXPECT_EQ(r->gpu_module->kernels.size(), lowered->launches.size());
+    EXPECT_EQ(r->launches.size(), lowered->launches.size());
+    EXPECT_EQ(r->launches[0].grid, lowered->launches[0].grid);
+    EXPECT_EQ(r->launches[0].block, lowered->launches[0].block);
+    EXPECT_GE(r->compile_ms, 0.5 + r->gpu_module->compile_ms - 1e-9);
+  }
+}
+
+TEST(BuilderTest, AnUnknownArchIsTheCandidatesCompileError) {
+  const ir::ComputeDAG dag = Doubling();
+  Target gpu = Target::H200();
+  absl::StatusOr<schedule::State> state = schedule::NaiveGpuSchedule(dag, gpu);
+  ASSERT_THAT(state, IsOk());
+  BuildInput input = BuildInput::FromLowering(schedule::Lower(dag, *state, gpu), 0);
+  gpu.arch = "banana";
+  const Builder builder(gpu);
+  for (const BuildResult& r : {builder.BuildInProcess(input), builder.Build({input})[0]}) {
+    EXPECT_EQ(r.build_status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(r.build_status.message()), HasSubstr("unknown CUDA arch 'banana'"));
+    EXPECT_EQ(r.gpu_module, nullptr);
+    EXPECT_NE(r.nest, nullptr);
+  }
+}
+
+}  // namespace
+}  // namespace tilesearch::measure

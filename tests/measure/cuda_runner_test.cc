@@ -1,0 +1,127 @@
+// The CUDA runner on a real GPU (skipped with "no CUDA driver: ..." where the probe finds
+// none): a correct candidate is timed, a candidate that writes twice the value is a wrong answer,
+// one that stores far out of bounds is a runtime error and the candidate after it still measures
+// fine (the faulted worker is replaced); the naive GPU kernel serves as the reference for tasks
+// above the interpreter limit; a shared-memory tiled matmul measures fine.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/ops/linear.h"
+#include "runtime/cuda_device.h"
+#include "measure/measure.h"
+#include "measure/runner.h"
+#include "tests/codegen/nest_builders.h"
+#include "tests/measure/cuda_device_test_util.h"
+#include "tests/measure/cuda_test_util.h"
+
+namespace tilesearch::measure {
+using runtime::TargetFromDevice;
+namespace {
+
+using ::testing::HasSubstr;
+using testing_util::ProbedDevice;
+
+MeasureOptions QuickOptions() {
+  MeasureOptions o;
+  o.timing.warmup_runs = 1;
+  o.timing.min_runs = 5;
+  o.timing.min_total_ms = 1;
+  o.timing.max_runs = 20;
+  return o;
+}
+
+std::unique_ptr<Runner> MakeRunner(const MeasureOptions& options) {
+  absl::StatusOr<std::unique_ptr<Runner>> m =
+      CreateCudaRunner(TargetFromDevice(*ProbedDevice()), options);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return m.ok() ? *std::move(m) : nullptr;
+}
+
+void ExpectMeasuredFine(const MeasureResult& r, int trials) {
+  EXPECT_EQ(r.error, MeasureError::kNone) << r.message;
+  EXPECT_EQ(r.check.trials, trials);
+  EXPECT_EQ(r.check.mismatches, 0);
+  EXPECT_GT(r.check.checked_elements, 0);
+  EXPECT_GE(r.costs_s.size(), 5u);
+  for (double c : r.costs_s) EXPECT_GT(c, 0);
+  EXPECT_GT(r.timing.median_ms, 0);
+  EXPECT_GT(r.load_ms, 0);
+  EXPECT_EQ(r.kernels.size(), 1u);
+}
+
+TEST(CudaRunnerGpuTest, CorrectWrongFaultingThenCorrectAgain) {
+  TS_SKIP_WITHOUT_DEVICE();
+  absl::StatusOr<ir::ComputeDAG> dag = testing_util::AddDag(64, 96);
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  absl::StatusOr<BuildResult> good = testing_util::AddCandidate(*dag, 1.0);
+  absl::StatusOr<BuildResult> doubled = testing_util::AddCandidate(*dag, 2.0);
+  // Row 2^32 of a 96-column float matrix: 1.5 TiB past the buffer.
+  absl::StatusOr<BuildResult> faulting =
+      testing_util::AddCandidate(*dag, 1.0, int64_t{1} << 32);
+  ASSERT_TRUE(good.ok()) << good.status();
+  ASSERT_TRUE(doubled.ok()) << doubled.status();
+  ASSERT_TRUE(faulting.ok()) << faulting.status();
+  BuildResult failed_build;
+  failed_build.build_status = absl::InternalError("ptxas: error");
+  std::unique_ptr<Runner> m = MakeRunner(QuickOptions());
+  ASSERT_NE(m, nullptr);
+  std::vector<MeasureResult> r =
+      m->Run(*dag, {*good, *doubled, *faulting, *good, failed_build});
+  ASSERT_EQ(r.size(), 5u);
+  ExpectMeasuredFine(r[0], 2);
+  EXPECT_EQ(r[1].error, MeasureError::kWrongAnswer) << r[1].message;
+  EXPECT_THAT(r[1].check.first_mismatch, HasSubstr("C["));
+  // Every element but those where A + B is within the tolerance of 0.
+  EXPECT_GT(r[1].check.mismatches, 64 * 96 * 9 / 10);
+  EXPECT_EQ(r[2].error, MeasureError::kRuntimeError) << r[2].message;
+  EXPECT_THAT(r[2].message, HasSubstr("CUDA_ERROR"));
+  ExpectMeasuredFine(r[3], 2);
+  EXPECT_EQ(r[4].error, MeasureError::kCompileError);
+}
+
+TEST(CudaRunnerGpuTest, NaiveKernelIsTheReferenceAboveTheInterpreterLimit) {
+  TS_SKIP_WITHOUT_DEVICE();
+  absl::StatusOr<ir::ComputeDAG> dag = testing_util::AddDag(128, 256);
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  absl::StatusOr<BuildResult> good = testing_util::AddCandidate(*dag, 1.0);
+  absl::StatusOr<BuildResult> doubled = testing_util::AddCandidate(*dag, 2.0);
+  ASSERT_TRUE(good.ok()) << good.status();
+  ASSERT_TRUE(doubled.ok()) << doubled.status();
+  MeasureOptions options = QuickOptions();
+  options.interpreter_reference_max_ops = 0;
+  options.check_trials = 3;
+  std::unique_ptr<Runner> m = MakeRunner(options);
+  ASSERT_NE(m, nullptr);
+  std::vector<MeasureResult> r = m->Run(*dag, {*good, *doubled});
+  ASSERT_EQ(r.size(), 2u);
+  ExpectMeasuredFine(r[0], 3);
+  EXPECT_EQ(r[1].error, MeasureError::kWrongAnswer) << r[1].message;
+}
+
+TEST(CudaRunnerGpuTest, TiledMatmulMeasuresFine) {
+  TS_SKIP_WITHOUT_DEVICE();
+  const int64_t m = 128, n = 64, k = 96;
+  absl::StatusOr<ir::Tensor> a = ir::Placeholder("A", {m, k});
+  absl::StatusOr<ir::Tensor> b = ir::Placeholder("B", {k, n});
+  ASSERT_TRUE(a.ok() && b.ok());
+  absl::StatusOr<ir::Tensor> c = ir::Matmul(*a, *b, {}, "C");
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<ir::ComputeDAG> dag = ir::ComputeDAG::Create({*c});
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  absl::StatusOr<BuildResult> cand =
+      testing_util::CandidateFromNest(codegen::testing::GpuTiledMatmul(m, n, k));
+  ASSERT_TRUE(cand.ok()) << cand.status();
+  std::unique_ptr<Runner> measurer = MakeRunner(QuickOptions());
+  ASSERT_NE(measurer, nullptr);
+  std::vector<MeasureResult> r = measurer->Run(*dag, {*cand});
+  ASSERT_EQ(r.size(), 1u);
+  ExpectMeasuredFine(r[0], 2);
+  EXPECT_GT(r[0].kernels[0].static_shared_bytes, 0);
+}
+
+}  // namespace
+}  // namespace tilesearch::measure

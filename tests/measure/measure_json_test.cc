@@ -1,0 +1,214 @@
+// MeasureResult names and JSON: every field survives the round trip (non-finite numbers too),
+// malformed JSON names the bad field; option validation names the bad option.
+#include <cmath>
+#include <limits>
+
+#include "base/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "measure/measure.h"
+
+namespace tilesearch::measure {
+using runtime::KernelResources;
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::tilesearch::testing::IsOk;
+using ::tilesearch::testing::StatusIs;
+
+TEST(MeasureErrorTest, NamesRoundTrip) {
+  const std::pair<MeasureError, const char*> names[] = {
+      {MeasureError::kNone, "none"},
+      {MeasureError::kInvalidSchedule, "invalid_schedule"},
+      {MeasureError::kCompileError, "compile_error"},
+      {MeasureError::kCompileTimeout, "compile_timeout"},
+      {MeasureError::kWrongAnswer, "wrong_answer"},
+      {MeasureError::kRuntimeError, "runtime_error"},
+      {MeasureError::kRunTimeout, "run_timeout"},
+      {MeasureError::kNoDevice, "no_device"},
+      {MeasureError::kUnknown, "unknown_error"},
+  };
+  for (const auto& [error, name] : names) {
+    EXPECT_STREQ(MeasureErrorName(error), name);
+    absl::StatusOr<MeasureError> parsed = ParseMeasureError(name);
+    ASSERT_THAT(parsed, IsOk());
+    EXPECT_EQ(*parsed, error);
+  }
+  EXPECT_THAT(ParseMeasureError("segfault"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'segfault'")));
+}
+
+TEST(MeasureErrorTest, DistributionNames) {
+  EXPECT_STREQ(CheckDistributionName(CheckDistribution::kUniformSymmetric), "uniform");
+  EXPECT_STREQ(CheckDistributionName(CheckDistribution::kUniformPositive), "uniform01");
+  EXPECT_STREQ(CheckDistributionName(CheckDistribution::kNormalOffset), "normal");
+  for (CheckDistribution d : {CheckDistribution::kUniformSymmetric,
+                              CheckDistribution::kUniformPositive, CheckDistribution::kNormalOffset}) {
+    absl::StatusOr<CheckDistribution> parsed = ParseCheckDistribution(CheckDistributionName(d));
+    ASSERT_THAT(parsed, IsOk());
+    EXPECT_EQ(*parsed, d);
+  }
+  EXPECT_THAT(ParseCheckDistribution("gauss"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'gauss'")));
+}
+
+TEST(MeasureResultTest, MedianIsInfiniteUnlessOk) {
+  MeasureResult r;
+  r.timing.median_ms = 0.5;
+  EXPECT_EQ(r.median_ms(), 0.5);
+  r.error = MeasureError::kWrongAnswer;
+  EXPECT_TRUE(std::isinf(r.median_ms()));
+}
+
+MeasureResult FullResult() {
+  MeasureResult r;
+  r.error = MeasureError::kWrongAnswer;
+  r.message = "1 of 4 output elements outside tolerance";
+  r.costs_s = {0.001, 0.002};
+  r.timing.samples_ms = {1, 2};
+  r.timing.runs = 2;
+  r.timing.median_ms = 1.5;
+  r.timing.mean_ms = 1.5;
+  r.timing.min_ms = 1;
+  r.timing.max_ms = 2;
+  r.timing.p10_ms = 1.1;
+  r.timing.p90_ms = 1.9;
+  r.timing.stddev_ms = 0.7071;
+  r.compile_ms = 120.5;
+  r.load_ms = 3.25;
+  r.check_ms = 7;
+  r.run_wall_ms = 11;
+  r.check.trials = 2;
+  r.check.max_abs_error = std::numeric_limits<double>::infinity();
+  r.check.max_rel_error = 0.125;
+  r.check.mismatches = 1;
+  r.check.checked_elements = 8;
+  r.check.first_mismatch = "C[1, 0]: got nan, expected 1.25 (trial 0, uniform)";
+  KernelResources k;
+  k.name = "matmul_kernel0";
+  k.registers_per_thread = 64;
+  k.static_shared_bytes = 8192;
+  k.dynamic_shared_bytes = 65536;
+  k.local_bytes_per_thread = 16;
+  k.max_threads_per_block = 512;
+  r.kernels = {k, KernelResources{"second", 32, 0, 0, 0, 1024}};
+  return r;
+}
+
+TEST(MeasureResultJsonTest, EveryFieldRoundTripsThroughText) {
+  const MeasureResult r = FullResult();
+  const std::string text = MeasureResultToJson(r).dump();
+  absl::StatusOr<MeasureResult> back = MeasureResultFromJson(nlohmann::json::parse(text));
+  ASSERT_THAT(back, IsOk());
+  EXPECT_EQ(back->error, r.error);
+  EXPECT_EQ(back->message, r.message);
+  EXPECT_THAT(back->costs_s, ElementsAre(0.001, 0.002));
+  EXPECT_THAT(back->timing.samples_ms, ElementsAre(1, 2));
+  EXPECT_EQ(back->timing.runs, 2);
+  EXPECT_EQ(back->timing.median_ms, 1.5);
+  EXPECT_EQ(back->timing.mean_ms, 1.5);
+  EXPECT_EQ(back->timing.min_ms, 1);
+  EXPECT_EQ(back->timing.max_ms, 2);
+  EXPECT_EQ(back->timing.p10_ms, 1.1);
+  EXPECT_EQ(back->timing.p90_ms, 1.9);
+  EXPECT_EQ(back->timing.stddev_ms, 0.7071);
+  EXPECT_EQ(back->compile_ms, 120.5);
+  EXPECT_EQ(back->load_ms, 3.25);
+  EXPECT_EQ(back->check_ms, 7);
+  EXPECT_EQ(back->run_wall_ms, 11);
+  EXPECT_EQ(back->check.trials, 2);
+  EXPECT_TRUE(std::isinf(back->check.max_abs_error) && back->check.max_abs_error > 0);
+  EXPECT_EQ(back->check.max_rel_error, 0.125);
+  EXPECT_EQ(back->check.mismatches, 1);
+  EXPECT_EQ(back->check.checked_elements, 8);
+  EXPECT_EQ(back->check.first_mismatch, r.check.first_mismatch);
+  ASSERT_EQ(back->kernels.size(), 2u);
+  EXPECT_EQ(back->kernels[0].name, "matmul_kernel0");
+  EXPECT_EQ(back->kernels[0].registers_per_thread, 64);
+  EXPECT_EQ(back->kernels[0].static_shared_bytes, 8192);
+  EXPECT_EQ(back->kernels[0].dynamic_shared_bytes, 65536);
+  EXPECT_EQ(back->kernels[0].local_bytes_per_thread, 16);
+  EXPECT_EQ(back->kernels[0].max_threads_per_block, 512);
+  EXPECT_EQ(back->kernels[1].name, "second");
+  EXPECT_EQ(back->kernels[1].max_threads_per_block, 1024);
+}
+
+TEST(MeasureResultJsonTest, NonFiniteNumbersAreStrings) {
+  MeasureResult r;
+  r.check.max_abs_error = std::numeric_limits<double>::infinity();
+  r.check.max_rel_error = std::numeric_limits<double>::quiet_NaN();
+  r.load_ms = -std::numeric_limits<double>::infinity();
+  nlohmann::json j = MeasureResultToJson(r);
+  EXPECT_EQ(j["check"]["max_abs_error"], "inf");
+  EXPECT_EQ(j["check"]["max_rel_error"], "nan");
+  EXPECT_EQ(j["load_ms"], "-inf");
+  absl::StatusOr<MeasureResult> back = MeasureResultFromJson(j);
+  ASSERT_THAT(back, IsOk());
+  EXPECT_TRUE(std::isnan(back->check.max_rel_error));
+  EXPECT_EQ(back->load_ms, -std::numeric_limits<double>::infinity());
+}
+
+TEST(MeasureResultJsonTest, MalformedFieldsAreNamed) {
+  const nlohmann::json good = MeasureResultToJson(FullResult());
+  struct Case {
+    const char* pointer;
+    nlohmann::json value;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"/error", "crashed", "field 'error'"},
+      {"/error", 3, "field 'error' is not a string"},
+      {"/message", 1, "field 'message' is not a string"},
+      {"/costs_s", "fast", "field 'costs_s' is not an array"},
+      {"/costs_s/1", "slow", "field 'costs_s[1]' is not a number"},
+      {"/timing", 1, "field 'timing' is not an object"},
+      {"/timing/runs", "ten", "field 'timing.runs' is not an integer"},
+      {"/timing/median_ms", nullptr, "field 'timing.median_ms' is not a number"},
+      {"/check/mismatches", 1.5, "field 'check.mismatches' is not an integer"},
+      {"/kernels", nlohmann::json::object(), "field 'kernels' is not an array"},
+      {"/kernels/1", 7, "field 'kernels[1]' is not an object"},
+      {"/kernels/0/registers_per_thread", "many",
+       "field 'kernels[0].registers_per_thread' is not an integer"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = good;
+    j[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    EXPECT_THAT(MeasureResultFromJson(j),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.expected)))
+        << c.pointer;
+  }
+  nlohmann::json no_error = good;
+  no_error.erase("error");
+  EXPECT_THAT(MeasureResultFromJson(no_error),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'error' is missing")));
+  EXPECT_THAT(MeasureResultFromJson(nlohmann::json::array()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a json object")));
+}
+
+TEST(MeasureOptionsTest, ValidationNamesTheBadOption) {
+  EXPECT_THAT(ValidateMeasureOptions(MeasureOptions{}), IsOk());
+  auto expect_bad = [](auto mutate, const char* what) {
+    MeasureOptions o;
+    mutate(o);
+    EXPECT_THAT(ValidateMeasureOptions(o),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(what)));
+  };
+  expect_bad([](MeasureOptions& o) { o.timing.min_runs = 0; }, "min_runs");
+  expect_bad([](MeasureOptions& o) { o.timing.max_runs = 2; }, "max_runs 2");
+  expect_bad([](MeasureOptions& o) { o.check_trials = -1; }, "check_trials");
+  expect_bad([](MeasureOptions& o) { o.distributions.clear(); }, "distributions");
+  expect_bad([](MeasureOptions& o) { o.atol = -1; }, "tolerances");
+  expect_bad([](MeasureOptions& o) { o.reference_point_samples = -3; }, "reference_point_samples");
+  expect_bad([](MeasureOptions& o) { o.run_timeout_ms = 0; }, "run_timeout_ms");
+  expect_bad([](MeasureOptions& o) { o.setup_timeout_ms = -5; }, "setup_timeout_ms");
+  expect_bad([](MeasureOptions& o) { o.host_threads = -1; }, "host_threads");
+  // Without a check, no distributions are needed.
+  MeasureOptions unchecked;
+  unchecked.check = false;
+  unchecked.distributions.clear();
+  EXPECT_THAT(ValidateMeasureOptions(unchecked), IsOk());
+}
+
+}  // namespace
+}  // namespace tilesearch::measure
