@@ -69,14 +69,14 @@ struct AnnotationOptions {
   /// target's max_vthread_extent bounds it too. Ansor's 8 since lowering injects virtual threads
   /// (schedule/inject_vthread.cc: shared tiles fetched once, sub-tiles interleaved): the best
   /// hand matmul 4096³ tiling on the H200 went 3.42 → 3.13 ms with 2×2 vthreads of 4×4
-  /// (bench/results/h200-2026-11-30-probe4.md). Before injection each virtual thread re-fetched
-  /// the shared tiles and 1 was the measured best (V=2 1.4× slower at matmul 1024³).
+  /// (bench/NOTES.md). Before injection each virtual thread re-fetched the shared tiles and 1 was
+  /// the measured best (V=2 1.4× slower at matmul 1024³).
   int64_t gpu_max_vthread = 8;
   /// Largest software_pipeline pragma value drawn (annotation) or reached (mutation): values
   /// 0..this, uniformly. 0 off, 1 register-staged prefetch, 2 double-buffered shared tiles, 3 and
   /// 4 a cp.async ring of that many stages (schedule/software_pipeline.h). 4: on the H200 the best
   /// hand matmul 4096³ tiling went 3.135 (1) → 3.358 (2) → 3.200 (3) → 3.003 ms (4)
-  /// (bench/results/h200-2026-11-30-probe6.md, -probe10.md). 0 keeps the pragma off the states.
+  /// (bench/NOTES.md). 0 keeps the pragma off the states.
   int gpu_max_software_pipeline = 4;
   /// GPU tiled stages prefer tiles that leave at least this many blocks (when the space allows;
   /// our addition: uniform tiles often give a handful of blocks for a 132-SM device, e.g. 2

@@ -62,7 +62,7 @@ struct SearchOptions {
   /// (so 0 means one pick per family). 1 disables (TVM: top-k by score alone). Our
   /// addition: in a 1000-trial XGBoost run on matmul 4096³ (H200) 633 trials went to one family
   /// (50-60 of each round's 64 from round 5 on), and the faster 128×128 family one tile
-  /// mutation away was never measured (bench/NOTES.md, session 6).
+  /// mutation away was never measured (bench/NOTES.md).
   double max_family_fraction = 0.25;
   /// Fraction of each tuning round's trials that come from local search around the best measured
   /// states (LocalSearchCandidates, search/local_search.h) in every round that has a valid
@@ -71,7 +71,7 @@ struct SearchOptions {
   /// (search/tuner.h), not by EvolutionarySearch. 0 (the default) disables. Our addition, off by
   /// default because the evidence does not favour it: the model ranked a hand schedule 3-5%
   /// faster than the best of 704 XGBoost trials 96th of 100, which motivated it, but in an A/B
-  /// from scratch on matmul 4096³ (H200, seed 1, 1000 trials, bench/NOTES.md session 7) 0.25
+  /// from scratch on matmul 4096³ (H200, seed 1, 1000 trials, bench/NOTES.md) 0.25
   /// ended at 3.060 ms and 0 at 3.003 ms; resuming that 704-trial log to 1000 with 0.25 went
   /// 3.165 → 3.152 ms.
   double local_search_fraction = 0;
