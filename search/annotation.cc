@@ -457,9 +457,12 @@ absl::StatusOr<TilePlan> PlanGpuTiles(const State& s, const State& sketch,
 
 // Replays a state's steps while filling the unfilled split lengths; `info` gets each step's
 // stage name and split kind.
-absl::StatusOr<State> FillAndReplay(const State& sketch, const ir::ComputeDAG& dag,
-                                    const Target& target, const AnnotationOptions& options,
-                                    std::mt19937_64& rng, std::vector<StepInfo>* info) {
+absl::StatusOr<State> FillAndReplay(const State& sketch, TuneContext& ctx,
+                                    std::vector<StepInfo>* info) {
+  const ir::ComputeDAG& dag = ctx.dag();
+  const Target& target = ctx.target();
+  const AnnotationOptions& options = ctx.annotation();
+  std::mt19937_64& rng = ctx.rng();
   const std::vector<Step>& steps = sketch.steps();
   State s = State::Initial(dag);
   std::map<int, std::vector<int64_t>> planned;
@@ -863,8 +866,7 @@ class AnnotationRule {
 class FillTileSize : public AnnotationRule {
  public:
   absl::Status Apply(Annotating& a, TuneContext& ctx) const override {
-    ASSIGN_OR_RETURN(a.state, FillAndReplay(a.sketch, ctx.dag(), ctx.target(), ctx.annotation(),
-                                            ctx.rng(), &a.info));
+    ASSIGN_OR_RETURN(a.state, FillAndReplay(a.sketch, ctx, &a.info));
     return absl::OkStatus();
   }
 };
@@ -944,8 +946,10 @@ const std::vector<AnnotationRuleEntry>& AnnotationRules() {
 
 namespace internal {
 
-bool GpuTileRunFits(const ir::ComputeDAG& dag, const std::vector<Step>& steps, int i,
-                    const Target& target, const AnnotationOptions& options) {
+bool GpuTileRunFits(const TuneContext& ctx, const std::vector<Step>& steps, int i) {
+  const ir::ComputeDAG& dag = ctx.dag();
+  const Target& target = ctx.target();
+  const AnnotationOptions& options = ctx.annotation();
   auto in_run = [&](int j, int sid) {
     const auto* sp = std::get_if<schedule::SplitStep>(&steps[j]);
     return sp != nullptr && sp->stage_id == sid && sp->lengths.size() >= 2 &&

@@ -96,8 +96,7 @@ std::vector<int64_t> SampleTile(int64_t extent, int n_lengths, const AnnotationO
 /// estimate, and thread levels not tightened by a non-divisible split. Replays only the steps
 /// before the run (a cheap check before a full replay and lowering). True when steps[i] is in no
 /// such run, on CPU targets, or when the check cannot be made (lowering decides then).
-bool GpuTileRunFits(const ir::ComputeDAG& dag, const std::vector<schedule::Step>& steps, int i,
-                    const schedule::Target& target, const AnnotationOptions& options);
+bool GpuTileRunFits(const TuneContext& ctx, const std::vector<schedule::Step>& steps, int i);
 /// GPU: checks every kernel of `kernel` against the register estimate (threads × (local elements
 /// + gpu_register_overhead) ≤ target.max_registers_per_block, per thread ≤
 /// gpu_max_registers_per_thread). Errors: kFailedPrecondition "invalid_schedule: about N registers

@@ -56,9 +56,8 @@ class Neighbors {
 };
 
 // (a) One prime factor of one level of split steps[i] moved to another level.
-void AddFactorMoves(const ir::ComputeDAG& dag, const schedule::Target& target,
-                    const AnnotationOptions& options, const std::vector<Step>& steps, int i,
-                    Neighbors& out) {
+void AddFactorMoves(const TuneContext& ctx, const std::vector<Step>& steps, int i, Neighbors& out) {
+  const AnnotationOptions& options = ctx.annotation();
   const auto& sp = std::get<schedule::SplitStep>(steps[i]);
   const internal::SplitLevels levels = internal::LevelsOf(sp);
   const std::vector<int64_t>& v = levels.levels;
@@ -73,7 +72,7 @@ void AddFactorMoves(const ir::ComputeDAG& dag, const schedule::Target& target,
         if (!internal::InnermostAllowed(v, w, options)) continue;
         std::vector<Step> edited = steps;
         internal::SetLevels(std::get<schedule::SplitStep>(edited[i]), {w, levels.divisible});
-        if (!internal::GpuTileRunFits(dag, edited, i, target, options)) continue;
+        if (!internal::GpuTileRunFits(ctx, edited, i)) continue;
         out.Add(edited);
       }
     }
@@ -104,7 +103,7 @@ absl::StatusOr<std::vector<Candidate>> NeighborStates(const State& state, const 
     if (const auto* sp = std::get_if<schedule::SplitStep>(&steps[i])) {
       if (gpu && internal::IsVectorSplit(steps, i)) {
         vector_splits.push_back(i);
-        for (int64_t w : internal::VectorWidthCandidates(dag, steps, i, target)) {
+        for (int64_t w : internal::VectorWidthCandidates(ctx, steps, i)) {
           if (w == *sp->lengths[0]) continue;
           std::vector<Step> edited = steps;
           internal::SetVectorWidth(edited, i, w);
@@ -122,7 +121,7 @@ absl::StatusOr<std::vector<Candidate>> NeighborStates(const State& state, const 
         }
         continue;
       }
-      AddFactorMoves(dag, target, options, steps, i, out);
+      AddFactorMoves(ctx, steps, i, out);
     } else if (const auto* p = std::get_if<schedule::PragmaStep>(&steps[i])) {
       if (p->software_pipeline >= 0) {
         has_pipeline = true;
@@ -149,7 +148,7 @@ absl::StatusOr<std::vector<Candidate>> NeighborStates(const State& state, const 
   if (has_pipeline) {
     std::vector<Step> widest = steps;
     for (int i : vector_splits) {
-      const std::vector<int64_t> widths = internal::VectorWidthCandidates(dag, widest, i, target);
+      const std::vector<int64_t> widths = internal::VectorWidthCandidates(ctx, widest, i);
       if (!widths.empty()) internal::SetVectorWidth(widest, i, widths.back());
     }
     const int top = internal::MaxSoftwarePipeline(max_pipeline, options);

@@ -127,7 +127,6 @@ void ShiftIters(Step& step, int sid, int first, int delta) {
 }  // namespace
 
 absl::StatusOr<Candidate> MutateTileSize(const State& state, TuneContext& ctx) {
-  const ir::ComputeDAG& dag = ctx.dag();
   const Target& target = ctx.target();
   std::mt19937_64& rng = ctx.rng();
   const AnnotationOptions& options = ctx.annotation();
@@ -155,7 +154,7 @@ absl::StatusOr<Candidate> MutateTileSize(const State& state, TuneContext& ctx) {
       // Another width of the cooperative fetch that divides the fused extent (known only from
       // the replayed prefix: the split of an attached stage records no extent).
       std::vector<int64_t> c;
-      for (int64_t w : internal::VectorWidthCandidates(dag, steps, i, target)) {
+      for (int64_t w : internal::VectorWidthCandidates(ctx, steps, i)) {
         if (w != *sp.lengths[0]) c.push_back(w);
       }
       if (c.empty()) continue;
@@ -167,7 +166,7 @@ absl::StatusOr<Candidate> MutateTileSize(const State& state, TuneContext& ctx) {
       sp.lengths[0] = c[Pick(rng, static_cast<int64_t>(c.size()))];
     } else if (!MoveFactor(sp, options, rng)) {
       continue;
-    } else if (!internal::GpuTileRunFits(dag, mutated, i, target, options)) {
+    } else if (!internal::GpuTileRunFits(ctx, mutated, i)) {
       last = NotApplicable("MutateTileSize", "factor moves broke the GPU tile limits");
       if (++cheap_rejections <= kCheapTries) --t;
       continue;
@@ -352,10 +351,7 @@ uint64_t TileFamilyHash(const std::vector<Step>& steps, bool gpu) {
 
 absl::StatusOr<Candidate> CrossoverTileSizes(const State& parent_a, const State& parent_b,
                                              TuneContext& ctx) {
-  const ir::ComputeDAG& dag = ctx.dag();
-  const Target& target = ctx.target();
   std::mt19937_64& rng = ctx.rng();
-  const AnnotationOptions& options = ctx.annotation();
   const std::vector<Step>& a = parent_a.steps();
   const std::vector<Step>& b = parent_b.steps();
   if (a.size() != b.size()) {
@@ -398,7 +394,7 @@ absl::StatusOr<Candidate> CrossoverTileSizes(const State& parent_a, const State&
     // Mixed tiles of one stage can break the GPU launch limits: a cheap check first.
     bool fits = true;
     for (size_t g : from_b) {
-      fits = fits && internal::GpuTileRunFits(dag, child, static_cast<int>(g), target, options);
+      fits = fits && internal::GpuTileRunFits(ctx, child, static_cast<int>(g));
     }
     if (!fits) {
       last = absl::FailedPreconditionError("crossover: the mixed tiles break the GPU tile limits");
@@ -520,9 +516,10 @@ bool HasMovableFactors(const schedule::SplitStep& sp) {
                      [](const auto& l) { return l.has_value(); });
 }
 
-std::vector<int64_t> VectorWidthCandidates(const ir::ComputeDAG& dag,
-                                           const std::vector<Step>& steps, int i,
-                                           const Target& target) {
+std::vector<int64_t> VectorWidthCandidates(const TuneContext& ctx, const std::vector<Step>& steps,
+                                           int i) {
+  const ir::ComputeDAG& dag = ctx.dag();
+  const Target& target = ctx.target();
   const auto& sp = std::get<schedule::SplitStep>(steps[i]);
   absl::StatusOr<State> prefix =
       schedule::ReplaySteps(dag, std::vector<Step>(steps.begin(), steps.begin() + i));

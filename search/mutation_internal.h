@@ -38,11 +38,10 @@ bool HasMovableFactors(const schedule::SplitStep& sp);
 
 /// The vector widths of {1, 2, 4} that the cooperative fetch of vector split steps[i]
 /// (IsVectorSplit) may take: those dividing the fused extent (known from the replayed prefix
-/// steps[0, i)) whose bytes fit target.max_vector_bytes, ascending, the current one included.
-/// Empty when the prefix does not replay or the split's iterator is out of range.
-std::vector<int64_t> VectorWidthCandidates(const ir::ComputeDAG& dag,
-                                           const std::vector<schedule::Step>& steps, int i,
-                                           const schedule::Target& target);
+/// steps[0, i) on ctx.dag()) whose bytes fit ctx.target().max_vector_bytes, ascending, the current
+/// one included. Empty when the prefix does not replay or the split's iterator is out of range.
+std::vector<int64_t> VectorWidthCandidates(const TuneContext& ctx,
+                                           const std::vector<schedule::Step>& steps, int i);
 
 /// Sets the width of vector split steps[i] to `width`; a later split of the same iterator whose
 /// extent was the rest (a vectorized root stage's thread split) follows the new rest.

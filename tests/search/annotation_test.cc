@@ -354,7 +354,8 @@ TEST(Annotation, GpuTileRunFitsChecksTheTilingLimitsFromTheSteps) {
   const Target target = Target::H200();
   // The first split of the tiling run (after cache_write) is step 1.
   auto fits = [&](const std::vector<std::vector<int64_t>>& tiles, const AnnotationOptions& o) {
-    return internal::GpuTileRunFits(dag, FilledSketch(dag, target, tiles).steps(), 1, target, o);
+    return internal::GpuTileRunFits(TuneContext(dag, target, o),
+                                    FilledSketch(dag, target, tiles).steps(), 1);
   };
   const AnnotationOptions defaults;
   EXPECT_TRUE(fits({{1, 16, 2, 4}, {1, 16, 1, 8}, {2, 8}}, defaults));

@@ -136,7 +136,7 @@ std::set<std::vector<int64_t>> NaiveFactorMoves(const SplitStep& sp, int64_t max
 bool Valid(const ir::ComputeDAG& dag, const std::vector<Step>& steps, int edited,
            const Target& target) {
   const AnnotationOptions options;
-  if (!internal::GpuTileRunFits(dag, steps, edited, target, options)) return false;
+  if (!internal::GpuTileRunFits(TuneContext(dag, target, options), steps, edited)) return false;
   absl::StatusOr<State> s = schedule::ReplaySteps(dag, steps);
   if (!s.ok()) return false;
   absl::StatusOr<schedule::LoweredKernel> k = schedule::Lower(dag, *s, target);
