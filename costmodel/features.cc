@@ -711,10 +711,9 @@ absl::StatusOr<StoreFeatures> ExtractFeatures(const ir::LoopNest& nest,
   return extractor.TakeRows();
 }
 
-absl::StatusOr<StoreFeatures> ExtractStateFeatures(const ir::ComputeDAG& dag,
-                                                   const schedule::State& state,
-                                                   const Target& target) {
-  ASSIGN_OR_RETURN(schedule::LoweredKernel kernel, schedule::Lower(dag, state, target));
+absl::StatusOr<StoreFeatures> ExtractLoweredFeatures(const schedule::State& state,
+                                                     const schedule::LoweredKernel& kernel,
+                                                     const Target& target) {
   FeatureOptions options;
   for (int i = 0; i < state.num_stages(); ++i) {
     const schedule::Stage& stage = state.stage(i);
@@ -723,6 +722,13 @@ absl::StatusOr<StoreFeatures> ExtractStateFeatures(const ir::ComputeDAG& dag,
     }
   }
   return ExtractFeatures(kernel.nest, target, options);
+}
+
+absl::StatusOr<StoreFeatures> ExtractStateFeatures(const ir::ComputeDAG& dag,
+                                                   const schedule::State& state,
+                                                   const Target& target) {
+  ASSIGN_OR_RETURN(schedule::LoweredKernel kernel, schedule::Lower(dag, state, target));
+  return ExtractLoweredFeatures(state, kernel, target);
 }
 
 }  // namespace tilesearch::costmodel

@@ -95,6 +95,7 @@
 #include "absl/status/statusor.h"
 #include "ir/compute_dag.h"
 #include "ir/stmt.h"
+#include "schedule/lower.h"
 #include "schedule/state.h"
 #include "base/target.h"
 
@@ -142,9 +143,15 @@ absl::StatusOr<StoreFeatures> ExtractFeatures(const ir::LoopNest& nest,
                                               const Target& target,
                                               const FeatureOptions& options = {});
 
-/// Lowers `state` for `target` (schedule::Lower) and extracts the features of the result, with
-/// each stage's auto_unroll_max_step attached to the stores of the buffer named like the stage.
-/// Errors: those of schedule::Lower (an invalid state has no features; Ansor scores it -inf).
+/// Features of `kernel`, the lowering of `state` for `target` (schedule::Lower), with each stage's
+/// auto_unroll_max_step attached to the stores of the buffer named like the stage. Errors:
+/// ExtractFeatures'.
+absl::StatusOr<StoreFeatures> ExtractLoweredFeatures(const schedule::State& state,
+                                                     const schedule::LoweredKernel& kernel,
+                                                     const Target& target);
+
+/// Lowers `state` for `target` (schedule::Lower), then ExtractLoweredFeatures. Errors: those of
+/// schedule::Lower (an invalid state has no features; Ansor scores it -inf).
 absl::StatusOr<StoreFeatures> ExtractStateFeatures(const ir::ComputeDAG& dag,
                                                    const schedule::State& state,
                                                    const Target& target);

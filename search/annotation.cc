@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <climits>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <tuple>
@@ -455,9 +456,12 @@ absl::StatusOr<TilePlan> PlanGpuTiles(const State& s, const State& sketch,
 
 // Replays a state's steps while filling the unfilled split lengths; `info` gets each step's
 // stage name and split kind.
-absl::StatusOr<State> FillAndReplay(const State& sketch, const ir::ComputeDAG& dag,
-                                    const Target& target, const AnnotationOptions& options,
-                                    std::mt19937_64& rng, std::vector<StepInfo>* info) {
+absl::StatusOr<State> FillAndReplay(const State& sketch, TuneContext& ctx,
+                                    std::vector<StepInfo>* info) {
+  const ir::ComputeDAG& dag = ctx.dag();
+  const Target& target = ctx.target();
+  const AnnotationOptions& options = ctx.annotation();
+  std::mt19937_64& rng = ctx.rng();
   const std::vector<Step>& steps = sketch.steps();
   State s = State::Initial(dag);
   std::map<int, std::vector<int64_t>> planned;
@@ -841,12 +845,110 @@ absl::Status CpuVectorize(State& s, const AnnotationOptions& options, std::mt199
   return absl::OkStatus();
 }
 
+// A state being annotated: the sketch replayed with its split lengths filled (after the first
+// rule) and each step's stage name and split kind, which the thread binding reads.
+struct Annotating {
+  const State& sketch;
+  State state;
+  std::vector<StepInfo> info;
+};
+
+// One step of random annotation (TVM's init-population rules). Rules run in table order; each
+// draws its random choices from ctx.rng().
+class AnnotationRule {
+ public:
+  virtual ~AnnotationRule() = default;
+  virtual absl::Status Apply(Annotating& a, TuneContext& ctx) const = 0;
+};
+
+// InitFillTileSize: fills the unfilled split lengths while replaying the sketch.
+class FillTileSize : public AnnotationRule {
+ public:
+  absl::Status Apply(Annotating& a, TuneContext& ctx) const override {
+    ASSIGN_OR_RETURN(a.state, FillAndReplay(a.sketch, ctx, &a.info));
+    return absl::OkStatus();
+  }
+};
+
+// InitThreadBind (GPU).
+class ThreadBind : public AnnotationRule {
+ public:
+  absl::Status Apply(Annotating& a, TuneContext& ctx) const override {
+    return GpuThreadBind(a.state, a.info, ctx.target(), ctx.annotation(), ctx.rng());
+  }
+};
+
+// InitUnroll: auto_unroll_max_step pragmas (GPU: and software_pipeline pragmas).
+class UnrollPragmas : public AnnotationRule {
+ public:
+  absl::Status Apply(Annotating& a, TuneContext& ctx) const override {
+    const AnnotationOptions& o = ctx.annotation();
+    if (ctx.target().is_gpu()) {
+      return Unroll(a.state, o.gpu_unroll_steps, o.gpu_max_software_pipeline, ctx.rng());
+    }
+    return Unroll(a.state, o.cpu_unroll_steps, /*max_pipeline=*/0, ctx.rng());
+  }
+};
+
+// InitChangeComputeLocation (CPU; AnnotationOptions::change_compute_location).
+class ChangeComputeLocation : public AnnotationRule {
+ public:
+  absl::Status Apply(Annotating& a, TuneContext& ctx) const override {
+    if (!ctx.annotation().change_compute_location) return absl::OkStatus();
+    return CpuChangeComputeLocation(a.state, ctx.rng());
+  }
+};
+
+// InitParallel (CPU).
+class Parallel : public AnnotationRule {
+ public:
+  absl::Status Apply(Annotating& a, TuneContext& ctx) const override {
+    return CpuParallel(a.state, ctx.target());
+  }
+};
+
+// InitVectorization (CPU).
+class Vectorize : public AnnotationRule {
+ public:
+  absl::Status Apply(Annotating& a, TuneContext& ctx) const override {
+    return CpuVectorize(a.state, ctx.annotation(), ctx.rng());
+  }
+};
+
+struct AnnotationRuleEntry {
+  std::unique_ptr<AnnotationRule> rule;
+  bool cpu = false;
+  bool gpu = false;
+};
+
+template <typename Rule>
+AnnotationRuleEntry Entry(bool cpu, bool gpu) {
+  return AnnotationRuleEntry{std::make_unique<Rule>(), cpu, gpu};
+}
+
+// The annotation rules in the order they run, and the targets they run on.
+const std::vector<AnnotationRuleEntry>& AnnotationRules() {
+  static const std::vector<AnnotationRuleEntry>* rules = [] {
+    auto* r = new std::vector<AnnotationRuleEntry>();
+    r->push_back(Entry<FillTileSize>(/*cpu=*/true, /*gpu=*/true));
+    r->push_back(Entry<ThreadBind>(/*cpu=*/false, /*gpu=*/true));
+    r->push_back(Entry<ChangeComputeLocation>(/*cpu=*/true, /*gpu=*/false));
+    r->push_back(Entry<Parallel>(/*cpu=*/true, /*gpu=*/false));
+    r->push_back(Entry<UnrollPragmas>(/*cpu=*/true, /*gpu=*/true));
+    r->push_back(Entry<Vectorize>(/*cpu=*/true, /*gpu=*/false));
+    return r;
+  }();
+  return *rules;
+}
+
 }  // namespace
 
 namespace internal {
 
-bool GpuTileRunFits(const ir::ComputeDAG& dag, const std::vector<Step>& steps, int i,
-                    const Target& target, const AnnotationOptions& options) {
+bool GpuTileRunFits(const TuneContext& ctx, const std::vector<Step>& steps, int i) {
+  const ir::ComputeDAG& dag = ctx.dag();
+  const Target& target = ctx.target();
+  const AnnotationOptions& options = ctx.annotation();
   auto in_run = [&](int j, int sid) {
     const auto* sp = std::get_if<schedule::SplitStep>(&steps[j]);
     return sp != nullptr && sp->stage_id == sid && sp->lengths.size() >= 2 &&
@@ -982,39 +1084,28 @@ const std::vector<std::vector<int64_t>>& SplitFactorizations(int64_t extent, int
   return memo.emplace(key, std::move(out)).first->second;
 }
 
-absl::StatusOr<State> AnnotateSketch(const State& sketch, const ir::ComputeDAG& dag,
-                                     const Target& target, std::mt19937_64& rng,
-                                     const AnnotationOptions& options,
-                                     schedule::LoweredKernel* lowered) {
-  std::vector<StepInfo> info;
-  ASSIGN_OR_RETURN(State s, FillAndReplay(sketch, dag, target, options, rng, &info));
-  if (target.is_gpu()) {
-    RETURN_IF_ERROR(GpuThreadBind(s, info, target, options, rng));
-    RETURN_IF_ERROR(Unroll(s, options.gpu_unroll_steps, options.gpu_max_software_pipeline, rng));
-  } else {
-    if (options.change_compute_location) RETURN_IF_ERROR(CpuChangeComputeLocation(s, rng));
-    RETURN_IF_ERROR(CpuParallel(s, target));
-    RETURN_IF_ERROR(Unroll(s, options.cpu_unroll_steps, /*max_pipeline=*/0, rng));
-    RETURN_IF_ERROR(CpuVectorize(s, options, rng));
+absl::StatusOr<Candidate> AnnotateSketch(const State& sketch, TuneContext& ctx) {
+  const bool gpu = ctx.target().is_gpu();
+  Annotating a{sketch, sketch, {}};
+  for (const AnnotationRuleEntry& e : AnnotationRules()) {
+    if (gpu ? e.gpu : e.cpu) RETURN_IF_ERROR(e.rule->Apply(a, ctx));
   }
-  ASSIGN_OR_RETURN(schedule::LoweredKernel kernel, schedule::Lower(dag, s, target));
-  RETURN_IF_ERROR(internal::CheckRegisterEstimate(kernel, target, options));
-  if (lowered != nullptr) *lowered = std::move(kernel);
-  return s;
+  return LowerCandidate(std::move(a.state), ctx);
 }
 
-std::vector<State> SampleInitialPopulation(const std::vector<State>& sketches,
-                                           const ir::ComputeDAG& dag, const Target& target, int n,
-                                           std::mt19937_64& rng, const AnnotationOptions& options) {
+std::vector<State> SampleInitialPopulation(const std::vector<State>& sketches, int n,
+                                           TuneContext& ctx) {
+  const AnnotationOptions& options = ctx.annotation();
+  std::mt19937_64& rng = ctx.rng();
   std::vector<State> out;
   if (sketches.empty() || n <= 0) return out;
   std::set<uint64_t> seen;
   const int64_t max_attempts = int64_t{n} * std::max(1, options.max_attempts_per_state);
   for (int64_t attempt = 0; attempt < max_attempts && static_cast<int>(out.size()) < n; ++attempt) {
     const State& sketch = sketches[Pick(rng, static_cast<int64_t>(sketches.size()))];
-    absl::StatusOr<State> s = AnnotateSketch(sketch, dag, target, rng, options);
-    if (!s.ok()) continue;
-    if (seen.insert(s->Hash()).second) out.push_back(*std::move(s));
+    absl::StatusOr<Candidate> c = AnnotateSketch(sketch, ctx);
+    if (!c.ok()) continue;
+    if (seen.insert(c->state.Hash()).second) out.push_back(std::move(c->state));
   }
   return out;
 }

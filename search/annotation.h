@@ -41,50 +41,9 @@
 #include "schedule/lower.h"
 #include "schedule/state.h"
 #include "base/target.h"
+#include "search/tune_context.h"
 
 namespace tilesearch::search {
-
-/// Knobs of random annotation; defaults are TVM v0.19's where it has one.
-struct AnnotationOptions {
-  /// Innermost tile length bound (max_innermost_split_factor).
-  int64_t max_innermost_split_factor = 64;
-  /// auto_unroll_max_step candidates (auto_unroll_configs_gpu / _cpu).
-  std::vector<int64_t> gpu_unroll_steps = {0, 16, 64, 512, 1024};
-  std::vector<int64_t> cpu_unroll_steps = {0, 16, 64, 512};
-  /// Thread counts for cross-thread reductions and untiled GPU stages.
-  std::vector<int64_t> gpu_thread_candidates = {32, 64, 128, 256, 512, 1024};
-  /// Largest product of fused innermost CPU iterators that is vectorized (max_vectorize_size).
-  int64_t max_vectorize_size = 16;
-  /// Probability of a non-divisible tiling for an extent with ≤ 4 divisors (our addition).
-  double non_divisible_probability = 0.25;
-  /// CPU: randomly change the compute location of untiled stages (InitChangeComputeLocation).
-  bool change_compute_location = true;
-  /// GPU register estimate of a thread: its local (register) buffer elements + this overhead
-  /// (indices, addresses, operand fragments). Our addition: a launch fails when threads ×
-  /// registers exceed the block's register file, which no Lower check can see.
-  int64_t gpu_register_overhead = 32;
-  /// Largest register estimate per thread (the sm_90 limit; more spills to local memory).
-  int64_t gpu_max_registers_per_thread = 255;
-  /// Largest vthread extent the search draws (annotation) or reaches (mutation, crossover); the
-  /// target's max_vthread_extent bounds it too. Ansor's 8 since lowering injects virtual threads
-  /// (schedule/inject_vthread.cc: shared tiles fetched once, sub-tiles interleaved): the best
-  /// hand matmul 4096³ tiling on the H200 went 3.42 → 3.13 ms with 2×2 vthreads of 4×4
-  /// (bench/results/h200-2026-11-30-probe4.md). Before injection each virtual thread re-fetched
-  /// the shared tiles and 1 was the measured best (V=2 1.4× slower at matmul 1024³).
-  int64_t gpu_max_vthread = 8;
-  /// Largest software_pipeline pragma value drawn (annotation) or reached (mutation): values
-  /// 0..this, uniformly. 0 off, 1 register-staged prefetch, 2 double-buffered shared tiles, 3 and
-  /// 4 a cp.async ring of that many stages (schedule/software_pipeline.h). 4: on the H200 the best
-  /// hand matmul 4096³ tiling went 3.135 (1) → 3.358 (2) → 3.200 (3) → 3.003 ms (4)
-  /// (bench/results/h200-2026-11-30-probe6.md, -probe10.md). 0 keeps the pragma off the states.
-  int gpu_max_software_pipeline = 4;
-  /// GPU tiled stages prefer tiles that leave at least this many blocks (when the space allows;
-  /// our addition: uniform tiles often give a handful of blocks for a 132-SM device, e.g. 2
-  /// blocks of a 14×14×256 conv2d). 0 disables the preference.
-  int64_t gpu_min_blocks = 32;
-  /// SampleInitialPopulation gives up after n · this many attempts.
-  int max_attempts_per_state = 64;
-};
 
 /// All ordered factorizations (f0, ..., f_{n-1}) of `extent` (outermost first) with
 /// f_{n-1} ≤ max_innermost (TVM SplitFactorizationMemo). n ≥ 1, extent ≥ 1. Memoized per thread.
@@ -92,12 +51,14 @@ const std::vector<std::vector<int64_t>>& SplitFactorizations(int64_t extent, int
                                                              int64_t max_innermost);
 
 /// Annotates one sketch: fills its unfilled split lengths with random tile sizes, replays it on
-/// `dag`, adds the target's annotations (GPU: thread binding, cooperative fetching, unroll
+/// ctx.dag(), adds the target's annotations (GPU: thread binding, cooperative fetching, unroll
 /// pragmas; CPU: compute locations, parallel, unroll pragmas, vectorize) and checks the program
-/// with schedule::Lower and the register estimate (internal::CheckRegisterEstimate); the lowered
-/// program goes to `lowered` when given. Errors: kFailedPrecondition "invalid_schedule: ..." for
-/// GPU states over the limits (threads < warp_size on a large space, the register estimate, or
-/// Lower's checks), the failing step's error otherwise. Deterministic for a given rng state.
+/// once (LowerCandidate: schedule::Lower and the register estimate); the candidate carries the
+/// lowered program. The steps are the annotation rules of annotation.cc's table, in order (TVM's
+/// init-population rules), all drawing from ctx.rng(). Errors: kFailedPrecondition
+/// "invalid_schedule: ..." for GPU states over the limits (threads < warp_size on a large space,
+/// the register estimate, or Lower's checks), the failing step's error otherwise. Deterministic for
+/// a given rng state.
 ///
 /// GPU multi-level tiles are drawn jointly per stage so that the launch limits hold by
 /// construction: vthreads ≤ min(max_vthread_extent, gpu_max_vthread), warp_size ≤ threads
@@ -105,20 +66,15 @@ const std::vector<std::vector<int64_t>>& SplitFactorizations(int64_t extent, int
 /// estimate, and the shared-memory footprint of the cached inputs ≤ the opt-in limit (interval
 /// bounds of the tiled stage's load indices over the block tile); tiles leaving ≥ gpu_min_blocks
 /// blocks are preferred.
-[[nodiscard]] absl::StatusOr<schedule::State> AnnotateSketch(
-    const schedule::State& sketch, const ir::ComputeDAG& dag, const Target& target,
-    std::mt19937_64& rng, const AnnotationOptions& options = {},
-    schedule::LoweredKernel* lowered = nullptr);
+[[nodiscard]] absl::StatusOr<Candidate> AnnotateSketch(const schedule::State& sketch,
+                                                       TuneContext& ctx);
 
 /// Samples up to `n` distinct (by State::Hash) valid states: each attempt annotates a sketch drawn
 /// uniformly; invalid ones are dropped. Stops after n · max_attempts_per_state attempts, so fewer
 /// than n states come back when valid ones are rare (none when `sketches` is empty).
 /// Deterministic for a fixed rng seed.
 std::vector<schedule::State> SampleInitialPopulation(const std::vector<schedule::State>& sketches,
-                                                     const ir::ComputeDAG& dag,
-                                                     const Target& target, int n,
-                                                     std::mt19937_64& rng,
-                                                     const AnnotationOptions& options = {});
+                                                     int n, TuneContext& ctx);
 
 namespace internal {
 // Helpers shared with search/mutation.cc.
@@ -137,11 +93,10 @@ std::vector<int64_t> SampleTile(int64_t extent, int n_lengths, const AnnotationO
 /// filled splits of one stage with ≥ 2 lengths that DoMultiLevelTiling writes) keeps the limits
 /// the annotation draws tiles within: vthreads ≤ min(max_vthread_extent, gpu_max_vthread),
 /// warp_size (on spaces of ≥ 16 warps) ≤ threads ≤ max_threads_per_block, the register
-/// estimate, and thread levels not tightened by a non-divisible split. Replays only the steps before the run (a cheap check
-/// before a full replay and lowering). True when steps[i] is in no such run, on CPU targets, or
-/// when the check cannot be made (lowering decides then).
-bool GpuTileRunFits(const ir::ComputeDAG& dag, const std::vector<schedule::Step>& steps, int i,
-                    const Target& target, const AnnotationOptions& options);
+/// estimate, and thread levels not tightened by a non-divisible split. Replays only the steps
+/// before the run (a cheap check before a full replay and lowering). True when steps[i] is in no
+/// such run, on CPU targets, or when the check cannot be made (lowering decides then).
+bool GpuTileRunFits(const TuneContext& ctx, const std::vector<schedule::Step>& steps, int i);
 /// GPU: checks every kernel of `kernel` against the register estimate (threads × (local elements
 /// + gpu_register_overhead) ≤ target.max_registers_per_block, per thread ≤
 /// gpu_max_registers_per_thread). Errors: kFailedPrecondition "invalid_schedule: about N registers

@@ -23,6 +23,7 @@
 #include "schedule/lower.h"
 #include "search/measure_record.h"
 #include "search/mutation.h"
+#include "search/mutation_internal.h"
 
 namespace tilesearch::search {
 namespace {
@@ -39,11 +40,6 @@ double ThreadCpuSeconds() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-// Uniform double in [0, 1) from rng, the same on every platform.
-double Uniform01(std::mt19937_64& rng) {
-  return static_cast<double>(rng() >> 11) * (1.0 / 9007199254740992.0);
 }
 
 // SplitMix64 finalizer: decorrelates the per-item seeds base + i.
@@ -89,7 +85,7 @@ class FitnessSampler {
   }
   size_t Draw(std::mt19937_64& rng) const {
     if (total_ <= 0) return static_cast<size_t>(internal::Pick(rng, prefix_.size()));
-    const double x = Uniform01(rng) * total_;
+    const double x = internal::Uniform01(rng) * total_;
     const size_t i = std::upper_bound(prefix_.begin(), prefix_.end(), x) - prefix_.begin();
     return std::min(i, prefix_.size() - 1);
   }
@@ -98,19 +94,6 @@ class FitnessSampler {
   std::vector<double> prefix_;
   double total_ = 0;
 };
-
-// One mutation rule chosen by TVM's rule weights (CPU: tile size 0.90, unroll 0.04, compute
-// location 0.05, parallel 0.01; GPU: tile size 0.90, unroll 0.10).
-absl::StatusOr<State> Mutate(const State& s, const ir::ComputeDAG& dag,
-                             const Target& target, std::mt19937_64& rng,
-                             const AnnotationOptions& options, schedule::LoweredKernel* lowered) {
-  const double x = Uniform01(rng);
-  if (x < 0.90) return MutateTileSize(s, dag, target, rng, options, lowered);
-  if (target.is_gpu()) return MutateAutoUnroll(s, dag, target, rng, options, lowered);
-  if (x < 0.94) return MutateAutoUnroll(s, dag, target, rng, options, lowered);
-  if (x < 0.99) return MutateComputeLocation(s, dag, target, rng, options, lowered);
-  return MutateParallel(s, dag, target, rng, options, lowered);
-}
 
 absl::Status ValidateOptions(const SearchOptions& o, int n_out) {
   if (o.population < 1) {
@@ -142,35 +125,29 @@ absl::Status ValidateOptions(const SearchOptions& o, int n_out) {
   return absl::OkStatus();
 }
 
-// A member of the population: the state, its StepsHash and its features (null: none, the state
-// does not lower or its features failed; it scores -infinity).
-struct Candidate {
-  State state;
+// A member of the population: the candidate (state and lowering), its StepsHash and its features
+// (null: none, the state has no lowering or its features failed; it scores -infinity).
+struct Member {
+  Candidate candidate;
   uint64_t hash = 0;
   Features features;
   uint64_t structure = 0;  // StructureHash: crossover partners share it
+
+  const State& state() const { return candidate.state; }
 };
 
-// Features of a lowered state, as costmodel::ExtractStateFeatures computes them (each stage's
-// auto_unroll_max_step attached to the stores of its buffer) without lowering again.
-Features FeaturesOf(const State& s, const schedule::LoweredKernel& kernel,
-                    const Target& target) {
-  costmodel::FeatureOptions options;
-  for (int i = 0; i < s.num_stages(); ++i) {
-    const schedule::Stage& stage = s.stage(i);
-    if (stage.auto_unroll_max_step > 0) {
-      options.auto_unroll_max_step[stage.name()] = stage.auto_unroll_max_step;
-    }
-  }
+// Features of a candidate from its lowering (null without one or when extraction fails).
+Features FeaturesOf(const Candidate& c, const Target& target) {
+  if (c.lowered == nullptr) return nullptr;
   absl::StatusOr<costmodel::StoreFeatures> f =
-      costmodel::ExtractFeatures(kernel.nest, target, options);
+      costmodel::ExtractLoweredFeatures(c.state, *c.lowered, target);
   if (!f.ok()) return nullptr;
   return std::make_shared<const costmodel::StoreFeatures>(*std::move(f));
 }
 
 // The result of one work item on a worker.
 struct ItemResult {
-  std::optional<Candidate> candidate;
+  std::optional<Member> candidate;
   double work_cpu_s = 0;      // annotation or mutation, with replay, lowering and validity
   double features_cpu_s = 0;  // hashing and feature extraction
   bool known = false;         // the child's steps were already known: features reused
@@ -178,35 +155,33 @@ struct ItemResult {
 
 class Search {
  public:
-  Search(const ir::ComputeDAG& dag, const Target& target,
-         const std::vector<State>& sketches, costmodel::CostModel& model,
-         const SearchOptions& options, SearchProfile& profile)
-      : dag_(dag),
-        target_(target),
+  Search(const TuneContext& ctx, const std::vector<State>& sketches, costmodel::CostModel& model,
+         SearchProfile& profile)
+      : ctx_(ctx),
+        target_(ctx.target()),
         sketches_(sketches),
         model_(model),
-        options_(options),
+        options_(ctx.options()),
         profile_(profile) {
+    const SearchOptions& options = options_;
     threads_ = options.num_threads > 0
                    ? options.num_threads
                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     profile_.threads = threads_;
   }
 
-  // Lowered, hashed and featured copies of measured states (in order; those that no longer lower
-  // keep null features).
-  std::vector<Candidate> Prepare(const std::vector<State>& states) {
-    std::vector<ItemResult> res(states.size());
-    ParallelFor(static_cast<int64_t>(states.size()), threads_, [&](int64_t i) {
+  // Hashed and featured copies of measured candidates (in order; those without a lowering keep
+  // null features).
+  std::vector<Member> Prepare(const std::vector<Candidate>& best) {
+    std::vector<ItemResult> res(best.size());
+    ParallelFor(static_cast<int64_t>(best.size()), threads_, [&](int64_t i) {
       const double t0 = ThreadCpuSeconds();
-      Candidate c{states[i], StepsHash(states[i].steps()), nullptr,
-                  StructureHash(states[i].steps())};
-      absl::StatusOr<schedule::LoweredKernel> k = schedule::Lower(dag_, states[i], target_);
-      if (k.ok()) c.features = FeaturesOf(states[i], *k, target_);
+      const std::vector<schedule::Step>& steps = best[i].state.steps();
+      Member m{best[i], StepsHash(steps), FeaturesOf(best[i], target_), StructureHash(steps)};
       res[i].features_cpu_s = ThreadCpuSeconds() - t0;
-      res[i].candidate = std::move(c);
+      res[i].candidate = std::move(m);
     });
-    std::vector<Candidate> out;
+    std::vector<Member> out;
     for (ItemResult& r : res) {
       Account(r, true);
       Remember(*r.candidate);
@@ -216,8 +191,8 @@ class Search {
   }
 
   // Up to n distinct (by hash) valid random annotations, in attempt order.
-  std::vector<Candidate> SampleInitial(int n, std::mt19937_64& rng) {
-    std::vector<Candidate> out;
+  std::vector<Member> SampleInitial(int n, std::mt19937_64& rng) {
+    std::vector<Member> out;
     if (sketches_.empty() || n <= 0) return out;
     std::unordered_map<uint64_t, bool> taken;
     const int64_t max_attempts =
@@ -229,17 +204,15 @@ class Search {
       const uint64_t base = rng();
       std::vector<ItemResult> res(batch);
       ParallelFor(batch, threads_, [&](int64_t i) {
-        std::mt19937_64 item_rng(MixSeed(base + static_cast<uint64_t>(i)));
+        TuneContext item = ctx_.Fork(MixSeed(base + static_cast<uint64_t>(i)));
         const double t0 = ThreadCpuSeconds();
         const State& sketch =
-            sketches_[internal::Pick(item_rng, static_cast<int64_t>(sketches_.size()))];
-        schedule::LoweredKernel kernel;
-        absl::StatusOr<State> s =
-            AnnotateSketch(sketch, dag_, target_, item_rng, options_.annotation, &kernel);
+            sketches_[internal::Pick(item.rng(), static_cast<int64_t>(sketches_.size()))];
+        absl::StatusOr<Candidate> c = AnnotateSketch(sketch, item);
         const double t1 = ThreadCpuSeconds();
         res[i].work_cpu_s = t1 - t0;
-        if (!s.ok()) return;
-        Finish(*std::move(s), kernel, res[i]);
+        if (!c.ok()) return;
+        Finish(*std::move(c), res[i]);
         res[i].features_cpu_s = ThreadCpuSeconds() - t1;
       });
       attempts += batch;
@@ -263,12 +236,12 @@ class Search {
 
   // Scores of `pop` (-infinity without features), predicting only states not scored before in
   // this call, in order of first appearance.
-  absl::StatusOr<std::vector<double>> Score(const std::vector<Candidate>& pop) {
+  absl::StatusOr<std::vector<double>> Score(const std::vector<Member>& pop) {
     const Clock::time_point t0 = Clock::now();
     std::vector<costmodel::ProgramFeatures> programs;
     std::vector<uint64_t> hashes;
     std::unordered_map<uint64_t, bool> pending;
-    for (const Candidate& c : pop) {
+    for (const Member& c : pop) {
       if (!c.features || scores_.contains(c.hash) || !pending.emplace(c.hash, true).second) {
         continue;
       }
@@ -286,7 +259,7 @@ class Search {
     }
     std::vector<double> out;
     out.reserve(pop.size());
-    for (const Candidate& c : pop) {
+    for (const Member& c : pop) {
       auto it = c.features ? scores_.find(c.hash) : scores_.end();
       out.push_back(it == scores_.end() ? -std::numeric_limits<double>::infinity() : it->second);
     }
@@ -295,8 +268,8 @@ class Search {
   }
 
   // The next generation: fitness-proportional selection, then mutation / crossover / copy.
-  std::vector<Candidate> Evolve(const std::vector<Candidate>& pop,
-                                const std::vector<double>& scores, std::mt19937_64& rng) {
+  std::vector<Member> Evolve(const std::vector<Member>& pop, const std::vector<double>& scores,
+                             std::mt19937_64& rng) {
     enum class Op : uint8_t { kCopy, kMutate, kCrossover };
     struct Item {
       size_t parent = 0;
@@ -311,7 +284,7 @@ class Search {
     // tries), else uniformly among that structure's members; none (a structure of one state):
     // -1, and the parent is mutated instead.
     auto partner = [&](size_t parent) -> int64_t {
-      const Candidate& p = pop[parent];
+      const Member& p = pop[parent];
       for (int k = 0; k < 8; ++k) {
         const size_t o = sampler.Draw(rng);
         if (pop[o].structure == p.structure && pop[o].hash != p.hash) return o;
@@ -321,7 +294,7 @@ class Search {
       return pop[o].hash != p.hash ? static_cast<int64_t>(o) : -1;
     };
     const int population = options_.population;
-    std::vector<Candidate> next;
+    std::vector<Member> next;
     next.reserve(population);
     const int64_t max_attempts = int64_t{4} * population;
     int64_t attempts = 0;
@@ -332,7 +305,7 @@ class Search {
       std::vector<Item> items(batch);
       for (Item& it : items) {
         it.parent = sampler.Draw(rng);
-        const double x = Uniform01(rng);
+        const double x = internal::Uniform01(rng);
         if (x < options_.mutation_probability) {
           it.op = Op::kMutate;
         } else if (x < options_.mutation_probability +
@@ -350,19 +323,16 @@ class Search {
           res[i].candidate = pop[it.parent];
           return;
         }
-        std::mt19937_64 item_rng(it.seed);
+        TuneContext item = ctx_.Fork(it.seed);
         const double t0 = ThreadCpuSeconds();
-        schedule::LoweredKernel kernel;
-        absl::StatusOr<State> child =
+        absl::StatusOr<Candidate> child =
             it.op == Op::kMutate
-                ? Mutate(pop[it.parent].state, dag_, target_, item_rng, options_.annotation,
-                         &kernel)
-                : CrossoverTileSizes(pop[it.parent].state, pop[it.other].state, dag_, target_,
-                                     item_rng, options_.annotation, &kernel);
+                ? Mutate(pop[it.parent].state(), item)
+                : CrossoverTileSizes(pop[it.parent].state(), pop[it.other].state(), item);
         const double t1 = ThreadCpuSeconds();
         res[i].work_cpu_s = t1 - t0;
         if (!child.ok()) return;  // failed mutations are discarded
-        Finish(*std::move(child), kernel, res[i]);
+        Finish(*std::move(child), res[i]);
         res[i].features_cpu_s = ThreadCpuSeconds() - t1;
       });
       attempts += batch;
@@ -393,22 +363,22 @@ class Search {
 
  private:
   // Hash and features of a valid new state (features reused when its steps are known).
-  void Finish(State s, const schedule::LoweredKernel& kernel, ItemResult& r) const {
-    Candidate c;
-    c.hash = StepsHash(s.steps());
-    c.structure = StructureHash(s.steps());
+  void Finish(Candidate c, ItemResult& r) const {
+    Member m;
+    m.hash = StepsHash(c.state.steps());
+    m.structure = StructureHash(c.state.steps());
     // The caches are only written between parallel sections.
-    if (auto it = features_.find(c.hash); it != features_.end()) {
-      c.features = it->second;
+    if (auto it = features_.find(m.hash); it != features_.end()) {
+      m.features = it->second;
       r.known = true;
     } else {
-      c.features = FeaturesOf(s, kernel, target_);
+      m.features = FeaturesOf(c, target_);
     }
-    c.state = std::move(s);
-    r.candidate = std::move(c);
+    m.candidate = std::move(c);
+    r.candidate = std::move(m);
   }
 
-  void Remember(const Candidate& c) { features_.emplace(c.hash, c.features); }
+  void Remember(const Member& m) { features_.emplace(m.hash, m.features); }
 
   // Adds an item's CPU times to the profile (its work to annotation or to mutation).
   void Account(const ItemResult& r, bool annotation) {
@@ -416,7 +386,7 @@ class Search {
     (annotation ? profile_.annotate_cpu_s : profile_.mutate_cpu_s) += r.work_cpu_s;
   }
 
-  const ir::ComputeDAG& dag_;
+  const TuneContext& ctx_;
   const Target& target_;
   const std::vector<State>& sketches_;
   costmodel::CostModel& model_;
@@ -429,45 +399,47 @@ class Search {
 
 }  // namespace
 
-absl::StatusOr<std::vector<double>> ScoreStates(const ir::ComputeDAG& dag,
-                                                const Target& target,
-                                                const std::vector<State>& states,
-                                                costmodel::CostModel& model) {
-  std::vector<costmodel::ProgramFeatures> programs(states.size());
-  for (size_t i = 0; i < states.size(); ++i) {
-    absl::StatusOr<costmodel::StoreFeatures> f =
-        costmodel::ExtractStateFeatures(dag, states[i], target);
+absl::StatusOr<std::vector<double>> ScoreCandidates(const std::vector<Candidate>& candidates,
+                                                    const TuneContext& ctx,
+                                                    costmodel::CostModel& model) {
+  std::vector<costmodel::ProgramFeatures> programs(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (candidates[i].lowered == nullptr) continue;
+    absl::StatusOr<costmodel::StoreFeatures> f = costmodel::ExtractLoweredFeatures(
+        candidates[i].state, *candidates[i].lowered, ctx.target());
     if (f.ok()) programs[i].stores = *std::move(f);
   }
   return model.Predict(programs);
 }
 
-absl::StatusOr<std::vector<State>> EvolutionarySearch(
-    const ir::ComputeDAG& dag, const Target& target, const std::vector<State>& sketches,
-    costmodel::CostModel& model, const std::unordered_set<uint64_t>& measured,
-    const std::vector<State>& best_states, int n_out, const SearchOptions& options,
-    std::mt19937_64& rng, SearchProfile* profile) {
+absl::StatusOr<std::vector<Candidate>> EvolutionarySearch(
+    TuneContext& ctx, const std::vector<State>& sketches, costmodel::CostModel& model,
+    const std::unordered_set<uint64_t>& measured, const std::vector<Candidate>& best, int n_out,
+    SearchProfile* profile) {
+  const SearchOptions& options = ctx.options();
+  const Target& target = ctx.target();
+  std::mt19937_64& rng = ctx.rng();
   RETURN_IF_ERROR(ValidateOptions(options, n_out));
   SearchProfile local_profile;
   SearchProfile& prof = profile != nullptr ? *profile : local_profile;
   prof = SearchProfile{};
-  if (n_out == 0) return std::vector<State>{};
+  if (n_out == 0) return std::vector<Candidate>{};
   const Clock::time_point start = Clock::now();
-  Search search(dag, target, sketches, model, options, prof);
+  Search search(ctx, sketches, model, prof);
 
   // Initial population: the best measured states, then random annotations.
   const int n_best =
-      std::min<int>(static_cast<int>(best_states.size()),
+      std::min<int>(static_cast<int>(best.size()),
                     static_cast<int>(options.init_measured_ratio * options.population));
   const int n_sample = std::max(options.init_min_population, options.population - n_best);
-  std::vector<Candidate> population =
-      search.Prepare(std::vector<State>(best_states.begin(), best_states.begin() + n_best));
-  std::vector<Candidate> init = search.SampleInitial(n_sample, rng);
+  std::vector<Member> population =
+      search.Prepare(std::vector<Candidate>(best.begin(), best.begin() + n_best));
+  std::vector<Member> init = search.SampleInitial(n_sample, rng);
   population.insert(population.end(), init.begin(), init.end());
   prof.init_s = SecondsSince(start);
 
-  // Best unmeasured states seen over all generations: hash → (score, state).
-  std::unordered_map<uint64_t, std::pair<double, State>> seen;
+  // Best unmeasured states seen over all generations: hash → (score, candidate).
+  std::unordered_map<uint64_t, std::pair<double, Candidate>> seen;
   const int generations =
       model.Name() == "random" ? std::min(options.generations, 2) : options.generations;
   for (int gen = 0; gen <= generations && !population.empty(); ++gen) {
@@ -476,7 +448,7 @@ absl::StatusOr<std::vector<State>> EvolutionarySearch(
       if (!std::isfinite(scores[i]) && scores[i] < 0) continue;  // no features
       const uint64_t h = population[i].hash;
       if (measured.contains(h) || seen.contains(h)) continue;
-      seen.emplace(h, std::make_pair(scores[i], population[i].state));
+      seen.emplace(h, std::make_pair(scores[i], population[i].candidate));
     }
     if (gen == generations) break;
     const Clock::time_point t = Clock::now();
@@ -495,7 +467,7 @@ absl::StatusOr<std::vector<State>> EvolutionarySearch(
 
   const int n_random = static_cast<int>(std::lround(options.eps_greedy * n_out));
   const int n_best_out = n_out - n_random;
-  std::vector<State> out;
+  std::vector<Candidate> out;
   std::unordered_set<uint64_t> taken;
   // Best ranked first, at most family_cap per tile family; then by rank whatever family.
   const int family_cap =
@@ -503,11 +475,11 @@ absl::StatusOr<std::vector<State>> EvolutionarySearch(
   std::unordered_map<uint64_t, int> per_family;
   for (const auto& [score, h] : ranked) {
     if (static_cast<int>(out.size()) >= n_best_out) break;
-    const State& s = seen.at(h).second;
-    int& n_family = per_family[TileFamilyHash(s.steps(), target.is_gpu())];
+    const Candidate& c = seen.at(h).second;
+    int& n_family = per_family[TileFamilyHash(c.state.steps(), target.is_gpu())];
     if (n_family >= family_cap) continue;
     ++n_family;
-    out.push_back(s);
+    out.push_back(c);
     taken.insert(h);
   }
   for (const auto& [score, h] : ranked) {
@@ -524,7 +496,7 @@ absl::StatusOr<std::vector<State>> EvolutionarySearch(
     if (static_cast<int>(out.size()) >= n_out) break;
     const uint64_t h = init[i].hash;
     if (measured.contains(h) || taken.contains(h)) continue;
-    out.push_back(init[i].state);
+    out.push_back(init[i].candidate);
     taken.insert(h);
   }
   // Not enough random ones: more of the evolved ones.

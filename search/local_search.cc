@@ -36,33 +36,28 @@ std::vector<int64_t> PrimeFactors(int64_t n) {
 // Collects the valid, distinct neighbors of one state.
 class Neighbors {
  public:
-  Neighbors(const ir::ComputeDAG& dag, const Target& target,
-            const AnnotationOptions& options, const std::vector<Step>& steps)
-      : dag_(dag), target_(target), options_(options) {
+  Neighbors(const TuneContext& ctx, const std::vector<Step>& steps) : ctx_(ctx) {
     seen_.insert(StepsHash(steps));
   }
 
   // Adds `edited` when it is new and valid.
   void Add(const std::vector<Step>& edited) {
     if (!seen_.insert(StepsHash(edited)).second) return;
-    absl::StatusOr<State> s = internal::FinishEdit(dag_, edited, target_, options_, nullptr);
-    if (s.ok()) out_.push_back(*std::move(s));
+    absl::StatusOr<Candidate> c = internal::FinishEdit(ctx_, edited);
+    if (c.ok()) out_.push_back(*std::move(c));
   }
 
-  std::vector<State> Take() { return std::move(out_); }
+  std::vector<Candidate> Take() { return std::move(out_); }
 
  private:
-  const ir::ComputeDAG& dag_;
-  const Target& target_;
-  const AnnotationOptions& options_;
+  const TuneContext& ctx_;
   std::unordered_set<uint64_t> seen_;
-  std::vector<State> out_;
+  std::vector<Candidate> out_;
 };
 
 // (a) One prime factor of one level of split steps[i] moved to another level.
-void AddFactorMoves(const ir::ComputeDAG& dag, const Target& target,
-                    const AnnotationOptions& options, const std::vector<Step>& steps, int i,
-                    Neighbors& out) {
+void AddFactorMoves(const TuneContext& ctx, const std::vector<Step>& steps, int i, Neighbors& out) {
+  const AnnotationOptions& options = ctx.annotation();
   const auto& sp = std::get<schedule::SplitStep>(steps[i]);
   const internal::SplitLevels levels = internal::LevelsOf(sp);
   const std::vector<int64_t>& v = levels.levels;
@@ -77,7 +72,7 @@ void AddFactorMoves(const ir::ComputeDAG& dag, const Target& target,
         if (!internal::InnermostAllowed(v, w, options)) continue;
         std::vector<Step> edited = steps;
         internal::SetLevels(std::get<schedule::SplitStep>(edited[i]), {w, levels.divisible});
-        if (!internal::GpuTileRunFits(dag, edited, i, target, options)) continue;
+        if (!internal::GpuTileRunFits(ctx, edited, i)) continue;
         out.Add(edited);
       }
     }
@@ -86,9 +81,10 @@ void AddFactorMoves(const ir::ComputeDAG& dag, const Target& target,
 
 }  // namespace
 
-absl::StatusOr<std::vector<State>> NeighborStates(const State& state, const ir::ComputeDAG& dag,
-                                                  const Target& target,
-                                                  const AnnotationOptions& options) {
+absl::StatusOr<std::vector<Candidate>> NeighborStates(const State& state, const TuneContext& ctx) {
+  const ir::ComputeDAG& dag = ctx.dag();
+  const Target& target = ctx.target();
+  const AnnotationOptions& options = ctx.annotation();
   const std::vector<Step>& steps = state.steps();
   {
     absl::StatusOr<State> replayed = schedule::ReplaySteps(dag, steps);
@@ -99,7 +95,7 @@ absl::StatusOr<std::vector<State>> NeighborStates(const State& state, const ir::
     }
   }
   const bool gpu = target.is_gpu();
-  Neighbors out(dag, target, options, steps);
+  Neighbors out(ctx, steps);
   bool has_pipeline = false;
   int max_pipeline = 0;
   std::vector<int> vector_splits;
@@ -107,7 +103,7 @@ absl::StatusOr<std::vector<State>> NeighborStates(const State& state, const ir::
     if (const auto* sp = std::get_if<schedule::SplitStep>(&steps[i])) {
       if (gpu && internal::IsVectorSplit(steps, i)) {
         vector_splits.push_back(i);
-        for (int64_t w : internal::VectorWidthCandidates(dag, steps, i, target)) {
+        for (int64_t w : internal::VectorWidthCandidates(ctx, steps, i)) {
           if (w == *sp->lengths[0]) continue;
           std::vector<Step> edited = steps;
           internal::SetVectorWidth(edited, i, w);
@@ -125,7 +121,7 @@ absl::StatusOr<std::vector<State>> NeighborStates(const State& state, const ir::
         }
         continue;
       }
-      AddFactorMoves(dag, target, options, steps, i, out);
+      AddFactorMoves(ctx, steps, i, out);
     } else if (const auto* p = std::get_if<schedule::PragmaStep>(&steps[i])) {
       if (p->software_pipeline >= 0) {
         has_pipeline = true;
@@ -152,7 +148,7 @@ absl::StatusOr<std::vector<State>> NeighborStates(const State& state, const ir::
   if (has_pipeline) {
     std::vector<Step> widest = steps;
     for (int i : vector_splits) {
-      const std::vector<int64_t> widths = internal::VectorWidthCandidates(dag, widest, i, target);
+      const std::vector<int64_t> widths = internal::VectorWidthCandidates(ctx, widest, i);
       if (!widths.empty()) internal::SetVectorWidth(widest, i, widths.back());
     }
     const int top = internal::MaxSoftwarePipeline(max_pipeline, options);
@@ -169,26 +165,25 @@ absl::StatusOr<std::vector<State>> NeighborStates(const State& state, const ir::
   return out.Take();
 }
 
-absl::StatusOr<std::vector<State>> LocalSearchCandidates(
-    const ir::ComputeDAG& dag, const Target& target,
-    const std::vector<State>& best_states, const std::unordered_set<uint64_t>& measured, int n_out,
-    int max_states, costmodel::CostModel& model, const AnnotationOptions& options) {
+absl::StatusOr<std::vector<Candidate>> LocalSearchCandidates(
+    const TuneContext& ctx, const std::vector<Candidate>& best,
+    const std::unordered_set<uint64_t>& measured, int n_out, int max_states,
+    costmodel::CostModel& model) {
   if (n_out < 0 || max_states < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "local search: n_out and max_states must be >= 0, got ", n_out, " and ", max_states));
   }
-  std::vector<State> out;
+  std::vector<Candidate> out;
   if (n_out == 0) return out;
-  const size_t n_states = std::min(best_states.size(), static_cast<size_t>(max_states));
-  std::vector<std::vector<State>> lists;
+  const size_t n_states = std::min(best.size(), static_cast<size_t>(max_states));
+  std::vector<std::vector<Candidate>> lists;
   for (size_t k = 0; k < n_states; ++k) {
-    ASSIGN_OR_RETURN(std::vector<State> neighbors, NeighborStates(best_states[k], dag, target,
-                                                                  options));
-    std::vector<State> fresh;
-    for (State& s : neighbors) {
-      if (!measured.contains(StepsHash(s.steps()))) fresh.push_back(std::move(s));
+    ASSIGN_OR_RETURN(std::vector<Candidate> neighbors, NeighborStates(best[k].state, ctx));
+    std::vector<Candidate> fresh;
+    for (Candidate& c : neighbors) {
+      if (!measured.contains(StepsHash(c.state.steps()))) fresh.push_back(std::move(c));
     }
-    ASSIGN_OR_RETURN(std::vector<double> scores, ScoreStates(dag, target, fresh, model));
+    ASSIGN_OR_RETURN(std::vector<double> scores, ScoreCandidates(fresh, ctx, model));
     CHECK(scores.size() == fresh.size())
         << "the model gave " << scores.size() << " scores for " << fresh.size() << " states";
     for (double& s : scores) {
@@ -198,7 +193,7 @@ absl::StatusOr<std::vector<State>> LocalSearchCandidates(
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return scores[a] > scores[b]; });
-    std::vector<State> ranked;
+    std::vector<Candidate> ranked;
     ranked.reserve(order.size());
     for (size_t i : order) ranked.push_back(std::move(fresh[i]));
     lists.push_back(std::move(ranked));
@@ -209,7 +204,9 @@ absl::StatusOr<std::vector<State>> LocalSearchCandidates(
     for (size_t k = 0; k < lists.size() && out.size() < static_cast<size_t>(n_out); ++k) {
       if (rank >= lists[k].size()) continue;
       any = true;
-      if (taken.insert(StepsHash(lists[k][rank].steps())).second) out.push_back(lists[k][rank]);
+      if (taken.insert(StepsHash(lists[k][rank].state.steps())).second) {
+        out.push_back(lists[k][rank]);
+      }
     }
     if (!any) break;
   }

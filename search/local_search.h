@@ -19,8 +19,7 @@
 //
 // Cost: a GPU matmul state has a few dozen neighbors (the 128×128 hand schedule of matmul 4096³:
 // 48, of which 36 tile moves; tests/search/local_search_test.cc), each replayed and lowered once
-// for validity and once more for the model's features (about 0.5 s per state of that kernel on
-// one core); no measurement.
+// (the lowering serves the validity check, the model's features and the build); no measurement.
 #pragma once
 
 #include <cstdint>
@@ -33,10 +32,13 @@
 #include "schedule/state.h"
 #include "base/target.h"
 #include "search/annotation.h"
+#include "search/evolutionary_search.h"
+#include "search/tune_context.h"
 
 namespace tilesearch::search {
 
-/// Every valid state one decision away from `state` (a state of `dag`), in a deterministic order
+/// Every valid candidate one decision away from `state` (a state of ctx.dag(); options are
+/// ctx.annotation(), limits ctx.target()'s), in a deterministic order
 /// (by step, then level / value), distinct by StepsHash (search/measure_record.h), `state` itself
 /// excluded:
 ///  (a) each split with a known extent > 1 and known lengths: one prime factor of one level moved
@@ -54,25 +56,24 @@ namespace tilesearch::search {
 ///  (d) when the state has a software_pipeline pragma: every cooperative fetch at its largest
 ///      valid vector width together with every software_pipeline pragma at 3, and at 4 (those ≤
 ///      max(gpu_max_software_pipeline, largest current value)).
-/// Every neighbor is replayed, lowered and checked as mutation's children are (GpuTileRunFits
-/// before replay for tile moves, schedule::Lower, the register estimate); invalid ones are
-/// skipped. min_blocks_per_sm pragmas are not edited. Errors: the replay error of `state`'s steps
-/// when they do not replay on `dag`.
-[[nodiscard]] absl::StatusOr<std::vector<schedule::State>> NeighborStates(
-    const schedule::State& state, const ir::ComputeDAG& dag, const Target& target,
-    const AnnotationOptions& options = {});
+/// Every neighbor is replayed, lowered once and checked as mutation's children are
+/// (GpuTileRunFits before replay for tile moves, LowerCandidate); invalid ones are skipped.
+/// min_blocks_per_sm pragmas are not edited. Errors: the replay error of `state`'s steps when they
+/// do not replay on ctx.dag().
+[[nodiscard]] absl::StatusOr<std::vector<Candidate>> NeighborStates(const schedule::State& state,
+                                                                    const TuneContext& ctx);
 
 /// Local search candidates of one tuning round: the neighbors (NeighborStates) of the first
-/// `max_states` of `best_states` (measured states, best first) whose StepsHash is not in
-/// `measured`, each state's list ordered by the model's score (ScoreStates, best first; ties keep
-/// NeighborStates' order), then interleaved round-robin starting at best_states[0] (its best
+/// `max_states` of `best` (measured candidates, best first) whose StepsHash is not in
+/// `measured`, each state's list ordered by the model's score (ScoreCandidates, best first; ties
+/// keep NeighborStates' order), then interleaved round-robin starting at best[0] (its best
 /// neighbor first, then the second state's best, ...); up to `n_out` distinct states (a state
 /// neighboring two best states comes once, at its first place). Fewer when the neighborhoods run
 /// out. Errors: kInvalidArgument for n_out < 0 or max_states < 0; NeighborStates' errors; the
 /// model's Predict errors.
-[[nodiscard]] absl::StatusOr<std::vector<schedule::State>> LocalSearchCandidates(
-    const ir::ComputeDAG& dag, const Target& target,
-    const std::vector<schedule::State>& best_states, const std::unordered_set<uint64_t>& measured,
-    int n_out, int max_states, costmodel::CostModel& model, const AnnotationOptions& options = {});
+[[nodiscard]] absl::StatusOr<std::vector<Candidate>> LocalSearchCandidates(
+    const TuneContext& ctx, const std::vector<Candidate>& best,
+    const std::unordered_set<uint64_t>& measured, int n_out, int max_states,
+    costmodel::CostModel& model);
 
 }  // namespace tilesearch::search

@@ -125,10 +125,10 @@ void ShiftIters(Step& step, int sid, int first, int delta) {
 
 }  // namespace
 
-absl::StatusOr<State> MutateTileSize(const State& state, const ir::ComputeDAG& dag,
-                                     const Target& target, std::mt19937_64& rng,
-                                     const AnnotationOptions& options,
-                                     schedule::LoweredKernel* lowered) {
+absl::StatusOr<Candidate> MutateTileSize(const State& state, TuneContext& ctx) {
+  const Target& target = ctx.target();
+  std::mt19937_64& rng = ctx.rng();
+  const AnnotationOptions& options = ctx.annotation();
   const std::vector<Step>& steps = state.steps();
   std::vector<int> cands;
   for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
@@ -153,7 +153,7 @@ absl::StatusOr<State> MutateTileSize(const State& state, const ir::ComputeDAG& d
       // Another width of the cooperative fetch that divides the fused extent (known only from
       // the replayed prefix: the split of an attached stage records no extent).
       std::vector<int64_t> c;
-      for (int64_t w : internal::VectorWidthCandidates(dag, steps, i, target)) {
+      for (int64_t w : internal::VectorWidthCandidates(ctx, steps, i)) {
         if (w != *sp.lengths[0]) c.push_back(w);
       }
       if (c.empty()) continue;
@@ -165,22 +165,22 @@ absl::StatusOr<State> MutateTileSize(const State& state, const ir::ComputeDAG& d
       sp.lengths[0] = c[Pick(rng, static_cast<int64_t>(c.size()))];
     } else if (!MoveFactor(sp, options, rng)) {
       continue;
-    } else if (!internal::GpuTileRunFits(dag, mutated, i, target, options)) {
+    } else if (!internal::GpuTileRunFits(ctx, mutated, i)) {
       last = NotApplicable("MutateTileSize", "factor moves broke the GPU tile limits");
       if (++cheap_rejections <= kCheapTries) --t;
       continue;
     }
-    absl::StatusOr<State> out = FinishEdit(dag, mutated, target, options, lowered);
+    absl::StatusOr<Candidate> out = FinishEdit(ctx, mutated);
     if (out.ok()) return out;
     last = out.status();
   }
   return last;
 }
 
-absl::StatusOr<State> MutateAutoUnroll(const State& state, const ir::ComputeDAG& dag,
-                                       const Target& target, std::mt19937_64& rng,
-                                       const AnnotationOptions& options,
-                                       schedule::LoweredKernel* lowered) {
+absl::StatusOr<Candidate> MutateAutoUnroll(const State& state, TuneContext& ctx) {
+  const Target& target = ctx.target();
+  std::mt19937_64& rng = ctx.rng();
+  const AnnotationOptions& options = ctx.annotation();
   const std::vector<Step>& steps = state.steps();
   std::vector<int> cands;
   for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
@@ -196,9 +196,8 @@ absl::StatusOr<State> MutateAutoUnroll(const State& state, const ir::ComputeDAG&
       // A software_pipeline pragma: one of the other values 0..gpu_max_software_pipeline.
       const int n = internal::MaxSoftwarePipeline(p.software_pipeline, options) + 1;
       if (n < 2) return NotApplicable("MutateAutoUnroll", "one software_pipeline value");
-      p.software_pipeline =
-          (p.software_pipeline + 1 + static_cast<int>(Pick(rng, n - 1))) % n;
-      absl::StatusOr<State> out = FinishEdit(dag, mutated, target, options, lowered);
+      p.software_pipeline = (p.software_pipeline + 1 + static_cast<int>(Pick(rng, n - 1))) % n;
+      absl::StatusOr<Candidate> out = FinishEdit(ctx, mutated);
       if (out.ok()) return out;
       last = out.status();
       continue;
@@ -209,17 +208,17 @@ absl::StatusOr<State> MutateAutoUnroll(const State& state, const ir::ComputeDAG&
     }
     if (other.empty()) continue;
     p.auto_unroll_max_step = other[Pick(rng, static_cast<int64_t>(other.size()))];
-    absl::StatusOr<State> out = FinishEdit(dag, mutated, target, options, lowered);
+    absl::StatusOr<Candidate> out = FinishEdit(ctx, mutated);
     if (out.ok()) return out;
     last = out.status();
   }
   return last;
 }
 
-absl::StatusOr<State> MutateComputeLocation(const State& state, const ir::ComputeDAG& dag,
-                                            const Target& target, std::mt19937_64& rng,
-                                            const AnnotationOptions& options,
-                                            schedule::LoweredKernel* lowered) {
+absl::StatusOr<Candidate> MutateComputeLocation(const State& state, TuneContext& ctx) {
+  const ir::ComputeDAG& dag = ctx.dag();
+  const Target& target = ctx.target();
+  std::mt19937_64& rng = ctx.rng();
   if (target.is_gpu()) return NotApplicable("MutateComputeLocation", "cpu only");
   const std::vector<Step>& steps = state.steps();
   // Prefix states before each compute_at of an untiled stage, with its candidates.
@@ -253,17 +252,17 @@ absl::StatusOr<State> MutateComputeLocation(const State& state, const ir::Comput
     const auto loc = c.locations[Pick(rng, static_cast<int64_t>(c.locations.size()))];
     ca.target_stage_id = loc.first;
     ca.target_iter_id = loc.second;
-    absl::StatusOr<State> out = FinishEdit(dag, mutated, target, options, lowered);
+    absl::StatusOr<Candidate> out = FinishEdit(ctx, mutated);
     if (out.ok()) return out;
     last = out.status();
   }
   return last;
 }
 
-absl::StatusOr<State> MutateParallel(const State& state, const ir::ComputeDAG& dag,
-                                     const Target& target, std::mt19937_64& rng,
-                                     const AnnotationOptions& options,
-                                     schedule::LoweredKernel* lowered) {
+absl::StatusOr<Candidate> MutateParallel(const State& state, TuneContext& ctx) {
+  const ir::ComputeDAG& dag = ctx.dag();
+  const Target& target = ctx.target();
+  std::mt19937_64& rng = ctx.rng();
   if (target.is_gpu()) return NotApplicable("MutateParallel", "cpu only");
   const std::vector<Step>& steps = state.steps();
   struct Cand {
@@ -320,7 +319,7 @@ absl::StatusOr<State> MutateParallel(const State& state, const ir::ComputeDAG& d
       if (i > c.annotation) ShiftIters(step, sid, c.first, c.count - new_count);
       mutated.push_back(step);
     }
-    absl::StatusOr<State> out = FinishEdit(dag, mutated, target, options, lowered);
+    absl::StatusOr<Candidate> out = FinishEdit(ctx, mutated);
     if (out.ok()) return out;
     last = out.status();
   }
@@ -349,10 +348,9 @@ uint64_t TileFamilyHash(const std::vector<Step>& steps, bool gpu) {
   return ir::Fnv1a64(text);
 }
 
-absl::StatusOr<State> CrossoverTileSizes(const State& parent_a, const State& parent_b,
-                                         const ir::ComputeDAG& dag, const Target& target,
-                                         std::mt19937_64& rng, const AnnotationOptions& options,
-                                         schedule::LoweredKernel* lowered) {
+absl::StatusOr<Candidate> CrossoverTileSizes(const State& parent_a, const State& parent_b,
+                                             TuneContext& ctx) {
+  std::mt19937_64& rng = ctx.rng();
   const std::vector<Step>& a = parent_a.steps();
   const std::vector<Step>& b = parent_b.steps();
   if (a.size() != b.size()) {
@@ -395,30 +393,109 @@ absl::StatusOr<State> CrossoverTileSizes(const State& parent_a, const State& par
     // Mixed tiles of one stage can break the GPU launch limits: a cheap check first.
     bool fits = true;
     for (size_t g : from_b) {
-      fits = fits && internal::GpuTileRunFits(dag, child, static_cast<int>(g), target, options);
+      fits = fits && internal::GpuTileRunFits(ctx, child, static_cast<int>(g));
     }
     if (!fits) {
       last = absl::FailedPreconditionError("crossover: the mixed tiles break the GPU tile limits");
       if (++cheap_rejections <= kCheapTries) --t;
       continue;
     }
-    absl::StatusOr<State> out = FinishEdit(dag, child, target, options, lowered);
+    absl::StatusOr<Candidate> out = FinishEdit(ctx, child);
     if (out.ok()) return out;
     last = out.status();
   }
   return last;
 }
 
+namespace {
+
+// The rule objects of the mutation table.
+class MutateTileSizeRule : public MutationRule {
+ public:
+  const char* name() const override { return "MutateTileSize"; }
+  absl::StatusOr<Candidate> Apply(const State& s, TuneContext& ctx) const override {
+    return MutateTileSize(s, ctx);
+  }
+};
+
+class MutateAutoUnrollRule : public MutationRule {
+ public:
+  const char* name() const override { return "MutateAutoUnroll"; }
+  absl::StatusOr<Candidate> Apply(const State& s, TuneContext& ctx) const override {
+    return MutateAutoUnroll(s, ctx);
+  }
+};
+
+class MutateComputeLocationRule : public MutationRule {
+ public:
+  const char* name() const override { return "MutateComputeLocation"; }
+  absl::StatusOr<Candidate> Apply(const State& s, TuneContext& ctx) const override {
+    return MutateComputeLocation(s, ctx);
+  }
+};
+
+class MutateParallelRule : public MutationRule {
+ public:
+  const char* name() const override { return "MutateParallel"; }
+  absl::StatusOr<Candidate> Apply(const State& s, TuneContext& ctx) const override {
+    return MutateParallel(s, ctx);
+  }
+};
+
+template <typename Rule>
+WeightedMutationRule Weighted(int cpu_weight, int gpu_weight) {
+  return WeightedMutationRule{std::make_unique<Rule>(), cpu_weight, gpu_weight};
+}
+
+std::vector<WeightedMutationRule> MakeMutationRules() {
+  std::vector<WeightedMutationRule> rules;
+  rules.push_back(Weighted<MutateTileSizeRule>(900, 900));
+  rules.push_back(Weighted<MutateAutoUnrollRule>(40, 100));
+  rules.push_back(Weighted<MutateComputeLocationRule>(50, 0));
+  rules.push_back(Weighted<MutateParallelRule>(10, 0));
+  return rules;
+}
+
+}  // namespace
+
+const std::vector<WeightedMutationRule>& MutationRules() {
+  static const std::vector<WeightedMutationRule>* rules =
+      new std::vector<WeightedMutationRule>(MakeMutationRules());
+  return *rules;
+}
+
+absl::StatusOr<Candidate> Mutate(const State& state, TuneContext& ctx) {
+  const bool gpu = ctx.target().is_gpu();
+  const std::vector<WeightedMutationRule>& rules = MutationRules();
+  int64_t total = 0;
+  for (const WeightedMutationRule& r : rules) total += gpu ? r.gpu_weight : r.cpu_weight;
+  const double x = internal::Uniform01(ctx.rng());
+  int64_t prefix = 0;
+  const MutationRule* chosen = nullptr;
+  for (const WeightedMutationRule& r : rules) {
+    const int weight = gpu ? r.gpu_weight : r.cpu_weight;
+    if (weight <= 0) continue;
+    prefix += weight;
+    chosen = r.rule.get();
+    // prefix / total is the correctly rounded quotient, so with weights in thousandths the
+    // thresholds are exactly the decimal probabilities (0.90, 0.94, 0.99).
+    if (x < static_cast<double>(prefix) / static_cast<double>(total)) break;
+  }
+  if (chosen == nullptr) {
+    return absl::FailedPreconditionError("no mutation rule has a positive weight on this target");
+  }
+  return chosen->Apply(state, ctx);
+}
+
 namespace internal {
 
-absl::StatusOr<State> FinishEdit(const ir::ComputeDAG& dag, const std::vector<Step>& steps,
-                                 const Target& target, const AnnotationOptions& options,
-                                 schedule::LoweredKernel* lowered) {
-  ASSIGN_OR_RETURN(State s, schedule::ReplaySteps(dag, steps));
-  ASSIGN_OR_RETURN(schedule::LoweredKernel kernel, schedule::Lower(dag, s, target));
-  RETURN_IF_ERROR(CheckRegisterEstimate(kernel, target, options));
-  if (lowered != nullptr) *lowered = std::move(kernel);
-  return s;
+absl::StatusOr<Candidate> FinishEdit(const TuneContext& ctx, const std::vector<Step>& steps) {
+  ASSIGN_OR_RETURN(State s, schedule::ReplaySteps(ctx.dag(), steps));
+  return LowerCandidate(std::move(s), ctx);
+}
+
+double Uniform01(std::mt19937_64& rng) {
+  return static_cast<double>(rng() >> 11) * (1.0 / 9007199254740992.0);
 }
 
 bool IsVectorSplit(const std::vector<Step>& steps, int i) {
@@ -438,9 +515,10 @@ bool HasMovableFactors(const schedule::SplitStep& sp) {
                      [](const auto& l) { return l.has_value(); });
 }
 
-std::vector<int64_t> VectorWidthCandidates(const ir::ComputeDAG& dag,
-                                           const std::vector<Step>& steps, int i,
-                                           const Target& target) {
+std::vector<int64_t> VectorWidthCandidates(const TuneContext& ctx, const std::vector<Step>& steps,
+                                           int i) {
+  const ir::ComputeDAG& dag = ctx.dag();
+  const Target& target = ctx.target();
   const auto& sp = std::get<schedule::SplitStep>(steps[i]);
   absl::StatusOr<State> prefix =
       schedule::ReplaySteps(dag, std::vector<Step>(steps.begin(), steps.begin() + i));

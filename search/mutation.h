@@ -1,9 +1,10 @@
 // Mutation and crossover of annotated states, the evolution operators of Ansor's search (OSDI'20
 // §5.1; TVM v0.19 sketch_policy_rules.cc MutateTileSize, MutateAutoUnroll, MutateComputeLocation,
-// MutateParallel). Each edits the state's step list and replays it on the DAG; the result is
-// checked with schedule::Lower and the register estimate (internal::CheckRegisterEstimate), so
-// every returned state is a valid program for `target`; its lowered program goes to `lowered`
-// when given (callers reuse it, e.g. for features, instead of lowering again).
+// MutateParallel). Each edits the state's step list and replays it on the context's DAG; the result
+// is lowered and checked once (LowerCandidate, search/tune_context.h), so every returned candidate
+// is a valid program for the context's target and carries its lowering. The mutation rules form a
+// table of weighted rule objects (MutationRules; TVM sketch_policy_rules.h: rules picked by prefix
+// sums of their weights): adding a mutation is one MutationRule class and one table line.
 // Every function returns a failure Status when it does not apply (kFailedPrecondition
 // "<name> not applicable: ...") or when no valid child was found in a few tries (the last error).
 //
@@ -18,7 +19,8 @@
 //    unchanged.
 //  - MutateComputeLocation draws the new location from the candidates of the state just before
 //    the compute_at step (TVM uses the final state's iterator ids, which can name other loops).
-//  - MutateAutoUnroll also moves software_pipeline pragmas among 0..4 (not in TVM: our GPU lowering's
+//  - MutateAutoUnroll also moves software_pipeline pragmas among 0..4 (not in TVM: our GPU
+//  lowering's
 //    register-staged prefetch of shared tiles helps some tilings and costs others a block per
 //    SM, so it is a searched decision).
 //  - CrossoverTileSizes is new: Ansor §5.1 describes node-based crossover, TVM never implemented
@@ -28,15 +30,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "ir/compute_dag.h"
-#include "schedule/lower.h"
 #include "schedule/state.h"
-#include "base/target.h"
 #include "search/annotation.h"
+#include "search/tune_context.h"
 
 namespace tilesearch::search {
 
@@ -44,33 +45,25 @@ namespace tilesearch::search {
 /// same split (the outer rest included when the split divides its extent); the product of all
 /// parts, i.e. the tiled extent, is kept and the innermost length stays ≤
 /// options.max_innermost_split_factor. Splits with an unknown (0) or unit extent are not mutated.
-[[nodiscard]] absl::StatusOr<schedule::State> MutateTileSize(
-    const schedule::State& state, const ir::ComputeDAG& dag, const Target& target,
-    std::mt19937_64& rng, const AnnotationOptions& options = {},
-    schedule::LoweredKernel* lowered = nullptr);
+[[nodiscard]] absl::StatusOr<Candidate> MutateTileSize(const schedule::State& state,
+                                                       TuneContext& ctx);
 
 /// Changes one pragma drawn uniformly from the state's pragmas: an auto_unroll_max_step pragma
 /// gets another value of the target's candidate list, a software_pipeline pragma another value of
 /// 0..options.gpu_max_software_pipeline (annotation adds these on GPU kernels with shared-memory
 /// fetches).
-[[nodiscard]] absl::StatusOr<schedule::State> MutateAutoUnroll(
-    const schedule::State& state, const ir::ComputeDAG& dag, const Target& target,
-    std::mt19937_64& rng, const AnnotationOptions& options = {},
-    schedule::LoweredKernel* lowered = nullptr);
+[[nodiscard]] absl::StatusOr<Candidate> MutateAutoUnroll(const schedule::State& state,
+                                                         TuneContext& ctx);
 
 /// CPU: moves one compute_at of an untiled stage to another candidate iterator of its consumer
 /// (annotation's ComputeLocationCandidates).
-[[nodiscard]] absl::StatusOr<schedule::State> MutateComputeLocation(
-    const schedule::State& state, const ir::ComputeDAG& dag, const Target& target,
-    std::mt19937_64& rng, const AnnotationOptions& options = {},
-    schedule::LoweredKernel* lowered = nullptr);
+[[nodiscard]] absl::StatusOr<Candidate> MutateComputeLocation(const schedule::State& state,
+                                                              TuneContext& ctx);
 
 /// CPU: changes how many outer iterators are fused into one parallel loop (the parallel extent);
 /// later steps on that stage are renumbered.
-[[nodiscard]] absl::StatusOr<schedule::State> MutateParallel(
-    const schedule::State& state, const ir::ComputeDAG& dag, const Target& target,
-    std::mt19937_64& rng, const AnnotationOptions& options = {},
-    schedule::LoweredKernel* lowered = nullptr);
+[[nodiscard]] absl::StatusOr<Candidate> MutateParallel(const schedule::State& state,
+                                                       TuneContext& ctx);
 
 /// Hash of a step list with its decisions (split lengths, pragma values) cleared: states with
 /// different structure hashes cannot be crossed (CrossoverTileSizes); equal ones almost surely
@@ -94,9 +87,35 @@ uint64_t TileFamilyHash(const std::vector<schedule::Step>& steps, bool gpu);
 /// tiles break the launch limits (GpuTileRunFits) are redrawn before lowering. Errors:
 /// kInvalidArgument when the structures differ, kFailedPrecondition when the parents differ in
 /// fewer than 2 decisions or no valid child was found.
-[[nodiscard]] absl::StatusOr<schedule::State> CrossoverTileSizes(
-    const schedule::State& parent_a, const schedule::State& parent_b, const ir::ComputeDAG& dag,
-    const Target& target, std::mt19937_64& rng, const AnnotationOptions& options = {},
-    schedule::LoweredKernel* lowered = nullptr);
+[[nodiscard]] absl::StatusOr<Candidate> CrossoverTileSizes(const schedule::State& parent_a,
+                                                           const schedule::State& parent_b,
+                                                           TuneContext& ctx);
+
+/// A mutation rule: one way to edit an annotated state into another valid candidate (TVM
+/// PopulationGenerationRule's MutateXXX). Errors as the Mutate* functions above.
+class MutationRule {
+ public:
+  virtual ~MutationRule() = default;
+  /// Rule name, e.g. "MutateTileSize".
+  virtual const char* name() const = 0;
+  /// A mutated child of `state`, its random choices drawn from ctx.rng().
+  virtual absl::StatusOr<Candidate> Apply(const schedule::State& state, TuneContext& ctx) const = 0;
+};
+
+/// A rule of the mutation table with its weight on each kind of target (0: not used there).
+struct WeightedMutationRule {
+  std::unique_ptr<MutationRule> rule;
+  int cpu_weight = 0;
+  int gpu_weight = 0;
+};
+
+/// The mutation table, in draw order, with TVM v0.19's weights in thousandths (CPU: tile size
+/// 900, auto unroll 40, compute location 50, parallel 10; GPU: tile size 900, auto unroll 100).
+const std::vector<WeightedMutationRule>& MutationRules();
+
+/// One mutation of `state`: a rule of MutationRules() drawn with probability proportional to its
+/// weight on ctx.target() (one uniform draw in [0, 1) compared with the prefix sums of the
+/// weights over their total), then applied. Errors: the rule's.
+[[nodiscard]] absl::StatusOr<Candidate> Mutate(const schedule::State& state, TuneContext& ctx);
 
 }  // namespace tilesearch::search

@@ -1,10 +1,11 @@
-// The edit rules of MutateTileSize and MutateAutoUnroll (search/mutation.cc) as single steps, shared
-// with the exhaustive neighbor enumeration of local search (search/local_search.cc): which splits
-// and pragmas are decisions, the values each may take, and the validity check of an edited step
-// list. Not a public interface.
+// The edit rules of MutateTileSize and MutateAutoUnroll (search/mutation.cc) as single steps,
+// shared with the exhaustive neighbor enumeration of local search (search/local_search.cc): which
+// splits and pragmas are decisions, the values each may take, and the validity check of an edited
+// step list. Not a public interface.
 #pragma once
 
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -14,17 +15,18 @@
 #include "schedule/step.h"
 #include "base/target.h"
 #include "search/annotation.h"
+#include "search/tune_context.h"
 
 namespace tilesearch::search::internal {
 
-/// Replays `steps` on `dag` and checks the program: schedule::Lower and the register estimate
-/// (CheckRegisterEstimate). The lowered program goes to `lowered` when given. Errors: the replay's,
-/// Lower's or the register check's.
-absl::StatusOr<schedule::State> FinishEdit(const ir::ComputeDAG& dag,
-                                           const std::vector<schedule::Step>& steps,
-                                           const Target& target,
-                                           const AnnotationOptions& options,
-                                           schedule::LoweredKernel* lowered);
+/// Replays `steps` on ctx.dag() and lowers and checks the program once (LowerCandidate). Errors:
+/// the replay's, Lower's or the register check's.
+absl::StatusOr<Candidate> FinishEdit(const TuneContext& ctx,
+                                     const std::vector<schedule::Step>& steps);
+
+/// Uniform double in [0, 1) from the top 53 bits of one draw of `rng` (the same on every
+/// platform).
+double Uniform01(std::mt19937_64& rng);
 
 /// True when steps[i] is a one-length split whose inner part the next step vectorizes (the vector
 /// width of a GPU cooperative fetch).
@@ -36,11 +38,10 @@ bool HasMovableFactors(const schedule::SplitStep& sp);
 
 /// The vector widths of {1, 2, 4} that the cooperative fetch of vector split steps[i]
 /// (IsVectorSplit) may take: those dividing the fused extent (known from the replayed prefix
-/// steps[0, i)) whose bytes fit target.max_vector_bytes, ascending, the current one included.
-/// Empty when the prefix does not replay or the split's iterator is out of range.
-std::vector<int64_t> VectorWidthCandidates(const ir::ComputeDAG& dag,
-                                           const std::vector<schedule::Step>& steps, int i,
-                                           const Target& target);
+/// steps[0, i) on ctx.dag()) whose bytes fit ctx.target().max_vector_bytes, ascending, the current
+/// one included. Empty when the prefix does not replay or the split's iterator is out of range.
+std::vector<int64_t> VectorWidthCandidates(const TuneContext& ctx,
+                                           const std::vector<schedule::Step>& steps, int i);
 
 /// Sets the width of vector split steps[i] to `width`; a later split of the same iterator whose
 /// extent was the rest (a vectorized root stage's thread split) follows the new rest.

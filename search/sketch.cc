@@ -8,10 +8,10 @@
 
 namespace tilesearch::search {
 
-absl::StatusOr<std::vector<schedule::State>> GenerateSketches(const ir::ComputeDAG& dag,
-                                                              const Target& target,
-                                                              const SketchOptions& options) {
-  const auto& rules = target.is_gpu() ? GpuSketchRules() : CpuSketchRules();
+absl::StatusOr<std::vector<schedule::State>> GenerateSketches(const TuneContext& ctx) {
+  const ir::ComputeDAG& dag = ctx.dag();
+  const SketchOptions& options = ctx.sketch_options();
+  const auto& rules = ctx.target().is_gpu() ? GpuSketchRules() : CpuSketchRules();
   std::vector<std::pair<PartialSketch, int>> pending;
   pending.emplace_back(PartialSketch(dag), dag.num_stages() - 1);
   std::vector<schedule::State> out;
@@ -27,9 +27,9 @@ absl::StatusOr<std::vector<schedule::State>> GenerateSketches(const ir::ComputeD
     }
     std::vector<std::pair<PartialSketch, int>> next;
     for (const auto& rule : rules) {
-      RuleCondition c = rule->Condition(sketch, sid, target, options);
+      RuleCondition c = rule->Condition(sketch, sid, ctx);
       if (c == RuleCondition::kPass) continue;
-      auto derived = rule->Apply(sketch, sid, target, options);
+      auto derived = rule->Apply(sketch, sid, ctx);
       // A rule whose steps do not apply to this state is treated as not applicable.
       if (!derived.ok() || derived->empty()) continue;
       for (auto& d : *derived) next.push_back(std::move(d));

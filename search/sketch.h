@@ -15,15 +15,15 @@
 
 namespace tilesearch::search {
 
-/// The sketches of `dag` for `target`, in generation order (at most options.max_sketches).
+/// The sketches of ctx.dag() for ctx.target(), in generation order (at most
+/// ctx.sketch_options().max_sketches).
 /// Each sketch's steps() is its step list with unfilled split lengths; its stages show the
 /// structure with every unfilled length taken as 1. Like TVM, the split before every rfactor is
 /// left unfilled. Walk: a list of (partial sketch, stage id) starting at (initial state, last
 /// stage); for each, the rules are tried in order; kApply forks, kApplyAndSkipRest stops the scan;
 /// a sketch is complete when its stage id is < 0. Errors: kInternal when no sketch results (the
 /// skip rule always applies, so this means a rule bug).
-[[nodiscard]] absl::StatusOr<std::vector<schedule::State>> GenerateSketches(
-    const ir::ComputeDAG& dag, const Target& target, const SketchOptions& options = {});
+[[nodiscard]] absl::StatusOr<std::vector<schedule::State>> GenerateSketches(const TuneContext& ctx);
 
 /// A sketch's steps with every unfilled split length set to 1 (a valid, untuned schedule).
 std::vector<schedule::Step> FillUnfilledWithOnes(const std::vector<schedule::Step>& steps);

@@ -275,8 +275,7 @@ std::vector<std::pair<PartialSketch, int>> One(PartialSketch p, int next) {
 class AddCacheRead : public SketchRule {
  public:
   const char* name() const override { return "AddCacheRead"; }
-  RuleCondition Condition(const PartialSketch& p, int sid, const Target&,
-                          const SketchOptions&) const override {
+  RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext&) const override {
     const State& s = p.shadow();
     std::vector<int> cons = StageConsumers(s, sid);
     if (cons.empty()) return RuleCondition::kPass;
@@ -286,8 +285,7 @@ class AddCacheRead : public SketchRule {
     if (LastReduceIterInOutermostReduceTile(s.stage(t)) < 0) return RuleCondition::kPass;
     return RuleCondition::kApplyAndSkipRest;
   }
-  Result Apply(const PartialSketch& p, int sid, const Target&,
-               const SketchOptions&) const override {
+  Result Apply(const PartialSketch& p, int sid, const TuneContext&) const override {
     PartialSketch q = p;
     const std::vector<int> cons = StageConsumers(p.shadow(), sid);
     int offset = 0;
@@ -314,12 +312,12 @@ class AddCacheRead : public SketchRule {
 class AddRowCacheRead : public SketchRule {
  public:
   const char* name() const override { return "AddRowCacheRead"; }
-  RuleCondition Condition(const PartialSketch& p, int sid, const Target& target,
-                          const SketchOptions&) const override {
+  RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
+    const Target& target = ctx.target();
     return AttachIter(p.shadow(), sid, target) >= 0 ? RuleCondition::kApply : RuleCondition::kPass;
   }
-  Result Apply(const PartialSketch& p, int sid, const Target& target,
-               const SketchOptions&) const override {
+  Result Apply(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
+    const Target& target = ctx.target();
     const State& s = p.shadow();
     const int at = AttachIter(s, sid, target);
     if (at < 0) return absl::InvalidArgumentError("no row group to cache for");
@@ -370,13 +368,12 @@ class AddRowCacheRead : public SketchRule {
 class AlwaysInline : public SketchRule {
  public:
   const char* name() const override { return "AlwaysInline"; }
-  RuleCondition Condition(const PartialSketch& p, int sid, const Target& target,
-                          const SketchOptions&) const override {
+  RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
+    const Target& target = ctx.target();
     return ShouldAlwaysBeInlined(p.shadow(), sid, target) ? RuleCondition::kApplyAndSkipRest
                                                           : RuleCondition::kPass;
   }
-  Result Apply(const PartialSketch& p, int sid, const Target&,
-               const SketchOptions&) const override {
+  Result Apply(const PartialSketch& p, int sid, const TuneContext&) const override {
     PartialSketch q = p;
     RETURN_IF_ERROR(q.Apply(schedule::ComputeInlineStep{sid}));
     return One(std::move(q), sid - 1);
@@ -386,8 +383,8 @@ class AlwaysInline : public SketchRule {
 class CrossThreadReduction : public SketchRule {
  public:
   const char* name() const override { return "CrossThreadReduction"; }
-  RuleCondition Condition(const PartialSketch& p, int sid, const Target& target,
-                          const SketchOptions&) const override {
+  RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
+    const Target& target = ctx.target();
     const State& s = p.shadow();
     const Stage& st = s.stage(sid);
     if (st.is_placeholder() || st.location != ComputeLocation::kRoot) return RuleCondition::kPass;
@@ -401,8 +398,7 @@ class CrossThreadReduction : public SketchRule {
     }
     return reduce > target.warp_size ? RuleCondition::kApply : RuleCondition::kPass;
   }
-  Result Apply(const PartialSketch& p, int sid, const Target&,
-               const SketchOptions&) const override {
+  Result Apply(const PartialSketch& p, int sid, const TuneContext&) const override {
     PartialSketch q = p;
     ASSIGN_OR_RETURN(int fused, FuseReduceIters(q, sid));
     const State& s = q.shadow();
@@ -456,8 +452,8 @@ class CrossThreadReduction : public SketchRule {
 class AddCacheWrite : public SketchRule {
  public:
   const char* name() const override { return "AddCacheWrite"; }
-  RuleCondition Condition(const PartialSketch& p, int sid, const Target& target,
-                          const SketchOptions&) const override {
+  RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
+    const Target& target = ctx.target();
     const State& s = p.shadow();
     if (s.stage(sid).location != ComputeLocation::kRoot || HasLocalCache(s, sid)) {
       return RuleCondition::kPass;
@@ -467,8 +463,7 @@ class AddCacheWrite : public SketchRule {
     }
     return target.is_gpu() ? RuleCondition::kApplyAndSkipRest : RuleCondition::kApply;
   }
-  Result Apply(const PartialSketch& p, int sid, const Target&,
-               const SketchOptions&) const override {
+  Result Apply(const PartialSketch& p, int sid, const TuneContext&) const override {
     PartialSketch q = p;
     RETURN_IF_ERROR(q.Apply(schedule::CacheWriteStep{sid, ir::MemoryScope::kLocal}));
     return One(std::move(q), sid);
@@ -478,8 +473,8 @@ class AddCacheWrite : public SketchRule {
 class MultiLevelTilingWithFusion : public SketchRule {
  public:
   const char* name() const override { return "MultiLevelTilingWithFusion"; }
-  RuleCondition Condition(const PartialSketch& p, int sid, const Target& target,
-                          const SketchOptions&) const override {
+  RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
+    const Target& target = ctx.target();
     const State& s = p.shadow();
     if (s.stage(sid).location != ComputeLocation::kRoot || !NeedsMultiLevelTiling(s, sid) ||
         SingleElementwiseMatchedConsumer(s, sid) < 0) {
@@ -490,8 +485,9 @@ class MultiLevelTilingWithFusion : public SketchRule {
                ? RuleCondition::kApplyAndSkipRest
                : RuleCondition::kApply;
   }
-  Result Apply(const PartialSketch& p, int sid, const Target& target,
-               const SketchOptions& options) const override {
+  Result Apply(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
+    const Target& target = ctx.target();
+    const SketchOptions& options = ctx.sketch_options();
     const std::string& structure = target.is_gpu() ? options.gpu_structure : options.cpu_structure;
     PartialSketch base = p;
     const int consumer = SingleElementwiseMatchedConsumer(p.shadow(), sid);
@@ -514,15 +510,15 @@ class MultiLevelTilingWithFusion : public SketchRule {
 class MultiLevelTiling : public SketchRule {
  public:
   const char* name() const override { return "MultiLevelTiling"; }
-  RuleCondition Condition(const PartialSketch& p, int sid, const Target&,
-                          const SketchOptions&) const override {
+  RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext&) const override {
     const State& s = p.shadow();
     return s.stage(sid).location == ComputeLocation::kRoot && NeedsMultiLevelTiling(s, sid)
                ? RuleCondition::kApplyAndSkipRest
                : RuleCondition::kPass;
   }
-  Result Apply(const PartialSketch& p, int sid, const Target& target,
-               const SketchOptions& options) const override {
+  Result Apply(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
+    const Target& target = ctx.target();
+    const SketchOptions& options = ctx.sketch_options();
     PartialSketch q = p;
     std::vector<int> split_ids;
     RETURN_IF_ERROR(DoMultiLevelTiling(
@@ -534,16 +530,15 @@ class MultiLevelTiling : public SketchRule {
 class AddRfactor : public SketchRule {
  public:
   const char* name() const override { return "AddRfactor"; }
-  RuleCondition Condition(const PartialSketch& p, int sid, const Target& target,
-                          const SketchOptions&) const override {
+  RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
+    const Target& target = ctx.target();
     const State& s = p.shadow();
     if (s.stage(sid).location != ComputeLocation::kRoot || HasLocalCache(s, sid)) {
       return RuleCondition::kPass;
     }
     return NeedsRfactor(s, sid, target) ? RuleCondition::kApply : RuleCondition::kPass;
   }
-  Result Apply(const PartialSketch& p, int sid, const Target&,
-               const SketchOptions&) const override {
+  Result Apply(const PartialSketch& p, int sid, const TuneContext&) const override {
     PartialSketch split = p;
     ASSIGN_OR_RETURN(int fused, FuseReduceIters(split, sid));
     int n_space = 0;
@@ -574,12 +569,10 @@ class AddRfactor : public SketchRule {
 class SkipStage : public SketchRule {
  public:
   const char* name() const override { return "SkipStage"; }
-  RuleCondition Condition(const PartialSketch&, int, const Target&,
-                          const SketchOptions&) const override {
+  RuleCondition Condition(const PartialSketch&, int, const TuneContext&) const override {
     return RuleCondition::kApply;
   }
-  Result Apply(const PartialSketch& p, int sid, const Target&,
-               const SketchOptions&) const override {
+  Result Apply(const PartialSketch& p, int sid, const TuneContext&) const override {
     return One(p, sid - 1);
   }
 };

@@ -33,18 +33,9 @@
 #include "schedule/state.h"
 #include "schedule/step.h"
 #include "base/target.h"
+#include "search/tune_context.h"
 
 namespace tilesearch::search {
-
-/// Knobs of sketch generation; defaults are TVM v0.19's (`sketch_policy.h`).
-struct SketchOptions {
-  /// Multi-level tiling structure on GPU ("S" = space level, "R" = reduce level).
-  std::string gpu_structure = "SSSRRSRS";
-  /// Multi-level tiling structure on CPU.
-  std::string cpu_structure = "SSRSRS";
-  /// At most this many sketches are returned (the first ones in generation order).
-  int max_sketches = 16;
-};
 
 /// A sketch being built: the steps with unfilled split lengths (nullopt), and a shadow State that
 /// is the same steps applied with every unfilled length set to 1 (steps cannot apply unfilled
@@ -82,12 +73,10 @@ class SketchRule {
   virtual const char* name() const = 0;
   /// Whether the rule applies to stage `stage_id` of `s`.
   virtual RuleCondition Condition(const PartialSketch& s, int stage_id,
-                                  const Target& target,
-                                  const SketchOptions& options) const = 0;
+                                  const TuneContext& ctx) const = 0;
   /// The derived sketches, each with the stage id to visit next. Errors when a step fails.
   virtual absl::StatusOr<std::vector<std::pair<PartialSketch, int>>> Apply(
-      const PartialSketch& s, int stage_id, const Target& target,
-      const SketchOptions& options) const = 0;
+      const PartialSketch& s, int stage_id, const TuneContext& ctx) const = 0;
 };
 
 /// CUDA rules in Ansor's order: AddCacheRead, AddRowCacheRead (ours: a stage read by a group of

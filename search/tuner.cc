@@ -5,14 +5,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <cerrno>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -29,11 +29,11 @@
 #include "costmodel/cost_model.h"
 #include "costmodel/features.h"
 #include "costmodel/xgboost_model.h"
+#include "measure/builder.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
 #include "search/local_search.h"
 #include "search/sketch.h"
-#include "measure/runner.h"
 
 namespace tilesearch::search {
 namespace {
@@ -48,9 +48,9 @@ absl::Status CheckLockIsNotTheLog(const TuneOptions& options) {
   const auto a = std::filesystem::weakly_canonical(lock, ec1);
   const auto b = std::filesystem::weakly_canonical(options.log_path, ec2);
   if ((!ec1 && !ec2 && a == b) || lock == options.log_path) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the device lock '", lock, "' is the tuning log '", options.log_path,
-        "': give the lock a file of its own"));
+    return absl::InvalidArgumentError(absl::StrCat("the device lock '", lock,
+                                                   "' is the tuning log '", options.log_path,
+                                                   "': give the lock a file of its own"));
   }
   return absl::OkStatus();
 }
@@ -78,7 +78,7 @@ volatile pid_t g_tuner_pid = 0;               // the tuning process (not its for
 
 void OnSigint(int) {
   // Forked measurement workers inherit the handler: they carry on; the tuning process decides
-  // (its death kills them, measure/worker_batch.cc sets PR_SET_PDEATHSIG).
+  // (its death kills them, runtime/worker_batch.cc sets PR_SET_PDEATHSIG).
   if (::getpid() != g_tuner_pid) return;
   const int saved_errno = errno;
   g_interrupts = g_interrupts + 1;
@@ -152,34 +152,45 @@ double RecordMerit(const MeasureRecord& r, const ir::ComputeDAG& dag, bool memor
   return memory_bound ? RecordBandwidth(r, dag) : RecordThroughput(r, dag);
 }
 
-// The training sample of a record (features of its replayed state; none when it does not replay
-// or lower, which the model ignores).
-costmodel::TrainingSample SampleOf(const MeasureRecord& r, const ir::ComputeDAG& dag,
-                                   const Target& target, bool memory_bound) {
+// A logged record's state replayed and lowered for ctx.target() (plain schedule::Lower, as
+// measured states always were): nullopt when the steps do not replay; a null lowering when the
+// state does not lower (it then has no features).
+std::optional<Candidate> ReplayRecord(const MeasureRecord& r, const TuneContext& ctx) {
+  absl::StatusOr<State> state = schedule::ReplaySteps(ctx.dag(), r.steps);
+  if (!state.ok()) return std::nullopt;
+  Candidate c{*std::move(state), nullptr, 0};
+  absl::StatusOr<schedule::LoweredKernel> kernel =
+      schedule::Lower(ctx.dag(), c.state, ctx.target());
+  if (kernel.ok()) c.lowered = std::make_shared<const schedule::LoweredKernel>(*std::move(kernel));
+  return c;
+}
+
+// The training sample of a record: its merit and the features of its candidate's lowering (none
+// without one, which the model ignores).
+costmodel::TrainingSample SampleOf(const MeasureRecord& r, const std::optional<Candidate>& c,
+                                   const TuneContext& ctx, bool memory_bound) {
   costmodel::TrainingSample s;
-  s.throughput = RecordMerit(r, dag, memory_bound);
-  absl::StatusOr<State> state = schedule::ReplaySteps(dag, r.steps);
-  if (!state.ok()) return s;
+  s.throughput = RecordMerit(r, ctx.dag(), memory_bound);
+  if (!c || c->lowered == nullptr) return s;
   absl::StatusOr<costmodel::StoreFeatures> f =
-      costmodel::ExtractStateFeatures(dag, *state, target);
+      costmodel::ExtractLoweredFeatures(c->state, *c->lowered, ctx.target());
   if (f.ok()) s.features.stores = *std::move(f);
   return s;
 }
 
-// Builds the round's candidates: one lowering per state, then the Builder (a failed lowering is
-// an invalid_schedule build error; cuda: PTX of all lowered ones in parallel worker processes).
-std::vector<measure::BuildResult> BuildCandidates(const ir::ComputeDAG& dag, const Target& target,
-                                                  const std::vector<State>& states) {
-  std::vector<measure::BuildInput> inputs;
-  inputs.reserve(states.size());
-  for (const State& state : states) {
-    const auto t0 = std::chrono::steady_clock::now();
-    absl::StatusOr<schedule::LoweredKernel> kernel = schedule::Lower(dag, state, target);
-    const double lower_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    inputs.push_back(measure::BuildInput::FromLowering(std::move(kernel), lower_ms));
+// The round's build inputs: each candidate's own lowering (made once, when the search validated
+// it), so the Builder compiles without lowering again; compile_ms starts with that lowering time.
+std::vector<measure::BuildResult> BuildCandidates(const measure::Builder& builder,
+                                                  const std::vector<Candidate>& round) {
+  std::vector<measure::BuildInput> inputs(round.size());
+  for (size_t i = 0; i < round.size(); ++i) {
+    inputs[i].lowered = round[i].lowered;
+    inputs[i].lower_ms = round[i].lower_ms;
+    if (round[i].lowered == nullptr) {
+      inputs[i].lower_status = absl::FailedPreconditionError("invalid_schedule: the state was not lowered");
+    }
   }
-  return measure::Builder(target).Build(inputs);
+  return builder.Build(inputs);
 }
 
 // Fills the model fields of a round line from the model that is about to score the round.
@@ -213,15 +224,13 @@ void ScoreRound(const std::vector<MeasureRecord>& round_records, const ir::Compu
   absl::StatusOr<double> pairwise = costmodel::PairwiseRankingAccuracy(predicted, actual);
   round->pairwise_accuracy = pairwise.ok() ? *pairwise : nan;
   round->k = actual.empty() ? 0 : std::max(1, static_cast<int>(actual.size()) / 8);
-  absl::StatusOr<double> recall =
-      actual.empty() ? absl::StatusOr<double>(nan) : costmodel::TopKRecall(predicted, actual, round->k);
+  absl::StatusOr<double> recall = actual.empty()
+                                      ? absl::StatusOr<double>(nan)
+                                      : costmodel::TopKRecall(predicted, actual, round->k);
   round->top_k_recall = recall.ok() ? *recall : nan;
 }
 
-}  // namespace
-
-absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target& target,
-                                const TuneOptions& options) {
+absl::Status ValidateTuneOptions(const TuneOptions& options) {
   if (options.trials < 1) {
     return absl::InvalidArgumentError(absl::StrCat("trials must be >= 1, got ", options.trials));
   }
@@ -230,9 +239,8 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
         absl::StrCat("per_round must be >= 1, got ", options.per_round));
   }
   if (options.model_threads < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model_threads must be >= 0 (0 = all usable cores), got ",
-                     options.model_threads));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model_threads must be >= 0 (0 = all usable cores), got ", options.model_threads));
   }
   if (options.early_stopping < 0) {
     return absl::InvalidArgumentError(
@@ -244,293 +252,403 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
                                                    options.search.local_search_fraction));
   }
   if (options.search.local_search_states < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("local_search_states must be >= 1, got ",
-                                                   options.search.local_search_states));
+    return absl::InvalidArgumentError(
+        absl::StrCat("local_search_states must be >= 1, got ", options.search.local_search_states));
   }
   if (options.search.population < 1 || options.search.generations < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("search population must be >= 1 and generations >= 0, got ",
                      options.search.population, " and ", options.search.generations));
   }
-  ASSIGN_OR_RETURN(ir::ComputeDAG dag, workload.Build());
-  const std::string key = dag.WorkloadKey();
-  RETURN_IF_ERROR(CheckLockIsNotTheLog(options));
-  ASSIGN_OR_RETURN(std::unique_ptr<measure::Runner> measurer,
-                   measure::CreateRunner(target, options.measure));
-  RETURN_IF_ERROR(measure::CheckMeasureHostMemory(dag, options.measure));
+  return absl::OkStatus();
+}
 
-  const bool memory_bound = IsMemoryBound(
-      dag.Flops(), static_cast<double>(dag.InputBytes() + dag.OutputBytes()));
-  // Resume: the task's records already in the log.
-  std::vector<MeasureRecord> records;
-  // The first new round's number: past every round line of the log, skipped ones included
-  // (NextRoundNumber), so a resumed log never holds two rounds of one number.
-  int64_t first_round = 1;
-  {
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// One round's candidates (the first `local` from local search, the rest from the evolutionary
+// search), the model's scores of them before any is measured, and the phases' times.
+struct Round {
+  std::vector<Candidate> candidates;
+  int64_t local = 0;
+  RoundRecord line;  // model fields and predicted scores filled by the search
+  double train_s = 0;
+  double search_s = 0;
+  double build_s = 0;
+  double measure_s = 0;
+};
+
+// A tuning job between rounds: the task's records (resumed and new) with their candidates, the
+// model and the samples it has not seen yet, the log and the runner.
+class TuningJob {
+ public:
+  // Resume / setup: reads the task's records from the log, opens it for appending, creates the
+  // runner, the model and the sketches.
+  static absl::StatusOr<std::unique_ptr<TuningJob>> Open(const schedule::Workload& workload,
+                                                         const Target& target,
+                                                         const TuneOptions& options) {
+    ASSIGN_OR_RETURN(ir::ComputeDAG dag, workload.Build());
+    auto task = std::make_shared<const SearchTask>(std::move(dag), target);
+    RETURN_IF_ERROR(CheckLockIsNotTheLog(options));
+    ASSIGN_OR_RETURN(std::unique_ptr<measure::Runner> runner,
+                     measure::CreateRunner(target, options.measure));
+    RETURN_IF_ERROR(measure::CheckMeasureHostMemory(task->dag, options.measure));
+    // The task's records already in the log, and the first new round's number: past every round
+    // line of the log, skipped ones included (NextRoundNumber), so a resumed log never holds two
+    // rounds of one number.
+    std::vector<MeasureRecord> records;
+    int64_t first_round = 1;
     ReadOptions read;
     read.target = target;
-    read.workload_key = key;
+    read.workload_key = task->workload_key;
     read.verify_workload_keys = true;  // never resume from a record whose key lies
     absl::StatusOr<LogContents> log = ReadLog(options.log_path, read);
     if (log.ok()) {
       if (!options.quiet) {
-        for (const std::string& w : log->warnings) std::cerr << "tilesearch: warning: " << w << "\n";
+        for (const std::string& w : log->warnings)
+          std::cerr << "tilesearch: warning: " << w << "\n";
       }
       records = std::move(log->records);
       first_round = NextRoundNumber(*log);
     } else if (log.status().code() != absl::StatusCode::kNotFound) {
       return log.status();
     }
+    ASSIGN_OR_RETURN(LogWriter writer, LogWriter::Open(options.log_path));
+    const uint64_t seed =
+        options.seed ^ 0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(records.size());
+    std::unique_ptr<TuningJob> job(new TuningJob(workload, options,
+                                                 TuneContext(task, options.search, seed),
+                                                 std::move(runner), std::move(writer)));
+    job->first_round_ = first_round;
+    ASSIGN_OR_RETURN(job->sketches_, GenerateSketches(job->ctx_));
+    for (MeasureRecord& r : records) {
+      std::optional<Candidate> c = ReplayRecord(r, job->ctx_);
+      job->Add(std::move(r), std::move(c));
+    }
+    if (!options.quiet && !job->records_.empty()) {
+      std::cerr << "tune: resuming from " << options.log_path << ": " << job->records_.size()
+                << " trials of this task\n";
+    }
+    return job;
   }
-  ASSIGN_OR_RETURN(LogWriter writer, LogWriter::Open(options.log_path));
 
-  std::unique_ptr<costmodel::CostModel> model;
-  if (options.use_xgboost) {
+  int64_t trials() const { return static_cast<int64_t>(records_.size()); }
+  TuneResult& result() { return result_; }
+  measure::Runner& runner() { return *runner_; }
+  const TuneContext& ctx() const { return ctx_; }
+
+  // Gives the model the samples it has not seen (resumed records, the last round's).
+  absl::Status UpdateModel(Round& round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!pending_.empty()) {
+      RETURN_IF_ERROR(model_->Update(pending_));
+      round.train_s = SecondsSince(t0);
+      samples_given_ += static_cast<int64_t>(pending_.size());
+      pending_.clear();
+    }
+    return absl::OkStatus();
+  }
+
+  // The round's candidates: local search around the best measured states gives
+  // ceil(fraction · n) of the round (search/local_search.h), the evolutionary search the rest,
+  // never the same states; then the model's scores of them, before any is measured.
+  absl::Status SearchRound(Round& round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const SearchOptions& so = options_.search;
+    const std::vector<Candidate> best = BestCandidates();
+    const int n =
+        static_cast<int>(std::min<int64_t>(options_.per_round, options_.trials - trials()));
+    const int n_local =
+        best.empty() ? 0 : static_cast<int>(std::ceil(so.local_search_fraction * n - 1e-9));
+    if (n_local > 0) {
+      ASSIGN_OR_RETURN(round.candidates, LocalSearchCandidates(ctx_, best, measured_, n_local,
+                                                               so.local_search_states, *model_));
+    }
+    round.local = static_cast<int64_t>(round.candidates.size());
+    std::unordered_set<uint64_t> exclude = measured_;
+    for (const Candidate& c : round.candidates) exclude.insert(StepsHash(c.state.steps()));
+    // Called even for 0 states: it validates the search options.
+    ASSIGN_OR_RETURN(std::vector<Candidate> evolved,
+                     EvolutionarySearch(ctx_, sketches_, *model_, exclude, best,
+                                        n - static_cast<int>(round.candidates.size())));
+    for (Candidate& c : evolved) round.candidates.push_back(std::move(c));
+    if (!round.candidates.empty()) {
+      DescribeModel(*model_, samples_given_, &round.line);
+      ASSIGN_OR_RETURN(round.line.predicted, ScoreCandidates(round.candidates, ctx_, *model_));
+    }
+    round.search_s = SecondsSince(t0);
+    return absl::OkStatus();
+  }
+
+  // True when the search has run dry: a round without candidates is retried once (TVM
+  // retry_search_one_round_on_empty), a second one in a row stops the job.
+  bool Exhausted(const Round& round) {
+    if (!round.candidates.empty()) {
+      empty_rounds_ = 0;
+      return false;
+    }
+    if (++empty_rounds_ <= 1) return false;
+    result_.exhausted = true;
+    if (!options_.quiet) std::cerr << "tune: no new candidates; the search space looks exhausted\n";
+    return true;
+  }
+
+  // Appends the round's records and round line to the log and keeps them. Errors: the log's;
+  // kFailedPrecondition when every candidate reported no_device.
+  absl::Status LogRound(Round& round, std::vector<measure::MeasureResult> results,
+                        const std::vector<measure::BuildResult>& built);
+
+  // The progress line of the round just logged (stderr).
+  void Report(const Round& round) const;
+
+  // Early stopping: true when the last options.early_stopping trials (or more) did not improve on
+  // the best median.
+  bool StopEarly();
+
+  // The job's result, from the task's records.
+  TuneResult Finish();
+
+ private:
+  TuningJob(const schedule::Workload& workload, const TuneOptions& options, TuneContext ctx,
+            std::unique_ptr<measure::Runner> runner, LogWriter writer)
+      : workload_(workload),
+        options_(options),
+        ctx_(std::move(ctx)),
+        runner_(std::move(runner)),
+        writer_(std::move(writer)),
+        model_(MakeModel(options)),
+        memory_bound_(IsMemoryBound(
+            ctx_.dag().Flops(),
+            static_cast<double>(ctx_.dag().InputBytes() + ctx_.dag().OutputBytes()))) {}
+
+  static std::unique_ptr<costmodel::CostModel> MakeModel(const TuneOptions& options) {
+    if (!options.use_xgboost) return std::make_unique<costmodel::RandomModel>(options.seed);
     costmodel::XGBoostOptions xo;
     xo.seed = options.seed;
     xo.nthread = options.model_threads;
-    model = std::make_unique<costmodel::XGBoostModel>(xo);
-  } else {
-    model = std::make_unique<costmodel::RandomModel>(options.seed);
-  }
-  ASSIGN_OR_RETURN(std::vector<State> sketches, GenerateSketches(dag, target));
-
-  std::unordered_set<uint64_t> measured;
-  std::vector<costmodel::TrainingSample> pending;  // samples not yet given to the model
-  for (const MeasureRecord& r : records) {
-    measured.insert(RecordStateHash(r));
-    pending.push_back(SampleOf(r, dag, target, memory_bound));
-  }
-  int64_t samples_given = 0;  // samples passed to the model's Update so far
-  const int64_t resumed = static_cast<int64_t>(records.size());
-  if (!options.quiet && resumed > 0) {
-    std::cerr << "tune: resuming from " << options.log_path << ": " << resumed
-              << " trials of this task\n";
+    return std::make_unique<costmodel::XGBoostModel>(xo);
   }
 
-  std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(resumed));
-  TuneResult result;
+  // Keeps a record, its candidate (valid records seed the search) and its training sample.
+  void Add(MeasureRecord r, std::optional<Candidate> c) {
+    measured_.insert(RecordStateHash(r));
+    pending_.push_back(SampleOf(r, c, ctx_, memory_bound_));
+    candidates_.push_back(std::move(c));
+    records_.push_back(std::move(r));
+  }
+
+  // The best measured candidates, best first: enough for the population's seeds and for local
+  // search's states (local search must not depend on the population size).
+  std::vector<Candidate> BestCandidates() const {
+    const SearchOptions& so = options_.search;
+    std::vector<size_t> valid;
+    for (size_t i = 0; i < records_.size(); ++i) {
+      if (records_[i].valid()) valid.push_back(i);
+    }
+    std::stable_sort(valid.begin(), valid.end(), [&](size_t a, size_t b) {
+      return records_[a].median_ms() < records_[b].median_ms();
+    });
+    const size_t n_best = std::max(static_cast<size_t>(so.init_measured_ratio * so.population),
+                                   so.local_search_fraction > 0
+                                       ? static_cast<size_t>(std::max(so.local_search_states, 0))
+                                       : size_t{0});
+    std::vector<Candidate> best;
+    for (size_t i = 0; i < valid.size() && best.size() < n_best; ++i) {
+      if (candidates_[valid[i]]) best.push_back(*candidates_[valid[i]]);
+    }
+    return best;
+  }
+
+  const schedule::Workload workload_;
+  const TuneOptions& options_;
+  TuneContext ctx_;
+  std::unique_ptr<measure::Runner> runner_;
+  LogWriter writer_;
+  std::unique_ptr<costmodel::CostModel> model_;
+  const bool memory_bound_;
+  std::vector<State> sketches_;
+  std::vector<MeasureRecord> records_;
+  std::vector<std::optional<Candidate>> candidates_;  // parallel to records_
+  std::unordered_set<uint64_t> measured_;
+  std::vector<costmodel::TrainingSample> pending_;  // samples not yet given to the model
+  int64_t samples_given_ = 0;                       // samples passed to the model's Update so far
+  int64_t first_round_ = 1;
+  int empty_rounds_ = 0;
+  TuneResult result_;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+absl::Status TuningJob::LogRound(Round& round, std::vector<measure::MeasureResult> results,
+                                 const std::vector<measure::BuildResult>& built) {
+  if (results.size() != built.size()) {
+    return absl::InternalError(absl::StrCat("the runner returned ", results.size(),
+                                            " results for ", built.size(), " candidates"));
+  }
+  const Target& target = ctx_.target();
+  std::vector<MeasureRecord> records;
+  records.reserve(round.candidates.size());
+  bool all_no_device = true;
+  for (size_t i = 0; i < round.candidates.size(); ++i) {
+    MeasureRecord r;
+    r.workload_key = ctx_.workload_key();
+    r.workload = workload_;
+    r.target = target;
+    r.steps = round.candidates[i].state.steps();
+    r.result = std::move(results[i]);
+    // Lowering (+ PTX compile on cuda, done here); cpu: plus the worker's JIT compile.
+    r.compile_ms = built[i].compile_ms + (target.is_gpu() ? 0.0 : r.result.compile_ms);
+    r.run_ms = r.result.run_wall_ms;
+    r.timestamp = CurrentTimestamp();
+    r.seed = options_.seed;
+    r.trial = trials() + static_cast<int64_t>(records.size());
+    if (r.result.error != measure::MeasureError::kNoDevice) all_no_device = false;
+    records.push_back(std::move(r));
+  }
+  RoundRecord& line = round.line;
+  line.workload_key = ctx_.workload_key();
+  line.target = target;
+  line.round = first_round_ + static_cast<int64_t>(result_.rounds.size());
+  line.first_trial = records.front().trial;
+  line.trials = static_cast<int64_t>(records.size());
+  line.local_search_trials = round.local;  // written when the fraction is > 0
+  line.local_search_fraction = options_.search.local_search_fraction;
+  ScoreRound(records, ctx_.dag(), memory_bound_, &line);
+  line.train_s = round.train_s;
+  line.search_s = round.search_s;
+  line.build_s = round.build_s;
+  line.measure_s = round.measure_s;
+  line.timestamp = CurrentTimestamp();
+  line.seed = options_.seed;
+  RETURN_IF_ERROR(SigintGuard::Append(writer_, records, line));
+  result_.rounds.push_back(line);
+  result_.local_search_trials.push_back(round.local);
+  for (size_t i = 0; i < records.size(); ++i) {
+    Add(std::move(records[i]), std::move(round.candidates[i]));
+  }
+  result_.new_trials += static_cast<int64_t>(records.size());
+  if (all_no_device) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no device: ", records_.back().result.message));
+  }
+  return absl::OkStatus();
+}
+
+void TuningJob::Report(const Round& round) const {
+  if (options_.quiet) return;
+  const RoundRecord& line = round.line;
+  double best_ms = std::numeric_limits<double>::infinity();
+  double round_best_ms = std::numeric_limits<double>::infinity();
+  std::map<std::string, int64_t> errors;
+  for (size_t i = 0; i < records_.size(); ++i) {
+    const MeasureRecord& r = records_[i];
+    if (r.valid()) best_ms = std::min(best_ms, r.median_ms());
+    const bool in_round = i + static_cast<size_t>(line.trials) >= records_.size();
+    if (r.valid() && in_round) round_best_ms = std::min(round_best_ms, r.median_ms());
+    if (r.result.error != measure::MeasureError::kNone)
+      ++errors[measure::MeasureErrorName(r.result.error)];
+  }
+  const double elapsed = SecondsSince(start_);
+  const int64_t left = options_.trials - trials();
+  const double eta = elapsed / static_cast<double>(result_.new_trials) * left;
+  // GB/s for memory-bound workloads (the figure of merit there), GFLOP/s otherwise.
+  const ir::ComputeDAG& dag = ctx_.dag();
+  const double amount =
+      memory_bound_ ? static_cast<double>(dag.InputBytes() + dag.OutputBytes()) : dag.Flops();
+  const char* unit = memory_bound_ ? " GB/s" : " GFLOP/s";
+  auto rate = [&](double ms) {
+    return std::isfinite(ms) && ms > 0 ? Fixed(amount / (ms * 1e6), 2) : std::string("-");
+  };
+  std::string err_text;
+  for (const auto& [name, count] : errors) absl::StrAppend(&err_text, " ", name, "=", count);
+  std::string model_text = absl::StrCat(
+      model_->Name(), " acc ",
+      std::isnan(line.pairwise_accuracy) ? std::string("-") : Fixed(line.pairwise_accuracy, 2));
+  if (line.model_trained) {
+    absl::StrAppend(&model_text, " (", line.train_programs, " programs, ", line.boost_rounds,
+                    " trees)");
+  } else if (options_.use_xgboost) {
+    absl::StrAppend(&model_text, " (untrained)");
+  }
+  std::cerr << "tune: trials " << records_.size() << "/" << options_.trials << "  best "
+            << rate(best_ms) << unit
+            << (std::isfinite(best_ms) ? absl::StrCat(" (", Fixed(best_ms, 4), " ms)") : "")
+            << "  round best " << rate(round_best_ms) << unit << "  errors"
+            << (err_text.empty() ? " none" : err_text) << "  model " << model_text << "  elapsed "
+            << Duration(elapsed) << "  eta " << Duration(eta) << "  (round: "
+            << (round.local > 0 ? absl::StrCat(round.local, " local, ") : std::string()) << "train "
+            << Fixed(round.train_s, 2) << "s, search " << Fixed(round.search_s, 1) << "s, build "
+            << Fixed(round.build_s, 1) << "s, measure " << Fixed(round.measure_s, 1) << "s)\n";
+}
+
+bool TuningJob::StopEarly() {
+  if (options_.early_stopping <= 0) return false;
+  // Trials since the best median was last improved (strictly), over all the task's records.
+  double best = std::numeric_limits<double>::infinity();
+  int64_t best_index = -1;
+  for (size_t i = 0; i < records_.size(); ++i) {
+    if (records_[i].valid() && records_[i].median_ms() < best) {
+      best = records_[i].median_ms();
+      best_index = static_cast<int64_t>(i);
+    }
+  }
+  const int64_t since_best = trials() - 1 - best_index;
+  if (since_best < options_.early_stopping || trials() >= options_.trials) return false;
+  result_.early_stopped = true;
+  if (!options_.quiet) {
+    std::cerr << "tune: stopping early: no improvement in the last " << since_best
+              << " trials (--early-stopping " << options_.early_stopping << ")\n";
+  }
+  return true;
+}
+
+TuneResult TuningJob::Finish() {
+  if (SigintGuard::interrupted()) result_.interrupted = true;
+  if (result_.interrupted && !options_.quiet) {
+    std::cerr << "tune: interrupted after " << records_.size() << " trials (all logged to "
+              << options_.log_path << "); run again with the same log to resume\n";
+  }
+  result_.trials = trials();
+  absl::StatusOr<MeasureRecord> best = BestRecord(records_, ctx_.workload_key(), ctx_.target());
+  if (best.ok()) result_.best = *std::move(best);
+  for (const WorkloadSummary& s : SummarizeLog(records_)) {
+    if (s.workload_key != ctx_.workload_key()) continue;
+    result_.errors = s.errors;
+    result_.errors.erase("none");
+    result_.curve = s.curve;
+  }
+  return std::move(result_);
+}
+
+}  // namespace
+
+absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target& target,
+                                const TuneOptions& options) {
+  RETURN_IF_ERROR(ValidateTuneOptions(options));
+  ASSIGN_OR_RETURN(std::unique_ptr<TuningJob> job, TuningJob::Open(workload, target, options));
+  const measure::Builder builder(target);
   SigintGuard sigint(options.quiet);
-  const auto start = std::chrono::steady_clock::now();
-  const double flops = dag.Flops();
-  const double bytes = static_cast<double>(dag.InputBytes() + dag.OutputBytes());
-  int empty_rounds = 0;
-  while (static_cast<int64_t>(records.size()) < options.trials) {
+  while (job->trials() < options.trials) {
     if (SigintGuard::interrupted()) {
-      result.interrupted = true;
+      job->result().interrupted = true;
       break;
     }
-    auto since = [](std::chrono::steady_clock::time_point t) {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-    };
-    auto t_phase = std::chrono::steady_clock::now();
-    double train_s = 0;
-    if (!pending.empty()) {
-      RETURN_IF_ERROR(model->Update(pending));
-      train_s = since(t_phase);
-      samples_given += static_cast<int64_t>(pending.size());
-      pending.clear();
-    }
-    // Best measured states seed the population.
-    std::vector<const MeasureRecord*> valid;
-    for (const MeasureRecord& r : records)
-      if (r.valid()) valid.push_back(&r);
-    std::stable_sort(valid.begin(), valid.end(), [](const MeasureRecord* a, const MeasureRecord* b) {
-      return a->median_ms() < b->median_ms();
-    });
-    // Enough for the population's seeds and for local search's states: local search must not
-    // depend on the population size (a population of 4 gave no seeds and so no local search).
-    const size_t n_best = std::max(
-        static_cast<size_t>(options.search.init_measured_ratio * options.search.population),
-        options.search.local_search_fraction > 0
-            ? static_cast<size_t>(std::max(options.search.local_search_states, 0))
-            : size_t{0});
-    std::vector<State> best_states;
-    for (size_t i = 0; i < valid.size() && best_states.size() < n_best; ++i) {
-      absl::StatusOr<State> s = schedule::ReplaySteps(dag, valid[i]->steps);
-      if (s.ok()) best_states.push_back(*std::move(s));
-    }
-
-    const int n = static_cast<int>(
-        std::min<int64_t>(options.per_round, options.trials - static_cast<int64_t>(records.size())));
-    t_phase = std::chrono::steady_clock::now();
-    // Local search around the best measured states (our addition, search/local_search.h) gives
-    // ceil(fraction · n) of the round; the evolutionary search the rest, never the same states.
-    std::vector<State> states;
-    const int n_local =
-        best_states.empty()
-            ? 0
-            : static_cast<int>(std::ceil(options.search.local_search_fraction * n - 1e-9));
-    if (n_local > 0) {
-      ASSIGN_OR_RETURN(states, LocalSearchCandidates(dag, target, best_states, measured, n_local,
-                                                     options.search.local_search_states, *model,
-                                                     options.search.annotation));
-    }
-    const int64_t local_trials = static_cast<int64_t>(states.size());
-    {  // called even for 0 states: it validates the search options
-      std::unordered_set<uint64_t> exclude = measured;
-      for (const State& s : states) exclude.insert(StepsHash(s.steps()));
-      ASSIGN_OR_RETURN(std::vector<State> evolved,
-                       EvolutionarySearch(dag, target, sketches, *model, exclude, best_states,
-                                          n - static_cast<int>(states.size()), options.search,
-                                          rng));
-      for (State& s : evolved) states.push_back(std::move(s));
-    }
-    if (states.empty()) {
-      // TVM retries once (retry_search_one_round_on_empty), then stops.
-      if (++empty_rounds > 1) {
-        result.exhausted = true;
-        if (!options.quiet) std::cerr << "tune: no new candidates; the search space looks exhausted\n";
-        break;
-      }
-      continue;
-    }
-    empty_rounds = 0;
-    // The model's scores of the round's candidates, before any of them is measured.
-    RoundRecord round_line;
-    DescribeModel(*model, samples_given, &round_line);
-    ASSIGN_OR_RETURN(round_line.predicted, ScoreStates(dag, target, states, *model));
-    const double search_s = since(t_phase);
-    t_phase = std::chrono::steady_clock::now();
-
-    std::vector<measure::BuildResult> candidates = BuildCandidates(dag, target, states);
-    const double build_s = since(t_phase);
-    t_phase = std::chrono::steady_clock::now();
-    std::vector<measure::MeasureResult> results = measurer->Run(dag, candidates);
-    const double measure_s = since(t_phase);
-    if (results.size() != candidates.size()) {
-      return absl::InternalError(absl::StrCat("the measurer returned ", results.size(),
-                                              " results for ", candidates.size(), " candidates"));
-    }
-    std::vector<MeasureRecord> round;
-    round.reserve(states.size());
-    bool all_no_device = true;
-    double round_best_ms = std::numeric_limits<double>::infinity();
-    for (size_t i = 0; i < states.size(); ++i) {
-      MeasureRecord r;
-      r.workload_key = key;
-      r.workload = workload;
-      r.target = target;
-      r.steps = states[i].steps();
-      r.result = std::move(results[i]);
-      // Lowering (+ PTX compile on cuda, done here); cpu: plus the worker's JIT compile.
-      r.compile_ms = candidates[i].compile_ms + (target.is_gpu() ? 0.0 : r.result.compile_ms);
-      r.run_ms = r.result.run_wall_ms;
-      r.timestamp = CurrentTimestamp();
-      r.seed = options.seed;
-      r.trial = static_cast<int64_t>(records.size() + round.size());
-      if (r.result.error != measure::MeasureError::kNoDevice) all_no_device = false;
-      if (r.valid()) round_best_ms = std::min(round_best_ms, r.median_ms());
-      round.push_back(std::move(r));
-    }
-    round_line.workload_key = key;
-    round_line.target = target;
-    round_line.round = first_round + static_cast<int64_t>(result.rounds.size());
-    round_line.first_trial = round.front().trial;
-    round_line.trials = static_cast<int64_t>(round.size());
-    round_line.local_search_trials = local_trials;  // written when the fraction is > 0
-    round_line.local_search_fraction = options.search.local_search_fraction;
-    ScoreRound(round, dag, memory_bound, &round_line);
-    round_line.train_s = train_s;
-    round_line.search_s = search_s;
-    round_line.build_s = build_s;
-    round_line.measure_s = measure_s;
-    round_line.timestamp = CurrentTimestamp();
-    round_line.seed = options.seed;
-    RETURN_IF_ERROR(SigintGuard::Append(writer, round, round_line));
-    result.rounds.push_back(round_line);
-    result.local_search_trials.push_back(local_trials);
-    for (MeasureRecord& r : round) {
-      measured.insert(RecordStateHash(r));
-      pending.push_back(SampleOf(r, dag, target, memory_bound));
-      records.push_back(std::move(r));
-    }
-    result.new_trials += static_cast<int64_t>(round.size());
-    if (all_no_device) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("no device: ", records.back().result.message));
-    }
-
-    if (!options.quiet) {
-      double best_ms = std::numeric_limits<double>::infinity();
-      std::map<std::string, int64_t> errors;
-      for (const MeasureRecord& r : records) {
-        if (r.valid()) best_ms = std::min(best_ms, r.median_ms());
-        if (r.result.error != measure::MeasureError::kNone)
-          ++errors[measure::MeasureErrorName(r.result.error)];
-      }
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const int64_t left = options.trials - static_cast<int64_t>(records.size());
-      const double eta = elapsed / static_cast<double>(result.new_trials) * left;
-      // GB/s for memory-bound workloads (the figure of merit there), GFLOP/s otherwise.
-      const double amount = memory_bound ? bytes : flops;
-      const char* unit = memory_bound ? " GB/s" : " GFLOP/s";
-      auto rate = [&](double ms) {
-        return std::isfinite(ms) && ms > 0 ? Fixed(amount / (ms * 1e6), 2) : std::string("-");
-      };
-      std::string err_text;
-      for (const auto& [name, count] : errors) absl::StrAppend(&err_text, " ", name, "=", count);
-      std::string model_text = absl::StrCat(model->Name(), " acc ",
-                                            std::isnan(round_line.pairwise_accuracy)
-                                                ? std::string("-")
-                                                : Fixed(round_line.pairwise_accuracy, 2));
-      if (round_line.model_trained) {
-        absl::StrAppend(&model_text, " (", round_line.train_programs, " programs, ",
-                        round_line.boost_rounds, " trees)");
-      } else if (options.use_xgboost) {
-        absl::StrAppend(&model_text, " (untrained)");
-      }
-      std::cerr << "tune: trials " << records.size() << "/" << options.trials << "  best "
-                << rate(best_ms) << unit
-                << (std::isfinite(best_ms) ? absl::StrCat(" (", Fixed(best_ms, 4), " ms)") : "")
-                << "  round best " << rate(round_best_ms) << unit << "  errors"
-                << (err_text.empty() ? " none" : err_text) << "  model " << model_text
-                << "  elapsed " << Duration(elapsed) << "  eta " << Duration(eta)
-                << "  (round: "
-                << (local_trials > 0 ? absl::StrCat(local_trials, " local, ") : std::string())
-                << "train " << Fixed(train_s, 2) << "s, search " << Fixed(search_s, 1)
-                << "s, build " << Fixed(build_s, 1) << "s, measure " << Fixed(measure_s, 1)
-                << "s)\n";
-    }
-    if (options.early_stopping > 0) {
-      // Trials since the best median was last improved (strictly), over all the task's records.
-      double best = std::numeric_limits<double>::infinity();
-      int64_t best_index = -1;
-      for (size_t i = 0; i < records.size(); ++i) {
-        if (records[i].valid() && records[i].median_ms() < best) {
-          best = records[i].median_ms();
-          best_index = static_cast<int64_t>(i);
-        }
-      }
-      const int64_t since_best = static_cast<int64_t>(records.size()) - 1 - best_index;
-      if (since_best >= options.early_stopping &&
-          static_cast<int64_t>(records.size()) < options.trials) {
-        result.early_stopped = true;
-        if (!options.quiet) {
-          std::cerr << "tune: stopping early: no improvement in the last " << since_best
-                    << " trials (--early-stopping " << options.early_stopping << ")\n";
-        }
-        break;
-      }
-    }
+    Round round;
+    RETURN_IF_ERROR(job->UpdateModel(round));
+    RETURN_IF_ERROR(job->SearchRound(round));
+    if (job->Exhausted(round)) break;
+    if (round.candidates.empty()) continue;
+    auto t = std::chrono::steady_clock::now();
+    std::vector<measure::BuildResult> built = BuildCandidates(builder, round.candidates);
+    round.build_s = SecondsSince(t);
+    t = std::chrono::steady_clock::now();
+    std::vector<measure::MeasureResult> results = job->runner().Run(job->ctx().dag(), built);
+    round.measure_s = SecondsSince(t);
+    RETURN_IF_ERROR(job->LogRound(round, std::move(results), built));
+    job->Report(round);
+    if (job->StopEarly()) break;
   }
-  if (SigintGuard::interrupted()) result.interrupted = true;
-  if (result.interrupted && !options.quiet) {
-    std::cerr << "tune: interrupted after " << records.size() << " trials (all logged to "
-              << options.log_path << "); run again with the same log to resume\n";
-  }
-
-  result.trials = static_cast<int64_t>(records.size());
-  absl::StatusOr<MeasureRecord> best = BestRecord(records, key, target);
-  if (best.ok()) result.best = *std::move(best);
-  for (const WorkloadSummary& s : SummarizeLog(records)) {
-    if (s.workload_key != key) continue;
-    result.errors = s.errors;
-    result.errors.erase("none");
-    result.curve = s.curve;
-  }
-  return result;
+  return job->Finish();
 }
 
 }  // namespace tilesearch::search

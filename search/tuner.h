@@ -1,9 +1,10 @@
 // The tuning loop of one task (Ansor, OSDI'20 §5 / TVM v0.19 SketchPolicyNode::Search with
-// auto_scheduler.TuningOptions): every round retrains the cost model on all records, runs the
-// evolutionary search (search/evolutionary_search.h) for the round's candidates, lowers and
-// compiles them (cuda: measure::Builder, parallel PTX workers; cpu: the runner JIT-compiles
-// in its worker), measures them (measure::Runner), appends the round's records to the log
-// (fsync'd, search/log_io.h) and prints a progress line. A job resumes from its log: the records
+// auto_scheduler.TuningOptions): every round gives the cost model the records it has not seen, runs
+// the evolutionary search (search/evolutionary_search.h) for the round's candidates (each lowered
+// once by the search, search/tune_context.h), compiles their lowerings (cuda:
+// codegen::CompileManyToPtx in this process; cpu: the measurer JIT-compiles in its worker),
+// measures them (measure::Runner), appends the round's records to the log (fsync'd,
+// search/log_io.h) and prints a progress line. A job resumes from its log: the records
 // of the task (workload key + target) train the model, their states are never measured again and
 // they count toward the trial budget.
 //
@@ -11,7 +12,7 @@
 // of each round's candidates are the model's best unmeasured neighbors of the best measured
 // states (search/local_search.h, our addition); the evolutionary search gives the rest.
 //
-// Model quality: each round's candidates are scored by the current model (ScoreStates) before
+// Model quality: each round's candidates are scored by the current model (ScoreCandidates) before
 // they are measured; once measured they are records the model has never seen, so the round line
 // written after them (RoundRecord, search/measure_record.h) holds an honest held-out pairwise
 // ranking accuracy and top-k recall of those scores against the measured throughput, plus how the

@@ -58,10 +58,10 @@ void ExpectTilesCoverExtents(const State& s) {
 }
 
 void CheckPopulation(const testing::Workload& w, const Target& target, int n) {
-  auto sketches = GenerateSketches(w.dag, target);
+  auto sketches = GenerateSketches(TuneContext(w.dag, target));
   ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
   std::mt19937_64 rng(1234);
-  std::vector<State> pop = SampleInitialPopulation(*sketches, w.dag, target, n, rng);
+  std::vector<State> pop = testing::SampleInContext(*sketches, w.dag, target, n, rng);
   ASSERT_EQ(static_cast<int>(pop.size()), n) << w.name << " on " << target.ToString();
   int i = 0;
   for (const State& s : pop) {
@@ -97,10 +97,10 @@ TEST(Annotation, CpuSamplesLowerAndMatchTheReference) {
 
 TEST(Annotation, CudaMatmulBindsBlocksVthreadsAndAtLeastAWarpOfThreads) {
   ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({128, 64}, {64, 128}));
-  auto sketches = GenerateSketches(dag, Target::H200());
+  auto sketches = GenerateSketches(TuneContext(dag, Target::H200()));
   ASSERT_TRUE(sketches.ok());
   std::mt19937_64 rng(5);
-  std::vector<State> pop = SampleInitialPopulation(*sketches, dag, Target::H200(), 20, rng);
+  std::vector<State> pop = testing::SampleInContext(*sketches, dag, Target::H200(), 20, rng);
   ASSERT_EQ(pop.size(), 20u);
   for (const State& s : pop) {
     const auto& c = s.stage(s.StageId("C"));
@@ -133,12 +133,12 @@ TEST(Annotation, CudaMatmulBindsBlocksVthreadsAndAtLeastAWarpOfThreads) {
 TEST(Annotation, SamplingIsDeterministicForASeed) {
   for (const Target& target : {Target::H200(), Target::HostCpu()}) {
     ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({32, 16}, {16, 24}));
-    auto sketches = GenerateSketches(dag, target);
+    auto sketches = GenerateSketches(TuneContext(dag, target));
     ASSERT_TRUE(sketches.ok());
     std::mt19937_64 r1(77), r2(77), r3(78);
-    auto a = SampleInitialPopulation(*sketches, dag, target, 10, r1);
-    auto b = SampleInitialPopulation(*sketches, dag, target, 10, r2);
-    auto c = SampleInitialPopulation(*sketches, dag, target, 10, r3);
+    auto a = testing::SampleInContext(*sketches, dag, target, 10, r1);
+    auto b = testing::SampleInContext(*sketches, dag, target, 10, r2);
+    auto c = testing::SampleInContext(*sketches, dag, target, 10, r3);
     ASSERT_EQ(a.size(), b.size());
     bool differs = a.size() != c.size();
     for (size_t i = 0; i < a.size(); ++i) {
@@ -165,7 +165,7 @@ TEST(Annotation, SplitFactorizationsAreAllOrderedFactorizations) {
 TEST(Annotation, EmptySketchListGivesNothing) {
   ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({4, 4}, {4, 4}));
   std::mt19937_64 rng(1);
-  EXPECT_TRUE(SampleInitialPopulation({}, dag, Target::H200(), 5, rng).empty());
+  EXPECT_TRUE(testing::SampleInContext({}, dag, Target::H200(), 5, rng).empty());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -239,14 +239,15 @@ TEST(Annotation, CudaAnnotationOfLargeWorkloadsIsValidByConstruction) {
   const Target target = Target::H200();
   for (const auto& w : workloads) {
     SCOPED_TRACE(w.name);
-    auto sketches = GenerateSketches(w.dag, target);
+    auto sketches = GenerateSketches(TuneContext(w.dag, target));
     ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
     std::mt19937_64 rng(2024);
     const int attempts = 30;
     int valid = 0;
     for (int i = 0; i < attempts; ++i) {
       const State& sketch = (*sketches)[internal::Pick(rng, sketches->size())];
-      absl::StatusOr<State> s = AnnotateSketch(sketch, w.dag, target, rng);
+      absl::StatusOr<State> s =
+          testing::StateOf(testing::AnnotateInContext(sketch, w.dag, target, rng));
       if (!s.ok()) continue;
       ++valid;
       ExpectWithinCudaLimits(w.dag, *s, target);
@@ -262,7 +263,7 @@ TEST(Annotation, CudaAnnotationOfLargeWorkloadsIsValidByConstruction) {
 // The sketch of a matmul with its unfilled splits set, in step order, to `tiles`.
 State FilledSketch(const ir::ComputeDAG& dag, const Target& target,
                    const std::vector<std::vector<int64_t>>& tiles) {
-  auto sketches = GenerateSketches(dag, target);
+  auto sketches = GenerateSketches(TuneContext(dag, target));
   EXPECT_THAT(sketches.status(), tilesearch::testing::IsOk());
   State out = State::Initial(dag);
   size_t next = 0;
@@ -288,7 +289,8 @@ TEST(Annotation, Matmul128x128BlockWith8x8RegisterTilesIsInTheCudaSpace) {
   // The fetch width is drawn from {1, 2, 4} per tile: some seeds give float4 for both.
   for (uint64_t seed = 0; seed < 32 && !vectorized_both; ++seed) {
     std::mt19937_64 rng(seed);
-    absl::StatusOr<State> s = AnnotateSketch(sketch, dag, target, rng);
+    absl::StatusOr<State> s =
+        testing::StateOf(testing::AnnotateInContext(sketch, dag, target, rng));
     ASSERT_THAT(s.status(), tilesearch::testing::IsOk());
     const auto& c = s->stage(s->StageId("C"));
     EXPECT_EQ(c.iters[0].annotation, IteratorAnnotation::kBlockIdxX);
@@ -337,12 +339,13 @@ TEST(Annotation, RegisterEstimateRejectsTooManyRegistersPerBlock) {
   const Target target = Target::H200();
   const State sketch = FilledSketch(dag, target, {{1, 32, 4, 4}, {1, 32, 2, 2}, {1, 8}});
   std::mt19937_64 rng(1);
-  EXPECT_THAT(AnnotateSketch(sketch, dag, target, rng).status(),
+  EXPECT_THAT(testing::StateOf(testing::AnnotateInContext(sketch, dag, target, rng)).status(),
               tilesearch::testing::StatusIs(absl::StatusCode::kFailedPrecondition,
                                             HasSubstr("registers per thread")));
   // Half the threads fit.
   const State half = FilledSketch(dag, target, {{1, 16, 4, 4}, {1, 32, 2, 2}, {1, 8}});
-  EXPECT_THAT(AnnotateSketch(half, dag, target, rng).status(), tilesearch::testing::IsOk());
+  EXPECT_THAT(testing::StateOf(testing::AnnotateInContext(half, dag, target, rng)).status(),
+              tilesearch::testing::IsOk());
 }
 
 TEST(Annotation, GpuTileRunFitsChecksTheTilingLimitsFromTheSteps) {
@@ -350,7 +353,8 @@ TEST(Annotation, GpuTileRunFitsChecksTheTilingLimitsFromTheSteps) {
   const Target target = Target::H200();
   // The first split of the tiling run (after cache_write) is step 1.
   auto fits = [&](const std::vector<std::vector<int64_t>>& tiles, const AnnotationOptions& o) {
-    return internal::GpuTileRunFits(dag, FilledSketch(dag, target, tiles).steps(), 1, target, o);
+    return internal::GpuTileRunFits(TuneContext(dag, target, o),
+                                    FilledSketch(dag, target, tiles).steps(), 1);
   };
   const AnnotationOptions defaults;
   EXPECT_TRUE(fits({{1, 16, 2, 4}, {1, 16, 1, 8}, {2, 8}}, defaults));
@@ -438,10 +442,10 @@ TEST(Annotation, CudaElementwiseStagesDrawVectorWidthsAndStayCorrect) {
   };
   for (const auto& w : workloads) {
     SCOPED_TRACE(w.name);
-    auto sketches = GenerateSketches(w.dag, target);
+    auto sketches = GenerateSketches(TuneContext(w.dag, target));
     ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
     std::mt19937_64 rng(5);
-    std::vector<State> pop = SampleInitialPopulation(*sketches, w.dag, target, 18, rng);
+    std::vector<State> pop = testing::SampleInContext(*sketches, w.dag, target, 18, rng);
     ASSERT_FALSE(pop.empty());
     std::set<int64_t> widths;
     int i = 0;
@@ -457,10 +461,10 @@ TEST(Annotation, CudaElementwiseStagesDrawVectorWidthsAndStayCorrect) {
   }
   // A reduction keeps the plain thread split (its vector loop would not be innermost).
   ir::ComputeDAG sum = testing::MustBuild(ir::ReduceDAG(ir::ReduceOp::kSum, {64, 48}, {0}));
-  auto sketches = GenerateSketches(sum, target);
+  auto sketches = GenerateSketches(TuneContext(sum, target));
   ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
   std::mt19937_64 rng(6);
-  for (const State& s : SampleInitialPopulation(*sketches, sum, target, 8, rng)) {
+  for (const State& s : testing::SampleInContext(*sketches, sum, target, 8, rng)) {
     for (int sid = 0; sid < s.num_stages(); ++sid) EXPECT_EQ(RootVectorWidth(s, sid), 0);
   }
 }

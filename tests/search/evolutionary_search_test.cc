@@ -71,7 +71,7 @@ std::vector<Case> Cases() {
 TEST(EvolutionarySearch, OutputDoesNotDependOnTheThreadCount) {
   for (const Case& c : Cases()) {
     SCOPED_TRACE(c.name);
-    auto sketches = GenerateSketches(c.dag, c.target);
+    auto sketches = GenerateSketches(TuneContext(c.dag, c.target));
     ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
     std::vector<std::string> reference;
     for (int threads : {1, 2, 5}) {
@@ -81,8 +81,8 @@ TEST(EvolutionarySearch, OutputDoesNotDependOnTheThreadCount) {
         costmodel::CostModel& model =
             random_model ? static_cast<costmodel::CostModel&>(random) : sum_model;
         std::mt19937_64 rng(12345);
-        auto out = EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, 16,
-                                      SmallOptions(threads), rng);
+        auto out = testing::EvolveInContext(c.dag, c.target, *sketches, model, {}, {}, 16,
+                                            SmallOptions(threads), rng);
         ASSERT_THAT(out.status(), tilesearch::testing::IsOk());
         ASSERT_FALSE(out->empty());
         std::vector<std::string> texts = StepTexts(*out);
@@ -107,22 +107,23 @@ TEST(EvolutionarySearch, OutputDoesNotDependOnTheThreadCount) {
 TEST(EvolutionarySearch, OutputsAreDistinctUnmeasuredValidAndBestPredictedFirst) {
   for (const Case& c : Cases()) {
     SCOPED_TRACE(c.name);
-    auto sketches = GenerateSketches(c.dag, c.target);
+    auto sketches = GenerateSketches(TuneContext(c.dag, c.target));
     ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
     FeatureSumModel model;
     SearchOptions options = SmallOptions(2);
     options.eps_greedy = 0.25;
     options.max_family_fraction = 1;  // pure rank order (the family cap is tested below)
     std::mt19937_64 rng(7);
-    auto first = EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, 8, options, rng);
+    auto first =
+        testing::EvolveInContext(c.dag, c.target, *sketches, model, {}, {}, 8, options, rng);
     ASSERT_THAT(first.status(), tilesearch::testing::IsOk());
     ASSERT_EQ(first->size(), 8u);
     // The first round's states are now measured; the second round must avoid them.
     std::unordered_set<uint64_t> measured;
     for (const State& s : *first) measured.insert(StepsHash(s.steps()));
     ASSERT_EQ(measured.size(), first->size());
-    auto out =
-        EvolutionarySearch(c.dag, c.target, *sketches, model, measured, *first, 8, options, rng);
+    auto out = testing::EvolveInContext(c.dag, c.target, *sketches, model, measured, *first, 8,
+                                        options, rng);
     ASSERT_THAT(out.status(), tilesearch::testing::IsOk());
     ASSERT_EQ(out->size(), 8u);
     std::unordered_set<uint64_t> hashes;
@@ -134,7 +135,7 @@ TEST(EvolutionarySearch, OutputsAreDistinctUnmeasuredValidAndBestPredictedFirst)
     }
     // The (1 - eps) · n = 6 evolved states come best first: rescored from scratch
     // (ExtractStateFeatures + Predict), their scores do not increase.
-    auto scores = ScoreStates(c.dag, c.target, *out, model);
+    auto scores = testing::ScoreInContext(c.dag, c.target, *out, model);
     ASSERT_THAT(scores.status(), tilesearch::testing::IsOk());
     for (int i = 1; i < 6; ++i) EXPECT_GE((*scores)[i - 1], (*scores)[i]) << i;
   }
@@ -142,7 +143,7 @@ TEST(EvolutionarySearch, OutputsAreDistinctUnmeasuredValidAndBestPredictedFirst)
 
 TEST(EvolutionarySearch, ProfileCountsAddUpAndCrossoverYieldsValidChildren) {
   const Case c = Cases()[0];
-  auto sketches = GenerateSketches(c.dag, c.target);
+  auto sketches = GenerateSketches(TuneContext(c.dag, c.target));
   ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
   FeatureSumModel model;
   SearchOptions options = SmallOptions(3);
@@ -150,8 +151,8 @@ TEST(EvolutionarySearch, ProfileCountsAddUpAndCrossoverYieldsValidChildren) {
   options.crossover_probability = 0.8;
   std::mt19937_64 rng(3);
   SearchProfile profile;
-  auto out =
-      EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, 8, options, rng, &profile);
+  auto out = testing::EvolveInContext(c.dag, c.target, *sketches, model, {}, {}, 8, options, rng,
+                                      &profile);
   ASSERT_THAT(out.status(), tilesearch::testing::IsOk());
   EXPECT_EQ(profile.threads, 3);
   EXPECT_GE(profile.annotation_valid, options.population);
@@ -177,7 +178,7 @@ TEST(EvolutionarySearch, CrossoverChildrenAreMostlyValidOnCudaAndCpu) {
   // valid child (by stage on cpu, with a random partner, none did).
   for (const Case& c : Cases()) {
     SCOPED_TRACE(c.name);
-    auto sketches = GenerateSketches(c.dag, c.target);
+    auto sketches = GenerateSketches(TuneContext(c.dag, c.target));
     ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
     FeatureSumModel model;
     SearchOptions options = SmallOptions(2);
@@ -186,8 +187,8 @@ TEST(EvolutionarySearch, CrossoverChildrenAreMostlyValidOnCudaAndCpu) {
     options.crossover_probability = 1;
     std::mt19937_64 rng(17);
     SearchProfile profile;
-    auto out =
-        EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, 8, options, rng, &profile);
+    auto out = testing::EvolveInContext(c.dag, c.target, *sketches, model, {}, {}, 8, options, rng,
+                                        &profile);
     ASSERT_THAT(out.status(), tilesearch::testing::IsOk());
     EXPECT_GE(profile.crossover_attempts, options.population / 4);
     EXPECT_GE(profile.crossover_valid * 4, profile.crossover_attempts * 3)
@@ -211,7 +212,7 @@ std::vector<std::pair<int64_t, int64_t>> FamilyOf(const State& s) {
 TEST(EvolutionarySearch, RankedPicksAreSpreadOverTileFamilies) {
   const Case c{"matmul_cuda", testing::MustBuild(ir::MatmulDAG({256, 256}, {256, 256})),
                Target::H200()};
-  auto sketches = GenerateSketches(c.dag, c.target);
+  auto sketches = GenerateSketches(TuneContext(c.dag, c.target));
   ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
   SearchOptions options = SmallOptions(2);
   options.population = 96;
@@ -220,8 +221,8 @@ TEST(EvolutionarySearch, RankedPicksAreSpreadOverTileFamilies) {
   FeatureSumModel model;
   options.max_family_fraction = 1;
   std::mt19937_64 rng_all(21);
-  auto ranked = EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, 100000, options,
-                                   rng_all);
+  auto ranked =
+      testing::EvolveInContext(c.dag, c.target, *sketches, model, {}, {}, 100000, options, rng_all);
   ASSERT_THAT(ranked.status(), tilesearch::testing::IsOk());
   const int n = 16;
   ASSERT_GT(static_cast<int>(ranked->size()), 2 * n);
@@ -246,7 +247,8 @@ TEST(EvolutionarySearch, RankedPicksAreSpreadOverTileFamilies) {
 
   options.max_family_fraction = 0.25;
   std::mt19937_64 rng(21);
-  auto capped = EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, n, options, rng);
+  auto capped =
+      testing::EvolveInContext(c.dag, c.target, *sketches, model, {}, {}, n, options, rng);
   ASSERT_THAT(capped.status(), tilesearch::testing::IsOk());
   EXPECT_EQ(StepTexts(*capped), expected);
 }
@@ -272,23 +274,26 @@ TEST(EvolutionarySearch, TileFamilyHashIgnoresTheArrangementInsideAThreadTile) {
 
 TEST(EvolutionarySearch, OptionErrors) {
   const Case c = Cases()[0];
-  auto sketches = GenerateSketches(c.dag, c.target);
+  auto sketches = GenerateSketches(TuneContext(c.dag, c.target));
   ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
   costmodel::RandomModel model(1);
   std::mt19937_64 rng(1);
   SearchOptions o = SmallOptions(-1);
-  EXPECT_THAT(EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, 4, o, rng).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("num_threads must be >= 0")));
+  EXPECT_THAT(
+      testing::EvolveInContext(c.dag, c.target, *sketches, model, {}, {}, 4, o, rng).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("num_threads must be >= 0")));
   o = SmallOptions(1);
   o.crossover_probability = 1.5;
-  EXPECT_THAT(EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, 4, o, rng).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("crossover_probability must be in [0, 1], got 1.5")));
+  EXPECT_THAT(
+      testing::EvolveInContext(c.dag, c.target, *sketches, model, {}, {}, 4, o, rng).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("crossover_probability must be in [0, 1], got 1.5")));
   o = SmallOptions(1);
   o.max_family_fraction = -0.5;
-  EXPECT_THAT(EvolutionarySearch(c.dag, c.target, *sketches, model, {}, {}, 4, o, rng).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("max_family_fraction must be in [0, 1], got -0.5")));
+  EXPECT_THAT(
+      testing::EvolveInContext(c.dag, c.target, *sketches, model, {}, {}, 4, o, rng).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("max_family_fraction must be in [0, 1], got -0.5")));
 }
 
 }  // namespace

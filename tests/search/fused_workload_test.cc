@@ -31,6 +31,7 @@
 #include "search/task_scheduler_tuner.h"
 #include "tests/schedule/lower_test_util.h"
 #include "tests/search/scratch_dir.h"
+#include "tests/search/space_test_util.h"
 
 namespace tilesearch::search {
 namespace {
@@ -204,12 +205,13 @@ TEST(FusedSketches, FusedTasksGetSketchesWhoseProgramsLowerAndMatchTheReference)
     ASSERT_THAT(dag.status(), IsOk());
     for (const Target& target : {Target::HostCpu(), Target::H200()}) {
       SCOPED_TRACE(name + " on " + target.ToString());
-      absl::StatusOr<std::vector<schedule::State>> sketches = GenerateSketches(*dag, target);
+      absl::StatusOr<std::vector<schedule::State>> sketches =
+          GenerateSketches(TuneContext(*dag, target));
       ASSERT_THAT(sketches.status(), IsOk());
       ASSERT_FALSE(sketches->empty());
       std::mt19937_64 rng(17);
       const std::vector<schedule::State> population =
-          SampleInitialPopulation(*sketches, *dag, target, 6, rng);
+          testing::SampleInContext(*sketches, *dag, target, 6, rng);
       ASSERT_EQ(population.size(), 6u);
       for (size_t i = 0; i < population.size(); ++i) {
         schedule::testing::ExpectMatchesReference(*dag, population[i], target, /*exact=*/false,
@@ -231,11 +233,12 @@ TEST(FusedSketches, CudaRecordsOfFusedTasksCompileToPtx) {
     SCOPED_TRACE(w.ToString());
     absl::StatusOr<ir::ComputeDAG> dag = w.Build();
     ASSERT_THAT(dag.status(), IsOk());
-    absl::StatusOr<std::vector<schedule::State>> sketches = GenerateSketches(*dag, h200);
+    absl::StatusOr<std::vector<schedule::State>> sketches =
+        GenerateSketches(TuneContext(*dag, h200));
     ASSERT_THAT(sketches.status(), IsOk());
     std::mt19937_64 rng(3);
     const std::vector<schedule::State> states =
-        SampleInitialPopulation(*sketches, *dag, h200, 1, rng);
+        testing::SampleInContext(*sketches, *dag, h200, 1, rng);
     ASSERT_EQ(states.size(), 1u);
     MeasureRecord record;
     record.workload = w;

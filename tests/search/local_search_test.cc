@@ -53,10 +53,10 @@ using tilesearch::testing::IsOk;
 using tilesearch::testing::StatusIs;
 
 std::vector<State> Sample(const ir::ComputeDAG& dag, const Target& target, int n, uint64_t seed) {
-  absl::StatusOr<std::vector<State>> sketches = GenerateSketches(dag, target);
+  absl::StatusOr<std::vector<State>> sketches = GenerateSketches(TuneContext(dag, target));
   EXPECT_THAT(sketches, IsOk());
   std::mt19937_64 rng(seed);
-  return SampleInitialPopulation(*sketches, dag, target, n, rng);
+  return testing::SampleInContext(*sketches, dag, target, n, rng);
 }
 
 // Indices of the steps in which a and b (same length) differ.
@@ -135,7 +135,7 @@ std::set<std::vector<int64_t>> NaiveFactorMoves(const SplitStep& sp, int64_t max
 bool Valid(const ir::ComputeDAG& dag, const std::vector<Step>& steps, int edited,
            const Target& target) {
   const AnnotationOptions options;
-  if (!internal::GpuTileRunFits(dag, steps, edited, target, options)) return false;
+  if (!internal::GpuTileRunFits(TuneContext(dag, target, options), steps, edited)) return false;
   absl::StatusOr<State> s = schedule::ReplaySteps(dag, steps);
   if (!s.ok()) return false;
   absl::StatusOr<schedule::LoweredKernel> k = schedule::Lower(dag, *s, target);
@@ -167,7 +167,7 @@ struct NeighborCounts {
 NeighborCounts CheckNeighbors(const ir::ComputeDAG& dag, const State& state, const Target& target) {
   const bool gpu = target.is_gpu();
   const AnnotationOptions options;
-  absl::StatusOr<std::vector<State>> neighbors = NeighborStates(state, dag, target);
+  absl::StatusOr<std::vector<State>> neighbors = testing::NeighborsInContext(state, dag, target);
   EXPECT_THAT(neighbors, IsOk());
   if (!neighbors.ok()) return {};
   const std::vector<Step>& steps = state.steps();
@@ -309,18 +309,18 @@ TEST(NeighborStates, DeterministicAndErrors) {
   const ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({32, 16}, {16, 24}));
   const std::vector<State> states = Sample(dag, Target::HostCpu(), 1, 3);
   ASSERT_EQ(states.size(), 1u);
-  auto a = NeighborStates(states[0], dag, Target::HostCpu());
-  auto b = NeighborStates(states[0], dag, Target::HostCpu());
+  auto a = testing::NeighborsInContext(states[0], dag, Target::HostCpu());
+  auto b = testing::NeighborsInContext(states[0], dag, Target::HostCpu());
   ASSERT_THAT(a, IsOk());
   ASSERT_THAT(b, IsOk());
   ASSERT_EQ(a->size(), b->size());
   for (size_t i = 0; i < a->size(); ++i) EXPECT_TRUE((*a)[i].steps() == (*b)[i].steps());
   // A state of another workload does not replay on this one.
   const ir::ComputeDAG other = testing::MustBuild(ir::MatmulDAG({8, 4}, {4, 6}));
-  EXPECT_THAT(NeighborStates(states[0], other, Target::HostCpu()),
+  EXPECT_THAT(testing::NeighborsInContext(states[0], other, Target::HostCpu()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("does not replay")));
   // The initial state has no decisions: no neighbors.
-  auto none = NeighborStates(State::Initial(dag), dag, Target::HostCpu());
+  auto none = testing::NeighborsInContext(State::Initial(dag), dag, Target::HostCpu());
   ASSERT_THAT(none, IsOk());
   EXPECT_TRUE(none->empty());
 }
@@ -368,7 +368,7 @@ TEST(NeighborStates, HandScheduleOfMatmul4096) {
   std::get<SplitStep>(coupled[20]).lengths = {4};
   std::get<SplitStep>(coupled[25]).lengths = {4};
   std::get<PragmaStep>(coupled[30]).software_pipeline = 4;
-  auto neighbors = NeighborStates(*near, dag, target);
+  auto neighbors = testing::NeighborsInContext(*near, dag, target);
   ASSERT_THAT(neighbors, IsOk());
   EXPECT_TRUE(std::any_of(neighbors->begin(), neighbors->end(),
                           [&](const State& s) { return s.steps() == coupled; }));
@@ -388,14 +388,14 @@ TEST(LocalSearchCandidates, ExcludesMeasuredAndInterleavesFromTheBestState) {
   ASSERT_EQ(best.size(), 3u);
   std::vector<std::vector<State>> neighbors;
   for (const State& s : best) {
-    auto n = NeighborStates(s, dag, target);
+    auto n = testing::NeighborsInContext(s, dag, target);
     ASSERT_THAT(n, IsOk());
     ASSERT_GE(n->size(), 4u);
     neighbors.push_back(*n);
   }
   // Measured: the best states and best[0]'s two best-scored neighbors.
   testing::FeatureSumModel model;
-  auto scores0 = ScoreStates(dag, target, neighbors[0], model);
+  auto scores0 = testing::ScoreInContext(dag, target, neighbors[0], model);
   ASSERT_THAT(scores0, IsOk());
   std::vector<size_t> order(neighbors[0].size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -405,7 +405,7 @@ TEST(LocalSearchCandidates, ExcludesMeasuredAndInterleavesFromTheBestState) {
   measured.insert(StepsHash(neighbors[0][order[0]].steps()));
   measured.insert(StepsHash(neighbors[0][order[1]].steps()));
 
-  auto out = LocalSearchCandidates(dag, target, best, measured, 5, 2, model);
+  auto out = testing::LocalInContext(dag, target, best, measured, 5, 2, model);
   ASSERT_THAT(out, IsOk());
   ASSERT_EQ(out->size(), 5u);
   const auto n0 = HashesOf(neighbors[0]);
@@ -424,10 +424,10 @@ TEST(LocalSearchCandidates, ExcludesMeasuredAndInterleavesFromTheBestState) {
   EXPECT_TRUE(n1.contains(StepsHash((*out)[1].steps())));
 
   // n_out bounds; 0 gives none; a large n_out gives every unmeasured neighbor of the states once.
-  auto zero = LocalSearchCandidates(dag, target, best, measured, 0, 3, model);
+  auto zero = testing::LocalInContext(dag, target, best, measured, 0, 3, model);
   ASSERT_THAT(zero, IsOk());
   EXPECT_TRUE(zero->empty());
-  auto all = LocalSearchCandidates(dag, target, best, measured, 100000, 3, model);
+  auto all = testing::LocalInContext(dag, target, best, measured, 100000, 3, model);
   ASSERT_THAT(all, IsOk());
   std::unordered_set<uint64_t> expected;
   for (const auto& list : neighbors) {
@@ -438,9 +438,9 @@ TEST(LocalSearchCandidates, ExcludesMeasuredAndInterleavesFromTheBestState) {
   EXPECT_EQ(HashesOf(*all), expected);
   EXPECT_EQ(all->size(), expected.size());
 
-  EXPECT_THAT(LocalSearchCandidates(dag, target, best, measured, -1, 2, model),
+  EXPECT_THAT(testing::LocalInContext(dag, target, best, measured, -1, 2, model),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("n_out")));
-  EXPECT_THAT(LocalSearchCandidates(dag, target, best, measured, 4, -1, model),
+  EXPECT_THAT(testing::LocalInContext(dag, target, best, measured, 4, -1, model),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_states")));
 }
 
@@ -491,7 +491,7 @@ TEST(TuneWithLocalSearch, EveryLaterCandidateNeighborsAMeasuredState) {
       if (!records[t].valid()) continue;
       auto s = schedule::ReplaySteps(dag, records[t].steps);
       ASSERT_THAT(s, IsOk());
-      auto n = NeighborStates(*s, dag, Target::HostCpu());
+      auto n = testing::NeighborsInContext(*s, dag, Target::HostCpu());
       ASSERT_THAT(n, IsOk());
       for (const State& x : *n) near.insert(StepsHash(x.steps()));
     }

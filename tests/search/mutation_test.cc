@@ -3,6 +3,7 @@
 #include "search/mutation.h"
 
 #include <cstdint>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -54,19 +55,17 @@ std::vector<int64_t> TiledExtents(const State& s) {
 
 bool SameSteps(const State& a, const State& b) { return a.steps() == b.steps(); }
 
-using MutateFn = absl::StatusOr<State> (*)(const State&, const ir::ComputeDAG&, const Target&,
-                                           std::mt19937_64&, const AnnotationOptions&,
-                                           schedule::LoweredKernel*);
+using MutateFn = absl::StatusOr<Candidate> (*)(const State&, TuneContext&);
 
 int CheckMutation(const char* name, MutateFn fn, const Target& target, bool keeps_tiles) {
   int ok = 0;
   for (const auto& w : MutationWorkloads()) {
-    auto sketches = GenerateSketches(w.dag, target);
+    TuneContext ctx(w.dag, target, AnnotationOptions{}, /*seed=*/11);
+    auto sketches = GenerateSketches(ctx);
     EXPECT_TRUE(sketches.ok());
-    std::mt19937_64 rng(11);
-    std::vector<State> pop = SampleInitialPopulation(*sketches, w.dag, target, 12, rng);
+    std::vector<State> pop = SampleInitialPopulation(*sketches, 12, ctx);
     for (const State& parent : pop) {
-      absl::StatusOr<State> child = fn(parent, w.dag, target, rng, {}, nullptr);
+      absl::StatusOr<State> child = testing::StateOf(fn(parent, ctx));
       if (!child.ok()) {
         // Inapplicable or no valid child: a clean failure, never a crash.
         EXPECT_NE(child.status().code(), absl::StatusCode::kInternal) << child.status();
@@ -87,6 +86,20 @@ int CheckMutation(const char* name, MutateFn fn, const Target& target, bool keep
     }
   }
   return ok;
+}
+
+TEST(Mutation, RuleTableHasTvmWeights) {
+  // TVM v0.19 sketch_policy.cc: CPU mutation weights tile size 0.90, auto unroll 0.04, compute
+  // location 0.05, parallel 0.01; GPU tile size 0.90, auto unroll 0.10.
+  const std::map<std::string, std::pair<int, int>> want = {{"MutateTileSize", {900, 900}},
+                                                           {"MutateAutoUnroll", {40, 100}},
+                                                           {"MutateComputeLocation", {50, 0}},
+                                                           {"MutateParallel", {10, 0}}};
+  std::map<std::string, std::pair<int, int>> got;
+  for (const WeightedMutationRule& r : MutationRules()) {
+    got[r.rule->name()] = {r.cpu_weight, r.gpu_weight};
+  }
+  EXPECT_EQ(got, want);
 }
 
 TEST(Mutation, TileSizeKeepsTheTiledExtents) {
@@ -111,20 +124,21 @@ TEST(Mutation, ComputeLocationMovesAnUntiledStage) {
 
 TEST(Mutation, CpuOnlyMutationsRefuseGpuStates) {
   ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({32, 16}, {16, 24}));
-  auto sketches = GenerateSketches(dag, Target::H200());
+  TuneContext ctx(dag, Target::H200(), AnnotationOptions{}, /*seed=*/3);
+  auto sketches = GenerateSketches(ctx);
   ASSERT_TRUE(sketches.ok());
-  std::mt19937_64 rng(3);
-  auto pop = SampleInitialPopulation(*sketches, dag, Target::H200(), 1, rng);
+  auto pop = SampleInitialPopulation(*sketches, 1, ctx);
   ASSERT_EQ(pop.size(), 1u);
-  EXPECT_THAT(MutateParallel(pop[0], dag, Target::H200(), rng),
+  EXPECT_THAT(MutateParallel(pop[0], ctx),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("cpu only")));
-  EXPECT_THAT(MutateComputeLocation(pop[0], dag, Target::H200(), rng),
+  EXPECT_THAT(MutateComputeLocation(pop[0], ctx),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("cpu only")));
   // A state without steps has nothing to mutate.
   State bare = State::Initial(dag);
-  EXPECT_THAT(MutateTileSize(bare, dag, Target::HostCpu(), rng),
+  TuneContext cpu(dag, Target::HostCpu(), AnnotationOptions{}, /*seed=*/3);
+  EXPECT_THAT(MutateTileSize(bare, cpu),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("not applicable")));
-  EXPECT_THAT(MutateAutoUnroll(bare, dag, Target::HostCpu(), rng),
+  EXPECT_THAT(MutateAutoUnroll(bare, cpu),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("not applicable")));
 }
 
@@ -132,13 +146,13 @@ TEST(Mutation, CrossoverMixesTileDecisionsOfTwoParents) {
   int children = 0;
   for (const Target& target : {Target::H200(), Target::HostCpu()}) {
     for (const auto& w : MutationWorkloads()) {
-      auto sketches = GenerateSketches(w.dag, target);
+      TuneContext ctx(w.dag, target, AnnotationOptions{}, /*seed=*/21);
+      auto sketches = GenerateSketches(ctx);
       ASSERT_TRUE(sketches.ok());
-      std::mt19937_64 rng(21);
-      auto pop = SampleInitialPopulation(*sketches, w.dag, target, 24, rng);
+      auto pop = SampleInitialPopulation(*sketches, 24, ctx);
       for (size_t i = 0; i < pop.size(); ++i) {
         for (size_t j = i + 1; j < pop.size(); ++j) {
-          absl::StatusOr<State> child = CrossoverTileSizes(pop[i], pop[j], w.dag, target, rng);
+          absl::StatusOr<State> child = testing::StateOf(CrossoverTileSizes(pop[i], pop[j], ctx));
           if (!child.ok()) continue;
           SCOPED_TRACE(w.name + " on " + target.ToString());
           EXPECT_FALSE(SameSteps(*child, pop[i]));
@@ -160,14 +174,14 @@ TEST(Mutation, CrossoverMixesTileDecisionsOfTwoParents) {
 
 TEST(Mutation, CrossoverRejectsParentsOfDifferentStructure) {
   ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({32, 16}, {16, 24}));
-  auto sketches = GenerateSketches(dag, Target::H200());
+  TuneContext ctx(dag, Target::H200(), AnnotationOptions{}, /*seed=*/3);
+  auto sketches = GenerateSketches(ctx);
   ASSERT_TRUE(sketches.ok());
-  std::mt19937_64 rng(3);
-  auto pop = SampleInitialPopulation(*sketches, dag, Target::H200(), 1, rng);
+  auto pop = SampleInitialPopulation(*sketches, 1, ctx);
   ASSERT_EQ(pop.size(), 1u);
-  EXPECT_THAT(CrossoverTileSizes(pop[0], State::Initial(dag), dag, Target::H200(), rng),
+  EXPECT_THAT(CrossoverTileSizes(pop[0], State::Initial(dag), ctx),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("parents have")));
-  EXPECT_THAT(CrossoverTileSizes(pop[0], pop[0], dag, Target::H200(), rng),
+  EXPECT_THAT(CrossoverTileSizes(pop[0], pop[0], ctx),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("differ in 0 decision")));
 }
 
@@ -176,14 +190,14 @@ TEST(Mutation, TileSizeMutatesTheCooperativeFetchWidth) {
   // (the float / float2 / float4 fetch of a shared tile): another width in {1, 2, 4}.
   ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({64, 32}, {32, 48}));
   const Target target = Target::H200();
-  auto sketches = GenerateSketches(dag, target);
+  TuneContext ctx(dag, target, AnnotationOptions{}, /*seed=*/5);
+  auto sketches = GenerateSketches(ctx);
   ASSERT_TRUE(sketches.ok());
-  std::mt19937_64 rng(5);
-  auto pop = SampleInitialPopulation(*sketches, dag, target, 16, rng);
+  auto pop = SampleInitialPopulation(*sketches, 16, ctx);
   int width_changes = 0;
   for (const State& parent : pop) {
     for (int t = 0; t < 8; ++t) {
-      absl::StatusOr<State> child = MutateTileSize(parent, dag, target, rng);
+      absl::StatusOr<State> child = testing::StateOf(MutateTileSize(parent, ctx));
       if (!child.ok() || child->steps().size() != parent.steps().size()) continue;
       std::vector<size_t> diff;
       for (size_t k = 0; k < parent.steps().size(); ++k) {
@@ -221,15 +235,15 @@ TEST(Mutation, VectorWidthOfAnElementwiseStageChangesWithItsThreadSplit) {
   // child would not replay; every child computes what the naive program computes.
   ir::ComputeDAG dag = testing::MustBuild(ir::UnaryDAG(ir::UnaryOp::kSwish, {16, 24}));
   const Target target = Target::H200();
-  auto sketches = GenerateSketches(dag, target);
+  TuneContext ctx(dag, target, AnnotationOptions{}, /*seed=*/11);
+  auto sketches = GenerateSketches(ctx);
   ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
-  std::mt19937_64 rng(11);
-  std::vector<State> pop = SampleInitialPopulation(*sketches, dag, target, 1, rng);
+  std::vector<State> pop = SampleInitialPopulation(*sketches, 1, ctx);
   ASSERT_EQ(pop.size(), 1u);
   std::set<int64_t> widths;
   State s = pop[0];
   for (int t = 0; t < 40; ++t) {
-    absl::StatusOr<State> child = MutateTileSize(s, dag, target, rng);
+    absl::StatusOr<State> child = testing::StateOf(MutateTileSize(s, ctx));
     ASSERT_THAT(child.status(), tilesearch::testing::IsOk());
     int64_t width = 0, thread_extent = 0;
     const auto& steps = child->steps();

@@ -88,7 +88,7 @@ std::vector<double> SoftmaxRows(const ir::HostBuffer& x, bool log) {
 
 void CheckAnnotatedRowCache(const ir::ComputeDAG& dag, int samples, bool softmax_like, bool log) {
   const Target target = Target::H200();
-  auto sketches = GenerateSketches(dag, target);
+  auto sketches = GenerateSketches(TuneContext(dag, target));
   ASSERT_THAT(sketches.status(), IsOk());
   const std::vector<State> cached = RowCacheSketches(*sketches);
   ASSERT_EQ(cached.size(), 1u);
@@ -103,9 +103,9 @@ void CheckAnnotatedRowCache(const ir::ComputeDAG& dag, int samples, bool softmax
   std::mt19937_64 rng(99);
   for (int n = 0; n < samples; ++n) {
     SCOPED_TRACE(n);
-    schedule::LoweredKernel k;
-    absl::StatusOr<State> s = AnnotateSketch(sketch, dag, target, rng, {}, &k);
-    ASSERT_THAT(s.status(), IsOk()) << sketch.ToString();
+    absl::StatusOr<Candidate> c = testing::AnnotateInContext(sketch, dag, target, rng);
+    ASSERT_THAT(c.status(), IsOk()) << sketch.ToString();
+    const schedule::LoweredKernel& k = *c->lowered;
     ASSERT_EQ(k.launches.size(), 1u) << k.nest;
     EXPECT_LE(k.launches[0].shared_memory_bytes, target.max_shared_memory_per_block);
     // One global read site of X: the cooperative copy.
@@ -142,22 +142,25 @@ TEST(RowCacheSketch, LayerNormRowIsReadOnceAndMatchesTheUnscheduledProgram) {
 TEST(RowCacheSketch, Softmax4096RowsAnnotateValidly) {
   const ir::ComputeDAG dag = testing::MustBuild(ir::SoftmaxDAG({4096, 4096}));
   const Target target = Target::H200();
-  auto sketches = GenerateSketches(dag, target);
+  auto sketches = GenerateSketches(TuneContext(dag, target));
   ASSERT_THAT(sketches.status(), IsOk());
   const std::vector<State> cached = RowCacheSketches(*sketches);
   ASSERT_EQ(cached.size(), 1u);
   std::mt19937_64 rng(5);
   int valid = 0;
-  for (int n = 0; n < 20; ++n) valid += AnnotateSketch(cached[0], dag, target, rng).ok();
+  for (int n = 0; n < 20; ++n)
+    valid += testing::StateOf(testing::AnnotateInContext(cached[0], dag, target, rng)).ok();
   EXPECT_GE(valid, 18);
 }
 
 TEST(RowCacheSketch, NoRowCacheOverHalfTheSharedLimitOrOnCpu) {
   // 16384 float32 = 64 KiB per row > 24 KiB.
-  auto big = GenerateSketches(testing::MustBuild(ir::SoftmaxDAG({2, 16384})), Target::H200());
+  auto big =
+      GenerateSketches(TuneContext(testing::MustBuild(ir::SoftmaxDAG({2, 16384})), Target::H200()));
   ASSERT_THAT(big.status(), IsOk());
   EXPECT_TRUE(RowCacheSketches(*big).empty());
-  auto cpu = GenerateSketches(testing::MustBuild(ir::SoftmaxDAG({4, 256})), Target::HostCpu());
+  auto cpu = GenerateSketches(
+      TuneContext(testing::MustBuild(ir::SoftmaxDAG({4, 256})), Target::HostCpu()));
   ASSERT_THAT(cpu.status(), IsOk());
   EXPECT_TRUE(RowCacheSketches(*cpu).empty());
 }

@@ -54,7 +54,7 @@ int UnfilledSplits(const State& s) {
 
 TEST(Sketch, CudaMatmulIsSssrrsrsWithSharedCaches) {
   ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({64, 32}, {32, 48}));
-  auto sketches = GenerateSketches(dag, Target::H200());
+  auto sketches = GenerateSketches(TuneContext(dag, Target::H200()));
   ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
   ASSERT_EQ(sketches->size(), 1u);
   const State& s = (*sketches)[0];
@@ -82,7 +82,7 @@ TEST(Sketch, CudaMatmulIsSssrrsrsWithSharedCaches) {
 
 TEST(Sketch, CudaDenseBiasReluFusesTheTiledStageIntoItsConsumer) {
   ir::ComputeDAG dag = testing::MustBuild(ir::DenseBiasReluDAG({64, 32}, {48, 32}, {48}));
-  auto sketches = GenerateSketches(dag, Target::H200());
+  auto sketches = GenerateSketches(TuneContext(dag, Target::H200()));
   ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
   ASSERT_EQ(sketches->size(), 1u);
   const State& s = (*sketches)[0];
@@ -121,7 +121,7 @@ bool HasThreadBoundReduce(const Stage& st) {
 
 TEST(Sketch, CudaSoftmaxUsesCrossThreadReduction) {
   ir::ComputeDAG dag = testing::MustBuild(ir::SoftmaxDAG({8, 512}));
-  auto sketches = GenerateSketches(dag, Target::H200());
+  auto sketches = GenerateSketches(TuneContext(dag, Target::H200()));
   ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
   EXPECT_LT(sketches->size(), 10u);
   const int out_dag = dag.output_ids()[0];
@@ -157,7 +157,7 @@ TEST(Sketch, ElementwiseStagesAreInlinedIntoASimpleSketch) {
   ASSERT_TRUE(o.ok());
   ir::ComputeDAG dag = *ir::ComputeDAG::Create({*o});
   for (const Target& target : {Target::H200(), Target::HostCpu()}) {
-    auto sketches = GenerateSketches(dag, target);
+    auto sketches = GenerateSketches(TuneContext(dag, target));
     ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
     ASSERT_EQ(sketches->size(), 1u) << target.ToString();
     const State& s = (*sketches)[0];
@@ -167,7 +167,7 @@ TEST(Sketch, ElementwiseStagesAreInlinedIntoASimpleSketch) {
   }
   // A single elementwise operator has nothing to derive.
   ir::ComputeDAG relu = testing::MustBuild(ir::UnaryDAG(ir::UnaryOp::kRelu, {5, 7}));
-  auto sketches = GenerateSketches(relu, Target::H200());
+  auto sketches = GenerateSketches(TuneContext(relu, Target::H200()));
   ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
   ASSERT_EQ(sketches->size(), 1u);
   EXPECT_TRUE((*sketches)[0].steps().empty());
@@ -175,7 +175,7 @@ TEST(Sketch, ElementwiseStagesAreInlinedIntoASimpleSketch) {
 
 TEST(Sketch, CpuMatmulIsSsrsrs) {
   ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({64, 32}, {32, 48}));
-  auto sketches = GenerateSketches(dag, Target::HostCpu());
+  auto sketches = GenerateSketches(TuneContext(dag, Target::HostCpu()));
   ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
   EXPECT_LT(sketches->size(), 10u);
   const std::vector<std::string> ssrsrs = {"i.0", "j.0", "i.1", "j.1", "k.0",
@@ -200,7 +200,7 @@ TEST(Sketch, EverySketchOfTheLibraryIsValidOnceAnnotated) {
   int checked = 0;
   for (const auto& w : testing::LibraryWorkloads()) {
     for (const Target& target : {Target::H200(), Target::HostCpu()}) {
-      auto sketches = GenerateSketches(w.dag, target);
+      auto sketches = GenerateSketches(TuneContext(w.dag, target));
       ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk()) << w.name;
       EXPECT_LT(sketches->size(), 10u) << w.name;
       std::mt19937_64 rng(17);
@@ -215,7 +215,7 @@ TEST(Sketch, EverySketchOfTheLibraryIsValidOnceAnnotated) {
         absl::Status last;
         bool valid = false;
         for (int attempt = 0; attempt < 200 && !valid; ++attempt) {
-          auto s = AnnotateSketch(sk, w.dag, target, rng);
+          auto s = testing::StateOf(testing::AnnotateInContext(sk, w.dag, target, rng));
           valid = s.ok();
           if (!s.ok()) last = s.status();
         }
@@ -233,8 +233,8 @@ TEST(Sketch, SketchesAreDeterministic) {
   ir::ComputeDAG dag = testing::MustBuild(
       ir::Conv2dNchwPaddedDAG({1, 4, 6, 6}, {8, 4, 3, 3}, ir::ScalarType::kFloat32, pad1));
   for (const Target& target : {Target::H200(), Target::HostCpu()}) {
-    auto a = GenerateSketches(dag, target);
-    auto b = GenerateSketches(dag, target);
+    auto a = GenerateSketches(TuneContext(dag, target));
+    auto b = GenerateSketches(TuneContext(dag, target));
     ASSERT_TRUE(a.ok() && b.ok());
     ASSERT_EQ(a->size(), b->size());
     for (size_t i = 0; i < a->size(); ++i) EXPECT_EQ((*a)[i].ToString(), (*b)[i].ToString());

@@ -66,7 +66,7 @@ int StagingArrays(const ir::Stmt& s) {
 TEST(SoftwarePipelineSearch, GpuAnnotationDrawsBothValuesAndLowerFollowsThem) {
   ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({4096, 4096}, {4096, 4096}));
   const Target target = Target::H200();
-  absl::StatusOr<std::vector<State>> sketches = GenerateSketches(dag, target);
+  absl::StatusOr<std::vector<State>> sketches = GenerateSketches(TuneContext(dag, target));
   ASSERT_THAT(sketches, IsOk());
   int shared_sketches = 0;
   std::set<int> values;
@@ -76,10 +76,11 @@ TEST(SoftwarePipelineSearch, GpuAnnotationDrawsBothValuesAndLowerFollowsThem) {
     const bool shared = HasSharedStage(sketch);
     shared_sketches += shared;
     for (uint64_t seed = 0; seed < 24; ++seed) {
-      std::mt19937_64 rng(seed);
-      schedule::LoweredKernel kernel;
-      absl::StatusOr<State> s = AnnotateSketch(sketch, dag, target, rng, {}, &kernel);
-      if (!s.ok()) continue;  // an invalid draw (GPU limits): resampled by the search
+      TuneContext ctx(dag, target, AnnotationOptions{}, seed);
+      absl::StatusOr<Candidate> c = AnnotateSketch(sketch, ctx);
+      if (!c.ok()) continue;  // an invalid draw (GPU limits): resampled by the search
+      const State* s = &c->state;
+      const schedule::LoweredKernel& kernel = *c->lowered;
       const std::vector<int> pragmas = PipelinePragmas(s->steps());
       if (!shared) {
         EXPECT_TRUE(pragmas.empty()) << s->ToString();
@@ -118,10 +119,10 @@ TEST(SoftwarePipelineSearch, NoPipelinePragmaWithoutFetchesInAReductionLoop) {
   };
   bool saw_row_cache = false;
   for (const Case& c : cases) {
-    absl::StatusOr<std::vector<State>> sketches = GenerateSketches(c.dag, c.target);
+    absl::StatusOr<std::vector<State>> sketches = GenerateSketches(TuneContext(c.dag, c.target));
     ASSERT_THAT(sketches, IsOk());
     std::mt19937_64 rng(5);
-    std::vector<State> pop = SampleInitialPopulation(*sketches, c.dag, c.target, 16, rng);
+    std::vector<State> pop = testing::SampleInContext(*sketches, c.dag, c.target, 16, rng);
     ASSERT_FALSE(pop.empty());
     for (const State& s : pop) {
       saw_row_cache |= HasSharedStage(s);
@@ -134,10 +135,10 @@ TEST(SoftwarePipelineSearch, NoPipelinePragmaWithoutFetchesInAReductionLoop) {
 TEST(SoftwarePipelineSearch, MutationFlipsThePragmaAsADecision) {
   ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({4096, 4096}, {4096, 4096}));
   const Target target = Target::H200();
-  absl::StatusOr<std::vector<State>> sketches = GenerateSketches(dag, target);
+  absl::StatusOr<std::vector<State>> sketches = GenerateSketches(TuneContext(dag, target));
   ASSERT_THAT(sketches, IsOk());
-  std::mt19937_64 rng(3);
-  std::vector<State> pop = SampleInitialPopulation(*sketches, dag, target, 8, rng);
+  TuneContext ctx(dag, target, AnnotationOptions{}, /*seed=*/3);
+  std::vector<State> pop = SampleInitialPopulation(*sketches, 8, ctx);
   int flips = 0;
   for (const State& parent : pop) {
     const std::vector<int> pragmas = PipelinePragmas(parent.steps());
@@ -146,9 +147,10 @@ TEST(SoftwarePipelineSearch, MutationFlipsThePragmaAsADecision) {
     const int old = std::get<schedule::PragmaStep>(parent.steps()[i]).software_pipeline;
     // The mutation picks one of the state's pragmas; a few tries reach this one.
     for (int t = 0; t < 16; ++t) {
-      schedule::LoweredKernel kernel;
-      absl::StatusOr<State> child = MutateAutoUnroll(parent, dag, target, rng, {}, &kernel);
-      ASSERT_THAT(child, IsOk());
+      absl::StatusOr<Candidate> mutated = MutateAutoUnroll(parent, ctx);
+      ASSERT_THAT(mutated, IsOk());
+      const State* child = &mutated->state;
+      const schedule::LoweredKernel& kernel = *mutated->lowered;
       ASSERT_EQ(child->steps().size(), parent.steps().size());
       const auto& p = std::get<schedule::PragmaStep>(child->steps()[i]);
       if (p.software_pipeline == old) continue;

@@ -10,22 +10,24 @@
 // job at the first round boundary where the log shows enough trials without improvement; SIGINT
 // stops the job after a whole logged round; the evolutionary search's own contract (distinct
 // unmeasured states) and option errors.
+#include "search/tuner.h"
+
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <fstream>
 #include <limits>
-#include <thread>
-#include <cstdio>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <unordered_set>
 #include <vector>
-
-#include <unistd.h>
 
 #include "base/status_matchers.h"
 #include "costmodel/cost_model.h"
@@ -38,7 +40,6 @@
 #include "ir/lower_naive.h"
 #include "ir/reference.h"
 #include "measure/measure.h"
-#include "measure/runner.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
@@ -46,7 +47,7 @@
 #include "search/log_io.h"
 #include "search/measure_record.h"
 #include "search/sketch.h"
-#include "search/tuner.h"
+#include "tests/search/space_test_util.h"
 
 namespace tilesearch::search {
 namespace {
@@ -449,7 +450,8 @@ TEST(EvolutionarySearchTest, ReturnsDistinctUnmeasuredStates) {
   absl::StatusOr<ir::ComputeDAG> dag = Matmul64().Build();
   ASSERT_TRUE(dag.ok());
   const Target target = Target::HostCpu();
-  absl::StatusOr<std::vector<schedule::State>> sketches = GenerateSketches(*dag, target);
+  absl::StatusOr<std::vector<schedule::State>> sketches =
+      GenerateSketches(TuneContext(*dag, target));
   ASSERT_TRUE(sketches.ok());
   costmodel::RandomModel model(3);
   SearchOptions options;
@@ -458,7 +460,7 @@ TEST(EvolutionarySearchTest, ReturnsDistinctUnmeasuredStates) {
   options.init_min_population = 16;
   std::mt19937_64 rng(5);
   absl::StatusOr<std::vector<schedule::State>> first =
-      EvolutionarySearch(*dag, target, *sketches, model, {}, {}, 12, options, rng);
+      testing::EvolveInContext(*dag, target, *sketches, model, {}, {}, 12, options, rng);
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_EQ(first->size(), 12u);
   std::unordered_set<uint64_t> measured;
@@ -467,7 +469,7 @@ TEST(EvolutionarySearchTest, ReturnsDistinctUnmeasuredStates) {
     EXPECT_TRUE(schedule::Lower(*dag, s, target).ok());
   }
   absl::StatusOr<std::vector<schedule::State>> second =
-      EvolutionarySearch(*dag, target, *sketches, model, measured, *first, 12, options, rng);
+      testing::EvolveInContext(*dag, target, *sketches, model, measured, *first, 12, options, rng);
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_FALSE(second->empty());
   for (const schedule::State& s : *second) {
@@ -483,11 +485,11 @@ TEST(EvolutionarySearchTest, RejectsBadOptions) {
   std::mt19937_64 rng(5);
   SearchOptions options;
   options.population = 0;
-  EXPECT_THAT(EvolutionarySearch(*dag, target, {}, model, {}, {}, 4, options, rng),
+  EXPECT_THAT(testing::EvolveInContext(*dag, target, {}, model, {}, {}, 4, options, rng),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("population")));
   options.population = 8;
   options.mutation_probability = 1.5;
-  EXPECT_THAT(EvolutionarySearch(*dag, target, {}, model, {}, {}, 4, options, rng),
+  EXPECT_THAT(testing::EvolveInContext(*dag, target, {}, model, {}, {}, 4, options, rng),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("mutation_probability")));
 }
 

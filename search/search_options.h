@@ -1,0 +1,113 @@
+// The options of the search: sketch generation (SketchOptions), random annotation and mutation
+// (AnnotationOptions) and the evolutionary search (SearchOptions, which holds the annotation
+// options). Defaults are TVM v0.19's where it has one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tilesearch::search {
+
+/// Knobs of random annotation; defaults are TVM v0.19's where it has one.
+struct AnnotationOptions {
+  /// Innermost tile length bound (max_innermost_split_factor).
+  int64_t max_innermost_split_factor = 64;
+  /// auto_unroll_max_step candidates (auto_unroll_configs_gpu / _cpu).
+  std::vector<int64_t> gpu_unroll_steps = {0, 16, 64, 512, 1024};
+  std::vector<int64_t> cpu_unroll_steps = {0, 16, 64, 512};
+  /// Thread counts for cross-thread reductions and untiled GPU stages.
+  std::vector<int64_t> gpu_thread_candidates = {32, 64, 128, 256, 512, 1024};
+  /// Largest product of fused innermost CPU iterators that is vectorized (max_vectorize_size).
+  int64_t max_vectorize_size = 16;
+  /// Probability of a non-divisible tiling for an extent with ≤ 4 divisors (our addition).
+  double non_divisible_probability = 0.25;
+  /// CPU: randomly change the compute location of untiled stages (InitChangeComputeLocation).
+  bool change_compute_location = true;
+  /// GPU register estimate of a thread: its local (register) buffer elements + this overhead
+  /// (indices, addresses, operand fragments). Our addition: a launch fails when threads ×
+  /// registers exceed the block's register file, which no Lower check can see.
+  int64_t gpu_register_overhead = 32;
+  /// Largest register estimate per thread (the sm_90 limit; more spills to local memory).
+  int64_t gpu_max_registers_per_thread = 255;
+  /// Largest vthread extent the search draws (annotation) or reaches (mutation, crossover); the
+  /// target's max_vthread_extent bounds it too. Ansor's 8 since lowering injects virtual threads
+  /// (schedule/inject_vthread.cc: shared tiles fetched once, sub-tiles interleaved): the best
+  /// hand matmul 4096³ tiling on the H200 went 3.42 → 3.13 ms with 2×2 vthreads of 4×4
+  /// (bench/NOTES.md). Before injection each virtual thread re-fetched the shared tiles and 1 was
+  /// the measured best (V=2 1.4× slower at matmul 1024³).
+  int64_t gpu_max_vthread = 8;
+  /// Largest software_pipeline pragma value drawn (annotation) or reached (mutation): values
+  /// 0..this, uniformly. 0 off, 1 register-staged prefetch, 2 double-buffered shared tiles, 3 and
+  /// 4 a cp.async ring of that many stages (schedule/software_pipeline.h). 4: on the H200 the best
+  /// hand matmul 4096³ tiling went 3.135 (1) → 3.358 (2) → 3.200 (3) → 3.003 ms (4)
+  /// (bench/NOTES.md). 0 keeps the pragma off the states.
+  int gpu_max_software_pipeline = 4;
+  /// GPU tiled stages prefer tiles that leave at least this many blocks (when the space allows;
+  /// our addition: uniform tiles often give a handful of blocks for a 132-SM device, e.g. 2
+  /// blocks of a 14×14×256 conv2d). 0 disables the preference.
+  int64_t gpu_min_blocks = 32;
+  /// SampleInitialPopulation gives up after n · this many attempts.
+  int max_attempts_per_state = 64;
+};
+
+/// Knobs of sketch generation; defaults are TVM v0.19's (`sketch_policy.h`).
+struct SketchOptions {
+  /// Multi-level tiling structure on GPU ("S" = space level, "R" = reduce level).
+  std::string gpu_structure = "SSSRRSRS";
+  /// Multi-level tiling structure on CPU.
+  std::string cpu_structure = "SSRSRS";
+  /// At most this many sketches are returned (the first ones in generation order).
+  int max_sketches = 16;
+};
+
+/// Knobs of the evolutionary search; defaults are TVM v0.19's (search_policy.py).
+struct SearchOptions {
+  /// States per generation (evolutionary_search_population).
+  int population = 2048;
+  /// Generations of evolution after the initial population (evolutionary_search_num_iters).
+  /// Capped at 2 with a RandomModel, as in TVM (scores carry no information).
+  int generations = 4;
+  /// Probability that a selected parent is mutated (evolutionary_search_mutation_prob).
+  double mutation_probability = 0.85;
+  /// Probability that a selected parent not mutated is crossed with a second selected parent
+  /// (our addition; 0 disables crossover).
+  double crossover_probability = 0.05;
+  /// Fraction of each round's output drawn at random from the initial population (eps_greedy).
+  double eps_greedy = 0.05;
+  /// Largest fraction of a round's model-ranked picks (the non-random ones) that may share one
+  /// tile family (TileFamilyHash, search/mutation.h) while states of other families are ranked;
+  /// the rest of the picks go to the next families by rank, and only when too few other
+  /// families exist are more of one family taken. The cap is ceil(fraction · picks), at least 1
+  /// (so 0 means one pick per family). 1 disables (TVM: top-k by score alone). Our
+  /// addition: in a 1000-trial XGBoost run on matmul 4096³ (H200) 633 trials went to one family
+  /// (50-60 of each round's 64 from round 5 on), and the faster 128×128 family one tile
+  /// mutation away was never measured (bench/NOTES.md).
+  double max_family_fraction = 0.25;
+  /// Fraction of each tuning round's trials that come from local search around the best measured
+  /// states (LocalSearchCandidates, search/local_search.h) in every round that has a valid
+  /// measured state (so not the first): ceil(fraction · trials of the round), the rest from
+  /// EvolutionarySearch (which also fills in when local search finds fewer). Read by the tuner
+  /// (search/tuner.h), not by EvolutionarySearch. 0 (the default) disables. Our addition, off by
+  /// default because the evidence does not favour it: the model ranked a hand schedule 3-5%
+  /// faster than the best of 704 XGBoost trials 96th of 100, which motivated it, but in an A/B
+  /// from scratch on matmul 4096³ (H200, seed 1, 1000 trials, bench/NOTES.md) 0.25
+  /// ended at 3.060 ms and 0 at 3.003 ms; resuming that 704-trial log to 1000 with 0.25 went
+  /// 3.165 → 3.152 ms.
+  double local_search_fraction = 0;
+  /// How many of the best measured states (best first) local search takes the neighbors of
+  /// (>= 1).
+  int local_search_states = 4;
+  /// Randomly annotated states sampled at least (sample_init_min_population).
+  int init_min_population = 50;
+  /// Fraction of the population taken from the best measured states
+  /// (sample_init_use_measured_ratio).
+  double init_measured_ratio = 0.2;
+  /// Random annotation and mutation knobs.
+  AnnotationOptions annotation;
+  /// Worker threads for the per-state work; 0 = one per hardware thread. The result does not
+  /// depend on it.
+  int num_threads = 0;
+};
+
+}  // namespace tilesearch::search

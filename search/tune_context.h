@@ -1,0 +1,96 @@
+// What the rules of the search see (after MetaSchedule's TuneContext, tvm/meta_schedule/
+// tune_context.h): the task (the computation, the target it is scheduled for, the workload key its
+// records are logged under), the options of sketch generation, annotation, mutation and evolution,
+// and a random generator. Sketch rules (search/sketch_rules.h), annotation rules
+// (search/annotation.h), mutation rules (search/mutation.h), the evolutionary search and local
+// search take one instead of separate (dag, target, options, rng) arguments.
+//
+// A candidate of the search (Candidate) is a state together with its lowering: the search lowers
+// each state once, to check that it is a valid program, and the lowered kernel travels with the
+// state to the cost model's features and to the build.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "ir/compute_dag.h"
+#include "schedule/lower.h"
+#include "schedule/state.h"
+#include "base/target.h"
+#include "search/search_options.h"
+
+namespace tilesearch::search {
+
+/// One tuning task: the computation, the hardware it is scheduled for, and the key its records
+/// are logged under (dag.WorkloadKey()).
+struct SearchTask {
+  SearchTask(ir::ComputeDAG dag, Target target);
+  ir::ComputeDAG dag;
+  Target target;
+  std::string workload_key;
+};
+
+/// The task, the options and a random generator. Copies share the task and the options (both
+/// immutable once the context is made); each copy has its own generator state. Fork gives a
+/// context with a freshly seeded generator: the per-item work that the evolutionary search runs
+/// on worker threads gets one each, so results do not depend on the thread count.
+class TuneContext {
+ public:
+  /// A context for `task` with `options` (SearchOptions::annotation are the annotation and
+  /// mutation options) and sketch options, its generator seeded with `seed`.
+  explicit TuneContext(std::shared_ptr<const SearchTask> task, SearchOptions options = {},
+                       uint64_t seed = 0, SketchOptions sketch = {});
+  /// As above, for a task made of `dag` and `target`.
+  TuneContext(ir::ComputeDAG dag, Target target, SearchOptions options = {},
+              uint64_t seed = 0, SketchOptions sketch = {});
+  /// As above, with default search options but `annotation` as annotation / mutation options.
+  TuneContext(ir::ComputeDAG dag, Target target, const AnnotationOptions& annotation,
+              uint64_t seed = 0);
+
+  const SearchTask& task() const { return *shared_->task; }
+  const ir::ComputeDAG& dag() const { return shared_->task->dag; }
+  const Target& target() const { return shared_->task->target; }
+  const std::string& workload_key() const { return shared_->task->workload_key; }
+  const SearchOptions& options() const { return shared_->options; }
+  /// The annotation and mutation options (options().annotation).
+  const AnnotationOptions& annotation() const { return shared_->options.annotation; }
+  const SketchOptions& sketch_options() const { return shared_->sketch; }
+
+  /// The generator every random choice of a rule draws from.
+  std::mt19937_64& rng() { return rng_; }
+  /// The same task and options with a generator seeded with `seed`.
+  TuneContext Fork(uint64_t seed) const;
+
+ private:
+  struct Shared {
+    std::shared_ptr<const SearchTask> task;
+    SearchOptions options;
+    SketchOptions sketch;
+  };
+  TuneContext(std::shared_ptr<const Shared> shared, uint64_t seed)
+      : shared_(std::move(shared)), rng_(seed) {}
+
+  std::shared_ptr<const Shared> shared_;
+  std::mt19937_64 rng_;
+};
+
+/// A candidate program: a state and its lowering for the context's target, made once when the
+/// state was validated (LowerCandidate) and reused for features and the build.
+struct Candidate {
+  schedule::State state;
+  std::shared_ptr<const schedule::LoweredKernel> lowered;
+  /// Wall-clock milliseconds the lowering took (reported as part of the record's compile time).
+  double lower_ms = 0;
+};
+
+/// Lowers `state` for ctx.target() and checks the register estimate (internal::
+/// CheckRegisterEstimate with ctx.annotation()): the one lowering of a search candidate. Errors:
+/// schedule::Lower's (kInvalidArgument, kFailedPrecondition "invalid_schedule: ...") or the
+/// register check's.
+[[nodiscard]] absl::StatusOr<Candidate> LowerCandidate(schedule::State state,
+                                                       const TuneContext& ctx);
+
+}  // namespace tilesearch::search
