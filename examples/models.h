@@ -1,5 +1,6 @@
-// Model layers built with the graph API (ir/graph.h): the graphs of issue 7's examples, tuned by
-// `tilesearch tune-graph` and run by `tilesearch run-graph` and examples/tune_graph.cc.
+// Model layers built with the graph API (ir/graph.h): a BERT encoder layer, a
+// ResNet-50 bottleneck and a LLaMA SwiGLU MLP, tuned by `tilesearch tune-graph` and run by
+// `tilesearch run-graph` and examples/tune_graph.cc.
 //
 //   absl::StatusOr<ir::Graph> g = models::BertLayer({});              // full size
 //   absl::StatusOr<ir::Graph> t = models::BertLayer(models::BertLayerConfig::Small());

@@ -274,7 +274,7 @@ TEST(DeviceLockTest, SignalsDuringTheWaitKeepTheTicket) {
 }
 
 TEST(DeviceLockTest, AFileWithOtherDataIsRefusedAndLeftAlone) {
-  // A tuning log given as the lock by mistake must not be overwritten (a tester lost a log so).
+  // A tuning log given as the lock by mistake must not be overwritten.
   const std::string lock = TempPath("other.lock");
   { std::ofstream(lock) << "{\"version\": 1}\n"; }
   absl::StatusOr<std::unique_ptr<DeviceLock>> l = DeviceLock::Open(lock);
