@@ -1,9 +1,9 @@
 // Error handling helpers shared by every tilesearch library.
 //
-// Two kinds of errors (LLVM's distinction, in Abseil terms): anything a user's input, schedule, log or
-// device can trigger is returned as absl::Status / absl::StatusOr<T>; a broken internal invariant is a
-// CHECK that aborts with a message. Abseil 20220623 ships neither status macros nor absl/log, so the
-// small set needed lives here.
+// Two kinds of errors (LLVM's distinction, in Abseil terms): anything a user's input, schedule, log
+// or device can trigger is returned as absl::Status / absl::StatusOr<T>; a broken internal
+// invariant is a CHECK that aborts with a message. Abseil 20220623 ships neither status macros nor
+// absl/log, so the small set needed lives here.
 #pragma once
 
 #include <cstdlib>
@@ -42,27 +42,28 @@ struct Voidify {
 
 /// Aborts with file, line, condition and the streamed message when `condition` is false.
 /// For broken internal invariants only; user-triggerable errors return absl::Status.
-#define CHECK(condition)                              \
-  (condition) ? (void)0                               \
-              : ::tilesearch::base_internal::Voidify() & \
-                    ::tilesearch::base_internal::CheckFailure(__FILE__, __LINE__, #condition).stream()
+#define CHECK(condition)                         \
+  (condition)                                    \
+      ? (void)0                                  \
+      : ::tilesearch::base_internal::Voidify() & \
+            ::tilesearch::base_internal::CheckFailure(__FILE__, __LINE__, #condition).stream()
 
 #define TS_STATUS_CONCAT_INNER(a, b) a##b
 #define TS_STATUS_CONCAT(a, b) TS_STATUS_CONCAT_INNER(a, b)
 
 /// Returns the status of `expr` from the enclosing function when it is not OK.
-#define RETURN_IF_ERROR(expr)                                        \
-  do {                                                               \
+#define RETURN_IF_ERROR(expr)                                                \
+  do {                                                                       \
     ::absl::Status ts_status_ = ::tilesearch::base_internal::AsStatus(expr); \
-    if (!ts_status_.ok()) return ts_status_;                         \
+    if (!ts_status_.ok()) return ts_status_;                                 \
   } while (0)
 
 /// `ASSIGN_OR_RETURN(auto x, MakeX())`: assigns the value of a StatusOr or returns its error.
 #define ASSIGN_OR_RETURN(lhs, rexpr) \
   TS_ASSIGN_OR_RETURN_IMPL(TS_STATUS_CONCAT(ts_statusor_, __LINE__), lhs, rexpr)
 
-#define TS_ASSIGN_OR_RETURN_IMPL(statusor, lhs, rexpr) \
-  auto statusor = (rexpr);                             \
+#define TS_ASSIGN_OR_RETURN_IMPL(statusor, lhs, rexpr)     \
+  auto statusor = (rexpr);                                 \
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = std::move(statusor).value()
 

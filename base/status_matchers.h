@@ -23,7 +23,8 @@ const absl::Status& GetStatus(const absl::StatusOr<T>& s) {
 }
 }  // namespace internal
 
-/// Matches a Status or StatusOr whose code equals `code` and whose message matches `message_matcher`.
+/// Matches a Status or StatusOr whose code equals `code` and whose message matches
+/// `message_matcher`.
 MATCHER_P2(StatusIs, code, message_matcher,
            std::string("has status code ") + absl::StatusCodeToString(code)) {
   const absl::Status& status = internal::GetStatus(arg);

@@ -256,8 +256,7 @@ class ProcessPool {
     std::deque<size_t> pending;
     for (size_t i = 0; i < jobs_.size(); ++i) pending.push_back(i);
     size_t remaining = jobs_.size();
-    int hw = parallel_.num_workers > 0 ? parallel_.num_workers
-                                       : UsableCores();
+    int hw = parallel_.num_workers > 0 ? parallel_.num_workers : UsableCores();
     workers_.resize(std::min<size_t>(std::max(1, hw), jobs_.size()));
     while (remaining > 0) {
       // Hand pending jobs to idle workers (forking replacements as needed).
@@ -355,8 +354,7 @@ std::vector<absl::StatusOr<GpuModule>> RunInThreads(const std::vector<GpuCompile
   std::vector<size_t> running;
   size_t next = 0;
   size_t remaining = jobs.size();
-  const int hw = parallel.num_workers > 0 ? parallel.num_workers
-                                          : UsableCores();
+  const int hw = parallel.num_workers > 0 ? parallel.num_workers : UsableCores();
   const size_t slots = static_cast<size_t>(std::max(1, hw));
   std::unique_lock<std::mutex> lock(shared->mu);
   while (remaining > 0) {

@@ -1029,10 +1029,10 @@ absl::StatusOr<bool> Emitter::EmitAsyncCopy(const ir::StoreNode* op) {
     return false;
   }
   const BufferBinding* bb = nullptr;
-  ASSIGN_OR_RETURN(std::vector<mlir::Value> didx, EmitIndices(op->buffer, op->indices, &bb,
-                                                              "async copy"));
-  ASSIGN_OR_RETURN(std::vector<mlir::Value> sidx, EmitIndices(load->buffer, load->indices, &bb,
-                                                              "async copy"));
+  ASSIGN_OR_RETURN(std::vector<mlir::Value> didx,
+                   EmitIndices(op->buffer, op->indices, &bb, "async copy"));
+  ASSIGN_OR_RETURN(std::vector<mlir::Value> sidx,
+                   EmitIndices(load->buffer, load->indices, &bb, "async copy"));
   b_.getContext()->getOrLoadDialect<mlir::NVVM::NVVMDialect>();
   mlir::Value dptr = ElementPointer(*dst, didx, /*address_space=*/3);
   mlir::Value sptr = ElementPointer(*src, sidx, /*address_space=*/1);

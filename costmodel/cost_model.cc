@@ -21,9 +21,8 @@ constexpr char kRandomMagic[] = "tilesearch-random-model";
 absl::Status CheckRows(const ProgramFeatures& p, const std::string& what) {
   for (size_t s = 0; s < p.stores.size(); ++s) {
     if (p.stores[s].size() != static_cast<size_t>(kNumFeatures)) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " store ", s, ": ",
-                                                     p.stores[s].size(), " features, expected ",
-                                                     kNumFeatures));
+      return absl::InvalidArgumentError(absl::StrCat(what, " store ", s, ": ", p.stores[s].size(),
+                                                     " features, expected ", kNumFeatures));
     }
   }
   return absl::OkStatus();
@@ -43,12 +42,12 @@ absl::Status ValidateSamples(const std::vector<TrainingSample>& samples) {
   for (size_t i = 0; i < samples.size(); ++i) {
     const double t = samples[i].throughput;
     if (!std::isfinite(t)) {
-      return absl::InvalidArgumentError(absl::StrCat("sample ", i, ": throughput ", t,
-                                                     " is not finite"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sample ", i, ": throughput ", t, " is not finite"));
     }
     if (t < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("sample ", i, ": throughput ", t,
-                                                     " is negative"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sample ", i, ": throughput ", t, " is negative"));
     }
     auto st = CheckRows(samples[i].features, absl::StrCat("sample ", i));
     if (!st.ok()) return st;
@@ -80,9 +79,9 @@ std::vector<double> NormalizedLabels(const std::vector<TrainingSample>& samples)
 absl::StatusOr<double> PairwiseRankingAccuracy(const std::vector<double>& predicted,
                                                const std::vector<double>& actual) {
   if (predicted.size() != actual.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("pairwise ranking accuracy: ",
-                                                   predicted.size(), " predictions for ",
-                                                   actual.size(), " actual values"));
+    return absl::InvalidArgumentError(absl::StrCat("pairwise ranking accuracy: ", predicted.size(),
+                                                   " predictions for ", actual.size(),
+                                                   " actual values"));
   }
   double agree = 0;
   int64_t pairs = 0;
@@ -98,8 +97,8 @@ absl::StatusOr<double> PairwiseRankingAccuracy(const std::vector<double>& predic
     }
   }
   if (pairs == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "pairwise ranking accuracy: no two of the ", actual.size(), " actual values differ"));
+    return absl::InvalidArgumentError(absl::StrCat("pairwise ranking accuracy: no two of the ",
+                                                   actual.size(), " actual values differ"));
   }
   return agree / static_cast<double>(pairs);
 }
@@ -107,9 +106,8 @@ absl::StatusOr<double> PairwiseRankingAccuracy(const std::vector<double>& predic
 absl::StatusOr<double> TopKRecall(const std::vector<double>& predicted,
                                   const std::vector<double>& actual, int k) {
   if (predicted.size() != actual.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("top-k recall: ", predicted.size(),
-                                                   " predictions for ", actual.size(),
-                                                   " actual values"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "top-k recall: ", predicted.size(), " predictions for ", actual.size(), " actual values"));
   }
   if (actual.empty()) return absl::InvalidArgumentError("top-k recall: no programs");
   if (k < 1) return absl::InvalidArgumentError(absl::StrCat("top-k recall: k ", k, " < 1"));
@@ -146,8 +144,8 @@ absl::Status RandomModel::Save(const std::string& path) const {
   out << kRandomMagic << " 1 " << seed_ << "\n";
   out.close();
   if (!out) {
-    return absl::InternalError(absl::StrCat("cannot write model file '", path,
-                                            "': ", std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot write model file '", path, "': ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -155,8 +153,8 @@ absl::Status RandomModel::Save(const std::string& path) const {
 absl::Status RandomModel::Load(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot read model file '", path, "': ",
-                                            std::strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrCat("cannot read model file '", path, "': ", std::strerror(errno)));
   }
   std::string magic;
   int version = 0;

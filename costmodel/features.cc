@@ -703,8 +703,7 @@ float LogScale(double x) {
   return static_cast<float>(x < 0 ? -std::log2(1.0 - x) : std::log2(1.0 + x));
 }
 
-absl::StatusOr<StoreFeatures> ExtractFeatures(const ir::LoopNest& nest,
-                                              const Target& target,
+absl::StatusOr<StoreFeatures> ExtractFeatures(const ir::LoopNest& nest, const Target& target,
                                               const FeatureOptions& options) {
   Extractor extractor(nest, target, options);
   RETURN_IF_ERROR(extractor.Walk(nest.body));

@@ -36,9 +36,10 @@
 //   base+1 {k}_prod  product of their extents
 //   base+2 {k}_len   extent of the innermost one
 //   base+3..base+9   {k}_pos one-hot of the innermost one: none, inner_spatial, middle_spatial,
-//                    outer_spatial, inner_reduce, middle_reduce, outer_reduce. Spatial: its variable
-//                    occurs in the store's indices, else reduce. Inner: it is the innermost loop
-//                    of the stack; outer: the outermost (and not innermost); middle otherwise.
+//                    outer_spatial, inner_reduce, middle_reduce, outer_reduce. Spatial: its
+//                    variable occurs in the store's indices, else reduce. Inner: it is the
+//                    innermost loop of the stack; outer: the outermost (and not innermost); middle
+//                    otherwise.
 // Group 3, GPU [42, 50):
 //   42 is_gpu        1 for CUDA targets
 //   43..45 blockIdx_{x,y,z}_len   largest extent of a blockIdx.d loop in the stack (1 if none)
@@ -93,11 +94,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "ir/compute_dag.h"
 #include "ir/stmt.h"
 #include "schedule/lower.h"
 #include "schedule/state.h"
-#include "base/target.h"
 
 namespace tilesearch::costmodel {
 
@@ -139,8 +140,7 @@ float LogScale(double x);
 /// Features of every Store of `nest` (one row each, pre-order). Loop extents that do not simplify
 /// to constants use their upper bound. Errors: kInvalidArgument when a Load or Store names a
 /// buffer that is neither a parameter nor an enclosing Allocate ("store to unknown buffer 'X'").
-absl::StatusOr<StoreFeatures> ExtractFeatures(const ir::LoopNest& nest,
-                                              const Target& target,
+absl::StatusOr<StoreFeatures> ExtractFeatures(const ir::LoopNest& nest, const Target& target,
                                               const FeatureOptions& options = {});
 
 /// Features of `kernel`, the lowering of `state` for `target` (schedule::Lower), with each stage's

@@ -28,9 +28,9 @@ absl::Status XgbError(const char* what) {
   return absl::InternalError(absl::StrCat("xgboost ", what, ": ", XGBGetLastError()));
 }
 
-#define TS_XGB(call)                              \
-  do {                                            \
-    if ((call) != 0) return XgbError(#call);      \
+#define TS_XGB(call)                         \
+  do {                                       \
+    if ((call) != 0) return XgbError(#call); \
   } while (0)
 
 struct DMatrix {
@@ -85,8 +85,8 @@ absl::StatusOr<std::vector<double>> PackSum(BoosterHandle b, const DMatrix& m, c
   if (p.rows() == 0) return sums;
   bst_ulong len = 0;
   const float* out = nullptr;
-  TS_XGB(XGBoosterPredict(b, m.h, /*option_mask=*/1, /*ntree_limit=*/0, training ? 1 : 0, &len,
-                          &out));
+  TS_XGB(
+      XGBoosterPredict(b, m.h, /*option_mask=*/1, /*ntree_limit=*/0, training ? 1 : 0, &len, &out));
   if (len != p.rows()) {
     return absl::InternalError(absl::StrCat("xgboost predicted ", len, " rows for ", p.rows()));
   }
@@ -108,8 +108,7 @@ double WeightedRmse(const std::vector<double>& s, const std::vector<double>& y) 
 }
 
 int NumThreads(const XGBoostOptions& o) {
-  return o.nthread > 0 ? o.nthread
-                       : std::max(1, UsableCores());
+  return o.nthread > 0 ? o.nthread : std::max(1, UsableCores());
 }
 
 absl::Status SetParams(BoosterHandle b, const XGBoostOptions& o) {
@@ -280,7 +279,8 @@ absl::Status XGBoostModel::Update(const std::vector<TrainingSample>& samples) {
     RETURN_IF_ERROR(Slice(full.booster.h, full.best_rounds, &result.booster));
     result.best_rounds = full.best_rounds;
   }
-  ASSIGN_OR_RETURN(std::vector<double> ts, PackSum(result.booster.h, all.matrix, all.packed, false));
+  ASSIGN_OR_RETURN(std::vector<double> ts,
+                   PackSum(result.booster.h, all.matrix, all.packed, false));
   report.train_rmse = WeightedRmse(ts, all.labels);
   report.rounds = result.best_rounds;
 
@@ -329,8 +329,8 @@ absl::Status XGBoostModel::Save(const std::string& path) const {
   out << kMagic << "\n" << meta.dump() << "\n" << booster_bytes;
   out.close();
   if (!out) {
-    return absl::InternalError(absl::StrCat("cannot write model file '", path, "': ",
-                                            std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot write model file '", path, "': ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -338,8 +338,8 @@ absl::Status XGBoostModel::Save(const std::string& path) const {
 absl::Status XGBoostModel::Load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot read model file '", path, "': ",
-                                            std::strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrCat("cannot read model file '", path, "': ", std::strerror(errno)));
   }
   std::string magic, meta_line;
   if (!std::getline(in, magic) || magic != kMagic || !std::getline(in, meta_line)) {
@@ -364,9 +364,9 @@ absl::Status XGBoostModel::Load(const std::string& path) {
                                                    kXGBoostModelFileVersion, ")"));
   }
   if (meta["feature_version"].get<int>() != kFeatureVersion) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, " has feature version ", meta["feature_version"].get<int>(),
-        ", this build extracts ", kFeatureVersion));
+    return absl::InvalidArgumentError(absl::StrCat(where, " has feature version ",
+                                                   meta["feature_version"].get<int>(),
+                                                   ", this build extracts ", kFeatureVersion));
   }
   if (meta["num_features"].get<int>() != kNumFeatures) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": ", meta["num_features"].get<int>(),
@@ -388,8 +388,8 @@ absl::Status XGBoostModel::Load(const std::string& path) {
     bst_ulong nfeat = 0;
     if (XGBoosterGetNumFeature(loaded.h, &nfeat) != 0 ||
         nfeat != static_cast<bst_ulong>(kNumFeatures)) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": booster has ", nfeat,
-                                                     " features, expected ", kNumFeatures));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": booster has ", nfeat, " features, expected ", kNumFeatures));
     }
     TS_XGB(XGBoosterSetParam(loaded.h, "nthread", std::to_string(NumThreads(options_)).c_str()));
   }

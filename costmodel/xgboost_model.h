@@ -69,11 +69,11 @@ struct XGBoostOptions {
 
 /// What the last Update did.
 struct XGBoostTrainingReport {
-  int num_programs = 0;        // programs with features used (train + held out)
-  int num_rows = 0;            // store rows
-  int num_validation = 0;      // programs held out (0: no split)
-  int rounds = 0;              // boosting rounds of the final model
-  double train_rmse = 0;       // label-weighted pack-sum RMSE on the training part
+  int num_programs = 0;    // programs with features used (train + held out)
+  int num_rows = 0;        // store rows
+  int num_validation = 0;  // programs held out (0: no split)
+  int rounds = 0;          // boosting rounds of the final model
+  double train_rmse = 0;   // label-weighted pack-sum RMSE on the training part
   /// On the held-out programs (NaN without a split): label-weighted pack-sum RMSE and pairwise
   /// ranking accuracy of the model trained without them.
   double validation_rmse = std::numeric_limits<double>::quiet_NaN();
@@ -102,8 +102,8 @@ class XGBoostModel : public CostModel {
   absl::Status Save(const std::string& path) const override;
   /// Errors: kNotFound (unreadable), kInvalidArgument "... is not a tilesearch xgboost model",
   /// "... version 2 is newer than this build reads (1)", "... has feature version 0, this build
-  /// extracts 1", "... 160 features, expected 159", "... truncated" or "... corrupt booster: <xgboost
-  /// message>". On error the model is unchanged.
+  /// extracts 1", "... 160 features, expected 159", "... truncated" or "... corrupt booster:
+  /// <xgboost message>". On error the model is unchanged.
   absl::Status Load(const std::string& path) override;
   std::string Name() const override { return "xgboost"; }
 

@@ -47,8 +47,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int64_t n = argc > 1 ? ParseCount("N (the matrix size)", argv[1], 1, 8192) : 256;
-  const int trials =
-      argc > 2 ? static_cast<int>(ParseCount("TRIALS", argv[2], 1, 1000000)) : 64;
+  const int trials = argc > 2 ? static_cast<int>(ParseCount("TRIALS", argv[2], 1, 1000000)) : 64;
   const std::string log = argc > 3 ? argv[3] : "tune_and_launch.jsonl";
   const std::string target = argc > 4 ? argv[4] : "auto";
 

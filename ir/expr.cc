@@ -20,16 +20,26 @@ const char* ExprKindName(ExprKind kind) {
 
 const char* CallOpName(CallOp op) {
   switch (op) {
-    case CallOp::kExp: return "exp";
-    case CallOp::kLog: return "log";
-    case CallOp::kSqrt: return "sqrt";
-    case CallOp::kRsqrt: return "rsqrt";
-    case CallOp::kTanh: return "tanh";
-    case CallOp::kErf: return "erf";
-    case CallOp::kSigmoid: return "sigmoid";
-    case CallOp::kAbs: return "abs";
-    case CallOp::kPow: return "pow";
-    case CallOp::kFloor: return "floor";
+    case CallOp::kExp:
+      return "exp";
+    case CallOp::kLog:
+      return "log";
+    case CallOp::kSqrt:
+      return "sqrt";
+    case CallOp::kRsqrt:
+      return "rsqrt";
+    case CallOp::kTanh:
+      return "tanh";
+    case CallOp::kErf:
+      return "erf";
+    case CallOp::kSigmoid:
+      return "sigmoid";
+    case CallOp::kAbs:
+      return "abs";
+    case CallOp::kPow:
+      return "pow";
+    case CallOp::kFloor:
+      return "floor";
   }
   return "?";
 }
@@ -93,9 +103,7 @@ TS_INSTANTIATE_BINARY(And)
 TS_INSTANTIATE_BINARY(Or)
 #undef TS_INSTANTIATE_BINARY
 
-bool IsBinaryKind(ExprKind kind) {
-  return kind >= ExprKind::kAdd && kind <= ExprKind::kOr;
-}
+bool IsBinaryKind(ExprKind kind) { return kind >= ExprKind::kAdd && kind <= ExprKind::kOr; }
 
 std::pair<const Expr&, const Expr&> BinaryOperands(const Expr& e) {
   CHECK(e.defined() && IsBinaryKind(e.kind())) << "not a binary node";
@@ -211,13 +219,13 @@ void Promote(Expr& a, Expr& b) {
 }
 }  // namespace
 
-#define TS_BINARY_OPERATOR(op, name)      \
-  Expr operator op(Expr a, Expr b) {      \
-    Promote(a, b);                        \
+#define TS_BINARY_OPERATOR(op, name)                     \
+  Expr operator op(Expr a, Expr b) {                     \
+    Promote(a, b);                                       \
     return name##Node::Make(std::move(a), std::move(b)); \
-  }                                       \
-  Expr operator op(Expr a, double b) {    \
-    Expr c = MakeConst(a.type(), b);      \
+  }                                                      \
+  Expr operator op(Expr a, double b) {                   \
+    Expr c = MakeConst(a.type(), b);                     \
     return name##Node::Make(std::move(a), std::move(c)); \
   }
 TS_BINARY_OPERATOR(+, Add)
@@ -234,9 +242,9 @@ TS_BINARY_OPERATOR(==, EQ)
 
 // The constant is made in its own statement: function arguments are evaluated in an unspecified
 // order, so `MakeConst(b.type(), a) + std::move(b)` may read `b` after it was moved from.
-#define TS_BINARY_OPERATOR_LEFT(op)    \
-  Expr operator op(double a, Expr b) { \
-    Expr c = MakeConst(b.type(), a);   \
+#define TS_BINARY_OPERATOR_LEFT(op)      \
+  Expr operator op(double a, Expr b) {   \
+    Expr c = MakeConst(b.type(), a);     \
     return std::move(c) op std::move(b); \
   }
 TS_BINARY_OPERATOR_LEFT(+)
@@ -302,13 +310,16 @@ bool StructurallyEqual(const Expr& a, const Expr& b) {
     return StructurallyEqual(a0, b0) && StructurallyEqual(a1, b1);
   }
   switch (a.kind()) {
-    case ExprKind::kIntImm: return a.as<IntImmNode>()->value == b.as<IntImmNode>()->value;
+    case ExprKind::kIntImm:
+      return a.as<IntImmNode>()->value == b.as<IntImmNode>()->value;
     case ExprKind::kFloatImm: {
       double x = a.as<FloatImmNode>()->value, y = b.as<FloatImmNode>()->value;
       return x == y || (std::isnan(x) && std::isnan(y));
     }
-    case ExprKind::kVar: return a.as<VarNode>()->name == b.as<VarNode>()->name;
-    case ExprKind::kNot: return StructurallyEqual(a.as<NotNode>()->a, b.as<NotNode>()->a);
+    case ExprKind::kVar:
+      return a.as<VarNode>()->name == b.as<VarNode>()->name;
+    case ExprKind::kNot:
+      return StructurallyEqual(a.as<NotNode>()->a, b.as<NotNode>()->a);
     case ExprKind::kSelect: {
       const auto* x = a.as<SelectNode>();
       const auto* y = b.as<SelectNode>();
@@ -316,7 +327,8 @@ bool StructurallyEqual(const Expr& a, const Expr& b) {
              StructurallyEqual(x->true_value, y->true_value) &&
              StructurallyEqual(x->false_value, y->false_value);
     }
-    case ExprKind::kCast: return StructurallyEqual(a.as<CastNode>()->value, b.as<CastNode>()->value);
+    case ExprKind::kCast:
+      return StructurallyEqual(a.as<CastNode>()->value, b.as<CastNode>()->value);
     case ExprKind::kCall: {
       const auto* x = a.as<CallNode>();
       const auto* y = b.as<CallNode>();
@@ -335,7 +347,8 @@ bool StructurallyEqual(const Expr& a, const Expr& b) {
       }
       return true;
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -345,8 +358,8 @@ bool StructurallyEqual(const Expr& a, const Expr& b) {
 void ExprVisitor::Visit(const Expr& e) {
   if (!e.defined()) return;
   switch (e.kind()) {
-#define TS_DISPATCH(name)                             \
-  case ExprKind::k##name:                             \
+#define TS_DISPATCH(name)                                    \
+  case ExprKind::k##name:                                    \
     Visit##name(static_cast<const name##Node*>(e.get()), e); \
     break;
     TS_EXPR_NODE_KINDS(TS_DISPATCH)
@@ -357,10 +370,10 @@ void ExprVisitor::Visit(const Expr& e) {
 void ExprVisitor::VisitIntImm(const IntImmNode*, const Expr&) {}
 void ExprVisitor::VisitFloatImm(const FloatImmNode*, const Expr&) {}
 void ExprVisitor::VisitVar(const VarNode*, const Expr&) {}
-#define TS_VISIT_BINARY(name)                                       \
+#define TS_VISIT_BINARY(name)                                        \
   void ExprVisitor::Visit##name(const name##Node* op, const Expr&) { \
-    Visit(op->a);                                                   \
-    Visit(op->b);                                                   \
+    Visit(op->a);                                                    \
+    Visit(op->b);                                                    \
   }
 TS_VISIT_BINARY(Add)
 TS_VISIT_BINARY(Sub)
@@ -398,8 +411,8 @@ void ExprVisitor::VisitLoad(const LoadNode* op, const Expr&) {
 Expr ExprMutator::Mutate(const Expr& e) {
   if (!e.defined()) return e;
   switch (e.kind()) {
-#define TS_DISPATCH(name)   \
-  case ExprKind::k##name:   \
+#define TS_DISPATCH(name) \
+  case ExprKind::k##name: \
     return Mutate##name(static_cast<const name##Node*>(e.get()), e);
     TS_EXPR_NODE_KINDS(TS_DISPATCH)
 #undef TS_DISPATCH
@@ -410,12 +423,12 @@ Expr ExprMutator::Mutate(const Expr& e) {
 Expr ExprMutator::MutateIntImm(const IntImmNode*, const Expr& e) { return e; }
 Expr ExprMutator::MutateFloatImm(const FloatImmNode*, const Expr& e) { return e; }
 Expr ExprMutator::MutateVar(const VarNode*, const Expr& e) { return e; }
-#define TS_MUTATE_BINARY(name)                                            \
-  Expr ExprMutator::Mutate##name(const name##Node* op, const Expr& e) {   \
-    Expr a = Mutate(op->a);                                               \
-    Expr b = Mutate(op->b);                                               \
-    if (a.same_as(op->a) && b.same_as(op->b)) return e;                   \
-    return name##Node::Make(std::move(a), std::move(b));                  \
+#define TS_MUTATE_BINARY(name)                                          \
+  Expr ExprMutator::Mutate##name(const name##Node* op, const Expr& e) { \
+    Expr a = Mutate(op->a);                                             \
+    Expr b = Mutate(op->b);                                             \
+    if (a.same_as(op->a) && b.same_as(op->b)) return e;                 \
+    return name##Node::Make(std::move(a), std::move(b));                \
   }
 TS_MUTATE_BINARY(Add)
 TS_MUTATE_BINARY(Sub)

@@ -7,8 +7,8 @@
 //   type). Comparisons and Not/And/Or produce bool; And/Or/Not need bool operands.
 // - Integer arithmetic is two's complement in the node's type (int32 wraps; int64 never overflows
 //   for the index ranges tilesearch produces). Integer Div and Mod use FLOOR semantics:
-//   a / b = floor(a / b) and a % b = a - b * floor(a / b), so -7 / 2 = -4 and -7 % 2 = 1 (the result
-//   of % has the sign of b). Integer division by zero is an error of the evaluator.
+//   a / b = floor(a / b) and a % b = a - b * floor(a / b), so -7 / 2 = -4 and -7 % 2 = 1 (the
+//   result of % has the sign of b). Integer division by zero is an error of the evaluator.
 // - Float Div is IEEE division; float Mod is a - b * floor(a / b).
 // - float32 arithmetic rounds every operation to float32; float16 / bfloat16 values are widened to
 //   float32 for arithmetic and rounded only when stored (they are storage types).
@@ -176,7 +176,9 @@ struct NotNode : ExprNode {
 struct SelectNode : ExprNode {
   static constexpr ExprKind kKind = ExprKind::kSelect;
   SelectNode(Expr c, Expr t, Expr f)
-      : ExprNode(kKind, t.type()), cond(std::move(c)), true_value(std::move(t)),
+      : ExprNode(kKind, t.type()),
+        cond(std::move(c)),
+        true_value(std::move(t)),
         false_value(std::move(f)) {}
   /// `cond` is bool; both values share one type. Only the taken branch is evaluated.
   static Expr Make(Expr cond, Expr true_value, Expr false_value);
@@ -194,7 +196,18 @@ struct CastNode : ExprNode {
 };
 
 /// Math functions. All take float operands except abs (any numeric); pow takes two.
-enum class CallOp : uint8_t { kExp, kLog, kSqrt, kRsqrt, kTanh, kErf, kSigmoid, kAbs, kPow, kFloor };
+enum class CallOp : uint8_t {
+  kExp,
+  kLog,
+  kSqrt,
+  kRsqrt,
+  kTanh,
+  kErf,
+  kSigmoid,
+  kAbs,
+  kPow,
+  kFloor
+};
 const char* CallOpName(CallOp op);
 
 struct CallNode : ExprNode {

@@ -377,8 +377,8 @@ class StoreStmt final : public CStmt {
     if (off < 0) return;
     const double v = AsDouble(*value_, value_is_float_, c);
     double* dst = &c.bufs[access_.slot()][off];
-    const double rounded = kFloat32Buffer ? static_cast<double>(static_cast<float>(v))
-                                          : RoundToType(v, dtype_);
+    const double rounded =
+        kFloat32Buffer ? static_cast<double>(static_cast<float>(v)) : RoundToType(v, dtype_);
     if (async_copy_ && c.async != nullptr) {
       // The source is read now; the destination is written at the wait that covers it.
       c.async->open.push_back({dst, rounded});

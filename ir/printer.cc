@@ -14,20 +14,34 @@ namespace {
 
 const char* BinarySymbol(ExprKind k) {
   switch (k) {
-    case ExprKind::kAdd: return " + ";
-    case ExprKind::kSub: return " - ";
-    case ExprKind::kMul: return "*";
-    case ExprKind::kDiv: return "/";
-    case ExprKind::kMod: return " % ";
-    case ExprKind::kEQ: return " == ";
-    case ExprKind::kNE: return " != ";
-    case ExprKind::kLT: return " < ";
-    case ExprKind::kLE: return " <= ";
-    case ExprKind::kGT: return " > ";
-    case ExprKind::kGE: return " >= ";
-    case ExprKind::kAnd: return " && ";
-    case ExprKind::kOr: return " || ";
-    default: return nullptr;
+    case ExprKind::kAdd:
+      return " + ";
+    case ExprKind::kSub:
+      return " - ";
+    case ExprKind::kMul:
+      return "*";
+    case ExprKind::kDiv:
+      return "/";
+    case ExprKind::kMod:
+      return " % ";
+    case ExprKind::kEQ:
+      return " == ";
+    case ExprKind::kNE:
+      return " != ";
+    case ExprKind::kLT:
+      return " < ";
+    case ExprKind::kLE:
+      return " <= ";
+    case ExprKind::kGT:
+      return " > ";
+    case ExprKind::kGE:
+      return " >= ";
+    case ExprKind::kAnd:
+      return " && ";
+    case ExprKind::kOr:
+      return " || ";
+    default:
+      return nullptr;
   }
 }
 
@@ -87,7 +101,9 @@ void Print(std::ostream& os, const Expr& e) {
       if (e.type() == ScalarType::kBFloat16) os << "bf";
       return;
     }
-    case ExprKind::kVar: os << e.as<VarNode>()->name; return;
+    case ExprKind::kVar:
+      os << e.as<VarNode>()->name;
+      return;
     case ExprKind::kNot:
       os << "!";
       Print(os, e.as<NotNode>()->a);
@@ -128,7 +144,9 @@ void Print(std::ostream& os, const Expr& e) {
       os << "]";
       return;
     }
-    default: os << "<?>"; return;
+    default:
+      os << "<?>";
+      return;
   }
 }
 
@@ -195,7 +213,9 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
       os << pad << "}\n";
       return;
     }
-    case StmtKind::kBarrier: os << pad << "barrier\n"; return;
+    case StmtKind::kBarrier:
+      os << pad << "barrier\n";
+      return;
     case StmtKind::kAsyncGroup: {
       const auto* g = s.as<AsyncGroupNode>();
       if (g->is_commit()) {

@@ -6,26 +6,40 @@ namespace tilesearch::ir {
 
 const char* ForKindName(ForKind kind) {
   switch (kind) {
-    case ForKind::kSerial: return "serial";
-    case ForKind::kParallel: return "parallel";
-    case ForKind::kVectorized: return "vectorize";
-    case ForKind::kUnrolled: return "unroll";
-    case ForKind::kVThread: return "vthread";
-    case ForKind::kBlockIdxX: return "blockIdx.x";
-    case ForKind::kBlockIdxY: return "blockIdx.y";
-    case ForKind::kBlockIdxZ: return "blockIdx.z";
-    case ForKind::kThreadIdxX: return "threadIdx.x";
-    case ForKind::kThreadIdxY: return "threadIdx.y";
-    case ForKind::kThreadIdxZ: return "threadIdx.z";
+    case ForKind::kSerial:
+      return "serial";
+    case ForKind::kParallel:
+      return "parallel";
+    case ForKind::kVectorized:
+      return "vectorize";
+    case ForKind::kUnrolled:
+      return "unroll";
+    case ForKind::kVThread:
+      return "vthread";
+    case ForKind::kBlockIdxX:
+      return "blockIdx.x";
+    case ForKind::kBlockIdxY:
+      return "blockIdx.y";
+    case ForKind::kBlockIdxZ:
+      return "blockIdx.z";
+    case ForKind::kThreadIdxX:
+      return "threadIdx.x";
+    case ForKind::kThreadIdxY:
+      return "threadIdx.y";
+    case ForKind::kThreadIdxZ:
+      return "threadIdx.z";
   }
   return "?";
 }
 
 const char* MemoryScopeName(MemoryScope scope) {
   switch (scope) {
-    case MemoryScope::kGlobal: return "global";
-    case MemoryScope::kShared: return "shared";
-    case MemoryScope::kLocal: return "local";
+    case MemoryScope::kGlobal:
+      return "global";
+    case MemoryScope::kShared:
+      return "shared";
+    case MemoryScope::kLocal:
+      return "local";
   }
   return "?";
 }
@@ -39,7 +53,8 @@ int64_t BufferDecl::NumElements() const {
 const std::string& ForNode::var_name() const { return var.as<VarNode>()->name; }
 
 Stmt ForNode::Make(Expr var, Expr min, Expr extent, ForKind kind, Stmt body) {
-  CHECK(var.as<VarNode>() && var.type() == ScalarType::kInt64) << "For variable is not an int64 Var";
+  CHECK(var.as<VarNode>() && var.type() == ScalarType::kInt64)
+      << "For variable is not an int64 Var";
   CHECK(min.defined() && min.type() == ScalarType::kInt64) << "For min is not int64";
   CHECK(extent.defined() && extent.type() == ScalarType::kInt64) << "For extent is not int64";
   CHECK(body.defined()) << "For without a body";
@@ -142,8 +157,8 @@ void StmtVisitor::VisitAsyncGroup(const AsyncGroupNode*, const Stmt&) {}
 Stmt StmtMutator::Mutate(const Stmt& s) {
   if (!s.defined()) return s;
   switch (s.kind()) {
-#define TS_DISPATCH(name)  \
-  case StmtKind::k##name:  \
+#define TS_DISPATCH(name) \
+  case StmtKind::k##name: \
     return Mutate##name(static_cast<const name##Node*>(s.get()), s);
     TS_STMT_NODE_KINDS(TS_DISPATCH)
 #undef TS_DISPATCH

@@ -6,11 +6,11 @@
 // parameter or an enclosing Allocate and gives one int64 index per dimension.
 //
 // Loop kinds: serial, parallel (CPU threads), vectorized, unrolled and vthread loops all mean "run
-// the body for var = min .. min+extent-1". A blockIdx.* loop enumerates thread blocks. A threadIdx.*
-// loop does not iterate inside one thread: the block runs blockDim threads (blockDim.d = the largest
-// extent of any threadIdx.d loop in the kernel) and in each thread the loop variable is that
-// thread's index, the body being skipped where index >= extent. Several threadIdx loops of one
-// dimension (say the compute and a cooperative shared-memory fill) therefore share the hardware
+// the body for var = min .. min+extent-1". A blockIdx.* loop enumerates thread blocks. A
+// threadIdx.* loop does not iterate inside one thread: the block runs blockDim threads (blockDim.d
+// = the largest extent of any threadIdx.d loop in the kernel) and in each thread the loop variable
+// is that thread's index, the body being skipped where index >= extent. Several threadIdx loops of
+// one dimension (say the compute and a cooperative shared-memory fill) therefore share the hardware
 // index. Threads of a block proceed region by region between Barriers; shared buffers are one per
 // block, local buffers one per thread.
 #pragma once
@@ -104,7 +104,11 @@ class Stmt {
 struct ForNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kFor;
   ForNode(Expr v, Expr m, Expr e, ForKind k, Stmt b)
-      : StmtNode(kKind), var(std::move(v)), min(std::move(m)), extent(std::move(e)), for_kind(k),
+      : StmtNode(kKind),
+        var(std::move(v)),
+        min(std::move(m)),
+        extent(std::move(e)),
+        for_kind(k),
         body(std::move(b)) {}
   /// `var` is an int64 Var; `min` and `extent` int64 expressions not using `var`.
   static Stmt Make(Expr var, Expr min, Expr extent, ForKind kind, Stmt body);
@@ -127,7 +131,10 @@ struct SeqNode : StmtNode {
 struct StoreNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kStore;
   StoreNode(std::string b, std::vector<Expr> i, Expr v, bool async = false)
-      : StmtNode(kKind), buffer(std::move(b)), indices(std::move(i)), value(std::move(v)),
+      : StmtNode(kKind),
+        buffer(std::move(b)),
+        indices(std::move(i)),
+        value(std::move(v)),
         async_copy(async) {}
   /// Indices are int64; the value is rounded to the buffer's dtype when stored.
   /// With `async_copy` (GPU only, made by schedule/software_pipeline.h for cp.async pipelines):

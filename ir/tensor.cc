@@ -10,11 +10,16 @@ namespace tilesearch::ir {
 
 const char* ReduceKindName(ReduceKind kind) {
   switch (kind) {
-    case ReduceKind::kNone: return "none";
-    case ReduceKind::kSum: return "sum";
-    case ReduceKind::kMax: return "max";
-    case ReduceKind::kMin: return "min";
-    case ReduceKind::kProd: return "prod";
+    case ReduceKind::kNone:
+      return "none";
+    case ReduceKind::kSum:
+      return "sum";
+    case ReduceKind::kMax:
+      return "max";
+    case ReduceKind::kMin:
+      return "min";
+    case ReduceKind::kProd:
+      return "prod";
   }
   return "?";
 }
@@ -22,8 +27,10 @@ const char* ReduceKindName(ReduceKind kind) {
 Expr ReduceIdentity(ReduceKind kind, ScalarType t) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   switch (kind) {
-    case ReduceKind::kSum: return MakeConst(t, 0);
-    case ReduceKind::kProd: return MakeConst(t, 1);
+    case ReduceKind::kSum:
+      return MakeConst(t, 0);
+    case ReduceKind::kProd:
+      return MakeConst(t, 1);
     case ReduceKind::kMax:
       if (IsFloat(t)) return FloatConst(-kInf, t);
       if (t == ScalarType::kInt32) return IntConst(std::numeric_limits<int32_t>::min(), t);
@@ -34,7 +41,8 @@ Expr ReduceIdentity(ReduceKind kind, ScalarType t) {
       if (t == ScalarType::kInt32) return IntConst(std::numeric_limits<int32_t>::max(), t);
       if (t == ScalarType::kBool) return BoolConst(true);
       return IntConst(std::numeric_limits<int64_t>::max(), t);
-    case ReduceKind::kNone: break;
+    case ReduceKind::kNone:
+      break;
   }
   CHECK(false) << "no identity for reduce kind " << ReduceKindName(kind);
   return Expr();
@@ -42,11 +50,16 @@ Expr ReduceIdentity(ReduceKind kind, ScalarType t) {
 
 Expr ReduceCombine(ReduceKind kind, Expr acc, Expr x) {
   switch (kind) {
-    case ReduceKind::kSum: return AddNode::Make(std::move(acc), std::move(x));
-    case ReduceKind::kProd: return MulNode::Make(std::move(acc), std::move(x));
-    case ReduceKind::kMax: return MaxNode::Make(std::move(acc), std::move(x));
-    case ReduceKind::kMin: return MinNode::Make(std::move(acc), std::move(x));
-    case ReduceKind::kNone: break;
+    case ReduceKind::kSum:
+      return AddNode::Make(std::move(acc), std::move(x));
+    case ReduceKind::kProd:
+      return MulNode::Make(std::move(acc), std::move(x));
+    case ReduceKind::kMax:
+      return MaxNode::Make(std::move(acc), std::move(x));
+    case ReduceKind::kMin:
+      return MinNode::Make(std::move(acc), std::move(x));
+    case ReduceKind::kNone:
+      break;
   }
   CHECK(false) << "no combiner for reduce kind none";
   return Expr();
@@ -79,7 +92,8 @@ absl::Status CheckShape(const std::string& stage, const std::vector<int64_t>& sh
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 1) {
       return absl::InvalidArgumentError(absl::StrCat(what, " extent ", shape[d], " of dimension ",
-                                                     d, " of tensor '", stage, "' is not positive"));
+                                                     d, " of tensor '", stage,
+                                                     "' is not positive"));
     }
     // count ≤ kMaxElements before the check, so count · extent overflows only when extent is
     // above kMaxElements, which the division test catches first.
@@ -130,20 +144,19 @@ class BodyChecker : public ExprVisitor {
  protected:
   void VisitVar(const VarNode* op, const Expr&) override {
     if (status.ok() && !vars_.count(op->name)) {
-      status = absl::InvalidArgumentError(absl::StrCat(
-          "body of tensor '", stage_, "' uses variable '", op->name, "' that is not one of its axes"));
+      status =
+          absl::InvalidArgumentError(absl::StrCat("body of tensor '", stage_, "' uses variable '",
+                                                  op->name, "' that is not one of its axes"));
     }
   }
   void VisitLoad(const LoadNode* op, const Expr& e) override {
     if (status.ok() && !op->producer) {
-      status = absl::InvalidArgumentError(absl::StrCat("body of tensor '", stage_,
-                                                       "' reads buffer '", op->buffer,
-                                                       "' that is not a tensor"));
+      status = absl::InvalidArgumentError(absl::StrCat(
+          "body of tensor '", stage_, "' reads buffer '", op->buffer, "' that is not a tensor"));
     } else if (status.ok() && op->producer->shape.size() != op->indices.size()) {
-      status = absl::InvalidArgumentError(
-          absl::StrCat("body of tensor '", stage_, "' indexes tensor '", op->buffer, "' with ",
-                       op->indices.size(), " indices; it has ", op->producer->shape.size(),
-                       " dimensions"));
+      status = absl::InvalidArgumentError(absl::StrCat(
+          "body of tensor '", stage_, "' indexes tensor '", op->buffer, "' with ",
+          op->indices.size(), " indices; it has ", op->producer->shape.size(), " dimensions"));
     }
     ExprVisitor::VisitLoad(op, e);
   }
@@ -153,8 +166,8 @@ class BodyChecker : public ExprVisitor {
   std::set<std::string> vars_;
 };
 
-absl::Status CheckBody(const std::string& stage, const Expr& body,
-                       const std::vector<IterVar>& axes, const std::vector<IterVar>& raxes) {
+absl::Status CheckBody(const std::string& stage, const Expr& body, const std::vector<IterVar>& axes,
+                       const std::vector<IterVar>& raxes) {
   if (!body.defined()) {
     return absl::InvalidArgumentError(absl::StrCat("tensor '", stage, "' has no body"));
   }
@@ -187,8 +200,8 @@ absl::StatusOr<Tensor> Placeholder(std::string name, std::vector<int64_t> shape,
         "placeholder name '", name, "' is not an identifier ([A-Za-z_][A-Za-z0-9_.]*)"));
   }
   if (std::string(TypeName(dtype)) == "?") {
-    return absl::InvalidArgumentError(absl::StrCat("placeholder '", name, "' has unknown dtype ",
-                                                   static_cast<int>(dtype)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("placeholder '", name, "' has unknown dtype ", static_cast<int>(dtype)));
   }
   RETURN_IF_ERROR(CheckShape(name, shape, "shape"));
   auto node = std::make_shared<TensorNode>();
@@ -222,8 +235,8 @@ absl::StatusOr<Tensor> Reduce(std::string name, std::vector<int64_t> shape, Redu
                               const ComputeOptions& options) {
   if (name.empty()) return absl::InvalidArgumentError("reduce stage without a name");
   if (std::string(ReduceKindName(kind)) == "?") {
-    return absl::InvalidArgumentError(absl::StrCat("reduce stage '", name,
-                                                   "' has unknown kind ", static_cast<int>(kind)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("reduce stage '", name, "' has unknown kind ", static_cast<int>(kind)));
   }
   if (kind == ReduceKind::kNone) {
     return absl::InvalidArgumentError(absl::StrCat("reduce stage '", name, "' has kind none"));
@@ -245,8 +258,8 @@ absl::StatusOr<Tensor> Reduce(std::string name, std::vector<int64_t> shape, Redu
   RETURN_IF_ERROR(CheckBody(name, body, axes, raxes));
   if (body.type() == ScalarType::kBool) {
     // No combiner is defined on bool (arithmetic and min/max reject it).
-    return absl::InvalidArgumentError(absl::StrCat("reduce stage '", name, "' combines bool values; ",
-                                                   "cast the body to a numeric type"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "reduce stage '", name, "' combines bool values; ", "cast the body to a numeric type"));
   }
   if (!init.defined()) init = ReduceIdentity(kind, body.type());
   if (init.type() != body.type()) {

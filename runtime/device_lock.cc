@@ -100,8 +100,8 @@ bool OwnerAlive(const DeviceLockTicket& t, const DeviceLockTicket& self) {
 }
 
 std::string Format(const DeviceLockState& s) {
-  std::string out = absl::StrCat(kHeader, "\nboot ", s.boot_id, "\nnext ", s.next, "\nserving ",
-                                 s.serving, "\n");
+  std::string out =
+      absl::StrCat(kHeader, "\nboot ", s.boot_id, "\nnext ", s.next, "\nserving ", s.serving, "\n");
   for (const DeviceLockTicket& t : s.tickets) {
     absl::StrAppend(&out, "ticket ", t.ticket, " pid ", t.pid, " start ", t.start_time, " ns ",
                     t.pid_namespace, "\n");
@@ -177,8 +177,8 @@ class CriticalSection {
                                                absl::StatusCode open_error) {
     const int fd = ::open(path.c_str(), (write ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC, 0644);
     if (fd < 0) {
-      return absl::Status(open_error, absl::StrCat("cannot open device lock '", path, "': ",
-                                                   std::strerror(errno)));
+      return absl::Status(
+          open_error, absl::StrCat("cannot open device lock '", path, "': ", std::strerror(errno)));
     }
     CriticalSection section(path, fd);
     // Signals interrupt a blocked flock with EINTR: the section is short, so just wait again.
@@ -246,8 +246,9 @@ void SleepMs(double ms) {
 
 absl::StatusOr<DeviceLockState> ReadDeviceLockState(const std::string& path) {
   if (::access(path.c_str(), F_OK) != 0 && errno == ENOENT) return StateOf("");
-  ASSIGN_OR_RETURN(CriticalSection section, CriticalSection::Enter(path, /*write=*/false,
-                                                                  absl::StatusCode::kInvalidArgument));
+  ASSIGN_OR_RETURN(
+      CriticalSection section,
+      CriticalSection::Enter(path, /*write=*/false, absl::StatusCode::kInvalidArgument));
   ASSIGN_OR_RETURN(std::string text, section.Read());
   return StateOf(text);
 }
@@ -296,11 +297,10 @@ absl::StatusOr<bool> DeviceLock::Poll() {
   const DeviceLockTicket self = Self();
   DeviceLockState state = StateOf(text);
   bool changed = Advance(&state, self);
-  const bool queued =
-      has_ticket_ && std::any_of(state.tickets.begin(), state.tickets.end(),
-                                 [&](const DeviceLockTicket& t) {
-                                   return t.ticket == ticket_ && t.pid == self.pid;
-                                 });
+  const bool queued = has_ticket_ && std::any_of(state.tickets.begin(), state.tickets.end(),
+                                                 [&](const DeviceLockTicket& t) {
+                                                   return t.ticket == ticket_ && t.pid == self.pid;
+                                                 });
   if (!queued) {
     // The first poll, or our ticket vanished (the file was deleted or rewritten): queue up.
     DeviceLockTicket t = self;

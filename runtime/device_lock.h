@@ -64,9 +64,9 @@ struct DeviceLockTicket {
 
 /// The queue a device lock file holds.
 struct DeviceLockState {
-  std::string boot_id;  // of the boot the file was written in
-  int64_t next = 0;     // the ticket the next Acquire takes
-  int64_t serving = 0;  // the ticket allowed to hold the lock
+  std::string boot_id;                    // of the boot the file was written in
+  int64_t next = 0;                       // the ticket the next Acquire takes
+  int64_t serving = 0;                    // the ticket allowed to hold the lock
   std::vector<DeviceLockTicket> tickets;  // outstanding (held or waiting), ascending ticket order
 };
 

@@ -48,7 +48,8 @@ ir::MemoryScope EffectiveScope(const State& state, int stage_id);
 /// that reaches the producer's dimension becomes the whole dimension (min 0). A min may be
 /// negative or min + extent exceed the dimension (non-divisible tails, padding windows): the
 /// lowering guards those elements.
-/// Errors: kInvalidArgument when the consumer does not read the producer or the iterator is unknown.
+/// Errors: kInvalidArgument when the consumer does not read the producer or the iterator is
+/// unknown.
 absl::StatusOr<std::vector<RegionDim>> InferRegion(const State& state, int producer, int consumer,
                                                    const std::string& attach_iter);
 

@@ -11,10 +11,10 @@
 
 #include "absl/status/statusor.h"
 #include "base/launch_config.h"
+#include "base/target.h"
 #include "ir/compute_dag.h"
 #include "ir/stmt.h"
 #include "schedule/state.h"
-#include "base/target.h"
 
 namespace tilesearch::schedule {
 
@@ -30,12 +30,12 @@ struct LoweredKernel {
 
 /// Lowers `state` (whose DAG is `dag`) for `target`. The kernel's parameters are the DAG's
 /// placeholders then its outputs, like ir::LowerNaive, so the two can be compared directly.
-/// Errors: kInvalidArgument for schedules that cannot be lowered (a sketch with unfilled tile sizes,
-/// a stale compute_at region) and kFailedPrecondition "invalid_schedule: ..." for GPU limits:
-/// threads per block > target limit, shared memory > limit, vthread > 8, vector width > 16 bytes,
-/// threads without blocks, barriers some threads would skip, grid extents over CUDA's limits
-/// (blockIdx.x ≤ 2^31 − 1, blockIdx.y/z ≤ 65535; threadIdx.z ≤ 64). A GPU root stage with no bindings at
-/// all becomes a 1-block, 1-thread kernel (valid, slow).
+/// Errors: kInvalidArgument for schedules that cannot be lowered (a sketch with unfilled tile
+/// sizes, a stale compute_at region) and kFailedPrecondition "invalid_schedule: ..." for GPU
+/// limits: threads per block > target limit, shared memory > limit, vthread > 8, vector width > 16
+/// bytes, threads without blocks, barriers some threads would skip, grid extents over CUDA's limits
+/// (blockIdx.x ≤ 2^31 − 1, blockIdx.y/z ≤ 65535; threadIdx.z ≤ 64). A GPU root stage with no
+/// bindings at all becomes a 1-block, 1-thread kernel (valid, slow).
 [[nodiscard]] absl::StatusOr<LoweredKernel> Lower(const ir::ComputeDAG& dag, const State& state,
                                                   const Target& target);
 

@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "ir/expr.h"
 #include "ir/simplify.h"
 #include "ir/stmt.h"
 #include "ir/tensor.h"
 #include "schedule/lower.h"
-#include "base/target.h"
 
 namespace tilesearch::schedule::lower_internal {
 

@@ -82,9 +82,9 @@ absl::Status ScheduleStage(State& state, int stage_id, int64_t threads_per_block
 absl::StatusOr<State> NaiveGpuSchedule(const ir::ComputeDAG& dag, const Target& target,
                                        int threads_per_block) {
   if (threads_per_block < 1 || threads_per_block > target.max_threads_per_block) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("threads_per_block ", threads_per_block, " is outside [1, ",
-                     target.max_threads_per_block, "] for target ", target.ToString()));
+    return absl::InvalidArgumentError(absl::StrCat("threads_per_block ", threads_per_block,
+                                                   " is outside [1, ", target.max_threads_per_block,
+                                                   "] for target ", target.ToString()));
   }
   State state = State::Initial(dag);
   // No step here inserts stages, so State ids equal DAG ids throughout.

@@ -6,9 +6,9 @@
 #pragma once
 
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "ir/compute_dag.h"
 #include "schedule/state.h"
-#include "base/target.h"
 
 namespace tilesearch::schedule {
 

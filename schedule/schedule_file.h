@@ -36,13 +36,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "ir/compute_dag.h"
 #include "ir/ops/registry.h"
 #include "nlohmann/json_fwd.hpp"
 #include "schedule/fused_workload.h"
 #include "schedule/state.h"
 #include "schedule/step.h"
-#include "base/target.h"
 
 namespace tilesearch::schedule {
 
@@ -90,8 +90,8 @@ nlohmann::json WorkloadToJson(const Workload& workload);
 /// object in error messages, which are kInvalidArgument and name the offending field, e.g.
 /// "field 'workload.shapes' must be a list of shapes", "field 'workload.shapes[1]' must be a list
 /// of positive integers, got [4,0]", "unknown field 'workload.axes' (expected op, shapes, dtype,
-/// attrs, nodes)", "field 'workload.dtype': unknown dtype 'float33' (...)". The operator itself is not
-/// looked up here (Build does that). Fused workloads ("op": "fused"): "nodes" is required and
+/// attrs, nodes)", "field 'workload.dtype': unknown dtype 'float33' (...)". The operator itself is
+/// not looked up here (Build does that). Fused workloads ("op": "fused"): "nodes" is required and
 /// "attrs" must be empty; the nodes' structure is checked (ValidateFusedNodes: graph operators
 /// known, operands "p<I>" of an existing shape or "n<K>" of an earlier node), e.g. "field
 /// 'workload.nodes[1].inputs[0]': n2 is not an earlier node (...)", "field 'workload.nodes' is

@@ -41,7 +41,7 @@ class ReadCollector : public ir::ExprVisitor {
 
 // One level of a fetch nest above its Store: a loop or a guard.
 struct Level {
-  const ir::ForNode* loop = nullptr;         // set for a loop level
+  const ir::ForNode* loop = nullptr;          // set for a loop level
   const ir::IfThenElseNode* guard = nullptr;  // set for a guard level (no else branch)
 };
 
@@ -258,8 +258,8 @@ class Pipeliner : public ir::StmtMutator {
     Stmt cur = std::move(leaf);
     for (auto it = fe.levels.rbegin(); it != fe.levels.rend(); ++it) {
       if (it->loop) {
-        ForKind kind = it->loop->for_kind == ForKind::kSerial ? ForKind::kUnrolled
-                                                               : it->loop->for_kind;
+        ForKind kind =
+            it->loop->for_kind == ForKind::kSerial ? ForKind::kUnrolled : it->loop->for_kind;
         cur = ir::ForNode::Make(it->loop->var, it->loop->min, it->loop->extent, kind, cur);
       } else {
         cur = ir::IfThenElseNode::Make(ir::Substitute(it->guard->cond, sub), cur);
@@ -272,8 +272,8 @@ class Pipeliner : public ir::StmtMutator {
   static Stmt BuildLoadPart(const Fetch& fe, const ir::BufferDecl& stage,
                             const std::string& loop_var, const Expr& at) {
     std::vector<std::pair<std::string, Expr>> sub = {{loop_var, at}};
-    Stmt leaf = ir::StoreNode::Make(stage.name, {fe.stage_index},
-                                    ir::Substitute(fe.store->value, sub));
+    Stmt leaf =
+        ir::StoreNode::Make(stage.name, {fe.stage_index}, ir::Substitute(fe.store->value, sub));
     return Rebuild(fe, leaf, sub);
   }
 
@@ -314,12 +314,12 @@ class Pipeliner : public ir::StmtMutator {
     std::vector<Stmt> compute(seq.stmts.begin() + i + 1, seq.stmts.end() - 1);
     Stmt comp = ir::SeqNode::Make(std::move(compute));
     for (const Fetch& fe : fetches) {
-      comp = lower_internal::RewriteLoads(comp, fe.store->buffer,
-                                          [&](const std::vector<Expr>& idx) {
-                                            std::vector<Expr> out{cur_buf};
-                                            out.insert(out.end(), idx.begin(), idx.end());
-                                            return out;
-                                          });
+      comp =
+          lower_internal::RewriteLoads(comp, fe.store->buffer, [&](const std::vector<Expr>& idx) {
+            std::vector<Expr> out{cur_buf};
+            out.insert(out.end(), idx.begin(), idx.end());
+            return out;
+          });
       buffers_[fe.store->buffer] = 2;
     }
     const Expr more = next < f.min + f.extent;
@@ -328,8 +328,8 @@ class Pipeliner : public ir::StmtMutator {
     body.push_back(comp);
     body.push_back(ir::IfThenElseNode::Make(more, ir::SeqNode::Make(std::move(stores_next))));
     body.push_back(seq.stmts.back());  // the one barrier per iteration
-    prologue.push_back(ir::ForNode::Make(f.var, f.min, f.extent, f.for_kind,
-                                         ir::SeqNode::Make(std::move(body))));
+    prologue.push_back(
+        ir::ForNode::Make(f.var, f.min, f.extent, f.for_kind, ir::SeqNode::Make(std::move(body))));
     Stmt out = ir::SeqNode::Make(std::move(prologue));
     for (auto it = stages.rbegin(); it != stages.rend(); ++it) {
       out = ir::AllocateNode::Make(*it, out);
@@ -385,23 +385,23 @@ class Pipeliner : public ir::StmtMutator {
     std::vector<Stmt> compute(seq.stmts.begin() + i + 1, seq.stmts.end() - 1);
     Stmt comp = ir::SeqNode::Make(std::move(compute));
     for (const Fetch& fe : fetches) {
-      comp = lower_internal::RewriteLoads(comp, fe.store->buffer,
-                                          [&](const std::vector<Expr>& idx) {
-                                            std::vector<Expr> o{cur_buf};
-                                            o.insert(o.end(), idx.begin(), idx.end());
-                                            return o;
-                                          });
+      comp =
+          lower_internal::RewriteLoads(comp, fe.store->buffer, [&](const std::vector<Expr>& idx) {
+            std::vector<Expr> o{cur_buf};
+            o.insert(o.end(), idx.begin(), idx.end());
+            return o;
+          });
       buffers_[fe.store->buffer] = stages;
     }
     std::vector<Stmt> body;
     body.push_back(ir::AsyncGroupNode::Wait(stages - 2));
     body.push_back(seq.stmts[i]);  // the one barrier per iteration
-    body.push_back(ir::IfThenElseNode::Make(ahead < f.min + f.extent,
-                                            ir::SeqNode::Make(std::move(copies))));
+    body.push_back(
+        ir::IfThenElseNode::Make(ahead < f.min + f.extent, ir::SeqNode::Make(std::move(copies))));
     body.push_back(ir::AsyncGroupNode::Commit());
     body.push_back(comp);
-    out.push_back(ir::ForNode::Make(f.var, f.min, f.extent, f.for_kind,
-                                    ir::SeqNode::Make(std::move(body))));
+    out.push_back(
+        ir::ForNode::Make(f.var, f.min, f.extent, f.for_kind, ir::SeqNode::Make(std::move(body))));
     out.push_back(seq.stmts.back());  // the loop's last barrier, once after it
     return ir::SeqNode::Make(std::move(out));
   }

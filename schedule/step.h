@@ -2,10 +2,10 @@
 // (Ansor, OSDI'20, §4; TVM auto_scheduler transform_step.h). Steps are plain data: they are applied
 // by ApplyStep (schedule/apply_step.h), printed, and (de)serialized to JSON for tuning logs.
 //
-// Stage and iterator ids are positions in the State the step is applied to (as in Ansor): cache_read
-// and cache_write insert a stage and shift the ids of later stages; split and fuse replace iterators
-// in place. Adding a step: declare its struct here, add it to `Step`, and write one file
-// schedule/steps/<name>.cc with its Apply / ToJson / FromJson / ToString.
+// Stage and iterator ids are positions in the State the step is applied to (as in Ansor):
+// cache_read and cache_write insert a stage and shift the ids of later stages; split and fuse
+// replace iterators in place. Adding a step: declare its struct here, add it to `Step`, and write
+// one file schedule/steps/<name>.cc with its Apply / ToJson / FromJson / ToString.
 #pragma once
 
 #include <cstdint>
@@ -247,10 +247,10 @@ struct StorageAlignStep {
   bool operator==(const StorageAlignStep&) const = default;
 };
 
-using Step = std::variant<SplitStep, FollowSplitStep, FollowFusedSplitStep, FuseStep, ReorderStep,
-                          ComputeAtStep, ComputeInlineStep, ComputeRootStep, CacheReadStep,
-                          CacheWriteStep, AnnotationStep, PragmaStep, RfactorStep,
-                          StorageAlignStep>;
+using Step =
+    std::variant<SplitStep, FollowSplitStep, FollowFusedSplitStep, FuseStep, ReorderStep,
+                 ComputeAtStep, ComputeInlineStep, ComputeRootStep, CacheReadStep, CacheWriteStep,
+                 AnnotationStep, PragmaStep, RfactorStep, StorageAlignStep>;
 
 /// Readable one-line form of any step.
 std::string StepToString(const Step& step);

@@ -750,10 +750,11 @@ bool HasSharedFetch(const State& s, int root) {
   return false;
 }
 
-// auto_unroll_max_step pragmas on the stages with reduce iterators. With `max_pipeline` > 0 (GPU), each
-// such stage also gets a software_pipeline pragma, 0..max_pipeline drawn uniformly, when its kernel fetches
-// shared tiles in a reduction loop (HasSharedFetch) and no other stage of it got one (Lower pipelines a kernel unless a stage of
-// it says 0: schedule/software_pipeline.h SoftwarePipelineEnabled).
+// auto_unroll_max_step pragmas on the stages with reduce iterators. With `max_pipeline` > 0 (GPU),
+// each such stage also gets a software_pipeline pragma, 0..max_pipeline drawn uniformly, when its
+// kernel fetches shared tiles in a reduction loop (HasSharedFetch) and no other stage of it got one
+// (Lower pipelines a kernel unless a stage of it says 0: schedule/software_pipeline.h
+// SoftwarePipelineEnabled).
 absl::Status Unroll(State& s, const std::vector<int64_t>& steps, int max_pipeline,
                     std::mt19937_64& rng) {
   std::set<int> pipelined_roots;

@@ -37,10 +37,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "ir/compute_dag.h"
 #include "schedule/lower.h"
 #include "schedule/state.h"
-#include "base/target.h"
 #include "search/tune_context.h"
 
 namespace tilesearch::search {
@@ -101,8 +101,7 @@ bool GpuTileRunFits(const TuneContext& ctx, const std::vector<schedule::Step>& s
 /// + gpu_register_overhead) ≤ target.max_registers_per_block, per thread ≤
 /// gpu_max_registers_per_thread). Errors: kFailedPrecondition "invalid_schedule: about N registers
 /// per thread ...". OK for CPU targets.
-absl::Status CheckRegisterEstimate(const schedule::LoweredKernel& kernel,
-                                   const Target& target,
+absl::Status CheckRegisterEstimate(const schedule::LoweredKernel& kernel, const Target& target,
                                    const AnnotationOptions& options);
 /// CPU compute_at candidates of stage `sid` (TVM GetComputeLocationCandidates): (consumer id,
 /// iterator id) pairs of its single consumer, outer to inner, not inside untiled reductions or

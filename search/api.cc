@@ -49,8 +49,7 @@ absl::StatusOr<Task> Task::Create(const std::string& op, std::vector<std::vector
   return task;
 }
 
-absl::StatusOr<Task> Task::FromWorkload(schedule::Workload workload,
-                                        const Target& target) {
+absl::StatusOr<Task> Task::FromWorkload(schedule::Workload workload, const Target& target) {
   Task task;
   task.workload = std::move(workload);
   task.target = target;

@@ -34,11 +34,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "codegen/codegen.h"
 #include "ir/host_buffer.h"
 #include "ir/type.h"
 #include "schedule/schedule_file.h"
-#include "base/target.h"
 #include "search/measure_record.h"
 #include "search/replay.h"
 #include "search/tuner.h"
@@ -50,21 +50,19 @@ namespace tilesearch {
 /// the same kind and arch (search::SameTarget).
 struct Task {
   schedule::Workload workload;  // operator name + input shapes + dtype + attributes (or "fused")
-  Target target;      // ParseTarget, DefaultTarget() or Target::HostCpu()
+  Target target;                // ParseTarget, DefaultTarget() or Target::HostCpu()
 
   /// A task of operator `op` (ir/ops/registry.h) on `shapes` (one per input, row-major extents).
   /// Errors (kInvalidArgument): those of building the workload: unknown operator, wrong number of
   /// shapes, shape mismatches ("matmul: A is 64x32 but B is 16x64"), unknown attributes.
   static absl::StatusOr<Task> Create(const std::string& op,
-                                     std::vector<std::vector<int64_t>> shapes,
-                                     const Target& target,
+                                     std::vector<std::vector<int64_t>> shapes, const Target& target,
                                      ir::ScalarType dtype = ir::ScalarType::kFloat32,
                                      std::map<std::string, std::string> attrs = {});
   /// A task of any workload: a registry operator's, or a fused workload
   /// (schedule/fused_workload.h; a graph task's, search::TaskWorkload). Errors (kInvalidArgument):
   /// "workload <ToString()>: <Build's error>".
-  static absl::StatusOr<Task> FromWorkload(schedule::Workload workload,
-                                           const Target& target);
+  static absl::StatusOr<Task> FromWorkload(schedule::Workload workload, const Target& target);
   /// "matmul 64x64 64x64 float32 on cpu".
   std::string ToString() const;
 };

@@ -57,12 +57,23 @@ std::string XmlEscape(const std::string& text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -81,10 +92,10 @@ absl::StatusOr<std::string> CurveSvg(const std::vector<CurveSeries>& series,
   const double top = options.margin_top;
   const double bottom = options.height - options.margin_bottom;
   if (!(right > left) || !(bottom > top)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "plot area is empty: width ", options.width, " height ", options.height, " margins ",
-        options.margin_left, "/", options.margin_right, "/", options.margin_top, "/",
-        options.margin_bottom));
+    return absl::InvalidArgumentError(
+        absl::StrCat("plot area is empty: width ", options.width, " height ", options.height,
+                     " margins ", options.margin_left, "/", options.margin_right, "/",
+                     options.margin_top, "/", options.margin_bottom));
   }
   double x_data = 0, y_data = 0;
   for (const CurveSeries& s : series) {
@@ -108,11 +119,10 @@ absl::StatusOr<std::string> CurveSvg(const std::vector<CurveSeries>& series,
 
   std::string svg = absl::StrCat(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", width, "\" height=\"",
-      options.height, "\" viewBox=\"0 0 ", width, " ", options.height,
-      "\" font-family=\"sans-serif\" font-size=\"12\">\n",
-      "<rect x=\"0\" y=\"0\" width=\"", width, "\" height=\"", options.height,
-      "\" fill=\"white\"/>\n");
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", width, "\" height=\"", options.height,
+      "\" viewBox=\"0 0 ", width, " ", options.height,
+      "\" font-family=\"sans-serif\" font-size=\"12\">\n", "<rect x=\"0\" y=\"0\" width=\"", width,
+      "\" height=\"", options.height, "\" fill=\"white\"/>\n");
   absl::StrAppend(&svg, "<text class=\"title\" x=\"", Num((left + right) / 2), "\" y=\"",
                   Num(top / 2 + 6), "\" text-anchor=\"middle\" font-size=\"15\">",
                   XmlEscape(options.title), "</text>\n");
@@ -159,8 +169,8 @@ absl::StatusOr<std::string> CurveSvg(const std::vector<CurveSeries>& series,
         absl::StrAppend(&points, Num(px(x)), ",", Num(py(y)));
       }
       absl::StrAppend(&svg, "<polyline class=\"series\" fill=\"none\" stroke=\"", color,
-                      "\" stroke-width=\"2\" points=\"", points, "\"><title>",
-                      XmlEscape(s.label), "</title></polyline>\n");
+                      "\" stroke-width=\"2\" points=\"", points, "\"><title>", XmlEscape(s.label),
+                      "</title></polyline>\n");
     }
     const double ly = top + 10 + 20.0 * static_cast<double>(i);
     absl::StrAppend(&svg, "<line class=\"legend\" x1=\"", Num(right + 15), "\" y1=\"", Num(ly),

@@ -6,13 +6,13 @@
 // Geometry (PlotOptions): the plot area is the rectangle [margin_left, width − margin_right] ×
 // [margin_top, height − margin_bottom]. The x axis runs linearly from 0 at the left edge to x_max
 // at the right edge, the y axis from 0 at the bottom edge to y_max at the top edge, where
-// (x_max, x step) and (y_max, y step) are AxisFor the largest x and y of all series. Each tick is a <line class="tick-x|tick-y"> on the axis and a <text class="tick-x|
-// tick-y"> label whose anchor position (x for tick-x, y for tick-y) is the tick's coordinate.
-// Each series is one <polyline class="series" points="x1,y1 x2,y2 ..."> (coordinates with 2
-// decimals), in series order, with a matching legend entry; a series without points draws only
-// its legend entry. Text is XML-escaped. The image grows wider than `width` when the legend's
-// longest label needs more than margin_right (about 7 px per character); the plot area does not
-// change.
+// (x_max, x step) and (y_max, y step) are AxisFor the largest x and y of all series. Each tick is a
+// <line class="tick-x|tick-y"> on the axis and a <text class="tick-x| tick-y"> label whose anchor
+// position (x for tick-x, y for tick-y) is the tick's coordinate. Each series is one <polyline
+// class="series" points="x1,y1 x2,y2 ..."> (coordinates with 2 decimals), in series order, with a
+// matching legend entry; a series without points draws only its legend entry. Text is XML-escaped.
+// The image grows wider than `width` when the legend's longest label needs more than margin_right
+// (about 7 px per character); the plot area does not change.
 #pragma once
 
 #include <string>

@@ -34,10 +34,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "costmodel/cost_model.h"
 #include "ir/compute_dag.h"
 #include "schedule/state.h"
-#include "base/target.h"
 #include "search/tune_context.h"
 
 namespace tilesearch::search {

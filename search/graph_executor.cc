@@ -98,8 +98,7 @@ int64_t ValueBytes(const ir::GraphNode& node) {
 
 // The unscheduled program of `dag` for `target`: the initial state on the cpu, the naive GPU
 // schedule (the measurer's reference kernels) on cuda.
-absl::StatusOr<schedule::State> UnscheduledState(const ir::ComputeDAG& dag,
-                                                 const Target& target) {
+absl::StatusOr<schedule::State> UnscheduledState(const ir::ComputeDAG& dag, const Target& target) {
   if (target.is_gpu()) return schedule::NaiveGpuSchedule(dag, target);
   return schedule::State::Initial(dag);
 }
@@ -238,8 +237,8 @@ struct GraphExecutor::Impl {
   absl::Status RunAll();
 };
 
-absl::Status GraphExecutor::Impl::Init(const ir::Graph& g, const GraphPartition& p,
-                                       const Target& t, const GraphExecutorOptions& o) {
+absl::Status GraphExecutor::Impl::Init(const ir::Graph& g, const GraphPartition& p, const Target& t,
+                                       const GraphExecutorOptions& o) {
   RETURN_IF_ERROR(g.Validate());
   RETURN_IF_ERROR(CheckPartition(g, p));
   graph = g;

@@ -37,11 +37,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "ir/graph.h"
 #include "ir/host_buffer.h"
 #include "measure/measure.h"
 #include "runtime/timing.h"
-#include "base/target.h"
 #include "search/partition.h"
 
 namespace tilesearch::search {

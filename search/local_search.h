@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "costmodel/cost_model.h"
 #include "ir/compute_dag.h"
 #include "schedule/state.h"
-#include "base/target.h"
 #include "search/annotation.h"
 #include "search/evolutionary_search.h"
 #include "search/tune_context.h"

@@ -207,8 +207,8 @@ int64_t NextRoundNumber(const LogContents& contents) {
   int64_t last = contents.max_corrupt_round;
   for (const RoundRecord& r : contents.rounds) last = std::max(last, r.round);
   if (contents.corrupt_round_lines > 0) {
-    last = std::max(last, static_cast<int64_t>(contents.rounds.size()) +
-                              contents.corrupt_round_lines);
+    last =
+        std::max(last, static_cast<int64_t>(contents.rounds.size()) + contents.corrupt_round_lines);
   }
   return last + 1;
 }
@@ -336,8 +336,7 @@ absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& 
 }
 
 absl::StatusOr<MeasureRecord> BestRecord(const std::vector<MeasureRecord>& records,
-                                         const std::string& workload_key,
-                                         const Target& target) {
+                                         const std::string& workload_key, const Target& target) {
   const MeasureRecord* best = nullptr;
   int64_t matching = 0;
   std::map<std::string, int64_t> failures;
@@ -466,13 +465,12 @@ std::string FormatRound(const RoundRecord& r) {
   }
   const int64_t last = r.first_trial + std::max<int64_t>(r.trials, 1) - 1;
   // Rounds tuned with local search on say how many of their (first) trials it gave.
-  const std::string local =
-      r.local_search_fraction > 0 || r.local_search_trials > 0
-          ? absl::StrCat(", ", r.local_search_trials, " from local search")
-          : std::string();
-  std::string text = absl::StrCat("  round ", r.round, " (trials ", r.first_trial, "-", last,
-                                  ", ", r.valid, " valid", local, "; ", model,
-                                  "): pairwise accuracy ", Metric(r.pairwise_accuracy));
+  const std::string local = r.local_search_fraction > 0 || r.local_search_trials > 0
+                                ? absl::StrCat(", ", r.local_search_trials, " from local search")
+                                : std::string();
+  std::string text = absl::StrCat("  round ", r.round, " (trials ", r.first_trial, "-", last, ", ",
+                                  r.valid, " valid", local, "; ", model, "): pairwise accuracy ",
+                                  Metric(r.pairwise_accuracy));
   if (r.k > 0) absl::StrAppend(&text, ", top-", r.k, " recall ", Metric(r.top_k_recall));
   absl::StrAppend(
       &text, absl::StrFormat("; train %.1fs, search %.1fs, build %.1fs, measure %.1fs\n", r.train_s,

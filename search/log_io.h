@@ -65,10 +65,11 @@ struct ReadOptions {
   /// Keep only lines of this workload key; empty keeps all.
   std::string workload_key;
   /// Check each kept record's workload key against its workload (op, shapes, dtype, attributes;
-  /// a fused workload's nodes) rebuilt by this build (schedule::Workload::Build, once per distinct workload); a record whose
-  /// key differs is skipped with a warning "<path>:<line>: skipped: workload key X does not match
-  /// the record's workload <workload> (key Y)" and counted in inconsistent_records. Records whose
-  /// workload this build cannot build are kept (nothing to compare with).
+  /// a fused workload's nodes) rebuilt by this build (schedule::Workload::Build, once per distinct
+  /// workload); a record whose key differs is skipped with a warning "<path>:<line>: skipped:
+  /// workload key X does not match the record's workload <workload> (key Y)" and counted in
+  /// inconsistent_records. Records whose workload this build cannot build are kept (nothing to
+  /// compare with).
   bool verify_workload_keys = false;
   /// Add the summary warning about records dropped by the target filter (see LogContents); a
   /// caller that asked for one target sets this to false (the count stays in
@@ -132,8 +133,7 @@ absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& 
 /// 60 compile_error, 4 wrong_answer" (error kinds by count, most frequent first; a record with no
 /// error but no usable time counts as "no_time").
 absl::StatusOr<MeasureRecord> BestRecord(const std::vector<MeasureRecord>& records,
-                                         const std::string& workload_key,
-                                         const Target& target);
+                                         const std::string& workload_key, const Target& target);
 
 /// Below this arithmetic intensity (FLOPs per input + output byte) a workload counts as memory
 /// bound: its throughput is reported in GB/s rather than GFLOP/s (softmax ≈ 1.25, a 512³ matmul
@@ -145,11 +145,11 @@ bool IsMemoryBound(double flops, double bytes);
 
 /// One point of a tuning curve.
 struct CurvePoint {
-  int64_t trials = 0;         // trials of this workload so far (a count, log order)
-  int64_t trial = -1;         // MeasureRecord::trial of the point's record (0-based, as logged)
-  double best_median_ms = 0;  // best valid median so far, ms; +inf before the first valid one
-  double best_flops = 0;      // the same as FLOP/s (0 before the first valid one or when the
-                              // workload cannot be built)
+  int64_t trials = 0;           // trials of this workload so far (a count, log order)
+  int64_t trial = -1;           // MeasureRecord::trial of the point's record (0-based, as logged)
+  double best_median_ms = 0;    // best valid median so far, ms; +inf before the first valid one
+  double best_flops = 0;        // the same as FLOP/s (0 before the first valid one or when the
+                                // workload cannot be built)
   double best_bytes_per_s = 0;  // the same as bytes/s: (input + output bytes) / median
 };
 
@@ -158,13 +158,13 @@ struct WorkloadSummary {
   std::string workload_key;
   schedule::Workload workload;  // from the first record of the key
   Target target;
-  int64_t trials = 0;         // records
-  int64_t valid = 0;          // records with a usable time
-  double best_median_ms = 0;  // +inf when none is valid
-  double best_flops = 0;      // FLOP/s of the best (0 when none is valid or no DAG)
-  int64_t best_trial = -1;    // MeasureRecord::trial of the best; -1 when none is valid
-  double flops = 0;           // FLOPs of one run of the workload (0 when it cannot be built)
-  double bytes = 0;           // input + output bytes of the workload (0 when it cannot be built)
+  int64_t trials = 0;           // records
+  int64_t valid = 0;            // records with a usable time
+  double best_median_ms = 0;    // +inf when none is valid
+  double best_flops = 0;        // FLOP/s of the best (0 when none is valid or no DAG)
+  int64_t best_trial = -1;      // MeasureRecord::trial of the best; -1 when none is valid
+  double flops = 0;             // FLOPs of one run of the workload (0 when it cannot be built)
+  double bytes = 0;             // input + output bytes of the workload (0 when it cannot be built)
   double best_bytes_per_s = 0;  // bytes / best median (0 when none is valid or no DAG)
   /// IsMemoryBound(flops, bytes): throughput is shown in GB/s.
   bool memory_bound = false;

@@ -210,19 +210,32 @@ absl::Status ReadSeconds(const json& obj, const std::string& key, double* out) {
 }
 
 // Fields of a round line, in the order they are written.
-constexpr const char* kRoundFields[] = {"kind",          "version",
-                                        "workload_key",  "target",
-                                        "round",         "first_trial",
-                                        "trials",        "valid",
-                                        "local_search_trials", "local_search_fraction",
-                                        "model",         "model_trained",
-                                        "train_samples", "train_programs",
-                                        "boost_rounds",  "model_validation_accuracy",
-                                        "predicted",     "pairwise_accuracy",
-                                        "top_k_recall",  "k",
-                                        "train_s",       "search_s",
-                                        "build_s",       "measure_s",
-                                        "timestamp",     "tilesearch_version",
+constexpr const char* kRoundFields[] = {"kind",
+                                        "version",
+                                        "workload_key",
+                                        "target",
+                                        "round",
+                                        "first_trial",
+                                        "trials",
+                                        "valid",
+                                        "local_search_trials",
+                                        "local_search_fraction",
+                                        "model",
+                                        "model_trained",
+                                        "train_samples",
+                                        "train_programs",
+                                        "boost_rounds",
+                                        "model_validation_accuracy",
+                                        "predicted",
+                                        "pairwise_accuracy",
+                                        "top_k_recall",
+                                        "k",
+                                        "train_s",
+                                        "search_s",
+                                        "build_s",
+                                        "measure_s",
+                                        "timestamp",
+                                        "tilesearch_version",
                                         "seed"};
 
 // The object's top-level fields in `order` (those it has: optional ones may be absent), nested
@@ -355,30 +368,30 @@ json RoundRecordToJson(const RoundRecord& round) {
   json predicted = json::array();
   for (double p : round.predicted) predicted.push_back(NumberOrNull(p));
   json j{{"kind", "round"},
-              {"version", round.version},
-              {"workload_key", round.workload_key},
-              {"target", TargetToJson(round.target, round.device_name)},
-              {"round", round.round},
-              {"first_trial", round.first_trial},
-              {"trials", round.trials},
-              {"valid", round.valid},
-              {"model", round.model},
-              {"model_trained", round.model_trained},
-              {"train_samples", round.train_samples},
-              {"train_programs", round.train_programs},
-              {"boost_rounds", round.boost_rounds},
-              {"model_validation_accuracy", NumberOrNull(round.model_validation_accuracy)},
-              {"predicted", std::move(predicted)},
-              {"pairwise_accuracy", NumberOrNull(round.pairwise_accuracy)},
-              {"top_k_recall", NumberOrNull(round.top_k_recall)},
-              {"k", round.k},
-              {"train_s", round.train_s},
-              {"search_s", round.search_s},
-              {"build_s", round.build_s},
-              {"measure_s", round.measure_s},
-              {"timestamp", round.timestamp},
-              {"tilesearch_version", round.tilesearch_version},
-              {"seed", round.seed}};
+         {"version", round.version},
+         {"workload_key", round.workload_key},
+         {"target", TargetToJson(round.target, round.device_name)},
+         {"round", round.round},
+         {"first_trial", round.first_trial},
+         {"trials", round.trials},
+         {"valid", round.valid},
+         {"model", round.model},
+         {"model_trained", round.model_trained},
+         {"train_samples", round.train_samples},
+         {"train_programs", round.train_programs},
+         {"boost_rounds", round.boost_rounds},
+         {"model_validation_accuracy", NumberOrNull(round.model_validation_accuracy)},
+         {"predicted", std::move(predicted)},
+         {"pairwise_accuracy", NumberOrNull(round.pairwise_accuracy)},
+         {"top_k_recall", NumberOrNull(round.top_k_recall)},
+         {"k", round.k},
+         {"train_s", round.train_s},
+         {"search_s", round.search_s},
+         {"build_s", round.build_s},
+         {"measure_s", round.measure_s},
+         {"timestamp", round.timestamp},
+         {"tilesearch_version", round.tilesearch_version},
+         {"seed", round.seed}};
   // Only rounds tuned with local search on carry its fields: other lines stay as before.
   if (round.local_search_fraction > 0 || round.local_search_trials > 0) {
     j["local_search_trials"] = round.local_search_trials;
@@ -426,9 +439,9 @@ absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j) {
     RETURN_IF_ERROR(
         ReadInt(j, "local_search_trials", "local_search_trials", &r.local_search_trials, 0));
     if (r.local_search_trials > r.trials) {
-      return FieldError("local_search_trials", absl::StrCat("is ", r.local_search_trials,
-                                                            ", more than the round's ", r.trials,
-                                                            " trials"));
+      return FieldError("local_search_trials",
+                        absl::StrCat("is ", r.local_search_trials, ", more than the round's ",
+                                     r.trials, " trials"));
     }
     // A number in [0, 1]; null (unlike the accuracies' null = "not measured") is refused.
     const json& fraction = j.at("local_search_fraction");

@@ -58,12 +58,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "ir/compute_dag.h"
-#include "nlohmann/json_fwd.hpp"
 #include "measure/measure.h"
+#include "nlohmann/json_fwd.hpp"
 #include "schedule/schedule_file.h"
 #include "schedule/step.h"
-#include "base/target.h"
 
 namespace tilesearch::search {
 
@@ -78,7 +78,7 @@ struct MeasureRecord {
   int version = kLogFormatVersion;    // record format version (kLogFormatVersion when written)
   std::string workload_key;           // ir::ComputeDAG::WorkloadKey() of workload.Build()
   schedule::Workload workload;        // operator + arguments: rebuilds the DAG
-  Target target;            // kind, arch and limits the schedule was made for
+  Target target;                      // kind, arch and limits the schedule was made for
   std::string device_name;            // e.g. "NVIDIA H200", or the host CPU model; may be empty
   std::vector<schedule::Step> steps;  // the schedule: transform steps applied to the initial state
   measure::MeasureResult result;      // error kind + message, or costs (seconds) and timing (ms)
@@ -130,7 +130,7 @@ struct RoundRecord {
   /// round. Written only when either is > 0 (the "local_search_*" fields); absent on reading: 0.
   int64_t local_search_trials = 0;
   double local_search_fraction = 0;
-  std::string model;        // CostModel::Name(): "xgboost" or "random"
+  std::string model;  // CostModel::Name(): "xgboost" or "random"
   /// Whether the model that scored the round had been trained (XGBoost: an ensemble exists;
   /// RandomModel: always false, it learns nothing).
   bool model_trained = false;

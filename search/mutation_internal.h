@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "ir/compute_dag.h"
 #include "schedule/lower.h"
 #include "schedule/state.h"
 #include "schedule/step.h"
-#include "base/target.h"
 #include "search/annotation.h"
 #include "search/tune_context.h"
 

@@ -21,10 +21,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/status.h"
+#include "measure/runner.h"
 #include "nlohmann/json.hpp"
 #include "schedule/apply_step.h"
 #include "search/log_io.h"
-#include "measure/runner.h"
 
 namespace tilesearch::search {
 namespace {
@@ -53,8 +53,7 @@ std::string Sanitize(const std::string& text) {
 }
 
 absl::StatusOr<ReplayedRecord> BestOfLog(const std::string& log_path,
-                                         const std::string& workload_key,
-                                         const Target& target) {
+                                         const std::string& workload_key, const Target& target) {
   ReadOptions read;
   read.workload_key = workload_key;  // every target kept: BestRecord names the others
   read.verify_workload_keys = true;  // a record whose key lies about its workload is skipped
@@ -75,9 +74,9 @@ absl::StatusOr<ReplayedRecord> BestOfLog(const std::string& log_path,
       return replayed;
     }
     if (best_error.ok()) best_error = replayed.status();
-    skipped.push_back(absl::StrCat(log_path, ": skipped the record of trial ", best->trial, " (",
-                                   best->median_ms(), " ms), which does not replay: ",
-                                   replayed.status().message(), "; using the next best"));
+    skipped.push_back(absl::StrCat(
+        log_path, ": skipped the record of trial ", best->trial, " (", best->median_ms(),
+        " ms), which does not replay: ", replayed.status().message(), "; using the next best"));
     // Drop that record (the first equal one) and pick again.
     auto it = std::find_if(records.begin(), records.end(), [&](const MeasureRecord& r) {
       return r.trial == best->trial && r.steps == best->steps &&

@@ -20,14 +20,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "codegen/codegen.h"
 #include "ir/compute_dag.h"
-#include "nlohmann/json_fwd.hpp"
 #include "measure/measure.h"
+#include "nlohmann/json_fwd.hpp"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
 #include "schedule/state.h"
-#include "base/target.h"
 #include "search/measure_record.h"
 
 namespace tilesearch::search {
@@ -51,9 +51,10 @@ struct ReplayedRecord {
 /// record whose workload key does not match its workload is skipped with a warning naming its line
 /// (in `warnings`), so the next best consistent record is picked. A record whose steps no longer
 /// replay is skipped the same way ("<path>: skipped the record of trial 5 (1 ms), which does not
-/// replay: ...; using the next best"); when no valid record replays, the best one's error. Errors: ReadLog's (kNotFound "log
-/// 'x' does not exist", a newer format version); the workload's build errors; kNotFound "<path>: no
-/// record for workload <key> on <target>[; the log has its records on other targets: 12 on cpu]" or
+/// replay: ...; using the next best"); when no valid record replays, the best one's error. Errors:
+/// ReadLog's (kNotFound "log 'x' does not exist", a newer format version); the workload's build
+/// errors; kNotFound "<path>: no record for workload <key> on <target>[; the log has its records on
+/// other targets: 12 on cpu]" or
 /// "<path>: no valid record for workload <key> on <target>: all 64 trials failed: 60 compile_error,
 /// 4 wrong_answer" (BestRecord's messages); ReplayRecord's errors prefixed with the path.
 [[nodiscard]] absl::StatusOr<ReplayedRecord> ApplyHistoryBest(const std::string& log_path,

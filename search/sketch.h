@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "ir/compute_dag.h"
 #include "schedule/state.h"
-#include "base/target.h"
 #include "search/sketch_rules.h"
 
 namespace tilesearch::search {

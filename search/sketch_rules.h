@@ -29,10 +29,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/target.h"
 #include "ir/compute_dag.h"
 #include "schedule/state.h"
 #include "schedule/step.h"
-#include "base/target.h"
 #include "search/tune_context.h"
 
 namespace tilesearch::search {

@@ -97,8 +97,7 @@ absl::StatusOr<schedule::Workload> TaskWorkload(const ir::Graph& graph,
 }
 
 absl::StatusOr<std::unique_ptr<TunerTaskRunner>> TunerTaskRunner::Create(
-    std::vector<schedule::Workload> workloads, const Target& target,
-    const TuneOptions& options) {
+    std::vector<schedule::Workload> workloads, const Target& target, const TuneOptions& options) {
   if (workloads.empty())
     return absl::InvalidArgumentError("the tuner runner needs at least one task");
   if (options.log_path.empty()) return absl::InvalidArgumentError("a tuning log path is required");

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "ir/graph.h"
 #include "schedule/schedule_file.h"
-#include "base/target.h"
 #include "search/partition.h"
 #include "search/task_scheduler.h"
 #include "search/tuner.h"
@@ -49,8 +49,7 @@ class TunerTaskRunner : public TaskRunner {
   /// Errors: kInvalidArgument for no workloads or an empty log path; each workload's build errors
   /// ("task 1: <error>").
   static absl::StatusOr<std::unique_ptr<TunerTaskRunner>> Create(
-      std::vector<schedule::Workload> workloads, const Target& target,
-      const TuneOptions& options);
+      std::vector<schedule::Workload> workloads, const Target& target, const TuneOptions& options);
 
   /// Tune with trials = logged + num_trials. The result's latency is the best valid record's
   /// median (seconds); trials = the records this call measured (0 when the search ran dry).

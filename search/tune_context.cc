@@ -18,13 +18,13 @@ TuneContext::TuneContext(std::shared_ptr<const SearchTask> task, SearchOptions o
           Shared{std::move(task), std::move(options), std::move(sketch)})),
       rng_(seed) {}
 
-TuneContext::TuneContext(ir::ComputeDAG dag, Target target, SearchOptions options,
-                         uint64_t seed, SketchOptions sketch)
+TuneContext::TuneContext(ir::ComputeDAG dag, Target target, SearchOptions options, uint64_t seed,
+                         SketchOptions sketch)
     : TuneContext(std::make_shared<const SearchTask>(std::move(dag), std::move(target)),
                   std::move(options), seed, std::move(sketch)) {}
 
-TuneContext::TuneContext(ir::ComputeDAG dag, Target target,
-                         const AnnotationOptions& annotation, uint64_t seed)
+TuneContext::TuneContext(ir::ComputeDAG dag, Target target, const AnnotationOptions& annotation,
+                         uint64_t seed)
     : TuneContext(std::move(dag), std::move(target), SearchOptions{.annotation = annotation},
                   seed) {}
 

@@ -16,10 +16,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "ir/compute_dag.h"
 #include "schedule/lower.h"
 #include "schedule/state.h"
-#include "base/target.h"
 #include "search/search_options.h"
 
 namespace tilesearch::search {
@@ -44,8 +44,8 @@ class TuneContext {
   explicit TuneContext(std::shared_ptr<const SearchTask> task, SearchOptions options = {},
                        uint64_t seed = 0, SketchOptions sketch = {});
   /// As above, for a task made of `dag` and `target`.
-  TuneContext(ir::ComputeDAG dag, Target target, SearchOptions options = {},
-              uint64_t seed = 0, SketchOptions sketch = {});
+  TuneContext(ir::ComputeDAG dag, Target target, SearchOptions options = {}, uint64_t seed = 0,
+              SketchOptions sketch = {});
   /// As above, with default search options but `annotation` as annotation / mutation options.
   TuneContext(ir::ComputeDAG dag, Target target, const AnnotationOptions& annotation,
               uint64_t seed = 0);

@@ -187,7 +187,8 @@ std::vector<measure::BuildResult> BuildCandidates(const measure::Builder& builde
     inputs[i].lowered = round[i].lowered;
     inputs[i].lower_ms = round[i].lower_ms;
     if (round[i].lowered == nullptr) {
-      inputs[i].lower_status = absl::FailedPreconditionError("invalid_schedule: the state was not lowered");
+      inputs[i].lower_status =
+          absl::FailedPreconditionError("invalid_schedule: the state was not lowered");
     }
   }
   return builder.Build(inputs);
@@ -482,8 +483,8 @@ class TuningJob {
 absl::Status TuningJob::LogRound(Round& round, std::vector<measure::MeasureResult> results,
                                  const std::vector<measure::BuildResult>& built) {
   if (results.size() != built.size()) {
-    return absl::InternalError(absl::StrCat("the runner returned ", results.size(),
-                                            " results for ", built.size(), " candidates"));
+    return absl::InternalError(absl::StrCat("the runner returned ", results.size(), " results for ",
+                                            built.size(), " candidates"));
   }
   const Target& target = ctx_.target();
   std::vector<MeasureRecord> records;

@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "measure/measure.h"
 #include "schedule/schedule_file.h"
-#include "base/target.h"
 #include "search/evolutionary_search.h"
 #include "search/log_io.h"
 #include "search/measure_record.h"
@@ -92,14 +92,14 @@ struct TuneResult {
 /// so the log never ends in a partial line. Progress on stderr (unless quiet), one line per round:
 /// trials done / total, best and round-best GFLOP/s (GB/s for memory-bound workloads,
 /// IsMemoryBound), errors by kind, the model's held-out pairwise accuracy on the round, elapsed
-/// time, ETA and the phases' times (with the round's local-search trials when there are any). The model's training label is the record's throughput (FLOP/s,
-/// or bytes/s for memory-bound workloads; 0 for failures). Errors: kInvalidArgument for trials < 1,
-/// per_round < 1, early_stopping < 0, an empty log path, invalid search or measure options
-/// (local_search_fraction outside [0, 1], local_search_states < 1 among them), an
-/// unbuildable workload; the log's read / write errors; the measurer's creation errors (e.g. "no
-/// CUDA driver found"); kFailedPrecondition when every candidate reports no_device.
+/// time, ETA and the phases' times (with the round's local-search trials when there are any). The
+/// model's training label is the record's throughput (FLOP/s, or bytes/s for memory-bound
+/// workloads; 0 for failures). Errors: kInvalidArgument for trials < 1, per_round < 1,
+/// early_stopping < 0, an empty log path, invalid search or measure options (local_search_fraction
+/// outside [0, 1], local_search_states < 1 among them), an unbuildable workload; the log's read /
+/// write errors; the measurer's creation errors (e.g. "no CUDA driver found"); kFailedPrecondition
+/// when every candidate reports no_device.
 [[nodiscard]] absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload,
-                                              const Target& target,
-                                              const TuneOptions& options);
+                                              const Target& target, const TuneOptions& options);
 
 }  // namespace tilesearch::search

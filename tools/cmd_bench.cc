@@ -36,8 +36,8 @@
 #include "base/interrupt.h"
 #include "base/status.h"
 #include "ir/compute_dag.h"
-#include "nlohmann/json.hpp"
 #include "measure/measure.h"
+#include "nlohmann/json.hpp"
 #include "schedule/schedule_file.h"
 #include "search/log_io.h"
 #include "search/replay.h"
@@ -324,8 +324,7 @@ absl::Status ReplayProblem(const BenchCommandOptions& options, const schedule::W
 }
 
 // Runs one problem start to end; every failure ends up in the outcome.
-void RunProblem(const BenchCommandOptions& options, const Target& target,
-                Outcome& outcome) {
+void RunProblem(const BenchCommandOptions& options, const Target& target, Outcome& outcome) {
   const bench::Problem& problem = *outcome.problem;
   const auto start = std::chrono::steady_clock::now();
   auto fail = [&](const std::string& what, const absl::Status& status) {

@@ -20,14 +20,14 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "base/cpu_count.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/cpu_count.h"
 #include "base/status.h"
 #include "codegen/codegen.h"
-#include "nlohmann/json.hpp"
 #include "measure/measure.h"
 #include "measure/runner.h"
+#include "nlohmann/json.hpp"
 #include "runtime/timing.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
@@ -116,7 +116,7 @@ std::vector<Tiling> Tilings(int64_t n, uint64_t seed) {
 }
 
 nlohmann::json StatsJson(const runtime::TimingStats& s) {
-  return {{"median", s.median_ms}, {"p10", s.p10_ms}, {"p90", s.p90_ms}, {"min", s.min_ms},
+  return {{"median", s.median_ms}, {"p10", s.p10_ms},   {"p90", s.p90_ms}, {"min", s.min_ms},
           {"max", s.max_ms},       {"mean", s.mean_ms}, {"count", s.runs}};
 }
 
@@ -227,10 +227,11 @@ absl::Status Run(const BenchCompileOptions& o) {
                                             modules[0].status().message()));
   }
   const int workers = o.workers > 0 ? o.workers : UsableCores();
-  std::printf("bench-compile: %zu candidates of matmul %lldx%lldx%lld float32 for %s (%d invalid "
-              "schedules skipped), %d workers\n",
-              jobs.size(), static_cast<long long>(o.size), static_cast<long long>(o.size),
-              static_cast<long long>(o.size), o.arch.c_str(), invalid, workers);
+  std::printf(
+      "bench-compile: %zu candidates of matmul %lldx%lldx%lld float32 for %s (%d invalid "
+      "schedules skipped), %d workers\n",
+      jobs.size(), static_cast<long long>(o.size), static_cast<long long>(o.size),
+      static_cast<long long>(o.size), o.arch.c_str(), invalid, workers);
   PrintStats("schedule replay + lower ms", lower_ms);
   PrintStats("MLIR->PTX ms (per candidate)", total);
   PrintStats("  emit ms", emit);
@@ -242,9 +243,12 @@ absl::Status Run(const BenchCompileOptions& o) {
   std::printf("throughput: %.1f candidates/s (%zu in %.0f ms wall, %d failed)\n", throughput,
               jobs.size(), wall_ms, failed);
 
-  nlohmann::json out = {{"size", o.size},          {"candidates", jobs.size()},
-                        {"invalid", invalid},      {"failed", failed},
-                        {"workers", workers},      {"wall_ms", wall_ms},
+  nlohmann::json out = {{"size", o.size},
+                        {"candidates", jobs.size()},
+                        {"invalid", invalid},
+                        {"failed", failed},
+                        {"workers", workers},
+                        {"wall_ms", wall_ms},
                         {"throughput_per_s", throughput}};
   if (!total.empty()) {
     out["compile_ms"] = StatsJson(measure::Summarize(total));
@@ -272,8 +276,10 @@ absl::Status Run(const BenchCompileOptions& o) {
     std::map<std::string, int> errors;
     for (const measure::MeasureResult& r : results) {
       if (r.load_ms > 0) jit_ms.push_back(r.load_ms);
-      if (r.ok()) run_ms.push_back(r.timing.median_ms);
-      else ++errors[measure::MeasureErrorName(r.error)];
+      if (r.ok())
+        run_ms.push_back(r.timing.median_ms);
+      else
+        ++errors[measure::MeasureErrorName(r.error)];
     }
     PrintStats("driver JIT ms (per candidate)", jit_ms);
     PrintStats("one run ms (unchecked)", run_ms);

@@ -27,8 +27,8 @@
 #include "search/task_scheduler.h"
 #include "search/task_scheduler_tuner.h"
 #include "tools/commands.h"
-#include "tools/workload_options.h"
 #include "tools/number_text.h"
+#include "tools/workload_options.h"
 
 namespace tilesearch::tools {
 namespace {
@@ -246,9 +246,8 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
   }
 
   const GraphSigintGuard sigint;
-  search::TuneOptions tune =
-      TuneOptionsFor(o.log, o.seed, o.cost_model == "xgboost", o.search, o.timing,
-                     o.graph.host_threads, o.quiet);
+  search::TuneOptions tune = TuneOptionsFor(o.log, o.seed, o.cost_model == "xgboost", o.search,
+                                            o.timing, o.graph.host_threads, o.quiet);
   ASSIGN_OR_RETURN(std::unique_ptr<search::TunerTaskRunner> runner,
                    search::TunerTaskRunner::Create(workloads, g.target, tune));
 

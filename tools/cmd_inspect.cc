@@ -97,8 +97,7 @@ absl::Status WriteFile(const std::string& path, const std::string& text, const c
   if (out) out << text;
   out.close();
   if (!out) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot write ", what, " file '", path, "'"));
+    return absl::PermissionDeniedError(absl::StrCat("cannot write ", what, " file '", path, "'"));
   }
   return absl::OkStatus();
 }
@@ -117,8 +116,8 @@ absl::StatusOr<int> Inspect(const InspectCommandOptions& options) {
     ASSIGN_OR_RETURN(schedule::ScheduleFile file, ScheduleFromOptions(w));
     ASSIGN_OR_RETURN(ir::ComputeDAG dag, file.workload.Build());
     read.workload_key = dag.WorkloadKey();
-    filter_text = absl::StrCat("of workload ", file.workload.ToString(), " (key ",
-                               read.workload_key, ")");
+    filter_text =
+        absl::StrCat("of workload ", file.workload.ToString(), " (key ", read.workload_key, ")");
   } else if (!options.workload_key.empty()) {
     read.workload_key = options.workload_key;
     filter_text = absl::StrCat("of workload key ", read.workload_key);
@@ -135,8 +134,8 @@ absl::StatusOr<int> Inspect(const InspectCommandOptions& options) {
     for (const std::string& path : options.logs) {
       std::error_code ec;
       if (*out == path || std::filesystem::equivalent(*out, path, ec)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "output '", *out, "' is the log being inspected; give another file name"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("output '", *out, "' is the log being inspected; give another file name"));
       }
     }
   }
@@ -152,8 +151,8 @@ absl::StatusOr<int> Inspect(const InspectCommandOptions& options) {
   size_t total = 0;
   for (const InspectedLog& log : logs) total += log.summaries.size();
   if (!filter_text.empty() && total == 0) {
-    return absl::NotFoundError(absl::StrCat("no record ", filter_text, " in ",
-                                            absl::StrJoin(options.logs, ", ")));
+    return absl::NotFoundError(
+        absl::StrCat("no record ", filter_text, " in ", absl::StrJoin(options.logs, ", ")));
   }
 
   for (const InspectedLog& log : logs) {
@@ -201,12 +200,13 @@ absl::StatusOr<int> Inspect(const InspectCommandOptions& options) {
       }
     }
     search::PlotOptions plot;
-    plot.title = logs.size() == 1 ? absl::StrCat("tuning curve: ",
-                                                 std::filesystem::path(logs[0].path).filename().string())
-                                  : "tuning curves";
-    plot.y_label = all_memory    ? "best GB/s so far"
-                   : mixed      ? "best so far (GFLOP/s or GB/s, see legend)"
-                                : "best GFLOP/s so far";
+    plot.title = logs.size() == 1
+                     ? absl::StrCat("tuning curve: ",
+                                    std::filesystem::path(logs[0].path).filename().string())
+                     : "tuning curves";
+    plot.y_label = all_memory ? "best GB/s so far"
+                   : mixed    ? "best so far (GFLOP/s or GB/s, see legend)"
+                              : "best GFLOP/s so far";
     ASSIGN_OR_RETURN(std::string svg, search::CurveSvg(series, plot));
     RETURN_IF_ERROR(WriteFile(options.plot, svg, "--plot"));
     std::cout << "plot: " << options.plot << " (" << series.size() << " curves)\n";
@@ -225,9 +225,8 @@ absl::StatusOr<int> Inspect(const InspectCommandOptions& options) {
                            {"warnings", log.contents.warnings},
                            {"workloads", std::move(workloads)}});
     }
-    RETURN_IF_ERROR(
-        WriteFile(options.json, j.dump(2, ' ', false, json::error_handler_t::replace) + "\n",
-                  "--json"));
+    RETURN_IF_ERROR(WriteFile(
+        options.json, j.dump(2, ' ', false, json::error_handler_t::replace) + "\n", "--json"));
   }
   return 0;
 }
@@ -242,8 +241,9 @@ ExitCodeAction AddInspectCommand(CLI::App& app) {
   AddWorkloadOptions(app, options->workload);
   // Here --target filters; it has no default.
   app.get_option("--target")
-      ->description("only records of this target: cpu, cuda, cuda -arch=sm_XX or auto (cuda when a "
-                    "CUDA device answers, else cpu); default: every target");
+      ->description(
+          "only records of this target: cpu, cuda, cuda -arch=sm_XX or auto (cuda when a "
+          "CUDA device answers, else cpu); default: every target");
   app.get_option("--schedule")
       ->description("only records of this schedule file's workload (its steps are ignored)");
   app.add_option("--workload-key", options->workload_key,

@@ -19,9 +19,9 @@
 #include "base/status.h"
 #include "codegen/codegen.h"
 #include "ir/compute_dag.h"
-#include "nlohmann/json.hpp"
 #include "measure/measure.h"
 #include "measure/runner.h"
+#include "nlohmann/json.hpp"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
 #include "tools/commands.h"
@@ -41,7 +41,7 @@ struct MeasureCommandOptions {
   std::vector<std::string> inputs;  // --inputs: check input distributions; empty = default
   double atol = 0;                  // 0 = the dtype's tolerance
   double rtol = 0;
-  std::string json;  // --json FILE; "" = none
+  std::string json;      // --json FILE; "" = none
   int host_threads = 0;  // --host-threads: cpu parallel-loop threads, 0 = every usable core
 };
 
@@ -148,7 +148,8 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
               << " elements, max abs error " << Sci(r.check.max_abs_error) << ", max rel error "
               << Sci(r.check.max_rel_error);
     if (r.check.arbitrated > 0) {
-      std::cout << ", " << r.check.arbitrated << (r.check.arbitrated == 1 ? " element" : " elements")
+      std::cout << ", " << r.check.arbitrated
+                << (r.check.arbitrated == 1 ? " element" : " elements")
                 << " accepted by float64 arbitration";
     }
     if (r.check.mismatches > 0) {
@@ -222,7 +223,8 @@ CLI::Validator NumberIn(double lo, double hi) {
   return CLI::Validator(
       [lo, hi](std::string& text) -> std::string {
         double v = 0;
-        if (!absl::SimpleAtod(text, &v) || !std::isfinite(v)) return "'" + text + "' is not a number";
+        if (!absl::SimpleAtod(text, &v) || !std::isfinite(v))
+          return "'" + text + "' is not a number";
         if (v < lo || v > hi) {
           return absl::StrCat("'", text, "' is outside ", lo, "..", hi);
         }
@@ -247,16 +249,17 @@ ExitCodeAction AddMeasureCommand(CLI::App& app) {
                               defaults.min_total_ms, "; the runs past --min-runs stop after ",
                               defaults.max_wall_ms, " ms of wall time, or 4x --min-time-ms)"))
       ->check(NumberIn(0, 60000));
-  app.add_option("--warmup", options->warmup,
-                 absl::StrCat("untimed runs before timing, 0..10000 (default ",
-                              defaults.warmup_runs, ")"))
+  app.add_option(
+         "--warmup", options->warmup,
+         absl::StrCat("untimed runs before timing, 0..10000 (default ", defaults.warmup_runs, ")"))
       ->check(NumberIn(0, 10000));
   app.add_flag("--no-check", options->no_check,
                "time without checking the result against the unscheduled program");
-  app.add_option("--inputs", options->inputs,
-                 "check input distributions, one checked trial each: uniform [-1,1), uniform01 [0,1), "
-                 "normal (mean 2, sd 8; needs a wider --atol/--rtol for long float32 sums) "
-                 "(default uniform uniform01)")
+  app.add_option(
+         "--inputs", options->inputs,
+         "check input distributions, one checked trial each: uniform [-1,1), uniform01 [0,1), "
+         "normal (mean 2, sd 8; needs a wider --atol/--rtol for long float32 sums) "
+         "(default uniform uniform01)")
       ->check(CLI::IsMember({"uniform", "uniform01", "normal"}));
   app.add_option("--atol", options->atol, "absolute tolerance (default by dtype: float32 1e-4)")
       ->check(NumberIn(0, 1e30));

@@ -29,11 +29,11 @@ struct TuneCommandOptions {
   std::string log;
   uint64_t seed = 0;
   std::string model = "xgboost";
-  SearchOverrides search;             // --population, --generations, --crossover-..., --max-...
-  TimingOverrides timing;             // --min-runs, --min-time-ms, --warmup
-  int early_stopping = 0;             // 0: off
-  int host_threads = 0;               // cpu: parallel-loop threads, 0 = every usable core
-  double run_timeout_ms = -1;         // < 0: MeasureOptions' default
+  SearchOverrides search;      // --population, --generations, --crossover-..., --max-...
+  TimingOverrides timing;      // --min-runs, --min-time-ms, --warmup
+  int early_stopping = 0;      // 0: off
+  int host_threads = 0;        // cpu: parallel-loop threads, 0 = every usable core
+  double run_timeout_ms = -1;  // < 0: MeasureOptions' default
   bool quiet = false;
 };
 

@@ -44,16 +44,17 @@ CommandAction AddShowCommand(CLI::App& app);
 ExitCodeAction AddCheckCommand(CLI::App& app);
 
 /// `tilesearch measure --schedule FILE [overrides as show] [--target T] [--seed N] [--min-runs N]
-/// [--min-time-ms X] [--warmup N] [--no-check] [--host-threads N] [--json FILE]`: lowers the schedule, compiles it
-/// (cuda: codegen::CompileToPtx in this process), and measures it with measure::CreateRunner:
-/// correctness check against the unscheduled program, then timing. Prints the workload (FLOPs,
-/// bytes), target, compile ms (MLIR → code) and driver JIT ms, each GPU kernel's launch
-/// configuration with registers/thread, static/dynamic shared and local bytes, the check's trials
-/// and max abs/rel errors, the median time with p10/p90 and runs, and GFLOP/s (DAG FLOPs / median)
-/// and GB/s (input + output bytes / median). --json writes measure::MeasureResultToJson with the
-/// workload, target, launches and throughput. Returns 0 when measured, 1 when the candidate failed
-/// (compile_error, wrong_answer, runtime_error, run_timeout, ...: "FAILED: <kind>: <message>");
-/// user errors (bad options, unlowerable schedule, "no CUDA driver found: ...") are a Status.
+/// [--min-time-ms X] [--warmup N] [--no-check] [--host-threads N] [--json FILE]`: lowers the
+/// schedule, compiles it (cuda: codegen::CompileToPtx in this process), and measures it with
+/// measure::CreateRunner: correctness check against the unscheduled program, then timing. Prints
+/// the workload (FLOPs, bytes), target, compile ms (MLIR → code) and driver JIT ms, each GPU
+/// kernel's launch configuration with registers/thread, static/dynamic shared and local bytes, the
+/// check's trials and max abs/rel errors, the median time with p10/p90 and runs, and GFLOP/s (DAG
+/// FLOPs / median) and GB/s (input + output bytes / median). --json writes
+/// measure::MeasureResultToJson with the workload, target, launches and throughput. Returns 0 when
+/// measured, 1 when the candidate failed (compile_error, wrong_answer, runtime_error, run_timeout,
+/// ...: "FAILED: <kind>: <message>"); user errors (bad options, unlowerable schedule, "no CUDA
+/// driver found: ...") are a Status.
 ExitCodeAction AddMeasureCommand(CLI::App& app);
 
 /// `tilesearch bench-compile [--size N] [--candidates N] [--workers W] [--seed S] [--arch sm_XX]
@@ -67,18 +68,18 @@ CommandAction AddBenchCompileCommand(CLI::App& app);
 /// `tilesearch tune --op NAME --shape ... [--dtype T] [--attr k=v] [--target auto|cpu|cuda
 /// [-arch=sm_XX]] --trials N [--per-round 64] --log FILE [--seed S] [--model xgboost|random]
 /// [--population N] [--generations N] [--early-stopping N] [--min-runs N] [--min-time-ms X]
-/// [--warmup N] [--host-threads N] [--run-timeout-ms X] [--quiet]`: search::Tune (evolutionary search + cost model + measurement,
-/// resuming from the log; the target via ScheduleFromOptions / ResolveTargetOption: default cpu,
-/// auto = cuda when a device answers, else cpu), a progress line per round on stderr (GFLOP/s, or
-/// GB/s for memory-bound workloads, and the model's held-out pairwise accuracy), then the
-/// trials, errors by kind, the model's pairwise accuracy per round and the best record (median
-/// ms, GFLOP/s, GB/s, steps). --early-stopping N stops after N trials in a row without a better
-/// median (0 = off). --host-threads N runs the cpu target's parallel loops on N threads (and sizes
-/// the search's parallel loops for N cores). Returns 0 with a valid best record, 1 when none is
-/// valid, 130 after Ctrl-C (the first SIGINT finishes and logs the round in flight, then the
-/// summary is printed; a second one ends the process at once, killed by SIGINT, see search::Tune).
-/// A --log that exists but is not a regular file or not a tuning log (no line of it is a record
-/// or round line) is a user error naming the file and its first bad line.
+/// [--warmup N] [--host-threads N] [--run-timeout-ms X] [--quiet]`: search::Tune (evolutionary
+/// search + cost model + measurement, resuming from the log; the target via ScheduleFromOptions /
+/// ResolveTargetOption: default cpu, auto = cuda when a device answers, else cpu), a progress line
+/// per round on stderr (GFLOP/s, or GB/s for memory-bound workloads, and the model's held-out
+/// pairwise accuracy), then the trials, errors by kind, the model's pairwise accuracy per round and
+/// the best record (median ms, GFLOP/s, GB/s, steps). --early-stopping N stops after N trials in a
+/// row without a better median (0 = off). --host-threads N runs the cpu target's parallel loops on
+/// N threads (and sizes the search's parallel loops for N cores). Returns 0 with a valid best
+/// record, 1 when none is valid, 130 after Ctrl-C (the first SIGINT finishes and logs the round in
+/// flight, then the summary is printed; a second one ends the process at once, killed by SIGINT,
+/// see search::Tune). A --log that exists but is not a regular file or not a tuning log (no line of
+/// it is a record or round line) is a user error naming the file and its first bad line.
 ExitCodeAction AddTuneCommand(CLI::App& app);
 
 /// `tilesearch replay --log FILE (--op NAME --shape ... [--attr k=v] [--dtype T] | --workload-key
@@ -152,13 +153,14 @@ ExitCodeAction AddRunGraphCommand(CLI::App& app);
 /// --out DIR [--time-limit-s X] [--population N] [--generations N] [--min-runs N] [--min-time-ms
 /// X] [--warmup N] [--host-threads N] [--no-check] [--json FILE] [--quiet]`: for every selected
 /// problem of the suites (tools/suite.h; --problems picks a subset, --skip-small leaves
-/// out those tagged "small"): builds its workload, tunes it with search::Tune into DIR/<problem>.jsonl
-/// until the log holds N trials of it (resumed; with --time-limit-s, one round per Tune call and
-/// no new round once the problem has run that long), replays the best valid record
-/// (search::ApplyHistoryBest, BuildKernel, CheckKernel unless --no-check) and writes the artifacts
-/// named after the problem into --out (search::WriteArtifacts). A problem's failure (unbuildable
-/// workload, tuning error, no valid record: "all 64 trials failed: ...", failed re-check) is
-/// reported for it and the others still run. Prints one line per problem and a final table;
+/// out those tagged "small"): builds its workload, tunes it with search::Tune into
+/// DIR/<problem>.jsonl until the log holds N trials of it (resumed; with --time-limit-s, one round
+/// per Tune call and no new round once the problem has run that long), replays the best valid
+/// record (search::ApplyHistoryBest, BuildKernel, CheckKernel unless --no-check) and writes the
+/// artifacts named after the problem into --out (search::WriteArtifacts). A problem's failure
+/// (unbuildable workload, tuning error, no valid record: "all 64 trials failed: ...", failed
+/// re-check) is reported for it and the others still run. Prints one line per problem and a final
+/// table;
 /// --json writes a summary (per problem: status, trials, new trials, best ms, GFLOP/s, GB/s, log,
 /// artifact or the reason there is none), rewritten after each problem. Ctrl-C: the round in
 /// flight is finished and logged, then the run stops (a second one ends it at once). Returns 0

@@ -52,8 +52,10 @@ int main(int argc, char** argv) {
   CLI::App* tune = app.add_subcommand(
       "tune", "search schedules for a workload on a target (evolutionary search + cost model)");
   actions[tune] = tilesearch::tools::AddTuneCommand(*tune);
-  CLI::App* replay = app.add_subcommand(
-      "replay", "rebuild the best logged kernel of a workload and write it out (cuda: PTX, cubin, launch JSON, header; cpu: object file, header, JSON)");
+  CLI::App* replay =
+      app.add_subcommand("replay",
+                         "rebuild the best logged kernel of a workload and write it out (cuda: "
+                         "PTX, cubin, launch JSON, header; cpu: object file, header, JSON)");
   actions[replay] = tilesearch::tools::AddReplayCommand(*replay);
   CLI::App* inspect = app.add_subcommand(
       "inspect", "summarize a tuning log per workload: trials, best, errors, tuning curve");
@@ -62,10 +64,12 @@ int main(int argc, char** argv) {
       "tune-graph", "partition a model layer into tasks and tune them with the task scheduler");
   actions[tune_graph] = tilesearch::tools::AddTuneGraphCommand(*tune_graph);
   CLI::App* run_graph = app.add_subcommand(
-      "run-graph", "run a model layer with its tasks' best logged kernels: check, latency, breakdown");
+      "run-graph",
+      "run a model layer with its tasks' best logged kernels: check, latency, breakdown");
   actions[run_graph] = tilesearch::tools::AddRunGraphCommand(*run_graph);
-  CLI::App* bench = app.add_subcommand(
-      "bench", "tune every problem of benchmark suites (resuming their logs) and replay the best into artifacts");
+  CLI::App* bench = app.add_subcommand("bench",
+                                       "tune every problem of benchmark suites (resuming their "
+                                       "logs) and replay the best into artifacts");
   actions[bench] = tilesearch::tools::AddBenchCommand(*bench);
 
   // CLI11 reports an unknown first word only as a missing subcommand; name it instead.
@@ -74,7 +78,8 @@ int main(int argc, char** argv) {
     for (const auto& [sub, action] : actions) known = known || sub->get_name() == argv[1];
     if (!known) {
       return ReportError(std::string("unknown command '") + argv[1] +
-                         "' (expected ops, show, check, measure, bench-compile, tune, replay, inspect, tune-graph, run-graph or bench)");
+                         "' (expected ops, show, check, measure, bench-compile, tune, replay, "
+                         "inspect, tune-graph, run-graph or bench)");
     }
   }
   try {
@@ -94,7 +99,8 @@ int main(int argc, char** argv) {
       return *code;
     } catch (const std::bad_alloc&) {
       // A workload too large for this machine's memory that no earlier check caught.
-      return ReportError("out of memory (the workload's buffers do not fit in this machine's memory)");
+      return ReportError(
+          "out of memory (the workload's buffers do not fit in this machine's memory)");
     }
   }
   return ReportError("no command given (try --help)");

@@ -156,8 +156,8 @@ namespace {
 // Adds `name` writing `value`, checked to lo..hi, its help "<what>, lo..hi (default d)": first
 // NumberText ("abc", "" and, for an integer, "4.5" are not numbers / integers), then CLI::Range.
 template <typename T>
-void AddRangedOptionImpl(CLI::App& app, const std::string& name, T* value,
-                         const std::string& what, T lo, T hi, T default_value) {
+void AddRangedOptionImpl(CLI::App& app, const std::string& name, T* value, const std::string& what,
+                         T lo, T hi, T default_value) {
   const std::string range = absl::StrCat(lo, "..", hi);
   app.add_option(name, *value, absl::StrCat(what, ", ", range, " (default ", default_value, ")"))
       ->check(CLI::Range(lo, hi))
@@ -171,8 +171,8 @@ void AddRangedOption(CLI::App& app, const std::string& name, int* value, const s
   AddRangedOptionImpl(app, name, value, what, lo, hi, default_value);
 }
 
-void AddRangedOption(CLI::App& app, const std::string& name, double* value,
-                     const std::string& what, double lo, double hi, double default_value) {
+void AddRangedOption(CLI::App& app, const std::string& name, double* value, const std::string& what,
+                     double lo, double hi, double default_value) {
   AddRangedOptionImpl(app, name, value, what, lo, hi, default_value);
 }
 
@@ -183,8 +183,8 @@ void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t) {
   AddRangedOption(app, "--min-time-ms", &t->min_time_ms,
                   "summed time of a candidate's timed runs at least, ms", 0.0, 60000.0,
                   defaults.min_total_ms);
-  AddRangedOption(app, "--warmup", &t->warmup, "untimed runs per candidate before timing", 0,
-                  10000, defaults.warmup_runs);
+  AddRangedOption(app, "--warmup", &t->warmup, "untimed runs per candidate before timing", 0, 10000,
+                  defaults.warmup_runs);
 }
 
 void SearchOverrides::ApplyTo(search::SearchOptions& search) const {
@@ -213,8 +213,8 @@ search::TuneOptions TuneOptionsFor(const std::string& log, uint64_t seed, bool x
 
 void AddSearchOptions(CLI::App& app, SearchOverrides* s) {
   const search::SearchOptions defaults;
-  AddRangedOption(app, "--population", &s->population, "evolutionary search population", 1,
-                  100000, defaults.population);
+  AddRangedOption(app, "--population", &s->population, "evolutionary search population", 1, 100000,
+                  defaults.population);
   AddRangedOption(app, "--generations", &s->generations, "evolutionary search generations", 0, 100,
                   defaults.generations);
   // A fraction in 0..1; CLI::Range lets "nan" through, hence the number check (first: "0.25abc"

@@ -69,8 +69,8 @@ CLI::Validator NumberText(bool integer, const std::string& range);
 /// "--states: 'abc' is not an integer in 1..1000", "--states: Value 0 not in range 1 to 1000".
 void AddRangedOption(CLI::App& app, const std::string& name, int* value, const std::string& what,
                      int lo, int hi, int default_value);
-void AddRangedOption(CLI::App& app, const std::string& name, double* value,
-                     const std::string& what, double lo, double hi, double default_value);
+void AddRangedOption(CLI::App& app, const std::string& name, double* value, const std::string& what,
+                     double lo, double hi, double default_value);
 
 /// Timing overrides of the commands that measure candidates or runs (tune, bench, tune-graph,
 /// run-graph); a negative value keeps runtime::TimingOptions' default.

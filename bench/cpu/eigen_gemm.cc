@@ -67,8 +67,8 @@ int64_t CheckSamples(const RowMatrix& a, const RowMatrix& b, const RowMatrix& c,
     const double tolerance = static_cast<double>(a.cols()) * unit * magnitude + 1e-30;
     if (!(error <= tolerance)) {
       if (bad == 0) {
-        std::cerr << "eigen_gemm: C[" << i << ", " << j << "] = " << c(i, j) << ", float64 "
-                  << ref << " (tolerance " << tolerance << ")\n";
+        std::cerr << "eigen_gemm: C[" << i << ", " << j << "] = " << c(i, j) << ", float64 " << ref
+                  << " (tolerance " << tolerance << ")\n";
       }
       ++bad;
     }

@@ -9,8 +9,14 @@ extern "C" __global__ void fma_peak(float* out, int iters) {
   float a4 = a0 + 4e-3f, a5 = a0 + 5e-3f, a6 = a0 + 6e-3f, a7 = a0 + 7e-3f;
   const float b = 0.999999f, c = 1e-7f;
   for (int i = 0; i < iters; ++i) {
-    a0 = fmaf(a0, b, c); a1 = fmaf(a1, b, c); a2 = fmaf(a2, b, c); a3 = fmaf(a3, b, c);
-    a4 = fmaf(a4, b, c); a5 = fmaf(a5, b, c); a6 = fmaf(a6, b, c); a7 = fmaf(a7, b, c);
+    a0 = fmaf(a0, b, c);
+    a1 = fmaf(a1, b, c);
+    a2 = fmaf(a2, b, c);
+    a3 = fmaf(a3, b, c);
+    a4 = fmaf(a4, b, c);
+    a5 = fmaf(a5, b, c);
+    a6 = fmaf(a6, b, c);
+    a7 = fmaf(a7, b, c);
   }
   out[blockIdx.x * blockDim.x + threadIdx.x] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
 }

@@ -157,8 +157,8 @@ inline absl::StatusOr<int64_t> WindowOutputExtent(const std::string& op, const s
         fits ? absl::StrCat(dilation * (kernel - 1) + 1) : std::string("above 2^63");
     return absl::InvalidArgumentError(
         absl::StrCat(op, ": kernel ", dim, " ", kernel, " (dilation ", dilation, ", effective ",
-                     effective, ") is larger than the padded input ", dim, " ", padded,
-                     " (input ", in, ", padding ", padding, "); the output would be empty"));
+                     effective, ") is larger than the padded input ", dim, " ", padded, " (input ",
+                     in, ", padding ", padding, "); the output would be empty"));
   }
   const int64_t effective = dilation * (kernel - 1) + 1;  // ≤ padded now
   if (effective > padded) {
@@ -208,13 +208,12 @@ inline Expr Narrow(ScalarType t, const Expr& e) { return e.type() == t ? e : Cas
 /// that casts it to `dtype` (0 FLOPs: casts are not counted). Otherwise one stage `name`.
 /// `fn` returns the term in the operands' type; it is widened here. Errors: those of Reduce.
 inline absl::StatusOr<Tensor> AccumulatingReduce(const std::string& name,
-                                                 const std::vector<int64_t>& shape,
-                                                 ReduceKind kind,
+                                                 const std::vector<int64_t>& shape, ReduceKind kind,
                                                  const std::vector<int64_t>& reduce_shape,
                                                  const ReduceFn& fn, ScalarType dtype,
                                                  const ComputeOptions& options) {
-  const bool widen = (kind == ReduceKind::kSum || kind == ReduceKind::kProd) &&
-                     AccumulationType(dtype) != dtype;
+  const bool widen =
+      (kind == ReduceKind::kSum || kind == ReduceKind::kProd) && AccumulationType(dtype) != dtype;
   if (!widen) return Reduce(name, shape, kind, reduce_shape, fn, Expr(), options);
   absl::StatusOr<Tensor> acc = Reduce(
       name + "_acc", shape, kind, reduce_shape,
@@ -223,8 +222,7 @@ inline absl::StatusOr<Tensor> AccumulatingReduce(const std::string& name,
   if (!acc.ok()) return acc.status();
   const Tensor acc_tensor = *acc;
   return Compute(
-      name, shape,
-      [&](const std::vector<Expr>& ax) { return Narrow(dtype, acc_tensor(ax)); },
+      name, shape, [&](const std::vector<Expr>& ax) { return Narrow(dtype, acc_tensor(ax)); },
       ComputeOptions{options.axis_names, {}, options.tag + ".cast"});
 }
 

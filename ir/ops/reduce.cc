@@ -90,13 +90,12 @@ absl::StatusOr<Tensor> ReduceAxes(ReduceOp op, const Tensor& x, const std::vecto
     case ReduceOp::kMean: {
       // The sum stays in the accumulation type (float32 for float16 / bfloat16); the division
       // rounds once to the dtype.
-      ASSIGN_OR_RETURN(Tensor sum,
-                       Reduce(
-                           stage + "_sum", out_shape, ReduceKind::kSum, reduce_shape,
-                           [&](const std::vector<Expr>& i, const std::vector<Expr>& r) {
-                             return ops_internal::Widen(body(i, r));
-                           },
-                           Expr(), TagOnly("reduce_mean.sum")));
+      ASSIGN_OR_RETURN(Tensor sum, Reduce(
+                                       stage + "_sum", out_shape, ReduceKind::kSum, reduce_shape,
+                                       [&](const std::vector<Expr>& i, const std::vector<Expr>& r) {
+                                         return ops_internal::Widen(body(i, r));
+                                       },
+                                       Expr(), TagOnly("reduce_mean.sum")));
       return Compute(
           stage, out_shape,
           [&](const std::vector<Expr>& i) {

@@ -30,8 +30,8 @@ struct OpAttrInfo {
 };
 
 struct OpInfo {
-  std::string name;                // "conv2d_nchw"
-  std::string summary;             // one line
+  std::string name;                 // "conv2d_nchw"
+  std::string summary;              // one line
   std::vector<std::string> inputs;  // e.g. {"X[N,C,H,W]", "W[K,C/groups,R,S]"}
   std::vector<OpAttrInfo> attrs;
   std::function<absl::StatusOr<ComputeDAG>(const OpArgs&)> build;

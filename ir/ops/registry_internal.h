@@ -25,8 +25,8 @@ void AppendLayoutOps(std::vector<OpInfo>& ops);       // transpose / permute
 /// list entries) outside [-(2^31 - 1), 2^31 - 1] are rejected ("... is out of range ...").
 absl::StatusOr<int64_t> IntAttr(const OpArgs& args, const std::string& op, const std::string& name,
                                 int64_t default_value);
-absl::StatusOr<double> FloatAttr(const OpArgs& args, const std::string& op,
-                                 const std::string& name, double default_value);
+absl::StatusOr<double> FloatAttr(const OpArgs& args, const std::string& op, const std::string& name,
+                                 double default_value);
 absl::StatusOr<bool> BoolAttr(const OpArgs& args, const std::string& op, const std::string& name,
                               bool default_value);
 absl::StatusOr<std::string> StringAttr(const OpArgs& args, const std::string& op,

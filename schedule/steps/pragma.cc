@@ -13,7 +13,7 @@ namespace {
 constexpr char kUnrollPrefix[] = "auto_unroll_max_step$";
 constexpr char kPipelinePrefix[] = "software_pipeline$";
 constexpr char kMinBlocksPrefix[] = "min_blocks_per_sm$";
-constexpr int kMaxMinBlocks = 32;  // sm_90's resident blocks per SM
+constexpr int kMaxMinBlocks = 32;      // sm_90's resident blocks per SM
 constexpr int kMaxPipelineStages = 4;  // software_pipeline$3 / $4: cp.async stages
 }  // namespace
 
@@ -32,8 +32,8 @@ absl::StatusOr<State> PragmaStep::Apply(const State& s) const {
     out.MutableStage(stage_id).min_blocks_per_sm = min_blocks_per_sm;
   } else if (software_pipeline >= 0) {
     if (software_pipeline > kMaxPipelineStages) {
-      return internal::StepError(text, absl::StrCat("software_pipeline ", software_pipeline,
-                                                    " is not 0, 1, 2, 3 or 4"));
+      return internal::StepError(
+          text, absl::StrCat("software_pipeline ", software_pipeline, " is not 0, 1, 2, 3 or 4"));
     }
     out.MutableStage(stage_id).software_pipeline = software_pipeline;
   } else {

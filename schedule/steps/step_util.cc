@@ -492,8 +492,8 @@ absl::StatusOr<int64_t> JsonInt(const nlohmann::json& j, size_t i, const char* p
 absl::StatusOr<int> JsonId(const nlohmann::json& j, size_t i, const char* prefix) {
   ASSIGN_OR_RETURN(int64_t v, JsonInt(j, i, prefix));
   if (v < 0 || v > std::numeric_limits<int>::max()) {
-    return absl::InvalidArgumentError(absl::StrCat("field ", i, " of step '", prefix,
-                                                   "' is out of range: ", j[i].dump()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("field ", i, " of step '", prefix, "' is out of range: ", j[i].dump()));
   }
   return static_cast<int>(v);
 }
@@ -513,8 +513,8 @@ absl::StatusOr<std::vector<int>> JsonIntList(const nlohmann::json& j, size_t i,
     const int64_t v = e.get<int64_t>();
     if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max() ||
         (e.is_number_unsigned() && e.get<uint64_t>() > uint64_t{std::numeric_limits<int>::max()})) {
-      return absl::InvalidArgumentError(absl::StrCat("field ", i, " of step '", prefix,
-                                                     "' has an out-of-range integer: ", j[i].dump()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "field ", i, " of step '", prefix, "' has an out-of-range integer: ", j[i].dump()));
     }
     out.push_back(static_cast<int>(v));
   }

@@ -50,7 +50,12 @@ TEST(StatusMatchers, StatusIsRejectsOtherCodesAndMessages) {
 }
 
 TEST(CheckDeathTest, FailingCheckAbortsWithTheMessage) {
-  EXPECT_DEATH({ CHECK(1 + 1 == 3) << "arithmetic is " << "broken"; }, "arithmetic is broken");
+  EXPECT_DEATH(
+      {
+        CHECK(1 + 1 == 3) << "arithmetic is "
+                          << "broken";
+      },
+      "arithmetic is broken");
 }
 
 TEST(CheckDeathTest, PassingCheckDoesNothing) {

@@ -85,8 +85,7 @@ TEST(MinBlocksPragma, LowerAndPtxCarryTheLargestValueOfTheKernel) {
   ASSERT_THAT(k, IsOk());
   EXPECT_EQ(k->launches[0].min_blocks_per_sm, 3);
   EXPECT_THAT(k->launches[0].ToString(), HasSubstr("min 3 blocks/SM"));
-  absl::StatusOr<codegen::GpuModule> m3 =
-      codegen::CompileToPtx(k->nest, k->launches, compile);
+  absl::StatusOr<codegen::GpuModule> m3 = codegen::CompileToPtx(k->nest, k->launches, compile);
   ASSERT_THAT(m3, IsOk());
   EXPECT_THAT(m3->ptx, HasSubstr(".minnctapersm 3"));
   testing::ExpectMatchesReference(dag, *three, Target::H200(), /*exact=*/true);

@@ -2,12 +2,12 @@
 // text matters: kernel signature, workgroup buffers, thread / block ids, barriers, the local
 // accumulator, unrolled loops and 16-byte vector copies. Plus plan errors for launches and
 // bindings that do not match.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <unistd.h>
 
 #include "base/status_matchers.h"
 #include "codegen/codegen.h"

@@ -1,13 +1,13 @@
 // GPU code generation: hand-built GPU nests and naive operator nests bound to blocks and threads
 // compile to PTX with the expected entries, barriers and shared memory, and the PTX passes ptxas
 // (skipped with a message where /usr/local/cuda/bin/ptxas is absent).
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <unistd.h>
 #include <vector>
 
 #include "base/status_matchers.h"

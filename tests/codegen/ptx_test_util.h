@@ -3,14 +3,14 @@
 // file's text to PTX.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
-
-#include <unistd.h>
 #include <utility>
 #include <vector>
 

@@ -4,6 +4,8 @@
 // random GPU schedules of several operators (block/thread bindings, cross-thread reductions, the
 // Ansor-style shared-memory matmul with random tiles) compiled in parallel to PTX that ptxas
 // accepts, and, where the host can run them (no barriers), JIT-run against the reference.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -11,8 +13,6 @@
 #include <random>
 #include <set>
 #include <string>
-
-#include <unistd.h>
 #include <vector>
 
 #include "absl/strings/str_cat.h"

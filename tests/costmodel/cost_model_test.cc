@@ -21,13 +21,11 @@ using ::tilesearch::testing::StatusIs;
 
 ProgramFeatures OneStore() { return ProgramFeatures{{std::vector<float>(kNumFeatures, 1.0f)}}; }
 
-std::string TempPath(const std::string& name) {
-  return ::testing::TempDir() + "/" + name;
-}
+std::string TempPath(const std::string& name) { return ::testing::TempDir() + "/" + name; }
 
 TEST(NormalizedLabelsTest, DividesByTheBestOfEachTask) {
-  std::vector<TrainingSample> s = {{0, {}, 2.0}, {1, {}, 10.0}, {0, {}, 4.0},
-                                   {0, {}, 0.0}, {2, {}, 0.0}};
+  std::vector<TrainingSample> s = {
+      {0, {}, 2.0}, {1, {}, 10.0}, {0, {}, 4.0}, {0, {}, 0.0}, {2, {}, 0.0}};
   EXPECT_THAT(NormalizedLabels(s), ElementsAre(0.5, 1.0, 1.0, 0.0, 0.0));
 }
 
@@ -58,11 +56,12 @@ TEST(TopKRecallTest, FractionOfTrueTopKAmongPredictedTopK) {
 }
 
 TEST(TopKRecallTest, Errors) {
-  EXPECT_THAT(TopKRecall({1}, {1, 2}, 1), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("1 predictions for 2")));
-  EXPECT_THAT(TopKRecall({}, {}, 1), StatusIs(absl::StatusCode::kInvalidArgument,
-                                              HasSubstr("no programs")));
-  EXPECT_THAT(TopKRecall({1}, {1}, 0), StatusIs(absl::StatusCode::kInvalidArgument,
-                                                HasSubstr("k 0 < 1")));
+  EXPECT_THAT(TopKRecall({1}, {1, 2}, 1),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("1 predictions for 2")));
+  EXPECT_THAT(TopKRecall({}, {}, 1),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no programs")));
+  EXPECT_THAT(TopKRecall({1}, {1}, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("k 0 < 1")));
 }
 
 TEST(ValidateTest, RejectsBadThroughputAndRowLength) {
@@ -90,7 +89,8 @@ TEST(RandomModelTest, SeededUniformScoresAndMinusInfinityWithoutFeatures) {
   }
   EXPECT_NE((*sa)[0], (*sa)[1]);
   EXPECT_TRUE(a.Update({{0, OneStore(), 3.0}}).ok());
-  EXPECT_THAT(a.Update({{0, OneStore(), -3.0}}), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("throughput -3")));
+  EXPECT_THAT(a.Update({{0, OneStore(), -3.0}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("throughput -3")));
 }
 
 TEST(RandomModelTest, SaveLoadRestartsFromTheSeed) {
@@ -105,11 +105,12 @@ TEST(RandomModelTest, SaveLoadRestartsFromTheSeed) {
 
 TEST(RandomModelTest, LoadErrors) {
   RandomModel m(1);
-  EXPECT_THAT(m.Load(TempPath("does_not_exist.model")), StatusIs(absl::StatusCode::kNotFound, HasSubstr("cannot read model file")));
+  EXPECT_THAT(m.Load(TempPath("does_not_exist.model")),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("cannot read model file")));
   const std::string path = TempPath("not_a_model.txt");
   std::ofstream(path) << "hello world\n";
-  EXPECT_THAT(m.Load(path), StatusIs(absl::StatusCode::kInvalidArgument,
-                                     HasSubstr("is not a random model")));
+  EXPECT_THAT(m.Load(path),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is not a random model")));
 }
 
 }  // namespace

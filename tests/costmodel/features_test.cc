@@ -26,9 +26,24 @@ constexpr int kPosNone = 3, kPosInnerSpatial = 4;
 // Offset of entry `i` of buffer group `b`.
 int Buf(int b, int i) { return kBufferOffset + kBufferFeatures * b + i; }
 enum BufEntry {
-  kRead = 0, kWrite, kReadWrite, kBytes, kUniqueBytes, kLines, kUniqueLines, kReuseLoop,
-  kReuseSerial, kReuseNone, kReuseDisIter, kReuseDisBytes, kReuseCt, kBytesDReuse,
-  kUniqueBytesDReuse, kLinesDReuse, kUniqueLinesDReuse, kStride
+  kRead = 0,
+  kWrite,
+  kReadWrite,
+  kBytes,
+  kUniqueBytes,
+  kLines,
+  kUniqueLines,
+  kReuseLoop,
+  kReuseSerial,
+  kReuseNone,
+  kReuseDisIter,
+  kReuseDisBytes,
+  kReuseCt,
+  kBytesDReuse,
+  kUniqueBytesDReuse,
+  kLinesDReuse,
+  kUniqueLinesDReuse,
+  kStride
 };
 
 FeatureOptions Raw() {
@@ -53,9 +68,8 @@ ir::LoopNest Copy2D(ir::ForKind inner_kind = ir::ForKind::kSerial) {
   nest.num_inputs = 1;
   nest.body = Loop("i", 8,
                    Loop("j", 32,
-                        ir::StoreNode::Make("B", {i, j},
-                                            ir::LoadNode::Make(ir::ScalarType::kFloat32, "A",
-                                                               {i, j})),
+                        ir::StoreNode::Make(
+                            "B", {i, j}, ir::LoadNode::Make(ir::ScalarType::kFloat32, "A", {i, j})),
                         inner_kind));
   return nest;
 }
@@ -265,7 +279,7 @@ TEST_F(GpuMatmulFeatures, FiveStoresWithBindings) {
     EXPECT_EQ(f[kGpuOffset + 4], 128);  // threadIdx.x
     // No vthread loop is left in the nest: lowering injects the 4 virtual threads as unrolled
     // loops at the innermost level (schedule/inject_vthread.cc).
-    EXPECT_EQ(f[kGpuOffset + 7], 1);    // vthread
+    EXPECT_EQ(f[kGpuOffset + 7], 1);                      // vthread
     EXPECT_EQ(f[kAllocationOffset + 2], 2 * 64 * 8 * 4);  // A.shared + B.shared in scope
   }
 }
@@ -276,9 +290,9 @@ TEST_F(GpuMatmulFeatures, UpdateDoesMnkMultiplyAdds) {
   EXPECT_EQ(f[0], 128.0 * 128 * 128);
   EXPECT_EQ(f[1], 128.0 * 128 * 128);
   // C.local: 4 x 2 floats per virtual thread, one copy for each of the 4 virtual threads.
-  EXPECT_EQ(f[kAllocationOffset + 0], 4 * 4 * 2 * 4);       // writes C.local
-  EXPECT_EQ(f[kAllocationOffset + 1], 4 * 128);             // one C.local per thread (4 blocks)
-  EXPECT_EQ(f[kAllocationOffset + 3], 4 * 4 * 2 * 4);       // C.local in scope
+  EXPECT_EQ(f[kAllocationOffset + 0], 4 * 4 * 2 * 4);  // writes C.local
+  EXPECT_EQ(f[kAllocationOffset + 1], 4 * 128);        // one C.local per thread (4 blocks)
+  EXPECT_EQ(f[kAllocationOffset + 3], 4 * 4 * 2 * 4);  // C.local in scope
   EXPECT_EQ(f[kOuterOffset + 2], 0);
 }
 

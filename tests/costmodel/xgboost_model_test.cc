@@ -98,7 +98,8 @@ TEST_F(TrainedModel, RanksHeldOutProgramsFarBetterThanRandom) {
   ASSERT_TRUE(update_status_->ok()) << *update_status_;
   ASSERT_TRUE(model_->trained());
   for (int task : {0, 1}) {
-    std::vector<TrainingSample> held_out = MakePrograms(200, task, task == 0 ? 1e9 : 1e6, 100 + task);
+    std::vector<TrainingSample> held_out =
+        MakePrograms(200, task, task == 0 ? 1e9 : 1e6, 100 + task);
     auto scores = model_->Predict(FeaturesOf(held_out));
     ASSERT_TRUE(scores.ok()) << scores.status();
     auto acc = PairwiseRankingAccuracy(*scores, ThroughputOf(held_out));
@@ -148,8 +149,8 @@ TEST_F(TrainedModel, CorruptBoosterBytesAreRejected) {
   for (size_t i = body; i < text.size(); ++i) text[i] = 'z';
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
   XGBoostModel m(TestOptions());
-  EXPECT_THAT(m.Load(path), StatusIs(absl::StatusCode::kInvalidArgument,
-                                     HasSubstr("corrupt booster")));
+  EXPECT_THAT(m.Load(path),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("corrupt booster")));
   EXPECT_FALSE(m.trained());
 
   // Truncated: drop the last 10 bytes.
@@ -232,7 +233,8 @@ TEST(XGBoostModelTest, SaveLoadUntrained) {
 
 TEST(XGBoostModelTest, LoadErrors) {
   XGBoostModel m(TestOptions());
-  EXPECT_THAT(m.Load(TempPath("missing.model")), StatusIs(absl::StatusCode::kNotFound, HasSubstr("cannot read model file")));
+  EXPECT_THAT(m.Load(TempPath("missing.model")),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("cannot read model file")));
   const std::string path = TempPath("bad.model");
   std::ofstream(path) << "random text\n";
   EXPECT_THAT(m.Load(path), StatusIs(absl::StatusCode::kInvalidArgument,
@@ -242,15 +244,18 @@ TEST(XGBoostModelTest, LoadErrors) {
   };
   write("{not json");
   EXPECT_THAT(m.Load(path), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("corrupt")));
-  write(R"({"version": 2, "feature_version": 1, "num_features": 159, "trained": false, "rounds": 0, "booster_bytes": 0})");
+  write(
+      R"({"version": 2, "feature_version": 1, "num_features": 159, "trained": false, "rounds": 0, "booster_bytes": 0})");
   EXPECT_THAT(m.Load(path), StatusIs(absl::StatusCode::kInvalidArgument,
                                      HasSubstr("version 2 is newer than this build reads (1)")));
-  write(R"({"version": 1, "feature_version": 1, "num_features": 160, "trained": false, "rounds": 0, "booster_bytes": 0})");
+  write(
+      R"({"version": 1, "feature_version": 1, "num_features": 160, "trained": false, "rounds": 0, "booster_bytes": 0})");
   EXPECT_THAT(m.Load(path), StatusIs(absl::StatusCode::kInvalidArgument,
                                      HasSubstr("160 features, expected 159")));
-  write(R"({"version": 1, "feature_version": 0, "num_features": 159, "trained": false, "rounds": 0, "booster_bytes": 0})");
-  EXPECT_THAT(m.Load(path), StatusIs(absl::StatusCode::kInvalidArgument,
-                                     HasSubstr("feature version 0")));
+  write(
+      R"({"version": 1, "feature_version": 0, "num_features": 159, "trained": false, "rounds": 0, "booster_bytes": 0})");
+  EXPECT_THAT(m.Load(path),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("feature version 0")));
 }
 
 }  // namespace

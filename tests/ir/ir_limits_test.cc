@@ -35,11 +35,10 @@ TEST(ShapeLimits, RankAbove32IsRejected) {
               StatusIs(kInvalid, HasSubstr("rank 2000 of tensor 'X' exceeds the maximum 32")));
   EXPECT_THAT(Placeholder("X", std::vector<int64_t>(64, 2)).status(),
               StatusIs(kInvalid, HasSubstr("exceeds the maximum 32")));
-  EXPECT_THAT(
-      Compute("C", std::vector<int64_t>(33, 1), [](const std::vector<Expr>&) {
-        return FloatConst(1.0);
-      }).status(),
-      StatusIs(kInvalid, HasSubstr("rank 33 of tensor 'C'")));
+  EXPECT_THAT(Compute("C", std::vector<int64_t>(33, 1),
+                      [](const std::vector<Expr>&) { return FloatConst(1.0); })
+                  .status(),
+              StatusIs(kInvalid, HasSubstr("rank 33 of tensor 'C'")));
 }
 
 TEST(ShapeLimits, Rank32OfTwosHasPositiveCounts) {
@@ -77,10 +76,10 @@ TEST(ShapeLimits, ReduceDomainAbove2To40IsRejected) {
 }
 
 TEST(ShapeLimits, HugeOperatorShapesAreErrors) {
-  EXPECT_THAT(MatmulDAG({99999999999, 99999999999}, {99999999999, 99999999999},
-                        ScalarType::kFloat32)
-                  .status(),
-              StatusIs(kInvalid, HasSubstr("elements")));
+  EXPECT_THAT(
+      MatmulDAG({99999999999, 99999999999}, {99999999999, 99999999999}, ScalarType::kFloat32)
+          .status(),
+      StatusIs(kInvalid, HasSubstr("elements")));
   OpArgs args;
   args.shapes = {{4294967296, 4294967296}};
   EXPECT_THAT(BuildOp("reduce_mean", args).status(), StatusIs(kInvalid, HasSubstr("elements")));
@@ -170,12 +169,11 @@ TEST(BodyIndexCount, WrongNumberOfIndicesIsAStatusFromCompute) {
 TEST(ReduceKindValues, UnknownKindIsInvalidArgument) {
   absl::StatusOr<Tensor> a = Placeholder("A", {4});
   ASSERT_THAT(a.status(), IsOk());
-  EXPECT_THAT(Reduce("R", {1}, static_cast<ReduceKind>(42), {4},
-                     [&](const std::vector<Expr>&, const std::vector<Expr>& r) {
-                       return (*a)(r[0]);
-                     })
-                  .status(),
-              StatusIs(kInvalid, HasSubstr("unknown kind 42")));
+  EXPECT_THAT(
+      Reduce("R", {1}, static_cast<ReduceKind>(42), {4},
+             [&](const std::vector<Expr>&, const std::vector<Expr>& r) { return (*a)(r[0]); })
+          .status(),
+      StatusIs(kInvalid, HasSubstr("unknown kind 42")));
 }
 
 }  // namespace

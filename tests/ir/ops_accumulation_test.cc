@@ -134,8 +134,8 @@ TEST_P(HalfTypes, LayerNormOfAConstantIsNearZero) {
   // float64 reference: x − mean(x) is exactly 0 for a constant x, so y = beta = 0.
   double mean = 0;
   for (double v : x.data) mean += v / kN;
-  HostBuffer y = RunOutput(
-      *dag, {{"X", x}, {"gamma", Filled(t, {kN}, 1.0)}, {"beta", Filled(t, {kN}, 0.0)}});
+  HostBuffer y =
+      RunOutput(*dag, {{"X", x}, {"gamma", Filled(t, {kN}, 1.0)}, {"beta", Filled(t, {kN}, 0.0)}});
   ASSERT_EQ(y.data.size(), static_cast<size_t>(kN));
   for (int64_t i = 0; i < kN; i += 257) {
     const double expected = (x.data[i] - mean) / std::sqrt(0.0 + 1e-5);

@@ -90,10 +90,10 @@ TEST(OutOfRangeEnum, ReduceUnaryBinaryAndDtype) {
               StatusIs(kInvalid, HasSubstr("unknown operator 99")));
   EXPECT_THAT(MatmulDAG({2, 2}, {2, 2}, static_cast<ScalarType>(77)).status(),
               StatusIs(kInvalid, HasSubstr("unknown dtype 77")));
-  EXPECT_THAT(DenseDAG({2, 2}, {2, 2}, std::nullopt, ScalarType::kFloat32,
-                       static_cast<Activation>(9))
-                  .status(),
-              StatusIs(kInvalid, HasSubstr("unknown activation 9")));
+  EXPECT_THAT(
+      DenseDAG({2, 2}, {2, 2}, std::nullopt, ScalarType::kFloat32, static_cast<Activation>(9))
+          .status(),
+      StatusIs(kInvalid, HasSubstr("unknown activation 9")));
 }
 
 TEST(NonFiniteScalars, NormEpsMustBeFinite) {

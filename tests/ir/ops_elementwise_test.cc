@@ -17,10 +17,10 @@ namespace tilesearch::ir {
 namespace {
 
 using ::testing::HasSubstr;
-using ::tilesearch::testing::IsOk;
-using ::tilesearch::testing::StatusIs;
 using testing_ops::ExpectMatches;
 using testing_ops::Unflatten;
+using ::tilesearch::testing::IsOk;
+using ::tilesearch::testing::StatusIs;
 
 struct UnaryCase {
   UnaryOp op;

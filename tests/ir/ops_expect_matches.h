@@ -26,7 +26,8 @@ inline std::vector<int64_t> Unflatten(int64_t flat, const std::vector<int64_t>& 
 }
 
 /// Runs the DAG on `inputs` and checks its first output against `want` (row-major): RunReference
-/// within 1e-5 relative (absolute below magnitude 1), EvaluatePoint within 1e-6 at sampled elements.
+/// within 1e-5 relative (absolute below magnitude 1), EvaluatePoint within 1e-6 at sampled
+/// elements.
 inline void ExpectMatches(const ComputeDAG& dag, const BufferMap& inputs,
                           const std::vector<double>& want) {
   using ::tilesearch::testing::IsOk;

@@ -15,9 +15,9 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing_ops::Unflatten;
 using ::tilesearch::testing::IsOk;
 using ::tilesearch::testing::StatusIs;
-using testing_ops::Unflatten;
 
 // Checks out[i] == x[j] with j[perm[d]] = i[d] for every element (transpose moves values exactly).
 void CheckTranspose(const std::vector<int64_t>& shape, const std::vector<int64_t>& perm_arg,

@@ -16,10 +16,10 @@ namespace tilesearch::ir {
 namespace {
 
 using ::testing::HasSubstr;
-using ::tilesearch::testing::IsOk;
-using ::tilesearch::testing::StatusIs;
 using testing_ops::ExpectMatches;
 using testing_ops::Unflatten;
+using ::tilesearch::testing::IsOk;
+using ::tilesearch::testing::StatusIs;
 
 // Naive softmax / log_softmax along `axis` of `x` in float64.
 std::vector<double> NaiveSoftmax(const HostBuffer& x, int axis, bool log) {

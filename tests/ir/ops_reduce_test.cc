@@ -17,9 +17,9 @@ namespace tilesearch::ir {
 namespace {
 
 using ::testing::HasSubstr;
+using testing_ops::Unflatten;
 using ::tilesearch::testing::IsOk;
 using ::tilesearch::testing::StatusIs;
-using testing_ops::Unflatten;
 
 // Naive reduction of `x` (float64) over `axes` (normalized), returned flat in the keepdim layout,
 // which has the same row-major order as the keepdim=false layout.

@@ -1,28 +1,29 @@
 // Float64 arbitration of float32 mismatches (ArbitrateMismatches, measure/checker.h): a long dot
 // product whose naive float32 sum is less accurate than a Kahan-summed float32 "candidate" passes
 // arbitration although it mismatches the naive reference; a real error, a NaN, more mismatches
-// than the cap, a cap of 0 and a step limit below the work fail as the plain check. Every float32 operation of
-// the test's own sums is emulated in float64 and rounded (exact for + and ×), so no compiler
-// contraction changes them; the float64 values are the test's own sums. Then the host runner
-// end to end: a reassociated candidate that the plain check rejects at a tight tolerance passes.
+// than the cap, a cap of 0 and a step limit below the work fail as the plain check. Every float32
+// operation of the test's own sums is emulated in float64 and rounded (exact for + and ×), so no
+// compiler contraction changes them; the float64 values are the test's own sums. Then the host
+// runner end to end: a reassociated candidate that the plain check rejects at a tight tolerance
+// passes.
 #include <cmath>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_matchers.h"
+#include "base/target.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/compute_dag.h"
 #include "ir/stmt.h"
 #include "ir/tensor.h"
-#include "absl/strings/str_cat.h"
 #include "measure/checker.h"
 #include "measure/measure.h"
 #include "measure/runner.h"
-#include "base/target.h"
 
 namespace tilesearch::measure {
 namespace {
@@ -52,16 +53,17 @@ struct DotTask {
   ir::ComputeDAG dag;
   ir::BufferMap inputs;
   std::vector<float> a, b;
-  ir::HostBuffer naive;   // sequential float32 sum (the reference)
-  ir::HostBuffer kahan;   // Kahan-compensated float32 sum (the candidate)
+  ir::HostBuffer naive;       // sequential float32 sum (the reference)
+  ir::HostBuffer kahan;       // Kahan-compensated float32 sum (the candidate)
   std::vector<double> exact;  // float64 sum
 };
 
 DotTask MakeDotTask() {
   ir::Tensor a = Ok(ir::Placeholder("A", {kRows, kDepth}));
   ir::Tensor b = Ok(ir::Placeholder("B", {kDepth}));
-  ir::Tensor c = Ok(ir::Reduce("C", {kRows}, ir::ReduceKind::kSum, {kDepth},
-                               [&](const Axes& ax, const Axes& r) { return a(ax[0], r[0]) * b(r[0]); }));
+  ir::Tensor c =
+      Ok(ir::Reduce("C", {kRows}, ir::ReduceKind::kSum, {kDepth},
+                    [&](const Axes& ax, const Axes& r) { return a(ax[0], r[0]) * b(r[0]); }));
   DotTask t{Ok(ir::ComputeDAG::Create({c})), {}, {}, {}, {}, {}, {}};
   std::mt19937_64 rng(20261130);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
@@ -173,9 +175,8 @@ TEST(ArbitrationTest, KahanCandidatePassesWhereTheNaiveReferenceIsLessAccurate) 
   }
 
   CheckReport report;
-  CompareOutputWithArbitration(t.dag, c_id, t.inputs, t.kahan, t.naive, kFp32,
-                               ArbitrationOptions{}, 0, CheckDistribution::kUniformSymmetric,
-                               &report);
+  CompareOutputWithArbitration(t.dag, c_id, t.inputs, t.kahan, t.naive, kFp32, ArbitrationOptions{},
+                               0, CheckDistribution::kUniformSymmetric, &report);
   EXPECT_EQ(report.mismatches, 0);
   EXPECT_EQ(report.arbitrated, mismatches);
   EXPECT_EQ(report.checked_elements, kRows);
@@ -263,7 +264,8 @@ TEST(ArbitrationTest, NanCandidateFails) {
 }
 
 // The step limit is deterministic: each point evaluation of C[i] is kDepth reduce iterations, so
-// n mismatches cost n · kDepth steps; one step under that skips arbitration, exactly that allows it.
+// n mismatches cost n · kDepth steps; one step under that skips arbitration, exactly that allows
+// it.
 TEST(ArbitrationTest, StepLimitDecidesWhetherToArbitrate) {
   const DotTask t = MakeDotTask();
   const int64_t n = ArbitrateMismatches(t.dag, t.dag.StageId("C"), t.inputs, t.kahan, t.naive,
@@ -272,8 +274,8 @@ TEST(ArbitrationTest, StepLimitDecidesWhetherToArbitrate) {
   ASSERT_GE(n, 2);
   ArbitrationOptions options;
   options.max_steps = n * kDepth - 1;
-  ArbitrationSummary a = ArbitrateMismatches(t.dag, t.dag.StageId("C"), t.inputs, t.kahan,
-                                             t.naive, kFp32, options);
+  ArbitrationSummary a =
+      ArbitrateMismatches(t.dag, t.dag.StageId("C"), t.inputs, t.kahan, t.naive, kFp32, options);
   EXPECT_FALSE(a.attempted);
   EXPECT_FALSE(a.passed());
   EXPECT_EQ(a.arbitrated, 0);
@@ -319,8 +321,9 @@ constexpr int64_t kSumRows = 16, kSumDepth = 4096;
 
 ir::ComputeDAG OffsetSum() {
   ir::Tensor x = Ok(ir::Placeholder("X", {kSumRows, kSumDepth}));
-  ir::Tensor y = Ok(ir::Reduce("Y", {kSumRows}, ir::ReduceKind::kSum, {kSumDepth},
-                               [&](const Axes& ax, const Axes& r) { return x(ax[0], r[0]) + 1000.0; }));
+  ir::Tensor y =
+      Ok(ir::Reduce("Y", {kSumRows}, ir::ReduceKind::kSum, {kSumDepth},
+                    [&](const Axes& ax, const Axes& r) { return x(ax[0], r[0]) + 1000.0; }));
   return Ok(ir::ComputeDAG::Create({y}));
 }
 
@@ -329,10 +332,10 @@ ir::LoopNest Reassociated() {
   auto y = [&]() { return ir::LoadNode::Make(ir::ScalarType::kFloat32, "Y", {i}); };
   ir::Stmt body = ir::SeqNode::Make({
       ir::StoreNode::Make("Y", {i}, ir::FloatConst(0.0)),
-      ir::ForNode::Make(k, ir::IntConst(0), ir::IntConst(kSumDepth), ir::ForKind::kSerial,
-                        ir::StoreNode::Make("Y", {i}, y() + ir::LoadNode::Make(
-                                                                ir::ScalarType::kFloat32, "X",
-                                                                {i, k}))),
+      ir::ForNode::Make(
+          k, ir::IntConst(0), ir::IntConst(kSumDepth), ir::ForKind::kSerial,
+          ir::StoreNode::Make("Y", {i},
+                              y() + ir::LoadNode::Make(ir::ScalarType::kFloat32, "X", {i, k}))),
       ir::StoreNode::Make("Y", {i}, y() + ir::FloatConst(1000.0 * kSumDepth)),
   });
   ir::LoopNest nest;

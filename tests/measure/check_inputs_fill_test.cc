@@ -25,9 +25,9 @@ using Axes = std::vector<ir::Expr>;
 constexpr CheckDistribution kDistributions[] = {CheckDistribution::kUniformSymmetric,
                                                 CheckDistribution::kUniformPositive,
                                                 CheckDistribution::kNormalOffset};
-constexpr ir::ScalarType kDtypes[] = {ir::ScalarType::kFloat32, ir::ScalarType::kFloat16,
+constexpr ir::ScalarType kDtypes[] = {ir::ScalarType::kFloat32,  ir::ScalarType::kFloat16,
                                       ir::ScalarType::kBFloat16, ir::ScalarType::kInt32,
-                                      ir::ScalarType::kInt64,   ir::ScalarType::kBool};
+                                      ir::ScalarType::kInt64,    ir::ScalarType::kBool};
 
 // Enough samples for the moment tests (standard errors ~1e-3 of the scale).
 constexpr int64_t kLarge = (int64_t{1} << 20) + 12345;
@@ -107,9 +107,9 @@ TEST(FillCheckInputTest, MakeCheckInputsUsesTheNamedStreamOnLargeBuffers) {
   ir::ComputeDAG dag = Ok(ir::ComputeDAG::Create({y}));
   for (CheckDistribution d : kDistributions) {
     const ir::BufferMap in = MakeCheckInputs(dag, d, 99);
-    EXPECT_TRUE(SameBits(in.at("X").data,
-                         Filled(ir::ScalarType::kFloat32, n, d, CheckInputStreamSeed(99, "X"), 1)
-                             .data))
+    EXPECT_TRUE(
+        SameBits(in.at("X").data,
+                 Filled(ir::ScalarType::kFloat32, n, d, CheckInputStreamSeed(99, "X"), 1).data))
         << CheckDistributionName(d);
   }
 }
@@ -266,8 +266,8 @@ TEST(FillCheckInputTest, IntegerAndBoolRanges) {
 TEST(FillCheckInputTest, DifferentSeedsAndNamesGiveUnrelatedValues) {
   ir::Tensor a = Ok(ir::Placeholder("A", {300, 400}));
   ir::Tensor b = Ok(ir::Placeholder("B", {300, 400}));
-  ir::Tensor c =
-      Ok(ir::Compute("C", {300, 400}, [&](const Axes& ax) { return a(ax[0], ax[1]) + b(ax[0], ax[1]); }));
+  ir::Tensor c = Ok(ir::Compute("C", {300, 400},
+                                [&](const Axes& ax) { return a(ax[0], ax[1]) + b(ax[0], ax[1]); }));
   ir::ComputeDAG dag = Ok(ir::ComputeDAG::Create({c}));
   for (CheckDistribution d : kDistributions) {
     const ir::BufferMap s1 = MakeCheckInputs(dag, d, 1);
@@ -310,10 +310,10 @@ TEST(ParallelChunksTest, CoversEveryIndexOnceInOrderedChunks) {
 // Values that exercise every conversion: specials, float16 / bfloat16 ties and subnormals,
 // out-of-range integers, plus pseudo-random magnitudes.
 std::vector<double> PackValues(int64_t n) {
-  const std::vector<double> special = {0.0,       -0.0,      NAN,        INFINITY,  -INFINITY,
-                                       65504.0,   65520.0,   1e-8,       -3e-5,     1.0 + 0x1p-11,
-                                       0x1p-24,   0x1p-25,   1.0 + 0x1p-8, 3e38,    -7.5,
-                                       2147483648.0, -2147483649.0, 1e19, -1e19,   0.5};
+  const std::vector<double> special = {
+      0.0,  -0.0,         NAN,           INFINITY, -INFINITY, 65504.0,      65520.0,
+      1e-8, -3e-5,        1.0 + 0x1p-11, 0x1p-24,  0x1p-25,   1.0 + 0x1p-8, 3e38,
+      -7.5, 2147483648.0, -2147483649.0, 1e19,     -1e19,     0.5};
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     if (i % 97 < static_cast<int64_t>(special.size())) {
@@ -328,9 +328,9 @@ std::vector<double> PackValues(int64_t n) {
 
 TEST(PackParallelTest, ParallelPackAndUnpackEqualPerElementLoops) {
   const int64_t n = kMedium;
-  for (ir::ScalarType dtype : {ir::ScalarType::kFloat32, ir::ScalarType::kFloat16,
-                               ir::ScalarType::kBFloat16, ir::ScalarType::kInt32,
-                               ir::ScalarType::kInt64, ir::ScalarType::kBool}) {
+  for (ir::ScalarType dtype :
+       {ir::ScalarType::kFloat32, ir::ScalarType::kFloat16, ir::ScalarType::kBFloat16,
+        ir::ScalarType::kInt32, ir::ScalarType::kInt64, ir::ScalarType::kBool}) {
     SCOPED_TRACE(ir::TypeName(dtype));
     ir::HostBuffer b = ir::HostBuffer::Zeros(dtype, {n});
     b.data = PackValues(n);
@@ -448,10 +448,10 @@ TEST(PackParallelTest, ChunkedCompareEqualsAnElementLoop) {
   EXPECT_EQ(report.mismatches, want.mismatches);
   EXPECT_EQ(report.checked_elements, n);
   EXPECT_EQ(report.max_abs_error, want.max_abs_error);
-  EXPECT_EQ(report.first_mismatch,
-            MismatchText("C", {n}, want.first_mismatch, got.data[want.first_mismatch],
-                         expected.data[want.first_mismatch], 1,
-                         CheckDistribution::kUniformSymmetric));
+  EXPECT_EQ(
+      report.first_mismatch,
+      MismatchText("C", {n}, want.first_mismatch, got.data[want.first_mismatch],
+                   expected.data[want.first_mismatch], 1, CheckDistribution::kUniformSymmetric));
 }
 
 }  // namespace

@@ -12,10 +12,10 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "runtime/cuda_device.h"
 #include "measure/cuda_runner.h"
 #include "measure/measure.h"
 #include "measure/runner.h"
+#include "runtime/cuda_device.h"
 #include "tests/measure/cuda_test_util.h"
 
 namespace tilesearch::measure {

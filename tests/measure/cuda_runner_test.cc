@@ -11,9 +11,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/ops/linear.h"
-#include "runtime/cuda_device.h"
 #include "measure/measure.h"
 #include "measure/runner.h"
+#include "runtime/cuda_device.h"
 #include "tests/codegen/nest_builders.h"
 #include "tests/measure/cuda_device_test_util.h"
 #include "tests/measure/cuda_test_util.h"
@@ -60,8 +60,7 @@ TEST(CudaRunnerGpuTest, CorrectWrongFaultingThenCorrectAgain) {
   absl::StatusOr<BuildResult> good = testing_util::AddCandidate(*dag, 1.0);
   absl::StatusOr<BuildResult> doubled = testing_util::AddCandidate(*dag, 2.0);
   // Row 2^32 of a 96-column float matrix: 1.5 TiB past the buffer.
-  absl::StatusOr<BuildResult> faulting =
-      testing_util::AddCandidate(*dag, 1.0, int64_t{1} << 32);
+  absl::StatusOr<BuildResult> faulting = testing_util::AddCandidate(*dag, 1.0, int64_t{1} << 32);
   ASSERT_TRUE(good.ok()) << good.status();
   ASSERT_TRUE(doubled.ok()) << doubled.status();
   ASSERT_TRUE(faulting.ok()) << faulting.status();
@@ -69,8 +68,7 @@ TEST(CudaRunnerGpuTest, CorrectWrongFaultingThenCorrectAgain) {
   failed_build.build_status = absl::InternalError("ptxas: error");
   std::unique_ptr<Runner> m = MakeRunner(QuickOptions());
   ASSERT_NE(m, nullptr);
-  std::vector<MeasureResult> r =
-      m->Run(*dag, {*good, *doubled, *faulting, *good, failed_build});
+  std::vector<MeasureResult> r = m->Run(*dag, {*good, *doubled, *faulting, *good, failed_build});
   ASSERT_EQ(r.size(), 5u);
   ExpectMeasuredFine(r[0], 2);
   EXPECT_EQ(r[1].error, MeasureError::kWrongAnswer) << r[1].message;

@@ -70,7 +70,7 @@ inline absl::StatusOr<BuildResult> CandidateFromNest(ir::LoopNest nest) {
 }
 
 inline absl::StatusOr<BuildResult> AddCandidate(const ir::ComputeDAG& dag, double scale,
-                                                     int64_t row_offset = 0) {
+                                                int64_t row_offset = 0) {
   absl::StatusOr<ir::LoopNest> nest = AddNest(dag, scale, row_offset);
   if (!nest.ok()) return nest.status();
   return CandidateFromNest(*std::move(nest));

@@ -16,11 +16,11 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "measure/checker.h"
-#include "runtime/cuda_device.h"
 #include "measure/device_compare.h"
 #include "measure/loaded_module.h"
 #include "measure/measure.h"
 #include "measure/runner.h"
+#include "runtime/cuda_device.h"
 #include "tests/codegen/nest_builders.h"
 #include "tests/measure/cuda_device_test_util.h"
 #include "tests/measure/cuda_test_util.h"
@@ -33,9 +33,9 @@ using runtime::TargetFromDevice;
 namespace {
 
 using ::testing::HasSubstr;
-using ::tilesearch::testing::IsOk;
 using testing_util::ProbedDevice;
 using testing_util::RunForked;
+using ::tilesearch::testing::IsOk;
 
 struct Device {
   std::unique_ptr<CudaContext> context;
@@ -92,15 +92,36 @@ void Planted(size_t n, uint32_t seed, std::vector<float>* got, std::vector<float
     float e = u(rng);
     float g = e * (1 + 3e-5f);
     switch (kind(rng)) {
-      case 0: g = nan; break;
-      case 1: g = e + 0.5f; break;
-      case 2: g = inf; break;
-      case 3: e = nan; g = nan; break;
-      case 4: e = nan; break;
-      case 5: e = inf; g = inf; break;
-      case 6: e = -inf; g = inf; break;
-      case 7: e = 0; g = 2e-4f; break;
-      default: break;
+      case 0:
+        g = nan;
+        break;
+      case 1:
+        g = e + 0.5f;
+        break;
+      case 2:
+        g = inf;
+        break;
+      case 3:
+        e = nan;
+        g = nan;
+        break;
+      case 4:
+        e = nan;
+        break;
+      case 5:
+        e = inf;
+        g = inf;
+        break;
+      case 6:
+        e = -inf;
+        g = inf;
+        break;
+      case 7:
+        e = 0;
+        g = 2e-4f;
+        break;
+      default:
+        break;
     }
     (*expected)[i] = e;
     (*got)[i] = g;
@@ -123,7 +144,8 @@ TEST(DeviceCompareGpuTest, PlantedErrorsMatchTheHostRule) {
         const CompareSummary host = SummarizeFloat32(got.data(), expected.data(), n, t);
         ExpectSameSummary(DeviceSummary(d, g.ptr(), e.ptr(), n, t), host);
         if (n == 1000003) {
-          EXPECT_GT(host.mismatches, 1000);  // planted errors exist (4923 at atol 1e-2 on the H200 run)
+          EXPECT_GT(host.mismatches,
+                    1000);  // planted errors exist (4923 at atol 1e-2 on the H200 run)
         }
       }
       // A correct output: no mismatch, exact errors.
@@ -215,10 +237,10 @@ TEST(DeviceCompareGpuTest, CountsDifferingWordsAndTailBytes) {
       return out[0];
     };
     EXPECT_EQ(count(y), 0u);
-    y[0] ^= 1;             // word 0
-    y[2] ^= 0x80;          // word 0 again
+    y[0] ^= 1;                                                              // word 0
+    y[2] ^= 0x80;                                                           // word 0 again
     y[4 * 200000 + 1] = static_cast<unsigned char>(y[4 * 200000 + 1] + 1);  // word 200000
-    y[bytes - 1] ^= 0xff;  // tail byte
+    y[bytes - 1] ^= 0xff;                                                   // tail byte
     EXPECT_EQ(count(y), 3u);
   });
 }
@@ -234,13 +256,13 @@ TEST(DeviceCompareGpuTest, CandidateWritingItsInputIsAWrongAnswer) {
   absl::StatusOr<ir::LoopNest> nest = testing_util::AddNest(*dag, 1.0);
   ASSERT_TRUE(nest.ok()) << nest.status();
   // C = A + B, then A = 0 (each thread its own element, after reading it).
-  nest->body = Loop("i", 64,
-                    Loop("j", 96,
-                         Seq({St("C", {V("i"), V("j")},
-                                 Ld("A", {V("i"), V("j")}) + Ld("B", {V("i"), V("j")})),
-                              St("A", {V("i"), V("j")}, ir::FloatConst(0.0))}),
-                         ir::ForKind::kThreadIdxX),
-                    ir::ForKind::kBlockIdxX);
+  nest->body = Loop(
+      "i", 64,
+      Loop("j", 96,
+           Seq({St("C", {V("i"), V("j")}, Ld("A", {V("i"), V("j")}) + Ld("B", {V("i"), V("j")})),
+                St("A", {V("i"), V("j")}, ir::FloatConst(0.0))}),
+           ir::ForKind::kThreadIdxX),
+      ir::ForKind::kBlockIdxX);
   absl::StatusOr<BuildResult> writer = testing_util::CandidateFromNest(*nest);
   absl::StatusOr<BuildResult> good = testing_util::AddCandidate(*dag, 1.0);
   ASSERT_TRUE(writer.ok()) << writer.status();

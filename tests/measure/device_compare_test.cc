@@ -80,17 +80,43 @@ void MakeData(size_t n, uint32_t seed, std::vector<float>* got, std::vector<floa
     const float e = u(rng);
     float g = e;
     switch (kind(rng)) {
-      case 0: g = kNanF; break;                          // NaN where finite
-      case 1: g = e + 1.0f; break;                       // far off
-      case 2: g = e * (1 + 5e-5f); break;                // within rtol
-      case 3: g = e + 3e-4f; break;                      // just outside at small |e|
-      case 4: (*expected)[i] = kNanF; got->at(i) = kNanF; continue;  // NaN for NaN: ok
-      case 5: (*expected)[i] = kNanF; got->at(i) = 1; continue;      // value for NaN: wrong
-      case 6: (*expected)[i] = kInfF; got->at(i) = kInfF; continue;  // same Inf: ok
-      case 7: (*expected)[i] = -kInfF; got->at(i) = kInfF; continue; // other Inf: wrong
-      case 8: g = kInfF; break;                          // Inf where finite
-      case 9: (*expected)[i] = 0; got->at(i) = 5e-5f; continue;      // tiny |e|: no rel error
-      default: break;
+      case 0:
+        g = kNanF;
+        break;  // NaN where finite
+      case 1:
+        g = e + 1.0f;
+        break;  // far off
+      case 2:
+        g = e * (1 + 5e-5f);
+        break;  // within rtol
+      case 3:
+        g = e + 3e-4f;
+        break;  // just outside at small |e|
+      case 4:
+        (*expected)[i] = kNanF;
+        got->at(i) = kNanF;
+        continue;  // NaN for NaN: ok
+      case 5:
+        (*expected)[i] = kNanF;
+        got->at(i) = 1;
+        continue;  // value for NaN: wrong
+      case 6:
+        (*expected)[i] = kInfF;
+        got->at(i) = kInfF;
+        continue;  // same Inf: ok
+      case 7:
+        (*expected)[i] = -kInfF;
+        got->at(i) = kInfF;
+        continue;  // other Inf: wrong
+      case 8:
+        g = kInfF;
+        break;  // Inf where finite
+      case 9:
+        (*expected)[i] = 0;
+        got->at(i) = 5e-5f;
+        continue;  // tiny |e|: no rel error
+      default:
+        break;
     }
     (*expected)[i] = e;
     (*got)[i] = g;
@@ -104,9 +130,8 @@ TEST(DeviceCompareTest, SummaryEqualsNaiveLoop) {
       MakeData(5000, seed, &got, &expected);
       const double rtol = 1e-4;
       const Naive want = NaiveCompare(got, expected, atol, rtol);
-      const CompareSummary s =
-          SummarizeFloat32(got.data(), expected.data(), static_cast<int64_t>(got.size()),
-                           Tolerance{atol, rtol});
+      const CompareSummary s = SummarizeFloat32(
+          got.data(), expected.data(), static_cast<int64_t>(got.size()), Tolerance{atol, rtol});
       EXPECT_EQ(s.elements, 5000);
       EXPECT_EQ(s.mismatches, want.mismatches) << "seed " << seed << " atol " << atol;
       EXPECT_EQ(s.first_mismatch, want.first);
@@ -248,8 +273,8 @@ TEST(DeviceCompareTest, PtxassAcceptsThePtx) {
   }
   for (const char* arch : {"sm_75", "sm_90"}) {
     const std::string log = std::string(dir) + "/ptxas.log";
-    const std::string cmd = std::string(ptxas) + " -arch=" + arch + " " + path +
-                            " -o /dev/null > " + log + " 2>&1";
+    const std::string cmd =
+        std::string(ptxas) + " -arch=" + arch + " " + path + " -o /dev/null > " + log + " 2>&1";
     const int status = std::system(cmd.c_str());
     std::ifstream in(log);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

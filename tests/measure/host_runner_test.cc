@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/status_matchers.h"
+#include "base/target.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/compute_dag.h"
@@ -17,7 +18,6 @@
 #include "measure/runner.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
-#include "base/target.h"
 
 namespace tilesearch::measure {
 namespace {
@@ -77,8 +77,7 @@ MatmulTask LoadMatmul() {
 TEST(HostRunnerTest, NaiveAndTiledMatmulAreCorrectWithInterpreterReference) {
   MatmulTask task = LoadMatmul();
   std::unique_ptr<Runner> m = Ok(CreateRunner(Target::HostCpu(), FastOptions()));
-  std::vector<MeasureResult> r =
-      m->Run(task.dag, {Candidate(task.naive), Candidate(task.tiled)});
+  std::vector<MeasureResult> r = m->Run(task.dag, {Candidate(task.naive), Candidate(task.tiled)});
   ASSERT_EQ(r.size(), 2u);
   ExpectMeasured(r[0]);
   ExpectMeasured(r[1]);

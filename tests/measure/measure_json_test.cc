@@ -43,8 +43,9 @@ TEST(MeasureErrorTest, DistributionNames) {
   EXPECT_STREQ(CheckDistributionName(CheckDistribution::kUniformSymmetric), "uniform");
   EXPECT_STREQ(CheckDistributionName(CheckDistribution::kUniformPositive), "uniform01");
   EXPECT_STREQ(CheckDistributionName(CheckDistribution::kNormalOffset), "normal");
-  for (CheckDistribution d : {CheckDistribution::kUniformSymmetric,
-                              CheckDistribution::kUniformPositive, CheckDistribution::kNormalOffset}) {
+  for (CheckDistribution d :
+       {CheckDistribution::kUniformSymmetric, CheckDistribution::kUniformPositive,
+        CheckDistribution::kNormalOffset}) {
     absl::StatusOr<CheckDistribution> parsed = ParseCheckDistribution(CheckDistributionName(d));
     ASSERT_THAT(parsed, IsOk());
     EXPECT_EQ(*parsed, d);

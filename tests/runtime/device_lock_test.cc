@@ -314,8 +314,9 @@ TEST(DeviceLockTest, MissingFileReadsAsTheInitialState) {
 }
 
 TEST(DeviceLockTest, BadPollTimesAreAnError) {
-  EXPECT_THAT(DeviceLock::Open(TempPath("poll.lock"), Poll(10, 5)),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("min_poll_ms <= max_poll_ms")));
+  EXPECT_THAT(
+      DeviceLock::Open(TempPath("poll.lock"), Poll(10, 5)),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("min_poll_ms <= max_poll_ms")));
   EXPECT_THAT(DeviceLock::Open(TempPath("poll.lock"), Poll(0, 5)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("0 < min_poll_ms")));
 }

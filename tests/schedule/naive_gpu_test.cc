@@ -1,8 +1,8 @@
 // The naive GPU schedule: for every operator of the library it lowers to one kernel per compute
 // stage with at most threads_per_block threads along x and a grid covering the stage, and the
-// lowered nest run in the interpreter's GPU thread model equals the naive program (ir::RunReference)
-// on random inputs, including extents the block size does not divide. Large shapes (a 4096³
-// matmul, a 2^40-element tensor that needs grid y) lower without being run.
+// lowered nest run in the interpreter's GPU thread model equals the naive program
+// (ir::RunReference) on random inputs, including extents the block size does not divide. Large
+// shapes (a 4096³ matmul, a 2^40-element tensor that needs grid y) lower without being run.
 #include "schedule/naive_gpu.h"
 
 #include <cstdint>

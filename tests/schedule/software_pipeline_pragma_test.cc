@@ -22,11 +22,11 @@ namespace tilesearch::schedule {
 namespace {
 
 using ::testing::Contains;
+using testing::ExpectMatchesReference;
 using ::testing::HasSubstr;
 using ::testing::IsSupersetOf;
-using ::testing::Not;
-using testing::ExpectMatchesReference;
 using testing::LocalAllocations;
+using ::testing::Not;
 using testing::Sched;
 using tilesearch::testing::IsOk;
 using tilesearch::testing::StatusIs;
@@ -62,8 +62,7 @@ TEST(SoftwarePipelinePragma, ParsesPrintsAndRoundTripsJson) {
     EXPECT_EQ(p->software_pipeline, value);
     EXPECT_EQ(p->auto_unroll_max_step, 0);
     EXPECT_EQ(StepToJson(*step), j);
-    EXPECT_EQ(StepToString(*step),
-              "pragma(3, 1, software_pipeline=" + std::to_string(value) + ")");
+    EXPECT_EQ(StepToString(*step), "pragma(3, 1, software_pipeline=" + std::to_string(value) + ")");
     // Through a whole step list's text too.
     absl::StatusOr<std::vector<Step>> back = StepsFromText(StepsToText({*step}));
     ASSERT_THAT(back, IsOk());

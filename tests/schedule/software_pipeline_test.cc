@@ -2,6 +2,8 @@
 // GPU matmuls whose reduction loop fetches shared tiles, the pipelined nest still matches the
 // naive program (divisible and guarded non-divisible tiles), and loops it must not touch (one
 // iteration, fetches that do not depend on the loop) are left alone.
+#include "schedule/software_pipeline.h"
+
 #include <map>
 #include <string>
 #include <vector>
@@ -12,7 +14,6 @@
 #include "ir/ops/linear.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
-#include "schedule/software_pipeline.h"
 #include "tests/schedule/lower_test_util.h"
 
 namespace tilesearch::schedule {
@@ -69,15 +70,14 @@ TEST(SoftwarePipeline, LoopWithoutFetchesIsUnchanged) {
       {ir::ForNode::Make(t, ir::IntConst(0), ir::IntConst(32), ir::ForKind::kThreadIdxX,
                          ir::StoreNode::Make("S", {t}, ir::FloatConst(1.0))),
        ir::BarrierNode::Make(),
-       ir::StoreNode::Make("O", {kv}, ir::LoadNode::Make(ir::ScalarType::kFloat32, "S",
-                                                         {ir::IntConst(0)})),
+       ir::StoreNode::Make("O", {kv},
+                           ir::LoadNode::Make(ir::ScalarType::kFloat32, "S", {ir::IntConst(0)})),
        ir::BarrierNode::Make()});
   ir::BufferDecl shared{"S", ir::ScalarType::kFloat32, {32}, ir::MemoryScope::kShared};
   ir::Stmt kernel = ir::AllocateNode::Make(
       shared, ir::ForNode::Make(kv, ir::IntConst(0), ir::IntConst(4), ir::ForKind::kSerial, body));
   EXPECT_TRUE(PipelineSharedFetches(kernel).same_as(kernel));
 }
-
 
 // Shared-buffer shapes and the number of barriers inside serial loops of a nest.
 struct DoubleBufferFacts {
@@ -92,7 +92,8 @@ DoubleBufferFacts InspectNest(const ir::Stmt& s) {
 
    protected:
     void VisitAllocate(const ir::AllocateNode* op, const ir::Stmt& s) override {
-      if (op->buffer.scope == ir::MemoryScope::kShared) facts.shared_shapes[op->buffer.name] = op->buffer.shape;
+      if (op->buffer.scope == ir::MemoryScope::kShared)
+        facts.shared_shapes[op->buffer.name] = op->buffer.shape;
       ir::StmtVisitor::VisitAllocate(op, s);
     }
     void VisitFor(const ir::ForNode* op, const ir::Stmt& s) override {
@@ -152,20 +153,21 @@ TEST(SoftwarePipeline, DoubleBufferingNeedsEveryAccessInsideTheLoop) {
   // kernel is left unchanged.
   ir::Expr t = ir::MakeVar("t"), kv = ir::MakeVar("k");
   ir::Stmt body = ir::SeqNode::Make(
-      {ir::ForNode::Make(t, ir::IntConst(0), ir::IntConst(32), ir::ForKind::kThreadIdxX,
-                         ir::StoreNode::Make("S", {t}, ir::LoadNode::Make(ir::ScalarType::kFloat32, "G", {kv * 32 + t}))),
+      {ir::ForNode::Make(
+           t, ir::IntConst(0), ir::IntConst(32), ir::ForKind::kThreadIdxX,
+           ir::StoreNode::Make("S", {t},
+                               ir::LoadNode::Make(ir::ScalarType::kFloat32, "G", {kv * 32 + t}))),
        ir::BarrierNode::Make(),
-       ir::StoreNode::Make("O", {kv}, ir::LoadNode::Make(ir::ScalarType::kFloat32, "S",
-                                                         {ir::IntConst(0)})),
+       ir::StoreNode::Make("O", {kv},
+                           ir::LoadNode::Make(ir::ScalarType::kFloat32, "S", {ir::IntConst(0)})),
        ir::BarrierNode::Make()});
   ir::BufferDecl shared{"S", ir::ScalarType::kFloat32, {32}, ir::MemoryScope::kShared};
   ir::Stmt kernel = ir::AllocateNode::Make(
-      shared,
-      ir::SeqNode::Make({ir::ForNode::Make(kv, ir::IntConst(0), ir::IntConst(4),
-                                           ir::ForKind::kSerial, body),
-                         ir::StoreNode::Make("O", {ir::IntConst(4)},
-                                             ir::LoadNode::Make(ir::ScalarType::kFloat32, "S",
-                                                                {ir::IntConst(1)}))}));
+      shared, ir::SeqNode::Make({ir::ForNode::Make(kv, ir::IntConst(0), ir::IntConst(4),
+                                                   ir::ForKind::kSerial, body),
+                                 ir::StoreNode::Make("O", {ir::IntConst(4)},
+                                                     ir::LoadNode::Make(ir::ScalarType::kFloat32,
+                                                                        "S", {ir::IntConst(1)}))}));
   EXPECT_TRUE(PipelineSharedFetches(kernel, /*double_buffer=*/true).same_as(kernel));
   EXPECT_FALSE(PipelineSharedFetches(kernel, /*double_buffer=*/false).same_as(kernel));
 }

@@ -187,8 +187,9 @@ TEST(StepJsonTest, WrongFieldTypesAreErrors) {
 
 TEST(StepJsonTest, IdsOutsideIntAreErrorsNotWrapped) {
   // 4294967301 = 2^32 + 5 would wrap to stage 5 if narrowed to int.
-  EXPECT_THAT(StepsFromText(R"({"version": 1, "steps": [["PR", 4294967301, 0, "software_pipeline$0"]]})"),
-              StatusIs(kInvalid, HasSubstr("field 1 of step 'PR' is out of range: 4294967301")));
+  EXPECT_THAT(
+      StepsFromText(R"({"version": 1, "steps": [["PR", 4294967301, 0, "software_pipeline$0"]]})"),
+      StatusIs(kInvalid, HasSubstr("field 1 of step 'PR' is out of range: 4294967301")));
   EXPECT_THAT(StepsFromText(R"({"version": 1, "steps": [["SP", 2, -1, 64, [8], 1]]})"),
               StatusIs(kInvalid, HasSubstr("field 2 of step 'SP' is out of range: -1")));
   EXPECT_THAT(StepsFromText(R"({"version": 1, "steps": [["RE", 2, [0, 4294967296]]]})"),

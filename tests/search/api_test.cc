@@ -18,10 +18,10 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/search/record_test_util.h"
-#include "tests/search/scratch_dir.h"
 #include "nlohmann/json.hpp"
 #include "search/log_io.h"
+#include "tests/search/record_test_util.h"
+#include "tests/search/scratch_dir.h"
 
 namespace tilesearch {
 namespace {
@@ -120,8 +120,7 @@ TEST(ApiTest, BestRecordRunsOnHostDataAndComputesTheMatmul) {
   // The naive schedule measured slower (3 ms) than the tiled one (1 ms).
   const std::string log = WriteLog(
       "two.jsonl", {RecordOf(kCpuTiled, 0, 3.0, /*use_steps=*/false), RecordOf(kCpuTiled, 1, 1.0)});
-  absl::StatusOr<Task> task =
-      Task::Create("matmul", {{kN, kN}, {kN, kN}}, Target::HostCpu());
+  absl::StatusOr<Task> task = Task::Create("matmul", {{kN, kN}, {kN, kN}}, Target::HostCpu());
   ASSERT_TRUE(task.ok()) << task.status();
   absl::StatusOr<HistoryBest> best = ApplyHistoryBest(log, *task);
   ASSERT_TRUE(best.ok()) << best.status();
@@ -177,8 +176,7 @@ TEST(ApiTest, CudaKernelWithoutADriverFailsToLoadWithTheReason) {
 }
 
 TEST(ApiTest, TuneFillsTheLogToTheBudget) {
-  absl::StatusOr<Task> task =
-      Task::Create("matmul", {{16, 16}, {16, 16}}, Target::HostCpu());
+  absl::StatusOr<Task> task = Task::Create("matmul", {{16, 16}, {16, 16}}, Target::HostCpu());
   ASSERT_TRUE(task.ok()) << task.status();
   TuneOptions options;
   options.trials = 3;

@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
-#include <utility>
-#include <variant>
 #include <random>
+#include <set>
 #include <string>
 #include <unordered_set>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "base/status_matchers.h"

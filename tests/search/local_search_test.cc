@@ -38,8 +38,8 @@
 #include "search/sketch.h"
 #include "search/tuner.h"
 #include "tests/search/feature_sum_model.h"
-#include "tests/search/tiny_tune_options.h"
 #include "tests/search/space_test_util.h"
+#include "tests/search/tiny_tune_options.h"
 
 namespace tilesearch::search {
 namespace {
@@ -234,8 +234,8 @@ NeighborCounts CheckNeighbors(const ir::ComputeDAG& dag, const State& state, con
   for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
     std::vector<Step> expected;  // the valid single edits of step i, by this file's enumeration
     if (IsTileSplit(steps, i, gpu)) {
-      for (const auto& lengths : NaiveFactorMoves(std::get<SplitStep>(steps[i]),
-                                                  options.max_innermost_split_factor)) {
+      for (const auto& lengths :
+           NaiveFactorMoves(std::get<SplitStep>(steps[i]), options.max_innermost_split_factor)) {
         std::vector<Step> edited = steps;
         auto& sp = std::get<SplitStep>(edited[i]);
         for (size_t k = 0; k < lengths.size(); ++k) sp.lengths[k] = lengths[k];
@@ -326,9 +326,9 @@ TEST(NeighborStates, DeterministicAndErrors) {
 }
 
 State LoadHandSchedule(ir::ComputeDAG* dag, Target* target) {
-  absl::StatusOr<schedule::ScheduleFile> file = schedule::ScheduleFile::Load(
-      std::string(TILESEARCH_SOURCE_DIR) +
-      "/bench/schedules/matmul_cuda_4096_128x128_cp_async4.json");
+  absl::StatusOr<schedule::ScheduleFile> file =
+      schedule::ScheduleFile::Load(std::string(TILESEARCH_SOURCE_DIR) +
+                                   "/bench/schedules/matmul_cuda_4096_128x128_cp_async4.json");
   EXPECT_THAT(file, IsOk());
   absl::StatusOr<schedule::ResolvedSchedule> r = file->Resolve();
   EXPECT_THAT(r, IsOk());
@@ -373,7 +373,6 @@ TEST(NeighborStates, HandScheduleOfMatmul4096) {
   EXPECT_TRUE(std::any_of(neighbors->begin(), neighbors->end(),
                           [&](const State& s) { return s.steps() == coupled; }));
 }
-
 
 std::unordered_set<uint64_t> HashesOf(const std::vector<State>& states) {
   std::unordered_set<uint64_t> out;

@@ -21,8 +21,8 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/search/scratch_dir.h"
 #include "nlohmann/json.hpp"
+#include "tests/search/scratch_dir.h"
 
 namespace tilesearch::search {
 namespace {
@@ -531,15 +531,16 @@ TEST(LogIoTest, CorruptRoundLinesAndUnknownKindsAreSkippedWithTheirLineNumbers) 
   json record_kind = MeasureRecordToJson(Trial(2, 1.0));
   record_kind["kind"] = "record";  // explicit kind of a record: accepted
   std::ostringstream text;
-  text << MeasureRecordToLine(Trial(0, 1.0)) << "\n"              // 1
-       << MeasureRecordToLine(Trial(1, 1.0)) << "\n"              // 2
-       << bad_accuracy.dump() << "\n"                             // 3
-       << short_predictions.dump() << "\n"                        // 4
-       << R"({"kind": "comment", "version": 1, "text": "hi"})" << "\n"  // 5
-       << extra.dump() << "\n"                                    // 6
-       << missing_round.dump() << "\n"                            // 7
-       << RoundRecordToLine(RoundLine(1, 0, 2)) << "\n"           // 8
-       << record_kind.dump() << "\n"                              // 9
+  text << MeasureRecordToLine(Trial(0, 1.0)) << "\n"  // 1
+       << MeasureRecordToLine(Trial(1, 1.0)) << "\n"  // 2
+       << bad_accuracy.dump() << "\n"                 // 3
+       << short_predictions.dump() << "\n"            // 4
+       << R"({"kind": "comment", "version": 1, "text": "hi"})"
+       << "\n"                                                          // 5
+       << extra.dump() << "\n"                                          // 6
+       << missing_round.dump() << "\n"                                  // 7
+       << RoundRecordToLine(RoundLine(1, 0, 2)) << "\n"                 // 8
+       << record_kind.dump() << "\n"                                    // 9
        << RoundRecordToLine(RoundLine(2, 2, 1)).substr(0, 80) << "\n";  // 10: truncated
   AppendRaw(path, text.str());
 

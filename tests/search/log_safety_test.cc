@@ -193,8 +193,7 @@ TEST(LogSafetyTest, ApplyHistoryBestSkipsAnInconsistentBestAndPicksTheNextValidR
   const std::string key16 = KeyOf(Matmul(16));
   WriteText(path, Lines({Record(Matmul(16), key16, 0, 3.0), Record(Matmul(8), key16, 1, 0.5),
                          Record(Matmul(16), key16, 2, 2.0)}));
-  absl::StatusOr<ReplayedRecord> best =
-      ApplyHistoryBest(path, Matmul(16), Target::HostCpu());
+  absl::StatusOr<ReplayedRecord> best = ApplyHistoryBest(path, Matmul(16), Target::HostCpu());
   ASSERT_THAT(best, IsOk());
   EXPECT_EQ(best->record.trial, 2);  // the fastest of trials 0 (3 ms) and 2 (2 ms)
   ASSERT_THAT(best->warnings, SizeIs(1));

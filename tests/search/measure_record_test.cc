@@ -397,8 +397,8 @@ TEST(RoundRecordJsonTest, LocalSearchFieldErrors) {
   const json base = json::parse(kOldRoundLine);
   struct Case {
     const char* what;
-    json trials;      // null: field absent
-    json fraction;    // null: field absent
+    json trials;    // null: field absent
+    json fraction;  // null: field absent
     const char* message;
   };
   const Case cases[] = {
@@ -449,7 +449,8 @@ TEST(RoundRecordJsonTest, LocalSearchTrialsAtFractionZeroAreRefusedNamingBothFie
               StatusIs(kInvalid, AllOf(HasSubstr("field 'local_search_trials' is 1"),
                                        HasSubstr("field 'local_search_fraction' is 0"))));
   j["local_search_fraction"] = 0.0;
-  EXPECT_THAT(RoundRecordFromJson(j), StatusIs(kInvalid, HasSubstr("'local_search_fraction' is 0")));
+  EXPECT_THAT(RoundRecordFromJson(j),
+              StatusIs(kInvalid, HasSubstr("'local_search_fraction' is 0")));
   j["local_search_trials"] = 0;
   absl::StatusOr<RoundRecord> none = RoundRecordFromJson(j);
   ASSERT_TRUE(none.ok()) << none.status();

@@ -42,8 +42,7 @@ inline std::string KeyOf(const schedule::Workload& w) {
 /// A successful record of `workload` on `target` claiming `key`: one timed run of `median_ms`
 /// (ms), trial `trial`, a fixed timestamp, no steps.
 inline MeasureRecord TimedRecord(const schedule::Workload& workload, const std::string& key,
-                                 const Target& target, int64_t trial,
-                                 double median_ms) {
+                                 const Target& target, int64_t trial, double median_ms) {
   MeasureRecord r;
   r.workload = workload;
   r.workload_key = key;

@@ -25,24 +25,24 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/search/record_test_util.h"
-#include "tests/search/scratch_dir.h"
 #include "nlohmann/json.hpp"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
 #include "search/log_io.h"
 #include "search/tuner.h"
+#include "tests/search/record_test_util.h"
+#include "tests/search/scratch_dir.h"
 
 namespace tilesearch::search {
 namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
-using ::tilesearch::testing::StatusIs;
 using testing::KeyOf;
 using testing::Matmul;
 using testing::ReadText;
 using testing::TimedRecord;
+using ::tilesearch::testing::StatusIs;
 
 // ---------------------------------------------------------------------------------------------
 // Scratch files.
@@ -176,8 +176,7 @@ TEST(ReplayTest, TunedCpuLogReplaysToACheckedObjectComputingTheMatmul) {
   }
   ASSERT_GE(best_trial, 0) << "no valid record in the tuned log";
 
-  absl::StatusOr<ReplayedRecord> best =
-      ApplyHistoryBest(log, Matmul(kN), Target::HostCpu());
+  absl::StatusOr<ReplayedRecord> best = ApplyHistoryBest(log, Matmul(kN), Target::HostCpu());
   ASSERT_TRUE(best.ok()) << best.status();
   EXPECT_EQ(best->record.trial, best_trial);
   EXPECT_DOUBLE_EQ(best->record.median_ms(), best_ms);
@@ -280,9 +279,9 @@ TEST(ReplayTest, RecordWhoseStepsNoLongerReplayIsSkippedForTheNextBest) {
   const Target cpu = Target::HostCpu();
   // Stage 9 does not exist in a matmul DAG (A, B, C).
   const std::vector<schedule::Step> broken = {schedule::SplitStep{9, 0, 16, {4}, true}};
-  const std::string log = WriteLog("broken.jsonl", {Record(Matmul(16), cpu, {}, 0, 2.0),
-                                                    Record(Matmul(16), cpu, broken, 5, 1.0),
-                                                    Record(Matmul(16), cpu, broken, 6, 1.5)});
+  const std::string log = WriteLog(
+      "broken.jsonl", {Record(Matmul(16), cpu, {}, 0, 2.0), Record(Matmul(16), cpu, broken, 5, 1.0),
+                       Record(Matmul(16), cpu, broken, 6, 1.5)});
   absl::StatusOr<ReplayedRecord> best = ApplyHistoryBest(log, Matmul(16), cpu);
   ASSERT_THAT(best.status(), tilesearch::testing::IsOk());
   EXPECT_EQ(best->record.trial, 0);

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "base/target.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
 #include "measure/measure.h"
-#include "base/target.h"
+#include "nlohmann/json.hpp"
 #include "search/log_io.h"
 #include "search/tuner.h"
 #include "tests/search/scratch_dir.h"

@@ -1,7 +1,7 @@
 // The software_pipeline decision in the search: GPU annotation of a matmul whose kernel fetches
 // shared tiles in its reduction loop adds a "software_pipeline$b" pragma with both values across
-// seeds (and Lower follows it), cpu annotation and row caches (softmax) never get one, and MutateAutoUnroll flips it as a decision (the
-// structure hash is unchanged, the steps hash is not).
+// seeds (and Lower follows it), cpu annotation and row caches (softmax) never get one, and
+// MutateAutoUnroll flips it as a decision (the structure hash is unchanged, the steps hash is not).
 #include <cstdint>
 #include <random>
 #include <set>

@@ -53,9 +53,8 @@ inline std::vector<schedule::State> StatesOf(std::vector<Candidate> candidates) 
 /// SampleInitialPopulation in a context of (dag, target, options) whose generator continues the
 /// test's `rng` (its state after the call is the context's).
 inline std::vector<schedule::State> SampleInContext(const std::vector<schedule::State>& sketches,
-                                                    const ir::ComputeDAG& dag,
-                                                    const Target& target, int n,
-                                                    std::mt19937_64& rng,
+                                                    const ir::ComputeDAG& dag, const Target& target,
+                                                    int n, std::mt19937_64& rng,
                                                     const AnnotationOptions& options = {}) {
   TuneContext ctx(dag, target, options);
   ctx.rng() = rng;
@@ -67,8 +66,7 @@ inline std::vector<schedule::State> SampleInContext(const std::vector<schedule::
 /// AnnotateSketch in a context of (dag, target, options) whose generator continues the test's
 /// `rng`.
 inline absl::StatusOr<Candidate> AnnotateInContext(const schedule::State& sketch,
-                                                   const ir::ComputeDAG& dag,
-                                                   const Target& target,
+                                                   const ir::ComputeDAG& dag, const Target& target,
                                                    std::mt19937_64& rng,
                                                    const AnnotationOptions& options = {}) {
   TuneContext ctx(dag, target, options);
@@ -95,11 +93,10 @@ inline std::vector<Candidate> LoweredCandidates(const std::vector<schedule::Stat
 /// EvolutionarySearch in a context of (dag, target, options) whose generator continues the test's
 /// `rng`; `best_states` are lowered into candidates (LoweredCandidates); the states come back.
 inline absl::StatusOr<std::vector<schedule::State>> EvolveInContext(
-    const ir::ComputeDAG& dag, const Target& target,
-    const std::vector<schedule::State>& sketches, costmodel::CostModel& model,
-    const std::unordered_set<uint64_t>& measured, const std::vector<schedule::State>& best_states,
-    int n_out, const SearchOptions& options, std::mt19937_64& rng,
-    SearchProfile* profile = nullptr) {
+    const ir::ComputeDAG& dag, const Target& target, const std::vector<schedule::State>& sketches,
+    costmodel::CostModel& model, const std::unordered_set<uint64_t>& measured,
+    const std::vector<schedule::State>& best_states, int n_out, const SearchOptions& options,
+    std::mt19937_64& rng, SearchProfile* profile = nullptr) {
   TuneContext ctx(dag, target, options);
   ctx.rng() = rng;
   absl::StatusOr<std::vector<Candidate>> out = EvolutionarySearch(
@@ -111,8 +108,8 @@ inline absl::StatusOr<std::vector<schedule::State>> EvolveInContext(
 
 /// The model's scores of `states` (lowered with LoweredCandidates, then ScoreCandidates).
 inline absl::StatusOr<std::vector<double>> ScoreInContext(
-    const ir::ComputeDAG& dag, const Target& target,
-    const std::vector<schedule::State>& states, costmodel::CostModel& model) {
+    const ir::ComputeDAG& dag, const Target& target, const std::vector<schedule::State>& states,
+    costmodel::CostModel& model) {
   TuneContext ctx(dag, target);
   return ScoreCandidates(LoweredCandidates(states, ctx), ctx, model);
 }

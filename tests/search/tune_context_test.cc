@@ -15,8 +15,8 @@
 namespace tilesearch::search {
 namespace {
 
-using schedule::State;
 using Target;
+using schedule::State;
 using tilesearch::testing::IsOk;
 
 TEST(TuneContext, CarriesTheTaskAndOptions) {

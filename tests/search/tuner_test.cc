@@ -1,15 +1,15 @@
 // The tuning loop end to end on the cpu target (a 64×64×64 float32 matmul, small search options so
-// the whole file runs in seconds on 2 cores). One shared job (12 trials in 2 rounds, resumed to 15):
-// the best record is a valid schedule whose lowered nest, interpreted, equals both a hand-written
-// float64 triple loop and ir::RunReference, and is faster than the naive program timed by the same
-// measurer; the log holds exactly the budget with no state measured twice; resuming with a larger
-// budget measures only the difference, none of it a state already in the log; each round appends
-// one round line whose pairwise accuracy and top-k recall equal a naive recomputation from its
-// stored predictions and the measured records, and whose predictions are those of an XGBoost model
-// trained independently on the earlier rounds only (held out). Separately: early stopping ends a
-// job at the first round boundary where the log shows enough trials without improvement; SIGINT
-// stops the job after a whole logged round; the evolutionary search's own contract (distinct
-// unmeasured states) and option errors.
+// the whole file runs in seconds on 2 cores). One shared job (12 trials in 2 rounds, resumed to
+// 15): the best record is a valid schedule whose lowered nest, interpreted, equals both a
+// hand-written float64 triple loop and ir::RunReference, and is faster than the naive program timed
+// by the same measurer; the log holds exactly the budget with no state measured twice; resuming
+// with a larger budget measures only the difference, none of it a state already in the log; each
+// round appends one round line whose pairwise accuracy and top-k recall equal a naive recomputation
+// from its stored predictions and the measured records, and whose predictions are those of an
+// XGBoost model trained independently on the earlier rounds only (held out). Separately: early
+// stopping ends a job at the first round boundary where the log shows enough trials without
+// improvement; SIGINT stops the job after a whole logged round; the evolutionary search's own
+// contract (distinct unmeasured states) and option errors.
 #include "search/tuner.h"
 
 #include <unistd.h>
@@ -107,8 +107,8 @@ const ::testing::Environment* const kCleanup =
 
 std::string TempLog(const std::string& name) {
   // The pid keeps concurrent runs of this binary (several build trees, one /tmp) apart.
-  const std::string path = ::testing::TempDir() + "/tuner_test_" + std::to_string(::getpid()) +
-                           "_" + name + ".jsonl";
+  const std::string path =
+      ::testing::TempDir() + "/tuner_test_" + std::to_string(::getpid()) + "_" + name + ".jsonl";
   TempLogs().push_back(path);
   std::remove(path.c_str());
   return path;
@@ -261,7 +261,6 @@ TEST_F(TunedMatmulTest, BestIsCorrectAndFasterThanNaive) {
   ASSERT_TRUE(timed[0].ok()) << timed[0].message;
   ASSERT_TRUE(timed[1].ok()) << timed[1].message;
   EXPECT_LT(timed[1].median_ms(), timed[0].median_ms());
-
 }
 
 TEST_F(TunedMatmulTest, LogHoldsTheBudgetWithEachStateOnceAndResumeMeasuresOnlyTheDifference) {
@@ -412,8 +411,9 @@ TEST(TunerTest, EarlyStoppingEndsAtTheFirstRoundWithoutEnoughImprovement) {
   EXPECT_EQ(stop_at, static_cast<int64_t>(records.size()));
 
   options.early_stopping = -1;
-  EXPECT_THAT(Tune(Matmul64(), target, options),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("early_stopping must be >= 0")));
+  EXPECT_THAT(
+      Tune(Matmul64(), target, options),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("early_stopping must be >= 0")));
 }
 
 TEST(TunerTest, SigintStopsBetweenRoundsWithTheRoundLogged) {
@@ -496,14 +496,15 @@ TEST(EvolutionarySearchTest, RejectsBadOptions) {
 TEST(TunerTest, RejectsBadOptions) {
   const Target target = Target::HostCpu();
   TuneOptions o = SmallTune(TempLog("bad"), 0);
-  EXPECT_THAT(Tune(Matmul64(), target, o),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("trials must be >= 1, got 0")));
+  EXPECT_THAT(Tune(Matmul64(), target, o), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                    HasSubstr("trials must be >= 1, got 0")));
   o.trials = 4;
   o.log_path = "";
   EXPECT_THAT(Tune(Matmul64(), target, o),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("log path")));
   o.log_path = "/nonexistent-dir/x/log.jsonl";
-  EXPECT_THAT(Tune(Matmul64(), target, o), StatusIs(absl::StatusCode::kNotFound, HasSubstr("/nonexistent-dir/x/log.jsonl")));
+  EXPECT_THAT(Tune(Matmul64(), target, o),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("/nonexistent-dir/x/log.jsonl")));
 }
 
 }  // namespace
