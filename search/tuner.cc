@@ -30,6 +30,7 @@
 #include "costmodel/features.h"
 #include "costmodel/xgboost_model.h"
 #include "measure/builder.h"
+#include "measure/runner.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
 #include "search/local_search.h"

@@ -125,7 +125,7 @@ void PrintStats(const char* what, const std::vector<double>& ms) {
     std::printf("%-28s (none)\n", what);
     return;
   }
-  const runtime::TimingStats s = measure::Summarize(ms);
+  const runtime::TimingStats s = runtime::Summarize(ms);
   std::printf("%-28s median %7.2f  p10 %7.2f  p90 %7.2f  max %7.2f  (n=%d)\n", what, s.median_ms,
               s.p10_ms, s.p90_ms, s.max_ms, s.runs);
 }
@@ -251,14 +251,14 @@ absl::Status Run(const BenchCompileOptions& o) {
                         {"wall_ms", wall_ms},
                         {"throughput_per_s", throughput}};
   if (!total.empty()) {
-    out["compile_ms"] = StatsJson(measure::Summarize(total));
-    out["phases_ms"] = {{"emit", StatsJson(measure::Summarize(emit))},
-                        {"lower", StatsJson(measure::Summarize(lower))},
-                        {"translate", StatsJson(measure::Summarize(translate))},
-                        {"optimize", StatsJson(measure::Summarize(optimize))},
-                        {"codegen", StatsJson(measure::Summarize(codegen_ms))}};
+    out["compile_ms"] = StatsJson(runtime::Summarize(total));
+    out["phases_ms"] = {{"emit", StatsJson(runtime::Summarize(emit))},
+                        {"lower", StatsJson(runtime::Summarize(lower))},
+                        {"translate", StatsJson(runtime::Summarize(translate))},
+                        {"optimize", StatsJson(runtime::Summarize(optimize))},
+                        {"codegen", StatsJson(runtime::Summarize(codegen_ms))}};
   }
-  out["lower_ms"] = StatsJson(measure::Summarize(lower_ms));
+  out["lower_ms"] = StatsJson(runtime::Summarize(lower_ms));
 
   if (measurer != nullptr) {
     std::vector<measure::BuildResult> candidates;
@@ -284,7 +284,7 @@ absl::Status Run(const BenchCompileOptions& o) {
     PrintStats("driver JIT ms (per candidate)", jit_ms);
     PrintStats("one run ms (unchecked)", run_ms);
     for (const auto& [kind, count] : errors) std::printf("  %s: %d\n", kind.c_str(), count);
-    if (!jit_ms.empty()) out["driver_jit_ms"] = StatsJson(measure::Summarize(jit_ms));
+    if (!jit_ms.empty()) out["driver_jit_ms"] = StatsJson(runtime::Summarize(jit_ms));
     out["run_errors"] = errors;
   }
   if (!o.json.empty()) {

@@ -15,7 +15,6 @@
 namespace tilesearch::search {
 namespace {
 
-using Target;
 using schedule::State;
 using tilesearch::testing::IsOk;
 

@@ -40,6 +40,7 @@
 #include "ir/lower_naive.h"
 #include "ir/reference.h"
 #include "measure/measure.h"
+#include "measure/runner.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
