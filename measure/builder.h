@@ -36,6 +36,7 @@ struct BuildInput {
 
 /// One built candidate, what a Runner checks and times.
 struct BuildResult {
+  /// The lowered program (shared with the candidate's lowering); null when the build failed.
   std::shared_ptr<const ir::LoopNest> nest;
   std::vector<LaunchConfig> launches;                    // GPU: one per kernel
   std::shared_ptr<const codegen::GpuModule> gpu_module;  // GPU: the compiled module
@@ -43,7 +44,7 @@ struct BuildResult {
   /// this error (kind from the status: "compile_timeout" → kCompileTimeout, "invalid_schedule" →
   /// kInvalidSchedule, others kCompileError) and message.
   absl::Status build_status;
-  /// Lowering + (GPU) PTX compilation, ms; copied into the result.
+  /// Lowering + (GPU) PTX compilation, ms; the Runner copies it into its MeasureResult.
   double compile_ms = 0;
 };
 /// How the Builder compiles.

@@ -35,12 +35,16 @@ absl::Status NotApplicable(const char* name, const std::string& why) {
   return absl::FailedPreconditionError(absl::StrCat(name, " not applicable: ", why));
 }
 
+// The divisors of n in increasing order, in O(sqrt(n)) (a logged split may be as long as 2^40).
 std::vector<int64_t> Divisors(int64_t n) {
-  std::vector<int64_t> d;
-  for (int64_t i = 1; i <= n; ++i) {
-    if (n % i == 0) d.push_back(i);
+  std::vector<int64_t> small, large;
+  for (int64_t i = 1; i <= n / i; ++i) {
+    if (n % i != 0) continue;
+    small.push_back(i);
+    if (i != n / i) large.push_back(n / i);
   }
-  return d;
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
 }
 
 using internal::FinishEdit;

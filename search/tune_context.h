@@ -81,6 +81,8 @@ class TuneContext {
 /// state was validated (LowerCandidate) and reused for features and the build.
 struct Candidate {
   schedule::State state;
+  /// Null for a state replayed from a log that no longer lowers (it then has no features and is
+  /// not built); lower_ms is then 0.
   std::shared_ptr<const schedule::LoweredKernel> lowered;
   /// Wall-clock milliseconds the lowering took (reported as part of the record's compile time).
   double lower_ms = 0;

@@ -79,7 +79,7 @@ volatile pid_t g_tuner_pid = 0;               // the tuning process (not its for
 
 void OnSigint(int) {
   // Forked measurement workers inherit the handler: they carry on; the tuning process decides
-  // (its death kills them, runtime/worker_batch.cc sets PR_SET_PDEATHSIG).
+  // (its death kills them, measure/worker_batch.cc sets PR_SET_PDEATHSIG).
   if (::getpid() != g_tuner_pid) return;
   const int saved_errno = errno;
   g_interrupts = g_interrupts + 1;
@@ -498,7 +498,7 @@ absl::Status TuningJob::LogRound(Round& round, std::vector<measure::MeasureResul
     r.target = target;
     r.steps = round.candidates[i].state.steps();
     r.result = std::move(results[i]);
-    // Lowering (+ PTX compile on cuda, done here); cpu: plus the worker's JIT compile.
+    // Lowering (+ the Builder's PTX compile on cuda); cpu: plus the worker's JIT compile.
     r.compile_ms = built[i].compile_ms + (target.is_gpu() ? 0.0 : r.result.compile_ms);
     r.run_ms = r.result.run_wall_ms;
     r.timestamp = CurrentTimestamp();

@@ -1,9 +1,9 @@
 // The tuning loop of one task (Ansor, OSDI'20 §5 / TVM v0.19 SketchPolicyNode::Search with
 // auto_scheduler.TuningOptions): every round gives the cost model the records it has not seen, runs
 // the evolutionary search (search/evolutionary_search.h) for the round's candidates (each lowered
-// once by the search, search/tune_context.h), compiles their lowerings (cuda:
-// codegen::CompileManyToPtx in this process; cpu: the measurer JIT-compiles in its worker),
-// measures them (measure::Runner), appends the round's records to the log (fsync'd,
+// once by the search, search/tune_context.h), builds their lowerings (measure::Builder:
+// PTX in parallel compile workers on cuda; on cpu the runner's worker JIT-compiles each nest),
+// checks and times them (measure::Runner), appends the round's records to the log (fsync'd,
 // search/log_io.h) and prints a progress line. A job resumes from its log: the records
 // of the task (workload key + target) train the model, their states are never measured again and
 // they count toward the trial budget.

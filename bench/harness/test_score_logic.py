@@ -216,7 +216,7 @@ class SuiteTest(unittest.TestCase):
             (doc([dict(good, inputs=["torch"])]), "must be an identifier other than torch and F"),
             (doc([dict(good, nodes=[])]), "field 'problems[0].nodes' belongs to exactly"),
             (doc([dict(good, dtype="int8")]), "no tolerance for dtype 'int8'"),
-            # Types the scorer relies on, and the C++ reader's rules (bench/harness/suite.h):
+            # Types the scorer relies on, and the C++ reader's rules (tools/suite.h):
             # every one of these used to be accepted here and fail later with a traceback.
             (doc([dict(good, dtype=5)]), "field 'problems[0].dtype' must be a string"),
             (doc([dict(good, tags="small")]), "field 'problems[0].tags' must be a list of strings"),
@@ -323,7 +323,7 @@ class ArtifactTest(unittest.TestCase):
     def test_a_real_replay_artifact_fits_its_level1_problem(self):
         # Written by `tilesearch replay --log matmul_xgboost.jsonl --op matmul --shape 4096x4096
         # --shape 4096x4096 --name matmul_square_4096 --no-check` (the log of the first H200
-        # tuning runs, bench/logs/h200-2026-11-30-tune-ops-first.tar.xz): the format score.py
+        # tuning runs, bench/logs/h200-2026-11-30-ops-tuned-partial.tar.xz): the format score.py
         # reads is the one replay writes.
         with open(os.path.join(HERE, "testdata", "replay_matmul_square_4096.json")) as f:
             doc = json.load(f)
