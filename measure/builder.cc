@@ -69,6 +69,12 @@ std::vector<BuildResult> Builder::Build(const std::vector<BuildInput>& inputs) c
     r.compile_ms += modules[j]->compile_ms;
     r.gpu_module = std::make_shared<const codegen::GpuModule>(*std::move(modules[j]));
   }
+  // A short answer from the compile pool must not leave a candidate "built" without a module.
+  for (size_t j = modules.size(); j < job_index.size(); ++j) {
+    results[job_index[j]].build_status = absl::InternalError(
+        absl::StrCat("compile_error: the compile pool returned ", modules.size(), " modules for ",
+                     job_index.size(), " candidates"));
+  }
   return results;
 }
 

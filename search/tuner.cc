@@ -185,12 +185,8 @@ std::vector<measure::BuildResult> BuildCandidates(const measure::Builder& builde
                                                   const std::vector<Candidate>& round) {
   std::vector<measure::BuildInput> inputs(round.size());
   for (size_t i = 0; i < round.size(); ++i) {
-    inputs[i].lowered = round[i].lowered;
+    inputs[i].lowered = round[i].lowered;  // null: the Builder reports invalid_schedule
     inputs[i].lower_ms = round[i].lower_ms;
-    if (round[i].lowered == nullptr) {
-      inputs[i].lower_status =
-          absl::FailedPreconditionError("invalid_schedule: the state was not lowered");
-    }
   }
   return builder.Build(inputs);
 }
