@@ -629,6 +629,8 @@ absl::Status Emitter::EmitStmt(const Stmt& s) {
       }
       return absl::OkStatus();
     }
+    case ir::StmtKind::kWarpMma:
+      return absl::UnimplementedError("warp mma is not emitted yet");
   }
   return absl::InternalError("unhandled statement kind");
 }

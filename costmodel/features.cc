@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -248,6 +249,8 @@ class Extractor {
       case ir::StmtKind::kEvaluate:
       case ir::StmtKind::kAsyncGroup:  // async copies are Stores (rows like the store they are)
         return absl::OkStatus();
+      case ir::StmtKind::kWarpMma:
+        return WarpMmaRow(*s.as<ir::WarpMmaNode>());
     }
     return absl::OkStatus();
   }
@@ -332,6 +335,55 @@ class Extractor {
       if (s > 0 && (best == 0 || s < best)) best = s;
     }
     return best;
+  }
+
+  // A warp mma is featurized as the per-thread multiply-accumulate it amounts to: one row of
+  // acc[e] = acc[e] + A[r, k] * B[k, c] under an unrolled loop over the thread's accumulator
+  // elements and a serial loop over the depth, so the counts, bytes and intensity match the work.
+  absl::Status WarpMmaRow(const ir::WarpMmaNode& op) {
+    const Expr elem = ir::MakeVar("mma.elem");
+    const Expr k = ir::MakeVar("mma.k");
+    auto at = [](std::vector<Expr> origin, const Expr& row, const Expr& col, bool k_inner) {
+      const size_t n = origin.size();
+      origin[n - 2] = ir::Simplify(origin[n - 2] + (k_inner ? row : col));
+      origin[n - 1] = ir::Simplify(origin[n - 1] + (k_inner ? col : row));
+      return origin;
+    };
+    const Expr zero = ir::IntConst(0);
+    std::vector<Expr> acc_idx = {zero, zero, elem};
+    auto a_it = buffers_.find(op.a);
+    auto b_it = buffers_.find(op.b);
+    if (a_it == buffers_.end() || b_it == buffers_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("warp mma reads an unknown buffer ('", op.a,
+                                                     "' or '", op.b, "')"));
+    }
+    const ir::ScalarType in = a_it->second->dtype;
+    const Expr a = ir::Cast(ir::ScalarType::kFloat32,
+                            ir::LoadNode::Make(in, op.a, at(op.a_origin, elem, k, op.a_k_inner)));
+    const Expr b = ir::Cast(ir::ScalarType::kFloat32,
+                            ir::LoadNode::Make(in, op.b, at(op.b_origin, elem, k, op.b_k_inner)));
+    const Expr value = ir::LoadNode::Make(ir::ScalarType::kFloat32, op.acc, acc_idx) + a * b;
+    const ir::Stmt store = ir::StoreNode::Make(op.acc, acc_idx, value);
+    const int64_t depth = op.k_steps * ir::MmaK(op.kind) *
+                          (op.kind == ir::MmaKind::kTF32x3 ? 3 : 1);
+    const int64_t elems = op.m_frags * op.n_frags * 4;
+    for (const auto& [var, extent, kind] :
+         {std::tuple{k, depth, ForKind::kSerial}, std::tuple{elem, elems, ForKind::kUnrolled}}) {
+      Loop l;
+      l.var = var.as<ir::VarNode>()->name;
+      l.extent = extent;
+      l.effective = static_cast<double>(extent);
+      l.kind = kind;
+      loops_.push_back(l);
+      ranges_[l.var] = {0, extent - 1};
+    }
+    absl::StatusOr<std::vector<float>> row = StoreRow(*store.as<ir::StoreNode>());
+    for (const std::string name : {"mma.elem", "mma.k"}) ranges_.erase(name);
+    loops_.pop_back();
+    loops_.pop_back();
+    if (!row.ok()) return row.status();
+    rows_.push_back(*std::move(row));
+    return absl::OkStatus();
   }
 
   // The feature vector (costmodel/features.h) of `store` under the current loop stack.

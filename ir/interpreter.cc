@@ -421,6 +421,96 @@ class AsyncGroupStmt final : public CStmt {
   int64_t wait_;
 };
 
+// One warp's tensor-core update (ir/stmt.h WarpMmaNode), run per thread: the thread updates the
+// accumulator elements its lane owns in the mma.sync C-fragment layout, reading the operand tiles
+// from shared memory as every lane of the warp does.
+class WarpMmaStmt final : public CStmt {
+ public:
+  struct Operand {
+    Access origin;
+    int64_t row_stride = 0;  // stride of the m (A) / n (B) direction
+    int64_t k_stride = 0;
+    int row_dim = 0;
+    int k_dim = 0;
+    std::vector<int64_t> shape;
+  };
+  WarpMmaStmt(const WarpMmaNode& n, Operand a, Operand b, int acc_slot, CExprPtr lane)
+      : n_(n), a_(std::move(a)), b_(std::move(b)), acc_slot_(acc_slot), lane_(std::move(lane)) {}
+
+  void Exec(Ctx& c) override {
+    const int64_t lane = lane_->I(c);
+    if (lane < 0 || lane >= 32) {
+      c.rt->Fail(absl::OutOfRangeError(absl::StrCat("warp mma on '", n_.acc, "': lane ", lane,
+                                                    " is outside [0, 32)")));
+      return;
+    }
+    const int64_t kk = MmaK(n_.kind);
+    const int64_t rows = 16 * n_.m_frags;
+    const int64_t cols = 8 * n_.n_frags;
+    const int64_t depth = kk * n_.k_steps;
+    const double* a = Base(c, a_, rows, depth, n_.a);
+    const double* b = Base(c, b_, cols, depth, n_.b);
+    if (a == nullptr || b == nullptr) return;
+    double* acc = c.bufs[acc_slot_];
+    const int64_t g = lane / 4;
+    const int64_t t = lane % 4;
+    const int parts = n_.kind == MmaKind::kTF32x3 ? 3 : 1;
+    for (int64_t ks = 0; ks < n_.k_steps; ++ks) {
+      for (int64_t i = 0; i < n_.m_frags; ++i) {
+        for (int64_t j = 0; j < n_.n_frags; ++j) {
+          for (int64_t e = 0; e < 4; ++e) {
+            const int64_t r = 16 * i + g + 8 * (e / 2);
+            const int64_t col = 8 * j + 2 * t + e % 2;
+            double* out = acc + (i * n_.n_frags + j) * 4 + e;
+            double sum = *out;
+            for (int64_t k = ks * kk; k < (ks + 1) * kk; ++k) {
+              const float x = static_cast<float>(a[r * a_.row_stride + k * a_.k_stride]);
+              const float y = static_cast<float>(b[col * b_.row_stride + k * b_.k_stride]);
+              for (int p = 0; p < parts; ++p) {
+                // tf32x3: small·big, big·small, big·big; one product otherwise.
+                const int pa = parts == 3 ? (p == 0 ? 1 : 0) : 0;
+                const int pb = parts == 3 ? (p == 1 ? 1 : 0) : 0;
+                sum += static_cast<double>(MmaOperandValue(n_.kind, x, pa)) *
+                       static_cast<double>(MmaOperandValue(n_.kind, y, pb));
+              }
+            }
+            *out = static_cast<double>(static_cast<float>(sum));
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  // The operand tile's element (0, 0), or nullptr after reporting a tile that leaves its buffer.
+  const double* Base(Ctx& c, const Operand& o, int64_t rows, int64_t depth,
+                     const std::string& buffer) const {
+    const int64_t off = o.origin.Offset(c);
+    if (off < 0) return nullptr;
+    // Recover the origin's indices in the two tile dimensions from the offset.
+    int64_t rest = off;
+    std::vector<int64_t> idx(o.shape.size());
+    for (size_t d = o.shape.size(); d-- > 0;) {
+      idx[d] = rest % o.shape[d];
+      rest /= o.shape[d];
+    }
+    if (idx[o.row_dim] + rows > o.shape[o.row_dim] || idx[o.k_dim] + depth > o.shape[o.k_dim]) {
+      c.rt->Fail(absl::OutOfRangeError(absl::StrCat(
+          "warp mma tile ", rows, "x", depth, " at (", idx[o.row_dim], ", ", idx[o.k_dim],
+          ") leaves buffer '", buffer, "' (dimensions ", o.shape[o.row_dim], ", ",
+          o.shape[o.k_dim], ")")));
+      return nullptr;
+    }
+    return c.bufs[o.origin.slot()] + off;
+  }
+
+  WarpMmaNode n_;
+  Operand a_;
+  Operand b_;
+  int acc_slot_;
+  CExprPtr lane_;
+};
+
 class EvaluateStmt final : public CStmt {
  public:
   EvaluateStmt(CExprPtr value, bool is_float) : value_(std::move(value)), is_float_(is_float) {}
@@ -714,6 +804,8 @@ class Compiler {
       }
       case StmtKind::kAsyncGroup:
         return CStmtPtr(std::make_unique<AsyncGroupStmt>(s.as<AsyncGroupNode>()->wait));
+      case StmtKind::kWarpMma:
+        return CompileWarpMma(*s.as<WarpMmaNode>());
     }
     CHECK(false) << "unhandled statement kind";
     return CStmtPtr();
@@ -794,6 +886,44 @@ class Compiler {
     const int64_t v = e->I(c);
     if (rt.failed) return rt.status;
     return v;
+  }
+
+  absl::StatusOr<CStmtPtr> CompileWarpMma(const WarpMmaNode& n) {
+    const std::string what = absl::StrCat("warp mma on '", n.acc, "'");
+    const BufInfo* acc = scope_.FindBuf(n.acc);
+    if (acc == nullptr) return absl::InvalidArgumentError(what + ": unknown accumulator buffer");
+    if (acc->dtype != ScalarType::kFloat32 || acc->shape != std::vector<int64_t>{n.m_frags,
+                                                                                   n.n_frags, 4}) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": the accumulator must be float32[", n.m_frags, ", ", n.n_frags, ", 4]"));
+    }
+    auto operand = [&](const std::string& buffer, const std::vector<Expr>& origin,
+                       bool k_inner) -> absl::StatusOr<WarpMmaStmt::Operand> {
+      const BufInfo* info = scope_.FindBuf(buffer);
+      if (info == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": unknown operand '", buffer, "'"));
+      }
+      if (info->dtype != MmaOperandType(n.kind)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": operand '", buffer, "' is ", TypeName(info->dtype), " but mma kind ",
+            MmaKindName(n.kind), " reads ", TypeName(MmaOperandType(n.kind))));
+      }
+      ASSIGN_OR_RETURN(Access a, Access::Make(buffer, origin, "warp mma", scope_, precision_));
+      WarpMmaStmt::Operand o;
+      o.origin = std::move(a);
+      const int nd = static_cast<int>(info->shape.size());
+      o.row_dim = k_inner ? nd - 2 : nd - 1;
+      o.k_dim = k_inner ? nd - 1 : nd - 2;
+      o.row_stride = info->strides[o.row_dim];
+      o.k_stride = info->strides[o.k_dim];
+      o.shape = info->shape;
+      return o;
+    };
+    ASSIGN_OR_RETURN(WarpMmaStmt::Operand a, operand(n.a, n.a_origin, n.a_k_inner));
+    ASSIGN_OR_RETURN(WarpMmaStmt::Operand b, operand(n.b, n.b_origin, n.b_k_inner));
+    ASSIGN_OR_RETURN(CExprPtr lane, CompileExpr(n.lane, scope_, precision_));
+    return CStmtPtr(std::make_unique<WarpMmaStmt>(n, std::move(a), std::move(b), acc->slot,
+                                                  std::move(lane)));
   }
 
   absl::StatusOr<CStmtPtr> CompileRegion(const Stmt& s) {

@@ -225,6 +225,24 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
       }
       return;
     }
+    case StmtKind::kWarpMma: {
+      const auto* w = s.as<WarpMmaNode>();
+      auto origin = [&](const std::vector<Expr>& idx) {
+        for (size_t i = 0; i < idx.size(); ++i) {
+          os << (i ? ", " : "");
+          Print(os, idx[i]);
+        }
+      };
+      os << pad << "warp_mma." << MmaKindName(w->kind) << " " << w->acc << "[" << w->m_frags
+         << "x" << w->n_frags << "] += " << w->a << (w->a_k_inner ? "[m,k]@(" : "[k,m]@(");
+      origin(w->a_origin);
+      os << ") * " << w->b << (w->b_k_inner ? "[n,k]@(" : "[k,n]@(");
+      origin(w->b_origin);
+      os << ") k_steps " << w->k_steps << " lane ";
+      Print(os, w->lane);
+      os << "\n";
+      return;
+    }
     case StmtKind::kEvaluate:
       os << pad;
       Print(os, s.as<EvaluateNode>()->value);

@@ -890,6 +890,17 @@ Stmt Simplifier::MutateStmt(const Stmt& s) {
     case StmtKind::kBarrier:
     case StmtKind::kAsyncGroup:
       return s;
+    case StmtKind::kWarpMma: {
+      const auto* op = s.as<WarpMmaNode>();
+      auto simplify_all = [&](const std::vector<Expr>& in) {
+        std::vector<Expr> out;
+        for (const Expr& e : in) out.push_back(Mutate(e));
+        return out;
+      };
+      return WarpMmaNode::Make(op->kind, op->m_frags, op->n_frags, op->k_steps, op->acc, op->a,
+                               simplify_all(op->a_origin), op->a_k_inner, op->b,
+                               simplify_all(op->b_origin), op->b_k_inner, Mutate(op->lane));
+    }
     case StmtKind::kEvaluate: {
       const auto* op = s.as<EvaluateNode>();
       Expr v = Mutate(op->value);

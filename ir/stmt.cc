@@ -1,5 +1,8 @@
 #include "ir/stmt.h"
 
+#include <cmath>
+#include <cstring>
+
 #include "base/status.h"
 
 namespace tilesearch::ir {
@@ -118,6 +121,102 @@ Stmt AsyncGroupNode::Wait(int64_t pending) {
   return Stmt(std::make_shared<AsyncGroupNode>(pending));
 }
 
+const char* MmaKindName(MmaKind kind) {
+  switch (kind) {
+    case MmaKind::kF16:
+      return "f16";
+    case MmaKind::kBF16:
+      return "bf16";
+    case MmaKind::kTF32:
+      return "tf32";
+    case MmaKind::kTF32x3:
+      return "tf32x3";
+  }
+  return "?";
+}
+
+std::optional<MmaKind> ParseMmaKind(const std::string& name) {
+  for (MmaKind k : {MmaKind::kF16, MmaKind::kBF16, MmaKind::kTF32, MmaKind::kTF32x3}) {
+    if (name == MmaKindName(k)) return k;
+  }
+  return std::nullopt;
+}
+
+int64_t MmaK(MmaKind kind) { return kind == MmaKind::kF16 || kind == MmaKind::kBF16 ? 16 : 8; }
+
+ScalarType MmaOperandType(MmaKind kind) {
+  switch (kind) {
+    case MmaKind::kF16:
+      return ScalarType::kFloat16;
+    case MmaKind::kBF16:
+      return ScalarType::kBFloat16;
+    default:
+      return ScalarType::kFloat32;
+  }
+}
+
+namespace {
+
+float BitsToFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+uint32_t FloatToBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+// TF32 keeps the sign, the exponent and 10 mantissa bits: the low 13 bits of a float32 go.
+constexpr uint32_t kTf32Mask = 0xFFFFE000u;
+float TruncateTf32(float x) { return BitsToFloat(FloatToBits(x) & kTf32Mask); }
+
+}  // namespace
+
+float MmaOperandValue(MmaKind kind, float x, int part) {
+  switch (kind) {
+    case MmaKind::kTF32: {
+      // cvt.rna.tf32.f32: add half of the dropped range to the magnitude, then truncate.
+      if (!std::isfinite(x)) return x;
+      return BitsToFloat((FloatToBits(x) + 0x1000u) & kTf32Mask);
+    }
+    case MmaKind::kTF32x3: {
+      const float big = TruncateTf32(x);
+      return part == 0 ? big : TruncateTf32(x - big);
+    }
+    default:
+      return x;
+  }
+}
+
+Stmt WarpMmaNode::Make(MmaKind kind, int64_t m_frags, int64_t n_frags, int64_t k_steps,
+                       std::string acc, std::string a, std::vector<Expr> a_origin, bool a_k_inner,
+                       std::string b, std::vector<Expr> b_origin, bool b_k_inner, Expr lane) {
+  CHECK(m_frags >= 1 && n_frags >= 1 && k_steps >= 1)
+      << "warp mma counts " << m_frags << "x" << n_frags << "x" << k_steps;
+  CHECK(a_origin.size() >= 2 && b_origin.size() >= 2) << "warp mma operand of under 2 dimensions";
+  for (const auto* origin : {&a_origin, &b_origin}) {
+    for (const Expr& i : *origin) {
+      CHECK(i.defined() && i.type() == ScalarType::kInt64) << "warp mma index is not int64";
+    }
+  }
+  CHECK(lane.defined() && lane.type() == ScalarType::kInt64) << "warp mma lane is not int64";
+  auto n = std::make_shared<WarpMmaNode>();
+  n->kind = kind;
+  n->m_frags = m_frags;
+  n->n_frags = n_frags;
+  n->k_steps = k_steps;
+  n->acc = std::move(acc);
+  n->a = std::move(a);
+  n->a_origin = std::move(a_origin);
+  n->a_k_inner = a_k_inner;
+  n->b = std::move(b);
+  n->b_origin = std::move(b_origin);
+  n->b_k_inner = b_k_inner;
+  n->lane = std::move(lane);
+  return Stmt(std::move(n));
+}
+
 // ---------------------------------------------------------------------------------------------
 
 void StmtVisitor::Visit(const Stmt& s) {
@@ -153,6 +252,11 @@ void StmtVisitor::VisitIfThenElse(const IfThenElseNode* op, const Stmt&) {
 void StmtVisitor::VisitBarrier(const BarrierNode*, const Stmt&) {}
 void StmtVisitor::VisitEvaluate(const EvaluateNode* op, const Stmt&) { VisitExpr(op->value); }
 void StmtVisitor::VisitAsyncGroup(const AsyncGroupNode*, const Stmt&) {}
+void StmtVisitor::VisitWarpMma(const WarpMmaNode* op, const Stmt&) {
+  for (const Expr& i : op->a_origin) VisitExpr(i);
+  for (const Expr& i : op->b_origin) VisitExpr(i);
+  VisitExpr(op->lane);
+}
 
 Stmt StmtMutator::Mutate(const Stmt& s) {
   if (!s.defined()) return s;
@@ -207,6 +311,25 @@ Stmt StmtMutator::MutateIfThenElse(const IfThenElseNode* op, const Stmt& s) {
 }
 Stmt StmtMutator::MutateBarrier(const BarrierNode*, const Stmt& s) { return s; }
 Stmt StmtMutator::MutateAsyncGroup(const AsyncGroupNode*, const Stmt& s) { return s; }
+Stmt StmtMutator::MutateWarpMma(const WarpMmaNode* op, const Stmt& s) {
+  bool changed = false;
+  auto mutate_all = [&](const std::vector<Expr>& in) {
+    std::vector<Expr> out;
+    for (const Expr& e : in) {
+      out.push_back(MutateExpr(e));
+      changed |= !out.back().same_as(e);
+    }
+    return out;
+  };
+  std::vector<Expr> a = mutate_all(op->a_origin);
+  std::vector<Expr> b = mutate_all(op->b_origin);
+  Expr lane = MutateExpr(op->lane);
+  changed |= !lane.same_as(op->lane);
+  if (!changed) return s;
+  return WarpMmaNode::Make(op->kind, op->m_frags, op->n_frags, op->k_steps, op->acc, op->a,
+                           std::move(a), op->a_k_inner, op->b, std::move(b), op->b_k_inner,
+                           std::move(lane));
+}
 Stmt StmtMutator::MutateEvaluate(const EvaluateNode* op, const Stmt& s) {
   Expr v = MutateExpr(op->value);
   return v.same_as(op->value) ? s : EvaluateNode::Make(std::move(v));

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -34,7 +35,8 @@ namespace tilesearch::ir {
   X(IfThenElse)               \
   X(Barrier)                  \
   X(Evaluate)                 \
-  X(AsyncGroup)
+  X(AsyncGroup)               \
+  X(WarpMma)
 
 enum class StmtKind : uint8_t {
 #define TS_DECLARE_KIND(name) k##name,
@@ -201,6 +203,62 @@ struct AsyncGroupNode : StmtNode {
   static Stmt Wait(int64_t pending);
   bool is_commit() const { return wait < 0; }
   const int64_t wait;
+};
+
+/// Tensor-core operand kinds of PTX `mma.sync.aligned.m16n8kK.row.col.f32.<t>.<t>.f32`:
+/// f16 and bf16 (K = 16) multiply float16 / bfloat16 operands; tf32 (K = 8) rounds float32
+/// operands to TF32 (10 mantissa bits, round to nearest, ties away: cvt.rna.tf32.f32) and
+/// multiplies once; tf32x3 (K = 8) splits each float32 operand x into big = x with its low 13
+/// mantissa bits cleared and small = (x − big) with the same truncation, and accumulates
+/// small·big + big·small + big·big (CUTLASS's 3xTF32: about float32 accuracy).
+enum class MmaKind : uint8_t { kF16, kBF16, kTF32, kTF32x3 };
+/// "f16", "bf16", "tf32", "tf32x3".
+const char* MmaKindName(MmaKind kind);
+/// Parses MmaKindName's names; nullopt for anything else.
+std::optional<MmaKind> ParseMmaKind(const std::string& name);
+/// K of the kind's m16n8kK instruction: 16 (f16, bf16) or 8 (tf32, tf32x3).
+int64_t MmaK(MmaKind kind);
+/// The element type the kind's operands are stored in (float16, bfloat16, float32).
+ScalarType MmaOperandType(MmaKind kind);
+/// The value an operand element `x` takes in one product of the kind (tf32: rounded; f16/bf16:
+/// x itself, already of that type); for tf32x3 `part` 0 is big and 1 is small.
+float MmaOperandValue(MmaKind kind, float x, int part = 0);
+
+/// One warp's tensor-core update of a warp tile (GPU only; made by the tensor_core step):
+/// acc += A · B over a (16·m_frags) × (8·n_frags) tile and a depth of k_steps·MmaK(kind), as
+/// m_frags·n_frags·k_steps `mma.sync` instructions. Every lane of the warp executes it (the
+/// instruction is warp-collective), with the same operands and its own `lane` (0..31).
+///
+/// Operands live in shared buffers of MmaOperandType(kind) with at least two dimensions;
+/// `a_origin` / `b_origin` index the tile's element (0, 0) and the tile extends along the last two
+/// dimensions: A element (r, k) is at a_origin + (r, k) when `a_k_inner` (…[m][k] rows) else
+/// a_origin + (k, r); B element (k, c) at b_origin + (c, k) when `b_k_inner` (…[n][k]) else
+/// b_origin + (k, c).
+///
+/// `acc` is the thread's local float32 buffer of shape [m_frags, n_frags, 4] holding its part of
+/// the accumulator in the mma.sync C-fragment layout: with g = lane / 4 and t = lane % 4,
+/// acc[i, j, e] is tile element (16 i + g + 8 (e / 2), 8 j + 2 t + e % 2). Per k step each
+/// element becomes float32(acc + Σ_k a·b) with a, b the MmaOperandValue of the operands (the sum
+/// exact in double: the hardware's fp32 accumulation differs from it by rounding only).
+struct WarpMmaNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kWarpMma;
+  WarpMmaNode() : StmtNode(kKind) {}
+  /// CHECKs the counts (≥ 1), the origins (≥ 2 int64 indices) and `lane` (int64).
+  static Stmt Make(MmaKind kind, int64_t m_frags, int64_t n_frags, int64_t k_steps,
+                   std::string acc, std::string a, std::vector<Expr> a_origin, bool a_k_inner,
+                   std::string b, std::vector<Expr> b_origin, bool b_k_inner, Expr lane);
+  MmaKind kind = MmaKind::kF16;
+  int64_t m_frags = 1;
+  int64_t n_frags = 1;
+  int64_t k_steps = 1;
+  std::string acc;
+  std::string a;
+  std::vector<Expr> a_origin;
+  bool a_k_inner = true;
+  std::string b;
+  std::vector<Expr> b_origin;
+  bool b_k_inner = false;
+  Expr lane;
 };
 
 /// One kernel: parameters in argument order (inputs, then outputs) and the body.

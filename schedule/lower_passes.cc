@@ -162,6 +162,13 @@ class ScopeChecker {
       }
       case ir::StmtKind::kEvaluate:
         return CheckExpr(s.as<ir::EvaluateNode>()->value);
+      case ir::StmtKind::kWarpMma: {
+        const auto* op = s.as<ir::WarpMmaNode>();
+        for (const std::string* b : {&op->acc, &op->a, &op->b}) {
+          if (!in_scope_.count(*b)) return OutOfScope(*b);
+        }
+        return absl::OkStatus();
+      }
       default:
         return absl::OkStatus();
     }

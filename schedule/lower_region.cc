@@ -245,6 +245,7 @@ class RegionCollector {
       }
       case ir::StmtKind::kBarrier:
       case ir::StmtKind::kAsyncGroup:
+      case ir::StmtKind::kWarpMma:  // made after regions are inferred (tensor_core kernels)
         break;
       case ir::StmtKind::kEvaluate:
         VisitExpr(s.as<ir::EvaluateNode>()->value);
