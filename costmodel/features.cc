@@ -354,8 +354,8 @@ class Extractor {
     auto a_it = buffers_.find(op.a);
     auto b_it = buffers_.find(op.b);
     if (a_it == buffers_.end() || b_it == buffers_.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("warp mma reads an unknown buffer ('", op.a,
-                                                     "' or '", op.b, "')"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("warp mma reads an unknown buffer ('", op.a, "' or '", op.b, "')"));
     }
     const ir::ScalarType in = a_it->second->dtype;
     const Expr a = ir::Cast(ir::ScalarType::kFloat32,
@@ -364,8 +364,8 @@ class Extractor {
                             ir::LoadNode::Make(in, op.b, at(op.b_origin, elem, k, op.b_k_inner)));
     const Expr value = ir::LoadNode::Make(ir::ScalarType::kFloat32, op.acc, acc_idx) + a * b;
     const ir::Stmt store = ir::StoreNode::Make(op.acc, acc_idx, value);
-    const int64_t depth = op.k_steps * ir::MmaK(op.kind) *
-                          (op.kind == ir::MmaKind::kTF32x3 ? 3 : 1);
+    const int64_t depth =
+        op.k_steps * ir::MmaK(op.kind) * (op.kind == ir::MmaKind::kTF32x3 ? 3 : 1);
     const int64_t elems = op.m_frags * op.n_frags * 4;
     for (const auto& [var, extent, kind] :
          {std::tuple{k, depth, ForKind::kSerial}, std::tuple{elem, elems, ForKind::kUnrolled}}) {

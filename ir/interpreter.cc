@@ -440,8 +440,8 @@ class WarpMmaStmt final : public CStmt {
   void Exec(Ctx& c) override {
     const int64_t lane = lane_->I(c);
     if (lane < 0 || lane >= 32) {
-      c.rt->Fail(absl::OutOfRangeError(absl::StrCat("warp mma on '", n_.acc, "': lane ", lane,
-                                                    " is outside [0, 32)")));
+      c.rt->Fail(absl::OutOfRangeError(
+          absl::StrCat("warp mma on '", n_.acc, "': lane ", lane, " is outside [0, 32)")));
       return;
     }
     const int64_t kk = MmaK(n_.kind);
@@ -495,10 +495,10 @@ class WarpMmaStmt final : public CStmt {
       rest /= o.shape[d];
     }
     if (idx[o.row_dim] + rows > o.shape[o.row_dim] || idx[o.k_dim] + depth > o.shape[o.k_dim]) {
-      c.rt->Fail(absl::OutOfRangeError(absl::StrCat(
-          "warp mma tile ", rows, "x", depth, " at (", idx[o.row_dim], ", ", idx[o.k_dim],
-          ") leaves buffer '", buffer, "' (dimensions ", o.shape[o.row_dim], ", ",
-          o.shape[o.k_dim], ")")));
+      c.rt->Fail(absl::OutOfRangeError(
+          absl::StrCat("warp mma tile ", rows, "x", depth, " at (", idx[o.row_dim], ", ",
+                       idx[o.k_dim], ") leaves buffer '", buffer, "' (dimensions ",
+                       o.shape[o.row_dim], ", ", o.shape[o.k_dim], ")")));
       return nullptr;
     }
     return c.bufs[o.origin.slot()] + off;
@@ -892,10 +892,10 @@ class Compiler {
     const std::string what = absl::StrCat("warp mma on '", n.acc, "'");
     const BufInfo* acc = scope_.FindBuf(n.acc);
     if (acc == nullptr) return absl::InvalidArgumentError(what + ": unknown accumulator buffer");
-    if (acc->dtype != ScalarType::kFloat32 || acc->shape != std::vector<int64_t>{n.m_frags,
-                                                                                   n.n_frags, 4}) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": the accumulator must be float32[", n.m_frags, ", ", n.n_frags, ", 4]"));
+    if (acc->dtype != ScalarType::kFloat32 ||
+        acc->shape != std::vector<int64_t>{n.m_frags, n.n_frags, 4}) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": the accumulator must be float32[",
+                                                     n.m_frags, ", ", n.n_frags, ", 4]"));
     }
     auto operand = [&](const std::string& buffer, const std::vector<Expr>& origin,
                        bool k_inner) -> absl::StatusOr<WarpMmaStmt::Operand> {
@@ -922,8 +922,8 @@ class Compiler {
     ASSIGN_OR_RETURN(WarpMmaStmt::Operand a, operand(n.a, n.a_origin, n.a_k_inner));
     ASSIGN_OR_RETURN(WarpMmaStmt::Operand b, operand(n.b, n.b_origin, n.b_k_inner));
     ASSIGN_OR_RETURN(CExprPtr lane, CompileExpr(n.lane, scope_, precision_));
-    return CStmtPtr(std::make_unique<WarpMmaStmt>(n, std::move(a), std::move(b), acc->slot,
-                                                  std::move(lane)));
+    return CStmtPtr(
+        std::make_unique<WarpMmaStmt>(n, std::move(a), std::move(b), acc->slot, std::move(lane)));
   }
 
   absl::StatusOr<CStmtPtr> CompileRegion(const Stmt& s) {

@@ -233,8 +233,8 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
           Print(os, idx[i]);
         }
       };
-      os << pad << "warp_mma." << MmaKindName(w->kind) << " " << w->acc << "[" << w->m_frags
-         << "x" << w->n_frags << "] += " << w->a << (w->a_k_inner ? "[m,k]@(" : "[k,m]@(");
+      os << pad << "warp_mma." << MmaKindName(w->kind) << " " << w->acc << "[" << w->m_frags << "x"
+         << w->n_frags << "] += " << w->a << (w->a_k_inner ? "[m,k]@(" : "[k,m]@(");
       origin(w->a_origin);
       os << ") * " << w->b << (w->b_k_inner ? "[n,k]@(" : "[k,n]@(");
       origin(w->b_origin);

@@ -244,9 +244,9 @@ struct WarpMmaNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kWarpMma;
   WarpMmaNode() : StmtNode(kKind) {}
   /// CHECKs the counts (≥ 1), the origins (≥ 2 int64 indices) and `lane` (int64).
-  static Stmt Make(MmaKind kind, int64_t m_frags, int64_t n_frags, int64_t k_steps,
-                   std::string acc, std::string a, std::vector<Expr> a_origin, bool a_k_inner,
-                   std::string b, std::vector<Expr> b_origin, bool b_k_inner, Expr lane);
+  static Stmt Make(MmaKind kind, int64_t m_frags, int64_t n_frags, int64_t k_steps, std::string acc,
+                   std::string a, std::vector<Expr> a_origin, bool a_k_inner, std::string b,
+                   std::vector<Expr> b_origin, bool b_k_inner, Expr lane);
   MmaKind kind = MmaKind::kF16;
   int64_t m_frags = 1;
   int64_t n_frags = 1;

@@ -24,6 +24,7 @@
 #include "ir/simplify.h"
 #include "schedule/lower_internal.h"
 #include "schedule/software_pipeline.h"
+#include "schedule/tensor_core_lower.h"
 
 namespace tilesearch::schedule {
 
@@ -207,6 +208,11 @@ class Lowerer {
   // Stage `s` is attached to a lowered loop of a stage, without a cycle; records it in attached_.
   absl::Status CheckAttachment(int s);
   absl::StatusOr<Expr> InlinedBody(int s);
+  // The kernel of a tensor_core stage and its epilogue stages (schedule/tensor_core_lower.h).
+  absl::StatusOr<Stmt> BuildTensorCoreStage(int s);
+  // Whether stage `s` is computed inside a tensor_core kernel without a buffer of its own: the
+  // stage itself when it has an epilogue, and every epilogue stage but the last.
+  bool FusedAway(int s) const;
   absl::StatusOr<Expr> Inline(const Expr& e, const std::string& reader, int depth);
   std::string Fresh(const std::string& base);
   ir::MemoryScope EffectiveScope(int s, const std::vector<LoopInfo>& enclosing) const;
@@ -891,8 +897,9 @@ absl::StatusOr<LoweredKernel> Lowerer::Run() {
     // Barriers that order nothing (a second one in a row, one at a block's end) go before the
     // pipeliner matches its fetch / barrier / compute / barrier loops.
     k = lower_internal::RemoveRedundantBarriers(k);
-    // Prefetch of shared tiles, as the software_pipeline pragma asks (software_pipeline.cc).
-    k = PipelineSharedTiles(k, kernel.stage);
+    // Prefetch of shared tiles, as the software_pipeline pragma asks (software_pipeline.cc);
+    // tensor_core kernels are built with their own pipeline.
+    if (!state_.stage(kernel.stage).tensor_core) k = PipelineSharedTiles(k, kernel.stage);
     // Grid, block and shared memory of the final kernel, checked against the target's limits.
     ASSIGN_OR_RETURN(LaunchConfig launch, KernelLaunch(k, kernel));
     out.launches.push_back(launch);
@@ -936,7 +943,7 @@ absl::StatusOr<std::vector<RootKernel>> Lowerer::BuildRootStages(
     const Stage& st = state_.stage(s);
     if (st.is_placeholder() || st.location != ComputeLocation::kRoot) continue;
     shape_[s] = st.op->shape;
-    if (!params_.count(st.name())) {
+    if (!params_.count(st.name()) && !FusedAway(s)) {
       globals->push_back({st.name(), st.op->dtype, st.op->shape, ir::MemoryScope::kGlobal});
     }
   }
@@ -944,10 +951,95 @@ absl::StatusOr<std::vector<RootKernel>> Lowerer::BuildRootStages(
   for (int s = 0; s < n; ++s) {
     const Stage& st = state_.stage(s);
     if (st.is_placeholder() || st.location != ComputeLocation::kRoot) continue;
+    if (st.epilogue_of >= 0) continue;  // built with its tensor_core stage
+    if (st.tensor_core) {
+      ASSIGN_OR_RETURN(Stmt k, BuildTensorCoreStage(s));
+      kernels.push_back({s, st.name(), k});
+      continue;
+    }
     ASSIGN_OR_RETURN(Stmt k, BuildStage(s, {}));
     kernels.push_back({s, st.name(), k});
   }
   return kernels;
+}
+
+bool Lowerer::FusedAway(int s) const {
+  const Stage& st = state_.stage(s);
+  if (st.tensor_core) return st.tensor_core->epilogue > 0;
+  if (st.epilogue_of < 0) return false;
+  for (int e = s + 1; e < state_.num_stages(); ++e) {
+    if (state_.stage(e).epilogue_of == st.epilogue_of) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<Stmt> Lowerer::BuildTensorCoreStage(int s) {
+  const Stage& st = state_.stage(s);
+  if (!attached_.empty()) {
+    for (const auto& [at, stages] : attached_) {
+      if (at.first == s && !stages.empty()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("invalid_schedule: stage '", st.name(),
+                         "' has a tensor_core step and stages attached "
+                         "to its loops"));
+      }
+    }
+  }
+  lower_internal::TensorCoreKernel k;
+  k.op = st.op.get();
+  ASSIGN_OR_RETURN(k.body, InlinedBody(s));
+  k.config = *st.tensor_core;
+  std::vector<int> chain;
+  std::vector<Expr> bodies;
+  for (int e = s + 1; e < state_.num_stages(); ++e) {
+    if (state_.stage(e).epilogue_of != s) continue;
+    chain.push_back(e);
+    ASSIGN_OR_RETURN(Expr body, InlinedBody(e));
+    bodies.push_back(body);
+    built_[e] = true;
+  }
+  if (static_cast<int>(chain.size()) != st.tensor_core->epilogue) {
+    return absl::InvalidArgumentError(absl::StrCat("stage '", st.name(), "' has ", chain.size(),
+                                                   " epilogue stages; its tensor_core step says ",
+                                                   st.tensor_core->epilogue));
+  }
+  k.out_buffer = chain.empty() ? st.name() : state_.stage(chain.back()).name();
+  k.epilogue = [this, s, chain, bodies](const Expr& acc,
+                                        const std::vector<Expr>& axes) -> absl::StatusOr<Expr> {
+    const Stage& root = state_.stage(s);
+    // What a Load of the stage's buffer would give: the value rounded to its element type.
+    Expr v = root.op->dtype == ir::ScalarType::kFloat32 ? acc : ir::Cast(root.op->dtype, acc);
+    std::string prev = root.name();
+    for (size_t i = 0; i < chain.size(); ++i) {
+      const Stage& e = state_.stage(chain[i]);
+      class Replace : public ir::ExprMutator {
+       public:
+        Replace(const std::string& b, const Expr& v) : b_(b), v_(v) {}
+
+       protected:
+        Expr MutateLoad(const ir::LoadNode* op, const Expr& e) override {
+          if (op->buffer == b_) return v_;
+          return ir::ExprMutator::MutateLoad(op, e);
+        }
+
+       private:
+        const std::string& b_;
+        const Expr& v_;
+      };
+      Expr body = Replace(prev, v).Mutate(bodies[i]);
+      std::vector<std::pair<std::string, Expr>> sub;
+      for (size_t d = 0; d < e.op->axes.size() && d < axes.size(); ++d) {
+        sub.emplace_back(e.op->axes[d].name, axes[d]);
+      }
+      v = ir::Substitute(body, sub);
+      if (i + 1 < chain.size() && v.type() != e.op->dtype) v = ir::Cast(e.op->dtype, v);
+      prev = e.name();
+    }
+    return v;
+  };
+  k.fresh = [this](const std::string& base) { return Fresh(base); };
+  built_[s] = true;
+  return lower_internal::BuildTensorCoreKernel(k, target_);
 }
 
 absl::StatusOr<Alignments> Lowerer::StorageAlignments() const {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,12 @@ struct Stage {
   int storage_align_dim = -1;
   int64_t storage_align_factor = 0;
   int64_t storage_align_offset = 0;
+  /// tensor_core: the step that maps this stage onto tensor cores (its kernel is built by
+  /// schedule/tensor_core_lower.cc; the stage's own iterators no longer change).
+  std::optional<TensorCoreStep> tensor_core;
+  /// For an elementwise consumer applied in the epilogue of a tensor_core stage: that stage's id
+  /// (its kernel computes this stage); -1 otherwise.
+  int epilogue_of = -1;
   /// Extent of each output axis (op->axes) the stage computes: the shape for root stages, the
   /// region its consumer needs (InferRegion) for attached ones. The space iterators were derived
   /// from these extents by `loop_steps`.

@@ -247,10 +247,47 @@ struct StorageAlignStep {
   bool operator==(const StorageAlignStep&) const = default;
 };
 
+/// Computes a matmul-like reduction stage (schedule/matmul_like.h) on tensor cores: the stage's
+/// kernel becomes block tiles of block_m × block_n (one thread block each, blockIdx.x in a
+/// swizzled order: `raster` consecutive tile rows per group for L2 reuse, 1 = row-major; the
+/// batch axes on blockIdx.y), cut into warp tiles of warp_m × warp_n (one warp each), each computed
+/// by m16n8kK mma.sync instructions of `kind` (ir::MmaKind: f16, bf16, tf32, tf32x3) from
+/// operand tiles of depth block_k staged in shared memory: `pipeline` buffers deep (1: fill, then
+/// compute; 2: the next tile is fetched while the current one is computed; 3–4: cp.async
+/// multi-stage ring, used when the operands are plain loads of divisible tiles), each row padded by
+/// `pad` elements against bank conflicts. The accumulators stay in registers in the mma
+/// C-fragment layout. `epilogue` elementwise consumers of the stage (bias, activation, residual,
+/// scale, the output cast — each reading the stage at its own index) are applied to the
+/// accumulators before the one store (MetaSchedule's MultiLevelTilingTensorCore: block tile →
+/// warp tile → MMA fragment).
+/// JSON: ["TC", stage, kind, [block_m, block_n, block_k], [warp_m, warp_n], pipeline, pad,
+/// raster, epilogue]. Errors: the stage is not a root, untransformed, matmul-like reduction; the
+/// kind does not match the operands' element type; warp_m not a multiple of 16, warp_n of 8,
+/// block_k of K, the block tile not a multiple of the warp tile; pipeline outside 1..4; pad not a
+/// multiple of 16 bytes; an epilogue stage that is not an elementwise reader of the one before.
+struct TensorCoreStep {
+  int stage_id = 0;
+  std::string kind = "f16";
+  int64_t block_m = 64;
+  int64_t block_n = 64;
+  int64_t block_k = 32;
+  int64_t warp_m = 32;
+  int64_t warp_n = 32;
+  int pipeline = 2;
+  int64_t pad = 8;
+  int64_t raster = 1;
+  int epilogue = 0;
+  absl::StatusOr<State> Apply(const State& s) const;
+  nlohmann::json ToJson() const;
+  static absl::StatusOr<TensorCoreStep> FromJson(const nlohmann::json& j);
+  std::string ToString() const;
+  bool operator==(const TensorCoreStep&) const = default;
+};
+
 using Step =
     std::variant<SplitStep, FollowSplitStep, FollowFusedSplitStep, FuseStep, ReorderStep,
                  ComputeAtStep, ComputeInlineStep, ComputeRootStep, CacheReadStep, CacheWriteStep,
-                 AnnotationStep, PragmaStep, RfactorStep, StorageAlignStep>;
+                 AnnotationStep, PragmaStep, RfactorStep, StorageAlignStep, TensorCoreStep>;
 
 /// Readable one-line form of any step.
 std::string StepToString(const Step& step);

@@ -43,9 +43,10 @@ absl::StatusOr<Step> StepFromJson(const nlohmann::json& j) {
   if (prefix == "PR") return Parse<PragmaStep>(j);
   if (prefix == "RF") return Parse<RfactorStep>(j);
   if (prefix == "SA") return Parse<StorageAlignStep>(j);
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown step prefix '", prefix,
-                   "' (expected SP, FSP, FFSP, FU, RE, CA, CI, CR, CHR, CHW, AN, PR, RF or SA)"));
+  if (prefix == "TC") return Parse<TensorCoreStep>(j);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown step prefix '", prefix,
+      "' (expected SP, FSP, FFSP, FU, RE, CA, CI, CR, CHR, CHW, AN, PR, RF, SA or TC)"));
 }
 
 nlohmann::json StepsToJson(const std::vector<Step>& steps) {

@@ -40,6 +40,15 @@ absl::Status CheckSchedulable(const Stage& stage, const std::string& step) {
   if (stage.location == ComputeLocation::kInlined) {
     return StepError(step, absl::StrCat("stage '", stage.name(), "' is inlined"));
   }
+  if (stage.tensor_core) {
+    return StepError(step,
+                     absl::StrCat("stage '", stage.name(),
+                                  "' is computed by a tensor_core step (its loops are fixed)"));
+  }
+  if (stage.epilogue_of >= 0) {
+    return StepError(
+        step, absl::StrCat("stage '", stage.name(), "' is the epilogue of a tensor_core stage"));
+  }
   return absl::OkStatus();
 }
 

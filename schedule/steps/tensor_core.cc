@@ -1,0 +1,211 @@
+// tensor_core: computes a matmul-like stage with warp-level mma.sync (schedule/step.h). Apply
+// checks everything that does not depend on the target (roles, kind, tile shapes, the epilogue
+// chain); the lowering (schedule/tensor_core_lower.cc) checks the target's limits.
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "schedule/matmul_like.h"
+#include "schedule/state.h"
+#include "schedule/step.h"
+#include "schedule/steps/step_util.h"
+
+namespace tilesearch::schedule {
+namespace {
+
+// Loads of buffer `name` in an expression.
+class LoadsOf : public ir::ExprVisitor {
+ public:
+  explicit LoadsOf(const std::string& name) : name_(name) {}
+  std::vector<const ir::LoadNode*> loads;
+
+ protected:
+  void VisitLoad(const ir::LoadNode* op, const ir::Expr& e) override {
+    if (op->buffer == name_) loads.push_back(op);
+    ir::ExprVisitor::VisitLoad(op, e);
+  }
+
+ private:
+  const std::string& name_;
+};
+
+// The ids of the stages whose bodies read `name`.
+std::vector<int> Readers(const State& s, const std::string& name) {
+  std::vector<int> out;
+  for (int i = 0; i < s.num_stages(); ++i) {
+    const Stage& st = s.stage(i);
+    if (st.is_placeholder()) continue;
+    LoadsOf l(name);
+    l.Visit(st.op->body);
+    if (!l.loads.empty()) out.push_back(i);
+  }
+  return out;
+}
+
+// Whether every Load of `producer` in `reader`'s body indexes it with the reader's own axes.
+bool ReadsAtOwnIndex(const ir::TensorNode& reader, const std::string& producer) {
+  LoadsOf l(producer);
+  l.Visit(reader.body);
+  for (const ir::LoadNode* ld : l.loads) {
+    if (ld->indices.size() != reader.axes.size()) return false;
+    for (size_t d = 0; d < ld->indices.size(); ++d) {
+      const auto* v = ld->indices[d].as<ir::VarNode>();
+      if (v == nullptr || v->name != reader.axes[d].name) return false;
+    }
+  }
+  return !l.loads.empty();
+}
+
+absl::Status CheckTensorCoreShape(const TensorCoreStep& t, const std::string& text) {
+  const std::optional<ir::MmaKind> kind = ir::ParseMmaKind(t.kind);
+  if (!kind) {
+    return internal::StepError(
+        text, absl::StrCat("unknown mma kind '", t.kind, "' (expected f16, bf16, tf32 or tf32x3)"));
+  }
+  const int64_t kk = ir::MmaK(*kind);
+  if (t.warp_m < 16 || t.warp_m % 16 != 0 || t.warp_n < 8 || t.warp_n % 8 != 0) {
+    return internal::StepError(
+        text, absl::StrCat("warp tile ", t.warp_m, "x", t.warp_n,
+                           " is not made of m16n8 fragments (warp_m a multiple of 16, warp_n of 8)"));
+  }
+  if (t.block_m < t.warp_m || t.block_m % t.warp_m != 0 || t.block_n < t.warp_n ||
+      t.block_n % t.warp_n != 0) {
+    return internal::StepError(text, absl::StrCat("block tile ", t.block_m, "x", t.block_n,
+                                                  " is not a multiple of the warp tile ", t.warp_m,
+                                                  "x", t.warp_n));
+  }
+  if (t.block_k < kk || t.block_k % kk != 0) {
+    return internal::StepError(text, absl::StrCat("block_k ", t.block_k, " is not a multiple of ",
+                                                  kk, ", the k of an m16n8k", kk, " ", t.kind,
+                                                  " mma"));
+  }
+  if (t.pipeline < 1 || t.pipeline > 4) {
+    return internal::StepError(text, absl::StrCat("pipeline ", t.pipeline, " is outside 1..4"));
+  }
+  const int64_t bytes = ir::BytesOf(ir::MmaOperandType(*kind));
+  if (t.pad < 0 || (t.pad * bytes) % 16 != 0) {
+    return internal::StepError(
+        text, absl::StrCat("pad ", t.pad, " elements is not a multiple of 16 bytes"));
+  }
+  if (t.raster < 1) return internal::StepError(text, absl::StrCat("raster ", t.raster, " < 1"));
+  if (t.epilogue < 0) {
+    return internal::StepError(text, absl::StrCat("epilogue ", t.epilogue, " < 0"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int>> TensorCoreEpilogue(const State& s, int stage_id, int count,
+                                                    const std::string& text) {
+  std::vector<int> chain;
+  int prev = stage_id;
+  for (int e = 0; e < count; ++e) {
+    const Stage& p = s.stage(prev);
+    if (internal::IsOutput(s, p)) {
+      return internal::StepError(text, absl::StrCat("epilogue stage ", e, ": '", p.name(),
+                                                    "' is an output, so it cannot be fused away"));
+    }
+    const std::vector<int> readers = Readers(s, p.name());
+    if (readers.size() != 1) {
+      return internal::StepError(text, absl::StrCat("epilogue stage ", e, ": '", p.name(),
+                                                    "' has ", readers.size(),
+                                                    " readers (the epilogue needs exactly one)"));
+    }
+    const Stage& r = s.stage(readers[0]);
+    RETURN_IF_ERROR(internal::CheckSchedulable(r, text));
+    if (r.op->reduce != ir::ReduceKind::kNone || r.op->shape != p.op->shape ||
+        r.location != ComputeLocation::kRoot || !internal::HasInitialIterators(r) ||
+        !ReadsAtOwnIndex(*r.op, p.name())) {
+      return internal::StepError(
+          text, absl::StrCat("epilogue stage ", e, ": '", r.name(), "' is not an untransformed ",
+                             "elementwise root stage reading '", p.name(), "' at its own index"));
+    }
+    chain.push_back(readers[0]);
+    prev = readers[0];
+  }
+  return chain;
+}
+
+}  // namespace
+
+absl::StatusOr<State> TensorCoreStep::Apply(const State& s) const {
+  const std::string text = ToString();
+  RETURN_IF_ERROR(internal::CheckStageId(s, stage_id, text));
+  const Stage& stage = s.stage(stage_id);
+  RETURN_IF_ERROR(internal::CheckSchedulable(stage, text));
+  if (stage.location != ComputeLocation::kRoot || !internal::HasInitialIterators(stage) ||
+      internal::HasAttachedStages(s, stage_id)) {
+    return internal::StepError(
+        text, absl::StrCat("invalid_schedule: stage '", stage.name(),
+                           "' must be an untransformed root stage with nothing attached to it"));
+  }
+  RETURN_IF_ERROR(CheckTensorCoreShape(*this, text));
+  absl::StatusOr<MatmulLike> mm = AnalyzeMatmulLike(*stage.op, stage.op->body);
+  if (!mm.ok()) {
+    return internal::StepError(text, absl::StrCat("invalid_schedule: ", mm.status().message()));
+  }
+  const ir::MmaKind k = *ir::ParseMmaKind(kind);
+  const ir::ScalarType want = ir::MmaOperandType(k);
+  if (mm->a_type != want || mm->b_type != want) {
+    return internal::StepError(
+        text, absl::StrCat("invalid_schedule: stage '", stage.name(), "' (", mm->m, "x", mm->n,
+                           "x", mm->k, ") reads ", ir::TypeName(mm->a_type), " and ",
+                           ir::TypeName(mm->b_type), " operands; mma kind ", kind, " needs ",
+                           ir::TypeName(want)));
+  }
+  ASSIGN_OR_RETURN(std::vector<int> chain, TensorCoreEpilogue(s, stage_id, epilogue, text));
+  State out = s;
+  out.MutableStage(stage_id).tensor_core = *this;
+  for (int e : chain) out.MutableStage(e).epilogue_of = stage_id;
+  out.AppendStep(*this);
+  return out;
+}
+
+nlohmann::json TensorCoreStep::ToJson() const {
+  return {"TC",
+          stage_id,
+          kind,
+          {block_m, block_n, block_k},
+          {warp_m, warp_n},
+          pipeline,
+          pad,
+          raster,
+          epilogue};
+}
+
+absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j) {
+  RETURN_IF_ERROR(internal::CheckArity(j, "TC", 9));
+  TensorCoreStep t;
+  ASSIGN_OR_RETURN(t.stage_id, internal::JsonId(j, 1, "TC"));
+  ASSIGN_OR_RETURN(t.kind, internal::JsonString(j, 2, "TC"));
+  ASSIGN_OR_RETURN(std::vector<int> block, internal::JsonIntList(j, 3, "TC"));
+  ASSIGN_OR_RETURN(std::vector<int> warp, internal::JsonIntList(j, 4, "TC"));
+  if (block.size() != 3 || warp.size() != 2) {
+    return absl::InvalidArgumentError(
+        "TC step: the block tile is [block_m, block_n, block_k] and the warp tile [warp_m, warp_n]");
+  }
+  t.block_m = block[0];
+  t.block_n = block[1];
+  t.block_k = block[2];
+  t.warp_m = warp[0];
+  t.warp_n = warp[1];
+  ASSIGN_OR_RETURN(int64_t pipeline, internal::JsonInt(j, 5, "TC"));
+  ASSIGN_OR_RETURN(t.pad, internal::JsonInt(j, 6, "TC"));
+  ASSIGN_OR_RETURN(t.raster, internal::JsonInt(j, 7, "TC"));
+  ASSIGN_OR_RETURN(int64_t epilogue, internal::JsonInt(j, 8, "TC"));
+  if (pipeline < 0 || pipeline > 64 || epilogue < 0 || epilogue > 64) {
+    return absl::InvalidArgumentError(absl::StrCat("TC step: pipeline ", pipeline,
+                                                   " or epilogue ", epilogue, " out of range"));
+  }
+  t.pipeline = static_cast<int>(pipeline);
+  t.epilogue = static_cast<int>(epilogue);
+  return t;
+}
+
+std::string TensorCoreStep::ToString() const {
+  return absl::StrCat("tensor_core(", stage_id, ", ", kind, ", block ", block_m, "x", block_n, "x",
+                      block_k, ", warp ", warp_m, "x", warp_n, ", pipeline ", pipeline, ", pad ",
+                      pad, ", raster ", raster, ", epilogue ", epilogue, ")");
+}
+
+}  // namespace tilesearch::schedule

@@ -1,0 +1,385 @@
+#include "schedule/tensor_core_lower.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "schedule/matmul_like.h"
+
+namespace tilesearch::schedule::lower_internal {
+namespace {
+
+using ir::Expr;
+using ir::ForKind;
+using ir::Stmt;
+
+absl::Status Invalid(const std::string& stage, const std::string& why) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("invalid_schedule: tensor_core on stage '", stage, "': ", why));
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+Expr C(int64_t v) { return ir::IntConst(v); }
+
+// Values of the axes `axes` (indices into op.axes, row-major, the last fastest) at linear
+// position `linear`: (linear / stride) % extent, the first without the modulo.
+void Delinearize(const ir::TensorNode& op, const std::vector<int>& axes, const Expr& linear,
+                 std::vector<std::pair<std::string, Expr>>* out) {
+  int64_t stride = 1;
+  for (size_t i = axes.size(); i-- > 0;) {
+    const ir::IterVar& ax = op.axes[axes[i]];
+    Expr v = stride == 1 ? linear : linear / C(stride);
+    if (i > 0) v = v % C(ax.extent);
+    out->emplace_back(ax.name, v);
+    stride *= ax.extent;
+  }
+}
+
+void DelinearizeReduce(const ir::TensorNode& op, const Expr& linear,
+                       std::vector<std::pair<std::string, Expr>>* out) {
+  int64_t stride = 1;
+  for (size_t i = op.reduce_axes.size(); i-- > 0;) {
+    const ir::IterVar& ax = op.reduce_axes[i];
+    Expr v = stride == 1 ? linear : linear / C(stride);
+    if (i > 0) v = v % C(ax.extent);
+    out->emplace_back(ax.name, v);
+    stride *= ax.extent;
+  }
+}
+
+// The Load an operand factor copies when it is a plain (optionally cast) load whose indices are
+// distinct axis variables; nullptr otherwise.
+const ir::LoadNode* PlainLoad(const Expr& factor) {
+  Expr e = factor;
+  if (const auto* c = e.as<ir::CastNode>()) e = c->value;
+  const auto* load = e.as<ir::LoadNode>();
+  if (load == nullptr) return nullptr;
+  for (const Expr& i : load->indices) {
+    if (i.as<ir::VarNode>() == nullptr) return nullptr;
+  }
+  return load;
+}
+
+// One operand (A: rows are m, B: rows are n) as staged in shared memory.
+struct Operand {
+  std::string buffer;          // the shared buffer
+  Expr factor;                 // the body's factor (op's axis variables)
+  std::vector<int> row_axes;   // m_axes or n_axes
+  int64_t rows = 0;            // block_m or block_n
+  int64_t total_rows = 0;      // M or N
+  bool k_inner = true;         // shared layout [S][rows][BK + pad], else [S][BK][rows + pad]
+  ir::ScalarType dtype = ir::ScalarType::kFloat16;
+  const ir::LoadNode* copy = nullptr;  // set: filled by cp.async of this load
+  int64_t vec = 1;             // elements per thread and fill step
+};
+
+Operand MakeOperand(std::string buffer, Expr factor, std::vector<int> row_axes, int64_t rows,
+                    int64_t total_rows, bool k_inner, ir::ScalarType dtype) {
+  Operand o;
+  o.buffer = std::move(buffer);
+  o.factor = std::move(factor);
+  o.row_axes = std::move(row_axes);
+  o.rows = rows;
+  o.total_rows = total_rows;
+  o.k_inner = k_inner;
+  o.dtype = dtype;
+  return o;
+}
+
+struct Builder {
+  Builder(const TensorCoreKernel& kernel, const ir::TensorNode& stage, MatmulLike roles)
+      : k(kernel), op(stage), mm(std::move(roles)) {}
+  const TensorCoreKernel& k;
+  const ir::TensorNode& op;
+  MatmulLike mm;
+  ir::MmaKind kind = ir::MmaKind::kF16;
+  int64_t bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, pad = 0;
+  int stages = 1;
+  int64_t warps_n = 1, warps = 1, threads = 32;
+  int64_t k_tiles = 1;
+  Expr tile_m, tile_n, batch, lane, warp, tid;
+  Operand a, b;
+  bool async = false;
+
+  int64_t InnerExtent(const Operand& o) const { return o.k_inner ? bk : o.rows; }
+  int64_t OuterExtent(const Operand& o) const { return o.k_inner ? o.rows : bk; }
+
+  // The shared buffer's declaration.
+  ir::BufferDecl Decl(const Operand& o) const {
+    return {o.buffer, o.dtype, {stages, OuterExtent(o), InnerExtent(o) + pad},
+            ir::MemoryScope::kShared};
+  }
+
+  // The value of operand element (row, kk) of k tile `ko`: the factor at those coordinates, zero
+  // outside the problem.
+  Expr ElementValue(const Operand& o, const Expr& row, const Expr& kk, const Expr& ko,
+                    const Expr& row_tile) {
+    const Expr rg = row_tile * C(o.rows) + row;
+    const Expr kg = ko * C(bk) + kk;
+    std::vector<std::pair<std::string, Expr>> sub;
+    Delinearize(op, o.row_axes, rg, &sub);
+    DelinearizeReduce(op, kg, &sub);
+    if (batch.defined()) Delinearize(op, mm.batch_axes, batch, &sub);
+    if (o.copy != nullptr) {
+      std::vector<Expr> idx;
+      for (const Expr& i : o.copy->indices) idx.push_back(ir::Substitute(i, sub));
+      return ir::LoadNode::Make(o.copy->type, o.copy->buffer, idx);
+    }
+    Expr v = ir::Substitute(o.factor, sub);
+    std::vector<Expr> conds;
+    if (o.total_rows % o.rows != 0) conds.push_back(rg < C(o.total_rows));
+    if (mm.k % bk != 0) conds.push_back(kg < C(mm.k));
+    if (conds.empty()) return v;
+    Expr cond = conds[0];
+    for (size_t i = 1; i < conds.size(); ++i) cond = cond && conds[i];
+    return ir::Select(cond, v, ir::FloatConst(0.0));
+  }
+
+  // The cooperative fill of one k tile into slot `slot`.
+  Stmt Fill(const Operand& o, const Expr& slot, const Expr& ko, const Expr& row_tile) {
+    const int64_t inner = InnerExtent(o);
+    const int64_t chunks = OuterExtent(o) * inner / o.vec;
+    const int64_t steps = CeilDiv(chunks, threads);
+    const Expr f = ir::MakeVar(k.fresh(o.buffer + ".f"));
+    const Expr v = ir::MakeVar(k.fresh(o.buffer + ".v"));
+    const Expr chunk = f * C(threads) + tid;
+    const Expr lin = chunk * C(o.vec) + v;
+    const Expr outer = lin / C(inner);
+    const Expr in = lin % C(inner);
+    const Expr row = o.k_inner ? outer : in;
+    const Expr kk = o.k_inner ? in : outer;
+    Stmt store = ir::StoreNode::Make(o.buffer, {slot, outer, in},
+                                     ElementValue(o, row, kk, ko, row_tile), o.copy != nullptr);
+    store = ir::ForNode::Make(v, C(0), C(o.vec), ForKind::kVectorized, store);
+    if (chunks % threads != 0) store = ir::IfThenElseNode::Make(chunk < C(chunks), store);
+    return ir::ForNode::Make(f, C(0), C(steps), steps <= 16 ? ForKind::kUnrolled : ForKind::kSerial,
+                             store);
+  }
+
+  Stmt FillBoth(const Expr& slot, const Expr& ko) {
+    return ir::SeqNode::Make({Fill(a, slot, ko, tile_m), Fill(b, slot, ko, tile_n)});
+  }
+
+  Stmt Mma(const std::string& acc, const Expr& slot) {
+    const Expr wr = (warp / C(warps_n)) * C(wm);
+    const Expr wc = (warp % C(warps_n)) * C(wn);
+    std::vector<Expr> ao = a.k_inner ? std::vector<Expr>{slot, wr, C(0)}
+                                     : std::vector<Expr>{slot, C(0), wr};
+    std::vector<Expr> bo = b.k_inner ? std::vector<Expr>{slot, wc, C(0)}
+                                     : std::vector<Expr>{slot, C(0), wc};
+    return ir::WarpMmaNode::Make(kind, wm / 16, wn / 8, bk / ir::MmaK(kind), acc, a.buffer,
+                                 std::move(ao), a.k_inner, b.buffer, std::move(bo), b.k_inner,
+                                 lane);
+  }
+
+  // The k loop: prologue fills, then per tile wait / barrier / prefetch / mma.
+  Stmt MainLoop(const std::string& acc) {
+    std::vector<Stmt> seq;
+    const Expr ko = ir::MakeVar(k.fresh(op.name + ".ko"));
+    if (stages == 1) {
+      std::vector<Stmt> body = {ir::BarrierNode::Make(), FillBoth(C(0), ko)};
+      if (async) {
+        body.push_back(ir::AsyncGroupNode::Commit());
+        body.push_back(ir::AsyncGroupNode::Wait(0));
+      }
+      body.push_back(ir::BarrierNode::Make());
+      body.push_back(Mma(acc, C(0)));
+      return ir::ForNode::Make(ko, C(0), C(k_tiles), ForKind::kSerial, ir::SeqNode::Make(body));
+    }
+    for (int s = 0; s + 1 < stages; ++s) {
+      if (s < k_tiles) seq.push_back(FillBoth(C(s), C(s)));
+      if (async) seq.push_back(ir::AsyncGroupNode::Commit());
+    }
+    std::vector<Stmt> body;
+    if (async) body.push_back(ir::AsyncGroupNode::Wait(stages - 2));
+    body.push_back(ir::BarrierNode::Make());
+    const Expr next = ko + C(stages - 1);
+    body.push_back(ir::IfThenElseNode::Make(next < C(k_tiles), FillBoth(next % C(stages), next)));
+    if (async) body.push_back(ir::AsyncGroupNode::Commit());
+    body.push_back(Mma(acc, ko % C(stages)));
+    seq.push_back(
+        ir::ForNode::Make(ko, C(0), C(k_tiles), ForKind::kSerial, ir::SeqNode::Make(body)));
+    return ir::SeqNode::Make(seq);
+  }
+
+  // Loops over the thread's accumulator elements (i, j, e = 2 eh + el), unrolled.
+  Stmt OverFragments(const std::string& base,
+                     const std::function<absl::StatusOr<Stmt>(Expr, Expr, Expr, Expr)>& body,
+                     absl::Status* status) {
+    const Expr i = ir::MakeVar(k.fresh(base + ".i"));
+    const Expr j = ir::MakeVar(k.fresh(base + ".j"));
+    const Expr eh = ir::MakeVar(k.fresh(base + ".eh"));
+    const Expr el = ir::MakeVar(k.fresh(base + ".el"));
+    absl::StatusOr<Stmt> s = body(i, j, eh, el);
+    if (!s.ok()) {
+      *status = s.status();
+      return ir::BarrierNode::Make();
+    }
+    Stmt out = *s;
+    out = ir::ForNode::Make(el, C(0), C(2), ForKind::kUnrolled, out);
+    out = ir::ForNode::Make(eh, C(0), C(2), ForKind::kUnrolled, out);
+    out = ir::ForNode::Make(j, C(0), C(wn / 8), ForKind::kUnrolled, out);
+    return ir::ForNode::Make(i, C(0), C(wm / 16), ForKind::kUnrolled, out);
+  }
+
+  absl::StatusOr<Stmt> Epilogue(const std::string& acc) {
+    absl::Status status;
+    Stmt s = OverFragments(
+        acc + ".st",
+        [&](Expr i, Expr j, Expr eh, Expr el) -> absl::StatusOr<Stmt> {
+          const Expr r = tile_m * C(bm) + (warp / C(warps_n)) * C(wm) + i * C(16) +
+                         lane / C(4) + eh * C(8);
+          const Expr c =
+              tile_n * C(bn) + (warp % C(warps_n)) * C(wn) + j * C(8) + (lane % C(4)) * C(2) + el;
+          std::vector<std::pair<std::string, Expr>> sub;
+          Delinearize(op, mm.m_axes, r, &sub);
+          Delinearize(op, mm.n_axes, c, &sub);
+          if (batch.defined()) Delinearize(op, mm.batch_axes, batch, &sub);
+          std::vector<Expr> axes;
+          for (const ir::IterVar& ax : op.axes) {
+            Expr v = C(0);
+            for (const auto& [name, e] : sub) {
+              if (name == ax.name) v = e;
+            }
+            axes.push_back(v);
+          }
+          const Expr value =
+              ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, {i, j, eh * C(2) + el});
+          ASSIGN_OR_RETURN(Expr out, k.epilogue(value, axes));
+          Stmt st = ir::StoreNode::Make(k.out_buffer, axes, out);
+          std::vector<Expr> conds;
+          if (mm.m % bm != 0) conds.push_back(r < C(mm.m));
+          if (mm.n % bn != 0) conds.push_back(c < C(mm.n));
+          if (conds.empty()) return st;
+          Expr cond = conds[0];
+          for (size_t q = 1; q < conds.size(); ++q) cond = cond && conds[q];
+          return ir::IfThenElseNode::Make(cond, st);
+        },
+        &status);
+    RETURN_IF_ERROR(status);
+    return s;
+  }
+
+  Stmt InitAcc(const std::string& acc) {
+    absl::Status unused;
+    return OverFragments(
+        acc + ".init",
+        [&](Expr i, Expr j, Expr eh, Expr el) -> absl::StatusOr<Stmt> {
+          return ir::StoreNode::Make(acc, {i, j, eh * C(2) + el}, ir::FloatConst(0.0));
+        },
+        &unused);
+  }
+};
+
+// Chooses cp.async for both operands when each is a plain load of whole tiles with 16-byte rows.
+bool PlanAsync(Builder& bd) {
+  const int64_t bytes = ir::BytesOf(bd.a.dtype);
+  const int64_t vec = 16 / bytes;
+  if (bd.mm.m % bd.bm != 0 || bd.mm.n % bd.bn != 0 || bd.mm.k % bd.bk != 0) return false;
+  for (Operand* o : {&bd.a, &bd.b}) {
+    o->copy = PlainLoad(o->factor);
+    if (o->copy == nullptr || o->copy->type != o->dtype) return false;
+    // The contiguous (last) index must be the tile's inner direction, with rows of whole vectors.
+    const std::string& last = o->copy->indices.back().as<ir::VarNode>()->name;
+    const ir::IterVar* inner_axis = nullptr;
+    if (o->k_inner) {
+      inner_axis = &bd.op.reduce_axes.back();
+    } else {
+      inner_axis = &bd.op.axes[o->row_axes.back()];
+    }
+    if (last != inner_axis->name || inner_axis->extent % vec != 0 ||
+        bd.InnerExtent(*o) % vec != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<Stmt> BuildTensorCoreKernel(const TensorCoreKernel& k, const Target& target) {
+  const ir::TensorNode& op = *k.op;
+  const TensorCoreStep& c = k.config;
+  if (!target.is_gpu()) return Invalid(op.name, "tensor cores need a cuda target");
+  absl::StatusOr<MatmulLike> mm = AnalyzeMatmulLike(op, k.body);
+  if (!mm.ok()) return Invalid(op.name, std::string(mm.status().message()));
+  const std::optional<ir::MmaKind> kind = ir::ParseMmaKind(c.kind);
+  if (!kind) return Invalid(op.name, absl::StrCat("unknown mma kind '", c.kind, "'"));
+  const ir::ScalarType dtype = ir::MmaOperandType(*kind);
+  if (mm->a_type != dtype || mm->b_type != dtype) {
+    return Invalid(op.name, absl::StrCat("operands are ", ir::TypeName(mm->a_type), " and ",
+                                         ir::TypeName(mm->b_type), "; kind ", c.kind, " reads ",
+                                         ir::TypeName(dtype)));
+  }
+  Builder bd(k, op, *mm);
+  bd.kind = *kind;
+  bd.bm = c.block_m;
+  bd.bn = c.block_n;
+  bd.bk = c.block_k;
+  bd.wm = c.warp_m;
+  bd.wn = c.warp_n;
+  bd.pad = c.pad;
+  bd.stages = c.pipeline;
+  bd.warps_n = c.block_n / c.warp_n;
+  bd.warps = (c.block_m / c.warp_m) * bd.warps_n;
+  bd.threads = 32 * bd.warps;
+  bd.k_tiles = CeilDiv(mm->k, c.block_k);
+  const int64_t tiles_m = CeilDiv(mm->m, c.block_m);
+  const int64_t tiles_n = CeilDiv(mm->n, c.block_n);
+  if (mm->batch > 65535) {
+    return Invalid(op.name, absl::StrCat("batch ", mm->batch, " exceeds blockIdx.y's 65535"));
+  }
+  bd.a = MakeOperand(k.fresh(op.name + ".A.shared"), mm->a, mm->m_axes, c.block_m, mm->m,
+                     mm->a_k_inner, dtype);
+  bd.b = MakeOperand(k.fresh(op.name + ".B.shared"), mm->b, mm->n_axes, c.block_n, mm->n,
+                     mm->b_k_inner, dtype);
+  bd.async = PlanAsync(bd);
+  for (Operand* o : {&bd.a, &bd.b}) {
+    if (!bd.async) o->copy = nullptr;
+    const int64_t vec = 16 / ir::BytesOf(dtype);
+    o->vec = bd.InnerExtent(*o) % vec == 0 ? vec : 1;
+  }
+
+  // Block order: groups of `raster` tile rows, column-major inside a group (L2 reuse of B).
+  const Expr bx = ir::MakeVar(k.fresh(op.name + ".tile"));
+  const int64_t group = std::min(c.raster, tiles_m);
+  if (group <= 1) {
+    bd.tile_m = bx / C(tiles_n);
+    bd.tile_n = bx % C(tiles_n);
+  } else {
+    const Expr gid = bx / C(group * tiles_n);
+    const Expr first = gid * C(group);
+    const Expr rows = ir::Min(C(tiles_m) - first, C(group));
+    const Expr in_group = bx % C(group * tiles_n);
+    bd.tile_m = first + in_group % rows;
+    bd.tile_n = in_group / rows;
+  }
+  Expr by;
+  if (mm->batch > 1) {
+    by = ir::MakeVar(k.fresh(op.name + ".batch"));
+    bd.batch = by;
+  } else if (!mm->batch_axes.empty()) {
+    bd.batch = C(0);
+  }
+  bd.lane = ir::MakeVar(k.fresh(op.name + ".lane"));
+  bd.warp = ir::MakeVar(k.fresh(op.name + ".warp"));
+  bd.tid = bd.warp * C(32) + bd.lane;
+
+  const std::string acc = k.fresh(op.name + ".acc");
+  Stmt main_loop = bd.MainLoop(acc);
+  ASSIGN_OR_RETURN(Stmt epilogue, bd.Epilogue(acc));
+  Stmt thread_body = ir::SeqNode::Make({bd.InitAcc(acc), main_loop, epilogue});
+  thread_body = ir::AllocateNode::Make(
+      {acc, ir::ScalarType::kFloat32, {c.warp_m / 16, c.warp_n / 8, 4}, ir::MemoryScope::kLocal},
+      thread_body);
+  Stmt s = ir::ForNode::Make(bd.warp, C(0), C(bd.warps), ForKind::kThreadIdxY, thread_body);
+  s = ir::ForNode::Make(bd.lane, C(0), C(32), ForKind::kThreadIdxX, s);
+  s = ir::AllocateNode::Make(bd.Decl(bd.b), s);
+  s = ir::AllocateNode::Make(bd.Decl(bd.a), s);
+  if (by.defined()) s = ir::ForNode::Make(by, C(0), C(mm->batch), ForKind::kBlockIdxY, s);
+  return ir::ForNode::Make(bx, C(0), C(tiles_m * tiles_n), ForKind::kBlockIdxX, s);
+}
+
+}  // namespace tilesearch::schedule::lower_internal

@@ -1,0 +1,42 @@
+// The kernel of a stage computed by a tensor_core step (schedule/step.h): block tiles on
+// blockIdx, warp tiles on threadIdx.y, lanes on threadIdx.x; operand tiles staged in shared memory
+// (a ring of `pipeline` buffers, filled by cp.async where the operands are plain loads of whole
+// tiles); ir::WarpMmaNode updates of per-lane accumulators; the epilogue applied to the
+// accumulators and stored. Internal to Lower (schedule/lower.cc).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "base/target.h"
+#include "ir/expr.h"
+#include "ir/stmt.h"
+#include "ir/tensor.h"
+#include "schedule/step.h"
+
+namespace tilesearch::schedule::lower_internal {
+
+/// What the lowering knows about one tensor_core stage.
+struct TensorCoreKernel {
+  const ir::TensorNode* op = nullptr;
+  /// The stage's body with inlined producers substituted.
+  ir::Expr body;
+  TensorCoreStep config;
+  /// The buffer the kernel stores (the last epilogue stage, or the stage itself); it has the
+  /// stage's shape.
+  std::string out_buffer;
+  /// The stored value for accumulator value `acc` (float32) at the stage's axis values `axes`.
+  std::function<absl::StatusOr<ir::Expr>(const ir::Expr& acc, const std::vector<ir::Expr>& axes)>
+      epilogue;
+  /// A variable name not used elsewhere in the nest, derived from the argument.
+  std::function<std::string(const std::string&)> fresh;
+};
+
+/// The kernel (a blockIdx loop nest). Errors: kFailedPrecondition "invalid_schedule: ..." for a
+/// non-GPU target, a stage that is not matmul-like, or operands the kind cannot read; the
+/// target's limits (threads, shared memory) are checked on the result by the caller.
+absl::StatusOr<ir::Stmt> BuildTensorCoreKernel(const TensorCoreKernel& k, const Target& target);
+
+}  // namespace tilesearch::schedule::lower_internal
