@@ -79,7 +79,8 @@ absl::StatusOr<MatmulLike> AnalyzeMatmulLike(const ir::TensorNode& op, const ir:
   if (op.reduce != ir::ReduceKind::kSum) return fail("not a sum reduction");
   if (op.init.defined() && !IsZero(op.init)) return fail("its sum starts from a non-zero value");
   const auto* mul = body.as<ir::MulNode>();
-  if (mul == nullptr) return fail(absl::StrCat("its body ", ir::ToString(body), " is not a product"));
+  if (mul == nullptr)
+    return fail(absl::StrCat("its body ", ir::ToString(body), " is not a product"));
   MatmulLike r;
   r.a = mul->a;
   r.b = mul->b;

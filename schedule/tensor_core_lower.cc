@@ -64,15 +64,15 @@ const ir::LoadNode* PlainLoad(const Expr& factor) {
 
 // One operand (A: rows are m, B: rows are n) as staged in shared memory.
 struct Operand {
-  std::string buffer;          // the shared buffer
-  Expr factor;                 // the body's factor (op's axis variables)
-  std::vector<int> row_axes;   // m_axes or n_axes
-  int64_t rows = 0;            // block_m or block_n
-  int64_t total_rows = 0;      // M or N
-  bool k_inner = true;         // shared layout [S][rows][BK + pad], else [S][BK][rows + pad]
+  std::string buffer;         // the shared buffer
+  Expr factor;                // the body's factor (op's axis variables)
+  std::vector<int> row_axes;  // m_axes or n_axes
+  int64_t rows = 0;           // block_m or block_n
+  int64_t total_rows = 0;     // M or N
+  bool k_inner = true;        // shared layout [S][rows][BK + pad], else [S][BK][rows + pad]
   ir::ScalarType dtype = ir::ScalarType::kFloat16;
   const ir::LoadNode* copy = nullptr;  // set: filled by cp.async of this load
-  int64_t vec = 1;             // elements per thread and fill step
+  int64_t vec = 1;                     // elements per thread and fill step
 };
 
 Operand MakeOperand(std::string buffer, Expr factor, std::vector<int> row_axes, int64_t rows,
@@ -108,7 +108,9 @@ struct Builder {
 
   // The shared buffer's declaration.
   ir::BufferDecl Decl(const Operand& o) const {
-    return {o.buffer, o.dtype, {stages, OuterExtent(o), InnerExtent(o) + pad},
+    return {o.buffer,
+            o.dtype,
+            {stages, OuterExtent(o), InnerExtent(o) + pad},
             ir::MemoryScope::kShared};
   }
 
@@ -165,10 +167,10 @@ struct Builder {
   Stmt Mma(const std::string& acc, const Expr& slot) {
     const Expr wr = (warp / C(warps_n)) * C(wm);
     const Expr wc = (warp % C(warps_n)) * C(wn);
-    std::vector<Expr> ao = a.k_inner ? std::vector<Expr>{slot, wr, C(0)}
-                                     : std::vector<Expr>{slot, C(0), wr};
-    std::vector<Expr> bo = b.k_inner ? std::vector<Expr>{slot, wc, C(0)}
-                                     : std::vector<Expr>{slot, C(0), wc};
+    std::vector<Expr> ao =
+        a.k_inner ? std::vector<Expr>{slot, wr, C(0)} : std::vector<Expr>{slot, C(0), wr};
+    std::vector<Expr> bo =
+        b.k_inner ? std::vector<Expr>{slot, wc, C(0)} : std::vector<Expr>{slot, C(0), wc};
     return ir::WarpMmaNode::Make(kind, wm / 16, wn / 8, bk / ir::MmaK(kind), acc, a.buffer,
                                  std::move(ao), a.k_inner, b.buffer, std::move(bo), b.k_inner,
                                  lane);
@@ -229,8 +231,8 @@ struct Builder {
     Stmt s = OverFragments(
         acc + ".st",
         [&](Expr i, Expr j, Expr eh, Expr el) -> absl::StatusOr<Stmt> {
-          const Expr r = tile_m * C(bm) + (warp / C(warps_n)) * C(wm) + i * C(16) +
-                         lane / C(4) + eh * C(8);
+          const Expr r =
+              tile_m * C(bm) + (warp / C(warps_n)) * C(wm) + i * C(16) + lane / C(4) + eh * C(8);
           const Expr c =
               tile_n * C(bn) + (warp % C(warps_n)) * C(wn) + j * C(8) + (lane % C(4)) * C(2) + el;
           std::vector<std::pair<std::string, Expr>> sub;

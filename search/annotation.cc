@@ -17,6 +17,7 @@
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
 #include "search/sketch_rules.h"
+#include "search/tensor_core_space.h"
 
 namespace tilesearch::search {
 
@@ -503,6 +504,10 @@ absl::StatusOr<State> FillAndReplay(const State& sketch, TuneContext& ctx,
         }
       }
     }
+    if (auto* tc = std::get_if<schedule::TensorCoreStep>(&step)) {
+      // The sketch's tensor_core step holds a placeholder configuration: draw every decision.
+      ASSIGN_OR_RETURN(*tc, SampleTensorCoreStep(*tc, s, target, rng));
+    }
     ASSIGN_OR_RETURN(s, schedule::ApplyStep(s, step));
     if (info) info->push_back(std::move(si));
   }
@@ -623,6 +628,8 @@ absl::Status GpuThreadBind(State& s, const std::vector<StepInfo>& info, const Ta
     // A copy: the steps below replace `s`'s stages, and a reference would dangle.
     const Stage st = s.stage(sid);
     if (st.is_placeholder() || st.location == ComputeLocation::kInlined) continue;
+    // A tensor_core kernel binds its own blocks, warps and lanes.
+    if (st.tensor_core || st.epilogue_of >= 0) continue;
     if (HasCrossThreadReduction(s, sid)) {
       if (st.location != ComputeLocation::kRoot) continue;
       std::vector<int> outer = OuterSpaceIters(s, sid);
@@ -760,7 +767,8 @@ absl::Status Unroll(State& s, const std::vector<int64_t>& steps, int max_pipelin
   std::set<int> pipelined_roots;
   for (int sid = 0; sid < s.num_stages(); ++sid) {
     const Stage& st = s.stage(sid);
-    if (st.is_placeholder() || st.location == ComputeLocation::kInlined || !HasReduceIter(st)) {
+    if (st.is_placeholder() || st.location == ComputeLocation::kInlined || !HasReduceIter(st) ||
+        st.tensor_core) {
       continue;
     }
     schedule::PragmaStep p;

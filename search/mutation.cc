@@ -13,8 +13,10 @@
 #include "base/status.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
+#include "schedule/matmul_like.h"
 #include "search/mutation_internal.h"
 #include "search/sketch_rules.h"
+#include "search/tensor_core_space.h"
 
 namespace tilesearch::search {
 
@@ -136,6 +138,10 @@ absl::StatusOr<Candidate> MutateTileSize(const State& state, TuneContext& ctx) {
   const std::vector<Step>& steps = state.steps();
   std::vector<int> cands;
   for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
+    if (std::holds_alternative<schedule::TensorCoreStep>(steps[i])) {
+      cands.push_back(i);
+      continue;
+    }
     const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
     if (sp == nullptr) continue;
     if (target.is_gpu() && IsVectorSplit(steps, i)) {
@@ -152,6 +158,17 @@ absl::StatusOr<Candidate> MutateTileSize(const State& state, TuneContext& ctx) {
   for (int t = 0; t < kTries; ++t) {
     const int i = cands[Pick(rng, static_cast<int64_t>(cands.size()))];
     std::vector<Step> mutated = steps;
+    if (auto* tc = std::get_if<schedule::TensorCoreStep>(&mutated[i])) {
+      // The tile sizes of a tensor-core stage are decisions of its one step.
+      if (tc->stage_id < 0 || tc->stage_id >= state.num_stages()) continue;
+      const schedule::Stage& st = state.stage(tc->stage_id);
+      absl::StatusOr<schedule::MatmulLike> mm = schedule::AnalyzeMatmulLike(*st.op, st.op->body);
+      if (!mm.ok() || !MutateTensorCoreStep(*tc, *mm, target, rng)) continue;
+      absl::StatusOr<Candidate> out = FinishEdit(ctx, mutated);
+      if (out.ok()) return out;
+      last = out.status();
+      continue;
+    }
     auto& sp = std::get<schedule::SplitStep>(mutated[i]);
     if (IsVectorSplit(steps, i)) {
       // Another width of the cooperative fetch that divides the fused extent (known only from

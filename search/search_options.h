@@ -59,6 +59,11 @@ struct SketchOptions {
   std::string cpu_structure = "SSRSRS";
   /// At most this many sketches are returned (the first ones in generation order).
   int max_sketches = 16;
+  /// GPU: also derive tensor-core sketches (the tensor_core step) for matmul-like stages.
+  bool tensor_cores = true;
+  /// Float32 problems may use one TF32 mma (opt-in, as PyTorch's allow_tf32); otherwise only
+  /// 3xTF32, whose accuracy is float32's.
+  bool allow_tf32 = false;
 };
 
 /// Knobs of the evolutionary search; defaults are TVM v0.19's (search_policy.py).

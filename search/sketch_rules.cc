@@ -12,6 +12,8 @@
 #include "base/status.h"
 #include "ir/expr.h"
 #include "schedule/apply_step.h"
+#include "schedule/matmul_like.h"
+#include "search/tensor_core_space.h"
 
 namespace tilesearch::search {
 
@@ -280,6 +282,7 @@ class AddCacheRead : public SketchRule {
     std::vector<int> cons = StageConsumers(s, sid);
     if (cons.empty()) return RuleCondition::kPass;
     const int t = cons[0];
+    if (s.stage(t).tensor_core) return RuleCondition::kPass;  // stages its own operands
     if (!NeedsMultiLevelTiling(s, t) || HasCrossThreadReduction(s, t)) return RuleCondition::kPass;
     if (!Reads(*s.stage(t).op, s.stage(sid).name())) return RuleCondition::kPass;
     if (LastReduceIterInOutermostReduceTile(s.stage(t)) < 0) return RuleCondition::kPass;
@@ -566,6 +569,57 @@ class AddRfactor : public SketchRule {
   }
 };
 
+// MultiLevelTilingTensorCore (MetaSchedule's rule of that name, as one tensor_core step): a
+// matmul-like root stage also gets a tensor-core sketch per mma kind its operands allow, with its
+// chain of elementwise consumers as the epilogue. The step's configuration is a placeholder that
+// annotation draws (search/tensor_core_space.h). kApply: the SIMT sketches are derived too, and
+// measurement decides (small and odd shapes may prefer them).
+class MultiLevelTilingTensorCore : public SketchRule {
+ public:
+  const char* name() const override { return "MultiLevelTilingTensorCore"; }
+  RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
+    if (!ctx.target().is_gpu() || !ctx.sketch_options().tensor_cores) return RuleCondition::kPass;
+    const State& s = p.shadow();
+    const Stage& st = s.stage(sid);
+    if (st.is_placeholder() || st.location != ComputeLocation::kRoot || st.tensor_core ||
+        st.epilogue_of >= 0 || st.iters.size() != st.op->axes.size() + st.op->reduce_axes.size()) {
+      return RuleCondition::kPass;
+    }
+    absl::StatusOr<schedule::MatmulLike> mm = schedule::AnalyzeMatmulLike(*st.op, st.op->body);
+    if (!mm.ok() || TensorCoreKinds(*mm, ctx.sketch_options().allow_tf32).empty()) {
+      return RuleCondition::kPass;
+    }
+    return RuleCondition::kApply;
+  }
+  Result Apply(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
+    const State& s = p.shadow();
+    const Stage& st = s.stage(sid);
+    ASSIGN_OR_RETURN(schedule::MatmulLike mm, schedule::AnalyzeMatmulLike(*st.op, st.op->body));
+    // The longest chain of single elementwise consumers (bias, activation, cast, ...).
+    int chain = 0;
+    for (int at = sid; chain < 8; ++chain) {
+      at = SingleElementwiseMatchedConsumer(s, at);
+      if (at < 0) break;
+    }
+    std::vector<std::pair<PartialSketch, int>> out;
+    for (const std::string& kind : TensorCoreKinds(mm, ctx.sketch_options().allow_tf32)) {
+      for (int epilogue = chain; epilogue >= 0; --epilogue) {
+        schedule::TensorCoreStep t;
+        t.stage_id = sid;
+        t.kind = kind;
+        t.epilogue = epilogue;
+        PartialSketch q = p;
+        if (q.Apply(t).ok()) {
+          out.emplace_back(std::move(q), sid - 1);
+          break;
+        }
+      }
+    }
+    if (out.empty()) return absl::InvalidArgumentError("no tensor_core step applies");
+    return out;
+  }
+};
+
 class SkipStage : public SketchRule {
  public:
   const char* name() const override { return "SkipStage"; }
@@ -615,6 +669,7 @@ const std::vector<std::unique_ptr<SketchRule>>& GpuSketchRules() {
     v->push_back(std::make_unique<AddCacheRead>());
     v->push_back(std::make_unique<AddRowCacheRead>());
     v->push_back(std::make_unique<AlwaysInline>());
+    v->push_back(std::make_unique<MultiLevelTilingTensorCore>());
     v->push_back(std::make_unique<CrossThreadReduction>());
     v->push_back(std::make_unique<AddCacheWrite>());
     v->push_back(std::make_unique<MultiLevelTilingWithFusion>());

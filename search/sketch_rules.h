@@ -79,11 +79,12 @@ class SketchRule {
       const PartialSketch& s, int stage_id, const TuneContext& ctx) const = 0;
 };
 
-/// CUDA rules in Ansor's order: AddCacheRead, AddRowCacheRead (ours: a stage read by a group of
-/// cross-thread reductions and their normalize stage T, like softmax's input, is copied once per
-/// row into shared memory at T's row loop when the row takes at most half of the static
-/// shared-memory limit; the uncached sketch is kept too), AlwaysInline, CrossThreadReduction,
-/// AddCacheWrite, MultiLevelTilingWithFusion, MultiLevelTiling, SkipStage.
+/// CUDA rules in Ansor's order (plus MultiLevelTilingTensorCore after AlwaysInline): AddCacheRead,
+/// AddRowCacheRead (ours: a stage read by a group of cross-thread reductions and their normalize
+/// stage T, like softmax's input, is copied once per row into shared memory at T's row loop when
+/// the row takes at most half of the static shared-memory limit; the uncached sketch is kept too),
+/// AlwaysInline, CrossThreadReduction, AddCacheWrite, MultiLevelTilingWithFusion, MultiLevelTiling,
+/// SkipStage.
 const std::vector<std::unique_ptr<SketchRule>>& GpuSketchRules();
 /// CPU rules in Ansor's order: AlwaysInline, AddRfactor, AddCacheWrite,
 /// MultiLevelTilingWithFusion, MultiLevelTiling, SkipStage.

@@ -66,19 +66,20 @@ absl::Status CheckTensorCoreShape(const TensorCoreStep& t, const std::string& te
   const int64_t kk = ir::MmaK(*kind);
   if (t.warp_m < 16 || t.warp_m % 16 != 0 || t.warp_n < 8 || t.warp_n % 8 != 0) {
     return internal::StepError(
-        text, absl::StrCat("warp tile ", t.warp_m, "x", t.warp_n,
-                           " is not made of m16n8 fragments (warp_m a multiple of 16, warp_n of 8)"));
+        text,
+        absl::StrCat("warp tile ", t.warp_m, "x", t.warp_n,
+                     " is not made of m16n8 fragments (warp_m a multiple of 16, warp_n of 8)"));
   }
   if (t.block_m < t.warp_m || t.block_m % t.warp_m != 0 || t.block_n < t.warp_n ||
       t.block_n % t.warp_n != 0) {
-    return internal::StepError(text, absl::StrCat("block tile ", t.block_m, "x", t.block_n,
-                                                  " is not a multiple of the warp tile ", t.warp_m,
-                                                  "x", t.warp_n));
+    return internal::StepError(
+        text, absl::StrCat("block tile ", t.block_m, "x", t.block_n,
+                           " is not a multiple of the warp tile ", t.warp_m, "x", t.warp_n));
   }
   if (t.block_k < kk || t.block_k % kk != 0) {
-    return internal::StepError(text, absl::StrCat("block_k ", t.block_k, " is not a multiple of ",
-                                                  kk, ", the k of an m16n8k", kk, " ", t.kind,
-                                                  " mma"));
+    return internal::StepError(text,
+                               absl::StrCat("block_k ", t.block_k, " is not a multiple of ", kk,
+                                            ", the k of an m16n8k", kk, " ", t.kind, " mma"));
   }
   if (t.pipeline < 1 || t.pipeline > 4) {
     return internal::StepError(text, absl::StrCat("pipeline ", t.pipeline, " is outside 1..4"));
@@ -107,9 +108,9 @@ absl::StatusOr<std::vector<int>> TensorCoreEpilogue(const State& s, int stage_id
     }
     const std::vector<int> readers = Readers(s, p.name());
     if (readers.size() != 1) {
-      return internal::StepError(text, absl::StrCat("epilogue stage ", e, ": '", p.name(),
-                                                    "' has ", readers.size(),
-                                                    " readers (the epilogue needs exactly one)"));
+      return internal::StepError(
+          text, absl::StrCat("epilogue stage ", e, ": '", p.name(), "' has ", readers.size(),
+                             " readers (the epilogue needs exactly one)"));
     }
     const Stage& r = s.stage(readers[0]);
     RETURN_IF_ERROR(internal::CheckSchedulable(r, text));
@@ -148,10 +149,10 @@ absl::StatusOr<State> TensorCoreStep::Apply(const State& s) const {
   const ir::ScalarType want = ir::MmaOperandType(k);
   if (mm->a_type != want || mm->b_type != want) {
     return internal::StepError(
-        text, absl::StrCat("invalid_schedule: stage '", stage.name(), "' (", mm->m, "x", mm->n,
-                           "x", mm->k, ") reads ", ir::TypeName(mm->a_type), " and ",
-                           ir::TypeName(mm->b_type), " operands; mma kind ", kind, " needs ",
-                           ir::TypeName(want)));
+        text,
+        absl::StrCat("invalid_schedule: stage '", stage.name(), "' (", mm->m, "x", mm->n, "x",
+                     mm->k, ") reads ", ir::TypeName(mm->a_type), " and ", ir::TypeName(mm->b_type),
+                     " operands; mma kind ", kind, " needs ", ir::TypeName(want)));
   }
   ASSIGN_OR_RETURN(std::vector<int> chain, TensorCoreEpilogue(s, stage_id, epilogue, text));
   State out = s;
@@ -162,15 +163,8 @@ absl::StatusOr<State> TensorCoreStep::Apply(const State& s) const {
 }
 
 nlohmann::json TensorCoreStep::ToJson() const {
-  return {"TC",
-          stage_id,
-          kind,
-          {block_m, block_n, block_k},
-          {warp_m, warp_n},
-          pipeline,
-          pad,
-          raster,
-          epilogue};
+  return {"TC", stage_id, kind,    {block_m, block_n, block_k}, {warp_m, warp_n}, pipeline,
+          pad,  raster,   epilogue};
 }
 
 absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j) {
@@ -182,7 +176,8 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
   ASSIGN_OR_RETURN(std::vector<int> warp, internal::JsonIntList(j, 4, "TC"));
   if (block.size() != 3 || warp.size() != 2) {
     return absl::InvalidArgumentError(
-        "TC step: the block tile is [block_m, block_n, block_k] and the warp tile [warp_m, warp_n]");
+        "TC step: the block tile is [block_m, block_n, block_k] and the warp tile [warp_m, "
+        "warp_n]");
   }
   t.block_m = block[0];
   t.block_n = block[1];
@@ -194,8 +189,8 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
   ASSIGN_OR_RETURN(t.raster, internal::JsonInt(j, 7, "TC"));
   ASSIGN_OR_RETURN(int64_t epilogue, internal::JsonInt(j, 8, "TC"));
   if (pipeline < 0 || pipeline > 64 || epilogue < 0 || epilogue > 64) {
-    return absl::InvalidArgumentError(absl::StrCat("TC step: pipeline ", pipeline,
-                                                   " or epilogue ", epilogue, " out of range"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("TC step: pipeline ", pipeline, " or epilogue ", epilogue, " out of range"));
   }
   t.pipeline = static_cast<int>(pipeline);
   t.epilogue = static_cast<int>(epilogue);

@@ -1,0 +1,42 @@
+// The search space of the tensor_core step (schedule/step.h): which mma kinds a matmul-like stage
+// may use, random configurations for annotation, and one-decision edits for mutation. The
+// decisions are MetaSchedule's MultiLevelTilingTensorCore ones (warps per block, warp tile in
+// fragments, k depth per stage) plus the pipeline depth, the shared-row padding and the block
+// raster group.
+#pragma once
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "base/target.h"
+#include "schedule/matmul_like.h"
+#include "schedule/state.h"
+#include "schedule/step.h"
+
+namespace tilesearch::search {
+
+/// The mma kinds (ir::MmaKindName) that can compute `mm` exactly enough: f16 for float16
+/// operands, bf16 for bfloat16, tf32x3 for float32 (and tf32 when `allow_tf32`). Empty when the
+/// operand types differ or none fits.
+std::vector<std::string> TensorCoreKinds(const schedule::MatmulLike& mm, bool allow_tf32);
+
+/// Whether `t` fits `target`: threads per block, shared memory (with opt-in) and at most 128
+/// accumulator registers per thread.
+bool TensorCoreStepFits(const schedule::TensorCoreStep& t, const Target& target);
+
+/// `base` with every decision but the stage, kind and epilogue drawn uniformly from the space
+/// (tiles no larger than the problem needs, fitting `target`; a few redraws, then the smallest
+/// configuration). `s` is the state the step applies to. Errors: the stage is not matmul-like.
+absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCoreStep base,
+                                                              const schedule::State& s,
+                                                              const Target& target,
+                                                              std::mt19937_64& rng);
+
+/// Changes one decision of `t` to another value of its candidates that still fits; false when
+/// the drawn decision has no other value that fits.
+bool MutateTensorCoreStep(schedule::TensorCoreStep& t, const schedule::MatmulLike& mm,
+                          const Target& target, std::mt19937_64& rng);
+
+}  // namespace tilesearch::search

@@ -1,0 +1,325 @@
+// The tensor_core step: JSON round trip, errors for stages and shapes it cannot take, and random
+// tensor-core schedules (non-divisible shapes, every layout, convolutions as implicit GEMM, fused
+// epilogues) run in the interpreter against the unscheduled program.
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "ir/ops/registry.h"
+#include "ir/reference.h"
+#include "lower_test_util.h"
+#include "nlohmann/json.hpp"
+#include "schedule/step_json.h"
+
+namespace tilesearch::schedule {
+namespace {
+
+using testing::RunLowered;
+
+Target Cuda() {
+  Target t;
+  t.kind = TargetKind::kCuda;
+  return t;
+}
+
+ir::ComputeDAG Build(const std::string& op, std::vector<std::vector<int64_t>> shapes,
+                     ir::ScalarType dtype, std::map<std::string, std::string> attrs = {}) {
+  ir::OpArgs args;
+  args.shapes = std::move(shapes);
+  args.dtype = dtype;
+  args.attrs = std::move(attrs);
+  absl::StatusOr<ir::ComputeDAG> dag = ir::BuildOp(op, args);
+  CHECK(dag.ok()) << dag.status();
+  return *std::move(dag);
+}
+
+// The id of the DAG's sum reduction (the stage a tensor_core step takes).
+int ReductionStage(const State& s) {
+  for (int i = 0; i < s.num_stages(); ++i) {
+    if (s.stage(i).op->reduce == ir::ReduceKind::kSum) return i;
+  }
+  return -1;
+}
+
+// `t` applied with the longest epilogue chain that applies (3 down to 0).
+absl::StatusOr<State> ApplyWithEpilogue(const State& s, TensorCoreStep t) {
+  absl::Status last;
+  for (int e = 3; e >= 0; --e) {
+    t.epilogue = e;
+    absl::StatusOr<State> out = ApplyStep(s, t);
+    if (out.ok()) return out;
+    last = out.status();
+  }
+  return last;
+}
+
+TEST(TensorCoreStep, JsonRoundTrip) {
+  TensorCoreStep t;
+  t.stage_id = 3;
+  t.kind = "tf32x3";
+  t.block_m = 128;
+  t.block_n = 64;
+  t.block_k = 32;
+  t.warp_m = 64;
+  t.warp_n = 32;
+  t.pipeline = 3;
+  t.pad = 4;
+  t.raster = 8;
+  t.epilogue = 2;
+  const nlohmann::json j = t.ToJson();
+  EXPECT_EQ(j.dump(), R"(["TC",3,"tf32x3",[128,64,32],[64,32],3,4,8,2])");
+  absl::StatusOr<Step> back = StepFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(std::get<TensorCoreStep>(*back) == t);
+  // Through the text form of a whole step list too.
+  absl::StatusOr<std::vector<Step>> list = StepsFromText(StepsToText({Step(t)}));
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_TRUE(std::get<TensorCoreStep>((*list)[0]) == t);
+}
+
+TEST(TensorCoreStep, MalformedJsonIsAnError) {
+  for (const char* text : {R"(["TC",2,"f16",[64,64],[32,32],2,8,1,0])",
+                           R"(["TC",2,"f16",[64,64,32],[32,32],2,8,1])",
+                           R"(["TC",2,7,[64,64,32],[32,32],2,8,1,0])",
+                           R"(["TC",2,"f16",[64,64,32],[32,32],-1,8,1,0])"}) {
+    absl::StatusOr<Step> s = StepFromJson(nlohmann::json::parse(text));
+    EXPECT_FALSE(s.ok()) << text;
+  }
+}
+
+TEST(TensorCoreStep, RejectsStagesAndShapesItCannotTake) {
+  const ir::ComputeDAG mm = Build("matmul", {{64, 32}, {32, 48}}, ir::ScalarType::kFloat16);
+  const State s = State::Initial(mm);
+  const int c = ReductionStage(s);
+  TensorCoreStep t;
+  t.stage_id = c;
+  t.kind = "f16";
+  // Not matmul-like: the cast stage (no reduction) and a placeholder.
+  t.stage_id = c + 1;
+  absl::StatusOr<State> r = ApplyStep(s, t);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("invalid_schedule"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("'C'"), std::string::npos) << r.status();
+  t.stage_id = 0;
+  EXPECT_FALSE(ApplyStep(s, t).ok());
+  t.stage_id = c;
+  // Fragment shapes the kind does not support.
+  t.warp_m = 24;
+  r = ApplyStep(s, t);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("24x32"), std::string::npos) << r.status();
+  t.warp_m = 32;
+  t.block_k = 8;  // f16 needs k in multiples of 16
+  r = ApplyStep(s, t);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("block_k 8"), std::string::npos) << r.status();
+  t.block_k = 32;
+  // A kind that does not match the operands, and an unknown one.
+  t.kind = "tf32";
+  r = ApplyStep(s, t);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("float16"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("64x48x32"), std::string::npos) << r.status();
+  t.kind = "int8";
+  EXPECT_FALSE(ApplyStep(s, t).ok());
+  t.kind = "f16";
+  // An elementwise stage, and a reduction that is not a product (a row sum).
+  const ir::ComputeDAG relu = Build("relu", {{64, 64}}, ir::ScalarType::kFloat16);
+  TensorCoreStep u = t;
+  u.stage_id = 1;
+  EXPECT_FALSE(ApplyStep(State::Initial(relu), u).ok());
+  const ir::ComputeDAG sum =
+      Build("reduce_sum", {{64, 64}}, ir::ScalarType::kFloat32, {{"axes", "1"}});
+  u.kind = "tf32x3";
+  u.stage_id = ReductionStage(State::Initial(sum));
+  r = ApplyStep(State::Initial(sum), u);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("not matmul-like"), std::string::npos) << r.status();
+  // A valid step, then a loop step on the stage it fixed.
+  absl::StatusOr<State> ok = ApplyStep(s, t);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  SplitStep sp;
+  sp.stage_id = c;
+  sp.iter_id = 0;
+  sp.lengths = {std::optional<int64_t>(4)};
+  r = ApplyStep(*ok, sp);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("tensor_core"), std::string::npos) << r.status();
+  // Lowering for the CPU is an invalid schedule, not a crash.
+  absl::StatusOr<LoweredKernel> cpu = Lower(mm, *ok, Target());
+  ASSERT_FALSE(cpu.ok());
+  EXPECT_NE(cpu.status().message().find("invalid_schedule"), std::string::npos) << cpu.status();
+}
+
+// One random problem and configuration.
+struct Case {
+  std::string op;
+  std::vector<std::vector<int64_t>> shapes;
+  std::map<std::string, std::string> attrs;
+  ir::ScalarType dtype;
+  TensorCoreStep step;
+};
+
+Case RandomCase(std::mt19937_64& rng) {
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+  };
+  Case c;
+  const ir::ScalarType types[] = {ir::ScalarType::kFloat16, ir::ScalarType::kBFloat16,
+                                  ir::ScalarType::kFloat32};
+  c.dtype = types[rng() % 3];
+  const int64_t m = pick(1, 70), n = pick(1, 70), k = pick(1, 70);
+  const auto tf = [&] { return (rng() & 1) ? std::string("true") : std::string("false"); };
+  switch (rng() % 7) {
+    case 0:
+      c.op = "matmul";
+      c.attrs = {{"transpose_a", tf()}, {"transpose_b", tf()}};
+      c.shapes = {c.attrs["transpose_a"] == "true" ? std::vector<int64_t>{k, m}
+                                                   : std::vector<int64_t>{m, k},
+                  c.attrs["transpose_b"] == "true" ? std::vector<int64_t>{n, k}
+                                                   : std::vector<int64_t>{k, n}};
+      break;
+    case 1:
+      c.op = "dense_bias_relu";
+      c.shapes = {{m, k}, {n, k}, {n}};
+      break;
+    case 2:
+      c.op = "batch_matmul";
+      c.shapes = {{pick(1, 3), m, k}, {1, k, n}};
+      c.shapes[1][0] = c.shapes[0][0];
+      break;
+    case 3:
+      c.op = "matmul_scale_residual";
+      c.shapes = {{m, k}, {k, n}, {m, n}};
+      break;
+    case 4:
+    case 5: {
+      const bool nhwc = rng() % 2;
+      c.op = nhwc ? "conv2d_nhwc" : "conv2d_nchw";
+      const int64_t batch = pick(1, 2), ch = pick(1, 12), hw = pick(3, 9), kout = pick(1, 20);
+      const int64_t r = pick(1, 3), stride = pick(1, 2), pad = pick(0, 1), dil = pick(1, 2);
+      c.attrs = {{"stride", std::to_string(stride)},
+                 {"padding", std::to_string(pad)},
+                 {"dilation", std::to_string(dil)}};
+      c.shapes = nhwc ? std::vector<std::vector<int64_t>>{{batch, hw, hw, ch}, {r, r, ch, kout}}
+                      : std::vector<std::vector<int64_t>>{{batch, ch, hw, hw}, {kout, ch, r, r}};
+      break;
+    }
+    default:
+      c.op = "dense";
+      c.attrs = {{"bias", "true"}};
+      c.shapes = {{m, k}, {n, k}, {n}};
+      break;
+  }
+  TensorCoreStep& t = c.step;
+  t.kind = c.dtype == ir::ScalarType::kFloat16    ? "f16"
+           : c.dtype == ir::ScalarType::kBFloat16 ? "bf16"
+                                                  : "tf32x3";
+  const int64_t kk = ir::MmaK(*ir::ParseMmaKind(t.kind));
+  t.warp_m = 16 * pick(1, 2);
+  t.warp_n = 8 * pick(1, 4);
+  t.block_m = t.warp_m * pick(1, 2);
+  t.block_n = t.warp_n * pick(1, 2);
+  t.block_k = kk * pick(1, 3);
+  t.pipeline = static_cast<int>(pick(1, 4));
+  t.pad = (rng() & 1) ? 16 / ir::BytesOf(ir::MmaOperandType(*ir::ParseMmaKind(t.kind))) : 0;
+  t.raster = pick(1, 3);
+  return c;
+}
+
+// |got - ref| ≤ tol · max(1, |ref|) on every output; the output's own rounding sets tol: one
+// float16 / bfloat16 ulp near 1 (the accumulation order may flip a rounding), and float32
+// accuracy for 3xTF32 (one TF32 mma would be off by about 1e-3).
+double Tolerance(ir::ScalarType t) {
+  switch (t) {
+    case ir::ScalarType::kFloat16:
+      return 2e-3;
+    case ir::ScalarType::kBFloat16:
+      return 1.6e-2;
+    default:
+      return 1e-4;
+  }
+}
+
+TEST(TensorCoreStep, RandomSchedulesMatchTheUnscheduledProgram) {
+  std::mt19937_64 rng(20261201);
+  int run = 0;
+  for (int trial = 0; run < 220 && trial < 1000; ++trial) {
+    Case c = RandomCase(rng);
+    const ir::ComputeDAG dag = Build(c.op, c.shapes, c.dtype, c.attrs);
+    const State s = State::Initial(dag);
+    c.step.stage_id = ReductionStage(s);
+    ASSERT_GE(c.step.stage_id, 0) << c.op;
+    absl::StatusOr<State> st = ApplyWithEpilogue(s, c.step);
+    ASSERT_TRUE(st.ok()) << c.op << ": " << st.status();
+    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, Cuda());
+    ASSERT_TRUE(k.ok()) << k.status() << "\n" << st->ToString();
+    const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 1000 + trial);
+    absl::StatusOr<ir::BufferMap> got = RunLowered(k->nest, inputs);
+    ASSERT_TRUE(got.ok()) << got.status() << "\n" << k->nest;
+    absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    const double err = testing::MaxRelError(dag, *got, *ref);
+    EXPECT_LE(err, Tolerance(c.dtype))
+        << c.op << " " << ir::TypeName(c.dtype) << " " << st->steps().back().index() << " "
+        << StepToString(st->steps().back()) << "\n"
+        << k->nest;
+    ++run;
+  }
+  EXPECT_GE(run, 220);
+}
+
+// One TF32 mma rounds each operand to 10 mantissa bits (nearest, ties away): the result matches
+// a float64 matmul of the rounded operands, not the float32 one.
+TEST(TensorCoreStep, Tf32RoundsOperandsToNearest) {
+  const int64_t m = 40, n = 24, k = 56;
+  const ir::ComputeDAG dag = Build("matmul", {{m, k}, {k, n}}, ir::ScalarType::kFloat32);
+  TensorCoreStep t;
+  t.stage_id = ReductionStage(State::Initial(dag));
+  t.kind = "tf32";
+  t.block_m = 32;
+  t.block_n = 16;
+  t.block_k = 16;
+  t.warp_m = 16;
+  t.warp_n = 8;
+  t.pipeline = 2;
+  t.pad = 4;
+  absl::StatusOr<State> st = ApplyStep(State::Initial(dag), t);
+  ASSERT_TRUE(st.ok()) << st.status();
+  absl::StatusOr<LoweredKernel> kern = Lower(dag, *st, Cuda());
+  ASSERT_TRUE(kern.ok()) << kern.status();
+  const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 5);
+  absl::StatusOr<ir::BufferMap> got = RunLowered(kern->nest, inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  // Round to nearest TF32 by hand: keep 10 of float32's 23 mantissa bits.
+  auto tf32 = [](double x) {
+    int e = 0;
+    const double f = std::frexp(x, &e);  // x = f · 2^e, 0.5 ≤ |f| < 1
+    const double scaled = f * 2048.0;    // 11 significant bits
+    return std::ldexp(std::trunc(scaled + (scaled >= 0 ? 0.5 : -0.5)), e - 11);
+  };
+  const ir::HostBuffer& a = inputs.at("A");
+  const ir::HostBuffer& b = inputs.at("B");
+  const ir::HostBuffer& c = got->at("C");
+  double worst_tf32 = 0, worst_fp32 = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double rounded = 0, exact = 0;
+      for (int64_t q = 0; q < k; ++q) {
+        rounded += tf32(a.data[i * k + q]) * tf32(b.data[q * n + j]);
+        exact += a.data[i * k + q] * b.data[q * n + j];
+      }
+      worst_tf32 = std::max(worst_tf32, std::fabs(c.data[i * n + j] - rounded));
+      worst_fp32 = std::max(worst_fp32, std::fabs(c.data[i * n + j] - exact));
+    }
+  }
+  EXPECT_LE(worst_tf32, 1e-5);
+  EXPECT_GE(worst_fp32, 1e-4);  // TF32's precision shows against the exact product
+}
+
+}  // namespace
+}  // namespace tilesearch::schedule
