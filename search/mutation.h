@@ -17,6 +17,9 @@
 //    only moves factors, which cannot leave the ≤ 64 innermost bound such splits start from.
 //    Non-divisible splits move factors among their explicit lengths only, so the tiled range is
 //    unchanged.
+//  - MutateTileSize also changes one decision of a tensor_core step (warp tile, warps per block,
+//    k depth, pipeline depth, padding, raster group; search/tensor_core_space.h): its tiles are
+//    the tensor-core counterpart of the split lengths (MetaSchedule mutates them as splits).
 //  - MutateComputeLocation draws the new location from the candidates of the state just before
 //    the compute_at step (TVM uses the final state's iterator ids, which can name other loops).
 //  - MutateAutoUnroll also moves software_pipeline pragmas among 0..4 (not in TVM: our GPU

@@ -1,0 +1,164 @@
+// The tensor-core part of the search space: sketches for matmul-like stages per mma kind, random
+// annotation of the tensor_core decisions (every candidate fits the target and computes the
+// right values in the interpreter), and mutation of one decision.
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "ir/interpreter.h"
+#include "ir/ops/registry.h"
+#include "ir/reference.h"
+#include "search/annotation.h"
+#include "search/mutation.h"
+#include "search/sketch.h"
+#include "search/tensor_core_space.h"
+#include "tests/search/space_test_util.h"
+
+namespace tilesearch::search {
+namespace {
+
+using schedule::State;
+using schedule::TensorCoreStep;
+
+ir::ComputeDAG Build(const std::string& op, std::vector<std::vector<int64_t>> shapes,
+                     ir::ScalarType dtype) {
+  ir::OpArgs args;
+  args.shapes = std::move(shapes);
+  args.dtype = dtype;
+  return testing::MustBuild(ir::BuildOp(op, args));
+}
+
+const TensorCoreStep* TensorCoreOf(const State& s) {
+  for (const auto& step : s.steps()) {
+    if (const auto* t = std::get_if<TensorCoreStep>(&step)) return t;
+  }
+  return nullptr;
+}
+
+std::vector<const TensorCoreStep*> TensorCoreSketches(const std::vector<State>& sketches) {
+  std::vector<const TensorCoreStep*> out;
+  for (const State& s : sketches) {
+    if (const TensorCoreStep* t = TensorCoreOf(s)) out.push_back(t);
+  }
+  return out;
+}
+
+TEST(TensorCoreSearch, HalfMatmulGetsOneSketchWithTheCastAsEpilogue) {
+  const ir::ComputeDAG dag = Build("matmul", {{64, 32}, {32, 48}}, ir::ScalarType::kFloat16);
+  absl::StatusOr<std::vector<State>> sketches = GenerateSketches(TuneContext(dag, Target::H200()));
+  ASSERT_TRUE(sketches.ok()) << sketches.status();
+  const auto tc = TensorCoreSketches(*sketches);
+  ASSERT_EQ(tc.size(), 1u);
+  EXPECT_EQ(tc[0]->kind, "f16");
+  EXPECT_EQ(tc[0]->epilogue, 1);  // C = float16(C_acc)
+  // The SIMT sketches stay: the search decides.
+  EXPECT_GT(sketches->size(), 1u);
+}
+
+TEST(TensorCoreSearch, Float32UsesThreeTf32UnlessTf32IsAllowed) {
+  const ir::ComputeDAG dag =
+      Build("dense_bias_relu", {{64, 32}, {48, 32}, {48}}, ir::ScalarType::kFloat32);
+  absl::StatusOr<std::vector<State>> strict = GenerateSketches(TuneContext(dag, Target::H200()));
+  ASSERT_TRUE(strict.ok()) << strict.status();
+  auto tc = TensorCoreSketches(*strict);
+  ASSERT_EQ(tc.size(), 1u);
+  EXPECT_EQ(tc[0]->kind, "tf32x3");
+  EXPECT_EQ(tc[0]->epilogue, 1);  // Y = relu(dense + bias)
+  SketchOptions loose;
+  loose.allow_tf32 = true;
+  absl::StatusOr<std::vector<State>> both =
+      GenerateSketches(TuneContext(dag, Target::H200(), {}, 0, loose));
+  ASSERT_TRUE(both.ok()) << both.status();
+  tc = TensorCoreSketches(*both);
+  std::set<std::string> kinds;
+  for (const auto* t : tc) kinds.insert(t->kind);
+  EXPECT_EQ(kinds, (std::set<std::string>{"tf32x3", "tf32"}));
+  SketchOptions off;
+  off.tensor_cores = false;
+  absl::StatusOr<std::vector<State>> none =
+      GenerateSketches(TuneContext(dag, Target::H200(), {}, 0, off));
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(TensorCoreSketches(*none).empty());
+  // No tensor cores on the CPU, nor for a gemv (no n axis).
+  absl::StatusOr<std::vector<State>> cpu = GenerateSketches(TuneContext(dag, Target()));
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_TRUE(TensorCoreSketches(*cpu).empty());
+  const ir::ComputeDAG gemv = Build("gemv", {{64, 32}, {32}}, ir::ScalarType::kFloat16);
+  absl::StatusOr<std::vector<State>> g = GenerateSketches(TuneContext(gemv, Target::H200()));
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(TensorCoreSketches(*g).empty());
+}
+
+// Annotated tensor-core candidates: varied decisions, each within the target's limits, each
+// computing the operator (interpreter against the unscheduled program).
+TEST(TensorCoreSearch, AnnotationDrawsValidConfigurations) {
+  const ir::ComputeDAG dag = Build("matmul", {{72, 40}, {40, 56}}, ir::ScalarType::kBFloat16);
+  TuneContext ctx(dag, Target::H200(), SearchOptions{}, 7);
+  absl::StatusOr<std::vector<State>> sketches = GenerateSketches(ctx);
+  ASSERT_TRUE(sketches.ok()) << sketches.status();
+  const State* sketch = nullptr;
+  for (const State& s : *sketches) {
+    if (TensorCoreOf(s)) sketch = &s;
+  }
+  ASSERT_NE(sketch, nullptr);
+  std::set<std::string> configs;
+  const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 3);
+  absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  for (int i = 0; i < 24; ++i) {
+    absl::StatusOr<Candidate> c = AnnotateSketch(*sketch, ctx);
+    ASSERT_TRUE(c.ok()) << c.status();
+    const TensorCoreStep* t = TensorCoreOf(c->state);
+    ASSERT_NE(t, nullptr);
+    EXPECT_TRUE(TensorCoreStepFits(*t, Target::H200())) << t->ToString();
+    configs.insert(t->ToString());
+    ir::BufferMap bufs = inputs;
+    for (size_t p = c->lowered->nest.num_inputs; p < c->lowered->nest.params.size(); ++p) {
+      const ir::BufferDecl& d = c->lowered->nest.params[p];
+      bufs[d.name] = ir::HostBuffer::Zeros(d.dtype, d.shape);
+    }
+    ASSERT_TRUE(ir::Interpret(c->lowered->nest, bufs).ok());
+    const ir::HostBuffer& got = bufs.at("C");
+    const ir::HostBuffer& want = ref->at("C");
+    for (size_t e = 0; e < want.data.size(); ++e) {
+      ASSERT_NEAR(got.data[e], want.data[e], 1.6e-2 * std::max(1.0, std::fabs(want.data[e])))
+          << t->ToString() << " element " << e;
+    }
+  }
+  EXPECT_GE(configs.size(), 12u);  // the decisions are drawn, not fixed
+}
+
+TEST(TensorCoreSearch, MutationChangesOneDecisionOfTheStep) {
+  const ir::ComputeDAG dag = Build("matmul", {{128, 64}, {64, 128}}, ir::ScalarType::kFloat16);
+  TuneContext ctx(dag, Target::H200(), SearchOptions{}, 11);
+  absl::StatusOr<std::vector<State>> sketches = GenerateSketches(ctx);
+  ASSERT_TRUE(sketches.ok());
+  const State* sketch = nullptr;
+  for (const State& s : *sketches) {
+    if (TensorCoreOf(s)) sketch = &s;
+  }
+  ASSERT_NE(sketch, nullptr);
+  absl::StatusOr<Candidate> parent = AnnotateSketch(*sketch, ctx);
+  ASSERT_TRUE(parent.ok()) << parent.status();
+  int changed = 0;
+  for (int i = 0; i < 40; ++i) {
+    absl::StatusOr<Candidate> child = MutateTileSize(parent->state, ctx);
+    if (!child.ok()) continue;
+    const TensorCoreStep& a = *TensorCoreOf(parent->state);
+    const TensorCoreStep& b = *TensorCoreOf(child->state);
+    const int diffs = (a.block_k != b.block_k) + (a.pipeline != b.pipeline) +
+                      (a.pad != b.pad) + (a.raster != b.raster) +
+                      (a.warp_m != b.warp_m || a.block_m != b.block_m) +
+                      (a.warp_n != b.warp_n || a.block_n != b.block_n);
+    EXPECT_EQ(diffs, 1) << a.ToString() << " -> " << b.ToString();
+    EXPECT_EQ(a.kind, b.kind);
+    EXPECT_EQ(a.epilogue, b.epilogue);
+    ++changed;
+  }
+  EXPECT_GE(changed, 30);
+}
+
+}  // namespace
+}  // namespace tilesearch::search
