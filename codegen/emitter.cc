@@ -94,7 +94,8 @@ int64_t Gcd(int64_t a, int64_t b) {
   return a;
 }
 
-// The largest g known to divide `e` for every value of its variables (0: e is always 0).
+}  // namespace
+
 // Halide's modulus-remainder analysis, reduced to the remainder-0 case.
 int64_t KnownMultiple(const Expr& e) {
   if (const auto c = ir::AsConstInt(e)) return *c < 0 ? -*c : *c;
@@ -129,6 +130,8 @@ int64_t KnownMultiple(const Expr& e) {
       return 1;
   }
 }
+
+namespace {
 
 // Offset of `e` in lane k (the variable at min + k) from its value in lane 0, when it is the
 // same for every value of the other variables; nullopt when that cannot be shown. Division and
@@ -630,7 +633,7 @@ absl::Status Emitter::EmitStmt(const Stmt& s) {
       return absl::OkStatus();
     }
     case ir::StmtKind::kWarpMma:
-      return absl::UnimplementedError("warp mma is not emitted yet");
+      return EmitWarpMma(s.as<ir::WarpMmaNode>());
   }
   return absl::InternalError("unhandled statement kind");
 }

@@ -19,6 +19,13 @@
 // addresses are aligned to its size (16 bytes: .cg, else .ca), and the plain store otherwise;
 // AsyncGroup statements become cp.async.commit_group / cp.async.wait_group N.
 //
+// Warp MMA (GPU only; the host reports kInvalidArgument): a WarpMma statement (ir/stmt.h) becomes,
+// per k step, one ldmatrix per A fragment and per pair of B fragments (16-bit operands whose rows
+// are 16-byte aligned) or scalar shared loads, then m_frags·n_frags
+// mma.sync.aligned.m16n8kK.row.col.f32 instructions (three per fragment pair for tf32x3) on the
+// accumulator values, which are loaded from and stored back to the thread's local buffer once per
+// statement (warp_mma_emit.cc).
+//
 // Value representation: int64 → i64, int32 → i32, bool → i1, every float type → f32 (float16 and
 // bfloat16 are storage types: loads widen, stores and casts round). Buffers are memrefs of their
 // shape with storage element types f32 / f16 / bf16 / i32 / i64 / i8 (bool).
@@ -138,6 +145,10 @@ class Emitter {
   /// generic addresses) to the element at `idx` of `bb`.
   mlir::Value ElementPointer(const BufferBinding& bb, const std::vector<mlir::Value>& idx,
                              unsigned address_space);
+  /// A WarpMma statement (warp_mma_emit.cc). Errors (kInvalidArgument): the host target, an
+  /// accumulator that is not a local float32 [m_frags, n_frags, 4] buffer, an operand that is not a
+  /// shared buffer of MmaOperandType(kind) with at least two dimensions holding the tile.
+  absl::Status EmitWarpMma(const ir::WarpMmaNode* op);
   absl::Status EmitIf(const ir::IfThenElseNode* op);
   absl::Status EmitSeq(const ir::SeqNode* op);
   /// Emits the exchange window at stmts[i] as a warp shuffle and returns how many statements it
@@ -209,6 +220,9 @@ class Emitter {
   };
   std::optional<ShuffleRead> shuffle_read_;
 };
+
+/// The largest g known to divide `e` for every value of its variables (0: e is always 0).
+int64_t KnownMultiple(const ir::Expr& e);
 
 /// Why a vectorized loop cannot become vector code ("" when it can): its body must be stores whose
 /// last index is contiguous in the loop variable (other indices uniform), whose loads are uniform
