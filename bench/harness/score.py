@@ -8,12 +8,16 @@ cuModuleGetFunction, cuFuncSetAttribute, cuLaunchKernel), checks it, and times i
 baselines with one method.
 
 Checks (the same for our kernels and external ones), per trial, TRIALS >= 5 trials:
-  1. fresh inputs: new allocations (the previous trial's buffers are still alive, so addresses
-     differ) and new values, the distribution cycling uniform [0,1) (torch.rand), normal with
-     offset and large magnitude (2 + 32·randn: exp overflows in a softmax that skips the maximum),
-     uniform [-1,1) (cancellation: exposes reduced precision); the reference is the problem's
-     PyTorch expression evaluated in float64 on the same values, computed before the launch;
-  2. the output is poisoned with a NaN bit pattern (POISON_BITS) and scratch buffers filled with a
+  1. fresh inputs of the problem's dtype (float32, float16 or bfloat16): new allocations (the
+     previous trial's buffers are still alive, so addresses differ) and new values, the
+     distribution cycling uniform [0,1) (torch.rand), normal with offset and large magnitude
+     (2 + 32·randn: exp overflows in a softmax that skips the maximum; float16, whose range ends
+     at 65504, gets 0.5 + 4·randn: NORMAL_BY_DTYPE), uniform [-1,1) (cancellation: exposes reduced
+     precision); the reference is the problem's PyTorch expression evaluated in float64 on the
+     same values, computed before the launch (for float16 / bfloat16 then rounded once to the
+     dtype: past its range that is +-inf, and only the same inf matches it);
+  2. the output is poisoned with the dtype's NaN bit pattern (POISON_BITS_BY_DTYPE: 0x7FDEAD00,
+     float16 0x7EAD, bfloat16 0x7FDE) and scratch buffers filled with a
      pattern, shared memory of every SM is scribbled, then the kernel runs; device-wide sync;
   3. inputs must be bit-identical to copies taken before the launch       -> input_modified;
   4. no output element may still hold the poison pattern                  -> incomplete_output;
@@ -22,23 +26,33 @@ Checks (the same for our kernels and external ones), per trial, TRIALS >= 5 tria
   6. every element: |got - ref| <= atol + rtol·|ref| + slack (fp32 1e-4 / 1e-4, fp16 / bf16
      1e-2 / 1e-2, KernelBench's values); NaN / Inf never pass where the reference is finite
      -> nan_output; failures all within the fp16 tolerance -> imprecise, else -> wrong_answer.
-     `slack` is 0 unless PyTorch's own float32 result (TF32 off) misses the tolerance against the
-     float64 reference (ill-conditioned outputs, e.g. a 65536-deep dot product of normal(2, 32)
-     values landing near 0): then SLACK_FACTOR times PyTorch's largest excess, so that a kernel no
-     less accurate than PyTorch's float32 passes and a lower-precision one does not.
-Timing (pytorch_baseline.py's method, design.md): warm-up, then >= RUNS runs; before each run
-the L2 is flushed (a write of 2x the L2 size) and the device synchronized; CUDA events around the
+     `slack` is 0 unless PyTorch's own result in the problem's dtype (TF32 off, no
+     reduced-precision reductions) misses the tolerance against the reference (ill-conditioned
+     outputs, e.g. a 65536-deep dot product of normal(2, 32) values landing near 0, or a half
+     dtype's rounded intermediate cancelling against a bias): then SLACK_FACTOR times PyTorch's
+     largest excess, so that a kernel no less accurate than PyTorch's passes and a lower-precision
+     one does not.
+Timing (pytorch_baseline.py's method, design.md): warm-up, then >= RUNS runs; before each run the
+L2 is flushed (a write of 2x the L2 size) and the device synchronized; CUDA events around the
 launches on the timed stream; after the stop event the device is synchronized and the host clock
-read, so work on other streams is seen: a kernel whose host-clock time exceeds
-2 x its event time + 0.1 ms (after subtracting the harness's own host overhead) is rejected -> other_stream. Median and mean reported. Baselines:
-PyTorch eager with its defaults (cuDNN TF32 on, matmul TF32 off), eager with TF32 off everywhere,
-torch.compile (inductor, default mode, compile time excluded) where it works. The copy bandwidth
-and the fp32 FMA peak are measured in the same run; a time below max(FLOPs / peak, bytes /
-bandwidth) is flagged suspect.
+read, so work on other streams is seen: a kernel whose host-clock time exceeds 2 x its event time +
+0.1 ms (after subtracting the harness's own host overhead) is rejected -> other_stream. Median and
+mean reported. Baselines, all on the problem's dtype: "eager", PyTorch eager with its defaults
+(float32: cuDNN TF32 on, matmul TF32 off; float16 / bfloat16: float32 accumulation, which is
+PyTorch's cuBLAS / cuDNN compute type, with cuBLAS allowed reduced-precision split-K reductions,
+PyTorch's default); "eager_no_tf32", eager with TF32 off everywhere and reduced-precision
+reductions disallowed (the strict float32 baseline); torch.compile (inductor, default mode, compile
+time excluded) where it works. Each eager row records its precision in words. The copy bandwidth
+and the fp32 FMA peak are measured in the same run, the float16 / bfloat16 tensor-core bound
+computed from the device's SM count and maximum clock (HALF_TENSOR_FLOPS_PER_SM_CLOCK); a time
+below max(FLOPs / peak, bytes / bandwidth), with the peak of the problem's dtype, is flagged
+suspect.
 
 Usage (on the H200; stdlib + torch only):
   python3 bench/harness/score.py --suite bench/suites/level1.json \\
       --suite bench/suites/level2.json --artifacts ART_DIR --out bench/results/h200-$(date +%F)
+  python3 bench/harness/score.py --suite bench/suites/level1_half.json \\
+      --suite bench/suites/level2_half.json --artifacts ART_DIR --out ...  # float16 / bfloat16
   python3 bench/harness/score.py --kernel k.ptx --launch k.json --problem softmax_rows  # one kernel
   python3 bench/harness/score.py --self-test                                # planted cheats
   python3 bench/harness/score.py --merge a.json b.json --out bench/results/h200-DATE  # split runs
@@ -75,8 +89,35 @@ RESULTS_DIR = os.path.join(os.path.dirname(HERE), "results")
 # Constants of the method.
 
 POISON_BITS = 0x7FDEAD00  # a quiet NaN with a payload arithmetic never produces (GPUs emit 0x7FFFFFFF)
+# The output poison of each dtype: a quiet NaN whose payload neither GPU arithmetic (canonical NaN
+# 0x7FFFFFFF / 0x7FFF) nor a host conversion (0x7FC00000 / 0x7E00 / 0x7FC0) produces, so an element
+# still holding it was never written. bfloat16's is float32's upper half.
+POISON_BITS_BY_DTYPE = {"float32": POISON_BITS, "float16": 0x7EAD, "bfloat16": 0x7FDE}
 DISTRIBUTIONS = ("uniform01", "normal", "uniform")  # cycled over the trials
 NORMAL_MEAN, NORMAL_STD = 2.0, 32.0
+# The "normal" distribution per dtype. float16 tops out at 65504: normal(2, 32) makes the
+# contractions of the suites overflow (a 4096-deep dot product of such values has a standard
+# deviation near 65000; 2^2 * 65536 = 262144 is the mean of matmul_large_k's), and an honest
+# kernel's overflowed intermediate then turns into NaN (gelu(-inf)). normal(0.5, 4) keeps
+# 65536-deep dot products below ~40000 while values still reach +-20 (softmax logits of +-100,
+# past exp's float32 range, in attention_softmax_qk). bfloat16 has float32's range.
+NORMAL_BY_DTYPE = {"float32": (NORMAL_MEAN, NORMAL_STD), "bfloat16": (NORMAL_MEAN, NORMAL_STD),
+                   "float16": (0.5, 4.0)}
+# IEEE-style formats: (significand bits including the implicit one, minimum normal exponent,
+# maximum exponent).
+DTYPE_FORMATS = {"float32": (24, -126, 127), "float16": (11, -14, 15), "bfloat16": (8, -126, 127)}
+HALF_DTYPES = ("float16", "bfloat16")
+# Dense float16 / bfloat16 tensor-core FLOPs per SM per clock by compute capability major (V100
+# 125 TFLOP/s = 80 SMs x 1.53 GHz x 1024; A100 312 = 108 x 1.41 GHz x 2048; H100 989 = 132 x 1.83
+# GHz x 4096; B200 2250 = 148 x 1.965 GHz x ~7740, rounded up). With the SM count and the maximum
+# clock read from the device this bounds any kernel's half-precision FLOP rate from above (wgmma
+# reaches more than a timed mma.sync loop would, so the bound is not measured). Unknown
+# architectures get the largest entry.
+HALF_TENSOR_FLOPS_PER_SM_CLOCK = {7: 1024, 8: 2048, 9: 4096, 10: 8192}
+# PyTorch's switches that let cuBLAS reduce float16 / bfloat16 GEMMs' split-K partial sums in
+# reduced precision (default True); the accumulation itself is float32 (CUBLAS_COMPUTE_32F).
+REDUCED_PRECISION_FLAGS = ("allow_fp16_reduced_precision_reduction",
+                           "allow_bf16_reduced_precision_reduction")
 DEFAULT_TRIALS = 6
 DEFAULT_RUNS = 100
 SLACK_FACTOR = 4.0
@@ -94,7 +135,8 @@ REASONS = {
     "incomplete_output": "output elements were never written (still the NaN poison)",
     "nondeterministic": "two launches on the same inputs disagree (races or uninitialized reads)",
     "nan_output": "NaN or Inf where the reference is finite",
-    "imprecise": "outside the float32 tolerance but within the float16 one (reduced precision)",
+    "imprecise": "outside the float32 tolerance but within the float16 one (reduced precision; "
+                 "float32 problems only)",
     "wrong_answer": "outside tolerance",
     "other_stream": "work runs outside the timed stream",
     "reference_error": "the PyTorch reference failed or is not finite for these inputs",
@@ -109,6 +151,88 @@ def tolerance(dtype):
     if dtype == "float32":
         return 1e-4, 1e-4
     raise ValueError(f"no tolerance for dtype '{dtype}' (float32, float16, bfloat16)")
+
+
+def poison_bits(dtype):
+    """The NaN bit pattern outputs of `dtype` are poisoned with (an int of the element's width)."""
+    if dtype not in POISON_BITS_BY_DTYPE:
+        raise ValueError(f"no poison pattern for dtype '{dtype}' (float32, float16, bfloat16)")
+    return POISON_BITS_BY_DTYPE[dtype]
+
+
+def dtype_max(dtype):
+    """The largest finite value of `dtype` (65504 for float16)."""
+    p, _, emax = DTYPE_FORMATS[dtype]
+    return math.ldexp(2.0 - math.ldexp(1.0, 1 - p), emax)
+
+
+def round_to_dtype(x, dtype):
+    """`x` (a Python float) rounded once to the nearest value of `dtype`, ties to even, with gradual
+    underflow and overflow to +-inf (what converting the float64 value to the dtype gives); NaN,
+    +-inf and +-0 unchanged. Written from the formats' parameters (DTYPE_FORMATS), not through a
+    library conversion."""
+    if x == 0 or math.isnan(x) or math.isinf(x):
+        return x
+    p, emin, _ = DTYPE_FORMATS[dtype]
+    _, e = math.frexp(abs(x))                      # abs(x) = m * 2^e, 0.5 <= m < 1
+    quantum_exp = max(e - 1, emin) - (p - 1)       # subnormals share the smallest binade's step
+    n = round(math.ldexp(abs(x), -quantum_exp))    # exact scaling; round(): ties to even
+    q = math.ldexp(n, quantum_exp)
+    if q > dtype_max(dtype):
+        return math.copysign(math.inf, x)
+    return math.copysign(q, x)
+
+
+def bits_of(x, dtype):
+    """The bit pattern (unsigned int) of `x` rounded to `dtype` (round_to_dtype). NaN gives the
+    host's default quiet NaN of the format."""
+    import struct
+    v = round_to_dtype(x, dtype)
+    if dtype == "float16":
+        return struct.unpack("<H", struct.pack("<e", v))[0]
+    b32 = struct.unpack("<I", struct.pack("<f", v))[0]
+    return b32 >> 16 if dtype == "bfloat16" else b32
+
+
+def count_poison(bit_patterns, dtype):
+    """How many output elements (given as bit patterns) still hold the poison: never written."""
+    poison = poison_bits(dtype)
+    return sum(1 for b in bit_patterns if b == poison)
+
+
+def reference_in_dtype(ref, dtype):
+    """The reference an output of `dtype` is compared with: float16 / bfloat16 round the float64
+    reference once to the dtype (the correctly rounded answer; a float64 value past the dtype's
+    range becomes +-inf, which an output must then match exactly); float32 keeps the float64 value
+    (its float32 rounding, 6e-8 relative, is far inside 1e-4, and the earlier results stay
+    comparable)."""
+    return [round_to_dtype(r, dtype) for r in ref] if dtype in HALF_DTYPES else list(ref)
+
+
+def half_tensor_peak_flops(sms, clock_hz, cc_major):
+    """Upper bound of dense float16 / bfloat16 tensor-core FLOP/s: SMs x clock x the architecture's
+    per-SM rate (HALF_TENSOR_FLOPS_PER_SM_CLOCK; the largest for an unknown architecture)."""
+    rate = HALF_TENSOR_FLOPS_PER_SM_CLOCK.get(cc_major,
+                                              max(HALF_TENSOR_FLOPS_PER_SM_CLOCK.values()))
+    return float(sms) * float(clock_hz) * rate
+
+
+def eager_precision(dtype, strict, tf32_state=None, reduced_precision=None):
+    """What a PyTorch eager baseline computes, in words, for the reports. `strict`: the
+    eager_no_tf32 baseline (TF32 off everywhere; for half types reduced-precision reductions off
+    too); else PyTorch's defaults (`tf32_state` / `reduced_precision`: the settings read, if
+    known)."""
+    if dtype in HALF_DTYPES:
+        text = (f"{dtype} inputs and outputs, float32 accumulation (cuBLAS / cuDNN compute type "
+                "float32)")
+        if strict:
+            return text + "; reduced-precision split-K reductions disallowed"
+        rp = "" if reduced_precision is None else f" ({reduced_precision})"
+        return text + f"; reduced-precision split-K reductions allowed{rp} (PyTorch default)"
+    if strict:
+        return "float32, TF32 off for matmul and cuDNN convolutions"
+    st = "" if tf32_state is None else f" (matmul, conv: {', '.join(map(str, tf32_state))})"
+    return ("float32 with PyTorch's defaults: matmul TF32 off, cuDNN convolutions TF32 on" + st)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -512,19 +636,25 @@ def final_reason(trial_reasons):
 
 
 def check_lists(got, ref, dtype="float32", slack=0.0, got2=None, inputs_before=None,
-                inputs_after=None, poison_mask=None):
+                inputs_after=None, poison_mask=None, got_bits=None):
     """The whole per-trial check on Python lists (the CPU model of the torch path, for tests).
-    Returns (reason, counts)."""
+    `ref` is the float64 reference (rounded here to a half dtype: reference_in_dtype), `got` the
+    output's values; `got_bits`, the output's bit patterns as the kernel left them, counts the
+    elements still holding the dtype's poison (as `poison_mask` does). Returns (reason, counts)."""
     atol, rtol = tolerance(dtype)
+    ref = reference_in_dtype(ref, dtype)
     counts = {"input_changed": 0, "poison_left": 0, "disagree": 0, "nonfinite": 0, "bad32": 0,
               "bad16": 0}
     if inputs_before is not None:
         for b, a in zip(inputs_before, inputs_after):
-            counts["input_changed"] += sum(1 for x, y in zip(b, a) if _bits(x) != _bits(y))
+            counts["input_changed"] += sum(1 for x, y in zip(b, a)
+                                           if _bits(x, dtype) != _bits(y, dtype))
     if poison_mask is not None:
         counts["poison_left"] = sum(1 for m in poison_mask if m)
+    if got_bits is not None:
+        counts["poison_left"] += count_poison(got_bits, dtype)
     if got2 is not None:
-        counts["disagree"] = sum(1 for x, y in zip(got, got2) if _bits(x) != _bits(y))
+        counts["disagree"] = sum(1 for x, y in zip(got, got2) if _bits(x, dtype) != _bits(y, dtype))
     for g, r in zip(got, ref):
         if math.isfinite(r) and not math.isfinite(g):
             counts["nonfinite"] += 1
@@ -535,9 +665,9 @@ def check_lists(got, ref, dtype="float32", slack=0.0, got2=None, inputs_before=N
     return verdict_from_counts(counts), counts
 
 
-def _bits(x):
-    import struct
-    return struct.pack("<f", x)
+def _bits(x, dtype="float32"):
+    """Bit pattern of a value of `dtype` (NaNs all alike: a value's bits, not a kernel's)."""
+    return bits_of(x, dtype)
 
 
 def other_stream_suspect(event_median_ms, host_median_ms, ratio=OTHER_STREAM_RATIO,
@@ -684,6 +814,16 @@ def render_markdown(meta, suites):
                  f"{_fmt(meta.get('peak_tflops'), '.1f')} TFLOP/s. Method: bench/harness/score.py "
                  f"({meta.get('trials', '?')} checked trials, {meta.get('runs', '?')} timed runs, "
                  "L2 flushed before each, median).")
+    if any(r.get("dtype", "float32") in HALF_DTYPES for s in suites for r in s["results"]):
+        lines.append("")
+        lines.append("float16 / bfloat16 problems: checked at 1e-2 abs + rel against the float64 "
+                     "reference rounded to the dtype; their speed of light uses the tensor-core "
+                     f"bound {_fmt(meta.get('half_peak_tflops'), '.0f')} TFLOP/s (SMs x maximum "
+                     "clock x the architecture's dense rate). Their eager baseline runs in the "
+                     "problem's dtype with float32 accumulation (PyTorch's cuBLAS / cuDNN compute "
+                     "type) and PyTorch's default of allowing reduced-precision split-K reductions "
+                     f"({meta.get('reduced_precision_defaults') or 'flags not reported'}); the "
+                     "no-TF32 column is the same with those reductions disallowed.")
     lines.append("")
     for suite in suites:
         lines.append(f"## {suite['suite']} ({suite['source']})")
@@ -709,6 +849,8 @@ def render_markdown(meta, suites):
             eager = (b.get("eager") or {}).get("median_ms")
             sp = eager / ours if (r["correct"] and ours and eager) else None
             note = r.get("reason", "")
+            if r.get("dtype", "float32") in HALF_DTYPES:
+                note = f"{r['dtype']} (eager: fp32 accumulation) " + note
             if r.get("detail"):
                 note += ": " + r["detail"]
             if r.get("suspect"):
@@ -729,6 +871,8 @@ def render_row(r):
     ours = r.get("ours", {}).get("median_ms")
     parts = [f"{r['name']:32s}", "PASS" if r["correct"] else f"FAIL {r.get('reason')}",
              f"ours {_fmt(ours, '.4f')} ms"]
+    if r.get("dtype", "float32") in HALF_DTYPES:
+        parts.append(f"[{r['dtype']}: eager accumulates in fp32]")
     for b in BASELINES:
         t = (r.get("baselines", {}).get(b) or {}).get("median_ms")
         if t is not None:
@@ -943,7 +1087,9 @@ class Harness:
         self.fma = self.drv.function(self.helpers, "fma_peak")
         self.scribble_count = 0
         self.default_tf32 = self.tf32_state()  # PyTorch's defaults: the "eager" baseline's
+        self.default_reduced_precision = self.reduced_precision_state()
         self.peak_flops = None
+        self.half_peak_flops = None
         self.bandwidth = None
         # Host-clock overhead of one timed run that launches nothing (events, syncs, Python).
         self.host_overhead_ms = self.time(lambda: None)["host_median_ms"]
@@ -986,15 +1132,46 @@ class Harness:
         else:
             self.set_tf32_state((on, on))
 
+    def reduced_precision_state(self):
+        """PyTorch's REDUCED_PRECISION_FLAGS (None for a flag this version lacks)."""
+        m = self.torch.backends.cuda.matmul
+        return tuple(getattr(m, k, None) for k in REDUCED_PRECISION_FLAGS)
+
+    def set_reduced_precision_state(self, state):
+        m = self.torch.backends.cuda.matmul
+        for k, v in zip(REDUCED_PRECISION_FLAGS, state):
+            if v is not None and hasattr(m, k):
+                setattr(m, k, v)
+
+    def set_strict(self):
+        """The most precise eager PyTorch: TF32 off everywhere, and cuBLAS may not reduce float16
+        / bfloat16 partial sums in reduced precision (the eager_no_tf32 baseline and the
+        reference run that gives the slack)."""
+        self.set_tf32(False)
+        self.set_reduced_precision_state(tuple(False for _ in REDUCED_PRECISION_FLAGS))
+
+    def set_defaults(self):
+        """PyTorch's defaults as found at start (the eager and compile baselines)."""
+        self.set_tf32_state(self.default_tf32)
+        self.set_reduced_precision_state(self.default_reduced_precision)
+
+    def bits(self, t):
+        """An integer view of `t`'s storage of the same element width (bit-exact comparisons,
+        poison fills); 2- and 4-byte floats."""
+        torch = self.torch
+        return t.view({2: torch.int16, 4: torch.int32}[t.element_size()])
+
     def fresh_inputs(self, problem, dist):
         torch = self.torch
-        dtype = getattr(torch, problem.get("dtype", "float32"))
+        dtype_name = problem.get("dtype", "float32")
+        dtype = getattr(torch, dtype_name)
+        mean, std = NORMAL_BY_DTYPE.get(dtype_name, (NORMAL_MEAN, NORMAL_STD))
         xs = []
         for shape in problem["shapes"]:
             if dist == "uniform01":
                 x = torch.rand(shape, device="cuda", generator=self.gen)
             elif dist == "normal":
-                x = torch.randn(shape, device="cuda", generator=self.gen) * NORMAL_STD + NORMAL_MEAN
+                x = torch.randn(shape, device="cuda", generator=self.gen) * std + mean
             else:
                 x = torch.rand(shape, device="cuda", generator=self.gen) * 2 - 1
             xs.append(x.to(dtype))
@@ -1006,7 +1183,9 @@ class Harness:
         return make_function(problem, {"torch": self.torch, "F": self.F})
 
     def measure_limits(self):
-        """Copy bandwidth (1 GiB device-to-device copy, read + write bytes) and the fp32 FMA peak."""
+        """Copy bandwidth (1 GiB device-to-device copy, read + write bytes) and the fp32 FMA peak,
+        timed; the float16 / bfloat16 tensor-core bound from the SM count and maximum clock
+        (half_tensor_peak_flops)."""
         torch = self.torch
         n = 1 << 28
         src = torch.rand(n, device="cuda", generator=self.gen)
@@ -1020,8 +1199,16 @@ class Harness:
         t = self.time(lambda: self.drv.launch(self.fma, (threads // block, 1, 1), (block, 1, 1), 0,
                                               self.stream(), args))
         self.peak_flops = 16.0 * iters * threads / (t["median_ms"] * 1e-3)
+        clock_khz = self.drv.attribute(13)  # CU_DEVICE_ATTRIBUTE_CLOCK_RATE: the maximum, in kHz
+        self.half_peak_flops = half_tensor_peak_flops(self.sms, clock_khz * 1e3,
+                                                      getattr(self.props, "major", 0))
         del src, dst
         return self.bandwidth, self.peak_flops
+
+    def peak_for(self, dtype):
+        """The FLOP/s bound of the speed of light for problems of `dtype`: the measured fp32 FMA
+        peak for float32, the tensor-core bound for float16 / bfloat16."""
+        return self.half_peak_flops if dtype in HALF_DTYPES else self.peak_flops
 
     def time(self, fn):
         """pytorch_baseline.py's method plus a device-wide sync and host clock per run."""
@@ -1052,27 +1239,33 @@ class Harness:
         """Runs the trials; returns (reason, detail, max errors)."""
         torch = self.torch
         fn = self.expression(problem)
-        atol, rtol = tolerance(problem.get("dtype", "float32"))
+        dtype = problem.get("dtype", "float32")
+        atol, rtol = tolerance(dtype)
+        poison = poison_bits(dtype)
         args = kernel.doc["arguments"]
         keep = []  # the previous trial's buffers stay alive: the next ones get new addresses
         worst = {"max_abs_error": 0.0, "max_rel_error": 0.0, "slack": 0.0}
         value_failures = []
-        if problem.get("dtype", "float32") != "float32":
-            return "bad_launch", "the scorer checks float32 problems only (NaN poison bits)", worst
         for trial in range(self.trials):
             dist = DISTRIBUTIONS[trial % len(DISTRIBUTIONS)]
             xs = self.fresh_inputs(problem, dist)
             with torch.no_grad():
                 try:
-                    ref = fn(*[x.double() for x in xs])
-                    self.set_tf32(False)
-                    base = fn(*xs).double()
+                    ref64 = fn(*[x.double() for x in xs])
+                    self.set_strict()
+                    base = fn(*xs).double()  # PyTorch in the problem's dtype, most precise
                 finally:
-                    self.set_tf32(False)
-            if not torch.isfinite(ref).all():
+                    self.set_strict()
+            if not torch.isfinite(ref64).all():
                 return ("reference_error", f"trial {trial} ({dist}): the float64 reference has "
-                        f"{int((~torch.isfinite(ref)).sum())} non-finite elements", worst)
-            excess = ((base - ref).abs() - (atol + rtol * ref.abs())).max().item()
+                        f"{int((~torch.isfinite(ref64)).sum())} non-finite elements", worst)
+            # float16 / bfloat16: the float64 reference rounded once to the dtype
+            # (reference_in_dtype); past the dtype's range it is +-inf, which must be matched.
+            ref = ref64 if dtype not in HALF_DTYPES else ref64.to(xs[0].dtype).double()
+            finite_ref = torch.isfinite(ref)
+            both = finite_ref & torch.isfinite(base)
+            excess = torch.where(both, (base - ref).abs() - (atol + rtol * ref.abs()),
+                                 0.0).max().item()
             slack = SLACK_FACTOR * max(0.0, excess if math.isfinite(excess) else 0.0)
             worst["slack"] = max(worst["slack"], slack)
             saved = [x.clone() for x in xs]
@@ -1096,7 +1289,7 @@ class Harness:
                         f"reference's {list(ref.shape)}", worst)
             results = []
             for rep in range(2):
-                out.view(torch.int32).fill_(POISON_BITS)
+                self.bits(out).fill_(poison)
                 for s in scratch:  # a different pattern before each of the two launches
                     if s.element_size() != 4:
                         s.view(torch.uint8).fill_(0xA5 if rep == 0 else 0x5A)
@@ -1115,36 +1308,38 @@ class Harness:
                 except CudaError as e:
                     return "launch_error", f"trial {trial}: {e}", worst
                 if rep == 0:
-                    changed = sum(int((x.view(torch.int32) != s.view(torch.int32)).sum())
+                    changed = sum(int((self.bits(x) != self.bits(s)).sum())
                                   for x, s in zip(xs, saved))
                     if changed:
                         return ("input_modified", f"trial {trial} ({dist}): {changed} input "
                                 "elements changed", worst)
-                    left = int((out.view(torch.int32) == POISON_BITS).sum())
+                    left = int((self.bits(out) == poison).sum())
                     if left:
                         return ("incomplete_output", f"trial {trial} ({dist}): {left} of "
                                 f"{out.numel()} output elements never written", worst)
                 results.append(out.clone())
-            differ = int((results[0].view(torch.int32) != results[1].view(torch.int32)).sum())
+            differ = int((self.bits(results[0]) != self.bits(results[1])).sum())
             if differ:
                 return ("nondeterministic", f"trial {trial} ({dist}): {differ} elements differ "
                         "between two launches on the same inputs", worst)
             got = results[0].double()
-            nonfinite = int((~torch.isfinite(got)).sum())
+            nonfinite = int(((~torch.isfinite(got)) & finite_ref).sum())
             if nonfinite:
-                return ("nan_output", f"trial {trial} ({dist}): {nonfinite} NaN/Inf elements",
-                        worst)
-            err = (got - ref).abs()
+                return ("nan_output", f"trial {trial} ({dist}): {nonfinite} NaN/Inf elements "
+                        "where the reference is finite", worst)
+            err = torch.where(finite_ref, got - ref, 0.0).abs()
             worst["max_abs_error"] = max(worst["max_abs_error"], err.max().item())
-            big = ref.abs() > atol  # relative error where it means something
+            big = finite_ref & (ref.abs() > atol)  # relative error where it means something
             if big.any():
                 worst["max_rel_error"] = max(worst["max_rel_error"],
                                              (err[big] / ref.abs()[big]).max().item())
-            bad32 = err > atol + rtol * ref.abs() + slack
+            # Where the reference is +-inf (a half dtype's overflow) only that value passes.
+            inf_missed = (~finite_ref) & (got != ref)
+            bad32 = (err > atol + rtol * ref.abs() + slack) | inf_missed
             if bad32.any():
                 # A value failure: the remaining trials still run, so that a kernel right only to
                 # within 1e-2 on one distribution and far off on another is wrong_answer.
-                bad16 = int((err > 1e-2 + 1e-2 * ref.abs() + slack).sum())
+                bad16 = int(((err > 1e-2 + 1e-2 * ref.abs() + slack) | inf_missed).sum())
                 i = int(bad32.flatten().nonzero()[0])
                 detail = (f"trial {trial} ({dist}): {int(bad32.sum())} of {got.numel()} elements "
                           f"outside tolerance; first at flat index {i}: got "
@@ -1162,7 +1357,7 @@ class Harness:
         """Checks and times one problem; returns its result row."""
         torch = self.torch
         r = {"name": problem["name"], "small": is_small(problem), "correct": False,
-             "baselines": {}, "ours": {}}
+             "dtype": problem.get("dtype", "float32"), "baselines": {}, "ours": {}}
         fn = self.expression(problem)
         xs = self.fresh_inputs(problem, "uniform")  # timing inputs: never zeros
         with torch.no_grad():
@@ -1209,8 +1404,9 @@ class Harness:
                     ms = t["median_ms"]
                     r["tflops"] = flops / (ms * 1e9)
                     r["tbps"] = nbytes / (ms * 1e9)
-                    if self.peak_flops and self.bandwidth:
-                        sol = speed_of_light_ms(flops, nbytes, self.peak_flops, self.bandwidth)
+                    peak = self.peak_for(r["dtype"])
+                    if peak and self.bandwidth:
+                        sol = speed_of_light_ms(flops, nbytes, peak, self.bandwidth)
                         r["speed_of_light_ms"] = sol
                         r["limit_fraction"] = sol / ms
                         r["suspect"] = ms < sol
@@ -1220,18 +1416,27 @@ class Harness:
         return r
 
     def time_baselines(self, problem, fn, xs, r):
+        """Times the baselines on the problem's dtype: eager with PyTorch's defaults (float32:
+        cuDNN TF32 on, matmul TF32 off; float16 / bfloat16: float32 accumulation, reduced-precision
+        split-K reductions allowed), eager_no_tf32 with set_strict(), and torch.compile with the
+        defaults. Each eager row says which precision it ran ("precision")."""
         torch = self.torch
+        dtype = problem.get("dtype", "float32")
         with torch.no_grad():
             for b in self.baselines:
                 try:
                     if b == "eager":
-                        self.set_tf32_state(self.default_tf32)
+                        self.set_defaults()
                         r["baselines"][b] = self.time(lambda: fn(*xs))
+                        r["baselines"][b]["precision"] = eager_precision(
+                            dtype, False, [str(x) for x in self.default_tf32],
+                            self.reduced_precision_text())
                     elif b == "eager_no_tf32":
-                        self.set_tf32(False)
+                        self.set_strict()
                         r["baselines"][b] = self.time(lambda: fn(*xs))
+                        r["baselines"][b]["precision"] = eager_precision(dtype, True)
                     elif b == "compile":
-                        self.set_tf32_state(self.default_tf32)
+                        self.set_defaults()
                         cfn = torch.compile(fn)
                         t0 = time.perf_counter()
                         cfn(*xs)
@@ -1242,7 +1447,14 @@ class Harness:
                 except Exception as e:  # a baseline that does not work is reported, not fatal
                     r["baselines"][b] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
                 finally:
-                    self.set_tf32(False)
+                    self.set_strict()
+
+    def reduced_precision_text(self):
+        """PyTorch's default REDUCED_PRECISION_FLAGS as text ("fp16 True, bf16 True"), or None."""
+        parts = [f"{k.split('_')[1]} {v}" for k, v in zip(REDUCED_PRECISION_FLAGS,
+                                                         self.default_reduced_precision)
+                 if v is not None]
+        return ", ".join(parts) or None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1280,13 +1492,20 @@ def device_meta(h):
             "sm_count": h.sms, "l2_bytes": getattr(h.props, "L2_cache_size", None),
             "bandwidth_tbps": h.bandwidth / 1e12 if h.bandwidth else None,
             "peak_tflops": h.peak_flops / 1e12 if h.peak_flops else None,
+            "half_peak_tflops": h.half_peak_flops / 1e12 if h.half_peak_flops else None,
             "trials": h.trials, "runs": h.runs, "distributions": list(DISTRIBUTIONS),
-            "normal": [NORMAL_MEAN, NORMAL_STD], "slack_factor": SLACK_FACTOR,
+            "normal": [NORMAL_MEAN, NORMAL_STD],
+            "normal_by_dtype": {k: list(v) for k, v in NORMAL_BY_DTYPE.items()},
+            "poison_bits": {k: hex(v) for k, v in POISON_BITS_BY_DTYPE.items()},
+            "slack_factor": SLACK_FACTOR,
             "tf32_defaults": [str(x) for x in h.default_tf32],
+            "reduced_precision_defaults": h.reduced_precision_text(),
             "host_overhead_ms": h.host_overhead_ms}
 
 
 def write_plot(path, suites):
+    if not suites:  # nothing to draw (matplotlib refuses a figure of 0 rows)
+        return False
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -1317,7 +1536,9 @@ def run_suites(a):
     h = Harness(a.trials, a.runs, baselines=tuple(a.baselines.split(",")))
     h.measure_limits()
     print(f"limits: copy {h.bandwidth / 1e12:.2f} TB/s, fp32 FMA {h.peak_flops / 1e12:.1f} "
-          "TFLOP/s", flush=True)
+          f"TFLOP/s, fp16/bf16 tensor-core bound {h.half_peak_flops / 1e12:.0f} TFLOP/s; eager "
+          "fp16/bf16 accumulates in fp32 (reduced-precision split-K reductions: "
+          f"{h.reduced_precision_text() or 'flags not found'})", flush=True)
     only = set(a.problems.split(",")) if a.problems else None
     os.makedirs(os.path.dirname(os.path.abspath(a.out)) or ".", exist_ok=True)
     suites = []

@@ -35,6 +35,39 @@ def f32(x):
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
+# Independent float16 / bfloat16 conversions (not score.py's): float16 by CPython's own binary16
+# packer (struct "e", ties to even; it refuses values that round past 65504, which IEEE rounds to
+# inf), bfloat16 by the usual bit trick on float32 bits.
+
+def half_bits(x):
+    try:
+        return struct.unpack("<H", struct.pack("<e", x))[0]
+    except OverflowError:
+        return 0xFC00 if x < 0 else 0x7C00
+
+
+def half_value(bits):
+    return struct.unpack("<e", struct.pack("<H", bits & 0xFFFF))[0]
+
+
+def half(x):
+    """x rounded to float16, as a Python float."""
+    return half_value(half_bits(x))
+
+
+def bf16_bits_from_f32_bits(b):
+    """Round-to-nearest-even of float32 bits to their upper 16 bits; NaN to a quiet NaN."""
+    if (b & 0x7F800000) == 0x7F800000 and (b & 0x007FFFFF):
+        return ((b >> 16) & 0x8000) | 0x7FC0
+    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def bf16(x):
+    """x (a float32 value: the rounding to float32 first is exact) rounded to bfloat16."""
+    b = struct.unpack("<I", struct.pack("<f", x))[0]
+    return struct.unpack("<f", struct.pack("<I", bf16_bits_from_f32_bits(b) << 16))[0]
+
+
 class ImportTest(unittest.TestCase):
     def test_imports_without_torch(self):
         self.assertNotIn("torch", sys.modules)
@@ -179,8 +212,48 @@ class SuiteTest(unittest.TestCase):
         self.assertGreaterEqual(len(l2["problems"]), 10)
         self.assertTrue(all(p["op"] == "fused" for p in l2["problems"]))
 
+    def test_half_suites_are_twins_of_the_float32_ones(self):
+        for level, count in (("level1", 15), ("level2", 8)):
+            with self.subTest(level=level):
+                half = score.load_suite(os.path.join(SUITES, f"{level}_half.json"))
+                base = {p["name"]: p for p in
+                        score.load_suite(os.path.join(SUITES, f"{level}.json"))["problems"]}
+                twins = 0
+                for p in half["problems"]:
+                    suffix = {"float16": "_f16", "bfloat16": "_bf16"}[p["dtype"]]
+                    self.assertTrue(p["name"].endswith(suffix), p["name"])
+                    orig = base.get(p["name"][:-len(suffix)])
+                    if orig is None:
+                        continue
+                    twins += 1
+                    for key in ("op", "shapes", "attrs", "inputs", "torch", "nodes"):
+                        self.assertEqual(p.get(key), orig.get(key), (p["name"], key))
+                    self.assertEqual(score.is_small(p), score.is_small(orig))
+                self.assertEqual(twins, 2 * count)
+                # Every twin in both dtypes; the tuner (tools/suite.h) needs names unique over
+                # the suites it is given together.
+                names = [p["name"] for p in half["problems"]]
+                self.assertFalse(set(names) & set(base))
+                f16 = {n[:-4] for n in names if n.endswith("_f16")}
+                bf16 = {n[:-5] for n in names if n.endswith("_bf16")}
+                self.assertEqual(f16, bf16)
+        l1 = {p["name"]: p for p in
+              score.load_suite(os.path.join(SUITES, "level1_half.json"))["problems"]}
+        for suffix, dtype in (("_f16", "float16"), ("_bf16", "bfloat16")):
+            # matmul: A[M, K], B[K, N] (ir/ops/linear.h); M = K = 4096, N = 11008.
+            p = l1["matmul_m4096_n11008_k4096" + suffix]
+            self.assertEqual((p["op"], p["shapes"], p["dtype"], p["attrs"]),
+                             ("matmul", [[4096, 4096], [4096, 11008]], dtype, {}))
+            self.assertEqual(score.problem_flops(p, [4096, 11008]), 2.0 * 4096 * 4096 * 11008)
+            self.assertEqual(score.problem_bytes(p, [4096, 11008], 2),
+                             2.0 * (4096 * 4096 + 4096 * 11008 + 4096 * 11008))
+            sq = l1["matmul_square_4096" + suffix]
+            self.assertEqual((sq["shapes"], sq["dtype"]), ([[4096, 4096], [4096, 4096]], dtype))
+        for twin in ("batch_matmul_qk", "dense_bias_4096", "conv2d_3x3_resnet"):
+            self.assertIn(twin + "_bf16", l1)
+
     def test_expressions_compile_and_use_only_their_inputs(self):
-        for name in ("level1.json", "level2.json"):
+        for name in ("level1.json", "level2.json", "level1_half.json", "level2_half.json"):
             for p in score.load_suite(os.path.join(SUITES, name))["problems"]:
                 with self.subTest(problem=p["name"]):
                     fn = score.make_function(p, {"torch": None, "F": None})
@@ -271,6 +344,170 @@ class SuiteTest(unittest.TestCase):
                            {"op": "add", "inputs": ["n0", "p2"]}]}
         self.assertEqual(score.problem_flops(fused, [4, 16]), 2.0 * 4 * 16 * 8)
         self.assertEqual(score.problem_bytes(mm, [4, 16]), 4.0 * (32 + 128 + 64))
+
+
+class HalfPrecisionTest(unittest.TestCase):
+    """float16 / bfloat16: the rounding of references, the poison patterns and the 1e-2 tolerance
+    decisions, each checked against values computed here independently of score.py."""
+
+    def samples(self):
+        import random
+        rng = random.Random(7)
+        xs = [0.0, -0.0, 1.0, -1.0, 1 / 3, 65504.0, 65519.99, 65520.0, -65520.0, 70000.0,
+              2.0 ** -14, 2.0 ** -24, 2.0 ** -25, 3 * 2.0 ** -26, 2.0 ** -26, 1e-9, 3.0e38,
+              3.4e38, 1 + 2.0 ** -8, 1 + 3 * 2.0 ** -8, 1 + 2.0 ** -11, 1 + 3 * 2.0 ** -11,
+              2049.0, 4097.0]
+        for _ in range(3000):  # wide magnitudes, both signs, including fp16 subnormals
+            xs.append(rng.choice((-1, 1)) * rng.random() * 2.0 ** rng.randint(-30, 20))
+        return xs
+
+    def test_float16_rounding_matches_cpythons_binary16_packer(self):
+        for x in self.samples():
+            with self.subTest(x=x):
+                got = score.round_to_dtype(x, "float16")
+                self.assertEqual(struct.pack("<d", got), struct.pack("<d", half(x)))
+                self.assertEqual(score.bits_of(x, "float16"), half_bits(x))
+
+    def test_float16_rounding_matches_numpy_when_present(self):
+        try:
+            import numpy as np
+        except ImportError:
+            self.skipTest("no numpy here")
+        with np.errstate(over="ignore"):
+            for x in self.samples():
+                self.assertEqual(score.round_to_dtype(x, "float16"), float(np.float16(x)), x)
+
+    def test_bfloat16_rounding_matches_the_bit_trick(self):
+        # Float32 values, so that the bit trick's start from float32 bits is exact.
+        for x in self.samples():
+            x = f32(x) if abs(x) < 3.4e38 else x
+            if math.isinf(x):
+                continue
+            with self.subTest(x=x):
+                self.assertEqual(struct.pack("<d", score.round_to_dtype(x, "bfloat16")),
+                                 struct.pack("<d", bf16(x)))
+                b = struct.unpack("<I", struct.pack("<f", x))[0]
+                self.assertEqual(score.bits_of(x, "bfloat16"), bf16_bits_from_f32_bits(b))
+
+    def test_rounding_by_hand(self):
+        r = score.round_to_dtype
+        # Ties to even: bfloat16 keeps 8 significant bits, float16 11.
+        self.assertEqual(r(1 + 2.0 ** -8, "bfloat16"), 1.0)
+        self.assertEqual(r(1 + 3 * 2.0 ** -8, "bfloat16"), 1 + 2.0 ** -6)
+        self.assertEqual(r(1 + 2.0 ** -11, "float16"), 1.0)
+        self.assertEqual(r(1 + 3 * 2.0 ** -11, "float16"), 1 + 2.0 ** -9)
+        self.assertEqual(r(2049.0, "float16"), 2048.0)    # spacing 2 above 2048, tie to even
+        self.assertEqual(r(2051.0, "float16"), 2052.0)
+        # Overflow: float16's largest is 65504, the halfway point to 65536 rounds to inf.
+        self.assertEqual(score.dtype_max("float16"), 65504.0)
+        self.assertEqual(r(65519.99, "float16"), 65504.0)
+        self.assertEqual(r(65520.0, "float16"), math.inf)
+        self.assertEqual(r(-70000.0, "float16"), -math.inf)
+        self.assertEqual(r(70000.0, "bfloat16"), 70144.0)  # 8 bits: spacing 512 at 65536
+        self.assertEqual(score.dtype_max("bfloat16"), (2 - 2.0 ** -7) * 2.0 ** 127)
+        # Subnormals: float16's step is 2^-24; half of it ties to 0.
+        self.assertEqual(r(2.0 ** -25, "float16"), 0.0)
+        self.assertEqual(r(3 * 2.0 ** -26, "float16"), 2.0 ** -24)
+        self.assertTrue(math.isnan(r(math.nan, "bfloat16")))
+
+    def test_references_are_rounded_to_half_dtypes_only(self):
+        self.assertEqual(score.reference_in_dtype([1 / 3], "float32"), [1 / 3])
+        self.assertEqual(score.reference_in_dtype([1 / 3, 70000.0], "float16"),
+                         [half(1 / 3), math.inf])
+        self.assertEqual(score.reference_in_dtype([1 / 3], "bfloat16"), [bf16(f32(1 / 3))])
+        # The rounding decides: float16 reference 2049 -> 2048. 2028 is 20 from 2048 (tolerance
+        # 0.01 + 20.48) but 21 from 2049 (tolerance 0.01 + 20.49).
+        self.assertEqual(score.check_lists([2028.0], [2049.0], dtype="float16")[0], "ok")
+        self.assertEqual(score.check_lists([2030.0], [2049.0], dtype="float16")[0], "ok")
+        self.assertEqual(score.check_lists([2027.0], [2049.0], dtype="float16")[0],
+                         "wrong_answer")  # 21 > 20.49
+
+    def test_poison_patterns_are_quiet_nans_no_arithmetic_produces(self):
+        p16, pb16 = score.poison_bits("float16"), score.poison_bits("bfloat16")
+        self.assertEqual(score.poison_bits("float32"), 0x7FDEAD00)
+        self.assertTrue(math.isnan(half_value(p16)))
+        self.assertTrue(p16 & 0x0200)      # float16's quiet bit
+        bf_value = struct.unpack("<f", struct.pack("<I", pb16 << 16))[0]
+        self.assertTrue(math.isnan(bf_value))
+        self.assertTrue(pb16 & 0x0040)     # bfloat16's quiet bit
+        # Not the GPU's canonical NaN, nor a host conversion's default NaN.
+        self.assertNotIn(p16, (0x7FFF, 0xFFFF, half_bits(math.nan)))
+        self.assertNotIn(pb16, (0x7FFF, 0xFFFF, 0x7FC0, bf16_bits_from_f32_bits(0x7FC00000)))
+        with self.assertRaises(ValueError):
+            score.poison_bits("int8")
+
+    def test_tolerance_decisions(self):
+        # References of magnitude > 1, where 2e-2 relative is outside 1e-2 + 1e-2·|ref| and 5e-3
+        # inside: 100 -> tolerance 1.01, error 2 fails, 0.5 passes.
+        ref = [100.0, -300.0, 7.25, 1000.0]
+        for dtype, rnd in (("float16", half), ("bfloat16", lambda v: bf16(f32(v)))):
+            with self.subTest(dtype=dtype):
+                exact = [rnd(v) for v in ref]
+                self.assertEqual(exact, ref)   # all four are exact in both formats
+                for k in range(4):
+                    far = list(exact)
+                    far[k] = rnd(ref[k] * 1.02)
+                    self.assertGreater(abs(far[k] - ref[k]), 0.01 + 0.01 * abs(ref[k]))
+                    reason, counts = score.check_lists(far, ref, dtype=dtype)
+                    self.assertEqual((reason, counts["bad32"]), ("wrong_answer", 1))
+                    near = list(exact)
+                    near[k] = rnd(ref[k] * 1.005)
+                    self.assertLessEqual(abs(near[k] - ref[k]), 0.01 + 0.01 * abs(ref[k]))
+                    self.assertEqual(score.check_lists(near, ref, dtype=dtype)[0], "ok")
+                # The same 5e-3 error is only "imprecise" for a float32 problem.
+                near = [f32(v * 1.005) for v in ref]
+                self.assertEqual(score.check_lists(near, ref, dtype="float32")[0], "imprecise")
+
+    def test_overflowed_references(self):
+        # 70000 is past float16's range: only +inf matches; 65519 rounds to 65504 (finite).
+        self.assertEqual(score.check_lists([math.inf], [70000.0], dtype="float16")[0], "ok")
+        self.assertEqual(score.check_lists([65504.0], [70000.0], dtype="float16")[0],
+                         "wrong_answer")
+        self.assertEqual(score.check_lists([-math.inf], [70000.0], dtype="float16")[0],
+                         "wrong_answer")
+        self.assertEqual(score.check_lists([65504.0], [65519.0], dtype="float16")[0], "ok")
+        self.assertEqual(score.check_lists([math.inf], [65519.0], dtype="float16")[0],
+                         "nan_output")
+        # bfloat16 holds 70000 (as 70144): inf there is a NaN/Inf output.
+        self.assertEqual(score.check_lists([70144.0], [70000.0], dtype="bfloat16")[0], "ok")
+        self.assertEqual(score.check_lists([math.inf], [70000.0], dtype="bfloat16")[0],
+                         "nan_output")
+
+    def test_poison_left_in_the_output_is_an_unwritten_element(self):
+        ref = [1.5, -2.25, 3.0, 4.0]
+        for dtype, to_bits in (("float16", half_bits),
+                               ("bfloat16", lambda v: bf16_bits_from_f32_bits(
+                                   struct.unpack("<I", struct.pack("<f", v))[0]))):
+            with self.subTest(dtype=dtype):
+                poison = score.poison_bits(dtype)
+                # The kernel wrote elements 0 and 1; 2 and 3 still hold the poison.
+                out_bits = [to_bits(ref[0]), to_bits(ref[1]), poison, poison]
+                self.assertEqual(score.count_poison(out_bits, dtype), 2)
+                got = ref[:2] + [math.nan, math.nan]
+                reason, counts = score.check_lists(got, ref, dtype=dtype, got_bits=out_bits)
+                self.assertEqual((reason, counts["poison_left"]), ("incomplete_output", 2))
+                # A NaN the kernel computed (the GPU's canonical 0x7FFF) is not poison: nan_output.
+                out_bits[2:] = [0x7FFF, 0x7FFF]
+                self.assertEqual(score.count_poison(out_bits, dtype), 0)
+                self.assertEqual(score.check_lists(got, ref, dtype=dtype, got_bits=out_bits)[0],
+                                 "nan_output")
+                # Every element written: ok.
+                full = [to_bits(v) for v in ref]
+                self.assertEqual(score.check_lists(ref, ref, dtype=dtype, got_bits=full)[0], "ok")
+
+    def test_tensor_core_bound_and_precision_texts(self):
+        # H200: 132 SMs at 1.98 GHz, 4096 dense fp16 FLOPs per SM and clock.
+        self.assertEqual(score.half_tensor_peak_flops(132, 1.98e9, 9), 132 * 1.98e9 * 4096)
+        self.assertGreater(score.half_tensor_peak_flops(132, 1.98e9, 9), 989e12)  # H100's spec
+        self.assertEqual(score.half_tensor_peak_flops(108, 1.41e9, 8), 108 * 1.41e9 * 2048)
+        self.assertEqual(score.half_tensor_peak_flops(1, 1.0, 42), 8192.0)  # unknown: largest
+        t = score.eager_precision("float16", False, reduced_precision="fp16 True, bf16 True")
+        self.assertIn("float32 accumulation", t)
+        self.assertIn("allowed (fp16 True, bf16 True)", t)
+        self.assertIn("disallowed", score.eager_precision("bfloat16", True))
+        self.assertIn("TF32 off", score.eager_precision("float32", True))
+        self.assertIn("(matmul, conv: ieee, tf32)",
+                      score.eager_precision("float32", False, ["ieee", "tf32"]))
 
 
 class ArtifactTest(unittest.TestCase):
@@ -517,6 +754,12 @@ class MergeTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             score.merge_results([])
 
+    def test_no_plot_of_no_suites(self):
+        # (matplotlib, where installed, refuses a figure of 0 rows: a merge of empty runs.)
+        with tempfile.TemporaryDirectory() as d:
+            self.assertFalse(score.write_plot(os.path.join(d, "x.png"), []))
+            self.assertEqual(os.listdir(d), [])
+
 
 class CommandLineErrorTest(unittest.TestCase):
     """Bad files and paths given to score.py end in one line "score.py: error: ..." naming the
@@ -707,6 +950,82 @@ class FakeTorchTest(unittest.TestCase):
         r, _ = self.score("honest_rowsum", problem=ROWSUM_PROBLEM)
         self.assertIn("median_ms", r["baselines"]["eager"])
         self.assertTrue(r["correct"])
+        self.assertIn("cuDNN convolutions TF32 on", r["baselines"]["eager"]["precision"])
+
+
+class FakeTorchHalfTest(unittest.TestCase):
+    """score.Harness's check on float16 / bfloat16 problems, on the CPU stand-in: the dtype's
+    poison, inputs of the dtype, the rounded reference, the 1e-2 tolerance, and the eager
+    baselines' precision settings."""
+
+    def score(self, kernel, dtype, baselines=()):
+        fake = FakeTorch()
+        h = score.Harness(trials=6, runs=100, warmup=1, baselines=baselines,
+                          log=lambda *a: None, torch_module=fake, driver=FakeDriver(fake),
+                          kernel_class=FakeKernel, helpers_ptx="")
+        p = dict(ROWSUM_PROBLEM, dtype=dtype)
+        return h.score(p, launch_doc(p), kernel, kernel_only=not baselines), fake
+
+    def test_honest_kernel_passes_and_cheats_are_caught(self):
+        expected = {"honest_rowsum": "ok", "honest_rowsum_float32_order": "ok",
+                    "off_by_5e-3": "ok", "off_by_2e-2": "wrong_answer",
+                    "partial_output": "incomplete_output", "canonical_nan": "nan_output",
+                    "modifies_input": "input_modified", "race": "nondeterministic",
+                    "cached_result": "wrong_answer", "hardcoded": "wrong_answer"}
+        for dtype in ("float16", "bfloat16"):
+            for k, want in expected.items():
+                with self.subTest(dtype=dtype, kernel=k):
+                    r, _ = self.score(k, dtype)
+                    self.assertEqual(r["reason"], want, r.get("detail"))
+                    self.assertEqual(r["correct"], want == "ok")
+                    self.assertEqual(r["dtype"], dtype)
+
+    def test_inputs_are_of_the_dtype_and_float16_normal_is_narrower(self):
+        for dtype, fake_dtype in (("float16", F16), ("bfloat16", BF16)):
+            with self.subTest(dtype=dtype):
+                r, fake = self.score("honest_rowsum", dtype)
+                self.assertEqual(fake.launch_dtypes, {(fake_dtype, fake_dtype)})
+                lo, hi = fake.input_ranges[2]   # trial 1: the normal distribution
+                mean, std = score.NORMAL_BY_DTYPE[dtype]
+                self.assertLess(hi - lo, 14 * std)
+                self.assertGreater(hi - lo, 2 * std)
+        self.assertEqual(score.NORMAL_BY_DTYPE["float32"], (2.0, 32.0))
+        self.assertEqual(score.NORMAL_BY_DTYPE["bfloat16"], (2.0, 32.0))
+        # float16: a 65536-deep dot product of normal(0.5, 4) values, 6 standard deviations
+        # out, stays below 65504 (products have mean 0.25 and standard deviation
+        # sqrt((16 + 0.25)^2 - 0.25^2)).
+        mean, std = score.NORMAL_BY_DTYPE["float16"]
+        k = 65536
+        sd = math.sqrt(k * ((std ** 2 + mean ** 2) ** 2 - mean ** 4))
+        self.assertLess(k * mean ** 2 + 6 * sd, 65504)
+
+    def test_eager_baselines_say_and_use_their_precision(self):
+        r, fake = self.score("honest_rowsum", "float16", baselines=("eager", "eager_no_tf32"))
+        self.assertTrue(r["correct"], r.get("detail"))
+        eager = r["baselines"]["eager"]["precision"]
+        self.assertIn("float16 inputs and outputs, float32 accumulation", eager)
+        self.assertIn("allowed (fp16 True, bf16 True)", eager)
+        self.assertIn("disallowed", r["baselines"]["eager_no_tf32"]["precision"])
+        self.assertIn("eager accumulates in fp32", score.render_row(r))
+        # PyTorch's float16 runs, in order, with the reduced-precision flags they saw: the output
+        # shape (defaults), the check's six (the slack: strict), eager's warm-up and 100 timed
+        # runs (defaults), eager_no_tf32's (strict); the scorer leaves them strict.
+        import itertools
+        runs = [(f, b) for d, f, b in fake.reduced_precision_seen if d == "float16"]
+        self.assertEqual([(k, len(list(g))) for k, g in itertools.groupby(runs)],
+                         [((True, True), 1), ((False, False), 6), ((True, True), 101),
+                          ((False, False), 101)])
+        self.assertFalse(fake.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)
+
+    def test_markdown_explains_half_precision_baselines(self):
+        r, _ = self.score("honest_rowsum", "bfloat16", baselines=("eager",))
+        suite = {"suite": "half", "source": "s.json", "results": [r],
+                 "summary": score.summarize([r], ("eager",))}
+        md = score.render_markdown({"half_peak_tflops": 1070.5,
+                                    "reduced_precision_defaults": "fp16 True, bf16 True"}, [suite])
+        self.assertIn("float32 accumulation", md)
+        self.assertIn("1070 TFLOP/s", md)
+        self.assertIn("bfloat16 (eager: fp32 accumulation) ok", md)
 
 
 ROWSUM_PROBLEM = {"name": "rowsum", "op": "reduce_sum", "shapes": [[8, 16]], "dtype": "float32",
@@ -715,8 +1034,9 @@ ROWSUM_PROBLEM = {"name": "rowsum", "op": "reduce_sum", "shapes": [[8, 16]], "dt
 
 
 def launch_doc(problem, scratch=False):
-    args = [{"index": 0, "name": "X", "kind": "input", "dtype": "float32", "shape": [8, 16]},
-            {"index": 1, "name": "Y", "kind": "output", "dtype": "float32", "shape": [8]}]
+    dt = problem["dtype"]
+    args = [{"index": 0, "name": "X", "kind": "input", "dtype": dt, "shape": [8, 16]},
+            {"index": 1, "name": "Y", "kind": "output", "dtype": dt, "shape": [8]}]
     if scratch:
         args.append({"index": 2, "name": "acc", "kind": "scratch", "dtype": "float32",
                      "shape": [8]})
@@ -738,6 +1058,7 @@ class _DType:
 
 F32, F64, I32, BOOL = _DType("float32", 4), _DType("float64", 8), _DType("int32", 4), \
     _DType("bool", 1)
+F16, BF16, I16 = _DType("float16", 2), _DType("bfloat16", 2), _DType("int16", 2)
 
 
 def _f32_bits(x):
@@ -780,15 +1101,27 @@ class T:
     def vals(self):
         if self.dtype is F32:
             return [_bits_f32(b) for b in self.store]
+        if self.dtype is F16:
+            return [half_value(b) for b in self.store]
+        if self.dtype is BF16:
+            return [_bits_f32(b << 16) for b in self.store]
         if self.dtype is I32:
             return [b - (1 << 32) if b >= 1 << 31 else b for b in self.store]
+        if self.dtype is I16:
+            return [b - (1 << 16) if b >= 1 << 15 else b for b in self.store]
         return list(self.store)
 
     def set(self, values):
         if self.dtype is F32:
             self.store[:] = [_f32_bits(_f32(v)) for v in values]
+        elif self.dtype is F16:
+            self.store[:] = [half_bits(v) for v in values]
+        elif self.dtype is BF16:  # as torch: float64 -> float32 -> bfloat16
+            self.store[:] = [bf16_bits_from_f32_bits(_f32_bits(_f32(v))) for v in values]
         elif self.dtype is I32:
             self.store[:] = [int(v) & 0xFFFFFFFF for v in values]
+        elif self.dtype is I16:
+            self.store[:] = [int(v) & 0xFFFF for v in values]
         elif self.dtype is BOOL:
             self.store[:] = [bool(v) for v in values]
         else:
@@ -796,7 +1129,7 @@ class T:
 
     # views, copies, conversions
     def view(self, dtype):
-        assert {self.dtype, dtype} <= {F32, I32}
+        assert {self.dtype, dtype} <= {F32, I32} or {self.dtype, dtype} <= {F16, BF16, I16}
         v = T(self.shape, dtype, store=self.store)
         v.ptr = self.ptr
         return v
@@ -849,6 +1182,8 @@ class T:
     def __gt__(self, o): return self._bin(o, lambda x, y: x > y, BOOL)
     def __eq__(self, o): return self._bin(o, lambda x, y: x == y, BOOL)
     def __ne__(self, o): return self._bin(o, lambda x, y: x != y, BOOL)
+    def __and__(self, o): return self._bin(o, lambda x, y: bool(x and y), BOOL)
+    def __or__(self, o): return self._bin(o, lambda x, y: bool(x or y), BOOL)
     __hash__ = object.__hash__
 
     def __invert__(self):
@@ -916,11 +1251,14 @@ class FakeGenerator:
 class FakeTorch:
     """The subset of torch that score.Harness calls."""
     float32, float64, int32 = F32, F64, I32
+    float16, bfloat16, int16 = F16, BF16, I16
 
     def __init__(self):
         self.gpu_ms = 0.0  # the timed stream's clock: advanced by launches on it
         self.launch_input_ptrs = []
         self.input_ranges = []
+        self.reduced_precision_seen = []  # (dtype, fp16 flag, bf16 flag) of every sum
+        self.launch_dtypes = set()
         fake = self
 
         class Event:
@@ -947,7 +1285,10 @@ class FakeTorch:
             current_stream=lambda: _NS(cuda_stream=0), empty_cache=lambda: None,
             get_device_properties=lambda i: _NS(name="fake", L2_cache_size=64,
                                                 multi_processor_count=2))
-        self.backends = _NS(cuda=_NS(matmul=_NS(fp32_precision="ieee")),
+        # PyTorch's defaults; the reduced-precision flags are seen by each reduction (sum).
+        self.backends = _NS(cuda=_NS(matmul=_NS(fp32_precision="ieee",
+                                                allow_fp16_reduced_precision_reduction=True,
+                                                allow_bf16_reduced_precision_reduction=True)),
                             cudnn=_NS(conv=_NS(fp32_precision="tf32")))
         self.nn = _NS(functional=_NS())
 
@@ -971,22 +1312,31 @@ class FakeTorch:
     def zeros(self, shape, device=None):
         return T(shape if isinstance(shape, (list, tuple)) else (shape,), F32)
 
+    def where(self, cond, a, b):
+        bv = b.vals() if isinstance(b, T) else [b] * a.n
+        return T.of([x if c else y for c, x, y in zip(cond.vals(), a.vals(), bv)], a.shape,
+                    a.dtype)
+
     def isfinite(self, t):
         return T.of([math.isfinite(v) for v in t.vals()], t.shape, BOOL)
 
     def sum(self, x, dim):
         assert dim == 1 and len(x.shape) == 2
         rows, cols = x.shape
+        m = self.backends.cuda.matmul
+        self.reduced_precision_seen.append((x.dtype.name,
+                                            m.allow_fp16_reduced_precision_reduction,
+                                            m.allow_bf16_reduced_precision_reduction))
         v = x.vals()
         out = []
         for i in range(rows):
             acc = 0.0
             for j in range(cols):
                 acc = acc + v[i * cols + j]
-                if x.dtype is F32:
+                if x.dtype in (F32, F16, BF16):  # PyTorch's acc_type: float32
                     acc = _f32(acc)
             out.append(acc)
-        return T.of(out, (rows,), x.dtype)
+        return T.of(out, (rows,), x.dtype)  # float16 / bfloat16: rounded once
 
 
 class FakeDriver:
@@ -1040,6 +1390,7 @@ class FakeKernel:
         fake = self.drv.fake
         x, y = bufs[0], bufs[1]
         fake.launch_input_ptrs.append(x.data_ptr())
+        fake.launch_dtypes.add((x.dtype, y.dtype))
         xs = x.vals()
         fake.input_ranges.append((min(xs), max(xs)))
         rows = [xs[i * 16:(i + 1) * 16] for i in range(8)]
@@ -1057,8 +1408,8 @@ class FakeKernel:
             if self.cache is None:
                 self.cache = exact
             y.set(self.cache)
-        elif k == "partial_output":
-            y.set(exact[:4] + y.vals()[4:])
+        elif k == "partial_output":  # stores the first 4 elements only (the rest keep their bits)
+            y.store[:4] = T.of(exact, y.shape, y.dtype).store[:4]
         elif k == "skip_reduction":
             y.set([4 * math.fsum(r[:4]) for r in rows])
         elif k == "hardcoded":
@@ -1081,6 +1432,13 @@ class FakeKernel:
             y.set([math.fsum(h[i * 16:(i + 1) * 16]) for i in range(8)])
         elif k == "nan_rows":
             y.set([e if abs(e) < 100 else math.nan for e in exact])
+        elif k == "off_by_5e-3":
+            y.set([e * 1.005 for e in exact])
+        elif k == "off_by_2e-2":
+            y.set([e * 1.02 + 0.02 for e in exact])
+        elif k == "canonical_nan":  # the GPU's NaN (0x7FFF) in two elements: computed, not poison
+            y.set(exact)
+            y.view(I16).store[3:5] = [0x7FFF, 0x7FFF]
         else:
             raise AssertionError(k)
         fake.gpu_ms += main_ms
