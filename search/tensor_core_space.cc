@@ -66,8 +66,7 @@ bool TensorCoreStepFits(const TensorCoreStep& t, const Target& target) {
   const int64_t a_tile = t.block_m * (t.block_k + t.pad);
   const int64_t b_tile = std::max(t.block_n * (t.block_k + t.pad), t.block_k * (t.block_n + t.pad));
   const int64_t shared = t.pipeline * (a_tile + b_tile) * bytes;
-  return warps * 32 <= target.max_threads_per_block &&
-         shared <= target.max_shared_memory_optin &&
+  return warps * 32 <= target.max_threads_per_block && shared <= target.max_shared_memory_optin &&
          t.warp_m * t.warp_n / 32 <= kMaxAccumulators;
 }
 

@@ -82,10 +82,10 @@ TEST(TensorCoreStep, JsonRoundTrip) {
 }
 
 TEST(TensorCoreStep, MalformedJsonIsAnError) {
-  for (const char* text : {R"(["TC",2,"f16",[64,64],[32,32],2,8,1,0])",
-                           R"(["TC",2,"f16",[64,64,32],[32,32],2,8,1])",
-                           R"(["TC",2,7,[64,64,32],[32,32],2,8,1,0])",
-                           R"(["TC",2,"f16",[64,64,32],[32,32],-1,8,1,0])"}) {
+  for (const char* text :
+       {R"(["TC",2,"f16",[64,64],[32,32],2,8,1,0])", R"(["TC",2,"f16",[64,64,32],[32,32],2,8,1])",
+        R"(["TC",2,7,[64,64,32],[32,32],2,8,1,0])",
+        R"(["TC",2,"f16",[64,64,32],[32,32],-1,8,1,0])"}) {
     absl::StatusOr<Step> s = StepFromJson(nlohmann::json::parse(text));
     EXPECT_FALSE(s.ok()) << text;
   }

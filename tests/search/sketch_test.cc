@@ -54,7 +54,7 @@ int UnfilledSplits(const State& s) {
 
 TEST(Sketch, CudaMatmulIsSssrrsrsWithSharedCaches) {
   ir::ComputeDAG dag = testing::MustBuild(ir::MatmulDAG({64, 32}, {32, 48}));
-  auto sketches = GenerateSketches(TuneContext(dag, Target::H200()));
+  auto sketches = GenerateSketches(testing::SimtContext(dag, Target::H200()));
   ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
   ASSERT_EQ(sketches->size(), 1u);
   const State& s = (*sketches)[0];
@@ -82,7 +82,7 @@ TEST(Sketch, CudaMatmulIsSssrrsrsWithSharedCaches) {
 
 TEST(Sketch, CudaDenseBiasReluFusesTheTiledStageIntoItsConsumer) {
   ir::ComputeDAG dag = testing::MustBuild(ir::DenseBiasReluDAG({64, 32}, {48, 32}, {48}));
-  auto sketches = GenerateSketches(TuneContext(dag, Target::H200()));
+  auto sketches = GenerateSketches(testing::SimtContext(dag, Target::H200()));
   ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
   ASSERT_EQ(sketches->size(), 1u);
   const State& s = (*sketches)[0];

@@ -37,6 +37,14 @@ inline ir::ComputeDAG MustBuild(absl::StatusOr<ir::ComputeDAG> dag) {
   return *std::move(dag);
 }
 
+/// A context whose sketches are the SIMT ones only (no tensor_core step): for tests of the
+/// multi-level tiling structure itself.
+inline TuneContext SimtContext(const ir::ComputeDAG& dag, const Target& target) {
+  SketchOptions sketch;
+  sketch.tensor_cores = false;
+  return TuneContext(dag, target, SearchOptions{}, 0, sketch);
+}
+
 /// The state of a candidate, or its error (tests that look at the state only).
 inline absl::StatusOr<schedule::State> StateOf(absl::StatusOr<Candidate> c) {
   if (!c.ok()) return c.status();
