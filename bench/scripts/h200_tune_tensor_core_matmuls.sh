@@ -11,6 +11,9 @@
 # TRIALS (default 512) per problem, PER_ROUND 64; BENCH_S (default 400) seconds of tuning for the
 # set, SCORE_S (default 120) for score.py with the eager baselines (no torch.compile: its caches
 # take minutes to warm). Output: $OUT/suites-tc-$SET.tgz (see h200_tune_suites.sh).
+# FIRST_LOOK=1: before tuning, the WarpMma GPU tests of cuda_runtime_test and `tilesearch measure`
+# (check, then time) of the hand tensor-core schedules bench/schedules/*tensor_core*.json, into
+# $OUT/first-look.log (about 40 s; BENCH_S shrinks by that much).
 set -uo pipefail
 SET=${SET:-half_square}
 case "$SET" in
@@ -22,4 +25,18 @@ esac
 export PROBLEMS SUITES="level1 level1_half" TRIALS=${TRIALS:-512} PER_ROUND=64
 export BENCH_S=${BENCH_S:-400} SCORE_S=${SCORE_S:-120} ROUND_S=${ROUND_S:-30} TAG="tc-$SET"
 export BASELINES=${BASELINES:-eager,eager_no_tf32}
+if [[ "${FIRST_LOOK:-0}" == 1 ]]; then
+  root=$(bash dist/unpack.sh | tail -1)
+  export TS_ROOT=$root
+  mkdir -p "${OUT:-/tmp/out}"
+  {
+    echo "== $(date -u +%FT%TZ) WarpMma on the GPU"
+    timeout 120 "$root/run" cuda_runtime_test --gtest_filter='*WarpMma*' 2>&1 | tail -5
+    for f in bench/schedules/*tensor_core*.json; do
+      echo "== $(date -u +%FT%TZ) measure $f"
+      timeout 60 "$root/run" measure --schedule "$f" --target cuda 2>&1 | tail -6
+    done
+  } >"${OUT:-/tmp/out}/first-look.log" 2>&1
+  BENCH_S=$((BENCH_S - 40))
+fi
 exec bash bench/scripts/h200_tune_suites.sh
