@@ -98,10 +98,23 @@ class WarpMmaWriter {
       }
     }
     const bool x3 = n_.kind == MmaKind::kTF32x3;
+    // The fragments of k step ks + 1 are loaded before the mma's of step ks are issued (the
+    // register double buffering of CUTLASS's warp-level mainloop): shared-memory latency hides
+    // behind the tensor-core work instead of stalling the first mma of every step.
+    auto load_a = [&](int64_t ks) {
+      std::vector<Fragment> out;
+      for (int64_t i = 0; i < n_.m_frags; ++i) out.push_back(LoadA(a, ks, i));
+      return out;
+    };
+    std::vector<Fragment> next_a = load_a(0);
+    std::vector<Fragment> next_b = LoadB(b, 0);
     for (int64_t ks = 0; ks < n_.k_steps; ++ks) {
-      std::vector<Fragment> af;
-      for (int64_t i = 0; i < n_.m_frags; ++i) af.push_back(LoadA(a, ks, i));
-      const std::vector<Fragment> bf = LoadB(b, ks);
+      const std::vector<Fragment> af = std::move(next_a);
+      const std::vector<Fragment> bf = std::move(next_b);
+      if (ks + 1 < n_.k_steps) {
+        next_a = load_a(ks + 1);
+        next_b = LoadB(b, ks + 1);
+      }
       for (int64_t i = 0; i < n_.m_frags; ++i) {
         for (int64_t j = 0; j < n_.n_frags; ++j) {
           std::array<mlir::Value, 4>& cij = c[i * n_.n_frags + j];

@@ -209,7 +209,7 @@ class Lowerer {
   absl::Status CheckAttachment(int s);
   absl::StatusOr<Expr> InlinedBody(int s);
   // The kernel of a tensor_core stage and its epilogue stages (schedule/tensor_core_lower.h).
-  absl::StatusOr<Stmt> BuildTensorCoreStage(int s);
+  absl::StatusOr<lower_internal::TensorCoreKernels> BuildTensorCoreStage(int s);
   // Whether stage `s` is computed inside a tensor_core kernel without a buffer of its own: the
   // stage itself when it has an epilogue, and every epilogue stage but the last.
   bool FusedAway(int s) const;
@@ -953,8 +953,9 @@ absl::StatusOr<std::vector<RootKernel>> Lowerer::BuildRootStages(
     if (st.is_placeholder() || st.location != ComputeLocation::kRoot) continue;
     if (st.epilogue_of >= 0) continue;  // built with its tensor_core stage
     if (st.tensor_core) {
-      ASSIGN_OR_RETURN(Stmt k, BuildTensorCoreStage(s));
-      kernels.push_back({s, st.name(), k});
+      ASSIGN_OR_RETURN(lower_internal::TensorCoreKernels tc, BuildTensorCoreStage(s));
+      for (Stmt& k : tc.kernels) kernels.push_back({s, st.name(), k});
+      for (ir::BufferDecl& w : tc.workspaces) globals->push_back(std::move(w));
       continue;
     }
     ASSIGN_OR_RETURN(Stmt k, BuildStage(s, {}));
@@ -973,7 +974,7 @@ bool Lowerer::FusedAway(int s) const {
   return false;
 }
 
-absl::StatusOr<Stmt> Lowerer::BuildTensorCoreStage(int s) {
+absl::StatusOr<lower_internal::TensorCoreKernels> Lowerer::BuildTensorCoreStage(int s) {
   const Stage& st = state_.stage(s);
   if (!attached_.empty()) {
     for (const auto& [at, stages] : attached_) {

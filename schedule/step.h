@@ -259,12 +259,16 @@ struct StorageAlignStep {
 /// C-fragment layout. `epilogue` elementwise consumers of the stage (bias, activation, residual,
 /// scale, the output cast — each reading the stage at its own index) are applied to the
 /// accumulators before the one store (MetaSchedule's MultiLevelTilingTensorCore: block tile →
-/// warp tile → MMA fragment).
+/// warp tile → MMA fragment). `split_k` > 1 cuts the k tiles into that many ranges on blockIdx.z
+/// (for long k and few output tiles): each block stores its float32 partial sums to a workspace,
+/// and a second kernel adds the ranges in a fixed order (deterministic, no atomics) and applies
+/// the epilogue.
 /// JSON: ["TC", stage, kind, [block_m, block_n, block_k], [warp_m, warp_n], pipeline, pad,
-/// raster, epilogue]. Errors: the stage is not a root, untransformed, matmul-like reduction; the
-/// kind does not match the operands' element type; warp_m not a multiple of 16, warp_n of 8,
-/// block_k of K, the block tile not a multiple of the warp tile; pipeline outside 1..4; pad not a
-/// multiple of 16 bytes; an epilogue stage that is not an elementwise reader of the one before.
+/// raster, epilogue(, split_k)] (split_k written when > 1). Errors: split_k outside 1..64; the
+/// stage is not a root, untransformed, matmul-like reduction; the kind does not match the operands'
+/// element type; warp_m not a multiple of 16, warp_n of 8, block_k of K, the block tile not a
+/// multiple of the warp tile; pipeline outside 1..4; pad not a multiple of 16 bytes; an epilogue
+/// stage that is not an elementwise reader of the one before.
 struct TensorCoreStep {
   int stage_id = 0;
   std::string kind = "f16";
@@ -277,6 +281,7 @@ struct TensorCoreStep {
   int64_t pad = 8;
   int64_t raster = 1;
   int epilogue = 0;
+  int split_k = 1;
   absl::StatusOr<State> Apply(const State& s) const;
   nlohmann::json ToJson() const;
   static absl::StatusOr<TensorCoreStep> FromJson(const nlohmann::json& j);

@@ -98,8 +98,18 @@ struct Builder {
   int64_t bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, pad = 0;
   int stages = 1;
   int64_t warps_n = 1, warps = 1, threads = 32;
-  int64_t k_tiles = 1;
+  int64_t k_tiles = 1;      // k tiles of the whole reduction
+  int64_t split = 1;        // k ranges (split_k)
+  int64_t split_tiles = 1;  // k tiles per range
+  bool k_guard = false;     // tiles may reach past k: their elements read as zero
   Expr tile_m, tile_n, batch, lane, warp, tid;
+  Expr split_idx = C(0);
+  std::string workspace;  // split_k: the partial sums [split, batch, m, n]
+  // TF32 kinds: each k tile's mma's accumulate into this fresh fragment, which is then added to
+  // the accumulator with a float32 add. The tensor cores' own accumulation truncates; over a long
+  // k its bias grows past float32 accuracy (measured on the H200: 8e-4 at k = 4096, beyond the
+  // 1e-4 check), while a fresh fragment per tile keeps every truncated sum short.
+  std::string tile_acc;
   Operand a, b;
   bool async = false;
 
@@ -132,7 +142,7 @@ struct Builder {
     Expr v = ir::Substitute(o.factor, sub);
     std::vector<Expr> conds;
     if (o.total_rows % o.rows != 0) conds.push_back(rg < C(o.total_rows));
-    if (mm.k % bk != 0) conds.push_back(kg < C(mm.k));
+    if (k_guard) conds.push_back(kg < C(mm.k));
     if (conds.empty()) return v;
     Expr cond = conds[0];
     for (size_t i = 1; i < conds.size(); ++i) cond = cond && conds[i];
@@ -160,11 +170,31 @@ struct Builder {
                              store);
   }
 
+  // The fills of the range's k tile `ko` (a tile of the whole reduction: offset by the range).
   Stmt FillBoth(const Expr& slot, const Expr& ko) {
-    return ir::SeqNode::Make({Fill(a, slot, ko, tile_m), Fill(b, slot, ko, tile_n)});
+    const Expr kt = split > 1 ? split_idx * C(split_tiles) + ko : ko;
+    return ir::SeqNode::Make({Fill(a, slot, kt, tile_m), Fill(b, slot, kt, tile_n)});
   }
 
   Stmt Mma(const std::string& acc, const Expr& slot) {
+    if (!tile_acc.empty()) {
+      absl::Status unused;
+      Stmt add = OverFragments(
+          acc + ".add",
+          [&](Expr i, Expr j, Expr eh, Expr el) -> absl::StatusOr<Stmt> {
+            const std::vector<Expr> idx = {i, j, eh * C(2) + el};
+            return ir::StoreNode::Make(
+                acc, idx,
+                ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, idx) +
+                    ir::LoadNode::Make(ir::ScalarType::kFloat32, tile_acc, idx));
+          },
+          &unused);
+      return ir::SeqNode::Make({InitAcc(tile_acc), WarpMma(tile_acc, slot), add});
+    }
+    return WarpMma(acc, slot);
+  }
+
+  Stmt WarpMma(const std::string& acc, const Expr& slot) {
     const Expr wr = (warp / C(warps_n)) * C(wm);
     const Expr wc = (warp % C(warps_n)) * C(wn);
     std::vector<Expr> ao =
@@ -188,21 +218,22 @@ struct Builder {
       }
       body.push_back(ir::BarrierNode::Make());
       body.push_back(Mma(acc, C(0)));
-      return ir::ForNode::Make(ko, C(0), C(k_tiles), ForKind::kSerial, ir::SeqNode::Make(body));
+      return ir::ForNode::Make(ko, C(0), C(split_tiles), ForKind::kSerial, ir::SeqNode::Make(body));
     }
     for (int s = 0; s + 1 < stages; ++s) {
-      if (s < k_tiles) seq.push_back(FillBoth(C(s), C(s)));
+      if (s < split_tiles) seq.push_back(FillBoth(C(s), C(s)));
       if (async) seq.push_back(ir::AsyncGroupNode::Commit());
     }
     std::vector<Stmt> body;
     if (async) body.push_back(ir::AsyncGroupNode::Wait(stages - 2));
     body.push_back(ir::BarrierNode::Make());
     const Expr next = ko + C(stages - 1);
-    body.push_back(ir::IfThenElseNode::Make(next < C(k_tiles), FillBoth(next % C(stages), next)));
+    body.push_back(
+        ir::IfThenElseNode::Make(next < C(split_tiles), FillBoth(next % C(stages), next)));
     if (async) body.push_back(ir::AsyncGroupNode::Commit());
     body.push_back(Mma(acc, ko % C(stages)));
     seq.push_back(
-        ir::ForNode::Make(ko, C(0), C(k_tiles), ForKind::kSerial, ir::SeqNode::Make(body)));
+        ir::ForNode::Make(ko, C(0), C(split_tiles), ForKind::kSerial, ir::SeqNode::Make(body)));
     return ir::SeqNode::Make(seq);
   }
 
@@ -226,42 +257,77 @@ struct Builder {
     return ir::ForNode::Make(i, C(0), C(wm / 16), ForKind::kUnrolled, out);
   }
 
+  // The stage's axis values at output row `r` (m), column `c` (n) and the block's batch.
+  std::vector<Expr> AxisValues(const Expr& r, const Expr& c, const Expr& b) const {
+    std::vector<std::pair<std::string, Expr>> sub;
+    Delinearize(op, mm.m_axes, r, &sub);
+    Delinearize(op, mm.n_axes, c, &sub);
+    if (b.defined()) Delinearize(op, mm.batch_axes, b, &sub);
+    std::vector<Expr> axes;
+    for (const ir::IterVar& ax : op.axes) {
+      Expr v = C(0);
+      for (const auto& [name, e] : sub) {
+        if (name == ax.name) v = e;
+      }
+      axes.push_back(v);
+    }
+    return axes;
+  }
+
+  // The accumulators stored: through the epilogue to the output, or (split_k) as they are to
+  // the range's slice of the workspace. A thread's two neighbouring columns (el) form one vector
+  // store where no column guard is needed.
   absl::StatusOr<Stmt> Epilogue(const std::string& acc) {
-    absl::Status status;
-    Stmt s = OverFragments(
-        acc + ".st",
-        [&](Expr i, Expr j, Expr eh, Expr el) -> absl::StatusOr<Stmt> {
-          const Expr r =
-              tile_m * C(bm) + (warp / C(warps_n)) * C(wm) + i * C(16) + lane / C(4) + eh * C(8);
-          const Expr c =
-              tile_n * C(bn) + (warp % C(warps_n)) * C(wn) + j * C(8) + (lane % C(4)) * C(2) + el;
-          std::vector<std::pair<std::string, Expr>> sub;
-          Delinearize(op, mm.m_axes, r, &sub);
-          Delinearize(op, mm.n_axes, c, &sub);
-          if (batch.defined()) Delinearize(op, mm.batch_axes, batch, &sub);
-          std::vector<Expr> axes;
-          for (const ir::IterVar& ax : op.axes) {
-            Expr v = C(0);
-            for (const auto& [name, e] : sub) {
-              if (name == ax.name) v = e;
-            }
-            axes.push_back(v);
-          }
-          const Expr value =
-              ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, {i, j, eh * C(2) + el});
-          ASSIGN_OR_RETURN(Expr out, k.epilogue(value, axes));
-          Stmt st = ir::StoreNode::Make(k.out_buffer, axes, out);
-          std::vector<Expr> conds;
-          if (mm.m % bm != 0) conds.push_back(r < C(mm.m));
-          if (mm.n % bn != 0) conds.push_back(c < C(mm.n));
-          if (conds.empty()) return st;
-          Expr cond = conds[0];
-          for (size_t q = 1; q < conds.size(); ++q) cond = cond && conds[q];
-          return ir::IfThenElseNode::Make(cond, st);
-        },
-        &status);
-    RETURN_IF_ERROR(status);
-    return s;
+    const std::string base = acc + ".st";
+    const Expr i = ir::MakeVar(k.fresh(base + ".i"));
+    const Expr j = ir::MakeVar(k.fresh(base + ".j"));
+    const Expr eh = ir::MakeVar(k.fresh(base + ".eh"));
+    const Expr el = ir::MakeVar(k.fresh(base + ".el"));
+    const Expr r =
+        tile_m * C(bm) + (warp / C(warps_n)) * C(wm) + i * C(16) + lane / C(4) + eh * C(8);
+    const Expr c =
+        tile_n * C(bn) + (warp % C(warps_n)) * C(wn) + j * C(8) + (lane % C(4)) * C(2) + el;
+    const Expr value = ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, {i, j, eh * C(2) + el});
+    Stmt st;
+    if (split > 1) {
+      st = ir::StoreNode::Make(workspace, {split_idx, batch.defined() ? batch : C(0), r, c}, value);
+    } else {
+      const std::vector<Expr> axes = AxisValues(r, c, batch);
+      ASSIGN_OR_RETURN(Expr out, k.epilogue(value, axes));
+      st = ir::StoreNode::Make(k.out_buffer, axes, out);
+    }
+    const bool col_guard = mm.n % bn != 0;
+    if (col_guard) st = ir::IfThenElseNode::Make(c < C(mm.n), st);
+    st = ir::ForNode::Make(el, C(0), C(2), col_guard ? ForKind::kUnrolled : ForKind::kVectorized,
+                           st);
+    if (mm.m % bm != 0) st = ir::IfThenElseNode::Make(r < C(mm.m), st);
+    st = ir::ForNode::Make(eh, C(0), C(2), ForKind::kUnrolled, st);
+    st = ir::ForNode::Make(j, C(0), C(wn / 8), ForKind::kUnrolled, st);
+    return ir::ForNode::Make(i, C(0), C(wm / 16), ForKind::kUnrolled, st);
+  }
+
+  // split_k's second kernel: each thread adds one output element's ranges in order, applies the
+  // epilogue and stores.
+  absl::StatusOr<Stmt> ReduceKernel() {
+    constexpr int64_t kThreads = 256;
+    const int64_t batches = std::max<int64_t>(mm.batch, 1);
+    const int64_t total = batches * mm.m * mm.n;
+    const Expr blk = ir::MakeVar(k.fresh(op.name + ".red.block"));
+    const Expr t = ir::MakeVar(k.fresh(op.name + ".red.thread"));
+    const Expr idx = blk * C(kThreads) + t;
+    const Expr b = idx / C(mm.m * mm.n);
+    const Expr r = (idx / C(mm.n)) % C(mm.m);
+    const Expr c = idx % C(mm.n);
+    Expr sum = ir::LoadNode::Make(ir::ScalarType::kFloat32, workspace, {C(0), b, r, c});
+    for (int64_t s = 1; s < split; ++s) {
+      sum = sum + ir::LoadNode::Make(ir::ScalarType::kFloat32, workspace, {C(s), b, r, c});
+    }
+    const std::vector<Expr> axes = AxisValues(r, c, mm.batch_axes.empty() ? Expr() : b);
+    ASSIGN_OR_RETURN(Expr out, k.epilogue(sum, axes));
+    Stmt st = ir::StoreNode::Make(k.out_buffer, axes, out);
+    if (total % kThreads != 0) st = ir::IfThenElseNode::Make(idx < C(total), st);
+    st = ir::ForNode::Make(t, C(0), C(kThreads), ForKind::kThreadIdxX, st);
+    return ir::ForNode::Make(blk, C(0), C(CeilDiv(total, kThreads)), ForKind::kBlockIdxX, st);
   }
 
   Stmt InitAcc(const std::string& acc) {
@@ -279,7 +345,7 @@ struct Builder {
 bool PlanAsync(Builder& bd) {
   const int64_t bytes = ir::BytesOf(bd.a.dtype);
   const int64_t vec = 16 / bytes;
-  if (bd.mm.m % bd.bm != 0 || bd.mm.n % bd.bn != 0 || bd.mm.k % bd.bk != 0) return false;
+  if (bd.mm.m % bd.bm != 0 || bd.mm.n % bd.bn != 0 || bd.k_guard) return false;
   for (Operand* o : {&bd.a, &bd.b}) {
     o->copy = PlainLoad(o->factor);
     if (o->copy == nullptr || o->copy->type != o->dtype) return false;
@@ -301,7 +367,8 @@ bool PlanAsync(Builder& bd) {
 
 }  // namespace
 
-absl::StatusOr<Stmt> BuildTensorCoreKernel(const TensorCoreKernel& k, const Target& target) {
+absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& k,
+                                                        const Target& target) {
   const ir::TensorNode& op = *k.op;
   const TensorCoreStep& c = k.config;
   if (!target.is_gpu()) return Invalid(op.name, "tensor cores need a cuda target");
@@ -328,6 +395,9 @@ absl::StatusOr<Stmt> BuildTensorCoreKernel(const TensorCoreKernel& k, const Targ
   bd.warps = (c.block_m / c.warp_m) * bd.warps_n;
   bd.threads = 32 * bd.warps;
   bd.k_tiles = CeilDiv(mm->k, c.block_k);
+  bd.split = std::min<int64_t>(c.split_k, bd.k_tiles);
+  bd.split_tiles = CeilDiv(bd.k_tiles, bd.split);
+  bd.k_guard = mm->k % c.block_k != 0 || bd.split_tiles * bd.split != bd.k_tiles;
   const int64_t tiles_m = CeilDiv(mm->m, c.block_m);
   const int64_t tiles_n = CeilDiv(mm->n, c.block_n);
   if (mm->batch > 65535) {
@@ -369,19 +439,46 @@ absl::StatusOr<Stmt> BuildTensorCoreKernel(const TensorCoreKernel& k, const Targ
   bd.warp = ir::MakeVar(k.fresh(op.name + ".warp"));
   bd.tid = bd.warp * C(32) + bd.lane;
 
+  Expr bz;
+  TensorCoreKernels out;
+  if (bd.split > 1) {
+    bz = ir::MakeVar(k.fresh(op.name + ".split"));
+    bd.split_idx = bz;
+    bd.workspace = k.fresh(op.name + ".partial");
+    out.workspaces.push_back({bd.workspace,
+                              ir::ScalarType::kFloat32,
+                              {bd.split, std::max<int64_t>(mm->batch, 1), mm->m, mm->n},
+                              ir::MemoryScope::kGlobal});
+  }
   const std::string acc = k.fresh(op.name + ".acc");
+  if (*kind == ir::MmaKind::kTF32 || *kind == ir::MmaKind::kTF32x3) {
+    bd.tile_acc = k.fresh(op.name + ".acc.tile");
+  }
   Stmt main_loop = bd.MainLoop(acc);
   ASSIGN_OR_RETURN(Stmt epilogue, bd.Epilogue(acc));
   Stmt thread_body = ir::SeqNode::Make({bd.InitAcc(acc), main_loop, epilogue});
   thread_body = ir::AllocateNode::Make(
       {acc, ir::ScalarType::kFloat32, {c.warp_m / 16, c.warp_n / 8, 4}, ir::MemoryScope::kLocal},
       thread_body);
+  if (!bd.tile_acc.empty()) {
+    thread_body = ir::AllocateNode::Make({bd.tile_acc,
+                                          ir::ScalarType::kFloat32,
+                                          {c.warp_m / 16, c.warp_n / 8, 4},
+                                          ir::MemoryScope::kLocal},
+                                         thread_body);
+  }
   Stmt s = ir::ForNode::Make(bd.warp, C(0), C(bd.warps), ForKind::kThreadIdxY, thread_body);
   s = ir::ForNode::Make(bd.lane, C(0), C(32), ForKind::kThreadIdxX, s);
   s = ir::AllocateNode::Make(bd.Decl(bd.b), s);
   s = ir::AllocateNode::Make(bd.Decl(bd.a), s);
+  if (bz.defined()) s = ir::ForNode::Make(bz, C(0), C(bd.split), ForKind::kBlockIdxZ, s);
   if (by.defined()) s = ir::ForNode::Make(by, C(0), C(mm->batch), ForKind::kBlockIdxY, s);
-  return ir::ForNode::Make(bx, C(0), C(tiles_m * tiles_n), ForKind::kBlockIdxX, s);
+  out.kernels.push_back(ir::ForNode::Make(bx, C(0), C(tiles_m * tiles_n), ForKind::kBlockIdxX, s));
+  if (bd.split > 1) {
+    ASSIGN_OR_RETURN(Stmt reduce, bd.ReduceKernel());
+    out.kernels.push_back(reduce);
+  }
+  return out;
 }
 
 }  // namespace tilesearch::schedule::lower_internal

@@ -34,9 +34,17 @@ struct TensorCoreKernel {
   std::function<std::string(const std::string&)> fresh;
 };
 
-/// The kernel (a blockIdx loop nest). Errors: kFailedPrecondition "invalid_schedule: ..." for a
+/// The kernels of the stage, in launch order (one; two with split_k: the partial sums, then their
+/// reduction with the epilogue), and the global workspaces between them.
+struct TensorCoreKernels {
+  std::vector<ir::Stmt> kernels;
+  std::vector<ir::BufferDecl> workspaces;
+};
+
+/// The kernels (blockIdx loop nests). Errors: kFailedPrecondition "invalid_schedule: ..." for a
 /// non-GPU target, a stage that is not matmul-like, or operands the kind cannot read; the
 /// target's limits (threads, shared memory) are checked on the result by the caller.
-absl::StatusOr<ir::Stmt> BuildTensorCoreKernel(const TensorCoreKernel& k, const Target& target);
+absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& k,
+                                                        const Target& target);
 
 }  // namespace tilesearch::schedule::lower_internal

@@ -17,6 +17,7 @@ constexpr int64_t kWarps[] = {1, 2, 4};
 constexpr int64_t kKMultiples[] = {1, 2, 4};
 constexpr int kPipelines[] = {1, 2, 3, 4};
 constexpr int64_t kRasters[] = {1, 2, 4, 8};
+constexpr int kSplits[] = {2, 4, 8, 16};
 // Accumulator registers a thread may hold (64x64 warp tiles: 128, CUTLASS's largest).
 constexpr int64_t kMaxAccumulators = 128;
 
@@ -35,9 +36,12 @@ ir::MmaKind KindOf(const TensorCoreStep& t) {
   return ir::ParseMmaKind(t.kind).value_or(ir::MmaKind::kF16);
 }
 
-// Tiles larger than twice the problem (rounded to a power of two) only add idle warps.
+// Tiles larger than twice the problem (rounded to a power of two) only add idle warps; a k
+// range of split_k should keep at least 4 k tiles.
 bool SizedForProblem(const TensorCoreStep& t, const schedule::MatmulLike& mm) {
-  return t.block_m <= std::max<int64_t>(16, PowerOfTwoAtLeast(mm.m)) &&
+  const int64_t k_tiles = (mm.k + t.block_k - 1) / t.block_k;
+  return k_tiles >= 4 * static_cast<int64_t>(t.split_k) &&
+         t.block_m <= std::max<int64_t>(16, PowerOfTwoAtLeast(mm.m)) &&
          t.block_n <= std::max<int64_t>(8, PowerOfTwoAtLeast(mm.n)) &&
          t.block_k <= std::max<int64_t>(ir::MmaK(KindOf(t)), PowerOfTwoAtLeast(mm.k));
 }
@@ -66,8 +70,10 @@ bool TensorCoreStepFits(const TensorCoreStep& t, const Target& target) {
   const int64_t a_tile = t.block_m * (t.block_k + t.pad);
   const int64_t b_tile = std::max(t.block_n * (t.block_k + t.pad), t.block_k * (t.block_n + t.pad));
   const int64_t shared = t.pipeline * (a_tile + b_tile) * bytes;
+  // TF32 kinds keep a second fragment set per k tile (tensor_core_lower.cc: tile_acc).
+  const int64_t fragments = kind == ir::MmaKind::kTF32 || kind == ir::MmaKind::kTF32x3 ? 2 : 1;
   return warps * 32 <= target.max_threads_per_block && shared <= target.max_shared_memory_optin &&
-         t.warp_m * t.warp_n / 32 <= kMaxAccumulators;
+         fragments * t.warp_m * t.warp_n / 32 <= kMaxAccumulators;
 }
 
 absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const schedule::State& s,
@@ -91,6 +97,8 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
     t.pipeline = PickFrom(kPipelines, rng);
     t.pad = (rng() & 1) ? pad : 0;
     t.raster = PickFrom(kRasters, rng);
+    t.split_k = (rng() & 1) ? PickFrom(kSplits, rng) : 1;
+    if (t.split_k > 1 && (t.split_k * 4 * t.block_k > mm.k)) t.split_k = 1;
     if (TensorCoreStepFits(t, target) && SizedForProblem(t, mm)) return t;
   }
   TensorCoreStep t = base;
@@ -100,6 +108,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
   t.pipeline = 1;
   t.pad = pad;
   t.raster = 1;
+  t.split_k = 1;
   return t;
 }
 
@@ -113,7 +122,7 @@ bool MutateTensorCoreStep(TensorCoreStep& t, const schedule::MatmulLike& mm, con
   };
   const int64_t warps_m = t.block_m / t.warp_m;
   const int64_t warps_n = t.block_n / t.warp_n;
-  switch (rng() % 8) {
+  switch (rng() % 9) {
     case 0:
       for (int64_t v : kWarpM) {
         TensorCoreStep c = t;
@@ -162,6 +171,16 @@ bool MutateTensorCoreStep(TensorCoreStep& t, const schedule::MatmulLike& mm, con
       TensorCoreStep c = t;
       c.pad = t.pad == 0 ? pad : 0;
       offer(c);
+      break;
+    }
+    case 7: {
+      TensorCoreStep c = t;
+      c.split_k = 1;
+      offer(c);
+      for (int v : kSplits) {
+        c.split_k = v;
+        offer(c);
+      }
       break;
     }
     default:

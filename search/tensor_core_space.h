@@ -1,8 +1,8 @@
 // The search space of the tensor_core step (schedule/step.h): which mma kinds a matmul-like stage
 // may use, random configurations for annotation, and one-decision edits for mutation. The
 // decisions are MetaSchedule's MultiLevelTilingTensorCore ones (warps per block, warp tile in
-// fragments, k depth per stage) plus the pipeline depth, the shared-row padding and the block
-// raster group.
+// fragments, k depth per stage) plus the pipeline depth, the shared-row padding, the block
+// raster group and split-K (k ranges of at least 4 tiles each).
 #pragma once
 
 #include <random>

@@ -9,6 +9,7 @@
 #   fp32_square  fp32 matmul 4096³ (level1): the default ieee precision (3xTF32 or SIMT), scored
 #                against eager with and without TF32
 #   half_llama_fp32  the last two sets in one call (fewer trials each within BENCH_S)
+#   bf16_fp32_square  bf16 and fp32 matmul 4096³
 # TRIALS (default 512) per problem, PER_ROUND 64; BENCH_S (default 400) seconds of tuning for the
 # set, SCORE_S (default 120) for score.py with the eager baselines (no torch.compile: its caches
 # take minutes to warm). Output: $OUT/suites-tc-$SET.tgz (see h200_tune_suites.sh).
@@ -22,7 +23,8 @@ case "$SET" in
   half_llama) PROBLEMS=matmul_m4096_n11008_k4096_bf16,matmul_m4096_n11008_k4096_f16 ;;
   fp32_square) PROBLEMS=matmul_square_4096 ;;
   half_llama_fp32) PROBLEMS=matmul_m4096_n11008_k4096_bf16,matmul_m4096_n11008_k4096_f16,matmul_square_4096 ;;
-  *) echo "SET=$SET: want half_square, half_llama, fp32_square or half_llama_fp32"; exit 2 ;;
+  bf16_fp32_square) PROBLEMS=matmul_square_4096_bf16,matmul_square_4096 ;;
+  *) echo "SET=$SET: want half_square, half_llama, fp32_square, half_llama_fp32 or bf16_fp32_square"; exit 2 ;;
 esac
 export PROBLEMS SUITES="level1 level1_half" TRIALS=${TRIALS:-512} PER_ROUND=64
 export BENCH_S=${BENCH_S:-400} SCORE_S=${SCORE_S:-120} ROUND_S=${ROUND_S:-30} TAG="tc-$SET"

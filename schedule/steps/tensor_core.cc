@@ -90,6 +90,9 @@ absl::Status CheckTensorCoreShape(const TensorCoreStep& t, const std::string& te
         text, absl::StrCat("pad ", t.pad, " elements is not a multiple of 16 bytes"));
   }
   if (t.raster < 1) return internal::StepError(text, absl::StrCat("raster ", t.raster, " < 1"));
+  if (t.split_k < 1 || t.split_k > 64) {
+    return internal::StepError(text, absl::StrCat("split_k ", t.split_k, " is outside 1..64"));
+  }
   if (t.epilogue < 0) {
     return internal::StepError(text, absl::StrCat("epilogue ", t.epilogue, " < 0"));
   }
@@ -163,12 +166,15 @@ absl::StatusOr<State> TensorCoreStep::Apply(const State& s) const {
 }
 
 nlohmann::json TensorCoreStep::ToJson() const {
-  return {"TC", stage_id, kind,    {block_m, block_n, block_k}, {warp_m, warp_n}, pipeline,
-          pad,  raster,   epilogue};
+  nlohmann::json j = {
+      "TC", stage_id, kind,    {block_m, block_n, block_k}, {warp_m, warp_n}, pipeline,
+      pad,  raster,   epilogue};
+  if (split_k > 1) j.push_back(split_k);
+  return j;
 }
 
 absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j) {
-  RETURN_IF_ERROR(internal::CheckArity(j, "TC", 9));
+  if (!j.is_array() || j.size() != 10) RETURN_IF_ERROR(internal::CheckArity(j, "TC", 9));
   TensorCoreStep t;
   ASSIGN_OR_RETURN(t.stage_id, internal::JsonId(j, 1, "TC"));
   ASSIGN_OR_RETURN(t.kind, internal::JsonString(j, 2, "TC"));
@@ -194,13 +200,22 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
   }
   t.pipeline = static_cast<int>(pipeline);
   t.epilogue = static_cast<int>(epilogue);
+  if (j.size() == 10) {
+    ASSIGN_OR_RETURN(int64_t split, internal::JsonInt(j, 9, "TC"));
+    if (split < 2 || split > 64) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "TC step: split_k ", split, " out of range (2..64; 1 is written as absent)"));
+    }
+    t.split_k = static_cast<int>(split);
+  }
   return t;
 }
 
 std::string TensorCoreStep::ToString() const {
   return absl::StrCat("tensor_core(", stage_id, ", ", kind, ", block ", block_m, "x", block_n, "x",
                       block_k, ", warp ", warp_m, "x", warp_n, ", pipeline ", pipeline, ", pad ",
-                      pad, ", raster ", raster, ", epilogue ", epilogue, ")");
+                      pad, ", raster ", raster, ", epilogue ", epilogue,
+                      split_k > 1 ? absl::StrCat(", split_k ", split_k) : std::string(), ")");
 }
 
 }  // namespace tilesearch::schedule

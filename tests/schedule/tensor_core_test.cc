@@ -74,6 +74,12 @@ TEST(TensorCoreStep, JsonRoundTrip) {
   absl::StatusOr<Step> back = StepFromJson(j);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_TRUE(std::get<TensorCoreStep>(*back) == t);
+  // split_k is written only when it splits, as a tenth element.
+  t.split_k = 4;
+  EXPECT_EQ(t.ToJson().dump(), R"(["TC",3,"tf32x3",[128,64,32],[64,32],3,4,8,2,4])");
+  back = StepFromJson(t.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(std::get<TensorCoreStep>(*back) == t);
   // Through the text form of a whole step list too.
   absl::StatusOr<std::vector<Step>> list = StepsFromText(StepsToText({Step(t)}));
   ASSERT_TRUE(list.ok()) << list.status();
@@ -84,8 +90,9 @@ TEST(TensorCoreStep, JsonRoundTrip) {
 TEST(TensorCoreStep, MalformedJsonIsAnError) {
   for (const char* text :
        {R"(["TC",2,"f16",[64,64],[32,32],2,8,1,0])", R"(["TC",2,"f16",[64,64,32],[32,32],2,8,1])",
-        R"(["TC",2,7,[64,64,32],[32,32],2,8,1,0])",
-        R"(["TC",2,"f16",[64,64,32],[32,32],-1,8,1,0])"}) {
+        R"(["TC",2,7,[64,64,32],[32,32],2,8,1,0])", R"(["TC",2,"f16",[64,64,32],[32,32],-1,8,1,0])",
+        R"(["TC",2,"f16",[64,64,32],[32,32],2,8,1,0,1])",
+        R"(["TC",2,"f16",[64,64,32],[32,32],2,8,1,0,65])"}) {
     absl::StatusOr<Step> s = StepFromJson(nlohmann::json::parse(text));
     EXPECT_FALSE(s.ok()) << text;
   }
@@ -200,8 +207,9 @@ Case RandomCase(std::mt19937_64& rng) {
     case 5: {
       const bool nhwc = rng() % 2;
       c.op = nhwc ? "conv2d_nhwc" : "conv2d_nchw";
-      const int64_t batch = pick(1, 2), ch = pick(1, 12), hw = pick(3, 9), kout = pick(1, 20);
+      const int64_t batch = pick(1, 2), ch = pick(1, 12), kout = pick(1, 20);
       const int64_t r = pick(1, 3), stride = pick(1, 2), pad = pick(0, 1), dil = pick(1, 2);
+      const int64_t hw = pick(std::max<int64_t>(3, (r - 1) * dil + 1), 9);
       c.attrs = {{"stride", std::to_string(stride)},
                  {"padding", std::to_string(pad)},
                  {"dilation", std::to_string(dil)}};
@@ -228,6 +236,7 @@ Case RandomCase(std::mt19937_64& rng) {
   t.pipeline = static_cast<int>(pick(1, 4));
   t.pad = (rng() & 1) ? 16 / ir::BytesOf(ir::MmaOperandType(*ir::ParseMmaKind(t.kind))) : 0;
   t.raster = pick(1, 3);
+  t.split_k = (rng() % 3 == 0) ? static_cast<int>(pick(2, 3)) : 1;
   return c;
 }
 

@@ -149,7 +149,8 @@ TEST(TensorCoreSearch, MutationChangesOneDecisionOfTheStep) {
     const TensorCoreStep& a = *TensorCoreOf(parent->state);
     const TensorCoreStep& b = *TensorCoreOf(child->state);
     const int diffs = (a.block_k != b.block_k) + (a.pipeline != b.pipeline) + (a.pad != b.pad) +
-                      (a.raster != b.raster) + (a.warp_m != b.warp_m || a.block_m != b.block_m) +
+                      (a.raster != b.raster) + (a.split_k != b.split_k) +
+                      (a.warp_m != b.warp_m || a.block_m != b.block_m) +
                       (a.warp_n != b.warp_n || a.block_n != b.block_n);
     EXPECT_EQ(diffs, 1) << a.ToString() << " -> " << b.ToString();
     EXPECT_EQ(a.kind, b.kind);
