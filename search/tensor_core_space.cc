@@ -40,7 +40,7 @@ ir::MmaKind KindOf(const TensorCoreStep& t) {
 // range of split_k should keep at least 4 k tiles.
 bool SizedForProblem(const TensorCoreStep& t, const schedule::MatmulLike& mm) {
   const int64_t k_tiles = (mm.k + t.block_k - 1) / t.block_k;
-  return k_tiles >= 4 * static_cast<int64_t>(t.split_k) &&
+  return (t.split_k == 1 || k_tiles >= 4 * static_cast<int64_t>(t.split_k)) &&
          t.block_m <= std::max<int64_t>(16, PowerOfTwoAtLeast(mm.m)) &&
          t.block_n <= std::max<int64_t>(8, PowerOfTwoAtLeast(mm.n)) &&
          t.block_k <= std::max<int64_t>(ir::MmaK(KindOf(t)), PowerOfTwoAtLeast(mm.k));

@@ -807,7 +807,7 @@ Step RandomAnyStep(const State& s, std::mt19937& rng) {
     for (int k = 0, m = 1 + rng() % 3; k < m; ++k) v.push_back(first + k);
     return v;
   };
-  switch (rng() % 12) {
+  switch (rng() % 13) {
     case 0:
     case 1: {
       std::vector<std::optional<int64_t>> lengths;
@@ -842,6 +842,22 @@ Step RandomAnyStep(const State& s, std::mt19937& rng) {
     case 10:
       return FollowSplitStep{stage, iter(), static_cast<int>(rng() % (s.steps().size() + 1)),
                              static_cast<int>(rng() % 4)};
+    case 11: {
+      TensorCoreStep t;
+      t.stage_id = stage;
+      const char* kinds[] = {"tf32x3", "tf32", "f16", "int4"};
+      t.kind = kinds[rng() % 4];
+      t.warp_m = 16 * (1 + rng() % 2) - (rng() % 10 == 0 ? 8 : 0);
+      t.warp_n = 8 * (1 + rng() % 2);
+      t.block_m = t.warp_m * (1 + rng() % 2);
+      t.block_n = t.warp_n * (1 + rng() % 2);
+      t.block_k = 8 * (1 + rng() % 3);
+      t.pipeline = static_cast<int>(rng() % 5);
+      t.pad = 4 * (rng() % 2);
+      t.epilogue = static_cast<int>(rng() % 2);
+      t.split_k = 1 + static_cast<int>(rng() % 2);
+      return t;
+    }
     default: {
       FollowFusedSplitStep f;
       f.stage_id = stage;

@@ -52,8 +52,10 @@ using ::testing::HasSubstr;
 using tilesearch::testing::IsOk;
 using tilesearch::testing::StatusIs;
 
+// Local search enumerates split and pragma edits: the states come from the SIMT sketches (a
+// tensor_core step's decisions are mutation's, search/tensor_core_space.h).
 std::vector<State> Sample(const ir::ComputeDAG& dag, const Target& target, int n, uint64_t seed) {
-  absl::StatusOr<std::vector<State>> sketches = GenerateSketches(TuneContext(dag, target));
+  absl::StatusOr<std::vector<State>> sketches = GenerateSketches(testing::SimtContext(dag, target));
   EXPECT_THAT(sketches, IsOk());
   std::mt19937_64 rng(seed);
   return testing::SampleInContext(*sketches, dag, target, n, rng);
