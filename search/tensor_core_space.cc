@@ -17,7 +17,7 @@ constexpr int64_t kWarps[] = {1, 2, 4};
 constexpr int64_t kKMultiples[] = {1, 2, 4};
 constexpr int kPipelines[] = {1, 2, 3, 4};
 constexpr int64_t kRasters[] = {1, 2, 4, 8};
-constexpr int kSplits[] = {2, 4, 8, 16};
+constexpr int kSplits[] = {2, 4, 8, 16};  // drawn when a draw splits k
 // Accumulator registers a thread may hold (64x64 warp tiles: 128, CUTLASS's largest).
 constexpr int64_t kMaxAccumulators = 128;
 
@@ -116,80 +116,65 @@ bool MutateTensorCoreStep(TensorCoreStep& t, const schedule::MatmulLike& mm, con
                           std::mt19937_64& rng) {
   const int64_t kk = ir::MmaK(KindOf(t));
   const int64_t pad = 16 / ir::BytesOf(ir::MmaOperandType(KindOf(t)));
-  std::vector<TensorCoreStep> options;
-  auto offer = [&](TensorCoreStep c) {
-    if (!(c == t) && TensorCoreStepFits(c, target) && SizedForProblem(c, mm)) options.push_back(c);
-  };
   const int64_t warps_m = t.block_m / t.warp_m;
   const int64_t warps_n = t.block_n / t.warp_n;
+  // One decision: `t` with the decision set to each of `values` by `set`.
+  auto variants = [&](const auto& values, const auto& set) {
+    std::vector<TensorCoreStep> out;
+    for (const auto v : values) {
+      TensorCoreStep c = t;
+      set(c, static_cast<int64_t>(v));
+      out.push_back(c);
+    }
+    return out;
+  };
+  const int64_t pads[] = {0, pad};
+  const int64_t splits[] = {1, 2, 4, 8, 16};
+  std::vector<TensorCoreStep> candidates;
   switch (rng() % 9) {
-    case 0:
-      for (int64_t v : kWarpM) {
-        TensorCoreStep c = t;
+    case 0:  // warp tile rows, warps per block kept
+      candidates = variants(kWarpM, [&](TensorCoreStep& c, int64_t v) {
         c.warp_m = v;
         c.block_m = v * warps_m;
-        offer(c);
-      }
+      });
       break;
-    case 1:
-      for (int64_t v : kWarpN) {
-        TensorCoreStep c = t;
+    case 1:  // warp tile columns
+      candidates = variants(kWarpN, [&](TensorCoreStep& c, int64_t v) {
         c.warp_n = v;
         c.block_n = v * warps_n;
-        offer(c);
-      }
+      });
       break;
-    case 2:
-      for (int64_t v : kWarps) {
-        TensorCoreStep c = t;
-        c.block_m = t.warp_m * v;
-        offer(c);
-      }
+    case 2:  // warps along m
+      candidates =
+          variants(kWarps, [&](TensorCoreStep& c, int64_t v) { c.block_m = t.warp_m * v; });
       break;
-    case 3:
-      for (int64_t v : kWarps) {
-        TensorCoreStep c = t;
-        c.block_n = t.warp_n * v;
-        offer(c);
-      }
+    case 3:  // warps along n
+      candidates =
+          variants(kWarps, [&](TensorCoreStep& c, int64_t v) { c.block_n = t.warp_n * v; });
       break;
     case 4:
-      for (int64_t v : kKMultiples) {
-        TensorCoreStep c = t;
+      candidates = variants(kKMultiples, [&](TensorCoreStep& c, int64_t v) {
         c.block_k = kk * v * (kk == 8 ? 2 : 1);
-        offer(c);
-      }
+      });
       break;
     case 5:
-      for (int v : kPipelines) {
-        TensorCoreStep c = t;
-        c.pipeline = v;
-        offer(c);
-      }
+      candidates = variants(kPipelines,
+                            [](TensorCoreStep& c, int64_t v) { c.pipeline = static_cast<int>(v); });
       break;
-    case 6: {
-      TensorCoreStep c = t;
-      c.pad = t.pad == 0 ? pad : 0;
-      offer(c);
+    case 6:
+      candidates = variants(pads, [](TensorCoreStep& c, int64_t v) { c.pad = v; });
       break;
-    }
-    case 7: {
-      TensorCoreStep c = t;
-      c.split_k = 1;
-      offer(c);
-      for (int v : kSplits) {
-        c.split_k = v;
-        offer(c);
-      }
+    case 7:
+      candidates =
+          variants(splits, [](TensorCoreStep& c, int64_t v) { c.split_k = static_cast<int>(v); });
       break;
-    }
     default:
-      for (int64_t v : kRasters) {
-        TensorCoreStep c = t;
-        c.raster = v;
-        offer(c);
-      }
+      candidates = variants(kRasters, [](TensorCoreStep& c, int64_t v) { c.raster = v; });
       break;
+  }
+  std::vector<TensorCoreStep> options;
+  for (const TensorCoreStep& c : candidates) {
+    if (!(c == t) && TensorCoreStepFits(c, target) && SizedForProblem(c, mm)) options.push_back(c);
   }
   if (options.empty()) return false;
   t = options[rng() % options.size()];
