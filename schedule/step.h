@@ -264,7 +264,10 @@ struct StorageAlignStep {
 /// and a second kernel adds the ranges in a fixed order (deterministic, no atomics) and applies
 /// the epilogue.
 /// JSON: ["TC", stage, kind, [block_m, block_n, block_k], [warp_m, warp_n], pipeline, pad,
-/// raster, epilogue(, split_k)] (split_k written when > 1). Errors: split_k outside 1..64; the
+/// raster, epilogue(, split_k)] (split_k written when > 1; a split_k above the number of k
+/// tiles runs as one range per tile). Needs sm_80 or later (mma.sync m16n8k16 / tf32). Errors:
+/// split_k outside 2..64 in JSON (1..64 in the struct), tile sides outside 8..1024, pad outside
+/// 0..64, raster outside 1..4096; the
 /// stage is not a root, untransformed, matmul-like reduction; the kind does not match the operands'
 /// element type; warp_m not a multiple of 16, warp_n of 8, block_k of K, the block tile not a
 /// multiple of the warp tile; pipeline outside 1..4; pad not a multiple of 16 bytes; an epilogue

@@ -1,6 +1,7 @@
 #include "schedule/tensor_core_lower.h"
 
 #include <algorithm>
+#include <cctype>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -367,11 +368,28 @@ bool PlanAsync(Builder& bd) {
 
 }  // namespace
 
+bool TargetHasMmaSync(const Target& target) {
+  if (!target.is_gpu()) return false;
+  const std::string& a = target.arch;
+  if (a.rfind("sm_", 0) != 0) return false;
+  int sm = 0;
+  for (size_t i = 3; i < a.size() && std::isdigit(static_cast<unsigned char>(a[i])); ++i) {
+    sm = sm * 10 + (a[i] - '0');
+    if (sm > 100000) break;
+  }
+  return sm >= 80;
+}
+
 absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& k,
                                                         const Target& target) {
   const ir::TensorNode& op = *k.op;
   const TensorCoreStep& c = k.config;
   if (!target.is_gpu()) return Invalid(op.name, "tensor cores need a cuda target");
+  if (!TargetHasMmaSync(target)) {
+    return Invalid(op.name, absl::StrCat("mma.sync m16n8k16 and tf32 need sm_80 or later; the "
+                                         "target is ",
+                                         target.arch));
+  }
   absl::StatusOr<MatmulLike> mm = AnalyzeMatmulLike(op, k.body);
   if (!mm.ok()) return Invalid(op.name, std::string(mm.status().message()));
   const std::optional<ir::MmaKind> kind = ir::ParseMmaKind(c.kind);

@@ -13,6 +13,7 @@
 #include "ir/expr.h"
 #include "schedule/apply_step.h"
 #include "schedule/matmul_like.h"
+#include "schedule/tensor_core_lower.h"
 #include "search/tensor_core_space.h"
 
 namespace tilesearch::search {
@@ -578,7 +579,10 @@ class MultiLevelTilingTensorCore : public SketchRule {
  public:
   const char* name() const override { return "MultiLevelTilingTensorCore"; }
   RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
-    if (!ctx.target().is_gpu() || !ctx.sketch_options().tensor_cores) return RuleCondition::kPass;
+    if (!schedule::lower_internal::TargetHasMmaSync(ctx.target()) ||
+        !ctx.sketch_options().tensor_cores) {
+      return RuleCondition::kPass;
+    }
     const State& s = p.shadow();
     const Stage& st = s.stage(sid);
     if (st.is_placeholder() || st.location != ComputeLocation::kRoot || st.tensor_core ||

@@ -64,6 +64,23 @@ absl::Status CheckTensorCoreShape(const TensorCoreStep& t, const std::string& te
         text, absl::StrCat("unknown mma kind '", t.kind, "' (expected f16, bf16, tf32 or tf32x3)"));
   }
   const int64_t kk = ir::MmaK(*kind);
+  // Bounds first, so that no product below can overflow: a block has at most 1024 threads, and
+  // no tile side, depth, padding or raster group beyond these fits any GPU's limits.
+  constexpr int64_t kMaxSide = 1024;
+  struct Bound {
+    const char* name;
+    int64_t value, lo, hi;
+  };
+  const Bound bounds[] = {{"block_m", t.block_m, 16, kMaxSide}, {"block_n", t.block_n, 8, kMaxSide},
+                          {"block_k", t.block_k, 8, kMaxSide},  {"warp_m", t.warp_m, 16, kMaxSide},
+                          {"warp_n", t.warp_n, 8, kMaxSide},    {"pad", t.pad, 0, 64},
+                          {"raster", t.raster, 1, 4096}};
+  for (const Bound& b : bounds) {
+    if (b.value < b.lo || b.value > b.hi) {
+      return internal::StepError(
+          text, absl::StrCat(b.name, " ", b.value, " is outside ", b.lo, "..", b.hi));
+    }
+  }
   if (t.warp_m < 16 || t.warp_m % 16 != 0 || t.warp_n < 8 || t.warp_n % 8 != 0) {
     return internal::StepError(
         text,
@@ -89,7 +106,6 @@ absl::Status CheckTensorCoreShape(const TensorCoreStep& t, const std::string& te
     return internal::StepError(
         text, absl::StrCat("pad ", t.pad, " elements is not a multiple of 16 bytes"));
   }
-  if (t.raster < 1) return internal::StepError(text, absl::StrCat("raster ", t.raster, " < 1"));
   if (t.split_k < 1 || t.split_k > 64) {
     return internal::StepError(text, absl::StrCat("split_k ", t.split_k, " is outside 1..64"));
   }
@@ -174,7 +190,11 @@ nlohmann::json TensorCoreStep::ToJson() const {
 }
 
 absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j) {
-  if (!j.is_array() || j.size() != 10) RETURN_IF_ERROR(internal::CheckArity(j, "TC", 9));
+  if (!j.is_array() || (j.size() != 9 && j.size() != 10)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("step 'TC' needs 9 fields (10 with split_k), got ",
+                     j.is_array() ? j.size() : 0, ": ", j.dump().substr(0, 200)));
+  }
   TensorCoreStep t;
   ASSIGN_OR_RETURN(t.stage_id, internal::JsonId(j, 1, "TC"));
   ASSIGN_OR_RETURN(t.kind, internal::JsonString(j, 2, "TC"));
@@ -194,9 +214,13 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
   ASSIGN_OR_RETURN(t.pad, internal::JsonInt(j, 6, "TC"));
   ASSIGN_OR_RETURN(t.raster, internal::JsonInt(j, 7, "TC"));
   ASSIGN_OR_RETURN(int64_t epilogue, internal::JsonInt(j, 8, "TC"));
-  if (pipeline < 0 || pipeline > 64 || epilogue < 0 || epilogue > 64) {
+  if (pipeline < 0 || pipeline > 64) {
     return absl::InvalidArgumentError(
-        absl::StrCat("TC step: pipeline ", pipeline, " or epilogue ", epilogue, " out of range"));
+        absl::StrCat("TC step: pipeline ", pipeline, " is out of range (1..4)"));
+  }
+  if (epilogue < 0 || epilogue > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TC step: epilogue ", epilogue, " is out of range (0..64)"));
   }
   t.pipeline = static_cast<int>(pipeline);
   t.epilogue = static_cast<int>(epilogue);

@@ -22,6 +22,7 @@ using testing::RunLowered;
 Target Cuda() {
   Target t;
   t.kind = TargetKind::kCuda;
+  t.arch = "sm_90";
   return t;
 }
 
@@ -92,7 +93,8 @@ TEST(TensorCoreStep, MalformedJsonIsAnError) {
        {R"(["TC",2,"f16",[64,64],[32,32],2,8,1,0])", R"(["TC",2,"f16",[64,64,32],[32,32],2,8,1])",
         R"(["TC",2,7,[64,64,32],[32,32],2,8,1,0])", R"(["TC",2,"f16",[64,64,32],[32,32],-1,8,1,0])",
         R"(["TC",2,"f16",[64,64,32],[32,32],2,8,1,0,1])",
-        R"(["TC",2,"f16",[64,64,32],[32,32],2,8,1,0,65])"}) {
+        R"(["TC",2,"f16",[64,64,32],[32,32],2,8,1,0,65])",
+        R"(["TC",2,"f16",[64,64,32],[32,32],2,8,1,0,2,7])"}) {
     absl::StatusOr<Step> s = StepFromJson(nlohmann::json::parse(text));
     EXPECT_FALSE(s.ok()) << text;
   }
@@ -156,10 +158,29 @@ TEST(TensorCoreStep, RejectsStagesAndShapesItCannotTake) {
   r = ApplyStep(*ok, sp);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("tensor_core"), std::string::npos) << r.status();
-  // Lowering for the CPU is an invalid schedule, not a crash.
+  // Lowering for the CPU, or for a GPU without mma.sync m16n8k16 (before sm_80), is an invalid
+  // schedule, not a crash.
   absl::StatusOr<LoweredKernel> cpu = Lower(mm, *ok, Target());
   ASSERT_FALSE(cpu.ok());
   EXPECT_NE(cpu.status().message().find("invalid_schedule"), std::string::npos) << cpu.status();
+  Target volta = Cuda();
+  volta.arch = "sm_70";
+  absl::StatusOr<LoweredKernel> old = Lower(mm, *ok, volta);
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.status().message().find("sm_80"), std::string::npos) << old.status();
+  // Values whose products would overflow are refused by their bounds first.
+  TensorCoreStep huge = t;
+  huge.pad = int64_t{1} << 62;
+  r = ApplyStep(s, huge);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("pad 4611686018427387904 is outside 0..64"),
+            std::string::npos)
+      << r.status();
+  huge = t;
+  huge.block_m = -32;
+  r = ApplyStep(s, huge);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("block_m -32 is outside"), std::string::npos) << r.status();
 }
 
 // One random problem and configuration.
