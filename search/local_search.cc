@@ -10,9 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "schedule/apply_step.h"
+#include "schedule/matmul_like.h"
 #include "search/evolutionary_search.h"
 #include "search/measure_record.h"
 #include "search/mutation_internal.h"
+#include "search/tensor_core_space.h"
 
 namespace tilesearch::search {
 
@@ -81,6 +83,22 @@ void AddFactorMoves(const TuneContext& ctx, const std::vector<Step>& steps, int 
 
 }  // namespace
 
+// (e) Every one-decision edit of a tensor_core step (search/tensor_core_space.h).
+void AddTensorCoreEdits(const State& state, const TuneContext& ctx, const std::vector<Step>& steps,
+                        int i, const schedule::TensorCoreStep& tc, Neighbors& out) {
+  if (tc.stage_id < 0 || tc.stage_id >= state.num_stages()) return;
+  const schedule::Stage& st = state.stage(tc.stage_id);
+  absl::StatusOr<schedule::MatmulLike> mm = schedule::AnalyzeMatmulLike(*st.op, st.op->body);
+  if (!mm.ok()) return;
+  for (int d = 0; d < kTensorCoreDecisions; ++d) {
+    for (const schedule::TensorCoreStep& v : TensorCoreStepVariants(tc, *mm, ctx.target(), d)) {
+      std::vector<Step> edited = steps;
+      edited[i] = v;
+      out.Add(edited);
+    }
+  }
+}
+
 absl::StatusOr<std::vector<Candidate>> NeighborStates(const State& state, const TuneContext& ctx) {
   const ir::ComputeDAG& dag = ctx.dag();
   const Target& target = ctx.target();
@@ -122,6 +140,8 @@ absl::StatusOr<std::vector<Candidate>> NeighborStates(const State& state, const 
         continue;
       }
       AddFactorMoves(ctx, steps, i, out);
+    } else if (const auto* tc = std::get_if<schedule::TensorCoreStep>(&steps[i])) {
+      AddTensorCoreEdits(state, ctx, steps, i, *tc, out);
     } else if (const auto* p = std::get_if<schedule::PragmaStep>(&steps[i])) {
       if (p->software_pipeline >= 0) {
         has_pipeline = true;

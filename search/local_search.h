@@ -55,7 +55,9 @@ namespace tilesearch::search {
 ///      current);
 ///  (d) when the state has a software_pipeline pragma: every cooperative fetch at its largest
 ///      valid vector width together with every software_pipeline pragma at 3, and at 4 (those ≤
-///      max(gpu_max_software_pipeline, largest current value)).
+///      max(gpu_max_software_pipeline, largest current value));
+///  (e) each tensor_core step: every other value of each of its decisions that fits
+///      (search/tensor_core_space.h TensorCoreStepVariants).
 /// Every neighbor is replayed, lowered once and checked as mutation's children are
 /// (GpuTileRunFits before replay for tile moves, LowerCandidate); invalid ones are skipped.
 /// min_blocks_per_sm pragmas are not edited. Errors: the replay error of `state`'s steps when they

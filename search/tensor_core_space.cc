@@ -112,13 +112,14 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
   return t;
 }
 
-bool MutateTensorCoreStep(TensorCoreStep& t, const schedule::MatmulLike& mm, const Target& target,
-                          std::mt19937_64& rng) {
+std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
+                                                   const schedule::MatmulLike& mm,
+                                                   const Target& target, int decision) {
   const int64_t kk = ir::MmaK(KindOf(t));
   const int64_t pad = 16 / ir::BytesOf(ir::MmaOperandType(KindOf(t)));
   const int64_t warps_m = t.block_m / t.warp_m;
   const int64_t warps_n = t.block_n / t.warp_n;
-  // One decision: `t` with the decision set to each of `values` by `set`.
+  // `t` with the decision set to each of `values` by `set`.
   auto variants = [&](const auto& values, const auto& set) {
     std::vector<TensorCoreStep> out;
     for (const auto v : values) {
@@ -131,7 +132,7 @@ bool MutateTensorCoreStep(TensorCoreStep& t, const schedule::MatmulLike& mm, con
   const int64_t pads[] = {0, pad};
   const int64_t splits[] = {1, 2, 4, 8, 16};
   std::vector<TensorCoreStep> candidates;
-  switch (rng() % 9) {
+  switch (decision) {
     case 0:  // warp tile rows, warps per block kept
       candidates = variants(kWarpM, [&](TensorCoreStep& c, int64_t v) {
         c.warp_m = v;
@@ -168,14 +169,23 @@ bool MutateTensorCoreStep(TensorCoreStep& t, const schedule::MatmulLike& mm, con
       candidates =
           variants(splits, [](TensorCoreStep& c, int64_t v) { c.split_k = static_cast<int>(v); });
       break;
-    default:
+    case 8:
       candidates = variants(kRasters, [](TensorCoreStep& c, int64_t v) { c.raster = v; });
+      break;
+    default:
       break;
   }
   std::vector<TensorCoreStep> options;
   for (const TensorCoreStep& c : candidates) {
     if (!(c == t) && TensorCoreStepFits(c, target) && SizedForProblem(c, mm)) options.push_back(c);
   }
+  return options;
+}
+
+bool MutateTensorCoreStep(TensorCoreStep& t, const schedule::MatmulLike& mm, const Target& target,
+                          std::mt19937_64& rng) {
+  const std::vector<TensorCoreStep> options =
+      TensorCoreStepVariants(t, mm, target, static_cast<int>(rng() % kTensorCoreDecisions));
   if (options.empty()) return false;
   t = options[rng() % options.size()];
   return true;

@@ -34,8 +34,19 @@ absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCo
                                                               const Target& target,
                                                               std::mt19937_64& rng);
 
-/// Changes one decision of `t` to another value of its candidates that still fits; false when
-/// the drawn decision has no other value that fits.
+/// The decisions of a tensor_core step: warp tile rows, warp tile columns, warps along m, warps
+/// along n, k depth, pipeline depth, padding, split-K, raster group.
+inline constexpr int kTensorCoreDecisions = 9;
+
+/// `t` with decision `decision` (0 .. kTensorCoreDecisions - 1, in the order above) set to each
+/// other value of its candidates that still fits `target` and the problem; empty for a decision
+/// out of range.
+std::vector<schedule::TensorCoreStep> TensorCoreStepVariants(const schedule::TensorCoreStep& t,
+                                                             const schedule::MatmulLike& mm,
+                                                             const Target& target, int decision);
+
+/// Changes one decision of `t` (drawn uniformly) to another value of its candidates that still
+/// fits; false when the drawn decision has no other value that fits.
 bool MutateTensorCoreStep(schedule::TensorCoreStep& t, const schedule::MatmulLike& mm,
                           const Target& target, std::mt19937_64& rng);
 

@@ -29,13 +29,16 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/ops/linear.h"
+#include "ir/ops/registry.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
+#include "schedule/matmul_like.h"
 #include "schedule/schedule_file.h"
 #include "search/annotation.h"
 #include "search/log_io.h"
 #include "search/measure_record.h"
 #include "search/sketch.h"
+#include "search/tensor_core_space.h"
 #include "search/tuner.h"
 #include "tests/search/feature_sum_model.h"
 #include "tests/search/space_test_util.h"
@@ -305,6 +308,52 @@ TEST(NeighborStates, CudaMatmulMatchesTheNaiveEnumeration) {
     const NeighborCounts c = CheckNeighbors(dag, s, Target::H200());
     EXPECT_GT(c.tile, 0);
   }
+}
+
+// A tensor-core state's neighbors: each differs from it in one decision of its tensor_core step,
+// and there is one per fitting value of each decision.
+TEST(NeighborStates, TensorCoreStepEditsOneDecisionEach) {
+  ir::OpArgs args;
+  args.shapes = {{128, 256}, {256, 128}};
+  args.dtype = ir::ScalarType::kFloat16;
+  const ir::ComputeDAG dag = testing::MustBuild(ir::BuildOp("matmul", args));
+  TuneContext ctx(dag, Target::H200());
+  absl::StatusOr<std::vector<State>> sketches = GenerateSketches(ctx);
+  ASSERT_THAT(sketches, IsOk());
+  const State* sketch = nullptr;
+  for (const State& s : *sketches) {
+    for (const Step& st : s.steps()) {
+      if (std::holds_alternative<schedule::TensorCoreStep>(st)) sketch = &s;
+    }
+  }
+  ASSERT_NE(sketch, nullptr);
+  absl::StatusOr<Candidate> c = AnnotateSketch(*sketch, ctx);
+  ASSERT_THAT(c.status(), IsOk());
+  absl::StatusOr<std::vector<Candidate>> n = NeighborStates(c->state, ctx);
+  ASSERT_THAT(n.status(), IsOk());
+  int tc_step = -1;
+  for (int i = 0; i < static_cast<int>(c->state.steps().size()); ++i) {
+    if (std::holds_alternative<schedule::TensorCoreStep>(c->state.steps()[i])) tc_step = i;
+  }
+  ASSERT_GE(tc_step, 0);
+  const auto& t = std::get<schedule::TensorCoreStep>(c->state.steps()[tc_step]);
+  const schedule::Stage& st = c->state.stage(t.stage_id);
+  absl::StatusOr<schedule::MatmulLike> mm = schedule::AnalyzeMatmulLike(*st.op, st.op->body);
+  ASSERT_THAT(mm.status(), IsOk());
+  std::set<std::string> expected;
+  for (int d = 0; d < kTensorCoreDecisions; ++d) {
+    for (const auto& v : TensorCoreStepVariants(t, *mm, Target::H200(), d)) {
+      expected.insert(v.ToString());
+    }
+  }
+  std::set<std::string> got;
+  for (const Candidate& nb : *n) {
+    const std::vector<int> d = Diff(c->state.steps(), nb.state.steps());
+    ASSERT_EQ(d, std::vector<int>{tc_step});
+    got.insert(StepToString(nb.state.steps()[tc_step]));
+  }
+  EXPECT_FALSE(expected.empty());
+  EXPECT_EQ(got, expected);
 }
 
 TEST(NeighborStates, DeterministicAndErrors) {
