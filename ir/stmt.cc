@@ -1,7 +1,7 @@
 #include "ir/stmt.h"
 
+#include <bit>
 #include <cmath>
-#include <cstring>
 
 #include "base/status.h"
 
@@ -157,16 +157,8 @@ ScalarType MmaOperandType(MmaKind kind) {
 
 namespace {
 
-float BitsToFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-uint32_t FloatToBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
+float BitsToFloat(uint32_t u) { return std::bit_cast<float>(u); }
+uint32_t FloatToBits(float f) { return std::bit_cast<uint32_t>(f); }
 // TF32 keeps the sign, the exponent and 10 mantissa bits: the low 13 bits of a float32 go.
 constexpr uint32_t kTf32Mask = 0xFFFFE000u;
 float TruncateTf32(float x) { return BitsToFloat(FloatToBits(x) & kTf32Mask); }

@@ -964,6 +964,25 @@ absl::StatusOr<std::vector<RootKernel>> Lowerer::BuildRootStages(
   return kernels;
 }
 
+// `e` with every Load of `buffer` replaced by `value` (an epilogue reading the value it follows).
+Expr ReplaceLoadsOf(const Expr& e, const std::string& buffer, const Expr& value) {
+  class Replace : public ir::ExprMutator {
+   public:
+    Replace(const std::string& b, const Expr& v) : b_(b), v_(v) {}
+
+   protected:
+    Expr MutateLoad(const ir::LoadNode* op, const Expr& e) override {
+      if (op->buffer == b_) return v_;
+      return ir::ExprMutator::MutateLoad(op, e);
+    }
+
+   private:
+    const std::string& b_;
+    const Expr& v_;
+  };
+  return Replace(buffer, value).Mutate(e);
+}
+
 bool Lowerer::FusedAway(int s) const {
   const Stage& st = state_.stage(s);
   if (st.tensor_core) return st.tensor_core->epilogue > 0;
@@ -1013,21 +1032,7 @@ absl::StatusOr<lower_internal::TensorCoreKernels> Lowerer::BuildTensorCoreStage(
     std::string prev = root.name();
     for (size_t i = 0; i < chain.size(); ++i) {
       const Stage& e = state_.stage(chain[i]);
-      class Replace : public ir::ExprMutator {
-       public:
-        Replace(const std::string& b, const Expr& v) : b_(b), v_(v) {}
-
-       protected:
-        Expr MutateLoad(const ir::LoadNode* op, const Expr& e) override {
-          if (op->buffer == b_) return v_;
-          return ir::ExprMutator::MutateLoad(op, e);
-        }
-
-       private:
-        const std::string& b_;
-        const Expr& v_;
-      };
-      Expr body = Replace(prev, v).Mutate(bodies[i]);
+      Expr body = ReplaceLoadsOf(bodies[i], prev, v);
       std::vector<std::pair<std::string, Expr>> sub;
       for (size_t d = 0; d < e.op->axes.size() && d < axes.size(); ++d) {
         sub.emplace_back(e.op->axes[d].name, axes[d]);

@@ -24,30 +24,31 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 Expr C(int64_t v) { return ir::IntConst(v); }
 
-// Values of the axes `axes` (indices into op.axes, row-major, the last fastest) at linear
-// position `linear`: (linear / stride) % extent, the first without the modulo.
-void Delinearize(const ir::TensorNode& op, const std::vector<int>& axes, const Expr& linear,
+// Values of the iterators `axes` (row-major, the last fastest) at linear position `linear`:
+// (linear / stride) % extent, the first without the modulo.
+void Delinearize(const std::vector<const ir::IterVar*>& axes, const Expr& linear,
                  std::vector<std::pair<std::string, Expr>>* out) {
   int64_t stride = 1;
   for (size_t i = axes.size(); i-- > 0;) {
-    const ir::IterVar& ax = op.axes[axes[i]];
     Expr v = stride == 1 ? linear : linear / C(stride);
-    if (i > 0) v = v % C(ax.extent);
-    out->emplace_back(ax.name, v);
-    stride *= ax.extent;
+    if (i > 0) v = v % C(axes[i]->extent);
+    out->emplace_back(axes[i]->name, v);
+    stride *= axes[i]->extent;
   }
 }
 
-void DelinearizeReduce(const ir::TensorNode& op, const Expr& linear,
-                       std::vector<std::pair<std::string, Expr>>* out) {
-  int64_t stride = 1;
-  for (size_t i = op.reduce_axes.size(); i-- > 0;) {
-    const ir::IterVar& ax = op.reduce_axes[i];
-    Expr v = stride == 1 ? linear : linear / C(stride);
-    if (i > 0) v = v % C(ax.extent);
-    out->emplace_back(ax.name, v);
-    stride *= ax.extent;
-  }
+// The output axes of `op` at positions `ids`.
+std::vector<const ir::IterVar*> AxesAt(const ir::TensorNode& op, const std::vector<int>& ids) {
+  std::vector<const ir::IterVar*> out;
+  for (int id : ids) out.push_back(&op.axes[id]);
+  return out;
+}
+
+// The reduce axes of `op`.
+std::vector<const ir::IterVar*> ReduceAxes(const ir::TensorNode& op) {
+  std::vector<const ir::IterVar*> out;
+  for (const ir::IterVar& ax : op.reduce_axes) out.push_back(&ax);
+  return out;
 }
 
 // The Load an operand factor copies when it is a plain (optionally cast) load whose indices are
@@ -132,9 +133,9 @@ struct Builder {
     const Expr rg = row_tile * C(o.rows) + row;
     const Expr kg = ko * C(bk) + kk;
     std::vector<std::pair<std::string, Expr>> sub;
-    Delinearize(op, o.row_axes, rg, &sub);
-    DelinearizeReduce(op, kg, &sub);
-    if (batch.defined()) Delinearize(op, mm.batch_axes, batch, &sub);
+    Delinearize(AxesAt(op, o.row_axes), rg, &sub);
+    Delinearize(ReduceAxes(op), kg, &sub);
+    if (batch.defined()) Delinearize(AxesAt(op, mm.batch_axes), batch, &sub);
     if (o.copy != nullptr) {
       std::vector<Expr> idx;
       for (const Expr& i : o.copy->indices) idx.push_back(ir::Substitute(i, sub));
@@ -179,17 +180,11 @@ struct Builder {
 
   Stmt Mma(const std::string& acc, const Expr& slot) {
     if (!tile_acc.empty()) {
-      absl::Status unused;
-      Stmt add = OverFragments(
-          acc + ".add",
-          [&](Expr i, Expr j, Expr eh, Expr el) -> absl::StatusOr<Stmt> {
-            const std::vector<Expr> idx = {i, j, eh * C(2) + el};
-            return ir::StoreNode::Make(
-                acc, idx,
-                ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, idx) +
-                    ir::LoadNode::Make(ir::ScalarType::kFloat32, tile_acc, idx));
-          },
-          &unused);
+      Stmt add = OverFragments(acc + ".add", [&](const std::vector<Expr>& idx) {
+        return ir::StoreNode::Make(acc, idx,
+                                   ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, idx) +
+                                       ir::LoadNode::Make(ir::ScalarType::kFloat32, tile_acc, idx));
+      });
       return ir::SeqNode::Make({InitAcc(tile_acc), WarpMma(tile_acc, slot), add});
     }
     return WarpMma(acc, slot);
@@ -238,22 +233,13 @@ struct Builder {
     return ir::SeqNode::Make(seq);
   }
 
-  // Loops over the thread's accumulator elements (i, j, e = 2 eh + el), unrolled.
+  // `body` at every accumulator element [i, j, e] of the thread, in unrolled loops.
   Stmt OverFragments(const std::string& base,
-                     const std::function<absl::StatusOr<Stmt>(Expr, Expr, Expr, Expr)>& body,
-                     absl::Status* status) {
+                     const std::function<Stmt(const std::vector<Expr>& idx)>& body) {
     const Expr i = ir::MakeVar(k.fresh(base + ".i"));
     const Expr j = ir::MakeVar(k.fresh(base + ".j"));
-    const Expr eh = ir::MakeVar(k.fresh(base + ".eh"));
-    const Expr el = ir::MakeVar(k.fresh(base + ".el"));
-    absl::StatusOr<Stmt> s = body(i, j, eh, el);
-    if (!s.ok()) {
-      *status = s.status();
-      return ir::BarrierNode::Make();
-    }
-    Stmt out = *s;
-    out = ir::ForNode::Make(el, C(0), C(2), ForKind::kUnrolled, out);
-    out = ir::ForNode::Make(eh, C(0), C(2), ForKind::kUnrolled, out);
+    const Expr e = ir::MakeVar(k.fresh(base + ".e"));
+    Stmt out = ir::ForNode::Make(e, C(0), C(4), ForKind::kUnrolled, body({i, j, e}));
     out = ir::ForNode::Make(j, C(0), C(wn / 8), ForKind::kUnrolled, out);
     return ir::ForNode::Make(i, C(0), C(wm / 16), ForKind::kUnrolled, out);
   }
@@ -261,9 +247,9 @@ struct Builder {
   // The stage's axis values at output row `r` (m), column `c` (n) and the block's batch.
   std::vector<Expr> AxisValues(const Expr& r, const Expr& c, const Expr& b) const {
     std::vector<std::pair<std::string, Expr>> sub;
-    Delinearize(op, mm.m_axes, r, &sub);
-    Delinearize(op, mm.n_axes, c, &sub);
-    if (b.defined()) Delinearize(op, mm.batch_axes, b, &sub);
+    Delinearize(AxesAt(op, mm.m_axes), r, &sub);
+    Delinearize(AxesAt(op, mm.n_axes), c, &sub);
+    if (b.defined()) Delinearize(AxesAt(op, mm.batch_axes), b, &sub);
     std::vector<Expr> axes;
     for (const ir::IterVar& ax : op.axes) {
       Expr v = C(0);
@@ -332,13 +318,9 @@ struct Builder {
   }
 
   Stmt InitAcc(const std::string& acc) {
-    absl::Status unused;
-    return OverFragments(
-        acc + ".init",
-        [&](Expr i, Expr j, Expr eh, Expr el) -> absl::StatusOr<Stmt> {
-          return ir::StoreNode::Make(acc, {i, j, eh * C(2) + el}, ir::FloatConst(0.0));
-        },
-        &unused);
+    return OverFragments(acc + ".init", [&](const std::vector<Expr>& idx) {
+      return ir::StoreNode::Make(acc, idx, ir::FloatConst(0.0));
+    });
   }
 };
 

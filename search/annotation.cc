@@ -16,6 +16,7 @@
 #include "ir/simplify.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
+#include "search/mutation_internal.h"
 #include "search/sketch_rules.h"
 #include "search/tensor_core_space.h"
 
@@ -1110,17 +1111,12 @@ std::vector<State> SampleInitialPopulation(const std::vector<State>& sketches, i
   if (sketches.empty() || n <= 0) return out;
   std::set<uint64_t> seen;
   std::vector<const State*> tensor_core, simt;
-  for (const State& s : sketches) {
-    const bool tc = std::any_of(s.steps().begin(), s.steps().end(), [](const Step& st) {
-      return std::holds_alternative<schedule::TensorCoreStep>(st);
-    });
-    (tc ? tensor_core : simt).push_back(&s);
-  }
+  for (const State& s : sketches) (HasTensorCoreStep(s) ? tensor_core : simt).push_back(&s);
   const int64_t max_attempts = int64_t{n} * std::max(1, options.max_attempts_per_state);
   for (int64_t attempt = 0; attempt < max_attempts && static_cast<int>(out.size()) < n; ++attempt) {
     const std::vector<const State*>* pool = &tensor_core;
-    if (tensor_core.empty() || (!simt.empty() && static_cast<double>(rng() >> 11) * 0x1.0p-53 >=
-                                                     options.tensor_core_share)) {
+    if (tensor_core.empty() ||
+        (!simt.empty() && internal::Uniform01(rng) >= options.tensor_core_share)) {
       pool = &simt;
     }
     const State& sketch = *(*pool)[Pick(rng, static_cast<int64_t>(pool->size()))];

@@ -1,6 +1,7 @@
 #include "search/tensor_core_space.h"
 
 #include <algorithm>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
@@ -47,6 +48,12 @@ bool SizedForProblem(const TensorCoreStep& t, const schedule::MatmulLike& mm) {
 }
 
 }  // namespace
+
+bool HasTensorCoreStep(const schedule::State& s) {
+  return std::any_of(s.steps().begin(), s.steps().end(), [](const schedule::Step& st) {
+    return std::holds_alternative<TensorCoreStep>(st);
+  });
+}
 
 std::vector<std::string> TensorCoreKinds(const schedule::MatmulLike& mm, bool allow_tf32) {
   if (mm.a_type != mm.b_type) return {};

@@ -17,6 +17,9 @@
 
 namespace tilesearch::search {
 
+/// Whether `s` computes some stage with a tensor_core step.
+bool HasTensorCoreStep(const schedule::State& s);
+
 /// The mma kinds (ir::MmaKindName) that can compute `mm` exactly enough: f16 for float16
 /// operands, bf16 for bfloat16, tf32x3 for float32 (and tf32 when `allow_tf32`). Empty when the
 /// operand types differ or none fits.

@@ -18,6 +18,7 @@
 #include "schedule/lower.h"
 #include "schedule/naive_gpu.h"
 #include "schedule/state.h"
+#include "tests/measure/doubling_dag.h"
 
 namespace tilesearch::measure {
 namespace {
@@ -25,17 +26,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::tilesearch::testing::IsOk;
 
-// Y[i] = X[i] * 2 over 256 elements.
-ir::ComputeDAG Doubling() {
-  absl::StatusOr<ir::Tensor> x = ir::Placeholder("X", {256});
-  EXPECT_THAT(x, IsOk());
-  absl::StatusOr<ir::Tensor> y =
-      ir::Compute("Y", {256}, [&](const std::vector<ir::Expr>& ax) { return (*x)(ax[0]) * 2.0; });
-  EXPECT_THAT(y, IsOk());
-  absl::StatusOr<ir::ComputeDAG> dag = ir::ComputeDAG::Create({*y});
-  EXPECT_THAT(dag, IsOk());
-  return *std::move(dag);
-}
+using testing_util::Doubling;
 
 TEST(BuilderTest, AFailedLoweringIsAnInvalidScheduleBuildErrorWithItsLoweringTime) {
   BuildInput plain = BuildInput::FromLowering(absl::InvalidArgumentError("stale region"), 1.5);

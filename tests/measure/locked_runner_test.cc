@@ -20,6 +20,7 @@
 #include "measure/measure.h"
 #include "measure/runner.h"
 #include "runtime/device_lock.h"
+#include "tests/measure/doubling_dag.h"
 
 namespace tilesearch::measure {
 namespace {
@@ -52,16 +53,7 @@ bool WaitForTickets(const std::string& path, size_t n) {
   return false;
 }
 
-ir::ComputeDAG Doubling() {
-  absl::StatusOr<ir::Tensor> x = ir::Placeholder("X", {256});
-  EXPECT_THAT(x, IsOk());
-  absl::StatusOr<ir::Tensor> y =
-      ir::Compute("Y", {256}, [&](const std::vector<ir::Expr>& ax) { return (*x)(ax[0]) * 2.0; });
-  EXPECT_THAT(y, IsOk());
-  absl::StatusOr<ir::ComputeDAG> dag = ir::ComputeDAG::Create({*y});
-  EXPECT_THAT(dag, IsOk());
-  return *std::move(dag);
-}
+using testing_util::Doubling;
 
 MeasureOptions Options(const std::string& lock) {
   MeasureOptions o;
