@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
+#include "ir/compensated_sum.h"
 #include "ir/lower_naive.h"
 
 namespace tilesearch::ir {
@@ -380,9 +381,11 @@ BufferMap MakeRandomInputs(const ComputeDAG& dag, uint64_t seed) {
   return inputs;
 }
 
-absl::StatusOr<BufferMap> RunReference(const ComputeDAG& dag, const BufferMap& inputs,
-                                       Precision precision) {
-  ASSIGN_OR_RETURN(LoopNest nest, LowerNaive(dag));
+namespace {
+
+// Runs `nest` (a lowering of `dag`) on `inputs`; the output buffers keyed by tensor name.
+absl::StatusOr<BufferMap> RunNest(const ComputeDAG& dag, const LoopNest& nest,
+                                  const BufferMap& inputs, Precision precision) {
   BufferMap buffers;
   for (int id : dag.input_ids()) {
     const Tensor& t = dag.stage(id);
@@ -400,6 +403,19 @@ absl::StatusOr<BufferMap> RunReference(const ComputeDAG& dag, const BufferMap& i
     outputs.emplace(name, std::move(buffers.at(name)));
   }
   return outputs;
+}
+
+}  // namespace
+
+absl::StatusOr<BufferMap> RunReference(const ComputeDAG& dag, const BufferMap& inputs,
+                                       Precision precision) {
+  ASSIGN_OR_RETURN(LoopNest nest, LowerNaive(dag));
+  return RunNest(dag, nest, inputs, precision);
+}
+
+absl::StatusOr<BufferMap> RunCompensatedReference(const ComputeDAG& dag, const BufferMap& inputs) {
+  ASSIGN_OR_RETURN(LoopNest nest, LowerNaive(dag));
+  return RunNest(dag, CompensateFloatSums(nest), inputs, Precision::kNative);
 }
 
 absl::StatusOr<double> EvaluatePoint(const ComputeDAG& dag, int stage_id,

@@ -20,6 +20,12 @@ BufferMap MakeRandomInputs(const ComputeDAG& dag, uint64_t seed);
 absl::StatusOr<BufferMap> RunReference(const ComputeDAG& dag, const BufferMap& inputs,
                                        Precision precision = Precision::kNative);
 
+/// RunReference of the naive program with every float32 sum compensated
+/// (ir/compensated_sum.h: Kahan summation, error about 2u·Σ|terms| whatever the reduction's
+/// length), each operation rounded to float32: the correctness check's reference. Errors as
+/// RunReference.
+absl::StatusOr<BufferMap> RunCompensatedReference(const ComputeDAG& dag, const BufferMap& inputs);
+
 /// Value of stage `stage_id` at `index`, computed from the definitions in float64 (producers are
 /// evaluated pointwise, memoized). `steps`, when given, receives the number of stage bodies
 /// evaluated (one per element computed, one per reduce iteration; inputs are not counted): a

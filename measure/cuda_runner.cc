@@ -1037,7 +1037,7 @@ class CudaRunner : public Runner {
         trial.inputs = MakeCheckInputs(dag, trial.distribution, trial.seed);
         trial.packed = PackAll(trial.inputs);
         if (!on_gpu) {
-          absl::StatusOr<ir::BufferMap> expected = ir::RunReference(dag, trial.inputs);
+          absl::StatusOr<ir::BufferMap> expected = ir::RunCompensatedReference(dag, trial.inputs);
           if (!expected.ok()) {
             return absl::Status(expected.status().code(),
                                 absl::StrCat("reference: ", expected.status().message()));

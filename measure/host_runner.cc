@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "codegen/codegen.h"
+#include "ir/compensated_sum.h"
 #include "ir/lower_naive.h"
 #include "ir/reference.h"
 #include "measure/checker.h"
@@ -187,7 +188,7 @@ class HostRunner : public Runner {
     const bool interpret = EstimateOps(dag) <= options_.interpreter_reference_max_ops;
     if (interpret) {
       for (int t = 0; t < trials; ++t) {
-        absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs[t]);
+        absl::StatusOr<ir::BufferMap> ref = ir::RunCompensatedReference(dag, inputs[t]);
         if (!ref.ok()) {
           for (int i : runnable) {
             results[i] = Failure(MeasureError::kUnknown,
@@ -207,7 +208,8 @@ class HostRunner : public Runner {
     auto setup = [&]() -> absl::Status {
       if (options_.timing.flush_cache) flush = std::make_unique<AlignedBytes>(kFlushBytes);
       if (interpret || trials == 0) return absl::OkStatus();
-      ASSIGN_OR_RETURN(const ir::LoopNest naive, ir::LowerNaive(dag));
+      ASSIGN_OR_RETURN(ir::LoopNest naive, ir::LowerNaive(dag));
+      naive = ir::CompensateFloatSums(naive);
       codegen::HostCompileOptions compile;
       compile.num_threads = options_.host_threads;
       absl::StatusOr<std::unique_ptr<codegen::HostKernel>> kernel =

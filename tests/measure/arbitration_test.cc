@@ -6,6 +6,7 @@
 // compiler contraction changes them; the float64 values are the test's own sums. Then the host
 // runner end to end: a reassociated candidate that the plain check rejects at a tight tolerance
 // passes.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -19,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/compute_dag.h"
+#include "ir/reference.h"
 #include "ir/stmt.h"
 #include "ir/tensor.h"
 #include "measure/checker.h"
@@ -313,10 +315,39 @@ TEST(ArbitrationTest, ReportFieldsRoundTripThroughJsonAndOptionsAreValidated) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("arbitration_max_steps")));
 }
 
-// End to end on the cpu target: Y[i] = sum_k (X[i, k] + 1000) with 4096 terms. The interpreter's
-// float32 reference sums ~4·10^6-sized partial sums (ulp 0.25 to 0.5) and is off by units; the
-// candidate computes 1000 · 4096 + sum_k X[i, k] (a reassociation: error <= 0.25 + ~1e-5). At
-// atol 0.3 (rtol 1e-12) the plain check rejects it, arbitration accepts it.
+// End to end on the cpu target: Y[i] = (X[i] + 4096) − 4096. The float32 reference rounds X[i] +
+// 4096 to a multiple of 2^-12 and so loses X's low bits (off by up to 2^-13 ≈ 1.2e-4); the
+// candidate simplifies the expression to Y[i] = X[i], the exact value. At atol 1e-5 (rtol 1e-12)
+// the plain check rejects it at most elements, arbitration accepts it: the float32 reference's own
+// error is no fault of the candidate's. (Long sums no longer make such a case: the reference
+// compensates them, ir/compensated_sum.h.)
+constexpr int64_t kRoundTripRows = 512;
+constexpr double kOffset = 4096;
+
+ir::ComputeDAG OffsetRoundTrip() {
+  ir::Tensor x = Ok(ir::Placeholder("X", {kRoundTripRows}));
+  ir::Tensor y = Ok(ir::Compute("Y", {kRoundTripRows},
+                                [&](const Axes& ax) { return (x(ax[0]) + kOffset) - kOffset; }));
+  return Ok(ir::ComputeDAG::Create({y}));
+}
+
+ir::LoopNest Simplified() {
+  const ir::Expr i = ir::MakeVar("i");
+  ir::LoopNest nest;
+  nest.name = "simplified";
+  nest.params = {ir::BufferDecl{"X", ir::ScalarType::kFloat32, {kRoundTripRows}},
+                 ir::BufferDecl{"Y", ir::ScalarType::kFloat32, {kRoundTripRows}}};
+  nest.num_inputs = 1;
+  nest.body = ir::ForNode::Make(
+      i, ir::IntConst(0), ir::IntConst(kRoundTripRows), ir::ForKind::kSerial,
+      ir::StoreNode::Make("Y", {i}, ir::LoadNode::Make(ir::ScalarType::kFloat32, "X", {i})));
+  return nest;
+}
+
+// Y[i] = sum_k (X[i, k] + 1000) with 4096 terms. A plain float32 sum adds ~4·10^6-sized partial
+// sums (ulp 0.25 to 0.5) and is off by units; the candidate computes 1000 · 4096 + sum_k X[i, k]
+// (a reassociation: error <= 0.25 + ~1e-5). The check's compensated reference is within about
+// its final rounding, so at atol 0.3 (rtol 1e-12) the candidate passes without arbitration.
 constexpr int64_t kSumRows = 16, kSumDepth = 4096;
 
 ir::ComputeDAG OffsetSum() {
@@ -348,18 +379,18 @@ ir::LoopNest Reassociated() {
   return nest;
 }
 
-TEST(ArbitrationTest, HostMeasurerAcceptsAReassociatedSumThePlainCheckRejects) {
+TEST(ArbitrationTest, HostMeasurerAcceptsAnExactResultThePlainCheckRejects) {
   MeasureOptions o;
   o.timing.warmup_runs = 1;
   o.timing.min_runs = 3;
   o.timing.max_runs = 3;
   o.timing.min_total_ms = 0;
   o.host_threads = 1;
-  o.atol = 0.3;
+  o.atol = 1e-5;
   o.rtol = 1e-12;
   BuildResult c;
-  c.nest = std::make_shared<const ir::LoopNest>(Reassociated());
-  const ir::ComputeDAG dag = OffsetSum();
+  c.nest = std::make_shared<const ir::LoopNest>(Simplified());
+  const ir::ComputeDAG dag = OffsetRoundTrip();
 
   std::unique_ptr<Runner> with = Ok(CreateRunner(Target::HostCpu(), o));
   const std::vector<MeasureResult> passed = with->Run(dag, {c});
@@ -379,6 +410,38 @@ TEST(ArbitrationTest, HostMeasurerAcceptsAReassociatedSumThePlainCheckRejects) {
   EXPECT_EQ(failed[0].check.mismatches, passed[0].check.arbitrated);
   EXPECT_EQ(failed[0].check.arbitrated, 0);
   EXPECT_THAT(failed[0].message, HasSubstr("outside tolerance"));
+}
+
+TEST(ArbitrationTest, HostMeasurerJudgesLongSumsAgainstTheCompensatedReference) {
+  const ir::ComputeDAG dag = OffsetSum();
+  const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 17);
+  // The premise: a plain float32 sum is farther than atol from the exact value somewhere.
+  const ir::BufferMap plain = Ok(ir::RunReference(dag, inputs));
+  double plain_error = 0;
+  for (int64_t i = 0; i < kSumRows; ++i) {
+    const double exact = Ok(ir::EvaluatePoint(dag, dag.output_ids()[0], {i}, inputs));
+    plain_error = std::max(plain_error, std::fabs(plain.at("Y").data[i] - exact));
+  }
+  EXPECT_GT(plain_error, 0.3);
+
+  MeasureOptions o;
+  o.timing.warmup_runs = 1;
+  o.timing.min_runs = 3;
+  o.timing.max_runs = 3;
+  o.timing.min_total_ms = 0;
+  o.host_threads = 1;
+  o.atol = 0.3;
+  o.rtol = 1e-12;
+  o.arbitration_max_elements = 0;
+  BuildResult c;
+  c.nest = std::make_shared<const ir::LoopNest>(Reassociated());
+  std::unique_ptr<Runner> runner = Ok(CreateRunner(Target::HostCpu(), o));
+  const std::vector<MeasureResult> results = runner->Run(dag, {c});
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].error, MeasureError::kNone)
+      << MeasureErrorName(results[0].error) << ": " << results[0].message;
+  EXPECT_EQ(results[0].check.mismatches, 0);
+  EXPECT_EQ(results[0].check.arbitrated, 0);
 }
 
 }  // namespace
