@@ -18,8 +18,8 @@ double NaiveOps(const ir::ComputeDAG& dag);
 /// The naive GPU kernel of `dag` for `target` (schedule::NaiveGpuSchedule, lowered, compiled to
 /// PTX for target.arch, sm_90 when empty) with its float32 sums compensated
 /// (ir::CompensateFloatSums) and fma contraction off, so that it rounds every operation separately
-/// as the interpreter does (and the compensation works). Errors: those of the schedule, the lowering and
-/// the compilation, with the message prefixed "reference kernel: ".
+/// as the interpreter does (and the compensation works). Errors: those of the schedule, the
+/// lowering and the compilation, with the message prefixed "reference kernel: ".
 [[nodiscard]] absl::StatusOr<codegen::GpuModule> BuildGpuReference(const ir::ComputeDAG& dag,
                                                                    const Target& target);
 
