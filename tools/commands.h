@@ -170,4 +170,14 @@ ExitCodeAction AddRunGraphCommand(CLI::App& app);
 /// reported before anything is tuned.
 ExitCodeAction AddBenchCommand(CLI::App& app);
 
+/// `tilesearch predict --op NAME --shape ... [--attr ...] [--dtype T] [--target T] [--log FILE ...]
+/// [--model FILE] [--nearest N] [--records N] [--fresh-samples N] [--seed S] [--schedule-out FILE]
+/// [--out DIR] [--name NAME] [--no-check]`: a schedule for a workload without measuring
+/// (search::PredictSchedule over the logs' records and fresh samples, ranked by the model), printed
+/// step by step, rebuilt (search::BuildKernel) and checked against the unscheduled program
+/// (search::CheckKernel; "not re-checked" without a CUDA driver), written as a schedule file and /
+/// or artifacts. Returns 1 when the check fails; user errors (no --log and no --model, a bad
+/// workload, an unreadable log or model, nothing to transfer without a model) are a Status.
+ExitCodeAction AddPredictCommand(CLI::App& app);
+
 }  // namespace tilesearch::tools

@@ -57,6 +57,11 @@ int main(int argc, char** argv) {
                          "rebuild the best logged kernel of a workload and write it out (cuda: "
                          "PTX, cubin, launch JSON, header; cpu: object file, header, JSON)");
   actions[replay] = tilesearch::tools::AddReplayCommand(*replay);
+  CLI::App* predict =
+      app.add_subcommand("predict",
+                         "a schedule for an untuned workload from tuned shapes and a cost model, "
+                         "without measuring; checked, written as a schedule file or artifacts");
+  actions[predict] = tilesearch::tools::AddPredictCommand(*predict);
   CLI::App* inspect = app.add_subcommand(
       "inspect", "summarize a tuning log per workload: trials, best, errors, tuning curve");
   actions[inspect] = tilesearch::tools::AddInspectCommand(*inspect);
