@@ -39,6 +39,11 @@ struct ReplayedRecord {
   schedule::State state;  // record.steps applied to dag's initial state
   /// ReadLog's warnings (skipped lines, records of other targets) when read from a log.
   std::vector<std::string> warnings;
+  /// True when the log had no valid record of the workload and the schedule was predicted
+  /// without measuring (ApplyHistoryBestOrPredict): `record` then has no result, and
+  /// `prediction` says where the schedule came from ("transferred from trial 17 of ...").
+  bool predicted = false;
+  std::string prediction;
 };
 
 /// Rebuilds the record's DAG and replays its steps. Errors (kInvalidArgument, naming the trial):
