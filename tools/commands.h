@@ -180,4 +180,13 @@ ExitCodeAction AddBenchCommand(CLI::App& app);
 /// workload, an unreadable log or model, nothing to transfer without a model) are a Status.
 ExitCodeAction AddPredictCommand(CLI::App& app);
 
+/// `tilesearch export-dispatch --op NAME --shape ... --log FILE --values 1,8,64 --out DIR --name N
+/// [--input I] [--dim D] [--model FILE] [--target T]`: one kernel per bucket of a family of shapes
+/// whose input I dimension D takes each of --values (its best record in the log, or a schedule
+/// predicted without measuring: search ApplyHistoryBestOrPredict), each rebuilt and checked, then
+/// written as artifacts <name>_<extent> with a dispatch header <name>.h (the bucket extents and
+/// `int <name>_bucket(int64_t extent)`: the smallest bucket extent at least `extent`) and a JSON
+/// manifest (each bucket's source and check). Nothing is written when a check fails (returns 1).
+ExitCodeAction AddExportDispatchCommand(CLI::App& app);
+
 }  // namespace tilesearch::tools
