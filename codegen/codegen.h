@@ -74,6 +74,11 @@ struct GpuCompileOptions {
   /// Keep the emitted MLIR (before lowering) and the LLVM IR (after optimization) in GpuModule.
   bool keep_mlir = false;
   bool keep_llvm_ir = false;
+  /// A ptxas to assemble the PTX with (codegen/ptxas.h: FindPtxas) into GpuModule::cubin for
+  /// `arch`, so that loading the module needs no driver JIT; "" = PTX only. A failed assembly
+  /// leaves the cubin empty and says why in GpuModule::assemble_error (the PTX is still loadable:
+  /// the driver then JIT-compiles it and reports its own errors).
+  std::string ptxas;
 };
 
 /// One `.entry` of the PTX module and how to launch it.
@@ -100,8 +105,13 @@ struct GpuModule {
     double optimize_ms = 0;
     double codegen_ms = 0;
   } phases;
-  std::string mlir;     // when GpuCompileOptions::keep_mlir
-  std::string llvm_ir;  // when GpuCompileOptions::keep_llvm_ir
+  /// The PTX assembled by GpuCompileOptions::ptxas (ELF, for options.arch); empty without one or
+  /// when assembling failed (assemble_error then says why).
+  std::string cubin;
+  std::string assemble_error;
+  double assemble_ms = 0;  // the ptxas run, wall clock (part of compile_ms)
+  std::string mlir;        // when GpuCompileOptions::keep_mlir
+  std::string llvm_ir;     // when GpuCompileOptions::keep_llvm_ir
 };
 
 /// Compiles `nest` for a CUDA GPU. Each top-level statement of `nest.body` (under the global

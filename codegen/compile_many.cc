@@ -92,6 +92,9 @@ std::string Serialize(const absl::StatusOr<GpuModule>& r) {
   }
   w.Str(r->mlir);
   w.Str(r->llvm_ir);
+  w.Str(r->cubin);
+  w.Str(r->assemble_error);
+  w.F64(r->assemble_ms);
   w.I64(static_cast<int64_t>(r->kernels.size()));
   for (const GpuKernelInfo& k : r->kernels) {
     w.Str(k.name);
@@ -114,7 +117,8 @@ absl::StatusOr<GpuModule> Deserialize(const std::string& buf, const ir::LoopNest
   int64_t n = 0;
   if (!r.Str(m.ptx) || !r.F64(m.compile_ms) || !r.F64(m.phases.emit_ms) ||
       !r.F64(m.phases.lower_ms) || !r.F64(m.phases.translate_ms) || !r.F64(m.phases.optimize_ms) ||
-      !r.F64(m.phases.codegen_ms) || !r.Str(m.mlir) || !r.Str(m.llvm_ir) || !r.I64(n)) {
+      !r.F64(m.phases.codegen_ms) || !r.Str(m.mlir) || !r.Str(m.llvm_ir) || !r.Str(m.cubin) ||
+      !r.Str(m.assemble_error) || !r.F64(m.assemble_ms) || !r.I64(n)) {
     return corrupt;
   }
   for (int64_t i = 0; i < n; ++i) {

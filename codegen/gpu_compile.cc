@@ -11,6 +11,7 @@
 #include "codegen/emitter.h"
 #include "codegen/kernel_plan.h"
 #include "codegen/mlir_setup.h"
+#include "codegen/ptxas.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -333,6 +334,15 @@ absl::StatusOr<GpuModule> CompileToPtx(const ir::LoopNest& nest,
   }
   out.ptx = std::string(ptx.str());
   out.phases.codegen_ms = lap();
+  if (!options.ptxas.empty()) {
+    absl::StatusOr<std::string> cubin = AssemblePtx(options.ptxas, out.ptx, options.arch);
+    if (cubin.ok()) {
+      out.cubin = *std::move(cubin);
+    } else {
+      out.assemble_error = std::string(cubin.status().message());
+    }
+    out.assemble_ms = lap();
+  }
   out.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/ptxas.h"
 
 namespace tilesearch::measure {
 
@@ -20,7 +21,11 @@ BuildInput BuildInput::FromLowering(absl::StatusOr<schedule::LoweredKernel> lowe
 }
 
 Builder::Builder(Target target, BuilderOptions options)
-    : target_(std::move(target)), options_(std::move(options)) {}
+    : target_(std::move(target)), options_(std::move(options)) {
+  if (target_.is_gpu() && options_.assemble_cubin && options_.gpu.ptxas.empty()) {
+    options_.gpu.ptxas = codegen::FindPtxas().value_or("");
+  }
+}
 
 codegen::GpuCompileOptions Builder::GpuOptions() const {
   codegen::GpuCompileOptions gpu = options_.gpu;

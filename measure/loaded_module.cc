@@ -28,7 +28,10 @@ absl::StatusOr<std::unique_ptr<LoadedGpuModule>> LoadedGpuModule::Load(
   m->context_ = &context;
   m->kernels_ = module.kernels;
   m->num_args_ = module.args.size();
-  ASSIGN_OR_RETURN(m->module_, runtime::CudaModule::LoadPtx(context.driver(), module.ptx));
+  // The cubin when the Builder assembled one: no driver JIT at load.
+  ASSIGN_OR_RETURN(m->module_,
+                   runtime::CudaModule::LoadPtx(context.driver(),
+                                                module.cubin.empty() ? module.ptx : module.cubin));
   const runtime::DeviceInfo& info = context.info();
   for (const codegen::GpuKernelInfo& k : module.kernels) {
     ASSIGN_OR_RETURN(runtime::cuda::CUfunction f, m->module_->GetFunction(k.name));

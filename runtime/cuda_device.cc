@@ -440,7 +440,7 @@ absl::StatusOr<std::unique_ptr<CudaModule>> CudaModule::LoadPtx(const CudaDriver
                     reinterpret_cast<void*>(static_cast<uintptr_t>(1))};
   auto start = std::chrono::steady_clock::now();
   cuda::CUmodule module = nullptr;
-  // The image is the NUL-terminated PTX text.
+  // The image: NUL-terminated PTX text, or an ELF cubin (its size is in its headers).
   CUresult r = driver.cuModuleLoadDataEx(&module, ptx.c_str(), 5, options, values);
   double load_ms = MsSince(start);
   auto trim = [](std::string& s) {

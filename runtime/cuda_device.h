@@ -167,11 +167,12 @@ class CudaEvent {
   cuda::CUevent event_;
 };
 
-/// A module loaded from PTX into the current context (the driver JIT-compiles it for the device),
-/// unloaded on destruction.
+/// A module loaded from PTX (the driver JIT-compiles it for the device) or from a cubin into the
+/// current context, unloaded on destruction.
 class CudaModule {
  public:
-  /// cuModuleLoadDataEx with JIT info and error log buffers; load_ms is the wall time of the call.
+  /// cuModuleLoadDataEx of `ptx` (PTX text, or a cubin image: the driver tells them apart) with
+  /// JIT info and error log buffers; load_ms is the wall time of the call.
   /// Errors: "cuModuleLoadData: CUDA_ERROR_INVALID_PTX: a PTX JIT compilation failed" followed by
   /// the JIT error log (kInternal), or the driver's other errors.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<CudaModule>> LoadPtx(const CudaDriver& driver,

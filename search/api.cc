@@ -11,6 +11,8 @@
 #include "measure/loaded_module.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
+#include "search/log_io.h"
+#include "search/predict.h"
 
 namespace tilesearch {
 namespace {
@@ -86,6 +88,32 @@ absl::StatusOr<TuneResult> Tune(const Task& task, const TuneOptions& options) {
 
 absl::StatusOr<HistoryBest> ApplyHistoryBest(const std::string& log_path, const Task& task) {
   return search::ApplyHistoryBest(log_path, task.workload, task.target);
+}
+
+absl::StatusOr<HistoryBest> ApplyHistoryBestOrPredict(const std::string& log_path, const Task& task,
+                                                      costmodel::CostModel* model) {
+  absl::StatusOr<HistoryBest> best = ApplyHistoryBest(log_path, task);
+  if (best.ok() || best.status().code() != absl::StatusCode::kNotFound) return best;
+  absl::StatusOr<search::LogContents> contents = search::ReadLog(log_path);
+  if (!contents.ok()) return best;  // the log itself is missing: ApplyHistoryBest said so
+  ASSIGN_OR_RETURN(ir::ComputeDAG dag, task.workload.Build());
+  absl::StatusOr<search::PredictedSchedule> p =
+      search::PredictSchedule(dag, task.workload, task.target, contents->records, model);
+  if (!p.ok()) {
+    return absl::Status(p.status().code(),
+                        absl::StrCat(p.status().message(), " (", best.status().message(), ")"));
+  }
+  HistoryBest out;
+  out.record.workload = task.workload;
+  out.record.workload_key = dag.WorkloadKey();
+  out.record.target = task.target;
+  out.record.steps = p->state.steps();
+  out.dag = std::move(dag);
+  out.state = std::move(p->state);
+  out.warnings = std::move(contents->warnings);
+  out.predicted = true;
+  out.prediction = std::move(p->origin);
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

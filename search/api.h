@@ -36,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "base/target.h"
 #include "codegen/codegen.h"
+#include "costmodel/cost_model.h"
 #include "ir/host_buffer.h"
 #include "ir/type.h"
 #include "schedule/schedule_file.h"
@@ -107,6 +108,16 @@ absl::StatusOr<Target> TargetFromString(const std::string& text);
 /// replay.
 [[nodiscard]] absl::StatusOr<HistoryBest> ApplyHistoryBest(const std::string& log_path,
                                                            const Task& task);
+
+/// ApplyHistoryBest, or, when the log has no valid record of the task (kNotFound), a schedule
+/// predicted without measuring (search::PredictSchedule over every record in the log, ranked by
+/// `model` when given, else the nearest tuned shape's fastest record transferred):
+/// HistoryBest::predicted is then true and HistoryBest::prediction says where it came from. Check
+/// a predicted kernel (search::CheckKernel) before relying on it. Errors: ApplyHistoryBest's other
+/// than "no (valid) record"; when the prediction fails too, its error ("no tuned workload of
+/// matmul float32 on cpu to transfer from ...") with ApplyHistoryBest's message appended.
+[[nodiscard]] absl::StatusOr<HistoryBest> ApplyHistoryBestOrPredict(
+    const std::string& log_path, const Task& task, costmodel::CostModel* model = nullptr);
 
 /// BuildKernel(const HistoryBest&, const BuildOptions& = {}) and BuildKernel(const
 /// MeasureRecord&, ...): re-lowers and compiles a record for its target (search/replay.h; cuda:

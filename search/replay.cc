@@ -90,19 +90,6 @@ absl::StatusOr<ReplayedRecord> BestOfLog(const std::string& log_path,
 // ---------------------------------------------------------------------------------------------
 // ptxas.
 
-bool IsExecutableFile(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InternalError(absl::StrCat("cannot read '", path, "'"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 absl::Status WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) {
@@ -451,74 +438,6 @@ absl::Status ValidateArtifactDir(const std::string& out_dir) {
   }
 }
 
-std::optional<std::string> FindPtxas() {
-  if (const char* env = std::getenv("TILESEARCH_PTXAS"); env != nullptr && *env != '\0') {
-    return std::string(env);
-  }
-  if (const char* path = std::getenv("PATH"); path != nullptr) {
-    for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
-      const std::string candidate = absl::StrCat(std::string(dir), "/ptxas");
-      if (IsExecutableFile(candidate)) return candidate;
-    }
-  }
-  if (IsExecutableFile("/usr/local/cuda/bin/ptxas"))
-    return std::string("/usr/local/cuda/bin/ptxas");
-  return std::nullopt;
-}
-
-absl::StatusOr<std::string> AssemblePtx(const std::string& ptxas, const std::string& ptx,
-                                        const std::string& arch) {
-  std::string dir_template =
-      (std::filesystem::temp_directory_path() / "tilesearch-ptxas-XXXXXX").string();
-  if (::mkdtemp(dir_template.data()) == nullptr) {
-    return absl::InternalError(
-        absl::StrCat("cannot create a temporary directory: ", std::strerror(errno)));
-  }
-  const std::string dir = dir_template;
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  } cleanup{dir};
-  const std::string in = dir + "/kernel.ptx";
-  const std::string out = dir + "/kernel.cubin";
-  const std::string log = dir + "/ptxas.log";
-  RETURN_IF_ERROR(WriteFile(in, ptx));
-  const std::string arch_flag = "-arch=" + arch;
-  const pid_t pid = ::fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    const char* argv[] = {ptxas.c_str(), arch_flag.c_str(), "-o", out.c_str(), in.c_str(), nullptr};
-    ::execvp(ptxas.c_str(), const_cast<char* const*>(argv));
-    const char kMessage[] = "cannot run ptxas\n";
-    [[maybe_unused]] ssize_t n = ::write(2, kMessage, sizeof(kMessage) - 1);
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return absl::InternalError(absl::StrCat("waitpid: ", std::strerror(errno)));
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    absl::StatusOr<std::string> text = ReadFile(log);
-    std::string message = text.ok() ? *text : "";
-    while (!message.empty() && std::isspace(static_cast<unsigned char>(message.back()))) {
-      message.pop_back();
-    }
-    const std::string how = WIFEXITED(status) ? absl::StrCat("exit ", WEXITSTATUS(status))
-                                              : absl::StrCat("signal ", WTERMSIG(status));
-    return absl::InternalError(
-        absl::StrCat(ptxas, " ", arch_flag, " failed (", how, "): ", message.substr(0, 2000)));
-  }
-  return ReadFile(out);
-}
-
 absl::StatusOr<KernelArtifact> BuildKernel(const ReplayedRecord& replayed,
                                            const BuildOptions& options) {
   const MeasureRecord& record = replayed.record;
@@ -542,6 +461,7 @@ absl::StatusOr<KernelArtifact> BuildKernel(const ReplayedRecord& replayed,
   if (record.target.is_gpu()) {
     measure::BuilderOptions build;
     build.gpu = options.gpu;
+    build.assemble_cubin = false;  // assembled below, with a note when ptxas is missing
     measure::BuildInput input;
     input.lowered = std::make_shared<const schedule::LoweredKernel>(a.lowered);
     measure::BuildResult built = measure::Builder(record.target, build).BuildInProcess(input);

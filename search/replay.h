@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "base/target.h"
 #include "codegen/codegen.h"
+#include "codegen/ptxas.h"
 #include "ir/compute_dag.h"
 #include "measure/measure.h"
 #include "nlohmann/json_fwd.hpp"
@@ -39,6 +40,11 @@ struct ReplayedRecord {
   schedule::State state;  // record.steps applied to dag's initial state
   /// ReadLog's warnings (skipped lines, records of other targets) when read from a log.
   std::vector<std::string> warnings;
+  /// True when the log had no valid record of the workload and the schedule was predicted
+  /// without measuring (ApplyHistoryBestOrPredict): `record` then has no result, and
+  /// `prediction` says where the schedule came from ("transferred from trial 17 of ...").
+  bool predicted = false;
+  std::string prediction;
 };
 
 /// Rebuilds the record's DAG and replays its steps. Errors (kInvalidArgument, naming the trial):
@@ -123,16 +129,9 @@ absl::Status ValidateArtifactName(const std::string& name);
 /// is a file); kPermissionDenied "... is not writable: Permission denied".
 absl::Status ValidateArtifactDir(const std::string& out_dir);
 
-/// The ptxas to use: $TILESEARCH_PTXAS when set and non-empty (even if not executable: then
-/// assembling fails naming it), else `ptxas` on PATH, else /usr/local/cuda/bin/ptxas when it is
-/// executable; nullopt when none.
-std::optional<std::string> FindPtxas();
-
-/// Assembles `ptx` for `arch` ("sm_90") with `ptxas -arch=<arch>` into a cubin. Errors: kInternal
-/// "ptxas -arch=sm_90 failed (exit 255): <its stderr>"; kInternal when it cannot be run.
-[[nodiscard]] absl::StatusOr<std::string> AssemblePtx(const std::string& ptxas,
-                                                      const std::string& ptx,
-                                                      const std::string& arch);
+/// codegen/ptxas.h: the ptxas to use and the assembly of PTX into a cubin.
+using codegen::AssemblePtx;
+using codegen::FindPtxas;
 
 /// Lowers the replayed state for its record's target and compiles it (cuda: CompileToPtx with
 /// the lowered launches, then a cubin when `options.cubin` and ptxas is found; cpu:

@@ -170,4 +170,23 @@ ExitCodeAction AddRunGraphCommand(CLI::App& app);
 /// reported before anything is tuned.
 ExitCodeAction AddBenchCommand(CLI::App& app);
 
+/// `tilesearch predict --op NAME --shape ... [--attr ...] [--dtype T] [--target T] [--log FILE ...]
+/// [--model FILE] [--nearest N] [--records N] [--fresh-samples N] [--seed S] [--schedule-out FILE]
+/// [--out DIR] [--name NAME] [--no-check]`: a schedule for a workload without measuring
+/// (search::PredictSchedule over the logs' records and fresh samples, ranked by the model), printed
+/// step by step, rebuilt (search::BuildKernel) and checked against the unscheduled program
+/// (search::CheckKernel; "not re-checked" without a CUDA driver), written as a schedule file and /
+/// or artifacts. Returns 1 when the check fails; user errors (no --log and no --model, a bad
+/// workload, an unreadable log or model, nothing to transfer without a model) are a Status.
+ExitCodeAction AddPredictCommand(CLI::App& app);
+
+/// `tilesearch export-dispatch --op NAME --shape ... --log FILE --values 1,8,64 --out DIR --name N
+/// [--input I] [--dim D] [--model FILE] [--target T]`: one kernel per bucket of a family of shapes
+/// whose input I dimension D takes each of --values (its best record in the log, or a schedule
+/// predicted without measuring: search ApplyHistoryBestOrPredict), each rebuilt and checked, then
+/// written as artifacts <name>_<extent> with a dispatch header <name>.h (the bucket extents and
+/// `int <name>_bucket(int64_t extent)`: the smallest bucket extent at least `extent`) and a JSON
+/// manifest (each bucket's source and check). Nothing is written when a check fails (returns 1).
+ExitCodeAction AddExportDispatchCommand(CLI::App& app);
+
 }  // namespace tilesearch::tools

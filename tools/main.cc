@@ -57,6 +57,16 @@ int main(int argc, char** argv) {
                          "rebuild the best logged kernel of a workload and write it out (cuda: "
                          "PTX, cubin, launch JSON, header; cpu: object file, header, JSON)");
   actions[replay] = tilesearch::tools::AddReplayCommand(*replay);
+  CLI::App* predict =
+      app.add_subcommand("predict",
+                         "a schedule for an untuned workload from tuned shapes and a cost model, "
+                         "without measuring; checked, written as a schedule file or artifacts");
+  actions[predict] = tilesearch::tools::AddPredictCommand(*predict);
+  CLI::App* export_dispatch =
+      app.add_subcommand("export-dispatch",
+                         "kernels for buckets of one varying dimension (best records or "
+                         "predictions), checked, with a C dispatch header");
+  actions[export_dispatch] = tilesearch::tools::AddExportDispatchCommand(*export_dispatch);
   CLI::App* inspect = app.add_subcommand(
       "inspect", "summarize a tuning log per workload: trials, best, errors, tuning curve");
   actions[inspect] = tilesearch::tools::AddInspectCommand(*inspect);

@@ -11,6 +11,7 @@
 #include "base/status_matchers.h"
 #include "base/target.h"
 #include "codegen/codegen.h"
+#include "codegen/ptxas.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/compute_dag.h"
@@ -85,6 +86,37 @@ TEST(BuilderTest, GpuCandidatesGetCodegensPtxInThePoolAndInProcess) {
     EXPECT_EQ(r->launches[0].block, lowered->launches[0].block);
     EXPECT_GE(r->compile_ms, 0.5 + r->gpu_module->compile_ms - 1e-9);
   }
+}
+
+TEST(BuilderTest, GpuCandidatesAreAssembledIntoCubinsWhenPtxasIsFound) {
+  if (!codegen::FindPtxas().has_value()) GTEST_SKIP() << "no ptxas: candidates stay PTX only";
+  const ir::ComputeDAG dag = Doubling();
+  const Target gpu = Target::H200();
+  absl::StatusOr<schedule::State> state = schedule::NaiveGpuSchedule(dag, gpu);
+  ASSERT_THAT(state, IsOk());
+  absl::StatusOr<schedule::LoweredKernel> lowered = schedule::Lower(dag, *state, gpu);
+  ASSERT_THAT(lowered, IsOk());
+  const BuildInput input = BuildInput::FromLowering(*lowered, 0);
+  const std::vector<BuildResult> pooled = Builder(gpu).Build({input});
+  ASSERT_EQ(pooled.size(), 1u);
+  ASSERT_THAT(pooled[0].build_status, IsOk());
+  const codegen::GpuModule& m = *pooled[0].gpu_module;
+  EXPECT_EQ(m.assemble_error, "");
+  ASSERT_GE(m.cubin.size(), 4u);
+  EXPECT_EQ(m.cubin.substr(0, 4), std::string("\x7f"
+                                              "ELF"));  // through the worker's pipe
+  EXPECT_GT(m.assemble_ms, 0);
+  BuilderOptions off;
+  off.assemble_cubin = false;
+  EXPECT_EQ(Builder(gpu, off).Build({input})[0].gpu_module->cubin, "");
+  // A ptxas that cannot run: the PTX stays loadable, the error is kept.
+  BuilderOptions broken;
+  broken.gpu.ptxas = "/nonexistent/ptxas";
+  const BuildResult r = Builder(gpu, broken).BuildInProcess(input);
+  ASSERT_THAT(r.build_status, IsOk());
+  EXPECT_EQ(r.gpu_module->cubin, "");
+  EXPECT_THAT(r.gpu_module->assemble_error, HasSubstr("/nonexistent/ptxas"));
+  EXPECT_THAT(r.gpu_module->ptx, HasSubstr(".target sm_90"));
 }
 
 TEST(BuilderTest, AnUnknownArchIsTheCandidatesCompileError) {

@@ -26,6 +26,7 @@
 namespace tilesearch {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::tilesearch::testing::StatusIs;
 
@@ -148,6 +149,55 @@ TEST(ApiTest, BestRecordRunsOnHostDataAndComputesTheMatmul) {
     }
   }
   EXPECT_GT(kernel->last_run_ms(), 0);
+}
+
+TEST(ApiTest, ApplyHistoryBestOrPredictTransfersToAnUntunedShape) {
+  const std::string log =
+      WriteLog("tuned128.jsonl",
+               {RecordOf(kCpuTiled, 0, 3.0, /*use_steps=*/false), RecordOf(kCpuTiled, 1, 1.0)});
+  // The tuned shape itself: the record, not a prediction.
+  absl::StatusOr<Task> tuned = Task::Create("matmul", {{128, 128}, {128, 128}}, Target::HostCpu());
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  absl::StatusOr<HistoryBest> same = ApplyHistoryBestOrPredict(log, *tuned);
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_FALSE(same->predicted);
+  EXPECT_EQ(same->record.trial, 1);
+
+  // Another shape: ApplyHistoryBest has nothing, the fallback transfers the faster record.
+  constexpr int64_t kM = 96, kK = 128, kN = 160;
+  absl::StatusOr<Task> task = Task::Create("matmul", {{kM, kK}, {kK, kN}}, Target::HostCpu());
+  ASSERT_TRUE(task.ok()) << task.status();
+  EXPECT_THAT(ApplyHistoryBest(log, *task),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("no record")));
+  absl::StatusOr<HistoryBest> best = ApplyHistoryBestOrPredict(log, *task);
+  ASSERT_TRUE(best.ok()) << best.status();
+  EXPECT_TRUE(best->predicted);
+  EXPECT_THAT(best->prediction, HasSubstr("trial 1 of matmul 128x128 128x128"));
+  absl::StatusOr<KernelArtifact> artifact = BuildKernel(*best);
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  absl::StatusOr<Kernel> kernel = Kernel::Load(*artifact);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  std::vector<ir::HostBuffer> buffers = kernel->MakeBuffers();
+  ir::FillRandom(buffers[0], 8);
+  ir::FillRandom(buffers[1], 9);
+  for (double& x : buffers[2].data) x = std::nan("");
+  ASSERT_TRUE(kernel->Run({&buffers[0], &buffers[1], &buffers[2]}).ok());
+  for (int64_t i = 0; i < kM; ++i) {
+    for (int64_t j = 0; j < kN; ++j) {
+      double sum = 0;
+      for (int64_t k = 0; k < kK; ++k) {
+        sum += buffers[0].data[i * kK + k] * buffers[1].data[k * kN + j];
+      }
+      ASSERT_NEAR(buffers[2].data[i * kN + j], sum, 1e-4) << "C[" << i << ", " << j << "]";
+    }
+  }
+
+  // Another operator: nothing to transfer, no model: the prediction's error with the lookup's.
+  absl::StatusOr<Task> relu = Task::Create("relu", {{64}}, Target::HostCpu());
+  ASSERT_TRUE(relu.ok()) << relu.status();
+  EXPECT_THAT(ApplyHistoryBestOrPredict(log, *relu),
+              StatusIs(absl::StatusCode::kNotFound,
+                       AllOf(HasSubstr("no tuned workload of relu"), HasSubstr("no record"))));
 }
 
 TEST(ApiTest, RunRejectsWrongBuffers) {

@@ -1,0 +1,186 @@
+// `tilesearch export-dispatch`: kernels for a family of shapes that differ in one dimension (e.g.
+// a matmul's M for a serving system's batch sizes), one per bucket, with a C dispatch header that
+// maps a runtime extent to its bucket. Each bucket's kernel is its workload's best logged record,
+// or, for a shape never tuned, a schedule predicted without measuring (search/predict.h); every
+// kernel is rebuilt and checked before anything is written.
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status.h"
+#include "costmodel/xgboost_model.h"
+#include "nlohmann/json.hpp"
+#include "search/api.h"
+#include "search/replay.h"
+#include "tools/commands.h"
+#include "tools/workload_options.h"
+
+namespace tilesearch::tools {
+namespace {
+
+struct DispatchOptions {
+  WorkloadOptions workload;  // op / shapes / attrs / dtype / target
+  std::string log;
+  std::string model;
+  int input = 0;                // the input whose dimension varies
+  int dim = 0;                  // that dimension
+  std::vector<int64_t> values;  // the bucket extents
+  std::string out;
+  std::string name;
+};
+
+// One bucket: its extent, artifact, where the schedule came from and the check.
+struct Bucket {
+  int64_t extent = 0;
+  search::KernelArtifact artifact;
+  std::string source;
+  search::CheckOutcome check;
+};
+
+absl::Status ValidateDispatch(DispatchOptions& o, const ir::OpArgs& args) {
+  if (o.input < 0 || o.input >= static_cast<int>(args.shapes.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--input ", o.input, ": the workload has ", args.shapes.size(), " inputs"));
+  }
+  const auto& shape = args.shapes[o.input];
+  if (o.dim < 0 || o.dim >= static_cast<int>(shape.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dim ", o.dim, ": input ", o.input, " has rank ", shape.size()));
+  }
+  std::sort(o.values.begin(), o.values.end());
+  o.values.erase(std::unique(o.values.begin(), o.values.end()), o.values.end());
+  if (o.values.empty() || o.values.front() < 1) {
+    return absl::InvalidArgumentError("--values: give one or more extents >= 1");
+  }
+  RETURN_IF_ERROR(search::ValidateArtifactName(o.name));
+  return search::ValidateArtifactDir(o.out);
+}
+
+// The bucket of extent `extent`: its best record or a prediction, rebuilt and checked.
+absl::StatusOr<Bucket> MakeBucket(const DispatchOptions& o, schedule::Workload workload,
+                                  const Target& target, int64_t extent,
+                                  costmodel::CostModel* model) {
+  workload.args.shapes[o.input][o.dim] = extent;
+  ASSIGN_OR_RETURN(Task task, Task::FromWorkload(workload, target));
+  ASSIGN_OR_RETURN(HistoryBest best, ApplyHistoryBestOrPredict(o.log, task, model));
+  Bucket b;
+  b.extent = extent;
+  b.source = best.predicted ? absl::StrCat("predicted: ", best.prediction)
+                            : absl::StrCat("record: trial ", best.record.trial, " (",
+                                           best.record.median_ms(), " ms)");
+  search::BuildOptions build;
+  build.name = absl::StrCat(o.name, "_", extent);
+  ASSIGN_OR_RETURN(b.artifact, search::BuildKernel(best, build));
+  ASSIGN_OR_RETURN(b.check, search::CheckKernel(b.artifact));
+  return b;
+}
+
+std::string DispatchHeader(const DispatchOptions& o, const std::vector<Bucket>& buckets) {
+  std::string upper = o.name;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::vector<std::string> includes, extents;
+  for (const Bucket& b : buckets) {
+    includes.push_back(absl::StrCat("#include \"", b.artifact.name, ".h\""));
+    extents.push_back(absl::StrCat(b.extent));
+  }
+  return absl::StrCat(
+      "// Dispatch of ", buckets.front().artifact.record.workload.op, " over input ", o.input,
+      " dimension ", o.dim, ": buckets ", absl::StrJoin(extents, ", "),
+      " (tilesearch export-dispatch).\n// Bucket i's kernel is compiled for extent ", o.name,
+      "_extents[i]: pad the input to it\n// (rows past the real extent are computed and "
+      "ignored).\n",
+      "#pragma once\n#include <stdint.h>\n", absl::StrJoin(includes, "\n"), "\n\n#define ", upper,
+      "_NUM_BUCKETS ", buckets.size(), "\nstatic const int64_t ", o.name, "_extents[] = {",
+      absl::StrJoin(extents, ", "), "};\n\n",
+      "// The bucket whose kernel handles `extent` (the smallest bucket extent >= it); -1 when it\n"
+      "// is larger than every bucket.\nstatic inline int ",
+      o.name, "_bucket(int64_t extent) {\n  for (int i = 0; i < ", upper,
+      "_NUM_BUCKETS; ++i) {\n    if (extent <= ", o.name,
+      "_extents[i]) return i;\n  }\n  return -1;\n}\n");
+}
+
+absl::StatusOr<int> ExportDispatch(DispatchOptions o) {
+  schedule::Workload workload;
+  workload.op = o.workload.op;
+  ASSIGN_OR_RETURN(workload.args, ParseOpArgs(o.workload));
+  RETURN_IF_ERROR(ValidateDispatch(o, workload.args));
+  ASSIGN_OR_RETURN(const Target target,
+                   TargetFromString(o.workload.target.empty() ? "auto" : o.workload.target));
+  std::unique_ptr<costmodel::XGBoostModel> model;
+  if (!o.model.empty()) {
+    model = std::make_unique<costmodel::XGBoostModel>();
+    RETURN_IF_ERROR(model->Load(o.model));
+  }
+  std::vector<Bucket> buckets;
+  bool all_passed = true;
+  for (int64_t extent : o.values) {
+    ASSIGN_OR_RETURN(Bucket b, MakeBucket(o, workload, target, extent, model.get()));
+    const bool ok = !b.check.checked || b.check.passed;
+    all_passed = all_passed && ok;
+    std::cout << "bucket " << extent << ": " << b.artifact.record.workload.ToString() << ", "
+              << b.source << ", check: "
+              << (!b.check.checked ? b.check.note
+                  : b.check.passed ? "passed"
+                                   : "FAILED: " + b.check.note)
+              << "\n";
+    buckets.push_back(std::move(b));
+  }
+  if (!all_passed) {
+    std::cout << "a bucket's kernel failed its check: nothing written\n";
+    return 1;
+  }
+  nlohmann::json manifest = {{"name", o.name},
+                             {"input", o.input},
+                             {"dim", o.dim},
+                             {"target", target.ToString()},
+                             {"buckets", nlohmann::json::array()}};
+  for (const Bucket& b : buckets) {
+    ASSIGN_OR_RETURN(std::vector<std::string> written,
+                     search::WriteArtifacts(b.artifact, o.out, &b.check));
+    for (const std::string& path : written) std::cout << "wrote: " << path << "\n";
+    manifest["buckets"].push_back({{"extent", b.extent},
+                                   {"artifact", b.artifact.name},
+                                   {"workload_key", b.artifact.record.workload_key},
+                                   {"source", b.source},
+                                   {"checked", b.check.checked},
+                                   {"passed", b.check.passed}});
+  }
+  const std::string header = absl::StrCat(o.out, "/", o.name, ".h");
+  const std::string json = absl::StrCat(o.out, "/", o.name, ".json");
+  std::ofstream(header) << DispatchHeader(o, buckets);
+  std::ofstream(json) << manifest.dump(2) << "\n";
+  std::cout << "wrote: " << header << "\nwrote: " << json << "\n";
+  return 0;
+}
+
+}  // namespace
+
+ExitCodeAction AddExportDispatchCommand(CLI::App& app) {
+  auto o = std::make_shared<DispatchOptions>();
+  app.add_option("--op", o->workload.op, "operator name (see 'tilesearch ops')")->required();
+  app.add_option("--shape", o->workload.shapes, "input shape of the family, once per input");
+  app.add_option("--attr", o->workload.attrs, "operator attribute name=value");
+  app.add_option("--dtype", o->workload.dtype, "element type (default float32)");
+  app.add_option("--target", o->workload.target, "auto (default), cpu, cuda -arch=sm_XX");
+  app.add_option("--log", o->log, "tuning log with the family's tuned shapes")->required();
+  app.add_option("--model", o->model, "XGBoost cost model ranking predicted schedules");
+  app.add_option("--input", o->input, "the input whose dimension varies (default 0)");
+  app.add_option("--dim", o->dim, "the dimension of that input that varies (default 0)");
+  app.add_option("--values", o->values, "the bucket extents, e.g. 1,8,64,512,4096,16384")
+      ->delimiter(',')
+      ->required();
+  app.add_option("--out", o->out, "directory for the artifacts and the dispatch header")
+      ->required();
+  app.add_option("--name", o->name, "dispatch name, a C identifier (artifacts <name>_<extent>)")
+      ->required();
+  return [o]() { return ExportDispatch(*o); };
+}
+
+}  // namespace tilesearch::tools
