@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -39,11 +40,22 @@ int64_t RowMajorOffset(const std::vector<int64_t>& shape, const std::vector<int6
   return offset;
 }
 
-// A value of an expression: `i` for int and bool types, `f` for float types.
+// A value of an expression: `i` for int and bool types, `f` for float types, and `m` the float64
+// magnitude of the terms `f` is made of (EvaluatePointWithMagnitude's propagation rules).
 struct Val {
   int64_t i = 0;
   double f = 0;
+  double m = 0;
 };
+
+// A float value whose magnitude is its own (an input, a constant, a converted integer).
+Val Leaf(double f) { return {0, f, std::fabs(f)}; }
+
+// The first-order magnitude of f(x) for a unary function with slope `slope` at x:
+// |f'(x)| · M(x) + |f(x)|.
+Val Unary(double value, double slope, double mx) {
+  return {0, value, std::fabs(slope) * mx + std::fabs(value)};
+}
 
 int64_t Wrap(int64_t v, ScalarType t) {
   if (t == ScalarType::kInt32) return static_cast<int32_t>(static_cast<uint32_t>(v));
@@ -82,7 +94,7 @@ class PointEvaluator {
         return {};
       }
       const double v = it->second.data[offset];
-      return IsFloat(t.dtype()) ? Val{0, v} : Val{static_cast<int64_t>(v), 0};
+      return IsFloat(t.dtype()) ? Leaf(v) : Val{static_cast<int64_t>(v), 0};
     }
     auto memo = memo_.find(std::make_pair(id, offset));
     if (memo != memo_.end()) return memo->second;
@@ -130,13 +142,13 @@ class PointEvaluator {
     if (IsFloat(t)) {
       switch (kind) {
         case ReduceKind::kSum:
-          return {0, acc.f + x.f};
+          return {0, acc.f + x.f, acc.m + x.m};
         case ReduceKind::kProd:
-          return {0, acc.f * x.f};
+          return {0, acc.f * x.f, acc.m * x.m};
         case ReduceKind::kMax:
-          return {0, std::isnan(x.f) ? x.f : std::max(acc.f, x.f)};
+          return std::isnan(x.f) || x.f > acc.f ? x : acc;
         case ReduceKind::kMin:
-          return {0, std::isnan(x.f) ? x.f : std::min(acc.f, x.f)};
+          return std::isnan(x.f) || x.f < acc.f ? x : acc;
         case ReduceKind::kNone:
           break;
       }
@@ -164,7 +176,7 @@ class PointEvaluator {
       case ExprKind::kIntImm:
         return {e.as<IntImmNode>()->value, 0};
       case ExprKind::kFloatImm:
-        return {0, e.as<FloatImmNode>()->value};
+        return Leaf(e.as<FloatImmNode>()->value);
       case ExprKind::kVar: {
         const std::string& name = e.as<VarNode>()->name;
         for (auto it = env.rbegin(); it != env.rend(); ++it) {
@@ -193,27 +205,33 @@ class PointEvaluator {
     const Val a = Eval(ea, env);
     const Val b = Eval(eb, env);
     const ScalarType t = ea.type();
-    if (IsFloat(t)) return EvalFloatBinary(e.kind(), a.f, b.f);
+    if (IsFloat(t)) return EvalFloatBinary(e.kind(), a, b);
     return EvalIntBinary(e, t, a.i, b.i);
   }
 
-  static Val EvalFloatBinary(ExprKind kind, double a, double b) {
+  static Val EvalFloatBinary(ExprKind kind, const Val& va, const Val& vb) {
     constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+    const double a = va.f, b = vb.f;
     switch (kind) {
       case ExprKind::kAdd:
-        return {0, a + b};
+        return {0, a + b, va.m + vb.m};
       case ExprKind::kSub:
-        return {0, a - b};
+        return {0, a - b, va.m + vb.m};
       case ExprKind::kMul:
-        return {0, a * b};
+        return {0, a * b, va.m * vb.m};
       case ExprKind::kDiv:
-        return {0, a / b};
-      case ExprKind::kMod:
-        return {0, a - b * std::floor(a / b)};
+        // a · (1/b), the reciprocal by the unary rule: slope 1/b², value 1/b.
+        return {0, a / b, va.m * (vb.m / (b * b) + 1 / std::fabs(b))};
+      case ExprKind::kMod: {
+        const double q = std::floor(a / b);
+        return {0, a - b * q, va.m + std::fabs(q) * vb.m};
+      }
       case ExprKind::kMin:
-        return {0, std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b)};
+        if (std::isnan(a) || std::isnan(b)) return {0, kNaN, kNaN};
+        return b < a ? vb : va;
       case ExprKind::kMax:
-        return {0, std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b)};
+        if (std::isnan(a) || std::isnan(b)) return {0, kNaN, kNaN};
+        return b > a ? vb : va;
       case ExprKind::kEQ:
         return {a == b, 0};
       case ExprKind::kNE:
@@ -288,7 +306,7 @@ class PointEvaluator {
   Val EvalCast(const CastNode* op, const Env& env) {
     const Val v = Eval(op->value, env);
     const bool from_float = IsFloat(op->value.type());
-    if (IsFloat(op->type)) return {0, from_float ? v.f : static_cast<double>(v.i)};
+    if (IsFloat(op->type)) return from_float ? v : Leaf(static_cast<double>(v.i));
     if (op->type == ScalarType::kBool) return {from_float ? v.f != 0 : v.i != 0, 0};
     if (!from_float) return {Wrap(v.i, op->type), 0};
     if (!std::isfinite(v.f)) return {0, 0};
@@ -302,27 +320,45 @@ class PointEvaluator {
       return {Wrap(a.i < 0 ? WrappingSub(0, a.i) : a.i, op->type), 0};
     }
     const double x = a.f;
+    const double mx = a.m;
     switch (op->op) {
-      case CallOp::kExp:
-        return {0, std::exp(x)};
+      case CallOp::kExp: {
+        const double y = std::exp(x);
+        return Unary(y, y, mx);
+      }
       case CallOp::kLog:
-        return {0, std::log(x)};
-      case CallOp::kSqrt:
-        return {0, std::sqrt(x)};
-      case CallOp::kRsqrt:
-        return {0, 1.0 / std::sqrt(x)};
-      case CallOp::kTanh:
-        return {0, std::tanh(x)};
+        return Unary(std::log(x), 1 / x, mx);
+      case CallOp::kSqrt: {
+        const double y = std::sqrt(x);
+        return Unary(y, 0.5 / y, mx);
+      }
+      case CallOp::kRsqrt: {
+        const double y = 1.0 / std::sqrt(x);
+        return Unary(y, 0.5 * y / x, mx);
+      }
+      case CallOp::kTanh: {
+        const double y = std::tanh(x);
+        return Unary(y, 1 - y * y, mx);
+      }
       case CallOp::kErf:
-        return {0, std::erf(x)};
-      case CallOp::kSigmoid:
-        return {0, 1.0 / (1.0 + std::exp(-x))};
+        return Unary(std::erf(x), 2 / std::sqrt(std::numbers::pi) * std::exp(-x * x), mx);
+      case CallOp::kSigmoid: {
+        const double y = 1.0 / (1.0 + std::exp(-x));
+        return Unary(y, y * (1 - y), mx);
+      }
       case CallOp::kAbs:
-        return {0, std::fabs(x)};
-      case CallOp::kPow:
-        return {0, std::pow(x, Eval(op->args[1], env).f)};
+        return {0, std::fabs(x), mx};
+      case CallOp::kPow: {
+        const Val e = Eval(op->args[1], env);
+        const double y = std::pow(x, e.f);
+        // Slopes in x (e · x^(e−1)) and in the exponent (x^e · ln x); the latter only where the
+        // exponent is computed (a constant's error is its own rounding) and x > 0.
+        const double dx = e.f == 0 ? 0 : e.f * std::pow(x, e.f - 1);
+        const double de = x > 0 ? y * std::log(x) : 0;
+        return {0, y, std::fabs(dx) * mx + std::fabs(de) * e.m + std::fabs(y)};
+      }
       case CallOp::kFloor:
-        return {0, std::floor(x)};
+        return Unary(std::floor(x), 1, mx);
     }
     CHECK(false) << "unhandled call";
     return {};
@@ -353,8 +389,7 @@ class PointEvaluator {
     const Val v = Stage(id, index);
     // A load of another type than its tensor's (not produced by Compute) converts like a cast.
     if (IsFloat(op->type) != IsFloat(t.dtype())) {
-      return IsFloat(op->type) ? Val{0, static_cast<double>(v.i)}
-                               : Val{static_cast<int64_t>(v.f), 0};
+      return IsFloat(op->type) ? Leaf(static_cast<double>(v.i)) : Val{static_cast<int64_t>(v.f), 0};
     }
     return v;
   }
@@ -402,9 +437,9 @@ absl::StatusOr<BufferMap> RunReference(const ComputeDAG& dag, const BufferMap& i
   return outputs;
 }
 
-absl::StatusOr<double> EvaluatePoint(const ComputeDAG& dag, int stage_id,
-                                     const std::vector<int64_t>& index, const BufferMap& inputs,
-                                     int64_t* steps) {
+absl::StatusOr<PointValue> EvaluatePointWithMagnitude(const ComputeDAG& dag, int stage_id,
+                                                      const std::vector<int64_t>& index,
+                                                      const BufferMap& inputs, int64_t* steps) {
   if (stage_id < 0 || stage_id >= dag.num_stages()) {
     return absl::InvalidArgumentError(
         absl::StrCat("stage id ", stage_id, " out of range [0, ", dag.num_stages(), ")"));
@@ -426,7 +461,19 @@ absl::StatusOr<double> EvaluatePoint(const ComputeDAG& dag, int stage_id,
   const Val v = evaluator.Stage(stage_id, index);
   if (steps != nullptr) *steps = evaluator.steps();
   RETURN_IF_ERROR(evaluator.status());
-  return IsFloat(t.dtype()) ? v.f : static_cast<double>(v.i);
+  if (!IsFloat(t.dtype())) {
+    const double value = static_cast<double>(v.i);
+    return PointValue{value, std::fabs(value)};
+  }
+  return PointValue{v.f, v.m};
+}
+
+absl::StatusOr<double> EvaluatePoint(const ComputeDAG& dag, int stage_id,
+                                     const std::vector<int64_t>& index, const BufferMap& inputs,
+                                     int64_t* steps) {
+  ASSIGN_OR_RETURN(const PointValue v,
+                   EvaluatePointWithMagnitude(dag, stage_id, index, inputs, steps));
+  return v.value;
 }
 
 }  // namespace tilesearch::ir

@@ -29,4 +29,22 @@ absl::StatusOr<double> EvaluatePoint(const ComputeDAG& dag, int stage_id,
                                      const std::vector<int64_t>& index, const BufferMap& inputs,
                                      int64_t* steps = nullptr);
 
+/// A float64 value and the float64 magnitude of the terms it is made of.
+struct PointValue {
+  double value = 0;
+  double magnitude = 0;
+};
+
+/// EvaluatePoint that also carries M, the magnitude of the terms, through the evaluation (the
+/// cancellation allowance of measure/precision_rule.h, which states the rules): inputs and
+/// constants |x|; +, − and sum reductions add M; ·, product reductions multiply it; a / b is
+/// M(a) · (M(b)/b² + 1/|b|); a unary f is |f'(x)| · M(x) + |f(x)| (abs M(x), floor M(x) + |floor
+/// x|); max, min, select and max / min reductions take the chosen operand's M; casts keep it; an
+/// integer converted to float, and an integer stage's result, is its |value|. A matmul element's M
+/// is Σ|a||b|; sum(x) − sum(x) has value 0 and M 2·Σ|x|. Same errors and `steps` as EvaluatePoint.
+absl::StatusOr<PointValue> EvaluatePointWithMagnitude(const ComputeDAG& dag, int stage_id,
+                                                      const std::vector<int64_t>& index,
+                                                      const BufferMap& inputs,
+                                                      int64_t* steps = nullptr);
+
 }  // namespace tilesearch::ir
