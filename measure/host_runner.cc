@@ -203,39 +203,26 @@ class HostRunner : public Runner {
 
     // Worker state, filled in the worker (the parent's copies stay empty).
     std::unique_ptr<AlignedBytes> flush;
+    std::vector<SampledOutput> sampled;
 
     auto setup = [&]() -> absl::Status {
       if (options_.timing.flush_cache) flush = std::make_unique<AlignedBytes>(kFlushBytes);
-      if (interpret || trials == 0) return absl::OkStatus();
-      ASSIGN_OR_RETURN(const ir::LoopNest naive, ir::LowerNaive(dag));
-      codegen::HostCompileOptions compile;
-      compile.num_threads = options_.host_threads;
-      absl::StatusOr<std::unique_ptr<codegen::HostKernel>> kernel =
-          codegen::CompileForHost(naive, compile);
-      if (!kernel.ok()) {
-        return absl::InternalError(absl::StrCat("reference: naive program does not compile: ",
-                                                kernel.status().ToString()));
+      if (trials == 0) return absl::OkStatus();
+      if (!interpret) RETURN_IF_ERROR(RunNaiveReference(dag, inputs, trial_seeds, &expected));
+      absl::StatusOr<std::vector<SampledOutput>> s =
+          SampleFloat64Reference(dag, inputs[0], expected[0], options_, trial_seeds[0]);
+      if (!s.ok()) {
+        return absl::InternalError(
+            absl::StrCat("reference: float64 sampled points: ", s.status().message()));
       }
-      for (int t = 0; t < trials; ++t) {
-        absl::StatusOr<ir::BufferMap> out = RunOnInputs(**kernel, naive, dag, inputs[t]);
-        if (!out.ok()) {
-          return absl::InternalError(
-              absl::StrCat("reference: naive program failed: ", out.status().ToString()));
-        }
-        absl::Status verified = VerifyReferenceSamples(
-            dag, inputs[t], *out, options_.reference_point_samples, trial_seeds[t]);
-        if (!verified.ok()) {
-          return absl::InternalError(absl::StrCat("reference: ", verified.message()));
-        }
-        expected[t] = *std::move(out);
-      }
+      sampled = *std::move(s);
       return absl::OkStatus();
     };
 
     auto item = [&](int k) -> std::string {
       const BuildResult& c = candidates[runnable[k]];
-      return MeasureResultToJson(
-                 MeasureOne(dag, c, distributions, inputs, expected, timing_inputs, flush.get()))
+      return MeasureResultToJson(MeasureOne(dag, c, distributions, inputs, expected, sampled,
+                                            timing_inputs, flush.get()))
           .dump();
     };
 
@@ -286,11 +273,44 @@ class HostRunner : public Runner {
   }
 
  private:
+  // Runs in the worker's setup for tasks too large for the interpreter: the naive program
+  // JIT-compiled for the host on every trial's inputs, each spot-checked in float64.
+  absl::Status RunNaiveReference(const ir::ComputeDAG& dag,
+                                 const std::vector<ir::BufferMap>& inputs,
+                                 const std::vector<uint64_t>& trial_seeds,
+                                 std::vector<ir::BufferMap>* expected) const {
+    const int trials = static_cast<int>(inputs.size());
+    ASSIGN_OR_RETURN(const ir::LoopNest naive, ir::LowerNaive(dag));
+    codegen::HostCompileOptions compile;
+    compile.num_threads = options_.host_threads;
+    absl::StatusOr<std::unique_ptr<codegen::HostKernel>> kernel =
+        codegen::CompileForHost(naive, compile);
+    if (!kernel.ok()) {
+      return absl::InternalError(
+          absl::StrCat("reference: naive program does not compile: ", kernel.status().ToString()));
+    }
+    for (int t = 0; t < trials; ++t) {
+      absl::StatusOr<ir::BufferMap> out = RunOnInputs(**kernel, naive, dag, inputs[t]);
+      if (!out.ok()) {
+        return absl::InternalError(
+            absl::StrCat("reference: naive program failed: ", out.status().ToString()));
+      }
+      absl::Status verified = VerifyReferenceSamples(
+          dag, inputs[t], *out, options_.reference_point_samples, trial_seeds[t]);
+      if (!verified.ok()) {
+        return absl::InternalError(absl::StrCat("reference: ", verified.message()));
+      }
+      (*expected)[t] = *std::move(out);
+    }
+    return absl::OkStatus();
+  }
+
   // Runs in the worker: compile, check, time one candidate.
   MeasureResult MeasureOne(const ir::ComputeDAG& dag, const BuildResult& c,
                            const std::vector<CheckDistribution>& distributions,
                            const std::vector<ir::BufferMap>& inputs,
                            const std::vector<ir::BufferMap>& expected,
+                           const std::vector<SampledOutput>& sampled,
                            const ir::BufferMap& timing_inputs, AlignedBytes* flush) const {
     const Clock::time_point start = Clock::now();
     // Compiling gets its own clock (run_timeout_ms as well), so that a slow JIT is not a run
@@ -329,8 +349,15 @@ class HostRunner : public Runner {
         CompareOutputWithArbitration(
             dag, dag.StageId(name), inputs[t], it->second, ref,
             ToleranceFor(ref.dtype, options_.atol, options_.rtol),
-            {options_.arbitration_max_elements, options_.arbitration_max_steps},
+            {options_.arbitration_max_elements, options_.arbitration_max_steps, options_.precision},
             static_cast<int>(t), distributions[t], &r.check);
+      }
+      if (t == 0) {
+        for (const SampledOutput& so : sampled) {
+          const ir::HostBuffer& g = got->at(so.name);
+          RecordSampledError(
+              so, [&](int64_t flat) { return g.data[flat]; }, &r.check);
+        }
       }
       ++r.check.trials;
     }
@@ -343,6 +370,16 @@ class HostRunner : public Runner {
       if (!r.check.arbitration.empty()) absl::StrAppend(&r.message, "; ", r.check.arbitration);
       r.run_wall_ms = MsSince(start);
       return r;
+    }
+    if (!inputs.empty() && options_.precision == Fp32Precision::kIeee &&
+        UsesMmaKind(*c.nest, ir::MmaKind::kTF32x3)) {
+      std::string verdict = Tf32x3Verdict(r.check);
+      if (!verdict.empty()) {
+        r.error = MeasureError::kWrongAnswer;
+        r.message = std::move(verdict);
+        r.run_wall_ms = MsSince(start);
+        return r;
+      }
     }
 
     absl::StatusOr<std::vector<std::unique_ptr<AlignedBytes>>> buffers =

@@ -122,21 +122,30 @@ int64_t PlainMismatches(const DotTask& t, const ir::HostBuffer& candidate) {
 
 std::string G9(double v) { return absl::StrFormat("%.9g", v); }
 
-TEST(ArbitrationTest, ElementRuleAdmitsTheReferenceErrorWithTheSwigluNumbers) {
+TEST(ArbitrationTest, ElementRuleIsThePrecisionRuleWithTheSwigluNumbers) {
   // One element of swiglu_gate on the H200: float64, the naive reference, an FMA candidate.
   const double ref64 = -0.347003677, ref32 = -0.346633494, got = -0.346851945;
   EXPECT_FALSE(CompareElement(got, ref32, kFp32).ok);
-  EXPECT_TRUE(ArbitrationElementPasses(got, ref32, ref64, kFp32));
-  // The bound is the tolerance at ref64 plus |ref32 − ref64|, no more.
-  const double bound = 1e-4 + 1e-4 * std::fabs(ref64) + std::fabs(ref32 - ref64);
-  EXPECT_TRUE(ArbitrationElementPasses(ref64 + 0.999 * bound, ref32, ref64, kFp32));
-  EXPECT_FALSE(ArbitrationElementPasses(ref64 + 1.001 * bound, ref32, ref64, kFp32));
+  // A 2048-deep dot product of inputs uniform in [-1, 1) has M about 2048 / 4 = 512.
+  const double m = 512;
+  const PrecisionRule rule = RuleFor(ir::ScalarType::kFloat32, kFp32, Fp32Precision::kIeee);
+  EXPECT_EQ(rule.unit_roundoff, std::ldexp(1.0, -24));
+  EXPECT_TRUE(ArbitrationElementPasses(got, ref64, m, rule));
+  // Without the cancellation allowance it would not pass: 1.5e-4 off, 1.35e-4 allowed.
+  EXPECT_FALSE(ArbitrationElementPasses(got, ref64, 0, rule));
+  // The bound is atol + rtol · |ref64| + 16 u M, no more.
+  const double bound = 1e-4 + 1e-4 * std::fabs(ref64) + 16 * std::ldexp(1.0, -24) * m;
+  EXPECT_TRUE(ArbitrationElementPasses(ref64 + 0.999 * bound, ref64, m, rule));
+  EXPECT_FALSE(ArbitrationElementPasses(ref64 + 1.001 * bound, ref64, m, rule));
+  // TF32's u widens it 8192-fold.
+  const PrecisionRule tf32 = RuleFor(ir::ScalarType::kFloat32, kFp32, Fp32Precision::kTf32);
+  EXPECT_TRUE(ArbitrationElementPasses(ref64 + 1.001 * bound, ref64, m, tf32));
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_FALSE(ArbitrationElementPasses(nan, ref32, ref64, kFp32));
-  EXPECT_FALSE(ArbitrationElementPasses(inf, ref32, ref64, kFp32));
-  EXPECT_FALSE(ArbitrationElementPasses(got, inf, ref64, kFp32));  // would admit anything
-  EXPECT_FALSE(ArbitrationElementPasses(got, nan, ref64, kFp32));
+  EXPECT_FALSE(ArbitrationElementPasses(nan, ref64, m, rule));
+  EXPECT_FALSE(ArbitrationElementPasses(inf, ref64, m, rule));
+  EXPECT_FALSE(ArbitrationElementPasses(got, nan, m, rule));
+  EXPECT_FALSE(ArbitrationElementPasses(got, ref64, inf, rule));  // no allowance from inf
 }
 
 TEST(ArbitrationTest, KahanCandidatePassesWhereTheNaiveReferenceIsLessAccurate) {
@@ -170,6 +179,7 @@ TEST(ArbitrationTest, KahanCandidatePassesWhereTheNaiveReferenceIsLessAccurate) 
     EXPECT_EQ(e.got, t.kahan.data[e.flat]);
     EXPECT_EQ(e.ref32, t.naive.data[e.flat]);
     EXPECT_NEAR(e.ref64, t.exact[e.flat], 1e-12) << "row " << e.flat;
+    EXPECT_GT(e.magnitude, std::fabs(e.ref64));  // the halves cancel
     EXPECT_TRUE(e.evaluated);
     EXPECT_TRUE(e.passed);
   }
@@ -370,6 +380,12 @@ TEST(ArbitrationTest, HostMeasurerAcceptsAReassociatedSumThePlainCheckRejects) {
   EXPECT_EQ(passed[0].check.mismatches, 0);
   EXPECT_GT(passed[0].check.arbitrated, 0);  // the plain check would have failed
   EXPECT_GT(passed[0].timing.median_ms, 0);
+  // The measured float64 error on trial 0's sampled points: first, last and 256 seeded rows of
+  // 16 (repeats counted), the candidate within the rule and more accurate than the reference.
+  EXPECT_EQ(passed[0].check.f64_points, 2 + o.precision_samples);
+  EXPECT_LE(passed[0].check.f64_max_ratio, 1);
+  EXPECT_LE(passed[0].check.f64_max_abs_error, 0.3);
+  EXPECT_GT(passed[0].check.reference_f64_max_abs_error, passed[0].check.f64_max_abs_error);
 
   o.arbitration_max_elements = 0;
   std::unique_ptr<Runner> without = Ok(CreateRunner(Target::HostCpu(), o));
