@@ -205,7 +205,13 @@ class PointEvaluator {
     const Val a = Eval(ea, env);
     const Val b = Eval(eb, env);
     const ScalarType t = ea.type();
-    if (IsFloat(t)) return EvalFloatBinary(e.kind(), a, b);
+    if (IsFloat(t)) {
+      // Division by a constant is a product with its reciprocal: M(a) / |c| (a mean, a pool).
+      if (e.kind() == ExprKind::kDiv && eb.kind() == ExprKind::kFloatImm) {
+        return {0, a.f / b.f, a.m / std::fabs(b.f)};
+      }
+      return EvalFloatBinary(e.kind(), a, b);
+    }
     return EvalIntBinary(e, t, a.i, b.i);
   }
 

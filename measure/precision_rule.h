@@ -16,7 +16,8 @@
 //   - an input element or a constant x: |x|;
 //   - a + b, a − b, a sum reduction: the sum of the operands' M (a matmul element: Σ|a_k||b_k|);
 //   - a · b, a product reduction: the product of the operands' M;
-//   - a / b: M(a) · M(1/b) with the unary rule for 1/b, i.e. M(a) · (M(b)/b² + 1/|b|);
+//   - a / b: M(a) · M(1/b) with the unary rule for 1/b, i.e. M(a) · (M(b)/b² + 1/|b|); a / c
+//     for a constant c is the product with its reciprocal, M(a) / |c| (a mean, an average pool);
 //   - a unary function f (exp, log, sqrt, rsqrt, tanh, erf, sigmoid, 1/x) at x, to first order:
 //     |f'(x)| · M(x) + |f(x)| (the input's error carried through the slope, plus f's own rounding);
 //     abs: M(x); floor: M(x) + |floor(x)| (a slope of 1: a tiny input error may move the step);

@@ -1,7 +1,7 @@
 // Float64 point evaluation with the magnitude of the terms (ir::EvaluatePointWithMagnitude),
 // against values computed by hand or by naive loops here: a matmul (M = Σ|a||b|), a cancellation
-// sum(x) − sum(x) (value 0, M = 2Σ|x|), division, unary functions to first order, max / select
-// taking the chosen operand's M, and an integer stage.
+// sum(x) − sum(x) (value 0, M = 2Σ|x|), a mean, division, unary functions to first order, max /
+// select taking the chosen operand's M, and an integer stage.
 #include <cmath>
 #include <vector>
 
@@ -58,6 +58,24 @@ TEST(PointMagnitudeTest, CancellationKeepsTheMagnitudeOfBothSums) {
   EXPECT_EQ(v.value, 0);
   EXPECT_NEAR(v.magnitude, 2 * abs_sum, 1e-12);
   EXPECT_GT(abs_sum, 10);  // 50 values uniform in [-1, 1)
+}
+
+TEST(PointMagnitudeTest, MeanDividesTheSumsMagnitudeByTheCount) {
+  constexpr int64_t kN = 40;
+  Tensor x = Ok(Placeholder("X", {kN}));
+  Tensor s = Ok(Reduce("S", {1}, ReduceKind::kSum, {kN},
+                       [&](const Axes&, const Axes& r) { return x(r[0]); }));
+  Tensor m = Ok(Compute("M", {1}, [&](const Axes& ax) { return s(ax[0]) / 40.0; }));
+  const ComputeDAG dag = Ok(ComputeDAG::Create({m}));
+  const BufferMap in = MakeRandomInputs(dag, 8);
+  double sum = 0, abs_sum = 0;
+  for (double v : in.at("X").data) {
+    sum += v;
+    abs_sum += std::fabs(v);
+  }
+  const PointValue v = Ok(EvaluatePointWithMagnitude(dag, dag.StageId("M"), {0}, in));
+  EXPECT_NEAR(v.value, sum / 40, 1e-14);
+  EXPECT_NEAR(v.magnitude, abs_sum / 40, 1e-14);
 }
 
 TEST(PointMagnitudeTest, DivisionUnaryMaxAndSelect) {
