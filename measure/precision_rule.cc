@@ -17,6 +17,10 @@ absl::StatusOr<Fp32Precision> ParseFp32Precision(const std::string& name) {
   return absl::InvalidArgumentError(absl::StrCat("unknown precision '", name, "' (ieee, tf32)"));
 }
 
+std::string PrecisionWorkloadKey(const std::string& dag_key, Fp32Precision precision) {
+  return precision == Fp32Precision::kTf32 ? dag_key + "-tf32" : dag_key;
+}
+
 double UnitRoundoff(ir::ScalarType dtype, Fp32Precision precision) {
   switch (dtype) {
     case ir::ScalarType::kFloat32:

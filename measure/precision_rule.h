@@ -70,6 +70,12 @@ const char* Fp32PrecisionName(Fp32Precision precision);
 /// Inverse of Fp32PrecisionName. Errors: kInvalidArgument "unknown precision 'x' (ieee, tf32)".
 absl::StatusOr<Fp32Precision> ParseFp32Precision(const std::string& name);
 
+/// The workload key of a task tuned under `precision`: `dag_key` (ir::ComputeDAG::WorkloadKey)
+/// itself for ieee, so that logs written before the option existed keep their keys, and
+/// `dag_key` + "-tf32" for tf32, so that a record of one precision never matches a task or a
+/// replay of the other.
+std::string PrecisionWorkloadKey(const std::string& dag_key, Fp32Precision precision);
+
 /// c of the rule (the header comment says why 16).
 inline constexpr double kCancellationFactor = 16;
 
