@@ -158,6 +158,12 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
       std::cout << ", " << r.check.mismatches << " mismatches, first " << r.check.first_mismatch;
     }
     std::cout << "\n";
+    if (r.check.f64_points > 0) {
+      std::cout << "float64 error on " << r.check.f64_points << " sampled points ("
+                << options.precision << "): max " << Sci(r.check.f64_max_abs_error) << ", "
+                << Fixed(r.check.f64_max_ratio, 3) << " of the allowed; the float32 reference's "
+                << Sci(r.check.reference_f64_max_abs_error) << "\n";
+    }
     // Why the float64 arbitration did not rescue the mismatches (failed or skipped).
     if (!r.ok() && !r.check.arbitration.empty()) {
       std::cout << "arbitration: " << r.check.arbitration << "\n";
