@@ -24,6 +24,7 @@
 #include "ir/reference.h"
 #include "measure/checker.h"
 #include "measure/measure.h"
+#include "measure/reference.h"
 #include "measure/runner.h"
 #include "measure/worker_batch.h"
 
@@ -187,7 +188,7 @@ class HostRunner : public Runner {
     const bool interpret = EstimateOps(dag) <= options_.interpreter_reference_max_ops;
     if (interpret) {
       for (int t = 0; t < trials; ++t) {
-        absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs[t]);
+        absl::StatusOr<ir::BufferMap> ref = InterpreterReference(dag, inputs[t]);
         if (!ref.ok()) {
           for (int i : runnable) {
             results[i] = Failure(MeasureError::kUnknown,
@@ -197,6 +198,14 @@ class HostRunner : public Runner {
         }
         expected[t] = *std::move(ref);
       }
+    }
+    // The float32 naive program's outputs of the first trial: the float32 reference error that
+    // the sampled float64 error of a candidate is compared with (the interpreter's reference above
+    // is float64-accurate; the naive kernel's, computed in the worker, is float32 itself).
+    ir::BufferMap native_first;
+    if (interpret && trials > 0) {
+      absl::StatusOr<ir::BufferMap> native = ir::RunReference(dag, inputs[0]);
+      if (native.ok()) native_first = *std::move(native);
     }
     const ir::BufferMap timing_inputs =
         MakeCheckInputs(dag, CheckDistribution::kUniformSymmetric, Mix(batch_seed ^ 0x7469u));
@@ -209,8 +218,8 @@ class HostRunner : public Runner {
       if (options_.timing.flush_cache) flush = std::make_unique<AlignedBytes>(kFlushBytes);
       if (trials == 0) return absl::OkStatus();
       if (!interpret) RETURN_IF_ERROR(RunNaiveReference(dag, inputs, trial_seeds, &expected));
-      absl::StatusOr<std::vector<SampledOutput>> s =
-          SampleFloat64Reference(dag, inputs[0], expected[0], options_, trial_seeds[0]);
+      absl::StatusOr<std::vector<SampledOutput>> s = SampleFloat64Reference(
+          dag, inputs[0], interpret ? native_first : expected[0], options_, trial_seeds[0]);
       if (!s.ok()) {
         return absl::InternalError(
             absl::StrCat("reference: float64 sampled points: ", s.status().message()));

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ir/reference.h"
 #include "schedule/lower.h"
 #include "schedule/naive_gpu.h"
 
@@ -16,6 +17,11 @@ double NaiveOps(const ir::ComputeDAG& dag) {
     }
   }
   return 2 * dag.Flops() + stores;
+}
+
+absl::StatusOr<ir::BufferMap> InterpreterReference(const ir::ComputeDAG& dag,
+                                                   const ir::BufferMap& inputs) {
+  return ir::RunReference(dag, inputs, ir::Precision::kFloat64);
 }
 
 absl::StatusOr<codegen::GpuModule> BuildGpuReference(const ir::ComputeDAG& dag,
