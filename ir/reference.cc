@@ -474,6 +474,31 @@ absl::StatusOr<PointValue> EvaluatePointWithMagnitude(const ComputeDAG& dag, int
   return PointValue{v.f, v.m};
 }
 
+absl::StatusOr<std::vector<double>> EvaluateStage(const ComputeDAG& dag, int stage_id,
+                                                  const BufferMap& inputs) {
+  if (stage_id < 0 || stage_id >= dag.num_stages()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stage id ", stage_id, " out of range [0, ", dag.num_stages(), ")"));
+  }
+  const Tensor& t = dag.stage(stage_id);
+  PointEvaluator evaluator(dag, inputs);
+  RETURN_IF_ERROR(evaluator.CheckInputs());
+  const int64_t n = t.NumElements();
+  std::vector<double> values(static_cast<size_t>(n));
+  std::vector<int64_t> index(t.shape().size(), 0);
+  for (int64_t flat = 0; flat < n; ++flat) {
+    const Val v = evaluator.Stage(stage_id, index);
+    RETURN_IF_ERROR(evaluator.status());
+    values[static_cast<size_t>(flat)] = IsFloat(t.dtype()) ? v.f : static_cast<double>(v.i);
+    // Row-major odometer, last dimension fastest.
+    for (size_t d = index.size(); d-- > 0;) {
+      if (++index[d] < t.shape()[d]) break;
+      index[d] = 0;
+    }
+  }
+  return values;
+}
+
 absl::StatusOr<double> EvaluatePoint(const ComputeDAG& dag, int stage_id,
                                      const std::vector<int64_t>& index, const BufferMap& inputs,
                                      int64_t* steps) {

@@ -29,6 +29,13 @@ absl::StatusOr<double> EvaluatePoint(const ComputeDAG& dag, int stage_id,
                                      const std::vector<int64_t>& index, const BufferMap& inputs,
                                      int64_t* steps = nullptr);
 
+/// Every element of stage `stage_id` computed from the definitions in float64 (EvaluatePoint's
+/// values, row-major, one evaluator whose memo every element shares: each producer element is
+/// computed once). Memory grows with the elements of every stage evaluated. Errors: as
+/// EvaluatePoint.
+absl::StatusOr<std::vector<double>> EvaluateStage(const ComputeDAG& dag, int stage_id,
+                                                  const BufferMap& inputs);
+
 /// A float64 value and the float64 magnitude of the terms it is made of.
 struct PointValue {
   double value = 0;

@@ -6,10 +6,11 @@
 //
 // Method (design.md, "Measurement method"; KernelBench's tolerance): inputs drawn from more than
 // one distribution (CheckDistribution), outputs poisoned with NaN before each checked run, every
-// output element compared under a dtype-aware tolerance. The reference is the unscheduled program:
-// the interpreter for small tasks, otherwise the naive kernel on the same target (GPU: the naive
-// schedule of schedule/naive_gpu.h), itself checked against float64 point evaluation
-// (ir::EvaluatePoint) on sampled elements. Mirrors Ansor's MeasureInput / MeasureResult
+// output element compared under a dtype-aware tolerance, mismatches re-judged by the precision
+// rule (measure/precision_rule.h) in float64. The reference is the unscheduled program: the
+// interpreter in float64 arithmetic for small tasks, otherwise the naive kernel on the same target
+// (GPU: the naive schedule of schedule/naive_gpu.h), itself checked against float64 point
+// evaluation (ir::EvaluatePoint) on sampled elements. Mirrors Ansor's MeasureInput / MeasureResult
 // (TVM src/auto_scheduler/measure.cc) with costs in seconds.
 #pragma once
 

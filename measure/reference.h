@@ -16,14 +16,18 @@ namespace tilesearch::measure {
 /// reference.
 double NaiveOps(const ir::ComputeDAG& dag);
 
-/// The check's reference for tasks small enough for the interpreter: the naive program with
-/// float64 arithmetic (ir::Precision::kFloat64: every stage's stores rounded to its dtype), so that
-/// the cheap screen of the check (|got − ref| <= atol + rtol·|ref|, CompareElement) never accepts
-/// an element the precision rule (measure/precision_rule.h) rejects: the reference is off from the
-/// exact value by one rounding of each materialized stage, at most u·|ref| for the output and, to
-/// first order, u times the stage's share of M for each intermediate, which c·u·M (c = 16) covers
-/// for DAGs of fewer than 16 stages on a path. A float32 reference summed in one order is off by up
-/// to sqrt(K)/3 · u · M instead. Errors: those of ir::RunReference.
+/// Tasks of at most this many NaiveOps get a float64 reference (InterpreterReference): about one
+/// second of point evaluation on one core, and its memo's memory.
+inline constexpr double kFloat64ReferenceMaxOps = 1 << 22;
+
+/// The check's reference for tasks small enough for the interpreter. Up to
+/// kFloat64ReferenceMaxOps: every output element evaluated in float64 from the definitions
+/// (ir::EvaluateStage) and rounded once to its dtype, so that the cheap screen of the check
+/// (|got − ref| <= atol + rtol·|ref|, CompareElement) never accepts an element the precision rule
+/// (measure/precision_rule.h) rejects: |ref − ref64| <= u·|ref64| <= u·M, inside c·u·M. Above it,
+/// the naive program in float32 (ir::RunReference; the interpreter's float64 mode would not help:
+/// it rounds every store of a reduction's accumulator), whose error the arbitration covers
+/// (ArbitrateMismatches). Errors: those of ir::EvaluateStage / ir::RunReference.
 absl::StatusOr<ir::BufferMap> InterpreterReference(const ir::ComputeDAG& dag,
                                                    const ir::BufferMap& inputs);
 

@@ -60,6 +60,7 @@ Usage (on the H200; stdlib + torch only):
   python3 bench/harness/score.py --suite bench/suites/level1_half.json \\
       --suite bench/suites/level2_half.json --artifacts ART_DIR --out ...  # float16 / bfloat16
   python3 bench/harness/score.py --kernel k.ptx --launch k.json --problem softmax_rows  # one kernel
+  python3 bench/harness/score.py --suite ... --artifacts ART --precision tf32  # tuned under tf32
   python3 bench/harness/score.py --self-test                                # planted cheats
   python3 bench/harness/score.py --merge a.json b.json --out bench/results/h200-DATE  # split runs
 

@@ -2,6 +2,7 @@
 // against values computed by hand or by naive loops here: a matmul (M = Σ|a||b|), a cancellation
 // sum(x) − sum(x) (value 0, M = 2Σ|x|), a mean, division, unary functions to first order, max /
 // select taking the chosen operand's M, and an integer stage.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -112,6 +113,31 @@ TEST(PointMagnitudeTest, DivisionUnaryMaxAndSelect) {
     EXPECT_DOUBLE_EQ(at("S").magnitude,
                      av > bv ? std::fabs(av) + std::fabs(bv) : 2 * std::fabs(bv));
   }
+}
+
+TEST(PointMagnitudeTest, EvaluateStageIsEveryPointInRowMajorOrder) {
+  // A softmax over rows of 7: each element needs its row's max and sum (shared by the memo).
+  Tensor x = Ok(Placeholder("X", {3, 7}));
+  Tensor m = Ok(Reduce("M", {3}, ReduceKind::kMax, {7},
+                       [&](const Axes& ax, const Axes& r) { return x(ax[0], r[0]); }));
+  Tensor e =
+      Ok(Compute("E", {3, 7}, [&](const Axes& ax) { return Exp(x(ax[0], ax[1]) - m(ax[0])); }));
+  Tensor s = Ok(Reduce("S", {3}, ReduceKind::kSum, {7},
+                       [&](const Axes& ax, const Axes& r) { return e(ax[0], r[0]); }));
+  Tensor y = Ok(Compute("Y", {3, 7}, [&](const Axes& ax) { return e(ax[0], ax[1]) / s(ax[0]); }));
+  const ComputeDAG dag = Ok(ComputeDAG::Create({y}));
+  const BufferMap in = MakeRandomInputs(dag, 4);
+  const std::vector<double> all = Ok(EvaluateStage(dag, dag.StageId("Y"), in));
+  ASSERT_EQ(all.size(), 21u);
+  for (int64_t i = 0; i < 3; ++i) {
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < 7; ++j) mx = std::max(mx, in.at("X").data[i * 7 + j]);
+    for (int64_t j = 0; j < 7; ++j) sum += std::exp(in.at("X").data[i * 7 + j] - mx);
+    for (int64_t j = 0; j < 7; ++j) {
+      EXPECT_NEAR(all[i * 7 + j], std::exp(in.at("X").data[i * 7 + j] - mx) / sum, 1e-15);
+    }
+  }
+  EXPECT_FALSE(EvaluateStage(dag, 99, in).ok());
 }
 
 TEST(PointMagnitudeTest, IntegerStageMagnitudeIsItsValue) {

@@ -323,10 +323,11 @@ TEST(ArbitrationTest, ReportFieldsRoundTripThroughJsonAndOptionsAreValidated) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("arbitration_max_steps")));
 }
 
-// End to end on the cpu target: Y[i] = sum_k (X[i, k] + 1000) with 4096 terms. The interpreter's
+// End to end on the cpu target: Y[i] = sum_k (X[i, k] + 1000) with 4096 terms. The naive program's
 // float32 reference sums ~4·10^6-sized partial sums (ulp 0.25 to 0.5) and is off by units; the
 // candidate computes 1000 · 4096 + sum_k X[i, k] (a reassociation: error <= 0.25 + ~1e-5). At
-// atol 0.3 (rtol 1e-12) the plain check rejects it, arbitration accepts it.
+// atol 0.3 (rtol 1e-12) the plain check against the float32 naive program rejects it, arbitration
+// accepts it; against the interpreter's float64 reference the plain check accepts it.
 constexpr int64_t kSumRows = 16, kSumDepth = 4096;
 
 ir::ComputeDAG OffsetSum() {
@@ -367,6 +368,8 @@ TEST(ArbitrationTest, HostMeasurerAcceptsAReassociatedSumThePlainCheckRejects) {
   o.host_threads = 1;
   o.atol = 0.3;
   o.rtol = 1e-12;
+  // The naive program compiled for the host as the reference: float32, summed in one order.
+  o.interpreter_reference_max_ops = 0;
   BuildResult c;
   c.nest = std::make_shared<const ir::LoopNest>(Reassociated());
   const ir::ComputeDAG dag = OffsetSum();
@@ -395,6 +398,19 @@ TEST(ArbitrationTest, HostMeasurerAcceptsAReassociatedSumThePlainCheckRejects) {
   EXPECT_EQ(failed[0].check.mismatches, passed[0].check.arbitrated);
   EXPECT_EQ(failed[0].check.arbitrated, 0);
   EXPECT_THAT(failed[0].message, HasSubstr("outside tolerance"));
+
+  // With the interpreter's reference (the default for a task this small: float64 from the
+  // definitions, rounded once) the screen alone accepts the candidate, arbitration or not.
+  MeasureOptions small = o;
+  small.interpreter_reference_max_ops = MeasureOptions{}.interpreter_reference_max_ops;
+  std::unique_ptr<Runner> exact = Ok(CreateRunner(Target::HostCpu(), small));
+  const std::vector<MeasureResult> screened = exact->Run(dag, {c});
+  ASSERT_EQ(screened.size(), 1u);
+  EXPECT_EQ(screened[0].error, MeasureError::kNone) << screened[0].message;
+  EXPECT_EQ(screened[0].check.arbitrated, 0);
+  EXPECT_LE(screened[0].check.max_abs_error, 0.3);
+  // The float32 reference error of the sampled points is still the float32 naive program's.
+  EXPECT_GT(screened[0].check.reference_f64_max_abs_error, screened[0].check.f64_max_abs_error);
 }
 
 }  // namespace

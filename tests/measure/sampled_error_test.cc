@@ -12,6 +12,7 @@
 #include "ir/tensor.h"
 #include "measure/checker.h"
 #include "measure/measure.h"
+#include "measure/reference.h"
 
 namespace tilesearch::measure {
 namespace {
@@ -97,6 +98,31 @@ TEST(SampledErrorTest, PointsValuesMagnitudesAndTheReferenceError) {
       s, [](int64_t) { return std::nan(""); }, &nan_report);
   EXPECT_TRUE(std::isinf(nan_report.f64_max_ratio));
   EXPECT_TRUE(std::isinf(nan_report.f64_max_abs_error));
+}
+
+// D[i] = sum_k (X[i, k] + 1000) − 1000 · K: the float32 naive program's sum of 4·10^6-sized
+// partial sums is off by units; InterpreterReference (float64 from the definitions, rounded once
+// to float32) by at most half an ulp of D (|D| < 64 here: 2^-19).
+TEST(SampledErrorTest, InterpreterReferenceIsOffByOneRoundingPerStage) {
+  constexpr int64_t kRows = 4, kDepth = 4096;
+  ir::Tensor x = Ok(ir::Placeholder("X", {kRows, kDepth}));
+  ir::Tensor s =
+      Ok(ir::Reduce("S", {kRows}, ir::ReduceKind::kSum, {kDepth},
+                    [&](const Axes& ax, const Axes& r) { return x(ax[0], r[0]) + 1000.0; }));
+  ir::Tensor d = Ok(ir::Compute(
+      "D", {kRows}, [&](const Axes& ax) { return s(ax[0]) - static_cast<double>(1000 * kDepth); }));
+  const ir::ComputeDAG dag = Ok(ir::ComputeDAG::Create({d}));
+  const ir::BufferMap in = MakeCheckInputs(dag, CheckDistribution::kUniformSymmetric, 5);
+  const ir::BufferMap f64 = Ok(InterpreterReference(dag, in));
+  const ir::BufferMap f32 = Ok(ir::RunReference(dag, in));
+  double worst32 = 0;
+  for (int64_t i = 0; i < kRows; ++i) {
+    double exact = 0;
+    for (int64_t k = 0; k < kDepth; ++k) exact += in.at("X").data[i * kDepth + k];
+    EXPECT_LE(std::fabs(f64.at("D").data[i] - exact), std::ldexp(1.0, -19)) << i;
+    worst32 = std::max(worst32, std::fabs(f32.at("D").data[i] - exact));
+  }
+  EXPECT_GT(worst32, 1.0);  // the float32 reference: far more than one rounding
 }
 
 TEST(SampledErrorTest, StepLimitKeepsFewerPoints) {
