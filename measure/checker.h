@@ -149,15 +149,14 @@ struct ArbitrationSummary {
 ///
 /// The screen accepts an element the rule would reject only where the reference itself is off
 /// from ref64 by more than c · u · M (|got − ref64| <= |got − ref32| + |ref32 − ref64|), in the
-/// direction of the candidate's error. Small tasks' reference is the interpreter in float64
-/// arithmetic (InterpreterReference, measure/reference.h), off by one rounding per materialized
-/// stage: the screen is sound there. Larger tasks' is the naive float32 kernel (one sequential
-/// sum per element): with cancelling terms its error is about u · M, inside the allowance; with
-/// same-sign terms it is typically about sqrt(K)/3 · u · M, but there |ref64| ≈ M and the excess
-/// over the allowance is about 4 % of rtol · |ref64| at K = 2^16 (float32: rtol · M is about
-/// 1700 u · M).
-/// VerifyReferenceSamples checks the reference by the rule on sampled elements each batch, and
-/// SampleFloat64Reference records both errors on sampled points.
+/// direction of the candidate's error. Small tasks' reference is float64 from the definitions,
+/// rounded once (InterpreterReference, measure/reference.h): the screen is sound there. Larger
+/// tasks' is the naive float32 program (one sequential sum per element): with cancelling terms its
+/// error is about u · M, inside the allowance; with same-sign terms it is typically about sqrt(K)/3
+/// · u · M, but there |ref64| ≈ M and the excess over the allowance is about 4 % of rtol · |ref64|
+/// at K = 2^16 (float32: rtol · M is about 1700 u · M). VerifyReferenceSamples checks the reference
+/// by the rule on sampled elements each batch, and SampleFloat64Reference records both errors on
+/// sampled points.
 ///
 /// Why: a float32 reference summed in one order is not exact. On the H200 the naive (no-FMA) GPU
 /// reference of swiglu_gate (K = 2048) was off by 3.7e-4 from float64 at an element where every

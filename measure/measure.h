@@ -7,8 +7,9 @@
 // Method (design.md, "Measurement method"; KernelBench's tolerance): inputs drawn from more than
 // one distribution (CheckDistribution), outputs poisoned with NaN before each checked run, every
 // output element compared under a dtype-aware tolerance, mismatches re-judged by the precision
-// rule (measure/precision_rule.h) in float64. The reference is the unscheduled program: the
-// interpreter in float64 arithmetic for small tasks, otherwise the naive kernel on the same target
+// rule (measure/precision_rule.h) in float64. The reference is the unscheduled program: float64
+// from the definitions for small tasks (measure/reference.h InterpreterReference), the interpreter
+// for larger ones, otherwise the naive kernel on the same target
 // (GPU: the naive schedule of schedule/naive_gpu.h), itself checked against float64 point
 // evaluation (ir::EvaluatePoint) on sampled elements. Mirrors Ansor's MeasureInput / MeasureResult
 // (TVM src/auto_scheduler/measure.cc) with costs in seconds.
@@ -134,7 +135,8 @@ struct MeasureOptions {
   /// Seed of the check inputs (each trial and each batch derive their own from it).
   uint64_t seed = 1;
   /// Tasks with at most this many interpreted operations (2 · FLOPs + stores of the naive program)
-  /// use the interpreter as reference; larger ones the naive kernel on the target.
+  /// use InterpreterReference (float64 up to kFloat64ReferenceMaxOps, the float32 interpreter
+  /// above); larger ones the naive kernel on the target.
   double interpreter_reference_max_ops = 1 << 24;
   /// Sampled elements per output checked in float64 (ir::EvaluatePoint) when the reference is the
   /// naive kernel; a mismatch there fails the whole batch as kUnknown "reference ...".
