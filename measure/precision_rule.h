@@ -1,5 +1,5 @@
 // The correctness rule of the tuner's check and of bench/harness/score.py (one definition; the
-// scorer mirrors it and both are tested on one table, tests/measure/testdata/precision_cases.json):
+// scorer mirrors it and both are tested on one table, bench/harness/testdata/precision_cases.json):
 // an output element passes when
 //
 //   |got − ref64| <= atol + rtol · |ref64| + c · u · M
