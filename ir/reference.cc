@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -40,11 +41,22 @@ int64_t RowMajorOffset(const std::vector<int64_t>& shape, const std::vector<int6
   return offset;
 }
 
-// A value of an expression: `i` for int and bool types, `f` for float types.
+// A value of an expression: `i` for int and bool types, `f` for float types, and `m` the float64
+// magnitude of the terms `f` is made of (EvaluatePointWithMagnitude's propagation rules).
 struct Val {
   int64_t i = 0;
   double f = 0;
+  double m = 0;
 };
+
+// A float value whose magnitude is its own (an input, a constant, a converted integer).
+Val Leaf(double f) { return {0, f, std::fabs(f)}; }
+
+// The first-order magnitude of f(x) for a unary function with slope `slope` at x:
+// |f'(x)| · M(x) + |f(x)|.
+Val Unary(double value, double slope, double mx) {
+  return {0, value, std::fabs(slope) * mx + std::fabs(value)};
+}
 
 int64_t Wrap(int64_t v, ScalarType t) {
   if (t == ScalarType::kInt32) return static_cast<int32_t>(static_cast<uint32_t>(v));
@@ -66,7 +78,11 @@ int64_t WrappingMul(int64_t a, int64_t b) {
 // division and int32 wrap-around), memoizing every stage element it computes.
 class PointEvaluator {
  public:
-  PointEvaluator(const ComputeDAG& dag, const BufferMap& inputs) : dag_(dag), inputs_(inputs) {}
+  /// `round_to_type`: round every float result to its expression's type and every stage element
+  /// to its dtype, as the naive program does (float32 arithmetic without FMA); the magnitudes are
+  /// then meaningless.
+  PointEvaluator(const ComputeDAG& dag, const BufferMap& inputs, bool round_to_type = false)
+      : dag_(dag), inputs_(inputs), round_(round_to_type) {}
 
   absl::Status status() const { return status_; }
   /// Stage bodies evaluated so far (one per non-memoized element, plus one per reduce iteration).
@@ -83,7 +99,7 @@ class PointEvaluator {
         return {};
       }
       const double v = it->second.data[offset];
-      return IsFloat(t.dtype()) ? Val{0, v} : Val{static_cast<int64_t>(v), 0};
+      return IsFloat(t.dtype()) ? Leaf(v) : Val{static_cast<int64_t>(v), 0};
     }
     auto memo = memo_.find(std::make_pair(id, offset));
     if (memo != memo_.end()) return memo->second;
@@ -94,6 +110,7 @@ class PointEvaluator {
     if (t->reduce == ReduceKind::kNone) {
       ++steps_;
       result = Eval(t->body, env);
+      if (round_ && IsFloat(t.dtype())) result.f = RoundToType(result.f, t.dtype());
     } else {
       result = Eval(t->init, env);
       const size_t base = env.size();
@@ -102,6 +119,7 @@ class PointEvaluator {
       while (true) {
         ++steps_;
         result = Combine(t->reduce, t.dtype(), result, Eval(t->body, env));
+        if (round_ && IsFloat(t.dtype())) result.f = RoundToType(result.f, t.dtype());
         if (!status_.ok()) return {};
         int d = static_cast<int>(t->reduce_axes.size()) - 1;
         while (d >= 0 && ++env[base + d].second == t->reduce_axes[d].extent) {
@@ -131,13 +149,13 @@ class PointEvaluator {
     if (IsFloat(t)) {
       switch (kind) {
         case ReduceKind::kSum:
-          return {0, acc.f + x.f};
+          return {0, acc.f + x.f, acc.m + x.m};
         case ReduceKind::kProd:
-          return {0, acc.f * x.f};
+          return {0, acc.f * x.f, acc.m * x.m};
         case ReduceKind::kMax:
-          return {0, std::isnan(x.f) ? x.f : std::max(acc.f, x.f)};
+          return std::isnan(x.f) || x.f > acc.f ? x : acc;
         case ReduceKind::kMin:
-          return {0, std::isnan(x.f) ? x.f : std::min(acc.f, x.f)};
+          return std::isnan(x.f) || x.f < acc.f ? x : acc;
         case ReduceKind::kNone:
           break;
       }
@@ -160,12 +178,18 @@ class PointEvaluator {
   }
 
   Val Eval(const Expr& e, const Env& env) {
+    Val v = EvalExact(e, env);
+    if (round_ && IsFloat(e.type())) v.f = RoundToType(v.f, e.type());
+    return v;
+  }
+
+  Val EvalExact(const Expr& e, const Env& env) {
     if (!status_.ok()) return {};
     switch (e.kind()) {
       case ExprKind::kIntImm:
         return {e.as<IntImmNode>()->value, 0};
       case ExprKind::kFloatImm:
-        return {0, e.as<FloatImmNode>()->value};
+        return Leaf(e.as<FloatImmNode>()->value);
       case ExprKind::kVar: {
         const std::string& name = e.as<VarNode>()->name;
         for (auto it = env.rbegin(); it != env.rend(); ++it) {
@@ -194,27 +218,39 @@ class PointEvaluator {
     const Val a = Eval(ea, env);
     const Val b = Eval(eb, env);
     const ScalarType t = ea.type();
-    if (IsFloat(t)) return EvalFloatBinary(e.kind(), a.f, b.f);
+    if (IsFloat(t)) {
+      // Division by a constant is a product with its reciprocal: M(a) / |c| (a mean, a pool).
+      if (e.kind() == ExprKind::kDiv && eb.kind() == ExprKind::kFloatImm) {
+        return {0, a.f / b.f, a.m / std::fabs(b.f)};
+      }
+      return EvalFloatBinary(e.kind(), a, b);
+    }
     return EvalIntBinary(e, t, a.i, b.i);
   }
 
-  static Val EvalFloatBinary(ExprKind kind, double a, double b) {
+  static Val EvalFloatBinary(ExprKind kind, const Val& va, const Val& vb) {
     constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+    const double a = va.f, b = vb.f;
     switch (kind) {
       case ExprKind::kAdd:
-        return {0, a + b};
+        return {0, a + b, va.m + vb.m};
       case ExprKind::kSub:
-        return {0, a - b};
+        return {0, a - b, va.m + vb.m};
       case ExprKind::kMul:
-        return {0, a * b};
+        return {0, a * b, va.m * vb.m};
       case ExprKind::kDiv:
-        return {0, a / b};
-      case ExprKind::kMod:
-        return {0, a - b * std::floor(a / b)};
+        // a · (1/b), the reciprocal by the unary rule: slope 1/b², value 1/b.
+        return {0, a / b, va.m * (vb.m / (b * b) + 1 / std::fabs(b))};
+      case ExprKind::kMod: {
+        const double q = std::floor(a / b);
+        return {0, a - b * q, va.m + std::fabs(q) * vb.m};
+      }
       case ExprKind::kMin:
-        return {0, std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b)};
+        if (std::isnan(a) || std::isnan(b)) return {0, kNaN, kNaN};
+        return b < a ? vb : va;
       case ExprKind::kMax:
-        return {0, std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b)};
+        if (std::isnan(a) || std::isnan(b)) return {0, kNaN, kNaN};
+        return b > a ? vb : va;
       case ExprKind::kEQ:
         return {a == b, 0};
       case ExprKind::kNE:
@@ -289,7 +325,7 @@ class PointEvaluator {
   Val EvalCast(const CastNode* op, const Env& env) {
     const Val v = Eval(op->value, env);
     const bool from_float = IsFloat(op->value.type());
-    if (IsFloat(op->type)) return {0, from_float ? v.f : static_cast<double>(v.i)};
+    if (IsFloat(op->type)) return from_float ? v : Leaf(static_cast<double>(v.i));
     if (op->type == ScalarType::kBool) return {from_float ? v.f != 0 : v.i != 0, 0};
     if (!from_float) return {Wrap(v.i, op->type), 0};
     if (!std::isfinite(v.f)) return {0, 0};
@@ -303,27 +339,45 @@ class PointEvaluator {
       return {Wrap(a.i < 0 ? WrappingSub(0, a.i) : a.i, op->type), 0};
     }
     const double x = a.f;
+    const double mx = a.m;
     switch (op->op) {
-      case CallOp::kExp:
-        return {0, std::exp(x)};
+      case CallOp::kExp: {
+        const double y = std::exp(x);
+        return Unary(y, y, mx);
+      }
       case CallOp::kLog:
-        return {0, std::log(x)};
-      case CallOp::kSqrt:
-        return {0, std::sqrt(x)};
-      case CallOp::kRsqrt:
-        return {0, 1.0 / std::sqrt(x)};
-      case CallOp::kTanh:
-        return {0, std::tanh(x)};
+        return Unary(std::log(x), 1 / x, mx);
+      case CallOp::kSqrt: {
+        const double y = std::sqrt(x);
+        return Unary(y, 0.5 / y, mx);
+      }
+      case CallOp::kRsqrt: {
+        const double y = 1.0 / std::sqrt(x);
+        return Unary(y, 0.5 * y / x, mx);
+      }
+      case CallOp::kTanh: {
+        const double y = std::tanh(x);
+        return Unary(y, 1 - y * y, mx);
+      }
       case CallOp::kErf:
-        return {0, std::erf(x)};
-      case CallOp::kSigmoid:
-        return {0, 1.0 / (1.0 + std::exp(-x))};
+        return Unary(std::erf(x), 2 / std::sqrt(std::numbers::pi) * std::exp(-x * x), mx);
+      case CallOp::kSigmoid: {
+        const double y = 1.0 / (1.0 + std::exp(-x));
+        return Unary(y, y * (1 - y), mx);
+      }
       case CallOp::kAbs:
-        return {0, std::fabs(x)};
-      case CallOp::kPow:
-        return {0, std::pow(x, Eval(op->args[1], env).f)};
+        return {0, std::fabs(x), mx};
+      case CallOp::kPow: {
+        const Val e = Eval(op->args[1], env);
+        const double y = std::pow(x, e.f);
+        // Slopes in x (e · x^(e−1)) and in the exponent (x^e · ln x); the latter only where the
+        // exponent is computed (a constant's error is its own rounding) and x > 0.
+        const double dx = e.f == 0 ? 0 : e.f * std::pow(x, e.f - 1);
+        const double de = x > 0 ? y * std::log(x) : 0;
+        return {0, y, std::fabs(dx) * mx + std::fabs(de) * e.m + std::fabs(y)};
+      }
       case CallOp::kFloor:
-        return {0, std::floor(x)};
+        return Unary(std::floor(x), 1, mx);
     }
     CHECK(false) << "unhandled call";
     return {};
@@ -354,14 +408,14 @@ class PointEvaluator {
     const Val v = Stage(id, index);
     // A load of another type than its tensor's (not produced by Compute) converts like a cast.
     if (IsFloat(op->type) != IsFloat(t.dtype())) {
-      return IsFloat(op->type) ? Val{0, static_cast<double>(v.i)}
-                               : Val{static_cast<int64_t>(v.f), 0};
+      return IsFloat(op->type) ? Leaf(static_cast<double>(v.i)) : Val{static_cast<int64_t>(v.f), 0};
     }
     return v;
   }
 
   const ComputeDAG& dag_;
   const BufferMap& inputs_;
+  const bool round_;
   absl::Status status_;
   int64_t steps_ = 0;
   absl::flat_hash_map<std::pair<int, int64_t>, Val> memo_;
@@ -418,9 +472,10 @@ absl::StatusOr<BufferMap> RunCompensatedReference(const ComputeDAG& dag, const B
   return RunNest(dag, CompensateFloatSums(nest), inputs, Precision::kNative);
 }
 
-absl::StatusOr<double> EvaluatePoint(const ComputeDAG& dag, int stage_id,
-                                     const std::vector<int64_t>& index, const BufferMap& inputs,
-                                     int64_t* steps) {
+namespace {
+
+// Errors of a point's stage id and index (EvaluatePoint's).
+absl::Status CheckPoint(const ComputeDAG& dag, int stage_id, const std::vector<int64_t>& index) {
   if (stage_id < 0 || stage_id >= dag.num_stages()) {
     return absl::InvalidArgumentError(
         absl::StrCat("stage id ", stage_id, " out of range [0, ", dag.num_stages(), ")"));
@@ -437,12 +492,74 @@ absl::StatusOr<double> EvaluatePoint(const ComputeDAG& dag, int stage_id,
                                                 t.name(), "'"));
     }
   }
-  PointEvaluator evaluator(dag, inputs);
+  return absl::OkStatus();
+}
+
+// One point evaluated by a PointEvaluator (rounding or not).
+absl::StatusOr<PointValue> EvaluateOnePoint(const ComputeDAG& dag, int stage_id,
+                                            const std::vector<int64_t>& index,
+                                            const BufferMap& inputs, int64_t* steps,
+                                            bool round_to_type) {
+  RETURN_IF_ERROR(CheckPoint(dag, stage_id, index));
+  PointEvaluator evaluator(dag, inputs, round_to_type);
   RETURN_IF_ERROR(evaluator.CheckInputs());
   const Val v = evaluator.Stage(stage_id, index);
   if (steps != nullptr) *steps = evaluator.steps();
   RETURN_IF_ERROR(evaluator.status());
-  return IsFloat(t.dtype()) ? v.f : static_cast<double>(v.i);
+  if (!IsFloat(dag.stage(stage_id).dtype())) {
+    const double value = static_cast<double>(v.i);
+    return PointValue{value, std::fabs(value)};
+  }
+  return PointValue{v.f, v.m};
+}
+
+}  // namespace
+
+absl::StatusOr<PointValue> EvaluatePointWithMagnitude(const ComputeDAG& dag, int stage_id,
+                                                      const std::vector<int64_t>& index,
+                                                      const BufferMap& inputs, int64_t* steps) {
+  return EvaluateOnePoint(dag, stage_id, index, inputs, steps, /*round_to_type=*/false);
+}
+
+absl::StatusOr<double> EvaluatePointRounded(const ComputeDAG& dag, int stage_id,
+                                            const std::vector<int64_t>& index,
+                                            const BufferMap& inputs, int64_t* steps) {
+  ASSIGN_OR_RETURN(const PointValue v,
+                   EvaluateOnePoint(dag, stage_id, index, inputs, steps, /*round_to_type=*/true));
+  return v.value;
+}
+
+absl::StatusOr<std::vector<double>> EvaluateStage(const ComputeDAG& dag, int stage_id,
+                                                  const BufferMap& inputs) {
+  if (stage_id < 0 || stage_id >= dag.num_stages()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stage id ", stage_id, " out of range [0, ", dag.num_stages(), ")"));
+  }
+  const Tensor& t = dag.stage(stage_id);
+  PointEvaluator evaluator(dag, inputs);
+  RETURN_IF_ERROR(evaluator.CheckInputs());
+  const int64_t n = t.NumElements();
+  std::vector<double> values(static_cast<size_t>(n));
+  std::vector<int64_t> index(t.shape().size(), 0);
+  for (int64_t flat = 0; flat < n; ++flat) {
+    const Val v = evaluator.Stage(stage_id, index);
+    RETURN_IF_ERROR(evaluator.status());
+    values[static_cast<size_t>(flat)] = IsFloat(t.dtype()) ? v.f : static_cast<double>(v.i);
+    // Row-major odometer, last dimension fastest.
+    for (size_t d = index.size(); d-- > 0;) {
+      if (++index[d] < t.shape()[d]) break;
+      index[d] = 0;
+    }
+  }
+  return values;
+}
+
+absl::StatusOr<double> EvaluatePoint(const ComputeDAG& dag, int stage_id,
+                                     const std::vector<int64_t>& index, const BufferMap& inputs,
+                                     int64_t* steps) {
+  ASSIGN_OR_RETURN(const PointValue v,
+                   EvaluatePointWithMagnitude(dag, stage_id, index, inputs, steps));
+  return v.value;
 }
 
 }  // namespace tilesearch::ir

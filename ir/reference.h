@@ -35,4 +35,41 @@ absl::StatusOr<double> EvaluatePoint(const ComputeDAG& dag, int stage_id,
                                      const std::vector<int64_t>& index, const BufferMap& inputs,
                                      int64_t* steps = nullptr);
 
+/// Every element of stage `stage_id` computed from the definitions in float64 (EvaluatePoint's
+/// values, row-major, one evaluator whose memo every element shares: each producer element is
+/// computed once). Memory grows with the elements of every stage evaluated. Errors: as
+/// EvaluatePoint.
+absl::StatusOr<std::vector<double>> EvaluateStage(const ComputeDAG& dag, int stage_id,
+                                                  const BufferMap& inputs);
+
+/// A float64 value and the float64 magnitude of the terms it is made of.
+struct PointValue {
+  double value = 0;
+  double magnitude = 0;
+};
+
+/// EvaluatePoint that also carries M, the magnitude of the terms, through the evaluation (the
+/// cancellation allowance of measure/precision_rule.h, which states the rules): inputs and
+/// constants |x|; +, − and sum reductions add M; ·, product reductions multiply it; a / b is
+/// M(a) · (M(b)/b² + 1/|b|) (by a constant c: M(a)/|c|); a unary f is |f'(x)| · M(x) + |f(x)| (abs
+/// M(x), floor M(x) + |floor x|); max, min, select and max / min reductions take the chosen
+/// operand's M; casts keep it; an integer converted to float, and an integer stage's result, is its
+/// |value|. A matmul element's M is Σ|a||b|; sum(x) − sum(x) has value 0 and M 2·Σ|x|. Same errors
+/// and `steps` as EvaluatePoint.
+absl::StatusOr<PointValue> EvaluatePointWithMagnitude(const ComputeDAG& dag, int stage_id,
+                                                      const std::vector<int64_t>& index,
+                                                      const BufferMap& inputs,
+                                                      int64_t* steps = nullptr);
+
+/// The value the naive program computes at `index` of stage `stage_id`: every float operation
+/// rounded to its type (float32 arithmetic without FMA, as the interpreter's kNative precision and
+/// the reference kernels), each reduction summed in definition order and every stage element
+/// rounded to its dtype; transcendental functions from the host's libm (the kernels' polynomial
+/// approximations differ by a few ulp). A plain float32 kernel's result at one point, for
+/// comparing a candidate's accuracy with it without running the whole program. Same errors and
+/// `steps` as EvaluatePoint.
+absl::StatusOr<double> EvaluatePointRounded(const ComputeDAG& dag, int stage_id,
+                                            const std::vector<int64_t>& index,
+                                            const BufferMap& inputs, int64_t* steps = nullptr);
+
 }  // namespace tilesearch::ir

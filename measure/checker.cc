@@ -233,10 +233,14 @@ void CompareOutput(const std::string& name, const ir::HostBuffer& got,
                     first >= 0 ? expected.data[first] : 0, trial, distribution, report);
 }
 
-bool ArbitrationElementPasses(double got, double ref32, double ref64, const Tolerance& tolerance) {
-  if (!std::isfinite(got) || !std::isfinite(ref32) || !std::isfinite(ref64)) return false;
-  return std::fabs(got - ref64) <=
-         tolerance.atol + tolerance.rtol * std::fabs(ref64) + std::fabs(ref32 - ref64);
+PrecisionRule RuleFor(ir::ScalarType dtype, const Tolerance& tolerance, Fp32Precision precision) {
+  return PrecisionRule{tolerance.atol, tolerance.rtol, UnitRoundoff(dtype, precision)};
+}
+
+bool ArbitrationElementPasses(double got, double ref64, double magnitude,
+                              const PrecisionRule& rule) {
+  if (!std::isfinite(got) || !std::isfinite(ref64)) return false;
+  return PassesPrecisionRule(rule, got, ref64, magnitude);
 }
 
 namespace {
@@ -250,21 +254,22 @@ int ArbitrationThreads(int64_t n) {
 
 ArbitratedElement JudgeElement(const ir::ComputeDAG& dag, int output_id,
                                const ir::BufferMap& inputs, const std::vector<int64_t>& shape,
-                               int64_t flat, double got, double ref32, const Tolerance& tolerance,
+                               int64_t flat, double got, double ref32, const PrecisionRule& rule,
                                std::string* error, int64_t* steps = nullptr) {
   ArbitratedElement e;
   e.flat = flat;
   e.got = got;
   e.ref32 = ref32;
-  absl::StatusOr<double> ref64 =
-      ir::EvaluatePoint(dag, output_id, Unflatten(shape, flat), inputs, steps);
+  absl::StatusOr<ir::PointValue> ref64 =
+      ir::EvaluatePointWithMagnitude(dag, output_id, Unflatten(shape, flat), inputs, steps);
   if (!ref64.ok()) {
     *error = std::string(ref64.status().message());
     return e;
   }
   e.evaluated = true;
-  e.ref64 = *ref64;
-  e.passed = ArbitrationElementPasses(got, ref32, e.ref64, tolerance);
+  e.ref64 = ref64->value;
+  e.magnitude = ref64->magnitude;
+  e.passed = ArbitrationElementPasses(got, e.ref64, e.magnitude, rule);
   return e;
 }
 
@@ -317,11 +322,12 @@ ArbitrationSummary ArbitrateMismatches(const ir::ComputeDAG& dag, int output_id,
     verdicts[i].got = got.data[flats[i]];
     verdicts[i].ref32 = expected.data[flats[i]];
   }
+  const PrecisionRule rule = RuleFor(t.dtype(), tolerance, options.precision);
   auto judge = [&](int64_t i, int64_t* steps) {
     const size_t u = static_cast<size_t>(i);
     const int64_t flat = flats[u];
     verdicts[u] = JudgeElement(dag, output_id, inputs, t.shape(), flat, got.data[flat],
-                               expected.data[flat], tolerance, &errors[u], steps);
+                               expected.data[flat], rule, &errors[u], steps);
   };
 
   // The first element alone, its steps counted: the estimate of the whole (deterministic).
@@ -358,7 +364,8 @@ ArbitrationSummary ArbitrateMismatches(const ir::ComputeDAG& dag, int output_id,
       s.note = absl::StrCat(where, ": float64 point evaluation failed: ", error);
     } else {
       s.note = absl::StrCat(where, ": got ", FormatValue(got.data[flat]), ", ref32 ",
-                            FormatValue(expected.data[flat]), ", ref64 ", FormatValue(v.ref64));
+                            FormatValue(expected.data[flat]), ", ref64 ", FormatValue(v.ref64),
+                            ", allowed ", FormatValue(AllowedError(rule, v.ref64, v.magnitude)));
     }
   }
   s.judged = std::move(verdicts);
@@ -409,22 +416,156 @@ absl::Status VerifyReferenceSamples(const ir::ComputeDAG& dag, const ir::BufferM
     std::vector<int64_t> flats = {0, n - 1};
     std::mt19937_64 rng(CheckInputStreamSeed(seed, t.name()));
     for (int s = 0; s < samples; ++s) flats.push_back(static_cast<int64_t>(rng() % n));
-    Tolerance tol = ToleranceFor(t.dtype());
-    tol.atol *= 10;
-    tol.rtol *= 10;
+    const Tolerance tol = ToleranceFor(t.dtype());
+    const PrecisionRule rule{10 * tol.atol, 10 * tol.rtol, UnitRoundoff(t.dtype())};
     for (int64_t flat : flats) {
       const std::vector<int64_t> index = Unflatten(t.shape(), flat);
-      ASSIGN_OR_RETURN(const double expected, ir::EvaluatePoint(dag, id, index, inputs));
+      ASSIGN_OR_RETURN(const ir::PointValue expected,
+                       ir::EvaluatePointWithMagnitude(dag, id, index, inputs));
       const double got = out.data[flat];
-      if (!Matches(got, expected, tol)) {
+      if (!PassesPrecisionRule(rule, got, expected.value, expected.magnitude)) {
         return absl::InternalError(absl::StrCat(
             "reference output '", t.name(), "' disagrees with float64 point evaluation at ",
             FormatIndex(t.shape(), flat), ": got ", FormatValue(got), ", expected ",
-            FormatValue(expected)));
+            FormatValue(expected.value), " (allowed error ",
+            FormatValue(AllowedError(rule, expected.value, expected.magnitude)), ")"));
       }
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<SampledOutput>> SampleFloat64Reference(const ir::ComputeDAG& dag,
+                                                                  const ir::BufferMap& inputs,
+                                                                  const ir::BufferMap& reference,
+                                                                  const MeasureOptions& options,
+                                                                  uint64_t seed) {
+  std::vector<SampledOutput> sampled;
+  for (int id : dag.output_ids()) {
+    const ir::Tensor& t = dag.stage(id);
+    const int64_t n = t.NumElements();
+    if (!ir::IsFloat(t.dtype()) || n == 0) continue;
+    SampledOutput out;
+    out.name = t.name();
+    out.rule =
+        RuleFor(t.dtype(), ToleranceFor(t.dtype(), options.atol, options.rtol), options.precision);
+    out.flats = {0, n - 1};
+    std::mt19937_64 rng(CheckInputStreamSeed(seed, t.name()));
+    for (int i = 0; i < options.precision_samples; ++i) {
+      out.flats.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(n)));
+    }
+    // Without the float32 reference's outputs (the reference is compensated or float64), the
+    // plain float32 program's values at the points are evaluated too: twice the steps.
+    const auto ref = reference.find(t.name());
+    const bool have_plain = ref != reference.end() && ref->second.NumElements() == n;
+    int64_t first_steps = 0;
+    ASSIGN_OR_RETURN(
+        const ir::PointValue first,
+        ir::EvaluatePointWithMagnitude(dag, id, Unflatten(t.shape(), 0), inputs, &first_steps));
+    const int64_t fit = options.arbitration_max_steps /
+                        (std::max<int64_t>(first_steps, 1) * (have_plain ? 1 : 2));
+    out.flats.resize(
+        static_cast<size_t>(std::clamp<int64_t>(fit, 1, static_cast<int64_t>(out.flats.size()))));
+    const int64_t count = static_cast<int64_t>(out.flats.size());
+    out.ref64.assign(out.flats.size(), 0);
+    out.magnitude.assign(out.flats.size(), 0);
+    out.ref64[0] = first.value;
+    out.magnitude[0] = first.magnitude;
+    std::vector<double> plain(out.flats.size(), 0);
+    std::vector<absl::Status> errors(out.flats.size());
+    ParallelChunks(count, ArbitrationThreads(count), [&](int64_t, int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const size_t k = static_cast<size_t>(i);
+        const std::vector<int64_t> index = Unflatten(t.shape(), out.flats[k]);
+        if (k > 0) {
+          absl::StatusOr<ir::PointValue> v = ir::EvaluatePointWithMagnitude(dag, id, index, inputs);
+          if (!v.ok()) {
+            errors[k] = v.status();
+            continue;
+          }
+          out.ref64[k] = v->value;
+          out.magnitude[k] = v->magnitude;
+        }
+        if (have_plain) {
+          plain[k] = ref->second.data[static_cast<size_t>(out.flats[k])];
+        } else {
+          absl::StatusOr<double> p = ir::EvaluatePointRounded(dag, id, index, inputs);
+          if (!p.ok()) {
+            errors[k] = p.status();
+            continue;
+          }
+          plain[k] = *p;
+        }
+      }
+    });
+    for (const absl::Status& e : errors) RETURN_IF_ERROR(e);
+    for (size_t k = 0; k < out.flats.size(); ++k) {
+      const double e = std::fabs(plain[k] - out.ref64[k]);
+      out.reference_max_abs_error = std::max(
+          out.reference_max_abs_error, std::isnan(e) ? std::numeric_limits<double>::infinity() : e);
+    }
+    sampled.push_back(std::move(out));
+  }
+  return sampled;
+}
+
+void RecordSampledError(const SampledOutput& sampled, const std::function<double(int64_t)>& got_at,
+                        CheckReport* report) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  for (size_t k = 0; k < sampled.flats.size(); ++k) {
+    const double got = got_at(sampled.flats[k]);
+    const double ref64 = sampled.ref64[k];
+    report->f64_max_ratio =
+        std::max(report->f64_max_ratio, ErrorRatio(sampled.rule, got, ref64, sampled.magnitude[k]));
+    if (std::isfinite(ref64)) {
+      const double e = std::isfinite(got) ? std::fabs(got - ref64) : kInf;
+      report->f64_max_abs_error = std::max(report->f64_max_abs_error, e);
+    }
+  }
+  report->f64_points += static_cast<int64_t>(sampled.flats.size());
+  report->reference_f64_max_abs_error =
+      std::max(report->reference_f64_max_abs_error, sampled.reference_max_abs_error);
+}
+
+namespace {
+
+class MmaKindFinder : public ir::StmtVisitor {
+ public:
+  explicit MmaKindFinder(ir::MmaKind kind) : kind_(kind) {}
+  bool found() const { return found_; }
+
+ protected:
+  void VisitWarpMma(const ir::WarpMmaNode* op, const ir::Stmt& s) override {
+    if (op->kind == kind_) found_ = true;
+    ir::StmtVisitor::VisitWarpMma(op, s);
+  }
+
+ private:
+  ir::MmaKind kind_;
+  bool found_ = false;
+};
+
+}  // namespace
+
+bool UsesMmaKind(const ir::LoopNest& nest, ir::MmaKind kind) {
+  MmaKindFinder finder(kind);
+  finder.Visit(nest.body);
+  return finder.found();
+}
+
+std::string Tf32x3Verdict(const CheckReport& report) {
+  if (report.f64_points == 0) {
+    return "3xTF32 candidate not accepted: no float64 error was measured on sampled points to "
+           "compare with the float32 reference's";
+  }
+  if (report.f64_max_abs_error <= kTf32x3ErrorFactor * report.reference_f64_max_abs_error ||
+      report.f64_max_ratio <= kTf32x3NegligibleRatio) {
+    return "";
+  }
+  return absl::StrFormat(
+      "3xTF32 candidate less accurate than float32: max error against float64 %.3g on %d sampled "
+      "points, over twice the float32 reference's %.3g (precision ieee; tf32 allows it)",
+      report.f64_max_abs_error, report.f64_points, report.reference_f64_max_abs_error);
 }
 
 int64_t StorageBytes(ir::ScalarType dtype) { return ir::BytesOf(dtype); }

@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -99,6 +100,7 @@ struct BatchData {
   std::vector<Trial> trials;
   std::map<std::string, std::vector<std::byte>> timing_inputs;
   std::shared_ptr<const codegen::GpuModule> naive_module;  // when the reference runs on the GPU
+  ir::BufferMap native_first;  // interpreter path: the float32 naive program's trial-0 outputs
 };
 
 // What a worker keeps on the device for its whole batch (the device-resident path). Params are
@@ -135,7 +137,21 @@ struct WorkerState {
   std::unique_ptr<GpuTimer> timer;
   std::unique_ptr<DeviceComparer> comparer;  // null: float32 outputs compared on the host
   std::unique_ptr<ResidentData> resident;    // null: the per-candidate upload path
+  std::vector<SampledOutput> sampled;        // float64 reference at sampled points of trial 0
 };
+
+// The worker's setup, then the float64 reference at sampled points of the first trial (its
+// reference outputs exist by then on both paths).
+absl::Status WorkerSetupAndSample(const MeasureOptions& options, BatchData* data,
+                                  WorkerState* state);
+
+// A candidate's error on trial 0's sampled points of output `name` (CheckReport::f64_*).
+void RecordSampled(const WorkerState& state, const std::string& name,
+                   const std::function<double(int64_t)>& got_at, CheckReport* report) {
+  for (const SampledOutput& so : state.sampled) {
+    if (so.name == name) RecordSampledError(so, got_at, report);
+  }
+}
 
 // Device buffers for every argument of a module (params, then scratch), sized in storage bytes.
 struct ArgBuffers {
@@ -531,6 +547,22 @@ absl::Status WorkerSetup(const MeasureOptions& options, BatchData* data, WorkerS
   return absl::OkStatus();
 }
 
+absl::Status WorkerSetupAndSample(const MeasureOptions& options, BatchData* data,
+                                  WorkerState* state) {
+  RETURN_IF_ERROR(WorkerSetup(options, data, state));
+  if (!options.check || data->trials.empty()) return absl::OkStatus();
+  const Trial& trial = data->trials[0];
+  absl::StatusOr<std::vector<SampledOutput>> sampled = SampleFloat64Reference(
+      *data->dag, trial.inputs, data->native_first,
+      options, trial.seed);
+  if (!sampled.ok()) {
+    return absl::InternalError(
+        absl::StrCat("reference: float64 sampled points: ", sampled.status().message()));
+  }
+  state->sampled = *std::move(sampled);
+  return absl::OkStatus();
+}
+
 std::string FinishItem(MeasureResult& r, Clock::time_point start, MeasureError error,
                        std::string message) {
   r.error = error;
@@ -555,7 +587,7 @@ std::string MismatchMessage(const CheckReport& check) {
 }
 
 ArbitrationOptions ArbitrationOf(const MeasureOptions& options) {
-  return {options.arbitration_max_elements, options.arbitration_max_steps};
+  return {options.arbitration_max_elements, options.arbitration_max_steps, options.precision};
 }
 
 // Downloads output buffer `output` (of `decl`) to the host. Errors: the driver's, UnpackBuffer's.
@@ -637,6 +669,20 @@ Finished CompareOnDevice(const MeasureOptions& options, const BatchData& data,
   if (s.ok()) s = DownloadAt(driver, slot_ptr, 0, slot.data(), sizeof(CompareSlot));
   if (!s.ok()) return RuntimeFailure(r, start, s);
   const CompareSummary summary = DecodeCompareSlot(slot, n);
+  if (t == 0) {
+    // The sampled points' values, one float32 download each (a few hundred bytes).
+    absl::Status sampled_status;
+    RecordSampled(
+        state, decl.name,
+        [&](int64_t flat) -> double {
+          float g = 0;
+          absl::Status d = DownloadAt(driver, res.outputs[k].ptr(), 4 * flat, &g, 4);
+          if (!d.ok() && sampled_status.ok()) sampled_status = d;
+          return g;
+        },
+        &r.check);
+    if (!sampled_status.ok()) return RuntimeFailure(r, start, sampled_status);
+  }
   if (summary.mismatches < 0 || summary.mismatches > n ||
       (summary.mismatches > 0 && summary.first_mismatch >= n)) {
     return FinishItem(r, start, MeasureError::kUnknown,
@@ -690,6 +736,10 @@ Finished CompareOnHost(const MeasureOptions& options, const BatchData& data,
   ir::HostBuffer got = ir::HostBuffer::Zeros(decl.dtype, decl.shape);
   s = UnpackBuffer(bytes.data(), bytes.size(), &got);
   if (!s.ok()) return FinishItem(r, start, MeasureError::kUnknown, std::string(s.message()));
+  if (t == 0) {
+    RecordSampled(
+        state, decl.name, [&](int64_t flat) { return got.data[flat]; }, &r.check);
+  }
   CompareOutputWithArbitration(*data.dag, data.dag->StageId(decl.name), trial.inputs, got,
                                expected->second,
                                ToleranceFor(decl.dtype, options.atol, options.rtol),
@@ -781,15 +831,19 @@ Finished CheckResidentIntact(const BatchData& data, const WorkerState& state, bo
 // Check and timing of a loaded candidate on the worker's resident buffers (see the file comment).
 std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData& data,
                                  WorkerState& state, const codegen::GpuModule& gpu,
-                                 const LoadedGpuModule& module, Clock::time_point start,
-                                 MeasureResult& r) {
+                                 const LoadedGpuModule& module, bool tf32x3_gate,
+                                 Clock::time_point start, MeasureResult& r) {
   const ResidentData& res = *state.resident;
   ResidentArgs bound;
   if (Finished f = BindResidentArgs(data, state, gpu, start, r, &bound)) return *f;
   if (options.check) {
     if (Finished f = ResidentCheck(options, data, state, gpu, module, bound, start, r)) return *f;
   }
-  const bool wrong = r.check.mismatches > 0;
+  std::string tf32x3_verdict;
+  if (options.check && tf32x3_gate && r.check.mismatches == 0) {
+    tf32x3_verdict = Tf32x3Verdict(r.check);
+  }
+  const bool wrong = r.check.mismatches > 0 || !tf32x3_verdict.empty();
 
   // Timing on the resident timing inputs (random, never the check inputs, never zeros).
   if (!wrong) {
@@ -805,7 +859,10 @@ std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData&
   if (options.check && state.comparer != nullptr && !data.trials.empty()) {
     if (Finished f = CheckResidentIntact(data, state, wrong, start, r)) return *f;
   }
-  if (wrong) return FinishItem(r, start, MeasureError::kWrongAnswer, MismatchMessage(r.check));
+  if (wrong) {
+    return FinishItem(r, start, MeasureError::kWrongAnswer,
+                      tf32x3_verdict.empty() ? MismatchMessage(r.check) : tf32x3_verdict);
+  }
   return FinishItem(r, start, MeasureError::kNone, "");
 }
 
@@ -836,8 +893,11 @@ std::string WorkerItem(const MeasureOptions& options, const BatchData& data, Wor
   }
   r.load_ms = (*loaded)->load_ms();
   r.kernels = (*loaded)->resources();
+  // Under ieee, a 3xTF32 candidate must also be no less accurate than the float32 reference.
+  const bool tf32x3_gate = options.precision == Fp32Precision::kIeee && candidate.nest != nullptr &&
+                           UsesMmaKind(*candidate.nest, ir::MmaKind::kTF32x3);
   if (state.resident != nullptr) {
-    return ResidentCheckAndTime(options, data, state, gpu, **loaded, start, r);
+    return ResidentCheckAndTime(options, data, state, gpu, **loaded, tf32x3_gate, start, r);
   }
 
   absl::StatusOr<ArgBuffers> buffers = AllocateArgs(*state.driver, gpu.args);
@@ -863,12 +923,21 @@ std::string WorkerItem(const MeasureOptions& options, const BatchData& data, Wor
             *data.dag, data.dag->StageId(name), trial.inputs, got, expected->second,
             ToleranceFor(got.dtype, options.atol, options.rtol), ArbitrationOf(options),
             static_cast<int>(t), trial.distribution, &r.check);
+        if (t == 0) {
+          RecordSampled(
+              state, name, [&](int64_t flat) { return got.data[flat]; }, &r.check);
+        }
       }
       ++r.check.trials;
     }
     r.check_ms = MsSince(check_start);
     if (r.check.mismatches > 0) {
       return finish(MeasureError::kWrongAnswer, MismatchMessage(r.check));
+    }
+    if (tf32x3_gate) {
+      if (std::string v = Tf32x3Verdict(r.check); !v.empty()) {
+        return finish(MeasureError::kWrongAnswer, std::move(v));
+      }
     }
   }
 
@@ -983,7 +1052,8 @@ class CudaRunner : public Runner {
     WorkerState state;
     const MeasureOptions& options = options_;
     std::vector<WorkerItemOutcome> outcomes = RunBatchInWorkers(
-        static_cast<int>(runnable.size()), [&]() { return WorkerSetup(options, &data, &state); },
+        static_cast<int>(runnable.size()),
+        [&]() { return WorkerSetupAndSample(options, &data, &state); },
         [&](int k) { return WorkerItem(options, data, state, candidates[runnable[k]]); },
         worker_options);
 
@@ -1037,12 +1107,18 @@ class CudaRunner : public Runner {
         trial.inputs = MakeCheckInputs(dag, trial.distribution, trial.seed);
         trial.packed = PackAll(trial.inputs);
         if (!on_gpu) {
-          absl::StatusOr<ir::BufferMap> expected = ir::RunCompensatedReference(dag, trial.inputs);
+          absl::StatusOr<ir::BufferMap> expected = InterpreterReference(dag, trial.inputs);
           if (!expected.ok()) {
             return absl::Status(expected.status().code(),
                                 absl::StrCat("reference: ", expected.status().message()));
           }
           trial.expected = *std::move(expected);
+          if (t == 0) {
+            // The float32 naive program's values: the float32 reference error of the sampled
+            // points (the interpreter's reference above is float64-accurate).
+            absl::StatusOr<ir::BufferMap> native = ir::RunReference(dag, trial.inputs);
+            if (native.ok()) data->native_first = *std::move(native);
+          }
         }
         data->trials.push_back(std::move(trial));
       }

@@ -25,6 +25,7 @@
 #include "ir/reference.h"
 #include "measure/checker.h"
 #include "measure/measure.h"
+#include "measure/reference.h"
 #include "measure/runner.h"
 #include "measure/worker_batch.h"
 
@@ -188,7 +189,7 @@ class HostRunner : public Runner {
     const bool interpret = EstimateOps(dag) <= options_.interpreter_reference_max_ops;
     if (interpret) {
       for (int t = 0; t < trials; ++t) {
-        absl::StatusOr<ir::BufferMap> ref = ir::RunCompensatedReference(dag, inputs[t]);
+        absl::StatusOr<ir::BufferMap> ref = InterpreterReference(dag, inputs[t]);
         if (!ref.ok()) {
           for (int i : runnable) {
             results[i] = Failure(MeasureError::kUnknown,
@@ -199,45 +200,39 @@ class HostRunner : public Runner {
         expected[t] = *std::move(ref);
       }
     }
+    // The float32 naive program's outputs of the first trial: the float32 reference error that
+    // the sampled float64 error of a candidate is compared with (the interpreter's reference above
+    // is float64-accurate; the naive kernel's, computed in the worker, is float32 itself).
+    ir::BufferMap native_first;
+    if (interpret && trials > 0) {
+      absl::StatusOr<ir::BufferMap> native = ir::RunReference(dag, inputs[0]);
+      if (native.ok()) native_first = *std::move(native);
+    }
     const ir::BufferMap timing_inputs =
         MakeCheckInputs(dag, CheckDistribution::kUniformSymmetric, Mix(batch_seed ^ 0x7469u));
 
     // Worker state, filled in the worker (the parent's copies stay empty).
     std::unique_ptr<AlignedBytes> flush;
+    std::vector<SampledOutput> sampled;
 
     auto setup = [&]() -> absl::Status {
       if (options_.timing.flush_cache) flush = std::make_unique<AlignedBytes>(kFlushBytes);
-      if (interpret || trials == 0) return absl::OkStatus();
-      ASSIGN_OR_RETURN(ir::LoopNest naive, ir::LowerNaive(dag));
-      naive = ir::CompensateFloatSums(naive);
-      codegen::HostCompileOptions compile;
-      compile.num_threads = options_.host_threads;
-      absl::StatusOr<std::unique_ptr<codegen::HostKernel>> kernel =
-          codegen::CompileForHost(naive, compile);
-      if (!kernel.ok()) {
-        return absl::InternalError(absl::StrCat("reference: naive program does not compile: ",
-                                                kernel.status().ToString()));
+      if (trials == 0) return absl::OkStatus();
+      if (!interpret) RETURN_IF_ERROR(RunNaiveReference(dag, inputs, trial_seeds, &expected));
+      absl::StatusOr<std::vector<SampledOutput>> s = SampleFloat64Reference(
+          dag, inputs[0], interpret ? native_first : ir::BufferMap(), options_, trial_seeds[0]);
+      if (!s.ok()) {
+        return absl::InternalError(
+            absl::StrCat("reference: float64 sampled points: ", s.status().message()));
       }
-      for (int t = 0; t < trials; ++t) {
-        absl::StatusOr<ir::BufferMap> out = RunOnInputs(**kernel, naive, dag, inputs[t]);
-        if (!out.ok()) {
-          return absl::InternalError(
-              absl::StrCat("reference: naive program failed: ", out.status().ToString()));
-        }
-        absl::Status verified = VerifyReferenceSamples(
-            dag, inputs[t], *out, options_.reference_point_samples, trial_seeds[t]);
-        if (!verified.ok()) {
-          return absl::InternalError(absl::StrCat("reference: ", verified.message()));
-        }
-        expected[t] = *std::move(out);
-      }
+      sampled = *std::move(s);
       return absl::OkStatus();
     };
 
     auto item = [&](int k) -> std::string {
       const BuildResult& c = candidates[runnable[k]];
-      return MeasureResultToJson(
-                 MeasureOne(dag, c, distributions, inputs, expected, timing_inputs, flush.get()))
+      return MeasureResultToJson(MeasureOne(dag, c, distributions, inputs, expected, sampled,
+                                            timing_inputs, flush.get()))
           .dump();
     };
 
@@ -288,11 +283,46 @@ class HostRunner : public Runner {
   }
 
  private:
+  // Runs in the worker's setup for tasks too large for the interpreter: the naive program
+  // JIT-compiled for the host on every trial's inputs, each spot-checked in float64.
+  absl::Status RunNaiveReference(const ir::ComputeDAG& dag,
+                                 const std::vector<ir::BufferMap>& inputs,
+                                 const std::vector<uint64_t>& trial_seeds,
+                                 std::vector<ir::BufferMap>* expected) const {
+    const int trials = static_cast<int>(inputs.size());
+    // Compensated float32 sums: within about 2u·Σ|terms| of the exact value whatever the length.
+    ASSIGN_OR_RETURN(ir::LoopNest naive, ir::LowerNaive(dag));
+    naive = ir::CompensateFloatSums(naive);
+    codegen::HostCompileOptions compile;
+    compile.num_threads = options_.host_threads;
+    absl::StatusOr<std::unique_ptr<codegen::HostKernel>> kernel =
+        codegen::CompileForHost(naive, compile);
+    if (!kernel.ok()) {
+      return absl::InternalError(
+          absl::StrCat("reference: naive program does not compile: ", kernel.status().ToString()));
+    }
+    for (int t = 0; t < trials; ++t) {
+      absl::StatusOr<ir::BufferMap> out = RunOnInputs(**kernel, naive, dag, inputs[t]);
+      if (!out.ok()) {
+        return absl::InternalError(
+            absl::StrCat("reference: naive program failed: ", out.status().ToString()));
+      }
+      absl::Status verified = VerifyReferenceSamples(
+          dag, inputs[t], *out, options_.reference_point_samples, trial_seeds[t]);
+      if (!verified.ok()) {
+        return absl::InternalError(absl::StrCat("reference: ", verified.message()));
+      }
+      (*expected)[t] = *std::move(out);
+    }
+    return absl::OkStatus();
+  }
+
   // Runs in the worker: compile, check, time one candidate.
   MeasureResult MeasureOne(const ir::ComputeDAG& dag, const BuildResult& c,
                            const std::vector<CheckDistribution>& distributions,
                            const std::vector<ir::BufferMap>& inputs,
                            const std::vector<ir::BufferMap>& expected,
+                           const std::vector<SampledOutput>& sampled,
                            const ir::BufferMap& timing_inputs, AlignedBytes* flush) const {
     const Clock::time_point start = Clock::now();
     // Compiling gets its own clock (run_timeout_ms as well), so that a slow JIT is not a run
@@ -331,8 +361,15 @@ class HostRunner : public Runner {
         CompareOutputWithArbitration(
             dag, dag.StageId(name), inputs[t], it->second, ref,
             ToleranceFor(ref.dtype, options_.atol, options_.rtol),
-            {options_.arbitration_max_elements, options_.arbitration_max_steps},
+            {options_.arbitration_max_elements, options_.arbitration_max_steps, options_.precision},
             static_cast<int>(t), distributions[t], &r.check);
+      }
+      if (t == 0) {
+        for (const SampledOutput& so : sampled) {
+          const ir::HostBuffer& g = got->at(so.name);
+          RecordSampledError(
+              so, [&](int64_t flat) { return g.data[flat]; }, &r.check);
+        }
       }
       ++r.check.trials;
     }
@@ -345,6 +382,16 @@ class HostRunner : public Runner {
       if (!r.check.arbitration.empty()) absl::StrAppend(&r.message, "; ", r.check.arbitration);
       r.run_wall_ms = MsSince(start);
       return r;
+    }
+    if (!inputs.empty() && options_.precision == Fp32Precision::kIeee &&
+        UsesMmaKind(*c.nest, ir::MmaKind::kTF32x3)) {
+      std::string verdict = Tf32x3Verdict(r.check);
+      if (!verdict.empty()) {
+        r.error = MeasureError::kWrongAnswer;
+        r.message = std::move(verdict);
+        r.run_wall_ms = MsSince(start);
+        return r;
+      }
     }
 
     absl::StatusOr<std::vector<std::unique_ptr<AlignedBytes>>> buffers =

@@ -214,6 +214,12 @@ nlohmann::json MeasureResultToJson(const MeasureResult& result) {
                 {"first_mismatch", c.first_mismatch},
                 {"arbitrated", c.arbitrated},
                 {"arbitration", c.arbitration}};
+  if (c.f64_points > 0) {
+    j["check"]["f64_points"] = c.f64_points;
+    j["check"]["f64_max_ratio"] = NumberToJson(c.f64_max_ratio);
+    j["check"]["f64_max_abs_error"] = NumberToJson(c.f64_max_abs_error);
+    j["check"]["reference_f64_max_abs_error"] = NumberToJson(c.reference_f64_max_abs_error);
+  }
   nlohmann::json kernels = nlohmann::json::array();
   for (const KernelResources& k : result.kernels) {
     kernels.push_back({{"name", k.name},
@@ -275,6 +281,11 @@ absl::StatusOr<MeasureResult> MeasureResultFromJson(const nlohmann::json& j) {
     // Absent in logs written before float64 arbitration existed.
     RETURN_IF_ERROR(c.Integer("arbitrated", &r.check.arbitrated));
     RETURN_IF_ERROR(c.String("arbitration", &r.check.arbitration));
+    // Absent in logs written before the float64 error on sampled points was recorded.
+    RETURN_IF_ERROR(c.Integer("f64_points", &r.check.f64_points));
+    RETURN_IF_ERROR(c.Double("f64_max_ratio", &r.check.f64_max_ratio));
+    RETURN_IF_ERROR(c.Double("f64_max_abs_error", &r.check.f64_max_abs_error));
+    RETURN_IF_ERROR(c.Double("reference_f64_max_abs_error", &r.check.reference_f64_max_abs_error));
   }
   if (j.contains("kernels")) {
     const nlohmann::json& ks = j.at("kernels");
@@ -331,6 +342,9 @@ absl::Status ValidateMeasureOptions(const MeasureOptions& options) {
   if (options.arbitration_max_elements < 0) {
     return bad("arbitration_max_elements must not be negative, got ",
                options.arbitration_max_elements);
+  }
+  if (options.precision_samples < 0) {
+    return bad("precision_samples must not be negative, got ", options.precision_samples);
   }
   if (options.arbitration_max_steps < 0) {
     return bad("arbitration_max_steps must not be negative, got ", options.arbitration_max_steps);

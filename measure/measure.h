@@ -6,10 +6,12 @@
 //
 // Method (design.md, "Measurement method"; KernelBench's tolerance): inputs drawn from more than
 // one distribution (CheckDistribution), outputs poisoned with NaN before each checked run, every
-// output element compared under a dtype-aware tolerance. The reference is the unscheduled program:
-// the interpreter for small tasks, otherwise the naive kernel on the same target (GPU: the naive
-// schedule of schedule/naive_gpu.h), itself checked against float64 point evaluation
-// (ir::EvaluatePoint) on sampled elements. Mirrors Ansor's MeasureInput / MeasureResult
+// output element compared under a dtype-aware tolerance, mismatches re-judged by the precision
+// rule (measure/precision_rule.h) in float64. The reference is the unscheduled program: float64
+// from the definitions for small tasks (measure/reference.h InterpreterReference), the interpreter
+// for larger ones, otherwise the naive kernel on the same target
+// (GPU: the naive schedule of schedule/naive_gpu.h), itself checked against float64 point
+// evaluation (ir::EvaluatePoint) on sampled elements. Mirrors Ansor's MeasureInput / MeasureResult
 // (TVM src/auto_scheduler/measure.cc) with costs in seconds.
 #pragma once
 
@@ -24,6 +26,7 @@
 #include "codegen/codegen.h"
 #include "ir/compute_dag.h"
 #include "ir/stmt.h"
+#include "measure/precision_rule.h"
 #include "nlohmann/json.hpp"
 #include "runtime/kernel_resources.h"
 #include "runtime/timing.h"
@@ -66,6 +69,16 @@ struct CheckReport {
   /// The first failed or skipped arbitration: "float64 arbitration of 3 mismatches of C (trial 0,
   /// uniform): 1 still fail, first C[1, 2]: got x, ref32 y, ref64 z"; empty if none.
   std::string arbitration;
+  /// The candidate's measured error against float64 on sampled points (SampleFloat64Reference,
+  /// measure/checker.h: the first and last element and MeasureOptions::precision_samples seeded
+  /// ones of each output, first trial): how many points, the largest |got − ref64| / allowed
+  /// (the precision rule's ratio, <= 1 passes), the largest |got − ref64|, and the float32
+  /// reference's own largest |ref32 − ref64| on the same points. Absent (0) in logs written
+  /// before they existed and where the check was off.
+  int64_t f64_points = 0;
+  double f64_max_ratio = 0;
+  double f64_max_abs_error = 0;
+  double reference_f64_max_abs_error = 0;
 };
 
 /// The result of measuring one candidate.
@@ -122,7 +135,8 @@ struct MeasureOptions {
   /// Seed of the check inputs (each trial and each batch derive their own from it).
   uint64_t seed = 1;
   /// Tasks with at most this many interpreted operations (2 · FLOPs + stores of the naive program)
-  /// use the interpreter as reference; larger ones the naive kernel on the target.
+  /// use InterpreterReference (float64 up to kFloat64ReferenceMaxOps, the float32 interpreter
+  /// above); larger ones the naive kernel on the target.
   double interpreter_reference_max_ops = 1 << 24;
   /// Sampled elements per output checked in float64 (ir::EvaluatePoint) when the reference is the
   /// naive kernel; a mismatch there fails the whole batch as kUnknown "reference ...".
@@ -136,6 +150,14 @@ struct MeasureOptions {
   /// (ArbitrationOptions::max_steps; estimated from the first element: over it, no arbitration
   /// and wrong_answer as before). Deterministic: the verdict does not depend on load.
   int64_t arbitration_max_steps = int64_t{1} << 26;
+  /// The arithmetic float32 outputs may use (measure/precision_rule.h): kIeee judges them with
+  /// float32's u and accepts a 3xTF32 candidate only when its float64 error on the sampled points
+  /// is no larger than the float32 reference's; kTf32 judges them with TF32's u.
+  Fp32Precision precision = Fp32Precision::kIeee;
+  /// Seeded points per output (besides the first and last element) where each candidate's error
+  /// against float64 is measured and recorded (CheckReport::f64_*); their float64 evaluation is
+  /// done once per batch, within arbitration_max_steps (fewer points where one costs more).
+  int precision_samples = 256;
   /// Wall-clock limit of one candidate's check + timing in the worker; over it: kRunTimeout.
   double run_timeout_ms = 20000;
   /// Limit for the worker's start (CUDA init, reference computation) per batch.

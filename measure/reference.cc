@@ -3,7 +3,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status.h"
 #include "ir/compensated_sum.h"
+#include "ir/reference.h"
 #include "schedule/lower.h"
 #include "schedule/naive_gpu.h"
 
@@ -17,6 +19,20 @@ double NaiveOps(const ir::ComputeDAG& dag) {
     }
   }
   return 2 * dag.Flops() + stores;
+}
+
+absl::StatusOr<ir::BufferMap> InterpreterReference(const ir::ComputeDAG& dag,
+                                                   const ir::BufferMap& inputs) {
+  if (NaiveOps(dag) > kFloat64ReferenceMaxOps) return ir::RunCompensatedReference(dag, inputs);
+  ir::BufferMap outputs;
+  for (int id : dag.output_ids()) {
+    const ir::Tensor& t = dag.stage(id);
+    ASSIGN_OR_RETURN(std::vector<double> values, ir::EvaluateStage(dag, id, inputs));
+    ir::HostBuffer b = ir::HostBuffer::Zeros(t.dtype(), t.shape());
+    for (size_t i = 0; i < values.size(); ++i) b.data[i] = ir::RoundToType(values[i], t.dtype());
+    outputs.emplace(t.name(), std::move(b));
+  }
+  return outputs;
 }
 
 absl::StatusOr<codegen::GpuModule> BuildGpuReference(const ir::ComputeDAG& dag,

@@ -7,6 +7,7 @@
 #include "base/target.h"
 #include "codegen/codegen.h"
 #include "ir/compute_dag.h"
+#include "ir/host_buffer.h"
 
 namespace tilesearch::measure {
 
@@ -14,6 +15,21 @@ namespace tilesearch::measure {
 /// every computed stage). Tasks above MeasureOptions::interpreter_reference_max_ops get a compiled
 /// reference.
 double NaiveOps(const ir::ComputeDAG& dag);
+
+/// Tasks of at most this many NaiveOps get a float64 reference (InterpreterReference): about one
+/// second of point evaluation on one core, and its memo's memory.
+inline constexpr double kFloat64ReferenceMaxOps = 1 << 22;
+
+/// The check's reference for tasks small enough for the interpreter. Up to
+/// kFloat64ReferenceMaxOps: every output element evaluated in float64 from the definitions
+/// (ir::EvaluateStage) and rounded once to its dtype, so that the cheap screen of the check
+/// (|got − ref| <= atol + rtol·|ref|, CompareElement) never accepts an element the precision rule
+/// (measure/precision_rule.h) rejects: |ref − ref64| <= u·|ref64| <= u·M, inside c·u·M. Above it,
+/// the naive program in float32 (ir::RunReference; the interpreter's float64 mode would not help:
+/// it rounds every store of a reduction's accumulator), whose error the arbitration covers
+/// (ArbitrateMismatches). Errors: those of ir::EvaluateStage / ir::RunReference.
+absl::StatusOr<ir::BufferMap> InterpreterReference(const ir::ComputeDAG& dag,
+                                                   const ir::BufferMap& inputs);
 
 /// The naive GPU kernel of `dag` for `target` (schedule::NaiveGpuSchedule, lowered, compiled to
 /// PTX for target.arch, sm_90 when empty) with its float32 sums compensated

@@ -86,8 +86,9 @@ absl::StatusOr<TuneResult> Tune(const Task& task, const TuneOptions& options) {
   return search::Tune(task.workload, task.target, options);
 }
 
-absl::StatusOr<HistoryBest> ApplyHistoryBest(const std::string& log_path, const Task& task) {
-  return search::ApplyHistoryBest(log_path, task.workload, task.target);
+absl::StatusOr<HistoryBest> ApplyHistoryBest(const std::string& log_path, const Task& task,
+                                             measure::Fp32Precision precision) {
+  return search::ApplyHistoryBest(log_path, task.workload, task.target, precision);
 }
 
 absl::StatusOr<HistoryBest> ApplyHistoryBestOrPredict(const std::string& log_path, const Task& task,

@@ -105,9 +105,11 @@ absl::StatusOr<Target> TargetFromString(const std::string& text);
 /// names their lines). Errors: kNotFound "log 'x' does not exist"; kNotFound "<log>: no record for
 /// workload <key> on <target>" or "<log>: no valid record ...: all 64 trials failed: 60
 /// compile_error, 4 wrong_answer"; "<log>: trial 17: step 3: ..." for a record this build cannot
-/// replay.
-[[nodiscard]] absl::StatusOr<HistoryBest> ApplyHistoryBest(const std::string& log_path,
-                                                           const Task& task);
+/// replay. `precision` picks the records tuned under it (TuneOptions::search.precision): a tf32
+/// record never answers an ieee request, nor the reverse.
+[[nodiscard]] absl::StatusOr<HistoryBest> ApplyHistoryBest(
+    const std::string& log_path, const Task& task,
+    measure::Fp32Precision precision = measure::Fp32Precision::kIeee);
 
 /// ApplyHistoryBest, or, when the log has no valid record of the task (kNotFound), a schedule
 /// predicted without measuring (search::PredictSchedule over every record in the log, ranked by

@@ -309,7 +309,8 @@ absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& 
         absl::StatusOr<ir::ComputeDAG> dag = record->workload.Build();
         it = keys.emplace(workload_json, dag.ok() ? dag->WorkloadKey() : std::string()).first;
       }
-      if (!it->second.empty() && it->second != record->workload_key) {
+      if (!it->second.empty() &&
+          measure::PrecisionWorkloadKey(it->second, record->precision) != record->workload_key) {
         ++out.inconsistent_records;
         out.warnings.push_back(
             absl::StrCat(path, ":", out.lines, ": skipped: workload key ", record->workload_key,

@@ -151,8 +151,8 @@ absl::Status TargetFromJson(const json& j, Target* target, std::string* device_n
 
 // Top-level fields of a record, in the order lines are written.
 constexpr const char* kRecordFields[] = {
-    "version", "workload_key", "workload",           "target", "steps", "result", "compile_ms",
-    "run_ms",  "timestamp",    "tilesearch_version", "seed",   "trial"};
+    "version",    "workload_key", "workload",  "precision",          "target", "steps", "result",
+    "compile_ms", "run_ms",       "timestamp", "tilesearch_version", "seed",   "trial"};
 
 // The "version" of a log line, checked first: a newer line may have fields this build does not
 // know.
@@ -265,6 +265,34 @@ json StepArray(const std::vector<schedule::Step>& steps) {
 
 }  // namespace
 
+namespace {
+
+// The optional "precision" of a record (absent: ieee), which its workload key must agree with.
+absl::Status ReadPrecision(const json& j, const std::string& workload_key,
+                           measure::Fp32Precision* out) {
+  if (j.contains("precision")) {
+    const json& p = j.at("precision");
+    absl::StatusOr<measure::Fp32Precision> parsed =
+        p.is_string() ? measure::ParseFp32Precision(p.get<std::string>())
+                      : absl::InvalidArgumentError("not a string");
+    if (!parsed.ok()) {
+      return FieldError("precision", "must be \"ieee\" or \"tf32\", got " + schedule::ShortJson(p));
+    }
+    *out = *parsed;
+  }
+  const bool tf32_key =
+      workload_key.size() > 5 && workload_key.compare(workload_key.size() - 5, 5, "-tf32") == 0;
+  if (tf32_key != (*out == measure::Fp32Precision::kTf32)) {
+    return FieldError("precision", absl::StrCat(": ", measure::Fp32PrecisionName(*out),
+                                                " record with workload key ", workload_key,
+                                                " (a tf32 record's key ends in -tf32, an ieee "
+                                                "one's does not)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 bool MeasureRecord::valid() const {
   return result.ok() && std::isfinite(result.timing.median_ms) && result.timing.median_ms > 0;
 }
@@ -281,6 +309,7 @@ json MeasureRecordToJson(const MeasureRecord& record) {
   return json{{"version", record.version},
               {"workload_key", record.workload_key},
               {"workload", schedule::WorkloadToJson(record.workload)},
+              {"precision", measure::Fp32PrecisionName(record.precision)},
               {"target", TargetToJson(record.target, record.device_name)},
               {"steps", StepArray(record.steps)},
               {"result", std::move(result)},
@@ -314,6 +343,7 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const json& j) {
   if (r.workload_key.empty()) return FieldError("workload_key", "must not be empty");
   if (!j.contains("workload")) return FieldError("workload", "is missing");
   ASSIGN_OR_RETURN(r.workload, schedule::WorkloadFromJson(j.at("workload"), "workload"));
+  RETURN_IF_ERROR(ReadPrecision(j, r.workload_key, &r.precision));
   if (!j.contains("target")) return FieldError("target", "is missing");
   RETURN_IF_ERROR(TargetFromJson(j.at("target"), &r.target, &r.device_name));
   if (!j.contains("steps")) return FieldError("steps", "is missing");

@@ -28,6 +28,10 @@
 // max_vector_bytes, sm_count, l2_bytes, host_cores, host_vector_bytes), plus "device_name".
 // "seed" is an unsigned 64-bit integer. A version-1 record holds steps of step-list version 1.
 // A record may also carry "kind": "record" (written without it; lines without "kind" are records).
+// "precision" ("ieee" or "tf32", SearchOptions::precision) is written after "workload" in every
+// record; lines without it (older logs) are ieee. A tf32 record's workload key ends in "-tf32"
+// (measure::PrecisionWorkloadKey), an ieee one's does not: a record whose key and precision
+// disagree is an error, so a record of one precision never matches a task of the other.
 //
 // Round lines (metadata, also version 1): after each round's records, in the same fsync'd write,
 // the tuner appends one line saying how the cost model ranked that round's candidates before they
@@ -75,9 +79,12 @@ inline constexpr char kTilesearchVersion[] = "0.5.0-dev";
 
 /// One measured trial.
 struct MeasureRecord {
-  int version = kLogFormatVersion;    // record format version (kLogFormatVersion when written)
-  std::string workload_key;           // ir::ComputeDAG::WorkloadKey() of workload.Build()
-  schedule::Workload workload;        // operator + arguments: rebuilds the DAG
+  int version = kLogFormatVersion;  // record format version (kLogFormatVersion when written)
+  std::string workload_key;     // measure::PrecisionWorkloadKey(workload.Build()'s key, precision)
+  schedule::Workload workload;  // operator + arguments: rebuilds the DAG
+  /// How float32 outputs were allowed to compute and were judged (SearchOptions::precision);
+  /// "precision" in JSON, after "workload". Absent in older logs: ieee.
+  measure::Fp32Precision precision = measure::Fp32Precision::kIeee;
   Target target;                      // kind, arch and limits the schedule was made for
   std::string device_name;            // e.g. "NVIDIA H200", or the host CPU model; may be empty
   std::vector<schedule::Step> steps;  // the schedule: transform steps applied to the initial state

@@ -311,7 +311,7 @@ absl::StatusOr<ReplayedRecord> ReplayRecord(const MeasureRecord& record) {
     return absl::InvalidArgumentError(
         absl::StrCat(trial, ": workload: ", std::string(dag.status().message())));
   }
-  const std::string key = dag->WorkloadKey();
+  const std::string key = measure::PrecisionWorkloadKey(dag->WorkloadKey(), record.precision);
   if (key != record.workload_key) {
     return absl::InvalidArgumentError(absl::StrCat(trial, ": workload key ", record.workload_key,
                                                    " of the record differs from ", key,
@@ -326,13 +326,14 @@ absl::StatusOr<ReplayedRecord> ReplayRecord(const MeasureRecord& record) {
 
 absl::StatusOr<ReplayedRecord> ApplyHistoryBest(const std::string& log_path,
                                                 const schedule::Workload& workload,
-                                                const Target& target) {
+                                                const Target& target,
+                                                measure::Fp32Precision precision) {
   absl::StatusOr<ir::ComputeDAG> dag = workload.Build();
   if (!dag.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("workload ", workload.ToString(), ": ", std::string(dag.status().message())));
   }
-  return BestOfLog(log_path, dag->WorkloadKey(), target);
+  return BestOfLog(log_path, measure::PrecisionWorkloadKey(dag->WorkloadKey(), precision), target);
 }
 
 absl::StatusOr<ReplayedRecord> ApplyHistoryBestByKey(const std::string& log_path,

@@ -63,9 +63,11 @@ struct ReplayedRecord {
 /// other targets: 12 on cpu]" or
 /// "<path>: no valid record for workload <key> on <target>: all 64 trials failed: 60 compile_error,
 /// 4 wrong_answer" (BestRecord's messages); ReplayRecord's errors prefixed with the path.
-[[nodiscard]] absl::StatusOr<ReplayedRecord> ApplyHistoryBest(const std::string& log_path,
-                                                              const schedule::Workload& workload,
-                                                              const Target& target);
+/// `precision` picks the records of that precision (their key: measure::PrecisionWorkloadKey):
+/// a tf32 record never answers an ieee replay, nor the reverse.
+[[nodiscard]] absl::StatusOr<ReplayedRecord> ApplyHistoryBest(
+    const std::string& log_path, const schedule::Workload& workload, const Target& target,
+    measure::Fp32Precision precision = measure::Fp32Precision::kIeee);
 
 /// As ApplyHistoryBest for a workload named only by its key (ir::ComputeDAG::WorkloadKey()).
 [[nodiscard]] absl::StatusOr<ReplayedRecord> ApplyHistoryBestByKey(const std::string& log_path,

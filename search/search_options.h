@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "measure/precision_rule.h"
+
 namespace tilesearch::search {
 
 /// Knobs of random annotation; defaults are TVM v0.19's where it has one.
@@ -67,7 +69,8 @@ struct SketchOptions {
   /// GPU: also derive tensor-core sketches (the tensor_core step) for matmul-like stages.
   bool tensor_cores = true;
   /// Float32 problems may use one TF32 mma (opt-in, as PyTorch's allow_tf32); otherwise only
-  /// 3xTF32, whose accuracy is float32's.
+  /// 3xTF32, whose accuracy is float32's. A TuneContext whose SearchOptions::precision is tf32
+  /// sets it.
   bool allow_tf32 = false;
 };
 
@@ -118,6 +121,12 @@ struct SearchOptions {
   /// Worker threads for the per-state work; 0 = one per hardware thread. The result does not
   /// depend on it.
   int num_threads = 0;
+  /// How float32 problems may compute (measure/precision_rule.h): ieee (float32 SIMT, or 3xTF32
+  /// accepted only when no less accurate than the float32 reference on the checked points) or
+  /// tf32 (the one-pass TF32 MMA kind drawn too, outputs judged with TF32's unit roundoff). Part
+  /// of the task's workload key (measure::PrecisionWorkloadKey) and of every record; the tuner
+  /// measures under it (MeasureOptions::precision).
+  measure::Fp32Precision precision = measure::Fp32Precision::kIeee;
 };
 
 }  // namespace tilesearch::search

@@ -9,19 +9,32 @@
 
 namespace tilesearch::search {
 
-SearchTask::SearchTask(ir::ComputeDAG dag_in, Target target_in)
-    : dag(std::move(dag_in)), target(std::move(target_in)), workload_key(dag.WorkloadKey()) {}
+SearchTask::SearchTask(ir::ComputeDAG dag_in, Target target_in, measure::Fp32Precision precision)
+    : dag(std::move(dag_in)),
+      target(std::move(target_in)),
+      workload_key(measure::PrecisionWorkloadKey(dag.WorkloadKey(), precision)) {}
+
+namespace {
+
+// The tf32 precision draws the one-pass TF32 MMA kind too.
+SketchOptions WithPrecision(SketchOptions sketch, const SearchOptions& options) {
+  if (options.precision == measure::Fp32Precision::kTf32) sketch.allow_tf32 = true;
+  return sketch;
+}
+
+}  // namespace
 
 TuneContext::TuneContext(std::shared_ptr<const SearchTask> task, SearchOptions options,
                          uint64_t seed, SketchOptions sketch)
     : shared_(std::make_shared<const Shared>(
-          Shared{std::move(task), std::move(options), std::move(sketch)})),
+          Shared{std::move(task), options, WithPrecision(std::move(sketch), options)})),
       rng_(seed) {}
 
 TuneContext::TuneContext(ir::ComputeDAG dag, Target target, SearchOptions options, uint64_t seed,
                          SketchOptions sketch)
-    : TuneContext(std::make_shared<const SearchTask>(std::move(dag), std::move(target)),
-                  std::move(options), seed, std::move(sketch)) {}
+    : TuneContext(
+          std::make_shared<const SearchTask>(std::move(dag), std::move(target), options.precision),
+          std::move(options), seed, std::move(sketch)) {}
 
 TuneContext::TuneContext(ir::ComputeDAG dag, Target target, const AnnotationOptions& annotation,
                          uint64_t seed)

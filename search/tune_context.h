@@ -25,9 +25,11 @@
 namespace tilesearch::search {
 
 /// One tuning task: the computation, the hardware it is scheduled for, and the key its records
-/// are logged under (dag.WorkloadKey()).
+/// are logged under (measure::PrecisionWorkloadKey(dag.WorkloadKey(), precision): the DAG's key
+/// under the default ieee precision).
 struct SearchTask {
-  SearchTask(ir::ComputeDAG dag, Target target);
+  SearchTask(ir::ComputeDAG dag, Target target,
+             measure::Fp32Precision precision = measure::Fp32Precision::kIeee);
   ir::ComputeDAG dag;
   Target target;
   std::string workload_key;

@@ -287,10 +287,13 @@ class TuningJob {
                                                          const Target& target,
                                                          const TuneOptions& options) {
     ASSIGN_OR_RETURN(ir::ComputeDAG dag, workload.Build());
-    auto task = std::make_shared<const SearchTask>(std::move(dag), target);
+    auto task =
+        std::make_shared<const SearchTask>(std::move(dag), target, options.search.precision);
     RETURN_IF_ERROR(CheckLockIsNotTheLog(options));
+    measure::MeasureOptions measure_options = options.measure;
+    measure_options.precision = options.search.precision;  // one option: the search's
     ASSIGN_OR_RETURN(std::unique_ptr<measure::Runner> runner,
-                     measure::CreateRunner(target, options.measure));
+                     measure::CreateRunner(target, measure_options));
     RETURN_IF_ERROR(measure::CheckMeasureHostMemory(task->dag, options.measure));
     // The task's records already in the log, and the first new round's number: past every round
     // line of the log, skipped ones included (NextRoundNumber), so a resumed log never holds two
@@ -490,6 +493,7 @@ absl::Status TuningJob::LogRound(Round& round, std::vector<measure::MeasureResul
   for (size_t i = 0; i < round.candidates.size(); ++i) {
     MeasureRecord r;
     r.workload_key = ctx_.workload_key();
+    r.precision = ctx_.options().precision;
     r.workload = workload_;
     r.target = target;
     r.steps = round.candidates[i].state.steps();

@@ -260,7 +260,10 @@ absl::Status TuneProblem(const BenchCommandOptions& options, const ir::ComputeDA
   };
   int64_t done = 0;
   if (options.time_limit_s > 0) {
-    ASSIGN_OR_RETURN(done, LoggedTrials(outcome.log, dag.WorkloadKey(), target));
+    ASSIGN_OR_RETURN(
+        done, LoggedTrials(outcome.log,
+                           measure::PrecisionWorkloadKey(dag.WorkloadKey(), tune.search.precision),
+                           target));
   }
   while (true) {
     if (options.time_limit_s > 0) {
@@ -295,7 +298,8 @@ absl::Status TuneProblem(const BenchCommandOptions& options, const ir::ComputeDA
 absl::Status ReplayProblem(const BenchCommandOptions& options, const schedule::Workload& workload,
                            const Target& target, Outcome& outcome) {
   ASSIGN_OR_RETURN(search::ReplayedRecord best,
-                   search::ApplyHistoryBest(outcome.log, workload, target));
+                   search::ApplyHistoryBest(outcome.log, workload, target,
+                                            PrecisionOption(options.search.precision)));
   for (const std::string& w : best.warnings) std::cerr << "warning: " << w << "\n";
   outcome.best_ms = best.record.median_ms();
   outcome.best_trial = best.record.trial;
@@ -555,6 +559,7 @@ ExitCodeAction AddBenchCommand(CLI::App& app) {
       ->check(CLI::Range(0.0, 1e6))
       ->transform(NumberText(false, "0..1000000"));  // runs before the range check
   AddSearchOptions(app, &options->search);
+  AddPrecisionOption(app, &options->search.precision);
   AddCandidateTimingOptions(app, &options->timing);
   app.add_option(
          "--host-threads", options->host_threads,

@@ -41,7 +41,8 @@ struct MeasureCommandOptions {
   std::vector<std::string> inputs;  // --inputs: check input distributions; empty = default
   double atol = 0;                  // 0 = the dtype's tolerance
   double rtol = 0;
-  std::string json;      // --json FILE; "" = none
+  std::string precision = "ieee";  // --precision
+  std::string json;                // --json FILE; "" = none
   int host_threads = 0;  // --host-threads: cpu parallel-loop threads, 0 = every usable core
 };
 
@@ -62,6 +63,7 @@ measure::MeasureOptions ToMeasureOptions(const MeasureCommandOptions& options) {
   }
   m.atol = options.atol;
   m.rtol = options.rtol;
+  m.precision = PrecisionOption(options.precision);
   if (options.min_runs >= 0) m.timing.min_runs = options.min_runs;
   if (options.min_time_ms >= 0) {
     m.timing.min_total_ms = options.min_time_ms;
@@ -156,6 +158,12 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
       std::cout << ", " << r.check.mismatches << " mismatches, first " << r.check.first_mismatch;
     }
     std::cout << "\n";
+    if (r.check.f64_points > 0) {
+      std::cout << "float64 error on " << r.check.f64_points << " sampled points ("
+                << options.precision << "): max " << Sci(r.check.f64_max_abs_error) << ", "
+                << Fixed(r.check.f64_max_ratio, 3) << " of the allowed; the float32 reference's "
+                << Sci(r.check.reference_f64_max_abs_error) << "\n";
+    }
     // Why the float64 arbitration did not rescue the mismatches (failed or skipped).
     if (!r.ok() && !r.check.arbitration.empty()) {
       std::cout << "arbitration: " << r.check.arbitration << "\n";
@@ -182,7 +190,9 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
     nlohmann::json j;
     j["schedule"] = file.source;
     j["workload"] = schedule::WorkloadToJson(file.workload);
-    j["workload_key"] = dag.WorkloadKey();
+    j["workload_key"] =
+        measure::PrecisionWorkloadKey(dag.WorkloadKey(), PrecisionOption(options.precision));
+    j["precision"] = options.precision;
     j["target"] = file.target.ToString();
     j["flops"] = flops;
     j["bytes"] = bytes;
@@ -261,6 +271,7 @@ ExitCodeAction AddMeasureCommand(CLI::App& app) {
          "normal (mean 2, sd 8; needs a wider --atol/--rtol for long float32 sums) "
          "(default uniform uniform01)")
       ->check(CLI::IsMember({"uniform", "uniform01", "normal"}));
+  AddPrecisionOption(app, &options->precision);
   app.add_option("--atol", options->atol, "absolute tolerance (default by dtype: float32 1e-4)")
       ->check(NumberIn(0, 1e30));
   app.add_option("--rtol", options->rtol, "relative tolerance (default by dtype: float32 1e-4)")

@@ -33,6 +33,7 @@ struct ReplayCommandOptions {
   std::string out;
   std::string name;
   bool no_check = false;
+  std::string precision = "ieee";  // --precision: the records of that precision only
 };
 
 // Without --target: the one target the log holds records of the workload for.
@@ -88,7 +89,7 @@ absl::StatusOr<int> Replay(const ReplayCommandOptions& options) {
       return absl::InvalidArgumentError(absl::StrCat("workload ", workload.ToString(), ": ",
                                                      std::string(dag.status().message())));
     }
-    key = dag->WorkloadKey();
+    key = measure::PrecisionWorkloadKey(dag->WorkloadKey(), PrecisionOption(options.precision));
   }
   Target target;
   if (options.workload.target.empty()) {
@@ -158,6 +159,7 @@ ExitCodeAction AddReplayCommand(CLI::App& app) {
                  "input shape, e.g. 512x512; once per input, in order");
   app.add_option("--attr", options->workload.attrs, "operator attribute name=value");
   app.add_option("--dtype", options->workload.dtype, "element type (default float32)");
+  AddPrecisionOption(app, &options->precision);
   app.add_option("--workload-key", options->workload_key,
                  "the workload by its key (as `tune` and `inspect` print it), instead of --op; "
                  "the way to select a fused workload (a graph task: op \"fused\")");

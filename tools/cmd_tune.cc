@@ -56,7 +56,8 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   tune.early_stopping = options.early_stopping;
   ASSIGN_OR_RETURN(search::TuneResult result, search::Tune(file.workload, file.target, tune));
 
-  std::cout << "workload: " << file.workload.ToString() << " (key " << dag.WorkloadKey() << ")\n"
+  std::cout << "workload: " << file.workload.ToString() << " (key "
+            << measure::PrecisionWorkloadKey(dag.WorkloadKey(), tune.search.precision) << ")\n"
             << "target: " << file.target.ToString() << "\n"
             << "log: " << options.log << "\n"
             << "trials: " << result.trials << " (" << result.new_trials << " measured now)";
@@ -114,6 +115,7 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"xgboost", "random"}));
   AddSearchOptions(app, &options->search);
+  AddPrecisionOption(app, &options->search.precision);
   AddCandidateTimingOptions(app, &options->timing);
   app.add_option("--early-stopping", options->early_stopping,
                  "stop after this many trials in a row without a better median, 0 = off")

@@ -194,6 +194,20 @@ void SearchOverrides::ApplyTo(search::SearchOptions& search) const {
   if (max_family_fraction >= 0) search.max_family_fraction = max_family_fraction;
   if (local_search_fraction >= 0) search.local_search_fraction = local_search_fraction;
   if (local_search_states > 0) search.local_search_states = local_search_states;
+  search.precision = PrecisionOption(precision);
+}
+
+void AddPrecisionOption(CLI::App& app, std::string* precision) {
+  app.add_option("--precision", *precision,
+                 "float32 arithmetic: ieee (float32, or 3xTF32 tensor-core kernels no less "
+                 "accurate than float32) or tf32 (one-pass TF32 kernels too, judged with TF32's "
+                 "unit roundoff; opt-in, as PyTorch's allow_tf32); part of the workload key "
+                 "(default ieee)")
+      ->check(CLI::IsMember({"ieee", "tf32"}));
+}
+
+measure::Fp32Precision PrecisionOption(const std::string& text) {
+  return text == "tf32" ? measure::Fp32Precision::kTf32 : measure::Fp32Precision::kIeee;
 }
 
 search::TuneOptions TuneOptionsFor(const std::string& log, uint64_t seed, bool xgboost,

@@ -95,6 +95,8 @@ struct SearchOverrides {
   double max_family_fraction = -1;
   double local_search_fraction = -1;
   int local_search_states = -1;
+  /// --precision (AddPrecisionOption): "ieee" (the default) or "tf32".
+  std::string precision = "ieee";
   /// Sets the overridden fields of `search`.
   void ApplyTo(search::SearchOptions& search) const;
 };
@@ -112,5 +114,14 @@ search::TuneOptions TuneOptionsFor(const std::string& log, uint64_t seed, bool x
 /// too) and --local-search-states (1..1000), their help giving search::SearchOptions' defaults,
 /// writing into `s`.
 void AddSearchOptions(CLI::App& app, SearchOverrides* s);
+
+/// Adds --precision ieee|tf32 (measure::Fp32Precision: how float32 problems may compute and are
+/// judged; recorded in the workload key and every log record) writing `*precision` (which must
+/// outlive the parse; CLI11 refuses other values).
+void AddPrecisionOption(CLI::App& app, std::string* precision);
+
+/// The measure::Fp32Precision of a --precision value ("ieee" for anything but "tf32": the option
+/// only admits the two).
+measure::Fp32Precision PrecisionOption(const std::string& text);
 
 }  // namespace tilesearch::tools

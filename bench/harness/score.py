@@ -23,15 +23,21 @@ Checks (the same for our kernels and external ones), per trial, TRIALS >= 5 tria
   4. no output element may still hold the poison pattern                  -> incomplete_output;
   5. a second launch on the same inputs, after a different poison / scratch / shared-memory
      pattern, must give bit-identical output (races, uninitialized reads) -> nondeterministic;
-  6. every element: |got - ref| <= atol + rtol·|ref| + slack (fp32 1e-4 / 1e-4, fp16 / bf16
-     1e-2 / 1e-2, KernelBench's values); NaN / Inf never pass where the reference is finite
-     -> nan_output; failures all within the fp16 tolerance -> imprecise, else -> wrong_answer.
-     `slack` is 0 unless PyTorch's own result in the problem's dtype (TF32 off, no
-     reduced-precision reductions) misses the tolerance against the reference (ill-conditioned
-     outputs, e.g. a 65536-deep dot product of normal(2, 32) values landing near 0, or a half
-     dtype's rounded intermediate cancelling against a bias): then SLACK_FACTOR times PyTorch's
-     largest excess, so that a kernel no less accurate than PyTorch's passes and a lower-precision
-     one does not.
+  6. every element, by the tuner's precision rule (measure/precision_rule.h, one definition;
+     both sides are tested on bench/harness/testdata/precision_cases.json):
+       |got - ref| <= atol + rtol·|ref| + c·u·M (+ slack where M is not modelled, below)
+     with fp32 1e-4 / 1e-4, fp16 / bf16 1e-2 / 1e-2 (KernelBench's values), c = 16
+     (CANCELLATION_FACTOR), u the unit roundoff of the dtype (float32 2^-24, or TF32's 2^-11
+     under --precision tf32; float16 2^-11; bfloat16 2^-8) and M the float64 magnitude of the
+     terms of the element (magnitude_method): for multilinear problems (matmul, dense, gemv,
+     convolutions, sums, means, pools, add) the problem's expression in float64 on |inputs|,
+     which is exactly the tuner's propagated M; for selections (relu, max, transpose) |ref|;
+     NaN / Inf never pass where the reference is finite -> nan_output; failures all within the
+     fp16 tolerance -> imprecise, else -> wrong_answer. For the other problems (softmax, norms,
+     gelu, ...) M is taken as |ref| (the smallest M can be) and `slack` stays: 0 unless
+     PyTorch's own result in the problem's dtype (TF32 off, no reduced-precision reductions)
+     misses the rule against the reference; then SLACK_FACTOR times PyTorch's largest excess,
+     so that a kernel no less accurate than PyTorch's passes and a lower-precision one does not.
 Timing (pytorch_baseline.py's method, design.md): warm-up, then >= RUNS runs; before each run the
 L2 is flushed (a write of 2x the L2 size) and the device synchronized; CUDA events around the
 launches on the timed stream; after the stop event the device is synchronized and the host clock
@@ -54,6 +60,7 @@ Usage (on the H200; stdlib + torch only):
   python3 bench/harness/score.py --suite bench/suites/level1_half.json \\
       --suite bench/suites/level2_half.json --artifacts ART_DIR --out ...  # float16 / bfloat16
   python3 bench/harness/score.py --kernel k.ptx --launch k.json --problem softmax_rows  # one kernel
+  python3 bench/harness/score.py --suite ... --artifacts ART --precision tf32  # tuned under tf32
   python3 bench/harness/score.py --self-test                                # planted cheats
   python3 bench/harness/score.py --merge a.json b.json --out bench/results/h200-DATE  # split runs
 
@@ -121,6 +128,18 @@ REDUCED_PRECISION_FLAGS = ("allow_fp16_reduced_precision_reduction",
 DEFAULT_TRIALS = 6
 DEFAULT_RUNS = 100
 SLACK_FACTOR = 4.0
+# The precision rule shared with the tuner (measure/precision_rule.h: why c = 16, and u).
+CANCELLATION_FACTOR = 16.0
+UNIT_ROUNDOFF = {"float32": 2.0 ** -24, "tf32": 2.0 ** -11, "float16": 2.0 ** -11,
+                 "bfloat16": 2.0 ** -8}
+PRECISIONS = ("ieee", "tf32")
+# Problems whose M is the expression evaluated in float64 on |inputs| (every output element a
+# sum of products of inputs and positive constants: the tuner's propagation gives exactly that).
+MAGNITUDE_FROM_ABS_INPUTS = frozenset({
+    "matmul", "batch_matmul", "dense", "gemv", "conv2d_nchw", "depthwise_conv2d_nchw",
+    "reduce_sum", "reduce_mean", "avg_pool2d", "add"})
+# Problems whose every element is one input element (or 0): M = |value|.
+MAGNITUDE_IS_ABS_VALUE = frozenset({"relu", "reduce_max", "max_pool2d", "transpose"})
 OTHER_STREAM_RATIO = 2.0
 OTHER_STREAM_MARGIN_MS = 0.1
 FAST_P_THRESHOLDS = (0.0, 1.0, 1.5, 2.0)
@@ -151,6 +170,49 @@ def tolerance(dtype):
     if dtype == "float32":
         return 1e-4, 1e-4
     raise ValueError(f"no tolerance for dtype '{dtype}' (float32, float16, bfloat16)")
+
+
+def unit_roundoff(dtype, precision="ieee"):
+    """u of the precision rule: float32 2^-24 (TF32's 2^-11 under precision "tf32"), float16
+    2^-11, bfloat16 2^-8."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision '{precision}' (ieee, tf32)")
+    if dtype == "float32" and precision == "tf32":
+        return UNIT_ROUNDOFF["tf32"]
+    if dtype not in ("float32", "float16", "bfloat16"):
+        raise ValueError(f"no unit roundoff for dtype '{dtype}' (float32, float16, bfloat16)")
+    return UNIT_ROUNDOFF[dtype]
+
+
+def magnitude_method(problem):
+    """How M is computed for `problem`: "abs_inputs" (the expression on |inputs|), "abs_value"
+    (|ref|), or None (not modelled: M = |ref| and PyTorch's slack)."""
+    op = problem.get("op")
+    if op in MAGNITUDE_FROM_ABS_INPUTS:
+        return "abs_inputs"
+    if op in MAGNITUDE_IS_ABS_VALUE:
+        return "abs_value"
+    return None
+
+
+def allowed_error(ref, magnitude, atol, rtol, u):
+    """atol + rtol·|ref| + c·u·M (the last term dropped when M is not finite)."""
+    allowed = atol + rtol * abs(ref)
+    if math.isfinite(magnitude):
+        allowed += CANCELLATION_FACTOR * u * magnitude
+    return allowed
+
+
+def precision_rule_ok(got, ref, magnitude, atol, rtol, u):
+    """The tuner's rule (measure/precision_rule.h PassesPrecisionRule): NaN ref needs NaN got,
+    an infinite ref the same infinity, else got finite and |got - ref| <= allowed_error."""
+    if math.isnan(ref):
+        return math.isnan(got)
+    if math.isinf(ref):
+        return got == ref
+    if math.isnan(got) or math.isinf(got):
+        return False
+    return abs(got - ref) <= allowed_error(ref, magnitude, atol, rtol, u)
 
 
 def poison_bits(dtype):
@@ -636,13 +698,18 @@ def final_reason(trial_reasons):
 
 
 def check_lists(got, ref, dtype="float32", slack=0.0, got2=None, inputs_before=None,
-                inputs_after=None, poison_mask=None, got_bits=None):
+                inputs_after=None, poison_mask=None, got_bits=None, magnitude=None,
+                precision="ieee"):
     """The whole per-trial check on Python lists (the CPU model of the torch path, for tests).
     `ref` is the float64 reference (rounded here to a half dtype: reference_in_dtype), `got` the
-    output's values; `got_bits`, the output's bit patterns as the kernel left them, counts the
-    elements still holding the dtype's poison (as `poison_mask` does). Returns (reason, counts)."""
+    output's values, `magnitude` each element's M (default |ref|); `got_bits`, the output's bit
+    patterns as the kernel left them, counts the elements still holding the dtype's poison (as
+    `poison_mask` does). Returns (reason, counts)."""
     atol, rtol = tolerance(dtype)
+    u = unit_roundoff(dtype, precision)
     ref = reference_in_dtype(ref, dtype)
+    if magnitude is None:
+        magnitude = [abs(r) for r in ref]
     counts = {"input_changed": 0, "poison_left": 0, "disagree": 0, "nonfinite": 0, "bad32": 0,
               "bad16": 0}
     if inputs_before is not None:
@@ -655,12 +722,13 @@ def check_lists(got, ref, dtype="float32", slack=0.0, got2=None, inputs_before=N
         counts["poison_left"] += count_poison(got_bits, dtype)
     if got2 is not None:
         counts["disagree"] = sum(1 for x, y in zip(got, got2) if _bits(x, dtype) != _bits(y, dtype))
-    for g, r in zip(got, ref):
+    for g, r, m in zip(got, ref, magnitude):
+        allowance = CANCELLATION_FACTOR * u * m if math.isfinite(m) else 0.0
         if math.isfinite(r) and not math.isfinite(g):
             counts["nonfinite"] += 1
-        elif not element_ok(g, r, atol, rtol, slack):
+        elif not element_ok(g, r, atol, rtol, slack + allowance):
             counts["bad32"] += 1
-            if not element_ok(g, r, 1e-2, 1e-2, slack):
+            if not element_ok(g, r, 1e-2, 1e-2, slack + allowance):
                 counts["bad16"] += 1
     return verdict_from_counts(counts), counts
 
@@ -1061,7 +1129,10 @@ class Harness:
 
     def __init__(self, trials=DEFAULT_TRIALS, runs=DEFAULT_RUNS, warmup=3, seed=1234,
                  baselines=BASELINES, log=print, torch_module=None, driver=None,
-                 kernel_class=None, helpers_ptx=None):
+                 kernel_class=None, helpers_ptx=None, precision="ieee"):
+        if precision not in PRECISIONS:
+            raise ValueError(f"unknown precision '{precision}' (ieee, tf32)")
+        self.precision = precision  # u of float32 problems in the precision rule
         if torch_module is None:
             import torch as torch_module
         torch = torch_module
@@ -1248,6 +1319,7 @@ class Harness:
         fn = self.expression(problem)
         dtype = problem.get("dtype", "float32")
         atol, rtol = tolerance(dtype)
+        u = unit_roundoff(dtype, self.precision)
         poison = poison_bits(dtype)
         args = kernel.doc["arguments"]
         keep = []  # the previous trial's buffers stay alive: the next ones get new addresses
@@ -1270,10 +1342,20 @@ class Harness:
             # (reference_in_dtype); past the dtype's range it is +-inf, which must be matched.
             ref = ref64 if dtype not in HALF_DTYPES else ref64.to(xs[0].dtype).double()
             finite_ref = torch.isfinite(ref)
+            # The precision rule's cancellation allowance c·u·M (magnitude_method).
+            method = magnitude_method(problem)
+            if method == "abs_inputs":
+                with torch.no_grad():
+                    mag = fn(*[x.double().abs() for x in xs]).abs()
+            else:
+                mag = ref64.abs()
+            allowance = CANCELLATION_FACTOR * u * torch.where(torch.isfinite(mag), mag, 0.0)
             both = finite_ref & torch.isfinite(base)
-            excess = torch.where(both, (base - ref).abs() - (atol + rtol * ref.abs()),
+            excess = torch.where(both, (base - ref).abs() - (atol + rtol * ref.abs() + allowance),
                                  0.0).max().item()
-            slack = SLACK_FACTOR * max(0.0, excess if math.isfinite(excess) else 0.0)
+            slack = 0.0
+            if method is None:  # M not modelled: PyTorch's own excess widens it
+                slack = SLACK_FACTOR * max(0.0, excess if math.isfinite(excess) else 0.0)
             worst["slack"] = max(worst["slack"], slack)
             saved = [x.clone() for x in xs]
             bufs, out_index, scratch = [], None, []
@@ -1342,11 +1424,12 @@ class Harness:
                                              (err[big] / ref.abs()[big]).max().item())
             # Where the reference is +-inf (a half dtype's overflow) only that value passes.
             inf_missed = (~finite_ref) & (got != ref)
-            bad32 = (err > atol + rtol * ref.abs() + slack) | inf_missed
+            bad32 = (err > atol + rtol * ref.abs() + allowance + slack) | inf_missed
             if bad32.any():
                 # A value failure: the remaining trials still run, so that a kernel right only to
                 # within 1e-2 on one distribution and far off on another is wrong_answer.
-                bad16 = int(((err > 1e-2 + 1e-2 * ref.abs() + slack) | inf_missed).sum())
+                bad16 = int(((err > 1e-2 + 1e-2 * ref.abs() + allowance + slack) |
+                             inf_missed).sum())
                 i = int(bad32.flatten().nonzero()[0])
                 detail = (f"trial {trial} ({dist}): {int(bad32.sum())} of {got.numel()} elements "
                           f"outside tolerance; first at flat index {i}: got "
@@ -1505,6 +1588,8 @@ def device_meta(h):
             "normal_by_dtype": {k: list(v) for k, v in NORMAL_BY_DTYPE.items()},
             "poison_bits": {k: hex(v) for k, v in POISON_BITS_BY_DTYPE.items()},
             "slack_factor": SLACK_FACTOR,
+            "precision": getattr(h, "precision", "ieee"),
+            "cancellation_factor": CANCELLATION_FACTOR, "unit_roundoff": dict(UNIT_ROUNDOFF),
             "tf32_defaults": [str(x) for x in h.default_tf32],
             "reduced_precision_defaults": h.reduced_precision_text(),
             "host_overhead_ms": h.host_overhead_ms}
@@ -1540,7 +1625,8 @@ def write_plot(path, suites):
 
 def run_suites(a):
     loaded = [(path, load_suite(path)) for path in a.suite]  # a bad file fails before the GPU work
-    h = Harness(a.trials, a.runs, baselines=tuple(a.baselines.split(",")))
+    h = Harness(a.trials, a.runs, baselines=tuple(a.baselines.split(",")),
+                precision=a.precision)
     h.measure_limits()
     print(f"limits: copy {h.bandwidth / 1e12:.2f} TB/s, fp32 FMA {h.peak_flops / 1e12:.1f} "
           f"TFLOP/s, fp16/bf16 tensor-core bound {h.half_peak_flops / 1e12:.0f} TFLOP/s; eager "
@@ -1637,7 +1723,8 @@ def run_kernel(a):
         return 2
     doc = read_json(a.launch, "launch JSON")
     ptx = read_text(a.kernel, "kernel PTX")
-    h = Harness(a.trials, a.runs, baselines=tuple(a.baselines.split(",")))
+    h = Harness(a.trials, a.runs, baselines=tuple(a.baselines.split(",")),
+                precision=a.precision)
     h.measure_limits()
     r = h.score(problem, doc, ptx)
     print(render_row(r))
@@ -1719,6 +1806,9 @@ def main(argv=None):
     p.add_argument("--merge", nargs="+", metavar="JSON",
                    help="merge results JSONs of split runs into --out (no GPU needed)")
     p.add_argument("--trials", type=int, default=DEFAULT_TRIALS)
+    p.add_argument("--precision", choices=PRECISIONS, default="ieee",
+                   help="float32 problems: ieee (float32's u in the precision rule) or tf32 "
+                        "(TF32's u, for kernels tuned with --precision tf32)")
     p.add_argument("--runs", type=int, default=DEFAULT_RUNS)
     p.add_argument("--baselines", default=",".join(BASELINES))
     p.add_argument("--warm-compile", type=int, default=0, metavar="N",

@@ -124,21 +124,30 @@ int64_t PlainMismatches(const DotTask& t, const ir::HostBuffer& candidate) {
 
 std::string G9(double v) { return absl::StrFormat("%.9g", v); }
 
-TEST(ArbitrationTest, ElementRuleAdmitsTheReferenceErrorWithTheSwigluNumbers) {
+TEST(ArbitrationTest, ElementRuleIsThePrecisionRuleWithTheSwigluNumbers) {
   // One element of swiglu_gate on the H200: float64, the naive reference, an FMA candidate.
   const double ref64 = -0.347003677, ref32 = -0.346633494, got = -0.346851945;
   EXPECT_FALSE(CompareElement(got, ref32, kFp32).ok);
-  EXPECT_TRUE(ArbitrationElementPasses(got, ref32, ref64, kFp32));
-  // The bound is the tolerance at ref64 plus |ref32 − ref64|, no more.
-  const double bound = 1e-4 + 1e-4 * std::fabs(ref64) + std::fabs(ref32 - ref64);
-  EXPECT_TRUE(ArbitrationElementPasses(ref64 + 0.999 * bound, ref32, ref64, kFp32));
-  EXPECT_FALSE(ArbitrationElementPasses(ref64 + 1.001 * bound, ref32, ref64, kFp32));
+  // A 2048-deep dot product of inputs uniform in [-1, 1) has M about 2048 / 4 = 512.
+  const double m = 512;
+  const PrecisionRule rule = RuleFor(ir::ScalarType::kFloat32, kFp32, Fp32Precision::kIeee);
+  EXPECT_EQ(rule.unit_roundoff, std::ldexp(1.0, -24));
+  EXPECT_TRUE(ArbitrationElementPasses(got, ref64, m, rule));
+  // Without the cancellation allowance it would not pass: 1.5e-4 off, 1.35e-4 allowed.
+  EXPECT_FALSE(ArbitrationElementPasses(got, ref64, 0, rule));
+  // The bound is atol + rtol · |ref64| + 16 u M, no more.
+  const double bound = 1e-4 + 1e-4 * std::fabs(ref64) + 16 * std::ldexp(1.0, -24) * m;
+  EXPECT_TRUE(ArbitrationElementPasses(ref64 + 0.999 * bound, ref64, m, rule));
+  EXPECT_FALSE(ArbitrationElementPasses(ref64 + 1.001 * bound, ref64, m, rule));
+  // TF32's u widens it 8192-fold.
+  const PrecisionRule tf32 = RuleFor(ir::ScalarType::kFloat32, kFp32, Fp32Precision::kTf32);
+  EXPECT_TRUE(ArbitrationElementPasses(ref64 + 1.001 * bound, ref64, m, tf32));
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_FALSE(ArbitrationElementPasses(nan, ref32, ref64, kFp32));
-  EXPECT_FALSE(ArbitrationElementPasses(inf, ref32, ref64, kFp32));
-  EXPECT_FALSE(ArbitrationElementPasses(got, inf, ref64, kFp32));  // would admit anything
-  EXPECT_FALSE(ArbitrationElementPasses(got, nan, ref64, kFp32));
+  EXPECT_FALSE(ArbitrationElementPasses(nan, ref64, m, rule));
+  EXPECT_FALSE(ArbitrationElementPasses(inf, ref64, m, rule));
+  EXPECT_FALSE(ArbitrationElementPasses(got, nan, m, rule));
+  EXPECT_FALSE(ArbitrationElementPasses(got, ref64, inf, rule));  // no allowance from inf
 }
 
 TEST(ArbitrationTest, KahanCandidatePassesWhereTheNaiveReferenceIsLessAccurate) {
@@ -172,6 +181,7 @@ TEST(ArbitrationTest, KahanCandidatePassesWhereTheNaiveReferenceIsLessAccurate) 
     EXPECT_EQ(e.got, t.kahan.data[e.flat]);
     EXPECT_EQ(e.ref32, t.naive.data[e.flat]);
     EXPECT_NEAR(e.ref64, t.exact[e.flat], 1e-12) << "row " << e.flat;
+    EXPECT_GT(e.magnitude, std::fabs(e.ref64));  // the halves cancel
     EXPECT_TRUE(e.evaluated);
     EXPECT_TRUE(e.passed);
   }
@@ -388,6 +398,8 @@ TEST(ArbitrationTest, HostMeasurerAcceptsAnExactResultThePlainCheckRejects) {
   o.host_threads = 1;
   o.atol = 1e-5;
   o.rtol = 1e-12;
+  // The naive program compiled for the host as the reference: float32, summed in one order.
+  o.interpreter_reference_max_ops = 0;
   BuildResult c;
   c.nest = std::make_shared<const ir::LoopNest>(Simplified());
   const ir::ComputeDAG dag = OffsetRoundTrip();
@@ -401,6 +413,12 @@ TEST(ArbitrationTest, HostMeasurerAcceptsAnExactResultThePlainCheckRejects) {
   EXPECT_EQ(passed[0].check.mismatches, 0);
   EXPECT_GT(passed[0].check.arbitrated, 0);  // the plain check would have failed
   EXPECT_GT(passed[0].timing.median_ms, 0);
+  // The measured float64 error on trial 0's sampled points: first, last and 256 seeded rows of
+  // 16 (repeats counted), the candidate within the rule and more accurate than the reference.
+  EXPECT_EQ(passed[0].check.f64_points, 2 + o.precision_samples);
+  EXPECT_LE(passed[0].check.f64_max_ratio, 1);
+  EXPECT_LE(passed[0].check.f64_max_abs_error, 0.3);
+  EXPECT_GT(passed[0].check.reference_f64_max_abs_error, passed[0].check.f64_max_abs_error);
 
   o.arbitration_max_elements = 0;
   std::unique_ptr<Runner> without = Ok(CreateRunner(Target::HostCpu(), o));
@@ -410,6 +428,19 @@ TEST(ArbitrationTest, HostMeasurerAcceptsAnExactResultThePlainCheckRejects) {
   EXPECT_EQ(failed[0].check.mismatches, passed[0].check.arbitrated);
   EXPECT_EQ(failed[0].check.arbitrated, 0);
   EXPECT_THAT(failed[0].message, HasSubstr("outside tolerance"));
+
+  // With the interpreter's reference (the default for a task this small: float64 from the
+  // definitions, rounded once) the screen alone accepts the candidate, arbitration or not.
+  MeasureOptions small = o;
+  small.interpreter_reference_max_ops = MeasureOptions{}.interpreter_reference_max_ops;
+  std::unique_ptr<Runner> exact = Ok(CreateRunner(Target::HostCpu(), small));
+  const std::vector<MeasureResult> screened = exact->Run(dag, {c});
+  ASSERT_EQ(screened.size(), 1u);
+  EXPECT_EQ(screened[0].error, MeasureError::kNone) << screened[0].message;
+  EXPECT_EQ(screened[0].check.arbitrated, 0);
+  EXPECT_LE(screened[0].check.max_abs_error, 0.3);
+  // The float32 reference error of the sampled points is still the float32 naive program's.
+  EXPECT_GT(screened[0].check.reference_f64_max_abs_error, screened[0].check.f64_max_abs_error);
 }
 
 TEST(ArbitrationTest, HostMeasurerJudgesLongSumsAgainstTheCompensatedReference) {
@@ -433,6 +464,8 @@ TEST(ArbitrationTest, HostMeasurerJudgesLongSumsAgainstTheCompensatedReference) 
   o.atol = 0.3;
   o.rtol = 1e-12;
   o.arbitration_max_elements = 0;
+  // The naive program compiled for the host (compensated sums), not the float64 interpreter.
+  o.interpreter_reference_max_ops = 0;
   BuildResult c;
   c.nest = std::make_shared<const ir::LoopNest>(Reassociated());
   std::unique_ptr<Runner> runner = Ok(CreateRunner(Target::HostCpu(), o));

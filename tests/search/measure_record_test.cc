@@ -189,10 +189,11 @@ TEST(MeasureRecordJsonTest, LineLayoutIsTheDocumentedOne) {
   const json j = json::parse(line);
   std::vector<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
-  EXPECT_THAT(
-      keys, ::testing::UnorderedElementsAre("version", "workload_key", "workload", "target",
-                                            "steps", "result", "compile_ms", "run_ms", "timestamp",
-                                            "tilesearch_version", "seed", "trial"));
+  EXPECT_THAT(keys,
+              ::testing::UnorderedElementsAre("version", "workload_key", "workload", "precision",
+                                              "target", "steps", "result", "compile_ms", "run_ms",
+                                              "timestamp", "tilesearch_version", "seed", "trial"));
+  EXPECT_NE(line.find("},\"precision\":\"ieee\",\"target\":"), std::string::npos) << line;
   EXPECT_EQ(j["version"], 1);
   EXPECT_EQ(j["workload"]["op"], "matmul");
   EXPECT_EQ(j["workload"]["shapes"], json::parse("[[64, 48], [48, 32]]"));
@@ -212,6 +213,39 @@ TEST(MeasureRecordJsonTest, LineLayoutIsTheDocumentedOne) {
   EXPECT_EQ(j["result"]["timing"]["median_ms"], 0.5);
   EXPECT_EQ(j["seed"], std::numeric_limits<uint64_t>::max());
   EXPECT_EQ(j["trial"], 17);
+}
+
+TEST(MeasureRecordJsonTest, PrecisionRoundTripsIsIeeeWhenAbsentAndMustAgreeWithTheKey) {
+  MeasureRecord tf32 = ValidRecord();
+  tf32.precision = measure::Fp32Precision::kTf32;
+  tf32.workload_key = measure::PrecisionWorkloadKey(tf32.workload_key, tf32.precision);
+  EXPECT_EQ(tf32.workload_key, "0123456789abcdef-tf32");
+  absl::StatusOr<MeasureRecord> back = MeasureRecordFromLine(MeasureRecordToLine(tf32));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->precision, measure::Fp32Precision::kTf32);
+  EXPECT_EQ(back->workload_key, tf32.workload_key);
+  // A line of an older log has no "precision": ieee.
+  json old = MeasureRecordToJson(ValidRecord());
+  old.erase("precision");
+  back = MeasureRecordFromJson(old);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->precision, measure::Fp32Precision::kIeee);
+  // The key and the precision must agree: neither can stand for the other precision's task.
+  json lie = MeasureRecordToJson(ValidRecord());
+  lie["precision"] = "tf32";
+  EXPECT_THAT(
+      MeasureRecordFromJson(lie),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("field 'precision': tf32 record with workload key 0123456789abcdef")));
+  json untagged = MeasureRecordToJson(tf32);
+  untagged.erase("precision");
+  EXPECT_THAT(MeasureRecordFromJson(untagged),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("ieee record")));
+  json bad = MeasureRecordToJson(ValidRecord());
+  bad["precision"] = "tf32x3";
+  EXPECT_THAT(MeasureRecordFromJson(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("field 'precision' must be \"ieee\" or \"tf32\"")));
 }
 
 TEST(MeasureRecordJsonTest, NewerVersionIsRefusedWithItsOwnMessage) {
