@@ -234,7 +234,21 @@ void CompareOutput(const std::string& name, const ir::HostBuffer& got,
 }
 
 PrecisionRule RuleFor(ir::ScalarType dtype, const Tolerance& tolerance, Fp32Precision precision) {
-  return PrecisionRule{tolerance.atol, tolerance.rtol, UnitRoundoff(dtype, precision)};
+  return PrecisionRule{tolerance.atol, tolerance.rtol,
+                       ArithmeticUnitRoundoff(dtype, /*rounded_intermediates=*/false, precision)};
+}
+
+PrecisionRule RuleFor(const ir::ComputeDAG& dag, int output_id, const Tolerance& tolerance,
+                      Fp32Precision precision) {
+  bool rounded = false;
+  for (int id = 0; id < dag.num_stages(); ++id) {
+    const ir::ScalarType t = dag.stage(id).dtype();
+    rounded |= id != output_id && dag.Kind(id) != ir::StageKind::kPlaceholder &&
+               (t == ir::ScalarType::kFloat16 || t == ir::ScalarType::kBFloat16);
+  }
+  const ir::ScalarType dtype = dag.stage(output_id).dtype();
+  return PrecisionRule{tolerance.atol, tolerance.rtol,
+                       ArithmeticUnitRoundoff(dtype, rounded, precision)};
 }
 
 bool ArbitrationElementPasses(double got, double ref64, double magnitude,
@@ -322,7 +336,7 @@ ArbitrationSummary ArbitrateMismatches(const ir::ComputeDAG& dag, int output_id,
     verdicts[i].got = got.data[flats[i]];
     verdicts[i].ref32 = expected.data[flats[i]];
   }
-  const PrecisionRule rule = RuleFor(t.dtype(), tolerance, options.precision);
+  const PrecisionRule rule = RuleFor(dag, output_id, tolerance, options.precision);
   auto judge = [&](int64_t i, int64_t* steps) {
     const size_t u = static_cast<size_t>(i);
     const int64_t flat = flats[u];
@@ -417,7 +431,8 @@ absl::Status VerifyReferenceSamples(const ir::ComputeDAG& dag, const ir::BufferM
     std::mt19937_64 rng(CheckInputStreamSeed(seed, t.name()));
     for (int s = 0; s < samples; ++s) flats.push_back(static_cast<int64_t>(rng() % n));
     const Tolerance tol = ToleranceFor(t.dtype());
-    const PrecisionRule rule{10 * tol.atol, 10 * tol.rtol, UnitRoundoff(t.dtype())};
+    const PrecisionRule rule =
+        RuleFor(dag, id, Tolerance{10 * tol.atol, 10 * tol.rtol}, Fp32Precision::kIeee);
     for (int64_t flat : flats) {
       const std::vector<int64_t> index = Unflatten(t.shape(), flat);
       ASSIGN_OR_RETURN(const ir::PointValue expected,
@@ -448,7 +463,7 @@ absl::StatusOr<std::vector<SampledOutput>> SampleFloat64Reference(const ir::Comp
     SampledOutput out;
     out.name = t.name();
     out.rule =
-        RuleFor(t.dtype(), ToleranceFor(t.dtype(), options.atol, options.rtol), options.precision);
+        RuleFor(dag, id, ToleranceFor(t.dtype(), options.atol, options.rtol), options.precision);
     out.flats = {0, n - 1};
     std::mt19937_64 rng(CheckInputStreamSeed(seed, t.name()));
     for (int i = 0; i < options.precision_samples; ++i) {
@@ -462,8 +477,8 @@ absl::StatusOr<std::vector<SampledOutput>> SampleFloat64Reference(const ir::Comp
     ASSIGN_OR_RETURN(
         const ir::PointValue first,
         ir::EvaluatePointWithMagnitude(dag, id, Unflatten(t.shape(), 0), inputs, &first_steps));
-    const int64_t fit = options.arbitration_max_steps /
-                        (std::max<int64_t>(first_steps, 1) * (have_plain ? 1 : 2));
+    const int64_t fit =
+        options.arbitration_max_steps / (std::max<int64_t>(first_steps, 1) * (have_plain ? 1 : 2));
     out.flats.resize(
         static_cast<size_t>(std::clamp<int64_t>(fit, 1, static_cast<int64_t>(out.flats.size()))));
     const int64_t count = static_cast<int64_t>(out.flats.size());

@@ -191,8 +191,14 @@ void CompareOutputWithArbitration(const ir::ComputeDAG& dag, int output_id,
                                   const ArbitrationOptions& options, int trial,
                                   CheckDistribution distribution, CheckReport* report);
 
-/// The rule of `dtype` outputs under `tolerance` and `precision` (atol, rtol, UnitRoundoff).
+/// The rule of `dtype` outputs under `tolerance` and `precision` (atol, rtol and
+/// ArithmeticUnitRoundoff, intermediates not rounded to a half type).
 PrecisionRule RuleFor(ir::ScalarType dtype, const Tolerance& tolerance, Fp32Precision precision);
+/// The rule of output `output_id` of `dag`: RuleFor its dtype, with the half type's u where a
+/// computed stage other than the output is stored in float16 / bfloat16 (a fused chain of
+/// half-precision operators rounds between them).
+PrecisionRule RuleFor(const ir::ComputeDAG& dag, int output_id, const Tolerance& tolerance,
+                      Fp32Precision precision);
 
 /// The arbitration rule of one element (ArbitrateMismatches): got and ref64 finite and
 /// PassesPrecisionRule(rule, got, ref64, magnitude).

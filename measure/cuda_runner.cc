@@ -552,9 +552,8 @@ absl::Status WorkerSetupAndSample(const MeasureOptions& options, BatchData* data
   RETURN_IF_ERROR(WorkerSetup(options, data, state));
   if (!options.check || data->trials.empty()) return absl::OkStatus();
   const Trial& trial = data->trials[0];
-  absl::StatusOr<std::vector<SampledOutput>> sampled = SampleFloat64Reference(
-      *data->dag, trial.inputs, data->native_first,
-      options, trial.seed);
+  absl::StatusOr<std::vector<SampledOutput>> sampled =
+      SampleFloat64Reference(*data->dag, trial.inputs, data->native_first, options, trial.seed);
   if (!sampled.ok()) {
     return absl::InternalError(
         absl::StrCat("reference: float64 sampled points: ", sampled.status().message()));

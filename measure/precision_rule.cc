@@ -37,6 +37,14 @@ double UnitRoundoff(ir::ScalarType dtype, Fp32Precision precision) {
   return 0;
 }
 
+double ArithmeticUnitRoundoff(ir::ScalarType dtype, bool rounded_intermediates,
+                              Fp32Precision precision) {
+  if (!ir::IsFloat(dtype)) return 0;
+  if (dtype == ir::ScalarType::kFloat32) return UnitRoundoff(dtype, precision);
+  // Half types: their MMAs multiply the half inputs themselves; TF32 concerns float32 only.
+  return rounded_intermediates ? UnitRoundoff(dtype) : UnitRoundoff(ir::ScalarType::kFloat32);
+}
+
 double AllowedError(const PrecisionRule& rule, double ref64, double magnitude) {
   double allowed = rule.atol + rule.rtol * std::fabs(ref64);
   if (std::isfinite(magnitude)) allowed += kCancellationFactor * rule.unit_roundoff * magnitude;

@@ -48,7 +48,11 @@
 // such a kernel is less accurate than PyTorch's tree sums, and tree / split reductions fix it.
 //
 // u per arithmetic: float32 2^-24, float16 2^-11, bfloat16 2^-8, TF32 2^-11 (10 explicit mantissa
-// bits, as float16). A float32 problem under the `tf32` precision is judged with TF32's u: a TF32
+// bits, as float16). A float16 / bfloat16 result is judged with the u of the arithmetic it was
+// computed in (ArithmeticUnitRoundoff): float32 for the library's operators, which convert their
+// half inputs and accumulate in float32, so that a bfloat16 matmul off by 2% still fails (with
+// bfloat16's u, 16 u M is M/16); the half type's u only where intermediate results are stored in
+// it. A float32 problem under the `tf32` precision is judged with TF32's u: a TF32
 // MMA rounds each operand to 10 mantissa bits, so a product a·b is off by up to 2u|ab| and the
 // sum of K of them by up to 2 u · M before accumulation; PyTorch's own TF32 path
 // (allow_tf32 = True) needs 2 u · M on the same inputs, which c · u · M covers 8 times.
@@ -82,6 +86,15 @@ inline constexpr double kCancellationFactor = 16;
 /// u of outputs of `dtype` computed under `precision`: float32 2^-24 (2^-11 under kTf32), float16
 /// 2^-11, bfloat16 2^-8; 0 for integers and bool (exact).
 double UnitRoundoff(ir::ScalarType dtype, Fp32Precision precision = Fp32Precision::kIeee);
+
+/// u of the arithmetic a result of `dtype` is computed in, the u of the rule: float32's (TF32's
+/// under kTf32) for float32 results and for float16 / bfloat16 results computed in float32 (the
+/// library's half-precision operators convert their inputs and accumulate in float32; the final
+/// rounding to the half type, at most 2^-9 relative, is inside rtol = 1e-2); the half type's own u
+/// when `rounded_intermediates` (intermediate results stored in it, as in a chain of operators
+/// each rounding to the half type). 0 for integers and bool.
+double ArithmeticUnitRoundoff(ir::ScalarType dtype, bool rounded_intermediates,
+                              Fp32Precision precision = Fp32Precision::kIeee);
 
 /// The parameters of the rule for one output: atol, rtol and u (c is kCancellationFactor).
 struct PrecisionRule {

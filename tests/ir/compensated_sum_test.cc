@@ -177,5 +177,46 @@ TEST(CompensatedSumTest, FreshBufferNamesAvoidExistingOnes) {
   }
 }
 
+TEST(EvaluatePointRoundedTest, IsThePlainNaiveProgramAtEveryPoint) {
+  // The plain float32 program's values, one point at a time, equal the interpreter's run of the
+  // naive program (kNative: every operation rounded) exactly, on a long sum and on softmax.
+  const ComputeDAG mm = LongMatmul(2, 1 << 12, 3);
+  const BufferMap mm_inputs = MakeRandomInputs(mm, 21);
+  const BufferMap mm_plain = Ok(RunReference(mm, mm_inputs));
+  const BufferMap mm_compensated = Ok(RunCompensatedReference(mm, mm_inputs));
+  int differs_from_compensated = 0;
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t j = 0; j < 3; ++j) {
+      const double got = Ok(EvaluatePointRounded(mm, mm.output_ids()[0], {i, j}, mm_inputs));
+      EXPECT_EQ(got, mm_plain.at("C").data[i * 3 + j]) << i << ", " << j;
+      differs_from_compensated += got != mm_compensated.at("C").data[i * 3 + j];
+    }
+  }
+  EXPECT_GT(differs_from_compensated, 0);  // the point evaluation does round like the plain sum
+
+  constexpr int64_t kRows = 3, kCols = 7;
+  Tensor x = Ok(Placeholder("X", {kRows, kCols}));
+  Tensor mx = Ok(Reduce("M", {kRows}, ReduceKind::kMax, {kCols},
+                        [&](const Axes& ax, const Axes& r) { return x(ax[0], r[0]); }));
+  Tensor e = Ok(Compute("E", {kRows, kCols},
+                        [&](const Axes& ax) { return Exp(x(ax[0], ax[1]) - mx(ax[0])); }));
+  Tensor s = Ok(Reduce("S", {kRows}, ReduceKind::kSum, {kCols},
+                       [&](const Axes& ax, const Axes& r) { return e(ax[0], r[0]); }));
+  Tensor y =
+      Ok(Compute("Y", {kRows, kCols}, [&](const Axes& ax) { return e(ax[0], ax[1]) / s(ax[0]); }));
+  const ComputeDAG softmax = Ok(ComputeDAG::Create({y}));
+  const BufferMap inputs = MakeRandomInputs(softmax, 5);
+  const BufferMap plain = Ok(RunReference(softmax, inputs));
+  for (int64_t i = 0; i < kRows; ++i) {
+    for (int64_t j = 0; j < kCols; ++j) {
+      EXPECT_EQ(Ok(EvaluatePointRounded(softmax, softmax.output_ids()[0], {i, j}, inputs)),
+                plain.at("Y").data[i * kCols + j])
+          << i << ", " << j;
+    }
+  }
+  EXPECT_THAT(EvaluatePointRounded(softmax, softmax.output_ids()[0], {kRows, 0}, inputs),
+              ::tilesearch::testing::StatusIs(absl::StatusCode::kOutOfRange));
+}
+
 }  // namespace
 }  // namespace tilesearch::ir

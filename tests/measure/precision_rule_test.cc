@@ -69,7 +69,9 @@ TEST(PrecisionRuleTest, SharedCases) {
     const ir::ScalarType dtype = Ok(ir::ParseType(c.at("dtype").get<std::string>()));
     const Fp32Precision precision = Ok(ParseFp32Precision(c.at("precision").get<std::string>()));
     const Tolerance tol = ToleranceFor(dtype);
-    const PrecisionRule rule{tol.atol, tol.rtol, UnitRoundoff(dtype, precision)};
+    const bool rounded = c.value("rounded_intermediates", false);
+    const PrecisionRule rule{tol.atol, tol.rtol,
+                             ArithmeticUnitRoundoff(dtype, rounded, precision)};
     const double got = Number(c.at("got"));
     const double ref64 = Number(c.at("ref64"));
     const double m = Number(c.at("magnitude"));
