@@ -214,8 +214,9 @@ TEST(EvaluatePointRoundedTest, IsThePlainNaiveProgramAtEveryPoint) {
           << i << ", " << j;
     }
   }
-  EXPECT_THAT(EvaluatePointRounded(softmax, softmax.output_ids()[0], {kRows, 0}, inputs),
-              ::tilesearch::testing::StatusIs(absl::StatusCode::kOutOfRange));
+  EXPECT_THAT(
+      EvaluatePointRounded(softmax, softmax.output_ids()[0], {kRows, 0}, inputs),
+      ::tilesearch::testing::StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("out of range")));
 }
 
 }  // namespace
