@@ -1,6 +1,7 @@
 // The float64 error of a candidate on sampled points (SampleFloat64Reference, RecordSampledError,
 // measure/checker.h) against a matmul computed here in float64 and in sequential float32, the
 // 3xTF32 verdict, and the report fields' JSON (old results without them still read).
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -131,10 +132,24 @@ TEST(SampledErrorTest, StepLimitKeepsFewerPoints) {
   MeasureOptions options;
   options.precision_samples = 20;
   options.arbitration_max_steps = 5 * kK;  // each point is kK reduce steps
+  // With the float32 reference's outputs given, every point costs its float64 evaluation.
+  const ir::BufferMap plain = Ok(ir::RunReference(dag, in));
+  const std::vector<SampledOutput> given = Ok(SampleFloat64Reference(dag, in, plain, options, 9));
+  ASSERT_EQ(given.size(), 1u);
+  EXPECT_EQ(given[0].flats.size(), 5u);
+  // Without them, the plain float32 program is point-evaluated too: twice the steps per point.
   const std::vector<SampledOutput> sampled = Ok(SampleFloat64Reference(dag, in, {}, options, 9));
   ASSERT_EQ(sampled.size(), 1u);
-  EXPECT_EQ(sampled[0].flats.size(), 5u);
-  EXPECT_EQ(sampled[0].reference_max_abs_error, 0);  // no reference given
+  ASSERT_EQ(sampled[0].flats.size(), 2u);
+  // Its error is the plain float32 sum's at those points, as the naive program computes it.
+  double want = 0;
+  for (size_t k = 0; k < sampled[0].flats.size(); ++k) {
+    const int64_t flat = sampled[0].flats[k];
+    EXPECT_EQ(sampled[0].flats[k], given[0].flats[k]);
+    want = std::max(want, std::fabs(plain.at("C").data[flat] - sampled[0].ref64[k]));
+  }
+  EXPECT_GT(want, 0);  // a 300-term float32 sum is not exact
+  EXPECT_EQ(sampled[0].reference_max_abs_error, want);
 }
 
 TEST(SampledErrorTest, Tf32x3VerdictComparesWithTheReference) {
