@@ -172,4 +172,43 @@ absl::Status RandomModel::Load(const std::string& path) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// 1-based ranks, ties given their average rank.
+std::vector<double> AverageRanks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> rank(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    const double r = 0.5 * static_cast<double>(i + j) + 1.0;
+    for (size_t k = i; k <= j; ++k) rank[order[k]] = r;
+    i = j + 1;
+  }
+  return rank;
+}
+
+}  // namespace
+
+absl::StatusOr<double> SpearmanCorrelation(const std::vector<double>& predicted,
+                                           const std::vector<double>& actual) {
+  if (predicted.size() != actual.size() || predicted.size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat("spearman: sizes ", predicted.size(), " and ",
+                                                   actual.size(), " (need equal sizes >= 2)"));
+  }
+  const std::vector<double> a = AverageRanks(predicted), b = AverageRanks(actual);
+  const double n = static_cast<double>(a.size());
+  const double mean = (n + 1) / 2;
+  double cov = 0, va = 0, vb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    cov += (a[i] - mean) * (b[i] - mean);
+    va += (a[i] - mean) * (a[i] - mean);
+    vb += (b[i] - mean) * (b[i] - mean);
+  }
+  if (va == 0 || vb == 0) return absl::InvalidArgumentError("spearman: a constant vector");
+  return cov / std::sqrt(va * vb);
+}
+
 }  // namespace tilesearch::costmodel

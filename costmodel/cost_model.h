@@ -98,4 +98,10 @@ absl::StatusOr<double> PairwiseRankingAccuracy(const std::vector<double>& predic
 absl::StatusOr<double> TopKRecall(const std::vector<double>& predicted,
                                   const std::vector<double>& actual, int k);
 
+/// Spearman's rank correlation: the Pearson correlation of the two vectors' ranks, ties given
+/// their average rank; in [-1, 1], 1 when the orders agree. Errors: kInvalidArgument when the sizes
+/// differ, there are fewer than 2 values, or either vector is constant (no ranking to compare).
+absl::StatusOr<double> SpearmanCorrelation(const std::vector<double>& predicted,
+                                           const std::vector<double>& actual);
+
 }  // namespace tilesearch::costmodel

@@ -25,6 +25,14 @@
 //
 // Every Update retrains a fresh ensemble on all samples received so far (XGBoost has no
 // incremental training; Ansor does the same). Deterministic for a fixed seed, nthread and input.
+//
+// Warm start (SetInitialModel, `tune --model-init`): the pretrained ensemble stays frozen and each
+// Update boosts fresh trees on top of it on all samples received (XGBoost's training continuation:
+// the new trees fit what the pretrained scores get wrong), with the same early stopping, which
+// may keep zero new trees; with fewer than min_programs_for_validation programs (no held-out
+// split, so nothing to stop on but the training error) it adds none. Chosen over retraining on the
+// pretraining records plus the new ones because tuning then needs neither the pretraining logs nor
+// their feature extraction, and a round's training costs what it costs without the initial model.
 #pragma once
 
 #include <cstdint>
@@ -33,12 +41,42 @@
 #include <string>
 #include <vector>
 
+#include "base/target.h"
 #include "costmodel/cost_model.h"
 
 namespace tilesearch::costmodel {
 
-/// Version of the model file format this build writes and reads.
-inline constexpr int kXGBoostModelFileVersion = 1;
+/// Version of the model file format this build writes and the newest it reads. Version 2 adds
+/// the target and the provenance; version-1 files read as models of no particular target.
+inline constexpr int kXGBoostModelFileVersion = 2;
+
+/// The training objective over programs (pack-sum scores S_p, see the header comment).
+enum class XGBoostObjective {
+  /// Ansor's label-weighted squared error of S_p against the normalized throughput.
+  kRegression,
+  /// Pairwise logistic (RankNet) loss log(1 + exp(-(S_i - S_j))) over pairs of valid programs of
+  /// one task with y_i > y_j: XGBoost's rank:pairwise with the task as the query group, but on
+  /// program scores. Each boosting round samples `rank_pairs_per_program` partners per program
+  /// (XGBoost's num_pairsample); early stopping watches the same loss over fixed sampled pairs.
+  kPairwiseRank,
+};
+
+/// "regression" / "rank".
+const char* XGBoostObjectiveName(XGBoostObjective objective);
+
+/// The name a model file gives its target: "cuda sm_90" (kind and arch: features depend on the
+/// GPU's limits), "cpu" for every host.
+std::string ModelTargetName(const Target& target);
+
+/// What a model was trained for and from, saved in its file.
+struct ModelInfo {
+  /// ModelTargetName of the target the training records were measured on; empty: any target
+  /// (version-1 files, models never told).
+  std::string target;
+  /// A JSON object (as text) describing the training data: logs, record and task counts, date,
+  /// commit, objective. "{}" when unknown.
+  std::string provenance = "{}";
+};
 
 /// Training parameters. Defaults are TVM v0.19's (xgb_model.py: max_depth 10, eta 0.2, gamma
 /// 0.001, min_child_weight 0, seed 43, 10000 rounds, 50-round early stopping) except nthread
@@ -59,12 +97,18 @@ struct XGBoostOptions {
   /// Refit on all programs with the chosen number of rounds (false: keep the model trained on the
   /// training part only, faster).
   bool refit_on_all = true;
-  /// Worker threads; 0 = all hardware threads.
+  /// Worker threads; 0 = all usable cores (UsableCores). XGBoost's OpenMP threads spin while
+  /// idle unless OMP_WAIT_POLICY=passive is in the environment when the process starts (the
+  /// tilesearch CLI sets it); on a busy host the spinning made training 20-200x slower
+  /// (bench/NOTES.md).
   int nthread = 0;
   /// Seeds XGBoost and the held-out split.
   uint64_t seed = 43;
   /// XGBoost tree_method: "hist" (fast, deterministic) or "exact" (TVM's "auto" on small data).
   std::string tree_method = "hist";
+  XGBoostObjective objective = XGBoostObjective::kRegression;
+  /// kPairwiseRank: partners sampled per program and boosting round (>= 1).
+  int rank_pairs_per_program = 4;
 };
 
 /// What the last Update did.
@@ -96,15 +140,33 @@ class XGBoostModel : public CostModel {
   /// (use RandomModel for random exploration); programs without features score -infinity.
   absl::StatusOr<std::vector<double>> Predict(
       const std::vector<ProgramFeatures>& programs) override;
-  /// File: a magic line, a JSON line {"version", "feature_version", "num_features", "trained",
-  /// "rounds", "booster_bytes"} and the booster in XGBoost's UBJSON format. Training samples are
-  /// not saved: to continue from an old log, feed its records to Update.
+  /// File: a magic line, a JSON line {"version", "feature_version", "num_features", "target",
+  /// "provenance", "objective", "trained", "rounds", "booster_bytes", "booster_fnv1a64"} and the
+  /// booster in XGBoost's UBJSON format (the checksum is verified before XGBoost parses it).
+  /// Training samples are not saved: to continue from an old log, feed its records to Update. The
+  /// initial model (SetInitialModel) is part of the saved booster.
   absl::Status Save(const std::string& path) const override;
   /// Errors: kNotFound (unreadable), kInvalidArgument "... is not a tilesearch xgboost model",
-  /// "... version 2 is newer than this build reads (1)", "... has feature version 0, this build
-  /// extracts 1", "... 160 features, expected 159", "... truncated" or "... corrupt booster:
-  /// <xgboost message>". On error the model is unchanged.
+  /// "... version 3 is newer than this build reads (2)", "... has feature version 0, this build
+  /// extracts 1", "... 160 features, expected 159", "... truncated", "... corrupt booster:
+  /// checksum ..." or "... corrupt booster: <xgboost message>". On error the model is unchanged.
   absl::Status Load(const std::string& path) override;
+  /// Load, refusing a model trained for another target: kInvalidArgument "model file 'm' is for
+  /// cuda sm_80 (feature version 1); this run needs cuda sm_90 (feature version 1)". A file
+  /// without a target (version 1) is accepted. On error the model is unchanged.
+  absl::Status LoadForTarget(const std::string& path, const Target& target);
+  /// Warm start: LoadForTarget, then every later Update boosts new trees on top of the loaded
+  /// ensemble (kept frozen) instead of from nothing, fitting what it gets wrong on the records
+  /// received; early stopping on held-out records may keep zero new trees, and below
+  /// min_programs_for_validation programs none are added. Before the first Update the loaded model
+  /// scores alone. Errors: LoadForTarget's; kInvalidArgument for an untrained model file.
+  absl::Status SetInitialModel(const std::string& path, const Target& target);
+
+  /// The model's target and provenance (saved by Save, read by Load).
+  const ModelInfo& info() const { return info_; }
+  void set_info(ModelInfo info) { info_ = std::move(info); }
+  /// Boosting rounds of the initial model (SetInitialModel); 0 without one.
+  int initial_rounds() const { return init_rounds_; }
   std::string Name() const override { return "xgboost"; }
 
   /// True once a training or a Load produced an ensemble.
@@ -119,6 +181,9 @@ class XGBoostModel : public CostModel {
   void* booster_ = nullptr;  // BoosterHandle; the C API header stays inside the .cc
   int rounds_ = 0;
   XGBoostTrainingReport report_;
+  ModelInfo info_;
+  std::string init_booster_;  // UBJSON of the initial ensemble; empty without one
+  int init_rounds_ = 0;
 };
 
 }  // namespace tilesearch::costmodel

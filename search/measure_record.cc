@@ -221,6 +221,7 @@ constexpr const char* kRoundFields[] = {"kind",
                                         "local_search_trials",
                                         "local_search_fraction",
                                         "model",
+                                        "model_init",
                                         "model_trained",
                                         "train_samples",
                                         "train_programs",
@@ -423,6 +424,7 @@ json RoundRecordToJson(const RoundRecord& round) {
          {"tilesearch_version", round.tilesearch_version},
          {"seed", round.seed}};
   // Only rounds tuned with local search on carry its fields: other lines stay as before.
+  if (!round.model_init.empty()) j["model_init"] = round.model_init;
   if (round.local_search_fraction > 0 || round.local_search_trials > 0) {
     j["local_search_trials"] = round.local_search_trials;
     j["local_search_fraction"] = NumberOrNull(round.local_search_fraction);
@@ -489,6 +491,10 @@ absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j) {
     }
   }
   RETURN_IF_ERROR(ReadString(j, "model", "model", &r.model));
+  if (j.contains("model_init")) {
+    RETURN_IF_ERROR(ReadString(j, "model_init", "model_init", &r.model_init));
+    if (r.model_init.empty()) return FieldError("model_init", "must not be empty when given");
+  }
   if (!j.contains("model_trained")) return FieldError("model_trained", "is missing");
   if (!j.at("model_trained").is_boolean()) {
     return FieldError("model_trained",

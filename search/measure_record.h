@@ -54,7 +54,11 @@
 //    "local_search_fraction": 0.25 // the fraction in effect for the round
 //
 // They are read together (one without the other is an error); lines without them (older logs,
-// local search off) read as rounds without local search.
+// local search off) read as rounds without local search. A third optional field, written after
+// "model" only when the learned model was warm-started from a pretrained model file
+// (`tune --model-init`), names that file as given (absent: no initial model):
+//
+//    "model_init": "models/default-cuda-sm_90.model"
 #pragma once
 
 #include <cstdint>
@@ -138,6 +142,10 @@ struct RoundRecord {
   int64_t local_search_trials = 0;
   double local_search_fraction = 0;
   std::string model;  // CostModel::Name(): "xgboost" or "random"
+  /// The model file the learned model was warm-started from (TuneOptions::model_init, as given),
+  /// empty without one. Written as "model_init" after "model" only when not empty; absent on
+  /// reading (older logs): empty.
+  std::string model_init;
   /// Whether the model that scored the round had been trained (XGBoost: an ensemble exists;
   /// RandomModel: always false, it learns nothing).
   bool model_trained = false;

@@ -192,8 +192,10 @@ std::vector<measure::BuildResult> BuildCandidates(const measure::Builder& builde
 }
 
 // Fills the model fields of a round line from the model that is about to score the round.
-void DescribeModel(const costmodel::CostModel& model, int64_t samples_given, RoundRecord* round) {
+void DescribeModel(const costmodel::CostModel& model, const std::string& model_init,
+                   int64_t samples_given, RoundRecord* round) {
   round->model = model.Name();
+  round->model_init = model_init;
   round->train_samples = samples_given;
   round->model_validation_accuracy = std::numeric_limits<double>::quiet_NaN();
   if (const auto* xgb = dynamic_cast<const costmodel::XGBoostModel*>(&model)) {
@@ -201,7 +203,8 @@ void DescribeModel(const costmodel::CostModel& model, int64_t samples_given, Rou
     if (xgb->trained()) {
       const costmodel::XGBoostTrainingReport& report = xgb->last_report();
       round->train_programs = report.num_programs;
-      round->boost_rounds = report.rounds;
+      // Before its first Update a warm-started model is the initial ensemble alone.
+      round->boost_rounds = std::max<int64_t>(report.rounds, xgb->initial_rounds());
       round->model_validation_accuracy = report.validation_pairwise_accuracy;
     }
   }
@@ -245,6 +248,10 @@ absl::Status ValidateTuneOptions(const TuneOptions& options) {
         absl::StrCat("early_stopping must be >= 0 (0 = off), got ", options.early_stopping));
   }
   if (options.log_path.empty()) return absl::InvalidArgumentError("a tuning log path is required");
+  if (!options.model_init.empty() && !options.use_xgboost) {
+    return absl::InvalidArgumentError(
+        "an initial model (model_init) needs the learned model, not the random one");
+  }
   if (!(options.search.local_search_fraction >= 0 && options.search.local_search_fraction <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat("local_search_fraction must be in [0, 1], got ",
                                                    options.search.local_search_fraction));
@@ -322,6 +329,10 @@ class TuningJob {
                                                  TuneContext(task, options.search, seed),
                                                  std::move(runner), std::move(writer)));
     job->first_round_ = first_round;
+    if (!options.model_init.empty()) {
+      auto* xgb = static_cast<costmodel::XGBoostModel*>(job->model_.get());
+      RETURN_IF_ERROR(xgb->SetInitialModel(options.model_init, target));
+    }
     ASSIGN_OR_RETURN(job->sketches_, GenerateSketches(job->ctx_));
     for (MeasureRecord& r : records) {
       std::optional<Candidate> c = ReplayRecord(r, job->ctx_);
@@ -358,8 +369,7 @@ class TuningJob {
     const auto t0 = std::chrono::steady_clock::now();
     const SearchOptions& so = options_.search;
     const std::vector<Candidate> best = BestCandidates();
-    const int n =
-        static_cast<int>(std::min<int64_t>(options_.per_round, options_.trials - trials()));
+    const int n = static_cast<int>(std::min<int64_t>(RoundSize(), options_.trials - trials()));
     const int n_local =
         best.empty() ? 0 : static_cast<int>(std::ceil(so.local_search_fraction * n - 1e-9));
     if (n_local > 0) {
@@ -375,7 +385,7 @@ class TuningJob {
                                         n - static_cast<int>(round.candidates.size())));
     for (Candidate& c : evolved) round.candidates.push_back(std::move(c));
     if (!round.candidates.empty()) {
-      DescribeModel(*model_, samples_given_, &round.line);
+      DescribeModel(*model_, options_.model_init, samples_given_, &round.line);
       ASSIGN_OR_RETURN(round.line.predicted, ScoreCandidates(round.candidates, ctx_, *model_));
     }
     round.search_s = SecondsSince(t0);
@@ -430,6 +440,17 @@ class TuningJob {
     xo.nthread = options.model_threads;
     return std::make_unique<costmodel::XGBoostModel>(xo);
   }
+
+  // Candidates of the next round: per_round, except that a learned model without any record of
+  // the task gets a first round of min(per_round, max(16, trials / 4)), so that it is trained
+  // from the second round on even at small budgets (at --trials 48 and the default 64 per round
+  // it would otherwise score every round untrained).
+  int64_t RoundSize() const {
+    if (!options_.use_xgboost || trials() > 0 || samples_given_ > 0) return options_.per_round;
+    return std::min<int64_t>(options_.per_round,
+                             std::max<int64_t>(kFirstRoundMin, options_.trials / 4));
+  }
+  static constexpr int64_t kFirstRoundMin = 16;
 
   // Keeps a record, its candidate (valid records seed the search) and its training sample.
   void Add(MeasureRecord r, std::optional<Candidate> c) {

@@ -38,7 +38,9 @@ namespace tilesearch::search {
 struct TuneOptions {
   /// Total trials of the task, counting those already in the log.
   int trials = 64;
-  /// Candidates measured per round (num_measures_per_round).
+  /// Candidates measured per round (num_measures_per_round). With the learned model and no record
+  /// of the task yet, the first round measures min(per_round, max(16, trials / 4)) so that the
+  /// model is trained from the second round on even at small budgets.
   int per_round = 64;
   /// The tuning log (JSON Lines); created when absent, appended to otherwise. Required.
   std::string log_path;
@@ -46,6 +48,11 @@ struct TuneOptions {
   uint64_t seed = 0;
   /// The learned model (XGBoostModel); false: RandomModel (the ablation baseline).
   bool use_xgboost = true;
+  /// A pretrained model file (`tilesearch train-model`) the learned model starts from and keeps
+  /// boosting on top of with the task's records (XGBoostModel::SetInitialModel); "" = start
+  /// untrained. Must be a model of the tuning target (kind and arch) and this build's features.
+  /// Recorded in every round line ("model_init").
+  std::string model_init;
   /// XGBoost training threads (XGBoostOptions::nthread); 0 = every usable core. Training data is
   /// small (hundreds to thousands of store rows), so 1 thread costs little and avoids OpenMP
   /// contention on a busy host; results are the same for any count.
@@ -95,7 +102,9 @@ struct TuneResult {
 /// time, ETA and the phases' times (with the round's local-search trials when there are any). The
 /// model's training label is the record's throughput (FLOP/s, or bytes/s for memory-bound
 /// workloads; 0 for failures). Errors: kInvalidArgument for trials < 1, per_round < 1,
-/// early_stopping < 0, an empty log path, invalid search or measure options (local_search_fraction
+/// early_stopping < 0, an empty log path, model_init with the random model, a model_init file
+/// that does not load for the target (XGBoostModel::SetInitialModel's errors), invalid search or
+/// measure options (local_search_fraction
 /// outside [0, 1], local_search_states < 1 among them), an unbuildable workload; the log's read /
 /// write errors; the measurer's creation errors (e.g. "no CUDA driver found"); kFailedPrecondition
 /// when every candidate reports no_device.

@@ -1,6 +1,8 @@
 // `tilesearch tune`: Ansor-style tuning of one workload on one target (search/tuner.h), logging
 // every trial to a JSON Lines log, then a summary of the best record.
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -29,6 +31,7 @@ struct TuneCommandOptions {
   std::string log;
   uint64_t seed = 0;
   std::string model = "xgboost";
+  std::string model_init;      // --model-init PATH | none; "" = the default model when there is one
   SearchOverrides search;      // --population, --generations, --crossover-..., --max-...
   TimingOverrides timing;      // --min-runs, --min-time-ms, --warmup
   int early_stopping = 0;      // 0: off
@@ -36,6 +39,38 @@ struct TuneCommandOptions {
   double run_timeout_ms = -1;  // < 0: MeasureOptions' default
   bool quiet = false;
 };
+
+// The shipped default model of a cuda target (trained from the committed H200 logs by
+// bench/scripts/train_default_model.sh): <models dir>/default-cuda-<arch>.model, the models dir
+// being $TILESEARCH_MODELS_DIR or the source tree's models/. "" when there is none (cpu targets,
+// other archs).
+std::string DefaultModelPath(const Target& target) {
+  if (!target.is_gpu()) return "";
+  const char* env = std::getenv("TILESEARCH_MODELS_DIR");
+  const std::filesystem::path dir = env != nullptr && *env != '\0' ? env : TS_MODELS_DIR;
+  const std::filesystem::path path = dir / ("default-cuda-" + target.arch + ".model");
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec) ? path.string() : "";
+}
+
+// TuneOptions::model_init from --model-init: a file, "none", or (not given) the default model of
+// the target when the learned model is used. Errors: --model-init with --model random.
+absl::StatusOr<std::string> ModelInit(const TuneCommandOptions& options, const Target& target) {
+  if (options.model_init == "none") return std::string();
+  if (!options.model_init.empty()) {
+    if (options.model != "xgboost") {
+      return absl::InvalidArgumentError("--model-init needs --model xgboost");
+    }
+    return options.model_init;
+  }
+  if (options.model != "xgboost") return std::string();
+  const std::string path = DefaultModelPath(target);
+  if (!path.empty() && !options.quiet) {
+    std::cerr << "tune: the cost model starts from the default model " << path
+              << " (--model-init none: start untrained)\n";
+  }
+  return path;
+}
 
 absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   if (options.workload.op.empty() && options.workload.schedule.empty()) {
@@ -54,6 +89,7 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
     file.target.host_cores = options.host_threads;
   if (options.run_timeout_ms > 0) tune.measure.run_timeout_ms = options.run_timeout_ms;
   tune.early_stopping = options.early_stopping;
+  ASSIGN_OR_RETURN(tune.model_init, ModelInit(options, file.target));
   ASSIGN_OR_RETURN(search::TuneResult result, search::Tune(file.workload, file.target, tune));
 
   std::cout << "workload: " << file.workload.ToString() << " (key "
@@ -114,6 +150,9 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
   app.add_option("--model", options->model, "cost model: xgboost or random")
       ->capture_default_str()
       ->check(CLI::IsMember({"xgboost", "random"}));
+  app.add_option("--model-init", options->model_init,
+                 "pretrained model file (train-model) the xgboost model starts from, or none; "
+                 "default: the shipped default model of a cuda target's arch when there is one");
   AddSearchOptions(app, &options->search);
   AddPrecisionOption(app, &options->search.precision);
   AddCandidateTimingOptions(app, &options->timing);

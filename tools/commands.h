@@ -189,4 +189,32 @@ ExitCodeAction AddPredictCommand(CLI::App& app);
 /// manifest (each bucket's source and check). Nothing is written when a check fails (returns 1).
 ExitCodeAction AddExportDispatchCommand(CLI::App& app);
 
+/// `tilesearch train-model --logs DIR|FILE... --out MODEL [--target T] [--objective
+/// regression|rank] [--max-records-per-task N] [--max-rounds N] [--max-depth N] [--threads N]
+/// [--seed S]
+/// [--commit C] [--quiet]`: reads the records of every workload of one target from the logs
+/// (search::LoadTrainingData: directories give their *.jsonl files; each schedule replayed,
+/// lowered and featurized; the first N distinct records per workload), trains an XGBoostModel on
+/// all of them (labels normalized per workload) and saves it with its target and provenance (logs,
+/// counts, date, objective, --commit). Prints the counts and the model line. User errors: no or
+/// several targets in the logs without --target, unreadable logs, bad options, nothing to learn.
+CommandAction AddTrainModelCommand(CLI::App& app);
+
+/// `tilesearch eval-model --logs DIR|FILE... [--target T] [--objective regression|rank]
+/// [--online-records N] [--min-eval-records N] [--holdout TEXT ...] [--max-records-per-task N]
+/// [--max-rounds N] [--max-depth N]
+/// [--threads N] [--seed S] [--out FILE.md]`: leave-one-workload-out evaluation. For each
+/// workload with at least N + min-eval-records records, its first N records (log order) are the
+/// "online" records and the rest, valid ones only, the evaluation set; four models score the
+/// evaluation set: pretrained (trained on every other workload, none of this one), online-only
+/// (trained on the first N records of this workload only: what `tune` has after its first round),
+/// pretrained + online (warm start: the pretrained model boosted on the first N records, as
+/// `tune --model-init`) and random. Per workload and model: Spearman correlation with the
+/// measured throughput, top-1 and top-5 recall, and the measured time of the model's top pick over
+/// the best time of the evaluation set; then the medians over workloads. --holdout limits the
+/// held-out workloads to those whose name contains one of the texts (each fold trains a model
+/// on all other workloads, so every fold costs one full training). --out writes the table
+/// as Markdown with the command line and date. User errors as train-model's.
+CommandAction AddEvalModelCommand(CLI::App& app);
+
 }  // namespace tilesearch::tools

@@ -1,5 +1,8 @@
 // tilesearch: the command-line entry point. Parses the subcommand and runs it; every user error
 // is one line "tilesearch: error: <message>" on stderr and exit code 2.
+#include <unistd.h>
+
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <new>
@@ -19,9 +22,22 @@ int ReportError(const std::string& message) {
   return 2;
 }
 
+// XGBoost trains with OpenMP (libgomp), which reads OMP_WAIT_POLICY once, when the library is
+// loaded, before main runs. Its default lets idle worker threads spin at every barrier; on a busy
+// host (measurement workers, compile workers, other jobs) a training round then took 9-19 s
+// instead of 0.03-0.07 s with the passive policy (bench/NOTES.md). So when the user has not chosen
+// a policy, the process restarts itself once with OMP_WAIT_POLICY=passive (same pid, same
+// arguments); a failed exec just continues with the default policy.
+void RestartWithPassiveOpenMpWait(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  if (::setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0) != 0) return;
+  ::execv("/proc/self/exe", argv);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  RestartWithPassiveOpenMpWait(argv);
   CLI::App app{"tilesearch: search GPU and CPU kernel schedules for tensor operators (Ansor-style)",
                "tilesearch"};
   app.require_subcommand(1);
@@ -82,6 +98,14 @@ int main(int argc, char** argv) {
                                        "logs) and replay the best into artifacts");
   actions[bench] = tilesearch::tools::AddBenchCommand(*bench);
 
+  CLI::App* train_model = app.add_subcommand(
+      "train-model", "pretrain a cost model on the tuning logs of many workloads");
+  actions[train_model] = exit_zero(tilesearch::tools::AddTrainModelCommand(*train_model));
+  CLI::App* eval_model = app.add_subcommand(
+      "eval-model",
+      "leave-one-workload-out evaluation of pretrained, online-only and random cost models");
+  actions[eval_model] = exit_zero(tilesearch::tools::AddEvalModelCommand(*eval_model));
+
   // CLI11 reports an unknown first word only as a missing subcommand; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
@@ -89,7 +113,7 @@ int main(int argc, char** argv) {
     if (!known) {
       return ReportError(std::string("unknown command '") + argv[1] +
                          "' (expected ops, show, check, measure, bench-compile, tune, replay, "
-                         "inspect, tune-graph, run-graph or bench)");
+                         "inspect, tune-graph, run-graph, bench, train-model or eval-model)");
     }
   }
   try {

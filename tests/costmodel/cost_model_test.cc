@@ -113,5 +113,17 @@ TEST(RandomModelTest, LoadErrors) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is not a random model")));
 }
 
+// Spearman's rho against hand-computed values: identical and reversed orders, ties given their
+// average rank (ranks [1, 2.5, 2.5, 4] vs [1, 3, 2, 4]: cov 4.5, variances 4.5 and 5, rho =
+// 4.5 / sqrt(22.5)), and the errors.
+TEST(SpearmanTest, HandComputedValuesAndErrors) {
+  EXPECT_DOUBLE_EQ(*SpearmanCorrelation({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
+  EXPECT_DOUBLE_EQ(*SpearmanCorrelation({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0);
+  EXPECT_NEAR(*SpearmanCorrelation({1, 2, 2, 3}, {1, 3, 2, 4}), 4.5 / std::sqrt(22.5), 1e-12);
+  EXPECT_FALSE(SpearmanCorrelation({1, 1, 1}, {1, 2, 3}).ok());
+  EXPECT_FALSE(SpearmanCorrelation({1}, {1}).ok());
+  EXPECT_FALSE(SpearmanCorrelation({1, 2}, {1, 2, 3}).ok());
+}
+
 }  // namespace
 }  // namespace tilesearch::costmodel

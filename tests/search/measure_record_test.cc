@@ -399,6 +399,29 @@ TEST(RoundRecordJsonTest, LineWithoutLocalSearchFieldsReadsAsNoneAndIsRewrittenU
   EXPECT_FALSE(RoundRecordToJson(*old).contains("local_search_trials"));
 }
 
+TEST(RoundRecordJsonTest, ModelInitRoundTripsAfterModelAndOldLinesReadWithout) {
+  absl::StatusOr<RoundRecord> old = RoundRecordFromJson(json::parse(kOldRoundLine));
+  ASSERT_THAT(old, IsOk());
+  EXPECT_EQ(old->model_init, "");
+  json j = json::parse(kOldRoundLine);
+  j["model_init"] = "models/default-cuda-sm_90.model";
+  absl::StatusOr<RoundRecord> r = RoundRecordFromJson(j);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->model_init, "models/default-cuda-sm_90.model");
+  std::string want = kOldRoundLine;
+  const std::string model = R"("model":"xgboost",)";
+  want.insert(want.find(model) + model.size(),
+              R"("model_init":"models/default-cuda-sm_90.model",)");
+  EXPECT_EQ(RoundRecordToLine(*r), want);
+  j["model_init"] = "";
+  EXPECT_THAT(RoundRecordFromJson(j),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("field 'model_init' must not be empty when given")));
+  j["model_init"] = 3;
+  EXPECT_THAT(RoundRecordFromJson(j), StatusIs(absl::StatusCode::kInvalidArgument,
+                                               HasSubstr("field 'model_init' must be a string")));
+}
+
 TEST(RoundRecordJsonTest, LocalSearchFieldsRoundTripAfterValid) {
   json j = json::parse(kOldRoundLine);
   j["local_search_trials"] = 2;
