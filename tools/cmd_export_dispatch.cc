@@ -20,6 +20,7 @@
 #include "search/api.h"
 #include "search/replay.h"
 #include "tools/commands.h"
+#include "tools/model_options.h"
 #include "tools/workload_options.h"
 
 namespace tilesearch::tools {
@@ -113,11 +114,7 @@ absl::StatusOr<int> ExportDispatch(DispatchOptions o) {
   RETURN_IF_ERROR(ValidateDispatch(o, workload.args));
   ASSIGN_OR_RETURN(const Target target,
                    TargetFromString(o.workload.target.empty() ? "auto" : o.workload.target));
-  std::unique_ptr<costmodel::XGBoostModel> model;
-  if (!o.model.empty()) {
-    model = std::make_unique<costmodel::XGBoostModel>();
-    RETURN_IF_ERROR(model->Load(o.model));
-  }
+  ASSIGN_OR_RETURN(std::unique_ptr<costmodel::XGBoostModel> model, RankingModel(o.model, target));
   std::vector<Bucket> buckets;
   bool all_passed = true;
   for (int64_t extent : o.values) {
@@ -170,7 +167,9 @@ ExitCodeAction AddExportDispatchCommand(CLI::App& app) {
   app.add_option("--dtype", o->workload.dtype, "element type (default float32)");
   app.add_option("--target", o->workload.target, "auto (default), cpu, cuda -arch=sm_XX");
   app.add_option("--log", o->log, "tuning log with the family's tuned shapes")->required();
-  app.add_option("--model", o->model, "XGBoost cost model ranking predicted schedules");
+  app.add_option("--model", o->model,
+                 "cost model ranking predicted schedules (default: the target's shipped model; "
+                 "none: the nearest shape's fastest record)");
   app.add_option("--input", o->input, "the input whose dimension varies (default 0)");
   app.add_option("--dim", o->dim, "the dimension of that input that varies (default 0)");
   app.add_option("--values", o->values, "the bucket extents, e.g. 1,8,64,512,4096,16384")

@@ -19,6 +19,7 @@
 #include "search/predict.h"
 #include "search/replay.h"
 #include "tools/commands.h"
+#include "tools/model_options.h"
 #include "tools/number_text.h"
 #include "tools/workload_options.h"
 
@@ -90,10 +91,6 @@ absl::StatusOr<int> CheckAndWrite(const search::MeasureRecord& record,
 
 absl::StatusOr<int> Predict(const PredictCommandOptions& options) {
   if (options.workload.op.empty()) return absl::InvalidArgumentError("give --op NAME");
-  if (options.logs.empty() && options.model.empty()) {
-    return absl::InvalidArgumentError(
-        "give --log FILE (tuned shapes to transfer from) and / or --model FILE (to rank samples)");
-  }
   if (!options.name.empty()) RETURN_IF_ERROR(search::ValidateArtifactName(options.name));
   if (!options.out.empty()) RETURN_IF_ERROR(search::ValidateArtifactDir(options.out));
   schedule::Workload workload;
@@ -108,10 +105,12 @@ absl::StatusOr<int> Predict(const PredictCommandOptions& options) {
                    TargetFromString(options.workload.target.empty() ? std::string("auto")
                                                                     : options.workload.target));
   ASSIGN_OR_RETURN(const std::vector<search::MeasureRecord> records, ReadRecords(options.logs));
-  std::unique_ptr<costmodel::XGBoostModel> model;
-  if (!options.model.empty()) {
-    model = std::make_unique<costmodel::XGBoostModel>();
-    RETURN_IF_ERROR(model->Load(options.model));
+  ASSIGN_OR_RETURN(std::unique_ptr<costmodel::XGBoostModel> model,
+                   RankingModel(options.model, target));
+  if (options.logs.empty() && model == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "give --log FILE (tuned shapes to transfer from) or --model FILE (to rank samples: ",
+        target.ToString(), " has no default model)"));
   }
   ASSIGN_OR_RETURN(
       search::PredictedSchedule p,
@@ -119,7 +118,7 @@ absl::StatusOr<int> Predict(const PredictCommandOptions& options) {
   std::cout << "workload: " << workload.ToString() << " (key " << dag->WorkloadKey() << ")\n"
             << "target: " << target.ToString() << "\n"
             << "candidates: " << p.transferred << " transferred, " << p.sampled << " sampled"
-            << (model ? ", ranked by " + options.model : ", no model (nearest fastest record)")
+            << (model ? ", ranked by the cost model" : ", no model (nearest fastest record)")
             << "\n"
             << "prediction: " << p.origin;
   if (!std::isnan(p.score)) std::cout << ", score " << Fixed(p.score, 4);
@@ -158,8 +157,9 @@ ExitCodeAction AddPredictCommand(CLI::App& app) {
                  "tuning log to transfer tuned shapes from (repeatable); its records of the same "
                  "operator, dtype, attributes and target are candidates");
   app.add_option("--model", options->model,
-                 "XGBoost cost model file that ranks the transferred and sampled candidates "
-                 "(without one: the nearest shape's fastest record, transferred)");
+                 "cost model file that ranks the transferred and sampled candidates (default: the "
+                 "target's shipped model, when there is one; none: the nearest shape's fastest "
+                 "record, transferred)");
   app.add_option("--nearest", options->predict.nearest_workloads,
                  "tuned workloads to transfer from, nearest first")
       ->check(CLI::Range(1, 1000));

@@ -18,6 +18,7 @@
 #include "schedule/schedule_file.h"
 #include "search/tuner.h"
 #include "tools/commands.h"
+#include "tools/model_options.h"
 #include "tools/number_text.h"
 #include "tools/workload_options.h"
 
@@ -39,19 +40,6 @@ struct TuneCommandOptions {
   double run_timeout_ms = -1;  // < 0: MeasureOptions' default
   bool quiet = false;
 };
-
-// The shipped default model of a cuda target (trained from the committed H200 logs by
-// bench/scripts/train_default_model.sh): <models dir>/default-cuda-<arch>.model, the models dir
-// being $TILESEARCH_MODELS_DIR or the source tree's models/. "" when there is none (cpu targets,
-// other archs).
-std::string DefaultModelPath(const Target& target) {
-  if (!target.is_gpu()) return "";
-  const char* env = std::getenv("TILESEARCH_MODELS_DIR");
-  const std::filesystem::path dir = env != nullptr && *env != '\0' ? env : TS_MODELS_DIR;
-  const std::filesystem::path path = dir / ("default-cuda-" + target.arch + ".model");
-  std::error_code ec;
-  return std::filesystem::is_regular_file(path, ec) ? path.string() : "";
-}
 
 // TuneOptions::model_init from --model-init: a file, "none", or (not given) the default model of
 // the target when the learned model is used. Errors: --model-init with --model random.

@@ -2,6 +2,9 @@
 // target, the per-task record cap and the XGBoost training knobs.
 #pragma once
 
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,6 +86,25 @@ inline absl::StatusOr<search::TrainingData> LoadModelData(const ModelDataOptions
   d.max_records_per_task = o.max_records_per_task;
   d.threads = o.threads;
   return search::LoadTrainingData(o.logs, d);
+}
+
+/// The shipped default model of a cuda target (trained from the committed H200 logs by
+/// bench/scripts/train_default_model.sh): <models dir>/default-cuda-<arch>.model, the models dir
+/// being $TILESEARCH_MODELS_DIR or the source tree's models/. "" when there is none (cpu targets,
+/// other archs).
+std::string DefaultModelPath(const Target& target);
+
+/// The cost model that ranks predicted schedules (`predict`, `export-dispatch`): `path` ("none":
+/// no model; "": the target's default model, DefaultModelPath, if there is one) loaded for
+/// `target` (XGBoostModel::LoadForTarget). Null for no model. Errors: LoadForTarget's (another
+/// target or feature version, a corrupt file).
+inline absl::StatusOr<std::unique_ptr<costmodel::XGBoostModel>> RankingModel(
+    const std::string& path, const Target& target) {
+  const std::string file = path.empty() ? DefaultModelPath(target) : path == "none" ? "" : path;
+  if (file.empty()) return std::unique_ptr<costmodel::XGBoostModel>();
+  auto model = std::make_unique<costmodel::XGBoostModel>();
+  RETURN_IF_ERROR(model->LoadForTarget(file, target));
+  return model;
 }
 
 }  // namespace tilesearch::tools

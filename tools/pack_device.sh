@@ -4,7 +4,7 @@
 # (TILESEARCH_MLIR_SHARED=OFF), stripped, checked with ldd to need only glibc, then
 #   dist/tilesearch-device.tar.xz  tilesearch/{bin/tilesearch, bin/cuda_runtime_test (when that
 #                                  test target exists), lib/ (any non-glibc shared library, none
-#                                  expected), licenses/, examples/schedules/, bench/ (below), run,
+#                                  expected), licenses/, examples/schedules/, models/, bench/ (below), run,
 #                                  MANIFEST}
 #   dist/unpack.sh                 `bash dist/unpack.sh [DIR]`: unpacks to DIR (default
 #                                  /tmp/tilesearch) and prints the path; then `DIR/run ARGS...`
@@ -104,6 +104,7 @@ if [[ " ${targets[*]} " == *" cuda_runtime_test "* ]]; then
   strip -o "$stage/bin/cuda_runtime_test" "$test_bin"
 fi
 cp -r examples/schedules "$stage/examples/"
+cp -r models "$stage/"  # the default cost models `tune` starts from (TILESEARCH_MODELS_DIR)
 step "stage bench/ (scoring harness PTX generated)"
 stage_bench "$stage"
 
@@ -162,6 +163,7 @@ cat >"$stage/run" <<'EOF'
 # `run cuda_runtime_test ARGS...` the GPU test binary. Libraries in lib/ (if any) come first.
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 [[ -d "$here/lib" ]] && export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export TILESEARCH_MODELS_DIR="${TILESEARCH_MODELS_DIR:-$here/models}"
 prog=tilesearch
 if (($#)) && [[ "$1" != tilesearch && "$1" != -* && -x "$here/bin/$1" ]]; then
   prog="$1"
