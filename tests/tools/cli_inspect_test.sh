@@ -87,7 +87,7 @@ echo 'garbage' >>"$tmp/corrupt.jsonl"
 run corrupt inspect --log "$tmp/corrupt.jsonl"
 expect_rc corrupt 0
 expect_out corrupt '^  trials 6, '
-expect_out corrupt '2 corrupt lines skipped'
+expect_out corrupt '2 lines could not be used'
 grep -q "corrupt.jsonl:9: skipped: unknown field\|corrupt.jsonl:9: skipped: field" "$tmp/corrupt.err" ||
   fail "corrupt: no warning for line 9: $(cat "$tmp/corrupt.err")"
 grep -q "corrupt.jsonl:10: skipped: not valid JSON" "$tmp/corrupt.err" ||

@@ -111,7 +111,8 @@ schedule = json.load(open(sys.argv[1]))
 record = json.loads(open(sys.argv[2]).readline())
 record["workload"] = schedule["workload"]
 record["workload_key"] = sys.argv[3]
-record["target"].update(kind="cuda", arch="sm_90", device_name="NVIDIA H200")
+# A cpu record has no GPU limits: a cuda one needs them all.
+record["target"].update(kind="cuda", arch="sm_90", device_name="NVIDIA H200", max_threads_per_block=1024, max_shared_memory_per_block=49152, max_shared_memory_optin=232448, max_registers_per_block=65536, warp_size=32, max_vthread_extent=8, max_vector_bytes=16, sm_count=132, l2_bytes=62914560)
 record["steps"] = schedule["steps"]
 record["result"]["error"], record["result"]["message"] = "none", ""
 record["result"]["costs_s"], record["result"]["timing"]["median_ms"] = [2e-5], 0.02
