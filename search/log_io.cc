@@ -592,6 +592,10 @@ std::vector<WorkloadSummary> SummarizeLog(const std::vector<MeasureRecord>& reco
     }
     WorkloadSummary& s = out[it->second];
     ++s.trials;
+    if (r.untuned && s.untuned_trial < 0) {
+      s.untuned_trial = r.trial;
+      s.untuned_median_ms = r.median_ms();
+    }
     if (r.valid()) {
       ++s.valid;
       if (r.median_ms() < s.best_median_ms) {
@@ -679,6 +683,13 @@ std::string FormatSummary(const std::vector<WorkloadSummary>& summaries, int cur
       absl::StrAppend(&out, absl::StrFormat(", best %.4g ms", s.best_median_ms));
       if (has_rate) absl::StrAppend(&out, " (", rate(s.best_median_ms), ")");
       absl::StrAppend(&out, " at trial ", s.best_trial);
+    }
+    if (s.untuned_trial >= 0) {
+      absl::StrAppend(&out,
+                      std::isfinite(s.untuned_median_ms)
+                          ? absl::StrFormat(", untuned %.4g ms", s.untuned_median_ms)
+                          : std::string(", untuned failed"),
+                      " at trial ", s.untuned_trial);
     }
     absl::StrAppend(&out, "\n");
     if (s.trials_to_90_percent > 0) {

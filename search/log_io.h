@@ -207,11 +207,15 @@ struct WorkloadSummary {
   std::string workload_key;
   schedule::Workload workload;  // from the first record of the key
   Target target;
-  int64_t trials = 0;           // records
-  int64_t valid = 0;            // records with a usable time
-  double best_median_ms = 0;    // +inf when none is valid
-  double best_flops = 0;        // FLOP/s of the best (0 when none is valid or no DAG)
-  int64_t best_trial = -1;      // MeasureRecord::trial of the best; -1 when none is valid
+  int64_t trials = 0;         // records
+  int64_t valid = 0;          // records with a usable time
+  double best_median_ms = 0;  // +inf when none is valid
+  double best_flops = 0;      // FLOP/s of the best (0 when none is valid or no DAG)
+  int64_t best_trial = -1;    // MeasureRecord::trial of the best; -1 when none is valid
+  /// The first record marked MeasureRecord::untuned: its trial (-1 when none) and median (+inf
+  /// when it failed).
+  int64_t untuned_trial = -1;
+  double untuned_median_ms = 0;
   double flops = 0;             // FLOPs of one run of the workload (0 when it cannot be built)
   double bytes = 0;             // input + output bytes of the workload (0 when it cannot be built)
   double best_bytes_per_s = 0;  // bytes / best median (0 when none is valid or no DAG)
@@ -239,13 +243,13 @@ double SummaryThroughput(const WorkloadSummary& summary, double median_ms);
 const char* SummaryUnit(const WorkloadSummary& summary);
 
 /// Text for `inspect`: per workload a header line (workload, key, target), trials, valid, best ms
-/// and GFLOP/s (GB/s when memory bound) at its trial, the trial reaching 90% of the best, errors by
-/// kind, the tuning curve sampled at up to `curve_points` trial counts (evenly spaced, the last
-/// trial included) as "  trial 63: best 0.412 ms (651.2 GFLOP/s)" — trials named by the records'
-/// 0-based "trial" field, like the best trial and the round lines (the header says so) — and one
-/// line per round line:
-/// "  round 2 (trials 64-127, xgboost trained on 64 samples, 37 boosting rounds): pairwise
-/// accuracy 0.712, top-8 recall 0.375".
+/// and GFLOP/s (GB/s when memory bound) at its trial, the untuned program's median beside it when
+/// the log has its record ("untuned 0.91 ms at trial 0" or "untuned failed at trial 0"), the trial
+/// reaching 90% of the best, errors by kind, the tuning curve sampled at up to `curve_points` trial
+/// counts (evenly spaced, the last trial included) as "  trial 63: best 0.412 ms (651.2 GFLOP/s)" —
+/// trials named by the records' 0-based "trial" field, like the best trial and the round lines (the
+/// header says so) — and one line per round line: "  round 2 (trials 64-127, xgboost trained on 64
+/// samples, 37 boosting rounds): pairwise accuracy 0.712, top-8 recall 0.375".
 std::string FormatSummary(const std::vector<WorkloadSummary>& summaries, int curve_points = 10);
 
 }  // namespace tilesearch::search

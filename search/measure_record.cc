@@ -176,7 +176,7 @@ absl::Status TargetFromJson(const json& j, Target* target, std::string* device_n
 // Top-level fields of a record, in the order lines are written.
 constexpr const char* kRecordFields[] = {
     "version", "workload_key", "workload",           "target", "steps", "result", "compile_ms",
-    "run_ms",  "timestamp",    "tilesearch_version", "seed",   "trial"};
+    "run_ms",  "timestamp",    "tilesearch_version", "seed",   "trial", "untuned"};
 
 // The "version" of a log line, checked first: a newer line may have fields this build does not
 // know.
@@ -302,18 +302,20 @@ json MeasureRecordToJson(const MeasureRecord& record) {
   if (result.contains("timing") && result["timing"].is_object()) {
     result["timing"].erase("samples_ms");
   }
-  return json{{"version", record.version},
-              {"workload_key", record.workload_key},
-              {"workload", schedule::WorkloadToJson(record.workload)},
-              {"target", TargetToJson(record.target, record.device_name)},
-              {"steps", StepArray(record.steps)},
-              {"result", std::move(result)},
-              {"compile_ms", record.compile_ms},
-              {"run_ms", record.run_ms},
-              {"timestamp", record.timestamp},
-              {"tilesearch_version", record.tilesearch_version},
-              {"seed", record.seed},
-              {"trial", record.trial}};
+  json j{{"version", record.version},
+         {"workload_key", record.workload_key},
+         {"workload", schedule::WorkloadToJson(record.workload)},
+         {"target", TargetToJson(record.target, record.device_name)},
+         {"steps", StepArray(record.steps)},
+         {"result", std::move(result)},
+         {"compile_ms", record.compile_ms},
+         {"run_ms", record.run_ms},
+         {"timestamp", record.timestamp},
+         {"tilesearch_version", record.tilesearch_version},
+         {"seed", record.seed},
+         {"trial", record.trial}};
+  if (record.untuned) j["untuned"] = true;  // only the untuned program's record carries it
+  return j;
 }
 
 std::string MeasureRecordToLine(const MeasureRecord& record) {
@@ -369,6 +371,13 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const json& j,
   RETURN_IF_ERROR(ReadString(j, "tilesearch_version", "tilesearch_version", &r.tilesearch_version));
   RETURN_IF_ERROR(ReadInt(j, "seed", "seed", &r.seed, 0));
   RETURN_IF_ERROR(ReadInt(j, "trial", "trial", &r.trial, 0));
+  if (j.contains("untuned")) {
+    if (!j.at("untuned").is_boolean()) {
+      return FieldError("untuned",
+                        "must be true or false, got " + schedule::ShortJson(j.at("untuned")));
+    }
+    r.untuned = j.at("untuned").get<bool>();
+  }
   return r;
 }
 

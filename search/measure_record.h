@@ -32,6 +32,10 @@
 //    "timestamp": "2025-11-30T03:07:39.123Z",
 //    "tilesearch_version": "0.5.0-dev", "seed": 42, "trial": 17}
 //
+// Optional, written last and only when true: "untuned": true marks the record of the task's
+// untuned program (cpu: no steps; cuda: schedule::NaiveGpuSchedule), which a tuning job measures
+// in its first round so that its best is never slower than the untuned program. Absent: false.
+//
 // "target" holds every field of Target: "kind" ("cuda" / "cpu"), "arch", and the limits
 // under their struct member names (max_threads_per_block, max_shared_memory_per_block,
 // max_shared_memory_optin, max_registers_per_block, warp_size, max_vthread_extent,
@@ -100,6 +104,8 @@ struct MeasureRecord {
   std::string tilesearch_version = kTilesearchVersion;
   uint64_t seed = 0;  // random seed of the tuning job
   int64_t trial = 0;  // index of this trial within the job (0-based)
+  /// The task's untuned program (UntunedState): the baseline the best is compared with.
+  bool untuned = false;
 
   /// True when the result is usable: no error and a finite positive median time.
   bool valid() const;

@@ -33,6 +33,7 @@
 #include "measure/runner.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
+#include "schedule/naive_gpu.h"
 #include "search/local_search.h"
 #include "search/sketch.h"
 
@@ -270,7 +271,8 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
 struct Round {
   std::vector<Candidate> candidates;
   int64_t local = 0;
-  RoundRecord line;  // model fields and predicted scores filled by the search
+  int64_t untuned = -1;  // index of the untuned program among the candidates; -1: not among them
+  RoundRecord line;      // model fields and predicted scores filled by the search
   double train_s = 0;
   double search_s = 0;
   double build_s = 0;
@@ -364,6 +366,7 @@ class TuningJob {
                                                                so.local_search_states, *model_));
     }
     round.local = static_cast<int64_t>(round.candidates.size());
+    if (static_cast<int>(round.candidates.size()) < n) AddUntuned(round);
     std::unordered_set<uint64_t> exclude = measured_;
     for (const Candidate& c : round.candidates) exclude.insert(StepsHash(c.state.steps()));
     // Called even for 0 states: it validates the search options.
@@ -377,6 +380,26 @@ class TuningJob {
     }
     round.search_s = SecondsSince(t0);
     return absl::OkStatus();
+  }
+
+  // The untuned program as the round's next candidate, once per job, unless already measured
+  // (a resumed log): the best is then chosen among candidates that include it.
+  void AddUntuned(Round& round) {
+    if (untuned_tried_) return;
+    untuned_tried_ = true;
+    absl::StatusOr<State> state = UntunedState(ctx_.dag(), ctx_.target());
+    if (state.ok() && measured_.contains(StepsHash(state->steps()))) return;
+    absl::StatusOr<Candidate> c = state.ok() ? LowerCandidate(*std::move(state), ctx_)
+                                             : absl::StatusOr<Candidate>(state.status());
+    if (!c.ok()) {
+      if (!options_.quiet) {
+        std::cerr << "tune: warning: the untuned program is not a candidate: " << c.status()
+                  << "\n";
+      }
+      return;
+    }
+    round.untuned = static_cast<int64_t>(round.candidates.size());
+    round.candidates.push_back(*std::move(c));
   }
 
   // True when the search has run dry: a round without candidates is retried once (TVM
@@ -479,6 +502,7 @@ class TuningJob {
   int64_t samples_given_ = 0;                       // samples passed to the model's Update so far
   int64_t first_round_ = 1;
   int empty_rounds_ = 0;
+  bool untuned_tried_ = false;
   TuneResult result_;
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
@@ -504,6 +528,7 @@ std::vector<MeasureRecord> TuningJob::RecordsOf(Round& round, size_t first,
     r.timestamp = CurrentTimestamp();
     r.seed = options_.seed;
     r.trial = trials() + static_cast<int64_t>(records.size());
+    r.untuned = static_cast<int64_t>(i) == round.untuned;
     records.push_back(std::move(r));
   }
   return records;
@@ -636,6 +661,13 @@ TuneResult TuningJob::Finish() {
   result_.trials = trials();
   absl::StatusOr<MeasureRecord> best = BestRecord(records_, ctx_.workload_key(), ctx_.target());
   if (best.ok()) result_.best = *std::move(best);
+  absl::StatusOr<State> untuned = UntunedState(ctx_.dag(), ctx_.target());
+  for (const MeasureRecord& r : records_) {
+    if (r.untuned || (untuned.ok() && r.steps == untuned->steps())) {
+      result_.untuned = r;
+      break;
+    }
+  }
   for (const WorkloadSummary& s : SummarizeLog(records_)) {
     if (s.workload_key != ctx_.workload_key()) continue;
     result_.errors = s.errors;
@@ -646,6 +678,11 @@ TuneResult TuningJob::Finish() {
 }
 
 }  // namespace
+
+absl::StatusOr<State> UntunedState(const ir::ComputeDAG& dag, const Target& target) {
+  if (target.is_gpu()) return schedule::NaiveGpuSchedule(dag, target);
+  return State::Initial(dag);
+}
 
 absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target& target,
                                 const TuneOptions& options) {

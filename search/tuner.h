@@ -28,8 +28,10 @@
 
 #include "absl/status/statusor.h"
 #include "base/target.h"
+#include "ir/compute_dag.h"
 #include "measure/measure.h"
 #include "schedule/schedule_file.h"
+#include "schedule/state.h"
 #include "search/evolutionary_search.h"
 #include "search/log_io.h"
 #include "search/measure_record.h"
@@ -69,6 +71,10 @@ struct TuneOptions {
 struct TuneResult {
   /// The best valid record of the task in the log; nullopt when none is valid.
   std::optional<MeasureRecord> best;
+  /// The record of the task's untuned program (UntunedState; MeasureRecord::untuned, or an older
+  /// record with its steps): the best is never slower, being chosen among the candidates it is
+  /// one of. nullopt when the log has none (its lowering failed, or the job measured nothing).
+  std::optional<MeasureRecord> untuned;
   /// Records of the task in the log at the end (previous runs included).
   int64_t trials = 0;
   /// Trials measured by this call.
@@ -89,6 +95,13 @@ struct TuneResult {
   /// (SearchOptions::local_search_fraction); the rest came from the evolutionary search.
   std::vector<int64_t> local_search_trials;
 };
+
+/// The task's untuned program as a schedule: on cpu the initial state (no steps: the naive loop
+/// nest), on cuda schedule::NaiveGpuSchedule (the measurement method's GPU reference). A tuning
+/// job measures it among its first round's candidates (marked MeasureRecord::untuned) unless the
+/// log already holds it. Errors: NaiveGpuSchedule's.
+[[nodiscard]] absl::StatusOr<schedule::State> UntunedState(const ir::ComputeDAG& dag,
+                                                           const Target& target);
 
 /// Tunes `workload` on `target` until the log holds options.trials records of the task, the
 /// search runs dry, early stopping triggers, or SIGINT arrives (checked between rounds; the round
