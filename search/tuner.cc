@@ -471,7 +471,9 @@ class TuningJob {
     const SearchOptions& so = options_.search;
     std::vector<size_t> valid;
     for (size_t i = 0; i < records_.size(); ++i) {
-      if (records_[i].valid()) valid.push_back(i);
+      // The untuned program is a baseline, not a state of the search space: it has no decisions
+      // for local search or mutation to edit.
+      if (records_[i].valid() && !records_[i].untuned) valid.push_back(i);
     }
     std::stable_sort(valid.begin(), valid.end(), [&](size_t a, size_t b) {
       return records_[a].median_ms() < records_[b].median_ms();

@@ -18,7 +18,7 @@ expect_rc tune_random 0
 run one inspect --log "$tmp/xgb.jsonl" --json "$tmp/one.json" --curve-points 3
 expect_rc one 0
 expect_out one '^matmul 32x32 32x32 float32  \[key [0-9a-f]{16}, cpu\]$'
-expect_out one '^  trials 6, valid [0-9]+, best [0-9.e+-]+ ms \([0-9.e+-]+ G(FLOP|B)/s\) at trial [0-5]$'
+expect_out one '^  trials 6, valid [0-9]+, best [0-9.e+-]+ ms \([0-9.e+-]+ G(FLOP|B)/s\) at trial [0-5], untuned [0-9.e+-]+ ms at trial [0-5]$'
 expect_out one '^  round 1 \(trials 0-2, [0-3] valid; xgboost untrained \(0 samples\)\): pairwise accuracy'
 expect_out one '^  round 2 \(trials 3-5, [0-3] valid; xgboost '
 expect_out one '^  trial 5: best '  # the last record's "trial" (0-based)
