@@ -1,4 +1,5 @@
-// A tuning job killed with SIGKILL in the middle of a round loses no measured batch: a child
+// Resuming from logs that went wrong. A tuning job killed with SIGKILL in the middle of a round
+// loses no measured batch: a child
 // process tunes on the cpu target with one candidate per runner call, the test kills it once the
 // log holds some of the round's records but not its round line, then resumes in this process.
 // Every record on disk before the kill is still there, byte for byte, none is measured again, and
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <set>
 #include <string>
 #include <thread>
@@ -98,6 +100,31 @@ TEST(KillResumeTest, KilledMidRoundJobLosesNoMeasuredRecord) {
   for (size_t i = 0; i < read->records.size(); ++i) {
     EXPECT_EQ(read->records[i].trial, static_cast<int64_t>(i));
   }
+}
+
+// A log concatenated with itself (cat a.jsonl a.jsonl > b.jsonl) holds every record twice: the
+// resumed job counts each once toward the budget and gives the model each once (the round line's
+// train_samples), so it measures the trials still missing.
+TEST(KillResumeTest, DoubledLogResumesCountingEachRecordOnce) {
+  const std::string log = ::tilesearch::testing::ScratchPath("doubled.jsonl");
+  const schedule::Workload workload = testing::SquareMatmul(16);
+  const Target cpu = Target::HostCpu();
+  TuneOptions options = testing::TinyCpuTuneOptions(log, 4, 4, 9);
+  ASSERT_THAT(Tune(workload, cpu, options), IsOk());
+  const std::string once = testing::ReadText(log);
+  {
+    std::ofstream out(log, std::ios::binary | std::ios::app);
+    out << once;
+  }
+  options.trials = 6;
+  options.per_round = 2;
+  absl::StatusOr<TuneResult> resumed = Tune(workload, cpu, options);
+  ASSERT_THAT(resumed, IsOk());
+  EXPECT_EQ(resumed->new_trials, 2);
+  EXPECT_EQ(resumed->trials, 6);
+  ASSERT_EQ(resumed->rounds.size(), 1u);
+  EXPECT_EQ(resumed->rounds[0].train_samples, 4);
+  EXPECT_EQ(resumed->rounds[0].first_trial, 4);
 }
 
 }  // namespace
