@@ -79,6 +79,9 @@ expect_rc by_op 0
 expect_out by_op '^  trials 6, '
 run other_op inspect --log "$tmp/xgb.jsonl" --op matmul --shape 16x16 --shape 16x16
 expect_error other_op "no record of workload matmul 16x16 16x16"
+# ... and says which workloads the log holds.
+grep -qE 'the log holds records of 1 other workload: matmul 32x32 32x32 float32 \(key [0-9a-f]{16}, cpu, 6 records\)$' \
+  "$tmp/other_op.err" || fail "other_op: the log's workloads not listed: $(cat "$tmp/other_op.err")"
 run other_target inspect --log "$tmp/xgb.jsonl" --target cuda
 expect_error other_target "no record on cuda"
 cp "$tmp/xgb.jsonl" "$tmp/corrupt.jsonl"
