@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <regex>
+#include <unordered_set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -85,9 +86,17 @@ std::string Excerpt(const std::string& line) {
   return out;
 }
 
-// Reads the whole regular file at `path` (opened without blocking, so a fifo is refused rather
-// than waited on).
-absl::StatusOr<std::string> ReadRegularFile(const std::string& path) {
+// Owns a file descriptor.
+struct ScopedFd {
+  int fd = -1;
+  ~ScopedFd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Opens the regular file at `path` for reading (without blocking, so a fifo is refused rather
+// than waited on) into `out`.
+absl::Status OpenRegularFile(const std::string& path, ScopedFd* out) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT)
@@ -95,28 +104,69 @@ absl::StatusOr<std::string> ReadRegularFile(const std::string& path) {
     return ErrnoError(errno, absl::StrCat("cannot read log '", path, "'"));
   }
   if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return ErrnoError(errno, absl::StrCat("cannot read log '", path, "'"));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  if (::fstat(fd, &st) != 0) return ErrnoError(errno, absl::StrCat("cannot read log '", path, "'"));
-  if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);  // replaced since the stat
-  std::string text;
-  text.reserve(static_cast<size_t>(st.st_size));
-  char buffer[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError(errno, absl::StrCat("cannot read log '", path, "'"));
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
+  out->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (out->fd < 0) return ErrnoError(errno, absl::StrCat("cannot read log '", path, "'"));
+  if (::fstat(out->fd, &st) != 0) {
+    return ErrnoError(errno, absl::StrCat("cannot read log '", path, "'"));
   }
-  return text;
+  if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);  // replaced since the stat
+  return absl::OkStatus();
 }
+
+// Reads a file one line at a time, holding at most `max_line` bytes of a line: the bytes of a
+// longer line are read past and only counted.
+class LineReader {
+ public:
+  LineReader(int fd, int64_t max_line) : fd_(fd), max_line_(max_line), buffer_(1 << 16) {}
+
+  // The next line without its '\n' in `line` and its full length in `length` (`line` is empty
+  // when the length is over the limit); false at the end of the file. Errors: read's errno.
+  absl::StatusOr<bool> Next(std::string* line, int64_t* length) {
+    line->clear();
+    *length = 0;
+    bool any = false;
+    while (true) {
+      if (pos_ == end_) {
+        if (eof_) return any;
+        const ssize_t n = ::read(fd_, buffer_.data(), buffer_.size());
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          return absl::ErrnoToStatus(errno, "read");
+        }
+        if (n == 0) {
+          eof_ = true;
+          continue;
+        }
+        pos_ = 0;
+        end_ = static_cast<size_t>(n);
+      }
+      any = true;
+      const char* start = buffer_.data() + pos_;
+      const char* newline = static_cast<const char*>(std::memchr(start, '\n', end_ - pos_));
+      const size_t chunk = newline != nullptr ? static_cast<size_t>(newline - start) : end_ - pos_;
+      *length += static_cast<int64_t>(chunk);
+      if (*length <= max_line_) {
+        line->append(start, chunk);
+      } else {
+        line->clear();
+        line->shrink_to_fit();
+      }
+      pos_ += chunk;
+      if (newline != nullptr) {
+        ++pos_;
+        return true;
+      }
+    }
+  }
+
+ private:
+  int fd_;
+  int64_t max_line_;
+  std::vector<char> buffer_;
+  size_t pos_ = 0;
+  size_t end_ = 0;
+  bool eof_ = false;
+};
 
 }  // namespace
 
@@ -213,127 +263,263 @@ int64_t NextRoundNumber(const LogContents& contents) {
   return last + 1;
 }
 
-absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& options) {
-  ASSIGN_OR_RETURN(const std::string text, ReadRegularFile(path));
-  LogContents out;
-  std::map<std::string, int64_t> foreign;  // target text → records dropped
-  // verify_workload_keys: workload JSON → its key with this build ("" when it cannot be built).
-  std::map<std::string, std::string> keys;
-  int64_t readable = 0;   // record and round lines that parsed, before the filters
-  std::string first_bad;  // "line N is not a record or round line (...): \"...\""
-  size_t begin = 0;
-  while (begin < text.size()) {
-    size_t end = text.find('\n', begin);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(begin, end - begin);
-    begin = end + 1;
-    ++out.lines;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    auto skip = [&](const absl::Status& status) -> absl::Status {
-      if (status.code() == absl::StatusCode::kFailedPrecondition) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(path, ":", out.lines, ": ", status.message()));
-      }
-      ++out.corrupt_lines;
-      out.warnings.push_back(absl::StrCat(path, ":", out.lines, ": skipped: ", status.message()));
-      if (first_bad.empty()) {
-        first_bad = absl::StrCat("line ", out.lines, " is not a record or round line (",
-                                 status.message(), "): \"", Excerpt(line), "\"");
-      }
-      return absl::OkStatus();
-    };
+namespace {
+
+// ReadLog's state over the lines of one log.
+class LogParser {
+ public:
+  LogParser(const std::string& path, const ReadOptions& options) : path_(path), options_(options) {}
+
+  // Reads one line (numbered out.lines, already counted). Errors: a newer format version.
+  absl::Status Line(const std::string& line) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) return absl::OkStatus();
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception& e) {
-      RETURN_IF_ERROR(skip(absl::InvalidArgumentError(absl::StrCat("not valid JSON: ", e.what()))));
-      if (std::regex_search(line, RoundKindPattern())) ++out.corrupt_round_lines;
-      continue;
+      RETURN_IF_ERROR(
+          Skip(line, absl::InvalidArgumentError(absl::StrCat("not valid JSON: ", e.what()))));
+      if (std::regex_search(line, RoundKindPattern())) ++out_.corrupt_round_lines;
+      return absl::OkStatus();
     }
     const std::string kind = LogLineKind(j);
-    if (kind == "round") {
-      absl::StatusOr<RoundRecord> round = RoundRecordFromJson(j);
-      if (!round.ok()) {
-        RETURN_IF_ERROR(skip(round.status()));
-        ++out.corrupt_round_lines;
-        const auto number = j.find("round");
-        if (number != j.end() && number->is_number_integer() && number->get<int64_t>() > 0) {
-          out.max_corrupt_round = std::max(out.max_corrupt_round, number->get<int64_t>());
-        }
-        continue;
-      }
-      ++readable;
-      if (options.target.has_value() && !SameTarget(round->target, *options.target)) {
-        ++out.foreign_target_rounds;
-        continue;
-      }
-      if (!options.workload_key.empty() && round->workload_key != options.workload_key) {
-        ++out.other_workload_rounds;
-        continue;
-      }
-      out.rounds.push_back(*std::move(round));
-      continue;
-    }
+    if (kind == "round") return RoundLine(line, j);
     if (j.is_object() && kind != "record") {
       // The version first: a newer format may add kinds of lines.
       absl::StatusOr<RoundRecord> version_check = RoundRecordFromJson(j);
       if (!version_check.ok() &&
           version_check.status().code() == absl::StatusCode::kFailedPrecondition) {
-        RETURN_IF_ERROR(skip(version_check.status()));
+        RETURN_IF_ERROR(Skip(line, version_check.status()));
       }
-      RETURN_IF_ERROR(skip(absl::InvalidArgumentError(
-          absl::StrCat("unknown line kind ", schedule::ShortJson(j.at("kind")),
-                       " (expected \"record\" or \"round\")"))));
-      continue;
+      return Skip(line, absl::InvalidArgumentError(
+                            absl::StrCat("unknown line kind ", schedule::ShortJson(j.at("kind")),
+                                         " (expected \"record\" or \"round\")")));
     }
-    absl::StatusOr<MeasureRecord> record = MeasureRecordFromJson(j);
-    if (!record.ok()) {
-      RETURN_IF_ERROR(skip(record.status()));
-      continue;
+    return RecordLine(line, j);
+  }
+
+  // A line over the length limit, read past without holding it.
+  void LongLine(int64_t length) {
+    ++out_.corrupt_lines;
+    ++out_.long_lines;
+    Suspect();
+    out_.warnings.push_back(absl::StrCat(path_, ":", out_.lines, ": skipped: line is ", length,
+                                         " bytes long, over the limit of ", options_.max_line_bytes,
+                                         " bytes"));
+    if (first_bad_.empty()) {
+      first_bad_ = absl::StrCat("line ", out_.lines, " is ", length, " bytes long");
     }
-    ++readable;
-    if (options.target.has_value() && !SameTarget(record->target, *options.target)) {
-      ++out.foreign_target_records;
-      ++foreign[record->target.ToString()];
-      continue;
+  }
+
+  LogContents& out() { return out_; }
+
+  // The end of the file: the summary warnings, or the error for a file that is no log.
+  absl::StatusOr<LogContents> Finish() {
+    if (readable_ == 0 && !first_bad_.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", path_, "' is not a tilesearch tuning log: ", first_bad_,
+          "; give a log written by `tilesearch tune`, a new file name, or an empty file"));
     }
-    if (!options.workload_key.empty() && record->workload_key != options.workload_key) {
-      ++out.other_workload_records;
-      continue;
+    for (const auto& [field, n] : out_.unknown_fields) {
+      out_.warnings.push_back(absl::StrCat(
+          path_, ":", first_unknown_line_[field], ": ignored unknown field '", field, "' (in ", n,
+          n == 1 ? " line" : " lines", "; written by a newer tilesearch? this build reads ",
+          n == 1 ? "it" : "them", " without the field)"));
     }
-    if (options.verify_workload_keys) {
-      const std::string workload_json = schedule::WorkloadToJson(record->workload).dump();
-      auto it = keys.find(workload_json);
-      if (it == keys.end()) {
-        absl::StatusOr<ir::ComputeDAG> dag = record->workload.Build();
-        it = keys.emplace(workload_json, dag.ok() ? dag->WorkloadKey() : std::string()).first;
+    if (out_.duplicate_records > 0) {
+      out_.warnings.push_back(absl::StrCat(
+          path_, ": counted ", out_.duplicate_records,
+          " duplicate records once (the same workload, target and steps as an earlier record; "
+          "first at line ",
+          first_duplicate_line_, ")"));
+    }
+    if (out_.foreign_target_records > 0 && options_.warn_other_targets) {
+      std::vector<std::string> parts;
+      for (const auto& [target, n] : foreign_) parts.push_back(absl::StrCat(target, ": ", n));
+      out_.warnings.push_back(absl::StrCat(path_, ": skipped ", out_.foreign_target_records,
+                                           " records of other targets (",
+                                           absl::StrJoin(parts, ", "), ")"));
+    }
+    return std::move(out_);
+  }
+
+ private:
+  // A skipped line: counted and warned about; a newer format version fails the read.
+  absl::Status Skip(const std::string& line, const absl::Status& status) {
+    if (status.code() == absl::StatusCode::kFailedPrecondition) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path_, ":", out_.lines, ": ", status.message()));
+    }
+    ++out_.corrupt_lines;
+    if (options_.workload_key.empty() || line.find(options_.workload_key) != std::string::npos) {
+      Suspect();
+    }
+    out_.warnings.push_back(absl::StrCat(path_, ":", out_.lines, ": skipped: ", status.message()));
+    if (first_bad_.empty()) {
+      first_bad_ = absl::StrCat("line ", out_.lines, " is not a record or round line (",
+                                status.message(), "): \"", Excerpt(line), "\"");
+    }
+    return absl::OkStatus();
+  }
+
+  void Suspect() {
+    ++out_.suspect_lines;
+    if (out_.suspect_line_numbers.size() < 5) out_.suspect_line_numbers.push_back(out_.lines);
+  }
+
+  void NoteUnknown(const std::vector<std::string>& fields) {
+    for (const std::string& f : fields) {
+      if (++out_.unknown_fields[f] == 1) first_unknown_line_[f] = out_.lines;
+    }
+  }
+
+  absl::Status RoundLine(const std::string& line, const nlohmann::json& j) {
+    std::vector<std::string> unknown;
+    absl::StatusOr<RoundRecord> round = RoundRecordFromJson(j, &unknown);
+    if (!round.ok()) {
+      RETURN_IF_ERROR(Skip(line, round.status()));
+      ++out_.corrupt_round_lines;
+      const auto number = j.find("round");
+      if (number != j.end() && number->is_number_integer() && number->get<int64_t>() > 0) {
+        out_.max_corrupt_round = std::max(out_.max_corrupt_round, number->get<int64_t>());
       }
-      if (!it->second.empty() &&
-          measure::PrecisionWorkloadKey(it->second, record->precision) != record->workload_key) {
-        ++out.inconsistent_records;
-        out.warnings.push_back(
-            absl::StrCat(path, ":", out.lines, ": skipped: workload key ", record->workload_key,
-                         " does not match the record's workload ", record->workload.ToString(),
-                         " (key ", it->second, ")"));
-        continue;
+      return absl::OkStatus();
+    }
+    ++readable_;
+    NoteUnknown(unknown);
+    if (options_.target.has_value() && !SameTarget(round->target, *options_.target)) {
+      ++out_.foreign_target_rounds;
+    } else if (!options_.workload_key.empty() && round->workload_key != options_.workload_key) {
+      ++out_.other_workload_rounds;
+    } else {
+      out_.rounds.push_back(*std::move(round));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status RecordLine(const std::string& line, const nlohmann::json& j) {
+    std::vector<std::string> unknown;
+    absl::StatusOr<MeasureRecord> record = MeasureRecordFromJson(j, &unknown);
+    if (!record.ok()) return Skip(line, record.status());
+    ++readable_;
+    NoteUnknown(unknown);
+    if (options_.target.has_value() && !SameTarget(record->target, *options_.target)) {
+      ++out_.foreign_target_records;
+      ++foreign_[record->target.ToString()];
+      return absl::OkStatus();
+    }
+    if (!options_.workload_key.empty() && record->workload_key != options_.workload_key) {
+      ++out_.other_workload_records;
+      NoteOtherWorkload(*record);
+      return absl::OkStatus();
+    }
+    if (options_.verify_workload_keys && !KeyMatches(*record)) return absl::OkStatus();
+    if (!options_.keep_duplicates) {
+      const std::string identity = absl::StrCat(
+          record->workload_key, " ", record->target.ToString(), " ", RecordStateHash(*record));
+      if (!seen_.insert(identity).second) {
+        if (out_.duplicate_records++ == 0) first_duplicate_line_ = out_.lines;
+        return absl::OkStatus();
       }
     }
-    out.records.push_back(*std::move(record));
+    out_.records.push_back(*std::move(record));
+    return absl::OkStatus();
   }
-  if (readable == 0 && !first_bad.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", path, "' is not a tilesearch tuning log: ", first_bad,
-        "; give a log written by `tilesearch tune`, a new file name, or an empty file"));
+
+  // verify_workload_keys: false (with a warning) when the record's key is not its workload's.
+  bool KeyMatches(const MeasureRecord& record) {
+    const std::string workload_json = schedule::WorkloadToJson(record.workload).dump();
+    auto it = keys_.find(workload_json);
+    if (it == keys_.end()) {
+      absl::StatusOr<ir::ComputeDAG> dag = record.workload.Build();
+      it = keys_.emplace(workload_json, dag.ok() ? dag->WorkloadKey() : std::string()).first;
+    }
+    if (it->second.empty() ||
+        measure::PrecisionWorkloadKey(it->second, record.precision) == record.workload_key) {
+      return true;
+    }
+    ++out_.inconsistent_records;
+    out_.warnings.push_back(absl::StrCat(path_, ":", out_.lines, ": skipped: workload key ",
+                                         record.workload_key, " does not match the record's ",
+                                         "workload ", record.workload.ToString(), " (key ",
+                                         it->second, ")"));
+    return false;
   }
-  if (out.foreign_target_records > 0 && options.warn_other_targets) {
-    std::vector<std::string> parts;
-    for (const auto& [target, n] : foreign) parts.push_back(absl::StrCat(target, ": ", n));
-    out.warnings.push_back(absl::StrCat(path, ": skipped ", out.foreign_target_records,
-                                        " records of other targets (", absl::StrJoin(parts, ", "),
-                                        ")"));
+
+  void NoteOtherWorkload(const MeasureRecord& record) {
+    const std::string group = absl::StrCat(record.workload_key, " ", record.target.ToString());
+    auto it = other_index_.find(group);
+    if (it == other_index_.end()) {
+      it = other_index_.emplace(group, out_.other_workloads.size()).first;
+      out_.other_workloads.push_back({record.workload_key, record.workload, record.target, 0});
+    }
+    ++out_.other_workloads[it->second].records;
   }
-  return out;
+
+  const std::string& path_;
+  const ReadOptions& options_;
+  LogContents out_;
+  std::map<std::string, int64_t> foreign_;  // target text → records dropped
+  // verify_workload_keys: workload JSON → its key with this build ("" when it cannot be built).
+  std::map<std::string, std::string> keys_;
+  std::unordered_set<std::string> seen_;  // "key target steps-hash" of the kept records
+  std::map<std::string, int64_t> first_unknown_line_;
+  std::map<std::string, size_t> other_index_;  // "key target" → position in other_workloads
+  int64_t first_duplicate_line_ = 0;
+  int64_t readable_ = 0;   // record and round lines that parsed, before the filters
+  std::string first_bad_;  // "line N is not a record or round line (...): \"...\""
+};
+
+}  // namespace
+
+absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& options) {
+  ScopedFd file;
+  RETURN_IF_ERROR(OpenRegularFile(path, &file));
+  LineReader reader(file.fd, options.max_line_bytes);
+  LogParser parser(path, options);
+  std::string line;
+  int64_t length = 0;
+  while (true) {
+    absl::StatusOr<bool> more = reader.Next(&line, &length);
+    if (!more.ok()) {
+      return absl::Status(more.status().code(),
+                          absl::StrCat("cannot read log '", path, "': ", more.status().message()));
+    }
+    if (!*more) break;
+    ++parser.out().lines;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (length > options.max_line_bytes) {
+      parser.LongLine(length);
+      continue;
+    }
+    RETURN_IF_ERROR(parser.Line(line));
+  }
+  return parser.Finish();
+}
+
+std::string OtherWorkloadsText(const LogContents& contents, const std::string& op, size_t max) {
+  if (contents.other_workloads.empty()) return "";
+  std::vector<const LoggedWorkload*> sorted;
+  for (const LoggedWorkload& w : contents.other_workloads) sorted.push_back(&w);
+  // Nearest first: the same operator, then more records.
+  std::stable_sort(sorted.begin(), sorted.end(), [&](const auto* a, const auto* b) {
+    const bool a_op = a->workload.op == op;
+    const bool b_op = b->workload.op == op;
+    if (a_op != b_op) return a_op;
+    return a->records > b->records;
+  });
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < sorted.size() && i < max; ++i) {
+    const LoggedWorkload& w = *sorted[i];
+    parts.push_back(absl::StrCat(w.workload.ToString(), " (key ", w.workload_key, ", ",
+                                 w.target.ToString(), ", ", w.records,
+                                 w.records == 1 ? " record)" : " records)"));
+  }
+  std::string text = absl::StrCat(
+      "the log holds records of ", sorted.size(),
+      sorted.size() == 1 ? " other workload: " : " other workloads: ", absl::StrJoin(parts, "; "));
+  if (sorted.size() > max) absl::StrAppend(&text, "; and ", sorted.size() - max, " more");
+  return text;
 }
 
 absl::StatusOr<MeasureRecord> BestRecord(const std::vector<MeasureRecord>& records,
@@ -409,6 +595,10 @@ std::vector<WorkloadSummary> SummarizeLog(const std::vector<MeasureRecord>& reco
     }
     WorkloadSummary& s = out[it->second];
     ++s.trials;
+    if (r.untuned && s.untuned_trial < 0) {
+      s.untuned_trial = r.trial;
+      s.untuned_median_ms = r.median_ms();
+    }
     if (r.valid()) {
       ++s.valid;
       if (r.median_ms() < s.best_median_ms) {
@@ -496,6 +686,13 @@ std::string FormatSummary(const std::vector<WorkloadSummary>& summaries, int cur
       absl::StrAppend(&out, absl::StrFormat(", best %.4g ms", s.best_median_ms));
       if (has_rate) absl::StrAppend(&out, " (", rate(s.best_median_ms), ")");
       absl::StrAppend(&out, " at trial ", s.best_trial);
+    }
+    if (s.untuned_trial >= 0) {
+      absl::StrAppend(&out,
+                      std::isfinite(s.untuned_median_ms)
+                          ? absl::StrFormat(", untuned %.4g ms", s.untuned_median_ms)
+                          : std::string(", untuned failed"),
+                      " at trial ", s.untuned_trial);
     }
     absl::StrAppend(&out, "\n");
     if (s.trials_to_90_percent > 0) {

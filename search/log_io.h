@@ -1,11 +1,13 @@
 // Tuning logs: JSON Lines files of MeasureRecords and, after each round's records, one RoundRecord
-// metadata line (search/measure_record.h has both line formats). A tuning job appends one round
-// at a time and fsyncs, so a killed job loses at most the round in flight; the reader skips
-// corrupt or truncated lines with a warning naming the line, refuses lines of a newer format
-// version, and filters out lines of other targets. Replay picks the best valid record per
-// (workload key, target); `inspect` summarizes a log per workload (SummarizeLog, FormatSummary).
-// After Ansor's RecordToFile / RecordReader (TVM src/auto_scheduler/measure_record.cc), which
-// also skips unparsable lines.
+// metadata line (search/measure_record.h has both line formats and the rule for unknown fields and
+// versions). A tuning job appends each batch of records as soon as the runner returns it and
+// fsyncs, so a killed job loses at most the batch in flight; the reader skips corrupt, truncated
+// and over-long lines with a warning naming the line, refuses lines of a newer format version,
+// reads lines with unknown fields without them (one warning per field), counts a record measured
+// twice (same workload key, target and steps) once, and filters out lines of other targets. Replay
+// picks the best valid record per (workload key, target); `inspect` summarizes a log per workload
+// (SummarizeLog, FormatSummary). After Ansor's RecordToFile / RecordReader (TVM
+// src/auto_scheduler/measure_record.cc), which also skips unparsable lines.
 #pragma once
 
 #include <cstdint>
@@ -43,8 +45,8 @@ class LogWriter {
   ~LogWriter();
 
   /// Writes one line per record (MeasureRecordToLine + '\n') and, when `round` is given, its
-  /// round line (RoundRecordToLine) after them, with a single write of the whole round, then
-  /// fsyncs the file: when this returns OK the round is on disk. Errors (write or fsync failure): a
+  /// round line (RoundRecordToLine) after them, with a single write, then fsyncs the file: when
+  /// this returns OK the lines are on disk. Errors (write or fsync failure): a
   /// Status from errno naming the path, e.g. kResourceExhausted "cannot write log 'x.jsonl': No
   /// space left on device".
   absl::Status Append(const std::vector<MeasureRecord>& records,
@@ -57,6 +59,11 @@ class LogWriter {
   int fd_ = -1;
   std::string path_;
 };
+
+/// The longest log line ReadLog reads, in bytes without the newline (16 MiB). Records are a few KB
+/// (a round line of a 64-candidate round about 2 KB); a longer line is skipped with a warning
+/// naming its line and length, without being held in memory.
+inline constexpr int64_t kMaxLogLineBytes = int64_t{16} << 20;
 
 /// Filters of ReadLog; they apply to records and round lines alike.
 struct ReadOptions {
@@ -75,18 +82,40 @@ struct ReadOptions {
   /// caller that asked for one target sets this to false (the count stays in
   /// foreign_target_records).
   bool warn_other_targets = true;
+  /// Keep every record measured more than once (same workload key, target kind and arch, and
+  /// steps: a concatenation of logs, a job resumed twice at once). By default only the first such
+  /// record (in file order) is kept, the others counted in duplicate_records: a trial counts once,
+  /// and a cost model learns it once.
+  bool keep_duplicates = false;
+  /// Lines longer than this (bytes, without the newline) are skipped: kMaxLogLineBytes, or a
+  /// smaller limit in tests.
+  int64_t max_line_bytes = kMaxLogLineBytes;
+};
+
+/// A workload of a log and how many of its records a workload-key filter dropped.
+struct LoggedWorkload {
+  std::string workload_key;
+  schedule::Workload workload;
+  Target target;
+  int64_t records = 0;
 };
 
 /// What ReadLog found.
 struct LogContents {
   std::vector<MeasureRecord> records;  // in file order, after the filters
   std::vector<RoundRecord> rounds;     // round lines in file order, after the filters
-  /// One per skipped line, "<path>:<line>: skipped: <reason>" (lines counted from 1), and one
+  /// One per skipped line, "<path>:<line>: skipped: <reason>" (lines counted from 1); one per
+  /// unknown field "<path>:<line>: ignored unknown field 'x' (in N lines; this build reads them
+  /// without it)"; "<path>: counted N duplicate records once (...)" when any was dropped; and one
   /// summary "<path>: skipped N records of other targets (cuda -arch=sm_80: N, ...)" when the
   /// target filter dropped any.
   std::vector<std::string> warnings;
-  int64_t lines = 0;                   // lines in the file, blank ones included
-  int64_t corrupt_lines = 0;           // lines skipped as unreadable
+  int64_t lines = 0;              // lines in the file, blank ones included
+  int64_t corrupt_lines = 0;      // lines skipped as unreadable (too long ones included)
+  int64_t long_lines = 0;         // of which longer than ReadOptions::max_line_bytes
+  int64_t duplicate_records = 0;  // kept-filter records dropped as measured before
+  /// Unknown field name ("foo", "target.foo") → lines that had it (read without it).
+  std::map<std::string, int64_t> unknown_fields;
   int64_t foreign_target_records = 0;  // readable records dropped by the target filter
   int64_t other_workload_records = 0;  // readable records dropped by the workload-key filter
   int64_t inconsistent_records = 0;    // records skipped by verify_workload_keys
@@ -100,7 +129,23 @@ struct LogContents {
   /// The largest positive integer "round" field among those skipped round lines (0 when none has
   /// one, e.g. all truncated).
   int64_t max_corrupt_round = 0;
+  /// Skipped lines (counted in corrupt_lines) that may hold a record of the filters' workload and
+  /// target: the line's text contains the workload key (or no key filter is set), or it was too
+  /// long to look at. A replay that picks the best record should not trust its pick when any is
+  /// (ApplyHistoryBest refuses).
+  int64_t suspect_lines = 0;
+  /// The line numbers of the first few suspect lines (at most 5).
+  std::vector<int64_t> suspect_line_numbers;
+  /// The (workload key, target) groups of the records the workload-key filter dropped, in order
+  /// of first appearance (for "no record for workload KEY" messages: OtherWorkloadsText).
+  std::vector<LoggedWorkload> other_workloads;
 };
+
+/// "the log holds records of 3 other workloads: softmax [64x128] float32 (key 1a2b..., cpu, 64
+/// records); ...": at most `max` of contents.other_workloads, those of operator `op` first, then
+/// by record count; "and N more" for the rest. Empty when there are none.
+std::string OtherWorkloadsText(const LogContents& contents, const std::string& op = "",
+                               size_t max = 5);
 
 /// The round number a tuner resuming from `contents` (read with its task's target and workload
 /// filters) gives its first new round: one past the largest of (a) the "round" of every kept round
@@ -111,9 +156,13 @@ struct LogContents {
 /// log without round lines.
 int64_t NextRoundNumber(const LogContents& contents);
 
-/// Reads the log at `path`. Blank lines are ignored; a line that is not JSON (a truncated last
-/// line), not an object, of an unknown "kind" ("unknown line kind 'x'"), or a record or round line
-/// with a malformed field (wrong type, unknown error kind, bad step) is skipped with a warning.
+/// Reads the log at `path`, one line at a time (memory bounded by the kept records and
+/// options.max_line_bytes). Blank lines are ignored; a line that is not JSON (a truncated last
+/// line), not an object, of an unknown "kind" ("unknown line kind 'x'"), a record or round line
+/// with a malformed field (wrong type, unknown error kind, bad step), or one longer than
+/// options.max_line_bytes ("<path>:<line>: skipped: line is 209715200 bytes long, over the limit
+/// of 16777216 bytes") is skipped with a warning. Unknown fields are ignored (unknown_fields, one
+/// warning per field). Records measured twice count once (ReadOptions::keep_duplicates).
 /// Errors: kNotFound "log 'x' does not exist"; kInvalidArgument "log 'x' is not a regular file (it
 /// is a fifo)" for directories, fifos, devices and sockets (refused before reading: a fifo or
 /// /dev/urandom would block or never end); other open / read failures from errno naming the
@@ -158,11 +207,15 @@ struct WorkloadSummary {
   std::string workload_key;
   schedule::Workload workload;  // from the first record of the key
   Target target;
-  int64_t trials = 0;           // records
-  int64_t valid = 0;            // records with a usable time
-  double best_median_ms = 0;    // +inf when none is valid
-  double best_flops = 0;        // FLOP/s of the best (0 when none is valid or no DAG)
-  int64_t best_trial = -1;      // MeasureRecord::trial of the best; -1 when none is valid
+  int64_t trials = 0;         // records
+  int64_t valid = 0;          // records with a usable time
+  double best_median_ms = 0;  // +inf when none is valid
+  double best_flops = 0;      // FLOP/s of the best (0 when none is valid or no DAG)
+  int64_t best_trial = -1;    // MeasureRecord::trial of the best; -1 when none is valid
+  /// The first record marked MeasureRecord::untuned: its trial (-1 when none) and median (+inf
+  /// when it failed).
+  int64_t untuned_trial = -1;
+  double untuned_median_ms = 0;
   double flops = 0;             // FLOPs of one run of the workload (0 when it cannot be built)
   double bytes = 0;             // input + output bytes of the workload (0 when it cannot be built)
   double best_bytes_per_s = 0;  // bytes / best median (0 when none is valid or no DAG)
@@ -190,13 +243,13 @@ double SummaryThroughput(const WorkloadSummary& summary, double median_ms);
 const char* SummaryUnit(const WorkloadSummary& summary);
 
 /// Text for `inspect`: per workload a header line (workload, key, target), trials, valid, best ms
-/// and GFLOP/s (GB/s when memory bound) at its trial, the trial reaching 90% of the best, errors by
-/// kind, the tuning curve sampled at up to `curve_points` trial counts (evenly spaced, the last
-/// trial included) as "  trial 63: best 0.412 ms (651.2 GFLOP/s)" — trials named by the records'
-/// 0-based "trial" field, like the best trial and the round lines (the header says so) — and one
-/// line per round line:
-/// "  round 2 (trials 64-127, xgboost trained on 64 samples, 37 boosting rounds): pairwise
-/// accuracy 0.712, top-8 recall 0.375".
+/// and GFLOP/s (GB/s when memory bound) at its trial, the untuned program's median beside it when
+/// the log has its record ("untuned 0.91 ms at trial 0" or "untuned failed at trial 0"), the trial
+/// reaching 90% of the best, errors by kind, the tuning curve sampled at up to `curve_points` trial
+/// counts (evenly spaced, the last trial included) as "  trial 63: best 0.412 ms (651.2 GFLOP/s)" —
+/// trials named by the records' 0-based "trial" field, like the best trial and the round lines (the
+/// header says so) — and one line per round line: "  round 2 (trials 64-127, xgboost trained on 64
+/// samples, 37 boosting rounds): pairwise accuracy 0.712, top-8 recall 0.375".
 std::string FormatSummary(const std::vector<WorkloadSummary>& summaries, int curve_points = 10);
 
 }  // namespace tilesearch::search

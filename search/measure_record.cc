@@ -1,6 +1,7 @@
 // Measure records: JSON form (one line per trial), state hashes and throughput.
 #include "search/measure_record.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -84,30 +85,31 @@ absl::Status ReadMs(const json& obj, const std::string& key, double* out) {
   return absl::OkStatus();
 }
 
-// Target limits, in the order they are written.
+// Target limits, in the order they are written; `gpu` ones only in cuda targets.
 struct LimitField {
   const char* name;
+  bool gpu;
   int64_t (*get)(const Target&);
   void (*set)(Target&, int64_t);
 };
 
-#define TS_LIMIT(member)                                                         \
-  LimitField {                                                                   \
-#member, [](const Target& t) { return static_cast<int64_t>(t.member); },       \
+#define TS_LIMIT(member, gpu)                                                   \
+  LimitField {                                                                  \
+#member, gpu, [](const Target& t) { return static_cast<int64_t>(t.member); }, \
         [](Target& t, int64_t v) { t.member = static_cast<decltype(t.member)>(v); } \
   }
 const LimitField kLimitFields[] = {
-    TS_LIMIT(max_threads_per_block),
-    TS_LIMIT(max_shared_memory_per_block),
-    TS_LIMIT(max_shared_memory_optin),
-    TS_LIMIT(max_registers_per_block),
-    TS_LIMIT(warp_size),
-    TS_LIMIT(max_vthread_extent),
-    TS_LIMIT(max_vector_bytes),
-    TS_LIMIT(sm_count),
-    TS_LIMIT(l2_bytes),
-    TS_LIMIT(host_cores),
-    TS_LIMIT(host_vector_bytes),
+    TS_LIMIT(max_threads_per_block, true),
+    TS_LIMIT(max_shared_memory_per_block, true),
+    TS_LIMIT(max_shared_memory_optin, true),
+    TS_LIMIT(max_registers_per_block, true),
+    TS_LIMIT(warp_size, true),
+    TS_LIMIT(max_vthread_extent, true),
+    TS_LIMIT(max_vector_bytes, true),
+    TS_LIMIT(sm_count, true),
+    TS_LIMIT(l2_bytes, true),
+    TS_LIMIT(host_cores, false),
+    TS_LIMIT(host_vector_bytes, false),
 };
 #undef TS_LIMIT
 
@@ -115,18 +117,35 @@ json TargetToJson(const Target& target, const std::string& device_name) {
   json j = {{"kind", target.kind == TargetKind::kCuda ? "cuda" : "cpu"},
             {"arch", target.arch},
             {"device_name", device_name}};
-  for (const LimitField& f : kLimitFields) j[f.name] = f.get(target);
+  for (const LimitField& f : kLimitFields) {
+    if (f.gpu && !target.is_gpu()) continue;  // a cpu target has no SMs, warps or shared memory
+    j[f.name] = f.get(target);
+  }
   return j;
 }
 
-absl::Status TargetFromJson(const json& j, Target* target, std::string* device_name) {
+// Appends the fields of object `j` not in `allowed` to `unknown` (as prefix + name); with no
+// `unknown` to report them to, the first one is an error.
+absl::Status UnknownKeys(const json& j, const std::vector<std::string>& allowed,
+                         const std::string& prefix, std::vector<std::string>* unknown) {
+  if (unknown == nullptr) return schedule::CheckJsonKeys(j, allowed, prefix);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end()) {
+      unknown->push_back(prefix + it.key());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TargetFromJson(const json& j, Target* target, std::string* device_name,
+                            std::vector<std::string>* unknown) {
   if (!j.is_object()) {
     return FieldError(
         "target", "must be an object with kind, arch and limits, got " + schedule::ShortJson(j));
   }
   std::vector<std::string> allowed = {"kind", "arch", "device_name"};
   for (const LimitField& f : kLimitFields) allowed.push_back(f.name);
-  RETURN_IF_ERROR(schedule::CheckJsonKeys(j, allowed, "target."));
+  RETURN_IF_ERROR(UnknownKeys(j, allowed, "target.", unknown));
   std::string kind;
   RETURN_IF_ERROR(ReadString(j, "kind", "target.kind", &kind));
   if (kind == "cuda") {
@@ -142,6 +161,11 @@ absl::Status TargetFromJson(const json& j, Target* target, std::string* device_n
     RETURN_IF_ERROR(ReadString(j, "device_name", "target.device_name", device_name));
   }
   for (const LimitField& f : kLimitFields) {
+    // Cpu targets are written without GPU limits; older logs have them (read, unused).
+    if (f.gpu && !target->is_gpu() && !j.contains(f.name)) {
+      f.set(*target, f.get(Target{}));
+      continue;
+    }
     int64_t v = 0;
     RETURN_IF_ERROR(ReadInt(j, f.name, absl::StrCat("target.", f.name), &v, 0));
     f.set(*target, v);
@@ -152,7 +176,7 @@ absl::Status TargetFromJson(const json& j, Target* target, std::string* device_n
 // Top-level fields of a record, in the order lines are written.
 constexpr const char* kRecordFields[] = {
     "version",    "workload_key", "workload",  "precision",          "target", "steps", "result",
-    "compile_ms", "run_ms",       "timestamp", "tilesearch_version", "seed",   "trial"};
+    "compile_ms", "run_ms",       "timestamp", "tilesearch_version", "seed",   "trial", "untuned"};
 
 // The "version" of a log line, checked first: a newer line may have fields this build does not
 // know.
@@ -307,19 +331,20 @@ json MeasureRecordToJson(const MeasureRecord& record) {
   if (result.contains("timing") && result["timing"].is_object()) {
     result["timing"].erase("samples_ms");
   }
-  return json{{"version", record.version},
-              {"workload_key", record.workload_key},
-              {"workload", schedule::WorkloadToJson(record.workload)},
-              {"precision", measure::Fp32PrecisionName(record.precision)},
-              {"target", TargetToJson(record.target, record.device_name)},
-              {"steps", StepArray(record.steps)},
-              {"result", std::move(result)},
-              {"compile_ms", record.compile_ms},
-              {"run_ms", record.run_ms},
-              {"timestamp", record.timestamp},
-              {"tilesearch_version", record.tilesearch_version},
-              {"seed", record.seed},
-              {"trial", record.trial}};
+  json j{{"version", record.version},
+         {"workload_key", record.workload_key},
+         {"workload", schedule::WorkloadToJson(record.workload)},
+         {"target", TargetToJson(record.target, record.device_name)},
+         {"steps", StepArray(record.steps)},
+         {"result", std::move(result)},
+         {"compile_ms", record.compile_ms},
+         {"run_ms", record.run_ms},
+         {"timestamp", record.timestamp},
+         {"tilesearch_version", record.tilesearch_version},
+         {"seed", record.seed},
+         {"trial", record.trial}};
+  if (record.untuned) j["untuned"] = true;  // only the untuned program's record carries it
+  return j;
 }
 
 std::string MeasureRecordToLine(const MeasureRecord& record) {
@@ -329,7 +354,8 @@ std::string MeasureRecordToLine(const MeasureRecord& record) {
   return OrderedLine(MeasureRecordToJson(record), kRecordFields);
 }
 
-absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const json& j) {
+absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const json& j,
+                                                    std::vector<std::string>* unknown_fields) {
   if (!j.is_object()) return absl::InvalidArgumentError("record is not a JSON object");
   MeasureRecord r;
   ASSIGN_OR_RETURN(r.version, ReadVersion(j));
@@ -339,14 +365,14 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const json& j) {
   }
   std::vector<std::string> allowed(std::begin(kRecordFields), std::end(kRecordFields));
   allowed.push_back("kind");
-  RETURN_IF_ERROR(schedule::CheckJsonKeys(j, allowed, ""));
+  RETURN_IF_ERROR(UnknownKeys(j, allowed, "", unknown_fields));
   RETURN_IF_ERROR(ReadString(j, "workload_key", "workload_key", &r.workload_key));
   if (r.workload_key.empty()) return FieldError("workload_key", "must not be empty");
   if (!j.contains("workload")) return FieldError("workload", "is missing");
   ASSIGN_OR_RETURN(r.workload, schedule::WorkloadFromJson(j.at("workload"), "workload"));
   RETURN_IF_ERROR(ReadPrecision(j, r.workload_key, &r.precision));
   if (!j.contains("target")) return FieldError("target", "is missing");
-  RETURN_IF_ERROR(TargetFromJson(j.at("target"), &r.target, &r.device_name));
+  RETURN_IF_ERROR(TargetFromJson(j.at("target"), &r.target, &r.device_name, unknown_fields));
   if (!j.contains("steps")) return FieldError("steps", "is missing");
   if (!j.at("steps").is_array()) {
     return FieldError("steps",
@@ -375,6 +401,13 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const json& j) {
   RETURN_IF_ERROR(ReadString(j, "tilesearch_version", "tilesearch_version", &r.tilesearch_version));
   RETURN_IF_ERROR(ReadInt(j, "seed", "seed", &r.seed, 0));
   RETURN_IF_ERROR(ReadInt(j, "trial", "trial", &r.trial, 0));
+  if (j.contains("untuned")) {
+    if (!j.at("untuned").is_boolean()) {
+      return FieldError("untuned",
+                        "must be true or false, got " + schedule::ShortJson(j.at("untuned")));
+    }
+    r.untuned = j.at("untuned").get<bool>();
+  }
   return r;
 }
 
@@ -436,12 +469,14 @@ std::string RoundRecordToLine(const RoundRecord& round) {
   return OrderedLine(RoundRecordToJson(round), kRoundFields);
 }
 
-absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j) {
+absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j,
+                                                std::vector<std::string>* unknown_fields) {
   if (!j.is_object()) return absl::InvalidArgumentError("round line is not a JSON object");
   RoundRecord r;
   ASSIGN_OR_RETURN(r.version, ReadVersion(j));
-  RETURN_IF_ERROR(schedule::CheckJsonKeys(
-      j, std::vector<std::string>(std::begin(kRoundFields), std::end(kRoundFields)), ""));
+  RETURN_IF_ERROR(
+      UnknownKeys(j, std::vector<std::string>(std::begin(kRoundFields), std::end(kRoundFields)), "",
+                  unknown_fields));
   if (LogLineKind(j) != "round") {
     return FieldError("kind",
                       "must be \"round\", got " +
@@ -450,7 +485,7 @@ absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j) {
   RETURN_IF_ERROR(ReadString(j, "workload_key", "workload_key", &r.workload_key));
   if (r.workload_key.empty()) return FieldError("workload_key", "must not be empty");
   if (!j.contains("target")) return FieldError("target", "is missing");
-  RETURN_IF_ERROR(TargetFromJson(j.at("target"), &r.target, &r.device_name));
+  RETURN_IF_ERROR(TargetFromJson(j.at("target"), &r.target, &r.device_name, unknown_fields));
   RETURN_IF_ERROR(ReadInt(j, "round", "round", &r.round, 1));
   RETURN_IF_ERROR(ReadInt(j, "first_trial", "first_trial", &r.first_trial, 0));
   RETURN_IF_ERROR(ReadInt(j, "trials", "trials", &r.trials, 0));

@@ -6,7 +6,17 @@
 //
 // JSON form, format version 1: one object per line (JSON Lines), every field written, top-level
 // fields in the order below; all fields but "device_name" (inside "target") are required on
-// reading (in any order); any other field is an error.
+// reading (in any order).
+//
+// Unknown fields and versions (one rule for records and round lines): within a format version,
+// fields are only ever added, and a field an older reader may skip without misreading the line
+// (an annotation, a statistic) is added without a version change. A log reader (ReadLog) reads a
+// line with fields it does not know as if they were absent and warns once per field, naming the
+// file, the first line and how many lines have it. A change an older reader would misread (a
+// field whose absence changes the meaning of the others, a changed unit or step encoding) bumps
+// the version; a line of a newer version than this build reads fails the whole read, naming file
+// and line (skipping it could hide the best record; see log_io.h). Without a place to report
+// them (MeasureRecordFromJson without `unknown_fields`), an unknown field is an error.
 //
 //   {"version": 1,
 //    "workload_key": "9f0c2d4e6a1b3c5d",                    // ir::ComputeDAG::WorkloadKey()
@@ -22,10 +32,16 @@
 //    "timestamp": "2025-11-30T03:07:39.123Z",
 //    "tilesearch_version": "0.5.0-dev", "seed": 42, "trial": 17}
 //
+// Optional, written last and only when true: "untuned": true marks the record of the task's
+// untuned program (cpu: no steps; cuda: schedule::NaiveGpuSchedule), which a tuning job measures
+// in its first round so that its best is never slower than the untuned program. Absent: false.
+//
 // "target" holds every field of Target: "kind" ("cuda" / "cpu"), "arch", and the limits
 // under their struct member names (max_threads_per_block, max_shared_memory_per_block,
 // max_shared_memory_optin, max_registers_per_block, warp_size, max_vthread_extent,
-// max_vector_bytes, sm_count, l2_bytes, host_cores, host_vector_bytes), plus "device_name".
+// max_vector_bytes, sm_count, l2_bytes, host_cores, host_vector_bytes), plus "device_name". A cpu
+// target is written with only kind, arch, device_name, host_cores and host_vector_bytes; the GPU
+// limits of older cpu records are read and left unused (absent ones read as Target's defaults).
 // "seed" is an unsigned 64-bit integer. A version-1 record holds steps of step-list version 1.
 // A record may also carry "kind": "record" (written without it; lines without "kind" are records).
 // "precision" ("ieee" or "tf32", SearchOptions::precision) is written after "workload" in every
@@ -99,6 +115,8 @@ struct MeasureRecord {
   std::string tilesearch_version = kTilesearchVersion;
   uint64_t seed = 0;  // random seed of the tuning job
   int64_t trial = 0;  // index of this trial within the job (0-based)
+  /// The task's untuned program (UntunedState): the baseline the best is compared with.
+  bool untuned = false;
 
   /// True when the result is usable: no error and a finite positive median time.
   bool valid() const;
@@ -119,7 +137,10 @@ std::string MeasureRecordToLine(const MeasureRecord& record);
 ///   "field 'target.kind' must be \"cuda\" or \"cpu\", got \"tpu\"", "field 'steps': step 3: ...",
 ///   "field 'result.error': unknown measure error 'exploded' (...)", workload errors of
 ///   schedule::WorkloadFromJson ("field 'workload.shapes' ...").
-absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const nlohmann::json& j);
+/// With `unknown_fields`, fields the format does not have ("foo", "target.foo") are appended to it
+/// and ignored instead (the log reader's rule above).
+absl::StatusOr<MeasureRecord> MeasureRecordFromJson(
+    const nlohmann::json& j, std::vector<std::string>* unknown_fields = nullptr);
 /// Parses one line of text (nlohmann parse errors become kInvalidArgument "not valid JSON: ...")
 /// then MeasureRecordFromJson.
 absl::StatusOr<MeasureRecord> MeasureRecordFromLine(const std::string& line);
@@ -192,7 +213,9 @@ std::string RoundRecordToLine(const RoundRecord& round);
 /// "field 'local_search_fraction' is missing (local_search_trials is given)",
 /// "field 'local_search_fraction' must be a number in [0, 1], got 2" (null refused too),
 /// "field 'local_search_trials' is 3 but field 'local_search_fraction' is 0 (...)").
-absl::StatusOr<RoundRecord> RoundRecordFromJson(const nlohmann::json& j);
+/// `unknown_fields` as in MeasureRecordFromJson.
+absl::StatusOr<RoundRecord> RoundRecordFromJson(const nlohmann::json& j,
+                                                std::vector<std::string>* unknown_fields = nullptr);
 
 /// The kind of a log line's JSON object: "record" when it has no "kind" field, else its value
 /// (which may be anything; callers reject unknown kinds). "" when `j` is not an object or its

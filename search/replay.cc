@@ -16,6 +16,7 @@
 #include <sstream>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -52,12 +53,36 @@ std::string Sanitize(const std::string& text) {
   return out;
 }
 
+// Refuses a pick that lines the log could not read may beat (LogContents::suspect_lines).
+absl::Status CheckNoSuspectLines(const std::string& log_path, const LogContents& log,
+                                 const std::string& workload_key) {
+  if (log.suspect_lines == 0) return absl::OkStatus();
+  std::string lines = absl::StrJoin(log.suspect_line_numbers, ", ");
+  if (log.suspect_lines > static_cast<int64_t>(log.suspect_line_numbers.size())) {
+    absl::StrAppend(&lines, ", ...");
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      log_path, ": ", log.suspect_lines,
+      log.suspect_lines == 1 ? " line that may hold a record" : " lines that may hold records",
+      " of workload ", workload_key, " could not be read (line",
+      log.suspect_lines == 1 ? " " : "s ", lines,
+      "; the warnings say why), so the best record may be among them: repair or remove ",
+      log.suspect_lines == 1 ? "it" : "them", ", or allow replaying from the lines that were read ",
+      "(replay --allow-unreadable-lines)"));
+}
+
 absl::StatusOr<ReplayedRecord> BestOfLog(const std::string& log_path,
-                                         const std::string& workload_key, const Target& target) {
+                                         const std::string& workload_key, const Target& target,
+                                         const std::string& op, bool allow_unreadable_lines) {
   ReadOptions read;
   read.workload_key = workload_key;  // every target kept: BestRecord names the others
   read.verify_workload_keys = true;  // a record whose key lies about its workload is skipped
   ASSIGN_OR_RETURN(LogContents log, ReadLog(log_path, read));
+  if (!allow_unreadable_lines) RETURN_IF_ERROR(CheckNoSuspectLines(log_path, log, workload_key));
+  if (log.corrupt_lines > 0) {
+    log.warnings.push_back(absl::StrCat(log_path, ": ", log.corrupt_lines, " of ", log.lines,
+                                        " lines could not be used (see above)"));
+  }
   // The best valid record that still replays: one that no longer does (a log of an older build,
   // a hand-edited line) is skipped with a warning and the next best is tried; when none
   // replays, the best one's error.
@@ -66,6 +91,14 @@ absl::StatusOr<ReplayedRecord> BestOfLog(const std::string& log_path,
   absl::Status best_error;
   while (true) {
     absl::StatusOr<MeasureRecord> best = BestRecord(records, workload_key, target);
+    if (!best.ok() && best_error.ok() && absl::StartsWith(best.status().message(), "no record ")) {
+      // Say what the log does hold: a wrong shape or dtype is the usual reason.
+      const std::string others = OtherWorkloadsText(log, op);
+      if (!others.empty()) {
+        return absl::NotFoundError(
+            absl::StrCat(log_path, ": ", best.status().message(), "; ", others));
+      }
+    }
     if (!best.ok()) return Prefixed(log_path, best_error.ok() ? best.status() : best_error);
     absl::StatusOr<ReplayedRecord> replayed = ReplayRecord(*best);
     if (replayed.ok()) {
@@ -327,20 +360,23 @@ absl::StatusOr<ReplayedRecord> ReplayRecord(const MeasureRecord& record) {
 absl::StatusOr<ReplayedRecord> ApplyHistoryBest(const std::string& log_path,
                                                 const schedule::Workload& workload,
                                                 const Target& target,
-                                                measure::Fp32Precision precision) {
+                                                measure::Fp32Precision precision,
+                                                bool allow_unreadable_lines) {
   absl::StatusOr<ir::ComputeDAG> dag = workload.Build();
   if (!dag.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("workload ", workload.ToString(), ": ", std::string(dag.status().message())));
   }
-  return BestOfLog(log_path, measure::PrecisionWorkloadKey(dag->WorkloadKey(), precision), target);
+  return BestOfLog(log_path, measure::PrecisionWorkloadKey(dag->WorkloadKey(), precision), target,
+                   workload.op, allow_unreadable_lines);
 }
 
 absl::StatusOr<ReplayedRecord> ApplyHistoryBestByKey(const std::string& log_path,
                                                      const std::string& workload_key,
-                                                     const Target& target) {
+                                                     const Target& target,
+                                                     bool allow_unreadable_lines) {
   if (workload_key.empty()) return absl::InvalidArgumentError("empty workload key");
-  return BestOfLog(log_path, workload_key, target);
+  return BestOfLog(log_path, workload_key, target, "", allow_unreadable_lines);
 }
 
 // ---------------------------------------------------------------------------------------------

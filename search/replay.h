@@ -58,21 +58,27 @@ struct ReplayedRecord {
 /// (in `warnings`), so the next best consistent record is picked. A record whose steps no longer
 /// replay is skipped the same way ("<path>: skipped the record of trial 5 (1 ms), which does not
 /// replay: ...; using the next best"); when no valid record replays, the best one's error. Errors:
-/// ReadLog's (kNotFound "log 'x' does not exist", a newer format version); the workload's build
-/// errors; kNotFound "<path>: no record for workload <key> on <target>[; the log has its records on
-/// other targets: 12 on cpu]" or
+/// ReadLog's (kNotFound "log 'x' does not exist", a newer format version); unless
+/// `allow_unreadable_lines`, kFailedPrecondition "<path>: 2 lines that may hold records of
+/// workload <key> could not be read (lines 7, 9; ...)" when lines the reader skipped (corrupt,
+/// truncated, too long) mention the workload's key or were too long to look at
+/// (LogContents::suspect_lines): the best record may be among them; the workload's build errors;
+/// kNotFound "<path>: no record for workload <key> on <target>[; the log has its records on other
+/// targets: 12 on cpu][; the log holds records of 2 other workloads: ...]" (OtherWorkloadsText,
+/// the same operator first) or
 /// "<path>: no valid record for workload <key> on <target>: all 64 trials failed: 60 compile_error,
 /// 4 wrong_answer" (BestRecord's messages); ReplayRecord's errors prefixed with the path.
 /// `precision` picks the records of that precision (their key: measure::PrecisionWorkloadKey):
 /// a tf32 record never answers an ieee replay, nor the reverse.
 [[nodiscard]] absl::StatusOr<ReplayedRecord> ApplyHistoryBest(
     const std::string& log_path, const schedule::Workload& workload, const Target& target,
-    measure::Fp32Precision precision = measure::Fp32Precision::kIeee);
+    measure::Fp32Precision precision = measure::Fp32Precision::kIeee,
+    bool allow_unreadable_lines = false);
 
 /// As ApplyHistoryBest for a workload named only by its key (ir::ComputeDAG::WorkloadKey()).
-[[nodiscard]] absl::StatusOr<ReplayedRecord> ApplyHistoryBestByKey(const std::string& log_path,
-                                                                   const std::string& workload_key,
-                                                                   const Target& target);
+[[nodiscard]] absl::StatusOr<ReplayedRecord> ApplyHistoryBestByKey(
+    const std::string& log_path, const std::string& workload_key, const Target& target,
+    bool allow_unreadable_lines = false);
 
 struct BuildOptions {
   /// Base name of the artifact: file names, the cpu entry symbol, C header macros. Must be a C

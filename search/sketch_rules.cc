@@ -624,6 +624,59 @@ class MultiLevelTilingTensorCore : public SketchRule {
   }
 };
 
+// CPU elementwise stages (ours; Ansor leaves them to annotation alone, which on a 1-D stage gives
+// two states: parallel or not): all iterators fused, then split into outer × grain × vector parts
+// with unfilled lengths. Annotation then parallelizes the outer part and vectorizes the inner
+// one, so the search draws the vector width and the serial work per parallel iteration (grain ×
+// vector). The middle part is not annotated for unrolling: its sampled length is not bounded
+// (annotation bounds only the innermost factor), and an unrolled loop of thousands of
+// iterations times out compiling. The plain sketch stays (kApply).
+class CpuElementwiseTiling : public SketchRule {
+ public:
+  const char* name() const override { return "CpuElementwiseTiling"; }
+  RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext&) const override {
+    const State& s = p.shadow();
+    const Stage& st = s.stage(sid);
+    // The output stage of an elementwise task: one more sketch per task.
+    if (sid != s.num_stages() - 1 || st.is_placeholder() || st.location != ComputeLocation::kRoot ||
+        st.iters.empty() || NeedsMultiLevelTiling(s, sid)) {
+      return RuleCondition::kPass;
+    }
+    int64_t extent = 1;
+    for (const auto& it : st.iters) {
+      if (it.kind != IteratorKind::kSpace || it.annotation != IteratorAnnotation::kNone) {
+        return RuleCondition::kPass;
+      }
+      extent *= it.extent;
+    }
+    // Elementwise tasks only: every other computed stage already inlined (the output stage is
+    // visited first, so in practice single-stage operators: relu, gelu, add, transpose, ...);
+    // softmax's or layernorm's reductions keep their own sketches.
+    for (int other = 0; other < s.num_stages(); ++other) {
+      const Stage& o = s.stage(other);
+      if (other != sid && !o.is_placeholder() && o.location != ComputeLocation::kInlined) {
+        return RuleCondition::kPass;
+      }
+    }
+    return extent >= kMinExtent ? RuleCondition::kApply : RuleCondition::kPass;
+  }
+  Result Apply(const PartialSketch& p, int sid, const TuneContext&) const override {
+    PartialSketch out = p;
+    const int n = static_cast<int>(out.shadow().stage(sid).iters.size());
+    if (n > 1) {
+      schedule::FuseStep fuse;
+      fuse.stage_id = sid;
+      for (int i = 0; i < n; ++i) fuse.fused_ids.push_back(i);
+      RETURN_IF_ERROR(out.Apply(fuse));
+    }
+    RETURN_IF_ERROR(SplitUnfilled(out, sid, 0, 3).status());
+    return One(out, sid - 1);
+  }
+
+ private:
+  static constexpr int64_t kMinExtent = 64;  // below it the loop is too short to split three ways
+};
+
 class SkipStage : public SketchRule {
  public:
   const char* name() const override { return "SkipStage"; }
@@ -692,6 +745,7 @@ const std::vector<std::unique_ptr<SketchRule>>& CpuSketchRules() {
     v->push_back(std::make_unique<AddCacheWrite>());
     v->push_back(std::make_unique<MultiLevelTilingWithFusion>());
     v->push_back(std::make_unique<MultiLevelTiling>());
+    v->push_back(std::make_unique<CpuElementwiseTiling>());
     v->push_back(std::make_unique<SkipStage>());
     return v;
   }();

@@ -87,7 +87,11 @@ class SketchRule {
 /// SkipStage.
 const std::vector<std::unique_ptr<SketchRule>>& GpuSketchRules();
 /// CPU rules in Ansor's order: AlwaysInline, AddRfactor, AddCacheWrite,
-/// MultiLevelTilingWithFusion, MultiLevelTiling, SkipStage.
+/// MultiLevelTilingWithFusion, MultiLevelTiling, then CpuElementwiseTiling (ours: the output stage
+/// of an elementwise task (every other computed stage already inlined: in practice single-stage
+/// operators such as relu, gelu, add, transpose), without reduction or tiling need,
+/// of at least 64 points: fused and split into outer × grain × vector parts, the plain sketch
+/// kept), SkipStage.
 const std::vector<std::unique_ptr<SketchRule>>& CpuSketchRules();
 
 // Predicates on the stages of a State (TVM compute_dag.cc / utils.h), computed from the stage's

@@ -33,6 +33,7 @@
 #include "measure/runner.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
+#include "schedule/naive_gpu.h"
 #include "search/local_search.h"
 #include "search/sketch.h"
 
@@ -60,8 +61,8 @@ using schedule::State;
 
 // SIGINT handling. The first SIGINT lets the round in flight finish and be logged, then the job
 // stops; a second one stops the process at once (dying of SIGINT: exit status 130 in a shell),
-// except while a round is being appended to the log, where it waits for the append (one write +
-// fsync) to end, so the log never holds a partial line and no completed round is lost.
+// except while records are being appended to the log, where it waits for the append (one write +
+// fsync) to end, so the log never holds a partial line and no measured batch is lost.
 volatile std::sig_atomic_t g_interrupts = 0;  // SIGINTs received since the guard was installed
 volatile std::sig_atomic_t g_writing = 0;     // 1 while LogWriter::Append runs
 volatile std::sig_atomic_t g_quiet = 0;       // TuneOptions::quiet
@@ -71,8 +72,8 @@ volatile pid_t g_tuner_pid = 0;               // the tuning process (not its for
 [[noreturn]] void StopNow() {
   if (!g_quiet) {
     WriteStderrSignalSafe(
-        "tune: stopped at once by a second interrupt; the round in flight is not logged "
-        "(every completed round is); run again with the same log to resume\n");
+        "tune: stopped at once by a second interrupt; the batch in flight is not logged "
+        "(every measured batch is); run again with the same log to resume\n");
   }
   DieOfSigint();
 }
@@ -105,7 +106,7 @@ class SigintGuard {
   /// Appends under the "writing" flag: a second SIGINT during the append stops the process
   /// right after it.
   static absl::Status Append(LogWriter& writer, const std::vector<MeasureRecord>& records,
-                             const RoundRecord& round) {
+                             const std::optional<RoundRecord>& round) {
     g_writing = 1;
     std::atomic_signal_fence(std::memory_order_seq_cst);
     absl::Status status = writer.Append(records, round);
@@ -277,7 +278,8 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
 struct Round {
   std::vector<Candidate> candidates;
   int64_t local = 0;
-  RoundRecord line;  // model fields and predicted scores filled by the search
+  int64_t untuned = -1;  // index of the untuned program among the candidates; -1: not among them
+  RoundRecord line;      // model fields and predicted scores filled by the search
   double train_s = 0;
   double search_s = 0;
   double build_s = 0;
@@ -377,6 +379,7 @@ class TuningJob {
                                                                so.local_search_states, *model_));
     }
     round.local = static_cast<int64_t>(round.candidates.size());
+    if (static_cast<int>(round.candidates.size()) < n) AddUntuned(round);
     std::unordered_set<uint64_t> exclude = measured_;
     for (const Candidate& c : round.candidates) exclude.insert(StepsHash(c.state.steps()));
     // Called even for 0 states: it validates the search options.
@@ -392,6 +395,26 @@ class TuningJob {
     return absl::OkStatus();
   }
 
+  // The untuned program as the round's next candidate, once per job, unless already measured
+  // (a resumed log): the best is then chosen among candidates that include it.
+  void AddUntuned(Round& round) {
+    if (untuned_tried_) return;
+    untuned_tried_ = true;
+    absl::StatusOr<State> state = UntunedState(ctx_.dag(), ctx_.target());
+    if (state.ok() && measured_.contains(StepsHash(state->steps()))) return;
+    absl::StatusOr<Candidate> c = state.ok() ? LowerCandidate(*std::move(state), ctx_)
+                                             : absl::StatusOr<Candidate>(state.status());
+    if (!c.ok()) {
+      if (!options_.quiet) {
+        std::cerr << "tune: warning: the untuned program is not a candidate: " << c.status()
+                  << "\n";
+      }
+      return;
+    }
+    round.untuned = static_cast<int64_t>(round.candidates.size());
+    round.candidates.push_back(*std::move(c));
+  }
+
   // True when the search has run dry: a round without candidates is retried once (TVM
   // retry_search_one_round_on_empty), a second one in a row stops the job.
   bool Exhausted(const Round& round) {
@@ -405,10 +428,16 @@ class TuningJob {
     return true;
   }
 
-  // Appends the round's records and round line to the log and keeps them. Errors: the log's;
-  // kFailedPrecondition when every candidate reported no_device.
-  absl::Status LogRound(Round& round, std::vector<measure::MeasureResult> results,
-                        const std::vector<measure::BuildResult>& built);
+  // Measures the round's built candidates in batches of options.log_batch, appending each batch's
+  // records to the log (one write + fsync) as soon as the runner returns it, and keeps them;
+  // then appends the round line. Errors: the log's; kFailedPrecondition when every candidate
+  // reported no_device.
+  absl::Status MeasureAndLog(Round& round, const std::vector<measure::BuildResult>& built);
+
+  // The log records of measured candidates [first, first + results.size()) of the round.
+  std::vector<MeasureRecord> RecordsOf(Round& round, size_t first,
+                                       std::vector<measure::MeasureResult> results,
+                                       const std::vector<measure::BuildResult>& built);
 
   // The progress line of the round just logged (stderr).
   void Report(const Round& round) const;
@@ -466,7 +495,9 @@ class TuningJob {
     const SearchOptions& so = options_.search;
     std::vector<size_t> valid;
     for (size_t i = 0; i < records_.size(); ++i) {
-      if (records_[i].valid()) valid.push_back(i);
+      // The untuned program is a baseline, not a state of the search space: it has no decisions
+      // for local search or mutation to edit.
+      if (records_[i].valid() && !records_[i].untuned) valid.push_back(i);
     }
     std::stable_sort(valid.begin(), valid.end(), [&](size_t a, size_t b) {
       return records_[a].median_ms() < records_[b].median_ms();
@@ -497,59 +528,82 @@ class TuningJob {
   int64_t samples_given_ = 0;                       // samples passed to the model's Update so far
   int64_t first_round_ = 1;
   int empty_rounds_ = 0;
+  bool untuned_tried_ = false;
   TuneResult result_;
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-absl::Status TuningJob::LogRound(Round& round, std::vector<measure::MeasureResult> results,
-                                 const std::vector<measure::BuildResult>& built) {
-  if (results.size() != built.size()) {
-    return absl::InternalError(absl::StrCat("the runner returned ", results.size(), " results for ",
-                                            built.size(), " candidates"));
-  }
+// The log records of measured candidates [first, first + results.size()) of the round.
+std::vector<MeasureRecord> TuningJob::RecordsOf(Round& round, size_t first,
+                                                std::vector<measure::MeasureResult> results,
+                                                const std::vector<measure::BuildResult>& built) {
   const Target& target = ctx_.target();
   std::vector<MeasureRecord> records;
-  records.reserve(round.candidates.size());
-  bool all_no_device = true;
-  for (size_t i = 0; i < round.candidates.size(); ++i) {
+  records.reserve(results.size());
+  for (size_t k = 0; k < results.size(); ++k) {
+    const size_t i = first + k;
     MeasureRecord r;
     r.workload_key = ctx_.workload_key();
     r.precision = ctx_.options().precision;
     r.workload = workload_;
     r.target = target;
     r.steps = round.candidates[i].state.steps();
-    r.result = std::move(results[i]);
+    r.result = std::move(results[k]);
     // Lowering (+ the Builder's PTX compile on cuda); cpu: plus the worker's JIT compile.
     r.compile_ms = built[i].compile_ms + (target.is_gpu() ? 0.0 : r.result.compile_ms);
     r.run_ms = r.result.run_wall_ms;
     r.timestamp = CurrentTimestamp();
     r.seed = options_.seed;
     r.trial = trials() + static_cast<int64_t>(records.size());
-    if (r.result.error != measure::MeasureError::kNoDevice) all_no_device = false;
+    r.untuned = static_cast<int64_t>(i) == round.untuned;
     records.push_back(std::move(r));
   }
+  return records;
+}
+
+absl::Status TuningJob::MeasureAndLog(Round& round,
+                                      const std::vector<measure::BuildResult>& built) {
+  const size_t n = round.candidates.size();
+  const size_t batch = static_cast<size_t>(std::max(options_.log_batch, 1));
+  const int64_t first_trial = trials();
+  bool all_no_device = true;
+  for (size_t first = 0; first < n; first += batch) {
+    const size_t last = std::min(n, first + batch);
+    const std::vector<measure::BuildResult> part(built.begin() + first, built.begin() + last);
+    const auto t = std::chrono::steady_clock::now();
+    std::vector<measure::MeasureResult> results = runner_->Run(ctx_.dag(), part);
+    round.measure_s += SecondsSince(t);
+    if (results.size() != part.size()) {
+      return absl::InternalError(absl::StrCat("the runner returned ", results.size(),
+                                              " results for ", part.size(), " candidates"));
+    }
+    std::vector<MeasureRecord> records = RecordsOf(round, first, std::move(results), built);
+    RETURN_IF_ERROR(SigintGuard::Append(writer_, records, std::nullopt));
+    for (size_t k = 0; k < records.size(); ++k) {
+      if (records[k].result.error != measure::MeasureError::kNoDevice) all_no_device = false;
+      Add(std::move(records[k]), std::move(round.candidates[first + k]));
+    }
+    result_.new_trials += static_cast<int64_t>(records.size());
+  }
+  const std::vector<MeasureRecord> round_records(records_.begin() + first_trial, records_.end());
   RoundRecord& line = round.line;
   line.workload_key = ctx_.workload_key();
-  line.target = target;
+  line.target = ctx_.target();
   line.round = first_round_ + static_cast<int64_t>(result_.rounds.size());
-  line.first_trial = records.front().trial;
-  line.trials = static_cast<int64_t>(records.size());
+  line.first_trial = first_trial;
+  line.trials = static_cast<int64_t>(round_records.size());
   line.local_search_trials = round.local;  // written when the fraction is > 0
   line.local_search_fraction = options_.search.local_search_fraction;
-  ScoreRound(records, ctx_.dag(), memory_bound_, &line);
+  ScoreRound(round_records, ctx_.dag(), memory_bound_, &line);
   line.train_s = round.train_s;
   line.search_s = round.search_s;
   line.build_s = round.build_s;
   line.measure_s = round.measure_s;
   line.timestamp = CurrentTimestamp();
   line.seed = options_.seed;
-  RETURN_IF_ERROR(SigintGuard::Append(writer_, records, line));
+  RETURN_IF_ERROR(SigintGuard::Append(writer_, {}, line));
   result_.rounds.push_back(line);
   result_.local_search_trials.push_back(round.local);
-  for (size_t i = 0; i < records.size(); ++i) {
-    Add(std::move(records[i]), std::move(round.candidates[i]));
-  }
-  result_.new_trials += static_cast<int64_t>(records.size());
   if (all_no_device) {
     return absl::FailedPreconditionError(
         absl::StrCat("no device: ", records_.back().result.message));
@@ -634,6 +688,13 @@ TuneResult TuningJob::Finish() {
   result_.trials = trials();
   absl::StatusOr<MeasureRecord> best = BestRecord(records_, ctx_.workload_key(), ctx_.target());
   if (best.ok()) result_.best = *std::move(best);
+  absl::StatusOr<State> untuned = UntunedState(ctx_.dag(), ctx_.target());
+  for (const MeasureRecord& r : records_) {
+    if (r.untuned || (untuned.ok() && r.steps == untuned->steps())) {
+      result_.untuned = r;
+      break;
+    }
+  }
   for (const WorkloadSummary& s : SummarizeLog(records_)) {
     if (s.workload_key != ctx_.workload_key()) continue;
     result_.errors = s.errors;
@@ -644,6 +705,11 @@ TuneResult TuningJob::Finish() {
 }
 
 }  // namespace
+
+absl::StatusOr<State> UntunedState(const ir::ComputeDAG& dag, const Target& target) {
+  if (target.is_gpu()) return schedule::NaiveGpuSchedule(dag, target);
+  return State::Initial(dag);
+}
 
 absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target& target,
                                 const TuneOptions& options) {
@@ -661,13 +727,10 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
     RETURN_IF_ERROR(job->SearchRound(round));
     if (job->Exhausted(round)) break;
     if (round.candidates.empty()) continue;
-    auto t = std::chrono::steady_clock::now();
+    const auto t = std::chrono::steady_clock::now();
     std::vector<measure::BuildResult> built = BuildCandidates(builder, round.candidates);
     round.build_s = SecondsSince(t);
-    t = std::chrono::steady_clock::now();
-    std::vector<measure::MeasureResult> results = job->runner().Run(job->ctx().dag(), built);
-    round.measure_s = SecondsSince(t);
-    RETURN_IF_ERROR(job->LogRound(round, std::move(results), built));
+    RETURN_IF_ERROR(job->MeasureAndLog(round, built));
     job->Report(round);
     if (job->StopEarly()) break;
   }

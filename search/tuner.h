@@ -3,8 +3,9 @@
 // the evolutionary search (search/evolutionary_search.h) for the round's candidates (each lowered
 // once by the search, search/tune_context.h), builds their lowerings (measure::Builder:
 // PTX in parallel compile workers on cuda; on cpu the runner's worker JIT-compiles each nest),
-// checks and times them (measure::Runner), appends the round's records to the log (fsync'd,
-// search/log_io.h) and prints a progress line. A job resumes from its log: the records
+// checks and times them (measure::Runner) in batches of TuneOptions::log_batch, appending each
+// batch's records to the log as soon as it is measured (fsync'd, search/log_io.h), then the
+// round line, and prints a progress line. A job resumes from its log: the records
 // of the task (workload key + target) train the model, their states are never measured again and
 // they count toward the trial budget.
 //
@@ -27,8 +28,10 @@
 
 #include "absl/status/statusor.h"
 #include "base/target.h"
+#include "ir/compute_dag.h"
 #include "measure/measure.h"
 #include "schedule/schedule_file.h"
+#include "schedule/state.h"
 #include "search/evolutionary_search.h"
 #include "search/log_io.h"
 #include "search/measure_record.h"
@@ -42,6 +45,11 @@ struct TuneOptions {
   /// of the task yet, the first round measures min(per_round, max(16, trials / 4)) so that the
   /// model is trained from the second round on even at small budgets.
   int per_round = 64;
+  /// Candidates measured per runner call; each call's records are appended to the log (one write
+  /// + fsync) as soon as it returns, so a killed job loses at most this many measurements. Every
+  /// call forks a measurement worker and computes the task's reference again (on cuda also
+  /// initializes CUDA), so smaller batches cost more; values < 1 count as 1.
+  int log_batch = 16;
   /// The tuning log (JSON Lines); created when absent, appended to otherwise. Required.
   std::string log_path;
   /// Seeds the search, the random model and the records' "seed".
@@ -70,6 +78,10 @@ struct TuneOptions {
 struct TuneResult {
   /// The best valid record of the task in the log; nullopt when none is valid.
   std::optional<MeasureRecord> best;
+  /// The record of the task's untuned program (UntunedState; MeasureRecord::untuned, or an older
+  /// record with its steps): the best is never slower, being chosen among the candidates it is
+  /// one of. nullopt when the log has none (its lowering failed, or the job measured nothing).
+  std::optional<MeasureRecord> untuned;
   /// Records of the task in the log at the end (previous runs included).
   int64_t trials = 0;
   /// Trials measured by this call.
@@ -91,19 +103,27 @@ struct TuneResult {
   std::vector<int64_t> local_search_trials;
 };
 
+/// The task's untuned program as a schedule: on cpu the initial state (no steps: the naive loop
+/// nest), on cuda schedule::NaiveGpuSchedule (the measurement method's GPU reference). A tuning
+/// job measures it among its first round's candidates (marked MeasureRecord::untuned) unless the
+/// log already holds it. Errors: NaiveGpuSchedule's.
+[[nodiscard]] absl::StatusOr<schedule::State> UntunedState(const ir::ComputeDAG& dag,
+                                                           const Target& target);
+
 /// Tunes `workload` on `target` until the log holds options.trials records of the task, the
 /// search runs dry, early stopping triggers, or SIGINT arrives (checked between rounds; the round
 /// in flight is finished and logged; TuneResult::interrupted). A second SIGINT ends the process at
-/// once, killed by SIGINT (a shell's status 130), losing only the round in flight: when it arrives
-/// while a round is being appended to the log, the append (one write + fsync) completes first,
-/// so the log never ends in a partial line. Progress on stderr (unless quiet), one line per round:
-/// trials done / total, best and round-best GFLOP/s (GB/s for memory-bound workloads,
-/// IsMemoryBound), errors by kind, the model's held-out pairwise accuracy on the round, elapsed
-/// time, ETA and the phases' times (with the round's local-search trials when there are any). The
-/// model's training label is the record's throughput (FLOP/s, or bytes/s for memory-bound
-/// workloads; 0 for failures). Errors: kInvalidArgument for trials < 1, per_round < 1,
-/// early_stopping < 0, an empty log path, model_init with the random model, a model_init file
-/// that does not load for the target (XGBoostModel::SetInitialModel's errors), invalid search or
+/// once, killed by SIGINT (a shell's status 130), losing only the batch in flight: when it arrives
+/// while records are being appended to the log, the append (one write + fsync) completes first,
+/// so the log never ends in a partial line. A job killed otherwise (SIGKILL) loses at most the
+/// batch in flight too; the next job resumes from every record on disk. Progress on stderr (unless
+/// quiet), one line per round: trials done / total, best and round-best GFLOP/s (GB/s for
+/// memory-bound workloads, IsMemoryBound), errors by kind, the model's held-out pairwise accuracy
+/// on the round, elapsed time, ETA and the phases' times (with the round's local-search trials when
+/// there are any). The model's training label is the record's throughput (FLOP/s, or bytes/s for
+/// memory-bound workloads; 0 for failures). Errors: kInvalidArgument for trials < 1, per_round < 1,
+/// early_stopping < 0, an empty log path, model_init with the random model, a model_init file that
+/// does not load for the target (XGBoostModel::SetInitialModel's errors), invalid search or
 /// measure options (local_search_fraction
 /// outside [0, 1], local_search_states < 1 among them), an unbuildable workload; the log's read /
 /// write errors; the measurer's creation errors (e.g. "no CUDA driver found"); kFailedPrecondition

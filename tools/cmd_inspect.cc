@@ -138,6 +138,42 @@ absl::Status WriteFile(const std::string& path, const std::string& text, const c
   return absl::OkStatus();
 }
 
+// "log: x.jsonl (130 lines: 128 records, 2 round lines, 1 line could not be used (...), ...)\n".
+std::string LogLineText(const InspectedLog& log) {
+  const search::LogContents& c = log.contents;
+  std::string text = absl::StrCat("log: ", log.path, " (", c.lines, " lines: ", c.records.size(),
+                                  " records, ", c.rounds.size(), " round lines");
+  if (c.corrupt_lines > 0) {
+    absl::StrAppend(&text, ", ", c.corrupt_lines,
+                    c.corrupt_lines == 1 ? " line could not be used" : " lines could not be used",
+                    " (corrupt, truncated",
+                    c.long_lines > 0 ? absl::StrCat(", ", c.long_lines, " over the length limit")
+                                     : std::string(),
+                    ")");
+  }
+  if (c.duplicate_records > 0) {
+    absl::StrAppend(&text, ", ", c.duplicate_records, " duplicate records counted once");
+  }
+  if (!c.unknown_fields.empty()) {
+    std::vector<std::string> names;
+    for (const auto& [name, n] : c.unknown_fields) names.push_back(name);
+    absl::StrAppend(&text, ", unknown fields ignored: ", absl::StrJoin(names, ", "));
+  }
+  if (c.inconsistent_records > 0) {
+    absl::StrAppend(&text, ", ", c.inconsistent_records,
+                    " records skipped (workload key does not match the workload)");
+  }
+  if (c.foreign_target_records > 0) {
+    absl::StrAppend(&text, ", ", c.foreign_target_records,
+                    " records of other targets filtered out");
+  }
+  if (c.other_workload_records > 0) {
+    absl::StrAppend(&text, ", ", c.other_workload_records,
+                    " records of other workloads filtered out");
+  }
+  return text + ")\n";
+}
+
 absl::StatusOr<int> Inspect(const InspectCommandOptions& options) {
   const bool by_workload = !options.workload.op.empty() || !options.workload.schedule.empty();
   if (by_workload && !options.workload_key.empty()) {
@@ -187,32 +223,21 @@ absl::StatusOr<int> Inspect(const InspectCommandOptions& options) {
   size_t total = 0;
   for (const InspectedLog& log : logs) total += log.summaries.size();
   if (!filter_text.empty() && total == 0) {
+    // Say what the logs do hold: a wrong shape or dtype is the usual reason.
+    std::string others;
+    for (const InspectedLog& log : logs) {
+      const std::string text = search::OtherWorkloadsText(log.contents, options.workload.op);
+      if (!text.empty()) absl::StrAppend(&others, "; ", log.path, ": ", text);
+    }
     return absl::NotFoundError(
-        absl::StrCat("no record ", filter_text, " in ", absl::StrJoin(options.logs, ", ")));
+        absl::StrCat("no record ", filter_text, " in ", absl::StrJoin(options.logs, ", "), others));
   }
 
   for (const InspectedLog& log : logs) {
     for (const std::string& w : log.contents.warnings) {
       std::cerr << "tilesearch: warning: " << w << "\n";
     }
-    const search::LogContents& c = log.contents;
-    std::cout << "log: " << log.path << " (" << c.lines << " lines: " << c.records.size()
-              << " records, " << c.rounds.size() << " round lines";
-    if (c.corrupt_lines > 0) {
-      std::cout << ", " << c.corrupt_lines
-                << (c.corrupt_lines == 1 ? " corrupt line skipped" : " corrupt lines skipped");
-    }
-    if (c.inconsistent_records > 0) {
-      std::cout << ", " << c.inconsistent_records
-                << " records skipped (workload key does not match the workload)";
-    }
-    if (c.foreign_target_records > 0) {
-      std::cout << ", " << c.foreign_target_records << " records of other targets filtered out";
-    }
-    if (c.other_workload_records > 0) {
-      std::cout << ", " << c.other_workload_records << " records of other workloads filtered out";
-    }
-    std::cout << ")\n";
+    std::cout << LogLineText(log);
     if (log.summaries.empty()) {
       std::cout << "  no records\n";
       continue;
@@ -259,6 +284,9 @@ absl::StatusOr<int> Inspect(const InspectCommandOptions& options) {
                            {"records", log.contents.records.size()},
                            {"round_lines", log.contents.rounds.size()},
                            {"corrupt_lines", log.contents.corrupt_lines},
+                           {"long_lines", log.contents.long_lines},
+                           {"duplicate_records", log.contents.duplicate_records},
+                           {"unknown_fields", log.contents.unknown_fields},
                            {"inconsistent_records", log.contents.inconsistent_records},
                            {"warnings", log.contents.warnings},
                            {"workloads", std::move(workloads)}});

@@ -34,10 +34,12 @@ struct ReplayCommandOptions {
   std::string name;
   bool no_check = false;
   std::string precision = "ieee";  // --precision: the records of that precision only
+  bool allow_unreadable_lines = false;
 };
 
 // Without --target: the one target the log holds records of the workload for.
-absl::StatusOr<Target> LogTarget(const std::string& log, const std::string& key) {
+absl::StatusOr<Target> LogTarget(const std::string& log, const std::string& key,
+                                 const std::string& op) {
   search::ReadOptions read;
   read.workload_key = key;
   read.verify_workload_keys = true;  // as ApplyHistoryBest reads it
@@ -49,7 +51,9 @@ absl::StatusOr<Target> LogTarget(const std::string& log, const std::string& key)
     if (!seen) targets.push_back(r.target);
   }
   if (targets.empty()) {
-    return absl::NotFoundError(absl::StrCat(log, ": no record for workload ", key));
+    const std::string others = search::OtherWorkloadsText(contents, op);
+    return absl::NotFoundError(
+        absl::StrCat(log, ": no record for workload ", key, others.empty() ? "" : "; ", others));
   }
   if (targets.size() > 1) {
     std::vector<std::string> names;
@@ -93,12 +97,13 @@ absl::StatusOr<int> Replay(const ReplayCommandOptions& options) {
   }
   Target target;
   if (options.workload.target.empty()) {
-    ASSIGN_OR_RETURN(target, LogTarget(options.log, key));
+    ASSIGN_OR_RETURN(target, LogTarget(options.log, key, options.workload.op));
   } else {
     ASSIGN_OR_RETURN(target, TargetFromString(options.workload.target));
   }
-  ASSIGN_OR_RETURN(search::ReplayedRecord best,
-                   search::ApplyHistoryBestByKey(options.log, key, target));
+  ASSIGN_OR_RETURN(
+      search::ReplayedRecord best,
+      search::ApplyHistoryBestByKey(options.log, key, target, options.allow_unreadable_lines));
   for (const std::string& w : best.warnings) std::cerr << "warning: " << w << "\n";
   search::BuildOptions build;
   build.name = options.name;
@@ -177,6 +182,10 @@ ExitCodeAction AddReplayCommand(CLI::App& app) {
         return v.empty() ? std::string("an empty name: leave --name out for the default")
                          : std::string();
       });
+  app.add_flag("--allow-unreadable-lines", options->allow_unreadable_lines,
+               "replay from the lines that could be read even when skipped lines (corrupt, "
+               "truncated or over-long) may hold a record of the workload (refused by default: "
+               "the best record may be among them)");
   app.add_flag("--no-check", options->no_check,
                "do not re-check the rebuilt kernel against the unscheduled program");
   return [options]() { return Replay(*options); };

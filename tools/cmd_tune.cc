@@ -114,6 +114,14 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
             << Fixed(dag.Flops() / (ms * 1e6), 2) << " GFLOP/s, "
             << Fixed(static_cast<double>(dag.InputBytes() + dag.OutputBytes()) / (ms * 1e6), 2)
             << " GB/s, " << best.steps.size() << " steps\n";
+  if (result.untuned && result.untuned->valid()) {
+    const double untuned_ms = result.untuned->median_ms();
+    std::cout << "untuned: trial " << result.untuned->trial << ", median " << Fixed(untuned_ms, 4)
+              << " ms (the best is " << Fixed(untuned_ms / ms, 2) << "x as fast)\n";
+  } else if (result.untuned) {
+    std::cout << "untuned: trial " << result.untuned->trial << " failed ("
+              << measure::MeasureErrorName(result.untuned->result.error) << ")\n";
+  }
   return done;
 }
 

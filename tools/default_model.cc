@@ -15,5 +15,4 @@ std::string DefaultModelPath(const Target& target) {
   return std::filesystem::is_regular_file(path, ec) ? path.string() : "";
 }
 
-
 }  // namespace tilesearch::tools

@@ -60,6 +60,13 @@ MeasureRecord Record(const schedule::Workload& workload, const std::string& key,
   return r;
 }
 
+// `r` with a split of its output stage by `factor`: records of equal steps count as one schedule
+// measured twice, so the tests give each record its own.
+MeasureRecord WithSplit(MeasureRecord r, int64_t factor) {
+  r.steps = {schedule::SplitStep{2, 0, r.workload.args.shapes[0][0], {factor}, true}};
+  return r;
+}
+
 std::string Lines(const std::vector<MeasureRecord>& records) {
   std::string text;
   for (const MeasureRecord& r : records) text += MeasureRecordToLine(r) + "\n";
@@ -169,8 +176,9 @@ TEST(LogSafetyTest, InconsistentRecordIsSkippedWithItsLineNumberWhenVerifying) {
   const std::string key16 = KeyOf(Matmul(16));
   ASSERT_NE(key16, KeyOf(Matmul(8)));
   // Line 2 claims the 16³ key but is an 8³ matmul.
-  WriteText(path, Lines({Record(Matmul(16), key16, 0, 3.0), Record(Matmul(8), key16, 1, 0.5),
-                         Record(Matmul(16), key16, 2, 2.0)}));
+  WriteText(path, Lines({Record(Matmul(16), key16, 0, 3.0),
+                         WithSplit(Record(Matmul(8), key16, 1, 0.5), 2),
+                         WithSplit(Record(Matmul(16), key16, 2, 2.0), 4)}));
   ReadOptions verify;
   verify.verify_workload_keys = true;
   absl::StatusOr<LogContents> read = ReadLog(path, verify);
@@ -192,7 +200,7 @@ TEST(LogSafetyTest, ApplyHistoryBestSkipsAnInconsistentBestAndPicksTheNextValidR
   const std::string path = Scratch("inconsistent_best.jsonl");
   const std::string key16 = KeyOf(Matmul(16));
   WriteText(path, Lines({Record(Matmul(16), key16, 0, 3.0), Record(Matmul(8), key16, 1, 0.5),
-                         Record(Matmul(16), key16, 2, 2.0)}));
+                         WithSplit(Record(Matmul(16), key16, 2, 2.0), 4)}));
   absl::StatusOr<ReplayedRecord> best = ApplyHistoryBest(path, Matmul(16), Target::HostCpu());
   ASSERT_THAT(best, IsOk());
   EXPECT_EQ(best->record.trial, 2);  // the fastest of trials 0 (3 ms) and 2 (2 ms)

@@ -70,6 +70,12 @@ MeasureRecord Record(const schedule::Workload& w, const Target& target,
   return r;
 }
 
+// A split of the matmul's output stage by `factor`: distinct steps for records that must not count
+// as one schedule measured twice.
+std::vector<schedule::Step> Split(int64_t factor) {
+  return {schedule::SplitStep{2, 0, 16, {factor}, true}};
+}
+
 std::string WriteLog(const std::string& name, const std::vector<MeasureRecord>& records) {
   const std::string path = TempPath(name);
   absl::StatusOr<LogWriter> writer = LogWriter::Open(path);
@@ -266,10 +272,10 @@ TEST(ReplayTest, AllFailedLogGivesTheFailureCounts) {
   using E = measure::MeasureError;
   const Target cpu = Target::HostCpu();
   const std::string log =
-      WriteLog("failed.jsonl", {Record(Matmul(16), cpu, {}, 0, 0, E::kCompileError),
-                                Record(Matmul(16), cpu, {}, 1, 0, E::kWrongAnswer),
-                                Record(Matmul(16), cpu, {}, 2, 0, E::kCompileError),
-                                Record(Matmul(16), cpu, {}, 3, 0, E::kCompileError)});
+      WriteLog("failed.jsonl", {Record(Matmul(16), cpu, Split(1), 0, 0, E::kCompileError),
+                                Record(Matmul(16), cpu, Split(2), 1, 0, E::kWrongAnswer),
+                                Record(Matmul(16), cpu, Split(4), 2, 0, E::kCompileError),
+                                Record(Matmul(16), cpu, Split(8), 3, 0, E::kCompileError)});
   EXPECT_THAT(ApplyHistoryBest(log, Matmul(16), cpu),
               StatusIs(absl::StatusCode::kNotFound,
                        HasSubstr("all 4 trials failed: 3 compile_error, 1 wrong_answer")));
@@ -279,9 +285,10 @@ TEST(ReplayTest, RecordWhoseStepsNoLongerReplayIsSkippedForTheNextBest) {
   const Target cpu = Target::HostCpu();
   // Stage 9 does not exist in a matmul DAG (A, B, C).
   const std::vector<schedule::Step> broken = {schedule::SplitStep{9, 0, 16, {4}, true}};
+  const std::vector<schedule::Step> broken2 = {schedule::SplitStep{9, 0, 16, {2}, true}};
   const std::string log = WriteLog(
       "broken.jsonl", {Record(Matmul(16), cpu, {}, 0, 2.0), Record(Matmul(16), cpu, broken, 5, 1.0),
-                       Record(Matmul(16), cpu, broken, 6, 1.5)});
+                       Record(Matmul(16), cpu, broken2, 6, 1.5)});
   absl::StatusOr<ReplayedRecord> best = ApplyHistoryBest(log, Matmul(16), cpu);
   ASSERT_THAT(best.status(), tilesearch::testing::IsOk());
   EXPECT_EQ(best->record.trial, 0);
@@ -295,7 +302,8 @@ TEST(ReplayTest, RecordWhoseStepsNoLongerReplayIsSkippedForTheNextBest) {
 TEST(ReplayTest, WhenNoValidRecordReplaysTheBestOnesErrorNamesItsTrial) {
   const Target cpu = Target::HostCpu();
   const std::vector<schedule::Step> broken = {schedule::SplitStep{9, 0, 16, {4}, true}};
-  const std::string log = WriteLog("all_broken.jsonl", {Record(Matmul(16), cpu, broken, 3, 2.0),
+  const std::vector<schedule::Step> broken2 = {schedule::SplitStep{9, 0, 16, {2}, true}};
+  const std::string log = WriteLog("all_broken.jsonl", {Record(Matmul(16), cpu, broken2, 3, 2.0),
                                                         Record(Matmul(16), cpu, broken, 5, 1.0)});
   absl::StatusOr<ReplayedRecord> best = ApplyHistoryBest(log, Matmul(16), cpu);
   EXPECT_THAT(best, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("trial 5: step 0")));

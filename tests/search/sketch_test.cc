@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -13,9 +14,12 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/interpreter.h"
+#include "ir/reference.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
 #include "search/annotation.h"
+#include "search/measure_record.h"
 #include "tests/search/space_test_util.h"
 
 namespace tilesearch::search {
@@ -171,6 +175,51 @@ TEST(Sketch, ElementwiseStagesAreInlinedIntoASimpleSketch) {
   ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
   ASSERT_EQ(sketches->size(), 1u);
   EXPECT_TRUE((*sketches)[0].steps().empty());
+}
+
+// A cpu elementwise stage gets a second sketch, fused and split into outer × grain × vector parts:
+// sampled states draw the vector width and the parallel grain (the plain sketch alone gives
+// relu 2 states), and each of them lowers to the same values as the naive program.
+TEST(Sketch, CpuElementwiseSpaceDrawsVectorWidthAndGrain) {
+  ir::ComputeDAG relu = testing::MustBuild(ir::UnaryDAG(ir::UnaryOp::kRelu, {64, 48}));
+  const Target cpu = Target::HostCpu();
+  auto sketches = GenerateSketches(TuneContext(relu, cpu));
+  ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
+  ASSERT_EQ(sketches->size(), 2u);
+  std::mt19937_64 rng(11);
+  const std::vector<State> states = testing::SampleInContext(*sketches, relu, cpu, 64, rng);
+  std::set<std::string> distinct;
+  std::set<int64_t> vector_widths;
+  std::set<int64_t> parallel_extents;
+  for (const State& s : states) {
+    distinct.insert(StepsCanonicalText(s.steps()));
+    const Stage& st = s.stage(s.num_stages() - 1);
+    for (const auto& it : st.iters) {
+      if (it.annotation == IteratorAnnotation::kVectorize) vector_widths.insert(it.extent);
+      if (it.annotation == IteratorAnnotation::kParallel) parallel_extents.insert(it.extent);
+    }
+  }
+  EXPECT_GE(distinct.size(), 8u);
+  EXPECT_GE(vector_widths.size(), 3u);
+  EXPECT_GE(parallel_extents.size(), 3u);
+  // Every sampled state computes relu: its lowering, interpreted, gives max(x, 0) exactly.
+  const ir::BufferMap inputs = ir::MakeRandomInputs(relu, 5);
+  const ir::HostBuffer& x = inputs.begin()->second;
+  for (const State& s : states) {
+    absl::StatusOr<schedule::LoweredKernel> k = schedule::Lower(relu, s, cpu);
+    ASSERT_TRUE(k.ok()) << k.status();
+    ir::BufferMap bufs = inputs;
+    for (size_t p = k->nest.num_inputs; p < k->nest.params.size(); ++p) {
+      const ir::BufferDecl& d = k->nest.params[p];
+      bufs[d.name] = ir::HostBuffer::Zeros(d.dtype, d.shape);
+    }
+    ASSERT_TRUE(ir::Interpret(k->nest, bufs).ok());
+    const ir::HostBuffer& got = bufs.at(k->nest.params.back().name);
+    ASSERT_EQ(got.data.size(), x.data.size());
+    for (size_t e = 0; e < x.data.size(); ++e) {
+      ASSERT_EQ(got.data[e], std::max(x.data[e], 0.0)) << StepsCanonicalText(s.steps());
+    }
+  }
 }
 
 TEST(Sketch, CpuMatmulIsSsrsrs) {

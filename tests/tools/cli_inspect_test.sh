@@ -18,7 +18,7 @@ expect_rc tune_random 0
 run one inspect --log "$tmp/xgb.jsonl" --json "$tmp/one.json" --curve-points 3
 expect_rc one 0
 expect_out one '^matmul 32x32 32x32 float32  \[key [0-9a-f]{16}, cpu\]$'
-expect_out one '^  trials 6, valid [0-9]+, best [0-9.e+-]+ ms \([0-9.e+-]+ G(FLOP|B)/s\) at trial [0-5]$'
+expect_out one '^  trials 6, valid [0-9]+, best [0-9.e+-]+ ms \([0-9.e+-]+ G(FLOP|B)/s\) at trial [0-5], untuned [0-9.e+-]+ ms at trial [0-5]$'
 expect_out one '^  round 1 \(trials 0-2, [0-3] valid; xgboost untrained \(0 samples\)\): pairwise accuracy'
 expect_out one '^  round 2 \(trials 3-5, [0-3] valid; xgboost '
 expect_out one '^  trial 5: best '  # the last record's "trial" (0-based)
@@ -79,6 +79,9 @@ expect_rc by_op 0
 expect_out by_op '^  trials 6, '
 run other_op inspect --log "$tmp/xgb.jsonl" --op matmul --shape 16x16 --shape 16x16
 expect_error other_op "no record of workload matmul 16x16 16x16"
+# ... and says which workloads the log holds.
+grep -qE 'the log holds records of 1 other workload: matmul 32x32 32x32 float32 \(key [0-9a-f]{16}, cpu, 6 records\)$' \
+  "$tmp/other_op.err" || fail "other_op: the log's workloads not listed: $(cat "$tmp/other_op.err")"
 run other_target inspect --log "$tmp/xgb.jsonl" --target cuda
 expect_error other_target "no record on cuda"
 cp "$tmp/xgb.jsonl" "$tmp/corrupt.jsonl"
@@ -87,7 +90,7 @@ echo 'garbage' >>"$tmp/corrupt.jsonl"
 run corrupt inspect --log "$tmp/corrupt.jsonl"
 expect_rc corrupt 0
 expect_out corrupt '^  trials 6, '
-expect_out corrupt '2 corrupt lines skipped'
+expect_out corrupt '2 lines could not be used'
 grep -q "corrupt.jsonl:9: skipped: unknown field\|corrupt.jsonl:9: skipped: field" "$tmp/corrupt.err" ||
   fail "corrupt: no warning for line 9: $(cat "$tmp/corrupt.err")"
 grep -q "corrupt.jsonl:10: skipped: not valid JSON" "$tmp/corrupt.err" ||

@@ -123,7 +123,8 @@ python3 - "$tmp/t.jsonl" "$tmp/mixed.jsonl" <<'PY' || fail "making mixed.jsonl"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 gpu = json.loads(json.dumps(lines[0]))
-gpu["target"]["kind"], gpu["target"]["arch"] = "cuda", "sm_80"
+# A cpu record has no GPU limits: a cuda one needs them all.
+gpu["target"].update(kind="cuda", arch="sm_80", max_threads_per_block=1024, max_shared_memory_per_block=49152, max_shared_memory_optin=232448, max_registers_per_block=65536, warp_size=32, max_vthread_extent=8, max_vector_bytes=16, sm_count=132, l2_bytes=62914560)
 with open(sys.argv[2], "w") as out:
     for l in lines + [gpu]:
         out.write(json.dumps(l, separators=(",", ":")) + "\n")

@@ -111,7 +111,8 @@ schedule = json.load(open(sys.argv[1]))
 record = json.loads(open(sys.argv[2]).readline())
 record["workload"] = schedule["workload"]
 record["workload_key"] = sys.argv[3]
-record["target"].update(kind="cuda", arch="sm_90", device_name="NVIDIA H200")
+# A cpu record has no GPU limits: a cuda one needs them all.
+record["target"].update(kind="cuda", arch="sm_90", device_name="NVIDIA H200", max_threads_per_block=1024, max_shared_memory_per_block=49152, max_shared_memory_optin=232448, max_registers_per_block=65536, warp_size=32, max_vthread_extent=8, max_vector_bytes=16, sm_count=132, l2_bytes=62914560)
 record["steps"] = schedule["steps"]
 record["result"]["error"], record["result"]["message"] = "none", ""
 record["result"]["costs_s"], record["result"]["timing"]["median_ms"] = [2e-5], 0.02
@@ -160,6 +161,19 @@ expect_error no_log "does not exist"
 run no_record replay --log "$tmp/t.jsonl" --op matmul --shape 8x8 --shape 8x8 --target cpu \
   --out "$tmp/e2"
 expect_error no_record "no record for workload"
+grep -qE 'the log holds records of 1 other workload: matmul 24x24 24x24 float32 \(key [0-9a-f]{16}, cpu, [0-9]+ records?\)$' \
+  "$tmp/no_record.err" || fail "no_record: the log's workloads not listed: $(cat "$tmp/no_record.err")"
+# A line of the workload cut short (a torn write) may have held its best record: refused unless
+# --allow-unreadable-lines.
+{ cat "$tmp/t.jsonl"; head -n 1 "$tmp/t.jsonl" | cut -c 1-200; } >"$tmp/torn.jsonl"
+run torn replay --log "$tmp/torn.jsonl" "${mm[@]}" --target cpu --out "$tmp/e4" --no-check
+expect_error torn "could not be read (line $(($(wc -l <"$tmp/t.jsonl") + 1));"
+grep -qF -- "--allow-unreadable-lines" "$tmp/torn.err" || fail "torn: the flag is not named"
+run torn_allowed replay --log "$tmp/torn.jsonl" "${mm[@]}" --target cpu --out "$tmp/torn_out" \
+  --no-check --allow-unreadable-lines
+expect_rc torn_allowed 0
+grep -q "lines could not be used" "$tmp/torn_allowed.err" ||
+  fail "torn_allowed: the unusable lines are not counted: $(cat "$tmp/torn_allowed.err")"
 run other_target replay --log "$tmp/t.jsonl" "${mm[@]}" --target cuda --out "$tmp/e3"
 expect_error other_target "on other targets: 2 on cpu"
 run bad_target replay --log "$tmp/t.jsonl" "${mm[@]}" --target tpu --out "$tmp/e4"
