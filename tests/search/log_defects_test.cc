@@ -207,7 +207,8 @@ TEST(LogDefectsTest, ReplayRefusesWhenASkippedLineMayHoldTheWorkloadsBestRecord)
                                              key16 + " could not be read (line 2;"),
                                    HasSubstr("--allow-unreadable-lines"))));
   // Allowed: the best of the lines read, and the count of unusable lines among the warnings.
-  best = ApplyHistoryBest(path, Matmul(16), Target::HostCpu(), /*allow_unreadable_lines=*/true);
+  best = ApplyHistoryBest(path, Matmul(16), Target::HostCpu(), measure::Fp32Precision::kIeee,
+                          /*allow_unreadable_lines=*/true);
   ASSERT_THAT(best, IsOk());
   EXPECT_EQ(best->record.trial, 0);
   EXPECT_THAT(best->warnings, ::testing::Contains(HasSubstr("1 of 3 lines could not be used")));
