@@ -334,6 +334,7 @@ json MeasureRecordToJson(const MeasureRecord& record) {
   json j{{"version", record.version},
          {"workload_key", record.workload_key},
          {"workload", schedule::WorkloadToJson(record.workload)},
+         {"precision", measure::Fp32PrecisionName(record.precision)},
          {"target", TargetToJson(record.target, record.device_name)},
          {"steps", StepArray(record.steps)},
          {"result", std::move(result)},
