@@ -70,8 +70,7 @@ TEST(PrecisionRuleTest, SharedCases) {
     const Fp32Precision precision = Ok(ParseFp32Precision(c.at("precision").get<std::string>()));
     const Tolerance tol = ToleranceFor(dtype);
     const bool rounded = c.value("rounded_intermediates", false);
-    const PrecisionRule rule{tol.atol, tol.rtol,
-                             ArithmeticUnitRoundoff(dtype, rounded, precision)};
+    const PrecisionRule rule{tol.atol, tol.rtol, ArithmeticUnitRoundoff(dtype, rounded, precision)};
     const double got = Number(c.at("got"));
     const double ref64 = Number(c.at("ref64"));
     const double m = Number(c.at("magnitude"));
