@@ -36,7 +36,7 @@ std::vector<Source> NearestSources(const schedule::Workload& workload, const Tar
                                    const PredictOptions& options) {
   std::map<std::string, Source> by_key;
   for (const MeasureRecord& r : records) {
-    if (!r.valid() || !SameTarget(r.target, target)) continue;
+    if (!r.valid() || !SameTarget(r.target, target) || r.precision != options.precision) continue;
     const double d = WorkloadDistance(workload, r.workload);
     if (!std::isfinite(d)) continue;
     Source& s = by_key[r.workload_key];

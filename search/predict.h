@@ -15,6 +15,7 @@
 #include "base/target.h"
 #include "costmodel/cost_model.h"
 #include "ir/compute_dag.h"
+#include "measure/precision_rule.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
 #include "schedule/state.h"
@@ -34,6 +35,9 @@ struct PredictOptions {
   int fresh_samples = 128;
   /// Seed of the fresh samples.
   uint64_t seed = 0;
+  /// Only records of this precision are transferred (a tf32 record never answers an ieee task,
+  /// nor the reverse; measure::PrecisionWorkloadKey).
+  measure::Fp32Precision precision = measure::Fp32Precision::kIeee;
   /// Annotation and sketch options of the fresh samples.
   SearchOptions search;
   SketchOptions sketch;
@@ -62,15 +66,15 @@ struct PredictedSchedule {
 double WorkloadDistance(const schedule::Workload& a, const schedule::Workload& b);
 
 /// Predicts a schedule for `workload` (whose DAG is `dag`) on `target` from `records` (any mix of
-/// workloads and targets: only valid records of the same target kind and arch whose workload has a
-/// finite WorkloadDistance are used, their workload's own record included when there is one).
-/// Each candidate is lowered and checked against the target's limits (LowerCandidate) before it
-/// is ranked. With `model`, every candidate is scored (higher is faster) and the best returned;
-/// without (nullptr), the first transferred candidate in order of (distance, source time) is.
-/// Errors: kNotFound "no tuned workload of <op> <dtype> to transfer from and no cost model to rank
-/// fresh samples" (no model, nothing transferred), kNotFound "no valid candidate: ..." when
-/// nothing transferred or sampled lowers; kInvalidArgument for options out of range; the model's
-/// errors.
+/// workloads and targets: only valid records of the same target kind and arch and of
+/// options.precision whose workload has a finite WorkloadDistance are used, their workload's own
+/// record included when there is one). Each candidate is lowered and checked against the target's
+/// limits (LowerCandidate) before it is ranked. With `model`, every candidate is scored (higher is
+/// faster) and the best returned; without (nullptr), the first transferred candidate in order of
+/// (distance, source time) is. Errors: kNotFound "no tuned workload of <op> <dtype> to transfer
+/// from and no cost model to rank fresh samples" (no model, nothing transferred), kNotFound "no
+/// valid candidate: ..." when nothing transferred or sampled lowers; kInvalidArgument for options
+/// out of range; the model's errors.
 [[nodiscard]] absl::StatusOr<PredictedSchedule> PredictSchedule(
     const ir::ComputeDAG& dag, const schedule::Workload& workload, const Target& target,
     const std::vector<MeasureRecord>& records, costmodel::CostModel* model,

@@ -178,6 +178,11 @@ absl::Status RunEvalModel(const EvalModelOptions& o) {
   }
   ASSIGN_OR_RETURN(costmodel::XGBoostOptions xo, XGBoostOptionsOf(o.data));
   ASSIGN_OR_RETURN(search::TrainingData data, LoadModelData(o.data));
+  if (data.tasks.size() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("leave-one-workload-out needs records of at least 2 workloads; the logs hold ",
+                     data.tasks.size()));
+  }
   const std::string scratch =
       (std::filesystem::temp_directory_path() / absl::StrCat("tilesearch_eval_", ::getpid()))
           .string();

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "costmodel/xgboost_model.h"
+#include "ir/compute_dag.h"
 #include "nlohmann/json.hpp"
 #include "search/api.h"
 #include "search/replay.h"
@@ -64,6 +65,40 @@ absl::Status ValidateDispatch(DispatchOptions& o, const ir::OpArgs& args) {
   return search::ValidateArtifactDir(o.out);
 }
 
+// Refuses a varied dimension that some stage reduces over (softmax's row, a matmul's k): a padded
+// input would then change every result, not only add ignored ones. Compares the reduce extents of
+// every stage at the smallest and the largest bucket.
+absl::Status CheckPaddable(const DispatchOptions& o, schedule::Workload workload) {
+  std::vector<ir::ComputeDAG> dags;
+  for (int64_t extent : {o.values.front(), o.values.back()}) {
+    workload.args.shapes[o.input][o.dim] = extent;
+    absl::StatusOr<ir::ComputeDAG> dag = workload.Build();
+    if (!dag.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--values ", extent, ": workload ", workload.ToString(), ": ", dag.status().message()));
+    }
+    dags.push_back(*std::move(dag));
+  }
+  if (dags[0].num_stages() != dags[1].num_stages()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--input ", o.input, " --dim ", o.dim, ": the workload's stages change with the extent"));
+  }
+  for (int id = 0; id < dags[0].num_stages(); ++id) {
+    const auto& a = dags[0].stage(id)->reduce_axes;
+    const auto& b = dags[1].stage(id)->reduce_axes;
+    for (size_t r = 0; r < a.size() && r < b.size(); ++r) {
+      if (a[r].extent != b[r].extent) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--input ", o.input, " --dim ", o.dim, ": stage '", dags[0].stage(id).name(),
+            "' reduces over it (reduce axis '", a[r].name, "' is ", a[r].extent, " at ",
+            o.values.front(), " and ", b[r].extent, " at ", o.values.back(),
+            "): padded inputs would change every result; vary a dimension the output keeps"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The bucket of extent `extent`: its best record or a prediction, rebuilt and checked.
 absl::StatusOr<Bucket> MakeBucket(const DispatchOptions& o, schedule::Workload workload,
                                   const Target& target, int64_t extent,
@@ -95,8 +130,8 @@ std::string DispatchHeader(const DispatchOptions& o, const std::vector<Bucket>& 
       "// Dispatch of ", buckets.front().artifact.record.workload.op, " over input ", o.input,
       " dimension ", o.dim, ": buckets ", absl::StrJoin(extents, ", "),
       " (tilesearch export-dispatch).\n// Bucket i's kernel is compiled for extent ", o.name,
-      "_extents[i]: pad the input to it\n// (rows past the real extent are computed and "
-      "ignored).\n",
+      "_extents[i]: pad the input's varied dimension to\n// it (the results past the real "
+      "extent are computed and ignored; no stage reduces over it).\n",
       "#pragma once\n#include <stdint.h>\n", absl::StrJoin(includes, "\n"), "\n\n#define ", upper,
       "_NUM_BUCKETS ", buckets.size(), "\nstatic const int64_t ", o.name, "_extents[] = {",
       absl::StrJoin(extents, ", "), "};\n\n",
@@ -112,6 +147,7 @@ absl::StatusOr<int> ExportDispatch(DispatchOptions o) {
   workload.op = o.workload.op;
   ASSIGN_OR_RETURN(workload.args, ParseOpArgs(o.workload));
   RETURN_IF_ERROR(ValidateDispatch(o, workload.args));
+  RETURN_IF_ERROR(CheckPaddable(o, workload));
   ASSIGN_OR_RETURN(const Target target,
                    TargetFromString(o.workload.target.empty() ? "auto" : o.workload.target));
   ASSIGN_OR_RETURN(std::unique_ptr<costmodel::XGBoostModel> model, RankingModel(o.model, target));

@@ -31,6 +31,7 @@ struct PredictCommandOptions {
   std::vector<std::string> logs;
   std::string model;
   search::PredictOptions predict;
+  std::string precision = "ieee";  // --precision: records of that precision only
   std::string schedule_out;
   std::string out;
   std::string name;
@@ -112,9 +113,10 @@ absl::StatusOr<int> Predict(const PredictCommandOptions& options) {
         "give --log FILE (tuned shapes to transfer from) or --model FILE (to rank samples: ",
         target.ToString(), " has no default model)"));
   }
-  ASSIGN_OR_RETURN(
-      search::PredictedSchedule p,
-      search::PredictSchedule(*dag, workload, target, records, model.get(), options.predict));
+  search::PredictOptions predict = options.predict;
+  predict.precision = PrecisionOption(options.precision);
+  ASSIGN_OR_RETURN(search::PredictedSchedule p,
+                   search::PredictSchedule(*dag, workload, target, records, model.get(), predict));
   std::cout << "workload: " << workload.ToString() << " (key " << dag->WorkloadKey() << ")\n"
             << "target: " << target.ToString() << "\n"
             << "candidates: " << p.transferred << " transferred, " << p.sampled << " sampled"
@@ -141,6 +143,8 @@ absl::StatusOr<int> Predict(const PredictCommandOptions& options) {
   record.workload_key = dag->WorkloadKey();
   record.target = target;
   record.steps = p.state.steps();
+  record.precision = predict.precision;
+  record.workload_key = measure::PrecisionWorkloadKey(dag->WorkloadKey(), predict.precision);
   return CheckAndWrite(record, options);
 }
 
@@ -168,8 +172,9 @@ ExitCodeAction AddPredictCommand(CLI::App& app) {
       ->check(CLI::Range(1, 1000));
   app.add_option("--fresh-samples", options->predict.fresh_samples,
                  "states sampled from the sketches beside them (with --model)")
-      ->check(CLI::Range(0, 100000));
+      ->check(CLI::Range(0, 4096));
   app.add_option("--seed", options->predict.seed, "seed of the fresh samples");
+  AddPrecisionOption(app, &options->precision);
   app.add_option("--schedule-out", options->schedule_out, "write the schedule file here");
   app.add_option("--out", options->out, "write the kernel artifacts here (as replay does)");
   app.add_option("--name", options->name, "artifact base name (default <op>_<key prefix>)");

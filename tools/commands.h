@@ -187,6 +187,8 @@ ExitCodeAction AddPredictCommand(CLI::App& app);
 /// written as artifacts <name>_<extent> with a dispatch header <name>.h (the bucket extents and
 /// `int <name>_bucket(int64_t extent)`: the smallest bucket extent at least `extent`) and a JSON
 /// manifest (each bucket's source and check). Nothing is written when a check fails (returns 1).
+/// Refused: a dimension some stage reduces over (padding would change every result). Records of
+/// the ieee precision only.
 ExitCodeAction AddExportDispatchCommand(CLI::App& app);
 
 /// `tilesearch train-model --logs DIR|FILE... --out MODEL [--target T] [--objective

@@ -101,4 +101,27 @@ run bad_dim export-dispatch --op matmul --shape 24x24 --shape 24x24 --target cpu
 expect_error bad_dim "--dim 2: input 0 has rank 2"
 [[ ! -e "$tmp/d2" ]] || fail "bad_dim: wrote $tmp/d2"
 
+# A reduced dimension cannot be padded: softmax over its rows' length is refused.
+run sm_tune tune --op softmax --shape 8x64 --target cpu --trials 2 --per-round 2 --population 16 \
+  --generations 1 --min-runs 2 --min-time-ms 0 --warmup 0 --model random --quiet \
+  --log "$tmp/sm.jsonl"
+expect_rc sm_tune 0
+run reduced export-dispatch --op softmax --shape 8x64 --target cpu --log "$tmp/sm.jsonl" \
+  --input 0 --dim 1 --values 16,64 --out "$tmp/d3" --name sm
+expect_error reduced "reduces over it"
+[[ ! -e "$tmp/d3" ]] || fail "reduced: wrote $tmp/d3"
+
+# Records of the tf32 precision never answer an ieee prediction.
+run tf32_tune tune --op matmul --shape 24x24 --shape 24x24 --target cpu --precision tf32 \
+  --trials 2 --per-round 2 --population 16 --generations 1 --min-runs 2 --min-time-ms 0 \
+  --warmup 0 --model random --quiet --log "$tmp/tf32.jsonl"
+expect_rc tf32_tune 0
+run tf32_for_ieee predict --op matmul --shape 20x24 --shape 24x28 --target cpu \
+  --log "$tmp/tf32.jsonl"
+expect_error tf32_for_ieee "no tuned workload of matmul float32 on cpu"
+run tf32_for_tf32 predict --op matmul --shape 20x24 --shape 24x28 --target cpu --precision tf32 \
+  --log "$tmp/tf32.jsonl"
+expect_rc tf32_for_tf32 0
+expect_out tf32_for_tf32 '^check: passed'
+
 finish "predict"
