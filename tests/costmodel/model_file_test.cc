@@ -18,12 +18,15 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/costmodel/sample_lists.h"
 
 namespace tilesearch::costmodel {
 namespace {
 
 using ::testing::AllOf;
+using testing::FeaturesOf;
 using ::testing::HasSubstr;
+using testing::ThroughputOf;
 using ::tilesearch::testing::StatusIs;
 
 // Programs of 1 to max_extra_stores stores, features uniform in [0, 8); a store's speed is
@@ -44,18 +47,6 @@ std::vector<TrainingSample> Programs(int n, int task, double shift, uint64_t see
     }
     out.push_back(std::move(s));
   }
-  return out;
-}
-
-std::vector<ProgramFeatures> FeaturesOf(const std::vector<TrainingSample>& s) {
-  std::vector<ProgramFeatures> out;
-  for (const auto& x : s) out.push_back(x.features);
-  return out;
-}
-
-std::vector<double> ThroughputOf(const std::vector<TrainingSample>& s) {
-  std::vector<double> out;
-  for (const auto& x : s) out.push_back(x.throughput);
   return out;
 }
 

@@ -15,12 +15,15 @@
 #include "costmodel/features.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/costmodel/sample_lists.h"
 
 namespace tilesearch::costmodel {
 namespace {
 
 using ::testing::Each;
+using testing::FeaturesOf;
 using ::testing::HasSubstr;
+using testing::ThroughputOf;
 using ::tilesearch::testing::StatusIs;
 
 // The known per-store speed contribution: features 0 and 1 matter (with an interaction through a
@@ -51,17 +54,6 @@ std::vector<TrainingSample> MakePrograms(int n, int task_id, double scale, uint6
     s.throughput = scale * speed;
     out.push_back(std::move(s));
   }
-  return out;
-}
-
-std::vector<ProgramFeatures> FeaturesOf(const std::vector<TrainingSample>& s) {
-  std::vector<ProgramFeatures> out;
-  for (const auto& x : s) out.push_back(x.features);
-  return out;
-}
-std::vector<double> ThroughputOf(const std::vector<TrainingSample>& s) {
-  std::vector<double> out;
-  for (const auto& x : s) out.push_back(x.throughput);
   return out;
 }
 

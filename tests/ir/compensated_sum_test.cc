@@ -35,6 +35,20 @@ ComputeDAG LongMatmul(int64_t m, int64_t k, int64_t n) {
   return Ok(ComputeDAG::Create({c}));
 }
 
+// Softmax over the rows of X [rows, cols]: M = max, E = exp(X − M), S = Σ E, Y = E / S.
+ComputeDAG Softmax(int64_t rows, int64_t cols) {
+  Tensor x = Ok(Placeholder("X", {rows, cols}));
+  Tensor mx = Ok(Reduce("M", {rows}, ReduceKind::kMax, {cols},
+                        [&](const Axes& ax, const Axes& r) { return x(ax[0], r[0]); }));
+  Tensor e = Ok(
+      Compute("E", {rows, cols}, [&](const Axes& ax) { return Exp(x(ax[0], ax[1]) - mx(ax[0])); }));
+  Tensor s = Ok(Reduce("S", {rows}, ReduceKind::kSum, {cols},
+                       [&](const Axes& ax, const Axes& r) { return e(ax[0], r[0]); }));
+  Tensor y =
+      Ok(Compute("Y", {rows, cols}, [&](const Axes& ax) { return e(ax[0], ax[1]) / s(ax[0]); }));
+  return Ok(ComputeDAG::Create({y}));
+}
+
 // The products' exact sum and Σ|products| in double (a product of two floats is exact in double).
 struct Exact {
   double sum = 0;
@@ -137,16 +151,7 @@ TEST(CompensatedSumTest, LeavesMaxReductionsAndIntegerSumsAlone) {
 TEST(CompensatedSumTest, SoftmaxResultsAgreeWithThePlainProgram) {
   // Short sums: compensation changes a result by at most a few ulps.
   constexpr int64_t kRows = 5, kCols = 11;
-  Tensor x = Ok(Placeholder("X", {kRows, kCols}));
-  Tensor mx = Ok(Reduce("M", {kRows}, ReduceKind::kMax, {kCols},
-                        [&](const Axes& ax, const Axes& r) { return x(ax[0], r[0]); }));
-  Tensor e = Ok(Compute("E", {kRows, kCols},
-                        [&](const Axes& ax) { return Exp(x(ax[0], ax[1]) - mx(ax[0])); }));
-  Tensor s = Ok(Reduce("S", {kRows}, ReduceKind::kSum, {kCols},
-                       [&](const Axes& ax, const Axes& r) { return e(ax[0], r[0]); }));
-  Tensor y =
-      Ok(Compute("Y", {kRows, kCols}, [&](const Axes& ax) { return e(ax[0], ax[1]) / s(ax[0]); }));
-  const ComputeDAG dag = Ok(ComputeDAG::Create({y}));
+  const ComputeDAG dag = Softmax(kRows, kCols);
   const BufferMap inputs = MakeRandomInputs(dag, 11);
   const BufferMap plain = Ok(RunReference(dag, inputs));
   const BufferMap compensated = Ok(RunCompensatedReference(dag, inputs));
@@ -195,16 +200,7 @@ TEST(EvaluatePointRoundedTest, IsThePlainNaiveProgramAtEveryPoint) {
   EXPECT_GT(differs_from_compensated, 0);  // the point evaluation does round like the plain sum
 
   constexpr int64_t kRows = 3, kCols = 7;
-  Tensor x = Ok(Placeholder("X", {kRows, kCols}));
-  Tensor mx = Ok(Reduce("M", {kRows}, ReduceKind::kMax, {kCols},
-                        [&](const Axes& ax, const Axes& r) { return x(ax[0], r[0]); }));
-  Tensor e = Ok(Compute("E", {kRows, kCols},
-                        [&](const Axes& ax) { return Exp(x(ax[0], ax[1]) - mx(ax[0])); }));
-  Tensor s = Ok(Reduce("S", {kRows}, ReduceKind::kSum, {kCols},
-                       [&](const Axes& ax, const Axes& r) { return e(ax[0], r[0]); }));
-  Tensor y =
-      Ok(Compute("Y", {kRows, kCols}, [&](const Axes& ax) { return e(ax[0], ax[1]) / s(ax[0]); }));
-  const ComputeDAG softmax = Ok(ComputeDAG::Create({y}));
+  const ComputeDAG softmax = Softmax(kRows, kCols);
   const BufferMap inputs = MakeRandomInputs(softmax, 5);
   const BufferMap plain = Ok(RunReference(softmax, inputs));
   for (int64_t i = 0; i < kRows; ++i) {

@@ -325,6 +325,17 @@ TEST(ArbitrationTest, ReportFieldsRoundTripThroughJsonAndOptionsAreValidated) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("arbitration_max_steps")));
 }
 
+// Host measurer options for the end-to-end tests: one thread, three timed runs.
+MeasureOptions QuickHostOptions() {
+  MeasureOptions o;
+  o.timing.warmup_runs = 1;
+  o.timing.min_runs = 3;
+  o.timing.max_runs = 3;
+  o.timing.min_total_ms = 0;
+  o.host_threads = 1;
+  return o;
+}
+
 // End to end on the cpu target: Y[i] = (X[i] + 4096) − 4096. The float32 reference rounds X[i] +
 // 4096 to a multiple of 2^-12 and so loses X's low bits (off by up to 2^-13 ≈ 1.2e-4); the
 // candidate simplifies the expression to Y[i] = X[i], the exact value. At atol 1e-5 (rtol 1e-12)
@@ -390,15 +401,10 @@ ir::LoopNest Reassociated() {
 }
 
 TEST(ArbitrationTest, HostMeasurerAcceptsAnExactResultThePlainCheckRejects) {
-  MeasureOptions o;
-  o.timing.warmup_runs = 1;
-  o.timing.min_runs = 3;
-  o.timing.max_runs = 3;
-  o.timing.min_total_ms = 0;
-  o.host_threads = 1;
+  MeasureOptions o = QuickHostOptions();
   o.atol = 1e-5;
   o.rtol = 1e-12;
-  // The naive program compiled for the host as the reference: float32, summed in one order.
+  // The naive program compiled for the host as the reference: float32 arithmetic.
   o.interpreter_reference_max_ops = 0;
   BuildResult c;
   c.nest = std::make_shared<const ir::LoopNest>(Simplified());
@@ -455,12 +461,7 @@ TEST(ArbitrationTest, HostMeasurerJudgesLongSumsAgainstTheCompensatedReference) 
   }
   EXPECT_GT(plain_error, 0.3);
 
-  MeasureOptions o;
-  o.timing.warmup_runs = 1;
-  o.timing.min_runs = 3;
-  o.timing.max_runs = 3;
-  o.timing.min_total_ms = 0;
-  o.host_threads = 1;
+  MeasureOptions o = QuickHostOptions();
   o.atol = 0.3;
   o.rtol = 1e-12;
   o.arbitration_max_elements = 0;
