@@ -324,6 +324,11 @@ class TuningJob {
     } else if (log.status().code() != absl::StatusCode::kNotFound) {
       return log.status();
     }
+    if (!options.model_init.empty()) {
+      // Before the log is created: a model file that does not load leaves no empty log behind.
+      costmodel::XGBoostModel probe;
+      RETURN_IF_ERROR(probe.LoadForTarget(options.model_init, target));
+    }
     ASSIGN_OR_RETURN(LogWriter writer, LogWriter::Open(options.log_path));
     const uint64_t seed =
         options.seed ^ 0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(records.size());

@@ -94,6 +94,8 @@ expect_error random "--model-init needs --model xgboost"
 head -c 100 "$tmp/m.model" >"$tmp/cut.model"
 run cut "${tune[@]}" --trials 2 --log "$tmp/c.jsonl" --model-init "$tmp/cut.model"
 expect_error cut "model file '$tmp/cut.model'"
+# A model that does not load leaves no log behind.
+for f in o.jsonl c.jsonl; do [[ ! -e "$tmp/$f" ]] || fail "a refused --model-init created $f"; done
 
 # inspect: trials/s and the time split per phase, summed from the round lines.
 run inspect inspect --log "$log" --curve-points 1
