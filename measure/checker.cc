@@ -304,28 +304,23 @@ std::vector<int64_t> MismatchIndices(const double* got, const double* expected, 
 
 }  // namespace
 
-ArbitrationSummary ArbitrateMismatches(const ir::ComputeDAG& dag, int output_id,
-                                       const ir::BufferMap& inputs, const ir::HostBuffer& got,
-                                       const ir::HostBuffer& expected, const Tolerance& tolerance,
-                                       const ArbitrationOptions& options) {
+ArbitrationSummary ArbitrateListed(const ir::ComputeDAG& dag, int output_id,
+                                   const ir::BufferMap& inputs, const CompareSummary& compare,
+                                   const std::vector<int64_t>& flats,
+                                   const std::vector<double>& got, const std::vector<double>& ref32,
+                                   const Tolerance& tolerance, const ArbitrationOptions& options) {
   CHECK(output_id >= 0 && output_id < dag.num_stages()) << "stage id " << output_id;
+  CHECK(got.size() == flats.size() && ref32.size() == flats.size())
+      << flats.size() << " listed mismatches with " << got.size() << " values and " << ref32.size()
+      << " reference values";
   const ir::Tensor& t = dag.stage(output_id);
-  CHECK(got.shape == expected.shape && expected.shape == t.shape())
-      << "output '" << t.name() << "' arbitrated with buffers of another shape";
-  CHECK(got.data.size() == expected.data.size() &&
-        static_cast<int64_t>(expected.data.size()) == t.NumElements())
-      << "output '" << t.name() << "' holds " << got.data.size() << " values, the reference "
-      << expected.data.size();
-  const int64_t n = static_cast<int64_t>(expected.data.size());
   ArbitrationSummary s;
-  s.compare = SummarizeDoubles(got.data.data(), expected.data.data(), n, tolerance, ThreadsFor(n));
+  s.compare = compare;
   s.still_failing = s.compare.mismatches;
   if (s.compare.mismatches == 0 || options.max_elements <= 0 ||
       s.compare.mismatches > options.max_elements) {
     return s;
   }
-  const std::vector<int64_t> flats =
-      MismatchIndices(got.data.data(), expected.data.data(), n, tolerance);
   CHECK(static_cast<int64_t>(flats.size()) == s.compare.mismatches)
       << "mismatch count " << s.compare.mismatches << " but " << flats.size() << " indices";
   const int64_t count = static_cast<int64_t>(flats.size());
@@ -333,15 +328,14 @@ ArbitrationSummary ArbitrateMismatches(const ir::ComputeDAG& dag, int output_id,
   std::vector<std::string> errors(flats.size());
   for (size_t i = 0; i < flats.size(); ++i) {
     verdicts[i].flat = flats[i];
-    verdicts[i].got = got.data[flats[i]];
-    verdicts[i].ref32 = expected.data[flats[i]];
+    verdicts[i].got = got[i];
+    verdicts[i].ref32 = ref32[i];
   }
   const PrecisionRule rule = RuleFor(dag, output_id, tolerance, options.precision);
   auto judge = [&](int64_t i, int64_t* steps) {
     const size_t u = static_cast<size_t>(i);
-    const int64_t flat = flats[u];
-    verdicts[u] = JudgeElement(dag, output_id, inputs, t.shape(), flat, got.data[flat],
-                               expected.data[flat], rule, &errors[u], steps);
+    verdicts[u] = JudgeElement(dag, output_id, inputs, t.shape(), flats[u], got[u], ref32[u], rule,
+                               &errors[u], steps);
   };
 
   // The first element alone, its steps counted: the estimate of the whole (deterministic).
@@ -372,28 +366,52 @@ ArbitrationSummary ArbitrateMismatches(const ir::ComputeDAG& dag, int output_id,
   if (first_failure >= 0) {
     const ArbitratedElement& v = verdicts[static_cast<size_t>(first_failure)];
     const std::string& error = errors[static_cast<size_t>(first_failure)];
-    const int64_t flat = v.flat;
-    const std::string where = absl::StrCat(t.name(), FormatIndex(t.shape(), flat));
+    const std::string where = absl::StrCat(t.name(), FormatIndex(t.shape(), v.flat));
     if (!error.empty()) {
       s.note = absl::StrCat(where, ": float64 point evaluation failed: ", error);
     } else {
-      s.note = absl::StrCat(where, ": got ", FormatValue(got.data[flat]), ", ref32 ",
-                            FormatValue(expected.data[flat]), ", ref64 ", FormatValue(v.ref64),
-                            ", allowed ", FormatValue(AllowedError(rule, v.ref64, v.magnitude)));
+      s.note = absl::StrCat(where, ": got ", FormatValue(v.got), ", ref32 ", FormatValue(v.ref32),
+                            ", ref64 ", FormatValue(v.ref64), ", allowed ",
+                            FormatValue(AllowedError(rule, v.ref64, v.magnitude)));
     }
   }
   s.judged = std::move(verdicts);
   return s;
 }
 
-void CompareOutputWithArbitration(const ir::ComputeDAG& dag, int output_id,
-                                  const ir::BufferMap& inputs, const ir::HostBuffer& got,
-                                  const ir::HostBuffer& expected, const Tolerance& tolerance,
-                                  const ArbitrationOptions& options, int trial,
-                                  CheckDistribution distribution, CheckReport* report) {
-  const std::string& name = dag.stage(output_id).name();
-  const ArbitrationSummary a =
-      ArbitrateMismatches(dag, output_id, inputs, got, expected, tolerance, options);
+ArbitrationSummary ArbitrateMismatches(const ir::ComputeDAG& dag, int output_id,
+                                       const ir::BufferMap& inputs, const ir::HostBuffer& got,
+                                       const ir::HostBuffer& expected, const Tolerance& tolerance,
+                                       const ArbitrationOptions& options) {
+  CHECK(output_id >= 0 && output_id < dag.num_stages()) << "stage id " << output_id;
+  const ir::Tensor& t = dag.stage(output_id);
+  CHECK(got.shape == expected.shape && expected.shape == t.shape())
+      << "output '" << t.name() << "' arbitrated with buffers of another shape";
+  CHECK(got.data.size() == expected.data.size() &&
+        static_cast<int64_t>(expected.data.size()) == t.NumElements())
+      << "output '" << t.name() << "' holds " << got.data.size() << " values, the reference "
+      << expected.data.size();
+  const int64_t n = static_cast<int64_t>(expected.data.size());
+  const CompareSummary compare =
+      SummarizeDoubles(got.data.data(), expected.data.data(), n, tolerance, ThreadsFor(n));
+  std::vector<int64_t> flats;
+  std::vector<double> got_values, ref_values;
+  if (compare.mismatches > 0 && options.max_elements > 0 &&
+      compare.mismatches <= options.max_elements) {
+    flats = MismatchIndices(got.data.data(), expected.data.data(), n, tolerance);
+    for (int64_t f : flats) {
+      got_values.push_back(got.data[f]);
+      ref_values.push_back(expected.data[f]);
+    }
+  }
+  return ArbitrateListed(dag, output_id, inputs, compare, flats, got_values, ref_values, tolerance,
+                         options);
+}
+
+void AccumulateArbitration(const ir::ComputeDAG& dag, int output_id, const ArbitrationSummary& a,
+                           double got_at_first, double expected_at_first, int trial,
+                           CheckDistribution distribution, CheckReport* report) {
+  const ir::Tensor& t = dag.stage(output_id);
   CompareSummary summary = a.compare;
   if (a.passed()) {
     report->arbitrated += a.arbitrated;
@@ -401,13 +419,24 @@ void CompareOutputWithArbitration(const ir::ComputeDAG& dag, int output_id,
     summary.first_mismatch = -1;
   } else if (!a.note.empty() && report->arbitration.empty()) {
     report->arbitration = absl::StrCat(
-        "float64 arbitration of ", a.compare.mismatches, " mismatches of ", name, " (trial ", trial,
-        ", ", CheckDistributionName(distribution),
+        "float64 arbitration of ", a.compare.mismatches, " mismatches of ", t.name(), " (trial ",
+        trial, ", ", CheckDistributionName(distribution),
         "): ", a.attempted ? absl::StrCat(a.still_failing, " still fail, first ", a.note) : a.note);
   }
-  const int64_t first = summary.first_mismatch;
-  AccumulateSummary(name, expected.shape, summary, first >= 0 ? got.data[first] : 0,
-                    first >= 0 ? expected.data[first] : 0, trial, distribution, report);
+  AccumulateSummary(t.name(), t.shape(), summary, got_at_first, expected_at_first, trial,
+                    distribution, report);
+}
+
+void CompareOutputWithArbitration(const ir::ComputeDAG& dag, int output_id,
+                                  const ir::BufferMap& inputs, const ir::HostBuffer& got,
+                                  const ir::HostBuffer& expected, const Tolerance& tolerance,
+                                  const ArbitrationOptions& options, int trial,
+                                  CheckDistribution distribution, CheckReport* report) {
+  const ArbitrationSummary a =
+      ArbitrateMismatches(dag, output_id, inputs, got, expected, tolerance, options);
+  const int64_t first = a.passed() ? -1 : a.compare.first_mismatch;
+  AccumulateArbitration(dag, output_id, a, first >= 0 ? got.data[first] : 0,
+                        first >= 0 ? expected.data[first] : 0, trial, distribution, report);
 }
 
 absl::Status VerifyReferenceSamples(const ir::ComputeDAG& dag, const ir::BufferMap& inputs,

@@ -179,6 +179,25 @@ ArbitrationSummary ArbitrateMismatches(const ir::ComputeDAG& dag, int output_id,
                                        const ir::HostBuffer& expected, const Tolerance& tolerance,
                                        const ArbitrationOptions& options);
 
+/// ArbitrateMismatches for mismatches found elsewhere (the device compare,
+/// measure/device_compare.h, lists them without the output leaving the GPU): `compare` summarizes
+/// the plain comparison of the whole output, `flats` holds every mismatching flat index in
+/// ascending order (all compare.mismatches of them when 0 < mismatches <= options.max_elements; may
+/// be empty otherwise), `got` and `ref32` their candidate and float32 reference values. Same
+/// verdicts, notes and limits as ArbitrateMismatches, which calls it. Sizes must agree (CHECKed).
+ArbitrationSummary ArbitrateListed(const ir::ComputeDAG& dag, int output_id,
+                                   const ir::BufferMap& inputs, const CompareSummary& compare,
+                                   const std::vector<int64_t>& flats,
+                                   const std::vector<double>& got, const std::vector<double>& ref32,
+                                   const Tolerance& tolerance, const ArbitrationOptions& options);
+
+/// Accumulates an arbitrated output into `report` as CompareOutputWithArbitration does (below);
+/// `got_at_first` / `expected_at_first` are the values at a.compare.first_mismatch when the
+/// arbitration did not pass (ignored otherwise).
+void AccumulateArbitration(const ir::ComputeDAG& dag, int output_id, const ArbitrationSummary& a,
+                           double got_at_first, double expected_at_first, int trial,
+                           CheckDistribution distribution, CheckReport* report);
+
 /// CompareOutput of output `output_id` of `dag` with float64 arbitration (ArbitrateMismatches):
 /// when every mismatch passes arbitration, the output accumulates into `report` as matching
 /// (maxima and element count as CompareOutput, no mismatches) and report->arbitrated grows by

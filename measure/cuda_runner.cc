@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -67,6 +68,9 @@ namespace cuda_internal {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// One entry of the device compare's mismatch list: flat index, got as float64 bits.
+constexpr int64_t kMismatchEntryBytes = 16;
 
 double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -118,6 +122,10 @@ struct ResidentData {
   std::vector<int> output_order;  // k by output name (the host path's order)
   // Result slots: [trial][k] compare slots first, then [trial][param] difference counts.
   DeviceBuffer slots;
+  // The device compare's mismatch list (16 bytes per entry), reused by every compare: each is
+  // read back before the next one starts. Empty when arbitration is off.
+  DeviceBuffer mismatch_list;
+  int64_t mismatch_capacity = 0;
   std::vector<CompareSlot> initial_slots;
 
   int CompareSlotIndex(int trial, int k) const { return trial * num_outputs + k; }
@@ -249,12 +257,26 @@ absl::Status DownloadAt(const CudaDriver& driver, cuda::CUdeviceptr ptr, int64_t
                       "cuMemcpyDtoH");
 }
 
-// Whether every value of `buffer` is a float32 value (NaNs included), so that its packed float32
-// copy holds exactly the values the host path would compare with.
-bool ExactInFloat32(const ir::HostBuffer& buffer) {
-  for (double v : buffer.data) {
-    if (std::isnan(v)) continue;
-    if (static_cast<double>(static_cast<float>(v)) != v) return false;
+// Element `flat` of a device buffer of `dtype` elements, downloaded and unpacked.
+absl::StatusOr<double> DownloadElement(const CudaDriver& driver, const DeviceBuffer& buffer,
+                                       ir::ScalarType dtype, int64_t flat) {
+  const int64_t bytes = StorageBytes(dtype);
+  std::array<std::byte, 8> raw{};
+  RETURN_IF_ERROR(DownloadAt(driver, buffer.ptr(), bytes * flat, raw.data(), bytes));
+  ir::HostBuffer one = ir::HostBuffer::Zeros(dtype, {1});
+  RETURN_IF_ERROR(UnpackBuffer(raw.data(), static_cast<size_t>(bytes), &one));
+  return one.data[0];
+}
+
+// Whether every value of `buffer` survives packing into its dtype (NaNs included), so that the
+// packed copy on the device holds exactly the values the host path would compare with.
+bool ExactInStorage(const ir::HostBuffer& buffer) {
+  const std::vector<std::byte> bytes = PackBuffer(buffer);
+  ir::HostBuffer back = ir::HostBuffer::Zeros(buffer.dtype, buffer.shape);
+  if (!UnpackBuffer(bytes.data(), bytes.size(), &back).ok()) return false;
+  for (size_t i = 0; i < buffer.data.size(); ++i) {
+    const double v = buffer.data[i];
+    if (std::isnan(v) ? !std::isnan(back.data[i]) : back.data[i] != v) return false;
   }
   return true;
 }
@@ -418,7 +440,7 @@ absl::Status NaiveResidentReferences(const MeasureOptions& options, BatchData* d
     expected[d.name] = std::move(got);
     ASSIGN_OR_RETURN(DeviceBuffer p, AllocateAndUpload(driver, bytes));
     res->pristine_references[t].push_back(std::move(p));
-    res->device_compare[t].push_back(d.dtype == ir::ScalarType::kFloat32);
+    res->device_compare[t].push_back(DeviceComparer::Supports(d.dtype));
   }
   absl::Status verified = VerifyReferenceSamples(*data->dag, trial.inputs, expected,
                                                  options.reference_point_samples, trial.seed);
@@ -445,8 +467,8 @@ absl::Status UploadResidentReferences(const BatchData& data, int t, const CudaDr
     RETURN_IF_ERROR(UploadBytes(res->references[t][k], bytes, d.name));
     ASSIGN_OR_RETURN(DeviceBuffer p, AllocateAndUpload(driver, bytes));
     res->pristine_references[t].push_back(std::move(p));
-    res->device_compare[t].push_back(d.dtype == ir::ScalarType::kFloat32 &&
-                                     ExactInFloat32(it->second));
+    res->device_compare[t].push_back(DeviceComparer::Supports(d.dtype) &&
+                                     ExactInStorage(it->second));
   }
   return absl::OkStatus();
 }
@@ -483,6 +505,11 @@ absl::Status SetupResident(const MeasureOptions& options, BatchData* data, Worke
   res->initial_slots.assign(static_cast<size_t>(num_slots), InitialCompareSlot());
   ASSIGN_OR_RETURN(res->slots, DeviceBuffer::Allocate(
                                    driver, static_cast<int64_t>(num_slots * sizeof(CompareSlot))));
+  if (options.arbitration_max_elements > 0) {
+    res->mismatch_capacity = options.arbitration_max_elements;
+    ASSIGN_OR_RETURN(res->mismatch_list,
+                     DeviceBuffer::Allocate(driver, res->mismatch_capacity * kMismatchEntryBytes));
+  }
   state->resident = std::move(res);
   return absl::OkStatus();
 }
@@ -650,8 +677,45 @@ Finished BindResidentArgs(const BatchData& data, const WorkerState& state,
   return std::nullopt;
 }
 
-// Output k of trial t compared on the device (its slot downloaded); few mismatches are compared
-// again on the host with float64 arbitration.
+// The mismatches of output k of trial t, as the device compare listed them (all `summary`'s),
+// judged in float64 (ArbitrateListed) and accumulated into the report.
+Finished ArbitrateDeviceList(const MeasureOptions& options, const BatchData& data,
+                             const WorkerState& state, int t, int k, const CompareSummary& summary,
+                             const ir::HostBuffer& expected, Clock::time_point start,
+                             MeasureResult& r) {
+  const ResidentData& res = *state.resident;
+  const Trial& trial = data.trials[t];
+  const ir::BufferDecl& decl = data.naive_params.params[res.num_inputs + k];
+  const int64_t count = summary.mismatches;
+  std::vector<std::array<uint64_t, 2>> entries(static_cast<size_t>(count));
+  absl::Status s = DownloadAt(*state.driver, res.mismatch_list.ptr(), 0, entries.data(),
+                              count * kMismatchEntryBytes);
+  if (!s.ok()) return RuntimeFailure(r, start, s);
+  std::sort(entries.begin(), entries.end());
+  std::vector<int64_t> flats;
+  std::vector<double> got, ref32;
+  const int64_t n = decl.NumElements();
+  for (const auto& [flat, bits] : entries) {
+    if (flat >= static_cast<uint64_t>(n)) {
+      return FinishItem(r, start, MeasureError::kUnknown,
+                        absl::StrCat("device compare listed element ", flat, " of ", n));
+    }
+    flats.push_back(static_cast<int64_t>(flat));
+    got.push_back(std::bit_cast<double>(bits));
+    ref32.push_back(expected.data[flat]);
+  }
+  const int output_id = data.dag->StageId(decl.name);
+  const ArbitrationSummary a =
+      ArbitrateListed(*data.dag, output_id, trial.inputs, summary, flats, got, ref32,
+                      ToleranceFor(decl.dtype, options.atol, options.rtol), ArbitrationOf(options));
+  // The first mismatch is the lowest listed index: entries are sorted.
+  AccumulateArbitration(*data.dag, output_id, a, got.front(), ref32.front(), t, trial.distribution,
+                        &r.check);
+  return std::nullopt;
+}
+
+// Output k of trial t compared on the device (its slot downloaded); few mismatches are judged
+// again in float64 on the host (from the device's mismatch list, or the downloaded output).
 Finished CompareOnDevice(const MeasureOptions& options, const BatchData& data,
                          const WorkerState& state, int t, int k, Clock::time_point start,
                          MeasureResult& r) {
@@ -662,8 +726,9 @@ Finished CompareOnDevice(const MeasureOptions& options, const BatchData& data,
   const Tolerance tolerance = ToleranceFor(decl.dtype, options.atol, options.rtol);
   const int64_t n = decl.NumElements();
   const cuda::CUdeviceptr slot_ptr = res.SlotPtr(res.CompareSlotIndex(t, k));
-  absl::Status s = state.comparer->CompareFloat32(res.outputs[k].ptr(), res.references[t][k].ptr(),
-                                                  n, tolerance, slot_ptr);
+  absl::Status s =
+      state.comparer->Compare(decl.dtype, res.outputs[k].ptr(), res.references[t][k].ptr(), n,
+                              tolerance, slot_ptr, res.mismatch_list.ptr(), res.mismatch_capacity);
   CompareSlot slot{};
   if (s.ok()) s = DownloadAt(driver, slot_ptr, 0, slot.data(), sizeof(CompareSlot));
   if (!s.ok()) return RuntimeFailure(r, start, s);
@@ -674,10 +739,9 @@ Finished CompareOnDevice(const MeasureOptions& options, const BatchData& data,
     RecordSampled(
         state, decl.name,
         [&](int64_t flat) -> double {
-          float g = 0;
-          absl::Status d = DownloadAt(driver, res.outputs[k].ptr(), 4 * flat, &g, 4);
-          if (!d.ok() && sampled_status.ok()) sampled_status = d;
-          return g;
+          absl::StatusOr<double> g = DownloadElement(driver, res.outputs[k], decl.dtype, flat);
+          if (!g.ok() && sampled_status.ok()) sampled_status = g.status();
+          return g.ok() ? *g : 0.0;
         },
         &r.check);
     if (!sampled_status.ok()) return RuntimeFailure(r, start, sampled_status);
@@ -690,10 +754,16 @@ Finished CompareOnDevice(const MeasureOptions& options, const BatchData& data,
   }
   auto expected = trial.expected.find(decl.name);
   if (summary.mismatches > 0 && summary.mismatches <= options.arbitration_max_elements &&
+      expected != trial.expected.end() && static_cast<int64_t>(slot[4]) == summary.mismatches &&
+      summary.mismatches <= res.mismatch_capacity) {
+    // Few mismatches, all in the device's list: float64 arbitration of those alone.
+    return ArbitrateDeviceList(options, data, state, t, k, summary, expected->second, start, r);
+  }
+  if (summary.mismatches > 0 && summary.mismatches <= options.arbitration_max_elements &&
       expected != trial.expected.end()) {
-    // Few mismatches: the output to the host and the comparison again there, with float64
-    // arbitration (ArbitrateMismatches). trial.expected holds the same float32 values as the
-    // device reference (device_compare needs them exact in float32).
+    // Few mismatches but no list: the output to the host and the comparison again there, with
+    // float64 arbitration (ArbitrateMismatches). trial.expected holds the same values as the
+    // device reference (device_compare needs them exact in the dtype).
     absl::StatusOr<ir::HostBuffer> got = DownloadOutput(res.outputs[k], decl);
     if (!got.ok()) return RuntimeFailure(r, start, got.status());
     CompareOutputWithArbitration(*data.dag, data.dag->StageId(decl.name), trial.inputs, *got,
@@ -703,14 +773,14 @@ Finished CompareOnDevice(const MeasureOptions& options, const BatchData& data,
   }
   double got_first = 0, expected_first = 0;
   if (summary.mismatches > 0 && r.check.mismatches == 0 && r.check.first_mismatch.empty()) {
-    float g = 0, e = 0;
-    s = DownloadAt(driver, res.outputs[k].ptr(), 4 * summary.first_mismatch, &g, 4);
-    if (s.ok()) {
-      s = DownloadAt(driver, res.references[t][k].ptr(), 4 * summary.first_mismatch, &e, 4);
-    }
-    if (!s.ok()) return RuntimeFailure(r, start, s);
-    got_first = g;
-    expected_first = e;
+    absl::StatusOr<double> g =
+        DownloadElement(driver, res.outputs[k], decl.dtype, summary.first_mismatch);
+    if (!g.ok()) return RuntimeFailure(r, start, g.status());
+    absl::StatusOr<double> e =
+        DownloadElement(driver, res.references[t][k], decl.dtype, summary.first_mismatch);
+    if (!e.ok()) return RuntimeFailure(r, start, e.status());
+    got_first = *g;
+    expected_first = *e;
   }
   AccumulateSummary(decl.name, decl.shape, summary, got_first, expected_first, t,
                     trial.distribution, &r.check);
@@ -746,12 +816,24 @@ Finished CompareOnHost(const MeasureOptions& options, const BatchData& data,
   return std::nullopt;
 }
 
+// One timed run without warm-up or flush: a check launch timed for staged timing.
+runtime::TimingOptions OneCheckRun() {
+  runtime::TimingOptions o;
+  o.warmup_runs = 0;
+  o.min_runs = 1;
+  o.max_runs = 1;
+  o.min_total_ms = 0;
+  o.flush_cache = false;
+  return o;
+}
+
 // The check on the resident inputs and references: per trial, outputs and scratch poisoned on the
-// device, one synchronized launch, every output compared (in name order).
+// device, one synchronized launch, every output compared (in name order). With staged timing
+// (options.screen_above_ms > 0) each launch's time goes to `check_runs_ms`.
 Finished ResidentCheck(const MeasureOptions& options, const BatchData& data,
                        const WorkerState& state, const codegen::GpuModule& gpu,
                        const LoadedGpuModule& module, ResidentArgs& bound, Clock::time_point start,
-                       MeasureResult& r) {
+                       MeasureResult& r, std::vector<double>* check_runs_ms) {
   ResidentData& res = *state.resident;
   const int ni = res.num_inputs;
   const auto check_start = Clock::now();
@@ -767,9 +849,17 @@ Finished ResidentCheck(const MeasureOptions& options, const BatchData& data,
           PoisonOnDevice(p < 0 ? bound.scratch[i] : res.outputs[p - ni], gpu.args[i].buffer);
       if (!s.ok()) return RuntimeFailure(r, start, s);
     }
-    absl::Status launched =
-        module.LaunchAll(ResidentArgPtrs(res, bound, res.inputs[t]), /*synchronize=*/true);
-    if (!launched.ok()) return RuntimeFailure(r, start, launched);
+    const std::vector<cuda::CUdeviceptr> args = ResidentArgPtrs(res, bound, res.inputs[t]);
+    if (options.screen_above_ms > 0) {
+      // Timed between events (one run, no flush) for staged timing; Time waits for the end event.
+      absl::StatusOr<TimingStats> one = state.timer->Time(
+          [&]() { return module.LaunchAll(args, /*synchronize=*/false); }, OneCheckRun());
+      if (!one.ok()) return RuntimeFailure(r, start, one.status());
+      check_runs_ms->push_back(one->median_ms);
+    } else {
+      absl::Status launched = module.LaunchAll(args, /*synchronize=*/true);
+      if (!launched.ok()) return RuntimeFailure(r, start, launched);
+    }
     for (int k : res.output_order) {
       const int trial = static_cast<int>(t);
       Finished finished = state.comparer != nullptr && res.device_compare[t][k]
@@ -835,8 +925,12 @@ std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData&
   const ResidentData& res = *state.resident;
   ResidentArgs bound;
   if (Finished f = BindResidentArgs(data, state, gpu, start, r, &bound)) return *f;
+  std::vector<double> check_runs_ms;
   if (options.check) {
-    if (Finished f = ResidentCheck(options, data, state, gpu, module, bound, start, r)) return *f;
+    if (Finished f =
+            ResidentCheck(options, data, state, gpu, module, bound, start, r, &check_runs_ms)) {
+      return *f;
+    }
   }
   std::string tf32x3_verdict;
   if (options.check && tf32x3_gate && r.check.mismatches == 0) {
@@ -844,8 +938,15 @@ std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData&
   }
   const bool wrong = r.check.mismatches > 0 || !tf32x3_verdict.empty();
 
+  // Staged timing: a candidate slower than the screen in every check run keeps those times.
+  if (!wrong && !check_runs_ms.empty() &&
+      *std::min_element(check_runs_ms.begin(), check_runs_ms.end()) > options.screen_above_ms) {
+    r.timing = runtime::Summarize(check_runs_ms);
+    r.screened = true;
+    for (double ms : check_runs_ms) r.costs_s.push_back(ms / 1000.0);
+  }
   // Timing on the resident timing inputs (random, never the check inputs, never zeros).
-  if (!wrong) {
+  if (!wrong && !r.screened) {
     const std::vector<cuda::CUdeviceptr> timing_args =
         ResidentArgPtrs(res, bound, res.timing_inputs);
     absl::StatusOr<TimingStats> stats = state.timer->Time(
@@ -1007,6 +1108,8 @@ class CudaRunner : public Runner {
       : target_(std::move(target)), options_(std::move(options)) {}
 
   const Target& target() const override { return target_; }
+
+  void SetScreenAboveMs(double ms) override { options_.screen_above_ms = ms > 0 ? ms : 0; }
 
   std::vector<MeasureResult> Run(const ir::ComputeDAG& dag,
                                  const std::vector<BuildResult>& candidates) override {

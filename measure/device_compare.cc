@@ -34,31 +34,62 @@ std::string ReduceStep(const std::string& reg, const std::string& op, int offset
                       op, ".u64 ", reg, ", ", reg, ", %rd14;\n");
 }
 
-// The entry tilesearch_compare_f32(got, expected, n, atol, rtol, slot) (see the header comment).
-std::string CompareF32Entry() {
-  std::string ptx =
-      ".visible .entry tilesearch_compare_f32(\n"
-      "  .param .u64 p_got,\n"
-      "  .param .u64 p_expected,\n"
-      "  .param .u64 p_n,\n"
-      "  .param .f64 p_atol,\n"
-      "  .param .f64 p_rtol,\n"
-      "  .param .u64 p_slot)\n"
-      "{\n"
-      "  .reg .pred %p<12>;\n"
-      "  .reg .b32 %r<12>;\n"
-      "  .reg .b64 %rd<20>;\n"
-      "  .reg .f32 %f<4>;\n"
-      "  .reg .f64 %fd<16>;\n"
-      "  ld.param.u64 %rd1, [p_got];\n"
-      "  ld.param.u64 %rd2, [p_expected];\n"
-      "  ld.param.u64 %rd3, [p_n];\n"
-      "  ld.param.f64 %fd1, [p_atol];\n"
-      "  ld.param.f64 %fd2, [p_rtol];\n"
-      "  ld.param.u64 %rd4, [p_slot];\n"
-      "  cvta.to.global.u64 %rd1, %rd1;\n"
-      "  cvta.to.global.u64 %rd2, %rd2;\n"
-      "  cvta.to.global.u64 %rd4, %rd4;\n"
+// The element types the compare kernels read: float32, and float16 / bfloat16 widened to float32
+// (exactly) before the same float64 rule.
+enum class CompareElement16 { kNone, kFloat16, kBFloat16 };
+
+// PTX loading element %rd5 of the buffer at `base` into the float32 register `f` (%h1 / %r10 are
+// scratch), the byte offset in %rd8.
+std::string LoadElement(CompareElement16 kind, const char* base, const char* f) {
+  switch (kind) {
+    case CompareElement16::kNone:
+      return absl::StrCat("  add.u64 %rd9, ", base, ", %rd8;\n  ld.global.f32 ", f, ", [%rd9];\n");
+    case CompareElement16::kFloat16:
+      return absl::StrCat("  add.u64 %rd9, ", base, ", %rd8;\n  ld.global.b16 %h1, [%rd9];\n",
+                          "  cvt.f32.f16 ", f, ", %h1;\n");
+    case CompareElement16::kBFloat16:
+      // bfloat16 is the upper half of a float32.
+      return absl::StrCat("  add.u64 %rd9, ", base, ", %rd8;\n  ld.global.b16 %h1, [%rd9];\n",
+                          "  cvt.u32.u16 %r10, %h1;\n  shl.b32 %r10, %r10, 16;\n  mov.b32 ", f,
+                          ", %r10;\n");
+  }
+  return "";
+}
+
+// The entry tilesearch_compare_<suffix>(got, expected, n, atol, rtol, slot, list, list_capacity)
+// (see the header comment).
+std::string CompareEntry(const char* suffix, CompareElement16 kind) {
+  std::string ptx = absl::StrCat(".visible .entry tilesearch_compare_", suffix,
+                                 "(\n"
+                                 "  .param .u64 p_got,\n"
+                                 "  .param .u64 p_expected,\n"
+                                 "  .param .u64 p_n,\n"
+                                 "  .param .f64 p_atol,\n"
+                                 "  .param .f64 p_rtol,\n"
+                                 "  .param .u64 p_slot,\n"
+                                 "  .param .u64 p_list,\n"
+                                 "  .param .u64 p_capacity)\n"
+                                 "{\n"
+                                 "  .reg .pred %p<12>;\n"
+                                 "  .reg .b16 %h<4>;\n"
+                                 "  .reg .b32 %r<12>;\n"
+                                 "  .reg .b64 %rd<20>;\n"
+                                 "  .reg .f32 %f<4>;\n"
+                                 "  .reg .f64 %fd<16>;\n"
+                                 "  ld.param.u64 %rd1, [p_got];\n"
+                                 "  ld.param.u64 %rd2, [p_expected];\n"
+                                 "  ld.param.u64 %rd3, [p_n];\n"
+                                 "  ld.param.f64 %fd1, [p_atol];\n"
+                                 "  ld.param.f64 %fd2, [p_rtol];\n"
+                                 "  ld.param.u64 %rd4, [p_slot];\n"
+                                 "  ld.param.u64 %rd17, [p_list];\n"
+                                 "  ld.param.u64 %rd16, [p_capacity];\n"
+                                 "  cvta.to.global.u64 %rd1, %rd1;\n"
+                                 "  cvta.to.global.u64 %rd2, %rd2;\n"
+                                 "  cvta.to.global.u64 %rd4, %rd4;\n"
+                                 "  cvta.to.global.u64 %rd17, %rd17;\n");
+  absl::StrAppend(
+      &ptx,
       "  mov.u32 %r1, %ctaid.x;\n"
       "  mov.u32 %r2, %ntid.x;\n"
       "  mov.u32 %r3, %tid.x;\n"
@@ -76,11 +107,9 @@ std::string CompareF32Entry() {
       "$Lc_loop:\n"
       "  setp.ge.u64 %p1, %rd5, %rd3;\n"
       "  @%p1 bra $Lc_reduce;\n"
-      "  shl.b64 %rd8, %rd5, 2;\n"
-      "  add.u64 %rd9, %rd1, %rd8;\n"
-      "  ld.global.f32 %f1, [%rd9];\n"
-      "  add.u64 %rd9, %rd2, %rd8;\n"
-      "  ld.global.f32 %f2, [%rd9];\n"
+      "  shl.b64 %rd8, %rd5, ",
+      kind == CompareElement16::kNone ? 2 : 1, ";\n", LoadElement(kind, "%rd1", "%f1"),
+      LoadElement(kind, "%rd2", "%f2"),
       "  cvt.f64.f32 %fd3, %f1;\n"  // got (exact)
       "  cvt.f64.f32 %fd4, %f2;\n"  // expected (exact)
       "  testp.finite.f64 %p2, %fd4;\n"
@@ -114,12 +143,26 @@ std::string CompareF32Entry() {
       "  @%p5 bra $Lc_next;\n"
       "  add.u64 %rd10, %rd10, 1;\n"
       "  min.u64 %rd11, %rd11, %rd5;\n"
+      // The list: (index, got as float64 bits) at the next of `capacity` places, counted in slot
+      // word 4; once full, only the (cheap, approximate) read of the count is left per mismatch.
+      "  setp.eq.u64 %p6, %rd16, 0;\n"
+      "  @%p6 bra $Lc_next;\n"
+      "  ld.volatile.global.u64 %rd18, [%rd4+32];\n"
+      "  setp.ge.u64 %p6, %rd18, %rd16;\n"
+      "  @%p6 bra $Lc_next;\n"
+      "  atom.global.add.u64 %rd18, [%rd4+32], 1;\n"
+      "  setp.ge.u64 %p6, %rd18, %rd16;\n"
+      "  @%p6 bra $Lc_next;\n"
+      "  shl.b64 %rd19, %rd18, 4;\n"
+      "  add.u64 %rd19, %rd17, %rd19;\n"
+      "  mov.b64 %rd15, %fd3;\n"
+      "  st.global.v2.u64 [%rd19], {%rd5, %rd15};\n"
       "$Lc_next:\n"
       "  add.u64 %rd5, %rd5, %rd7;\n"
       "  bra $Lc_loop;\n"
       "$Lc_reduce:\n"
       "  mov.b64 %rd12, %fd10;\n"
-      "  mov.b64 %rd13, %fd11;\n";
+      "  mov.b64 %rd13, %fd11;\n");
   for (int offset : {16, 8, 4, 2, 1}) {
     absl::StrAppend(&ptx, ReduceStep("%rd10", "add", offset), ReduceStep("%rd11", "min", offset),
                     ReduceStep("%rd12", "max", offset), ReduceStep("%rd13", "max", offset));
@@ -213,8 +256,10 @@ std::string BytesDifferEntry() {
 
 // The module: PTX ISA 7.0 for sm_75 (JIT-compiled by the driver for any newer device).
 std::string BuildPtx() {
-  return absl::StrCat(".version 7.0\n.target sm_75\n.address_size 64\n\n", CompareF32Entry(), "\n",
-                      BytesDifferEntry());
+  return absl::StrCat(".version 7.0\n.target sm_75\n.address_size 64\n\n",
+                      CompareEntry("f32", CompareElement16::kNone), "\n",
+                      CompareEntry("f16", CompareElement16::kFloat16), "\n",
+                      CompareEntry("bf16", CompareElement16::kBFloat16), "\n", BytesDifferEntry());
 }
 
 unsigned int GridFor(int64_t items) {
@@ -230,7 +275,7 @@ const std::string& DeviceComparePtx() {
 }
 
 CompareSlot InitialCompareSlot() {
-  return {0, std::bit_cast<uint64_t>(0.0), std::bit_cast<uint64_t>(0.0), ~uint64_t{0}};
+  return {0, std::bit_cast<uint64_t>(0.0), std::bit_cast<uint64_t>(0.0), ~uint64_t{0}, 0};
 }
 
 CompareSummary DecodeCompareSlot(const CompareSlot& slot, int64_t elements) {
@@ -248,23 +293,50 @@ absl::StatusOr<std::unique_ptr<DeviceComparer>> DeviceComparer::Create(const Cud
   c->context_ = &context;
   ASSIGN_OR_RETURN(c->module_, CudaModule::LoadPtx(context.driver(), DeviceComparePtx()));
   ASSIGN_OR_RETURN(c->compare_f32_, c->module_->GetFunction("tilesearch_compare_f32"));
+  ASSIGN_OR_RETURN(c->compare_f16_, c->module_->GetFunction("tilesearch_compare_f16"));
+  ASSIGN_OR_RETURN(c->compare_bf16_, c->module_->GetFunction("tilesearch_compare_bf16"));
   ASSIGN_OR_RETURN(c->bytes_differ_, c->module_->GetFunction("tilesearch_bytes_differ"));
   return c;
+}
+
+bool DeviceComparer::Supports(ir::ScalarType dtype) {
+  return dtype == ir::ScalarType::kFloat32 || dtype == ir::ScalarType::kFloat16 ||
+         dtype == ir::ScalarType::kBFloat16;
+}
+
+absl::Status DeviceComparer::Compare(ir::ScalarType dtype, cuda::CUdeviceptr got,
+                                     cuda::CUdeviceptr expected, int64_t n,
+                                     const Tolerance& tolerance, cuda::CUdeviceptr slot,
+                                     cuda::CUdeviceptr list, int64_t list_capacity) const {
+  if (n < 0) return absl::InvalidArgumentError(absl::StrCat("compare of ", n, " elements"));
+  if (list_capacity < 0 || (list_capacity > 0 && list == 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("compare with a mismatch list of capacity ",
+                                                   list_capacity, list == 0 ? " and no list" : ""));
+  }
+  cuda::CUfunction f = dtype == ir::ScalarType::kFloat32    ? compare_f32_
+                       : dtype == ir::ScalarType::kFloat16  ? compare_f16_
+                       : dtype == ir::ScalarType::kBFloat16 ? compare_bf16_
+                                                            : nullptr;
+  if (f == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the device compare reads float32, float16 and bfloat16, not ", ir::TypeName(dtype)));
+  }
+  if (n == 0) return absl::OkStatus();
+  uint64_t count = static_cast<uint64_t>(n);
+  uint64_t capacity = static_cast<uint64_t>(list_capacity);
+  double atol = tolerance.atol;
+  double rtol = tolerance.rtol;
+  void* params[] = {&got, &expected, &count, &atol, &rtol, &slot, &list, &capacity};
+  const CudaDriver& d = context_->driver();
+  return d.Check(
+      d.cuLaunchKernel(f, GridFor(n), 1, 1, kThreadsPerBlock, 1, 1, 0, nullptr, params, nullptr),
+      absl::StrCat("cuLaunchKernel(tilesearch_compare_", ir::TypeName(dtype), ")"));
 }
 
 absl::Status DeviceComparer::CompareFloat32(cuda::CUdeviceptr got, cuda::CUdeviceptr expected,
                                             int64_t n, const Tolerance& tolerance,
                                             cuda::CUdeviceptr slot) const {
-  if (n < 0) return absl::InvalidArgumentError(absl::StrCat("compare of ", n, " elements"));
-  if (n == 0) return absl::OkStatus();
-  uint64_t count = static_cast<uint64_t>(n);
-  double atol = tolerance.atol;
-  double rtol = tolerance.rtol;
-  void* params[] = {&got, &expected, &count, &atol, &rtol, &slot};
-  const CudaDriver& d = context_->driver();
-  return d.Check(d.cuLaunchKernel(compare_f32_, GridFor(n), 1, 1, kThreadsPerBlock, 1, 1, 0,
-                                  nullptr, params, nullptr),
-                 "cuLaunchKernel(tilesearch_compare_f32)");
+  return Compare(ir::ScalarType::kFloat32, got, expected, n, tolerance, slot, 0, 0);
 }
 
 absl::Status DeviceComparer::CountDifferences(cuda::CUdeviceptr a, cuda::CUdeviceptr b,

@@ -205,6 +205,7 @@ nlohmann::json MeasureResultToJson(const MeasureResult& result) {
   j["load_ms"] = NumberToJson(result.load_ms);
   j["check_ms"] = NumberToJson(result.check_ms);
   j["run_wall_ms"] = NumberToJson(result.run_wall_ms);
+  if (result.screened) j["screened"] = true;
   const CheckReport& c = result.check;
   j["check"] = {{"trials", c.trials},
                 {"max_abs_error", NumberToJson(c.max_abs_error)},
@@ -269,6 +270,10 @@ absl::StatusOr<MeasureResult> MeasureResultFromJson(const nlohmann::json& j) {
   RETURN_IF_ERROR(top.Double("load_ms", &r.load_ms));
   RETURN_IF_ERROR(top.Double("check_ms", &r.check_ms));
   RETURN_IF_ERROR(top.Double("run_wall_ms", &r.run_wall_ms));
+  if (j.contains("screened")) {
+    if (!j.at("screened").is_boolean()) return top.Bad("screened", "a boolean");
+    r.screened = j.at("screened").get<bool>();
+  }
   ASSIGN_OR_RETURN(const nlohmann::json* check, top.Object("check"));
   if (check != nullptr) {
     const FieldReader c(*check, "check");
@@ -320,6 +325,9 @@ absl::Status ValidateMeasureOptions(const MeasureOptions& options) {
   if (t.warmup_runs < 0) return bad("timing warmup_runs must not be negative, got ", t.warmup_runs);
   if (!(t.min_total_ms >= 0)) {
     return bad("timing min_total_ms must not be negative, got ", t.min_total_ms);
+  }
+  if (!(options.screen_above_ms >= 0)) {
+    return bad("screen_above_ms must not be negative, got ", options.screen_above_ms);
   }
   if (options.check_trials < 0) {
     return bad("check_trials must not be negative, got ", options.check_trials);

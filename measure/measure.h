@@ -93,6 +93,9 @@ struct MeasureResult {
   double run_wall_ms = 0;       // wall time of this candidate in the worker (check + timing)
   CheckReport check;
   std::vector<runtime::KernelResources> kernels;  // GPU only, one per launch in order
+  /// Timed by its check runs only (staged timing: slower than MeasureOptions::screen_above_ms);
+  /// `timing` then holds those runs (no cache flush between them), not the full timing.
+  bool screened = false;
 
   bool ok() const { return error == MeasureError::kNone; }
   /// Median time in ms; +inf when !ok().
@@ -158,6 +161,14 @@ struct MeasureOptions {
   /// against float64 is measured and recorded (CheckReport::f64_*); their float64 evaluation is
   /// done once per batch, within arbitration_max_steps (fewer points where one costs more).
   int precision_samples = 256;
+  /// Staged timing, the first rung of successive halving (Li et al., "Hyperband", JMLR 2018): a
+  /// candidate whose fastest checked run took longer than this many ms is not timed further; its
+  /// result holds the check runs' times (MeasureResult::screened). A loser by a wide margin is
+  /// still a loser without a flushed, repeated timing, and a slow candidate's timing runs cost
+  /// most of its trial. 0: every candidate gets the full timing. The tuner sets it per batch from
+  /// its best time so far (TuneOptions::screen_factor). The CUDA runner's resident check applies
+  /// it; other paths time every candidate fully.
+  double screen_above_ms = 0;
   /// Wall-clock limit of one candidate's check + timing in the worker; over it: kRunTimeout.
   double run_timeout_ms = 20000;
   /// Limit for the worker's start (CUDA init, reference computation) per batch.

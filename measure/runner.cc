@@ -39,6 +39,7 @@ class LockedRunner : public Runner {
     return results;
   }
   const Target& target() const override { return inner_->target(); }
+  void SetScreenAboveMs(double ms) override { inner_->SetScreenAboveMs(ms); }
 
  private:
   std::unique_ptr<Runner> inner_;

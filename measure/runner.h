@@ -35,6 +35,9 @@ class Runner {
   virtual std::vector<MeasureResult> Run(const ir::ComputeDAG& dag,
                                          const std::vector<BuildResult>& builds) = 0;
   virtual const Target& target() const = 0;
+  /// Staged timing for the next Run calls: MeasureOptions::screen_above_ms (ms; 0 turns it off).
+  /// Runners that do not screen ignore it.
+  virtual void SetScreenAboveMs(double ms) { (void)ms; }
 };
 
 /// The runner of `target`: host JIT for cpu, CUDA for cuda; wrapped in a lock on

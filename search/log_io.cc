@@ -601,6 +601,7 @@ std::vector<WorkloadSummary> SummarizeLog(const std::vector<MeasureRecord>& reco
     }
     if (r.valid()) {
       ++s.valid;
+      if (r.result.screened) ++s.screened;
       if (r.median_ms() < s.best_median_ms) {
         s.best_median_ms = r.median_ms();
         s.best_trial = r.trial;
@@ -682,6 +683,7 @@ std::string FormatSummary(const std::vector<WorkloadSummary>& summaries, int cur
     absl::StrAppend(&out, s.workload.ToString(), "  [key ", s.workload_key, ", ",
                     s.target.ToString(), "]\n");
     absl::StrAppend(&out, "  trials ", s.trials, ", valid ", s.valid);
+    if (s.screened > 0) absl::StrAppend(&out, " (", s.screened, " screened: check runs only)");
     if (s.valid > 0) {
       absl::StrAppend(&out, absl::StrFormat(", best %.4g ms", s.best_median_ms));
       if (has_rate) absl::StrAppend(&out, " (", rate(s.best_median_ms), ")");

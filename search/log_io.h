@@ -209,6 +209,7 @@ struct WorkloadSummary {
   Target target;
   int64_t trials = 0;         // records
   int64_t valid = 0;          // records with a usable time
+  int64_t screened = 0;       // valid records timed by their check runs only (staged timing)
   double best_median_ms = 0;  // +inf when none is valid
   double best_flops = 0;      // FLOP/s of the best (0 when none is valid or no DAG)
   int64_t best_trial = -1;    // MeasureRecord::trial of the best; -1 when none is valid

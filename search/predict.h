@@ -30,8 +30,8 @@ struct PredictOptions {
   int nearest_workloads = 4;
   /// Of each, its fastest valid records, distinct schedules (at least 1).
   int records_per_workload = 8;
-  /// States sampled from the task's sketches beside the transferred ones (0: none). Without a
-  /// model they cannot be ranked and are not drawn.
+  /// States sampled from the task's sketches when nothing transfers (0: none): the model ranks
+  /// them. Without a model they cannot be ranked and are not drawn.
   int fresh_samples = 128;
   /// Seed of the fresh samples.
   uint64_t seed = 0;

@@ -353,6 +353,14 @@ class TuningJob {
   }
 
   int64_t trials() const { return static_cast<int64_t>(records_.size()); }
+  // The task's fastest valid median so far, ms (0 when none: no screening yet).
+  double BestValidMs() const {
+    double best = 0;
+    for (const MeasureRecord& r : records_) {
+      if (r.valid() && (best == 0 || r.median_ms() < best)) best = r.median_ms();
+    }
+    return best;
+  }
   TuneResult& result() { return result_; }
   measure::Runner& runner() { return *runner_; }
   const TuneContext& ctx() const { return ctx_; }
@@ -575,6 +583,8 @@ absl::Status TuningJob::MeasureAndLog(Round& round,
   for (size_t first = 0; first < n; first += batch) {
     const size_t last = std::min(n, first + batch);
     const std::vector<measure::BuildResult> part(built.begin() + first, built.begin() + last);
+    runner_->SetScreenAboveMs(options_.screen_factor >= 1 ? options_.screen_factor * BestValidMs()
+                                                          : 0);
     const auto t = std::chrono::steady_clock::now();
     std::vector<measure::MeasureResult> results = runner_->Run(ctx_.dag(), part);
     round.measure_s += SecondsSince(t);

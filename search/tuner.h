@@ -50,6 +50,12 @@ struct TuneOptions {
   /// call forks a measurement worker and computes the task's reference again (on cuda also
   /// initializes CUDA), so smaller batches cost more; values < 1 count as 1.
   int log_batch = 16;
+  /// Staged timing: each batch is measured with measure::MeasureOptions::screen_above_ms set to
+  /// this factor times the task's best valid time so far, so candidates slower than that in every
+  /// check run keep their check runs' times instead of a full timing. 0 (or below 1): every
+  /// candidate is timed fully. 2 keeps every candidate whose time the cost model needs to tell
+  /// apart from the best within the timing noise, and drops the timing of the slow majority.
+  double screen_factor = 2.0;
   /// The tuning log (JSON Lines); created when absent, appended to otherwise. Required.
   std::string log_path;
   /// Seeds the search, the random model and the records' "seed".

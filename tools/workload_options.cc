@@ -185,6 +185,11 @@ void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t) {
                   defaults.min_total_ms);
   AddRangedOption(app, "--warmup", &t->warmup, "untimed runs per candidate before timing", 0, 10000,
                   defaults.warmup_runs);
+  AddRangedOption(app, "--screen-factor", &t->screen_factor,
+                  "staged timing: a candidate slower than this factor times the best so far in "
+                  "every check run keeps the check runs' times, without the full timing (cuda); "
+                  "0 times every candidate fully",
+                  0.0, 1000.0, search::TuneOptions{}.screen_factor);
 }
 
 void SearchOverrides::ApplyTo(search::SearchOptions& search) const {
@@ -220,6 +225,7 @@ search::TuneOptions TuneOptionsFor(const std::string& log, uint64_t seed, bool x
   search.ApplyTo(tune.search);
   tune.measure.seed = seed + 1;
   timing.ApplyTo(tune.measure.timing);
+  if (timing.screen_factor >= 0) tune.screen_factor = timing.screen_factor;
   tune.measure.host_threads = host_threads;
   tune.quiet = quiet;
   return tune;

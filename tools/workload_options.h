@@ -78,12 +78,15 @@ struct TimingOverrides {
   int min_runs = -1;
   double min_time_ms = -1;
   int warmup = -1;
+  /// --screen-factor: search::TuneOptions::screen_factor when >= 0 (TuneOptionsFor applies it).
+  double screen_factor = -1;
   /// Sets the overridden fields of `timing`, raising max_runs to min_runs when it is below.
   void ApplyTo(runtime::TimingOptions& timing) const;
 };
 
 /// Adds --min-runs (1..100000), --min-time-ms (0..60000 ms) and --warmup (0..10000) for measured
-/// candidates, their help giving runtime::TimingOptions' defaults, writing into `t`.
+/// candidates, their help giving runtime::TimingOptions' defaults, and --screen-factor (0..1000,
+/// staged timing; search::TuneOptions' default), writing into `t`.
 void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t);
 
 /// Evolutionary-search overrides of the commands that tune (tune, bench, tune-graph); a negative

@@ -121,5 +121,36 @@ TEST(CudaRunnerGpuTest, TiledMatmulMeasuresFine) {
   EXPECT_GT(r[0].kernels[0].static_shared_bytes, 0);
 }
 
+// Staged timing: with a screen below any kernel's time, a correct candidate keeps its two check
+// runs' times (screened, no full timing); a wrong one is still a wrong answer; with the screen
+// off the same candidate gets the full timing.
+TEST(CudaRunnerGpuTest, ScreenedCandidatesKeepTheirCheckRunTimes) {
+  TS_SKIP_WITHOUT_DEVICE();
+  absl::StatusOr<ir::ComputeDAG> dag = testing_util::AddDag(256, 512);
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  absl::StatusOr<BuildResult> good = testing_util::AddCandidate(*dag, 1.0);
+  absl::StatusOr<BuildResult> doubled = testing_util::AddCandidate(*dag, 2.0);
+  ASSERT_TRUE(good.ok()) << good.status();
+  ASSERT_TRUE(doubled.ok()) << doubled.status();
+  std::unique_ptr<Runner> m = MakeRunner(QuickOptions());
+  ASSERT_NE(m, nullptr);
+  m->SetScreenAboveMs(1e-6);
+  std::vector<MeasureResult> screened = m->Run(*dag, {*good, *doubled});
+  ASSERT_EQ(screened.size(), 2u);
+  EXPECT_EQ(screened[0].error, MeasureError::kNone) << screened[0].message;
+  EXPECT_TRUE(screened[0].screened);
+  EXPECT_EQ(screened[0].check.trials, 2);
+  EXPECT_EQ(screened[0].timing.runs, 2);
+  ASSERT_EQ(screened[0].costs_s.size(), 2u);
+  for (double c : screened[0].costs_s) EXPECT_GT(c, 0);
+  EXPECT_EQ(screened[1].error, MeasureError::kWrongAnswer) << screened[1].message;
+  EXPECT_FALSE(screened[1].screened);
+  m->SetScreenAboveMs(0);
+  std::vector<MeasureResult> full = m->Run(*dag, {*good});
+  ASSERT_EQ(full.size(), 1u);
+  EXPECT_FALSE(full[0].screened);
+  ExpectMeasuredFine(full[0], 2);
+}
+
 }  // namespace
 }  // namespace tilesearch::measure

@@ -4,6 +4,9 @@
 // threads, a correct kernel output, the output of a real kernel with planted errors, a kernel
 // that computes twice the value, byte differences with a ragged tail; and through the runner, a
 // candidate that writes into its input is a wrong answer and the candidate after it is fine.
+#include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -36,6 +39,7 @@ using ::testing::HasSubstr;
 using testing_util::ProbedDevice;
 using testing_util::RunForked;
 using ::tilesearch::testing::IsOk;
+using ::tilesearch::testing::StatusIs;
 
 struct Device {
   std::unique_ptr<CudaContext> context;
@@ -157,6 +161,90 @@ TEST(DeviceCompareGpuTest, PlantedErrorsMatchTheHostRule) {
     }
     // Nothing to compare.
     EXPECT_THAT(d.comparer->CompareFloat32(0, 0, 0, Tolerance{}, 0), IsOk());
+  });
+}
+
+// float16 / bfloat16 elements (the planted float32 values rounded to the type) give the host
+// rule's summary over the widened values, and the mismatch list holds every mismatch with its value
+// when it has room, a subset of true mismatches when it has not.
+TEST(DeviceCompareGpuTest, HalfTypesAndTheMismatchListMatchTheHostRule) {
+  TS_SKIP_WITHOUT_DEVICE();
+  RunForked([] {
+    Device d = MakeDevice();
+    ASSERT_NE(d.comparer, nullptr);
+    const size_t n = 1000003;
+    std::vector<float> got32, expected32;
+    Planted(n, 7, &got32, &expected32);
+    for (ir::ScalarType dtype : {ir::ScalarType::kFloat16, ir::ScalarType::kBFloat16}) {
+      SCOPED_TRACE(ir::TypeName(dtype));
+      ir::HostBuffer got = ir::HostBuffer::Zeros(dtype, {static_cast<int64_t>(n)});
+      ir::HostBuffer expected = ir::HostBuffer::Zeros(dtype, {static_cast<int64_t>(n)});
+      for (size_t i = 0; i < n; ++i) {
+        got.data[i] = got32[i];
+        expected.data[i] = expected32[i];
+      }
+      const std::vector<std::byte> got_bytes = PackBuffer(got);
+      const std::vector<std::byte> expected_bytes = PackBuffer(expected);
+      // The values the device reads: rounded to the type, widened exactly.
+      ASSERT_THAT(UnpackBuffer(got_bytes.data(), got_bytes.size(), &got), IsOk());
+      ASSERT_THAT(UnpackBuffer(expected_bytes.data(), expected_bytes.size(), &expected), IsOk());
+      std::vector<float> got_w(got.data.begin(), got.data.end());
+      std::vector<float> expected_w(expected.data.begin(), expected.data.end());
+      const Tolerance t{1e-2, 1e-2};
+      const CompareSummary host = SummarizeFloat32(got_w.data(), expected_w.data(), n, t);
+      ASSERT_GT(host.mismatches, 1000);
+      std::vector<int64_t> truth;
+      for (size_t i = 0; i < n; ++i) {
+        if (!CompareElement(got.data[i], expected.data[i], t).ok) truth.push_back(i);
+      }
+      ASSERT_EQ(static_cast<int64_t>(truth.size()), host.mismatches);
+      DeviceBuffer g = Upload(*d.context, got_bytes.data(), static_cast<int64_t>(got_bytes.size()));
+      DeviceBuffer e =
+          Upload(*d.context, expected_bytes.data(), static_cast<int64_t>(expected_bytes.size()));
+      for (int64_t capacity : {int64_t{1} << 20, int64_t{100}}) {
+        SCOPED_TRACE(::testing::Message() << "capacity " << capacity);
+        const CompareSlot init = InitialCompareSlot();
+        DeviceBuffer slot = Upload(*d.context, init.data(), sizeof(CompareSlot));
+        absl::StatusOr<DeviceBuffer> list =
+            DeviceBuffer::Allocate(d.context->driver(), capacity * 16);
+        ASSERT_THAT(list, IsOk());
+        ASSERT_THAT(d.comparer->Compare(dtype, g.ptr(), e.ptr(), static_cast<int64_t>(n), t,
+                                        slot.ptr(), list->ptr(), capacity),
+                    IsOk());
+        CompareSlot out{};
+        ASSERT_THAT(slot.Download(out.data(), sizeof(CompareSlot)), IsOk());
+        ExpectSameSummary(DecodeCompareSlot(out, static_cast<int64_t>(n)), host);
+        const int64_t listed = std::min<int64_t>(static_cast<int64_t>(out[4]), capacity);
+        EXPECT_EQ(listed, std::min<int64_t>(host.mismatches, capacity));
+        std::vector<std::array<uint64_t, 2>> entries(static_cast<size_t>(listed));
+        ASSERT_THAT(list->Download(entries.data(), listed * 16), IsOk());
+        std::sort(entries.begin(), entries.end());
+        std::vector<int64_t> flats;
+        for (const auto& [flat, bits] : entries) {
+          ASSERT_LT(flat, n);
+          flats.push_back(static_cast<int64_t>(flat));
+          const double value = std::bit_cast<double>(bits);
+          if (std::isnan(got.data[flat])) {
+            EXPECT_TRUE(std::isnan(value)) << flat;
+          } else {
+            EXPECT_EQ(value, got.data[flat]) << flat;
+          }
+        }
+        if (capacity >= host.mismatches) {
+          EXPECT_EQ(flats, truth);
+        } else {
+          EXPECT_TRUE(std::adjacent_find(flats.begin(), flats.end()) == flats.end());
+          for (int64_t f : flats) {
+            EXPECT_TRUE(std::binary_search(truth.begin(), truth.end(), f)) << f;
+          }
+        }
+      }
+    }
+    // Refused: an integer type, a capacity without a list.
+    EXPECT_THAT(d.comparer->Compare(ir::ScalarType::kInt32, 0, 0, 1, Tolerance{}, 0, 0, 0),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("int32")));
+    EXPECT_THAT(d.comparer->Compare(ir::ScalarType::kFloat32, 0, 0, 1, Tolerance{}, 0, 0, 5),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no list")));
   });
 }
 

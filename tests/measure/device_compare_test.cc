@@ -253,10 +253,16 @@ TEST(DeviceCompareTest, SlotEncoding) {
   }
 }
 
-TEST(DeviceCompareTest, PtxHasBothEntriesAndTargetsSm75) {
+TEST(DeviceCompareTest, PtxHasEveryEntryAndTargetsSm75) {
   const std::string& ptx = DeviceComparePtx();
   EXPECT_THAT(ptx, HasSubstr(".target sm_75"));
   EXPECT_THAT(ptx, HasSubstr(".visible .entry tilesearch_compare_f32("));
+  EXPECT_THAT(ptx, HasSubstr(".visible .entry tilesearch_compare_f16("));
+  EXPECT_THAT(ptx, HasSubstr(".visible .entry tilesearch_compare_bf16("));
+  // The 16-bit kernels widen their elements before the float64 rule.
+  EXPECT_THAT(ptx, HasSubstr("cvt.f32.f16"));
+  EXPECT_TRUE(DeviceComparer::Supports(ir::ScalarType::kBFloat16));
+  EXPECT_FALSE(DeviceComparer::Supports(ir::ScalarType::kInt64));
   EXPECT_THAT(ptx, HasSubstr(".visible .entry tilesearch_bytes_differ("));
   EXPECT_EQ(&ptx, &DeviceComparePtx());
 }

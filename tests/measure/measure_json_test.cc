@@ -80,6 +80,7 @@ MeasureResult FullResult() {
   r.load_ms = 3.25;
   r.check_ms = 7;
   r.run_wall_ms = 11;
+  r.screened = true;
   r.check.trials = 2;
   r.check.max_abs_error = std::numeric_limits<double>::infinity();
   r.check.max_rel_error = 0.125;
@@ -118,6 +119,7 @@ TEST(MeasureResultJsonTest, EveryFieldRoundTripsThroughText) {
   EXPECT_EQ(back->load_ms, 3.25);
   EXPECT_EQ(back->check_ms, 7);
   EXPECT_EQ(back->run_wall_ms, 11);
+  EXPECT_TRUE(back->screened);
   EXPECT_EQ(back->check.trials, 2);
   EXPECT_TRUE(std::isinf(back->check.max_abs_error) && back->check.max_abs_error > 0);
   EXPECT_EQ(back->check.max_rel_error, 0.125);
@@ -148,6 +150,9 @@ TEST(MeasureResultJsonTest, NonFiniteNumbersAreStrings) {
   ASSERT_THAT(back, IsOk());
   EXPECT_TRUE(std::isnan(back->check.max_rel_error));
   EXPECT_EQ(back->load_ms, -std::numeric_limits<double>::infinity());
+  // A fully timed result writes no "screened" field and reads back unscreened.
+  EXPECT_FALSE(j.contains("screened"));
+  EXPECT_FALSE(back->screened);
 }
 
 TEST(MeasureResultJsonTest, MalformedFieldsAreNamed) {
@@ -167,6 +172,7 @@ TEST(MeasureResultJsonTest, MalformedFieldsAreNamed) {
       {"/timing/runs", "ten", "field 'timing.runs' is not an integer"},
       {"/timing/median_ms", nullptr, "field 'timing.median_ms' is not a number"},
       {"/check/mismatches", 1.5, "field 'check.mismatches' is not an integer"},
+      {"/screened", 1, "field 'screened' is not a boolean"},
       {"/kernels", nlohmann::json::object(), "field 'kernels' is not an array"},
       {"/kernels/1", 7, "field 'kernels[1]' is not an object"},
       {"/kernels/0/registers_per_thread", "many",
@@ -204,6 +210,7 @@ TEST(MeasureOptionsTest, ValidationNamesTheBadOption) {
   expect_bad([](MeasureOptions& o) { o.run_timeout_ms = 0; }, "run_timeout_ms");
   expect_bad([](MeasureOptions& o) { o.setup_timeout_ms = -5; }, "setup_timeout_ms");
   expect_bad([](MeasureOptions& o) { o.host_threads = -1; }, "host_threads");
+  expect_bad([](MeasureOptions& o) { o.screen_above_ms = -1; }, "screen_above_ms");
   // Without a check, no distributions are needed.
   MeasureOptions unchecked;
   unchecked.check = false;

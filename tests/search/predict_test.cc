@@ -144,7 +144,7 @@ TEST(PredictScheduleTest, WithoutAModelTheNearestFastestRecordIsTransferred) {
   schedule::testing::ExpectMatchesReference(dag, p.state, target, /*exact=*/false);
 }
 
-TEST(PredictScheduleTest, AModelRanksTransferredAndSampledCandidates) {
+TEST(PredictScheduleTest, AModelRanksTransfersAndSamplesOnlyWhereNothingTransfers) {
   const Target target = Target::H200();
   const schedule::Workload tuned = MatmulWorkload(64, 64, 64);
   TuneContext ctx(Ok(tuned.Build()), target, SearchOptions{}, 9);
@@ -160,10 +160,18 @@ TEST(PredictScheduleTest, AModelRanksTransferredAndSampledCandidates) {
   o.fresh_samples = 6;
   const PredictedSchedule p = Ok(PredictSchedule(dag, task, target, records, &model, o));
   EXPECT_EQ(p.transferred, 2);
-  EXPECT_GT(p.sampled, 0);
-  EXPECT_LE(p.sampled, 6);
+  EXPECT_EQ(p.sampled, 0);  // transfers exist: no samples
+  EXPECT_THAT(p.origin, HasSubstr("transferred from trial"));
   EXPECT_TRUE(p.score >= 0 && p.score < 1) << p.score;  // a RandomModel score
   schedule::testing::ExpectMatchesReference(dag, p.state, target, /*exact=*/false);
+
+  // No record of the operator: the model ranks fresh samples.
+  const PredictedSchedule fresh = Ok(PredictSchedule(dag, task, target, {}, &model, o));
+  EXPECT_EQ(fresh.transferred, 0);
+  EXPECT_GT(fresh.sampled, 0);
+  EXPECT_LE(fresh.sampled, 6);
+  EXPECT_EQ(fresh.origin, "sampled");
+  schedule::testing::ExpectMatchesReference(dag, fresh.state, target, /*exact=*/false);
 }
 
 TEST(PredictScheduleTest, NothingToTransferWithoutAModelIsNotFound) {
