@@ -270,7 +270,7 @@ struct StorageAlignStep {
 /// 0..64, raster outside 1..4096; the
 /// stage is not a root, untransformed, matmul-like reduction; the kind does not match the operands'
 /// element type; warp_m not a multiple of 16, warp_n of 8, block_k of K, the block tile not a
-/// multiple of the warp tile; pipeline outside 1..4; pad not a multiple of 16 bytes; an epilogue
+/// multiple of the warp tile; pipeline outside 1..8; pad not a multiple of 16 bytes; an epilogue
 /// stage that is not an elementwise reader of the one before.
 struct TensorCoreStep {
   int stage_id = 0;

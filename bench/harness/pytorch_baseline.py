@@ -30,16 +30,21 @@ def percentile(sorted_xs, q):
 
 
 def make_case(spec):
-    """Returns (name, fn, flops, bytes) for 'matmul:MxNxK', 'softmax:RxC' or
+    """Returns (name, fn, flops, bytes) for 'matmul:MxNxK' (matmul_f16 / matmul_bf16: the same in
+    float16 / bfloat16), 'softmax:RxC' or
     'conv2d:NxCxHxWxKxRxSxSTRIDExPAD' (NCHW, OIHW weights, no bias, as tilesearch's conv2d_nchw)."""
     kind, _, dims = spec.partition(":")
     d = [int(x) for x in dims.split("x")]
     gen = torch.Generator(device="cuda").manual_seed(1234)
-    if kind == "matmul":
+    if kind in ("matmul", "matmul_f16", "matmul_bf16"):
         m, n, k = d
-        a = torch.rand(m, k, device="cuda", generator=gen) * 2 - 1
-        b = torch.rand(k, n, device="cuda", generator=gen) * 2 - 1
-        return spec, (lambda: torch.matmul(a, b)), 2.0 * m * n * k, 4.0 * (m * k + k * n + m * n)
+        dtype = {"matmul": torch.float32, "matmul_f16": torch.float16,
+                 "matmul_bf16": torch.bfloat16}[kind]
+        a = (torch.rand(m, k, device="cuda", generator=gen) * 2 - 1).to(dtype)
+        b = (torch.rand(k, n, device="cuda", generator=gen) * 2 - 1).to(dtype)
+        size = torch.finfo(dtype).bits / 8
+        return (spec, (lambda: torch.matmul(a, b)), 2.0 * m * n * k,
+                size * (m * k + k * n + m * n))
     if kind == "softmax":
         r, c = d
         x = torch.rand(r, c, device="cuda", generator=gen) * 2 - 1

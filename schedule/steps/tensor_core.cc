@@ -98,8 +98,8 @@ absl::Status CheckTensorCoreShape(const TensorCoreStep& t, const std::string& te
                                absl::StrCat("block_k ", t.block_k, " is not a multiple of ", kk,
                                             ", the k of an m16n8k", kk, " ", t.kind, " mma"));
   }
-  if (t.pipeline < 1 || t.pipeline > 4) {
-    return internal::StepError(text, absl::StrCat("pipeline ", t.pipeline, " is outside 1..4"));
+  if (t.pipeline < 1 || t.pipeline > 8) {
+    return internal::StepError(text, absl::StrCat("pipeline ", t.pipeline, " is outside 1..8"));
   }
   const int64_t bytes = ir::BytesOf(ir::MmaOperandType(*kind));
   if (t.pad < 0 || (t.pad * bytes) % 16 != 0) {
