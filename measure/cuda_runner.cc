@@ -48,6 +48,7 @@
 #include "measure/device_compare.h"
 #include "measure/loaded_module.h"
 #include "measure/reference.h"
+#include "measure/result_reporter.h"
 #include "measure/runner.h"
 #include "measure/worker_batch.h"
 #include "runtime/cuda_device.h"
@@ -1102,6 +1103,36 @@ std::map<std::string, std::vector<std::byte>> PackAll(const ir::BufferMap& buffe
   return packed;
 }
 
+// The result of a measured candidate from its worker outcome.
+MeasureResult ResultOfOutcome(const WorkerItemOutcome& o, const BuildResult& c) {
+  MeasureResult r;
+  switch (o.kind) {
+    case WorkerItemOutcome::Kind::kDone: {
+      nlohmann::json j = nlohmann::json::parse(o.payload, nullptr, false);
+      absl::StatusOr<MeasureResult> parsed =
+          j.is_discarded() ? absl::InvalidArgumentError("not JSON") : MeasureResultFromJson(j);
+      r = parsed.ok() ? *std::move(parsed)
+                      : ErrorResult(MeasureError::kUnknown,
+                                    absl::StrCat("bad worker payload: ", parsed.status().message()),
+                                    c.compile_ms);
+      break;
+    }
+    case WorkerItemOutcome::Kind::kCrashed:
+      r = ErrorResult(MeasureError::kRuntimeError,
+                      absl::StrCat("measurement worker crashed: ", o.message), c.compile_ms);
+      break;
+    case WorkerItemOutcome::Kind::kTimedOut:
+      r = ErrorResult(MeasureError::kRunTimeout, o.message, c.compile_ms);
+      break;
+    case WorkerItemOutcome::Kind::kSetupFailed:
+      r = ErrorResult(SetupFailureError(o.message), StripStatusCodeName(o.message), c.compile_ms);
+      break;
+  }
+  r.compile_ms = c.compile_ms;
+  if (r.run_wall_ms == 0) r.run_wall_ms = o.wall_ms;
+  return r;
+}
+
 class CudaRunner : public Runner {
  public:
   CudaRunner(Target target, MeasureOptions options)
@@ -1113,7 +1144,14 @@ class CudaRunner : public Runner {
 
   std::vector<MeasureResult> Run(const ir::ComputeDAG& dag,
                                  const std::vector<BuildResult>& candidates) override {
+    return RunStreaming(dag, candidates, nullptr);
+  }
+
+  std::vector<MeasureResult> RunStreaming(const ir::ComputeDAG& dag,
+                                          const std::vector<BuildResult>& candidates,
+                                          const ResultCallback& on_result) override {
     std::vector<MeasureResult> results(candidates.size());
+    ResultReporter reporter(&results, on_result);
     const uint64_t batch = batch_counter_++;
     absl::StatusOr<ir::LoopNest> naive = ir::LowerNaive(dag);
     std::vector<int> runnable;
@@ -1132,7 +1170,9 @@ class CudaRunner : public Runner {
         results[i] = ErrorResult(MeasureError::kUnknown, std::string(s.message()), c.compile_ms);
       } else {
         runnable.push_back(static_cast<int>(i));
+        continue;
       }
+      reporter.Final(i);
     }
     if (runnable.empty()) return results;
 
@@ -1143,6 +1183,7 @@ class CudaRunner : public Runner {
       for (int i : runnable) {
         results[i] =
             ErrorResult(MeasureError::kUnknown, std::string(s.message()), candidates[i].compile_ms);
+        reporter.Final(i);
       }
       return results;
     }
@@ -1153,43 +1194,16 @@ class CudaRunner : public Runner {
     worker_options.memory_limit_mb = 0;  // CUDA reserves large virtual ranges
     WorkerState state;
     const MeasureOptions& options = options_;
-    std::vector<WorkerItemOutcome> outcomes = RunBatchInWorkers(
+    RunBatchInWorkers(
         static_cast<int>(runnable.size()),
         [&]() { return WorkerSetupAndSample(options, &data, &state); },
         [&](int k) { return WorkerItem(options, data, state, candidates[runnable[k]]); },
-        worker_options);
-
-    for (size_t k = 0; k < runnable.size(); ++k) {
-      const BuildResult& c = candidates[runnable[k]];
-      const WorkerItemOutcome& o = outcomes[k];
-      MeasureResult& r = results[runnable[k]];
-      switch (o.kind) {
-        case WorkerItemOutcome::Kind::kDone: {
-          nlohmann::json j = nlohmann::json::parse(o.payload, nullptr, false);
-          absl::StatusOr<MeasureResult> parsed =
-              j.is_discarded() ? absl::InvalidArgumentError("not JSON") : MeasureResultFromJson(j);
-          r = parsed.ok()
-                  ? *std::move(parsed)
-                  : ErrorResult(MeasureError::kUnknown,
-                                absl::StrCat("bad worker payload: ", parsed.status().message()),
-                                c.compile_ms);
-          break;
-        }
-        case WorkerItemOutcome::Kind::kCrashed:
-          r = ErrorResult(MeasureError::kRuntimeError,
-                          absl::StrCat("measurement worker crashed: ", o.message), c.compile_ms);
-          break;
-        case WorkerItemOutcome::Kind::kTimedOut:
-          r = ErrorResult(MeasureError::kRunTimeout, o.message, c.compile_ms);
-          break;
-        case WorkerItemOutcome::Kind::kSetupFailed:
-          r = ErrorResult(SetupFailureError(o.message), StripStatusCodeName(o.message),
-                          c.compile_ms);
-          break;
-      }
-      r.compile_ms = c.compile_ms;
-      if (r.run_wall_ms == 0) r.run_wall_ms = o.wall_ms;
-    }
+        worker_options,
+        [&](int k, const WorkerItemOutcome& o) {
+          const int i = runnable[k];
+          results[i] = ResultOfOutcome(o, candidates[i]);
+          reporter.Final(i);
+        });
     return results;
   }
 

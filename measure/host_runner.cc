@@ -26,6 +26,7 @@
 #include "measure/checker.h"
 #include "measure/measure.h"
 #include "measure/reference.h"
+#include "measure/result_reporter.h"
 #include "measure/runner.h"
 #include "measure/worker_batch.h"
 
@@ -159,8 +160,15 @@ class HostRunner : public Runner {
 
   std::vector<MeasureResult> Run(const ir::ComputeDAG& dag,
                                  const std::vector<BuildResult>& candidates) override {
+    return RunStreaming(dag, candidates, nullptr);
+  }
+
+  std::vector<MeasureResult> RunStreaming(const ir::ComputeDAG& dag,
+                                          const std::vector<BuildResult>& candidates,
+                                          const ResultCallback& on_result) override {
     const uint64_t batch_seed = Mix(options_.seed ^ Mix(++batches_));
     std::vector<MeasureResult> results(candidates.size());
+    ResultReporter reporter(&results, on_result);
     std::vector<int> runnable;
     for (size_t i = 0; i < candidates.size(); ++i) {
       const BuildResult& c = candidates[i];
@@ -171,7 +179,9 @@ class HostRunner : public Runner {
         results[i] = Failure(MeasureError::kCompileError, "candidate has no loop nest");
       } else {
         runnable.push_back(static_cast<int>(i));
+        continue;
       }
+      reporter.Final(i);
     }
     if (runnable.empty()) return results;
 
@@ -194,6 +204,7 @@ class HostRunner : public Runner {
           for (int i : runnable) {
             results[i] = Failure(MeasureError::kUnknown,
                                  absl::StrCat("reference failed: ", ref.status().ToString()));
+            reporter.Final(i);
           }
           return results;
         }
@@ -239,47 +250,52 @@ class HostRunner : public Runner {
     WorkerOptions worker;
     worker.item_timeout_ms = options_.run_timeout_ms;
     worker.setup_timeout_ms = options_.setup_timeout_ms;
-    const std::vector<WorkerItemOutcome> outcomes =
-        RunBatchInWorkers(static_cast<int>(runnable.size()), setup, item, worker);
-
-    for (size_t k = 0; k < runnable.size(); ++k) {
-      const int i = runnable[k];
-      const WorkerItemOutcome& o = outcomes[k];
-      MeasureResult& r = results[i];
-      switch (o.kind) {
-        case WorkerItemOutcome::Kind::kDone: {
-          nlohmann::json j = nlohmann::json::parse(o.payload, nullptr, /*allow_exceptions=*/false);
-          absl::StatusOr<MeasureResult> parsed =
-              j.is_discarded() ? absl::InvalidArgumentError("not json") : MeasureResultFromJson(j);
-          if (parsed.ok()) {
-            r = *std::move(parsed);
-          } else {
-            r = Failure(MeasureError::kUnknown,
-                        absl::StrCat("cannot read the worker's result for candidate ", i, ": ",
-                                     parsed.status().message()));
-          }
-          break;
-        }
-        case WorkerItemOutcome::Kind::kCrashed:
-          r = Failure(
-              o.phase == "compile" ? MeasureError::kCompileError : MeasureError::kRuntimeError,
-              absl::StrCat("worker ", o.message, " while ",
-                           o.phase == "compile" ? "compiling" : "running", " candidate ", i));
-          r.run_wall_ms = o.wall_ms;
-          break;
-        case WorkerItemOutcome::Kind::kTimedOut:
-          r = Failure(
-              o.phase == "compile" ? MeasureError::kCompileTimeout : MeasureError::kRunTimeout,
-              absl::StrCat("candidate ", i, " ", o.message));
-          r.run_wall_ms = o.wall_ms;
-          break;
-        case WorkerItemOutcome::Kind::kSetupFailed:
-          r = Failure(MeasureError::kUnknown, o.message);
-          break;
-      }
-      if (r.compile_ms == 0) r.compile_ms = candidates[i].compile_ms;
-    }
+    RunBatchInWorkers(static_cast<int>(runnable.size()), setup, item, worker,
+                      [&](int k, const WorkerItemOutcome& o) {
+                        const int i = runnable[static_cast<size_t>(k)];
+                        results[i] = ResultOfOutcome(o, i, candidates[i]);
+                        reporter.Final(i);
+                      });
     return results;
+  }
+
+ private:
+  // The result of candidate i from its worker outcome.
+  static MeasureResult ResultOfOutcome(const WorkerItemOutcome& o, int i, const BuildResult& c) {
+    MeasureResult r;
+    switch (o.kind) {
+      case WorkerItemOutcome::Kind::kDone: {
+        nlohmann::json j = nlohmann::json::parse(o.payload, nullptr, /*allow_exceptions=*/false);
+        absl::StatusOr<MeasureResult> parsed =
+            j.is_discarded() ? absl::InvalidArgumentError("not json") : MeasureResultFromJson(j);
+        if (parsed.ok()) {
+          r = *std::move(parsed);
+        } else {
+          r = Failure(MeasureError::kUnknown,
+                      absl::StrCat("cannot read the worker's result for candidate ", i, ": ",
+                                   parsed.status().message()));
+        }
+        break;
+      }
+      case WorkerItemOutcome::Kind::kCrashed:
+        r = Failure(
+            o.phase == "compile" ? MeasureError::kCompileError : MeasureError::kRuntimeError,
+            absl::StrCat("worker ", o.message, " while ",
+                         o.phase == "compile" ? "compiling" : "running", " candidate ", i));
+        r.run_wall_ms = o.wall_ms;
+        break;
+      case WorkerItemOutcome::Kind::kTimedOut:
+        r = Failure(
+            o.phase == "compile" ? MeasureError::kCompileTimeout : MeasureError::kRunTimeout,
+            absl::StrCat("candidate ", i, " ", o.message));
+        r.run_wall_ms = o.wall_ms;
+        break;
+      case WorkerItemOutcome::Kind::kSetupFailed:
+        r = Failure(MeasureError::kUnknown, o.message);
+        break;
+    }
+    if (r.compile_ms == 0) r.compile_ms = c.compile_ms;
+    return r;
   }
 
  private:

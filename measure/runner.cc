@@ -22,6 +22,11 @@ class LockedRunner : public Runner {
       : inner_(std::move(inner)), lock_(std::move(lock)) {}
   std::vector<MeasureResult> Run(const ir::ComputeDAG& dag,
                                  const std::vector<BuildResult>& builds) override {
+    return RunStreaming(dag, builds, nullptr);
+  }
+  std::vector<MeasureResult> RunStreaming(const ir::ComputeDAG& dag,
+                                          const std::vector<BuildResult>& builds,
+                                          const ResultCallback& on_result) override {
     if (absl::Status acquired = lock_->Acquire(); !acquired.ok()) {
       // Measuring without the lock would time kernels next to another job's: fail loudly.
       std::vector<MeasureResult> results(builds.size());
@@ -29,10 +34,11 @@ class LockedRunner : public Runner {
         results[i].error = MeasureError::kRuntimeError;
         results[i].message = absl::StrCat("not measured: ", std::string(acquired.message()));
         results[i].compile_ms = builds[i].compile_ms;
+        if (on_result) on_result(i, results[i]);
       }
       return results;
     }
-    std::vector<MeasureResult> results = inner_->Run(dag, builds);
+    std::vector<MeasureResult> results = inner_->RunStreaming(dag, builds, on_result);
     if (absl::Status released = lock_->Release(); !released.ok()) {
       std::cerr << "measure: " << released.message() << "\n";
     }

@@ -7,6 +7,7 @@
 // next candidate. The caller's process never initializes CUDA.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -34,6 +35,22 @@ class Runner {
   /// compile over it: kCompileTimeout; a compiler crash: kCompileError).
   virtual std::vector<MeasureResult> Run(const ir::ComputeDAG& dag,
                                          const std::vector<BuildResult>& builds) = 0;
+  /// The index into `builds` and its final result, as RunStreaming delivers them.
+  using ResultCallback = std::function<void(size_t index, const MeasureResult& result)>;
+  /// Run, also calling `on_result` (when given) for each build as soon as its result is final,
+  /// in increasing index order, from the calling thread, before returning: a caller can log each
+  /// result while later candidates are still measured, so that one worker setup (fork, CUDA
+  /// context, the task's reference) serves many candidates without risking their results. The
+  /// default calls Run, then `on_result` for each result.
+  virtual std::vector<MeasureResult> RunStreaming(const ir::ComputeDAG& dag,
+                                                  const std::vector<BuildResult>& builds,
+                                                  const ResultCallback& on_result) {
+    std::vector<MeasureResult> results = Run(dag, builds);
+    if (on_result) {
+      for (size_t i = 0; i < results.size(); ++i) on_result(i, results[i]);
+    }
+    return results;
+  }
   virtual const Target& target() const = 0;
   /// Staged timing for the next Run calls: MeasureOptions::screen_above_ms (ms; 0 turns it off).
   /// Runners that do not screen ignore it.

@@ -288,12 +288,19 @@ void BeginWorkerItemPhase(const std::string& phase, double timeout_ms) {
   SendMessage(worker_fd, MessageType::kPhase, worker_item, payload);
 }
 
-std::vector<WorkerItemOutcome> RunBatchInWorkers(int num_items,
-                                                 const std::function<absl::Status()>& setup,
-                                                 const std::function<std::string(int)>& item,
-                                                 const WorkerOptions& options) {
+std::vector<WorkerItemOutcome> RunBatchInWorkers(
+    int num_items, const std::function<absl::Status()>& setup,
+    const std::function<std::string(int)>& item, const WorkerOptions& options,
+    const std::function<void(int, const WorkerItemOutcome&)>& on_outcome) {
   std::vector<WorkerItemOutcome> outcomes(std::max(num_items, 0));
   int next = 0;
+  // Every item below `next` has its final outcome; those not reported yet go to on_outcome.
+  int reported = 0;
+  auto report = [&]() {
+    for (; reported < next; ++reported) {
+      if (on_outcome) on_outcome(reported, outcomes[reported]);
+    }
+  };
   int setup_failures = 0;
   auto fail_setup = [&](const std::string& message) {
     ++setup_failures;
@@ -309,6 +316,7 @@ std::vector<WorkerItemOutcome> RunBatchInWorkers(int num_items,
   };
 
   while (next < num_items) {
+    report();
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) {
       fail_setup(absl::StrCat("cannot create a worker pipe: ", std::strerror(errno)));
@@ -391,6 +399,7 @@ std::vector<WorkerItemOutcome> RunBatchInWorkers(int num_items,
             break;
         }
         if (m->type == MessageType::kSetupFailed) break;
+        report();
         continue;
       }
       if (ended) {
@@ -432,6 +441,7 @@ std::vector<WorkerItemOutcome> RunBatchInWorkers(int num_items,
       break;
     }
   }
+  report();
   return outcomes;
 }
 

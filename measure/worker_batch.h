@@ -56,10 +56,13 @@ struct WorkerOptions {
 /// starting at i+1. `item` returns the payload (any bytes; an item's own errors are encoded in
 /// it). One outcome per item, in order. The child never returns into the caller's code: it
 /// _exit()s after its items.
-std::vector<WorkerItemOutcome> RunBatchInWorkers(int num_items,
-                                                 const std::function<absl::Status()>& setup,
-                                                 const std::function<std::string(int)>& item,
-                                                 const WorkerOptions& options = {});
+/// `on_outcome`, when given, is called in the parent with each item's index as soon as its
+/// outcome is final, in increasing index order, before RunBatchInWorkers returns (so a caller can
+/// keep each result, e.g. append it to a log, while later items still run).
+std::vector<WorkerItemOutcome> RunBatchInWorkers(
+    int num_items, const std::function<absl::Status()>& setup,
+    const std::function<std::string(int)>& item, const WorkerOptions& options = {},
+    const std::function<void(int, const WorkerItemOutcome&)>& on_outcome = nullptr);
 
 /// Called from inside an item (in the worker): after this item's payload is sent, the worker exits
 /// and a new one (running setup again) takes the next item. For items that leave the worker's state

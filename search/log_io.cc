@@ -2,15 +2,18 @@
 #include "search/log_io.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <regex>
 #include <unordered_set>
 #include <utility>
@@ -168,7 +171,43 @@ class LineReader {
   bool eof_ = false;
 };
 
+// The descriptors of the open LogWriters, plus one (0: a free slot), for CloseWritersInChild.
+constexpr int kMaxWriters = 64;
+std::atomic<int> g_writer_fds[kMaxWriters];
+
+// pthread_atfork child handler: a forked child (a measurement or compile worker: fork without
+// exec) closes its copies of the writers' descriptors, so that the log's flock, which belongs to
+// the open file description, dies with the tuning job and not only with its last worker (a job
+// killed with -9 and restarted at once found its log "in use" while a worker still lived).
+void CloseWritersInChild() {
+  for (std::atomic<int>& slot : g_writer_fds) {
+    const int v = slot.load(std::memory_order_relaxed);
+    if (v > 0) ::close(v - 1);
+  }
+}
+
+void RegisterWriterFd(int fd) {
+  static std::once_flag once;
+  std::call_once(once, [] { ::pthread_atfork(nullptr, nullptr, CloseWritersInChild); });
+  for (std::atomic<int>& slot : g_writer_fds) {
+    int expected = 0;
+    if (slot.compare_exchange_strong(expected, fd + 1)) return;
+  }
+  // More than kMaxWriters writers at once: this one's workers keep the lock until they exit.
+}
+
+void UnregisterWriterFd(int fd) {
+  for (std::atomic<int>& slot : g_writer_fds) {
+    int expected = fd + 1;
+    if (slot.compare_exchange_strong(expected, 0)) return;
+  }
+}
+
 }  // namespace
+
+LogWriter::LogWriter(int fd, std::string path) : fd_(fd), path_(std::move(path)) {
+  RegisterWriterFd(fd_);
+}
 
 absl::StatusOr<LogWriter> LogWriter::Open(const std::string& path) {
   struct stat st;
@@ -218,7 +257,10 @@ LogWriter::LogWriter(LogWriter&& other) noexcept
 
 LogWriter& LogWriter::operator=(LogWriter&& other) noexcept {
   if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0) {
+      UnregisterWriterFd(fd_);
+      ::close(fd_);
+    }
     fd_ = std::exchange(other.fd_, -1);
     path_ = std::move(other.path_);
   }
@@ -226,7 +268,10 @@ LogWriter& LogWriter::operator=(LogWriter&& other) noexcept {
 }
 
 LogWriter::~LogWriter() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) {
+    UnregisterWriterFd(fd_);
+    ::close(fd_);
+  }
 }
 
 absl::Status LogWriter::Append(const std::vector<MeasureRecord>& records,

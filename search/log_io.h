@@ -55,7 +55,7 @@ class LogWriter {
   const std::string& path() const { return path_; }
 
  private:
-  LogWriter(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  LogWriter(int fd, std::string path);
   int fd_ = -1;
   std::string path_;
 };

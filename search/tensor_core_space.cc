@@ -17,7 +17,7 @@ constexpr int64_t kWarpN[] = {8, 16, 32, 64};
 constexpr int64_t kWarps[] = {1, 2, 4};
 constexpr int64_t kKMultiples[] = {1, 2, 4};
 constexpr int kPipelines[] = {1, 2, 3, 4};
-constexpr int64_t kRasters[] = {1, 2, 4, 8};
+constexpr int64_t kRasters[] = {1, 2, 4, 8, 16};
 constexpr int kSplits[] = {2, 4, 8, 16};  // drawn when a draw splits k
 // Accumulator registers a thread may hold (64x64 warp tiles: 128, CUTLASS's largest).
 constexpr int64_t kMaxAccumulators = 128;

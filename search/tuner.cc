@@ -441,8 +441,9 @@ class TuningJob {
     return true;
   }
 
-  // Measures the round's built candidates in batches of options.log_batch, appending each batch's
-  // records to the log (one write + fsync) as soon as the runner returns it, and keeps them;
+  // Measures the round's built candidates in batches of options.measure_batch (the whole round by
+  // default), appending each record to the log (one write + fsync) as soon as the runner reports
+  // its result, and keeps them;
   // then appends the round line. Errors: the log's; kFailedPrecondition when every candidate
   // reported no_device.
   absl::Status MeasureAndLog(Round& round, const std::vector<measure::BuildResult>& built);
@@ -577,7 +578,8 @@ std::vector<MeasureRecord> TuningJob::RecordsOf(Round& round, size_t first,
 absl::Status TuningJob::MeasureAndLog(Round& round,
                                       const std::vector<measure::BuildResult>& built) {
   const size_t n = round.candidates.size();
-  const size_t batch = static_cast<size_t>(std::max(options_.log_batch, 1));
+  const size_t batch = options_.measure_batch > 0 ? static_cast<size_t>(options_.measure_batch)
+                                                  : std::max<size_t>(n, 1);
   const int64_t first_trial = trials();
   bool all_no_device = true;
   for (size_t first = 0; first < n; first += batch) {
@@ -586,19 +588,26 @@ absl::Status TuningJob::MeasureAndLog(Round& round,
     runner_->SetScreenAboveMs(options_.screen_factor >= 1 ? options_.screen_factor * BestValidMs()
                                                           : 0);
     const auto t = std::chrono::steady_clock::now();
-    std::vector<measure::MeasureResult> results = runner_->Run(ctx_.dag(), part);
+    absl::Status logged;
+    size_t reported = 0;
+    std::vector<measure::MeasureResult> results = runner_->RunStreaming(
+        ctx_.dag(), part, [&](size_t k, const measure::MeasureResult& result) {
+          if (!logged.ok() || k != reported) return;  // after a failed append: nothing more
+          std::vector<MeasureRecord> record = RecordsOf(round, first + k, {result}, built);
+          logged = SigintGuard::Append(writer_, record, std::nullopt);
+          if (!logged.ok()) return;
+          if (record[0].result.error != measure::MeasureError::kNoDevice) all_no_device = false;
+          Add(std::move(record[0]), std::move(round.candidates[first + k]));
+          ++result_.new_trials;
+          ++reported;
+        });
     round.measure_s += SecondsSince(t);
-    if (results.size() != part.size()) {
+    RETURN_IF_ERROR(logged);
+    if (results.size() != part.size() || reported != part.size()) {
       return absl::InternalError(absl::StrCat("the runner returned ", results.size(),
-                                              " results for ", part.size(), " candidates"));
+                                              " results and reported ", reported, " for ",
+                                              part.size(), " candidates"));
     }
-    std::vector<MeasureRecord> records = RecordsOf(round, first, std::move(results), built);
-    RETURN_IF_ERROR(SigintGuard::Append(writer_, records, std::nullopt));
-    for (size_t k = 0; k < records.size(); ++k) {
-      if (records[k].result.error != measure::MeasureError::kNoDevice) all_no_device = false;
-      Add(std::move(records[k]), std::move(round.candidates[first + k]));
-    }
-    result_.new_trials += static_cast<int64_t>(records.size());
   }
   const std::vector<MeasureRecord> round_records(records_.begin() + first_trial, records_.end());
   RoundRecord& line = round.line;

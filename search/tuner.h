@@ -3,8 +3,8 @@
 // the evolutionary search (search/evolutionary_search.h) for the round's candidates (each lowered
 // once by the search, search/tune_context.h), builds their lowerings (measure::Builder:
 // PTX in parallel compile workers on cuda; on cpu the runner's worker JIT-compiles each nest),
-// checks and times them (measure::Runner) in batches of TuneOptions::log_batch, appending each
-// batch's records to the log as soon as it is measured (fsync'd, search/log_io.h), then the
+// checks and times them (measure::Runner) in batches of TuneOptions::measure_batch, appending each
+// record to the log as soon as it is measured (fsync'd, search/log_io.h), then the
 // round line, and prints a progress line. A job resumes from its log: the records
 // of the task (workload key + target) train the model, their states are never measured again and
 // they count toward the trial budget.
@@ -45,11 +45,13 @@ struct TuneOptions {
   /// of the task yet, the first round measures min(per_round, max(16, trials / 4)) so that the
   /// model is trained from the second round on even at small budgets.
   int per_round = 64;
-  /// Candidates measured per runner call; each call's records are appended to the log (one write
-  /// + fsync) as soon as it returns, so a killed job loses at most this many measurements. Every
-  /// call forks a measurement worker and computes the task's reference again (on cuda also
-  /// initializes CUDA), so smaller batches cost more; values < 1 count as 1.
-  int log_batch = 16;
+  /// Candidates measured per runner call (Runner::RunStreaming); 0: the whole round. Every call
+  /// forks a measurement worker and computes the task's reference again (on cuda also initializes
+  /// CUDA and runs the naive kernel: about 1.8 s for matmul 4096³ on the H200), so smaller batches
+  /// cost more. Whatever the batch, each record is appended to the log (one write + fsync) as soon
+  /// as its result arrives, so a killed job loses no finished measurement. The staged-timing
+  /// screen (screen_factor) is set per call, from the best before it.
+  int measure_batch = 0;
   /// Staged timing: each batch is measured with measure::MeasureOptions::screen_above_ms set to
   /// this factor times the task's best valid time so far, so candidates slower than that in every
   /// check run keep their check runs' times instead of a full timing. 0 (or below 1): every

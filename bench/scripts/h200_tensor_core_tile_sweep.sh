@@ -74,5 +74,12 @@ print(f"{sys.argv[2]}\t{t if t is not None else r.get('error')}\t{k.get('registe
 PY
 done
 cat "$out/table.tsv"
+# Why building candidates parallelizes only ~4x on this machine's cores in tune: the compile
+# benchmark with 1 worker and with every core.
+echo "== $(date -u +%FT%TZ) bench-compile ($(nproc) cores)"
+for w in 1 0; do
+  timeout 120 "$ts" bench-compile --size 4096 --candidates 64 --workers "$w" \
+    --json "$out/bench_compile_w$w.json" 2>&1 | tail -4
+done
 echo "== done $(date -u +%FT%TZ)"
 tar czf "${OUT:-/tmp/out}/tile-sweep.tgz" -C "$(dirname "$out")" tile-sweep

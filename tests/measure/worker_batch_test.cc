@@ -2,9 +2,11 @@
 // setups that fail, crash or hang; every later item still runs and returns its own payload.
 #include "measure/worker_batch.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,9 +14,13 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/search/scratch_dir.h"
 
 namespace tilesearch::measure {
 namespace {
@@ -73,14 +79,24 @@ TEST(WorkerBatchTest, FaultingHangingAndExitingItemsCostOnlyThemselves) {
   WorkerOptions options;
   options.item_timeout_ms = 300;
   options.setup_timeout_ms = 5000;
+  std::vector<std::pair<int, WorkerItemOutcome>> reported;
   std::vector<WorkerItemOutcome> out = RunBatchInWorkers(
       13,
       [&] {
         setups.Increment();
         return absl::OkStatus();
       },
-      item, options);
+      item, options,
+      [&](int i, const WorkerItemOutcome& o) { reported.emplace_back(i, o); });
   ASSERT_EQ(out.size(), 13u);
+  // Every outcome was reported once, in order, as returned.
+  ASSERT_EQ(reported.size(), 13u);
+  for (int i = 0; i < 13; ++i) {
+    EXPECT_EQ(reported[i].first, i);
+    EXPECT_EQ(reported[i].second.kind, out[i].kind) << i;
+    EXPECT_EQ(reported[i].second.payload, out[i].payload) << i;
+    EXPECT_EQ(reported[i].second.message, out[i].message) << i;
+  }
   EXPECT_EQ(out[0].kind, Kind::kDone);
   EXPECT_EQ(out[0].payload, "item0");
   EXPECT_EQ(out[1].kind, Kind::kCrashed);
@@ -110,6 +126,37 @@ TEST(WorkerBatchTest, FaultingHangingAndExitingItemsCostOnlyThemselves) {
   EXPECT_EQ(out[12].payload, "item12");
   // Workers: [0, 1], [2, 3], [4], [5], [6, 7], [8, 9], [10], [11, 12].
   EXPECT_EQ(setups.Get(), 8);
+}
+
+// Outcomes reach the parent's callback while later items still run: each item waits for the
+// marker file that the parent's callback writes for the item before it.
+TEST(WorkerBatchTest, OutcomesAreReportedWhileLaterItemsRun) {
+  const std::string dir = ::tilesearch::testing::ScratchPath("reported");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  auto marker = [&](int i) { return absl::StrCat(dir, "/", i); };
+  auto item = [&](int i) -> std::string {
+    if (i == 0) return "first";
+    for (int tries = 0; tries < 2000; ++tries) {
+      if (::access(marker(i - 1).c_str(), F_OK) == 0) return "saw the report of the one before";
+      ::usleep(1000);
+    }
+    return "no report of the one before";
+  };
+  std::vector<int> order;
+  const std::vector<WorkerItemOutcome> out = RunBatchInWorkers(
+      4, [] { return absl::OkStatus(); }, item, WorkerOptions{},
+      [&](int i, const WorkerItemOutcome&) {
+        order.push_back(i);
+        const int fd = ::open(marker(i).c_str(), O_CREAT | O_WRONLY, 0644);
+        ASSERT_GE(fd, 0);
+        ::close(fd);
+      });
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
+  for (int i = 1; i < 4; ++i) {
+    EXPECT_EQ(out[i].kind, Kind::kDone);
+    EXPECT_EQ(out[i].payload, "saw the report of the one before") << i;
+  }
 }
 
 TEST(WorkerBatchTest, CrashIsSeenWhileAGrandchildHoldsThePipe) {

@@ -42,10 +42,10 @@ std::vector<std::string> CompleteLines(const std::string& path) {
 TEST(KillResumeTest, KilledMidRoundJobLosesNoMeasuredRecord) {
   const std::string log = ::tilesearch::testing::ScratchPath("killed.jsonl");
   constexpr int kTrials = 12;
-  // One round of all the trials, one candidate per runner call: records reach the disk one by
-  // one while the round goes on.
+  // One round of all the trials in one runner call: records reach the disk one by one, as their
+  // results arrive, while the round goes on.
   TuneOptions options = testing::TinyCpuTuneOptions(log, kTrials, kTrials, 5);
-  options.log_batch = 1;
+  options.measure_batch = 0;
   const schedule::Workload workload = testing::SquareMatmul(16);
   const Target cpu = Target::HostCpu();
 
