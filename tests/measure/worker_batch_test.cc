@@ -86,8 +86,7 @@ TEST(WorkerBatchTest, FaultingHangingAndExitingItemsCostOnlyThemselves) {
         setups.Increment();
         return absl::OkStatus();
       },
-      item, options,
-      [&](int i, const WorkerItemOutcome& o) { reported.emplace_back(i, o); });
+      item, options, [&](int i, const WorkerItemOutcome& o) { reported.emplace_back(i, o); });
   ASSERT_EQ(out.size(), 13u);
   // Every outcome was reported once, in order, as returned.
   ASSERT_EQ(reported.size(), 13u);
