@@ -18,6 +18,7 @@
 #include "costmodel/xgboost_model.h"
 #include "ir/compute_dag.h"
 #include "nlohmann/json.hpp"
+#include "schedule/schedule_file.h"
 #include "search/api.h"
 #include "search/replay.h"
 #include "tools/commands.h"
@@ -177,6 +178,15 @@ absl::StatusOr<int> ExportDispatch(DispatchOptions o) {
   for (const Bucket& b : buckets) {
     ASSIGN_OR_RETURN(std::vector<std::string> written,
                      search::WriteArtifacts(b.artifact, o.out, &b.check));
+    // The bucket's schedule as a schedule file, so that `tilesearch measure` can time it.
+    schedule::ScheduleFile file;
+    file.comment = absl::StrCat("export-dispatch ", o.name, " bucket ", b.extent, ": ", b.source);
+    file.workload = b.artifact.record.workload;
+    file.target = target;
+    file.steps = b.artifact.record.steps;
+    const std::string schedule_path = absl::StrCat(o.out, "/", b.artifact.name, ".schedule.json");
+    std::ofstream(schedule_path) << file.ToText() << "\n";
+    written.push_back(schedule_path);
     for (const std::string& path : written) std::cout << "wrote: " << path << "\n";
     manifest["buckets"].push_back({{"extent", b.extent},
                                    {"artifact", b.artifact.name},

@@ -56,6 +56,9 @@ expect_out dispatch '^bucket 40: .*check: passed$'
 for f in mmd.h mmd.json mmd_1.o mmd_8.o mmd_24.o mmd_40.o mmd_8.h; do
   [[ -s "$tmp/d/$f" ]] || fail "dispatch: $f missing or empty"
 done
+# Each bucket's schedule file passes the interpreter's check.
+run check_bucket check --schedule "$tmp/d/mmd_1.schedule.json"
+expect_rc check_bucket 0
 python3 - "$tmp/d/mmd.json" <<'PY' || fail "dispatch manifest"
 import json, sys
 j = json.load(open(sys.argv[1]))
