@@ -147,6 +147,7 @@ struct WorkerState {
   std::unique_ptr<DeviceComparer> comparer;  // null: float32 outputs compared on the host
   std::unique_ptr<ResidentData> resident;    // null: the per-candidate upload path
   std::vector<SampledOutput> sampled;        // float64 reference at sampled points of trial 0
+  double batch_best_ms = 0;  // the fastest candidate this worker fully timed (ScreenFor)
 };
 
 // The worker's setup, then the float64 reference at sampled points of the first trial (its
@@ -851,7 +852,7 @@ Finished ResidentCheck(const MeasureOptions& options, const BatchData& data,
       if (!s.ok()) return RuntimeFailure(r, start, s);
     }
     const std::vector<cuda::CUdeviceptr> args = ResidentArgPtrs(res, bound, res.inputs[t]);
-    if (options.screen_above_ms > 0) {
+    if (ScreenFor(options, state.batch_best_ms) > 0) {
       // Timed between events (one run, no flush) for staged timing; Time waits for the end event.
       absl::StatusOr<TimingStats> one = state.timer->Time(
           [&]() { return module.LaunchAll(args, /*synchronize=*/false); }, OneCheckRun());
@@ -941,7 +942,8 @@ std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData&
 
   // Staged timing: a candidate slower than the screen in every check run keeps those times.
   if (!wrong && !check_runs_ms.empty() &&
-      *std::min_element(check_runs_ms.begin(), check_runs_ms.end()) > options.screen_above_ms) {
+      *std::min_element(check_runs_ms.begin(), check_runs_ms.end()) >
+          ScreenFor(options, state.batch_best_ms)) {
     r.timing = runtime::Summarize(check_runs_ms);
     r.screened = true;
     for (double ms : check_runs_ms) r.costs_s.push_back(ms / 1000.0);
@@ -963,6 +965,9 @@ std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData&
   if (wrong) {
     return FinishItem(r, start, MeasureError::kWrongAnswer,
                       tf32x3_verdict.empty() ? MismatchMessage(r.check) : tf32x3_verdict);
+  }
+  if (!r.screened && (state.batch_best_ms == 0 || r.timing.median_ms < state.batch_best_ms)) {
+    state.batch_best_ms = r.timing.median_ms;
   }
   return FinishItem(r, start, MeasureError::kNone, "");
 }

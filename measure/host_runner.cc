@@ -157,6 +157,7 @@ class HostRunner : public Runner {
       : target_(target), options_(options) {}
 
   const Target& target() const override { return target_; }
+  void SetScreenAboveMs(double ms) override { options_.screen_above_ms = ms > 0 ? ms : 0; }
 
   std::vector<MeasureResult> Run(const ir::ComputeDAG& dag,
                                  const std::vector<BuildResult>& candidates) override {
@@ -224,6 +225,7 @@ class HostRunner : public Runner {
 
     // Worker state, filled in the worker (the parent's copies stay empty).
     std::unique_ptr<AlignedBytes> flush;
+    double batch_best_ms = 0;  // the fastest candidate the worker fully timed (ScreenFor)
     std::vector<SampledOutput> sampled;
 
     auto setup = [&]() -> absl::Status {
@@ -243,7 +245,7 @@ class HostRunner : public Runner {
     auto item = [&](int k) -> std::string {
       const BuildResult& c = candidates[runnable[k]];
       return MeasureResultToJson(MeasureOne(dag, c, distributions, inputs, expected, sampled,
-                                            timing_inputs, flush.get()))
+                                            timing_inputs, flush.get(), &batch_best_ms))
           .dump();
     };
 
@@ -339,7 +341,8 @@ class HostRunner : public Runner {
                            const std::vector<ir::BufferMap>& inputs,
                            const std::vector<ir::BufferMap>& expected,
                            const std::vector<SampledOutput>& sampled,
-                           const ir::BufferMap& timing_inputs, AlignedBytes* flush) const {
+                           const ir::BufferMap& timing_inputs, AlignedBytes* flush,
+                           double* batch_best_ms) const {
     const Clock::time_point start = Clock::now();
     // Compiling gets its own clock (run_timeout_ms as well), so that a slow JIT is not a run
     // timeout of the run that follows.
@@ -425,7 +428,17 @@ class HostRunner : public Runner {
       RETURN_IF_ERROR((*kernel)->Run(pointers));
       return MsSince(t0);
     };
-    absl::StatusOr<TimingStats> stats = TimeRepeated(run_once, options_.timing);
+    // Staged timing: a short timing first; a candidate slower than the screen keeps it.
+    const double screen = ScreenFor(options_, *batch_best_ms);
+    absl::StatusOr<TimingStats> stats =
+        TimeRepeated(run_once, screen > 0 ? ScreenTiming() : options_.timing);
+    if (stats.ok() && screen > 0) {
+      r.screened = stats->median_ms > screen;
+      if (!r.screened) stats = TimeRepeated(run_once, options_.timing);
+    }
+    if (stats.ok() && !r.screened && (*batch_best_ms == 0 || stats->median_ms < *batch_best_ms)) {
+      *batch_best_ms = stats->median_ms;
+    }
     if (!stats.ok()) {
       r.error = MeasureError::kRuntimeError;
       r.message = stats.status().ToString();
@@ -435,6 +448,16 @@ class HostRunner : public Runner {
     for (double ms : r.timing.samples_ms) r.costs_s.push_back(ms / 1000);
     r.run_wall_ms = MsSince(start);
     return r;
+  }
+
+  // The first rung of staged timing: one warm-up and three flushed runs.
+  static runtime::TimingOptions ScreenTiming() {
+    runtime::TimingOptions t;
+    t.warmup_runs = 1;
+    t.min_runs = 3;
+    t.max_runs = 3;
+    t.min_total_ms = 0;
+    return t;
   }
 
   Target target_;

@@ -315,6 +315,15 @@ absl::StatusOr<MeasureResult> MeasureResultFromJson(const nlohmann::json& j) {
   return r;
 }
 
+double ScreenFor(const MeasureOptions& options, double batch_best_ms) {
+  double screen = options.screen_above_ms > 0 ? options.screen_above_ms : 0;
+  if (options.screen_factor > 0 && batch_best_ms > 0) {
+    const double own = options.screen_factor * batch_best_ms;
+    screen = screen > 0 ? std::min(screen, own) : own;
+  }
+  return screen;
+}
+
 absl::Status ValidateMeasureOptions(const MeasureOptions& options) {
   auto bad = [](auto... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
   const TimingOptions& t = options.timing;
@@ -328,6 +337,9 @@ absl::Status ValidateMeasureOptions(const MeasureOptions& options) {
   }
   if (!(options.screen_above_ms >= 0)) {
     return bad("screen_above_ms must not be negative, got ", options.screen_above_ms);
+  }
+  if (!(options.screen_factor >= 0)) {
+    return bad("screen_factor must not be negative, got ", options.screen_factor);
   }
   if (options.check_trials < 0) {
     return bad("check_trials must not be negative, got ", options.check_trials);

@@ -167,8 +167,14 @@ struct MeasureOptions {
   /// still a loser without a flushed, repeated timing, and a slow candidate's timing runs cost
   /// most of its trial. 0: every candidate gets the full timing. The tuner sets it per batch from
   /// its best time so far (TuneOptions::screen_factor). The CUDA runner's resident check applies
-  /// it; other paths time every candidate fully.
+  /// it to its two check runs; the host runner times one warm-up and three runs first and keeps
+  /// them for a candidate slower than the screen; the CUDA per-candidate upload path times every
+  /// candidate fully.
   double screen_above_ms = 0;
+  /// Staged timing within a batch: also screen against this factor times the fastest candidate
+  /// fully timed earlier by the same worker, so that the first batch of a task, before any best is
+  /// known, screens too. 0: off. (ScreenFor combines both.)
+  double screen_factor = 0;
   /// Wall-clock limit of one candidate's check + timing in the worker; over it: kRunTimeout.
   double run_timeout_ms = 20000;
   /// Limit for the worker's start (CUDA init, reference computation) per batch.
@@ -183,6 +189,11 @@ struct MeasureOptions {
   /// Empty: the environment variable TILESEARCH_DEVICE_LOCK, if set; else none.
   std::string device_lock_path;
 };
+
+/// The staged-timing screen for a worker's next candidate, ms (0: no screening): the smaller of
+/// options.screen_above_ms and options.screen_factor × `batch_best_ms` (the fastest candidate the
+/// worker has fully timed so far; 0 when none), of those that apply.
+double ScreenFor(const MeasureOptions& options, double batch_best_ms);
 
 /// Host memory (bytes) a measurement of `dag` needs at its peak, estimated: the check holds every
 /// input and output as 8-byte values per trial (inputs, reference outputs), plus the timing inputs

@@ -294,12 +294,9 @@ std::vector<WorkerItemOutcome> RunBatchInWorkers(
     const std::function<void(int, const WorkerItemOutcome&)>& on_outcome) {
   std::vector<WorkerItemOutcome> outcomes(std::max(num_items, 0));
   int next = 0;
-  // Every item below `next` has its final outcome; those not reported yet go to on_outcome.
-  int reported = 0;
+  int reported = 0;  // items below `next` are final; those from `reported` on go to on_outcome
   auto report = [&]() {
-    for (; reported < next; ++reported) {
-      if (on_outcome) on_outcome(reported, outcomes[reported]);
-    }
+    for (; on_outcome && reported < next; ++reported) on_outcome(reported, outcomes[reported]);
   };
   int setup_failures = 0;
   auto fail_setup = [&](const std::string& message) {

@@ -728,7 +728,7 @@ std::string FormatSummary(const std::vector<WorkloadSummary>& summaries, int cur
     absl::StrAppend(&out, s.workload.ToString(), "  [key ", s.workload_key, ", ",
                     s.target.ToString(), "]\n");
     absl::StrAppend(&out, "  trials ", s.trials, ", valid ", s.valid);
-    if (s.screened > 0) absl::StrAppend(&out, " (", s.screened, " screened: check runs only)");
+    if (s.screened > 0) absl::StrAppend(&out, " (", s.screened, " screened: short timing only)");
     if (s.valid > 0) {
       absl::StrAppend(&out, absl::StrFormat(", best %.4g ms", s.best_median_ms));
       if (has_rate) absl::StrAppend(&out, " (", rate(s.best_median_ms), ")");

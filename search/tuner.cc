@@ -301,6 +301,7 @@ class TuningJob {
     RETURN_IF_ERROR(CheckLockIsNotTheLog(options));
     measure::MeasureOptions measure_options = options.measure;
     measure_options.precision = options.search.precision;  // one option: the search's
+    measure_options.screen_factor = options.screen_factor >= 1 ? options.screen_factor : 0;
     ASSIGN_OR_RETURN(std::unique_ptr<measure::Runner> runner,
                      measure::CreateRunner(target, measure_options));
     RETURN_IF_ERROR(measure::CheckMeasureHostMemory(task->dag, options.measure));

@@ -53,11 +53,13 @@ struct TuneOptions {
   /// screen (screen_factor) is set per call, from the best before it.
   int measure_batch = 0;
   /// Staged timing: each batch is measured with measure::MeasureOptions::screen_above_ms set to
-  /// this factor times the task's best valid time so far, so candidates slower than that in every
-  /// check run keep their check runs' times instead of a full timing. 0 (or below 1): every
-  /// candidate is timed fully. 2 keeps every candidate whose time the cost model needs to tell
-  /// apart from the best within the timing noise, and drops the timing of the slow majority.
-  double screen_factor = 2.0;
+  /// this factor times the task's best valid time so far, so candidates slower than that in their
+  /// first short timing keep it instead of a full timing (successive halving with two rungs).
+  /// 0 (or below 1): every candidate is timed fully. 1.5 leaves the full timing to the round's
+  /// contenders: a candidate 1.5× slower than the best is ranked well enough by its short timing
+  /// for the cost model, and the full timing of the slow majority was most of a trial's time (on
+  /// the CPU a flushed run costs more than a 0.3 ms kernel).
+  double screen_factor = 1.5;
   /// The tuning log (JSON Lines); created when absent, appended to otherwise. Required.
   std::string log_path;
   /// Seeds the search, the random model and the records' "seed".

@@ -186,9 +186,9 @@ void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t) {
   AddRangedOption(app, "--warmup", &t->warmup, "untimed runs per candidate before timing", 0, 10000,
                   defaults.warmup_runs);
   AddRangedOption(app, "--screen-factor", &t->screen_factor,
-                  "staged timing: a candidate slower than this factor times the best so far in "
-                  "every check run keeps the check runs' times, without the full timing (cuda); "
-                  "0 times every candidate fully",
+                  "staged timing: a candidate slower than this factor times the best so far "
+                  "keeps its first short timing (cuda: its two check runs; cpu: 1 warm-up + 3 "
+                  "runs) instead of the full timing; 0 times every candidate fully",
                   0.0, 1000.0, search::TuneOptions{}.screen_factor);
 }
 

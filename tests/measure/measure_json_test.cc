@@ -193,6 +193,21 @@ TEST(MeasureResultJsonTest, MalformedFieldsAreNamed) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a json object")));
 }
 
+TEST(MeasureOptionsTest, ScreenIsTheSmallerOfTheFixedAndTheBatchRelativeOne) {
+  MeasureOptions o;
+  EXPECT_EQ(ScreenFor(o, 0), 0);  // neither set: no screening
+  EXPECT_EQ(ScreenFor(o, 2.0), 0);
+  o.screen_factor = 1.5;
+  EXPECT_EQ(ScreenFor(o, 0), 0);  // no candidate fully timed yet in this worker
+  EXPECT_DOUBLE_EQ(ScreenFor(o, 2.0), 3.0);
+  o.screen_above_ms = 2.5;
+  EXPECT_DOUBLE_EQ(ScreenFor(o, 2.0), 2.5);
+  EXPECT_DOUBLE_EQ(ScreenFor(o, 1.0), 1.5);
+  EXPECT_DOUBLE_EQ(ScreenFor(o, 0), 2.5);
+  o.screen_factor = 0;
+  EXPECT_DOUBLE_EQ(ScreenFor(o, 1.0), 2.5);
+}
+
 TEST(MeasureOptionsTest, ValidationNamesTheBadOption) {
   EXPECT_THAT(ValidateMeasureOptions(MeasureOptions{}), IsOk());
   auto expect_bad = [](auto mutate, const char* what) {
@@ -211,6 +226,7 @@ TEST(MeasureOptionsTest, ValidationNamesTheBadOption) {
   expect_bad([](MeasureOptions& o) { o.setup_timeout_ms = -5; }, "setup_timeout_ms");
   expect_bad([](MeasureOptions& o) { o.host_threads = -1; }, "host_threads");
   expect_bad([](MeasureOptions& o) { o.screen_above_ms = -1; }, "screen_above_ms");
+  expect_bad([](MeasureOptions& o) { o.screen_factor = -2; }, "screen_factor");
   // Without a check, no distributions are needed.
   MeasureOptions unchecked;
   unchecked.check = false;
