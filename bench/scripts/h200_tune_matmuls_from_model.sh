@@ -4,7 +4,8 @@
 # bench/harness/score.py (eager and eager without TF32); then a bf16 dispatch table over M
 # (`tilesearch export-dispatch`, N = K = 4096, M in DISPATCH_M) from the bf16 log, each bucket's
 # kernel checked and timed by `tilesearch measure` beside eager (bench/harness/pytorch_baseline.py,
-# same method); all in one device call (about 8 minutes):
+# same method); all in one device call (about 8 minutes). SCORE=0 skips the scoring,
+# DISPATCH_M="" the dispatch table.
 #   run(command="bash bench/scripts/h200_tune_matmuls_from_model.sh", carry=["dist"], kind="nvidia-h200")
 # TRIALS (default 256) per problem; TUNE_S (default 110) wall seconds per tune (SIGINT, then the
 # round in flight is logged). Output: $OUT/from-model/{run.log, <problem>.jsonl, inspect.txt} and
@@ -28,26 +29,30 @@ for c in "${cases[@]}"; do
     --dtype "$dtype" --target cuda --trials "$trials" --log "$out/logs/$problem.jsonl" 2>&1 | tail -3
   "$ts" inspect --log "$out/logs/$problem.jsonl" 2>&1 | tee -a "$out/inspect.txt" | tail -5
 done
-echo "== $(date -u +%FT%TZ) replay and score"
-LOGS_FROM="$out/logs" PROBLEMS=matmul_square_4096_bf16,matmul_square_4096 \
-  SUITES="level1 level1_half" TRIALS=1 BENCH_S=120 ROUND_S=0 SCORE_S=150 TAG=from-model \
-  BASELINES=eager,eager_no_tf32 BENCH_ARGS="--warmup 1 --min-runs 3 --min-time-ms 10" \
-  bash bench/scripts/h200_tune_suites.sh 2>&1 | grep -v -i warn | tail -25
+if [[ "${SCORE:-1}" == 1 ]]; then
+  echo "== $(date -u +%FT%TZ) replay and score"
+  LOGS_FROM="$out/logs" PROBLEMS=matmul_square_4096_bf16,matmul_square_4096 \
+    SUITES="level1 level1_half" TRIALS=1 BENCH_S=120 ROUND_S=0 SCORE_S=150 TAG=from-model \
+    BASELINES=eager,eager_no_tf32 BENCH_ARGS="--warmup 1 --min-runs 3 --min-time-ms 10" \
+    bash bench/scripts/h200_tune_suites.sh 2>&1 | grep -v -i warn | tail -25
+fi
 
-ms=${DISPATCH_M:-1,8,64,512,4096,16384}
-echo "== $(date -u +%FT%TZ) export-dispatch bf16 over M in $ms"
-timeout 240 "$ts" export-dispatch --op matmul --shape 4096x4096 --shape 4096x4096 --dtype bfloat16 \
-  --target cuda --log "$out/logs/matmul_square_4096_bf16.jsonl" --values "$ms" \
-  --out "$out/dispatch" --name mm_bf16 2>&1 | grep -v "^wrote" | tail -8
-cases=()
-for m in ${ms//,/ }; do cases+=(--case "matmul_bf16:${m}x4096x4096"); done
-python3 bench/harness/pytorch_baseline.py "${cases[@]}" --json "$out/dispatch_eager.json"
-for m in ${ms//,/ }; do
-  f="$out/dispatch/mm_bf16_$m.schedule.json"
-  [[ -f "$f" ]] || { echo "bucket $m: no schedule file"; continue; }
-  echo "== $(date -u +%FT%TZ) bucket M=$m"
-  timeout 90 "$ts" measure --schedule "$f" --target cuda --min-runs 100 \
-    --json "$out/dispatch/measure_$m.json" 2>&1 | grep -E "^(check|time|OK|FAIL)" | head -3
-done
+ms=${DISPATCH_M-1,8,64,512,4096,16384}
+if [[ -n "$ms" ]]; then
+  echo "== $(date -u +%FT%TZ) export-dispatch bf16 over M in $ms"
+  timeout 240 "$ts" export-dispatch --op matmul --shape 4096x4096 --shape 4096x4096 --dtype bfloat16 \
+    --target cuda --log "$out/logs/matmul_square_4096_bf16.jsonl" --values "$ms" \
+    --out "$out/dispatch" --name mm_bf16 2>&1 | grep -v "^wrote" | tail -8
+  cases=()
+  for m in ${ms//,/ }; do cases+=(--case "matmul_bf16:${m}x4096x4096"); done
+  python3 bench/harness/pytorch_baseline.py "${cases[@]}" --json "$out/dispatch_eager.json"
+  for m in ${ms//,/ }; do
+    f="$out/dispatch/mm_bf16_$m.schedule.json"
+    [[ -f "$f" ]] || { echo "bucket $m: no schedule file"; continue; }
+    echo "== $(date -u +%FT%TZ) bucket M=$m"
+    timeout 90 "$ts" measure --schedule "$f" --target cuda --min-runs 100 \
+      --json "$out/dispatch/measure_$m.json" 2>&1 | grep -E "^(check|time|OK|FAIL)" | head -3
+  done
+fi
 tar czf "$top/from-model.tgz" -C "$top" from-model
 echo "== done $(date -u +%FT%TZ)"
