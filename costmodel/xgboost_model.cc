@@ -251,10 +251,11 @@ struct TrainResult {
 // Early stopping: every round's monitored error; Done once early_stopping_rounds passed without
 // improvement. The initial ensemble's own error counts as round -1 (zero new rounds).
 struct EarlyStop {
+  double min_improvement = 0;  // relative (XGBoostOptions::early_stopping_min_improvement)
   double best = std::numeric_limits<double>::infinity();
   int best_round = -1;
   bool Done(double err, int r, int patience) {
-    if (err < best) {
+    if (err < best * (1 - min_improvement) || (std::isinf(best) && err < best)) {
       best = err;
       best_round = r;
       return false;
@@ -282,6 +283,7 @@ absl::Status Train(const XGBoostOptions& o, const Dataset& train, const Dataset*
     return absl::OkStatus();
   }
   EarlyStop stop;
+  stop.min_improvement = o.early_stopping_min_improvement;
   auto error = [&]() -> absl::StatusOr<double> {
     ASSIGN_OR_RETURN(std::vector<double> s,
                      PackSum(out->booster.h, monitor->matrix, monitor->packed, monitor == &train));

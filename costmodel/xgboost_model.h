@@ -90,6 +90,10 @@ struct XGBoostOptions {
   int max_rounds = 10000;
   /// Stop after this many rounds without improvement of the monitored error.
   int early_stopping_rounds = 50;
+  /// An improvement counts only when the monitored error falls below (1 − this) × the best so far.
+  /// Seen on the H200: with 6 held-out programs the error kept creeping down, and one round of a
+  /// warm-started model boosted all 10000 rounds (5.5 s of a 34 s tune); 0 is TVM's rule.
+  double early_stopping_min_improvement = 1e-3;
   /// Fraction of programs held out to choose the number of rounds, when there are at least
   /// `min_programs_for_validation` programs with features.
   double validation_fraction = 0.2;
