@@ -728,7 +728,6 @@ std::string FormatSummary(const std::vector<WorkloadSummary>& summaries, int cur
     absl::StrAppend(&out, s.workload.ToString(), "  [key ", s.workload_key, ", ",
                     s.target.ToString(), "]\n");
     absl::StrAppend(&out, "  trials ", s.trials, ", valid ", s.valid);
-    if (s.screened > 0) absl::StrAppend(&out, " (", s.screened, " screened: short timing only)");
     if (s.valid > 0) {
       absl::StrAppend(&out, absl::StrFormat(", best %.4g ms", s.best_median_ms));
       if (has_rate) absl::StrAppend(&out, " (", rate(s.best_median_ms), ")");
@@ -742,6 +741,10 @@ std::string FormatSummary(const std::vector<WorkloadSummary>& summaries, int cur
                       " at trial ", s.untuned_trial);
     }
     absl::StrAppend(&out, "\n");
+    if (s.screened > 0) {
+      absl::StrAppend(&out, "  screened: ", s.screened, " of ", s.valid,
+                      " valid trials kept their short timing (staged timing)\n");
+    }
     if (s.trials_to_90_percent > 0) {
       absl::StrAppend(&out, "  90% of the best reached at trial ",
                       s.curve[s.trials_to_90_percent - 1].trial, " (after ", s.trials_to_90_percent,

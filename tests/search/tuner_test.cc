@@ -417,6 +417,39 @@ TEST(TunerTest, EarlyStoppingEndsAtTheFirstRoundWithoutEnoughImprovement) {
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("early_stopping must be >= 0")));
 }
 
+// Staged timing on the cpu target: screened records keep their short timing (3 runs, against at
+// least 6 for the full one here), are slower than the best, and the best is fully timed; with the
+// screen off nothing is screened.
+TEST(TunerTest, StagedTimingScreensOnlySlowerCandidates) {
+  const Target target = Target::HostCpu();
+  for (double factor : {1.5, 0.0}) {
+    SCOPED_TRACE(::testing::Message() << "screen factor " << factor);
+    const std::string log = TempLog(factor > 0 ? "screened" : "unscreened");
+    TuneOptions options = SmallTune(log, 32);
+    options.use_xgboost = false;  // random search: a wide spread of times
+    options.measure.timing.min_runs = 6;
+    options.measure.timing.max_runs = 6;
+    options.screen_factor = factor;
+    absl::StatusOr<TuneResult> result = Tune(Matmul64(), target, options);
+    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_TRUE(result->best.has_value());
+    EXPECT_FALSE(result->best->result.screened);
+    EXPECT_EQ(result->best->result.timing.runs, 6);
+    int screened = 0;
+    for (const MeasureRecord& r : ReadAll(log)) {
+      if (!r.valid() || !r.result.screened) continue;
+      ++screened;
+      EXPECT_EQ(r.result.timing.runs, 3) << "trial " << r.trial;
+      EXPECT_GT(r.median_ms(), result->best->median_ms()) << "trial " << r.trial;
+    }
+    if (factor > 0) {
+      EXPECT_GT(screened, 0);
+    } else {
+      EXPECT_EQ(screened, 0);
+    }
+  }
+}
+
 TEST(TunerTest, SigintStopsBetweenRoundsWithTheRoundLogged) {
   const std::string log = TempLog("sigint");
   const Target target = Target::HostCpu();
