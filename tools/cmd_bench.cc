@@ -43,6 +43,7 @@
 #include "search/replay.h"
 #include "search/tuner.h"
 #include "tools/commands.h"
+#include "tools/model_options.h"
 #include "tools/number_text.h"
 #include "tools/suite.h"
 #include "tools/workload_options.h"
@@ -60,6 +61,7 @@ struct BenchCommandOptions {
   int trials = 64;
   int per_round = 64;
   std::string model = "xgboost";
+  std::string model_init;  // --model-init PATH | none; "" = the target's default model, if any
   uint64_t seed = 0;
   std::string log_dir;
   std::string out;
@@ -253,6 +255,10 @@ absl::Status TuneProblem(const BenchCommandOptions& options, const ir::ComputeDA
                      options.timing, options.host_threads, options.quiet);
   tune.trials = options.trials;
   tune.per_round = options.per_round;
+  // As `tune`: the learned model starts from the pretrained one (the target's default model).
+  if (options.model == "xgboost" && options.model_init != "none") {
+    tune.model_init = options.model_init.empty() ? DefaultModelPath(target) : options.model_init;
+  }
 
   const auto start = std::chrono::steady_clock::now();
   auto elapsed_s = [&] {
@@ -426,6 +432,9 @@ void PrintTable(const std::vector<Outcome>& outcomes) {
 absl::StatusOr<int> Bench(const BenchCommandOptions& options) {
   // Everything a user can get wrong is checked before the first trial.
   if (options.suites.empty()) return absl::InvalidArgumentError("give --suite FILE");
+  if (!options.model_init.empty() && options.model_init != "none" && options.model != "xgboost") {
+    return absl::InvalidArgumentError("--model-init needs --model xgboost");
+  }
   std::vector<bench::Suite> suites;
   suites.reserve(options.suites.size());
   for (const std::string& path : options.suites) {
@@ -543,6 +552,9 @@ ExitCodeAction AddBenchCommand(CLI::App& app) {
   app.add_option("--model", options->model, "cost model: xgboost or random")
       ->capture_default_str()
       ->check(CLI::IsMember({"xgboost", "random"}));
+  app.add_option("--model-init", options->model_init,
+                 "pretrained model file (train-model) the xgboost model starts from, or none; "
+                 "default: the shipped default model of a cuda target's arch when there is one");
   app.add_option("--seed", options->seed, "seed of the search and the model")
       ->capture_default_str();
   app.add_option("--log-dir", options->log_dir,

@@ -14,7 +14,8 @@
 # - Ctrl-C during the first problem: its round is logged whole, status 130, the second problem
 #   is not run;
 # - user errors (exit 2, one line, nothing run): missing suite, unknown name in --problems, a
-#   --log-dir under a regular file or that is a file, an --out under a file, an unwritable --json.
+#   --log-dir under a regular file or that is a file, an --out under a file, an unwritable --json,
+#   --model-init with --model random.
 # Run by ctest with TILESEARCH set to the binary.
 set -u
 source "$(dirname "$0")/cli_lib.sh"
@@ -191,6 +192,9 @@ expect_error log_is_file "log directory '$tmp/plain' is not a directory"
 run out_under_file bench --suite "$suite" "${common[@]}" --trials 8 --log-dir "$tmp/l" \
   --out "$tmp/plain/art"
 expect_error out_under_file "cannot create output directory '$tmp/plain/art'"
+run init_random bench --suite "$suite" "${common[@]}" --trials 8 --model-init "$tmp/m.model" \
+  --log-dir "$tmp/l" --out "$tmp/a"
+expect_error init_random "--model-init needs --model xgboost"
 [[ ! -e "$tmp/l" && ! -e "$tmp/a" ]] || fail "errors: a log or output directory was created"
 run bad_json bench --suite "$suite" "${common[@]}" --trials 8 --log-dir "$tmp/l2" --out "$tmp/a2" \
   --json "$tmp/plain/s.json"
