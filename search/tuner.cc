@@ -248,6 +248,14 @@ absl::Status ValidateTuneOptions(const TuneOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("early_stopping must be >= 0 (0 = off), got ", options.early_stopping));
   }
+  if (options.measure_batch < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "measure_batch must be >= 0 (0 = the whole round), got ", options.measure_batch));
+  }
+  if (!(options.screen_factor >= 0)) {  // NaN too
+    return absl::InvalidArgumentError(absl::StrCat(
+        "screen_factor must be >= 0 (below 1: no screening), got ", options.screen_factor));
+  }
   if (options.log_path.empty()) return absl::InvalidArgumentError("a tuning log path is required");
   if (!options.model_init.empty() && !options.use_xgboost) {
     return absl::InvalidArgumentError(

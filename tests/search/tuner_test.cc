@@ -539,6 +539,14 @@ TEST(TunerTest, RejectsBadOptions) {
   o.log_path = "/nonexistent-dir/x/log.jsonl";
   EXPECT_THAT(Tune(Matmul64(), target, o),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("/nonexistent-dir/x/log.jsonl")));
+  o.log_path = TempLog("bad");
+  o.measure_batch = -1;
+  EXPECT_THAT(Tune(Matmul64(), target, o), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                    HasSubstr("measure_batch must be >= 0")));
+  o.measure_batch = 0;
+  o.screen_factor = std::nan("");
+  EXPECT_THAT(Tune(Matmul64(), target, o), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                    HasSubstr("screen_factor must be >= 0")));
 }
 
 }  // namespace
