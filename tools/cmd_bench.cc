@@ -35,6 +35,7 @@
 #include "absl/strings/str_split.h"
 #include "base/interrupt.h"
 #include "base/status.h"
+#include "costmodel/xgboost_model.h"
 #include "ir/compute_dag.h"
 #include "measure/measure.h"
 #include "nlohmann/json.hpp"
@@ -485,6 +486,11 @@ absl::StatusOr<int> Bench(const BenchCommandOptions& options) {
         absl::StrCat("no problem to run (", skipped_small, " skipped by --skip-small)"));
   }
   ASSIGN_OR_RETURN(Target target, ResolveTargetOption(options.target));
+  if (options.model == "xgboost" && !options.model_init.empty() && options.model_init != "none") {
+    // A model file that does not load for this target fails the run before any problem starts.
+    costmodel::XGBoostModel probe;
+    RETURN_IF_ERROR(probe.LoadForTarget(options.model_init, target));
+  }
   // --out is only checked (created when the first artifacts are written); the log directory is
   // created here, after every other check but --json's.
   RETURN_IF_ERROR(search::ValidateArtifactDir(options.out));

@@ -3,8 +3,14 @@
 // maps a runtime extent to its bucket. Each bucket's kernel is its workload's best logged record,
 // or, for a shape never tuned, a schedule predicted without measuring (search/predict.h); every
 // kernel is rebuilt and checked before anything is written.
+#include <stdlib.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -143,6 +149,108 @@ std::string DispatchHeader(const DispatchOptions& o, const std::vector<Bucket>& 
       "_extents[i]) return i;\n  }\n  return -1;\n}\n");
 }
 
+// Writes `text` to `path`. Errors: kInternal naming the path when it cannot be written whole.
+absl::Status WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write '", path, "'"));
+  return absl::OkStatus();
+}
+
+// The files of the dispatch (each bucket's artifacts and schedule file, the header, the manifest),
+// written into a staging folder inside o.out and moved into o.out only once all of them were
+// written, so a failure leaves o.out as it was. Returns the names of the files, in order.
+absl::StatusOr<std::vector<std::string>> StageDispatch(const DispatchOptions& o,
+                                                       const Target& target,
+                                                       const std::vector<Bucket>& buckets,
+                                                       const std::string& staging) {
+  std::vector<std::string> names;
+  auto add = [&](const std::string& path) {
+    names.push_back(std::filesystem::path(path).filename().string());
+  };
+  nlohmann::json manifest = {{"name", o.name},
+                             {"input", o.input},
+                             {"dim", o.dim},
+                             {"target", target.ToString()},
+                             {"buckets", nlohmann::json::array()}};
+  for (const Bucket& b : buckets) {
+    ASSIGN_OR_RETURN(std::vector<std::string> written,
+                     search::WriteArtifacts(b.artifact, staging, &b.check));
+    for (const std::string& path : written) add(path);
+    // The bucket's schedule as a schedule file, so that `tilesearch measure` can time it.
+    schedule::ScheduleFile file;
+    file.comment = absl::StrCat("export-dispatch ", o.name, " bucket ", b.extent, ": ", b.source);
+    file.workload = b.artifact.record.workload;
+    file.target = target;
+    file.steps = b.artifact.record.steps;
+    const std::string schedule = absl::StrCat(staging, "/", b.artifact.name, ".schedule.json");
+    RETURN_IF_ERROR(WriteTextFile(schedule, file.ToText() + "\n"));
+    add(schedule);
+    manifest["buckets"].push_back({{"extent", b.extent},
+                                   {"artifact", b.artifact.name},
+                                   {"workload_key", b.artifact.record.workload_key},
+                                   {"source", b.source},
+                                   {"checked", b.check.checked},
+                                   {"passed", b.check.passed}});
+  }
+  const std::string header = absl::StrCat(staging, "/", o.name, ".h");
+  const std::string json = absl::StrCat(staging, "/", o.name, ".json");
+  RETURN_IF_ERROR(WriteTextFile(header, DispatchHeader(o, buckets)));
+  RETURN_IF_ERROR(WriteTextFile(json, manifest.dump(2) + "\n"));
+  add(header);
+  add(json);
+  return names;
+}
+
+// StageDispatch into a fresh staging folder, then every file moved into o.out. Errors: the
+// staging's (nothing is written then), a destination that is a directory (checked before moving
+// anything), and a move that fails (the message says how many files were moved already).
+absl::Status WriteDispatch(const DispatchOptions& o, const Target& target,
+                           const std::vector<Bucket>& buckets) {
+  std::error_code ec;
+  std::filesystem::create_directories(o.out, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create output directory '", o.out, "': ", ec.message()));
+  }
+  std::string staging = absl::StrCat(o.out, "/.", o.name, ".staging-XXXXXX");
+  if (::mkdtemp(staging.data()) == nullptr) {
+    return absl::InternalError(
+        absl::StrCat("cannot create a staging folder in '", o.out, "': ", std::strerror(errno)));
+  }
+  struct RemoveStaging {
+    std::string path;
+    ~RemoveStaging() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  } cleanup{staging};
+  absl::StatusOr<std::vector<std::string>> names = StageDispatch(o, target, buckets, staging);
+  if (!names.ok()) {
+    return absl::Status(names.status().code(),
+                        absl::StrCat(names.status().message(), "; nothing was written"));
+  }
+  for (const std::string& name : *names) {
+    const std::string dest = absl::StrCat(o.out, "/", name);
+    if (std::filesystem::is_directory(dest, ec)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot write '", dest, "': it is a directory; nothing was written"));
+    }
+  }
+  for (size_t i = 0; i < names->size(); ++i) {
+    const std::string from = absl::StrCat(staging, "/", (*names)[i]);
+    const std::string dest = absl::StrCat(o.out, "/", (*names)[i]);
+    if (std::rename(from.c_str(), dest.c_str()) != 0) {
+      return absl::InternalError(
+          absl::StrCat("cannot move '", from, "' to '", dest, "': ", std::strerror(errno), " (", i,
+                       " of ", names->size(), " files were moved into '", o.out, "')"));
+    }
+    std::cout << "wrote: " << dest << "\n";
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int> ExportDispatch(DispatchOptions o) {
   schedule::Workload workload;
   workload.op = o.workload.op;
@@ -170,36 +278,7 @@ absl::StatusOr<int> ExportDispatch(DispatchOptions o) {
     std::cout << "a bucket's kernel failed its check: nothing written\n";
     return 1;
   }
-  nlohmann::json manifest = {{"name", o.name},
-                             {"input", o.input},
-                             {"dim", o.dim},
-                             {"target", target.ToString()},
-                             {"buckets", nlohmann::json::array()}};
-  for (const Bucket& b : buckets) {
-    ASSIGN_OR_RETURN(std::vector<std::string> written,
-                     search::WriteArtifacts(b.artifact, o.out, &b.check));
-    // The bucket's schedule as a schedule file, so that `tilesearch measure` can time it.
-    schedule::ScheduleFile file;
-    file.comment = absl::StrCat("export-dispatch ", o.name, " bucket ", b.extent, ": ", b.source);
-    file.workload = b.artifact.record.workload;
-    file.target = target;
-    file.steps = b.artifact.record.steps;
-    const std::string schedule_path = absl::StrCat(o.out, "/", b.artifact.name, ".schedule.json");
-    std::ofstream(schedule_path) << file.ToText() << "\n";
-    written.push_back(schedule_path);
-    for (const std::string& path : written) std::cout << "wrote: " << path << "\n";
-    manifest["buckets"].push_back({{"extent", b.extent},
-                                   {"artifact", b.artifact.name},
-                                   {"workload_key", b.artifact.record.workload_key},
-                                   {"source", b.source},
-                                   {"checked", b.check.checked},
-                                   {"passed", b.check.passed}});
-  }
-  const std::string header = absl::StrCat(o.out, "/", o.name, ".h");
-  const std::string json = absl::StrCat(o.out, "/", o.name, ".json");
-  std::ofstream(header) << DispatchHeader(o, buckets);
-  std::ofstream(json) << manifest.dump(2) << "\n";
-  std::cout << "wrote: " << header << "\nwrote: " << json << "\n";
+  RETURN_IF_ERROR(WriteDispatch(o, target, buckets));
   return 0;
 }
 

@@ -188,7 +188,8 @@ void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t) {
   AddRangedOption(app, "--screen-factor", &t->screen_factor,
                   "staged timing: a candidate slower than this factor times the best so far "
                   "keeps its first short timing (cuda: its two check runs; cpu: 1 warm-up + 3 "
-                  "runs) instead of the full timing; 0 times every candidate fully",
+                  "runs) instead of the full timing; below 1 (e.g. 0) times every candidate "
+                  "fully",
                   0.0, 1000.0, search::TuneOptions{}.screen_factor);
 }
 

@@ -15,7 +15,7 @@
 #   is not run;
 # - user errors (exit 2, one line, nothing run): missing suite, unknown name in --problems, a
 #   --log-dir under a regular file or that is a file, an --out under a file, an unwritable --json,
-#   --model-init with --model random.
+#   --model-init with --model random, a --model-init file that does not exist.
 # Run by ctest with TILESEARCH set to the binary.
 set -u
 source "$(dirname "$0")/cli_lib.sh"
@@ -195,6 +195,10 @@ expect_error out_under_file "cannot create output directory '$tmp/plain/art'"
 run init_random bench --suite "$suite" "${common[@]}" --trials 8 --model-init "$tmp/m.model" \
   --log-dir "$tmp/l" --out "$tmp/a"
 expect_error init_random "--model-init needs --model xgboost"
+xg=("${base[@]/random/xgboost}")
+run init_missing bench --suite "$suite" "${xg[@]}" --per-round 4 --quiet --trials 8 \
+  --model-init "$tmp/nope.model" --log-dir "$tmp/l" --out "$tmp/a"
+expect_error init_missing "$tmp/nope.model"
 [[ ! -e "$tmp/l" && ! -e "$tmp/a" ]] || fail "errors: a log or output directory was created"
 run bad_json bench --suite "$suite" "${common[@]}" --trials 8 --log-dir "$tmp/l2" --out "$tmp/a2" \
   --json "$tmp/plain/s.json"

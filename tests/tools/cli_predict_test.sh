@@ -56,6 +56,16 @@ expect_out dispatch '^bucket 40: .*check: passed$'
 for f in mmd.h mmd.json mmd_1.o mmd_8.o mmd_24.o mmd_40.o mmd_8.h; do
   [[ -s "$tmp/d/$f" ]] || fail "dispatch: $f missing or empty"
 done
+# A destination that cannot be written (a directory where a bucket's schedule file goes): exit 2,
+# and nothing of the dispatch is left in the output folder (no other bucket, no staging folder).
+mkdir -p "$tmp/dbad/mmd_24.schedule.json"
+run dispatch_bad export-dispatch --op matmul --shape 24x24 --shape 24x24 --target cpu \
+  --log "$tmp/t.jsonl" --values 8,24 --out "$tmp/dbad" --name mmd
+expect_rc dispatch_bad 2
+grep -q "cannot write '$tmp/dbad/mmd_24.schedule.json': it is a directory; nothing was written" \
+  "$tmp/dispatch_bad.err" || fail "dispatch_bad: $(cat "$tmp/dispatch_bad.err")"
+[[ "$(ls -A "$tmp/dbad")" == "mmd_24.schedule.json" ]] ||
+  fail "dispatch_bad: left behind: $(ls -A "$tmp/dbad" | tr '\n' ' ')"
 # Each bucket's schedule file passes the interpreter's check.
 run check_bucket check --schedule "$tmp/d/mmd_1.schedule.json"
 expect_rc check_bucket 0
