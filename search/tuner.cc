@@ -248,6 +248,10 @@ absl::Status ValidateTuneOptions(const TuneOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("early_stopping must be >= 0 (0 = off), got ", options.early_stopping));
   }
+  if (!(options.compile_timeout_ms > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("compile_timeout_ms must be > 0, got ", options.compile_timeout_ms));
+  }
   if (options.measure_batch < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "measure_batch must be >= 0 (0 = the whole round), got ", options.measure_batch));
@@ -748,7 +752,9 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
                                 const TuneOptions& options) {
   RETURN_IF_ERROR(ValidateTuneOptions(options));
   ASSIGN_OR_RETURN(std::unique_ptr<TuningJob> job, TuningJob::Open(workload, target, options));
-  const measure::Builder builder(target);
+  measure::BuilderOptions build_options;
+  build_options.parallel.timeout_ms = options.compile_timeout_ms;
+  const measure::Builder builder(target, build_options);
   SigintGuard sigint(options.quiet);
   while (job->trials() < options.trials) {
     if (SigintGuard::interrupted()) {

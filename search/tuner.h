@@ -60,6 +60,12 @@ struct TuneOptions {
   /// for the cost model, and the full timing of the slow majority was most of a trial's time (on
   /// the CPU a flushed run costs more than a 0.3 ms kernel).
   double screen_factor = 1.5;
+  /// Per-candidate limit of the GPU build (MLIR → PTX → cubin) while tuning, ms; a candidate over
+  /// it is a compile_timeout record. Every round waits for its slowest build, and on the H200 the
+  /// candidates that took over 3 s were all unrolled SIMT kernels 15–150× slower than the best,
+  /// while the ten fastest of each of eight matmul 4096³ tunes built in at most 0.4 s
+  /// (bench/NOTES.md). codegen's own default (10 s) holds elsewhere (measure, replay).
+  double compile_timeout_ms = 3000;
   /// The tuning log (JSON Lines); created when absent, appended to otherwise. Required.
   std::string log_path;
   /// Seeds the search, the random model and the records' "seed".

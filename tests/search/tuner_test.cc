@@ -544,6 +544,10 @@ TEST(TunerTest, RejectsBadOptions) {
   EXPECT_THAT(Tune(Matmul64(), target, o), StatusIs(absl::StatusCode::kInvalidArgument,
                                                     HasSubstr("measure_batch must be >= 0")));
   o.measure_batch = 0;
+  o.compile_timeout_ms = 0;
+  EXPECT_THAT(Tune(Matmul64(), target, o), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                    HasSubstr("compile_timeout_ms must be > 0")));
+  o.compile_timeout_ms = 3000;
   o.screen_factor = std::nan("");
   EXPECT_THAT(Tune(Matmul64(), target, o), StatusIs(absl::StatusCode::kInvalidArgument,
                                                     HasSubstr("screen_factor must be >= 0")));
