@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "base/status.h"
+#include "base/write_file.h"
 
 namespace tilesearch::codegen {
 namespace {
@@ -33,22 +34,6 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-absl::Status WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    const int err = errno;
-    const std::string reason = std::strerror(err);
-    if (err == EACCES) {
-      return absl::PermissionDeniedError(absl::StrCat("cannot write '", path, "': ", reason));
-    }
-    return absl::InternalError(absl::StrCat("cannot write '", path, "': ", reason));
-  }
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) return absl::InternalError(absl::StrCat("cannot write '", path, "'"));
-  return absl::OkStatus();
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/status.h"
+#include "base/write_file.h"
 #include "measure/runner.h"
 #include "nlohmann/json.hpp"
 #include "schedule/apply_step.h"
@@ -122,22 +123,6 @@ absl::StatusOr<ReplayedRecord> BestOfLog(const std::string& log_path,
 
 // ---------------------------------------------------------------------------------------------
 // ptxas.
-
-absl::Status WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    const int err = errno;
-    const std::string reason = std::strerror(err);
-    if (err == EACCES) {
-      return absl::PermissionDeniedError(absl::StrCat("cannot write '", path, "': ", reason));
-    }
-    return absl::InternalError(absl::StrCat("cannot write '", path, "': ", reason));
-  }
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) return absl::InternalError(absl::StrCat("cannot write '", path, "'"));
-  return absl::OkStatus();
-}
 
 // ---------------------------------------------------------------------------------------------
 // Description of the artifact.

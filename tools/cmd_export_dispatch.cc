@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
+#include "base/write_file.h"
 #include "costmodel/xgboost_model.h"
 #include "ir/compute_dag.h"
 #include "nlohmann/json.hpp"
@@ -149,15 +150,6 @@ std::string DispatchHeader(const DispatchOptions& o, const std::vector<Bucket>& 
       "_extents[i]) return i;\n  }\n  return -1;\n}\n");
 }
 
-// Writes `text` to `path`. Errors: kInternal naming the path when it cannot be written whole.
-absl::Status WriteTextFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return absl::InternalError(absl::StrCat("cannot write '", path, "'"));
-  return absl::OkStatus();
-}
-
 // The files of the dispatch (each bucket's artifacts and schedule file, the header, the manifest),
 // written into a staging folder inside o.out and moved into o.out only once all of them were
 // written, so a failure leaves o.out as it was. Returns the names of the files, in order.
@@ -185,7 +177,7 @@ absl::StatusOr<std::vector<std::string>> StageDispatch(const DispatchOptions& o,
     file.target = target;
     file.steps = b.artifact.record.steps;
     const std::string schedule = absl::StrCat(staging, "/", b.artifact.name, ".schedule.json");
-    RETURN_IF_ERROR(WriteTextFile(schedule, file.ToText() + "\n"));
+    RETURN_IF_ERROR(WriteFile(schedule, file.ToText() + "\n"));
     add(schedule);
     manifest["buckets"].push_back({{"extent", b.extent},
                                    {"artifact", b.artifact.name},
@@ -196,8 +188,8 @@ absl::StatusOr<std::vector<std::string>> StageDispatch(const DispatchOptions& o,
   }
   const std::string header = absl::StrCat(staging, "/", o.name, ".h");
   const std::string json = absl::StrCat(staging, "/", o.name, ".json");
-  RETURN_IF_ERROR(WriteTextFile(header, DispatchHeader(o, buckets)));
-  RETURN_IF_ERROR(WriteTextFile(json, manifest.dump(2) + "\n"));
+  RETURN_IF_ERROR(WriteFile(header, DispatchHeader(o, buckets)));
+  RETURN_IF_ERROR(WriteFile(json, manifest.dump(2) + "\n"));
   add(header);
   add(json);
   return names;

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
+#include "base/write_file.h"
 #include "costmodel/xgboost_model.h"
 #include "schedule/schedule_file.h"
 #include "search/api.h"
@@ -48,14 +49,6 @@ absl::StatusOr<std::vector<search::MeasureRecord>> ReadRecords(
     for (search::MeasureRecord& r : contents.records) records.push_back(std::move(r));
   }
   return records;
-}
-
-absl::Status WriteScheduleFile(const schedule::ScheduleFile& file, const std::string& path) {
-  std::ofstream out(path);
-  out << file.ToText() << "\n";
-  out.close();
-  if (!out) return absl::InternalError(absl::StrCat("cannot write schedule file '", path, "'"));
-  return absl::OkStatus();
 }
 
 // Checks the predicted schedule's kernel and writes the artifacts when asked; 1 when the check
@@ -135,7 +128,7 @@ absl::StatusOr<int> Predict(const PredictCommandOptions& options) {
   file.target = target;
   file.steps = p.state.steps();
   if (!options.schedule_out.empty()) {
-    RETURN_IF_ERROR(WriteScheduleFile(file, options.schedule_out));
+    RETURN_IF_ERROR(WriteFile(options.schedule_out, file.ToText() + "\n"));
     std::cout << "wrote: " << options.schedule_out << "\n";
   }
   search::MeasureRecord record;
