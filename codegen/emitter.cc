@@ -634,6 +634,8 @@ absl::Status Emitter::EmitStmt(const Stmt& s) {
     }
     case ir::StmtKind::kWarpMma:
       return EmitWarpMma(s.as<ir::WarpMmaNode>());
+    case ir::StmtKind::kWgmma:
+      return EmitWgmma(s.as<ir::WgmmaNode>());
   }
   return absl::InternalError("unhandled statement kind");
 }

@@ -149,6 +149,10 @@ class Emitter {
   /// accumulator that is not a local float32 [m_frags, n_frags, 4] buffer, an operand that is not a
   /// shared buffer of MmaOperandType(kind) with at least two dimensions holding the tile.
   absl::Status EmitWarpMma(const ir::WarpMmaNode* op);
+  /// A Wgmma statement (wgmma_emit.cc). Errors (kInvalidArgument): the host target, an
+  /// accumulator that is not a local float32 [m_tiles, n / 8, 4] buffer, an operand that is not a
+  /// shared buffer of MmaOperandType(kind).
+  absl::Status EmitWgmma(const ir::WgmmaNode* op);
   absl::Status EmitIf(const ir::IfThenElseNode* op);
   absl::Status EmitSeq(const ir::SeqNode* op);
   /// Emits the exchange window at stmts[i] as a warp shuffle and returns how many statements it

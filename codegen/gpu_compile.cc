@@ -46,16 +46,42 @@ constexpr char kTriple[] = "nvptx64-nvidia-cuda";
 
 int64_t RoundUp16(int64_t v) { return (v + 15) / 16 * 16; }
 
-// Bytes of the shared buffers a kernel allocates (each padded to 16 bytes).
+// wgmma's swizzled operand tiles repeat every 1024 bytes of the shared address: kernels that use
+// wgmma place every shared buffer on that period.
+constexpr int64_t kWgmmaSharedAlign = 1024;
+
+// Whether a statement contains a wgmma (its module is compiled for sm_90a).
+class FindsWgmma : public ir::StmtVisitor {
+ public:
+  bool found = false;
+
+ protected:
+  void VisitWgmma(const ir::WgmmaNode*, const ir::Stmt&) override { found = true; }
+};
+
+bool UsesWgmma(const ir::Stmt& s) {
+  FindsWgmma f;
+  f.Visit(s);
+  return f.found;
+}
+
+// Bytes of the shared buffers a kernel allocates (each padded to 16 bytes, or to 1024 with
+// wgmma).
 class SharedBytes : public ir::StmtVisitor {
  public:
+  explicit SharedBytes(int64_t align) : align_(align) {}
   int64_t total = 0;
 
  protected:
   void VisitAllocate(const ir::AllocateNode* op, const ir::Stmt& s) override {
-    if (op->buffer.scope == ir::MemoryScope::kShared) total += RoundUp16(op->buffer.Bytes());
+    if (op->buffer.scope == ir::MemoryScope::kShared) {
+      total += (op->buffer.Bytes() + align_ - 1) / align_ * align_;
+    }
     ir::StmtVisitor::VisitAllocate(op, s);
   }
+
+ private:
+  int64_t align_;
 };
 
 mlir::Attribute WorkgroupSpace(mlir::MLIRContext* ctx) {
@@ -102,9 +128,13 @@ absl::Status EmitKernels(mlir::gpu::GPUModuleOp gpu_module, const ModulePlan& pl
     info.name = kp.name;
     info.grid = kp.grid;
     info.block = kp.block;
-    SharedBytes shared;
+    // wgmma kernels keep all shared buffers in the dynamic window, whose symbol gets the
+    // 1024-byte alignment (LowerToNvvm), at offsets on that period.
+    const bool wgmma = UsesWgmma(kp.body);
+    const int64_t align = wgmma ? kWgmmaSharedAlign : 16;
+    SharedBytes shared(align);
     shared.Visit(kp.body);
-    const bool dynamic = shared.total > options.max_static_shared_bytes;
+    const bool dynamic = wgmma || shared.total > options.max_static_shared_bytes;
     mlir::Value dyn_base;
     int64_t dyn_offset = 0;
     if (dynamic) {
@@ -131,6 +161,7 @@ absl::Status EmitKernels(mlir::gpu::GPUModuleOp gpu_module, const ModulePlan& pl
       }
       mlir::OpBuilder vb(ctx);
       vb.setInsertionPointAfter(dyn_base.getDefiningOp());
+      dyn_offset = (dyn_offset + align - 1) / align * align;
       mlir::Value offset = mlir::arith::ConstantIndexOp::create(vb, loc, dyn_offset);
       dyn_offset += RoundUp16(decl.Bytes());
       info.dynamic_shared_bytes = dyn_offset;
@@ -189,7 +220,7 @@ absl::Status MathToIntrinsics(mlir::Operation* root) {
   return absl::OkStatus();
 }
 
-absl::Status LowerToNvvm(mlir::gpu::GPUModuleOp gpu_module, DiagnosticCapture& diag) {
+absl::Status LowerToNvvm(mlir::gpu::GPUModuleOp gpu_module, bool wgmma, DiagnosticCapture& diag) {
   RETURN_IF_ERROR(internal::ApproximateMath(gpu_module, diag));
   RETURN_IF_ERROR(MathToIntrinsics(gpu_module));
   mlir::PassManager pm(gpu_module.getContext(), mlir::gpu::GPUModuleOp::getOperationName());
@@ -198,6 +229,8 @@ absl::Status LowerToNvvm(mlir::gpu::GPUModuleOp gpu_module, DiagnosticCapture& d
   nvvm.indexBitwidth = 64;
   nvvm.useBarePtrCallConv = true;
   pm.addPass(mlir::createConvertGpuOpsToNVVMOps(nvvm));
+  // nvvm.wgmma.mma_async has no LLVM intrinsic here: it becomes inline PTX.
+  if (wgmma) pm.addPass(mlir::createConvertNVVMToLLVMPass());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());
@@ -206,9 +239,10 @@ absl::Status LowerToNvvm(mlir::gpu::GPUModuleOp gpu_module, DiagnosticCapture& d
   // element's.
   // The dynamic shared-memory symbol must be external (`.extern .shared ... []`): with the
   // internal linkage the lowering gives it, NVPTX demotes it to a zero-sized local array.
-  gpu_module.walk([](mlir::LLVM::GlobalOp g) {
+  const int64_t align = wgmma ? kWgmmaSharedAlign : 16;
+  gpu_module.walk([&](mlir::LLVM::GlobalOp g) {
     if (g.getAddrSpace() != 3) return;
-    if (g.getAlignment().value_or(0) < 16) g.setAlignment(16);
+    if (g.getAlignment().value_or(0) < static_cast<uint64_t>(align)) g.setAlignment(align);
     if (llvm::StringRef(g.getSymName()).starts_with("__dynamic_shmem__")) {
       g.setLinkage(mlir::LLVM::Linkage::External);
     }
@@ -285,7 +319,15 @@ absl::StatusOr<GpuModule> CompileToPtx(const ir::LoopNest& nest,
                                        const GpuCompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(ModulePlan plan, internal::PlanGpuModule(nest, launches));
-  ASSIGN_OR_RETURN(llvm::TargetMachine * tm, NvptxMachine(options.arch, options.opt_level));
+  // wgmma exists only in the arch-specific sm_90a (the same chip as sm_90).
+  const bool wgmma = UsesWgmma(nest.body);
+  std::string arch = options.arch;
+  if (wgmma && arch == "sm_90") arch = "sm_90a";
+  if (wgmma && arch != "sm_90a") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("wgmma needs sm_90a (Hopper); the module is compiled for ", options.arch));
+  }
+  ASSIGN_OR_RETURN(llvm::TargetMachine * tm, NvptxMachine(arch, options.opt_level));
 
   mlir::MLIRContext* ctx = internal::ThreadContext();
   DiagnosticCapture diag(ctx);
@@ -308,7 +350,7 @@ absl::StatusOr<GpuModule> CompileToPtx(const ir::LoopNest& nest,
   };
   out.phases.emit_ms = lap();
 
-  RETURN_IF_ERROR(LowerToNvvm(gpu_module, diag));
+  RETURN_IF_ERROR(LowerToNvvm(gpu_module, wgmma, diag));
   out.phases.lower_ms = lap();
   llvm::LLVMContext llvm_ctx;
   std::unique_ptr<llvm::Module> llvm_module =
@@ -335,7 +377,7 @@ absl::StatusOr<GpuModule> CompileToPtx(const ir::LoopNest& nest,
   out.ptx = std::string(ptx.str());
   out.phases.codegen_ms = lap();
   if (!options.ptxas.empty()) {
-    absl::StatusOr<std::string> cubin = AssemblePtx(options.ptxas, out.ptx, options.arch);
+    absl::StatusOr<std::string> cubin = AssemblePtx(options.ptxas, out.ptx, arch);
     if (cubin.ok()) {
       out.cubin = *std::move(cubin);
     } else {

@@ -251,6 +251,8 @@ class Extractor {
         return absl::OkStatus();
       case ir::StmtKind::kWarpMma:
         return WarpMmaRow(*s.as<ir::WarpMmaNode>());
+      case ir::StmtKind::kWgmma:
+        return WgmmaRow(*s.as<ir::WgmmaNode>());
     }
     return absl::OkStatus();
   }
@@ -367,6 +369,52 @@ class Extractor {
     const int64_t depth =
         op.k_steps * ir::MmaK(op.kind) * (op.kind == ir::MmaKind::kTF32x3 ? 3 : 1);
     const int64_t elems = op.m_frags * op.n_frags * 4;
+    for (const auto& [var, extent, kind] :
+         {std::tuple{k, depth, ForKind::kSerial}, std::tuple{elem, elems, ForKind::kUnrolled}}) {
+      Loop l;
+      l.var = var.as<ir::VarNode>()->name;
+      l.extent = extent;
+      l.effective = static_cast<double>(extent);
+      l.kind = kind;
+      loops_.push_back(l);
+      ranges_[l.var] = {0, extent - 1};
+    }
+    absl::StatusOr<std::vector<float>> row = StoreRow(*store.as<ir::StoreNode>());
+    for (const std::string name : {"mma.elem", "mma.k"}) ranges_.erase(name);
+    loops_.pop_back();
+    loops_.pop_back();
+    if (!row.ok()) return row.status();
+    rows_.push_back(*std::move(row));
+    return absl::OkStatus();
+  }
+
+  // A wgmma as the per-thread multiply-accumulate it amounts to, like WarpMmaRow; the operands
+  // are flat shared buffers read from the tile origins.
+  absl::Status WgmmaRow(const ir::WgmmaNode& op) {
+    auto a_it = buffers_.find(op.a);
+    auto b_it = buffers_.find(op.b);
+    if (a_it == buffers_.end() || b_it == buffers_.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("wgmma reads an unknown buffer ('", op.a, "' or '", op.b, "')"));
+    }
+    const Expr elem = ir::MakeVar("mma.elem");
+    const Expr k = ir::MakeVar("mma.k");
+    const Expr zero = ir::IntConst(0);
+    const ir::ScalarType in = a_it->second->dtype;
+    auto flat = [&](const ir::BufferDecl& decl, const Expr& offset) {
+      std::vector<Expr> idx(decl.shape.size(), zero);
+      if (!idx.empty()) idx.back() = ir::Simplify(offset);
+      return idx;
+    };
+    const Expr a = ir::Cast(ir::ScalarType::kFloat32,
+                            ir::LoadNode::Make(in, op.a, flat(*a_it->second, op.a_offset + k)));
+    const Expr b = ir::Cast(ir::ScalarType::kFloat32,
+                            ir::LoadNode::Make(in, op.b, flat(*b_it->second, op.b_offset + elem)));
+    const std::vector<Expr> acc_idx = {zero, zero, elem};
+    const Expr value = ir::LoadNode::Make(ir::ScalarType::kFloat32, op.acc, acc_idx) + a * b;
+    const ir::Stmt store = ir::StoreNode::Make(op.acc, acc_idx, value);
+    const int64_t depth = op.k_steps * 16;
+    const int64_t elems = op.m_tiles * op.n / 2;
     for (const auto& [var, extent, kind] :
          {std::tuple{k, depth, ForKind::kSerial}, std::tuple{elem, elems, ForKind::kUnrolled}}) {
       Loop l;

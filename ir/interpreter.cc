@@ -511,6 +511,94 @@ class WarpMmaStmt final : public CStmt {
   CExprPtr lane_;
 };
 
+// One warpgroup's wgmma (ir/stmt.h WgmmaNode), run per thread: the thread updates the
+// accumulator elements it owns in the wgmma D-fragment layout, reading both operand tiles from
+// their swizzled shared layouts (WgmmaLayoutOffset, WgmmaSwizzle).
+class WgmmaStmt final : public CStmt {
+ public:
+  struct Operand {
+    int slot = 0;
+    int64_t elems = 0;  // the buffer's element count
+    CExprPtr offset;
+    WgmmaLayout layout;
+    std::string name;
+  };
+  WgmmaStmt(const WgmmaNode& n, Operand a, Operand b, int acc_slot, CExprPtr thread)
+      : n_(n),
+        a_(std::move(a)),
+        b_(std::move(b)),
+        acc_slot_(acc_slot),
+        thread_(std::move(thread)) {}
+
+  void Exec(Ctx& c) override {
+    const int64_t thread = thread_->I(c);
+    if (thread < 0 || thread >= 128) {
+      c.rt->Fail(absl::OutOfRangeError(absl::StrCat("wgmma on '", n_.acc, "': thread ", thread,
+                                                    " is outside the warpgroup's [0, 128)")));
+      return;
+    }
+    const int64_t a_origin = Origin(c, a_);
+    const int64_t b_origin = Origin(c, b_);
+    if (a_origin < 0 || b_origin < 0) return;
+    const int64_t w = thread / 32;
+    const int64_t g = (thread % 32) / 4;
+    const int64_t t = thread % 4;
+    double* acc = c.bufs[acc_slot_];
+    const int64_t n_frags = n_.n / 8;
+    for (int64_t ks = 0; ks < n_.k_steps; ++ks) {
+      for (int64_t i = 0; i < n_.m_tiles; ++i) {
+        for (int64_t j = 0; j < n_frags; ++j) {
+          for (int64_t e = 0; e < 4; ++e) {
+            const int64_t r = 64 * i + 16 * w + g + 8 * (e / 2);
+            const int64_t col = 8 * j + 2 * t + e % 2;
+            double* out = acc + (i * n_frags + j) * 4 + e;
+            double sum = *out;
+            for (int64_t k = ks * 16; k < (ks + 1) * 16; ++k) {
+              const double* x = Element(c, a_, a_origin, r, k);
+              const double* y = Element(c, b_, b_origin, col, k);
+              if (x == nullptr || y == nullptr) return;
+              sum += static_cast<double>(static_cast<float>(*x)) *
+                     static_cast<double>(static_cast<float>(*y));
+            }
+            *out = static_cast<double>(static_cast<float>(sum));
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  // The tile origin's byte address (elements of 2 bytes from the buffer's start, which codegen
+  // aligns to 1024 bytes); -1 after reporting an origin off the swizzle pattern.
+  int64_t Origin(Ctx& c, const Operand& o) const {
+    const int64_t bytes = 2 * o.offset->I(c);
+    if (bytes < 0 || bytes % 1024 != 0) {
+      c.rt->Fail(absl::InvalidArgumentError(
+          absl::StrCat("wgmma on '", n_.acc, "': the origin of operand '", o.name, "' is byte ",
+                       bytes, ", not a non-negative multiple of 1024 (the swizzle's period)")));
+      return -1;
+    }
+    return bytes;
+  }
+
+  const double* Element(Ctx& c, const Operand& o, int64_t origin, int64_t row, int64_t k) const {
+    const int64_t at = WgmmaSwizzle(origin + WgmmaLayoutOffset(o.layout, row, k), o.layout.swizzle);
+    if (at / 2 >= o.elems) {
+      c.rt->Fail(absl::OutOfRangeError(absl::StrCat("wgmma on '", n_.acc, "': element (", row, ", ",
+                                                    k, ") of operand '", o.name, "' is past its ",
+                                                    o.elems, " elements")));
+      return nullptr;
+    }
+    return c.bufs[o.slot] + at / 2;
+  }
+
+  WgmmaNode n_;
+  Operand a_;
+  Operand b_;
+  int acc_slot_;
+  CExprPtr thread_;
+};
+
 class EvaluateStmt final : public CStmt {
  public:
   EvaluateStmt(CExprPtr value, bool is_float) : value_(std::move(value)), is_float_(is_float) {}
@@ -806,6 +894,8 @@ class Compiler {
         return CStmtPtr(std::make_unique<AsyncGroupStmt>(s.as<AsyncGroupNode>()->wait));
       case StmtKind::kWarpMma:
         return CompileWarpMma(*s.as<WarpMmaNode>());
+      case StmtKind::kWgmma:
+        return CompileWgmma(*s.as<WgmmaNode>());
     }
     CHECK(false) << "unhandled statement kind";
     return CStmtPtr();
@@ -924,6 +1014,46 @@ class Compiler {
     ASSIGN_OR_RETURN(CExprPtr lane, CompileExpr(n.lane, scope_, precision_));
     return CStmtPtr(
         std::make_unique<WarpMmaStmt>(n, std::move(a), std::move(b), acc->slot, std::move(lane)));
+  }
+
+  absl::StatusOr<CStmtPtr> CompileWgmma(const WgmmaNode& n) {
+    const std::string what = absl::StrCat("wgmma on '", n.acc, "'");
+    const BufInfo* acc = scope_.FindBuf(n.acc);
+    if (acc == nullptr) return absl::InvalidArgumentError(what + ": unknown accumulator buffer");
+    if (acc->dtype != ScalarType::kFloat32 ||
+        acc->shape != std::vector<int64_t>{n.m_tiles, n.n / 8, 4}) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": the accumulator must be float32[",
+                                                     n.m_tiles, ", ", n.n / 8, ", 4]"));
+    }
+    auto operand = [&](const std::string& buffer, const Expr& offset,
+                       const WgmmaLayout& layout) -> absl::StatusOr<WgmmaStmt::Operand> {
+      const BufInfo* info = scope_.FindBuf(buffer);
+      if (info == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": unknown operand '", buffer, "'"));
+      }
+      if (info->dtype != MmaOperandType(n.kind)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": operand '", buffer, "' is ", TypeName(info->dtype), " but mma kind ",
+            MmaKindName(n.kind), " reads ", TypeName(MmaOperandType(n.kind))));
+      }
+      if (layout.swizzle != 32 && layout.swizzle != 64 && layout.swizzle != 128) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": swizzle ", layout.swizzle, " is not 32, 64 or 128 bytes"));
+      }
+      WgmmaStmt::Operand o;
+      o.slot = info->slot;
+      o.elems = 1;
+      for (int64_t e : info->shape) o.elems *= e;
+      ASSIGN_OR_RETURN(o.offset, CompileExpr(offset, scope_, precision_));
+      o.layout = layout;
+      o.name = buffer;
+      return o;
+    };
+    ASSIGN_OR_RETURN(WgmmaStmt::Operand a, operand(n.a, n.a_offset, n.a_layout));
+    ASSIGN_OR_RETURN(WgmmaStmt::Operand b, operand(n.b, n.b_offset, n.b_layout));
+    ASSIGN_OR_RETURN(CExprPtr thread, CompileExpr(n.thread, scope_, precision_));
+    return CStmtPtr(
+        std::make_unique<WgmmaStmt>(n, std::move(a), std::move(b), acc->slot, std::move(thread)));
   }
 
   absl::StatusOr<CStmtPtr> CompileRegion(const Stmt& s) {

@@ -243,6 +243,24 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
       os << "\n";
       return;
     }
+    case StmtKind::kWgmma: {
+      const auto* w = s.as<WgmmaNode>();
+      auto layout = [&](const WgmmaLayout& l) {
+        os << (l.k_major ? "[k-major" : "[mn-major") << " sw" << l.swizzle << " lbo " << l.lbo
+           << " sbo " << l.sbo << "]@(";
+      };
+      os << pad << "wgmma." << MmaKindName(w->kind) << " " << w->acc << "[" << w->m_tiles << "x64x"
+         << w->n << "] += " << w->a;
+      layout(w->a_layout);
+      Print(os, w->a_offset);
+      os << ") * " << w->b;
+      layout(w->b_layout);
+      Print(os, w->b_offset);
+      os << ") k_steps " << w->k_steps << " thread ";
+      Print(os, w->thread);
+      os << "\n";
+      return;
+    }
     case StmtKind::kEvaluate:
       os << pad;
       Print(os, s.as<EvaluateNode>()->value);

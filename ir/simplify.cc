@@ -901,6 +901,12 @@ Stmt Simplifier::MutateStmt(const Stmt& s) {
                                simplify_all(op->a_origin), op->a_k_inner, op->b,
                                simplify_all(op->b_origin), op->b_k_inner, Mutate(op->lane));
     }
+    case StmtKind::kWgmma: {
+      const auto* op = s.as<WgmmaNode>();
+      return WgmmaNode::Make(op->kind, op->m_tiles, op->n, op->k_steps, op->acc, op->a,
+                             Mutate(op->a_offset), op->a_layout, op->b, Mutate(op->b_offset),
+                             op->b_layout, Mutate(op->thread));
+    }
     case StmtKind::kEvaluate: {
       const auto* op = s.as<EvaluateNode>();
       Expr v = Mutate(op->value);

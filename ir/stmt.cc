@@ -209,6 +209,42 @@ Stmt WarpMmaNode::Make(MmaKind kind, int64_t m_frags, int64_t n_frags, int64_t k
   return Stmt(std::move(n));
 }
 
+int64_t WgmmaLayoutOffset(const WgmmaLayout& l, int64_t row, int64_t k) {
+  if (l.k_major) return (row / 8) * l.sbo + (row % 8) * l.swizzle + 2 * k;
+  const int64_t atom = l.swizzle / 2;
+  return (row / atom) * l.lbo + 2 * (row % atom) + (k / 8) * l.sbo + (k % 8) * l.swizzle;
+}
+
+int64_t WgmmaSwizzle(int64_t address, int64_t swizzle) {
+  const int64_t mask = swizzle / 16 - 1;  // 7, 3 or 1
+  return address ^ (((address >> 7) & mask) << 4);
+}
+
+Stmt WgmmaNode::Make(MmaKind kind, int64_t m_tiles, int64_t n, int64_t k_steps, std::string acc,
+                     std::string a, Expr a_offset, WgmmaLayout a_layout, std::string b,
+                     Expr b_offset, WgmmaLayout b_layout, Expr thread) {
+  CHECK(kind == MmaKind::kF16 || kind == MmaKind::kBF16) << "wgmma kind " << MmaKindName(kind);
+  CHECK(m_tiles >= 1 && k_steps >= 1 && n >= 8 && n <= 256 && n % 8 == 0)
+      << "wgmma counts " << m_tiles << "x" << n << "x" << k_steps;
+  for (const Expr* e : {&a_offset, &b_offset, &thread}) {
+    CHECK(e->defined() && e->type() == ScalarType::kInt64) << "wgmma index is not int64";
+  }
+  auto node = std::make_shared<WgmmaNode>();
+  node->kind = kind;
+  node->m_tiles = m_tiles;
+  node->n = n;
+  node->k_steps = k_steps;
+  node->acc = std::move(acc);
+  node->a = std::move(a);
+  node->a_offset = std::move(a_offset);
+  node->a_layout = a_layout;
+  node->b = std::move(b);
+  node->b_offset = std::move(b_offset);
+  node->b_layout = b_layout;
+  node->thread = std::move(thread);
+  return Stmt(std::move(node));
+}
+
 // ---------------------------------------------------------------------------------------------
 
 void StmtVisitor::Visit(const Stmt& s) {
@@ -248,6 +284,12 @@ void StmtVisitor::VisitWarpMma(const WarpMmaNode* op, const Stmt&) {
   for (const Expr& i : op->a_origin) VisitExpr(i);
   for (const Expr& i : op->b_origin) VisitExpr(i);
   VisitExpr(op->lane);
+}
+
+void StmtVisitor::VisitWgmma(const WgmmaNode* op, const Stmt&) {
+  VisitExpr(op->a_offset);
+  VisitExpr(op->b_offset);
+  VisitExpr(op->thread);
 }
 
 Stmt StmtMutator::Mutate(const Stmt& s) {
@@ -321,6 +363,14 @@ Stmt StmtMutator::MutateWarpMma(const WarpMmaNode* op, const Stmt& s) {
   return WarpMmaNode::Make(op->kind, op->m_frags, op->n_frags, op->k_steps, op->acc, op->a,
                            std::move(a), op->a_k_inner, op->b, std::move(b), op->b_k_inner,
                            std::move(lane));
+}
+Stmt StmtMutator::MutateWgmma(const WgmmaNode* op, const Stmt& s) {
+  Expr a = MutateExpr(op->a_offset);
+  Expr b = MutateExpr(op->b_offset);
+  Expr t = MutateExpr(op->thread);
+  if (a.same_as(op->a_offset) && b.same_as(op->b_offset) && t.same_as(op->thread)) return s;
+  return WgmmaNode::Make(op->kind, op->m_tiles, op->n, op->k_steps, op->acc, op->a, std::move(a),
+                         op->a_layout, op->b, std::move(b), op->b_layout, std::move(t));
 }
 Stmt StmtMutator::MutateEvaluate(const EvaluateNode* op, const Stmt& s) {
   Expr v = MutateExpr(op->value);

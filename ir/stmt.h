@@ -36,7 +36,8 @@ namespace tilesearch::ir {
   X(Barrier)                  \
   X(Evaluate)                 \
   X(AsyncGroup)               \
-  X(WarpMma)
+  X(WarpMma)                  \
+  X(Wgmma)
 
 enum class StmtKind : uint8_t {
 #define TS_DECLARE_KIND(name) k##name,
@@ -259,6 +260,66 @@ struct WarpMmaNode : StmtNode {
   std::vector<Expr> b_origin;
   bool b_k_inner = false;
   Expr lane;
+};
+
+/// Where a wgmma operand tile lives in shared memory: PTX's canonical layouts for matrix
+/// descriptors (PTX ISA, "Asynchronous warpgroup level matrix shared memory layout"), with
+/// 16-bit elements. A tile's rows are m (A) or n (B); "K-major" rows hold their k values
+/// contiguously, "MN-major" k rows hold m/n values contiguously.
+///   K-major, swizzle W:  element (row, k) at byte row·W + 2k (k < W / 2); 8-row groups are
+///                        `sbo` = 8 W bytes apart. One k16 step is 32 bytes further.
+///   MN-major, swizzle W: element (row, k) at byte (row / (W/2))·lbo + 2 (row % (W/2)) + k·W with
+///                        8-k groups `sbo` = 8 W apart and atoms of W/2 rows `lbo` apart.
+/// The W-byte swizzle then permutes the 16-byte chunks of each 128-byte line of the absolute
+/// shared address (WgmmaSwizzle), so the tile origin must be 1024-byte aligned.
+struct WgmmaLayout {
+  bool k_major = true;
+  int64_t swizzle = 128;  // bytes: 32, 64 or 128
+  int64_t lbo = 0;        // bytes (MN-major only)
+  int64_t sbo = 0;        // bytes
+  bool operator==(const WgmmaLayout&) const = default;
+};
+/// Byte offset of element (row, k), before swizzling, from the tile origin (16-bit elements).
+int64_t WgmmaLayoutOffset(const WgmmaLayout& layout, int64_t row, int64_t k);
+/// A shared byte address after the W-byte swizzle: bits [4, 4 + log2(W/16)) are xor-ed with the
+/// bits from 7 up (CUTLASS's Swizzle<3,4,3> for 128 bytes, <2,4,3> for 64, <1,4,3> for 32).
+int64_t WgmmaSwizzle(int64_t address, int64_t swizzle);
+
+/// One warpgroup's (128 threads, four consecutive warps) tensor-core update on sm_90a:
+/// acc += A · B over a (64·m_tiles) × n tile and a depth of 16·k_steps, as m_tiles·k_steps
+/// `wgmma.mma_async.sync.aligned.m64nNk16.f32.<t>.<t>` instructions reading both operands from
+/// shared memory through matrix descriptors, then waited for (fence, commit, wait 0), so the
+/// statement completes like any other. Kinds f16 and bf16 only.
+///
+/// `a` / `b` are shared buffers of the kind's element type, read as flat arrays; `a_offset` /
+/// `b_offset` are the element offsets of the tiles' origins (1024-byte aligned), element (r, k)
+/// at WgmmaSwizzle(origin + WgmmaLayoutOffset(layout, r, k)); A's 64-row tile i starts at row 64 i.
+///
+/// `acc` is the thread's local float32 buffer [m_tiles, n / 8, 4] in the wgmma D-fragment layout:
+/// with w = thread / 32 (the warp in the group), g = (thread % 32) / 4 and t = thread % 4,
+/// acc[i, j, e] is tile element (64 i + 16 w + g + 8 (e / 2), 8 j + 2 t + e % 2). Per k step each
+/// element becomes float32(acc + Σ_k a·b), the sum exact (the hardware differs by rounding only).
+/// `thread` is the thread's index in its warpgroup (0..127), which must equal
+/// (threadIdx.x + 32 threadIdx.y) % 128 as tensor-core schedules bind it.
+struct WgmmaNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kWgmma;
+  WgmmaNode() : StmtNode(kKind) {}
+  /// CHECKs the counts (≥ 1; n a multiple of 8 up to 256), the int64 expressions and the kind.
+  static Stmt Make(MmaKind kind, int64_t m_tiles, int64_t n, int64_t k_steps, std::string acc,
+                   std::string a, Expr a_offset, WgmmaLayout a_layout, std::string b, Expr b_offset,
+                   WgmmaLayout b_layout, Expr thread);
+  MmaKind kind = MmaKind::kF16;
+  int64_t m_tiles = 1;
+  int64_t n = 8;
+  int64_t k_steps = 1;
+  std::string acc;
+  std::string a;
+  Expr a_offset;
+  WgmmaLayout a_layout;
+  std::string b;
+  Expr b_offset;
+  WgmmaLayout b_layout;
+  Expr thread;
 };
 
 /// One kernel: parameters in argument order (inputs, then outputs) and the body.

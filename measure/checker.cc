@@ -583,6 +583,10 @@ class MmaKindFinder : public ir::StmtVisitor {
     if (op->kind == kind_) found_ = true;
     ir::StmtVisitor::VisitWarpMma(op, s);
   }
+  void VisitWgmma(const ir::WgmmaNode* op, const ir::Stmt& s) override {
+    if (op->kind == kind_) found_ = true;
+    ir::StmtVisitor::VisitWgmma(op, s);
+  }
 
  private:
   ir::MmaKind kind_;

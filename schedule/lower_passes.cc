@@ -169,6 +169,13 @@ class ScopeChecker {
         }
         return absl::OkStatus();
       }
+      case ir::StmtKind::kWgmma: {
+        const auto* op = s.as<ir::WgmmaNode>();
+        for (const std::string* b : {&op->acc, &op->a, &op->b}) {
+          if (!in_scope_.count(*b)) return OutOfScope(*b);
+        }
+        return absl::OkStatus();
+      }
       default:
         return absl::OkStatus();
     }

@@ -246,6 +246,7 @@ class RegionCollector {
       case ir::StmtKind::kBarrier:
       case ir::StmtKind::kAsyncGroup:
       case ir::StmtKind::kWarpMma:  // made after regions are inferred (tensor_core kernels)
+      case ir::StmtKind::kWgmma:
         break;
       case ir::StmtKind::kEvaluate:
         VisitExpr(s.as<ir::EvaluateNode>()->value);

@@ -272,6 +272,14 @@ struct StorageAlignStep {
 /// element type; warp_m not a multiple of 16, warp_n of 8, block_k of K, the block tile not a
 /// multiple of the warp tile; pipeline outside 1..8; pad not a multiple of 16 bytes; an epilogue
 /// stage that is not an elementwise reader of the one before.
+///
+/// `warpgroup` (Hopper, sm_90a; JSON: split_k always written, then "wgmma") computes with
+/// wgmma.mma_async m64nNk16 instead: each warp tile becomes a warpgroup tile (128 threads) of
+/// warp_m × warp_n, warp_m a multiple of 64, warp_n (the instruction's N) a multiple of 8 up to
+/// 256, kinds f16 and bf16, both operands read by the tensor cores straight from shared memory
+/// in swizzled layouts (ir::WgmmaLayout: k-contiguous operands with a 2·block_k-byte swizzle, so
+/// block_k is 16, 32 or 64; m/n-contiguous ones with the 128-byte swizzle, so their tile sides
+/// are multiples of 64); pad must be 0.
 struct TensorCoreStep {
   int stage_id = 0;
   std::string kind = "f16";
@@ -285,6 +293,7 @@ struct TensorCoreStep {
   int64_t raster = 1;
   int epilogue = 0;
   int split_k = 1;
+  bool warpgroup = false;
   absl::StatusOr<State> Apply(const State& s) const;
   nlohmann::json ToJson() const;
   static absl::StatusOr<TensorCoreStep> FromJson(const nlohmann::json& j);

@@ -75,7 +75,37 @@ struct Operand {
   ir::ScalarType dtype = ir::ScalarType::kFloat16;
   const ir::LoadNode* copy = nullptr;  // set: filled by cp.async of this load
   int64_t vec = 1;                     // elements per thread and fill step
+  ir::WgmmaLayout layout;              // wgmma: the swizzled layout of one stage's tile
 };
+
+// x ^ y for 0 <= y < 2^bits and x >= 0, in arithmetic the IR has (only x's low bits change).
+Expr XorLowBits(const Expr& x, const Expr& y, int bits) {
+  const int64_t span = int64_t{1} << bits;
+  Expr out = x - x % C(span);
+  for (int b = 0; b < bits; ++b) {
+    const int64_t p = int64_t{1} << b;
+    out = out + ((x / C(p) + y / C(p)) % C(2)) * C(p);
+  }
+  return out;
+}
+
+// The byte offset of element (row, k) of a wgmma tile after the swizzle (ir::WgmmaLayoutOffset
+// and ir::WgmmaSwizzle as IR arithmetic, the tile 1024-byte aligned); `k` (K-major) or `row`
+// (MN-major) is the first element of a 16-byte chunk.
+Expr SwizzledByte(const ir::WgmmaLayout& l, const Expr& row, const Expr& k) {
+  Expr addr;
+  if (l.k_major) {
+    addr = (row / C(8)) * C(l.sbo) + (row % C(8)) * C(l.swizzle) + k * C(2);
+  } else {
+    const int64_t atom = l.swizzle / 2;
+    addr = (row / C(atom)) * C(l.lbo) + (row % C(atom)) * C(2) + (k / C(8)) * C(l.sbo) +
+           (k % C(8)) * C(l.swizzle);
+  }
+  const int64_t chunks = l.swizzle / 16;  // 8, 4 or 2
+  const int bits = chunks == 8 ? 3 : chunks == 4 ? 2 : 1;
+  const Expr chunk = addr / C(16);
+  return XorLowBits(chunk, (addr / C(128)) % C(chunks), bits) * C(16);
+}
 
 Operand MakeOperand(std::string buffer, Expr factor, std::vector<int> row_axes, int64_t rows,
                     int64_t total_rows, bool k_inner, ir::ScalarType dtype) {
@@ -114,12 +144,22 @@ struct Builder {
   std::string tile_acc;
   Operand a, b;
   bool async = false;
+  bool wgmma = false;    // warpgroup tiles (TensorCoreStep::warpgroup)
+  int64_t groups_n = 1;  // wgmma: warpgroups along n
+
+  // Accumulator fragments per thread: [frag_m][frag_n][4].
+  int64_t FragM() const { return wgmma ? wm / 64 : wm / 16; }
+  int64_t FragN() const { return wn / 8; }
+  int64_t TileElems(const Operand& o) const { return o.rows * bk; }
 
   int64_t InnerExtent(const Operand& o) const { return o.k_inner ? bk : o.rows; }
   int64_t OuterExtent(const Operand& o) const { return o.k_inner ? o.rows : bk; }
 
   // The shared buffer's declaration.
   ir::BufferDecl Decl(const Operand& o) const {
+    if (wgmma) {
+      return {o.buffer, o.dtype, {stages * TileElems(o)}, ir::MemoryScope::kShared};
+    }
     return {o.buffer,
             o.dtype,
             {stages, OuterExtent(o), InnerExtent(o) + pad},
@@ -164,8 +204,18 @@ struct Builder {
     const Expr in = lin % C(inner);
     const Expr row = o.k_inner ? outer : in;
     const Expr kk = o.k_inner ? in : outer;
-    Stmt store = ir::StoreNode::Make(o.buffer, {slot, outer, in},
-                                     ElementValue(o, row, kk, ko, row_tile), o.copy != nullptr);
+    std::vector<Expr> index = {slot, outer, in};
+    if (wgmma) {
+      // The chunk's first element goes where the swizzled layout puts it; its `vec` elements stay
+      // contiguous (the swizzle moves whole 16-byte chunks).
+      const Expr in0 = (chunk % C(inner / o.vec)) * C(o.vec);
+      const Expr outer0 = chunk / C(inner / o.vec);
+      const Expr byte =
+          o.k_inner ? SwizzledByte(o.layout, outer0, in0) : SwizzledByte(o.layout, in0, outer0);
+      index = {slot * C(TileElems(o)) + byte / C(2) + v};
+    }
+    Stmt store = ir::StoreNode::Make(o.buffer, index, ElementValue(o, row, kk, ko, row_tile),
+                                     o.copy != nullptr);
     store = ir::ForNode::Make(v, C(0), C(o.vec), ForKind::kVectorized, store);
     if (chunks % threads != 0) store = ir::IfThenElseNode::Make(chunk < C(chunks), store);
     return ir::ForNode::Make(f, C(0), C(steps), steps <= 16 ? ForKind::kUnrolled : ForKind::kSerial,
@@ -191,6 +241,18 @@ struct Builder {
   }
 
   Stmt WarpMma(const std::string& acc, const Expr& slot) {
+    if (wgmma) {
+      const Expr group = warp / C(4);
+      const Expr gr = (group / C(groups_n)) * C(wm);
+      const Expr gc = (group % C(groups_n)) * C(wn);
+      auto origin = [&](const Operand& o, const Expr& first_row) {
+        const Expr byte =
+            o.k_inner ? first_row * C(o.layout.swizzle) : (first_row / C(64)) * C(o.layout.lbo);
+        return slot * C(TileElems(o)) + byte / C(2);
+      };
+      return ir::WgmmaNode::Make(kind, wm / 64, wn, bk / 16, acc, a.buffer, origin(a, gr), a.layout,
+                                 b.buffer, origin(b, gc), b.layout, (warp % C(4)) * C(32) + lane);
+    }
     const Expr wr = (warp / C(warps_n)) * C(wm);
     const Expr wc = (warp % C(warps_n)) * C(wn);
     std::vector<Expr> ao =
@@ -240,8 +302,8 @@ struct Builder {
     const Expr j = ir::MakeVar(k.fresh(base + ".j"));
     const Expr e = ir::MakeVar(k.fresh(base + ".e"));
     Stmt out = ir::ForNode::Make(e, C(0), C(4), ForKind::kUnrolled, body({i, j, e}));
-    out = ir::ForNode::Make(j, C(0), C(wn / 8), ForKind::kUnrolled, out);
-    return ir::ForNode::Make(i, C(0), C(wm / 16), ForKind::kUnrolled, out);
+    out = ir::ForNode::Make(j, C(0), C(FragN()), ForKind::kUnrolled, out);
+    return ir::ForNode::Make(i, C(0), C(FragM()), ForKind::kUnrolled, out);
   }
 
   // The stage's axis values at output row `r` (m), column `c` (n) and the block's batch.
@@ -270,10 +332,14 @@ struct Builder {
     const Expr j = ir::MakeVar(k.fresh(base + ".j"));
     const Expr eh = ir::MakeVar(k.fresh(base + ".eh"));
     const Expr el = ir::MakeVar(k.fresh(base + ".el"));
-    const Expr r =
-        tile_m * C(bm) + (warp / C(warps_n)) * C(wm) + i * C(16) + lane / C(4) + eh * C(8);
-    const Expr c =
-        tile_n * C(bn) + (warp % C(warps_n)) * C(wn) + j * C(8) + (lane % C(4)) * C(2) + el;
+    Expr r = tile_m * C(bm) + (warp / C(warps_n)) * C(wm) + i * C(16) + lane / C(4) + eh * C(8);
+    Expr c = tile_n * C(bn) + (warp % C(warps_n)) * C(wn) + j * C(8) + (lane % C(4)) * C(2) + el;
+    if (wgmma) {
+      const Expr group = warp / C(4);
+      r = tile_m * C(bm) + (group / C(groups_n)) * C(wm) + i * C(64) + (warp % C(4)) * C(16) +
+          lane / C(4) + eh * C(8);
+      c = tile_n * C(bn) + (group % C(groups_n)) * C(wn) + j * C(8) + (lane % C(4)) * C(2) + el;
+    }
     const Expr value = ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, {i, j, eh * C(2) + el});
     Stmt st;
     if (split > 1) {
@@ -289,8 +355,8 @@ struct Builder {
                            st);
     if (mm.m % bm != 0) st = ir::IfThenElseNode::Make(r < C(mm.m), st);
     st = ir::ForNode::Make(eh, C(0), C(2), ForKind::kUnrolled, st);
-    st = ir::ForNode::Make(j, C(0), C(wn / 8), ForKind::kUnrolled, st);
-    return ir::ForNode::Make(i, C(0), C(wm / 16), ForKind::kUnrolled, st);
+    st = ir::ForNode::Make(j, C(0), C(FragN()), ForKind::kUnrolled, st);
+    return ir::ForNode::Make(i, C(0), C(FragM()), ForKind::kUnrolled, st);
   }
 
   // split_k's second kernel: each thread adds one output element's ranges in order, applies the
@@ -348,7 +414,51 @@ bool PlanAsync(Builder& bd) {
   return true;
 }
 
+// wgmma's shared layouts for both operands (ir::WgmmaLayout): k-contiguous tiles get the
+// 2·block_k-byte swizzle, m/n-contiguous ones the 128-byte swizzle in 64-row atoms. Every tile
+// origin (per pipeline slot and per warpgroup) must land on the swizzle's 1024-byte period.
+absl::Status PlanWgmmaLayouts(Builder& bd) {
+  const int64_t groups_m = bd.bm / bd.wm;
+  for (Operand* o : {&bd.a, &bd.b}) {
+    const bool is_a = o == &bd.a;
+    const int64_t tile_rows = is_a ? bd.wm : bd.wn;
+    const int64_t groups = is_a ? groups_m : bd.groups_n;
+    ir::WgmmaLayout& l = o->layout;
+    l.k_major = o->k_inner;
+    if (l.k_major) {
+      l.swizzle = 2 * bd.bk;
+      l.sbo = 8 * l.swizzle;
+      l.lbo = 16;  // unused by swizzled K-major layouts
+    } else {
+      l.swizzle = 128;
+      l.sbo = 1024;
+      l.lbo = bd.bk * 128;
+      if (o->rows % 64 != 0 || (groups > 1 && tile_rows % 64 != 0)) {
+        return Invalid(
+            bd.op.name,
+            absl::StrCat("wgmma operand ", is_a ? "A" : "B", " is ", is_a ? "m" : "n",
+                         "-contiguous, so its block tile (", o->rows, ") and warpgroup tile (",
+                         tile_rows, ") must be multiples of 64 (128-byte swizzle atoms)"));
+      }
+    }
+    const int64_t tile_bytes = o->rows * bd.bk * 2;
+    const int64_t group_bytes = l.k_major ? tile_rows * l.swizzle : (tile_rows / 64) * l.lbo;
+    if (tile_bytes % 1024 != 0 || (groups > 1 && group_bytes % 1024 != 0)) {
+      return Invalid(
+          bd.op.name,
+          absl::StrCat("wgmma operand ", is_a ? "A" : "B", ": its tiles (", tile_bytes,
+                       " bytes per stage, ", group_bytes,
+                       " per warpgroup) do not start on the swizzle's 1024-byte period"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+bool TargetHasWgmma(const Target& target) {
+  return target.is_gpu() && (target.arch == "sm_90" || target.arch == "sm_90a");
+}
 
 bool TargetHasMmaSync(const Target& target) {
   if (!target.is_gpu()) return false;
@@ -394,6 +504,17 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   bd.warps_n = c.block_n / c.warp_n;
   bd.warps = (c.block_m / c.warp_m) * bd.warps_n;
   bd.threads = 32 * bd.warps;
+  bd.wgmma = c.warpgroup;
+  if (bd.wgmma) {
+    if (!TargetHasWgmma(target)) {
+      return Invalid(op.name, absl::StrCat("wgmma needs sm_90 (compiled for sm_90a); the target "
+                                           "is ",
+                                           target.arch));
+    }
+    bd.groups_n = bd.warps_n;
+    bd.warps = 4 * (c.block_m / c.warp_m) * bd.groups_n;
+    bd.threads = 32 * bd.warps;
+  }
   bd.k_tiles = CeilDiv(mm->k, c.block_k);
   bd.split = std::min<int64_t>(c.split_k, bd.k_tiles);
   bd.split_tiles = CeilDiv(bd.k_tiles, bd.split);
@@ -407,6 +528,7 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
                      mm->a_k_inner, dtype);
   bd.b = MakeOperand(k.fresh(op.name + ".B.shared"), mm->b, mm->n_axes, c.block_n, mm->n,
                      mm->b_k_inner, dtype);
+  if (bd.wgmma) RETURN_IF_ERROR(PlanWgmmaLayouts(bd));
   bd.async = PlanAsync(bd);
   for (Operand* o : {&bd.a, &bd.b}) {
     if (!bd.async) o->copy = nullptr;
@@ -458,7 +580,7 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   ASSIGN_OR_RETURN(Stmt epilogue, bd.Epilogue(acc));
   Stmt thread_body = ir::SeqNode::Make({bd.InitAcc(acc), main_loop, epilogue});
   thread_body = ir::AllocateNode::Make(
-      {acc, ir::ScalarType::kFloat32, {c.warp_m / 16, c.warp_n / 8, 4}, ir::MemoryScope::kLocal},
+      {acc, ir::ScalarType::kFloat32, {bd.FragM(), bd.FragN(), 4}, ir::MemoryScope::kLocal},
       thread_body);
   if (!bd.tile_acc.empty()) {
     thread_body = ir::AllocateNode::Make({bd.tile_acc,

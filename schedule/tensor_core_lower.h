@@ -44,6 +44,9 @@ struct TensorCoreKernels {
 /// Whether `target` runs the kernels' mma.sync shapes: a cuda target of sm_80 or later.
 bool TargetHasMmaSync(const Target& target);
 
+/// Whether `target` runs wgmma (sm_90; the kernels are compiled for sm_90a).
+bool TargetHasWgmma(const Target& target);
+
 /// The kernels (blockIdx loop nests). Errors: kFailedPrecondition "invalid_schedule: ..." for a
 /// non-GPU target, a stage that is not matmul-like, or operands the kind cannot read; the
 /// target's limits (threads, shared memory) are checked on the result by the caller.

@@ -21,6 +21,28 @@ constexpr int64_t kRasters[] = {1, 2, 4, 8, 16};
 constexpr int kSplits[] = {2, 4, 8, 16};  // drawn when a draw splits k
 // Accumulator registers a thread may hold (64x64 warp tiles: 128, CUTLASS's largest).
 constexpr int64_t kMaxAccumulators = 128;
+// wgmma (TensorCoreStep::warpgroup): warpgroup tiles, warpgroups per block side, k depths.
+constexpr int64_t kGroupM[] = {64, 128};
+constexpr int64_t kGroupN[] = {32, 64, 128, 256};
+constexpr int64_t kGroups[] = {1, 2};
+constexpr int64_t kGroupK[] = {16, 32, 64};
+constexpr int kGroupPipelines[] = {2, 3, 4, 5, 6};
+
+// Hopper: wgmma runs on sm_90 (compiled for sm_90a).
+bool HasWgmma(const Target& target) {
+  return target.is_gpu() && (target.arch == "sm_90" || target.arch == "sm_90a");
+}
+
+bool IsHalfKind(const TensorCoreStep& t) { return t.kind == "f16" || t.kind == "bf16"; }
+
+// The layout rules of wgmma's swizzled operand tiles (tensor_core_lower.cc: PlanWgmmaLayouts):
+// an m/n-contiguous operand's block and warpgroup tiles are whole 64-row atoms; k-contiguous
+// warpgroup tiles start on the 1024-byte swizzle period.
+bool WgmmaLayoutsFit(const TensorCoreStep& t, const schedule::MatmulLike& mm) {
+  if (!mm.a_k_inner && t.block_m % 64 != 0) return false;
+  if (!mm.b_k_inner && (t.block_n % 64 != 0 || t.warp_n % 64 != 0)) return false;
+  return (t.warp_n * 2 * t.block_k) % 1024 == 0 && (t.block_n * t.block_k * 2) % 1024 == 0;
+}
 
 template <typename T, size_t N>
 T PickFrom(const T (&values)[N], std::mt19937_64& rng) {
@@ -71,6 +93,14 @@ std::vector<std::string> TensorCoreKinds(const schedule::MatmulLike& mm, bool al
 }
 
 bool TensorCoreStepFits(const TensorCoreStep& t, const Target& target) {
+  if (t.warpgroup) {
+    const int64_t groups = (t.block_m / t.warp_m) * (t.block_n / t.warp_n);
+    const int64_t shared = t.pipeline * (t.block_m + t.block_n) * t.block_k * 2;
+    return HasWgmma(target) && IsHalfKind(t) && t.warp_m % 64 == 0 && t.warp_n <= 256 &&
+           groups * 128 <= target.max_threads_per_block &&
+           shared <= target.max_shared_memory_optin &&
+           t.warp_m * t.warp_n / 128 <= kMaxAccumulators;
+  }
   const ir::MmaKind kind = KindOf(t);
   const int64_t bytes = ir::BytesOf(ir::MmaOperandType(kind));
   const int64_t warps = (t.block_m / t.warp_m) * (t.block_n / t.warp_n);
@@ -94,8 +124,29 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
   const int64_t kk = ir::MmaK(kind);
   const int64_t pad = 16 / ir::BytesOf(ir::MmaOperandType(kind));
   constexpr int kDraws = 32;
+  // On Hopper, half the draws of f16 / bf16 steps are wgmma tilings.
+  if (HasWgmma(target) && IsHalfKind(base) && (rng() & 1)) {
+    for (int d = 0; d < kDraws; ++d) {
+      TensorCoreStep t = base;
+      t.warpgroup = true;
+      t.warp_m = PickFrom(kGroupM, rng);
+      t.warp_n = PickFrom(kGroupN, rng);
+      t.block_m = t.warp_m * PickFrom(kGroups, rng);
+      t.block_n = t.warp_n * PickFrom(kGroups, rng);
+      t.block_k = PickFrom(kGroupK, rng);
+      t.pipeline = PickFrom(kGroupPipelines, rng);
+      t.pad = 0;
+      t.raster = PickFrom(kRasters, rng);
+      t.split_k = (rng() & 1) ? PickFrom(kSplits, rng) : 1;
+      if (t.split_k > 1 && (t.split_k * 4 * t.block_k > mm.k)) t.split_k = 1;
+      if (TensorCoreStepFits(t, target) && WgmmaLayoutsFit(t, mm) && SizedForProblem(t, mm)) {
+        return t;
+      }
+    }
+  }
   for (int d = 0; d < kDraws; ++d) {
     TensorCoreStep t = base;
+    t.warpgroup = false;
     t.warp_m = PickFrom(kWarpM, rng);
     t.warp_n = PickFrom(kWarpN, rng);
     t.block_m = t.warp_m * PickFrom(kWarps, rng);
@@ -109,6 +160,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
     if (TensorCoreStepFits(t, target) && SizedForProblem(t, mm)) return t;
   }
   TensorCoreStep t = base;
+  t.warpgroup = false;
   t.warp_m = t.block_m = 16;
   t.warp_n = t.block_n = 8;
   t.block_k = kk;
@@ -126,6 +178,7 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
   const int64_t pad = 16 / ir::BytesOf(ir::MmaOperandType(KindOf(t)));
   const int64_t warps_m = t.block_m / t.warp_m;
   const int64_t warps_n = t.block_n / t.warp_n;
+  const bool wg = t.warpgroup;
   // `t` with the decision set to each of `values` by `set`.
   auto variants = [&](const auto& values, const auto& set) {
     std::vector<TensorCoreStep> out;
@@ -136,42 +189,57 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
     }
     return out;
   };
+  auto tile_rows = [&](const auto& values) {
+    return variants(values, [&](TensorCoreStep& c, int64_t v) {
+      c.warp_m = v;
+      c.block_m = v * warps_m;
+    });
+  };
+  auto tile_cols = [&](const auto& values) {
+    return variants(values, [&](TensorCoreStep& c, int64_t v) {
+      c.warp_n = v;
+      c.block_n = v * warps_n;
+    });
+  };
+  auto along_m = [&](const auto& values) {
+    return variants(values, [&](TensorCoreStep& c, int64_t v) { c.block_m = t.warp_m * v; });
+  };
+  auto along_n = [&](const auto& values) {
+    return variants(values, [&](TensorCoreStep& c, int64_t v) { c.block_n = t.warp_n * v; });
+  };
   const int64_t pads[] = {0, pad};
+  const int64_t no_pad[] = {0};
   const int64_t splits[] = {1, 2, 4, 8, 16};
   std::vector<TensorCoreStep> candidates;
   switch (decision) {
-    case 0:  // warp tile rows, warps per block kept
-      candidates = variants(kWarpM, [&](TensorCoreStep& c, int64_t v) {
-        c.warp_m = v;
-        c.block_m = v * warps_m;
-      });
+    case 0:  // warp (group) tile rows, warps (groups) per block kept
+      candidates = wg ? tile_rows(kGroupM) : tile_rows(kWarpM);
       break;
-    case 1:  // warp tile columns
-      candidates = variants(kWarpN, [&](TensorCoreStep& c, int64_t v) {
-        c.warp_n = v;
-        c.block_n = v * warps_n;
-      });
+    case 1:  // warp (group) tile columns
+      candidates = wg ? tile_cols(kGroupN) : tile_cols(kWarpN);
       break;
-    case 2:  // warps along m
-      candidates =
-          variants(kWarps, [&](TensorCoreStep& c, int64_t v) { c.block_m = t.warp_m * v; });
+    case 2:  // warps (groups) along m
+      candidates = wg ? along_m(kGroups) : along_m(kWarps);
       break;
-    case 3:  // warps along n
-      candidates =
-          variants(kWarps, [&](TensorCoreStep& c, int64_t v) { c.block_n = t.warp_n * v; });
+    case 3:  // warps (groups) along n
+      candidates = wg ? along_n(kGroups) : along_n(kWarps);
       break;
     case 4:
-      candidates = variants(kKMultiples, [&](TensorCoreStep& c, int64_t v) {
-        c.block_k = kk * v * (kk == 8 ? 2 : 1);
-      });
+      candidates = wg ? variants(kGroupK, [](TensorCoreStep& c, int64_t v) { c.block_k = v; })
+                      : variants(kKMultiples, [&](TensorCoreStep& c, int64_t v) {
+                          c.block_k = kk * v * (kk == 8 ? 2 : 1);
+                        });
       break;
-    case 5:
-      candidates = variants(kPipelines,
-                            [](TensorCoreStep& c, int64_t v) { c.pipeline = static_cast<int>(v); });
+    case 5: {
+      auto set = [](TensorCoreStep& c, int64_t v) { c.pipeline = static_cast<int>(v); };
+      candidates = wg ? variants(kGroupPipelines, set) : variants(kPipelines, set);
       break;
-    case 6:
-      candidates = variants(pads, [](TensorCoreStep& c, int64_t v) { c.pad = v; });
+    }
+    case 6: {
+      auto set = [](TensorCoreStep& c, int64_t v) { c.pad = v; };
+      candidates = wg ? variants(no_pad, set) : variants(pads, set);
       break;
+    }
     case 7:
       candidates =
           variants(splits, [](TensorCoreStep& c, int64_t v) { c.split_k = static_cast<int>(v); });
@@ -179,12 +247,38 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
     case 8:
       candidates = variants(kRasters, [](TensorCoreStep& c, int64_t v) { c.raster = v; });
       break;
+    case 9: {  // the instruction: the other family's tiling closest to this block tile
+      if (!IsHalfKind(t) || !HasWgmma(target)) break;
+      TensorCoreStep c = t;
+      c.warpgroup = !wg;
+      if (c.warpgroup) {
+        c.block_m = std::max<int64_t>(64, t.block_m / 64 * 64);
+        c.warp_m = 64;
+        c.warp_n = std::min<int64_t>(256, std::max<int64_t>(32, t.block_n));
+        c.block_n = c.warp_n;
+        c.block_k = std::clamp<int64_t>(t.block_k, 16, 64);
+        c.pad = 0;
+      } else {
+        c.warp_m = 64;
+        c.warp_n = 64;
+        c.block_m = std::max<int64_t>(64, std::min<int64_t>(t.block_m, 256));
+        c.block_n = std::max<int64_t>(64, std::min<int64_t>(t.block_n, 256));
+        c.block_k = 32;
+        c.pad = pad;
+        c.pipeline = std::min(c.pipeline, 4);
+      }
+      candidates.push_back(c);
+      break;
+    }
     default:
       break;
   }
   std::vector<TensorCoreStep> options;
   for (const TensorCoreStep& c : candidates) {
-    if (!(c == t) && TensorCoreStepFits(c, target) && SizedForProblem(c, mm)) options.push_back(c);
+    if (!(c == t) && TensorCoreStepFits(c, target) && SizedForProblem(c, mm) &&
+        (!c.warpgroup || WgmmaLayoutsFit(c, mm))) {
+      options.push_back(c);
+    }
   }
   return options;
 }

@@ -26,20 +26,22 @@ bool HasTensorCoreStep(const schedule::State& s);
 std::vector<std::string> TensorCoreKinds(const schedule::MatmulLike& mm, bool allow_tf32);
 
 /// Whether `t` fits `target`: threads per block, shared memory (with opt-in) and at most 128
-/// accumulator registers per thread.
+/// accumulator registers per thread; wgmma steps also need sm_90 and f16 / bf16.
 bool TensorCoreStepFits(const schedule::TensorCoreStep& t, const Target& target);
 
 /// `base` with every decision but the stage, kind and epilogue drawn uniformly from the space
 /// (tiles no larger than the problem needs, fitting `target`; a few redraws, then the smallest
-/// configuration). `s` is the state the step applies to. Errors: the stage is not matmul-like.
+/// mma.sync configuration). On sm_90, f16 / bf16 steps are wgmma tilings half of the time. `s` is
+/// the state the step applies to. Errors: the stage is not matmul-like.
 absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCoreStep base,
                                                               const schedule::State& s,
                                                               const Target& target,
                                                               std::mt19937_64& rng);
 
 /// The decisions of a tensor_core step: warp tile rows, warp tile columns, warps along m, warps
-/// along n, k depth, pipeline depth, padding, split-K, raster group.
-inline constexpr int kTensorCoreDecisions = 9;
+/// along n, k depth, pipeline depth, padding, split-K, raster group, and on Hopper the instruction
+/// (mma.sync by warps or wgmma by warpgroups, whose tiles then count warpgroups).
+inline constexpr int kTensorCoreDecisions = 10;
 
 /// `t` with decision `decision` (0 .. kTensorCoreDecisions - 1, in the order above) set to each
 /// other value of its candidates that still fits `target` and the problem; empty for a decision

@@ -1,4 +1,5 @@
-// tensor_core: computes a matmul-like stage with warp-level mma.sync (schedule/step.h). Apply
+// tensor_core: computes a matmul-like stage with warp-level mma.sync or warpgroup-level wgmma
+// (schedule/step.h). Apply
 // checks everything that does not depend on the target (roles, kind, tile shapes, the epilogue
 // chain); the lowering (schedule/tensor_core_lower.cc) checks the target's limits.
 #include <set>
@@ -112,6 +113,27 @@ absl::Status CheckTensorCoreShape(const TensorCoreStep& t, const std::string& te
   if (t.epilogue < 0) {
     return internal::StepError(text, absl::StrCat("epilogue ", t.epilogue, " < 0"));
   }
+  if (t.warpgroup) {
+    if (*kind != ir::MmaKind::kF16 && *kind != ir::MmaKind::kBF16) {
+      return internal::StepError(
+          text, absl::StrCat("wgmma reads f16 or bf16 operands here, not ", t.kind));
+    }
+    if (t.warp_m % 64 != 0 || t.warp_n > 256) {
+      return internal::StepError(
+          text, absl::StrCat("warpgroup tile ", t.warp_m, "x", t.warp_n,
+                             " is not made of m64nNk16 wgmma tiles (warp_m a multiple of 64, "
+                             "warp_n a multiple of 8 up to 256)"));
+    }
+    if (t.block_k != 16 && t.block_k != 32 && t.block_k != 64) {
+      return internal::StepError(
+          text, absl::StrCat("block_k ", t.block_k,
+                             " is not 16, 32 or 64 (one swizzle atom of k for wgmma)"));
+    }
+    if (t.pad != 0) {
+      return internal::StepError(
+          text, absl::StrCat("pad ", t.pad, " with wgmma (its layouts are swizzled, not padded)"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -185,14 +207,15 @@ nlohmann::json TensorCoreStep::ToJson() const {
   nlohmann::json j = {
       "TC", stage_id, kind,    {block_m, block_n, block_k}, {warp_m, warp_n}, pipeline,
       pad,  raster,   epilogue};
-  if (split_k > 1) j.push_back(split_k);
+  if (split_k > 1 || warpgroup) j.push_back(split_k);
+  if (warpgroup) j.push_back("wgmma");
   return j;
 }
 
 absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j) {
-  if (!j.is_array() || (j.size() != 9 && j.size() != 10)) {
+  if (!j.is_array() || j.size() < 9 || j.size() > 11) {
     return absl::InvalidArgumentError(
-        absl::StrCat("step 'TC' needs 9 fields (10 with split_k), got ",
+        absl::StrCat("step 'TC' needs 9 fields (10 with split_k, 11 with the instruction), got ",
                      j.is_array() ? j.size() : 0, ": ", j.dump().substr(0, 200)));
   }
   TensorCoreStep t;
@@ -224,13 +247,23 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
   }
   t.pipeline = static_cast<int>(pipeline);
   t.epilogue = static_cast<int>(epilogue);
-  if (j.size() == 10) {
+  if (j.size() >= 10) {
     ASSIGN_OR_RETURN(int64_t split, internal::JsonInt(j, 9, "TC"));
-    if (split < 2 || split > 64) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "TC step: split_k ", split, " out of range (2..64; 1 is written as absent)"));
+    const int64_t lo = j.size() == 11 ? 1 : 2;
+    if (split < lo || split > 64) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("TC step: split_k ", split, " out of range (", lo,
+                       "..64; 1 is written as absent unless an instruction follows)"));
     }
     t.split_k = static_cast<int>(split);
+  }
+  if (j.size() == 11) {
+    ASSIGN_OR_RETURN(std::string instruction, internal::JsonString(j, 10, "TC"));
+    if (instruction != "wgmma" && instruction != "mma.sync") {
+      return absl::InvalidArgumentError(absl::StrCat("TC step: instruction '", instruction,
+                                                     "' is not \"mma.sync\" or \"wgmma\""));
+    }
+    t.warpgroup = instruction == "wgmma";
   }
   return t;
 }
@@ -239,7 +272,8 @@ std::string TensorCoreStep::ToString() const {
   return absl::StrCat("tensor_core(", stage_id, ", ", kind, ", block ", block_m, "x", block_n, "x",
                       block_k, ", warp ", warp_m, "x", warp_n, ", pipeline ", pipeline, ", pad ",
                       pad, ", raster ", raster, ", epilogue ", epilogue,
-                      split_k > 1 ? absl::StrCat(", split_k ", split_k) : std::string(), ")");
+                      split_k > 1 ? absl::StrCat(", split_k ", split_k) : std::string(),
+                      warpgroup ? ", wgmma" : "", ")");
 }
 
 }  // namespace tilesearch::schedule

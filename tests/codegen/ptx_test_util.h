@@ -32,11 +32,12 @@ inline int Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-/// Expects ptxas -arch=sm_90 to assemble `ptx` (written to `stem`_<pid>.ptx in the test's
-/// temporary directory: ctest runs the test cases of one binary as parallel processes, and a
-/// shared file name let one case's ptxas read another's half-written PTX); marks the test skipped
-/// (and returns) where ptxas is absent.
-inline void ExpectPtxasAccepts(const std::string& ptx, const std::string& stem_prefix) {
+/// Expects ptxas -arch=`arch` (sm_90 by default) to assemble `ptx` (written to `stem`_<pid>.ptx in
+/// the test's temporary directory: ctest runs the test cases of one binary as parallel processes,
+/// and a shared file name let one case's ptxas read another's half-written PTX); marks the test
+/// skipped (and returns) where ptxas is absent.
+inline void ExpectPtxasAccepts(const std::string& ptx, const std::string& stem_prefix,
+                               const std::string& arch = "sm_90") {
   if (!std::filesystem::exists(kPtxas)) {
     GTEST_SKIP() << "ptxas not found at " << kPtxas << "; PTX not assembled";
   }
@@ -45,8 +46,8 @@ inline void ExpectPtxasAccepts(const std::string& ptx, const std::string& stem_p
   const std::string in = dir + "/" + stem + ".ptx";
   const std::string log = dir + "/" + stem + ".log";
   std::ofstream(in) << ptx;
-  const std::string cmd = std::string(kPtxas) + " -arch=sm_90 " + in + " -o " + dir + "/" + stem +
-                          ".cubin > " + log + " 2>&1";
+  const std::string cmd = std::string(kPtxas) + " -arch=" + arch + " " + in + " -o " + dir + "/" +
+                          stem + ".cubin > " + log + " 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << ptx;
 }
 

@@ -1,0 +1,171 @@
+// Emitter::EmitWgmma: one warpgroup's tensor-core update (ir/stmt.h WgmmaNode) as PTX
+// wgmma.mma_async.sync.aligned.m64nNk16.f32.<t>.<t> through the NVVM dialect (nvvm.wgmma.*; the
+// mma itself becomes inline PTX in convert-nvvm-to-llvm, which gpu_compile.cc runs for modules
+// that use it). Needs sm_90a.
+//
+// Matrix descriptors (PTX ISA, "Matrix Descriptor Format"), 64 bits: start address >> 4 in bits
+// 0–13, leading byte offset >> 4 in 16–29, stride byte offset >> 4 in 32–45, the base offset
+// (bits 49–51) 0 because every tile origin is on the swizzle's 1024-byte period, and the swizzle
+// mode in 62–63 (1: 128 bytes, 2: 64, 3: 32). A k16 step or a 64-row tile further is the same
+// descriptor with the start address moved by ir::WgmmaLayoutOffset of that element: the hardware
+// swizzles the absolute address bits, as WgmmaNode defines.
+//
+// Order per statement: fence.proxy.async (the operands were written by the generic proxy:
+// st.shared / cp.async, and a barrier; wgmma reads them through the async proxy), wgmma.fence
+// (the accumulator registers were written by ordinary instructions), the m_tiles × k_steps
+// wgmma's chained through their accumulators, commit, wait 0. Waiting inside the statement keeps
+// its semantics synchronous; the tensor cores still overlap with the cp.async fills in flight.
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "codegen/emitter.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace tilesearch::codegen::internal {
+namespace {
+
+namespace arith = mlir::arith;
+
+int64_t SwizzleMode(int64_t swizzle) {
+  switch (swizzle) {
+    case 128:
+      return 1;
+    case 64:
+      return 2;
+    default:
+      return 3;
+  }
+}
+
+class WgmmaWriter {
+ public:
+  WgmmaWriter(mlir::OpBuilder& b, mlir::Location loc, const ir::WgmmaNode& n)
+      : b_(b), loc_(loc), n_(n) {}
+
+  // `a_addr` / `b_addr`: the tiles' origins as i64 shared-window byte addresses.
+  void Emit(mlir::Value acc, mlir::Value a_addr, mlir::Value b_addr) {
+    mlir::MLIRContext* ctx = b_.getContext();
+    const int64_t regs = n_.n / 2;
+    auto f32 = b_.getF32Type();
+    auto st = mlir::LLVM::LLVMStructType::getLiteral(ctx, llvm::SmallVector<mlir::Type>(regs, f32));
+    std::vector<mlir::Value> d(n_.m_tiles);
+    for (int64_t i = 0; i < n_.m_tiles; ++i) {
+      mlir::Value s = mlir::LLVM::PoisonOp::create(b_, loc_, st);
+      for (int64_t r = 0; r < regs; ++r) {
+        mlir::Value v = mlir::memref::LoadOp::create(b_, loc_, acc, AccIndices(i, r));
+        s = mlir::LLVM::InsertValueOp::create(b_, loc_, s, v, r);
+      }
+      d[i] = s;
+    }
+    mlir::NVVM::FenceProxyOp::create(
+        b_, loc_, mlir::NVVM::ProxyKindAttr::get(ctx, mlir::NVVM::ProxyKind::async_shared),
+        mlir::NVVM::SharedSpaceAttr::get(ctx, mlir::NVVM::SharedSpace::shared_cta));
+    mlir::NVVM::WgmmaFenceAlignedOp::create(b_, loc_);
+    const auto type = n_.kind == ir::MmaKind::kBF16 ? mlir::NVVM::WGMMATypes::bf16
+                                                     : mlir::NVVM::WGMMATypes::f16;
+    // PTX's A is "row" when K-major, B "col" when K-major; the other layouts are the transposes.
+    const auto layout_a = n_.a_layout.k_major ? mlir::NVVM::MMALayout::row
+                                              : mlir::NVVM::MMALayout::col;
+    const auto layout_b = n_.b_layout.k_major ? mlir::NVVM::MMALayout::col
+                                              : mlir::NVVM::MMALayout::row;
+    for (int64_t ks = 0; ks < n_.k_steps; ++ks) {
+      const mlir::Value db = Descriptor(b_addr, n_.b_layout, 0, 16 * ks);
+      for (int64_t i = 0; i < n_.m_tiles; ++i) {
+        const mlir::Value da = Descriptor(a_addr, n_.a_layout, 64 * i, 16 * ks);
+        d[i] = mlir::NVVM::WgmmaMmaAsyncOp::create(
+            b_, loc_, st, d[i], da, db, mlir::NVVM::MMAShapeAttr::get(ctx, 64, n_.n, 16), type,
+            type, mlir::NVVM::WGMMATypes::f32, mlir::NVVM::WGMMAScaleOut::one,
+            mlir::NVVM::WGMMAScaleIn::one, mlir::NVVM::WGMMAScaleIn::one, layout_a, layout_b,
+            mlir::NVVM::MMAIntOverflowAttr());
+      }
+    }
+    mlir::NVVM::WgmmaGroupSyncAlignedOp::create(b_, loc_);
+    mlir::NVVM::WgmmaWaitGroupSyncOp::create(b_, loc_, b_.getI64IntegerAttr(0));
+    for (int64_t i = 0; i < n_.m_tiles; ++i) {
+      for (int64_t r = 0; r < regs; ++r) {
+        mlir::Value v = mlir::LLVM::ExtractValueOp::create(b_, loc_, d[i], r);
+        mlir::memref::StoreOp::create(b_, loc_, v, acc, AccIndices(i, r));
+      }
+    }
+  }
+
+ private:
+  mlir::Value I64(int64_t v) {
+    return arith::ConstantOp::create(b_, loc_, b_.getI64IntegerAttr(v));
+  }
+  mlir::Value Index(int64_t v) { return arith::ConstantIndexOp::create(b_, loc_, v); }
+
+  // acc[i, r / 4, r % 4]: register r of the 64-row tile i (the D fragment's order).
+  std::vector<mlir::Value> AccIndices(int64_t i, int64_t r) {
+    return {Index(i), Index(r / 4), Index(r % 4)};
+  }
+
+  // The descriptor of the operand tile whose element (row, k) is at `origin` + the layout's
+  // offset of (row, k).
+  mlir::Value Descriptor(mlir::Value origin, const ir::WgmmaLayout& l, int64_t row, int64_t k) {
+    mlir::Value addr = arith::AddIOp::create(b_, loc_, origin, I64(ir::WgmmaLayoutOffset(l, row, k)));
+    mlir::Value start = arith::ShRUIOp::create(
+        b_, loc_, arith::AndIOp::create(b_, loc_, addr, I64(0x3FFFF)), I64(4));
+    const int64_t fixed = ((l.lbo >> 4) & 0x3FFF) << 16 | ((l.sbo >> 4) & 0x3FFF) << 32 |
+                          SwizzleMode(l.swizzle) << 62;
+    return arith::OrIOp::create(b_, loc_, start, I64(fixed));
+  }
+
+  mlir::OpBuilder& b_;
+  mlir::Location loc_;
+  const ir::WgmmaNode& n_;
+};
+
+}  // namespace
+
+absl::Status Emitter::EmitWgmma(const ir::WgmmaNode* op) {
+  const std::string what = absl::StrCat("wgmma on '", op->acc, "'");
+  if (config_.target != EmitTarget::kGpu) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": wgmma is GPU-only (sm_90a); the host target cannot run it"));
+  }
+  if (lane_.active) return absl::InvalidArgumentError(what + " inside a vectorized loop");
+  const BufferBinding* acc = FindBuffer(op->acc);
+  const std::vector<int64_t> acc_shape = {op->m_tiles, op->n / 8, 4};
+  if (acc == nullptr || acc->decl.scope != ir::MemoryScope::kLocal ||
+      acc->decl.dtype != ir::ScalarType::kFloat32 || acc->decl.shape != acc_shape) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": the accumulator '", op->acc,
+                                                   "' must be a local float32[", op->m_tiles, ", ",
+                                                   op->n / 8, ", 4] buffer in scope"));
+  }
+  const ir::ScalarType dtype = ir::MmaOperandType(op->kind);
+  b_.getContext()->getOrLoadDialect<mlir::NVVM::NVVMDialect>();
+  b_.getContext()->getOrLoadDialect<mlir::LLVM::LLVMDialect>();
+  auto address = [&](const char* role, const std::string& name,
+                     const ir::Expr& offset) -> absl::StatusOr<mlir::Value> {
+    const std::string which = absl::StrCat(what, ": operand ", role, " '", name, "'");
+    const BufferBinding* bb = FindBuffer(name);
+    if (bb == nullptr) return absl::InvalidArgumentError(which + " is not a buffer in scope");
+    const ir::BufferDecl& d = bb->decl;
+    if (d.scope != ir::MemoryScope::kShared) {
+      return absl::InvalidArgumentError(absl::StrCat(which, " is in ", ir::MemoryScopeName(d.scope),
+                                                     " memory; wgmma reads shared buffers"));
+    }
+    if (d.dtype != dtype) {
+      return absl::InvalidArgumentError(absl::StrCat(which, " is ", ir::TypeName(d.dtype),
+                                                     " but mma kind ", ir::MmaKindName(op->kind),
+                                                     " reads ", ir::TypeName(dtype)));
+    }
+    std::vector<mlir::Value> zeros(d.shape.size(), arith::ConstantIndexOp::create(b_, loc_, 0));
+    mlir::Value base = mlir::LLVM::PtrToIntOp::create(
+        b_, loc_, b_.getI64Type(), ElementPointer(*bb, zeros, /*address_space=*/3));
+    ASSIGN_OR_RETURN(mlir::Value off, EmitExpr(offset));
+    mlir::Value bytes = arith::MulIOp::create(
+        b_, loc_, off, arith::ConstantOp::create(b_, loc_, b_.getI64IntegerAttr(2)));
+    return mlir::Value(arith::AddIOp::create(b_, loc_, base, bytes));
+  };
+  ASSIGN_OR_RETURN(mlir::Value a, address("A", op->a, op->a_offset));
+  ASSIGN_OR_RETURN(mlir::Value b, address("B", op->b, op->b_offset));
+  WgmmaWriter(b_, loc_, *op).Emit(acc->memref, a, b);
+  return absl::OkStatus();
+}
+
+}  // namespace tilesearch::codegen::internal

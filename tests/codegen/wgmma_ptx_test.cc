@@ -1,0 +1,107 @@
+// Tensor-core schedules with wgmma compile to PTX for sm_90a: a target of sm_90 is upgraded to the
+// arch-specific sm_90a (the only one with wgmma), each warpgroup tile becomes m64nNk16 wgmma's
+// with the operand layouts as transposes, the shared window is 1024-byte aligned, and
+// ptxas -arch=sm_90a assembles the result (skipped where ptxas is absent). A module compiled for
+// another arch is refused by name.
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/codegen.h"
+#include "gtest/gtest.h"
+#include "ir/ops/registry.h"
+#include "schedule/apply_step.h"
+#include "schedule/lower.h"
+#include "schedule/state.h"
+#include "tests/codegen/ptx_test_util.h"
+
+namespace tilesearch::codegen {
+namespace {
+
+using namespace ::tilesearch::codegen::testing;  // NOLINT: PTX helpers
+
+struct Problem {
+  std::string kind;  // f16 / bf16
+  bool transpose_b = false;
+  int64_t wm = 64, wn = 128, bk = 64;
+};
+
+std::vector<LaunchConfig> Launches(const schedule::LoweredKernel& k) {
+  std::vector<LaunchConfig> out;
+  for (const auto& l : k.launches) {
+    LaunchConfig c;
+    c.grid = l.grid;
+    c.block = l.block;
+    out.push_back(c);
+  }
+  return out;
+}
+
+absl::StatusOr<schedule::LoweredKernel> LowerWgmma(const Problem& p) {
+  ir::OpArgs args;
+  args.shapes = {{256, 192}, p.transpose_b ? std::vector<int64_t>{256, 192}
+                                           : std::vector<int64_t>{192, 256}};
+  args.dtype = p.kind == "bf16" ? ir::ScalarType::kBFloat16 : ir::ScalarType::kFloat16;
+  args.attrs = {{"transpose_b", p.transpose_b ? "true" : "false"}};
+  ASSIGN_OR_RETURN(ir::ComputeDAG dag, ir::BuildOp("matmul", args));
+  schedule::State s = schedule::State::Initial(dag);
+  schedule::TensorCoreStep t;
+  for (int i = 0; i < s.num_stages(); ++i) {
+    if (s.stage(i).op->reduce == ir::ReduceKind::kSum) t.stage_id = i;
+  }
+  t.kind = p.kind;
+  t.warpgroup = true;
+  t.block_m = 2 * p.wm;
+  t.block_n = p.wn;
+  t.block_k = p.bk;
+  t.warp_m = p.wm;
+  t.warp_n = p.wn;
+  t.pipeline = 3;
+  t.pad = 0;
+  ASSIGN_OR_RETURN(s, schedule::ApplyStep(s, t));
+  Target target;
+  target.kind = TargetKind::kCuda;
+  target.arch = "sm_90";
+  return schedule::Lower(dag, s, target);
+}
+
+class WgmmaPtxTest : public ::testing::TestWithParam<Problem> {};
+
+TEST_P(WgmmaPtxTest, CompilesForSm90aAndAssembles) {
+  const Problem& p = GetParam();
+  absl::StatusOr<schedule::LoweredKernel> k = LowerWgmma(p);
+  ASSERT_TRUE(k.ok()) << k.status();
+  absl::StatusOr<GpuModule> m = CompileToPtx(k->nest, Launches(*k));
+  ASSERT_TRUE(m.ok()) << m.status();
+  const std::string& ptx = m->ptx;
+  EXPECT_NE(ptx.find(".target sm_90a"), std::string::npos);
+  EXPECT_NE(ptx.find(".align 1024"), std::string::npos);
+  // A k tile of bk is bk / 16 steps of one m64 instruction per warpgroup.
+  const std::string mma =
+      absl::StrCat("wgmma.mma_async.sync.aligned.m64n", p.wn, "k16.f32.", p.kind, ".", p.kind);
+  EXPECT_EQ(Count(ptx, mma), p.bk / 16 * (p.wm / 64)) << ptx.substr(0, 4000);
+  EXPECT_GE(Count(ptx, "wgmma.fence.sync.aligned"), 1);
+  EXPECT_GE(Count(ptx, "wgmma.commit_group.sync.aligned"), 1);
+  EXPECT_GE(Count(ptx, "wgmma.wait_group.sync.aligned"), 1);
+  EXPECT_GE(Count(ptx, "fence.proxy.async.shared::cta"), 1);
+  EXPECT_GE(Count(ptx, "cp.async.cg.shared.global"), 1);
+  ExpectPtxasAccepts(ptx, "wgmma_" + p.kind, "sm_90a");
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, WgmmaPtxTest,
+                         ::testing::Values(Problem{"bf16", false, 64, 128, 64},
+                                           Problem{"f16", true, 64, 64, 32},
+                                           Problem{"bf16", true, 128, 256, 16},
+                                           Problem{"f16", false, 64, 256, 64}));
+
+TEST(WgmmaPtx, AnotherArchIsRefused) {
+  absl::StatusOr<schedule::LoweredKernel> k = LowerWgmma(Problem{"bf16", false, 64, 128, 64});
+  ASSERT_TRUE(k.ok()) << k.status();
+  GpuCompileOptions options;
+  options.arch = "sm_100";
+  absl::StatusOr<GpuModule> m = CompileToPtx(k->nest, Launches(*k), options);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("sm_90a"), std::string::npos) << m.status();
+}
+
+}  // namespace
+}  // namespace tilesearch::codegen

@@ -1,0 +1,278 @@
+// The tensor_core step with wgmma (TensorCoreStep::warpgroup): the JSON form, the shapes it
+// refuses, the layout functions against their definition, and random wgmma schedules (every
+// operand layout, non-divisible shapes, convolutions as implicit GEMM, fused epilogues, split-k)
+// run in the interpreter against the unscheduled program. The interpreter reads each operand
+// element through ir::WgmmaLayoutOffset and ir::WgmmaSwizzle while the lowered fill writes it
+// through its own IR arithmetic, so a disagreement between the two shows up as a wrong result.
+#include <cstdint>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "ir/ops/registry.h"
+#include "ir/reference.h"
+#include "lower_test_util.h"
+#include "nlohmann/json.hpp"
+#include "schedule/step_json.h"
+
+namespace tilesearch::schedule {
+namespace {
+
+using testing::RunLowered;
+
+Target Cuda(const std::string& arch = "sm_90") {
+  Target t;
+  t.kind = TargetKind::kCuda;
+  t.arch = arch;
+  return t;
+}
+
+ir::ComputeDAG Build(const std::string& op, std::vector<std::vector<int64_t>> shapes,
+                     ir::ScalarType dtype, std::map<std::string, std::string> attrs = {}) {
+  ir::OpArgs args;
+  args.shapes = std::move(shapes);
+  args.dtype = dtype;
+  args.attrs = std::move(attrs);
+  absl::StatusOr<ir::ComputeDAG> dag = ir::BuildOp(op, args);
+  CHECK(dag.ok()) << dag.status();
+  return *std::move(dag);
+}
+
+int ReductionStage(const State& s) {
+  for (int i = 0; i < s.num_stages(); ++i) {
+    if (s.stage(i).op->reduce == ir::ReduceKind::kSum) return i;
+  }
+  return -1;
+}
+
+TensorCoreStep Wgmma(int stage, const std::string& kind, int64_t bm, int64_t bn, int64_t bk,
+                     int64_t wm, int64_t wn) {
+  TensorCoreStep t;
+  t.stage_id = stage;
+  t.kind = kind;
+  t.block_m = bm;
+  t.block_n = bn;
+  t.block_k = bk;
+  t.warp_m = wm;
+  t.warp_n = wn;
+  t.pipeline = 3;
+  t.pad = 0;
+  t.warpgroup = true;
+  return t;
+}
+
+TEST(WgmmaStep, JsonRoundTrip) {
+  TensorCoreStep t = Wgmma(2, "bf16", 128, 256, 64, 64, 256);
+  t.raster = 8;
+  const nlohmann::json j = t.ToJson();
+  EXPECT_EQ(j.dump(), R"(["TC",2,"bf16",[128,256,64],[64,256],3,0,8,0,1,"wgmma"])");
+  absl::StatusOr<Step> back = StepFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(std::get<TensorCoreStep>(*back) == t);
+  t.split_k = 4;
+  back = StepFromJson(t.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(std::get<TensorCoreStep>(*back) == t);
+  // An explicit "mma.sync" reads as the warp-level step.
+  back = StepFromJson(
+      nlohmann::json::parse(R"(["TC",2,"bf16",[128,128,32],[64,64],3,8,1,0,1,"mma.sync"])"));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(std::get<TensorCoreStep>(*back).warpgroup);
+  for (const char* bad : {R"(["TC",2,"bf16",[128,128,32],[64,64],3,0,1,0,1,"wmma"])",
+                          R"(["TC",2,"bf16",[128,128,32],[64,64],3,0,1,0,0,"wgmma"])",
+                          R"(["TC",2,"bf16",[128,128,32],[64,64],3,0,1,0,1,7])"}) {
+    EXPECT_FALSE(StepFromJson(nlohmann::json::parse(bad)).ok()) << bad;
+  }
+}
+
+TEST(WgmmaStep, RefusesShapesAndKindsItCannotTake) {
+  const ir::ComputeDAG dag =
+      Build("matmul", {{256, 256}, {256, 256}}, ir::ScalarType::kBFloat16);
+  const State s = State::Initial(dag);
+  const int stage = ReductionStage(s);
+  struct Bad {
+    TensorCoreStep step;
+    std::string says;
+  };
+  std::vector<Bad> bad;
+  bad.push_back({Wgmma(stage, "bf16", 64, 64, 32, 32, 64), "m64nNk16"});    // warp_m 32
+  bad.push_back({Wgmma(stage, "bf16", 64, 512, 32, 64, 512), "m64nNk16"});  // n 512
+  bad.push_back({Wgmma(stage, "bf16", 64, 64, 48, 64, 64), "16, 32 or 64"});
+  TensorCoreStep padded = Wgmma(stage, "bf16", 64, 64, 32, 64, 64);
+  padded.pad = 8;
+  bad.push_back({padded, "swizzled"});
+  for (const Bad& b : bad) {
+    absl::StatusOr<State> st = ApplyStep(s, b.step);
+    ASSERT_FALSE(st.ok()) << b.step.ToString();
+    EXPECT_NE(st.status().message().find(b.says), std::string::npos) << st.status();
+  }
+  // float32 operands: wgmma takes f16 / bf16 here.
+  const ir::ComputeDAG f32 = Build("matmul", {{256, 256}, {256, 256}}, ir::ScalarType::kFloat32);
+  const State s32 = State::Initial(f32);
+  EXPECT_FALSE(ApplyStep(s32, Wgmma(ReductionStage(s32), "tf32x3", 64, 64, 32, 64, 64)).ok());
+  // B [k][n] is n-contiguous: its warpgroup tiles must be whole 64-column swizzle atoms.
+  absl::StatusOr<State> st = ApplyStep(s, Wgmma(stage, "bf16", 64, 64, 32, 64, 32));
+  ASSERT_TRUE(st.ok()) << st.status();
+  absl::StatusOr<LoweredKernel> k = Lower(dag, *st, Cuda());
+  ASSERT_FALSE(k.ok());
+  EXPECT_NE(k.status().message().find("multiples of 64"), std::string::npos) << k.status();
+  // wgmma is Hopper's: an sm_80 target is refused by the lowering, by name.
+  st = ApplyStep(s, Wgmma(stage, "bf16", 64, 64, 32, 64, 64));
+  ASSERT_TRUE(st.ok()) << st.status();
+  k = Lower(dag, *st, Cuda("sm_80"));
+  ASSERT_FALSE(k.ok());
+  EXPECT_NE(k.status().message().find("sm_80"), std::string::npos) << k.status();
+}
+
+// The layout function against PTX's canonical layouts written out element by element: every
+// element of a tile lands on a distinct byte, 16-byte chunks stay whole, and the swizzle permutes
+// chunks only within their 128-byte line.
+TEST(WgmmaLayout, PlacesEveryElementOnceAndSwizzlesWithinLines) {
+  for (const bool k_major : {true, false}) {
+    for (const int64_t sw : {32, 64, 128}) {
+      if (!k_major && sw != 128) continue;
+      ir::WgmmaLayout l;
+      l.k_major = k_major;
+      l.swizzle = sw;
+      const int64_t rows = 128, depth = k_major ? sw / 2 : 64;
+      l.sbo = 8 * sw;
+      l.lbo = k_major ? 16 : depth * 128;
+      std::set<int64_t> seen;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t k = 0; k < depth; ++k) {
+          const int64_t raw = ir::WgmmaLayoutOffset(l, r, k);
+          const int64_t at = ir::WgmmaSwizzle(raw, sw);
+          EXPECT_TRUE(seen.insert(at).second) << "row " << r << " k " << k;
+          EXPECT_EQ(at / 128, raw / 128);
+          EXPECT_EQ(at % 16, raw % 16);
+        }
+      }
+      EXPECT_EQ(static_cast<int64_t>(seen.size()), rows * depth);
+      EXPECT_EQ(*seen.rbegin(), 2 * rows * depth - 2);
+    }
+  }
+  // The 128-byte swizzle of K-major row r moves chunk c to c ^ (r % 8) (CUTLASS Swizzle<3,4,3>).
+  ir::WgmmaLayout l;
+  l.swizzle = 128;
+  l.sbo = 1024;
+  for (int64_t r = 0; r < 16; ++r) {
+    for (int64_t c = 0; c < 8; ++c) {
+      EXPECT_EQ(ir::WgmmaSwizzle(ir::WgmmaLayoutOffset(l, r, 8 * c), 128), r * 128 + 16 * (c ^ (r % 8)));
+    }
+  }
+}
+
+struct Case {
+  std::string op;
+  std::vector<std::vector<int64_t>> shapes;
+  std::map<std::string, std::string> attrs;
+  ir::ScalarType dtype;
+  TensorCoreStep step;
+};
+
+Case RandomCase(std::mt19937_64& rng) {
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+  };
+  Case c;
+  c.dtype = (rng() & 1) ? ir::ScalarType::kFloat16 : ir::ScalarType::kBFloat16;
+  const int64_t m = pick(1, 150), n = pick(1, 150), k = pick(1, 140);
+  const auto tf = [&] { return (rng() & 1) ? std::string("true") : std::string("false"); };
+  switch (rng() % 6) {
+    case 0:
+    case 1:
+      c.op = "matmul";
+      c.attrs = {{"transpose_a", tf()}, {"transpose_b", tf()}};
+      c.shapes = {c.attrs["transpose_a"] == "true" ? std::vector<int64_t>{k, m}
+                                                   : std::vector<int64_t>{m, k},
+                  c.attrs["transpose_b"] == "true" ? std::vector<int64_t>{n, k}
+                                                   : std::vector<int64_t>{k, n}};
+      break;
+    case 2:
+      c.op = "dense_bias_relu";
+      c.shapes = {{m, k}, {n, k}, {n}};
+      break;
+    case 3:
+      c.op = "batch_matmul";
+      c.shapes = {{pick(1, 2), m, k}, {1, k, n}};
+      c.shapes[1][0] = c.shapes[0][0];
+      break;
+    case 4: {
+      const bool nhwc = rng() % 2;
+      c.op = nhwc ? "conv2d_nhwc" : "conv2d_nchw";
+      const int64_t ch = pick(1, 16), kout = pick(1, 70);
+      const int64_t r = pick(1, 3), stride = pick(1, 2), pad = pick(0, 1);
+      const int64_t hw = pick(std::max<int64_t>(3, r), 10);
+      c.attrs = {{"stride", std::to_string(stride)}, {"padding", std::to_string(pad)}};
+      c.shapes = nhwc ? std::vector<std::vector<int64_t>>{{1, hw, hw, ch}, {r, r, ch, kout}}
+                      : std::vector<std::vector<int64_t>>{{1, ch, hw, hw}, {kout, ch, r, r}};
+      break;
+    }
+    default:
+      c.op = "matmul_scale_residual";
+      c.shapes = {{m, k}, {k, n}, {m, n}};
+      break;
+  }
+  TensorCoreStep& t = c.step;
+  t.kind = c.dtype == ir::ScalarType::kFloat16 ? "f16" : "bf16";
+  t.warpgroup = true;
+  t.warp_m = 64 * pick(1, 2);
+  const int64_t ns[] = {8, 16, 32, 64, 128, 192, 256};
+  t.warp_n = ns[rng() % 7];
+  t.block_m = t.warp_m * pick(1, 2);
+  t.block_n = t.warp_n * (t.warp_n <= 128 ? pick(1, 2) : 1);
+  const int64_t ks[] = {16, 32, 64};
+  t.block_k = ks[rng() % 3];
+  t.pipeline = static_cast<int>(pick(1, 4));
+  t.pad = 0;
+  t.raster = pick(1, 3);
+  t.split_k = (rng() % 4 == 0) ? 2 : 1;
+  return c;
+}
+
+double Tolerance(ir::ScalarType t) { return t == ir::ScalarType::kFloat16 ? 2e-3 : 1.6e-2; }
+
+TEST(WgmmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
+  std::mt19937_64 rng(20261202);
+  int run = 0, refused = 0;
+  for (int trial = 0; run < 120 && trial < 1000; ++trial) {
+    Case c = RandomCase(rng);
+    const ir::ComputeDAG dag = Build(c.op, c.shapes, c.dtype, c.attrs);
+    const State s = State::Initial(dag);
+    c.step.stage_id = ReductionStage(s);
+    ASSERT_GE(c.step.stage_id, 0) << c.op;
+    absl::StatusOr<State> st;
+    for (int e = 3; e >= 0; --e) {
+      c.step.epilogue = e;
+      st = ApplyStep(s, c.step);
+      if (st.ok()) break;
+    }
+    ASSERT_TRUE(st.ok()) << c.op << ": " << st.status();
+    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, Cuda());
+    if (!k.ok()) {
+      // Only the layout rule of m/n-contiguous operands and the shared-memory limit may refuse a
+      // shape-valid step.
+      const std::string why(k.status().message());
+      EXPECT_TRUE(why.find("wgmma operand") != std::string::npos ||
+                  why.find("bytes of shared memory per block exceed") != std::string::npos)
+          << why;
+      ++refused;
+      continue;
+    }
+    const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 2000 + trial);
+    absl::StatusOr<ir::BufferMap> got = RunLowered(k->nest, inputs);
+    ASSERT_TRUE(got.ok()) << got.status() << "\n" << StepToString(st->steps().back());
+    absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    EXPECT_LE(testing::MaxRelError(dag, *got, *ref), Tolerance(c.dtype))
+        << c.op << " " << StepToString(st->steps().back());
+    ++run;
+  }
+  EXPECT_GE(run, 120);
+  EXPECT_GT(refused, 0);  // the refusal path was exercised too
+}
+
+}  // namespace
+}  // namespace tilesearch::schedule
