@@ -93,6 +93,9 @@ struct GpuKernelInfo {
 /// A compiled GPU module: PTX text with one entry per kernel, launched in order.
 struct GpuModule {
   std::string ptx;
+  /// The processor the PTX targets (`.target`): GpuCompileOptions::arch, or its arch-specific
+  /// variant sm_90a when the module uses wgmma. Assemble the PTX for this one.
+  std::string arch;
   std::vector<GpuKernelInfo> kernels;
   std::vector<KernelArg> args;  // every kernel's parameter list, in order
   double compile_ms = 0;        // emission through PTX text, wall clock

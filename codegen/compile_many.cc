@@ -85,6 +85,7 @@ std::string Serialize(const absl::StatusOr<GpuModule>& r) {
   w.Str(std::string(r.status().message()));
   if (!r.ok()) return w.data();
   w.Str(r->ptx);
+  w.Str(r->arch);
   w.F64(r->compile_ms);
   for (double ms : {r->phases.emit_ms, r->phases.lower_ms, r->phases.translate_ms,
                     r->phases.optimize_ms, r->phases.codegen_ms}) {
@@ -115,7 +116,7 @@ absl::StatusOr<GpuModule> Deserialize(const std::string& buf, const ir::LoopNest
   if (code != 0) return absl::Status(static_cast<absl::StatusCode>(code), message);
   GpuModule m;
   int64_t n = 0;
-  if (!r.Str(m.ptx) || !r.F64(m.compile_ms) || !r.F64(m.phases.emit_ms) ||
+  if (!r.Str(m.ptx) || !r.Str(m.arch) || !r.F64(m.compile_ms) || !r.F64(m.phases.emit_ms) ||
       !r.F64(m.phases.lower_ms) || !r.F64(m.phases.translate_ms) || !r.F64(m.phases.optimize_ms) ||
       !r.F64(m.phases.codegen_ms) || !r.Str(m.mlir) || !r.Str(m.llvm_ir) || !r.Str(m.cubin) ||
       !r.Str(m.assemble_error) || !r.F64(m.assemble_ms) || !r.I64(n)) {

@@ -339,6 +339,7 @@ absl::StatusOr<GpuModule> CompileToPtx(const ir::LoopNest& nest,
 
   GpuModule out;
   out.args = plan.args;
+  out.arch = arch;
   RETURN_IF_ERROR(EmitKernels(gpu_module, plan, options, out.kernels));
   if (mlir::failed(mlir::verify(*module))) return diag.Error("emitted MLIR does not verify");
   if (options.keep_mlir) out.mlir = internal::ToText(*module);

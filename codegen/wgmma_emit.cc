@@ -13,8 +13,9 @@
 // Order per statement: fence.proxy.async (the operands were written by the generic proxy:
 // st.shared / cp.async, and a barrier; wgmma reads them through the async proxy), wgmma.fence
 // (the accumulator registers were written by ordinary instructions), the m_tiles × k_steps
-// wgmma's chained through their accumulators, commit, wait 0. Waiting inside the statement keeps
-// its semantics synchronous; the tensor cores still overlap with the cp.async fills in flight.
+// wgmma's chained through their accumulators, commit, then wait_group `pending`: 0 keeps the
+// statement synchronous; 1 lets this group run on while the warpgroup issues the next tile's fills
+// (the lowering keeps those off the tiles in flight).
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "codegen/emitter.h"
@@ -83,7 +84,7 @@ class WgmmaWriter {
       }
     }
     mlir::NVVM::WgmmaGroupSyncAlignedOp::create(b_, loc_);
-    mlir::NVVM::WgmmaWaitGroupSyncOp::create(b_, loc_, b_.getI64IntegerAttr(0));
+    mlir::NVVM::WgmmaWaitGroupSyncOp::create(b_, loc_, b_.getI64IntegerAttr(n_.pending));
     for (int64_t i = 0; i < n_.m_tiles; ++i) {
       for (int64_t r = 0; r < regs; ++r) {
         mlir::Value v = mlir::LLVM::ExtractValueOp::create(b_, loc_, d[i], r);

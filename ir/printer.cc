@@ -258,6 +258,7 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
       Print(os, w->b_offset);
       os << ") k_steps " << w->k_steps << " thread ";
       Print(os, w->thread);
+      if (w->pending > 0) os << " pending " << w->pending;
       os << "\n";
       return;
     }

@@ -222,7 +222,8 @@ int64_t WgmmaSwizzle(int64_t address, int64_t swizzle) {
 
 Stmt WgmmaNode::Make(MmaKind kind, int64_t m_tiles, int64_t n, int64_t k_steps, std::string acc,
                      std::string a, Expr a_offset, WgmmaLayout a_layout, std::string b,
-                     Expr b_offset, WgmmaLayout b_layout, Expr thread) {
+                     Expr b_offset, WgmmaLayout b_layout, Expr thread, int64_t pending) {
+  CHECK(pending == 0 || pending == 1) << "wgmma pending " << pending;
   CHECK(kind == MmaKind::kF16 || kind == MmaKind::kBF16) << "wgmma kind " << MmaKindName(kind);
   CHECK(m_tiles >= 1 && k_steps >= 1 && n >= 8 && n <= 256 && n % 8 == 0)
       << "wgmma counts " << m_tiles << "x" << n << "x" << k_steps;
@@ -242,6 +243,7 @@ Stmt WgmmaNode::Make(MmaKind kind, int64_t m_tiles, int64_t n, int64_t k_steps, 
   node->b_offset = std::move(b_offset);
   node->b_layout = b_layout;
   node->thread = std::move(thread);
+  node->pending = pending;
   return Stmt(std::move(node));
 }
 
@@ -370,7 +372,8 @@ Stmt StmtMutator::MutateWgmma(const WgmmaNode* op, const Stmt& s) {
   Expr t = MutateExpr(op->thread);
   if (a.same_as(op->a_offset) && b.same_as(op->b_offset) && t.same_as(op->thread)) return s;
   return WgmmaNode::Make(op->kind, op->m_tiles, op->n, op->k_steps, op->acc, op->a, std::move(a),
-                         op->a_layout, op->b, std::move(b), op->b_layout, std::move(t));
+                         op->a_layout, op->b, std::move(b), op->b_layout, std::move(t),
+                         op->pending);
 }
 Stmt StmtMutator::MutateEvaluate(const EvaluateNode* op, const Stmt& s) {
   Expr v = MutateExpr(op->value);

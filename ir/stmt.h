@@ -288,8 +288,13 @@ int64_t WgmmaSwizzle(int64_t address, int64_t swizzle);
 /// One warpgroup's (128 threads, four consecutive warps) tensor-core update on sm_90a:
 /// acc += A · B over a (64·m_tiles) × n tile and a depth of 16·k_steps, as m_tiles·k_steps
 /// `wgmma.mma_async.sync.aligned.m64nNk16.f32.<t>.<t>` instructions reading both operands from
-/// shared memory through matrix descriptors, then waited for (fence, commit, wait 0), so the
-/// statement completes like any other. Kinds f16 and bf16 only.
+/// shared memory through matrix descriptors (fence, then the instructions, then commit). With
+/// `pending` 0 the statement waits for them (wait_group 0) and completes like any other. With
+/// `pending` 1 it waits only for the previous statement's group (wait_group 1), so its own
+/// instructions run on while the threads go on: until a later Wgmma of the thread ends, the
+/// accumulator may not be read or written by anything else and the operand tiles may not be
+/// overwritten (the tensor_core lowering orders its ring of tiles so). The interpreter computes
+/// the update at once either way. Kinds f16 and bf16 only.
 ///
 /// `a` / `b` are shared buffers of the kind's element type, read as flat arrays; `a_offset` /
 /// `b_offset` are the element offsets of the tiles' origins (1024-byte aligned), element (r, k)
@@ -307,7 +312,7 @@ struct WgmmaNode : StmtNode {
   /// CHECKs the counts (≥ 1; n a multiple of 8 up to 256), the int64 expressions and the kind.
   static Stmt Make(MmaKind kind, int64_t m_tiles, int64_t n, int64_t k_steps, std::string acc,
                    std::string a, Expr a_offset, WgmmaLayout a_layout, std::string b, Expr b_offset,
-                   WgmmaLayout b_layout, Expr thread);
+                   WgmmaLayout b_layout, Expr thread, int64_t pending = 0);
   MmaKind kind = MmaKind::kF16;
   int64_t m_tiles = 1;
   int64_t n = 8;
@@ -320,6 +325,7 @@ struct WgmmaNode : StmtNode {
   Expr b_offset;
   WgmmaLayout b_layout;
   Expr thread;
+  int64_t pending = 0;  // 0 or 1
 };
 
 /// One kernel: parameters in argument order (inputs, then outputs) and the body.

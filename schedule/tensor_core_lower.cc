@@ -228,7 +228,8 @@ struct Builder {
     return ir::SeqNode::Make({Fill(a, slot, kt, tile_m), Fill(b, slot, kt, tile_n)});
   }
 
-  Stmt Mma(const std::string& acc, const Expr& slot) {
+  Stmt Mma(const std::string& acc, const Expr& slot, int64_t pending = 0) {
+    if (wgmma) return WarpMma(acc, slot, pending);
     if (!tile_acc.empty()) {
       Stmt add = OverFragments(acc + ".add", [&](const std::vector<Expr>& idx) {
         return ir::StoreNode::Make(acc, idx,
@@ -240,7 +241,7 @@ struct Builder {
     return WarpMma(acc, slot);
   }
 
-  Stmt WarpMma(const std::string& acc, const Expr& slot) {
+  Stmt WarpMma(const std::string& acc, const Expr& slot, int64_t pending = 0) {
     if (wgmma) {
       const Expr group = warp / C(4);
       const Expr gr = (group / C(groups_n)) * C(wm);
@@ -251,7 +252,8 @@ struct Builder {
         return slot * C(TileElems(o)) + byte / C(2);
       };
       return ir::WgmmaNode::Make(kind, wm / 64, wn, bk / 16, acc, a.buffer, origin(a, gr), a.layout,
-                                 b.buffer, origin(b, gc), b.layout, (warp % C(4)) * C(32) + lane);
+                                 b.buffer, origin(b, gc), b.layout, (warp % C(4)) * C(32) + lane,
+                                 pending);
     }
     const Expr wr = (warp / C(warps_n)) * C(wm);
     const Expr wc = (warp % C(warps_n)) * C(wn);
@@ -264,8 +266,39 @@ struct Builder {
                                  lane);
   }
 
+  // wgmma with a ring of 3 or more tiles: each tile's wgmma's run on (pending 1) while the next
+  // tile's fills are issued, and the fills run stages - 2 tiles ahead, into the slot of the tile
+  // two back: its wgmma's are complete in every warpgroup by then (each waited for them before the
+  // barrier). The last tile waits for everything (pending 0) before the epilogue.
+  Stmt AsyncWgmmaLoop(const std::string& acc) {
+    std::vector<Stmt> seq;
+    const int64_t ahead = stages - 2;
+    for (int64_t s = 0; s < ahead; ++s) {
+      if (s < split_tiles) seq.push_back(FillBoth(C(s), C(s)));
+      seq.push_back(ir::AsyncGroupNode::Commit());
+    }
+    auto tile = [&](const Expr& ko, int64_t pending) {
+      std::vector<Stmt> body;
+      body.push_back(ir::AsyncGroupNode::Wait(ahead - 1));
+      body.push_back(ir::BarrierNode::Make());
+      const Expr next = ko + C(ahead);
+      body.push_back(
+          ir::IfThenElseNode::Make(next < C(split_tiles), FillBoth(next % C(stages), next)));
+      body.push_back(ir::AsyncGroupNode::Commit());
+      body.push_back(Mma(acc, ko % C(stages), pending));
+      return ir::SeqNode::Make(body);
+    };
+    const Expr ko = ir::MakeVar(k.fresh(op.name + ".ko"));
+    if (split_tiles > 1) {
+      seq.push_back(ir::ForNode::Make(ko, C(0), C(split_tiles - 1), ForKind::kSerial, tile(ko, 1)));
+    }
+    seq.push_back(tile(C(split_tiles - 1), 0));
+    return ir::SeqNode::Make(seq);
+  }
+
   // The k loop: prologue fills, then per tile wait / barrier / prefetch / mma.
   Stmt MainLoop(const std::string& acc) {
+    if (wgmma && async && stages >= 3) return AsyncWgmmaLoop(acc);
     std::vector<Stmt> seq;
     const Expr ko = ir::MakeVar(k.fresh(op.name + ".ko"));
     if (stages == 1) {

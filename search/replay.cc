@@ -493,7 +493,9 @@ absl::StatusOr<KernelArtifact> BuildKernel(const ReplayedRecord& replayed,
     if (options.cubin) {
       std::optional<std::string> ptxas = FindPtxas();
       if (ptxas.has_value()) {
-        absl::StatusOr<std::string> cubin = AssemblePtx(*ptxas, a.gpu->ptx, record.target.arch);
+        // The module's own arch: sm_90a where it uses wgmma.
+        const std::string& arch = a.gpu->arch.empty() ? record.target.arch : a.gpu->arch;
+        absl::StatusOr<std::string> cubin = AssemblePtx(*ptxas, a.gpu->ptx, arch);
         if (!cubin.ok()) return Prefixed(trial, cubin.status());
         a.cubin = *std::move(cubin);
       } else {
@@ -595,6 +597,7 @@ json ArtifactToJson(const KernelArtifact& a, const CheckOutcome* check) {
   if (a.is_gpu()) {
     files["ptx"] = a.name + ".ptx";
     files["cubin"] = a.cubin.empty() ? json(nullptr) : json(a.name + ".cubin");
+    j["arch"] = a.gpu->arch;  // what the PTX and cubin are for (sm_90a with wgmma)
     for (const codegen::GpuKernelInfo& k : a.gpu->kernels) {
       entries.push_back(k.name);
       launches.push_back({{"entry", k.name},

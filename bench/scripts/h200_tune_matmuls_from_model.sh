@@ -8,7 +8,8 @@
 # DISPATCH_M="" the dispatch table.
 #   run(command="bash bench/scripts/h200_tune_matmuls_from_model.sh", carry=["dist"], kind="nvidia-h200")
 # TRIALS (default 256) per problem; TUNE_S (default 110) wall seconds per tune (SIGINT, then the
-# round in flight is logged). Output: $OUT/from-model/{run.log, <problem>.jsonl, inspect.txt} and
+# round in flight is logged). CASES="problem|dtype|MxK|KxN ..." replaces the two problems (the
+# problem names of bench/suites, which the scoring replays). Output: $OUT/from-model/{run.log, <problem>.jsonl, inspect.txt} and
 # $OUT/suites-from-model.tgz (h200_tune_suites.sh: replay + score.py).
 set -uo pipefail
 top="${OUT:-/tmp/out}"
@@ -20,18 +21,25 @@ export TS_ROOT=$root
 ts="$root/run"
 echo "== $(date -u +%FT%TZ) $(uname -n), $(nproc) cores; pack: $(head -3 "$root/MANIFEST" | tr '\n' ' ')"
 trials=${TRIALS:-256}
-# problem|dtype (shapes: 4096x4096 · 4096x4096)
-cases=("matmul_square_4096_bf16|bfloat16" "matmul_square_4096|float32")
+# problem|dtype|A shape|B shape
+if [[ -n "${CASES:-}" ]]; then
+  read -r -a cases <<<"$CASES"
+else
+  cases=("matmul_square_4096_bf16|bfloat16|4096x4096|4096x4096"
+    "matmul_square_4096|float32|4096x4096|4096x4096")
+fi
+problems=""
 for c in "${cases[@]}"; do
-  IFS='|' read -r problem dtype <<<"$c"
+  IFS='|' read -r problem dtype a_shape b_shape <<<"$c"
+  problems="${problems:+$problems,}$problem"
   echo "== $(date -u +%FT%TZ) tune $problem ($trials trials)"
-  timeout -s INT -k 30 "${TUNE_S:-110}" "$ts" tune --op matmul --shape 4096x4096 --shape 4096x4096 \
+  timeout -s INT -k 30 "${TUNE_S:-110}" "$ts" tune --op matmul --shape "$a_shape" --shape "$b_shape" \
     --dtype "$dtype" --target cuda --trials "$trials" --log "$out/logs/$problem.jsonl" 2>&1 | tail -3
   "$ts" inspect --log "$out/logs/$problem.jsonl" 2>&1 | tee -a "$out/inspect.txt" | tail -5
 done
 if [[ "${SCORE:-1}" == 1 ]]; then
   echo "== $(date -u +%FT%TZ) replay and score"
-  LOGS_FROM="$out/logs" PROBLEMS=matmul_square_4096_bf16,matmul_square_4096 \
+  LOGS_FROM="$out/logs" PROBLEMS="$problems" \
     SUITES="level1 level1_half" TRIALS=1 BENCH_S=120 ROUND_S=0 SCORE_S=150 TAG=from-model \
     BASELINES=eager,eager_no_tf32 BENCH_ARGS="--warmup 1 --min-runs 3 --min-time-ms 10" \
     bash bench/scripts/h200_tune_suites.sh 2>&1 | grep -v -i warn | tail -25

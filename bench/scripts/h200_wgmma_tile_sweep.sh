@@ -19,8 +19,8 @@ echo "== $(date -u +%FT%TZ) $(uname -n); pack: $(head -3 "$root/MANIFEST" 2>/dev
 
 echo "== $(date -u +%FT%TZ) PyTorch eager"
 python3 bench/harness/pytorch_baseline.py --case matmul_bf16:4096x4096x4096 \
-  --case matmul_f16:4096x4096x4096 --case matmul_bf16:4096x4096x11008 \
-  --case matmul_f16:4096x4096x11008 --json "$out/eager.json"
+  --case matmul_f16:4096x4096x4096 --case matmul_bf16:4096x11008x4096 \
+  --case matmul_f16:4096x11008x4096 --json "$out/eager.json"
 
 if [[ -n "${VARIANTS:-}" ]]; then
   read -r -a variants <<<"$VARIANTS"
@@ -36,8 +36,8 @@ else
     "wg_bf16_128x256x64_w64x256_s4_r16|bfloat16|bf16|[128,256,64]|[64,256]|4|16|wgmma|4096|4096|4096|false"
     "wg_bf16_nt_128x256x64_w64x256_s4|bfloat16|bf16|[128,256,64]|[64,256]|4|8|wgmma|4096|4096|4096|true"
     "wg_f16_128x256x64_w64x256_s4|float16|f16|[128,256,64]|[64,256]|4|8|wgmma|4096|4096|4096|false"
-    "wg_bf16_11008_128x256x64_w64x256_s4|bfloat16|bf16|[128,256,64]|[64,256]|4|8|wgmma|4096|4096|11008|false"
-    "wg_f16_11008_128x256x64_w64x256_s4|float16|f16|[128,256,64]|[64,256]|4|8|wgmma|4096|4096|11008|false"
+    "wg_bf16_11008_128x256x64_w64x256_s4|bfloat16|bf16|[128,256,64]|[64,256]|4|8|wgmma|4096|11008|4096|false"
+    "wg_f16_11008_128x256x64_w64x256_s4|float16|f16|[128,256,64]|[64,256]|4|8|wgmma|4096|11008|4096|false"
     "mma_bf16_128x128x32_w64x64_s4_r16|bfloat16|bf16|[128,128,32]|[64,64]|4|16|mma.sync|4096|4096|4096|false"
   )
 fi

@@ -148,10 +148,14 @@ TEST(TensorCoreSearch, MutationChangesOneDecisionOfTheStep) {
     if (!child.ok()) continue;
     const TensorCoreStep& a = *TensorCoreOf(parent->state);
     const TensorCoreStep& b = *TensorCoreOf(child->state);
-    const int diffs = (a.block_k != b.block_k) + (a.pipeline != b.pipeline) + (a.pad != b.pad) +
-                      (a.raster != b.raster) + (a.split_k != b.split_k) +
-                      (a.warp_m != b.warp_m || a.block_m != b.block_m) +
-                      (a.warp_n != b.warp_n || a.block_n != b.block_n);
+    // Switching the instruction (mma.sync <-> wgmma) is one decision that re-tiles the block.
+    const int diffs = a.warpgroup != b.warpgroup
+                          ? 1
+                          : (a.block_k != b.block_k) + (a.pipeline != b.pipeline) +
+                                (a.pad != b.pad) + (a.raster != b.raster) +
+                                (a.split_k != b.split_k) +
+                                (a.warp_m != b.warp_m || a.block_m != b.block_m) +
+                                (a.warp_n != b.warp_n || a.block_n != b.block_n);
     EXPECT_EQ(diffs, 1) << a.ToString() << " -> " << b.ToString();
     EXPECT_EQ(a.kind, b.kind);
     EXPECT_EQ(a.epilogue, b.epilogue);
