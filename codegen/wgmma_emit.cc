@@ -65,13 +65,13 @@ class WgmmaWriter {
         b_, loc_, mlir::NVVM::ProxyKindAttr::get(ctx, mlir::NVVM::ProxyKind::async_shared),
         mlir::NVVM::SharedSpaceAttr::get(ctx, mlir::NVVM::SharedSpace::shared_cta));
     mlir::NVVM::WgmmaFenceAlignedOp::create(b_, loc_);
-    const auto type = n_.kind == ir::MmaKind::kBF16 ? mlir::NVVM::WGMMATypes::bf16
-                                                     : mlir::NVVM::WGMMATypes::f16;
+    const auto type =
+        n_.kind == ir::MmaKind::kBF16 ? mlir::NVVM::WGMMATypes::bf16 : mlir::NVVM::WGMMATypes::f16;
     // PTX's A is "row" when K-major, B "col" when K-major; the other layouts are the transposes.
-    const auto layout_a = n_.a_layout.k_major ? mlir::NVVM::MMALayout::row
-                                              : mlir::NVVM::MMALayout::col;
-    const auto layout_b = n_.b_layout.k_major ? mlir::NVVM::MMALayout::col
-                                              : mlir::NVVM::MMALayout::row;
+    const auto layout_a =
+        n_.a_layout.k_major ? mlir::NVVM::MMALayout::row : mlir::NVVM::MMALayout::col;
+    const auto layout_b =
+        n_.b_layout.k_major ? mlir::NVVM::MMALayout::col : mlir::NVVM::MMALayout::row;
     for (int64_t ks = 0; ks < n_.k_steps; ++ks) {
       const mlir::Value db = Descriptor(b_addr, n_.b_layout, 0, 16 * ks);
       for (int64_t i = 0; i < n_.m_tiles; ++i) {
@@ -107,7 +107,8 @@ class WgmmaWriter {
   // The descriptor of the operand tile whose element (row, k) is at `origin` + the layout's
   // offset of (row, k).
   mlir::Value Descriptor(mlir::Value origin, const ir::WgmmaLayout& l, int64_t row, int64_t k) {
-    mlir::Value addr = arith::AddIOp::create(b_, loc_, origin, I64(ir::WgmmaLayoutOffset(l, row, k)));
+    mlir::Value addr =
+        arith::AddIOp::create(b_, loc_, origin, I64(ir::WgmmaLayoutOffset(l, row, k)));
     mlir::Value start = arith::ShRUIOp::create(
         b_, loc_, arith::AndIOp::create(b_, loc_, addr, I64(0x3FFFF)), I64(4));
     const int64_t fixed = ((l.lbo >> 4) & 0x3FFF) << 16 | ((l.sbo >> 4) & 0x3FFF) << 32 |

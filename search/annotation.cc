@@ -1103,6 +1103,18 @@ absl::StatusOr<Candidate> AnnotateSketch(const State& sketch, TuneContext& ctx) 
   return LowerCandidate(std::move(a.state), ctx);
 }
 
+const State& PickSketch(const std::vector<State>& sketches, const AnnotationOptions& options,
+                        std::mt19937_64& rng) {
+  std::vector<const State*> tensor_core, simt;
+  for (const State& s : sketches) (HasTensorCoreStep(s) ? tensor_core : simt).push_back(&s);
+  const std::vector<const State*>* pool = &tensor_core;
+  if (tensor_core.empty() ||
+      (!simt.empty() && internal::Uniform01(rng) >= options.tensor_core_share)) {
+    pool = &simt;
+  }
+  return *(*pool)[Pick(rng, static_cast<int64_t>(pool->size()))];
+}
+
 std::vector<State> SampleInitialPopulation(const std::vector<State>& sketches, int n,
                                            TuneContext& ctx) {
   const AnnotationOptions& options = ctx.annotation();
@@ -1110,17 +1122,9 @@ std::vector<State> SampleInitialPopulation(const std::vector<State>& sketches, i
   std::vector<State> out;
   if (sketches.empty() || n <= 0) return out;
   std::set<uint64_t> seen;
-  std::vector<const State*> tensor_core, simt;
-  for (const State& s : sketches) (HasTensorCoreStep(s) ? tensor_core : simt).push_back(&s);
   const int64_t max_attempts = int64_t{n} * std::max(1, options.max_attempts_per_state);
   for (int64_t attempt = 0; attempt < max_attempts && static_cast<int>(out.size()) < n; ++attempt) {
-    const std::vector<const State*>* pool = &tensor_core;
-    if (tensor_core.empty() ||
-        (!simt.empty() && internal::Uniform01(rng) >= options.tensor_core_share)) {
-      pool = &simt;
-    }
-    const State& sketch = *(*pool)[Pick(rng, static_cast<int64_t>(pool->size()))];
-    absl::StatusOr<Candidate> c = AnnotateSketch(sketch, ctx);
+    absl::StatusOr<Candidate> c = AnnotateSketch(PickSketch(sketches, options, rng), ctx);
     if (!c.ok()) continue;
     if (seen.insert(c->state.Hash()).second) out.push_back(std::move(c->state));
   }

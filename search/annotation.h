@@ -69,9 +69,15 @@ const std::vector<std::vector<int64_t>>& SplitFactorizations(int64_t extent, int
 [[nodiscard]] absl::StatusOr<Candidate> AnnotateSketch(const schedule::State& sketch,
                                                        TuneContext& ctx);
 
+/// One of `sketches` to annotate: with both kinds present, a tensor-core sketch (uniformly among
+/// them) with probability options.tensor_core_share, else a SIMT one; otherwise uniformly.
+/// `sketches` must not be empty.
+const schedule::State& PickSketch(const std::vector<schedule::State>& sketches,
+                                  const AnnotationOptions& options, std::mt19937_64& rng);
+
 /// Samples up to `n` distinct (by State::Hash) valid states: each attempt annotates a sketch drawn
-/// uniformly; invalid ones are dropped. Stops after n · max_attempts_per_state attempts, so fewer
-/// than n states come back when valid ones are rare (none when `sketches` is empty).
+/// by PickSketch; invalid ones are dropped. Stops after n · max_attempts_per_state attempts, so
+/// fewer than n states come back when valid ones are rare (none when `sketches` is empty).
 /// Deterministic for a fixed rng seed.
 std::vector<schedule::State> SampleInitialPopulation(const std::vector<schedule::State>& sketches,
                                                      int n, TuneContext& ctx);

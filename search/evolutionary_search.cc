@@ -206,8 +206,8 @@ class Search {
       ParallelFor(batch, threads_, [&](int64_t i) {
         TuneContext item = ctx_.Fork(MixSeed(base + static_cast<uint64_t>(i)));
         const double t0 = ThreadCpuSeconds();
-        const State& sketch =
-            sketches_[internal::Pick(item.rng(), static_cast<int64_t>(sketches_.size()))];
+        // Tensor-core sketches get options.tensor_core_share of the draws (annotation.h).
+        const State& sketch = PickSketch(sketches_, options_.annotation, item.rng());
         absl::StatusOr<Candidate> c = AnnotateSketch(sketch, item);
         const double t1 = ThreadCpuSeconds();
         res[i].work_cpu_s = t1 - t0;

@@ -31,8 +31,8 @@ bool TensorCoreStepFits(const schedule::TensorCoreStep& t, const Target& target)
 
 /// `base` with every decision but the stage, kind and epilogue drawn uniformly from the space
 /// (tiles no larger than the problem needs, fitting `target`; a few redraws, then the smallest
-/// mma.sync configuration). On sm_90, f16 / bf16 steps are wgmma tilings three times in four. `s` is
-/// the state the step applies to. Errors: the stage is not matmul-like.
+/// mma.sync configuration). On sm_90, f16 / bf16 steps are wgmma tilings three times in four. `s`
+/// is the state the step applies to. Errors: the stage is not matmul-like.
 absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCoreStep base,
                                                               const schedule::State& s,
                                                               const Target& target,

@@ -38,8 +38,8 @@ std::vector<LaunchConfig> Launches(const schedule::LoweredKernel& k) {
 
 absl::StatusOr<schedule::LoweredKernel> LowerWgmma(const Problem& p) {
   ir::OpArgs args;
-  args.shapes = {{256, 192}, p.transpose_b ? std::vector<int64_t>{256, 192}
-                                           : std::vector<int64_t>{192, 256}};
+  args.shapes = {{256, 192},
+                 p.transpose_b ? std::vector<int64_t>{256, 192} : std::vector<int64_t>{192, 256}};
   args.dtype = p.kind == "bf16" ? ir::ScalarType::kBFloat16 : ir::ScalarType::kFloat16;
   args.attrs = {{"transpose_b", p.transpose_b ? "true" : "false"}};
   ASSIGN_OR_RETURN(ir::ComputeDAG dag, ir::BuildOp("matmul", args));

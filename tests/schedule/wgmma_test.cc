@@ -88,8 +88,7 @@ TEST(WgmmaStep, JsonRoundTrip) {
 }
 
 TEST(WgmmaStep, RefusesShapesAndKindsItCannotTake) {
-  const ir::ComputeDAG dag =
-      Build("matmul", {{256, 256}, {256, 256}}, ir::ScalarType::kBFloat16);
+  const ir::ComputeDAG dag = Build("matmul", {{256, 256}, {256, 256}}, ir::ScalarType::kBFloat16);
   const State s = State::Initial(dag);
   const int stage = ReductionStage(s);
   struct Bad {
@@ -159,7 +158,8 @@ TEST(WgmmaLayout, PlacesEveryElementOnceAndSwizzlesWithinLines) {
   l.sbo = 1024;
   for (int64_t r = 0; r < 16; ++r) {
     for (int64_t c = 0; c < 8; ++c) {
-      EXPECT_EQ(ir::WgmmaSwizzle(ir::WgmmaLayoutOffset(l, r, 8 * c), 128), r * 128 + 16 * (c ^ (r % 8)));
+      EXPECT_EQ(ir::WgmmaSwizzle(ir::WgmmaLayoutOffset(l, r, 8 * c), 128),
+                r * 128 + 16 * (c ^ (r % 8)));
     }
   }
 }
