@@ -359,7 +359,76 @@ struct Builder {
   // The accumulators stored: through the epilogue to the output, or (split_k) as they are to
   // the range's slice of the workspace. A thread's two neighbouring columns (el) form one vector
   // store where no column guard is needed.
+  // The shared operand buffer a wgmma block tile's output can be staged in (its ring is done
+  // with by then): A's or B's flat ring when it holds bm × bn elements of the output's type and
+  // the output rows are whole 16-byte chunks along the innermost (n) axis; "" otherwise.
+  std::string StagingBuffer(ir::ScalarType out_type) const {
+    if (!wgmma || split > 1 || mm.m % bm != 0 || mm.n % bn != 0 || bn % 8 != 0) return "";
+    if (mm.n_axes.size() != 1 || mm.n_axes[0] + 1 != static_cast<int>(op.axes.size())) return "";
+    for (const Operand* o : {&a, &b}) {
+      if (o->dtype == out_type && stages * TileElems(*o) >= bm * bn) return o->buffer;
+    }
+    return "";
+  }
+
+  // Element offset of output element (row, col) of the block tile in the staging buffer: rows of
+  // bn elements whose 16-byte chunks are xor-swizzled by the row, so that the fragment-layout
+  // writes (eight rows at once) and the row reads both spread over the banks.
+  Expr StagedOffset(const Expr& row, const Expr& col) const {
+    const int64_t chunks = bn / 8;
+    const int bits = chunks >= 8 ? 3 : chunks >= 4 ? 2 : chunks >= 2 ? 1 : 0;
+    const Expr chunk =
+        bits == 0 ? col / C(8) : XorLowBits(col / C(8), row % C(int64_t{1} << bits), bits);
+    return row * C(bn) + chunk * C(8) + col % C(8);
+  }
+
+  // wgmma's epilogue through shared memory: the accumulators go through the epilogue into the
+  // staging buffer in the fragment layout, then every thread stores whole 16-byte row chunks
+  // (the fragment layout's own stores fill half of each 32-byte sector; ncu on the H200).
+  absl::StatusOr<Stmt> StagedEpilogue(const std::string& acc, const std::string& staging) {
+    const std::string base = acc + ".stage";
+    const Expr i = ir::MakeVar(k.fresh(base + ".i"));
+    const Expr j = ir::MakeVar(k.fresh(base + ".j"));
+    const Expr eh = ir::MakeVar(k.fresh(base + ".eh"));
+    const Expr el = ir::MakeVar(k.fresh(base + ".el"));
+    const Expr group = warp / C(4);
+    const Expr lr =
+        (group / C(groups_n)) * C(wm) + i * C(64) + (warp % C(4)) * C(16) + lane / C(4) + eh * C(8);
+    const Expr lc = (group % C(groups_n)) * C(wn) + j * C(8) + (lane % C(4)) * C(2) + el;
+    const Expr value = ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, {i, j, eh * C(2) + el});
+    ASSIGN_OR_RETURN(
+        Expr out, k.epilogue(value, AxisValues(tile_m * C(bm) + lr, tile_n * C(bn) + lc, batch)));
+    Stmt put = ir::StoreNode::Make(staging, {StagedOffset(lr, lc)}, out);
+    put = ir::ForNode::Make(el, C(0), C(2), ForKind::kVectorized, put);
+    put = ir::ForNode::Make(eh, C(0), C(2), ForKind::kUnrolled, put);
+    put = ir::ForNode::Make(j, C(0), C(FragN()), ForKind::kUnrolled, put);
+    put = ir::ForNode::Make(i, C(0), C(FragM()), ForKind::kUnrolled, put);
+    // Copy-out: chunk q of the tile is row q / (bn / 8), columns 8 (q % (bn / 8)) + v.
+    const int64_t chunks = bm * bn / 8;
+    const int64_t steps = CeilDiv(chunks, threads);
+    const Expr f = ir::MakeVar(k.fresh(base + ".f"));
+    const Expr v = ir::MakeVar(k.fresh(base + ".v"));
+    const Expr q = f * C(threads) + tid;
+    const Expr row = q / C(bn / 8);
+    const Expr col = (q % C(bn / 8)) * C(8) + v;
+    Stmt copy = ir::StoreNode::Make(
+        k.out_buffer, AxisValues(tile_m * C(bm) + row, tile_n * C(bn) + col, batch),
+        ir::LoadNode::Make(out.type(), staging, {StagedOffset(row, col)}));
+    copy = ir::ForNode::Make(v, C(0), C(8), ForKind::kVectorized, copy);
+    if (chunks % threads != 0) copy = ir::IfThenElseNode::Make(q < C(chunks), copy);
+    copy = ir::ForNode::Make(f, C(0), C(steps), steps <= 16 ? ForKind::kUnrolled : ForKind::kSerial,
+                             copy);
+    // The first barrier: every warpgroup's last wgmma has read the ring.
+    return ir::SeqNode::Make({ir::BarrierNode::Make(), put, ir::BarrierNode::Make(), copy});
+  }
+
   absl::StatusOr<Stmt> Epilogue(const std::string& acc) {
+    if (wgmma && split == 1) {
+      // The output element type: the epilogue's value at the tile origin.
+      ASSIGN_OR_RETURN(Expr probe, k.epilogue(ir::FloatConst(0.0), AxisValues(C(0), C(0), batch)));
+      const std::string staging = StagingBuffer(probe.type());
+      if (!staging.empty()) return StagedEpilogue(acc, staging);
+    }
     const std::string base = acc + ".st";
     const Expr i = ir::MakeVar(k.fresh(base + ".i"));
     const Expr j = ir::MakeVar(k.fresh(base + ".j"));
