@@ -17,11 +17,6 @@ root="$(bash dist/unpack.sh | tail -1)"
 ts="$root/run"
 echo "== $(date -u +%FT%TZ) $(uname -n); pack: $(head -3 "$root/MANIFEST" 2>/dev/null | tr '\n' ' ')"
 
-echo "== $(date -u +%FT%TZ) PyTorch eager"
-python3 bench/harness/pytorch_baseline.py --case matmul_bf16:4096x4096x4096 \
-  --case matmul_f16:4096x4096x4096 --case matmul_bf16:4096x11008x4096 \
-  --case matmul_f16:4096x11008x4096 --json "$out/eager.json"
-
 if [[ -n "${VARIANTS:-}" ]]; then
   read -r -a variants <<<"$VARIANTS"
 else
@@ -41,6 +36,17 @@ else
     "mma_bf16_128x128x32_w64x64_s4_r16|bfloat16|bf16|[128,128,32]|[64,64]|4|16|mma.sync|4096|4096|4096|false"
   )
 fi
+# Eager for every (dtype, M, N, K) of the variants, in this call.
+eager_cases=()
+for v in "${variants[@]}"; do
+  IFS='|' read -r _ dtype _ _ _ _ _ _ m n k _ <<<"$v"
+  c="matmul_${dtype/bfloat16/bf16}:${m}x${n}x${k}"
+  c="${c/float16/f16}"
+  [[ " ${eager_cases[*]} " == *" --case $c "* ]] || eager_cases+=(--case "$c")
+done
+echo "== $(date -u +%FT%TZ) PyTorch eager"
+python3 bench/harness/pytorch_baseline.py "${eager_cases[@]}" --json "$out/eager.json"
+
 printf "variant\tmedian_ms\ttflops\tregisters\tshared_bytes\tcheck\n" >"$out/table.tsv"
 for v in "${variants[@]}"; do
   IFS='|' read -r name dtype kind block warp pipe raster instr m n k tb <<<"$v"
