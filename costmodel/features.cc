@@ -368,24 +368,7 @@ class Extractor {
     const ir::Stmt store = ir::StoreNode::Make(op.acc, acc_idx, value);
     const int64_t depth =
         op.k_steps * ir::MmaK(op.kind) * (op.kind == ir::MmaKind::kTF32x3 ? 3 : 1);
-    const int64_t elems = op.m_frags * op.n_frags * 4;
-    for (const auto& [var, extent, kind] :
-         {std::tuple{k, depth, ForKind::kSerial}, std::tuple{elem, elems, ForKind::kUnrolled}}) {
-      Loop l;
-      l.var = var.as<ir::VarNode>()->name;
-      l.extent = extent;
-      l.effective = static_cast<double>(extent);
-      l.kind = kind;
-      loops_.push_back(l);
-      ranges_[l.var] = {0, extent - 1};
-    }
-    absl::StatusOr<std::vector<float>> row = StoreRow(*store.as<ir::StoreNode>());
-    for (const std::string name : {"mma.elem", "mma.k"}) ranges_.erase(name);
-    loops_.pop_back();
-    loops_.pop_back();
-    if (!row.ok()) return row.status();
-    rows_.push_back(*std::move(row));
-    return absl::OkStatus();
+    return MacRow(store, depth, op.m_frags * op.n_frags * 4);
   }
 
   // A wgmma as the per-thread multiply-accumulate it amounts to, like WarpMmaRow; the operands
@@ -413,12 +396,17 @@ class Extractor {
     const std::vector<Expr> acc_idx = {zero, zero, elem};
     const Expr value = ir::LoadNode::Make(ir::ScalarType::kFloat32, op.acc, acc_idx) + a * b;
     const ir::Stmt store = ir::StoreNode::Make(op.acc, acc_idx, value);
-    const int64_t depth = op.k_steps * 16;
-    const int64_t elems = op.m_tiles * op.n / 2;
-    for (const auto& [var, extent, kind] :
-         {std::tuple{k, depth, ForKind::kSerial}, std::tuple{elem, elems, ForKind::kUnrolled}}) {
+    return MacRow(store, op.k_steps * 16, op.m_tiles * op.n / 2);
+  }
+
+  // The row of an mma's per-thread update `store` (acc[elem] += a(k) · b(elem), variables
+  // "mma.elem" and "mma.k") under a serial loop over the depth and an unrolled loop over the
+  // thread's `elems` accumulator elements.
+  absl::Status MacRow(const ir::Stmt& store, int64_t depth, int64_t elems) {
+    for (const auto& [var, extent, kind] : {std::tuple{"mma.k", depth, ForKind::kSerial},
+                                            std::tuple{"mma.elem", elems, ForKind::kUnrolled}}) {
       Loop l;
-      l.var = var.as<ir::VarNode>()->name;
+      l.var = var;
       l.extent = extent;
       l.effective = static_cast<double>(extent);
       l.kind = kind;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "ir/compute_dag.h"
 #include "ir/host_buffer.h"
 #include "ir/interpreter.h"
+#include "ir/ops/registry.h"
 #include "ir/reference.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
@@ -268,6 +270,35 @@ inline std::vector<std::string> LocalAllocations(const ir::Stmt& s) {
   V v;
   v.Visit(s);
   return v.names;
+}
+
+/// A cuda target of `arch` with the default (H200) limits.
+inline Target CudaTarget(const std::string& arch = "sm_90") {
+  Target t;
+  t.kind = TargetKind::kCuda;
+  t.arch = arch;
+  return t;
+}
+
+/// The registry's operator `op` (CHECK-fails on a bad test case).
+inline ir::ComputeDAG BuildOpOrDie(const std::string& op, std::vector<std::vector<int64_t>> shapes,
+                                   ir::ScalarType dtype,
+                                   std::map<std::string, std::string> attrs = {}) {
+  ir::OpArgs args;
+  args.shapes = std::move(shapes);
+  args.dtype = dtype;
+  args.attrs = std::move(attrs);
+  absl::StatusOr<ir::ComputeDAG> dag = ir::BuildOp(op, args);
+  CHECK(dag.ok()) << dag.status();
+  return *std::move(dag);
+}
+
+/// The id of the state's first sum reduction (the stage a tensor_core step takes), -1 if none.
+inline int SumReductionStage(const State& s) {
+  for (int i = 0; i < s.num_stages(); ++i) {
+    if (s.stage(i).op->reduce == ir::ReduceKind::kSum) return i;
+  }
+  return -1;
 }
 
 }  // namespace tilesearch::schedule::testing

@@ -17,33 +17,10 @@
 namespace tilesearch::schedule {
 namespace {
 
+using testing::BuildOpOrDie;
+using testing::CudaTarget;
 using testing::RunLowered;
-
-Target Cuda() {
-  Target t;
-  t.kind = TargetKind::kCuda;
-  t.arch = "sm_90";
-  return t;
-}
-
-ir::ComputeDAG Build(const std::string& op, std::vector<std::vector<int64_t>> shapes,
-                     ir::ScalarType dtype, std::map<std::string, std::string> attrs = {}) {
-  ir::OpArgs args;
-  args.shapes = std::move(shapes);
-  args.dtype = dtype;
-  args.attrs = std::move(attrs);
-  absl::StatusOr<ir::ComputeDAG> dag = ir::BuildOp(op, args);
-  CHECK(dag.ok()) << dag.status();
-  return *std::move(dag);
-}
-
-// The id of the DAG's sum reduction (the stage a tensor_core step takes).
-int ReductionStage(const State& s) {
-  for (int i = 0; i < s.num_stages(); ++i) {
-    if (s.stage(i).op->reduce == ir::ReduceKind::kSum) return i;
-  }
-  return -1;
-}
+using testing::SumReductionStage;
 
 // `t` applied with the longest epilogue chain that applies (3 down to 0).
 absl::StatusOr<State> ApplyWithEpilogue(const State& s, TensorCoreStep t) {
@@ -101,9 +78,9 @@ TEST(TensorCoreStep, MalformedJsonIsAnError) {
 }
 
 TEST(TensorCoreStep, RejectsStagesAndShapesItCannotTake) {
-  const ir::ComputeDAG mm = Build("matmul", {{64, 32}, {32, 48}}, ir::ScalarType::kFloat16);
+  const ir::ComputeDAG mm = BuildOpOrDie("matmul", {{64, 32}, {32, 48}}, ir::ScalarType::kFloat16);
   const State s = State::Initial(mm);
-  const int c = ReductionStage(s);
+  const int c = SumReductionStage(s);
   TensorCoreStep t;
   t.stage_id = c;
   t.kind = "f16";
@@ -137,14 +114,14 @@ TEST(TensorCoreStep, RejectsStagesAndShapesItCannotTake) {
   EXPECT_FALSE(ApplyStep(s, t).ok());
   t.kind = "f16";
   // An elementwise stage, and a reduction that is not a product (a row sum).
-  const ir::ComputeDAG relu = Build("relu", {{64, 64}}, ir::ScalarType::kFloat16);
+  const ir::ComputeDAG relu = BuildOpOrDie("relu", {{64, 64}}, ir::ScalarType::kFloat16);
   TensorCoreStep u = t;
   u.stage_id = 1;
   EXPECT_FALSE(ApplyStep(State::Initial(relu), u).ok());
   const ir::ComputeDAG sum =
-      Build("reduce_sum", {{64, 64}}, ir::ScalarType::kFloat32, {{"axes", "1"}});
+      BuildOpOrDie("reduce_sum", {{64, 64}}, ir::ScalarType::kFloat32, {{"axes", "1"}});
   u.kind = "tf32x3";
-  u.stage_id = ReductionStage(State::Initial(sum));
+  u.stage_id = SumReductionStage(State::Initial(sum));
   r = ApplyStep(State::Initial(sum), u);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("not matmul-like"), std::string::npos) << r.status();
@@ -163,7 +140,7 @@ TEST(TensorCoreStep, RejectsStagesAndShapesItCannotTake) {
   absl::StatusOr<LoweredKernel> cpu = Lower(mm, *ok, Target());
   ASSERT_FALSE(cpu.ok());
   EXPECT_NE(cpu.status().message().find("invalid_schedule"), std::string::npos) << cpu.status();
-  Target volta = Cuda();
+  Target volta = CudaTarget();
   volta.arch = "sm_70";
   absl::StatusOr<LoweredKernel> old = Lower(mm, *ok, volta);
   ASSERT_FALSE(old.ok());
@@ -280,13 +257,13 @@ TEST(TensorCoreStep, RandomSchedulesMatchTheUnscheduledProgram) {
   int run = 0;
   for (int trial = 0; run < 220 && trial < 1000; ++trial) {
     Case c = RandomCase(rng);
-    const ir::ComputeDAG dag = Build(c.op, c.shapes, c.dtype, c.attrs);
+    const ir::ComputeDAG dag = BuildOpOrDie(c.op, c.shapes, c.dtype, c.attrs);
     const State s = State::Initial(dag);
-    c.step.stage_id = ReductionStage(s);
+    c.step.stage_id = SumReductionStage(s);
     ASSERT_GE(c.step.stage_id, 0) << c.op;
     absl::StatusOr<State> st = ApplyWithEpilogue(s, c.step);
     ASSERT_TRUE(st.ok()) << c.op << ": " << st.status();
-    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, Cuda());
+    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, CudaTarget());
     ASSERT_TRUE(k.ok()) << k.status() << "\n" << st->ToString();
     const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 1000 + trial);
     absl::StatusOr<ir::BufferMap> got = RunLowered(k->nest, inputs);
@@ -307,9 +284,9 @@ TEST(TensorCoreStep, RandomSchedulesMatchTheUnscheduledProgram) {
 // a float64 matmul of the rounded operands, not the float32 one.
 TEST(TensorCoreStep, Tf32RoundsOperandsToNearest) {
   const int64_t m = 40, n = 24, k = 56;
-  const ir::ComputeDAG dag = Build("matmul", {{m, k}, {k, n}}, ir::ScalarType::kFloat32);
+  const ir::ComputeDAG dag = BuildOpOrDie("matmul", {{m, k}, {k, n}}, ir::ScalarType::kFloat32);
   TensorCoreStep t;
-  t.stage_id = ReductionStage(State::Initial(dag));
+  t.stage_id = SumReductionStage(State::Initial(dag));
   t.kind = "tf32";
   t.block_m = 32;
   t.block_n = 16;
@@ -320,7 +297,7 @@ TEST(TensorCoreStep, Tf32RoundsOperandsToNearest) {
   t.pad = 4;
   absl::StatusOr<State> st = ApplyStep(State::Initial(dag), t);
   ASSERT_TRUE(st.ok()) << st.status();
-  absl::StatusOr<LoweredKernel> kern = Lower(dag, *st, Cuda());
+  absl::StatusOr<LoweredKernel> kern = Lower(dag, *st, CudaTarget());
   ASSERT_TRUE(kern.ok()) << kern.status();
   const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 5);
   absl::StatusOr<ir::BufferMap> got = RunLowered(kern->nest, inputs);

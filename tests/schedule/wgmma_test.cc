@@ -20,32 +20,10 @@
 namespace tilesearch::schedule {
 namespace {
 
+using testing::BuildOpOrDie;
+using testing::CudaTarget;
 using testing::RunLowered;
-
-Target Cuda(const std::string& arch = "sm_90") {
-  Target t;
-  t.kind = TargetKind::kCuda;
-  t.arch = arch;
-  return t;
-}
-
-ir::ComputeDAG Build(const std::string& op, std::vector<std::vector<int64_t>> shapes,
-                     ir::ScalarType dtype, std::map<std::string, std::string> attrs = {}) {
-  ir::OpArgs args;
-  args.shapes = std::move(shapes);
-  args.dtype = dtype;
-  args.attrs = std::move(attrs);
-  absl::StatusOr<ir::ComputeDAG> dag = ir::BuildOp(op, args);
-  CHECK(dag.ok()) << dag.status();
-  return *std::move(dag);
-}
-
-int ReductionStage(const State& s) {
-  for (int i = 0; i < s.num_stages(); ++i) {
-    if (s.stage(i).op->reduce == ir::ReduceKind::kSum) return i;
-  }
-  return -1;
-}
+using testing::SumReductionStage;
 
 TensorCoreStep Wgmma(int stage, const std::string& kind, int64_t bm, int64_t bn, int64_t bk,
                      int64_t wm, int64_t wn) {
@@ -88,9 +66,10 @@ TEST(WgmmaStep, JsonRoundTrip) {
 }
 
 TEST(WgmmaStep, RefusesShapesAndKindsItCannotTake) {
-  const ir::ComputeDAG dag = Build("matmul", {{256, 256}, {256, 256}}, ir::ScalarType::kBFloat16);
+  const ir::ComputeDAG dag =
+      BuildOpOrDie("matmul", {{256, 256}, {256, 256}}, ir::ScalarType::kBFloat16);
   const State s = State::Initial(dag);
-  const int stage = ReductionStage(s);
+  const int stage = SumReductionStage(s);
   struct Bad {
     TensorCoreStep step;
     std::string says;
@@ -108,19 +87,20 @@ TEST(WgmmaStep, RefusesShapesAndKindsItCannotTake) {
     EXPECT_NE(st.status().message().find(b.says), std::string::npos) << st.status();
   }
   // float32 operands: wgmma takes f16 / bf16 here.
-  const ir::ComputeDAG f32 = Build("matmul", {{256, 256}, {256, 256}}, ir::ScalarType::kFloat32);
+  const ir::ComputeDAG f32 =
+      BuildOpOrDie("matmul", {{256, 256}, {256, 256}}, ir::ScalarType::kFloat32);
   const State s32 = State::Initial(f32);
-  EXPECT_FALSE(ApplyStep(s32, Wgmma(ReductionStage(s32), "tf32x3", 64, 64, 32, 64, 64)).ok());
+  EXPECT_FALSE(ApplyStep(s32, Wgmma(SumReductionStage(s32), "tf32x3", 64, 64, 32, 64, 64)).ok());
   // B [k][n] is n-contiguous: its warpgroup tiles must be whole 64-column swizzle atoms.
   absl::StatusOr<State> st = ApplyStep(s, Wgmma(stage, "bf16", 64, 64, 32, 64, 32));
   ASSERT_TRUE(st.ok()) << st.status();
-  absl::StatusOr<LoweredKernel> k = Lower(dag, *st, Cuda());
+  absl::StatusOr<LoweredKernel> k = Lower(dag, *st, CudaTarget());
   ASSERT_FALSE(k.ok());
   EXPECT_NE(k.status().message().find("multiples of 64"), std::string::npos) << k.status();
   // wgmma is Hopper's: an sm_80 target is refused by the lowering, by name.
   st = ApplyStep(s, Wgmma(stage, "bf16", 64, 64, 32, 64, 64));
   ASSERT_TRUE(st.ok()) << st.status();
-  k = Lower(dag, *st, Cuda("sm_80"));
+  k = Lower(dag, *st, CudaTarget("sm_80"));
   ASSERT_FALSE(k.ok());
   EXPECT_NE(k.status().message().find("sm_80"), std::string::npos) << k.status();
 }
@@ -239,9 +219,9 @@ TEST(WgmmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
   int run = 0, refused = 0;
   for (int trial = 0; run < 120 && trial < 1000; ++trial) {
     Case c = RandomCase(rng);
-    const ir::ComputeDAG dag = Build(c.op, c.shapes, c.dtype, c.attrs);
+    const ir::ComputeDAG dag = BuildOpOrDie(c.op, c.shapes, c.dtype, c.attrs);
     const State s = State::Initial(dag);
-    c.step.stage_id = ReductionStage(s);
+    c.step.stage_id = SumReductionStage(s);
     ASSERT_GE(c.step.stage_id, 0) << c.op;
     absl::StatusOr<State> st;
     for (int e = 3; e >= 0; --e) {
@@ -250,7 +230,7 @@ TEST(WgmmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
       if (st.ok()) break;
     }
     ASSERT_TRUE(st.ok()) << c.op << ": " << st.status();
-    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, Cuda());
+    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, CudaTarget());
     if (!k.ok()) {
       // Only the layout rule of m/n-contiguous operands and the shared-memory limit may refuse a
       // shape-valid step.
@@ -291,11 +271,11 @@ TEST(WgmmaStep, StagedEpilogueMatchesTheUnscheduledProgram) {
       {"batch_matmul", {{2, 128, 64}, {2, 64, 256}}, ir::ScalarType::kBFloat16, 4},
   };
   for (const Staged& c : cases) {
-    const ir::ComputeDAG dag = Build(c.op, c.shapes, c.dtype);
+    const ir::ComputeDAG dag = BuildOpOrDie(c.op, c.shapes, c.dtype);
     const State s = State::Initial(dag);
     TensorCoreStep t =
-        Wgmma(ReductionStage(s), c.dtype == ir::ScalarType::kFloat16 ? "f16" : "bf16", 128, 256, 64,
-              64, 256);
+        Wgmma(SumReductionStage(s), c.dtype == ir::ScalarType::kFloat16 ? "f16" : "bf16", 128, 256,
+              64, 64, 256);
     t.pipeline = c.pipeline;
     absl::StatusOr<State> st;
     for (int e = 3; e >= 0; --e) {
@@ -304,7 +284,7 @@ TEST(WgmmaStep, StagedEpilogueMatchesTheUnscheduledProgram) {
       if (st.ok()) break;
     }
     ASSERT_TRUE(st.ok()) << c.op << ": " << st.status();
-    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, Cuda());
+    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, CudaTarget());
     ASSERT_TRUE(k.ok()) << k.status();
     EXPECT_NE(ir::ToString(k->nest).find(".stage.v"), std::string::npos) << c.op << " not staged";
     const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 77);
