@@ -50,7 +50,11 @@ absl::StatusOr<Target> ParseTarget(const std::string& text) {
   if (words.empty()) return unknown();
   auto is_arch = [](const std::string& a) {
     int n = 0;
-    return absl::StartsWith(a, "sm_") && a.size() > 3 && absl::SimpleAtoi(a.substr(3), &n) && n > 0;
+    // sm_XX, or the arch-specific sm_XXa (wgmma needs sm_90a; modules that use it are compiled
+    // for it from sm_90 too).
+    std::string digits = a.size() > 3 ? a.substr(3) : "";
+    if (!digits.empty() && digits.back() == 'a') digits.pop_back();
+    return absl::StartsWith(a, "sm_") && !digits.empty() && absl::SimpleAtoi(digits, &n) && n > 0;
   };
   if (words.size() == 1 && (words[0] == "cpu" || words[0] == "llvm")) return Target::HostCpu();
   if (words.size() == 1 && is_arch(words[0])) {

@@ -38,7 +38,7 @@ struct Target {
   std::string ToString() const;
 };
 
-/// Parses "cuda", "cuda -arch=sm_80", "sm_90", "cpu", "llvm". Errors: kInvalidArgument
+/// Parses "cuda", "cuda -arch=sm_80", "sm_90", "sm_90a", "cpu", "llvm". Errors: kInvalidArgument
 /// "unknown target 'x' (expected cuda[-arch=sm_XX] or cpu)".
 absl::StatusOr<Target> ParseTarget(const std::string& text);
 

@@ -149,6 +149,15 @@ class Emitter {
   /// accumulator that is not a local float32 [m_frags, n_frags, 4] buffer, an operand that is not a
   /// shared buffer of MmaOperandType(kind) with at least two dimensions holding the tile.
   absl::Status EmitWarpMma(const ir::WarpMmaNode* op);
+  /// The local float32 accumulator `name` of an mma statement, shaped `shape` (kInvalidArgument
+  /// naming `what` otherwise).
+  absl::StatusOr<const BufferBinding*> MmaAccumulator(const std::string& what,
+                                                      const std::string& name,
+                                                      const std::vector<int64_t>& shape);
+  /// Operand `role` ("A" / "B") `name` of an mma statement: a shared buffer of
+  /// MmaOperandType(kind) (kInvalidArgument naming `what` otherwise).
+  absl::StatusOr<const BufferBinding*> SharedMmaOperand(const std::string& what, const char* role,
+                                                        const std::string& name, ir::MmaKind kind);
   /// A Wgmma statement (wgmma_emit.cc). Errors (kInvalidArgument): the host target, an
   /// accumulator that is not a local float32 [m_tiles, n / 8, 4] buffer, an operand that is not a
   /// shared buffer of MmaOperandType(kind).

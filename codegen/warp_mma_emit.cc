@@ -27,6 +27,7 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "codegen/emitter.h"
 #include "ir/simplify.h"
@@ -334,30 +335,13 @@ absl::Status Emitter::EmitWarpMma(const ir::WarpMmaNode* op) {
         absl::StrCat(what, ": warp mma is GPU-only (mma.sync); the host target cannot run it"));
   }
   if (lane_.active) return absl::InvalidArgumentError(what + " inside a vectorized loop");
-  const BufferBinding* acc = FindBuffer(op->acc);
-  const std::vector<int64_t> acc_shape = {op->m_frags, op->n_frags, 4};
-  if (acc == nullptr || acc->decl.scope != ir::MemoryScope::kLocal ||
-      acc->decl.dtype != ir::ScalarType::kFloat32 || acc->decl.shape != acc_shape) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": the accumulator '", op->acc,
-                                                   "' must be a local float32[", op->m_frags, ", ",
-                                                   op->n_frags, ", 4] buffer in scope"));
-  }
-  const ir::ScalarType dtype = ir::MmaOperandType(op->kind);
+  ASSIGN_OR_RETURN(const BufferBinding* acc,
+                   MmaAccumulator(what, op->acc, {op->m_frags, op->n_frags, 4}));
   auto operand = [&](const char* role, const std::string& name, const std::vector<ir::Expr>& origin,
                      bool k_inner, int64_t outer_extent) -> absl::StatusOr<Operand> {
     const std::string which = absl::StrCat(what, ": operand ", role, " '", name, "'");
-    const BufferBinding* bb = FindBuffer(name);
-    if (bb == nullptr) return absl::InvalidArgumentError(which + " is not a buffer in scope");
+    ASSIGN_OR_RETURN(const BufferBinding* bb, SharedMmaOperand(what, role, name, op->kind));
     const ir::BufferDecl& d = bb->decl;
-    if (d.scope != ir::MemoryScope::kShared) {
-      return absl::InvalidArgumentError(absl::StrCat(which, " is in ", ir::MemoryScopeName(d.scope),
-                                                     " memory; warp mma reads shared buffers"));
-    }
-    if (d.dtype != dtype) {
-      return absl::InvalidArgumentError(absl::StrCat(which, " is ", ir::TypeName(d.dtype),
-                                                     " but mma kind ", ir::MmaKindName(op->kind),
-                                                     " reads ", ir::TypeName(dtype)));
-    }
     const size_t nd = d.shape.size();
     const int64_t depth = op->k_steps * ir::MmaK(op->kind);
     if (nd < 2 || d.shape[k_inner ? nd - 2 : nd - 1] < outer_extent ||
@@ -385,6 +369,40 @@ absl::Status Emitter::EmitWarpMma(const ir::WarpMmaNode* op) {
                        });
   writer.Emit(acc->memref, a, b, lane);
   return absl::OkStatus();
+}
+
+absl::StatusOr<const BufferBinding*> Emitter::MmaAccumulator(const std::string& what,
+                                                             const std::string& name,
+                                                             const std::vector<int64_t>& shape) {
+  const BufferBinding* acc = FindBuffer(name);
+  if (acc == nullptr || acc->decl.scope != ir::MemoryScope::kLocal ||
+      acc->decl.dtype != ir::ScalarType::kFloat32 || acc->decl.shape != shape) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": the accumulator '", name, "' must be a local float32[",
+                     absl::StrJoin(shape, ", "), "] buffer in scope"));
+  }
+  return acc;
+}
+
+absl::StatusOr<const BufferBinding*> Emitter::SharedMmaOperand(const std::string& what,
+                                                               const char* role,
+                                                               const std::string& name,
+                                                               ir::MmaKind kind) {
+  const std::string which = absl::StrCat(what, ": operand ", role, " '", name, "'");
+  const BufferBinding* bb = FindBuffer(name);
+  if (bb == nullptr) return absl::InvalidArgumentError(which + " is not a buffer in scope");
+  const ir::BufferDecl& d = bb->decl;
+  if (d.scope != ir::MemoryScope::kShared) {
+    return absl::InvalidArgumentError(absl::StrCat(which, " is in ", ir::MemoryScopeName(d.scope),
+                                                   " memory; mma operands are shared buffers"));
+  }
+  const ir::ScalarType dtype = ir::MmaOperandType(kind);
+  if (d.dtype != dtype) {
+    return absl::InvalidArgumentError(absl::StrCat(which, " is ", ir::TypeName(d.dtype),
+                                                   " but mma kind ", ir::MmaKindName(kind),
+                                                   " reads ", ir::TypeName(dtype)));
+  }
+  return bb;
 }
 
 }  // namespace tilesearch::codegen::internal

@@ -130,32 +130,14 @@ absl::Status Emitter::EmitWgmma(const ir::WgmmaNode* op) {
         absl::StrCat(what, ": wgmma is GPU-only (sm_90a); the host target cannot run it"));
   }
   if (lane_.active) return absl::InvalidArgumentError(what + " inside a vectorized loop");
-  const BufferBinding* acc = FindBuffer(op->acc);
-  const std::vector<int64_t> acc_shape = {op->m_tiles, op->n / 8, 4};
-  if (acc == nullptr || acc->decl.scope != ir::MemoryScope::kLocal ||
-      acc->decl.dtype != ir::ScalarType::kFloat32 || acc->decl.shape != acc_shape) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": the accumulator '", op->acc,
-                                                   "' must be a local float32[", op->m_tiles, ", ",
-                                                   op->n / 8, ", 4] buffer in scope"));
-  }
-  const ir::ScalarType dtype = ir::MmaOperandType(op->kind);
+  ASSIGN_OR_RETURN(const BufferBinding* acc,
+                   MmaAccumulator(what, op->acc, {op->m_tiles, op->n / 8, 4}));
   b_.getContext()->getOrLoadDialect<mlir::NVVM::NVVMDialect>();
   b_.getContext()->getOrLoadDialect<mlir::LLVM::LLVMDialect>();
   auto address = [&](const char* role, const std::string& name,
                      const ir::Expr& offset) -> absl::StatusOr<mlir::Value> {
-    const std::string which = absl::StrCat(what, ": operand ", role, " '", name, "'");
-    const BufferBinding* bb = FindBuffer(name);
-    if (bb == nullptr) return absl::InvalidArgumentError(which + " is not a buffer in scope");
+    ASSIGN_OR_RETURN(const BufferBinding* bb, SharedMmaOperand(what, role, name, op->kind));
     const ir::BufferDecl& d = bb->decl;
-    if (d.scope != ir::MemoryScope::kShared) {
-      return absl::InvalidArgumentError(absl::StrCat(which, " is in ", ir::MemoryScopeName(d.scope),
-                                                     " memory; wgmma reads shared buffers"));
-    }
-    if (d.dtype != dtype) {
-      return absl::InvalidArgumentError(absl::StrCat(which, " is ", ir::TypeName(d.dtype),
-                                                     " but mma kind ", ir::MmaKindName(op->kind),
-                                                     " reads ", ir::TypeName(dtype)));
-    }
     std::vector<mlir::Value> zeros(d.shape.size(), arith::ConstantIndexOp::create(b_, loc_, 0));
     mlir::Value base = mlir::LLVM::PtrToIntOp::create(
         b_, loc_, b_.getI64Type(), ElementPointer(*bb, zeros, /*address_space=*/3));

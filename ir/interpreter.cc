@@ -978,26 +978,39 @@ class Compiler {
     return v;
   }
 
+  // The float32 accumulator `name` of an mma statement, shaped `shape`.
+  absl::StatusOr<const BufInfo*> MmaAccumulator(const std::string& what, const std::string& name,
+                                                const std::vector<int64_t>& shape) {
+    const BufInfo* acc = scope_.FindBuf(name);
+    if (acc == nullptr) return absl::InvalidArgumentError(what + ": unknown accumulator buffer");
+    if (acc->dtype != ScalarType::kFloat32 || acc->shape != shape) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": the accumulator must be float32[",
+                                                     absl::StrJoin(shape, ", "), "]"));
+    }
+    return acc;
+  }
+
+  // An operand buffer of an mma statement, of the kind's operand type.
+  absl::StatusOr<const BufInfo*> MmaOperand(const std::string& what, const std::string& buffer,
+                                            MmaKind kind) {
+    const BufInfo* info = scope_.FindBuf(buffer);
+    if (info == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": unknown operand '", buffer, "'"));
+    }
+    if (info->dtype != MmaOperandType(kind)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": operand '", buffer, "' is ", TypeName(info->dtype), " but mma kind ",
+          MmaKindName(kind), " reads ", TypeName(MmaOperandType(kind))));
+    }
+    return info;
+  }
+
   absl::StatusOr<CStmtPtr> CompileWarpMma(const WarpMmaNode& n) {
     const std::string what = absl::StrCat("warp mma on '", n.acc, "'");
-    const BufInfo* acc = scope_.FindBuf(n.acc);
-    if (acc == nullptr) return absl::InvalidArgumentError(what + ": unknown accumulator buffer");
-    if (acc->dtype != ScalarType::kFloat32 ||
-        acc->shape != std::vector<int64_t>{n.m_frags, n.n_frags, 4}) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": the accumulator must be float32[",
-                                                     n.m_frags, ", ", n.n_frags, ", 4]"));
-    }
+    ASSIGN_OR_RETURN(const BufInfo* acc, MmaAccumulator(what, n.acc, {n.m_frags, n.n_frags, 4}));
     auto operand = [&](const std::string& buffer, const std::vector<Expr>& origin,
                        bool k_inner) -> absl::StatusOr<WarpMmaStmt::Operand> {
-      const BufInfo* info = scope_.FindBuf(buffer);
-      if (info == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(what, ": unknown operand '", buffer, "'"));
-      }
-      if (info->dtype != MmaOperandType(n.kind)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, ": operand '", buffer, "' is ", TypeName(info->dtype), " but mma kind ",
-            MmaKindName(n.kind), " reads ", TypeName(MmaOperandType(n.kind))));
-      }
+      ASSIGN_OR_RETURN(const BufInfo* info, MmaOperand(what, buffer, n.kind));
       ASSIGN_OR_RETURN(Access a, Access::Make(buffer, origin, "warp mma", scope_, precision_));
       WarpMmaStmt::Operand o;
       o.origin = std::move(a);
@@ -1018,24 +1031,10 @@ class Compiler {
 
   absl::StatusOr<CStmtPtr> CompileWgmma(const WgmmaNode& n) {
     const std::string what = absl::StrCat("wgmma on '", n.acc, "'");
-    const BufInfo* acc = scope_.FindBuf(n.acc);
-    if (acc == nullptr) return absl::InvalidArgumentError(what + ": unknown accumulator buffer");
-    if (acc->dtype != ScalarType::kFloat32 ||
-        acc->shape != std::vector<int64_t>{n.m_tiles, n.n / 8, 4}) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": the accumulator must be float32[",
-                                                     n.m_tiles, ", ", n.n / 8, ", 4]"));
-    }
+    ASSIGN_OR_RETURN(const BufInfo* acc, MmaAccumulator(what, n.acc, {n.m_tiles, n.n / 8, 4}));
     auto operand = [&](const std::string& buffer, const Expr& offset,
                        const WgmmaLayout& layout) -> absl::StatusOr<WgmmaStmt::Operand> {
-      const BufInfo* info = scope_.FindBuf(buffer);
-      if (info == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(what, ": unknown operand '", buffer, "'"));
-      }
-      if (info->dtype != MmaOperandType(n.kind)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, ": operand '", buffer, "' is ", TypeName(info->dtype), " but mma kind ",
-            MmaKindName(n.kind), " reads ", TypeName(MmaOperandType(n.kind))));
-      }
+      ASSIGN_OR_RETURN(const BufInfo* info, MmaOperand(what, buffer, n.kind));
       if (layout.swizzle != 32 && layout.swizzle != 64 && layout.swizzle != 128) {
         return absl::InvalidArgumentError(
             absl::StrCat(what, ": swizzle ", layout.swizzle, " is not 32, 64 or 128 bytes"));

@@ -224,6 +224,13 @@ Stmt WgmmaNode::Make(MmaKind kind, int64_t m_tiles, int64_t n, int64_t k_steps, 
                      std::string a, Expr a_offset, WgmmaLayout a_layout, std::string b,
                      Expr b_offset, WgmmaLayout b_layout, Expr thread, int64_t pending) {
   CHECK(pending == 0 || pending == 1) << "wgmma pending " << pending;
+  for (const WgmmaLayout* l : {&a_layout, &b_layout}) {
+    CHECK(l->swizzle == 32 || l->swizzle == 64 || l->swizzle == 128)
+        << "wgmma swizzle " << l->swizzle;
+    CHECK(l->lbo >= 0 && l->sbo >= 0 && l->lbo % 16 == 0 && l->sbo % 16 == 0 &&
+          l->lbo < (int64_t{1} << 18) && l->sbo < (int64_t{1} << 18))
+        << "wgmma lbo " << l->lbo << " / sbo " << l->sbo << " not 16-byte multiples under 2^18";
+  }
   CHECK(kind == MmaKind::kF16 || kind == MmaKind::kBF16) << "wgmma kind " << MmaKindName(kind);
   CHECK(m_tiles >= 1 && k_steps >= 1 && n >= 8 && n <= 256 && n % 8 == 0)
       << "wgmma counts " << m_tiles << "x" << n << "x" << k_steps;

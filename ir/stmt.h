@@ -274,15 +274,16 @@ struct WarpMmaNode : StmtNode {
 /// shared address (WgmmaSwizzle), so the tile origin must be 1024-byte aligned.
 struct WgmmaLayout {
   bool k_major = true;
-  int64_t swizzle = 128;  // bytes: 32, 64 or 128
-  int64_t lbo = 0;        // bytes (MN-major only)
-  int64_t sbo = 0;        // bytes
+  int64_t swizzle = 128;  // bytes: 32, 64 or 128 (the descriptor has no other swizzled mode)
+  int64_t lbo = 0;        // bytes (MN-major only); a multiple of 16 under 2^18 (14-bit field)
+  int64_t sbo = 0;        // bytes; a multiple of 16 under 2^18
   bool operator==(const WgmmaLayout&) const = default;
 };
 /// Byte offset of element (row, k), before swizzling, from the tile origin (16-bit elements).
 int64_t WgmmaLayoutOffset(const WgmmaLayout& layout, int64_t row, int64_t k);
-/// A shared byte address after the W-byte swizzle: bits [4, 4 + log2(W/16)) are xor-ed with the
-/// bits from 7 up (CUTLASS's Swizzle<3,4,3> for 128 bytes, <2,4,3> for 64, <1,4,3> for 32).
+/// A shared byte address after the W-byte swizzle (W = 32, 64 or 128): bits [4, 4 + log2(W/16)) are
+/// xor-ed with the bits from 7 up (CUTLASS's Swizzle<3,4,3> for 128 bytes, <2,4,3> for 64, <1,4,3>
+/// for 32).
 int64_t WgmmaSwizzle(int64_t address, int64_t swizzle);
 
 /// One warpgroup's (128 threads, four consecutive warps) tensor-core update on sm_90a:
@@ -309,7 +310,8 @@ int64_t WgmmaSwizzle(int64_t address, int64_t swizzle);
 struct WgmmaNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kWgmma;
   WgmmaNode() : StmtNode(kKind) {}
-  /// CHECKs the counts (≥ 1; n a multiple of 8 up to 256), the int64 expressions and the kind.
+  /// CHECKs the counts (≥ 1; n a multiple of 8 up to 256), the int64 expressions, the kind,
+  /// `pending` (0 or 1) and the layouts (swizzle 32 / 64 / 128, lbo and sbo as WgmmaLayout says).
   static Stmt Make(MmaKind kind, int64_t m_tiles, int64_t n, int64_t k_steps, std::string acc,
                    std::string a, Expr a_offset, WgmmaLayout a_layout, std::string b, Expr b_offset,
                    WgmmaLayout b_layout, Expr thread, int64_t pending = 0);

@@ -124,6 +124,14 @@ absl::Status CheckTensorCoreShape(const TensorCoreStep& t, const std::string& te
                              " is not made of m64nNk16 wgmma tiles (warp_m a multiple of 64, "
                              "warp_n a multiple of 8 up to 256)"));
     }
+    // Each thread of a warpgroup holds warp_m · warp_n / 128 float32 accumulators; past 128 they
+    // cannot stay in the 255 registers a thread has (ptxas spills a 128x256 tile's 256).
+    if (t.warp_m * t.warp_n / 128 > 128) {
+      return internal::StepError(text,
+                                 absl::StrCat("warpgroup tile ", t.warp_m, "x", t.warp_n, " needs ",
+                                              t.warp_m * t.warp_n / 128,
+                                              " accumulator registers per thread (at most 128)"));
+    }
     if (t.block_k != 16 && t.block_k != 32 && t.block_k != 64) {
       return internal::StepError(
           text, absl::StrCat("block_k ", t.block_k,

@@ -157,7 +157,7 @@ TEST(WarpMmaErrorTest, OperandOutsideSharedMemoryIsInvalidArgument) {
   EXPECT_THAT(
       CompileToPtx(SingleMmaNest(ir::MemoryScope::kLocal, ir::ScalarType::kFloat16, {1, 1, 4}), {}),
       StatusIs(absl::StatusCode::kInvalidArgument,
-               HasSubstr("operand A 'A_s' is in local memory; warp mma reads shared buffers")));
+               HasSubstr("operand A 'A_s' is in local memory; mma operands are shared buffers")));
 }
 
 TEST(WarpMmaErrorTest, OperandOfTheWrongDtypeIsInvalidArgument) {

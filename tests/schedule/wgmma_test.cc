@@ -78,6 +78,7 @@ TEST(WgmmaStep, RefusesShapesAndKindsItCannotTake) {
   bad.push_back({Wgmma(stage, "bf16", 64, 64, 32, 32, 64), "m64nNk16"});    // warp_m 32
   bad.push_back({Wgmma(stage, "bf16", 64, 512, 32, 64, 512), "m64nNk16"});  // n 512
   bad.push_back({Wgmma(stage, "bf16", 64, 64, 48, 64, 64), "16, 32 or 64"});
+  bad.push_back({Wgmma(stage, "bf16", 128, 256, 64, 128, 256), "accumulator registers"});
   TensorCoreStep padded = Wgmma(stage, "bf16", 64, 64, 32, 64, 64);
   padded.pad = 8;
   bad.push_back({padded, "swizzled"});
@@ -103,6 +104,13 @@ TEST(WgmmaStep, RefusesShapesAndKindsItCannotTake) {
   k = Lower(dag, *st, CudaTarget("sm_80"));
   ASSERT_FALSE(k.ok());
   EXPECT_NE(k.status().message().find("sm_80"), std::string::npos) << k.status();
+  // The arch-specific sm_90a is a target of its own and runs wgmma.
+  absl::StatusOr<Target> sm90a = ParseTarget("cuda -arch=sm_90a");
+  ASSERT_TRUE(sm90a.ok()) << sm90a.status();
+  EXPECT_EQ(sm90a->arch, "sm_90a");
+  EXPECT_TRUE(Lower(dag, *st, *sm90a).ok());
+  EXPECT_FALSE(ParseTarget("cuda -arch=sm_a").ok());
+  EXPECT_FALSE(ParseTarget("cuda -arch=sm_90b").ok());
 }
 
 // The layout function against PTX's canonical layouts written out element by element: every
@@ -201,6 +209,7 @@ Case RandomCase(std::mt19937_64& rng) {
   t.warp_m = 64 * pick(1, 2);
   const int64_t ns[] = {8, 16, 32, 64, 128, 192, 256};
   t.warp_n = ns[rng() % 7];
+  if (t.warp_m * t.warp_n / 128 > 128) t.warp_n = 128;  // at most 128 accumulators per thread
   t.block_m = t.warp_m * pick(1, 2);
   t.block_n = t.warp_n * (t.warp_n <= 128 ? pick(1, 2) : 1);
   const int64_t ks[] = {16, 32, 64};
