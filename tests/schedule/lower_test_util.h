@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -299,6 +300,24 @@ inline int SumReductionStage(const State& s) {
     if (s.stage(i).op->reduce == ir::ReduceKind::kSum) return i;
   }
   return -1;
+}
+
+/// An operator, its input shapes and attributes.
+struct OpCase {
+  std::string op;
+  std::vector<std::vector<int64_t>> shapes;
+  std::map<std::string, std::string> attrs;
+};
+
+/// matmul m×n×k with each operand transposed or not at random (all four layouts).
+inline OpCase RandomLayoutMatmul(std::mt19937_64& rng, int64_t m, int64_t n, int64_t k) {
+  const bool ta = rng() & 1, tb = rng() & 1;
+  OpCase c;
+  c.op = "matmul";
+  c.attrs = {{"transpose_a", ta ? "true" : "false"}, {"transpose_b", tb ? "true" : "false"}};
+  c.shapes = {ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k},
+              tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}};
+  return c;
 }
 
 }  // namespace tilesearch::schedule::testing

@@ -178,16 +178,14 @@ Case RandomCase(std::mt19937_64& rng) {
                                   ir::ScalarType::kFloat32};
   c.dtype = types[rng() % 3];
   const int64_t m = pick(1, 70), n = pick(1, 70), k = pick(1, 70);
-  const auto tf = [&] { return (rng() & 1) ? std::string("true") : std::string("false"); };
   switch (rng() % 7) {
-    case 0:
-      c.op = "matmul";
-      c.attrs = {{"transpose_a", tf()}, {"transpose_b", tf()}};
-      c.shapes = {c.attrs["transpose_a"] == "true" ? std::vector<int64_t>{k, m}
-                                                   : std::vector<int64_t>{m, k},
-                  c.attrs["transpose_b"] == "true" ? std::vector<int64_t>{n, k}
-                                                   : std::vector<int64_t>{k, n}};
+    case 0: {
+      testing::OpCase mm = testing::RandomLayoutMatmul(rng, m, n, k);
+      c.op = mm.op;
+      c.shapes = mm.shapes;
+      c.attrs = mm.attrs;
       break;
+    }
     case 1:
       c.op = "dense_bias_relu";
       c.shapes = {{m, k}, {n, k}, {n}};

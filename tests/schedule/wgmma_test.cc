@@ -167,17 +167,15 @@ Case RandomCase(std::mt19937_64& rng) {
   Case c;
   c.dtype = (rng() & 1) ? ir::ScalarType::kFloat16 : ir::ScalarType::kBFloat16;
   const int64_t m = pick(1, 150), n = pick(1, 150), k = pick(1, 140);
-  const auto tf = [&] { return (rng() & 1) ? std::string("true") : std::string("false"); };
   switch (rng() % 6) {
     case 0:
-    case 1:
-      c.op = "matmul";
-      c.attrs = {{"transpose_a", tf()}, {"transpose_b", tf()}};
-      c.shapes = {c.attrs["transpose_a"] == "true" ? std::vector<int64_t>{k, m}
-                                                   : std::vector<int64_t>{m, k},
-                  c.attrs["transpose_b"] == "true" ? std::vector<int64_t>{n, k}
-                                                   : std::vector<int64_t>{k, n}};
+    case 1: {
+      testing::OpCase mm = testing::RandomLayoutMatmul(rng, m, n, k);
+      c.op = mm.op;
+      c.shapes = mm.shapes;
+      c.attrs = mm.attrs;
       break;
+    }
     case 2:
       c.op = "dense_bias_relu";
       c.shapes = {{m, k}, {n, k}, {n}};
