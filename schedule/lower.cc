@@ -1024,6 +1024,7 @@ absl::StatusOr<lower_internal::TensorCoreKernels> Lowerer::BuildTensorCoreStage(
                                                    st.tensor_core->epilogue));
   }
   k.out_buffer = chain.empty() ? st.name() : state_.stage(chain.back()).name();
+  k.out_dtype = chain.empty() ? st.op->dtype : state_.stage(chain.back()).op->dtype;
   k.epilogue = [this, s, chain, bodies](const Expr& acc,
                                         const std::vector<Expr>& axes) -> absl::StatusOr<Expr> {
     const Stage& root = state_.stage(s);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "schedule/matmul_like.h"
+#include "schedule/wgmma_layout.h"
 
 namespace tilesearch::schedule::lower_internal {
 namespace {
@@ -229,7 +230,7 @@ struct Builder {
   }
 
   Stmt Mma(const std::string& acc, const Expr& slot, int64_t pending = 0) {
-    if (wgmma) return WarpMma(acc, slot, pending);
+    if (wgmma) return Wgmma(acc, slot, pending);
     if (!tile_acc.empty()) {
       Stmt add = OverFragments(acc + ".add", [&](const std::vector<Expr>& idx) {
         return ir::StoreNode::Make(acc, idx,
@@ -241,20 +242,21 @@ struct Builder {
     return WarpMma(acc, slot);
   }
 
-  Stmt WarpMma(const std::string& acc, const Expr& slot, int64_t pending = 0) {
-    if (wgmma) {
-      const Expr group = warp / C(4);
-      const Expr gr = (group / C(groups_n)) * C(wm);
-      const Expr gc = (group % C(groups_n)) * C(wn);
-      auto origin = [&](const Operand& o, const Expr& first_row) {
-        const Expr byte =
-            o.k_inner ? first_row * C(o.layout.swizzle) : (first_row / C(64)) * C(o.layout.lbo);
-        return slot * C(TileElems(o)) + byte / C(2);
-      };
-      return ir::WgmmaNode::Make(kind, wm / 64, wn, bk / 16, acc, a.buffer, origin(a, gr), a.layout,
-                                 b.buffer, origin(b, gc), b.layout, (warp % C(4)) * C(32) + lane,
-                                 pending);
-    }
+  // One warpgroup's wgmma of the k tile in `slot`.
+  Stmt Wgmma(const std::string& acc, const Expr& slot, int64_t pending) {
+    const Expr group = warp / C(4);
+    auto origin = [&](const Operand& o, const Expr& first_row) {
+      const Expr byte =
+          o.k_inner ? first_row * C(o.layout.swizzle) : (first_row / C(64)) * C(o.layout.lbo);
+      return slot * C(TileElems(o)) + byte / C(2);
+    };
+    return ir::WgmmaNode::Make(kind, wm / 64, wn, bk / 16, acc, a.buffer,
+                               origin(a, (group / C(groups_n)) * C(wm)), a.layout, b.buffer,
+                               origin(b, (group % C(groups_n)) * C(wn)), b.layout,
+                               (warp % C(4)) * C(32) + lane, pending);
+  }
+
+  Stmt WarpMma(const std::string& acc, const Expr& slot) {
     const Expr wr = (warp / C(warps_n)) * C(wm);
     const Expr wc = (warp % C(warps_n)) * C(wn);
     std::vector<Expr> ao =
@@ -356,9 +358,19 @@ struct Builder {
     return axes;
   }
 
-  // The accumulators stored: through the epilogue to the output, or (split_k) as they are to
-  // the range's slice of the workspace. A thread's two neighbouring columns (el) form one vector
-  // store where no column guard is needed.
+  // Row (within the block tile) of accumulator element [i, *, 2 eh + *] of this thread, and the
+  // column of element [*, j, * + el]: the mma.sync C fragment per warp, or the wgmma D fragment
+  // per warpgroup (each warp 16 of its 64 rows).
+  Expr FragmentRow(const Expr& i, const Expr& eh) const {
+    if (!wgmma) return (warp / C(warps_n)) * C(wm) + i * C(16) + lane / C(4) + eh * C(8);
+    return ((warp / C(4)) / C(groups_n)) * C(wm) + i * C(64) + (warp % C(4)) * C(16) + lane / C(4) +
+           eh * C(8);
+  }
+  Expr FragmentCol(const Expr& j, const Expr& el) const {
+    const Expr tile = wgmma ? (warp / C(4)) % C(groups_n) : warp % C(warps_n);
+    return tile * C(wn) + j * C(8) + (lane % C(4)) * C(2) + el;
+  }
+
   // The shared operand buffer a wgmma block tile's output can be staged in (its ring is done
   // with by then): A's or B's flat ring when it holds bm × bn elements of the output's type and
   // the output rows are whole 16-byte chunks along the innermost (n) axis; "" otherwise.
@@ -391,13 +403,12 @@ struct Builder {
     const Expr j = ir::MakeVar(k.fresh(base + ".j"));
     const Expr eh = ir::MakeVar(k.fresh(base + ".eh"));
     const Expr el = ir::MakeVar(k.fresh(base + ".el"));
-    const Expr group = warp / C(4);
-    const Expr lr =
-        (group / C(groups_n)) * C(wm) + i * C(64) + (warp % C(4)) * C(16) + lane / C(4) + eh * C(8);
-    const Expr lc = (group % C(groups_n)) * C(wn) + j * C(8) + (lane % C(4)) * C(2) + el;
+    const Expr lr = FragmentRow(i, eh);
+    const Expr lc = FragmentCol(j, el);
     const Expr value = ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, {i, j, eh * C(2) + el});
     ASSIGN_OR_RETURN(
         Expr out, k.epilogue(value, AxisValues(tile_m * C(bm) + lr, tile_n * C(bn) + lc, batch)));
+    if (out.type() != k.out_dtype) out = ir::Cast(k.out_dtype, out);
     Stmt put = ir::StoreNode::Make(staging, {StagedOffset(lr, lc)}, out);
     put = ir::ForNode::Make(el, C(0), C(2), ForKind::kVectorized, put);
     put = ir::ForNode::Make(eh, C(0), C(2), ForKind::kUnrolled, put);
@@ -413,7 +424,7 @@ struct Builder {
     const Expr col = (q % C(bn / 8)) * C(8) + v;
     Stmt copy = ir::StoreNode::Make(
         k.out_buffer, AxisValues(tile_m * C(bm) + row, tile_n * C(bn) + col, batch),
-        ir::LoadNode::Make(out.type(), staging, {StagedOffset(row, col)}));
+        ir::LoadNode::Make(k.out_dtype, staging, {StagedOffset(row, col)}));
     copy = ir::ForNode::Make(v, C(0), C(8), ForKind::kVectorized, copy);
     if (chunks % threads != 0) copy = ir::IfThenElseNode::Make(q < C(chunks), copy);
     copy = ir::ForNode::Make(f, C(0), C(steps), steps <= 16 ? ForKind::kUnrolled : ForKind::kSerial,
@@ -422,26 +433,19 @@ struct Builder {
     return ir::SeqNode::Make({ir::BarrierNode::Make(), put, ir::BarrierNode::Make(), copy});
   }
 
+  // The accumulators stored: through the epilogue to the output, or (split_k) as they are to
+  // the range's slice of the workspace. A thread's two neighbouring columns (el) form one vector
+  // store where no column guard is needed.
   absl::StatusOr<Stmt> Epilogue(const std::string& acc) {
-    if (wgmma && split == 1) {
-      // The output element type: the epilogue's value at the tile origin.
-      ASSIGN_OR_RETURN(Expr probe, k.epilogue(ir::FloatConst(0.0), AxisValues(C(0), C(0), batch)));
-      const std::string staging = StagingBuffer(probe.type());
-      if (!staging.empty()) return StagedEpilogue(acc, staging);
-    }
+    const std::string staging = StagingBuffer(k.out_dtype);
+    if (!staging.empty()) return StagedEpilogue(acc, staging);
     const std::string base = acc + ".st";
     const Expr i = ir::MakeVar(k.fresh(base + ".i"));
     const Expr j = ir::MakeVar(k.fresh(base + ".j"));
     const Expr eh = ir::MakeVar(k.fresh(base + ".eh"));
     const Expr el = ir::MakeVar(k.fresh(base + ".el"));
-    Expr r = tile_m * C(bm) + (warp / C(warps_n)) * C(wm) + i * C(16) + lane / C(4) + eh * C(8);
-    Expr c = tile_n * C(bn) + (warp % C(warps_n)) * C(wn) + j * C(8) + (lane % C(4)) * C(2) + el;
-    if (wgmma) {
-      const Expr group = warp / C(4);
-      r = tile_m * C(bm) + (group / C(groups_n)) * C(wm) + i * C(64) + (warp % C(4)) * C(16) +
-          lane / C(4) + eh * C(8);
-      c = tile_n * C(bn) + (group % C(groups_n)) * C(wn) + j * C(8) + (lane % C(4)) * C(2) + el;
-    }
+    const Expr r = tile_m * C(bm) + FragmentRow(i, eh);
+    const Expr c = tile_n * C(bn) + FragmentCol(j, el);
     const Expr value = ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, {i, j, eh * C(2) + el});
     Stmt st;
     if (split > 1) {
@@ -516,51 +520,7 @@ bool PlanAsync(Builder& bd) {
   return true;
 }
 
-// wgmma's shared layouts for both operands (ir::WgmmaLayout): k-contiguous tiles get the
-// 2·block_k-byte swizzle, m/n-contiguous ones the 128-byte swizzle in 64-row atoms. Every tile
-// origin (per pipeline slot and per warpgroup) must land on the swizzle's 1024-byte period.
-absl::Status PlanWgmmaLayouts(Builder& bd) {
-  const int64_t groups_m = bd.bm / bd.wm;
-  for (Operand* o : {&bd.a, &bd.b}) {
-    const bool is_a = o == &bd.a;
-    const int64_t tile_rows = is_a ? bd.wm : bd.wn;
-    const int64_t groups = is_a ? groups_m : bd.groups_n;
-    ir::WgmmaLayout& l = o->layout;
-    l.k_major = o->k_inner;
-    if (l.k_major) {
-      l.swizzle = 2 * bd.bk;
-      l.sbo = 8 * l.swizzle;
-      l.lbo = 16;  // unused by swizzled K-major layouts
-    } else {
-      l.swizzle = 128;
-      l.sbo = 1024;
-      l.lbo = bd.bk * 128;
-      if (o->rows % 64 != 0 || (groups > 1 && tile_rows % 64 != 0)) {
-        return Invalid(
-            bd.op.name,
-            absl::StrCat("wgmma operand ", is_a ? "A" : "B", " is ", is_a ? "m" : "n",
-                         "-contiguous, so its block tile (", o->rows, ") and warpgroup tile (",
-                         tile_rows, ") must be multiples of 64 (128-byte swizzle atoms)"));
-      }
-    }
-    const int64_t tile_bytes = o->rows * bd.bk * 2;
-    const int64_t group_bytes = l.k_major ? tile_rows * l.swizzle : (tile_rows / 64) * l.lbo;
-    if (tile_bytes % 1024 != 0 || (groups > 1 && group_bytes % 1024 != 0)) {
-      return Invalid(
-          bd.op.name,
-          absl::StrCat("wgmma operand ", is_a ? "A" : "B", ": its tiles (", tile_bytes,
-                       " bytes per stage, ", group_bytes,
-                       " per warpgroup) do not start on the swizzle's 1024-byte period"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
-
-bool TargetHasWgmma(const Target& target) {
-  return target.is_gpu() && (target.arch == "sm_90" || target.arch == "sm_90a");
-}
 
 bool TargetHasMmaSync(const Target& target) {
   if (!target.is_gpu()) return false;
@@ -630,7 +590,12 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
                      mm->a_k_inner, dtype);
   bd.b = MakeOperand(k.fresh(op.name + ".B.shared"), mm->b, mm->n_axes, c.block_n, mm->n,
                      mm->b_k_inner, dtype);
-  if (bd.wgmma) RETURN_IF_ERROR(PlanWgmmaLayouts(bd));
+  if (bd.wgmma) {
+    absl::StatusOr<WgmmaLayouts> layouts = PlanWgmmaLayouts(c, *mm);
+    if (!layouts.ok()) return Invalid(op.name, std::string(layouts.status().message()));
+    bd.a.layout = layouts->a;
+    bd.b.layout = layouts->b;
+  }
   bd.async = PlanAsync(bd);
   for (Operand* o : {&bd.a, &bd.b}) {
     if (!bd.async) o->copy = nullptr;

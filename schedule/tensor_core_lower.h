@@ -27,6 +27,8 @@ struct TensorCoreKernel {
   /// The buffer the kernel stores (the last epilogue stage, or the stage itself); it has the
   /// stage's shape.
   std::string out_buffer;
+  /// out_buffer's element type.
+  ir::ScalarType out_dtype = ir::ScalarType::kFloat32;
   /// The stored value for accumulator value `acc` (float32) at the stage's axis values `axes`.
   std::function<absl::StatusOr<ir::Expr>(const ir::Expr& acc, const std::vector<ir::Expr>& axes)>
       epilogue;
@@ -43,9 +45,6 @@ struct TensorCoreKernels {
 
 /// Whether `target` runs the kernels' mma.sync shapes: a cuda target of sm_80 or later.
 bool TargetHasMmaSync(const Target& target);
-
-/// Whether `target` runs wgmma (sm_90; the kernels are compiled for sm_90a).
-bool TargetHasWgmma(const Target& target);
 
 /// The kernels (blockIdx loop nests). Errors: kFailedPrecondition "invalid_schedule: ..." for a
 /// non-GPU target, a stage that is not matmul-like, or operands the kind cannot read; the

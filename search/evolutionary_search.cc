@@ -24,7 +24,6 @@
 #include "search/measure_record.h"
 #include "search/mutation.h"
 #include "search/mutation_internal.h"
-#include "search/tensor_core_space.h"
 
 namespace tilesearch::search {
 namespace {
@@ -474,29 +473,8 @@ absl::StatusOr<std::vector<Candidate>> EvolutionarySearch(
   const int family_cap =
       std::max(1, static_cast<int>(std::ceil(options.max_family_fraction * n_best_out)));
   std::unordered_map<uint64_t, int> per_family;
-  // With both tensor-core and SIMT sketches, the best-ranked tensor-core states take
-  // tensor_core_share of the model's picks first. Ranked only by the model, SIMT states took 72 %
-  // of every round of a bf16 matmul tune on the H200 (the model had mostly seen SIMT records),
-  // although the best SIMT kernel was 5x slower than the best tensor-core one.
-  const bool both_kinds = std::any_of(sketches.begin(), sketches.end(), HasTensorCoreStep) &&
-                          !std::all_of(sketches.begin(), sketches.end(), HasTensorCoreStep);
-  const int tc_quota =
-      both_kinds ? static_cast<int>(std::lround(options.annotation.tensor_core_share * n_best_out))
-                 : 0;
-  for (int n_tc = 0; const auto& [score, h] : ranked) {
-    if (n_tc >= tc_quota) break;
-    const Candidate& c = seen.at(h).second;
-    if (!HasTensorCoreStep(c.state)) continue;
-    int& n_family = per_family[TileFamilyHash(c.state.steps(), target.is_gpu())];
-    if (n_family >= family_cap) continue;
-    ++n_family;
-    ++n_tc;
-    out.push_back(c);
-    taken.insert(h);
-  }
   for (const auto& [score, h] : ranked) {
     if (static_cast<int>(out.size()) >= n_best_out) break;
-    if (taken.contains(h)) continue;
     const Candidate& c = seen.at(h).second;
     int& n_family = per_family[TileFamilyHash(c.state.steps(), target.is_gpu())];
     if (n_family >= family_cap) continue;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "ir/stmt.h"
+#include "schedule/wgmma_layout.h"
 
 namespace tilesearch::search {
 namespace {
@@ -28,20 +29,13 @@ constexpr int64_t kGroups[] = {1, 2};
 constexpr int64_t kGroupK[] = {16, 32, 64};
 constexpr int kGroupPipelines[] = {2, 3, 4, 5, 6};
 
-// Hopper: wgmma runs on sm_90 (compiled for sm_90a).
-bool HasWgmma(const Target& target) {
-  return target.is_gpu() && (target.arch == "sm_90" || target.arch == "sm_90a");
-}
+bool HasWgmma(const Target& target) { return schedule::TargetHasWgmma(target); }
 
 bool IsHalfKind(const TensorCoreStep& t) { return t.kind == "f16" || t.kind == "bf16"; }
 
-// The layout rules of wgmma's swizzled operand tiles (tensor_core_lower.cc: PlanWgmmaLayouts):
-// an m/n-contiguous operand's block and warpgroup tiles are whole 64-row atoms; k-contiguous
-// warpgroup tiles start on the 1024-byte swizzle period.
+// Whether the lowering can place the tiles of wgmma step `t` (schedule/wgmma_layout.h).
 bool WgmmaLayoutsFit(const TensorCoreStep& t, const schedule::MatmulLike& mm) {
-  if (!mm.a_k_inner && t.block_m % 64 != 0) return false;
-  if (!mm.b_k_inner && (t.block_n % 64 != 0 || t.warp_n % 64 != 0)) return false;
-  return (t.warp_n * 2 * t.block_k) % 1024 == 0 && (t.block_n * t.block_k * 2) % 1024 == 0;
+  return schedule::PlanWgmmaLayouts(t, mm).ok();
 }
 
 template <typename T, size_t N>

@@ -1,0 +1,35 @@
+// Where a wgmma tensor_core step (TensorCoreStep::warpgroup) keeps its operand tiles in shared
+// memory: PTX's swizzled canonical layouts (ir::WgmmaLayout) chosen from the tiling and the
+// operands' contiguous direction. One rule for the lowering (schedule/tensor_core_lower.cc), which
+// builds the kernel on these layouts, and the search space (search/tensor_core_space.cc), which
+// draws only tilings the lowering takes.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "base/target.h"
+#include "ir/stmt.h"
+#include "schedule/matmul_like.h"
+#include "schedule/step.h"
+
+namespace tilesearch::schedule {
+
+/// Whether `target` runs wgmma: sm_90 or sm_90a (modules that use it are compiled for sm_90a).
+bool TargetHasWgmma(const Target& target);
+
+/// The shared layouts of the A and B tiles of one pipeline stage.
+struct WgmmaLayouts {
+  ir::WgmmaLayout a;
+  ir::WgmmaLayout b;
+};
+
+/// The layouts of step `t` (a warpgroup tiling) on the matmul-like stage `mm`: a k-contiguous
+/// operand gets the 2·block_k-byte swizzle (K-major rows of block_k), an m/n-contiguous one the
+/// 128-byte swizzle in atoms of 64 rows (MN-major). Every tile origin (each pipeline slot, each
+/// warpgroup) must fall on the swizzle's 1024-byte period, as wgmma's descriptors here have a zero
+/// base offset. Errors: kFailedPrecondition naming the operand when an m/n-contiguous tile is not
+/// whole 64-row atoms or an origin is off the period.
+absl::StatusOr<WgmmaLayouts> PlanWgmmaLayouts(const TensorCoreStep& t, const MatmulLike& mm);
+
+}  // namespace tilesearch::schedule
