@@ -12,9 +12,9 @@ absl::StatusOr<WgmmaLayouts> PlanWgmmaLayouts(const TensorCoreStep& t, const Mat
   WgmmaLayouts out;
   for (const bool is_a : {true, false}) {
     const bool k_inner = is_a ? mm.a_k_inner : mm.b_k_inner;
-    const int64_t rows = is_a ? t.block_m : t.block_n;           // the block tile's rows
-    const int64_t group_rows = is_a ? t.warp_m : t.warp_n;       // one warpgroup's rows
-    const int64_t groups = rows / group_rows;                    // warpgroups along them
+    const int64_t rows = is_a ? t.block_m : t.block_n;      // the block tile's rows
+    const int64_t group_rows = is_a ? t.warp_m : t.warp_n;  // one warpgroup's rows
+    const int64_t groups = rows / group_rows;               // warpgroups along them
     const char* name = is_a ? "A" : "B";
     ir::WgmmaLayout& l = is_a ? out.a : out.b;
     l.k_major = k_inner;
@@ -27,19 +27,19 @@ absl::StatusOr<WgmmaLayouts> PlanWgmmaLayouts(const TensorCoreStep& t, const Mat
       l.sbo = 1024;
       l.lbo = t.block_k * 128;
       if (rows % 64 != 0 || (groups > 1 && group_rows % 64 != 0)) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "wgmma operand ", name, " is ", is_a ? "m" : "n",
-            "-contiguous, so its block tile (", rows, ") and warpgroup tile (", group_rows,
-            ") must be multiples of 64 (128-byte swizzle atoms)"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("wgmma operand ", name, " is ", is_a ? "m" : "n",
+                         "-contiguous, so its block tile (", rows, ") and warpgroup tile (",
+                         group_rows, ") must be multiples of 64 (128-byte swizzle atoms)"));
       }
     }
     const int64_t tile_bytes = rows * t.block_k * 2;
     const int64_t group_bytes = l.k_major ? group_rows * l.swizzle : (group_rows / 64) * l.lbo;
     if (tile_bytes % 1024 != 0 || (groups > 1 && group_bytes % 1024 != 0)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("wgmma operand ", name, ": its tiles (", tile_bytes, " bytes per stage, ",
-                       group_bytes, " per warpgroup) do not start on the swizzle's 1024-byte "
-                       "period"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "wgmma operand ", name, ": its tiles (", tile_bytes, " bytes per stage, ", group_bytes,
+          " per warpgroup) do not start on the swizzle's 1024-byte "
+          "period"));
     }
   }
   return out;
