@@ -39,6 +39,12 @@ Checks (the same for our kernels and external ones), per trial, TRIALS >= 5 tria
      PyTorch's own result in the problem's dtype (TF32 off, no reduced-precision reductions)
      misses the rule against the reference; then SLACK_FACTOR times PyTorch's largest excess,
      so that a kernel no less accurate than PyTorch's passes and a lower-precision one does not.
+Errors reported: the largest |got - ref| (max_abs_error) and |got - ref| / |ref| where |ref| > atol
+(max_rel_error) over the trials, and the same of PyTorch's own result in the problem's dtype with
+TF32 off and no reduced-precision reductions (eager_max_abs_error, eager_max_rel_error: the
+eager_no_tf32 baseline's settings, for float32 matmuls also eager's defaults) against the same
+reference; where every trial compared values, error_vs_eager / rel_error_vs_eager (ours / eager's)
+and error_within_eager (neither of ours larger) say whether the kernel is as accurate as eager.
 Timing (pytorch_baseline.py's method, design.md): warm-up, then >= RUNS runs; before each run the
 L2 is flushed (a write of 2x the L2 size) and the device synchronized; CUDA events around the
 launches on the timed stream; after the stop event the device is synchronized and the host clock
@@ -673,6 +679,57 @@ def slack_from_baseline(baseline, ref, atol, rtol, factor=SLACK_FACTOR):
     return factor * excess
 
 
+def abs_errors(torch, got, ref):
+    """|got - ref| per element (float64, ref's shape), the measure of the reported max errors,
+    one definition for our kernel's output and PyTorch eager's own: 0 where the reference is
+    +-inf (a half dtype's overflow: there only the same inf passes, which the check tests apart),
+    +inf where `got` is NaN or +-inf and the reference finite. `torch` is the module (or the
+    tests' stand-in for it), passed in so that score.py imports without torch."""
+    finite_ref = torch.isfinite(ref)
+    err = torch.where(finite_ref, got - ref, 0.0).abs()
+    return torch.where(torch.isfinite(got) | ~finite_ref, err, math.inf)
+
+
+def max_errors(torch, err, ref, atol):
+    """(max abs error, max rel error) of one output from its abs_errors `err` and the reference
+    `ref`. The relative error counts only where the reference is finite and |ref| > atol: below
+    that the quotient measures how small the reference is, not how accurate the result is. 0.0
+    where no element counts."""
+    max_abs = err.max().item() if err.numel() else 0.0
+    big = torch.isfinite(ref) & (ref.abs() > atol)
+    max_rel = (err[big] / ref.abs()[big]).max().item() if big.any() else 0.0
+    return max_abs, max_rel
+
+
+def raise_errors(worst, errors, prefix=""):
+    """Raises worst[prefix + "max_abs_error"] and worst[prefix + "max_rel_error"] to the
+    (max abs, max rel) pair `errors` where it is larger: the worst over the trials."""
+    for key, value in zip(("max_abs_error", "max_rel_error"), errors):
+        worst[prefix + key] = max(worst[prefix + key], value)
+
+
+def error_ratio(ours, eager):
+    """ours / eager for two max errors: 1.0 where they are equal (both 0 included), None where
+    only eager's is 0 (no finite ratio)."""
+    if ours == eager:
+        return 1.0
+    if eager == 0:
+        return None
+    return ours / eager
+
+
+def eager_comparison(errors):
+    """Our max errors against PyTorch eager's own on the same trials and the same float64
+    reference (the acceptance bar "max error no larger than eager's"): error_vs_eager and
+    rel_error_vs_eager, the ratios ours / eager's of the max abs and max rel errors, and
+    error_within_eager, true when neither of ours is larger than eager's."""
+    ours = (errors["max_abs_error"], errors["max_rel_error"])
+    eager = (errors["eager_max_abs_error"], errors["eager_max_rel_error"])
+    return {"error_vs_eager": error_ratio(ours[0], eager[0]),
+            "rel_error_vs_eager": error_ratio(ours[1], eager[1]),
+            "error_within_eager": ours[0] <= eager[0] and ours[1] <= eager[1]}
+
+
 def verdict_from_counts(counts):
     """The reason for one trial from the checker's counts, in check order:
     counts: input_changed, poison_left, disagree, nonfinite (NaN/Inf where the reference is
@@ -914,8 +971,8 @@ def render_markdown(meta, suites):
                              f"{v['fast_2']:.2f} | {_fmt(v['geomean_speedup'], '.2f')} |")
         lines.append("")
         lines.append("| problem | correct | ours ms | eager ms | no-TF32 ms | compile ms | speedup "
-                     "(eager) | TFLOP/s | TB/s | limit | note |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
+                     "(eager) | TFLOP/s | TB/s | limit | max abs error ours / eager | note |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in suite["results"]:
             b = r.get("baselines", {})
             ours = r.get("ours", {}).get("median_ms")
@@ -934,9 +991,18 @@ def render_markdown(meta, suites):
                 f"{_fmt((b.get('eager_no_tf32') or {}).get('median_ms'), '.4f')} | "
                 f"{_fmt((b.get('compile') or {}).get('median_ms'), '.4f')} | {_fmt(sp, '.2f')} | "
                 f"{_fmt(r.get('tflops'), '.1f')} | {_fmt(r.get('tbps'), '.2f')} | "
-                f"{_fmt(r.get('limit_fraction'), '.0%')} | {note.replace('|', '/')[:160]} |")
+                f"{_fmt(r.get('limit_fraction'), '.0%')} | {error_cell(r)} | "
+                f"{note.replace('|', '/')[:160]} |")
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def error_cell(r):
+    """Our max abs error and eager's as text ("1.22e-05 / 1.53e-05"), "—" for a row that was
+    not checked."""
+    if "max_abs_error" not in r and "eager_max_abs_error" not in r:
+        return "—"
+    return f"{_fmt(r.get('max_abs_error'), '.2e')} / {_fmt(r.get('eager_max_abs_error'), '.2e')}"
 
 
 def render_row(r):
@@ -951,6 +1017,8 @@ def render_row(r):
         if t is not None:
             parts.append(f"{b} {t:.4f} ms" + (f" ({t / ours:.2f}x)" if ours and r["correct"]
                                                else ""))
+    if "eager_max_abs_error" in r:
+        parts.append(f"max abs error {error_cell(r)} (ours / eager)")
     if r.get("detail"):
         parts.append(r["detail"])
     if r.get("suspect"):
@@ -1319,7 +1387,11 @@ class Harness:
 
     # -- the checks -----------------------------------------------------------------------------
     def check(self, problem, kernel):
-        """Runs the trials; returns (reason, detail, max errors)."""
+        """Runs the trials; returns (reason, detail, max errors): our kernel's max_abs_error /
+        max_rel_error against the float64 reference, the slack, and eager_max_abs_error /
+        eager_max_rel_error, PyTorch's own result in the problem's dtype (strict precision: TF32
+        off, no reduced-precision reductions, the eager_no_tf32 baseline's settings) measured the
+        same way on the same trials."""
         torch = self.torch
         fn = self.expression(problem)
         dtype = problem.get("dtype", "float32")
@@ -1331,7 +1403,8 @@ class Harness:
         poison = poison_bits(dtype)
         args = kernel.doc["arguments"]
         keep = []  # the previous trial's buffers stay alive: the next ones get new addresses
-        worst = {"max_abs_error": 0.0, "max_rel_error": 0.0, "slack": 0.0}
+        worst = {"max_abs_error": 0.0, "max_rel_error": 0.0, "slack": 0.0,
+                 "eager_max_abs_error": 0.0, "eager_max_rel_error": 0.0}
         value_failures = []
         for trial in range(self.trials):
             dist = DISTRIBUTIONS[trial % len(DISTRIBUTIONS)]
@@ -1350,6 +1423,8 @@ class Harness:
             # (reference_in_dtype); past the dtype's range it is +-inf, which must be matched.
             ref = ref64 if dtype not in HALF_DTYPES else ref64.to(xs[0].dtype).double()
             finite_ref = torch.isfinite(ref)
+            raise_errors(worst, max_errors(torch, abs_errors(torch, base, ref), ref, atol),
+                         "eager_")
             # The precision rule's cancellation allowance c·u·M (magnitude_method).
             method = magnitude_method(problem)
             if method == "abs_inputs":
@@ -1424,12 +1499,8 @@ class Harness:
             if nonfinite:
                 return ("nan_output", f"trial {trial} ({dist}): {nonfinite} NaN/Inf elements "
                         "where the reference is finite", worst)
-            err = torch.where(finite_ref, got - ref, 0.0).abs()
-            worst["max_abs_error"] = max(worst["max_abs_error"], err.max().item())
-            big = finite_ref & (ref.abs() > atol)  # relative error where it means something
-            if big.any():
-                worst["max_rel_error"] = max(worst["max_rel_error"],
-                                             (err[big] / ref.abs()[big]).max().item())
+            err = abs_errors(torch, got, ref)
+            raise_errors(worst, max_errors(torch, err, ref, atol))
             # Where the reference is +-inf (a half dtype's overflow) only that value passes.
             inf_missed = (~finite_ref) & (got != ref)
             bad32 = (err > atol + rtol * ref.abs() + allowance + slack) | inf_missed
@@ -1479,6 +1550,8 @@ class Harness:
         if kernel is not None:
             reason, detail, errors = self.check(problem, kernel)
             r.update(errors)
+            if reason in ("ok", "imprecise", "wrong_answer"):  # every trial compared values
+                r.update(eager_comparison(errors))
             r["reason"], r["detail"] = reason, detail
             if reason == "ok":
                 bufs, i = [], 0

@@ -988,7 +988,8 @@ class ReportTest(unittest.TestCase):
         results = [
             {"name": "mm", "small": False, "correct": True, "ours": {"median_ms": 1.0},
              "baselines": {"eager": {"median_ms": 2.0}}, "reason": "ok", "tflops": 12.5,
-             "tbps": 0.1, "limit_fraction": 0.25},
+             "tbps": 0.1, "limit_fraction": 0.25, "max_abs_error": 1e-5,
+             "eager_max_abs_error": 2e-5},
             {"name": "bad", "small": False, "correct": False, "ours": {},
              "baselines": {"eager": {"median_ms": 1.0}}, "reason": "wrong_answer",
              "detail": "trial 0 (uniform01): 3 of 4 elements outside tolerance"},
@@ -999,14 +1000,96 @@ class ReportTest(unittest.TestCase):
                                     "bandwidth_tbps": 4.3, "peak_tflops": 66.9, "trials": 6,
                                     "runs": 100}, [suite])
         self.assertIn("| main | eager | 2 | 1 | 1 | 0.50 | 0.50 | 0.50 | 0.00 | 2.00 |", md)
-        self.assertIn("| mm | yes | 1.0000 | 2.0000 | — | — | 2.00 | 12.5 | 0.10 | 25% | ok |", md)
-        self.assertIn("| bad | no | — | 1.0000 |", md)
+        self.assertIn("| mm | yes | 1.0000 | 2.0000 | — | — | 2.00 | 12.5 | 0.10 | 25% | "
+                      "1.00e-05 / 2.00e-05 | ok |", md)
+        self.assertIn("| bad | no | — | 1.0000 | — | — | — | — | — | — | — | wrong_answer",
+                      md)
         self.assertIn("wrong_answer: trial 0 (uniform01)", md)
         self.assertIn("4.30 TB/s", md)
         row = score.render_row(results[0])
         self.assertIn("PASS", row)
         self.assertIn("eager 2.0000 ms (2.00x)", row)
+        self.assertIn("max abs error 1.00e-05 / 2.00e-05 (ours / eager)", row)
+        self.assertNotIn("max abs error", score.render_row(results[1]))
         self.assertIn("FAIL wrong_answer", score.render_row(results[1]))
+
+
+def f64(values):
+    """A float64 tensor of the CPU stand-in for torch."""
+    return T.of(values, (len(values),), F64)
+
+
+class ErrorReportTest(unittest.TestCase):
+    """The reported max errors (abs_errors, max_errors: one definition for our kernel and eager)
+    and the comparison with eager's, on hand-made tensors of the CPU stand-in."""
+
+    def errors(self, got, ref, atol=1e-4):
+        fake = FakeTorch()
+        ref = f64(ref)
+        err = score.abs_errors(fake, f64(got), ref)
+        return err.vals(), score.max_errors(fake, err, ref, atol)
+
+    def test_abs_and_rel_error_on_known_values(self):
+        # Errors 1/8, 1/2, 2^-15, 2^-16; relative errors 1/8, 1/4 where |ref| > atol.
+        err, (max_abs, max_rel) = self.errors([1.125, -2.5, 2.0 ** -14, 2.0 ** -16],
+                                              [1.0, -2.0, 2.0 ** -15, 0.0])
+        self.assertEqual(err, [0.125, 0.5, 2.0 ** -15, 2.0 ** -16])
+        self.assertEqual((max_abs, max_rel), (0.5, 0.25))
+
+    def test_relative_error_only_where_the_reference_exceeds_atol(self):
+        # |ref| = 2^-15 < 1e-4 with a relative error of 1 and ref = 0 are left out; ref = 1 is in.
+        self.assertEqual(self.errors([2.0 ** -14, 1e-6, 1.0], [2.0 ** -15, 0.0, 1.0])[1],
+                         (2.0 ** -15, 0.0))
+        # No element above atol: the relative error stays 0 while the absolute one is reported.
+        self.assertEqual(self.errors([1e-5, 5e-5], [0.0, 5e-5])[1], (1e-5, 0.0))
+        # The bound is atol's: with atol 1e-2 the element of |ref| 2^-7 < 1e-2 does not count.
+        _, (max_abs, max_rel) = self.errors([2.0 ** -6, 1.5], [2.0 ** -7, 1.0], atol=1e-2)
+        self.assertEqual((max_abs, max_rel), (0.5, 0.5))
+
+    def test_infinite_reference_is_left_out(self):
+        # A half dtype's overflow: ref +-inf; the same inf, or a finite value, adds no error.
+        err, errors = self.errors([math.inf, 65504.0, 1.5], [math.inf, -math.inf, 1.0])
+        self.assertEqual(err, [0.0, 0.0, 0.5])
+        self.assertEqual(errors, (0.5, 0.5))
+
+    def test_nan_or_inf_result_where_the_reference_is_finite_is_an_infinite_error(self):
+        for bad in (math.nan, math.inf, -math.inf):
+            with self.subTest(got=bad):
+                err, errors = self.errors([bad, 1.0], [1.0, 1.0])
+                self.assertEqual(err, [math.inf, 0.0])
+                self.assertEqual(errors, (math.inf, math.inf))
+
+    def test_worst_over_trials(self):
+        worst = {"max_abs_error": 0.0, "max_rel_error": 0.0, "eager_max_abs_error": 0.0,
+                 "eager_max_rel_error": 0.0}
+        score.raise_errors(worst, (0.5, 0.01))
+        score.raise_errors(worst, (0.25, 0.02))
+        score.raise_errors(worst, (3e-5, 1e-6), "eager_")
+        self.assertEqual(worst, {"max_abs_error": 0.5, "max_rel_error": 0.02,
+                                 "eager_max_abs_error": 3e-5, "eager_max_rel_error": 1e-6})
+
+    def test_comparison_with_eager(self):
+        def cmp(ours_abs, ours_rel, eager_abs, eager_rel):
+            return score.eager_comparison({"max_abs_error": ours_abs, "max_rel_error": ours_rel,
+                                           "eager_max_abs_error": eager_abs,
+                                           "eager_max_rel_error": eager_rel})
+        self.assertEqual(cmp(1e-5, 2e-6, 4e-5, 2e-6),
+                         {"error_vs_eager": 0.25, "rel_error_vs_eager": 1.0,
+                          "error_within_eager": True})
+        # Ours smaller in abs but larger in rel: not within eager's.
+        self.assertEqual(cmp(2e-5, 3e-6, 4e-5, 2e-6),
+                         {"error_vs_eager": 0.5, "rel_error_vs_eager": 1.5,
+                          "error_within_eager": False})
+        # Both exact; eager exact and ours not (no finite ratio); eager's output not finite.
+        self.assertEqual(cmp(0.0, 0.0, 0.0, 0.0),
+                         {"error_vs_eager": 1.0, "rel_error_vs_eager": 1.0,
+                          "error_within_eager": True})
+        self.assertEqual(cmp(1e-7, 0.0, 0.0, 0.0),
+                         {"error_vs_eager": None, "rel_error_vs_eager": 1.0,
+                          "error_within_eager": False})
+        self.assertEqual(cmp(1e-3, 1e-3, math.inf, math.inf),
+                         {"error_vs_eager": 0.0, "rel_error_vs_eager": 0.0,
+                          "error_within_eager": True})
 
 
 class FakeTorchTest(unittest.TestCase):
@@ -1058,6 +1141,33 @@ class FakeTorchTest(unittest.TestCase):
         self.assertTrue(hi - lo > 40)
         lo, hi = fake.input_ranges[4]
         self.assertTrue(-1 <= lo < 0 < hi < 1)
+
+    def test_eager_errors_are_measured_like_ours(self):
+        # PyTorch's own summation order (the stand-in's float32 accumulation): exactly eager's
+        # errors, over the same trials and reference.
+        r, _ = self.score("honest_rowsum_float32_order")
+        self.assertGreater(r["eager_max_abs_error"], 0.0)
+        self.assertEqual((r["max_abs_error"], r["max_rel_error"]),
+                         (r["eager_max_abs_error"], r["eager_max_rel_error"]))
+        self.assertEqual((r["error_vs_eager"], r["rel_error_vs_eager"], r["error_within_eager"]),
+                         (1.0, 1.0, True))
+        # Correctly rounded sums: no larger than eager's; the ratios are ours / eager's.
+        r, _ = self.score("honest_rowsum")
+        self.assertTrue(r["error_within_eager"])
+        self.assertLess(r["max_abs_error"], r["eager_max_abs_error"])
+        self.assertEqual(r["error_vs_eager"], r["max_abs_error"] / r["eager_max_abs_error"])
+        self.assertEqual(r["rel_error_vs_eager"], r["max_rel_error"] / r["eager_max_rel_error"])
+        # Sums of float16-rounded inputs: imprecise, and larger errors than eager's.
+        r, _ = self.score("lower_precision")
+        self.assertEqual(r["reason"], "imprecise")
+        self.assertFalse(r["error_within_eager"])
+        self.assertGreater(r["error_vs_eager"], 1.0)
+        # A check stopped at a failing trial reports eager's errors but no comparison.
+        r, _ = self.score("nan_rows")
+        self.assertEqual(r["reason"], "nan_output")
+        self.assertGreater(r["eager_max_abs_error"], 0.0)
+        self.assertNotIn("error_vs_eager", r)
+        self.assertNotIn("error_within_eager", r)
 
     def test_baseline_is_timed_and_reported(self):
         r, _ = self.score("honest_rowsum", problem=ROWSUM_PROBLEM)
