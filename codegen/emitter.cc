@@ -1113,6 +1113,24 @@ bool Emitter::FastGpuF32(mlir::Value v) const {
   return config_.target == EmitTarget::kGpu && mlir::getElementTypeOrSelf(v.getType()).isF32();
 }
 
+mlir::Value Emitter::Tf32Round(mlir::Value x) {
+  mlir::Type bits_type = b_.getI32Type();
+  if (auto vt = mlir::dyn_cast<mlir::VectorType>(x.getType())) {
+    bits_type = mlir::VectorType::get(vt.getShape(), bits_type);
+  }
+  constexpr int64_t kMask = -8192;  // 0xFFFFE000 as an int32: the low 13 mantissa bits cleared
+  constexpr int64_t kExponent = 0x7F800000;
+  mlir::Value bits = arith::BitcastOp::create(b_, loc_, bits_type, x);
+  // Round half away from zero in the magnitude bits; Inf and NaN (all-ones exponent) stay.
+  mlir::Value up = arith::AddIOp::create(b_, loc_, bits, Const(bits_type, 0x1000));
+  mlir::Value rounded = arith::AndIOp::create(b_, loc_, up, Const(bits_type, kMask));
+  mlir::Value exponent = arith::AndIOp::create(b_, loc_, bits, Const(bits_type, kExponent));
+  mlir::Value finite = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ne, exponent,
+                                             Const(bits_type, kExponent));
+  mlir::Value out = arith::SelectOp::create(b_, loc_, finite, rounded, bits);
+  return arith::BitcastOp::create(b_, loc_, x.getType(), out);
+}
+
 mlir::Value Emitter::Exp(mlir::Value x) {
   if (!FastGpuF32(x)) return mlir::math::ExpOp::create(b_, loc_, x);
   // CUDA's __expf: exp(x) = ex2.approx.ftz(x * log2(e)). ex2.approx has at most 2 ulp relative
@@ -1507,6 +1525,8 @@ absl::StatusOr<mlir::Value> Emitter::EmitCall(const ir::CallNode* op) {
       return mlir::Value(math::AbsFOp::create(b_, loc_, x));
     case ir::CallOp::kFloor:
       return mlir::Value(math::FloorOp::create(b_, loc_, x));
+    case ir::CallOp::kTf32Round:
+      return Tf32Round(x);
     case ir::CallOp::kPow: {
       // pow(x, y) = exp(y * log|x|), negated for x < 0 and odd integer y, NaN for x < 0 and
       // non-integer y, 1 for y == 0 (C's pow).

@@ -1,12 +1,12 @@
 // Emitter::EmitWgmma: one warpgroup's tensor-core update (ir/stmt.h WgmmaNode) as PTX
-// wgmma.mma_async.sync.aligned.m64nNk16.f32.<t>.<t> through the NVVM dialect (nvvm.wgmma.*; the
-// mma itself becomes inline PTX in convert-nvvm-to-llvm, which gpu_compile.cc runs for modules
-// that use it). Needs sm_90a.
+// wgmma.mma_async.sync.aligned.m64nNkK.f32.<t>.<t> (k16 for f16 / bf16, k8 for tf32) through
+// the NVVM dialect (nvvm.wgmma.*; the mma itself becomes inline PTX in convert-nvvm-to-llvm, which
+// gpu_compile.cc runs for modules that use it). Needs sm_90a.
 //
 // Matrix descriptors (PTX ISA, "Matrix Descriptor Format"), 64 bits: start address >> 4 in bits
 // 0–13, leading byte offset >> 4 in 16–29, stride byte offset >> 4 in 32–45, the base offset
 // (bits 49–51) 0 because every tile origin is on the swizzle's 1024-byte period, and the swizzle
-// mode in 62–63 (1: 128 bytes, 2: 64, 3: 32). A k16 step or a 64-row tile further is the same
+// mode in 62–63 (1: 128 bytes, 2: 64, 3: 32). A k step or a 64-row tile further is the same
 // descriptor with the start address moved by ir::WgmmaLayoutOffset of that element: the hardware
 // swizzles the absolute address bits, as WgmmaNode defines.
 //
@@ -65,19 +65,21 @@ class WgmmaWriter {
         b_, loc_, mlir::NVVM::ProxyKindAttr::get(ctx, mlir::NVVM::ProxyKind::async_shared),
         mlir::NVVM::SharedSpaceAttr::get(ctx, mlir::NVVM::SharedSpace::shared_cta));
     mlir::NVVM::WgmmaFenceAlignedOp::create(b_, loc_);
-    const auto type =
-        n_.kind == ir::MmaKind::kBF16 ? mlir::NVVM::WGMMATypes::bf16 : mlir::NVVM::WGMMATypes::f16;
+    const auto type = n_.kind == ir::MmaKind::kBF16   ? mlir::NVVM::WGMMATypes::bf16
+                      : n_.kind == ir::MmaKind::kTF32 ? mlir::NVVM::WGMMATypes::tf32
+                                                      : mlir::NVVM::WGMMATypes::f16;
+    const int64_t depth = ir::MmaK(n_.kind);
     // PTX's A is "row" when K-major, B "col" when K-major; the other layouts are the transposes.
     const auto layout_a =
         n_.a_layout.k_major ? mlir::NVVM::MMALayout::row : mlir::NVVM::MMALayout::col;
     const auto layout_b =
         n_.b_layout.k_major ? mlir::NVVM::MMALayout::col : mlir::NVVM::MMALayout::row;
     for (int64_t ks = 0; ks < n_.k_steps; ++ks) {
-      const mlir::Value db = Descriptor(b_addr, n_.b_layout, 0, 16 * ks);
+      const mlir::Value db = Descriptor(b_addr, n_.b_layout, 0, depth * ks);
       for (int64_t i = 0; i < n_.m_tiles; ++i) {
-        const mlir::Value da = Descriptor(a_addr, n_.a_layout, 64 * i, 16 * ks);
+        const mlir::Value da = Descriptor(a_addr, n_.a_layout, 64 * i, depth * ks);
         d[i] = mlir::NVVM::WgmmaMmaAsyncOp::create(
-            b_, loc_, st, d[i], da, db, mlir::NVVM::MMAShapeAttr::get(ctx, 64, n_.n, 16), type,
+            b_, loc_, st, d[i], da, db, mlir::NVVM::MMAShapeAttr::get(ctx, 64, n_.n, depth), type,
             type, mlir::NVVM::WGMMATypes::f32, mlir::NVVM::WGMMAScaleOut::one,
             mlir::NVVM::WGMMAScaleIn::one, mlir::NVVM::WGMMAScaleIn::one, layout_a, layout_b,
             mlir::NVVM::MMAIntOverflowAttr());
@@ -142,8 +144,9 @@ absl::Status Emitter::EmitWgmma(const ir::WgmmaNode* op) {
     mlir::Value base = mlir::LLVM::PtrToIntOp::create(
         b_, loc_, b_.getI64Type(), ElementPointer(*bb, zeros, /*address_space=*/3));
     ASSIGN_OR_RETURN(mlir::Value off, EmitExpr(offset));
+    const int64_t element_bytes = op->kind == ir::MmaKind::kTF32 ? 4 : 2;
     mlir::Value bytes = arith::MulIOp::create(
-        b_, loc_, off, arith::ConstantOp::create(b_, loc_, b_.getI64IntegerAttr(2)));
+        b_, loc_, off, arith::ConstantOp::create(b_, loc_, b_.getI64IntegerAttr(element_bytes)));
     return mlir::Value(arith::AddIOp::create(b_, loc_, base, bytes));
   };
   ASSIGN_OR_RETURN(mlir::Value a, address("A", op->a, op->a_offset));

@@ -1,6 +1,8 @@
 #include "ir/expr.h"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <unordered_map>
 
 #include "base/status.h"
@@ -40,6 +42,8 @@ const char* CallOpName(CallOp op) {
       return "pow";
     case CallOp::kFloor:
       return "floor";
+    case CallOp::kTf32Round:
+      return "tf32_round";
   }
   return "?";
 }
@@ -167,6 +171,8 @@ Expr CallNode::Make(CallOp op, std::vector<Expr> args) {
   ScalarType t = args[0].type();
   if (op == CallOp::kAbs) {
     CHECK(IsFloat(t) || IsInt(t)) << "abs of " << TypeName(t);
+  } else if (op == CallOp::kTf32Round) {
+    CHECK(t == ScalarType::kFloat32) << CallOpName(op) << " of " << TypeName(t);
   } else {
     CHECK(IsFloat(t)) << CallOpName(op) << " of non-float type " << TypeName(t);
   }
@@ -297,6 +303,20 @@ Expr Pow(Expr x, Expr y) {
   return CallNode::Make(CallOp::kPow, {std::move(x), std::move(y)});
 }
 Expr Floor(Expr x) { return CallNode::Make(CallOp::kFloor, {std::move(x)}); }
+namespace {
+// TF32 keeps the sign, the exponent and 10 mantissa bits: the low 13 bits of a float32 go.
+constexpr uint32_t kTf32Mask = 0xFFFFE000u;
+}  // namespace
+
+float Tf32TruncateValue(float x) {
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(x) & kTf32Mask);
+}
+float Tf32RoundValue(float x) {
+  // cvt.rna.tf32.f32: add half of the dropped range to the magnitude, then truncate.
+  if (!std::isfinite(x)) return x;
+  return std::bit_cast<float>((std::bit_cast<uint32_t>(x) + 0x1000u) & kTf32Mask);
+}
+Expr Tf32Round(Expr x) { return CallNode::Make(CallOp::kTf32Round, {std::move(x)}); }
 
 // ---------------------------------------------------------------------------------------------
 

@@ -206,7 +206,8 @@ enum class CallOp : uint8_t {
   kSigmoid,
   kAbs,
   kPow,
-  kFloor
+  kFloor,
+  kTf32Round  // float32 → TF32 value, round half away from zero (cvt.rna.tf32.f32)
 };
 const char* CallOpName(CallOp op);
 
@@ -295,6 +296,13 @@ Expr Sigmoid(Expr x);
 Expr Abs(Expr x);
 Expr Pow(Expr x, Expr y);
 Expr Floor(Expr x);
+/// A float32 value rounded to the TF32 value the tensor cores read (cvt.rna.tf32.f32: 10 of the 23
+/// mantissa bits, half away from zero; non-finite values unchanged), still a float32.
+Expr Tf32Round(Expr x);
+/// The value of Tf32Round.
+float Tf32RoundValue(float x);
+/// x with the low 13 mantissa bits cleared (the TF32 value mma.sync reads of a raw float32).
+float Tf32TruncateValue(float x);
 
 /// Structural equality (same kinds, types, constants, names, buffer names and operands).
 bool StructurallyEqual(const Expr& a, const Expr& b);

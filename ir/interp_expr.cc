@@ -429,6 +429,8 @@ class FloatCall final : public CExpr {
       r = std::fabs(x);
     } else if constexpr (kOp == CallOp::kPow) {
       r = std::pow(x, b_->F(c));
+    } else if constexpr (kOp == CallOp::kTf32Round) {
+      r = Tf32RoundValue(static_cast<float>(x));
     } else {
       r = std::floor(x);
     }
@@ -582,6 +584,7 @@ absl::StatusOr<CExprPtr> CompileCall(const CallNode* op, const Scope& scope, Pre
     TS_CALL_CASE(kAbs)
     TS_CALL_CASE(kPow)
     TS_CALL_CASE(kFloor)
+    TS_CALL_CASE(kTf32Round)
 #undef TS_CALL_CASE
   }
   CHECK(false) << "unhandled call";

@@ -545,6 +545,7 @@ class WgmmaStmt final : public CStmt {
     const int64_t t = thread % 4;
     double* acc = c.bufs[acc_slot_];
     const int64_t n_frags = n_.n / 8;
+    const int64_t depth = MmaK(n_.kind);
     for (int64_t ks = 0; ks < n_.k_steps; ++ks) {
       for (int64_t i = 0; i < n_.m_tiles; ++i) {
         for (int64_t j = 0; j < n_frags; ++j) {
@@ -553,12 +554,12 @@ class WgmmaStmt final : public CStmt {
             const int64_t col = 8 * j + 2 * t + e % 2;
             double* out = acc + (i * n_frags + j) * 4 + e;
             double sum = *out;
-            for (int64_t k = ks * 16; k < (ks + 1) * 16; ++k) {
+            for (int64_t k = ks * depth; k < (ks + 1) * depth; ++k) {
               const double* x = Element(c, a_, a_origin, r, k);
               const double* y = Element(c, b_, b_origin, col, k);
               if (x == nullptr || y == nullptr) return;
-              sum += static_cast<double>(static_cast<float>(*x)) *
-                     static_cast<double>(static_cast<float>(*y));
+              sum += static_cast<double>(MmaOperandValue(n_.kind, static_cast<float>(*x))) *
+                     static_cast<double>(MmaOperandValue(n_.kind, static_cast<float>(*y)));
             }
             *out = static_cast<double>(static_cast<float>(sum));
           }
@@ -568,10 +569,10 @@ class WgmmaStmt final : public CStmt {
   }
 
  private:
-  // The tile origin's byte address (elements of 2 bytes from the buffer's start, which codegen
-  // aligns to 1024 bytes); -1 after reporting an origin off the swizzle pattern.
+  // The tile origin's byte address (from the buffer's start, which codegen aligns to 1024 bytes);
+  // -1 after reporting an origin off the swizzle pattern.
   int64_t Origin(Ctx& c, const Operand& o) const {
-    const int64_t bytes = 2 * o.offset->I(c);
+    const int64_t bytes = o.layout.element_bytes * o.offset->I(c);
     if (bytes < 0 || bytes % 1024 != 0) {
       c.rt->Fail(absl::InvalidArgumentError(
           absl::StrCat("wgmma on '", n_.acc, "': the origin of operand '", o.name, "' is byte ",
@@ -582,14 +583,16 @@ class WgmmaStmt final : public CStmt {
   }
 
   const double* Element(Ctx& c, const Operand& o, int64_t origin, int64_t row, int64_t k) const {
-    const int64_t at = WgmmaSwizzle(origin + WgmmaLayoutOffset(o.layout, row, k), o.layout.swizzle);
-    if (at / 2 >= o.elems) {
+    const int64_t at =
+        WgmmaSwizzle(origin + WgmmaLayoutOffset(o.layout, row, k), o.layout.swizzle) /
+        o.layout.element_bytes;
+    if (at >= o.elems) {
       c.rt->Fail(absl::OutOfRangeError(absl::StrCat("wgmma on '", n_.acc, "': element (", row, ", ",
                                                     k, ") of operand '", o.name, "' is past its ",
                                                     o.elems, " elements")));
       return nullptr;
     }
-    return c.bufs[o.slot] + at / 2;
+    return c.bufs[o.slot] + at;
   }
 
   WgmmaNode n_;

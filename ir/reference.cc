@@ -378,6 +378,8 @@ class PointEvaluator {
       }
       case CallOp::kFloor:
         return Unary(std::floor(x), 1, mx);
+      case CallOp::kTf32Round:
+        return Unary(Tf32RoundValue(static_cast<float>(x)), 1, mx);
     }
     CHECK(false) << "unhandled call";
     return {};

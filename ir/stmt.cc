@@ -155,26 +155,13 @@ ScalarType MmaOperandType(MmaKind kind) {
   }
 }
 
-namespace {
-
-float BitsToFloat(uint32_t u) { return std::bit_cast<float>(u); }
-uint32_t FloatToBits(float f) { return std::bit_cast<uint32_t>(f); }
-// TF32 keeps the sign, the exponent and 10 mantissa bits: the low 13 bits of a float32 go.
-constexpr uint32_t kTf32Mask = 0xFFFFE000u;
-float TruncateTf32(float x) { return BitsToFloat(FloatToBits(x) & kTf32Mask); }
-
-}  // namespace
-
 float MmaOperandValue(MmaKind kind, float x, int part) {
   switch (kind) {
-    case MmaKind::kTF32: {
-      // cvt.rna.tf32.f32: add half of the dropped range to the magnitude, then truncate.
-      if (!std::isfinite(x)) return x;
-      return BitsToFloat((FloatToBits(x) + 0x1000u) & kTf32Mask);
-    }
+    case MmaKind::kTF32:
+      return Tf32RoundValue(x);
     case MmaKind::kTF32x3: {
-      const float big = TruncateTf32(x);
-      return part == 0 ? big : TruncateTf32(x - big);
+      const float big = Tf32TruncateValue(x);
+      return part == 0 ? big : Tf32TruncateValue(x - big);
     }
     default:
       return x;
@@ -210,9 +197,10 @@ Stmt WarpMmaNode::Make(MmaKind kind, int64_t m_frags, int64_t n_frags, int64_t k
 }
 
 int64_t WgmmaLayoutOffset(const WgmmaLayout& l, int64_t row, int64_t k) {
-  if (l.k_major) return (row / 8) * l.sbo + (row % 8) * l.swizzle + 2 * k;
-  const int64_t atom = l.swizzle / 2;
-  return (row / atom) * l.lbo + 2 * (row % atom) + (k / 8) * l.sbo + (k % 8) * l.swizzle;
+  const int64_t e = l.element_bytes;
+  if (l.k_major) return (row / 8) * l.sbo + (row % 8) * l.swizzle + e * k;
+  const int64_t atom = l.swizzle / e;
+  return (row / atom) * l.lbo + e * (row % atom) + (k / 8) * l.sbo + (k % 8) * l.swizzle;
 }
 
 int64_t WgmmaSwizzle(int64_t address, int64_t swizzle) {
@@ -231,7 +219,14 @@ Stmt WgmmaNode::Make(MmaKind kind, int64_t m_tiles, int64_t n, int64_t k_steps, 
           l->lbo < (int64_t{1} << 18) && l->sbo < (int64_t{1} << 18))
         << "wgmma lbo " << l->lbo << " / sbo " << l->sbo << " not 16-byte multiples under 2^18";
   }
-  CHECK(kind == MmaKind::kF16 || kind == MmaKind::kBF16) << "wgmma kind " << MmaKindName(kind);
+  CHECK(kind == MmaKind::kF16 || kind == MmaKind::kBF16 || kind == MmaKind::kTF32)
+      << "wgmma kind " << MmaKindName(kind);
+  const int64_t bytes = kind == MmaKind::kTF32 ? 4 : 2;
+  CHECK(a_layout.element_bytes == bytes && b_layout.element_bytes == bytes)
+      << "wgmma " << MmaKindName(kind) << " layouts of " << a_layout.element_bytes << "- and "
+      << b_layout.element_bytes << "-byte elements";
+  CHECK(kind != MmaKind::kTF32 || (a_layout.k_major && b_layout.k_major))
+      << "wgmma tf32 reads K-major operands only";
   CHECK(m_tiles >= 1 && k_steps >= 1 && n >= 8 && n <= 256 && n % 8 == 0)
       << "wgmma counts " << m_tiles << "x" << n << "x" << k_steps;
   for (const Expr* e : {&a_offset, &b_offset, &thread}) {

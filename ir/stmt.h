@@ -264,22 +264,24 @@ struct WarpMmaNode : StmtNode {
 
 /// Where a wgmma operand tile lives in shared memory: PTX's canonical layouts for matrix
 /// descriptors (PTX ISA, "Asynchronous warpgroup level matrix shared memory layout"), with
-/// 16-bit elements. A tile's rows are m (A) or n (B); "K-major" rows hold their k values
-/// contiguously, "MN-major" k rows hold m/n values contiguously.
-///   K-major, swizzle W:  element (row, k) at byte row·W + 2k (k < W / 2); 8-row groups are
-///                        `sbo` = 8 W bytes apart. One k16 step is 32 bytes further.
-///   MN-major, swizzle W: element (row, k) at byte (row / (W/2))·lbo + 2 (row % (W/2)) + k·W with
-///                        8-k groups `sbo` = 8 W apart and atoms of W/2 rows `lbo` apart.
+/// elements of E = `element_bytes` (2: f16 / bf16; 4: tf32, K-major only). A tile's rows are m (A)
+/// or n (B); "K-major" rows hold their k values contiguously, "MN-major" k rows hold m/n values
+/// contiguously.
+///   K-major, swizzle W:  element (row, k) at byte row·W + E k (k < W / E); 8-row groups are
+///                        `sbo` = 8 W bytes apart. One k step (32 bytes of k) is 32 bytes further.
+///   MN-major, swizzle W: element (row, k) at byte (row / (W/E))·lbo + E (row % (W/E)) + k·W with
+///                        8-k groups `sbo` = 8 W apart and atoms of W/E rows `lbo` apart.
 /// The W-byte swizzle then permutes the 16-byte chunks of each 128-byte line of the absolute
 /// shared address (WgmmaSwizzle), so the tile origin must be 1024-byte aligned.
 struct WgmmaLayout {
   bool k_major = true;
-  int64_t swizzle = 128;  // bytes: 32, 64 or 128 (the descriptor has no other swizzled mode)
-  int64_t lbo = 0;        // bytes (MN-major only); a multiple of 16 under 2^18 (14-bit field)
-  int64_t sbo = 0;        // bytes; a multiple of 16 under 2^18
+  int64_t swizzle = 128;      // bytes: 32, 64 or 128 (the descriptor has no other swizzled mode)
+  int64_t lbo = 0;            // bytes (MN-major only); a multiple of 16 under 2^18 (14-bit field)
+  int64_t sbo = 0;            // bytes; a multiple of 16 under 2^18
+  int64_t element_bytes = 2;  // 2 (f16, bf16) or 4 (tf32)
   bool operator==(const WgmmaLayout&) const = default;
 };
-/// Byte offset of element (row, k), before swizzling, from the tile origin (16-bit elements).
+/// Byte offset of element (row, k), before swizzling, from the tile origin.
 int64_t WgmmaLayoutOffset(const WgmmaLayout& layout, int64_t row, int64_t k);
 /// A shared byte address after the W-byte swizzle (W = 32, 64 or 128): bits [4, 4 + log2(W/16)) are
 /// xor-ed with the bits from 7 up (CUTLASS's Swizzle<3,4,3> for 128 bytes, <2,4,3> for 64, <1,4,3>
@@ -287,15 +289,18 @@ int64_t WgmmaLayoutOffset(const WgmmaLayout& layout, int64_t row, int64_t k);
 int64_t WgmmaSwizzle(int64_t address, int64_t swizzle);
 
 /// One warpgroup's (128 threads, four consecutive warps) tensor-core update on sm_90a:
-/// acc += A · B over a (64·m_tiles) × n tile and a depth of 16·k_steps, as m_tiles·k_steps
-/// `wgmma.mma_async.sync.aligned.m64nNk16.f32.<t>.<t>` instructions reading both operands from
+/// acc += A · B over a (64·m_tiles) × n tile and a depth of K·k_steps, as m_tiles·k_steps
+/// `wgmma.mma_async.sync.aligned.m64nNkK.f32.<t>.<t>` instructions (K = 16 for f16 / bf16, 8 for
+/// tf32, ir::MmaK) reading both operands from
 /// shared memory through matrix descriptors (fence, then the instructions, then commit). With
 /// `pending` 0 the statement waits for them (wait_group 0) and completes like any other. With
 /// `pending` 1 it waits only for the previous statement's group (wait_group 1), so its own
 /// instructions run on while the threads go on: until a later Wgmma of the thread ends, the
 /// accumulator may not be read or written by anything else and the operand tiles may not be
 /// overwritten (the tensor_core lowering orders its ring of tiles so). The interpreter computes
-/// the update at once either way. Kinds f16 and bf16 only.
+/// the update at once either way. Kinds f16, bf16 and tf32; tf32 reads K-major float32 tiles
+/// whose values it rounds as ir::MmaOperandValue does (the tensor_core lowering stores TF32 values
+/// there already, so that the hardware's own reading of the dropped bits never matters).
 ///
 /// `a` / `b` are shared buffers of the kind's element type, read as flat arrays; `a_offset` /
 /// `b_offset` are the element offsets of the tiles' origins (1024-byte aligned), element (r, k)
@@ -304,7 +309,8 @@ int64_t WgmmaSwizzle(int64_t address, int64_t swizzle);
 /// `acc` is the thread's local float32 buffer [m_tiles, n / 8, 4] in the wgmma D-fragment layout:
 /// with w = thread / 32 (the warp in the group), g = (thread % 32) / 4 and t = thread % 4,
 /// acc[i, j, e] is tile element (64 i + 16 w + g + 8 (e / 2), 8 j + 2 t + e % 2). Per k step each
-/// element becomes float32(acc + Σ_k a·b), the sum exact (the hardware differs by rounding only).
+/// element becomes float32(acc + Σ_k a·b) with a, b the MmaOperandValue of the operands, the sum
+/// exact (the hardware differs by rounding only).
 /// `thread` is the thread's index in its warpgroup (0..127), which must equal
 /// (threadIdx.x + 32 threadIdx.y) % 128 as tensor-core schedules bind it.
 struct WgmmaNode : StmtNode {

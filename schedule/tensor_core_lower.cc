@@ -77,6 +77,9 @@ struct Operand {
   const ir::LoadNode* copy = nullptr;  // set: filled by cp.async of this load
   int64_t vec = 1;                     // elements per thread and fill step
   ir::WgmmaLayout layout;              // wgmma: the swizzled layout of one stage's tile
+  // wgmma on TF32 kinds: the K-major operand tiles the ring's float32 tile is copied into, big
+  // (x rounded to TF32) and small (tf32x3: the rest, rounded to TF32).
+  std::string big, small;
 };
 
 // x ^ y for 0 <= y < 2^bits and x >= 0, in arithmetic the IR has (only x's low bits change).
@@ -95,11 +98,12 @@ Expr XorLowBits(const Expr& x, const Expr& y, int bits) {
 // (MN-major) is the first element of a 16-byte chunk.
 Expr SwizzledByte(const ir::WgmmaLayout& l, const Expr& row, const Expr& k) {
   Expr addr;
+  const int64_t e = l.element_bytes;
   if (l.k_major) {
-    addr = (row / C(8)) * C(l.sbo) + (row % C(8)) * C(l.swizzle) + k * C(2);
+    addr = (row / C(8)) * C(l.sbo) + (row % C(8)) * C(l.swizzle) + k * C(e);
   } else {
-    const int64_t atom = l.swizzle / 2;
-    addr = (row / C(atom)) * C(l.lbo) + (row % C(atom)) * C(2) + (k / C(8)) * C(l.sbo) +
+    const int64_t atom = l.swizzle / e;
+    addr = (row / C(atom)) * C(l.lbo) + (row % C(atom)) * C(e) + (k / C(8)) * C(l.sbo) +
            (k % C(8)) * C(l.swizzle);
   }
   const int64_t chunks = l.swizzle / 16;  // 8, 4 or 2
@@ -145,8 +149,9 @@ struct Builder {
   std::string tile_acc;
   Operand a, b;
   bool async = false;
-  bool wgmma = false;    // warpgroup tiles (TensorCoreStep::warpgroup)
-  int64_t groups_n = 1;  // wgmma: warpgroups along n
+  bool wgmma = false;       // warpgroup tiles (TensorCoreStep::warpgroup)
+  bool split_tf32 = false;  // wgmma of a TF32 kind: plain ring, then TF32 tiles (Operand::big)
+  int64_t groups_n = 1;     // wgmma: warpgroups along n
 
   // Accumulator fragments per thread: [frag_m][frag_n][4].
   int64_t FragM() const { return wgmma ? wm / 64 : wm / 16; }
@@ -158,7 +163,7 @@ struct Builder {
 
   // The shared buffer's declaration.
   ir::BufferDecl Decl(const Operand& o) const {
-    if (wgmma) {
+    if (wgmma && !split_tf32) {
       return {o.buffer, o.dtype, {stages * TileElems(o)}, ir::MemoryScope::kShared};
     }
     return {o.buffer,
@@ -206,14 +211,14 @@ struct Builder {
     const Expr row = o.k_inner ? outer : in;
     const Expr kk = o.k_inner ? in : outer;
     std::vector<Expr> index = {slot, outer, in};
-    if (wgmma) {
+    if (wgmma && !split_tf32) {
       // The chunk's first element goes where the swizzled layout puts it; its `vec` elements stay
       // contiguous (the swizzle moves whole 16-byte chunks).
       const Expr in0 = (chunk % C(inner / o.vec)) * C(o.vec);
       const Expr outer0 = chunk / C(inner / o.vec);
       const Expr byte =
           o.k_inner ? SwizzledByte(o.layout, outer0, in0) : SwizzledByte(o.layout, in0, outer0);
-      index = {slot * C(TileElems(o)) + byte / C(2) + v};
+      index = {slot * C(TileElems(o)) + byte / C(o.layout.element_bytes) + v};
     }
     Stmt store = ir::StoreNode::Make(o.buffer, index, ElementValue(o, row, kk, ko, row_tile),
                                      o.copy != nullptr);
@@ -230,6 +235,7 @@ struct Builder {
   }
 
   Stmt Mma(const std::string& acc, const Expr& slot, int64_t pending = 0) {
+    if (split_tf32) return Tf32Wgmma(acc, slot);
     if (wgmma) return Wgmma(acc, slot, pending);
     if (!tile_acc.empty()) {
       Stmt add = OverFragments(acc + ".add", [&](const std::vector<Expr>& idx) {
@@ -244,16 +250,77 @@ struct Builder {
 
   // One warpgroup's wgmma of the k tile in `slot`.
   Stmt Wgmma(const std::string& acc, const Expr& slot, int64_t pending) {
+    return WgmmaOf(kind, acc, a.buffer, slot * C(TileElems(a)), b.buffer, slot * C(TileElems(b)),
+                   pending);
+  }
+
+  // One warpgroup's wgmma of `k` on operand tiles whose block tile starts at element `a_base` of
+  // `a_buf` and `b_base` of `b_buf` (in the layouts of a and b).
+  Stmt WgmmaOf(ir::MmaKind k, const std::string& acc, const std::string& a_buf, const Expr& a_base,
+               const std::string& b_buf, const Expr& b_base, int64_t pending) {
     const Expr group = warp / C(4);
-    auto origin = [&](const Operand& o, const Expr& first_row) {
-      const Expr byte =
-          o.k_inner ? first_row * C(o.layout.swizzle) : (first_row / C(64)) * C(o.layout.lbo);
-      return slot * C(TileElems(o)) + byte / C(2);
+    auto origin = [&](const Operand& o, const Expr& base, const Expr& first_row) {
+      const ir::WgmmaLayout& l = o.layout;
+      const Expr byte = l.k_major ? first_row * C(l.swizzle) : (first_row / C(64)) * C(l.lbo);
+      return base + byte / C(l.element_bytes);
     };
-    return ir::WgmmaNode::Make(kind, wm / 64, wn, bk / 16, acc, a.buffer,
-                               origin(a, (group / C(groups_n)) * C(wm)), a.layout, b.buffer,
-                               origin(b, (group % C(groups_n)) * C(wn)), b.layout,
+    return ir::WgmmaNode::Make(k, wm / 64, wn, bk / ir::MmaK(k), acc, a_buf,
+                               origin(a, a_base, (group / C(groups_n)) * C(wm)), a.layout, b_buf,
+                               origin(b, b_base, (group % C(groups_n)) * C(wn)), b.layout,
                                (warp % C(4)) * C(32) + lane, pending);
+  }
+
+  // The float32 tile in ring slot `slot` copied into o's TF32 operand tiles (Operand::big /
+  // small), four k values of one row per thread and step: whole 16-byte chunks of the K-major
+  // swizzled tiles. Threads go along k where the ring's rows hold k (contiguous reads), along the
+  // rows otherwise (the ring's k rows read across, the tiles written transposed).
+  Stmt SplitTile(const Operand& o, const Expr& slot) {
+    const int64_t k_chunks = bk / 4;
+    const int64_t chunks = o.rows * k_chunks;
+    const int64_t steps = CeilDiv(chunks, threads);
+    const Expr f = ir::MakeVar(k.fresh(o.big + ".f"));
+    const Expr v = ir::MakeVar(k.fresh(o.big + ".v"));
+    const Expr q = f * C(threads) + tid;
+    const Expr row = o.k_inner ? q / C(k_chunks) : q % C(o.rows);
+    const Expr k0 = (o.k_inner ? q % C(k_chunks) : q / C(o.rows)) * C(4);
+    const Expr kk = k0 + v;
+    const Expr x = ir::LoadNode::Make(
+        ir::ScalarType::kFloat32, o.buffer,
+        o.k_inner ? std::vector<Expr>{slot, row, kk} : std::vector<Expr>{slot, kk, row});
+    const Expr at = SwizzledByte(o.layout, row, k0) / C(4) + v;
+    std::vector<Stmt> put;
+    // Rounded parts (CUTLASS's big + small): x − big is exact in float32, and big + small keeps
+    // 22 significant bits of x, the error unbiased (truncated parts keep 21, biased toward zero).
+    const Expr big = ir::Tf32Round(x);
+    put.push_back(ir::StoreNode::Make(o.big, {at}, big));
+    if (kind == ir::MmaKind::kTF32x3) {
+      put.push_back(ir::StoreNode::Make(o.small, {at}, ir::Tf32Round(x - big)));
+    }
+    Stmt st = ir::ForNode::Make(v, C(0), C(4), ForKind::kVectorized, ir::SeqNode::Make(put));
+    if (chunks % threads != 0) st = ir::IfThenElseNode::Make(q < C(chunks), st);
+    return ir::ForNode::Make(f, C(0), C(steps), steps <= 16 ? ForKind::kUnrolled : ForKind::kSerial,
+                             st);
+  }
+
+  // A TF32 kind's k tile on wgmma: both tiles copied into TF32 operand tiles, a barrier, then the
+  // products into the fresh tile accumulator (tf32x3: small·big, big·small, big·big, as the
+  // mma.sync kind), added to `acc` in float32. The next tile's barrier (MainLoop) keeps the
+  // operand tiles until every warpgroup's wgmma's are done with them.
+  Stmt Tf32Wgmma(const std::string& acc, const Expr& slot) {
+    std::vector<Stmt> seq = {SplitTile(a, slot), SplitTile(b, slot), ir::BarrierNode::Make(),
+                             InitAcc(tile_acc)};
+    const ir::MmaKind t = ir::MmaKind::kTF32;
+    if (kind == ir::MmaKind::kTF32x3) {
+      seq.push_back(WgmmaOf(t, tile_acc, a.small, C(0), b.big, C(0), 1));
+      seq.push_back(WgmmaOf(t, tile_acc, a.big, C(0), b.small, C(0), 1));
+    }
+    seq.push_back(WgmmaOf(t, tile_acc, a.big, C(0), b.big, C(0), 0));
+    seq.push_back(OverFragments(acc + ".add", [&](const std::vector<Expr>& idx) {
+      return ir::StoreNode::Make(acc, idx,
+                                 ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, idx) +
+                                     ir::LoadNode::Make(ir::ScalarType::kFloat32, tile_acc, idx));
+    }));
+    return ir::SeqNode::Make(seq);
   }
 
   Stmt WarpMma(const std::string& acc, const Expr& slot) {
@@ -300,7 +367,7 @@ struct Builder {
 
   // The k loop: prologue fills, then per tile wait / barrier / prefetch / mma.
   Stmt MainLoop(const std::string& acc) {
-    if (wgmma && async && stages >= 3) return AsyncWgmmaLoop(acc);
+    if (wgmma && async && stages >= 3 && !split_tf32) return AsyncWgmmaLoop(acc);
     std::vector<Stmt> seq;
     const Expr ko = ir::MakeVar(k.fresh(op.name + ".ko"));
     if (stages == 1) {
@@ -375,7 +442,9 @@ struct Builder {
   // with by then): A's or B's flat ring when it holds bm × bn elements of the output's type and
   // the output rows are whole 16-byte chunks along the innermost (n) axis; "" otherwise.
   std::string StagingBuffer(ir::ScalarType out_type) const {
-    if (!wgmma || split > 1 || mm.m % bm != 0 || mm.n % bn != 0 || bn % 8 != 0) return "";
+    if (!wgmma || split_tf32 || split > 1 || mm.m % bm != 0 || mm.n % bn != 0 || bn % 8 != 0) {
+      return "";
+    }
     if (mm.n_axes.size() != 1 || mm.n_axes[0] + 1 != static_cast<int>(op.axes.size())) return "";
     for (const Operand* o : {&a, &b}) {
       if (o->dtype == out_type && stages * TileElems(*o) >= bm * bn) return o->buffer;
@@ -574,6 +643,7 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
                                            target.arch));
     }
     bd.groups_n = bd.warps_n;
+    bd.split_tf32 = WgmmaSplitsTf32(c);
     bd.warps = 4 * (c.block_m / c.warp_m) * bd.groups_n;
     bd.threads = 32 * bd.warps;
   }
@@ -595,6 +665,12 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
     if (!layouts.ok()) return Invalid(op.name, std::string(layouts.status().message()));
     bd.a.layout = layouts->a;
     bd.b.layout = layouts->b;
+    if (bd.split_tf32) {
+      for (Operand* o : {&bd.a, &bd.b}) {
+        o->big = k.fresh(o->buffer + ".tf32");
+        if (*kind == ir::MmaKind::kTF32x3) o->small = k.fresh(o->buffer + ".tf32.small");
+      }
+    }
   }
   bd.async = PlanAsync(bd);
   for (Operand* o : {&bd.a, &bd.b}) {
@@ -652,7 +728,7 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   if (!bd.tile_acc.empty()) {
     thread_body = ir::AllocateNode::Make({bd.tile_acc,
                                           ir::ScalarType::kFloat32,
-                                          {c.warp_m / 16, c.warp_n / 8, 4},
+                                          {bd.FragM(), bd.FragN(), 4},
                                           ir::MemoryScope::kLocal},
                                          thread_body);
   }
@@ -660,6 +736,13 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   s = ir::ForNode::Make(bd.lane, C(0), C(32), ForKind::kThreadIdxX, s);
   s = ir::AllocateNode::Make(bd.Decl(bd.b), s);
   s = ir::AllocateNode::Make(bd.Decl(bd.a), s);
+  for (const Operand* o : {&bd.a, &bd.b}) {
+    for (const std::string& name : {o->big, o->small}) {
+      if (name.empty()) continue;
+      s = ir::AllocateNode::Make(
+          {name, ir::ScalarType::kFloat32, {bd.TileElems(*o)}, ir::MemoryScope::kShared}, s);
+    }
+  }
   if (bz.defined()) s = ir::ForNode::Make(bz, C(0), C(bd.split), ForKind::kBlockIdxZ, s);
   if (by.defined()) s = ir::ForNode::Make(by, C(0), C(mm->batch), ForKind::kBlockIdxY, s);
   out.kernels.push_back(ir::ForNode::Make(bx, C(0), C(tiles_m * tiles_n), ForKind::kBlockIdxX, s));

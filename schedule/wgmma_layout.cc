@@ -8,18 +8,26 @@ bool TargetHasWgmma(const Target& target) {
   return target.is_gpu() && (target.arch == "sm_90" || target.arch == "sm_90a");
 }
 
+bool WgmmaSplitsTf32(const TensorCoreStep& t) {
+  const std::optional<ir::MmaKind> kind = ir::ParseMmaKind(t.kind);
+  return t.warpgroup && kind && (*kind == ir::MmaKind::kTF32 || *kind == ir::MmaKind::kTF32x3);
+}
+
 absl::StatusOr<WgmmaLayouts> PlanWgmmaLayouts(const TensorCoreStep& t, const MatmulLike& mm) {
   WgmmaLayouts out;
+  const bool tf32 = WgmmaSplitsTf32(t);
+  const int64_t element_bytes = tf32 ? 4 : 2;
   for (const bool is_a : {true, false}) {
-    const bool k_inner = is_a ? mm.a_k_inner : mm.b_k_inner;
+    const bool k_inner = tf32 || (is_a ? mm.a_k_inner : mm.b_k_inner);
     const int64_t rows = is_a ? t.block_m : t.block_n;      // the block tile's rows
     const int64_t group_rows = is_a ? t.warp_m : t.warp_n;  // one warpgroup's rows
     const int64_t groups = rows / group_rows;               // warpgroups along them
     const char* name = is_a ? "A" : "B";
     ir::WgmmaLayout& l = is_a ? out.a : out.b;
     l.k_major = k_inner;
+    l.element_bytes = element_bytes;
     if (l.k_major) {
-      l.swizzle = 2 * t.block_k;
+      l.swizzle = element_bytes * t.block_k;
       l.sbo = 8 * l.swizzle;
       l.lbo = 16;  // unused by swizzled K-major layouts
     } else {
@@ -33,7 +41,7 @@ absl::StatusOr<WgmmaLayouts> PlanWgmmaLayouts(const TensorCoreStep& t, const Mat
                          group_rows, ") must be multiples of 64 (128-byte swizzle atoms)"));
       }
     }
-    const int64_t tile_bytes = rows * t.block_k * 2;
+    const int64_t tile_bytes = rows * t.block_k * element_bytes;
     const int64_t group_bytes = l.k_major ? group_rows * l.swizzle : (group_rows / 64) * l.lbo;
     if (tile_bytes % 1024 != 0 || (groups > 1 && group_bytes % 1024 != 0)) {
       return absl::FailedPreconditionError(absl::StrCat(

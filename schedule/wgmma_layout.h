@@ -18,6 +18,11 @@ namespace tilesearch::schedule {
 /// Whether `target` runs wgmma: sm_90 or sm_90a (modules that use it are compiled for sm_90a).
 bool TargetHasWgmma(const Target& target);
 
+/// Whether `t` is a wgmma tiling of a TF32 kind (tf32, tf32x3): its float32 tiles are copied
+/// from their ring into TF32 operand tiles (rounded, or split into big and small parts) in the
+/// K-major layout, the only one wgmma reads TF32 in.
+bool WgmmaSplitsTf32(const TensorCoreStep& t);
+
 /// The shared layouts of the A and B tiles of one pipeline stage.
 struct WgmmaLayouts {
   ir::WgmmaLayout a;
@@ -25,8 +30,9 @@ struct WgmmaLayouts {
 };
 
 /// The layouts of step `t` (a warpgroup tiling) on the matmul-like stage `mm`: a k-contiguous
-/// operand gets the 2·block_k-byte swizzle (K-major rows of block_k), an m/n-contiguous one the
-/// 128-byte swizzle in atoms of 64 rows (MN-major). Every tile origin (each pipeline slot, each
+/// operand gets the E·block_k-byte swizzle (K-major rows of block_k elements of E bytes), an
+/// m/n-contiguous one the 128-byte swizzle in atoms of 64 rows (MN-major); TF32 tiles are always
+/// K-major (WgmmaSplitsTf32). Every tile origin (each pipeline slot, each
 /// warpgroup) must fall on the swizzle's 1024-byte period, as wgmma's descriptors here have a zero
 /// base offset. Errors: kFailedPrecondition naming the operand when an m/n-contiguous tile is not
 /// whole 64-row atoms or an origin is off the period.

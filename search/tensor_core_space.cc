@@ -26,12 +26,25 @@ constexpr int64_t kMaxAccumulators = 128;
 constexpr int64_t kGroupM[] = {64, 128};
 constexpr int64_t kGroupN[] = {32, 64, 128, 256};
 constexpr int64_t kGroups[] = {1, 2};
-constexpr int64_t kGroupK[] = {16, 32, 64};
+constexpr int64_t kGroupK[] = {16, 32, 64};  // 2-byte elements; 8, 16, 32 for TF32's 4 bytes
 constexpr int kGroupPipelines[] = {2, 3, 4, 5, 6};
 
 bool HasWgmma(const Target& target) { return schedule::TargetHasWgmma(target); }
 
-bool IsHalfKind(const TensorCoreStep& t) { return t.kind == "f16" || t.kind == "bf16"; }
+ir::MmaKind KindOf(const TensorCoreStep& t) {
+  return ir::ParseMmaKind(t.kind).value_or(ir::MmaKind::kF16);
+}
+
+bool IsTf32Kind(const TensorCoreStep& t) {
+  const ir::MmaKind k = KindOf(t);
+  return k == ir::MmaKind::kTF32 || k == ir::MmaKind::kTF32x3;
+}
+
+// Bytes of an operand element: 2 (f16, bf16) or 4 (the TF32 kinds' float32).
+int64_t ElementBytes(const TensorCoreStep& t) { return ir::BytesOf(ir::MmaOperandType(KindOf(t))); }
+
+// A wgmma block_k of kGroupK's row bytes for `t`'s element size.
+int64_t GroupK(const TensorCoreStep& t, int64_t half_k) { return half_k * 2 / ElementBytes(t); }
 
 // Whether the lowering can place the tiles of wgmma step `t` (schedule/wgmma_layout.h).
 bool WgmmaLayoutsFit(const TensorCoreStep& t, const schedule::MatmulLike& mm) {
@@ -47,10 +60,6 @@ int64_t PowerOfTwoAtLeast(int64_t n) {
   int64_t p = 1;
   while (p < n) p *= 2;
   return p;
-}
-
-ir::MmaKind KindOf(const TensorCoreStep& t) {
-  return ir::ParseMmaKind(t.kind).value_or(ir::MmaKind::kF16);
 }
 
 // Tiles larger than twice the problem (rounded to a power of two) only add idle warps; a k
@@ -89,11 +98,18 @@ std::vector<std::string> TensorCoreKinds(const schedule::MatmulLike& mm, bool al
 bool TensorCoreStepFits(const TensorCoreStep& t, const Target& target) {
   if (t.warpgroup) {
     const int64_t groups = (t.block_m / t.warp_m) * (t.block_n / t.warp_n);
-    const int64_t shared = t.pipeline * (t.block_m + t.block_n) * t.block_k * 2;
-    return HasWgmma(target) && IsHalfKind(t) && t.warp_m % 64 == 0 && t.warp_n <= 256 &&
+    const int64_t tile = (t.block_m + t.block_n) * t.block_k * ElementBytes(t);
+    // TF32 kinds: the ring of float32 tiles, then one set of TF32 tiles (two for tf32x3) and a
+    // tile accumulator beside the accumulator (schedule/tensor_core_lower.cc).
+    const bool tf32 = IsTf32Kind(t);
+    const int64_t parts = !tf32 ? 0 : KindOf(t) == ir::MmaKind::kTF32x3 ? 2 : 1;
+    const int64_t shared = (t.pipeline + parts) * tile;
+    const int64_t row_bytes = t.block_k * ElementBytes(t);
+    return HasWgmma(target) && t.warp_m % 64 == 0 && t.warp_n <= 256 &&
            groups * 128 <= target.max_threads_per_block &&
            shared <= target.max_shared_memory_optin &&
-           t.warp_m * t.warp_n / 128 <= kMaxAccumulators;
+           (tf32 ? 2 : 1) * t.warp_m * t.warp_n / 128 <= kMaxAccumulators &&
+           (row_bytes == 32 || row_bytes == 64 || row_bytes == 128);
   }
   const ir::MmaKind kind = KindOf(t);
   const int64_t bytes = ir::BytesOf(ir::MmaOperandType(kind));
@@ -118,9 +134,9 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
   const int64_t kk = ir::MmaK(kind);
   const int64_t pad = 16 / ir::BytesOf(ir::MmaOperandType(kind));
   constexpr int kDraws = 32;
-  // On Hopper, three in four draws of f16 / bf16 steps are wgmma tilings (the best of them ran
-  // 1.5x faster than the best mma.sync tiling of bf16 matmul 4096^3 on the H200; bench/NOTES.md).
-  if (HasWgmma(target) && IsHalfKind(base) && rng() % 4 != 0) {
+  // On Hopper, three in four draws are wgmma tilings (the best of them ran 1.5x faster than the
+  // best mma.sync tiling of bf16 matmul 4096^3 on the H200; bench/NOTES.md).
+  if (HasWgmma(target) && rng() % 4 != 0) {
     for (int d = 0; d < kDraws; ++d) {
       TensorCoreStep t = base;
       t.warpgroup = true;
@@ -128,7 +144,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
       t.warp_n = PickFrom(kGroupN, rng);
       t.block_m = t.warp_m * PickFrom(kGroups, rng);
       t.block_n = t.warp_n * PickFrom(kGroups, rng);
-      t.block_k = PickFrom(kGroupK, rng);
+      t.block_k = GroupK(t, PickFrom(kGroupK, rng));
       t.pipeline = PickFrom(kGroupPipelines, rng);
       t.pad = 0;
       t.raster = PickFrom(kRasters, rng);
@@ -220,10 +236,11 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
       candidates = wg ? along_n(kGroups) : along_n(kWarps);
       break;
     case 4:
-      candidates = wg ? variants(kGroupK, [](TensorCoreStep& c, int64_t v) { c.block_k = v; })
-                      : variants(kKMultiples, [&](TensorCoreStep& c, int64_t v) {
-                          c.block_k = kk * v * (kk == 8 ? 2 : 1);
-                        });
+      candidates =
+          wg ? variants(kGroupK, [&](TensorCoreStep& c, int64_t v) { c.block_k = GroupK(t, v); })
+             : variants(kKMultiples, [&](TensorCoreStep& c, int64_t v) {
+                 c.block_k = kk * v * (kk == 8 ? 2 : 1);
+               });
       break;
     case 5: {
       auto set = [](TensorCoreStep& c, int64_t v) { c.pipeline = static_cast<int>(v); };
@@ -243,22 +260,22 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
       candidates = variants(kRasters, [](TensorCoreStep& c, int64_t v) { c.raster = v; });
       break;
     case 9: {  // the instruction: the other family's tiling closest to this block tile
-      if (!IsHalfKind(t) || !HasWgmma(target)) break;
+      if (!HasWgmma(target)) break;
       TensorCoreStep c = t;
       c.warpgroup = !wg;
       if (c.warpgroup) {
         c.block_m = std::max<int64_t>(64, t.block_m / 64 * 64);
         c.warp_m = 64;
-        c.warp_n = std::min<int64_t>(256, std::max<int64_t>(32, t.block_n));
+        c.warp_n = std::min<int64_t>(IsTf32Kind(t) ? 128 : 256, std::max<int64_t>(32, t.block_n));
         c.block_n = c.warp_n;
-        c.block_k = std::clamp<int64_t>(t.block_k, 16, 64);
+        c.block_k = std::clamp<int64_t>(t.block_k, GroupK(t, 16), GroupK(t, 64));
         c.pad = 0;
       } else {
         c.warp_m = 64;
         c.warp_n = 64;
         c.block_m = std::max<int64_t>(64, std::min<int64_t>(t.block_m, 256));
         c.block_n = std::max<int64_t>(64, std::min<int64_t>(t.block_n, 256));
-        c.block_k = 32;
+        c.block_k = 32 * 2 / ElementBytes(t);
         c.pad = pad;
         c.pipeline = std::min(c.pipeline, 4);
       }

@@ -114,28 +114,29 @@ absl::Status CheckTensorCoreShape(const TensorCoreStep& t, const std::string& te
     return internal::StepError(text, absl::StrCat("epilogue ", t.epilogue, " < 0"));
   }
   if (t.warpgroup) {
-    if (*kind != ir::MmaKind::kF16 && *kind != ir::MmaKind::kBF16) {
-      return internal::StepError(
-          text, absl::StrCat("wgmma reads f16 or bf16 operands here, not ", t.kind));
-    }
     if (t.warp_m % 64 != 0 || t.warp_n > 256) {
       return internal::StepError(
-          text, absl::StrCat("warpgroup tile ", t.warp_m, "x", t.warp_n,
-                             " is not made of m64nNk16 wgmma tiles (warp_m a multiple of 64, "
-                             "warp_n a multiple of 8 up to 256)"));
+          text,
+          absl::StrCat("warpgroup tile ", t.warp_m, "x", t.warp_n, " is not made of m64nNk", kk,
+                       " wgmma tiles (warp_m a multiple of 64, warp_n a multiple of 8 "
+                       "up to 256)"));
     }
-    // Each thread of a warpgroup holds warp_m · warp_n / 128 float32 accumulators; past 128 they
-    // cannot stay in the 255 registers a thread has (ptxas spills a 128x256 tile's 256).
-    if (t.warp_m * t.warp_n / 128 > 128) {
-      return internal::StepError(text,
-                                 absl::StrCat("warpgroup tile ", t.warp_m, "x", t.warp_n, " needs ",
-                                              t.warp_m * t.warp_n / 128,
-                                              " accumulator registers per thread (at most 128)"));
-    }
-    if (t.block_k != 16 && t.block_k != 32 && t.block_k != 64) {
+    // Each thread of a warpgroup holds warp_m · warp_n / 128 float32 accumulators (twice that for
+    // the TF32 kinds, which sum each k tile apart); past 128 they cannot stay in the 255
+    // registers a thread has (ptxas spills a 128x256 tile's 256).
+    const bool tf32 = *kind == ir::MmaKind::kTF32 || *kind == ir::MmaKind::kTF32x3;
+    const int64_t registers = t.warp_m * t.warp_n / 128 * (tf32 ? 2 : 1);
+    if (registers > 128) {
       return internal::StepError(
-          text, absl::StrCat("block_k ", t.block_k,
-                             " is not 16, 32 or 64 (one swizzle atom of k for wgmma)"));
+          text, absl::StrCat("warpgroup tile ", t.warp_m, "x", t.warp_n, " needs ", registers,
+                             " accumulator registers per thread (at most 128)"));
+    }
+    const int64_t row_bytes = t.block_k * bytes;
+    if (row_bytes != 32 && row_bytes != 64 && row_bytes != 128) {
+      return internal::StepError(text,
+                                 absl::StrCat("block_k ", t.block_k, " of ", bytes,
+                                              "-byte elements is not 32, 64 "
+                                              "or 128 bytes (one swizzle atom of k for wgmma)"));
     }
     if (t.pad != 0) {
       return internal::StepError(

@@ -20,7 +20,7 @@ namespace {
 using namespace ::tilesearch::codegen::testing;  // NOLINT: PTX helpers
 
 struct Problem {
-  std::string kind;  // f16 / bf16
+  std::string kind;  // f16 / bf16 / tf32 / tf32x3
   bool transpose_b = false;
   int64_t wm = 64, wn = 128, bk = 64;
 };
@@ -40,7 +40,9 @@ absl::StatusOr<schedule::LoweredKernel> LowerWgmma(const Problem& p) {
   ir::OpArgs args;
   args.shapes = {{256, 192},
                  p.transpose_b ? std::vector<int64_t>{256, 192} : std::vector<int64_t>{192, 256}};
-  args.dtype = p.kind == "bf16" ? ir::ScalarType::kBFloat16 : ir::ScalarType::kFloat16;
+  args.dtype = p.kind == "bf16"  ? ir::ScalarType::kBFloat16
+               : p.kind == "f16" ? ir::ScalarType::kFloat16
+                                 : ir::ScalarType::kFloat32;
   args.attrs = {{"transpose_b", p.transpose_b ? "true" : "false"}};
   ASSIGN_OR_RETURN(ir::ComputeDAG dag, ir::BuildOp("matmul", args));
   schedule::State s = schedule::State::Initial(dag);
@@ -95,6 +97,30 @@ INSTANTIATE_TEST_SUITE_P(Layouts, WgmmaPtxTest,
                                            Problem{"f16", true, 64, 64, 32},
                                            Problem{"bf16", true, 128, 128, 16},
                                            Problem{"f16", false, 64, 256, 64}));
+
+// float32 operands on TF32 wgmma: each k tile's ring slot is copied into K-major TF32 tiles
+// (rounded: add 0x1000, and.b32 with 0xFFFFE000; tf32x3 stores big and small parts), then m64nNk8
+// instructions: tf32x3's three products per k step, tf32's one, the last of them waiting for all.
+TEST(WgmmaPtx, Tf32KindsCompileForSm90aAndAssemble) {
+  for (const Problem& p :
+       {Problem{"tf32x3", false, 64, 64, 32}, Problem{"tf32x3", true, 64, 32, 16},
+        Problem{"tf32", false, 64, 64, 8}}) {
+    absl::StatusOr<schedule::LoweredKernel> k = LowerWgmma(p);
+    ASSERT_TRUE(k.ok()) << k.status();
+    absl::StatusOr<GpuModule> m = CompileToPtx(k->nest, Launches(*k));
+    ASSERT_TRUE(m.ok()) << m.status();
+    const std::string& ptx = m->ptx;
+    EXPECT_NE(ptx.find(".target sm_90a"), std::string::npos);
+    const int64_t products = p.kind == "tf32x3" ? 3 : 1;
+    const std::string mma =
+        absl::StrCat("wgmma.mma_async.sync.aligned.m64n", p.wn, "k8.f32.tf32.tf32");
+    EXPECT_EQ(Count(ptx, mma), products * (p.bk / 8) * (p.wm / 64)) << p.kind;
+    EXPECT_EQ(Count(ptx, "wgmma.commit_group.sync.aligned"), products) << p.kind;
+    EXPECT_EQ(Count(ptx, "wgmma.wait_group.sync.aligned \t0;"), 1) << p.kind;
+    EXPECT_GE(Count(ptx, "-8192"), 1) << p.kind;  // the TF32 mask
+    ExpectPtxasAccepts(ptx, "wgmma_" + p.kind, "sm_90a");
+  }
+}
 
 TEST(WgmmaPtx, AnotherArchIsRefused) {
   absl::StatusOr<schedule::LoweredKernel> k = LowerWgmma(Problem{"bf16", false, 64, 128, 64});

@@ -279,51 +279,55 @@ TEST(TensorCoreStep, RandomSchedulesMatchTheUnscheduledProgram) {
 }
 
 // One TF32 mma rounds each operand to 10 mantissa bits (nearest, ties away): the result matches
-// a float64 matmul of the rounded operands, not the float32 one.
+// a float64 matmul of the rounded operands, not the float32 one. The same for wgmma, whose
+// operand tiles the lowering fills with the rounded values.
 TEST(TensorCoreStep, Tf32RoundsOperandsToNearest) {
   const int64_t m = 40, n = 24, k = 56;
   const ir::ComputeDAG dag = BuildOpOrDie("matmul", {{m, k}, {k, n}}, ir::ScalarType::kFloat32);
-  TensorCoreStep t;
-  t.stage_id = SumReductionStage(State::Initial(dag));
-  t.kind = "tf32";
-  t.block_m = 32;
-  t.block_n = 16;
-  t.block_k = 16;
-  t.warp_m = 16;
-  t.warp_n = 8;
-  t.pipeline = 2;
-  t.pad = 4;
-  absl::StatusOr<State> st = ApplyStep(State::Initial(dag), t);
-  ASSERT_TRUE(st.ok()) << st.status();
-  absl::StatusOr<LoweredKernel> kern = Lower(dag, *st, CudaTarget());
-  ASSERT_TRUE(kern.ok()) << kern.status();
-  const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 5);
-  absl::StatusOr<ir::BufferMap> got = RunLowered(kern->nest, inputs);
-  ASSERT_TRUE(got.ok()) << got.status();
-  // Round to nearest TF32 by hand: keep 10 of float32's 23 mantissa bits.
-  auto tf32 = [](double x) {
-    int e = 0;
-    const double f = std::frexp(x, &e);  // x = f · 2^e, 0.5 ≤ |f| < 1
-    const double scaled = f * 2048.0;    // 11 significant bits
-    return std::ldexp(std::trunc(scaled + (scaled >= 0 ? 0.5 : -0.5)), e - 11);
-  };
-  const ir::HostBuffer& a = inputs.at("A");
-  const ir::HostBuffer& b = inputs.at("B");
-  const ir::HostBuffer& c = got->at("C");
-  double worst_tf32 = 0, worst_fp32 = 0;
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      double rounded = 0, exact = 0;
-      for (int64_t q = 0; q < k; ++q) {
-        rounded += tf32(a.data[i * k + q]) * tf32(b.data[q * n + j]);
-        exact += a.data[i * k + q] * b.data[q * n + j];
+  for (const bool wgmma : {false, true}) {
+    TensorCoreStep t;
+    t.stage_id = SumReductionStage(State::Initial(dag));
+    t.kind = "tf32";
+    t.block_m = wgmma ? 64 : 32;
+    t.block_n = 16;
+    t.block_k = 16;
+    t.warp_m = wgmma ? 64 : 16;
+    t.warp_n = wgmma ? 16 : 8;
+    t.pipeline = 2;
+    t.pad = wgmma ? 0 : 4;
+    t.warpgroup = wgmma;
+    absl::StatusOr<State> st = ApplyStep(State::Initial(dag), t);
+    ASSERT_TRUE(st.ok()) << st.status();
+    absl::StatusOr<LoweredKernel> kern = Lower(dag, *st, CudaTarget());
+    ASSERT_TRUE(kern.ok()) << kern.status();
+    const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 5);
+    absl::StatusOr<ir::BufferMap> got = RunLowered(kern->nest, inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    // Round to nearest TF32 by hand: keep 10 of float32's 23 mantissa bits.
+    auto tf32 = [](double x) {
+      int e = 0;
+      const double f = std::frexp(x, &e);  // x = f · 2^e, 0.5 ≤ |f| < 1
+      const double scaled = f * 2048.0;    // 11 significant bits
+      return std::ldexp(std::trunc(scaled + (scaled >= 0 ? 0.5 : -0.5)), e - 11);
+    };
+    const ir::HostBuffer& a = inputs.at("A");
+    const ir::HostBuffer& b = inputs.at("B");
+    const ir::HostBuffer& c = got->at("C");
+    double worst_tf32 = 0, worst_fp32 = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double rounded = 0, exact = 0;
+        for (int64_t q = 0; q < k; ++q) {
+          rounded += tf32(a.data[i * k + q]) * tf32(b.data[q * n + j]);
+          exact += a.data[i * k + q] * b.data[q * n + j];
+        }
+        worst_tf32 = std::max(worst_tf32, std::fabs(c.data[i * n + j] - rounded));
+        worst_fp32 = std::max(worst_fp32, std::fabs(c.data[i * n + j] - exact));
       }
-      worst_tf32 = std::max(worst_tf32, std::fabs(c.data[i * n + j] - rounded));
-      worst_fp32 = std::max(worst_fp32, std::fabs(c.data[i * n + j] - exact));
     }
+    EXPECT_LE(worst_tf32, 1e-5) << (wgmma ? "wgmma" : "mma.sync");
+    EXPECT_GE(worst_fp32, 1e-4) << (wgmma ? "wgmma" : "mma.sync");
   }
-  EXPECT_LE(worst_tf32, 1e-5);
-  EXPECT_GE(worst_fp32, 1e-4);  // TF32's precision shows against the exact product
 }
 
 }  // namespace

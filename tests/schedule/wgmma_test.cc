@@ -77,7 +77,7 @@ TEST(WgmmaStep, RefusesShapesAndKindsItCannotTake) {
   std::vector<Bad> bad;
   bad.push_back({Wgmma(stage, "bf16", 64, 64, 32, 32, 64), "m64nNk16"});    // warp_m 32
   bad.push_back({Wgmma(stage, "bf16", 64, 512, 32, 64, 512), "m64nNk16"});  // n 512
-  bad.push_back({Wgmma(stage, "bf16", 64, 64, 48, 64, 64), "16, 32 or 64"});
+  bad.push_back({Wgmma(stage, "bf16", 64, 64, 48, 64, 64), "32, 64 or 128 bytes"});
   bad.push_back({Wgmma(stage, "bf16", 128, 256, 64, 128, 256), "accumulator registers"});
   TensorCoreStep padded = Wgmma(stage, "bf16", 64, 64, 32, 64, 64);
   padded.pad = 8;
@@ -87,11 +87,22 @@ TEST(WgmmaStep, RefusesShapesAndKindsItCannotTake) {
     ASSERT_FALSE(st.ok()) << b.step.ToString();
     EXPECT_NE(st.status().message().find(b.says), std::string::npos) << st.status();
   }
-  // float32 operands: wgmma takes f16 / bf16 here.
+  // float32 operands: TF32 rows of k are 4-byte elements (block_k 8, 16 or 32), and each thread
+  // holds a tile accumulator beside the accumulator (at most 64 of each).
   const ir::ComputeDAG f32 =
       BuildOpOrDie("matmul", {{256, 256}, {256, 256}}, ir::ScalarType::kFloat32);
   const State s32 = State::Initial(f32);
-  EXPECT_FALSE(ApplyStep(s32, Wgmma(SumReductionStage(s32), "tf32x3", 64, 64, 32, 64, 64)).ok());
+  const int stage32 = SumReductionStage(s32);
+  EXPECT_TRUE(ApplyStep(s32, Wgmma(stage32, "tf32x3", 64, 64, 32, 64, 64)).ok());
+  for (const Bad& b : {Bad{Wgmma(stage32, "tf32x3", 64, 64, 64, 64, 64), "32, 64 or 128 bytes"},
+                       Bad{Wgmma(stage32, "tf32", 128, 128, 32, 128, 128), "accumulator registers"},
+                       Bad{Wgmma(stage32, "bf16", 64, 64, 32, 64, 64), "needs bfloat16"}}) {
+    absl::StatusOr<State> st = ApplyStep(s32, b.step);
+    const absl::StatusOr<LoweredKernel> k =
+        st.ok() ? Lower(f32, *st, CudaTarget()) : absl::StatusOr<LoweredKernel>(st.status());
+    ASSERT_FALSE(k.ok()) << b.step.ToString();
+    EXPECT_NE(k.status().message().find(b.says), std::string::npos) << k.status();
+  }
   // B [k][n] is n-contiguous: its warpgroup tiles must be whole 64-column swizzle atoms.
   absl::StatusOr<State> st = ApplyStep(s, Wgmma(stage, "bf16", 64, 64, 32, 64, 32));
   ASSERT_TRUE(st.ok()) << st.status();
@@ -165,7 +176,10 @@ Case RandomCase(std::mt19937_64& rng) {
     return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
   };
   Case c;
-  c.dtype = (rng() & 1) ? ir::ScalarType::kFloat16 : ir::ScalarType::kBFloat16;
+  const uint64_t kind = rng() % 4;  // f16, bf16, tf32x3, tf32
+  c.dtype = kind == 0   ? ir::ScalarType::kFloat16
+            : kind == 1 ? ir::ScalarType::kBFloat16
+                        : ir::ScalarType::kFloat32;
   const int64_t m = pick(1, 150), n = pick(1, 150), k = pick(1, 140);
   switch (rng() % 6) {
     case 0:
@@ -202,16 +216,20 @@ Case RandomCase(std::mt19937_64& rng) {
       break;
   }
   TensorCoreStep& t = c.step;
-  t.kind = c.dtype == ir::ScalarType::kFloat16 ? "f16" : "bf16";
+  const char* kinds[] = {"f16", "bf16", "tf32x3", "tf32"};
+  t.kind = kinds[kind];
+  const bool tf32 = kind >= 2;
   t.warpgroup = true;
   t.warp_m = 64 * pick(1, 2);
   const int64_t ns[] = {8, 16, 32, 64, 128, 192, 256};
   t.warp_n = ns[rng() % 7];
-  if (t.warp_m * t.warp_n / 128 > 128) t.warp_n = 128;  // at most 128 accumulators per thread
+  // At most 128 accumulators per thread; the TF32 kinds hold a tile accumulator beside them.
+  const int64_t max_n = (tf32 ? 64 : 128) * 128 / t.warp_m;
+  if (t.warp_n > max_n) t.warp_n = max_n;
   t.block_m = t.warp_m * pick(1, 2);
   t.block_n = t.warp_n * (t.warp_n <= 128 ? pick(1, 2) : 1);
   const int64_t ks[] = {16, 32, 64};
-  t.block_k = ks[rng() % 3];
+  t.block_k = ks[rng() % 3] / (tf32 ? 2 : 1);  // rows of k of 32, 64 or 128 bytes
   t.pipeline = static_cast<int>(pick(1, 4));
   t.pad = 0;
   t.raster = pick(1, 3);
@@ -219,12 +237,18 @@ Case RandomCase(std::mt19937_64& rng) {
   return c;
 }
 
-double Tolerance(ir::ScalarType t) { return t == ir::ScalarType::kFloat16 ? 2e-3 : 1.6e-2; }
+// One float16 / bfloat16 ulp near 1; float32 accuracy for 3xTF32; TF32's 11 significant bits
+// (relative 2^-11 per operand, over sums of up to 140 products of inputs in [-1, 1]).
+double Tolerance(const TensorCoreStep& t, ir::ScalarType dtype) {
+  if (t.kind == "tf32") return 2e-2;
+  if (t.kind == "tf32x3") return 1e-4;
+  return dtype == ir::ScalarType::kFloat16 ? 2e-3 : 1.6e-2;
+}
 
 TEST(WgmmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
   std::mt19937_64 rng(20261202);
   int run = 0, refused = 0;
-  for (int trial = 0; run < 120 && trial < 1000; ++trial) {
+  for (int trial = 0; run < 160 && trial < 1000; ++trial) {
     Case c = RandomCase(rng);
     const ir::ComputeDAG dag = BuildOpOrDie(c.op, c.shapes, c.dtype, c.attrs);
     const State s = State::Initial(dag);
@@ -253,11 +277,11 @@ TEST(WgmmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
     ASSERT_TRUE(got.ok()) << got.status() << "\n" << StepToString(st->steps().back());
     absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
     ASSERT_TRUE(ref.ok()) << ref.status();
-    EXPECT_LE(testing::MaxRelError(dag, *got, *ref), Tolerance(c.dtype))
+    EXPECT_LE(testing::MaxRelError(dag, *got, *ref), Tolerance(c.step, c.dtype))
         << c.op << " " << StepToString(st->steps().back());
     ++run;
   }
-  EXPECT_GE(run, 120);
+  EXPECT_GE(run, 160);
   EXPECT_GT(refused, 0);  // the refusal path was exercised too
 }
 
@@ -299,7 +323,7 @@ TEST(WgmmaStep, StagedEpilogueMatchesTheUnscheduledProgram) {
     ASSERT_TRUE(got.ok()) << got.status();
     absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
     ASSERT_TRUE(ref.ok()) << ref.status();
-    EXPECT_LE(testing::MaxRelError(dag, *got, *ref), Tolerance(c.dtype)) << c.op;
+    EXPECT_LE(testing::MaxRelError(dag, *got, *ref), Tolerance(t, c.dtype)) << c.op;
   }
 }
 

@@ -92,42 +92,50 @@ TEST(TensorCoreSearch, Float32UsesThreeTf32UnlessTf32IsAllowed) {
 }
 
 // Annotated tensor-core candidates: varied decisions, each within the target's limits, each
-// computing the operator (interpreter against the unscheduled program).
+// computing the operator (interpreter against the unscheduled program), wgmma and mma.sync
+// tilings both drawn on Hopper, for half operands and for float32's 3xTF32.
 TEST(TensorCoreSearch, AnnotationDrawsValidConfigurations) {
-  const ir::ComputeDAG dag = Build("matmul", {{72, 40}, {40, 56}}, ir::ScalarType::kBFloat16);
-  TuneContext ctx(dag, Target::H200(), SearchOptions{}, 7);
-  absl::StatusOr<std::vector<State>> sketches = GenerateSketches(ctx);
-  ASSERT_TRUE(sketches.ok()) << sketches.status();
-  const State* sketch = nullptr;
-  for (const State& s : *sketches) {
-    if (TensorCoreOf(s)) sketch = &s;
-  }
-  ASSERT_NE(sketch, nullptr);
-  std::set<std::string> configs;
-  const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 3);
-  absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
-  ASSERT_TRUE(ref.ok()) << ref.status();
-  for (int i = 0; i < 24; ++i) {
-    absl::StatusOr<Candidate> c = AnnotateSketch(*sketch, ctx);
-    ASSERT_TRUE(c.ok()) << c.status();
-    const TensorCoreStep* t = TensorCoreOf(c->state);
-    ASSERT_NE(t, nullptr);
-    EXPECT_TRUE(TensorCoreStepFits(*t, Target::H200())) << t->ToString();
-    configs.insert(t->ToString());
-    ir::BufferMap bufs = inputs;
-    for (size_t p = c->lowered->nest.num_inputs; p < c->lowered->nest.params.size(); ++p) {
-      const ir::BufferDecl& d = c->lowered->nest.params[p];
-      bufs[d.name] = ir::HostBuffer::Zeros(d.dtype, d.shape);
+  for (const ir::ScalarType dtype : {ir::ScalarType::kBFloat16, ir::ScalarType::kFloat32}) {
+    const ir::ComputeDAG dag = Build("matmul", {{72, 40}, {40, 56}}, dtype);
+    TuneContext ctx(dag, Target::H200(), SearchOptions{}, 7);
+    absl::StatusOr<std::vector<State>> sketches = GenerateSketches(ctx);
+    ASSERT_TRUE(sketches.ok()) << sketches.status();
+    const State* sketch = nullptr;
+    for (const State& s : *sketches) {
+      if (TensorCoreOf(s)) sketch = &s;
     }
-    ASSERT_TRUE(ir::Interpret(c->lowered->nest, bufs).ok());
-    const ir::HostBuffer& got = bufs.at("C");
-    const ir::HostBuffer& want = ref->at("C");
-    for (size_t e = 0; e < want.data.size(); ++e) {
-      ASSERT_NEAR(got.data[e], want.data[e], 1.6e-2 * std::max(1.0, std::fabs(want.data[e])))
-          << t->ToString() << " element " << e;
+    ASSERT_NE(sketch, nullptr);
+    std::set<std::string> configs;
+    std::set<bool> instructions;
+    const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 3);
+    absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    // One bfloat16 ulp near 1; float32 accuracy for 3xTF32.
+    const double tol = dtype == ir::ScalarType::kFloat32 ? 1e-4 : 1.6e-2;
+    for (int i = 0; i < 24; ++i) {
+      absl::StatusOr<Candidate> c = AnnotateSketch(*sketch, ctx);
+      ASSERT_TRUE(c.ok()) << c.status();
+      const TensorCoreStep* t = TensorCoreOf(c->state);
+      ASSERT_NE(t, nullptr);
+      EXPECT_TRUE(TensorCoreStepFits(*t, Target::H200())) << t->ToString();
+      configs.insert(t->ToString());
+      instructions.insert(t->warpgroup);
+      ir::BufferMap bufs = inputs;
+      for (size_t p = c->lowered->nest.num_inputs; p < c->lowered->nest.params.size(); ++p) {
+        const ir::BufferDecl& d = c->lowered->nest.params[p];
+        bufs[d.name] = ir::HostBuffer::Zeros(d.dtype, d.shape);
+      }
+      ASSERT_TRUE(ir::Interpret(c->lowered->nest, bufs).ok());
+      const ir::HostBuffer& got = bufs.at("C");
+      const ir::HostBuffer& want = ref->at("C");
+      for (size_t e = 0; e < want.data.size(); ++e) {
+        ASSERT_NEAR(got.data[e], want.data[e], tol * std::max(1.0, std::fabs(want.data[e])))
+            << t->ToString() << " element " << e;
+      }
     }
+    EXPECT_GE(configs.size(), 12u) << ir::TypeName(dtype);  // drawn, not fixed
+    EXPECT_EQ(instructions.size(), 2u) << ir::TypeName(dtype);
   }
-  EXPECT_GE(configs.size(), 12u);  // the decisions are drawn, not fixed
 }
 
 TEST(TensorCoreSearch, MutationChangesOneDecisionOfTheStep) {
