@@ -625,7 +625,9 @@ absl::Status Emitter::EmitStmt(const Stmt& s) {
             "async copy group on the host target (cp.async pipelines are GPU-only)");
       }
       b_.getContext()->getOrLoadDialect<mlir::NVVM::NVVMDialect>();
-      if (g->is_commit()) {
+      if (g->wgmma) {
+        mlir::NVVM::WgmmaWaitGroupSyncOp::create(b_, loc_, b_.getI64IntegerAttr(g->wait));
+      } else if (g->is_commit()) {
         mlir::NVVM::CpAsyncCommitGroupOp::create(b_, loc_);
       } else {
         mlir::NVVM::CpAsyncWaitGroupOp::create(b_, loc_, static_cast<uint32_t>(g->wait));

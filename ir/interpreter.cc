@@ -399,9 +399,10 @@ class StoreStmt final : public CStmt {
 // waiting performs the copies of the groups it completes.
 class AsyncGroupStmt final : public CStmt {
  public:
-  explicit AsyncGroupStmt(int64_t wait) : wait_(wait) {}
+  explicit AsyncGroupStmt(const AsyncGroupNode& n) : wait_(n.wait), wgmma_(n.wgmma) {}
   void Exec(Ctx& c) override {
-    if (c.async == nullptr) return;
+    // A wgmma wait has nothing to wait for: every Wgmma completed when it ran.
+    if (c.async == nullptr || wgmma_) return;
     AsyncCopies& a = *c.async;
     if (wait_ < 0) {
       a.groups.push_back(std::move(a.open));
@@ -419,6 +420,7 @@ class AsyncGroupStmt final : public CStmt {
 
  private:
   int64_t wait_;
+  bool wgmma_;
 };
 
 // One warp's tensor-core update (ir/stmt.h WarpMmaNode), run per thread: the thread updates the
@@ -894,7 +896,7 @@ class Compiler {
         return CStmtPtr(std::make_unique<EvaluateStmt>(std::move(value), IsFloat(v.type())));
       }
       case StmtKind::kAsyncGroup:
-        return CStmtPtr(std::make_unique<AsyncGroupStmt>(s.as<AsyncGroupNode>()->wait));
+        return CStmtPtr(std::make_unique<AsyncGroupStmt>(*s.as<AsyncGroupNode>()));
       case StmtKind::kWarpMma:
         return CompileWarpMma(*s.as<WarpMmaNode>());
       case StmtKind::kWgmma:

@@ -218,7 +218,9 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
       return;
     case StmtKind::kAsyncGroup: {
       const auto* g = s.as<AsyncGroupNode>();
-      if (g->is_commit()) {
+      if (g->wgmma) {
+        os << pad << "wgmma_wait " << g->wait << "\n";
+      } else if (g->is_commit()) {
         os << pad << "async_commit\n";
       } else {
         os << pad << "async_wait " << g->wait << "\n";

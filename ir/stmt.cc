@@ -114,11 +114,16 @@ Stmt EvaluateNode::Make(Expr value) {
   return Stmt(std::make_shared<EvaluateNode>(std::move(value)));
 }
 
-Stmt AsyncGroupNode::Commit() { return Stmt(std::make_shared<AsyncGroupNode>(-1)); }
+Stmt AsyncGroupNode::Commit() { return Stmt(std::make_shared<AsyncGroupNode>(-1, false)); }
 
 Stmt AsyncGroupNode::Wait(int64_t pending) {
   CHECK(pending >= 0) << "async wait for " << pending << " pending groups";
-  return Stmt(std::make_shared<AsyncGroupNode>(pending));
+  return Stmt(std::make_shared<AsyncGroupNode>(pending, false));
+}
+
+Stmt AsyncGroupNode::WgmmaWait(int64_t pending) {
+  CHECK(pending >= 0 && pending <= 7) << "wgmma wait for " << pending << " pending groups";
+  return Stmt(std::make_shared<AsyncGroupNode>(pending, true));
 }
 
 const char* MmaKindName(MmaKind kind) {
@@ -211,7 +216,7 @@ int64_t WgmmaSwizzle(int64_t address, int64_t swizzle) {
 Stmt WgmmaNode::Make(MmaKind kind, int64_t m_tiles, int64_t n, int64_t k_steps, std::string acc,
                      std::string a, Expr a_offset, WgmmaLayout a_layout, std::string b,
                      Expr b_offset, WgmmaLayout b_layout, Expr thread, int64_t pending) {
-  CHECK(pending == 0 || pending == 1) << "wgmma pending " << pending;
+  CHECK(pending >= 0 && pending <= 3) << "wgmma pending " << pending;
   for (const WgmmaLayout* l : {&a_layout, &b_layout}) {
     CHECK(l->swizzle == 32 || l->swizzle == 64 || l->swizzle == 128)
         << "wgmma swizzle " << l->swizzle;

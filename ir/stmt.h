@@ -196,14 +196,20 @@ struct EvaluateNode : StmtNode {
 /// a group's copies when a wait completes it, so a wait that is missing or lets too many groups
 /// pend shows up as a wrong answer; copies never waited for are dropped (shared data dies with
 /// its block).
+/// With `wgmma` (WgmmaWait) the node waits for the thread's warpgroup MMA groups instead
+/// (wgmma.wait_group): until at most `wait` of the groups its Wgmma statements committed are in
+/// flight; the interpreter, which completes every Wgmma at once, has nothing to do.
 struct AsyncGroupNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kAsyncGroup;
-  explicit AsyncGroupNode(int64_t w) : StmtNode(kKind), wait(w) {}
+  AsyncGroupNode(int64_t w, bool wg) : StmtNode(kKind), wait(w), wgmma(wg) {}
   static Stmt Commit();
   /// CHECKs `pending` >= 0.
   static Stmt Wait(int64_t pending);
+  /// CHECKs 0 <= `pending` <= 7.
+  static Stmt WgmmaWait(int64_t pending);
   bool is_commit() const { return wait < 0; }
   const int64_t wait;
+  const bool wgmma = false;
 };
 
 /// Tensor-core operand kinds of PTX `mma.sync.aligned.m16n8kK.row.col.f32.<t>.<t>.f32`:
@@ -297,10 +303,13 @@ int64_t WgmmaSwizzle(int64_t address, int64_t swizzle);
 /// `pending` 1 it waits only for the previous statement's group (wait_group 1), so its own
 /// instructions run on while the threads go on: until a later Wgmma of the thread ends, the
 /// accumulator may not be read or written by anything else and the operand tiles may not be
-/// overwritten (the tensor_core lowering orders its ring of tiles so). The interpreter computes
-/// the update at once either way. Kinds f16, bf16 and tf32; tf32 reads K-major float32 tiles
-/// whose values it rounds as ir::MmaOperandValue does (the tensor_core lowering stores TF32 values
-/// there already, so that the hardware's own reading of the dropped bits never matters).
+/// overwritten (the tensor_core lowering orders its ring of tiles so). `pending` up to 3 lets
+/// that many groups run (wait_group `pending`; AsyncGroupNode::WgmmaWait waits for them later).
+/// Later Wgmma's into the same accumulator may be issued while earlier ones are in flight. The
+/// interpreter computes the update at once either way. Kinds f16, bf16 and tf32; tf32 reads K-major
+/// float32 tiles whose values it rounds as ir::MmaOperandValue does (the tensor_core lowering
+/// stores TF32 values there already, so that the hardware's own reading of the dropped bits never
+/// matters).
 ///
 /// `a` / `b` are shared buffers of the kind's element type, read as flat arrays; `a_offset` /
 /// `b_offset` are the element offsets of the tiles' origins (1024-byte aligned), element (r, k)
@@ -333,7 +342,7 @@ struct WgmmaNode : StmtNode {
   Expr b_offset;
   WgmmaLayout b_layout;
   Expr thread;
-  int64_t pending = 0;  // 0 or 1
+  int64_t pending = 0;  // 0..3
 };
 
 /// One kernel: parameters in argument order (inputs, then outputs) and the body.

@@ -157,6 +157,8 @@ struct Builder {
   int64_t FragM() const { return wgmma ? wm / 64 : wm / 16; }
   int64_t FragN() const { return wn / 8; }
   int64_t TileElems(const Operand& o) const { return o.rows * bk; }
+  // Sets of TF32 tiles (split_tf32): two where a ring lets the copy overlap the products.
+  int64_t Tf32Sets() const { return stages >= 2 ? 2 : 1; }
 
   int64_t InnerExtent(const Operand& o) const { return o.k_inner ? bk : o.rows; }
   int64_t OuterExtent(const Operand& o) const { return o.k_inner ? o.rows : bk; }
@@ -271,10 +273,11 @@ struct Builder {
   }
 
   // The float32 tile in ring slot `slot` copied into o's TF32 operand tiles (Operand::big /
-  // small), four k values of one row per thread and step: whole 16-byte chunks of the K-major
-  // swizzled tiles. Threads go along k where the ring's rows hold k (contiguous reads), along the
-  // rows otherwise (the ring's k rows read across, the tiles written transposed).
-  Stmt SplitTile(const Operand& o, const Expr& slot) {
+  // small) at TF32 slot `t_slot`, four k values of one row per thread and step: whole 16-byte
+  // chunks of the K-major swizzled tiles. Threads go along k where the ring's rows hold k
+  // (contiguous reads), along the rows otherwise (the ring's k rows read across, the tiles
+  // written transposed).
+  Stmt SplitTile(const Operand& o, const Expr& slot, const Expr& t_slot) {
     const int64_t k_chunks = bk / 4;
     const int64_t chunks = o.rows * k_chunks;
     const int64_t steps = CeilDiv(chunks, threads);
@@ -287,7 +290,7 @@ struct Builder {
     const Expr x = ir::LoadNode::Make(
         ir::ScalarType::kFloat32, o.buffer,
         o.k_inner ? std::vector<Expr>{slot, row, kk} : std::vector<Expr>{slot, kk, row});
-    const Expr at = SwizzledByte(o.layout, row, k0) / C(4) + v;
+    const Expr at = t_slot * C(TileElems(o)) + SwizzledByte(o.layout, row, k0) / C(4) + v;
     std::vector<Stmt> put;
     // Rounded parts (CUTLASS's big + small): x − big is exact in float32, and big + small keeps
     // 22 significant bits of x, the error unbiased (truncated parts keep 21, biased toward zero).
@@ -302,24 +305,81 @@ struct Builder {
                              st);
   }
 
-  // A TF32 kind's k tile on wgmma: both tiles copied into TF32 operand tiles, a barrier, then the
-  // products into the fresh tile accumulator (tf32x3: small·big, big·small, big·big, as the
-  // mma.sync kind), added to `acc` in float32. The next tile's barrier (MainLoop) keeps the
-  // operand tiles until every warpgroup's wgmma's are done with them.
-  Stmt Tf32Wgmma(const std::string& acc, const Expr& slot) {
-    std::vector<Stmt> seq = {SplitTile(a, slot), SplitTile(b, slot), ir::BarrierNode::Make(),
-                             InitAcc(tile_acc)};
+  Stmt SplitBoth(const Expr& slot, const Expr& t_slot) {
+    return ir::SeqNode::Make({SplitTile(a, slot, t_slot), SplitTile(b, slot, t_slot)});
+  }
+
+  // The TF32 products of the tiles at TF32 slot `t_slot` issued into the fresh tile accumulator
+  // and left in flight (tf32x3: small·big, big·small, big·big, as the mma.sync kind).
+  Stmt IssueTf32(const Expr& t_slot) {
     const ir::MmaKind t = ir::MmaKind::kTF32;
+    const Expr ao = t_slot * C(TileElems(a));
+    const Expr bo = t_slot * C(TileElems(b));
+    std::vector<Stmt> seq = {InitAcc(tile_acc)};
     if (kind == ir::MmaKind::kTF32x3) {
-      seq.push_back(WgmmaOf(t, tile_acc, a.small, C(0), b.big, C(0), 1));
-      seq.push_back(WgmmaOf(t, tile_acc, a.big, C(0), b.small, C(0), 1));
+      seq.push_back(WgmmaOf(t, tile_acc, a.small, ao, b.big, bo, 3));
+      seq.push_back(WgmmaOf(t, tile_acc, a.big, ao, b.small, bo, 3));
     }
-    seq.push_back(WgmmaOf(t, tile_acc, a.big, C(0), b.big, C(0), 0));
-    seq.push_back(OverFragments(acc + ".add", [&](const std::vector<Expr>& idx) {
-      return ir::StoreNode::Make(acc, idx,
-                                 ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, idx) +
-                                     ir::LoadNode::Make(ir::ScalarType::kFloat32, tile_acc, idx));
-    }));
+    seq.push_back(WgmmaOf(t, tile_acc, a.big, ao, b.big, bo, 3));
+    return ir::SeqNode::Make(seq);
+  }
+
+  // Waits for the issued products, then adds the tile accumulator to `acc` in float32.
+  Stmt AddTf32(const std::string& acc) {
+    return ir::SeqNode::Make(
+        {ir::AsyncGroupNode::WgmmaWait(0),
+         OverFragments(acc + ".add", [&](const std::vector<Expr>& idx) {
+           return ir::StoreNode::Make(
+               acc, idx,
+               ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, idx) +
+                   ir::LoadNode::Make(ir::ScalarType::kFloat32, tile_acc, idx));
+         })});
+  }
+
+  // A TF32 kind's k tile on wgmma, all at once (a ring of one tile): the copy into TF32 tiles, a
+  // barrier, the products, their sum into `acc`. The next tile's barrier (MainLoop) keeps the
+  // TF32 tiles until every warpgroup's wgmma's are done with them.
+  Stmt Tf32Wgmma(const std::string& acc, const Expr& slot) {
+    return ir::SeqNode::Make(
+        {SplitBoth(slot, C(0)), ir::BarrierNode::Make(), IssueTf32(C(0)), AddTf32(acc)});
+  }
+
+  // TF32 kinds on wgmma with a ring of 2 or more tiles: two sets of TF32 tiles, so that each k
+  // tile's copy into TF32 tiles runs while the previous tile's products are in flight. Iteration
+  // ko: wait for tile ko + 1 and a barrier (every warpgroup is done with tile ko − 1's TF32 tiles,
+  // and every thread with ring slot ko's copy), refill slot ko with tile ko + stages, copy tile
+  // ko + 1 into TF32 set (ko + 1) % 2, wait for tile ko's products and add them, a barrier (the
+  // copy is complete), then issue tile ko + 1's products.
+  Stmt Tf32WgmmaLoop(const std::string& acc) {
+    std::vector<Stmt> seq;
+    for (int64_t s = 0; s + 1 < stages; ++s) {
+      if (s < split_tiles) seq.push_back(FillBoth(C(s), C(s)));
+      seq.push_back(ir::AsyncGroupNode::Commit());
+    }
+    seq.push_back(ir::AsyncGroupNode::Wait(stages - 2));
+    seq.push_back(ir::BarrierNode::Make());
+    if (stages - 1 < split_tiles) seq.push_back(FillBoth(C(stages - 1), C(stages - 1)));
+    seq.push_back(ir::AsyncGroupNode::Commit());
+    seq.push_back(SplitBoth(C(0), C(0)));
+    seq.push_back(ir::BarrierNode::Make());
+    seq.push_back(IssueTf32(C(0)));
+    if (split_tiles > 1) {
+      const Expr ko = ir::MakeVar(k.fresh(op.name + ".ko"));
+      const Expr next = ko + C(1);
+      const Expr refill = ko + C(stages);
+      std::vector<Stmt> body = {
+          ir::AsyncGroupNode::Wait(stages - 2),
+          ir::BarrierNode::Make(),
+          ir::IfThenElseNode::Make(refill < C(split_tiles), FillBoth(ko % C(stages), refill)),
+          ir::AsyncGroupNode::Commit(),
+          SplitBoth(next % C(stages), next % C(2)),
+          AddTf32(acc),
+          ir::BarrierNode::Make(),
+          IssueTf32(next % C(2))};
+      seq.push_back(ir::ForNode::Make(ko, C(0), C(split_tiles - 1), ForKind::kSerial,
+                                      ir::SeqNode::Make(body)));
+    }
+    seq.push_back(AddTf32(acc));
     return ir::SeqNode::Make(seq);
   }
 
@@ -367,6 +427,7 @@ struct Builder {
 
   // The k loop: prologue fills, then per tile wait / barrier / prefetch / mma.
   Stmt MainLoop(const std::string& acc) {
+    if (split_tf32 && stages >= 2) return Tf32WgmmaLoop(acc);
     if (wgmma && async && stages >= 3 && !split_tf32) return AsyncWgmmaLoop(acc);
     std::vector<Stmt> seq;
     const Expr ko = ir::MakeVar(k.fresh(op.name + ".ko"));
@@ -739,8 +800,11 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   for (const Operand* o : {&bd.a, &bd.b}) {
     for (const std::string& name : {o->big, o->small}) {
       if (name.empty()) continue;
-      s = ir::AllocateNode::Make(
-          {name, ir::ScalarType::kFloat32, {bd.TileElems(*o)}, ir::MemoryScope::kShared}, s);
+      s = ir::AllocateNode::Make({name,
+                                  ir::ScalarType::kFloat32,
+                                  {bd.Tf32Sets() * bd.TileElems(*o)},
+                                  ir::MemoryScope::kShared},
+                                 s);
     }
   }
   if (bz.defined()) s = ir::ForNode::Make(bz, C(0), C(bd.split), ForKind::kBlockIdxZ, s);

@@ -99,11 +99,13 @@ bool TensorCoreStepFits(const TensorCoreStep& t, const Target& target) {
   if (t.warpgroup) {
     const int64_t groups = (t.block_m / t.warp_m) * (t.block_n / t.warp_n);
     const int64_t tile = (t.block_m + t.block_n) * t.block_k * ElementBytes(t);
-    // TF32 kinds: the ring of float32 tiles, then one set of TF32 tiles (two for tf32x3) and a
-    // tile accumulator beside the accumulator (schedule/tensor_core_lower.cc).
+    // TF32 kinds: the ring of float32 tiles, then TF32 tiles (big, and small for tf32x3; two sets
+    // of them with a ring of 2 or more) and a tile accumulator beside the accumulator
+    // (schedule/tensor_core_lower.cc).
     const bool tf32 = IsTf32Kind(t);
     const int64_t parts = !tf32 ? 0 : KindOf(t) == ir::MmaKind::kTF32x3 ? 2 : 1;
-    const int64_t shared = (t.pipeline + parts) * tile;
+    const int64_t sets = t.pipeline >= 2 ? 2 : 1;
+    const int64_t shared = (t.pipeline + parts * sets) * tile;
     const int64_t row_bytes = t.block_k * ElementBytes(t);
     return HasWgmma(target) && t.warp_m % 64 == 0 && t.warp_n <= 256 &&
            groups * 128 <= target.max_threads_per_block &&

@@ -42,6 +42,7 @@ for v in "${variants[@]}"; do
   IFS='|' read -r _ dtype _ _ _ _ _ _ m n k _ <<<"$v"
   c="matmul_${dtype/bfloat16/bf16}:${m}x${n}x${k}"
   c="${c/float16/f16}"
+  c="${c/matmul_float32/matmul}"  # pytorch_baseline.py: fp32 matmul, TF32 off
   [[ " ${eager_cases[*]} " == *" --case $c "* ]] || eager_cases+=(--case "$c")
 done
 echo "== $(date -u +%FT%TZ) PyTorch eager"
@@ -52,11 +53,14 @@ for v in "${variants[@]}"; do
   IFS='|' read -r name dtype kind block warp pipe raster instr m n k tb <<<"$v"
   f="$out/schedules/$name.json"
   pad=0
-  [[ "$instr" == mma.sync ]] && pad=8
+  epilogue=1  # the cast to the half output type
+  if [[ "$dtype" == float32 ]]; then epilogue=0; fi
+  if [[ "$instr" == mma.sync ]]; then pad=8; [[ "$dtype" == float32 ]] && pad=4; fi
   b_shape="[$k, $n]"
   [[ "$tb" == true ]] && b_shape="[$n, $k]"
-  printf '{"version": 1, "workload": {"op": "matmul", "shapes": [[%s, %s], %s], "dtype": "%s", "attrs": {"transpose_b": "%s"}}, "target": "cuda -arch=sm_90", "steps": [["TC", 2, "%s", %s, %s, %s, %s, %s, 1, 1, "%s"]]}\n' \
-    "$m" "$k" "$b_shape" "$dtype" "$tb" "$kind" "$block" "$warp" "$pipe" "$pad" "$raster" "$instr" >"$f"
+  printf '{"version": 1, "workload": {"op": "matmul", "shapes": [[%s, %s], %s], "dtype": "%s", "attrs": {"transpose_b": "%s"}}, "target": "cuda -arch=sm_90", "steps": [["TC", 2, "%s", %s, %s, %s, %s, %s, %s, 1, "%s"]]}\n' \
+    "$m" "$k" "$b_shape" "$dtype" "$tb" "$kind" "$block" "$warp" "$pipe" "$pad" "$raster" \
+    "$epilogue" "$instr" >"$f"
   echo "== $(date -u +%FT%TZ) $name"
   timeout 90 "$ts" measure --schedule "$f" --target cuda --min-runs 100 --json "$out/$name.json" \
     >"$out/$name.out" 2>&1

@@ -100,7 +100,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, WgmmaPtxTest,
 
 // float32 operands on TF32 wgmma: each k tile's ring slot is copied into K-major TF32 tiles
 // (rounded: add 0x1000, and.b32 with 0xFFFFE000; tf32x3 stores big and small parts), then m64nNk8
-// instructions: tf32x3's three products per k step, tf32's one, the last of them waiting for all.
+// instructions: tf32x3's three products per k step, tf32's one.
 TEST(WgmmaPtx, Tf32KindsCompileForSm90aAndAssemble) {
   for (const Problem& p :
        {Problem{"tf32x3", false, 64, 64, 32}, Problem{"tf32x3", true, 64, 32, 16},
@@ -114,9 +114,12 @@ TEST(WgmmaPtx, Tf32KindsCompileForSm90aAndAssemble) {
     const int64_t products = p.kind == "tf32x3" ? 3 : 1;
     const std::string mma =
         absl::StrCat("wgmma.mma_async.sync.aligned.m64n", p.wn, "k8.f32.tf32.tf32");
-    EXPECT_EQ(Count(ptx, mma), products * (p.bk / 8) * (p.wm / 64)) << p.kind;
-    EXPECT_EQ(Count(ptx, "wgmma.commit_group.sync.aligned"), products) << p.kind;
-    EXPECT_EQ(Count(ptx, "wgmma.wait_group.sync.aligned \t0;"), 1) << p.kind;
+    // The products are issued twice (the first tile before the k loop, the next in it), each
+    // group left in flight (wait_group 3); the two sums wait for them (wait_group 0).
+    EXPECT_EQ(Count(ptx, mma), 2 * products * (p.bk / 8) * (p.wm / 64)) << p.kind;
+    EXPECT_EQ(Count(ptx, "wgmma.commit_group.sync.aligned"), 2 * products) << p.kind;
+    EXPECT_EQ(Count(ptx, "wgmma.wait_group.sync.aligned \t3;"), 2 * products) << p.kind;
+    EXPECT_EQ(Count(ptx, "wgmma.wait_group.sync.aligned \t0;"), 2) << p.kind;
     EXPECT_GE(Count(ptx, "-8192"), 1) << p.kind;  // the TF32 mask
     ExpectPtxasAccepts(ptx, "wgmma_" + p.kind, "sm_90a");
   }
