@@ -1116,6 +1116,26 @@ bool Emitter::FastGpuF32(mlir::Value v) const {
 }
 
 mlir::Value Emitter::Tf32Round(mlir::Value x) {
+  if (config_.target == EmitTarget::kGpu) {
+    // One cvt.rna.tf32.f32 per element: its result is the float32 bit pattern with the low 13
+    // mantissa bits zero (what the bit arithmetic below computes, in one instruction).
+    b_.getContext()->getOrLoadDialect<mlir::NVVM::NVVMDialect>();
+    const auto rna =
+        mlir::NVVM::FPRoundingModeAttr::get(b_.getContext(), mlir::NVVM::FPRoundingMode::RNA);
+    auto convert = [&](mlir::Value f) -> mlir::Value {
+      mlir::Value bits =
+          mlir::NVVM::ConvertFloatToTF32Op::create(b_, loc_, b_.getI32Type(), f, rna);
+      return arith::BitcastOp::create(b_, loc_, b_.getF32Type(), bits);
+    };
+    auto vt = mlir::dyn_cast<mlir::VectorType>(x.getType());
+    if (!vt) return convert(x);
+    mlir::Value out = x;
+    for (int64_t i = 0; i < vt.getNumElements(); ++i) {
+      mlir::Value e = mlir::vector::ExtractOp::create(b_, loc_, x, i);
+      out = mlir::vector::InsertOp::create(b_, loc_, convert(e), out, i);
+    }
+    return out;
+  }
   mlir::Type bits_type = b_.getI32Type();
   if (auto vt = mlir::dyn_cast<mlir::VectorType>(x.getType())) {
     bits_type = mlir::VectorType::get(vt.getShape(), bits_type);

@@ -287,9 +287,15 @@ struct Builder {
     const Expr row = o.k_inner ? q / C(k_chunks) : q % C(o.rows);
     const Expr k0 = (o.k_inner ? q % C(k_chunks) : q / C(o.rows)) * C(4);
     const Expr kk = k0 + v;
-    const Expr x = ir::LoadNode::Make(
-        ir::ScalarType::kFloat32, o.buffer,
-        o.k_inner ? std::vector<Expr>{slot, row, kk} : std::vector<Expr>{slot, kk, row});
+    // The four values go through registers first (a local buffer): read once from shared
+    // memory, not once per part stored.
+    const std::string xs = k.fresh(o.big + ".x");
+    const Stmt read =
+        ir::StoreNode::Make(xs, {v},
+                            ir::LoadNode::Make(ir::ScalarType::kFloat32, o.buffer,
+                                               o.k_inner ? std::vector<Expr>{slot, row, kk}
+                                                         : std::vector<Expr>{slot, kk, row}));
+    const Expr x = ir::LoadNode::Make(ir::ScalarType::kFloat32, xs, {v});
     const Expr at = t_slot * C(TileElems(o)) + SwizzledByte(o.layout, row, k0) / C(4) + v;
     std::vector<Stmt> put;
     // Rounded parts (CUTLASS's big + small): x − big is exact in float32, and big + small keeps
@@ -299,7 +305,10 @@ struct Builder {
     if (kind == ir::MmaKind::kTF32x3) {
       put.push_back(ir::StoreNode::Make(o.small, {at}, ir::Tf32Round(x - big)));
     }
-    Stmt st = ir::ForNode::Make(v, C(0), C(4), ForKind::kVectorized, ir::SeqNode::Make(put));
+    Stmt st = ir::SeqNode::Make(
+        {ir::ForNode::Make(v, C(0), C(4), ForKind::kVectorized, read),
+         ir::ForNode::Make(v, C(0), C(4), ForKind::kVectorized, ir::SeqNode::Make(put))});
+    st = ir::AllocateNode::Make({xs, ir::ScalarType::kFloat32, {4}, ir::MemoryScope::kLocal}, st);
     if (chunks % threads != 0) st = ir::IfThenElseNode::Make(q < C(chunks), st);
     return ir::ForNode::Make(f, C(0), C(steps), steps <= 16 ? ForKind::kUnrolled : ForKind::kSerial,
                              st);
