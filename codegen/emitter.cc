@@ -1549,6 +1549,16 @@ absl::StatusOr<mlir::Value> Emitter::EmitCall(const ir::CallNode* op) {
       return mlir::Value(math::FloorOp::create(b_, loc_, x));
     case ir::CallOp::kTf32Round:
       return Tf32Round(x);
+    case ir::CallOp::kTf32Truncate: {
+      mlir::Type bits_type = b_.getI32Type();
+      if (auto vt = mlir::dyn_cast<mlir::VectorType>(t)) {
+        bits_type = mlir::VectorType::get(vt.getShape(), bits_type);
+      }
+      mlir::Value bits = arith::BitcastOp::create(b_, loc_, bits_type, x);
+      // 0xFFFFE000 as an int32: the low 13 mantissa bits cleared.
+      mlir::Value kept = arith::AndIOp::create(b_, loc_, bits, Const(bits_type, -8192));
+      return mlir::Value(arith::BitcastOp::create(b_, loc_, t, kept));
+    }
     case ir::CallOp::kPow: {
       // pow(x, y) = exp(y * log|x|), negated for x < 0 and odd integer y, NaN for x < 0 and
       // non-integer y, 1 for y == 0 (C's pow).

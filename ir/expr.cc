@@ -44,6 +44,8 @@ const char* CallOpName(CallOp op) {
       return "floor";
     case CallOp::kTf32Round:
       return "tf32_round";
+    case CallOp::kTf32Truncate:
+      return "tf32_truncate";
   }
   return "?";
 }
@@ -171,7 +173,7 @@ Expr CallNode::Make(CallOp op, std::vector<Expr> args) {
   ScalarType t = args[0].type();
   if (op == CallOp::kAbs) {
     CHECK(IsFloat(t) || IsInt(t)) << "abs of " << TypeName(t);
-  } else if (op == CallOp::kTf32Round) {
+  } else if (op == CallOp::kTf32Round || op == CallOp::kTf32Truncate) {
     CHECK(t == ScalarType::kFloat32) << CallOpName(op) << " of " << TypeName(t);
   } else {
     CHECK(IsFloat(t)) << CallOpName(op) << " of non-float type " << TypeName(t);
@@ -317,6 +319,7 @@ float Tf32RoundValue(float x) {
   return std::bit_cast<float>((std::bit_cast<uint32_t>(x) + 0x1000u) & kTf32Mask);
 }
 Expr Tf32Round(Expr x) { return CallNode::Make(CallOp::kTf32Round, {std::move(x)}); }
+Expr Tf32Truncate(Expr x) { return CallNode::Make(CallOp::kTf32Truncate, {std::move(x)}); }
 
 // ---------------------------------------------------------------------------------------------
 

@@ -207,7 +207,8 @@ enum class CallOp : uint8_t {
   kAbs,
   kPow,
   kFloor,
-  kTf32Round  // float32 → TF32 value, round half away from zero (cvt.rna.tf32.f32)
+  kTf32Round,    // float32 → TF32 value, round half away from zero (cvt.rna.tf32.f32)
+  kTf32Truncate  // float32 → TF32 value, the low 13 mantissa bits cleared
 };
 const char* CallOpName(CallOp op);
 
@@ -301,6 +302,9 @@ Expr Floor(Expr x);
 Expr Tf32Round(Expr x);
 /// The value of Tf32Round.
 float Tf32RoundValue(float x);
+/// x with the low 13 mantissa bits cleared: the TF32 value that truncates x (one integer and; the
+/// 3xTF32 split's parts, as ir::MmaOperandValue defines them).
+Expr Tf32Truncate(Expr x);
 /// x with the low 13 mantissa bits cleared (the TF32 value mma.sync reads of a raw float32).
 float Tf32TruncateValue(float x);
 

@@ -431,6 +431,8 @@ class FloatCall final : public CExpr {
       r = std::pow(x, b_->F(c));
     } else if constexpr (kOp == CallOp::kTf32Round) {
       r = Tf32RoundValue(static_cast<float>(x));
+    } else if constexpr (kOp == CallOp::kTf32Truncate) {
+      r = Tf32TruncateValue(static_cast<float>(x));
     } else {
       r = std::floor(x);
     }
@@ -585,6 +587,7 @@ absl::StatusOr<CExprPtr> CompileCall(const CallNode* op, const Scope& scope, Pre
     TS_CALL_CASE(kPow)
     TS_CALL_CASE(kFloor)
     TS_CALL_CASE(kTf32Round)
+    TS_CALL_CASE(kTf32Truncate)
 #undef TS_CALL_CASE
   }
   CHECK(false) << "unhandled call";

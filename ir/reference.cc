@@ -380,6 +380,8 @@ class PointEvaluator {
         return Unary(std::floor(x), 1, mx);
       case CallOp::kTf32Round:
         return Unary(Tf32RoundValue(static_cast<float>(x)), 1, mx);
+      case CallOp::kTf32Truncate:
+        return Unary(Tf32TruncateValue(static_cast<float>(x)), 1, mx);
     }
     CHECK(false) << "unhandled call";
     return {};

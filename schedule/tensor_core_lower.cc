@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -78,7 +79,7 @@ struct Operand {
   int64_t vec = 1;                     // elements per thread and fill step
   ir::WgmmaLayout layout;              // wgmma: the swizzled layout of one stage's tile
   // wgmma on TF32 kinds: the K-major operand tiles the ring's float32 tile is copied into, big
-  // (x rounded to TF32) and small (tf32x3: the rest, rounded to TF32).
+  // (tf32: x rounded to TF32; tf32x3: x truncated) and small (tf32x3: the rest, truncated).
   std::string big, small;
 };
 
@@ -298,12 +299,15 @@ struct Builder {
     const Expr x = ir::LoadNode::Make(ir::ScalarType::kFloat32, xs, {v});
     const Expr at = t_slot * C(TileElems(o)) + SwizzledByte(o.layout, row, k0) / C(4) + v;
     std::vector<Stmt> put;
-    // Rounded parts (CUTLASS's big + small): x − big is exact in float32, and big + small keeps
-    // 22 significant bits of x, the error unbiased (truncated parts keep 21, biased toward zero).
-    const Expr big = ir::Tf32Round(x);
-    put.push_back(ir::StoreNode::Make(o.big, {at}, big));
-    if (kind == ir::MmaKind::kTF32x3) {
-      put.push_back(ir::StoreNode::Make(o.small, {at}, ir::Tf32Round(x - big)));
+    // tf32: x rounded to TF32. tf32x3: truncated parts, as the mma.sync kind splits (one integer
+    // and each; x − big is exact in float32). Rounded parts would keep one more bit of x but
+    // cost five instructions each, and on the H200 the copy is what fills the issue slots.
+    if (kind == ir::MmaKind::kTF32) {
+      put.push_back(ir::StoreNode::Make(o.big, {at}, ir::Tf32Round(x)));
+    } else {
+      const Expr big = ir::Tf32Truncate(x);
+      put.push_back(ir::StoreNode::Make(o.big, {at}, big));
+      put.push_back(ir::StoreNode::Make(o.small, {at}, ir::Tf32Truncate(x - big)));
     }
     Stmt st = ir::SeqNode::Make(
         {ir::ForNode::Make(v, C(0), C(4), ForKind::kVectorized, read),
@@ -659,6 +663,17 @@ bool PlanAsync(Builder& bd) {
   return true;
 }
 
+// The block tile (row, column) of block `bx`: groups of `raster` tile rows, column-major inside
+// a group (L2 reuse of B).
+std::pair<Expr, Expr> BlockOrder(const Expr& bx, int64_t raster, int64_t tiles_m, int64_t tiles_n) {
+  const int64_t group = std::min(raster, tiles_m);
+  if (group <= 1) return {bx / C(tiles_n), bx % C(tiles_n)};
+  const Expr first = (bx / C(group * tiles_n)) * C(group);
+  const Expr rows = ir::Min(C(tiles_m) - first, C(group));
+  const Expr in_group = bx % C(group * tiles_n);
+  return {first + in_group % rows, in_group / rows};
+}
+
 }  // namespace
 
 bool TargetHasMmaSync(const Target& target) {
@@ -749,20 +764,8 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
     o->vec = bd.InnerExtent(*o) % vec == 0 ? vec : 1;
   }
 
-  // Block order: groups of `raster` tile rows, column-major inside a group (L2 reuse of B).
   const Expr bx = ir::MakeVar(k.fresh(op.name + ".tile"));
-  const int64_t group = std::min(c.raster, tiles_m);
-  if (group <= 1) {
-    bd.tile_m = bx / C(tiles_n);
-    bd.tile_n = bx % C(tiles_n);
-  } else {
-    const Expr gid = bx / C(group * tiles_n);
-    const Expr first = gid * C(group);
-    const Expr rows = ir::Min(C(tiles_m) - first, C(group));
-    const Expr in_group = bx % C(group * tiles_n);
-    bd.tile_m = first + in_group % rows;
-    bd.tile_n = in_group / rows;
-  }
+  std::tie(bd.tile_m, bd.tile_n) = BlockOrder(bx, c.raster, tiles_m, tiles_n);
   Expr by;
   if (mm->batch > 1) {
     by = ir::MakeVar(k.fresh(op.name + ".batch"));
