@@ -1,6 +1,7 @@
 #include "codegen/emitter.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -1115,6 +1116,23 @@ bool Emitter::FastGpuF32(mlir::Value v) const {
   return config_.target == EmitTarget::kGpu && mlir::getElementTypeOrSelf(v.getType()).isF32();
 }
 
+namespace {
+
+// `f` (scalar to scalar) of `x`, or of each lane of a vector `x`.
+mlir::Value MapLanes(mlir::OpBuilder& b, mlir::Location loc, mlir::Value x,
+                     const std::function<mlir::Value(mlir::Value)>& f) {
+  auto vt = mlir::dyn_cast<mlir::VectorType>(x.getType());
+  if (!vt) return f(x);
+  mlir::Value out = x;
+  for (int64_t i = 0; i < vt.getNumElements(); ++i) {
+    mlir::Value lane = mlir::vector::ExtractOp::create(b, loc, x, i);
+    out = mlir::vector::InsertOp::create(b, loc, f(lane), out, i);
+  }
+  return out;
+}
+
+}  // namespace
+
 mlir::Value Emitter::Tf32Round(mlir::Value x) {
   if (config_.target == EmitTarget::kGpu) {
     // One cvt.rna.tf32.f32 per element: its result is the float32 bit pattern with the low 13
@@ -1127,14 +1145,7 @@ mlir::Value Emitter::Tf32Round(mlir::Value x) {
           mlir::NVVM::ConvertFloatToTF32Op::create(b_, loc_, b_.getI32Type(), f, rna);
       return arith::BitcastOp::create(b_, loc_, b_.getF32Type(), bits);
     };
-    auto vt = mlir::dyn_cast<mlir::VectorType>(x.getType());
-    if (!vt) return convert(x);
-    mlir::Value out = x;
-    for (int64_t i = 0; i < vt.getNumElements(); ++i) {
-      mlir::Value e = mlir::vector::ExtractOp::create(b_, loc_, x, i);
-      out = mlir::vector::InsertOp::create(b_, loc_, convert(e), out, i);
-    }
-    return out;
+    return MapLanes(b_, loc_, x, convert);
   }
   mlir::Type bits_type = b_.getI32Type();
   if (auto vt = mlir::dyn_cast<mlir::VectorType>(x.getType())) {
@@ -1169,15 +1180,7 @@ mlir::Value Emitter::Exp(mlir::Value x) {
                b_, loc_, f32, b_.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"), mlir::ValueRange{s})
         .getResult(0);
   };
-  auto vt = mlir::dyn_cast<mlir::VectorType>(y.getType());
-  if (!vt) return ex2(y);
-  // The intrinsic is scalar: one ex2 per lane.
-  mlir::Value out = y;
-  for (int64_t i = 0; i < vt.getNumElements(); ++i) {
-    mlir::Value lane = mlir::vector::ExtractOp::create(b_, loc_, y, i);
-    out = mlir::vector::InsertOp::create(b_, loc_, ex2(lane), out, i);
-  }
-  return out;
+  return MapLanes(b_, loc_, y, ex2);  // the intrinsic is scalar: one ex2 per lane
 }
 
 mlir::Value Emitter::Reciprocal(mlir::Value v) {

@@ -183,6 +183,53 @@ TEST(HostJitTest, IntegerDivisionAndModuloFloorLikeTheInterpreter) {
   EXPECT_EQ(got.at("M").data[0], 2);
 }
 
+// TF32 values of float32 inputs (the tensor-core split's parts), in scalar and vectorized loops,
+// against values worked out by hand: rounding is to nearest with ties away from zero,
+// truncation drops the low 13 mantissa bits; infinities and NaN stay what they are.
+TEST(HostJitTest, Tf32RoundAndTruncateMatchTheirDefinition) {
+  const float u = std::ldexp(1.0f, -10);  // one TF32 ulp at 1
+  const std::vector<float> x = {1 + u / 2, -(1 + u / 2), 1 + u / 4, 1 + 3 * u / 4,
+                                0.1f,      -3.0f,        INFINITY,  NAN};
+  const std::vector<float> round = {1 + u, -(1 + u), 1.0f, 1 + u, 0.0999755859375f,
+                                    -3.0f, INFINITY, NAN};
+  const std::vector<float> trunc = {1.0f,  -1.0f,    1.0f, 1.0f, 0.0999755859375f,
+                                    -3.0f, INFINITY, NAN};
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (const ForKind kind : {ForKind::kSerial, ForKind::kVectorized}) {
+    const ir::Expr xi = Ld("X", {V("i")});
+    const ir::LoopNest nest{
+        "tf32",
+        {Decl("X", {n}), Decl("R", {n}), Decl("T", {n})},
+        1,
+        Loop("i", n,
+             Seq({St("R", {V("i")}, ir::Tf32Round(xi)), St("T", {V("i")}, ir::Tf32Truncate(xi))}),
+             kind)};
+    std::unique_ptr<HostKernel> kernel = Compile(nest);
+    ASSERT_NE(kernel, nullptr);
+    ir::BufferMap got;
+    got["X"] = ir::HostBuffer::Zeros(ScalarType::kFloat32, {n});
+    for (int64_t i = 0; i < n; ++i) got["X"].data[i] = x[i];
+    got["R"] = ir::HostBuffer::Zeros(ScalarType::kFloat32, {n});
+    got["T"] = ir::HostBuffer::Zeros(ScalarType::kFloat32, {n});
+    ir::BufferMap want = got;
+    ASSERT_THAT(RunOnBuffers(*kernel, nest, got), IsOk());
+    ASSERT_THAT(ir::Interpret(nest, want), IsOk());
+    for (int64_t i = 0; i < n; ++i) {
+      for (const auto& [name, expected] : {std::pair{"R", &round}, std::pair{"T", &trunc}}) {
+        const double e = (*expected)[i];
+        const double g = got.at(name).data[i];
+        const double w = want.at(name).data[i];
+        if (std::isnan(e)) {
+          EXPECT_TRUE(std::isnan(g) && std::isnan(w)) << name << " " << i;
+        } else {
+          EXPECT_EQ(g, e) << name << " of " << x[i] << (kind == ForKind::kSerial ? "" : " vector");
+          EXPECT_EQ(w, e) << name << " of " << x[i] << " (interpreter)";
+        }
+      }
+    }
+  }
+}
+
 TEST(HostJitTest, Int64ConstantsAbove2To53AreExact) {
   const int64_t big = (int64_t{1} << 60) + 3;  // not representable as a double
   const ScalarType i64 = ScalarType::kInt64;

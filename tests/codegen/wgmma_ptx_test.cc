@@ -66,16 +66,24 @@ absl::StatusOr<schedule::LoweredKernel> LowerWgmma(const Problem& p) {
   return schedule::Lower(dag, s, target);
 }
 
+// The PTX of problem `p`'s kernel, which must target sm_90a.
+std::string WgmmaPtx(const Problem& p) {
+  absl::StatusOr<schedule::LoweredKernel> k = LowerWgmma(p);
+  EXPECT_TRUE(k.ok()) << k.status();
+  if (!k.ok()) return "";
+  absl::StatusOr<GpuModule> m = CompileToPtx(k->nest, Launches(*k));
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return "";
+  EXPECT_NE(m->ptx.find(".target sm_90a"), std::string::npos) << p.kind;
+  return m->ptx;
+}
+
 class WgmmaPtxTest : public ::testing::TestWithParam<Problem> {};
 
 TEST_P(WgmmaPtxTest, CompilesForSm90aAndAssembles) {
   const Problem& p = GetParam();
-  absl::StatusOr<schedule::LoweredKernel> k = LowerWgmma(p);
-  ASSERT_TRUE(k.ok()) << k.status();
-  absl::StatusOr<GpuModule> m = CompileToPtx(k->nest, Launches(*k));
-  ASSERT_TRUE(m.ok()) << m.status();
-  const std::string& ptx = m->ptx;
-  EXPECT_NE(ptx.find(".target sm_90a"), std::string::npos);
+  const std::string ptx = WgmmaPtx(p);
+  ASSERT_FALSE(ptx.empty());
   EXPECT_NE(ptx.find(".align 1024"), std::string::npos);
   // A k tile of bk is bk / 16 steps of one m64 instruction per warpgroup tile row; with a
   // 3-stage ring the tiles' groups stay in flight (wait_group 1) and the last tile, peeled off the
@@ -105,12 +113,8 @@ TEST(WgmmaPtx, Tf32KindsCompileForSm90aAndAssemble) {
   for (const Problem& p :
        {Problem{"tf32x3", false, 64, 64, 32}, Problem{"tf32x3", true, 64, 32, 16},
         Problem{"tf32", false, 64, 64, 8}}) {
-    absl::StatusOr<schedule::LoweredKernel> k = LowerWgmma(p);
-    ASSERT_TRUE(k.ok()) << k.status();
-    absl::StatusOr<GpuModule> m = CompileToPtx(k->nest, Launches(*k));
-    ASSERT_TRUE(m.ok()) << m.status();
-    const std::string& ptx = m->ptx;
-    EXPECT_NE(ptx.find(".target sm_90a"), std::string::npos);
+    const std::string ptx = WgmmaPtx(p);
+    ASSERT_FALSE(ptx.empty());
     const int64_t products = p.kind == "tf32x3" ? 3 : 1;
     const std::string mma =
         absl::StrCat("wgmma.mma_async.sync.aligned.m64n", p.wn, "k8.f32.tf32.tf32");
