@@ -8,7 +8,9 @@
 # is checked and timed by `tilesearch measure` (flushed L2, warm-up 3, >= 100 runs and 50 ms);
 # PyTorch eager by bench/harness/pytorch_baseline.py with the same method.
 # VARIANTS="name|dtype|kind|[bm,bn,bk]|[wm,wn]|pipeline|raster|instruction|m|n|k|transpose_b ..."
-# overrides the list. Output: $OUT/wgmma-sweep/{run.log,table.tsv,eager.json,<variant>.json}.
+# overrides the list; dtype float32 with kind tf32x3 (or tf32) sweeps the float32 kernels, beside
+# eager float32 without TF32 (the variants of bench/results/h200-2026-12-02-tf32x3-wgmma-fp32-
+# matmul.md). Output: $OUT/wgmma-sweep/{run.log,table.tsv,eager.json,<variant>.json}.
 set -uo pipefail
 out="${OUT:-/tmp/out}/wgmma-sweep"
 mkdir -p "$out/schedules"
