@@ -1,7 +1,6 @@
 #include "codegen/emitter.h"
 
 #include <cmath>
-#include <functional>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -1116,38 +1115,9 @@ bool Emitter::FastGpuF32(mlir::Value v) const {
   return config_.target == EmitTarget::kGpu && mlir::getElementTypeOrSelf(v.getType()).isF32();
 }
 
-namespace {
-
-// `f` (scalar to scalar) of `x`, or of each lane of a vector `x`.
-mlir::Value MapLanes(mlir::OpBuilder& b, mlir::Location loc, mlir::Value x,
-                     const std::function<mlir::Value(mlir::Value)>& f) {
-  auto vt = mlir::dyn_cast<mlir::VectorType>(x.getType());
-  if (!vt) return f(x);
-  mlir::Value out = x;
-  for (int64_t i = 0; i < vt.getNumElements(); ++i) {
-    mlir::Value lane = mlir::vector::ExtractOp::create(b, loc, x, i);
-    out = mlir::vector::InsertOp::create(b, loc, f(lane), out, i);
-  }
-  return out;
-}
-
-}  // namespace
-
-mlir::Value Emitter::Tf32Round(mlir::Value x) {
-  if (config_.target == EmitTarget::kGpu) {
-    // One cvt.rna.tf32.f32 per element: its result is the float32 bit pattern with the low 13
-    // mantissa bits zero, what the bit arithmetic below computes (on sm_90 ptxas expands it into
-    // about as many integer instructions; it is no faster, only what the PTX means).
-    b_.getContext()->getOrLoadDialect<mlir::NVVM::NVVMDialect>();
-    const auto rna =
-        mlir::NVVM::FPRoundingModeAttr::get(b_.getContext(), mlir::NVVM::FPRoundingMode::RNA);
-    auto convert = [&](mlir::Value f) -> mlir::Value {
-      mlir::Value bits =
-          mlir::NVVM::ConvertFloatToTF32Op::create(b_, loc_, b_.getI32Type(), f, rna);
-      return arith::BitcastOp::create(b_, loc_, b_.getF32Type(), bits);
-    };
-    return MapLanes(b_, loc_, x, convert);
-  }
+mlir::Value Emitter::Tf32Value(mlir::Value x, bool round) {
+  // Integer operations on the bits on every target: cvt.rna.tf32.f32 is no cheaper on sm_90
+  // (ptxas expands it into the same kind of integer sequence).
   mlir::Type bits_type = b_.getI32Type();
   if (auto vt = mlir::dyn_cast<mlir::VectorType>(x.getType())) {
     bits_type = mlir::VectorType::get(vt.getShape(), bits_type);
@@ -1155,13 +1125,18 @@ mlir::Value Emitter::Tf32Round(mlir::Value x) {
   constexpr int64_t kMask = -8192;  // 0xFFFFE000 as an int32: the low 13 mantissa bits cleared
   constexpr int64_t kExponent = 0x7F800000;
   mlir::Value bits = arith::BitcastOp::create(b_, loc_, bits_type, x);
-  // Round half away from zero in the magnitude bits; Inf and NaN (all-ones exponent) stay.
-  mlir::Value up = arith::AddIOp::create(b_, loc_, bits, Const(bits_type, 0x1000));
-  mlir::Value rounded = arith::AndIOp::create(b_, loc_, up, Const(bits_type, kMask));
-  mlir::Value exponent = arith::AndIOp::create(b_, loc_, bits, Const(bits_type, kExponent));
-  mlir::Value finite = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ne, exponent,
-                                             Const(bits_type, kExponent));
-  mlir::Value out = arith::SelectOp::create(b_, loc_, finite, rounded, bits);
+  mlir::Value out;
+  if (round) {
+    // Round half away from zero in the magnitude bits; Inf and NaN (all-ones exponent) stay.
+    mlir::Value up = arith::AddIOp::create(b_, loc_, bits, Const(bits_type, 0x1000));
+    mlir::Value rounded = arith::AndIOp::create(b_, loc_, up, Const(bits_type, kMask));
+    mlir::Value exponent = arith::AndIOp::create(b_, loc_, bits, Const(bits_type, kExponent));
+    mlir::Value finite = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ne, exponent,
+                                               Const(bits_type, kExponent));
+    out = arith::SelectOp::create(b_, loc_, finite, rounded, bits);
+  } else {
+    out = arith::AndIOp::create(b_, loc_, bits, Const(bits_type, kMask));
+  }
   return arith::BitcastOp::create(b_, loc_, x.getType(), out);
 }
 
@@ -1181,7 +1156,15 @@ mlir::Value Emitter::Exp(mlir::Value x) {
                b_, loc_, f32, b_.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"), mlir::ValueRange{s})
         .getResult(0);
   };
-  return MapLanes(b_, loc_, y, ex2);  // the intrinsic is scalar: one ex2 per lane
+  auto vt = mlir::dyn_cast<mlir::VectorType>(y.getType());
+  if (!vt) return ex2(y);
+  // The intrinsic is scalar: one ex2 per lane.
+  mlir::Value out = y;
+  for (int64_t i = 0; i < vt.getNumElements(); ++i) {
+    mlir::Value lane = mlir::vector::ExtractOp::create(b_, loc_, y, i);
+    out = mlir::vector::InsertOp::create(b_, loc_, ex2(lane), out, i);
+  }
+  return out;
 }
 
 mlir::Value Emitter::Reciprocal(mlir::Value v) {
@@ -1552,17 +1535,8 @@ absl::StatusOr<mlir::Value> Emitter::EmitCall(const ir::CallNode* op) {
     case ir::CallOp::kFloor:
       return mlir::Value(math::FloorOp::create(b_, loc_, x));
     case ir::CallOp::kTf32Round:
-      return Tf32Round(x);
-    case ir::CallOp::kTf32Truncate: {
-      mlir::Type bits_type = b_.getI32Type();
-      if (auto vt = mlir::dyn_cast<mlir::VectorType>(t)) {
-        bits_type = mlir::VectorType::get(vt.getShape(), bits_type);
-      }
-      mlir::Value bits = arith::BitcastOp::create(b_, loc_, bits_type, x);
-      // 0xFFFFE000 as an int32: the low 13 mantissa bits cleared.
-      mlir::Value kept = arith::AndIOp::create(b_, loc_, bits, Const(bits_type, -8192));
-      return mlir::Value(arith::BitcastOp::create(b_, loc_, t, kept));
-    }
+    case ir::CallOp::kTf32Truncate:
+      return Tf32Value(x, op->op == ir::CallOp::kTf32Round);
     case ir::CallOp::kPow: {
       // pow(x, y) = exp(y * log|x|), negated for x < 0 and odd integer y, NaN for x < 0 and
       // non-integer y, 1 for y == 0 (C's pow).

@@ -204,9 +204,9 @@ class Emitter {
   bool FastGpuF32(mlir::Value v) const;
   /// exp(x): CUDA's __expf (ex2.approx.ftz of x * log2 e) for GPU f32, math.exp otherwise.
   mlir::Value Exp(mlir::Value x);
-  /// ir::Tf32RoundValue of f32 `x` (scalar or vector): cvt.rna.tf32.f32 per element on the GPU,
-  /// integer operations on the bits on the host.
-  mlir::Value Tf32Round(mlir::Value x);
+  /// ir::Tf32RoundValue (`round`) or ir::Tf32TruncateValue of f32 `x` (scalar or vector), in
+  /// integer operations on the bits.
+  mlir::Value Tf32Value(mlir::Value x, bool round);
   /// 1 / v with arcp + afn (NVPTX rcp.approx.f32); only for GPU f32.
   mlir::Value Reciprocal(mlir::Value v);
   /// a / b (broadcast to a common shape): a * Reciprocal(b) for GPU f32, arith.divf otherwise.

@@ -241,12 +241,7 @@ struct Builder {
     if (split_tf32) return Tf32Wgmma(acc, slot);
     if (wgmma) return Wgmma(acc, slot, pending);
     if (!tile_acc.empty()) {
-      Stmt add = OverFragments(acc + ".add", [&](const std::vector<Expr>& idx) {
-        return ir::StoreNode::Make(acc, idx,
-                                   ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, idx) +
-                                       ir::LoadNode::Make(ir::ScalarType::kFloat32, tile_acc, idx));
-      });
-      return ir::SeqNode::Make({InitAcc(tile_acc), WarpMma(tile_acc, slot), add});
+      return ir::SeqNode::Make({InitAcc(tile_acc), WarpMma(tile_acc, slot), AddTileAcc(acc)});
     }
     return WarpMma(acc, slot);
   }
@@ -297,7 +292,8 @@ struct Builder {
                                                o.k_inner ? std::vector<Expr>{slot, row, kk}
                                                          : std::vector<Expr>{slot, kk, row}));
     const Expr x = ir::LoadNode::Make(ir::ScalarType::kFloat32, xs, {v});
-    const Expr at = t_slot * C(TileElems(o)) + SwizzledByte(o.layout, row, k0) / C(4) + v;
+    const Expr at =
+        t_slot * C(TileElems(o)) + SwizzledByte(o.layout, row, k0) / C(o.layout.element_bytes) + v;
     std::vector<Stmt> put;
     // tf32: x rounded to TF32. tf32x3: truncated parts, as the mma.sync kind splits (one integer
     // and each; x − big is exact in float32). Rounded parts would keep one more bit of x but
@@ -337,16 +333,18 @@ struct Builder {
     return ir::SeqNode::Make(seq);
   }
 
-  // Waits for the issued products, then adds the tile accumulator to `acc` in float32.
+  // acc += tile_acc in float32 (the TF32 kinds' per-tile sum).
+  Stmt AddTileAcc(const std::string& acc) {
+    return OverFragments(acc + ".add", [&](const std::vector<Expr>& idx) {
+      return ir::StoreNode::Make(acc, idx,
+                                 ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, idx) +
+                                     ir::LoadNode::Make(ir::ScalarType::kFloat32, tile_acc, idx));
+    });
+  }
+
+  // Waits for the issued products, then adds the tile accumulator to `acc`.
   Stmt AddTf32(const std::string& acc) {
-    return ir::SeqNode::Make(
-        {ir::AsyncGroupNode::WgmmaWait(0),
-         OverFragments(acc + ".add", [&](const std::vector<Expr>& idx) {
-           return ir::StoreNode::Make(
-               acc, idx,
-               ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, idx) +
-                   ir::LoadNode::Make(ir::ScalarType::kFloat32, tile_acc, idx));
-         })});
+    return ir::SeqNode::Make({ir::AsyncGroupNode::WgmmaWait(0), AddTileAcc(acc)});
   }
 
   // A TF32 kind's k tile on wgmma, all at once (a ring of one tile): the copy into TF32 tiles, a
@@ -441,7 +439,7 @@ struct Builder {
   // The k loop: prologue fills, then per tile wait / barrier / prefetch / mma.
   Stmt MainLoop(const std::string& acc) {
     if (split_tf32 && stages >= 2) return Tf32WgmmaLoop(acc);
-    if (wgmma && async && stages >= 3 && !split_tf32) return AsyncWgmmaLoop(acc);
+    if (wgmma && async && stages >= 3) return AsyncWgmmaLoop(acc);
     std::vector<Stmt> seq;
     const Expr ko = ir::MakeVar(k.fresh(op.name + ".ko"));
     if (stages == 1) {
