@@ -259,6 +259,7 @@ constexpr const char* kRoundFields[] = {"kind",
                                         "search_s",
                                         "build_s",
                                         "measure_s",
+                                        "overlapped",
                                         "timestamp",
                                         "tilesearch_version",
                                         "seed"};
@@ -459,6 +460,7 @@ json RoundRecordToJson(const RoundRecord& round) {
          {"seed", round.seed}};
   // Only rounds tuned with local search on carry its fields: other lines stay as before.
   if (!round.model_init.empty()) j["model_init"] = round.model_init;
+  if (round.overlapped) j["overlapped"] = true;
   if (round.local_search_fraction > 0 || round.local_search_trials > 0) {
     j["local_search_trials"] = round.local_search_trials;
     j["local_search_fraction"] = NumberOrNull(round.local_search_fraction);
@@ -570,6 +572,13 @@ absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j,
   RETURN_IF_ERROR(ReadSeconds(j, "search_s", &r.search_s));
   RETURN_IF_ERROR(ReadSeconds(j, "build_s", &r.build_s));
   RETURN_IF_ERROR(ReadSeconds(j, "measure_s", &r.measure_s));
+  if (j.contains("overlapped")) {  // optional: written only when true
+    if (!j.at("overlapped").is_boolean()) {
+      return FieldError("overlapped",
+                        "must be true or false, got " + schedule::ShortJson(j.at("overlapped")));
+    }
+    r.overlapped = j.at("overlapped").get<bool>();
+  }
   RETURN_IF_ERROR(ReadString(j, "timestamp", "timestamp", &r.timestamp));
   RETURN_IF_ERROR(ReadString(j, "tilesearch_version", "tilesearch_version", &r.tilesearch_version));
   RETURN_IF_ERROR(ReadInt(j, "seed", "seed", &r.seed, 0));

@@ -75,6 +75,11 @@
 // (`tune --model-init`), names that file as given (absent: no initial model):
 //
 //    "model_init": "models/default-cuda-sm_90.model"
+//
+// A fourth, written after "measure_s" only for a round trained, searched and built while the
+// previous round was measured (TuneOptions::overlap_rounds; absent: false):
+//
+//    "overlapped": true
 #pragma once
 
 #include <cstdint>
@@ -196,6 +201,10 @@ struct RoundRecord {
   double search_s = 0;
   double build_s = 0;
   double measure_s = 0;
+  /// The round was trained, searched and built while the previous round was measured
+  /// (TuneOptions::overlap_rounds), so its phases' times do not add up to its wall time. Written
+  /// as "overlapped": true after "measure_s" only when true; absent reads as false.
+  bool overlapped = false;
   std::string timestamp;
   std::string tilesearch_version = kTilesearchVersion;
   uint64_t seed = 0;

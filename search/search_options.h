@@ -101,13 +101,14 @@ struct SearchOptions {
   /// states (LocalSearchCandidates, search/local_search.h) in every round that has a valid
   /// measured state (so not the first): ceil(fraction · trials of the round), the rest from
   /// EvolutionarySearch (which also fills in when local search finds fewer). Read by the tuner
-  /// (search/tuner.h), not by EvolutionarySearch. 0 (the default) disables. Our addition, off by
-  /// default because the evidence does not favour it: the model ranked a hand schedule 3-5%
-  /// faster than the best of 704 XGBoost trials 96th of 100, which motivated it, but in an A/B
-  /// from scratch on matmul 4096³ (H200, seed 1, 1000 trials, bench/NOTES.md) 0.25
-  /// ended at 3.060 ms and 0 at 3.003 ms; resuming that 704-trial log to 1000 with 0.25 went
-  /// 3.165 → 3.152 ms.
-  double local_search_fraction = 0;
+  /// (search/tuner.h), not by EvolutionarySearch. Our addition. Negative (the default): the
+  /// tuner's choice per target (ResolveTuneOptions in search/tuner.h), 0.25 on GPU targets, 0 (off)
+  /// on cpu. Why (bench/NOTES.md): in the SIMT-only space an A/B from scratch on matmul 4096³
+  /// (H200, seed 1, 1000 trials) was a wash (0.25: 3.060 ms, 0: 3.003 ms), but with tensor-core
+  /// sketches the evolved population holds few tensor-core states and local search is what walked
+  /// from a found wgmma tiling to the good ones: fp32 matmul 4096³ 1.698 ms in 384 trials with 0.25
+  /// against 2.2–2.4 ms in 256 without; bf16 0.229 ms in 512 trials against 0.252–0.261 ms.
+  double local_search_fraction = -1;
   /// How many of the best measured states (best first) local search takes the neighbors of
   /// (>= 1).
   int local_search_states = 4;

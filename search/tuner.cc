@@ -19,6 +19,7 @@
 #include <memory>
 #include <random>
 #include <sstream>
+#include <thread>
 #include <unordered_set>
 #include <utility>
 
@@ -252,6 +253,10 @@ absl::Status ValidateTuneOptions(const TuneOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("compile_timeout_ms must be > 0, got ", options.compile_timeout_ms));
   }
+  if (!(options.time_limit_s >= 0)) {  // NaN too
+    return absl::InvalidArgumentError(
+        absl::StrCat("time_limit_s must be >= 0 (0 = none), got ", options.time_limit_s));
+  }
   if (options.measure_batch < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "measure_batch must be >= 0 (0 = the whole round), got ", options.measure_batch));
@@ -266,8 +271,14 @@ absl::Status ValidateTuneOptions(const TuneOptions& options) {
         "an initial model (model_init) needs the learned model, not the random one");
   }
   if (!(options.search.local_search_fraction >= 0 && options.search.local_search_fraction <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("local_search_fraction must be in [0, 1], got ",
-                                                   options.search.local_search_fraction));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "local_search_fraction must be in [0, 1] (negative: the target's choice), got ",
+        options.search.local_search_fraction));
+  }
+  if (options.overlap_rounds != 0 && options.overlap_rounds != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "overlap_rounds must be 0 (off), 1 (on) or negative (the target's choice), got ",
+        options.overlap_rounds));
   }
   if (options.search.local_search_states < 1) {
     return absl::InvalidArgumentError(
@@ -286,12 +297,17 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
 }
 
 // One round's candidates (the first `local` from local search, the rest from the evolutionary
-// search), the model's scores of them before any is measured, and the phases' times.
+// search), the model's scores of them before any is measured, their builds, their records once
+// measured (and logged), and the phases' times.
 struct Round {
   std::vector<Candidate> candidates;
   int64_t local = 0;
   int64_t untuned = -1;  // index of the untuned program among the candidates; -1: not among them
   RoundRecord line;      // model fields and predicted scores filled by the search
+  std::vector<measure::BuildResult> built;  // parallel to candidates
+  std::vector<MeasureRecord> records;       // the measured candidates' records, logged, in order
+  int64_t first_trial = 0;                  // the task's trial number of records[0]
+  bool overlapped = false;  // trained, searched and built while the previous round was measured
   double train_s = 0;
   double search_s = 0;
   double build_s = 0;
@@ -397,16 +413,19 @@ class TuningJob {
     const auto t0 = std::chrono::steady_clock::now();
     const SearchOptions& so = options_.search;
     const std::vector<Candidate> best = BestCandidates();
-    const int n = static_cast<int>(std::min<int64_t>(RoundSize(), options_.trials - trials()));
+    const int n = static_cast<int>(
+        std::min<int64_t>(RoundSize(), options_.trials - trials() - in_flight_trials_));
     const int n_local =
         best.empty() ? 0 : static_cast<int>(std::ceil(so.local_search_fraction * n - 1e-9));
+    // Measured states and those of the round in flight are never candidates again.
+    std::unordered_set<uint64_t> exclude = measured_;
+    exclude.insert(in_flight_.begin(), in_flight_.end());
     if (n_local > 0) {
-      ASSIGN_OR_RETURN(round.candidates, LocalSearchCandidates(ctx_, best, measured_, n_local,
+      ASSIGN_OR_RETURN(round.candidates, LocalSearchCandidates(ctx_, best, exclude, n_local,
                                                                so.local_search_states, *model_));
     }
     round.local = static_cast<int64_t>(round.candidates.size());
     if (static_cast<int>(round.candidates.size()) < n) AddUntuned(round);
-    std::unordered_set<uint64_t> exclude = measured_;
     for (const Candidate& c : round.candidates) exclude.insert(StepsHash(c.state.steps()));
     // Called even for 0 states: it validates the search options.
     ASSIGN_OR_RETURN(std::vector<Candidate> evolved,
@@ -427,7 +446,10 @@ class TuningJob {
     if (untuned_tried_) return;
     untuned_tried_ = true;
     absl::StatusOr<State> state = UntunedState(ctx_.dag(), ctx_.target());
-    if (state.ok() && measured_.contains(StepsHash(state->steps()))) return;
+    if (state.ok() && (measured_.contains(StepsHash(state->steps())) ||
+                       in_flight_.contains(StepsHash(state->steps())))) {
+      return;
+    }
     absl::StatusOr<Candidate> c = state.ok() ? LowerCandidate(*std::move(state), ctx_)
                                              : absl::StatusOr<Candidate>(state.status());
     if (!c.ok()) {
@@ -454,17 +476,42 @@ class TuningJob {
     return true;
   }
 
+  // The next round: the model given the samples it has not seen, the search, the builds.
+  absl::Status PrepareRound(Round& round, const measure::Builder& builder) {
+    RETURN_IF_ERROR(UpdateModel(round));
+    RETURN_IF_ERROR(SearchRound(round));
+    if (round.candidates.empty()) return absl::OkStatus();
+    const auto t = std::chrono::steady_clock::now();
+    round.built = BuildCandidates(builder, round.candidates);
+    round.build_s = SecondsSince(t);
+    return absl::OkStatus();
+  }
+
   // Measures the round's built candidates in batches of options.measure_batch (the whole round by
   // default), appending each record to the log (one write + fsync) as soon as the runner reports
-  // its result, and keeps them;
+  // its result, into round.records. Reads the job's records but changes nothing of the job except
+  // the log, so PrepareRound may run beside it (overlapped rounds). Errors: the log's; an internal
+  // error when the runner reports fewer results than candidates.
+  absl::Status MeasureRound(Round& round);
+
+  // Keeps the measured round's records (the model's samples, the states never measured again),
   // then appends the round line. Errors: the log's; kFailedPrecondition when every candidate
   // reported no_device.
-  absl::Status MeasureAndLog(Round& round, const std::vector<measure::BuildResult>& built);
+  absl::Status FinishRound(Round& round);
 
-  // The log records of measured candidates [first, first + results.size()) of the round.
-  std::vector<MeasureRecord> RecordsOf(Round& round, size_t first,
-                                       std::vector<measure::MeasureResult> results,
-                                       const std::vector<measure::BuildResult>& built);
+  // The states of `round` are being measured: the next round must not repeat them, and the trial
+  // budget counts them.
+  void SetInFlight(const Round& round) {
+    for (const Candidate& c : round.candidates) in_flight_.insert(StepsHash(c.state.steps()));
+    in_flight_trials_ = static_cast<int64_t>(round.candidates.size());
+  }
+  void ClearInFlight() {
+    in_flight_.clear();
+    in_flight_trials_ = 0;
+  }
+
+  // The log record of the round's candidate i, measured with `result`.
+  MeasureRecord RecordOf(const Round& round, size_t i, measure::MeasureResult result) const;
 
   // The progress line of the round just logged (stderr).
   void Report(const Round& round) const;
@@ -551,6 +598,8 @@ class TuningJob {
   std::vector<MeasureRecord> records_;
   std::vector<std::optional<Candidate>> candidates_;  // parallel to records_
   std::unordered_set<uint64_t> measured_;
+  std::unordered_set<uint64_t> in_flight_;  // states of the round measured beside the search
+  int64_t in_flight_trials_ = 0;
   std::vector<costmodel::TrainingSample> pending_;  // samples not yet given to the model
   int64_t samples_given_ = 0;                       // samples passed to the model's Update so far
   int64_t first_round_ = 1;
@@ -560,58 +609,50 @@ class TuningJob {
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-// The log records of measured candidates [first, first + results.size()) of the round.
-std::vector<MeasureRecord> TuningJob::RecordsOf(Round& round, size_t first,
-                                                std::vector<measure::MeasureResult> results,
-                                                const std::vector<measure::BuildResult>& built) {
+MeasureRecord TuningJob::RecordOf(const Round& round, size_t i,
+                                  measure::MeasureResult result) const {
   const Target& target = ctx_.target();
-  std::vector<MeasureRecord> records;
-  records.reserve(results.size());
-  for (size_t k = 0; k < results.size(); ++k) {
-    const size_t i = first + k;
-    MeasureRecord r;
-    r.workload_key = ctx_.workload_key();
-    r.precision = ctx_.options().precision;
-    r.workload = workload_;
-    r.target = target;
-    r.steps = round.candidates[i].state.steps();
-    r.result = std::move(results[k]);
-    // Lowering (+ the Builder's PTX compile on cuda); cpu: plus the worker's JIT compile.
-    r.compile_ms = built[i].compile_ms + (target.is_gpu() ? 0.0 : r.result.compile_ms);
-    r.run_ms = r.result.run_wall_ms;
-    r.timestamp = CurrentTimestamp();
-    r.seed = options_.seed;
-    r.trial = trials() + static_cast<int64_t>(records.size());
-    r.untuned = static_cast<int64_t>(i) == round.untuned;
-    records.push_back(std::move(r));
-  }
-  return records;
+  MeasureRecord r;
+  r.workload_key = ctx_.workload_key();
+  r.precision = ctx_.options().precision;
+  r.workload = workload_;
+  r.target = target;
+  r.steps = round.candidates[i].state.steps();
+  r.result = std::move(result);
+  // Lowering (+ the Builder's PTX compile on cuda); cpu: plus the worker's JIT compile.
+  r.compile_ms = round.built[i].compile_ms + (target.is_gpu() ? 0.0 : r.result.compile_ms);
+  r.run_ms = r.result.run_wall_ms;
+  r.timestamp = CurrentTimestamp();
+  r.seed = options_.seed;
+  r.trial = round.first_trial + static_cast<int64_t>(i);
+  r.untuned = static_cast<int64_t>(i) == round.untuned;
+  return r;
 }
 
-absl::Status TuningJob::MeasureAndLog(Round& round,
-                                      const std::vector<measure::BuildResult>& built) {
+absl::Status TuningJob::MeasureRound(Round& round) {
   const size_t n = round.candidates.size();
   const size_t batch = options_.measure_batch > 0 ? static_cast<size_t>(options_.measure_batch)
                                                   : std::max<size_t>(n, 1);
-  const int64_t first_trial = trials();
-  bool all_no_device = true;
+  // The screen's reference: the task's best so far, including this round's earlier batches.
+  double best_ms = BestValidMs();
   for (size_t first = 0; first < n; first += batch) {
     const size_t last = std::min(n, first + batch);
-    const std::vector<measure::BuildResult> part(built.begin() + first, built.begin() + last);
-    runner_->SetScreenAboveMs(options_.screen_factor >= 1 ? options_.screen_factor * BestValidMs()
-                                                          : 0);
+    const std::vector<measure::BuildResult> part(round.built.begin() + first,
+                                                 round.built.begin() + last);
+    runner_->SetScreenAboveMs(options_.screen_factor >= 1 ? options_.screen_factor * best_ms : 0);
     const auto t = std::chrono::steady_clock::now();
     absl::Status logged;
     size_t reported = 0;
     std::vector<measure::MeasureResult> results = runner_->RunStreaming(
         ctx_.dag(), part, [&](size_t k, const measure::MeasureResult& result) {
           if (!logged.ok() || k != reported) return;  // after a failed append: nothing more
-          std::vector<MeasureRecord> record = RecordsOf(round, first + k, {result}, built);
-          logged = SigintGuard::Append(writer_, record, std::nullopt);
+          MeasureRecord record = RecordOf(round, first + k, result);
+          logged = SigintGuard::Append(writer_, {record}, std::nullopt);
           if (!logged.ok()) return;
-          if (record[0].result.error != measure::MeasureError::kNoDevice) all_no_device = false;
-          Add(std::move(record[0]), std::move(round.candidates[first + k]));
-          ++result_.new_trials;
+          if (record.valid() && (best_ms == 0 || record.median_ms() < best_ms)) {
+            best_ms = record.median_ms();
+          }
+          round.records.push_back(std::move(record));
           ++reported;
         });
     round.measure_s += SecondsSince(t);
@@ -622,12 +663,23 @@ absl::Status TuningJob::MeasureAndLog(Round& round,
                                               part.size(), " candidates"));
     }
   }
-  const std::vector<MeasureRecord> round_records(records_.begin() + first_trial, records_.end());
+  return absl::OkStatus();
+}
+
+absl::Status TuningJob::FinishRound(Round& round) {
+  bool all_no_device = true;
+  for (size_t i = 0; i < round.records.size(); ++i) {
+    if (round.records[i].result.error != measure::MeasureError::kNoDevice) all_no_device = false;
+    Add(std::move(round.records[i]), std::move(round.candidates[i]));
+    ++result_.new_trials;
+  }
+  const std::vector<MeasureRecord> round_records(records_.begin() + round.first_trial,
+                                                 records_.end());
   RoundRecord& line = round.line;
   line.workload_key = ctx_.workload_key();
   line.target = ctx_.target();
   line.round = first_round_ + static_cast<int64_t>(result_.rounds.size());
-  line.first_trial = first_trial;
+  line.first_trial = round.first_trial;
   line.trials = static_cast<int64_t>(round_records.size());
   line.local_search_trials = round.local;  // written when the fraction is > 0
   line.local_search_fraction = options_.search.local_search_fraction;
@@ -636,6 +688,7 @@ absl::Status TuningJob::MeasureAndLog(Round& round,
   line.search_s = round.search_s;
   line.build_s = round.build_s;
   line.measure_s = round.measure_s;
+  line.overlapped = round.overlapped;
   line.timestamp = CurrentTimestamp();
   line.seed = options_.seed;
   RETURN_IF_ERROR(SigintGuard::Append(writer_, {}, line));
@@ -690,6 +743,7 @@ void TuningJob::Report(const Round& round) const {
             << "  round best " << rate(round_best_ms) << unit << "  errors"
             << (err_text.empty() ? " none" : err_text) << "  model " << model_text << "  elapsed "
             << Duration(elapsed) << "  eta " << Duration(eta) << "  (round: "
+            << (round.overlapped ? "train, search and build beside the previous measure; " : "")
             << (round.local > 0 ? absl::StrCat(round.local, " local, ") : std::string()) << "train "
             << Fixed(round.train_s, 2) << "s, search " << Fixed(round.search_s, 1) << "s, build "
             << Fixed(round.build_s, 1) << "s, measure " << Fixed(round.measure_s, 1) << "s)\n";
@@ -748,30 +802,87 @@ absl::StatusOr<State> UntunedState(const ir::ComputeDAG& dag, const Target& targ
   return State::Initial(dag);
 }
 
+TuneOptions ResolveTuneOptions(const TuneOptions& options, const Target& target) {
+  TuneOptions resolved = options;
+  if (resolved.search.local_search_fraction < 0) {
+    resolved.search.local_search_fraction = target.is_gpu() ? 0.25 : 0.0;
+  }
+  if (resolved.overlap_rounds < 0) resolved.overlap_rounds = target.is_gpu() ? 1 : 0;
+  return resolved;
+}
+
+namespace {
+
+// Measures `round` on a second thread while `next` is prepared (trained, searched, built) on this
+// one. Neither touches what the other reads: MeasureRound only reads the job's records and
+// appends to the log; PrepareRound leaves the log alone and skips the states in flight. The
+// measuring thread forks the measurement worker while this thread may run the search's threads
+// or fork compile workers: neither child needs a lock the other side holds (malloc is fork-safe
+// in glibc; the compile workers run MLIR, which the measurement side never enters, and vice
+// versa for CUDA).
+absl::Status MeasureBesidePrepare(TuningJob& job, Round& round, Round& next,
+                                  const measure::Builder& builder) {
+  absl::Status measured;
+  job.SetInFlight(round);
+  std::thread measuring([&] { measured = job.MeasureRound(round); });
+  absl::Status prepared = job.PrepareRound(next, builder);
+  measuring.join();
+  job.ClearInFlight();
+  next.overlapped = true;
+  RETURN_IF_ERROR(measured);
+  return prepared;
+}
+
+}  // namespace
+
 absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target& target,
-                                const TuneOptions& options) {
+                                const TuneOptions& given) {
+  const TuneOptions options = ResolveTuneOptions(given, target);
   RETURN_IF_ERROR(ValidateTuneOptions(options));
   ASSIGN_OR_RETURN(std::unique_ptr<TuningJob> job, TuningJob::Open(workload, target, options));
   measure::BuilderOptions build_options;
   build_options.parallel.timeout_ms = options.compile_timeout_ms;
   const measure::Builder builder(target, build_options);
   SigintGuard sigint(options.quiet);
-  while (job->trials() < options.trials) {
+  const auto started = std::chrono::steady_clock::now();
+  std::optional<Round> round;  // searched and built, not yet measured
+  while (true) {
     if (SigintGuard::interrupted()) {
-      job->result().interrupted = true;
+      job->result().interrupted = true;  // a prepared round is dropped unmeasured
       break;
     }
-    Round round;
-    RETURN_IF_ERROR(job->UpdateModel(round));
-    RETURN_IF_ERROR(job->SearchRound(round));
-    if (job->Exhausted(round)) break;
-    if (round.candidates.empty()) continue;
-    const auto t = std::chrono::steady_clock::now();
-    std::vector<measure::BuildResult> built = BuildCandidates(builder, round.candidates);
-    round.build_s = SecondsSince(t);
-    RETURN_IF_ERROR(job->MeasureAndLog(round, built));
-    job->Report(round);
+    if (!round) {
+      if (job->trials() >= options.trials) break;
+      round.emplace();
+      RETURN_IF_ERROR(job->PrepareRound(*round, builder));
+      if (job->Exhausted(*round)) break;
+      if (round->candidates.empty()) {
+        round.reset();
+        continue;
+      }
+    }
+    round->first_trial = job->trials();
+    std::optional<Round> next;
+    // Overlap once the task has records (the model has something to rank the next round with)
+    // and the budget leaves trials for another round.
+    const int64_t after = job->trials() + static_cast<int64_t>(round->candidates.size());
+    if (options.overlap_rounds == 1 && job->trials() > 0 && after < options.trials) {
+      next.emplace();
+      RETURN_IF_ERROR(MeasureBesidePrepare(*job, *round, *next, builder));
+    } else {
+      RETURN_IF_ERROR(job->MeasureRound(*round));
+    }
+    RETURN_IF_ERROR(job->FinishRound(*round));
+    job->Report(*round);
     if (job->StopEarly()) break;
+    if (options.time_limit_s > 0 && SecondsSince(started) >= options.time_limit_s &&
+        job->trials() < options.trials) {
+      job->result().time_limited = true;
+      break;
+    }
+    round.reset();
+    // An empty next round is searched again without overlap (Exhausted counts it then).
+    if (next && !next->candidates.empty()) round = std::move(next);
   }
   return job->Finish();
 }

@@ -9,9 +9,17 @@
 // of the task (workload key + target) train the model, their states are never measured again and
 // they count toward the trial budget.
 //
-// With SearchOptions::local_search_fraction > 0 (default 0), from the second round on that share
-// of each round's candidates are the model's best unmeasured neighbors of the best measured
-// states (search/local_search.h, our addition); the evolutionary search gives the rest.
+// With SearchOptions::local_search_fraction > 0 (by default 0.25 on GPU targets, 0 on cpu), from
+// the second round on that share of each round's candidates are the model's best unmeasured
+// neighbors of the best measured states (search/local_search.h, our addition); the evolutionary
+// search gives the rest.
+//
+// Overlapped rounds (TuneOptions::overlap_rounds, on by default for GPU targets): once the task has
+// records, round r is measured on a second thread while round r + 1 is trained, searched and built
+// on this one, so the GPU is not idle while the host searches and compiles (each was about a third
+// of a round on the H200). The price: round r + 1 is chosen by a model that has not seen round r's
+// measurements (one round stale, as in asynchronous batch Bayesian optimization), and never
+// repeats a state of round r. Records and round lines are written exactly as without overlap.
 //
 // Model quality: each round's candidates are scored by the current model (ScoreCandidates) before
 // they are measured; once measured they are records the model has never seen, so the round line
@@ -89,7 +97,20 @@ struct TuneOptions {
   int early_stopping = 0;
   /// No progress lines on stderr.
   bool quiet = false;
+  /// Overlapped rounds (see the file comment): 1 on, 0 off, -1 (the default) the target's choice
+  /// (ResolveTuneOptions): on for GPU targets, off on cpu, where the search and the builds would
+  /// compete with the measured kernels for the host cores and disturb their timing.
+  int overlap_rounds = -1;
+  /// Wall-clock limit of the job, seconds; 0 = none. Checked after each logged round: once
+  /// reached, no further round is measured (an overlapped round already built is dropped) and
+  /// TuneResult::time_limited is set. A round in flight always completes.
+  double time_limit_s = 0;
 };
+
+/// `options` with its automatic choices made for `target`: SearchOptions::local_search_fraction
+/// < 0 becomes 0.25 on GPU targets and 0 on cpu, overlap_rounds < 0 becomes 1 on GPU targets and
+/// 0 on cpu; every other field as given. Tune calls it first.
+[[nodiscard]] TuneOptions ResolveTuneOptions(const TuneOptions& options, const Target& target);
 
 struct TuneResult {
   /// The best valid record of the task in the log; nullopt when none is valid.
@@ -112,6 +133,8 @@ struct TuneResult {
   bool exhausted = false;
   /// True when early stopping ended the job before the budget.
   bool early_stopped = false;
+  /// True when TuneOptions::time_limit_s ended the job before the budget.
+  bool time_limited = false;
   /// Round lines written by this call (one per measured round), in order.
   std::vector<RoundRecord> rounds;
   /// Per round of `rounds`: how many of its trials (its first ones) came from local search
@@ -128,7 +151,8 @@ struct TuneResult {
 
 /// Tunes `workload` on `target` until the log holds options.trials records of the task, the
 /// search runs dry, early stopping triggers, or SIGINT arrives (checked between rounds; the round
-/// in flight is finished and logged; TuneResult::interrupted). A second SIGINT ends the process at
+/// in flight is finished and logged; TuneResult::interrupted; with overlapped rounds the next
+/// round, already built, is dropped unmeasured). A second SIGINT ends the process at
 /// once, killed by SIGINT (a shell's status 130), losing only the batch in flight: when it arrives
 /// while records are being appended to the log, the append (one write + fsync) completes first,
 /// so the log never ends in a partial line. A job killed otherwise (SIGKILL) loses at most the
@@ -141,9 +165,9 @@ struct TuneResult {
 /// early_stopping < 0, an empty log path, model_init with the random model, a model_init file that
 /// does not load for the target (XGBoostModel::SetInitialModel's errors), invalid search or
 /// measure options (local_search_fraction
-/// outside [0, 1], local_search_states < 1 among them), an unbuildable workload; the log's read /
-/// write errors; the measurer's creation errors (e.g. "no CUDA driver found"); kFailedPrecondition
-/// when every candidate reports no_device.
+/// above 1, local_search_states < 1, overlap_rounds above 1 among them), an unbuildable workload;
+/// the log's read / write errors; the measurer's creation errors (e.g. "no CUDA driver found");
+/// kFailedPrecondition when every candidate reports no_device.
 [[nodiscard]] absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload,
                                               const Target& target, const TuneOptions& options);
 

@@ -232,69 +232,32 @@ absl::Status WriteSummary(const std::string& path, const BenchCommandOptions& op
   return absl::OkStatus();
 }
 
-// Records of the problem's task already in its log (0 when the log does not exist yet).
-absl::StatusOr<int64_t> LoggedTrials(const std::string& log, const std::string& key,
-                                     const Target& target) {
-  search::ReadOptions read;
-  read.target = target;
-  read.workload_key = key;
-  read.warn_other_targets = false;
-  absl::StatusOr<search::LogContents> contents = search::ReadLog(log, read);
-  if (absl::IsNotFound(contents.status())) return 0;
-  if (!contents.ok()) return contents.status();
-  return static_cast<int64_t>(contents->records.size());
-}
-
-// Tunes one problem into its log: one Tune call for the whole budget, or, with a time limit, one
-// call per round until the budget, the limit (checked after each round), Ctrl-C or an exhausted
-// search. Fills the outcome's trial counts and flags.
-absl::Status TuneProblem(const BenchCommandOptions& options, const ir::ComputeDAG& dag,
-                         const schedule::Workload& workload, const Target& target,
-                         Outcome& outcome) {
+// Tunes one problem into its log: one Tune call for the whole budget, which stops starting rounds
+// at the time limit (TuneOptions::time_limit_s, checked after each round). Fills the outcome's
+// trial counts and flags.
+absl::Status TuneProblem(const BenchCommandOptions& options, const schedule::Workload& workload,
+                         const Target& target, Outcome& outcome) {
   search::TuneOptions tune =
       TuneOptionsFor(outcome.log, options.seed, options.model == "xgboost", options.search,
                      options.timing, options.host_threads, options.quiet);
   tune.trials = options.trials;
   tune.per_round = options.per_round;
+  tune.time_limit_s = std::max(0.0, static_cast<double>(options.time_limit_s));
   // As `tune`: the learned model starts from the pretrained one (the target's default model).
   if (options.model == "xgboost" && options.model_init != "none") {
     tune.model_init = options.model_init.empty() ? DefaultModelPath(target) : options.model_init;
   }
-
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed_s = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  int64_t done = 0;
-  if (options.time_limit_s > 0) {
-    ASSIGN_OR_RETURN(
-        done, LoggedTrials(outcome.log,
-                           measure::PrecisionWorkloadKey(dag.WorkloadKey(), tune.search.precision),
-                           target));
-  }
-  while (true) {
-    if (options.time_limit_s > 0) {
-      tune.trials = static_cast<int>(
-          std::min<int64_t>(options.trials, done + static_cast<int64_t>(options.per_round)));
-    }
-    ASSIGN_OR_RETURN(search::TuneResult result, search::Tune(workload, target, tune));
-    outcome.trials = result.trials;
-    outcome.new_trials += result.new_trials;
-    outcome.errors = result.errors;
-    outcome.exhausted = result.exhausted;
-    if (result.interrupted) BenchSigintGuard::MarkInterrupted();
-    done = result.trials;
-    if (options.time_limit_s <= 0 || result.interrupted || result.exhausted ||
-        result.new_trials == 0 || done >= options.trials || BenchSigintGuard::interrupted()) {
-      break;
-    }
-    if (elapsed_s() >= options.time_limit_s) {
-      outcome.time_limited = true;
-      if (!options.quiet) {
-        std::cerr << "bench: " << outcome.problem->name << ": time limit of "
-                  << options.time_limit_s << " s reached after " << done << " trials\n";
-      }
-      break;
+  ASSIGN_OR_RETURN(search::TuneResult result, search::Tune(workload, target, tune));
+  outcome.trials = result.trials;
+  outcome.new_trials += result.new_trials;
+  outcome.errors = result.errors;
+  outcome.exhausted = result.exhausted;
+  if (result.interrupted) BenchSigintGuard::MarkInterrupted();
+  if (result.time_limited) {
+    outcome.time_limited = true;
+    if (!options.quiet) {
+      std::cerr << "bench: " << outcome.problem->name << ": time limit of " << options.time_limit_s
+                << " s reached after " << result.trials << " trials\n";
     }
   }
   return absl::OkStatus();
@@ -360,7 +323,7 @@ void RunProblem(const BenchCommandOptions& options, const Target& target, Outcom
     std::cerr << "bench: " << problem.name << ": tuning on " << target.ToString() << " into "
               << outcome.log << "\n";
   }
-  if (absl::Status tuned = TuneProblem(options, *dag, problem.workload, tune_target, outcome);
+  if (absl::Status tuned = TuneProblem(options, problem.workload, tune_target, outcome);
       !tuned.ok()) {
     fail("tune: ", tuned);
   } else if (BenchSigintGuard::interrupted()) {

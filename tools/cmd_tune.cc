@@ -38,6 +38,7 @@ struct TuneCommandOptions {
   int early_stopping = 0;      // 0: off
   int host_threads = 0;        // cpu: parallel-loop threads, 0 = every usable core
   double run_timeout_ms = -1;  // < 0: MeasureOptions' default
+  std::string overlap_rounds = "auto";  // --overlap-rounds on | off | auto
   bool quiet = false;
 };
 
@@ -77,6 +78,9 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
     file.target.host_cores = options.host_threads;
   if (options.run_timeout_ms > 0) tune.measure.run_timeout_ms = options.run_timeout_ms;
   tune.early_stopping = options.early_stopping;
+  tune.overlap_rounds = options.overlap_rounds == "on"    ? 1
+                        : options.overlap_rounds == "off" ? 0
+                                                          : -1;
   ASSIGN_OR_RETURN(tune.model_init, ModelInit(options, file.target));
   ASSIGN_OR_RETURN(search::TuneResult result, search::Tune(file.workload, file.target, tune));
 
@@ -169,6 +173,11 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
                       measure::MeasureOptions().run_timeout_ms, "; over it: run_timeout)"))
       ->check(CLI::Range(100.0, 3600000.0))
       ->transform(NumberText(false, "100..3600000"));  // runs before the range check
+  app.add_option("--overlap-rounds", options->overlap_rounds,
+                 "measure each round while the next is trained, searched and built (its model "
+                 "then lacks the round in flight): on, off, or auto (default: on for cuda, off "
+                 "for cpu, where the search would disturb the measured host kernels)")
+      ->check(CLI::IsMember({"on", "off", "auto"}));
   app.add_flag("--quiet", options->quiet, "no progress lines on stderr");
   return [options]() { return Tune(*options); };
 }

@@ -257,11 +257,11 @@ void AddSearchOptions(CLI::App& app, SearchOverrides* s) {
                             "only when too few families exist (default ",
                             defaults.max_family_fraction, "; 1 disables)"));
   add_fraction("--local-search-fraction", &s->local_search_fraction,
-               absl::StrCat("share of each tuning round that starts with measured schedules "
-                            "(not the first of a new log) taken from the model's best unmeasured "
-                            "one-decision neighbors of the best measured schedules, the rest "
-                            "from the evolutionary search, 0..1 (default ",
-                            defaults.local_search_fraction, "; 0 disables)"));
+               "share of each tuning round that starts with measured schedules "
+               "(not the first of a new log) taken from the model's best unmeasured "
+               "one-decision neighbors of the best measured schedules, the rest "
+               "from the evolutionary search, 0..1 (default: 0.25 for cuda, 0 for cpu; "
+               "0 disables)");
   AddRangedOption(app, "--local-search-states", &s->local_search_states,
                   "best measured schedules whose neighbors local search ranks", 1, 1000,
                   defaults.local_search_states);

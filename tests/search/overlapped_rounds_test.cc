@@ -1,0 +1,188 @@
+// Overlapped tuning rounds (TuneOptions::overlap_rounds) on the cpu target, where they are off by
+// default and switched on here: round r is measured on a second thread while round r + 1 is
+// trained, searched and built. What must hold is what holds without overlap: the log ends with
+// exactly the budget, no state measured twice (the round in flight is excluded from the next
+// round's search), trial numbers in order, one round line per round; and the overlap must really
+// happen: the third round is searched by a model that has seen the first round only (its line's
+// train_samples), where the serial loop's model has seen both earlier rounds. Also the automatic
+// choices per target, the job's time limit, and the options' errors.
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "base/status_matchers.h"
+#include "base/target.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "schedule/apply_step.h"
+#include "search/log_io.h"
+#include "search/measure_record.h"
+#include "search/tuner.h"
+#include "tests/search/tiny_tune_options.h"
+
+namespace tilesearch::search {
+namespace {
+
+using ::testing::HasSubstr;
+using ::tilesearch::testing::StatusIs;
+
+constexpr int kPerRound = 8;
+constexpr int kTrials = 4 * kPerRound;
+
+std::string TempLog(const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/overlapped_rounds_test_" +
+                           std::to_string(::getpid()) + "_" + name + ".jsonl";
+  std::remove(path.c_str());
+  return path;
+}
+
+// The learned model (its round lines say how many samples it was trained on), small search.
+TuneOptions Options(const std::string& log, int trials, int overlap) {
+  TuneOptions o = testing::TinyCpuTuneOptions(log, trials, kPerRound, 11);
+  o.use_xgboost = true;
+  o.overlap_rounds = overlap;
+  return o;
+}
+
+struct Job {
+  absl::StatusOr<TuneResult> result;
+  LogContents log;
+};
+
+Job RunJob(const std::string& name, int trials, int overlap) {
+  const std::string path = TempLog(name);
+  Job job{Tune(testing::SquareMatmul(32), Target::HostCpu(), Options(path, trials, overlap)), {}};
+  absl::StatusOr<LogContents> log = ReadLog(path);
+  EXPECT_TRUE(log.ok()) << log.status();
+  if (log.ok()) job.log = *std::move(log);
+  std::remove(path.c_str());
+  return job;
+}
+
+TEST(OverlappedRoundsTest, MeasureTheBudgetOnceEachWithAOneRoundStaleModel) {
+  const Job overlapped = RunJob("on", kTrials, 1);
+  ASSERT_TRUE(overlapped.result.ok()) << overlapped.result.status();
+  const std::vector<MeasureRecord>& records = overlapped.log.records;
+  ASSERT_EQ(records.size(), static_cast<size_t>(kTrials));
+  EXPECT_EQ(overlapped.result->new_trials, kTrials);
+  std::unordered_set<uint64_t> states;
+  const ir::ComputeDAG dag = *testing::SquareMatmul(32).Build();
+  for (size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(records[i].trial, static_cast<int64_t>(i));
+    EXPECT_TRUE(states.insert(StepsHash(records[i].steps)).second) << "trial " << i << " repeats";
+    EXPECT_TRUE(schedule::ReplaySteps(dag, records[i].steps).ok()) << "trial " << i;
+  }
+  EXPECT_TRUE(overlapped.result->best.has_value());
+
+  // Round 1 (no records yet) and round 2 (searched after round 1 was measured) are serial; rounds
+  // 3 and 4 were searched while the round before them was measured.
+  const std::vector<RoundRecord>& rounds = overlapped.log.rounds;
+  ASSERT_EQ(rounds.size(), 4u);
+  for (size_t r = 0; r < rounds.size(); ++r) {
+    EXPECT_EQ(rounds[r].first_trial, static_cast<int64_t>(r) * kPerRound);
+    EXPECT_EQ(rounds[r].trials, kPerRound);
+    EXPECT_EQ(rounds[r].overlapped, r >= 2) << "round " << r + 1;
+  }
+  // The third round's model has seen the first round only; the fourth's the first two.
+  EXPECT_EQ(rounds[1].train_samples, kPerRound);
+  EXPECT_EQ(rounds[2].train_samples, kPerRound);
+  EXPECT_EQ(rounds[3].train_samples, 2 * kPerRound);
+
+  // Without overlap every round's model has seen every earlier round.
+  const Job serial = RunJob("off", kTrials, 0);
+  ASSERT_TRUE(serial.result.ok()) << serial.result.status();
+  ASSERT_EQ(serial.log.rounds.size(), 4u);
+  for (size_t r = 0; r < serial.log.rounds.size(); ++r) {
+    EXPECT_FALSE(serial.log.rounds[r].overlapped);
+    EXPECT_EQ(serial.log.rounds[r].train_samples, static_cast<int64_t>(r) * kPerRound);
+  }
+}
+
+TEST(OverlappedRoundsTest, AnUnevenBudgetEndsExactlyAndResumes) {
+  const std::string path = TempLog("uneven");
+  const Target cpu = Target::HostCpu();
+  // 2.5 rounds: the last round is cut to the budget although it was searched beside round 2.
+  absl::StatusOr<TuneResult> first =
+      Tune(testing::SquareMatmul(32), cpu, Options(path, 2 * kPerRound + 4, 1));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->trials, 2 * kPerRound + 4);
+  absl::StatusOr<TuneResult> resumed =
+      Tune(testing::SquareMatmul(32), cpu, Options(path, 4 * kPerRound, 1));
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->new_trials, 2 * kPerRound - 4);
+  absl::StatusOr<LogContents> log = ReadLog(path);
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_EQ(log->records.size(), static_cast<size_t>(4 * kPerRound));
+  std::unordered_set<uint64_t> states;
+  for (const MeasureRecord& r : log->records) {
+    EXPECT_TRUE(states.insert(StepsHash(r.steps)).second) << "trial " << r.trial << " repeats";
+  }
+  std::remove(path.c_str());
+}
+
+TEST(OverlappedRoundsTest, ATimeLimitDropsTheRoundPreparedBesideTheLastMeasured) {
+  const std::string path = TempLog("limit");
+  const Target cpu = Target::HostCpu();
+  ASSERT_TRUE(Tune(testing::SquareMatmul(32), cpu, Options(path, kPerRound, 1)).ok());
+  // The log has records, so the first round of this job is measured beside the search of the
+  // next; the limit is reached when the first round ends, and the next round is never measured.
+  TuneOptions o = Options(path, 4 * kPerRound, 1);
+  o.time_limit_s = 1e-3;
+  absl::StatusOr<TuneResult> limited = Tune(testing::SquareMatmul(32), cpu, o);
+  ASSERT_TRUE(limited.ok()) << limited.status();
+  EXPECT_TRUE(limited->time_limited);
+  EXPECT_EQ(limited->new_trials, kPerRound);
+  absl::StatusOr<LogContents> log = ReadLog(path);
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(log->records.size(), static_cast<size_t>(2 * kPerRound));
+  ASSERT_EQ(log->rounds.size(), 2u);
+  EXPECT_FALSE(log->rounds[1].overlapped);  // searched before the first round of this job
+  // Without a limit the same resume runs to the budget.
+  o.time_limit_s = 0;
+  absl::StatusOr<TuneResult> full = Tune(testing::SquareMatmul(32), cpu, o);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_FALSE(full->time_limited);
+  EXPECT_EQ(full->trials, 4 * kPerRound);
+  std::remove(path.c_str());
+}
+
+TEST(OverlappedRoundsTest, AutomaticChoicesPerTarget) {
+  TuneOptions given;
+  ASSERT_LT(given.overlap_rounds, 0);
+  ASSERT_LT(given.search.local_search_fraction, 0);
+  const TuneOptions cpu = ResolveTuneOptions(given, Target::HostCpu());
+  EXPECT_EQ(cpu.overlap_rounds, 0);
+  EXPECT_EQ(cpu.search.local_search_fraction, 0.0);
+  const Target h200 = Target::H200();
+  const TuneOptions gpu = ResolveTuneOptions(given, h200);
+  EXPECT_EQ(gpu.overlap_rounds, 1);
+  EXPECT_EQ(gpu.search.local_search_fraction, 0.25);
+  // Given values stay.
+  given.overlap_rounds = 0;
+  given.search.local_search_fraction = 0.5;
+  const TuneOptions kept = ResolveTuneOptions(given, h200);
+  EXPECT_EQ(kept.overlap_rounds, 0);
+  EXPECT_EQ(kept.search.local_search_fraction, 0.5);
+}
+
+TEST(OverlappedRoundsTest, RejectsAnOverlapOtherThanOnOffOrAuto) {
+  TuneOptions o = Options(TempLog("bad"), 4, 2);
+  EXPECT_THAT(Tune(testing::SquareMatmul(32), Target::HostCpu(), o),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("overlap_rounds must be 0 (off), 1 (on) or negative")));
+  o.overlap_rounds = 1;
+  o.time_limit_s = -1;
+  EXPECT_THAT(Tune(testing::SquareMatmul(32), Target::HostCpu(), o),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("time_limit_s must be >= 0")));
+  o.time_limit_s = 0;
+  o.search.local_search_fraction = 1.5;
+  EXPECT_THAT(Tune(testing::SquareMatmul(32), Target::HostCpu(), o),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("local_search_fraction must be in [0, 1]")));
+}
+
+}  // namespace
+}  // namespace tilesearch::search
