@@ -6,7 +6,7 @@
 # cuda). Prints per tune: wall seconds, trials per second (trials / wall), the best median and the
 # sums of the round lines' phases (bench/scripts/round_phase_sums.py); `tilesearch inspect` of
 # each log. Then the two best records of each case (written as schedule files by
-# round_phase_sums.py) are timed again by `tilesearch measure`, off / on / on / off, so the bests
+# round_phase_sums.py) are timed again by `tilesearch measure`, one after the other, so the bests
 # are compared by one method in one place rather than across the tunes' own timings.
 # Environment: TRIALS per tune (default 256); TUNE_S wall seconds per tune (default 100; SIGINT,
 # the round in flight is logged); CASES "name|dtype|A shape|B shape ..." (default fp32 and bf16
@@ -43,7 +43,7 @@ for c in "${cases[@]}"; do
     "$ts" inspect --log "$log" >>"$out/inspect.txt" 2>&1
   done
   echo "== $(date -u +%FT%TZ) $name: the two bests timed again, back to back"
-  for mode in off on on off; do
+  for mode in off on; do
     sched="$out/logs/$name-$mode.best.schedule.json"
     [[ -f "$sched" ]] || { echo "$name $mode: no best schedule"; continue; }
     printf '%s %s: ' "$name" "$mode"
