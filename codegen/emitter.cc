@@ -1016,7 +1016,10 @@ mlir::Value Emitter::ElementPointer(const BufferBinding& bb, const std::vector<m
 }
 
 absl::StatusOr<bool> Emitter::EmitAsyncCopy(const ir::StoreNode* op) {
-  const auto* load = op->value.as<ir::LoadNode>();
+  // Select(cond, Load, 0): a zero-filling copy of one element (src-size 0 where cond is false).
+  const auto* sel = op->value.as<ir::SelectNode>();
+  const auto* load = sel ? sel->true_value.as<ir::LoadNode>() : op->value.as<ir::LoadNode>();
+  if (sel != nullptr && lane_.active && lane_.width > 1) return false;
   const BufferBinding* dst = FindBuffer(op->buffer);
   const BufferBinding* src = load ? FindBuffer(load->buffer) : nullptr;
   if (dst == nullptr || src == nullptr || dst->decl.scope != ir::MemoryScope::kShared ||
@@ -1045,11 +1048,24 @@ absl::StatusOr<bool> Emitter::EmitAsyncCopy(const ir::StoreNode* op) {
   b_.getContext()->getOrLoadDialect<mlir::NVVM::NVVMDialect>();
   mlir::Value dptr = ElementPointer(*dst, didx, /*address_space=*/3);
   mlir::Value sptr = ElementPointer(*src, sidx, /*address_space=*/1);
+  mlir::Value src_size;
+  if (sel != nullptr) {
+    // Where cond is false nothing is read (src-size 0) and the address is the buffer's first
+    // element, so no out-of-range address (e.g. a padded convolution row -1) is ever formed.
+    ASSIGN_OR_RETURN(mlir::Value cond, EmitExpr(sel->cond));
+    const std::vector<mlir::Value> origin(sidx.size(),
+                                          mlir::arith::ConstantIndexOp::create(b_, loc_, 0));
+    mlir::Value base = ElementPointer(*src, origin, /*address_space=*/1);
+    sptr = mlir::LLVM::SelectOp::create(b_, loc_, cond, sptr, base);
+    src_size = mlir::arith::SelectOp::create(
+        b_, loc_, cond, mlir::arith::ConstantIntOp::create(b_, loc_, bytes, 32),
+        mlir::arith::ConstantIntOp::create(b_, loc_, 0, 32));
+  }
   // .cg (L2 only) exists for 16-byte copies; 4 and 8 bytes take .ca.
   const auto modifier =
       bytes == 16 ? mlir::NVVM::LoadCacheModifierKind::CG : mlir::NVVM::LoadCacheModifierKind::CA;
   mlir::NVVM::CpAsyncOp::create(b_, loc_, dptr, sptr, static_cast<uint32_t>(bytes), modifier,
-                                mlir::Value());
+                                src_size);
   return true;
 }
 

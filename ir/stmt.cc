@@ -87,7 +87,12 @@ Stmt StoreNode::Make(std::string buffer, std::vector<Expr> indices, Expr value, 
         << "index of Store to '" << buffer << "' is not int64";
   }
   if (async_copy) {
-    CHECK(value.as<LoadNode>() != nullptr) << "async copy to '" << buffer << "' is not of a Load";
+    const auto* sel = value.as<SelectNode>();
+    const auto* zero = sel ? sel->false_value.as<FloatImmNode>() : nullptr;
+    const bool zero_filled =
+        sel != nullptr && sel->true_value.as<LoadNode>() != nullptr && zero && zero->value == 0;
+    CHECK(value.as<LoadNode>() != nullptr || zero_filled)
+        << "async copy to '" << buffer << "' is not of a Load or Select(cond, Load, 0)";
   }
   return Stmt(std::make_shared<StoreNode>(std::move(buffer), std::move(indices), std::move(value),
                                           async_copy));

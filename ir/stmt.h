@@ -143,7 +143,9 @@ struct StoreNode : StmtNode {
   /// With `async_copy` (GPU only, made by schedule/software_pipeline.h for cp.async pipelines):
   /// the store to a shared buffer of a Load of a global buffer of the same dtype is an
   /// asynchronous copy (PTX cp.async): the element lands by the time an AsyncGroup wait covering
-  /// the thread's commit of it returns; until then the destination must not be read. Passes
+  /// the thread's commit of it returns; until then the destination must not be read. The value
+  /// may also be Select(cond, Load, 0.0): a zero-filling copy (cp.async with src-size 0 where
+  /// cond is false, the Load then never read), for gathers with padding and edge guards. Passes
   /// treat it as the plain store; the interpreter reads the source when the copy is issued and
   /// writes the destination only at that wait (the latest moment allowed).
   static Stmt Make(std::string buffer, std::vector<Expr> indices, Expr value,
