@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -76,6 +77,10 @@ struct Operand {
   bool k_inner = true;        // shared layout [S][rows][BK + pad], else [S][BK][rows + pad]
   ir::ScalarType dtype = ir::ScalarType::kFloat16;
   const ir::LoadNode* copy = nullptr;  // set: filled by cp.async of this load
+  // Filled element by element with 4-byte cp.async whose source size is 0 where the element is
+  // outside the problem or in a convolution's padding (zero-filled): a gather (implicit GEMM,
+  // tiles past the extents) that still runs asynchronously in the pipeline.
+  bool gather = false;
   int64_t vec = 1;                     // elements per thread and fill step
   ir::WgmmaLayout layout;              // wgmma: the swizzled layout of one stage's tile
   // wgmma on TF32 kinds: the K-major operand tiles the ring's float32 tile is copied into, big
@@ -194,6 +199,17 @@ struct Builder {
     std::vector<Expr> conds;
     if (o.total_rows % o.rows != 0) conds.push_back(rg < C(o.total_rows));
     if (k_guard) conds.push_back(kg < C(mm.k));
+    if (o.gather) {
+      // One Select(all conditions, Load, 0), the form a zero-filling cp.async copies.
+      if (const auto* sel = v.as<ir::SelectNode>()) {
+        conds.push_back(sel->cond);
+        v = sel->true_value;
+      }
+      if (conds.empty()) return v;
+      Expr cond = conds[0];
+      for (size_t i = 1; i < conds.size(); ++i) cond = cond && conds[i];
+      return ir::SelectNode::Make(cond, v, ir::FloatConst(0.0, v.type()));
+    }
     if (conds.empty()) return v;
     Expr cond = conds[0];
     for (size_t i = 1; i < conds.size(); ++i) cond = cond && conds[i];
@@ -224,7 +240,7 @@ struct Builder {
       index = {slot * C(TileElems(o)) + byte / C(o.layout.element_bytes) + v};
     }
     Stmt store = ir::StoreNode::Make(o.buffer, index, ElementValue(o, row, kk, ko, row_tile),
-                                     o.copy != nullptr);
+                                     o.copy != nullptr || o.gather);
     store = ir::ForNode::Make(v, C(0), C(o.vec), ForKind::kVectorized, store);
     if (chunks % threads != 0) store = ir::IfThenElseNode::Make(chunk < C(chunks), store);
     return ir::ForNode::Make(f, C(0), C(steps), steps <= 16 ? ForKind::kUnrolled : ForKind::kSerial,
@@ -637,24 +653,46 @@ struct Builder {
   }
 };
 
-// Chooses cp.async for both operands when each is a plain load of whole tiles with 16-byte rows.
+// Whether operand `o` can be filled by 16-byte cp.async: a plain load of whole tiles (no guard
+// applies to it) whose contiguous index is the tile's inner direction, with rows of whole vectors.
+bool PlainAsync(const Builder& bd, Operand* o) {
+  const int64_t vec = 16 / ir::BytesOf(bd.a.dtype);
+  if (o->total_rows % o->rows != 0 || bd.k_guard) return false;
+  const ir::LoadNode* load = PlainLoad(o->factor);
+  if (load == nullptr || load->type != o->dtype) return false;
+  const std::string& last = load->indices.back().as<ir::VarNode>()->name;
+  const ir::IterVar& inner_axis =
+      o->k_inner ? bd.op.reduce_axes.back() : bd.op.axes[o->row_axes.back()];
+  if (last != inner_axis.name || inner_axis.extent % vec != 0 || bd.InnerExtent(*o) % vec != 0) {
+    return false;
+  }
+  o->copy = load;
+  return true;
+}
+
+// Whether operand `o` can be gathered by zero-filling 4-byte cp.async (Operand::gather): 4-byte
+// elements loaded as they are, directly or under a padding Select(cond, Load, 0).
+bool GatherAsync(Operand* o) {
+  if (ir::BytesOf(o->dtype) != 4) return false;
+  Expr e = o->factor;
+  if (const auto* sel = e.as<ir::SelectNode>()) {
+    const std::optional<double> zero = ir::AsConstNumber(sel->false_value);
+    if (!zero || *zero != 0) return false;
+    e = sel->true_value;
+  }
+  const auto* load = e.as<ir::LoadNode>();
+  if (load == nullptr || load->type != o->dtype) return false;
+  o->gather = true;
+  return true;
+}
+
+// Chooses cp.async fills when both operands can have one: 16-byte copies of whole tiles where an
+// operand allows them, else (4-byte elements) zero-filling gathers.
 bool PlanAsync(Builder& bd) {
-  const int64_t bytes = ir::BytesOf(bd.a.dtype);
-  const int64_t vec = 16 / bytes;
-  if (bd.mm.m % bd.bm != 0 || bd.mm.n % bd.bn != 0 || bd.k_guard) return false;
   for (Operand* o : {&bd.a, &bd.b}) {
-    o->copy = PlainLoad(o->factor);
-    if (o->copy == nullptr || o->copy->type != o->dtype) return false;
-    // The contiguous (last) index must be the tile's inner direction, with rows of whole vectors.
-    const std::string& last = o->copy->indices.back().as<ir::VarNode>()->name;
-    const ir::IterVar* inner_axis = nullptr;
-    if (o->k_inner) {
-      inner_axis = &bd.op.reduce_axes.back();
-    } else {
-      inner_axis = &bd.op.axes[o->row_axes.back()];
-    }
-    if (last != inner_axis->name || inner_axis->extent % vec != 0 ||
-        bd.InnerExtent(*o) % vec != 0) {
+    if (!PlainAsync(bd, o) && !GatherAsync(o)) {
+      bd.a.copy = bd.b.copy = nullptr;
+      bd.a.gather = bd.b.gather = false;
       return false;
     }
   }
@@ -757,9 +795,8 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   }
   bd.async = PlanAsync(bd);
   for (Operand* o : {&bd.a, &bd.b}) {
-    if (!bd.async) o->copy = nullptr;
     const int64_t vec = 16 / ir::BytesOf(dtype);
-    o->vec = bd.InnerExtent(*o) % vec == 0 ? vec : 1;
+    o->vec = !o->gather && bd.InnerExtent(*o) % vec == 0 ? vec : 1;
   }
 
   const Expr bx = ir::MakeVar(k.fresh(op.name + ".tile"));
