@@ -157,7 +157,8 @@ class Search {
  public:
   Search(const TuneContext& ctx, const std::vector<State>& sketches, costmodel::CostModel& model,
          SearchProfile& profile)
-      : ctx_(ctx),
+      : cache_(std::make_shared<LoweringCache>()),
+        ctx_(ctx.WithLoweringCache(cache_)),
         target_(ctx.target()),
         sketches_(sketches),
         model_(model),
@@ -358,6 +359,7 @@ class Search {
         next.push_back(*std::move(r.candidate));
       }
     }
+    profile_.lowering_cache_hits = cache_->hits();
     return next;
   }
 
@@ -386,7 +388,9 @@ class Search {
     (annotation ? profile_.annotate_cpu_s : profile_.mutate_cpu_s) += r.work_cpu_s;
   }
 
-  const TuneContext& ctx_;
+  // Outcomes of the edits tried in this call; the per-item contexts (ctx_.Fork) share it.
+  std::shared_ptr<LoweringCache> cache_;
+  const TuneContext ctx_;
   const Target& target_;
   const std::vector<State>& sketches_;
   costmodel::CostModel& model_;

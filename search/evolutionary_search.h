@@ -72,6 +72,9 @@ struct SearchProfile {
   int64_t copies = 0;
   int64_t known_children = 0;
   int64_t predicted = 0;
+  /// Edited step lists (mutation, crossover) whose replay and lowering came from the call's
+  /// LoweringCache (tried before in this call).
+  int64_t lowering_cache_hits = 0;
 };
 
 /// The cost model's scores of `candidates` for ctx.target() (features from each candidate's
