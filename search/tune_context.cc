@@ -64,6 +64,15 @@ void LoweringCache::Insert(uint64_t hash, const absl::StatusOr<Candidate>& outco
   outcomes_.emplace(hash, outcome);
 }
 
+void LoweringCache::TakeLowerings(
+    std::vector<std::shared_ptr<const schedule::LoweredKernel>>* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [hash, outcome] : outcomes_) {
+    if (outcome.ok() && outcome->lowered != nullptr) out->push_back(std::move(outcome->lowered));
+  }
+  outcomes_.clear();
+}
+
 int64_t LoweringCache::hits() const {
   std::lock_guard<std::mutex> lock(mu_);
   return hits_;

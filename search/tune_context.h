@@ -17,6 +17,7 @@
 #include <random>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "base/target.h"
@@ -120,6 +121,9 @@ class LoweringCache {
   void Insert(uint64_t hash, const absl::StatusOr<Candidate>& outcome);
   /// Lookups answered by a stored outcome.
   int64_t hits() const;
+  /// Empties the cache, moving the stored lowerings to the end of `out` (so that the caller
+  /// decides where the last references are dropped).
+  void TakeLowerings(std::vector<std::shared_ptr<const schedule::LoweredKernel>>* out);
 
  private:
   mutable std::mutex mu_;
