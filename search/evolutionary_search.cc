@@ -175,7 +175,7 @@ class Search {
   // null features).
   std::vector<Member> Prepare(const std::vector<Candidate>& best) {
     std::vector<ItemResult> res(best.size());
-    ParallelFor(static_cast<int64_t>(best.size()), threads_, [&](int64_t i) {
+    InParallel(static_cast<int64_t>(best.size()), [&](int64_t i) {
       const double t0 = ThreadCpuSeconds();
       const std::vector<schedule::Step>& steps = best[i].state.steps();
       Member m{best[i], StepsHash(steps), FeaturesOf(best[i], target_), StructureHash(steps)};
@@ -204,7 +204,7 @@ class Search {
       const int64_t batch = std::min(max_attempts - attempts, need + need / 16 + 4);
       const uint64_t base = rng();
       std::vector<ItemResult> res(batch);
-      ParallelFor(batch, threads_, [&](int64_t i) {
+      InParallel(batch, [&](int64_t i) {
         TuneContext item = ctx_.Fork(MixSeed(base + static_cast<uint64_t>(i)));
         const double t0 = ThreadCpuSeconds();
         // Tensor-core sketches get options.tensor_core_share of the draws (annotation.h).
@@ -318,7 +318,7 @@ class Search {
         it.seed = rng();
       }
       std::vector<ItemResult> res(batch);
-      ParallelFor(batch, threads_, [&](int64_t i) {
+      InParallel(batch, [&](int64_t i) {
         const Item& it = items[i];
         if (it.op == Op::kCopy) {
           res[i].candidate = pop[it.parent];
@@ -376,11 +376,17 @@ class Search {
     for (Member& m : init) take(m.candidate);
     for (auto& [hash, entry] : seen) take(entry.second);
     cache_->TakeLowerings(&kernels);
-    ParallelFor(static_cast<int64_t>(kernels.size()), threads_,
-                [&](int64_t i) { kernels[i].reset(); });
+    InParallel(static_cast<int64_t>(kernels.size()), [&](int64_t i) { kernels[i].reset(); });
   }
 
  private:
+  // ParallelFor on the search's threads, its wall time added to the profile.
+  void InParallel(int64_t n, const std::function<void(int64_t)>& fn) {
+    const Clock::time_point t0 = Clock::now();
+    ParallelFor(n, threads_, fn);
+    profile_.parallel_s += SecondsSince(t0);
+  }
+
   // Hash and features of a valid new state (features reused when its steps are known).
   void Finish(Candidate c, ItemResult& r) const {
     Member m;

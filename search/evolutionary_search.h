@@ -52,6 +52,9 @@ struct SearchProfile {
   double evolve_s = 0;
   double predict_s = 0;
   double rank_s = 0;
+  /// Wall-clock seconds spent in the sections that run on the worker threads (the rest of
+  /// total_s runs on the calling thread alone: predictions, selection, bookkeeping).
+  double parallel_s = 0;
   /// CPU seconds summed over the workers: annotation (fill, replay, bind, lower, validity),
   /// mutation and crossover (edit, replay, lower, validity), feature extraction and hashing.
   double annotate_cpu_s = 0;
