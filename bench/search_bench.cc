@@ -134,19 +134,21 @@ int Round(int round, const Args& args, ts::search::TuneContext& ctx,
   std::unordered_set<uint64_t> exclude = measured;
   for (const Candidate& c : cands) exclude.insert(ts::search::StepsHash(c.state.steps()));
   ts::search::SearchProfile prof;
+  const Clock::time_point te = Clock::now();
   absl::StatusOr<std::vector<Candidate>> evolved = ts::search::EvolutionarySearch(
       ctx, sketches, model, exclude, best, n - static_cast<int>(cands.size()), &prof);
   if (!evolved.ok()) return std::cerr << "search: " << evolved.status() << "\n", 1;
+  const double evolution_s = SecondsSince(te);
   for (Candidate& c : *evolved) cands.push_back(std::move(c));
   const Clock::time_point ts0 = Clock::now();
   absl::StatusOr<std::vector<double>> scores = ts::search::ScoreCandidates(cands, ctx, model);
   if (!scores.ok()) return std::cerr << "score: " << scores.status() << "\n", 1;
   const double score_s = SecondsSince(ts0);
   absl::PrintF(
-      "round %d: search %.2f s (local %.2f, evolution %.2f [init %.2f evolve %.2f predict %.2f "
+      "round %d: search %.2f s (local %.2f, evolution %.2f (returned after %.2f) [init %.2f evolve %.2f predict %.2f "
       "rank %.2f, in parallel %.2f; cpu annotate %.2f mutate %.2f features %.2f], score %.2f) candidates %d "
       "predicted %d known %d cache hits %d\n",
-      round, SecondsSince(t0), local_s, prof.total_s, prof.init_s, prof.evolve_s, prof.predict_s,
+      round, SecondsSince(t0), local_s, prof.total_s, evolution_s, prof.init_s, prof.evolve_s, prof.predict_s,
       prof.rank_s, prof.parallel_s, prof.annotate_cpu_s, prof.mutate_cpu_s, prof.features_cpu_s, score_s,
       static_cast<int>(cands.size()), static_cast<int>(prof.predicted),
       static_cast<int>(prof.known_children), static_cast<int>(prof.lowering_cache_hits));

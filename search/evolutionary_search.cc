@@ -363,20 +363,34 @@ class Search {
     return next;
   }
 
-  // Frees the call's lowerings (thousands of IR trees) on the worker threads, except those of
-  // the returned candidates: dropped by the calling thread alone, as the containers went out of
-  // scope, they took a tenth of the call on 2 cores, and a larger share with more cores.
-  void ReleaseLowerings(std::vector<Member>& population, std::vector<Member>& init,
-                        std::unordered_map<uint64_t, std::pair<double, Candidate>>& seen) {
-    std::vector<std::shared_ptr<const schedule::LoweredKernel>> kernels;
-    auto take = [&](Candidate& c) {
-      if (c.lowered != nullptr) kernels.push_back(std::move(c.lowered));
-    };
-    for (Member& m : population) take(m.candidate);
-    for (Member& m : init) take(m.candidate);
-    for (auto& [hash, entry] : seen) take(entry.second);
-    cache_->TakeLowerings(&kernels);
-    InParallel(static_cast<int64_t>(kernels.size()), [&](int64_t i) { kernels[i].reset(); });
+  // Frees what the call made (thousands of lowered IR trees, states and features) on the worker
+  // threads, except what the returned candidates share: dropped by the calling thread alone, as
+  // the containers went out of scope, they took a tenth of the call on 2 cores, and a larger
+  // share with more cores.
+  void Release(std::vector<Member>& population, std::vector<Member>& init,
+               std::unordered_map<uint64_t, std::pair<double, Candidate>>& seen) {
+    std::vector<Candidate*> candidates;
+    std::vector<Features*> features;
+    for (std::vector<Member>* members : {&population, &init}) {
+      for (Member& m : *members) {
+        candidates.push_back(&m.candidate);
+        features.push_back(&m.features);
+      }
+    }
+    for (auto& [hash, entry] : seen) candidates.push_back(&entry.second);
+    for (auto& [hash, f] : features_) features.push_back(&f);
+    std::vector<absl::StatusOr<Candidate>> cached = cache_->Take();
+    const int64_t n_candidates = static_cast<int64_t>(candidates.size());
+    const int64_t n_features = static_cast<int64_t>(features.size());
+    InParallel(n_candidates + n_features + static_cast<int64_t>(cached.size()), [&](int64_t i) {
+      if (i < n_candidates) {
+        *candidates[i] = Candidate{};
+      } else if (i < n_candidates + n_features) {
+        features[i - n_candidates]->reset();
+      } else {
+        cached[i - n_candidates - n_features] = Candidate{};
+      }
+    });
   }
 
  private:
@@ -534,7 +548,7 @@ absl::StatusOr<std::vector<Candidate>> EvolutionarySearch(
     taken.insert(h);
   }
   prof.rank_s = SecondsSince(rank_start);
-  search.ReleaseLowerings(population, init, seen);
+  search.Release(population, init, seen);
   prof.total_s = SecondsSince(start);
   return out;
 }

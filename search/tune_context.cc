@@ -64,13 +64,13 @@ void LoweringCache::Insert(uint64_t hash, const absl::StatusOr<Candidate>& outco
   outcomes_.emplace(hash, outcome);
 }
 
-void LoweringCache::TakeLowerings(
-    std::vector<std::shared_ptr<const schedule::LoweredKernel>>* out) {
+std::vector<absl::StatusOr<Candidate>> LoweringCache::Take() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [hash, outcome] : outcomes_) {
-    if (outcome.ok() && outcome->lowered != nullptr) out->push_back(std::move(outcome->lowered));
-  }
+  std::vector<absl::StatusOr<Candidate>> out;
+  out.reserve(outcomes_.size());
+  for (auto& [hash, outcome] : outcomes_) out.push_back(std::move(outcome));
   outcomes_.clear();
+  return out;
 }
 
 int64_t LoweringCache::hits() const {

@@ -121,9 +121,9 @@ class LoweringCache {
   void Insert(uint64_t hash, const absl::StatusOr<Candidate>& outcome);
   /// Lookups answered by a stored outcome.
   int64_t hits() const;
-  /// Empties the cache, moving the stored lowerings to the end of `out` (so that the caller
-  /// decides where the last references are dropped).
-  void TakeLowerings(std::vector<std::shared_ptr<const schedule::LoweredKernel>>* out);
+  /// Empties the cache and returns its outcomes (so that the caller decides where the last
+  /// references to their lowerings are dropped).
+  std::vector<absl::StatusOr<Candidate>> Take();
 
  private:
   mutable std::mutex mu_;
