@@ -145,13 +145,16 @@ int Round(int round, const Args& args, ts::search::TuneContext& ctx,
   if (!scores.ok()) return std::cerr << "score: " << scores.status() << "\n", 1;
   const double score_s = SecondsSince(ts0);
   absl::PrintF(
-      "round %d: search %.2f s (local %.2f, evolution %.2f (returned after %.2f) [init %.2f evolve %.2f predict %.2f "
-      "rank %.2f, in parallel %.2f; cpu annotate %.2f mutate %.2f features %.2f], score %.2f) candidates %d "
+      "round %d: search %.2f s (local %.2f, evolution %.2f (returned after %.2f) [init %.2f evolve "
+      "%.2f predict %.2f "
+      "rank %.2f, in parallel %.2f; cpu annotate %.2f mutate %.2f features %.2f], score %.2f) "
+      "candidates %d "
       "predicted %d known %d cache hits %d\n",
-      round, SecondsSince(t0), local_s, prof.total_s, evolution_s, prof.init_s, prof.evolve_s, prof.predict_s,
-      prof.rank_s, prof.parallel_s, prof.annotate_cpu_s, prof.mutate_cpu_s, prof.features_cpu_s, score_s,
-      static_cast<int>(cands.size()), static_cast<int>(prof.predicted),
-      static_cast<int>(prof.known_children), static_cast<int>(prof.lowering_cache_hits));
+      round, SecondsSince(t0), local_s, prof.total_s, evolution_s, prof.init_s, prof.evolve_s,
+      prof.predict_s, prof.rank_s, prof.parallel_s, prof.annotate_cpu_s, prof.mutate_cpu_s,
+      prof.features_cpu_s, score_s, static_cast<int>(cands.size()),
+      static_cast<int>(prof.predicted), static_cast<int>(prof.known_children),
+      static_cast<int>(prof.lowering_cache_hits));
   for (size_t i = 0; i < cands.size(); ++i) {
     const uint64_t h = ts::search::StepsHash(cands[i].state.steps());
     if (args.digest) absl::PrintF("  %d %016x %.17g\n", static_cast<int>(i), h, (*scores)[i]);

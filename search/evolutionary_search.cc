@@ -157,7 +157,7 @@ class Search {
  public:
   Search(const TuneContext& ctx, const std::vector<State>& sketches, costmodel::CostModel& model,
          SearchProfile& profile)
-      : cache_(std::make_shared<LoweringCache>()),
+      : cache_(ctx.options().reuse_lowerings ? std::make_shared<LoweringCache>() : nullptr),
         ctx_(ctx.WithLoweringCache(cache_)),
         target_(ctx.target()),
         sketches_(sketches),
@@ -359,7 +359,7 @@ class Search {
         next.push_back(*std::move(r.candidate));
       }
     }
-    profile_.lowering_cache_hits = cache_->hits();
+    if (cache_ != nullptr) profile_.lowering_cache_hits = cache_->hits();
     return next;
   }
 
@@ -379,7 +379,8 @@ class Search {
     }
     for (auto& [hash, entry] : seen) candidates.push_back(&entry.second);
     for (auto& [hash, f] : features_) features.push_back(&f);
-    std::vector<absl::StatusOr<Candidate>> cached = cache_->Take();
+    std::vector<absl::StatusOr<Candidate>> cached;
+    if (cache_ != nullptr) cached = cache_->Take();
     const int64_t n_candidates = static_cast<int64_t>(candidates.size());
     const int64_t n_features = static_cast<int64_t>(features.size());
     InParallel(n_candidates + n_features + static_cast<int64_t>(cached.size()), [&](int64_t i) {
@@ -425,7 +426,8 @@ class Search {
     (annotation ? profile_.annotate_cpu_s : profile_.mutate_cpu_s) += r.work_cpu_s;
   }
 
-  // Outcomes of the edits tried in this call; the per-item contexts (ctx_.Fork) share it.
+  // Outcomes of the edits tried in this call (null: options.reuse_lowerings is off); the
+  // per-item contexts (ctx_.Fork) share it.
   std::shared_ptr<LoweringCache> cache_;
   const TuneContext ctx_;
   const Target& target_;
