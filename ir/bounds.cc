@@ -45,6 +45,8 @@ class Bounder {
 
   std::optional<Interval> Bound(const Expr& e) const {
     if (!e.defined()) return std::nullopt;
+    // Leaves cost less to bound than to look up, and most nodes are leaves: not memoized.
+    if (e.kind() == ExprKind::kIntImm || e.kind() == ExprKind::kVar) return Compute(e);
     if (auto it = memo_->find(e.get()); it != memo_->end()) return it->second.second;
     std::optional<Interval> r = Compute(e);
     // The entry holds `e`, so its address cannot be reused by another node while cached.
@@ -195,6 +197,17 @@ BoundResult BoundOf(const Expr& e, const RangeMap& ranges) {
   Bounder::Memo memo;
   Bounder b(ranges, &memo);
   auto r = b.Bound(e);
+  if (!r) return BoundResult{};
+  return BoundResult{true, *r};
+}
+
+BoundMemo::BoundMemo(const RangeMap& ranges)
+    : cache_(std::make_unique<simplify_internal::BoundCache>(&ranges)) {}
+
+BoundMemo::~BoundMemo() = default;
+
+BoundResult BoundMemo::Of(const Expr& e) {
+  std::optional<Interval> r = cache_->Bound(e);
   if (!r) return BoundResult{};
   return BoundResult{true, *r};
 }

@@ -169,6 +169,8 @@ class Simplifier {
 
 Expr Simplifier::Mutate(const Expr& e) {
   if (!e.defined()) return e;
+  // Constants are their own simplification: a memo entry would cost more than it saves.
+  if (e.kind() == ExprKind::kIntImm || e.kind() == ExprKind::kFloatImm) return e;
   if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second.second;
   Expr out = MutateImpl(e);
   // MutateImpl may have changed scopes and back (Select branches), which clears the memo.

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "ir/expr.h"
@@ -42,5 +43,25 @@ struct BoundResult {
   Interval range;
 };
 BoundResult BoundOf(const Expr& e, const RangeMap& ranges);
+
+namespace simplify_internal {
+class BoundCache;
+}
+
+/// BoundOf for many expressions under one RangeMap: the bound of a node (a subexpression shared
+/// by several of them included) is computed once. Of(e) equals BoundOf(e, ranges). `ranges` must
+/// outlive the object and not change while it is used.
+class BoundMemo {
+ public:
+  explicit BoundMemo(const RangeMap& ranges);
+  ~BoundMemo();
+  BoundMemo(const BoundMemo&) = delete;
+  BoundMemo& operator=(const BoundMemo&) = delete;
+  /// BoundOf(e, ranges).
+  BoundResult Of(const Expr& e);
+
+ private:
+  std::unique_ptr<simplify_internal::BoundCache> cache_;
+};
 
 }  // namespace tilesearch::ir

@@ -157,7 +157,8 @@ class Search {
  public:
   Search(const TuneContext& ctx, const std::vector<State>& sketches, costmodel::CostModel& model,
          SearchProfile& profile)
-      : ctx_(ctx),
+      : cache_(ctx.options().reuse_lowerings ? std::make_shared<LoweringCache>() : nullptr),
+        ctx_(ctx.WithLoweringCache(cache_)),
         target_(ctx.target()),
         sketches_(sketches),
         model_(model),
@@ -174,7 +175,7 @@ class Search {
   // null features).
   std::vector<Member> Prepare(const std::vector<Candidate>& best) {
     std::vector<ItemResult> res(best.size());
-    ParallelFor(static_cast<int64_t>(best.size()), threads_, [&](int64_t i) {
+    InParallel(static_cast<int64_t>(best.size()), [&](int64_t i) {
       const double t0 = ThreadCpuSeconds();
       const std::vector<schedule::Step>& steps = best[i].state.steps();
       Member m{best[i], StepsHash(steps), FeaturesOf(best[i], target_), StructureHash(steps)};
@@ -203,7 +204,7 @@ class Search {
       const int64_t batch = std::min(max_attempts - attempts, need + need / 16 + 4);
       const uint64_t base = rng();
       std::vector<ItemResult> res(batch);
-      ParallelFor(batch, threads_, [&](int64_t i) {
+      InParallel(batch, [&](int64_t i) {
         TuneContext item = ctx_.Fork(MixSeed(base + static_cast<uint64_t>(i)));
         const double t0 = ThreadCpuSeconds();
         // Tensor-core sketches get options.tensor_core_share of the draws (annotation.h).
@@ -317,7 +318,7 @@ class Search {
         it.seed = rng();
       }
       std::vector<ItemResult> res(batch);
-      ParallelFor(batch, threads_, [&](int64_t i) {
+      InParallel(batch, [&](int64_t i) {
         const Item& it = items[i];
         if (it.op == Op::kCopy) {
           res[i].candidate = pop[it.parent];
@@ -358,10 +359,49 @@ class Search {
         next.push_back(*std::move(r.candidate));
       }
     }
+    if (cache_ != nullptr) profile_.lowering_cache_hits = cache_->hits();
     return next;
   }
 
+  // Frees what the call made (thousands of lowered IR trees, states and features) on the worker
+  // threads, except what the returned candidates share: dropped by the calling thread alone, as
+  // the containers went out of scope, they took a tenth of the call on 2 cores, and a larger
+  // share with more cores.
+  void Release(std::vector<Member>& population, std::vector<Member>& init,
+               std::unordered_map<uint64_t, std::pair<double, Candidate>>& seen) {
+    std::vector<Candidate*> candidates;
+    std::vector<Features*> features;
+    for (std::vector<Member>* members : {&population, &init}) {
+      for (Member& m : *members) {
+        candidates.push_back(&m.candidate);
+        features.push_back(&m.features);
+      }
+    }
+    for (auto& [hash, entry] : seen) candidates.push_back(&entry.second);
+    for (auto& [hash, f] : features_) features.push_back(&f);
+    std::vector<absl::StatusOr<Candidate>> cached;
+    if (cache_ != nullptr) cached = cache_->Take();
+    const int64_t n_candidates = static_cast<int64_t>(candidates.size());
+    const int64_t n_features = static_cast<int64_t>(features.size());
+    InParallel(n_candidates + n_features + static_cast<int64_t>(cached.size()), [&](int64_t i) {
+      if (i < n_candidates) {
+        *candidates[i] = Candidate{};
+      } else if (i < n_candidates + n_features) {
+        features[i - n_candidates]->reset();
+      } else {
+        cached[i - n_candidates - n_features] = Candidate{};
+      }
+    });
+  }
+
  private:
+  // ParallelFor on the search's threads, its wall time added to the profile.
+  void InParallel(int64_t n, const std::function<void(int64_t)>& fn) {
+    const Clock::time_point t0 = Clock::now();
+    ParallelFor(n, threads_, fn);
+    profile_.parallel_s += SecondsSince(t0);
+  }
+
   // Hash and features of a valid new state (features reused when its steps are known).
   void Finish(Candidate c, ItemResult& r) const {
     Member m;
@@ -386,7 +426,10 @@ class Search {
     (annotation ? profile_.annotate_cpu_s : profile_.mutate_cpu_s) += r.work_cpu_s;
   }
 
-  const TuneContext& ctx_;
+  // Outcomes of the edits tried in this call (null: options.reuse_lowerings is off); the
+  // per-item contexts (ctx_.Fork) share it.
+  std::shared_ptr<LoweringCache> cache_;
+  const TuneContext ctx_;
   const Target& target_;
   const std::vector<State>& sketches_;
   costmodel::CostModel& model_;
@@ -507,6 +550,7 @@ absl::StatusOr<std::vector<Candidate>> EvolutionarySearch(
     taken.insert(h);
   }
   prof.rank_s = SecondsSince(rank_start);
+  search.Release(population, init, seen);
   prof.total_s = SecondsSince(start);
   return out;
 }

@@ -52,6 +52,9 @@ struct SearchProfile {
   double evolve_s = 0;
   double predict_s = 0;
   double rank_s = 0;
+  /// Wall-clock seconds spent in the sections that run on the worker threads (the rest of
+  /// total_s runs on the calling thread alone: predictions, selection, bookkeeping).
+  double parallel_s = 0;
   /// CPU seconds summed over the workers: annotation (fill, replay, bind, lower, validity),
   /// mutation and crossover (edit, replay, lower, validity), feature extraction and hashing.
   double annotate_cpu_s = 0;
@@ -72,6 +75,9 @@ struct SearchProfile {
   int64_t copies = 0;
   int64_t known_children = 0;
   int64_t predicted = 0;
+  /// Edited step lists (mutation, crossover) whose replay and lowering came from the call's
+  /// LoweringCache (tried before in this call).
+  int64_t lowering_cache_hits = 0;
 };
 
 /// The cost model's scores of `candidates` for ctx.target() (features from each candidate's

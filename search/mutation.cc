@@ -14,6 +14,7 @@
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
 #include "schedule/matmul_like.h"
+#include "search/measure_record.h"
 #include "search/mutation_internal.h"
 #include "search/sketch_rules.h"
 #include "search/tensor_core_space.h"
@@ -510,9 +511,23 @@ absl::StatusOr<Candidate> Mutate(const State& state, TuneContext& ctx) {
 
 namespace internal {
 
-absl::StatusOr<Candidate> FinishEdit(const TuneContext& ctx, const std::vector<Step>& steps) {
+namespace {
+
+absl::StatusOr<Candidate> ReplayAndLower(const TuneContext& ctx, const std::vector<Step>& steps) {
   ASSIGN_OR_RETURN(State s, schedule::ReplaySteps(ctx.dag(), steps));
   return LowerCandidate(std::move(s), ctx);
+}
+
+}  // namespace
+
+absl::StatusOr<Candidate> FinishEdit(const TuneContext& ctx, const std::vector<Step>& steps) {
+  LoweringCache* cache = ctx.lowering_cache();
+  if (cache == nullptr) return ReplayAndLower(ctx, steps);
+  const uint64_t hash = StepsHash(steps);
+  if (std::optional<absl::StatusOr<Candidate>> known = cache->Find(hash)) return *std::move(known);
+  absl::StatusOr<Candidate> out = ReplayAndLower(ctx, steps);
+  cache->Insert(hash, out);
+  return out;
 }
 
 double Uniform01(std::mt19937_64& rng) {

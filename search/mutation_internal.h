@@ -19,8 +19,9 @@
 
 namespace tilesearch::search::internal {
 
-/// Replays `steps` on ctx.dag() and lowers and checks the program once (LowerCandidate). Errors:
-/// the replay's, Lower's or the register check's.
+/// Replays `steps` on ctx.dag() and lowers and checks the program once (LowerCandidate); with a
+/// ctx.lowering_cache(), a step list tried before returns its stored outcome. Errors: the
+/// replay's, Lower's or the register check's.
 absl::StatusOr<Candidate> FinishEdit(const TuneContext& ctx,
                                      const std::vector<schedule::Step>& steps);
 

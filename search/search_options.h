@@ -122,6 +122,10 @@ struct SearchOptions {
   /// Worker threads for the per-state work; 0 = one per hardware thread. The result does not
   /// depend on it.
   int num_threads = 0;
+  /// Within one EvolutionarySearch call, an edit (mutation, crossover) whose steps were tried
+  /// before reuses that replay and lowering, or its error (LoweringCache, search/tune_context.h).
+  /// The result does not depend on it (lowering is deterministic); false only checks that.
+  bool reuse_lowerings = true;
   /// How float32 problems may compute (measure/precision_rule.h): ieee (float32 SIMT, or 3xTF32
   /// accepted only when no less accurate than the float32 reference on the checked points) or
   /// tf32 (the one-pass TF32 MMA kind drawn too, outputs judged with TF32's unit roundoff). Part

@@ -41,7 +41,42 @@ TuneContext::TuneContext(ir::ComputeDAG dag, Target target, const AnnotationOpti
     : TuneContext(std::move(dag), std::move(target), SearchOptions{.annotation = annotation},
                   seed) {}
 
-TuneContext TuneContext::Fork(uint64_t seed) const { return TuneContext(shared_, seed); }
+TuneContext TuneContext::Fork(uint64_t seed) const {
+  return TuneContext(shared_, seed, lowering_cache_);
+}
+
+TuneContext TuneContext::WithLoweringCache(std::shared_ptr<LoweringCache> cache) const {
+  TuneContext out = *this;
+  out.lowering_cache_ = std::move(cache);
+  return out;
+}
+
+std::optional<absl::StatusOr<Candidate>> LoweringCache::Find(uint64_t hash) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = outcomes_.find(hash);
+  if (it == outcomes_.end()) return std::nullopt;
+  ++hits_;
+  return it->second;
+}
+
+void LoweringCache::Insert(uint64_t hash, const absl::StatusOr<Candidate>& outcome) {
+  std::lock_guard<std::mutex> lock(mu_);
+  outcomes_.emplace(hash, outcome);
+}
+
+std::vector<absl::StatusOr<Candidate>> LoweringCache::Take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<absl::StatusOr<Candidate>> out;
+  out.reserve(outcomes_.size());
+  for (auto& [hash, outcome] : outcomes_) out.push_back(std::move(outcome));
+  outcomes_.clear();
+  return out;
+}
+
+int64_t LoweringCache::hits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return hits_;
+}
 
 absl::StatusOr<Candidate> LowerCandidate(schedule::State state, const TuneContext& ctx) {
   const auto t0 = std::chrono::steady_clock::now();

@@ -12,8 +12,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "base/target.h"
@@ -34,6 +38,8 @@ struct SearchTask {
   Target target;
   std::string workload_key;
 };
+
+class LoweringCache;
 
 /// The task, the options and a random generator. Copies share the task and the options (both
 /// immutable once the context is made); each copy has its own generator state. Fork gives a
@@ -63,8 +69,15 @@ class TuneContext {
 
   /// The generator every random choice of a rule draws from.
   std::mt19937_64& rng() { return rng_; }
-  /// The same task and options with a generator seeded with `seed`.
+  /// The same task and options with a generator seeded with `seed` (and the same lowering
+  /// cache, if any).
   TuneContext Fork(uint64_t seed) const;
+
+  /// A copy of this context (same task, options and generator state) whose edited step lists
+  /// are lowered through `cache` (internal::FinishEdit); null: no cache.
+  TuneContext WithLoweringCache(std::shared_ptr<LoweringCache> cache) const;
+  /// The cache edited step lists are lowered through; null when none.
+  LoweringCache* lowering_cache() const { return lowering_cache_.get(); }
 
  private:
   struct Shared {
@@ -72,11 +85,13 @@ class TuneContext {
     SearchOptions options;
     SketchOptions sketch;
   };
-  TuneContext(std::shared_ptr<const Shared> shared, uint64_t seed)
-      : shared_(std::move(shared)), rng_(seed) {}
+  TuneContext(std::shared_ptr<const Shared> shared, uint64_t seed,
+              std::shared_ptr<LoweringCache> cache)
+      : shared_(std::move(shared)), rng_(seed), lowering_cache_(std::move(cache)) {}
 
   std::shared_ptr<const Shared> shared_;
   std::mt19937_64 rng_;
+  std::shared_ptr<LoweringCache> lowering_cache_;
 };
 
 /// A candidate program: a state and its lowering for the context's target, made once when the
@@ -88,6 +103,32 @@ struct Candidate {
   std::shared_ptr<const schedule::LoweredKernel> lowered;
   /// Wall-clock milliseconds the lowering took (reported as part of the record's compile time).
   double lower_ms = 0;
+};
+
+/// The outcome of lowering each step list tried (a Candidate or the error), by StepsHash of the
+/// steps (search/measure_record.h), for one context's task and options. Mutation picks its
+/// parents by fitness, so the same few edits of the best states come up again and again within
+/// one search call (half of the children of an fp32 matmul 4096³ generation had been seen
+/// before); replaying and lowering one is deterministic, so the stored outcome is what lowering
+/// it again would give (but lower_ms, the first lowering's). Safe to share between threads.
+/// Like the tuning log, it takes equal StepsHash for equal steps.
+class LoweringCache {
+ public:
+  /// The outcome stored for `hash`; nullopt when none.
+  std::optional<absl::StatusOr<Candidate>> Find(uint64_t hash) const;
+  /// Stores `outcome` for `hash`; a second outcome for one hash (two threads lowering the same
+  /// steps at once) keeps the first.
+  void Insert(uint64_t hash, const absl::StatusOr<Candidate>& outcome);
+  /// Lookups answered by a stored outcome.
+  int64_t hits() const;
+  /// Empties the cache and returns its outcomes (so that the caller decides where the last
+  /// references to their lowerings are dropped).
+  std::vector<absl::StatusOr<Candidate>> Take();
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, absl::StatusOr<Candidate>> outcomes_;
+  mutable int64_t hits_ = 0;
 };
 
 /// Lowers `state` for ctx.target() and checks the register estimate (internal::

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -358,6 +359,36 @@ TEST(BoundOfTest, IntervalArithmetic) {
   ASSERT_TRUE(b.ok);
   EXPECT_EQ(b.range.min, -1);
   EXPECT_EQ(b.range.max, 0);
+}
+
+// BoundMemo answers what BoundOf answers, for expressions sharing subexpressions (asked in an
+// order where the shared part is memoized first) and for ones with an unbounded variable.
+TEST(BoundOfTest, BoundMemoAgreesWithBoundOf) {
+  Expr x = MakeVar("x"), y = MakeVar("y"), z = MakeVar("z");
+  RangeMap r{{"x", {-2, 3}}, {"y", {1, 4}}};
+  Expr shared = x * 8 + y;
+  const std::vector<Expr> exprs = {shared,
+                                   shared / 4,
+                                   (shared % 5) * y,
+                                   shared - x * 8,
+                                   z + shared,
+                                   Min(shared, z),
+                                   x / -3,
+                                   IntConst(7),
+                                   y,
+                                   Select(x < y, shared, y * 10)};
+  BoundMemo memo(r);
+  for (const Expr& e : exprs) {
+    SCOPED_TRACE(ToString(e));
+    const BoundResult want = BoundOf(e, r);
+    const BoundResult got = memo.Of(e);
+    ASSERT_EQ(got.ok, want.ok);
+    if (!want.ok) continue;
+    EXPECT_EQ(got.range.min, want.range.min);
+    EXPECT_EQ(got.range.max, want.range.max);
+  }
+  EXPECT_FALSE(memo.Of(z + shared).ok);  // z has no range
+  EXPECT_TRUE(memo.Of(shared).ok);
 }
 
 TEST(BoundOfTest, ModuloByConstantBoundsUnknownValues) {
