@@ -28,6 +28,8 @@
 #               of one (e.g. bench/logs/h200-2026-11-30-suites.tar.xz); copied, never modified
 #   BASELINES   score.py --baselines (default: score.py's, eager / eager_no_tf32 / compile)
 #   BENCH_ARGS  extra `tilesearch bench` options (default "--warmup 1 --min-runs 3 --min-time-ms 10")
+#   PRECISION   ieee (default) or tf32: `bench --precision` and `score.py --precision` (tf32: float32
+#               problems may use one-pass TF32 kernels, judged with TF32's unit roundoff)
 #   TAG         suffix of the output folder (default: the chunk, e.g. c0of10)
 #   SKIP_SCORE  1: tune and replay only (a tuning call; score in a later call from the logs)
 #   WARM        N > 0: warm inductor's caches for the compile baseline in N processes while
@@ -65,6 +67,8 @@ ROUND_S=${ROUND_S:-35}
 SCORE_S=${SCORE_S:-150}
 BENCH_KILL_S=${BENCH_KILL_S:-45}
 BENCH_ARGS=${BENCH_ARGS:-"--warmup 1 --min-runs 3 --min-time-ms 10"}
+PRECISION=${PRECISION:-ieee}
+[[ "$PRECISION" == ieee || "$PRECISION" == tf32 ]] || { echo "PRECISION=$PRECISION: want ieee or tf32"; exit 2; }
 for v in BENCH_S SCORE_S BENCH_KILL_S; do  # `timeout 0` would mean no limit at all
   [[ "${!v}" =~ ^[0-9]+$ ]] && (( 10#${!v} > 0 )) || { echo "$v=${!v}: want seconds > 0"; exit 2; }
 done
@@ -155,7 +159,8 @@ echo "== tilesearch bench: $count problems ($PROBLEMS), $TRIALS trials, at most 
 bench_start=$(date +%s)
 # shellcheck disable=SC2086
 timeout --foreground -s INT -k "$BENCH_KILL_S" "$BENCH_S" "$ts" bench "${suite_args[@]}" --problems "$PROBLEMS" \
-  --target cuda --trials "$TRIALS" --per-round "$PER_ROUND" --time-limit-s "$limit" --quiet \
+  --target cuda --precision "$PRECISION" --trials "$TRIALS" --per-round "$PER_ROUND" \
+  --time-limit-s "$limit" --quiet \
   $BENCH_ARGS --log-dir "$out/logs" --out "$out/artifacts" --json "$out/bench.json"
 bench_rc=$?
 echo "bench: rc $bench_rc, $(($(date +%s) - bench_start)) s"
@@ -174,7 +179,8 @@ else
   baselines=()
   [[ -n "${BASELINES:-}" ]] && baselines=(--baselines "$BASELINES")
   timeout --foreground -k 20 "$SCORE_S" python3 "$score_py" "${suite_args[@]}" \
-    --artifacts "$out/artifacts" --problems "$PROBLEMS" "${baselines[@]}" --out "$out/score" 2>&1 |
+    --artifacts "$out/artifacts" --problems "$PROBLEMS" --precision "$PRECISION" "${baselines[@]}" \
+    --out "$out/score" 2>&1 |
     grep -v Warning | tail -60
   score_rc=${PIPESTATUS[0]}
   echo "score.py: rc $score_rc, $(($(date +%s) - score_start)) s"
