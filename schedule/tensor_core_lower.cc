@@ -81,8 +81,8 @@ struct Operand {
   // outside the problem or in a convolution's padding (zero-filled): a gather (implicit GEMM,
   // tiles past the extents) that still runs asynchronously in the pipeline.
   bool gather = false;
-  int64_t vec = 1;                     // elements per thread and fill step
-  ir::WgmmaLayout layout;              // wgmma: the swizzled layout of one stage's tile
+  int64_t vec = 1;         // elements per thread and fill step
+  ir::WgmmaLayout layout;  // wgmma: the swizzled layout of one stage's tile
   // wgmma on TF32 kinds: the K-major operand tiles the ring's float32 tile is copied into, big
   // (tf32: x rounded to TF32; tf32x3: x truncated) and small (tf32x3: the rest, truncated).
   std::string big, small;

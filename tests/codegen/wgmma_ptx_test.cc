@@ -132,6 +132,44 @@ TEST(WgmmaPtx, Tf32KindsCompileForSm90aAndAssemble) {
   }
 }
 
+// A padded float32 convolution on TF32 wgmma gathers its input tile with zero-filling cp.async: a
+// 4-byte copy whose source size is a register (4 inside the image, 0 in the padding), which
+// ptxas accepts for sm_90a.
+TEST(WgmmaPtx, ConvolutionGathersWithZeroFillingCopies) {
+  ir::OpArgs args;
+  args.shapes = {{2, 16, 10, 10}, {32, 16, 3, 3}};
+  args.dtype = ir::ScalarType::kFloat32;
+  args.attrs = {{"padding", "1"}};
+  absl::StatusOr<ir::ComputeDAG> dag = ir::BuildOp("conv2d_nchw", args);
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  schedule::State s = schedule::State::Initial(*dag);
+  schedule::TensorCoreStep t;
+  for (int i = 0; i < s.num_stages(); ++i) {
+    if (s.stage(i).op->reduce == ir::ReduceKind::kSum) t.stage_id = i;
+  }
+  t.kind = "tf32x3";
+  t.warpgroup = true;
+  t.block_m = 64;
+  t.block_n = 32;
+  t.block_k = 16;
+  t.warp_m = 64;
+  t.warp_n = 32;
+  t.pipeline = 3;
+  t.pad = 0;
+  absl::StatusOr<schedule::State> st = schedule::ApplyStep(s, t);
+  ASSERT_TRUE(st.ok()) << st.status();
+  Target target;
+  target.kind = TargetKind::kCuda;
+  target.arch = "sm_90";
+  absl::StatusOr<schedule::LoweredKernel> k = schedule::Lower(*dag, *st, target);
+  ASSERT_TRUE(k.ok()) << k.status();
+  absl::StatusOr<GpuModule> m = CompileToPtx(k->nest, Launches(*k));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_GE(Count(m->ptx, "cp.async.ca.shared.global"), 1);
+  EXPECT_GE(Count(m->ptx, ", 4, %r"), 1) << m->ptx.substr(0, 4000);
+  ExpectPtxasAccepts(m->ptx, "wgmma_conv_gather", "sm_90a");
+}
+
 TEST(WgmmaPtx, AnotherArchIsRefused) {
   absl::StatusOr<schedule::LoweredKernel> k = LowerWgmma(Problem{"bf16", false, 64, 128, 64});
   ASSERT_TRUE(k.ok()) << k.status();

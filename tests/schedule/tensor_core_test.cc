@@ -3,10 +3,13 @@
 // epilogues) run in the interpreter against the unscheduled program.
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ir/ops/registry.h"
 #include "ir/reference.h"
@@ -276,6 +279,74 @@ TEST(TensorCoreStep, RandomSchedulesMatchTheUnscheduledProgram) {
     ++run;
   }
   EXPECT_GE(run, 220);
+}
+
+// Float32 operands that cannot take 16-byte copies (a padded convolution's im2col input, tiles past
+// the extents) are gathered by zero-filling async copies (async stores of Select(cond, Load, 0)),
+// on both instructions and every ring depth, and still compute the unscheduled program; a half
+// matmul of whole tiles keeps its plain 16-byte copies.
+TEST(TensorCoreStep, Float32GathersUseZeroFillingAsyncCopies) {
+  struct Problem {
+    std::string op;
+    std::vector<std::vector<int64_t>> shapes;
+    std::map<std::string, std::string> attrs;
+  };
+  const Problem problems[] = {
+      {"conv2d_nchw", {{2, 8, 9, 9}, {24, 8, 3, 3}}, {{"padding", "1"}}},
+      {"conv2d_nhwc", {{1, 7, 7, 12}, {3, 3, 12, 20}}, {{"padding", "1"}, {"stride", "2"}}},
+      {"matmul", {{37, 29}, {29, 23}}, {}}};
+  for (const Problem& p : problems) {
+    const ir::ComputeDAG dag = BuildOpOrDie(p.op, p.shapes, ir::ScalarType::kFloat32, p.attrs);
+    for (const bool wgmma : {false, true}) {
+      for (const int pipeline : {1, 3}) {
+        TensorCoreStep t;
+        t.stage_id = SumReductionStage(State::Initial(dag));
+        t.kind = "tf32x3";
+        t.block_m = wgmma ? 64 : 32;
+        t.block_n = 16;
+        t.block_k = 16;
+        t.warp_m = wgmma ? 64 : 16;
+        t.warp_n = wgmma ? 16 : 8;
+        t.pipeline = pipeline;
+        t.pad = wgmma ? 0 : 4;
+        t.warpgroup = wgmma;
+        const std::string what =
+            absl::StrCat(p.op, wgmma ? " wgmma" : " mma.sync", " pipeline ", pipeline);
+        absl::StatusOr<State> st = ApplyWithEpilogue(State::Initial(dag), t);
+        ASSERT_TRUE(st.ok()) << what << ": " << st.status();
+        absl::StatusOr<LoweredKernel> kern = Lower(dag, *st, CudaTarget());
+        ASSERT_TRUE(kern.ok()) << what << ": " << kern.status();
+        std::ostringstream text;
+        text << kern->nest;
+        EXPECT_NE(text.str().find("= async_copy select("), std::string::npos) << what;
+        const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 17);
+        absl::StatusOr<ir::BufferMap> got = RunLowered(kern->nest, inputs);
+        ASSERT_TRUE(got.ok()) << what << ": " << got.status();
+        absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
+        ASSERT_TRUE(ref.ok()) << ref.status();
+        EXPECT_LE(testing::MaxRelError(dag, *got, *ref), 1e-4) << what;
+      }
+    }
+  }
+  const ir::ComputeDAG half =
+      BuildOpOrDie("matmul", {{64, 32}, {32, 32}}, ir::ScalarType::kFloat16, {});
+  TensorCoreStep t;
+  t.stage_id = SumReductionStage(State::Initial(half));
+  t.kind = "f16";
+  t.block_m = 32;
+  t.block_n = 16;
+  t.block_k = 16;
+  t.warp_m = 16;
+  t.warp_n = 8;
+  t.pipeline = 3;
+  absl::StatusOr<State> st = ApplyWithEpilogue(State::Initial(half), t);
+  ASSERT_TRUE(st.ok()) << st.status();
+  absl::StatusOr<LoweredKernel> kern = Lower(half, *st, CudaTarget());
+  ASSERT_TRUE(kern.ok()) << kern.status();
+  std::ostringstream text;
+  text << kern->nest;
+  EXPECT_NE(text.str().find("= async_copy "), std::string::npos);
+  EXPECT_EQ(text.str().find("= async_copy select("), std::string::npos);
 }
 
 // One TF32 mma rounds each operand to 10 mantissa bits (nearest, ties away): the result matches
