@@ -281,6 +281,24 @@ TEST(TensorCoreStep, RandomSchedulesMatchTheUnscheduledProgram) {
   EXPECT_GE(run, 220);
 }
 
+// A small TF32-kind step on `dag`'s reduction: 32×16×16 blocks of 16×8 warps (mma.sync, pad 4)
+// or 64×16×16 of one 64×16 warpgroup (wgmma).
+TensorCoreStep SmallTf32Step(const ir::ComputeDAG& dag, const std::string& kind, bool wgmma,
+                             int pipeline) {
+  TensorCoreStep t;
+  t.stage_id = SumReductionStage(State::Initial(dag));
+  t.kind = kind;
+  t.block_m = wgmma ? 64 : 32;
+  t.block_n = 16;
+  t.block_k = 16;
+  t.warp_m = wgmma ? 64 : 16;
+  t.warp_n = wgmma ? 16 : 8;
+  t.pipeline = pipeline;
+  t.pad = wgmma ? 0 : 4;
+  t.warpgroup = wgmma;
+  return t;
+}
+
 // Float32 operands that cannot take 16-byte copies (a padded convolution's im2col input, tiles past
 // the extents) are gathered by zero-filling async copies (async stores of Select(cond, Load, 0)),
 // on both instructions and every ring depth, and still compute the unscheduled program; a half
@@ -299,17 +317,7 @@ TEST(TensorCoreStep, Float32GathersUseZeroFillingAsyncCopies) {
     const ir::ComputeDAG dag = BuildOpOrDie(p.op, p.shapes, ir::ScalarType::kFloat32, p.attrs);
     for (const bool wgmma : {false, true}) {
       for (const int pipeline : {1, 3}) {
-        TensorCoreStep t;
-        t.stage_id = SumReductionStage(State::Initial(dag));
-        t.kind = "tf32x3";
-        t.block_m = wgmma ? 64 : 32;
-        t.block_n = 16;
-        t.block_k = 16;
-        t.warp_m = wgmma ? 64 : 16;
-        t.warp_n = wgmma ? 16 : 8;
-        t.pipeline = pipeline;
-        t.pad = wgmma ? 0 : 4;
-        t.warpgroup = wgmma;
+        const TensorCoreStep t = SmallTf32Step(dag, "tf32x3", wgmma, pipeline);
         const std::string what =
             absl::StrCat(p.op, wgmma ? " wgmma" : " mma.sync", " pipeline ", pipeline);
         absl::StatusOr<State> st = ApplyWithEpilogue(State::Initial(dag), t);
@@ -356,17 +364,7 @@ TEST(TensorCoreStep, Tf32RoundsOperandsToNearest) {
   const int64_t m = 40, n = 24, k = 56;
   const ir::ComputeDAG dag = BuildOpOrDie("matmul", {{m, k}, {k, n}}, ir::ScalarType::kFloat32);
   for (const bool wgmma : {false, true}) {
-    TensorCoreStep t;
-    t.stage_id = SumReductionStage(State::Initial(dag));
-    t.kind = "tf32";
-    t.block_m = wgmma ? 64 : 32;
-    t.block_n = 16;
-    t.block_k = 16;
-    t.warp_m = wgmma ? 64 : 16;
-    t.warp_n = wgmma ? 16 : 8;
-    t.pipeline = 2;
-    t.pad = wgmma ? 0 : 4;
-    t.warpgroup = wgmma;
+    const TensorCoreStep t = SmallTf32Step(dag, "tf32", wgmma, 2);
     absl::StatusOr<State> st = ApplyStep(State::Initial(dag), t);
     ASSERT_TRUE(st.ok()) << st.status();
     absl::StatusOr<LoweredKernel> kern = Lower(dag, *st, CudaTarget());
