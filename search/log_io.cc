@@ -389,14 +389,18 @@ class LogParser {
   }
 
  private:
-  // A skipped line: counted and warned about; a newer format version fails the read.
-  absl::Status Skip(const std::string& line, const absl::Status& status) {
+  // A skipped line: counted and warned about; a newer format version fails the read. A line that
+  // may hold a record (of the wanted workload, when one is) is also suspect; a round line, read
+  // as a JSON object of kind "round", cannot hold one (may_hold_record false).
+  absl::Status Skip(const std::string& line, const absl::Status& status,
+                    bool may_hold_record = true) {
     if (status.code() == absl::StatusCode::kFailedPrecondition) {
       return absl::FailedPreconditionError(
           absl::StrCat(path_, ":", out_.lines, ": ", status.message()));
     }
     ++out_.corrupt_lines;
-    if (options_.workload_key.empty() || line.find(options_.workload_key) != std::string::npos) {
+    if (may_hold_record &&
+        (options_.workload_key.empty() || line.find(options_.workload_key) != std::string::npos)) {
       Suspect();
     }
     out_.warnings.push_back(absl::StrCat(path_, ":", out_.lines, ": skipped: ", status.message()));
@@ -422,7 +426,7 @@ class LogParser {
     std::vector<std::string> unknown;
     absl::StatusOr<RoundRecord> round = RoundRecordFromJson(j, &unknown);
     if (!round.ok()) {
-      RETURN_IF_ERROR(Skip(line, round.status()));
+      RETURN_IF_ERROR(Skip(line, round.status(), /*may_hold_record=*/false));
       ++out_.corrupt_round_lines;
       const auto number = j.find("round");
       if (number != j.end() && number->is_number_integer() && number->get<int64_t>() > 0) {

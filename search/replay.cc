@@ -69,7 +69,7 @@ absl::Status CheckNoSuspectLines(const std::string& log_path, const LogContents&
       log.suspect_lines == 1 ? " " : "s ", lines,
       "; the warnings say why), so the best record may be among them: repair or remove ",
       log.suspect_lines == 1 ? "it" : "them", ", or allow replaying from the lines that were read ",
-      "(replay --allow-unreadable-lines)"));
+      "(replay or bench --allow-unreadable-lines)"));
 }
 
 absl::StatusOr<ReplayedRecord> BestOfLog(const std::string& log_path,

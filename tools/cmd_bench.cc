@@ -73,6 +73,7 @@ struct BenchCommandOptions {
   int host_threads = 0;
   bool no_check = false;
   bool quiet = false;
+  bool allow_unreadable_lines = false;  // replay from the readable lines (search/replay.h)
 };
 
 // One selected problem and what became of it.
@@ -269,7 +270,8 @@ absl::Status ReplayProblem(const BenchCommandOptions& options, const schedule::W
                            const Target& target, Outcome& outcome) {
   ASSIGN_OR_RETURN(search::ReplayedRecord best,
                    search::ApplyHistoryBest(outcome.log, workload, target,
-                                            PrecisionOption(options.search.precision)));
+                                            PrecisionOption(options.search.precision),
+                                            options.allow_unreadable_lines));
   for (const std::string& w : best.warnings) std::cerr << "warning: " << w << "\n";
   outcome.best_ms = best.record.median_ms();
   outcome.best_trial = best.record.trial;
@@ -552,6 +554,10 @@ ExitCodeAction AddBenchCommand(CLI::App& app) {
   app.add_option("--json", options->json_path,
                  "write a JSON summary (per problem: status, trials, best ms, GFLOP/s, GB/s, "
                  "artifact or the reason there is none), rewritten after each problem");
+  app.add_flag("--allow-unreadable-lines", options->allow_unreadable_lines,
+               "replay each problem's best from the lines of its log that could be read even when "
+               "skipped lines (corrupt, truncated or over-long) may hold one of its records "
+               "(refused by default: the best record may be among them)");
   app.add_flag("--quiet", options->quiet, "no progress lines on stderr");
   return [options]() { return Bench(*options); };
 }

@@ -220,6 +220,35 @@ TEST(LogDefectsTest, ReplayRefusesWhenASkippedLineMayHoldTheWorkloadsBestRecord)
   EXPECT_EQ(best->record.trial, 0);
 }
 
+// A corrupt round line (a JSON object of kind "round" with a bad field) is skipped with a
+// warning, but it cannot hold a record: replay takes the best record without
+// --allow-unreadable-lines.
+TEST(LogDefectsTest, ACorruptRoundLineDoesNotBlockReplay) {
+  const std::string path = Scratch("bad_round.jsonl");
+  RoundRecord round;
+  round.workload_key = KeyOf(Matmul(16));
+  round.target = Target::HostCpu();
+  round.round = 1;
+  round.trials = 2;
+  round.predicted = {0.5, 0.25};
+  nlohmann::json bad = RoundRecordToJson(round);
+  bad["overlapped"] = "yes";
+  WriteText(path, Lines({Record(16, 2, 0, 1.0), Record(16, 4, 1, 0.5)}) + bad.dump() + "\n");
+  ReadOptions read_options;
+  read_options.workload_key = KeyOf(Matmul(16));
+  absl::StatusOr<LogContents> read = ReadLog(path, read_options);
+  ASSERT_THAT(read, IsOk());
+  EXPECT_EQ(read->corrupt_lines, 1);
+  EXPECT_EQ(read->corrupt_round_lines, 1);
+  EXPECT_EQ(read->suspect_lines, 0);
+  EXPECT_THAT(
+      read->warnings,
+      ::testing::Contains(HasSubstr(":3: skipped: field 'overlapped' must be true or false")));
+  absl::StatusOr<ReplayedRecord> best = ApplyHistoryBest(path, Matmul(16), Target::HostCpu());
+  ASSERT_THAT(best, IsOk());
+  EXPECT_EQ(best->record.trial, 1);
+}
+
 TEST(LogDefectsTest, NoRecordForAWorkloadListsTheWorkloadsTheLogHolds) {
   const std::string path = Scratch("others.jsonl");
   schedule::Workload relu;

@@ -10,6 +10,8 @@
 # - --problems / --skip-small / a larger --trials: only the difference is measured;
 # - a problem whose logged trials all failed is reported "all 8 trials failed: 8 compile_error";
 # - --time-limit-s: one round per problem when the limit is tiny, the next run resumes;
+# - a torn record line blocks the replay unless --allow-unreadable-lines (a corrupt round line
+#   does not);
 # - --target cuda without a driver: the problem fails, reported, exit 1;
 # - Ctrl-C during the first problem: its round is logged whole, status 130, the second problem
 #   is not run;
@@ -131,6 +133,28 @@ for pass in 1 2; do
     [[ "$n" == "$pass" ]] || fail "limit$pass: $p's log has $n rounds, expected $pass"
   done
 done
+
+# ---- A torn record line in a log: bench refuses to replay (the best may be on it) and names the
+# option; --allow-unreadable-lines replays from the readable lines. A corrupt round line cannot
+# hold a record and does not block the replay.
+mkdir -p "$tmp/torn_logs"
+python3 - "$tmp/limit_logs/matmul_tiny.jsonl" "$tmp/torn_logs/matmul_tiny.jsonl" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+rec = next(l for l in lines if '"kind":"round"' not in l)
+rnd = json.loads(next(l for l in lines if '"kind":"round"' in l))
+rnd["overlapped"] = "yes"
+with open(sys.argv[2], "w") as out:
+    out.write("\n".join(lines) + "\n" + json.dumps(rnd) + "\n" + rec[: len(rec) // 2] + "\n")
+PY
+run torn bench --suite "$suite" "${common[@]}" --trials 8 --problems matmul_tiny \
+  --log-dir "$tmp/torn_logs" --out "$tmp/torn_art"
+expect_rc torn 1
+expect_out torn "1 line that may hold a record .*could not be read.*bench --allow-unreadable-lines"
+run torn_allowed bench --suite "$suite" "${common[@]}" --trials 8 --problems matmul_tiny \
+  --allow-unreadable-lines --log-dir "$tmp/torn_logs" --out "$tmp/torn_art"
+expect_rc torn_allowed 0
+[[ -f "$tmp/torn_art/matmul_tiny.json" ]] || fail "torn_allowed: no artifact"
 
 # ---- A cuda problem on a machine without a driver fails by itself (skipped where one exists).
 if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
