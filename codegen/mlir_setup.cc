@@ -1,6 +1,7 @@
 #include "codegen/mlir_setup.h"
 
 #include <mutex>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "llvm/Support/TargetSelect.h"
@@ -104,6 +105,10 @@ absl::Status ApproximateMath(mlir::Operation* root, DiagnosticCapture& diag) {
     if (approximated(op->getName().getStringRef())) ops.push_back(op);
   });
   if (ops.empty()) return absl::OkStatus();
+  // The program's own divisions stay IEEE; those the approximations create (the rational erf
+  // and tanh) are marked afn / arcp below.
+  std::unordered_set<mlir::Operation*> own_divisions;
+  root->walk([&](mlir::arith::DivFOp op) { own_divisions.insert(op.getOperation()); });
   mlir::RewritePatternSet patterns(root->getContext());
   mlir::populateMathPolynomialApproximationPatterns(patterns, approximated);
   mlir::GreedyRewriteConfig config;
@@ -111,6 +116,16 @@ absl::Status ApproximateMath(mlir::Operation* root, DiagnosticCapture& diag) {
   if (mlir::failed(mlir::applyOpPatternsGreedily(ops, std::move(patterns), config))) {
     return diag.Error("math approximation did not converge");
   }
+  // An approximation's P(x) / Q(x) needs no correctly rounded quotient: the approximation itself
+  // is a few ulp off. With afn the NVPTX backend selects div.approx.f32 (a reciprocal and a
+  // multiply) instead of div.rn.f32, whose SASS is a Newton sequence with a slow-path branch; in a
+  // memory-bound gelu that division was a large share of the issue slots (bench/NOTES.md).
+  const auto fast = mlir::arith::FastMathFlags::afn | mlir::arith::FastMathFlags::arcp;
+  root->walk([&](mlir::arith::DivFOp op) {
+    if (!own_divisions.contains(op.getOperation())) {
+      op.setFastmathAttr(mlir::arith::FastMathFlagsAttr::get(op.getContext(), fast));
+    }
+  });
   return absl::OkStatus();
 }
 
