@@ -901,6 +901,23 @@ def problem_bytes(problem, output_shape, itemsize=4):
     return float(n * itemsize)
 
 
+# A problem whose output is at most this share of its input bytes is read-only for its limit.
+READ_ONLY_OUTPUT_SHARE = 0.01
+
+
+def bandwidth_limit(input_bytes, output_bytes, copy_bandwidth, read_bandwidth=None):
+    """The bytes/s a kernel moving `input_bytes` in and `output_bytes` out can reach: the measured
+    read bandwidth for read-only problems (reductions, GEMV: output at most READ_ONLY_OUTPUT_SHARE
+    of the input), whose traffic is nearly all reads and which a read + write copy underrates;
+    the copy bandwidth otherwise, or when no read bandwidth was measured. Never below the copy
+    bandwidth (a slow read measurement must not flag kernels a copy would pass)."""
+    if copy_bandwidth <= 0:
+        raise ValueError("copy bandwidth must be positive")
+    if read_bandwidth and output_bytes <= READ_ONLY_OUTPUT_SHARE * input_bytes:
+        return max(copy_bandwidth, read_bandwidth)
+    return copy_bandwidth
+
+
 def _prod(xs):
     n = 1
     for x in xs:
@@ -940,7 +957,8 @@ def render_markdown(meta, suites):
     lines = [f"# Scoring results ({meta.get('date', '')})", ""]
     lines.append(f"Device {meta.get('device', '?')}, torch {meta.get('torch', '?')}, CUDA "
                  f"{meta.get('cuda', '?')}. Measured limits: copy bandwidth "
-                 f"{_fmt(meta.get('bandwidth_tbps'), '.2f')} TB/s, fp32 FMA peak "
+                 f"{_fmt(meta.get('bandwidth_tbps'), '.2f')} TB/s (read-only problems: read "
+                 f"bandwidth {_fmt(meta.get('read_bandwidth_tbps'), '.2f')} TB/s), fp32 FMA peak "
                  f"{_fmt(meta.get('peak_tflops'), '.1f')} TFLOP/s. Method: bench/harness/score.py "
                  f"({meta.get('trials', '?')} checked trials, {meta.get('runs', '?')} timed runs, "
                  "L2 flushed before each, median).")
@@ -1235,6 +1253,7 @@ class Harness:
         self.peak_flops = None
         self.half_peak_flops = None
         self.bandwidth = None
+        self.read_bandwidth = None
         # Host-clock overhead of one timed run that launches nothing (events, syncs, Python).
         self.host_overhead_ms = self.time(lambda: None)["host_median_ms"]
 
@@ -1327,7 +1346,8 @@ class Harness:
         return make_function(problem, {"torch": self.torch, "F": self.F})
 
     def measure_limits(self):
-        """Copy bandwidth (1 GiB device-to-device copy, read + write bytes) and the fp32 FMA peak,
+        """Copy bandwidth (1 GiB device-to-device copy, read + write bytes), read bandwidth (a sum
+        of the same 1 GiB: the limit of read-only problems, bandwidth_limit) and the fp32 FMA peak,
         timed; the float16 / bfloat16 tensor-core bound from the SM count and maximum clock
         (half_tensor_peak_flops)."""
         torch = self.torch
@@ -1336,6 +1356,9 @@ class Harness:
         dst = torch.empty_like(src)
         t = self.time(lambda: dst.copy_(src))
         self.bandwidth = 2.0 * 4 * n / (t["median_ms"] * 1e-3)
+        # Read bandwidth: a full sum of the same 1 GiB reads 4n bytes and writes 4.
+        t = self.time(lambda: torch.sum(src))
+        self.read_bandwidth = 4.0 * n / (t["median_ms"] * 1e-3)
         threads, block, iters = self.sms * 2048, 256, 4096
         out = torch.empty(threads, device="cuda")
         ct = self.drv.ct
@@ -1577,7 +1600,11 @@ class Harness:
                     r["tbps"] = nbytes / (ms * 1e9)
                     peak = self.peak_for(r["dtype"])
                     if peak and self.bandwidth:
-                        sol = speed_of_light_ms(flops, nbytes, peak, self.bandwidth)
+                        out_bytes = float(_prod(out_shape) * xs[0].element_size())
+                        bandwidth = bandwidth_limit(nbytes - out_bytes, out_bytes, self.bandwidth,
+                                                    self.read_bandwidth)
+                        r["bandwidth_limit"] = bandwidth
+                        sol = speed_of_light_ms(flops, nbytes, peak, bandwidth)
                         r["speed_of_light_ms"] = sol
                         r["limit_fraction"] = sol / ms
                         r["suspect"] = ms < sol
@@ -1662,6 +1689,7 @@ def device_meta(h):
             "torch": torch.__version__, "cuda": torch.version.cuda,
             "sm_count": h.sms, "l2_bytes": getattr(h.props, "L2_cache_size", None),
             "bandwidth_tbps": h.bandwidth / 1e12 if h.bandwidth else None,
+            "read_bandwidth_tbps": h.read_bandwidth / 1e12 if h.read_bandwidth else None,
             "peak_tflops": h.peak_flops / 1e12 if h.peak_flops else None,
             "half_peak_tflops": h.half_peak_flops / 1e12 if h.half_peak_flops else None,
             "trials": h.trials, "runs": h.runs, "distributions": list(DISTRIBUTIONS),
@@ -1709,7 +1737,9 @@ def run_suites(a):
     h = Harness(a.trials, a.runs, baselines=tuple(a.baselines.split(",")),
                 precision=a.precision)
     h.measure_limits()
-    print(f"limits: copy {h.bandwidth / 1e12:.2f} TB/s, fp32 FMA {h.peak_flops / 1e12:.1f} "
+    read_text = f"{h.read_bandwidth / 1e12:.2f}" if h.read_bandwidth else "?"
+    print(f"limits: copy {h.bandwidth / 1e12:.2f} TB/s, read {read_text} TB/s, fp32 FMA "
+          f"{h.peak_flops / 1e12:.1f} "
           f"TFLOP/s, fp16/bf16 tensor-core bound {h.half_peak_flops / 1e12:.0f} TFLOP/s; eager "
           "fp16/bf16 accumulates in fp32 (reduced-precision split-K reductions: "
           f"{h.reduced_precision_text() or 'flags not found'})", flush=True)

@@ -194,6 +194,27 @@ class FastPTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "positive and finite"):
             score.fast_p([(True, 0.0, 1.0)], 1.0)
 
+    def test_read_only_problems_take_the_read_bandwidth(self):
+        gib = float(1 << 30)
+        # A row sum of 1 GiB into 64 KiB: read-only, limited by the (higher) read bandwidth.
+        self.assertEqual(score.bandwidth_limit(gib, 65536.0, 4.0e12, 4.6e12), 4.6e12)
+        # relu (as much out as in) and a transpose: the copy bandwidth.
+        self.assertEqual(score.bandwidth_limit(gib, gib, 4.0e12, 4.6e12), 4.0e12)
+        # The boundary share, and a read measurement below the copy never lowers the limit.
+        self.assertEqual(score.bandwidth_limit(100.0, 1.0, 4.0e12, 4.6e12), 4.6e12)
+        self.assertEqual(score.bandwidth_limit(100.0, 1.01, 4.0e12, 4.6e12), 4.0e12)
+        self.assertEqual(score.bandwidth_limit(gib, 4.0, 4.0e12, 3.5e12), 4.0e12)
+        # Not measured: the copy bandwidth.
+        self.assertEqual(score.bandwidth_limit(gib, 4.0, 4.0e12, None), 4.0e12)
+        with self.assertRaises(ValueError):
+            score.bandwidth_limit(gib, 4.0, 0.0, 4.6e12)
+        # A GEMV at 4.3 TB/s is suspect against the copy limit, not against the read limit.
+        nbytes = gib + 65536.0
+        ms = nbytes / 4.3e12 * 1e3
+        self.assertTrue(score.is_suspect(ms, 0, nbytes, 50e12, 4.0e12))
+        self.assertFalse(score.is_suspect(ms, 0, nbytes, 50e12,
+                                          score.bandwidth_limit(gib, 65536.0, 4.0e12, 4.6e12)))
+
     def test_speed_of_light(self):
         flops, nbytes = 2.0 * 4096 ** 3, 3.0 * 4096 * 4096 * 4
         self.assertAlmostEqual(score.speed_of_light_ms(flops, nbytes, 50e12, 4e12), 2.74877906944)
