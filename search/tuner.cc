@@ -881,8 +881,12 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
       break;
     }
     round.reset();
-    // An empty next round is searched again without overlap (Exhausted counts it then).
-    if (next && !next->candidates.empty()) round = std::move(next);
+    // An empty next round is searched again without overlap (Exhausted counts it then); a
+    // non-empty one ends a run of empty rounds as a serial one does.
+    if (next && !next->candidates.empty()) {
+      job->Exhausted(*next);
+      round = std::move(next);
+    }
   }
   return job->Finish();
 }
