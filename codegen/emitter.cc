@@ -1018,7 +1018,7 @@ mlir::Value Emitter::ElementPointer(const BufferBinding& bb, const std::vector<m
 absl::StatusOr<bool> Emitter::EmitAsyncCopy(const ir::StoreNode* op) {
   // Select(cond, Load, 0): a zero-filling copy of one element (src-size 0 where cond is false).
   const auto* sel = op->value.as<ir::SelectNode>();
-  const auto* load = sel ? sel->true_value.as<ir::LoadNode>() : op->value.as<ir::LoadNode>();
+  const ir::LoadNode* load = ir::AsyncCopySource(op->value);
   if (sel != nullptr && lane_.active && lane_.width > 1) return false;
   const BufferBinding* dst = FindBuffer(op->buffer);
   const BufferBinding* src = load ? FindBuffer(load->buffer) : nullptr;

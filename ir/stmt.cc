@@ -79,6 +79,13 @@ Stmt SeqNode::Make(std::vector<Stmt> stmts) {
   return Stmt(std::make_shared<SeqNode>(std::move(flat)));
 }
 
+const LoadNode* AsyncCopySource(const Expr& value) {
+  if (const auto* load = value.as<LoadNode>()) return load;
+  const auto* sel = value.as<SelectNode>();
+  const auto* zero = sel ? sel->false_value.as<FloatImmNode>() : nullptr;
+  return zero != nullptr && zero->value == 0 ? sel->true_value.as<LoadNode>() : nullptr;
+}
+
 Stmt StoreNode::Make(std::string buffer, std::vector<Expr> indices, Expr value, bool async_copy) {
   CHECK(!buffer.empty()) << "Store to a buffer without a name";
   CHECK(value.defined()) << "Store of an undefined value to '" << buffer << "'";
@@ -87,11 +94,7 @@ Stmt StoreNode::Make(std::string buffer, std::vector<Expr> indices, Expr value, 
         << "index of Store to '" << buffer << "' is not int64";
   }
   if (async_copy) {
-    const auto* sel = value.as<SelectNode>();
-    const auto* zero = sel ? sel->false_value.as<FloatImmNode>() : nullptr;
-    const bool zero_filled =
-        sel != nullptr && sel->true_value.as<LoadNode>() != nullptr && zero && zero->value == 0;
-    CHECK(value.as<LoadNode>() != nullptr || zero_filled)
+    CHECK(AsyncCopySource(value) != nullptr)
         << "async copy to '" << buffer << "' is not of a Load or Select(cond, Load, 0)";
   }
   return Stmt(std::make_shared<StoreNode>(std::move(buffer), std::move(indices), std::move(value),

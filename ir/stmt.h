@@ -156,6 +156,10 @@ struct StoreNode : StmtNode {
   const bool async_copy = false;
 };
 
+/// The Load an async-copy Store of `value` reads: `value` itself when it is a Load, the true
+/// branch of Select(cond, Load, 0.0) (a zero-filling copy); nullptr for any other value.
+const LoadNode* AsyncCopySource(const Expr& value);
+
 struct AllocateNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kAllocate;
   AllocateNode(BufferDecl b, Stmt s) : StmtNode(kKind), buffer(std::move(b)), body(std::move(s)) {}

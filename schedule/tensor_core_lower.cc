@@ -199,20 +199,17 @@ struct Builder {
     std::vector<Expr> conds;
     if (o.total_rows % o.rows != 0) conds.push_back(rg < C(o.total_rows));
     if (k_guard) conds.push_back(kg < C(mm.k));
-    if (o.gather) {
-      // One Select(all conditions, Load, 0), the form a zero-filling cp.async copies.
-      if (const auto* sel = v.as<ir::SelectNode>()) {
-        conds.push_back(sel->cond);
-        v = sel->true_value;
-      }
-      if (conds.empty()) return v;
-      Expr cond = conds[0];
-      for (size_t i = 1; i < conds.size(); ++i) cond = cond && conds[i];
-      return ir::SelectNode::Make(cond, v, ir::FloatConst(0.0, v.type()));
+    // A gather's padding condition joins the guards: one Select(all conditions, Load, 0), the
+    // form a zero-filling cp.async copies (built as is: ir::Select might fold it otherwise).
+    const auto* padded = o.gather ? v.as<ir::SelectNode>() : nullptr;
+    if (padded != nullptr) {
+      conds.push_back(padded->cond);
+      v = padded->true_value;
     }
     if (conds.empty()) return v;
     Expr cond = conds[0];
     for (size_t i = 1; i < conds.size(); ++i) cond = cond && conds[i];
+    if (o.gather) return ir::SelectNode::Make(cond, v, ir::FloatConst(0.0, v.type()));
     return ir::Select(cond, v, ir::FloatConst(0.0));
   }
 
@@ -674,13 +671,7 @@ bool PlainAsync(const Builder& bd, Operand* o) {
 // elements loaded as they are, directly or under a padding Select(cond, Load, 0).
 bool GatherAsync(Operand* o) {
   if (ir::BytesOf(o->dtype) != 4) return false;
-  Expr e = o->factor;
-  if (const auto* sel = e.as<ir::SelectNode>()) {
-    const std::optional<double> zero = ir::AsConstNumber(sel->false_value);
-    if (!zero || *zero != 0) return false;
-    e = sel->true_value;
-  }
-  const auto* load = e.as<ir::LoadNode>();
+  const ir::LoadNode* load = ir::AsyncCopySource(o->factor);
   if (load == nullptr || load->type != o->dtype) return false;
   o->gather = true;
   return true;
