@@ -92,11 +92,16 @@ std::vector<int64_t> Unflatten(const std::vector<int64_t>& shape, int64_t flat) 
 }
 
 // The element rule shared by CompareOutput and VerifyReferenceSamples.
-bool Matches(double got, double expected, const Tolerance& tolerance) {
+bool Matches(double got, double expected, const Tolerance& tolerance, double magnitude) {
   if (std::isnan(expected)) return std::isnan(got);
   if (std::isinf(expected)) return got == expected;
   if (!std::isfinite(got)) return false;
-  return std::fabs(got - expected) <= tolerance.atol + tolerance.rtol * std::fabs(expected);
+  double allowed = tolerance.atol + tolerance.rtol * std::fabs(expected);
+  if (std::isfinite(magnitude)) {
+    const double allowance = tolerance.allowance * magnitude;  // rounded before the sum
+    allowed = allowed + allowance;
+  }
+  return std::fabs(got - expected) <= allowed;
 }
 
 }  // namespace
@@ -135,9 +140,10 @@ ir::BufferMap MakeCheckInputs(const ir::ComputeDAG& dag, CheckDistribution distr
   return inputs;
 }
 
-ElementComparison CompareElement(double got, double expected, const Tolerance& tolerance) {
+ElementComparison CompareElement(double got, double expected, const Tolerance& tolerance,
+                                 double magnitude) {
   ElementComparison c;
-  c.ok = Matches(got, expected, tolerance);
+  c.ok = Matches(got, expected, tolerance, magnitude);
   if (std::isfinite(expected)) {
     c.has_abs_error = true;
     c.abs_error =
@@ -151,12 +157,13 @@ ElementComparison CompareElement(double got, double expected, const Tolerance& t
 }
 
 CompareSummary SummarizeFloat32(const float* got, const float* expected, int64_t n,
-                                const Tolerance& tolerance) {
+                                const Tolerance& tolerance, const float* magnitude) {
   CompareSummary s;
   s.elements = n;
   for (int64_t i = 0; i < n; ++i) {
+    const double m = magnitude != nullptr ? static_cast<double>(magnitude[i]) : 0.0;
     const ElementComparison c =
-        CompareElement(static_cast<double>(got[i]), static_cast<double>(expected[i]), tolerance);
+        CompareElement(static_cast<double>(got[i]), static_cast<double>(expected[i]), tolerance, m);
     if (c.has_abs_error) s.max_abs_error = std::max(s.max_abs_error, c.abs_error);
     if (c.has_rel_error) s.max_rel_error = std::max(s.max_rel_error, c.rel_error);
     if (!c.ok) {

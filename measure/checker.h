@@ -19,10 +19,14 @@
 
 namespace tilesearch::measure {
 
-/// |got − ref| <= atol + rtol · |ref| passes.
+/// |got − ref| <= atol + rtol · |ref| + allowance · M passes, where M is the element's magnitude
+/// of the terms (measure/precision_rule.h) where the comparison has one, and 0 otherwise (or when
+/// M is not finite). `allowance` is c · u of the precision rule (kCancellationFactor ·
+/// ArithmeticUnitRoundoff); 0 gives the plain KernelBench-style comparison.
 struct Tolerance {
   double atol = 0;
   double rtol = 0;
+  double allowance = 0;
 };
 
 /// The default tolerance of `dtype` (float32 1e-4/1e-4, float16 and bfloat16 1e-2/1e-2, integers
@@ -60,7 +64,8 @@ struct ElementComparison {
   bool has_rel_error = false;
   double rel_error = 0;
 };
-ElementComparison CompareElement(double got, double expected, const Tolerance& tolerance);
+ElementComparison CompareElement(double got, double expected, const Tolerance& tolerance,
+                                 double magnitude = 0);
 
 /// The outcome of comparing one output of one trial, as the device compare kernel reports it.
 struct CompareSummary {
@@ -78,9 +83,10 @@ CompareSummary SummarizeDoubles(const double* got, const double* expected, int64
                                 const Tolerance& tolerance, int threads);
 
 /// CompareSummary of `n` float32 elements (the host mirror of the device compare kernel; each value
-/// is widened to float64 exactly before CompareElement).
+/// is widened to float64 exactly before CompareElement), with the magnitudes at `magnitude` (n
+/// float32 values) when it is not null.
 CompareSummary SummarizeFloat32(const float* got, const float* expected, int64_t n,
-                                const Tolerance& tolerance);
+                                const Tolerance& tolerance, const float* magnitude = nullptr);
 
 /// The CheckReport text of a mismatch at flat index `flat` of output `name` of shape `shape`:
 /// "C[3, 17]: got nan, expected 1.25 (trial 1, normal)" (values with %.9g).

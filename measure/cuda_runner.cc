@@ -30,6 +30,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -42,6 +43,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "ir/lower_naive.h"
+#include "ir/magnitude_dag.h"
 #include "ir/reference.h"
 #include "measure/check_inputs_fill.h"
 #include "measure/checker.h"
@@ -105,6 +107,9 @@ struct BatchData {
   std::vector<Trial> trials;
   std::map<std::string, std::vector<std::byte>> timing_inputs;
   std::shared_ptr<const codegen::GpuModule> naive_module;  // when the reference runs on the GPU
+  // The magnitude kernel (BuildGpuMagnitudes): M of every float output, the cancellation allowance
+  // of the device compare. Null: none (no float output, or it did not compile).
+  std::shared_ptr<const codegen::GpuModule> magnitude_module;
   ir::BufferMap native_first;  // interpreter path: the float32 naive program's trial-0 outputs
 };
 
@@ -117,10 +122,13 @@ struct ResidentData {
   std::vector<std::vector<DeviceBuffer>> references;       // [trial][k]
   std::vector<std::vector<DeviceBuffer>> pristine_inputs;  // [trial][j], never a kernel argument
   std::vector<std::vector<DeviceBuffer>> pristine_references;  // [trial][k]
-  std::vector<std::vector<bool>> device_compare;               // [trial][k]: compare on the device
-  std::vector<DeviceBuffer> timing_inputs;                     // [j]
-  std::vector<DeviceBuffer> outputs;                           // [k], written by every candidate
-  std::vector<int> output_order;  // k by output name (the host path's order)
+  // [trial][k]: M of output k (float32, the magnitude kernel's), read by the device compare; an
+  // empty buffer where there is none (no magnitude kernel, or a non-float output).
+  std::vector<std::vector<DeviceBuffer>> magnitudes;
+  std::vector<std::vector<bool>> device_compare;  // [trial][k]: compare on the device
+  std::vector<DeviceBuffer> timing_inputs;        // [j]
+  std::vector<DeviceBuffer> outputs;              // [k], written by every candidate
+  std::vector<int> output_order;                  // k by output name (the host path's order)
   // Result slots: [trial][k] compare slots first, then [trial][param] difference counts.
   DeviceBuffer slots;
   // The device compare's mismatch list (16 bytes per entry), reused by every compare: each is
@@ -293,14 +301,17 @@ absl::StatusOr<DeviceBuffer> AllocateAndUpload(const CudaDriver& driver,
 
 // Device bytes the resident path keeps: per trial the inputs and references twice (pristine
 // copies), the timing inputs and one set of outputs.
-double ResidentBytes(const ir::LoopNest& params, int trials) {
-  double in = 0, out = 0;
+double ResidentBytes(const ir::LoopNest& params, int trials, bool magnitudes) {
+  double in = 0, out = 0, m = 0;
   for (size_t p = 0; p < params.params.size(); ++p) {
     const ir::BufferDecl& d = params.params[p];
     const double bytes = static_cast<double>(d.NumElements() * StorageBytes(d.dtype));
     (static_cast<int>(p) < params.num_inputs ? in : out) += bytes;
+    if (magnitudes && static_cast<int>(p) >= params.num_inputs && ir::IsFloat(d.dtype)) {
+      m += static_cast<double>(d.NumElements()) * 4;
+    }
   }
-  return trials * 2 * (in + out) + in + out;
+  return trials * (2 * (in + out) + m) + in + out;
 }
 
 // The packed bytes of input j of `params` in `packed`. Errors: kInternal for a missing input or a
@@ -330,7 +341,7 @@ absl::StatusOr<std::unique_ptr<ResidentData>> AllocateResident(const BatchData& 
   const ir::LoopNest& params = data.naive_params;
   const int trials = static_cast<int>(data.trials.size());
   const double total = static_cast<double>(state.context->info().total_memory_bytes);
-  const double need = ResidentBytes(params, trials);
+  const double need = ResidentBytes(params, trials, data.magnitude_module != nullptr);
   if (total > 0 && need > 0.5 * total) {
     return absl::ResourceExhaustedError(
         absl::StrCat("resident check buffers need ", need, " bytes of ", total));
@@ -377,17 +388,17 @@ struct LoadedReference {
   ArgBuffers scratch;
 };
 
-absl::StatusOr<LoadedReference> LoadReferenceWithScratch(const BatchData& data,
+absl::StatusOr<LoadedReference> LoadReferenceWithScratch(const codegen::GpuModule& module,
                                                          const WorkerState& state) {
   LoadedReference ref;
   absl::StatusOr<std::unique_ptr<LoadedGpuModule>> loaded =
-      LoadedGpuModule::Load(*state.context, *data.naive_module);
+      LoadedGpuModule::Load(*state.context, module);
   if (!loaded.ok()) {
     return absl::InternalError(
         absl::StrCat("reference kernel does not load: ", loaded.status().message()));
   }
   ref.module = *std::move(loaded);
-  for (const codegen::KernelArg& arg : data.naive_module->args) {
+  for (const codegen::KernelArg& arg : module.args) {
     const int64_t bytes = arg.kind == codegen::KernelArg::Kind::kScratch
                               ? arg.buffer.NumElements() * StorageBytes(arg.buffer.dtype)
                               : 0;
@@ -475,6 +486,79 @@ absl::Status UploadResidentReferences(const BatchData& data, int t, const CudaDr
   return absl::OkStatus();
 }
 
+// Every trial's M of its float outputs (res->magnitudes), written by the magnitude kernel from the
+// trial's resident inputs; empty buffers when the batch has no magnitude kernel.
+absl::Status ResidentMagnitudes(const BatchData& data, const WorkerState& state,
+                                ResidentData* res) {
+  const int trials = static_cast<int>(data.trials.size());
+  res->magnitudes.clear();
+  for (int t = 0; t < trials; ++t) {
+    res->magnitudes.emplace_back();
+    res->magnitudes.back().resize(static_cast<size_t>(res->num_outputs));
+  }
+  if (data.magnitude_module == nullptr) return absl::OkStatus();
+  const codegen::GpuModule& module = *data.magnitude_module;
+  ASSIGN_OR_RETURN(LoadedReference kernel, LoadReferenceWithScratch(module, state));
+  const std::vector<ir::BufferDecl>& decls = data.naive_params.params;
+  for (int t = 0; t < trials; ++t) {
+    std::map<std::string, cuda::CUdeviceptr> by_name;  // the kernel's arguments by name
+    for (int j = 0; j < res->num_inputs; ++j) by_name[decls[j].name] = res->inputs[t][j].ptr();
+    for (int k = 0; k < res->num_outputs; ++k) {
+      const ir::BufferDecl& d = decls[res->num_inputs + k];
+      if (!ir::IsFloat(d.dtype)) continue;
+      ASSIGN_OR_RETURN(res->magnitudes[t][k],
+                       DeviceBuffer::Allocate(*state.driver, d.NumElements() * 4));
+      by_name[d.name + ir::kMagnitudeSuffix] = res->magnitudes[t][k].ptr();
+    }
+    std::vector<cuda::CUdeviceptr> args = kernel.scratch.ptrs;
+    for (size_t i = 0; i < module.args.size(); ++i) {
+      const codegen::KernelArg& arg = module.args[i];
+      if (arg.kind == codegen::KernelArg::Kind::kScratch) continue;
+      auto it = by_name.find(arg.buffer.name);
+      if (it == by_name.end()) {
+        return absl::InternalError(absl::StrCat("magnitude kernel argument '", arg.buffer.name,
+                                                "' is neither an input nor a magnitude"));
+      }
+      args[i] = it->second;
+    }
+    absl::Status launched = kernel.module->LaunchAll(args, /*synchronize=*/true);
+    if (!launched.ok()) {
+      return absl::InternalError(absl::StrCat("magnitude kernel failed: ", launched.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Trial 0's magnitudes on the device against the float64 M of the sampled points: a magnitude
+// kernel that disagrees (by more than 5%: its float32 arithmetic and rounded half-precision
+// intermediates are far closer) would widen or narrow the device compare's bound, so it is an
+// error.
+absl::Status VerifyMagnitudes(const WorkerState& state, const BatchData& data) {
+  if (state.resident == nullptr || state.resident->magnitudes.empty()) return absl::OkStatus();
+  const ResidentData& res = *state.resident;
+  const std::vector<ir::BufferDecl>& decls = data.naive_params.params;
+  for (int k = 0; k < res.num_outputs; ++k) {
+    const DeviceBuffer& m = res.magnitudes[0][k];
+    if (m.bytes() == 0) continue;
+    const ir::BufferDecl& d = decls[res.num_inputs + k];
+    for (const SampledOutput& so : state.sampled) {
+      if (so.name != d.name) continue;
+      for (size_t i = 0; i < so.flats.size(); ++i) {
+        const double want = so.magnitude[i];
+        if (!std::isfinite(want)) continue;
+        ASSIGN_OR_RETURN(double got,
+                         DownloadElement(*state.driver, m, ir::ScalarType::kFloat32, so.flats[i]));
+        if (!(std::fabs(got - want) <= 0.05 * want + 1e-30)) {
+          return absl::InternalError(
+              absl::StrCat("magnitude kernel disagrees with float64 point evaluation at '", d.name,
+                           "' element ", so.flats[i], ": M ", got, ", float64 M ", want));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The device-resident setup (see the file comment). Errors: kResourceExhausted when the resident
 // buffers would take more than half the device memory or an allocation fails (the caller then
 // uses the per-candidate path); "reference ..." errors of the naive kernel as on that path.
@@ -484,7 +568,7 @@ absl::Status SetupResident(const MeasureOptions& options, BatchData* data, Worke
   // References: the naive kernel writes them in place; the interpreter's are uploaded.
   std::optional<LoadedReference> naive;
   if (data->naive_module != nullptr) {
-    ASSIGN_OR_RETURN(naive, LoadReferenceWithScratch(*data, *state));
+    ASSIGN_OR_RETURN(naive, LoadReferenceWithScratch(*data->naive_module, *state));
   }
   const int trials = static_cast<int>(data->trials.size());
   for (int t = 0; t < trials; ++t) {
@@ -503,6 +587,7 @@ absl::Status SetupResident(const MeasureOptions& options, BatchData* data, Worke
       RETURN_IF_ERROR(UploadResidentReferences(*data, t, driver, res.get()));
     }
   }
+  RETURN_IF_ERROR(ResidentMagnitudes(*data, *state, res.get()));
   const int num_slots = trials * res->num_outputs + trials * (res->num_inputs + res->num_outputs);
   res->initial_slots.assign(static_cast<size_t>(num_slots), InitialCompareSlot());
   ASSIGN_OR_RETURN(res->slots, DeviceBuffer::Allocate(
@@ -588,7 +673,7 @@ absl::Status WorkerSetupAndSample(const MeasureOptions& options, BatchData* data
         absl::StrCat("reference: float64 sampled points: ", sampled.status().message()));
   }
   state->sampled = *std::move(sampled);
-  return absl::OkStatus();
+  return VerifyMagnitudes(*state, *data);
 }
 
 std::string FinishItem(MeasureResult& r, Clock::time_point start, MeasureError error,
@@ -725,12 +810,19 @@ Finished CompareOnDevice(const MeasureOptions& options, const BatchData& data,
   const CudaDriver& driver = *state.driver;
   const Trial& trial = data.trials[t];
   const ir::BufferDecl& decl = data.naive_params.params[res.num_inputs + k];
-  const Tolerance tolerance = ToleranceFor(decl.dtype, options.atol, options.rtol);
+  Tolerance tolerance = ToleranceFor(decl.dtype, options.atol, options.rtol);
   const int64_t n = decl.NumElements();
   const cuda::CUdeviceptr slot_ptr = res.SlotPtr(res.CompareSlotIndex(t, k));
-  absl::Status s =
-      state.comparer->Compare(decl.dtype, res.outputs[k].ptr(), res.references[t][k].ptr(), n,
-                              tolerance, slot_ptr, res.mismatch_list.ptr(), res.mismatch_capacity);
+  // The precision rule's cancellation allowance c · u · M where the magnitudes exist.
+  const DeviceBuffer& magnitude = res.magnitudes[t][k];
+  if (magnitude.bytes() > 0) {
+    tolerance.allowance = kCancellationFactor * RuleFor(*data.dag, data.dag->StageId(decl.name),
+                                                        tolerance, options.precision)
+                                                    .unit_roundoff;
+  }
+  absl::Status s = state.comparer->Compare(
+      decl.dtype, res.outputs[k].ptr(), res.references[t][k].ptr(), n, tolerance, slot_ptr,
+      res.mismatch_list.ptr(), res.mismatch_capacity, magnitude.bytes() > 0 ? magnitude.ptr() : 0);
   CompareSlot slot{};
   if (s.ok()) s = DownloadAt(driver, slot_ptr, 0, slot.data(), sizeof(CompareSlot));
   if (!s.ok()) return RuntimeFailure(r, start, s);
@@ -1221,6 +1313,7 @@ class CudaRunner : public Runner {
       if (on_gpu) {
         ASSIGN_OR_RETURN(data->naive_module, NaiveModule(dag));
       }
+      data->magnitude_module = MagnitudeModule(dag);
       for (int t = 0; t < options_.check_trials; ++t) {
         Trial trial;
         trial.distribution = options_.distributions[t % options_.distributions.size()];
@@ -1260,10 +1353,35 @@ class CudaRunner : public Runner {
     return shared;
   }
 
+  // The magnitude kernel of `dag`, compiled once per workload; null for a DAG without float outputs
+  // and, with a warning on stderr, when it does not compile (the device compare then has no
+  // cancellation allowance: stricter, and the float64 arbitration still judges its mismatches).
+  std::shared_ptr<const codegen::GpuModule> MagnitudeModule(const ir::ComputeDAG& dag) {
+    const std::string key = dag.WorkloadKey();
+    if (auto it = magnitude_modules_.find(key); it != magnitude_modules_.end()) return it->second;
+    std::shared_ptr<const codegen::GpuModule> shared;
+    bool has_float_output = false;
+    for (int id : dag.output_ids()) has_float_output |= ir::IsFloat(dag.stage(id).dtype());
+    if (has_float_output) {
+      absl::StatusOr<codegen::GpuModule> module = BuildGpuMagnitudes(dag, target_);
+      if (module.ok()) {
+        shared = std::make_shared<const codegen::GpuModule>(*std::move(module));
+      } else {
+        std::fprintf(stderr,
+                     "warning: workload %s: no magnitude kernel (%s); the check runs "
+                     "without the cancellation allowance\n",
+                     key.c_str(), std::string(module.status().message()).c_str());
+      }
+    }
+    magnitude_modules_[key] = shared;
+    return shared;
+  }
+
   Target target_;
   MeasureOptions options_;
   uint64_t batch_counter_ = 0;
   std::map<std::string, std::shared_ptr<const codegen::GpuModule>> naive_modules_;
+  std::map<std::string, std::shared_ptr<const codegen::GpuModule>> magnitude_modules_;
 };
 
 }  // namespace

@@ -56,8 +56,8 @@ std::string LoadElement(CompareElement16 kind, const char* base, const char* f) 
   return "";
 }
 
-// The entry tilesearch_compare_<suffix>(got, expected, n, atol, rtol, slot, list, list_capacity)
-// (see the header comment).
+// The entry tilesearch_compare_<suffix>(got, expected, n, atol, rtol, slot, list, list_capacity,
+// magnitude, allowance) (see the header comment).
 std::string CompareEntry(const char* suffix, CompareElement16 kind) {
   std::string ptx = absl::StrCat(".visible .entry tilesearch_compare_", suffix,
                                  "(\n"
@@ -68,14 +68,16 @@ std::string CompareEntry(const char* suffix, CompareElement16 kind) {
                                  "  .param .f64 p_rtol,\n"
                                  "  .param .u64 p_slot,\n"
                                  "  .param .u64 p_list,\n"
-                                 "  .param .u64 p_capacity)\n"
+                                 "  .param .u64 p_capacity,\n"
+                                 "  .param .u64 p_magnitude,\n"
+                                 "  .param .f64 p_allowance)\n"
                                  "{\n"
-                                 "  .reg .pred %p<12>;\n"
+                                 "  .reg .pred %p<14>;\n"
                                  "  .reg .b16 %h<4>;\n"
                                  "  .reg .b32 %r<12>;\n"
-                                 "  .reg .b64 %rd<20>;\n"
+                                 "  .reg .b64 %rd<22>;\n"
                                  "  .reg .f32 %f<4>;\n"
-                                 "  .reg .f64 %fd<16>;\n"
+                                 "  .reg .f64 %fd<18>;\n"
                                  "  ld.param.u64 %rd1, [p_got];\n"
                                  "  ld.param.u64 %rd2, [p_expected];\n"
                                  "  ld.param.u64 %rd3, [p_n];\n"
@@ -84,6 +86,10 @@ std::string CompareEntry(const char* suffix, CompareElement16 kind) {
                                  "  ld.param.u64 %rd4, [p_slot];\n"
                                  "  ld.param.u64 %rd17, [p_list];\n"
                                  "  ld.param.u64 %rd16, [p_capacity];\n"
+                                 "  ld.param.u64 %rd20, [p_magnitude];\n"
+                                 "  ld.param.f64 %fd16, [p_allowance];\n"
+                                 "  setp.ne.u64 %p12, %rd20, 0;\n"  // magnitudes given
+                                 "  cvta.to.global.u64 %rd20, %rd20;\n"
                                  "  cvta.to.global.u64 %rd1, %rd1;\n"
                                  "  cvta.to.global.u64 %rd2, %rd2;\n"
                                  "  cvta.to.global.u64 %rd4, %rd4;\n"
@@ -129,6 +135,17 @@ std::string CompareEntry(const char* suffix, CompareElement16 kind) {
       "$Lc_tolerance:\n"
       "  mul.rn.f64 %fd14, %fd2, %fd5;\n"
       "  add.rn.f64 %fd14, %fd1, %fd14;\n"
+      // The cancellation allowance: + allowance * M where M (float32) is given and finite.
+      "  @!%p12 bra $Lc_bound;\n"
+      "  shl.b64 %rd21, %rd5, 2;\n"
+      "  add.u64 %rd21, %rd20, %rd21;\n"
+      "  ld.global.f32 %f3, [%rd21];\n"
+      "  cvt.f64.f32 %fd15, %f3;\n"
+      "  testp.finite.f64 %p13, %fd15;\n"
+      "  @!%p13 bra $Lc_bound;\n"
+      "  mul.rn.f64 %fd17, %fd16, %fd15;\n"
+      "  add.rn.f64 %fd14, %fd14, %fd17;\n"
+      "$Lc_bound:\n"
       "  setp.le.f64 %p5, %fd6, %fd14;\n"
       "  and.pred %p5, %p5, %p3;\n"
       "  bra $Lc_judged;\n"
@@ -307,7 +324,8 @@ bool DeviceComparer::Supports(ir::ScalarType dtype) {
 absl::Status DeviceComparer::Compare(ir::ScalarType dtype, cuda::CUdeviceptr got,
                                      cuda::CUdeviceptr expected, int64_t n,
                                      const Tolerance& tolerance, cuda::CUdeviceptr slot,
-                                     cuda::CUdeviceptr list, int64_t list_capacity) const {
+                                     cuda::CUdeviceptr list, int64_t list_capacity,
+                                     cuda::CUdeviceptr magnitude) const {
   if (n < 0) return absl::InvalidArgumentError(absl::StrCat("compare of ", n, " elements"));
   if (list_capacity < 0 || (list_capacity > 0 && list == 0)) {
     return absl::InvalidArgumentError(absl::StrCat("compare with a mismatch list of capacity ",
@@ -326,7 +344,9 @@ absl::Status DeviceComparer::Compare(ir::ScalarType dtype, cuda::CUdeviceptr got
   uint64_t capacity = static_cast<uint64_t>(list_capacity);
   double atol = tolerance.atol;
   double rtol = tolerance.rtol;
-  void* params[] = {&got, &expected, &count, &atol, &rtol, &slot, &list, &capacity};
+  double allowance = tolerance.allowance;
+  void* params[] = {&got,  &expected, &count,    &atol,      &rtol,
+                    &slot, &list,     &capacity, &magnitude, &allowance};
   const CudaDriver& d = context_->driver();
   return d.Check(
       d.cuLaunchKernel(f, GridFor(n), 1, 1, kThreadsPerBlock, 1, 1, 0, nullptr, params, nullptr),

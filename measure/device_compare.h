@@ -3,14 +3,16 @@
 // measurement worker, that leave their results in small "slots" of device memory, so that a
 // candidate's check downloads 32 bytes per output instead of the output itself.
 //
-//   tilesearch_compare_f32(got, expected, n, atol, rtol, slot, list, capacity): compares n float32
-//     elements under measure::CompareElement's rule (checker.h), in float64 like the host loop, so
-//     verdicts and errors are bit-identical to CompareOutput's. Each thread walks the elements
-//     grid-stride, the warp reduces with shfl, lane 0 adds to the slot with 64-bit atomics. With
-//     capacity > 0, the first `capacity` mismatches found (in no particular order) are also
-//     written to `list` as pairs of 64-bit words (flat index, the got value as float64 bits),
-//     counted in slot word 4 (which may exceed the capacity): float64 arbitration needs only
-//     them, not the output on the host.
+//   tilesearch_compare_f32(got, expected, n, atol, rtol, slot, list, capacity, magnitude,
+//     allowance): compares n float32 elements under measure::CompareElement's rule (checker.h), in
+//     float64 like the host loop, so verdicts and errors are bit-identical to CompareOutput's; with
+//     a magnitude buffer (n float32 values of M, ir/magnitude_dag.h; 0: none) the bound of each
+//     element widens by allowance · M, the precision rule's cancellation allowance. Each thread
+//     walks the elements grid-stride, the warp reduces with shfl, lane 0 adds to the slot with
+//     64-bit atomics. With capacity > 0, the first `capacity` mismatches found (in no particular
+//     order) are also written to `list` as pairs of 64-bit words (flat index, the got value as
+//     float64 bits), counted in slot word 4 (which may exceed the capacity): float64 arbitration
+//     needs only them, not the output on the host.
 //   tilesearch_compare_f16 / tilesearch_compare_bf16: the same over float16 / bfloat16 elements,
 //     widened to float32 exactly.
 //   tilesearch_bytes_differ(a, b, bytes, slot): counts the differing 32-bit words (and tail bytes)
@@ -67,12 +69,14 @@ class DeviceComparer {
   /// Enqueues the comparison of `n` >= 0 `dtype` values at `got` with those at `expected` under
   /// `tolerance`, accumulating into the slot at `slot` (kCompareSlotWords words of device memory),
   /// and listing up to `list_capacity` mismatches at `list` (16 bytes each; 0 and 0: no list).
+  /// With `magnitude` (n float32 magnitudes M; 0: none) an element's bound widens by
+  /// tolerance.allowance · M where M is finite, as CompareElement with that magnitude.
   /// Nothing is launched for n == 0. Errors: kInvalidArgument for n < 0, a negative capacity, a
   /// capacity without a list, or a dtype Supports refuses; cuLaunchKernel's.
   absl::Status Compare(ir::ScalarType dtype, runtime::cuda::CUdeviceptr got,
                        runtime::cuda::CUdeviceptr expected, int64_t n, const Tolerance& tolerance,
                        runtime::cuda::CUdeviceptr slot, runtime::cuda::CUdeviceptr list,
-                       int64_t list_capacity) const;
+                       int64_t list_capacity, runtime::cuda::CUdeviceptr magnitude = 0) const;
 
   /// Compare of float32 values without a list.
   absl::Status CompareFloat32(runtime::cuda::CUdeviceptr got, runtime::cuda::CUdeviceptr expected,

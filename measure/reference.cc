@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "ir/compensated_sum.h"
+#include "ir/magnitude_dag.h"
 #include "ir/reference.h"
 #include "schedule/lower.h"
 #include "schedule/naive_gpu.h"
@@ -55,6 +56,25 @@ absl::StatusOr<codegen::GpuModule> BuildGpuReference(const ir::ComputeDAG& dag,
       codegen::CompileToPtx(lowered->nest, lowered->launches, compile);
   if (!module.ok()) return wrap(module.status());
   return module;
+}
+
+absl::StatusOr<ir::BufferMap> InterpreterMagnitudes(const ir::ComputeDAG& dag,
+                                                    const ir::BufferMap& inputs) {
+  ASSIGN_OR_RETURN(ir::MagnitudeProgram program, ir::BuildMagnitudeProgram(dag));
+  ASSIGN_OR_RETURN(ir::BufferMap computed, ir::RunCompensatedReference(program.dag, inputs));
+  ir::BufferMap by_output;
+  for (size_t k = 0; k < program.source_output.size(); ++k) {
+    const std::string& name = program.dag.stage(program.dag.output_ids()[k]).name();
+    const std::string& source = dag.stage(dag.output_ids()[program.source_output[k]]).name();
+    by_output.emplace(source, std::move(computed.at(name)));
+  }
+  return by_output;
+}
+
+absl::StatusOr<codegen::GpuModule> BuildGpuMagnitudes(const ir::ComputeDAG& dag,
+                                                      const Target& target) {
+  ASSIGN_OR_RETURN(ir::MagnitudeProgram program, ir::BuildMagnitudeProgram(dag));
+  return BuildGpuReference(program.dag, target);
 }
 
 }  // namespace tilesearch::measure

@@ -39,4 +39,18 @@ absl::StatusOr<ir::BufferMap> InterpreterReference(const ir::ComputeDAG& dag,
 [[nodiscard]] absl::StatusOr<codegen::GpuModule> BuildGpuReference(const ir::ComputeDAG& dag,
                                                                    const Target& target);
 
+/// M, the magnitude of the terms of every element of each float output of `dag` on `inputs`
+/// (the precision rule's cancellation allowance, measure/precision_rule.h), keyed by the output's
+/// name: the magnitude program (ir::BuildMagnitudeProgram) run by the interpreter in float32 with
+/// compensated sums, within about 1e-6 relative of ir::EvaluatePointWithMagnitude's float64 M.
+/// Errors: those of BuildMagnitudeProgram (no float output) and of ir::RunCompensatedReference.
+absl::StatusOr<ir::BufferMap> InterpreterMagnitudes(const ir::ComputeDAG& dag,
+                                                    const ir::BufferMap& inputs);
+
+/// BuildGpuReference of the magnitude program of `dag`: a kernel that reads `dag`'s inputs (some
+/// of them, by name) and writes M of each float output `C` to a float32 argument named
+/// "C" + ir::kMagnitudeSuffix. Errors: BuildMagnitudeProgram's, BuildGpuReference's.
+[[nodiscard]] absl::StatusOr<codegen::GpuModule> BuildGpuMagnitudes(const ir::ComputeDAG& dag,
+                                                                    const Target& target);
+
 }  // namespace tilesearch::measure

@@ -2,18 +2,27 @@
 // none): a correct candidate is timed, a candidate that writes twice the value is a wrong answer,
 // one that stores far out of bounds is a runtime error and the candidate after it still measures
 // fine (the faulted worker is replaced); the naive GPU kernel serves as the reference for tasks
-// above the interpreter limit; a shared-memory tiled matmul measures fine.
+// above the interpreter limit; a shared-memory tiled matmul measures fine; a one-pass TF32
+// tensor-core matmul passes the check under the tf32 precision (the device compare's cancellation
+// allowance, from the magnitude kernel) and fails it under ieee.
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/ops/linear.h"
+#include "ir/ops/registry.h"
+#include "measure/builder.h"
 #include "measure/measure.h"
 #include "measure/runner.h"
+#include "nlohmann/json.hpp"
 #include "runtime/cuda_device.h"
+#include "schedule/apply_step.h"
+#include "schedule/lower.h"
+#include "schedule/step_json.h"
 #include "tests/codegen/nest_builders.h"
 #include "tests/measure/cuda_device_test_util.h"
 #include "tests/measure/cuda_test_util.h"
@@ -119,6 +128,49 @@ TEST(CudaRunnerGpuTest, TiledMatmulMeasuresFine) {
   ASSERT_EQ(r.size(), 1u);
   ExpectMeasuredFine(r[0], 2);
   EXPECT_GT(r[0].kernels[0].static_shared_bytes, 0);
+}
+
+// C = A · B with K = 2048 by one TF32 mma.sync per product: a third or more of its elements are
+// outside the plain 1e-4 compare (TF32 keeps 10 mantissa bits of each operand), every one within
+// the rule's TF32 allowance 16 · 2^-11 · M. The arbitration is off (cap 0), so only the device
+// compare with the magnitudes can accept it.
+TEST(CudaRunnerGpuTest, OnePassTf32PassesUnderTf32PrecisionOnly) {
+  TS_SKIP_WITHOUT_DEVICE();
+  ir::OpArgs args;
+  args.shapes = {{256, 2048}, {2048, 256}};
+  absl::StatusOr<ir::ComputeDAG> dag = ir::BuildOp("matmul", args);
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  const int stage = dag->StageId(dag->stage(dag->output_ids()[0]).name());
+  absl::StatusOr<std::vector<schedule::Step>> steps = schedule::StepsFromJson(nlohmann::json::parse(
+      absl::StrCat(R"([["TC", )", stage, R"(, "tf32", [128, 128, 32], [64, 64], 3, 0, 8, 0]])")));
+  ASSERT_TRUE(steps.ok()) << steps.status();
+  absl::StatusOr<schedule::State> state = schedule::ReplaySteps(*dag, *steps);
+  ASSERT_TRUE(state.ok()) << state.status();
+  const Target target = TargetFromDevice(*ProbedDevice());
+  absl::StatusOr<schedule::LoweredKernel> lowered = schedule::Lower(*dag, *state, target);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  BuildInput input;
+  input.lowered = std::make_shared<const schedule::LoweredKernel>(*std::move(lowered));
+  const BuildResult cand = Builder(target).BuildInProcess(input);
+  ASSERT_TRUE(cand.build_status.ok()) << cand.build_status;
+  for (Fp32Precision precision : {Fp32Precision::kTf32, Fp32Precision::kIeee}) {
+    SCOPED_TRACE(Fp32PrecisionName(precision));
+    MeasureOptions options = QuickOptions();
+    options.precision = precision;
+    options.arbitration_max_elements = 0;
+    options.interpreter_reference_max_ops = 0;  // the naive GPU kernel and its magnitude kernel
+    std::unique_ptr<Runner> m = MakeRunner(options);
+    ASSERT_NE(m, nullptr);
+    std::vector<MeasureResult> r = m->Run(*dag, {cand});
+    ASSERT_EQ(r.size(), 1u);
+    if (precision == Fp32Precision::kTf32) {
+      ExpectMeasuredFine(r[0], 2);
+      // Not a float32 result: the plain compare's maximum error is far above 1e-4.
+      EXPECT_GT(r[0].check.max_abs_error, 1e-3);
+    } else {
+      EXPECT_EQ(r[0].error, MeasureError::kWrongAnswer) << r[0].message;
+    }
+  }
 }
 
 // Staged timing: with a screen below any kernel's time, a correct candidate keeps its two check

@@ -66,10 +66,12 @@ DeviceBuffer Upload(const CudaContext& ctx, const void* data, int64_t bytes) {
 
 // Compares on the device and returns the decoded slot.
 CompareSummary DeviceSummary(const Device& d, cuda::CUdeviceptr got, cuda::CUdeviceptr expected,
-                             int64_t n, const Tolerance& t) {
+                             int64_t n, const Tolerance& t, cuda::CUdeviceptr magnitude = 0) {
   const CompareSlot init = InitialCompareSlot();
   DeviceBuffer slot = Upload(*d.context, init.data(), sizeof(CompareSlot));
-  EXPECT_THAT(d.comparer->CompareFloat32(got, expected, n, t, slot.ptr()), IsOk());
+  EXPECT_THAT(d.comparer->Compare(ir::ScalarType::kFloat32, got, expected, n, t, slot.ptr(), 0, 0,
+                                  magnitude),
+              IsOk());
   CompareSlot out{};
   EXPECT_THAT(slot.Download(out.data(), sizeof(CompareSlot)), IsOk());
   return DecodeCompareSlot(out, n);
@@ -161,6 +163,35 @@ TEST(DeviceCompareGpuTest, PlantedErrorsMatchTheHostRule) {
     }
     // Nothing to compare.
     EXPECT_THAT(d.comparer->CompareFloat32(0, 0, 0, Tolerance{}, 0), IsOk());
+  });
+}
+
+// With magnitudes (some infinite or NaN) and an allowance the device widens each bound exactly as
+// the host mirror does.
+TEST(DeviceCompareGpuTest, MagnitudeAllowanceMatchesTheHostRule) {
+  TS_SKIP_WITHOUT_DEVICE();
+  RunForked([] {
+    Device d = MakeDevice();
+    ASSERT_NE(d.comparer, nullptr);
+    const size_t n = 1000003;
+    std::vector<float> got, expected, magnitude(n);
+    Planted(n, 11, &got, &expected);
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> m(0.0f, 400.0f);
+    for (size_t i = 0; i < n; ++i) {
+      magnitude[i] = i % 97 == 0   ? std::numeric_limits<float>::infinity()
+                     : i % 89 == 0 ? std::numeric_limits<float>::quiet_NaN()
+                                   : m(rng);
+    }
+    DeviceBuffer g = Upload(*d.context, got.data(), static_cast<int64_t>(n * 4));
+    DeviceBuffer e = Upload(*d.context, expected.data(), static_cast<int64_t>(n * 4));
+    DeviceBuffer mg = Upload(*d.context, magnitude.data(), static_cast<int64_t>(n * 4));
+    const Tolerance t{1e-4, 1e-4, 16 * std::ldexp(1.0, -11)};
+    const CompareSummary host =
+        SummarizeFloat32(got.data(), expected.data(), n, t, magnitude.data());
+    ExpectSameSummary(DeviceSummary(d, g.ptr(), e.ptr(), n, t, mg.ptr()), host);
+    EXPECT_LT(host.mismatches, SummarizeFloat32(got.data(), expected.data(), n, t).mismatches);
+    EXPECT_GT(host.mismatches, 0);  // NaN / Inf planted errors stay mismatches
   });
 }
 

@@ -178,6 +178,54 @@ TEST(DeviceCompareTest, ElementRule) {
   EXPECT_FALSE(small.has_rel_error);
 }
 
+// The cancellation allowance: allowance · M widens the bound where M is finite, nowhere else,
+// and the float32 summary reads M per element (the device kernel's host mirror).
+TEST(DeviceCompareTest, MagnitudeWidensTheBoundByTheAllowance) {
+  const Tolerance t{1e-4, 1e-4, 16 * std::ldexp(1.0, -11)};  // c · u of TF32
+  // |1.01 − 1| = 1e-2 > 2e-4 plainly; M = 2: + 2 · 2^-7 = 1.56e-2 covers it; M = 1 (7.8e-3) not.
+  EXPECT_FALSE(CompareElement(1.01, 1.0, t).ok);
+  EXPECT_TRUE(CompareElement(1.01, 1.0, t, 2.0).ok);
+  EXPECT_FALSE(CompareElement(1.01, 1.0, t, 1.0).ok);
+  EXPECT_FALSE(CompareElement(1.01, 1.0, t, kInf).ok);  // no allowance from an infinite M
+  EXPECT_FALSE(CompareElement(1.01, 1.0, t, std::nan("")).ok);
+  EXPECT_FALSE(CompareElement(std::nan(""), 1.0, t, 1e30).ok);  // non-finite got: never
+  EXPECT_FALSE(CompareElement(kInf, 1.0, t, 1e30).ok);
+  // Without an allowance the magnitude changes nothing.
+  EXPECT_FALSE(CompareElement(1.01, 1.0, Tolerance{1e-4, 1e-4}, 1e30).ok);
+
+  std::vector<float> got, expected;
+  MakeData(5000, 4, &got, &expected);
+  std::vector<float> magnitude(got.size());
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> m(0.0f, 50.0f);
+  for (float& x : magnitude) x = m(rng);
+  magnitude[7] = kInfF;
+  magnitude[8] = kNanF;
+  const CompareSummary s = SummarizeFloat32(got.data(), expected.data(), 5000, t, magnitude.data());
+  int64_t mismatches = 0, first = -1;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double e = expected[i], g = got[i], mm = magnitude[i];
+    bool ok;
+    if (e != e) {
+      ok = g != g;
+    } else if (e == kInf || e == -kInf) {
+      ok = g == e;
+    } else {
+      const bool finite_m = mm == mm && mm != kInf;
+      ok = g == g && g != kInf && g != -kInf &&
+           std::fabs(g - e) <= 1e-4 + 1e-4 * std::fabs(e) + (finite_m ? t.allowance * mm : 0);
+    }
+    if (!ok) {
+      if (first < 0) first = static_cast<int64_t>(i);
+      ++mismatches;
+    }
+  }
+  EXPECT_EQ(s.mismatches, mismatches);
+  EXPECT_EQ(s.first_mismatch, first);
+  // Fewer mismatches than without magnitudes: the allowance did widen some bounds.
+  EXPECT_LT(s.mismatches, SummarizeFloat32(got.data(), expected.data(), 5000, t).mismatches);
+}
+
 TEST(DeviceCompareTest, AccumulatedSummariesEqualCompareOutputsReport) {
   // Two trials of two outputs each, summarized then accumulated vs compared by CompareOutput.
   const std::vector<int64_t> shape = {50, 100};

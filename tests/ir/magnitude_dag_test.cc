@@ -1,0 +1,170 @@
+// The magnitude program (ir::BuildMagnitudeProgram) interpreted in float32 against M from two
+// independent sources: naive loops here (a matmul's Σ|a||b|, sum(x) − sum(x)'s 2Σ|x|) and the
+// float64 point evaluator (ir::EvaluatePointWithMagnitude) on every operator of the library, in
+// float32 and bfloat16, on random inputs.
+#include "ir/magnitude_dag.h"
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/ops/registry.h"
+#include "ir/reference.h"
+
+namespace tilesearch::ir {
+namespace {
+
+using ::testing::HasSubstr;
+using ::tilesearch::testing::Ok;
+using ::tilesearch::testing::StatusIs;
+using Axes = std::vector<Expr>;
+
+// The magnitude outputs of `dag` on `inputs`, by the source output's name, from the naive program
+// of the magnitude DAG run by the interpreter (float32 arithmetic).
+std::map<std::string, HostBuffer> InterpretedMagnitudes(const ComputeDAG& dag,
+                                                        const BufferMap& inputs) {
+  const MagnitudeProgram program = Ok(BuildMagnitudeProgram(dag));
+  BufferMap out = Ok(RunCompensatedReference(program.dag, inputs));
+  std::map<std::string, HostBuffer> by_source;
+  for (size_t k = 0; k < program.source_output.size(); ++k) {
+    const Tensor& m = program.dag.stage(program.dag.output_ids()[k]);
+    const Tensor& s = dag.stage(dag.output_ids()[program.source_output[k]]);
+    EXPECT_EQ(m.name(), s.name() + kMagnitudeSuffix);
+    EXPECT_EQ(m.shape(), s.shape());
+    EXPECT_EQ(m.dtype(), ScalarType::kFloat32);
+    by_source.emplace(s.name(), out.at(m.name()));
+  }
+  return by_source;
+}
+
+TEST(MagnitudeDagTest, CancellingMatmulsCarryTheSumOfAbsoluteProducts) {
+  constexpr int64_t kM = 3, kK = 41, kN = 5;
+  Tensor a = Ok(Placeholder("A", {kM, kK}));
+  Tensor b = Ok(Placeholder("B", {kK, kN}));
+  auto product = [&](const std::string& name) {
+    return Ok(Reduce(name, {kM, kN}, ReduceKind::kSum, {kK},
+                     [&](const Axes& ax, const Axes& r) { return a(ax[0], r[0]) * b(r[0], ax[1]); }));
+  };
+  Tensor c1 = product("C1");
+  Tensor c2 = product("C2");
+  Tensor d = Ok(Compute("D", {kM, kN}, [&](const Axes& ax) { return c1(ax) - c2(ax); }));
+  const ComputeDAG dag = Ok(ComputeDAG::Create({d}));
+  const BufferMap in = MakeRandomInputs(dag, 11);
+  const HostBuffer m = InterpretedMagnitudes(dag, in).at("D");
+  const std::vector<double>& av = in.at("A").data;
+  const std::vector<double>& bv = in.at("B").data;
+  for (int64_t i = 0; i < kM; ++i) {
+    for (int64_t j = 0; j < kN; ++j) {
+      double expected = 0;
+      for (int64_t k = 0; k < kK; ++k) {
+        expected += 2 * std::fabs(av[i * kK + k]) * std::fabs(bv[k * kN + j]);
+      }
+      EXPECT_NEAR(m.data[i * kN + j], expected, 1e-5 * expected) << i << ", " << j;
+    }
+  }
+}
+
+TEST(MagnitudeDagTest, IntegerOutputsHaveNoMagnitudeAndNameClashesAreErrors) {
+  Tensor x = Ok(Placeholder("X", {4}, ScalarType::kInt32));
+  Tensor y = Ok(Compute("Y", {4}, [&](const Axes& ax) { return x(ax) * IntConst(2, ScalarType::kInt32); }));
+  EXPECT_THAT(BuildMagnitudeProgram(Ok(ComputeDAG::Create({y}))),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no float output")));
+
+  Tensor f = Ok(Placeholder("F", {4}));
+  Tensor clash = Ok(Compute("G_magnitude", {4}, [&](const Axes& ax) { return f(ax) + 1.0; }));
+  Tensor g = Ok(Compute("G", {4}, [&](const Axes& ax) { return clash(ax) * 2.0; }));
+  EXPECT_THAT(BuildMagnitudeProgram(Ok(ComputeDAG::Create({g}))),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'G_magnitude'")));
+
+  // A float output beside an integer one: only the float output gets a magnitude.
+  Tensor h = Ok(Compute("H", {4}, [&](const Axes& ax) { return f(ax) * f(ax); }));
+  const MagnitudeProgram p = Ok(BuildMagnitudeProgram(Ok(ComputeDAG::Create({y, h}))));
+  EXPECT_EQ(p.source_output, std::vector<int>{1});
+}
+
+// Small arguments for every operator of the library (each test of the library names its own).
+OpArgs ArgsFor(const std::string& op) {
+  static const std::map<std::string, OpArgs> kArgs = {
+      {"matmul", {{{4, 9}, {9, 3}}}},
+      {"batch_matmul", {{{2, 3, 7}, {2, 7, 4}}}},
+      {"dense", {{{3, 8}, {5, 8}}}},
+      {"gemv", {{{4, 9}, {9}}}},
+      {"conv1d", {{{1, 2, 8}, {3, 2, 3}}}},
+      {"conv2d_nchw", {{{1, 2, 5, 6}, {2, 2, 3, 3}}, ScalarType::kFloat32, {{"padding", "1"}}}},
+      {"conv2d_nhwc", {{{1, 5, 6, 2}, {3, 3, 2, 2}}}},
+      {"conv2d_nchw_padded",
+       {{{1, 2, 5, 6}, {2, 2, 3, 3}}, ScalarType::kFloat32, {{"padding", "1"}}}},
+      {"depthwise_conv2d_nchw", {{{1, 2, 5, 6}, {2, 1, 3, 3}}}},
+      {"max_pool2d", {{{1, 2, 5, 6}}, ScalarType::kFloat32, {{"kernel", "2"}}}},
+      {"avg_pool2d", {{{1, 2, 5, 6}}, ScalarType::kFloat32, {{"kernel", "2"}}}},
+      {"conv2d_bias_relu", {{{1, 2, 5, 6}, {2, 2, 3, 3}, {2}}}},
+      {"dense_bias_relu", {{{3, 8}, {5, 8}, {5}}}},
+      {"matmul_scale_residual", {{{4, 9}, {9, 3}, {4, 3}}}},
+      {"reduce_sum", {{{4, 6}}, ScalarType::kFloat32, {{"axes", "1"}}}},
+      {"reduce_mean", {{{4, 6}}}},
+      {"reduce_max", {{{4, 6}}, ScalarType::kFloat32, {{"axes", "0"}}}},
+      {"reduce_min", {{{4, 6}}}},
+      {"softmax", {{{4, 6}}}},
+      {"log_softmax", {{{4, 6}}, ScalarType::kFloat32, {{"axis", "0"}}}},
+      {"layernorm", {{{4, 6}, {6}, {6}}}},
+      {"rmsnorm", {{{4, 6}, {6}}}},
+      {"add", {{{4, 6}, {6}}}},
+      {"sub", {{{4, 1}, {6}}}},
+      {"mul", {{{4, 6}, {4, 6}}}},
+      {"div", {{{4, 6}, {4, 6}}}},
+      {"maximum", {{{4, 6}, {4, 1}}}},
+      {"minimum", {{{6}, {4, 6}}}},
+      {"scale", {{{4, 6}}, ScalarType::kFloat32, {{"scale", "-0.5"}}}},
+      {"transpose", {{{3, 4, 2}}, ScalarType::kFloat32, {{"perm", "2,0,1"}}}},
+  };
+  auto it = kArgs.find(op);
+  if (it != kArgs.end()) return it->second;
+  return {{{4, 6}}};  // elementwise operators of one input
+}
+
+void ExpectMatchesPointEvaluation(const std::string& op, ScalarType dtype) {
+  SCOPED_TRACE(op + " " + TypeName(dtype));
+  OpArgs args = ArgsFor(op);
+  args.dtype = dtype;
+  absl::StatusOr<ComputeDAG> dag = BuildOp(op, args);
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  const BufferMap in = MakeRandomInputs(*dag, 23);
+  const std::map<std::string, HostBuffer> m = InterpretedMagnitudes(*dag, in);
+  for (int id : dag->output_ids()) {
+    const Tensor& out = dag->stage(id);
+    if (!IsFloat(out.dtype())) continue;
+    const HostBuffer& got = m.at(out.name());
+    for (int64_t flat = 0; flat < out.NumElements(); ++flat) {
+      std::vector<int64_t> index(out.shape().size());
+      int64_t rest = flat;
+      for (int d = out.ndim() - 1; d >= 0; --d) {
+        index[d] = rest % out.shape()[d];
+        rest /= out.shape()[d];
+      }
+      const PointValue v = Ok(EvaluatePointWithMagnitude(*dag, id, index, in));
+      // Float32 arithmetic on values rounded to `dtype` against float64 on the same inputs:
+      // bfloat16 intermediates shift the slopes by up to 2^-8 relative.
+      const double rel = dtype == ScalarType::kFloat32 ? 1e-4 : 2e-2;
+      EXPECT_NEAR(got.data[flat], v.magnitude, rel * v.magnitude + 1e-30)
+          << out.name() << "[" << flat << "] value " << v.value;
+      EXPECT_GE(got.data[flat], std::fabs(v.value) * (1 - rel)) << out.name() << "[" << flat << "]";
+    }
+  }
+}
+
+TEST(MagnitudeDagTest, EveryLibraryOperatorMatchesFloat64PointEvaluation) {
+  for (const OpInfo& op : OpLibrary()) ExpectMatchesPointEvaluation(op.name, ScalarType::kFloat32);
+}
+
+TEST(MagnitudeDagTest, HalfPrecisionOperatorsMatchFloat64PointEvaluation) {
+  for (const char* op : {"matmul", "softmax", "layernorm", "gelu", "conv2d_bias_relu", "div"}) {
+    ExpectMatchesPointEvaluation(op, ScalarType::kBFloat16);
+  }
+}
+
+}  // namespace
+}  // namespace tilesearch::ir
