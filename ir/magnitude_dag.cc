@@ -59,7 +59,8 @@ class MagnitudeBuilder {
   Expr LoadRule(const Expr& e) const {
     const auto* op = e.as<LoadNode>();
     auto it = magnitude_of_.find(op->buffer);
-    const bool same_kind = op->producer == nullptr || IsFloat(op->producer->dtype) == IsFloat(e.type());
+    const bool same_kind =
+        op->producer == nullptr || IsFloat(op->producer->dtype) == IsFloat(e.type());
     // A computed float stage read as a float: its magnitude stage at the same element.
     if (it != magnitude_of_.end() && same_kind) return it->second(op->indices);
     // An input, or an integer converted by the load: its own |value|.
@@ -128,8 +129,8 @@ class MagnitudeBuilder {
         const Expr e = F32(op->args[1]);
         const Expr y = Pow(x, e);
         // Slopes in x (e · x^(e−1), 0 for e = 0) and, where x > 0, in the exponent (x^e · ln x).
-        const Expr dx = Select(e == FloatConst(0.0), FloatConst(0.0),
-                               e * Pow(x, e - FloatConst(1.0)));
+        const Expr dx =
+            Select(e == FloatConst(0.0), FloatConst(0.0), e * Pow(x, e - FloatConst(1.0)));
         const Expr de = Select(x > FloatConst(0.0), y * Log(x), FloatConst(0.0));
         return Abs(dx) * mx + Abs(de) * M(op->args[1]) + Abs(y);
       }
@@ -169,7 +170,8 @@ absl::StatusOr<Tensor> MagnitudeStage(const Tensor& s, const MagnitudeBuilder& b
   const std::string name = n.name + kMagnitudeSuffix;
   if (n.reduce == ReduceKind::kNone) {
     const Expr body = builder.M(n.body);
-    return Compute(name, n.shape, [&](const std::vector<Expr>&) { return body; }, options);
+    return Compute(
+        name, n.shape, [&](const std::vector<Expr>&) { return body; }, options);
   }
   const Expr init = n.init.defined() ? n.init : ReduceIdentity(n.reduce, n.dtype);
   const Expr term = builder.M(n.body);
@@ -202,9 +204,11 @@ absl::StatusOr<MagnitudeProgram> BuildMagnitudeProgram(const ComputeDAG& source)
     if (s->is_placeholder || !IsFloat(s.dtype())) continue;
     const std::string name = s.name() + kMagnitudeSuffix;
     if (source.StageId(name) >= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "magnitude program: stage '", name, "' of the compute DAG takes the name of the magnitude "
-          "stage of '", s.name(), "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("magnitude program: stage '", name,
+                       "' of the compute DAG takes the name of the magnitude "
+                       "stage of '",
+                       s.name(), "'"));
     }
     ASSIGN_OR_RETURN(Tensor m, MagnitudeStage(s, builder));
     magnitude_of.emplace(s.name(), std::move(m));

@@ -538,10 +538,12 @@ measure::MeasureOptions CheckOptions::DefaultMeasure() {
 absl::StatusOr<CheckOutcome> CheckKernel(const KernelArtifact& artifact,
                                          const CheckOptions& options) {
   CheckOutcome out;
-  RETURN_IF_ERROR(measure::ValidateMeasureOptions(options.measure));
-  RETURN_IF_ERROR(measure::CheckMeasureHostMemory(artifact.dag, options.measure));
+  measure::MeasureOptions measure_options = options.measure;
+  measure_options.precision = artifact.record.precision;
+  RETURN_IF_ERROR(measure::ValidateMeasureOptions(measure_options));
+  RETURN_IF_ERROR(measure::CheckMeasureHostMemory(artifact.dag, measure_options));
   absl::StatusOr<std::unique_ptr<measure::Runner>> measurer =
-      measure::CreateRunner(artifact.record.target, options.measure);
+      measure::CreateRunner(artifact.record.target, measure_options);
   if (!measurer.ok()) {
     if (artifact.is_gpu() && measurer.status().code() == absl::StatusCode::kFailedPrecondition) {
       out.note = absl::StrCat("not re-checked: ", std::string(measurer.status().message()));

@@ -172,7 +172,9 @@ struct CheckOutcome {
 /// Runs the rebuilt kernel against the unscheduled program on fresh random inputs through
 /// measure::CreateRunner (measure/measure.h: outputs poisoned with NaN, every element compared
 /// under the dtype's tolerance): cpu through the host measurer (the nest JIT-compiled by the same
-/// pipeline as the object), cuda through the cuda measurer with the artifact's own PTX. Where no
+/// pipeline as the object), cuda through the cuda measurer with the artifact's own PTX. The check
+/// judges by the precision the record was tuned under (artifact.record.precision, replacing
+/// options.measure.precision): a tf32 kernel by TF32's unit roundoff, as its tuning did. Where no
 /// CUDA driver or device answers the outcome is "not re-checked", not an error. Forks measurement
 /// workers: call it before this process initializes CUDA. Errors: kInvalidArgument for invalid
 /// measure options; kResourceExhausted when the check needs more host memory than is available.

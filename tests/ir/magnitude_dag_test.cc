@@ -46,8 +46,9 @@ TEST(MagnitudeDagTest, CancellingMatmulsCarryTheSumOfAbsoluteProducts) {
   Tensor a = Ok(Placeholder("A", {kM, kK}));
   Tensor b = Ok(Placeholder("B", {kK, kN}));
   auto product = [&](const std::string& name) {
-    return Ok(Reduce(name, {kM, kN}, ReduceKind::kSum, {kK},
-                     [&](const Axes& ax, const Axes& r) { return a(ax[0], r[0]) * b(r[0], ax[1]); }));
+    return Ok(Reduce(name, {kM, kN}, ReduceKind::kSum, {kK}, [&](const Axes& ax, const Axes& r) {
+      return a(ax[0], r[0]) * b(r[0], ax[1]);
+    }));
   };
   Tensor c1 = product("C1");
   Tensor c2 = product("C2");
@@ -70,7 +71,8 @@ TEST(MagnitudeDagTest, CancellingMatmulsCarryTheSumOfAbsoluteProducts) {
 
 TEST(MagnitudeDagTest, IntegerOutputsHaveNoMagnitudeAndNameClashesAreErrors) {
   Tensor x = Ok(Placeholder("X", {4}, ScalarType::kInt32));
-  Tensor y = Ok(Compute("Y", {4}, [&](const Axes& ax) { return x(ax) * IntConst(2, ScalarType::kInt32); }));
+  Tensor y = Ok(
+      Compute("Y", {4}, [&](const Axes& ax) { return x(ax) * IntConst(2, ScalarType::kInt32); }));
   EXPECT_THAT(BuildMagnitudeProgram(Ok(ComputeDAG::Create({y}))),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no float output")));
 

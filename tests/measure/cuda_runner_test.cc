@@ -141,8 +141,9 @@ TEST(CudaRunnerGpuTest, OnePassTf32PassesUnderTf32PrecisionOnly) {
   absl::StatusOr<ir::ComputeDAG> dag = ir::BuildOp("matmul", args);
   ASSERT_TRUE(dag.ok()) << dag.status();
   const int stage = dag->StageId(dag->stage(dag->output_ids()[0]).name());
-  absl::StatusOr<std::vector<schedule::Step>> steps = schedule::StepsFromJson(nlohmann::json::parse(
-      absl::StrCat(R"([["TC", )", stage, R"(, "tf32", [128, 128, 32], [64, 64], 3, 0, 8, 0]])")));
+  absl::StatusOr<std::vector<schedule::Step>> steps = schedule::StepsFromJson(
+      nlohmann::json::parse(absl::StrCat(R"({"version": 1, "steps": [["TC", )", stage,
+                                         R"(, "tf32", [128, 128, 32], [64, 64], 3, 0, 8, 0]]})")));
   ASSERT_TRUE(steps.ok()) << steps.status();
   absl::StatusOr<schedule::State> state = schedule::ReplaySteps(*dag, *steps);
   ASSERT_TRUE(state.ok()) << state.status();

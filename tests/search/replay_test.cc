@@ -201,6 +201,16 @@ TEST(ReplayTest, TunedCpuLogReplaysToACheckedObjectComputingTheMatmul) {
   EXPECT_TRUE(check->passed) << check->note;
   EXPECT_GT(check->result.check.checked_elements, 0);
 
+  // The re-check judges by the record's precision: the same kernel on the same inputs, read as a
+  // tf32 record, has its error measured against TF32's far larger allowance (16 · 2^-11 · M).
+  KernelArtifact as_tf32 = *artifact;
+  as_tf32.record.precision = measure::Fp32Precision::kTf32;
+  absl::StatusOr<CheckOutcome> tf32_check = CheckKernel(as_tf32);
+  ASSERT_TRUE(tf32_check.ok()) << tf32_check.status();
+  EXPECT_TRUE(tf32_check->passed) << tf32_check->note;
+  EXPECT_GT(check->result.check.f64_max_ratio, 0);
+  EXPECT_LT(tf32_check->result.check.f64_max_ratio, check->result.check.f64_max_ratio / 10);
+
   const std::string out = TempPath("cpu_out");
   absl::StatusOr<std::vector<std::string>> written = WriteArtifacts(*artifact, out, &*check);
   ASSERT_TRUE(written.ok()) << written.status();
