@@ -42,7 +42,10 @@ class MagnitudeBuilder {
         return IsFloat(value.type()) ? M(value) : Abs(F32(e));
       }
       case ExprKind::kSelect: {
+        // On computed values (a kink): the larger M of both; on indices (padding): the taken one's
+        // (the other branch may read out of bounds there).
         const auto* op = e.as<SelectNode>();
+        if (ReadsFloatValues(op->cond)) return Max(M(op->true_value), M(op->false_value));
         return Select(op->cond, M(op->true_value), M(op->false_value));
       }
       case ExprKind::kCall:
@@ -85,9 +88,8 @@ class MagnitudeBuilder {
       case ExprKind::kMod:
         return M(a) + Abs(Floor(F32(a) / F32(b))) * M(b);
       case ExprKind::kMin:
-        return Select(b < a, M(b), M(a));
       case ExprKind::kMax:
-        return Select(b > a, M(b), M(a));
+        return Max(M(a), M(b));
       default:
         break;
     }
@@ -181,21 +183,33 @@ absl::StatusOr<Tensor> MagnitudeStage(const Tensor& s, const MagnitudeBuilder& b
         [&](const std::vector<Expr>&, const std::vector<Expr>&) { return term; }, builder.M(init),
         options);
   }
-  // Max / min: the largest M among the terms (and the init) equal to the result.
-  std::vector<Expr> axes;
-  for (const IterVar& v : n.axes) axes.push_back(v.var());
-  const Expr result = s(axes);
-  const Expr zero = FloatConst(0.0);
-  const Expr init_m = std::isinf(AsConstNumber(init).value_or(0.0))
-                          ? zero
-                          : Select(init == result, builder.M(init), zero);
-  const Expr chosen = Select(n.body == result, term, zero);
+  // Max / min: the largest M of the terms (and of a finite init).
+  const Expr init_m =
+      std::isinf(AsConstNumber(init).value_or(0.0)) ? FloatConst(0.0) : builder.M(init);
   return Reduce(
       name, n.shape, ReduceKind::kMax, Extents(n.reduce_axes),
-      [&](const std::vector<Expr>&, const std::vector<Expr>&) { return chosen; }, init_m, options);
+      [&](const std::vector<Expr>&, const std::vector<Expr>&) { return term; }, init_m, options);
 }
 
 }  // namespace
+
+bool ReadsFloatValues(const Expr& e) {
+  class Finder : public ExprVisitor {
+   public:
+    bool found = false;
+    void Visit(const Expr& x) override {
+      if (found) return;
+      if (IsFloat(x.type())) {
+        found = true;
+        return;
+      }
+      ExprVisitor::Visit(x);
+    }
+  };
+  Finder finder;
+  finder.Visit(e);
+  return finder.found;
+}
 
 absl::StatusOr<MagnitudeProgram> BuildMagnitudeProgram(const ComputeDAG& source) {
   std::map<std::string, Tensor> magnitude_of;

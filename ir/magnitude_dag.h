@@ -8,12 +8,13 @@
 // S_magnitude with S's axes (and reduce axes) whose body is M(S's body) by the propagation rules of
 // EvaluatePointWithMagnitude, written as expressions: a Load of S inside a body becomes a Load of
 // S_magnitude at the same indices; a Load of an input x becomes |x|; the values the rules need (the
-// x of |f'(x)| · M(x) + |f(x)|, the divisor of a / b, the operands a min / max compares) are the
-// original expressions, so the original stages they read stay in the magnitude DAG. A sum (product)
-// reduction sums (multiplies) the terms' M from M(init). A max / min reduction keeps the M of the
-// term whose value it took: the largest M among the terms equal to S (the interpreter takes the
-// first of equal terms; equal values from different terms are rare with random inputs, and their M
-// are close), or M(init) when the init is the result.
+// x of |f'(x)| · M(x) + |f(x)|, the divisor of a / b) are the original expressions, so the
+// original stages they read stay in the magnitude DAG. A sum (product) reduction sums (multiplies)
+// the terms' M from M(init). min, max and max / min reductions take the largest M of their
+// operands (and of a finite init), as does a select whose condition reads float values (a
+// relu-like kink: a tiny error may flip the choice, and |max(a', b') − max(a, b)| is at most the
+// larger error); a select on indices (padding) takes the taken branch's M, since the other branch
+// may read out of bounds.
 #pragma once
 
 #include <string>
@@ -31,6 +32,10 @@ struct MagnitudeProgram {
   /// magnitude of (float outputs only; integer and bool outputs have none).
   std::vector<int> source_output;
 };
+
+/// Whether `e` has a float-typed subexpression (a condition on computed values rather than on
+/// indices alone): the select rule above.
+bool ReadsFloatValues(const Expr& e);
 
 /// Suffix of a magnitude stage's name: stage "C" has magnitude stage "C_magnitude".
 inline constexpr char kMagnitudeSuffix[] = "_magnitude";

@@ -1,5 +1,6 @@
 #include "ir/reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -11,6 +12,7 @@
 #include "base/status.h"
 #include "ir/compensated_sum.h"
 #include "ir/lower_naive.h"
+#include "ir/magnitude_dag.h"
 
 namespace tilesearch::ir {
 namespace {
@@ -113,6 +115,11 @@ class PointEvaluator {
       if (round_ && IsFloat(t.dtype())) result.f = RoundToType(result.f, t.dtype());
     } else {
       result = Eval(t->init, env);
+      // A max / min reduction's infinite identity contributes no magnitude.
+      if ((t->reduce == ReduceKind::kMax || t->reduce == ReduceKind::kMin) &&
+          std::isinf(result.f)) {
+        result.m = 0;
+      }
       const size_t base = env.size();
       for (const IterVar& r : t->reduce_axes) env.emplace_back(r.name, 0);
       // Odometer over the reduce domain, last reduce axis fastest.
@@ -153,9 +160,13 @@ class PointEvaluator {
         case ReduceKind::kProd:
           return {0, acc.f * x.f, acc.m * x.m};
         case ReduceKind::kMax:
-          return std::isnan(x.f) || x.f > acc.f ? x : acc;
-        case ReduceKind::kMin:
-          return std::isnan(x.f) || x.f < acc.f ? x : acc;
+        case ReduceKind::kMin: {
+          // The value of the chosen term; the largest M of the terms (a tiny error near a tie
+          // may flip the choice).
+          const bool take =
+              std::isnan(x.f) || (kind == ReduceKind::kMax ? x.f > acc.f : x.f < acc.f);
+          return {0, take ? x.f : acc.f, std::max(acc.m, x.m)};
+        }
         case ReduceKind::kNone:
           break;
       }
@@ -202,7 +213,14 @@ class PointEvaluator {
         return {Eval(e.as<NotNode>()->a, env).i == 0, 0};
       case ExprKind::kSelect: {
         const auto* op = e.as<SelectNode>();
-        return Eval(op->cond, env).i ? Eval(op->true_value, env) : Eval(op->false_value, env);
+        const bool cond = Eval(op->cond, env).i != 0;
+        Val taken = cond ? Eval(op->true_value, env) : Eval(op->false_value, env);
+        // A condition on computed values (a relu-like kink): either branch's M, the larger.
+        if (IsFloat(e.type()) && ReadsFloatValues(op->cond)) {
+          const Val other = cond ? Eval(op->false_value, env) : Eval(op->true_value, env);
+          taken.m = std::max(taken.m, other.m);
+        }
+        return taken;
       }
       case ExprKind::kCast:
         return EvalCast(e.as<CastNode>(), env);
@@ -245,12 +263,13 @@ class PointEvaluator {
         const double q = std::floor(a / b);
         return {0, a - b * q, va.m + std::fabs(q) * vb.m};
       }
+      // min / max: the chosen value, the larger M (|max(a', b') − max(a, b)| <= the larger error).
       case ExprKind::kMin:
         if (std::isnan(a) || std::isnan(b)) return {0, kNaN, kNaN};
-        return b < a ? vb : va;
+        return {0, b < a ? b : a, std::max(va.m, vb.m)};
       case ExprKind::kMax:
         if (std::isnan(a) || std::isnan(b)) return {0, kNaN, kNaN};
-        return b > a ? vb : va;
+        return {0, b > a ? b : a, std::max(va.m, vb.m)};
       case ExprKind::kEQ:
         return {a == b, 0};
       case ExprKind::kNE:

@@ -52,10 +52,11 @@ struct PointValue {
 /// cancellation allowance of measure/precision_rule.h, which states the rules): inputs and
 /// constants |x|; +, − and sum reductions add M; ·, product reductions multiply it; a / b is
 /// M(a) · (M(b)/b² + 1/|b|) (by a constant c: M(a)/|c|); a unary f is |f'(x)| · M(x) + |f(x)| (abs
-/// M(x), floor M(x) + |floor x|); max, min, select and max / min reductions take the chosen
-/// operand's M; casts keep it; an integer converted to float, and an integer stage's result, is its
-/// |value|. A matmul element's M is Σ|a||b|; sum(x) − sum(x) has value 0 and M 2·Σ|x|. Same errors
-/// and `steps` as EvaluatePoint.
+/// M(x), floor M(x) + |floor x|); max, min and max / min reductions take the largest M of their
+/// operands, a select on float values too, a select on indices the taken branch's; casts keep it;
+/// an integer converted to float, and an integer stage's result, is its |value|. A matmul element's
+/// M is Σ|a||b|; sum(x) − sum(x) has value 0 and M 2·Σ|x|. Same errors and `steps` as
+/// EvaluatePoint.
 absl::StatusOr<PointValue> EvaluatePointWithMagnitude(const ComputeDAG& dag, int stage_id,
                                                       const std::vector<int64_t>& index,
                                                       const BufferMap& inputs,

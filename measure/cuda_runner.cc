@@ -529,34 +529,48 @@ absl::Status ResidentMagnitudes(const BatchData& data, const WorkerState& state,
   return absl::OkStatus();
 }
 
-// Trial 0's magnitudes on the device against the float64 M of the sampled points: a magnitude
-// kernel that disagrees (by more than 5%: its float32 arithmetic and rounded half-precision
-// intermediates are far closer) would widen or narrow the device compare's bound, so it is an
-// error.
-absl::Status VerifyMagnitudes(const WorkerState& state, const BatchData& data) {
-  if (state.resident == nullptr || state.resident->magnitudes.empty()) return absl::OkStatus();
-  const ResidentData& res = *state.resident;
+// Trial 0's magnitudes on the device against the float64 M of the sampled points. The device M is
+// M at the values the reference kernel computes: within a few 1e-6 of the float64 M where every
+// stage is float32, but where intermediate stages are float16 / bfloat16 their rounding moves the
+// slopes (exp of a rounded input: 10 % seen on the H200 in swiglu_gate_bf16). A disagreement beyond
+// 5 % (all-float32 DAGs) or a factor of 4 (with half-precision stages) means a wrong magnitude
+// kernel: that output's magnitudes are dropped, with a warning, so its check runs without the
+// cancellation allowance (stricter, the float64 arbitration still judging its few mismatches).
+void VerifyMagnitudes(const BatchData& data, WorkerState* state) {
+  if (state->resident == nullptr || state->resident->magnitudes.empty()) return;
+  ResidentData& res = *state->resident;
+  bool half_stages = false;
+  for (const ir::Tensor& t : data.dag->stages()) {
+    half_stages |= t.dtype() == ir::ScalarType::kFloat16 || t.dtype() == ir::ScalarType::kBFloat16;
+  }
   const std::vector<ir::BufferDecl>& decls = data.naive_params.params;
   for (int k = 0; k < res.num_outputs; ++k) {
-    const DeviceBuffer& m = res.magnitudes[0][k];
-    if (m.bytes() == 0) continue;
+    if (res.magnitudes[0][k].bytes() == 0) continue;
     const ir::BufferDecl& d = decls[res.num_inputs + k];
-    for (const SampledOutput& so : state.sampled) {
-      if (so.name != d.name) continue;
-      for (size_t i = 0; i < so.flats.size(); ++i) {
+    std::string disagreement;
+    for (const SampledOutput& so : state->sampled) {
+      for (size_t i = 0; so.name == d.name && i < so.flats.size() && disagreement.empty(); ++i) {
         const double want = so.magnitude[i];
         if (!std::isfinite(want)) continue;
-        ASSIGN_OR_RETURN(double got,
-                         DownloadElement(*state.driver, m, ir::ScalarType::kFloat32, so.flats[i]));
-        if (!(std::fabs(got - want) <= 0.05 * want + 1e-30)) {
-          return absl::InternalError(
-              absl::StrCat("magnitude kernel disagrees with float64 point evaluation at '", d.name,
-                           "' element ", so.flats[i], ": M ", got, ", float64 M ", want));
+        absl::StatusOr<double> got = DownloadElement(*state->driver, res.magnitudes[0][k],
+                                                     ir::ScalarType::kFloat32, so.flats[i]);
+        const bool agrees =
+            got.ok() && (half_stages ? *got >= want / 4 && *got <= want * 4
+                                     : std::fabs(*got - want) <= 0.05 * want + 1e-30);
+        if (!agrees) {
+          disagreement = absl::StrCat("element ", so.flats[i], ": M ",
+                                      got.ok() ? absl::StrCat(*got) : got.status().ToString(),
+                                      ", float64 M ", want);
         }
       }
     }
+    if (disagreement.empty()) continue;
+    std::fprintf(stderr,
+                 "warning: the magnitude kernel disagrees with float64 point evaluation at '%s' "
+                 "%s; '%s' is checked without the cancellation allowance\n",
+                 d.name.c_str(), disagreement.c_str(), d.name.c_str());
+    for (std::vector<DeviceBuffer>& trial : res.magnitudes) trial[k] = DeviceBuffer();
   }
-  return absl::OkStatus();
 }
 
 // The device-resident setup (see the file comment). Errors: kResourceExhausted when the resident
@@ -673,7 +687,8 @@ absl::Status WorkerSetupAndSample(const MeasureOptions& options, BatchData* data
         absl::StrCat("reference: float64 sampled points: ", sampled.status().message()));
   }
   state->sampled = *std::move(sampled);
-  return VerifyMagnitudes(*state, *data);
+  VerifyMagnitudes(*data, state);
+  return absl::OkStatus();
 }
 
 std::string FinishItem(MeasureResult& r, Clock::time_point start, MeasureError error,

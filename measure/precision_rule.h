@@ -22,7 +22,11 @@
 //     |f'(x)| · M(x) + |f(x)| (the input's error carried through the slope, plus f's own rounding);
 //     abs: M(x); floor: M(x) + |floor(x)| (a slope of 1: a tiny input error may move the step);
 //     pow(x, y): |y x^(y−1)| M(x) + |x^y ln x| M(y) + |x^y|;
-//   - max, min, select, a max / min reduction: the M of the operand whose value is taken;
+//   - max, min, a max / min reduction: the largest M of the operands (a tiny error near a tie or
+//     a kink may flip the choice, and |max(a', b') − max(a, b)| is at most the larger error: relu
+//     at a slightly negative x is allowed x's error, not the constant 0's none); a select whose
+//     condition reads float values the same; a select on indices alone (padding, bounds): the M of
+//     the branch taken;
 //   - casts and loads keep M; an integer converted to float: its |value|.
 // Every rule gives M >= |value|. A non-finite M (an overflow in a discarded intermediate) gives no
 // allowance: the element must then pass atol + rtol · |ref64| alone, so M can never widen the

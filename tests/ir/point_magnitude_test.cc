@@ -1,7 +1,8 @@
 // Float64 point evaluation with the magnitude of the terms (ir::EvaluatePointWithMagnitude),
 // against values computed by hand or by naive loops here: a matmul (M = Σ|a||b|), a cancellation
 // sum(x) − sum(x) (value 0, M = 2Σ|x|), a mean, division, unary functions to first order, max /
-// select taking the chosen operand's M, and an integer stage.
+// select on values and max / min reductions taking the larger M of their operands (a kink or a tie
+// may flip the choice), a select on indices the taken branch's M, and an integer stage.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -89,7 +90,12 @@ TEST(PointMagnitudeTest, DivisionUnaryMaxAndSelect) {
   Tensor s = Ok(Compute("S", {4}, [&](const Axes& ax) {
     return Select(a(ax[0]) > b(ax[0]), a(ax[0]) + b(ax[0]), b(ax[0]) * 2.0);
   }));
-  const ComputeDAG dag = Ok(ComputeDAG::Create({q, t, e, r, s}));
+  Tensor p = Ok(Compute("P", {4}, [&](const Axes& ax) {
+    return Select(ax[0] < IntConst(2), a(ax[0]) * 4.0, FloatConst(0));
+  }));
+  Tensor mx = Ok(Reduce("MX", {1}, ReduceKind::kMax, {4},
+                        [&](const Axes&, const Axes& rr) { return a(rr[0]); }));
+  const ComputeDAG dag = Ok(ComputeDAG::Create({q, t, e, r, s, p, mx}));
   BufferMap in = MakeRandomInputs(dag, 1);
   in.at("A").data = {0.5, -2.0, 0.25, -0.75};
   in.at("B").data = {-0.25, 4.0, 0.5, -1.0};
@@ -107,12 +113,19 @@ TEST(PointMagnitudeTest, DivisionUnaryMaxAndSelect) {
     // exp(a − b): e^(a−b) · (|a| + |b|) + e^(a−b).
     const double ex = std::exp(av - bv);
     EXPECT_DOUBLE_EQ(at("E").magnitude, ex * (std::fabs(av) + std::fabs(bv)) + ex);
-    // relu: the chosen operand's M (the constant 0 has M 0).
-    EXPECT_DOUBLE_EQ(at("R").magnitude, av > 0 ? av : 0.0);
-    // select: the taken branch's M.
-    EXPECT_DOUBLE_EQ(at("S").magnitude,
-                     av > bv ? std::fabs(av) + std::fabs(bv) : 2 * std::fabs(bv));
+    // relu: the chosen value, the larger M (the constant 0 has M 0): |a| also where a < 0.
+    EXPECT_DOUBLE_EQ(at("R").value, std::max(av, 0.0));
+    EXPECT_DOUBLE_EQ(at("R").magnitude, std::fabs(av));
+    // select on values: the taken branch's value, the larger M of both branches.
+    EXPECT_DOUBLE_EQ(at("S").value, av > bv ? av + bv : 2 * bv);
+    EXPECT_DOUBLE_EQ(at("S").magnitude, std::max(std::fabs(av) + std::fabs(bv), 2 * std::fabs(bv)));
+    // select on an index (padding): the taken branch's M only.
+    EXPECT_DOUBLE_EQ(at("P").magnitude, i < 2 ? 4 * std::fabs(av) : 0.0);
   }
+  // max reduction: the largest value, the largest |a| (2.0 at a = −2), not the chosen 0.5's.
+  const PointValue m = Ok(EvaluatePointWithMagnitude(dag, dag.StageId("MX"), {0}, in));
+  EXPECT_DOUBLE_EQ(m.value, 0.5);
+  EXPECT_DOUBLE_EQ(m.magnitude, 2.0);
 }
 
 TEST(PointMagnitudeTest, EvaluateStageIsEveryPointInRowMajorOrder) {
