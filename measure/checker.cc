@@ -195,7 +195,7 @@ void AccumulateSummary(const std::string& name, const std::vector<int64_t>& shap
 }
 
 CompareSummary SummarizeDoubles(const double* got, const double* expected, int64_t n,
-                                const Tolerance& tolerance, int threads) {
+                                const Tolerance& tolerance, int threads, const double* magnitude) {
   // Per-chunk summaries merged in index order: maxima and counts are order-free, the first
   // mismatch is the lowest chunk's.
   std::vector<CompareSummary> parts(static_cast<size_t>(NumChunks(n, threads)));
@@ -203,7 +203,8 @@ CompareSummary SummarizeDoubles(const double* got, const double* expected, int64
     CompareSummary s;
     s.elements = end - begin;
     for (int64_t i = begin; i < end; ++i) {
-      const ElementComparison c = CompareElement(got[i], expected[i], tolerance);
+      const ElementComparison c =
+          CompareElement(got[i], expected[i], tolerance, magnitude != nullptr ? magnitude[i] : 0);
       if (c.has_abs_error) s.max_abs_error = std::max(s.max_abs_error, c.abs_error);
       if (c.has_rel_error) s.max_rel_error = std::max(s.max_rel_error, c.rel_error);
       if (!c.ok) {
@@ -296,12 +297,13 @@ ArbitratedElement JudgeElement(const ir::ComputeDAG& dag, int output_id,
 
 // The flat indices of `got` that are not ok against `expected` under CompareElement, ascending.
 std::vector<int64_t> MismatchIndices(const double* got, const double* expected, int64_t n,
-                                     const Tolerance& tolerance) {
+                                     const Tolerance& tolerance, const double* magnitude) {
   std::vector<std::vector<int64_t>> parts(static_cast<size_t>(NumChunks(n, ThreadsFor(n))));
   ParallelChunks(n, ThreadsFor(n), [&](int64_t chunk, int64_t begin, int64_t end) {
     std::vector<int64_t>& part = parts[static_cast<size_t>(chunk)];
     for (int64_t i = begin; i < end; ++i) {
-      if (!CompareElement(got[i], expected[i], tolerance).ok) part.push_back(i);
+      const double m = magnitude != nullptr ? magnitude[i] : 0;
+      if (!CompareElement(got[i], expected[i], tolerance, m).ok) part.push_back(i);
     }
   });
   std::vector<int64_t> all;
@@ -389,7 +391,8 @@ ArbitrationSummary ArbitrateListed(const ir::ComputeDAG& dag, int output_id,
 ArbitrationSummary ArbitrateMismatches(const ir::ComputeDAG& dag, int output_id,
                                        const ir::BufferMap& inputs, const ir::HostBuffer& got,
                                        const ir::HostBuffer& expected, const Tolerance& tolerance,
-                                       const ArbitrationOptions& options) {
+                                       const ArbitrationOptions& options,
+                                       const ir::HostBuffer* magnitude) {
   CHECK(output_id >= 0 && output_id < dag.num_stages()) << "stage id " << output_id;
   const ir::Tensor& t = dag.stage(output_id);
   CHECK(got.shape == expected.shape && expected.shape == t.shape())
@@ -399,13 +402,16 @@ ArbitrationSummary ArbitrateMismatches(const ir::ComputeDAG& dag, int output_id,
       << "output '" << t.name() << "' holds " << got.data.size() << " values, the reference "
       << expected.data.size();
   const int64_t n = static_cast<int64_t>(expected.data.size());
+  CHECK(magnitude == nullptr || static_cast<int64_t>(magnitude->data.size()) == n)
+      << "output '" << t.name() << "' judged with " << magnitude->data.size() << " magnitudes";
+  const double* m = magnitude != nullptr ? magnitude->data.data() : nullptr;
   const CompareSummary compare =
-      SummarizeDoubles(got.data.data(), expected.data.data(), n, tolerance, ThreadsFor(n));
+      SummarizeDoubles(got.data.data(), expected.data.data(), n, tolerance, ThreadsFor(n), m);
   std::vector<int64_t> flats;
   std::vector<double> got_values, ref_values;
   if (compare.mismatches > 0 && options.max_elements > 0 &&
       compare.mismatches <= options.max_elements) {
-    flats = MismatchIndices(got.data.data(), expected.data.data(), n, tolerance);
+    flats = MismatchIndices(got.data.data(), expected.data.data(), n, tolerance, m);
     for (int64_t f : flats) {
       got_values.push_back(got.data[f]);
       ref_values.push_back(expected.data[f]);
@@ -438,9 +444,10 @@ void CompareOutputWithArbitration(const ir::ComputeDAG& dag, int output_id,
                                   const ir::BufferMap& inputs, const ir::HostBuffer& got,
                                   const ir::HostBuffer& expected, const Tolerance& tolerance,
                                   const ArbitrationOptions& options, int trial,
-                                  CheckDistribution distribution, CheckReport* report) {
+                                  CheckDistribution distribution, CheckReport* report,
+                                  const ir::HostBuffer* magnitude) {
   const ArbitrationSummary a =
-      ArbitrateMismatches(dag, output_id, inputs, got, expected, tolerance, options);
+      ArbitrateMismatches(dag, output_id, inputs, got, expected, tolerance, options, magnitude);
   const int64_t first = a.passed() ? -1 : a.compare.first_mismatch;
   AccumulateArbitration(dag, output_id, a, first >= 0 ? got.data[first] : 0,
                         first >= 0 ? expected.data[first] : 0, trial, distribution, report);

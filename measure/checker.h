@@ -76,11 +76,13 @@ struct CompareSummary {
   int64_t first_mismatch = -1;  // the lowest flat index that is not ok; -1 when none
 };
 
-/// CompareSummary of `n` float64 elements under CompareElement, split over `threads` chunks whose
-/// summaries merge in index order (the same summary for every `threads`). CompareOutput is this
-/// with ThreadsFor(n) followed by AccumulateSummary.
+/// CompareSummary of `n` float64 elements under CompareElement (with the magnitudes at
+/// `magnitude`, n values, when it is not null), split over `threads` chunks whose summaries merge
+/// in index order (the same summary for every `threads`). CompareOutput is this with
+/// ThreadsFor(n) followed by AccumulateSummary.
 CompareSummary SummarizeDoubles(const double* got, const double* expected, int64_t n,
-                                const Tolerance& tolerance, int threads);
+                                const Tolerance& tolerance, int threads,
+                                const double* magnitude = nullptr);
 
 /// CompareSummary of `n` float32 elements (the host mirror of the device compare kernel; each value
 /// is widened to float64 exactly before CompareElement), with the magnitudes at `magnitude` (n
@@ -180,10 +182,14 @@ struct ArbitrationSummary {
 /// machine: the default 2^26 steps (1024 mismatches of a K = 65536 matmul) is 12 s on one core.
 /// Errors of EvaluatePoint (missing inputs) count as failures with their message in `note`.
 /// Shapes must match (CHECKed), `output_id` must be an output of `dag` with got's shape.
+/// With `magnitude` (M of every element, InterpreterMagnitudes / the magnitude kernel, got's
+/// shape) and tolerance.allowance > 0 the screen already applies the cancellation allowance, as
+/// the device compare does, so that only elements outside the whole rule are re-judged.
 ArbitrationSummary ArbitrateMismatches(const ir::ComputeDAG& dag, int output_id,
                                        const ir::BufferMap& inputs, const ir::HostBuffer& got,
                                        const ir::HostBuffer& expected, const Tolerance& tolerance,
-                                       const ArbitrationOptions& options);
+                                       const ArbitrationOptions& options,
+                                       const ir::HostBuffer* magnitude = nullptr);
 
 /// ArbitrateMismatches for mismatches found elsewhere (the device compare,
 /// measure/device_compare.h, lists them without the output leaving the GPU): `compare` summarizes
@@ -210,11 +216,13 @@ void AccumulateArbitration(const ir::ComputeDAG& dag, int output_id, const Arbit
 /// their number; otherwise it accumulates exactly as CompareOutput, and a failed or skipped
 /// arbitration's text, "float64 arbitration of N mismatches of C (trial t, dist): M still fail,
 /// first C[i, j]: got x, ref32 y, ref64 z", is kept in report->arbitration (the first only).
+/// `magnitude`: as ArbitrateMismatches.
 void CompareOutputWithArbitration(const ir::ComputeDAG& dag, int output_id,
                                   const ir::BufferMap& inputs, const ir::HostBuffer& got,
                                   const ir::HostBuffer& expected, const Tolerance& tolerance,
                                   const ArbitrationOptions& options, int trial,
-                                  CheckDistribution distribution, CheckReport* report);
+                                  CheckDistribution distribution, CheckReport* report,
+                                  const ir::HostBuffer* magnitude = nullptr);
 
 /// The rule of `dtype` outputs under `tolerance` and `precision` (atol, rtol and
 /// ArithmeticUnitRoundoff, intermediates not rounded to a half type).

@@ -3,14 +3,17 @@
 // through the interpreter. In the worker's setup, for larger tasks: the naive program JIT-compiled
 // for the host, run on those inputs and spot-checked against float64 point evaluation. Per
 // candidate, in the worker: JIT compile (phase "compile"), then each trial on packed inputs with
-// NaN-poisoned outputs compared element-wise (mismatches arbitrated in float64,
-// ArbitrateMismatches), then timing on separate random inputs with a 64 MiB
+// NaN-poisoned outputs compared element-wise under the precision rule's cancellation allowance
+// (M of every element from the magnitude program: interpreted in the parent for small tasks,
+// JIT-compiled in the worker's setup otherwise), the remaining mismatches arbitrated in float64
+// (ArbitrateMismatches), then timing on separate random inputs with a 64 MiB
 // buffer written before every timed run (phase "run"); the result returns as JSON.
 //
 // Forking: the parent may hold MLIR / LLVM state from earlier compiles; forking is safe as long as
 // no other thread of the parent is inside MLIR / LLVM (or holds a lock the worker needs) at the
 // time. A worker that inherits such a lock deadlocks and is reported as timed out.
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -22,6 +25,7 @@
 #include "codegen/codegen.h"
 #include "ir/compensated_sum.h"
 #include "ir/lower_naive.h"
+#include "ir/magnitude_dag.h"
 #include "ir/reference.h"
 #include "measure/checker.h"
 #include "measure/measure.h"
@@ -212,6 +216,14 @@ class HostRunner : public Runner {
         expected[t] = *std::move(ref);
       }
     }
+    // M of every float output element per trial (empty maps: none, e.g. integer-only outputs).
+    std::vector<ir::BufferMap> magnitudes(trials);
+    if (interpret) {
+      for (int t = 0; t < trials; ++t) {
+        absl::StatusOr<ir::BufferMap> m = InterpreterMagnitudes(dag, inputs[t]);
+        if (m.ok()) magnitudes[t] = *std::move(m);
+      }
+    }
     // The float32 naive program's outputs of the first trial: the float32 reference error that
     // the sampled float64 error of a candidate is compared with (the interpreter's reference above
     // is float64-accurate; the naive kernel's, computed in the worker, is float32 itself).
@@ -231,7 +243,10 @@ class HostRunner : public Runner {
     auto setup = [&]() -> absl::Status {
       if (options_.timing.flush_cache) flush = std::make_unique<AlignedBytes>(kFlushBytes);
       if (trials == 0) return absl::OkStatus();
-      if (!interpret) RETURN_IF_ERROR(RunNaiveReference(dag, inputs, trial_seeds, &expected));
+      if (!interpret) {
+        RETURN_IF_ERROR(RunNaiveReference(dag, inputs, trial_seeds, &expected));
+        RunNaiveMagnitudes(dag, inputs, &magnitudes);
+      }
       absl::StatusOr<std::vector<SampledOutput>> s = SampleFloat64Reference(
           dag, inputs[0], interpret ? native_first : ir::BufferMap(), options_, trial_seeds[0]);
       if (!s.ok()) {
@@ -244,8 +259,8 @@ class HostRunner : public Runner {
 
     auto item = [&](int k) -> std::string {
       const BuildResult& c = candidates[runnable[k]];
-      return MeasureResultToJson(MeasureOne(dag, c, distributions, inputs, expected, sampled,
-                                            timing_inputs, flush.get(), &batch_best_ms))
+      return MeasureResultToJson(MeasureOne(dag, c, distributions, inputs, expected, magnitudes,
+                                            sampled, timing_inputs, flush.get(), &batch_best_ms))
           .dump();
     };
 
@@ -335,11 +350,45 @@ class HostRunner : public Runner {
     return absl::OkStatus();
   }
 
+  // Runs in the worker's setup for tasks too large for the interpreter: the magnitude program
+  // (ir::BuildMagnitudeProgram) JIT-compiled for the host on every trial's inputs, M of each float
+  // output by its name. Best effort: without it (no float output, or a compile failure, said on
+  // stderr) the check has no cancellation allowance, stricter but still arbitrated in float64.
+  void RunNaiveMagnitudes(const ir::ComputeDAG& dag, const std::vector<ir::BufferMap>& inputs,
+                          std::vector<ir::BufferMap>* magnitudes) const {
+    absl::StatusOr<ir::MagnitudeProgram> program = ir::BuildMagnitudeProgram(dag);
+    if (!program.ok()) return;  // no float output
+    absl::Status status = [&]() -> absl::Status {
+      ASSIGN_OR_RETURN(ir::LoopNest naive, ir::LowerNaive(program->dag));
+      naive = ir::CompensateFloatSums(naive);
+      codegen::HostCompileOptions compile;
+      compile.num_threads = options_.host_threads;
+      ASSIGN_OR_RETURN(std::unique_ptr<codegen::HostKernel> kernel,
+                       codegen::CompileForHost(naive, compile));
+      for (size_t t = 0; t < inputs.size(); ++t) {
+        ASSIGN_OR_RETURN(ir::BufferMap out, RunOnInputs(*kernel, naive, program->dag, inputs[t]));
+        for (size_t k = 0; k < program->source_output.size(); ++k) {
+          const std::string& name = program->dag.stage(program->dag.output_ids()[k]).name();
+          const ir::Tensor& source = dag.stage(dag.output_ids()[program->source_output[k]]);
+          (*magnitudes)[t][source.name()] = std::move(out.at(name));
+        }
+      }
+      return absl::OkStatus();
+    }();
+    if (status.ok()) return;
+    for (ir::BufferMap& m : *magnitudes) m.clear();
+    std::fprintf(stderr,
+                 "warning: no magnitude program (%s); the check runs without the cancellation "
+                 "allowance\n",
+                 std::string(status.message()).c_str());
+  }
+
   // Runs in the worker: compile, check, time one candidate.
   MeasureResult MeasureOne(const ir::ComputeDAG& dag, const BuildResult& c,
                            const std::vector<CheckDistribution>& distributions,
                            const std::vector<ir::BufferMap>& inputs,
                            const std::vector<ir::BufferMap>& expected,
+                           const std::vector<ir::BufferMap>& magnitudes,
                            const std::vector<SampledOutput>& sampled,
                            const ir::BufferMap& timing_inputs, AlignedBytes* flush,
                            double* batch_best_ms) const {
@@ -376,12 +425,20 @@ class HostRunner : public Runner {
           r.message = absl::StrCat("candidate has no output parameter '", name, "'");
           return r;
         }
-        // Mismatches against the float32 reference are re-judged in float64 (up to the cap).
+        // The screen with the cancellation allowance where M exists; its mismatches are re-judged
+        // in float64 (up to the cap).
+        Tolerance tolerance = ToleranceFor(ref.dtype, options_.atol, options_.rtol);
+        auto m = magnitudes[t].find(name);
+        const ir::HostBuffer* magnitude = m != magnitudes[t].end() ? &m->second : nullptr;
+        if (magnitude != nullptr) {
+          tolerance.allowance =
+              kCancellationFactor *
+              RuleFor(dag, dag.StageId(name), tolerance, options_.precision).unit_roundoff;
+        }
         CompareOutputWithArbitration(
-            dag, dag.StageId(name), inputs[t], it->second, ref,
-            ToleranceFor(ref.dtype, options_.atol, options_.rtol),
+            dag, dag.StageId(name), inputs[t], it->second, ref, tolerance,
             {options_.arbitration_max_elements, options_.arbitration_max_steps, options_.precision},
-            static_cast<int>(t), distributions[t], &r.check);
+            static_cast<int>(t), distributions[t], &r.check, magnitude);
       }
       if (t == 0) {
         for (const SampledOutput& so : sampled) {

@@ -182,6 +182,50 @@ TEST(HostRunnerTest, WrongAnswerIsCountedPerElement) {
   EXPECT_THAT(r[0].check.first_mismatch, HasSubstr("Y[7]: got"));
 }
 
+// D[r] = Σ_k X[r, k] − Σ_k X[r, k] over K = 4096: exactly 0, with M = 2 Σ|X[r, k]| (about 4096
+// for inputs uniform in [-1, 1)), so the precision rule allows 16 · 2^-24 · M ≈ 3.9e-3 where the
+// plain screen allows 1e-4. A candidate off by 1e-3 everywhere (what a float32 kernel summing the
+// two rows in another order may be off by) passes only through the screen's allowance: the
+// arbitration is off. One off by 0.1 fails. Both reference paths: the interpreter's magnitudes
+// (small task) and the JIT-compiled magnitude program (interpreter limit 0).
+TEST(HostRunnerTest, CancellationAllowanceComesFromTheMagnitudes) {
+  constexpr int64_t kRows = 8, kK = 4096;
+  ir::Tensor x = Ok(ir::Placeholder("X", {kRows, kK}));
+  auto row_sum = [&](const std::string& name) {
+    return Ok(ir::Reduce(name, {kRows}, ir::ReduceKind::kSum, {kK},
+                         [&](const Axes& ax, const Axes& r) { return x(ax[0], r[0]); }));
+  };
+  ir::Tensor s1 = row_sum("S1");
+  ir::Tensor s2 = row_sum("S2");
+  ir::Tensor d = Ok(ir::Compute("D", {kRows}, [&](const Axes& ax) { return s1(ax) - s2(ax); }));
+  const ir::ComputeDAG dag = Ok(ir::ComputeDAG::Create({d}));
+  auto constant = [&](double value) {
+    ir::Expr r = ir::MakeVar("r");
+    ir::LoopNest nest;
+    nest.name = "cancel";
+    nest.params = {ir::BufferDecl{"X", ir::ScalarType::kFloat32, {kRows, kK}},
+                   ir::BufferDecl{"D", ir::ScalarType::kFloat32, {kRows}}};
+    nest.num_inputs = 1;
+    nest.body = ir::ForNode::Make(r, ir::IntConst(0), ir::IntConst(kRows), ir::ForKind::kSerial,
+                                  ir::StoreNode::Make("D", {r}, ir::FloatConst(value)));
+    return Candidate(std::move(nest));
+  };
+  for (double interpreter_limit : {1e12, 0.0}) {
+    SCOPED_TRACE(interpreter_limit);
+    MeasureOptions o = FastOptions();
+    o.arbitration_max_elements = 0;
+    o.distributions = {CheckDistribution::kUniformSymmetric};
+    o.interpreter_reference_max_ops = interpreter_limit;
+    std::unique_ptr<Runner> m = Ok(CreateRunner(Target::HostCpu(), o));
+    std::vector<MeasureResult> r = m->Run(dag, {constant(1e-3), constant(0.1)});
+    ASSERT_EQ(r.size(), 2u);
+    ExpectMeasured(r[0]);
+    EXPECT_NEAR(r[0].check.max_abs_error, 1e-3, 1e-9);  // outside 1e-4, inside 16 u M
+    EXPECT_EQ(r[1].error, MeasureError::kWrongAnswer) << r[1].message;
+    EXPECT_EQ(r[1].check.mismatches, 2 * kRows);
+  }
+}
+
 TEST(HostRunnerTest, BuildErrorsAreMappedWithoutRunning) {
   ir::ComputeDAG dag = Doubling();
   std::unique_ptr<Runner> m = Ok(CreateRunner(Target::HostCpu(), FastOptions()));
