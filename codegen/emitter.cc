@@ -1396,11 +1396,6 @@ absl::StatusOr<mlir::Value> Emitter::EmitSelect(const ir::SelectNode* op) {
   // Only the taken branch may load (ir/expr.h: a Load in the branch not taken is never performed).
   if (IsVector(c)) return absl::InternalError("lazy select with a vector condition");
   const bool varying = Varying(op->true_value) || Varying(op->false_value);
-  if (!varying) {
-    absl::StatusOr<std::optional<mlir::Value>> safe = EmitSafeLoadSelect(op, c);
-    if (!safe.ok()) return safe.status();
-    if (safe->has_value()) return **safe;
-  }
   const mlir::Type type = MaybeVector(ValueType(b_.getContext(), op->type), varying);
   auto if_op = mlir::scf::IfOp::create(b_, loc_, mlir::TypeRange{type}, c, /*addThenBlock=*/true,
                                        /*addElseBlock=*/true);
@@ -1412,32 +1407,6 @@ absl::StatusOr<mlir::Value> Emitter::EmitSelect(const ir::SelectNode* op) {
     mlir::scf::YieldOp::create(b_, loc_, v);
   }
   return mlir::Value(if_op.getResult(0));
-}
-
-absl::StatusOr<std::optional<mlir::Value>> Emitter::EmitSafeLoadSelect(const ir::SelectNode* op,
-                                                                       mlir::Value c) {
-  const bool load_true = op->true_value.kind() == ExprKind::kLoad && !ContainsLoad(op->false_value);
-  const bool load_false =
-      !load_true && op->false_value.kind() == ExprKind::kLoad && !ContainsLoad(op->true_value);
-  if (!load_true && !load_false) return std::nullopt;
-  const auto* load = (load_true ? op->true_value : op->false_value).as<ir::LoadNode>();
-  for (const Expr& i : load->indices) {
-    if (ContainsLoad(i)) return std::nullopt;
-  }
-  // Where the load's branch is not taken its indices become 0: element 0 of every buffer exists.
-  std::vector<Expr> safe;
-  for (const Expr& i : load->indices) {
-    const Expr zero = ir::IntConst(0, i.type());
-    safe.push_back(load_true ? ir::Select(op->cond, i, zero) : ir::Select(op->cond, zero, i));
-  }
-  ASSIGN_OR_RETURN(mlir::Value loaded,
-                   EmitExpr(ir::LoadNode::Make(load->type, load->buffer, safe, load->producer)));
-  ASSIGN_OR_RETURN(mlir::Value other, EmitExpr(load_true ? op->false_value : op->true_value));
-  mlir::Value t = load_true ? loaded : other;
-  mlir::Value f = load_true ? other : loaded;
-  t = Splat(t, f);
-  f = Splat(f, t);
-  return std::optional<mlir::Value>(arith::SelectOp::create(b_, loc_, c, t, f));
 }
 
 mlir::Value Emitter::Convert(mlir::Value v, ScalarType from, ScalarType to) {

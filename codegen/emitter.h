@@ -174,13 +174,6 @@ class Emitter {
   absl::StatusOr<mlir::Value> EmitIntDivMod(ir::ExprKind kind, const ir::Expr& a_expr,
                                             const ir::Expr& b_expr, mlir::Value a, mlir::Value b);
   absl::StatusOr<mlir::Value> EmitSelect(const ir::SelectNode* op);
-  // A scalar select between one Load (with load-free indices) and a load-free value, as an
-  // arith.select over a load that cannot fault: its indices are 0 where its branch is not taken.
-  // No control flow: an unrolled convolution body with a padding select per term otherwise
-  // becomes hundreds of scf.if, whose lowering splits the block each time (quadratic in the
-  // block: 8.9 s and 2.4 GB for one SIMT candidate). nullopt when the select has another shape.
-  absl::StatusOr<std::optional<mlir::Value>> EmitSafeLoadSelect(const ir::SelectNode* op,
-                                                                mlir::Value c);
   absl::StatusOr<mlir::Value> EmitCast(ir::ScalarType to, const ir::Expr& value);
   absl::StatusOr<mlir::Value> EmitCall(const ir::CallNode* op);
   absl::StatusOr<mlir::Value> EmitLoad(const ir::LoadNode* op);

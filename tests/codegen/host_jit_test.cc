@@ -183,48 +183,6 @@ TEST(HostJitTest, IntegerDivisionAndModuloFloorLikeTheInterpreter) {
   EXPECT_EQ(got.at("M").data[0], 2);
 }
 
-// A select between a load and a constant, in an unrolled loop: the load runs with index 0 where its
-// branch is not taken (X[i + 30] would be past X's 70 elements for i >= 40), an arith.select picks
-// (no scf.if in the emitted MLIR), and the values are the interpreter's, with the load in either
-// branch; a select whose branches both load stays lazy (scf.if).
-TEST(HostJitTest, SelectOfALoadAndAConstantLoadsSafelyWithoutBranches) {
-  const ir::Expr x = Ld("X", {V("i") + C(30)});
-  const ir::Expr keep = V("i") < C(40);
-  ir::Stmt body = Loop("i", 64,
-                       Seq({St("Y", {V("i")}, ir::Select(keep, x, ir::FloatConst(-1.0))),
-                            St("Z", {V("i")}, ir::Select(!keep, ir::FloatConst(-2.0), x))}),
-                       ForKind::kUnrolled);
-  const ir::LoopNest nest{"safe_select", {Decl("X", {70}), Decl("Y", {64}), Decl("Z", {64})}, 1,
-                          body};
-  HostCompileOptions options;
-  options.keep_mlir = true;
-  std::unique_ptr<HostKernel> kernel = Compile(nest, options);
-  ASSERT_NE(kernel, nullptr);
-  EXPECT_EQ(kernel->mlir().find("scf.if"), std::string::npos);
-  EXPECT_NE(kernel->mlir().find("arith.select"), std::string::npos);
-  ir::BufferMap got;
-  got["X"] = Random({70}, 3);
-  got["Y"] = ir::HostBuffer::Zeros(ScalarType::kFloat32, {64});
-  got["Z"] = ir::HostBuffer::Zeros(ScalarType::kFloat32, {64});
-  ir::BufferMap want = got;
-  ASSERT_THAT(RunOnBuffers(*kernel, nest, got), IsOk());
-  ASSERT_THAT(ir::Interpret(nest, want), IsOk());
-  EXPECT_EQ(got.at("Y").data, want.at("Y").data);
-  EXPECT_EQ(got.at("Z").data, want.at("Z").data);
-  EXPECT_EQ(got.at("Y").data[39], got.at("X").data[69]);  // independent of the interpreter
-  EXPECT_EQ(got.at("Y").data[40], -1.0);
-  EXPECT_EQ(got.at("Z").data[63], -2.0);
-
-  // Both branches load: only the taken one may run, so the select stays a branch.
-  ir::Stmt both = Loop(
-      "i", 64, St("Y", {V("i")}, ir::Select(keep, x, Ld("X", {V("i") - C(40)}))),
-      ForKind::kUnrolled);
-  const ir::LoopNest lazy{"lazy_select", {Decl("X", {70}), Decl("Y", {64})}, 1, both};
-  std::unique_ptr<HostKernel> lazy_kernel = Compile(lazy, options);
-  ASSERT_NE(lazy_kernel, nullptr);
-  EXPECT_NE(lazy_kernel->mlir().find("scf.if"), std::string::npos);
-}
-
 // TF32 values of float32 inputs (the tensor-core split's parts), in scalar and vectorized loops,
 // against values worked out by hand: rounding is to nearest with ties away from zero,
 // truncation drops the low 13 mantissa bits; infinities and NaN stay what they are.
