@@ -140,13 +140,15 @@ CANCELLATION_FACTOR = 16.0
 UNIT_ROUNDOFF = {"float32": 2.0 ** -24, "tf32": 2.0 ** -11, "float16": 2.0 ** -11,
                  "bfloat16": 2.0 ** -8}
 PRECISIONS = ("ieee", "tf32")
-# Problems whose M is the expression evaluated in float64 on |inputs| (every output element a
-# sum of products of inputs and positive constants: the tuner's propagation gives exactly that).
+# Problems whose M is the expression evaluated in float64 on |inputs|: every output element a sum
+# of products of inputs and positive constants, or a max of inputs and 0 (relu, max pooling, a
+# max reduction: the tuner's rule takes the largest M of a max's operands, max |x|, which is
+# f(|x|) here). The tuner's propagation gives exactly that.
 MAGNITUDE_FROM_ABS_INPUTS = frozenset({
     "matmul", "batch_matmul", "dense", "gemv", "conv2d_nchw", "depthwise_conv2d_nchw",
-    "reduce_sum", "reduce_mean", "avg_pool2d", "add"})
-# Problems whose every element is one input element (or 0): M = |value|.
-MAGNITUDE_IS_ABS_VALUE = frozenset({"relu", "reduce_max", "max_pool2d", "transpose"})
+    "reduce_sum", "reduce_mean", "avg_pool2d", "add", "relu", "reduce_max", "max_pool2d"})
+# Problems whose every element is one input element: M = |value|.
+MAGNITUDE_IS_ABS_VALUE = frozenset({"transpose"})
 OTHER_STREAM_RATIO = 2.0
 OTHER_STREAM_MARGIN_MS = 0.1
 FAST_P_THRESHOLDS = (0.0, 1.0, 1.5, 2.0)
