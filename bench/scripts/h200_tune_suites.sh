@@ -43,7 +43,7 @@
 # bench` crashed or was killed (its 1, some problem failed, and 124/130, cut short at BENCH_S,
 # are results: bench.json says which), else tar's.
 #
-# Splitting both suites (level1: 37 problems, 6 of them small; level2: 13; 50 in all) over several
+# Splitting both suites (level1: 40 problems, 6 of them small; level2: 13; 53 in all) over several
 # calls: about 5 problems per call fits 9 minutes at the defaults (≈ 25 s of tuning each, i.e. one
 # or two rounds, then scoring with torch.compile), so CHUNK=0/10 ... CHUNK=9/10, one call each, all
 # with the same SUITES, SKIP_SMALL and TRIALS. Pass LOGS_FROM=bench/logs/h200-DATE-suites.tar.xz

@@ -1,7 +1,9 @@
 // The committed suites (bench/suites/level1.json, level2.json) and the planted-cheat suite
 // (bench/harness/cheats/suite.json): they parse, every problem builds with this build's operator
 // library, the sizes meet the suites' rules (>= 0.5 ms of estimated eager time unless tagged
-// "small"), and a sample of output shapes and FLOP counts match hand-computed values.
+// "small", or "kernelbench_shape" for a shape KernelBench fixes: then >= 0.05 ms), and a sample of
+// output shapes and FLOP counts match hand-computed values.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -45,6 +47,9 @@ TEST(SuiteFilesTest, Level1HasEnoughProblemsAndEveryOneBuilds) {
     if (p.is_small()) {
       ++small;
       EXPECT_LT(ms, 0.05) << "a 'small' problem should be latency-bound";
+    } else if (std::find(p.tags.begin(), p.tags.end(), "kernelbench_shape") != p.tags.end()) {
+      // A shape KernelBench fixes (not sized by this rule): at least not latency-bound.
+      EXPECT_GE(ms, 0.05) << "a KernelBench shape should not be latency-bound";
     } else {
       ++large;
       EXPECT_GE(ms, 0.5) << "estimated eager time below 0.5 ms";
@@ -82,6 +87,9 @@ TEST(SuiteFilesTest, Level1ShapesAndFlopsMatchHandComputedValues) {
       {"reduce_sum_outer", {{32768}, -1}},
       {"reduce_mean_middle", {{128, 1024}, -1}},
       {"transpose_2d", {{16384, 16384}, -1}},
+      {"layernorm_16x64x256x256", {{16, 64, 256, 256}, -1}},
+      {"reduce_sum_dim1_keepdim_8gb", {{128, 1, 4095}, -1}},
+      {"gemv_2pow31", {{32768}, 2.0 * 32768 * 65536}},
   };
   for (const auto& [name, e] : expected) {
     SCOPED_TRACE(name);
