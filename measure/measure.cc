@@ -416,9 +416,10 @@ absl::Status CheckMeasureHostMemory(const ir::ComputeDAG& dag, const MeasureOpti
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   return absl::ResourceExhaustedError(absl::StrFormat(
       "measuring needs about %.1f GiB of host memory (inputs and outputs held as 8-byte values "
-      "per check trial, timing inputs, worker copies) but %.1f GiB are available; use smaller "
-      "shapes",
-      need / kGiB, available / kGiB));
+      "per check trial, timing inputs, worker copies), more than the %.0f%% of the %.1f GiB "
+      "available that a measurement may take (the rest is left to the system and the compile "
+      "workers); use smaller shapes",
+      need / kGiB, 100 * fraction, available / kGiB));
 }
 
 }  // namespace tilesearch::measure

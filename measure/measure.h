@@ -205,8 +205,10 @@ double EstimateMeasureHostBytes(const ir::ComputeDAG& dag, const MeasureOptions&
 /// physical pages × page size where that is missing).
 double AvailableHostBytes();
 
-/// kResourceExhausted "measuring needs about 9.6 GiB of host memory (...) but 14.2 GiB are
-/// available" when EstimateMeasureHostBytes exceeds `fraction` of AvailableHostBytes.
+/// kResourceExhausted "measuring needs about 9.6 GiB of host memory (...), more than the 60% of
+/// the 14.2 GiB available that a measurement may take (...)" when EstimateMeasureHostBytes exceeds
+/// `fraction` of AvailableHostBytes (the message states the fraction, so a need below the
+/// available total is not a contradiction).
 [[nodiscard]] absl::Status CheckMeasureHostMemory(const ir::ComputeDAG& dag,
                                                   const MeasureOptions& options,
                                                   double fraction = 0.6);

@@ -1,11 +1,13 @@
 // MeasureResult names and JSON: every field survives the round trip (non-finite numbers too),
-// malformed JSON names the bad field; option validation names the bad option.
+// malformed JSON names the bad field; option validation names the bad option; the host-memory
+// refusal states the share of the available memory it allows.
 #include <cmath>
 #include <limits>
 
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/tensor.h"
 #include "measure/measure.h"
 
 namespace tilesearch::measure {
@@ -232,6 +234,33 @@ TEST(MeasureOptionsTest, ValidationNamesTheBadOption) {
   unchecked.check = false;
   unchecked.distributions.clear();
   EXPECT_THAT(ValidateMeasureOptions(unchecked), IsOk());
+}
+
+// A task that needs 80 % of the available memory: below the total but above the 60 % a
+// measurement may take. The refusal says so, with both numbers (it once read "needs 80 GiB ...
+// but 124.8 GiB are available"); half the share passes.
+TEST(MeasureOptionsTest, HostMemoryRefusalStatesTheShareItAllows) {
+  const double available = AvailableHostBytes();
+  ASSERT_GT(available, 0);
+  MeasureOptions options;  // 2 check trials: 8 bytes per element and (2 + 3) copies
+  auto dag_needing = [&](double bytes) {
+    const int64_t elements = static_cast<int64_t>(bytes / (8.0 * 5) / 2);  // input + output
+    absl::StatusOr<ir::Tensor> x = ir::Placeholder("X", {elements});
+    EXPECT_TRUE(x.ok()) << x.status();
+    absl::StatusOr<ir::Tensor> y =
+        ir::Compute("Y", {elements}, [&](const std::vector<ir::Expr>& ax) { return (*x)(ax)*2.0; });
+    EXPECT_TRUE(y.ok()) << y.status();
+    absl::StatusOr<ir::ComputeDAG> dag = ir::ComputeDAG::Create({*y});
+    EXPECT_TRUE(dag.ok()) << dag.status();
+    return *std::move(dag);
+  };
+  const ir::ComputeDAG big = dag_needing(0.8 * available);
+  EXPECT_NEAR(EstimateMeasureHostBytes(big, options), 0.8 * available, 0.01 * available);
+  EXPECT_THAT(CheckMeasureHostMemory(big, options),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       ::testing::AllOf(HasSubstr("more than the 60% of the"),
+                                        HasSubstr("GiB available that a measurement may take"))));
+  EXPECT_THAT(CheckMeasureHostMemory(dag_needing(0.3 * available), options), IsOk());
 }
 
 }  // namespace
