@@ -1,7 +1,8 @@
 // The magnitude program (ir::BuildMagnitudeProgram) interpreted in float32 against M from two
 // independent sources: naive loops here (a matmul's Σ|a||b|, sum(x) − sum(x)'s 2Σ|x|) and the
 // float64 point evaluator (ir::EvaluatePointWithMagnitude) on every operator of the library, in
-// float32 and bfloat16, on random inputs.
+// float32 and bfloat16, on random inputs; and the scorer's model of M (the operator on |inputs|)
+// for the operators it applies it to.
 #include "ir/magnitude_dag.h"
 
 #include <cmath>
@@ -160,6 +161,33 @@ void ExpectMatchesPointEvaluation(const std::string& op, ScalarType dtype) {
 
 TEST(MagnitudeDagTest, EveryLibraryOperatorMatchesFloat64PointEvaluation) {
   for (const OpInfo& op : OpLibrary()) ExpectMatchesPointEvaluation(op.name, ScalarType::kFloat32);
+}
+
+// bench/harness/score.py computes M for these operators as the operator itself on |inputs|
+// (MAGNITUDE_FROM_ABS_INPUTS: sums of products with positive constants, and maxes of inputs and
+// 0). That holds only if the tuner's propagation gives exactly f(|x|) for them: checked here
+// element by element, the float64 evaluation of f on |inputs| against the magnitude program.
+TEST(MagnitudeDagTest, TheScorersAbsoluteInputModelHoldsForItsOperators) {
+  for (const char* op :
+       {"matmul", "batch_matmul", "dense", "gemv", "conv2d_nchw", "depthwise_conv2d_nchw",
+        "reduce_sum", "reduce_mean", "avg_pool2d", "add", "relu", "reduce_max", "max_pool2d"}) {
+    SCOPED_TRACE(op);
+    const ComputeDAG dag = Ok(BuildOp(op, ArgsFor(op)));
+    const BufferMap in = MakeRandomInputs(dag, 41);
+    BufferMap abs_in = in;
+    for (auto& [name, buffer] : abs_in) {
+      for (double& v : buffer.data) v = std::fabs(v);
+    }
+    const std::map<std::string, HostBuffer> m = InterpretedMagnitudes(dag, in);
+    for (int id : dag.output_ids()) {
+      const std::vector<double> f_abs = Ok(EvaluateStage(dag, id, abs_in));
+      const HostBuffer& got = m.at(dag.stage(id).name());
+      ASSERT_EQ(got.data.size(), f_abs.size());
+      for (size_t i = 0; i < f_abs.size(); ++i) {
+        EXPECT_NEAR(got.data[i], std::fabs(f_abs[i]), 1e-5 * std::fabs(f_abs[i]) + 1e-30) << i;
+      }
+    }
+  }
 }
 
 TEST(MagnitudeDagTest, HalfPrecisionOperatorsMatchFloat64PointEvaluation) {
