@@ -211,6 +211,18 @@ bool ReadsFloatValues(const Expr& e) {
   return finder.found;
 }
 
+BufferMap KeyedBySource(const MagnitudeProgram& program, const ComputeDAG& source,
+                        BufferMap computed) {
+  BufferMap by_source;
+  for (size_t k = 0; k < program.source_output.size(); ++k) {
+    const std::string& name = program.dag.stage(program.dag.output_ids()[k]).name();
+    const std::string& source_name =
+        source.stage(source.output_ids()[program.source_output[k]]).name();
+    by_source.emplace(source_name, std::move(computed.at(name)));
+  }
+  return by_source;
+}
+
 absl::StatusOr<MagnitudeProgram> BuildMagnitudeProgram(const ComputeDAG& source) {
   std::map<std::string, Tensor> magnitude_of;
   const MagnitudeBuilder builder(magnitude_of);

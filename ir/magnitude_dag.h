@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "ir/compute_dag.h"
+#include "ir/host_buffer.h"
 
 namespace tilesearch::ir {
 
@@ -36,6 +37,11 @@ struct MagnitudeProgram {
 /// Whether `e` has a float-typed subexpression (a condition on computed values rather than on
 /// indices alone): the select rule above.
 bool ReadsFloatValues(const Expr& e);
+
+/// The magnitude program's outputs (`computed`, by their own names, as a run of program.dag
+/// returns them) keyed by the name of the `source` output each measures.
+BufferMap KeyedBySource(const MagnitudeProgram& program, const ComputeDAG& source,
+                        BufferMap computed);
 
 /// Suffix of a magnitude stage's name: stage "C" has magnitude stage "C_magnitude".
 inline constexpr char kMagnitudeSuffix[] = "_magnitude";

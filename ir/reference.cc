@@ -216,7 +216,9 @@ class PointEvaluator {
         const bool cond = Eval(op->cond, env).i != 0;
         Val taken = cond ? Eval(op->true_value, env) : Eval(op->false_value, env);
         // A condition on computed values (a relu-like kink): either branch's M, the larger.
-        if (IsFloat(e.type()) && ReadsFloatValues(op->cond)) {
+        // (Magnitudes are meaningless when rounding; the condition's kind is cached per node, since
+        // a padding select is evaluated once per reduction step.)
+        if (!round_ && IsFloat(e.type()) && IsValueCondition(op)) {
           const Val other = cond ? Eval(op->false_value, env) : Eval(op->true_value, env);
           taken.m = std::max(taken.m, other.m);
         }
@@ -436,9 +438,16 @@ class PointEvaluator {
     return v;
   }
 
+  bool IsValueCondition(const SelectNode* op) {
+    auto [it, inserted] = value_condition_.try_emplace(op, false);
+    if (inserted) it->second = ReadsFloatValues(op->cond);
+    return it->second;
+  }
+
   const ComputeDAG& dag_;
   const BufferMap& inputs_;
   const bool round_;
+  absl::flat_hash_map<const SelectNode*, bool> value_condition_;
   absl::Status status_;
   int64_t steps_ = 0;
   absl::flat_hash_map<std::pair<int, int64_t>, Val> memo_;

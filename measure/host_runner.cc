@@ -316,14 +316,12 @@ class HostRunner : public Runner {
   }
 
  private:
-  // Runs in the worker's setup for tasks too large for the interpreter: the naive program
-  // JIT-compiled for the host on every trial's inputs, each spot-checked in float64.
-  absl::Status RunNaiveReference(const ir::ComputeDAG& dag,
-                                 const std::vector<ir::BufferMap>& inputs,
-                                 const std::vector<uint64_t>& trial_seeds,
-                                 std::vector<ir::BufferMap>* expected) const {
-    const int trials = static_cast<int>(inputs.size());
-    // Compensated float32 sums: within about 2u·Σ|terms| of the exact value whatever the length.
+  // The naive program of `dag` with compensated float32 sums (within about 2u·Σ|terms| of the
+  // exact value whatever the length), JIT-compiled for the host and run on every trial's inputs:
+  // its outputs by name, one map per trial. Errors: kInternal "naive program does not compile:
+  // ..." / "naive program failed: ...".
+  absl::StatusOr<std::vector<ir::BufferMap>> RunCompensatedNaive(
+      const ir::ComputeDAG& dag, const std::vector<ir::BufferMap>& inputs) const {
     ASSIGN_OR_RETURN(ir::LoopNest naive, ir::LowerNaive(dag));
     naive = ir::CompensateFloatSums(naive);
     codegen::HostCompileOptions compile;
@@ -332,55 +330,58 @@ class HostRunner : public Runner {
         codegen::CompileForHost(naive, compile);
     if (!kernel.ok()) {
       return absl::InternalError(
-          absl::StrCat("reference: naive program does not compile: ", kernel.status().ToString()));
+          absl::StrCat("naive program does not compile: ", kernel.status().ToString()));
     }
-    for (int t = 0; t < trials; ++t) {
-      absl::StatusOr<ir::BufferMap> out = RunOnInputs(**kernel, naive, dag, inputs[t]);
+    std::vector<ir::BufferMap> outputs;
+    for (const ir::BufferMap& in : inputs) {
+      absl::StatusOr<ir::BufferMap> out = RunOnInputs(**kernel, naive, dag, in);
       if (!out.ok()) {
-        return absl::InternalError(
-            absl::StrCat("reference: naive program failed: ", out.status().ToString()));
+        return absl::InternalError(absl::StrCat("naive program failed: ", out.status().ToString()));
       }
+      outputs.push_back(*std::move(out));
+    }
+    return outputs;
+  }
+
+  // Runs in the worker's setup for tasks too large for the interpreter: the compensated naive
+  // program on every trial's inputs, each spot-checked in float64.
+  absl::Status RunNaiveReference(const ir::ComputeDAG& dag,
+                                 const std::vector<ir::BufferMap>& inputs,
+                                 const std::vector<uint64_t>& trial_seeds,
+                                 std::vector<ir::BufferMap>* expected) const {
+    absl::StatusOr<std::vector<ir::BufferMap>> outs = RunCompensatedNaive(dag, inputs);
+    if (!outs.ok())
+      return absl::InternalError(absl::StrCat("reference: ", outs.status().message()));
+    for (size_t t = 0; t < outs->size(); ++t) {
       absl::Status verified = VerifyReferenceSamples(
-          dag, inputs[t], *out, options_.reference_point_samples, trial_seeds[t]);
+          dag, inputs[t], (*outs)[t], options_.reference_point_samples, trial_seeds[t]);
       if (!verified.ok()) {
         return absl::InternalError(absl::StrCat("reference: ", verified.message()));
       }
-      (*expected)[t] = *std::move(out);
+      (*expected)[t] = std::move((*outs)[t]);
     }
     return absl::OkStatus();
   }
 
   // Runs in the worker's setup for tasks too large for the interpreter: the magnitude program
-  // (ir::BuildMagnitudeProgram) JIT-compiled for the host on every trial's inputs, M of each float
-  // output by its name. Best effort: without it (no float output, or a compile failure, said on
-  // stderr) the check has no cancellation allowance, stricter but still arbitrated in float64.
+  // (ir::BuildMagnitudeProgram) run as RunCompensatedNaive, M of each float output by its name.
+  // Best effort: without it (no float output, or a compile failure, said on stderr) the check has
+  // no cancellation allowance, stricter but still arbitrated in float64.
   void RunNaiveMagnitudes(const ir::ComputeDAG& dag, const std::vector<ir::BufferMap>& inputs,
                           std::vector<ir::BufferMap>* magnitudes) const {
     absl::StatusOr<ir::MagnitudeProgram> program = ir::BuildMagnitudeProgram(dag);
     if (!program.ok()) return;  // no float output
-    absl::Status status = [&]() -> absl::Status {
-      ASSIGN_OR_RETURN(ir::LoopNest naive, ir::LowerNaive(program->dag));
-      naive = ir::CompensateFloatSums(naive);
-      codegen::HostCompileOptions compile;
-      compile.num_threads = options_.host_threads;
-      ASSIGN_OR_RETURN(std::unique_ptr<codegen::HostKernel> kernel,
-                       codegen::CompileForHost(naive, compile));
-      for (size_t t = 0; t < inputs.size(); ++t) {
-        ASSIGN_OR_RETURN(ir::BufferMap out, RunOnInputs(*kernel, naive, program->dag, inputs[t]));
-        for (size_t k = 0; k < program->source_output.size(); ++k) {
-          const std::string& name = program->dag.stage(program->dag.output_ids()[k]).name();
-          const ir::Tensor& source = dag.stage(dag.output_ids()[program->source_output[k]]);
-          (*magnitudes)[t][source.name()] = std::move(out.at(name));
-        }
-      }
-      return absl::OkStatus();
-    }();
-    if (status.ok()) return;
-    for (ir::BufferMap& m : *magnitudes) m.clear();
-    std::fprintf(stderr,
-                 "warning: no magnitude program (%s); the check runs without the cancellation "
-                 "allowance\n",
-                 std::string(status.message()).c_str());
+    absl::StatusOr<std::vector<ir::BufferMap>> outs = RunCompensatedNaive(program->dag, inputs);
+    if (!outs.ok()) {
+      std::fprintf(stderr,
+                   "warning: no magnitude program (%s); the check runs without the cancellation "
+                   "allowance\n",
+                   std::string(outs.status().message()).c_str());
+      return;
+    }
+    for (size_t t = 0; t < outs->size(); ++t) {
+      (*magnitudes)[t] = ir::KeyedBySource(*program, dag, std::move((*outs)[t]));
+    }
   }
 
   // Runs in the worker: compile, check, time one candidate.

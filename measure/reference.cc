@@ -62,13 +62,7 @@ absl::StatusOr<ir::BufferMap> InterpreterMagnitudes(const ir::ComputeDAG& dag,
                                                     const ir::BufferMap& inputs) {
   ASSIGN_OR_RETURN(ir::MagnitudeProgram program, ir::BuildMagnitudeProgram(dag));
   ASSIGN_OR_RETURN(ir::BufferMap computed, ir::RunCompensatedReference(program.dag, inputs));
-  ir::BufferMap by_output;
-  for (size_t k = 0; k < program.source_output.size(); ++k) {
-    const std::string& name = program.dag.stage(program.dag.output_ids()[k]).name();
-    const std::string& source = dag.stage(dag.output_ids()[program.source_output[k]]).name();
-    by_output.emplace(source, std::move(computed.at(name)));
-  }
-  return by_output;
+  return ir::KeyedBySource(program, dag, std::move(computed));
 }
 
 absl::StatusOr<codegen::GpuModule> BuildGpuMagnitudes(const ir::ComputeDAG& dag,
