@@ -24,12 +24,12 @@ using mlir::Value;
 constexpr float kErfSmall[] = {0.128379121f,   -0.37612325f,  0.112801798f,
                                -0.0267113112f, 0.0049175513f, -0.000563142239f};
 // erf(x) = 1 - 2^Q(|x|) on [1, kErfClamp]: Q ~ log2(erfc), 1.21 ulp with an exact 2^x.
-constexpr float kErfLarge[] = {-0.00377866277f, -1.6123867f,    -0.943868876f,
+constexpr float kErfLarge[] = {-0.00377866277f, -1.6123867f,   -0.943868876f,
                                -0.12811093f,    0.0213978328f, -0.00166951714f};
 // Above this erfc(|x|) < 2^-25, so float32 erf(x) is +-1: Q is evaluated at min(|x|, kErfClamp).
 constexpr float kErfClamp = 3.91992188f;
 // log1p(y) = y + y^2 R(y) on [-0.25, 1/3): 0.76 ulp in float32.
-constexpr float kLog1pSmall[] = {-0.49999994f, 0.333334923f, -0.250010431f, 0.199861303f,
+constexpr float kLog1pSmall[] = {-0.49999994f,  0.333334923f, -0.250010431f, 0.199861303f,
                                  -0.166037142f, 0.146095499f, -0.139096558f, 0.0942011848f};
 // The small range of log1p as |y - center| < radius (one compare).
 constexpr double kLog1pCenter = (1.0 / 3.0 - 0.25) / 2.0;
@@ -83,9 +83,9 @@ class Expander {
   // there). NaN fails the compare and takes log2, which also handles 0, negatives and +inf.
   Value LogOfOnePlus(Value f, Value u) {
     Value off = arith::SubFOp::create(b_, loc_, f, C(kLog1pCenter));
-    Value is_small = arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OLT,
-                                           mlir::math::AbsFOp::create(b_, loc_, off),
-                                           C(kLog1pRadius));
+    Value is_small =
+        arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OLT,
+                              mlir::math::AbsFOp::create(b_, loc_, off), C(kLog1pRadius));
     Value small = Fma(Mul(f, f), Horner(f, kLog1pSmall), f);
     Value large = Mul(Log2(u), C(kLn2));
     return arith::SelectOp::create(b_, loc_, is_small, small, large);

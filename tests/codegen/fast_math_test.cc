@@ -108,8 +108,8 @@ TEST(FastMathTest, ErfWithinTwoUlpOfFloat64OverAllFloat32Ranges) {
   for (float v : Around(1.0f)) extra.push_back(v);
   // Stride 211 over all finite magnitudes: 2 * 10.1 million points; then every float32 in
   // [0.5, 4], where the two ranges meet and erf leaves 1.
-  const SweepResult all = Sweep(*erf, [](double x) { return std::erf(x); }, 0, 0x7F7FFFFF, 211,
-                                extra);
+  const SweepResult all = Sweep(
+      *erf, [](double x) { return std::erf(x); }, 0, 0x7F7FFFFF, 211, extra);
   EXPECT_LE(all.max_ulp, 2.0) << "at x = " << all.worst_x << " over " << all.points << " points";
   const SweepResult dense =
       Sweep(*erf, [](double x) { return std::erf(x); }, Bits(0.5f), Bits(4.0f), 1, {});
@@ -128,7 +128,8 @@ TEST(FastMathTest, ExpWithinTwoUlpOfFloat64) {
   // Every 71st float32 of |x| <= 88.7 (overflow above), 2 * 15 million points, and subnormal
   // results down to -104.
   std::vector<float> extra = {0.0f, -0.0f, kDenormMin, 88.72f, -87.3f, -100.0f, -103.9f};
-  const SweepResult r = Sweep(*exp, [](double x) { return std::exp(x); }, 0, Bits(88.72f), 71, extra);
+  const SweepResult r = Sweep(
+      *exp, [](double x) { return std::exp(x); }, 0, Bits(88.72f), 71, extra);
   EXPECT_LE(r.max_ulp, 2.0) << "at x = " << r.worst_x << " over " << r.points << " points";
   std::cout << "exp: max " << r.max_ulp << " ulp (" << r.points << " points)\n";
   EXPECT_EQ((*exp)(kInf), kInf);
