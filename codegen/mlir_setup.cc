@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "codegen/fast_math.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -93,6 +94,12 @@ absl::Status DiagnosticCapture::Error(const std::string& what) const {
 }
 
 absl::Status ApproximateMath(mlir::Operation* root, DiagnosticCapture& diag) {
+  // The cuda target (its kernels are in a gpu.module) takes the float32 expansions on the
+  // hardware's ex2 / lg2: a memory-bound gelu or softplus is issue-bound on the ~60 instructions
+  // per element of the piecewise approximations below (bench/NOTES.md). The host keeps those.
+  if (mlir::isa<mlir::gpu::GPUModuleOp>(root)) {
+    ExpandFastMath(root, Exp2Log2Source::kNvvmApprox);
+  }
   auto approximated = [](llvm::StringRef name) {
     return name == "math.exp" || name == "math.log" || name == "math.tanh" || name == "math.erf" ||
            name == "math.exp2" || name == "math.log2" || name == "math.log1p" ||

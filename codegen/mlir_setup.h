@@ -35,7 +35,9 @@ class DiagnosticCapture {
 };
 
 /// Replaces math.exp / log / tanh / erf (and what their expansions use) by MLIR's float32
-/// polynomial approximations. Errors: kInternal with the diagnostics.
+/// polynomial approximations; under a gpu.module (the cuda target) the float32 erf / exp / log /
+/// log1p (and log(1 + y)) take ExpandFastMath's forms on ex2.approx / lg2.approx first. Errors:
+/// kInternal with the diagnostics.
 absl::Status ApproximateMath(mlir::Operation* root, DiagnosticCapture& diag);
 
 /// Initializes the NVPTX and native LLVM targets once per process.

@@ -1,11 +1,13 @@
 // Fast GPU float32 math (codegen/emitter.h, Exp and FloatDiv): on the cuda target exp is CUDA's
 // __expf (ex2.approx.ftz of x * log2 e) and a / b is a * rcp.approx(b), so the one-pass softmax
 // normalize takes one reciprocal per row and no div.rn.f32; the PTX passes ptxas (skipped where
-// it is absent). The quotients of the rational approximations (erf in gelu) take div.approx, not
-// div.rn. The host JIT keeps the accurate exp and division: a host softmax matches a float64
+// it is absent). The quotients of the rational approximations take div.approx, not div.rn (tanh
+// in the tanh gelu; erf on the GPU has no quotient: tests/codegen/fast_math_test.cc). The host
+// JIT keeps the accurate exp and division: a host softmax matches a float64
 // softmax of the same float32 inputs to 1e-6 relative.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,19 +55,20 @@ TEST(GpuFastMathPtxTest, OnePassSoftmaxUsesEx2AndOneReciprocalPerRow) {
 
 // The PTX of `op` on one [64, 256] float32 input (or two for binary ops), its naive nest bound to
 // blocks and threads.
-absl::StatusOr<std::string> NaiveGpuPtx(const std::string& op, int inputs) {
+absl::StatusOr<std::string> NaiveGpuPtx(const std::string& op, int inputs,
+                                        std::map<std::string, std::string> attrs = {}) {
   std::vector<std::vector<int64_t>> shapes(inputs, std::vector<int64_t>{64, 256});
-  ASSIGN_OR_RETURN(ir::ComputeDAG dag, ir::BuildOp(op, testing::Args(shapes)));
+  ASSIGN_OR_RETURN(ir::ComputeDAG dag, ir::BuildOp(op, testing::Args(shapes, std::move(attrs))));
   ASSIGN_OR_RETURN(ir::LoopNest nest, ir::LowerNaive(dag));
   ASSIGN_OR_RETURN(GpuModule m, CompileToPtx(testing::BindNaive(nest), {}));
   return m.ptx;
 }
 
-// The rational approximations' own P(x) / Q(x) (erf here) take div.approx (a few ulp, like the
+// The rational approximations' own P(x) / Q(x) (tanh here) take div.approx (a few ulp, like the
 // approximation itself) instead of div.rn.f32's Newton sequence; the program's divisions keep
 // the emitter's reciprocal form.
 TEST(GpuFastMathPtxTest, ApproximationQuotientsTakeTheApproximateDivision) {
-  absl::StatusOr<std::string> gelu = NaiveGpuPtx("gelu", 1);
+  absl::StatusOr<std::string> gelu = NaiveGpuPtx("gelu", 1, {{"approximate", "tanh"}});
   ASSERT_THAT(gelu, IsOk());
   EXPECT_GE(Count(*gelu, "div.approx.f32"), 1) << *gelu;
   EXPECT_THAT(*gelu, Not(HasSubstr("div.rn.f32"))) << *gelu;
