@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,10 +12,30 @@
 
 namespace tilesearch::ir {
 
+/// Element values computed on demand from the flat index (check inputs too large to hold on the
+/// host: their values are a function of the index, measure/check_inputs_fill.h). Implementations
+/// are immutable and safe to call from several threads.
+class ElementSource {
+ public:
+  virtual ~ElementSource() = default;
+  /// Writes the values of elements [begin, end) (already rounded to the buffer's dtype) to `out`.
+  virtual void Fill(int64_t begin, int64_t end, double* out) const = 0;
+  /// The value of element `flat`.
+  double At(int64_t flat) const {
+    double v = 0;
+    Fill(flat, flat + 1, &v);
+    return v;
+  }
+};
+
 struct HostBuffer {
   ScalarType dtype = ScalarType::kFloat32;
   std::vector<int64_t> shape;
-  std::vector<double> data;  // row-major, size = product of shape
+  std::vector<double> data;  // row-major, size = product of shape; empty when `source` is set
+  /// Set for a generated buffer: its values come from here and `data` stays empty. Only point
+  /// evaluation (ir::EvaluatePoint*) and the measurers' uploads read generated buffers; whole-
+  /// program interpretation needs `data`.
+  std::shared_ptr<const ElementSource> source;
 
   /// A buffer of zeros.
   static HostBuffer Zeros(ScalarType dtype, std::vector<int64_t> shape);
@@ -22,7 +43,13 @@ struct HostBuffer {
   int64_t NumElements() const;
   /// Row-major offset of a multi-index (CHECKs rank and bounds).
   int64_t Offset(const std::vector<int64_t>& index) const;
-  double at(const std::vector<int64_t>& index) const { return data[Offset(index)]; }
+  double at(const std::vector<int64_t>& index) const { return value(Offset(index)); }
+  /// Element `flat` (row-major), from `data` or, for a generated buffer, from `source`.
+  double value(int64_t flat) const {
+    return source != nullptr ? source->At(flat) : data[static_cast<size_t>(flat)];
+  }
+  /// Whether the values come from `source` instead of `data`.
+  bool generated() const { return source != nullptr; }
 };
 
 /// Buffers by name (parameter or tensor name).

@@ -21,14 +21,22 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
 
-absl::Status CheckInput(const Tensor& t, const BufferMap& inputs) {
+// Errors: a missing input, or one whose dtype, shape or value count differ from the placeholder's;
+// a generated input (HostBuffer::source) where `allow_generated` is false (whole-program
+// interpretation writes and reads `data`).
+absl::Status CheckInput(const Tensor& t, const BufferMap& inputs, bool allow_generated) {
   auto it = inputs.find(t.name());
   if (it == inputs.end()) {
     return absl::InvalidArgumentError(absl::StrCat("missing input '", t.name(), "'"));
   }
   const HostBuffer& b = it->second;
-  if (b.dtype != t.dtype() || b.shape != t.shape() ||
-      static_cast<int64_t>(b.data.size()) != t.NumElements()) {
+  if (b.generated() && !allow_generated) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", t.name(), "' is generated on demand (", t.NumElements(),
+                     " elements); interpreting the whole program needs its values in memory"));
+  }
+  const int64_t values = b.generated() ? b.NumElements() : static_cast<int64_t>(b.data.size());
+  if (b.dtype != t.dtype() || b.shape != t.shape() || values != t.NumElements()) {
     return absl::InvalidArgumentError(absl::StrCat("input '", t.name(), "' is ", TypeName(b.dtype),
                                                    " ", ShapeText(b.shape), " with ", b.data.size(),
                                                    " values; the placeholder is ",
@@ -100,7 +108,7 @@ class PointEvaluator {
         Fail(absl::InvalidArgumentError(absl::StrCat("missing input '", t.name(), "'")));
         return {};
       }
-      const double v = it->second.data[offset];
+      const double v = it->second.value(offset);
       return IsFloat(t.dtype()) ? Leaf(v) : Val{static_cast<int64_t>(v), 0};
     }
     auto memo = memo_.find(std::make_pair(id, offset));
@@ -141,7 +149,9 @@ class PointEvaluator {
   }
 
   absl::Status CheckInputs() {
-    for (int id : dag_.input_ids()) RETURN_IF_ERROR(CheckInput(dag_.stage(id), inputs_));
+    for (int id : dag_.input_ids()) {
+      RETURN_IF_ERROR(CheckInput(dag_.stage(id), inputs_, /*allow_generated=*/true));
+    }
     return absl::OkStatus();
   }
 
@@ -475,7 +485,7 @@ absl::StatusOr<BufferMap> RunNest(const ComputeDAG& dag, const LoopNest& nest,
   BufferMap buffers;
   for (int id : dag.input_ids()) {
     const Tensor& t = dag.stage(id);
-    RETURN_IF_ERROR(CheckInput(t, inputs));
+    RETURN_IF_ERROR(CheckInput(t, inputs, /*allow_generated=*/false));
     buffers.emplace(t.name(), inputs.at(t.name()));
   }
   for (int id : dag.output_ids()) {

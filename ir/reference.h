@@ -16,7 +16,8 @@ namespace tilesearch::ir {
 BufferMap MakeRandomInputs(const ComputeDAG& dag, uint64_t seed);
 
 /// Lowers naively and interprets; returns the output buffers keyed by tensor name.
-/// Errors: missing / mis-shaped inputs, interpreter errors.
+/// Errors: missing / mis-shaped inputs, a generated input (HostBuffer::source: interpretation needs
+/// its values in memory), interpreter errors.
 absl::StatusOr<BufferMap> RunReference(const ComputeDAG& dag, const BufferMap& inputs,
                                        Precision precision = Precision::kNative);
 
@@ -29,8 +30,9 @@ absl::StatusOr<BufferMap> RunCompensatedReference(const ComputeDAG& dag, const B
 /// Value of stage `stage_id` at `index`, computed from the definitions in float64 (producers are
 /// evaluated pointwise, memoized). `steps`, when given, receives the number of stage bodies
 /// evaluated (one per element computed, one per reduce iteration; inputs are not counted): a
-/// deterministic measure of the call's work (a matmul element: K). Errors: bad stage id, index
-/// rank or range, missing input.
+/// deterministic measure of the call's work (a matmul element: K). Inputs may be generated
+/// (HostBuffer::source): only the elements the point reads are computed. Errors: bad stage id,
+/// index rank or range, missing or mis-shaped input.
 absl::StatusOr<double> EvaluatePoint(const ComputeDAG& dag, int stage_id,
                                      const std::vector<int64_t>& index, const BufferMap& inputs,
                                      int64_t* steps = nullptr);

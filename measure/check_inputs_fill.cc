@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -85,47 +86,64 @@ double CheckUniform01(uint64_t stream, int64_t index, int slot) {
   return ToUnit(Hash(stream, index, slot));
 }
 
+namespace {
+
+// The values of FillCheckInput, element by element: one loop per (dtype class, distribution) so the
+// hot loops have no per-element dispatch.
+class CheckInputValues : public ir::ElementSource {
+ public:
+  CheckInputValues(CheckDistribution distribution, uint64_t stream, ir::ScalarType dtype)
+      : distribution_(distribution), stream_(stream), dtype_(dtype) {}
+
+  void Fill(int64_t b, int64_t e, double* out) const override {
+    const uint64_t stream = stream_;
+    const ir::ScalarType dtype = dtype_;
+    out -= b;  // out[i] is element i
+    if (ir::IsBool(dtype)) {
+      for (int64_t i = b; i < e; ++i) out[i] = static_cast<double>(Hash(stream, i, 0) >> 63);
+    } else if (ir::IsInt(dtype)) {
+      if (distribution_ == CheckDistribution::kNormalOffset) {
+        for (int64_t i = b; i < e; ++i) {
+          out[i] = ir::RoundToType(std::nearbyint(NormalValue(stream, i)), dtype);
+        }
+        return;
+      }
+      const bool symmetric = distribution_ == CheckDistribution::kUniformSymmetric;
+      const int64_t first = symmetric ? -16 : 0;
+      const uint64_t range = symmetric ? 32 : 16;
+      for (int64_t i = b; i < e; ++i) {
+        out[i] = ir::RoundToType(
+            static_cast<double>(first + static_cast<int64_t>(Hash(stream, i, 0) % range)), dtype);
+      }
+    } else if (distribution_ == CheckDistribution::kNormalOffset) {
+      for (int64_t i = b; i < e; ++i) out[i] = ir::RoundToType(NormalValue(stream, i), dtype);
+    } else {
+      const double lo = distribution_ == CheckDistribution::kUniformSymmetric ? -1.0 : 0.0;
+      for (int64_t i = b; i < e; ++i) out[i] = UniformValue(stream, i, lo, 1.0, dtype);
+    }
+  }
+
+ private:
+  CheckDistribution distribution_;
+  uint64_t stream_;
+  ir::ScalarType dtype_;
+};
+
+}  // namespace
+
+std::shared_ptr<const ir::ElementSource> CheckInputSource(CheckDistribution distribution,
+                                                          uint64_t stream, ir::ScalarType dtype) {
+  return std::make_shared<const CheckInputValues>(distribution, stream, dtype);
+}
+
 void FillCheckInput(CheckDistribution distribution, uint64_t stream, int threads,
                     ir::HostBuffer* buffer) {
   const int64_t n = buffer->NumElements();
   CHECK(n >= 0) << "buffer shape with a negative extent or more than 2^63 elements";
   buffer->data.resize(static_cast<size_t>(n));
-  const ir::ScalarType dtype = buffer->dtype;
+  const CheckInputValues values(distribution, stream, buffer->dtype);
   double* out = buffer->data.data();
-  std::function<void(int64_t, int64_t, int64_t)> body;
-  if (ir::IsBool(dtype)) {
-    body = [=](int64_t, int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) out[i] = static_cast<double>(Hash(stream, i, 0) >> 63);
-    };
-  } else if (ir::IsInt(dtype)) {
-    if (distribution == CheckDistribution::kNormalOffset) {
-      body = [=](int64_t, int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          out[i] = ir::RoundToType(std::nearbyint(NormalValue(stream, i)), dtype);
-        }
-      };
-    } else {
-      const bool symmetric = distribution == CheckDistribution::kUniformSymmetric;
-      const int64_t first = symmetric ? -16 : 0;
-      const uint64_t range = symmetric ? 32 : 16;
-      body = [=](int64_t, int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          out[i] = ir::RoundToType(
-              static_cast<double>(first + static_cast<int64_t>(Hash(stream, i, 0) % range)), dtype);
-        }
-      };
-    }
-  } else if (distribution == CheckDistribution::kNormalOffset) {
-    body = [=](int64_t, int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) out[i] = ir::RoundToType(NormalValue(stream, i), dtype);
-    };
-  } else {
-    const double lo = distribution == CheckDistribution::kUniformSymmetric ? -1.0 : 0.0;
-    body = [=](int64_t, int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) out[i] = UniformValue(stream, i, lo, 1.0, dtype);
-    };
-  }
-  ParallelChunks(n, threads, body);
+  ParallelChunks(n, threads, [&](int64_t, int64_t b, int64_t e) { values.Fill(b, e, out + b); });
 }
 
 }  // namespace tilesearch::measure

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "ir/host_buffer.h"
@@ -65,5 +66,11 @@ double CheckUniform01(uint64_t stream, int64_t index, int slot);
 /// `threads` only splits the work (ParallelChunks): the result is bit-identical for every value.
 void FillCheckInput(CheckDistribution distribution, uint64_t stream, int threads,
                     ir::HostBuffer* buffer);
+
+/// The values FillCheckInput writes into a buffer of `dtype`, computed on demand (a generated
+/// buffer's HostBuffer::source): element i of the source equals element i of the filled buffer,
+/// bit for bit.
+std::shared_ptr<const ir::ElementSource> CheckInputSource(CheckDistribution distribution,
+                                                          uint64_t stream, ir::ScalarType dtype);
 
 }  // namespace tilesearch::measure

@@ -43,6 +43,14 @@ Tolerance ToleranceFor(ir::ScalarType dtype, double atol = 0, double rtol = 0);
 ir::BufferMap MakeCheckInputs(const ir::ComputeDAG& dag, CheckDistribution distribution,
                               uint64_t seed);
 
+/// MakeCheckInputs' buffers without their values: each is generated (ir::HostBuffer::source,
+/// CheckInputSource) and holds no data, element i having MakeCheckInputs' value of element i bit
+/// for bit. For inputs too large to hold on the host
+/// (MeasureOptions::generated_inputs_min_elements): the measurers upload them in chunks and the
+/// float64 point evaluation reads only what it needs.
+ir::BufferMap MakeGeneratedCheckInputs(const ir::ComputeDAG& dag, CheckDistribution distribution,
+                                       uint64_t seed);
+
 /// Compares output `name` of one trial element by element and accumulates into `report`
 /// (max errors, mismatch count, first mismatch with its multi-index). A NaN or Inf in `got` where
 /// `expected` is finite is a mismatch; where `expected` is NaN, `got` must be NaN; where it is
@@ -241,13 +249,17 @@ bool ArbitrationElementPasses(double got, double ref64, double magnitude,
 /// Spot-checks `outputs` (a reference computed by some kernel from `inputs`) against float64
 /// point evaluation (ir::EvaluatePointWithMagnitude) on `samples` seeded random elements per output
 /// plus the first and last element, by the precision rule with ToleranceFor(dtype)'s atol and rtol
-/// widened 10× and the dtype's u (a float32 reference: 2^-24). Errors: kInternal "reference output
-/// 'C' disagrees with float64 point evaluation at [i, j]: got x, expected y (allowed error e)";
-/// the errors of EvaluatePoint.
+/// widened 10× and the dtype's u (a float32 reference: 2^-24). The points are evaluated in
+/// parallel; where the first element's evaluation takes more than `max_steps` / (samples + 2)
+/// stage-body steps (a reduction over millions of elements per point), the points are cut to what
+/// fits in `max_steps` (the first and last element always checked). Errors: kInternal "reference
+/// output 'C' disagrees with float64 point evaluation at [i, j]: got x, expected y (allowed error
+/// e)"; the errors of EvaluatePoint.
 [[nodiscard]] absl::Status VerifyReferenceSamples(const ir::ComputeDAG& dag,
                                                   const ir::BufferMap& inputs,
                                                   const ir::BufferMap& outputs, int samples,
-                                                  uint64_t seed);
+                                                  uint64_t seed,
+                                                  int64_t max_steps = int64_t{1} << 28);
 
 /// The float64 reference of one output at sampled points (SampleFloat64Reference).
 struct SampledOutput {

@@ -17,6 +17,10 @@
 // resident buffers would take more than half the device memory, or their allocation fails, the
 // worker falls back to the per-candidate path: inputs uploaded and outputs poisoned from the
 // host, outputs downloaded and compared on the host, timing inputs uploaded per candidate.
+// Tasks with very large inputs (CheckInputsOnDemand, measure/measure.h) hold none of them on the
+// host: the trials' inputs are generated buffers (ir::HostBuffer::source), each worker generates
+// them chunk by chunk straight into device memory (UploadInput), and the float64 point
+// evaluations compute the input elements they read from the same generator.
 // Mismatches against the float32 reference are re-judged in float64 (ArbitrateMismatches,
 // measure/checker.h) on the host, from the trial's host inputs and reference that every worker
 // keeps (BatchData): a device-compared output with 0 < mismatches <= the arbitration cap is
@@ -95,7 +99,9 @@ MeasureResult ErrorResult(MeasureError error, std::string message, double compil
 struct Trial {
   CheckDistribution distribution = CheckDistribution::kUniformSymmetric;
   uint64_t seed = 0;
-  ir::BufferMap inputs;                                  // by placeholder name
+  // By placeholder name; generated (ir::HostBuffer::source, no data) for tasks whose inputs are
+  // generated on demand (CheckInputsOnDemand), which then have nothing in `packed`.
+  ir::BufferMap inputs;
   std::map<std::string, std::vector<std::byte>> packed;  // the same, in storage layout
   ir::BufferMap expected;  // by output name; on the GPU path filled by the worker's setup
 };
@@ -106,6 +112,7 @@ struct BatchData {
   ir::LoopNest naive_params;  // LowerNaive's param list (body unused)
   std::vector<Trial> trials;
   std::map<std::string, std::vector<std::byte>> timing_inputs;
+  ir::BufferMap timing_sources;  // generated timing inputs (when `timing_inputs` is empty)
   std::shared_ptr<const codegen::GpuModule> naive_module;  // when the reference runs on the GPU
   // The magnitude kernel (BuildGpuMagnitudes): M of every float output, the cancellation allowance
   // of the device compare. Null: none (no float output, or it did not compile).
@@ -204,21 +211,63 @@ absl::Status UploadBytes(DeviceBuffer& buffer, const std::vector<std::byte>& byt
   return buffer.Upload(bytes.data(), buffer.bytes());
 }
 
+// Uploads input `name` into each of `dests` (each as large as the input's storage bytes): its
+// packed bytes when `packed` holds them, else the generated buffer `sources[name]` in chunks of
+// kGeneratedInputChunkElements (values, then packed), so the host holds one chunk at a time.
+// Errors: kInternal for an input in neither or a size mismatch; the copies' errors.
+absl::Status UploadInput(const CudaDriver& driver, const std::string& name,
+                         const std::map<std::string, std::vector<std::byte>>& packed,
+                         const ir::BufferMap& sources, const std::vector<DeviceBuffer*>& dests) {
+  if (auto it = packed.find(name); it != packed.end()) {
+    for (DeviceBuffer* d : dests) RETURN_IF_ERROR(UploadBytes(*d, it->second, name));
+    return absl::OkStatus();
+  }
+  auto it = sources.find(name);
+  if (it == sources.end() || !it->second.generated()) {
+    return absl::InternalError(absl::StrCat("no input data for '", name, "'"));
+  }
+  const ir::HostBuffer& generated = it->second;
+  const int64_t n = generated.NumElements();
+  const int64_t width = StorageBytes(generated.dtype);
+  for (const DeviceBuffer* d : dests) {
+    if (d->bytes() != n * width) {
+      return absl::InternalError(absl::StrCat("input '", name, "' has ", n * width,
+                                              " bytes, its kernel argument ", d->bytes()));
+    }
+  }
+  ir::HostBuffer chunk;
+  chunk.dtype = generated.dtype;
+  for (int64_t begin = 0; begin < n; begin += kGeneratedInputChunkElements) {
+    const int64_t m = std::min(kGeneratedInputChunkElements, n - begin);
+    chunk.shape = {m};
+    chunk.data.resize(static_cast<size_t>(m));
+    double* out = chunk.data.data();
+    ParallelChunks(m, ThreadsFor(m), [&](int64_t, int64_t b, int64_t e) {
+      generated.source->Fill(begin + b, begin + e, out + b);
+    });
+    const std::vector<std::byte> bytes = PackBufferWithThreads(chunk, ThreadsFor(m));
+    for (DeviceBuffer* d : dests) {
+      RETURN_IF_ERROR(
+          driver.Check(driver.cuMemcpyHtoD(d->ptr() + static_cast<cuda::CUdeviceptr>(begin * width),
+                                           bytes.data(), bytes.size()),
+                       "cuMemcpyHtoD"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Runs `module` once on `trial`'s inputs (outputs and scratch poisoned first) and returns its
 // outputs by name. `launch_error` receives launch / synchronization errors (the context may be
 // unusable after them); other errors are returned.
-absl::StatusOr<ir::BufferMap> RunChecked(const LoadedGpuModule& module,
+absl::StatusOr<ir::BufferMap> RunChecked(const CudaDriver& driver, const LoadedGpuModule& module,
                                          const std::vector<codegen::KernelArg>& args,
                                          ArgBuffers& buffers, const Trial& trial,
                                          absl::Status* launch_error) {
   for (size_t i = 0; i < args.size(); ++i) {
     const codegen::KernelArg& arg = args[i];
     if (arg.kind == codegen::KernelArg::Kind::kInput) {
-      auto it = trial.packed.find(arg.buffer.name);
-      if (it == trial.packed.end()) {
-        return absl::InternalError(absl::StrCat("no check input for '", arg.buffer.name, "'"));
-      }
-      RETURN_IF_ERROR(UploadBytes(buffers.buffers[i], it->second, arg.buffer.name));
+      RETURN_IF_ERROR(
+          UploadInput(driver, arg.buffer.name, trial.packed, trial.inputs, {&buffers.buffers[i]}));
     } else {
       RETURN_IF_ERROR(UploadPoison(buffers.buffers[i], arg.buffer));
     }
@@ -314,24 +363,6 @@ double ResidentBytes(const ir::LoopNest& params, int trials, bool magnitudes) {
   return trials * (2 * (in + out) + m) + in + out;
 }
 
-// The packed bytes of input j of `params` in `packed`. Errors: kInternal for a missing input or a
-// size that differs from the kernel argument's.
-absl::StatusOr<const std::vector<std::byte>*> ResidentInputBytes(
-    const std::vector<ir::BufferDecl>& decls,
-    const std::map<std::string, std::vector<std::byte>>& packed, int j) {
-  const ir::BufferDecl& d = decls[j];
-  auto it = packed.find(d.name);
-  if (it == packed.end()) {
-    return absl::InternalError(absl::StrCat("no input data for '", d.name, "'"));
-  }
-  if (static_cast<int64_t>(it->second.size()) != d.NumElements() * StorageBytes(d.dtype)) {
-    return absl::InternalError(absl::StrCat("input '", d.name, "' has ", it->second.size(),
-                                            " bytes, its kernel argument ",
-                                            d.NumElements() * StorageBytes(d.dtype)));
-  }
-  return &it->second;
-}
-
 // The resident buffers without references: every trial's inputs (and their pristine copies), the
 // timing inputs and the outputs. Errors: kResourceExhausted when they would take more than half
 // the device memory or an allocation fails; ResidentInputBytes'.
@@ -354,22 +385,23 @@ absl::StatusOr<std::unique_ptr<ResidentData>> AllocateResident(const BatchData& 
   for (int k = 0; k < res->num_outputs; ++k) res->output_order.push_back(k);
   std::sort(res->output_order.begin(), res->output_order.end(),
             [&](int a, int b) { return output_decl(a).name < output_decl(b).name; });
+  auto input_bytes = [&](int j) { return decls[j].NumElements() * StorageBytes(decls[j].dtype); };
   for (int t = 0; t < trials; ++t) {
     res->inputs.emplace_back();
     res->pristine_inputs.emplace_back();
+    const Trial& trial = data.trials[t];
     for (int j = 0; j < res->num_inputs; ++j) {
-      ASSIGN_OR_RETURN(const std::vector<std::byte>* bytes,
-                       ResidentInputBytes(decls, data.trials[t].packed, j));
-      ASSIGN_OR_RETURN(DeviceBuffer b, AllocateAndUpload(driver, *bytes));
-      ASSIGN_OR_RETURN(DeviceBuffer p, AllocateAndUpload(driver, *bytes));
+      ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(driver, input_bytes(j)));
+      ASSIGN_OR_RETURN(DeviceBuffer p, DeviceBuffer::Allocate(driver, input_bytes(j)));
+      RETURN_IF_ERROR(UploadInput(driver, decls[j].name, trial.packed, trial.inputs, {&b, &p}));
       res->inputs[t].push_back(std::move(b));
       res->pristine_inputs[t].push_back(std::move(p));
     }
   }
   for (int j = 0; j < res->num_inputs; ++j) {
-    ASSIGN_OR_RETURN(const std::vector<std::byte>* bytes,
-                     ResidentInputBytes(decls, data.timing_inputs, j));
-    ASSIGN_OR_RETURN(DeviceBuffer b, AllocateAndUpload(driver, *bytes));
+    ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(driver, input_bytes(j)));
+    RETURN_IF_ERROR(
+        UploadInput(driver, decls[j].name, data.timing_inputs, data.timing_sources, {&b}));
     res->timing_inputs.push_back(std::move(b));
   }
   for (int k = 0; k < res->num_outputs; ++k) {
@@ -655,8 +687,8 @@ absl::Status WorkerSetup(const MeasureOptions& options, BatchData* data, WorkerS
   for (size_t t = 0; t < data->trials.size(); ++t) {
     Trial& trial = data->trials[t];
     absl::Status launch_error;
-    absl::StatusOr<ir::BufferMap> outputs =
-        RunChecked(**naive, data->naive_module->args, *buffers, trial, &launch_error);
+    absl::StatusOr<ir::BufferMap> outputs = RunChecked(
+        *state->driver, **naive, data->naive_module->args, *buffers, trial, &launch_error);
     if (!launch_error.ok()) {
       return absl::InternalError(absl::StrCat("reference kernel failed: ", launch_error.message()));
     }
@@ -1123,7 +1155,7 @@ std::string WorkerItem(const MeasureOptions& options, const BatchData& data, Wor
       const Trial& trial = data.trials[t];
       absl::Status launch_error;
       absl::StatusOr<ir::BufferMap> outputs =
-          RunChecked(**loaded, gpu.args, *buffers, trial, &launch_error);
+          RunChecked(*state.driver, **loaded, gpu.args, *buffers, trial, &launch_error);
       if (!launch_error.ok()) return runtime_failure(launch_error);
       if (!outputs.ok()) return runtime_failure(outputs.status());
       for (const auto& [name, got] : *outputs) {
@@ -1160,15 +1192,12 @@ std::string WorkerItem(const MeasureOptions& options, const BatchData& data, Wor
   for (size_t i = 0; i < gpu.args.size(); ++i) {
     const codegen::KernelArg& arg = gpu.args[i];
     if (arg.kind != codegen::KernelArg::Kind::kInput) continue;
-    auto it = data.timing_inputs.find(arg.buffer.name);
-    if (it == data.timing_inputs.end()) {
-      return finish(MeasureError::kUnknown,
-                    absl::StrCat("no timing input for '", arg.buffer.name, "'"));
-    }
-    absl::StatusOr<DeviceBuffer> b =
-        DeviceBuffer::Allocate(*state.driver, static_cast<int64_t>(it->second.size()));
+    absl::StatusOr<DeviceBuffer> b = DeviceBuffer::Allocate(
+        *state.driver, arg.buffer.NumElements() * StorageBytes(arg.buffer.dtype));
     if (!b.ok()) return finish(MeasureError::kRuntimeError, std::string(b.status().message()));
-    absl::Status up = UploadBytes(*b, it->second, arg.buffer.name);
+    absl::Status up =
+        UploadInput(*state.driver, arg.buffer.name, data.timing_inputs, data.timing_sources, {&*b});
+    if (absl::IsInternal(up)) return finish(MeasureError::kUnknown, std::string(up.message()));
     if (!up.ok()) return runtime_failure(up);
     timing_args[i] = b->ptr();
     timing_buffers.push_back(std::move(*b));
@@ -1323,6 +1352,7 @@ class CudaRunner : public Runner {
   // Check trials (inputs and, for small tasks, the interpreter's outputs), timing inputs and,
   // for large tasks, the naive GPU kernel.
   absl::Status PrepareBatch(const ir::ComputeDAG& dag, uint64_t batch, BatchData* data) {
+    const bool on_demand = CheckInputsOnDemand(dag, options_, target_);
     if (options_.check) {
       const bool on_gpu = NaiveOps(dag) > options_.interpreter_reference_max_ops;
       if (on_gpu) {
@@ -1333,8 +1363,12 @@ class CudaRunner : public Runner {
         Trial trial;
         trial.distribution = options_.distributions[t % options_.distributions.size()];
         trial.seed = DeriveSeed(options_.seed, batch, static_cast<uint64_t>(t));
-        trial.inputs = MakeCheckInputs(dag, trial.distribution, trial.seed);
-        trial.packed = PackAll(trial.inputs);
+        if (on_demand) {
+          trial.inputs = MakeGeneratedCheckInputs(dag, trial.distribution, trial.seed);
+        } else {
+          trial.inputs = MakeCheckInputs(dag, trial.distribution, trial.seed);
+          trial.packed = PackAll(trial.inputs);
+        }
         if (!on_gpu) {
           absl::StatusOr<ir::BufferMap> expected = InterpreterReference(dag, trial.inputs);
           if (!expected.ok()) {
@@ -1353,8 +1387,14 @@ class CudaRunner : public Runner {
       }
     }
     // Timing inputs: their own seed, uniform in [-1, 1) (never zeros).
-    data->timing_inputs = PackAll(MakeCheckInputs(dag, CheckDistribution::kUniformSymmetric,
-                                                  DeriveSeed(options_.seed, batch, 0xFFFFFFFFull)));
+    const uint64_t timing_seed = DeriveSeed(options_.seed, batch, 0xFFFFFFFFull);
+    if (on_demand) {
+      data->timing_sources =
+          MakeGeneratedCheckInputs(dag, CheckDistribution::kUniformSymmetric, timing_seed);
+    } else {
+      data->timing_inputs =
+          PackAll(MakeCheckInputs(dag, CheckDistribution::kUniformSymmetric, timing_seed));
+    }
     return absl::OkStatus();
   }
 

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status.h"
+#include "measure/reference.h"
 
 namespace tilesearch::measure {
 
@@ -351,6 +352,10 @@ absl::Status ValidateMeasureOptions(const MeasureOptions& options) {
     return bad("tolerances must not be negative, got atol ", options.atol, " and rtol ",
                options.rtol);
   }
+  if (options.generated_inputs_min_elements < 0) {
+    return bad("generated_inputs_min_elements must not be negative, got ",
+               options.generated_inputs_min_elements);
+  }
   if (!(options.interpreter_reference_max_ops >= 0)) {
     return bad("interpreter_reference_max_ops must not be negative, got ",
                options.interpreter_reference_max_ops);
@@ -388,12 +393,32 @@ std::string DeviceLockPath(const MeasureOptions& options) {
   return env != nullptr ? env : "";
 }
 
-double EstimateMeasureHostBytes(const ir::ComputeDAG& dag, const MeasureOptions& options) {
+namespace {
+
+double InputElements(const ir::ComputeDAG& dag) {
   double elements = 0;
   for (int id : dag.input_ids()) elements += static_cast<double>(dag.stage(id).NumElements());
-  for (int id : dag.output_ids()) elements += static_cast<double>(dag.stage(id).NumElements());
+  return elements;
+}
+
+}  // namespace
+
+bool CheckInputsOnDemand(const ir::ComputeDAG& dag, const MeasureOptions& options,
+                         const Target& target) {
+  return target.is_gpu() &&
+         InputElements(dag) >= static_cast<double>(options.generated_inputs_min_elements) &&
+         (!options.check || NaiveOps(dag) > options.interpreter_reference_max_ops);
+}
+
+double EstimateMeasureHostBytes(const ir::ComputeDAG& dag, const MeasureOptions& options,
+                                const Target& target) {
+  double outputs = 0;
+  for (int id : dag.output_ids()) outputs += static_cast<double>(dag.stage(id).NumElements());
   const int trials = options.check ? std::max(options.check_trials, 1) : 0;
-  return elements * 8.0 * (trials + 3);
+  const double inputs = CheckInputsOnDemand(dag, options, target)
+                            ? static_cast<double>(kGeneratedInputChunkElements) * 16
+                            : InputElements(dag) * 8.0 * (trials + 3);
+  return inputs + outputs * 8.0 * (trials + 3);
 }
 
 double AvailableHostBytes() {
@@ -409,8 +434,8 @@ double AvailableHostBytes() {
 }
 
 absl::Status CheckMeasureHostMemory(const ir::ComputeDAG& dag, const MeasureOptions& options,
-                                    double fraction) {
-  const double need = EstimateMeasureHostBytes(dag, options);
+                                    const Target& target, double fraction) {
+  const double need = EstimateMeasureHostBytes(dag, options, target);
   const double available = AvailableHostBytes();
   if (available <= 0 || need <= fraction * available) return absl::OkStatus();
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;

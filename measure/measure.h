@@ -141,6 +141,12 @@ struct MeasureOptions {
   /// use InterpreterReference (float64 up to kFloat64ReferenceMaxOps, the float32 interpreter
   /// above); larger ones the naive kernel on the target.
   double interpreter_reference_max_ops = 1 << 24;
+  /// GPU tasks whose inputs total at least this many elements (and whose reference is the naive
+  /// kernel) never hold their check and timing inputs on the host: each worker generates them in
+  /// chunks straight into device memory, and the float64 point evaluation computes the elements
+  /// it reads from the same counter-based generator (CheckInputsOnDemand). The default, 2^26
+  /// elements, is 512 MiB of 8-byte values per trial.
+  int64_t generated_inputs_min_elements = int64_t{1} << 26;
   /// Sampled elements per output checked in float64 (ir::EvaluatePoint) when the reference is the
   /// naive kernel; a mismatch there fails the whole batch as kUnknown "reference ...".
   int reference_point_samples = 64;
@@ -195,11 +201,26 @@ struct MeasureOptions {
 /// worker has fully timed so far; 0 when none), of those that apply.
 double ScreenFor(const MeasureOptions& options, double batch_best_ms);
 
-/// Host memory (bytes) a measurement of `dag` needs at its peak, estimated: the check holds every
-/// input and output as 8-byte values per trial (inputs, reference outputs), plus the timing inputs
-/// and the worker's unpacked outputs, plus typed copies: about 8 · (trials + 3) bytes per input or
-/// output element. Measured on a relu of 10⁸ elements: > 6 GB resident, estimate 8 GB.
-double EstimateMeasureHostBytes(const ir::ComputeDAG& dag, const MeasureOptions& options);
+/// Whether a measurement of `dag` on `target` generates its check and timing inputs on demand
+/// instead of holding them on the host: a cuda target, at least
+/// options.generated_inputs_min_elements input elements in all and, when checking, the reference
+/// on the GPU (NaiveOps above options.interpreter_reference_max_ops; the interpreter needs the
+/// inputs in memory).
+bool CheckInputsOnDemand(const ir::ComputeDAG& dag, const MeasureOptions& options,
+                         const Target& target);
+
+/// Host bytes of one chunk of generated inputs on its way to the device (8-byte values and their
+/// packed copy): what the inputs of a CheckInputsOnDemand measurement cost the host at a time.
+inline constexpr int64_t kGeneratedInputChunkElements = int64_t{1} << 24;
+
+/// Host memory (bytes) a measurement of `dag` on `target` needs at its peak, estimated: the check
+/// holds every input and output as 8-byte values per trial (inputs, reference outputs), plus the
+/// timing inputs and the worker's unpacked outputs, plus typed copies: about 8 · (trials + 3)
+/// bytes per input or output element. Measured on a relu of 10⁸ elements: > 6 GB resident,
+/// estimate 8 GB. Inputs generated on demand (CheckInputsOnDemand) count as the one chunk a worker
+/// holds at a time instead (kGeneratedInputChunkElements · 16 bytes: values and packed copy).
+double EstimateMeasureHostBytes(const ir::ComputeDAG& dag, const MeasureOptions& options,
+                                const Target& target);
 
 /// Bytes of memory available to new allocations on this machine (/proc/meminfo MemAvailable;
 /// physical pages × page size where that is missing).
@@ -211,7 +232,7 @@ double AvailableHostBytes();
 /// available total is not a contradiction).
 [[nodiscard]] absl::Status CheckMeasureHostMemory(const ir::ComputeDAG& dag,
                                                   const MeasureOptions& options,
-                                                  double fraction = 0.6);
+                                                  const Target& target, double fraction = 0.6);
 
 /// kInvalidArgument naming the first bad option (timing options as TimeRepeated checks them,
 /// negative check_trials / tolerances / samples / host_threads / device, no distributions while

@@ -541,7 +541,8 @@ absl::StatusOr<CheckOutcome> CheckKernel(const KernelArtifact& artifact,
   measure::MeasureOptions measure_options = options.measure;
   measure_options.precision = artifact.record.precision;
   RETURN_IF_ERROR(measure::ValidateMeasureOptions(measure_options));
-  RETURN_IF_ERROR(measure::CheckMeasureHostMemory(artifact.dag, measure_options));
+  RETURN_IF_ERROR(
+      measure::CheckMeasureHostMemory(artifact.dag, measure_options, artifact.record.target));
   absl::StatusOr<std::unique_ptr<measure::Runner>> measurer =
       measure::CreateRunner(artifact.record.target, measure_options);
   if (!measurer.ok()) {

@@ -332,7 +332,7 @@ class TuningJob {
     measure_options.screen_factor = options.screen_factor >= 1 ? options.screen_factor : 0;
     ASSIGN_OR_RETURN(std::unique_ptr<measure::Runner> runner,
                      measure::CreateRunner(target, measure_options));
-    RETURN_IF_ERROR(measure::CheckMeasureHostMemory(task->dag, options.measure));
+    RETURN_IF_ERROR(measure::CheckMeasureHostMemory(task->dag, options.measure, target));
     // The task's records already in the log, and the first new round's number: past every round
     // line of the log, skipped ones included (NextRoundNumber), so a resumed log never holds two
     // rounds of one number.

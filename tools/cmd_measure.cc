@@ -94,7 +94,7 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
   // The measurer first: without a driver nothing is compiled and nothing printed.
   ASSIGN_OR_RETURN(std::unique_ptr<measure::Runner> measurer,
                    measure::CreateRunner(file.target, ToMeasureOptions(options)));
-  RETURN_IF_ERROR(measure::CheckMeasureHostMemory(dag, ToMeasureOptions(options)));
+  RETURN_IF_ERROR(measure::CheckMeasureHostMemory(dag, ToMeasureOptions(options), file.target));
 
   // An unwritable --json file is reported before anything is measured.
   std::ofstream json_out;

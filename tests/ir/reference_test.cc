@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -164,6 +165,59 @@ TEST(ReferenceTest, RunReferenceErrors) {
   wrong["X"] = HostBuffer::Zeros(ScalarType::kFloat32, {kRows, kCols + 1});
   EXPECT_THAT(RunReference(dag, wrong), StatusIs(absl::StatusCode::kInvalidArgument,
                                                  HasSubstr("input 'X' is float32 [5, 12]")));
+}
+
+// A generated input (HostBuffer::source) holds no data: point evaluation reads exactly the values
+// the source gives (here the same numbers as a held buffer, through an independent source that
+// counts its calls), and whole-program interpretation refuses it.
+class VectorSource : public ElementSource {
+ public:
+  explicit VectorSource(std::vector<double> values) : values_(std::move(values)) {}
+  void Fill(int64_t begin, int64_t end, double* out) const override {
+    for (int64_t i = begin; i < end; ++i) out[i - begin] = values_[static_cast<size_t>(i)];
+    reads_ += end - begin;
+  }
+  int64_t reads() const { return reads_; }
+
+ private:
+  std::vector<double> values_;
+  mutable int64_t reads_ = 0;
+};
+
+TEST(ReferenceTest, GeneratedInputsEvaluateLikeHeldOnes) {
+  const ComputeDAG dag = Softmax();
+  const BufferMap held = MakeRandomInputs(dag, 5);
+  auto source = std::make_shared<VectorSource>(held.at("X").data);
+  BufferMap generated;
+  HostBuffer& g = generated["X"];
+  g.dtype = ScalarType::kFloat32;
+  g.shape = {kRows, kCols};
+  g.source = source;
+  ASSERT_TRUE(g.data.empty());
+  const std::vector<double> expected = NaiveSoftmax(held.at("X").data);
+  const int y = dag.StageId("Y");
+  for (int64_t i = 0; i < kRows; ++i) {
+    for (int64_t j = 0; j < kCols; ++j) {
+      const PointValue a = Ok(EvaluatePointWithMagnitude(dag, y, {i, j}, held));
+      const PointValue b = Ok(EvaluatePointWithMagnitude(dag, y, {i, j}, generated));
+      EXPECT_EQ(a.value, b.value);
+      EXPECT_EQ(a.magnitude, b.magnitude);
+      EXPECT_NEAR(b.value, expected[i * kCols + j], 1e-14);
+    }
+  }
+  // One row's point reads that row only (each element once per reduction that reads it: M and E).
+  const int64_t before = source->reads();
+  Ok(EvaluatePoint(dag, y, {3, 0}, generated));
+  EXPECT_GT(source->reads() - before, 0);
+  EXPECT_LE(source->reads() - before, 3 * kCols);
+  EXPECT_THAT(RunReference(dag, generated),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("input 'X' is generated on demand (55 elements)")));
+  // A generated buffer of the wrong shape is refused like a held one.
+  generated["X"].shape = {kRows, kCols + 1};
+  EXPECT_THAT(
+      EvaluatePoint(dag, y, {0, 0}, generated),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("input 'X' is float32 [5, 12]")));
 }
 
 }  // namespace

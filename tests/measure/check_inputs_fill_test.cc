@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "base/status_matchers.h"
@@ -111,6 +112,48 @@ TEST(FillCheckInputTest, MakeCheckInputsUsesTheNamedStreamOnLargeBuffers) {
         SameBits(in.at("X").data,
                  Filled(ir::ScalarType::kFloat32, n, d, CheckInputStreamSeed(99, "X"), 1).data))
         << CheckDistributionName(d);
+  }
+}
+
+// The on-demand source gives FillCheckInput's bits element by element and in any sub-range, and
+// MakeGeneratedCheckInputs' buffers (no data) those of MakeCheckInputs.
+TEST(FillCheckInputTest, GeneratedSourceGivesTheFilledBits) {
+  for (ir::ScalarType dtype : kDtypes) {
+    for (CheckDistribution d : kDistributions) {
+      SCOPED_TRACE(absl::StrCat(ir::TypeName(dtype), " ", CheckDistributionName(d)));
+      const ir::HostBuffer filled = Filled(dtype, kMedium, d, 0x5678, 3);
+      const std::shared_ptr<const ir::ElementSource> source = CheckInputSource(d, 0x5678, dtype);
+      std::vector<double> ranged(filled.data.size());
+      const int64_t cut = kMedium / 3 + 7;  // two ranges, not aligned to anything
+      source->Fill(0, cut, ranged.data());
+      source->Fill(cut, kMedium, ranged.data() + cut);
+      EXPECT_TRUE(SameBits(filled.data, ranged));
+      for (int64_t i : {int64_t{0}, int64_t{1}, cut, kMedium - 1}) {
+        const double one = source->At(i);
+        EXPECT_EQ(std::memcmp(&one, &filled.data[static_cast<size_t>(i)], sizeof(double)), 0) << i;
+      }
+    }
+  }
+  ir::Tensor x = Ok(ir::Placeholder("X", {37, 5}));
+  ir::Tensor w = Ok(ir::Placeholder("W", {5}, ir::ScalarType::kBFloat16));
+  ir::Tensor y = Ok(ir::Compute("Y", {37, 5}, [&](const Axes& ax) {
+    return x(ax[0], ax[1]) * ir::Cast(ir::ScalarType::kFloat32, w(ax[1]));
+  }));
+  ir::ComputeDAG dag = Ok(ir::ComputeDAG::Create({y}));
+  for (CheckDistribution d : kDistributions) {
+    const ir::BufferMap held = MakeCheckInputs(dag, d, 7);
+    const ir::BufferMap generated = MakeGeneratedCheckInputs(dag, d, 7);
+    ASSERT_EQ(generated.size(), held.size());
+    for (const auto& [name, h] : held) {
+      const ir::HostBuffer& g = generated.at(name);
+      EXPECT_TRUE(g.generated());
+      EXPECT_TRUE(g.data.empty());
+      EXPECT_EQ(g.dtype, h.dtype);
+      EXPECT_EQ(g.shape, h.shape);
+      std::vector<double> values(h.data.size());
+      g.source->Fill(0, g.NumElements(), values.data());
+      EXPECT_TRUE(SameBits(values, h.data)) << name << " " << CheckDistributionName(d);
+    }
   }
 }
 

@@ -410,6 +410,30 @@ TEST(VerifyReferenceSamplesTest, CorruptedElementIsCaught) {
               StatusIs(absl::StatusCode::kInternal, HasSubstr("at [3, 2]: got nan")));
 }
 
+// A step budget below the points' cost keeps the first and last element (a corrupted middle one
+// is then out of reach), and generated inputs (no data on the host) verify as held ones.
+TEST(VerifyReferenceSamplesTest, StepBudgetKeepsFirstAndLastAndGeneratedInputsWork) {
+  ir::ComputeDAG dag = Matmul();
+  ir::BufferMap in = MakeCheckInputs(dag, CheckDistribution::kUniformSymmetric, 2);
+  ir::BufferMap generated = MakeGeneratedCheckInputs(dag, CheckDistribution::kUniformSymmetric, 2);
+  ASSERT_TRUE(generated.at("A").data.empty());
+  const std::vector<double> good = NaiveMatmul(in.at("A").data, in.at("B").data);
+  const int64_t one_point = kK;  // a matmul element costs K stage-body steps
+  for (const ir::BufferMap* inputs : {&in, &generated}) {
+    std::vector<double> bad = good;
+    bad[3 * kN + 2] = NAN;
+    ir::BufferMap out;
+    out.emplace("C", Buffer(ir::ScalarType::kFloat32, {kM, kN}, bad));
+    EXPECT_THAT(VerifyReferenceSamples(dag, *inputs, out, 1000, 9),
+                StatusIs(absl::StatusCode::kInternal, HasSubstr("at [3, 2]: got nan")));
+    EXPECT_THAT(VerifyReferenceSamples(dag, *inputs, out, 1000, 9, one_point), IsOk());
+    bad[kM * kN - 1] += 0.5;
+    out["C"] = Buffer(ir::ScalarType::kFloat32, {kM, kN}, bad);
+    EXPECT_THAT(VerifyReferenceSamples(dag, *inputs, out, 1000, 9, one_point),
+                StatusIs(absl::StatusCode::kInternal, HasSubstr("at [7, 3]")));
+  }
+}
+
 TEST(VerifyReferenceSamplesTest, ToleranceIsWidenedTenfold) {
   ir::ComputeDAG dag = Matmul();
   ir::BufferMap in = MakeCheckInputs(dag, CheckDistribution::kUniformSymmetric, 2);

@@ -2,7 +2,8 @@
 // none): a correct candidate is timed, a candidate that writes twice the value is a wrong answer,
 // one that stores far out of bounds is a runtime error and the candidate after it still measures
 // fine (the faulted worker is replaced); the naive GPU kernel serves as the reference for tasks
-// above the interpreter limit; a shared-memory tiled matmul measures fine; a one-pass TF32
+// above the interpreter limit; inputs generated on demand judge as held ones; a shared-memory
+// tiled matmul measures fine; a one-pass TF32
 // tensor-core matmul passes the check under the tf32 precision (the device compare's cancellation
 // allowance, from the magnitude kernel) and fails it under ieee.
 #include <memory>
@@ -107,6 +108,46 @@ TEST(CudaRunnerGpuTest, NaiveKernelIsTheReferenceAboveTheInterpreterLimit) {
   ASSERT_EQ(r.size(), 2u);
   ExpectMeasuredFine(r[0], 3);
   EXPECT_EQ(r[1].error, MeasureError::kWrongAnswer) << r[1].message;
+}
+
+// Inputs generated on demand (never held on the host, uploaded in chunks, read by the float64
+// point evaluation from their generator) judge candidates as held inputs do: the elementwise sum
+// and a tiled matmul pass, the doubled sum is a wrong answer.
+TEST(CudaRunnerGpuTest, InputsGeneratedOnDemandJudgeAsHeldOnes) {
+  TS_SKIP_WITHOUT_DEVICE();
+  MeasureOptions options = QuickOptions();
+  options.interpreter_reference_max_ops = 0;
+  options.generated_inputs_min_elements = 1;
+  absl::StatusOr<ir::ComputeDAG> dag = testing_util::AddDag(128, 256);
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  ASSERT_TRUE(CheckInputsOnDemand(*dag, options, TargetFromDevice(*ProbedDevice())));
+  absl::StatusOr<BuildResult> good = testing_util::AddCandidate(*dag, 1.0);
+  absl::StatusOr<BuildResult> doubled = testing_util::AddCandidate(*dag, 2.0);
+  ASSERT_TRUE(good.ok()) << good.status();
+  ASSERT_TRUE(doubled.ok()) << doubled.status();
+  const int64_t m = 128, n = 64, k = 96;
+  absl::StatusOr<ir::Tensor> a = ir::Placeholder("A", {m, k});
+  absl::StatusOr<ir::Tensor> b = ir::Placeholder("B", {k, n});
+  ASSERT_TRUE(a.ok() && b.ok());
+  absl::StatusOr<ir::Tensor> c = ir::Matmul(*a, *b, {}, "C");
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<ir::ComputeDAG> matmul = ir::ComputeDAG::Create({*c});
+  ASSERT_TRUE(matmul.ok()) << matmul.status();
+  absl::StatusOr<BuildResult> tiled =
+      testing_util::CandidateFromNest(codegen::testing::GpuTiledMatmul(m, n, k));
+  ASSERT_TRUE(tiled.ok()) << tiled.status();
+  std::unique_ptr<Runner> runner = MakeRunner(options);
+  ASSERT_NE(runner, nullptr);
+  std::vector<MeasureResult> r = runner->Run(*dag, {*good, *doubled});
+  ASSERT_EQ(r.size(), 2u);
+  ExpectMeasuredFine(r[0], 2);
+  EXPECT_EQ(r[1].error, MeasureError::kWrongAnswer) << r[1].message;
+  EXPECT_GT(r[1].check.mismatches, 128 * 256 * 9 / 10);
+  r = runner->Run(*matmul, {*tiled});
+  ASSERT_EQ(r.size(), 1u);
+  ExpectMeasuredFine(r[0], 2);
+  // The float64 sampled points were evaluated from the generated inputs.
+  EXPECT_GT(r[0].check.f64_points, 0);
 }
 
 TEST(CudaRunnerGpuTest, TiledMatmulMeasuresFine) {

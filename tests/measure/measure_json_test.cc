@@ -255,12 +255,39 @@ TEST(MeasureOptionsTest, HostMemoryRefusalStatesTheShareItAllows) {
     return *std::move(dag);
   };
   const ir::ComputeDAG big = dag_needing(0.8 * available);
-  EXPECT_NEAR(EstimateMeasureHostBytes(big, options), 0.8 * available, 0.01 * available);
-  EXPECT_THAT(CheckMeasureHostMemory(big, options),
+  const Target cpu = Target::HostCpu();
+  EXPECT_NEAR(EstimateMeasureHostBytes(big, options, cpu), 0.8 * available, 0.01 * available);
+  EXPECT_THAT(CheckMeasureHostMemory(big, options, cpu),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        ::testing::AllOf(HasSubstr("more than the 60% of the"),
                                         HasSubstr("GiB available that a measurement may take"))));
-  EXPECT_THAT(CheckMeasureHostMemory(dag_needing(0.3 * available), options), IsOk());
+  EXPECT_THAT(CheckMeasureHostMemory(dag_needing(0.3 * available), options, cpu), IsOk());
+
+  // On a GPU target the same task generates its inputs on demand (the reference runs on the
+  // device): the host holds its outputs and one chunk of inputs at a time.
+  const Target gpu = Target::H200();
+  ASSERT_TRUE(CheckInputsOnDemand(big, options, gpu));
+  const double outputs = static_cast<double>(big.stage(big.output_ids()[0]).NumElements());
+  EXPECT_DOUBLE_EQ(EstimateMeasureHostBytes(big, options, gpu),
+                   outputs * 8 * 5 + static_cast<double>(kGeneratedInputChunkElements) * 16);
+  EXPECT_THAT(CheckMeasureHostMemory(big, options, gpu), IsOk());
+  // Not below the threshold, nor with the interpreter's reference, unless nothing is checked.
+  MeasureOptions unchecked = options;
+  unchecked.check = false;
+  unchecked.interpreter_reference_max_ops = 1e30;
+  EXPECT_TRUE(CheckInputsOnDemand(big, unchecked, gpu));
+  EXPECT_FALSE(CheckInputsOnDemand(big, options, cpu));
+  MeasureOptions high = options;
+  high.generated_inputs_min_elements = big.stage(big.input_ids()[0]).NumElements() + 1;
+  EXPECT_FALSE(CheckInputsOnDemand(big, high, gpu));
+  MeasureOptions interpreted = options;
+  interpreted.interpreter_reference_max_ops = 1e30;
+  EXPECT_FALSE(CheckInputsOnDemand(big, interpreted, gpu));
+  MeasureOptions negative = options;
+  negative.generated_inputs_min_elements = -1;
+  EXPECT_THAT(ValidateMeasureOptions(negative),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("generated_inputs_min_elements must not be negative")));
 }
 
 }  // namespace
