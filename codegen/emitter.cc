@@ -1,5 +1,6 @@
 #include "codegen/emitter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -49,21 +50,56 @@ bool ExprUsesVar(const Expr& e, const std::string& name) {
   return v.found;
 }
 
-class HasLoad : public ir::ExprVisitor {
+// Every load in an expression, or (unconditional) only those it performs whenever it is
+// evaluated: none from a Select's branches. Loads inside index expressions count.
+class LoadsIn : public ir::ExprVisitor {
  public:
-  bool found = false;
+  explicit LoadsIn(bool unconditional) : unconditional_(unconditional) {}
+  std::vector<const ir::LoadNode*> loads;
 
  protected:
   void VisitLoad(const ir::LoadNode* op, const Expr& e) override {
-    found = true;
+    loads.push_back(op);
     ir::ExprVisitor::VisitLoad(op, e);
   }
+  void VisitSelect(const ir::SelectNode* op, const Expr& e) override {
+    if (!unconditional_) return ir::ExprVisitor::VisitSelect(op, e);
+    Visit(op->cond);
+  }
+
+ private:
+  bool unconditional_;
 };
 
-bool ContainsLoad(const Expr& e) {
-  HasLoad v;
-  v.Visit(e);
-  return v.found;
+bool SameElement(const ir::LoadNode* a, const ir::LoadNode* b) {
+  if (a->buffer != b->buffer || a->indices.size() != b->indices.size()) return false;
+  for (size_t d = 0; d < a->indices.size(); ++d) {
+    if (!ir::StructurallyEqual(a->indices[d], b->indices[d])) return false;
+  }
+  return true;
+}
+
+// Whether both branches of `sel` may be evaluated and one picked (arith.select) without
+// performing a load the IR says is skipped (ir/expr.h): the branches load nothing, or only
+// elements the condition itself loads unconditionally (softplus's Select(X[i] > t, X[i],
+// log(1 + exp(X[i])))). The condition's load shows the address is valid whenever the select is
+// evaluated, and an expression stores nothing, so the repeated load reads the same value. A
+// padding select, whose index-only condition guards an input load, stays lazy. Eager selects
+// keep the loop vectorizable and the kernel free of a branch per element.
+bool EagerSelect(const ir::SelectNode* sel) {
+  LoadsIn branches(/*unconditional=*/false);
+  branches.Visit(sel->true_value);
+  branches.Visit(sel->false_value);
+  if (branches.loads.empty()) return true;
+  LoadsIn proven(/*unconditional=*/true);
+  proven.Visit(sel->cond);
+  for (const ir::LoadNode* ld : branches.loads) {
+    if (std::none_of(proven.loads.begin(), proven.loads.end(),
+                     [&](const ir::LoadNode* p) { return SameElement(ld, p); })) {
+      return false;
+    }
+  }
+  return true;
 }
 
 bool IsVector(mlir::Value v) { return mlir::isa<mlir::VectorType>(v.getType()); }
@@ -282,7 +318,8 @@ class VectorCheck {
       return;
     }
     if (const auto* sel = e.as<ir::SelectNode>()) {
-      if (Varies(sel->cond) && (ContainsLoad(sel->true_value) || ContainsLoad(sel->false_value))) {
+      // A lazy select is an scf.if, whose condition must be one scalar.
+      if (Varies(sel->cond) && !EagerSelect(sel)) {
         why = "a select that depends on the vectorized loop guards a load";
         return;
       }
@@ -1382,9 +1419,10 @@ absl::StatusOr<mlir::Value> Emitter::EmitSelect(const ir::SelectNode* op) {
     return absl::InvalidArgumentError(
         absl::StrCat("select condition ", ir::ToString(op->cond), " is not bool"));
   }
-  const bool lazy = ContainsLoad(op->true_value) || ContainsLoad(op->false_value);
   ASSIGN_OR_RETURN(mlir::Value c, EmitExpr(op->cond));
-  if (!lazy) {
+  if (EagerSelect(op)) {
+    // The branches' loads repeat the condition's; LLVM's CSE keeps one load per element (no
+    // store lies between them).
     ASSIGN_OR_RETURN(mlir::Value t, EmitExpr(op->true_value));
     ASSIGN_OR_RETURN(mlir::Value f, EmitExpr(op->false_value));
     t = Splat(t, f);

@@ -72,22 +72,29 @@ class Expander {
     return Fma(r, Mul(e, C(kLn2)), r);  // 2^e = 1 + e ln 2 to 2^-35 for |e| <= 2^-17
   }
 
-  Value Log1p(Value y) { return LogOfOnePlus(y, arith::AddFOp::create(b_, loc_, C(1.0), y)); }
+  // 1 + y is never subnormal (it is 0 or at least 2^-24 in magnitude), so log2 may flush
+  // subnormal inputs: on the GPU that saves lg2.approx's rescaling of them (three instructions).
+  Value Log1p(Value y) {
+    return LogOfOnePlus(y, arith::AddFOp::create(b_, loc_, C(1.0), y), /*u_normal=*/true);
+  }
 
   // x - 1 is exact for x in [0.5, 2] (Sterbenz), which covers log1p's small range.
-  Value Log(Value x) { return LogOfOnePlus(arith::SubFOp::create(b_, loc_, x, C(1.0)), x); }
+  Value Log(Value x) {
+    return LogOfOnePlus(arith::SubFOp::create(b_, loc_, x, C(1.0)), x, /*u_normal=*/false);
+  }
 
  private:
   // log(u) where u = 1 + f (f exact, u possibly rounded): the polynomial near u = 1, where
   // log2's absolute error would be a large relative one; log2(u) ln 2 elsewhere (|log u| >= 0.28
   // there). NaN fails the compare and takes log2, which also handles 0, negatives and +inf.
-  Value LogOfOnePlus(Value f, Value u) {
+  // u_normal: u is never subnormal.
+  Value LogOfOnePlus(Value f, Value u, bool u_normal) {
     Value off = arith::SubFOp::create(b_, loc_, f, C(kLog1pCenter));
     Value is_small =
         arith::CmpFOp::create(b_, loc_, arith::CmpFPredicate::OLT,
                               mlir::math::AbsFOp::create(b_, loc_, off), C(kLog1pRadius));
     Value small = Fma(Mul(f, f), Horner(f, kLog1pSmall), f);
-    Value large = Mul(Log2(u), C(kLn2));
+    Value large = Mul(Log2(u, /*flush_subnormals=*/u_normal), C(kLn2));
     return arith::SelectOp::create(b_, loc_, is_small, small, large);
   }
 
@@ -115,10 +122,10 @@ class Expander {
     return PerLane(v, "llvm.nvvm.ex2.approx.ftz.f32");
   }
 
-  Value Log2(Value v) {
+  Value Log2(Value v, bool flush_subnormals) {
     if (source_ == Exp2Log2Source::kMathOps) return mlir::math::Log2Op::create(b_, loc_, v);
-    // Not ftz: log of a subnormal input is finite.
-    return PerLane(v, "llvm.nvvm.lg2.approx.f");
+    // Not ftz unless the caller knows v is normal: log of a subnormal input is finite.
+    return PerLane(v, flush_subnormals ? "llvm.nvvm.lg2.approx.ftz.f" : "llvm.nvvm.lg2.approx.f");
   }
 
   // The NVVM intrinsics are scalar: one call per lane of a vector.
@@ -152,6 +159,12 @@ bool IsF32ScalarOrVector(mlir::Type type) {
   return type.isF32();
 }
 
+// The constant 1.0, or (in a vectorized kernel, before canonicalization folds it) its broadcast.
+bool IsOne(Value v) {
+  if (auto splat = v.getDefiningOp<mlir::vector::BroadcastOp>()) v = splat.getSource();
+  return mlir::matchPattern(v, mlir::m_OneFloat());
+}
+
 // log(1 + y) (either operand order) becomes log1p(y); the sum stays for its other users.
 void FormLog1p(mlir::Operation* root) {
   std::vector<mlir::math::LogOp> logs;
@@ -162,7 +175,7 @@ void FormLog1p(mlir::Operation* root) {
     auto add = log.getOperand().getDefiningOp<arith::AddFOp>();
     if (!add) continue;
     for (int i = 0; i < 2; ++i) {
-      if (!mlir::matchPattern(add.getOperand(i), mlir::m_OneFloat())) continue;
+      if (!IsOne(add.getOperand(i))) continue;
       mlir::OpBuilder b(log);
       Value y = add.getOperand(1 - i);
       Value log1p = mlir::math::Log1pOp::create(b, log.getLoc(), y);
