@@ -13,17 +13,8 @@
 set -uo pipefail
 merged=/tmp/merged-suite-logs
 rm -rf "$merged"
-logs=bench/logs
 # Strict-mode logs only (TF32-mode and half-precision runs are other workloads).
-python3 bench/scripts/merge_suite_logs.py --out "$merged" \
-  "$logs/h200-2026-11-30-suites.tar.xz" \
-  "$logs/h200-2026-12-02-suites-strict-tensor-core.tar.xz:chunk-a" \
-  "$logs/h200-2026-12-02-suites-strict-tensor-core.tar.xz:chunk-b" \
-  "$logs/h200-2026-12-02-suites-strict-tensor-core.tar.xz:chunk-c" \
-  "$logs/h200-2026-12-02-suites-strict-tensor-core.tar.xz:chunk-d" \
-  "$logs/h200-2026-12-02-suites-strict-tensor-core.tar.xz:gelu-division" \
-  "$logs/h200-2026-12-02-tensor-core-strict-subset.tar.xz" \
-  "$logs/h200-2026-12-02-precision-rule-magnitudes.tar.xz:strict" \
+python3 bench/scripts/merge_suite_logs.py --out "$merged" --committed-strict \
   ${EXTRA_LOGS:-} || exit 2
 mkdir -p "$OUT"
 cp "$merged/SOURCES.txt" "$OUT/merged-logs-SOURCES.txt"

@@ -11,6 +11,9 @@ the suites. Lines are appended in the order of the sources, each distinct line o
 found in two archives is one trial, not two). DIR/SOURCES.txt lists, per problem, the sources and
 the number of lines each added.
 
+--committed-strict adds, before the SOURCEs, every committed H200 log of strict (ieee) mode that
+holds suite problems (COMMITTED_STRICT below; add a new archive there when one is committed).
+
 Only logs of one precision mode should be joined (the workload key carries the precision, so a
 TF32-mode record would never be replayed for a strict-mode problem, but it would still be carried).
 """
@@ -20,6 +23,22 @@ import json
 import os
 import sys
 import tarfile
+
+
+# The committed strict-mode H200 logs of suite problems, oldest first (TF32-mode and half-precision
+# runs, and logs of single-workload experiments, are left out).
+COMMITTED_STRICT = [
+    "h200-2026-11-30-suites.tar.xz",
+    "h200-2026-12-02-suites-strict-tensor-core.tar.xz:chunk-a",
+    "h200-2026-12-02-suites-strict-tensor-core.tar.xz:chunk-b",
+    "h200-2026-12-02-suites-strict-tensor-core.tar.xz:chunk-c",
+    "h200-2026-12-02-suites-strict-tensor-core.tar.xz:chunk-d",
+    "h200-2026-12-02-suites-strict-tensor-core.tar.xz:gelu-division",
+    "h200-2026-12-02-tensor-core-strict-subset.tar.xz",
+    "h200-2026-12-02-precision-rule-magnitudes.tar.xz:strict",
+    "h200-2026-12-02-large-inputs.tar.xz",
+    "h200-2026-12-02-fast-math-retunes.tar.xz",
+]
 
 
 def suite_problems(names):
@@ -37,8 +56,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="directory to write <problem>.jsonl into")
     parser.add_argument("--suites", nargs="+", default=["level1", "level2"])
-    parser.add_argument("sources", nargs="+", help="ARCHIVE.tar.xz[:SUBDIR]")
+    parser.add_argument("--committed-strict", action="store_true",
+                        help="join the committed strict-mode H200 logs first")
+    parser.add_argument("sources", nargs="*", help="ARCHIVE.tar.xz[:SUBDIR]")
     args = parser.parse_args()
+    if args.committed_strict:
+        logs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "logs")
+        args.sources = [os.path.join(logs, s) for s in COMMITTED_STRICT] + args.sources
+    if not args.sources:
+        parser.error("no sources (name archives or pass --committed-strict)")
     problems = suite_problems(args.suites)
     lines = collections.defaultdict(list)
     seen = collections.defaultdict(set)
