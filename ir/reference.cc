@@ -37,10 +37,9 @@ absl::Status CheckInput(const Tensor& t, const BufferMap& inputs, bool allow_gen
   }
   const int64_t values = b.generated() ? b.NumElements() : static_cast<int64_t>(b.data.size());
   if (b.dtype != t.dtype() || b.shape != t.shape() || values != t.NumElements()) {
-    return absl::InvalidArgumentError(absl::StrCat("input '", t.name(), "' is ", TypeName(b.dtype),
-                                                   " ", ShapeText(b.shape), " with ", b.data.size(),
-                                                   " values; the placeholder is ",
-                                                   TypeName(t.dtype()), " ", ShapeText(t.shape())));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input '", t.name(), "' is ", TypeName(b.dtype), " ", ShapeText(b.shape), " with ", values,
+        " values; the placeholder is ", TypeName(t.dtype()), " ", ShapeText(t.shape())));
   }
   return absl::OkStatus();
 }

@@ -98,13 +98,13 @@ class CheckInputValues : public ir::ElementSource {
   void Fill(int64_t b, int64_t e, double* out) const override {
     const uint64_t stream = stream_;
     const ir::ScalarType dtype = dtype_;
-    out -= b;  // out[i] is element i
+    // out[i - b] is element i.
     if (ir::IsBool(dtype)) {
-      for (int64_t i = b; i < e; ++i) out[i] = static_cast<double>(Hash(stream, i, 0) >> 63);
+      for (int64_t i = b; i < e; ++i) out[i - b] = static_cast<double>(Hash(stream, i, 0) >> 63);
     } else if (ir::IsInt(dtype)) {
       if (distribution_ == CheckDistribution::kNormalOffset) {
         for (int64_t i = b; i < e; ++i) {
-          out[i] = ir::RoundToType(std::nearbyint(NormalValue(stream, i)), dtype);
+          out[i - b] = ir::RoundToType(std::nearbyint(NormalValue(stream, i)), dtype);
         }
         return;
       }
@@ -112,14 +112,14 @@ class CheckInputValues : public ir::ElementSource {
       const int64_t first = symmetric ? -16 : 0;
       const uint64_t range = symmetric ? 32 : 16;
       for (int64_t i = b; i < e; ++i) {
-        out[i] = ir::RoundToType(
+        out[i - b] = ir::RoundToType(
             static_cast<double>(first + static_cast<int64_t>(Hash(stream, i, 0) % range)), dtype);
       }
     } else if (distribution_ == CheckDistribution::kNormalOffset) {
-      for (int64_t i = b; i < e; ++i) out[i] = ir::RoundToType(NormalValue(stream, i), dtype);
+      for (int64_t i = b; i < e; ++i) out[i - b] = ir::RoundToType(NormalValue(stream, i), dtype);
     } else {
       const double lo = distribution_ == CheckDistribution::kUniformSymmetric ? -1.0 : 0.0;
-      for (int64_t i = b; i < e; ++i) out[i] = UniformValue(stream, i, lo, 1.0, dtype);
+      for (int64_t i = b; i < e; ++i) out[i - b] = UniformValue(stream, i, lo, 1.0, dtype);
     }
   }
 

@@ -325,6 +325,15 @@ std::vector<std::byte> PackBufferWithThreads(const ir::HostBuffer& buffer, int t
 /// Errors: kInvalidArgument when `size` is not exactly the buffer's byte size. Parallel like
 /// PackBuffer.
 [[nodiscard]] absl::Status UnpackBuffer(const void* bytes, size_t size, ir::HostBuffer* buffer);
+/// Packs a generated buffer (ir::HostBuffer::source) chunk by chunk: for each range of at most
+/// `chunk_elements` elements in order, fills the values (several threads, ThreadsFor), packs them
+/// as PackBuffer would and calls `sink(byte offset of the chunk, its bytes)`, so the caller never
+/// holds more than one chunk. The concatenated bytes equal PackBuffer of the filled buffer. Stops
+/// at the first error `sink` returns. Errors: kInvalidArgument for a buffer without a source, a
+/// negative size or chunk_elements < 1; `sink`'s.
+[[nodiscard]] absl::Status PackGeneratedChunks(
+    const ir::HostBuffer& generated, int64_t chunk_elements,
+    const std::function<absl::Status(int64_t offset, const std::vector<std::byte>& bytes)>& sink);
 /// UnpackBuffer split over `threads` chunks; the same values for every `threads`.
 [[nodiscard]] absl::Status UnpackBufferWithThreads(const void* bytes, size_t size,
                                                    ir::HostBuffer* buffer, int threads);

@@ -22,9 +22,10 @@
 // them chunk by chunk straight into device memory (UploadInput), and the float64 point
 // evaluations compute the input elements they read from the same generator.
 // Mismatches against the float32 reference are re-judged in float64 (ArbitrateMismatches,
-// measure/checker.h) on the host, from the trial's host inputs and reference that every worker
-// keeps (BatchData): a device-compared output with 0 < mismatches <= the arbitration cap is
-// downloaded and compared again there.
+// measure/checker.h) on the host, from the trial's host inputs (held, or generated on demand) and
+// reference that every worker keeps (BatchData): a device-compared output with 0 < mismatches <=
+// the arbitration cap is downloaded and compared again there. Tasks whose inputs are generated on
+// demand need the resident path (the per-candidate one would regenerate them per candidate).
 // A CUDA failure after a launch poisons the context, so such a worker asks to be replaced after
 // its item (RequestWorkerRestart).
 #include "measure/cuda_runner.h"
@@ -112,7 +113,8 @@ struct BatchData {
   ir::LoopNest naive_params;  // LowerNaive's param list (body unused)
   std::vector<Trial> trials;
   std::map<std::string, std::vector<std::byte>> timing_inputs;
-  ir::BufferMap timing_sources;  // generated timing inputs (when `timing_inputs` is empty)
+  ir::BufferMap timing_sources;   // generated timing inputs (when `timing_inputs` is empty)
+  bool inputs_on_demand = false;  // CheckInputsOnDemand: inputs generated, none held packed
   std::shared_ptr<const codegen::GpuModule> naive_module;  // when the reference runs on the GPU
   // The magnitude kernel (BuildGpuMagnitudes): M of every float output, the cancellation allowance
   // of the device compare. Null: none (no float output, or it did not compile).
@@ -213,47 +215,44 @@ absl::Status UploadBytes(DeviceBuffer& buffer, const std::vector<std::byte>& byt
 
 // Uploads input `name` into each of `dests` (each as large as the input's storage bytes): its
 // packed bytes when `packed` holds them, else the generated buffer `sources[name]` in chunks of
-// kGeneratedInputChunkElements (values, then packed), so the host holds one chunk at a time.
-// Errors: kInternal for an input in neither or a size mismatch; the copies' errors.
+// kGeneratedInputChunkElements (PackGeneratedChunks), so the host holds one chunk at a time.
+// Errors: kNotFound for an input in neither, kOutOfRange for a size that differs from a
+// destination's (the task's data, not the device, is wrong); the copies' errors (CudaDriver).
 absl::Status UploadInput(const CudaDriver& driver, const std::string& name,
                          const std::map<std::string, std::vector<std::byte>>& packed,
                          const ir::BufferMap& sources, const std::vector<DeviceBuffer*>& dests) {
+  auto size_error = [&](int64_t bytes, int64_t want) {
+    return absl::OutOfRangeError(
+        absl::StrCat("input '", name, "' has ", bytes, " bytes, its kernel argument ", want));
+  };
   if (auto it = packed.find(name); it != packed.end()) {
-    for (DeviceBuffer* d : dests) RETURN_IF_ERROR(UploadBytes(*d, it->second, name));
+    for (DeviceBuffer* d : dests) {
+      const int64_t bytes = static_cast<int64_t>(it->second.size());
+      if (bytes != d->bytes()) return size_error(bytes, d->bytes());
+      RETURN_IF_ERROR(d->Upload(it->second.data(), bytes));
+    }
     return absl::OkStatus();
   }
   auto it = sources.find(name);
   if (it == sources.end() || !it->second.generated()) {
-    return absl::InternalError(absl::StrCat("no input data for '", name, "'"));
+    return absl::NotFoundError(absl::StrCat("no input data for '", name, "'"));
   }
   const ir::HostBuffer& generated = it->second;
-  const int64_t n = generated.NumElements();
-  const int64_t width = StorageBytes(generated.dtype);
+  const int64_t bytes = generated.NumElements() * StorageBytes(generated.dtype);
   for (const DeviceBuffer* d : dests) {
-    if (d->bytes() != n * width) {
-      return absl::InternalError(absl::StrCat("input '", name, "' has ", n * width,
-                                              " bytes, its kernel argument ", d->bytes()));
-    }
+    if (d->bytes() != bytes) return size_error(bytes, d->bytes());
   }
-  ir::HostBuffer chunk;
-  chunk.dtype = generated.dtype;
-  for (int64_t begin = 0; begin < n; begin += kGeneratedInputChunkElements) {
-    const int64_t m = std::min(kGeneratedInputChunkElements, n - begin);
-    chunk.shape = {m};
-    chunk.data.resize(static_cast<size_t>(m));
-    double* out = chunk.data.data();
-    ParallelChunks(m, ThreadsFor(m), [&](int64_t, int64_t b, int64_t e) {
-      generated.source->Fill(begin + b, begin + e, out + b);
-    });
-    const std::vector<std::byte> bytes = PackBufferWithThreads(chunk, ThreadsFor(m));
-    for (DeviceBuffer* d : dests) {
-      RETURN_IF_ERROR(
-          driver.Check(driver.cuMemcpyHtoD(d->ptr() + static_cast<cuda::CUdeviceptr>(begin * width),
-                                           bytes.data(), bytes.size()),
-                       "cuMemcpyHtoD"));
-    }
-  }
-  return absl::OkStatus();
+  return PackGeneratedChunks(
+      generated, kGeneratedInputChunkElements,
+      [&](int64_t offset, const std::vector<std::byte>& chunk) -> absl::Status {
+        for (DeviceBuffer* d : dests) {
+          RETURN_IF_ERROR(
+              driver.Check(driver.cuMemcpyHtoD(d->ptr() + static_cast<cuda::CUdeviceptr>(offset),
+                                               chunk.data(), chunk.size()),
+                           "cuMemcpyHtoD"));
+        }
+        return absl::OkStatus();
+      });
 }
 
 // Runs `module` once on `trial`'s inputs (outputs and scratch poisoned first) and returns its
@@ -365,7 +364,7 @@ double ResidentBytes(const ir::LoopNest& params, int trials, bool magnitudes) {
 
 // The resident buffers without references: every trial's inputs (and their pristine copies), the
 // timing inputs and the outputs. Errors: kResourceExhausted when they would take more than half
-// the device memory or an allocation fails; ResidentInputBytes'.
+// the device memory or an allocation fails; UploadInput's.
 absl::StatusOr<std::unique_ptr<ResidentData>> AllocateResident(const BatchData& data,
                                                                const WorkerState& state) {
   const CudaDriver& driver = *state.driver;
@@ -671,6 +670,14 @@ absl::Status WorkerSetup(const MeasureOptions& options, BatchData* data, WorkerS
   absl::Status resident = SetupResident(options, data, state);
   if (resident.ok()) return absl::OkStatus();
   if (resident.code() != absl::StatusCode::kResourceExhausted) return resident;
+  if (data->inputs_on_demand) {
+    // The per-candidate path would generate and upload every input again for each candidate
+    // (minutes per candidate at these sizes): refuse, with the device's numbers.
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the inputs are generated on demand (too large to hold on the host) and need the "
+        "device-resident check, which does not fit: ",
+        resident.message()));
+  }
   // Not enough device memory to keep everything: the per-candidate path.
   state->resident.reset();
   if (data->naive_module == nullptr) return absl::OkStatus();
@@ -1197,7 +1204,9 @@ std::string WorkerItem(const MeasureOptions& options, const BatchData& data, Wor
     if (!b.ok()) return finish(MeasureError::kRuntimeError, std::string(b.status().message()));
     absl::Status up =
         UploadInput(*state.driver, arg.buffer.name, data.timing_inputs, data.timing_sources, {&*b});
-    if (absl::IsInternal(up)) return finish(MeasureError::kUnknown, std::string(up.message()));
+    if (absl::IsNotFound(up) || absl::IsOutOfRange(up)) {
+      return finish(MeasureError::kUnknown, std::string(up.message()));
+    }
     if (!up.ok()) return runtime_failure(up);
     timing_args[i] = b->ptr();
     timing_buffers.push_back(std::move(*b));
@@ -1353,6 +1362,7 @@ class CudaRunner : public Runner {
   // for large tasks, the naive GPU kernel.
   absl::Status PrepareBatch(const ir::ComputeDAG& dag, uint64_t batch, BatchData* data) {
     const bool on_demand = CheckInputsOnDemand(dag, options_, target_);
+    data->inputs_on_demand = on_demand;
     if (options_.check) {
       const bool on_gpu = NaiveOps(dag) > options_.interpreter_reference_max_ops;
       if (on_gpu) {

@@ -209,8 +209,9 @@ double ScreenFor(const MeasureOptions& options, double batch_best_ms);
 bool CheckInputsOnDemand(const ir::ComputeDAG& dag, const MeasureOptions& options,
                          const Target& target);
 
-/// Host bytes of one chunk of generated inputs on its way to the device (8-byte values and their
-/// packed copy): what the inputs of a CheckInputsOnDemand measurement cost the host at a time.
+/// Elements per chunk of generated inputs on their way to the device (8-byte values plus their
+/// packed copy, at most 16 bytes per element): what the inputs of a CheckInputsOnDemand
+/// measurement cost the host at a time.
 inline constexpr int64_t kGeneratedInputChunkElements = int64_t{1} << 24;
 
 /// Host memory (bytes) a measurement of `dag` on `target` needs at its peak, estimated: the check

@@ -3,6 +3,7 @@
 #include "ir/reference.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -177,11 +178,11 @@ class VectorSource : public ElementSource {
     for (int64_t i = begin; i < end; ++i) out[i - begin] = values_[static_cast<size_t>(i)];
     reads_ += end - begin;
   }
-  int64_t reads() const { return reads_; }
+  int64_t reads() const { return reads_.load(); }
 
  private:
   std::vector<double> values_;
-  mutable int64_t reads_ = 0;
+  mutable std::atomic<int64_t> reads_{0};  // Fill may be called from several threads
 };
 
 TEST(ReferenceTest, GeneratedInputsEvaluateLikeHeldOnes) {

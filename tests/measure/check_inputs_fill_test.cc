@@ -20,7 +20,9 @@
 namespace tilesearch::measure {
 namespace {
 
+using ::testing::HasSubstr;
 using ::tilesearch::testing::IsOk;
+using ::tilesearch::testing::StatusIs;
 using Axes = std::vector<ir::Expr>;
 
 constexpr CheckDistribution kDistributions[] = {CheckDistribution::kUniformSymmetric,
@@ -155,6 +157,52 @@ TEST(FillCheckInputTest, GeneratedSourceGivesTheFilledBits) {
       EXPECT_TRUE(SameBits(values, h.data)) << name << " " << CheckDistributionName(d);
     }
   }
+}
+
+// The chunked packing of a generated buffer gives PackBuffer's bytes of the filled buffer, at
+// every chunk size (several chunks and a partial last one), for every storage width; a sink's
+// error stops it; a held buffer or a chunk size below 1 is refused.
+TEST(FillCheckInputTest, PackGeneratedChunksConcatenatesToPackBuffer) {
+  const int64_t n = 1000003;
+  for (ir::ScalarType dtype : kDtypes) {
+    SCOPED_TRACE(ir::TypeName(dtype));
+    const ir::HostBuffer filled = Filled(dtype, n, CheckDistribution::kNormalOffset, 0x99, 1);
+    const std::vector<std::byte> whole = PackBuffer(filled);
+    ir::HostBuffer generated;
+    generated.dtype = dtype;
+    generated.shape = {n};
+    generated.source = CheckInputSource(CheckDistribution::kNormalOffset, 0x99, dtype);
+    for (int64_t chunk : {int64_t{1} << 20, int64_t{65536}, n, n + 5}) {
+      std::vector<std::byte> joined;
+      int calls = 0;
+      ASSERT_THAT(PackGeneratedChunks(generated, chunk,
+                                      [&](int64_t offset, const std::vector<std::byte>& bytes) {
+                                        EXPECT_EQ(offset, static_cast<int64_t>(joined.size()));
+                                        joined.insert(joined.end(), bytes.begin(), bytes.end());
+                                        ++calls;
+                                        return absl::OkStatus();
+                                      }),
+                  IsOk());
+      EXPECT_EQ(calls, (n + chunk - 1) / chunk) << chunk;
+      EXPECT_TRUE(joined == whole) << chunk;
+    }
+  }
+  ir::HostBuffer generated;
+  generated.shape = {10};
+  generated.source = CheckInputSource(CheckDistribution::kUniformSymmetric, 1, generated.dtype);
+  int calls = 0;
+  EXPECT_THAT(PackGeneratedChunks(generated, 3,
+                                  [&](int64_t, const std::vector<std::byte>&) {
+                                    ++calls;
+                                    return absl::InternalError("copy failed");
+                                  }),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("copy failed")));
+  EXPECT_EQ(calls, 1);
+  auto never = [](int64_t, const std::vector<std::byte>&) { return absl::OkStatus(); };
+  EXPECT_THAT(PackGeneratedChunks(generated, 0, never),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("chunks of 0")));
+  EXPECT_THAT(PackGeneratedChunks(ir::HostBuffer::Zeros(ir::ScalarType::kFloat32, {4}), 2, never),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("source missing")));
 }
 
 TEST(FillCheckInputTest, ValuesFollowTheDocumentedFormulas) {
