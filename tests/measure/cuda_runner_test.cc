@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status.h"
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -61,6 +62,19 @@ void ExpectMeasuredFine(const MeasureResult& r, int trials) {
   EXPECT_GT(r.timing.median_ms, 0);
   EXPECT_GT(r.load_ms, 0);
   EXPECT_EQ(r.kernels.size(), 1u);
+}
+
+// C = A · B, 128 × 64 × 96, and its shared-memory tiled GPU kernel.
+constexpr int64_t kTiledM = 128, kTiledN = 64, kTiledK = 96;
+absl::StatusOr<ir::ComputeDAG> TiledMatmulDag() {
+  ASSIGN_OR_RETURN(ir::Tensor a, ir::Placeholder("A", {kTiledM, kTiledK}));
+  ASSIGN_OR_RETURN(ir::Tensor b, ir::Placeholder("B", {kTiledK, kTiledN}));
+  ASSIGN_OR_RETURN(ir::Tensor c, ir::Matmul(a, b, {}, "C"));
+  return ir::ComputeDAG::Create({c});
+}
+absl::StatusOr<BuildResult> TiledMatmulCandidate() {
+  return testing_util::CandidateFromNest(
+      codegen::testing::GpuTiledMatmul(kTiledM, kTiledN, kTiledK));
 }
 
 TEST(CudaRunnerGpuTest, CorrectWrongFaultingThenCorrectAgain) {
@@ -125,16 +139,9 @@ TEST(CudaRunnerGpuTest, InputsGeneratedOnDemandJudgeAsHeldOnes) {
   absl::StatusOr<BuildResult> doubled = testing_util::AddCandidate(*dag, 2.0);
   ASSERT_TRUE(good.ok()) << good.status();
   ASSERT_TRUE(doubled.ok()) << doubled.status();
-  const int64_t m = 128, n = 64, k = 96;
-  absl::StatusOr<ir::Tensor> a = ir::Placeholder("A", {m, k});
-  absl::StatusOr<ir::Tensor> b = ir::Placeholder("B", {k, n});
-  ASSERT_TRUE(a.ok() && b.ok());
-  absl::StatusOr<ir::Tensor> c = ir::Matmul(*a, *b, {}, "C");
-  ASSERT_TRUE(c.ok()) << c.status();
-  absl::StatusOr<ir::ComputeDAG> matmul = ir::ComputeDAG::Create({*c});
+  absl::StatusOr<ir::ComputeDAG> matmul = TiledMatmulDag();
   ASSERT_TRUE(matmul.ok()) << matmul.status();
-  absl::StatusOr<BuildResult> tiled =
-      testing_util::CandidateFromNest(codegen::testing::GpuTiledMatmul(m, n, k));
+  absl::StatusOr<BuildResult> tiled = TiledMatmulCandidate();
   ASSERT_TRUE(tiled.ok()) << tiled.status();
   std::unique_ptr<Runner> runner = MakeRunner(options);
   ASSERT_NE(runner, nullptr);
@@ -152,16 +159,9 @@ TEST(CudaRunnerGpuTest, InputsGeneratedOnDemandJudgeAsHeldOnes) {
 
 TEST(CudaRunnerGpuTest, TiledMatmulMeasuresFine) {
   TS_SKIP_WITHOUT_DEVICE();
-  const int64_t m = 128, n = 64, k = 96;
-  absl::StatusOr<ir::Tensor> a = ir::Placeholder("A", {m, k});
-  absl::StatusOr<ir::Tensor> b = ir::Placeholder("B", {k, n});
-  ASSERT_TRUE(a.ok() && b.ok());
-  absl::StatusOr<ir::Tensor> c = ir::Matmul(*a, *b, {}, "C");
-  ASSERT_TRUE(c.ok()) << c.status();
-  absl::StatusOr<ir::ComputeDAG> dag = ir::ComputeDAG::Create({*c});
+  absl::StatusOr<ir::ComputeDAG> dag = TiledMatmulDag();
   ASSERT_TRUE(dag.ok()) << dag.status();
-  absl::StatusOr<BuildResult> cand =
-      testing_util::CandidateFromNest(codegen::testing::GpuTiledMatmul(m, n, k));
+  absl::StatusOr<BuildResult> cand = TiledMatmulCandidate();
   ASSERT_TRUE(cand.ok()) << cand.status();
   std::unique_ptr<Runner> measurer = MakeRunner(QuickOptions());
   ASSERT_NE(measurer, nullptr);
