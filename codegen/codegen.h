@@ -68,6 +68,13 @@ struct GpuCompileOptions {
   /// Unrolled / vectorized loops with a constant extent up to this are unrolled while emitting
   /// MLIR; longer ones stay loops (with an LLVM unroll hint).
   int64_t max_unroll = 1024;
+  /// Unrolled loops whose full unrolling would emit more than this many loop-nest nodes
+  /// (statements and expression nodes, counted before unrolling) stay loops, unrolled or not by
+  /// LLVM's own heuristics; the unrolled loops inside such a loop are judged on their own.
+  /// 0: no budget (the default: a budget changes the code of every candidate above it, SIMT
+  /// matmuls among them, and their kernel times are not measured yet; 16384 took the SIMT
+  /// convolutions that timed out from 10-30 s to under 1 s here, bench/NOTES.md).
+  int64_t unroll_budget = 0;
   /// Let LLVM contract float a*b+c into fma (as nvcc's default -fmad=true); false: every float
   /// operation rounds separately, as the interpreter.
   bool fma_contraction = true;
@@ -104,10 +111,18 @@ struct GpuModule {
   struct Phases {
     double emit_ms = 0;
     double lower_ms = 0;
+    /// lower_ms in parts: the math approximations and intrinsics, scf → cf, gpu → nvvm (and
+    /// nvvm → llvm), canonicalize + cse + cast reconciliation.
+    double math_ms = 0;
+    double scf_to_cf_ms = 0;
+    double to_nvvm_ms = 0;
+    double cleanup_ms = 0;
     double translate_ms = 0;
     double optimize_ms = 0;
     double codegen_ms = 0;
   } phases;
+  /// Operations in the emitted MLIR module (before lowering): the size the MLIR phases work on.
+  int64_t emitted_ops = 0;
   /// The PTX assembled by GpuCompileOptions::ptxas (ELF, for options.arch); empty without one or
   /// when assembling failed (assemble_error then says why).
   std::string cubin;
@@ -176,6 +191,8 @@ struct HostCompileOptions {
   bool vectorize = true;
   /// As GpuCompileOptions::max_unroll.
   int64_t max_unroll = 1024;
+  /// As GpuCompileOptions::unroll_budget, but none by default: host code is unchanged.
+  int64_t unroll_budget = 0;
   /// Let LLVM contract float a*b+c into fma (vfmadd on x86 with FMA; as GpuCompileOptions, and as
   /// Eigen / BLAS kernels do): one rounding instead of two, ~1.8× on a register-tiled matmul
   /// (bench/NOTES.md). False: IEEE multiply then add.

@@ -87,10 +87,12 @@ std::string Serialize(const absl::StatusOr<GpuModule>& r) {
   w.Str(r->ptx);
   w.Str(r->arch);
   w.F64(r->compile_ms);
-  for (double ms : {r->phases.emit_ms, r->phases.lower_ms, r->phases.translate_ms,
-                    r->phases.optimize_ms, r->phases.codegen_ms}) {
+  const GpuModule::Phases& p = r->phases;
+  for (double ms : {p.emit_ms, p.lower_ms, p.math_ms, p.scf_to_cf_ms, p.to_nvvm_ms, p.cleanup_ms,
+                    p.translate_ms, p.optimize_ms, p.codegen_ms}) {
     w.F64(ms);
   }
+  w.I64(r->emitted_ops);
   w.Str(r->mlir);
   w.Str(r->llvm_ir);
   w.Str(r->cubin);
@@ -116,10 +118,12 @@ absl::StatusOr<GpuModule> Deserialize(const std::string& buf, const ir::LoopNest
   if (code != 0) return absl::Status(static_cast<absl::StatusCode>(code), message);
   GpuModule m;
   int64_t n = 0;
-  if (!r.Str(m.ptx) || !r.Str(m.arch) || !r.F64(m.compile_ms) || !r.F64(m.phases.emit_ms) ||
-      !r.F64(m.phases.lower_ms) || !r.F64(m.phases.translate_ms) || !r.F64(m.phases.optimize_ms) ||
-      !r.F64(m.phases.codegen_ms) || !r.Str(m.mlir) || !r.Str(m.llvm_ir) || !r.Str(m.cubin) ||
-      !r.Str(m.assemble_error) || !r.F64(m.assemble_ms) || !r.I64(n)) {
+  GpuModule::Phases& p = m.phases;
+  if (!r.Str(m.ptx) || !r.Str(m.arch) || !r.F64(m.compile_ms) || !r.F64(p.emit_ms) ||
+      !r.F64(p.lower_ms) || !r.F64(p.math_ms) || !r.F64(p.scf_to_cf_ms) || !r.F64(p.to_nvvm_ms) ||
+      !r.F64(p.cleanup_ms) || !r.F64(p.translate_ms) || !r.F64(p.optimize_ms) ||
+      !r.F64(p.codegen_ms) || !r.I64(m.emitted_ops) || !r.Str(m.mlir) || !r.Str(m.llvm_ir) ||
+      !r.Str(m.cubin) || !r.Str(m.assemble_error) || !r.F64(m.assemble_ms) || !r.I64(n)) {
     return corrupt;
   }
   for (int64_t i = 0; i < n; ++i) {

@@ -54,6 +54,10 @@ struct EmitConfig {
   EmitTarget target = EmitTarget::kGpu;
   bool vectorize = true;
   int64_t max_unroll = 1024;
+  /// Budget of an unrolled loop nest in loop-nest nodes (UnrolledNodes): an unrolled loop whose
+  /// full unrolling would exceed it is emitted as a plain loop instead (LLVM may unroll it), and
+  /// the unrolled loops inside it are judged on their own. 0: no budget.
+  int64_t unroll_budget = 0;
   /// Float add / sub / mul may be contracted into fma by LLVM.
   bool contract = false;
   std::array<int64_t, 3> grid = {1, 1, 1};  // GPU: the kernel's launch
@@ -133,6 +137,8 @@ class Emitter {
   absl::Status EmitSerialFor(const ir::ForNode* op, mlir::Value min, mlir::Value extent,
                              mlir::Attribute loop_annotation);
   absl::Status EmitUnrolled(const ir::ForNode* op, int64_t min, int64_t extent);
+  /// Whether unrolled loop `op` may be unrolled here under EmitConfig::unroll_budget.
+  bool WithinUnrollBudget(const ir::ForNode* op);
   absl::Status EmitBoundFor(const ir::ForNode* op);
   absl::Status EmitVectorized(const ir::ForNode* op, int64_t extent);
   absl::Status EmitAllocate(const ir::AllocateNode* op);
@@ -219,6 +225,8 @@ class Emitter {
   ParallelHook parallel_hook_;
   SharedHook shared_hook_;
   bool in_parallel_ = false;
+  /// Inside an unrolled loop that fit the unroll budget (the loops it holds fit as well).
+  bool unrolling_within_budget_ = false;
   std::vector<BufferBinding> bufs_;
   std::vector<VarBinding> vars_;
   ir::RangeMap ranges_;
@@ -236,6 +244,12 @@ class Emitter {
   };
   std::optional<ShuffleRead> shuffle_read_;
 };
+
+/// Loop-nest nodes (statements and expression nodes) `s` expands to when its unrolled loops are
+/// unrolled: each unrolled loop with a constant extent counts its body extent times, every other
+/// loop its body once; an mma statement counts 1. About proportional to the MLIR operations the
+/// emitter builds for `s` (an integer division expands to a few of them). Saturates at 2^40.
+int64_t UnrolledNodes(const ir::Stmt& s);
 
 /// The largest g known to divide `e` for every value of its variables (0: e is always 0).
 int64_t KnownMultiple(const ir::Expr& e);

@@ -148,6 +148,7 @@ absl::Status EmitKernels(mlir::gpu::GPUModuleOp gpu_module, const ModulePlan& pl
     config.target = internal::EmitTarget::kGpu;
     config.vectorize = options.vectorize;
     config.max_unroll = options.max_unroll;
+    config.unroll_budget = options.unroll_budget;
     config.contract = options.fma_contraction;
     config.grid = kp.grid;
     config.block = kp.block;
@@ -220,21 +221,52 @@ absl::Status MathToIntrinsics(mlir::Operation* root) {
   return absl::OkStatus();
 }
 
-absl::Status LowerToNvvm(mlir::gpu::GPUModuleOp gpu_module, bool wgmma, DiagnosticCapture& diag) {
+// Wall clock since the previous call, ms (the first call: since construction).
+class Lap {
+ public:
+  double operator()() {
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
+    last_ = now;
+    return ms;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+// The passes run as separate pass managers, one per phase of GpuModule::Phases, so that each is
+// timed on its own (the same passes in the same order as one pipeline).
+absl::Status LowerToNvvm(mlir::gpu::GPUModuleOp gpu_module, bool wgmma, DiagnosticCapture& diag,
+                         GpuModule::Phases& phases) {
+  Lap lap;
   RETURN_IF_ERROR(internal::ApproximateMath(gpu_module, diag));
   RETURN_IF_ERROR(MathToIntrinsics(gpu_module));
-  mlir::PassManager pm(gpu_module.getContext(), mlir::gpu::GPUModuleOp::getOperationName());
-  pm.addPass(mlir::createSCFToControlFlowPass());
+  phases.math_ms = lap();
+  mlir::MLIRContext* ctx = gpu_module.getContext();
+  const llvm::StringRef anchor = mlir::gpu::GPUModuleOp::getOperationName();
+  RETURN_IF_ERROR(internal::LowerScfToControlFlow(gpu_module, diag));
+  phases.scf_to_cf_ms = lap();
+  mlir::PassManager pm(ctx, anchor);
   mlir::ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.indexBitwidth = 64;
   nvvm.useBarePtrCallConv = true;
+  // Every pattern of the conversion succeeds or fails before touching the IR: no rollback needed,
+  // and its bookkeeping cost time (the unrolled convolution of bench/NOTES.md: 351 → 291 ms).
+  nvvm.allowPatternRollback = false;
   pm.addPass(mlir::createConvertGpuOpsToNVVMOps(nvvm));
   // nvvm.wgmma.mma_async has no LLVM intrinsic here: it becomes inline PTX.
   if (wgmma) pm.addPass(mlir::createConvertNVVMToLLVMPass());
-  pm.addPass(mlir::createCanonicalizerPass());
-  pm.addPass(mlir::createCSEPass());
-  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
   if (mlir::failed(pm.run(gpu_module))) return diag.Error("lowering to NVVM failed");
+  phases.to_nvvm_ms = lap();
+  mlir::PassManager cleanup(ctx, anchor);
+  // No canonicalizer: LLVM's O3 folds the same; the PTX of the logged candidates was identical
+  // without it, and it cost up to a tenth of a build (bench/NOTES.md). CSE stays: without it the
+  // unrolled bodies' repeated constants reach the translation and LLVM (same PTX, no faster).
+  cleanup.addPass(mlir::createCSEPass());
+  cleanup.addPass(mlir::createReconcileUnrealizedCastsPass());
+  if (mlir::failed(cleanup.run(gpu_module))) return diag.Error("lowering to NVVM failed");
+  phases.cleanup_ms = lap();
   // Workgroup buffers hold 16-byte vector accesses; the lowering leaves their alignment at the
   // element's.
   // The dynamic shared-memory symbol must be external (`.extern .shared ... []`): with the
@@ -343,6 +375,7 @@ absl::StatusOr<GpuModule> CompileToPtx(const ir::LoopNest& nest,
   RETURN_IF_ERROR(EmitKernels(gpu_module, plan, options, out.kernels));
   if (mlir::failed(mlir::verify(*module))) return diag.Error("emitted MLIR does not verify");
   if (options.keep_mlir) out.mlir = internal::ToText(*module);
+  gpu_module.walk([&](mlir::Operation*) { ++out.emitted_ops; });
   auto lap = [last = start]() mutable {
     const auto now = std::chrono::steady_clock::now();
     const double ms = std::chrono::duration<double, std::milli>(now - last).count();
@@ -351,7 +384,7 @@ absl::StatusOr<GpuModule> CompileToPtx(const ir::LoopNest& nest,
   };
   out.phases.emit_ms = lap();
 
-  RETURN_IF_ERROR(LowerToNvvm(gpu_module, wgmma, diag));
+  RETURN_IF_ERROR(LowerToNvvm(gpu_module, wgmma, diag, out.phases));
   out.phases.lower_ms = lap();
   llvm::LLVMContext llvm_ctx;
   std::unique_ptr<llvm::Module> llvm_module =

@@ -195,6 +195,7 @@ class HostModuleBuilder {
     config.target = internal::EmitTarget::kHost;
     config.vectorize = options_.vectorize;
     config.max_unroll = options_.max_unroll;
+    config.unroll_budget = options_.unroll_budget;
     config.contract = options_.fma_contraction;
     return config;
   }
@@ -300,8 +301,8 @@ absl::Status LowerHostModule(mlir::ModuleOp module, DiagnosticCapture& diag) {
   }
   // One dialect conversion for arith, math, memref, vector, cf (their ConvertToLLVM interfaces
   // are registered in the context), without rollback support (faster).
+  RETURN_IF_ERROR(internal::LowerScfToControlFlow(module, diag));
   mlir::PassManager pm(module.getContext());
-  pm.addPass(mlir::createSCFToControlFlowPass());
   mlir::ConvertToLLVMPassOptions to_llvm;
   to_llvm.allowPatternRollback = false;
   pm.addPass(mlir::createConvertToLLVMPass(to_llvm));

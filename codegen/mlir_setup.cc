@@ -1,10 +1,14 @@
 #include "codegen/mlir_setup.h"
 
+#include <algorithm>
 #include <mutex>
+#include <optional>
 #include <unordered_set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/fast_math.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -15,6 +19,7 @@
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -31,6 +36,8 @@
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -91,6 +98,52 @@ DiagnosticCapture::DiagnosticCapture(mlir::MLIRContext* ctx)
 absl::Status DiagnosticCapture::Error(const std::string& what) const {
   return absl::InternalError(
       absl::StrCat(what, ": ", text_.empty() ? std::string("no diagnostics") : text_));
+}
+
+absl::Status LowerScfToControlFlow(mlir::Operation* root, DiagnosticCapture& diag) {
+  mlir::MLIRContext* ctx = root->getContext();
+  mlir::RewritePatternSet patterns(ctx);
+  mlir::populateSCFToControlFlowConversionPatterns(patterns);
+  llvm::DenseMap<mlir::OperationName, std::vector<const mlir::RewritePattern*>> by_root;
+  for (const std::unique_ptr<mlir::RewritePattern>& p : patterns.getNativePatterns()) {
+    if (const std::optional<mlir::OperationName> name = p->getRootKind()) {
+      by_root[*name].push_back(p.get());
+    }
+  }
+  for (auto& entry : by_root) {
+    std::vector<const mlir::RewritePattern*>& list = entry.second;
+    std::stable_sort(list.begin(), list.end(), [](const auto* a, const auto* b) {
+      return a->getBenefit().getBenefit() > b->getBenefit().getBenefit();
+    });
+  }
+  // Pre-order, reversed: the last operation of a block comes first, and an operation nested in
+  // another before the one that holds it (lowering the outer one moves the inner one's block
+  // along, not op by op).
+  std::vector<mlir::Operation*> ops;
+  root->walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation* op) {
+    if (by_root.count(op->getName())) ops.push_back(op);
+  });
+  mlir::PatternRewriter rewriter(ctx);
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    for (const mlir::RewritePattern* p : by_root[(*it)->getName()]) {
+      rewriter.setInsertionPoint(*it);
+      if (mlir::succeeded(p->matchAndRewrite(*it, rewriter))) break;
+    }
+  }
+  // What is left (an operation no pattern matched, or new scf operations a lowering made, as
+  // scf.parallel's loops) goes through the pass, which reports what it cannot lower.
+  bool left = false;
+  root->walk([&](mlir::Operation* op) {
+    if (op->getDialect() != nullptr && op->getDialect()->getNamespace() == "scf" &&
+        !mlir::isa<mlir::scf::YieldOp>(op)) {
+      left = true;
+    }
+  });
+  if (!left) return absl::OkStatus();
+  mlir::PassManager pm(ctx, root->getName().getStringRef());
+  pm.addPass(mlir::createSCFToControlFlowPass());
+  if (mlir::failed(pm.run(root))) return diag.Error("lowering scf to cf failed");
+  return absl::OkStatus();
 }
 
 absl::Status ApproximateMath(mlir::Operation* root, DiagnosticCapture& diag) {

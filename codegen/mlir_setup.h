@@ -40,6 +40,14 @@ class DiagnosticCapture {
 /// kInternal with the diagnostics.
 absl::Status ApproximateMath(mlir::Operation* root, DiagnosticCapture& diag);
 
+/// Lowers the scf operations under `root` to cf branches, as MLIR's scf-to-cf pass does (its
+/// patterns, the same blocks in the same order) but in linear time: each operation is rewritten
+/// in reverse program order, so splitting its block moves only the operations up to the next
+/// already-lowered one. The pass rewrites in program order, and each split moved the whole rest
+/// of the block: quadratic in a fully unrolled body with hundreds of scf.if (bench/NOTES.md).
+/// Errors: kInternal with the diagnostics when an operation cannot be lowered.
+absl::Status LowerScfToControlFlow(mlir::Operation* root, DiagnosticCapture& diag);
+
 /// Initializes the NVPTX and native LLVM targets once per process.
 void InitializeLlvmTargets();
 

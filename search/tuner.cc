@@ -842,6 +842,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
   ASSIGN_OR_RETURN(std::unique_ptr<TuningJob> job, TuningJob::Open(workload, target, options));
   measure::BuilderOptions build_options;
   build_options.parallel.timeout_ms = options.compile_timeout_ms;
+  build_options.gpu.unroll_budget = options.unroll_budget;
   const measure::Builder builder(target, build_options);
   SigintGuard sigint(options.quiet);
   const auto started = std::chrono::steady_clock::now();

@@ -74,6 +74,8 @@ struct TuneOptions {
   /// while the ten fastest of each of eight matmul 4096³ tunes built in at most 0.4 s
   /// (bench/NOTES.md). codegen's own default (10 s) holds elsewhere (measure, replay).
   double compile_timeout_ms = 3000;
+  /// codegen::GpuCompileOptions::unroll_budget of the GPU builds (0: none, the default).
+  int64_t unroll_budget = 0;
   /// The tuning log (JSON Lines); created when absent, appended to otherwise. Required.
   std::string log_path;
   /// Seeds the search, the random model and the records' "seed".

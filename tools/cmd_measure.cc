@@ -43,7 +43,8 @@ struct MeasureCommandOptions {
   double rtol = 0;
   std::string precision = "ieee";  // --precision
   std::string json;                // --json FILE; "" = none
-  int host_threads = 0;  // --host-threads: cpu parallel-loop threads, 0 = every usable core
+  int host_threads = 0;       // --host-threads: cpu parallel-loop threads, 0 = every usable core
+  int64_t unroll_budget = 0;  // --unroll-budget: codegen::GpuCompileOptions::unroll_budget
 };
 
 std::string Triple(const std::array<int64_t, 3>& v) {
@@ -80,10 +81,12 @@ measure::MeasureOptions ToMeasureOptions(const MeasureCommandOptions& options) {
 // Compile stage of a candidate (GPU: the module in this process), or the build error the runner
 // reports.
 measure::BuildResult BuildCandidate(const schedule::ScheduleFile& file,
-                                    const schedule::LoweredKernel& kernel) {
+                                    const schedule::LoweredKernel& kernel, int64_t unroll_budget) {
   measure::BuildInput input;
   input.lowered = std::make_shared<const schedule::LoweredKernel>(kernel);
-  return measure::Builder(file.target).BuildInProcess(input);
+  measure::BuilderOptions options;
+  options.gpu.unroll_budget = unroll_budget;
+  return measure::Builder(file.target, options).BuildInProcess(input);
 }
 
 absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
@@ -106,7 +109,7 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
     }
   }
 
-  const measure::BuildResult candidate = BuildCandidate(file, kernel);
+  const measure::BuildResult candidate = BuildCandidate(file, kernel, options.unroll_budget);
   std::vector<measure::MeasureResult> results = measurer->Run(dag, {candidate});
   if (results.size() != 1) {
     return absl::InternalError(
@@ -279,6 +282,11 @@ ExitCodeAction AddMeasureCommand(CLI::App& app) {
   app.add_option("--host-threads", options->host_threads,
                  "cpu target: threads running parallel loops, 0..4096 (default 0: every core)")
       ->check(NumberIn(0, 4096));
+  app.add_option("--unroll-budget", options->unroll_budget,
+                 "cuda target: unrolled loops whose full unrolling exceeds this many loop-nest "
+                 "nodes stay loops (0: none; codegen::GpuCompileOptions::unroll_budget)")
+      ->check(NumberIn(0, 1e12))
+      ->capture_default_str();
   app.add_option("--json", options->json,
                  "also write the result (runtime's MeasureResult JSON, workload, target, "
                  "launches, throughput) to this file");

@@ -29,6 +29,7 @@ struct TuneCommandOptions {
   WorkloadOptions workload;
   int trials = 64;
   int per_round = 64;
+  int64_t unroll_budget = 0;
   std::string log;
   uint64_t seed = 0;
   std::string model = "xgboost";
@@ -73,6 +74,7 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
                      options.timing, options.host_threads, options.quiet);
   tune.trials = options.trials;
   tune.per_round = options.per_round;
+  tune.unroll_budget = options.unroll_budget;
   // The search sizes parallel loops by the target's cores: the threads that will run them.
   if (options.host_threads > 0 && !file.target.is_gpu())
     file.target.host_cores = options.host_threads;
@@ -139,6 +141,10 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
       ->required()
       ->check(CLI::Range(1, 1000000))
       ->transform(NumberText(true, "1..1000000"));  // runs before the range check
+  app.add_option("--unroll-budget", options->unroll_budget,
+                 "cuda target: unrolled loops whose full unrolling exceeds this many loop-nest "
+                 "nodes stay loops (0: none)")
+      ->capture_default_str();
   app.add_option("--per-round", options->per_round, "trials measured per round, 1..4096")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096))
