@@ -86,9 +86,8 @@ std::vector<ts::search::MeasureRecord> SelectRecords(const Args& args,
   }
   if (args.best > 0) {
     std::erase_if(recs, [](const ts::search::MeasureRecord& r) { return !r.valid(); });
-    std::stable_sort(recs.begin(), recs.end(), [](const auto& a, const auto& b) {
-      return a.median_ms() < b.median_ms();
-    });
+    std::stable_sort(recs.begin(), recs.end(),
+                     [](const auto& a, const auto& b) { return a.median_ms() < b.median_ms(); });
     if (static_cast<int>(recs.size()) > args.best) recs.resize(args.best);
   }
   if (args.sample > 0 && static_cast<int>(recs.size()) > args.sample) {
@@ -119,23 +118,22 @@ absl::StatusOr<std::vector<Source>> LoadSources(const Args& args) {
   for (const std::string& path : args.schedules) {
     ASSIGN_OR_RETURN(ts::schedule::ScheduleFile file, ts::schedule::ScheduleFile::Load(path));
     ASSIGN_OR_RETURN(ts::schedule::ResolvedSchedule resolved, file.Resolve());
-    out.push_back({std::filesystem::path(path).stem().string(), resolved.dag, resolved.state,
-                   file.target});
+    out.push_back(
+        {std::filesystem::path(path).stem().string(), resolved.dag, resolved.state, file.target});
   }
   return out;
 }
 
 struct Row {
-  double lower = 0, emit = 0, math = 0, scf = 0, nvvm = 0, cleanup = 0, translate = 0,
-         optimize = 0, codegen = 0, ptxas = 0, total = 0;
+  double lower = 0, emit = 0, math = 0, scf = 0, nvvm = 0, cleanup = 0, translate = 0, optimize = 0,
+         codegen = 0, ptxas = 0, total = 0;
   int64_t ops = 0, ptx = 0;
 };
 
 void PrintRow(const std::string& name, const Row& r) {
-  absl::PrintF(
-      "%-40s %8.1f %8.1f %7.1f %7.1f %7.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9.1f %8d %7d\n", name,
-      r.lower, r.emit, r.math, r.scf, r.nvvm, r.cleanup, r.translate, r.optimize, r.codegen,
-      r.ptxas, r.total, r.ops, r.ptx);
+  absl::PrintF("%-40s %8.1f %8.1f %7.1f %7.1f %7.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9.1f %8d %7d\n",
+               name, r.lower, r.emit, r.math, r.scf, r.nvvm, r.cleanup, r.translate, r.optimize,
+               r.codegen, r.ptxas, r.total, r.ops, r.ptx);
 }
 
 int Run(const Args& args) {
@@ -147,8 +145,8 @@ int Run(const Args& args) {
   if (!args.no_ptxas) options.ptxas = ts::codegen::FindPtxas().value_or("");
   if (!args.ptx_dir.empty()) std::filesystem::create_directories(args.ptx_dir);
   absl::PrintF("%-40s %8s %8s %7s %7s %7s %8s %8s %8s %8s %8s %9s %8s %7s\n", "candidate (ms)",
-               "lower", "emit", "math", "scf2cf", "nvvm", "cleanup", "transl", "llvm-opt",
-               "nvptx", "ptxas", "total", "mlir-ops", "ptx-ins");
+               "lower", "emit", "math", "scf2cf", "nvvm", "cleanup", "transl", "llvm-opt", "nvptx",
+               "ptxas", "total", "mlir-ops", "ptx-ins");
   Row sum, max;
   int built = 0, failed = 0;
   for (const Source& src : *sources) {

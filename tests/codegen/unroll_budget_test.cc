@@ -35,20 +35,20 @@ struct Conv1d {
   ir::LoopNest Nest() const {
     const Expr o = (V("bx") * C(threads) + V("tx")) * C(tile) + V("j");
     const Expr x = o + V("r") - C(pad);
-    const Expr in = ir::SelectNode::Make((x >= C(0)) && (x < C(n)), Ld("In", {x}),
-                                         ir::FloatConst(0));
+    const Expr in =
+        ir::SelectNode::Make((x >= C(0)) && (x < C(n)), Ld("In", {x}), ir::FloatConst(0));
     Stmt init = Loop("j", tile, St("acc", {V("j")}, ir::FloatConst(0)), ForKind::kUnrolled);
-    Stmt update = Loop(
-        "r", taps,
-        Loop("j", tile, St("acc", {V("j")}, Ld("acc", {V("j")}) + in * Ld("W", {V("r")})),
-             ForKind::kUnrolled),
-        ForKind::kUnrolled);
+    Stmt update =
+        Loop("r", taps,
+             Loop("j", tile, St("acc", {V("j")}, Ld("acc", {V("j")}) + in * Ld("W", {V("r")})),
+                  ForKind::kUnrolled),
+             ForKind::kUnrolled);
     Stmt write = Loop("j", tile, St("Out", {o}, Ld("acc", {V("j")})), ForKind::kUnrolled);
     Stmt thread = ir::AllocateNode::Make(
         Decl("acc", {tile}, ir::ScalarType::kFloat32, ir::MemoryScope::kLocal),
         Seq({init, update, write}));
-    Stmt body =
-        Loop("bx", blocks(), Loop("tx", threads, thread, ForKind::kThreadIdxX), ForKind::kBlockIdxX);
+    Stmt body = Loop("bx", blocks(), Loop("tx", threads, thread, ForKind::kThreadIdxX),
+                     ForKind::kBlockIdxX);
     return ir::LoopNest{"conv1d", {Decl("In", {n}), Decl("W", {taps}), Decl("Out", {n})}, 2, body};
   }
 
