@@ -139,26 +139,10 @@ int64_t SaturatingMul(int64_t a, int64_t b) {
   return a > kManyNodes / b ? kManyNodes : std::min(kManyNodes, a * b);
 }
 
-class CountsNodes : public ir::ExprVisitor {
- public:
-  int64_t count = 0;
-  void Visit(const Expr& e) override {
-    ++count;
-    ir::ExprVisitor::Visit(e);
-  }
-};
-
-int64_t ExprNodes(const Expr& e) {
-  if (!e.defined()) return 0;
-  CountsNodes c;
-  c.Visit(e);
-  return c.count;
-}
-
 // UnrolledNodes of a loop.
 int64_t UnrolledLoopNodes(const ir::ForNode* op) {
   const int64_t body = UnrolledNodes(op->body);
-  const int64_t bounds = ExprNodes(op->min) + ExprNodes(op->extent);
+  const int64_t bounds = ir::ExprSize(op->min) + ir::ExprSize(op->extent);
   const std::optional<int64_t> extent = ir::AsConstInt(op->extent);
   if (op->for_kind == ir::ForKind::kUnrolled && extent) {
     return SaturatingAdd(bounds, SaturatingMul(std::max<int64_t>(*extent, 0), body));
@@ -180,19 +164,19 @@ int64_t UnrolledNodes(const Stmt& s) {
     }
     case ir::StmtKind::kStore: {
       const auto* op = s.as<ir::StoreNode>();
-      int64_t n = 1 + ExprNodes(op->value);
-      for (const Expr& i : op->indices) n += ExprNodes(i);
+      int64_t n = 1 + ir::ExprSize(op->value);
+      for (const Expr& i : op->indices) n += ir::ExprSize(i);
       return n;
     }
     case ir::StmtKind::kAllocate:
       return UnrolledNodes(s.as<ir::AllocateNode>()->body);
     case ir::StmtKind::kIfThenElse: {
       const auto* op = s.as<ir::IfThenElseNode>();
-      return SaturatingAdd(1 + ExprNodes(op->cond), SaturatingAdd(UnrolledNodes(op->then_case),
-                                                                  UnrolledNodes(op->else_case)));
+      return SaturatingAdd(1 + ir::ExprSize(op->cond), SaturatingAdd(UnrolledNodes(op->then_case),
+                                                                     UnrolledNodes(op->else_case)));
     }
     case ir::StmtKind::kEvaluate:
-      return ExprNodes(s.as<ir::EvaluateNode>()->value);
+      return ir::ExprSize(s.as<ir::EvaluateNode>()->value);
     default:
       return 1;
   }

@@ -240,7 +240,8 @@ class Lap {
 absl::Status LowerToNvvm(mlir::gpu::GPUModuleOp gpu_module, bool wgmma, DiagnosticCapture& diag,
                          GpuModule::Phases& phases) {
   Lap lap;
-  RETURN_IF_ERROR(internal::ApproximateMath(gpu_module, diag));
+  RETURN_IF_ERROR(
+      internal::ApproximateMath(gpu_module, internal::Exp2Log2Source::kNvvmApprox, diag));
   RETURN_IF_ERROR(MathToIntrinsics(gpu_module));
   phases.math_ms = lap();
   mlir::MLIRContext* ctx = gpu_module.getContext();
@@ -350,6 +351,7 @@ absl::StatusOr<GpuModule> CompileToPtx(const ir::LoopNest& nest,
                                        const std::vector<LaunchConfig>& launches,
                                        const GpuCompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  Lap lap;  // the phases, from the start
   ASSIGN_OR_RETURN(ModulePlan plan, internal::PlanGpuModule(nest, launches));
   // wgmma exists only in the arch-specific sm_90a (the same chip as sm_90).
   const bool wgmma = UsesWgmma(nest.body);
@@ -376,12 +378,6 @@ absl::StatusOr<GpuModule> CompileToPtx(const ir::LoopNest& nest,
   if (mlir::failed(mlir::verify(*module))) return diag.Error("emitted MLIR does not verify");
   if (options.keep_mlir) out.mlir = internal::ToText(*module);
   gpu_module.walk([&](mlir::Operation*) { ++out.emitted_ops; });
-  auto lap = [last = start]() mutable {
-    const auto now = std::chrono::steady_clock::now();
-    const double ms = std::chrono::duration<double, std::milli>(now - last).count();
-    last = now;
-    return ms;
-  };
   out.phases.emit_ms = lap();
 
   RETURN_IF_ERROR(LowerToNvvm(gpu_module, wgmma, diag, out.phases));

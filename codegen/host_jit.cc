@@ -279,7 +279,7 @@ absl::Status BuildHostModule(mlir::ModuleOp module, const ModulePlan& plan,
 }
 
 absl::Status LowerHostModule(mlir::ModuleOp module, DiagnosticCapture& diag) {
-  RETURN_IF_ERROR(internal::ApproximateMath(module, diag));
+  RETURN_IF_ERROR(internal::ApproximateMath(module, std::nullopt, diag));
   // bfloat16 conversions as integer arithmetic (x86 has no general bf16 truncation); only the
   // conversions touching bf16 are visited.
   std::vector<mlir::Operation*> bf16_ops;

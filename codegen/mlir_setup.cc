@@ -146,13 +146,12 @@ absl::Status LowerScfToControlFlow(mlir::Operation* root, DiagnosticCapture& dia
   return absl::OkStatus();
 }
 
-absl::Status ApproximateMath(mlir::Operation* root, DiagnosticCapture& diag) {
-  // The cuda target (its kernels are in a gpu.module) takes the float32 expansions on the
-  // hardware's ex2 / lg2: a memory-bound gelu or softplus is issue-bound on the ~60 instructions
-  // per element of the piecewise approximations below (bench/NOTES.md). The host keeps those.
-  if (mlir::isa<mlir::gpu::GPUModuleOp>(root)) {
-    ExpandFastMath(root, Exp2Log2Source::kNvvmApprox);
-  }
+absl::Status ApproximateMath(mlir::Operation* root, std::optional<Exp2Log2Source> fast_math,
+                             DiagnosticCapture& diag) {
+  // The cuda target takes the float32 expansions on the hardware's ex2 / lg2: a memory-bound gelu
+  // or softplus is issue-bound on the ~60 instructions per element of the piecewise
+  // approximations below (bench/NOTES.md). The host keeps those.
+  if (fast_math) ExpandFastMath(root, *fast_math);
   auto approximated = [](llvm::StringRef name) {
     return name == "math.exp" || name == "math.log" || name == "math.tanh" || name == "math.erf" ||
            name == "math.exp2" || name == "math.log2" || name == "math.log1p" ||

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
+#include "codegen/fast_math.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -35,10 +37,11 @@ class DiagnosticCapture {
 };
 
 /// Replaces math.exp / log / tanh / erf (and what their expansions use) by MLIR's float32
-/// polynomial approximations; under a gpu.module (the cuda target) the float32 erf / exp / log /
-/// log1p (and log(1 + y)) take ExpandFastMath's forms on ex2.approx / lg2.approx first. Errors:
-/// kInternal with the diagnostics.
-absl::Status ApproximateMath(mlir::Operation* root, DiagnosticCapture& diag);
+/// polynomial approximations. With `fast_math` (the cuda target: kNvvmApprox), the float32 erf /
+/// exp / log / log1p (and log(1 + y)) take ExpandFastMath's forms first (codegen/fast_math.h).
+/// Errors: kInternal with the diagnostics.
+absl::Status ApproximateMath(mlir::Operation* root, std::optional<Exp2Log2Source> fast_math,
+                             DiagnosticCapture& diag);
 
 /// Lowers the scf operations under `root` to cf branches, as MLIR's scf-to-cf pass does (its
 /// patterns, the same blocks in the same order) but in linear time: each operation is rewritten

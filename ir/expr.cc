@@ -527,4 +527,34 @@ Expr Substitute(const Expr& e, const std::vector<std::pair<std::string, Expr>>& 
   return s.Mutate(e);
 }
 
+int64_t ExprSize(const Expr& e) {
+  if (!e.defined()) return 0;
+  if (IsBinaryKind(e.kind())) {
+    auto [a, b] = BinaryOperands(e);
+    return 1 + ExprSize(a) + ExprSize(b);
+  }
+  switch (e.kind()) {
+    case ExprKind::kNot:
+      return 1 + ExprSize(e.as<NotNode>()->a);
+    case ExprKind::kSelect: {
+      const auto* s = e.as<SelectNode>();
+      return 1 + ExprSize(s->cond) + ExprSize(s->true_value) + ExprSize(s->false_value);
+    }
+    case ExprKind::kCast:
+      return 1 + ExprSize(e.as<CastNode>()->value);
+    case ExprKind::kCall: {
+      int64_t n = 1;
+      for (const Expr& a : e.as<CallNode>()->args) n += ExprSize(a);
+      return n;
+    }
+    case ExprKind::kLoad: {
+      int64_t n = 1;
+      for (const Expr& i : e.as<LoadNode>()->indices) n += ExprSize(i);
+      return n;
+    }
+    default:
+      return 1;
+  }
+}
+
 }  // namespace tilesearch::ir

@@ -311,6 +311,10 @@ float Tf32TruncateValue(float x);
 /// Structural equality (same kinds, types, constants, names, buffer names and operands).
 bool StructurallyEqual(const Expr& a, const Expr& b);
 
+/// Number of nodes of `e`, operands, load indices and call arguments included (0 for an undefined
+/// expression): the simplifier's "does not grow" measure and the emitter's unroll-budget unit.
+int64_t ExprSize(const Expr& e);
+
 /// Readable infix form, e.g. "((i*4) + j)", "A[i, k]", "select((x > 0f), x, 0f)".
 /// Defined with the printer.
 std::string ToString(const Expr& e);

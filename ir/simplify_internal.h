@@ -34,9 +34,6 @@ inline uint64_t Magnitude(int64_t v) {
 /// Returns -1, 0 or 1; 0 exactly when StructurallyEqual (NaN constants compare by bits).
 int CompareExpr(const Expr& a, const Expr& b);
 
-/// Number of nodes of `e` (for the "does not grow" checks).
-int64_t ExprSize(const Expr& e);
-
 /// floor(a / b) and a - b * floor(a / b) for b != 0 (ir/expr.h semantics). CHECKs b != 0.
 /// INT64_MIN / -1 is not representable: callers check with CheckedFloorDiv.
 int64_t FloorDiv(int64_t a, int64_t b);

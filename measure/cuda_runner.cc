@@ -207,8 +207,8 @@ absl::Status UploadPoison(DeviceBuffer& buffer, const ir::BufferDecl& decl) {
 absl::Status UploadBytes(DeviceBuffer& buffer, const std::vector<std::byte>& bytes,
                          const std::string& name) {
   if (static_cast<int64_t>(bytes.size()) != buffer.bytes()) {
-    return absl::InternalError(absl::StrCat("input '", name, "' has ", bytes.size(),
-                                            " bytes, its kernel argument ", buffer.bytes()));
+    return absl::OutOfRangeError(absl::StrCat("buffer '", name, "' has ", bytes.size(),
+                                              " bytes, its kernel argument ", buffer.bytes()));
   }
   return buffer.Upload(bytes.data(), buffer.bytes());
 }
@@ -221,16 +221,8 @@ absl::Status UploadBytes(DeviceBuffer& buffer, const std::vector<std::byte>& byt
 absl::Status UploadInput(const CudaDriver& driver, const std::string& name,
                          const std::map<std::string, std::vector<std::byte>>& packed,
                          const ir::BufferMap& sources, const std::vector<DeviceBuffer*>& dests) {
-  auto size_error = [&](int64_t bytes, int64_t want) {
-    return absl::OutOfRangeError(
-        absl::StrCat("input '", name, "' has ", bytes, " bytes, its kernel argument ", want));
-  };
   if (auto it = packed.find(name); it != packed.end()) {
-    for (DeviceBuffer* d : dests) {
-      const int64_t bytes = static_cast<int64_t>(it->second.size());
-      if (bytes != d->bytes()) return size_error(bytes, d->bytes());
-      RETURN_IF_ERROR(d->Upload(it->second.data(), bytes));
-    }
+    for (DeviceBuffer* d : dests) RETURN_IF_ERROR(UploadBytes(*d, it->second, name));
     return absl::OkStatus();
   }
   auto it = sources.find(name);
@@ -240,7 +232,10 @@ absl::Status UploadInput(const CudaDriver& driver, const std::string& name,
   const ir::HostBuffer& generated = it->second;
   const int64_t bytes = generated.NumElements() * StorageBytes(generated.dtype);
   for (const DeviceBuffer* d : dests) {
-    if (d->bytes() != bytes) return size_error(bytes, d->bytes());
+    if (d->bytes() != bytes) {
+      return absl::OutOfRangeError(absl::StrCat("buffer '", name, "' has ", bytes,
+                                                " bytes, its kernel argument ", d->bytes()));
+    }
   }
   return PackGeneratedChunks(
       generated, kGeneratedInputChunkElements,
