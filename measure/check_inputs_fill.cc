@@ -32,13 +32,19 @@ double UniformValue(uint64_t stream, int64_t i, double lo, double hi, ir::Scalar
   return v;
 }
 
-double NormalValue(uint64_t stream, int64_t i) {
+double NormalValue(uint64_t stream, int64_t i, CheckNormal p) {
   const double u1 = 1.0 - ToUnit(Hash(stream, i, 0));  // (0, 1]
   const double u2 = ToUnit(Hash(stream, i, 1));
-  return 2.0 + 8.0 * (std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
+  return p.mean + p.sd * (std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
 }
 
 }  // namespace
+
+CheckNormal CheckNormalOf(ir::ScalarType dtype) {
+  if (dtype == ir::ScalarType::kFloat16) return {0.5, 4.0};
+  if (ir::IsInt(dtype) || ir::IsBool(dtype)) return {2.0, 8.0};
+  return {2.0, 32.0};
+}
 
 int ThreadsFor(int64_t n) {
   if (n < kParallelMinElements) return 1;
@@ -98,13 +104,14 @@ class CheckInputValues : public ir::ElementSource {
   void Fill(int64_t b, int64_t e, double* out) const override {
     const uint64_t stream = stream_;
     const ir::ScalarType dtype = dtype_;
+    const CheckNormal normal = CheckNormalOf(dtype);
     // out[i - b] is element i.
     if (ir::IsBool(dtype)) {
       for (int64_t i = b; i < e; ++i) out[i - b] = static_cast<double>(Hash(stream, i, 0) >> 63);
     } else if (ir::IsInt(dtype)) {
       if (distribution_ == CheckDistribution::kNormalOffset) {
         for (int64_t i = b; i < e; ++i) {
-          out[i - b] = ir::RoundToType(std::nearbyint(NormalValue(stream, i)), dtype);
+          out[i - b] = ir::RoundToType(std::nearbyint(NormalValue(stream, i, normal)), dtype);
         }
         return;
       }
@@ -116,7 +123,9 @@ class CheckInputValues : public ir::ElementSource {
             static_cast<double>(first + static_cast<int64_t>(Hash(stream, i, 0) % range)), dtype);
       }
     } else if (distribution_ == CheckDistribution::kNormalOffset) {
-      for (int64_t i = b; i < e; ++i) out[i - b] = ir::RoundToType(NormalValue(stream, i), dtype);
+      for (int64_t i = b; i < e; ++i) {
+        out[i - b] = ir::RoundToType(NormalValue(stream, i, normal), dtype);
+      }
     } else {
       const double lo = distribution_ == CheckDistribution::kUniformSymmetric ? -1.0 : 0.0;
       for (int64_t i = b; i < e; ++i) out[i - b] = UniformValue(stream, i, lo, 1.0, dtype);

@@ -54,12 +54,25 @@ uint64_t CheckInputStreamSeed(uint64_t seed, const std::string& name);
 /// the top 53 bits of SplitMix64(stream XOR SplitMix64(2 · index + slot)) times 2^-53.
 double CheckUniform01(uint64_t stream, int64_t index, int slot);
 
+/// Mean and standard deviation of the normal check distribution of a buffer type.
+struct CheckNormal {
+  double mean = 0;
+  double sd = 1;
+};
+/// bench/score.py's "normal" (NORMAL_BY_DTYPE), so a kernel the tuner accepts has met the
+/// scorer's inputs: float32 / bfloat16 normal(2, 32) (exp overflows in a softmax that skips the
+/// maximum; cancellation in long sums), float16 normal(0.5, 4) (its range ends at 65504: deep dot
+/// products of normal(2, 32) values overflow in correct kernels). Integers (then rounded) and
+/// bool: normal(2, 8), keeping index inputs mostly in range.
+CheckNormal CheckNormalOf(ir::ScalarType dtype);
+
 /// Resizes `buffer->data` to buffer->NumElements() (CHECKed >= 0) and fills it from
 /// `distribution`, each value a function of (stream, flat index) only and rounded to the buffer's
 /// dtype with ir::RoundToType:
 ///  - floats: uniform [-1, 1) / [0, 1) as lo + (hi − lo) · u with u = CheckUniform01(slot 0); a
 ///    value that rounds to hi is drawn again from the stream SplitMix64(stream + attempt);
-///    normal: 2 + 8 · sqrt(−2 ln(1 − u0)) · cos(2π u1) (Box–Muller on slots 0 and 1);
+///    normal: mean + sd · sqrt(−2 ln(1 − u0)) · cos(2π u1) (Box–Muller on slots 0 and 1) with
+///    CheckNormalOf(dtype);
 ///  - int32 / int64: integers uniform in [-16, 16) / [0, 16) (−16 or 0 plus the slot-0 hash
 ///    modulo 32 or 16), or the normal rounded to the nearest integer (ties to even);
 ///  - bool: the top bit of the slot-0 hash (0 / 1) for every distribution.

@@ -112,7 +112,7 @@ absl::StatusOr<MeasureResult> MeasureResultFromJson(const nlohmann::json& j);
 enum class CheckDistribution : uint8_t {
   kUniformSymmetric,  // uniform [-1, 1)
   kUniformPositive,   // uniform [0, 1) (KernelBench's torch.rand)
-  kNormalOffset,      // normal, mean 2, standard deviation 8 (offset and large magnitude)
+  kNormalOffset,      // normal with offset and large magnitude, score.py's (CheckNormalOf)
 };
 const char* CheckDistributionName(CheckDistribution d);  // "uniform", "uniform01", "normal"
 /// Inverse of CheckDistributionName. Errors: kInvalidArgument naming the unknown text.
@@ -121,14 +121,15 @@ absl::StatusOr<CheckDistribution> ParseCheckDistribution(const std::string& name
 struct MeasureOptions {
   runtime::TimingOptions timing;
   /// Checked runs before timing, with fresh inputs each, drawn from `distributions` in turn.
-  int check_trials = 2;
-  /// The default pair passes a correct float32 kernel at the 1e-4 tolerance at any size we tune:
-  /// normal(2, 8) inputs do not. Their partial sums grow to ~10^4, so a correct 4096-deep fp32
-  /// dot product whose result lands near 0 differs from another correct one by ~0.02 (seen on
-  /// the H200: 11 of 33.5 M elements of a 4096³ matmul, with two different schedules giving the
-  /// same value). kNormalOffset needs a wider atol / rtol.
+  int check_trials = 3;
+  /// bench/score.py's three distributions, so a kernel the tuner accepts has met the scorer's
+  /// inputs (the LayerNorm over 4 M-element rows passed uniform inputs and failed score.py's
+  /// normal(2, 32) ones). Normal inputs need the precision rule's magnitude allowance
+  /// (measure/checker.h): their partial sums grow to ~10^5, and two correct 4096-deep float32
+  /// dot products that land near 0 differ by far more than 1e-4.
   std::vector<CheckDistribution> distributions = {CheckDistribution::kUniformSymmetric,
-                                                  CheckDistribution::kUniformPositive};
+                                                  CheckDistribution::kUniformPositive,
+                                                  CheckDistribution::kNormalOffset};
   /// Tolerance |got − ref| <= atol + rtol · |ref|; 0 = by dtype (float32 1e-4 / 1e-4 as
   /// KernelBench, float16 / bfloat16 1e-2 / 1e-2, integers and bool exact).
   double atol = 0;

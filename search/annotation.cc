@@ -45,6 +45,27 @@ bool IsThreadSplit(const std::vector<Step>& steps, int i) {
          an->annotation == IteratorAnnotation::kThreadIdxX;
 }
 
+bool IsBlockReductionSplit(const std::vector<Step>& steps, int i) {
+  const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
+  if (sp == nullptr || sp->lengths.size() != 1 || i + 1 >= static_cast<int>(steps.size())) {
+    return false;
+  }
+  const auto* rf = std::get_if<schedule::RfactorStep>(&steps[i + 1]);
+  return rf != nullptr && rf->stage_id == sp->stage_id && rf->iter_id == sp->iter_id;
+}
+
+std::vector<int64_t> BlockChunkCandidates(int64_t extent, const AnnotationOptions& options) {
+  std::vector<int64_t> c;
+  for (int64_t l : options.gpu_block_reduction_chunks) {
+    if (l * 2 <= extent) c.push_back(l);
+  }
+  if (c.empty() && !options.gpu_block_reduction_chunks.empty()) {
+    c.push_back(*std::min_element(options.gpu_block_reduction_chunks.begin(),
+                                  options.gpu_block_reduction_chunks.end()));
+  }
+  return c;
+}
+
 int64_t SampleThreads(int64_t extent, const AnnotationOptions& options, std::mt19937_64& rng) {
   std::vector<int64_t> c;
   for (int64_t t : options.gpu_thread_candidates) {
@@ -485,6 +506,10 @@ absl::StatusOr<State> FillAndReplay(const State& sketch, TuneContext& ctx,
         const int64_t extent = s.stage(sp->stage_id).iters[sp->iter_id].extent;
         if (internal::IsThreadSplit(steps, i)) {
           sp->lengths = {internal::SampleThreads(extent, options, rng)};
+        } else if (internal::IsBlockReductionSplit(steps, i)) {
+          const std::vector<int64_t> c = internal::BlockChunkCandidates(extent, options);
+          if (c.empty()) return absl::InvalidArgumentError("no block-reduction chunk lengths");
+          sp->lengths = {c[Pick(rng, static_cast<int64_t>(c.size()))]};
         } else {
           const bool all_unfilled = std::none_of(sp->lengths.begin(), sp->lengths.end(),
                                                  [](const auto& l) { return l.has_value(); });

@@ -90,6 +90,13 @@ int64_t Pick(std::mt19937_64& rng, int64_t n);
 /// True when steps[i] is a one-length SplitStep whose inner part the next step binds to
 /// threadIdx.x (a thread-count split: cross-thread reductions, untiled GPU stages).
 bool IsThreadSplit(const std::vector<schedule::Step>& steps, int i);
+/// True when steps[i] is a one-length SplitStep whose outer part the next step factors out
+/// (RfactorStep on the same stage and iterator): a block-reduction split, whose length is the
+/// number of elements each block reduces.
+bool IsBlockReductionSplit(const std::vector<schedule::Step>& steps, int i);
+/// The chunk lengths a block-reduction split of `extent` may take: the values of
+/// options.gpu_block_reduction_chunks ≤ extent / 2 (the smallest one if none is).
+std::vector<int64_t> BlockChunkCandidates(int64_t extent, const AnnotationOptions& options);
 /// A thread count from options.gpu_thread_candidates that is ≤ extent (extent itself if none).
 int64_t SampleThreads(int64_t extent, const AnnotationOptions& options, std::mt19937_64& rng);
 /// Random tile lengths (n_lengths of them, outermost first, without the outer rest) for `extent`.

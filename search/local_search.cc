@@ -139,6 +139,14 @@ absl::StatusOr<std::vector<Candidate>> NeighborStates(const State& state, const 
         }
         continue;
       }
+      if (internal::IsBlockReductionSplit(steps, i)) {
+        for (int64_t c : internal::OtherBlockChunks(*sp, options)) {
+          std::vector<Step> edited = steps;
+          std::get<schedule::SplitStep>(edited[i]).lengths[0] = c;
+          out.Add(edited);
+        }
+        continue;
+      }
       AddFactorMoves(ctx, steps, i, out);
     } else if (const auto* tc = std::get_if<schedule::TensorCoreStep>(&steps[i])) {
       AddTensorCoreEdits(state, ctx, steps, i, *tc, out);

@@ -185,6 +185,10 @@ absl::StatusOr<Candidate> MutateTileSize(const State& state, TuneContext& ctx) {
       const std::vector<int64_t> c = internal::ThreadCountCandidates(sp, options);
       if (c.empty()) continue;
       sp.lengths[0] = c[Pick(rng, static_cast<int64_t>(c.size()))];
+    } else if (internal::IsBlockReductionSplit(steps, i)) {
+      const std::vector<int64_t> c = internal::OtherBlockChunks(sp, options);
+      if (c.empty()) continue;
+      sp.lengths[0] = c[Pick(rng, static_cast<int64_t>(c.size()))];
     } else if (!MoveFactor(sp, options, rng)) {
       continue;
     } else if (!internal::GpuTileRunFits(ctx, mutated, i)) {
@@ -594,7 +598,7 @@ std::vector<int64_t> ThreadCountCandidates(const schedule::SplitStep& sp,
   const int64_t old = *sp.lengths[0];
   std::vector<int64_t> c;
   for (int64_t v : options.gpu_thread_candidates) {
-    if (v <= sp.extent && v != old) c.push_back(v);
+    if ((sp.extent <= 0 || v <= sp.extent) && v != old) c.push_back(v);
   }
   return c;
 }
@@ -614,6 +618,15 @@ void SetLevels(schedule::SplitStep& sp, const SplitLevels& levels) {
   CHECK(levels.levels.size() == sp.lengths.size() + offset)
       << levels.levels.size() << " levels for a split of " << sp.lengths.size() << " lengths";
   for (size_t i = 0; i < sp.lengths.size(); ++i) sp.lengths[i] = levels.levels[i + offset];
+}
+
+std::vector<int64_t> OtherBlockChunks(const schedule::SplitStep& sp,
+                                      const AnnotationOptions& options) {
+  std::vector<int64_t> c;
+  for (int64_t l : BlockChunkCandidates(sp.extent, options)) {
+    if (sp.lengths.empty() || !sp.lengths[0].has_value() || *sp.lengths[0] != l) c.push_back(l);
+  }
+  return c;
 }
 
 bool InnermostAllowed(const std::vector<int64_t>& before, const std::vector<int64_t>& after,

@@ -49,7 +49,8 @@ std::vector<int64_t> VectorWidthCandidates(const TuneContext& ctx,
 void SetVectorWidth(std::vector<schedule::Step>& steps, int i, int64_t width);
 
 /// The thread counts a thread-count split (IsThreadSplit) may change to: the values of
-/// options.gpu_thread_candidates ≤ sp.extent other than the current one, in that order.
+/// options.gpu_thread_candidates ≤ sp.extent (all of them when the step records no extent, 0)
+/// other than the current one, in that order.
 std::vector<int64_t> ThreadCountCandidates(const schedule::SplitStep& sp,
                                            const AnnotationOptions& options);
 
@@ -64,6 +65,10 @@ SplitLevels LevelsOf(const schedule::SplitStep& sp);
 /// Writes `levels` (as LevelsOf gives them, edited) back into sp.lengths.
 void SetLevels(schedule::SplitStep& sp, const SplitLevels& levels);
 
+/// The chunk lengths a block-reduction split (IsBlockReductionSplit) may change to:
+/// BlockChunkCandidates(sp.extent) other than the current one, in that order.
+std::vector<int64_t> OtherBlockChunks(const schedule::SplitStep& sp,
+                                      const AnnotationOptions& options);
 /// Whether a factor move from `before` to `after` (levels, innermost last) keeps the innermost
 /// bound: the new innermost is ≤ options.max_innermost_split_factor or not larger than before.
 bool InnermostAllowed(const std::vector<int64_t>& before, const std::vector<int64_t>& after,

@@ -20,6 +20,12 @@ struct AnnotationOptions {
   std::vector<int64_t> cpu_unroll_steps = {0, 16, 64, 512};
   /// Thread counts for cross-thread reductions and untiled GPU stages.
   std::vector<int64_t> gpu_thread_candidates = {32, 64, 128, 256, 512, 1024};
+  /// Elements per block of a reduction split across blocks (the chunk of a block-reduction
+  /// split, sketch rule SplitReductionAcrossBlocks); lengths > extent / 2 are not drawn. Our
+  /// addition: each block reduces one chunk with a cross-thread reduction, so a thread's
+  /// sequential float32 run is chunk / threads long.
+  std::vector<int64_t> gpu_block_reduction_chunks = {256,  512,   1024,  2048, 4096,
+                                                     8192, 16384, 32768, 65536};
   /// Largest product of fused innermost CPU iterators that is vectorized (max_vectorize_size).
   int64_t max_vectorize_size = 16;
   /// Probability of a non-divisible tiling for an extent with ≤ 4 divisors (our addition).

@@ -386,6 +386,7 @@ class AlwaysInline : public SketchRule {
 
 class CrossThreadReduction : public SketchRule {
  public:
+  static constexpr int64_t kLongReduce = 65536;
   const char* name() const override { return "CrossThreadReduction"; }
   RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
     const Target& target = ctx.target();
@@ -400,7 +401,11 @@ class CrossThreadReduction : public SketchRule {
       return space <= target.max_threads_per_block && space < reduce ? RuleCondition::kApply
                                                                      : RuleCondition::kPass;
     }
-    return reduce > target.warp_size ? RuleCondition::kApply : RuleCondition::kPass;
+    if (reduce <= target.warp_size) return RuleCondition::kPass;
+    // Ours: from kLongReduce elements on, one thread's sequential float32 sum over the whole
+    // extent is both slow and imprecise (LayerNorm rows of 4 M elements missed the check by 8×
+    // with the plain program), so the sketch without a cross-thread reduction is not derived.
+    return reduce >= kLongReduce ? RuleCondition::kApplyAndSkipRest : RuleCondition::kApply;
   }
   Result Apply(const PartialSketch& p, int sid, const TuneContext&) const override {
     PartialSketch q = p;
@@ -448,6 +453,65 @@ class CrossThreadReduction : public SketchRule {
       RETURN_IF_ERROR(SplitUnfilled(q, sid, fused, 2).status());
       RETURN_IF_ERROR(
           q.Apply(schedule::AnnotationStep{sid, fused + 1, IteratorAnnotation::kThreadIdxX}));
+    }
+    return One(std::move(q), sid - 1);
+  }
+};
+
+// Ours (TVM's GPU rules reduce each output point within one block): a reduction with few output
+// points and a long reduce extent (a LayerNorm over 4 M-element rows, a sum along one long axis)
+// is split across blocks. The fused reduce iterator is split into chunks (a block-reduction
+// split: annotation draws the chunk length from gpu_block_reduction_chunks), the chunk index is
+// factored out (rfactor) as a space axis of "X.rf", whose blocks each reduce one chunk with a
+// cross-thread reduction, and X reduces the partials with another cross-thread reduction.
+// Deterministic (no atomics), and precise: a thread's sequential float32 run is chunk / threads
+// long instead of extent / threads, then combined in two trees. kApply: the one-block-per-point
+// sketch stays and measurement decides.
+class SplitReductionAcrossBlocks : public SketchRule {
+ public:
+  // Output points below which blocks are too few to fill the GPU (per SM), and the shortest
+  // reduce extent split (16 elements per thread at 1024 threads).
+  static constexpr int64_t kMaxPointsPerSm = 2;
+  static constexpr int64_t kMinReduce = 16384;
+
+  const char* name() const override { return "SplitReductionAcrossBlocks"; }
+  RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
+    const Target& target = ctx.target();
+    const State& s = p.shadow();
+    const Stage& st = s.stage(sid);
+    if (!target.is_gpu() || st.is_placeholder() || st.location != ComputeLocation::kRoot ||
+        HasLocalCache(s, sid) || !HasReduceIter(st) || NeedsMultiLevelTiling(s, sid) ||
+        absl::EndsWith(st.name(), ".rf") || s.StageId(st.name() + ".rf") >= 0) {
+      return RuleCondition::kPass;
+    }
+    for (const auto& it : st.iters) {
+      if (it.annotation != IteratorAnnotation::kNone) return RuleCondition::kPass;
+    }
+    auto [space, reduce] = CumulativeSpaceAndReduceLength(st);
+    return space < kMaxPointsPerSm * target.sm_count && reduce >= kMinReduce ? RuleCondition::kApply
+                                                                             : RuleCondition::kPass;
+  }
+  Result Apply(const PartialSketch& p, int sid, const TuneContext&) const override {
+    PartialSketch q = p;
+    ASSIGN_OR_RETURN(int fused, FuseReduceIters(q, sid));
+    int n_space = 0;
+    for (const auto& it : q.shadow().stage(sid).iters) n_space += it.kind == IteratorKind::kSpace;
+    // [chunk index, element of the chunk]; the chunk index becomes X.rf's last axis.
+    RETURN_IF_ERROR(SplitUnfilled(q, sid, fused, 2).status());
+    RETURN_IF_ERROR(q.Apply(schedule::RfactorStep{sid, fused, n_space}));
+    // X.rf (now at sid) and X (sid + 1) start from their initial iterators: X.rf's axes then its
+    // one reduce iterator (the chunk's elements), X's axes then the chunk index.
+    // Their thread splits record no extent: both extents follow the chunk length, which mutation
+    // changes.
+    for (auto [stage, iter] : {std::pair{sid, n_space + 1}, std::pair{sid + 1, n_space}}) {
+      schedule::SplitStep sp;
+      sp.stage_id = stage;
+      sp.iter_id = iter;
+      sp.extent = 0;
+      sp.lengths = {std::nullopt};
+      RETURN_IF_ERROR(q.Apply(sp));
+      RETURN_IF_ERROR(
+          q.Apply(schedule::AnnotationStep{stage, iter + 1, IteratorAnnotation::kThreadIdxX}));
     }
     return One(std::move(q), sid - 1);
   }
@@ -727,6 +791,7 @@ const std::vector<std::unique_ptr<SketchRule>>& GpuSketchRules() {
     v->push_back(std::make_unique<AddRowCacheRead>());
     v->push_back(std::make_unique<AlwaysInline>());
     v->push_back(std::make_unique<MultiLevelTilingTensorCore>());
+    v->push_back(std::make_unique<SplitReductionAcrossBlocks>());
     v->push_back(std::make_unique<CrossThreadReduction>());
     v->push_back(std::make_unique<AddCacheWrite>());
     v->push_back(std::make_unique<MultiLevelTilingWithFusion>());

@@ -83,8 +83,11 @@ class SketchRule {
 /// AddRowCacheRead (ours: a stage read by a group of cross-thread reductions and their normalize
 /// stage T, like softmax's input, is copied once per row into shared memory at T's row loop when
 /// the row takes at most half of the static shared-memory limit; the uncached sketch is kept too),
-/// AlwaysInline, CrossThreadReduction, AddCacheWrite, MultiLevelTilingWithFusion, MultiLevelTiling,
-/// SkipStage.
+/// AlwaysInline, SplitReductionAcrossBlocks (ours: a reduction with fewer than 2 output points per
+/// SM and ≥ 16384 reduced elements is also split into chunks reduced by separate blocks, "X.rf",
+/// whose partials X reduces; the chunk length is drawn from gpu_block_reduction_chunks),
+/// CrossThreadReduction (from 65536 reduced elements on without the one-thread alternative),
+/// AddCacheWrite, MultiLevelTilingWithFusion, MultiLevelTiling, SkipStage.
 const std::vector<std::unique_ptr<SketchRule>>& GpuSketchRules();
 /// CPU rules in Ansor's order: AlwaysInline, AddRfactor, AddCacheWrite,
 /// MultiLevelTilingWithFusion, MultiLevelTiling, then CpuElementwiseTiling (ours: the output stage

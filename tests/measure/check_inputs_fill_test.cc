@@ -221,9 +221,10 @@ TEST(FillCheckInputTest, ValuesFollowTheDocumentedFormulas) {
     // float32 never rounds -1 + 2u (< 1 - 2^-52) up to 1, so no redraw happens here.
     ASSERT_EQ(sym.data[i], static_cast<double>(static_cast<float>(-1.0 + 2.0 * u0))) << i;
     ASSERT_EQ(pos.data[i], static_cast<double>(static_cast<float>(u0))) << i;
-    const double normal =
-        2.0 + 8.0 * (std::sqrt(-2.0 * std::log(1.0 - u0)) * std::cos(2.0 * M_PI * u1));
-    ASSERT_EQ(nor.data[i], static_cast<double>(static_cast<float>(normal))) << i;
+    const double gauss = std::sqrt(-2.0 * std::log(1.0 - u0)) * std::cos(2.0 * M_PI * u1);
+    // score.py's NORMAL_BY_DTYPE for float32; integers keep normal(2, 8).
+    ASSERT_EQ(nor.data[i], static_cast<double>(static_cast<float>(2.0 + 32.0 * gauss))) << i;
+    const double normal = 2.0 + 8.0 * gauss;
     ASSERT_EQ(isym.data[i], static_cast<double>(-16 + static_cast<int64_t>(h0 % 32))) << i;
     ASSERT_EQ(ipos.data[i], static_cast<double>(h0 % 16)) << i;
     ASSERT_EQ(inor.data[i], std::nearbyint(normal)) << i;
@@ -273,16 +274,17 @@ TEST(FillCheckInputTest, NormalMomentsAndShape) {
   const ir::HostBuffer b =
       Filled(ir::ScalarType::kFloat32, kLarge, CheckDistribution::kNormalOffset, 19, 4);
   const Moments m = MomentsOf(b.data);
-  // Standard errors: 8 / 1030 = 7.8e-3 for the mean, 5.5e-3 for the deviation.
-  EXPECT_NEAR(m.mean, 2.0, 0.04);
-  EXPECT_NEAR(m.sd, 8.0, 0.16);
+  // score.py's normal(2, 32). Standard errors: 32 / 1030 = 0.031 for the mean, 0.022 for the
+  // deviation.
+  EXPECT_NEAR(m.mean, 2.0, 0.16);
+  EXPECT_NEAR(m.sd, 32.0, 0.64);
   EXPECT_NEAR(LagOneCorrelation(b.data, m), 0.0, 5e-3);
   // A normal puts 68.27% within one deviation and 95.45% within two (float64 erf), unlike a
   // uniform or a triangle of the same moments.
   int64_t one = 0, two = 0, below = 0;
   for (double v : b.data) {
-    one += std::fabs(v - 2.0) < 8.0;
-    two += std::fabs(v - 2.0) < 16.0;
+    one += std::fabs(v - 2.0) < 32.0;
+    two += std::fabs(v - 2.0) < 64.0;
     below += v < 2.0;
   }
   const double n = static_cast<double>(b.data.size());
@@ -291,8 +293,20 @@ TEST(FillCheckInputTest, NormalMomentsAndShape) {
   EXPECT_NEAR(below / n, 0.5, 3e-3);
   // Box-Muller with u1 in (0, 1] never gives an infinity; 1e6 samples reach beyond 4 deviations.
   EXPECT_TRUE(std::isfinite(m.min) && std::isfinite(m.max));
-  EXPECT_LT(m.min, 2.0 - 4 * 8.0);
-  EXPECT_GT(m.max, 2.0 + 4 * 8.0);
+  EXPECT_LT(m.min, 2.0 - 4 * 32.0);
+  EXPECT_GT(m.max, 2.0 + 4 * 32.0);
+}
+
+// score.py's NORMAL_BY_DTYPE: float16 normal(0.5, 4) (its range ends at 65504), bfloat16 float32's.
+TEST(FillCheckInputTest, HalfPrecisionNormalsFollowTheScorer) {
+  const Moments f16 = MomentsOf(
+      Filled(ir::ScalarType::kFloat16, kLarge, CheckDistribution::kNormalOffset, 7, 4).data);
+  EXPECT_NEAR(f16.mean, 0.5, 0.02);
+  EXPECT_NEAR(f16.sd, 4.0, 0.08);
+  const Moments bf16 = MomentsOf(
+      Filled(ir::ScalarType::kBFloat16, kLarge, CheckDistribution::kNormalOffset, 7, 4).data);
+  EXPECT_NEAR(bf16.mean, 2.0, 0.16);
+  EXPECT_NEAR(bf16.sd, 32.0, 0.64);
 }
 
 TEST(FillCheckInputTest, HalfPrecisionValuesAreRepresentableAndBelowTheUpperBound) {

@@ -48,7 +48,7 @@ BuildResult Candidate(ir::LoopNest nest) {
 
 void ExpectMeasured(const MeasureResult& r) {
   EXPECT_EQ(r.error, MeasureError::kNone) << MeasureErrorName(r.error) << ": " << r.message;
-  EXPECT_EQ(r.check.trials, 2);
+  EXPECT_EQ(r.check.trials, FastOptions().check_trials);
   EXPECT_EQ(r.check.mismatches, 0);
   EXPECT_GT(r.timing.median_ms, 0);
   EXPECT_GE(r.timing.runs, 3);
@@ -81,7 +81,7 @@ TEST(HostRunnerTest, NaiveAndTiledMatmulAreCorrectWithInterpreterReference) {
   ASSERT_EQ(r.size(), 2u);
   ExpectMeasured(r[0]);
   ExpectMeasured(r[1]);
-  EXPECT_EQ(r[0].check.checked_elements, 2 * 128 * 128);
+  EXPECT_EQ(r[0].check.checked_elements, FastOptions().check_trials * 128 * 128);
 }
 
 TEST(HostRunnerTest, TiledMatmulIsCorrectWithCompiledNaiveReference) {
@@ -177,8 +177,9 @@ TEST(HostRunnerTest, WrongAnswerIsCountedPerElement) {
   std::vector<MeasureResult> r = m->Run(dag, {Candidate(off_by_one)});
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].error, MeasureError::kWrongAnswer);
-  EXPECT_EQ(r[0].check.mismatches, 2);
-  EXPECT_EQ(r[0].check.checked_elements, 2 * kN);
+  const int trials = FastOptions().check_trials;
+  EXPECT_EQ(r[0].check.mismatches, trials);
+  EXPECT_EQ(r[0].check.checked_elements, trials * kN);
   EXPECT_THAT(r[0].check.first_mismatch, HasSubstr("Y[7]: got"));
 }
 
@@ -222,7 +223,7 @@ TEST(HostRunnerTest, CancellationAllowanceComesFromTheMagnitudes) {
     ExpectMeasured(r[0]);
     EXPECT_NEAR(r[0].check.max_abs_error, 1e-3, 1e-9);  // outside 1e-4, inside 16 u M
     EXPECT_EQ(r[1].error, MeasureError::kWrongAnswer) << r[1].message;
-    EXPECT_EQ(r[1].check.mismatches, 2 * kRows);
+    EXPECT_EQ(r[1].check.mismatches, o.check_trials * kRows);
   }
 }
 

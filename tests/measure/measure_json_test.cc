@@ -243,9 +243,10 @@ TEST(MeasureOptionsTest, ValidationNamesTheBadOption) {
 TEST(MeasureOptionsTest, HostMemoryRefusalStatesTheShareItAllows) {
   const double available = AvailableHostBytes();
   ASSERT_GT(available, 0);
-  MeasureOptions options;  // 2 check trials: 8 bytes per element and (2 + 3) copies
+  MeasureOptions options;  // 8 bytes per element and (check trials + 3) copies
+  const double copies = options.check_trials + 3;
   auto dag_needing = [&](double bytes) {
-    const int64_t elements = static_cast<int64_t>(bytes / (8.0 * 5) / 2);  // input + output
+    const int64_t elements = static_cast<int64_t>(bytes / (8.0 * copies) / 2);  // input + output
     absl::StatusOr<ir::Tensor> x = ir::Placeholder("X", {elements});
     EXPECT_TRUE(x.ok()) << x.status();
     absl::StatusOr<ir::Tensor> y =
@@ -269,7 +270,8 @@ TEST(MeasureOptionsTest, HostMemoryRefusalStatesTheShareItAllows) {
 // output generates its inputs on demand (the reference runs on the device): the estimate is its
 // outputs' copies plus one chunk (at most 256 MiB), against more than 10 GiB on the cpu target.
 TEST(MeasureOptionsTest, GpuTasksWithLargeInputsGenerateThemOnDemand) {
-  MeasureOptions options;                              // 2 check trials
+  MeasureOptions options;
+  const double copies = options.check_trials + 3;
   const int64_t rows = 1024, cols = int64_t{1} << 18;  // 2^28 inputs, 1024 outputs
   ir::Tensor x = Ok(ir::Placeholder("X", {rows, cols}));
   ir::Tensor y = Ok(ir::Reduce("Y", {rows}, ir::ReduceKind::kSum, {cols},
@@ -282,8 +284,8 @@ TEST(MeasureOptionsTest, GpuTasksWithLargeInputsGenerateThemOnDemand) {
   ASSERT_TRUE(CheckInputsOnDemand(big, options, gpu));
   EXPECT_FALSE(CheckInputsOnDemand(big, options, cpu));
   const double gpu_bytes = EstimateMeasureHostBytes(big, options, gpu);
-  EXPECT_GE(gpu_bytes, 1024.0 * 8 * 5);  // the outputs' 8-byte copies
-  EXPECT_LE(gpu_bytes, 1024.0 * 8 * 5 + 256.0 * 1024 * 1024);
+  EXPECT_GE(gpu_bytes, 1024.0 * 8 * copies);  // the outputs' 8-byte copies
+  EXPECT_LE(gpu_bytes, 1024.0 * 8 * copies + 256.0 * 1024 * 1024);
   EXPECT_GT(EstimateMeasureHostBytes(big, options, cpu), 10 * kGiB);
   // Not below the threshold, nor with the interpreter's reference, unless nothing is checked.
   MeasureOptions unchecked = options;
