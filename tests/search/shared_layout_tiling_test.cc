@@ -3,7 +3,9 @@
 // sketch that caches the input in padded shared memory at a block tile (besides the untiled
 // sketch); plain elementwise operators and matmuls get none. Annotated states of it lower, fill
 // the tile in one cooperative copy, and store what the permutation, computed here by hand (2-D) or
-// by the unscheduled program (3-D), stores — also for tiles that do not divide the shape.
+// by the unscheduled program (3-D), stores — also for tiles that do not divide the shape, and with
+// a fused elementwise producer inlined into the copy.
+#include <algorithm>
 #include <random>
 #include <string>
 #include <variant>
@@ -13,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/reference.h"
+#include "schedule/fused_workload.h"
 #include "schedule/lower.h"
 #include "search/annotation.h"
 #include "search/sketch.h"
@@ -129,6 +132,30 @@ TEST(SharedLayoutTiling, Permute3dMatchesTheUnscheduledProgram) {
           EXPECT_EQ(schedule::testing::MaxRelError(dag, got, *ref), 0.0) << nest;
         });
   }
+}
+
+TEST(SharedLayoutTiling, FusedProducerIsInlinedIntoTheSharedCopy) {
+  // relu then transpose: the relu is computed once per element, in the cooperative copy.
+  const std::vector<schedule::FusedNode> nodes = {{"relu", {{false, 0}}, {}},
+                                                  {"transpose", {{true, 0}}, {{"perm", "1,0"}}}};
+  const ir::ComputeDAG dag =
+      testing::MustBuild(schedule::BuildFusedDAG(nodes, {{40, 72}}, ir::ScalarType::kFloat32));
+  const std::vector<State> tiled = TiledSketches(dag);
+  ASSERT_EQ(tiled.size(), 1u);
+  const State& sketch = tiled[0];
+  ASSERT_GE(sketch.StageId("relu_0.shared"), 0) << sketch.ToString();
+  EXPECT_EQ(sketch.stage(sketch.StageId("relu_0")).location, ComputeLocation::kInlined);
+  SampleAndCheck(
+      dag, sketch, 6,
+      [&](const ir::BufferMap& in, const ir::BufferMap& got, const ir::LoopNest& nest) {
+        const ir::HostBuffer& x = in.at("p0");
+        const ir::HostBuffer& y = got.at("transpose_1");
+        for (int64_t i = 0; i < y.shape[0]; ++i) {
+          for (int64_t j = 0; j < y.shape[1]; ++j) {
+            ASSERT_EQ(y.at({i, j}), std::max(0.0, x.at({j, i}))) << i << "," << j << "\n" << nest;
+          }
+        }
+      });
 }
 
 TEST(SharedLayoutTiling, PadsTheRowsTheWarpReadsAcross) {
