@@ -741,6 +741,157 @@ class CpuElementwiseTiling : public SketchRule {
   static constexpr int64_t kMinExtent = 64;  // below it the loop is too short to split three ways
 };
 
+// Our addition (not in TVM): the tiled transpose. An injective root stage that reads a buffer with
+// its axes permuted so that the buffer's innermost dimension is indexed by an axis `p` other than
+// the stage's innermost axis `o` (transpose, permutes of the last two axes, NCHW <-> NHWC) cannot
+// be coalesced on both sides by a thread layout alone: threads along `o` read with the buffer's
+// row stride, threads along `p` write with the output's. So `p` and `o` are tiled (block, vthread,
+// thread, inner; lengths unfilled, drawn jointly by annotation within the shared-memory limit),
+// every other axis is left whole at the block level, and the buffer is cached in shared memory at
+// the block tile. Annotation binds the tile loops to blocks and the thread level along `o` (so the
+// stores are coalesced) and makes the copy a cooperative fetch over the buffer's own innermost
+// dimension (so the loads are). The copy's rows are padded (storage_align) so that the threads of
+// a warp, stepping along `o`, read successive 4-byte banks. kApply: the untiled sketch stays and
+// measurement decides.
+class SharedLayoutTiling : public SketchRule {
+ public:
+  const char* name() const override { return "SharedLayoutTiling"; }
+  RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
+    if (!ctx.target().is_gpu()) return RuleCondition::kPass;
+    return Analyze(p.shadow(), sid).has_value() ? RuleCondition::kApply : RuleCondition::kPass;
+  }
+  Result Apply(const PartialSketch& p, int sid, const TuneContext&) const override {
+    const std::optional<Layout> layout = Analyze(p.shadow(), sid);
+    if (!layout) return absl::InvalidArgumentError("no permuted read to tile");
+    const Stage& st = p.shadow().stage(sid);
+    const std::string stage = st.name();
+    const std::vector<ir::IterVar> axes = st.op->axes;
+    const int n = static_cast<int>(axes.size());
+    PartialSketch q = p;
+    // The other axes first, with lengths fixed at 1 (whole at the block level), so that the
+    // unfilled splits of `p` and `o` form one run that annotation draws jointly.
+    std::vector<std::vector<std::string>> parts(n);
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int a = 0; a < n; ++a) {
+        const bool tiled = a == layout->p || a == n - 1;
+        if (tiled != (pass == 1)) continue;
+        const int idx = q.shadow().stage(sid).IterIndex(axes[a].name);
+        if (tiled) {
+          ASSIGN_OR_RETURN(parts[a], SplitUnfilled(q, sid, idx, kParts));
+        } else {
+          schedule::SplitStep sp;
+          sp.stage_id = sid;
+          sp.iter_id = idx;
+          sp.extent = axes[a].extent;
+          sp.lengths.assign(kParts - 1, int64_t{1});
+          RETURN_IF_ERROR(q.Apply(sp));
+          for (int k = 0; k < kParts; ++k) {
+            parts[a].push_back(q.shadow().stage(sid).iters[idx + k].name);
+          }
+        }
+      }
+    }
+    std::vector<std::string> order;
+    for (int k = 0; k < kParts; ++k) {
+      for (int a = 0; a < n; ++a) order.push_back(parts[a][k]);
+    }
+    RETURN_IF_ERROR(ReorderByName(q, sid, order));
+    for (const auto& [buffer, dim] : layout->buffers) {
+      const int consumer = q.shadow().StageId(stage);
+      RETURN_IF_ERROR(q.Apply(schedule::CacheReadStep{
+          q.shadow().StageId(buffer), ir::MemoryScope::kShared, {consumer}}));
+      const int cache = q.shadow().StageId(buffer + ".shared");
+      if (cache < 0) return absl::InternalError(absl::StrCat("no cache stage of ", buffer));
+      // At the last block-level iterator: one copy per block tile.
+      RETURN_IF_ERROR(q.Apply(schedule::ComputeAtStep{cache, q.shadow().StageId(stage), n - 1}));
+      // Pads the stride of the dimension `o` indexes to 4 bytes past a multiple of the 32 banks'
+      // 128 bytes: a warp's reads along `o` then hit distinct banks.
+      const int64_t bytes = ir::BytesOf(q.shadow().stage(cache).op->dtype);
+      const int64_t factor = std::max<int64_t>(1, 128 / bytes);
+      const int64_t offset = std::clamp<int64_t>(4 / bytes, 1, factor - 1);
+      if (factor > 1) {
+        RETURN_IF_ERROR(q.Apply(schedule::StorageAlignStep{cache, dim, factor, offset}));
+      }
+    }
+    // The stage that was below `sid` (cache stages were inserted under it).
+    const int next = sid > 0 ? q.shadow().StageId(p.shadow().stage(sid - 1).name()) : -1;
+    return One(std::move(q), next);
+  }
+
+ private:
+  static constexpr int kParts = 4;  // block, vthread, thread, inner
+
+  struct Layout {
+    int p = -1;  // the stage axis indexing the cached buffers' innermost dimension
+    // Each cached buffer with the dimension the stage's innermost axis indexes.
+    std::vector<std::pair<std::string, int>> buffers;
+  };
+
+  // The permuted reads of stage `sid`, or nullopt when the rule does not apply: the stage is an
+  // untransformed injective root stage of rank ≥ 2 with nothing attached, and some buffer of rank
+  // ≥ 2 is read only at plain axis variables, its innermost dimension by an axis p other than the
+  // innermost axis o, and o indexes another of its dimensions (a broadcast row such as softmax's
+  // max[i] is not a layout change). Every such buffer with the same p is cached.
+  static std::optional<Layout> Analyze(const State& s, int sid) {
+    const Stage& st = s.stage(sid);
+    if (st.is_placeholder() || st.location != ComputeLocation::kRoot || st.tensor_core ||
+        st.epilogue_of >= 0 || st.scope != ir::MemoryScope::kGlobal || HasReduceIter(st) ||
+        !st.op->reduce_axes.empty()) {
+      return std::nullopt;
+    }
+    const std::vector<ir::IterVar>& axes = st.op->axes;
+    const int n = static_cast<int>(axes.size());
+    if (n < 2 || st.iters.size() != axes.size() || axes[n - 1].extent < 2) return std::nullopt;
+    for (int a = 0; a < n; ++a) {
+      if (st.iters[a].name != axes[a].name || st.iters[a].annotation != IteratorAnnotation::kNone) {
+        return std::nullopt;
+      }
+    }
+    for (int i = 0; i < s.num_stages(); ++i) {
+      const Stage& o = s.stage(i);
+      if (o.location == ComputeLocation::kAttached && o.attach_stage == sid) return std::nullopt;
+    }
+    auto axis_of = [&](const ir::Expr& e) {
+      const auto* v = e.as<ir::VarNode>();
+      for (int a = 0; v != nullptr && a < n; ++a) {
+        if (axes[a].name == v->name) return a;
+      }
+      return -1;
+    };
+    // Per buffer: (p, the dimension o indexes) of its first read; (-1, -1) once a read is not
+    // permuted that way.
+    std::vector<std::string> order;
+    std::map<std::string, std::pair<int, int>> reads;
+    for (const ir::LoadNode* l : CollectLoads(*st.op).loads) {
+      const int rank = static_cast<int>(l->indices.size());
+      int p = rank >= 2 ? axis_of(l->indices[rank - 1]) : -1, dim = -1;
+      for (int d = 0; d < rank; ++d) {
+        const int a = axis_of(l->indices[d]);
+        if (a < 0) p = -1;
+        if (a == n - 1) dim = d;
+      }
+      std::pair<int, int> read(-1, -1);
+      if (p >= 0 && p != n - 1 && dim >= 0 && axes[p].extent >= 2) read = {p, dim};
+      auto [it, inserted] = reads.try_emplace(l->buffer, read);
+      if (inserted) order.push_back(l->buffer);
+      if (it->second != read) it->second = {-1, -1};
+    }
+    Layout layout;
+    for (const std::string& buffer : order) {
+      const auto [p, dim] = reads.at(buffer);
+      const int producer = s.StageId(buffer);
+      if (p < 0 || producer < 0 || s.StageId(buffer + ".shared") >= 0 ||
+          s.stage(producer).location == ComputeLocation::kInlined) {
+        continue;
+      }
+      if (layout.p < 0) layout.p = p;
+      if (p == layout.p) layout.buffers.emplace_back(buffer, dim);
+    }
+    if (layout.buffers.empty()) return std::nullopt;
+    return layout;
+  }
+};
+
 class SkipStage : public SketchRule {
  public:
   const char* name() const override { return "SkipStage"; }
@@ -796,6 +947,7 @@ const std::vector<std::unique_ptr<SketchRule>>& GpuSketchRules() {
     v->push_back(std::make_unique<AddCacheWrite>());
     v->push_back(std::make_unique<MultiLevelTilingWithFusion>());
     v->push_back(std::make_unique<MultiLevelTiling>());
+    v->push_back(std::make_unique<SharedLayoutTiling>());
     v->push_back(std::make_unique<SkipStage>());
     return v;
   }();

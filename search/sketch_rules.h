@@ -18,7 +18,8 @@
 //  - The thread split of a cross-thread reduction is left unfilled (TVM fixes it at warp_size and
 //    lets mutation move it): annotation samples it from {32, 64, ..., 1024}.
 //  - Shared-memory cache_read needs a consumer with reduce axes (its attach point is the last
-//    iterator of the outermost reduce tile; TVM falls back to another iterator otherwise).
+//    iterator of the outermost reduce tile; TVM falls back to another iterator otherwise). Our
+//    SharedLayoutTiling caches a permuted input of an injective stage at its block tile instead.
 //  - A rule whose steps fail to apply (e.g. inlining a stage that reads an attached stage) is
 //    treated as not applicable rather than aborting.
 #pragma once
@@ -87,7 +88,11 @@ class SketchRule {
 /// SM and ≥ 16384 reduced elements is also split into chunks reduced by separate blocks, "X.rf",
 /// whose partials X reduces; the chunk length is drawn from gpu_block_reduction_chunks),
 /// CrossThreadReduction (from 65536 reduced elements on without the one-thread alternative),
-/// AddCacheWrite, MultiLevelTilingWithFusion, MultiLevelTiling, SkipStage.
+/// AddCacheWrite, MultiLevelTilingWithFusion, MultiLevelTiling, SharedLayoutTiling (ours: an
+/// injective stage reading a buffer whose innermost dimension is indexed by an axis p other than
+/// the stage's innermost axis o — transpose, permute — gets a sketch with p and o tiled (block,
+/// vthread, thread, inner; lengths unfilled), the buffer cached in shared memory at the block tile
+/// with its rows padded against bank conflicts; the untiled sketch is kept), SkipStage.
 const std::vector<std::unique_ptr<SketchRule>>& GpuSketchRules();
 /// CPU rules in Ansor's order: AlwaysInline, AddRfactor, AddCacheWrite,
 /// MultiLevelTilingWithFusion, MultiLevelTiling, then CpuElementwiseTiling (ours: the output stage

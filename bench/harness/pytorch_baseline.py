@@ -31,8 +31,9 @@ def percentile(sorted_xs, q):
 
 def make_case(spec):
     """Returns (name, fn, flops, bytes) for 'matmul:MxNxK' (matmul_f16 / matmul_bf16: the same in
-    float16 / bfloat16), 'softmax:RxC' or
-    'conv2d:NxCxHxWxKxRxSxSTRIDExPAD' (NCHW, OIHW weights, no bias, as tilesearch's conv2d_nchw)."""
+    float16 / bfloat16), 'softmax:RxC', 'transpose:RxC' (float32, out of place, as
+    X.permute(1, 0).contiguous()) or 'conv2d:NxCxHxWxKxRxSxSTRIDExPAD' (NCHW, OIHW weights, no bias,
+    as tilesearch's conv2d_nchw)."""
     kind, _, dims = spec.partition(":")
     d = [int(x) for x in dims.split("x")]
     gen = torch.Generator(device="cuda").manual_seed(1234)
@@ -49,6 +50,10 @@ def make_case(spec):
         r, c = d
         x = torch.rand(r, c, device="cuda", generator=gen) * 2 - 1
         return spec, (lambda: torch.softmax(x, dim=-1)), 5.0 * r * c, 4.0 * 2 * r * c
+    if kind == "transpose":
+        r, c = d
+        x = torch.rand(r, c, device="cuda", generator=gen) * 2 - 1
+        return spec, (lambda: x.permute(1, 0).contiguous()), 0.0, 4.0 * 2 * r * c
     if kind == "conv2d":
         n, c, h, w, k, r, s_, stride, pad = d
         x = torch.rand(n, c, h, w, device="cuda", generator=gen) * 2 - 1
@@ -58,7 +63,7 @@ def make_case(spec):
         fn = lambda: torch.nn.functional.conv2d(x, wt, stride=stride, padding=pad)
         return (spec, fn, 2.0 * n * k * oh * ow * c * r * s_,
                 4.0 * (n * c * h * w + k * c * r * s_ + n * k * oh * ow))
-    raise SystemExit(f"unknown case '{spec}' (expected matmul:MxNxK, softmax:RxC or "
+    raise SystemExit(f"unknown case '{spec}' (expected matmul:MxNxK, softmax:RxC, transpose:RxC or "
                      "conv2d:NxCxHxWxKxRxSxSTRIDExPAD)")
 
 

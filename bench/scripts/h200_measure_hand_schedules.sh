@@ -4,10 +4,10 @@
 # carried):
 #   run(command="bash bench/scripts/h200_measure_hand_schedules.sh", carry=["dist"])
 # Unpacks the device pack, runs the GPU runtime tests, measures the example schedules (matmul
-# 4096^3 fp32, softmax 4096x4096) with `tilesearch measure` and PyTorch eager on the same shapes
-# with the same method (bench/harness/pytorch_baseline.py), and the compile-time benchmark with
-# driver JIT times. Everything lands in $OUT/hand-schedules/ and is tarred to
-# $OUT/hand-schedules.tgz (the device tool brings back at most 8 files);
+# 4096^3 fp32, softmax 4096x4096, transpose 16384x16384) with `tilesearch measure` and PyTorch
+# eager on the same shapes with the same method (bench/harness/pytorch_baseline.py), and the
+# compile-time benchmark with driver JIT times. Everything lands in $OUT/hand-schedules/ and is
+# tarred to $OUT/hand-schedules.tgz (the device tool brings back at most 8 files);
 # bench/scripts/hand_schedules_table.py turns it into the markdown tables of bench/results/.
 set -uo pipefail
 out="${OUT:-/tmp/out}/hand-schedules"
@@ -39,10 +39,12 @@ measure softmax_4096 "$root/examples/schedules/h200/softmax_cuda_4096.json"
 for t in 128 512 1024; do
   measure "softmax_4096_t$t" "$root/bench/schedules/softmax_cuda_4096_t$t.json"
 done
+# A sampled state of the shared-memory tiled transpose (bench/NOTES.md, seventh session).
+measure transpose_16384 "$root/examples/schedules/h200/transpose_cuda_16384.json"
 
 echo "== pytorch eager (fp32, TF32 off)"
 PYTHONUNBUFFERED=1 timeout 240 python3 bench/harness/pytorch_baseline.py --case matmul:4096x4096x4096 --case matmul:2048x2048x2048 \
-  --case softmax:4096x4096 --min-runs "$runs" --json "$out/pytorch.json"
+  --case softmax:4096x4096 --case transpose:16384x16384 --min-runs "$runs" --json "$out/pytorch.json"
 
 echo "== compile-time benchmark"
 timeout 300 "$ts" bench-compile --size 1024 --candidates "${CANDIDATES:-400}" --workers "$(nproc)" \

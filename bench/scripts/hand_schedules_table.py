@@ -29,6 +29,7 @@ def main():
         r = m["result"]
         name = os.path.basename(path)[len("measure_"):-len(".json")]
         case = ("softmax:4096x4096" if name.startswith("softmax") else
+                "transpose:16384x16384" if name.startswith("transpose") else
                 "matmul:2048x2048x2048" if "2048" in name else "matmul:4096x4096x4096")
         t = torch_rows.get(case)
         sched = m["schedule"].split("/tilesearch/")[-1]
