@@ -15,7 +15,7 @@
 #include <limits>
 #include <mutex>
 #include <regex>
-#include <unordered_set>
+#include <unordered_map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -466,8 +466,14 @@ class LogParser {
     if (!options_.keep_duplicates) {
       const std::string identity = absl::StrCat(
           record->workload_key, " ", record->target.ToString(), " ", RecordStateHash(*record));
-      if (!seen_.insert(identity).second) {
-        if (out_.duplicate_records++ == 0) first_duplicate_line_ = out_.lines;
+      auto [it, inserted] = seen_.try_emplace(identity, out_.records.size());
+      if (!inserted) {
+        if (record->remeasured) {
+          out_.records[it->second] = *std::move(record);
+          ++out_.remeasured_records;
+        } else if (out_.duplicate_records++ == 0) {
+          first_duplicate_line_ = out_.lines;
+        }
         return absl::OkStatus();
       }
     }
@@ -511,7 +517,8 @@ class LogParser {
   std::map<std::string, int64_t> foreign_;  // target text → records dropped
   // verify_workload_keys: workload JSON → its key with this build ("" when it cannot be built).
   std::map<std::string, std::string> keys_;
-  std::unordered_set<std::string> seen_;  // "key target steps-hash" of the kept records
+  // "key target steps-hash" of the kept records → their index in out_.records.
+  std::unordered_map<std::string, size_t> seen_;
   std::map<std::string, int64_t> first_unknown_line_;
   std::map<std::string, size_t> other_index_;  // "key target" → position in other_workloads
   int64_t first_duplicate_line_ = 0;

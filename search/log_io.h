@@ -85,7 +85,10 @@ struct ReadOptions {
   /// Keep every record measured more than once (same workload key, target kind and arch, and
   /// steps: a concatenation of logs, a job resumed twice at once). By default only the first such
   /// record (in file order) is kept, the others counted in duplicate_records: a trial counts once,
-  /// and a cost model learns it once.
+  /// and a cost model learns it once. A later record marked remeasured (MeasureRecord::
+  /// remeasured) is not a duplicate: it replaces the kept one in its place, counted in
+  /// remeasured_records, so the newest measurement of a schedule is the one replay, tuning and
+  /// training see.
   bool keep_duplicates = false;
   /// Lines longer than this (bytes, without the newline) are skipped: kMaxLogLineBytes, or a
   /// smaller limit in tests.
@@ -110,10 +113,11 @@ struct LogContents {
   /// summary "<path>: skipped N records of other targets (cuda -arch=sm_80: N, ...)" when the
   /// target filter dropped any.
   std::vector<std::string> warnings;
-  int64_t lines = 0;              // lines in the file, blank ones included
-  int64_t corrupt_lines = 0;      // lines skipped as unreadable (too long ones included)
-  int64_t long_lines = 0;         // of which longer than ReadOptions::max_line_bytes
-  int64_t duplicate_records = 0;  // kept-filter records dropped as measured before
+  int64_t lines = 0;               // lines in the file, blank ones included
+  int64_t corrupt_lines = 0;       // lines skipped as unreadable (too long ones included)
+  int64_t long_lines = 0;          // of which longer than ReadOptions::max_line_bytes
+  int64_t duplicate_records = 0;   // kept-filter records dropped as measured before
+  int64_t remeasured_records = 0;  // records that replaced an earlier one of their schedule
   /// Unknown field name ("foo", "target.foo") → lines that had it (read without it).
   std::map<std::string, int64_t> unknown_fields;
   int64_t foreign_target_records = 0;  // readable records dropped by the target filter

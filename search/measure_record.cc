@@ -176,7 +176,8 @@ absl::Status TargetFromJson(const json& j, Target* target, std::string* device_n
 // Top-level fields of a record, in the order lines are written.
 constexpr const char* kRecordFields[] = {
     "version",    "workload_key", "workload",  "precision",          "target", "steps", "result",
-    "compile_ms", "run_ms",       "timestamp", "tilesearch_version", "seed",   "trial", "untuned"};
+    "compile_ms", "run_ms",       "timestamp", "tilesearch_version", "seed",   "trial", "untuned",
+    "remeasured"};
 
 // The "version" of a log line, checked first: a newer line may have fields this build does not
 // know.
@@ -346,6 +347,7 @@ json MeasureRecordToJson(const MeasureRecord& record) {
          {"seed", record.seed},
          {"trial", record.trial}};
   if (record.untuned) j["untuned"] = true;  // only the untuned program's record carries it
+  if (record.remeasured) j["remeasured"] = true;
   return j;
 }
 
@@ -409,6 +411,13 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const json& j,
                         "must be true or false, got " + schedule::ShortJson(j.at("untuned")));
     }
     r.untuned = j.at("untuned").get<bool>();
+  }
+  if (j.contains("remeasured")) {
+    if (!j.at("remeasured").is_boolean()) {
+      return FieldError("remeasured",
+                        "must be true or false, got " + schedule::ShortJson(j.at("remeasured")));
+    }
+    r.remeasured = j.at("remeasured").get<bool>();
   }
   return r;
 }

@@ -35,6 +35,9 @@
 // Optional, written last and only when true: "untuned": true marks the record of the task's
 // untuned program (cpu: no steps; cuda: schedule::NaiveGpuSchedule), which a tuning job measures
 // in its first round so that its best is never slower than the untuned program. Absent: false.
+// "remeasured": true marks a new measurement of a schedule measured before (tune / bench
+// --remeasure N, after the code generator changed): same steps and trial number as the first
+// record; ReadLog keeps it in that record's place. Absent: false.
 //
 // "target" holds every field of Target: "kind" ("cuda" / "cpu"), "arch", and the limits
 // under their struct member names (max_threads_per_block, max_shared_memory_per_block,
@@ -122,6 +125,10 @@ struct MeasureRecord {
   int64_t trial = 0;  // index of this trial within the job (0-based)
   /// The task's untuned program (UntunedState): the baseline the best is compared with.
   bool untuned = false;
+  /// A new measurement of a schedule the log already holds (TuneOptions::remeasure_best), made
+  /// when the code generator may have changed its speed. Its `trial` is the first record's;
+  /// reading a log, it takes that record's place (ReadLog).
+  bool remeasured = false;
 
   /// True when the result is usable: no error and a finite positive median time.
   bool valid() const;

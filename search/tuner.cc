@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/interrupt.h"
 #include "base/status.h"
 #include "codegen/codegen.h"
@@ -249,6 +250,10 @@ absl::Status ValidateTuneOptions(const TuneOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("early_stopping must be >= 0 (0 = off), got ", options.early_stopping));
   }
+  if (options.remeasure_best < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("remeasure_best must be >= 0 (0 = off), got ", options.remeasure_best));
+  }
   if (!(options.compile_timeout_ms > 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("compile_timeout_ms must be > 0, got ", options.compile_timeout_ms));
@@ -305,8 +310,11 @@ struct Round {
   int64_t untuned = -1;  // index of the untuned program among the candidates; -1: not among them
   RoundRecord line;      // model fields and predicted scores filled by the search
   std::vector<measure::BuildResult> built;  // parallel to candidates
-  std::vector<MeasureRecord> records;       // the measured candidates' records, logged, in order
-  int64_t first_trial = 0;                  // the task's trial number of records[0]
+  /// A remeasure round (TuningJob::Remeasure): the index in the job's records of the record each
+  /// candidate measures again; empty for search rounds.
+  std::vector<size_t> remeasured;
+  std::vector<MeasureRecord> records;  // the measured candidates' records, logged, in order
+  int64_t first_trial = 0;             // the task's trial number of records[0]
   bool overlapped = false;  // trained, searched and built while the previous round was measured
   double train_s = 0;
   double search_s = 0;
@@ -510,6 +518,11 @@ class TuningJob {
     in_flight_trials_ = 0;
   }
 
+  // TuneOptions::remeasure_best: measures the `n` fastest valid logged schedules of the task
+  // again (one batch, logged as remeasured records) and puts the new records in their places
+  // (records, the model's queued samples). Errors: the log's, the runner's.
+  absl::Status Remeasure(const measure::Builder& builder, int n);
+
   // The log record of the round's candidate i, measured with `result`.
   MeasureRecord RecordOf(const Round& round, size_t i, measure::MeasureResult result) const;
 
@@ -626,7 +639,54 @@ MeasureRecord TuningJob::RecordOf(const Round& round, size_t i,
   r.seed = options_.seed;
   r.trial = round.first_trial + static_cast<int64_t>(i);
   r.untuned = static_cast<int64_t>(i) == round.untuned;
+  if (!round.remeasured.empty()) {
+    const MeasureRecord& first = records_[round.remeasured[i]];
+    r.trial = first.trial;
+    r.untuned = first.untuned;
+    r.remeasured = true;
+  }
   return r;
+}
+
+absl::Status TuningJob::Remeasure(const measure::Builder& builder, int n) {
+  std::vector<size_t> valid;
+  for (size_t i = 0; i < records_.size(); ++i) {
+    if (records_[i].valid() && candidates_[i]) valid.push_back(i);
+  }
+  std::stable_sort(valid.begin(), valid.end(), [&](size_t a, size_t b) {
+    return records_[a].median_ms() < records_[b].median_ms();
+  });
+  if (valid.size() > static_cast<size_t>(n)) valid.resize(static_cast<size_t>(n));
+  if (valid.empty()) return absl::OkStatus();
+  Round round;
+  round.remeasured = valid;
+  for (size_t i : valid) round.candidates.push_back(*candidates_[i]);
+  const auto t = std::chrono::steady_clock::now();
+  round.built = BuildCandidates(builder, round.candidates);
+  round.build_s = SecondsSince(t);
+  RETURN_IF_ERROR(MeasureRound(round));
+  std::vector<std::string> changes;
+  for (size_t k = 0; k < round.records.size(); ++k) {
+    const size_t i = round.remeasured[k];
+    MeasureRecord& now = round.records[k];
+    changes.push_back(absl::StrCat(
+        "trial ", now.trial, " ", Fixed(records_[i].median_ms(), 4), " -> ",
+        now.valid() ? Fixed(now.median_ms(), 4) : measure::MeasureErrorName(now.result.error)));
+    // Nothing was given to the model yet (Open queues every resumed sample): the queued sample
+    // of the record becomes the new measurement's.
+    if (samples_given_ == 0 && i < pending_.size()) {
+      pending_[i] = SampleOf(now, candidates_[i], ctx_, memory_bound_);
+    }
+    records_[i] = std::move(now);
+  }
+  result_.remeasured = static_cast<int64_t>(round.records.size());
+  if (!options_.quiet) {
+    std::cerr << "tune: re-measured the " << round.records.size()
+              << " fastest logged schedules (ms, logged -> now): " << absl::StrJoin(changes, ", ")
+              << " (build " << Fixed(round.build_s, 1) << "s, measure " << Fixed(round.measure_s, 1)
+              << "s)\n";
+  }
+  return absl::OkStatus();
 }
 
 absl::Status TuningJob::MeasureRound(Round& round) {
@@ -846,6 +906,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
   const measure::Builder builder(target, build_options);
   SigintGuard sigint(options.quiet);
   const auto started = std::chrono::steady_clock::now();
+  if (options.remeasure_best > 0) RETURN_IF_ERROR(job->Remeasure(builder, options.remeasure_best));
   std::optional<Round> round;  // searched and built, not yet measured
   while (true) {
     if (SigintGuard::interrupted()) {

@@ -103,6 +103,12 @@ struct TuneOptions {
   /// (ResolveTuneOptions): on for GPU targets, off on cpu, where the search and the builds would
   /// compete with the measured kernels for the host cores and disturb their timing.
   int overlap_rounds = -1;
+  /// Before the first new round, the task's this many fastest valid schedules in the log are
+  /// measured again with this build and logged as remeasured records (MeasureRecord::remeasured),
+  /// which take their first records' places: after a code-generator change the ranking, the
+  /// search's seeds and replay's best follow what the schedules run at now. They do not count as
+  /// new trials. 0 = off.
+  int remeasure_best = 0;
   /// Wall-clock limit of the job, seconds; 0 = none. Checked after each logged round: once
   /// reached, no further round is measured (an overlapped round already built is dropped) and
   /// TuneResult::time_limited is set. A round in flight always completes.
@@ -125,6 +131,8 @@ struct TuneResult {
   int64_t trials = 0;
   /// Trials measured by this call.
   int64_t new_trials = 0;
+  /// Logged schedules this call measured again (TuneOptions::remeasure_best).
+  int64_t remeasured = 0;
   /// Error kind name ("none" excluded) → count, over all records of the task.
   std::map<std::string, int64_t> errors;
   /// Best-so-far curve over all records of the task, in log order.

@@ -61,6 +61,7 @@ struct BenchCommandOptions {
   std::string target = "auto";
   int trials = 64;
   int per_round = 64;
+  int remeasure = 0;  // --remeasure: each problem's N fastest logged schedules measured again first
   std::string model = "xgboost";
   std::string model_init;  // --model-init PATH | none; "" = the target's default model, if any
   uint64_t seed = 0;
@@ -243,6 +244,7 @@ absl::Status TuneProblem(const BenchCommandOptions& options, const schedule::Wor
                      options.timing, options.host_threads, options.quiet);
   tune.trials = options.trials;
   tune.per_round = options.per_round;
+  tune.remeasure_best = options.remeasure;
   tune.time_limit_s = std::max(0.0, static_cast<double>(options.time_limit_s));
   // As `tune`: the learned model starts from the pretrained one (the target's default model).
   if (options.model == "xgboost" && options.model_init != "none") {
@@ -520,6 +522,13 @@ ExitCodeAction AddBenchCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 4096))
       ->transform(NumberText(true, "1..4096"));  // runs before the range check
+  app.add_option("--remeasure", options->remeasure,
+                 "first measure each problem's N fastest logged schedules again with this build "
+                 "(after an upgrade: their new times replace the logged ones, and replay picks "
+                 "from them), 0 = none")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096))
+      ->transform(NumberText(true, "0..4096"));  // runs before the range check
   app.add_option("--model", options->model, "cost model: xgboost or random")
       ->capture_default_str()
       ->check(CLI::IsMember({"xgboost", "random"}));

@@ -37,6 +37,7 @@ struct TuneCommandOptions {
   SearchOverrides search;      // --population, --generations, --crossover-..., --max-...
   TimingOverrides timing;      // --min-runs, --min-time-ms, --warmup
   int early_stopping = 0;      // 0: off
+  int remeasure = 0;           // --remeasure: logged schedules measured again first; 0: none
   int host_threads = 0;        // cpu: parallel-loop threads, 0 = every usable core
   double run_timeout_ms = -1;  // < 0: MeasureOptions' default
   std::string overlap_rounds = "auto";  // --overlap-rounds on | off | auto
@@ -80,6 +81,7 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
     file.target.host_cores = options.host_threads;
   if (options.run_timeout_ms > 0) tune.measure.run_timeout_ms = options.run_timeout_ms;
   tune.early_stopping = options.early_stopping;
+  tune.remeasure_best = options.remeasure;
   tune.overlap_rounds = options.overlap_rounds == "on"    ? 1
                         : options.overlap_rounds == "off" ? 0
                                                           : -1;
@@ -162,6 +164,12 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
   AddSearchOptions(app, &options->search);
   AddPrecisionOption(app, &options->search.precision);
   AddCandidateTimingOptions(app, &options->timing);
+  app.add_option("--remeasure", options->remeasure,
+                 "first measure the task's N fastest logged schedules again with this build "
+                 "(after an upgrade: their new times replace the logged ones), 0 = none")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096))
+      ->transform(NumberText(true, "0..4096"));  // runs before the range check
   app.add_option("--early-stopping", options->early_stopping,
                  "stop after this many trials in a row without a better median, 0 = off")
       ->capture_default_str()

@@ -98,6 +98,42 @@ TEST(LogDefectsTest, ConcatenatedLogCountsEachScheduleOnce) {
   EXPECT_THAT(Trials(read->records), ElementsAre(0, 1, 0, 1));
 }
 
+// A remeasured record (tune --remeasure) is the newest measurement of its schedule: it takes the
+// first record's place (trial number, position) instead of being dropped as a duplicate, so replay
+// picks by what the schedules run at now. A plain duplicate after it is still dropped.
+TEST(LogDefectsTest, RemeasuredRecordReplacesTheFirstInItsPlace) {
+  const std::string path = Scratch("remeasured.jsonl");
+  MeasureRecord stale_best = Record(16, 2, 1, 1.0);  // logged 1.0 ms by an older build
+  MeasureRecord now = Record(16, 2, 1, 4.0);         // the same schedule, 4.0 ms now
+  now.remeasured = true;
+  MeasureRecord again = Record(16, 2, 5, 0.5);  // a plain duplicate (no mark): dropped
+  WriteText(path, Lines({Record(16, 0, 0, 3.0), stale_best, Record(16, 4, 2, 2.0), now, again}));
+  absl::StatusOr<LogContents> read = ReadLog(path);
+  ASSERT_THAT(read, IsOk());
+  EXPECT_THAT(Trials(read->records), ElementsAre(0, 1, 2));
+  ASSERT_THAT(read->records, SizeIs(3));
+  EXPECT_TRUE(read->records[1].remeasured);
+  EXPECT_DOUBLE_EQ(read->records[1].median_ms(), 4.0);
+  EXPECT_EQ(read->remeasured_records, 1);
+  EXPECT_EQ(read->duplicate_records, 1);
+  EXPECT_THAT(read->warnings, ElementsAre(HasSubstr("counted 1 duplicate records once")));
+  // The best is now the split by 4 (2.0 ms), not the stale 1.0 ms.
+  absl::StatusOr<MeasureRecord> best =
+      BestRecord(read->records, KeyOf(Matmul(16)), Target::HostCpu());
+  ASSERT_THAT(best, IsOk());
+  EXPECT_EQ(best->trial, 2);
+  // The mark round-trips; records without it read as not remeasured; a non-boolean is an error
+  // naming the field.
+  absl::StatusOr<MeasureRecord> back = MeasureRecordFromLine(MeasureRecordToLine(now));
+  ASSERT_THAT(back, IsOk());
+  EXPECT_TRUE(back->remeasured);
+  EXPECT_THAT(MeasureRecordToLine(stale_best), Not(HasSubstr("remeasured")));
+  json bad = MeasureRecordToJson(now);
+  bad["remeasured"] = "yes";
+  EXPECT_THAT(MeasureRecordFromJson(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("field 'remeasured'")));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Line length.
 

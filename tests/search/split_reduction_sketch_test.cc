@@ -164,8 +164,7 @@ TEST(SplitReductionSketch, NoSplitForManyRowsShortRowsOrCpu) {
   ASSERT_THAT(cpu.status(), IsOk());
   for (const State& s : *cpu) {
     for (int i = 0; i < static_cast<int>(s.steps().size()); ++i) {
-      EXPECT_FALSE(internal::IsBlockReductionSplit(s.steps(), i) &&
-                   HasCrossThreadReduction(s, 0))
+      EXPECT_FALSE(internal::IsBlockReductionSplit(s.steps(), i) && HasCrossThreadReduction(s, 0))
           << s.ToString();
     }
   }
@@ -194,8 +193,8 @@ TEST(SplitReductionSketch, VeryLongReductionsAreNeverSummedByOneThread) {
 
 TEST(SplitReductionSketch, ChunkCandidatesStayWithinHalfTheExtent) {
   AnnotationOptions o;
-  EXPECT_THAT(internal::BlockChunkCandidates(1 << 22, o), ::testing::ElementsAreArray(
-                                                              o.gpu_block_reduction_chunks));
+  EXPECT_THAT(internal::BlockChunkCandidates(1 << 22, o),
+              ::testing::ElementsAreArray(o.gpu_block_reduction_chunks));
   EXPECT_THAT(internal::BlockChunkCandidates(3000, o), ::testing::ElementsAre(256, 512, 1024));
   EXPECT_THAT(internal::BlockChunkCandidates(300, o), ::testing::ElementsAre(256));
   schedule::SplitStep sp;

@@ -1,0 +1,111 @@
+// TuneOptions::remeasure_best on the cpu target: a log whose times an older build measured (here:
+// one record edited to claim 1 ns) is re-measured before tuning goes on. The fastest logged
+// schedules get new records marked remeasured, with their first records' trial numbers, which
+// replace them when the log is read: no new trial is counted, and the best (the job's result and
+// replay's BestRecord) is then a time the schedule really runs at.
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "base/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "search/log_io.h"
+#include "search/measure_record.h"
+#include "search/tuner.h"
+#include "tests/search/record_test_util.h"
+#include "tests/search/scratch_dir.h"
+#include "tests/search/tiny_tune_options.h"
+
+namespace tilesearch::search {
+namespace {
+
+using ::tilesearch::testing::IsOk;
+using ::tilesearch::testing::StatusIs;
+
+std::vector<std::string> Lines(const std::string& path) {
+  std::vector<std::string> lines = absl::StrSplit(testing::ReadText(path), '\n');
+  if (!lines.empty() && lines.back().empty()) lines.pop_back();
+  return lines;
+}
+
+TEST(RemeasureTest, StaleLoggedTimesAreMeasuredAgainAndTakeTheirRecordsPlaces) {
+  const std::string log = ::tilesearch::testing::ScratchPath("remeasure.jsonl");
+  constexpr int kTrials = 12;
+  const TuneOptions options = testing::TinyCpuTuneOptions(log, kTrials, 6, 3);
+  const schedule::Workload workload = testing::SquareMatmul(24);
+  const Target cpu = Target::HostCpu();
+  ASSERT_THAT(Tune(workload, cpu, options).status(), IsOk());
+
+  // An older build's claim: the slowest valid record says 1e-6 ms.
+  std::vector<std::string> lines = Lines(log);
+  int slowest = -1;
+  double slowest_ms = 0;
+  for (int i = 0; i < static_cast<int>(lines.size()); ++i) {
+    absl::StatusOr<MeasureRecord> r = MeasureRecordFromLine(lines[i]);
+    if (r.ok() && r->valid() && r->median_ms() > slowest_ms) {
+      slowest = i;
+      slowest_ms = r->median_ms();
+    }
+  }
+  ASSERT_GE(slowest, 0);
+  nlohmann::json stale = nlohmann::json::parse(lines[slowest]);
+  stale["result"]["timing"]["median_ms"] = 1e-6;
+  const int64_t stale_trial = stale["trial"].get<int64_t>();
+  lines[slowest] = stale.dump();
+  {
+    std::ofstream out(log, std::ios::trunc);
+    for (const std::string& l : lines) out << l << "\n";
+  }
+  absl::StatusOr<LogContents> before = ReadLog(log);
+  ASSERT_THAT(before, IsOk());
+  ASSERT_EQ(before->records.size(), static_cast<size_t>(kTrials));
+  absl::StatusOr<MeasureRecord> stale_best =
+      BestRecord(before->records, before->records[0].workload_key, cpu);
+  ASSERT_THAT(stale_best, IsOk());
+  ASSERT_EQ(stale_best->trial, stale_trial);  // without re-measuring, the claim wins
+
+  TuneOptions again = options;
+  again.remeasure_best = 2;
+  absl::StatusOr<TuneResult> result = Tune(workload, cpu, again);
+  ASSERT_THAT(result, IsOk());
+  EXPECT_EQ(result->remeasured, 2);
+  EXPECT_EQ(result->new_trials, 0);
+  EXPECT_EQ(result->trials, kTrials);
+  ASSERT_TRUE(result->best.has_value());
+  EXPECT_GT(result->best->median_ms(), 1e-4);
+
+  // Two more record lines, both marked, for the two fastest logged schedules (the stale one
+  // among them).
+  absl::StatusOr<LogContents> after = ReadLog(log);
+  ASSERT_THAT(after, IsOk());
+  EXPECT_EQ(after->records.size(), static_cast<size_t>(kTrials));
+  EXPECT_EQ(after->remeasured_records, 2);
+  EXPECT_EQ(after->duplicate_records, 0);
+  int marked = 0;
+  for (const MeasureRecord& r : after->records) {
+    marked += r.remeasured;
+    if (r.trial == stale_trial) {
+      EXPECT_TRUE(r.remeasured);
+      EXPECT_TRUE(r.valid());
+      EXPECT_GT(r.median_ms(), 1e-4);
+    }
+  }
+  EXPECT_EQ(marked, 2);
+  absl::StatusOr<MeasureRecord> best =
+      BestRecord(after->records, after->records[0].workload_key, cpu);
+  ASSERT_THAT(best, IsOk());
+  EXPECT_DOUBLE_EQ(best->median_ms(), result->best->median_ms());
+
+  TuneOptions negative = options;
+  negative.remeasure_best = -1;
+  EXPECT_THAT(Tune(workload, cpu, negative).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr("remeasure_best must be >= 0")));
+}
+
+}  // namespace
+}  // namespace tilesearch::search
