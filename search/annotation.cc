@@ -2,9 +2,11 @@
 #include "search/annotation.h"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -51,7 +53,13 @@ bool IsBlockReductionSplit(const std::vector<Step>& steps, int i) {
     return false;
   }
   const auto* rf = std::get_if<schedule::RfactorStep>(&steps[i + 1]);
-  return rf != nullptr && rf->stage_id == sp->stage_id && rf->iter_id == sp->iter_id;
+  // The CPU rule AddRfactor writes split + rfactor too; only SplitReductionAcrossBlocks follows
+  // them with the thread split of the partial stage's chunk.
+  if (rf == nullptr || rf->stage_id != sp->stage_id || rf->iter_id != sp->iter_id ||
+      i + 2 >= static_cast<int>(steps.size()) || !IsThreadSplit(steps, i + 2)) {
+    return false;
+  }
+  return std::get<schedule::SplitStep>(steps[i + 2]).stage_id == sp->stage_id;
 }
 
 std::vector<int64_t> BlockChunkCandidates(int64_t extent, const AnnotationOptions& options) {
@@ -166,6 +174,8 @@ struct TilePlan {
   std::vector<TileDim> dims;
   // Buffers of the tiled stage's op read through a shared-memory cache.
   std::vector<std::string> shared_buffers;
+  // Their storage_align (dim, factor, offset), where the sketch pads them: the padded rows count.
+  std::map<std::string, std::array<int64_t, 3>> shared_align;
 };
 
 int64_t Prod(const std::vector<int64_t>& v, size_t from = 0) {
@@ -190,7 +200,8 @@ int64_t TileSpan(int64_t extent, const std::vector<int64_t>& lengths) {
 
 class FootprintModel {
  public:
-  FootprintModel(const ir::TensorNode& op, const std::vector<std::string>& buffers) {
+  FootprintModel(const ir::TensorNode& op, const std::vector<std::string>& buffers,
+                 const std::map<std::string, std::array<int64_t, 3>>& align = {}) {
     std::vector<const ir::LoadNode*> loads;
     CollectLoads(op.body, loads);
     if (op.init.defined()) CollectLoads(op.init, loads);
@@ -200,8 +211,9 @@ class FootprintModel {
       auto it = std::find_if(groups_.begin(), groups_.end(),
                              [&](const Group& g) { return g.buffer == l->buffer; });
       if (it == groups_.end()) {
-        groups_.push_back({l->buffer, bytes, {}, {}});
+        groups_.push_back({l->buffer, bytes, {}, {}, std::nullopt});
         it = groups_.end() - 1;
+        if (auto a = align.find(l->buffer); a != align.end()) it->align = a->second;
       }
       it->loads.push_back(l);
       if (l->producer && l->producer->shape.size() == l->indices.size()) {
@@ -229,11 +241,30 @@ class FootprintModel {
         }
       }
       // Like InferRegion: a region reaching the whole dimension is the whole dimension.
-      int64_t n = g.bytes;
+      std::vector<int64_t> extents;
       for (size_t d = 0; d < hull.size(); ++d) {
         int64_t e = hull[d].max - hull[d].min + 1;
         if (d < g.shape.size()) e = std::min(e, g.shape[d]);
-        n *= e;
+        extents.push_back(e);
+      }
+      int64_t n = g.bytes;
+      for (int64_t e : extents) n *= e;
+      if (g.align) {
+        // As lowering pads it (lower_internal::MakeAlignment): dimension dim's stride, the
+        // product of the extents after it, rounded up to ≡ offset (mod factor).
+        const auto [dim, factor, offset] = *g.align;
+        if (dim >= 0 && dim + 1 < static_cast<int64_t>(extents.size()) && factor > 0) {
+          int64_t stride = 1, rows = 1;
+          for (size_t d = 0; d < extents.size(); ++d) {
+            (static_cast<int64_t>(d) > dim ? stride : rows) *= extents[d];
+          }
+          int64_t padded = stride + (((offset - stride) % factor) + factor) % factor;
+          // Dimensions not drawn yet count as 1, and a 1-element row needs no padding, but it
+          // pads to factor + offset as soon as the row is 2 wide: budget the padded row from the
+          // start, or the first dimension drawn takes room the padding needs.
+          if (stride <= factor) padded = std::max(padded, factor + offset);
+          n = g.bytes * rows * padded;
+        }
       }
       total += n;
     }
@@ -245,7 +276,8 @@ class FootprintModel {
     std::string buffer;
     int bytes;
     std::vector<const ir::LoadNode*> loads;
-    std::vector<int64_t> shape;  // the buffer's, when known
+    std::vector<int64_t> shape;                   // the buffer's, when known
+    std::optional<std::array<int64_t, 3>> align;  // its cache's storage_align, if any
   };
   static void CollectLoads(const ir::Expr& e, std::vector<const ir::LoadNode*>& out) {
     struct C : ir::ExprVisitor {
@@ -323,7 +355,7 @@ int64_t SampleTilePlan(TilePlan& plan, const ir::TensorNode& op, const Target& t
   const int64_t min_threads = total_space >= int64_t{16} * target.warp_size ? target.warp_size : 1;
   const int64_t shared_limit =
       std::max(target.max_shared_memory_per_block, target.max_shared_memory_optin);
-  FootprintModel footprint(op, plan.shared_buffers);
+  FootprintModel footprint(op, plan.shared_buffers, plan.shared_align);
   std::map<std::string, int64_t> tile;  // axis → span of the block's tile
   // Memoized shared bytes by the span of the dimension being drawn.
   auto shared_ok = [&](const TileDim& d, int64_t span, std::map<int64_t, bool>& memo) {
@@ -464,7 +496,12 @@ absl::StatusOr<TilePlan> PlanGpuTiles(const State& s, const State& sketch,
     const Stage& st = sketch.stage(i);
     if (st.location == ComputeLocation::kAttached && st.scope == ir::MemoryScope::kShared &&
         sketch.stage(st.attach_stage).name() == name && absl::EndsWith(st.name(), ".shared")) {
-      plan.shared_buffers.push_back(st.name().substr(0, st.name().size() - 7));
+      const std::string buffer = st.name().substr(0, st.name().size() - 7);
+      plan.shared_buffers.push_back(buffer);
+      if (st.storage_align_dim >= 0) {
+        plan.shared_align[buffer] = {st.storage_align_dim, st.storage_align_factor,
+                                     st.storage_align_offset};
+      }
     }
   }
   // The block preference is judged per dimension in a random order, which can leave later

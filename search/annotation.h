@@ -91,8 +91,10 @@ int64_t Pick(std::mt19937_64& rng, int64_t n);
 /// threadIdx.x (a thread-count split: cross-thread reductions, untiled GPU stages).
 bool IsThreadSplit(const std::vector<schedule::Step>& steps, int i);
 /// True when steps[i] is a one-length SplitStep whose outer part the next step factors out
-/// (RfactorStep on the same stage and iterator): a block-reduction split, whose length is the
-/// number of elements each block reduces.
+/// (RfactorStep on the same stage and iterator) and the step after splits the partial stage
+/// across threads (IsThreadSplit): a block-reduction split (sketch rule
+/// SplitReductionAcrossBlocks), whose length is the number of elements each block reduces. The
+/// CPU's rfactor splits are not.
 bool IsBlockReductionSplit(const std::vector<schedule::Step>& steps, int i);
 /// The chunk lengths a block-reduction split of `extent` may take: the values of
 /// options.gpu_block_reduction_chunks ≤ extent / 2 (the smallest one if none is).

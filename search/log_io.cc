@@ -378,6 +378,12 @@ class LogParser {
           "first at line ",
           first_duplicate_line_, ")"));
     }
+    if (out_.unused_remeasures > 0) {
+      out_.warnings.push_back(absl::StrCat(
+          path_, ": ", out_.unused_remeasures,
+          " re-measurements failed for reasons outside their schedules (timeouts, no device) and "
+          "were not used; the earlier records of those schedules stand"));
+    }
     if (out_.foreign_target_records > 0 && options_.warn_other_targets) {
       std::vector<std::string> parts;
       for (const auto& [target, n] : foreign_) parts.push_back(absl::StrCat(target, ": ", n));
@@ -468,9 +474,11 @@ class LogParser {
           record->workload_key, " ", record->target.ToString(), " ", RecordStateHash(*record));
       auto [it, inserted] = seen_.try_emplace(identity, out_.records.size());
       if (!inserted) {
-        if (record->remeasured) {
+        if (record->remeasured && SupersedesEarlierMeasurement(*record)) {
           out_.records[it->second] = *std::move(record);
           ++out_.remeasured_records;
+        } else if (record->remeasured) {
+          ++out_.unused_remeasures;
         } else if (out_.duplicate_records++ == 0) {
           first_duplicate_line_ = out_.lines;
         }
@@ -576,6 +584,20 @@ std::string OtherWorkloadsText(const LogContents& contents, const std::string& o
       sorted.size() == 1 ? " other workload: " : " other workloads: ", absl::StrJoin(parts, "; "));
   if (sorted.size() > max) absl::StrAppend(&text, "; and ", sorted.size() - max, " more");
   return text;
+}
+
+bool SupersedesEarlierMeasurement(const MeasureRecord& remeasured) {
+  switch (remeasured.result.error) {
+    case measure::MeasureError::kNone:
+      return remeasured.valid();
+    case measure::MeasureError::kInvalidSchedule:
+    case measure::MeasureError::kCompileError:
+    case measure::MeasureError::kWrongAnswer:
+    case measure::MeasureError::kRuntimeError:
+      return true;
+    default:
+      return false;
+  }
 }
 
 absl::StatusOr<MeasureRecord> BestRecord(const std::vector<MeasureRecord>& records,

@@ -86,9 +86,10 @@ struct ReadOptions {
   /// steps: a concatenation of logs, a job resumed twice at once). By default only the first such
   /// record (in file order) is kept, the others counted in duplicate_records: a trial counts once,
   /// and a cost model learns it once. A later record marked remeasured (MeasureRecord::
-  /// remeasured) is not a duplicate: it replaces the kept one in its place, counted in
-  /// remeasured_records, so the newest measurement of a schedule is the one replay, tuning and
-  /// training see.
+  /// remeasured) is not a duplicate: when it SupersedesEarlierMeasurement it replaces the kept one
+  /// in its place, counted in remeasured_records, so the newest measurement of a schedule is the
+  /// one replay, tuning and training see; otherwise (a timeout, no device) it is dropped, counted
+  /// in unused_remeasures, with one warning.
   bool keep_duplicates = false;
   /// Lines longer than this (bytes, without the newline) are skipped: kMaxLogLineBytes, or a
   /// smaller limit in tests.
@@ -102,6 +103,13 @@ struct LoggedWorkload {
   Target target;
   int64_t records = 0;
 };
+
+/// Whether a remeasured record may replace the earlier record of its schedule: it is valid, or
+/// it failed for a reason in the schedule itself (invalid_schedule, compile_error, wrong_answer,
+/// runtime_error: with this build the schedule no longer works). A compile or run timeout, no
+/// device or an unknown error says nothing about the schedule (a busy or missing GPU) and must not
+/// hide a valid record.
+bool SupersedesEarlierMeasurement(const MeasureRecord& remeasured);
 
 /// What ReadLog found.
 struct LogContents {
@@ -118,6 +126,7 @@ struct LogContents {
   int64_t long_lines = 0;          // of which longer than ReadOptions::max_line_bytes
   int64_t duplicate_records = 0;   // kept-filter records dropped as measured before
   int64_t remeasured_records = 0;  // records that replaced an earlier one of their schedule
+  int64_t unused_remeasures = 0;   // remeasured records dropped: they failed outside the schedule
   /// Unknown field name ("foo", "target.foo") → lines that had it (read without it).
   std::map<std::string, int64_t> unknown_fields;
   int64_t foreign_target_records = 0;  // readable records dropped by the target filter

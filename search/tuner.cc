@@ -666,23 +666,32 @@ absl::Status TuningJob::Remeasure(const measure::Builder& builder, int n) {
   round.build_s = SecondsSince(t);
   RETURN_IF_ERROR(MeasureRound(round));
   std::vector<std::string> changes;
+  bool all_no_device = !round.records.empty();
   for (size_t k = 0; k < round.records.size(); ++k) {
     const size_t i = round.remeasured[k];
     MeasureRecord& now = round.records[k];
     changes.push_back(absl::StrCat(
         "trial ", now.trial, " ", Fixed(records_[i].median_ms(), 4), " -> ",
         now.valid() ? Fixed(now.median_ms(), 4) : measure::MeasureErrorName(now.result.error)));
+    if (now.result.error != measure::MeasureError::kNoDevice) all_no_device = false;
+    // As ReadLog will: a timeout or a missing device says nothing about the schedule.
+    if (!SupersedesEarlierMeasurement(now)) continue;
     // Nothing was given to the model yet (Open queues every resumed sample): the queued sample
     // of the record becomes the new measurement's.
     if (samples_given_ == 0 && i < pending_.size()) {
       pending_[i] = SampleOf(now, candidates_[i], ctx_, memory_bound_);
     }
     records_[i] = std::move(now);
+    ++result_.remeasured;
   }
-  result_.remeasured = static_cast<int64_t>(round.records.size());
+  if (all_no_device) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no device: ", round.records.front().result.message));
+  }
   if (!options_.quiet) {
-    std::cerr << "tune: re-measured the " << round.records.size()
-              << " fastest logged schedules (ms, logged -> now): " << absl::StrJoin(changes, ", ")
+    std::cerr << "tune: re-measured the " << round.records.size() << " fastest logged schedules, "
+              << result_.remeasured
+              << " of them usable (ms, logged -> now): " << absl::StrJoin(changes, ", ")
               << " (build " << Fixed(round.build_s, 1) << "s, measure " << Fixed(round.measure_s, 1)
               << "s)\n";
   }
@@ -699,7 +708,10 @@ absl::Status TuningJob::MeasureRound(Round& round) {
     const size_t last = std::min(n, first + batch);
     const std::vector<measure::BuildResult> part(round.built.begin() + first,
                                                  round.built.begin() + last);
-    runner_->SetScreenAboveMs(options_.screen_factor >= 1 ? options_.screen_factor * best_ms : 0);
+    // A remeasure round times every schedule fully: screened against its own logged time, a
+    // schedule that got slower would keep only its short timing.
+    const bool screen = options_.screen_factor >= 1 && round.remeasured.empty();
+    runner_->SetScreenAboveMs(screen ? options_.screen_factor * best_ms : 0);
     const auto t = std::chrono::steady_clock::now();
     absl::Status logged;
     size_t reported = 0;

@@ -131,7 +131,8 @@ struct TuneResult {
   int64_t trials = 0;
   /// Trials measured by this call.
   int64_t new_trials = 0;
-  /// Logged schedules this call measured again (TuneOptions::remeasure_best).
+  /// Logged schedules this call measured again whose new record replaced the logged one
+  /// (TuneOptions::remeasure_best; SupersedesEarlierMeasurement).
   int64_t remeasured = 0;
   /// Error kind name ("none" excluded) → count, over all records of the task.
   std::map<std::string, int64_t> errors;

@@ -39,6 +39,7 @@ COMMITTED_STRICT = [
     "h200-2026-12-02-large-inputs.tar.xz",
     "h200-2026-12-02-fast-math-retunes.tar.xz",
     "h200-2026-12-02-memory-bound-retune.tar.xz",
+    "h200-2026-12-02-split-transpose.tar.xz",
 ]
 
 

@@ -52,6 +52,9 @@ std::unique_ptr<Runner> MakeRunner(const MeasureOptions& options) {
   return m.ok() ? *std::move(m) : nullptr;
 }
 
+// Checked runs of a candidate under the default options (MeasureOptions::check_trials).
+const int kDefaultTrials = MeasureOptions().check_trials;
+
 void ExpectMeasuredFine(const MeasureResult& r, int trials) {
   EXPECT_EQ(r.error, MeasureError::kNone) << r.message;
   EXPECT_EQ(r.check.trials, trials);
@@ -94,14 +97,14 @@ TEST(CudaRunnerGpuTest, CorrectWrongFaultingThenCorrectAgain) {
   ASSERT_NE(m, nullptr);
   std::vector<MeasureResult> r = m->Run(*dag, {*good, *doubled, *faulting, *good, failed_build});
   ASSERT_EQ(r.size(), 5u);
-  ExpectMeasuredFine(r[0], 2);
+  ExpectMeasuredFine(r[0], kDefaultTrials);
   EXPECT_EQ(r[1].error, MeasureError::kWrongAnswer) << r[1].message;
   EXPECT_THAT(r[1].check.first_mismatch, HasSubstr("C["));
   // Every element but those where A + B is within the tolerance of 0.
   EXPECT_GT(r[1].check.mismatches, 64 * 96 * 9 / 10);
   EXPECT_EQ(r[2].error, MeasureError::kRuntimeError) << r[2].message;
   EXPECT_THAT(r[2].message, HasSubstr("CUDA_ERROR"));
-  ExpectMeasuredFine(r[3], 2);
+  ExpectMeasuredFine(r[3], kDefaultTrials);
   EXPECT_EQ(r[4].error, MeasureError::kCompileError);
 }
 
@@ -147,12 +150,12 @@ TEST(CudaRunnerGpuTest, InputsGeneratedOnDemandJudgeAsHeldOnes) {
   ASSERT_NE(runner, nullptr);
   std::vector<MeasureResult> r = runner->Run(*dag, {*good, *doubled});
   ASSERT_EQ(r.size(), 2u);
-  ExpectMeasuredFine(r[0], 2);
+  ExpectMeasuredFine(r[0], kDefaultTrials);
   EXPECT_EQ(r[1].error, MeasureError::kWrongAnswer) << r[1].message;
   EXPECT_GT(r[1].check.mismatches, 128 * 256 * 9 / 10);
   r = runner->Run(*matmul, {*tiled});
   ASSERT_EQ(r.size(), 1u);
-  ExpectMeasuredFine(r[0], 2);
+  ExpectMeasuredFine(r[0], kDefaultTrials);
   // The float64 sampled points were evaluated from the generated inputs.
   EXPECT_GT(r[0].check.f64_points, 0);
 }
@@ -167,7 +170,7 @@ TEST(CudaRunnerGpuTest, TiledMatmulMeasuresFine) {
   ASSERT_NE(measurer, nullptr);
   std::vector<MeasureResult> r = measurer->Run(*dag, {*cand});
   ASSERT_EQ(r.size(), 1u);
-  ExpectMeasuredFine(r[0], 2);
+  ExpectMeasuredFine(r[0], kDefaultTrials);
   EXPECT_GT(r[0].kernels[0].static_shared_bytes, 0);
 }
 
@@ -206,7 +209,7 @@ TEST(CudaRunnerGpuTest, OnePassTf32PassesUnderTf32PrecisionOnly) {
     std::vector<MeasureResult> r = m->Run(*dag, {cand});
     ASSERT_EQ(r.size(), 1u);
     if (precision == Fp32Precision::kTf32) {
-      ExpectMeasuredFine(r[0], 2);
+      ExpectMeasuredFine(r[0], kDefaultTrials);
       // Not a float32 result: the plain compare's maximum error is far above 1e-4.
       EXPECT_GT(r[0].check.max_abs_error, 1e-3);
     } else {
@@ -244,7 +247,7 @@ TEST(CudaRunnerGpuTest, ScreenedCandidatesKeepTheirCheckRunTimes) {
   std::vector<MeasureResult> full = m->Run(*dag, {*good});
   ASSERT_EQ(full.size(), 1u);
   EXPECT_FALSE(full[0].screened);
-  ExpectMeasuredFine(full[0], 2);
+  ExpectMeasuredFine(full[0], kDefaultTrials);
 }
 
 }  // namespace

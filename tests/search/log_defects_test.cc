@@ -122,6 +122,26 @@ TEST(LogDefectsTest, RemeasuredRecordReplacesTheFirstInItsPlace) {
       BestRecord(read->records, KeyOf(Matmul(16)), Target::HostCpu());
   ASSERT_THAT(best, IsOk());
   EXPECT_EQ(best->trial, 2);
+  // A re-measurement that failed outside the schedule (a timeout, no device) does not hide the
+  // record it measured again; one that shows the schedule broken (wrong_answer) replaces it.
+  MeasureRecord timed_out = Record(16, 4, 2, 0);
+  timed_out.remeasured = true;
+  timed_out.result.error = measure::MeasureError::kRunTimeout;
+  MeasureRecord wrong = Record(16, 0, 0, 0);
+  wrong.remeasured = true;
+  wrong.result.error = measure::MeasureError::kWrongAnswer;
+  WriteText(path, Lines({Record(16, 0, 0, 3.0), Record(16, 4, 2, 2.0), timed_out, wrong}));
+  read = ReadLog(path);
+  ASSERT_THAT(read, IsOk());
+  ASSERT_THAT(read->records, SizeIs(2));
+  EXPECT_TRUE(read->records[1].valid());
+  EXPECT_DOUBLE_EQ(read->records[1].median_ms(), 2.0);
+  EXPECT_EQ(read->records[0].result.error, measure::MeasureError::kWrongAnswer);
+  EXPECT_EQ(read->remeasured_records, 1);
+  EXPECT_EQ(read->unused_remeasures, 1);
+  EXPECT_THAT(
+      read->warnings,
+      ElementsAre(HasSubstr("1 re-measurements failed for reasons outside their schedules")));
   // The mark round-trips; records without it read as not remeasured; a non-boolean is an error
   // naming the field.
   absl::StatusOr<MeasureRecord> back = MeasureRecordFromLine(MeasureRecordToLine(now));

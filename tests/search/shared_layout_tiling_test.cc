@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -109,6 +110,29 @@ TEST(SharedLayoutTiling, Transpose2dMatchesTheTransposedInput) {
 
 TEST(SharedLayoutTiling, NonDivisibleTilesMatchTheTransposedInput) {
   CheckTranspose2d(testing::MustBuild(ir::TransposeDAG({100, 70}, {1, 0})), 8);
+}
+
+// The tile sampler counts the padded rows: a [65536, 2] transpose pads each 2-element row of its
+// shared tile to 33 elements, so tiles sized by their unpadded bytes (a 2048-long o tile: 16 KB,
+// 270 KB padded) fail to lower (a sixth of the draws did). No draw may exceed the limit.
+TEST(SharedLayoutTiling, TileDrawsCountThePaddedRows) {
+  const ir::ComputeDAG dag = testing::MustBuild(ir::TransposeDAG({65536, 2}, {1, 0}));
+  const State sketch = OneTiledSketch(dag);
+  const Target target = Target::H200();
+  int valid = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    std::mt19937_64 rng(seed);
+    absl::StatusOr<Candidate> c = testing::AnnotateInContext(sketch, dag, target, rng);
+    if (c.ok()) {
+      ++valid;
+      EXPECT_LE(c->lowered->launches[0].shared_memory_bytes, target.max_shared_memory_optin);
+    } else {
+      EXPECT_THAT(std::string(c.status().message()),
+                  ::testing::Not(::testing::HasSubstr("bytes of shared memory")))
+          << seed;
+    }
+  }
+  EXPECT_GE(valid, 50);
 }
 
 TEST(SharedLayoutTiling, HalfPrecisionTransposeMatchesTheTransposedInput) {
