@@ -474,13 +474,21 @@ class LogParser {
           record->workload_key, " ", record->target.ToString(), " ", RecordStateHash(*record));
       auto [it, inserted] = seen_.try_emplace(identity, out_.records.size());
       if (!inserted) {
-        if (record->remeasured && SupersedesEarlierMeasurement(*record)) {
-          out_.records[it->second] = *std::move(record);
-          ++out_.remeasured_records;
-        } else if (record->remeasured) {
-          ++out_.unused_remeasures;
+        if (record->remeasured) {
+          ++(SupersedesEarlierMeasurement(*record) ? out_.remeasured_records
+                                                   : out_.unused_remeasures);
         } else if (out_.duplicate_records++ == 0) {
           first_duplicate_line_ = out_.lines;
+        }
+        // A log is only appended to, so a later record of a schedule is its newer measurement
+        // (logs of successive builds joined, a space measured again from an empty log): it is
+        // the one kept, in the first record's place and with its trial number, unless it failed
+        // for a reason outside the schedule.
+        if (SupersedesEarlierMeasurement(*record)) {
+          MeasureRecord& kept = out_.records[it->second];
+          const int64_t trial = kept.trial;
+          kept = *std::move(record);
+          kept.trial = trial;
         }
         return absl::OkStatus();
       }

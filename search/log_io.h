@@ -83,13 +83,14 @@ struct ReadOptions {
   /// foreign_target_records).
   bool warn_other_targets = true;
   /// Keep every record measured more than once (same workload key, target kind and arch, and
-  /// steps: a concatenation of logs, a job resumed twice at once). By default only the first such
-  /// record (in file order) is kept, the others counted in duplicate_records: a trial counts once,
-  /// and a cost model learns it once. A later record marked remeasured (MeasureRecord::
-  /// remeasured) is not a duplicate: when it SupersedesEarlierMeasurement it replaces the kept one
-  /// in its place, counted in remeasured_records, so the newest measurement of a schedule is the
-  /// one replay, tuning and training see; otherwise (a timeout, no device) it is dropped, counted
-  /// in unused_remeasures, with one warning.
+  /// steps: a concatenation of logs, a job resumed twice at once). By default a schedule counts
+  /// once (a trial counts once, and a cost model learns it once), in its first record's place and
+  /// with its trial number, holding its newest measurement: a later record replaces the kept one
+  /// when it SupersedesEarlierMeasurement (logs are appended to, so later is newer: after joining
+  /// the logs of successive builds, the ranking follows what schedules run at now), and is
+  /// dropped otherwise (a timeout, no device). Later records count in duplicate_records, or, when
+  /// marked remeasured (MeasureRecord::remeasured, `tune --remeasure`), in remeasured_records or
+  /// unused_remeasures (with one warning).
   bool keep_duplicates = false;
   /// Lines longer than this (bytes, without the newline) are skipped: kMaxLogLineBytes, or a
   /// smaller limit in tests.

@@ -154,6 +154,14 @@ std::string LogLineText(const InspectedLog& log) {
   if (c.duplicate_records > 0) {
     absl::StrAppend(&text, ", ", c.duplicate_records, " duplicate records counted once");
   }
+  if (c.remeasured_records > 0) {
+    absl::StrAppend(&text, ", ", c.remeasured_records,
+                    " records re-measured (the newest measurement of each is used)");
+  }
+  if (c.unused_remeasures > 0) {
+    absl::StrAppend(&text, ", ", c.unused_remeasures,
+                    " failed re-measurements not used (timeouts, no device)");
+  }
   if (!c.unknown_fields.empty()) {
     std::vector<std::string> names;
     for (const auto& [name, n] : c.unknown_fields) names.push_back(name);
@@ -286,6 +294,8 @@ absl::StatusOr<int> Inspect(const InspectCommandOptions& options) {
                            {"corrupt_lines", log.contents.corrupt_lines},
                            {"long_lines", log.contents.long_lines},
                            {"duplicate_records", log.contents.duplicate_records},
+                           {"remeasured_records", log.contents.remeasured_records},
+                           {"unused_remeasures", log.contents.unused_remeasures},
                            {"unknown_fields", log.contents.unknown_fields},
                            {"inconsistent_records", log.contents.inconsistent_records},
                            {"warnings", log.contents.warnings},

@@ -93,6 +93,9 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
             << "target: " << file.target.ToString() << "\n"
             << "log: " << options.log << "\n"
             << "trials: " << result.trials << " (" << result.new_trials << " measured now)";
+  if (options.remeasure > 0) {
+    std::cout << ", " << result.remeasured << " of the fastest logged schedules re-measured";
+  }
   if (result.interrupted) std::cout << ", interrupted";
   if (result.exhausted) std::cout << ", search space exhausted";
   if (result.early_stopped) std::cout << ", stopped early";

@@ -72,7 +72,10 @@ TEST(LogDefectsTest, ConcatenatedLogCountsEachScheduleOnce) {
   WriteText(path, one + one + Lines({Record(16, 2, 7, 1.5), Record(16, 4, 8, 1.0)}));
   absl::StatusOr<LogContents> read = ReadLog(path);
   ASSERT_THAT(read, IsOk());
-  EXPECT_THAT(Trials(read->records), ElementsAre(0, 1, 8));  // the first of each schedule
+  // Each schedule once, in its first record's place and trial number, holding its newest
+  // measurement: the split by 2 measured anew at trial 7 (1.5 ms).
+  EXPECT_THAT(Trials(read->records), ElementsAre(0, 1, 8));
+  EXPECT_DOUBLE_EQ(read->records[1].median_ms(), 1.5);
   EXPECT_EQ(read->duplicate_records, 3);
   EXPECT_THAT(read->warnings,
               ElementsAre(AllOf(HasSubstr(path + ": counted 3 duplicate records once"),
@@ -100,13 +103,14 @@ TEST(LogDefectsTest, ConcatenatedLogCountsEachScheduleOnce) {
 
 // A remeasured record (tune --remeasure) is the newest measurement of its schedule: it takes the
 // first record's place (trial number, position) instead of being dropped as a duplicate, so replay
-// picks by what the schedules run at now. A plain duplicate after it is still dropped.
+// picks by what the schedules run at now. A later duplicate that timed out is dropped.
 TEST(LogDefectsTest, RemeasuredRecordReplacesTheFirstInItsPlace) {
   const std::string path = Scratch("remeasured.jsonl");
   MeasureRecord stale_best = Record(16, 2, 1, 1.0);  // logged 1.0 ms by an older build
   MeasureRecord now = Record(16, 2, 1, 4.0);         // the same schedule, 4.0 ms now
   now.remeasured = true;
-  MeasureRecord again = Record(16, 2, 5, 0.5);  // a plain duplicate (no mark): dropped
+  MeasureRecord again = Record(16, 2, 5, 0);  // a plain duplicate that timed out: dropped
+  again.result.error = measure::MeasureError::kRunTimeout;
   WriteText(path, Lines({Record(16, 0, 0, 3.0), stale_best, Record(16, 4, 2, 2.0), now, again}));
   absl::StatusOr<LogContents> read = ReadLog(path);
   ASSERT_THAT(read, IsOk());

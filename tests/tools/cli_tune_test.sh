@@ -34,6 +34,19 @@ expect_out resume '^trials: 6 \(2 measured now\)$'
 [[ "$(wc -l <"$tmp/t.jsonl")" == 9 ]] || fail "resume: log has $(wc -l <"$tmp/t.jsonl") lines, expected 9"
 [[ "$(head -n 6 "$tmp/t.jsonl")" == "$(cat "$tmp/first.jsonl")" ]] || fail "resume changed the first 6 lines"
 
+# --remeasure 2 on the finished log: no new trial, two records marked remeasured appended with the
+# trial numbers of two logged ones, which `inspect` reports as re-measured; a negative count is a
+# one-line error.
+cp "$tmp/t.jsonl" "$tmp/r.jsonl"
+run remeasure tune "${base[@]}" --per-round 2 --log "$tmp/r.jsonl" --trials 6 --remeasure 2
+expect_rc remeasure 0
+expect_out remeasure '^trials: 6 \(0 measured now\), 2 of the fastest logged schedules re-measured$'
+[[ "$(grep -c '"remeasured":true' "$tmp/r.jsonl")" == 2 ]] || fail "remeasure: want 2 marked records"
+run remeasure_inspect inspect --log "$tmp/r.jsonl"
+expect_out remeasure_inspect '2 records re-measured \(the newest measurement of each is used\)'
+run remeasure_negative tune "${base[@]}" --per-round 2 --log "$tmp/r.jsonl" --trials 6 --remeasure -1
+expect_error remeasure_negative '--remeasure'
+
 python3 - "$tmp/t.jsonl" "$tmp/resume.out" <<'PY' || fail "log content"
 import json, re, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
