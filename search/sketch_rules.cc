@@ -892,6 +892,43 @@ class SharedLayoutTiling : public SketchRule {
   }
 };
 
+// Ours: a reduction too short for a cross-thread reduction (a 2×2 pooling window) whose one
+// consumer reads it elementwise (avg_pool's Y = sum / 4) is computed at the consumer's innermost
+// iterator, one point per thread, instead of in a kernel of its own whose output the consumer
+// reads back: on the H200 the unfused avg_pool2d moved 2.87 GB for its 2.05 GB (70 % of the
+// bandwidth) with each kernel at 86 % of DRAM peak. kApply: the unfused sketch stays.
+class FuseShortReductionIntoConsumer : public SketchRule {
+ public:
+  const char* name() const override { return "FuseShortReductionIntoConsumer"; }
+  RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
+    const State& s = p.shadow();
+    const Stage& st = s.stage(sid);
+    if (!ctx.target().is_gpu() || st.is_placeholder() || st.location != ComputeLocation::kRoot ||
+        !HasReduceIter(st) || NeedsMultiLevelTiling(s, sid) || HasCrossThreadReduction(s, sid) ||
+        HasLocalCache(s, sid)) {
+      return RuleCondition::kPass;
+    }
+    for (const auto& it : st.iters) {
+      if (it.annotation != IteratorAnnotation::kNone) return RuleCondition::kPass;
+    }
+    const int t = SingleElementwiseMatchedConsumer(s, sid);
+    if (t < 0) return RuleCondition::kPass;
+    const Stage& ts = s.stage(t);
+    if (ts.location != ComputeLocation::kRoot || HasReduceIter(ts) || ts.iters.empty() ||
+        ts.iters.size() != ts.op->axes.size()) {
+      return RuleCondition::kPass;  // the consumer is already tiled or fused elsewhere
+    }
+    return RuleCondition::kApply;
+  }
+  Result Apply(const PartialSketch& p, int sid, const TuneContext&) const override {
+    PartialSketch q = p;
+    const int t = SingleElementwiseMatchedConsumer(p.shadow(), sid);
+    const int last = static_cast<int>(p.shadow().stage(t).iters.size()) - 1;
+    RETURN_IF_ERROR(q.Apply(schedule::ComputeAtStep{sid, t, last}));
+    return One(std::move(q), sid - 1);
+  }
+};
+
 class SkipStage : public SketchRule {
  public:
   const char* name() const override { return "SkipStage"; }
@@ -948,6 +985,7 @@ const std::vector<std::unique_ptr<SketchRule>>& GpuSketchRules() {
     v->push_back(std::make_unique<MultiLevelTilingWithFusion>());
     v->push_back(std::make_unique<MultiLevelTiling>());
     v->push_back(std::make_unique<SharedLayoutTiling>());
+    v->push_back(std::make_unique<FuseShortReductionIntoConsumer>());
     v->push_back(std::make_unique<SkipStage>());
     return v;
   }();

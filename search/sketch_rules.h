@@ -92,7 +92,10 @@ class SketchRule {
 /// injective stage reading a buffer whose innermost dimension is indexed by an axis p other than
 /// the stage's innermost axis o — transpose, permute — gets a sketch with p and o tiled (block,
 /// vthread, thread, inner; lengths unfilled), the buffer cached in shared memory at the block tile
-/// with its rows padded against bank conflicts; the untiled sketch is kept), SkipStage.
+/// with its rows padded against bank conflicts; the untiled sketch is kept),
+/// FuseShortReductionIntoConsumer (ours: a reduction too short for a cross-thread reduction whose
+/// one consumer reads it elementwise, like avg_pool's window sum, is also computed at that
+/// consumer's innermost iterator: one kernel), SkipStage.
 const std::vector<std::unique_ptr<SketchRule>>& GpuSketchRules();
 /// CPU rules in Ansor's order: AlwaysInline, AddRfactor, AddCacheWrite,
 /// MultiLevelTilingWithFusion, MultiLevelTiling, then CpuElementwiseTiling (ours: the output stage

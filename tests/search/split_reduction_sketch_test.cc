@@ -14,6 +14,7 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/ops/pool.h"
 #include "ir/reference.h"
 #include "schedule/lower.h"
 #include "search/annotation.h"
@@ -192,6 +193,62 @@ TEST(SplitReductionSketch, VeryLongReductionsAreNeverSummedByOneThread) {
   bool sequential = false;
   for (const State& s : *shorter) sequential |= SequentialReduction(s, s.num_stages() - 1);
   EXPECT_TRUE(sequential);
+}
+
+// FuseShortReductionIntoConsumer: avg_pool2d's 2×2 window sum, too short for a cross-thread
+// reduction, is also computed at its elementwise division, one point per thread: one kernel
+// (instead of a second one reading the sums back), matching the float64 definition; the unfused
+// sketch stays, and the CPU gets no such sketch.
+TEST(SplitReductionSketch, ShortReductionIsFusedIntoItsElementwiseConsumer) {
+  ir::Pool2dParams params;
+  params.kernel = {2, 2};
+  const ir::ComputeDAG dag =
+      testing::MustBuild(ir::AvgPool2dDAG({2, 3, 10, 12}, ir::ScalarType::kFloat32, params));
+  const Target target = Target::H200();
+  auto sketches = GenerateSketches(TuneContext(dag, target));
+  ASSERT_THAT(sketches.status(), IsOk());
+  std::vector<State> fused;
+  for (const State& s : *sketches) {
+    const int sum = s.StageId("pool_sum");
+    if (sum >= 0 && s.stage(sum).location == schedule::ComputeLocation::kAttached) {
+      fused.push_back(s);
+    }
+  }
+  ASSERT_EQ(fused.size(), 1u);
+  EXPECT_LT(fused.size(), sketches->size());
+  EXPECT_EQ(fused[0].stage(fused[0].stage(fused[0].StageId("pool_sum")).attach_stage).name(), "Y");
+  std::mt19937_64 rng(11);
+  for (int n = 0; n < 6; ++n) {
+    SCOPED_TRACE(n);
+    absl::StatusOr<Candidate> c = testing::AnnotateInContext(fused[0], dag, target, rng);
+    ASSERT_THAT(c.status(), IsOk()) << fused[0].ToString();
+    ASSERT_EQ(c->lowered->launches.size(), 1u) << c->lowered->nest;
+    ir::BufferMap inputs = ir::MakeRandomInputs(dag, 40 + n);
+    absl::StatusOr<ir::BufferMap> got = schedule::testing::RunLowered(c->lowered->nest, inputs);
+    ASSERT_THAT(got.status(), IsOk()) << c->lowered->nest;
+    const ir::HostBuffer& x = inputs.at("X");
+    const ir::HostBuffer& y = got->at("Y");
+    for (int64_t b = 0; b < 2; ++b) {
+      for (int64_t ch = 0; ch < 3; ++ch) {
+        for (int64_t i = 0; i < 5; ++i) {
+          for (int64_t j = 0; j < 6; ++j) {
+            double want = 0;
+            for (int64_t di = 0; di < 2; ++di) {
+              for (int64_t dj = 0; dj < 2; ++dj) want += x.at({b, ch, 2 * i + di, 2 * j + dj});
+            }
+            ASSERT_NEAR(y.at({b, ch, i, j}), want / 4, 1e-6) << b << ch << i << j;
+          }
+        }
+      }
+    }
+  }
+  auto cpu = GenerateSketches(TuneContext(dag, Target::HostCpu()));
+  ASSERT_THAT(cpu.status(), IsOk());
+  for (const State& s : *cpu) {
+    const int sum = s.StageId("pool_sum");
+    // CPU sketches leave compute locations to annotation (ChangeComputeLocation), not to rules.
+    EXPECT_NE(s.stage(sum).location, schedule::ComputeLocation::kAttached) << s.ToString();
+  }
 }
 
 TEST(SplitReductionSketch, ChunkCandidatesStayWithinHalfTheExtent) {
