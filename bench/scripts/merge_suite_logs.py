@@ -42,6 +42,7 @@ COMMITTED_STRICT = [
     "h200-2026-12-02-split-transpose.tar.xz",
     "h200-2026-12-02-memory-bound-remeasured.tar.xz",
     "h200-2026-12-02-memory-bound-rescored-newest.tar.xz",
+    "h200-2026-12-02-avg-pool-fused.tar.xz",
 ]
 
 
