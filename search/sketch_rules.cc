@@ -267,6 +267,28 @@ int FusionTarget(const State& s, int sid) {
   return -1;
 }
 
+// A root stage no step has transformed yet: its initial iterators, none annotated.
+bool Untouched(const State& s, int sid) {
+  const Stage& st = s.stage(sid);
+  if (st.is_placeholder() || st.location != ComputeLocation::kRoot ||
+      st.iters.size() != st.op->axes.size() + st.op->reduce_axes.size()) {
+    return false;
+  }
+  for (const auto& it : st.iters) {
+    if (it.annotation != IteratorAnnotation::kNone) return false;
+  }
+  return true;
+}
+
+// A root stage multi-level tiling has not touched: no local cache, and at most the one split of
+// its innermost iterator that a fused cross-thread reduction adds (UntiledRowNormalize's sketch).
+bool LeftUntiled(const State& s, int sid) {
+  const Stage& st = s.stage(sid);
+  return !st.is_placeholder() && st.location == ComputeLocation::kRoot && !st.tensor_core &&
+         st.epilogue_of < 0 && !HasLocalCache(s, sid) &&
+         st.iters.size() <= st.op->axes.size() + st.op->reduce_axes.size() + 1;
+}
+
 std::vector<std::pair<PartialSketch, int>> One(PartialSketch p, int next) {
   std::vector<std::pair<PartialSketch, int>> v;
   v.emplace_back(std::move(p), next);
@@ -414,7 +436,9 @@ class CrossThreadReduction : public SketchRule {
     const int t = FusionTarget(s, sid);
     int common = t >= 0 ? NumCommonOuterIterators(s, sid, t) : 0;
     std::vector<int> split_ids;
-    bool fusible = t >= 0 && common > 0 && !NeedsMultiLevelTiling(s, t) &&
+    // A consumer multi-level tiling would take is fusible when it was left untiled
+    // (UntiledRowNormalize).
+    bool fusible = t >= 0 && common > 0 && (!NeedsMultiLevelTiling(s, t) || LeftUntiled(s, t)) &&
                    s.stage(t).location == ComputeLocation::kRoot;
     if (fusible) {
       const std::string& tname = s.stage(t).name();
@@ -514,6 +538,40 @@ class SplitReductionAcrossBlocks : public SketchRule {
           q.Apply(schedule::AnnotationStep{stage, iter + 1, IteratorAnnotation::kThreadIdxX}));
     }
     return One(std::move(q), sid - 1);
+  }
+};
+
+// Ours: a normalize stage (no reduction of its own) that multi-level tiling would take because it
+// reads a broadcast 2-D tensor (scale_mask_softmax's additive mask M[i, j], reused over the batch)
+// but that also reads row reductions a cross-thread reduction can compute (its max and sum) is
+// also left untiled, so CrossThreadReduction fuses those reductions into it: one kernel reading
+// the input once per row, where the tiled sketch runs each reduction as a kernel of its own (the
+// H200's scale_mask_softmax: three kernels, each at 86 % of DRAM peak, 49 % of the problem's
+// bandwidth). kApply: the tiled sketch stays.
+class UntiledRowNormalize : public SketchRule {
+ public:
+  const char* name() const override { return "UntiledRowNormalize"; }
+  RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
+    const State& s = p.shadow();
+    const Stage& st = s.stage(sid);
+    if (!ctx.target().is_gpu() || !Untouched(s, sid) || HasReduceIter(st) ||
+        !NeedsMultiLevelTiling(s, sid)) {
+      return RuleCondition::kPass;
+    }
+    for (int i = 0; i < sid; ++i) {
+      const Stage& r = s.stage(i);
+      if (r.is_placeholder() || r.location != ComputeLocation::kRoot || !HasReduceIter(r) ||
+          NeedsMultiLevelTiling(s, i) || !Reads(*st.op, r.name())) {
+        continue;
+      }
+      if (CumulativeSpaceAndReduceLength(r).second > ctx.target().warp_size) {
+        return RuleCondition::kApply;
+      }
+    }
+    return RuleCondition::kPass;
+  }
+  Result Apply(const PartialSketch& p, int sid, const TuneContext&) const override {
+    return One(p, sid - 1);
   }
 };
 
@@ -981,6 +1039,7 @@ const std::vector<std::unique_ptr<SketchRule>>& GpuSketchRules() {
     v->push_back(std::make_unique<MultiLevelTilingTensorCore>());
     v->push_back(std::make_unique<SplitReductionAcrossBlocks>());
     v->push_back(std::make_unique<CrossThreadReduction>());
+    v->push_back(std::make_unique<UntiledRowNormalize>());
     v->push_back(std::make_unique<AddCacheWrite>());
     v->push_back(std::make_unique<MultiLevelTilingWithFusion>());
     v->push_back(std::make_unique<MultiLevelTiling>());

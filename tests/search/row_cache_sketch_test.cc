@@ -13,7 +13,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/reference.h"
+#include "nlohmann/json.hpp"
 #include "schedule/lower.h"
+#include "schedule/schedule_file.h"
 #include "search/annotation.h"
 #include "search/sketch.h"
 #include "tests/schedule/lower_test_util.h"
@@ -151,6 +153,38 @@ TEST(RowCacheSketch, Softmax4096RowsAnnotateValidly) {
   for (int n = 0; n < 20; ++n)
     valid += testing::StateOf(testing::AnnotateInContext(cached[0], dag, target, rng)).ok();
   EXPECT_GE(valid, 18);
+}
+
+// UntiledRowNormalize: softmax(S · 0.125 + M) with a mask M[i, j] broadcast over the batch (which
+// makes the normalize stage a multi-level tiling candidate) also gets the sketch with its max and
+// sum computed at the untiled normalize stage; annotated, it is one kernel that matches the
+// float64 definition.
+TEST(RowCacheSketch, MaskedSoftmaxGetsAOneKernelSketch) {
+  const nlohmann::json workload = nlohmann::json::parse(R"({
+    "op": "fused", "dtype": "float32", "shapes": [[3, 4, 96], [4, 96]],
+    "nodes": [{"op": "scale", "inputs": ["p0"], "attrs": {"scale": "0.125"}},
+              {"op": "add", "inputs": ["n0", "p1"]},
+              {"op": "softmax", "inputs": ["n1"]}]})");
+  absl::StatusOr<schedule::Workload> w = schedule::WorkloadFromJson(workload);
+  ASSERT_THAT(w.status(), IsOk());
+  const ir::ComputeDAG dag = testing::MustBuild(w->Build());
+  const Target target = Target::H200();
+  auto sketches = GenerateSketches(TuneContext(dag, target));
+  ASSERT_THAT(sketches.status(), IsOk());
+  int one_kernel = 0;
+  std::mt19937_64 rng(8);
+  for (const State& sketch : *sketches) {
+    absl::StatusOr<Candidate> c = testing::AnnotateInContext(sketch, dag, target, rng);
+    if (!c.ok() || c->lowered->launches.size() != 1) continue;
+    ++one_kernel;
+    ir::BufferMap inputs = ir::MakeRandomInputs(dag, 9);
+    absl::StatusOr<ir::BufferMap> got = schedule::testing::RunLowered(c->lowered->nest, inputs);
+    ASSERT_THAT(got.status(), IsOk()) << c->lowered->nest;
+    absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs, ir::Precision::kFloat64);
+    ASSERT_THAT(ref.status(), IsOk());
+    EXPECT_LE(schedule::testing::MaxRelError(dag, *got, *ref), 1e-5) << c->lowered->nest;
+  }
+  EXPECT_GE(one_kernel, 1);
 }
 
 TEST(RowCacheSketch, NoRowCacheOverHalfTheSharedLimitOrOnCpu) {
