@@ -43,6 +43,7 @@ COMMITTED_STRICT = [
     "h200-2026-12-02-memory-bound-remeasured.tar.xz",
     "h200-2026-12-02-memory-bound-rescored-newest.tar.xz",
     "h200-2026-12-02-avg-pool-fused.tar.xz",
+    "h200-2026-12-02-scale-mask-softmax-one-kernel.tar.xz",
 ]
 
 
