@@ -8,6 +8,7 @@
 //   build_bench --log LOG.jsonl [--error compile_timeout | --best 4 | --sample 64 --seed 1]
 //   build_bench --schedule bench/schedules/x.json [--unroll-budget N] [--ptx-dir DIR]
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -124,16 +125,31 @@ absl::StatusOr<std::vector<Source>> LoadSources(const Args& args) {
   return out;
 }
 
+// One candidate's phase times (ms) in table order, and its sizes.
+enum Phase {
+  kLower,
+  kEmit,
+  kMath,
+  kScf,
+  kNvvm,
+  kCleanup,
+  kTranslate,
+  kOptimize,
+  kCodegen,
+  kPtxas,
+  kTotal,
+  kPhases
+};
 struct Row {
-  double lower = 0, emit = 0, math = 0, scf = 0, nvvm = 0, cleanup = 0, translate = 0, optimize = 0,
-         codegen = 0, ptxas = 0, total = 0;
+  std::array<double, kPhases> ms{};
   int64_t ops = 0, ptx = 0;
 };
 
 void PrintRow(const std::string& name, const Row& r) {
+  const auto& t = r.ms;
   absl::PrintF("%-40s %8.1f %8.1f %7.1f %7.1f %7.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9.1f %8d %7d\n",
-               name, r.lower, r.emit, r.math, r.scf, r.nvvm, r.cleanup, r.translate, r.optimize,
-               r.codegen, r.ptxas, r.total, r.ops, r.ptx);
+               name, t[kLower], t[kEmit], t[kMath], t[kScf], t[kNvvm], t[kCleanup], t[kTranslate],
+               t[kOptimize], t[kCodegen], t[kPtxas], t[kTotal], r.ops, r.ptx);
 }
 
 int Run(const Args& args) {
@@ -155,7 +171,7 @@ int Run(const Args& args) {
     const Clock::time_point start = Clock::now();
     absl::StatusOr<ts::schedule::LoweredKernel> lowered =
         ts::schedule::Lower(src.dag, src.state, src.target);
-    r.lower = MsSince(start);
+    r.ms[kLower] = MsSince(start);
     if (!lowered.ok()) {
       std::cerr << src.name << ": " << lowered.status() << "\n";
       ++failed;
@@ -171,16 +187,17 @@ int Run(const Args& args) {
     }
     if (!m->assemble_error.empty()) std::cerr << src.name << ": " << m->assemble_error << "\n";
     const auto& p = m->phases;
-    r.emit = p.emit_ms;
-    r.math = p.math_ms;
-    r.scf = p.scf_to_cf_ms;
-    r.nvvm = p.to_nvvm_ms;
-    r.cleanup = p.cleanup_ms;
-    r.translate = p.translate_ms;
-    r.optimize = p.optimize_ms;
-    r.codegen = p.codegen_ms;
-    r.ptxas = m->assemble_ms;
-    r.total = r.lower + m->compile_ms;
+    r.ms = {r.ms[kLower],
+            p.emit_ms,
+            p.math_ms,
+            p.scf_to_cf_ms,
+            p.to_nvvm_ms,
+            p.cleanup_ms,
+            p.translate_ms,
+            p.optimize_ms,
+            p.codegen_ms,
+            m->assemble_ms,
+            r.ms[kLower] + m->compile_ms};
     r.ops = m->emitted_ops;
     r.ptx = PtxInstructions(m->ptx);
     PrintRow(src.name, r);
@@ -190,12 +207,9 @@ int Run(const Args& args) {
       if (!m->cubin.empty()) std::ofstream(args.ptx_dir + "/" + src.name + ".cubin") << m->cubin;
     }
     ++built;
-    double* s = &sum.lower;
-    double* x = &max.lower;
-    const double* v = &r.lower;
-    for (int i = 0; i < 11; ++i) {
-      s[i] += v[i];
-      x[i] = std::max(x[i], v[i]);
+    for (int i = 0; i < kPhases; ++i) {
+      sum.ms[i] += r.ms[i];
+      max.ms[i] = std::max(max.ms[i], r.ms[i]);
     }
     sum.ops += r.ops;
     sum.ptx += r.ptx;

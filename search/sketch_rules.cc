@@ -503,13 +503,10 @@ class SplitReductionAcrossBlocks : public SketchRule {
     const Target& target = ctx.target();
     const State& s = p.shadow();
     const Stage& st = s.stage(sid);
-    if (!target.is_gpu() || st.is_placeholder() || st.location != ComputeLocation::kRoot ||
-        HasLocalCache(s, sid) || !HasReduceIter(st) || NeedsMultiLevelTiling(s, sid) ||
-        absl::EndsWith(st.name(), ".rf") || s.StageId(st.name() + ".rf") >= 0) {
+    if (!target.is_gpu() || !Untouched(s, sid) || HasLocalCache(s, sid) || !HasReduceIter(st) ||
+        NeedsMultiLevelTiling(s, sid) || absl::EndsWith(st.name(), ".rf") ||
+        s.StageId(st.name() + ".rf") >= 0) {
       return RuleCondition::kPass;
-    }
-    for (const auto& it : st.iters) {
-      if (it.annotation != IteratorAnnotation::kNone) return RuleCondition::kPass;
     }
     auto [space, reduce] = CumulativeSpaceAndReduceLength(st);
     return space < kMaxPointsPerSm * target.sm_count && reduce >= kMinReduce ? RuleCondition::kApply
@@ -961,19 +958,14 @@ class FuseShortReductionIntoConsumer : public SketchRule {
   RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
     const State& s = p.shadow();
     const Stage& st = s.stage(sid);
-    if (!ctx.target().is_gpu() || st.is_placeholder() || st.location != ComputeLocation::kRoot ||
-        !HasReduceIter(st) || NeedsMultiLevelTiling(s, sid) || HasCrossThreadReduction(s, sid) ||
-        HasLocalCache(s, sid)) {
+    if (!ctx.target().is_gpu() || !Untouched(s, sid) || !HasReduceIter(st) ||
+        NeedsMultiLevelTiling(s, sid) || HasLocalCache(s, sid)) {
       return RuleCondition::kPass;
-    }
-    for (const auto& it : st.iters) {
-      if (it.annotation != IteratorAnnotation::kNone) return RuleCondition::kPass;
     }
     const int t = SingleElementwiseMatchedConsumer(s, sid);
     if (t < 0) return RuleCondition::kPass;
     const Stage& ts = s.stage(t);
-    if (ts.location != ComputeLocation::kRoot || HasReduceIter(ts) || ts.iters.empty() ||
-        ts.iters.size() != ts.op->axes.size()) {
+    if (!Untouched(s, t) || HasReduceIter(ts) || ts.iters.empty()) {
       return RuleCondition::kPass;  // the consumer is already tiled or fused elsewhere
     }
     return RuleCondition::kApply;
