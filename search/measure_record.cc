@@ -245,6 +245,7 @@ constexpr const char* kRoundFields[] = {"kind",
                                         "valid",
                                         "local_search_trials",
                                         "local_search_fraction",
+                                        "tensor_core_share",
                                         "model",
                                         "model_init",
                                         "model_trained",
@@ -470,6 +471,7 @@ json RoundRecordToJson(const RoundRecord& round) {
   // Only rounds tuned with local search on carry its fields: other lines stay as before.
   if (!round.model_init.empty()) j["model_init"] = round.model_init;
   if (round.overlapped) j["overlapped"] = true;
+  if (round.tensor_core_share >= 0) j["tensor_core_share"] = round.tensor_core_share;
   if (round.local_search_fraction > 0 || round.local_search_trials > 0) {
     j["local_search_trials"] = round.local_search_trials;
     j["local_search_fraction"] = NumberOrNull(round.local_search_fraction);
@@ -536,6 +538,14 @@ absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j,
                                      " but field 'local_search_fraction' is 0 (no local search "
                                      "trials at fraction 0)"));
     }
+  }
+  if (j.contains("tensor_core_share")) {
+    const json& share = j.at("tensor_core_share");
+    if (!share.is_number() || !(share.get<double>() >= 0 && share.get<double>() <= 1)) {
+      return FieldError("tensor_core_share",
+                        "must be a number in [0, 1], got " + schedule::ShortJson(share));
+    }
+    r.tensor_core_share = share.get<double>();
   }
   RETURN_IF_ERROR(ReadString(j, "model", "model", &r.model));
   if (j.contains("model_init")) {

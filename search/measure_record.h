@@ -212,6 +212,10 @@ struct RoundRecord {
   /// (TuneOptions::overlap_rounds), so its phases' times do not add up to its wall time. Written
   /// as "overlapped": true after "measure_s" only when true; absent reads as false.
   bool overlapped = false;
+  /// The share of the round's fresh states drawn from tensor-core sketches (search/
+  /// sketch_family.h), in [0, 1]; negative when the task does not have sketches of both families.
+  /// Written as "tensor_core_share" only when >= 0; absent reads as -1.
+  double tensor_core_share = -1;
   std::string timestamp;
   std::string tilesearch_version = kTilesearchVersion;
   uint64_t seed = 0;

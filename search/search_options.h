@@ -115,6 +115,17 @@ struct SearchOptions {
   /// from a found wgmma tiling to the good ones: fp32 matmul 4096³ 1.698 ms in 384 trials with 0.25
   /// against 2.2–2.4 ms in 256 without; bf16 0.229 ms in 512 trials against 0.252–0.261 ms.
   double local_search_fraction = -1;
+  /// Measured sketch-family shares (our addition, read by the tuner, search/sketch_family.h):
+  /// before each round, when the best valid time of the task's tensor-core records is at least
+  /// this many times the SIMT records' best (or the other way round), the slower family gets only
+  /// `family_floor` of the initial population's draws instead of annotation.tensor_core_share.
+  /// Why (bench/NOTES.md): in the committed half-precision H200 logs SIMT states were ~60 % of
+  /// every matmul-like tune while their best was 10-95x slower than the best wgmma state. 0
+  /// disables (the share stays annotation.tensor_core_share).
+  double family_dominance = 2.0;
+  /// The draws a dominated family keeps, in [0, 0.5]: the search still decides (small and odd
+  /// shapes may prefer SIMT), so it is never 0 by default.
+  double family_floor = 0.1;
   /// How many of the best measured states (best first) local search takes the neighbors of
   /// (>= 1).
   int local_search_states = 4;

@@ -45,6 +45,14 @@ TuneContext TuneContext::Fork(uint64_t seed) const {
   return TuneContext(shared_, seed, lowering_cache_);
 }
 
+TuneContext TuneContext::WithTensorCoreShare(double share) const {
+  Shared shared = *shared_;
+  shared.options.annotation.tensor_core_share = share;
+  TuneContext out = *this;
+  out.shared_ = std::make_shared<const Shared>(std::move(shared));
+  return out;
+}
+
 TuneContext TuneContext::WithLoweringCache(std::shared_ptr<LoweringCache> cache) const {
   TuneContext out = *this;
   out.lowering_cache_ = std::move(cache);

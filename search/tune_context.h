@@ -73,6 +73,11 @@ class TuneContext {
   /// cache, if any).
   TuneContext Fork(uint64_t seed) const;
 
+  /// A copy of this context (same task, generator state and lowering cache) whose annotation
+  /// draws tensor-core sketches with probability `share` (AnnotationOptions::tensor_core_share);
+  /// the tuner's measured family shares (search/sketch_family.h).
+  TuneContext WithTensorCoreShare(double share) const;
+
   /// A copy of this context (same task, options and generator state) whose edited step lists
   /// are lowered through `cache` (internal::FinishEdit); null: no cache.
   TuneContext WithLoweringCache(std::shared_ptr<LoweringCache> cache) const;

@@ -38,6 +38,8 @@
 #include "schedule/naive_gpu.h"
 #include "search/local_search.h"
 #include "search/sketch.h"
+#include "search/sketch_family.h"
+#include "search/tensor_core_space.h"
 
 namespace tilesearch::search {
 namespace {
@@ -285,6 +287,14 @@ absl::Status ValidateTuneOptions(const TuneOptions& options) {
         "overlap_rounds must be 0 (off), 1 (on) or negative (the target's choice), got ",
         options.overlap_rounds));
   }
+  if (!(options.search.family_dominance == 0 || options.search.family_dominance >= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("family_dominance must be 0 (off) or >= 1, got ",
+                                                   options.search.family_dominance));
+  }
+  if (!(options.search.family_floor >= 0 && options.search.family_floor <= 0.5)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("family_floor must be in [0, 0.5], got ", options.search.family_floor));
+  }
   if (options.search.local_search_states < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("local_search_states must be >= 1, got ", options.search.local_search_states));
@@ -435,6 +445,7 @@ class TuningJob {
     round.local = static_cast<int64_t>(round.candidates.size());
     if (static_cast<int>(round.candidates.size()) < n) AddUntuned(round);
     for (const Candidate& c : round.candidates) exclude.insert(StepsHash(c.state.steps()));
+    SetFamilyShare(round);
     // Called even for 0 states: it validates the search options.
     ASSIGN_OR_RETURN(std::vector<Candidate> evolved,
                      EvolutionarySearch(ctx_, sketches_, *model_, exclude, best,
@@ -446,6 +457,21 @@ class TuningJob {
     }
     round.search_s = SecondsSince(t0);
     return absl::OkStatus();
+  }
+
+  // The tensor-core share the round's evolutionary search draws fresh states with, from the
+  // task's measurements when it has sketches of both families (search/sketch_family.h), recorded
+  // in the round line. The context keeps its generator and lowering cache.
+  void SetFamilyShare(Round& round) {
+    const bool tensor_core = std::any_of(sketches_.begin(), sketches_.end(), HasTensorCoreStep);
+    const bool simt = !std::all_of(sketches_.begin(), sketches_.end(), HasTensorCoreStep);
+    if (!tensor_core || !simt) return;
+    const SearchOptions& so = options_.search;
+    const double share =
+        TensorCoreShareFor(BestPerFamily(records_, ctx_.workload_key()),
+                           so.annotation.tensor_core_share, so.family_dominance, so.family_floor);
+    round.line.tensor_core_share = share;
+    if (share != ctx_.annotation().tensor_core_share) ctx_ = ctx_.WithTensorCoreShare(share);
   }
 
   // The untuned program as the round's next candidate, once per job, unless already measured

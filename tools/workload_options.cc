@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -200,6 +201,7 @@ void SearchOverrides::ApplyTo(search::SearchOptions& search) const {
   if (max_family_fraction >= 0) search.max_family_fraction = max_family_fraction;
   if (local_search_fraction >= 0) search.local_search_fraction = local_search_fraction;
   if (local_search_states > 0) search.local_search_states = local_search_states;
+  if (family_dominance >= 0) search.family_dominance = family_dominance;
   search.precision = PrecisionOption(precision);
 }
 
@@ -262,6 +264,19 @@ void AddSearchOptions(CLI::App& app, SearchOverrides* s) {
                "one-decision neighbors of the best measured schedules, the rest "
                "from the evolutionary search, 0..1 (default: 0.25 for cuda, 0 for cpu; "
                "0 disables)");
+  app.add_option("--family-dominance", s->family_dominance,
+                 absl::StrCat("when the best tensor-core schedule measured so far is this many "
+                              "times faster than the best SIMT one (or the other way round), "
+                              "the slower family gets only ",
+                              defaults.family_floor,
+                              " of each round's fresh states; 0 disables, else >= 1 (default ",
+                              defaults.family_dominance, ")"))
+      ->check(CLI::Range(0.0, 1000.0))
+      ->check([](const std::string& text) {
+        const double v = std::strtod(text.c_str(), nullptr);
+        return v == 0 || v >= 1 ? std::string() : std::string("must be 0 or >= 1");
+      })
+      ->transform(NumberText(false, "0 or >= 1"));
   AddRangedOption(app, "--local-search-states", &s->local_search_states,
                   "best measured schedules whose neighbors local search ranks", 1, 1000,
                   defaults.local_search_states);

@@ -98,6 +98,7 @@ struct SearchOverrides {
   double max_family_fraction = -1;
   double local_search_fraction = -1;
   int local_search_states = -1;
+  double family_dominance = -1;
   /// --precision (AddPrecisionOption): "ieee" (the default) or "tf32".
   std::string precision = "ieee";
   /// Sets the overridden fields of `search`.
