@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Summarizes one workload of a tuning log: trials, best median, the round lines' phase sums
 (train, search, build, measure, and how many rounds were overlapped), and, given the tune's wall
-seconds, trials per second. With --best-schedule FILE, also writes the best valid record as a
+seconds, trials per second; then the trials, valid trials and best per sketch family (wgmma,
+mma.sync, SIMT) and the round lines' tensor-core shares. With --best-schedule FILE, also writes the best valid record as a
 schedule file (workload, target, steps) that `tilesearch measure --schedule` replays (a record
 tuned with --precision tf32 is measured with `--precision tf32`; the file cannot say it).
 
@@ -55,6 +56,33 @@ def median_ms(record):
     return ms if isinstance(ms, (int, float)) and math.isfinite(ms) and ms > 0 else None
 
 
+def family(record):
+    """The record's sketch family: "wgmma", "mma.sync" (a tensor_core step without the wgmma
+    flag) or "simt" (no tensor_core step)."""
+    for step in record.get("steps", []):
+        if isinstance(step, list) and step and step[0] == "TC":
+            return "wgmma" if "wgmma" in step[1:] else "mma.sync"
+    return "simt"
+
+
+def family_text(records, rounds):
+    """Trials, valid trials and best median per family, and the round lines' tensor-core shares."""
+    parts = []
+    for fam in ("wgmma", "mma.sync", "simt"):
+        mine = [r for r in records if family(r) == fam]
+        if not mine:
+            continue
+        times = [t for t in (median_ms(r) for r in mine) if t is not None]
+        parts.append(f"{fam} {len(mine)} trials ({len(times)} valid" +
+                     (f", best {min(times):.4f} ms)" if times else ")"))
+    shares = [r.get("tensor_core_share") for r in rounds]
+    text = "families: " + ", ".join(parts)
+    if any(isinstance(x, (int, float)) for x in shares):
+        text += "; tensor-core share per round " + \
+            " ".join("-" if not isinstance(x, (int, float)) else f"{x:g}" for x in shares)
+    return text
+
+
 def schedule_target(target):
     """The record's target as a schedule file writes it: "cpu", or "cuda -arch=sm_XX"."""
     if target.get("kind") == "cuda" and target.get("arch"):
@@ -99,6 +127,7 @@ def main():
     if skipped:
         text += f"; {skipped} malformed lines skipped"
     print(text)
+    print(f"{args.label or key}: " + family_text(records, rounds))
     if args.best_schedule:
         if best is None:
             print(f"{args.log}: no valid record of {key}: no schedule written", file=sys.stderr)
