@@ -411,6 +411,36 @@ TEST(VerifyReferenceSamplesTest, CorruptedElementIsCaught) {
               StatusIs(absl::StatusCode::kInternal, HasSubstr("at [3, 2]: got nan")));
 }
 
+// A float16 output whose float64 value is past float16's range is +inf in the type (in our
+// reference and in PyTorch alike): the spot check accepts that infinity, and still catches an
+// infinity where the value is in range or of the other sign.
+TEST(VerifyReferenceSamplesTest, HalfOutputPastItsRangeIsInfinity) {
+  ir::Tensor a = Ok(ir::Placeholder("A", {kM, kK}, ir::ScalarType::kFloat16));
+  ir::Tensor b = Ok(ir::Placeholder("B", {kK, kN}, ir::ScalarType::kFloat16));
+  ir::Tensor c =
+      Ok(ir::Reduce("C", {kM, kN}, ir::ReduceKind::kSum, {kK}, [&](const Axes& ax, const Axes& r) {
+        return a(ax[0], r[0]) * b(r[0], ax[1]);
+      }));
+  ir::ComputeDAG dag = Ok(ir::ComputeDAG::Create({c}));
+  ASSERT_EQ(dag.stage(dag.output_ids()[0]).dtype(), ir::ScalarType::kFloat16);
+  const auto run = [&](double value, double got) {
+    ir::BufferMap in;
+    in.emplace("A",
+               Buffer(ir::ScalarType::kFloat16, {kM, kK}, std::vector<double>(kM * kK, value)));
+    in.emplace("B",
+               Buffer(ir::ScalarType::kFloat16, {kK, kN}, std::vector<double>(kK * kN, value)));
+    ir::BufferMap out;
+    out.emplace("C", Buffer(ir::ScalarType::kFloat16, {kM, kN}, std::vector<double>(kM * kN, got)));
+    return VerifyReferenceSamples(dag, in, out, 8, 9);
+  };
+  // 16 products of 64 · 64: 65536, past float16's largest finite 65504 (ties at 65520 go to inf).
+  EXPECT_THAT(run(64, INFINITY), IsOk());
+  EXPECT_THAT(run(64, -INFINITY), StatusIs(absl::StatusCode::kInternal, HasSubstr("got -inf")));
+  // 16 products of 1 · 1: 16, far inside the range.
+  EXPECT_THAT(run(1, 16), IsOk());
+  EXPECT_THAT(run(1, INFINITY), StatusIs(absl::StatusCode::kInternal, HasSubstr("got inf")));
+}
+
 // A step budget below the points' cost keeps the first and last element (a corrupted middle one
 // is then out of reach), and generated inputs (no data on the host) verify as held ones.
 TEST(VerifyReferenceSamplesTest, StepBudgetKeepsFirstAndLastAndGeneratedInputsWork) {

@@ -317,6 +317,39 @@ TEST(EvolutionarySearch, TileFamilyHashIgnoresTheArrangementInsideAThreadTile) {
   EXPECT_EQ(a, TileFamilyHash({split(4096, {2, 16, 1, 4}), split(4096, {8, 4})}, true));
 }
 
+TEST(EvolutionarySearch, TileFamilyHashSeparatesTensorCoreTilesButNotTheirDepthOrPipeline) {
+  schedule::TensorCoreStep t;
+  t.stage_id = 2;
+  t.kind = "bf16";
+  t.warpgroup = true;
+  t.block_m = 128;
+  t.block_n = 256;
+  t.warp_m = 64;
+  t.warp_n = 256;
+  t.block_k = 64;
+  t.pipeline = 4;
+  const uint64_t a = TileFamilyHash({t}, true);
+  schedule::TensorCoreStep same_tiles = t;
+  same_tiles.block_k = 32;
+  same_tiles.pipeline = 6;
+  same_tiles.raster = 8;
+  same_tiles.split_k = 2;
+  EXPECT_EQ(a, TileFamilyHash({same_tiles}, true));
+  schedule::TensorCoreStep other = t;
+  other.block_n = 128;
+  other.warp_n = 128;
+  EXPECT_NE(a, TileFamilyHash({other}, true));  // another block tile
+  other = t;
+  other.warp_m = 128;
+  other.warp_n = 128;
+  EXPECT_NE(a, TileFamilyHash({other}, true));  // another warpgroup tile
+  other = t;
+  other.warpgroup = false;
+  EXPECT_NE(a, TileFamilyHash({other}, true));  // mma.sync
+  // Neither is the family of the states without splits or tensor-core steps.
+  EXPECT_NE(a, TileFamilyHash({}, true));
+}
+
 TEST(EvolutionarySearch, OptionErrors) {
   const Case c = Cases()[0];
   auto sketches = GenerateSketches(TuneContext(c.dag, c.target));

@@ -22,8 +22,8 @@
 namespace tilesearch::search {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -49,9 +49,9 @@ MeasureRecord Record(const std::string& key, bool tensor_core, double ms) {
 
 TEST(SketchFamily, BestPerFamilyTakesTheFastestValidRecordOfTheTaskPerFamily) {
   const std::vector<MeasureRecord> records = {
-      Record("task", false, 3.79), Record("task", true, 0.469), Record("task", true, 0.229),
-      Record("task", false, 6.06), Record("task", true, -0.1),  // failed: not a best
-      Record("other", false, 0.01),                             // another workload
+      Record("task", false, 3.79),  Record("task", true, 0.469), Record("task", true, 0.229),
+      Record("task", false, 6.06),  Record("task", true, -0.1),  // failed: not a best
+      Record("other", false, 0.01),                              // another workload
   };
   const FamilyBests bests = BestPerFamily(records, "task");
   EXPECT_DOUBLE_EQ(bests.tensor_core_ms, 0.229);
