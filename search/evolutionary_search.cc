@@ -24,6 +24,7 @@
 #include "search/measure_record.h"
 #include "search/mutation.h"
 #include "search/mutation_internal.h"
+#include "search/tensor_core_space.h"
 
 namespace tilesearch::search {
 namespace {
@@ -516,12 +517,28 @@ absl::StatusOr<std::vector<Candidate>> EvolutionarySearch(
   const int family_cap =
       std::max(1, static_cast<int>(std::ceil(options.max_family_fraction * n_best_out)));
   std::unordered_map<uint64_t, int> per_family;
+  // A sketch family (tensor-core or SIMT) drawn for less than half of the fresh states also
+  // gets at most that share of these picks (the tuner's measured shares, search/
+  // sketch_family.h): an online update from a round of one family's records can score states of
+  // the other family arbitrarily (a pairwise objective constrains no offset between states it
+  // has no pairs of), and did put 47 SIMT states among 48 picks of an fp16 matmul whose best SIMT
+  // state was 15x slower (bench/NOTES.md).
+  const double tc_share = ctx.annotation().tensor_core_share;
+  const auto sketch_family_cap = [&](bool tensor_core) {
+    const double share = tensor_core ? tc_share : 1 - tc_share;
+    return share < 0.5 ? std::max(1, static_cast<int>(std::ceil(share * n_best_out))) : n_best_out;
+  };
+  const int cap_of[2] = {sketch_family_cap(false), sketch_family_cap(true)};
+  int per_sketch_family[2] = {0, 0};
   for (const auto& [score, h] : ranked) {
     if (static_cast<int>(out.size()) >= n_best_out) break;
     const Candidate& c = seen.at(h).second;
+    const int tensor_core = HasTensorCoreStep(c.state) ? 1 : 0;
+    if (per_sketch_family[tensor_core] >= cap_of[tensor_core]) continue;
     int& n_family = per_family[TileFamilyHash(c.state.steps(), target.is_gpu())];
     if (n_family >= family_cap) continue;
     ++n_family;
+    ++per_sketch_family[tensor_core];
     out.push_back(c);
     taken.insert(h);
   }

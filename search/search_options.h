@@ -60,7 +60,10 @@ struct AnnotationOptions {
   /// When some sketches carry a tensor_core step and some do not, the share of the initial
   /// population drawn from the tensor-core ones (the rest uniformly from the others). Uniform
   /// over sketches gave them a quarter of the trials of a bf16 matmul 4096³ on the H200 (one
-  /// tensor-core sketch beside three SIMT ones), whose best SIMT kernel was 10x slower.
+  /// tensor-core sketch beside three SIMT ones), whose best SIMT kernel was 10x slower. A family
+  /// drawn for less than half of the draws (share < 0.5 for tensor-core sketches, > 0.5 for SIMT
+  /// ones) also gets at most that share of an evolutionary search's model-ranked picks; the
+  /// tuner sets it per round from measurements (SearchOptions::family_dominance).
   double tensor_core_share = 0.5;
 };
 

@@ -241,10 +241,16 @@ TEST(EvolutionarySearch, CrossoverChildrenAreMostlyValidOnCudaAndCpu) {
   }
 }
 
-// The GPU tile family of a state: (block span, threads) per multi-level space split.
+// The GPU tile family of a state: (block span, threads) per multi-level space split, and
+// (-(block m, n), warp m, n and wgmma) for a tensor_core step.
 std::vector<std::pair<int64_t, int64_t>> FamilyOf(const State& s) {
   std::vector<std::pair<int64_t, int64_t>> out;
   for (const auto& step : s.steps()) {
+    if (const auto* tc = std::get_if<schedule::TensorCoreStep>(&step)) {
+      out.emplace_back(-(tc->block_m * 100000 + tc->block_n),
+                       (tc->warp_m * 100000 + tc->warp_n) * 2 + (tc->warpgroup ? 1 : 0));
+      continue;
+    }
     const auto* sp = std::get_if<schedule::SplitStep>(&step);
     if (sp == nullptr || sp->lengths.size() < 3) continue;
     int64_t span = 1;
@@ -257,7 +263,8 @@ std::vector<std::pair<int64_t, int64_t>> FamilyOf(const State& s) {
 TEST(EvolutionarySearch, RankedPicksAreSpreadOverTileFamilies) {
   const Case c{"matmul_cuda", testing::MustBuild(ir::MatmulDAG({256, 256}, {256, 256})),
                Target::H200()};
-  auto sketches = GenerateSketches(TuneContext(c.dag, c.target));
+  // SIMT sketches: their families are the multi-level splits' (tensor-core tiles: below).
+  auto sketches = GenerateSketches(testing::SimtContext(c.dag, c.target));
   ASSERT_THAT(sketches.status(), tilesearch::testing::IsOk());
   SearchOptions options = SmallOptions(2);
   options.population = 96;

@@ -13,9 +13,11 @@
 #include "ir/ops/registry.h"
 #include "nlohmann/json.hpp"
 #include "search/annotation.h"
+#include "search/evolutionary_search.h"
 #include "search/measure_record.h"
 #include "search/sketch.h"
 #include "search/tensor_core_space.h"
+#include "tests/search/feature_sum_model.h"
 #include "tests/search/record_test_util.h"
 #include "tests/search/space_test_util.h"
 
@@ -107,6 +109,72 @@ TEST(SketchFamily, ContextWithShareDrawsThatShareOfTensorCoreStates) {
     // a little.
     EXPECT_NEAR(fraction, share, 0.1) << tc << " of " << states.size();
   }
+}
+
+// A model that scores states by the sum of their features, or its negation: one of the two
+// prefers the SIMT states of a bf16 matmul (they have more stores and loops).
+class SignedFeatureSumModel : public testing::FeatureSumModel {
+ public:
+  explicit SignedFeatureSumModel(double sign) : sign_(sign) {}
+  absl::StatusOr<std::vector<double>> Predict(
+      const std::vector<costmodel::ProgramFeatures>& programs) override {
+    absl::StatusOr<std::vector<double>> out = FeatureSumModel::Predict(programs);
+    if (out.ok()) {
+      for (double& v : *out) v = std::isfinite(v) ? sign_ * v : v;
+    }
+    return out;
+  }
+
+ private:
+  double sign_;
+};
+
+// The model-ranked picks of an evolutionary search give a family drawn for less than half of the
+// fresh states at most that share of them, even where the model prefers that family.
+TEST(SketchFamily, DominatedFamilyGetsAtMostItsShareOfTheModelRankedPicks) {
+  ir::OpArgs args;
+  args.shapes = {{256, 128}, {128, 256}};
+  args.dtype = ir::ScalarType::kBFloat16;
+  const ir::ComputeDAG dag = testing::MustBuild(ir::BuildOp("matmul", args));
+  SearchOptions options;
+  options.population = 64;
+  options.generations = 2;
+  options.init_min_population = 32;
+  options.eps_greedy = 0;  // every pick model-ranked
+  options.num_threads = 2;
+  const TuneContext base(dag, Target::H200(), options, 11);
+  absl::StatusOr<std::vector<schedule::State>> sketches = GenerateSketches(base);
+  ASSERT_TRUE(sketches.ok()) << sketches.status();
+  constexpr int kPicks = 20;
+  const auto simt_picks = [&](double sign, double share) -> int {
+    SignedFeatureSumModel model(sign);
+    TuneContext ctx = base.WithTensorCoreShare(share);
+    absl::StatusOr<std::vector<Candidate>> out =
+        EvolutionarySearch(ctx, *sketches, model, {}, {}, kPicks);
+    EXPECT_TRUE(out.ok()) << out.status();
+    if (!out.ok()) return -1;
+    EXPECT_EQ(out->size(), static_cast<size_t>(kPicks));
+    int simt = 0;
+    for (const Candidate& c : *out) simt += HasTensorCoreStep(c.state) ? 0 : 1;
+    return simt;
+  };
+  // The sign whose model picks the most SIMT states at the base share (no cap).
+  const int plus = simt_picks(1, 0.5);
+  const int minus = simt_picks(-1, 0.5);
+  const double sign = plus >= minus ? 1 : -1;
+  const int uncapped = std::max(plus, minus);
+  const int cap = static_cast<int>(std::ceil(0.1 * kPicks));  // 2
+  ASSERT_GT(uncapped, cap) << "neither model prefers SIMT states: the test shows nothing";
+  EXPECT_LE(simt_picks(sign, 0.9), cap);
+  // The other way round: tensor-core states capped at 0.1 when the SIMT family dominates.
+  SignedFeatureSumModel other(-sign);
+  TuneContext ctx = base.WithTensorCoreShare(0.1);
+  absl::StatusOr<std::vector<Candidate>> out =
+      EvolutionarySearch(ctx, *sketches, other, {}, {}, kPicks);
+  ASSERT_TRUE(out.ok()) << out.status();
+  int tensor_core = 0;
+  for (const Candidate& c : *out) tensor_core += HasTensorCoreStep(c.state) ? 1 : 0;
+  EXPECT_LE(tensor_core, cap);
 }
 
 TEST(SketchFamily, RoundLineCarriesTheShareOnlyWhenSetAndRefusesOneOutsideZeroToOne) {
