@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# A lost rank under `mpiexec -n 2 tilesearch tune` (cpu target), and errors that must end every
+# rank cleanly:
+# - rank 1 killed (SIGKILL) in the middle of its share of the second round (the test hook
+#   TILESEARCH_MPI_TEST_FAULT=1:2): the job stops with a non-zero status, the log keeps the first
+#   round and the second round's results that arrived in order; the same command again resumes
+#   from them: the first run's lines are the final log's first lines, and the log ends with the
+#   full budget of distinct schedules, each measured once;
+# - rank 1 hanging instead (TILESEARCH_MPI_TEST_FAULT=1:2:hang, rank 0 waiting 5 s:
+#   TILESEARCH_MPI_SILENCE_S): rank 0 names the silent rank and aborts the job, no hang, the log
+#   as above;
+# - ranks launched with different arguments (mpiexec's "A : B" form): one error line on rank 0
+#   naming the disagreement, exit 2, no log written;
+# - a command that does not spread over ranks (inspect): one error line, exit 2.
+# Run by ctest (MPI build only) with TILESEARCH and MPIEXEC set.
+set -u
+source "$(dirname "$0")/cli_lib.sh"
+source "$(dirname "$0")/mpi_lib.sh"
+job=(tune --op matmul --shape 64x64 --shape 64x64 --target cpu --population 32 --generations 1
+     --min-runs 2 --min-time-ms 0 --warmup 0 --trials 32 --per-round 8)
+
+records() { python3 -c 'import json,sys; print(sum(1 for l in open(sys.argv[1]) if json.loads(l).get("kind","record")=="record"))' "$1"; }
+
+# resume_check NAME LOG: a run killed in round 2 left round 1 and part of round 2; a second run
+# completes the budget without losing or repeating a record.
+resume_check() {
+  local name="$1" log="$2" kept
+  [[ "$(cat "$tmp/$name.rc")" != 0 ]] || fail "$name: the job with a lost rank exited 0"
+  kept="$(records "$log")"
+  ((kept >= 8 && kept < 16)) ||
+    fail "$name: the log kept $kept records, expected round 1 (8) and part of round 2"
+  cp "$log" "$tmp/$name.before"
+  mpirun "$name.resume" 2 "${job[@]}" --log "$log"
+  expect_rc "$name.resume" 0
+  expect_out "$name.resume" "^trials: 32 \\($((32 - kept)) measured now\\)$"
+  [[ "$(head -n "$(wc -l <"$tmp/$name.before")" "$log")" == "$(cat "$tmp/$name.before")" ]] ||
+    fail "$name: the resumed run changed the lines the first run logged"
+  check_log "$log" 32 2
+}
+
+TILESEARCH_MPI_TEST_FAULT=1:2 mpirun killed 2 "${job[@]}" --log "$tmp/k.jsonl"
+resume_check killed "$tmp/k.jsonl"
+
+TILESEARCH_MPI_TEST_FAULT=1:2:hang TILESEARCH_MPI_SILENCE_S=5 \
+  mpirun hung 2 "${job[@]}" --log "$tmp/h.jsonl"
+grep -q 'rank 1 sent nothing for 5 s' "$tmp/hung.err" ||
+  fail "hung: rank 0 did not name the silent rank: $(tail -n 3 "$tmp/hung.err")"
+resume_check hung "$tmp/h.jsonl"
+
+timeout 120 "$mpiexec_bin" -n 1 "$bin" "${job[@]}" --log "$tmp/d.jsonl" \
+  : -n 1 "$bin" "${job[@]}" --log "$tmp/d.jsonl" --seed 7 >"$tmp/disagree.out" 2>"$tmp/disagree.err"
+echo $? >"$tmp/disagree.rc"
+expect_error disagree "ranks disagree on the command line: rank 1"
+[[ ! -s "$tmp/d.jsonl" ]] || fail "disagree: a log was written"
+
+mpirun inspect 2 inspect --log "$tmp/k.jsonl"
+expect_error inspect "'tilesearch inspect' runs as one process"
+finish "MPI fault"
