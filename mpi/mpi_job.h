@@ -107,7 +107,8 @@ class MpiJob {
   /// waiting: nullopt when none has. Sets *from and *tag_out.
   std::optional<nlohmann::json> Poll(int rank, std::optional<MessageTag> tag, int* from,
                                      MessageTag* tag_out) const;
-  /// As Poll, waiting for the message.
+  /// As Poll, waiting for the message (polling, with sleeps of up to 5 ms: an idle rank leaves
+  /// its core to the others).
   nlohmann::json Receive(int rank, std::optional<MessageTag> tag, int* from,
                          MessageTag* tag_out) const;
 
