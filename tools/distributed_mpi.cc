@@ -62,6 +62,16 @@ absl::Status StartDistributed(int* argc, char*** argv) {
   absl::StatusOr<std::unique_ptr<mpi::MpiJob>> job = mpi::MpiJob::Start(argc, argv);
   if (!job.ok()) return job.status();
   Job() = *std::move(job);
+  // An MPI that cannot talk to the launcher starts every process as a job of one: N processes
+  // would then each tune alone into one log.
+  if (Job()->size() != mpi::LaunchedRanks()) {
+    const int size = Job()->size();
+    Job().reset();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the launcher started ", mpi::LaunchedRanks(), " ranks, but MPI sees a job of ", size,
+        ": this MPI does not speak the launcher's PMI (with Slurm try srun --mpi=pmi2 or "
+        "--mpi=pmix, or mpiexec inside the allocation)"));
+  }
   for (int i = 1; i < *argc; ++i) Args().push_back((*argv)[i]);
   return absl::OkStatus();
 }
@@ -83,7 +93,7 @@ absl::StatusOr<std::optional<int>> DistributeTuning(search::TuneOptions& tune,
   mpi::MpiJob* job = Job().get();
   if (job == nullptr) return std::optional<int>();
   // Each rank measures on the GPU of its local rank.
-  if (target.is_gpu()) tune.measure.device = job->local_rank();
+  if (target.is_gpu()) tune.measure.device = mpi::DeviceOfLocalRank(job->local_rank());
   RETURN_IF_ERROR(job->Join(InfoOf(target, tune.measure.device)));
   if (job->rank() > 0) {
     mpi::ServeRounds(*job, tune.measure);

@@ -11,7 +11,8 @@
 #   as above;
 # - ranks launched with different arguments (mpiexec's "A : B" form): one error line on rank 0
 #   naming the disagreement, exit 2, no log written;
-# - a command that does not spread over ranks (inspect): one error line, exit 2.
+# - a command that does not spread over ranks (inspect): one error line, exit 2;
+# - Slurm's environment of 2 tasks around a process MPI starts alone: one error line, no log.
 # Run by ctest (MPI build only) with TILESEARCH and MPIEXEC set.
 set -u
 source "$(dirname "$0")/cli_lib.sh"
@@ -55,4 +56,10 @@ expect_error disagree "ranks disagree on the command line: rank 1"
 
 mpirun inspect 2 inspect --log "$tmp/k.jsonl"
 expect_error inspect "'tilesearch inspect' runs as one process"
+
+# A launcher whose ranks MPI cannot see (Slurm's environment, no PMI MPICH understands): each
+# process would tune alone into one log; it refuses instead.
+SLURM_PROCID=0 SLURM_NTASKS=2 run singleton "${job[@]}" --log "$tmp/s.jsonl"
+expect_error singleton "the launcher started 2 ranks, but MPI sees a job of 1"
+[[ ! -e "$tmp/s.jsonl" ]] || fail "singleton: a log was written"
 finish "MPI fault"
