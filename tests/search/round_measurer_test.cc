@@ -5,6 +5,8 @@
 // the budget exactly, each schedule measured once, trials in order, one round line per round
 // naming both ranks' shares; a failing measurer fails the job with its error after logging what
 // it delivered; and the share's JSON keeps every field.
+#include "search/round_measurer.h"
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -17,7 +19,6 @@
 #include "gtest/gtest.h"
 #include "measure/runner.h"
 #include "search/log_io.h"
-#include "search/round_measurer.h"
 #include "search/tuner.h"
 #include "tests/search/scratch_dir.h"
 #include "tests/search/tiny_tune_options.h"
@@ -44,9 +45,9 @@ class TwoRankMeasurer : public RoundMeasurer {
     timing[1].rank = 1;
     local(
         ShareOfRank(round, 0, 2).indices,
-        [&](const MeasuredCandidate& m) { slots[static_cast<size_t>(m.index)] = m; },
-        &timing[0]);
-    absl::StatusOr<RoundShare> remote = RoundShareFromJson(RoundShareToJson(ShareOfRank(round, 1, 2)));
+        [&](const MeasuredCandidate& m) { slots[static_cast<size_t>(m.index)] = m; }, &timing[0]);
+    absl::StatusOr<RoundShare> remote =
+        RoundShareFromJson(RoundShareToJson(ShareOfRank(round, 1, 2)));
     if (!remote.ok()) return remote.status();
     absl::StatusOr<ir::ComputeDAG> dag = remote->workload.Build();
     if (!dag.ok()) return dag.status();
