@@ -262,6 +262,7 @@ constexpr const char* kRoundFields[] = {"kind",
                                         "build_s",
                                         "measure_s",
                                         "overlapped",
+                                        "ranks",
                                         "timestamp",
                                         "tilesearch_version",
                                         "seed"};
@@ -472,6 +473,17 @@ json RoundRecordToJson(const RoundRecord& round) {
   if (!round.model_init.empty()) j["model_init"] = round.model_init;
   if (round.overlapped) j["overlapped"] = true;
   if (round.tensor_core_share >= 0) j["tensor_core_share"] = round.tensor_core_share;
+  if (!round.ranks.empty()) {
+    json ranks = json::array();
+    for (const RankTiming& t : round.ranks) {
+      ranks.push_back({{"rank", t.rank},
+                       {"trials", t.trials},
+                       {"build_s", t.build_s},
+                       {"measure_s", t.measure_s},
+                       {"idle_s", t.idle_s}});
+    }
+    j["ranks"] = std::move(ranks);
+  }
   if (round.local_search_fraction > 0 || round.local_search_trials > 0) {
     j["local_search_trials"] = round.local_search_trials;
     j["local_search_fraction"] = NumberOrNull(round.local_search_fraction);
@@ -481,6 +493,43 @@ json RoundRecordToJson(const RoundRecord& round) {
 
 std::string RoundRecordToLine(const RoundRecord& round) {
   return OrderedLine(RoundRecordToJson(round), kRoundFields);
+}
+
+namespace {
+
+// The optional "ranks" list of a round line (RoundRecord::ranks).
+absl::Status ReadRankTimings(const json& list, std::vector<RankTiming>* out) {
+  if (!list.is_array()) {
+    return FieldError("ranks", "must be a list of objects, got " + schedule::ShortJson(list));
+  }
+  for (const json& item : list) {
+    if (!item.is_object()) {
+      return FieldError("ranks", "must hold objects, got " + schedule::ShortJson(item));
+    }
+    RankTiming t;
+    int64_t rank = 0;
+    RETURN_IF_ERROR(ReadInt(item, "rank", "ranks.rank", &rank, 0));
+    t.rank = static_cast<int>(rank);
+    RETURN_IF_ERROR(ReadInt(item, "trials", "ranks.trials", &t.trials, 0));
+    RETURN_IF_ERROR(ReadSeconds(item, "build_s", &t.build_s));
+    RETURN_IF_ERROR(ReadSeconds(item, "measure_s", &t.measure_s));
+    RETURN_IF_ERROR(ReadSeconds(item, "idle_s", &t.idle_s));
+    out->push_back(t);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+json TargetToRecordJson(const Target& target, const std::string& device_name) {
+  return TargetToJson(target, device_name);
+}
+
+absl::StatusOr<Target> TargetFromRecordJson(const json& j) {
+  Target target;
+  std::string device_name;
+  RETURN_IF_ERROR(TargetFromJson(j, &target, &device_name, nullptr));
+  return target;
 }
 
 absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j,
@@ -598,6 +647,7 @@ absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j,
     }
     r.overlapped = j.at("overlapped").get<bool>();
   }
+  if (j.contains("ranks")) RETURN_IF_ERROR(ReadRankTimings(j.at("ranks"), &r.ranks));
   RETURN_IF_ERROR(ReadString(j, "timestamp", "timestamp", &r.timestamp));
   RETURN_IF_ERROR(ReadString(j, "tilesearch_version", "tilesearch_version", &r.tilesearch_version));
   RETURN_IF_ERROR(ReadInt(j, "seed", "seed", &r.seed, 0));

@@ -159,6 +159,18 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromLine(const std::string& line);
 
 /// One round's metadata line (format above): the cost model's quality on the round's candidates,
 /// scored before measurement, against their measured throughput.
+/// One rank's share of a round spread over MPI ranks (TuneOptions::measurer): how many of the
+/// round's candidates it built and measured, and its wall seconds building them (replay, lowering,
+/// compiling), measuring them (check + timing) and idle (the round's spread wall time less both),
+/// so that imbalance between ranks shows.
+struct RankTiming {
+  int rank = 0;
+  int64_t trials = 0;
+  double build_s = 0;
+  double measure_s = 0;
+  double idle_s = 0;
+};
+
 struct RoundRecord {
   int version = kLogFormatVersion;
   std::string workload_key;
@@ -216,10 +228,19 @@ struct RoundRecord {
   /// sketch_family.h), in [0, 1]; negative when the task does not have sketches of both families.
   /// Written as "tensor_core_share" only when >= 0; absent reads as -1.
   double tensor_core_share = -1;
+  /// Per rank, in rank order, when the round was spread over MPI ranks (TuneOptions::measurer):
+  /// written as "ranks": [{"rank": 0, "trials": 32, "build_s": ..., "measure_s": ...,
+  /// "idle_s": ...}, ...] after "overlapped" only when not empty; absent reads as empty.
+  std::vector<RankTiming> ranks;
   std::string timestamp;
   std::string tilesearch_version = kTilesearchVersion;
   uint64_t seed = 0;
 };
+
+/// A target as records write it ("target": kind, arch, device_name, limits) and back; FromJson
+/// errors (kInvalidArgument) name the bad field, an unknown field among them.
+nlohmann::json TargetToRecordJson(const Target& target, const std::string& device_name = "");
+absl::StatusOr<Target> TargetFromRecordJson(const nlohmann::json& j);
 
 /// The round line as one JSON object (NaN and infinite numbers as null).
 nlohmann::json RoundRecordToJson(const RoundRecord& round);

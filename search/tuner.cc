@@ -142,6 +142,17 @@ std::string Fixed(double v, int digits) {
   return out.str();
 }
 
+// " ranks: r0 build 1.2s measure 3.4s idle 0.5s | r1 ..." for a spread round; "" otherwise.
+std::string RankTimingText(const std::vector<RankTiming>& ranks) {
+  std::string text;
+  for (const RankTiming& r : ranks) {
+    absl::StrAppend(&text, text.empty() ? "  ranks: " : " | ", "r", r.rank, " ", r.trials,
+                    " trials build ", Fixed(r.build_s, 1), "s measure ", Fixed(r.measure_s, 1),
+                    "s idle ", Fixed(r.idle_s, 1), "s");
+  }
+  return text;
+}
+
 std::string Duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const int64_t s = static_cast<int64_t>(std::lround(seconds));
@@ -326,6 +337,7 @@ struct Round {
   std::vector<MeasureRecord> records;  // the measured candidates' records, logged, in order
   int64_t first_trial = 0;             // the task's trial number of records[0]
   bool overlapped = false;  // trained, searched and built while the previous round was measured
+  std::vector<RankTiming> ranks;  // per rank, when TuneOptions::measurer spread the round
   double train_s = 0;
   double search_s = 0;
   double build_s = 0;
@@ -514,7 +526,8 @@ class TuningJob {
   absl::Status PrepareRound(Round& round, const measure::Builder& builder) {
     RETURN_IF_ERROR(UpdateModel(round));
     RETURN_IF_ERROR(SearchRound(round));
-    if (round.candidates.empty()) return absl::OkStatus();
+    // A round measurer builds each share where it is measured.
+    if (round.candidates.empty() || options_.measurer) return absl::OkStatus();
     const auto t = std::chrono::steady_clock::now();
     round.built = BuildCandidates(builder, round.candidates);
     round.build_s = SecondsSince(t);
@@ -526,7 +539,11 @@ class TuningJob {
   // its result, into round.records. Reads the job's records but changes nothing of the job except
   // the log, so PrepareRound may run beside it (overlapped rounds). Errors: the log's; an internal
   // error when the runner reports fewer results than candidates.
-  absl::Status MeasureRound(Round& round);
+  absl::Status MeasureRound(Round& round, const measure::Builder& builder);
+  // MeasureRound through TuneOptions::measurer: the round spread over its processes, this one
+  // building and measuring its own share with the job's builder and runner; records logged in
+  // candidate order as they arrive.
+  absl::Status MeasureRoundSpread(Round& round, const measure::Builder& builder);
 
   // Keeps the measured round's records (the model's samples, the states never measured again),
   // then appends the round line. Errors: the log's; kFailedPrecondition when every candidate
@@ -688,9 +705,9 @@ absl::Status TuningJob::Remeasure(const measure::Builder& builder, int n) {
   round.remeasured = valid;
   for (size_t i : valid) round.candidates.push_back(*candidates_[i]);
   const auto t = std::chrono::steady_clock::now();
-  round.built = BuildCandidates(builder, round.candidates);
+  if (!options_.measurer) round.built = BuildCandidates(builder, round.candidates);
   round.build_s = SecondsSince(t);
-  RETURN_IF_ERROR(MeasureRound(round));
+  RETURN_IF_ERROR(MeasureRound(round, builder));
   std::vector<std::string> changes;
   bool all_no_device = !round.records.empty();
   for (size_t k = 0; k < round.records.size(); ++k) {
@@ -724,7 +741,70 @@ absl::Status TuningJob::Remeasure(const measure::Builder& builder, int n) {
   return absl::OkStatus();
 }
 
-absl::Status TuningJob::MeasureRound(Round& round) {
+absl::Status TuningJob::MeasureRoundSpread(Round& round, const measure::Builder& builder) {
+  const size_t n = round.candidates.size();
+  RoundShare all;
+  all.workload = workload_;
+  all.target = ctx_.target();
+  all.precision = ctx_.options().precision;
+  all.round = first_round_ + static_cast<int64_t>(result_.rounds.size());
+  for (size_t i = 0; i < n; ++i) {
+    all.indices.push_back(static_cast<int64_t>(i));
+    all.steps.push_back(round.candidates[i].state.steps());
+  }
+  // A remeasure round times every schedule fully (as MeasureRound).
+  const bool screen = options_.screen_factor >= 1 && round.remeasured.empty();
+  all.screen_above_ms = screen ? options_.screen_factor * BestValidMs() : 0;
+  all.screen_factor = options_.screen_factor >= 1 ? options_.screen_factor : 0;
+  all.compile_timeout_ms = options_.compile_timeout_ms;
+  all.unroll_budget = options_.unroll_budget;
+  // This process's share: the search's own lowerings, built and measured as in MeasureRound.
+  auto local = [&](const std::vector<int64_t>& indices, const RoundMeasurer::ResultCallback& done,
+                   RankTiming* timing) {
+    timing->trials = static_cast<int64_t>(indices.size());
+    if (indices.empty()) return;
+    std::vector<Candidate> mine;
+    for (int64_t i : indices) mine.push_back(round.candidates[static_cast<size_t>(i)]);
+    const auto t_build = std::chrono::steady_clock::now();
+    const std::vector<measure::BuildResult> built = BuildCandidates(builder, mine);
+    timing->build_s = SecondsSince(t_build);
+    const auto t_measure = std::chrono::steady_clock::now();
+    runner_->SetScreenAboveMs(all.screen_above_ms);
+    runner_->RunStreaming(ctx_.dag(), built, [&](size_t k, const measure::MeasureResult& result) {
+      done(MeasuredCandidate{indices[k], result, built[k].compile_ms});
+    });
+    timing->measure_s = SecondsSince(t_measure);
+  };
+  round.built.assign(n, measure::BuildResult{});  // RecordOf reads each one's compile_ms
+  absl::Status logged;
+  const auto t = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<RankTiming>> ranks =
+      options_.measurer->MeasureRound(all, local, [&](const MeasuredCandidate& m) {
+        if (!logged.ok()) return;  // after a failed append: nothing more
+        const size_t i = static_cast<size_t>(m.index);
+        round.built[i].compile_ms = m.build_ms;
+        MeasureRecord record = RecordOf(round, i, m.result);
+        logged = SigintGuard::Append(writer_, {record}, std::nullopt);
+        if (logged.ok()) round.records.push_back(std::move(record));
+      });
+  const double wall_s = SecondsSince(t);
+  RETURN_IF_ERROR(logged);
+  RETURN_IF_ERROR(ranks.status());
+  if (round.records.size() != n) {
+    return absl::InternalError(absl::StrCat("the round measurer delivered ", round.records.size(),
+                                            " results for ", n, " candidates"));
+  }
+  // The round's phases: its slowest rank's build, then the rest of the spread's wall time.
+  round.ranks = *std::move(ranks);
+  double build_s = 0;
+  for (const RankTiming& r : round.ranks) build_s = std::max(build_s, r.build_s);
+  round.build_s += build_s;
+  round.measure_s += std::max(0.0, wall_s - build_s);
+  return absl::OkStatus();
+}
+
+absl::Status TuningJob::MeasureRound(Round& round, const measure::Builder& builder) {
+  if (options_.measurer) return MeasureRoundSpread(round, builder);
   const size_t n = round.candidates.size();
   const size_t batch = options_.measure_batch > 0 ? static_cast<size_t>(options_.measure_batch)
                                                   : std::max<size_t>(n, 1);
@@ -787,6 +867,7 @@ absl::Status TuningJob::FinishRound(Round& round) {
   line.build_s = round.build_s;
   line.measure_s = round.measure_s;
   line.overlapped = round.overlapped;
+  line.ranks = round.ranks;
   line.timestamp = CurrentTimestamp();
   line.seed = options_.seed;
   RETURN_IF_ERROR(SigintGuard::Append(writer_, {}, line));
@@ -844,7 +925,8 @@ void TuningJob::Report(const Round& round) const {
             << (round.overlapped ? "train, search and build beside the previous measure; " : "")
             << (round.local > 0 ? absl::StrCat(round.local, " local, ") : std::string()) << "train "
             << Fixed(round.train_s, 2) << "s, search " << Fixed(round.search_s, 1) << "s, build "
-            << Fixed(round.build_s, 1) << "s, measure " << Fixed(round.measure_s, 1) << "s)\n";
+            << Fixed(round.build_s, 1) << "s, measure " << Fixed(round.measure_s, 1) << "s)"
+            << RankTimingText(round.ranks) << "\n";
 }
 
 bool TuningJob::StopEarly() {
@@ -922,7 +1004,7 @@ absl::Status MeasureBesidePrepare(TuningJob& job, Round& round, Round& next,
                                   const measure::Builder& builder) {
   absl::Status measured;
   job.SetInFlight(round);
-  std::thread measuring([&] { measured = job.MeasureRound(round); });
+  std::thread measuring([&] { measured = job.MeasureRound(round, builder); });
   absl::Status prepared = job.PrepareRound(next, builder);
   measuring.join();
   job.ClearInFlight();
@@ -970,7 +1052,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
       next.emplace();
       RETURN_IF_ERROR(MeasureBesidePrepare(*job, *round, *next, builder));
     } else {
-      RETURN_IF_ERROR(job->MeasureRound(*round));
+      RETURN_IF_ERROR(job->MeasureRound(*round, builder));
     }
     RETURN_IF_ERROR(job->FinishRound(*round));
     job->Report(*round);

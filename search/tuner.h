@@ -43,6 +43,7 @@
 #include "search/evolutionary_search.h"
 #include "search/log_io.h"
 #include "search/measure_record.h"
+#include "search/round_measurer.h"
 
 namespace tilesearch::search {
 
@@ -113,6 +114,13 @@ struct TuneOptions {
   /// reached, no further round is measured (an overlapped round already built is dropped) and
   /// TuneResult::time_limited is set. A round in flight always completes.
   double time_limit_s = 0;
+  /// Where rounds are built and measured (search/round_measurer.h); null (the default): this
+  /// process's Builder and Runner. With one, each round is handed to it whole: it spreads the
+  /// candidates over processes (the MPI build's mpi::MpiRoundMeasurer), this process builds and
+  /// measures its own share, and the records are logged in candidate order as they arrive, as
+  /// without it. measure_batch is then unused (each process measures its share in one batch), and
+  /// each round is screened by the best time before it (screen_factor).
+  std::shared_ptr<RoundMeasurer> measurer;
 };
 
 /// `options` with its automatic choices made for `target`: SearchOptions::local_search_fraction

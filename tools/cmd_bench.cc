@@ -44,6 +44,7 @@
 #include "search/replay.h"
 #include "search/tuner.h"
 #include "tools/commands.h"
+#include "tools/distributed.h"
 #include "tools/model_options.h"
 #include "tools/number_text.h"
 #include "tools/suite.h"
@@ -75,6 +76,9 @@ struct BenchCommandOptions {
   bool no_check = false;
   bool quiet = false;
   bool allow_unreadable_lines = false;  // replay from the readable lines (search/replay.h)
+  /// Under mpiexec (DistributeTuning): rank 0's round measurer and device; null otherwise.
+  std::shared_ptr<search::RoundMeasurer> measurer;
+  int device = 0;
 };
 
 // One selected problem and what became of it.
@@ -246,6 +250,8 @@ absl::Status TuneProblem(const BenchCommandOptions& options, const schedule::Wor
   tune.per_round = options.per_round;
   tune.remeasure_best = options.remeasure;
   tune.time_limit_s = std::max(0.0, static_cast<double>(options.time_limit_s));
+  tune.measurer = options.measurer;
+  tune.measure.device = options.device;
   // As `tune`: the learned model starts from the pretrained one (the target's default model).
   if (options.model == "xgboost" && options.model_init != "none") {
     tune.model_init = options.model_init.empty() ? DefaultModelPath(target) : options.model_init;
@@ -397,7 +403,8 @@ void PrintTable(const std::vector<Outcome>& outcomes) {
   std::cout << "\n";
 }
 
-absl::StatusOr<int> Bench(const BenchCommandOptions& options) {
+absl::StatusOr<int> Bench(const BenchCommandOptions& given) {
+  BenchCommandOptions options = given;
   // Everything a user can get wrong is checked before the first trial.
   if (options.suites.empty()) return absl::InvalidArgumentError("give --suite FILE");
   if (!options.model_init.empty() && options.model_init != "none" && options.model != "xgboost") {
@@ -457,6 +464,16 @@ absl::StatusOr<int> Bench(const BenchCommandOptions& options) {
     // A model file that does not load for this target fails the run before any problem starts.
     costmodel::XGBoostModel probe;
     RETURN_IF_ERROR(probe.LoadForTarget(options.model_init, target));
+  }
+  {
+    // Under mpiexec: ranks > 0 serve the rounds of every problem rank 0 tunes, and end here.
+    search::TuneOptions shared =
+        TuneOptionsFor("", options.seed, options.model == "xgboost", options.search, options.timing,
+                       options.host_threads, options.quiet);
+    ASSIGN_OR_RETURN(std::optional<int> served, DistributeTuning(shared, target));
+    if (served) return *served;
+    options.measurer = shared.measurer;
+    options.device = shared.measure.device;
   }
   // --out is only checked (created when the first artifacts are written); the log directory is
   // created here, after every other check but --json's.

@@ -27,6 +27,7 @@
 #include "search/task_scheduler.h"
 #include "search/task_scheduler_tuner.h"
 #include "tools/commands.h"
+#include "tools/distributed.h"
 #include "tools/number_text.h"
 #include "tools/workload_options.h"
 
@@ -237,6 +238,11 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
                               "task a single operator)"));
     }
   }
+  search::TuneOptions tune = TuneOptionsFor(o.log, o.seed, o.cost_model == "xgboost", o.search,
+                                            o.timing, o.graph.host_threads, o.quiet);
+  // Under mpiexec: ranks > 0 serve the rounds rank 0's scheduler hands out, and end here.
+  ASSIGN_OR_RETURN(std::optional<int> served, DistributeTuning(tune, g.target));
+  if (served) return *served;
   PrintHeader(o.graph, g);
   PrintTasks(g.partition);
   if (!untunable.empty()) {
@@ -246,8 +252,6 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
   }
 
   const GraphSigintGuard sigint;
-  search::TuneOptions tune = TuneOptionsFor(o.log, o.seed, o.cost_model == "xgboost", o.search,
-                                            o.timing, o.graph.host_threads, o.quiet);
   ASSIGN_OR_RETURN(std::unique_ptr<search::TunerTaskRunner> runner,
                    search::TunerTaskRunner::Create(workloads, g.target, tune));
 

@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -18,6 +19,7 @@
 #include "schedule/schedule_file.h"
 #include "search/tuner.h"
 #include "tools/commands.h"
+#include "tools/distributed.h"
 #include "tools/model_options.h"
 #include "tools/number_text.h"
 #include "tools/workload_options.h"
@@ -85,6 +87,9 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   tune.overlap_rounds = options.overlap_rounds == "on"    ? 1
                         : options.overlap_rounds == "off" ? 0
                                                           : -1;
+  // Under mpiexec: ranks > 0 serve rank 0's rounds, and end here.
+  ASSIGN_OR_RETURN(std::optional<int> served, DistributeTuning(tune, file.target));
+  if (served) return *served;
   ASSIGN_OR_RETURN(tune.model_init, ModelInit(options, file.target));
   ASSIGN_OR_RETURN(search::TuneResult result, search::Tune(file.workload, file.target, tune));
 

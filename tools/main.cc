@@ -13,12 +13,21 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_replace.h"
 #include "tools/commands.h"
+#include "tools/distributed.h"
 
 namespace {
 
+// The last error reported, for FinishDistributed (a rank > 0 sends it to rank 0).
+std::string& LastError() {
+  static std::string error;
+  return error;
+}
+
 int ReportError(const std::string& message) {
-  // Exactly one line, whatever the message holds.
-  std::cerr << "tilesearch: error: " << absl::StrReplaceAll(message, {{"\n", "; "}}) << "\n";
+  LastError() = absl::StrReplaceAll(message, {{"\n", "; "}});
+  // Exactly one line, whatever the message holds; under mpiexec rank 0 reports for every rank.
+  if (!tilesearch::tools::IsServingRank())
+    std::cerr << "tilesearch: error: " << LastError() << "\n";
   return 2;
 }
 
@@ -36,8 +45,7 @@ void RestartWithPassiveOpenMpWait(char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  RestartWithPassiveOpenMpWait(argv);
+int RunCommand(int argc, char** argv) {
   CLI::App app{"tilesearch: search GPU and CPU kernel schedules for tensor operators (Ansor-style)",
                "tilesearch"};
   app.require_subcommand(1);
@@ -127,6 +135,10 @@ int main(int argc, char** argv) {
   }
   for (const auto& [sub, action] : actions) {
     if (!sub->parsed()) continue;
+    if (absl::Status spread = tilesearch::tools::CheckDistributedCommand(sub->get_name());
+        !spread.ok()) {
+      return ReportError(std::string(spread.message()));
+    }
     try {
       absl::StatusOr<int> code = action();
       if (!code.ok()) return ReportError(std::string(code.status().message()));
@@ -138,4 +150,14 @@ int main(int argc, char** argv) {
     }
   }
   return ReportError("no command given (try --help)");
+}
+
+int main(int argc, char** argv) {
+  RestartWithPassiveOpenMpWait(argv);
+  // Under mpiexec / srun (the MPI build): join the job before parsing (MPI may own argv).
+  if (absl::Status started = tilesearch::tools::StartDistributed(&argc, &argv); !started.ok()) {
+    return ReportError(std::string(started.message()));
+  }
+  const int code = RunCommand(argc, argv);
+  return tilesearch::tools::FinishDistributed(code, LastError());
 }

@@ -19,7 +19,17 @@
 # here by bench/harness/cheats/build.py --ptx-only (device_kernels.ptx, cheats/<kernel>.ptx; the
 # repository holds the CUDA sources only). Without nvcc the pack carries no PTX and score.py
 # compiles it on the device.
-# Usage: tools/pack_device.sh [--jobs N] [--no-verify]. The device has Ubuntu 24.04 (glibc 2.39).
+# --mpi: the MPI build (-DTILESEARCH_MPI=ON) with the MPICH of the `mpich` wheel from PyPI (the
+# device has no MPI and no internet): MPICH_WHEEL=PATH names the wheel (`pip download mpich
+# --no-deps -d DIR`; it is not in git). Its hydra launcher (mpiexec.hydra, hydra_pmi_proxy) goes
+# into mpi/bin, its libmpi.so.12 with the libraries it loads (lib/mpich/: libfabric, UCX) into
+# mpi/lib, and mpi/lib/libmpich.so.12 -> libmpi.so.12 serves the binary, linked against Debian's
+# MPICH (same ABI, libmpi.so.12 / libmpich.so.12, across MPICH versions); its licenses into
+# licenses/mpich-wheel/. The pack then has `mpiexec`: `DIR/mpiexec -n N tilesearch tune ...` runs
+# the wheel's hydra with the pack's bin/ on PATH and its libraries on LD_LIBRARY_PATH (hydra hands
+# the environment to every rank). Verified with a 2-rank cpu tune of the unpacked pack.
+# Usage: tools/pack_device.sh [--jobs N] [--no-verify] [--mpi]. The device has Ubuntu 24.04
+# (glibc 2.39).
 #        tools/pack_device.sh --stage-bench DIR: only stages bench/ (with its PTX) into DIR/bench
 #        and exits (no build).
 set -euo pipefail
@@ -27,14 +37,16 @@ cd "$(dirname "$0")/.."
 root="$PWD"
 jobs="$(nproc)"
 verify=1
+mpi=0
 bench_only=""
 while (($#)); do
   case "$1" in
     --jobs) jobs="$2"; shift 2 ;;
     --no-verify) verify=0; shift ;;
     --stage-bench) bench_only="${2:?--stage-bench needs a directory}"; shift 2 ;;
+    --mpi) mpi=1; shift ;;
     *) echo "pack_device.sh: unknown argument '$1' (expected --jobs N, --no-verify," \
-         "--stage-bench DIR)" >&2; exit 2 ;;
+         "--stage-bench DIR, --mpi)" >&2; exit 2 ;;
   esac
 done
 
@@ -72,11 +84,29 @@ if [[ -n "$bench_only" ]]; then
   exit 0
 fi
 
+# --- The mpich wheel (--mpi), unpacked (a wheel is a zip) before anything is built. ---
+wheel_data=""
+wheel_dir=""
+if ((mpi)); then
+  [[ -n "${MPICH_WHEEL:-}" ]] ||
+    die "--mpi needs MPICH_WHEEL=PATH, the mpich wheel from PyPI (pip download mpich --no-deps -d DIR)"
+  [[ -f "$MPICH_WHEEL" ]] || die "MPICH_WHEEL='$MPICH_WHEEL' is not a file"
+  command -v mpicc >/dev/null || die "--mpi builds against MPICH here: apt-get install mpich libmpich-dev"
+  wheel_dir="$(mktemp -d)"
+  python3 -m zipfile -e "$MPICH_WHEEL" "$wheel_dir" || die "cannot unzip $MPICH_WHEEL"
+  wheel_data="$(find "$wheel_dir" -maxdepth 3 -type d -path '*/mpich-*.data/data' | head -n 1)"
+  [[ -n "$wheel_data" && -f "$wheel_data/lib/libmpi.so.12" && -f "$wheel_data/bin/mpiexec.hydra" &&
+    -f "$wheel_data/bin/hydra_pmi_proxy" ]] ||
+    die "$MPICH_WHEEL holds no mpich-*.data/data/{lib/libmpi.so.12,bin/mpiexec.hydra,bin/hydra_pmi_proxy}"
+fi
+
 # --- Build. ---
 step "configure build-pack"
 mkdir -p build-pack
+mpi_option=OFF
+((mpi)) && mpi_option=ON
 cmake -S . -B build-pack -G Ninja -DCMAKE_BUILD_TYPE=Release -DTILESEARCH_MLIR_SHARED=OFF \
-  -DTILESEARCH_BUILD_TESTS=ON >build-pack/configure.log 2>&1 ||
+  -DTILESEARCH_BUILD_TESTS=ON -DTILESEARCH_MPI="$mpi_option" >build-pack/configure.log 2>&1 ||
   { cat build-pack/configure.log; die "cmake configure"; }
 targets=(tilesearch)
 # (The target list is read whole first: `grep -q` closing the pipe early would fail pipefail.)
@@ -93,7 +123,7 @@ build_s=$(($(date +%s) - build_start))
 
 # --- Stage. ---
 stage_root="$(mktemp -d)"
-trap 'rm -rf "$stage_root"' EXIT
+trap 'rm -rf "$stage_root" $wheel_dir' EXIT
 stage="$stage_root/tilesearch"
 mkdir -p "$stage/bin" "$stage/lib" "$stage/licenses" "$stage/examples"
 step "strip into the stage"
@@ -130,7 +160,19 @@ for f in /usr/lib/llvm-22/lib/libLLVMCore.a /usr/lib/llvm-22/lib/libMLIRIR.a \
   add_license "$(realpath "$f")"
 done
 
-# --- Shared libraries: only the glibc family may stay; anything else is packed in lib/. ---
+if ((mpi)); then
+  step "stage the mpich wheel's launcher and libraries into mpi/"
+  mkdir -p "$stage/mpi/bin" "$stage/mpi/lib" "$stage/licenses/mpich-wheel"
+  install -m 755 "$wheel_data/bin/mpiexec.hydra" "$wheel_data/bin/hydra_pmi_proxy" "$stage/mpi/bin/"
+  cp "$wheel_data/lib/libmpi.so.12" "$stage/mpi/lib/"
+  cp -r "$wheel_data/lib/mpich" "$stage/mpi/lib/"
+  ln -s libmpi.so.12 "$stage/mpi/lib/libmpich.so.12"
+  cp "$wheel_dir"/mpich-*.dist-info/licenses/* "$wheel_dir"/mpich-*.dist-info/METADATA \
+    "$stage/licenses/mpich-wheel/"
+fi
+
+# --- Shared libraries: only the glibc family may stay; anything else is packed in lib/ (with
+# --mpi, MPI resolves to the wheel's libraries in mpi/lib). ---
 step "check shared libraries"
 glibc_re='^(linux-vdso|libc|libm|libdl|libpthread|librt|ld-linux-x86-64)\.so'
 shared_report=""
@@ -143,11 +185,15 @@ for bin in "$stage"/bin/*; do
       continue
     fi
     [[ "$arrow" == "=>" && -f "$path" ]] || die "$(basename "$bin") needs $name, which ldd cannot resolve"
+    if [[ "$path" == "$stage"/* ]]; then
+      shared_report+="$(basename "$bin"): $name (${path#"$stage"/}, from the mpich wheel)"$'\n'
+      continue
+    fi
     echo "packing non-glibc library $name ($path)"
     cp -L "$path" "$stage/lib/$name"
     add_license "$(realpath "$path")"
     shared_report+="$(basename "$bin"): $name (packed in lib/)"$'\n'
-  done < <(ldd "$bin" | sed 's/^[[:space:]]*//')
+  done < <(LD_LIBRARY_PATH="$stage/mpi/lib" ldd "$bin" | sed 's/^[[:space:]]*//')
   # The newest glibc symbol version each binary needs must exist on the device.
   need="$(objdump -T "$bin" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -n 1)"
   newest="$(printf '%s\n%s\n' "$need" "$device_glibc" | sort -V | tail -n 1)"
@@ -163,6 +209,7 @@ cat >"$stage/run" <<'EOF'
 # `run cuda_runtime_test ARGS...` the GPU test binary. Libraries in lib/ (if any) come first.
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 [[ -d "$here/lib" ]] && export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+[[ -d "$here/mpi/lib" ]] && export LD_LIBRARY_PATH="$here/mpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export TILESEARCH_MODELS_DIR="${TILESEARCH_MODELS_DIR:-$here/models}"
 prog=tilesearch
 if (($#)) && [[ "$1" != tilesearch && "$1" != -* && -x "$here/bin/$1" ]]; then
@@ -174,6 +221,21 @@ fi
 exec "$here/bin/$prog" "$@"
 EOF
 chmod +x "$stage/run"
+if ((mpi)); then
+  cat >"$stage/mpiexec" <<'EOF'
+#!/usr/bin/env bash
+# `mpiexec -n N tilesearch tune|bench|tune-graph ...` with the pack's MPICH (the mpich wheel's
+# hydra): bin/ first on PATH (so `tilesearch` is the packed binary), the pack's libraries on
+# LD_LIBRARY_PATH and its default models; hydra hands this environment to every rank.
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+export PATH="$here/bin:$here/mpi/bin:$PATH"
+export LD_LIBRARY_PATH="$here/mpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+[[ -d "$here/lib" ]] && export LD_LIBRARY_PATH="$here/lib:$LD_LIBRARY_PATH"
+export TILESEARCH_MODELS_DIR="${TILESEARCH_MODELS_DIR:-$here/models}"
+exec "$here/mpi/bin/mpiexec.hydra" "$@"
+EOF
+  chmod +x "$stage/mpiexec"
+fi
 
 rev="$(git rev-parse HEAD)"
 git diff --quiet HEAD -- . 2>/dev/null || rev+=" (with uncommitted changes)"
@@ -248,6 +310,16 @@ if ((verify)); then
   if [[ -x "$dir/bin/cuda_runtime_test" ]]; then
     LD_LIBRARY_PATH= "$dir/run" cuda_runtime_test --gtest_list_tests >/dev/null ||
       die "'run cuda_runtime_test --gtest_list_tests' failed"
+  fi
+  if ((mpi)); then
+    # Two ranks from the unpacked pack's own launcher and libraries (none of this machine's MPI).
+    LD_LIBRARY_PATH= "$dir/mpiexec" -n 2 tilesearch tune --op matmul --shape 64x64 --shape 64x64 \
+      --target cpu --trials 8 --per-round 4 --log "$check_dir/mpi.jsonl" >"$check_dir/mpi.out" ||
+      die "'mpiexec -n 2 tilesearch tune' from the pack failed"
+    grep -q '^trials: 8 (8 measured now)$' "$check_dir/mpi.out" ||
+      die "the 2-rank tune did not measure 8 trials: $(cat "$check_dir/mpi.out")"
+    grep -q '"ranks":' "$check_dir/mpi.jsonl" || die "the 2-rank tune's round lines name no ranks"
+    echo "verified: mpiexec -n 2 (the wheel's hydra and libmpi.so.12) tuned 8 trials on two ranks"
   fi
   rm -rf "$check_dir"
 fi

@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev
   clang-format
   xz-utils
+  mpich libmpich-dev
 )
 
 missing=()
