@@ -29,7 +29,8 @@ inline bool LaunchedWithRanks() { return LaunchedRanks() > 1; }
 
 /// The CUDA device ordinal of a rank with local rank `local_rank`: its local rank, except where
 /// the launcher shows each rank one GPU (CUDA_VISIBLE_DEVICES naming a single device, as Slurm's
-/// --gpus-per-task=1 does), where it is device 0.
+/// --gpus-per-task=1 does), where it is device 0. (The CLI then takes it modulo the devices
+/// present, so that ranks outnumbering the GPUs share them.)
 inline int DeviceOfLocalRank(int local_rank) {
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   if (visible != nullptr && *visible != '\0' &&

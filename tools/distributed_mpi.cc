@@ -47,6 +47,16 @@ mpi::JoinInfo InfoOf(const Target& target, int device) {
   return info;
 }
 
+// `device` when it exists, else device % (the number of devices), found by probing devices 0, 1,
+// ... in child processes (this process must not initialize CUDA before forking workers); `device`
+// unchanged when even device 0 does not answer (Join then reports the probe's error).
+int SharedDevice(int device) {
+  if (device == 0 || runtime::ProbeCudaDevice(device).ok()) return device;
+  int count = 0;
+  while (count < device && runtime::ProbeCudaDevice(count).ok()) ++count;
+  return count == 0 ? device : device % count;
+}
+
 // Test hook: TILESEARCH_MPI_SILENCE_S overrides how long rank 0 waits for a silent rank (the
 // hang test's few seconds); unset, MpiRoundMeasurer derives it from each round (0).
 double SilenceLimitS() {
@@ -92,8 +102,11 @@ absl::StatusOr<std::optional<int>> DistributeTuning(search::TuneOptions& tune,
                                                     const Target& target) {
   mpi::MpiJob* job = Job().get();
   if (job == nullptr) return std::optional<int>();
-  // Each rank measures on the GPU of its local rank.
-  if (target.is_gpu()) tune.measure.device = mpi::DeviceOfLocalRank(job->local_rank());
+  // Each rank measures on the GPU of its local rank; with fewer GPUs than local ranks, on the
+  // GPU of its local rank modulo their number (ranks sharing one take turns through the device
+  // lock, as processes sharing a GPU always do).
+  if (target.is_gpu())
+    tune.measure.device = SharedDevice(mpi::DeviceOfLocalRank(job->local_rank()));
   RETURN_IF_ERROR(job->Join(InfoOf(target, tune.measure.device)));
   if (job->rank() > 0) {
     mpi::ServeRounds(*job, tune.measure);
