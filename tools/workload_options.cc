@@ -276,7 +276,7 @@ void AddSearchOptions(CLI::App& app, SearchOverrides* s) {
         const double v = std::strtod(text.c_str(), nullptr);
         return v == 0 || v >= 1 ? std::string() : std::string("must be 0 or >= 1");
       })
-      ->transform(NumberText(false, "0 or >= 1"));
+      ->transform(NumberText(false, "0 or 1..1000"));
   AddRangedOption(app, "--local-search-states", &s->local_search_states,
                   "best measured schedules whose neighbors local search ranks", 1, 1000,
                   defaults.local_search_states);

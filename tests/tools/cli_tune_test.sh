@@ -114,6 +114,13 @@ expect_rc no_crossover 0
 # The family cap off (1: top-k by score alone) still tunes.
 run no_family_cap tune "${base[@]}" --per-round 2 --log "$tmp/nf.jsonl" --trials 2 --max-family-fraction 1
 expect_rc no_family_cap 0
+# --family-dominance: 0 (off) or >= 1; anything else names the option.
+run no_family_share tune "${base[@]}" --per-round 2 --log "$tmp/nd.jsonl" --trials 2 --family-dominance 0
+expect_rc no_family_share 0
+run half_dominance tune "${fast[@]}" --trials 4 --family-dominance 0.5
+expect_error half_dominance "--family-dominance"
+run word_dominance tune "${fast[@]}" --trials 4 --family-dominance two
+expect_error word_dominance "--family-dominance"
 run bad_local tune "${fast[@]}" --trials 4 --local-search-fraction 1.5
 expect_error bad_local "--local-search-fraction"
 run nan_local tune "${fast[@]}" --trials 4 --local-search-fraction nan
