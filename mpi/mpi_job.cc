@@ -203,10 +203,12 @@ absl::Status MpiJob::JoinAsWorker(const JoinInfo& mine) {
       absl::StrCat("rank 0 stopped the job: ", verdict.value("error", std::string())));
 }
 
-void MpiJob::StopRanks() {
+void MpiJob::StopRanks(int status) {
   if (rank_ != 0 || !joined_ || stopped_) return;
   stopped_ = true;
-  for (int r = 1; r < size_; ++r) Send(r, MessageTag::kWork, json{{"stop", true}});
+  for (int r = 1; r < size_; ++r) {
+    Send(r, MessageTag::kWork, json{{"stop", true}, {"status", status}});
+  }
 }
 
 void MpiJob::Abort(int code) const {
@@ -214,10 +216,10 @@ void MpiJob::Abort(int code) const {
   std::_Exit(code);  // MPI_Abort does not return; in case it does
 }
 
-void MpiJob::Finish() {
+void MpiJob::Finish(int status) {
   if (finished_) return;
   if (broken_) Abort(3);
-  StopRanks();
+  StopRanks(status);
   finished_ = true;
   MPI_Finalize();
 }

@@ -89,8 +89,10 @@ class MpiJob {
   /// Whether Join was called (successfully or not).
   bool join_called() const { return join_called_; }
 
-  /// Rank 0: tells every rank to stop serving (after Join succeeded). Idempotent.
-  void StopRanks();
+  /// Rank 0: tells every rank to stop serving (after Join succeeded), with the exit status rank 0
+  /// ends with (ServeRounds returns it, so that an interrupted job exits 130 on every rank and
+  /// mpiexec reports it). Idempotent.
+  void StopRanks(int status = 0);
   /// Ends the job at once with MPI_Abort(`code`) (a rank stopped answering: nothing else can end
   /// it). Does not return.
   [[noreturn]] void Abort(int code) const;
@@ -98,8 +100,9 @@ class MpiJob {
   void MarkBroken() { broken_ = true; }
   bool broken() const { return broken_; }
   /// Ends MPI: rank 0 stops the ranks, then every rank calls MPI_Finalize (MPI_Abort when the job
-  /// is broken). Called by the destructor when not before.
-  void Finish();
+  /// is broken). Rank 0 passes its exit status on to the ranks (StopRanks). Called by the
+  /// destructor when not before.
+  void Finish(int status = 0);
 
   /// Sends `message` (JSON text) to `rank` with `tag`; blocks until MPI may reuse the buffer.
   void Send(int rank, MessageTag tag, const nlohmann::json& message) const;

@@ -290,7 +290,7 @@ class ShareServer {
 
 }  // namespace
 
-void ServeRounds(MpiJob& job, const measure::MeasureOptions& measure_options) {
+int ServeRounds(MpiJob& job, const measure::MeasureOptions& measure_options) {
   // mpiexec forwards Ctrl-C to every rank: rank 0 finishes the round and then stops the ranks,
   // so the others must not die of it.
   signal(SIGINT, SIG_IGN);
@@ -299,7 +299,7 @@ void ServeRounds(MpiJob& job, const measure::MeasureOptions& measure_options) {
   ShareServer server(job, measure_options);
   while (true) {
     const json message = job.Receive(0, MessageTag::kWork, nullptr, nullptr);
-    if (message.value("stop", false)) return;
+    if (message.value("stop", false)) return message.value("status", 0);
     server.Serve(message);
   }
 }

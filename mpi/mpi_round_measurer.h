@@ -51,6 +51,7 @@ class MpiRoundMeasurer : public search::RoundMeasurer {
 /// workload or runner it cannot make, is reported to rank 0 (which stops the job), never a crash.
 /// Test hook: TILESEARCH_MPI_TEST_FAULT="R:S" makes rank R kill itself (SIGKILL) after sending half
 /// of the results of the S-th share it receives ("R:S:hang": it stops answering instead).
-void ServeRounds(MpiJob& job, const measure::MeasureOptions& measure_options);
+/// Returns the exit status rank 0 sent with its stop (0, or 130 after an interrupt).
+int ServeRounds(MpiJob& job, const measure::MeasureOptions& measure_options);
 
 }  // namespace tilesearch::mpi

@@ -109,8 +109,8 @@ absl::StatusOr<std::optional<int>> DistributeTuning(search::TuneOptions& tune,
     tune.measure.device = SharedDevice(mpi::DeviceOfLocalRank(job->local_rank()));
   RETURN_IF_ERROR(job->Join(InfoOf(target, tune.measure.device)));
   if (job->rank() > 0) {
-    mpi::ServeRounds(*job, tune.measure);
-    return std::optional<int>(0);
+    // Rank 0's exit status (130 when the job was interrupted), so that mpiexec reports it.
+    return std::optional<int>(mpi::ServeRounds(*job, tune.measure));
   }
   tune.measurer = std::make_shared<mpi::MpiRoundMeasurer>(*job, tune.measure, SilenceLimitS());
   return std::optional<int>();
@@ -128,7 +128,7 @@ int FinishDistributed(int code, const std::string& error) {
     absl::Status joined = job->Join(info);
     if (job->rank() == 0 && !joined.ok() && error.empty()) code = 2;
   }
-  job->Finish();
+  job->Finish(code);
   Job().reset();
   return code;
 }
