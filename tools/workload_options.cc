@@ -1,5 +1,6 @@
 #include "tools/workload_options.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -273,8 +274,11 @@ void AddSearchOptions(CLI::App& app, SearchOverrides* s) {
                               defaults.family_dominance, ")"))
       ->check(CLI::Range(0.0, 1000.0))
       ->check([](const std::string& text) {
+        // A positive value that underflows to 0 (1e-400) is not "off".
+        errno = 0;
         const double v = std::strtod(text.c_str(), nullptr);
-        return v == 0 || v >= 1 ? std::string() : std::string("must be 0 or >= 1");
+        return (v == 0 && errno != ERANGE) || v >= 1 ? std::string()
+                                                     : std::string("must be 0 or >= 1");
       })
       ->transform(NumberText(false, "0 or 1..1000"));
   AddRangedOption(app, "--local-search-states", &s->local_search_states,

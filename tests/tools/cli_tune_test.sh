@@ -121,6 +121,8 @@ run half_dominance tune "${fast[@]}" --trials 4 --family-dominance 0.5
 expect_error half_dominance "--family-dominance"
 run word_dominance tune "${fast[@]}" --trials 4 --family-dominance two
 expect_error word_dominance "--family-dominance"
+run tiny_dominance tune "${fast[@]}" --trials 4 --family-dominance 1e-400
+expect_error tiny_dominance "--family-dominance"
 run bad_local tune "${fast[@]}" --trials 4 --local-search-fraction 1.5
 expect_error bad_local "--local-search-fraction"
 run nan_local tune "${fast[@]}" --trials 4 --local-search-fraction nan
