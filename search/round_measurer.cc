@@ -140,10 +140,18 @@ void MeasureShare(const RoundShare& share, const ir::ComputeDAG& dag, measure::R
   const std::vector<measure::BuildResult> built =
       measure::Builder(share.target, build_options).Build(inputs);
   timing->build_s += SecondsSince(t_build);
+  MeasureBuilt(built, share.indices, share.screen_above_ms, dag, runner, on_result, timing);
+}
+
+void MeasureBuilt(const std::vector<measure::BuildResult>& built,
+                  const std::vector<int64_t>& indices, double screen_above_ms,
+                  const ir::ComputeDAG& dag, measure::Runner& runner,
+                  const std::function<void(const MeasuredCandidate&)>& on_result,
+                  RankTiming* timing) {
   const auto t_measure = std::chrono::steady_clock::now();
-  runner.SetScreenAboveMs(share.screen_above_ms);
+  runner.SetScreenAboveMs(screen_above_ms);
   runner.RunStreaming(dag, built, [&](size_t k, const measure::MeasureResult& result) {
-    on_result(MeasuredCandidate{share.indices[k], result, built[k].compile_ms});
+    on_result(MeasuredCandidate{indices[k], result, built[k].compile_ms});
   });
   timing->measure_s += SecondsSince(t_measure);
 }

@@ -69,6 +69,16 @@ struct MeasuredCandidate {
 nlohmann::json MeasuredCandidateToJson(const MeasuredCandidate& m);
 absl::StatusOr<MeasuredCandidate> MeasuredCandidateFromJson(const nlohmann::json& j);
 
+/// Measures built candidates with `runner`, screened above `screen_above_ms` (0: off), calling
+/// `on_result` with each one's index from `indices` (parallel to `built`) as soon as its result
+/// is final; adds the measuring wall seconds to timing->measure_s. The part of MeasureShare after
+/// the build, shared with the tuner's own share (whose candidates are built from its lowerings).
+void MeasureBuilt(const std::vector<measure::BuildResult>& built,
+                  const std::vector<int64_t>& indices, double screen_above_ms,
+                  const ir::ComputeDAG& dag, measure::Runner& runner,
+                  const std::function<void(const MeasuredCandidate&)>& on_result,
+                  RankTiming* timing);
+
 /// Builds and measures a share in this process: replays each candidate's steps on `dag` (the
 /// share's workload built), lowers it for the share's target, builds them all with a
 /// measure::Builder of the share's build settings, then measures them with `runner` (screened by

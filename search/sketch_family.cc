@@ -3,19 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <variant>
+
+#include "search/tensor_core_space.h"
 
 namespace tilesearch::search {
-
-namespace {
-
-bool HasTensorCoreStep(const std::vector<schedule::Step>& steps) {
-  return std::any_of(steps.begin(), steps.end(), [](const schedule::Step& s) {
-    return std::holds_alternative<schedule::TensorCoreStep>(s);
-  });
-}
-
-}  // namespace
 
 FamilyBests BestPerFamily(const std::vector<MeasureRecord>& records,
                           const std::string& workload_key) {

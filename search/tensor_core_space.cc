@@ -74,11 +74,13 @@ bool SizedForProblem(const TensorCoreStep& t, const schedule::MatmulLike& mm) {
 
 }  // namespace
 
-bool HasTensorCoreStep(const schedule::State& s) {
-  return std::any_of(s.steps().begin(), s.steps().end(), [](const schedule::Step& st) {
+bool HasTensorCoreStep(const std::vector<schedule::Step>& steps) {
+  return std::any_of(steps.begin(), steps.end(), [](const schedule::Step& st) {
     return std::holds_alternative<TensorCoreStep>(st);
   });
 }
+
+bool HasTensorCoreStep(const schedule::State& s) { return HasTensorCoreStep(s.steps()); }
 
 std::vector<std::string> TensorCoreKinds(const schedule::MatmulLike& mm, bool allow_tf32) {
   if (mm.a_type != mm.b_type) return {};

@@ -17,6 +17,8 @@
 
 namespace tilesearch::search {
 
+/// Whether `steps` (a state's or a record's) hold a tensor_core step.
+bool HasTensorCoreStep(const std::vector<schedule::Step>& steps);
 /// Whether `s` computes some stage with a tensor_core step.
 bool HasTensorCoreStep(const schedule::State& s);
 

@@ -475,8 +475,9 @@ class TuningJob {
   // task's measurements when it has sketches of both families (search/sketch_family.h), recorded
   // in the round line. The context keeps its generator and lowering cache.
   void SetFamilyShare(Round& round) {
-    const bool tensor_core = std::any_of(sketches_.begin(), sketches_.end(), HasTensorCoreStep);
-    const bool simt = !std::all_of(sketches_.begin(), sketches_.end(), HasTensorCoreStep);
+    const auto is_tc = [](const State& s) { return HasTensorCoreStep(s); };
+    const bool tensor_core = std::any_of(sketches_.begin(), sketches_.end(), is_tc);
+    const bool simt = !std::all_of(sketches_.begin(), sketches_.end(), is_tc);
     if (!tensor_core || !simt) return;
     const SearchOptions& so = options_.search;
     const double share =
@@ -768,12 +769,7 @@ absl::Status TuningJob::MeasureRoundSpread(Round& round, const measure::Builder&
     const auto t_build = std::chrono::steady_clock::now();
     const std::vector<measure::BuildResult> built = BuildCandidates(builder, mine);
     timing->build_s = SecondsSince(t_build);
-    const auto t_measure = std::chrono::steady_clock::now();
-    runner_->SetScreenAboveMs(all.screen_above_ms);
-    runner_->RunStreaming(ctx_.dag(), built, [&](size_t k, const measure::MeasureResult& result) {
-      done(MeasuredCandidate{indices[k], result, built[k].compile_ms});
-    });
-    timing->measure_s = SecondsSince(t_measure);
+    MeasureBuilt(built, indices, all.screen_above_ms, ctx_.dag(), *runner_, done, timing);
   };
   round.built.assign(n, measure::BuildResult{});  // RecordOf reads each one's compile_ms
   absl::Status logged;
