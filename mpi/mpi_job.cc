@@ -81,7 +81,9 @@ absl::StatusOr<std::unique_ptr<MpiJob>> MpiJob::Start(int* argc, char*** argv) {
   int length = 0;
   MPI_Get_processor_name(name, &length);
   job->host_.assign(name, static_cast<size_t>(length));
-  job->core_share_ = CoreShare(AllowedCores(), job->local_rank_, job->local_size_);
+  const std::vector<int> cores = AllowedCores();
+  job->allowed_cores_ = static_cast<int>(cores.size());
+  job->core_share_ = CoreShare(cores, job->local_rank_, job->local_size_);
   return job;
 }
 

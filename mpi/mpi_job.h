@@ -75,6 +75,8 @@ class MpiJob {
   /// equal contiguous slices (one core, shared round-robin, when there are fewer cores than
   /// ranks).
   const cpu_set_t& core_share() const { return core_share_; }
+  /// How many cores this process may run on (its affinity mask) when the job started.
+  int allowed_cores() const { return allowed_cores_; }
   /// "rank 1 (local rank 1 on host node7)".
   std::string Name(int rank) const;
 
@@ -126,6 +128,7 @@ class MpiJob {
   int local_size_ = 1;
   std::string host_;
   cpu_set_t core_share_{};
+  int allowed_cores_ = 1;
   bool joined_ = false;
   bool join_called_ = false;
   bool stopped_ = false;

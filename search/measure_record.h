@@ -157,8 +157,6 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromJson(
 /// then MeasureRecordFromJson.
 absl::StatusOr<MeasureRecord> MeasureRecordFromLine(const std::string& line);
 
-/// One round's metadata line (format above): the cost model's quality on the round's candidates,
-/// scored before measurement, against their measured throughput.
 /// One rank's share of a round spread over MPI ranks (TuneOptions::measurer): how many of the
 /// round's candidates it built and measured, and its wall seconds building them (replay, lowering,
 /// compiling), measuring them (check + timing) and idle (the round's spread wall time less both),
@@ -171,6 +169,8 @@ struct RankTiming {
   double idle_s = 0;
 };
 
+/// One round's metadata line (format above): the cost model's quality on the round's candidates,
+/// scored before measurement, against their measured throughput.
 struct RoundRecord {
   int version = kLogFormatVersion;
   std::string workload_key;

@@ -1,5 +1,6 @@
 // The MPI build: tuning spread over the ranks of an MPI job (tools/distributed.h).
 #include <cstdlib>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -112,6 +113,13 @@ absl::StatusOr<std::optional<int>> DistributeTuning(search::TuneOptions& tune,
     // Rank 0's exit status (130 when the job was interrupted), so that mpiexec reports it.
     return std::optional<int>(mpi::ServeRounds(*job, tune.measure));
   }
+  if (job->local_size() > job->allowed_cores()) {
+    // Each rank then builds on one core that it shares with others: slower than fewer ranks.
+    std::cerr << "tilesearch: warning: " << job->local_size() << " ranks on host " << job->host()
+              << " share " << job->allowed_cores()
+              << (job->allowed_cores() == 1 ? " core" : " cores")
+              << "; ranks that share a core build in turn (use at most one rank per core)\n";
+  }
   tune.measurer = std::make_shared<mpi::MpiRoundMeasurer>(*job, tune.measure, SilenceLimitS());
   return std::optional<int>();
 }
@@ -120,13 +128,22 @@ int FinishDistributed(int code, const std::string& error) {
   mpi::MpiJob* job = Job().get();
   if (job == nullptr) return code;
   if (!job->joined() && !job->join_called()) {
-    // This rank failed before DistributeTuning: its error is rank 0's to report.
+    // This rank ended before DistributeTuning: a failure is rank 0's to report; a command that
+    // succeeded without tuning (--help) on every rank leaves the job agreed, and it ends with 0.
     mpi::JoinInfo info;
     info.args = Args();
-    info.error =
-        error.empty() ? absl::StrCat("exited with status ", code, " before tuning") : error;
+    if (code != 0 || !error.empty()) {
+      info.error =
+          error.empty() ? absl::StrCat("exited with status ", code, " before tuning") : error;
+    }
     absl::Status joined = job->Join(info);
-    if (job->rank() == 0 && !joined.ok() && error.empty()) code = 2;
+    if (job->rank() == 0 && !joined.ok() && error.empty()) {
+      std::cerr << "tilesearch: error: " << joined.message() << "\n";
+      code = 2;
+    } else if (job->rank() > 0 && joined.ok()) {
+      // Rank 0 ends an agreed job with a stop message (MpiJob::Finish); take it before finalizing.
+      job->Receive(0, mpi::MessageTag::kWork, nullptr, nullptr);
+    }
   }
   job->Finish(code);
   Job().reset();

@@ -6,11 +6,14 @@
 #include <iostream>
 #include <map>
 #include <new>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_replace.h"
 #include "tools/commands.h"
 #include "tools/distributed.h"
@@ -41,6 +44,27 @@ void RestartWithPassiveOpenMpWait(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
   if (::setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0) != 0) return;
   ::execv("/proc/self/exe", argv);
+}
+
+// The first option on the command line that neither the chosen subcommand nor the program
+// knows ("--trails"), as an error message; nullopt when every option is known. Values that look
+// like negative numbers are not options.
+std::optional<std::string> UnknownOption(CLI::App& app, int argc, char** argv) {
+  std::vector<CLI::App*> chosen = app.get_subcommands();
+  if (chosen.empty()) return std::nullopt;
+  CLI::App* sub = chosen.front();
+  for (int i = 2; i < argc; ++i) {
+    const std::string token = argv[i];
+    if (token == "--") break;
+    if (token.size() < 2 || token[0] != '-' || absl::ascii_isdigit(token[1]) || token[1] == '.')
+      continue;
+    const std::string name = token.substr(0, token.find('='));
+    if (sub->get_option_no_throw(name) != nullptr || app.get_option_no_throw(name) != nullptr)
+      continue;
+    return "unknown option '" + name + "' for '" + sub->get_name() + "' (see tilesearch " +
+           sub->get_name() + " --help)";
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -127,9 +151,17 @@ int RunCommand(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    // Under mpiexec rank 0 prints the help for every rank.
+    return tilesearch::tools::IsServingRank() ? 0 : app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return tilesearch::tools::IsServingRank() ? 0 : app.exit(e);
+  } catch (const CLI::RequiredError& e) {
+    // CLI11 checks required options before unknown ones; a misspelled option is the likelier
+    // mistake, and naming it says what to fix.
+    if (std::optional<std::string> unknown = UnknownOption(app, argc, argv)) {
+      return ReportError(*unknown);
+    }
+    return ReportError(e.what());
   } catch (const CLI::ParseError& e) {
     return ReportError(e.what());
   }

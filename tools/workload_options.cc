@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
@@ -145,7 +146,9 @@ CLI::Validator NumberText(bool integer, const std::string& range) {
           return std::string();
         }
         double x = 0;
-        if (!absl::SimpleAtod(text, &x) || !std::isfinite(x)) {
+        // Decimal only: SimpleAtod (like CLI11) would read "0x2" as 2.
+        if (absl::StrContains(text, 'x') || absl::StrContains(text, 'X') ||
+            !absl::SimpleAtod(text, &x) || !std::isfinite(x)) {
           return absl::StrCat("'", given, "' is not a number in ", range);
         }
         return std::string();
@@ -272,15 +275,17 @@ void AddSearchOptions(CLI::App& app, SearchOverrides* s) {
                               defaults.family_floor,
                               " of each round's fresh states; 0 disables, else >= 1 (default ",
                               defaults.family_dominance, ")"))
-      ->check(CLI::Range(0.0, 1000.0))
-      ->check([](const std::string& text) {
-        // A positive value that underflows to 0 (1e-400) is not "off".
-        errno = 0;
-        const double v = std::strtod(text.c_str(), nullptr);
-        return (v == 0 && errno != ERANGE) || v >= 1 ? std::string()
-                                                     : std::string("must be 0 or >= 1");
-      })
-      ->transform(NumberText(false, "0 or 1..1000"));
+      ->transform(NumberText(false, "0 or 1..1000"))
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            // A positive value that underflows to 0 (1e-400) is not "off".
+            errno = 0;
+            const double v = std::strtod(text.c_str(), nullptr);
+            return (v == 0 && errno != ERANGE) || (v >= 1 && v <= 1000)
+                       ? std::string()
+                       : absl::StrCat("'", text, "' is not 0 or in 1..1000");
+          },
+          "0 or 1..1000", "FAMILY_DOMINANCE"));
   AddRangedOption(app, "--local-search-states", &s->local_search_states,
                   "best measured schedules whose neighbors local search ranks", 1, 1000,
                   defaults.local_search_states);

@@ -123,6 +123,17 @@ run word_dominance tune "${fast[@]}" --trials 4 --family-dominance two
 expect_error word_dominance "--family-dominance"
 run tiny_dominance tune "${fast[@]}" --trials 4 --family-dominance 1e-400
 expect_error tiny_dominance "--family-dominance"
+run hex_dominance tune "${fast[@]}" --trials 4 --family-dominance 0x2
+expect_error hex_dominance "'0x2' is not a number"
+run big_dominance tune "${fast[@]}" --trials 4 --family-dominance 1001
+expect_error big_dominance "--family-dominance"
+# A misspelled option is named even when a required one is missing too.
+run misspelled tune --op matmul --shape 4x4 --shape 4x4 --trails 4
+expect_error misspelled "unknown option '--trails'"
+run misspelled_value tune --op matmul --trails=4
+expect_error misspelled_value "unknown option '--trails'"
+run missing_only tune --op matmul --shape 4x4 --shape 4x4
+expect_error missing_only "--trials is required"
 run bad_local tune "${fast[@]}" --trials 4 --local-search-fraction 1.5
 expect_error bad_local "--local-search-fraction"
 run nan_local tune "${fast[@]}" --trials 4 --local-search-fraction nan
