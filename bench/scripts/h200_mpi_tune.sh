@@ -8,10 +8,10 @@
 # and build / measure / idle seconds summed over the round lines; then the distinct records of each
 # log, both bests measured again back to back by `tilesearch measure`, and the MPI log's best
 # replayed (with its check) by `tilesearch replay`.
-# Environment: RANKS (default 2), TRIALS (default 256), SEED (default 3), TUNE_S wall seconds per
+# Environment: RANKS, one MPI run per count (default "2"), TRIALS (default 256), SEED (default 3), TUNE_S wall seconds per
 # tune (default 150; SIGINT, the round in flight is logged), CASE "name|dtype|A shape|B shape"
 # (default fp32 matmul 4096³).
-# Output: $OUT/mpi-tune/{run.log, logs/<name>-{single,mpi}.jsonl, inspect.txt, replay/} tarred into
+# Output: $OUT/mpi-tune/{run.log, logs/<name>-{single,mpiN}.jsonl, inspect.txt, replay/} tarred into
 # $OUT/mpi-tune.tgz.
 set -uo pipefail
 top="${OUT:-/tmp/out}"
@@ -21,20 +21,22 @@ exec > >(tee -a "$out/run.log") 2>&1
 root="${TS_ROOT:-$(bash dist/unpack.sh | tail -1)}"
 [[ -x "$root/mpiexec" ]] || { echo "the pack has no mpiexec: build it with tools/pack_device.sh --mpi"; exit 2; }
 echo "== $(date -u +%FT%TZ) $(uname -n), $(nproc) cores; pack: $(head -3 "$root/MANIFEST" | tr '\n' ' ')"
-ranks=${RANKS:-2}
+rank_counts=(${RANKS:-2})
 trials=${TRIALS:-256}
 seed=${SEED:-3}
 IFS='|' read -r name dtype a_shape b_shape <<<"${CASE:-matmul4096_fp32|float32|4096x4096|4096x4096}"
 args=(tune --op matmul --shape "$a_shape" --shape "$b_shape" --dtype "$dtype" --target cuda
   --trials "$trials" --seed "$seed")
-for mode in single mpi; do
+modes=(single)
+for n in "${rank_counts[@]}"; do modes+=("mpi$n"); done
+for mode in "${modes[@]}"; do
   log="$out/logs/$name-$mode.jsonl"
   echo "== $(date -u +%FT%TZ) tune $name, $mode ($trials trials, seed $seed)"
   t0=$(date +%s.%N)
   if [[ $mode == single ]]; then
     timeout -s INT -k 30 "${TUNE_S:-150}" "$root/run" "${args[@]}" --log "$log" 2>&1 | tail -3
   else
-    timeout -s INT -k 30 "${TUNE_S:-150}" "$root/mpiexec" -n "$ranks" tilesearch "${args[@]}" \
+    timeout -s INT -k 30 "${TUNE_S:-150}" "$root/mpiexec" -n "${mode#mpi}" tilesearch "${args[@]}" \
       --log "$log" 2>&1 | tail -3
   fi
   t1=$(date +%s.%N)
@@ -42,7 +44,7 @@ for mode in single mpi; do
     --label "$name $mode" --best-schedule "$out/logs/$name-$mode.best.schedule.json"
   "$root/run" inspect --log "$log" >>"$out/inspect.txt" 2>&1
 done
-python3 - "$out/logs/$name-mpi.jsonl" "$out/logs/$name-single.jsonl" <<'PY'
+python3 - "$out"/logs/"$name"-*.jsonl <<'PY'
 import collections, json, sys
 for path in sys.argv[1:]:
     records, per_rank = [], collections.defaultdict(lambda: [0, 0.0, 0.0, 0.0])
@@ -62,7 +64,7 @@ for path in sys.argv[1:]:
         print(f"  rank {rank}: {n} trials, build {b:.1f} s, measure {m:.1f} s, idle {i:.1f} s")
 PY
 echo "== $(date -u +%FT%TZ) the bests timed again, back to back"
-for mode in single mpi; do
+for mode in "${modes[@]}"; do
   sched="$out/logs/$name-$mode.best.schedule.json"
   [[ -f "$sched" ]] || { echo "$mode: no best schedule"; continue; }
   printf '%s %s: ' "$name" "$mode"
@@ -70,8 +72,8 @@ for mode in single mpi; do
     grep -E "^(time|check|FAILED)" | tr '\n' ' '
   echo
 done
-echo "== replay of the MPI log's best"
-timeout 120 "$root/run" replay --log "$out/logs/$name-mpi.jsonl" --op matmul --shape "$a_shape" \
+echo "== replay of the ${modes[1]} log's best"
+timeout 120 "$root/run" replay --log "$out/logs/$name-${modes[1]}.jsonl" --op matmul --shape "$a_shape" \
   --shape "$b_shape" --dtype "$dtype" --out "$out/replay" 2>&1 | tail -3
 tar czf "$top/mpi-tune.tgz" -C "$top" mpi-tune
 rm -rf "$out"
