@@ -30,7 +30,9 @@ bool IsServingRank();
 /// tune, bench and tune-graph, once their options and target are known and before they print or
 /// tune: in an MPI job every rank checks with the others that they agree (same command line,
 /// target kind and arch, each GPU's model). Then, on rank 0, sets tune.measurer (rounds spread
-/// over the ranks) and, on cuda, tune.measure.device to its local rank, and returns nullopt: tune
+/// over the ranks) and, on cuda, tune.measure.device to its local rank (modulo the GPUs) and,
+/// unless TILESEARCH_DEVICE_LOCK names one, the device's lock file in the temp directory (ranks
+/// sharing a GPU take turns checking and timing), and returns nullopt: tune
 /// as usual. On the other ranks it serves rounds until rank 0 is done and returns their exit code
 /// (0). Outside an MPI job: nullopt, `tune` untouched. Errors (rank 0): the ranks' disagreement;
 /// other ranks return kAborted (rank 0 reports).

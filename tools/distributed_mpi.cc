@@ -1,5 +1,8 @@
 // The MPI build: tuning spread over the ranks of an MPI job (tools/distributed.h).
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -8,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
+#include "measure/measure.h"
 #include "mpi/launch_env.h"
 #include "mpi/mpi_job.h"
 #include "mpi/mpi_round_measurer.h"
@@ -106,8 +110,20 @@ absl::StatusOr<std::optional<int>> DistributeTuning(search::TuneOptions& tune,
   // Each rank measures on the GPU of its local rank; with fewer GPUs than local ranks, on the
   // GPU of its local rank modulo their number (ranks sharing one take turns through the device
   // lock, as processes sharing a GPU always do).
-  if (target.is_gpu())
+  if (target.is_gpu()) {
     tune.measure.device = SharedDevice(mpi::DeviceOfLocalRank(job->local_rank()));
+    // Ranks sharing a GPU must not check or time at the same time: concurrent kernels slow each
+    // other (an untuned 27 ms kernel timed at 52 ms beside another rank's). Unless the user named
+    // a lock (TILESEARCH_DEVICE_LOCK), every rank on the host takes the device's own lock file;
+    // a rank alone on its GPU finds it free.
+    if (measure::DeviceLockPath(tune.measure).empty()) {
+      std::error_code ignored;
+      const std::filesystem::path dir = std::filesystem::temp_directory_path(ignored);
+      tune.measure.device_lock_path =
+          (dir.empty() ? std::filesystem::path("/tmp") : dir) /
+          absl::StrCat("tilesearch-", ::getuid(), "-gpu", tune.measure.device, ".lock");
+    }
+  }
   RETURN_IF_ERROR(job->Join(InfoOf(target, tune.measure.device)));
   if (job->rank() > 0) {
     // Rank 0's exit status (130 when the job was interrupted), so that mpiexec reports it.
