@@ -241,8 +241,9 @@ PrecisionRule RuleFor(ir::ScalarType dtype, const Tolerance& tolerance, Fp32Prec
 PrecisionRule RuleFor(const ir::ComputeDAG& dag, int output_id, const Tolerance& tolerance,
                       Fp32Precision precision);
 
-/// The arbitration rule of one element (ArbitrateMismatches): got and ref64 finite and
-/// PassesPrecisionRule(rule, got, ref64, magnitude).
+/// The arbitration rule of one element (ArbitrateMismatches): ref64 finite, got not NaN and
+/// PassesPrecisionRule(rule, got, ref64, magnitude) (an infinite got only as the overflow of the
+/// output's type that the rule allows).
 bool ArbitrationElementPasses(double got, double ref64, double magnitude,
                               const PrecisionRule& rule);
 

@@ -1,5 +1,6 @@
 #include "measure/precision_rule.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -51,10 +52,39 @@ double AllowedError(const PrecisionRule& rule, double ref64, double magnitude) {
   return allowed;
 }
 
+double OverflowThreshold(ir::ScalarType dtype) {
+  switch (dtype) {
+    case ir::ScalarType::kFloat32:
+      return std::ldexp(2.0 - std::ldexp(1.0, -24), 127);
+    case ir::ScalarType::kFloat16:
+      return std::ldexp(2.0 - std::ldexp(1.0, -11), 15);
+    case ir::ScalarType::kBFloat16:
+      return std::ldexp(2.0 - std::ldexp(1.0, -8), 127);
+    default:
+      return std::numeric_limits<double>::infinity();
+  }
+}
+
+namespace {
+
+// Whether an infinite `got` is the overflow a value within the allowed error of the finite
+// `ref64` may round to in the output's type (the header comment).
+bool AllowedOverflow(const PrecisionRule& rule, double got, double ref64, double magnitude) {
+  return std::isinf(got) && std::isfinite(ref64) && std::signbit(got) == std::signbit(ref64) &&
+         std::fabs(ref64) + AllowedError(rule, ref64, magnitude) >= OverflowThreshold(rule.output);
+}
+
+}  // namespace
+
 double ErrorRatio(const PrecisionRule& rule, double got, double ref64, double magnitude) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   if (std::isnan(ref64) || std::isinf(ref64)) {
     return (std::isnan(ref64) ? std::isnan(got) : got == ref64) ? 0 : kInf;
+  }
+  if (AllowedOverflow(rule, got, ref64, magnitude)) {
+    const double allowed = AllowedError(rule, ref64, magnitude);
+    const double distance = std::max(0.0, OverflowThreshold(rule.output) - std::fabs(ref64));
+    return allowed > 0 ? distance / allowed : 0;
   }
   if (!std::isfinite(got)) return kInf;
   const double error = std::fabs(got - ref64);
@@ -66,7 +96,7 @@ double ErrorRatio(const PrecisionRule& rule, double got, double ref64, double ma
 bool PassesPrecisionRule(const PrecisionRule& rule, double got, double ref64, double magnitude) {
   if (std::isnan(ref64)) return std::isnan(got);
   if (std::isinf(ref64)) return got == ref64;
-  if (!std::isfinite(got)) return false;
+  if (!std::isfinite(got)) return AllowedOverflow(rule, got, ref64, magnitude);
   return std::fabs(got - ref64) <= AllowedError(rule, ref64, magnitude);
 }
 

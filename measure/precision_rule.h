@@ -7,7 +7,11 @@
 // where ref64 is the element's exact value computed in float64, M the float64 magnitude of the
 // terms it is made of (propagated through the DAG, below), u the unit roundoff of the arithmetic
 // the kernel may use and c = kCancellationFactor. Non-finite values: a NaN ref64 needs a NaN got,
-// an infinite ref64 the same infinity, a finite ref64 a finite got (as CompareElement).
+// an infinite ref64 the same infinity, a finite ref64 a finite got, except the overflow of the
+// output's type: an infinite got passes where a value within the allowed error of ref64, of the
+// same sign, rounds to that infinity in the output's type (|ref64| + allowed >= the type's
+// overflow threshold: 65520 for float16). A float16 result whose float64 value is 65515 may be
+// computed as 65530 by a float32 sum within tolerance, and stored, it is +inf.
 //
 // M, the cancellation allowance. A float32 kernel's error in a sum is bounded by its terms'
 // magnitudes, not by the result's: sum(x) − sum(x) is 0 but each sum may be off by u · Σ|x_i|
@@ -100,23 +104,33 @@ double UnitRoundoff(ir::ScalarType dtype, Fp32Precision precision = Fp32Precisio
 double ArithmeticUnitRoundoff(ir::ScalarType dtype, bool rounded_intermediates,
                               Fp32Precision precision = Fp32Precision::kIeee);
 
-/// The parameters of the rule for one output: atol, rtol and u (c is kCancellationFactor).
+/// The parameters of the rule for one output: atol, rtol, u (c is kCancellationFactor) and the
+/// output's type, whose overflow threshold decides where an infinite got may pass.
 struct PrecisionRule {
   double atol = 0;
   double rtol = 0;
   double unit_roundoff = 0;
+  ir::ScalarType output = ir::ScalarType::kFloat32;
 };
+
+/// The smallest magnitude that rounds to infinity in `dtype` (round to nearest, ties to even):
+/// float16 65520, bfloat16 (2 − 2^-8) · 2^127, float32 (2 − 2^-24) · 2^127; +inf for integers and
+/// bool (they do not overflow to infinity).
+double OverflowThreshold(ir::ScalarType dtype);
 
 /// The allowed |got − ref64| of a finite ref64 with magnitude `magnitude`:
 /// atol + rtol · |ref64| + c · u · M (the last term 0 when M is not finite).
 double AllowedError(const PrecisionRule& rule, double ref64, double magnitude);
 
 /// |got − ref64| / AllowedError: <= 1 passes. 0 when both are equal (also 0 / 0); +inf when the
-/// allowance is 0 and they differ, or when one of them is not finite and the other differs.
+/// allowance is 0 and they differ, or when one of them is not finite and the other differs, except
+/// an infinite got that the output type's overflow allows (the rule above): then the distance from
+/// |ref64| to the overflow threshold over AllowedError (<= 1).
 double ErrorRatio(const PrecisionRule& rule, double got, double ref64, double magnitude);
 
 /// The rule for one element: NaN ref64 needs NaN got; ±Inf ref64 the same infinity; otherwise got
-/// finite and |got − ref64| <= AllowedError(rule, ref64, magnitude).
+/// finite and |got − ref64| <= AllowedError(rule, ref64, magnitude), or got the infinity of
+/// ref64's sign where |ref64| + AllowedError reaches OverflowThreshold(rule.output).
 bool PassesPrecisionRule(const PrecisionRule& rule, double got, double ref64, double magnitude);
 
 }  // namespace tilesearch::measure

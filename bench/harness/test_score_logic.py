@@ -109,7 +109,8 @@ class PrecisionRuleTest(unittest.TestCase):
                 u = score.unit_roundoff(c["dtype"], c["precision"],
                                         c.get("rounded_intermediates", False))
                 got, ref, m = (case_number(c[k]) for k in ("got", "ref64", "magnitude"))
-                self.assertEqual(score.precision_rule_ok(got, ref, m, atol, rtol, u), c["pass"])
+                self.assertEqual(score.precision_rule_ok(got, ref, m, atol, rtol, u, c["dtype"]),
+                                 c["pass"])
                 if "plain_1e4" in c and math.isfinite(ref):  # the scorer refuses others first
                     self.assertEqual(score.element_ok(got, ref, 1e-4, 1e-4), c["plain_1e4"])
                 if c["dtype"] == "float32" and math.isfinite(ref):
@@ -603,8 +604,18 @@ class HalfPrecisionTest(unittest.TestCase):
         self.assertEqual(score.check_lists([-math.inf], [70000.0], dtype="float16")[0],
                          "wrong_answer")
         self.assertEqual(score.check_lists([65504.0], [65519.0], dtype="float16")[0], "ok")
-        self.assertEqual(score.check_lists([math.inf], [65519.0], dtype="float16")[0],
+        # 65519 is within 1e-2 of the overflow threshold 65520: a result within tolerance may
+        # round to +inf (the output type's overflow, precision_rule_ok); 64000 is out of reach.
+        self.assertEqual(score.check_lists([math.inf], [65519.0], dtype="float16")[0], "ok")
+        self.assertEqual(score.check_lists([-math.inf], [65519.0], dtype="float16")[0],
                          "nan_output")
+        self.assertEqual(score.check_lists([math.inf], [64000.0], dtype="float16")[0],
+                         "nan_output")
+        self.assertEqual(score.overflow_threshold("float16"), 65520.0)
+        self.assertEqual(score.round_to_dtype(score.overflow_threshold("bfloat16"), "bfloat16"),
+                         math.inf)
+        self.assertLess(score.round_to_dtype(math.nextafter(score.overflow_threshold("bfloat16"),
+                                                            0), "bfloat16"), math.inf)
         # bfloat16 holds 70000 (as 70144): inf there is a NaN/Inf output.
         self.assertEqual(score.check_lists([70144.0], [70000.0], dtype="bfloat16")[0], "ok")
         self.assertEqual(score.check_lists([math.inf], [70000.0], dtype="bfloat16")[0],
@@ -1428,6 +1439,7 @@ class T:
     __rmul__ = __mul__
     def __truediv__(self, o): return self._bin(o, lambda x, y: x / y if y else math.inf)
     def __gt__(self, o): return self._bin(o, lambda x, y: x > y, BOOL)
+    def __ge__(self, o): return self._bin(o, lambda x, y: x >= y, BOOL)
     def __eq__(self, o): return self._bin(o, lambda x, y: x == y, BOOL)
     def __ne__(self, o): return self._bin(o, lambda x, y: x != y, BOOL)
     def __and__(self, o): return self._bin(o, lambda x, y: bool(x and y), BOOL)
@@ -1567,6 +1579,12 @@ class FakeTorch:
 
     def isfinite(self, t):
         return T.of([math.isfinite(v) for v in t.vals()], t.shape, BOOL)
+
+    def isinf(self, t):
+        return T.of([math.isinf(v) for v in t.vals()], t.shape, BOOL)
+
+    def signbit(self, t):
+        return T.of([math.copysign(1.0, v) < 0 for v in t.vals()], t.shape, BOOL)
 
     def sum(self, x, dim):
         assert dim == 1 and len(x.shape) == 2

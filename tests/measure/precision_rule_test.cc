@@ -15,6 +15,7 @@
 
 #include "base/status_matchers.h"
 #include "gtest/gtest.h"
+#include "ir/type.h"
 #include "measure/checker.h"
 #include "nlohmann/json.hpp"
 
@@ -70,7 +71,8 @@ TEST(PrecisionRuleTest, SharedCases) {
     const Fp32Precision precision = Ok(ParseFp32Precision(c.at("precision").get<std::string>()));
     const Tolerance tol = ToleranceFor(dtype);
     const bool rounded = c.value("rounded_intermediates", false);
-    const PrecisionRule rule{tol.atol, tol.rtol, ArithmeticUnitRoundoff(dtype, rounded, precision)};
+    const PrecisionRule rule{tol.atol, tol.rtol, ArithmeticUnitRoundoff(dtype, rounded, precision),
+                             dtype};
     const double got = Number(c.at("got"));
     const double ref64 = Number(c.at("ref64"));
     const double m = Number(c.at("magnitude"));
@@ -82,6 +84,44 @@ TEST(PrecisionRuleTest, SharedCases) {
           << name;
     }
   }
+}
+
+// The thresholds are where rounding to the type gives infinity: just below stays finite.
+TEST(PrecisionRuleTest, OverflowThresholdsAreWhereRoundingGivesInfinity) {
+  for (ir::ScalarType t :
+       {ir::ScalarType::kFloat32, ir::ScalarType::kFloat16, ir::ScalarType::kBFloat16}) {
+    const double threshold = OverflowThreshold(t);
+    EXPECT_TRUE(std::isinf(ir::RoundToType(threshold, t))) << ir::TypeName(t);
+    EXPECT_TRUE(std::isinf(ir::RoundToType(-threshold, t))) << ir::TypeName(t);
+    EXPECT_FALSE(std::isinf(ir::RoundToType(std::nextafter(threshold, 0.0), t))) << ir::TypeName(t);
+  }
+  EXPECT_EQ(OverflowThreshold(ir::ScalarType::kFloat16), 65520);
+  EXPECT_TRUE(std::isinf(OverflowThreshold(ir::ScalarType::kInt32)));
+}
+
+// The overflow allowance follows the output's type: the same float64 value 65515 with got +inf
+// passes for a float16 output (65515 + 1 % reaches 65520) and fails for a float32 one.
+TEST(PrecisionRuleTest, InfinityPassesOnlyAsTheOutputTypesOverflow) {
+  const Tolerance half = ToleranceFor(ir::ScalarType::kFloat16);
+  PrecisionRule rule{half.atol, half.rtol, UnitRoundoff(ir::ScalarType::kFloat32),
+                     ir::ScalarType::kFloat16};
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(PassesPrecisionRule(rule, kInf, 65515, 65515));
+  EXPECT_LE(ErrorRatio(rule, kInf, 65515, 65515), 1);
+  EXPECT_GT(ErrorRatio(rule, kInf, 65515, 65515), 0);
+  EXPECT_FALSE(PassesPrecisionRule(rule, -kInf, 65515, 65515));
+  EXPECT_FALSE(PassesPrecisionRule(rule, std::nan(""), 65515, 65515));
+  // 1 % below 64000 is out of reach: 64000 + 640.01 < 65520.
+  EXPECT_FALSE(PassesPrecisionRule(rule, kInf, 64000, 64000));
+  EXPECT_EQ(ErrorRatio(rule, kInf, 64000, 64000), kInf);
+  rule.output = ir::ScalarType::kFloat32;
+  EXPECT_FALSE(PassesPrecisionRule(rule, kInf, 65515, 65515));
+  EXPECT_TRUE(ArbitrationElementPasses(
+      kInf, 65515, 65515, RuleFor(ir::ScalarType::kFloat16, half, Fp32Precision::kIeee)));
+  EXPECT_FALSE(ArbitrationElementPasses(
+      kInf, 65515, 65515,
+      RuleFor(ir::ScalarType::kFloat32, ToleranceFor(ir::ScalarType::kFloat32),
+              Fp32Precision::kIeee)));
 }
 
 TEST(PrecisionRuleTest, ParsesPrecisionNames) {
