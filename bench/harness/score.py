@@ -806,8 +806,11 @@ def check_lists(got, ref, dtype="float32", slack=0.0, got2=None, inputs_before=N
         counts["disagree"] = sum(1 for x, y in zip(got, got2) if _bits(x, dtype) != _bits(y, dtype))
     for g, r, r64, m in zip(got, ref, ref64, magnitude):
         allowance = CANCELLATION_FACTOR * u * m if math.isfinite(m) else 0.0
-        if overflow_allowed(g, r64, atol + rtol * abs(r64) + allowance + slack, dtype):
+        allowed64 = atol + rtol * abs(r64) + allowance + slack
+        if overflow_allowed(g, r64, allowed64, dtype):
             continue
+        if not math.isfinite(r) and math.isfinite(g) and abs(g - r64) <= allowed64:
+            continue  # the rounded reference overflowed; the rule is anchored on ref64
         if math.isfinite(r) and not math.isfinite(g):
             counts["nonfinite"] += 1
         elif not element_ok(g, r, atol, rtol, slack + allowance):
@@ -1552,8 +1555,13 @@ class Harness:
                         "where the reference is finite", worst)
             err = torch.where(~overflow_ok, abs_errors(torch, got, ref), 0.0)
             raise_errors(worst, max_errors(torch, err, ref, atol))
-            # Where the reference is +-inf (a half dtype's overflow) only that value passes.
-            inf_missed = (~finite_ref) & (got != ref)
+            # Where the rounded reference is +-inf (a half dtype's overflow), that value passes,
+            # and so does a finite result within the allowed error of the float64 value: the rule
+            # is anchored on ref64 (precision_rule_ok), which may lie just past the threshold
+            # (65530 rounds to +inf in float16; a float32 sum of 65510 stores 65504).
+            near64 = torch.isfinite(got) & ((got - ref64).abs() <=
+                                            atol + rtol * ref64.abs() + allowance + slack)
+            inf_missed = (~finite_ref) & (got != ref) & ~near64
             bad32 = (err > atol + rtol * ref.abs() + allowance + slack) | inf_missed
             if bad32.any():
                 # A value failure: the remaining trials still run, so that a kernel right only to

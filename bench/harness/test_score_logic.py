@@ -611,6 +611,10 @@ class HalfPrecisionTest(unittest.TestCase):
                          "nan_output")
         self.assertEqual(score.check_lists([math.inf], [64000.0], dtype="float16")[0],
                          "nan_output")
+        # The other way round: 65530 rounds to +inf, but a float32 sum of 65510 stores 65504,
+        # within 1e-2 of the float64 value (the rule is anchored on it).
+        self.assertEqual(score.check_lists([65504.0], [65530.0], dtype="float16")[0], "ok")
+        self.assertEqual(score.check_lists([math.inf], [65530.0], dtype="float16")[0], "ok")
         self.assertEqual(score.overflow_threshold("float16"), 65520.0)
         self.assertEqual(score.round_to_dtype(score.overflow_threshold("bfloat16"), "bfloat16"),
                          math.inf)
