@@ -394,14 +394,32 @@ std::vector<int> Checkpoints(int max_rounds) {
 }
 
 // Out-of-fold scores of a warm start: for each fold, trees boosted on the other folds on top of
-// `init`; base[p] is program p's initial score and added[c][p] its added trees' sum after
-// Checkpoints(a.max_rounds)[c] rounds, clipped (when a.warm.clip) to the range the sum takes on
-// the fold's training part. p indexes `usable`.
+// `init`; base[p] is program p's initial score, added[c][p] its added trees' sum after
+// Checkpoints(a.max_rounds)[c] rounds and blends[c][p] the blend (weight 1) of its fold's
+// training part. p indexes `usable`.
 struct OutOfFold {
   std::vector<int> rounds;  // Checkpoints(a.max_rounds)
   std::vector<double> base;
   std::vector<std::vector<double>> added;
+  std::vector<std::vector<WarmStartBlend>> blends;
 };
+
+// The blend of added trees whose sums on the task's records are `added`, the records' initial
+// scores `base`.
+WarmStartBlend BlendOf(const XGBoostWarmStartOptions& w, double weight,
+                       const std::vector<double>& base, const std::vector<double>& added) {
+  WarmStartBlend b;
+  b.weight = weight;
+  if (w.clip && !added.empty()) {
+    b.lo = *std::min_element(added.begin(), added.end());
+    b.hi = *std::max_element(added.begin(), added.end());
+  }
+  if (w.band && !base.empty()) {
+    b.band_lo = *std::min_element(base.begin(), base.end());
+    b.band_hi = *std::max_element(base.begin(), base.end());
+  }
+  return b;
+}
 
 absl::Status CrossValidateAdded(const XGBoostOptions& a, const std::vector<TrainingSample>& samples,
                                 const std::vector<double>& labels, const std::vector<int>& usable,
@@ -416,6 +434,7 @@ absl::Status CrossValidateAdded(const XGBoostOptions& a, const std::vector<Train
   std::shuffle(order.begin(), order.end(), shuffle_rng);
   out->base.assign(n, 0.0);
   out->added.assign(checkpoints.size(), std::vector<double>(n, 0.0));
+  out->blends.assign(checkpoints.size(), std::vector<WarmStartBlend>(n));
   for (int f = 0; f < folds; ++f) {
     std::vector<int> train_ids, fold_pos;  // sample indices; positions in `usable`
     for (int k = 0; k < n; ++k) {
@@ -447,14 +466,12 @@ absl::Status CrossValidateAdded(const XGBoostOptions& a, const std::vector<Train
       if (r != checkpoints[c]) continue;
       ASSIGN_OR_RETURN(const std::vector<double> ts, PackSum(b.h, train.matrix, train.packed, false));
       ASSIGN_OR_RETURN(const std::vector<double> fs, PackSum(b.h, fold.matrix, fold.packed, false));
-      double lo = std::numeric_limits<double>::infinity(), hi = -lo;
-      for (size_t i = 0; i < ts.size(); ++i) {
-        lo = std::min(lo, ts[i] - train_base[i]);
-        hi = std::max(hi, ts[i] - train_base[i]);
-      }
+      std::vector<double> d(ts.size());
+      for (size_t i = 0; i < ts.size(); ++i) d[i] = ts[i] - train_base[i];
+      const WarmStartBlend blend = BlendOf(a.warm, 1.0, train_base, d);
       for (size_t i = 0; i < fold_pos.size(); ++i) {
-        const double d = fs[i] - fold_base[i];
-        out->added[c][fold_pos[i]] = a.warm.clip ? std::clamp(d, lo, hi) : d;
+        out->added[c][fold_pos[i]] = fs[i] - fold_base[i];
+        out->blends[c][fold_pos[i]] = blend;
       }
       ++c;
     }
@@ -471,8 +488,8 @@ struct WarmChoice {
   double accuracy = std::numeric_limits<double>::quiet_NaN();
 };
 
-// Picks the (rounds, weight) whose out-of-fold scores base + weight · added rank the programs
-// with a positive label best; the initial model alone unless one beats it by warm.min_gain.
+// Picks the (rounds, weight) whose out-of-fold blended scores rank the programs with a positive
+// label best; the initial model alone unless one beats it by warm.min_gain / sqrt(valid ones).
 // Weights are capped at n / (n + warm.prior_records).
 WarmChoice ChooseWarmStart(const XGBoostWarmStartOptions& w, const OutOfFold& oof,
                            const std::vector<double>& labels) {
@@ -483,7 +500,13 @@ WarmChoice ChooseWarmStart(const XGBoostWarmStartOptions& w, const OutOfFold& oo
   auto accuracy = [&](int c, double weight) -> absl::StatusOr<double> {
     std::vector<double> s, y;
     for (int p : valid) {
-      s.push_back(oof.base[p] + (c < 0 ? 0.0 : weight * oof.added[c][p]));
+      if (c < 0) {
+        s.push_back(oof.base[p]);
+      } else {
+        WarmStartBlend b = oof.blends[c][p];
+        b.weight = weight;
+        s.push_back(BlendedScore(oof.base[p], oof.added[c][p], b));
+      }
       y.push_back(labels[p]);
     }
     return PairwiseRankingAccuracy(s, y);
@@ -493,6 +516,7 @@ WarmChoice ChooseWarmStart(const XGBoostWarmStartOptions& w, const OutOfFold& oo
   if (!initial.ok()) return choice;  // no pair of valid programs to judge by
   choice.initial_accuracy = choice.accuracy = *initial;
   const double n = static_cast<double>(labels.size());
+  const double min_gain = w.min_gain / std::sqrt(static_cast<double>(valid.size()));
   const double cap = n / (n + std::max(0.0, w.prior_records));
   std::vector<double> weights;
   for (double x : w.weights) weights.push_back(std::min(x, cap));
@@ -502,7 +526,7 @@ WarmChoice ChooseWarmStart(const XGBoostWarmStartOptions& w, const OutOfFold& oo
     for (double weight : weights) {
       if (weight <= 0) continue;
       absl::StatusOr<double> acc = accuracy(static_cast<int>(c), weight);
-      const double bar = choice.weight == 0 ? choice.accuracy + w.min_gain : choice.accuracy;
+      const double bar = choice.weight == 0 ? choice.accuracy + min_gain : choice.accuracy;
       if (acc.ok() && *acc > bar) {
         choice.accuracy = *acc;
         choice.rounds = oof.rounds[c];
@@ -513,15 +537,16 @@ WarmChoice ChooseWarmStart(const XGBoostWarmStartOptions& w, const OutOfFold& oo
   return choice;
 }
 
-// Pack-sum scores of an ensemble: `full` alone, or with `added` set, base + weight · clamp(added,
-// lo, hi) (XGBoostModel's warm start).
+// Pack-sum scores of an ensemble: `full` alone, or with `added` set, the blend of `base` and
+// `added` (XGBoostModel's warm start).
 absl::StatusOr<std::vector<double>> EnsembleScores(BoosterHandle full, BoosterHandle base,
-                                                   BoosterHandle added, double weight, double lo,
-                                                   double hi, const DMatrix& m, const Packed& p) {
+                                                   BoosterHandle added,
+                                                   const WarmStartBlend& blend, const DMatrix& m,
+                                                   const Packed& p) {
   if (added == nullptr) return PackSum(full, m, p, false);
   ASSIGN_OR_RETURN(std::vector<double> scores, PackSum(base, m, p, false));
   ASSIGN_OR_RETURN(const std::vector<double> d, PackSum(added, m, p, false));
-  for (size_t i = 0; i < scores.size(); ++i) scores[i] += weight * std::clamp(d[i], lo, hi);
+  for (size_t i = 0; i < scores.size(); ++i) scores[i] = BlendedScore(scores[i], d[i], blend);
   return scores;
 }
 
@@ -537,12 +562,11 @@ void XGBoostModel::FreeEnsemble() {
   }
   booster_ = base_ = added_ = nullptr;
   base_rounds_ = 0;
-  added_weight_ = 1;
-  added_lo_ = added_hi_ = 0;
+  blend_ = WarmStartBlend{};
 }
 
-absl::Status XGBoostModel::SetEnsemble(void* full, int rounds, int base_rounds, double weight,
-                                       double lo, double hi) {
+absl::Status XGBoostModel::SetEnsemble(void* full, int rounds, int base_rounds,
+                                       const WarmStartBlend& blend) {
   Booster owned;
   owned.h = full;
   Booster base, added;
@@ -560,9 +584,7 @@ absl::Status XGBoostModel::SetEnsemble(void* full, int rounds, int base_rounds, 
     base_ = base.release();
     added_ = added.release();
     base_rounds_ = base_rounds;
-    added_weight_ = weight;
-    added_lo_ = lo;
-    added_hi_ = hi;
+    blend_ = blend;
   }
   return absl::OkStatus();
 }
@@ -601,7 +623,7 @@ absl::Status XGBoostModel::Update(const std::vector<TrainingSample>& samples) {
       TrainWithSplit(o, samples_, labels, usable, init_booster_, init_rounds_, &report, &result));
   report.rounds = init_rounds_ + result.best_rounds;
   report.added_weight = init_booster_.empty() ? 0.0 : 1.0;
-  RETURN_IF_ERROR(SetEnsemble(result.booster.release(), report.rounds, 0, 1, 0, 0));
+  RETURN_IF_ERROR(SetEnsemble(result.booster.release(), report.rounds, 0, WarmStartBlend{}));
   report_ = report;
   return absl::OkStatus();
 }
@@ -619,17 +641,17 @@ absl::Status XGBoostModel::UpdateWarm(const std::vector<int>& usable,
   RETURN_IF_ERROR(MakeProgramSet(a, samples_, labels, usable, &all));
   TrainResult result;
   RETURN_IF_ERROR(Train(a, all, nullptr, choice.rounds, init_booster_, &result));
-  // The added trees' range on the task's records bounds what they add to any other program.
-  double lo = 0, hi = 0;
+  // The added trees' range on the task's records bounds what they add to any other program, and
+  // the records' initial scores bound which programs they reorder.
+  WarmStartBlend blend;
   if (choice.rounds > 0) {
-    Booster added;
+    Booster base, added;
+    RETURN_IF_ERROR(Slice(result.booster.h, init_rounds_, &base));
     TS_XGB(XGBoosterSlice(result.booster.h, init_rounds_, init_rounds_ + choice.rounds, 1,
                           &added.h));
+    ASSIGN_OR_RETURN(const std::vector<double> b, PackSum(base.h, all.matrix, all.packed, false));
     ASSIGN_OR_RETURN(const std::vector<double> d, PackSum(added.h, all.matrix, all.packed, false));
-    lo = a.warm.clip ? *std::min_element(d.begin(), d.end())
-                     : -std::numeric_limits<double>::infinity();
-    hi = a.warm.clip ? *std::max_element(d.begin(), d.end())
-                     : std::numeric_limits<double>::infinity();
+    blend = BlendOf(a.warm, choice.weight, b, d);
   }
   XGBoostTrainingReport report;
   report.num_programs = static_cast<int>(usable.size());
@@ -639,12 +661,10 @@ absl::Status XGBoostModel::UpdateWarm(const std::vector<int>& usable,
   report.validation_pairwise_accuracy = choice.accuracy;
   report.initial_pairwise_accuracy = choice.initial_accuracy;
   report.added_weight = choice.rounds > 0 ? choice.weight : 0.0;
-  RETURN_IF_ERROR(SetEnsemble(result.booster.release(), report.rounds, init_rounds_,
-                              report.added_weight, lo, hi));
+  RETURN_IF_ERROR(SetEnsemble(result.booster.release(), report.rounds, init_rounds_, blend));
   report_ = report;
   ASSIGN_OR_RETURN(const std::vector<double> scores,
-                   EnsembleScores(booster_, base_, added_, added_weight_, added_lo_, added_hi_,
-                                  all.matrix, all.packed));
+                   EnsembleScores(booster_, base_, added_, blend_, all.matrix, all.packed));
   report_.train_rmse = WeightedRmse(scores, all.labels);
   return absl::OkStatus();
 }
@@ -660,8 +680,7 @@ absl::StatusOr<std::vector<double>> XGBoostModel::Predict(
     if (packed.rows() > 0) {
       DMatrix m;
       RETURN_IF_ERROR(MakeDMatrix(packed, &m));
-      ASSIGN_OR_RETURN(scores, EnsembleScores(booster_, base_, added_, added_weight_, added_lo_,
-                                              added_hi_, m, packed));
+      ASSIGN_OR_RETURN(scores, EnsembleScores(booster_, base_, added_, blend_, m, packed));
     }
   }
   for (size_t i = 0; i < programs.size(); ++i) {
@@ -707,10 +726,9 @@ absl::Status XGBoostModel::Save(const std::string& path) const {
   if (added_ != nullptr) {
     // JSON has no infinity: an unclipped side is null.
     auto bound = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); };
-    meta["added"] = {{"base_rounds", base_rounds_},
-                     {"weight", added_weight_},
-                     {"lo", bound(added_lo_)},
-                     {"hi", bound(added_hi_)}};
+    meta["added"] = {{"base_rounds", base_rounds_},    {"weight", blend_.weight},
+                     {"lo", bound(blend_.lo)},           {"hi", bound(blend_.hi)},
+                     {"band_lo", bound(blend_.band_lo)}, {"band_hi", bound(blend_.band_hi)}};
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << kMagic << "\n" << meta.dump() << "\n" << booster_bytes;
@@ -738,9 +756,7 @@ struct ModelFile {
   XGBoostObjective objective = XGBoostObjective::kRegression;
   // A warm start's weighted added trees (version 3): the rounds after base_rounds (0: none).
   int base_rounds = 0;
-  double weight = 1;
-  double lo = -std::numeric_limits<double>::infinity();
-  double hi = std::numeric_limits<double>::infinity();
+  WarmStartBlend blend;
 };
 
 // The "added" object of a version-3 metadata line. Errors: "corrupt metadata line".
@@ -752,12 +768,14 @@ absl::Status ReadAdded(const nlohmann::json& meta, const absl::Status& corrupt, 
     if (a[key].is_number()) *x = a[key].get<double>();
     return true;
   };
+  WarmStartBlend& b = f->blend;
   if (!a.is_object() || !HasInt(a, "base_rounds") || !a.contains("weight") ||
-      !a["weight"].is_number() || !bound("lo", &f->lo) || !bound("hi", &f->hi)) {
+      !a["weight"].is_number() || !bound("lo", &b.lo) || !bound("hi", &b.hi) ||
+      !bound("band_lo", &b.band_lo) || !bound("band_hi", &b.band_hi)) {
     return corrupt;
   }
   f->base_rounds = a["base_rounds"].get<int>();
-  f->weight = a["weight"].get<double>();
+  b.weight = a["weight"].get<double>();
   if (f->base_rounds < 0 || f->base_rounds > f->rounds) return corrupt;
   return absl::OkStatus();
 }
@@ -871,6 +889,21 @@ absl::Status LoadBooster(const std::string& bytes, const std::string& where, int
 
 }  // namespace
 
+double BlendedScore(double initial, double added, const WarmStartBlend& blend) {
+  if (initial < blend.band_lo || initial > blend.band_hi) return initial;
+  const double x = initial + blend.weight * std::clamp(added, blend.lo, blend.hi);
+  const double width = blend.band_hi - blend.band_lo;
+  if (!std::isfinite(width)) return x;
+  if (width <= 0) return initial;
+  // Identity in the band's middle; the outer 5 % on each side take every score beyond, squashed
+  // (strictly increasing, never reaching the band's ends).
+  const double edge = 0.05 * width;
+  const double low = blend.band_lo + edge, high = blend.band_hi - edge;
+  if (x < low) return blend.band_lo + edge * std::exp((x - low) / edge);
+  if (x > high) return blend.band_hi - edge * std::exp(-(x - high) / edge);
+  return x;
+}
+
 XGBoostOptions OnlineModelOptions(uint64_t seed, int nthread) {
   XGBoostOptions o;
   o.seed = seed;
@@ -893,7 +926,7 @@ absl::Status XGBoostModel::Load(const std::string& path) {
     RETURN_IF_ERROR(LoadBooster(f.booster, absl::StrCat("model file '", path, "'"),
                                 NumThreads(options_), &loaded));
   }
-  RETURN_IF_ERROR(SetEnsemble(loaded.release(), f.rounds, f.base_rounds, f.weight, f.lo, f.hi));
+  RETURN_IF_ERROR(SetEnsemble(loaded.release(), f.rounds, f.base_rounds, f.blend));
   info_ = std::move(f.info);
   return absl::OkStatus();
 }

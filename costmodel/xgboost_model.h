@@ -105,10 +105,14 @@ struct XGBoostWarmStartOptions {
   /// as this many records of the task.
   double prior_records = 32;
   /// A weight other than 0 must beat the pretrained model's cross-validated pairwise accuracy by
-  /// at least this much.
-  double min_gain = 0.005;
+  /// at least min_gain / sqrt(n) for n records with a valid measurement (about the spread of an
+  /// accuracy measured on n programs).
+  double min_gain = 0.25;
   /// Clip the added trees' sum to the range it takes on the task's records.
   bool clip = true;
+  /// Apply the added trees only within the band of the records' initial scores
+  /// (WarmStartBlend); false: to every program.
+  bool band = true;
   /// Objective of the added trees; unset: the initial model's (its score scale).
   std::optional<XGBoostObjective> objective;
 };
@@ -156,6 +160,22 @@ struct XGBoostOptions {
 /// pretrained+online model, so that the evaluation measures the tuner's warm start): the defaults
 /// with `seed` and `nthread` (0: every usable core).
 XGBoostOptions OnlineModelOptions(uint64_t seed, int nthread);
+
+/// How a warm start's added trees combine with the initial ensemble: a program whose initial score
+/// b lies in [band_lo, band_hi] (the range of the initial scores of the task's records) scores
+/// b + weight · clamp(d, lo, hi), d the added trees' sum, squashed back into (band_lo, band_hi);
+/// any other program scores b. So the update reorders only programs whose initial scores lie
+/// among the records' and never moves one past a program outside that band.
+struct WarmStartBlend {
+  double weight = 1;
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
+  double band_lo = -std::numeric_limits<double>::infinity();
+  double band_hi = std::numeric_limits<double>::infinity();
+};
+
+/// A program's score under `blend` from its initial score and its added trees' sum.
+double BlendedScore(double initial, double added, const WarmStartBlend& blend);
 
 /// What the last Update did.
 struct XGBoostTrainingReport {
@@ -227,10 +247,8 @@ class XGBoostModel : public CostModel {
 
  private:
   // Replaces the ensemble by `full` (a BoosterHandle, owned from now on) whose rounds after the
-  // first `base_rounds` are added trees scored with `weight` and clipped to [lo, hi]; base_rounds
-  // 0: `full` scores alone.
-  absl::Status SetEnsemble(void* full, int rounds, int base_rounds, double weight, double lo,
-                           double hi);
+  // first `base_rounds` are added trees combined by `blend`; base_rounds 0: `full` scores alone.
+  absl::Status SetEnsemble(void* full, int rounds, int base_rounds, const WarmStartBlend& blend);
   void FreeEnsemble();
   // Update of a warm-started model with cross-validation (XGBoostWarmStartOptions::folds >= 2):
   // `usable` indexes samples_ with features, `labels` every sample's normalized label.
@@ -240,14 +258,11 @@ class XGBoostModel : public CostModel {
   std::vector<TrainingSample> samples_;
   void* booster_ = nullptr;  // BoosterHandle; the C API header stays inside the .cc
   int rounds_ = 0;
-  // Warm start, when added trees are weighted or clipped: booster_'s first base_rounds_ rounds
-  // and the rest; a program scores base + added_weight_ · clamp(added, added_lo_, added_hi_).
+  // Warm start, when added trees are blended: booster_'s first base_rounds_ rounds and the rest.
   void* base_ = nullptr;
   void* added_ = nullptr;
   int base_rounds_ = 0;
-  double added_weight_ = 1;
-  double added_lo_ = 0;
-  double added_hi_ = 0;
+  WarmStartBlend blend_;
   XGBoostTrainingReport report_;
   ModelInfo info_;
   std::string init_booster_;  // UBJSON of the initial ensemble; empty without one

@@ -32,6 +32,8 @@ struct EvalModelOptions {
   std::vector<int> online_records = {16};  // one table per count
   int min_eval_records = 8;
   std::vector<std::string> holdout;  // --holdout TEXT: only workloads whose name contains one
+  // --summary-holdout TEXT: a second summary over the evaluated workloads whose name contains one
+  std::vector<std::string> summary_holdout;
   std::string pretrained_cache;      // --pretrained-cache DIR: pretrained models kept across runs
   // --warm-*: the pretrained+online model's warm start (XGBoostWarmStartOptions); the rest of its
   // options are the tuner's (costmodel::OnlineModelOptions).
@@ -149,15 +151,16 @@ EvalSet EvalRecords(const search::TaskRecords& task, size_t n_online) {
   return e;
 }
 
+// Whether `name` contains one of `texts`.
+bool ContainsAny(const std::string& name, const std::vector<std::string>& texts) {
+  return std::any_of(texts.begin(), texts.end(),
+                     [&](const std::string& text) { return name.find(text) != std::string::npos; });
+}
+
 // Whether held-out task `h` is evaluated: chosen by --holdout and with enough valid records
 // after the online ones at every count.
 bool Evaluated(const EvalModelOptions& o, const search::TaskRecords& task) {
-  const std::string name = task.workload.ToString();
-  const bool chosen = o.holdout.empty() ||
-                      std::any_of(o.holdout.begin(), o.holdout.end(), [&](const std::string& text) {
-                        return name.find(text) != std::string::npos;
-                      });
-  if (!chosen) return false;
+  if (!o.holdout.empty() && !ContainsAny(task.workload.ToString(), o.holdout)) return false;
   return std::any_of(o.online_records.begin(), o.online_records.end(), [&](int n) {
     const size_t n_online = std::min<size_t>(n, task.samples.size());
     return static_cast<int>(EvalRecords(task, n_online).programs.size()) >= o.min_eval_records;
@@ -214,12 +217,9 @@ absl::StatusOr<bool> EvaluateTask(const EvalModelOptions& o, const costmodel::XG
   return true;
 }
 
-std::string Table(const EvalModelOptions& o, const search::TrainingData& data, int n,
-                  const std::vector<WorkloadRow>& rows) {
-  std::ostringstream out;
-  out << "Summary (median over " << rows.size() << " held-out workloads; " << data.target.ToString()
-      << ", objective " << o.data.objective << ", online records " << n << "):\n\n"
-      << "| model | Spearman | top-1 recall | top-5 recall | top pick / best "
+// The medians over `rows`, one line per model.
+void Summary(const std::vector<WorkloadRow>& rows, std::ostringstream& out) {
+  out << "| model | Spearman | top-1 recall | top-5 recall | top pick / best "
          "|\n|---|---|---|---|---|"
       << "\n";
   for (int k = 0; k < kModels; ++k) {
@@ -232,6 +232,23 @@ std::string Table(const EvalModelOptions& o, const search::TrainingData& data, i
     }
     out << "| " << kModelNames[k] << " | " << Fixed(Median(rho), 3) << " | " << Fixed(Median(t1), 3)
         << " | " << Fixed(Median(t5), 3) << " | " << Fixed(Median(pick), 3) << " |\n";
+  }
+}
+
+std::string Table(const EvalModelOptions& o, const search::TrainingData& data, int n,
+                  const std::vector<WorkloadRow>& rows) {
+  std::ostringstream out;
+  out << "Summary (median over " << rows.size() << " held-out workloads; " << data.target.ToString()
+      << ", objective " << o.data.objective << ", online records " << n << "):\n\n";
+  Summary(rows, out);
+  if (!o.summary_holdout.empty()) {
+    std::vector<WorkloadRow> some;
+    for (const WorkloadRow& r : rows) {
+      if (ContainsAny(r.name, o.summary_holdout)) some.push_back(r);
+    }
+    out << "\nSummary over the " << some.size() << " of them whose name contains '"
+        << absl::StrJoin(o.summary_holdout, "' or '") << "' (online records " << n << "):\n\n";
+    Summary(some, out);
   }
   out << "\nPer workload (models: pre = pretrained, onl = online-only, warm = pretrained+online, "
          "rnd = random; warm w / r: the weight and rounds of the trees the warm start "
@@ -327,6 +344,9 @@ CommandAction AddEvalModelCommand(CLI::App& app) {
   app.add_option("--holdout", o->holdout,
                  "hold out only workloads whose name (as `inspect` prints it) contains this text "
                  "(repeatable; default: every workload with enough records)");
+  app.add_option("--summary-holdout", o->summary_holdout,
+                 "also summarize the evaluated workloads whose name contains this text "
+                 "(repeatable)");
   app.add_option("--pretrained-cache", o->pretrained_cache,
                  "keep each held-out workload's pretrained model in this directory and reuse it "
                  "when the logs and training options are the same");
@@ -345,6 +365,13 @@ CommandAction AddEvalModelCommand(CLI::App& app) {
       ->default_val(w.prior_records);
   app.add_option("--warm-clip", w.clip, "clip the added trees to their range on the records")
       ->default_val(w.clip);
+  app.add_option("--warm-band", w.band,
+                 "reorder only programs whose pretrained scores lie among the records'")
+      ->default_val(w.band);
+  app.add_option("--warm-min-gain", w.min_gain,
+                 "a weight above 0 must beat the pretrained model's cross-validated pairwise "
+                 "accuracy by this / sqrt(valid records)")
+      ->default_val(w.min_gain);
   app.add_option("--warm-objective", o->warm_objective,
                  "the added trees' objective: initial (the pretrained model's), rank, regression")
       ->default_val("initial");
@@ -360,11 +387,16 @@ CommandAction AddEvalModelCommand(CLI::App& app) {
         o->holdout.empty()
             ? ""
             : absl::StrCat(" --holdout '", absl::StrJoin(o->holdout, "' --holdout '"), "'"),
+        o->summary_holdout.empty()
+            ? ""
+            : absl::StrCat(" --summary-holdout '",
+                           absl::StrJoin(o->summary_holdout, "' --summary-holdout '"), "'"),
         " --max-records-per-task ", o->data.max_records_per_task, " --max-rounds ",
         o->data.max_rounds, " --max-depth ", o->data.max_depth, " --seed ", o->data.seed,
         " --warm-depth ", o->warm.max_depth, " --warm-eta ", o->warm.eta, " --warm-rounds ",
         o->warm.max_rounds, " --warm-folds ", o->warm.folds, " --warm-prior-records ",
-        o->warm.prior_records, " --warm-clip ", o->warm.clip ? 1 : 0, " --warm-objective ",
+        o->warm.prior_records, " --warm-clip ", o->warm.clip ? 1 : 0, " --warm-band ",
+        o->warm.band ? 1 : 0, " --warm-min-gain ", o->warm.min_gain, " --warm-objective ",
         o->warm_objective);
     return RunEvalModel(*o);
   };
