@@ -342,10 +342,10 @@ absl::Status TrainWithSplit(const XGBoostOptions& o, const std::vector<TrainingS
   report->num_rows = static_cast<int>(all.packed.rows());
   if (num_valid > 0) {
     Dataset train, valid;
-    RETURN_IF_ERROR(MakeProgramSet(o, samples, labels,
-                                   std::vector<int>(order.begin() + num_valid, order.end()), &train));
-    RETURN_IF_ERROR(MakeProgramSet(o, samples, labels,
-                                   std::vector<int>(order.begin(), order.begin() + num_valid), &valid));
+    RETURN_IF_ERROR(MakeProgramSet(
+        o, samples, labels, std::vector<int>(order.begin() + num_valid, order.end()), &train));
+    RETURN_IF_ERROR(MakeProgramSet(
+        o, samples, labels, std::vector<int>(order.begin(), order.begin() + num_valid), &valid));
     TrainResult split;
     RETURN_IF_ERROR(Train(o, train, &valid, -1, init, &split));
     // Held-out quality of the training-part model cut to the chosen number of rounds.
@@ -464,7 +464,8 @@ absl::Status CrossValidateAdded(const XGBoostOptions& a, const std::vector<Train
     for (int r = 1; r <= a.max_rounds && c < checkpoints.size(); ++r) {
       RETURN_IF_ERROR(BoostOnce(a, b.h, train, rng));
       if (r != checkpoints[c]) continue;
-      ASSIGN_OR_RETURN(const std::vector<double> ts, PackSum(b.h, train.matrix, train.packed, false));
+      ASSIGN_OR_RETURN(const std::vector<double> ts,
+                       PackSum(b.h, train.matrix, train.packed, false));
       ASSIGN_OR_RETURN(const std::vector<double> fs, PackSum(b.h, fold.matrix, fold.packed, false));
       std::vector<double> d(ts.size());
       for (size_t i = 0; i < ts.size(); ++i) d[i] = ts[i] - train_base[i];
@@ -540,9 +541,8 @@ WarmChoice ChooseWarmStart(const XGBoostWarmStartOptions& w, const OutOfFold& oo
 // Pack-sum scores of an ensemble: `full` alone, or with `added` set, the blend of `base` and
 // `added` (XGBoostModel's warm start).
 absl::StatusOr<std::vector<double>> EnsembleScores(BoosterHandle full, BoosterHandle base,
-                                                   BoosterHandle added,
-                                                   const WarmStartBlend& blend, const DMatrix& m,
-                                                   const Packed& p) {
+                                                   BoosterHandle added, const WarmStartBlend& blend,
+                                                   const DMatrix& m, const Packed& p) {
   if (added == nullptr) return PackSum(full, m, p, false);
   ASSIGN_OR_RETURN(std::vector<double> scores, PackSum(base, m, p, false));
   ASSIGN_OR_RETURN(const std::vector<double> d, PackSum(added, m, p, false));
@@ -647,8 +647,8 @@ absl::Status XGBoostModel::UpdateWarm(const std::vector<int>& usable,
   if (choice.rounds > 0) {
     Booster base, added;
     RETURN_IF_ERROR(Slice(result.booster.h, init_rounds_, &base));
-    TS_XGB(XGBoosterSlice(result.booster.h, init_rounds_, init_rounds_ + choice.rounds, 1,
-                          &added.h));
+    TS_XGB(
+        XGBoosterSlice(result.booster.h, init_rounds_, init_rounds_ + choice.rounds, 1, &added.h));
     ASSIGN_OR_RETURN(const std::vector<double> b, PackSum(base.h, all.matrix, all.packed, false));
     ASSIGN_OR_RETURN(const std::vector<double> d, PackSum(added.h, all.matrix, all.packed, false));
     blend = BlendOf(a.warm, choice.weight, b, d);
@@ -711,22 +711,22 @@ absl::Status XGBoostModel::Save(const std::string& path) const {
   nlohmann::json provenance =
       nlohmann::json::parse(info_.provenance, nullptr, /*allow_exceptions=*/false);
   if (!provenance.is_object()) provenance = nlohmann::json::object();
-  nlohmann::json meta = {{"version", kXGBoostModelFileVersion},
-                         {"feature_version", kFeatureVersion},
-                         {"num_features", kNumFeatures},
-                         {"target", info_.target},
-                         {"provenance", provenance},
-                         {"objective", XGBoostObjectiveName(init_booster_.empty()
-                                                                ? options_.objective
-                                                                : init_objective_)},
-                         {"trained", booster_ != nullptr},
-                         {"rounds", rounds_},
-                         {"booster_bytes", booster_bytes.size()},
-                         {"booster_fnv1a64", BoosterChecksum(booster_bytes)}};
+  nlohmann::json meta = {
+      {"version", kXGBoostModelFileVersion},
+      {"feature_version", kFeatureVersion},
+      {"num_features", kNumFeatures},
+      {"target", info_.target},
+      {"provenance", provenance},
+      {"objective",
+       XGBoostObjectiveName(init_booster_.empty() ? options_.objective : init_objective_)},
+      {"trained", booster_ != nullptr},
+      {"rounds", rounds_},
+      {"booster_bytes", booster_bytes.size()},
+      {"booster_fnv1a64", BoosterChecksum(booster_bytes)}};
   if (added_ != nullptr) {
     // JSON has no infinity: an unclipped side is null.
     auto bound = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); };
-    meta["added"] = {{"base_rounds", base_rounds_},    {"weight", blend_.weight},
+    meta["added"] = {{"base_rounds", base_rounds_},      {"weight", blend_.weight},
                      {"lo", bound(blend_.lo)},           {"hi", bound(blend_.hi)},
                      {"band_lo", bound(blend_.band_lo)}, {"band_hi", bound(blend_.band_hi)}};
   }
@@ -812,7 +812,8 @@ absl::Status ReadMeta(const nlohmann::json& meta, const std::string& where, Mode
   f->rounds = meta["rounds"].get<int>();
   *nbytes = meta["booster_bytes"].get<uint64_t>();
   if (meta.contains("objective") && meta["objective"].is_string() &&
-      meta["objective"].get<std::string>() == XGBoostObjectiveName(XGBoostObjective::kPairwiseRank)) {
+      meta["objective"].get<std::string>() ==
+          XGBoostObjectiveName(XGBoostObjective::kPairwiseRank)) {
     f->objective = XGBoostObjective::kPairwiseRank;
   }
   return ReadAdded(meta, corrupt, f);

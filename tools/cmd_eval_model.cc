@@ -34,7 +34,7 @@ struct EvalModelOptions {
   std::vector<std::string> holdout;  // --holdout TEXT: only workloads whose name contains one
   // --summary-holdout TEXT: a second summary over the evaluated workloads whose name contains one
   std::vector<std::string> summary_holdout;
-  std::string pretrained_cache;      // --pretrained-cache DIR: pretrained models kept across runs
+  std::string pretrained_cache;  // --pretrained-cache DIR: pretrained models kept across runs
   // --warm-*: the pretrained+online model's warm start (XGBoostWarmStartOptions); the rest of its
   // options are the tuner's (costmodel::OnlineModelOptions).
   costmodel::XGBoostWarmStartOptions warm;
@@ -264,8 +264,8 @@ std::string Table(const EvalModelOptions& o, const search::TrainingData& data, i
     }
     out << "| " << r.name << " | " << r.records << " | " << r.eval << " | "
         << absl::StrJoin(rho, " / ") << " | " << absl::StrJoin(t5, " / ") << " | "
-        << absl::StrJoin(pick, " / ") << " | " << Fixed(r.warm_weight, 2) << " / "
-        << r.warm_rounds << " |\n";
+        << absl::StrJoin(pick, " / ") << " | " << Fixed(r.warm_weight, 2) << " / " << r.warm_rounds
+        << " |\n";
   }
   return out.str();
 }
@@ -382,8 +382,8 @@ CommandAction AddEvalModelCommand(CLI::App& app) {
         "tilesearch eval-model --logs ", absl::StrJoin(o->data.logs, " "),
         o->data.target.empty() ? "" : absl::StrCat(" --target '", o->data.target, "'"),
         " --objective ", o->data.objective, " --online-records ",
-        absl::StrJoin(o->online_records, " --online-records "),
-        " --min-eval-records ", o->min_eval_records,
+        absl::StrJoin(o->online_records, " --online-records "), " --min-eval-records ",
+        o->min_eval_records,
         o->holdout.empty()
             ? ""
             : absl::StrCat(" --holdout '", absl::StrJoin(o->holdout, "' --holdout '"), "'"),

@@ -20,8 +20,8 @@
 namespace tilesearch::costmodel {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::FeaturesOf;
+using ::testing::HasSubstr;
 using testing::ThroughputOf;
 using ::tilesearch::testing::StatusIs;
 
@@ -147,8 +147,10 @@ TEST(WarmStartTest, ARealTrendInEnoughRecordsIsLearnedWithinTheFamily) {
   EXPECT_GT(warm.last_report().validation_pairwise_accuracy,
             warm.last_report().initial_pairwise_accuracy);
   const std::vector<TrainingSample> held = Family(150, 9, 1, 22, false, -1.0);
-  const double before = *PairwiseRankingAccuracy(*pre.Predict(FeaturesOf(held)), ThroughputOf(held));
-  const double after = *PairwiseRankingAccuracy(*warm.Predict(FeaturesOf(held)), ThroughputOf(held));
+  const double before =
+      *PairwiseRankingAccuracy(*pre.Predict(FeaturesOf(held)), ThroughputOf(held));
+  const double after =
+      *PairwiseRankingAccuracy(*warm.Predict(FeaturesOf(held)), ThroughputOf(held));
   EXPECT_GT(after, before + 0.1) << before << " -> " << after;
 
   // Slow programs the pretrained model scores below every record keep their score and stay
