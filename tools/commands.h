@@ -203,13 +203,11 @@ ExitCodeAction AddExportDispatchCommand(CLI::App& app);
 CommandAction AddTrainModelCommand(CLI::App& app);
 
 /// `tilesearch eval-model --logs DIR|FILE... [--target T] [--objective regression|rank]
-/// [--online-records N ...] [--min-eval-records N] [--holdout TEXT ...] [--summary-holdout TEXT
-/// ...]
-/// [--max-records-per-task N]
-/// [--max-rounds N] [--max-depth N] [--threads N] [--seed S] [--pretrained-cache DIR]
-/// [--warm-depth N] [--warm-eta X] [--warm-rounds N] [--warm-folds N] [--warm-prior-records X]
-/// [--warm-clip 0|1] [--warm-band 0|1] [--warm-min-gain X] [--warm-objective
-/// initial|rank|regression]
+/// [--online-records N ...] [--min-eval-records N] [--holdout TEXT ...]
+/// [--summary-holdout TEXT ...] [--max-records-per-task N] [--max-rounds N] [--max-depth N]
+/// [--threads N] [--seed S] [--pretrained-cache DIR] [--warm-depth N] [--warm-eta X]
+/// [--warm-rounds N] [--warm-folds N] [--warm-prior-records X] [--warm-clip 0|1]
+/// [--warm-band 0|1] [--warm-min-gain X] [--warm-objective initial|rank|regression]
 /// [--out FILE.md]`:
 /// leave-one-workload-out evaluation. For each
 /// workload with at least N + min-eval-records records, its first N records (log order) are the
