@@ -28,20 +28,20 @@
 //
 // Warm start (SetInitialModel, `tune --model-init`): the pretrained ensemble stays frozen and each
 // Update fits a small residual ensemble on top of it with the task's records (XGBoost's training
-// continuation, i.e. the pretrained score as the base margin), with the initial model's objective
-// (its scores' scale). The model then scores S_pre + w · clip(Δ): Δ the added trees' sum, clipped
-// to the range it takes on the task's records (states unlike any record, e.g. another sketch
-// family, move no further than the records did), and w in [0, 1] the weight of the added trees.
-// The number of added rounds and w are chosen by k-fold cross-validation on the task's own
-// records: the pairwise ranking accuracy of the out-of-fold scores, against the pretrained
-// model's on the same records; w stays 0 (the pretrained model alone) unless the added trees rank
-// the held-out records better, and it is capped by n / (n + prior_records) so a few records move
-// the ranking little. Below min_programs_for_validation programs none are added. Why: boosted
-// freely on a round's records (deep trees, one small held-out split) the update ranked three
-// half-precision matmuls worse than the pretrained model alone, flipping sketch families the
-// records barely covered (bench/NOTES.md, "the online update keeps the pretrained ranking").
-// Chosen over retraining on the pretraining records plus the new ones because tuning then needs
-// neither the pretraining logs nor their feature extraction.
+// continuation, i.e. the pretrained score S_pre as the base margin), with the initial model's
+// objective (its scores' scale; a rank model's scores are logits, not throughputs). A program
+// scores S_pre + w · clip(Δ) (WarmStartBlend): Δ the added trees' sum, clipped to its range on
+// the task's records, w in [0, 1] their weight; and only programs whose S_pre lies within the
+// records' S_pre range are moved, squashed back into that range, so the update never reorders a
+// program against one the pretrained model ranks outside the records' range (e.g. a sketch family
+// the round did not measure). The added rounds and w are chosen by k-fold cross-validation on the
+// task's own records: w stays 0 (the pretrained model alone) unless the blend's out-of-fold
+// pairwise ranking accuracy beats the pretrained model's on the same records by min_gain /
+// sqrt(n), and w ≤ n / (n + prior_records). Below min_programs_for_validation programs none are
+// added. Why: boosted freely on a round's records the update ranked half-precision matmuls far
+// worse than the pretrained model alone (bench/NOTES.md, "the online update keeps the pretrained
+// ranking"). Chosen over retraining on the pretraining records plus the new ones because tuning
+// then needs neither the pretraining logs nor their feature extraction.
 #pragma once
 
 #include <cstdint>

@@ -52,11 +52,8 @@ std::vector<TrainingSample> Family(int n, int task, int family, uint64_t seed, b
 
 Target Sm90() { return Target::H200(); }
 
-XGBoostOptions Options() {
-  XGBoostOptions o;
-  o.nthread = 1;
-  return o;
-}
+// The tuner's model (regression from scratch; a warm start takes the initial model's objective).
+XGBoostOptions Options() { return OnlineModelOptions(43, 1); }
 
 // A rank model pretrained on three tasks holding both families, saved for sm_90.
 std::string Pretrained() {
