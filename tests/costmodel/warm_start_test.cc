@@ -164,7 +164,9 @@ TEST(WarmStartTest, ARealTrendInEnoughRecordsIsLearnedWithinTheFamily) {
     ++below;
     EXPECT_EQ(slow_warm[i], slow_pre[i]);
     for (size_t j = 0; j < fast.size(); ++j) {
-      if (fast_pre[j] > slow_pre[i]) EXPECT_GT(fast_warm[j], slow_warm[i]) << i << " " << j;
+      if (fast_pre[j] > slow_pre[i]) {
+        EXPECT_GT(fast_warm[j], slow_warm[i]) << i << " " << j;
+      }
     }
   }
   EXPECT_GT(below, 50);
