@@ -187,9 +187,7 @@ int Run(const Args& args) {
                 [&](const MeasureRecord& r) { return r.workload_key != ctx.workload_key(); });
   Clock::time_point t = Clock::now();
   Task task = LoadTask(records, ctx);
-  ts::costmodel::XGBoostOptions xo;
-  xo.seed = args.seed;
-  ts::costmodel::XGBoostModel model(xo);
+  ts::costmodel::XGBoostModel model(ts::costmodel::OnlineModelOptions(args.seed, 0));
   if (!args.model_init.empty()) {
     absl::Status s = model.SetInitialModel(args.model_init, ctx.target());
     if (!s.ok()) return std::cerr << s << "\n", 2;

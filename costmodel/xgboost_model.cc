@@ -304,12 +304,289 @@ absl::Status Train(const XGBoostOptions& o, const Dataset& train, const Dataset*
   return absl::OkStatus();
 }
 
+// The training set of the samples `ids`, with the ranking objective's monitor pairs.
+absl::Status MakeProgramSet(const XGBoostOptions& o, const std::vector<TrainingSample>& samples,
+                            const std::vector<double>& labels, const std::vector<int>& ids,
+                            Dataset* d) {
+  std::vector<const ProgramFeatures*> progs;
+  std::vector<double> ys;
+  std::vector<int> groups;
+  for (int i : ids) {
+    progs.push_back(&samples[i].features);
+    ys.push_back(labels[i]);
+    groups.push_back(samples[i].task_id);
+  }
+  RETURN_IF_ERROR(MakeDataset(progs, ys, groups, d));
+  std::mt19937_64 pair_rng(o.seed + 1);
+  d->monitor_pairs = SamplePairs(*d, o.rank_pairs_per_program, pair_rng);
+  return absl::OkStatus();
+}
+
+// Trains on the programs `usable` (indices into samples/labels) on top of `init` (UBJSON of
+// `init_rounds` rounds; empty: from nothing): with enough programs a seeded held-out split
+// chooses the number of rounds and the model is refit on all of them (see the header comment).
+absl::Status TrainWithSplit(const XGBoostOptions& o, const std::vector<TrainingSample>& samples,
+                            const std::vector<double>& labels, const std::vector<int>& usable,
+                            const std::string& init, int init_rounds, XGBoostTrainingReport* report,
+                            TrainResult* result) {
+  std::vector<int> order = usable;
+  std::mt19937_64 rng(o.seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  int num_valid = 0;
+  if (static_cast<int>(order.size()) >= o.min_programs_for_validation) {
+    num_valid = static_cast<int>(o.validation_fraction * static_cast<double>(order.size()));
+  }
+  report->num_validation = num_valid;
+  Dataset all;
+  RETURN_IF_ERROR(MakeProgramSet(o, samples, labels, usable, &all));
+  report->num_rows = static_cast<int>(all.packed.rows());
+  if (num_valid > 0) {
+    Dataset train, valid;
+    RETURN_IF_ERROR(MakeProgramSet(
+        o, samples, labels, std::vector<int>(order.begin() + num_valid, order.end()), &train));
+    RETURN_IF_ERROR(MakeProgramSet(
+        o, samples, labels, std::vector<int>(order.begin(), order.begin() + num_valid), &valid));
+    TrainResult split;
+    RETURN_IF_ERROR(Train(o, train, &valid, -1, init, &split));
+    // Held-out quality of the training-part model cut to the chosen number of rounds.
+    Booster chosen;
+    RETURN_IF_ERROR(Slice(split.booster.h, init_rounds + split.best_rounds, &chosen));
+    ASSIGN_OR_RETURN(std::vector<double> vs, PackSum(chosen.h, valid.matrix, valid.packed, false));
+    report->validation_rmse = WeightedRmse(vs, valid.labels);
+    auto acc = PairwiseRankingAccuracy(vs, valid.labels);
+    if (acc.ok()) report->validation_pairwise_accuracy = *acc;
+    if (o.refit_on_all) {
+      RETURN_IF_ERROR(Train(o, all, nullptr, split.best_rounds, init, result));
+    } else {
+      result->booster.h = chosen.release();
+      result->best_rounds = split.best_rounds;
+    }
+  } else {
+    TrainResult full;
+    RETURN_IF_ERROR(Train(o, all, &all, -1, init, &full));
+    // The loop ran past the best round: keep exactly the best rounds.
+    RETURN_IF_ERROR(Slice(full.booster.h, init_rounds + full.best_rounds, &result->booster));
+    result->best_rounds = full.best_rounds;
+  }
+  ASSIGN_OR_RETURN(std::vector<double> ts,
+                   PackSum(result->booster.h, all.matrix, all.packed, false));
+  report->train_rmse = WeightedRmse(ts, all.labels);
+  return absl::OkStatus();
+}
+
+// The options of a warm start's added trees: XGBoostWarmStartOptions's depth, rate, rounds and
+// objective (default: the initial model's).
+XGBoostOptions AddedTreeOptions(const XGBoostOptions& o, XGBoostObjective init_objective) {
+  XGBoostOptions a = o;
+  a.max_depth = o.warm.max_depth;
+  a.eta = o.warm.eta;
+  a.max_rounds = o.warm.max_rounds;
+  a.objective = o.warm.objective.value_or(init_objective);
+  return a;
+}
+
+// Added-round counts the cross-validation compares: 5, 10, 20, ... up to max_rounds (included).
+std::vector<int> Checkpoints(int max_rounds) {
+  std::vector<int> out;
+  for (int r = 5; r < max_rounds; r *= 2) out.push_back(r);
+  if (max_rounds >= 1) out.push_back(max_rounds);
+  return out;
+}
+
+// Out-of-fold scores of a warm start: for each fold, trees boosted on the other folds on top of
+// `init`; base[p] is program p's initial score, added[c][p] its added trees' sum after
+// Checkpoints(a.max_rounds)[c] rounds and blends[c][p] the blend (weight 1) of its fold's
+// training part. p indexes `usable`.
+struct OutOfFold {
+  std::vector<int> rounds;  // Checkpoints(a.max_rounds)
+  std::vector<double> base;
+  std::vector<std::vector<double>> added;
+  std::vector<std::vector<WarmStartBlend>> blends;
+};
+
+// The blend of added trees whose sums on the task's records are `added`, the records' initial
+// scores `base`.
+WarmStartBlend BlendOf(const XGBoostWarmStartOptions& w, double weight,
+                       const std::vector<double>& base, const std::vector<double>& added) {
+  WarmStartBlend b;
+  b.weight = weight;
+  if (w.clip && !added.empty()) {
+    b.lo = *std::min_element(added.begin(), added.end());
+    b.hi = *std::max_element(added.begin(), added.end());
+  }
+  if (w.band && !base.empty()) {
+    b.band_lo = *std::min_element(base.begin(), base.end());
+    b.band_hi = *std::max_element(base.begin(), base.end());
+  }
+  return b;
+}
+
+absl::Status CrossValidateAdded(const XGBoostOptions& a, const std::vector<TrainingSample>& samples,
+                                const std::vector<double>& labels, const std::vector<int>& usable,
+                                const std::string& init, OutOfFold* out) {
+  const int n = static_cast<int>(usable.size());
+  const int folds = std::min(a.warm.folds, n);
+  const std::vector<int> checkpoints = Checkpoints(a.max_rounds);
+  out->rounds = checkpoints;
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 shuffle_rng(a.seed);
+  std::shuffle(order.begin(), order.end(), shuffle_rng);
+  out->base.assign(n, 0.0);
+  out->added.assign(checkpoints.size(), std::vector<double>(n, 0.0));
+  out->blends.assign(checkpoints.size(), std::vector<WarmStartBlend>(n));
+  for (int f = 0; f < folds; ++f) {
+    std::vector<int> train_ids, fold_pos;  // sample indices; positions in `usable`
+    for (int k = 0; k < n; ++k) {
+      if (k % folds == f) {
+        fold_pos.push_back(order[k]);
+      } else {
+        train_ids.push_back(usable[order[k]]);
+      }
+    }
+    std::vector<int> fold_ids;
+    for (int q : fold_pos) fold_ids.push_back(usable[q]);
+    Dataset train, fold;
+    RETURN_IF_ERROR(MakeProgramSet(a, samples, labels, train_ids, &train));
+    RETURN_IF_ERROR(MakeProgramSet(a, samples, labels, fold_ids, &fold));
+    Booster b;
+    std::vector<DMatrixHandle> cache = {train.matrix.h, fold.matrix.h};
+    TS_XGB(XGBoosterCreate(cache.data(), cache.size(), &b.h));
+    TS_XGB(XGBoosterLoadModelFromBuffer(b.h, init.data(), init.size()));
+    RETURN_IF_ERROR(SetParams(b.h, a));
+    ASSIGN_OR_RETURN(const std::vector<double> train_base,
+                     PackSum(b.h, train.matrix, train.packed, false));
+    ASSIGN_OR_RETURN(const std::vector<double> fold_base,
+                     PackSum(b.h, fold.matrix, fold.packed, false));
+    for (size_t i = 0; i < fold_pos.size(); ++i) out->base[fold_pos[i]] = fold_base[i];
+    std::mt19937_64 rng(a.seed);
+    size_t c = 0;
+    for (int r = 1; r <= a.max_rounds && c < checkpoints.size(); ++r) {
+      RETURN_IF_ERROR(BoostOnce(a, b.h, train, rng));
+      if (r != checkpoints[c]) continue;
+      ASSIGN_OR_RETURN(const std::vector<double> ts,
+                       PackSum(b.h, train.matrix, train.packed, false));
+      ASSIGN_OR_RETURN(const std::vector<double> fs, PackSum(b.h, fold.matrix, fold.packed, false));
+      std::vector<double> d(ts.size());
+      for (size_t i = 0; i < ts.size(); ++i) d[i] = ts[i] - train_base[i];
+      const WarmStartBlend blend = BlendOf(a.warm, 1.0, train_base, d);
+      for (size_t i = 0; i < fold_pos.size(); ++i) {
+        out->added[c][fold_pos[i]] = fs[i] - fold_base[i];
+        out->blends[c][fold_pos[i]] = blend;
+      }
+      ++c;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The warm start's choice: added rounds (0: none) and weight, with the cross-validated pairwise
+// accuracy of the initial model alone and of the choice.
+struct WarmChoice {
+  int rounds = 0;
+  double weight = 0;
+  double initial_accuracy = std::numeric_limits<double>::quiet_NaN();
+  double accuracy = std::numeric_limits<double>::quiet_NaN();
+};
+
+// Picks the (rounds, weight) whose out-of-fold blended scores rank the programs with a positive
+// label best; the initial model alone unless one beats it by warm.min_gain / sqrt(valid ones).
+// Weights are capped at n / (n + warm.prior_records).
+WarmChoice ChooseWarmStart(const XGBoostWarmStartOptions& w, const OutOfFold& oof,
+                           const std::vector<double>& labels) {
+  std::vector<int> valid;
+  for (size_t p = 0; p < labels.size(); ++p) {
+    if (labels[p] > 0) valid.push_back(static_cast<int>(p));
+  }
+  auto accuracy = [&](int c, double weight) -> absl::StatusOr<double> {
+    std::vector<double> s, y;
+    for (int p : valid) {
+      if (c < 0) {
+        s.push_back(oof.base[p]);
+      } else {
+        WarmStartBlend b = oof.blends[c][p];
+        b.weight = weight;
+        s.push_back(BlendedScore(oof.base[p], oof.added[c][p], b));
+      }
+      y.push_back(labels[p]);
+    }
+    return PairwiseRankingAccuracy(s, y);
+  };
+  WarmChoice choice;
+  absl::StatusOr<double> initial = accuracy(-1, 0);
+  if (!initial.ok()) return choice;  // no pair of valid programs to judge by
+  choice.initial_accuracy = choice.accuracy = *initial;
+  const double n = static_cast<double>(labels.size());
+  const double min_gain = w.min_gain / std::sqrt(static_cast<double>(valid.size()));
+  const double cap = n / (n + std::max(0.0, w.prior_records));
+  std::vector<double> weights;
+  for (double x : w.weights) weights.push_back(std::min(x, cap));
+  std::sort(weights.begin(), weights.end());
+  weights.erase(std::unique(weights.begin(), weights.end()), weights.end());
+  for (size_t c = 0; c < oof.added.size(); ++c) {
+    for (double weight : weights) {
+      if (weight <= 0) continue;
+      absl::StatusOr<double> acc = accuracy(static_cast<int>(c), weight);
+      const double bar = choice.weight == 0 ? choice.accuracy + min_gain : choice.accuracy;
+      if (acc.ok() && *acc > bar) {
+        choice.accuracy = *acc;
+        choice.rounds = oof.rounds[c];
+        choice.weight = weight;
+      }
+    }
+  }
+  return choice;
+}
+
+// Pack-sum scores of an ensemble: `full` alone, or with `added` set, the blend of `base` and
+// `added` (XGBoostModel's warm start).
+absl::StatusOr<std::vector<double>> EnsembleScores(BoosterHandle full, BoosterHandle base,
+                                                   BoosterHandle added, const WarmStartBlend& blend,
+                                                   const DMatrix& m, const Packed& p) {
+  if (added == nullptr) return PackSum(full, m, p, false);
+  ASSIGN_OR_RETURN(std::vector<double> scores, PackSum(base, m, p, false));
+  ASSIGN_OR_RETURN(const std::vector<double> d, PackSum(added, m, p, false));
+  for (size_t i = 0; i < scores.size(); ++i) scores[i] = BlendedScore(scores[i], d[i], blend);
+  return scores;
+}
+
 }  // namespace
 
 XGBoostModel::XGBoostModel(XGBoostOptions options) : options_(std::move(options)) {}
 
-XGBoostModel::~XGBoostModel() {
-  if (booster_) XGBoosterFree(booster_);
+XGBoostModel::~XGBoostModel() { FreeEnsemble(); }
+
+void XGBoostModel::FreeEnsemble() {
+  for (void* h : {booster_, base_, added_}) {
+    if (h) XGBoosterFree(h);
+  }
+  booster_ = base_ = added_ = nullptr;
+  base_rounds_ = 0;
+  blend_ = WarmStartBlend{};
+}
+
+absl::Status XGBoostModel::SetEnsemble(void* full, int rounds, int base_rounds,
+                                       const WarmStartBlend& blend) {
+  Booster owned;
+  owned.h = full;
+  Booster base, added;
+  if (full != nullptr && base_rounds > 0 && base_rounds < rounds) {
+    RETURN_IF_ERROR(Slice(full, base_rounds, &base));
+    TS_XGB(XGBoosterSlice(full, base_rounds, rounds, 1, &added.h));
+    const std::string nthread = std::to_string(NumThreads(options_));
+    TS_XGB(XGBoosterSetParam(base.h, "nthread", nthread.c_str()));
+    TS_XGB(XGBoosterSetParam(added.h, "nthread", nthread.c_str()));
+  }
+  FreeEnsemble();
+  booster_ = owned.release();
+  rounds_ = rounds;
+  if (added.h != nullptr) {
+    base_ = base.release();
+    added_ = added.release();
+    base_rounds_ = base_rounds;
+    blend_ = blend;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status XGBoostModel::Update(const std::vector<TrainingSample>& samples) {
@@ -335,71 +612,60 @@ absl::Status XGBoostModel::Update(const std::vector<TrainingSample>& samples) {
     report_.rounds = init_rounds_;
     return absl::OkStatus();
   }
+  if (!init_booster_.empty() && options_.warm.folds >= 2) return UpdateWarm(usable, labels);
 
-  // Seeded split of the programs into training and held-out parts.
-  std::vector<int> order = usable;
-  std::mt19937_64 rng(options_.seed);
-  std::shuffle(order.begin(), order.end(), rng);
-  int num_valid = 0;
-  if (static_cast<int>(order.size()) >= options_.min_programs_for_validation) {
-    num_valid = static_cast<int>(options_.validation_fraction * static_cast<double>(order.size()));
-  }
-  auto make = [&](const std::vector<int>& ids, Dataset* d) -> absl::Status {
-    std::vector<const ProgramFeatures*> progs;
-    std::vector<double> ys;
-    std::vector<int> groups;
-    for (int i : ids) {
-      progs.push_back(&samples_[i].features);
-      ys.push_back(labels[i]);
-      groups.push_back(samples_[i].task_id);
-    }
-    RETURN_IF_ERROR(MakeDataset(progs, ys, groups, d));
-    std::mt19937_64 pair_rng(options_.seed + 1);
-    d->monitor_pairs = SamplePairs(*d, options_.rank_pairs_per_program, pair_rng);
-    return absl::OkStatus();
-  };
+  const XGBoostOptions o =
+      init_booster_.empty() ? options_ : AddedTreeOptions(options_, init_objective_);
   XGBoostTrainingReport report;
   report.num_programs = static_cast<int>(usable.size());
-  report.num_validation = num_valid;
   TrainResult result;
-  Dataset all;
-  RETURN_IF_ERROR(make(usable, &all));
-  report.num_rows = static_cast<int>(all.packed.rows());
-  if (num_valid > 0) {
-    Dataset train, valid;
-    RETURN_IF_ERROR(make(std::vector<int>(order.begin() + num_valid, order.end()), &train));
-    RETURN_IF_ERROR(make(std::vector<int>(order.begin(), order.begin() + num_valid), &valid));
-    TrainResult split;
-    RETURN_IF_ERROR(Train(options_, train, &valid, -1, init_booster_, &split));
-    // Held-out quality of the training-part model cut to the chosen number of rounds.
-    Booster chosen;
-    RETURN_IF_ERROR(Slice(split.booster.h, init_rounds_ + split.best_rounds, &chosen));
-    ASSIGN_OR_RETURN(std::vector<double> vs, PackSum(chosen.h, valid.matrix, valid.packed, false));
-    report.validation_rmse = WeightedRmse(vs, valid.labels);
-    auto acc = PairwiseRankingAccuracy(vs, valid.labels);
-    if (acc.ok()) report.validation_pairwise_accuracy = *acc;
-    if (options_.refit_on_all) {
-      RETURN_IF_ERROR(Train(options_, all, nullptr, split.best_rounds, init_booster_, &result));
-    } else {
-      result.booster.h = chosen.release();
-      result.best_rounds = split.best_rounds;
-    }
-  } else {
-    TrainResult full;
-    RETURN_IF_ERROR(Train(options_, all, &all, -1, init_booster_, &full));
-    // The loop ran past the best round: keep exactly the best rounds.
-    RETURN_IF_ERROR(Slice(full.booster.h, init_rounds_ + full.best_rounds, &result.booster));
-    result.best_rounds = full.best_rounds;
-  }
-  ASSIGN_OR_RETURN(std::vector<double> ts,
-                   PackSum(result.booster.h, all.matrix, all.packed, false));
-  report.train_rmse = WeightedRmse(ts, all.labels);
+  RETURN_IF_ERROR(
+      TrainWithSplit(o, samples_, labels, usable, init_booster_, init_rounds_, &report, &result));
   report.rounds = init_rounds_ + result.best_rounds;
-
-  if (booster_) XGBoosterFree(booster_);
-  booster_ = result.booster.release();
-  rounds_ = report.rounds;
+  report.added_weight = init_booster_.empty() ? 0.0 : 1.0;
+  RETURN_IF_ERROR(SetEnsemble(result.booster.release(), report.rounds, 0, WarmStartBlend{}));
   report_ = report;
+  return absl::OkStatus();
+}
+
+absl::Status XGBoostModel::UpdateWarm(const std::vector<int>& usable,
+                                      const std::vector<double>& labels) {
+  const XGBoostOptions a = AddedTreeOptions(options_, init_objective_);
+  OutOfFold oof;
+  RETURN_IF_ERROR(CrossValidateAdded(a, samples_, labels, usable, init_booster_, &oof));
+  std::vector<double> usable_labels;
+  for (int i : usable) usable_labels.push_back(labels[i]);
+  const WarmChoice choice = ChooseWarmStart(a.warm, oof, usable_labels);
+
+  Dataset all;
+  RETURN_IF_ERROR(MakeProgramSet(a, samples_, labels, usable, &all));
+  TrainResult result;
+  RETURN_IF_ERROR(Train(a, all, nullptr, choice.rounds, init_booster_, &result));
+  // The added trees' range on the task's records bounds what they add to any other program, and
+  // the records' initial scores bound which programs they reorder.
+  WarmStartBlend blend;
+  if (choice.rounds > 0) {
+    Booster base, added;
+    RETURN_IF_ERROR(Slice(result.booster.h, init_rounds_, &base));
+    TS_XGB(
+        XGBoosterSlice(result.booster.h, init_rounds_, init_rounds_ + choice.rounds, 1, &added.h));
+    ASSIGN_OR_RETURN(const std::vector<double> b, PackSum(base.h, all.matrix, all.packed, false));
+    ASSIGN_OR_RETURN(const std::vector<double> d, PackSum(added.h, all.matrix, all.packed, false));
+    blend = BlendOf(a.warm, choice.weight, b, d);
+  }
+  XGBoostTrainingReport report;
+  report.num_programs = static_cast<int>(usable.size());
+  report.num_rows = static_cast<int>(all.packed.rows());
+  report.num_validation = static_cast<int>(usable.size());
+  report.rounds = init_rounds_ + choice.rounds;
+  report.validation_pairwise_accuracy = choice.accuracy;
+  report.initial_pairwise_accuracy = choice.initial_accuracy;
+  report.added_weight = choice.rounds > 0 ? choice.weight : 0.0;
+  RETURN_IF_ERROR(SetEnsemble(result.booster.release(), report.rounds, init_rounds_, blend));
+  report_ = report;
+  ASSIGN_OR_RETURN(const std::vector<double> scores,
+                   EnsembleScores(booster_, base_, added_, blend_, all.matrix, all.packed));
+  report_.train_rmse = WeightedRmse(scores, all.labels);
   return absl::OkStatus();
 }
 
@@ -414,7 +680,7 @@ absl::StatusOr<std::vector<double>> XGBoostModel::Predict(
     if (packed.rows() > 0) {
       DMatrix m;
       RETURN_IF_ERROR(MakeDMatrix(packed, &m));
-      ASSIGN_OR_RETURN(scores, PackSum(booster_, m, packed, false));
+      ASSIGN_OR_RETURN(scores, EnsembleScores(booster_, base_, added_, blend_, m, packed));
     }
   }
   for (size_t i = 0; i < programs.size(); ++i) {
@@ -445,16 +711,25 @@ absl::Status XGBoostModel::Save(const std::string& path) const {
   nlohmann::json provenance =
       nlohmann::json::parse(info_.provenance, nullptr, /*allow_exceptions=*/false);
   if (!provenance.is_object()) provenance = nlohmann::json::object();
-  nlohmann::json meta = {{"version", kXGBoostModelFileVersion},
-                         {"feature_version", kFeatureVersion},
-                         {"num_features", kNumFeatures},
-                         {"target", info_.target},
-                         {"provenance", provenance},
-                         {"objective", XGBoostObjectiveName(options_.objective)},
-                         {"trained", booster_ != nullptr},
-                         {"rounds", rounds_},
-                         {"booster_bytes", booster_bytes.size()},
-                         {"booster_fnv1a64", BoosterChecksum(booster_bytes)}};
+  nlohmann::json meta = {
+      {"version", kXGBoostModelFileVersion},
+      {"feature_version", kFeatureVersion},
+      {"num_features", kNumFeatures},
+      {"target", info_.target},
+      {"provenance", provenance},
+      {"objective",
+       XGBoostObjectiveName(init_booster_.empty() ? options_.objective : init_objective_)},
+      {"trained", booster_ != nullptr},
+      {"rounds", rounds_},
+      {"booster_bytes", booster_bytes.size()},
+      {"booster_fnv1a64", BoosterChecksum(booster_bytes)}};
+  if (added_ != nullptr) {
+    // JSON has no infinity: an unclipped side is null.
+    auto bound = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); };
+    meta["added"] = {{"base_rounds", base_rounds_},      {"weight", blend_.weight},
+                     {"lo", bound(blend_.lo)},           {"hi", bound(blend_.hi)},
+                     {"band_lo", bound(blend_.band_lo)}, {"band_hi", bound(blend_.band_hi)}};
+  }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << kMagic << "\n" << meta.dump() << "\n" << booster_bytes;
   out.close();
@@ -467,6 +742,10 @@ absl::Status XGBoostModel::Save(const std::string& path) const {
 
 namespace {
 
+bool HasInt(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_number_integer();
+}
+
 // A model file's contents, checked.
 struct ModelFile {
   ModelInfo info;
@@ -474,10 +753,31 @@ struct ModelFile {
   int rounds = 0;
   std::string booster;   // UBJSON
   std::string checksum;  // BoosterChecksum of `booster` (version 2); empty in version 1
+  XGBoostObjective objective = XGBoostObjective::kRegression;
+  // A warm start's weighted added trees (version 3): the rounds after base_rounds (0: none).
+  int base_rounds = 0;
+  WarmStartBlend blend;
 };
 
-bool HasInt(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_number_integer();
+// The "added" object of a version-3 metadata line. Errors: "corrupt metadata line".
+absl::Status ReadAdded(const nlohmann::json& meta, const absl::Status& corrupt, ModelFile* f) {
+  if (!meta.contains("added")) return absl::OkStatus();
+  const nlohmann::json& a = meta["added"];
+  auto bound = [&](const char* key, double* x) {
+    if (!a.contains(key) || (!a[key].is_null() && !a[key].is_number())) return false;
+    if (a[key].is_number()) *x = a[key].get<double>();
+    return true;
+  };
+  WarmStartBlend& b = f->blend;
+  if (!a.is_object() || !HasInt(a, "base_rounds") || !a.contains("weight") ||
+      !a["weight"].is_number() || !bound("lo", &b.lo) || !bound("hi", &b.hi) ||
+      !bound("band_lo", &b.band_lo) || !bound("band_hi", &b.band_hi)) {
+    return corrupt;
+  }
+  f->base_rounds = a["base_rounds"].get<int>();
+  b.weight = a["weight"].get<double>();
+  if (f->base_rounds < 0 || f->base_rounds > f->rounds) return corrupt;
+  return absl::OkStatus();
 }
 
 // The metadata line's fields (version 1 or 2). Errors: "corrupt metadata line".
@@ -511,7 +811,12 @@ absl::Status ReadMeta(const nlohmann::json& meta, const std::string& where, Mode
   f->trained = meta["trained"].get<bool>();
   f->rounds = meta["rounds"].get<int>();
   *nbytes = meta["booster_bytes"].get<uint64_t>();
-  return absl::OkStatus();
+  if (meta.contains("objective") && meta["objective"].is_string() &&
+      meta["objective"].get<std::string>() ==
+          XGBoostObjectiveName(XGBoostObjective::kPairwiseRank)) {
+    f->objective = XGBoostObjective::kPairwiseRank;
+  }
+  return ReadAdded(meta, corrupt, f);
 }
 
 // Reads and checks a model file; `target` (when given) must match the file's (a file without one
@@ -585,6 +890,28 @@ absl::Status LoadBooster(const std::string& bytes, const std::string& where, int
 
 }  // namespace
 
+double BlendedScore(double initial, double added, const WarmStartBlend& blend) {
+  if (initial < blend.band_lo || initial > blend.band_hi) return initial;
+  const double x = initial + blend.weight * std::clamp(added, blend.lo, blend.hi);
+  const double width = blend.band_hi - blend.band_lo;
+  if (!std::isfinite(width)) return x;
+  if (width <= 0) return initial;
+  // Identity in the band's middle; the outer 5 % on each side take every score beyond, squashed
+  // (strictly increasing, never reaching the band's ends).
+  const double edge = 0.05 * width;
+  const double low = blend.band_lo + edge, high = blend.band_hi - edge;
+  if (x < low) return blend.band_lo + edge * std::exp((x - low) / edge);
+  if (x > high) return blend.band_hi - edge * std::exp(-(x - high) / edge);
+  return x;
+}
+
+XGBoostOptions OnlineModelOptions(uint64_t seed, int nthread) {
+  XGBoostOptions o;
+  o.seed = seed;
+  o.nthread = nthread;
+  return o;
+}
+
 const char* XGBoostObjectiveName(XGBoostObjective objective) {
   return objective == XGBoostObjective::kPairwiseRank ? "rank" : "regression";
 }
@@ -600,9 +927,7 @@ absl::Status XGBoostModel::Load(const std::string& path) {
     RETURN_IF_ERROR(LoadBooster(f.booster, absl::StrCat("model file '", path, "'"),
                                 NumThreads(options_), &loaded));
   }
-  if (booster_) XGBoosterFree(booster_);
-  booster_ = loaded.release();
-  rounds_ = f.rounds;
+  RETURN_IF_ERROR(SetEnsemble(loaded.release(), f.rounds, f.base_rounds, f.blend));
   info_ = std::move(f.info);
   return absl::OkStatus();
 }
@@ -620,7 +945,14 @@ absl::Status XGBoostModel::SetInitialModel(const std::string& path, const Target
     return absl::InvalidArgumentError(
         absl::StrCat("model file '", path, "' holds no trained model to start from"));
   }
+  if (f.base_rounds > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model file '", path,
+                     "' holds a warm-started model with weighted added trees; start from the "
+                     "model it was warm-started from"));
+  }
   RETURN_IF_ERROR(Load(path));
+  init_objective_ = f.objective;
   bst_ulong len = 0;
   const char* data = nullptr;
   TS_XGB(XGBoosterSaveModelToBuffer(booster_, R"({"format": "ubj"})", &len, &data));

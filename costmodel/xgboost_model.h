@@ -27,17 +27,27 @@
 // incremental training; Ansor does the same). Deterministic for a fixed seed, nthread and input.
 //
 // Warm start (SetInitialModel, `tune --model-init`): the pretrained ensemble stays frozen and each
-// Update boosts fresh trees on top of it on all samples received (XGBoost's training continuation:
-// the new trees fit what the pretrained scores get wrong), with the same early stopping, which
-// may keep zero new trees; with fewer than min_programs_for_validation programs (no held-out
-// split, so nothing to stop on but the training error) it adds none. Chosen over retraining on the
-// pretraining records plus the new ones because tuning then needs neither the pretraining logs nor
-// their feature extraction, and a round's training costs what it costs without the initial model.
+// Update fits a small residual ensemble on top of it with the task's records (XGBoost's training
+// continuation, i.e. the pretrained score S_pre as the base margin), with the initial model's
+// objective (its scores' scale; a rank model's scores are logits, not throughputs). A program
+// scores S_pre + w · clip(Δ) (WarmStartBlend): Δ the added trees' sum, clipped to its range on
+// the task's records, w in [0, 1] their weight; and only programs whose S_pre lies within the
+// records' S_pre range are moved, squashed back into that range, so the update never reorders a
+// program against one the pretrained model ranks outside the records' range (e.g. a sketch family
+// the round did not measure). The added rounds and w are chosen by k-fold cross-validation on the
+// task's own records: w stays 0 (the pretrained model alone) unless the blend's out-of-fold
+// pairwise ranking accuracy beats the pretrained model's on the same records by min_gain /
+// sqrt(n), and w ≤ n / (n + prior_records). Below min_programs_for_validation programs none are
+// added. Why: boosted freely on a round's records the update ranked half-precision matmuls far
+// worse than the pretrained model alone (bench/NOTES.md, "the online update keeps the pretrained
+// ranking"). Chosen over retraining on the pretraining records plus the new ones because tuning
+// then needs neither the pretraining logs nor their feature extraction.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,7 +58,8 @@ namespace tilesearch::costmodel {
 
 /// Version of the model file format this build writes and the newest it reads. Version 2 adds
 /// the target and the provenance; version-1 files read as models of no particular target.
-inline constexpr int kXGBoostModelFileVersion = 2;
+/// Version 3 adds the warm start's added-tree weight and clip range.
+inline constexpr int kXGBoostModelFileVersion = 3;
 
 /// The training objective over programs (pack-sum scores S_p, see the header comment).
 enum class XGBoostObjective {
@@ -76,6 +87,34 @@ struct ModelInfo {
   /// A JSON object (as text) describing the training data: logs, record and task counts, date,
   /// commit, objective. "{}" when unknown.
   std::string provenance = "{}";
+};
+
+/// How a warm-started model (SetInitialModel) adds trees for the task's records.
+struct XGBoostWarmStartOptions {
+  /// Depth, learning rate and round limit of the added trees.
+  int max_depth = 3;
+  double eta = 0.1;
+  int max_rounds = 40;
+  /// Folds of the cross-validation that chooses the added rounds and their weight (>= 2). 0: one
+  /// held-out split with early stopping (XGBoostOptions's rule) and weight 1, without clipping
+  /// (the warm start before cross-validation, kept for comparisons).
+  int folds = 4;
+  /// Weights of the added trees tried (besides 0, the pretrained model alone).
+  std::vector<double> weights = {0.25, 0.5, 1.0};
+  /// The weight is at most n / (n + prior_records) for n programs: the pretrained model counts
+  /// as this many records of the task.
+  double prior_records = 32;
+  /// A weight other than 0 must beat the pretrained model's cross-validated pairwise accuracy by
+  /// at least min_gain / sqrt(n) for n records with a valid measurement (about the spread of an
+  /// accuracy measured on n programs).
+  double min_gain = 0.25;
+  /// Clip the added trees' sum to the range it takes on the task's records.
+  bool clip = true;
+  /// Apply the added trees only within the band of the records' initial scores
+  /// (WarmStartBlend); false: to every program.
+  bool band = true;
+  /// Objective of the added trees; unset: the initial model's (its score scale).
+  std::optional<XGBoostObjective> objective;
 };
 
 /// Training parameters. Defaults are TVM v0.19's (xgb_model.py: max_depth 10, eta 0.2, gamma
@@ -113,7 +152,30 @@ struct XGBoostOptions {
   XGBoostObjective objective = XGBoostObjective::kRegression;
   /// kPairwiseRank: partners sampled per program and boosting round (>= 1).
   int rank_pairs_per_program = 4;
+  /// The added trees of a warm-started model.
+  XGBoostWarmStartOptions warm;
 };
+
+/// The options of the model a tuning run trains online (`tune`, and `eval-model`'s
+/// pretrained+online model, so that the evaluation measures the tuner's warm start): the defaults
+/// with `seed` and `nthread` (0: every usable core).
+XGBoostOptions OnlineModelOptions(uint64_t seed, int nthread);
+
+/// How a warm start's added trees combine with the initial ensemble: a program whose initial score
+/// b lies in [band_lo, band_hi] (the range of the initial scores of the task's records) scores
+/// b + weight · clamp(d, lo, hi), d the added trees' sum, squashed back into (band_lo, band_hi);
+/// any other program scores b. So the update reorders only programs whose initial scores lie
+/// among the records' and never moves one past a program outside that band.
+struct WarmStartBlend {
+  double weight = 1;
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
+  double band_lo = -std::numeric_limits<double>::infinity();
+  double band_hi = std::numeric_limits<double>::infinity();
+};
+
+/// A program's score under `blend` from its initial score and its added trees' sum.
+double BlendedScore(double initial, double added, const WarmStartBlend& blend);
 
 /// What the last Update did.
 struct XGBoostTrainingReport {
@@ -126,6 +188,10 @@ struct XGBoostTrainingReport {
   /// ranking accuracy of the model trained without them.
   double validation_rmse = std::numeric_limits<double>::quiet_NaN();
   double validation_pairwise_accuracy = std::numeric_limits<double>::quiet_NaN();
+  /// Warm start: the weight of the added trees (0: the initial model alone) and the
+  /// cross-validated pairwise accuracy of the initial model alone (NaN without cross-validation).
+  double added_weight = 0;
+  double initial_pairwise_accuracy = std::numeric_limits<double>::quiet_NaN();
 };
 
 class XGBoostModel : public CostModel {
@@ -180,14 +246,28 @@ class XGBoostModel : public CostModel {
   const XGBoostTrainingReport& last_report() const { return report_; }
 
  private:
+  // Replaces the ensemble by `full` (a BoosterHandle, owned from now on) whose rounds after the
+  // first `base_rounds` are added trees combined by `blend`; base_rounds 0: `full` scores alone.
+  absl::Status SetEnsemble(void* full, int rounds, int base_rounds, const WarmStartBlend& blend);
+  void FreeEnsemble();
+  // Update of a warm-started model with cross-validation (XGBoostWarmStartOptions::folds >= 2):
+  // `usable` indexes samples_ with features, `labels` every sample's normalized label.
+  absl::Status UpdateWarm(const std::vector<int>& usable, const std::vector<double>& labels);
+
   XGBoostOptions options_;
   std::vector<TrainingSample> samples_;
   void* booster_ = nullptr;  // BoosterHandle; the C API header stays inside the .cc
   int rounds_ = 0;
+  // Warm start, when added trees are blended: booster_'s first base_rounds_ rounds and the rest.
+  void* base_ = nullptr;
+  void* added_ = nullptr;
+  int base_rounds_ = 0;
+  WarmStartBlend blend_;
   XGBoostTrainingReport report_;
   ModelInfo info_;
   std::string init_booster_;  // UBJSON of the initial ensemble; empty without one
   int init_rounds_ = 0;
+  XGBoostObjective init_objective_ = XGBoostObjective::kRegression;  // the initial model's
 };
 
 }  // namespace tilesearch::costmodel

@@ -595,10 +595,8 @@ class TuningJob {
 
   static std::unique_ptr<costmodel::CostModel> MakeModel(const TuneOptions& options) {
     if (!options.use_xgboost) return std::make_unique<costmodel::RandomModel>(options.seed);
-    costmodel::XGBoostOptions xo;
-    xo.seed = options.seed;
-    xo.nthread = options.model_threads;
-    return std::make_unique<costmodel::XGBoostModel>(xo);
+    return std::make_unique<costmodel::XGBoostModel>(
+        costmodel::OnlineModelOptions(options.seed, options.model_threads));
   }
 
   // Candidates of the next round: per_round, except that a learned model without any record of

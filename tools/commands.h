@@ -203,19 +203,26 @@ ExitCodeAction AddExportDispatchCommand(CLI::App& app);
 CommandAction AddTrainModelCommand(CLI::App& app);
 
 /// `tilesearch eval-model --logs DIR|FILE... [--target T] [--objective regression|rank]
-/// [--online-records N] [--min-eval-records N] [--holdout TEXT ...] [--max-records-per-task N]
-/// [--max-rounds N] [--max-depth N]
-/// [--threads N] [--seed S] [--out FILE.md]`: leave-one-workload-out evaluation. For each
+/// [--online-records N ...] [--min-eval-records N] [--holdout TEXT ...]
+/// [--summary-holdout TEXT ...] [--max-records-per-task N] [--max-rounds N] [--max-depth N]
+/// [--threads N] [--seed S] [--pretrained-cache DIR] [--warm-depth N] [--warm-eta X]
+/// [--warm-rounds N] [--warm-folds N] [--warm-prior-records X] [--warm-clip 0|1]
+/// [--warm-band 0|1] [--warm-min-gain X] [--warm-objective initial|rank|regression]
+/// [--out FILE.md]`:
+/// leave-one-workload-out evaluation. For each
 /// workload with at least N + min-eval-records records, its first N records (log order) are the
 /// "online" records and the rest, valid ones only, the evaluation set; four models score the
 /// evaluation set: pretrained (trained on every other workload, none of this one), online-only
 /// (trained on the first N records of this workload only: what `tune` has after its first round),
-/// pretrained + online (warm start: the pretrained model boosted on the first N records, as
-/// `tune --model-init`) and random. Per workload and model: Spearman correlation with the
+/// pretrained + online (warm start: the pretrained model boosted on the first N records, with the
+/// options of `tune --model-init`'s model, costmodel::OnlineModelOptions, and --warm-* for its
+/// added trees) and random. Per workload and model: Spearman correlation with the
 /// measured throughput, top-1 and top-5 recall, and the measured time of the model's top pick over
 /// the best time of the evaluation set; then the medians over workloads. --holdout limits the
 /// held-out workloads to those whose name contains one of the texts (each fold trains a model
-/// on all other workloads, so every fold costs one full training). --out writes the table
+/// on all other workloads, so every fold costs one full training; --pretrained-cache keeps those
+/// models for later runs). One table per --online-records count; --summary-holdout adds medians
+/// over the evaluated workloads whose name contains one of its texts. --out writes the tables
 /// as Markdown with the command line and date. User errors as train-model's.
 CommandAction AddEvalModelCommand(CLI::App& app);
 

@@ -237,9 +237,9 @@ TEST(XGBoostModelTest, LoadErrors) {
   write("{not json");
   EXPECT_THAT(m.Load(path), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("corrupt")));
   write(
-      R"({"version": 3, "feature_version": 1, "num_features": 159, "trained": false, "rounds": 0, "booster_bytes": 0})");
+      R"({"version": 4, "feature_version": 1, "num_features": 159, "trained": false, "rounds": 0, "booster_bytes": 0})");
   EXPECT_THAT(m.Load(path), StatusIs(absl::StatusCode::kInvalidArgument,
-                                     HasSubstr("version 3 is newer than this build reads (2)")));
+                                     HasSubstr("version 4 is newer than this build reads (3)")));
   write(
       R"({"version": 1, "feature_version": 1, "num_features": 160, "trained": false, "rounds": 0, "booster_bytes": 0})");
   EXPECT_THAT(m.Load(path), StatusIs(absl::StatusCode::kInvalidArgument,
