@@ -1574,6 +1574,14 @@ class Harness:
                           f"{got.flatten()[i].item():.7g}, expected {ref.flatten()[i].item():.7g}"
                           f" (slack {slack:.3g})")
                 value_failures.append(("imprecise" if bad16 == 0 else "wrong_answer", detail))
+                # Diagnosis: SCORE_DUMP_MISMATCHES=N logs the first N failing elements with the
+                # float64 value, its rounding to the dtype and PyTorch's own result there.
+                dump = int(os.environ.get("SCORE_DUMP_MISMATCHES", "0") or 0)
+                for k in (bad32.flatten().nonzero()[:dump] if dump > 0 else []):
+                    j = int(k)
+                    self.log(f"  mismatch at {j}: ours {got.flatten()[j].item():.9g}, float64 "
+                             f"{ref64.flatten()[j].item():.9g}, rounded {ref.flatten()[j].item()}"
+                             f", eager {base.flatten()[j].item():.9g}")
             keep = [xs, bufs]
             del saved, results
         del keep
