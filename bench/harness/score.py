@@ -1546,9 +1546,9 @@ class Harness:
             got = results[0].double()
             # An infinite element passes as the output type's overflow where a value within the
             # allowed error of the float64 reference rounds to it (precision_rule_ok).
+            allowed64 = atol + rtol * ref64.abs() + allowance + slack
             overflow_ok = (torch.isinf(got) & (torch.signbit(got) == torch.signbit(ref64)) &
-                           (ref64.abs() + atol + rtol * ref64.abs() + allowance + slack
-                            >= overflow_threshold(dtype)))
+                           (ref64.abs() + allowed64 >= overflow_threshold(dtype)))
             nonfinite = int(((~torch.isfinite(got)) & finite_ref & ~overflow_ok).sum())
             if nonfinite:
                 return ("nan_output", f"trial {trial} ({dist}): {nonfinite} NaN/Inf elements "
@@ -1559,8 +1559,7 @@ class Harness:
             # and so does a finite result within the allowed error of the float64 value: the rule
             # is anchored on ref64 (precision_rule_ok), which may lie just past the threshold
             # (65530 rounds to +inf in float16; a float32 sum of 65510 stores 65504).
-            near64 = torch.isfinite(got) & ((got - ref64).abs() <=
-                                            atol + rtol * ref64.abs() + allowance + slack)
+            near64 = torch.isfinite(got) & ((got - ref64).abs() <= allowed64)
             inf_missed = (~finite_ref) & (got != ref) & ~near64
             bad32 = (err > atol + rtol * ref.abs() + allowance + slack) | inf_missed
             if bad32.any():
