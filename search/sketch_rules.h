@@ -133,6 +133,11 @@ int SingleElementwiseMatchedConsumer(const schedule::State& s, int stage_id);
 /// True when stage `stage_id` or a stage attached at one of its iterators has a reduce iterator
 /// bound to threadIdx.x (TVM HasCrossThreadReduction).
 bool HasCrossThreadReduction(const schedule::State& s, int stage_id);
+/// How many times the stage's loop nest reads each element of its largest input (by the extents
+/// of the axes its reads index): the product of the extents of the stage's axes (space and
+/// reduce) that the largest read does not index; ties go to the smaller reuse. 1 for a GEMV's
+/// matrix, N for a matmul's A. 0 for placeholders and stages that read nothing.
+int64_t LargestReadReuse(const schedule::State& s, int stage_id);
 /// Product of the stage's space iterator extents and of its reduce iterator extents.
 std::pair<int64_t, int64_t> CumulativeSpaceAndReduceLength(const schedule::Stage& stage);
 /// TVM NeedsRfactor (CPU): a multi-level-tiled stage with space ≤ reduce and space ≤ cores·16,

@@ -1,5 +1,8 @@
-// `tilesearch check`: runs a schedule's lowered loop nest in the reference interpreter and compares
-// it element by element with the naive program on the same seeded random inputs.
+// `tilesearch check`: runs a schedule's lowered loop nest in the reference interpreter and judges
+// every output element against the float64 value of the naive program on the same seeded random
+// inputs, by the precision rule of the tuner's check and of bench/harness/score.py
+// (measure/precision_rule.h): a schedule that reassociates a float32 sum (a tree or split
+// reduction) is as correct there as here.
 #include <cmath>
 #include <cstdint>
 #include <iomanip>
@@ -17,6 +20,9 @@
 #include "ir/host_buffer.h"
 #include "ir/interpreter.h"
 #include "ir/reference.h"
+#include "measure/checker.h"
+#include "measure/precision_rule.h"
+#include "measure/reference.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
 #include "tools/commands.h"
@@ -50,42 +56,41 @@ double EstimateInterpretedOps(const ir::ComputeDAG& dag) {
   return 2 * (dag.Flops() + points);
 }
 
-// Allowed |got - ref| / max(1, |ref|): float32's reductions may be reassociated by a schedule;
-// float16 / bfloat16 round every store to 11 / 8 significant bits.
-double Tolerance(ir::ScalarType t) {
-  switch (t) {
-    case ir::ScalarType::kFloat32:
-      return 1e-5;
-    case ir::ScalarType::kFloat16:
-      return 1e-2;
-    case ir::ScalarType::kBFloat16:
-      return 4e-2;
-    default:
-      return 0;
-  }
+// The precision rule of `output_id`'s elements: the dtype's tolerance and the cancellation
+// allowance of the tuner's check, with atol and rtol replaced by `rtol` when it is >= 0; 0 also
+// drops the allowance (an exact comparison with float64).
+measure::PrecisionRule RuleOf(const ir::ComputeDAG& dag, int output_id, double rtol) {
+  const ir::ScalarType dtype = dag.stage(output_id).dtype();
+  measure::Tolerance tolerance = measure::ToleranceFor(dtype);
+  if (rtol >= 0) tolerance.atol = tolerance.rtol = rtol;
+  measure::PrecisionRule rule =
+      measure::RuleFor(dag, output_id, tolerance, measure::Fp32Precision::kIeee);
+  if (rtol == 0) rule.unit_roundoff = 0;
+  return rule;
 }
 
 struct Comparison {
-  double max_abs = 0;
-  double max_rel = 0;  // |got - ref| / max(1, |ref|)
+  double max_abs = 0;         // |got - ref64|, over finite ref64
+  double max_ratio = 0;       // |got - ref64| / the allowed error (<= 1 passes)
+  bool same_as_naive = true;  // bit for bit equal to the naive float32 program
   int64_t mismatches = 0;
   int64_t first = -1;  // flat index of the first mismatch
 };
 
-Comparison Compare(const ir::HostBuffer& got, const ir::HostBuffer& ref, double tolerance) {
+// `magnitude`: M of each element (empty: no cancellation allowance, e.g. integer outputs).
+Comparison Compare(const ir::HostBuffer& got, const ir::HostBuffer& ref64,
+                   const ir::HostBuffer& naive, const std::vector<double>& magnitude,
+                   const measure::PrecisionRule& rule) {
   Comparison c;
-  for (size_t i = 0; i < ref.data.size(); ++i) {
-    const double g = got.data[i], r = ref.data[i];
-    double abs = 0, rel = 0;
-    if (std::isnan(g) || std::isnan(r)) {
-      if (!(std::isnan(g) && std::isnan(r))) abs = rel = std::numeric_limits<double>::infinity();
-    } else if (g != r) {  // equal infinities match
-      abs = std::fabs(g - r);
-      rel = std::isinf(abs) ? abs : abs / std::max(1.0, std::fabs(r));
-    }
-    c.max_abs = std::max(c.max_abs, abs);
-    c.max_rel = std::max(c.max_rel, rel);
-    if (rel > tolerance) {
+  for (size_t i = 0; i < ref64.data.size(); ++i) {
+    const double g = got.data[i], r = ref64.data[i];
+    const double m = magnitude.empty() ? 0.0 : magnitude[i];
+    const bool equal_naive = g == naive.data[i] || (std::isnan(g) && std::isnan(naive.data[i]));
+    c.same_as_naive &= equal_naive;
+    if (std::isfinite(r)) c.max_abs = std::max(c.max_abs, std::fabs(g - r));
+    const double ratio = measure::ErrorRatio(rule, g, r, m);
+    if (!std::isnan(ratio)) c.max_ratio = std::max(c.max_ratio, ratio);
+    if (!measure::PassesPrecisionRule(rule, g, r, m)) {
       if (c.first < 0) c.first = static_cast<int64_t>(i);
       ++c.mismatches;
     }
@@ -132,6 +137,23 @@ absl::StatusOr<int> Check(const CheckOptions& options) {
     return absl::Status(ref.status().code(),
                         absl::StrCat("the naive program failed: ", ref.status().message()));
   }
+  absl::StatusOr<ir::BufferMap> ref64 = ir::RunReference(dag, inputs, ir::Precision::kFloat64);
+  if (!ref64.ok()) {
+    return absl::Status(ref64.status().code(), absl::StrCat("the naive program in float64 failed: ",
+                                                            ref64.status().message()));
+  }
+  // M of each float output (the cancellation allowance); none without a float output.
+  bool any_float = false;
+  for (int id : dag.output_ids()) any_float |= ir::IsFloat(dag.stage(id).dtype());
+  ir::BufferMap magnitudes;
+  if (any_float) {
+    absl::StatusOr<ir::BufferMap> m = measure::InterpreterMagnitudes(dag, inputs);
+    if (!m.ok()) {
+      return absl::Status(m.status().code(),
+                          absl::StrCat("the magnitudes of the terms: ", m.status().message()));
+    }
+    magnitudes = *std::move(m);
+  }
   // Outputs start as NaN (floating point) so an element the schedule never writes cannot pass.
   ir::BufferMap buffers;
   for (int i = 0; i < static_cast<int>(kernel.nest.params.size()); ++i) {
@@ -160,25 +182,31 @@ absl::StatusOr<int> Check(const CheckOptions& options) {
   for (int id : dag.output_ids()) {
     const ir::Tensor& t = dag.stage(id);
     auto got = buffers.find(t.name());
-    auto want = ref->find(t.name());
-    if (got == buffers.end() || want == ref->end() ||
+    auto naive = ref->find(t.name());
+    auto want = ref64->find(t.name());
+    if (got == buffers.end() || want == ref64->end() || naive == ref->end() ||
         got->second.data.size() != want->second.data.size()) {
       return absl::InternalError(absl::StrCat("output '", t.name(), "' is missing or mis-sized"));
     }
-    const double tolerance = options.rtol >= 0 ? options.rtol : Tolerance(t.dtype());
-    const Comparison c = Compare(got->second, want->second, tolerance);
+    auto m = magnitudes.find(t.name());
+    const std::vector<double> no_magnitude;
+    const measure::PrecisionRule rule = RuleOf(dag, id, options.rtol);
+    const Comparison c = Compare(got->second, want->second, naive->second,
+                                 m == magnitudes.end() ? no_magnitude : m->second.data, rule);
     std::cout << "output " << t.name() << " " << ShapeString(t.shape()) << " "
-              << ir::TypeName(t.dtype()) << ": max abs error " << c.max_abs << ", max rel error "
-              << c.max_rel << " (tolerance " << tolerance << " x max(1, |ref|))";
+              << ir::TypeName(t.dtype()) << ": max abs error " << c.max_abs << " against float64, "
+              << c.max_ratio << " of the allowed error (atol " << rule.atol << ", rtol "
+              << rule.rtol << ", " << measure::kCancellationFactor << " u M with u "
+              << rule.unit_roundoff << ")";
     if (c.mismatches == 0) {
-      std::cout << (c.max_abs == 0 ? ": exact\n" : ": within tolerance\n");
+      std::cout << (c.same_as_naive ? ": exact (as the naive program)\n" : ": within tolerance\n");
       continue;
     }
     ok = false;
     std::cout << ": " << c.mismatches << " of " << want->second.data.size()
               << " elements differ, first at " << ShapeString(Unflatten(c.first, t.shape()))
               << ": got " << std::setprecision(9) << got->second.data[c.first] << ", expected "
-              << want->second.data[c.first] << std::setprecision(6) << "\n";
+              << want->second.data[c.first] << " (float64)" << std::setprecision(6) << "\n";
   }
   std::cout << (ok ? "OK" : "MISMATCH") << "\n";
   return ok ? 0 : 1;
@@ -192,9 +220,11 @@ ExitCodeAction AddCheckCommand(CLI::App& app) {
   app.add_option("--seed", options->seed, "seed of the random inputs")->capture_default_str();
   app.add_flag("--force", options->force,
                "run even when the workload is estimated above 2^28 interpreted operations");
-  app.add_option("--rtol", options->rtol,
-                 "allowed |scheduled - naive| / max(1, |naive|) (default: float32 1e-5, float16 "
-                 "1e-2, bfloat16 4e-2, integers 0)")
+  app.add_option(
+         "--rtol", options->rtol,
+         "atol and rtol of the precision rule |got - ref64| <= atol + rtol |ref64| + 16 u M "
+         "(default: float32 1e-4, float16 / bfloat16 1e-2, integers 0); 0 also drops "
+         "16 u M: an exact comparison with float64")
       ->check(CLI::NonNegativeNumber);
   return [options]() { return Check(*options); };
 }

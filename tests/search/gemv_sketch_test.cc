@@ -1,0 +1,106 @@
+// CrossThreadReduction for GEMV-like stages (search/sketch_rules.cc): on CUDA, a reduction that
+// multi-level tiling would take but whose largest input is read at most 4 times (a matrix-vector
+// product, a dense layer with batch 1-4) also gets a sketch with one block per output point and
+// the row split across threads, at any number of output points. Annotated states lower and
+// compute what float64 loops compute; matmuls (large reuse) get no such sketch.
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/status_matchers.h"
+#include "gtest/gtest.h"
+#include "ir/ops/linear.h"
+#include "ir/reference.h"
+#include "schedule/lower.h"
+#include "search/annotation.h"
+#include "search/sketch.h"
+#include "search/sketch_rules.h"
+#include "tests/schedule/lower_test_util.h"
+#include "tests/search/space_test_util.h"
+
+namespace tilesearch::search {
+namespace {
+
+using schedule::State;
+using tilesearch::testing::IsOk;
+
+// Sketches in which the stage named `name` reduces across threads.
+std::vector<State> CrossThreadSketches(const std::vector<State>& sketches,
+                                       const std::string& name) {
+  std::vector<State> out;
+  for (const State& s : sketches) {
+    const int sid = s.StageId(name);
+    if (sid >= 0 && HasCrossThreadReduction(s, sid)) out.push_back(s);
+  }
+  return out;
+}
+
+TEST(GemvSketch, LargestReadReuseCountsTheAxesARead) {
+  const ir::ComputeDAG gemv = testing::MustBuild(ir::GemvDAG({8192, 65536}, {65536}));
+  const State g = State::Initial(gemv);
+  EXPECT_EQ(LargestReadReuse(g, g.StageId("y")), 1);
+  const ir::ComputeDAG dense = testing::MustBuild(ir::DenseDAG({4, 2048}, {768, 2048}, {{768}}));
+  const State d = State::Initial(dense);
+  EXPECT_EQ(LargestReadReuse(d, d.StageId("dense")), 4);
+  const ir::ComputeDAG mm = testing::MustBuild(ir::MatmulDAG({512, 256}, {256, 1024}));
+  const State m = State::Initial(mm);
+  // B [256, 1024] is the largest read; it is read once per row of A.
+  EXPECT_EQ(LargestReadReuse(m, m.StageId("C")), 512);
+}
+
+TEST(GemvSketch, ManyRowsGetACrossThreadSketchBesideTheTiledOnes) {
+  const ir::ComputeDAG dag = testing::MustBuild(ir::GemvDAG({8192, 65536}, {65536}));
+  auto sketches = GenerateSketches(TuneContext(dag, Target::H200()));
+  ASSERT_THAT(sketches.status(), IsOk());
+  EXPECT_EQ(CrossThreadSketches(*sketches, "y").size(), 1u);
+  EXPECT_GT(sketches->size(), 1u) << "the multi-level tiled sketches stay";
+}
+
+TEST(GemvSketch, MatmulsAndBatch8DenseGetNone) {
+  for (const ir::ComputeDAG& dag :
+       {testing::MustBuild(ir::MatmulDAG({4096, 4096}, {4096, 4096})),
+        testing::MustBuild(ir::DenseDAG({8, 2048}, {768, 2048}, std::nullopt))}) {
+    auto sketches = GenerateSketches(TuneContext(dag, Target::H200()));
+    ASSERT_THAT(sketches.status(), IsOk());
+    const std::string out = dag.stage(dag.output_ids()[0]).name();
+    EXPECT_TRUE(CrossThreadSketches(*sketches, out).empty()) << out;
+  }
+}
+
+// Annotated cross-thread states of `dag` (output stage `name`) match the float64 reference.
+void ExpectAnnotatedMatchFloat64(const ir::ComputeDAG& dag, const std::string& name) {
+  const Target target = Target::H200();
+  auto sketches = GenerateSketches(TuneContext(dag, target));
+  ASSERT_THAT(sketches.status(), IsOk());
+  const std::vector<State> cross = CrossThreadSketches(*sketches, name);
+  ASSERT_EQ(cross.size(), 1u);
+  std::mt19937_64 rng(11);
+  for (int n = 0; n < 6; ++n) {
+    SCOPED_TRACE(n);
+    absl::StatusOr<Candidate> c = testing::AnnotateInContext(cross[0], dag, target, rng);
+    ASSERT_THAT(c.status(), IsOk()) << cross[0].ToString();
+    // One block per output point: more blocks than one block's threads could cover.
+    ASSERT_FALSE(c->lowered->launches.empty());
+    ir::BufferMap inputs = ir::MakeRandomInputs(dag, 17 + n);
+    absl::StatusOr<ir::BufferMap> got = schedule::testing::RunLowered(c->lowered->nest, inputs);
+    ASSERT_THAT(got.status(), IsOk()) << c->lowered->nest;
+    absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs, ir::Precision::kFloat64);
+    ASSERT_THAT(ref.status(), IsOk());
+    EXPECT_LE(schedule::testing::MaxRelError(dag, *got, *ref), 1e-4);
+  }
+}
+
+TEST(GemvSketch, AnnotatedGemvMatchesFloat64) {
+  // 1500 rows: more points than a block's threads, and not a multiple of the warp size.
+  ExpectAnnotatedMatchFloat64(testing::MustBuild(ir::GemvDAG({1500, 700}, {700})), "y");
+}
+
+TEST(GemvSketch, AnnotatedDenseWithBiasBatch3MatchesFloat64) {
+  // The dense reduction fuses into its bias epilogue (one kernel).
+  ExpectAnnotatedMatchFloat64(
+      testing::MustBuild(ir::DenseDAG({3, 300}, {1000, 300}, {{1000}})), "dense");
+}
+
+}  // namespace
+}  // namespace tilesearch::search
