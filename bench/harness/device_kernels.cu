@@ -1,7 +1,7 @@
 // Device kernels of bench/harness/score.py itself (compiled to device_kernels.ptx at pack time by
-// bench/harness/cheats/build.py --ptx-only, or by score.py with nvcc): the fp32 FMA peak kernel and
-// the shared-memory scribbler that makes reads of uninitialized shared memory visible (two launches
-// after different scribbles disagree).
+// bench/harness/cheats/build.py --ptx-only, or by score.py with nvcc): the fp32 FMA peak kernel, the
+// read and copy bandwidth kernels, and the shared-memory scribbler that makes reads of uninitialized
+// shared memory visible (two launches after different scribbles disagree).
 
 // Each thread runs 8 independent FMA chains for `iters` iterations: 16 · iters FLOPs per thread.
 extern "C" __global__ void fma_peak(float* out, int iters) {
@@ -30,4 +30,37 @@ extern "C" __global__ void smem_scribble(unsigned seed, unsigned words) {
     s[i] = (float)(seed % 97u + 1u) * 0.37f + (float)((i * 2654435761u + seed) % 1021u) * 1e-3f;
   }
   __syncthreads();
+}
+
+// Streams `n4` float4s once with 16-byte loads, two in flight per thread, and writes one float per
+// thread (gridDim · blockDim · 4 bytes, ~0.1 % of a 1 GiB read): the read bandwidth a memory-bound
+// kernel can reach, which a library reduction (torch.sum) may not.
+extern "C" __global__ void read_peak(const float4* __restrict__ in, long long n4, float* out) {
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  float4 a = make_float4(0.f, 0.f, 0.f, 0.f), b = a;
+  for (; i + stride < n4; i += 2 * stride) {
+    const float4 x = in[i], y = in[i + stride];
+    a.x += x.x; a.y += x.y; a.z += x.z; a.w += x.w;
+    b.x += y.x; b.y += y.y; b.z += y.z; b.w += y.w;
+  }
+  if (i < n4) {
+    const float4 x = in[i];
+    a.x += x.x; a.y += x.y; a.z += x.z; a.w += x.w;
+  }
+  out[(long long)blockIdx.x * blockDim.x + threadIdx.x] = a.x + a.y + a.z + a.w + b.x + b.y + b.z + b.w;
+}
+
+// Copies `n4` float4s with 16-byte loads and stores, two in flight per thread: the copy bandwidth
+// a memory-bound kernel can reach, beside the library's device-to-device copy.
+extern "C" __global__ void copy_peak(const float4* __restrict__ in, float4* __restrict__ out,
+                                     long long n4) {
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  for (; i + stride < n4; i += 2 * stride) {
+    const float4 x = in[i], y = in[i + stride];
+    out[i] = x;
+    out[i + stride] = y;
+  }
+  if (i < n4) out[i] = in[i];
 }

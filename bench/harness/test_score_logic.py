@@ -878,6 +878,8 @@ class DevicePtxTest(unittest.TestCase):
         self.assertIn(".target sm_90", ptx)
         self.assertIn(".entry fma_peak(", ptx)
         self.assertIn(".entry smem_scribble(", ptx)
+        self.assertIn(".entry read_peak(", ptx)
+        self.assertIn(".entry copy_peak(", ptx)
 
 
 class MergeTest(unittest.TestCase):
