@@ -87,17 +87,21 @@ class SketchRule {
 /// AlwaysInline, SplitReductionAcrossBlocks (ours: a reduction with fewer than 2 output points per
 /// SM and ≥ 16384 reduced elements is also split into chunks reduced by separate blocks, "X.rf",
 /// whose partials X reduces; the chunk length is drawn from gpu_block_reduction_chunks),
-/// CrossThreadReduction (from 65536 reduced elements on without the one-thread alternative),
-/// UntiledRowNormalize (ours: a normalize stage that reads a broadcast 2-D tensor, like a softmax's
-/// additive mask, and row reductions is also left untiled so that the reductions fuse into it as
-/// cross-thread reductions: one kernel), AddCacheWrite, MultiLevelTilingWithFusion,
-/// MultiLevelTiling, SharedLayoutTiling (ours: an injective stage reading a buffer whose innermost
-/// dimension is indexed by an axis p other than the stage's innermost axis o — transpose, permute —
-/// gets a sketch with p and o tiled (block, vthread, thread, inner; lengths unfilled), the buffer
-/// cached in shared memory at the block tile with its rows padded against bank conflicts; the
-/// untiled sketch is kept), FuseShortReductionIntoConsumer (ours: a reduction too short for a
-/// cross-thread reduction whose one consumer reads it elementwise, like avg_pool's window sum, is
-/// also computed at that consumer's innermost iterator: one kernel), SkipStage.
+/// CrossThreadReduction (from 65536 reduced elements on without the one-thread alternative; ours:
+/// also for GEMV-like stages, whose largest input is read at most 4 times, at any number of output
+/// points), UntiledRowNormalize (ours: a normalize stage that reads a broadcast 2-D tensor, like a
+/// softmax's additive mask, and row reductions is also left untiled so that the reductions fuse
+/// into it as cross-thread reductions: one kernel), UntiledLowReuse (ours: a stage tiling would
+/// take whose largest input is read at most 4 times and whose reduction is at most a warp long,
+/// like a depthwise convolution, is also left untiled: one output point per thread), AddCacheWrite,
+/// MultiLevelTilingWithFusion, MultiLevelTiling, SharedLayoutTiling (ours: an injective stage
+/// reading a buffer whose innermost dimension is indexed by an axis p other than the stage's
+/// innermost axis o — transpose, permute — gets a sketch with p and o tiled (block, vthread,
+/// thread, inner; lengths unfilled), the buffer cached in shared memory at the block tile with its
+/// rows padded against bank conflicts; the untiled sketch is kept), FuseShortReductionIntoConsumer
+/// (ours: a reduction too short for a cross-thread reduction whose one consumer reads it
+/// elementwise, like avg_pool's window sum, is also computed at that consumer's innermost iterator:
+/// one kernel), SkipStage.
 const std::vector<std::unique_ptr<SketchRule>>& GpuSketchRules();
 /// CPU rules in Ansor's order: AlwaysInline, AddRfactor, AddCacheWrite,
 /// MultiLevelTilingWithFusion, MultiLevelTiling, then CpuElementwiseTiling (ours: the output stage

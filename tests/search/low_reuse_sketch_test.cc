@@ -1,8 +1,11 @@
-// CrossThreadReduction for GEMV-like stages (search/sketch_rules.cc): on CUDA, a reduction that
-// multi-level tiling would take but whose largest input is read at most 4 times (a matrix-vector
-// product, a dense layer with batch 1-4) also gets a sketch with one block per output point and
-// the row split across threads, at any number of output points. Annotated states lower and
-// compute what float64 loops compute; matmuls (large reuse) get no such sketch.
+// Sketches for stages multi-level tiling would take but whose largest input is read at most 4
+// times (search/sketch_rules.cc), on CUDA:
+// - CrossThreadReduction for GEMV-like stages (a matrix-vector product, a dense layer with batch
+//   1-4): one block per output point and the row split across threads, at any number of points;
+// - UntiledLowReuse for short reductions (a depthwise convolution's 3x3 window): the stage left
+//   untiled, one output point per thread.
+// Annotated states lower and compute what float64 loops compute; matmuls and dense convolutions
+// (large reuse) and CPU targets get neither.
 #include <cmath>
 #include <random>
 #include <string>
@@ -10,6 +13,7 @@
 
 #include "base/status_matchers.h"
 #include "gtest/gtest.h"
+#include "ir/ops/conv.h"
 #include "ir/ops/linear.h"
 #include "ir/reference.h"
 #include "schedule/lower.h"
@@ -98,8 +102,70 @@ TEST(GemvSketch, AnnotatedGemvMatchesFloat64) {
 
 TEST(GemvSketch, AnnotatedDenseWithBiasBatch3MatchesFloat64) {
   // The dense reduction fuses into its bias epilogue (one kernel).
-  ExpectAnnotatedMatchFloat64(
-      testing::MustBuild(ir::DenseDAG({3, 300}, {1000, 300}, {{1000}})), "dense");
+  ExpectAnnotatedMatchFloat64(testing::MustBuild(ir::DenseDAG({3, 300}, {1000, 300}, {{1000}})),
+                              "dense");
+}
+
+// Sketches in which no stage is multi-level tiled or cached (only the placeholders and `name`).
+std::vector<State> UntiledSketches(const std::vector<State>& sketches, const std::string& name) {
+  std::vector<State> out;
+  for (const State& s : sketches) {
+    const int sid = s.StageId(name);
+    if (sid >= 0 && s.num_stages() == 3 && s.steps().empty()) out.push_back(s);
+  }
+  return out;
+}
+
+ir::ComputeDAG Depthwise(const std::vector<int64_t>& x, int64_t padding) {
+  ir::Conv2dParams params;
+  params.padding = {padding, padding};
+  return testing::MustBuild(
+      ir::DepthwiseConv2dNchwDAG(x, {x[1], 1, 3, 3}, ir::ScalarType::kFloat32, params));
+}
+
+TEST(DepthwiseSketch, AnUntiledSketchBesideTheTiledOnes) {
+  const ir::ComputeDAG dag = Depthwise({64, 384, 112, 112}, 1);
+  const State initial = State::Initial(dag);
+  EXPECT_EQ(LargestReadReuse(initial, initial.StageId("Y")), 1);
+  auto sketches = GenerateSketches(TuneContext(dag, Target::H200()));
+  ASSERT_THAT(sketches.status(), IsOk());
+  EXPECT_EQ(UntiledSketches(*sketches, "Y").size(), 1u);
+  EXPECT_GT(sketches->size(), 1u) << "the multi-level tiled sketches stay";
+}
+
+TEST(DepthwiseSketch, DenseConvolutionsAndCpuGetNone) {
+  ir::Conv2dParams params;
+  params.padding = {1, 1};
+  const ir::ComputeDAG conv = testing::MustBuild(
+      ir::Conv2dNchwDAG({2, 16, 14, 14}, {16, 16, 3, 3}, ir::ScalarType::kFloat32, params));
+  auto gpu = GenerateSketches(TuneContext(conv, Target::H200()));
+  ASSERT_THAT(gpu.status(), IsOk());
+  EXPECT_TRUE(UntiledSketches(*gpu, "Y").empty());
+  auto cpu = GenerateSketches(TuneContext(Depthwise({2, 8, 10, 10}, 1), Target::HostCpu()));
+  ASSERT_THAT(cpu.status(), IsOk());
+  EXPECT_TRUE(UntiledSketches(*cpu, "Y").empty());
+}
+
+TEST(DepthwiseSketch, AnnotatedUntiledStatesMatchFloat64) {
+  const ir::ComputeDAG dag = Depthwise({2, 8, 13, 11}, 1);
+  const Target target = Target::H200();
+  auto sketches = GenerateSketches(TuneContext(dag, target));
+  ASSERT_THAT(sketches.status(), IsOk());
+  const std::vector<State> untiled = UntiledSketches(*sketches, "Y");
+  ASSERT_EQ(untiled.size(), 1u);
+  std::mt19937_64 rng(5);
+  for (int n = 0; n < 6; ++n) {
+    SCOPED_TRACE(n);
+    absl::StatusOr<Candidate> c = testing::AnnotateInContext(untiled[0], dag, target, rng);
+    ASSERT_THAT(c.status(), IsOk()) << untiled[0].ToString();
+    ASSERT_EQ(c->lowered->launches.size(), 1u) << c->lowered->nest;
+    ir::BufferMap inputs = ir::MakeRandomInputs(dag, 23 + n);
+    absl::StatusOr<ir::BufferMap> got = schedule::testing::RunLowered(c->lowered->nest, inputs);
+    ASSERT_THAT(got.status(), IsOk()) << c->lowered->nest;
+    absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs, ir::Precision::kFloat64);
+    ASSERT_THAT(ref.status(), IsOk());
+    EXPECT_LE(schedule::testing::MaxRelError(dag, *got, *ref), 1e-5);
+  }
 }
 
 }  // namespace
