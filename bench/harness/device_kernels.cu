@@ -1,7 +1,7 @@
 // Device kernels of bench/harness/score.py itself (compiled to device_kernels.ptx at pack time by
-// bench/harness/cheats/build.py --ptx-only, or by score.py with nvcc): the fp32 FMA peak kernel, the
-// read and copy bandwidth kernels, and the shared-memory scribbler that makes reads of uninitialized
-// shared memory visible (two launches after different scribbles disagree).
+// bench/harness/cheats/build.py --ptx-only, or by score.py with nvcc): the fp32 FMA peak kernel,
+// the read and copy bandwidth kernels, and the shared-memory scribbler that makes reads of
+// uninitialized shared memory visible (two launches after different scribbles disagree).
 
 // Each thread runs 8 independent FMA chains for `iters` iterations: 16 · iters FLOPs per thread.
 extern "C" __global__ void fma_peak(float* out, int iters) {
@@ -41,14 +41,24 @@ extern "C" __global__ void read_peak(const float4* __restrict__ in, long long n4
   float4 a = make_float4(0.f, 0.f, 0.f, 0.f), b = a;
   for (; i + stride < n4; i += 2 * stride) {
     const float4 x = in[i], y = in[i + stride];
-    a.x += x.x; a.y += x.y; a.z += x.z; a.w += x.w;
-    b.x += y.x; b.y += y.y; b.z += y.z; b.w += y.w;
+    a.x += x.x;
+    a.y += x.y;
+    a.z += x.z;
+    a.w += x.w;
+    b.x += y.x;
+    b.y += y.y;
+    b.z += y.z;
+    b.w += y.w;
   }
   if (i < n4) {
     const float4 x = in[i];
-    a.x += x.x; a.y += x.y; a.z += x.z; a.w += x.w;
+    a.x += x.x;
+    a.y += x.y;
+    a.z += x.z;
+    a.w += x.w;
   }
-  out[(long long)blockIdx.x * blockDim.x + threadIdx.x] = a.x + a.y + a.z + a.w + b.x + b.y + b.z + b.w;
+  out[(long long)blockIdx.x * blockDim.x + threadIdx.x] =
+      a.x + a.y + a.z + a.w + b.x + b.y + b.z + b.w;
 }
 
 // Copies `n4` float4s with 16-byte loads and stores, two in flight per thread: the copy bandwidth
