@@ -46,6 +46,7 @@ class LockedRunner : public Runner {
   }
   const Target& target() const override { return inner_->target(); }
   void SetScreenAboveMs(double ms) override { inner_->SetScreenAboveMs(ms); }
+  RunUsage last_run_usage() const override { return inner_->last_run_usage(); }
 
  private:
   std::unique_ptr<Runner> inner_;
