@@ -502,8 +502,8 @@ absl::StatusOr<LoopNest> DecodeLoopNest(const std::string& bytes) {
   for (int64_t i = 0; i < params && d.ok(); ++i) nest.params.push_back(d.Buffer());
   const int64_t num_inputs = d.I64();
   if (d.ok() && (num_inputs < 0 || num_inputs > params)) {
-    return absl::InvalidArgumentError(absl::StrCat("corrupt loop nest encoding: ", num_inputs,
-                                                   " inputs of ", params, " params"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("corrupt loop nest encoding: ", num_inputs, " inputs of ", params, " params"));
   }
   nest.num_inputs = static_cast<int>(num_inputs);
   nest.body = d.ReadStmt(0);

@@ -55,12 +55,12 @@
 #include "measure/check_inputs_fill.h"
 #include "measure/checker.h"
 #include "measure/device_compare.h"
+#include "measure/item_request.h"
+#include "measure/kept_worker.h"
 #include "measure/loaded_module.h"
 #include "measure/reference.h"
 #include "measure/result_reporter.h"
 #include "measure/runner.h"
-#include "measure/item_request.h"
-#include "measure/kept_worker.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
 
@@ -1408,8 +1408,8 @@ class CudaRunner : public Runner {
     }
     MeasureOptions options = options_;
     options.screen_above_ms = request->context.screen_above_ms;
-    return WorkerItem(options, task.data, task.state, request->module,
-                      request->context.compile_ms, request->tf32x3_gate);
+    return WorkerItem(options, task.data, task.state, request->module, request->context.compile_ms,
+                      request->tf32x3_gate);
   }
 
   // Check trials (inputs and, for small tasks, the interpreter's outputs), timing inputs and,

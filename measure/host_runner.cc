@@ -30,12 +30,12 @@
 #include "ir/magnitude_dag.h"
 #include "ir/reference.h"
 #include "measure/checker.h"
+#include "measure/item_request.h"
+#include "measure/kept_worker.h"
 #include "measure/measure.h"
 #include "measure/reference.h"
 #include "measure/result_reporter.h"
 #include "measure/runner.h"
-#include "measure/item_request.h"
-#include "measure/kept_worker.h"
 
 namespace tilesearch::measure {
 
@@ -318,10 +318,9 @@ class HostRunner : public Runner {
       RETURN_IF_ERROR(RunNaiveReference(task.dag, task.inputs, task.trial_seeds, &task.expected));
       RunNaiveMagnitudes(task.dag, task.inputs, &task.magnitudes);
     }
-    absl::StatusOr<std::vector<SampledOutput>> s =
-        SampleFloat64Reference(task.dag, task.inputs[0],
-                               task.interpret ? task.native_first : ir::BufferMap(), options_,
-                               task.trial_seeds[0]);
+    absl::StatusOr<std::vector<SampledOutput>> s = SampleFloat64Reference(
+        task.dag, task.inputs[0], task.interpret ? task.native_first : ir::BufferMap(), options_,
+        task.trial_seeds[0]);
     if (!s.ok()) {
       return absl::InternalError(
           absl::StrCat("reference: float64 sampled points: ", s.status().message()));

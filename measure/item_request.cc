@@ -171,8 +171,8 @@ absl::StatusOr<GpuRequest> DecodeGpuRequest(const std::string& bytes) {
     if (dtype < 0 || dtype > static_cast<int64_t>(ir::ScalarType::kBool) || scope < 0 ||
         scope > static_cast<int64_t>(ir::MemoryScope::kLocal) || kind < 0 ||
         kind > static_cast<int64_t>(codegen::KernelArg::Kind::kScratch)) {
-      return Corrupt(absl::StrCat("argument ", i, " has dtype ", dtype, ", scope ", scope,
-                                  ", kind ", kind));
+      return Corrupt(
+          absl::StrCat("argument ", i, " has dtype ", dtype, ", scope ", scope, ", kind ", kind));
     }
     a.buffer.dtype = static_cast<ir::ScalarType>(dtype);
     a.buffer.scope = static_cast<ir::MemoryScope>(scope);

@@ -421,7 +421,8 @@ absl::Status KeptWorker::StartWorker() {
   const Clock::time_point start = Clock::now();
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
-    return absl::InternalError(absl::StrCat("cannot create a worker socket: ", std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot create a worker socket: ", std::strerror(errno)));
   }
   if (fork_thread_ == nullptr) fork_thread_ = std::make_unique<ForkThread>();
   // Whatever the parent buffered must not be written twice (the child never flushes, but be safe

@@ -72,9 +72,9 @@ struct WorkerOptions {
 
 /// Where a Run call's time went, as the parent saw it.
 struct WorkerUsage {
-  int64_t setups = 0;    // workers forked and set up (successfully or not)
-  double setup_ms = 0;   // wall ms from each fork to its setup's end
-  double item_ms = 0;    // wall ms of the items (from their request to their outcome)
+  int64_t setups = 0;   // workers forked and set up (successfully or not)
+  double setup_ms = 0;  // wall ms from each fork to its setup's end
+  double item_ms = 0;   // wall ms of the items (from their request to their outcome)
 };
 
 /// One worker process kept across Run calls (see the file comment).

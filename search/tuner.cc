@@ -147,9 +147,9 @@ std::string Fixed(double v, int digits) {
 // (+ " + task data 0.4s" when built in the round); empty when the runner reported none.
 std::string MeasureSplitText(const MeasureSplit& split) {
   if (split.empty()) return "";
-  std::string text = absl::StrCat(" = worker setups ", split.worker_setups, " (",
-                                  Fixed(split.setup_s, 1), "s) + candidates ",
-                                  Fixed(split.items_s, 1), "s");
+  std::string text =
+      absl::StrCat(" = worker setups ", split.worker_setups, " (", Fixed(split.setup_s, 1),
+                   "s) + candidates ", Fixed(split.items_s, 1), "s");
   if (split.prepare_s > 0) absl::StrAppend(&text, " + task data ", Fixed(split.prepare_s, 1), "s");
   return text;
 }

@@ -82,13 +82,12 @@ std::string MeasureSplitText(const search::WorkloadSummary& s) {
     ++rounds;
   }
   if (rounds == 0) return "";
-  return absl::StrCat("  measure split over ", rounds, rounds == 1 ? " round" : " rounds",
-                      ": worker setups ", sum.worker_setups, " (", Fixed(sum.setup_s, 1),
-                      " s), candidates ", Fixed(sum.items_s, 1), " s (",
-                      trials > 0 ? Fixed(sum.items_s / static_cast<double>(trials), 3) : "-",
-                      " s per trial), task data ", Fixed(sum.prepare_s, 1), " s, other ",
-                      Fixed(std::max(0.0, measure_s - sum.setup_s - sum.items_s - sum.prepare_s), 1),
-                      " s\n");
+  return absl::StrCat(
+      "  measure split over ", rounds, rounds == 1 ? " round" : " rounds", ": worker setups ",
+      sum.worker_setups, " (", Fixed(sum.setup_s, 1), " s), candidates ", Fixed(sum.items_s, 1),
+      " s (", trials > 0 ? Fixed(sum.items_s / static_cast<double>(trials), 3) : "-",
+      " s per trial), task data ", Fixed(sum.prepare_s, 1), " s, other ",
+      Fixed(std::max(0.0, measure_s - sum.setup_s - sum.items_s - sum.prepare_s), 1), " s\n");
 }
 
 // Where the tuning time of a workload went, from its round lines (each carries its phases' wall

@@ -30,8 +30,10 @@ LoopNest Lowered(const std::string& path) {
 std::vector<std::string> SchedulePaths() {
   const std::string examples = TS_EXAMPLE_SCHEDULES_DIR;
   const std::string bench = TS_BENCH_SCHEDULES_DIR;
-  return {examples + "/matmul_cpu_tiled.json", examples + "/matmul_cuda_sssrrsrs.json",
-          examples + "/softmax_cuda.json", examples + "/dense_bias_relu_cuda_tensor_core.json",
+  return {examples + "/matmul_cpu_tiled.json",
+          examples + "/matmul_cuda_sssrrsrs.json",
+          examples + "/softmax_cuda.json",
+          examples + "/dense_bias_relu_cuda_tensor_core.json",
           bench + "/matmul_cuda_4096_128x128_cp_async4.json",
           bench + "/matmul_bfloat16_cuda_4096_wgmma_128x256.json"};
 }

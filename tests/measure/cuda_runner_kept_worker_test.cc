@@ -23,8 +23,8 @@
 namespace tilesearch::measure {
 namespace {
 
-using ::testing::HasSubstr;
 using runtime::TargetFromDevice;
+using ::testing::HasSubstr;
 using testing_util::ProbedDevice;
 using ::tilesearch::testing::Ok;
 
@@ -62,8 +62,7 @@ struct AddTask {
 
 AddTask MakeAddTask(int64_t m, int64_t n) {
   ir::ComputeDAG dag = Ok(testing_util::AddDag(m, n));
-  return {dag, Ok(testing_util::AddCandidate(dag, 1.0)),
-          Ok(testing_util::AddCandidate(dag, 2.0))};
+  return {dag, Ok(testing_util::AddCandidate(dag, 1.0)), Ok(testing_util::AddCandidate(dag, 2.0))};
 }
 
 TEST(CudaRunnerKeptWorkerGpuTest, SecondRunOfATaskSetsUpNoWorkerAndMatchesAFreshRunner) {

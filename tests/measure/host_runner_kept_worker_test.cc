@@ -84,11 +84,11 @@ ir::LoopNest Scale(double factor, int64_t offset = 0) {
                  ir::BufferDecl{"Y", ir::ScalarType::kFloat32, {kN}}};
   nest.num_inputs = 1;
   ir::Expr i = ir::MakeVar("i");
-  nest.body = ir::ForNode::Make(
-      i, ir::IntConst(0), ir::IntConst(kN), ir::ForKind::kSerial,
-      ir::StoreNode::Make("Y", {i + ir::IntConst(offset)},
-                          ir::LoadNode::Make(ir::ScalarType::kFloat32, "X", {i}) *
-                              ir::FloatConst(factor)));
+  nest.body =
+      ir::ForNode::Make(i, ir::IntConst(0), ir::IntConst(kN), ir::ForKind::kSerial,
+                        ir::StoreNode::Make("Y", {i + ir::IntConst(offset)},
+                                            ir::LoadNode::Make(ir::ScalarType::kFloat32, "X", {i}) *
+                                                ir::FloatConst(factor)));
   return nest;
 }
 

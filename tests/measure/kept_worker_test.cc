@@ -161,8 +161,7 @@ TEST(KeptWorkerTest, FailedSetupIsRetriedOnTheNextRun) {
   SharedCounter setups;
   KeptWorker worker(
       [&] {
-        return setups.Increment() == 1 ? absl::UnavailableError("no device yet")
-                                       : absl::OkStatus();
+        return setups.Increment() == 1 ? absl::UnavailableError("no device yet") : absl::OkStatus();
       },
       EchoItem, WorkerOptions{});
   std::vector<WorkerItemOutcome> first = worker.Run({"a", "b"});

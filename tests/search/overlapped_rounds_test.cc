@@ -5,8 +5,8 @@
 // round's search), trial numbers in order, one round line per round; and the overlap must really
 // happen: the third round is searched by a model that has seen the first round only (its line's
 // train_samples), where the serial loop's model has seen both earlier rounds. Either way one
-// measuring worker is set up for the whole task (the round lines' measure_split). Also the automatic
-// choices per target, the job's time limit, and the options' errors.
+// measuring worker is set up for the whole task (the round lines' measure_split). Also the
+// automatic choices per target, the job's time limit, and the options' errors.
 #include <unistd.h>
 
 #include <cstdio>
