@@ -1,11 +1,13 @@
 // The CUDA runner (measure/runner.h). The caller's process never initializes CUDA: the device
-// is probed in a short-lived child (ProbeCudaDevice) and every run happens in forked workers
-// (RunBatchInWorkers). Per batch, in the parent: check inputs per trial (one distribution each),
-// the task's reference (the interpreter for small tasks; otherwise the naive GPU kernel, compiled
-// once per workload, which each worker's setup runs and spot-checks in float64) and random timing
-// inputs.
+// is probed in a short-lived child (ProbeCudaDevice) and every run happens in a forked worker kept
+// across Run calls of one task (measure/kept_worker.h); each candidate reaches it as bytes (its
+// cubin or PTX, kernels and launch configurations: measure/item_request.h). Once per task, in the
+// parent: check inputs per trial (one distribution each), the task's reference (the interpreter
+// for small tasks; otherwise the naive GPU kernel, compiled once per workload, which each worker's
+// setup runs and spot-checks in float64) and random timing inputs.
 //
-// Per worker (its setup), the device-resident path: every trial's inputs, the trial's reference
+// Per worker (its setup, once per task unless a candidate ends the worker), the device-resident
+// path: every trial's inputs, the trial's reference
 // outputs (the naive kernel writes them in place, or the interpreter's are uploaded), pristine
 // copies of both, the timing inputs and one set of output buffers are uploaded / allocated once,
 // with the compare module of measure/device_compare.h. Per candidate: load the PTX; per trial,
@@ -53,11 +55,12 @@
 #include "measure/check_inputs_fill.h"
 #include "measure/checker.h"
 #include "measure/device_compare.h"
+#include "measure/item_request.h"
+#include "measure/kept_worker.h"
 #include "measure/loaded_module.h"
 #include "measure/reference.h"
 #include "measure/result_reporter.h"
 #include "measure/runner.h"
-#include "measure/worker_batch.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
 
@@ -164,7 +167,20 @@ struct WorkerState {
   std::unique_ptr<DeviceComparer> comparer;  // null: float32 outputs compared on the host
   std::unique_ptr<ResidentData> resident;    // null: the per-candidate upload path
   std::vector<SampledOutput> sampled;        // float64 reference at sampled points of trial 0
-  double batch_best_ms = 0;  // the fastest candidate this worker fully timed (ScreenFor)
+  uint64_t batch = 0;        // the batch of the last request (batch_best_ms is per batch)
+  double batch_best_ms = 0;  // the fastest candidate this worker fully timed in it (ScreenFor)
+};
+
+// The task a kept worker serves: its data built in this process once per task (BatchData; every
+// value a function of the task and MeasureOptions::seed, so keeping it across Run calls changes no
+// result), and the worker's state, filled in the worker's copy.
+struct CudaTask {
+  std::string key;  // the DAG's workload key
+  ir::ComputeDAG dag;
+  BatchData data;  // data.dag points at `dag`
+  WorkerState state;
+  // Declared last, so destroyed first: its worker reads the fields above.
+  std::unique_ptr<KeptWorker> worker;
 };
 
 // The worker's setup, then the float64 reference at sampled points of the first trial (its
@@ -1114,19 +1130,19 @@ std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData&
 }
 
 // One candidate in the worker: load, check, time (on the resident buffers, or with per-candidate
-// uploads where the worker has none). Returns MeasureResultToJson's text.
+// uploads where the worker has none). `gpu` was built in `compile_ms`; `tf32x3_gate`: the 3xTF32
+// accuracy gate applies (GpuRequest). Returns MeasureResultToJson's text.
 std::string WorkerItem(const MeasureOptions& options, const BatchData& data, WorkerState& state,
-                       const BuildResult& candidate) {
+                       const codegen::GpuModule& gpu, double compile_ms, bool tf32x3_gate) {
   const auto start = Clock::now();
   MeasureResult r;
-  r.compile_ms = candidate.compile_ms;
+  r.compile_ms = compile_ms;
   auto finish = [&](MeasureError error, std::string message) {
     return FinishItem(r, start, error, std::move(message));
   };
   auto runtime_failure = [&](const absl::Status& status) {
     return RuntimeFailure(r, start, status);
   };
-  const codegen::GpuModule& gpu = *candidate.gpu_module;
 
   absl::StatusOr<std::unique_ptr<LoadedGpuModule>> loaded =
       LoadedGpuModule::Load(*state.context, gpu);
@@ -1140,9 +1156,6 @@ std::string WorkerItem(const MeasureOptions& options, const BatchData& data, Wor
   }
   r.load_ms = (*loaded)->load_ms();
   r.kernels = (*loaded)->resources();
-  // Under ieee, a 3xTF32 candidate must also be no less accurate than the float32 reference.
-  const bool tf32x3_gate = options.precision == Fp32Precision::kIeee && candidate.nest != nullptr &&
-                           UsesMmaKind(*candidate.nest, ir::MmaKind::kTF32x3);
   if (state.resident != nullptr) {
     return ResidentCheckAndTime(options, data, state, gpu, **loaded, tf32x3_gate, start, r);
   }
@@ -1295,9 +1308,9 @@ class CudaRunner : public Runner {
   std::vector<MeasureResult> RunStreaming(const ir::ComputeDAG& dag,
                                           const std::vector<BuildResult>& candidates,
                                           const ResultCallback& on_result) override {
+    last_usage_ = RunUsage{};
     std::vector<MeasureResult> results(candidates.size());
     ResultReporter reporter(&results, on_result);
-    const uint64_t batch = batch_counter_++;
     absl::StatusOr<ir::LoopNest> naive = ir::LowerNaive(dag);
     std::vector<int> runnable;
     for (size_t i = 0; i < candidates.size(); ++i) {
@@ -1321,41 +1334,89 @@ class CudaRunner : public Runner {
     }
     if (runnable.empty()) return results;
 
-    BatchData data;
-    data.dag = &dag;
-    data.naive_params = *naive;
-    if (absl::Status s = PrepareBatch(dag, batch, &data); !s.ok()) {
-      for (int i : runnable) {
-        results[i] =
-            ErrorResult(MeasureError::kUnknown, std::string(s.message()), candidates[i].compile_ms);
-        reporter.Final(i);
+    // A new task (or the first) gets its data and a new worker; the same task keeps both.
+    const std::string key = dag.WorkloadKey();
+    if (task_ == nullptr || task_->key != key) {
+      task_.reset();
+      const Clock::time_point prepare_start = Clock::now();
+      auto task = std::make_unique<CudaTask>();
+      task->key = key;
+      task->dag = dag;
+      task->data.dag = &task->dag;
+      task->data.naive_params = *naive;
+      absl::Status prepared = PrepareTask(task->dag, &task->data);
+      last_usage_.prepare_ms = MsSince(prepare_start);
+      if (!prepared.ok()) {
+        for (int i : runnable) {
+          results[i] = ErrorResult(MeasureError::kUnknown, std::string(prepared.message()),
+                                   candidates[i].compile_ms);
+          reporter.Final(i);
+        }
+        return results;
       }
-      return results;
+      WorkerOptions worker_options;
+      worker_options.item_timeout_ms = options_.run_timeout_ms;
+      worker_options.setup_timeout_ms = options_.setup_timeout_ms;
+      worker_options.memory_limit_mb = 0;  // CUDA reserves large virtual ranges
+      CudaTask* t = task.get();
+      task->worker = std::make_unique<KeptWorker>(
+          [this, t]() { return WorkerSetupAndSample(options_, &t->data, &t->state); },
+          [this, t](const std::string& request) { return MeasureRequest(*t, request); },
+          worker_options);
+      task_ = std::move(task);
     }
 
-    WorkerOptions worker_options;
-    worker_options.item_timeout_ms = options_.run_timeout_ms;
-    worker_options.setup_timeout_ms = options_.setup_timeout_ms;
-    worker_options.memory_limit_mb = 0;  // CUDA reserves large virtual ranges
-    WorkerState state;
-    const MeasureOptions& options = options_;
-    RunBatchInWorkers(
-        static_cast<int>(runnable.size()),
-        [&]() { return WorkerSetupAndSample(options, &data, &state); },
-        [&](int k) { return WorkerItem(options, data, state, candidates[runnable[k]]); },
-        worker_options,
-        [&](int k, const WorkerItemOutcome& o) {
-          const int i = runnable[k];
-          results[i] = ResultOfOutcome(o, candidates[i]);
-          reporter.Final(i);
-        });
+    ++batches_;
+    std::vector<std::string> requests;
+    for (int i : runnable) {
+      const BuildResult& c = candidates[i];
+      GpuRequest request;
+      request.context = {batches_, options_.screen_above_ms, c.compile_ms};
+      // Under ieee, a 3xTF32 candidate must also be no less accurate than the float32 reference.
+      request.tf32x3_gate = options_.precision == Fp32Precision::kIeee && c.nest != nullptr &&
+                            UsesMmaKind(*c.nest, ir::MmaKind::kTF32x3);
+      request.module = *c.gpu_module;
+      requests.push_back(EncodeGpuRequest(request));
+    }
+    task_->worker->Run(requests, [&](int k, const WorkerItemOutcome& o) {
+      const int i = runnable[k];
+      results[i] = ResultOfOutcome(o, candidates[i]);
+      reporter.Final(i);
+    });
+    const WorkerUsage& usage = task_->worker->last_run_usage();
+    last_usage_.worker_setups = usage.setups;
+    last_usage_.setup_ms = usage.setup_ms;
+    last_usage_.item_ms = usage.item_ms;
     return results;
   }
 
+  RunUsage last_run_usage() const override { return last_usage_; }
+
  private:
+  // Runs in the worker per candidate: decodes the request, then WorkerItem under the batch's
+  // screen; MeasureResultToJson's text.
+  std::string MeasureRequest(CudaTask& task, const std::string& bytes) const {
+    absl::StatusOr<GpuRequest> request = DecodeGpuRequest(bytes);
+    if (!request.ok()) {
+      return MeasureResultToJson(
+                 ErrorResult(MeasureError::kUnknown, std::string(request.status().message()), 0))
+          .dump();
+    }
+    if (request->context.batch != task.state.batch) {
+      task.state.batch = request->context.batch;
+      task.state.batch_best_ms = 0;
+    }
+    MeasureOptions options = options_;
+    options.screen_above_ms = request->context.screen_above_ms;
+    return WorkerItem(options, task.data, task.state, request->module, request->context.compile_ms,
+                      request->tf32x3_gate);
+  }
+
   // Check trials (inputs and, for small tasks, the interpreter's outputs), timing inputs and,
-  // for large tasks, the naive GPU kernel.
-  absl::Status PrepareBatch(const ir::ComputeDAG& dag, uint64_t batch, BatchData* data) {
+  // for large tasks, the naive GPU kernel: once per task. The seeds are those the first batch of
+  // a runner that drew fresh inputs per batch used.
+  absl::Status PrepareTask(const ir::ComputeDAG& dag, BatchData* data) {
+    constexpr uint64_t batch = 0;
     const bool on_demand = CheckInputsOnDemand(dag, options_, target_);
     data->inputs_on_demand = on_demand;
     if (options_.check) {
@@ -1439,9 +1500,12 @@ class CudaRunner : public Runner {
 
   Target target_;
   MeasureOptions options_;
-  uint64_t batch_counter_ = 0;
+  uint64_t batches_ = 0;  // Run calls with candidates to run (the requests' batch numbers)
+  RunUsage last_usage_;
   std::map<std::string, std::shared_ptr<const codegen::GpuModule>> naive_modules_;
   std::map<std::string, std::shared_ptr<const codegen::GpuModule>> magnitude_modules_;
+  // Declared last, so its worker ends before the rest of the runner.
+  std::unique_ptr<CudaTask> task_;
 };
 
 }  // namespace
@@ -1461,7 +1525,7 @@ MeasureResult BuildFailureResult(const BuildResult& candidate) {
 
 std::string StripStatusCodeName(const std::string& message) {
   std::string text = message;
-  // RunBatchInWorkers reports a setup's error as "setup failed: <Status::ToString()>".
+  // KeptWorker reports a setup's error as "setup failed: <Status::ToString()>".
   constexpr char kSetupPrefix[] = "setup failed: ";
   if (absl::StartsWith(text, kSetupPrefix)) text = text.substr(sizeof(kSetupPrefix) - 1);
   size_t i = 0;

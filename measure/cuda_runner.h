@@ -23,7 +23,7 @@ MeasureResult BuildFailureResult(const BuildResult& candidate);
 /// ..."), kRuntimeError otherwise (crash or timeout of the setup, CUDA errors).
 MeasureError SetupFailureError(const std::string& message);
 
-/// `message` without a leading "setup failed: " (RunBatchInWorkers' prefix) and status code name
+/// `message` without a leading "setup failed: " (KeptWorker's prefix) and status code name
 /// ("setup failed: FAILED_PRECONDITION: x" → "x").
 std::string StripStatusCodeName(const std::string& message);
 

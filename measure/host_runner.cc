@@ -1,13 +1,15 @@
-// The host (cpu target) runner: each batch runs in forked workers (measure/worker_batch.h).
-// Per batch, in the parent: the check inputs of every trial, and for small tasks the reference
-// through the interpreter. In the worker's setup, for larger tasks: the naive program JIT-compiled
-// for the host, run on those inputs and spot-checked against float64 point evaluation. Per
-// candidate, in the worker: JIT compile (phase "compile"), then each trial on packed inputs with
-// NaN-poisoned outputs compared element-wise under the precision rule's cancellation allowance
-// (M of every element from the magnitude program: interpreted in the parent for small tasks,
-// JIT-compiled in the worker's setup otherwise), the remaining mismatches arbitrated in float64
-// (ArbitrateMismatches), then timing on separate random inputs with a 64 MiB
-// buffer written before every timed run (phase "run"); the result returns as JSON.
+// The host (cpu target) runner: one worker per task, kept across Run calls (measure/kept_worker.h).
+// Once per task, in the parent: the check inputs of every trial, the timing inputs, and for small
+// tasks the reference and magnitudes through the interpreter. In each worker's setup (once per
+// task unless a candidate ends the worker), for larger tasks: the naive program JIT-compiled for
+// the host, run on those inputs and spot-checked against float64 point evaluation. Per candidate,
+// its loop nest reaches the worker as bytes (measure/item_request.h); in the worker: JIT compile
+// (phase "compile"), then each trial on packed inputs with NaN-poisoned outputs compared
+// element-wise under the precision rule's cancellation allowance (M of every element from the
+// magnitude program: interpreted in the parent for small tasks, JIT-compiled in the worker's setup
+// otherwise), the remaining mismatches arbitrated in float64 (ArbitrateMismatches), then timing on
+// separate random inputs with a 64 MiB buffer written before every timed run (phase "run"); the
+// result returns as JSON.
 //
 // Forking: the parent may hold MLIR / LLVM state from earlier compiles; forking is safe as long as
 // no other thread of the parent is inside MLIR / LLVM (or holds a lock the worker needs) at the
@@ -28,11 +30,12 @@
 #include "ir/magnitude_dag.h"
 #include "ir/reference.h"
 #include "measure/checker.h"
+#include "measure/item_request.h"
+#include "measure/kept_worker.h"
 #include "measure/measure.h"
 #include "measure/reference.h"
 #include "measure/result_reporter.h"
 #include "measure/runner.h"
-#include "measure/worker_batch.h"
 
 namespace tilesearch::measure {
 
@@ -155,6 +158,38 @@ MeasureError BuildErrorKind(const absl::Status& status) {
   return MeasureError::kCompileError;
 }
 
+// The task a kept worker serves, built in this process once per task: the check inputs of every
+// trial, the timing inputs and, for small tasks, the interpreter's references and magnitudes.
+// The worker's setup and items read their fork-time copy; for larger tasks the setup fills its
+// copy's references and magnitudes with the compiled naive program. Every value is a function of
+// the task and MeasureOptions::seed, so keeping the task across Run calls changes no result.
+struct HostTask {
+  std::string key;  // the DAG's workload key
+  ir::ComputeDAG dag;
+  int trials = 0;
+  bool interpret = false;  // references from the interpreter (small tasks), in this process
+  std::vector<CheckDistribution> distributions;
+  std::vector<uint64_t> trial_seeds;
+  std::vector<ir::BufferMap> inputs;
+  std::vector<ir::BufferMap> expected;
+  // M of every float output element per trial (empty maps: none, e.g. integer-only outputs).
+  std::vector<ir::BufferMap> magnitudes;
+  // The float32 naive program's outputs of the first trial: the float32 reference error that the
+  // sampled float64 error of a candidate is compared with (the interpreter's reference is
+  // float64-accurate; the naive kernel's, computed in the worker, is float32 itself).
+  ir::BufferMap native_first;
+  ir::BufferMap timing_inputs;
+
+  // Worker state, filled in the worker (the parent's copies stay empty).
+  std::unique_ptr<AlignedBytes> flush;
+  std::vector<SampledOutput> sampled;
+  uint64_t batch = 0;        // the batch of the last request (batch_best_ms is per batch)
+  double batch_best_ms = 0;  // the fastest candidate the worker fully timed in it (ScreenFor)
+
+  // Declared last, so destroyed first: its worker reads the fields above.
+  std::unique_ptr<KeptWorker> worker;
+};
+
 class HostRunner : public Runner {
  public:
   HostRunner(const Target& target, const MeasureOptions& options)
@@ -162,6 +197,7 @@ class HostRunner : public Runner {
 
   const Target& target() const override { return target_; }
   void SetScreenAboveMs(double ms) override { options_.screen_above_ms = ms > 0 ? ms : 0; }
+  RunUsage last_run_usage() const override { return last_usage_; }
 
   std::vector<MeasureResult> Run(const ir::ComputeDAG& dag,
                                  const std::vector<BuildResult>& candidates) override {
@@ -171,7 +207,7 @@ class HostRunner : public Runner {
   std::vector<MeasureResult> RunStreaming(const ir::ComputeDAG& dag,
                                           const std::vector<BuildResult>& candidates,
                                           const ResultCallback& on_result) override {
-    const uint64_t batch_seed = Mix(options_.seed ^ Mix(++batches_));
+    last_usage_ = RunUsage{};
     std::vector<MeasureResult> results(candidates.size());
     ResultReporter reporter(&results, on_result);
     std::vector<int> runnable;
@@ -190,93 +226,129 @@ class HostRunner : public Runner {
     }
     if (runnable.empty()) return results;
 
-    // Check inputs and (for small tasks) the reference, before forking.
-    const int trials = options_.check ? options_.check_trials : 0;
-    std::vector<CheckDistribution> distributions;
-    std::vector<uint64_t> trial_seeds;
-    std::vector<ir::BufferMap> inputs;
-    std::vector<ir::BufferMap> expected(trials);
-    for (int t = 0; t < trials; ++t) {
-      distributions.push_back(options_.distributions[t % options_.distributions.size()]);
-      trial_seeds.push_back(Mix(batch_seed + static_cast<uint64_t>(t)));
-      inputs.push_back(MakeCheckInputs(dag, distributions[t], trial_seeds[t]));
-    }
-    const bool interpret = EstimateOps(dag) <= options_.interpreter_reference_max_ops;
-    if (interpret) {
-      for (int t = 0; t < trials; ++t) {
-        absl::StatusOr<ir::BufferMap> ref = InterpreterReference(dag, inputs[t]);
-        if (!ref.ok()) {
-          for (int i : runnable) {
-            results[i] = Failure(MeasureError::kUnknown,
-                                 absl::StrCat("reference failed: ", ref.status().ToString()));
-            reporter.Final(i);
-          }
-          return results;
+    // A new task (or the first) gets its data and a new worker; the same task keeps both.
+    const std::string key = dag.WorkloadKey();
+    if (task_ == nullptr || task_->key != key) {
+      task_.reset();
+      const Clock::time_point prepare_start = Clock::now();
+      absl::StatusOr<std::unique_ptr<HostTask>> task = PrepareTask(dag, key);
+      last_usage_.prepare_ms = MsSince(prepare_start);
+      if (!task.ok()) {
+        for (int i : runnable) {
+          results[i] = Failure(MeasureError::kUnknown, std::string(task.status().message()));
+          reporter.Final(i);
         }
-        expected[t] = *std::move(ref);
+        return results;
       }
+      task_ = *std::move(task);
+      HostTask* t = task_.get();
+      WorkerOptions worker;
+      worker.item_timeout_ms = options_.run_timeout_ms;
+      worker.setup_timeout_ms = options_.setup_timeout_ms;
+      task_->worker = std::make_unique<KeptWorker>(
+          [this, t]() { return SetupWorker(*t); },
+          [this, t](const std::string& request) { return MeasureRequest(*t, request); }, worker);
     }
-    // M of every float output element per trial (empty maps: none, e.g. integer-only outputs).
-    std::vector<ir::BufferMap> magnitudes(trials);
-    if (interpret) {
-      for (int t = 0; t < trials; ++t) {
-        absl::StatusOr<ir::BufferMap> m = InterpreterMagnitudes(dag, inputs[t]);
-        if (m.ok()) magnitudes[t] = *std::move(m);
-      }
+
+    ++batches_;
+    std::vector<std::string> requests;
+    for (int i : runnable) {
+      const BuildResult& c = candidates[i];
+      requests.push_back(
+          EncodeHostRequest({{batches_, options_.screen_above_ms, c.compile_ms}, *c.nest}));
     }
-    // The float32 naive program's outputs of the first trial: the float32 reference error that
-    // the sampled float64 error of a candidate is compared with (the interpreter's reference above
-    // is float64-accurate; the naive kernel's, computed in the worker, is float32 itself).
-    ir::BufferMap native_first;
-    if (interpret && trials > 0) {
-      absl::StatusOr<ir::BufferMap> native = ir::RunReference(dag, inputs[0]);
-      if (native.ok()) native_first = *std::move(native);
-    }
-    const ir::BufferMap timing_inputs =
-        MakeCheckInputs(dag, CheckDistribution::kUniformSymmetric, Mix(batch_seed ^ 0x7469u));
-
-    // Worker state, filled in the worker (the parent's copies stay empty).
-    std::unique_ptr<AlignedBytes> flush;
-    double batch_best_ms = 0;  // the fastest candidate the worker fully timed (ScreenFor)
-    std::vector<SampledOutput> sampled;
-
-    auto setup = [&]() -> absl::Status {
-      if (options_.timing.flush_cache) flush = std::make_unique<AlignedBytes>(kFlushBytes);
-      if (trials == 0) return absl::OkStatus();
-      if (!interpret) {
-        RETURN_IF_ERROR(RunNaiveReference(dag, inputs, trial_seeds, &expected));
-        RunNaiveMagnitudes(dag, inputs, &magnitudes);
-      }
-      absl::StatusOr<std::vector<SampledOutput>> s = SampleFloat64Reference(
-          dag, inputs[0], interpret ? native_first : ir::BufferMap(), options_, trial_seeds[0]);
-      if (!s.ok()) {
-        return absl::InternalError(
-            absl::StrCat("reference: float64 sampled points: ", s.status().message()));
-      }
-      sampled = *std::move(s);
-      return absl::OkStatus();
-    };
-
-    auto item = [&](int k) -> std::string {
-      const BuildResult& c = candidates[runnable[k]];
-      return MeasureResultToJson(MeasureOne(dag, c, distributions, inputs, expected, magnitudes,
-                                            sampled, timing_inputs, flush.get(), &batch_best_ms))
-          .dump();
-    };
-
-    WorkerOptions worker;
-    worker.item_timeout_ms = options_.run_timeout_ms;
-    worker.setup_timeout_ms = options_.setup_timeout_ms;
-    RunBatchInWorkers(static_cast<int>(runnable.size()), setup, item, worker,
-                      [&](int k, const WorkerItemOutcome& o) {
-                        const int i = runnable[static_cast<size_t>(k)];
-                        results[i] = ResultOfOutcome(o, i, candidates[i]);
-                        reporter.Final(i);
-                      });
+    task_->worker->Run(requests, [&](int k, const WorkerItemOutcome& o) {
+      const int i = runnable[static_cast<size_t>(k)];
+      results[i] = ResultOfOutcome(o, i, candidates[i]);
+      reporter.Final(i);
+    });
+    const WorkerUsage& usage = task_->worker->last_run_usage();
+    last_usage_.worker_setups = usage.setups;
+    last_usage_.setup_ms = usage.setup_ms;
+    last_usage_.item_ms = usage.item_ms;
     return results;
   }
 
  private:
+  // The task's data built in this process (see HostTask). Errors: kUnknown-worthy reference
+  // failures, "reference failed: ...".
+  absl::StatusOr<std::unique_ptr<HostTask>> PrepareTask(const ir::ComputeDAG& dag,
+                                                        const std::string& key) const {
+    auto task = std::make_unique<HostTask>();
+    task->key = key;
+    task->dag = dag;
+    // The seeds of the first batch of a runner that drew fresh inputs per batch: the same values.
+    const uint64_t task_seed = Mix(options_.seed ^ Mix(1));
+    const int trials = options_.check ? options_.check_trials : 0;
+    task->trials = trials;
+    task->expected.resize(trials);
+    task->magnitudes.resize(trials);
+    for (int t = 0; t < trials; ++t) {
+      task->distributions.push_back(options_.distributions[t % options_.distributions.size()]);
+      task->trial_seeds.push_back(Mix(task_seed + static_cast<uint64_t>(t)));
+      task->inputs.push_back(MakeCheckInputs(dag, task->distributions[t], task->trial_seeds[t]));
+    }
+    task->interpret = EstimateOps(dag) <= options_.interpreter_reference_max_ops;
+    if (task->interpret) {
+      for (int t = 0; t < trials; ++t) {
+        absl::StatusOr<ir::BufferMap> ref = InterpreterReference(dag, task->inputs[t]);
+        if (!ref.ok()) {
+          return absl::InternalError(absl::StrCat("reference failed: ", ref.status().ToString()));
+        }
+        task->expected[t] = *std::move(ref);
+        absl::StatusOr<ir::BufferMap> m = InterpreterMagnitudes(dag, task->inputs[t]);
+        if (m.ok()) task->magnitudes[t] = *std::move(m);
+      }
+      if (trials > 0) {
+        absl::StatusOr<ir::BufferMap> native = ir::RunReference(dag, task->inputs[0]);
+        if (native.ok()) task->native_first = *std::move(native);
+      }
+    }
+    task->timing_inputs =
+        MakeCheckInputs(dag, CheckDistribution::kUniformSymmetric, Mix(task_seed ^ 0x7469u));
+    return task;
+  }
+
+  // Runs in the worker once per fork: the flush buffer and, for tasks too large for the
+  // interpreter, the compiled naive references and magnitudes; then the float64 sampled points.
+  absl::Status SetupWorker(HostTask& task) const {
+    if (options_.timing.flush_cache) task.flush = std::make_unique<AlignedBytes>(kFlushBytes);
+    if (task.trials == 0) return absl::OkStatus();
+    if (!task.interpret) {
+      RETURN_IF_ERROR(RunNaiveReference(task.dag, task.inputs, task.trial_seeds, &task.expected));
+      RunNaiveMagnitudes(task.dag, task.inputs, &task.magnitudes);
+    }
+    absl::StatusOr<std::vector<SampledOutput>> s = SampleFloat64Reference(
+        task.dag, task.inputs[0], task.interpret ? task.native_first : ir::BufferMap(), options_,
+        task.trial_seeds[0]);
+    if (!s.ok()) {
+      return absl::InternalError(
+          absl::StrCat("reference: float64 sampled points: ", s.status().message()));
+    }
+    task.sampled = *std::move(s);
+    return absl::OkStatus();
+  }
+
+  // Runs in the worker per candidate: decodes the request, then MeasureOne; MeasureResultToJson's
+  // text.
+  std::string MeasureRequest(HostTask& task, const std::string& bytes) const {
+    absl::StatusOr<HostRequest> request = DecodeHostRequest(bytes);
+    if (!request.ok()) {
+      return MeasureResultToJson(
+                 Failure(MeasureError::kUnknown, std::string(request.status().message())))
+          .dump();
+    }
+    if (request->context.batch != task.batch) {
+      task.batch = request->context.batch;
+      task.batch_best_ms = 0;
+    }
+    MeasureOptions options = options_;
+    options.screen_above_ms = request->context.screen_above_ms;
+    return MeasureResultToJson(
+               MeasureOne(options, task, request->nest, request->context.compile_ms))
+        .dump();
+  }
+
   // The result of candidate i from its worker outcome.
   static MeasureResult ResultOfOutcome(const WorkerItemOutcome& o, int i, const BuildResult& c) {
     MeasureResult r;
@@ -384,35 +456,39 @@ class HostRunner : public Runner {
     }
   }
 
-  // Runs in the worker: compile, check, time one candidate.
-  MeasureResult MeasureOne(const ir::ComputeDAG& dag, const BuildResult& c,
-                           const std::vector<CheckDistribution>& distributions,
-                           const std::vector<ir::BufferMap>& inputs,
-                           const std::vector<ir::BufferMap>& expected,
-                           const std::vector<ir::BufferMap>& magnitudes,
-                           const std::vector<SampledOutput>& sampled,
-                           const ir::BufferMap& timing_inputs, AlignedBytes* flush,
-                           double* batch_best_ms) const {
+  // Runs in the worker: compile, check, time one candidate (`nest`, built in `compile_ms`) under
+  // `options` (the runner's, with the batch's screen).
+  MeasureResult MeasureOne(const MeasureOptions& options, HostTask& task, const ir::LoopNest& nest,
+                           double compile_ms) const {
+    const ir::ComputeDAG& dag = task.dag;
+    const std::vector<CheckDistribution>& distributions = task.distributions;
+    const std::vector<ir::BufferMap>& inputs = task.inputs;
+    const std::vector<ir::BufferMap>& expected = task.expected;
+    const std::vector<ir::BufferMap>& magnitudes = task.magnitudes;
+    const std::vector<SampledOutput>& sampled = task.sampled;
+    const ir::BufferMap& timing_inputs = task.timing_inputs;
+    AlignedBytes* flush = task.flush.get();
+    double* batch_best_ms = &task.batch_best_ms;
     const Clock::time_point start = Clock::now();
     // Compiling gets its own clock (run_timeout_ms as well), so that a slow JIT is not a run
     // timeout of the run that follows.
     BeginWorkerItemPhase("compile");
     MeasureResult r;
     codegen::HostCompileOptions compile;
-    compile.num_threads = options_.host_threads;
+    compile.num_threads = options.host_threads;
     absl::StatusOr<std::unique_ptr<codegen::HostKernel>> kernel =
-        codegen::CompileForHost(*c.nest, compile);
+        codegen::CompileForHost(nest, compile);
     if (!kernel.ok()) {
       r = Failure(MeasureError::kCompileError, kernel.status().ToString());
-      r.compile_ms = c.compile_ms;
+      r.compile_ms = compile_ms;
       return r;
     }
-    r.compile_ms = c.compile_ms + (*kernel)->compile_ms();
+    r.compile_ms = compile_ms + (*kernel)->compile_ms();
     BeginWorkerItemPhase("run");
     const Clock::time_point run_start = Clock::now();
 
     for (size_t t = 0; t < inputs.size(); ++t) {
-      absl::StatusOr<ir::BufferMap> got = RunOnInputs(**kernel, *c.nest, dag, inputs[t]);
+      absl::StatusOr<ir::BufferMap> got = RunOnInputs(**kernel, nest, dag, inputs[t]);
       if (!got.ok()) {
         const bool bad_params = got.status().code() == absl::StatusCode::kInvalidArgument;
         r.error = bad_params ? MeasureError::kInvalidSchedule : MeasureError::kRuntimeError;
@@ -428,17 +504,17 @@ class HostRunner : public Runner {
         }
         // The screen with the cancellation allowance where M exists; its mismatches are re-judged
         // in float64 (up to the cap).
-        Tolerance tolerance = ToleranceFor(ref.dtype, options_.atol, options_.rtol);
+        Tolerance tolerance = ToleranceFor(ref.dtype, options.atol, options.rtol);
         auto m = magnitudes[t].find(name);
         const ir::HostBuffer* magnitude = m != magnitudes[t].end() ? &m->second : nullptr;
         if (magnitude != nullptr) {
           tolerance.allowance =
               kCancellationFactor *
-              RuleFor(dag, dag.StageId(name), tolerance, options_.precision).unit_roundoff;
+              RuleFor(dag, dag.StageId(name), tolerance, options.precision).unit_roundoff;
         }
         CompareOutputWithArbitration(
             dag, dag.StageId(name), inputs[t], it->second, ref, tolerance,
-            {options_.arbitration_max_elements, options_.arbitration_max_steps, options_.precision},
+            {options.arbitration_max_elements, options.arbitration_max_steps, options.precision},
             static_cast<int>(t), distributions[t], &r.check, magnitude);
       }
       if (t == 0) {
@@ -460,8 +536,8 @@ class HostRunner : public Runner {
       r.run_wall_ms = MsSince(start);
       return r;
     }
-    if (!inputs.empty() && options_.precision == Fp32Precision::kIeee &&
-        UsesMmaKind(*c.nest, ir::MmaKind::kTF32x3)) {
+    if (!inputs.empty() && options.precision == Fp32Precision::kIeee &&
+        UsesMmaKind(nest, ir::MmaKind::kTF32x3)) {
       std::string verdict = Tf32x3Verdict(r.check);
       if (!verdict.empty()) {
         r.error = MeasureError::kWrongAnswer;
@@ -472,7 +548,7 @@ class HostRunner : public Runner {
     }
 
     absl::StatusOr<std::vector<std::unique_ptr<AlignedBytes>>> buffers =
-        PrepareBuffers(*c.nest, timing_inputs, dag);
+        PrepareBuffers(nest, timing_inputs, dag);
     if (!buffers.ok()) {
       r.error = MeasureError::kInvalidSchedule;
       r.message = buffers.status().ToString();
@@ -489,10 +565,10 @@ class HostRunner : public Runner {
     // Staged timing: a short timing first; a candidate slower than the screen keeps it.
     const double screen = ScreenFor(options_, *batch_best_ms);
     absl::StatusOr<TimingStats> stats =
-        TimeRepeated(run_once, screen > 0 ? ScreenTiming() : options_.timing);
+        TimeRepeated(run_once, screen > 0 ? ScreenTiming() : options.timing);
     if (stats.ok() && screen > 0) {
       r.screened = stats->median_ms > screen;
-      if (!r.screened) stats = TimeRepeated(run_once, options_.timing);
+      if (!r.screened) stats = TimeRepeated(run_once, options.timing);
     }
     if (stats.ok() && !r.screened && (*batch_best_ms == 0 || stats->median_ms < *batch_best_ms)) {
       *batch_best_ms = stats->median_ms;
@@ -520,7 +596,10 @@ class HostRunner : public Runner {
 
   Target target_;
   MeasureOptions options_;
-  uint64_t batches_ = 0;
+  uint64_t batches_ = 0;  // Run calls with candidates to run (the requests' batch numbers)
+  RunUsage last_usage_;
+  // Declared last, so its worker ends before the rest of the runner.
+  std::unique_ptr<HostTask> task_;
 };
 
 }  // namespace

@@ -27,7 +27,9 @@ class LockedRunner : public Runner {
   std::vector<MeasureResult> RunStreaming(const ir::ComputeDAG& dag,
                                           const std::vector<BuildResult>& builds,
                                           const ResultCallback& on_result) override {
+    lock_failed_ = false;
     if (absl::Status acquired = lock_->Acquire(); !acquired.ok()) {
+      lock_failed_ = true;
       // Measuring without the lock would time kernels next to another job's: fail loudly.
       std::vector<MeasureResult> results(builds.size());
       for (size_t i = 0; i < builds.size(); ++i) {
@@ -46,10 +48,14 @@ class LockedRunner : public Runner {
   }
   const Target& target() const override { return inner_->target(); }
   void SetScreenAboveMs(double ms) override { inner_->SetScreenAboveMs(ms); }
+  RunUsage last_run_usage() const override {
+    return lock_failed_ ? RunUsage{} : inner_->last_run_usage();
+  }
 
  private:
   std::unique_ptr<Runner> inner_;
   std::unique_ptr<DeviceLock> lock_;
+  bool lock_failed_ = false;  // the last call measured nothing: no lock
 };
 
 absl::StatusOr<std::unique_ptr<Runner>> CreateUnlockedRunner(const Target& target,

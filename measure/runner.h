@@ -1,10 +1,13 @@
 // The Runner: checks, then times, built candidates of one task on one target (TVM's
 // ProgramRunner, include/tvm/auto_scheduler/measure.h). Every candidate is checked against the
 // task's reference on fresh random inputs, then timed (measure/measure.h: method and results);
-// failures are data (MeasureResult::error), never a crash of the caller. Runs happen in worker
-// processes forked per batch (measure/worker_batch.h): a candidate that crashes or hangs kills only
-// that worker; it is recorded as runtime_error / run_timeout and a new worker continues with the
-// next candidate. The caller's process never initializes CUDA.
+// failures are data (MeasureResult::error), never a crash of the caller. Runs happen in a worker
+// process kept across Run calls of the same task (measure/kept_worker.h), so that its setup (CUDA
+// context, the task's reference, the check inputs on the device) is paid once per task, not per
+// round: a candidate that crashes or hangs kills only that worker; it is recorded as runtime_error
+// / run_timeout and a new worker (with setup) continues with the next candidate. A Run call for
+// another task (another workload key) replaces the worker. The caller's process never initializes
+// CUDA.
 #pragma once
 
 #include <functional>
@@ -20,6 +23,20 @@
 
 namespace tilesearch::measure {
 
+/// Where one Run call's measuring time went: the measure phase of a round, split.
+struct RunUsage {
+  /// The task's data built in the caller's process (check inputs, host references), ms; 0 when
+  /// kept from an earlier call of the same task.
+  double prepare_ms = 0;
+  /// Workers set up in the call (fork, CUDA context, the task's reference, uploads): 0 when the
+  /// worker of an earlier call served it, 1 for a new task, more after candidates that ended
+  /// their worker. And their wall time, ms.
+  int64_t worker_setups = 0;
+  double setup_ms = 0;
+  /// The candidates' wall time in the worker (load or JIT, check, timing), ms.
+  double item_ms = 0;
+};
+
 /// Checks and times built candidates of one task on one target.
 class Runner {
  public:
@@ -28,7 +45,7 @@ class Runner {
   /// reference; every candidate's nest must have the same params as ir::LowerNaive(dag)).
   /// Never fails as a whole: errors are per result (a worker that cannot start gives every
   /// remaining candidate kRuntimeError / kNoDevice with the reason).
-  /// Forks worker processes (fork without exec): call it while no other thread of this process is
+  /// The worker is forked without exec: call it while no other thread of this process is
   /// inside MLIR / LLVM or holds a lock the workers need (earlier compiles in this process are
   /// fine); a worker that inherits a held lock hangs and is reported as run_timeout. The host
   /// runner JIT-compiles each candidate in the worker under its own run_timeout_ms clock (a
@@ -55,6 +72,8 @@ class Runner {
   /// Staged timing for the next Run calls: MeasureOptions::screen_above_ms (ms; 0 turns it off).
   /// Runners that do not screen ignore it.
   virtual void SetScreenAboveMs(double ms) { (void)ms; }
+  /// The split of the last Run / RunStreaming call's time; zeros for runners that do not keep one.
+  virtual RunUsage last_run_usage() const { return {}; }
 };
 
 /// The runner of `target`: host JIT for cpu, CUDA for cuda; wrapped in a lock on

@@ -33,11 +33,13 @@ namespace tilesearch::mpi {
 
 /// What a message between ranks carries.
 enum class MessageTag : int {
-  kJoin = 1,       // rank > 0 → 0: JoinInfo
-  kVerdict = 2,    // 0 → rank: {"ok": bool, "error": text}
-  kWork = 3,       // 0 → rank: a round share (search::RoundShareToJson) or {"stop": true}
-  kResult = 4,     // rank → 0: one measured candidate (search::MeasuredCandidateToJson)
-  kShareDone = 5,  // rank → 0: {"trials", "build_s", "measure_s"} or {"error": text}
+  kJoin = 1,     // rank > 0 → 0: JoinInfo
+  kVerdict = 2,  // 0 → rank: {"ok": bool, "error": text}
+  kWork = 3,     // 0 → rank: a round share (search::RoundShareToJson) or {"stop": true}
+  kResult = 4,   // rank → 0: one measured candidate (search::MeasuredCandidateToJson)
+  // rank → 0: {"trials", "build_s", "measure_s", "prepare_s", "worker_setups", "setup_s",
+  // "items_s"} or {"error": text}
+  kShareDone = 5,
 };
 
 /// What one rank made of the command line, for Join.

@@ -147,6 +147,10 @@ absl::StatusOr<std::vector<RankTiming>> MpiRoundMeasurer::MeasureRound(
         s.timing.trials = j->value("trials", int64_t{0});
         s.timing.build_s = j->value("build_s", 0.0);
         s.timing.measure_s = j->value("measure_s", 0.0);
+        s.timing.split.prepare_s = j->value("prepare_s", 0.0);
+        s.timing.split.worker_setups = j->value("worker_setups", int64_t{0});
+        s.timing.split.setup_s = j->value("setup_s", 0.0);
+        s.timing.split.items_s = j->value("items_s", 0.0);
         if (j->contains("error") && failure.ok()) {
           failure = absl::InternalError(absl::StrCat("rank ", from,
                                                      " could not measure its share of round ",
@@ -208,7 +212,8 @@ absl::StatusOr<std::vector<RankTiming>> MpiRoundMeasurer::MeasureRound(
 namespace {
 
 // One rank's builders' and runners' state across shares: DAGs by workload, runners by
-// precision and screen factor (a runner keeps no task state between calls).
+// precision and screen factor (each runner keeps its last task's measuring worker and data, so a
+// rank's shares of one task pay one worker setup).
 class ShareServer {
  public:
   ShareServer(MpiJob& job, const measure::MeasureOptions& options)
@@ -236,7 +241,11 @@ class ShareServer {
     job_.Send(0, MessageTag::kShareDone,
               json{{"trials", timing.trials},
                    {"build_s", timing.build_s},
-                   {"measure_s", timing.measure_s}});
+                   {"measure_s", timing.measure_s},
+                   {"prepare_s", timing.split.prepare_s},
+                   {"worker_setups", timing.split.worker_setups},
+                   {"setup_s", timing.split.setup_s},
+                   {"items_s", timing.split.items_s}});
   }
 
  private:

@@ -262,6 +262,7 @@ constexpr const char* kRoundFields[] = {"kind",
                                         "build_s",
                                         "measure_s",
                                         "overlapped",
+                                        "measure_split",
                                         "ranks",
                                         "timestamp",
                                         "tilesearch_version",
@@ -472,6 +473,13 @@ json RoundRecordToJson(const RoundRecord& round) {
   // Only rounds tuned with local search on carry its fields: other lines stay as before.
   if (!round.model_init.empty()) j["model_init"] = round.model_init;
   if (round.overlapped) j["overlapped"] = true;
+  if (!round.measure_split.empty()) {
+    const MeasureSplit& m = round.measure_split;
+    j["measure_split"] = {{"prepare_s", m.prepare_s},
+                          {"worker_setups", m.worker_setups},
+                          {"setup_s", m.setup_s},
+                          {"items_s", m.items_s}};
+  }
   if (round.tensor_core_share >= 0) j["tensor_core_share"] = round.tensor_core_share;
   if (!round.ranks.empty()) {
     json ranks = json::array();
@@ -647,11 +655,36 @@ absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j,
     }
     r.overlapped = j.at("overlapped").get<bool>();
   }
+  if (j.contains("measure_split")) {  // optional: written by runners that report it
+    const json& m = j.at("measure_split");
+    if (!m.is_object()) {
+      return FieldError("measure_split", "must be an object, got " + schedule::ShortJson(m));
+    }
+    RETURN_IF_ERROR(ReadSeconds(m, "prepare_s", &r.measure_split.prepare_s));
+    RETURN_IF_ERROR(ReadInt(m, "worker_setups", "measure_split.worker_setups",
+                            &r.measure_split.worker_setups, 0));
+    RETURN_IF_ERROR(ReadSeconds(m, "setup_s", &r.measure_split.setup_s));
+    RETURN_IF_ERROR(ReadSeconds(m, "items_s", &r.measure_split.items_s));
+  }
   if (j.contains("ranks")) RETURN_IF_ERROR(ReadRankTimings(j.at("ranks"), &r.ranks));
   RETURN_IF_ERROR(ReadString(j, "timestamp", "timestamp", &r.timestamp));
   RETURN_IF_ERROR(ReadString(j, "tilesearch_version", "tilesearch_version", &r.tilesearch_version));
   RETURN_IF_ERROR(ReadInt(j, "seed", "seed", &r.seed, 0));
   return r;
+}
+
+void MeasureSplit::Add(const measure::RunUsage& usage) {
+  prepare_s += usage.prepare_ms / 1000;
+  worker_setups += usage.worker_setups;
+  setup_s += usage.setup_ms / 1000;
+  items_s += usage.item_ms / 1000;
+}
+
+void MeasureSplit::Add(const MeasureSplit& other) {
+  prepare_s += other.prepare_s;
+  worker_setups += other.worker_setups;
+  setup_s += other.setup_s;
+  items_s += other.items_s;
 }
 
 std::string CurrentTimestamp() {

@@ -83,6 +83,13 @@
 // previous round was measured (TuneOptions::overlap_rounds; absent: false):
 //
 //    "overlapped": true
+//
+// A fifth, written after it by runners that report it (measure::RunUsage; absent, as in older
+// logs: zeros), splits measure_s: the task's data built in the tuner's process, the measuring
+// workers set up (fork, CUDA context, reference, uploads) and their time, and the candidates'
+// time in the workers (what is left of measure_s is the runner's and the log's own work):
+//
+//    "measure_split": {"prepare_s": 0.0, "worker_setups": 0, "setup_s": 0.0, "items_s": 28.7}
 #pragma once
 
 #include <cstdint>
@@ -93,6 +100,7 @@
 #include "base/target.h"
 #include "ir/compute_dag.h"
 #include "measure/measure.h"
+#include "measure/runner.h"
 #include "nlohmann/json_fwd.hpp"
 #include "schedule/schedule_file.h"
 #include "schedule/step.h"
@@ -161,12 +169,28 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromLine(const std::string& line);
 /// round's candidates it built and measured, and its wall seconds building them (replay, lowering,
 /// compiling), measuring them (check + timing) and idle (the round's spread wall time less both),
 /// so that imbalance between ranks shows.
+/// How a round's measure phase split (measure::RunUsage summed over its Run calls and ranks).
+struct MeasureSplit {
+  double prepare_s = 0;  // the task's data built in the measuring process
+  int64_t worker_setups = 0;
+  double setup_s = 0;  // the workers' setups
+  double items_s = 0;  // the candidates in the workers
+  bool empty() const {
+    return prepare_s == 0 && worker_setups == 0 && setup_s == 0 && items_s == 0;
+  }
+  void Add(const measure::RunUsage& usage);
+  void Add(const MeasureSplit& other);
+};
+
 struct RankTiming {
   int rank = 0;
   int64_t trials = 0;
   double build_s = 0;
   double measure_s = 0;
   double idle_s = 0;
+  /// The rank's measure_s split (carried to rank 0, summed into RoundRecord::measure_split; not
+  /// written per rank).
+  MeasureSplit split;
 };
 
 /// One round's metadata line (format above): the cost model's quality on the round's candidates,
@@ -224,6 +248,8 @@ struct RoundRecord {
   /// (TuneOptions::overlap_rounds), so its phases' times do not add up to its wall time. Written
   /// as "overlapped": true after "measure_s" only when true; absent reads as false.
   bool overlapped = false;
+  /// measure_s split (format above); empty when the runner did not report it.
+  MeasureSplit measure_split;
   /// The share of the round's fresh states drawn from tensor-core sketches (search/
   /// sketch_family.h), in [0, 1]; negative when the task does not have sketches of both families.
   /// Written as "tensor_core_share" only when >= 0; absent reads as -1.

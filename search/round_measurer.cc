@@ -154,6 +154,7 @@ void MeasureBuilt(const std::vector<measure::BuildResult>& built,
     on_result(MeasuredCandidate{indices[k], result, built[k].compile_ms});
   });
   timing->measure_s += SecondsSince(t_measure);
+  timing->split.Add(runner.last_run_usage());
 }
 
 }  // namespace tilesearch::search

@@ -71,7 +71,8 @@ absl::StatusOr<MeasuredCandidate> MeasuredCandidateFromJson(const nlohmann::json
 
 /// Measures built candidates with `runner`, screened above `screen_above_ms` (0: off), calling
 /// `on_result` with each one's index from `indices` (parallel to `built`) as soon as its result
-/// is final; adds the measuring wall seconds to timing->measure_s. The part of MeasureShare after
+/// is final; adds the measuring wall seconds to timing->measure_s and the runner's split of them
+/// (Runner::last_run_usage) to timing->split. The part of MeasureShare after
 /// the build, shared with the tuner's own share (whose candidates are built from its lowerings).
 void MeasureBuilt(const std::vector<measure::BuildResult>& built,
                   const std::vector<int64_t>& indices, double screen_above_ms,

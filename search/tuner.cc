@@ -143,6 +143,17 @@ std::string Fixed(double v, int digits) {
 }
 
 // " ranks: r0 build 1.2s measure 3.4s idle 0.5s | r1 ..." for a spread round; "" otherwise.
+// The measure phase's split for the round line: " = worker setups 1 (2.1s) + candidates 28.7s"
+// (+ " + task data 0.4s" when built in the round); empty when the runner reported none.
+std::string MeasureSplitText(const MeasureSplit& split) {
+  if (split.empty()) return "";
+  std::string text =
+      absl::StrCat(" = worker setups ", split.worker_setups, " (", Fixed(split.setup_s, 1),
+                   "s) + candidates ", Fixed(split.items_s, 1), "s");
+  if (split.prepare_s > 0) absl::StrAppend(&text, " + task data ", Fixed(split.prepare_s, 1), "s");
+  return text;
+}
+
 std::string RankTimingText(const std::vector<RankTiming>& ranks) {
   std::string text;
   for (const RankTiming& r : ranks) {
@@ -342,6 +353,7 @@ struct Round {
   double search_s = 0;
   double build_s = 0;
   double measure_s = 0;
+  MeasureSplit split;  // measure_s split by the runners (Runner::last_run_usage)
 };
 
 // A tuning job between rounds: the task's records (resumed and new) with their candidates, the
@@ -794,6 +806,7 @@ absl::Status TuningJob::MeasureRoundSpread(Round& round, const measure::Builder&
   for (const RankTiming& r : round.ranks) build_s = std::max(build_s, r.build_s);
   round.build_s += build_s;
   round.measure_s += std::max(0.0, wall_s - build_s);
+  for (const RankTiming& r : round.ranks) round.split.Add(r.split);
   return absl::OkStatus();
 }
 
@@ -828,6 +841,7 @@ absl::Status TuningJob::MeasureRound(Round& round, const measure::Builder& build
           ++reported;
         });
     round.measure_s += SecondsSince(t);
+    round.split.Add(runner_->last_run_usage());
     RETURN_IF_ERROR(logged);
     if (results.size() != part.size() || reported != part.size()) {
       return absl::InternalError(absl::StrCat("the runner returned ", results.size(),
@@ -861,6 +875,7 @@ absl::Status TuningJob::FinishRound(Round& round) {
   line.build_s = round.build_s;
   line.measure_s = round.measure_s;
   line.overlapped = round.overlapped;
+  line.measure_split = round.split;
   line.ranks = round.ranks;
   line.timestamp = CurrentTimestamp();
   line.seed = options_.seed;
@@ -919,8 +934,8 @@ void TuningJob::Report(const Round& round) const {
             << (round.overlapped ? "train, search and build beside the previous measure; " : "")
             << (round.local > 0 ? absl::StrCat(round.local, " local, ") : std::string()) << "train "
             << Fixed(round.train_s, 2) << "s, search " << Fixed(round.search_s, 1) << "s, build "
-            << Fixed(round.build_s, 1) << "s, measure " << Fixed(round.measure_s, 1) << "s)"
-            << RankTimingText(round.ranks) << "\n";
+            << Fixed(round.build_s, 1) << "s, measure " << Fixed(round.measure_s, 1) << "s"
+            << MeasureSplitText(round.split) << ")" << RankTimingText(round.ranks) << "\n";
 }
 
 bool TuningJob::StopEarly() {

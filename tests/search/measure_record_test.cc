@@ -442,6 +442,36 @@ TEST(RoundRecordJsonTest, ModelInitRoundTripsAfterModelAndOldLinesReadWithout) {
                                                HasSubstr("field 'model_init' must be a string")));
 }
 
+TEST(RoundRecordJsonTest, MeasureSplitRoundTripsAfterMeasureAndOldLinesReadWithout) {
+  absl::StatusOr<RoundRecord> old = RoundRecordFromJson(json::parse(kOldRoundLine));
+  ASSERT_THAT(old, IsOk());
+  EXPECT_TRUE(old->measure_split.empty());
+  EXPECT_FALSE(RoundRecordToJson(*old).contains("measure_split"));
+  RoundRecord r = *old;
+  r.measure_split.prepare_s = 0.5;
+  r.measure_split.worker_setups = 2;
+  r.measure_split.setup_s = 1.25;
+  r.measure_split.items_s = 0.75;
+  const std::string line = RoundRecordToLine(r);
+  EXPECT_THAT(line, HasSubstr(R"("measure_s":2.5,"measure_split":{"items_s":0.75,)"
+                              R"("prepare_s":0.5,"setup_s":1.25,"worker_setups":2},)"));
+  absl::StatusOr<RoundRecord> back = RoundRecordFromJson(json::parse(line));
+  ASSERT_THAT(back, IsOk());
+  EXPECT_EQ(back->measure_split.prepare_s, 0.5);
+  EXPECT_EQ(back->measure_split.worker_setups, 2);
+  EXPECT_EQ(back->measure_split.setup_s, 1.25);
+  EXPECT_EQ(back->measure_split.items_s, 0.75);
+  json wrong = json::parse(line);
+  wrong["measure_split"]["worker_setups"] = -1;
+  EXPECT_THAT(RoundRecordFromJson(wrong),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("field 'measure_split.worker_setups' must be a non-negative")));
+  wrong["measure_split"] = 3;
+  EXPECT_THAT(RoundRecordFromJson(wrong),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("field 'measure_split' must be an object")));
+}
+
 TEST(RoundRecordJsonTest, LocalSearchFieldsRoundTripAfterValid) {
   json j = json::parse(kOldRoundLine);
   j["local_search_trials"] = 2;

@@ -4,8 +4,9 @@
 // exactly the budget, no state measured twice (the round in flight is excluded from the next
 // round's search), trial numbers in order, one round line per round; and the overlap must really
 // happen: the third round is searched by a model that has seen the first round only (its line's
-// train_samples), where the serial loop's model has seen both earlier rounds. Also the automatic
-// choices per target, the job's time limit, and the options' errors.
+// train_samples), where the serial loop's model has seen both earlier rounds. Either way one
+// measuring worker is set up for the whole task (the round lines' measure_split). Also the
+// automatic choices per target, the job's time limit, and the options' errors.
 #include <unistd.h>
 
 #include <cstdio>
@@ -85,6 +86,11 @@ TEST(OverlappedRoundsTest, MeasureTheBudgetOnceEachWithAOneRoundStaleModel) {
     EXPECT_EQ(rounds[r].first_trial, static_cast<int64_t>(r) * kPerRound);
     EXPECT_EQ(rounds[r].trials, kPerRound);
     EXPECT_EQ(rounds[r].overlapped, r >= 2) << "round " << r + 1;
+    // One measuring worker serves the whole task, although each overlapped round is measured
+    // from a thread of its own that ends with the round.
+    EXPECT_EQ(rounds[r].measure_split.worker_setups, r == 0 ? 1 : 0) << "round " << r + 1;
+    EXPECT_GT(rounds[r].measure_split.items_s, 0) << "round " << r + 1;
+    EXPECT_LE(rounds[r].measure_split.items_s, rounds[r].measure_s) << "round " << r + 1;
   }
   // The third round's model has seen the first round only; the fourth's the first two.
   EXPECT_EQ(rounds[1].train_samples, kPerRound);
@@ -97,6 +103,7 @@ TEST(OverlappedRoundsTest, MeasureTheBudgetOnceEachWithAOneRoundStaleModel) {
   ASSERT_EQ(serial.log.rounds.size(), 4u);
   for (size_t r = 0; r < serial.log.rounds.size(); ++r) {
     EXPECT_FALSE(serial.log.rounds[r].overlapped);
+    EXPECT_EQ(serial.log.rounds[r].measure_split.worker_setups, r == 0 ? 1 : 0);
     EXPECT_EQ(serial.log.rounds[r].train_samples, static_cast<int64_t>(r) * kPerRound);
   }
 }

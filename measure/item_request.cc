@@ -1,0 +1,186 @@
+// Fixed-width little-endian fields, strings as length + bytes; the nest in ir::EncodeLoopNest's
+// form as the last string.
+#include "measure/item_request.h"
+
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "ir/loop_nest_codec.h"
+
+namespace tilesearch::measure {
+namespace {
+
+class Writer {
+ public:
+  void I64(int64_t v) { Raw(&v, sizeof v); }
+  void F64(double v) { Raw(&v, sizeof v); }
+  void Str(const std::string& s) {
+    I64(static_cast<int64_t>(s.size()));
+    out_ += s;
+  }
+  void Context(const RequestContext& c) {
+    I64(static_cast<int64_t>(c.batch));
+    F64(c.screen_above_ms);
+    F64(c.compile_ms);
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  void Raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& bytes) : bytes_(bytes) {}
+  bool ok() const { return ok_; }
+  bool AtEnd() const { return pos_ == bytes_.size(); }
+  int64_t I64() {
+    int64_t v = 0;
+    Raw(&v, sizeof v);
+    return v;
+  }
+  double F64() {
+    double v = 0;
+    Raw(&v, sizeof v);
+    return v;
+  }
+  std::string Str() {
+    const int64_t n = I64();
+    if (!ok_ || n < 0 || static_cast<uint64_t>(n) > bytes_.size() - pos_) {
+      ok_ = false;
+      return "";
+    }
+    std::string s = bytes_.substr(pos_, static_cast<size_t>(n));
+    pos_ += static_cast<size_t>(n);
+    return s;
+  }
+  // A count of following items of at least `min_bytes` each.
+  int64_t Count(size_t min_bytes) {
+    const int64_t n = I64();
+    if (!ok_ || n < 0 || static_cast<uint64_t>(n) > (bytes_.size() - pos_) / min_bytes) {
+      ok_ = false;
+      return 0;
+    }
+    return n;
+  }
+  RequestContext Context() {
+    RequestContext c;
+    c.batch = static_cast<uint64_t>(I64());
+    c.screen_above_ms = F64();
+    c.compile_ms = F64();
+    return c;
+  }
+
+ private:
+  void Raw(void* p, size_t n) {
+    if (!ok_ || bytes_.size() - pos_ < n) {
+      ok_ = false;
+      return;
+    }
+    std::memcpy(p, bytes_.data() + pos_, n);
+    pos_ += n;
+  }
+  const std::string& bytes_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+absl::Status Corrupt(const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat("corrupt measure request: ", what));
+}
+
+}  // namespace
+
+std::string EncodeHostRequest(const HostRequest& request) {
+  Writer w;
+  w.Context(request.context);
+  w.Str(ir::EncodeLoopNest(request.nest));
+  return w.Take();
+}
+
+absl::StatusOr<HostRequest> DecodeHostRequest(const std::string& bytes) {
+  Reader r(bytes);
+  HostRequest request;
+  request.context = r.Context();
+  const std::string nest = r.Str();
+  if (!r.ok() || !r.AtEnd()) return Corrupt("truncated or malformed host request");
+  absl::StatusOr<ir::LoopNest> decoded = ir::DecodeLoopNest(nest);
+  if (!decoded.ok()) return Corrupt(std::string(decoded.status().message()));
+  request.nest = *std::move(decoded);
+  return request;
+}
+
+std::string EncodeGpuRequest(const GpuRequest& request) {
+  Writer w;
+  w.Context(request.context);
+  w.I64(request.tf32x3_gate ? 1 : 0);
+  const codegen::GpuModule& m = request.module;
+  w.Str(m.cubin.empty() ? m.ptx : "");
+  w.Str(m.arch);
+  w.Str(m.cubin);
+  w.I64(static_cast<int64_t>(m.kernels.size()));
+  for (const codegen::GpuKernelInfo& k : m.kernels) {
+    w.Str(k.name);
+    for (int64_t v : k.grid) w.I64(v);
+    for (int64_t v : k.block) w.I64(v);
+    w.I64(k.static_shared_bytes);
+    w.I64(k.dynamic_shared_bytes);
+  }
+  w.I64(static_cast<int64_t>(m.args.size()));
+  for (const codegen::KernelArg& a : m.args) {
+    w.Str(a.buffer.name);
+    w.I64(static_cast<int64_t>(a.buffer.dtype));
+    w.I64(static_cast<int64_t>(a.buffer.shape.size()));
+    for (int64_t d : a.buffer.shape) w.I64(d);
+    w.I64(static_cast<int64_t>(a.buffer.scope));
+    w.I64(static_cast<int64_t>(a.kind));
+  }
+  return w.Take();
+}
+
+absl::StatusOr<GpuRequest> DecodeGpuRequest(const std::string& bytes) {
+  Reader r(bytes);
+  GpuRequest request;
+  request.context = r.Context();
+  request.tf32x3_gate = r.I64() != 0;
+  codegen::GpuModule& m = request.module;
+  m.ptx = r.Str();
+  m.arch = r.Str();
+  m.cubin = r.Str();
+  const int64_t kernels = r.Count(8);
+  for (int64_t i = 0; i < kernels && r.ok(); ++i) {
+    codegen::GpuKernelInfo k;
+    k.name = r.Str();
+    for (int64_t& v : k.grid) v = r.I64();
+    for (int64_t& v : k.block) v = r.I64();
+    k.static_shared_bytes = r.I64();
+    k.dynamic_shared_bytes = r.I64();
+    m.kernels.push_back(std::move(k));
+  }
+  const int64_t args = r.Count(8);
+  for (int64_t i = 0; i < args && r.ok(); ++i) {
+    codegen::KernelArg a;
+    a.buffer.name = r.Str();
+    const int64_t dtype = r.I64();
+    const int64_t rank = r.Count(8);
+    for (int64_t d = 0; d < rank && r.ok(); ++d) a.buffer.shape.push_back(r.I64());
+    const int64_t scope = r.I64();
+    const int64_t kind = r.I64();
+    if (dtype < 0 || dtype > static_cast<int64_t>(ir::ScalarType::kBool) || scope < 0 ||
+        scope > static_cast<int64_t>(ir::MemoryScope::kLocal) || kind < 0 ||
+        kind > static_cast<int64_t>(codegen::KernelArg::Kind::kScratch)) {
+      return Corrupt(
+          absl::StrCat("argument ", i, " has dtype ", dtype, ", scope ", scope, ", kind ", kind));
+    }
+    a.buffer.dtype = static_cast<ir::ScalarType>(dtype);
+    a.buffer.scope = static_cast<ir::MemoryScope>(scope);
+    a.kind = static_cast<codegen::KernelArg::Kind>(kind);
+    m.args.push_back(std::move(a));
+  }
+  if (!r.ok() || !r.AtEnd()) return Corrupt("truncated or malformed GPU request");
+  return request;
+}
+
+}  // namespace tilesearch::measure

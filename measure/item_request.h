@@ -1,0 +1,55 @@
+// What a kept measurement worker (measure/kept_worker.h) receives per candidate, as bytes: the
+// batch it belongs to, the batch's screen, the build's compile time, and the candidate's code:
+// the lowered loop nest for the host runner (the worker JIT-compiles it, so a compiler crash
+// costs only the worker) or the compiled GPU module for the CUDA runner (its cubin, or its PTX
+// when it has none, with the kernels' names and launch configurations and the argument list).
+// Encoded and decoded by the same build; not a file format.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "codegen/codegen.h"
+#include "ir/stmt.h"
+
+namespace tilesearch::measure {
+
+/// The part of a request every runner sends.
+struct RequestContext {
+  /// The Run call the candidate belongs to: a worker resets its within-batch screen
+  /// (MeasureOptions::screen_factor) when it changes.
+  uint64_t batch = 0;
+  /// MeasureOptions::screen_above_ms of the batch (ms; 0 = off).
+  double screen_above_ms = 0;
+  /// The build's time (BuildResult::compile_ms), copied into the result.
+  double compile_ms = 0;
+};
+
+/// A host candidate: its loop nest.
+struct HostRequest {
+  RequestContext context;
+  ir::LoopNest nest;
+};
+
+/// A GPU candidate: its module and whether the 3xTF32 accuracy gate applies to it.
+struct GpuRequest {
+  RequestContext context;
+  /// Under ieee precision, a 3xTF32 candidate must also be no less accurate than the float32
+  /// reference on the sampled points (Tf32x3Verdict).
+  bool tf32x3_gate = false;
+  /// ptx (only when cubin is empty), arch, cubin, kernels, args; the compile statistics and kept
+  /// MLIR / LLVM IR are not sent.
+  codegen::GpuModule module;
+};
+
+/// The request's bytes. Never fails.
+std::string EncodeHostRequest(const HostRequest& request);
+std::string EncodeGpuRequest(const GpuRequest& request);
+
+/// The request back. Errors: kInvalidArgument "corrupt measure request: ..." (truncated or
+/// malformed bytes, or ir::DecodeLoopNest's error for the nest).
+[[nodiscard]] absl::StatusOr<HostRequest> DecodeHostRequest(const std::string& bytes);
+[[nodiscard]] absl::StatusOr<GpuRequest> DecodeGpuRequest(const std::string& bytes);
+
+}  // namespace tilesearch::measure
