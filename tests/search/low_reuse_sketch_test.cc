@@ -8,7 +8,9 @@
 // (large reuse) and CPU targets get neither.
 #include <cmath>
 #include <random>
+#include <set>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "base/status_matchers.h"
@@ -146,25 +148,56 @@ TEST(DepthwiseSketch, DenseConvolutionsAndCpuGetNone) {
   EXPECT_TRUE(UntiledSketches(*cpu, "Y").empty());
 }
 
+// The length of the split annotation adds to the untiled stage's innermost space iterator (w):
+// the points each thread computes. -1 when there is none.
+int64_t PointsPerThread(const State& s) {
+  for (const schedule::Step& step : s.steps()) {
+    const auto* sp = std::get_if<schedule::SplitStep>(&step);
+    if (sp != nullptr && sp->iter_id == 3 && sp->lengths.size() == 1 && sp->lengths[0]) {
+      return *sp->lengths[0];
+    }
+  }
+  return -1;
+}
+
 TEST(DepthwiseSketch, AnnotatedUntiledStatesMatchFloat64) {
-  const ir::ComputeDAG dag = Depthwise({2, 8, 13, 11}, 1);
+  // w = 12: 1 or 2 points per thread; h = 13 is not a multiple of anything drawn.
+  const ir::ComputeDAG dag = Depthwise({2, 8, 13, 12}, 1);
   const Target target = Target::H200();
   auto sketches = GenerateSketches(TuneContext(dag, target));
   ASSERT_THAT(sketches.status(), IsOk());
   const std::vector<State> untiled = UntiledSketches(*sketches, "Y");
   ASSERT_EQ(untiled.size(), 1u);
   std::mt19937_64 rng(5);
-  for (int n = 0; n < 6; ++n) {
+  std::set<int64_t> points;
+  for (int n = 0; n < 10; ++n) {
     SCOPED_TRACE(n);
     absl::StatusOr<Candidate> c = testing::AnnotateInContext(untiled[0], dag, target, rng);
     ASSERT_THAT(c.status(), IsOk()) << untiled[0].ToString();
     ASSERT_EQ(c->lowered->launches.size(), 1u) << c->lowered->nest;
+    points.insert(PointsPerThread(c->state));
     ir::BufferMap inputs = ir::MakeRandomInputs(dag, 23 + n);
     absl::StatusOr<ir::BufferMap> got = schedule::testing::RunLowered(c->lowered->nest, inputs);
     ASSERT_THAT(got.status(), IsOk()) << c->lowered->nest;
     absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs, ir::Precision::kFloat64);
     ASSERT_THAT(ref.status(), IsOk());
     EXPECT_LE(schedule::testing::MaxRelError(dag, *got, *ref), 1e-5);
+  }
+  EXPECT_EQ(points, (std::set<int64_t>{1, 2})) << "points per thread are a sampled decision";
+}
+
+TEST(DepthwiseSketch, OddWidthsTakeOnePointPerThread) {
+  const ir::ComputeDAG dag = Depthwise({1, 4, 7, 11}, 1);
+  const Target target = Target::H200();
+  auto sketches = GenerateSketches(TuneContext(dag, target));
+  ASSERT_THAT(sketches.status(), IsOk());
+  const std::vector<State> untiled = UntiledSketches(*sketches, "Y");
+  ASSERT_EQ(untiled.size(), 1u);
+  std::mt19937_64 rng(9);
+  for (int n = 0; n < 6; ++n) {
+    absl::StatusOr<Candidate> c = testing::AnnotateInContext(untiled[0], dag, target, rng);
+    ASSERT_THAT(c.status(), IsOk());
+    EXPECT_EQ(PointsPerThread(c->state), 1);
   }
 }
 
