@@ -235,6 +235,13 @@ class Lowerer {
   // The init of the whole buffer, before the nest (iterators fused across space and reduce axes).
   absl::StatusOr<Stmt> FullInitNest(StageNest* b);
   absl::StatusOr<Stmt> AttachAt(int s, int p, const std::vector<LoopInfo>& enclosing, Stmt content);
+  // The guards of reduction `b` that use no variable of its reduce loops or of loops inside
+  // them, to be tested once around the reduce loops; `store_guards` gets the rest. Without the
+  // hoist the combine `out[i] = out[i] + x` sits under a branch in every reduce iteration and
+  // LLVM keeps the accumulator in memory (a load and a store per unrolled step). Empty (all
+  // guards stay at the store) when a stage is attached inside the reduce loops.
+  std::vector<Expr> HoistableReduceGuards(const StageNest& b,
+                                          std::vector<Expr>* store_guards) const;
   absl::Status CheckLoops(int s, const std::vector<LoopInfo>& loops) const;
   ir::BufferDecl Decl(int s) const;
 
@@ -533,13 +540,19 @@ absl::StatusOr<Stmt> Lowerer::BuildStage(int s, const std::vector<LoopInfo>& enc
   // reduction, which replaces the reduce loops.
   Stmt content;
   int p_start = b.n - 1;  // the innermost loop around `content`
+  // A reduction's guards that hold for all its reduce iterations, tested once around the reduce
+  // loops instead of at every combine (HoistableReduceGuards).
+  std::vector<Expr> hoisted;
+  std::vector<Expr> store_guards = b.guards;
   if (b.thread_reduce >= 0) {
     ASSIGN_OR_RETURN(content, CrossThreadReduction(b, enclosing));
     p_start = b.first_reduce - 1;
   } else if (b.is_reduce) {
     Expr acc = ir::LoadNode::Make(b.op->dtype, b.buf, b.store_idx);
-    content = Guarded(b.guards, ir::StoreNode::Make(b.buf, b.store_idx,
-                                                    ir::ReduceCombine(b.op->reduce, acc, b.body)));
+    hoisted = HoistableReduceGuards(b, &store_guards);
+    content = Guarded(
+        store_guards,
+        ir::StoreNode::Make(b.buf, b.store_idx, ir::ReduceCombine(b.op->reduce, acc, b.body)));
   } else {
     content = Guarded(b.guards, ir::StoreNode::Make(b.buf, b.store_idx, b.body));
   }
@@ -551,6 +564,7 @@ absl::StatusOr<Stmt> Lowerer::BuildStage(int s, const std::vector<LoopInfo>& enc
     around.insert(around.end(), b.loops.begin(), b.loops.begin() + p + 1);
     ASSIGN_OR_RETURN(content, AttachAt(s, p, around, content));
     Stmt loop = MakeFor(b.loops[p], content);
+    if (p == b.first_reduce) loop = Guarded(hoisted, loop);
     content =
         (p == b.first_reduce && init_nest.defined()) ? ir::SeqNode::Make({init_nest, loop}) : loop;
   }
@@ -697,6 +711,24 @@ absl::Status Lowerer::ClassifyIterators(StageNest* b) const {
     if (!lower_internal::UsesAnyVar(g, b->reduce_vars)) b->space_guards.push_back(g);
   }
   return absl::OkStatus();
+}
+
+std::vector<Expr> Lowerer::HoistableReduceGuards(const StageNest& b,
+                                                 std::vector<Expr>* store_guards) const {
+  // A stage attached inside the reduce loops may hold barriers (shared fetches): a guard around
+  // them would let some threads skip a barrier. Nothing is hoisted then.
+  if (b.first_reduce < 0 || b.first_reduce >= b.n) return {};
+  for (int p = b.first_reduce; p < b.n; ++p) {
+    if (attached_.count({b.s, p})) return {};
+  }
+  ir::RangeMap inner;  // loop variables of the reduce loops and of anything inside them
+  for (int p = b.first_reduce; p < b.n; ++p) inner[b.loops[p].var] = {0, b.loops[p].extent - 1};
+  std::vector<Expr> hoisted;
+  store_guards->clear();
+  for (const Expr& g : b.guards) {
+    (lower_internal::UsesAnyVar(g, inner) ? store_guards : &hoisted)->push_back(g);
+  }
+  return hoisted;
 }
 
 absl::StatusOr<Stmt> Lowerer::CrossThreadReduction(const StageNest& b,

@@ -44,6 +44,9 @@ COMMITTED_STRICT = [
     "h200-2026-12-02-memory-bound-rescored-newest.tar.xz",
     "h200-2026-12-02-avg-pool-fused.tar.xz",
     "h200-2026-12-02-scale-mask-softmax-one-kernel.tar.xz",
+    "h200-2026-12-03-gemv-cross-thread.tar.xz",
+    "h200-2026-12-03-depthwise-untiled.tar.xz",
+    "h200-2026-12-03-depthwise-points-per-thread.tar.xz",
 ]
 
 

@@ -11,6 +11,7 @@
 #include "ir/ops/elementwise.h"
 #include "ir/ops/linear.h"
 #include "ir/ops/norm.h"
+#include "ir/ops/reduce.h"
 #include "schedule/lower.h"
 #include "tests/schedule/lower_test_util.h"
 
@@ -183,6 +184,96 @@ TEST(LowerGpu, UnboundRootStageIsOneThreadKernel) {
   EXPECT_EQ(k->launches[0].grid, (std::array<int64_t, 3>{1, 1, 1}));
   EXPECT_EQ(k->launches[0].block, (std::array<int64_t, 3>{1, 1, 1}));
   ExpectMatchesReference(dag, State::Initial(dag), Gpu(), /*exact=*/true);
+}
+
+// Where the guard of an untiled reduction sits: around the reduce loop when it does not change
+// along it (the thread split leaves a partial last block), so that the combine is unconditional
+// (LLVM then keeps the accumulator in a register); at the combine when it uses the reduce
+// variable (a padded window).
+struct GuardPlace {
+  int reduce_loops_under_guard = 0;  // reduce loops whose nearest enclosing statement is an if
+  int guards_inside_reduce_loops = 0;
+};
+GuardPlace FindGuards(const ir::Stmt& s, const std::string& reduce_var_part) {
+  class V : public ir::StmtVisitor {
+   public:
+    explicit V(std::string part) : part_(std::move(part)) {}
+    GuardPlace g;
+
+   protected:
+    void VisitIfThenElse(const ir::IfThenElseNode* op, const ir::Stmt& s) override {
+      if (depth_ > 0) ++g.guards_inside_reduce_loops;
+      if (const auto* f = op->then_case.as<ir::ForNode>()) {
+        if (f->var_name().find(part_) != std::string::npos) ++g.reduce_loops_under_guard;
+      }
+      ir::StmtVisitor::VisitIfThenElse(op, s);
+    }
+    void VisitFor(const ir::ForNode* op, const ir::Stmt& s) override {
+      const bool reduce = op->var_name().find(part_) != std::string::npos;
+      depth_ += reduce;
+      ir::StmtVisitor::VisitFor(op, s);
+      depth_ -= reduce;
+    }
+
+   private:
+    std::string part_;
+    int depth_ = 0;
+  };
+  V v(reduce_var_part);
+  v.Visit(s);
+  return v.g;
+}
+
+TEST(LowerGpu, UntiledReductionTestsItsSpaceGuardOnceAroundTheReduceLoop) {
+  // Sum over the middle axis of [3, 37, 5] with keepdim: 15 outputs over 2 blocks of 8 threads,
+  // the last thread of the second block out of range.
+  ir::ComputeDAG dag = *ir::ReduceDAG(ir::ReduceOp::kSum, {3, 37, 5}, {1}, /*keepdim=*/true);
+  const std::string name = dag.stage(dag.output_ids().front()).name();
+  Sched s(dag);
+  const Stage& st = s.state().stage(s.StageId(name));
+  std::vector<std::string> space;
+  for (const Iterator& it : st.iters) {
+    if (it.kind == IteratorKind::kSpace) space.push_back(it.name);
+  }
+  ASSERT_EQ(space.size(), 3u);
+  s.Fuse(name, space);
+  const std::string fused = s.state().stage(s.StageId(name)).iters[0].name;
+  s.Split(name, fused, {8});
+  s.Annotate(name, fused + ".0", IteratorAnnotation::kBlockIdxX);
+  s.Annotate(name, fused + ".1", IteratorAnnotation::kThreadIdxX);
+  ASSERT_THAT(s.status(), IsOk());
+  ExpectMatchesReference(dag, s.state(), Gpu(), /*exact=*/true);
+  absl::StatusOr<LoweredKernel> k = Lower(dag, s.state(), Gpu());
+  ASSERT_THAT(k, IsOk());
+  GuardPlace g = FindGuards(k->nest.body, ".r");
+  EXPECT_EQ(g.reduce_loops_under_guard, 1) << k->nest;
+  EXPECT_EQ(g.guards_inside_reduce_loops, 0) << k->nest;
+}
+
+TEST(LowerGpu, GuardOfASplitReduceAxisStaysAtTheCombine) {
+  // The same sum with its 37-long reduce axis split by 8: the reduce guard (r.0 * 8 + r.1 < 37)
+  // stays at the combine, the space guard still goes around the reduce loops.
+  ir::ComputeDAG dag = *ir::ReduceDAG(ir::ReduceOp::kSum, {3, 37, 5}, {1}, /*keepdim=*/true);
+  const std::string name = dag.stage(dag.output_ids().front()).name();
+  Sched s(dag);
+  std::vector<std::string> space;
+  std::string reduce;
+  for (const Iterator& it : s.state().stage(s.StageId(name)).iters) {
+    (it.kind == IteratorKind::kSpace ? space.push_back(it.name) : void(reduce = it.name));
+  }
+  s.Split(name, reduce, {8});
+  s.Fuse(name, space);
+  const std::string fused = s.state().stage(s.StageId(name)).iters[0].name;
+  s.Split(name, fused, {8});
+  s.Annotate(name, fused + ".0", IteratorAnnotation::kBlockIdxX);
+  s.Annotate(name, fused + ".1", IteratorAnnotation::kThreadIdxX);
+  ASSERT_THAT(s.status(), IsOk());
+  ExpectMatchesReference(dag, s.state(), Gpu(), /*exact=*/true);
+  absl::StatusOr<LoweredKernel> k = Lower(dag, s.state(), Gpu());
+  ASSERT_THAT(k, IsOk());
+  GuardPlace g = FindGuards(k->nest.body, ".r");
+  EXPECT_EQ(g.reduce_loops_under_guard, 1) << k->nest;
+  EXPECT_EQ(g.guards_inside_reduce_loops, 1) << k->nest;
 }
 
 TEST(LowerGpuInvalid, TooManyThreadsPerBlock) {
