@@ -42,8 +42,8 @@ for f in ${SCHEDULES:?SCHEDULES: the schedule files to profile}; do
   rm -f "$out/$name.ncu-rep" "$out/$name.ncu_run.txt"
   grep -E "^ +(Duration|Registers Per|Achieved Occupancy|Issue Slots Busy|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput)" \
     "$out/$name.ncu.txt" | head -12
-  grep -E "pipe_tensor_op_gmma_cycles_active.avg.pct|l1tex__data_pipe_lsu_wavefronts_mem_shared.sum |l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum |smsp__pcsamp_warps_issue_stalled_[a-z_]+ " \
-    "$out/$name.raw.txt" | head -40
+  grep -E "dram__bytes_read.sum |dram__bytes_write.sum |lts__t_sector_hit_rate.pct |l1tex__t_sector_hit_rate.pct |sm__warps_active.avg.pct_of_peak_sustained_active |pipe_tensor_op_gmma_cycles_active.avg.pct|l1tex__data_pipe_lsu_wavefronts_mem_shared.sum |l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum |smsp__pcsamp_warps_issue_stalled_[a-z_]+ " \
+    "$out/$name.raw.txt" | head -48
   rm -f "$out/$name.raw.txt"
 done
 echo "== done $(date -u +%FT%TZ)"
