@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Schedules under Nsight Compute, with their SASS, in one device call (about 1–2 minutes each):
-#   run(command="SCHEDULES='a.json b.json' bash bench/scripts/h200_profile_schedules.sh",
+#   run(command="SCHEDULES='a.json b.json' MEASURE='c.json' bash bench/scripts/h200_profile_schedules.sh",
 #       carry=["dist"], kind="nvidia-h200")
 # For each schedule file: `tilesearch measure` (checked, timed), then one launch of its first
 # kernel under `ncu --set full` (clocks as they are), and the counters that say what holds a
@@ -15,7 +15,13 @@ mkdir -p "$out"
 exec > >(tee -a "$out/run.log") 2>&1
 root="$(bash dist/unpack.sh | tail -1)"
 ts="$root/run"
-for f in ${SCHEDULES:?SCHEDULES: the schedule files to profile}; do
+# MEASURE: schedule files only measured (checked and timed, no profile), before the profiles.
+for f in ${MEASURE:-}; do
+  echo "== $(date -u +%FT%TZ) measure $(basename "$f" .json)"
+  timeout 90 "$ts" measure --schedule "$f" --target cuda --min-runs 50 2>&1 |
+    grep -E "^(time|check|OK|FAIL)"
+done
+for f in ${SCHEDULES:-}; do
   name="$(basename "$f" .json)"
   echo "== $(date -u +%FT%TZ) $name"
   timeout 90 "$ts" measure --schedule "$f" --target cuda --min-runs 50 2>&1 |
