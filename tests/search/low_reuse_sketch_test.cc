@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -148,34 +149,41 @@ TEST(DepthwiseSketch, DenseConvolutionsAndCpuGetNone) {
   EXPECT_TRUE(UntiledSketches(*cpu, "Y").empty());
 }
 
-// The length of the split annotation adds to the untiled stage's innermost space iterator (w):
-// the points each thread computes. -1 when there is none.
-int64_t PointsPerThread(const State& s) {
+// The lengths of the splits annotation adds to the untiled stage's two innermost space iterators
+// (h: iterator 2; w: iterator 4 once h is split): the points each thread computes along each.
+// -1 where there is none.
+std::pair<int64_t, int64_t> PointsPerThread(const State& s) {
+  std::pair<int64_t, int64_t> points = {-1, -1};
   for (const schedule::Step& step : s.steps()) {
     const auto* sp = std::get_if<schedule::SplitStep>(&step);
-    if (sp != nullptr && sp->iter_id == 3 && sp->lengths.size() == 1 && sp->lengths[0]) {
-      return *sp->lengths[0];
+    if (sp == nullptr || sp->lengths.size() != 1 || !sp->lengths[0]) continue;
+    if (sp->iter_id == 2 && points.first < 0) {
+      points.first = *sp->lengths[0];
+    } else if (sp->iter_id == 4 && points.first > 0 && points.second < 0) {
+      points.second = *sp->lengths[0];
     }
   }
-  return -1;
+  return points;
 }
 
 TEST(DepthwiseSketch, AnnotatedUntiledStatesMatchFloat64) {
-  // w = 12: 1 or 2 points per thread; h = 13 is not a multiple of anything drawn.
-  const ir::ComputeDAG dag = Depthwise({2, 8, 13, 12}, 1);
+  // h = 12: 1, 2 or 4 points per thread; w = 10: 1 or 2.
+  const ir::ComputeDAG dag = Depthwise({2, 8, 12, 10}, 1);
   const Target target = Target::H200();
   auto sketches = GenerateSketches(TuneContext(dag, target));
   ASSERT_THAT(sketches.status(), IsOk());
   const std::vector<State> untiled = UntiledSketches(*sketches, "Y");
   ASSERT_EQ(untiled.size(), 1u);
   std::mt19937_64 rng(5);
-  std::set<int64_t> points;
-  for (int n = 0; n < 10; ++n) {
+  std::set<int64_t> along_h, along_w;
+  for (int n = 0; n < 16; ++n) {
     SCOPED_TRACE(n);
     absl::StatusOr<Candidate> c = testing::AnnotateInContext(untiled[0], dag, target, rng);
     ASSERT_THAT(c.status(), IsOk()) << untiled[0].ToString();
     ASSERT_EQ(c->lowered->launches.size(), 1u) << c->lowered->nest;
-    points.insert(PointsPerThread(c->state));
+    const auto [h, w] = PointsPerThread(c->state);
+    along_h.insert(h);
+    along_w.insert(w);
     ir::BufferMap inputs = ir::MakeRandomInputs(dag, 23 + n);
     absl::StatusOr<ir::BufferMap> got = schedule::testing::RunLowered(c->lowered->nest, inputs);
     ASSERT_THAT(got.status(), IsOk()) << c->lowered->nest;
@@ -183,10 +191,11 @@ TEST(DepthwiseSketch, AnnotatedUntiledStatesMatchFloat64) {
     ASSERT_THAT(ref.status(), IsOk());
     EXPECT_LE(schedule::testing::MaxRelError(dag, *got, *ref), 1e-5);
   }
-  EXPECT_EQ(points, (std::set<int64_t>{1, 2})) << "points per thread are a sampled decision";
+  EXPECT_EQ(along_h, (std::set<int64_t>{1, 2, 4})) << "points along h are a sampled decision";
+  EXPECT_EQ(along_w, (std::set<int64_t>{1, 2})) << "points along w are a sampled decision";
 }
 
-TEST(DepthwiseSketch, OddWidthsTakeOnePointPerThread) {
+TEST(DepthwiseSketch, OddExtentsTakeOnePointPerThread) {
   const ir::ComputeDAG dag = Depthwise({1, 4, 7, 11}, 1);
   const Target target = Target::H200();
   auto sketches = GenerateSketches(TuneContext(dag, target));
@@ -197,7 +206,7 @@ TEST(DepthwiseSketch, OddWidthsTakeOnePointPerThread) {
   for (int n = 0; n < 6; ++n) {
     absl::StatusOr<Candidate> c = testing::AnnotateInContext(untiled[0], dag, target, rng);
     ASSERT_THAT(c.status(), IsOk());
-    EXPECT_EQ(PointsPerThread(c->state), 1);
+    EXPECT_EQ(PointsPerThread(c->state), (std::pair<int64_t, int64_t>{1, 1}));
   }
 }
 
