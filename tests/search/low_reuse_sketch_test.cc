@@ -167,8 +167,8 @@ std::pair<int64_t, int64_t> PointsPerThread(const State& s) {
 }
 
 TEST(DepthwiseSketch, AnnotatedUntiledStatesMatchFloat64) {
-  // h = 12: 1, 2 or 4 points per thread; w = 10: 1 or 2.
-  const ir::ComputeDAG dag = Depthwise({2, 8, 12, 10}, 1);
+  // h = 16: 1, 2, 4 or 8 points per thread; w = 10: 1 or 2.
+  const ir::ComputeDAG dag = Depthwise({2, 4, 16, 10}, 1);
   const Target target = Target::H200();
   auto sketches = GenerateSketches(TuneContext(dag, target));
   ASSERT_THAT(sketches.status(), IsOk());
@@ -176,7 +176,7 @@ TEST(DepthwiseSketch, AnnotatedUntiledStatesMatchFloat64) {
   ASSERT_EQ(untiled.size(), 1u);
   std::mt19937_64 rng(5);
   std::set<int64_t> along_h, along_w;
-  for (int n = 0; n < 16; ++n) {
+  for (int n = 0; n < 24; ++n) {
     SCOPED_TRACE(n);
     absl::StatusOr<Candidate> c = testing::AnnotateInContext(untiled[0], dag, target, rng);
     ASSERT_THAT(c.status(), IsOk()) << untiled[0].ToString();
@@ -191,7 +191,7 @@ TEST(DepthwiseSketch, AnnotatedUntiledStatesMatchFloat64) {
     ASSERT_THAT(ref.status(), IsOk());
     EXPECT_LE(schedule::testing::MaxRelError(dag, *got, *ref), 1e-5);
   }
-  EXPECT_EQ(along_h, (std::set<int64_t>{1, 2, 4})) << "points along h are a sampled decision";
+  EXPECT_EQ(along_h, (std::set<int64_t>{1, 2, 4, 8})) << "points along h are a sampled decision";
   EXPECT_EQ(along_w, (std::set<int64_t>{1, 2})) << "points along w are a sampled decision";
 }
 
