@@ -419,8 +419,8 @@ int64_t SampleTilePlan(TilePlan& plan, const ir::TensorNode& op, const Target& t
     // 32 padded shared rows, one bank each (measured on the H200, transpose 16384²: 64×64 and
     // 64×32 tiles so drawn 0.533 ms, the 16×64 tile with 16 threads × 4 points along it that 64
     // trials found 0.656 ms, half its shared loads bank-conflicted).
-    const bool warp_axis = d.axis == plan.warp_axis && d.n_lengths >= 3 &&
-                           d.extent % target.warp_size == 0;
+    const bool warp_axis =
+        d.axis == plan.warp_axis && d.n_lengths >= 3 && d.extent % target.warp_size == 0;
     const auto preferred = [&](const std::vector<int64_t>& f) {
       if (blocks * CeilDiv(d.extent, Prod(f, 1)) * rest_blocks < options.gpu_min_blocks) {
         return false;
@@ -706,6 +706,65 @@ std::vector<int> ThreadSplits(const std::vector<Step>& steps, const std::vector<
   return ids;
 }
 
+// An untiled stage that tiling would take (UntiledLowReuse: a depthwise convolution), before its
+// space iterators `outer` are fused and bound: each thread may compute 1 or 2 consecutive points
+// of its innermost space iterator and 1, 2, 4 or 8 of the one outside it, whose overlapping
+// windows then share loads in registers. Measured on the H200 (depthwise 3x3,
+// [64, 384, 112, 112]): 2 points along w 25 % faster than 1, 4 slower (a warp's scalar loads then
+// 16 bytes apart); along h a warp's loads stay consecutive: 4 points 0.82 ms, 8 points 0.79,
+// against 1.02 for 2 along w. Both splits (and the reorder that puts the per-thread points
+// inside) are there even for 1, so mutation can change them.
+absl::Status SplitPointsPerThread(State& s, int sid, const std::vector<int>& outer,
+                                  std::mt19937_64& rng) {
+  const Stage st = s.stage(sid);  // a copy: the steps below replace s's stages
+  bool attached_inside = false;
+  for (int i = 0; i < static_cast<int>(st.iters.size()); ++i) {
+    attached_inside |= IsAttachPoint(s, sid, i);
+  }
+  const int n_outer = static_cast<int>(outer.size());
+  const int inner = outer.back();
+  const int64_t inner_extent = st.iters[inner].extent;
+  const int second = n_outer >= 2 ? outer[n_outer - 2] : -1;
+  const int64_t second_extent = second >= 0 ? st.iters[second].extent : 1;
+  auto pick_points = [&](int64_t extent, std::initializer_list<int64_t> options) {
+    std::vector<int64_t> points;
+    for (int64_t v : options) {
+      if (extent % v == 0) points.push_back(v);
+    }
+    return points[Pick(rng, static_cast<int64_t>(points.size()))];
+  };
+  if (!attached_inside && second_extent > 1 && inner_extent > 1) {
+    // [.., h, w, r..] -> [.., h.0, h.1, w, r..] -> [.., h.0, h.1, w.0, w.1, r..]
+    // -> [.., h.0, w.0, h.1, w.1, r..]
+    schedule::SplitStep along_h;
+    along_h.stage_id = sid;
+    along_h.iter_id = second;
+    along_h.extent = second_extent;
+    along_h.lengths = {pick_points(second_extent, {1, 2, 4, 8})};
+    RETURN_IF_ERROR(Apply(s, along_h));
+    schedule::SplitStep along_w;
+    along_w.stage_id = sid;
+    along_w.iter_id = inner + 1;
+    along_w.extent = inner_extent;
+    along_w.lengths = {pick_points(inner_extent, {1, 2})};
+    RETURN_IF_ERROR(Apply(s, along_w));
+    schedule::ReorderStep order;
+    order.stage_id = sid;
+    const int n_iters = static_cast<int>(s.stage(sid).iters.size());
+    for (int i = 0; i < n_iters; ++i) order.after_ids.push_back(i);
+    std::swap(order.after_ids[second + 1], order.after_ids[second + 2]);
+    RETURN_IF_ERROR(Apply(s, order));
+  } else if (!attached_inside && inner_extent > 1) {
+    schedule::SplitStep per_thread;
+    per_thread.stage_id = sid;
+    per_thread.iter_id = inner;
+    per_thread.extent = inner_extent;
+    per_thread.lengths = {pick_points(inner_extent, {1, 2})};
+    RETURN_IF_ERROR(Apply(s, per_thread));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status GpuThreadBind(State& s, const std::vector<StepInfo>& info, const Target& target,
                            const AnnotationOptions& options, std::mt19937_64& rng) {
   for (int sid = s.num_stages() - 1; sid >= 0; --sid) {
@@ -753,60 +812,8 @@ absl::Status GpuThreadBind(State& s, const std::vector<StepInfo>& info, const Ta
         for (int i = 0; i < static_cast<int>(st.iters.size()) && vectorizable; ++i) {
           vectorizable = !IsAttachPoint(s, sid, i);
         }
-        // An untiled stage that tiling would take (UntiledLowReuse: a depthwise convolution):
-        // each thread may compute 1 or 2 consecutive points of its innermost space iterator and
-        // 1, 2, 4 or 8 of the one outside it, whose overlapping windows then share loads in
-        // registers. Measured on the H200 (depthwise 3x3, [64, 384, 112, 112]): 2 points along w
-        // 25 % faster than 1, 4 slower (a warp's scalar loads then 16 bytes apart); along h a
-        // warp's loads stay consecutive: 4 points 0.82 ms, 8 points 0.79, against 1.02 for 2
-        // along w. Both splits (and the reorder that puts the per-thread points inside) are
-        // there even for 1, so mutation can change them.
         if (!vectorizable && HasReduceIter(st) && NeedsMultiLevelTiling(s, sid)) {
-          bool attached_inside = false;
-          for (int i = 0; i < static_cast<int>(st.iters.size()); ++i) {
-            attached_inside |= IsAttachPoint(s, sid, i);
-          }
-          const int n_outer = static_cast<int>(outer.size());
-          const int inner = outer.back();
-          const int64_t inner_extent = st.iters[inner].extent;
-          const int second = n_outer >= 2 ? outer[n_outer - 2] : -1;
-          const int64_t second_extent = second >= 0 ? st.iters[second].extent : 1;
-          auto pick_points = [&](int64_t extent, std::initializer_list<int64_t> options) {
-            std::vector<int64_t> points;
-            for (int64_t v : options) {
-              if (extent % v == 0) points.push_back(v);
-            }
-            return points[Pick(rng, static_cast<int64_t>(points.size()))];
-          };
-          if (!attached_inside && second_extent > 1 && inner_extent > 1) {
-            // [.., h, w, r..] -> [.., h.0, h.1, w, r..] -> [.., h.0, h.1, w.0, w.1, r..]
-            // -> [.., h.0, w.0, h.1, w.1, r..]
-            schedule::SplitStep along_h;
-            along_h.stage_id = sid;
-            along_h.iter_id = second;
-            along_h.extent = second_extent;
-            along_h.lengths = {pick_points(second_extent, {1, 2, 4, 8})};
-            RETURN_IF_ERROR(Apply(s, along_h));
-            schedule::SplitStep along_w;
-            along_w.stage_id = sid;
-            along_w.iter_id = inner + 1;
-            along_w.extent = inner_extent;
-            along_w.lengths = {pick_points(inner_extent, {1, 2})};
-            RETURN_IF_ERROR(Apply(s, along_w));
-            schedule::ReorderStep order;
-            order.stage_id = sid;
-            const int n_iters = static_cast<int>(s.stage(sid).iters.size());
-            for (int i = 0; i < n_iters; ++i) order.after_ids.push_back(i);
-            std::swap(order.after_ids[second + 1], order.after_ids[second + 2]);
-            RETURN_IF_ERROR(Apply(s, order));
-          } else if (!attached_inside && inner_extent > 1) {
-            schedule::SplitStep per_thread;
-            per_thread.stage_id = sid;
-            per_thread.iter_id = inner;
-            per_thread.extent = inner_extent;
-            per_thread.lengths = {pick_points(inner_extent, {1, 2})};
-            RETURN_IF_ERROR(Apply(s, per_thread));
-          }
+          RETURN_IF_ERROR(SplitPointsPerThread(s, sid, outer, rng));
         }
         ASSIGN_OR_RETURN(int f, FuseRange(s, sid, outer.front(), static_cast<int>(outer.size())));
         int64_t extent = s.stage(sid).iters[f].extent;

@@ -93,7 +93,8 @@ class SketchRule {
 /// softmax's additive mask, and row reductions is also left untiled so that the reductions fuse
 /// into it as cross-thread reductions: one kernel), UntiledLowReuse (ours: a stage tiling would
 /// take whose largest input is read at most 4 times and whose reduction is at most a warp long,
-/// like a depthwise convolution, is also left untiled: one output point per thread), AddCacheWrite,
+/// like a depthwise convolution, is also left untiled: annotation gives each thread a few output
+/// points along the two innermost space axes, whose windows share loads), AddCacheWrite,
 /// MultiLevelTilingWithFusion, MultiLevelTiling, SharedLayoutTiling (ours: an injective stage
 /// reading a buffer whose innermost dimension is indexed by an axis p other than the stage's
 /// innermost axis o — transpose, permute — gets a sketch with p and o tiled (block, vthread,
