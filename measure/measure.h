@@ -174,9 +174,10 @@ struct MeasureOptions {
   /// still a loser without a flushed, repeated timing, and a slow candidate's timing runs cost
   /// most of its trial. 0: every candidate gets the full timing. The tuner sets it per batch from
   /// its best time so far (TuneOptions::screen_factor). The CUDA runner's resident check applies
-  /// it to its two check runs; the host runner times one warm-up and three runs first and keeps
-  /// them for a candidate slower than the screen; the CUDA per-candidate upload path times every
-  /// candidate fully.
+  /// it to its two check runs; the host runner keeps its check runs for a candidate whose fastest
+  /// check run is over twice the screen and over 1 ms, else times one warm-up and three runs
+  /// first and keeps them for a candidate slower than the screen; the CUDA per-candidate upload
+  /// path times every candidate fully.
   double screen_above_ms = 0;
   /// Staged timing within a batch: also screen against this factor times the fastest candidate
   /// fully timed earlier by the same worker, so that the first batch of a task, before any best is

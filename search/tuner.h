@@ -47,6 +47,17 @@
 
 namespace tilesearch::search {
 
+/// Summed run time a tuner's candidate is timed for at least (after min_runs), ms.
+inline constexpr double kCandidateMinTotalMs = 15;
+
+/// measure::MeasureOptions with the tuner's candidate timing (kCandidateMinTotalMs).
+inline measure::MeasureOptions CandidateMeasureOptions() {
+  measure::MeasureOptions m;
+  m.timing.min_total_ms = kCandidateMinTotalMs;
+  return m;
+}
+
+/// What one Tuner run does: its budget, rounds, cost model, search and measurement.
 struct TuneOptions {
   /// Total trials of the task, counting those already in the log.
   int trials = 64;
@@ -93,7 +104,13 @@ struct TuneOptions {
   /// contention on a busy host; results are the same for any count.
   int model_threads = 0;
   SearchOptions search;
-  measure::MeasureOptions measure;
+  /// How candidates are checked and timed. Its timing's min_total_ms defaults to
+  /// kCandidateMinTotalMs here, below runtime::TimingOptions' 50 ms: a tuner ranks candidates,
+  /// and the runs past min_runs that 50 ms asks for, each behind a cache flush, were most of a
+  /// trial on the CPU (a 64 MiB host write per run: 0.7–1 s per contender of matmul 256³ on 2
+  /// cores; 2.46 → 3.40 checked trials/s with 15 ms, bench/NOTES.md). The final measurements
+  /// (`measure`, replay's re-check, score.py) keep their own.
+  measure::MeasureOptions measure = CandidateMeasureOptions();
   /// Early stopping (TVM TuningOptions.early_stopping): stop once this many trials of the task in
   /// a row (resumed ones included) have not improved on the best median; checked after each
   /// round. 0 = off.

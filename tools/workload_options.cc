@@ -182,7 +182,7 @@ void AddRangedOption(CLI::App& app, const std::string& name, double* value, cons
 }
 
 void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t) {
-  const runtime::TimingOptions defaults;
+  const runtime::TimingOptions defaults = search::CandidateMeasureOptions().timing;
   AddRangedOption(app, "--min-runs", &t->min_runs, "timed runs per candidate at least", 1, 100000,
                   defaults.min_runs);
   AddRangedOption(app, "--min-time-ms", &t->min_time_ms,

@@ -38,7 +38,12 @@ def main():
         return 1
     d = recs[a.rank]
     t = d["target"]
-    target = t if isinstance(t, str) else f"{t['kind']} -arch={t['arch']}" if t.get("arch") else t["kind"]
+    if isinstance(t, str):
+        target = t
+    elif t.get("kind") == "cuda" and t.get("arch"):
+        target = f"cuda -arch={t['arch']}"
+    else:
+        target = t["kind"]
     ms = d["result"]["timing"]["median_ms"]
     comment = a.comment or (f"logged schedule of rank {a.rank} (trial {d.get('trial')}, "
                             f"{ms:.4f} ms when logged)")
