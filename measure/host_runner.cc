@@ -138,12 +138,9 @@ absl::StatusOr<ir::BufferMap> RunOnInputs(codegen::HostKernel& kernel, const ir:
                                           double* run_ms = nullptr) {
   ASSIGN_OR_RETURN(std::vector<std::unique_ptr<AlignedBytes>> buffers,
                    PrepareBuffers(nest, inputs, dag));
-  const auto t0 = std::chrono::steady_clock::now();
+  const Clock::time_point t0 = Clock::now();
   RETURN_IF_ERROR(kernel.Run(Pointers(buffers)));
-  if (run_ms != nullptr) {
-    *run_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  }
+  if (run_ms != nullptr) *run_ms = MsSince(t0);
   ir::BufferMap outputs;
   for (size_t i = 0; i < nest.params.size(); ++i) {
     const ir::BufferDecl& p = nest.params[i];

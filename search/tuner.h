@@ -108,7 +108,8 @@ struct TuneOptions {
   /// kCandidateMinTotalMs here, below runtime::TimingOptions' 50 ms: a tuner ranks candidates,
   /// and the runs past min_runs that 50 ms asks for, each behind a cache flush, were most of a
   /// trial on the CPU (a 64 MiB host write per run: 0.7–1 s per contender of matmul 256³ on 2
-  /// cores; 2.46 → 3.40 checked trials/s with 15 ms, bench/NOTES.md). The final measurements
+  /// cores; with the host runner's check-run screen, 2.46 → 2.7–5.0 checked trials/s over four
+  /// seeds, bench/NOTES.md). The final measurements
   /// (`measure`, replay's re-check, score.py) keep their own.
   measure::MeasureOptions measure = CandidateMeasureOptions();
   /// Early stopping (TVM TuningOptions.early_stopping): stop once this many trials of the task in
