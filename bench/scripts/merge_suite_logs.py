@@ -48,6 +48,7 @@ COMMITTED_STRICT = [
     "h200-2026-12-03-depthwise-untiled.tar.xz",
     "h200-2026-12-03-depthwise-points-per-thread.tar.xz",
     "h200-2026-12-03-memory-retune.tar.xz",
+    "h200-2026-12-03-population-and-points-per-thread.tar.xz:call2/retune",
 ]
 
 
