@@ -264,7 +264,7 @@ absl::Status ValidateTuneOptions(const TuneOptions& options) {
   }
   if (options.per_round < 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("per_round must be >= 1, got ", options.per_round));
+        absl::StrCat("per_round must be >= 1 (0: the target's choice), got ", options.per_round));
   }
   if (options.model_threads < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -997,6 +997,7 @@ TuneOptions ResolveTuneOptions(const TuneOptions& options, const Target& target)
     resolved.search.local_search_fraction = target.is_gpu() ? 0.25 : 0.0;
   }
   if (resolved.overlap_rounds < 0) resolved.overlap_rounds = target.is_gpu() ? 1 : 0;
+  if (resolved.per_round == 0) resolved.per_round = target.is_gpu() ? 128 : 64;
   return resolved;
 }
 

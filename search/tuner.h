@@ -63,8 +63,13 @@ struct TuneOptions {
   int trials = 64;
   /// Candidates measured per round (num_measures_per_round). With the learned model and no record
   /// of the task yet, the first round measures min(per_round, max(16, trials / 4)) so that the
-  /// model is trained from the second round on even at small budgets.
-  int per_round = 64;
+  /// model is trained from the second round on even at small budgets. 0: the target's choice
+  /// (ResolveTuneOptions): 128 on GPU targets, 64 (TVM's) on cpu. Why 128 on the H200: the search
+  /// costs about the same per round whatever the round's size, and with rounds overlapped the host
+  /// side (train, search, build) was the longer one; fp32 matmul 4096³, 1024 trials: 10.98 checked
+  /// trials/s with 64, 15.07 with 128, the same best (bench/results/
+  /// h200-2026-12-03-population-and-points-per-thread.md).
+  int per_round = 0;
   /// Candidates measured per runner call (Runner::RunStreaming); 0: the whole round. Every call
   /// forks a measurement worker and computes the task's reference again (on cuda also initializes
   /// CUDA and runs the naive kernel: about 1.8 s for matmul 4096³ on the H200), so smaller batches

@@ -61,7 +61,7 @@ struct BenchCommandOptions {
   bool skip_small = false;
   std::string target = "auto";
   int trials = 64;
-  int per_round = 64;
+  int per_round = 0;  // the target's choice (search::ResolveTuneOptions)
   int remeasure = 0;  // --remeasure: each problem's N fastest logged schedules measured again first
   std::string model = "xgboost";
   std::string model_init;  // --model-init PATH | none; "" = the target's default model, if any
@@ -535,10 +535,11 @@ ExitCodeAction AddBenchCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000))
       ->transform(NumberText(true, "1..1000000"));  // runs before the range check
-  app.add_option("--per-round", options->per_round, "trials measured per round, 1..4096")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4096))
-      ->transform(NumberText(true, "1..4096"));  // runs before the range check
+  app.add_option("--per-round", options->per_round,
+                 "trials measured per round, 1..4096 (default 0: the target's choice, 128 on "
+                 "cuda, 64 on cpu)")
+      ->check(CLI::Range(0, 4096))
+      ->transform(NumberText(true, "0..4096"));  // runs before the range check
   app.add_option("--remeasure", options->remeasure,
                  "first measure each problem's N fastest logged schedules again with this build "
                  "(after an upgrade: their new times replace the logged ones, and replay picks "

@@ -30,7 +30,7 @@ namespace {
 struct TuneCommandOptions {
   WorkloadOptions workload;
   int trials = 64;
-  int per_round = 64;
+  int per_round = 0;  // the target's choice (search::ResolveTuneOptions)
   int64_t unroll_budget = 0;
   std::string log;
   uint64_t seed = 0;
@@ -155,10 +155,11 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
                  "cuda target: unrolled loops whose full unrolling exceeds this many loop-nest "
                  "nodes stay loops (0: none)")
       ->capture_default_str();
-  app.add_option("--per-round", options->per_round, "trials measured per round, 1..4096")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4096))
-      ->transform(NumberText(true, "1..4096"));  // runs before the range check
+  app.add_option("--per-round", options->per_round,
+                 "trials measured per round, 1..4096 (default 0: the target's choice, 128 on "
+                 "cuda, 64 on cpu)")
+      ->check(CLI::Range(0, 4096))
+      ->transform(NumberText(true, "0..4096"));  // runs before the range check
   app.add_option("--log", options->log, "tuning log (JSON Lines; appended to, resumed from)")
       ->required();
   app.add_option("--seed", options->seed, "seed of the search and the model")

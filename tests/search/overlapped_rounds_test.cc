@@ -160,19 +160,24 @@ TEST(OverlappedRoundsTest, AutomaticChoicesPerTarget) {
   TuneOptions given;
   ASSERT_LT(given.overlap_rounds, 0);
   ASSERT_LT(given.search.local_search_fraction, 0);
+  ASSERT_EQ(given.per_round, 0);
   const TuneOptions cpu = ResolveTuneOptions(given, Target::HostCpu());
   EXPECT_EQ(cpu.overlap_rounds, 0);
+  EXPECT_EQ(cpu.per_round, 64);
   EXPECT_EQ(cpu.search.local_search_fraction, 0.0);
   const Target h200 = Target::H200();
   const TuneOptions gpu = ResolveTuneOptions(given, h200);
   EXPECT_EQ(gpu.overlap_rounds, 1);
   EXPECT_EQ(gpu.search.local_search_fraction, 0.25);
+  EXPECT_EQ(gpu.per_round, 128);
   // Given values stay.
+  given.per_round = 32;
   given.overlap_rounds = 0;
   given.search.local_search_fraction = 0.5;
   const TuneOptions kept = ResolveTuneOptions(given, h200);
   EXPECT_EQ(kept.overlap_rounds, 0);
   EXPECT_EQ(kept.search.local_search_fraction, 0.5);
+  EXPECT_EQ(kept.per_round, 32);
 }
 
 TEST(OverlappedRoundsTest, RejectsAnOverlapOtherThanOnOffOrAuto) {

@@ -97,11 +97,9 @@ TEST(PointsPerThreadReduction, AnnotatedStatesMatchFloat64) {
         ASSERT_THAT(c.status(), IsOk()) << sketch.ToString();
         ASSERT_EQ(c->lowered->launches.size(), 1u) << c->lowered->nest;
         ir::BufferMap inputs = ir::MakeRandomInputs(dag, 31 + n);
-        absl::StatusOr<ir::BufferMap> got =
-            schedule::testing::RunLowered(c->lowered->nest, inputs);
+        absl::StatusOr<ir::BufferMap> got = schedule::testing::RunLowered(c->lowered->nest, inputs);
         ASSERT_THAT(got.status(), IsOk()) << c->lowered->nest;
-        absl::StatusOr<ir::BufferMap> ref =
-            ir::RunReference(dag, inputs, ir::Precision::kFloat64);
+        absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs, ir::Precision::kFloat64);
         ASSERT_THAT(ref.status(), IsOk());
         EXPECT_LE(schedule::testing::MaxRelError(dag, *got, *ref), 1e-5);
       }

@@ -159,7 +159,7 @@ expect_error zero_states "not in range 1 to 1000"
 run abc_trials tune "${fast[@]}" --trials abc
 expect_error abc_trials "--trials: 'abc' is not an integer in 1..1000000"
 run exp_per_round tune "${fast[@]}" --trials 4 --per-round 1e3
-expect_error exp_per_round "--per-round: '1e3' is not an integer in 1..4096"
+expect_error exp_per_round "--per-round: '1e3' is not an integer in 0..4096"
 run word_timeout tune "${fast[@]}" --trials 4 --run-timeout-ms soon
 expect_error word_timeout "--run-timeout-ms: 'soon' is not a number in 100..3600000"
 run zero_trials tune "${fast[@]}" --trials 0
