@@ -83,12 +83,14 @@ struct SketchOptions {
   bool allow_tf32 = false;
 };
 
-/// Knobs of the evolutionary search; defaults are TVM v0.19's (search_policy.py).
+/// Knobs of the evolutionary search; defaults are TVM v0.19's (search_policy.py) except the
+/// population.
 struct SearchOptions {
   /// States per generation (evolutionary_search_population). 512, MetaSchedule's default, not
   /// Ansor's 2048: the search's CPU time is per state, and on the H200 (fp32 matmul 4096³, 384
   /// trials, seed 3, 16 host cores) 2048 took 3.0-3.3 s of search per round of 64 against
-  /// 0.9-1.2 s, for the same best (1.605 against 1.596 ms) and 7.2 against 8.8 trials/s.
+  /// 0.9-1.2 s, for the same best (1.605 against 1.596 ms): 8.55 against 11.45 checked trials/s
+  /// (bench/results/h200-2026-12-03-population-and-points-per-thread.md).
   int population = 512;
   /// Generations of evolution after the initial population (evolutionary_search_num_iters).
   /// Capped at 2 with a RandomModel, as in TVM (scores carry no information).

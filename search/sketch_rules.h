@@ -89,7 +89,10 @@ class SketchRule {
 /// whose partials X reduces; the chunk length is drawn from gpu_block_reduction_chunks),
 /// CrossThreadReduction (from 65536 reduced elements on without the one-thread alternative; ours:
 /// also for GEMV-like stages, whose largest input is read at most 4 times, at any number of output
-/// points), UntiledRowNormalize (ours: a normalize stage that reads a broadcast 2-D tensor, like a
+/// points), PointsPerThreadReduction (ours: a plain reduction without reuse whose consecutive
+/// outputs read consecutive inputs, like a sum over an outer axis, also gets sketches with 2, 4 or
+/// 8 consecutive outputs per thread, their sums in a local stage computed at the thread),
+/// UntiledRowNormalize (ours: a normalize stage that reads a broadcast 2-D tensor, like a
 /// softmax's additive mask, and row reductions is also left untiled so that the reductions fuse
 /// into it as cross-thread reductions: one kernel), UntiledLowReuse (ours: a stage tiling would
 /// take whose largest input is read at most 4 times and whose reduction is at most a warp long,

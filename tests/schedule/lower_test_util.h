@@ -237,6 +237,18 @@ inline double MaxRelError(const ir::ComputeDAG& dag, const ir::BufferMap& got,
   return worst;
 }
 
+/// Runs a lowered nest on random inputs of `seed` and returns MaxRelError of its outputs against
+/// the float64 reference of `dag`. Errors: the interpreter's and the reference's.
+inline absl::StatusOr<double> RelErrorToFloat64(const ir::ComputeDAG& dag, const ir::LoopNest& nest,
+                                                uint64_t seed) {
+  const ir::BufferMap inputs = ir::MakeRandomInputs(dag, seed);
+  absl::StatusOr<ir::BufferMap> got = RunLowered(nest, inputs);
+  if (!got.ok()) return got.status();
+  absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs, ir::Precision::kFloat64);
+  if (!ref.ok()) return ref.status();
+  return MaxRelError(dag, *got, *ref);
+}
+
 /// Lowers `state`, runs it on seeded random inputs, and compares with ir::RunReference: exactly
 /// when `exact`, else within 1e-5 relative.
 inline void ExpectMatchesReference(const ir::ComputeDAG& dag, const State& state,

@@ -89,12 +89,10 @@ void ExpectAnnotatedMatchFloat64(const ir::ComputeDAG& dag, const std::string& n
     ASSERT_THAT(c.status(), IsOk()) << cross[0].ToString();
     // One block per output point: more blocks than one block's threads could cover.
     ASSERT_FALSE(c->lowered->launches.empty());
-    ir::BufferMap inputs = ir::MakeRandomInputs(dag, 17 + n);
-    absl::StatusOr<ir::BufferMap> got = schedule::testing::RunLowered(c->lowered->nest, inputs);
-    ASSERT_THAT(got.status(), IsOk()) << c->lowered->nest;
-    absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs, ir::Precision::kFloat64);
-    ASSERT_THAT(ref.status(), IsOk());
-    EXPECT_LE(schedule::testing::MaxRelError(dag, *got, *ref), 1e-4);
+    absl::StatusOr<double> err =
+        schedule::testing::RelErrorToFloat64(dag, c->lowered->nest, 17 + n);
+    ASSERT_THAT(err.status(), IsOk()) << c->lowered->nest;
+    EXPECT_LE(*err, 1e-4);
   }
 }
 
@@ -184,12 +182,10 @@ TEST(DepthwiseSketch, AnnotatedUntiledStatesMatchFloat64) {
     const auto [h, w] = PointsPerThread(c->state);
     along_h.insert(h);
     along_w.insert(w);
-    ir::BufferMap inputs = ir::MakeRandomInputs(dag, 23 + n);
-    absl::StatusOr<ir::BufferMap> got = schedule::testing::RunLowered(c->lowered->nest, inputs);
-    ASSERT_THAT(got.status(), IsOk()) << c->lowered->nest;
-    absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs, ir::Precision::kFloat64);
-    ASSERT_THAT(ref.status(), IsOk());
-    EXPECT_LE(schedule::testing::MaxRelError(dag, *got, *ref), 1e-5);
+    absl::StatusOr<double> err =
+        schedule::testing::RelErrorToFloat64(dag, c->lowered->nest, 23 + n);
+    ASSERT_THAT(err.status(), IsOk()) << c->lowered->nest;
+    EXPECT_LE(*err, 1e-5);
   }
   EXPECT_EQ(along_h, (std::set<int64_t>{1, 2, 4, 8})) << "points along h are a sampled decision";
   EXPECT_EQ(along_w, (std::set<int64_t>{1, 2})) << "points along w are a sampled decision";
