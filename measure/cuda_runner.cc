@@ -1335,35 +1335,16 @@ class CudaRunner : public Runner {
     if (runnable.empty()) return results;
 
     // A new task (or the first) gets its data and a new worker; the same task keeps both.
-    const std::string key = dag.WorkloadKey();
-    if (task_ == nullptr || task_->key != key) {
-      task_.reset();
-      const Clock::time_point prepare_start = Clock::now();
-      auto task = std::make_unique<CudaTask>();
-      task->key = key;
-      task->dag = dag;
-      task->data.dag = &task->dag;
-      task->data.naive_params = *naive;
-      absl::Status prepared = PrepareTask(task->dag, &task->data);
-      last_usage_.prepare_ms = MsSince(prepare_start);
-      if (!prepared.ok()) {
-        for (int i : runnable) {
-          results[i] = ErrorResult(MeasureError::kUnknown, std::string(prepared.message()),
-                                   candidates[i].compile_ms);
-          reporter.Final(i);
-        }
-        return results;
+    double prepare_ms = 0;
+    absl::Status prepared = EnsureTask(dag, *naive, &prepare_ms);
+    last_usage_.prepare_ms = prepare_ms + warm_usage_.prepare_ms;
+    if (!prepared.ok()) {
+      for (int i : runnable) {
+        results[i] = ErrorResult(MeasureError::kUnknown, std::string(prepared.message()),
+                                 candidates[i].compile_ms);
+        reporter.Final(i);
       }
-      WorkerOptions worker_options;
-      worker_options.item_timeout_ms = options_.run_timeout_ms;
-      worker_options.setup_timeout_ms = options_.setup_timeout_ms;
-      worker_options.memory_limit_mb = 0;  // CUDA reserves large virtual ranges
-      CudaTask* t = task.get();
-      task->worker = std::make_unique<KeptWorker>(
-          [this, t]() { return WorkerSetupAndSample(options_, &t->data, &t->state); },
-          [this, t](const std::string& request) { return MeasureRequest(*t, request); },
-          worker_options);
-      task_ = std::move(task);
+      return results;
     }
 
     ++batches_;
@@ -1384,15 +1365,63 @@ class CudaRunner : public Runner {
       reporter.Final(i);
     });
     const WorkerUsage& usage = task_->worker->last_run_usage();
-    last_usage_.worker_setups = usage.setups;
-    last_usage_.setup_ms = usage.setup_ms;
+    last_usage_.worker_setups = usage.setups + warm_usage_.worker_setups;
+    last_usage_.setup_ms = usage.setup_ms + warm_usage_.setup_ms;
     last_usage_.item_ms = usage.item_ms;
+    warm_usage_ = RunUsage{};
     return results;
+  }
+
+  // The task's data and a set-up worker ahead of the first Run; what it cost is reported by the
+  // next Run that measures (a failed setup is dropped: that Run sets up again and reports why).
+  void Prepare(const ir::ComputeDAG& dag) override {
+    absl::StatusOr<ir::LoopNest> naive = ir::LowerNaive(dag);
+    if (!naive.ok()) return;
+    double prepare_ms = 0;
+    if (!EnsureTask(dag, *naive, &prepare_ms).ok()) return;
+    warm_usage_.prepare_ms += prepare_ms;
+    const Clock::time_point setup_start = Clock::now();
+    if (task_->worker->Warm()) {
+      ++warm_usage_.worker_setups;
+      warm_usage_.setup_ms += MsSince(setup_start);
+    }
   }
 
   RunUsage last_run_usage() const override { return last_usage_; }
 
  private:
+  // Makes task_ the task of `dag` (its data built here, its KeptWorker not yet forked) unless it
+  // already is; *prepare_ms: the time of a new task's data, 0 for a kept one. A new task drops
+  // what Prepare spent on the one before. Errors: the task data's (PrepareTask).
+  absl::Status EnsureTask(const ir::ComputeDAG& dag, const ir::LoopNest& naive,
+                          double* prepare_ms) {
+    *prepare_ms = 0;
+    const std::string key = dag.WorkloadKey();
+    if (task_ != nullptr && task_->key == key) return absl::OkStatus();
+    task_.reset();
+    warm_usage_ = RunUsage{};
+    const Clock::time_point prepare_start = Clock::now();
+    auto task = std::make_unique<CudaTask>();
+    task->key = key;
+    task->dag = dag;
+    task->data.dag = &task->dag;
+    task->data.naive_params = naive;
+    absl::Status prepared = PrepareTask(task->dag, &task->data);
+    *prepare_ms = MsSince(prepare_start);
+    RETURN_IF_ERROR(prepared);
+    WorkerOptions worker_options;
+    worker_options.item_timeout_ms = options_.run_timeout_ms;
+    worker_options.setup_timeout_ms = options_.setup_timeout_ms;
+    worker_options.memory_limit_mb = 0;  // CUDA reserves large virtual ranges
+    CudaTask* t = task.get();
+    task->worker = std::make_unique<KeptWorker>(
+        [this, t]() { return WorkerSetupAndSample(options_, &t->data, &t->state); },
+        [this, t](const std::string& request) { return MeasureRequest(*t, request); },
+        worker_options);
+    task_ = std::move(task);
+    return absl::OkStatus();
+  }
+
   // Runs in the worker per candidate: decodes the request, then WorkerItem under the batch's
   // screen; MeasureResultToJson's text.
   std::string MeasureRequest(CudaTask& task, const std::string& bytes) const {
@@ -1502,6 +1531,7 @@ class CudaRunner : public Runner {
   MeasureOptions options_;
   uint64_t batches_ = 0;  // Run calls with candidates to run (the requests' batch numbers)
   RunUsage last_usage_;
+  RunUsage warm_usage_;  // what Prepare spent ahead of the next Run (its task's data, its setup)
   std::map<std::string, std::shared_ptr<const codegen::GpuModule>> naive_modules_;
   std::map<std::string, std::shared_ptr<const codegen::GpuModule>> magnitude_modules_;
   // Declared last, so its worker ends before the rest of the runner.

@@ -470,6 +470,11 @@ absl::Status KeptWorker::StartWorker() {
   return status;
 }
 
+bool KeptWorker::Warm() {
+  if (worker_ != nullptr && !worker_->Ended()) return false;
+  return StartWorker().ok();  // a failed start is already dropped
+}
+
 KeptWorker::ItemEnd KeptWorker::RunItem(int index, const std::string& request,
                                         WorkerItemOutcome* out, std::string* ended_how) {
   Clock::time_point item_start = Clock::now();

@@ -105,6 +105,12 @@ class KeptWorker {
   std::vector<WorkerItemOutcome> Run(const std::vector<std::string>& requests,
                                      const OutcomeCallback& on_outcome = nullptr);
 
+  /// Forks and sets up a worker now, when there is none (or it ended), so that the next Run's
+  /// first item does not wait for the setup: true when one was set up now. A failed setup is
+  /// dropped silently (the next Run starts one again and reports why). Its setup is counted in
+  /// total_setups(), not in the next Run's usage.
+  bool Warm();
+
   /// The last Run call's setups, setup time and item time.
   const WorkerUsage& last_run_usage() const { return last_run_; }
   /// Workers set up (successfully or not) over this object's lifetime.

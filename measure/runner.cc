@@ -46,6 +46,14 @@ class LockedRunner : public Runner {
     }
     return results;
   }
+  // Under the lock: the setup runs the reference kernel and uploads on the device.
+  void Prepare(const ir::ComputeDAG& dag) override {
+    if (!lock_->Acquire().ok()) return;  // the Run reports the lock's error
+    inner_->Prepare(dag);
+    if (absl::Status released = lock_->Release(); !released.ok()) {
+      std::cerr << "measure: " << released.message() << "\n";
+    }
+  }
   const Target& target() const override { return inner_->target(); }
   void SetScreenAboveMs(double ms) override { inner_->SetScreenAboveMs(ms); }
   RunUsage last_run_usage() const override {

@@ -69,6 +69,13 @@ class Runner {
     return results;
   }
   virtual const Target& target() const = 0;
+  /// Sets up ahead of the first Run of `dag`'s task what that Run would (cuda: the task's check
+  /// inputs and references, and a kept worker: fork, CUDA context, uploads, the reference kernel),
+  /// so that it can overlap the search and build of a tuner's first round. Optional and silent:
+  /// what fails here is set up again, and reported, by the Run. Its time and setups are reported
+  /// in the next Run's last_run_usage(). Forks like Run (the same caveat). The default does
+  /// nothing.
+  virtual void Prepare(const ir::ComputeDAG& dag) { (void)dag; }
   /// Staged timing for the next Run calls: MeasureOptions::screen_above_ms (ms; 0 turns it off).
   /// Runners that do not screen ignore it.
   virtual void SetScreenAboveMs(double ms) { (void)ms; }

@@ -8,15 +8,18 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -195,15 +198,20 @@ std::optional<Candidate> ReplayRecord(const MeasureRecord& r, const TuneContext&
 
 // The training sample of a record: its merit and the features of its candidate's lowering (none
 // without one, which the model ignores).
-costmodel::TrainingSample SampleOf(const MeasureRecord& r, const std::optional<Candidate>& c,
+costmodel::TrainingSample SampleOf(const MeasureRecord& r, const Candidate* c,
                                    const TuneContext& ctx, bool memory_bound) {
   costmodel::TrainingSample s;
   s.throughput = RecordMerit(r, ctx.dag(), memory_bound);
-  if (!c || c->lowered == nullptr) return s;
+  if (c == nullptr || c->lowered == nullptr) return s;
   absl::StatusOr<costmodel::StoreFeatures> f =
       costmodel::ExtractLoweredFeatures(c->state, *c->lowered, ctx.target());
   if (f.ok()) s.features.stores = *std::move(f);
   return s;
+}
+
+costmodel::TrainingSample SampleOf(const MeasureRecord& r, const std::optional<Candidate>& c,
+                                   const TuneContext& ctx, bool memory_bound) {
+  return SampleOf(r, c ? &*c : nullptr, ctx, memory_bound);
 }
 
 // The round's build inputs: each candidate's own lowering (made once, when the search validated
@@ -348,6 +356,9 @@ struct Round {
   std::vector<MeasureRecord> records;  // the measured candidates' records, logged, in order
   int64_t first_trial = 0;             // the task's trial number of records[0]
   bool overlapped = false;  // trained, searched and built while the previous round was measured
+  /// The model was given this round's samples on the measuring thread, beside the next round's
+  /// build (TrainBeside), so FinishRound queues none.
+  bool trained_beside = false;
   std::vector<RankTiming> ranks;  // per rank, when TuneOptions::measurer spread the round
   double train_s = 0;
   double search_s = 0;
@@ -439,9 +450,11 @@ class TuningJob {
   // Gives the model the samples it has not seen (resumed records, the last round's).
   absl::Status UpdateModel(Round& round) {
     const auto t0 = std::chrono::steady_clock::now();
+    round.train_s = carried_train_s_;  // trained beside the last build for this round's search
+    carried_train_s_ = 0;
     if (!pending_.empty()) {
       RETURN_IF_ERROR(model_->Update(pending_));
-      round.train_s = SecondsSince(t0);
+      round.train_s += SecondsSince(t0);
       samples_given_ += static_cast<int64_t>(pending_.size());
       pending_.clear();
     }
@@ -536,15 +549,32 @@ class TuningJob {
   }
 
   // The next round: the model given the samples it has not seen, the search, the builds.
-  absl::Status PrepareRound(Round& round, const measure::Builder& builder) {
-    RETURN_IF_ERROR(UpdateModel(round));
-    RETURN_IF_ERROR(SearchRound(round));
+  // `searched`, when given, is called once the model is no longer used (after the search, or
+  // on an error before it).
+  absl::Status PrepareRound(Round& round, const measure::Builder& builder,
+                            const std::function<void()>& searched = nullptr) {
+    absl::Status status = UpdateModel(round);
+    if (status.ok()) status = SearchRound(round);
+    if (searched) searched();
+    RETURN_IF_ERROR(status);
     // A round measurer builds each share where it is measured.
     if (round.candidates.empty() || options_.measurer) return absl::OkStatus();
     const auto t = std::chrono::steady_clock::now();
     round.built = BuildCandidates(builder, round.candidates);
     round.build_s = SecondsSince(t);
     return absl::OkStatus();
+  }
+
+  // PrepareRound while the runner sets up the task's measurement on a second thread
+  // (Runner::Prepare: on cuda the kept worker's fork, context, inputs and reference), so that the
+  // first measurement does not wait for it. GPU targets without a round measurer only.
+  absl::Status PrepareRoundWarmingRunner(Round& round, const measure::Builder& builder) {
+    if (options_.measurer || !ctx_.target().is_gpu()) return PrepareRound(round, builder);
+    const ir::ComputeDAG dag = ctx_.dag();  // ctx_ may be replaced by the search meanwhile
+    std::thread warming([&] { runner_->Prepare(dag); });
+    absl::Status prepared = PrepareRound(round, builder);
+    warming.join();
+    return prepared;
   }
 
   // Measures the round's built candidates in batches of options.measure_batch (the whole round by
@@ -562,6 +592,30 @@ class TuningJob {
   // then appends the round line. Errors: the log's; kFailedPrecondition when every candidate
   // reported no_device.
   absl::Status FinishRound(Round& round);
+
+  // Gives the model the samples of `round` (measured, not yet finished) on the calling thread,
+  // so that training overlaps the next round's build instead of preceding its search: the model
+  // that searches the round after next is the same as without it. Call only while no other thread
+  // uses the model (after the next round's search). Its time is counted into the train_s of the
+  // next round that is searched.
+  absl::Status TrainBeside(Round& round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<costmodel::TrainingSample> samples;
+    samples.reserve(round.records.size());
+    for (size_t i = 0; i < round.records.size(); ++i) {
+      const Candidate* c = i < round.candidates.size() ? &round.candidates[i] : nullptr;
+      samples.push_back(SampleOf(round.records[i], c, ctx_, memory_bound_));
+    }
+    if (!pending_.empty()) {  // keep the order of Update calls that FinishRound would give
+      samples.insert(samples.begin(), pending_.begin(), pending_.end());
+      pending_.clear();
+    }
+    RETURN_IF_ERROR(model_->Update(samples));
+    samples_given_ += static_cast<int64_t>(samples.size());
+    round.trained_beside = true;
+    carried_train_s_ += SecondsSince(t0);
+    return absl::OkStatus();
+  }
 
   // The states of `round` are being measured: the next round must not repeat them, and the trial
   // budget counts them.
@@ -623,9 +677,10 @@ class TuningJob {
   static constexpr int64_t kFirstRoundMin = 16;
 
   // Keeps a record, its candidate (valid records seed the search) and its training sample.
-  void Add(MeasureRecord r, std::optional<Candidate> c) {
+  // `queue`: the record's sample waits for the model's next Update (false: already given).
+  void Add(MeasureRecord r, std::optional<Candidate> c, bool queue = true) {
     measured_.insert(RecordStateHash(r));
-    pending_.push_back(SampleOf(r, c, ctx_, memory_bound_));
+    if (queue) pending_.push_back(SampleOf(r, c, ctx_, memory_bound_));
     candidates_.push_back(std::move(c));
     records_.push_back(std::move(r));
   }
@@ -669,6 +724,7 @@ class TuningJob {
   int64_t in_flight_trials_ = 0;
   std::vector<costmodel::TrainingSample> pending_;  // samples not yet given to the model
   int64_t samples_given_ = 0;                       // samples passed to the model's Update so far
+  double carried_train_s_ = 0;  // TrainBeside's time, for the next searched round's train_s
   int64_t first_round_ = 1;
   int empty_rounds_ = 0;
   bool untuned_tried_ = false;
@@ -856,7 +912,7 @@ absl::Status TuningJob::FinishRound(Round& round) {
   bool all_no_device = true;
   for (size_t i = 0; i < round.records.size(); ++i) {
     if (round.records[i].result.error != measure::MeasureError::kNoDevice) all_no_device = false;
-    Add(std::move(round.records[i]), std::move(round.candidates[i]));
+    Add(std::move(round.records[i]), std::move(round.candidates[i]), !round.trained_beside);
     ++result_.new_trials;
   }
   const std::vector<MeasureRecord> round_records(records_.begin() + round.first_trial,
@@ -1010,12 +1066,35 @@ namespace {
 // or fork compile workers: neither child needs a lock the other side holds (malloc is fork-safe
 // in glibc; the compile workers run MLIR, which the measurement side never enters, and vice
 // versa for CUDA).
+// Once `round` is measured and `next` searched, the measuring thread gives the model `round`'s
+// samples (TuningJob::TrainBeside) while this thread builds `next`, so training is off the host's
+// path; skipped when no round will be searched after `next` (`trials` ends with it).
 absl::Status MeasureBesidePrepare(TuningJob& job, Round& round, Round& next,
-                                  const measure::Builder& builder) {
+                                  const measure::Builder& builder, int64_t trials) {
   absl::Status measured;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool searched = false;
   job.SetInFlight(round);
-  std::thread measuring([&] { measured = job.MeasureRound(round, builder); });
-  absl::Status prepared = job.PrepareRound(next, builder);
+  std::thread measuring([&] {
+    measured = job.MeasureRound(round, builder);
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return searched; });
+    lock.unlock();
+    const int64_t after_next = job.trials() + static_cast<int64_t>(round.records.size()) +
+                               static_cast<int64_t>(next.candidates.size());
+    if (measured.ok() && !next.candidates.empty() && after_next < trials &&
+        !SigintGuard::interrupted()) {
+      measured = job.TrainBeside(round);
+    }
+  });
+  absl::Status prepared = job.PrepareRound(next, builder, [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      searched = true;
+    }
+    cv.notify_one();
+  });
   measuring.join();
   job.ClearInFlight();
   next.overlapped = true;
@@ -1038,6 +1117,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
   const auto started = std::chrono::steady_clock::now();
   if (options.remeasure_best > 0) RETURN_IF_ERROR(job->Remeasure(builder, options.remeasure_best));
   std::optional<Round> round;  // searched and built, not yet measured
+  bool first = true;
   while (true) {
     if (SigintGuard::interrupted()) {
       job->result().interrupted = true;  // a prepared round is dropped unmeasured
@@ -1046,7 +1126,10 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
     if (!round) {
       if (job->trials() >= options.trials) break;
       round.emplace();
-      RETURN_IF_ERROR(job->PrepareRound(*round, builder));
+      // The first round is searched and built while the runner sets up its task.
+      RETURN_IF_ERROR(first ? job->PrepareRoundWarmingRunner(*round, builder)
+                            : job->PrepareRound(*round, builder));
+      first = false;
       if (job->Exhausted(*round)) break;
       if (round->candidates.empty()) {
         round.reset();
@@ -1056,11 +1139,18 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
     round->first_trial = job->trials();
     std::optional<Round> next;
     // Overlap once the task has records (the model has something to rank the next round with)
-    // and the budget leaves trials for another round.
+    // and the budget leaves trials for another round; from the first round when the model
+    // starts pretrained (it ranks without records) and the budget leaves more than one round
+    // after it (a small budget's second round is better searched after the first is measured:
+    // around its best, by a model that saw it).
     const int64_t after = job->trials() + static_cast<int64_t>(round->candidates.size());
-    if (options.overlap_rounds == 1 && job->trials() > 0 && after < options.trials) {
+    const bool has_records = job->trials() > 0;
+    const bool pretrained_start = !options.model_init.empty() && options.use_xgboost &&
+                                  options.trials - after > options.per_round;
+    if (options.overlap_rounds == 1 && (has_records || pretrained_start) &&
+        after < options.trials) {
       next.emplace();
-      RETURN_IF_ERROR(MeasureBesidePrepare(*job, *round, *next, builder));
+      RETURN_IF_ERROR(MeasureBesidePrepare(*job, *round, *next, builder, options.trials));
     } else {
       RETURN_IF_ERROR(job->MeasureRound(*round, builder));
     }

@@ -15,11 +15,17 @@
 // search gives the rest.
 //
 // Overlapped rounds (TuneOptions::overlap_rounds, on by default for GPU targets): once the task has
-// records, round r is measured on a second thread while round r + 1 is trained, searched and built
-// on this one, so the GPU is not idle while the host searches and compiles (each was about a third
-// of a round on the H200). The price: round r + 1 is chosen by a model that has not seen round r's
+// records (or from the first round when the model starts pretrained, TuneOptions::model_init, and
+// the budget leaves more than one round after it), round r is measured on a second thread while
+// round r + 1 is searched and built on this one, so the GPU is not idle while the host searches
+// and compiles (each was about a third of a round on the H200). The measuring thread, once round r
+// is measured and round r + 1 searched, gives the model round r's samples while round r + 1 builds
+// (the model that searches round r + 2 is the one it would be without this; its training time is
+// that round's train_s). The price: round r + 1 is chosen by a model that has not seen round r's
 // measurements (one round stale, as in asynchronous batch Bayesian optimization), and never
 // repeats a state of round r. Records and round lines are written exactly as without overlap.
+// The first round is searched and built while the runner sets up its measurement of the task
+// (measure::Runner::Prepare).
 //
 // Model quality: each round's candidates are scored by the current model (ScoreCandidates) before
 // they are measured; once measured they are records the model has never seen, so the round line

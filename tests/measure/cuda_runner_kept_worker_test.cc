@@ -4,7 +4,7 @@
 // tuner's overlapped rounds make them), its results equal a fresh runner's; a candidate that
 // faults in a later call costs one setup and the next candidate measures fine; one that writes
 // into its inputs is a wrong answer and the worker set up after it checks on pristine copies;
-// another task gets its own worker.
+// another task gets its own worker; Prepare sets a task up ahead of its first Run.
 #include <memory>
 #include <string>
 #include <thread>
@@ -108,6 +108,37 @@ TEST(CudaRunnerKeptWorkerGpuTest, SecondRunOfATaskSetsUpNoWorkerAndMatchesAFresh
     EXPECT_EQ(second[i].check.f64_max_abs_error, again[i].check.f64_max_abs_error) << i;
   }
   EXPECT_EQ(second[1].check.max_abs_error, again[1].check.max_abs_error);
+}
+
+// Prepare (the tuner calls it from a thread while it searches and builds the first round) sets the
+// task up ahead: the first Run then reports that setup and the task's data but sets up no other
+// worker, and measures as a fresh runner does. A second Prepare of the same task does nothing;
+// Prepare of another task replaces the worker.
+TEST(CudaRunnerKeptWorkerGpuTest, PrepareSetsUpTheTaskBeforeTheFirstRun) {
+  TS_SKIP_WITHOUT_DEVICE();
+  AddTask task = MakeAddTask(128, 256);
+  std::unique_ptr<Runner> m = MakeRunner(KernelReferenceOptions());
+  ASSERT_NE(m, nullptr);
+  std::thread([&] { m->Prepare(task.dag); }).join();
+  m->Prepare(task.dag);  // already set up
+  std::vector<MeasureResult> first = m->Run(task.dag, {task.good, task.doubled});
+  const RunUsage usage = m->last_run_usage();
+  EXPECT_EQ(usage.worker_setups, 1);  // the one Prepare set up
+  EXPECT_GT(usage.setup_ms, 0);
+  EXPECT_GT(usage.prepare_ms, 0);
+  ASSERT_EQ(first.size(), 2u);
+  ExpectFine(first[0]);
+  EXPECT_EQ(first[1].error, MeasureError::kWrongAnswer) << first[1].message;
+  std::vector<MeasureResult> second = m->Run(task.dag, {task.good});
+  EXPECT_EQ(m->last_run_usage().worker_setups, 0);
+  EXPECT_EQ(m->last_run_usage().prepare_ms, 0);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].check.max_abs_error, first[0].check.max_abs_error);
+
+  AddTask other = MakeAddTask(64, 32);
+  m->Prepare(other.dag);
+  ExpectFine(m->Run(other.dag, {other.good})[0]);
+  EXPECT_EQ(m->last_run_usage().worker_setups, 1);
 }
 
 TEST(CudaRunnerKeptWorkerGpuTest, FaultInALaterRunCostsOneSetupAndTheNextCandidateRuns) {

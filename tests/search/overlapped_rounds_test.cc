@@ -16,11 +16,13 @@
 
 #include "base/status_matchers.h"
 #include "base/target.h"
+#include "costmodel/xgboost_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "schedule/apply_step.h"
 #include "search/log_io.h"
 #include "search/measure_record.h"
+#include "search/training_data.h"
 #include "search/tuner.h"
 #include "tests/search/tiny_tune_options.h"
 
@@ -106,6 +108,68 @@ TEST(OverlappedRoundsTest, MeasureTheBudgetOnceEachWithAOneRoundStaleModel) {
     EXPECT_EQ(serial.log.rounds[r].measure_split.worker_setups, r == 0 ? 1 : 0);
     EXPECT_EQ(serial.log.rounds[r].train_samples, static_cast<int64_t>(r) * kPerRound);
   }
+}
+
+// A pretrained model ranks before the task has records, so with a budget of more than two rounds
+// the second round is searched while the first is measured; a budget whose second round is its
+// last keeps the second round after the first (searched around its best). The samples of an
+// overlapped round are given to the model beside the next build: every round's line still says
+// the model saw all rounds but the one measured during its search.
+TEST(OverlappedRoundsTest, APretrainedModelOverlapsFromTheFirstRound) {
+  const Target cpu = Target::HostCpu();
+  const std::string train_log = TempLog("pretrain_log");
+  ASSERT_TRUE(Tune(testing::SquareMatmul(32), cpu, Options(train_log, kTrials, 0)).ok());
+  search::TrainingDataOptions data_options;
+  data_options.target = cpu;
+  data_options.threads = 1;
+  absl::StatusOr<TrainingData> data = LoadTrainingData({train_log}, data_options);
+  ASSERT_TRUE(data.ok()) << data.status();
+  ASSERT_EQ(data->tasks.size(), 1u);
+  costmodel::XGBoostModel pretrained(costmodel::OnlineModelOptions(3, 1));
+  ASSERT_TRUE(pretrained.Update(data->tasks[0].samples).ok());
+  ASSERT_TRUE(pretrained.trained());
+  pretrained.set_info({costmodel::ModelTargetName(cpu), "{}"});
+  const std::string model = TempLog("pretrained") + ".model";
+  ASSERT_TRUE(pretrained.Save(model).ok());
+
+  const auto tune_from_model = [&](const std::string& name, int trials) {
+    const std::string path = TempLog(name);
+    TuneOptions o = Options(path, trials, 1);
+    o.model_init = model;
+    Job job{Tune(testing::SquareMatmul(24), cpu, o), {}};
+    absl::StatusOr<LogContents> log = ReadLog(path);
+    EXPECT_TRUE(log.ok()) << log.status();
+    if (log.ok()) job.log = *std::move(log);
+    std::remove(path.c_str());
+    return job;
+  };
+  const Job long_job = tune_from_model("from_model", kTrials);
+  ASSERT_TRUE(long_job.result.ok()) << long_job.result.status();
+  ASSERT_EQ(long_job.log.records.size(), static_cast<size_t>(kTrials));
+  std::unordered_set<uint64_t> states;
+  for (const MeasureRecord& r : long_job.log.records) {
+    EXPECT_TRUE(states.insert(StepsHash(r.steps)).second) << "trial " << r.trial << " repeats";
+  }
+  const std::vector<RoundRecord>& rounds = long_job.log.rounds;
+  ASSERT_EQ(rounds.size(), 4u);
+  EXPECT_FALSE(rounds[0].overlapped);
+  EXPECT_EQ(rounds[0].measure_split.worker_setups, 1);
+  for (size_t r = 1; r < rounds.size(); ++r) {
+    EXPECT_TRUE(rounds[r].overlapped) << "round " << r + 1;
+    EXPECT_EQ(rounds[r].measure_split.worker_setups, 0) << "round " << r + 1;
+    // Round r + 1 was searched while round r was measured: its model saw rounds 1 .. r - 1.
+    EXPECT_EQ(rounds[r].train_samples, static_cast<int64_t>(r - 1) * kPerRound)
+        << "round " << r + 1;
+  }
+
+  // Two rounds in all: the second is searched after the first is measured.
+  const Job short_job = tune_from_model("from_model_short", 2 * kPerRound);
+  ASSERT_TRUE(short_job.result.ok()) << short_job.result.status();
+  ASSERT_EQ(short_job.log.rounds.size(), 2u);
+  EXPECT_FALSE(short_job.log.rounds[1].overlapped);
+  EXPECT_EQ(short_job.log.rounds[1].train_samples, kPerRound);
+  std::remove(train_log.c_str());
+  std::remove(model.c_str());
 }
 
 TEST(OverlappedRoundsTest, AnUnevenBudgetEndsExactlyAndResumes) {
