@@ -53,6 +53,14 @@ TuneContext TuneContext::WithTensorCoreShare(double share) const {
   return out;
 }
 
+TuneContext TuneContext::WithEpsGreedy(double eps) const {
+  Shared shared = *shared_;
+  shared.options.eps_greedy = eps;
+  TuneContext out = *this;
+  out.shared_ = std::make_shared<const Shared>(std::move(shared));
+  return out;
+}
+
 TuneContext TuneContext::WithLoweringCache(std::shared_ptr<LoweringCache> cache) const {
   TuneContext out = *this;
   out.lowering_cache_ = std::move(cache);

@@ -77,6 +77,9 @@ class TuneContext {
   /// draws tensor-core sketches with probability `share` (AnnotationOptions::tensor_core_share);
   /// the tuner's measured family shares (search/sketch_family.h).
   TuneContext WithTensorCoreShare(double share) const;
+  /// A copy of this context (same task, generator state and lowering cache) whose evolutionary
+  /// search draws `eps` of its output at random (SearchOptions::eps_greedy).
+  TuneContext WithEpsGreedy(double eps) const;
 
   /// A copy of this context (same task, options and generator state) whose edited step lists
   /// are lowered through `cache` (internal::FinishEdit); null: no cache.

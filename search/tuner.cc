@@ -359,6 +359,10 @@ struct Round {
   /// The model was given this round's samples on the measuring thread, beside the next round's
   /// build (TrainBeside), so FinishRound queues none.
   bool trained_beside = false;
+  /// With a pretrained model: each model's scores of the candidates (the pretrained one's, the
+  /// online-only one's), whichever searched; judged once measured (TuningJob::JudgeModels).
+  std::vector<double> pretrained_scores;
+  std::vector<double> online_scores;
   std::vector<RankTiming> ranks;  // per rank, when TuneOptions::measurer spread the round
   double train_s = 0;
   double search_s = 0;
@@ -454,6 +458,7 @@ class TuningJob {
     carried_train_s_ = 0;
     if (!pending_.empty()) {
       RETURN_IF_ERROR(model_->Update(pending_));
+      if (online_) RETURN_IF_ERROR(online_->Update(pending_));
       round.train_s += SecondsSince(t0);
       samples_given_ += static_cast<int64_t>(pending_.size());
       pending_.clear();
@@ -477,20 +482,33 @@ class TuningJob {
     exclude.insert(in_flight_.begin(), in_flight_.end());
     if (n_local > 0) {
       ASSIGN_OR_RETURN(round.candidates, LocalSearchCandidates(ctx_, best, exclude, n_local,
-                                                               so.local_search_states, *model_));
+                                                               so.local_search_states, Active()));
     }
     round.local = static_cast<int64_t>(round.candidates.size());
     if (static_cast<int>(round.candidates.size()) < n) AddUntuned(round);
     for (const Candidate& c : round.candidates) exclude.insert(StepsHash(c.state.steps()));
     SetFamilyShare(round);
+    // A pretrained model not yet judged on this task's records shares the round with random
+    // states (kUnjudgedEpsGreedy): on held-out H200 workloads its top picks were worse than
+    // random ones (bench/NOTES.md).
+    const double eps = ctx_.options().eps_greedy;
+    const bool unjudged = online_ != nullptr && judged_records_ == 0;
+    if (unjudged) ctx_ = ctx_.WithEpsGreedy(std::max(eps, kUnjudgedEpsGreedy));
     // Called even for 0 states: it validates the search options.
-    ASSIGN_OR_RETURN(std::vector<Candidate> evolved,
-                     EvolutionarySearch(ctx_, sketches_, *model_, exclude, best,
-                                        n - static_cast<int>(round.candidates.size())));
-    for (Candidate& c : evolved) round.candidates.push_back(std::move(c));
+    absl::StatusOr<std::vector<Candidate>> evolved = EvolutionarySearch(
+        ctx_, sketches_, Active(), exclude, best, n - static_cast<int>(round.candidates.size()));
+    if (unjudged) ctx_ = ctx_.WithEpsGreedy(eps);
+    RETURN_IF_ERROR(evolved.status());
+    for (Candidate& c : *evolved) round.candidates.push_back(std::move(c));
     if (!round.candidates.empty()) {
-      DescribeModel(*model_, options_.model_init, samples_given_, &round.line);
-      ASSIGN_OR_RETURN(round.line.predicted, ScoreCandidates(round.candidates, ctx_, *model_));
+      DescribeModel(Active(), UseOnline() ? "" : options_.model_init, samples_given_, &round.line);
+      ASSIGN_OR_RETURN(round.line.predicted, ScoreCandidates(round.candidates, ctx_, Active()));
+      if (online_) {
+        ASSIGN_OR_RETURN(std::vector<double> other,
+                         ScoreCandidates(round.candidates, ctx_, UseOnline() ? *model_ : *online_));
+        round.pretrained_scores = UseOnline() ? other : round.line.predicted;
+        round.online_scores = UseOnline() ? round.line.predicted : std::move(other);
+      }
     }
     round.search_s = SecondsSince(t0);
     return absl::OkStatus();
@@ -611,6 +629,7 @@ class TuningJob {
       pending_.clear();
     }
     RETURN_IF_ERROR(model_->Update(samples));
+    if (online_) RETURN_IF_ERROR(online_->Update(samples));
     samples_given_ += static_cast<int64_t>(samples.size());
     round.trained_beside = true;
     carried_train_s_ += SecondsSince(t0);
@@ -655,6 +674,7 @@ class TuningJob {
         runner_(std::move(runner)),
         writer_(std::move(writer)),
         model_(MakeModel(options)),
+        online_(options.use_xgboost && !options.model_init.empty() ? MakeModel(options) : nullptr),
         memory_bound_(IsMemoryBound(
             ctx_.dag().Flops(),
             static_cast<double>(ctx_.dag().InputBytes() + ctx_.dag().OutputBytes()))) {}
@@ -675,6 +695,38 @@ class TuningJob {
                              std::max<int64_t>(kFirstRoundMin, options_.trials / 4));
   }
   static constexpr int64_t kFirstRoundMin = 16;
+  // The random share of a round searched by a pretrained model not yet judged on the task.
+  static constexpr double kUnjudgedEpsGreedy = 0.5;
+
+  // With a pretrained model, the model the search uses: the online-only one once it has ranked
+  // the task's measured rounds better (JudgeModels), the pretrained one before.
+  bool UseOnline() const {
+    return online_ != nullptr && judged_records_ > 0 && judged_[1] > judged_[0];
+  }
+  costmodel::CostModel& Active() { return UseOnline() ? *online_ : *model_; }
+
+  // Adds the round's held-out pairwise accuracy of each model (its scores were made before the
+  // round was measured), weighted by the round's valid records, to judged_.
+  void JudgeModels(const Round& round, const std::vector<MeasureRecord>& round_records) {
+    if (online_ == nullptr || round.pretrained_scores.size() != round_records.size() ||
+        round.online_scores.size() != round_records.size()) {
+      return;
+    }
+    std::vector<double> pretrained, online, actual;
+    for (size_t i = 0; i < round_records.size(); ++i) {
+      if (!round_records[i].valid()) continue;
+      pretrained.push_back(round.pretrained_scores[i]);
+      online.push_back(round.online_scores[i]);
+      actual.push_back(RecordMerit(round_records[i], ctx_.dag(), memory_bound_));
+    }
+    absl::StatusOr<double> a = costmodel::PairwiseRankingAccuracy(pretrained, actual);
+    absl::StatusOr<double> b = costmodel::PairwiseRankingAccuracy(online, actual);
+    if (!a.ok() || !b.ok()) return;
+    const double n = static_cast<double>(actual.size());
+    judged_[0] += *a * n;
+    judged_[1] += *b * n;
+    judged_records_ += static_cast<int64_t>(actual.size());
+  }
 
   // Keeps a record, its candidate (valid records seed the search) and its training sample.
   // `queue`: the record's sample waits for the model's next Update (false: already given).
@@ -715,6 +767,12 @@ class TuningJob {
   std::unique_ptr<measure::Runner> runner_;
   LogWriter writer_;
   std::unique_ptr<costmodel::CostModel> model_;
+  // With TuneOptions::model_init: an online-only model given the same samples as model_ (the
+  // warm-started one); the search uses the one with the better held-out ranking of the task's
+  // measured rounds (UseOnline). Null otherwise.
+  std::unique_ptr<costmodel::CostModel> online_;
+  double judged_[2] = {0, 0};   // summed held-out accuracy × valid records: model_, online_
+  int64_t judged_records_ = 0;  // valid records of the rounds both models scored
   const bool memory_bound_;
   std::vector<State> sketches_;
   std::vector<MeasureRecord> records_;
@@ -926,6 +984,7 @@ absl::Status TuningJob::FinishRound(Round& round) {
   line.local_search_trials = round.local;  // written when the fraction is > 0
   line.local_search_fraction = options_.search.local_search_fraction;
   ScoreRound(round_records, ctx_.dag(), memory_bound_, &line);
+  JudgeModels(round, round_records);
   line.train_s = round.train_s;
   line.search_s = round.search_s;
   line.build_s = round.build_s;

@@ -1,0 +1,102 @@
+// With a pretrained model (TuneOptions::model_init) the tuner also trains an online-only model on
+// the task's records and searches with whichever ranked the task's measured rounds better (each
+// scored a round before it was measured: held out). A pretrained model that ranks the task
+// backwards (trained on inverted merits of the same workload) must be dropped for the online one
+// after the first round; each round line names the initial model of the model that searched it
+// (empty: the online-only one).
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "base/target.h"
+#include "costmodel/xgboost_model.h"
+#include "gtest/gtest.h"
+#include "search/log_io.h"
+#include "search/measure_record.h"
+#include "search/training_data.h"
+#include "search/tuner.h"
+#include "tests/search/tiny_tune_options.h"
+
+namespace tilesearch::search {
+namespace {
+
+constexpr int kPerRound = 8;
+
+std::string TempPath(const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/pretrained_model_choice_test_" +
+                           std::to_string(::getpid()) + "_" + name;
+  std::remove(path.c_str());
+  return path;
+}
+
+TuneOptions Options(const std::string& log, int trials) {
+  TuneOptions o = testing::TinyCpuTuneOptions(log, trials, kPerRound, 5);
+  o.use_xgboost = true;
+  o.overlap_rounds = 0;
+  o.search.population = 32;
+  return o;
+}
+
+// A model trained on the log's samples with each merit m replaced by max + min - m (so the
+// fastest program looks slowest), saved for the cpu target.
+std::string InvertedModel(const std::string& log) {
+  TrainingDataOptions data_options;
+  data_options.target = Target::HostCpu();
+  data_options.threads = 1;
+  absl::StatusOr<TrainingData> data = LoadTrainingData({log}, data_options);
+  EXPECT_TRUE(data.ok()) << data.status();
+  if (!data.ok() || data->tasks.empty()) return "";
+  std::vector<costmodel::TrainingSample> samples = data->tasks[0].samples;
+  double lo = 0, hi = 0;
+  bool first = true;
+  for (const costmodel::TrainingSample& s : samples) {
+    if (s.throughput <= 0) continue;
+    lo = first ? s.throughput : std::min(lo, s.throughput);
+    hi = first ? s.throughput : std::max(hi, s.throughput);
+    first = false;
+  }
+  for (costmodel::TrainingSample& s : samples) {
+    if (s.throughput > 0) s.throughput = hi + lo - s.throughput;
+  }
+  costmodel::XGBoostModel model(costmodel::OnlineModelOptions(3, 1));
+  EXPECT_TRUE(model.Update(samples).ok());
+  EXPECT_TRUE(model.trained());
+  model.set_info({costmodel::ModelTargetName(Target::HostCpu()), "{}"});
+  const std::string path = TempPath("inverted.model");
+  EXPECT_TRUE(model.Save(path).ok());
+  return path;
+}
+
+TEST(PretrainedModelChoiceTest, APretrainedModelThatRanksTheTaskBackwardsIsDropped) {
+  const Target cpu = Target::HostCpu();
+  const std::string train_log = TempPath("train.jsonl");
+  ASSERT_TRUE(Tune(testing::SquareMatmul(32), cpu, Options(train_log, 6 * kPerRound)).ok());
+  const std::string model = InvertedModel(train_log);
+  ASSERT_FALSE(model.empty());
+
+  const std::string log = TempPath("tune.jsonl");
+  TuneOptions o = Options(log, 5 * kPerRound);
+  o.model_init = model;
+  absl::StatusOr<TuneResult> result = Tune(testing::SquareMatmul(32), cpu, o);
+  ASSERT_TRUE(result.ok()) << result.status();
+  absl::StatusOr<LogContents> contents = ReadLog(log);
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  const std::vector<RoundRecord>& rounds = contents->rounds;
+  ASSERT_EQ(rounds.size(), 5u);
+  EXPECT_EQ(rounds[0].model_init, model);  // nothing judged yet: the pretrained model searches
+  // Its held-out accuracy on the first rounds is below chance, the untrained online model's is
+  // chance: from the second round on the online model searches.
+  EXPECT_LT(rounds[0].pairwise_accuracy, 0.5);
+  int online_rounds = 0;
+  for (size_t r = 1; r < rounds.size(); ++r) online_rounds += rounds[r].model_init.empty() ? 1 : 0;
+  EXPECT_GE(online_rounds, 3) << "rounds searched by the online-only model";
+  EXPECT_EQ(contents->records.size(), static_cast<size_t>(5 * kPerRound));
+  std::remove(train_log.c_str());
+  std::remove(log.c_str());
+  std::remove(model.c_str());
+}
+
+}  // namespace
+}  // namespace tilesearch::search
