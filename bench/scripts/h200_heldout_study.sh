@@ -23,6 +23,9 @@
 # the case 50 s after its KILL_S; the table notes a long run cut short),
 # LONG_S / SHORT_S / PREDICT_S / MEASURE_S (per-command limits: 200 / 90 / 120 / 120; SIGINT,
 # then SIGKILL KILL_S, default 20, later),
+# PARTS (which of predict, long, pretrained, online, measure to run; default all: a later call can
+# run the short tunes again, e.g. with another SEED, and the report reads the long runs of an
+# earlier call copied into the same folders),
 # MODEL_INIT (a model file for the long and pretrained tunes and for predict; default: the shipped
 # model of the target), PREDICT_LOGS (archives predict transfers from, default
 # bench/logs/h200-*.tar.xz), WORKLOADS (default bench/heldout_workloads.txt), TILESEARCH (a
@@ -66,6 +69,8 @@ for v in CALL_S CASE_MIN_S LONG_TRIALS SHORT_TRIALS LONG_S SHORT_S PREDICT_S MEA
   fi
   printf -v "$v" '%d' "$((10#${!v}))"
 done
+PARTS=${PARTS:-predict long pretrained online measure}
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 stamp() { date -u +%FT%TZ; }
 left() { echo $(( CALL_S - ($(date +%s) - call_start) )); }
 # cap LIMIT RESERVE: LIMIT, or less so that RESERVE seconds of the call stay after the command's
@@ -157,22 +162,24 @@ for c in "${cases[@]}"; do
     "${MODEL_INIT:-default}" >>"$d/case.tsv"
   : >"$d/times.tsv"
   logs=(); [[ -s "$pool/$op.jsonl" ]] && logs=(--log "$pool/$op.jsonl")
-  timed predict "$(cap "$PREDICT_S" 120)" "$d" "$ts" predict "${argv[@]}" --target "$TARGET" \
+  part predict && timed predict "$(cap "$PREDICT_S" 120)" "$d" "$ts" predict "${argv[@]}" --target "$TARGET" \
     "${predict_model[@]}" "${logs[@]}" --no-check --schedule-out "$d/predicted.json"
-  timed long "$(cap "$LONG_S" 50)" "$d" "$ts" tune "${argv[@]}" --target "$TARGET" \
+  part long && timed long "$(cap "$LONG_S" 50)" "$d" "$ts" tune "${argv[@]}" --target "$TARGET" \
     --trials "$LONG_TRIALS" --seed "$SEED" --log "$d/long.jsonl" "${init_args[@]}"
-  timed pretrained "$(cap "$SHORT_S" 25)" "$d" "$ts" tune "${argv[@]}" --target "$TARGET" \
+  part pretrained && timed pretrained "$(cap "$SHORT_S" 25)" "$d" "$ts" tune "${argv[@]}" --target "$TARGET" \
     --trials "$SHORT_TRIALS" --seed "$SEED" --log "$d/pretrained.jsonl" "${init_args[@]}"
-  timed online "$(cap "$SHORT_S" 12)" "$d" "$ts" tune "${argv[@]}" --target "$TARGET" \
+  part online && timed online "$(cap "$SHORT_S" 12)" "$d" "$ts" tune "${argv[@]}" --target "$TARGET" \
     --trials "$SHORT_TRIALS" --seed "$SEED" --log "$d/online.jsonl" --model-init none
-  if [[ -s "$d/long.jsonl" ]] && python3 bench/scripts/logged_best_schedule.py "$d/long.jsonl" \
+  if ! part measure; then
+    :
+  elif [[ -s "$d/long.jsonl" ]] && python3 bench/scripts/logged_best_schedule.py "$d/long.jsonl" \
       "$d/tuned.json"; then
     timed measure_tuned "$(cap "$MEASURE_S" 5)" "$d" "$ts" measure --schedule "$d/tuned.json" \
       --target "$TARGET" --json "$d/measure_tuned.json"
   else
     echo "   $name: no valid record in long.jsonl, nothing to measure"
   fi
-  if [[ -s "$d/predicted.json" ]]; then
+  if part measure && [[ -s "$d/predicted.json" ]]; then
     timed measure_predicted "$(cap "$MEASURE_S" 0)" "$d" "$ts" measure --schedule \
       "$d/predicted.json" --target "$TARGET" --json "$d/measure_predicted.json"
   fi
