@@ -457,8 +457,7 @@ class TuningJob {
     round.train_s = carried_train_s_;  // trained beside the last build for this round's search
     carried_train_s_ = 0;
     if (!pending_.empty()) {
-      RETURN_IF_ERROR(model_->Update(pending_));
-      if (online_) RETURN_IF_ERROR(online_->Update(pending_));
+      RETURN_IF_ERROR(UpdateModels(pending_));
       round.train_s += SecondsSince(t0);
       samples_given_ += static_cast<int64_t>(pending_.size());
       pending_.clear();
@@ -628,8 +627,7 @@ class TuningJob {
       samples.insert(samples.begin(), pending_.begin(), pending_.end());
       pending_.clear();
     }
-    RETURN_IF_ERROR(model_->Update(samples));
-    if (online_) RETURN_IF_ERROR(online_->Update(samples));
+    RETURN_IF_ERROR(UpdateModels(samples));
     samples_given_ += static_cast<int64_t>(samples.size());
     round.trained_beside = true;
     carried_train_s_ += SecondsSince(t0);
@@ -697,6 +695,19 @@ class TuningJob {
   static constexpr int64_t kFirstRoundMin = 16;
   // The random share of a round searched by a pretrained model not yet judged on the task.
   static constexpr double kUnjudgedEpsGreedy = 0.5;
+
+  // Gives `samples` to the model and, with a pretrained one, to the online-only model on a second
+  // thread (separate boosters: XGBoost allows it; each trains on few records, so two at once use
+  // the cores better than one after the other).
+  absl::Status UpdateModels(const std::vector<costmodel::TrainingSample>& samples) {
+    if (online_ == nullptr) return model_->Update(samples);
+    absl::Status online_status;
+    std::thread online([&] { online_status = online_->Update(samples); });
+    const absl::Status status = model_->Update(samples);
+    online.join();
+    RETURN_IF_ERROR(status);
+    return online_status;
+  }
 
   // With a pretrained model, the model the search uses: the online-only one once it has ranked
   // the task's measured rounds better (JudgeModels), the pretrained one before.
