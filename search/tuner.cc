@@ -375,6 +375,10 @@ struct Round {
 // model and the samples it has not seen yet, the log and the runner.
 class TuningJob {
  public:
+  // A training still running (a round ended in an error) is waited for: it uses the models.
+  ~TuningJob() {
+    if (training_.joinable()) training_.join();
+  }
   // Resume / setup: reads the task's records from the log, opens it for appending, creates the
   // runner, the model and the sketches.
   static absl::StatusOr<std::unique_ptr<TuningJob>> Open(const schedule::Workload& workload,
@@ -451,8 +455,10 @@ class TuningJob {
   measure::Runner& runner() { return *runner_; }
   const TuneContext& ctx() const { return ctx_; }
 
-  // Gives the model the samples it has not seen (resumed records, the last round's).
+  // Gives the model the samples it has not seen (resumed records, the last round's), after the
+  // training TrainBeside started, if any, has ended.
   absl::Status UpdateModel(Round& round) {
+    RETURN_IF_ERROR(JoinTraining());
     const auto t0 = std::chrono::steady_clock::now();
     round.train_s = carried_train_s_;  // trained beside the last build for this round's search
     carried_train_s_ = 0;
@@ -610,12 +616,13 @@ class TuningJob {
   // reported no_device.
   absl::Status FinishRound(Round& round);
 
-  // Gives the model the samples of `round` (measured, not yet finished) on the calling thread,
-  // so that training overlaps the next round's build instead of preceding its search: the model
-  // that searches the round after next is the same as without it. Call only while no other thread
-  // uses the model (after the next round's search). Its time is counted into the train_s of the
-  // next round that is searched.
-  absl::Status TrainBeside(Round& round) {
+  // Featurizes the samples of `round` (measured, not yet finished) and starts giving them to the
+  // models on a thread of its own (training_, joined by the next UpdateModel), so that training
+  // overlaps the next round's build and the start of its measurement instead of preceding the
+  // search or holding up the GPU: the model that searches the round after next is the same as
+  // without it. Call only after the next round's search (ctx_ and the models are then left
+  // alone until UpdateModel). Its time is counted into the train_s of the next searched round.
+  void TrainBeside(Round& round) {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<costmodel::TrainingSample> samples;
     samples.reserve(round.records.size());
@@ -627,11 +634,22 @@ class TuningJob {
       samples.insert(samples.begin(), pending_.begin(), pending_.end());
       pending_.clear();
     }
-    RETURN_IF_ERROR(UpdateModels(samples));
     samples_given_ += static_cast<int64_t>(samples.size());
     round.trained_beside = true;
-    carried_train_s_ += SecondsSince(t0);
-    return absl::OkStatus();
+    const double featurize_s = SecondsSince(t0);
+    training_ = std::thread([this, featurize_s, samples = std::move(samples)] {
+      const auto t1 = std::chrono::steady_clock::now();
+      training_status_ = UpdateModels(samples);
+      carried_train_s_ += featurize_s + SecondsSince(t1);
+    });
+  }
+
+  // Waits for the training TrainBeside started, if any; its error.
+  absl::Status JoinTraining() {
+    if (training_.joinable()) training_.join();
+    absl::Status status = std::move(training_status_);
+    training_status_ = absl::OkStatus();
+    return status;
   }
 
   // The states of `round` are being measured: the next round must not repeat them, and the trial
@@ -793,7 +811,9 @@ class TuningJob {
   int64_t in_flight_trials_ = 0;
   std::vector<costmodel::TrainingSample> pending_;  // samples not yet given to the model
   int64_t samples_given_ = 0;                       // samples passed to the model's Update so far
-  double carried_train_s_ = 0;  // TrainBeside's time, for the next searched round's train_s
+  double carried_train_s_ = 0;    // TrainBeside's time, for the next searched round's train_s
+  std::thread training_;          // TrainBeside's training of the models, joined by UpdateModel
+  absl::Status training_status_;  // its result
   int64_t first_round_ = 1;
   int empty_rounds_ = 0;
   bool untuned_tried_ = false;
@@ -1086,6 +1106,9 @@ bool TuningJob::StopEarly() {
 }
 
 TuneResult TuningJob::Finish() {
+  if (absl::Status trained = JoinTraining(); !trained.ok() && !options_.quiet) {
+    std::cerr << "tune: warning: the last model update failed: " << trained << "\n";
+  }
   if (SigintGuard::interrupted()) result_.interrupted = true;
   if (result_.interrupted && !options_.quiet) {
     std::cerr << "tune: interrupted after " << records_.size() << " trials (all logged to "
@@ -1136,9 +1159,10 @@ namespace {
 // or fork compile workers: neither child needs a lock the other side holds (malloc is fork-safe
 // in glibc; the compile workers run MLIR, which the measurement side never enters, and vice
 // versa for CUDA).
-// Once `round` is measured and `next` searched, the measuring thread gives the model `round`'s
-// samples (TuningJob::TrainBeside) while this thread builds `next`, so training is off the host's
-// path; skipped when no round will be searched after `next` (`trials` ends with it).
+// Once `round` is measured and `next` searched, the measuring thread starts the models' training on
+// `round`'s samples on a thread of its own (TuningJob::TrainBeside), which runs beside the rest of
+// `next`'s build and the start of its measurement, so that neither the host nor the GPU waits for
+// it; skipped when no round will be searched after `next` (`trials` ends with it).
 absl::Status MeasureBesidePrepare(TuningJob& job, Round& round, Round& next,
                                   const measure::Builder& builder, int64_t trials) {
   absl::Status measured;
@@ -1155,7 +1179,7 @@ absl::Status MeasureBesidePrepare(TuningJob& job, Round& round, Round& next,
                                static_cast<int64_t>(next.candidates.size());
     if (measured.ok() && !next.candidates.empty() && after_next < trials &&
         !SigintGuard::interrupted()) {
-      measured = job.TrainBeside(round);
+      job.TrainBeside(round);
     }
   });
   absl::Status prepared = job.PrepareRound(next, builder, [&] {

@@ -86,12 +86,11 @@ TEST(PretrainedModelChoiceTest, APretrainedModelThatRanksTheTaskBackwardsIsDropp
   const std::vector<RoundRecord>& rounds = contents->rounds;
   ASSERT_EQ(rounds.size(), 5u);
   EXPECT_EQ(rounds[0].model_init, model);  // nothing judged yet: the pretrained model searches
-  // Its held-out accuracy on the first rounds is below chance, the untrained online model's is
-  // chance: from the second round on the online model searches.
-  EXPECT_LT(rounds[0].pairwise_accuracy, 0.5);
-  int online_rounds = 0;
-  for (size_t r = 1; r < rounds.size(); ++r) online_rounds += rounds[r].model_init.empty() ? 1 : 0;
-  EXPECT_GE(online_rounds, 3) << "rounds searched by the online-only model";
+  // Its held-out accuracy on the first round is below chance, the untrained online model's is
+  // chance (all its scores are equal): the second round is searched by the online model (which by
+  // then has the first round's records). Later rounds go to whichever ranked better so far.
+  ASSERT_LT(rounds[0].pairwise_accuracy, 0.5);
+  EXPECT_TRUE(rounds[1].model_init.empty()) << rounds[1].model_init;
   EXPECT_EQ(contents->records.size(), static_cast<size_t>(5 * kPerRound));
   std::remove(train_log.c_str());
   std::remove(log.c_str());
