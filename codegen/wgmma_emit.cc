@@ -16,6 +16,21 @@
 // wgmma's chained through their accumulators, commit, then wait_group `pending`: 0 keeps the
 // statement synchronous; 1 lets this group run on while the warpgroup issues the next tile's fills
 // (the lowering keeps those off the tiles in flight).
+//
+// No accumulator register may be written between wgmma.fence and the wgmma's that read it, nor
+// while another wgmma is in flight: ptxas then injects warpgroup.arrive / warpgroup.wait (its
+// notes C7519 / C7517) and serializes the wgmma's. The values are loaded before the fence, but
+// LLVM materializes a constant operand of the wgmma's inline asm right before the asm: the zeros
+// of a freshly cleared accumulator (the TF32 kinds clear theirs every k tile; a bf16 k loop that
+// LLVM unrolls hands the first wgmma the initial zeros) landed after the fence, one 64-row half's
+// after the other half's wgmma was issued. So the loaded values pass through an empty volatile
+// asm ("+f" on every register, as CUTLASS's warpgroup_fence_operand) before the fence: whatever
+// defines them is placed before it, and the asm itself emits nothing. (scale-d = 0 on a cleared
+// accumulator's first wgmma would drop the zeroing, but its undefined input registers stay live
+// for ptxas across the k loop: up to 15 registers more, and no faster on the H200.)
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "codegen/emitter.h"
@@ -54,12 +69,11 @@ class WgmmaWriter {
     auto st = mlir::LLVM::LLVMStructType::getLiteral(ctx, llvm::SmallVector<mlir::Type>(regs, f32));
     std::vector<mlir::Value> d(n_.m_tiles);
     for (int64_t i = 0; i < n_.m_tiles; ++i) {
-      mlir::Value s = mlir::LLVM::PoisonOp::create(b_, loc_, st);
+      std::vector<mlir::Value> v(regs);
       for (int64_t r = 0; r < regs; ++r) {
-        mlir::Value v = mlir::memref::LoadOp::create(b_, loc_, acc, AccIndices(i, r));
-        s = mlir::LLVM::InsertValueOp::create(b_, loc_, s, v, r);
+        v[r] = mlir::memref::LoadOp::create(b_, loc_, acc, AccIndices(i, r));
       }
-      d[i] = s;
+      d[i] = InRegisters(st, v);
     }
     mlir::NVVM::FenceProxyOp::create(
         b_, loc_, mlir::NVVM::ProxyKindAttr::get(ctx, mlir::NVVM::ProxyKind::async_shared),
@@ -96,6 +110,21 @@ class WgmmaWriter {
   }
 
  private:
+  // The struct `st` of `values`, which an empty volatile asm (each register read and written in
+  // place, "+f") holds in their registers from here on: what defines them (a constant, say) is
+  // placed before this point, not next to the wgmma that reads them.
+  mlir::Value InRegisters(mlir::Type st, const std::vector<mlir::Value>& values) {
+    std::string constraints;
+    for (size_t r = 0; r < values.size(); ++r) absl::StrAppend(&constraints, r ? "," : "", "=f");
+    for (size_t r = 0; r < values.size(); ++r) absl::StrAppend(&constraints, ",", r);
+    return mlir::LLVM::InlineAsmOp::create(
+               b_, loc_, st, values, "", constraints, /*has_side_effects=*/true,
+               /*is_align_stack=*/false, mlir::LLVM::tailcallkind::TailCallKind::None,
+               mlir::LLVM::AsmDialectAttr::get(b_.getContext(), mlir::LLVM::AsmDialect::AD_ATT),
+               mlir::ArrayAttr())
+        .getRes();
+  }
+
   mlir::Value I64(int64_t v) {
     return arith::ConstantOp::create(b_, loc_, b_.getI64IntegerAttr(v));
   }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,24 @@ inline void ExpectPtxasAccepts(const std::string& ptx, const std::string& stem_p
   const std::string cmd = std::string(kPtxas) + " -arch=" + arch + " " + in + " -o " + dir + "/" +
                           stem + ".cubin > " + log + " 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << ptx;
+}
+
+/// What ptxas -arch=`arch` prints (stdout and stderr) assembling `ptx`, its notes included (e.g.
+/// "(C7519) warpgroup.arrive is injected ..."), expecting it to succeed; nullopt where ptxas is
+/// absent (the caller skips).
+inline std::optional<std::string> PtxasLog(const std::string& ptx, const std::string& stem_prefix,
+                                           const std::string& arch = "sm_90") {
+  if (!std::filesystem::exists(kPtxas)) return std::nullopt;
+  const std::string dir = ::testing::TempDir();
+  const std::string stem = stem_prefix + "_" + std::to_string(::getpid());
+  const std::string in = dir + "/" + stem + ".ptx";
+  const std::string log = dir + "/" + stem + ".log";
+  std::ofstream(in) << ptx;
+  const std::string cmd = std::string(kPtxas) + " -arch=" + arch + " " + in + " -o " + dir + "/" +
+                          stem + ".cubin > " + log + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << ptx;
+  std::ifstream f(log);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
 /// A lowered schedule and its PTX.

@@ -3,7 +3,13 @@
 // with the operand layouts as transposes, the shared window is 1024-byte aligned, and
 // ptxas -arch=sm_90a assembles the result (skipped where ptxas is absent). A module compiled for
 // another arch is refused by name.
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "codegen/codegen.h"
@@ -23,6 +29,8 @@ struct Problem {
   std::string kind;  // f16 / bf16 / tf32 / tf32x3
   bool transpose_b = false;
   int64_t wm = 64, wn = 128, bk = 64;
+  int pipeline = 3;
+  int64_t k = 192;  // the reduction (A is 256 x k)
 };
 
 std::vector<LaunchConfig> Launches(const schedule::LoweredKernel& k) {
@@ -38,8 +46,8 @@ std::vector<LaunchConfig> Launches(const schedule::LoweredKernel& k) {
 
 absl::StatusOr<schedule::LoweredKernel> LowerWgmma(const Problem& p) {
   ir::OpArgs args;
-  args.shapes = {{256, 192},
-                 p.transpose_b ? std::vector<int64_t>{256, 192} : std::vector<int64_t>{192, 256}};
+  args.shapes = {{256, p.k},
+                 p.transpose_b ? std::vector<int64_t>{256, p.k} : std::vector<int64_t>{p.k, 256}};
   args.dtype = p.kind == "bf16"  ? ir::ScalarType::kBFloat16
                : p.kind == "f16" ? ir::ScalarType::kFloat16
                                  : ir::ScalarType::kFloat32;
@@ -57,7 +65,7 @@ absl::StatusOr<schedule::LoweredKernel> LowerWgmma(const Problem& p) {
   t.block_k = p.bk;
   t.warp_m = p.wm;
   t.warp_n = p.wn;
-  t.pipeline = 3;
+  t.pipeline = p.pipeline;
   t.pad = 0;
   ASSIGN_OR_RETURN(s, schedule::ApplyStep(s, t));
   Target target;
@@ -168,6 +176,91 @@ TEST(WgmmaPtx, ConvolutionGathersWithZeroFillingCopies) {
   EXPECT_GE(Count(m->ptx, "cp.async.ca.shared.global"), 1);
   EXPECT_GE(Count(m->ptx, ", 4, %r"), 1) << m->ptx.substr(0, 4000);
   ExpectPtxasAccepts(m->ptx, "wgmma_conv_gather", "sm_90a");
+}
+
+// The registers of `text`'s first brace list ("{%r1, %r2}") or, without braces, of its first
+// comma-separated operand.
+std::vector<std::string> Registers(const std::string& text) {
+  const size_t open = text.find('{');
+  std::string list = open == std::string::npos
+                         ? text.substr(0, text.find(','))
+                         : text.substr(open + 1, text.find('}', open) - open - 1);
+  std::vector<std::string> out;
+  for (size_t p = list.find('%'); p != std::string::npos; p = list.find('%', p + 1)) {
+    size_t e = p + 1;
+    while (e < list.size() && std::isalnum(static_cast<unsigned char>(list[e]))) ++e;
+    out.push_back(list.substr(p, e - p));
+  }
+  return out;
+}
+
+// Per wgmma.fence ... wgmma.commit_group region of `ptx`: the instructions in it that write a
+// register some wgmma of the region uses as its accumulator ("line: instruction"). Such a write
+// (say the zeroing of one 64-row half while the other half's wgmma is in flight) makes ptxas
+// inject warpgroup.arrive / warpgroup.wait and serialize the wgmma's.
+std::vector<std::string> AccumulatorWritesInFencedRegions(const std::string& ptx) {
+  std::vector<std::string> lines;
+  for (size_t p = 0; p < ptx.size();) {
+    const size_t e = std::min(ptx.find('\n', p), ptx.size());
+    lines.push_back(ptx.substr(p, e - p));
+    p = e + 1;
+  }
+  std::vector<std::string> bad;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find("wgmma.fence.sync.aligned") == std::string::npos) continue;
+    size_t end = i + 1;
+    while (end < lines.size() && lines[end].find("wgmma.commit_group") == std::string::npos) ++end;
+    std::set<std::string> acc;
+    std::vector<std::pair<size_t, std::vector<std::string>>> writes;
+    for (size_t j = i + 1; j < end; ++j) {
+      const std::string& l = lines[j];
+      const size_t op = l.find_first_not_of(" \t");
+      if (op == std::string::npos || l[op] == '/' || l[op] == '{' || l[op] == '}' || l[op] == '.' ||
+          l[op] == '$' || l.compare(op, 13, "setp.ne.b32 p") == 0) {
+        continue;  // comments, the inline asm's braces and predicate, labels
+      }
+      const size_t args = l.find_first_of(" \t", op);
+      if (args == std::string::npos) continue;
+      if (l.find("wgmma.mma_async") != std::string::npos) {
+        for (const std::string& r : Registers(l.substr(args))) acc.insert(r);
+      } else if (l.compare(op, 2, "st") != 0) {  // a store writes memory, not its first operand
+        writes.emplace_back(j, Registers(l.substr(args)));
+      }
+    }
+    for (const auto& [j, regs] : writes) {
+      for (const std::string& r : regs) {
+        if (acc.count(r)) bad.push_back(absl::StrCat(j + 1, ": ", lines[j]));
+      }
+    }
+    i = end;
+  }
+  return bad;
+}
+
+// ptxas serializes wgmma's whose accumulator registers are written after wgmma.fence (its notes
+// C7519 "warpgroup.arrive is injected ... to allow use of registers in GMMA" and C7517). The TF32
+// kinds clear their per-k-tile accumulator before every k tile, and with a 128-row warp tile (two
+// 64-row halves) the zeros of one half were written after the other half's wgmma was issued; a
+// bfloat16 kernel whose few k tiles are unrolled (4 tiles in a ring of 5) handed its first wgmma
+// the cleared accumulator's zeros the same way. Every accumulator value is in its register before
+// the fence.
+TEST(WgmmaPtx, NoAccumulatorWriteBetweenFenceAndCommit) {
+  for (const Problem& p :
+       {Problem{"tf32x3", false, 128, 64, 16}, Problem{"tf32x3", true, 128, 32, 8},
+        Problem{"tf32", false, 128, 32, 8}, Problem{"tf32x3", false, 64, 64, 32},
+        Problem{"bf16", true, 128, 32, 16, 5, 64}, Problem{"bf16", true, 128, 128, 16}}) {
+    SCOPED_TRACE(absl::StrCat(p.kind, " warp tile ", p.wm, "x", p.wn, " bk ", p.bk));
+    const std::string ptx = WgmmaPtx(p);
+    ASSERT_FALSE(ptx.empty());
+    ASSERT_GE(Count(ptx, "wgmma.fence.sync.aligned"), 2);
+    const std::vector<std::string> bad = AccumulatorWritesInFencedRegions(ptx);
+    EXPECT_TRUE(bad.empty()) << bad.size() << " accumulator writes after wgmma.fence, first "
+                             << (bad.empty() ? "" : bad[0]);
+    const std::optional<std::string> log = PtxasLog(ptx, "wgmma_fenced_" + p.kind, "sm_90a");
+    if (!log) GTEST_SKIP() << "ptxas not found at " << kPtxas << "; PTX not assembled";
+    EXPECT_EQ(Count(*log, "C7519"), 0) << *log;
+    EXPECT_EQ(Count(*log, "C7517"), 0) << *log;
+  }
 }
 
 TEST(WgmmaPtx, AnotherArchIsRefused) {
