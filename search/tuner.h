@@ -107,7 +107,12 @@ struct TuneOptions {
   bool use_xgboost = true;
   /// A pretrained model file (`tilesearch train-model`) the learned model starts from and keeps
   /// boosting on top of with the task's records (XGBoostModel::SetInitialModel); "" = start
-  /// untrained. Must be a model of the tuning target (kind and arch) and this build's features.
+  /// untrained. With one, an online-only model learns the same records beside it and each round
+  /// is searched by whichever ranked the task's measured rounds better (pairwise accuracy of the
+  /// scores each gave a round before it was measured); until a round is judged, half of a round is
+  /// drawn at random (eps-greedy 0.5). Round lines name the initial model of the model that
+  /// searched (empty: the online-only one). Why: on eight held-out H200 workloads the pretrained
+  /// model's own picks were worse than random ones (bench/results/h200-2026-12-03-heldout-*.md). Must be a model of the tuning target (kind and arch) and this build's features.
   /// Recorded in every round line ("model_init").
   std::string model_init;
   /// XGBoost training threads (XGBoostOptions::nthread); 0 = every usable core. Training data is
