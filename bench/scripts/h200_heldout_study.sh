@@ -27,8 +27,9 @@
 # run the short tunes again, e.g. with another SEED, and the report reads the long runs of an
 # earlier call copied into the same folders),
 # MODEL_INIT (a model file for the long and pretrained tunes and for predict; default: the shipped
-# model of the target), PREDICT_LOGS (archives predict transfers from, default
-# bench/logs/h200-*.tar.xz), WORKLOADS (default bench/heldout_workloads.txt), TILESEARCH (a
+# model of the target; required on cpu), PREDICT_LOGS (archives predict transfers from, set and
+# empty: none; default bench/logs/h200-*.tar.xz), WORKLOADS (default
+# bench/heldout_workloads.txt), TILESEARCH (a
 # tilesearch binary instead of the unpacked device pack), WORK (scratch folder, default
 # /tmp/heldout-study-work).
 # A test of the plumbing on the host CPU (small workloads, minutes):
@@ -61,7 +62,7 @@ PREDICT_S=${PREDICT_S:-120}
 MEASURE_S=${MEASURE_S:-120}
 KILL_S=${KILL_S:-20}
 WORKLOADS=${WORKLOADS:-bench/heldout_workloads.txt}
-PREDICT_LOGS=${PREDICT_LOGS:-bench/logs/h200-*.tar.xz}
+PREDICT_LOGS=${PREDICT_LOGS-bench/logs/h200-*.tar.xz}  # set and empty: no archives
 [[ "$SEED" =~ ^[0-9]+$ ]] || { echo "SEED=$SEED: want an integer >= 0"; exit 2; }
 for v in CALL_S CASE_MIN_S LONG_TRIALS SHORT_TRIALS LONG_S SHORT_S PREDICT_S MEASURE_S KILL_S; do
   if ! [[ "${!v}" =~ ^[0-9]+$ ]] || (( 10#${!v} == 0 )); then
@@ -70,7 +71,23 @@ for v in CALL_S CASE_MIN_S LONG_TRIALS SHORT_TRIALS LONG_S SHORT_S PREDICT_S MEA
   printf -v "$v" '%d' "$((10#${!v}))"
 done
 PARTS=${PARTS:-predict long pretrained online measure}
+for p in $PARTS; do
+  case "$p" in predict|long|pretrained|online|measure) ;;
+    *) echo "PARTS=$PARTS: unknown part '$p' (want some of predict long pretrained online measure)"
+       exit 2 ;;
+  esac
+done
+read -r -a parts_list <<<"$PARTS"
+(( ${#parts_list[@]} )) || { echo "PARTS is blank: nothing to run"; exit 2; }
+PARTS="${parts_list[*]}"
 part() { [[ " $PARTS " == *" $1 "* ]]; }
+if [[ -n "${MODEL_INIT:-}" && "$MODEL_INIT" != none && ! -f "$MODEL_INIT" ]]; then
+  echo "MODEL_INIT=$MODEL_INIT: no such model file"; exit 2
+fi
+if [[ "$TARGET" != cuda* && -z "${MODEL_INIT:-}" ]] && { part long || part pretrained || part predict; }; then
+  echo "TARGET=$TARGET has no shipped model: set MODEL_INIT to a model of it (train-model), or" \
+    "the long and pretrained tunes would be online only"; exit 2
+fi
 stamp() { date -u +%FT%TZ; }
 left() { echo $(( CALL_S - ($(date +%s) - call_start) )); }
 # cap LIMIT RESERVE: LIMIT, or less so that RESERVE seconds of the call stay after the command's

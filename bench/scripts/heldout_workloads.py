@@ -19,6 +19,7 @@ tuning logs, and check the file against tilesearch and the committed logs.
       and may hold them). Exit 1 when a key differs or another archive holds one.
 """
 import argparse
+import errno
 import json
 import os
 import re
@@ -73,7 +74,7 @@ def jsonl_files(paths):
         elif os.path.isfile(p):
             yield p
         else:
-            raise FileNotFoundError(p)
+            raise FileNotFoundError(errno.ENOENT, "no such file or directory", p)
 
 
 def held_out_line(line, keys):
@@ -160,8 +161,12 @@ def cmd_pool(workloads, args):
 def cmd_check(workloads, args):
     bad = 0
     for name, key, wargs in workloads:
-        p = subprocess.run([args.tilesearch, "show"] + wargs.split(), capture_output=True,
-                           text=True)
+        try:
+            p = subprocess.run([args.tilesearch, "show"] + wargs.split(), capture_output=True,
+                               text=True)
+        except OSError as e:
+            print(f"heldout_workloads.py: cannot run {args.tilesearch}: {e}", file=sys.stderr)
+            return 2
         m = re.search(r"^workload key: ([0-9a-f]{16})$", p.stdout, re.M)
         got = m.group(1) if m else None
         if got != key:
@@ -173,17 +178,21 @@ def cmd_check(workloads, args):
     keys = {w[1] for w in workloads}
     archives = sorted(f for f in os.listdir(args.logs) if f.endswith(".tar.xz"))
     for a in archives:
-        with tarfile.open(os.path.join(args.logs, a), "r:xz") as t:
-            for m in t:
-                if not m.isfile():
-                    continue
-                data = t.extractfile(m).read().decode("utf-8", "replace")
-                found = sorted(k for k in keys if k in data)
-                if found:
-                    allowed = "heldout" in a
-                    bad += 0 if allowed else 1
-                    print(f"{a}:{m.name}: holds held-out key(s) {' '.join(found)}" +
-                          (" (the study's own archive)" if allowed else ""))
+        try:
+            with tarfile.open(os.path.join(args.logs, a), "r:xz") as t:
+                for m in t:
+                    if not m.isfile():
+                        continue
+                    data = t.extractfile(m).read().decode("utf-8", "replace")
+                    found = sorted(k for k in keys if k in data)
+                    if found:
+                        allowed = "heldout" in a
+                        bad += 0 if allowed else 1
+                        print(f"{a}:{m.name}: holds held-out key(s) {' '.join(found)}" +
+                              (" (the study's own archive)" if allowed else ""))
+        except (tarfile.TarError, EOFError, OSError) as e:
+            bad += 1
+            print(f"{a}: unreadable archive ({e}): not searched")
     print(f"{len(workloads)} held-out workloads, {len(archives)} archives searched: " +
           ("ok" if bad == 0 else f"{bad} problem(s)"))
     return 1 if bad else 0
@@ -209,8 +218,12 @@ def main():
     except (OSError, ValueError) as e:
         print(f"heldout_workloads.py: {e}", file=sys.stderr)
         return 2
-    return {"list": cmd_list, "drop": cmd_drop, "pool": cmd_pool, "check": cmd_check}[args.cmd](
-        workloads, args)
+    try:
+        return {"list": cmd_list, "drop": cmd_drop, "pool": cmd_pool, "check": cmd_check}[
+            args.cmd](workloads, args)
+    except OSError as e:  # a path that is missing or unreadable (FileNotFoundError among them)
+        print(f"heldout_workloads.py {args.cmd}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

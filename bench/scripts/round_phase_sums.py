@@ -21,7 +21,8 @@ PHASES = ("train_s", "search_s", "build_s", "measure_s")
 def read_log(path):
     """(records, rounds, skipped lines) of the log at `path`."""
     records, rounds, skipped = [], [], 0
-    with open(path, encoding="utf-8") as f:
+    # errors="replace": a line cut or corrupted mid-character is skipped as malformed, not fatal.
+    with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             if not line.strip():
                 continue
