@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -826,6 +827,11 @@ absl::StatusOr<ModelFile> ReadModelFile(const std::string& path, const std::stri
   if (!in) {
     return absl::NotFoundError(
         absl::StrCat("cannot read model file '", path, "': ", std::strerror(errno)));
+  }
+  std::error_code dir_error;
+  if (std::filesystem::is_directory(path, dir_error)) {  // opens, but reads nothing
+    return absl::InvalidArgumentError(
+        absl::StrCat("model file '", path, "' is a directory, not a model file"));
   }
   std::string magic, meta_line;
   if (!std::getline(in, magic) || magic != kMagic || !std::getline(in, meta_line)) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -231,6 +232,10 @@ TEST(XGBoostModelTest, LoadErrors) {
   std::ofstream(path) << "random text\n";
   EXPECT_THAT(m.Load(path), StatusIs(absl::StatusCode::kInvalidArgument,
                                      HasSubstr("is not a tilesearch xgboost model")));
+  const std::string dir = TempPath("dir.model");
+  std::filesystem::create_directories(dir);
+  EXPECT_THAT(m.Load(dir), StatusIs(absl::StatusCode::kInvalidArgument,
+                                    HasSubstr("is a directory, not a model file")));
   auto write = [&](const std::string& meta) {
     std::ofstream(path, std::ios::trunc) << "tilesearch-xgboost-model\n" << meta << "\n";
   };
