@@ -30,8 +30,8 @@
 # model of the target; required on cpu), PREDICT_LOGS (archives predict transfers from, set and
 # empty: none; default bench/logs/h200-*.tar.xz), WORKLOADS (default
 # bench/heldout_workloads.txt), TILESEARCH (a
-# tilesearch binary instead of the unpacked device pack), WORK (scratch folder, default
-# /tmp/heldout-study-work).
+# tilesearch binary instead of the unpacked device pack), WORK (where the scratch folder
+# heldout-study-work is made, emptied first; default /tmp).
 # A test of the plumbing on the host CPU (small workloads, minutes):
 #   TARGET=cpu TILESEARCH=build/tools/tilesearch WORKLOADS=small.txt LONG_TRIALS=24 \
 #     SHORT_TRIALS=8 PREDICT_LOGS='bench/logs/cpu-*.tar.xz' MODEL_INIT=m.model OUT=/tmp/o \
@@ -43,7 +43,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 top="${OUT:-/tmp/out}"
 out="$top/heldout-study"
-work_root="${WORK:-/tmp/heldout-study-work}"
+# Only a folder of this script's own name inside WORK is ever removed.
+work_root="${WORK:-/tmp}/heldout-study-work"
 work="$work_root/heldout-study"
 mkdir -p "$out"
 rm -rf "$work_root"
