@@ -96,6 +96,9 @@ def run_summary(path, key):
     return {"trials": trials, "n": len(trials), "valid": len(valid),
             "best": min(valid) if valid else None, "errors": errors,
             "model_init": (rounds[0].get("model_init", "none") if rounds else "?"),
+            # Per round, the model that searched it: P the pretrained one (the line names an
+            # initial model), O the online-only one (it names none).
+            "searched_by": "".join("P" if r.get("model_init") else "O" for r in rounds),
             "notes": notes}
 
 
@@ -289,11 +292,12 @@ def main():
              f">= {a.zero_shot_bound:g} | {verdict(m_zero, ok_zero, n_zero)} |")
     L.append("")
     L.append("Runs (trials/s: the log's trials over the tune's wall seconds, as the script timed "
-             "it; model init: the first round line's):")
+             "it; model init: the first round line's; searched by: per round, P the pretrained "
+             "model, O the online-only one):")
     L.append("")
-    L.append("| workload | run | trials | valid | best ms | wall s | trials/s | model init | rc | "
-             "errors |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|")
+    L.append("| workload | run | trials | valid | best ms | wall s | trials/s | model init | "
+             "searched by | rc | errors |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         for run in RUNS:
             s = r["runs"][run]
@@ -301,8 +305,8 @@ def main():
             init = os.path.basename(init) if isinstance(init, str) else init
             errs = ", ".join(f"{k} {v}" for k, v in sorted(s.get("errors", {}).items())) or "–"
             L.append(f"| {r['name']} | {run} | {s['n']} | {s['valid']} | {fmt(s['best'])} | "
-                     f"{fmt(s.get('wall'), 1)} | {fmt(s.get('rate'), 2)} | {init} | {s['rc']} | "
-                     f"{errs} |")
+                     f"{fmt(s.get('wall'), 1)} | {fmt(s.get('rate'), 2)} | {init} | "
+                     f"{s.get('searched_by', '?') or '?'} | {s['rc']} | {errs} |")
     L.append("")
     L.append("Predictions (`tilesearch predict` output):")
     L.append("")
