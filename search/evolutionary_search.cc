@@ -443,9 +443,8 @@ class Search {
 
 }  // namespace
 
-absl::StatusOr<std::vector<double>> ScoreCandidates(const std::vector<Candidate>& candidates,
-                                                    const TuneContext& ctx,
-                                                    costmodel::CostModel& model) {
+std::vector<costmodel::ProgramFeatures> CandidateFeatures(const std::vector<Candidate>& candidates,
+                                                          const TuneContext& ctx) {
   std::vector<costmodel::ProgramFeatures> programs(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (candidates[i].lowered == nullptr) continue;
@@ -453,7 +452,13 @@ absl::StatusOr<std::vector<double>> ScoreCandidates(const std::vector<Candidate>
         candidates[i].state, *candidates[i].lowered, ctx.target());
     if (f.ok()) programs[i].stores = *std::move(f);
   }
-  return model.Predict(programs);
+  return programs;
+}
+
+absl::StatusOr<std::vector<double>> ScoreCandidates(const std::vector<Candidate>& candidates,
+                                                    const TuneContext& ctx,
+                                                    costmodel::CostModel& model) {
+  return model.Predict(CandidateFeatures(candidates, ctx));
 }
 
 absl::StatusOr<std::vector<Candidate>> EvolutionarySearch(

@@ -80,9 +80,14 @@ struct SearchProfile {
   int64_t lowering_cache_hits = 0;
 };
 
-/// The cost model's scores of `candidates` for ctx.target() (features from each candidate's
-/// lowering, costmodel::ExtractLoweredFeatures; a candidate without a lowering or whose features
-/// fail scores -infinity). Errors: the model's Predict errors.
+/// The features of each candidate's lowering for ctx.target() (costmodel::ExtractLoweredFeatures),
+/// in order; no stores for a candidate without a lowering or whose features fail.
+[[nodiscard]] std::vector<costmodel::ProgramFeatures> CandidateFeatures(
+    const std::vector<Candidate>& candidates, const TuneContext& ctx);
+
+/// The cost model's scores of `candidates` for ctx.target() (model.Predict of CandidateFeatures;
+/// a candidate without a lowering or whose features fail scores -infinity). Errors: the model's
+/// Predict errors.
 [[nodiscard]] absl::StatusOr<std::vector<double>> ScoreCandidates(
     const std::vector<Candidate>& candidates, const TuneContext& ctx, costmodel::CostModel& model);
 

@@ -46,16 +46,20 @@ TuneContext TuneContext::Fork(uint64_t seed) const {
 }
 
 TuneContext TuneContext::WithTensorCoreShare(double share) const {
-  Shared shared = *shared_;
-  shared.options.annotation.tensor_core_share = share;
-  TuneContext out = *this;
-  out.shared_ = std::make_shared<const Shared>(std::move(shared));
-  return out;
+  SearchOptions options = shared_->options;
+  options.annotation.tensor_core_share = share;
+  return WithOptions(std::move(options));
 }
 
 TuneContext TuneContext::WithEpsGreedy(double eps) const {
+  SearchOptions options = shared_->options;
+  options.eps_greedy = eps;
+  return WithOptions(std::move(options));
+}
+
+TuneContext TuneContext::WithOptions(SearchOptions options) const {
   Shared shared = *shared_;
-  shared.options.eps_greedy = eps;
+  shared.options = std::move(options);
   TuneContext out = *this;
   out.shared_ = std::make_shared<const Shared>(std::move(shared));
   return out;

@@ -96,6 +96,8 @@ class TuneContext {
   TuneContext(std::shared_ptr<const Shared> shared, uint64_t seed,
               std::shared_ptr<LoweringCache> cache)
       : shared_(std::move(shared)), rng_(seed), lowering_cache_(std::move(cache)) {}
+  // A copy (same task, generator state and lowering cache) with `options` as its search options.
+  TuneContext WithOptions(SearchOptions options) const;
 
   std::shared_ptr<const Shared> shared_;
   std::mt19937_64 rng_;

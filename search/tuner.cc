@@ -363,6 +363,9 @@ struct Round {
   /// online-only one's), whichever searched; judged once measured (TuningJob::JudgeModels).
   std::vector<double> pretrained_scores;
   std::vector<double> online_scores;
+  /// The candidates' features (CandidateFeatures), extracted once when the round is scored, for
+  /// the scores of both models and the round's training samples.
+  std::vector<costmodel::ProgramFeatures> features;
   std::vector<RankTiming> ranks;  // per rank, when TuneOptions::measurer spread the round
   double train_s = 0;
   double search_s = 0;
@@ -507,10 +510,11 @@ class TuningJob {
     for (Candidate& c : *evolved) round.candidates.push_back(std::move(c));
     if (!round.candidates.empty()) {
       DescribeModel(Active(), UseOnline() ? "" : options_.model_init, samples_given_, &round.line);
-      ASSIGN_OR_RETURN(round.line.predicted, ScoreCandidates(round.candidates, ctx_, Active()));
+      round.features = CandidateFeatures(round.candidates, ctx_);
+      ASSIGN_OR_RETURN(round.line.predicted, Active().Predict(round.features));
       if (online_) {
         ASSIGN_OR_RETURN(std::vector<double> other,
-                         ScoreCandidates(round.candidates, ctx_, UseOnline() ? *model_ : *online_));
+                         (UseOnline() ? *model_ : *online_).Predict(round.features));
         round.pretrained_scores = UseOnline() ? other : round.line.predicted;
         round.online_scores = UseOnline() ? round.line.predicted : std::move(other);
       }
@@ -624,12 +628,7 @@ class TuningJob {
   // alone until UpdateModel). Its time is counted into the train_s of the next searched round.
   void TrainBeside(Round& round) {
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<costmodel::TrainingSample> samples;
-    samples.reserve(round.records.size());
-    for (size_t i = 0; i < round.records.size(); ++i) {
-      const Candidate* c = i < round.candidates.size() ? &round.candidates[i] : nullptr;
-      samples.push_back(SampleOf(round.records[i], c, ctx_, memory_bound_));
-    }
+    std::vector<costmodel::TrainingSample> samples = RoundSamples(round);
     if (!pending_.empty()) {  // keep the order of Update calls that FinishRound would give
       samples.insert(samples.begin(), pending_.begin(), pending_.end());
       pending_.clear();
@@ -642,6 +641,27 @@ class TuningJob {
       training_status_ = UpdateModels(samples);
       carried_train_s_ += featurize_s + SecondsSince(t1);
     });
+  }
+
+  // The training samples of the round's measured records: their merit and their candidates'
+  // features (those extracted when the round was scored, else extracted now).
+  std::vector<costmodel::TrainingSample> RoundSamples(const Round& round) const {
+    const bool scored = round.features.size() == round.records.size() &&
+                        round.candidates.size() == round.records.size();
+    std::vector<costmodel::TrainingSample> samples;
+    samples.reserve(round.records.size());
+    for (size_t i = 0; i < round.records.size(); ++i) {
+      if (scored) {
+        costmodel::TrainingSample s;
+        s.throughput = RecordMerit(round.records[i], ctx_.dag(), memory_bound_);
+        s.features = round.features[i];  // no stores without a lowering: ignored
+        samples.push_back(std::move(s));
+      } else {
+        const Candidate* c = i < round.candidates.size() ? &round.candidates[i] : nullptr;
+        samples.push_back(SampleOf(round.records[i], c, ctx_, memory_bound_));
+      }
+    }
+    return samples;
   }
 
   // Waits for the training TrainBeside started, if any; its error.
@@ -999,9 +1019,12 @@ absl::Status TuningJob::MeasureRound(Round& round, const measure::Builder& build
 
 absl::Status TuningJob::FinishRound(Round& round) {
   bool all_no_device = true;
+  if (!round.trained_beside) {
+    for (costmodel::TrainingSample& s : RoundSamples(round)) pending_.push_back(std::move(s));
+  }
   for (size_t i = 0; i < round.records.size(); ++i) {
     if (round.records[i].result.error != measure::MeasureError::kNoDevice) all_no_device = false;
-    Add(std::move(round.records[i]), std::move(round.candidates[i]), !round.trained_beside);
+    Add(std::move(round.records[i]), std::move(round.candidates[i]), /*queue=*/false);
     ++result_.new_trials;
   }
   const std::vector<MeasureRecord> round_records(records_.begin() + round.first_trial,

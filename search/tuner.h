@@ -112,8 +112,8 @@ struct TuneOptions {
   /// scores each gave a round before it was measured); until a round is judged, half of a round is
   /// drawn at random (eps-greedy 0.5). Round lines name the initial model of the model that
   /// searched (empty: the online-only one). Why: on eight held-out H200 workloads the pretrained
-  /// model's own picks were worse than random ones (bench/results/h200-2026-12-03-heldout-*.md). Must be a model of the tuning target (kind and arch) and this build's features.
-  /// Recorded in every round line ("model_init").
+  /// model's own picks were worse than random ones (bench/results/h200-2026-12-03-heldout-*.md).
+  /// Must be a model of the tuning target (kind and arch) and this build's features.
   std::string model_init;
   /// XGBoost training threads (XGBoostOptions::nthread); 0 = every usable core. Training data is
   /// small (hundreds to thousands of store rows), so 1 thread costs little and avoids OpenMP

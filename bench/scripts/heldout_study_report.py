@@ -33,30 +33,29 @@ from round_phase_sums import median_ms, read_log  # noqa: E402  (the same readin
 RUNS = ("long", "pretrained", "online")
 
 
+def tsv_rows(path):
+    """The tab-separated fields of each line of `path`; none when it does not exist."""
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n").split("\t") for line in f]
+
+
 def read_tsv_pairs(path):
-    out = {}
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                parts = line.rstrip("\n").split("\t")
-                if len(parts) >= 2:
-                    out[parts[0]] = parts[1]
-    return out
+    """{first field: second field} of case.tsv's lines (the last one of a name)."""
+    return {p[0]: p[1] for p in tsv_rows(path) if len(p) >= 2}
 
 
 def read_times(path):
     """{step: (wall_s or None, rc text, limit_s)} from times.tsv (the last line of a step)."""
     out = {}
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                p = line.rstrip("\n").split("\t")
-                if len(p) == 4:
-                    try:
-                        wall = float(p[1])
-                    except ValueError:
-                        wall = None
-                    out[p[0]] = (wall, p[2], p[3])
+    for p in tsv_rows(path):
+        if len(p) == 4:
+            try:
+                wall = float(p[1])
+            except ValueError:
+                wall = None
+            out[p[0]] = (wall, p[2], p[3])
     return out
 
 

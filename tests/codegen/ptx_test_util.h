@@ -33,28 +33,11 @@ inline int Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-/// Expects ptxas -arch=`arch` (sm_90 by default) to assemble `ptx` (written to `stem`_<pid>.ptx in
-/// the test's temporary directory: ctest runs the test cases of one binary as parallel processes,
-/// and a shared file name let one case's ptxas read another's half-written PTX); marks the test
-/// skipped (and returns) where ptxas is absent.
-inline void ExpectPtxasAccepts(const std::string& ptx, const std::string& stem_prefix,
-                               const std::string& arch = "sm_90") {
-  if (!std::filesystem::exists(kPtxas)) {
-    GTEST_SKIP() << "ptxas not found at " << kPtxas << "; PTX not assembled";
-  }
-  const std::string dir = ::testing::TempDir();
-  const std::string stem = stem_prefix + "_" + std::to_string(::getpid());
-  const std::string in = dir + "/" + stem + ".ptx";
-  const std::string log = dir + "/" + stem + ".log";
-  std::ofstream(in) << ptx;
-  const std::string cmd = std::string(kPtxas) + " -arch=" + arch + " " + in + " -o " + dir + "/" +
-                          stem + ".cubin > " + log + " 2>&1";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << ptx;
-}
-
 /// What ptxas -arch=`arch` prints (stdout and stderr) assembling `ptx`, its notes included (e.g.
 /// "(C7519) warpgroup.arrive is injected ..."), expecting it to succeed; nullopt where ptxas is
-/// absent (the caller skips).
+/// absent (the caller skips). The PTX is written to `stem_prefix`_<pid>.ptx in the test's
+/// temporary directory: ctest runs the test cases of one binary as parallel processes, and a
+/// shared file name let one case's ptxas read another's half-written PTX.
 inline std::optional<std::string> PtxasLog(const std::string& ptx, const std::string& stem_prefix,
                                            const std::string& arch = "sm_90") {
   if (!std::filesystem::exists(kPtxas)) return std::nullopt;
@@ -68,6 +51,15 @@ inline std::optional<std::string> PtxasLog(const std::string& ptx, const std::st
   EXPECT_EQ(std::system(cmd.c_str()), 0) << ptx;
   std::ifstream f(log);
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+/// Expects ptxas -arch=`arch` (sm_90 by default) to assemble `ptx` (PtxasLog); marks the test
+/// skipped (and returns) where ptxas is absent.
+inline void ExpectPtxasAccepts(const std::string& ptx, const std::string& stem_prefix,
+                               const std::string& arch = "sm_90") {
+  if (!PtxasLog(ptx, stem_prefix, arch).has_value()) {
+    GTEST_SKIP() << "ptxas not found at " << kPtxas << "; PTX not assembled";
+  }
 }
 
 /// A lowered schedule and its PTX.
