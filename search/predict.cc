@@ -4,14 +4,17 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
+#include <variant>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status.h"
 #include "costmodel/features.h"
+#include "schedule/matmul_like.h"
 #include "search/annotation.h"
 #include "search/schedule_transfer.h"
 #include "search/sketch.h"
@@ -28,16 +31,38 @@ struct Source {
   std::vector<const MeasureRecord*> records;  // fastest first
 };
 
-// The nearest `options.nearest_workloads` twins of `workload` in `records`, nearest first (ties:
-// the fastest best record first), each with up to `options.records_per_workload` distinct
-// schedules.
-std::vector<Source> NearestSources(const schedule::Workload& workload, const Target& target,
-                                   const std::vector<MeasureRecord>& records,
-                                   const PredictOptions& options) {
+// The first matmul-like stage of `dag` (schedule/matmul_like.h), or nullopt.
+std::optional<schedule::MatmulLike> MatmulOf(const ir::ComputeDAG& dag) {
+  const schedule::State s = schedule::State::Initial(dag);
+  for (int i = 0; i < s.num_stages(); ++i) {
+    const schedule::Stage& st = s.stage(i);
+    if (st.is_placeholder() || st.op->reduce_axes.empty()) continue;
+    absl::StatusOr<schedule::MatmulLike> mm = schedule::AnalyzeMatmulLike(*st.op, st.op->body);
+    if (mm.ok()) return *std::move(mm);
+  }
+  return std::nullopt;
+}
+
+// The distance of two GEMMs: the sum of |log2(a / b)| over batch, m, n and k (WorkloadDistance's
+// measure over the GEMM extents instead of the input shapes).
+double GemmDistance(const schedule::MatmulLike& a, const schedule::MatmulLike& b) {
+  double d = 0;
+  for (auto [x, y] : {std::pair{a.batch, b.batch}, {a.m, b.m}, {a.n, b.n}, {a.k, b.k}}) {
+    d += std::fabs(std::log2(static_cast<double>(x) / static_cast<double>(y)));
+  }
+  return d;
+}
+
+// The nearest `options.nearest_workloads` workloads of `records` by `distance` (of a record's
+// workload key and workload; +infinity leaves it out), nearest first (ties: the fastest best
+// record first), each with up to `options.records_per_workload` distinct schedules.
+template <typename Distance>
+std::vector<Source> NearestSources(const Target& target, const std::vector<MeasureRecord>& records,
+                                   const PredictOptions& options, Distance distance) {
   std::map<std::string, Source> by_key;
   for (const MeasureRecord& r : records) {
     if (!r.valid() || !SameTarget(r.target, target) || r.precision != options.precision) continue;
-    const double d = WorkloadDistance(workload, r.workload);
+    const double d = distance(r.workload_key, r.workload);
     if (!std::isfinite(d)) continue;
     Source& s = by_key[r.workload_key];
     s.distance = d;
@@ -68,30 +93,88 @@ std::vector<Source> NearestSources(const schedule::Workload& workload, const Tar
   return sources;
 }
 
+// Twins of `workload`: the same operator, dtype and attributes (WorkloadDistance).
+std::vector<Source> TwinSources(const schedule::Workload& workload, const Target& target,
+                                const std::vector<MeasureRecord>& records,
+                                const PredictOptions& options) {
+  return NearestSources(target, records, options,
+                        [&](const std::string&, const schedule::Workload& w) {
+                          return WorkloadDistance(workload, w);
+                        });
+}
+
+// Relatives of `workload` (whose DAG is `dag`): workloads of its dtype that are not twins but
+// whose DAG has a matmul-like stage, as `dag` does (a dense with bias and GELU and a dense with
+// bias only, or a matmul), by GemmDistance. Their step lists transfer where they replay on `dag`
+// (TransferSteps fails on another structure). Empty when `dag` has no matmul-like stage.
+std::vector<Source> RelativeSources(const ir::ComputeDAG& dag, const schedule::Workload& workload,
+                                    const Target& target, const std::vector<MeasureRecord>& records,
+                                    const PredictOptions& options) {
+  const std::optional<schedule::MatmulLike> mine = MatmulOf(dag);
+  if (!mine.has_value()) return {};
+  std::map<std::string, double> by_key;  // each workload's DAG is built once
+  return NearestSources(
+      target, records, options, [&](const std::string& key, const schedule::Workload& w) {
+        constexpr double kFar = std::numeric_limits<double>::infinity();
+        if (w.args.dtype != workload.args.dtype || std::isfinite(WorkloadDistance(workload, w))) {
+          return kFar;
+        }
+        auto [it, inserted] = by_key.try_emplace(key, kFar);
+        if (inserted) {
+          absl::StatusOr<ir::ComputeDAG> other = w.Build();
+          std::optional<schedule::MatmulLike> theirs;
+          if (other.ok()) theirs = MatmulOf(*other);
+          if (theirs.has_value()) it->second = GemmDistance(*mine, *theirs);
+        }
+        return it->second;
+      });
+}
+
 struct Ranked {
   Candidate candidate;
   std::string origin;
 };
 
-// The transferred candidates in (distance, source time) order, distinct by schedule.
+// The tensor_core step of `steps` as text, "" when there is none.
+std::string TensorCoreText(const std::vector<schedule::Step>& steps) {
+  for (const schedule::Step& st : steps) {
+    if (std::holds_alternative<schedule::TensorCoreStep>(st)) return schedule::StepToString(st);
+  }
+  return "";
+}
+
+// The transferred candidates in (distance, source time) order, distinct by schedule, each
+// followed by its TransferVariants; `*variants` counts the latter.
 std::vector<Ranked> Transfer(const std::vector<Source>& sources, const TuneContext& ctx,
-                             std::vector<std::string>* notes) {
+                             std::vector<std::string>* notes, int* variants) {
   std::vector<Ranked> out;
   std::set<uint64_t> seen;
   for (const Source& s : sources) {
     for (const MeasureRecord* r : s.records) {
       const std::string from = absl::StrCat("trial ", r->trial, " of ", r->workload.ToString());
       absl::StatusOr<schedule::State> state = TransferSteps(r->steps, ctx.dag());
+      std::vector<schedule::State> adapted;
+      if (state.ok()) adapted = TransferVariants(*state, ctx.dag(), ctx.target());
       absl::StatusOr<Candidate> c =
           state.ok() ? LowerCandidate(*std::move(state), ctx) : state.status();
       if (!c.ok()) {
         if (notes->size() < kMaxNotes)
           notes->push_back(absl::StrCat(from, ": ", c.status().message()));
-        continue;
+      } else if (seen.insert(StepsHash(c->state.steps())).second) {
+        out.push_back(Ranked{
+            *std::move(c), absl::StrFormat("transferred from %s (%.4g ms)", from, r->median_ms())});
       }
-      if (!seen.insert(StepsHash(c->state.steps())).second) continue;
-      out.push_back(Ranked{*std::move(c),
-                           absl::StrFormat("transferred from %s (%.4g ms)", from, r->median_ms())});
+      // A variant that does not lower (a target limit the step's own checks do not see) is
+      // dropped without a note: the transferred copy's note, if any, says why the record failed.
+      for (schedule::State& v : adapted) {
+        if (!seen.insert(StepsHash(v.steps())).second) continue;
+        const std::string tc = TensorCoreText(v.steps());
+        absl::StatusOr<Candidate> vc = LowerCandidate(std::move(v), ctx);
+        if (!vc.ok()) continue;
+        out.push_back(Ranked{*std::move(vc), absl::StrFormat("adapted from %s (%.4g ms) to %s",
+                                                             from, r->median_ms(), tc)});
+        ++*variants;
+      }
     }
   }
   return out;
@@ -148,8 +231,14 @@ absl::StatusOr<PredictedSchedule> PredictSchedule(const ir::ComputeDAG& dag,
   TuneContext ctx(dag, target, options.search, options.seed, options.sketch);
   PredictedSchedule out;
   std::vector<Ranked> candidates =
-      Transfer(NearestSources(workload, target, records, options), ctx, &out.notes);
-  out.transferred = static_cast<int>(candidates.size());
+      Transfer(TwinSources(workload, target, records, options), ctx, &out.notes, &out.variants);
+  // Relatives only where no twin transfers: a twin's record was measured on this structure.
+  if (candidates.empty()) {
+    candidates = Transfer(RelativeSources(dag, workload, target, records, options), ctx, &out.notes,
+                          &out.variants);
+    out.related = !candidates.empty();
+  }
+  out.transferred = static_cast<int>(candidates.size()) - out.variants;
   if (model == nullptr) {
     if (candidates.empty()) {
       return absl::NotFoundError(absl::StrCat(

@@ -51,9 +51,13 @@ struct PredictedSchedule {
   std::string origin;
   /// The model's score of the choice; NaN without a model.
   double score = 0;
-  /// Candidates ranked: transferred from records, sampled.
+  /// Candidates ranked: transferred from records, their variants (TransferVariants), sampled.
   int transferred = 0;
+  int variants = 0;
   int sampled = 0;
+  /// Whether the transfers came from relatives (other matmul-like workloads of the dtype) because
+  /// no workload of the same operator, dtype and attributes transferred.
+  bool related = false;
   /// Records that did not transfer, one line each ("trial 3 of matmul 64x64 64x64 float32: step
   /// 5: ..."), at most 16.
   std::vector<std::string> notes;
@@ -68,7 +72,13 @@ double WorkloadDistance(const schedule::Workload& a, const schedule::Workload& b
 /// Predicts a schedule for `workload` (whose DAG is `dag`) on `target` from `records` (any mix of
 /// workloads and targets: only valid records of the same target kind and arch and of
 /// options.precision whose workload has a finite WorkloadDistance are used, their workload's own
-/// record included when there is one). Each candidate is lowered and checked against the target's
+/// record included when there is one); each transferred record also brings its TransferVariants
+/// (the k loop and block tile refitted to the new extents). When no such twin transfers, the
+/// records of relatives are tried instead: workloads of the same dtype with a matmul-like stage,
+/// nearest by their GEMM extents (batch, m, n, k; the same log2 measure), which transfer where
+/// their steps replay on `dag` (a dense with bias from a dense with bias and GELU; the tensor_core
+/// step's epilogue is then extended over the new consumers by the variants). Each candidate is
+/// lowered and checked against the target's
 /// limits (LowerCandidate) before it is ranked. With `model`, every candidate is scored (higher is
 /// faster) and the best returned; without (nullptr), the first transferred candidate in order of
 /// (distance, source time) is. Errors: kNotFound "no tuned workload of <op> <dtype> to transfer

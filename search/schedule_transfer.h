@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/target.h"
 #include "ir/compute_dag.h"
 #include "schedule/state.h"
 #include "schedule/step.h"
@@ -38,5 +39,31 @@ std::vector<std::optional<int64_t>> AdaptSplitLengths(
 /// SplitStep naming a stage or iterator the state does not have.
 [[nodiscard]] absl::StatusOr<schedule::State> TransferSteps(
     const std::vector<schedule::Step>& steps, const ir::ComputeDAG& dag);
+
+/// Grids of fewer blocks than this many times the target's SM count get halved-tile variants
+/// (TransferVariants): with one resident block per SM, 4 waves or fewer leave the last wave a
+/// large share of the kernel's time.
+inline constexpr int64_t kFewWaves = 4;
+
+/// Variants of a transferred schedule for the new extents, ranked beside the transferred copy:
+/// the copy keeps the source shape's k-loop and grid decisions, which can misfit the new one
+/// (a 64x512x1024 batch matmul's split-K 8 and 5-stage pipeline left a 32x384x256 one 1 k tile
+/// per block, at 0.31x its tuned best on the H200). For the state's tensor_core step, each of
+///  - its epilogue extended to the longest chain of elementwise consumers that applies (a step
+///    from a relative without the new DAG's bias or activation fuses them);
+///  - split_k lowered to the largest of 1, 2, 4, 8, 16 below it that keeps at least 4 k tiles per
+///    range (the search space's own rule, search/tensor_core_space.h), and split_k 1;
+///  - each with the pipeline depth capped at a quarter of the k tiles per range, at least 2 (a
+///    deeper ring than the k loop spends each block in prologue and epilogue);
+///  - when those grids have fewer than kFewWaves x target.sm_count blocks (batch x m tiles x n
+///    tiles x split_k), the block tile halved along m, along n and along both (the warp tile cut
+///    to the halved side where the block no longer holds it);
+/// is returned when it differs from the step, fits the target (TensorCoreStepFits, and the wgmma
+/// layouts for warpgroup steps) and `state`'s steps with it replay on `dag`; the others are
+/// dropped. Distinct, in the order above. Empty for a state without a tensor_core step, or whose
+/// step's stage is not matmul-like. SIMT schedules get no variants (their pipeline pragma is at
+/// most a double buffer, and their block tiles span several split steps).
+std::vector<schedule::State> TransferVariants(const schedule::State& state,
+                                              const ir::ComputeDAG& dag, const Target& target);
 
 }  // namespace tilesearch::search

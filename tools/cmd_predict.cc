@@ -112,10 +112,19 @@ absl::StatusOr<int> Predict(const PredictCommandOptions& options) {
                    search::PredictSchedule(*dag, workload, target, records, model.get(), predict));
   std::cout << "workload: " << workload.ToString() << " (key " << dag->WorkloadKey() << ")\n"
             << "target: " << target.ToString() << "\n"
-            << "candidates: " << p.transferred << " transferred, " << p.sampled << " sampled"
+            << "candidates: " << p.transferred + p.variants << " transferred, " << p.sampled
+            << " sampled"
             << (model ? ", ranked by the cost model" : ", no model (nearest fastest record)")
-            << "\n"
-            << "prediction: " << p.origin;
+            << "\n";
+  if (p.variants > 0 || p.related) {
+    std::cout << "transferred: " << p.transferred << " records, " << p.variants
+              << " adapted variants"
+              << (p.related ? ", from relatives (no workload of this operator, dtype and "
+                              "attributes transferred)"
+                            : "")
+              << "\n";
+  }
+  std::cout << "prediction: " << p.origin;
   if (!std::isnan(p.score)) std::cout << ", score " << Fixed(p.score, 4);
   std::cout << "\n";
   for (const std::string& note : p.notes) std::cout << "not transferred: " << note << "\n";

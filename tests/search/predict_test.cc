@@ -3,6 +3,7 @@
 // naive program), and PredictSchedule choosing among transferred and sampled candidates.
 #include "search/predict.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "costmodel/cost_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "schedule/apply_step.h"
 #include "search/schedule_transfer.h"
 #include "search/sketch.h"
 #include "tests/schedule/lower_test_util.h"
@@ -25,6 +27,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+using ::tilesearch::testing::IsOk;
 using ::tilesearch::testing::Ok;
 using ::tilesearch::testing::StatusIs;
 using Lengths = std::vector<std::optional<int64_t>>;
@@ -172,6 +175,176 @@ TEST(PredictScheduleTest, AModelRanksTransfersAndSamplesOnlyWhereNothingTransfer
   EXPECT_LE(fresh.sampled, 6);
   EXPECT_EQ(fresh.origin, "sampled");
   schedule::testing::ExpectMatchesReference(dag, fresh.state, target, /*exact=*/false);
+}
+
+// A tensor_core step (schedule/step.h) of the given tiles on stage 2 (the matmul's, dense's and
+// batch matmul's reduction).
+schedule::TensorCoreStep Tc(std::string kind, int64_t bm, int64_t bn, int64_t bk, int64_t wm,
+                            int64_t wn, int pipeline, int split_k, bool warpgroup) {
+  schedule::TensorCoreStep t;
+  t.stage_id = 2;
+  t.kind = std::move(kind);
+  t.block_m = bm;
+  t.block_n = bn;
+  t.block_k = bk;
+  t.warp_m = wm;
+  t.warp_n = wn;
+  t.pipeline = pipeline;
+  t.split_k = split_k;
+  t.warpgroup = warpgroup;
+  t.pad = warpgroup ? 0 : 4;
+  return t;
+}
+
+// The tensor_core steps of TransferVariants of `t` transferred to `dag`.
+std::vector<schedule::TensorCoreStep> VariantSteps(const schedule::TensorCoreStep& t,
+                                                   const ir::ComputeDAG& dag) {
+  const schedule::State moved = Ok(TransferSteps({t}, dag));
+  std::vector<schedule::TensorCoreStep> out;
+  for (const schedule::State& v : TransferVariants(moved, dag, Target::H200())) {
+    EXPECT_THAT(schedule::ReplaySteps(dag, v.steps()), IsOk());
+    for (const schedule::Step& st : v.steps()) {
+      if (const auto* tc = std::get_if<schedule::TensorCoreStep>(&st)) out.push_back(*tc);
+    }
+  }
+  return out;
+}
+
+bool Contains(const std::vector<schedule::TensorCoreStep>& v, const schedule::TensorCoreStep& t) {
+  return std::find(v.begin(), v.end(), t) != v.end();
+}
+
+schedule::Workload Op(std::string op, std::vector<std::vector<int64_t>> shapes,
+                      ir::ScalarType dtype = ir::ScalarType::kFloat32) {
+  schedule::Workload w;
+  w.op = std::move(op);
+  w.args.shapes = std::move(shapes);
+  w.args.dtype = dtype;
+  return w;
+}
+
+TEST(TransferVariantsTest, FewKTilesCapThePipelineAtAQuarterOfThem) {
+  // bf16 wgmma, block_k 32, a 6-deep ring: K = 128 has 4 k tiles, K = 1024 has 32.
+  // The bf16 matmul's output cast is its epilogue.
+  schedule::TensorCoreStep t = Tc("bf16", 128, 128, 32, 64, 128, 6, 1, true);
+  t.epilogue = 1;
+  const ir::ComputeDAG short_k =
+      Ok(Op("matmul", {{512, 128}, {128, 512}}, ir::ScalarType::kBFloat16).Build());
+  schedule::TensorCoreStep capped = t;
+  capped.pipeline = std::max(2, (128 / 32) / 4);  // 2, the floor
+  EXPECT_TRUE(Contains(VariantSteps(t, short_k), capped));
+
+  // 32 k tiles: a quarter is 8, above the ring's 6, so the ring is kept.
+  const ir::ComputeDAG long_k =
+      Ok(Op("matmul", {{512, 1024}, {1024, 512}}, ir::ScalarType::kBFloat16).Build());
+  for (const schedule::TensorCoreStep& v : VariantSteps(t, long_k)) EXPECT_EQ(v.pipeline, 6);
+}
+
+TEST(TransferVariantsTest, SplitKIsRefittedToTheNewKAndItsRangesGetCappedPipelines) {
+  // The study's case: a 64x512x1024 batch matmul's best on a 32x384x256 one. 256 / 32 = 8 k tiles:
+  // split_k 8 leaves 1 per range; 2 keeps the space's 4 per range (search/tensor_core_space.h).
+  const schedule::TensorCoreStep t = Tc("tf32x3", 64, 128, 32, 64, 64, 5, 8, true);
+  const ir::ComputeDAG dag = Ok(Op("batch_matmul", {{32, 384, 256}, {32, 256, 384}}).Build());
+  const std::vector<schedule::TensorCoreStep> got = VariantSteps(t, dag);
+  for (int split : {2, 1}) {
+    schedule::TensorCoreStep fitted = t;
+    fitted.split_k = split;
+    EXPECT_TRUE(Contains(got, fitted)) << split;
+    fitted.pipeline = std::max(2, 8 / split / 4);
+    EXPECT_TRUE(Contains(got, fitted)) << split;
+  }
+  // 32 x (384 / 64) x (384 / 128) = 576 blocks at split_k 1: over 4 waves of 132 SMs, so no tile
+  // is halved.
+  for (const schedule::TensorCoreStep& v : got) {
+    EXPECT_EQ(v.block_m, 64);
+    EXPECT_EQ(v.block_n, 128);
+    EXPECT_NE(v.split_k, 8);
+  }
+}
+
+TEST(TransferVariantsTest, FewWavesHalveTheBlockTileAndTheHalvesComputeTheMatmul) {
+  // 96 x 80 in 64 x 64 blocks: 2 x 2 = 4 blocks, far under 4 x 132.
+  const schedule::TensorCoreStep t = Tc("tf32x3", 64, 64, 16, 32, 32, 2, 1, false);
+  const ir::ComputeDAG dag = Ok(Op("matmul", {{96, 32}, {32, 80}}).Build());
+  const std::vector<schedule::TensorCoreStep> got = VariantSteps(t, dag);
+  std::vector<std::pair<int64_t, int64_t>> blocks;
+  for (const schedule::TensorCoreStep& v : got) {
+    EXPECT_EQ(v.block_m % v.warp_m, 0);
+    EXPECT_EQ(v.block_n % v.warp_n, 0);
+    blocks.emplace_back(v.block_m, v.block_n);
+  }
+  EXPECT_THAT(blocks, ::testing::UnorderedElementsAre(std::pair<int64_t, int64_t>{32, 64},
+                                                      std::pair<int64_t, int64_t>{64, 32},
+                                                      std::pair<int64_t, int64_t>{32, 32}));
+  TuneContext ctx(dag, Target::H200());
+  const schedule::State moved = Ok(TransferSteps({t}, dag));
+  for (const schedule::State& v : TransferVariants(moved, dag, Target::H200())) {
+    EXPECT_THAT(LowerCandidate(v, ctx), IsOk());
+    schedule::testing::ExpectMatchesReference(dag, v, Target::H200(), /*exact=*/false);
+  }
+
+  // 4096 x 4096 in 128 x 128 blocks: 1024 blocks, enough waves to keep the tile.
+  const schedule::TensorCoreStep big = Tc("tf32x3", 128, 128, 16, 64, 32, 2, 1, false);
+  const ir::ComputeDAG large = Ok(Op("matmul", {{4096, 64}, {64, 4096}}).Build());
+  for (const schedule::TensorCoreStep& v : VariantSteps(big, large)) {
+    EXPECT_EQ(v.block_m, 128);
+    EXPECT_EQ(v.block_n, 128);
+  }
+}
+
+TEST(TransferVariantsTest, SimtSchedulesGetNone) {
+  const ir::ComputeDAG dag = Ok(MatmulWorkload(64, 64, 64).Build());
+  TuneContext ctx(dag, Target::HostCpu(), SearchOptions{}, 2);
+  const std::vector<schedule::State> states =
+      SampleInitialPopulation(Ok(GenerateSketches(ctx)), 2, ctx);
+  ASSERT_FALSE(states.empty());
+  for (const schedule::State& s : states)
+    EXPECT_TRUE(TransferVariants(s, dag, Target::H200()).empty());
+}
+
+TEST(PredictScheduleTest, ADenseWithAnEpilogueTransfersFromAPlainDense) {
+  // No dense with bias and GELU was tuned; a plain dense was (its step has no epilogue).
+  const Target target = Target::H200();
+  const schedule::Workload plain = Op("dense", {{64, 32}, {48, 32}});
+  const ir::ComputeDAG plain_dag = Ok(plain.Build());
+  const schedule::State tuned =
+      Ok(schedule::ReplaySteps(plain_dag, {Tc("tf32x3", 32, 32, 16, 16, 16, 2, 1, false)}));
+  std::vector<MeasureRecord> records = RecordsOf(plain, target, {tuned}, {0.01});
+  // A relu's record is no relative (no matmul-like stage).
+  const schedule::Workload relu = Op("relu", {{64}});
+  TuneContext relu_ctx(Ok(relu.Build()), target, SearchOptions{}, 1);
+  for (MeasureRecord& r :
+       RecordsOf(relu, target, SampleInitialPopulation(Ok(GenerateSketches(relu_ctx)), 1, relu_ctx),
+                 {0.001})) {
+    records.push_back(r);
+  }
+
+  schedule::Workload task = Op("dense", {{40, 32}, {56, 32}, {56}});
+  task.args.attrs = {{"bias", "true"}, {"activation", "gelu"}};
+  const ir::ComputeDAG dag = Ok(task.Build());
+  const PredictedSchedule p = Ok(PredictSchedule(dag, task, target, records, nullptr));
+  EXPECT_TRUE(p.related);
+  EXPECT_EQ(p.transferred, 1);
+  EXPECT_GE(p.variants, 1);  // the epilogue extended over bias + GELU, at least
+  EXPECT_THAT(p.origin, HasSubstr("trial 0 of dense 64x32 48x32"));
+  schedule::testing::ExpectMatchesReference(dag, p.state, target, /*exact=*/false);
+
+  // The variant that fuses the epilogue is among the candidates and computes the same.
+  const schedule::State moved = Ok(TransferSteps(tuned.steps(), dag));
+  bool fused = false;
+  for (const schedule::State& v : TransferVariants(moved, dag, target)) {
+    const auto& tc = std::get<schedule::TensorCoreStep>(v.steps().back());
+    if (tc.epilogue != 1) continue;
+    fused = true;
+    schedule::testing::ExpectMatchesReference(dag, v, target, /*exact=*/false);
+  }
+  EXPECT_TRUE(fused);
+
+  // A model ranks the transfer and its variants; the pick passes the check too.
+  costmodel::RandomModel model(3);
+  const PredictedSchedule ranked = Ok(PredictSchedule(dag, task, target, records, &model));
+  EXPECT_EQ(ranked.sampled, 0);
+  schedule::testing::ExpectMatchesReference(dag, ranked.state, target, /*exact=*/false);
 }
 
 TEST(PredictScheduleTest, NothingToTransferWithoutAModelIsNotFound) {
