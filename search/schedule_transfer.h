@@ -41,9 +41,12 @@ std::vector<std::optional<int64_t>> AdaptSplitLengths(
     const std::vector<schedule::Step>& steps, const ir::ComputeDAG& dag);
 
 /// Grids of fewer blocks than this many times the target's SM count get halved-tile variants
-/// (TransferVariants): with one resident block per SM, 4 waves or fewer leave the last wave a
-/// large share of the kernel's time.
-inline constexpr int64_t kFewWaves = 4;
+/// (TransferVariants): below one block per SM halving only adds SMs. Not more: in the held-out
+/// logs on the H200 (bench/results/h200-2026-12-03-heldout-study.md) the tuned bests of the
+/// conv2d and the odd fp32 matmul ran 98 and 108 blocks of 128 x 128, and with 4 waves the
+/// shipped model picked a halved conv2d tile that had run at 0.56x the best (the transferred
+/// copy: 0.73x).
+inline constexpr int64_t kFewWaves = 1;
 
 /// Variants of a transferred schedule for the new extents, ranked beside the transferred copy:
 /// the copy keeps the source shape's k-loop and grid decisions, which can misfit the new one

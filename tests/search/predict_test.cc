@@ -253,7 +253,7 @@ TEST(TransferVariantsTest, SplitKIsRefittedToTheNewKAndItsRangesGetCappedPipelin
     fitted.pipeline = std::max(2, 8 / split / 4);
     EXPECT_TRUE(Contains(got, fitted)) << split;
   }
-  // 32 x (384 / 64) x (384 / 128) = 576 blocks at split_k 1: over 4 waves of 132 SMs, so no tile
+  // 32 x (384 / 64) x (384 / 128) = 576 blocks at split_k 1: more than the 132 SMs, so no tile
   // is halved.
   for (const schedule::TensorCoreStep& v : got) {
     EXPECT_EQ(v.block_m, 64);
@@ -263,7 +263,7 @@ TEST(TransferVariantsTest, SplitKIsRefittedToTheNewKAndItsRangesGetCappedPipelin
 }
 
 TEST(TransferVariantsTest, FewWavesHalveTheBlockTileAndTheHalvesComputeTheMatmul) {
-  // 96 x 80 in 64 x 64 blocks: 2 x 2 = 4 blocks, far under 4 x 132.
+  // 96 x 80 in 64 x 64 blocks: 2 x 2 = 4 blocks, far under the 132 SMs.
   const schedule::TensorCoreStep t = Tc("tf32x3", 64, 64, 16, 32, 32, 2, 1, false);
   const ir::ComputeDAG dag = Ok(Op("matmul", {{96, 32}, {32, 80}}).Build());
   const std::vector<schedule::TensorCoreStep> got = VariantSteps(t, dag);
@@ -283,7 +283,7 @@ TEST(TransferVariantsTest, FewWavesHalveTheBlockTileAndTheHalvesComputeTheMatmul
     schedule::testing::ExpectMatchesReference(dag, v, Target::H200(), /*exact=*/false);
   }
 
-  // 4096 x 4096 in 128 x 128 blocks: 1024 blocks, enough waves to keep the tile.
+  // A 4096 x 4096 output in 128 x 128 blocks: 1024 blocks, enough to keep the tile.
   const schedule::TensorCoreStep big = Tc("tf32x3", 128, 128, 16, 64, 32, 2, 1, false);
   const ir::ComputeDAG large = Ok(Op("matmul", {{4096, 64}, {64, 4096}}).Build());
   for (const schedule::TensorCoreStep& v : VariantSteps(big, large)) {
