@@ -40,6 +40,7 @@
 #include "schedule/lower.h"
 #include "schedule/naive_gpu.h"
 #include "search/local_search.h"
+#include "search/model_judge.h"
 #include "search/sketch.h"
 #include "search/sketch_family.h"
 #include "search/tensor_core_space.h"
@@ -363,6 +364,9 @@ struct Round {
   /// online-only one's), whichever searched; judged once measured (TuningJob::JudgeModels).
   std::vector<double> pretrained_scores;
   std::vector<double> online_scores;
+  /// The online-only model had records when it scored the round (otherwise its scores are an
+  /// untrained model's, and the judge cross-validates instead).
+  bool online_trained = false;
   /// The candidates' features (CandidateFeatures), extracted once when the round is scored, for
   /// the scores of both models and the round's training samples.
   std::vector<costmodel::ProgramFeatures> features;
@@ -496,11 +500,13 @@ class TuningJob {
     if (static_cast<int>(round.candidates.size()) < n) AddUntuned(round);
     for (const Candidate& c : round.candidates) exclude.insert(StepsHash(c.state.steps()));
     SetFamilyShare(round);
-    // A pretrained model not yet judged on this task's records shares the round with random
-    // states (kUnjudgedEpsGreedy): on held-out H200 workloads its top picks were worse than
-    // random ones (bench/NOTES.md).
+    // A pretrained model shares the task's first round with random states (kUnjudgedEpsGreedy):
+    // on held-out H200 workloads its top picks were worse than random ones (bench/NOTES.md), and
+    // the judge and the online-only model learn from both. A second round searched while the
+    // first is measured (overlapped rounds) is not: random states are slow to measure.
     const double eps = ctx_.options().eps_greedy;
-    const bool unjudged = online_ != nullptr && judged_records_ == 0;
+    const bool unjudged =
+        online_ != nullptr && !judge_.judged() && trials() == 0 && in_flight_.empty();
     if (unjudged) ctx_ = ctx_.WithEpsGreedy(std::max(eps, kUnjudgedEpsGreedy));
     // Called even for 0 states: it validates the search options.
     absl::StatusOr<std::vector<Candidate>> evolved = EvolutionarySearch(
@@ -517,6 +523,7 @@ class TuningJob {
                          (UseOnline() ? *model_ : *online_).Predict(round.features));
         round.pretrained_scores = UseOnline() ? other : round.line.predicted;
         round.online_scores = UseOnline() ? round.line.predicted : std::move(other);
+        round.online_trained = samples_given_ > 0;
       }
     }
     round.search_s = SecondsSince(t0);
@@ -747,35 +754,40 @@ class TuningJob {
     return online_status;
   }
 
-  // With a pretrained model, the model the search uses: the online-only one once it has ranked
-  // the task's measured rounds better (JudgeModels), the pretrained one before.
-  bool UseOnline() const {
-    return online_ != nullptr && judged_records_ > 0 && judged_[1] > judged_[0];
-  }
+  // With a pretrained model, the model the search uses: the online-only one once its top picks
+  // of the task's measured rounds were better (JudgeModels), the pretrained one before.
+  bool UseOnline() const { return online_ != nullptr && judge_.prefers_online(); }
   costmodel::CostModel& Active() { return UseOnline() ? *online_ : *model_; }
 
-  // Adds the round's held-out pairwise accuracy of each model (its scores were made before the
-  // round was measured), weighted by the round's valid records, to judged_.
+  // Judges the round's held-out scores of both models (made before it was measured) by their top
+  // picks (search/model_judge.h). Scores of an online model that had no records yet are replaced
+  // by cross-validated ones from fresh online models trained on the round's other records.
   void JudgeModels(const Round& round, const std::vector<MeasureRecord>& round_records) {
-    if (online_ == nullptr || round.pretrained_scores.size() != round_records.size() ||
-        round.online_scores.size() != round_records.size()) {
+    const size_t n = round_records.size();
+    if (online_ == nullptr || round.pretrained_scores.size() != n ||
+        round.online_scores.size() != n) {
       return;
     }
-    std::vector<double> pretrained, online, actual;
-    for (size_t i = 0; i < round_records.size(); ++i) {
-      if (!round_records[i].valid()) continue;
-      pretrained.push_back(round.pretrained_scores[i]);
-      online.push_back(round.online_scores[i]);
-      actual.push_back(RecordMerit(round_records[i], ctx_.dag(), memory_bound_));
+    std::vector<double> merits;
+    for (const MeasureRecord& r : round_records) {
+      merits.push_back(RecordMerit(r, ctx_.dag(), memory_bound_));
     }
-    absl::StatusOr<double> a = costmodel::PairwiseRankingAccuracy(pretrained, actual);
-    absl::StatusOr<double> b = costmodel::PairwiseRankingAccuracy(online, actual);
-    if (!a.ok() || !b.ok()) return;
-    const double n = static_cast<double>(actual.size());
-    judged_[0] += *a * n;
-    judged_[1] += *b * n;
-    judged_records_ += static_cast<int64_t>(actual.size());
+    std::vector<double> online = round.online_scores;
+    if (!round.online_trained) {
+      if (round.features.size() != n || n < static_cast<size_t>(2 * kJudgeFolds)) return;
+      std::vector<costmodel::TrainingSample> samples(n);
+      for (size_t i = 0; i < n; ++i) {
+        samples[i].features = round.features[i];
+        samples[i].throughput = merits[i];
+      }
+      absl::StatusOr<std::vector<double>> cv =
+          CrossValidatedScores([&] { return MakeModel(options_); }, samples, kJudgeFolds);
+      if (!cv.ok()) return;  // the round stays unjudged
+      online = *std::move(cv);
+    }
+    judge_.AddRound(round.pretrained_scores, online, merits).IgnoreError();
   }
+  static constexpr int kJudgeFolds = 4;
 
   // Keeps a record, its candidate (valid records seed the search) and its training sample.
   // `queue`: the record's sample waits for the model's next Update (false: already given).
@@ -820,8 +832,7 @@ class TuningJob {
   // warm-started one); the search uses the one with the better held-out ranking of the task's
   // measured rounds (UseOnline). Null otherwise.
   std::unique_ptr<costmodel::CostModel> online_;
-  double judged_[2] = {0, 0};   // summed held-out accuracy × valid records: model_, online_
-  int64_t judged_records_ = 0;  // valid records of the rounds both models scored
+  ModelJudge judge_;  // of model_ and online_ over the task's measured rounds
   const bool memory_bound_;
   std::vector<State> sketches_;
   std::vector<MeasureRecord> records_;

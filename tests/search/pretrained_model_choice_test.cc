@@ -1,9 +1,12 @@
 // With a pretrained model (TuneOptions::model_init) the tuner also trains an online-only model on
-// the task's records and searches with whichever ranked the task's measured rounds better (each
-// scored a round before it was measured: held out). A pretrained model that ranks the task
+// the task's records and searches with whichever model's top picks of the task's measured rounds
+// were better (each scored a round before it was measured: held out; an online model without
+// records yet is cross-validated on the round instead). A pretrained model that ranks the task
 // backwards (trained on inverted merits of the same workload) must be dropped for the online one
 // after the first round; each round line names the initial model of the model that searched it
-// (empty: the online-only one).
+// (empty: the online-only one). (A model trained on the true merits is not tested to be kept:
+// on this machine's noisy CPU timings of a 32³ matmul, a cross-validated online model's top
+// picks beat it in 2 of 6 runs.)
 #include <unistd.h>
 
 #include <cstdio>
@@ -23,6 +26,9 @@ namespace tilesearch::search {
 namespace {
 
 constexpr int kPerRound = 8;
+// Rounds of the judged tunes: a round's top quarter must be a few programs for its judgement to
+// stand above the CPU's timing noise (at 8 per round it is two).
+constexpr int kJudgedPerRound = 16;
 
 std::string TempPath(const std::string& name) {
   const std::string path = ::testing::TempDir() + "/pretrained_model_choice_test_" +
@@ -31,8 +37,8 @@ std::string TempPath(const std::string& name) {
   return path;
 }
 
-TuneOptions Options(const std::string& log, int trials) {
-  TuneOptions o = testing::TinyCpuTuneOptions(log, trials, kPerRound, 5);
+TuneOptions Options(const std::string& log, int trials, int per_round = kPerRound) {
+  TuneOptions o = testing::TinyCpuTuneOptions(log, trials, per_round, 5);
   o.use_xgboost = true;
   o.overlap_rounds = 0;
   o.search.population = 32;
@@ -77,21 +83,21 @@ TEST(PretrainedModelChoiceTest, APretrainedModelThatRanksTheTaskBackwardsIsDropp
   ASSERT_FALSE(model.empty());
 
   const std::string log = TempPath("tune.jsonl");
-  TuneOptions o = Options(log, 5 * kPerRound);
+  TuneOptions o = Options(log, 3 * kJudgedPerRound, kJudgedPerRound);
   o.model_init = model;
   absl::StatusOr<TuneResult> result = Tune(testing::SquareMatmul(32), cpu, o);
   ASSERT_TRUE(result.ok()) << result.status();
   absl::StatusOr<LogContents> contents = ReadLog(log);
   ASSERT_TRUE(contents.ok()) << contents.status();
   const std::vector<RoundRecord>& rounds = contents->rounds;
-  ASSERT_EQ(rounds.size(), 5u);
+  ASSERT_EQ(rounds.size(), 3u);
   EXPECT_EQ(rounds[0].model_init, model);  // nothing judged yet: the pretrained model searches
-  // Its held-out accuracy on the first round is below chance, the untrained online model's is
-  // chance (all its scores are equal): the second round is searched by the online model (which by
-  // then has the first round's records). Later rounds go to whichever ranked better so far.
+  // It ranks the first round below chance, so its top picks are among the round's slowest; the
+  // online model's cross-validated top picks are better: the second round is searched by the
+  // online model (which by then has the first round's records).
   ASSERT_LT(rounds[0].pairwise_accuracy, 0.5);
   EXPECT_TRUE(rounds[1].model_init.empty()) << rounds[1].model_init;
-  EXPECT_EQ(contents->records.size(), static_cast<size_t>(5 * kPerRound));
+  EXPECT_EQ(contents->records.size(), static_cast<size_t>(3 * kJudgedPerRound));
   std::remove(train_log.c_str());
   std::remove(log.c_str());
   std::remove(model.c_str());
