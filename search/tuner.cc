@@ -483,6 +483,7 @@ class TuningJob {
   // never the same states; then the model's scores of them, before any is measured.
   absl::Status SearchRound(Round& round) {
     const auto t0 = std::chrono::steady_clock::now();
+    if (!held_back_.empty()) return TakeHeldBack(round, t0);
     const SearchOptions& so = options_.search;
     const std::vector<Candidate> best = BestCandidates();
     const int n = static_cast<int>(
@@ -514,6 +515,40 @@ class TuningJob {
     if (unjudged) ctx_ = ctx_.WithEpsGreedy(eps);
     RETURN_IF_ERROR(evolved.status());
     for (Candidate& c : *evolved) round.candidates.push_back(std::move(c));
+    HoldBackFinalHalf(round);
+    return ScoreCandidates(round, t0);
+  }
+
+  // The last round of the budget, when rounds overlap, is measured as two: its second half is
+  // held back (HoldBackFinalHalf) and built while the first is measured (the next SearchRound
+  // takes it: TakeHeldBack), so that only half a round is measured after the host's last build
+  // instead of a whole one. No search is added: both halves were chosen together.
+  void HoldBackFinalHalf(Round& round) {
+    const int64_t n = static_cast<int64_t>(round.candidates.size());
+    if (options_.overlap_rounds != 1 || n < 2 * kMinFinalHalf ||
+        trials() + in_flight_trials_ + n < options_.trials) {
+      return;
+    }
+    const int64_t keep = (n + 1) / 2;
+    held_back_local_ = std::max<int64_t>(0, round.local - keep);
+    round.local = std::min(round.local, keep);
+    held_back_.assign(std::make_move_iterator(round.candidates.begin() + keep),
+                      std::make_move_iterator(round.candidates.end()));
+    round.candidates.resize(static_cast<size_t>(keep));
+  }
+  static constexpr int64_t kMinFinalHalf = 16;
+
+  absl::Status TakeHeldBack(Round& round, std::chrono::steady_clock::time_point t0) {
+    round.candidates = std::move(held_back_);
+    held_back_.clear();
+    round.local = held_back_local_;
+    held_back_local_ = 0;
+    return ScoreCandidates(round, t0);
+  }
+
+  // The model's scores of the round's candidates (with a pretrained model, both models'), before
+  // any is measured, and the round's search time since `t0`.
+  absl::Status ScoreCandidates(Round& round, std::chrono::steady_clock::time_point t0) {
     if (!round.candidates.empty()) {
       DescribeModel(Active(), UseOnline() ? "" : options_.model_init, samples_given_, &round.line);
       round.features = CandidateFeatures(round.candidates, ctx_);
@@ -833,6 +868,10 @@ class TuningJob {
   // measured rounds (UseOnline). Null otherwise.
   std::unique_ptr<costmodel::CostModel> online_;
   ModelJudge judge_;  // of model_ and online_ over the task's measured rounds
+  // The final round's second half, searched with its first (HoldBackFinalHalf), and how many of
+  // them local search found.
+  std::vector<Candidate> held_back_;
+  int64_t held_back_local_ = 0;
   const bool memory_bound_;
   std::vector<State> sketches_;
   std::vector<MeasureRecord> records_;

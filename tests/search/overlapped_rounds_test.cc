@@ -9,6 +9,7 @@
 // automatic choices per target, the job's time limit, and the options' errors.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <unordered_set>
@@ -43,10 +44,13 @@ std::string TempLog(const std::string& name) {
 }
 
 // The learned model (its round lines say how many samples it was trained on), small search.
-TuneOptions Options(const std::string& log, int trials, int overlap) {
-  TuneOptions o = testing::TinyCpuTuneOptions(log, trials, kPerRound, 11);
+TuneOptions Options(const std::string& log, int trials, int overlap, int per_round = kPerRound) {
+  TuneOptions o = testing::TinyCpuTuneOptions(log, trials, per_round, 11);
   o.use_xgboost = true;
   o.overlap_rounds = overlap;
+  // Enough states for full rounds of per_round (the tiny options' population of 16 gives 8).
+  o.search.population = std::max(o.search.population, 3 * per_round);
+  o.search.init_min_population = std::max(o.search.init_min_population, 2 * per_round);
   return o;
 }
 
@@ -55,9 +59,11 @@ struct Job {
   LogContents log;
 };
 
-Job RunJob(const std::string& name, int trials, int overlap) {
+Job RunJob(const std::string& name, int trials, int overlap, int per_round = kPerRound) {
   const std::string path = TempLog(name);
-  Job job{Tune(testing::SquareMatmul(32), Target::HostCpu(), Options(path, trials, overlap)), {}};
+  Job job{
+      Tune(testing::SquareMatmul(32), Target::HostCpu(), Options(path, trials, overlap, per_round)),
+      {}};
   absl::StatusOr<LogContents> log = ReadLog(path);
   EXPECT_TRUE(log.ok()) << log.status();
   if (log.ok()) job.log = *std::move(log);
@@ -170,6 +176,34 @@ TEST(OverlappedRoundsTest, APretrainedModelOverlapsFromTheFirstRound) {
   EXPECT_EQ(short_job.log.rounds[1].train_samples, kPerRound);
   std::remove(train_log.c_str());
   std::remove(model.c_str());
+}
+
+// With overlap, the budget's last round (of at least 32) is measured as two halves chosen by one
+// search, the second built while the first is measured; without overlap it stays one round.
+TEST(OverlappedRoundsTest, TheLastRoundIsMeasuredInTwoHalves) {
+  // Rounds of 32: the first is 21 (a learned model's first round is a quarter of the budget),
+  // then 32, then the last 32 of the budget of 85.
+  constexpr int kTrials85 = 85;
+  const Job overlapped = RunJob("halves_on", kTrials85, 1, 32);
+  ASSERT_TRUE(overlapped.result.ok()) << overlapped.result.status();
+  std::vector<int64_t> sizes;
+  for (const RoundRecord& r : overlapped.log.rounds) sizes.push_back(r.trials);
+  EXPECT_THAT(sizes, ::testing::ElementsAre(21, 32, 16, 16));
+  ASSERT_EQ(overlapped.log.rounds.size(), 4u);
+  EXPECT_TRUE(overlapped.log.rounds[3].overlapped);  // built while the first half was measured
+  ASSERT_EQ(overlapped.log.records.size(), static_cast<size_t>(kTrials85));
+  std::unordered_set<uint64_t> states;
+  for (size_t i = 0; i < overlapped.log.records.size(); ++i) {
+    EXPECT_EQ(overlapped.log.records[i].trial, static_cast<int64_t>(i));
+    EXPECT_TRUE(states.insert(StepsHash(overlapped.log.records[i].steps)).second)
+        << "trial " << i << " repeats";
+  }
+
+  const Job serial = RunJob("halves_off", kTrials85, 0, 32);
+  ASSERT_TRUE(serial.result.ok()) << serial.result.status();
+  sizes.clear();
+  for (const RoundRecord& r : serial.log.rounds) sizes.push_back(r.trials);
+  EXPECT_THAT(sizes, ::testing::ElementsAre(21, 32, 32));
 }
 
 TEST(OverlappedRoundsTest, AnUnevenBudgetEndsExactlyAndResumes) {
