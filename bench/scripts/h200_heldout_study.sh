@@ -28,7 +28,10 @@
 # earlier call copied into the same folders),
 # MODEL_INIT (a model file for the long and pretrained tunes and for predict; default: the shipped
 # model of the target; required on cpu), PREDICT_LOGS (archives predict transfers from, set and
-# empty: none; default bench/logs/h200-*.tar.xz), WORKLOADS (default
+# empty: none; default bench/logs/h200-*.tar.xz), LONG_FROM (a folder of an earlier call's
+# workload folders: without the long part, each workload's long.jsonl is copied from
+# LONG_FROM/<name>/ first, so measure and the report compare against that call's long run;
+# e.g. bench/logs/h200-2026-12-03-heldout-study.tar.xz extracted), WORKLOADS (default
 # bench/heldout_workloads.txt), TILESEARCH (a
 # tilesearch binary instead of the unpacked device pack), WORK (where the scratch folder
 # heldout-study-work is made, emptied first; default /tmp).
@@ -179,6 +182,14 @@ for c in "${cases[@]}"; do
   printf "short_trials\t%s\nseed\t%s\nmodel_init\t%s\n" "$SHORT_TRIALS" "$SEED" \
     "${MODEL_INIT:-default}" >>"$d/case.tsv"
   : >"$d/times.tsv"
+  if ! part long && [[ -n "${LONG_FROM:-}" ]]; then
+    if [[ -s "$LONG_FROM/$name/long.jsonl" ]]; then
+      cp "$LONG_FROM/$name/long.jsonl" "$d/long.jsonl"
+      printf "long_from\t%s\n" "$LONG_FROM/$name/long.jsonl" >>"$d/case.tsv"
+    else
+      echo "   $name: LONG_FROM=$LONG_FROM has no $name/long.jsonl"
+    fi
+  fi
   logs=(); [[ -s "$pool/$op.jsonl" ]] && logs=(--log "$pool/$op.jsonl")
   part predict && timed predict "$(cap "$PREDICT_S" 120)" "$d" "$ts" predict "${argv[@]}" --target "$TARGET" \
     "${predict_model[@]}" "${logs[@]}" --no-check --schedule-out "$d/predicted.json"
