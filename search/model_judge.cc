@@ -14,8 +14,8 @@ namespace tilesearch::search {
 absl::StatusOr<double> TopPicksMerit(const std::vector<double>& scores,
                                      const std::vector<double>& merits, double top_fraction) {
   if (scores.size() != merits.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("TopPicksMerit: ", scores.size(),
-                                                   " scores for ", merits.size(), " merits"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("TopPicksMerit: ", scores.size(), " scores for ", merits.size(), " merits"));
   }
   if (scores.empty()) return absl::InvalidArgumentError("TopPicksMerit: no programs");
   if (!(top_fraction > 0 && top_fraction <= 1)) {

@@ -56,7 +56,8 @@ class ModelJudge {
   /// A round that cannot be judged (TopPicksMerit's errors, e.g. no valid program) adds nothing;
   /// the error is returned for the caller to ignore or report.
   absl::Status AddRound(const std::vector<double>& pretrained_scores,
-                        const std::vector<double>& online_scores, const std::vector<double>& merits);
+                        const std::vector<double>& online_scores,
+                        const std::vector<double>& merits);
   /// Whether any round was judged.
   bool judged() const { return programs_ > 0; }
   /// Whether the online-only model's top picks were better over the judged rounds (false before
