@@ -72,8 +72,8 @@ TEST(CrossValidatedScoresTest, EachSampleIsScoredByAModelThatDidNotSeeIt) {
   std::vector<costmodel::TrainingSample> samples(10);
   for (size_t i = 0; i < samples.size(); ++i) samples[i].throughput = static_cast<double>(1 << i);
   const double total = 1023;
-  absl::StatusOr<std::vector<double>> cv = CrossValidatedScores(
-      [] { return std::make_unique<SumModel>(); }, samples, /*folds=*/3);
+  absl::StatusOr<std::vector<double>> cv =
+      CrossValidatedScores([] { return std::make_unique<SumModel>(); }, samples, /*folds=*/3);
   ASSERT_TRUE(cv.ok()) << cv.status();
   ASSERT_EQ(cv->size(), samples.size());
   for (size_t i = 0; i < samples.size(); ++i) {
@@ -81,10 +81,9 @@ TEST(CrossValidatedScoresTest, EachSampleIsScoredByAModelThatDidNotSeeIt) {
     for (size_t j = i % 3; j < samples.size(); j += 3) fold += samples[j].throughput;
     EXPECT_DOUBLE_EQ((*cv)[i], total - fold) << "sample " << i;
   }
-  EXPECT_EQ(CrossValidatedScores([] { return std::make_unique<SumModel>(); }, samples, 1)
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      CrossValidatedScores([] { return std::make_unique<SumModel>(); }, samples, 1).status().code(),
+      absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(CrossValidatedScores([] { return std::make_unique<SumModel>(); },
                                  std::vector<costmodel::TrainingSample>(2), 3)
                 .status()
@@ -97,7 +96,7 @@ TEST(ModelJudgeTest, PrefersTheModelWhoseTopPicksWereBetterOverTheRounds) {
   EXPECT_FALSE(judge.judged());
   EXPECT_FALSE(judge.prefers_online());
   const std::vector<double> merits = {1, 2, 3, 4, 5, 6, 7, 8};
-  std::vector<double> right = merits;                       // top 2: 8, 7
+  std::vector<double> right = merits;                         // top 2: 8, 7
   std::vector<double> wrong(merits.rbegin(), merits.rend());  // top 2: 1, 2
   // A round with no valid program adds nothing.
   EXPECT_FALSE(judge.AddRound(right, wrong, std::vector<double>(8, 0)).ok());
