@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ir/stmt.h"
 #include "schedule/apply_step.h"
 #include "schedule/matmul_like.h"
 #include "schedule/wgmma_layout.h"
@@ -46,6 +47,56 @@ std::optional<TensorCoreStep> Halved(TensorCoreStep t, bool along_m) {
   block = half;
   if (block % warp != 0) warp = block;
   return t;
+}
+
+// Bytes of an operand element of t's kind: 2 (f16, bf16) or 4 (the TF32 kinds' float32).
+int64_t ElementBytes(const TensorCoreStep& t) {
+  return ir::BytesOf(ir::MmaOperandType(ir::ParseMmaKind(t.kind).value_or(ir::MmaKind::kF16)));
+}
+
+// t with the deepest pipeline not above its own that fits `target` (shared memory above all),
+// down to the space's shallowest (2 for wgmma, 1 for mma.sync); nullopt when none fits.
+std::optional<TensorCoreStep> FitPipeline(TensorCoreStep t, const Target& target) {
+  const int least = std::min(t.pipeline, t.warpgroup ? 2 : 1);
+  for (; t.pipeline >= least; --t.pipeline) {
+    if (TensorCoreStepFits(t, target)) return t;
+  }
+  return std::nullopt;
+}
+
+// t's block tile doubled along m (`along_m`) or n within the space's values
+// (search/tensor_core_space.cc): the warp (group) tile doubled where it stays at most 64 (wgmma:
+// 128 rows, 256 columns) and its accumulators fit, otherwise one more warp (group) per block side
+// (at most 4; wgmma 2). A wide warp tile comes first: both tuned bests the transferred tiles
+// missed on the H200 held-out study have 64-row warpgroup tiles spanning the block's columns. The
+// pipeline is then lowered until the ring fits (FitPipeline). Nullopt when no layout fits.
+std::optional<TensorCoreStep> Doubled(const TensorCoreStep& t, bool along_m, const Target& target) {
+  const int64_t max_warp = !t.warpgroup ? 64 : along_m ? 128 : 256;
+  const int64_t max_per_side = t.warpgroup ? 2 : 4;
+  for (bool widen : {true, false}) {
+    TensorCoreStep c = t;
+    int64_t& block = along_m ? c.block_m : c.block_n;
+    int64_t& warp = along_m ? c.warp_m : c.warp_n;
+    if (widen ? 2 * warp > max_warp : 2 * (block / warp) > max_per_side) continue;
+    if (widen) warp *= 2;
+    block *= 2;
+    if (std::optional<TensorCoreStep> fit = FitPipeline(c, target)) return fit;
+  }
+  return std::nullopt;
+}
+
+// t's k tile doubled within the space's values (wgmma: rows of at most 128 bytes; mma.sync: at
+// most 4 instruction k's, 8 for TF32's k of 8), the pipeline fitted (FitPipeline) and split_k
+// refitted to the longer tiles (FittedSplitK). Nullopt when the space has no deeper k tile or
+// no pipeline fits.
+std::optional<TensorCoreStep> KDoubled(TensorCoreStep t, const schedule::MatmulLike& mm,
+                                       const Target& target) {
+  const int64_t kk = ir::MmaK(ir::ParseMmaKind(t.kind).value_or(ir::MmaKind::kF16));
+  const int64_t max_k = t.warpgroup ? 128 / ElementBytes(t) : kk * 4 * (kk == 8 ? 2 : 1);
+  if (2 * t.block_k > max_k) return std::nullopt;
+  t.block_k *= 2;
+  t.split_k = FittedSplitK(t, mm);
+  return FitPipeline(t, target);
 }
 
 // t's epilogue extended to the longest chain of elementwise consumers that replays (the sketch
@@ -143,6 +194,29 @@ std::vector<schedule::State> TransferVariants(const schedule::State& state,
     if (n) tried.push_back(*n);
     if (m && n) {
       if (std::optional<TensorCoreStep> mn = Halved(*m, /*along_m=*/false)) tried.push_back(*mn);
+    }
+  }
+
+  // Many blocks: the block tile doubled along n, then m, each also with a doubled k tile, where
+  // the doubled grid has fewer blocks and still at least kEnlargedBlocksPerSm per SM. Only a side
+  // no longer than the other is doubled: an m x n tile loads m + n elements per k for m n
+  // products, so doubling 64 x 256 to 128 x 256 raises that reuse by 67 %, to 64 x 512 by 11 %.
+  for (const TensorCoreStep& base : k_loops) {
+    // Split-K adds blocks to a grid of too few; a grid with blocks to spare gets one k range.
+    if (base.split_k != 1) continue;
+    for (bool along_m : {false, true}) {
+      if ((along_m ? base.block_m : base.block_n) > (along_m ? base.block_n : base.block_m)) {
+        continue;
+      }
+      std::optional<TensorCoreStep> big = Doubled(base, along_m, target);
+      if (!big) continue;
+      const int64_t blocks = GridBlocks(*big, *mm);
+      if (blocks >= GridBlocks(base, *mm) ||
+          static_cast<double>(blocks) < kEnlargedBlocksPerSm * target.sm_count) {
+        continue;
+      }
+      tried.push_back(*big);
+      if (std::optional<TensorCoreStep> deep = KDoubled(*big, *mm, target)) tried.push_back(*deep);
     }
   }
 

@@ -48,6 +48,14 @@ std::vector<std::optional<int64_t>> AdaptSplitLengths(
 /// copy: 0.73x).
 inline constexpr int64_t kFewWaves = 1;
 
+/// Doubled-tile variants (TransferVariants) are kept while their grid has at least this many
+/// blocks per SM: a smaller grid leaves SMs idle that the larger tile's reuse does not repay.
+/// On the H200 held-out study's logs the tuned bests of the bf16 matmul 2500x1800x3000 and the
+/// conv2d 16x128x28x28 ran twice the transferred block tile on 240 and 98 blocks (1.8 and 0.74
+/// per SM), at 1.86x and 1.37x the transferred tiles' speed; a bound of 1 per SM would leave out
+/// the conv2d's.
+inline constexpr double kEnlargedBlocksPerSm = 0.5;
+
 /// Variants of a transferred schedule for the new extents, ranked beside the transferred copy:
 /// the copy keeps the source shape's k-loop and grid decisions, which can misfit the new one
 /// (a 64x512x1024 batch matmul's split-K 8 and 5-stage pipeline left a 32x384x256 one 1 k tile
@@ -61,6 +69,12 @@ inline constexpr int64_t kFewWaves = 1;
 ///  - when those grids have fewer than kFewWaves x target.sm_count blocks (batch x m tiles x n
 ///    tiles x split_k), the block tile halved along m, along n and along both (the warp tile cut
 ///    to the halved side where the block no longer holds it);
+///  - when the grid of a split_k 1 one has blocks to spare, its block tile doubled along the
+///    shorter side (both sides of a square tile; a wider warp tile where the space allows it,
+///    else one more warp per side; the pipeline lowered to what shared memory holds), each also
+///    with the k tile doubled, kept where the doubled grid has fewer blocks and at least
+///    kEnlargedBlocksPerSm x target.sm_count of them (a source tuned on a smaller shape brings
+///    tiles sized for its few waves);
 /// is returned when it differs from the step, fits the target (TensorCoreStepFits, and the wgmma
 /// layouts for warpgroup steps) and `state`'s steps with it replay on `dag`; the others are
 /// dropped. Distinct, in the order above. Empty for a state without a tensor_core step, or whose

@@ -4,6 +4,7 @@
 #include "search/predict.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -256,8 +257,8 @@ TEST(TransferVariantsTest, SplitKIsRefittedToTheNewKAndItsRangesGetCappedPipelin
   // 32 x (384 / 64) x (384 / 128) = 576 blocks at split_k 1: more than the 132 SMs, so no tile
   // is halved.
   for (const schedule::TensorCoreStep& v : got) {
-    EXPECT_EQ(v.block_m, 64);
-    EXPECT_EQ(v.block_n, 128);
+    EXPECT_GE(v.block_m, 64);
+    EXPECT_GE(v.block_n, 128);
     EXPECT_NE(v.split_k, 8);
   }
 }
@@ -283,13 +284,81 @@ TEST(TransferVariantsTest, FewWavesHalveTheBlockTileAndTheHalvesComputeTheMatmul
     schedule::testing::ExpectMatchesReference(dag, v, Target::H200(), /*exact=*/false);
   }
 
-  // A 4096 x 4096 output in 128 x 128 blocks: 1024 blocks, enough to keep the tile.
+  // A 4096 x 4096 output in 128 x 128 blocks: 1024 blocks, enough to keep the tile (or double it).
   const schedule::TensorCoreStep big = Tc("tf32x3", 128, 128, 16, 64, 32, 2, 1, false);
   const ir::ComputeDAG large = Ok(Op("matmul", {{4096, 64}, {64, 4096}}).Build());
   for (const schedule::TensorCoreStep& v : VariantSteps(big, large)) {
-    EXPECT_EQ(v.block_m, 128);
-    EXPECT_EQ(v.block_n, 128);
+    EXPECT_GE(v.block_m, 128);
+    EXPECT_GE(v.block_n, 128);
   }
+}
+
+TEST(TransferVariantsTest, ManyBlocksDoubleTheBlockTileAndTheDoublesComputeTheMatmul) {
+  // A 16 x 16 tile sized for a small shape, on a 64 x 64 output: 4 x 4 = 16 blocks on a target of
+  // 8 SMs (2 per SM: none halved). Doubled, 8 blocks (1 per SM, at least the half required).
+  Target target = Target::H200();
+  target.sm_count = 8;
+  const schedule::TensorCoreStep t = Tc("tf32x3", 16, 16, 16, 16, 8, 2, 1, false);
+  const ir::ComputeDAG dag = Ok(Op("matmul", {{64, 32}, {32, 64}}).Build());
+  const schedule::State moved = Ok(TransferSteps({t}, dag));
+  const std::vector<schedule::State> variants = TransferVariants(moved, dag, target);
+  // The space's mma.sync warp tiles go up to 64 x 64, so each doubled side widens the warp tile
+  // (16 x 8 -> 16 x 16 along n, 32 x 8 along m); the k tile doubles from 16 to 32 (2 of TF32's
+  // k of 8 -> 4; K = 32 is one such tile, so split_k stays 1). The 2-stage rings keep their depth:
+  // at most 2 x (16 x 36 + 32 x 36) floats = 14 KiB.
+  using Tiles = std::array<int64_t, 5>;  // block m, n, k, warp m, n
+  std::vector<Tiles> tiles;
+  TuneContext ctx(dag, target);
+  for (const schedule::State& v : variants) {
+    for (const schedule::Step& st : v.steps()) {
+      if (const auto* tc = std::get_if<schedule::TensorCoreStep>(&st)) {
+        tiles.push_back({tc->block_m, tc->block_n, tc->block_k, tc->warp_m, tc->warp_n});
+        EXPECT_EQ(tc->pipeline, 2);
+        EXPECT_EQ(tc->split_k, 1);
+      }
+    }
+    EXPECT_THAT(LowerCandidate(v, ctx), IsOk());
+    schedule::testing::ExpectMatchesReference(dag, v, target, /*exact=*/false);
+  }
+  EXPECT_THAT(tiles,
+              ::testing::UnorderedElementsAre(Tiles{16, 32, 16, 16, 16}, Tiles{16, 32, 32, 16, 16},
+                                              Tiles{32, 16, 16, 32, 8}, Tiles{32, 16, 32, 32, 8}));
+
+  // On the H200's 132 SMs, 8 doubled blocks are under half a block per SM: nothing is doubled
+  // (the 16 blocks get halved tiles instead).
+  for (const schedule::TensorCoreStep& v : VariantSteps(t, dag)) {
+    EXPECT_LE(v.block_m, 16);
+    EXPECT_LE(v.block_n, 16);
+  }
+}
+
+TEST(TransferVariantsTest, NoDoubledTileWhereItsRingExceedsSharedMemory) {
+  // tf32x3 wgmma 128 x 128 x 32 (warpgroups of 64 x 128, 2 along m), a 2-stage ring: each stage
+  // (128 + 128) x 32 floats = 32 KiB, and the ring plus the TF32 tile sets (2 + 2 x 2 tiles)
+  // 192 KiB of the 227 KiB opt-in. Along n, a 64 x 256 warpgroup tile would hold 2 x 64 x 256 /
+  // 128 = 256 accumulators a thread (over 128), so a second warpgroup column it is: 128 x 256,
+  // (128 + 256) x 32 x 4 = 48 KiB a tile, 6 tiles = 288 KiB at the shallowest ring. Along m
+  // (the tile is square) neither a 128-row warpgroup tile (256 accumulators) nor 4 warpgroups
+  // a side fits. 2048 x 2048 in 128 x 128 blocks: 256 blocks, many enough to double. The step's
+  // k loop needs no other variant (64 k tiles, 1 range, a ring of 2).
+  const schedule::TensorCoreStep t = Tc("tf32x3", 128, 128, 32, 64, 128, 2, 1, true);
+  const ir::ComputeDAG dag = Ok(Op("matmul", {{2048, 2048}, {2048, 2048}}).Build());
+  EXPECT_THAT(VariantSteps(t, dag), ::testing::IsEmpty());
+
+  // With 288 KiB of shared memory the same step doubles along n (not its k tile: 32 floats are
+  // the 128-byte rows wgmma reads at most).
+  Target roomy = Target::H200();
+  roomy.max_shared_memory_optin = 6 * (128 + 256) * 32 * 4;
+  schedule::TensorCoreStep wide = t;
+  wide.block_n = 256;
+  const schedule::State moved = Ok(TransferSteps({t}, dag));
+  std::vector<schedule::TensorCoreStep> got;
+  for (const schedule::State& v : TransferVariants(moved, dag, roomy)) {
+    for (const schedule::Step& st : v.steps()) {
+      if (const auto* tc = std::get_if<schedule::TensorCoreStep>(&st)) got.push_back(*tc);
+    }
+  }
+  EXPECT_THAT(got, ElementsAre(wide));
 }
 
 TEST(TransferVariantsTest, SimtSchedulesGetNone) {
