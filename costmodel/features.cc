@@ -19,6 +19,15 @@ using ir::Expr;
 using ir::ExprKind;
 using ir::ForKind;
 
+// Per-SM limits of sm_80 / sm_90 GPUs (Target has no fields for them): resident blocks, warps
+// (2048 threads), shared memory (228 KiB) and 32-bit registers; and the registers a thread needs
+// beyond its local buffers (the search's annotation rules assume the same overhead).
+constexpr double kMaxBlocksPerSm = 32;
+constexpr double kMaxWarpsPerSm = 64;
+constexpr double kSharedBytesPerSm = 233472;
+constexpr double kRegistersPerSm = 65536;
+constexpr double kRegisterOverhead = 32;
+
 // One enclosing loop.
 struct Loop {
   std::string var;
@@ -60,6 +69,52 @@ struct BufferRegions {
   std::vector<std::vector<double>> bytes;
   std::vector<std::vector<int64_t>> level0_dims;
 };
+
+// What group 8 needs of one kernel launch: its grid, block, shared memory and local buffers.
+struct KernelShape {
+  double blocks = 1;
+  double threads = 1;
+  double shared_bytes = 0;
+  double local_elements = 0;  // per thread: every local Allocate of the kernel
+};
+
+// Elements of the local-scope Allocates in `s` (each thread's own; what the register estimate of
+// the search's annotation rules counts).
+double LocalElements(const ir::Stmt& s) {
+  if (!s.defined()) return 0;
+  switch (s.kind()) {
+    case ir::StmtKind::kAllocate: {
+      const auto* op = s.as<ir::AllocateNode>();
+      const double own = op->buffer.scope == ir::MemoryScope::kLocal
+                             ? static_cast<double>(op->buffer.NumElements())
+                             : 0.0;
+      return own + LocalElements(op->body);
+    }
+    case ir::StmtKind::kFor:
+      return LocalElements(s.as<ir::ForNode>()->body);
+    case ir::StmtKind::kSeq: {
+      double n = 0;
+      for (const ir::Stmt& c : s.as<ir::SeqNode>()->stmts) n += LocalElements(c);
+      return n;
+    }
+    case ir::StmtKind::kIfThenElse: {
+      const auto* op = s.as<ir::IfThenElseNode>();
+      return LocalElements(op->then_case) + LocalElements(op->else_case);
+    }
+    default:
+      return 0;
+  }
+}
+
+// The kernels of a lowered GPU nest: the top-level statements under its global Allocates
+// (schedule::LoweredKernel), one per launch.
+std::vector<ir::Stmt> KernelStatements(const ir::LoopNest& nest) {
+  ir::Stmt body = nest.body;
+  while (body.defined() && body.as<ir::AllocateNode>()) body = body.as<ir::AllocateNode>()->body;
+  if (!body.defined()) return {};
+  if (const auto* seq = body.as<ir::SeqNode>()) return seq->stmts;
+  return {body};
+}
 
 // Operation counts of one execution.
 struct OpCounts {
@@ -188,10 +243,36 @@ class Extractor {
   Extractor(const ir::LoopNest& nest, const Target& target, const FeatureOptions& options)
       : target_(target), options_(options), line_bytes_(target.is_gpu() ? 128 : 64) {
     for (const auto& p : nest.params) buffers_[p.name] = &p;
+    const std::vector<ir::Stmt> kernels = KernelStatements(nest);
+    if (!target.is_gpu() || kernels.size() != options.launches.size()) return;
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const LaunchConfig& l = options.launches[i];
+      KernelShape k;
+      k.blocks = static_cast<double>(l.grid[0] * l.grid[1] * l.grid[2]);
+      k.threads = static_cast<double>(l.block[0] * l.block[1] * l.block[2]);
+      k.shared_bytes = static_cast<double>(l.shared_memory_bytes);
+      k.local_elements = LocalElements(kernels[i]);
+      kernel_of_[kernels[i].get()] = static_cast<int>(kernel_shapes_.size());
+      kernel_shapes_.push_back(k);
+    }
   }
 
   absl::Status Walk(const ir::Stmt& s) {
     if (!s.defined()) return absl::OkStatus();
+    if (auto k = kernel_of_.find(s.get()); k != kernel_of_.end()) {
+      const int saved = current_kernel_;
+      current_kernel_ = k->second;
+      absl::Status st = WalkStmt(s);
+      current_kernel_ = saved;
+      return st;
+    }
+    return WalkStmt(s);
+  }
+
+  StoreFeatures TakeRows() { return std::move(rows_); }
+
+ private:
+  absl::Status WalkStmt(const ir::Stmt& s) {
     switch (s.kind()) {
       case ir::StmtKind::kFor: {
         const auto* op = s.as<ir::ForNode>();
@@ -257,9 +338,6 @@ class Extractor {
     return absl::OkStatus();
   }
 
-  StoreFeatures TakeRows() { return std::move(rows_); }
-
- private:
   int64_t ConstOrBound(const Expr& e, bool upper) const {
     if (auto c = ir::AsConstInt(ir::Simplify(e, ranges_))) return *c;
     ir::BoundResult b = ir::BoundOf(e, ranges_);
@@ -453,6 +531,7 @@ class Extractor {
     IntensityFeatures(bufs, regions, float_ops, &f);
     AllocationFeatures(store, &f);
     OuterFeatures(store, outer_prod, &f);
+    LaunchFeatures(bufs, float_ops * outer_prod, &f);
 
     std::vector<float> out(kNumFeatures);
     for (int i = 0; i < kNumFeatures; ++i) {
@@ -721,6 +800,87 @@ class Extractor {
     }
   }
 
+  // The launch the current store belongs to: the lowered kernel's LaunchConfig where the nest's
+  // kernels and FeatureOptions::launches correspond, else what the store's own loop stack and the
+  // Allocates around it show (its blockIdx / threadIdx extents, shared and local buffers).
+  KernelShape CurrentKernel() const {
+    if (current_kernel_ >= 0) return kernel_shapes_[current_kernel_];
+    KernelShape k;
+    double grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+    for (const Loop& l : loops_) {
+      const double e = static_cast<double>(l.extent);
+      if (ir::IsBlockBound(l.kind)) {
+        double& g = grid[static_cast<int>(l.kind) - static_cast<int>(ForKind::kBlockIdxX)];
+        g = std::max(g, e);
+      } else if (ir::IsThreadBound(l.kind)) {
+        double& b = block[static_cast<int>(l.kind) - static_cast<int>(ForKind::kThreadIdxX)];
+        b = std::max(b, e);
+      }
+    }
+    k.blocks = grid[0] * grid[1] * grid[2];
+    k.threads = block[0] * block[1] * block[2];
+    for (const AllocInScope& alloc : allocs_) {
+      if (alloc.decl->scope == ir::MemoryScope::kShared) {
+        k.shared_bytes += static_cast<double>(alloc.decl->Bytes());
+      } else if (alloc.decl->scope == ir::MemoryScope::kLocal) {
+        k.local_elements += static_cast<double>(alloc.decl->NumElements());
+      }
+    }
+    return k;
+  }
+
+  // Group 8: the store's kernel launch against the SMs (see the header for each entry).
+  void LaunchFeatures(const std::vector<const BufferAccesses*>& bufs, double store_float_ops,
+                      std::vector<double>* f) const {
+    if (!target_.is_gpu()) return;
+    double* o = f->data() + kLaunchOffset;
+    const KernelShape k = CurrentKernel();
+    const double regs = std::min(255.0, k.local_elements + kRegisterOverhead);
+    const double warps = std::ceil(k.threads / 32);
+    // Resident blocks per SM: the least of the limits by blocks, warps, shared memory (with the
+    // 1 KiB the driver reserves per block) and registers (allocated per warp in units of 256).
+    double resident = kMaxBlocksPerSm;
+    resident = std::min(resident, std::floor(kMaxWarpsPerSm / warps));
+    if (k.shared_bytes > 0) {
+      resident = std::min(resident, std::floor(kSharedBytesPerSm / (k.shared_bytes + 1024)));
+    }
+    const double regs_per_warp = std::ceil(regs * 32 / 256) * 256;
+    resident = std::min(resident, std::floor(kRegistersPerSm / (regs_per_warp * warps)));
+    // A measured kernel did launch: at least one block fits (ptxas caps the registers).
+    resident = std::max(1.0, resident);
+    const double sms = std::max(1, target_.sm_count);
+    const double wave = sms * resident;
+    const double waves = std::ceil(k.blocks / wave);
+    double global_bytes = 0;
+    for (const BufferAccesses* b : bufs) {
+      if (b->decl->scope != ir::MemoryScope::kGlobal) continue;
+      global_bytes += ir::BytesOf(b->decl->dtype) * static_cast<double>(b->accesses.size()) *
+                      OuterProd(loops_.size());
+    }
+    double k_tiles = 1;
+    for (const Loop& l : loops_) {
+      if (l.kind == ForKind::kSerial && l.extent > 1) {
+        k_tiles = static_cast<double>(l.extent);
+        break;
+      }
+    }
+    const double stages = static_cast<double>(options_.pipeline_stages);
+    o[0] = k.blocks;
+    o[1] = k.threads;
+    o[2] = k.shared_bytes;
+    o[3] = regs;
+    o[4] = resident;
+    o[5] = resident * warps / kMaxWarpsPerSm;
+    o[6] = k.blocks / sms;
+    o[7] = waves;
+    o[8] = (k.blocks - (waves - 1) * wave) / wave;
+    o[9] = store_float_ops / k.blocks;
+    o[10] = global_bytes / k.blocks;
+    o[11] = k_tiles;
+    o[12] = stages;
+    o[13] = stages / k_tiles;
+  }
+
   // Group 7: the outer scope.
   void OuterFeatures(const ir::StoreNode& store, double outer_prod, std::vector<double>* f) const {
     double* o = f->data() + kOuterOffset;
@@ -742,6 +902,10 @@ class Extractor {
   std::vector<AllocInScope> allocs_;
   int guards_ = 0;
   StoreFeatures rows_;
+  // Launches of the nest's kernels (group 8), by kernel statement; the one being walked.
+  std::vector<KernelShape> kernel_shapes_;
+  std::map<const ir::StmtNode*, int> kernel_of_;
+  int current_kernel_ = -1;
 };
 
 std::vector<std::string> MakeNames() {
@@ -787,6 +951,13 @@ std::vector<std::string> MakeNames() {
                         "auto_unroll_max_step", "num_guards"}) {
     names.push_back(a);
   }
+  for (const char* l :
+       {"launch_blocks", "launch_threads", "launch_shared_bytes", "launch_registers",
+        "resident_blocks_per_sm", "occupancy", "blocks_per_sm_count", "waves", "last_wave_fill",
+        "float_ops_per_block", "global_bytes_per_block", "k_tiles", "pipeline_stages",
+        "stages_per_k_tile"}) {
+    names.push_back(l);
+  }
   CHECK(static_cast<int>(names.size()) == kNumFeatures) << "feature names " << names.size();
   return names;
 }
@@ -813,10 +984,15 @@ absl::StatusOr<StoreFeatures> ExtractLoweredFeatures(const schedule::State& stat
                                                      const schedule::LoweredKernel& kernel,
                                                      const Target& target) {
   FeatureOptions options;
+  options.launches = kernel.launches;
   for (int i = 0; i < state.num_stages(); ++i) {
     const schedule::Stage& stage = state.stage(i);
     if (stage.auto_unroll_max_step > 0) {
       options.auto_unroll_max_step[stage.name()] = stage.auto_unroll_max_step;
+    }
+    options.pipeline_stages = std::max(options.pipeline_stages, stage.software_pipeline);
+    if (stage.tensor_core) {
+      options.pipeline_stages = std::max(options.pipeline_stages, stage.tensor_core->pipeline);
     }
   }
   return ExtractFeatures(kernel.nest, target, options);

@@ -20,7 +20,7 @@
 // points of one execution. A cache line is 128 bytes on GPU targets and 64 bytes on CPU targets.
 //
 // Every value is finally scaled by log2(1 + x) (values are >= 0; one-hot entries stay 0 or 1).
-// Layout, kNumFeatures = 159 entries (index: name — meaning):
+// Layout, kNumFeatures = 173 entries (index: name — meaning):
 //
 // Group 1, computation [0, 12): operation counts of one execution of the store (the stored value,
 // the store's and its loads' index expressions), times outer_prod. Both branches of a Select count.
@@ -86,6 +86,31 @@
 //   155 outer_prod   156 num_loops (loops in the stack)
 //   157 auto_unroll_max_step  the pragma of the stage writing the store's buffer (options)
 //   158 num_guards   number of IfThenElse enclosing the store (non-divisible tiles)
+// Group 8, launch [159, 173): the kernel launch the store belongs to, against the target's SMs;
+// why: on short kernels the blocks against the SMs (waves, the last wave's fill, resident blocks)
+// decide more than the per-store counts above. GPU targets only (0 on the host). The kernel is
+// FeatureOptions::launches[i] for the i-th top-level statement under the nest's global Allocates
+// when their numbers agree; else the store's loop stack: blocks = product over d of the largest
+// blockIdx.d extent, threads likewise, shared bytes and local elements of the Allocates around it.
+//   159 launch_blocks        thread blocks of the grid
+//   160 launch_threads       threads per block
+//   161 launch_shared_bytes  shared memory per block (bytes)
+//   162 launch_registers     estimated registers per thread: local elements of the kernel + 32,
+//                            at most 255
+//   163 resident_blocks_per_sm  min(32, 64 / warps per block, 233472 / (shared bytes + 1024),
+//                            65536 / (registers per warp rounded up to 256 x warps)), floored,
+//                            at least 1 (sm_80 / sm_90 limits)
+//   164 occupancy            resident warps / 64
+//   165 blocks_per_sm_count  blocks / target.sm_count
+//   166 waves                ceil(blocks / (sm_count x resident))
+//   167 last_wave_fill       blocks of the last wave / (sm_count x resident), in (0, 1]
+//   168 float_ops_per_block  the store's float ops (group 1's float entries) / blocks
+//   169 global_bytes_per_block  bytes the store moves from and to global buffers (with repeats)
+//                            / blocks
+//   170 k_tiles              extent of the outermost serial loop of extent > 1 in the stack
+//                            (a tiled reduction's k-tile loop), 1 if none
+//   171 pipeline_stages      FeatureOptions::pipeline_stages
+//   172 stages_per_k_tile    pipeline_stages / k_tiles
 #pragma once
 
 #include <cstdint>
@@ -94,6 +119,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/launch_config.h"
 #include "base/target.h"
 #include "ir/compute_dag.h"
 #include "ir/stmt.h"
@@ -103,9 +129,10 @@
 namespace tilesearch::costmodel {
 
 /// Version of the feature definition; saved models record it and refuse another.
-inline constexpr int kFeatureVersion = 1;
+/// Version 2 adds group 8 (the launch against the SMs).
+inline constexpr int kFeatureVersion = 2;
 /// Number of entries of one store's feature vector.
-inline constexpr int kNumFeatures = 159;
+inline constexpr int kNumFeatures = 173;
 /// Number of buffer-access groups per store and entries per group.
 inline constexpr int kMaxBuffers = 5;
 inline constexpr int kBufferFeatures = 18;
@@ -119,6 +146,7 @@ inline constexpr int kBufferOffset = 50;
 inline constexpr int kIntensityOffset = 140;
 inline constexpr int kAllocationOffset = 150;
 inline constexpr int kOuterOffset = 155;
+inline constexpr int kLaunchOffset = 159;
 
 /// The features of one program: one kNumFeatures-long row per Store, in pre-order of the nest.
 using StoreFeatures = std::vector<std::vector<float>>;
@@ -128,6 +156,12 @@ struct FeatureOptions {
   bool log_scale = true;
   /// auto_unroll_max_step of the stage that writes each buffer (by buffer name); 0 when absent.
   std::map<std::string, int64_t> auto_unroll_max_step;
+  /// One launch per kernel of the nest (schedule::LoweredKernel::launches); empty: group 8 reads
+  /// each store's loop stack instead.
+  std::vector<LaunchConfig> launches;
+  /// The deepest software pipeline of the program: the largest software_pipeline pragma or
+  /// tensor_core pipeline of its stages (0 when none is set).
+  int pipeline_stages = 0;
 };
 
 /// The kNumFeatures names in order, e.g. "float_addsub", "vec_pos_inner_spatial",

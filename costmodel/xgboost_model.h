@@ -218,7 +218,7 @@ class XGBoostModel : public CostModel {
   absl::Status Save(const std::string& path) const override;
   /// Errors: kNotFound (unreadable), kInvalidArgument "... is not a tilesearch xgboost model",
   /// "... version 3 is newer than this build reads (2)", "... has feature version 0, this build
-  /// extracts 1", "... 160 features, expected 159", "... truncated", "... corrupt booster:
+  /// extracts 2", "... 174 features, expected 173", "... truncated", "... corrupt booster:
   /// checksum ..." or "... corrupt booster: <xgboost message>". On error the model is unchanged.
   absl::Status Load(const std::string& path) override;
   /// Load, refusing a model trained for another target: kInvalidArgument "model file 'm' is for

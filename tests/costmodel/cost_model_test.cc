@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "base/status_matchers.h"
 #include "costmodel/features.h"
 #include "gmock/gmock.h"
@@ -70,9 +71,10 @@ TEST(ValidateTest, RejectsBadThroughputAndRowLength) {
   EXPECT_THAT(ValidateSamples({{0, OneStore(), NAN}}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not finite")));
   ProgramFeatures short_row{{std::vector<float>(12, 0.0f)}};
-  EXPECT_THAT(ValidatePrograms({OneStore(), short_row}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("program 1 store 0: 12 features, expected 159")));
+  EXPECT_THAT(
+      ValidatePrograms({OneStore(), short_row}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr(absl::StrCat("program 1 store 0: 12 features, expected ", kNumFeatures))));
 }
 
 TEST(RandomModelTest, SeededUniformScoresAndMinusInfinityWithoutFeatures) {

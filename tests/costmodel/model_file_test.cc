@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "base/status_matchers.h"
 #include "base/target.h"
 #include "costmodel/features.h"
@@ -107,24 +108,30 @@ TEST(ModelFileTest, AnotherTargetOrFeatureVersionIsRefusedNamingBoth) {
   XGBoostModel m(Small());
   EXPECT_THAT(m.LoadForTarget(path, Cuda("sm_80")),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("is for cuda sm_90 (feature version 1)"),
-                             HasSubstr("this run needs cuda sm_80 (feature version 1)"))));
+                       AllOf(HasSubstr(absl::StrCat("is for cuda sm_90 (feature version ",
+                                                    kFeatureVersion, ")")),
+                             HasSubstr(absl::StrCat("this run needs cuda sm_80 (feature version ",
+                                                    kFeatureVersion, ")")))));
   EXPECT_THAT(m.SetInitialModel(path, Target::HostCpu()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("this run needs cpu")));
   EXPECT_FALSE(m.trained());
 
   // The same file claiming another feature version.
   std::string text = ReadAll(path);
-  const size_t at = text.find("\"feature_version\":1");
+  const std::string version = absl::StrCat("\"feature_version\":", kFeatureVersion);
+  const size_t at = text.find(version);
   ASSERT_NE(at, std::string::npos);
-  text.replace(at, 19, "\"feature_version\":7");
+  text.replace(at, version.size(), "\"feature_version\":7");
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
   EXPECT_THAT(m.LoadForTarget(path, Cuda("sm_90")),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("is for cuda sm_90 (feature version 7)"),
-                             HasSubstr("needs cuda sm_90 (feature version 1)"))));
-  EXPECT_THAT(m.Load(path), StatusIs(absl::StatusCode::kInvalidArgument,
-                                     HasSubstr("has feature version 7, this build extracts 1")));
+                             HasSubstr(absl::StrCat("needs cuda sm_90 (feature version ",
+                                                    kFeatureVersion, ")")))));
+  EXPECT_THAT(m.Load(path),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(absl::StrCat("has feature version 7, this build extracts ",
+                                              kFeatureVersion))));
 }
 
 TEST(ModelFileTest, EveryTruncationAndCorruptionIsAnErrorNotACrash) {
@@ -159,7 +166,8 @@ TEST(ModelFileTest, VersionOneFilesReadAsAnyTarget) {
   const std::string path = Path("v1.model");
   std::ofstream(path, std::ios::binary | std::ios::trunc)
       << "tilesearch-xgboost-model\n"
-      << R"({"version": 1, "feature_version": 1, "num_features": 159, "trained": false, )"
+      << R"({"version": 1, "feature_version": )" << kFeatureVersion << R"(, "num_features": )"
+      << kNumFeatures << R"(, "trained": false, )"
       << R"("rounds": 0, "booster_bytes": 0})"
       << "\n";
   XGBoostModel m(Small());

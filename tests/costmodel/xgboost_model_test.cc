@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "base/status_matchers.h"
 #include "costmodel/features.h"
 #include "gmock/gmock.h"
@@ -245,10 +246,13 @@ TEST(XGBoostModelTest, LoadErrors) {
       R"({"version": 4, "feature_version": 1, "num_features": 159, "trained": false, "rounds": 0, "booster_bytes": 0})");
   EXPECT_THAT(m.Load(path), StatusIs(absl::StatusCode::kInvalidArgument,
                                      HasSubstr("version 4 is newer than this build reads (3)")));
-  write(
-      R"({"version": 1, "feature_version": 1, "num_features": 160, "trained": false, "rounds": 0, "booster_bytes": 0})");
-  EXPECT_THAT(m.Load(path), StatusIs(absl::StatusCode::kInvalidArgument,
-                                     HasSubstr("160 features, expected 159")));
+  write(absl::StrCat(R"({"version": 1, "feature_version": )", kFeatureVersion,
+                     R"(, "num_features": )", kNumFeatures + 1,
+                     R"(, "trained": false, "rounds": 0, "booster_bytes": 0})"));
+  EXPECT_THAT(
+      m.Load(path),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr(absl::StrCat(kNumFeatures + 1, " features, expected ", kNumFeatures))));
   write(
       R"({"version": 1, "feature_version": 0, "num_features": 159, "trained": false, "rounds": 0, "booster_bytes": 0})");
   EXPECT_THAT(m.Load(path),

@@ -91,7 +91,7 @@ data = open(sys.argv[1], "rb").read()
 open(sys.argv[2], "wb").write(data.replace(b'"target":"cpu"', b'"target":"cuda sm_90"', 1))
 PY
 run other "${tune[@]}" --trials 2 --log "$tmp/o.jsonl" --model-init "$tmp/cuda.model"
-expect_error other "is for cuda sm_90 (feature version 1); this run needs cpu (feature version 1)"
+expect_error other "is for cuda sm_90 (feature version 2); this run needs cpu (feature version 2)"
 run random "${tune[@]}" --trials 2 --log "$tmp/r.jsonl" --model random --model-init "$tmp/m.model"
 expect_error random "--model-init needs --model xgboost"
 head -c 100 "$tmp/m.model" >"$tmp/cut.model"
