@@ -41,6 +41,7 @@ struct TuneCommandOptions {
   int early_stopping = 0;      // 0: off
   int remeasure = 0;           // --remeasure: logged schedules measured again first; 0: none
   int host_threads = 0;        // cpu: parallel-loop threads, 0 = every usable core
+  int model_threads = 0;       // XGBoost threads per model, 0 = every usable core
   double run_timeout_ms = -1;  // < 0: MeasureOptions' default
   std::string overlap_rounds = "auto";  // --overlap-rounds on | off | auto
   bool quiet = false;
@@ -84,6 +85,7 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   if (options.run_timeout_ms > 0) tune.measure.run_timeout_ms = options.run_timeout_ms;
   tune.early_stopping = options.early_stopping;
   tune.remeasure_best = options.remeasure;
+  tune.model_threads = options.model_threads;
   tune.overlap_rounds = options.overlap_rounds == "on"    ? 1
                         : options.overlap_rounds == "off" ? 0
                                                           : -1;
@@ -170,6 +172,11 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
   app.add_option("--model-init", options->model_init,
                  "pretrained model file (train-model) the xgboost model starts from, or none; "
                  "default: the shipped default model of a cuda target's arch when there is one");
+  app.add_option("--model-threads", options->model_threads,
+                 "XGBoost threads of each cost model (training and scoring; with --model-init two "
+                 "models train at once, beside the round's build), 0 = every usable core")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
   AddSearchOptions(app, &options->search);
   AddPrecisionOption(app, &options->search.precision);
   AddCandidateTimingOptions(app, &options->timing);

@@ -48,8 +48,8 @@ ir::LoopNest ScaledCopy(int64_t blocks, int64_t shared_floats) {
   const ir::Stmt store = ir::StoreNode::Make(
       "B", {i}, ir::LoadNode::Make(ir::ScalarType::kFloat32, "A", {i}) + ir::FloatConst(1.0f));
   const ir::Stmt threads = Loop("t", 256, store, ir::ForKind::kThreadIdxX);
-  const ir::BufferDecl scratch{"S", ir::ScalarType::kFloat32, {shared_floats},
-                               ir::MemoryScope::kShared};
+  const ir::BufferDecl scratch{
+      "S", ir::ScalarType::kFloat32, {shared_floats}, ir::MemoryScope::kShared};
   nest.body = Loop("b", blocks, ir::AllocateNode::Make(scratch, threads), ir::ForKind::kBlockIdxX);
   return nest;
 }

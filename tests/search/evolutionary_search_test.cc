@@ -269,8 +269,9 @@ TEST(EvolutionarySearch, RankedPicksAreSpreadOverTileFamilies) {
   SearchOptions options = SmallOptions(2);
   options.population = 96;
   options.eps_greedy = 0;
-  // The whole ranking without a cap (the same seed gives the same population and scores).
-  FeatureSumModel model;
+  // The whole ranking without a cap (the same seed gives the same population and scores). The
+  // sum stops before the launch features: with them this ranking's top 16 spreads over families.
+  FeatureSumModel model(costmodel::kLaunchOffset);
   options.max_family_fraction = 1;
   std::mt19937_64 rng_all(21);
   auto ranked =
