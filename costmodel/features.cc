@@ -78,34 +78,6 @@ struct KernelShape {
   double local_elements = 0;  // per thread: every local Allocate of the kernel
 };
 
-// Elements of the local-scope Allocates in `s` (each thread's own; what the register estimate of
-// the search's annotation rules counts).
-double LocalElements(const ir::Stmt& s) {
-  if (!s.defined()) return 0;
-  switch (s.kind()) {
-    case ir::StmtKind::kAllocate: {
-      const auto* op = s.as<ir::AllocateNode>();
-      const double own = op->buffer.scope == ir::MemoryScope::kLocal
-                             ? static_cast<double>(op->buffer.NumElements())
-                             : 0.0;
-      return own + LocalElements(op->body);
-    }
-    case ir::StmtKind::kFor:
-      return LocalElements(s.as<ir::ForNode>()->body);
-    case ir::StmtKind::kSeq: {
-      double n = 0;
-      for (const ir::Stmt& c : s.as<ir::SeqNode>()->stmts) n += LocalElements(c);
-      return n;
-    }
-    case ir::StmtKind::kIfThenElse: {
-      const auto* op = s.as<ir::IfThenElseNode>();
-      return LocalElements(op->then_case) + LocalElements(op->else_case);
-    }
-    default:
-      return 0;
-  }
-}
-
 // The kernels of a lowered GPU nest: the top-level statements under its global Allocates
 // (schedule::LoweredKernel), one per launch.
 std::vector<ir::Stmt> KernelStatements(const ir::LoopNest& nest) {
@@ -251,7 +223,7 @@ class Extractor {
       k.blocks = static_cast<double>(l.grid[0] * l.grid[1] * l.grid[2]);
       k.threads = static_cast<double>(l.block[0] * l.block[1] * l.block[2]);
       k.shared_bytes = static_cast<double>(l.shared_memory_bytes);
-      k.local_elements = LocalElements(kernels[i]);
+      k.local_elements = static_cast<double>(ir::LocalElements(kernels[i]));
       kernel_of_[kernels[i].get()] = static_cast<int>(kernel_shapes_.size());
       kernel_shapes_.push_back(k);
     }

@@ -395,4 +395,28 @@ Stmt StmtMutator::MutateEvaluate(const EvaluateNode* op, const Stmt& s) {
   return v.same_as(op->value) ? s : EvaluateNode::Make(std::move(v));
 }
 
+int64_t LocalElements(const Stmt& s) {
+  if (!s.defined()) return 0;
+  switch (s.kind()) {
+    case StmtKind::kAllocate: {
+      const auto* op = s.as<AllocateNode>();
+      const int64_t own = op->buffer.scope == MemoryScope::kLocal ? op->buffer.NumElements() : 0;
+      return own + LocalElements(op->body);
+    }
+    case StmtKind::kFor:
+      return LocalElements(s.as<ForNode>()->body);
+    case StmtKind::kSeq: {
+      int64_t n = 0;
+      for (const Stmt& c : s.as<SeqNode>()->stmts) n += LocalElements(c);
+      return n;
+    }
+    case StmtKind::kIfThenElse: {
+      const auto* op = s.as<IfThenElseNode>();
+      return LocalElements(op->then_case) + LocalElements(op->else_case);
+    }
+    default:
+      return 0;
+  }
+}
+
 }  // namespace tilesearch::ir

@@ -361,6 +361,11 @@ struct LoopNest {
 };
 
 /// Readable indented text (defined with the printer), stable for golden tests.
+/// Elements of the local-scope (per-thread) buffers allocated anywhere in `s`, summed over the
+/// Allocates under its loops, sequences and both branches of its conditionals: the register
+/// estimate of the search's annotation rules and the cost model's launch features.
+int64_t LocalElements(const Stmt& s);
+
 std::string ToString(const Stmt& s);
 std::string ToString(const LoopNest& nest);
 std::ostream& operator<<(std::ostream& os, const Stmt& s);

@@ -122,32 +122,6 @@ struct StepInfo {
   bool space_split = false;
 };
 
-// Elements of the local (per-thread) buffers allocated in a statement.
-int64_t LocalElements(const ir::Stmt& s) {
-  if (!s.defined()) return 0;
-  switch (s.kind()) {
-    case ir::StmtKind::kAllocate: {
-      const auto* op = s.as<ir::AllocateNode>();
-      const int64_t own =
-          op->buffer.scope == ir::MemoryScope::kLocal ? op->buffer.NumElements() : 0;
-      return own + LocalElements(op->body);
-    }
-    case ir::StmtKind::kFor:
-      return LocalElements(s.as<ir::ForNode>()->body);
-    case ir::StmtKind::kSeq: {
-      int64_t n = 0;
-      for (const ir::Stmt& c : s.as<ir::SeqNode>()->stmts) n += LocalElements(c);
-      return n;
-    }
-    case ir::StmtKind::kIfThenElse: {
-      const auto* op = s.as<ir::IfThenElseNode>();
-      return LocalElements(op->then_case) + LocalElements(op->else_case);
-    }
-    default:
-      return 0;
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Joint tile sampling of a multi-level-tiled GPU stage.
 //
@@ -1159,7 +1133,7 @@ absl::Status CheckRegisterEstimate(const schedule::LoweredKernel& kernel, const 
     kernels.push_back(body);
   }
   std::vector<int64_t> local(kernels.size(), 0);
-  for (size_t i = 0; i < kernels.size(); ++i) local[i] = LocalElements(kernels[i]);
+  for (size_t i = 0; i < kernels.size(); ++i) local[i] = ir::LocalElements(kernels[i]);
   for (size_t i = 0; i < kernel.launches.size(); ++i) {
     const auto& l = kernel.launches[i];
     const int64_t threads = l.block[0] * l.block[1] * l.block[2];
