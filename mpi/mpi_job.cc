@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -214,6 +215,11 @@ void MpiJob::StopRanks(int status) {
 }
 
 void MpiJob::Abort(int code) const {
+  // The launcher forwards each rank's output through its proxy, which MPI_Abort may end before
+  // it has passed on the lines just written (the error that says why): give it a moment.
+  std::cout.flush();
+  std::cerr.flush();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);  // MPI_Abort does not return; in case it does
 }

@@ -59,7 +59,7 @@ resume_check killed "$tmp/k.jsonl"
 TILESEARCH_MPI_TEST_FAULT=1:2:hang TILESEARCH_MPI_SILENCE_S=5 \
   mpirun hung 2 "${job[@]}" --log "$tmp/h.jsonl"
 grep -q 'rank 1 sent nothing for 5 s' "$tmp/hung.err" ||
-  fail "hung: rank 0 did not name the silent rank: $(tail -n 3 "$tmp/hung.err")"
+  fail "hung: rank 0 did not name the silent rank (exit $(cat "$tmp/hung.rc")): stderr: $(tail -n 3 "$tmp/hung.err") stdout: $(tail -n 5 "$tmp/hung.out")"
 resume_check hung "$tmp/h.jsonl"
 
 timeout 120 "$mpiexec_bin" -n 1 "$bin" "${job[@]}" --log "$tmp/d.jsonl" \
