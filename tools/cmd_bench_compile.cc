@@ -5,7 +5,10 @@
 // codegen::CompileManyToPtx on W workers, and reports the distribution of per-candidate compile
 // times (ms, by phase) and the throughput (candidates per second of wall time). With --jit the
 // PTX is also loaded by the CUDA driver (in a measurement worker; one untimed-check run each) and
-// the distribution of driver JIT times is reported.
+// the distribution of driver JIT times is reported. With --log the candidates are instead the
+// schedules of a tuning log's records (any operator, tensor-core ones included), so the build cost
+// of what a tune really compiles can be split by phase here, without a GPU; --assemble adds the
+// ptxas run the tuner's builds include.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -25,6 +28,7 @@
 #include "base/cpu_count.h"
 #include "base/status.h"
 #include "codegen/codegen.h"
+#include "codegen/ptxas.h"
 #include "measure/measure.h"
 #include "measure/runner.h"
 #include "nlohmann/json.hpp"
@@ -42,6 +46,9 @@ struct BenchCompileOptions {
   int workers = 0;
   uint64_t seed = 1;
   bool jit = false;
+  bool assemble = false;
+  int opt_level = 3;
+  std::string log;
   std::string arch = "sm_90";
   std::string json;
 };
@@ -115,6 +122,48 @@ std::vector<Tiling> Tilings(int64_t n, uint64_t seed) {
   return all;
 }
 
+// One schedule to compile: its file (JSON) and a name for messages.
+struct Candidate {
+  std::string name;
+  nlohmann::json schedule;
+};
+
+// The first `o.candidates` records of `o.log` as schedule files for the cuda target `o.arch`.
+absl::StatusOr<std::vector<Candidate>> LogCandidates(const BenchCompileOptions& o) {
+  std::ifstream in(o.log);
+  if (!in) return absl::NotFoundError(absl::StrCat("--log: cannot read '", o.log, "'"));
+  std::vector<Candidate> out;
+  std::string line;
+  for (int64_t number = 1; std::getline(in, line) && static_cast<int>(out.size()) < o.candidates;
+       ++number) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    // Round lines and lines that do not parse are not candidates.
+    if (!j.is_object() || j.value("kind", std::string("record")) != "record" ||
+        !j.contains("workload") || !j.contains("steps")) {
+      continue;
+    }
+    out.push_back({absl::StrCat(o.log, ":", number),
+                   {{"version", 1},
+                    {"workload", j["workload"]},
+                    {"target", absl::StrCat("cuda -arch=", o.arch)},
+                    {"steps", j["steps"]}}});
+  }
+  if (out.empty())
+    return absl::InvalidArgumentError(absl::StrCat("--log: '", o.log, "' has no record"));
+  return out;
+}
+
+absl::StatusOr<std::vector<Candidate>> Candidates(const BenchCompileOptions& o) {
+  if (!o.log.empty()) return LogCandidates(o);
+  std::vector<Tiling> tilings = Tilings(o.size, o.seed);
+  if (static_cast<int>(tilings.size()) > o.candidates) tilings.resize(o.candidates);
+  std::vector<Candidate> out;
+  for (const Tiling& t : tilings) {
+    out.push_back({"bench-compile " + t.ToString(), MatmulSchedule(o.size, t)});
+  }
+  return out;
+}
+
 nlohmann::json StatsJson(const runtime::TimingStats& s) {
   return {{"median", s.median_ms}, {"p10", s.p10_ms},   {"p90", s.p90_ms}, {"min", s.min_ms},
           {"max", s.max_ms},       {"mean", s.mean_ms}, {"count", s.runs}};
@@ -160,21 +209,19 @@ absl::Status Run(const BenchCompileOptions& o) {
     target.arch = o.arch;
     ASSIGN_OR_RETURN(measurer, measure::CreateRunner(target, mopts));
   }
-  std::vector<Tiling> tilings = Tilings(o.size, o.seed);
-  if (static_cast<int>(tilings.size()) > o.candidates) tilings.resize(o.candidates);
+  ASSIGN_OR_RETURN(std::vector<Candidate> candidates, Candidates(o));
 
   // Lower every candidate (invalid ones are counted, not compiled).
   using Clock = std::chrono::steady_clock;
   std::vector<codegen::GpuCompileJob> jobs;
-  std::vector<Tiling> kept;
+  std::vector<std::string> kept;
   std::vector<double> lower_ms;
   std::unique_ptr<ir::ComputeDAG> dag;
   int invalid = 0;
-  for (const Tiling& t : tilings) {
+  for (const Candidate& c : candidates) {
     const auto start = Clock::now();
     ASSIGN_OR_RETURN(schedule::ScheduleFile file,
-                     schedule::ScheduleFile::Parse(MatmulSchedule(o.size, t).dump(),
-                                                   "bench-compile " + t.ToString()));
+                     schedule::ScheduleFile::Parse(c.schedule.dump(), c.name));
     ASSIGN_OR_RETURN(schedule::ResolvedSchedule resolved, file.Resolve());
     absl::StatusOr<schedule::LoweredKernel> lowered =
         schedule::Lower(resolved.dag, resolved.state, file.target);
@@ -189,12 +236,20 @@ absl::Status Run(const BenchCompileOptions& o) {
     for (const LaunchConfig& l : lowered->launches)
       job.launches.push_back({l.grid, l.block, l.shared_memory_bytes});
     jobs.push_back(std::move(job));
-    kept.push_back(t);
+    kept.push_back(c.name);
   }
   if (jobs.empty()) return absl::InvalidArgumentError("no valid candidate to compile");
 
   codegen::GpuCompileOptions copts;
   copts.arch = o.arch;
+  copts.opt_level = o.opt_level;
+  if (o.assemble) {
+    copts.ptxas = codegen::FindPtxas().value_or("");
+    if (copts.ptxas.empty()) {
+      return absl::FailedPreconditionError(
+          "--assemble: no ptxas found (PATH, CUDA_HOME, /usr/local/cuda)");
+    }
+  }
   {
     absl::StatusOr<codegen::GpuModule> first =
         codegen::CompileToPtx(*jobs[0].nest, jobs[0].launches, copts);
@@ -207,7 +262,7 @@ absl::Status Run(const BenchCompileOptions& o) {
       codegen::CompileManyToPtx(jobs, copts, popts);
   const double wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 
-  std::vector<double> total, emit, lower, translate, optimize, codegen_ms;
+  std::vector<double> total, emit, lower, translate, optimize, codegen_ms, assemble;
   int failed = 0;
   for (const auto& m : modules) {
     if (!m.ok()) {
@@ -221,17 +276,19 @@ absl::Status Run(const BenchCompileOptions& o) {
     translate.push_back(m->phases.translate_ms);
     optimize.push_back(m->phases.optimize_ms);
     codegen_ms.push_back(m->phases.codegen_ms);
+    if (o.assemble) assemble.push_back(m->assemble_ms);
   }
   if (failed == static_cast<int>(modules.size())) {
     return absl::InternalError(absl::StrCat("every candidate failed to compile; the first: ",
                                             modules[0].status().message()));
   }
   const int workers = o.workers > 0 ? o.workers : UsableCores();
+  const std::string what =
+      o.log.empty() ? absl::StrCat("matmul ", o.size, "x", o.size, "x", o.size, " float32")
+                    : absl::StrCat("the records of ", o.log);
   std::printf(
-      "bench-compile: %zu candidates of matmul %lldx%lldx%lld float32 for %s (%d invalid "
-      "schedules skipped), %d workers\n",
-      jobs.size(), static_cast<long long>(o.size), static_cast<long long>(o.size),
-      static_cast<long long>(o.size), o.arch.c_str(), invalid, workers);
+      "bench-compile: %zu candidates of %s for %s (%d invalid schedules skipped), %d workers\n",
+      jobs.size(), what.c_str(), o.arch.c_str(), invalid, workers);
   PrintStats("schedule replay + lower ms", lower_ms);
   PrintStats("MLIR->PTX ms (per candidate)", total);
   PrintStats("  emit ms", emit);
@@ -239,6 +296,7 @@ absl::Status Run(const BenchCompileOptions& o) {
   PrintStats("  translate ms", translate);
   PrintStats("  LLVM optimize ms", optimize);
   PrintStats("  NVPTX codegen ms", codegen_ms);
+  if (o.assemble) PrintStats("  ptxas ms", assemble);
   const double throughput = 1000.0 * static_cast<double>(jobs.size()) / wall_ms;
   std::printf("throughput: %.1f candidates/s (%zu in %.0f ms wall, %d failed)\n", throughput,
               jobs.size(), wall_ms, failed);
@@ -257,8 +315,20 @@ absl::Status Run(const BenchCompileOptions& o) {
                         {"translate", StatsJson(runtime::Summarize(translate))},
                         {"optimize", StatsJson(runtime::Summarize(optimize))},
                         {"codegen", StatsJson(runtime::Summarize(codegen_ms))}};
+    if (o.assemble) out["phases_ms"]["assemble"] = StatsJson(runtime::Summarize(assemble));
   }
   out["lower_ms"] = StatsJson(runtime::Summarize(lower_ms));
+  // Each candidate's PTX, by a hash (std::hash of the text): two builds (another --opt-level, a
+  // compiler change) are compared candidate by candidate.
+  nlohmann::json ptx_hashes = nlohmann::json::array();
+  for (size_t i = 0; i < modules.size(); ++i) {
+    ptx_hashes.push_back(
+        {{"candidate", kept[i]},
+         {"ptx_hash",
+          modules[i].ok() ? absl::StrCat(std::hash<std::string>()(modules[i]->ptx)) : ""},
+         {"ptx_bytes", modules[i].ok() ? modules[i]->ptx.size() : 0}});
+  }
+  out["ptx"] = ptx_hashes;
 
   if (measurer != nullptr) {
     std::vector<measure::BuildResult> candidates;
@@ -309,6 +379,14 @@ CommandAction AddBenchCompileCommand(CLI::App& app) {
   app.add_option("--seed", o->seed, "order of the tilings")->capture_default_str();
   app.add_option("--arch", o->arch, "NVPTX target sm_XX")->capture_default_str();
   app.add_flag("--jit", o->jit, "also load every PTX with the CUDA driver and time its JIT");
+  app.add_option("--log", o->log,
+                 "compile the schedules of this tuning log's records (the first --candidates; "
+                 "each record's workload) instead of the matmul tilings");
+  app.add_option("--opt-level", o->opt_level, "LLVM optimization level of the GPU builds")
+      ->check(CLI::Range(0, 3))
+      ->capture_default_str();
+  app.add_flag("--assemble", o->assemble,
+               "also assemble each PTX with ptxas (as the tuner's builds do) and report its time");
   app.add_option("--json", o->json, "write the numbers as JSON to this file");
   return [o]() { return Run(*o); };
 }
