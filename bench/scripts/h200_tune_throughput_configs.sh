@@ -25,7 +25,7 @@ lscpu | grep -E "^(Model name|Thread|Core|Socket|CPU\(s\)|CPU max MHz)" || true
 
 # cpu_sampler FILE: appends "seconds busy_cores" once a second until killed.
 cpu_sampler() {
-  python3 - "$1" <<'PY'
+  exec python3 - "$1" <<'PY'
 import os, sys, time
 def read():
     with open("/proc/stat") as f:
