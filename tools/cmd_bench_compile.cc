@@ -263,6 +263,7 @@ absl::Status Run(const BenchCompileOptions& o) {
   const double wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 
   std::vector<double> total, emit, lower, translate, optimize, codegen_ms, assemble;
+  std::vector<double> math, scf_to_cf, to_nvvm, cleanup;
   int failed = 0;
   for (const auto& m : modules) {
     if (!m.ok()) {
@@ -273,6 +274,10 @@ absl::Status Run(const BenchCompileOptions& o) {
     total.push_back(m->compile_ms);
     emit.push_back(m->phases.emit_ms);
     lower.push_back(m->phases.lower_ms);
+    math.push_back(m->phases.math_ms);
+    scf_to_cf.push_back(m->phases.scf_to_cf_ms);
+    to_nvvm.push_back(m->phases.to_nvvm_ms);
+    cleanup.push_back(m->phases.cleanup_ms);
     translate.push_back(m->phases.translate_ms);
     optimize.push_back(m->phases.optimize_ms);
     codegen_ms.push_back(m->phases.codegen_ms);
@@ -293,6 +298,10 @@ absl::Status Run(const BenchCompileOptions& o) {
   PrintStats("MLIR->PTX ms (per candidate)", total);
   PrintStats("  emit ms", emit);
   PrintStats("  MLIR lowering ms", lower);
+  PrintStats("    math ms", math);
+  PrintStats("    scf -> cf ms", scf_to_cf);
+  PrintStats("    gpu -> nvvm ms", to_nvvm);
+  PrintStats("    cse + casts ms", cleanup);
   PrintStats("  translate ms", translate);
   PrintStats("  LLVM optimize ms", optimize);
   PrintStats("  NVPTX codegen ms", codegen_ms);

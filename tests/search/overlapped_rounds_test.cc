@@ -138,9 +138,9 @@ TEST(OverlappedRoundsTest, APretrainedModelOverlapsFromTheFirstRound) {
   const std::string model = TempLog("pretrained") + ".model";
   ASSERT_TRUE(pretrained.Save(model).ok());
 
-  const auto tune_from_model = [&](const std::string& name, int trials) {
+  const auto tune_from_model = [&](const std::string& name, int trials, int per_round = kPerRound) {
     const std::string path = TempLog(name);
-    TuneOptions o = Options(path, trials, 1);
+    TuneOptions o = Options(path, trials, 1, per_round);
     o.model_init = model;
     Job job{Tune(testing::SquareMatmul(24), cpu, o), {}};
     absl::StatusOr<LogContents> log = ReadLog(path);
@@ -174,6 +174,15 @@ TEST(OverlappedRoundsTest, APretrainedModelOverlapsFromTheFirstRound) {
   ASSERT_EQ(short_job.log.rounds.size(), 2u);
   EXPECT_FALSE(short_job.log.rounds[1].overlapped);
   EXPECT_EQ(short_job.log.rounds[1].train_samples, kPerRound);
+
+  // Rounds of 32: the first is half a round (it holds up the pipeline), the second a whole one
+  // (searched while the first is measured; trials / 4 = 36 caps it), the last 32 in two halves.
+  const Job half_first = tune_from_model("from_model_half_first", 144, 32);
+  ASSERT_TRUE(half_first.result.ok()) << half_first.result.status();
+  std::vector<int64_t> sizes;
+  for (const RoundRecord& r : half_first.log.rounds) sizes.push_back(r.trials);
+  EXPECT_EQ(sizes, (std::vector<int64_t>{16, 32, 32, 32, 16, 16}));
+  EXPECT_EQ(half_first.log.records.size(), 144u);
   std::remove(train_log.c_str());
   std::remove(model.c_str());
 }
