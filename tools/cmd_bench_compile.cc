@@ -8,7 +8,9 @@
 // the distribution of driver JIT times is reported. With --log the candidates are instead the
 // schedules of a tuning log's records (any operator, tensor-core ones included), so the build cost
 // of what a tune really compiles can be split by phase here, without a GPU; --assemble adds the
-// ptxas run the tuner's builds include.
+// ptxas run the tuner's builds include. (bench/build_bench times one candidate at a time, in one
+// process, for the CPU time per phase; this one builds as the tuner does, W workers at once, and
+// its JSON holds each candidate's PTX hash, so that two builds can be compared for identical PTX.)
 #include <algorithm>
 #include <chrono>
 #include <cstdint>

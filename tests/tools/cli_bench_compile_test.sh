@@ -33,4 +33,32 @@ PY
 "$bin" bench-compile --candidates 3 --json /nonexistent-dir/x.json >"$tmp/o5" 2>"$tmp/e5"
 [[ $? == 2 && ! -s "$tmp/o5" ]] && grep -q "cannot write --json" "$tmp/e5" || fail "--json: $(cat "$tmp/e5")"
 
+# --log: a log's records are the candidates (a round line and an unreadable line are skipped); the
+# same schedule twice gives the same PTX hash, the SIMT matmul tiling another.
+python3 - "$(dirname "$0")/../../examples/schedules/matmul_cuda_sssrrsrs.json" "$tmp/log.jsonl" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+rec = {"kind": "record", "workload": s["workload"], "steps": s["steps"]}
+other = dict(rec, steps=[st for st in s["steps"] if st[0] != "PR"])  # no unroll pragma
+with open(sys.argv[2], "w") as f:
+    for line in (rec, {"kind": "round", "round": 1}, rec, other):
+        f.write(json.dumps(line) + "\n")
+    f.write("{not json\n")
+PY
+"$bin" bench-compile --log "$tmp/log.jsonl" --candidates 10 --workers 2 --json "$tmp/l.json" >"$tmp/o6" 2>"$tmp/e6"
+[[ $? == 0 ]] || fail "--log exit: $(cat "$tmp/e6")"
+python3 - "$tmp/l.json" <<'PY' || fail "--log json"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["candidates"] == 3 and j["failed"] == 0, j
+h = [p["ptx_hash"] for p in j["ptx"]]
+assert len(h) == 3 and all(h), h
+assert h[0] == h[1] and h[0] != h[2], h
+PY
+"$bin" bench-compile --log "$tmp/missing.jsonl" >"$tmp/o7" 2>"$tmp/e7"
+[[ $? == 2 && ! -s "$tmp/o7" ]] && grep -q "cannot read" "$tmp/e7" || fail "--log missing: $(cat "$tmp/e7")"
+head -n 2 "$tmp/log.jsonl" | tail -n 1 >"$tmp/rounds.jsonl"
+"$bin" bench-compile --log "$tmp/rounds.jsonl" >"$tmp/o8" 2>"$tmp/e8"
+[[ $? == 2 ]] && grep -q "has no record" "$tmp/e8" || fail "--log without records: $(cat "$tmp/e8")"
+
 finish "bench-compile"
