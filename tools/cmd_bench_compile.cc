@@ -181,6 +181,89 @@ void PrintStats(const char* what, const std::vector<double>& ms) {
               s.p10_ms, s.p90_ms, s.max_ms, s.runs);
 }
 
+using Clock = std::chrono::steady_clock;
+
+// The candidates lowered for compiling; invalid schedules are counted, not compiled.
+struct LoweredCandidates {
+  std::vector<codegen::GpuCompileJob> jobs;
+  std::vector<std::string> names;       // of jobs[i]
+  std::vector<double> lower_ms;         // replay + lower, every candidate
+  std::unique_ptr<ir::ComputeDAG> dag;  // the first valid candidate's
+  int invalid = 0;
+};
+
+absl::StatusOr<LoweredCandidates> LowerCandidates(const std::vector<Candidate>& candidates) {
+  LoweredCandidates out;
+  for (const Candidate& c : candidates) {
+    const auto start = Clock::now();
+    ASSIGN_OR_RETURN(schedule::ScheduleFile file,
+                     schedule::ScheduleFile::Parse(c.schedule.dump(), c.name));
+    ASSIGN_OR_RETURN(schedule::ResolvedSchedule resolved, file.Resolve());
+    absl::StatusOr<schedule::LoweredKernel> lowered =
+        schedule::Lower(resolved.dag, resolved.state, file.target);
+    out.lower_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    if (!lowered.ok()) {
+      ++out.invalid;
+      continue;
+    }
+    if (!out.dag) out.dag = std::make_unique<ir::ComputeDAG>(resolved.dag);
+    codegen::GpuCompileJob job;
+    job.nest = std::make_shared<ir::LoopNest>(std::move(lowered->nest));
+    for (const LaunchConfig& l : lowered->launches)
+      job.launches.push_back({l.grid, l.block, l.shared_memory_bytes});
+    out.jobs.push_back(std::move(job));
+    out.names.push_back(c.name);
+  }
+  if (out.jobs.empty()) return absl::InvalidArgumentError("no valid candidate to compile");
+  return out;
+}
+
+// Per-candidate compile times by phase (ms), over the candidates that compiled.
+struct PhaseTimes {
+  std::vector<double> total, emit, lower, math, scf_to_cf, to_nvvm, cleanup, translate, optimize,
+      codegen, assemble;
+
+  void Add(const codegen::GpuModule& m, bool assembled) {
+    total.push_back(m.compile_ms);
+    emit.push_back(m.phases.emit_ms);
+    lower.push_back(m.phases.lower_ms);
+    math.push_back(m.phases.math_ms);
+    scf_to_cf.push_back(m.phases.scf_to_cf_ms);
+    to_nvvm.push_back(m.phases.to_nvvm_ms);
+    cleanup.push_back(m.phases.cleanup_ms);
+    translate.push_back(m.phases.translate_ms);
+    optimize.push_back(m.phases.optimize_ms);
+    codegen.push_back(m.phases.codegen_ms);
+    if (assembled) assemble.push_back(m.assemble_ms);
+  }
+
+  void Print() const {
+    PrintStats("MLIR->PTX ms (per candidate)", total);
+    PrintStats("  emit ms", emit);
+    PrintStats("  MLIR lowering ms", lower);
+    PrintStats("    math ms", math);
+    PrintStats("    scf -> cf ms", scf_to_cf);
+    PrintStats("    gpu -> nvvm ms", to_nvvm);
+    PrintStats("    cse + casts ms", cleanup);
+    PrintStats("  translate ms", translate);
+    PrintStats("  LLVM optimize ms", optimize);
+    PrintStats("  NVPTX codegen ms", codegen);
+    if (!assemble.empty()) PrintStats("  ptxas ms", assemble);
+  }
+
+  // compile_ms and phases_ms of the JSON (nothing when no candidate compiled).
+  void AddTo(nlohmann::json& out) const {
+    if (total.empty()) return;
+    out["compile_ms"] = StatsJson(runtime::Summarize(total));
+    out["phases_ms"] = {{"emit", StatsJson(runtime::Summarize(emit))},
+                        {"lower", StatsJson(runtime::Summarize(lower))},
+                        {"translate", StatsJson(runtime::Summarize(translate))},
+                        {"optimize", StatsJson(runtime::Summarize(optimize))},
+                        {"codegen", StatsJson(runtime::Summarize(codegen))}};
+    if (!assemble.empty()) out["phases_ms"]["assemble"] = StatsJson(runtime::Summarize(assemble));
+  }
+};
+
 absl::Status Run(const BenchCompileOptions& o) {
   if (o.size < 32) return absl::InvalidArgumentError("--size must be at least 32");
   if (o.candidates < 1) return absl::InvalidArgumentError("--candidates must be at least 1");
@@ -213,34 +296,12 @@ absl::Status Run(const BenchCompileOptions& o) {
   }
   ASSIGN_OR_RETURN(std::vector<Candidate> candidates, Candidates(o));
 
-  // Lower every candidate (invalid ones are counted, not compiled).
-  using Clock = std::chrono::steady_clock;
-  std::vector<codegen::GpuCompileJob> jobs;
-  std::vector<std::string> kept;
-  std::vector<double> lower_ms;
-  std::unique_ptr<ir::ComputeDAG> dag;
-  int invalid = 0;
-  for (const Candidate& c : candidates) {
-    const auto start = Clock::now();
-    ASSIGN_OR_RETURN(schedule::ScheduleFile file,
-                     schedule::ScheduleFile::Parse(c.schedule.dump(), c.name));
-    ASSIGN_OR_RETURN(schedule::ResolvedSchedule resolved, file.Resolve());
-    absl::StatusOr<schedule::LoweredKernel> lowered =
-        schedule::Lower(resolved.dag, resolved.state, file.target);
-    lower_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-    if (!lowered.ok()) {
-      ++invalid;
-      continue;
-    }
-    if (!dag) dag = std::make_unique<ir::ComputeDAG>(resolved.dag);
-    codegen::GpuCompileJob job;
-    job.nest = std::make_shared<ir::LoopNest>(std::move(lowered->nest));
-    for (const LaunchConfig& l : lowered->launches)
-      job.launches.push_back({l.grid, l.block, l.shared_memory_bytes});
-    jobs.push_back(std::move(job));
-    kept.push_back(c.name);
-  }
-  if (jobs.empty()) return absl::InvalidArgumentError("no valid candidate to compile");
+  ASSIGN_OR_RETURN(LoweredCandidates lowered, LowerCandidates(candidates));
+  const std::vector<codegen::GpuCompileJob>& jobs = lowered.jobs;
+  const std::vector<std::string>& kept = lowered.names;
+  const std::vector<double>& lower_ms = lowered.lower_ms;
+  const std::unique_ptr<ir::ComputeDAG>& dag = lowered.dag;
+  const int invalid = lowered.invalid;
 
   codegen::GpuCompileOptions copts;
   copts.arch = o.arch;
@@ -264,8 +325,7 @@ absl::Status Run(const BenchCompileOptions& o) {
       codegen::CompileManyToPtx(jobs, copts, popts);
   const double wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 
-  std::vector<double> total, emit, lower, translate, optimize, codegen_ms, assemble;
-  std::vector<double> math, scf_to_cf, to_nvvm, cleanup;
+  PhaseTimes phases;
   int failed = 0;
   for (const auto& m : modules) {
     if (!m.ok()) {
@@ -273,17 +333,7 @@ absl::Status Run(const BenchCompileOptions& o) {
       std::fprintf(stderr, "compile failed: %s\n", std::string(m.status().message()).c_str());
       continue;
     }
-    total.push_back(m->compile_ms);
-    emit.push_back(m->phases.emit_ms);
-    lower.push_back(m->phases.lower_ms);
-    math.push_back(m->phases.math_ms);
-    scf_to_cf.push_back(m->phases.scf_to_cf_ms);
-    to_nvvm.push_back(m->phases.to_nvvm_ms);
-    cleanup.push_back(m->phases.cleanup_ms);
-    translate.push_back(m->phases.translate_ms);
-    optimize.push_back(m->phases.optimize_ms);
-    codegen_ms.push_back(m->phases.codegen_ms);
-    if (o.assemble) assemble.push_back(m->assemble_ms);
+    phases.Add(*m, o.assemble);
   }
   if (failed == static_cast<int>(modules.size())) {
     return absl::InternalError(absl::StrCat("every candidate failed to compile; the first: ",
@@ -297,17 +347,7 @@ absl::Status Run(const BenchCompileOptions& o) {
       "bench-compile: %zu candidates of %s for %s (%d invalid schedules skipped), %d workers\n",
       jobs.size(), what.c_str(), o.arch.c_str(), invalid, workers);
   PrintStats("schedule replay + lower ms", lower_ms);
-  PrintStats("MLIR->PTX ms (per candidate)", total);
-  PrintStats("  emit ms", emit);
-  PrintStats("  MLIR lowering ms", lower);
-  PrintStats("    math ms", math);
-  PrintStats("    scf -> cf ms", scf_to_cf);
-  PrintStats("    gpu -> nvvm ms", to_nvvm);
-  PrintStats("    cse + casts ms", cleanup);
-  PrintStats("  translate ms", translate);
-  PrintStats("  LLVM optimize ms", optimize);
-  PrintStats("  NVPTX codegen ms", codegen_ms);
-  if (o.assemble) PrintStats("  ptxas ms", assemble);
+  phases.Print();
   const double throughput = 1000.0 * static_cast<double>(jobs.size()) / wall_ms;
   std::printf("throughput: %.1f candidates/s (%zu in %.0f ms wall, %d failed)\n", throughput,
               jobs.size(), wall_ms, failed);
@@ -319,15 +359,7 @@ absl::Status Run(const BenchCompileOptions& o) {
                         {"workers", workers},
                         {"wall_ms", wall_ms},
                         {"throughput_per_s", throughput}};
-  if (!total.empty()) {
-    out["compile_ms"] = StatsJson(runtime::Summarize(total));
-    out["phases_ms"] = {{"emit", StatsJson(runtime::Summarize(emit))},
-                        {"lower", StatsJson(runtime::Summarize(lower))},
-                        {"translate", StatsJson(runtime::Summarize(translate))},
-                        {"optimize", StatsJson(runtime::Summarize(optimize))},
-                        {"codegen", StatsJson(runtime::Summarize(codegen_ms))}};
-    if (o.assemble) out["phases_ms"]["assemble"] = StatsJson(runtime::Summarize(assemble));
-  }
+  phases.AddTo(out);
   out["lower_ms"] = StatsJson(runtime::Summarize(lower_ms));
   // Each candidate's PTX, by a hash (std::hash of the text): two builds (another --opt-level, a
   // compiler change) are compared candidate by candidate.
