@@ -57,6 +57,25 @@ TEST(TensorCoreSearch, HalfMatmulGetsOneSketchWithTheCastAsEpilogue) {
   EXPECT_GT(sketches->size(), 1u);
 }
 
+// A matmul without consumers gets one tensor-core sketch: tensorizing a cache_write stage with its
+// copy-out as the epilogue would build the same kernel again.
+TEST(TensorCoreSearch, PlainMatmulGetsOneSketchAndNoneOnACacheWriteStage) {
+  const ir::ComputeDAG dag = Build("matmul", {{64, 32}, {32, 48}}, ir::ScalarType::kFloat32);
+  absl::StatusOr<std::vector<State>> sketches = GenerateSketches(TuneContext(dag, Target::H200()));
+  ASSERT_TRUE(sketches.ok()) << sketches.status();
+  const auto tc = TensorCoreSketches(*sketches);
+  ASSERT_EQ(tc.size(), 1u);
+  EXPECT_EQ(tc[0]->kind, "tf32x3");
+  EXPECT_EQ(tc[0]->epilogue, 0);
+  for (const State& s : *sketches) {
+    if (TensorCoreOf(s) == nullptr) continue;
+    for (const auto& step : s.steps()) {
+      EXPECT_FALSE(std::holds_alternative<schedule::CacheWriteStep>(step))
+          << "a tensor-core sketch with a cache_write step";
+    }
+  }
+}
+
 TEST(TensorCoreSearch, Float32UsesThreeTf32UnlessTf32IsAllowed) {
   const ir::ComputeDAG dag =
       Build("dense_bias_relu", {{64, 32}, {48, 32}, {48}}, ir::ScalarType::kFloat32);
