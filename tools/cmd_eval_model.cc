@@ -31,6 +31,10 @@ struct EvalModelOptions {
   ModelDataOptions data;
   std::vector<int> online_records = {16};  // one table per count
   int min_eval_records = 8;
+  // --max-eval-records-per-task: a held-out workload's records considered (online and evaluated),
+  // its first ones; 0 = as --max-records-per-task. Lets the training cap vary over one evaluation
+  // set.
+  int64_t max_eval_records = 0;
   std::vector<std::string> holdout;  // --holdout TEXT: only workloads whose name contains one
   // --summary-holdout TEXT: a second summary over the evaluated workloads whose name contains one
   std::vector<std::string> summary_holdout;
@@ -133,15 +137,22 @@ absl::StatusOr<std::string> PretrainedModel(const EvalModelOptions& o,
   return path;
 }
 
-// The valid records of `task` after its first `n_online` (the evaluation set).
+// How many of held-out `task`'s records are considered: its first ones, up to
+// --max-eval-records-per-task.
+size_t EvalLimit(const EvalModelOptions& o, const search::TaskRecords& task) {
+  return o.max_eval_records > 0 ? std::min<size_t>(task.samples.size(), o.max_eval_records)
+                                : task.samples.size();
+}
+
+// The valid records of `task` after its first `n_online` and before `limit` (the evaluation set).
 struct EvalSet {
   std::vector<costmodel::ProgramFeatures> programs;
   std::vector<double> throughput, ms;
 };
 
-EvalSet EvalRecords(const search::TaskRecords& task, size_t n_online) {
+EvalSet EvalRecords(const search::TaskRecords& task, size_t n_online, size_t limit) {
   EvalSet e;
-  for (size_t i = n_online; i < task.samples.size(); ++i) {
+  for (size_t i = n_online; i < limit; ++i) {
     const costmodel::TrainingSample& s = task.samples[i];
     if (s.throughput <= 0 || s.features.stores.empty()) continue;
     e.programs.push_back(s.features);
@@ -162,8 +173,10 @@ bool ContainsAny(const std::string& name, const std::vector<std::string>& texts)
 bool Evaluated(const EvalModelOptions& o, const search::TaskRecords& task) {
   if (!o.holdout.empty() && !ContainsAny(task.workload.ToString(), o.holdout)) return false;
   return std::any_of(o.online_records.begin(), o.online_records.end(), [&](int n) {
-    const size_t n_online = std::min<size_t>(n, task.samples.size());
-    return static_cast<int>(EvalRecords(task, n_online).programs.size()) >= o.min_eval_records;
+    const size_t limit = EvalLimit(o, task);
+    const size_t n_online = std::min<size_t>(n, limit);
+    return static_cast<int>(EvalRecords(task, n_online, limit).programs.size()) >=
+           o.min_eval_records;
   });
 }
 
@@ -193,11 +206,12 @@ absl::StatusOr<bool> EvaluateTask(const EvalModelOptions& o, const costmodel::XG
                                   const search::TrainingData& data, size_t h, int n,
                                   const std::string& pretrained_path, WorkloadRow* row) {
   const search::TaskRecords& task = data.tasks[h];
-  const size_t n_online = std::min<size_t>(n, task.samples.size());
-  const EvalSet eval = EvalRecords(task, n_online);
+  const size_t limit = EvalLimit(o, task);
+  const size_t n_online = std::min<size_t>(n, limit);
+  const EvalSet eval = EvalRecords(task, n_online, limit);
   if (static_cast<int>(eval.programs.size()) < o.min_eval_records) return false;
   row->name = task.workload.ToString();
-  row->records = static_cast<int64_t>(task.samples.size());
+  row->records = static_cast<int64_t>(limit);
   row->eval = static_cast<int64_t>(eval.programs.size());
   const std::vector<costmodel::TrainingSample> online(task.samples.begin(),
                                                       task.samples.begin() + n_online);
@@ -275,6 +289,11 @@ absl::Status RunEvalModel(const EvalModelOptions& o) {
       *std::min_element(o.online_records.begin(), o.online_records.end()) < 1) {
     return absl::InvalidArgumentError("--online-records must be >= 1 and --min-eval-records >= 2");
   }
+  if (o.max_eval_records < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-eval-records-per-task must be >= 0 (0 = as --max-records-per-task), got ",
+        o.max_eval_records));
+  }
   ASSIGN_OR_RETURN(costmodel::XGBoostOptions xo, XGBoostOptionsOf(o.data));
   RETURN_IF_ERROR(WarmOptions(o).status());
   ASSIGN_OR_RETURN(search::TrainingData data, LoadModelData(o.data));
@@ -341,6 +360,11 @@ CommandAction AddEvalModelCommand(CLI::App& app) {
   app.add_option("--min-eval-records", o->min_eval_records,
                  "evaluate a workload only with at least this many valid records after those")
       ->default_val(8);
+  app.add_option("--max-eval-records-per-task", o->max_eval_records,
+                 "consider at most this many records of each held-out workload, the first ones "
+                 "(0 = as --max-records-per-task, which then caps only the training workloads "
+                 "when this is smaller)")
+      ->default_val(0);
   app.add_option("--holdout", o->holdout,
                  "hold out only workloads whose name (as `inspect` prints it) contains this text "
                  "(repeatable; default: every workload with enough records)");
@@ -391,13 +415,15 @@ CommandAction AddEvalModelCommand(CLI::App& app) {
             ? ""
             : absl::StrCat(" --summary-holdout '",
                            absl::StrJoin(o->summary_holdout, "' --summary-holdout '"), "'"),
-        " --max-records-per-task ", o->data.max_records_per_task, " --max-rounds ",
-        o->data.max_rounds, " --max-depth ", o->data.max_depth, " --seed ", o->data.seed,
-        " --warm-depth ", o->warm.max_depth, " --warm-eta ", o->warm.eta, " --warm-rounds ",
-        o->warm.max_rounds, " --warm-folds ", o->warm.folds, " --warm-prior-records ",
-        o->warm.prior_records, " --warm-clip ", o->warm.clip ? 1 : 0, " --warm-band ",
-        o->warm.band ? 1 : 0, " --warm-min-gain ", o->warm.min_gain, " --warm-objective ",
-        o->warm_objective);
+        " --max-records-per-task ", o->data.max_records_per_task,
+        o->max_eval_records > 0 ? absl::StrCat(" --max-eval-records-per-task ", o->max_eval_records)
+                                : std::string(),
+        " --max-rounds ", o->data.max_rounds, " --max-depth ", o->data.max_depth, " --seed ",
+        o->data.seed, " --warm-depth ", o->warm.max_depth, " --warm-eta ", o->warm.eta,
+        " --warm-rounds ", o->warm.max_rounds, " --warm-folds ", o->warm.folds,
+        " --warm-prior-records ", o->warm.prior_records, " --warm-clip ", o->warm.clip ? 1 : 0,
+        " --warm-band ", o->warm.band ? 1 : 0, " --warm-min-gain ", o->warm.min_gain,
+        " --warm-objective ", o->warm_objective);
     return RunEvalModel(*o);
   };
 }

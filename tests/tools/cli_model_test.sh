@@ -64,6 +64,36 @@ md = open(sys.argv[3]).read()
 assert md.startswith("# eval-model") and "tilesearch eval-model --logs" in md
 PY
 
+# --max-eval-records-per-task 20: each held-out workload's first 20 distinct records are its
+# online 8 and its evaluation set; the others still train on every record.
+run evalcap eval-model --logs "$log" --online-records 8 --min-eval-records 8 --max-rounds 30 \
+  --threads 1 --max-eval-records-per-task 20 --out "$tmp/evalcap.md"
+expect_rc evalcap 0
+python3 - "$log" "$tmp/evalcap.out" "$tmp/evalcap.md" <<'PY' || fail "evalcap: table disagrees with the log"
+import json, re, sys
+by_task = {}
+for l in open(sys.argv[1]):
+    r = json.loads(l) if l.strip() else {}
+    if r and r.get("kind", "record") == "record":
+        by_task.setdefault(r["workload_key"], []).append(r)
+expected = []
+for rs in by_task.values():
+    seen, kept = set(), []
+    for r in rs:
+        if json.dumps(r["steps"]) not in seen:
+            seen.add(json.dumps(r["steps"]))
+            kept.append(r)
+    ev = sum(1 for r in kept[8:20] if r["result"]["error"] == "none")
+    if ev >= 8:
+        expected.append((min(len(kept), 20), ev))
+rows = [l.split("|") for l in open(sys.argv[2]) if re.match(r"^\| (matmul|softmax) ", l)]
+got = [(int(c[2]), int(c[3])) for c in rows]
+assert sorted(got) == sorted(expected), (got, expected)
+assert "--max-eval-records-per-task 20" in open(sys.argv[3]).read()  # the command, in --out
+PY
+run evalcap_bad eval-model --logs "$log" --max-eval-records-per-task -3
+expect_error evalcap_bad "--max-eval-records-per-task must be >= 0"
+
 # Warm start: the first round is already scored by a trained model, and the round lines say which
 # (a later round may be searched by the online-only model beside it: its line names none).
 tune=(tune --op matmul --shape 32x48 --shape 48x40 --target cpu --per-round 2 --population 16
