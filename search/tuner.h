@@ -69,7 +69,9 @@ struct TuneOptions {
   int trials = 64;
   /// Candidates measured per round (num_measures_per_round). With the learned model and no record
   /// of the task yet, the first round measures min(per_round, max(16, trials / 4)) so that the
-  /// model is trained from the second round on even at small budgets. 0: the target's choice
+  /// model is trained from the second round on even at small budgets; with a pretrained model and
+  /// overlapped rounds, at most max(16, per_round / 2), so that measuring starts sooner and the
+  /// second round's build does not wait for a long first measurement. 0: the target's choice
   /// (ResolveTuneOptions): 128 on GPU targets, 64 (TVM's) on cpu. Why 128 on the H200: the search
   /// costs about the same per round whatever the round's size, and with rounds overlapped the host
   /// side (train, search, build) was the longer one; fp32 matmul 4096³, 1024 trials: 10.98 checked
