@@ -37,6 +37,8 @@
 #include "runtime/timing.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
+#include "search/log_io.h"
+#include "search/replay.h"
 #include "tools/commands.h"
 
 namespace tilesearch::tools {
@@ -124,34 +126,46 @@ std::vector<Tiling> Tilings(int64_t n, uint64_t seed) {
   return all;
 }
 
-// One schedule to compile: its file (JSON) and a name for messages.
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// One schedule to compile, replayed: its program, state and target, a name for messages, and
+// the time the replay took (ms).
 struct Candidate {
   std::string name;
-  nlohmann::json schedule;
+  ir::ComputeDAG dag;
+  schedule::State state;
+  Target target;
+  double replay_ms = 0;
 };
 
-// The first `o.candidates` records of `o.log` as schedule files for the cuda target `o.arch`.
+// The first `o.candidates` records of `o.log` (read and replayed as the tuner resumes a log; a
+// record that does not replay is reported and skipped), for the cuda arch `o.arch`.
 absl::StatusOr<std::vector<Candidate>> LogCandidates(const BenchCompileOptions& o) {
-  std::ifstream in(o.log);
-  if (!in) return absl::NotFoundError(absl::StrCat("--log: cannot read '", o.log, "'"));
+  ASSIGN_OR_RETURN(search::LogContents log, search::ReadLog(o.log));
+  for (const std::string& w : log.warnings) std::fprintf(stderr, "%s\n", w.c_str());
   std::vector<Candidate> out;
-  std::string line;
-  for (int64_t number = 1; std::getline(in, line) && static_cast<int>(out.size()) < o.candidates;
-       ++number) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    // Round lines and lines that do not parse are not candidates.
-    if (!j.is_object() || j.value("kind", std::string("record")) != "record" ||
-        !j.contains("workload") || !j.contains("steps")) {
+  for (const search::MeasureRecord& r : log.records) {
+    if (static_cast<int>(out.size()) >= o.candidates) break;
+    const auto start = Clock::now();
+    absl::StatusOr<search::ReplayedRecord> replayed = search::ReplayRecord(r);
+    if (!replayed.ok()) {
+      std::fprintf(stderr, "%s: %s\n", o.log.c_str(),
+                   std::string(replayed.status().message()).c_str());
       continue;
     }
-    out.push_back({absl::StrCat(o.log, ":", number),
-                   {{"version", 1},
-                    {"workload", j["workload"]},
-                    {"target", absl::StrCat("cuda -arch=", o.arch)},
-                    {"steps", j["steps"]}}});
+    Target target = r.target;
+    target.arch = o.arch;
+    out.push_back({absl::StrCat(o.log, " trial ", r.trial), std::move(replayed->dag),
+                   std::move(replayed->state), std::move(target), MsSince(start)});
   }
-  if (out.empty())
-    return absl::InvalidArgumentError(absl::StrCat("--log: '", o.log, "' has no record"));
+  if (out.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--log: '", o.log, "' has no record that replays"));
+  }
   return out;
 }
 
@@ -161,7 +175,13 @@ absl::StatusOr<std::vector<Candidate>> Candidates(const BenchCompileOptions& o) 
   if (static_cast<int>(tilings.size()) > o.candidates) tilings.resize(o.candidates);
   std::vector<Candidate> out;
   for (const Tiling& t : tilings) {
-    out.push_back({"bench-compile " + t.ToString(), MatmulSchedule(o.size, t)});
+    const auto start = Clock::now();
+    const std::string name = "bench-compile " + t.ToString();
+    ASSIGN_OR_RETURN(schedule::ScheduleFile file,
+                     schedule::ScheduleFile::Parse(MatmulSchedule(o.size, t).dump(), name));
+    ASSIGN_OR_RETURN(schedule::ResolvedSchedule resolved, file.Resolve());
+    out.push_back(
+        {name, std::move(resolved.dag), std::move(resolved.state), file.target, MsSince(start)});
   }
   return out;
 }
@@ -181,8 +201,6 @@ void PrintStats(const char* what, const std::vector<double>& ms) {
               s.p10_ms, s.p90_ms, s.max_ms, s.runs);
 }
 
-using Clock = std::chrono::steady_clock;
-
 // The candidates lowered for compiling; invalid schedules are counted, not compiled.
 struct LoweredCandidates {
   std::vector<codegen::GpuCompileJob> jobs;
@@ -196,17 +214,13 @@ absl::StatusOr<LoweredCandidates> LowerCandidates(const std::vector<Candidate>& 
   LoweredCandidates out;
   for (const Candidate& c : candidates) {
     const auto start = Clock::now();
-    ASSIGN_OR_RETURN(schedule::ScheduleFile file,
-                     schedule::ScheduleFile::Parse(c.schedule.dump(), c.name));
-    ASSIGN_OR_RETURN(schedule::ResolvedSchedule resolved, file.Resolve());
-    absl::StatusOr<schedule::LoweredKernel> lowered =
-        schedule::Lower(resolved.dag, resolved.state, file.target);
-    out.lower_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    absl::StatusOr<schedule::LoweredKernel> lowered = schedule::Lower(c.dag, c.state, c.target);
+    out.lower_ms.push_back(c.replay_ms + MsSince(start));
     if (!lowered.ok()) {
       ++out.invalid;
       continue;
     }
-    if (!out.dag) out.dag = std::make_unique<ir::ComputeDAG>(resolved.dag);
+    if (!out.dag) out.dag = std::make_unique<ir::ComputeDAG>(c.dag);
     codegen::GpuCompileJob job;
     job.nest = std::make_shared<ir::LoopNest>(std::move(lowered->nest));
     for (const LaunchConfig& l : lowered->launches)
@@ -323,7 +337,7 @@ absl::Status Run(const BenchCompileOptions& o) {
   const auto start = Clock::now();
   std::vector<absl::StatusOr<codegen::GpuModule>> modules =
       codegen::CompileManyToPtx(jobs, copts, popts);
-  const double wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  const double wall_ms = MsSince(start);
 
   PhaseTimes phases;
   int failed = 0;

@@ -33,32 +33,44 @@ PY
 "$bin" bench-compile --candidates 3 --json /nonexistent-dir/x.json >"$tmp/o5" 2>"$tmp/e5"
 [[ $? == 2 && ! -s "$tmp/o5" ]] && grep -q "cannot write --json" "$tmp/e5" || fail "--json: $(cat "$tmp/e5")"
 
-# --log: a log's records are the candidates (a round line and an unreadable line are skipped); the
-# same schedule twice gives the same PTX hash, the SIMT matmul tiling another.
-python3 - "$(dirname "$0")/../../examples/schedules/matmul_cuda_sssrrsrs.json" "$tmp/log.jsonl" <<'PY'
+# --log: a log's records are the candidates, read and replayed as the tuner resumes a log (an
+# unreadable line is skipped, a repeated record counted once); two runs give the same PTX hashes,
+# the tiling without its unroll pragma another. The records are a committed cpu record with the CUDA
+# example's workload, key (as `show` prints it), an H200 target and its steps.
+example="$(dirname "$0")/../../examples/schedules/matmul_cuda_sssrrsrs.json"
+key="$("$bin" show --schedule "$example" | sed -n 's/^workload key: //p')"
+python3 - "$example" "$key" "$(dirname "$0")/../data/cpu-three-workloads.jsonl" \
+  "$tmp/log.jsonl" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-rec = {"kind": "record", "workload": s["workload"], "steps": s["steps"]}
-other = dict(rec, steps=[st for st in s["steps"] if st[0] != "PR"])  # no unroll pragma
-with open(sys.argv[2], "w") as f:
-    for line in (rec, {"kind": "round", "round": 1}, rec, other):
+template = json.loads(open(sys.argv[3]).readline())
+target = dict(template["target"], kind="cuda", arch="sm_90")
+rec = dict(template, workload=s["workload"], workload_key=sys.argv[2], target=target,
+           steps=s["steps"])
+other = dict(rec, steps=[st for st in s["steps"] if st[0] != "PR"], trial=rec["trial"] + 1)
+with open(sys.argv[4], "w") as f:
+    for line in (rec, other, rec):
         f.write(json.dumps(line) + "\n")
     f.write("{not json\n")
 PY
-"$bin" bench-compile --log "$tmp/log.jsonl" --candidates 10 --workers 2 --json "$tmp/l.json" >"$tmp/o6" 2>"$tmp/e6"
-[[ $? == 0 ]] || fail "--log exit: $(cat "$tmp/e6")"
-python3 - "$tmp/l.json" <<'PY' || fail "--log json"
+for n in 1 2; do
+  "$bin" bench-compile --log "$tmp/log.jsonl" --candidates 10 --workers 2 --json "$tmp/l$n.json" \
+    >"$tmp/o6" 2>"$tmp/e6"
+  [[ $? == 0 ]] || fail "--log exit: $(cat "$tmp/e6")"
+done
+grep -q "skipped" "$tmp/e6" || fail "--log: the unreadable line was not reported: $(cat "$tmp/e6")"
+python3 - "$tmp/l1.json" "$tmp/l2.json" <<'PY' || fail "--log json"
 import json, sys
-j = json.load(open(sys.argv[1]))
-assert j["candidates"] == 3 and j["failed"] == 0, j
-h = [p["ptx_hash"] for p in j["ptx"]]
-assert len(h) == 3 and all(h), h
-assert h[0] == h[1] and h[0] != h[2], h
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["candidates"] == 2 and a["failed"] == 0, a
+h = [p["ptx_hash"] for p in a["ptx"]]
+assert len(h) == 2 and all(h) and h[0] != h[1], h
+assert h == [p["ptx_hash"] for p in b["ptx"]], (h, b["ptx"])
 PY
 "$bin" bench-compile --log "$tmp/missing.jsonl" >"$tmp/o7" 2>"$tmp/e7"
-[[ $? == 2 && ! -s "$tmp/o7" ]] && grep -q "cannot read" "$tmp/e7" || fail "--log missing: $(cat "$tmp/e7")"
-head -n 2 "$tmp/log.jsonl" | tail -n 1 >"$tmp/rounds.jsonl"
-"$bin" bench-compile --log "$tmp/rounds.jsonl" >"$tmp/o8" 2>"$tmp/e8"
-[[ $? == 2 ]] && grep -q "has no record" "$tmp/e8" || fail "--log without records: $(cat "$tmp/e8")"
+[[ $? == 2 && ! -s "$tmp/o7" ]] && grep -q "does not exist" "$tmp/e7" || fail "--log missing: $(cat "$tmp/e7")"
+: >"$tmp/empty.jsonl"
+"$bin" bench-compile --log "$tmp/empty.jsonl" >"$tmp/o8" 2>"$tmp/e8"
+[[ $? == 2 ]] && grep -q "has no record that replays" "$tmp/e8" || fail "--log without records: $(cat "$tmp/e8")"
 
 finish "bench-compile"
