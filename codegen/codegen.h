@@ -21,6 +21,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -169,14 +170,25 @@ struct ParallelCompileOptions {
   /// (its result discarded; the CPU is oversubscribed until it ends); a crash ends the process.
   enum class Isolation : uint8_t { kProcess, kThread };
   Isolation isolation = Isolation::kProcess;
+  /// When set and it turns true, the jobs not yet finished end at once with kCancelled
+  /// "cancelled: ..." (process workers are killed; a thread worker finishes in the background,
+  /// its result discarded). For a caller that no longer needs the rest (a tuner that stops).
+  const std::atomic<bool>* cancel = nullptr;
 };
+
+/// CompileManyToPtx's report of one job's final result (job index, result), from the calling
+/// thread, as soon as the job ends: a caller can use the first candidates while later ones
+/// still compile.
+using CompileDoneCallback =
+    std::function<void(size_t job, const absl::StatusOr<GpuModule>& result)>;
 
 /// Compiles many candidates in parallel, one result per job in job order: each as CompileToPtx
 /// would return it, or kDeadlineExceeded "compile_timeout: ..." / kInternal "compiler crashed:
-/// ..." for that candidate alone, or kInvalidArgument for a job without a nest.
+/// ..." for that candidate alone, or kInvalidArgument for a job without a nest. `on_done`, when
+/// given, is called once per job with that same result as the job ends (in completion order).
 [[nodiscard]] std::vector<absl::StatusOr<GpuModule>> CompileManyToPtx(
     const std::vector<GpuCompileJob>& jobs, const GpuCompileOptions& options = {},
-    const ParallelCompileOptions& parallel = {});
+    const ParallelCompileOptions& parallel = {}, const CompileDoneCallback& on_done = nullptr);
 
 // ---------------------------------------------------------------------------------------------
 // Host (cpu target).

@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -37,6 +38,15 @@ double MsSince(Clock::time_point t) {
 absl::Status TimeoutStatus(size_t job, double limit_ms) {
   return absl::DeadlineExceededError(
       absl::StrCat("compile_timeout: candidate ", job, " took longer than ", limit_ms, " ms"));
+}
+
+absl::Status CancelledStatus(size_t job) {
+  return absl::CancelledError(
+      absl::StrCat("cancelled: candidate ", job, " was not compiled (the caller stopped)"));
+}
+
+bool Cancelled(const ParallelCompileOptions& parallel) {
+  return parallel.cancel != nullptr && parallel.cancel->load(std::memory_order_relaxed);
 }
 
 // ---- result serialization (worker → parent) ---------------------------------------------------
@@ -204,8 +214,8 @@ struct Worker {
 class ProcessPool {
  public:
   ProcessPool(const std::vector<GpuCompileJob>& jobs, const GpuCompileOptions& options,
-              const ParallelCompileOptions& parallel)
-      : jobs_(jobs), options_(options), parallel_(parallel) {}
+              const ParallelCompileOptions& parallel, const CompileDoneCallback& on_done)
+      : jobs_(jobs), options_(options), parallel_(parallel), on_done_(on_done) {}
 
   ~ProcessPool() {
     for (Worker& w : workers_) Stop(w);
@@ -267,7 +277,22 @@ class ProcessPool {
     size_t remaining = jobs_.size();
     int hw = parallel_.num_workers > 0 ? parallel_.num_workers : UsableCores();
     workers_.resize(std::min<size_t>(std::max(1, hw), jobs_.size()));
+    std::vector<bool> reported(jobs_.size(), false);
+    auto finish = [&](size_t j) {
+      --remaining;
+      reported[j] = true;
+      if (on_done_) on_done_(j, results[j]);
+    };
     while (remaining > 0) {
+      if (Cancelled(parallel_)) {
+        for (Worker& w : workers_) Stop(w);
+        for (size_t j = 0; j < jobs_.size(); ++j) {
+          if (reported[j]) continue;
+          results[j] = CancelledStatus(j);
+          finish(j);
+        }
+        break;
+      }
       // Hand pending jobs to idle workers (forking replacements as needed).
       for (Worker& w : workers_) {
         if (pending.empty()) break;
@@ -278,7 +303,7 @@ class ProcessPool {
             const size_t j = pending.front();
             pending.pop_front();
             results[j] = CompileJob(jobs_[j], options_);
-            --remaining;
+            finish(j);
             continue;
           }
         }
@@ -303,6 +328,8 @@ class ProcessPool {
         wait_ms = std::min(wait_ms, parallel_.timeout_ms - MsSince(w.started));
       }
       if (fds.empty()) continue;
+      // A cancel flag is looked at at least every 50 ms.
+      if (parallel_.cancel != nullptr) wait_ms = std::min(wait_ms, 50.0);
       const int timeout = std::max(0, static_cast<int>(std::ceil(wait_ms)));
       const int ready = poll(fds.data(), fds.size(), timeout);
       if (ready < 0 && errno != EINTR) break;
@@ -328,11 +355,11 @@ class ProcessPool {
                     ? absl::StrCat(" (memory limit ", parallel_.memory_limit_mb, " MiB)")
                     : std::string()));
           }
-          --remaining;
+          finish(j);
         } else if (MsSince(w.started) >= parallel_.timeout_ms) {
           Stop(w);
           results[j] = TimeoutStatus(j, parallel_.timeout_ms);
-          --remaining;
+          finish(j);
         }
       }
     }
@@ -343,6 +370,7 @@ class ProcessPool {
   const std::vector<GpuCompileJob>& jobs_;
   const GpuCompileOptions& options_;
   const ParallelCompileOptions& parallel_;
+  const CompileDoneCallback& on_done_;
   std::vector<Worker> workers_;
 };
 
@@ -350,7 +378,8 @@ class ProcessPool {
 
 std::vector<absl::StatusOr<GpuModule>> RunInThreads(const std::vector<GpuCompileJob>& jobs,
                                                     const GpuCompileOptions& options,
-                                                    const ParallelCompileOptions& parallel) {
+                                                    const ParallelCompileOptions& parallel,
+                                                    const CompileDoneCallback& on_done) {
   struct Shared {
     std::mutex mu;
     std::condition_variable cv;
@@ -365,8 +394,20 @@ std::vector<absl::StatusOr<GpuModule>> RunInThreads(const std::vector<GpuCompile
   size_t remaining = jobs.size();
   const int hw = parallel.num_workers > 0 ? parallel.num_workers : UsableCores();
   const size_t slots = static_cast<size_t>(std::max(1, hw));
+  std::vector<size_t> finished;  // reported outside the lock
   std::unique_lock<std::mutex> lock(shared->mu);
   while (remaining > 0) {
+    if (Cancelled(parallel)) {
+      // Running threads finish in the background; their results are discarded.
+      for (size_t j : running) finished.push_back(j);
+      for (size_t j = next; j < jobs.size(); ++j) finished.push_back(j);
+      for (size_t j : finished) results[j] = CancelledStatus(j);
+      lock.unlock();
+      if (on_done) {
+        for (size_t j : finished) on_done(j, results[j]);
+      }
+      return results;
+    }
     while (running.size() < slots && next < jobs.size()) {
       const size_t j = next++;
       started[j] = Clock::now();
@@ -381,6 +422,7 @@ std::vector<absl::StatusOr<GpuModule>> RunInThreads(const std::vector<GpuCompile
     }
     double wait_ms = parallel.timeout_ms;
     for (size_t j : running) wait_ms = std::min(wait_ms, parallel.timeout_ms - MsSince(started[j]));
+    if (parallel.cancel != nullptr) wait_ms = std::min(wait_ms, 50.0);
     shared->cv.wait_for(lock, std::chrono::duration<double, std::milli>(std::max(0.0, wait_ms)));
     for (auto it = running.begin(); it != running.end();) {
       const size_t j = *it;
@@ -393,8 +435,15 @@ std::vector<absl::StatusOr<GpuModule>> RunInThreads(const std::vector<GpuCompile
         continue;
       }
       --remaining;
+      finished.push_back(j);
       it = running.erase(it);
     }
+    if (on_done && !finished.empty()) {
+      lock.unlock();
+      for (size_t j : finished) on_done(j, results[j]);
+      lock.lock();
+    }
+    finished.clear();
   }
   return results;
 }
@@ -403,12 +452,13 @@ std::vector<absl::StatusOr<GpuModule>> RunInThreads(const std::vector<GpuCompile
 
 std::vector<absl::StatusOr<GpuModule>> CompileManyToPtx(const std::vector<GpuCompileJob>& jobs,
                                                         const GpuCompileOptions& options,
-                                                        const ParallelCompileOptions& parallel) {
+                                                        const ParallelCompileOptions& parallel,
+                                                        const CompileDoneCallback& on_done) {
   if (jobs.empty()) return {};
   if (parallel.isolation == ParallelCompileOptions::Isolation::kThread) {
-    return RunInThreads(jobs, options, parallel);
+    return RunInThreads(jobs, options, parallel, on_done);
   }
-  ProcessPool pool(jobs, options, parallel);
+  ProcessPool pool(jobs, options, parallel, on_done);
   return pool.Run();
 }
 

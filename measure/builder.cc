@@ -49,7 +49,10 @@ BuildResult Builder::Prepare(const BuildInput& input) const {
   return r;
 }
 
-std::vector<BuildResult> Builder::Build(const std::vector<BuildInput>& inputs) const {
+std::vector<BuildResult> Builder::Build(
+    const std::vector<BuildInput>& inputs,
+    const std::function<void(size_t, const BuildResult&)>& on_done,
+    const std::atomic<bool>* cancel) const {
   std::vector<BuildResult> results;
   results.reserve(inputs.size());
   std::vector<codegen::GpuCompileJob> jobs;
@@ -60,25 +63,37 @@ std::vector<BuildResult> Builder::Build(const std::vector<BuildInput>& inputs) c
     if (r.nest != nullptr && target_.is_gpu()) {
       jobs.push_back({r.nest, r.launches});
       job_index.push_back(i);
+    } else if (on_done) {
+      on_done(i, r);
     }
   }
   if (jobs.empty()) return results;
-  std::vector<absl::StatusOr<codegen::GpuModule>> modules =
-      codegen::CompileManyToPtx(jobs, GpuOptions(), options_.parallel);
-  for (size_t j = 0; j < modules.size() && j < job_index.size(); ++j) {
+  std::vector<bool> reported(job_index.size(), false);
+  auto finish = [&](size_t j, const absl::StatusOr<codegen::GpuModule>& module) {
+    if (j >= job_index.size() || reported[j]) return;
+    reported[j] = true;
     BuildResult& r = results[job_index[j]];
-    if (!modules[j].ok()) {
-      r.build_status = modules[j].status();
-      continue;
+    if (!module.ok()) {
+      r.build_status = module.status();
+    } else {
+      r.compile_ms += module->compile_ms;
+      r.gpu_module = std::make_shared<const codegen::GpuModule>(*module);
     }
-    r.compile_ms += modules[j]->compile_ms;
-    r.gpu_module = std::make_shared<const codegen::GpuModule>(*std::move(modules[j]));
-  }
-  // A short answer from the compile pool must not leave a candidate "built" without a module.
-  for (size_t j = modules.size(); j < job_index.size(); ++j) {
-    results[job_index[j]].build_status = absl::InternalError(
-        absl::StrCat("compile_error: the compile pool returned ", modules.size(), " modules for ",
-                     job_index.size(), " candidates"));
+    if (on_done) on_done(job_index[j], r);
+  };
+  codegen::ParallelCompileOptions parallel = options_.parallel;
+  parallel.cancel = cancel;
+  const std::vector<absl::StatusOr<codegen::GpuModule>> modules =
+      codegen::CompileManyToPtx(jobs, GpuOptions(), parallel, finish);
+  // Jobs the pool finished without a report, and a short answer from it: never "built" without
+  // a module.
+  for (size_t j = 0; j < job_index.size(); ++j) {
+    if (reported[j]) continue;
+    finish(j, j < modules.size()
+                  ? modules[j]
+                  : absl::StatusOr<codegen::GpuModule>(absl::InternalError(
+                        absl::StrCat("compile_error: the compile pool returned ", modules.size(),
+                                     " modules for ", job_index.size(), " candidates"))));
   }
   return results;
 }

@@ -8,6 +8,8 @@
 // compiler crash or hang costs only that worker.
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -70,7 +72,15 @@ class Builder {
   /// compilation keeps codegen's status ("compile_timeout: ..." for one over its time limit).
   /// Never fails as a whole. GPU compilations run in forked workers: call it while no other thread
   /// of this process is inside MLIR / LLVM.
-  std::vector<BuildResult> Build(const std::vector<BuildInput>& inputs) const;
+  /// `on_done`, when given, is called from the calling thread once per input with its final
+  /// result as soon as that candidate is built (failed lowerings and cpu candidates first, then
+  /// GPU compilations in completion order), so that a caller can measure early candidates while
+  /// later ones compile. When `cancel` turns true, the compilations not yet finished end with
+  /// kCancelled "cancelled: ...".
+  std::vector<BuildResult> Build(
+      const std::vector<BuildInput>& inputs,
+      const std::function<void(size_t, const BuildResult&)>& on_done = nullptr,
+      const std::atomic<bool>* cancel = nullptr) const;
 
   /// As Build for one input, compiled in this process (codegen::CompileToPtx: no fork, no time
   /// limit), for tools that build a single kernel and report its compile errors as they are.

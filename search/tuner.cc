@@ -43,6 +43,7 @@
 #include "search/model_judge.h"
 #include "search/sketch.h"
 #include "search/sketch_family.h"
+#include "search/streaming_build.h"
 #include "search/tensor_core_space.h"
 
 namespace tilesearch::search {
@@ -351,6 +352,10 @@ struct Round {
   int64_t untuned = -1;  // index of the untuned program among the candidates; -1: not among them
   RoundRecord line;      // model fields and predicted scores filled by the search
   std::vector<measure::BuildResult> built;  // parallel to candidates
+  /// The round's builds in progress (PrepareRound): MeasureRound takes each candidate as soon as
+  /// it is built, and fills `built`; null when `built` was filled before (Remeasure) or the
+  /// round measurer builds.
+  std::shared_ptr<StreamingBuild> building;
   /// A remeasure round (TuningJob::Remeasure): the index in the job's records of the record each
   /// candidate measures again; empty for search rounds.
   std::vector<size_t> remeasured;
@@ -628,9 +633,16 @@ class TuningJob {
     RETURN_IF_ERROR(status);
     // A round measurer builds each share where it is measured.
     if (round.candidates.empty() || options_.measurer) return absl::OkStatus();
-    const auto t = std::chrono::steady_clock::now();
-    round.built = BuildCandidates(builder, round.candidates);
-    round.build_s = SecondsSince(t);
+    // The builds run on a thread of their own and MeasureRound takes each candidate as it is
+    // built. One round's builds at a time: the compile workers serve the round measured next.
+    if (std::shared_ptr<StreamingBuild> previous = last_build_.lock()) previous->WaitDone();
+    std::vector<measure::BuildInput> inputs(round.candidates.size());
+    for (size_t i = 0; i < round.candidates.size(); ++i) {
+      inputs[i].lowered = round.candidates[i].lowered;  // null: the Builder says invalid_schedule
+      inputs[i].lower_ms = round.candidates[i].lower_ms;
+    }
+    round.building = std::make_shared<StreamingBuild>(builder, std::move(inputs));
+    last_build_ = round.building;
     return absl::OkStatus();
   }
 
@@ -890,7 +902,8 @@ class TuningJob {
   int64_t in_flight_trials_ = 0;
   std::vector<costmodel::TrainingSample> pending_;  // samples not yet given to the model
   int64_t samples_given_ = 0;                       // samples passed to the model's Update so far
-  double carried_train_s_ = 0;    // TrainBeside's time, for the next searched round's train_s
+  double carried_train_s_ = 0;  // TrainBeside's time, for the next searched round's train_s
+  std::weak_ptr<StreamingBuild> last_build_;  // the latest round's builds (PrepareRound)
   std::thread training_;          // TrainBeside's training of the models, joined by UpdateModel
   absl::Status training_status_;  // its result
   int64_t first_round_ = 1;
@@ -1041,13 +1054,19 @@ absl::Status TuningJob::MeasureRound(Round& round, const measure::Builder& build
                                                   : std::max<size_t>(n, 1);
   // The screen's reference: the task's best so far, including this round's earlier batches.
   double best_ms = BestValidMs();
-  for (size_t first = 0; first < n; first += batch) {
-    const size_t last = std::min(n, first + batch);
+  // A remeasure round times every schedule fully: screened against its own logged time, a
+  // schedule that got slower would keep only its short timing.
+  const bool screen = options_.screen_factor >= 1 && round.remeasured.empty();
+  if (round.building) round.built.assign(n, measure::BuildResult{});
+  for (size_t first = 0; first < n;) {
+    // Streaming: the candidates built so far in a row (at least one, waited for), up to a batch.
+    size_t count = std::min(batch, n - first);
+    if (round.building) {
+      count = round.building->WaitReady(first, count);
+      for (size_t i = first; i < first + count; ++i) round.built[i] = round.building->Get(i);
+    }
     const std::vector<measure::BuildResult> part(round.built.begin() + first,
-                                                 round.built.begin() + last);
-    // A remeasure round times every schedule fully: screened against its own logged time, a
-    // schedule that got slower would keep only its short timing.
-    const bool screen = options_.screen_factor >= 1 && round.remeasured.empty();
+                                                 round.built.begin() + first + count);
     runner_->SetScreenAboveMs(screen ? options_.screen_factor * best_ms : 0);
     const auto t = std::chrono::steady_clock::now();
     absl::Status logged;
@@ -1072,7 +1091,11 @@ absl::Status TuningJob::MeasureRound(Round& round, const measure::Builder& build
                                               " results and reported ", reported, " for ",
                                               part.size(), " candidates"));
     }
+    first += count;
   }
+  // The builds' wall time, from their start to the last candidate built (they overlap the
+  // measurement of the round's first candidates).
+  if (round.building) round.build_s = round.building->wall_s();
   return absl::OkStatus();
 }
 

@@ -1,6 +1,9 @@
 // Parallel compilation of many candidates: results in job order equal to one-by-one compilation,
 // a candidate over its time limit reports compile_timeout without affecting the others (worker
-// processes and threads), and a bad candidate reports only its own error.
+// processes and threads), and a bad candidate reports only its own error. Each result is also
+// reported once, as it ends, to the caller's callback; a cancel flag ends the unfinished ones.
+#include <atomic>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -93,6 +96,78 @@ TEST(CompileManyTest, InvalidCandidateReportsItsOwnError) {
   EXPECT_THAT(results[1], StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("blockDim.x")));
   EXPECT_THAT(results[2],
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("without a loop nest")));
+}
+
+// The callback gets every job exactly once, with the result the call then returns, in both
+// isolation modes; a failing job is reported too.
+void ExpectEachResultReportedOnce(ParallelCompileOptions::Isolation isolation) {
+  std::vector<GpuCompileJob> jobs = {
+      Job(GpuSimpleMatmul(16, 16, 4)), Job(GpuTiledMatmul(32, 32, 8)), GpuCompileJob{nullptr, {}},
+      Job(GpuSimpleMatmul(8, 24, 3)), Job(GpuTiledMatmul(64, 32, 16))};
+  ParallelCompileOptions parallel;
+  parallel.num_workers = 2;
+  parallel.isolation = isolation;
+  std::map<size_t, int> calls;
+  std::map<size_t, std::string> reported_ptx;
+  std::map<size_t, absl::StatusCode> reported_code;
+  std::vector<absl::StatusOr<GpuModule>> results =
+      CompileManyToPtx(jobs, {}, parallel, [&](size_t j, const absl::StatusOr<GpuModule>& r) {
+        ++calls[j];
+        reported_code[j] = r.status().code();
+        if (r.ok()) reported_ptx[j] = r->ptx;
+      });
+  ASSERT_EQ(results.size(), jobs.size());
+  ASSERT_EQ(calls.size(), jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    SCOPED_TRACE(j);
+    EXPECT_EQ(calls[j], 1);
+    EXPECT_EQ(reported_code[j], results[j].status().code());
+    if (j == 2) {
+      EXPECT_THAT(results[j], StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("nest")));
+      continue;
+    }
+    ASSERT_THAT(results[j], IsOk());
+    absl::StatusOr<GpuModule> direct = CompileToPtx(*jobs[j].nest, {});
+    ASSERT_THAT(direct, IsOk());
+    EXPECT_EQ(reported_ptx[j], direct->ptx);
+    EXPECT_EQ(results[j]->ptx, direct->ptx);
+  }
+}
+
+TEST(CompileManyTest, EachResultIsReportedOnceAsItEndsByWorkerProcesses) {
+  ExpectEachResultReportedOnce(ParallelCompileOptions::Isolation::kProcess);
+}
+
+TEST(CompileManyTest, EachResultIsReportedOnceAsItEndsByThreads) {
+  ExpectEachResultReportedOnce(ParallelCompileOptions::Isolation::kThread);
+}
+
+// A cancel flag that is already set ends every job as cancelled, each reported once.
+void ExpectCancelledJobs(ParallelCompileOptions::Isolation isolation) {
+  std::vector<GpuCompileJob> jobs = {Job(GpuSimpleMatmul(16, 16, 4)), Job(Huge(200000)),
+                                     Job(GpuSimpleMatmul(8, 8, 2))};
+  std::atomic<bool> cancel{true};
+  ParallelCompileOptions parallel;
+  parallel.num_workers = 2;
+  parallel.isolation = isolation;
+  parallel.cancel = &cancel;
+  std::map<size_t, int> calls;
+  std::vector<absl::StatusOr<GpuModule>> results = CompileManyToPtx(
+      jobs, {}, parallel, [&](size_t j, const absl::StatusOr<GpuModule>&) { ++calls[j]; });
+  ASSERT_EQ(results.size(), jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    SCOPED_TRACE(j);
+    EXPECT_EQ(calls[j], 1);
+    EXPECT_THAT(results[j], StatusIs(absl::StatusCode::kCancelled, HasSubstr("cancelled")));
+  }
+}
+
+TEST(CompileManyTest, ASetCancelFlagEndsEveryJobInWorkerProcesses) {
+  ExpectCancelledJobs(ParallelCompileOptions::Isolation::kProcess);
+}
+
+TEST(CompileManyTest, ASetCancelFlagEndsEveryJobInThreads) {
+  ExpectCancelledJobs(ParallelCompileOptions::Isolation::kThread);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // for the same kernel, in the worker pool (Build) and in process (BuildInProcess) alike.
 #include "measure/builder.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -85,6 +86,41 @@ TEST(BuilderTest, GpuCandidatesGetCodegensPtxInThePoolAndInProcess) {
     EXPECT_EQ(r->launches[0].grid, lowered->launches[0].grid);
     EXPECT_EQ(r->launches[0].block, lowered->launches[0].block);
     EXPECT_GE(r->compile_ms, 0.5 + r->gpu_module->compile_ms - 1e-9);
+  }
+}
+
+// Build's callback: every input exactly once, with the result Build then returns (failed
+// lowerings, cpu pass-throughs and GPU compilations alike).
+TEST(BuilderTest, EachCandidateIsReportedOnceWithItsFinalResult) {
+  const ir::ComputeDAG dag = Doubling();
+  const Target gpu = Target::H200();
+  absl::StatusOr<schedule::State> state = schedule::NaiveGpuSchedule(dag, gpu);
+  ASSERT_THAT(state, IsOk());
+  const BuildInput good = BuildInput::FromLowering(schedule::Lower(dag, *state, gpu), 0.5);
+  const BuildInput bad = BuildInput::FromLowering(absl::InvalidArgumentError("stale region"), 1);
+  const Builder builder(gpu);
+  std::map<size_t, int> calls;
+  std::map<size_t, std::string> ptx;
+  std::map<size_t, std::string> error;
+  const std::vector<BuildResult> built =
+      builder.Build({good, bad, good}, [&](size_t i, const BuildResult& r) {
+        ++calls[i];
+        if (r.gpu_module != nullptr) ptx[i] = r.gpu_module->ptx;
+        error[i] = std::string(r.build_status.message());
+      });
+  ASSERT_EQ(built.size(), 3u);
+  ASSERT_EQ(calls.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(calls[i], 1);
+    EXPECT_EQ(error[i], std::string(built[i].build_status.message()));
+    if (i == 1) {
+      EXPECT_EQ(error[i], "invalid_schedule: stale region");
+      continue;
+    }
+    ASSERT_NE(built[i].gpu_module, nullptr);
+    EXPECT_EQ(ptx[i], built[i].gpu_module->ptx);
+    EXPECT_THAT(ptx[i], HasSubstr(".target sm_90"));
   }
 }
 
