@@ -633,6 +633,12 @@ class TuningJob {
     RETURN_IF_ERROR(status);
     // A round measurer builds each share where it is measured.
     if (round.candidates.empty() || options_.measurer) return absl::OkStatus();
+    if (!options_.stream_builds) {
+      const auto t = std::chrono::steady_clock::now();
+      round.built = BuildCandidates(builder, round.candidates);
+      round.build_s = SecondsSince(t);
+      return absl::OkStatus();
+    }
     // The builds run on a thread of their own and MeasureRound takes each candidate as it is
     // built. One round's builds at a time: the compile workers serve the round measured next.
     if (std::shared_ptr<StreamingBuild> previous = last_build_.lock()) previous->WaitDone();
@@ -1311,6 +1317,9 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
   measure::BuilderOptions build_options;
   build_options.parallel.timeout_ms = options.compile_timeout_ms;
   build_options.gpu.unroll_budget = options.unroll_budget;
+  // Builds run beside the measurement and the next round's search: they take the cores those
+  // leave (a measuring process that waits for a core times its candidates late, bench/NOTES.md).
+  build_options.parallel.worker_nice = kBuildWorkerNice;
   const measure::Builder builder(target, build_options);
   SigintGuard sigint(options.quiet);
   const auto started = std::chrono::steady_clock::now();

@@ -54,11 +54,20 @@
 namespace tilesearch::search {
 
 /// Summed run time a tuner's candidate is timed for at least (after min_runs), ms.
-inline constexpr double kCandidateMinTotalMs = 15;
+inline constexpr double kCandidateMinTotalMs = 5;
+/// Timed runs of a tuner's candidate at least (after its warm-up). Over 784 fully timed records
+/// of an fp32 matmul 4096³ tune on the H200, the median of the first 5 runs was within 0.35 % of
+/// the 10-run median at the 99th percentile (bench/NOTES.md), and the runs are most of a
+/// contender's measurement, which bounds a tune's checked trials per second.
+inline constexpr int kCandidateMinRuns = 5;
+/// The tuner's compile workers' nice increment (codegen::ParallelCompileOptions::worker_nice).
+inline constexpr int kBuildWorkerNice = 5;
 
-/// measure::MeasureOptions with the tuner's candidate timing (kCandidateMinTotalMs).
+/// measure::MeasureOptions with the tuner's candidate timing (kCandidateMinRuns,
+/// kCandidateMinTotalMs).
 inline measure::MeasureOptions CandidateMeasureOptions() {
   measure::MeasureOptions m;
+  m.timing.min_runs = kCandidateMinRuns;
   m.timing.min_total_ms = kCandidateMinTotalMs;
   return m;
 }
@@ -122,8 +131,9 @@ struct TuneOptions {
   /// contention on a busy host; results are the same for any count.
   int model_threads = 0;
   SearchOptions search;
-  /// How candidates are checked and timed. Its timing's min_total_ms defaults to
-  /// kCandidateMinTotalMs here, below runtime::TimingOptions' 50 ms: a tuner ranks candidates,
+  /// How candidates are checked and timed. Its timing's min_runs and min_total_ms default to
+  /// kCandidateMinRuns and kCandidateMinTotalMs here, below runtime::TimingOptions' 10 runs and
+  /// 50 ms: a tuner ranks candidates,
   /// and the runs past min_runs that 50 ms asks for, each behind a cache flush, were most of a
   /// trial on the CPU (a 64 MiB host write per run: 0.7–1 s per contender of matmul 256³ on 2
   /// cores; with the host runner's check-run screen, 2.46 → 2.7–5.0 checked trials/s over four
@@ -140,6 +150,11 @@ struct TuneOptions {
   /// (ResolveTuneOptions): on for GPU targets, off on cpu, where the search and the builds would
   /// compete with the measured kernels for the host cores and disturb their timing.
   int overlap_rounds = -1;
+  /// Streaming builds: each round's candidates are built on a thread of their own
+  /// (search/streaming_build.h) and measured as soon as each is built, in candidate order, while
+  /// the rest compile and the next round is searched; false: the whole round is built before its
+  /// measurement starts. Records and logs are the same either way; only the waiting differs.
+  bool stream_builds = true;
   /// Before the first new round, the task's this many fastest valid schedules in the log are
   /// measured again with this build and logged as remeasured records (MeasureRecord::remeasured),
   /// which take their first records' places: after a code-generator change the ranking, the

@@ -44,6 +44,7 @@ struct TuneCommandOptions {
   int model_threads = 0;       // XGBoost threads per model, 0 = every usable core
   double run_timeout_ms = -1;  // < 0: MeasureOptions' default
   std::string overlap_rounds = "auto";  // --overlap-rounds on | off | auto
+  std::string stream_builds = "on";     // --stream-builds on | off
   bool quiet = false;
 };
 
@@ -89,6 +90,7 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   tune.overlap_rounds = options.overlap_rounds == "on"    ? 1
                         : options.overlap_rounds == "off" ? 0
                                                           : -1;
+  tune.stream_builds = options.stream_builds == "on";
   // Under mpiexec: ranks > 0 serve rank 0's rounds, and end here.
   ASSIGN_OR_RETURN(std::optional<int> served, DistributeTuning(tune, file.target));
   if (served) return *served;
@@ -208,6 +210,11 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
                  "then lacks the round in flight): on, off, or auto (default: on for cuda, off "
                  "for cpu, where the search would disturb the measured host kernels)")
       ->check(CLI::IsMember({"on", "off", "auto"}));
+  app.add_option("--stream-builds", options->stream_builds,
+                 "measure each candidate as soon as it is built, while the rest of its round "
+                 "compiles (on, the default), or build the whole round first (off)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_flag("--quiet", options->quiet, "no progress lines on stderr");
   return [options]() { return Tune(*options); };
 }

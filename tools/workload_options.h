@@ -86,7 +86,7 @@ struct TimingOverrides {
 
 /// Adds --min-runs (1..100000), --min-time-ms (0..60000 ms) and --warmup (0..10000) for measured
 /// candidates, their help giving the tuner's candidate timing (search::CandidateMeasureOptions:
-/// min time 15 ms, the rest runtime::TimingOptions'), and --screen-factor (0..1000,
+/// 5 runs, min time 5 ms, the rest runtime::TimingOptions'), and --screen-factor (0..1000,
 /// staged timing; search::TuneOptions' default), writing into `t`.
 void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t);
 

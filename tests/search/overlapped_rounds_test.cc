@@ -44,10 +44,12 @@ std::string TempLog(const std::string& name) {
 }
 
 // The learned model (its round lines say how many samples it was trained on), small search.
-TuneOptions Options(const std::string& log, int trials, int overlap, int per_round = kPerRound) {
+TuneOptions Options(const std::string& log, int trials, int overlap, int per_round = kPerRound,
+                    bool stream_builds = true) {
   TuneOptions o = testing::TinyCpuTuneOptions(log, trials, per_round, 11);
   o.use_xgboost = true;
   o.overlap_rounds = overlap;
+  o.stream_builds = stream_builds;
   // Enough states for full rounds of per_round (the tiny options' population of 16 gives 8).
   o.search.population = std::max(o.search.population, 3 * per_round);
   o.search.init_min_population = std::max(o.search.init_min_population, 2 * per_round);
@@ -59,11 +61,12 @@ struct Job {
   LogContents log;
 };
 
-Job RunJob(const std::string& name, int trials, int overlap, int per_round = kPerRound) {
+Job RunJob(const std::string& name, int trials, int overlap, int per_round = kPerRound,
+           bool stream_builds = true) {
   const std::string path = TempLog(name);
-  Job job{
-      Tune(testing::SquareMatmul(32), Target::HostCpu(), Options(path, trials, overlap, per_round)),
-      {}};
+  Job job{Tune(testing::SquareMatmul(32), Target::HostCpu(),
+               Options(path, trials, overlap, per_round, stream_builds)),
+          {}};
   absl::StatusOr<LogContents> log = ReadLog(path);
   EXPECT_TRUE(log.ok()) << log.status();
   if (log.ok()) job.log = *std::move(log);
@@ -71,8 +74,13 @@ Job RunJob(const std::string& name, int trials, int overlap, int per_round = kPe
   return job;
 }
 
-TEST(OverlappedRoundsTest, MeasureTheBudgetOnceEachWithAOneRoundStaleModel) {
-  const Job overlapped = RunJob("on", kTrials, 1);
+// The same with streaming builds (the default) and with each round built whole before its
+// measurement (TuneOptions::stream_builds false).
+class OverlappedRoundsStreamTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(OverlappedRoundsStreamTest, MeasureTheBudgetOnceEachWithAOneRoundStaleModel) {
+  const bool stream = GetParam();
+  const Job overlapped = RunJob(stream ? "on" : "on_whole", kTrials, 1, kPerRound, stream);
   ASSERT_TRUE(overlapped.result.ok()) << overlapped.result.status();
   const std::vector<MeasureRecord>& records = overlapped.log.records;
   ASSERT_EQ(records.size(), static_cast<size_t>(kTrials));
@@ -106,7 +114,7 @@ TEST(OverlappedRoundsTest, MeasureTheBudgetOnceEachWithAOneRoundStaleModel) {
   EXPECT_EQ(rounds[3].train_samples, 2 * kPerRound);
 
   // Without overlap every round's model has seen every earlier round.
-  const Job serial = RunJob("off", kTrials, 0);
+  const Job serial = RunJob(stream ? "off" : "off_whole", kTrials, 0, kPerRound, stream);
   ASSERT_TRUE(serial.result.ok()) << serial.result.status();
   ASSERT_EQ(serial.log.rounds.size(), 4u);
   for (size_t r = 0; r < serial.log.rounds.size(); ++r) {
@@ -121,6 +129,8 @@ TEST(OverlappedRoundsTest, MeasureTheBudgetOnceEachWithAOneRoundStaleModel) {
 // last keeps the second round after the first (searched around its best). The samples of an
 // overlapped round are given to the model beside the next build: every round's line still says
 // the model saw all rounds but the one measured during its search.
+INSTANTIATE_TEST_SUITE_P(StreamingOrWholeRounds, OverlappedRoundsStreamTest, ::testing::Bool());
+
 TEST(OverlappedRoundsTest, APretrainedModelOverlapsFromTheFirstRound) {
   const Target cpu = Target::HostCpu();
   const std::string train_log = TempLog("pretrain_log");
