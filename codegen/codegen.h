@@ -159,10 +159,6 @@ struct ParallelCompileOptions {
   double timeout_ms = 10000;
   /// Each worker process's address-space limit (RLIMIT_AS) in MiB; 0 = none (kProcess only).
   int64_t memory_limit_mb = 0;
-  /// Added to each worker process's nice value (and so its ptxas's), 0..19 (kProcess only): a
-  /// caller that measures kernels or searches beside the builds keeps the cores it needs, and the
-  /// builds take the rest.
-  int worker_nice = 0;
   /// kProcess (default): compile in worker processes forked from this one (the nests are shared
   /// copy-on-write, results come back through pipes). A timeout kills the worker, and a crash of
   /// MLIR/LLVM (report_fatal_error, segfault, out of memory under the limit) costs only that

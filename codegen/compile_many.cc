@@ -194,17 +194,11 @@ struct Worker {
 };
 
 [[noreturn]] void WorkerMain(int fd, const std::vector<GpuCompileJob>& jobs,
-                             const GpuCompileOptions& options, int64_t memory_limit_mb,
-                             int worker_nice) {
+                             const GpuCompileOptions& options, int64_t memory_limit_mb) {
   if (memory_limit_mb > 0) {
     rlimit lim;
     lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(memory_limit_mb) << 20;
     setrlimit(RLIMIT_AS, &lim);
-  }
-  if (worker_nice > 0) {
-    // Best effort: a worker that cannot lower its priority compiles at the caller's.
-    const int now = getpriority(PRIO_PROCESS, 0);
-    setpriority(PRIO_PROCESS, 0, std::min(19, now + worker_nice));
   }
   while (true) {
     int64_t index = 0;
@@ -244,7 +238,7 @@ class ProcessPool {
         if (other.fd >= 0) close(other.fd);
       }
       close(sv[0]);
-      WorkerMain(sv[1], jobs_, options_, parallel_.memory_limit_mb, parallel_.worker_nice);
+      WorkerMain(sv[1], jobs_, options_, parallel_.memory_limit_mb);
     }
     close(sv[1]);
     w.pid = pid;

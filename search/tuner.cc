@@ -1317,9 +1317,6 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
   measure::BuilderOptions build_options;
   build_options.parallel.timeout_ms = options.compile_timeout_ms;
   build_options.gpu.unroll_budget = options.unroll_budget;
-  // Builds run beside the measurement and the next round's search: they take the cores those
-  // leave (a measuring process that waits for a core times its candidates late, bench/NOTES.md).
-  build_options.parallel.worker_nice = kBuildWorkerNice;
   const measure::Builder builder(target, build_options);
   SigintGuard sigint(options.quiet);
   const auto started = std::chrono::steady_clock::now();

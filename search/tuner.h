@@ -60,8 +60,6 @@ inline constexpr double kCandidateMinTotalMs = 5;
 /// the 10-run median at the 99th percentile (bench/NOTES.md), and the runs are most of a
 /// contender's measurement, which bounds a tune's checked trials per second.
 inline constexpr int kCandidateMinRuns = 5;
-/// The tuner's compile workers' nice increment (codegen::ParallelCompileOptions::worker_nice).
-inline constexpr int kBuildWorkerNice = 5;
 
 /// measure::MeasureOptions with the tuner's candidate timing (kCandidateMinRuns,
 /// kCandidateMinTotalMs).

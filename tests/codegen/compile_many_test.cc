@@ -107,7 +107,6 @@ void ExpectEachResultReportedOnce(ParallelCompileOptions::Isolation isolation) {
   ParallelCompileOptions parallel;
   parallel.num_workers = 2;
   parallel.isolation = isolation;
-  parallel.worker_nice = 3;  // lower-priority workers compile the same
   std::map<size_t, int> calls;
   std::map<size_t, std::string> reported_ptx;
   std::map<size_t, absl::StatusCode> reported_code;
