@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -193,6 +194,13 @@ struct Worker {
   Clock::time_point started;
 };
 
+// Closes every descriptor above stderr except `keep` (in a forked child; async-signal-safe
+// calls only).
+void CloseInheritedDescriptors(int keep) {
+  if (keep > 3) syscall(SYS_close_range, 3u, static_cast<unsigned>(keep - 1), 0u);
+  syscall(SYS_close_range, static_cast<unsigned>(keep + 1), ~0u, 0u);
+}
+
 [[noreturn]] void WorkerMain(int fd, const std::vector<GpuCompileJob>& jobs,
                              const GpuCompileOptions& options, int64_t memory_limit_mb) {
   if (memory_limit_mb > 0) {
@@ -233,11 +241,11 @@ class ProcessPool {
       return absl::InternalError(absl::StrCat("fork() failed: ", std::strerror(errno)));
     }
     if (pid == 0) {
-      // Only this worker's end stays open in the child.
-      for (const Worker& other : workers_) {
-        if (other.fd >= 0) close(other.fd);
-      }
-      close(sv[0]);
+      // Only this worker's end and the standard streams stay open in the child: a descriptor of
+      // another thread's (a device lock's flock, the measuring worker's pipes) would otherwise be
+      // held open by this worker until it ends, and a lock would not be released by its owner's
+      // close.
+      CloseInheritedDescriptors(sv[1]);
       WorkerMain(sv[1], jobs_, options_, parallel_.memory_limit_mb);
     }
     close(sv[1]);

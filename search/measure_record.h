@@ -245,7 +245,8 @@ struct RoundRecord {
   double build_s = 0;
   double measure_s = 0;
   /// The round was trained, searched and built while the previous round was measured
-  /// (TuneOptions::overlap_rounds), so its phases' times do not add up to its wall time. Written
+  /// (TuneOptions::overlap_rounds), so its phases' times do not add up to its wall time (nor do
+  /// they with streaming builds, TuneOptions::stream_builds: build_s overlaps measure_s). Written
   /// as "overlapped": true after "measure_s" only when true; absent reads as false.
   bool overlapped = false;
   /// measure_s split (format above); empty when the runner did not report it.

@@ -1,7 +1,8 @@
 // A round's candidates built on a thread of their own while the tuner goes on: the measurement
 // takes each candidate as soon as it is built (instead of after the whole round), and the next
-// round's search runs beside the builds. Builds of one tuner are serialized (Start waits for the
-// previous StreamingBuild), so the compile workers always serve the earliest round first.
+// round's search runs beside the builds. The tuner starts a round's StreamingBuild only after the
+// previous one is done (TuningJob::PrepareRound), so the compile workers serve the earliest round
+// first.
 #pragma once
 
 #include <atomic>

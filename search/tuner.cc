@@ -353,8 +353,8 @@ struct Round {
   RoundRecord line;      // model fields and predicted scores filled by the search
   std::vector<measure::BuildResult> built;  // parallel to candidates
   /// The round's builds in progress (PrepareRound): MeasureRound takes each candidate as soon as
-  /// it is built, and fills `built`; null when `built` was filled before (Remeasure) or the
-  /// round measurer builds.
+  /// it is built, and fills `built`; null when `built` was filled before (Remeasure, or
+  /// TuneOptions::stream_builds off) or the round measurer builds.
   std::shared_ptr<StreamingBuild> building;
   /// A remeasure round (TuningJob::Remeasure): the index in the job's records of the record each
   /// candidate measures again; empty for search rounds.
@@ -1266,10 +1266,12 @@ namespace {
 // Measures `round` on a second thread while `next` is prepared (trained, searched, built) on this
 // one. Neither touches what the other reads: MeasureRound only reads the job's records and
 // appends to the log; PrepareRound leaves the log alone and skips the states in flight. The
-// measuring thread forks the measurement worker while this thread may run the search's threads
-// or fork compile workers: neither child needs a lock the other side holds (malloc is fork-safe
-// in glibc; the compile workers run MLIR, which the measurement side never enters, and vice
-// versa for CUDA).
+// measuring thread forks the measurement worker while this thread, or the round's build thread
+// (streaming builds), may run the search's threads or fork compile workers: neither child needs
+// a lock the other side holds (malloc is fork-safe in glibc; the compile workers run MLIR, which
+// the measurement side enters only to compile the task's reference kernels when it sets a task
+// up, and vice versa for CUDA). A compile worker forked during that setup could inherit a held
+// LLVM lock: it then hangs and costs its one candidate a compile_timeout.
 // Once `round` is measured and `next` searched, the measuring thread starts the models' training on
 // `round`'s samples on a thread of its own (TuningJob::TrainBeside), which runs beside the rest of
 // `next`'s build and the start of its measurement, so that neither the host nor the GPU waits for

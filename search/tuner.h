@@ -2,8 +2,10 @@
 // auto_scheduler.TuningOptions): every round gives the cost model the records it has not seen, runs
 // the evolutionary search (search/evolutionary_search.h) for the round's candidates (each lowered
 // once by the search, search/tune_context.h), builds their lowerings (measure::Builder:
-// PTX in parallel compile workers on cuda; on cpu the runner's worker JIT-compiles each nest),
-// checks and times them (measure::Runner) in batches of TuneOptions::measure_batch, appending each
+// PTX in parallel compile workers on cuda, on a thread of their own so that each candidate is
+// measured as soon as it is built, TuneOptions::stream_builds; on cpu the runner's worker
+// JIT-compiles each nest), checks and times them (measure::Runner) in batches of at most
+// TuneOptions::measure_batch, appending each
 // record to the log as soon as it is measured (fsync'd, search/log_io.h), then the
 // round line, and prints a progress line. A job resumes from its log: the records
 // of the task (workload key + target) train the model, their states are never measured again and
@@ -85,10 +87,10 @@ struct TuneOptions {
   /// trials/s with 64, 15.07 with 128, the same best (bench/results/
   /// h200-2026-12-03-population-and-points-per-thread.md).
   int per_round = 0;
-  /// Candidates measured per runner call (Runner::RunStreaming); 0: the whole round. Every call
-  /// forks a measurement worker and computes the task's reference again (on cuda also initializes
-  /// CUDA and runs the naive kernel: about 1.8 s for matmul 4096³ on the H200), so smaller batches
-  /// cost more. Whatever the batch, each record is appended to the log (one write + fsync) as soon
+  /// At most this many candidates per runner call (Runner::RunStreaming); 0: no cap (with
+  /// streaming builds a call takes the candidates built so far in a row). The measuring worker
+  /// and the task's reference are kept across calls (measure/kept_worker.h), so a call costs
+  /// little. Whatever the batch, each record is appended to the log (one write + fsync) as soon
   /// as its result arrives, so a killed job loses no finished measurement. The staged-timing
   /// screen (screen_factor) is set per call, from the best before it.
   int measure_batch = 0;
@@ -151,7 +153,10 @@ struct TuneOptions {
   /// Streaming builds: each round's candidates are built on a thread of their own
   /// (search/streaming_build.h) and measured as soon as each is built, in candidate order, while
   /// the rest compile and the next round is searched; false: the whole round is built before its
-  /// measurement starts. Records and logs are the same either way; only the waiting differs.
+  /// measurement starts. The log's format is the same either way; the calls to the runner differ
+  /// (a call per built prefix instead of one per round), and with them the staged-timing screen's
+  /// reference (the best before each call), so which slow candidates keep their short timing can
+  /// differ. A round line's build_s is the builds' wall time, which then overlaps its measure_s.
   bool stream_builds = true;
   /// Before the first new round, the task's this many fastest valid schedules in the log are
   /// measured again with this build and logged as remeasured records (MeasureRecord::remeasured),

@@ -93,7 +93,9 @@ std::string MeasureSplitText(const search::WorkloadSummary& s) {
 // Where the tuning time of a workload went, from its round lines (each carries its phases' wall
 // seconds): "  time over 3 rounds: 12.4 s, 5.8 trials/s; train 0.1 s (1%), search 2.0 s (16%),
 // build 3.3 s (27%), measure 7.0 s (56%)". Trials/s counts the rounds' trials over the sum of
-// their phases (time between rounds, e.g. a resume, is not counted). Empty without round lines.
+// their phases (time between rounds, e.g. a resume, is not counted; phases that overlap, with
+// overlapped rounds or streaming builds, each count in full, so it is below the wall-clock rate).
+// Empty without round lines.
 std::string PhaseSplit(const search::WorkloadSummary& s) {
   if (s.rounds.empty()) return "";
   double phase[4] = {0, 0, 0, 0};

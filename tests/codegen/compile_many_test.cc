@@ -2,7 +2,11 @@
 // a candidate over its time limit reports compile_timeout without affecting the others (worker
 // processes and threads), and a bad candidate reports only its own error. Each result is also
 // reported once, as it ends, to the caller's callback; a cancel flag ends the unfinished ones.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <map>
 #include <string>
 #include <vector>
@@ -168,6 +172,34 @@ TEST(CompileManyTest, ASetCancelFlagEndsEveryJobInWorkerProcesses) {
 
 TEST(CompileManyTest, ASetCancelFlagEndsEveryJobInThreads) {
   ExpectCancelledJobs(ParallelCompileOptions::Isolation::kThread);
+}
+
+// A worker process keeps no descriptor of its parent's but its own socket: once the parent closes
+// a pipe's write end (as a device lock's owner closes its file), the pipe reads end-of-file while
+// the workers still run (the callback runs before the pool ends them).
+TEST(CompileManyTest, WorkerProcessesDoNotHoldTheParentsDescriptors) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ASSERT_EQ(::fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+  std::vector<GpuCompileJob> jobs = {Job(GpuSimpleMatmul(16, 16, 4)), Job(GpuSimpleMatmul(8, 8, 2)),
+                                     Job(GpuTiledMatmul(32, 32, 8))};
+  ParallelCompileOptions parallel;
+  parallel.num_workers = 2;
+  ssize_t read_after_close = -2;
+  int read_errno = 0;
+  std::vector<absl::StatusOr<GpuModule>> results =
+      CompileManyToPtx(jobs, {}, parallel, [&](size_t, const absl::StatusOr<GpuModule>&) {
+        if (read_after_close != -2) return;
+        ::close(fds[1]);
+        char c;
+        read_after_close = ::read(fds[0], &c, 1);
+        read_errno = errno;
+      });
+  ::close(fds[0]);
+  ASSERT_EQ(results.size(), jobs.size());
+  for (const auto& r : results) EXPECT_THAT(r, IsOk());
+  // 0: end of file, no worker holds the write end; -1 with EAGAIN: one still does.
+  EXPECT_EQ(read_after_close, 0) << "errno " << read_errno;
 }
 
 }  // namespace

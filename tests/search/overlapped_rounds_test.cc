@@ -124,13 +124,13 @@ TEST_P(OverlappedRoundsStreamTest, MeasureTheBudgetOnceEachWithAOneRoundStaleMod
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(StreamingOrWholeRounds, OverlappedRoundsStreamTest, ::testing::Bool());
+
 // A pretrained model ranks before the task has records, so with a budget of more than two rounds
 // the second round is searched while the first is measured; a budget whose second round is its
 // last keeps the second round after the first (searched around its best). The samples of an
 // overlapped round are given to the model beside the next build: every round's line still says
 // the model saw all rounds but the one measured during its search.
-INSTANTIATE_TEST_SUITE_P(StreamingOrWholeRounds, OverlappedRoundsStreamTest, ::testing::Bool());
-
 TEST(OverlappedRoundsTest, APretrainedModelOverlapsFromTheFirstRound) {
   const Target cpu = Target::HostCpu();
   const std::string train_log = TempLog("pretrain_log");
