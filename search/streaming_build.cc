@@ -21,15 +21,10 @@ StreamingBuild::StreamingBuild(const measure::Builder& builder,
         },
         &cancel_);
     std::lock_guard<std::mutex> lock(mu_);
-    // Whatever the callback did not deliver (it always should) comes from the returned list.
-    for (size_t i = 0; i < results_.size() && i < all.size(); ++i) {
+    // Build returns one result per input; whatever its callback did not deliver (it always
+    // should) comes from there, so that no reader waits forever.
+    for (size_t i = 0; i < results_.size(); ++i) {
       if (!results_[i]) results_[i] = std::move(all[i]);
-    }
-    for (auto& r : results_) {
-      if (!r) {
-        r.emplace();
-        r->build_status = absl::InternalError("compile_error: the builder returned no result");
-      }
     }
     wall_s_ = elapsed();
     done_ = true;

@@ -218,14 +218,18 @@ costmodel::TrainingSample SampleOf(const MeasureRecord& r, const std::optional<C
 
 // The round's build inputs: each candidate's own lowering (made once, when the search validated
 // it), so the Builder compiles without lowering again; compile_ms starts with that lowering time.
-std::vector<measure::BuildResult> BuildCandidates(const measure::Builder& builder,
-                                                  const std::vector<Candidate>& round) {
+std::vector<measure::BuildInput> BuildInputsOf(const std::vector<Candidate>& round) {
   std::vector<measure::BuildInput> inputs(round.size());
   for (size_t i = 0; i < round.size(); ++i) {
     inputs[i].lowered = round[i].lowered;  // null: the Builder reports invalid_schedule
     inputs[i].lower_ms = round[i].lower_ms;
   }
-  return builder.Build(inputs);
+  return inputs;
+}
+
+std::vector<measure::BuildResult> BuildCandidates(const measure::Builder& builder,
+                                                  const std::vector<Candidate>& round) {
+  return builder.Build(BuildInputsOf(round));
 }
 
 // Fills the model fields of a round line from the model that is about to score the round.
@@ -353,8 +357,9 @@ struct Round {
   RoundRecord line;      // model fields and predicted scores filled by the search
   std::vector<measure::BuildResult> built;  // parallel to candidates
   /// The round's builds in progress (PrepareRound): MeasureRound takes each candidate as soon as
-  /// it is built, and fills `built`; null when `built` was filled before (Remeasure, or
-  /// TuneOptions::stream_builds off) or the round measurer builds.
+  /// it is built, and fills `built` (with TuneOptions::stream_builds off, all are built before
+  /// PrepareRound returns); null when `built` was filled before (Remeasure) or the round
+  /// measurer builds.
   std::shared_ptr<StreamingBuild> building;
   /// A remeasure round (TuningJob::Remeasure): the index in the job's records of the record each
   /// candidate measures again; empty for search rounds.
@@ -633,22 +638,13 @@ class TuningJob {
     RETURN_IF_ERROR(status);
     // A round measurer builds each share where it is measured.
     if (round.candidates.empty() || options_.measurer) return absl::OkStatus();
-    if (!options_.stream_builds) {
-      const auto t = std::chrono::steady_clock::now();
-      round.built = BuildCandidates(builder, round.candidates);
-      round.build_s = SecondsSince(t);
-      return absl::OkStatus();
-    }
     // The builds run on a thread of their own and MeasureRound takes each candidate as it is
     // built. One round's builds at a time: the compile workers serve the round measured next.
     if (std::shared_ptr<StreamingBuild> previous = last_build_.lock()) previous->WaitDone();
-    std::vector<measure::BuildInput> inputs(round.candidates.size());
-    for (size_t i = 0; i < round.candidates.size(); ++i) {
-      inputs[i].lowered = round.candidates[i].lowered;  // null: the Builder says invalid_schedule
-      inputs[i].lower_ms = round.candidates[i].lower_ms;
-    }
-    round.building = std::make_shared<StreamingBuild>(builder, std::move(inputs));
+    round.building = std::make_shared<StreamingBuild>(builder, BuildInputsOf(round.candidates));
     last_build_ = round.building;
+    // Without streaming the whole round is built before PrepareRound returns.
+    if (!options_.stream_builds) round.building->WaitDone();
     return absl::OkStatus();
   }
 
