@@ -1121,7 +1121,8 @@ absl::StatusOr<bool> Emitter::EmitAsyncCopy(const ir::StoreNode* op) {
   // Select(cond, Load, 0): a zero-filling copy of one element (src-size 0 where cond is false).
   const auto* sel = op->value.as<ir::SelectNode>();
   const ir::LoadNode* load = ir::AsyncCopySource(op->value);
-  if (sel != nullptr && lane_.active && lane_.width > 1) return false;
+  // A vector copy zero-fills as a whole: its condition must be the same for every lane.
+  if (sel != nullptr && lane_.active && lane_.width > 1 && Varying(sel->cond)) return false;
   const BufferBinding* dst = FindBuffer(op->buffer);
   const BufferBinding* src = load ? FindBuffer(load->buffer) : nullptr;
   if (dst == nullptr || src == nullptr || dst->decl.scope != ir::MemoryScope::kShared ||

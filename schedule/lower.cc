@@ -1077,6 +1077,12 @@ absl::StatusOr<lower_internal::TensorCoreKernels> Lowerer::BuildTensorCoreStage(
     return v;
   };
   k.fresh = [this](const std::string& base) { return Fresh(base); };
+  k.buffer_shape = [this](const std::string& name) -> std::optional<std::vector<int64_t>> {
+    for (int i = 0; i < state_.num_stages(); ++i) {
+      if (state_.stage(i).name() == name) return state_.stage(i).op->shape;
+    }
+    return std::nullopt;
+  };
   built_[s] = true;
   return lower_internal::BuildTensorCoreKernel(k, target_);
 }

@@ -39,6 +39,10 @@ struct MatmulLike {
   /// direction in memory): decides the shared-memory tile layout.
   bool a_k_inner = true;
   bool b_k_inner = true;
+  /// Whether the tensor_core step's `repack` applies and changes something: the operands repack
+  /// (schedule/operand_repack.h) and one of them is not a load indexed by bare axis variables (a
+  /// convolution's window).
+  bool repackable = false;
 };
 
 /// The GEMM roles of `op` with its body `body` (the stage's body with inlined producers

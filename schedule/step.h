@@ -280,6 +280,15 @@ struct StorageAlignStep {
 /// in swizzled layouts (ir::WgmmaLayout: k-contiguous operands with a 2·block_k-byte swizzle, so
 /// block_k is 16, 32 or 64; m/n-contiguous ones with the 128-byte swizzle, so their tile sides
 /// are multiples of 64); pad must be 0.
+///
+/// `repack` (JSON: split_k and the instruction always written, then "repack") first copies both
+/// operands into global workspaces whose innermost dimension is a reduce axis that both read as a
+/// whole index, with the operands' zero padding written out (schedule/operand_repack.h: a
+/// convolution's NCHW input becomes padded NHWC, its KCRS weights KRSC), one kernel each before
+/// the GEMM, which then fills its shared tiles with 16-byte copies along k and no padding tests.
+/// With wgmma and kind tf32 the repacked tiles are read by the tensor cores as they are (TF32
+/// reads only K-major tiles, which repacked operands always are), with no copy into TF32 tiles.
+/// Errors: the operands do not repack (PlanOperandRepack's errors).
 struct TensorCoreStep {
   int stage_id = 0;
   std::string kind = "f16";
@@ -294,6 +303,7 @@ struct TensorCoreStep {
   int epilogue = 0;
   int split_k = 1;
   bool warpgroup = false;
+  bool repack = false;
   absl::StatusOr<State> Apply(const State& s) const;
   nlohmann::json ToJson() const;
   static absl::StatusOr<TensorCoreStep> FromJson(const nlohmann::json& j);

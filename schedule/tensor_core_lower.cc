@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
 #include "schedule/matmul_like.h"
+#include "schedule/operand_repack.h"
 #include "schedule/wgmma_layout.h"
 
 namespace tilesearch::schedule::lower_internal {
@@ -81,6 +82,9 @@ struct Operand {
   // outside the problem or in a convolution's padding (zero-filled): a gather (implicit GEMM,
   // tiles past the extents) that still runs asynchronously in the pipeline.
   bool gather = false;
+  // Filled by 16-byte cp.async of `vec` consecutive k values whose address is computed (a
+  // repacked operand: TensorCoreStep::repack), zero-filled where a row or k guard excludes them.
+  bool chunked = false;
   int64_t vec = 1;         // elements per thread and fill step
   ir::WgmmaLayout layout;  // wgmma: the swizzled layout of one stage's tile
   // wgmma on TF32 kinds: the K-major operand tiles the ring's float32 tile is copied into, big
@@ -146,6 +150,9 @@ struct Builder {
   int64_t split_tiles = 1;  // k tiles per range
   bool k_guard = false;     // tiles may reach past k: their elements read as zero
   Expr tile_m, tile_n, batch, lane, warp, tid;
+  // The reduce axes in the order the GEMM's k runs through them (the last fastest): op's order,
+  // or with `repack` the inner k axis moved last.
+  std::vector<const ir::IterVar*> k_axes;
   Expr split_idx = C(0);
   std::string workspace;  // split_k: the partial sums [split, batch, m, n]
   // TF32 kinds: each k tile's mma's accumulate into this fresh fragment, which is then added to
@@ -181,14 +188,25 @@ struct Builder {
   }
 
   // The value of operand element (row, kk) of k tile `ko`: the factor at those coordinates, zero
-  // outside the problem.
+  // outside the problem. With `lane` (a chunked operand), kk is the first of o.vec consecutive k
+  // values and the value is that of k value kk + lane: `lane` is added to the innermost k axis
+  // (the chunk never crosses it: its extent, block_k and kk are multiples of o.vec), so the
+  // load's last index is lane-invariant plus `lane`, a vector copy for the emitter.
   Expr ElementValue(const Operand& o, const Expr& row, const Expr& kk, const Expr& ko,
-                    const Expr& row_tile) {
+                    const Expr& row_tile, const Expr& lane = Expr()) {
     const Expr rg = row_tile * C(o.rows) + row;
     const Expr kg = ko * C(bk) + kk;
     std::vector<std::pair<std::string, Expr>> sub;
     Delinearize(AxesAt(op, o.row_axes), rg, &sub);
-    Delinearize(ReduceAxes(op), kg, &sub);
+    Delinearize(k_axes, kg, &sub);
+    if (lane.defined()) {
+      const ir::IterVar& inner = *k_axes.back();
+      for (auto& [name, value] : sub) {
+        if (name == inner.name) {
+          value = ((kg / C(o.vec)) % C(inner.extent / o.vec)) * C(o.vec) + lane;
+        }
+      }
+    }
     if (batch.defined()) Delinearize(AxesAt(op, mm.batch_axes), batch, &sub);
     if (o.copy != nullptr) {
       std::vector<Expr> idx;
@@ -209,7 +227,7 @@ struct Builder {
     if (conds.empty()) return v;
     Expr cond = conds[0];
     for (size_t i = 1; i < conds.size(); ++i) cond = cond && conds[i];
-    if (o.gather) return ir::SelectNode::Make(cond, v, ir::FloatConst(0.0, v.type()));
+    if (o.gather || o.chunked) return ir::SelectNode::Make(cond, v, ir::FloatConst(0.0, v.type()));
     return ir::Select(cond, v, ir::FloatConst(0.0));
   }
 
@@ -229,15 +247,26 @@ struct Builder {
     std::vector<Expr> index = {slot, outer, in};
     if (wgmma && !split_tf32) {
       // The chunk's first element goes where the swizzled layout puts it; its `vec` elements stay
-      // contiguous (the swizzle moves whole 16-byte chunks).
+      // contiguous (the swizzle moves whole 16-byte chunks). A gather (vec 1) places each element
+      // at its 16-byte chunk's place plus its offset in the chunk.
+      const int64_t eb = o.layout.element_bytes;
+      const int64_t per16 = 16 / eb;
       const Expr in0 = (chunk % C(inner / o.vec)) * C(o.vec);
       const Expr outer0 = chunk / C(inner / o.vec);
-      const Expr byte =
-          o.k_inner ? SwizzledByte(o.layout, outer0, in0) : SwizzledByte(o.layout, in0, outer0);
-      index = {slot * C(TileElems(o)) + byte / C(o.layout.element_bytes) + v};
+      const bool whole = o.vec % per16 == 0;
+      const Expr in16 = whole ? in0 : in0 - in0 % C(per16);
+      Expr byte =
+          o.k_inner ? SwizzledByte(o.layout, outer0, in16) : SwizzledByte(o.layout, in16, outer0);
+      if (!whole) byte = byte + (in0 % C(per16)) * C(eb);
+      index = {slot * C(TileElems(o)) + byte / C(eb) + v};
     }
-    Stmt store = ir::StoreNode::Make(o.buffer, index, ElementValue(o, row, kk, ko, row_tile),
-                                     o.copy != nullptr || o.gather);
+    // A chunked operand's value comes from the chunk's first element plus the lane (k-inner).
+    const Expr value = o.chunked && o.vec > 1
+                           ? ElementValue(o, chunk / C(inner / o.vec),
+                                          (chunk % C(inner / o.vec)) * C(o.vec), ko, row_tile, v)
+                           : ElementValue(o, row, kk, ko, row_tile);
+    Stmt store =
+        ir::StoreNode::Make(o.buffer, index, value, o.copy != nullptr || o.gather || o.chunked);
     store = ir::ForNode::Make(v, C(0), C(o.vec), ForKind::kVectorized, store);
     if (chunks % threads != 0) store = ir::IfThenElseNode::Make(chunk < C(chunks), store);
     return ir::ForNode::Make(f, C(0), C(steps), steps <= 16 ? ForKind::kUnrolled : ForKind::kSerial,
@@ -677,13 +706,29 @@ bool GatherAsync(Operand* o) {
   return true;
 }
 
+// Whether repacked operand `o` (a plain load of a workspace whose innermost index is the inner k
+// axis) can be filled by 16-byte copies of consecutive k values (Operand::chunked).
+bool ChunkAsync(const Builder& bd, Operand* o, bool repacked) {
+  const int64_t vec = 16 / ir::BytesOf(o->dtype);
+  if (!repacked || !o->k_inner || bd.k_axes.back()->extent % vec != 0 || bd.bk % vec != 0) {
+    return false;
+  }
+  const ir::LoadNode* load = o->factor.as<ir::LoadNode>();
+  if (load == nullptr || load->type != o->dtype) return false;
+  o->chunked = true;
+  o->vec = vec;
+  return true;
+}
+
 // Chooses cp.async fills when both operands can have one: 16-byte copies of whole tiles where an
-// operand allows them, else (4-byte elements) zero-filling gathers.
-bool PlanAsync(Builder& bd) {
+// operand allows them, 16-byte copies along k of a repacked operand, else (4-byte elements)
+// zero-filling gathers.
+bool PlanAsync(Builder& bd, bool repacked) {
   for (Operand* o : {&bd.a, &bd.b}) {
-    if (!PlainAsync(bd, o) && !GatherAsync(o)) {
+    if (!PlainAsync(bd, o) && !ChunkAsync(bd, o, repacked) && !GatherAsync(o)) {
       bd.a.copy = bd.b.copy = nullptr;
       bd.a.gather = bd.b.gather = false;
+      bd.a.chunked = bd.b.chunked = false;
       return false;
     }
   }
@@ -727,6 +772,12 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   }
   absl::StatusOr<MatmulLike> mm = AnalyzeMatmulLike(op, k.body);
   if (!mm.ok()) return Invalid(op.name, std::string(mm.status().message()));
+  std::optional<OperandRepack> repack;
+  if (c.repack) {
+    absl::StatusOr<OperandRepack> plan = PlanOperandRepack(op, *mm, k.buffer_shape);
+    if (!plan.ok()) return Invalid(op.name, std::string(plan.status().message()));
+    repack = *std::move(plan);
+  }
   const std::optional<ir::MmaKind> kind = ir::ParseMmaKind(c.kind);
   if (!kind) return Invalid(op.name, absl::StrCat("unknown mma kind '", c.kind, "'"));
   const ir::ScalarType dtype = ir::MmaOperandType(*kind);
@@ -735,8 +786,27 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
                                          ir::TypeName(mm->b_type), "; kind ", c.kind, " reads ",
                                          ir::TypeName(dtype)));
   }
+  TensorCoreKernels out;
+  std::vector<ir::Stmt> repack_kernels;
+  if (repack) {
+    // The workspaces and their kernels (launched first); the factors then read the workspaces,
+    // both k-contiguous.
+    for (auto [r, factor, k_inner] : {std::tuple{&repack->a, &mm->a, &mm->a_k_inner},
+                                      std::tuple{&repack->b, &mm->b, &mm->b_k_inner}}) {
+      const std::string ws = k.fresh(op.name + "." + r->source + ".repacked");
+      out.workspaces.push_back({ws, r->dtype, r->shape, ir::MemoryScope::kGlobal});
+      repack_kernels.push_back(RepackKernel(*r, ws, k.fresh));
+      *factor = RepackedFactor(*r, ws);
+      *k_inner = true;
+    }
+  }
   Builder bd(k, op, *mm);
   bd.kind = *kind;
+  bd.k_axes = ReduceAxes(op);
+  if (repack) {
+    bd.k_axes.erase(bd.k_axes.begin() + repack->inner_k);
+    bd.k_axes.push_back(&op.reduce_axes[repack->inner_k]);
+  }
   bd.bm = c.block_m;
   bd.bn = c.block_n;
   bd.bk = c.block_k;
@@ -784,9 +854,10 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
       }
     }
   }
-  bd.async = PlanAsync(bd);
+  bd.async = PlanAsync(bd, repack.has_value());
   for (Operand* o : {&bd.a, &bd.b}) {
     const int64_t vec = 16 / ir::BytesOf(dtype);
+    if (o->chunked) continue;
     o->vec = !o->gather && bd.InnerExtent(*o) % vec == 0 ? vec : 1;
   }
 
@@ -804,7 +875,7 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   bd.tid = bd.warp * C(32) + bd.lane;
 
   Expr bz;
-  TensorCoreKernels out;
+  out.kernels = std::move(repack_kernels);
   if (bd.split > 1) {
     bz = ir::MakeVar(k.fresh(op.name + ".split"));
     bd.split_idx = bz;
@@ -815,7 +886,10 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
                               ir::MemoryScope::kGlobal});
   }
   const std::string acc = k.fresh(op.name + ".acc");
-  if (*kind == ir::MmaKind::kTF32 || *kind == ir::MmaKind::kTF32x3) {
+  // (One-pass TF32 on repacked wgmma tiles accumulates in place, as f16 / bf16 do: the per-tile
+  // sum keeps float32 accuracy, which TF32 mode does not ask for.)
+  if ((*kind == ir::MmaKind::kTF32 || *kind == ir::MmaKind::kTF32x3) &&
+      (!bd.wgmma || bd.split_tf32)) {
     bd.tile_acc = k.fresh(op.name + ".acc.tile");
   }
   Stmt main_loop = bd.MainLoop(acc);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,8 @@ struct TensorCoreKernel {
   /// The stored value for accumulator value `acc` (float32) at the stage's axis values `axes`.
   std::function<absl::StatusOr<ir::Expr>(const ir::Expr& acc, const std::vector<ir::Expr>& axes)>
       epilogue;
+  /// The shape of a tensor the stage reads (for `repack`), nullopt for an unknown name.
+  std::function<std::optional<std::vector<int64_t>>(const std::string&)> buffer_shape;
   /// A variable name not used elsewhere in the nest, derived from the argument.
   std::function<std::string(const std::string&)> fresh;
 };

@@ -10,15 +10,19 @@ bool TargetHasWgmma(const Target& target) {
 
 bool WgmmaSplitsTf32(const TensorCoreStep& t) {
   const std::optional<ir::MmaKind> kind = ir::ParseMmaKind(t.kind);
-  return t.warpgroup && kind && (*kind == ir::MmaKind::kTF32 || *kind == ir::MmaKind::kTF32x3);
+  if (!t.warpgroup || !kind) return false;
+  // Repacked operands are K-major already: one-pass TF32 reads them from the ring as they are.
+  if (*kind == ir::MmaKind::kTF32) return !t.repack;
+  return *kind == ir::MmaKind::kTF32x3;
 }
 
 absl::StatusOr<WgmmaLayouts> PlanWgmmaLayouts(const TensorCoreStep& t, const MatmulLike& mm) {
   WgmmaLayouts out;
   const bool tf32 = WgmmaSplitsTf32(t);
-  const int64_t element_bytes = tf32 ? 4 : 2;
+  const std::optional<ir::MmaKind> kind = ir::ParseMmaKind(t.kind);
+  const int64_t element_bytes = kind ? ir::BytesOf(ir::MmaOperandType(*kind)) : 2;
   for (const bool is_a : {true, false}) {
-    const bool k_inner = tf32 || (is_a ? mm.a_k_inner : mm.b_k_inner);
+    const bool k_inner = tf32 || t.repack || (is_a ? mm.a_k_inner : mm.b_k_inner);
     const int64_t rows = is_a ? t.block_m : t.block_n;      // the block tile's rows
     const int64_t group_rows = is_a ? t.warp_m : t.warp_n;  // one warpgroup's rows
     const int64_t groups = rows / group_rows;               // warpgroups along them

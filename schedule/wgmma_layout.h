@@ -20,7 +20,8 @@ bool TargetHasWgmma(const Target& target);
 
 /// Whether `t` is a wgmma tiling of a TF32 kind (tf32, tf32x3): its float32 tiles are copied
 /// from their ring into TF32 operand tiles (rounded, or split into big and small parts) in the
-/// K-major layout, the only one wgmma reads TF32 in.
+/// K-major layout, the only one wgmma reads TF32 in. Not tf32 with `repack`: its repacked tiles
+/// are K-major in the ring already and are read as they are.
 bool WgmmaSplitsTf32(const TensorCoreStep& t);
 
 /// The shared layouts of the A and B tiles of one pipeline stage.
@@ -31,11 +32,11 @@ struct WgmmaLayouts {
 
 /// The layouts of step `t` (a warpgroup tiling) on the matmul-like stage `mm`: a k-contiguous
 /// operand gets the E·block_k-byte swizzle (K-major rows of block_k elements of E bytes), an
-/// m/n-contiguous one the 128-byte swizzle in atoms of 64 rows (MN-major); TF32 tiles are always
-/// K-major (WgmmaSplitsTf32). Every tile origin (each pipeline slot, each
-/// warpgroup) must fall on the swizzle's 1024-byte period, as wgmma's descriptors here have a zero
-/// base offset. Errors: kFailedPrecondition naming the operand when an m/n-contiguous tile is not
-/// whole 64-row atoms or an origin is off the period.
+/// m/n-contiguous one the 128-byte swizzle in atoms of 64 rows (MN-major); TF32 tiles and
+/// repacked operands (TensorCoreStep::repack) are always K-major. Every tile origin (each pipeline
+/// slot, each warpgroup) must fall on the swizzle's 1024-byte period, as wgmma's descriptors here
+/// have a zero base offset. Errors: kFailedPrecondition naming the operand when an m/n-contiguous
+/// tile is not whole 64-row atoms or an origin is off the period.
 absl::StatusOr<WgmmaLayouts> PlanWgmmaLayouts(const TensorCoreStep& t, const MatmulLike& mm);
 
 }  // namespace tilesearch::schedule

@@ -72,6 +72,12 @@ bool SizedForProblem(const TensorCoreStep& t, const schedule::MatmulLike& mm) {
          t.block_k <= std::max<int64_t>(ir::MmaK(KindOf(t)), PowerOfTwoAtLeast(mm.k));
 }
 
+// Three in four draws repack the operands where that removes a gather (a convolution's window):
+// the hand 3x3 convolution's gathers cost more than its products (bench/NOTES.md).
+bool DrawRepack(const schedule::MatmulLike& mm, std::mt19937_64& rng) {
+  return mm.repackable && rng() % 4 != 0;
+}
+
 }  // namespace
 
 bool HasTensorCoreStep(const std::vector<schedule::Step>& steps) {
@@ -104,7 +110,7 @@ bool TensorCoreStepFits(const TensorCoreStep& t, const Target& target) {
     // TF32 kinds: the ring of float32 tiles, then TF32 tiles (big, and small for tf32x3; two sets
     // of them with a ring of 2 or more) and a tile accumulator beside the accumulator
     // (schedule/tensor_core_lower.cc).
-    const bool tf32 = IsTf32Kind(t);
+    const bool tf32 = schedule::WgmmaSplitsTf32(t);
     const int64_t parts = !tf32 ? 0 : KindOf(t) == ir::MmaKind::kTF32x3 ? 2 : 1;
     const int64_t sets = t.pipeline >= 2 ? 2 : 1;
     const int64_t shared = (t.pipeline + parts * sets) * tile;
@@ -154,6 +160,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
       t.raster = PickFrom(kRasters, rng);
       t.split_k = (rng() & 1) ? PickFrom(kSplits, rng) : 1;
       if (t.split_k > 1 && (t.split_k * 4 * t.block_k > mm.k)) t.split_k = 1;
+      t.repack = DrawRepack(mm, rng);
       if (TensorCoreStepFits(t, target) && WgmmaLayoutsFit(t, mm) && SizedForProblem(t, mm)) {
         return t;
       }
@@ -172,6 +179,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
     t.raster = PickFrom(kRasters, rng);
     t.split_k = (rng() & 1) ? PickFrom(kSplits, rng) : 1;
     if (t.split_k > 1 && (t.split_k * 4 * t.block_k > mm.k)) t.split_k = 1;
+    t.repack = DrawRepack(mm, rng);
     if (TensorCoreStepFits(t, target) && SizedForProblem(t, mm)) return t;
   }
   TensorCoreStep t = base;
@@ -183,6 +191,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
   t.pad = pad;
   t.raster = 1;
   t.split_k = 1;
+  t.repack = false;
   return t;
 }
 
@@ -286,6 +295,13 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
       candidates.push_back(c);
       break;
     }
+    case 10:  // operands repacked or read in place
+      if (mm.repackable || t.repack) {
+        TensorCoreStep c = t;
+        c.repack = !t.repack;
+        candidates.push_back(c);
+      }
+      break;
     default:
       break;
   }

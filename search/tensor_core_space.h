@@ -33,7 +33,8 @@ bool TensorCoreStepFits(const schedule::TensorCoreStep& t, const Target& target)
 
 /// `base` with every decision but the stage, kind and epilogue drawn uniformly from the space
 /// (tiles no larger than the problem needs, fitting `target`; a few redraws, then the smallest
-/// mma.sync configuration). On sm_90, f16 / bf16 steps are wgmma tilings three times in four. `s`
+/// mma.sync configuration). On sm_90, f16 / bf16 steps are wgmma tilings three times in four, and
+/// three in four draws repack the operands where MatmulLike::repackable. `s`
 /// is the state the step applies to. Errors: the stage is not matmul-like.
 absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCoreStep base,
                                                               const schedule::State& s,
@@ -41,9 +42,10 @@ absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCo
                                                               std::mt19937_64& rng);
 
 /// The decisions of a tensor_core step: warp tile rows, warp tile columns, warps along m, warps
-/// along n, k depth, pipeline depth, padding, split-K, raster group, and on Hopper the instruction
-/// (mma.sync by warps or wgmma by warpgroups, whose tiles then count warpgroups).
-inline constexpr int kTensorCoreDecisions = 10;
+/// along n, k depth, pipeline depth, padding, split-K, raster group, on Hopper the instruction
+/// (mma.sync by warps or wgmma by warpgroups, whose tiles then count warpgroups), and whether the
+/// operands are repacked (where MatmulLike::repackable).
+inline constexpr int kTensorCoreDecisions = 11;
 
 /// `t` with decision `decision` (0 .. kTensorCoreDecisions - 1, in the order above) set to each
 /// other value of its candidates that still fits `target` and the problem; empty for a decision

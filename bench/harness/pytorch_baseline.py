@@ -33,7 +33,7 @@ def make_case(spec):
     """Returns (name, fn, flops, bytes) for 'matmul:MxNxK' (matmul_f16 / matmul_bf16: the same in
     float16 / bfloat16), 'softmax:RxC', 'transpose:RxC' (float32, out of place, as
     X.permute(1, 0).contiguous()) or 'conv2d:NxCxHxWxKxRxSxSTRIDExPAD' (NCHW, OIHW weights, no bias,
-    as tilesearch's conv2d_nchw)."""
+    as tilesearch's conv2d_nchw; conv2d_f16 / conv2d_bf16: the same in float16 / bfloat16)."""
     kind, _, dims = spec.partition(":")
     d = [int(x) for x in dims.split("x")]
     gen = torch.Generator(device="cuda").manual_seed(1234)
@@ -54,15 +54,18 @@ def make_case(spec):
         r, c = d
         x = torch.rand(r, c, device="cuda", generator=gen) * 2 - 1
         return spec, (lambda: x.permute(1, 0).contiguous()), 0.0, 4.0 * 2 * r * c
-    if kind == "conv2d":
+    if kind in ("conv2d", "conv2d_f16", "conv2d_bf16"):
         n, c, h, w, k, r, s_, stride, pad = d
-        x = torch.rand(n, c, h, w, device="cuda", generator=gen) * 2 - 1
-        wt = torch.rand(k, c, r, s_, device="cuda", generator=gen) * 2 - 1
+        dtype = {"conv2d": torch.float32, "conv2d_f16": torch.float16,
+                 "conv2d_bf16": torch.bfloat16}[kind]
+        size = torch.finfo(dtype).bits / 8
+        x = (torch.rand(n, c, h, w, device="cuda", generator=gen) * 2 - 1).to(dtype)
+        wt = (torch.rand(k, c, r, s_, device="cuda", generator=gen) * 2 - 1).to(dtype)
         oh = (h + 2 * pad - r) // stride + 1
         ow = (w + 2 * pad - s_) // stride + 1
         fn = lambda: torch.nn.functional.conv2d(x, wt, stride=stride, padding=pad)
         return (spec, fn, 2.0 * n * k * oh * ow * c * r * s_,
-                4.0 * (n * c * h * w + k * c * r * s_ + n * k * oh * ow))
+                size * (n * c * h * w + k * c * r * s_ + n * k * oh * ow))
     raise SystemExit(f"unknown case '{spec}' (expected matmul:MxNxK, softmax:RxC, transpose:RxC or "
                      "conv2d:NxCxHxWxKxRxSxSTRIDExPAD)")
 

@@ -8,9 +8,11 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "schedule/matmul_like.h"
+#include "schedule/operand_repack.h"
 #include "schedule/state.h"
 #include "schedule/step.h"
 #include "schedule/steps/step_util.h"
+#include "schedule/wgmma_layout.h"
 
 namespace tilesearch::schedule {
 namespace {
@@ -122,9 +124,9 @@ absl::Status CheckTensorCoreShape(const TensorCoreStep& t, const std::string& te
                        "up to 256)"));
     }
     // Each thread of a warpgroup holds warp_m · warp_n / 128 float32 accumulators (twice that for
-    // the TF32 kinds, which sum each k tile apart); past 128 they cannot stay in the 255
-    // registers a thread has (ptxas spills a 128x256 tile's 256).
-    const bool tf32 = *kind == ir::MmaKind::kTF32 || *kind == ir::MmaKind::kTF32x3;
+    // the TF32 kinds that copy into TF32 tiles, which sum each k tile apart); past 128 they cannot
+    // stay in the 255 registers a thread has (ptxas spills a 128x256 tile's 256).
+    const bool tf32 = WgmmaSplitsTf32(t);
     const int64_t registers = t.warp_m * t.warp_n / 128 * (tf32 ? 2 : 1);
     if (registers > 128) {
       return internal::StepError(
@@ -204,6 +206,12 @@ absl::StatusOr<State> TensorCoreStep::Apply(const State& s) const {
                      mm->k, ") reads ", ir::TypeName(mm->a_type), " and ", ir::TypeName(mm->b_type),
                      " operands; mma kind ", kind, " needs ", ir::TypeName(want)));
   }
+  if (repack) {
+    absl::StatusOr<OperandRepack> plan = PlanOperandRepack(*stage.op, *mm);
+    if (!plan.ok()) {
+      return internal::StepError(text, absl::StrCat("invalid_schedule: ", plan.status().message()));
+    }
+  }
   ASSIGN_OR_RETURN(std::vector<int> chain, TensorCoreEpilogue(s, stage_id, epilogue, text));
   State out = s;
   out.MutableStage(stage_id).tensor_core = *this;
@@ -216,15 +224,17 @@ nlohmann::json TensorCoreStep::ToJson() const {
   nlohmann::json j = {
       "TC", stage_id, kind,    {block_m, block_n, block_k}, {warp_m, warp_n}, pipeline,
       pad,  raster,   epilogue};
-  if (split_k > 1 || warpgroup) j.push_back(split_k);
-  if (warpgroup) j.push_back("wgmma");
+  if (split_k > 1 || warpgroup || repack) j.push_back(split_k);
+  if (warpgroup || repack) j.push_back(warpgroup ? "wgmma" : "mma.sync");
+  if (repack) j.push_back("repack");
   return j;
 }
 
 absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j) {
-  if (!j.is_array() || j.size() < 9 || j.size() > 11) {
+  if (!j.is_array() || j.size() < 9 || j.size() > 12) {
     return absl::InvalidArgumentError(
-        absl::StrCat("step 'TC' needs 9 fields (10 with split_k, 11 with the instruction), got ",
+        absl::StrCat("step 'TC' needs 9 fields (10 with split_k, 11 with the instruction, 12 with "
+                     "\"repack\"), got ",
                      j.is_array() ? j.size() : 0, ": ", j.dump().substr(0, 200)));
   }
   TensorCoreStep t;
@@ -258,7 +268,7 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
   t.epilogue = static_cast<int>(epilogue);
   if (j.size() >= 10) {
     ASSIGN_OR_RETURN(int64_t split, internal::JsonInt(j, 9, "TC"));
-    const int64_t lo = j.size() == 11 ? 1 : 2;
+    const int64_t lo = j.size() >= 11 ? 1 : 2;
     if (split < lo || split > 64) {
       return absl::InvalidArgumentError(
           absl::StrCat("TC step: split_k ", split, " out of range (", lo,
@@ -266,13 +276,21 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
     }
     t.split_k = static_cast<int>(split);
   }
-  if (j.size() == 11) {
+  if (j.size() >= 11) {
     ASSIGN_OR_RETURN(std::string instruction, internal::JsonString(j, 10, "TC"));
     if (instruction != "wgmma" && instruction != "mma.sync") {
       return absl::InvalidArgumentError(absl::StrCat("TC step: instruction '", instruction,
                                                      "' is not \"mma.sync\" or \"wgmma\""));
     }
     t.warpgroup = instruction == "wgmma";
+  }
+  if (j.size() == 12) {
+    ASSIGN_OR_RETURN(std::string repack, internal::JsonString(j, 11, "TC"));
+    if (repack != "repack") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("TC step: field 12 '", repack, "' is not \"repack\""));
+    }
+    t.repack = true;
   }
   return t;
 }
@@ -282,7 +300,7 @@ std::string TensorCoreStep::ToString() const {
                       block_k, ", warp ", warp_m, "x", warp_n, ", pipeline ", pipeline, ", pad ",
                       pad, ", raster ", raster, ", epilogue ", epilogue,
                       split_k > 1 ? absl::StrCat(", split_k ", split_k) : std::string(),
-                      warpgroup ? ", wgmma" : "", ")");
+                      warpgroup ? ", wgmma" : "", repack ? ", repack" : "", ")");
 }
 
 }  // namespace tilesearch::schedule

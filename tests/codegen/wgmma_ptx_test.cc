@@ -178,6 +178,53 @@ TEST(WgmmaPtx, ConvolutionGathersWithZeroFillingCopies) {
   ExpectPtxasAccepts(m->ptx, "wgmma_conv_gather", "sm_90a");
 }
 
+// A repacked convolution (TensorCoreStep::repack): the GEMM's fill is 16-byte cp.async copies
+// along k from the padded workspaces, with no 4-byte gathers; one-pass TF32 reads the repacked
+// tiles as they are (no TF32 mask, no copy into TF32 tiles); ptxas accepts every kind.
+TEST(WgmmaPtx, RepackedConvolutionFillsWith16ByteCopies) {
+  for (const std::string kind : {"tf32", "tf32x3", "bf16"}) {
+    ir::OpArgs args;
+    args.shapes = {{2, 16, 10, 10}, {64, 16, 3, 3}};
+    args.dtype = kind == "bf16" ? ir::ScalarType::kBFloat16 : ir::ScalarType::kFloat32;
+    args.attrs = {{"padding", "1"}};
+    absl::StatusOr<ir::ComputeDAG> dag = ir::BuildOp("conv2d_nchw", args);
+    ASSERT_TRUE(dag.ok()) << dag.status();
+    schedule::State s = schedule::State::Initial(*dag);
+    schedule::TensorCoreStep t;
+    for (int i = 0; i < s.num_stages(); ++i) {
+      if (s.stage(i).op->reduce == ir::ReduceKind::kSum) t.stage_id = i;
+    }
+    t.kind = kind;
+    t.warpgroup = true;
+    t.repack = true;
+    t.block_m = 128;
+    t.block_n = 64;
+    t.block_k = kind == "bf16" ? 32 : 16;
+    t.warp_m = 64;
+    t.warp_n = 64;
+    t.pipeline = 4;
+    t.pad = 0;
+    absl::StatusOr<schedule::State> st = schedule::ApplyStep(s, t);
+    ASSERT_TRUE(st.ok()) << st.status();
+    Target target;
+    target.kind = TargetKind::kCuda;
+    target.arch = "sm_90";
+    absl::StatusOr<schedule::LoweredKernel> k = schedule::Lower(*dag, *st, target);
+    ASSERT_TRUE(k.ok()) << k.status();
+    EXPECT_EQ(k->launches.size(), 3u) << kind;  // the input's and the weights' repack, the GEMM
+    absl::StatusOr<GpuModule> m = CompileToPtx(k->nest, Launches(*k));
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_GE(Count(m->ptx, "cp.async.cg.shared.global"), 2) << kind;
+    EXPECT_EQ(Count(m->ptx, "cp.async.ca.shared.global"), 0) << kind;
+    if (kind == "tf32") {
+      EXPECT_EQ(Count(m->ptx, "-8192"), 0);
+      EXPECT_EQ(Count(m->ptx, "2139095040"), 0);
+      EXPECT_GE(Count(m->ptx, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"), 2);
+    }
+    ExpectPtxasAccepts(m->ptx, "wgmma_conv_repacked_" + kind, "sm_90a");
+  }
+}
+
 // The registers of `text`'s first brace list ("{%r1, %r2}") or, without braces, of its first
 // comma-separated operand.
 std::vector<std::string> Registers(const std::string& text) {

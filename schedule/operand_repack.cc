@@ -1,0 +1,255 @@
+#include "schedule/operand_repack.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "base/status.h"
+#include "ir/simplify.h"
+
+namespace tilesearch::schedule {
+namespace {
+
+using ir::Expr;
+
+Expr C(int64_t v) { return ir::IntConst(v); }
+
+// A factor taken apart: [Cast] [Select(cond, ...)] [Cast] Load.
+struct FactorParts {
+  const ir::LoadNode* load = nullptr;
+  Expr cond;  // undefined without a Select
+};
+
+bool IsZero(const Expr& e) {
+  if (const auto* f = e.as<ir::FloatImmNode>()) return f->value == 0;
+  if (const auto* i = e.as<ir::IntImmNode>()) return i->value == 0;
+  return false;
+}
+
+std::optional<FactorParts> Parse(const Expr& factor) {
+  FactorParts p;
+  Expr e = factor;
+  if (const auto* c = e.as<ir::CastNode>()) e = c->value;
+  if (const auto* s = e.as<ir::SelectNode>()) {
+    if (!IsZero(s->false_value)) return std::nullopt;
+    p.cond = s->cond;
+    e = s->true_value;
+    if (const auto* c = e.as<ir::CastNode>()) e = c->value;
+  }
+  p.load = e.as<ir::LoadNode>();
+  if (p.load == nullptr) return std::nullopt;
+  return p;
+}
+
+// The conjunction's terms.
+void Terms(const Expr& cond, std::vector<Expr>* out) {
+  if (const auto* a = cond.as<ir::AndNode>()) {
+    Terms(a->a, out);
+    Terms(a->b, out);
+    return;
+  }
+  out->push_back(cond);
+}
+
+int64_t IntValue(const Expr& e, bool* ok) {
+  const auto* i = e.as<ir::IntImmNode>();
+  *ok = i != nullptr;
+  return i ? i->value : 0;
+}
+
+// The dimension of `load` whose index is `e` (structurally), or -1.
+int DimOf(const ir::LoadNode& load, const Expr& e) {
+  const std::string text = ir::ToString(ir::Simplify(e));
+  for (size_t d = 0; d < load.indices.size(); ++d) {
+    if (ir::ToString(ir::Simplify(load.indices[d])) == text) return static_cast<int>(d);
+  }
+  return -1;
+}
+
+// The dimension of `load` indexed by exactly the variable `name`, or -1.
+int DimOfVar(const ir::LoadNode& load, const std::string& name) {
+  for (size_t d = 0; d < load.indices.size(); ++d) {
+    const auto* v = load.indices[d].as<ir::VarNode>();
+    if (v != nullptr && v->name == name) return static_cast<int>(d);
+  }
+  return -1;
+}
+
+absl::StatusOr<RepackedOperand> PlanOne(const ir::TensorNode& op, const Expr& factor,
+                                        const char* role, const std::string& inner_var,
+                                        const ir::RangeMap& ranges,
+                                        const BufferShapeFn& shape_of) {
+  auto fail = [&](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat("stage '", op.name, "': operand ", role,
+                                                   " cannot be repacked: ", why));
+  };
+  const std::optional<FactorParts> parts = Parse(factor);
+  if (!parts) {
+    return fail(absl::StrCat(ir::ToString(factor),
+                             " is not a load, its cast, or Select(cond, load, 0)"));
+  }
+  const ir::LoadNode& load = *parts->load;
+  std::optional<std::vector<int64_t>> shape;
+  if (load.producer != nullptr) shape = load.producer->shape;
+  if (!shape && shape_of) shape = shape_of(load.buffer);
+  if (!shape) return fail(absl::StrCat("the shape of '", load.buffer, "' is unknown"));
+  RepackedOperand r;
+  r.source = load.buffer;
+  r.dtype = load.type;
+  r.source_shape = *shape;
+  r.indices = load.indices;
+  const size_t dims = load.indices.size();
+  if (r.source_shape.size() != dims) {
+    return fail(absl::StrCat("'", load.buffer, "' has ", r.source_shape.size(),
+                             " dimensions but is read with ", dims, " indices"));
+  }
+  // Which bounds the condition tests, per dimension.
+  std::vector<bool> tested_lo(dims, false), tested_hi(dims, false);
+  if (parts->cond.defined()) {
+    std::vector<Expr> terms;
+    Terms(parts->cond, &terms);
+    for (const Expr& t : terms) {
+      bool ok = false;
+      int d = -1;
+      if (const auto* ge = t.as<ir::GENode>()) {
+        if (IntValue(ge->b, &ok) == 0 && ok && (d = DimOf(load, ge->a)) >= 0) {
+          tested_lo[d] = true;
+          continue;
+        }
+      } else if (const auto* lt = t.as<ir::LTNode>()) {
+        const int64_t bound = IntValue(lt->b, &ok);
+        if (ok && (d = DimOf(load, lt->a)) >= 0 && bound == r.source_shape[d]) {
+          tested_hi[d] = true;
+          continue;
+        }
+      }
+      return fail(absl::StrCat("its condition term ", ir::ToString(t),
+                               " is not a bounds test (i >= 0, i < extent) of an index of '",
+                               load.buffer, "'"));
+    }
+  }
+  const int inner_dim = DimOfVar(load, inner_var);
+  if (inner_dim < 0) return fail(absl::StrCat("no index of it is the axis '", inner_var, "'"));
+  for (size_t d = 0; d < dims; ++d) {
+    if (static_cast<int>(d) != inner_dim) r.order.push_back(static_cast<int>(d));
+  }
+  r.order.push_back(inner_dim);
+  r.offset.assign(dims, 0);
+  std::vector<int64_t> extent(dims, 0);
+  for (size_t d = 0; d < dims; ++d) {
+    const ir::BoundResult b = ir::BoundOf(load.indices[d], ranges);
+    if (!b.ok) {
+      return fail(absl::StrCat("index ", d, " (", ir::ToString(load.indices[d]),
+                               ") has no known bounds"));
+    }
+    if ((b.range.min < 0 && !tested_lo[d]) ||
+        (b.range.max >= r.source_shape[d] && !tested_hi[d])) {
+      return fail(absl::StrCat("index ", d, " of '", load.buffer, "' reaches [", b.range.min,
+                               ", ", b.range.max, "] outside its extent ", r.source_shape[d],
+                               " with no condition excluding it"));
+    }
+    r.offset[d] = -b.range.min;
+    extent[d] = b.range.max - b.range.min + 1;
+  }
+  for (int d : r.order) r.shape.push_back(extent[d]);
+  constexpr int64_t kMaxElements = std::numeric_limits<int32_t>::max();
+  int64_t elements = 1;
+  for (int64_t e : r.shape) {
+    if (e <= 0 || elements > kMaxElements / e) {
+      return fail("its workspace would hold 2^31 elements or more");
+    }
+    elements *= e;
+  }
+  return r;
+}
+
+}  // namespace
+
+int64_t RepackedOperand::Elements() const {
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  return n;
+}
+
+absl::StatusOr<OperandRepack> PlanOperandRepack(const ir::TensorNode& op, const MatmulLike& mm,
+                                                const BufferShapeFn& shape_of) {
+  const std::optional<FactorParts> pa = Parse(mm.a);
+  const std::optional<FactorParts> pb = Parse(mm.b);
+  // The inner k axis: a reduce axis both loads index with the bare variable.
+  int best = -1;
+  auto rank = [&](int i) {
+    const int64_t e = op.reduce_axes[i].extent;
+    return std::make_pair(e % 8 == 0 ? 2 : e % 4 == 0 ? 1 : 0, e);
+  };
+  for (int i = 0; pa && pb && i < static_cast<int>(op.reduce_axes.size()); ++i) {
+    const std::string& name = op.reduce_axes[i].name;
+    if (DimOfVar(*pa->load, name) < 0 || DimOfVar(*pb->load, name) < 0) continue;
+    if (best < 0 || rank(i) > rank(best)) best = i;
+  }
+  if (best < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stage '", op.name,
+                     "': operands cannot be repacked: no reduce axis is a whole index of both "
+                     "operand loads"));
+  }
+  ir::RangeMap ranges;
+  for (const ir::IterVar& ax : op.axes) ranges[ax.name] = {0, ax.extent - 1};
+  for (const ir::IterVar& ax : op.reduce_axes) ranges[ax.name] = {0, ax.extent - 1};
+  const std::string& inner = op.reduce_axes[best].name;
+  OperandRepack out;
+  out.inner_k = best;
+  ASSIGN_OR_RETURN(out.a, PlanOne(op, mm.a, "A", inner, ranges, shape_of));
+  ASSIGN_OR_RETURN(out.b, PlanOne(op, mm.b, "B", inner, ranges, shape_of));
+  return out;
+}
+
+Expr RepackedFactor(const RepackedOperand& r, const std::string& workspace) {
+  std::vector<Expr> idx;
+  for (int d : r.order) {
+    Expr i = r.indices[d];
+    if (r.offset[d] != 0) i = ir::Simplify(i + C(r.offset[d]));
+    idx.push_back(i);
+  }
+  return ir::LoadNode::Make(r.dtype, workspace, idx);
+}
+
+ir::Stmt RepackKernel(const RepackedOperand& r, const std::string& workspace,
+                      const std::function<std::string(const std::string&)>& fresh) {
+  constexpr int64_t kThreads = 256;
+  const int64_t total = r.Elements();
+  const Expr blk = ir::MakeVar(fresh(workspace + ".block"));
+  const Expr t = ir::MakeVar(fresh(workspace + ".thread"));
+  const Expr idx = blk * C(kThreads) + t;
+  const size_t dims = r.shape.size();
+  std::vector<Expr> at(dims);      // workspace coordinates
+  std::vector<Expr> src(dims);     // source coordinates
+  int64_t stride = 1;
+  for (size_t i = dims; i-- > 0;) {
+    Expr v = stride == 1 ? idx : idx / C(stride);
+    if (i > 0) v = v % C(r.shape[i]);
+    at[i] = v;
+    stride *= r.shape[i];
+  }
+  Expr cond;
+  for (size_t i = 0; i < dims; ++i) {
+    const int d = r.order[i];
+    src[d] = r.offset[d] == 0 ? at[i] : at[i] - C(r.offset[d]);
+    std::vector<Expr> tests;
+    if (r.offset[d] > 0) tests.push_back(src[d] >= C(0));
+    if (r.shape[i] - r.offset[d] > r.source_shape[d]) tests.push_back(src[d] < C(r.source_shape[d]));
+    for (const Expr& test : tests) cond = cond.defined() ? (cond && test) : test;
+  }
+  ir::Stmt copy =
+      ir::StoreNode::Make(workspace, at, ir::LoadNode::Make(r.dtype, r.source, src));
+  if (cond.defined()) {
+    copy = ir::IfThenElseNode::Make(
+        cond, copy, ir::StoreNode::Make(workspace, at, ir::FloatConst(0.0, r.dtype)));
+  }
+  if (total % kThreads != 0) copy = ir::IfThenElseNode::Make(idx < C(total), copy);
+  ir::Stmt s = ir::ForNode::Make(t, C(0), C(kThreads), ir::ForKind::kThreadIdxX, copy);
+  return ir::ForNode::Make(blk, C(0), C((total + kThreads - 1) / kThreads),
+                           ir::ForKind::kBlockIdxX, s);
+}
+
+}  // namespace tilesearch::schedule

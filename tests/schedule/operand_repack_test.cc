@@ -1,0 +1,258 @@
+// The tensor_core step's `repack` (schedule/operand_repack.h): the plan for convolutions (which
+// reduce axis goes innermost, the padded workspace shapes), the operands it refuses, the JSON
+// field, and random repacked tensor-core schedules of convolutions (NCHW and NHWC, stride,
+// padding, dilation, channel counts that do and do not take 16-byte copies; mma.sync and wgmma;
+// f16, bf16, tf32x3 and one-pass tf32) run in the interpreter against the float64 reference.
+#include "schedule/operand_repack.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "ir/reference.h"
+#include "lower_test_util.h"
+#include "nlohmann/json.hpp"
+#include "schedule/matmul_like.h"
+#include "schedule/step_json.h"
+
+namespace tilesearch::schedule {
+namespace {
+
+using testing::BuildOpOrDie;
+using testing::CudaTarget;
+using testing::RunLowered;
+using testing::SumReductionStage;
+
+MatmulLike RolesOf(const State& s, int stage) {
+  absl::StatusOr<MatmulLike> mm = AnalyzeMatmulLike(*s.stage(stage).op, s.stage(stage).op->body);
+  EXPECT_TRUE(mm.ok()) << mm.status();
+  return *mm;
+}
+
+TEST(OperandRepack, PadsAnNchwConvolutionIntoNhwc) {
+  // x[2, 8, 9, 7] * w[5, 8, 3, 3], padding 1, stride 2, dilation 1.
+  const ir::ComputeDAG dag = BuildOpOrDie("conv2d_nchw", {{2, 8, 9, 7}, {5, 8, 3, 3}},
+                                          ir::ScalarType::kFloat32,
+                                          {{"padding", "1"}, {"stride", "2"}});
+  const State s = State::Initial(dag);
+  const int stage = SumReductionStage(s);
+  const MatmulLike mm = RolesOf(s, stage);
+  EXPECT_TRUE(mm.repackable);
+  absl::StatusOr<OperandRepack> plan = PlanOperandRepack(*s.stage(stage).op, mm);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // The input channel (reduce axis 0) goes innermost.
+  EXPECT_EQ(plan->inner_k, 0);
+  EXPECT_EQ(plan->a.source, "X");
+  EXPECT_EQ(plan->a.order, (std::vector<int>{0, 2, 3, 1}));
+  // Output rows 0..4 at stride 2 read rows -1..9 with a 3-row window: one row of padding above and
+  // one below (rows 9 does not exist: 0..8), columns 0..3 read -1..7, padding only on the left.
+  EXPECT_EQ(plan->a.offset, (std::vector<int64_t>{0, 0, 1, 1}));
+  EXPECT_EQ(plan->a.shape, (std::vector<int64_t>{2, 11, 9, 8}));
+  EXPECT_EQ(plan->b.order, (std::vector<int>{0, 2, 3, 1}));
+  EXPECT_EQ(plan->b.offset, (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(plan->b.shape, (std::vector<int64_t>{5, 3, 3, 8}));
+}
+
+// acc[i, j] = sum_k f(X, i, k) * W[k, j] for a factor f of X.
+ir::ComputeDAG MatmulOf(const std::function<ir::Expr(const ir::Tensor&, const ir::Expr&,
+                                                      const ir::Expr&)>& factor,
+                        int64_t x_cols) {
+  ir::Tensor x = *ir::Placeholder("X", {8, x_cols});
+  ir::Tensor w = *ir::Placeholder("W", {16, 8});
+  ir::Tensor acc = *ir::Reduce(
+      "acc", {8, 8}, ir::ReduceKind::kSum, {16},
+      [&](const std::vector<ir::Expr>& a, const std::vector<ir::Expr>& r) {
+        return factor(x, a[0], r[0]) * w(r[0], a[1]);
+      },
+      ir::Expr(), ir::ComputeOptions{{"i", "j"}, {"k"}, ""});
+  return *ir::ComputeDAG::Create({acc});
+}
+
+// The error of repacking `dag`'s reduction, through Apply (and the plan), containing `want`.
+void ExpectRepackRefused(const ir::ComputeDAG& dag, const std::string& want) {
+  const State s = State::Initial(dag);
+  const int stage = SumReductionStage(s);
+  const MatmulLike mm = RolesOf(s, stage);
+  EXPECT_FALSE(mm.repackable);
+  absl::StatusOr<OperandRepack> plan = PlanOperandRepack(*s.stage(stage).op, mm);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find(want), std::string::npos) << plan.status();
+  TensorCoreStep t;
+  t.stage_id = stage;
+  t.kind = "tf32x3";
+  t.block_m = t.block_n = 32;
+  t.block_k = 16;
+  t.warp_m = t.warp_n = 16;
+  t.pad = 4;
+  t.repack = true;
+  absl::StatusOr<State> st = ApplyStep(s, t);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("invalid_schedule"), std::string::npos) << st.status();
+  EXPECT_NE(st.status().message().find("'acc'"), std::string::npos) << st.status();
+  EXPECT_NE(st.status().message().find(want), std::string::npos) << st.status();
+}
+
+TEST(OperandRepack, PlainMatmulsNeedNoRepackAndOtherReadsRefuseIt) {
+  // A plain matmul repacks but gains nothing (every index a bare variable): not drawn.
+  const ir::ComputeDAG plain = MatmulOf(
+      [](const ir::Tensor& x, const ir::Expr& i, const ir::Expr& k) { return x(i, k); }, 16);
+  const State ps = State::Initial(plain);
+  const MatmulLike pm = RolesOf(ps, SumReductionStage(ps));
+  EXPECT_FALSE(pm.repackable);
+  EXPECT_TRUE(PlanOperandRepack(*ps.stage(SumReductionStage(ps)).op, pm).ok());
+  // X read at 2k: no reduce axis is a whole index of both operands.
+  ExpectRepackRefused(
+      MatmulOf([](const ir::Tensor& x, const ir::Expr& i,
+                  const ir::Expr& k) { return x(i, k * ir::IntConst(2)); },
+               32),
+      "no reduce axis is a whole index of both");
+  // A triangular mask is no bounds test of X's indices: its zeros cannot be written out.
+  ExpectRepackRefused(MatmulOf(
+                          [](const ir::Tensor& x, const ir::Expr& i, const ir::Expr& k) {
+                            return ir::Select(k < i, x(i, k), ir::FloatConst(0.0));
+                          },
+                          16),
+                      "is not a bounds test");
+}
+
+TEST(OperandRepack, JsonRoundTripAndMalformedField) {
+  TensorCoreStep t;
+  t.stage_id = 2;
+  t.kind = "tf32";
+  t.block_m = 128;
+  t.block_n = 128;
+  t.block_k = 16;
+  t.warp_m = 64;
+  t.warp_n = 128;
+  t.pipeline = 4;
+  t.pad = 0;
+  t.warpgroup = true;
+  t.repack = true;
+  const nlohmann::json j = t.ToJson();
+  EXPECT_EQ(j.size(), 12u);
+  EXPECT_EQ(j[11], "repack");
+  absl::StatusOr<TensorCoreStep> back = TensorCoreStep::FromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, t);
+  t.warpgroup = false;  // mma.sync with repack: the instruction is written too
+  absl::StatusOr<TensorCoreStep> back2 = TensorCoreStep::FromJson(t.ToJson());
+  ASSERT_TRUE(back2.ok()) << back2.status();
+  EXPECT_EQ(*back2, t);
+  nlohmann::json bad = j;
+  bad[11] = "nhwc";
+  absl::StatusOr<TensorCoreStep> err = TensorCoreStep::FromJson(bad);
+  ASSERT_FALSE(err.ok());
+  EXPECT_NE(err.status().message().find("is not \"repack\""), std::string::npos) << err.status();
+}
+
+struct Case {
+  std::string op;
+  std::vector<std::vector<int64_t>> shapes;
+  std::map<std::string, std::string> attrs;
+  ir::ScalarType dtype;
+  TensorCoreStep step;
+};
+
+Case RandomCase(std::mt19937_64& rng) {
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+  };
+  Case c;
+  const uint64_t kind = rng() % 4;  // f16, bf16, tf32x3, tf32
+  c.dtype = kind == 0   ? ir::ScalarType::kFloat16
+            : kind == 1 ? ir::ScalarType::kBFloat16
+                        : ir::ScalarType::kFloat32;
+  const bool nhwc = rng() % 3 == 0;
+  c.op = nhwc ? "conv2d_nhwc" : "conv2d_nchw";
+  // Channel counts that take 16-byte copies of 4 and 8 elements, and some that do not.
+  const int64_t channels[] = {3, 4, 5, 8, 12, 16, 24};
+  const int64_t ch = channels[rng() % 7], kout = pick(1, 40);
+  const int64_t r = pick(1, 3), stride = pick(1, 2), pad = pick(0, 2), dil = pick(1, 2);
+  const int64_t hw = pick(std::max<int64_t>(3, (r - 1) * dil + 1), 9);
+  c.attrs = {{"stride", std::to_string(stride)},
+             {"padding", std::to_string(pad)},
+             {"dilation", std::to_string(dil)}};
+  const int64_t batch = pick(1, 2);
+  c.shapes = nhwc ? std::vector<std::vector<int64_t>>{{batch, hw, hw, ch}, {r, r, ch, kout}}
+                  : std::vector<std::vector<int64_t>>{{batch, ch, hw, hw}, {kout, ch, r, r}};
+  TensorCoreStep& t = c.step;
+  const char* kinds[] = {"f16", "bf16", "tf32x3", "tf32"};
+  t.kind = kinds[kind];
+  const bool tf32 = kind >= 2;
+  t.repack = true;
+  t.warpgroup = rng() % 3 != 0;
+  t.raster = pick(1, 3);
+  t.split_k = (rng() % 4 == 0) ? 2 : 1;
+  if (t.warpgroup) {
+    t.warp_m = 64;
+    const int64_t ns[] = {8, 16, 32, 64};
+    t.warp_n = ns[rng() % 4];
+    t.block_m = t.warp_m * pick(1, 2);
+    t.block_n = t.warp_n * pick(1, 2);
+    const int64_t ks[] = {16, 32, 64};
+    t.block_k = ks[rng() % 3] / (tf32 ? 2 : 1);
+    t.pipeline = static_cast<int>(pick(1, 4));
+    t.pad = 0;
+  } else {
+    t.warp_m = 16 * pick(1, 2);
+    t.warp_n = 8 * pick(1, 2);
+    t.block_m = t.warp_m * pick(1, 2);
+    t.block_n = t.warp_n * pick(1, 2);
+    t.block_k = tf32 ? 8 * pick(1, 4) : 16 * pick(1, 2);
+    t.pipeline = static_cast<int>(pick(1, 4));
+    t.pad = rng() % 2 ? 16 / (tf32 ? 4 : 2) : 0;
+  }
+  return c;
+}
+
+double Tolerance(const TensorCoreStep& t, ir::ScalarType dtype) {
+  if (t.kind == "tf32") return 2e-2;
+  if (t.kind == "tf32x3") return 1e-4;
+  return dtype == ir::ScalarType::kFloat16 ? 2e-3 : 1.6e-2;
+}
+
+TEST(OperandRepack, RandomRepackedConvolutionsMatchTheReference) {
+  std::mt19937_64 rng(20261204);
+  int run = 0, chunked = 0;
+  for (int trial = 0; run < 120 && trial < 600; ++trial) {
+    Case c = RandomCase(rng);
+    const ir::ComputeDAG dag = BuildOpOrDie(c.op, c.shapes, c.dtype, c.attrs);
+    const State s = State::Initial(dag);
+    c.step.stage_id = SumReductionStage(s);
+    ASSERT_GE(c.step.stage_id, 0) << c.op;
+    absl::StatusOr<State> st = ApplyStep(s, c.step);
+    ASSERT_TRUE(st.ok()) << c.op << ": " << st.status();
+    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, CudaTarget());
+    if (!k.ok()) {
+      // Only the wgmma tiles' 1024-byte rule and the shared-memory limit refuse a valid step.
+      const std::string why(k.status().message());
+      EXPECT_TRUE(why.find("wgmma operand") != std::string::npos ||
+                  why.find("shared memory") != std::string::npos)
+          << why;
+      continue;
+    }
+    // The workspaces' kernels come first: the nest has the GEMM's kernel(s) after them.
+    const std::string text = ir::ToString(k->nest.body);
+    EXPECT_NE(text.find(".repacked"), std::string::npos);
+    const int64_t ch = c.shapes[0][c.op == "conv2d_nhwc" ? 3 : 1];
+    if (ch % (c.dtype == ir::ScalarType::kFloat32 ? 4 : 8) == 0) ++chunked;
+    const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 3000 + trial);
+    absl::StatusOr<ir::BufferMap> got = RunLowered(k->nest, inputs);
+    ASSERT_TRUE(got.ok()) << got.status() << "\n" << StepToString(st->steps().back());
+    absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    EXPECT_LE(testing::MaxRelError(dag, *got, *ref), Tolerance(c.step, c.dtype))
+        << c.op << " " << nlohmann::json(c.shapes).dump() << " " << nlohmann::json(c.attrs).dump()
+        << " " << StepToString(st->steps().back());
+    ++run;
+  }
+  EXPECT_GE(run, 120);
+  EXPECT_GT(chunked, 20);  // 16-byte copies along k were exercised, and the other fills too
+}
+
+}  // namespace
+}  // namespace tilesearch::schedule
