@@ -78,16 +78,15 @@ int DimOfVar(const ir::LoadNode& load, const std::string& name) {
 
 absl::StatusOr<RepackedOperand> PlanOne(const ir::TensorNode& op, const Expr& factor,
                                         const char* role, const std::string& inner_var,
-                                        const ir::RangeMap& ranges,
-                                        const BufferShapeFn& shape_of) {
+                                        const ir::RangeMap& ranges, const BufferShapeFn& shape_of) {
   auto fail = [&](const std::string& why) {
-    return absl::InvalidArgumentError(absl::StrCat("stage '", op.name, "': operand ", role,
-                                                   " cannot be repacked: ", why));
+    return absl::InvalidArgumentError(
+        absl::StrCat("stage '", op.name, "': operand ", role, " cannot be repacked: ", why));
   };
   const std::optional<FactorParts> parts = Parse(factor);
   if (!parts) {
-    return fail(absl::StrCat(ir::ToString(factor),
-                             " is not a load, its cast, or Select(cond, load, 0)"));
+    return fail(
+        absl::StrCat(ir::ToString(factor), " is not a load, its cast, or Select(cond, load, 0)"));
   }
   const ir::LoadNode& load = *parts->load;
   std::optional<std::vector<int64_t>> shape;
@@ -140,13 +139,12 @@ absl::StatusOr<RepackedOperand> PlanOne(const ir::TensorNode& op, const Expr& fa
   for (size_t d = 0; d < dims; ++d) {
     const ir::BoundResult b = ir::BoundOf(load.indices[d], ranges);
     if (!b.ok) {
-      return fail(absl::StrCat("index ", d, " (", ir::ToString(load.indices[d]),
-                               ") has no known bounds"));
+      return fail(
+          absl::StrCat("index ", d, " (", ir::ToString(load.indices[d]), ") has no known bounds"));
     }
-    if ((b.range.min < 0 && !tested_lo[d]) ||
-        (b.range.max >= r.source_shape[d] && !tested_hi[d])) {
-      return fail(absl::StrCat("index ", d, " of '", load.buffer, "' reaches [", b.range.min,
-                               ", ", b.range.max, "] outside its extent ", r.source_shape[d],
+    if ((b.range.min < 0 && !tested_lo[d]) || (b.range.max >= r.source_shape[d] && !tested_hi[d])) {
+      return fail(absl::StrCat("index ", d, " of '", load.buffer, "' reaches [", b.range.min, ", ",
+                               b.range.max, "] outside its extent ", r.source_shape[d],
                                " with no condition excluding it"));
     }
     r.offset[d] = -b.range.min;
@@ -222,8 +220,8 @@ ir::Stmt RepackKernel(const RepackedOperand& r, const std::string& workspace,
   const Expr t = ir::MakeVar(fresh(workspace + ".thread"));
   const Expr idx = blk * C(kThreads) + t;
   const size_t dims = r.shape.size();
-  std::vector<Expr> at(dims);      // workspace coordinates
-  std::vector<Expr> src(dims);     // source coordinates
+  std::vector<Expr> at(dims);   // workspace coordinates
+  std::vector<Expr> src(dims);  // source coordinates
   int64_t stride = 1;
   for (size_t i = dims; i-- > 0;) {
     Expr v = stride == 1 ? idx : idx / C(stride);
@@ -237,19 +235,19 @@ ir::Stmt RepackKernel(const RepackedOperand& r, const std::string& workspace,
     src[d] = r.offset[d] == 0 ? at[i] : at[i] - C(r.offset[d]);
     std::vector<Expr> tests;
     if (r.offset[d] > 0) tests.push_back(src[d] >= C(0));
-    if (r.shape[i] - r.offset[d] > r.source_shape[d]) tests.push_back(src[d] < C(r.source_shape[d]));
+    if (r.shape[i] - r.offset[d] > r.source_shape[d])
+      tests.push_back(src[d] < C(r.source_shape[d]));
     for (const Expr& test : tests) cond = cond.defined() ? (cond && test) : test;
   }
-  ir::Stmt copy =
-      ir::StoreNode::Make(workspace, at, ir::LoadNode::Make(r.dtype, r.source, src));
+  ir::Stmt copy = ir::StoreNode::Make(workspace, at, ir::LoadNode::Make(r.dtype, r.source, src));
   if (cond.defined()) {
     copy = ir::IfThenElseNode::Make(
         cond, copy, ir::StoreNode::Make(workspace, at, ir::FloatConst(0.0, r.dtype)));
   }
   if (total % kThreads != 0) copy = ir::IfThenElseNode::Make(idx < C(total), copy);
   ir::Stmt s = ir::ForNode::Make(t, C(0), C(kThreads), ir::ForKind::kThreadIdxX, copy);
-  return ir::ForNode::Make(blk, C(0), C((total + kThreads - 1) / kThreads),
-                           ir::ForKind::kBlockIdxX, s);
+  return ir::ForNode::Make(blk, C(0), C((total + kThreads - 1) / kThreads), ir::ForKind::kBlockIdxX,
+                           s);
 }
 
 }  // namespace tilesearch::schedule

@@ -28,13 +28,13 @@ namespace tilesearch::schedule {
 /// One operand's repack: workspace dimension i holds source dimension order[i]; a source index
 /// value v of dimension d sits at workspace index v + offset[d].
 struct RepackedOperand {
-  std::string source;                // the tensor the factor loads
+  std::string source;                               // the tensor the factor loads
   ir::ScalarType dtype = ir::ScalarType::kFloat32;  // its element type (the workspace's)
   std::vector<int64_t> source_shape;
-  std::vector<ir::Expr> indices;     // the factor's load indices (over the stage's axis variables)
-  std::vector<int> order;            // source dimension of each workspace dimension
-  std::vector<int64_t> offset;       // per source dimension: −(the smallest index read)
-  std::vector<int64_t> shape;        // workspace shape, in workspace dimension order
+  std::vector<ir::Expr> indices;  // the factor's load indices (over the stage's axis variables)
+  std::vector<int> order;         // source dimension of each workspace dimension
+  std::vector<int64_t> offset;    // per source dimension: −(the smallest index read)
+  std::vector<int64_t> shape;     // workspace shape, in workspace dimension order
   int64_t Elements() const;
 };
 

@@ -746,6 +746,24 @@ std::pair<Expr, Expr> BlockOrder(const Expr& bx, int64_t raster, int64_t tiles_m
   return {first + in_group % rows, in_group / rows};
 }
 
+// The repack of `mm`'s operands (TensorCoreStep::repack): the workspaces and their kernels (in
+// `out`, launched first), and mm's factors replaced by reads of the workspaces, both k-contiguous.
+absl::StatusOr<OperandRepack> RepackOperands(const TensorCoreKernel& k, MatmulLike* mm,
+                                             TensorCoreKernels* out) {
+  const ir::TensorNode& op = *k.op;
+  absl::StatusOr<OperandRepack> plan = PlanOperandRepack(op, *mm, k.buffer_shape);
+  if (!plan.ok()) return Invalid(op.name, std::string(plan.status().message()));
+  for (auto [r, factor, k_inner] : {std::tuple{&plan->a, &mm->a, &mm->a_k_inner},
+                                    std::tuple{&plan->b, &mm->b, &mm->b_k_inner}}) {
+    const std::string ws = k.fresh(op.name + "." + r->source + ".repacked");
+    out->workspaces.push_back({ws, r->dtype, r->shape, ir::MemoryScope::kGlobal});
+    out->kernels.push_back(RepackKernel(*r, ws, k.fresh));
+    *factor = RepackedFactor(*r, ws);
+    *k_inner = true;
+  }
+  return plan;
+}
+
 }  // namespace
 
 bool TargetHasMmaSync(const Target& target) {
@@ -772,12 +790,6 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   }
   absl::StatusOr<MatmulLike> mm = AnalyzeMatmulLike(op, k.body);
   if (!mm.ok()) return Invalid(op.name, std::string(mm.status().message()));
-  std::optional<OperandRepack> repack;
-  if (c.repack) {
-    absl::StatusOr<OperandRepack> plan = PlanOperandRepack(op, *mm, k.buffer_shape);
-    if (!plan.ok()) return Invalid(op.name, std::string(plan.status().message()));
-    repack = *std::move(plan);
-  }
   const std::optional<ir::MmaKind> kind = ir::ParseMmaKind(c.kind);
   if (!kind) return Invalid(op.name, absl::StrCat("unknown mma kind '", c.kind, "'"));
   const ir::ScalarType dtype = ir::MmaOperandType(*kind);
@@ -787,18 +799,9 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
                                          ir::TypeName(dtype)));
   }
   TensorCoreKernels out;
-  std::vector<ir::Stmt> repack_kernels;
-  if (repack) {
-    // The workspaces and their kernels (launched first); the factors then read the workspaces,
-    // both k-contiguous.
-    for (auto [r, factor, k_inner] : {std::tuple{&repack->a, &mm->a, &mm->a_k_inner},
-                                      std::tuple{&repack->b, &mm->b, &mm->b_k_inner}}) {
-      const std::string ws = k.fresh(op.name + "." + r->source + ".repacked");
-      out.workspaces.push_back({ws, r->dtype, r->shape, ir::MemoryScope::kGlobal});
-      repack_kernels.push_back(RepackKernel(*r, ws, k.fresh));
-      *factor = RepackedFactor(*r, ws);
-      *k_inner = true;
-    }
+  std::optional<OperandRepack> repack;
+  if (c.repack) {
+    ASSIGN_OR_RETURN(repack, RepackOperands(k, &*mm, &out));
   }
   Builder bd(k, op, *mm);
   bd.kind = *kind;
@@ -875,7 +878,6 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   bd.tid = bd.warp * C(32) + bd.lane;
 
   Expr bz;
-  out.kernels = std::move(repack_kernels);
   if (bd.split > 1) {
     bz = ir::MakeVar(k.fresh(op.name + ".split"));
     bd.split_idx = bz;
@@ -886,8 +888,7 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
                               ir::MemoryScope::kGlobal});
   }
   const std::string acc = k.fresh(op.name + ".acc");
-  // (One-pass TF32 on repacked wgmma tiles accumulates in place, as f16 / bf16 do: the per-tile
-  // sum keeps float32 accuracy, which TF32 mode does not ask for.)
+  // (Not one-pass TF32 on wgmma: its per-tile sum would keep accuracy TF32 mode does not ask for.)
   if ((*kind == ir::MmaKind::kTF32 || *kind == ir::MmaKind::kTF32x3) &&
       (!bd.wgmma || bd.split_tf32)) {
     bd.tile_acc = k.fresh(op.name + ".acc.tile");

@@ -35,9 +35,9 @@ MatmulLike RolesOf(const State& s, int stage) {
 
 TEST(OperandRepack, PadsAnNchwConvolutionIntoNhwc) {
   // x[2, 8, 9, 7] * w[5, 8, 3, 3], padding 1, stride 2, dilation 1.
-  const ir::ComputeDAG dag = BuildOpOrDie("conv2d_nchw", {{2, 8, 9, 7}, {5, 8, 3, 3}},
-                                          ir::ScalarType::kFloat32,
-                                          {{"padding", "1"}, {"stride", "2"}});
+  const ir::ComputeDAG dag =
+      BuildOpOrDie("conv2d_nchw", {{2, 8, 9, 7}, {5, 8, 3, 3}}, ir::ScalarType::kFloat32,
+                   {{"padding", "1"}, {"stride", "2"}});
   const State s = State::Initial(dag);
   const int stage = SumReductionStage(s);
   const MatmulLike mm = RolesOf(s, stage);
@@ -58,9 +58,9 @@ TEST(OperandRepack, PadsAnNchwConvolutionIntoNhwc) {
 }
 
 // acc[i, j] = sum_k f(X, i, k) * W[k, j] for a factor f of X.
-ir::ComputeDAG MatmulOf(const std::function<ir::Expr(const ir::Tensor&, const ir::Expr&,
-                                                      const ir::Expr&)>& factor,
-                        int64_t x_cols) {
+ir::ComputeDAG MatmulOf(
+    const std::function<ir::Expr(const ir::Tensor&, const ir::Expr&, const ir::Expr&)>& factor,
+    int64_t x_cols) {
   ir::Tensor x = *ir::Placeholder("X", {8, x_cols});
   ir::Tensor w = *ir::Placeholder("W", {16, 8});
   ir::Tensor acc = *ir::Reduce(
@@ -105,18 +105,16 @@ TEST(OperandRepack, PlainMatmulsNeedNoRepackAndOtherReadsRefuseIt) {
   EXPECT_FALSE(pm.repackable);
   EXPECT_TRUE(PlanOperandRepack(*ps.stage(SumReductionStage(ps)).op, pm).ok());
   // X read at 2k: no reduce axis is a whole index of both operands.
+  ExpectRepackRefused(MatmulOf([](const ir::Tensor& x, const ir::Expr& i,
+                                  const ir::Expr& k) { return x(i, k * ir::IntConst(2)); },
+                               32),
+                      "no reduce axis is a whole index of both");
+  // A triangular mask is no bounds test of X's indices: its zeros cannot be written out.
   ExpectRepackRefused(
       MatmulOf([](const ir::Tensor& x, const ir::Expr& i,
-                  const ir::Expr& k) { return x(i, k * ir::IntConst(2)); },
-               32),
-      "no reduce axis is a whole index of both");
-  // A triangular mask is no bounds test of X's indices: its zeros cannot be written out.
-  ExpectRepackRefused(MatmulOf(
-                          [](const ir::Tensor& x, const ir::Expr& i, const ir::Expr& k) {
-                            return ir::Select(k < i, x(i, k), ir::FloatConst(0.0));
-                          },
-                          16),
-                      "is not a bounds test");
+                  const ir::Expr& k) { return ir::Select(k < i, x(i, k), ir::FloatConst(0.0)); },
+               16),
+      "is not a bounds test");
 }
 
 TEST(OperandRepack, JsonRoundTripAndMalformedField) {
