@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
@@ -212,23 +213,13 @@ Expr RepackedFactor(const RepackedOperand& r, const std::string& workspace) {
   return ir::LoadNode::Make(r.dtype, workspace, idx);
 }
 
-ir::Stmt RepackKernel(const RepackedOperand& r, const std::string& workspace,
-                      const std::function<std::string(const std::string&)>& fresh) {
-  constexpr int64_t kThreads = 256;
-  const int64_t total = r.Elements();
-  const Expr blk = ir::MakeVar(fresh(workspace + ".block"));
-  const Expr t = ir::MakeVar(fresh(workspace + ".thread"));
-  const Expr idx = blk * C(kThreads) + t;
+namespace {
+
+// Source coordinates of workspace coordinates `at`, and the condition that they lie inside the
+// source (undefined when every workspace element has a source element).
+std::pair<std::vector<Expr>, Expr> SourceOf(const RepackedOperand& r, const std::vector<Expr>& at) {
   const size_t dims = r.shape.size();
-  std::vector<Expr> at(dims);   // workspace coordinates
-  std::vector<Expr> src(dims);  // source coordinates
-  int64_t stride = 1;
-  for (size_t i = dims; i-- > 0;) {
-    Expr v = stride == 1 ? idx : idx / C(stride);
-    if (i > 0) v = v % C(r.shape[i]);
-    at[i] = v;
-    stride *= r.shape[i];
-  }
+  std::vector<Expr> src(dims);
   Expr cond;
   for (size_t i = 0; i < dims; ++i) {
     const int d = r.order[i];
@@ -239,15 +230,111 @@ ir::Stmt RepackKernel(const RepackedOperand& r, const std::string& workspace,
       tests.push_back(src[d] < C(r.source_shape[d]));
     for (const Expr& test : tests) cond = cond.defined() ? (cond && test) : test;
   }
-  ir::Stmt copy = ir::StoreNode::Make(workspace, at, ir::LoadNode::Make(r.dtype, r.source, src));
-  if (cond.defined()) {
-    copy = ir::IfThenElseNode::Make(
-        cond, copy, ir::StoreNode::Make(workspace, at, ir::FloatConst(0.0, r.dtype)));
+  return {src, cond};
+}
+
+// The source element at workspace coordinates `at`, zero outside the source. Where the
+// condition may be false the load sits under a Select (lazy: no out-of-range read).
+Expr SourceValue(const RepackedOperand& r, const std::vector<Expr>& at) {
+  auto [src, cond] = SourceOf(r, at);
+  const Expr load = ir::LoadNode::Make(r.dtype, r.source, src);
+  if (!cond.defined()) return load;
+  return ir::SelectNode::Make(cond, load, ir::FloatConst(0.0, r.dtype));
+}
+
+// One thread per workspace element, consecutive threads along the workspace's innermost
+// dimension (coalesced stores; the loads gather across the source).
+ir::Stmt ElementwiseRepack(const RepackedOperand& r, const std::string& workspace,
+                           const std::function<std::string(const std::string&)>& fresh) {
+  constexpr int64_t kThreads = 256;
+  const int64_t total = r.Elements();
+  const Expr blk = ir::MakeVar(fresh(workspace + ".block"));
+  const Expr t = ir::MakeVar(fresh(workspace + ".thread"));
+  const Expr idx = blk * C(kThreads) + t;
+  const size_t dims = r.shape.size();
+  std::vector<Expr> at(dims);
+  int64_t stride = 1;
+  for (size_t i = dims; i-- > 0;) {
+    Expr v = stride == 1 ? idx : idx / C(stride);
+    if (i > 0) v = v % C(r.shape[i]);
+    at[i] = v;
+    stride *= r.shape[i];
   }
+  ir::Stmt copy = ir::StoreNode::Make(workspace, at, SourceValue(r, at));
   if (total % kThreads != 0) copy = ir::IfThenElseNode::Make(idx < C(total), copy);
   ir::Stmt s = ir::ForNode::Make(t, C(0), C(kThreads), ir::ForKind::kThreadIdxX, copy);
   return ir::ForNode::Make(blk, C(0), C((total + kThreads - 1) / kThreads), ir::ForKind::kBlockIdxX,
                            s);
+}
+
+// A shared-memory tiled transpose: each block moves a 32 x 32 tile of (p, q), where p is the
+// workspace dimension holding the source's innermost dimension and q the workspace's innermost,
+// at one value of every other dimension. The loads run along p (coalesced in the source), the
+// stores along q (coalesced in the workspace); the tile is padded to 33 columns against bank
+// conflicts. 32 x 8 threads, four elements each per phase.
+ir::Stmt TiledRepack(const RepackedOperand& r, const std::string& workspace, size_t p,
+                     const std::function<std::string(const std::string&)>& fresh) {
+  constexpr int64_t kTile = 32, kRows = 8;
+  const size_t dims = r.shape.size();
+  const size_t q = dims - 1;
+  const int64_t tiles_p = (r.shape[p] + kTile - 1) / kTile;
+  const int64_t tiles_q = (r.shape[q] + kTile - 1) / kTile;
+  int64_t rest = 1;
+  for (size_t i = 0; i < dims; ++i) {
+    if (i != p && i != q) rest *= r.shape[i];
+  }
+  const Expr blk = ir::MakeVar(fresh(workspace + ".block"));
+  const Expr tx = ir::MakeVar(fresh(workspace + ".tx"));
+  const Expr ty = ir::MakeVar(fresh(workspace + ".ty"));
+  const std::string tile = fresh(workspace + ".tile");
+  // blk = ((rest index) * tiles_p + tile along p) * tiles_q + tile along q.
+  const Expr q0 = (blk % C(tiles_q)) * C(kTile);
+  const Expr p0 = ((blk / C(tiles_q)) % C(tiles_p)) * C(kTile);
+  Expr o = blk / C(tiles_q * tiles_p);
+  std::vector<Expr> at(dims);
+  int64_t stride = 1;
+  for (size_t i = dims; i-- > 0;) {
+    if (i == p || i == q) continue;
+    Expr v = stride == 1 ? o : o / C(stride);
+    stride *= r.shape[i];
+    at[i] = stride == rest ? v : v % C(r.shape[i]);
+  }
+  const Expr e = ir::MakeVar(fresh(workspace + ".e"));
+  // Phase 1: element (p0 + tx, q0 + ty + 8e) read into tile[ty + 8e][tx].
+  std::vector<Expr> in = at;
+  in[p] = p0 + tx;
+  in[q] = q0 + ty + e * C(kRows);
+  ir::Stmt read = ir::StoreNode::Make(tile, {ty + e * C(kRows), tx}, SourceValue(r, in));
+  read = ir::IfThenElseNode::Make(in[p] < C(r.shape[p]) && in[q] < C(r.shape[q]), read);
+  read = ir::ForNode::Make(e, C(0), C(kTile / kRows), ir::ForKind::kUnrolled, read);
+  // Phase 2: element (p0 + ty + 8e, q0 + tx) written from tile[tx][ty + 8e].
+  const Expr e2 = ir::MakeVar(fresh(workspace + ".e"));
+  std::vector<Expr> out = at;
+  out[p] = p0 + ty + e2 * C(kRows);
+  out[q] = q0 + tx;
+  ir::Stmt write = ir::StoreNode::Make(workspace, out,
+                                       ir::LoadNode::Make(r.dtype, tile, {tx, ty + e2 * C(kRows)}));
+  write = ir::IfThenElseNode::Make(out[p] < C(r.shape[p]) && out[q] < C(r.shape[q]), write);
+  write = ir::ForNode::Make(e2, C(0), C(kTile / kRows), ir::ForKind::kUnrolled, write);
+  ir::Stmt body = ir::SeqNode::Make({read, ir::BarrierNode::Make(), write});
+  body = ir::ForNode::Make(ty, C(0), C(kRows), ir::ForKind::kThreadIdxY, body);
+  body = ir::ForNode::Make(tx, C(0), C(kTile), ir::ForKind::kThreadIdxX, body);
+  body =
+      ir::AllocateNode::Make({tile, r.dtype, {kTile, kTile + 1}, ir::MemoryScope::kShared}, body);
+  return ir::ForNode::Make(blk, C(0), C(rest * tiles_p * tiles_q), ir::ForKind::kBlockIdxX, body);
+}
+
+}  // namespace
+
+ir::Stmt RepackKernel(const RepackedOperand& r, const std::string& workspace,
+                      const std::function<std::string(const std::string&)>& fresh) {
+  // The workspace dimension holding the source's innermost one: a transpose when it is not the
+  // workspace's innermost, tiled where both sides are long enough to fill a tile's rows.
+  const int last = static_cast<int>(r.source_shape.size()) - 1;
+  const size_t p = std::find(r.order.begin(), r.order.end(), last) - r.order.begin();
+  const size_t q = r.shape.size() - 1;
+  if (p != q && r.shape[p] >= 16 && r.shape[q] >= 16) return TiledRepack(r, workspace, p, fresh);
+  return ElementwiseRepack(r, workspace, fresh);
 }
 
 }  // namespace tilesearch::schedule

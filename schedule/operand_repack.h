@@ -67,9 +67,10 @@ absl::StatusOr<OperandRepack> PlanOperandRepack(const ir::TensorNode& op, const 
 /// cast, no condition) over the stage's axis variables.
 ir::Expr RepackedFactor(const RepackedOperand& r, const std::string& workspace);
 
-/// The kernel that fills `workspace` from r.source: one thread per workspace element (256 per
-/// block, consecutive threads along the workspace's innermost dimension, so the stores are
-/// coalesced), zero where the source index is outside the tensor. `fresh` makes unused names.
+/// The kernel that fills `workspace` from r.source, zero where the source index is outside the
+/// tensor. Where the source's innermost dimension moves (NCHW -> NHWC), a shared-memory tiled
+/// transpose (32 x 32 tiles, 32 x 8 threads, loads and stores both coalesced); else one thread
+/// per workspace element along its innermost dimension. `fresh` makes unused names.
 ir::Stmt RepackKernel(const RepackedOperand& r, const std::string& workspace,
                       const std::function<std::string(const std::string&)>& fresh);
 

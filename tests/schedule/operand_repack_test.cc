@@ -252,5 +252,55 @@ TEST(OperandRepack, RandomRepackedConvolutionsMatchTheReference) {
   EXPECT_GT(chunked, 20);  // 16-byte copies along k were exercised, and the other fills too
 }
 
+// Inputs wide enough for the tiled transpose (rows of 16 or more along both the source's
+// innermost dimension and the channels), tiles cut at the edges: the result still matches.
+TEST(OperandRepack, TiledTransposeOfWideInputsMatchesTheReference) {
+  struct Wide {
+    std::vector<std::vector<int64_t>> shapes;
+    std::map<std::string, std::string> attrs;
+    ir::ScalarType dtype;
+    const char* kind;
+  };
+  const Wide cases[] = {
+      {{{1, 36, 5, 40}, {8, 36, 3, 3}}, {{"padding", "1"}}, ir::ScalarType::kFloat32, "tf32x3"},
+      {{{2, 16, 3, 33}, {16, 16, 1, 1}}, {}, ir::ScalarType::kFloat16, "f16"},
+      {{{1, 48, 4, 17}, {24, 48, 3, 3}},
+       {{"padding", "2"}, {"stride", "2"}},
+       ir::ScalarType::kBFloat16,
+       "bf16"},
+  };
+  for (const Wide& c : cases) {
+    const ir::ComputeDAG dag = BuildOpOrDie("conv2d_nchw", c.shapes, c.dtype, c.attrs);
+    const State s = State::Initial(dag);
+    TensorCoreStep t;
+    t.stage_id = SumReductionStage(s);
+    t.kind = c.kind;
+    t.block_m = 64;
+    t.block_n = 32;
+    t.block_k = 16;
+    t.warp_m = 32;
+    t.warp_n = 16;
+    t.pipeline = 3;
+    t.pad = 0;
+    t.repack = true;
+    absl::StatusOr<State> st = ApplyStep(s, t);
+    ASSERT_TRUE(st.ok()) << st.status();
+    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, CudaTarget());
+    ASSERT_TRUE(k.ok()) << k.status();
+    // The input's repack is the tiled transpose: a shared tile and a barrier in the first kernel.
+    const std::string text = ir::ToString(k->nest);
+    const size_t gemm = text.find(".A.shared");
+    ASSERT_NE(gemm, std::string::npos);
+    EXPECT_LT(text.find(".repacked.tile"), gemm) << text.substr(0, 3000);
+    const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 17);
+    absl::StatusOr<ir::BufferMap> got = RunLowered(k->nest, inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    EXPECT_LE(testing::MaxRelError(dag, *got, *ref), Tolerance(t, c.dtype))
+        << nlohmann::json(c.shapes).dump();
+  }
+}
+
 }  // namespace
 }  // namespace tilesearch::schedule
