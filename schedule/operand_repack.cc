@@ -235,9 +235,10 @@ std::pair<std::vector<Expr>, Expr> SourceOf(const RepackedOperand& r, const std:
 
 // The source element at workspace coordinates `at`, zero outside the source. Where the
 // condition may be false the load sits under a Select (lazy: no out-of-range read).
-Expr SourceValue(const RepackedOperand& r, const std::vector<Expr>& at) {
+Expr SourceValue(const RepackedOperand& r, const std::vector<Expr>& at, bool round_tf32) {
   auto [src, cond] = SourceOf(r, at);
-  const Expr load = ir::LoadNode::Make(r.dtype, r.source, src);
+  Expr load = ir::LoadNode::Make(r.dtype, r.source, src);
+  if (round_tf32) load = ir::Tf32Round(load);
   if (!cond.defined()) return load;
   return ir::SelectNode::Make(cond, load, ir::FloatConst(0.0, r.dtype));
 }
@@ -245,7 +246,8 @@ Expr SourceValue(const RepackedOperand& r, const std::vector<Expr>& at) {
 // One thread per workspace element, consecutive threads along the workspace's innermost
 // dimension (coalesced stores; the loads gather across the source).
 ir::Stmt ElementwiseRepack(const RepackedOperand& r, const std::string& workspace,
-                           const std::function<std::string(const std::string&)>& fresh) {
+                           const std::function<std::string(const std::string&)>& fresh,
+                           bool round_tf32) {
   constexpr int64_t kThreads = 256;
   const int64_t total = r.Elements();
   const Expr blk = ir::MakeVar(fresh(workspace + ".block"));
@@ -260,7 +262,7 @@ ir::Stmt ElementwiseRepack(const RepackedOperand& r, const std::string& workspac
     at[i] = v;
     stride *= r.shape[i];
   }
-  ir::Stmt copy = ir::StoreNode::Make(workspace, at, SourceValue(r, at));
+  ir::Stmt copy = ir::StoreNode::Make(workspace, at, SourceValue(r, at, round_tf32));
   if (total % kThreads != 0) copy = ir::IfThenElseNode::Make(idx < C(total), copy);
   ir::Stmt s = ir::ForNode::Make(t, C(0), C(kThreads), ir::ForKind::kThreadIdxX, copy);
   return ir::ForNode::Make(blk, C(0), C((total + kThreads - 1) / kThreads), ir::ForKind::kBlockIdxX,
@@ -273,7 +275,7 @@ ir::Stmt ElementwiseRepack(const RepackedOperand& r, const std::string& workspac
 // stores along q (coalesced in the workspace); the tile is padded to 33 columns against bank
 // conflicts. 32 x 8 threads, four elements each per phase.
 ir::Stmt TiledRepack(const RepackedOperand& r, const std::string& workspace, size_t p,
-                     const std::function<std::string(const std::string&)>& fresh) {
+                     const std::function<std::string(const std::string&)>& fresh, bool round_tf32) {
   constexpr int64_t kTile = 32, kRows = 8;
   const size_t dims = r.shape.size();
   const size_t q = dims - 1;
@@ -304,7 +306,8 @@ ir::Stmt TiledRepack(const RepackedOperand& r, const std::string& workspace, siz
   std::vector<Expr> in = at;
   in[p] = p0 + tx;
   in[q] = q0 + ty + e * C(kRows);
-  ir::Stmt read = ir::StoreNode::Make(tile, {ty + e * C(kRows), tx}, SourceValue(r, in));
+  ir::Stmt read =
+      ir::StoreNode::Make(tile, {ty + e * C(kRows), tx}, SourceValue(r, in, round_tf32));
   read = ir::IfThenElseNode::Make(in[p] < C(r.shape[p]) && in[q] < C(r.shape[q]), read);
   read = ir::ForNode::Make(e, C(0), C(kTile / kRows), ir::ForKind::kUnrolled, read);
   // Phase 2: element (p0 + ty + 8e, q0 + tx) written from tile[tx][ty + 8e].
@@ -327,14 +330,17 @@ ir::Stmt TiledRepack(const RepackedOperand& r, const std::string& workspace, siz
 }  // namespace
 
 ir::Stmt RepackKernel(const RepackedOperand& r, const std::string& workspace,
-                      const std::function<std::string(const std::string&)>& fresh) {
+                      const std::function<std::string(const std::string&)>& fresh,
+                      bool round_tf32) {
   // The workspace dimension holding the source's innermost one: a transpose when it is not the
   // workspace's innermost, tiled where both sides are long enough to fill a tile's rows.
   const int last = static_cast<int>(r.source_shape.size()) - 1;
   const size_t p = std::find(r.order.begin(), r.order.end(), last) - r.order.begin();
   const size_t q = r.shape.size() - 1;
-  if (p != q && r.shape[p] >= 16 && r.shape[q] >= 16) return TiledRepack(r, workspace, p, fresh);
-  return ElementwiseRepack(r, workspace, fresh);
+  if (p != q && r.shape[p] >= 16 && r.shape[q] >= 16) {
+    return TiledRepack(r, workspace, p, fresh, round_tf32);
+  }
+  return ElementwiseRepack(r, workspace, fresh, round_tf32);
 }
 
 }  // namespace tilesearch::schedule

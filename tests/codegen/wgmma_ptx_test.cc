@@ -180,7 +180,8 @@ TEST(WgmmaPtx, ConvolutionGathersWithZeroFillingCopies) {
 
 // A repacked convolution (TensorCoreStep::repack): the GEMM's fill is 16-byte cp.async copies
 // along k from the padded workspaces, with no 4-byte gathers; one-pass TF32 reads the repacked
-// tiles as they are (no TF32 mask, no copy into TF32 tiles); ptxas accepts every kind.
+// tiles as they are (rounded to TF32 by the repack kernels, no copy into TF32 tiles); ptxas
+// accepts every kind.
 TEST(WgmmaPtx, RepackedConvolutionFillsWith16ByteCopies) {
   for (const std::string kind : {"tf32", "tf32x3", "bf16"}) {
     ir::OpArgs args;
@@ -216,9 +217,10 @@ TEST(WgmmaPtx, RepackedConvolutionFillsWith16ByteCopies) {
     ASSERT_TRUE(m.ok()) << m.status();
     EXPECT_GE(Count(m->ptx, "cp.async.cg.shared.global"), 2) << kind;
     EXPECT_EQ(Count(m->ptx, "cp.async.ca.shared.global"), 0) << kind;
+    // tf32: the repack kernels round to TF32 (the Inf / NaN exponent test, 0x7F800000); no kind
+    // truncates here but tf32x3's split into big and small parts.
+    EXPECT_EQ(Count(m->ptx, "2139095040") > 0, kind == "tf32") << kind;
     if (kind == "tf32") {
-      EXPECT_EQ(Count(m->ptx, "-8192"), 0);
-      EXPECT_EQ(Count(m->ptx, "2139095040"), 0);
       EXPECT_GE(Count(m->ptx, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"), 2);
     }
     ExpectPtxasAccepts(m->ptx, "wgmma_conv_repacked_" + kind, "sm_90a");

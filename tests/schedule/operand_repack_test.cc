@@ -252,6 +252,35 @@ TEST(OperandRepack, RandomRepackedConvolutionsMatchTheReference) {
   EXPECT_GT(chunked, 20);  // 16-byte copies along k were exercised, and the other fills too
 }
 
+// One-pass TF32 reads repacked tiles as they are, so its repack kernels store TF32-rounded
+// values; 3xTF32 (which splits the float32 values itself) and half kinds store them unchanged.
+TEST(OperandRepack, OnePassTf32RepacksRoundToTf32) {
+  for (const char* kind : {"tf32", "tf32x3"}) {
+    const ir::ComputeDAG dag = BuildOpOrDie("conv2d_nchw", {{1, 16, 6, 20}, {8, 16, 3, 3}},
+                                            ir::ScalarType::kFloat32, {{"padding", "1"}});
+    const State s = State::Initial(dag);
+    TensorCoreStep t;
+    t.stage_id = SumReductionStage(s);
+    t.kind = kind;
+    t.block_m = t.warp_m = 64;
+    t.block_n = t.warp_n = 16;
+    t.block_k = 32;
+    t.pipeline = 3;
+    t.pad = 0;
+    t.warpgroup = true;
+    t.repack = true;
+    absl::StatusOr<State> st = ApplyStep(s, t);
+    ASSERT_TRUE(st.ok()) << st.status();
+    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, CudaTarget());
+    ASSERT_TRUE(k.ok()) << k.status();
+    const std::string text = ir::ToString(k->nest);
+    const std::string repacks = text.substr(0, text.find(".A.shared"));
+    EXPECT_EQ(repacks.find("tf32_round") != std::string::npos, std::string(kind) == "tf32")
+        << kind << "\n"
+        << repacks;
+  }
+}
+
 // Inputs wide enough for the tiled transpose (rows of 16 or more along both the source's
 // innermost dimension and the channels), tiles cut at the edges: the result still matches.
 TEST(OperandRepack, TiledTransposeOfWideInputsMatchesTheReference) {
