@@ -146,7 +146,7 @@ PRECISIONS = ("ieee", "tf32")
 # f(|x|) here). The tuner's propagation gives exactly that.
 MAGNITUDE_FROM_ABS_INPUTS = frozenset({
     "matmul", "batch_matmul", "dense", "gemv", "conv2d_nchw", "depthwise_conv2d_nchw",
-    "reduce_sum", "reduce_mean", "avg_pool2d", "add", "relu", "reduce_max", "max_pool2d"})
+    "reduce_sum", "reduce_mean", "avg_pool2d", "add", "mul", "relu", "reduce_max", "max_pool2d"})
 # Problems whose every element is one input element: M = |value|.
 MAGNITUDE_IS_ABS_VALUE = frozenset({"transpose"})
 OTHER_STREAM_RATIO = 2.0
@@ -202,6 +202,12 @@ def magnitude_method(problem):
     (|ref|), or None (not modelled: M = |ref| and PyTorch's slack)."""
     op = problem.get("op")
     if op in MAGNITUDE_FROM_ABS_INPUTS:
+        return "abs_inputs"
+    # A fused chain of such ops (conv2d + bias + relu, conv2d * scale + shift + relu): its
+    # expression on |inputs| is the tuner's propagated M too (sums and products of the terms' M,
+    # a max's largest M), where |ref| would drop the contraction's cancelled terms.
+    nodes = problem.get("nodes") or []
+    if op == "fused" and nodes and all(n.get("op") in MAGNITUDE_FROM_ABS_INPUTS for n in nodes):
         return "abs_inputs"
     if op in MAGNITUDE_IS_ABS_VALUE:
         return "abs_value"

@@ -133,6 +133,17 @@ class PrecisionRuleTest(unittest.TestCase):
         self.assertEqual(score.magnitude_method({"op": "max_pool2d"}), "abs_inputs")
         self.assertEqual(score.magnitude_method({"op": "transpose"}), "abs_value")
         self.assertIsNone(score.magnitude_method({"op": "softmax"}))
+        # Fused chains of modelled ops take the expression on |inputs| (the tuner's propagated M:
+        # relu over a cancelling convolution keeps the convolution's M, not |ref|); one
+        # unmodelled node leaves the whole chain to the slack.
+        conv_bias_relu = {"op": "fused", "nodes": [{"op": "conv2d_nchw"}, {"op": "add"},
+                                                   {"op": "relu"}]}
+        self.assertEqual(score.magnitude_method(conv_bias_relu), "abs_inputs")
+        conv_bn_relu = {"op": "fused", "nodes": [{"op": "conv2d_nchw"}, {"op": "mul"},
+                                                 {"op": "add"}, {"op": "relu"}]}
+        self.assertEqual(score.magnitude_method(conv_bn_relu), "abs_inputs")
+        dense_gelu = {"op": "fused", "nodes": [{"op": "dense"}, {"op": "gelu"}]}
+        self.assertIsNone(score.magnitude_method(dense_gelu))
         # Every op of the committed suites is classified or knowingly left to the slack.
         unmodelled = {"gelu", "layernorm", "log_softmax", "rmsnorm", "softmax", "softplus",
                       "swish", "fused"}
