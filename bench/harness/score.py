@@ -197,6 +197,14 @@ def unit_roundoff(dtype, precision="ieee", rounded_intermediates=False):
     return UNIT_ROUNDOFF["tf32" if precision == "tf32" and dtype == "float32" else "float32"]
 
 
+def rounded_intermediates(problem):
+    """Whether `problem` stores intermediate results in a half type, as the tuner's rule decides
+    for its DAG (a non-output float16 / bfloat16 stage): a fused chain of two or more operators
+    in float16 / bfloat16, whose every operator's output has the problem's dtype."""
+    return (problem.get("dtype", "float32") in HALF_DTYPES and problem.get("op") == "fused" and
+            len(problem.get("nodes") or []) > 1)
+
+
 def magnitude_method(problem):
     """How M is computed for `problem`: "abs_inputs" (the expression on |inputs|), "abs_value"
     (|ref|), or None (not modelled: M = |ref| and PyTorch's slack)."""
@@ -1468,10 +1476,12 @@ class Harness:
         fn = self.expression(problem)
         dtype = problem.get("dtype", "float32")
         atol, rtol = tolerance(dtype)
-        # The u of float32 arithmetic for every dtype: the library's operators compute half
-        # problems in float32; where PyTorch's own half chain rounds between operators, its excess
-        # over the rule enters the slack of the problems whose M is not modelled.
-        u = unit_roundoff(dtype, self.precision)
+        # The u of float32 arithmetic for half problems computed in float32 and rounded once; the
+        # half type's own where a fused chain stores its intermediate results in it (as the
+        # tuner's rule: RuleFor in measure/checker.cc). Where PyTorch's own half chain rounds
+        # between operators beyond that, its excess enters the slack of the problems whose M is
+        # not modelled.
+        u = unit_roundoff(dtype, self.precision, rounded_intermediates(problem))
         poison = poison_bits(dtype)
         args = kernel.doc["arguments"]
         keep = []  # the previous trial's buffers stay alive: the next ones get new addresses

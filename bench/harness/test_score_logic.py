@@ -144,6 +144,24 @@ class PrecisionRuleTest(unittest.TestCase):
         self.assertEqual(score.magnitude_method(conv_bn_relu), "abs_inputs")
         dense_gelu = {"op": "fused", "nodes": [{"op": "dense"}, {"op": "gelu"}]}
         self.assertIsNone(score.magnitude_method(dense_gelu))
+
+    def test_half_fused_chains_round_their_intermediates(self):
+        # The tuner's rule takes the half type's u where a non-output stage stores a half type:
+        # a fused bfloat16 chain (conv2d * scale + shift + relu rounds after each operator), not
+        # a single bfloat16 operator (float32 accumulation, one rounding at the end) nor float32.
+        chain = {"op": "fused", "dtype": "bfloat16",
+                 "nodes": [{"op": "conv2d_nchw"}, {"op": "mul"}, {"op": "add"}, {"op": "relu"}]}
+        self.assertTrue(score.rounded_intermediates(chain))
+        self.assertEqual(score.unit_roundoff("bfloat16", "ieee", score.rounded_intermediates(chain)),
+                         2.0 ** -8)
+        self.assertFalse(score.rounded_intermediates({"op": "conv2d_nchw", "dtype": "bfloat16"}))
+        self.assertFalse(score.rounded_intermediates(dict(chain, dtype="float32")))
+        # got 5.53125 for a float64 5.4375 whose chain's M is 16: outside float32's u (rtol and
+        # c·u·M allow 0.064), inside bfloat16's (16 · 2^-8 · 16 = 1.0 more).
+        self.assertFalse(score.precision_rule_ok(5.53125, 5.4375, 16.0, 1e-2, 1e-2, 2.0 ** -24,
+                                                 "bfloat16"))
+        self.assertTrue(score.precision_rule_ok(5.53125, 5.4375, 16.0, 1e-2, 1e-2, 2.0 ** -8,
+                                                "bfloat16"))
         # Every op of the committed suites is classified or knowingly left to the slack.
         unmodelled = {"gelu", "layernorm", "log_softmax", "rmsnorm", "softmax", "softplus",
                       "swish", "fused"}
