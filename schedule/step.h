@@ -287,7 +287,8 @@ struct StorageAlignStep {
 /// convolution's NCHW input becomes padded NHWC, its KCRS weights KRSC), one kernel each before
 /// the GEMM, which then fills its shared tiles with 16-byte copies along k and no padding tests.
 /// With wgmma and kind tf32 the repacked tiles are read by the tensor cores as they are (TF32
-/// reads only K-major tiles, which repacked operands always are), with no copy into TF32 tiles.
+/// reads only K-major tiles, which repacked operands always are; the repack kernels round the
+/// values to TF32), with no copy into TF32 tiles.
 /// Errors: the operands do not repack (PlanOperandRepack's errors).
 struct TensorCoreStep {
   int stage_id = 0;
