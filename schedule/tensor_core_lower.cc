@@ -188,22 +188,22 @@ struct Builder {
   }
 
   // The value of operand element (row, kk) of k tile `ko`: the factor at those coordinates, zero
-  // outside the problem. With `lane` (a chunked operand), kk is the first of o.vec consecutive k
-  // values and the value is that of k value kk + lane: `lane` is added to the innermost k axis
+  // outside the problem. With `k_lane` (a chunked operand), kk is the first of o.vec consecutive
+  // k values and the value is that of k value kk + k_lane: it is added to the innermost k axis
   // (the chunk never crosses it: its extent, block_k and kk are multiples of o.vec), so the
-  // load's last index is lane-invariant plus `lane`, a vector copy for the emitter.
+  // load's last index is lane-invariant plus `k_lane`, a vector copy for the emitter.
   Expr ElementValue(const Operand& o, const Expr& row, const Expr& kk, const Expr& ko,
-                    const Expr& row_tile, const Expr& lane = Expr()) {
+                    const Expr& row_tile, const Expr& k_lane = Expr()) {
     const Expr rg = row_tile * C(o.rows) + row;
     const Expr kg = ko * C(bk) + kk;
     std::vector<std::pair<std::string, Expr>> sub;
     Delinearize(AxesAt(op, o.row_axes), rg, &sub);
     Delinearize(k_axes, kg, &sub);
-    if (lane.defined()) {
+    if (k_lane.defined()) {
       const ir::IterVar& inner = *k_axes.back();
       for (auto& [name, value] : sub) {
         if (name == inner.name) {
-          value = ((kg / C(o.vec)) % C(inner.extent / o.vec)) * C(o.vec) + lane;
+          value = ((kg / C(o.vec)) % C(inner.extent / o.vec)) * C(o.vec) + k_lane;
         }
       }
     }
@@ -687,8 +687,7 @@ bool PlainAsync(const Builder& bd, Operand* o) {
   const ir::LoadNode* load = PlainLoad(o->factor);
   if (load == nullptr || load->type != o->dtype) return false;
   const std::string& last = load->indices.back().as<ir::VarNode>()->name;
-  const ir::IterVar& inner_axis =
-      o->k_inner ? bd.op.reduce_axes.back() : bd.op.axes[o->row_axes.back()];
+  const ir::IterVar& inner_axis = o->k_inner ? *bd.k_axes.back() : bd.op.axes[o->row_axes.back()];
   if (last != inner_axis.name || inner_axis.extent % vec != 0 || bd.InnerExtent(*o) % vec != 0) {
     return false;
   }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ir/reference.h"
 #include "lower_test_util.h"
@@ -234,10 +235,16 @@ TEST(OperandRepack, RandomRepackedConvolutionsMatchTheReference) {
       continue;
     }
     // The workspaces' kernels come first: the nest has the GEMM's kernel(s) after them.
-    const std::string text = ir::ToString(k->nest.body);
+    const std::string text = ir::ToString(k->nest);
     EXPECT_NE(text.find(".repacked"), std::string::npos);
+    // A 16-byte chunked fill: A's fill loop vectorized over a whole 16 bytes, asynchronously.
+    const int vec = c.dtype == ir::ScalarType::kFloat32 ? 4 : 8;
+    const bool is_chunked =
+        text.find(absl::StrCat(".A.shared.v in [0, ", vec, ") vectorize")) != std::string::npos &&
+        text.find("async_copy") != std::string::npos;
     const int64_t ch = c.shapes[0][c.op == "conv2d_nhwc" ? 3 : 1];
-    if (ch % (c.dtype == ir::ScalarType::kFloat32 ? 4 : 8) == 0) ++chunked;
+    EXPECT_EQ(is_chunked, ch % vec == 0) << c.op << " " << nlohmann::json(c.shapes).dump();
+    if (is_chunked) ++chunked;
     const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 3000 + trial);
     absl::StatusOr<ir::BufferMap> got = RunLowered(k->nest, inputs);
     ASSERT_TRUE(got.ok()) << got.status() << "\n" << StepToString(st->steps().back());
@@ -279,6 +286,36 @@ TEST(OperandRepack, OnePassTf32RepacksRoundToTf32) {
         << kind << "\n"
         << repacks;
   }
+}
+
+// One-pass TF32 on wgmma reads repacked tiles straight from the ring; with 3 channels (no 16-byte
+// copies along k) the ring is filled element by element, each element placed at its 16-byte
+// chunk's swizzled place plus its offset in the chunk (a single element's own address swizzled as
+// if it began a chunk collapsed a chunk's elements onto one slot: infinities from the poison).
+TEST(OperandRepack, ElementFilledWgmmaTilesPlaceEachElementInItsChunk) {
+  const ir::ComputeDAG dag = BuildOpOrDie("conv2d_nchw", {{1, 3, 8, 8}, {16, 3, 3, 3}},
+                                          ir::ScalarType::kFloat32, {{"padding", "1"}});
+  const State s = State::Initial(dag);
+  TensorCoreStep t;
+  t.stage_id = SumReductionStage(s);
+  t.kind = "tf32";
+  t.block_m = t.warp_m = 64;
+  t.block_n = t.warp_n = 16;
+  t.block_k = 32;
+  t.pipeline = 3;
+  t.pad = 0;
+  t.warpgroup = true;
+  t.repack = true;
+  absl::StatusOr<State> st = ApplyStep(s, t);
+  ASSERT_TRUE(st.ok()) << st.status();
+  absl::StatusOr<LoweredKernel> k = Lower(dag, *st, CudaTarget());
+  ASSERT_TRUE(k.ok()) << k.status();
+  const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 5);
+  absl::StatusOr<ir::BufferMap> got = RunLowered(k->nest, inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  EXPECT_LE(testing::MaxRelError(dag, *got, *ref), Tolerance(t, ir::ScalarType::kFloat32));
 }
 
 // Inputs wide enough for the tiled transpose (rows of 16 or more along both the source's
