@@ -59,8 +59,12 @@ int64_t IntValue(const Expr& e, bool* ok) {
   return i ? i->value : 0;
 }
 
-// The dimension of `load` whose index is `e` (structurally), or -1.
+// The dimension of `load` whose index is `e` (the same node, as a padded load's bounds tests
+// are built, else structurally), or -1.
 int DimOf(const ir::LoadNode& load, const Expr& e) {
+  for (size_t d = 0; d < load.indices.size(); ++d) {
+    if (load.indices[d].same_as(e)) return static_cast<int>(d);
+  }
   const std::string text = ir::ToString(ir::Simplify(e));
   for (size_t d = 0; d < load.indices.size(); ++d) {
     if (ir::ToString(ir::Simplify(load.indices[d])) == text) return static_cast<int>(d);
