@@ -367,10 +367,12 @@ uint64_t TileFamilyHash(const std::vector<Step>& steps, bool gpu) {
     // A tensor-core state has no multi-level split of its matmul stage: its block tile, warp
     // tile and instruction kind (wgmma or mma.sync) are its family. Without them every
     // tensor-core state was one family, so max_family_fraction capped all of them together at a
-    // quarter of a round's model-ranked picks (bench/NOTES.md).
+    // quarter of a round's model-ranked picks (bench/NOTES.md). Repacked operands make another
+    // kernel (its fill and extra launches), so another family.
     if (const auto* tc = std::get_if<schedule::TensorCoreStep>(&step)) {
       absl::StrAppend(&text, "tc", tc->stage_id, ":", tc->block_m, "x", tc->block_n, "/",
-                      tc->warp_m, "x", tc->warp_n, tc->warpgroup ? "wg" : "", ";");
+                      tc->warp_m, "x", tc->warp_n, tc->warpgroup ? "wg" : "",
+                      tc->repack ? "rp" : "", ";");
       continue;
     }
     const auto* sp = std::get_if<schedule::SplitStep>(&step);

@@ -79,9 +79,9 @@ uint64_t StructureHash(const std::vector<schedule::Step>& steps);
 /// lengths[1]) or innermost length (CPU). States of one family share their block tile, thread
 /// block shape and accumulators per thread, and differ in the arrangement of the per-thread
 /// tile, the reduction split, pragmas and fetch widths. A tensor_core step adds its block tile,
-/// warp (or warpgroup) tile and whether it is wgmma (not its k depth, pipeline, raster or
-/// split-K). All states without either form one family. Used to keep a round's measurements
-/// diverse (SearchOptions::max_family_fraction).
+/// warp (or warpgroup) tile, whether it is wgmma and whether it repacks its operands (not its k
+/// depth, pipeline, raster or split-K). All states without either form one family. Used to keep a
+/// round's measurements diverse (SearchOptions::max_family_fraction).
 uint64_t TileFamilyHash(const std::vector<schedule::Step>& steps, bool gpu);
 
 /// Crossover of decisions (after Ansor §5.1's node-based crossover): the child takes each decision

@@ -354,6 +354,9 @@ TEST(EvolutionarySearch, TileFamilyHashSeparatesTensorCoreTilesButNotTheirDepthO
   other = t;
   other.warpgroup = false;
   EXPECT_NE(a, TileFamilyHash({other}, true));  // mma.sync
+  other = t;
+  other.repack = true;
+  EXPECT_NE(a, TileFamilyHash({other}, true));  // repacked operands: other kernels
   // Neither is the family of the states without splits or tensor-core steps.
   EXPECT_NE(a, TileFamilyHash({}, true));
 }
