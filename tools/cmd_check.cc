@@ -39,7 +39,8 @@ struct CheckOptions {
   WorkloadOptions workload;
   uint64_t seed = 1;
   bool force = false;
-  double rtol = -1;  // < 0: the dtype's tolerance
+  double rtol = -1;                // < 0: the dtype's tolerance
+  std::string precision = "ieee";  // --precision: tf32 judges with TF32's unit roundoff
 };
 
 // Operations both programs interpret: each runs every stage's body once per point (output points
@@ -58,13 +59,14 @@ double EstimateInterpretedOps(const ir::ComputeDAG& dag) {
 
 // The precision rule of `output_id`'s elements: the dtype's tolerance and the cancellation
 // allowance of the tuner's check, with atol and rtol replaced by `rtol` when it is >= 0; 0 also
-// drops the allowance (an exact comparison with float64).
-measure::PrecisionRule RuleOf(const ir::ComputeDAG& dag, int output_id, double rtol) {
+// drops the allowance (an exact comparison with float64). `precision` as the tuner's: tf32 judges
+// float32 outputs with TF32's unit roundoff (one-pass TF32 tensor-core schedules).
+measure::PrecisionRule RuleOf(const ir::ComputeDAG& dag, int output_id, double rtol,
+                              measure::Fp32Precision precision) {
   const ir::ScalarType dtype = dag.stage(output_id).dtype();
   measure::Tolerance tolerance = measure::ToleranceFor(dtype);
   if (rtol >= 0) tolerance.atol = tolerance.rtol = rtol;
-  measure::PrecisionRule rule =
-      measure::RuleFor(dag, output_id, tolerance, measure::Fp32Precision::kIeee);
+  measure::PrecisionRule rule = measure::RuleFor(dag, output_id, tolerance, precision);
   if (rtol == 0) rule.unit_roundoff = 0;
   return rule;
 }
@@ -190,7 +192,8 @@ absl::StatusOr<int> Check(const CheckOptions& options) {
     }
     auto m = magnitudes.find(t.name());
     const std::vector<double> no_magnitude;
-    const measure::PrecisionRule rule = RuleOf(dag, id, options.rtol);
+    const measure::PrecisionRule rule =
+        RuleOf(dag, id, options.rtol, PrecisionOption(options.precision));
     const Comparison c = Compare(got->second, want->second, naive->second,
                                  m == magnitudes.end() ? no_magnitude : m->second.data, rule);
     std::cout << "output " << t.name() << " " << ShapeString(t.shape()) << " "
@@ -226,6 +229,7 @@ ExitCodeAction AddCheckCommand(CLI::App& app) {
          "(default: float32 1e-4, float16 / bfloat16 1e-2, integers 0); 0 also drops "
          "16 u M: an exact comparison with float64")
       ->check(CLI::NonNegativeNumber);
+  AddPrecisionOption(app, &options->precision);
   return [options]() { return Check(*options); };
 }
 

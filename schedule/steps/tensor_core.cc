@@ -258,7 +258,7 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
   ASSIGN_OR_RETURN(int64_t epilogue, internal::JsonInt(j, 8, "TC"));
   if (pipeline < 0 || pipeline > 64) {
     return absl::InvalidArgumentError(
-        absl::StrCat("TC step: pipeline ", pipeline, " is out of range (1..4)"));
+        absl::StrCat("TC step: pipeline ", pipeline, " is out of range (1..8)"));
   }
   if (epilogue < 0 || epilogue > 64) {
     return absl::InvalidArgumentError(
@@ -279,8 +279,9 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
   if (j.size() >= 11) {
     ASSIGN_OR_RETURN(std::string instruction, internal::JsonString(j, 10, "TC"));
     if (instruction != "wgmma" && instruction != "mma.sync") {
-      return absl::InvalidArgumentError(absl::StrCat("TC step: instruction '", instruction,
-                                                     "' is not \"mma.sync\" or \"wgmma\""));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "TC step: instruction '", instruction, "' is not \"mma.sync\" or \"wgmma\"",
+          instruction == "repack" ? " (\"repack\" comes after split_k and the instruction)" : ""));
     }
     t.warpgroup = instruction == "wgmma";
   }
@@ -288,7 +289,7 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
     ASSIGN_OR_RETURN(std::string repack, internal::JsonString(j, 11, "TC"));
     if (repack != "repack") {
       return absl::InvalidArgumentError(
-          absl::StrCat("TC step: field 12 '", repack, "' is not \"repack\""));
+          absl::StrCat("TC step: field 11 '", repack, "' is not \"repack\""));
     }
     t.repack = true;
   }

@@ -146,6 +146,13 @@ TEST(OperandRepack, JsonRoundTripAndMalformedField) {
   absl::StatusOr<TensorCoreStep> err = TensorCoreStep::FromJson(bad);
   ASSERT_FALSE(err.ok());
   EXPECT_NE(err.status().message().find("is not \"repack\""), std::string::npos) << err.status();
+  // "repack" in the instruction's place: the message says where it goes.
+  nlohmann::json early = {"TC", 2, "tf32", {128, 128, 16}, {64, 128}, 4, 0, 1, 0, 1, "repack"};
+  absl::StatusOr<TensorCoreStep> misplaced = TensorCoreStep::FromJson(early);
+  ASSERT_FALSE(misplaced.ok());
+  EXPECT_NE(misplaced.status().message().find("comes after split_k and the instruction"),
+            std::string::npos)
+      << misplaced.status();
 }
 
 struct Case {

@@ -3,7 +3,8 @@
 # "precision": "tf32" under the workload key with "-tf32" appended; a default (ieee) tune of the
 # same workload into the same log does not resume from them (it measures its own trials, under the
 # DAG's own key); `replay --precision tf32` picks a tf32 record, plain `replay` an ieee one, and a
-# log holding only tf32 records has no record for a plain replay; --precision takes ieee or tf32.
+# log holding only tf32 records has no record for a plain replay; `check --precision tf32` accepts a
+# one-pass TF32 schedule that the default rule rejects; --precision takes ieee or tf32.
 # Run by ctest with TILESEARCH set to the binary.
 set -u
 source "$(dirname "$0")/cli_lib.sh"
@@ -37,6 +38,20 @@ expect_out replay_tf32 '^workload: .*\(key [0-9a-f]+-tf32\)$'
 run replay_ieee replay --log "$tmp/t.jsonl" "${mm[@]}" --out "$tmp/o2" --no-check
 expect_rc replay_ieee 0
 expect_out replay_ieee '^workload: .*\(key [0-9a-f]+\)$'
+
+# `check --precision tf32` judges a one-pass TF32 tensor-core schedule with TF32's unit roundoff;
+# the default (ieee) rule rejects it.
+cat >"$tmp/tf32.json" <<'JSON'
+{"version": 1, "workload": {"op": "conv2d_nchw", "shapes": [[2, 16, 8, 8], [128, 16, 3, 3]],
+ "dtype": "float32", "attrs": {"padding": "1"}}, "target": "cuda -arch=sm_90",
+ "steps": [["TC", 2, "tf32", [64, 128, 16], [64, 128], 3, 0, 1, 0, 1, "wgmma", "repack"]]}
+JSON
+run check_ieee check --schedule "$tmp/tf32.json"
+expect_rc check_ieee 1
+expect_out check_ieee '^MISMATCH$'
+run check_tf32 check --schedule "$tmp/tf32.json" --precision tf32
+expect_rc check_tf32 0
+expect_out check_tf32 '^OK$'
 
 run bad tune "${base[@]}" --log "$tmp/t.jsonl" --trials 2 --precision fp32
 expect_error bad "--precision: fp32 not in {ieee,tf32}"
