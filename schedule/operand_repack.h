@@ -69,7 +69,7 @@ ir::Expr RepackedFactor(const RepackedOperand& r, const std::string& workspace);
 
 /// The kernel that fills `workspace` from r.source, zero where the source index is outside the
 /// tensor. Where the source's innermost dimension moves (NCHW -> NHWC), a shared-memory tiled
-/// transpose (32 x 32 tiles, 32 x 8 threads, loads and stores both coalesced); else one thread
+/// transpose (64 x 32 tiles, 32 x 8 threads, loads and stores both coalesced); else one thread
 /// per workspace element along its innermost dimension. With `round_tf32` (a float32 operand of
 /// one-pass TF32 MMAs) each value is stored rounded to TF32 (round to nearest, as cvt.rna), so
 /// that tensor cores reading the workspace's values as they are see exact TF32 operands. `fresh`

@@ -337,6 +337,7 @@ TEST(OperandRepack, TiledTransposeOfWideInputsMatchesTheReference) {
   const Wide cases[] = {
       {{{1, 36, 5, 40}, {8, 36, 3, 3}}, {{"padding", "1"}}, ir::ScalarType::kFloat32, "tf32x3"},
       {{{2, 16, 3, 33}, {16, 16, 1, 1}}, {}, ir::ScalarType::kFloat16, "f16"},
+      {{{1, 20, 2, 70}, {8, 20, 1, 3}}, {{"padding", "1"}}, ir::ScalarType::kFloat32, "tf32x3"},
       {{{1, 48, 4, 17}, {24, 48, 3, 3}},
        {{"padding", "2"}, {"stride", "2"}},
        ir::ScalarType::kBFloat16,
