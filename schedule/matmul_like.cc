@@ -70,18 +70,6 @@ bool LastIndexUses(const ir::LoadNode* load, const std::string& var) {
   return info.vars.count(var) > 0;
 }
 
-// Whether `factor` is a load (or its cast) whose every index is a bare variable.
-bool IndexedByVariables(const ir::Expr& factor) {
-  ir::Expr e = factor;
-  if (const auto* c = e.as<ir::CastNode>()) e = c->value;
-  const auto* load = e.as<ir::LoadNode>();
-  if (load == nullptr) return false;
-  for (const ir::Expr& i : load->indices) {
-    if (i.as<ir::VarNode>() == nullptr) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 absl::StatusOr<MatmulLike> AnalyzeMatmulLike(const ir::TensorNode& op, const ir::Expr& body) {
@@ -135,9 +123,20 @@ absl::StatusOr<MatmulLike> AnalyzeMatmulLike(const ir::TensorNode& op, const ir:
   const std::string& k_inner = op.reduce_axes.back().name;
   r.a_k_inner = LastIndexUses(fa.first_load, k_inner);
   r.b_k_inner = LastIndexUses(fb.first_load, k_inner);
-  r.repackable =
-      (!IndexedByVariables(r.a) || !IndexedByVariables(r.b)) && PlanOperandRepack(op, r).ok();
+  r.repackable = (PlainOperandLoad(r.a) == nullptr || PlainOperandLoad(r.b) == nullptr) &&
+                 PlanOperandRepack(op, r).ok();
   return r;
+}
+
+const ir::LoadNode* PlainOperandLoad(const ir::Expr& factor) {
+  ir::Expr e = factor;
+  if (const auto* c = e.as<ir::CastNode>()) e = c->value;
+  const auto* load = e.as<ir::LoadNode>();
+  if (load == nullptr) return nullptr;
+  for (const ir::Expr& i : load->indices) {
+    if (i.as<ir::VarNode>() == nullptr) return nullptr;
+  }
+  return load;
 }
 
 }  // namespace tilesearch::schedule

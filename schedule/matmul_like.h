@@ -52,4 +52,8 @@ struct MatmulLike {
 /// no n axis (gemv-like: nothing for a tensor core to tile), factors loading mixed element types.
 absl::StatusOr<MatmulLike> AnalyzeMatmulLike(const ir::TensorNode& op, const ir::Expr& body);
 
+/// The Load of an operand factor that is a plain (optionally cast) load whose indices are bare
+/// axis variables (what a tile copies whole); nullptr otherwise (a padded or strided window).
+const ir::LoadNode* PlainOperandLoad(const ir::Expr& factor);
+
 }  // namespace tilesearch::schedule

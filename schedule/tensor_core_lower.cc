@@ -55,19 +55,6 @@ std::vector<const ir::IterVar*> ReduceAxes(const ir::TensorNode& op) {
   return out;
 }
 
-// The Load an operand factor copies when it is a plain (optionally cast) load whose indices are
-// distinct axis variables; nullptr otherwise.
-const ir::LoadNode* PlainLoad(const Expr& factor) {
-  Expr e = factor;
-  if (const auto* c = e.as<ir::CastNode>()) e = c->value;
-  const auto* load = e.as<ir::LoadNode>();
-  if (load == nullptr) return nullptr;
-  for (const Expr& i : load->indices) {
-    if (i.as<ir::VarNode>() == nullptr) return nullptr;
-  }
-  return load;
-}
-
 // One operand (A: rows are m, B: rows are n) as staged in shared memory.
 struct Operand {
   std::string buffer;         // the shared buffer
@@ -684,7 +671,7 @@ struct Builder {
 bool PlainAsync(const Builder& bd, Operand* o) {
   const int64_t vec = 16 / ir::BytesOf(bd.a.dtype);
   if (o->total_rows % o->rows != 0 || bd.k_guard) return false;
-  const ir::LoadNode* load = PlainLoad(o->factor);
+  const ir::LoadNode* load = PlainOperandLoad(o->factor);
   if (load == nullptr || load->type != o->dtype) return false;
   const std::string& last = load->indices.back().as<ir::VarNode>()->name;
   const ir::IterVar& inner_axis = o->k_inner ? *bd.k_axes.back() : bd.op.axes[o->row_axes.back()];

@@ -33,21 +33,7 @@ for n in "${schedules[@]}"; do
   timeout 150 "$ts" measure --schedule "$f" --target cuda --precision "$precision" \
     --min-runs 20 --min-time-ms 100 --json "$out/$n.json" >"$out/$n.txt" 2>&1
   rc=$?
-  python3 - "$out/$n.json" "$n" "$rc" "$precision" <<'P'
-import json, sys
-path, name, rc, precision = sys.argv[1:5]
-try:
-    d = json.load(open(path))
-except Exception as e:
-    print(f"{name}: rc {rc}, no result ({e})"); sys.exit()
-r = d.get("result", d)
-t = r.get("timing", {})
-ks = r.get("kernels", [])
-regs = ",".join(str(k.get("registers_per_thread")) for k in ks)
-print(f"{name} ({precision}): error {r.get('error')} median {t.get('median_ms')} ms "
-      f"check max_abs {r.get('check', {}).get('max_abs_error')} regs {regs} "
-      f"{r.get('message', '')[:300]}")
-P
+  python3 bench/scripts/measure_json_line.py "$out/$n.json" "$n" "$rc" "$precision"
 done
 cases=(--case conv2d:32x128x56x56x128x3x3x1x1 --case conv2d:128x256x28x28x512x1x1x1x0
   --case conv2d_f16:32x128x56x56x128x3x3x1x1)

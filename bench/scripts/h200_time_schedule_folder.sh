@@ -18,19 +18,6 @@ for f in "$dir"/*.json; do
   timeout 120 "$ts" measure --schedule "$f" --target cuda --min-runs 20 --min-time-ms 100 \
     --json "$out/$n.json" >"$out/$n.txt" 2>&1
   rc=$?
-  python3 - "$out/$n.json" "$n" "$rc" <<'P'
-import json, sys
-path, name, rc = sys.argv[1:4]
-try:
-    d = json.load(open(path))
-except Exception as e:
-    print(f"{name}: rc {rc}, no result ({e})"); sys.exit()
-r = d.get("result", d)
-t = r.get("timing", {})
-ks = r.get("kernels", [])
-regs = ",".join(str(k.get("registers_per_thread")) for k in ks)
-print(f"{name}: error {r.get('error')} median {t.get('median_ms')} ms min {t.get('min_ms')} ms "
-      f"check max_abs {r.get('check', {}).get('max_abs_error')} regs {regs} {r.get('message','')[:200]}")
-P
+  python3 bench/scripts/measure_json_line.py "$out/$n.json" "$n" "$rc"
 done
 [[ -n "${NO_BASELINE:-}" ]] || python3 bench/harness/pytorch_baseline.py ${BASELINE_CASES:---case matmul:4096x4096x4096 --case softmax:4096x4096} 2>&1 | tail -5

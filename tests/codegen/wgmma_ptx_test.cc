@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status.h"
 #include "codegen/codegen.h"
 #include "gtest/gtest.h"
 #include "ir/ops/registry.h"
@@ -140,36 +141,41 @@ TEST(WgmmaPtx, Tf32KindsCompileForSm90aAndAssemble) {
   }
 }
 
+// conv2d_nchw with padding 1 on `shapes` of `dtype`, with wgmma step `t` applied to its sum
+// reduction (pad 0), lowered for sm_90.
+absl::StatusOr<schedule::LoweredKernel> LowerConv(std::vector<std::vector<int64_t>> shapes,
+                                                  ir::ScalarType dtype,
+                                                  schedule::TensorCoreStep t) {
+  ir::OpArgs args;
+  args.shapes = std::move(shapes);
+  args.dtype = dtype;
+  args.attrs = {{"padding", "1"}};
+  ASSIGN_OR_RETURN(ir::ComputeDAG dag, ir::BuildOp("conv2d_nchw", args));
+  schedule::State s = schedule::State::Initial(dag);
+  for (int i = 0; i < s.num_stages(); ++i) {
+    if (s.stage(i).op->reduce == ir::ReduceKind::kSum) t.stage_id = i;
+  }
+  t.warpgroup = true;
+  t.pad = 0;
+  ASSIGN_OR_RETURN(s, schedule::ApplyStep(s, t));
+  Target target;
+  target.kind = TargetKind::kCuda;
+  target.arch = "sm_90";
+  return schedule::Lower(dag, s, target);
+}
+
 // A padded float32 convolution on TF32 wgmma gathers its input tile with zero-filling cp.async: a
 // 4-byte copy whose source size is a register (4 inside the image, 0 in the padding), which
 // ptxas accepts for sm_90a.
 TEST(WgmmaPtx, ConvolutionGathersWithZeroFillingCopies) {
-  ir::OpArgs args;
-  args.shapes = {{2, 16, 10, 10}, {32, 16, 3, 3}};
-  args.dtype = ir::ScalarType::kFloat32;
-  args.attrs = {{"padding", "1"}};
-  absl::StatusOr<ir::ComputeDAG> dag = ir::BuildOp("conv2d_nchw", args);
-  ASSERT_TRUE(dag.ok()) << dag.status();
-  schedule::State s = schedule::State::Initial(*dag);
   schedule::TensorCoreStep t;
-  for (int i = 0; i < s.num_stages(); ++i) {
-    if (s.stage(i).op->reduce == ir::ReduceKind::kSum) t.stage_id = i;
-  }
   t.kind = "tf32x3";
-  t.warpgroup = true;
-  t.block_m = 64;
-  t.block_n = 32;
+  t.block_m = t.warp_m = 64;
+  t.block_n = t.warp_n = 32;
   t.block_k = 16;
-  t.warp_m = 64;
-  t.warp_n = 32;
   t.pipeline = 3;
-  t.pad = 0;
-  absl::StatusOr<schedule::State> st = schedule::ApplyStep(s, t);
-  ASSERT_TRUE(st.ok()) << st.status();
-  Target target;
-  target.kind = TargetKind::kCuda;
-  target.arch = "sm_90";
-  absl::StatusOr<schedule::LoweredKernel> k = schedule::Lower(*dag, *st, target);
+  absl::StatusOr<schedule::LoweredKernel> k =
+      LowerConv({{2, 16, 10, 10}, {32, 16, 3, 3}}, ir::ScalarType::kFloat32, t);
   ASSERT_TRUE(k.ok()) << k.status();
   absl::StatusOr<GpuModule> m = CompileToPtx(k->nest, Launches(*k));
   ASSERT_TRUE(m.ok()) << m.status();
@@ -184,34 +190,18 @@ TEST(WgmmaPtx, ConvolutionGathersWithZeroFillingCopies) {
 // accepts every kind.
 TEST(WgmmaPtx, RepackedConvolutionFillsWith16ByteCopies) {
   for (const std::string kind : {"tf32", "tf32x3", "bf16"}) {
-    ir::OpArgs args;
-    args.shapes = {{2, 16, 10, 10}, {64, 16, 3, 3}};
-    args.dtype = kind == "bf16" ? ir::ScalarType::kBFloat16 : ir::ScalarType::kFloat32;
-    args.attrs = {{"padding", "1"}};
-    absl::StatusOr<ir::ComputeDAG> dag = ir::BuildOp("conv2d_nchw", args);
-    ASSERT_TRUE(dag.ok()) << dag.status();
-    schedule::State s = schedule::State::Initial(*dag);
     schedule::TensorCoreStep t;
-    for (int i = 0; i < s.num_stages(); ++i) {
-      if (s.stage(i).op->reduce == ir::ReduceKind::kSum) t.stage_id = i;
-    }
     t.kind = kind;
-    t.warpgroup = true;
     t.repack = true;
     t.block_m = 128;
-    t.block_n = 64;
-    t.block_k = kind == "bf16" ? 32 : 16;
+    t.block_n = t.warp_n = 64;
     t.warp_m = 64;
-    t.warp_n = 64;
+    t.block_k = kind == "bf16" ? 32 : 16;
     t.pipeline = 4;
-    t.pad = 0;
     t.epilogue = kind == "bf16" ? 1 : 0;  // the cast to bfloat16 on the accumulators
-    absl::StatusOr<schedule::State> st = schedule::ApplyStep(s, t);
-    ASSERT_TRUE(st.ok()) << st.status();
-    Target target;
-    target.kind = TargetKind::kCuda;
-    target.arch = "sm_90";
-    absl::StatusOr<schedule::LoweredKernel> k = schedule::Lower(*dag, *st, target);
+    absl::StatusOr<schedule::LoweredKernel> k =
+        LowerConv({{2, 16, 10, 10}, {64, 16, 3, 3}},
+                  kind == "bf16" ? ir::ScalarType::kBFloat16 : ir::ScalarType::kFloat32, t);
     ASSERT_TRUE(k.ok()) << k.status();
     EXPECT_EQ(k->launches.size(), 3u) << kind;  // the input's and the weights' repack, the GEMM
     absl::StatusOr<GpuModule> m = CompileToPtx(k->nest, Launches(*k));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status.h"
 #include "gtest/gtest.h"
 #include "ir/reference.h"
 #include "lower_test_util.h"
@@ -25,7 +26,6 @@ namespace {
 
 using testing::BuildOpOrDie;
 using testing::CudaTarget;
-using testing::RunLowered;
 using testing::SumReductionStage;
 
 MatmulLike RolesOf(const State& s, int stage) {
@@ -49,8 +49,8 @@ TEST(OperandRepack, PadsAnNchwConvolutionIntoNhwc) {
   EXPECT_EQ(plan->inner_k, 0);
   EXPECT_EQ(plan->a.source, "X");
   EXPECT_EQ(plan->a.order, (std::vector<int>{0, 2, 3, 1}));
-  // Output rows 0..4 at stride 2 read rows -1..9 with a 3-row window: one row of padding above and
-  // one below (rows 9 does not exist: 0..8), columns 0..3 read -1..7, padding only on the left.
+  // Output rows 0..4 at stride 2 with a 3-row window read rows -1..9 of 0..8: one row of padding
+  // above and one below (11 rows); columns 0..3 read -1..7 of 0..6 (9 columns).
   EXPECT_EQ(plan->a.offset, (std::vector<int64_t>{0, 0, 1, 1}));
   EXPECT_EQ(plan->a.shape, (std::vector<int64_t>{2, 11, 9, 8}));
   EXPECT_EQ(plan->b.order, (std::vector<int>{0, 2, 3, 1}));
@@ -221,6 +221,32 @@ double Tolerance(const TensorCoreStep& t, ir::ScalarType dtype) {
   return dtype == ir::ScalarType::kFloat16 ? 2e-3 : 1.6e-2;
 }
 
+// A repacked step of `kind`: a block tile of bm x bn x bk, warp (wgmma: warpgroup) tiles of
+// wm x wn, a 3-stage ring.
+TensorCoreStep Repacked(const char* kind, bool wgmma, int64_t bm, int64_t bn, int64_t bk,
+                        int64_t wm, int64_t wn) {
+  TensorCoreStep t;
+  t.kind = kind;
+  t.warpgroup = wgmma;
+  t.block_m = bm;
+  t.block_n = bn;
+  t.block_k = bk;
+  t.warp_m = wm;
+  t.warp_n = wn;
+  t.pipeline = 3;
+  t.pad = 0;
+  t.repack = true;
+  return t;
+}
+
+// `dag` with `t` applied to its sum reduction, lowered for sm_90.
+absl::StatusOr<LoweredKernel> LowerWith(const ir::ComputeDAG& dag, TensorCoreStep t) {
+  const State s = State::Initial(dag);
+  t.stage_id = SumReductionStage(s);
+  ASSIGN_OR_RETURN(State st, ApplyStep(s, t));
+  return Lower(dag, st, CudaTarget());
+}
+
 TEST(OperandRepack, RandomRepackedConvolutionsMatchTheReference) {
   std::mt19937_64 rng(20261204);
   int run = 0, chunked = 0;
@@ -252,12 +278,9 @@ TEST(OperandRepack, RandomRepackedConvolutionsMatchTheReference) {
     const int64_t ch = c.shapes[0][c.op == "conv2d_nhwc" ? 3 : 1];
     EXPECT_EQ(is_chunked, ch % vec == 0) << c.op << " " << nlohmann::json(c.shapes).dump();
     if (is_chunked) ++chunked;
-    const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 3000 + trial);
-    absl::StatusOr<ir::BufferMap> got = RunLowered(k->nest, inputs);
-    ASSERT_TRUE(got.ok()) << got.status() << "\n" << StepToString(st->steps().back());
-    absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
-    ASSERT_TRUE(ref.ok()) << ref.status();
-    EXPECT_LE(testing::MaxRelError(dag, *got, *ref), Tolerance(c.step, c.dtype))
+    absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, 3000 + trial);
+    ASSERT_TRUE(err.ok()) << err.status() << "\n" << StepToString(st->steps().back());
+    EXPECT_LE(*err, Tolerance(c.step, c.dtype))
         << c.op << " " << nlohmann::json(c.shapes).dump() << " " << nlohmann::json(c.attrs).dump()
         << " " << StepToString(st->steps().back());
     ++run;
@@ -272,20 +295,7 @@ TEST(OperandRepack, OnePassTf32RepacksRoundToTf32) {
   for (const char* kind : {"tf32", "tf32x3"}) {
     const ir::ComputeDAG dag = BuildOpOrDie("conv2d_nchw", {{1, 16, 6, 20}, {8, 16, 3, 3}},
                                             ir::ScalarType::kFloat32, {{"padding", "1"}});
-    const State s = State::Initial(dag);
-    TensorCoreStep t;
-    t.stage_id = SumReductionStage(s);
-    t.kind = kind;
-    t.block_m = t.warp_m = 64;
-    t.block_n = t.warp_n = 16;
-    t.block_k = 32;
-    t.pipeline = 3;
-    t.pad = 0;
-    t.warpgroup = true;
-    t.repack = true;
-    absl::StatusOr<State> st = ApplyStep(s, t);
-    ASSERT_TRUE(st.ok()) << st.status();
-    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, CudaTarget());
+    absl::StatusOr<LoweredKernel> k = LowerWith(dag, Repacked(kind, true, 64, 16, 32, 64, 16));
     ASSERT_TRUE(k.ok()) << k.status();
     const std::string text = ir::ToString(k->nest);
     const std::string repacks = text.substr(0, text.find(".A.shared"));
@@ -302,27 +312,12 @@ TEST(OperandRepack, OnePassTf32RepacksRoundToTf32) {
 TEST(OperandRepack, ElementFilledWgmmaTilesPlaceEachElementInItsChunk) {
   const ir::ComputeDAG dag = BuildOpOrDie("conv2d_nchw", {{1, 3, 8, 8}, {16, 3, 3, 3}},
                                           ir::ScalarType::kFloat32, {{"padding", "1"}});
-  const State s = State::Initial(dag);
-  TensorCoreStep t;
-  t.stage_id = SumReductionStage(s);
-  t.kind = "tf32";
-  t.block_m = t.warp_m = 64;
-  t.block_n = t.warp_n = 16;
-  t.block_k = 32;
-  t.pipeline = 3;
-  t.pad = 0;
-  t.warpgroup = true;
-  t.repack = true;
-  absl::StatusOr<State> st = ApplyStep(s, t);
-  ASSERT_TRUE(st.ok()) << st.status();
-  absl::StatusOr<LoweredKernel> k = Lower(dag, *st, CudaTarget());
+  const TensorCoreStep t = Repacked("tf32", true, 64, 16, 32, 64, 16);
+  absl::StatusOr<LoweredKernel> k = LowerWith(dag, t);
   ASSERT_TRUE(k.ok()) << k.status();
-  const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 5);
-  absl::StatusOr<ir::BufferMap> got = RunLowered(k->nest, inputs);
-  ASSERT_TRUE(got.ok()) << got.status();
-  absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
-  ASSERT_TRUE(ref.ok()) << ref.status();
-  EXPECT_LE(testing::MaxRelError(dag, *got, *ref), Tolerance(t, ir::ScalarType::kFloat32));
+  absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, 5);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_LE(*err, Tolerance(t, ir::ScalarType::kFloat32));
 }
 
 // Inputs wide enough for the tiled transpose (rows of 16 or more along both the source's
@@ -345,34 +340,17 @@ TEST(OperandRepack, TiledTransposeOfWideInputsMatchesTheReference) {
   };
   for (const Wide& c : cases) {
     const ir::ComputeDAG dag = BuildOpOrDie("conv2d_nchw", c.shapes, c.dtype, c.attrs);
-    const State s = State::Initial(dag);
-    TensorCoreStep t;
-    t.stage_id = SumReductionStage(s);
-    t.kind = c.kind;
-    t.block_m = 64;
-    t.block_n = 32;
-    t.block_k = 16;
-    t.warp_m = 32;
-    t.warp_n = 16;
-    t.pipeline = 3;
-    t.pad = 0;
-    t.repack = true;
-    absl::StatusOr<State> st = ApplyStep(s, t);
-    ASSERT_TRUE(st.ok()) << st.status();
-    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, CudaTarget());
+    const TensorCoreStep t = Repacked(c.kind, false, 64, 32, 16, 32, 16);
+    absl::StatusOr<LoweredKernel> k = LowerWith(dag, t);
     ASSERT_TRUE(k.ok()) << k.status();
     // The input's repack is the tiled transpose: a shared tile and a barrier in the first kernel.
     const std::string text = ir::ToString(k->nest);
     const size_t gemm = text.find(".A.shared");
     ASSERT_NE(gemm, std::string::npos);
     EXPECT_LT(text.find(".repacked.tile"), gemm) << text.substr(0, 3000);
-    const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 17);
-    absl::StatusOr<ir::BufferMap> got = RunLowered(k->nest, inputs);
-    ASSERT_TRUE(got.ok()) << got.status();
-    absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
-    ASSERT_TRUE(ref.ok()) << ref.status();
-    EXPECT_LE(testing::MaxRelError(dag, *got, *ref), Tolerance(t, c.dtype))
-        << nlohmann::json(c.shapes).dump();
+    absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, 17);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LE(*err, Tolerance(t, c.dtype)) << nlohmann::json(c.shapes).dump();
   }
 }
 
