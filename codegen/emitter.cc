@@ -267,8 +267,13 @@ std::optional<int64_t> LaneOffset(const Expr& e, const std::string& var, const E
 
 class VectorCheck {
  public:
-  VectorCheck(const ir::ForNode* op, int64_t extent, const ir::RangeMap& ranges)
-      : var_(op->var_name()), min_(op->min), extent_(extent), ranges_(ranges) {}
+  VectorCheck(const ir::ForNode* op, int64_t extent, const ir::RangeMap& ranges,
+              const ShapeOf& shape_of)
+      : var_(op->var_name()),
+        min_(op->min),
+        extent_(extent),
+        ranges_(ranges),
+        shape_of_(shape_of) {}
 
   std::string Run(const Stmt& body) {
     std::vector<const ir::StoreNode*> stores;
@@ -325,13 +330,15 @@ class VectorCheck {
       return is_store ? absl::StrCat("store to scalar buffer '", buffer, "'") : "";
     }
     // Leading indices must be the same in every lane (they are computed for lane 0).
-    for (size_t d = 0; d + 1 < indices.size(); ++d) {
+    const size_t inner = ContiguousIndex(shape_of_ ? shape_of_(buffer) : nullptr, indices);
+    for (size_t d = 0; d < indices.size(); ++d) {
+      if (d == inner) continue;
       if (Varies(indices[d]) && !Invariant(indices[d])) {
         return absl::StrCat("index ", d, " of '", buffer, "' varies with the vectorized loop");
       }
       if (std::string why = CheckExpr(indices[d]); !why.empty()) return why;
     }
-    const Expr& last = indices.back();
+    const Expr& last = indices[inner];
     if (!Varies(last)) {
       if (is_store) return absl::StrCat("store to '", buffer, "' does not vary with the loop");
       return CheckExpr(last);
@@ -395,6 +402,7 @@ class VectorCheck {
   Expr min_;
   int64_t extent_;
   const ir::RangeMap& ranges_;
+  const ShapeOf& shape_of_;
   std::map<std::string, const ir::StoreNode*> stored_;
 };
 
@@ -570,8 +578,20 @@ class ExchangeOnly : public ir::StmtVisitor {
 
 }  // namespace
 
-std::string VectorizeBlocker(const ir::ForNode* op, int64_t extent, const ir::RangeMap& ranges) {
-  VectorCheck check(op, extent, ranges);
+size_t ContiguousIndex(const std::vector<int64_t>* shape, const std::vector<Expr>& indices) {
+  size_t d = indices.size() - 1;
+  if (shape == nullptr || shape->size() != indices.size()) return d;
+  while (d > 0 && (*shape)[d] == 1) {
+    const std::optional<int64_t> v = ir::AsConstInt(indices[d]);
+    if (!v || *v != 0) break;
+    --d;
+  }
+  return d;
+}
+
+std::string VectorizeBlocker(const ir::ForNode* op, int64_t extent, const ir::RangeMap& ranges,
+                             const ShapeOf& shape_of) {
+  VectorCheck check(op, extent, ranges, shape_of);
   return check.Run(op->body);
 }
 
@@ -899,7 +919,10 @@ absl::Status Emitter::EmitVectorized(const ir::ForNode* op, int64_t extent) {
     return EmitLoopBody(op, mn);
   }
   const bool can_vectorize = config_.vectorize && !lane_.active && extent <= 64 &&
-                             VectorizeBlocker(op, extent, ranges_).empty();
+                             VectorizeBlocker(op, extent, ranges_, [this](const std::string& name) {
+                               const BufferBinding* b = FindBuffer(name);
+                               return b ? &b->decl.shape : nullptr;
+                             }).empty();
   if (can_vectorize) {
     ASSIGN_OR_RETURN(mlir::Value mn, EmitExpr(op->min));
     lane_ = VectorLane{true, op->var_name(), extent, mn, op->min};
@@ -1134,7 +1157,10 @@ absl::StatusOr<bool> Emitter::EmitAsyncCopy(const ir::StoreNode* op) {
   // proved whichever varies contiguous; both must vary) and aligned to the copy's size.
   int64_t width = 1;
   if (lane_.active) {
-    if (!Varying(op->indices.back()) || !Varying(load->indices.back())) return false;
+    if (!Varying(op->indices[ContiguousIndex(&dst->decl.shape, op->indices)]) ||
+        !Varying(load->indices[ContiguousIndex(&src->decl.shape, load->indices)])) {
+      return false;
+    }
     width = lane_.width;
   }
   const int64_t bytes = width * ir::BytesOf(dst->decl.dtype);
@@ -1188,7 +1214,8 @@ absl::Status Emitter::EmitStore(const ir::StoreNode* op) {
   ASSIGN_OR_RETURN(mlir::Value v, EmitExpr(op->value));
   // In a vectorized loop, an access is a vector access when its last index moves with the lane
   // (VectorizeBlocker proved it contiguous and the other indices lane-invariant).
-  const bool vector_access = !op->indices.empty() && Varying(op->indices.back());
+  const bool vector_access =
+      !op->indices.empty() && Varying(op->indices[ContiguousIndex(&bb->decl.shape, op->indices)]);
   if (vector_access) {
     v = SplatTo(v, lane_.width);
     mlir::Value st = ToStorage(v, op->value.type(), bb->decl.dtype);
@@ -1595,7 +1622,8 @@ absl::StatusOr<mlir::Value> Emitter::EmitLoad(const ir::LoadNode* op) {
   }
   const BufferBinding* bb = nullptr;
   ASSIGN_OR_RETURN(std::vector<mlir::Value> idx, EmitIndices(op->buffer, op->indices, &bb, "load"));
-  const bool vector_access = !op->indices.empty() && Varying(op->indices.back());
+  const bool vector_access =
+      !op->indices.empty() && Varying(op->indices[ContiguousIndex(&bb->decl.shape, op->indices)]);
   const mlir::Type storage = StorageType(b_.getContext(), bb->decl.dtype);
   mlir::Value raw;
   if (vector_access) {

@@ -254,10 +254,20 @@ int64_t UnrolledNodes(const ir::Stmt& s);
 /// The largest g known to divide `e` for every value of its variables (0: e is always 0).
 int64_t KnownMultiple(const ir::Expr& e);
 
+/// The shape of a buffer in scope by name (nullptr if unknown).
+using ShapeOf = std::function<const std::vector<int64_t>*(const std::string&)>;
+
 /// Why a vectorized loop cannot become vector code ("" when it can): its body must be stores whose
 /// last index is contiguous in the loop variable (other indices uniform), whose loads are uniform
 /// or contiguous likewise, with no buffer both stored and loaded at different indices and no lazy
-/// Select that depends on the variable around a load. `ranges`: known ranges of enclosing loops.
-std::string VectorizeBlocker(const ir::ForNode* op, int64_t extent, const ir::RangeMap& ranges);
+/// Select that depends on the variable around a load. `ranges`: known ranges of enclosing loops;
+/// `shape_of`: buffer shapes (for ContiguousIndex).
+std::string VectorizeBlocker(const ir::ForNode* op, int64_t extent, const ir::RangeMap& ranges,
+                             const ShapeOf& shape_of = nullptr);
+
+/// The index of an access that moves contiguously in memory: the last, or the last before
+/// trailing dimensions of extent 1 indexed by the constant 0 (weights [K, C, 1, 1] read at
+/// [k, c, 0, 0] are contiguous along c). `shape`: the buffer's shape, nullptr if unknown.
+size_t ContiguousIndex(const std::vector<int64_t>* shape, const std::vector<ir::Expr>& indices);
 
 }  // namespace tilesearch::codegen::internal

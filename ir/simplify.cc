@@ -878,7 +878,10 @@ Stmt Simplifier::MutateStmt(const Stmt& s) {
       Expr value = Mutate(op->value);
       changed |= !value.same_as(op->value);
       if (!changed) return s;
-      return StoreNode::Make(op->buffer, std::move(idx), std::move(value), op->async_copy);
+      // A copy whose value folded (e.g. a padding condition that never holds: a constant 0)
+      // becomes a plain store, which completes before any wait for it.
+      const bool async = op->async_copy && AsyncCopySource(value) != nullptr;
+      return StoreNode::Make(op->buffer, std::move(idx), std::move(value), async);
     }
     case StmtKind::kAllocate: {
       const auto* op = s.as<AllocateNode>();

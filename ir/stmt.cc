@@ -346,8 +346,11 @@ Stmt StmtMutator::MutateStore(const StoreNode* op, const Stmt& s) {
   }
   Expr value = MutateExpr(op->value);
   changed |= !value.same_as(op->value);
-  return changed ? StoreNode::Make(op->buffer, std::move(indices), std::move(value), op->async_copy)
-                 : s;
+  if (!changed) return s;
+  // An async copy whose value no longer is a load (a folded Select) becomes a plain store, which
+  // completes before any wait for it.
+  const bool async = op->async_copy && AsyncCopySource(value) != nullptr;
+  return StoreNode::Make(op->buffer, std::move(indices), std::move(value), async);
 }
 Stmt StmtMutator::MutateAllocate(const AllocateNode* op, const Stmt& s) {
   Stmt body = Mutate(op->body);

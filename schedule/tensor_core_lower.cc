@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
+#include "ir/simplify.h"
 #include "schedule/matmul_like.h"
 #include "schedule/operand_repack.h"
 #include "schedule/wgmma_layout.h"
@@ -69,8 +70,11 @@ struct Operand {
   // outside the problem or in a convolution's padding (zero-filled): a gather (implicit GEMM,
   // tiles past the extents) that still runs asynchronously in the pipeline.
   bool gather = false;
-  // Filled by 16-byte cp.async of `vec` consecutive k values whose address is computed (a
-  // repacked operand: TensorCoreStep::repack), zero-filled where a row or k guard excludes them.
+  // Filled by cp.async of `vec` consecutive elements along the contiguous direction whose
+  // address is built from the chunk's first element plus the lane (Builder::ElementValue): a
+  // repacked operand (TensorCoreStep::repack; zero-filled where a row or k guard excludes it), or
+  // a plain load whose contiguous direction spans several axes (a 1×1 convolution's pixels n, h,
+  // w: the chunks stay inside rows of w).
   bool chunked = false;
   int64_t vec = 1;         // elements per thread and fill step
   ir::WgmmaLayout layout;  // wgmma: the swizzled layout of one stage's tile
@@ -175,22 +179,25 @@ struct Builder {
   }
 
   // The value of operand element (row, kk) of k tile `ko`: the factor at those coordinates, zero
-  // outside the problem. With `k_lane` (a chunked operand), kk is the first of o.vec consecutive
-  // k values and the value is that of k value kk + k_lane: it is added to the innermost k axis
-  // (the chunk never crosses it: its extent, block_k and kk are multiples of o.vec), so the
-  // load's last index is lane-invariant plus `k_lane`, a vector copy for the emitter.
+  // outside the problem. With `lane` (a chunked operand), (row, kk) is the first of o.vec
+  // consecutive elements along the contiguous direction (k where k_inner, else the rows) and the
+  // value is that of the element `lane` further: the lane is added to that direction's innermost
+  // axis (the chunk never crosses it: its extent, the tile's extent and the chunk's first
+  // position are multiples of o.vec), so the load's contiguous index is lane-invariant plus
+  // `lane`, a vector copy for the emitter.
   Expr ElementValue(const Operand& o, const Expr& row, const Expr& kk, const Expr& ko,
-                    const Expr& row_tile, const Expr& k_lane = Expr()) {
+                    const Expr& row_tile, const Expr& lane_var = Expr()) {
     const Expr rg = row_tile * C(o.rows) + row;
     const Expr kg = ko * C(bk) + kk;
     std::vector<std::pair<std::string, Expr>> sub;
     Delinearize(AxesAt(op, o.row_axes), rg, &sub);
     Delinearize(k_axes, kg, &sub);
-    if (k_lane.defined()) {
-      const ir::IterVar& inner = *k_axes.back();
+    if (lane_var.defined()) {
+      const ir::IterVar& inner = o.k_inner ? *k_axes.back() : op.axes[o.row_axes.back()];
+      const Expr& first = o.k_inner ? kg : rg;
       for (auto& [name, value] : sub) {
         if (name == inner.name) {
-          value = ((kg / C(o.vec)) % C(inner.extent / o.vec)) * C(o.vec) + k_lane;
+          value = ((first / C(o.vec)) % C(inner.extent / o.vec)) * C(o.vec) + lane_var;
         }
       }
     }
@@ -247,11 +254,16 @@ struct Builder {
       if (!whole) byte = byte + (in0 % C(per16)) * C(eb);
       index = {slot * C(TileElems(o)) + byte / C(eb) + v};
     }
-    // A chunked operand's value comes from the chunk's first element plus the lane (k-inner).
-    const Expr value = o.chunked && o.vec > 1
-                           ? ElementValue(o, chunk / C(inner / o.vec),
-                                          (chunk % C(inner / o.vec)) * C(o.vec), ko, row_tile, v)
-                           : ElementValue(o, row, kk, ko, row_tile);
+    // A chunked operand's value comes from the chunk's first element plus the lane.
+    Expr value;
+    if (o.chunked && o.vec > 1) {
+      const Expr first_in = (chunk % C(inner / o.vec)) * C(o.vec);
+      const Expr first_outer = chunk / C(inner / o.vec);
+      value = o.k_inner ? ElementValue(o, first_outer, first_in, ko, row_tile, v)
+                        : ElementValue(o, first_in, first_outer, ko, row_tile, v);
+    } else {
+      value = ElementValue(o, row, kk, ko, row_tile);
+    }
     Stmt store =
         ir::StoreNode::Make(o.buffer, index, value, o.copy != nullptr || o.gather || o.chunked);
     store = ir::ForNode::Make(v, C(0), C(o.vec), ForKind::kVectorized, store);
@@ -347,18 +359,21 @@ struct Builder {
     return ir::SeqNode::Make({SplitTile(a, slot, t_slot), SplitTile(b, slot, t_slot)});
   }
 
-  // The TF32 products of the tiles at TF32 slot `t_slot` issued into the fresh tile accumulator
-  // and left in flight (tf32x3: small·big, big·small, big·big, as the mma.sync kind).
-  Stmt IssueTf32(const Expr& t_slot) {
+  // The TF32 products of the tiles at TF32 slot `t_slot` issued and left in flight: into the
+  // fresh tile accumulator (tf32x3: small·big, big·small, big·big, as the mma.sync kind), or
+  // (one-pass tf32, no tile accumulator) straight into `acc`.
+  Stmt IssueTf32(const std::string& acc, const Expr& t_slot) {
     const ir::MmaKind t = ir::MmaKind::kTF32;
     const Expr ao = t_slot * C(TileElems(a));
     const Expr bo = t_slot * C(TileElems(b));
-    std::vector<Stmt> seq = {InitAcc(tile_acc)};
+    const std::string& into = tile_acc.empty() ? acc : tile_acc;
+    std::vector<Stmt> seq;
+    if (!tile_acc.empty()) seq.push_back(InitAcc(tile_acc));
     if (kind == ir::MmaKind::kTF32x3) {
-      seq.push_back(WgmmaOf(t, tile_acc, a.small, ao, b.big, bo, 3));
-      seq.push_back(WgmmaOf(t, tile_acc, a.big, ao, b.small, bo, 3));
+      seq.push_back(WgmmaOf(t, into, a.small, ao, b.big, bo, 3));
+      seq.push_back(WgmmaOf(t, into, a.big, ao, b.small, bo, 3));
     }
-    seq.push_back(WgmmaOf(t, tile_acc, a.big, ao, b.big, bo, 3));
+    seq.push_back(WgmmaOf(t, into, a.big, ao, b.big, bo, 3));
     return ir::SeqNode::Make(seq);
   }
 
@@ -371,8 +386,9 @@ struct Builder {
     });
   }
 
-  // Waits for the issued products, then adds the tile accumulator to `acc`.
+  // Waits for the issued products, then adds the tile accumulator (if any) to `acc`.
   Stmt AddTf32(const std::string& acc) {
+    if (tile_acc.empty()) return ir::AsyncGroupNode::WgmmaWait(0);
     return ir::SeqNode::Make({ir::AsyncGroupNode::WgmmaWait(0), AddTileAcc(acc)});
   }
 
@@ -381,7 +397,7 @@ struct Builder {
   // TF32 tiles until every warpgroup's wgmma's are done with them.
   Stmt Tf32Wgmma(const std::string& acc, const Expr& slot) {
     return ir::SeqNode::Make(
-        {SplitBoth(slot, C(0)), ir::BarrierNode::Make(), IssueTf32(C(0)), AddTf32(acc)});
+        {SplitBoth(slot, C(0)), ir::BarrierNode::Make(), IssueTf32(acc, C(0)), AddTf32(acc)});
   }
 
   // TF32 kinds on wgmma with a ring of 2 or more tiles: two sets of TF32 tiles, so that each k
@@ -402,7 +418,7 @@ struct Builder {
     seq.push_back(ir::AsyncGroupNode::Commit());
     seq.push_back(SplitBoth(C(0), C(0)));
     seq.push_back(ir::BarrierNode::Make());
-    seq.push_back(IssueTf32(C(0)));
+    seq.push_back(IssueTf32(acc, C(0)));
     if (split_tiles > 1) {
       const Expr ko = ir::MakeVar(k.fresh(op.name + ".ko"));
       const Expr next = ko + C(1);
@@ -415,7 +431,7 @@ struct Builder {
           SplitBoth(next % C(stages), next % C(2)),
           AddTf32(acc),
           ir::BarrierNode::Make(),
-          IssueTf32(next % C(2))};
+          IssueTf32(acc, next % C(2))};
       seq.push_back(ir::ForNode::Make(ko, C(0), C(split_tiles - 1), ForKind::kSerial,
                                       ir::SeqNode::Make(body)));
     }
@@ -666,20 +682,128 @@ struct Builder {
   }
 };
 
-// Whether operand `o` can be filled by 16-byte cp.async: a plain load of whole tiles (no guard
-// applies to it) whose contiguous index is the tile's inner direction, with rows of whole vectors.
-bool PlainAsync(const Builder& bd, Operand* o) {
-  const int64_t vec = 16 / ir::BytesOf(bd.a.dtype);
-  if (o->total_rows % o->rows != 0 || bd.k_guard) return false;
-  const ir::LoadNode* load = PlainOperandLoad(o->factor);
-  if (load == nullptr || load->type != o->dtype) return false;
-  const std::string& last = load->indices.back().as<ir::VarNode>()->name;
-  const ir::IterVar& inner_axis = o->k_inner ? *bd.k_axes.back() : bd.op.axes[o->row_axes.back()];
-  if (last != inner_axis.name || inner_axis.extent % vec != 0 || bd.InnerExtent(*o) % vec != 0) {
-    return false;
+// The factor's load, under a Cast and a Select(cond, ·, 0); nullptr for another form.
+const ir::LoadNode* FactorLoad(Expr e) {
+  if (const auto* c = e.as<ir::CastNode>()) e = c->value;
+  if (const ir::LoadNode* load = ir::AsyncCopySource(e)) return load;
+  const auto* sel = e.as<ir::SelectNode>();
+  const auto* zero = sel ? sel->false_value.as<ir::FloatImmNode>() : nullptr;
+  if (zero == nullptr || zero->value != 0) return nullptr;
+  const auto* c = sel->true_value.as<ir::CastNode>();
+  return c ? c->value.as<ir::LoadNode>() : nullptr;
+}
+
+// The dimension of `load` that is contiguous in memory: the last one of extent > 1 (a 1×1
+// convolution's weights [K, C, 1, 1], read at [k, c, 0, 0], are contiguous along c).
+size_t ContiguousDim(const TensorCoreKernel& k, const ir::LoadNode& load) {
+  size_t d = load.indices.size() - 1;
+  if (!k.buffer_shape) return d;
+  const std::optional<std::vector<int64_t>> shape = k.buffer_shape(load.buffer);
+  if (!shape || shape->size() != load.indices.size()) return d;
+  while (d > 0 && (*shape)[d] == 1) --d;
+  return d;
+}
+
+// The load of a plain operand factor (optionally cast) whose indices are bare axis variables,
+// or the constant 0 in dimensions of extent 1; nullptr otherwise.
+const ir::LoadNode* PlainTileLoad(const TensorCoreKernel& k, const ir::Expr& factor) {
+  ir::Expr e = factor;
+  if (const auto* c = e.as<ir::CastNode>()) e = c->value;
+  const auto* load = e.as<ir::LoadNode>();
+  if (load == nullptr || load->indices.empty()) return nullptr;
+  std::optional<std::vector<int64_t>> shape;
+  if (k.buffer_shape) shape = k.buffer_shape(load->buffer);
+  for (size_t d = 0; d < load->indices.size(); ++d) {
+    const ir::Expr& i = load->indices[d];
+    if (i.as<ir::VarNode>() != nullptr) continue;
+    const std::optional<int64_t> v = ir::AsConstInt(i);
+    const bool unit = shape && shape->size() == load->indices.size() && (*shape)[d] == 1;
+    if (!v || *v != 0 || !unit) return nullptr;
   }
-  o->copy = load;
-  return true;
+  return load;
+}
+
+// Whether operand `o` can be filled by vector cp.async (16, else 8 or 4 bytes of at least two
+// elements): a plain load of whole tiles (no guard applies to it) whose contiguous index is the
+// tile's inner direction, with rows of whole vectors. Where that direction spans several axes,
+// the copies are chunked (Operand::chunked) inside its innermost axis.
+bool PlainAsync(const Builder& bd, Operand* o) {
+  if (o->total_rows % o->rows != 0 || bd.k_guard) return false;
+  const ir::LoadNode* load = PlainTileLoad(bd.k, o->factor);
+  if (load == nullptr || load->type != o->dtype) return false;
+  const auto* last = load->indices[ContiguousDim(bd.k, *load)].as<ir::VarNode>();
+  const ir::IterVar& inner_axis = o->k_inner ? *bd.k_axes.back() : bd.op.axes[o->row_axes.back()];
+  if (last == nullptr || last->name != inner_axis.name) return false;
+  const bool several = o->k_inner ? bd.k_axes.size() > 1 : o->row_axes.size() > 1;
+  const int64_t eb = ir::BytesOf(o->dtype);
+  for (int64_t bytes : {16, 8, 4}) {
+    const int64_t vec = bytes / eb;
+    if (vec < 2 || inner_axis.extent % vec != 0 || bd.InnerExtent(*o) % vec != 0) continue;
+    o->copy = load;
+    o->vec = vec;
+    o->chunked = several;
+    return true;
+  }
+  return false;
+}
+
+// Simplifies the indices of every load (after reduce axes were replaced by 0).
+class SimplifyLoadIndices : public ir::ExprMutator {
+ protected:
+  Expr MutateLoad(const ir::LoadNode* op, const Expr& /*e*/) override {
+    std::vector<Expr> idx;
+    for (const Expr& i : op->indices) idx.push_back(ir::Simplify(i));
+    return ir::LoadNode::Make(op->type, op->buffer, idx);
+  }
+};
+
+// Whether an expression reads variable `name`.
+class ReadsVar : public ir::ExprVisitor {
+ public:
+  explicit ReadsVar(const std::string& name) : name_(name) {}
+  bool found = false;
+
+ protected:
+  void VisitVar(const ir::VarNode* op, const Expr& e) override {
+    if (op->name == name_) found = true;
+    ir::ExprVisitor::VisitVar(op, e);
+  }
+
+ private:
+  const std::string& name_;
+};
+
+bool Reads(const Expr& e, const std::string& name) {
+  ReadsVar r(name);
+  r.Visit(e);
+  return r.found;
+}
+
+// Without repack, reduce axes of extent 1 (a 1×1 convolution's window) are read as 0 and leave
+// the GEMM's k axes, so that X[n, c, h + ry, w + rx] reads as the plain X[n, c, h, w] and each
+// factor's layout follows its contiguous dimension (ContiguousDim): the 1×1 convolution's input
+// is then a tile contiguous along the pixels (MN-major), filled by vector copies.
+void DropUnitReduceAxes(const TensorCoreKernel& k, MatmulLike* mm,
+                        std::vector<const ir::IterVar*>* k_axes) {
+  std::vector<std::pair<std::string, Expr>> zero;
+  std::vector<const ir::IterVar*> kept;
+  for (const ir::IterVar* ax : *k_axes) {
+    if (ax->extent == 1) {
+      zero.emplace_back(ax->name, ir::IntConst(0));
+    } else {
+      kept.push_back(ax);
+    }
+  }
+  if (zero.empty() || kept.empty()) return;
+  *k_axes = kept;
+  SimplifyLoadIndices simplify;
+  for (auto [factor, k_inner] : {std::pair{&mm->a, &mm->a_k_inner}, {&mm->b, &mm->b_k_inner}}) {
+    *factor = simplify.Mutate(ir::Substitute(*factor, zero));
+    const ir::LoadNode* load = FactorLoad(*factor);
+    if (load != nullptr && !load->indices.empty()) {
+      *k_inner = Reads(load->indices[ContiguousDim(k, *load)], kept.back()->name);
+    }
+  }
 }
 
 // Whether operand `o` can be gathered by zero-filling 4-byte cp.async (Operand::gather): 4-byte
@@ -715,6 +839,7 @@ bool PlanAsync(Builder& bd, bool repacked) {
       bd.a.copy = bd.b.copy = nullptr;
       bd.a.gather = bd.b.gather = false;
       bd.a.chunked = bd.b.chunked = false;
+      bd.a.vec = bd.b.vec = 1;
       return false;
     }
   }
@@ -796,6 +921,7 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   Builder bd(k, op, *mm);
   bd.kind = *kind;
   bd.k_axes = ReduceAxes(op);
+  if (!repack) DropUnitReduceAxes(k, &*mm, &bd.k_axes);
   if (repack) {
     bd.k_axes.erase(bd.k_axes.begin() + repack->inner_k);
     bd.k_axes.push_back(&op.reduce_axes[repack->inner_k]);
@@ -850,7 +976,7 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   bd.async = PlanAsync(bd, repack.has_value());
   for (Operand* o : {&bd.a, &bd.b}) {
     const int64_t vec = 16 / ir::BytesOf(dtype);
-    if (o->chunked) continue;
+    if (o->chunked || o->copy != nullptr) continue;
     o->vec = !o->gather && bd.InnerExtent(*o) % vec == 0 ? vec : 1;
   }
 
@@ -878,9 +1004,8 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
                               ir::MemoryScope::kGlobal});
   }
   const std::string acc = k.fresh(op.name + ".acc");
-  // (Not one-pass TF32 on wgmma: its per-tile sum would keep accuracy TF32 mode does not ask for.)
-  if ((*kind == ir::MmaKind::kTF32 || *kind == ir::MmaKind::kTF32x3) &&
-      (!bd.wgmma || bd.split_tf32)) {
+  // (Not one-pass TF32 on wgmma: accuracy TF32 mode does not ask for, a wait per tile.)
+  if (*kind == ir::MmaKind::kTF32x3 || (*kind == ir::MmaKind::kTF32 && !bd.wgmma)) {
     bd.tile_acc = k.fresh(op.name + ".acc.tile");
   }
   Stmt main_loop = bd.MainLoop(acc);

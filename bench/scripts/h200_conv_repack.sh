@@ -36,7 +36,7 @@ for n in "${schedules[@]}"; do
   python3 bench/scripts/measure_json_line.py "$out/$n.json" "$n" "$rc" "$precision"
 done
 cases=(--case conv2d:32x128x56x56x128x3x3x1x1 --case conv2d:128x256x28x28x512x1x1x1x0
-  --case conv2d_f16:32x128x56x56x128x3x3x1x1)
+  --case conv2d_f16:32x128x56x56x128x3x3x1x1 --case conv2d_f16:128x256x28x28x512x1x1x1x0)
 echo "== eager, TF32 off"
 python3 bench/harness/pytorch_baseline.py "${cases[@]}" --json "$out/eager.json" 2>&1 | tail -4
 echo "== eager, TF32 on"

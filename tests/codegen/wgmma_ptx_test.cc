@@ -5,6 +5,7 @@
 // another arch is refused by name.
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -144,12 +145,13 @@ TEST(WgmmaPtx, Tf32KindsCompileForSm90aAndAssemble) {
 // conv2d_nchw with padding 1 on `shapes` of `dtype`, with wgmma step `t` applied to its sum
 // reduction (pad 0), lowered for sm_90.
 absl::StatusOr<schedule::LoweredKernel> LowerConv(std::vector<std::vector<int64_t>> shapes,
-                                                  ir::ScalarType dtype,
-                                                  schedule::TensorCoreStep t) {
+                                                  ir::ScalarType dtype, schedule::TensorCoreStep t,
+                                                  std::map<std::string, std::string> attrs = {
+                                                      {"padding", "1"}}) {
   ir::OpArgs args;
   args.shapes = std::move(shapes);
   args.dtype = dtype;
-  args.attrs = {{"padding", "1"}};
+  args.attrs = std::move(attrs);
   ASSIGN_OR_RETURN(ir::ComputeDAG dag, ir::BuildOp("conv2d_nchw", args));
   schedule::State s = schedule::State::Initial(dag);
   for (int i = 0; i < s.num_stages(); ++i) {
@@ -215,6 +217,44 @@ TEST(WgmmaPtx, RepackedConvolutionFillsWith16ByteCopies) {
       EXPECT_GE(Count(m->ptx, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"), 2);
     }
     ExpectPtxasAccepts(m->ptx, "wgmma_conv_repacked_" + kind, "sm_90a");
+  }
+}
+
+// A 1×1 convolution without repack: the input tile is read as it lies (MN-major, contiguous
+// along the pixels) by vector copies inside rows of w (16 bytes where w takes them, 8 for float16
+// rows of 12), the weights [K, C, 1, 1] by 16-byte copies along C; no 4-byte gathers; ptxas
+// accepts each kind.
+TEST(WgmmaPtx, OneByOneConvolutionCopiesPixelVectors) {
+  for (const std::string kind : {"tf32", "tf32x3", "f16"}) {
+    for (int64_t w : {8, 12}) {
+      schedule::TensorCoreStep t;
+      t.kind = kind;
+      t.block_m = t.warp_m = 64;
+      t.block_n = t.warp_n = 64;
+      t.block_k = kind == "f16" ? 16 : 8;
+      t.pipeline = 3;
+      t.epilogue = kind == "f16" ? 1 : 0;
+      absl::StatusOr<schedule::LoweredKernel> k =
+          LowerConv({{2, 16, 8, w}, {64, 16, 1, 1}},
+                    kind == "f16" ? ir::ScalarType::kFloat16 : ir::ScalarType::kFloat32, t, {});
+      ASSERT_TRUE(k.ok()) << k.status();
+      absl::StatusOr<GpuModule> m = CompileToPtx(k->nest, Launches(*k));
+      ASSERT_TRUE(m.ok()) << m.status();
+      const bool eight = kind == "f16" && w == 12;
+      // 16-byte copies: the weights' always, the input's too where w takes them.
+      EXPECT_GE(Count(m->ptx, "cp.async.cg.shared.global"), eight ? 1 : 2) << kind << " " << w;
+      EXPECT_EQ(Count(m->ptx, "cp.async.ca.shared.global") > 0, eight) << kind << " " << w;
+      // Every 4- or 8-byte copy (.ca) is an 8-byte one.
+      int64_t ca = 0, ca8 = 0;
+      for (size_t at = m->ptx.find("cp.async.ca.shared.global"); at != std::string::npos;
+           at = m->ptx.find("cp.async.ca.shared.global", at + 1)) {
+        const std::string line = m->ptx.substr(at, m->ptx.find('\n', at) - at);
+        ++ca;
+        if (line.find("], 8;") != std::string::npos) ++ca8;
+      }
+      EXPECT_EQ(ca8, ca) << kind << " " << w;
+      ExpectPtxasAccepts(m->ptx, absl::StrCat("wgmma_conv1x1_", kind, "_w", w), "sm_90a");
+    }
   }
 }
 
