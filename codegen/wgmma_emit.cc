@@ -10,6 +10,11 @@
 // descriptor with the start address moved by ir::WgmmaLayoutOffset of that element: the hardware
 // swizzles the absolute address bits, as WgmmaNode defines.
 //
+// A tf32 A with WgmmaLayout::registers: each thread loads its four values per 64 × 8 block from
+// the plain shared tile, rounds them to TF32 and passes them as registers to the register form
+// of the instruction (inline PTX: nvvm.wgmma.mma_async takes descriptors only). The loads come
+// before the fence, pinned there like the accumulators.
+//
 // Order per statement: fence.proxy.async (the operands were written by the generic proxy:
 // st.shared / cp.async, and a barrier; wgmma reads them through the async proxy), wgmma.fence
 // (the accumulator registers were written by ordinary instructions), the m_tiles × k_steps
@@ -28,7 +33,9 @@
 // defines them is placed before it, and the asm itself emits nothing. (scale-d = 0 on a cleared
 // accumulator's first wgmma would drop the zeroing, but its undefined input registers stay live
 // for ptxas across the k loop: up to 15 registers more, and no faster on the H200.)
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -58,11 +65,15 @@ int64_t SwizzleMode(int64_t swizzle) {
 
 class WgmmaWriter {
  public:
-  WgmmaWriter(mlir::OpBuilder& b, mlir::Location loc, const ir::WgmmaNode& n)
-      : b_(b), loc_(loc), n_(n) {}
+  // `round`: a float32 value rounded to TF32 (as the interpreter's MmaOperandValue), for A read
+  // into registers.
+  WgmmaWriter(mlir::OpBuilder& b, mlir::Location loc, const ir::WgmmaNode& n,
+              std::function<mlir::Value(mlir::Value)> round)
+      : b_(b), loc_(loc), n_(n), round_(std::move(round)) {}
 
-  // `a_addr` / `b_addr`: the tiles' origins as i64 shared-window byte addresses.
-  void Emit(mlir::Value acc, mlir::Value a_addr, mlir::Value b_addr) {
+  // `a_addr` / `b_addr`: the tiles' origins as i64 shared-window byte addresses; `thread`: the
+  // thread's index in the warpgroup (i64).
+  void Emit(mlir::Value acc, mlir::Value a_addr, mlir::Value b_addr, mlir::Value thread) {
     mlir::MLIRContext* ctx = b_.getContext();
     const int64_t regs = n_.n / 2;
     auto f32 = b_.getF32Type();
@@ -73,8 +84,12 @@ class WgmmaWriter {
       for (int64_t r = 0; r < regs; ++r) {
         v[r] = mlir::memref::LoadOp::create(b_, loc_, acc, AccIndices(i, r));
       }
-      d[i] = InRegisters(st, v);
+      d[i] = InRegisters(st, v, "f");
     }
+    // A in registers: every fragment loaded and rounded before the fence (which must follow the
+    // last write of a register a wgmma reads).
+    std::vector<mlir::Value> a_regs;
+    if (n_.a_layout.registers) a_regs = AFragments(a_addr, thread);
     mlir::NVVM::FenceProxyOp::create(
         b_, loc_, mlir::NVVM::ProxyKindAttr::get(ctx, mlir::NVVM::ProxyKind::async_shared),
         mlir::NVVM::SharedSpaceAttr::get(ctx, mlir::NVVM::SharedSpace::shared_cta));
@@ -91,6 +106,10 @@ class WgmmaWriter {
     for (int64_t ks = 0; ks < n_.k_steps; ++ks) {
       const mlir::Value db = Descriptor(b_addr, n_.b_layout, 0, depth * ks);
       for (int64_t i = 0; i < n_.m_tiles; ++i) {
+        if (n_.a_layout.registers) {
+          d[i] = RegisterWgmma(st, d[i], a_regs, (ks * n_.m_tiles + i) * 4, db);
+          continue;
+        }
         const mlir::Value da = Descriptor(a_addr, n_.a_layout, 64 * i, depth * ks);
         d[i] = mlir::NVVM::WgmmaMmaAsyncOp::create(
             b_, loc_, st, d[i], da, db, mlir::NVVM::MMAShapeAttr::get(ctx, 64, n_.n, depth), type,
@@ -113,12 +132,90 @@ class WgmmaWriter {
   // The struct `st` of `values`, which an empty volatile asm (each register read and written in
   // place, "+f") holds in their registers from here on: what defines them (a constant, say) is
   // placed before this point, not next to the wgmma that reads them.
-  mlir::Value InRegisters(mlir::Type st, const std::vector<mlir::Value>& values) {
+  mlir::Value InRegisters(mlir::Type st, const std::vector<mlir::Value>& values,
+                          const char* letter) {
     std::string constraints;
-    for (size_t r = 0; r < values.size(); ++r) absl::StrAppend(&constraints, r ? "," : "", "=f");
+    for (size_t r = 0; r < values.size(); ++r) {
+      absl::StrAppend(&constraints, r ? "," : "", "=", letter);
+    }
     for (size_t r = 0; r < values.size(); ++r) absl::StrAppend(&constraints, ",", r);
     return mlir::LLVM::InlineAsmOp::create(
                b_, loc_, st, values, "", constraints, /*has_side_effects=*/true,
+               /*is_align_stack=*/false, mlir::LLVM::tailcallkind::TailCallKind::None,
+               mlir::LLVM::AsmDialectAttr::get(b_.getContext(), mlir::LLVM::AsmDialect::AD_ATT),
+               mlir::ArrayAttr())
+        .getRes();
+  }
+
+  // The thread's A fragments of every k step and 64-row tile, [k step][tile][4] flattened, as
+  // TF32 bit patterns (i32): the PTX ISA's register fragment of wgmma .tf32 A, register r of
+  // thread t holding element (16 (t / 32) + (t % 32) / 4 + 8 (r % 2), t % 4 + 4 (r / 2)) of the
+  // 64 × 8 block, read from the plain layout.
+  std::vector<mlir::Value> AFragments(mlir::Value a_addr, mlir::Value thread) {
+    const ir::WgmmaLayout& l = n_.a_layout;
+    const int64_t e = l.element_bytes;
+    auto mul = [&](mlir::Value x, int64_t c) -> mlir::Value {
+      return arith::MulIOp::create(b_, loc_, x, I64(c));
+    };
+    auto div = [&](mlir::Value x, int64_t c) -> mlir::Value {
+      return arith::DivUIOp::create(b_, loc_, x, I64(c));
+    };
+    auto rem = [&](mlir::Value x, int64_t c) -> mlir::Value {
+      return arith::RemUIOp::create(b_, loc_, x, I64(c));
+    };
+    const mlir::Value row =
+        arith::AddIOp::create(b_, loc_, mul(div(thread, 32), 16), div(rem(thread, 32), 4));
+    const mlir::Value base =
+        arith::AddIOp::create(b_, loc_, a_addr,
+                              mul(arith::AddIOp::create(b_, loc_, mul(row, l.row_stride),
+                                                        mul(rem(thread, 4), l.k_stride)),
+                                  e));
+    auto ptr_type = mlir::LLVM::LLVMPointerType::get(b_.getContext(), 3);
+    std::vector<mlir::Value> out;
+    for (int64_t ks = 0; ks < n_.k_steps; ++ks) {
+      for (int64_t i = 0; i < n_.m_tiles; ++i) {
+        for (int64_t r = 0; r < 4; ++r) {
+          const int64_t at = e * ((64 * i + 8 * (r % 2)) * l.row_stride +
+                                  (ir::MmaK(n_.kind) * ks + 4 * (r / 2)) * l.k_stride);
+          const mlir::Value addr = arith::AddIOp::create(b_, loc_, base, I64(at));
+          mlir::Value p = mlir::LLVM::IntToPtrOp::create(b_, loc_, ptr_type, addr);
+          mlir::Value x = mlir::LLVM::LoadOp::create(b_, loc_, b_.getF32Type(), p);
+          out.push_back(arith::BitcastOp::create(b_, loc_, b_.getI32Type(), round_(x)));
+        }
+      }
+    }
+    auto st = mlir::LLVM::LLVMStructType::getLiteral(
+        b_.getContext(), llvm::SmallVector<mlir::Type>(out.size(), b_.getI32Type()));
+    mlir::Value held = InRegisters(st, out, "r");
+    for (size_t r = 0; r < out.size(); ++r) {
+      out[r] = mlir::LLVM::ExtractValueOp::create(b_, loc_, held, r);
+    }
+    return out;
+  }
+
+  // One wgmma .tf32 with A from registers a_regs[first .. first + 4) and B through descriptor
+  // `db`, accumulating into the struct `d` (inline PTX: the NVVM op takes descriptors only).
+  mlir::Value RegisterWgmma(mlir::Type st, mlir::Value d, const std::vector<mlir::Value>& a_regs,
+                            int64_t first, mlir::Value db) {
+    const int64_t regs = n_.n / 2;
+    std::string text =
+        absl::StrCat("wgmma.mma_async.sync.aligned.m64n", n_.n, "k8.f32.tf32.tf32 {");
+    std::string constraints;
+    for (int64_t r = 0; r < regs; ++r) {
+      absl::StrAppend(&text, r ? ", " : "", "$", r);
+      absl::StrAppend(&constraints, r ? "," : "", "=f");
+    }
+    absl::StrAppend(&text, "}, {$", regs, ", $", regs + 1, ", $", regs + 2, ", $", regs + 3, "}, $",
+                    regs + 4, ", 1, 1, 1;");
+    absl::StrAppend(&constraints, ",r,r,r,r,l");
+    std::vector<mlir::Value> operands(a_regs.begin() + first, a_regs.begin() + first + 4);
+    operands.push_back(db);
+    for (int64_t r = 0; r < regs; ++r) {
+      absl::StrAppend(&constraints, ",", r);
+      operands.push_back(mlir::LLVM::ExtractValueOp::create(b_, loc_, d, r));
+    }
+    return mlir::LLVM::InlineAsmOp::create(
+               b_, loc_, st, operands, text, constraints, /*has_side_effects=*/true,
                /*is_align_stack=*/false, mlir::LLVM::tailcallkind::TailCallKind::None,
                mlir::LLVM::AsmDialectAttr::get(b_.getContext(), mlir::LLVM::AsmDialect::AD_ATT),
                mlir::ArrayAttr())
@@ -150,6 +247,7 @@ class WgmmaWriter {
   mlir::OpBuilder& b_;
   mlir::Location loc_;
   const ir::WgmmaNode& n_;
+  std::function<mlir::Value(mlir::Value)> round_;
 };
 
 }  // namespace
@@ -180,7 +278,10 @@ absl::Status Emitter::EmitWgmma(const ir::WgmmaNode* op) {
   };
   ASSIGN_OR_RETURN(mlir::Value a, address("A", op->a, op->a_offset));
   ASSIGN_OR_RETURN(mlir::Value b, address("B", op->b, op->b_offset));
-  WgmmaWriter(b_, loc_, *op).Emit(acc->memref, a, b);
+  ASSIGN_OR_RETURN(mlir::Value thread, EmitExpr(op->thread));
+  WgmmaWriter(b_, loc_, *op, [this](mlir::Value x) {
+    return Tf32Value(x, /*round=*/true);
+  }).Emit(acc->memref, a, b, thread);
   return absl::OkStatus();
 }
 

@@ -575,6 +575,7 @@ class WgmmaStmt final : public CStmt {
   // -1 after reporting an origin off the swizzle pattern.
   int64_t Origin(Ctx& c, const Operand& o) const {
     const int64_t bytes = o.layout.element_bytes * o.offset->I(c);
+    if (o.layout.registers && bytes >= 0) return bytes;  // plain layout: any element origin
     if (bytes < 0 || bytes % 1024 != 0) {
       c.rt->Fail(absl::InvalidArgumentError(
           absl::StrCat("wgmma on '", n_.acc, "': the origin of operand '", o.name, "' is byte ",
@@ -585,9 +586,9 @@ class WgmmaStmt final : public CStmt {
   }
 
   const double* Element(Ctx& c, const Operand& o, int64_t origin, int64_t row, int64_t k) const {
+    const int64_t byte = origin + WgmmaLayoutOffset(o.layout, row, k);
     const int64_t at =
-        WgmmaSwizzle(origin + WgmmaLayoutOffset(o.layout, row, k), o.layout.swizzle) /
-        o.layout.element_bytes;
+        (o.layout.registers ? byte : WgmmaSwizzle(byte, o.layout.swizzle)) / o.layout.element_bytes;
     if (at >= o.elems) {
       c.rt->Fail(absl::OutOfRangeError(absl::StrCat("wgmma on '", n_.acc, "': element (", row, ", ",
                                                     k, ") of operand '", o.name, "' is past its ",

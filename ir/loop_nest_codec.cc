@@ -173,6 +173,9 @@ class Encoder {
     I64(l.lbo);
     I64(l.sbo);
     I64(l.element_bytes);
+    Bool(l.registers);
+    I64(l.row_stride);
+    I64(l.k_stride);
   }
 
   std::string out_;
@@ -388,6 +391,9 @@ class Decoder {
     l.lbo = I64();
     l.sbo = I64();
     l.element_bytes = I64();
+    l.registers = Bool();
+    l.row_stride = I64();
+    l.k_stride = I64();
     return l;
   }
 

@@ -248,6 +248,10 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
     case StmtKind::kWgmma: {
       const auto* w = s.as<WgmmaNode>();
       auto layout = [&](const WgmmaLayout& l) {
+        if (l.registers) {
+          os << "[registers row " << l.row_stride << " k " << l.k_stride << "]@(";
+          return;
+        }
         os << (l.k_major ? "[k-major" : "[mn-major") << " sw" << l.swizzle << " lbo " << l.lbo
            << " sbo " << l.sbo << "]@(";
       };

@@ -211,6 +211,7 @@ Stmt WarpMmaNode::Make(MmaKind kind, int64_t m_frags, int64_t n_frags, int64_t k
 
 int64_t WgmmaLayoutOffset(const WgmmaLayout& l, int64_t row, int64_t k) {
   const int64_t e = l.element_bytes;
+  if (l.registers) return e * (row * l.row_stride + k * l.k_stride);
   if (l.k_major) return (row / 8) * l.sbo + (row % 8) * l.swizzle + e * k;
   const int64_t atom = l.swizzle / e;
   return (row / atom) * l.lbo + e * (row % atom) + (k / 8) * l.sbo + (k % 8) * l.swizzle;
@@ -225,7 +226,12 @@ Stmt WgmmaNode::Make(MmaKind kind, int64_t m_tiles, int64_t n, int64_t k_steps, 
                      std::string a, Expr a_offset, WgmmaLayout a_layout, std::string b,
                      Expr b_offset, WgmmaLayout b_layout, Expr thread, int64_t pending) {
   CHECK(pending >= 0 && pending <= 3) << "wgmma pending " << pending;
+  CHECK(!b_layout.registers) << "wgmma reads B from shared memory only";
+  CHECK(!a_layout.registers ||
+        (kind == MmaKind::kTF32 && a_layout.row_stride >= 0 && a_layout.k_stride >= 0))
+      << "wgmma A from registers: tf32 with non-negative strides only";
   for (const WgmmaLayout* l : {&a_layout, &b_layout}) {
+    if (l->registers) continue;
     CHECK(l->swizzle == 32 || l->swizzle == 64 || l->swizzle == 128)
         << "wgmma swizzle " << l->swizzle;
     CHECK(l->lbo >= 0 && l->sbo >= 0 && l->lbo % 16 == 0 && l->sbo % 16 == 0 &&
@@ -238,7 +244,7 @@ Stmt WgmmaNode::Make(MmaKind kind, int64_t m_tiles, int64_t n, int64_t k_steps, 
   CHECK(a_layout.element_bytes == bytes && b_layout.element_bytes == bytes)
       << "wgmma " << MmaKindName(kind) << " layouts of " << a_layout.element_bytes << "- and "
       << b_layout.element_bytes << "-byte elements";
-  CHECK(kind != MmaKind::kTF32 || (a_layout.k_major && b_layout.k_major))
+  CHECK(kind != MmaKind::kTF32 || ((a_layout.k_major || a_layout.registers) && b_layout.k_major))
       << "wgmma tf32 reads K-major operands only";
   CHECK(m_tiles >= 1 && k_steps >= 1 && n >= 8 && n <= 256 && n % 8 == 0)
       << "wgmma counts " << m_tiles << "x" << n << "x" << k_steps;

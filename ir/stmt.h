@@ -291,9 +291,16 @@ struct WgmmaLayout {
   int64_t lbo = 0;            // bytes (MN-major only); a multiple of 16 under 2^18 (14-bit field)
   int64_t sbo = 0;            // bytes; a multiple of 16 under 2^18
   int64_t element_bytes = 2;  // 2 (f16, bf16) or 4 (tf32)
+  /// Operand A of tf32 only: each thread loads its A fragment from shared memory into registers
+  /// (PTX's register form of wgmma, which reads A in any layout), from a plain unswizzled tile:
+  /// element (row, k) at element row·row_stride + k·k_stride from the origin. The swizzle, lbo,
+  /// sbo and k_major fields are then unused.
+  bool registers = false;
+  int64_t row_stride = 0;  // elements
+  int64_t k_stride = 0;    // elements
   bool operator==(const WgmmaLayout&) const = default;
 };
-/// Byte offset of element (row, k), before swizzling, from the tile origin.
+/// Byte offset of element (row, k), before swizzling (none for `registers`), from the tile origin.
 int64_t WgmmaLayoutOffset(const WgmmaLayout& layout, int64_t row, int64_t k);
 /// A shared byte address after the W-byte swizzle (W = 32, 64 or 128): bits [4, 4 + log2(W/16)) are
 /// xor-ed with the bits from 7 up (CUTLASS's Swizzle<3,4,3> for 128 bytes, <2,4,3> for 64, <1,4,3>
@@ -312,7 +319,9 @@ int64_t WgmmaSwizzle(int64_t address, int64_t swizzle);
 /// overwritten (the tensor_core lowering orders its ring of tiles so). `pending` up to 3 lets
 /// that many groups run (wait_group `pending`; AsyncGroupNode::WgmmaWait waits for them later).
 /// Later Wgmma's into the same accumulator may be issued while earlier ones are in flight. The
-/// interpreter computes the update at once either way. Kinds f16, bf16 and tf32; tf32 reads K-major
+/// interpreter computes the update at once either way. A tf32 A may instead be read into
+/// registers from a plain tile (WgmmaLayout::registers; PTX's register form). Kinds f16, bf16 and
+/// tf32; tf32 reads K-major
 /// float32 tiles whose values it rounds as ir::MmaOperandValue does (the tensor_core lowering
 /// stores TF32 values there already, so that the hardware's own reading of the dropped bits never
 /// matters).

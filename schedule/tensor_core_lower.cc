@@ -64,6 +64,7 @@ struct Operand {
   int64_t rows = 0;           // block_m or block_n
   int64_t total_rows = 0;     // M or N
   bool k_inner = true;        // shared layout [S][rows][BK + pad], else [S][BK][rows + pad]
+  int64_t pad = 0;            // elements (the step's pad; see Builder::a_regs)
   ir::ScalarType dtype = ir::ScalarType::kFloat16;
   const ir::LoadNode* copy = nullptr;  // set: filled by cp.async of this load
   // Filled element by element with 4-byte cp.async whose source size is 0 where the element is
@@ -133,7 +134,7 @@ struct Builder {
   const ir::TensorNode& op;
   MatmulLike mm;
   ir::MmaKind kind = ir::MmaKind::kF16;
-  int64_t bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, pad = 0;
+  int64_t bm = 0, bn = 0, bk = 0, wm = 0, wn = 0;
   int stages = 1;
   int64_t warps_n = 1, warps = 1, threads = 32;
   int64_t k_tiles = 1;      // k tiles of the whole reduction
@@ -155,7 +156,12 @@ struct Builder {
   bool async = false;
   bool wgmma = false;       // warpgroup tiles (TensorCoreStep::warpgroup)
   bool split_tf32 = false;  // wgmma of a TF32 kind: plain ring, then TF32 tiles (Operand::big)
-  int64_t groups_n = 1;     // wgmma: warpgroups along n
+  // One-pass tf32 on the split path: A is not copied into TF32 tiles; each wgmma reads its A
+  // fragments from the ring's plain float32 tile into registers, rounded there (wgmma's register
+  // form reads A in any layout: a pixel-contiguous convolution input needs no transposed copy).
+  // A's rows are padded so that those reads are free of bank conflicts.
+  bool a_regs = false;
+  int64_t groups_n = 1;  // wgmma: warpgroups along n
 
   // Accumulator fragments per thread: [frag_m][frag_n][4].
   int64_t FragM() const { return wgmma ? wm / 64 : wm / 16; }
@@ -174,7 +180,7 @@ struct Builder {
     }
     return {o.buffer,
             o.dtype,
-            {stages, OuterExtent(o), InnerExtent(o) + pad},
+            {stages, OuterExtent(o), InnerExtent(o) + o.pad},
             ir::MemoryScope::kShared};
   }
 
@@ -300,6 +306,7 @@ struct Builder {
     const Expr group = warp / C(4);
     auto origin = [&](const Operand& o, const Expr& base, const Expr& first_row) {
       const ir::WgmmaLayout& l = o.layout;
+      if (l.registers) return base + first_row * C(l.row_stride);
       const Expr byte = l.k_major ? first_row * C(l.swizzle) : (first_row / C(64)) * C(l.lbo);
       return base + byte / C(l.element_bytes);
     };
@@ -356,17 +363,32 @@ struct Builder {
   }
 
   Stmt SplitBoth(const Expr& slot, const Expr& t_slot) {
+    if (a_regs) return SplitTile(b, slot, t_slot);
     return ir::SeqNode::Make({SplitTile(a, slot, t_slot), SplitTile(b, slot, t_slot)});
+  }
+
+  // A's layout when its fragments go through registers: the ring tile as it is.
+  ir::WgmmaLayout RegisterLayout() const {
+    ir::WgmmaLayout l;
+    l.registers = true;
+    l.element_bytes = 4;
+    l.row_stride = a.k_inner ? bk + a.pad : 1;
+    l.k_stride = a.k_inner ? 1 : bm + a.pad;
+    return l;
   }
 
   // The TF32 products of the tiles at TF32 slot `t_slot` issued and left in flight: into the
   // fresh tile accumulator (tf32x3: small·big, big·small, big·big, as the mma.sync kind), or
   // (one-pass tf32, no tile accumulator) straight into `acc`.
-  Stmt IssueTf32(const std::string& acc, const Expr& t_slot) {
+  Stmt IssueTf32(const std::string& acc, const Expr& t_slot, const Expr& ring_slot) {
     const ir::MmaKind t = ir::MmaKind::kTF32;
     const Expr ao = t_slot * C(TileElems(a));
     const Expr bo = t_slot * C(TileElems(b));
     const std::string& into = tile_acc.empty() ? acc : tile_acc;
+    if (a_regs) {
+      const Expr ring = ring_slot * C(OuterExtent(a) * (InnerExtent(a) + a.pad));
+      return WgmmaOf(t, into, a.buffer, ring, b.big, bo, 3);
+    }
     std::vector<Stmt> seq;
     if (!tile_acc.empty()) seq.push_back(InitAcc(tile_acc));
     if (kind == ir::MmaKind::kTF32x3) {
@@ -397,7 +419,7 @@ struct Builder {
   // TF32 tiles until every warpgroup's wgmma's are done with them.
   Stmt Tf32Wgmma(const std::string& acc, const Expr& slot) {
     return ir::SeqNode::Make(
-        {SplitBoth(slot, C(0)), ir::BarrierNode::Make(), IssueTf32(acc, C(0)), AddTf32(acc)});
+        {SplitBoth(slot, C(0)), ir::BarrierNode::Make(), IssueTf32(acc, C(0), slot), AddTf32(acc)});
   }
 
   // TF32 kinds on wgmma with a ring of 2 or more tiles: two sets of TF32 tiles, so that each k
@@ -418,7 +440,7 @@ struct Builder {
     seq.push_back(ir::AsyncGroupNode::Commit());
     seq.push_back(SplitBoth(C(0), C(0)));
     seq.push_back(ir::BarrierNode::Make());
-    seq.push_back(IssueTf32(acc, C(0)));
+    seq.push_back(IssueTf32(acc, C(0), C(0)));
     if (split_tiles > 1) {
       const Expr ko = ir::MakeVar(k.fresh(op.name + ".ko"));
       const Expr next = ko + C(1);
@@ -431,7 +453,7 @@ struct Builder {
           SplitBoth(next % C(stages), next % C(2)),
           AddTf32(acc),
           ir::BarrierNode::Make(),
-          IssueTf32(acc, next % C(2))};
+          IssueTf32(acc, next % C(2), next % C(stages))};
       seq.push_back(ir::ForNode::Make(ko, C(0), C(split_tiles - 1), ForKind::kSerial,
                                       ir::SeqNode::Make(body)));
     }
@@ -931,7 +953,6 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   bd.bk = c.block_k;
   bd.wm = c.warp_m;
   bd.wn = c.warp_n;
-  bd.pad = c.pad;
   bd.stages = c.pipeline;
   bd.warps_n = c.block_n / c.warp_n;
   bd.warps = (c.block_m / c.warp_m) * bd.warps_n;
@@ -961,13 +982,20 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
                      mm->a_k_inner, dtype);
   bd.b = MakeOperand(k.fresh(op.name + ".B.shared"), mm->b, mm->n_axes, c.block_n, mm->n,
                      mm->b_k_inner, dtype);
+  bd.a.pad = bd.b.pad = c.pad;
   if (bd.wgmma) {
     absl::StatusOr<WgmmaLayouts> layouts = PlanWgmmaLayouts(c, *mm);
     if (!layouts.ok()) return Invalid(op.name, std::string(layouts.status().message()));
     bd.a.layout = layouts->a;
     bd.b.layout = layouts->b;
+    bd.a_regs = bd.split_tf32 && *kind == ir::MmaKind::kTF32;
+    if (bd.a_regs) {
+      bd.a.pad = bd.a.k_inner ? 4 : 8;
+      bd.a.layout = bd.RegisterLayout();
+    }
     if (bd.split_tf32) {
       for (Operand* o : {&bd.a, &bd.b}) {
+        if (o == &bd.a && bd.a_regs) continue;
         o->big = k.fresh(o->buffer + ".tf32");
         if (*kind == ir::MmaKind::kTF32x3) o->small = k.fresh(o->buffer + ".tf32.small");
       }
