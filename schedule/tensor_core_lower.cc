@@ -172,10 +172,17 @@ struct Builder {
 
   int64_t InnerExtent(const Operand& o) const { return o.k_inner ? bk : o.rows; }
   int64_t OuterExtent(const Operand& o) const { return o.k_inner ? o.rows : bk; }
+  // Elements of one ring slot of the plain layout (padded rows).
+  int64_t RingTileElems(const Operand& o) const {
+    return OuterExtent(o) * (InnerExtent(o) + o.pad);
+  }
+  // Whether o's ring holds wgmma's swizzled tiles (read through descriptors), else plain padded
+  // rows (read by threads: the split path's copy, A's register fragments, mma.sync).
+  bool Swizzled(const Operand& o) const { return wgmma && !split_tf32 && !o.layout.registers; }
 
   // The shared buffer's declaration.
   ir::BufferDecl Decl(const Operand& o) const {
-    if (wgmma && !split_tf32) {
+    if (Swizzled(o)) {
       return {o.buffer, o.dtype, {stages * TileElems(o)}, ir::MemoryScope::kShared};
     }
     return {o.buffer,
@@ -245,7 +252,7 @@ struct Builder {
     const Expr row = o.k_inner ? outer : in;
     const Expr kk = o.k_inner ? in : outer;
     std::vector<Expr> index = {slot, outer, in};
-    if (wgmma && !split_tf32) {
+    if (Swizzled(o)) {
       // The chunk's first element goes where the swizzled layout puts it; its `vec` elements stay
       // contiguous (the swizzle moves whole 16-byte chunks). A gather (vec 1) places each element
       // at its 16-byte chunk's place plus its offset in the chunk.
@@ -295,7 +302,8 @@ struct Builder {
 
   // One warpgroup's wgmma of the k tile in `slot`.
   Stmt Wgmma(const std::string& acc, const Expr& slot, int64_t pending) {
-    return WgmmaOf(kind, acc, a.buffer, slot * C(TileElems(a)), b.buffer, slot * C(TileElems(b)),
+    const int64_t a_slot = a.layout.registers ? RingTileElems(a) : TileElems(a);
+    return WgmmaOf(kind, acc, a.buffer, slot * C(a_slot), b.buffer, slot * C(TileElems(b)),
                    pending);
   }
 
@@ -386,7 +394,7 @@ struct Builder {
     const Expr bo = t_slot * C(TileElems(b));
     const std::string& into = tile_acc.empty() ? acc : tile_acc;
     if (a_regs) {
-      const Expr ring = ring_slot * C(OuterExtent(a) * (InnerExtent(a) + a.pad));
+      const Expr ring = ring_slot * C(RingTileElems(a));
       return WgmmaOf(t, into, a.buffer, ring, b.big, bo, 3);
     }
     std::vector<Stmt> seq;
@@ -586,6 +594,7 @@ struct Builder {
     }
     if (mm.n_axes.size() != 1 || mm.n_axes[0] + 1 != static_cast<int>(op.axes.size())) return "";
     for (const Operand* o : {&a, &b}) {
+      if (o->layout.registers) continue;  // plain padded rows, not a flat ring
       if (o->dtype == out_type && stages * TileElems(*o) >= bm * bn) return o->buffer;
     }
     return "";
@@ -901,6 +910,32 @@ absl::StatusOr<OperandRepack> RepackOperands(const TensorCoreKernel& k, MatmulLi
   return plan;
 }
 
+// The wgmma operand layouts (swizzled tiles; A through registers for one-pass TF32 on the split
+// path, Builder::a_regs) and the TF32 tiles of the split path.
+absl::Status PlanWgmmaOperands(const TensorCoreKernel& k, const MatmulLike& mm, Builder* bd) {
+  absl::StatusOr<WgmmaLayouts> layouts = PlanWgmmaLayouts(k.config, mm);
+  if (!layouts.ok()) return Invalid(k.op->name, std::string(layouts.status().message()));
+  bd->a.layout = layouts->a;
+  bd->b.layout = layouts->b;
+  // One-pass TF32 without repack: A through registers. A K-major B is then read through its
+  // descriptor as the ring holds it (the tensor cores drop its low 13 bits, as in cuBLAS's and
+  // CUTLASS's TF32 kernels on float32 data), with no copy: no split path at all. An MN-major B
+  // still needs its copy into K-major TF32 tiles.
+  bd->a_regs = bd->kind == ir::MmaKind::kTF32 && !k.config.repack;
+  if (bd->a_regs && mm.b_k_inner) bd->split_tf32 = false;
+  if (bd->a_regs) {
+    bd->a.pad = bd->a.k_inner ? 4 : 8;
+    bd->a.layout = bd->RegisterLayout();
+  }
+  if (!bd->split_tf32) return absl::OkStatus();
+  for (Operand* o : {&bd->a, &bd->b}) {
+    if (o == &bd->a && bd->a_regs) continue;
+    o->big = k.fresh(o->buffer + ".tf32");
+    if (bd->kind == ir::MmaKind::kTF32x3) o->small = k.fresh(o->buffer + ".tf32.small");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool TargetHasMmaSync(const Target& target) {
@@ -983,24 +1018,7 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   bd.b = MakeOperand(k.fresh(op.name + ".B.shared"), mm->b, mm->n_axes, c.block_n, mm->n,
                      mm->b_k_inner, dtype);
   bd.a.pad = bd.b.pad = c.pad;
-  if (bd.wgmma) {
-    absl::StatusOr<WgmmaLayouts> layouts = PlanWgmmaLayouts(c, *mm);
-    if (!layouts.ok()) return Invalid(op.name, std::string(layouts.status().message()));
-    bd.a.layout = layouts->a;
-    bd.b.layout = layouts->b;
-    bd.a_regs = bd.split_tf32 && *kind == ir::MmaKind::kTF32;
-    if (bd.a_regs) {
-      bd.a.pad = bd.a.k_inner ? 4 : 8;
-      bd.a.layout = bd.RegisterLayout();
-    }
-    if (bd.split_tf32) {
-      for (Operand* o : {&bd.a, &bd.b}) {
-        if (o == &bd.a && bd.a_regs) continue;
-        o->big = k.fresh(o->buffer + ".tf32");
-        if (*kind == ir::MmaKind::kTF32x3) o->small = k.fresh(o->buffer + ".tf32.small");
-      }
-    }
-  }
+  if (bd.wgmma) RETURN_IF_ERROR(PlanWgmmaOperands(k, *mm, &bd));
   bd.async = PlanAsync(bd, repack.has_value());
   for (Operand* o : {&bd.a, &bd.b}) {
     const int64_t vec = 16 / ir::BytesOf(dtype);
