@@ -89,7 +89,14 @@ class WgmmaWriter {
     // A in registers: every fragment loaded and rounded before the fence (which must follow the
     // last write of a register a wgmma reads).
     std::vector<mlir::Value> a_regs;
-    if (n_.a_layout.registers) a_regs = AFragments(a_addr, thread);
+    if (n_.a_layout.registers) {
+      // An earlier wgmma may still be reading A registers, and the loop's next fragments land in
+      // the same PTX registers (the loads of each iteration reuse them), which ptxas does not
+      // guard as it guards accumulators: wrong results on the H200 with 4 or more stages. Wait
+      // for every wgmma in flight first.
+      mlir::NVVM::WgmmaWaitGroupSyncOp::create(b_, loc_, b_.getI64IntegerAttr(0));
+      a_regs = AFragments(a_addr, thread);
+    }
     mlir::NVVM::FenceProxyOp::create(
         b_, loc_, mlir::NVVM::ProxyKindAttr::get(ctx, mlir::NVVM::ProxyKind::async_shared),
         mlir::NVVM::SharedSpaceAttr::get(ctx, mlir::NVVM::SharedSpace::shared_cta));

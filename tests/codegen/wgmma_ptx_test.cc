@@ -116,9 +116,9 @@ INSTANTIATE_TEST_SUITE_P(Layouts, WgmmaPtxTest,
                                            Problem{"bf16", true, 128, 128, 16},
                                            Problem{"f16", false, 64, 256, 64}));
 
-// float32 operands on TF32 wgmma: each k tile's ring slot is copied into K-major TF32 tiles
-// (tf32 rounded; tf32x3 big and small parts, truncated), then m64nNk8
-// instructions: tf32x3's three products per k step, tf32's one.
+// float32 operands on TF32 wgmma with an MN-major B: each k tile's ring slot is copied into
+// K-major TF32 tiles (tf32 rounded, B only: its A goes through registers; tf32x3 big and small
+// parts, truncated), then m64nNk8 instructions: tf32x3's three products per k step, tf32's one.
 TEST(WgmmaPtx, Tf32KindsCompileForSm90aAndAssemble) {
   for (const Problem& p :
        {Problem{"tf32x3", false, 64, 64, 32}, Problem{"tf32x3", true, 64, 32, 16},
@@ -129,11 +129,14 @@ TEST(WgmmaPtx, Tf32KindsCompileForSm90aAndAssemble) {
     const std::string mma =
         absl::StrCat("wgmma.mma_async.sync.aligned.m64n", p.wn, "k8.f32.tf32.tf32");
     // The products are issued twice (the first tile before the k loop, the next in it), each
-    // group left in flight (wait_group 3); the two sums wait for them (wait_group 0).
+    // group left in flight (wait_group 3); the two sums wait for them (wait_group 0), and tf32's
+    // A register loads wait for every wgmma in flight first (wait_group 0 again).
+    const bool a_registers = p.kind == "tf32";
     EXPECT_EQ(Count(ptx, mma), 2 * products * (p.bk / 8) * (p.wm / 64)) << p.kind;
     EXPECT_EQ(Count(ptx, "wgmma.commit_group.sync.aligned"), 2 * products) << p.kind;
     EXPECT_EQ(Count(ptx, "wgmma.wait_group.sync.aligned \t3;"), 2 * products) << p.kind;
-    EXPECT_EQ(Count(ptx, "wgmma.wait_group.sync.aligned \t0;"), 2) << p.kind;
+    EXPECT_EQ(Count(ptx, "wgmma.wait_group.sync.aligned \t0;"), a_registers ? 4 : 2) << p.kind;
+    if (a_registers) EXPECT_GE(Count(ptx, "ld.shared.b32"), 4);  // a fragment's four values
     // The TF32 mask (and.b32 with 0xFFFFE000); only tf32 rounds, which tests the exponent for
     // Inf / NaN (and.b32 with 0x7F800000 = 2139095040).
     EXPECT_GE(Count(ptx, "-8192"), 1) << p.kind;

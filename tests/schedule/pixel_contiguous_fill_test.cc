@@ -118,9 +118,9 @@ TEST(PixelContiguousFill, RandomOneByOneConvolutionsMatchTheReference) {
       continue;
     }
     const std::string text = ir::ToString(k->nest);
-    const std::string what = absl::StrCat(nlohmann::json(c.shapes).dump(), " ",
-                                          nlohmann::json(c.attrs).dump(), " ",
-                                          StepToString(st->steps().back()));
+    const std::string what =
+        absl::StrCat(nlohmann::json(c.shapes).dump(), " ", nlohmann::json(c.attrs).dump(), " ",
+                     StepToString(st->steps().back()));
     // The input's tile: vector copies along the pixels exactly where the input is plain, the
     // image width takes whole vectors and the tiles have no ragged edge.
     const int64_t eb = c.dtype == ir::ScalarType::kFloat32 ? 4 : 2;
