@@ -69,8 +69,9 @@ const std::vector<std::vector<int64_t>>& SplitFactorizations(int64_t extent, int
 [[nodiscard]] absl::StatusOr<Candidate> AnnotateSketch(const schedule::State& sketch,
                                                        TuneContext& ctx);
 
-/// One of `sketches` to annotate: with both kinds present, a tensor-core sketch (uniformly among
-/// them) with probability options.tensor_core_share, else a SIMT one; otherwise uniformly.
+/// One of `sketches` to annotate: with both kinds present, a tensor-core sketch with probability
+/// options.tensor_core_share, else a SIMT one; uniformly within each kind, except that where
+/// one-pass tf32 sketches exist (TF32 allowed) 3xTF32 ones weigh a third as much.
 /// `sketches` must not be empty.
 const schedule::State& PickSketch(const std::vector<schedule::State>& sketches,
                                   const AnnotationOptions& options, std::mt19937_64& rng);

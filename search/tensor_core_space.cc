@@ -96,10 +96,8 @@ std::vector<std::string> TensorCoreKinds(const schedule::MatmulLike& mm, bool al
     case ir::ScalarType::kBFloat16:
       return {"bf16"};
     case ir::ScalarType::kFloat32:
-      // TF32 allowed: one-pass TF32 only. 3xTF32 does three times its products for accuracy the
-      // mode does not ask for and was never the faster (as a sketch of its own it took three
-      // quarters of a TF32-mode tune's trials, bench/NOTES.md).
-      if (allow_tf32) return {"tf32"};
+      // TF32 allowed: both; PickSketch draws one-pass tf32 three times as often.
+      if (allow_tf32) return {"tf32x3", "tf32"};
       return {"tf32x3"};
     default:
       return {};

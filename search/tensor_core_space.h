@@ -23,8 +23,8 @@ bool HasTensorCoreStep(const std::vector<schedule::Step>& steps);
 bool HasTensorCoreStep(const schedule::State& s);
 
 /// The mma kinds (ir::MmaKindName) that can compute `mm` exactly enough: f16 for float16
-/// operands, bf16 for bfloat16, tf32x3 for float32 (one-pass tf32 instead when `allow_tf32`:
-/// 3xTF32 is then only slower). Empty when the operand types differ or none fits.
+/// operands, bf16 for bfloat16, tf32x3 for float32 (and tf32 when `allow_tf32`). Empty when the
+/// operand types differ or none fits.
 std::vector<std::string> TensorCoreKinds(const schedule::MatmulLike& mm, bool allow_tf32);
 
 /// Whether `t` fits `target`: threads per block, shared memory (with opt-in) and at most 128

@@ -31,7 +31,8 @@ Checks (the same for our kernels and external ones), per trial, TRIALS >= 5 tria
      2^-11 for float32 problems under --precision tf32; float16 / bfloat16 problems are computed
      in float32 and rounded once, inside rtol) and M the float64 magnitude of the
      terms of the element (magnitude_method): for multilinear problems (matmul, dense, gemv,
-     convolutions, sums, means, pools, add) the problem's expression in float64 on |inputs|,
+     convolutions, sums, means, pools, add, and fused chains of them with relu and scales by
+     non-negative constants) the problem's expression in float64 on |inputs|,
      which is exactly the tuner's propagated M; for selections (relu, max, transpose) |ref|;
      NaN / Inf never pass where the reference is finite -> nan_output; failures all within the
      fp16 tolerance -> imprecise, else -> wrong_answer. For the other problems (softmax, norms,
@@ -39,6 +40,9 @@ Checks (the same for our kernels and external ones), per trial, TRIALS >= 5 tria
      PyTorch's own result in the problem's dtype (TF32 off, no reduced-precision reductions)
      misses the rule against the reference; then SLACK_FACTOR times PyTorch's largest excess,
      so that a kernel no less accurate than PyTorch's passes and a lower-precision one does not.
+     Under --precision tf32, PyTorch's own TF32 path (allow_tf32 on) on the same inputs is
+     measured too and the larger excess counts: a TF32 kernel no less accurate than PyTorch's
+     TF32 passes.
 Errors reported: the largest |got - ref| (max_abs_error) and |got - ref| / |ref| where |ref| > atol
 (max_rel_error) over the trials, and the same of PyTorch's own result in the problem's dtype with
 TF32 off and no reduced-precision reductions (eager_max_abs_error, eager_max_rel_error: the
@@ -205,6 +209,19 @@ def rounded_intermediates(problem):
             len(problem.get("nodes") or []) > 1)
 
 
+def _multilinear_node(node):
+    """Whether a fused node keeps M = the expression on |inputs|: an op of
+    MAGNITUDE_FROM_ABS_INPUTS, or a scale by a non-negative constant (M(c·x) = c·M(x))."""
+    if node.get("op") in MAGNITUDE_FROM_ABS_INPUTS:
+        return True
+    if node.get("op") == "scale":
+        try:
+            return float((node.get("attrs") or {}).get("scale", "nan")) >= 0
+        except ValueError:
+            return False
+    return False
+
+
 def magnitude_method(problem):
     """How M is computed for `problem`: "abs_inputs" (the expression on |inputs|), "abs_value"
     (|ref|), or None (not modelled: M = |ref| and PyTorch's slack)."""
@@ -215,7 +232,7 @@ def magnitude_method(problem):
     # expression on |inputs| is the tuner's propagated M too (sums and products of the terms' M,
     # a max's largest M), where |ref| would drop the contraction's cancelled terms.
     nodes = problem.get("nodes") or []
-    if op == "fused" and nodes and all(n.get("op") in MAGNITUDE_FROM_ABS_INPUTS for n in nodes):
+    if op == "fused" and nodes and all(_multilinear_node(n) for n in nodes):
         return "abs_inputs"
     if op in MAGNITUDE_IS_ABS_VALUE:
         return "abs_value"
@@ -1496,6 +1513,13 @@ class Harness:
                     ref64 = fn(*[x.double() for x in xs])
                     self.set_strict()
                     base = fn(*xs).double()  # PyTorch in the problem's dtype, most precise
+                    # TF32 mode: PyTorch's own TF32 path on the same inputs, whose excess is the
+                    # slack where M is not modelled (the mode's rule: as precise as PyTorch with
+                    # allow_tf32).
+                    base_tf32 = None
+                    if self.precision == "tf32" and dtype == "float32":
+                        self.set_tf32(True)
+                        base_tf32 = fn(*xs).double()
                 finally:
                     self.set_strict()
             if not torch.isfinite(ref64).all():
@@ -1518,8 +1542,16 @@ class Harness:
             both = finite_ref & torch.isfinite(base)
             excess = torch.where(both, (base - ref).abs() - (atol + rtol * ref.abs() + allowance),
                                  0.0).max().item()
+            if base_tf32 is not None:
+                both_tf32 = finite_ref & torch.isfinite(base_tf32)
+                excess_tf32 = torch.where(
+                    both_tf32,
+                    (base_tf32 - ref).abs() - (atol + rtol * ref.abs() + allowance),
+                    0.0).max().item()
+                if math.isfinite(excess_tf32):
+                    excess = max(excess, excess_tf32) if math.isfinite(excess) else excess_tf32
             slack = 0.0
-            if method is None:  # M not modelled: PyTorch's own excess widens it
+            if method is None:  # M not modelled: PyTorch's own excess (TF32's in TF32 mode)
                 slack = SLACK_FACTOR * max(0.0, excess if math.isfinite(excess) else 0.0)
             worst["slack"] = max(worst["slack"], slack)
             saved = [x.clone() for x in xs]

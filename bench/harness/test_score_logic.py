@@ -144,6 +144,17 @@ class PrecisionRuleTest(unittest.TestCase):
         self.assertEqual(score.magnitude_method(conv_bn_relu), "abs_inputs")
         dense_gelu = {"op": "fused", "nodes": [{"op": "dense"}, {"op": "gelu"}]}
         self.assertIsNone(score.magnitude_method(dense_gelu))
+        # A scale by a non-negative constant keeps the chain multilinear on |inputs| (the tuner's
+        # M(c·x) = |c|·M(x)); a negative one would flip the expression's sign: not modelled.
+        scaled = {"op": "fused", "nodes": [{"op": "matmul"}, {"op": "scale",
+                                                             "attrs": {"scale": "0.5"}},
+                                           {"op": "add"}]}
+        self.assertEqual(score.magnitude_method(scaled), "abs_inputs")
+        negated = {"op": "fused", "nodes": [{"op": "matmul"},
+                                            {"op": "scale", "attrs": {"scale": "-0.5"}}]}
+        self.assertIsNone(score.magnitude_method(negated))
+        self.assertIsNone(score.magnitude_method(
+            {"op": "fused", "nodes": [{"op": "matmul"}, {"op": "scale", "attrs": {}}]}))
 
     def test_half_fused_chains_round_their_intermediates(self):
         # The tuner's rule takes the half type's u where a non-output stage stores a half type:

@@ -1,6 +1,7 @@
 // The tensor-core part of the search space: sketches for matmul-like stages per mma kind, random
 // annotation of the tensor_core decisions (every candidate fits the target and computes the
 // right values in the interpreter), and mutation of one decision.
+#include <random>
 #include <set>
 #include <string>
 #include <variant>
@@ -76,7 +77,7 @@ TEST(TensorCoreSearch, PlainMatmulGetsOneSketchAndNoneOnACacheWriteStage) {
   }
 }
 
-TEST(TensorCoreSearch, Float32UsesThreeTf32OrOnePassTf32WhereAllowed) {
+TEST(TensorCoreSearch, Float32UsesThreeTf32AndMostlyOnePassTf32WhereAllowed) {
   const ir::ComputeDAG dag =
       Build("dense_bias_relu", {{64, 32}, {48, 32}, {48}}, ir::ScalarType::kFloat32);
   absl::StatusOr<std::vector<State>> strict = GenerateSketches(TuneContext(dag, Target::H200()));
@@ -93,7 +94,19 @@ TEST(TensorCoreSearch, Float32UsesThreeTf32OrOnePassTf32WhereAllowed) {
   tc = TensorCoreSketches(*both);
   std::set<std::string> kinds;
   for (const auto* t : tc) kinds.insert(t->kind);
-  EXPECT_EQ(kinds, (std::set<std::string>{"tf32"}));  // 3xTF32 is never the faster
+  EXPECT_EQ(kinds, (std::set<std::string>{"tf32x3", "tf32"}));
+  // Tensor-core picks draw one-pass tf32 three times as often as 3xTF32.
+  AnnotationOptions always;
+  always.tensor_core_share = 1.0;
+  std::mt19937_64 rng(11);
+  int one_pass = 0;
+  constexpr int kPicks = 4000;
+  for (int i = 0; i < kPicks; ++i) {
+    const TensorCoreStep* t = TensorCoreOf(PickSketch(*both, always, rng));
+    ASSERT_NE(t, nullptr);
+    one_pass += t->kind == "tf32";
+  }
+  EXPECT_NEAR(one_pass / static_cast<double>(kPicks), 0.75, 0.03);
   SketchOptions off;
   off.tensor_cores = false;
   absl::StatusOr<std::vector<State>> none =
