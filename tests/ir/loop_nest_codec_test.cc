@@ -1,6 +1,6 @@
 // LoopNest encoding: lowered schedules of every statement kind (CPU tiling, GPU shared-memory
-// tiles, mma.sync with cp.async, wgmma) survive the round trip exactly, shared expressions stay
-// shared, and truncated or corrupted bytes give an error, never a crash.
+// tiles, mma.sync with cp.async, wgmma, wgmma with A in registers) survive the round trip exactly,
+// shared expressions stay shared, and truncated or corrupted bytes give an error, never a crash.
 #include "ir/loop_nest_codec.h"
 
 #include <random>
@@ -35,7 +35,8 @@ std::vector<std::string> SchedulePaths() {
           examples + "/softmax_cuda.json",
           examples + "/dense_bias_relu_cuda_tensor_core.json",
           bench + "/matmul_cuda_4096_128x128_cp_async4.json",
-          bench + "/matmul_bfloat16_cuda_4096_wgmma_128x256.json"};
+          bench + "/matmul_bfloat16_cuda_4096_wgmma_128x256.json",
+          bench + "/conv2d_float32_cuda_resnet1x1_tf32_wgmma_pixels.json"};
 }
 
 TEST(LoopNestCodecTest, LoweredSchedulesRoundTripExactly) {
@@ -58,6 +59,8 @@ TEST(LoopNestCodecTest, PrintedFormShowsWhatTheCodecCarries) {
   const std::vector<std::string> paths = SchedulePaths();
   EXPECT_THAT(ToString(Lowered(paths[3])), HasSubstr("mma"));
   EXPECT_THAT(ToString(Lowered(paths[5])), HasSubstr("wgmma"));
+  // One-pass TF32 with A read into registers from a plain tile (WgmmaLayout::registers).
+  EXPECT_THAT(ToString(Lowered(paths[6])), HasSubstr("[registers row 1 k 136]"));
 }
 
 TEST(LoopNestCodecTest, SharedExpressionsStaySharedAndSmall) {
