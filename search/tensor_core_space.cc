@@ -109,9 +109,10 @@ bool TensorCoreStepFits(const TensorCoreStep& t, const Target& target) {
     const int64_t groups = (t.block_m / t.warp_m) * (t.block_n / t.warp_n);
     const int64_t tile = (t.block_m + t.block_n) * t.block_k * ElementBytes(t);
     // TF32 kinds: the ring of float32 tiles, then TF32 tiles (big, and small for tf32x3; two sets
-    // of them with a ring of 2 or more) and a tile accumulator beside the accumulator
-    // (schedule/tensor_core_lower.cc).
+    // of them with a ring of 2 or more; one-pass tf32 copies B at most, counted as the whole) and,
+    // for tf32x3, a tile accumulator beside the accumulator (schedule/tensor_core_lower.cc).
     const bool tf32 = schedule::WgmmaSplitsTf32(t);
+    const bool tile_acc = KindOf(t) == ir::MmaKind::kTF32x3;
     const int64_t parts = !tf32 ? 0 : KindOf(t) == ir::MmaKind::kTF32x3 ? 2 : 1;
     const int64_t sets = t.pipeline >= 2 ? 2 : 1;
     const int64_t shared = (t.pipeline + parts * sets) * tile;
@@ -119,7 +120,7 @@ bool TensorCoreStepFits(const TensorCoreStep& t, const Target& target) {
     return HasWgmma(target) && t.warp_m % 64 == 0 && t.warp_n <= 256 &&
            groups * 128 <= target.max_threads_per_block &&
            shared <= target.max_shared_memory_optin &&
-           (tf32 ? 2 : 1) * t.warp_m * t.warp_n / 128 <= kMaxAccumulators &&
+           (tile_acc ? 2 : 1) * t.warp_m * t.warp_n / 128 <= kMaxAccumulators &&
            (row_bytes == 32 || row_bytes == 64 || row_bytes == 128);
   }
   const ir::MmaKind kind = KindOf(t);

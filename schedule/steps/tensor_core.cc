@@ -124,10 +124,10 @@ absl::Status CheckTensorCoreShape(const TensorCoreStep& t, const std::string& te
                        "up to 256)"));
     }
     // Each thread of a warpgroup holds warp_m · warp_n / 128 float32 accumulators (twice that for
-    // the TF32 kinds that copy into TF32 tiles, which sum each k tile apart); past 128 they cannot
-    // stay in the 255 registers a thread has (ptxas spills a 128x256 tile's 256).
-    const bool tf32 = WgmmaSplitsTf32(t);
-    const int64_t registers = t.warp_m * t.warp_n / 128 * (tf32 ? 2 : 1);
+    // tf32x3, which sums each k tile apart in a tile accumulator); past 128 they cannot stay in
+    // the 255 registers a thread has (ptxas spills a 128x256 tile's 256).
+    const bool tile_acc = t.kind == ir::MmaKindName(ir::MmaKind::kTF32x3);
+    const int64_t registers = t.warp_m * t.warp_n / 128 * (tile_acc ? 2 : 1);
     if (registers > 128) {
       return internal::StepError(
           text, absl::StrCat("warpgroup tile ", t.warp_m, "x", t.warp_n, " needs ", registers,

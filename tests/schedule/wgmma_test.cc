@@ -87,16 +87,20 @@ TEST(WgmmaStep, RefusesShapesAndKindsItCannotTake) {
     ASSERT_FALSE(st.ok()) << b.step.ToString();
     EXPECT_NE(st.status().message().find(b.says), std::string::npos) << st.status();
   }
-  // float32 operands: TF32 rows of k are 4-byte elements (block_k 8, 16 or 32), and each thread
-  // holds a tile accumulator beside the accumulator (at most 64 of each).
+  // float32 operands: TF32 rows of k are 4-byte elements (block_k 8, 16 or 32); with tf32x3 each
+  // thread holds a tile accumulator beside the accumulator (at most 64 of each), one-pass tf32
+  // accumulates in place (at most 128).
   const ir::ComputeDAG f32 =
       BuildOpOrDie("matmul", {{256, 256}, {256, 256}}, ir::ScalarType::kFloat32);
   const State s32 = State::Initial(f32);
   const int stage32 = SumReductionStage(s32);
   EXPECT_TRUE(ApplyStep(s32, Wgmma(stage32, "tf32x3", 64, 64, 32, 64, 64)).ok());
-  for (const Bad& b : {Bad{Wgmma(stage32, "tf32x3", 64, 64, 64, 64, 64), "32, 64 or 128 bytes"},
-                       Bad{Wgmma(stage32, "tf32", 128, 128, 32, 128, 128), "accumulator registers"},
-                       Bad{Wgmma(stage32, "bf16", 64, 64, 32, 64, 64), "needs bfloat16"}}) {
+  EXPECT_TRUE(ApplyStep(s32, Wgmma(stage32, "tf32", 128, 128, 32, 128, 128)).ok());
+  for (const Bad& b :
+       {Bad{Wgmma(stage32, "tf32x3", 64, 64, 64, 64, 64), "32, 64 or 128 bytes"},
+        Bad{Wgmma(stage32, "tf32x3", 128, 128, 16, 128, 128), "accumulator registers"},
+        Bad{Wgmma(stage32, "tf32", 128, 256, 32, 128, 256), "accumulator registers"},
+        Bad{Wgmma(stage32, "bf16", 64, 64, 32, 64, 64), "needs bfloat16"}}) {
     absl::StatusOr<State> st = ApplyStep(s32, b.step);
     const absl::StatusOr<LoweredKernel> k =
         st.ok() ? Lower(f32, *st, CudaTarget()) : absl::StatusOr<LoweredKernel>(st.status());
