@@ -560,8 +560,8 @@ class WgmmaStmt final : public CStmt {
               const double* x = Element(c, a_, a_origin, r, k);
               const double* y = Element(c, b_, b_origin, col, k);
               if (x == nullptr || y == nullptr) return;
-              sum += static_cast<double>(MmaOperandValue(n_.kind, static_cast<float>(*x))) *
-                     static_cast<double>(MmaOperandValue(n_.kind, static_cast<float>(*y)));
+              sum += static_cast<double>(ValueOf(a_, static_cast<float>(*x))) *
+                     static_cast<double>(ValueOf(b_, static_cast<float>(*y)));
             }
             *out = static_cast<double>(static_cast<float>(sum));
           }
@@ -585,11 +585,17 @@ class WgmmaStmt final : public CStmt {
     return bytes;
   }
 
+  // The value the tensor cores multiply: MmaOperandValue's, or the truncated TF32 value of a raw
+  // float32 tile (WgmmaLayout::truncated).
+  float ValueOf(const Operand& o, float x) const {
+    return o.layout.truncated ? Tf32TruncateValue(x) : MmaOperandValue(n_.kind, x);
+  }
+
   const double* Element(Ctx& c, const Operand& o, int64_t origin, int64_t row, int64_t k) const {
     const int64_t byte = origin + WgmmaLayoutOffset(o.layout, row, k);
     const int64_t at =
         (o.layout.registers ? byte : WgmmaSwizzle(byte, o.layout.swizzle)) / o.layout.element_bytes;
-    if (at >= o.elems) {
+    if (at < 0 || at >= o.elems) {
       c.rt->Fail(absl::OutOfRangeError(absl::StrCat("wgmma on '", n_.acc, "': element (", row, ", ",
                                                     k, ") of operand '", o.name, "' is past its ",
                                                     o.elems, " elements")));
@@ -1041,6 +1047,14 @@ class Compiler {
     auto operand = [&](const std::string& buffer, const Expr& offset,
                        const WgmmaLayout& layout) -> absl::StatusOr<WgmmaStmt::Operand> {
       ASSIGN_OR_RETURN(const BufInfo* info, MmaOperand(what, buffer, n.kind));
+      // (A decoded nest skips WgmmaNode::Make's checks.)
+      if ((layout.registers && (&layout != &n.a_layout || n.kind != MmaKind::kTF32 ||
+                                layout.row_stride < 0 || layout.k_stride < 0)) ||
+          (layout.truncated && n.kind != MmaKind::kTF32)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": operand '", buffer, "' has a registers or truncated layout ",
+                         "(tf32 only; registers for A with non-negative strides)"));
+      }
       if (layout.swizzle != 32 && layout.swizzle != 64 && layout.swizzle != 128) {
         return absl::InvalidArgumentError(
             absl::StrCat(what, ": swizzle ", layout.swizzle, " is not 32, 64 or 128 bytes"));

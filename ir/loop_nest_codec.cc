@@ -176,6 +176,7 @@ class Encoder {
     Bool(l.registers);
     I64(l.row_stride);
     I64(l.k_stride);
+    Bool(l.truncated);
   }
 
   std::string out_;
@@ -394,6 +395,7 @@ class Decoder {
     l.registers = Bool();
     l.row_stride = I64();
     l.k_stride = I64();
+    l.truncated = Bool();
     return l;
   }
 

@@ -253,7 +253,7 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
           return;
         }
         os << (l.k_major ? "[k-major" : "[mn-major") << " sw" << l.swizzle << " lbo " << l.lbo
-           << " sbo " << l.sbo << "]@(";
+           << " sbo " << l.sbo << (l.truncated ? " truncated" : "") << "]@(";
       };
       os << pad << "wgmma." << MmaKindName(w->kind) << " " << w->acc << "[" << w->m_tiles << "x64x"
          << w->n << "] += " << w->a;

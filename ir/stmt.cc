@@ -227,6 +227,8 @@ Stmt WgmmaNode::Make(MmaKind kind, int64_t m_tiles, int64_t n, int64_t k_steps, 
                      Expr b_offset, WgmmaLayout b_layout, Expr thread, int64_t pending) {
   CHECK(pending >= 0 && pending <= 3) << "wgmma pending " << pending;
   CHECK(!b_layout.registers) << "wgmma reads B from shared memory only";
+  CHECK(kind == MmaKind::kTF32 || (!a_layout.truncated && !b_layout.truncated))
+      << "wgmma truncated operands are tf32 only";
   CHECK(!a_layout.registers ||
         (kind == MmaKind::kTF32 && a_layout.row_stride >= 0 && a_layout.k_stride >= 0))
       << "wgmma A from registers: tf32 with non-negative strides only";

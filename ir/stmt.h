@@ -298,6 +298,9 @@ struct WgmmaLayout {
   bool registers = false;
   int64_t row_stride = 0;  // elements
   int64_t k_stride = 0;    // elements
+  /// tf32 only: the tile holds float32 values read through the descriptor as they are, whose low
+  /// 13 mantissa bits the tensor cores drop (truncation, ir::Tf32TruncateValue), not TF32 values.
+  bool truncated = false;
   bool operator==(const WgmmaLayout&) const = default;
 };
 /// Byte offset of element (row, k), before swizzling (none for `registers`), from the tile origin.
@@ -320,15 +323,16 @@ int64_t WgmmaSwizzle(int64_t address, int64_t swizzle);
 /// that many groups run (wait_group `pending`; AsyncGroupNode::WgmmaWait waits for them later).
 /// Later Wgmma's into the same accumulator may be issued while earlier ones are in flight. The
 /// interpreter computes the update at once either way. A tf32 A may instead be read into
-/// registers from a plain tile (WgmmaLayout::registers; PTX's register form). Kinds f16, bf16 and
-/// tf32; tf32 reads K-major
-/// float32 tiles whose values it rounds as ir::MmaOperandValue does (the tensor_core lowering
-/// stores TF32 values there already, so that the hardware's own reading of the dropped bits never
-/// matters).
+/// registers from a plain tile (WgmmaLayout::registers; PTX's register form), rounded there. Kinds
+/// f16, bf16 and tf32; tf32 reads K-major float32 tiles whose values it rounds as
+/// ir::MmaOperandValue does (where the lowering stored TF32 values there, the hardware's own
+/// reading of the dropped bits never matters), or truncates where the layout says the tile holds
+/// raw float32 values (WgmmaLayout::truncated: the tensor cores drop the low bits).
 ///
 /// `a` / `b` are shared buffers of the kind's element type, read as flat arrays; `a_offset` /
-/// `b_offset` are the element offsets of the tiles' origins (1024-byte aligned), element (r, k)
-/// at WgmmaSwizzle(origin + WgmmaLayoutOffset(layout, r, k)); A's 64-row tile i starts at row 64 i.
+/// `b_offset` are the element offsets of the tiles' origins (1024-byte aligned, except a
+/// registers-layout A's), element (r, k) at WgmmaSwizzle(origin + WgmmaLayoutOffset(layout, r, k))
+/// (no swizzle for registers); A's 64-row tile i starts at row 64 i.
 ///
 /// `acc` is the thread's local float32 buffer [m_tiles, n / 8, 4] in the wgmma D-fragment layout:
 /// with w = thread / 32 (the warp in the group), g = (thread % 32) / 4 and t = thread % 4,

@@ -788,26 +788,9 @@ class SimplifyLoadIndices : public ir::ExprMutator {
   }
 };
 
-// Whether an expression reads variable `name`.
-class ReadsVar : public ir::ExprVisitor {
- public:
-  explicit ReadsVar(const std::string& name) : name_(name) {}
-  bool found = false;
-
- protected:
-  void VisitVar(const ir::VarNode* op, const Expr& e) override {
-    if (op->name == name_) found = true;
-    ir::ExprVisitor::VisitVar(op, e);
-  }
-
- private:
-  const std::string& name_;
-};
-
+// Whether `e` reads variable `name`: replacing it changes the expression.
 bool Reads(const Expr& e, const std::string& name) {
-  ReadsVar r(name);
-  r.Visit(e);
-  return r.found;
+  return !ir::StructurallyEqual(ir::Substitute(e, {{name, ir::IntConst(0)}}), e);
 }
 
 // Without repack, reduce axes of extent 1 (a 1×1 convolution's window) are read as 0 and leave
@@ -922,7 +905,10 @@ absl::Status PlanWgmmaOperands(const TensorCoreKernel& k, const MatmulLike& mm, 
   // CUTLASS's TF32 kernels on float32 data), with no copy: no split path at all. An MN-major B
   // still needs its copy into K-major TF32 tiles.
   bd->a_regs = bd->kind == ir::MmaKind::kTF32 && !k.config.repack;
-  if (bd->a_regs && mm.b_k_inner) bd->split_tf32 = false;
+  if (bd->a_regs && mm.b_k_inner) {
+    bd->split_tf32 = false;
+    bd->b.layout.truncated = true;
+  }
   if (bd->a_regs) {
     bd->a.pad = bd->a.k_inner ? 4 : 8;
     bd->a.layout = bd->RegisterLayout();

@@ -18,10 +18,12 @@ namespace tilesearch::schedule {
 /// Whether `target` runs wgmma: sm_90 or sm_90a (modules that use it are compiled for sm_90a).
 bool TargetHasWgmma(const Target& target);
 
-/// Whether `t` is a wgmma tiling of a TF32 kind (tf32, tf32x3): its float32 tiles are copied
+/// Whether `t` is a wgmma tiling of a TF32 kind (tf32, tf32x3) whose float32 tiles may be copied
 /// from their ring into TF32 operand tiles (rounded, or split into big and small parts) in the
-/// K-major layout, the only one wgmma reads TF32 in. Not tf32 with `repack`: its repacked tiles
-/// are K-major in the ring already and are read as they are.
+/// K-major layout, the only one wgmma reads TF32 in through descriptors. Not tf32 with `repack`:
+/// its repacked tiles are K-major in the ring already and are read as they are. One-pass tf32
+/// without repack copies at most its B (A goes through registers; a K-major B is read as it is):
+/// this answer is then an upper bound, for the shared-memory estimate.
 bool WgmmaSplitsTf32(const TensorCoreStep& t);
 
 /// The shared layouts of the A and B tiles of one pipeline stage.

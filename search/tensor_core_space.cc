@@ -115,7 +115,11 @@ bool TensorCoreStepFits(const TensorCoreStep& t, const Target& target) {
     const bool tile_acc = KindOf(t) == ir::MmaKind::kTF32x3;
     const int64_t parts = !tf32 ? 0 : KindOf(t) == ir::MmaKind::kTF32x3 ? 2 : 1;
     const int64_t sets = t.pipeline >= 2 ? 2 : 1;
-    const int64_t shared = (t.pipeline + parts * sets) * tile;
+    // One-pass tf32 without repack pads A's plain ring rows (up to 8 elements of 4 bytes).
+    const int64_t a_pad = KindOf(t) == ir::MmaKind::kTF32 && !t.repack
+                              ? t.pipeline * std::max(t.block_m, t.block_k) * 8 * 4
+                              : 0;
+    const int64_t shared = (t.pipeline + parts * sets) * tile + a_pad;
     const int64_t row_bytes = t.block_k * ElementBytes(t);
     return HasWgmma(target) && t.warp_m % 64 == 0 && t.warp_n <= 256 &&
            groups * 128 <= target.max_threads_per_block &&

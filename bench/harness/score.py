@@ -217,7 +217,7 @@ def _multilinear_node(node):
     if node.get("op") == "scale":
         try:
             return float((node.get("attrs") or {}).get("scale", "nan")) >= 0
-        except ValueError:
+        except (TypeError, ValueError, AttributeError):
             return False
     return False
 

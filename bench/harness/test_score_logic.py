@@ -155,6 +155,9 @@ class PrecisionRuleTest(unittest.TestCase):
         self.assertIsNone(score.magnitude_method(negated))
         self.assertIsNone(score.magnitude_method(
             {"op": "fused", "nodes": [{"op": "matmul"}, {"op": "scale", "attrs": {}}]}))
+        for attrs in ({"scale": None}, {"scale": [1]}, ["scale"]):  # malformed: not modelled
+            self.assertIsNone(score.magnitude_method(
+                {"op": "fused", "nodes": [{"op": "matmul"}, {"op": "scale", "attrs": attrs}]}))
 
     def test_half_fused_chains_round_their_intermediates(self):
         # The tuner's rule takes the half type's u where a non-output stage stores a half type:

@@ -125,7 +125,9 @@ absl::Status CheckTensorCoreShape(const TensorCoreStep& t, const std::string& te
     }
     // Each thread of a warpgroup holds warp_m · warp_n / 128 float32 accumulators (twice that for
     // tf32x3, which sums each k tile apart in a tile accumulator); past 128 they cannot stay in
-    // the 255 registers a thread has (ptxas spills a 128x256 tile's 256).
+    // the 255 registers a thread has (ptxas spills a 128x256 tile's 256). A rule of thumb: one-pass
+    // tf32's A fragments (4 per k step and 64 rows) come on top, and a tiling that spills is slow,
+    // not wrong.
     const bool tile_acc = t.kind == ir::MmaKindName(ir::MmaKind::kTF32x3);
     const int64_t registers = t.warp_m * t.warp_n / 128 * (tile_acc ? 2 : 1);
     if (registers > 128) {

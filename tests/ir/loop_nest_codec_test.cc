@@ -59,8 +59,11 @@ TEST(LoopNestCodecTest, PrintedFormShowsWhatTheCodecCarries) {
   const std::vector<std::string> paths = SchedulePaths();
   EXPECT_THAT(ToString(Lowered(paths[3])), HasSubstr("mma"));
   EXPECT_THAT(ToString(Lowered(paths[5])), HasSubstr("wgmma"));
-  // One-pass TF32 with A read into registers from a plain tile (WgmmaLayout::registers).
-  EXPECT_THAT(ToString(Lowered(paths[6])), HasSubstr("[registers row 1 k 136]"));
+  // One-pass TF32 with A read into registers from a plain tile (WgmmaLayout::registers) and a
+  // raw float32 B the tensor cores truncate (WgmmaLayout::truncated).
+  const std::string tf32 = ToString(Lowered(paths[6]));
+  EXPECT_THAT(tf32, HasSubstr("[registers row 1 k 136]"));
+  EXPECT_THAT(tf32, HasSubstr(" truncated]"));
 }
 
 TEST(LoopNestCodecTest, SharedExpressionsStaySharedAndSmall) {

@@ -332,4 +332,24 @@ inline OpCase RandomLayoutMatmul(std::mt19937_64& rng, int64_t m, int64_t n, int
   return c;
 }
 
+/// One of the four mma kinds drawn uniformly (one draw of `rng`): f16, bf16, tf32x3 or tf32,
+/// written into t->kind. Returns the element type its operands have (float16, bfloat16, float32).
+inline ir::ScalarType DrawMmaKind(std::mt19937_64& rng, TensorCoreStep* t) {
+  static const char* const kKinds[] = {"f16", "bf16", "tf32x3", "tf32"};
+  const uint64_t k = rng() % 4;
+  t->kind = kKinds[k];
+  return k == 0   ? ir::ScalarType::kFloat16
+         : k == 1 ? ir::ScalarType::kBFloat16
+                  : ir::ScalarType::kFloat32;
+}
+
+/// The largest relative error to float64 the tensor-core tests allow a kernel of t's kind on
+/// operands of `dtype`: one-pass TF32 2e-2, 3xTF32 1e-4 (float32's), float16 2e-3 and bfloat16
+/// 1.6e-2 (their rounded inputs, float32 accumulation).
+inline double TensorCoreTolerance(const TensorCoreStep& t, ir::ScalarType dtype) {
+  if (t.kind == "tf32") return 2e-2;
+  if (t.kind == "tf32x3") return 1e-4;
+  return dtype == ir::ScalarType::kFloat16 ? 2e-3 : 1.6e-2;
+}
+
 }  // namespace tilesearch::schedule::testing

@@ -168,10 +168,7 @@ Case RandomCase(std::mt19937_64& rng) {
     return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
   };
   Case c;
-  const uint64_t kind = rng() % 4;  // f16, bf16, tf32x3, tf32
-  c.dtype = kind == 0   ? ir::ScalarType::kFloat16
-            : kind == 1 ? ir::ScalarType::kBFloat16
-                        : ir::ScalarType::kFloat32;
+  c.dtype = testing::DrawMmaKind(rng, &c.step);
   const bool nhwc = rng() % 3 == 0;
   c.op = nhwc ? "conv2d_nhwc" : "conv2d_nchw";
   // Channel counts that take 16-byte copies of 4 and 8 elements, and some that do not.
@@ -186,9 +183,7 @@ Case RandomCase(std::mt19937_64& rng) {
   c.shapes = nhwc ? std::vector<std::vector<int64_t>>{{batch, hw, hw, ch}, {r, r, ch, kout}}
                   : std::vector<std::vector<int64_t>>{{batch, ch, hw, hw}, {kout, ch, r, r}};
   TensorCoreStep& t = c.step;
-  const char* kinds[] = {"f16", "bf16", "tf32x3", "tf32"};
-  t.kind = kinds[kind];
-  const bool tf32 = kind >= 2;
+  const bool tf32 = c.dtype == ir::ScalarType::kFloat32;
   t.repack = true;
   t.warpgroup = rng() % 3 != 0;
   t.raster = pick(1, 3);
@@ -213,12 +208,6 @@ Case RandomCase(std::mt19937_64& rng) {
     t.pad = rng() % 2 ? 16 / (tf32 ? 4 : 2) : 0;
   }
   return c;
-}
-
-double Tolerance(const TensorCoreStep& t, ir::ScalarType dtype) {
-  if (t.kind == "tf32") return 2e-2;
-  if (t.kind == "tf32x3") return 1e-4;
-  return dtype == ir::ScalarType::kFloat16 ? 2e-3 : 1.6e-2;
 }
 
 // A repacked step of `kind`: a block tile of bm x bn x bk, warp (wgmma: warpgroup) tiles of
@@ -280,7 +269,7 @@ TEST(OperandRepack, RandomRepackedConvolutionsMatchTheReference) {
     if (is_chunked) ++chunked;
     absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, 3000 + trial);
     ASSERT_TRUE(err.ok()) << err.status() << "\n" << StepToString(st->steps().back());
-    EXPECT_LE(*err, Tolerance(c.step, c.dtype))
+    EXPECT_LE(*err, testing::TensorCoreTolerance(c.step, c.dtype))
         << c.op << " " << nlohmann::json(c.shapes).dump() << " " << nlohmann::json(c.attrs).dump()
         << " " << StepToString(st->steps().back());
     ++run;
@@ -317,7 +306,7 @@ TEST(OperandRepack, ElementFilledWgmmaTilesPlaceEachElementInItsChunk) {
   ASSERT_TRUE(k.ok()) << k.status();
   absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, 5);
   ASSERT_TRUE(err.ok()) << err.status();
-  EXPECT_LE(*err, Tolerance(t, ir::ScalarType::kFloat32));
+  EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kFloat32));
 }
 
 // Inputs wide enough for the tiled transpose (rows of 16 or more along both the source's
@@ -350,7 +339,7 @@ TEST(OperandRepack, TiledTransposeOfWideInputsMatchesTheReference) {
     EXPECT_LT(text.find(".repacked.tile"), gemm) << text.substr(0, 3000);
     absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, 17);
     ASSERT_TRUE(err.ok()) << err.status();
-    EXPECT_LE(*err, Tolerance(t, c.dtype)) << nlohmann::json(c.shapes).dump();
+    EXPECT_LE(*err, testing::TensorCoreTolerance(t, c.dtype)) << nlohmann::json(c.shapes).dump();
   }
 }
 

@@ -38,10 +38,7 @@ Case RandomCase(std::mt19937_64& rng) {
     return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
   };
   Case c;
-  const uint64_t kind = rng() % 4;  // f16, bf16, tf32x3, tf32
-  c.dtype = kind == 0   ? ir::ScalarType::kFloat16
-            : kind == 1 ? ir::ScalarType::kBFloat16
-                        : ir::ScalarType::kFloat32;
+  c.dtype = testing::DrawMmaKind(rng, &c.step);
   const int64_t stride = rng() % 4 == 0 ? 2 : 1;
   const int64_t pad = rng() % 5 == 0 ? 1 : 0;
   c.plain_input = stride == 1 && pad == 0;
@@ -54,9 +51,7 @@ Case RandomCase(std::mt19937_64& rng) {
   const int64_t kout = rng() % 2 ? 32 : 8 * pick(1, 5);
   c.shapes = {{batch, ch, h, w}, {kout, ch, 1, 1}};
   TensorCoreStep& t = c.step;
-  const char* kinds[] = {"f16", "bf16", "tf32x3", "tf32"};
-  t.kind = kinds[kind];
-  const bool tf32 = kind >= 2;
+  const bool tf32 = c.dtype == ir::ScalarType::kFloat32;
   t.warpgroup = rng() % 3 != 0;
   t.raster = pick(1, 2);
   t.split_k = rng() % 5 == 0 ? 2 : 1;
@@ -79,12 +74,6 @@ Case RandomCase(std::mt19937_64& rng) {
     t.pad = rng() % 2 ? 16 / (tf32 ? 4 : 2) : 0;
   }
   return c;
-}
-
-double Tolerance(const TensorCoreStep& t, ir::ScalarType dtype) {
-  if (t.kind == "tf32") return 2e-2;
-  if (t.kind == "tf32x3") return 1e-4;
-  return dtype == ir::ScalarType::kFloat16 ? 2e-3 : 1.6e-2;
 }
 
 // The widest vector (elements) of 16, 8 or 4 bytes, at least two elements, dividing `extent`;
@@ -141,7 +130,7 @@ TEST(PixelContiguousFill, RandomOneByOneConvolutionsMatchTheReference) {
     if (want) ++pixel_vectors;
     absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, 4000 + trial);
     ASSERT_TRUE(err.ok()) << err.status() << "\n" << what;
-    EXPECT_LE(*err, Tolerance(c.step, c.dtype)) << what;
+    EXPECT_LE(*err, testing::TensorCoreTolerance(c.step, c.dtype)) << what;
     ++run;
   }
   EXPECT_GE(run, 160);

@@ -180,10 +180,7 @@ Case RandomCase(std::mt19937_64& rng) {
     return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
   };
   Case c;
-  const uint64_t kind = rng() % 4;  // f16, bf16, tf32x3, tf32
-  c.dtype = kind == 0   ? ir::ScalarType::kFloat16
-            : kind == 1 ? ir::ScalarType::kBFloat16
-                        : ir::ScalarType::kFloat32;
+  c.dtype = testing::DrawMmaKind(rng, &c.step);
   const int64_t m = pick(1, 150), n = pick(1, 150), k = pick(1, 140);
   switch (rng() % 6) {
     case 0:
@@ -220,9 +217,7 @@ Case RandomCase(std::mt19937_64& rng) {
       break;
   }
   TensorCoreStep& t = c.step;
-  const char* kinds[] = {"f16", "bf16", "tf32x3", "tf32"};
-  t.kind = kinds[kind];
-  const bool tf32 = kind >= 2;
+  const bool tf32 = c.dtype == ir::ScalarType::kFloat32;
   t.warpgroup = true;
   t.warp_m = 64 * pick(1, 2);
   const int64_t ns[] = {8, 16, 32, 64, 128, 192, 256};
@@ -243,12 +238,6 @@ Case RandomCase(std::mt19937_64& rng) {
 
 // One float16 / bfloat16 ulp near 1; float32 accuracy for 3xTF32; TF32's 11 significant bits
 // (relative 2^-11 per operand, over sums of up to 140 products of inputs in [-1, 1]).
-double Tolerance(const TensorCoreStep& t, ir::ScalarType dtype) {
-  if (t.kind == "tf32") return 2e-2;
-  if (t.kind == "tf32x3") return 1e-4;
-  return dtype == ir::ScalarType::kFloat16 ? 2e-3 : 1.6e-2;
-}
-
 TEST(WgmmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
   std::mt19937_64 rng(20261202);
   int run = 0, refused = 0;
@@ -281,7 +270,7 @@ TEST(WgmmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
     ASSERT_TRUE(got.ok()) << got.status() << "\n" << StepToString(st->steps().back());
     absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
     ASSERT_TRUE(ref.ok()) << ref.status();
-    EXPECT_LE(testing::MaxRelError(dag, *got, *ref), Tolerance(c.step, c.dtype))
+    EXPECT_LE(testing::MaxRelError(dag, *got, *ref), testing::TensorCoreTolerance(c.step, c.dtype))
         << c.op << " " << StepToString(st->steps().back());
     ++run;
   }
@@ -327,7 +316,8 @@ TEST(WgmmaStep, StagedEpilogueMatchesTheUnscheduledProgram) {
     ASSERT_TRUE(got.ok()) << got.status();
     absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
     ASSERT_TRUE(ref.ok()) << ref.status();
-    EXPECT_LE(testing::MaxRelError(dag, *got, *ref), Tolerance(t, c.dtype)) << c.op;
+    EXPECT_LE(testing::MaxRelError(dag, *got, *ref), testing::TensorCoreTolerance(t, c.dtype))
+        << c.op;
   }
 }
 
