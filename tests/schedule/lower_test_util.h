@@ -332,6 +332,17 @@ inline OpCase RandomLayoutMatmul(std::mt19937_64& rng, int64_t m, int64_t n, int
   return c;
 }
 
+/// For random valid tensor-core steps: whether `k` lowered. A refusal is expected to be one of
+/// the limits a valid step may still meet (the wgmma tiles' 1024-byte rule, shared memory).
+inline bool LoweredOrWithinLimits(const absl::StatusOr<LoweredKernel>& k) {
+  if (k.ok()) return true;
+  const std::string why(k.status().message());
+  EXPECT_TRUE(why.find("wgmma operand") != std::string::npos ||
+              why.find("shared memory") != std::string::npos)
+      << why;
+  return false;
+}
+
 /// One of the four mma kinds drawn uniformly (one draw of `rng`): f16, bf16, tf32x3 or tf32,
 /// written into t->kind. Returns the element type its operands have (float16, bfloat16, float32).
 inline ir::ScalarType DrawMmaKind(std::mt19937_64& rng, TensorCoreStep* t) {

@@ -248,14 +248,7 @@ TEST(OperandRepack, RandomRepackedConvolutionsMatchTheReference) {
     absl::StatusOr<State> st = ApplyStep(s, c.step);
     ASSERT_TRUE(st.ok()) << c.op << ": " << st.status();
     absl::StatusOr<LoweredKernel> k = Lower(dag, *st, CudaTarget());
-    if (!k.ok()) {
-      // Only the wgmma tiles' 1024-byte rule and the shared-memory limit refuse a valid step.
-      const std::string why(k.status().message());
-      EXPECT_TRUE(why.find("wgmma operand") != std::string::npos ||
-                  why.find("shared memory") != std::string::npos)
-          << why;
-      continue;
-    }
+    if (!testing::LoweredOrWithinLimits(k)) continue;
     // The workspaces' kernels come first: the nest has the GEMM's kernel(s) after them.
     const std::string text = ir::ToString(k->nest);
     EXPECT_NE(text.find(".repacked"), std::string::npos);
