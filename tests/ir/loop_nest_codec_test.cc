@@ -62,6 +62,7 @@ TEST(LoopNestCodecTest, PrintedFormShowsWhatTheCodecCarries) {
   // One-pass TF32 with A read into registers from a plain tile (WgmmaLayout::registers) and a
   // raw float32 B the tensor cores truncate (WgmmaLayout::truncated).
   const std::string tf32 = ToString(Lowered(paths[6]));
+  // The 1x1 input is pixel-contiguous: rows 1 apart, k rows 128 + 8 (padding) apart.
   EXPECT_THAT(tf32, HasSubstr("[registers row 1 k 136]"));
   EXPECT_THAT(tf32, HasSubstr(" truncated]"));
 }

@@ -332,6 +332,22 @@ inline OpCase RandomLayoutMatmul(std::mt19937_64& rng, int64_t m, int64_t n, int
   return c;
 }
 
+/// A tensor_core step of `kind` with a block tile of bm x bn x bk, warp (wgmma: warpgroup) tiles
+/// of wm x wn, a 3-stage ring and no padding; stage, instruction and repack left to the caller.
+inline TensorCoreStep TileStep(const std::string& kind, int64_t bm, int64_t bn, int64_t bk,
+                               int64_t wm, int64_t wn) {
+  TensorCoreStep t;
+  t.kind = kind;
+  t.block_m = bm;
+  t.block_n = bn;
+  t.block_k = bk;
+  t.warp_m = wm;
+  t.warp_n = wn;
+  t.pipeline = 3;
+  t.pad = 0;
+  return t;
+}
+
 /// For random valid tensor-core steps: whether `k` lowered. A refusal is expected to be one of
 /// the limits a valid step may still meet (the wgmma tiles' 1024-byte rule, shared memory).
 inline bool LoweredOrWithinLimits(const absl::StatusOr<LoweredKernel>& k) {

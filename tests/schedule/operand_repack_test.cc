@@ -214,16 +214,8 @@ Case RandomCase(std::mt19937_64& rng) {
 // wm x wn, a 3-stage ring.
 TensorCoreStep Repacked(const char* kind, bool wgmma, int64_t bm, int64_t bn, int64_t bk,
                         int64_t wm, int64_t wn) {
-  TensorCoreStep t;
-  t.kind = kind;
+  TensorCoreStep t = testing::TileStep(kind, bm, bn, bk, wm, wn);
   t.warpgroup = wgmma;
-  t.block_m = bm;
-  t.block_n = bn;
-  t.block_k = bk;
-  t.warp_m = wm;
-  t.warp_n = wn;
-  t.pipeline = 3;
-  t.pad = 0;
   t.repack = true;
   return t;
 }

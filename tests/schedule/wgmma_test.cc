@@ -27,16 +27,8 @@ using testing::SumReductionStage;
 
 TensorCoreStep Wgmma(int stage, const std::string& kind, int64_t bm, int64_t bn, int64_t bk,
                      int64_t wm, int64_t wn) {
-  TensorCoreStep t;
+  TensorCoreStep t = testing::TileStep(kind, bm, bn, bk, wm, wn);
   t.stage_id = stage;
-  t.kind = kind;
-  t.block_m = bm;
-  t.block_n = bn;
-  t.block_k = bk;
-  t.warp_m = wm;
-  t.warp_n = wn;
-  t.pipeline = 3;
-  t.pad = 0;
   t.warpgroup = true;
   return t;
 }
