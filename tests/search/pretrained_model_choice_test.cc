@@ -37,11 +37,16 @@ std::string TempPath(const std::string& name) {
   return path;
 }
 
-TuneOptions Options(const std::string& log, int trials, int per_round = kPerRound) {
-  TuneOptions o = testing::TinyCpuTuneOptions(log, trials, per_round, 5);
+// Each program is timed 5 times (the median is its time): one run of a 32³ matmul is a few
+// microseconds, and a single run on a loaded 2-core machine ranks programs by noise.
+TuneOptions Options(const std::string& log, int trials, int per_round = kPerRound,
+                    uint64_t seed = 5) {
+  TuneOptions o = testing::TinyCpuTuneOptions(log, trials, per_round, seed);
   o.use_xgboost = true;
   o.overlap_rounds = 0;
   o.search.population = 32;
+  o.measure.timing.min_runs = 5;
+  if (o.measure.timing.max_runs < 5) o.measure.timing.max_runs = 5;
   return o;
 }
 
@@ -82,24 +87,34 @@ TEST(PretrainedModelChoiceTest, APretrainedModelThatRanksTheTaskBackwardsIsDropp
   const std::string model = InvertedModel(train_log);
   ASSERT_FALSE(model.empty());
 
-  const std::string log = TempPath("tune.jsonl");
-  TuneOptions o = Options(log, 3 * kJudgedPerRound, kJudgedPerRound);
-  o.model_init = model;
-  absl::StatusOr<TuneResult> result = Tune(testing::SquareMatmul(32), cpu, o);
-  ASSERT_TRUE(result.ok()) << result.status();
-  absl::StatusOr<LogContents> contents = ReadLog(log);
-  ASSERT_TRUE(contents.ok()) << contents.status();
-  const std::vector<RoundRecord>& rounds = contents->rounds;
-  ASSERT_EQ(rounds.size(), 3u);
-  EXPECT_EQ(rounds[0].model_init, model);  // nothing judged yet: the pretrained model searches
-  // It ranks the first round below chance, so its top picks are among the round's slowest; the
-  // online model's cross-validated top picks are better: the second round is searched by the
-  // online model (which by then has the first round's records).
-  ASSERT_LT(rounds[0].pairwise_accuracy, 0.5);
-  EXPECT_TRUE(rounds[1].model_init.empty()) << rounds[1].model_init;
-  EXPECT_EQ(contents->records.size(), static_cast<size_t>(3 * kJudgedPerRound));
+  // The premise (the pretrained model ranks the task's first round below chance) rests on CPU
+  // timings, so a tune whose first round the timing noise ranked otherwise is not evidence either
+  // way: up to three tunes with different seeds; the first whose premise holds is judged, and
+  // none holding fails.
+  bool judged = false;
+  for (uint64_t seed = 5; seed < 8 && !judged; ++seed) {
+    const std::string log = TempPath("tune.jsonl");
+    TuneOptions o = Options(log, 3 * kJudgedPerRound, kJudgedPerRound, seed);
+    o.model_init = model;
+    absl::StatusOr<TuneResult> result = Tune(testing::SquareMatmul(32), cpu, o);
+    ASSERT_TRUE(result.ok()) << result.status();
+    absl::StatusOr<LogContents> contents = ReadLog(log);
+    ASSERT_TRUE(contents.ok()) << contents.status();
+    std::remove(log.c_str());
+    const std::vector<RoundRecord>& rounds = contents->rounds;
+    ASSERT_EQ(rounds.size(), 3u);
+    EXPECT_EQ(rounds[0].model_init, model);  // nothing judged yet: the pretrained model searches
+    EXPECT_EQ(contents->records.size(), static_cast<size_t>(3 * kJudgedPerRound));
+    if (!(rounds[0].pairwise_accuracy < 0.5)) continue;
+    // It ranked the first round below chance, so its top picks are among the round's slowest;
+    // the online model's cross-validated top picks are better: the second round is searched by
+    // the online model (which by then has the first round's records).
+    judged = true;
+    EXPECT_TRUE(rounds[1].model_init.empty()) << "seed " << seed << ": " << rounds[1].model_init;
+  }
+  EXPECT_TRUE(judged) << "in none of three tunes did the inverted model rank the first round below "
+                         "chance";
   std::remove(train_log.c_str());
-  std::remove(log.c_str());
   std::remove(model.c_str());
 }
 
