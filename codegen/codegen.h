@@ -36,19 +36,23 @@
 
 namespace tilesearch::codegen {
 
-/// One kernel argument: a parameter of the nest or a scratch buffer the runtime allocates.
+/// One kernel argument: a parameter of the nest, a scratch buffer the runtime allocates, or a TMA
+/// tensor map (128 bytes of global memory the runtime fills at launch by encoding
+/// buffer.tensor_map over the parameter it names, whose device address it needs).
 struct KernelArg {
-  enum class Kind : uint8_t { kInput, kOutput, kScratch };
+  enum class Kind : uint8_t { kInput, kOutput, kScratch, kTensorMap };
   ir::BufferDecl buffer;  // name, dtype, shape
   Kind kind = Kind::kInput;
   int64_t bytes() const { return buffer.Bytes(); }
 };
 
-/// "input", "output", "scratch".
+/// "input", "output", "scratch", "tensor_map".
 const char* KernelArgKindName(KernelArg::Kind kind);
 
 /// The argument list of `nest`: params (inputs, outputs), then scratch buffers (global Allocates,
-/// pre-order). Errors: kUnimplemented for a global Allocate inside a loop or kernel body.
+/// pre-order; those holding a TMA tensor map are kTensorMap). Errors: kUnimplemented for a global
+/// Allocate inside a loop or kernel body; kInvalidArgument for a tensor map whose source is not a
+/// parameter, which is not 128 bytes, or which ir::CheckTensorMap refuses.
 [[nodiscard]] absl::StatusOr<std::vector<KernelArg>> KernelArgs(const ir::LoopNest& nest);
 
 // ---------------------------------------------------------------------------------------------

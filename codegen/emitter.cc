@@ -745,6 +745,10 @@ absl::Status Emitter::EmitStmt(const Stmt& s) {
       return EmitWarpMma(s.as<ir::WarpMmaNode>());
     case ir::StmtKind::kWgmma:
       return EmitWgmma(s.as<ir::WgmmaNode>());
+    case ir::StmtKind::kTmaLoad:
+      return EmitTmaLoad(s.as<ir::TmaLoadNode>());
+    case ir::StmtKind::kMbarrier:
+      return EmitMbarrier(s.as<ir::MbarrierNode>());
   }
   return absl::InternalError("unhandled statement kind");
 }

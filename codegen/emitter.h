@@ -168,6 +168,15 @@ class Emitter {
   /// accumulator that is not a local float32 [m_tiles, n / 8, 4] buffer, an operand that is not a
   /// shared buffer of MmaOperandType(kind).
   absl::Status EmitWgmma(const ir::WgmmaNode* op);
+  /// TmaLoad and Mbarrier statements (tma_emit.cc). Errors (kInvalidArgument): the host target, a
+  /// vectorized loop around them, buffers that are not what the nodes require (a tensor map
+  /// buffer, shared destinations, an int64 barrier buffer), a coordinate count off the map's rank.
+  absl::Status EmitTmaLoad(const ir::TmaLoadNode* op);
+  absl::Status EmitMbarrier(const ir::MbarrierNode* op);
+  /// The 32-bit shared-window byte address (i32) of element `element` of the flat view of shared
+  /// buffer `name` (kInvalidArgument naming `what` when it is not a shared buffer in scope).
+  absl::StatusOr<mlir::Value> SharedAddress32(const std::string& what, const std::string& name,
+                                              const ir::Expr& element);
   absl::Status EmitIf(const ir::IfThenElseNode* op);
   absl::Status EmitSeq(const ir::SeqNode* op);
   /// Emits the exchange window at stmts[i] as a warp shuffle and returns how many statements it

@@ -57,6 +57,8 @@ class FindsWgmma : public ir::StmtVisitor {
 
  protected:
   void VisitWgmma(const ir::WgmmaNode*, const ir::Stmt&) override { found = true; }
+  // TMA boxes land swizzled on the same 1024-byte period (TensorMapSpec).
+  void VisitTmaLoad(const ir::TmaLoadNode*, const ir::Stmt&) override { found = true; }
 };
 
 bool UsesWgmma(const ir::Stmt& s) {

@@ -21,7 +21,8 @@ const char* kDimNames[3] = {"x", "y", "z"};
 void SplitKernels(const Stmt& s, std::vector<KernelArg>& scratch, std::vector<Stmt>& kernels) {
   if (!s.defined()) return;
   if (const auto* a = s.as<ir::AllocateNode>(); a && a->buffer.scope == MemoryScope::kGlobal) {
-    scratch.push_back(KernelArg{a->buffer, KernelArg::Kind::kScratch});
+    scratch.push_back(KernelArg{
+        a->buffer, a->buffer.tensor_map ? KernelArg::Kind::kTensorMap : KernelArg::Kind::kScratch});
     SplitKernels(a->body, scratch, kernels);
     return;
   }
@@ -254,6 +255,8 @@ const char* KernelArgKindName(KernelArg::Kind kind) {
       return "output";
     case KernelArg::Kind::kScratch:
       return "scratch";
+    case KernelArg::Kind::kTensorMap:
+      return "tensor_map";
   }
   return "?";
 }
@@ -268,7 +271,27 @@ absl::StatusOr<std::vector<KernelArg>> KernelArgs(const ir::LoopNest& nest) {
   std::vector<KernelArg> scratch;
   std::vector<ir::Stmt> kernels;
   internal::SplitKernels(nest.body, scratch, kernels);
-  for (KernelArg& a : scratch) args.push_back(std::move(a));
+  for (KernelArg& a : scratch) {
+    if (a.buffer.tensor_map) {
+      // The map's source must be a parameter the runtime allocates, of the map's size.
+      const ir::TensorMapSpec& map = *a.buffer.tensor_map;
+      const ir::BufferDecl* source = nullptr;
+      for (const ir::BufferDecl& p : nest.params) {
+        if (p.name == map.source) source = &p;
+      }
+      if (source == nullptr) {
+        return absl::InvalidArgumentError("tensor map '" + a.buffer.name + "' describes '" +
+                                          map.source + "', which is not a parameter of the nest");
+      }
+      if (a.buffer.Bytes() != 8 * ir::kTensorMapWords) {
+        return absl::InvalidArgumentError("tensor map '" + a.buffer.name + "' is " +
+                                          std::to_string(a.buffer.Bytes()) +
+                                          " bytes, not the 128 of a CUtensorMap");
+      }
+      if (absl::Status ok = ir::CheckTensorMap(map, *source); !ok.ok()) return ok;
+    }
+    args.push_back(std::move(a));
+  }
   return args;
 }
 

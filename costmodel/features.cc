@@ -306,6 +306,10 @@ class Extractor {
         return WarpMmaRow(*s.as<ir::WarpMmaNode>());
       case ir::StmtKind::kWgmma:
         return WgmmaRow(*s.as<ir::WgmmaNode>());
+      case ir::StmtKind::kTmaLoad:
+        return TmaRow(*s.as<ir::TmaLoadNode>());
+      case ir::StmtKind::kMbarrier:  // synchronization, like a Barrier
+        return absl::OkStatus();
     }
     return absl::OkStatus();
   }
@@ -454,6 +458,50 @@ class Extractor {
     const Expr value = ir::LoadNode::Make(ir::ScalarType::kFloat32, op.acc, acc_idx) + a * b;
     const ir::Stmt store = ir::StoreNode::Make(op.acc, acc_idx, value);
     return MacRow(store, op.k_steps * 16, op.m_tiles * op.n / 2);
+  }
+
+  // A TMA box copy as the asynchronous copy it amounts to: one thread's serial loop over the box's
+  // elements, contiguous in the source row by row (read as contiguous throughout) and in the
+  // shared destination.
+  absl::Status TmaRow(const ir::TmaLoadNode& op) {
+    auto map_it = buffers_.find(op.tensor_map);
+    auto dst_it = buffers_.find(op.dst);
+    if (map_it == buffers_.end() || !map_it->second->tensor_map || dst_it == buffers_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("tma load from '", op.tensor_map, "' into '",
+                                                     op.dst, "': unknown buffer or no map"));
+    }
+    const ir::TensorMapSpec& map = *map_it->second->tensor_map;
+    auto src_it = buffers_.find(map.source);
+    if (src_it == buffers_.end()) {
+      return absl::InvalidArgumentError("tma map of unknown buffer '" + map.source + "'");
+    }
+    const Expr zero = ir::IntConst(0);
+    const Expr e = ir::MakeVar("tma.e");
+    Expr origin = zero;
+    for (size_t d = 0; d < map.dims.size() && d < op.coords.size(); ++d) {
+      origin = origin * ir::IntConst(map.dims[d]) + op.coords[d];
+    }
+    auto flat = [&](const ir::BufferDecl& decl, const Expr& offset) {
+      std::vector<Expr> idx(decl.shape.size(), zero);
+      if (!idx.empty()) idx.back() = ir::Simplify(offset);
+      return idx;
+    };
+    const Expr value =
+        ir::LoadNode::Make(src_it->second->dtype, map.source, flat(*src_it->second, origin + e));
+    const ir::Stmt store =
+        ir::StoreNode::Make(op.dst, flat(*dst_it->second, op.dst_offset + e), value, true);
+    Loop l;
+    l.var = "tma.e";
+    l.extent = map.BoxElements();
+    l.effective = static_cast<double>(l.extent);
+    loops_.push_back(l);
+    ranges_[l.var] = {0, l.extent - 1};
+    absl::StatusOr<std::vector<float>> row = StoreRow(*store.as<ir::StoreNode>());
+    ranges_.erase("tma.e");
+    loops_.pop_back();
+    if (!row.ok()) return row.status();
+    rows_.push_back(*std::move(row));
+    return absl::OkStatus();
   }
 
   // The row of an mma's per-thread update `store` (acc[elem] += a(k) · b(elem), variables

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,7 +20,24 @@
 namespace tilesearch::ir::interp_internal {
 
 /// Shared by every execution context of one Interpret call: the first error wins and stops work.
+/// One mbarrier's state (ir/stmt.h MbarrierNode) between its init and the end of the run: the
+/// barrier's shared element holds its number here plus one. TMA copies (TmaLoadNode) wait in
+/// `copies` (their values read at issue) until a wait completes the phase.
+struct MbarrierState {
+  struct Copy {
+    double* dst = nullptr;
+    double value = 0;
+  };
+  int64_t arrivals = 1;      // expected per phase
+  int64_t arrived = 0;       // in the current phase
+  int64_t tx_expected = 0;   // bytes announced by arrive.expect_tx in the current phase
+  int64_t tx_landed = 0;     // bytes copied by TMA loads in the current phase
+  int64_t phase = 0;         // completed phases
+  std::vector<Copy> copies;  // of the current phase
+};
+
 struct Runtime {
+  std::vector<MbarrierState> mbarriers;
   bool failed = false;
   absl::Status status;
   int num_vars = 0;
@@ -60,6 +78,7 @@ struct BufInfo {
   ScalarType dtype = ScalarType::kFloat32;
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;
+  std::optional<TensorMapSpec> tensor_map;  // a global buffer holding a TMA tensor map
 };
 
 /// Value poisoned into fresh (uninitialized) allocations: NaN for floats, a large sentinel for

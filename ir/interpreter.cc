@@ -25,6 +25,7 @@ using interp_internal::BufInfo;
 using interp_internal::CExprPtr;
 using interp_internal::CompileExpr;
 using interp_internal::Ctx;
+using interp_internal::MbarrierState;
 using interp_internal::PoisonValue;
 using interp_internal::Runtime;
 using interp_internal::Scope;
@@ -611,6 +612,157 @@ class WgmmaStmt final : public CStmt {
   CExprPtr thread_;
 };
 
+// The mbarrier whose number the shared element at `bar` holds (MbarrierState); nullptr after
+// reporting one that was never initialized.
+MbarrierState* FindMbarrier(Ctx& c, const double* bar, const std::string& what) {
+  const double token = *bar;
+  const auto n = static_cast<double>(c.rt->mbarriers.size());
+  if (!(token >= 1 && token <= n) || token != static_cast<double>(static_cast<int64_t>(token))) {
+    c.rt->Fail(absl::FailedPreconditionError(what + " uses an mbarrier that is not initialized"));
+    return nullptr;
+  }
+  return &c.rt->mbarriers[static_cast<size_t>(token) - 1];
+}
+
+// An element of a flat buffer at a computed offset; nullptr after reporting one out of range.
+double* FlatElement(Ctx& c, int slot, int64_t elems, int64_t at, const std::string& what) {
+  if (at < 0 || at >= elems) {
+    c.rt->Fail(absl::OutOfRangeError(
+        absl::StrCat(what, ": element ", at, " is outside its ", elems, " elements")));
+    return nullptr;
+  }
+  return c.bufs[slot] + at;
+}
+
+// A TMA box copy (ir/stmt.h TmaLoadNode): the box's values are read at issue and written when a
+// wait completes the barrier's phase.
+class TmaLoadStmt final : public CStmt {
+ public:
+  struct Buf {
+    int slot = 0;
+    int64_t elems = 0;
+  };
+  TmaLoadStmt(std::string what, TensorMapSpec map, int64_t element_bytes, Buf src, Buf dst, Buf bar,
+              std::vector<CExprPtr> coords, CExprPtr dst_offset, CExprPtr bar_index)
+      : what_(std::move(what)),
+        map_(std::move(map)),
+        e_(element_bytes),
+        src_(src),
+        dst_(dst),
+        bar_(bar),
+        coords_(std::move(coords)),
+        dst_offset_(std::move(dst_offset)),
+        bar_index_(std::move(bar_index)) {}
+
+  void Exec(Ctx& c) override {
+    double* bar = FlatElement(c, bar_.slot, bar_.elems, bar_index_->I(c), what_ + " barrier");
+    if (bar == nullptr) return;
+    MbarrierState* state = FindMbarrier(c, bar, what_);
+    if (state == nullptr) return;
+    const int64_t base = dst_offset_->I(c) * e_;
+    const int64_t align = map_.swizzle > 0 ? 8 * map_.swizzle : 16;
+    if (base < 0 || base % align != 0) {
+      c.rt->Fail(absl::InvalidArgumentError(absl::StrCat(what_, ": the destination starts at byte ",
+                                                         base, ", not a multiple of ", align)));
+      return;
+    }
+    const size_t rank = map_.dims.size();
+    std::vector<int64_t> origin(rank);
+    for (size_t d = 0; d < rank; ++d) origin[d] = coords_[d]->I(c);
+    const int64_t count = map_.BoxElements();
+    std::vector<int64_t> at(rank, 0);
+    for (int64_t i = 0; i < count; ++i) {
+      // Box element i (row-major over the box) and its element of the source, if inside.
+      int64_t rest = i, src = 0;
+      bool inside = true;
+      for (size_t d = rank; d-- > 0;) {
+        at[d] = rest % map_.box[d];
+        rest /= map_.box[d];
+      }
+      for (size_t d = 0; d < rank; ++d) {
+        const int64_t g = origin[d] + at[d];
+        inside = inside && g >= 0 && g < map_.dims[d];
+        src = src * map_.dims[d] + g;
+      }
+      const int64_t byte = map_.swizzle > 0 ? WgmmaSwizzle(e_ * i, map_.swizzle) : e_ * i;
+      double* dst = FlatElement(c, dst_.slot, dst_.elems, (base + byte) / e_, what_);
+      if (dst == nullptr) return;
+      state->copies.push_back({dst, inside ? c.bufs[src_.slot][src] : 0.0});
+    }
+    state->tx_landed += count * e_;
+  }
+
+ private:
+  std::string what_;
+  TensorMapSpec map_;
+  int64_t e_;
+  Buf src_, dst_, bar_;
+  std::vector<CExprPtr> coords_;
+  CExprPtr dst_offset_, bar_index_;
+};
+
+// An mbarrier operation (ir/stmt.h MbarrierNode). A wait for the current phase completes it when
+// its arrivals and transaction bytes are in (performing its TMA copies), else reports the wait
+// that would never return.
+class MbarrierStmt final : public CStmt {
+ public:
+  MbarrierStmt(std::string what, MbarrierNode::Op op, int64_t count, int slot, int64_t elems,
+               CExprPtr index, CExprPtr parity)
+      : what_(std::move(what)),
+        op_(op),
+        count_(count),
+        slot_(slot),
+        elems_(elems),
+        index_(std::move(index)),
+        parity_(std::move(parity)) {}
+
+  void Exec(Ctx& c) override {
+    double* bar = FlatElement(c, slot_, elems_, index_->I(c), what_);
+    if (bar == nullptr) return;
+    if (op_ == MbarrierNode::Op::kInit) {
+      MbarrierState& fresh = c.rt->mbarriers.emplace_back();
+      fresh.arrivals = count_;
+      *bar = static_cast<double>(c.rt->mbarriers.size());
+      return;
+    }
+    MbarrierState* state = FindMbarrier(c, bar, what_);
+    if (state == nullptr) return;
+    if (op_ == MbarrierNode::Op::kArriveExpectTx) {
+      state->tx_expected += count_;
+      if (++state->arrived > state->arrivals) {
+        c.rt->Fail(absl::FailedPreconditionError(absl::StrCat(
+            what_, ": ", state->arrived, " arrivals in a phase that expects ", state->arrivals)));
+      }
+      return;
+    }
+    const int64_t parity = parity_->I(c);
+    if (parity != 0 && parity != 1) {
+      c.rt->Fail(absl::InvalidArgumentError(absl::StrCat(what_, ": parity ", parity)));
+      return;
+    }
+    if (state->phase % 2 != parity) return;  // that phase has completed
+    if (state->arrived != state->arrivals || state->tx_landed != state->tx_expected) {
+      c.rt->Fail(absl::FailedPreconditionError(
+          absl::StrCat(what_, ": waits for phase ", state->phase, " which never completes (",
+                       state->arrived, " of ", state->arrivals, " arrivals, ", state->tx_landed,
+                       " of ", state->tx_expected, " transaction bytes)")));
+      return;
+    }
+    for (const MbarrierState::Copy& copy : state->copies) *copy.dst = copy.value;
+    state->copies.clear();
+    state->arrived = state->tx_expected = state->tx_landed = 0;
+    ++state->phase;
+  }
+
+ private:
+  std::string what_;
+  MbarrierNode::Op op_;
+  int64_t count_;
+  int slot_;
+  int64_t elems_;
+  CExprPtr index_, parity_;
+};
+
 class EvaluateStmt final : public CStmt {
  public:
   EvaluateStmt(CExprPtr value, bool is_float) : value_(std::move(value)), is_float_(is_float) {}
@@ -908,6 +1060,10 @@ class Compiler {
         return CompileWarpMma(*s.as<WarpMmaNode>());
       case StmtKind::kWgmma:
         return CompileWgmma(*s.as<WgmmaNode>());
+      case StmtKind::kTmaLoad:
+        return CompileTmaLoad(*s.as<TmaLoadNode>());
+      case StmtKind::kMbarrier:
+        return CompileMbarrier(*s.as<MbarrierNode>());
     }
     CHECK(false) << "unhandled statement kind";
     return CStmtPtr();
@@ -934,6 +1090,7 @@ class Compiler {
     info.dtype = decl.dtype;
     info.shape = decl.shape;
     info.strides = RowMajorStrides(decl.shape);
+    info.tensor_map = decl.tensor_map;
     return &info;
   }
 
@@ -1073,6 +1230,71 @@ class Compiler {
     ASSIGN_OR_RETURN(CExprPtr thread, CompileExpr(n.thread, scope_, precision_));
     return CStmtPtr(
         std::make_unique<WgmmaStmt>(n, std::move(a), std::move(b), acc->slot, std::move(thread)));
+  }
+
+  // A shared int64 buffer of mbarriers, as TmaLoad and Mbarrier statements use it.
+  absl::StatusOr<TmaLoadStmt::Buf> BarrierBuffer(const std::string& what, const std::string& name) {
+    const BufInfo* info = scope_.FindBuf(name);
+    if (info == nullptr || info->dtype != ScalarType::kInt64) {
+      return absl::InvalidArgumentError(what + ": the mbarrier buffer '" + name +
+                                        "' is not an int64 buffer in scope");
+    }
+    TmaLoadStmt::Buf b;
+    b.slot = info->slot;
+    b.elems = 1;
+    for (int64_t e : info->shape) b.elems *= e;
+    return b;
+  }
+
+  absl::StatusOr<CStmtPtr> CompileTmaLoad(const TmaLoadNode& n) {
+    const std::string what = absl::StrCat("tma load into '", n.dst, "'");
+    const BufInfo* map = scope_.FindBuf(n.tensor_map);
+    if (map == nullptr || !map->tensor_map) {
+      return absl::InvalidArgumentError(what + ": '" + n.tensor_map + "' is not a tensor map");
+    }
+    const BufInfo* src = scope_.FindBuf(map->tensor_map->source);
+    const BufInfo* dst = scope_.FindBuf(n.dst);
+    if (src == nullptr || dst == nullptr) {
+      return absl::InvalidArgumentError(what + ": unknown source or destination buffer");
+    }
+    BufferDecl source_decl{src->name, src->dtype, src->shape};
+    RETURN_IF_ERROR(CheckTensorMap(*map->tensor_map, source_decl));
+    if (src->dtype != dst->dtype || n.coords.size() != map->tensor_map->dims.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": copies ", TypeName(src->dtype), " of rank ", map->tensor_map->dims.size(),
+          " into ", TypeName(dst->dtype), " with ", n.coords.size(), " coordinates"));
+    }
+    auto elems = [](const BufInfo* b) {
+      int64_t n = 1;
+      for (int64_t e : b->shape) n *= e;
+      return n;
+    };
+    ASSIGN_OR_RETURN(TmaLoadStmt::Buf bar, BarrierBuffer(what, n.barrier));
+    std::vector<CExprPtr> coords;
+    for (const Expr& e : n.coords) {
+      ASSIGN_OR_RETURN(CExprPtr c, CompileExpr(e, scope_, precision_));
+      coords.push_back(std::move(c));
+    }
+    ASSIGN_OR_RETURN(CExprPtr offset, CompileExpr(n.dst_offset, scope_, precision_));
+    ASSIGN_OR_RETURN(CExprPtr index, CompileExpr(n.barrier_index, scope_, precision_));
+    return CStmtPtr(std::make_unique<TmaLoadStmt>(
+        what, *map->tensor_map, BytesOf(src->dtype), TmaLoadStmt::Buf{src->slot, elems(src)},
+        TmaLoadStmt::Buf{dst->slot, elems(dst)}, bar, std::move(coords), std::move(offset),
+        std::move(index)));
+  }
+
+  absl::StatusOr<CStmtPtr> CompileMbarrier(const MbarrierNode& n) {
+    const std::string what =
+        absl::StrCat("mbarrier ", MbarrierOpName(n.op), " on '", n.buffer, "'");
+    ASSIGN_OR_RETURN(TmaLoadStmt::Buf bar, BarrierBuffer(what, n.buffer));
+    ASSIGN_OR_RETURN(CExprPtr index, CompileExpr(n.index, scope_, precision_));
+    CExprPtr parity;
+    if (n.op == MbarrierNode::Op::kWait) {
+      if (!n.parity.defined()) return absl::InvalidArgumentError(what + ": no parity");
+      ASSIGN_OR_RETURN(parity, CompileExpr(n.parity, scope_, precision_));
+    }
+    return CStmtPtr(std::make_unique<MbarrierStmt>(what, n.op, n.count, bar.slot, bar.elems,
+                                                   std::move(index), std::move(parity)));
   }
 
   absl::StatusOr<CStmtPtr> CompileRegion(const Stmt& s) {

@@ -29,12 +29,13 @@ constexpr uint8_t kUndefinedStmt = 0xFF;
 constexpr int kMaxDepth = 10000;
 
 constexpr uint8_t kNumExprKinds = static_cast<uint8_t>(ExprKind::kLoad) + 1;
-constexpr uint8_t kNumStmtKinds = static_cast<uint8_t>(StmtKind::kWgmma) + 1;
+constexpr uint8_t kNumStmtKinds = static_cast<uint8_t>(StmtKind::kMbarrier) + 1;
 constexpr uint8_t kNumTypes = static_cast<uint8_t>(ScalarType::kBool) + 1;
 constexpr uint8_t kNumForKinds = static_cast<uint8_t>(ForKind::kThreadIdxZ) + 1;
 constexpr uint8_t kNumScopes = static_cast<uint8_t>(MemoryScope::kLocal) + 1;
 constexpr uint8_t kNumCallOps = static_cast<uint8_t>(CallOp::kTf32Truncate) + 1;
 constexpr uint8_t kNumMmaKinds = static_cast<uint8_t>(MmaKind::kTF32x3) + 1;
+constexpr uint8_t kNumMbarrierOps = static_cast<uint8_t>(MbarrierNode::Op::kWait) + 1;
 
 class Encoder {
  public:
@@ -55,6 +56,17 @@ class Encoder {
     I64(static_cast<int64_t>(b.shape.size()));
     for (int64_t d : b.shape) I64(d);
     U8(static_cast<uint8_t>(b.scope));
+    Bool(b.tensor_map.has_value());
+    if (b.tensor_map) {
+      Str(b.tensor_map->source);
+      Ints(b.tensor_map->dims);
+      Ints(b.tensor_map->box);
+      I64(b.tensor_map->swizzle);
+    }
+  }
+  void Ints(const std::vector<int64_t>& v) {
+    I64(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) I64(x);
   }
 
   void Exprs(const std::vector<Expr>& es) {
@@ -163,6 +175,19 @@ class Encoder {
       Layout(w->b_layout);
       Write(w->thread);
       I64(w->pending);
+    } else if (const auto* t = s.as<TmaLoadNode>()) {
+      Str(t->tensor_map);
+      Exprs(t->coords);
+      Str(t->dst);
+      Write(t->dst_offset);
+      Str(t->barrier);
+      Write(t->barrier_index);
+    } else if (const auto* mb = s.as<MbarrierNode>()) {
+      U8(static_cast<uint8_t>(mb->op));
+      Str(mb->buffer);
+      Write(mb->index);
+      I64(mb->count);
+      Write(mb->parity);
     }
   }
 
@@ -243,7 +268,21 @@ class Decoder {
     const int64_t rank = Count();
     for (int64_t i = 0; i < rank && ok(); ++i) b.shape.push_back(I64());
     b.scope = static_cast<MemoryScope>(Enum(kNumScopes, "memory scope"));
+    if (Bool()) {
+      TensorMapSpec m;
+      m.source = Str();
+      m.dims = Ints();
+      m.box = Ints();
+      m.swizzle = I64();
+      b.tensor_map = std::move(m);
+    }
     return b;
+  }
+  std::vector<int64_t> Ints() {
+    std::vector<int64_t> v;
+    const int64_t n = Count();
+    for (int64_t i = 0; i < n && ok(); ++i) v.push_back(I64());
+    return v;
   }
 
   std::vector<Expr> Exprs(int depth) {
@@ -478,6 +517,28 @@ class Decoder {
         w->thread = Required(depth, "thread index");
         w->pending = I64();
         return Stmt(std::move(w));
+      }
+      case StmtKind::kTmaLoad: {
+        auto t = std::make_shared<TmaLoadNode>();
+        t->tensor_map = Str();
+        t->coords = Exprs(depth);
+        t->dst = Str();
+        t->dst_offset = Required(depth, "destination offset");
+        t->barrier = Str();
+        t->barrier_index = Required(depth, "barrier index");
+        return Stmt(std::move(t));
+      }
+      case StmtKind::kMbarrier: {
+        auto m = std::make_shared<MbarrierNode>();
+        m->op = static_cast<MbarrierNode::Op>(Enum(kNumMbarrierOps, "mbarrier op"));
+        m->buffer = Str();
+        m->index = Required(depth, "barrier index");
+        m->count = I64();
+        m->parity = ReadExpr(depth);
+        if (ok() && m->op == MbarrierNode::Op::kWait && !m->parity.defined()) {
+          Fail("mbarrier wait without a parity");
+        }
+        return Stmt(std::move(m));
       }
     }
     Fail("statement kind is not handled");

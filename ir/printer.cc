@@ -151,8 +151,14 @@ void Print(std::ostream& os, const Expr& e) {
 }
 
 std::string BufferText(const BufferDecl& b) {
-  return absl::StrCat(b.name, ": ", TypeName(b.dtype), "[", absl::StrJoin(b.shape, ", "), "] ",
-                      MemoryScopeName(b.scope));
+  std::string text = absl::StrCat(b.name, ": ", TypeName(b.dtype), "[",
+                                  absl::StrJoin(b.shape, ", "), "] ", MemoryScopeName(b.scope));
+  if (b.tensor_map) {
+    const TensorMapSpec& m = *b.tensor_map;
+    absl::StrAppend(&text, " tensor_map of ", m.source, " dims [", absl::StrJoin(m.dims, ", "),
+                    "] box [", absl::StrJoin(m.box, ", "), "] sw", m.swizzle);
+  }
+  return text;
 }
 
 void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
@@ -265,6 +271,34 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
       os << ") k_steps " << w->k_steps << " thread ";
       Print(os, w->thread);
       if (w->pending > 0) os << " pending " << w->pending;
+      os << "\n";
+      return;
+    }
+    case StmtKind::kTmaLoad: {
+      const auto* t = s.as<TmaLoadNode>();
+      os << pad << "tma_load " << t->dst << "@(";
+      Print(os, t->dst_offset);
+      os << ") = " << t->tensor_map << "[";
+      for (size_t i = 0; i < t->coords.size(); ++i) {
+        os << (i ? ", " : "");
+        Print(os, t->coords[i]);
+      }
+      os << "] barrier " << t->barrier << "[";
+      Print(os, t->barrier_index);
+      os << "]\n";
+      return;
+    }
+    case StmtKind::kMbarrier: {
+      const auto* m = s.as<MbarrierNode>();
+      os << pad << "mbarrier_" << MbarrierOpName(m->op) << " " << m->buffer << "[";
+      Print(os, m->index);
+      os << "]";
+      if (m->op == MbarrierNode::Op::kWait) {
+        os << " parity ";
+        Print(os, m->parity);
+      } else {
+        os << " " << m->count;
+      }
       os << "\n";
       return;
     }

@@ -912,6 +912,25 @@ Stmt Simplifier::MutateStmt(const Stmt& s) {
                              Mutate(op->a_offset), op->a_layout, op->b, Mutate(op->b_offset),
                              op->b_layout, Mutate(op->thread), op->pending);
     }
+    case StmtKind::kTmaLoad: {
+      const auto* op = s.as<TmaLoadNode>();
+      std::vector<Expr> coords;
+      for (const Expr& c : op->coords) coords.push_back(Mutate(c));
+      return TmaLoadNode::Make(op->tensor_map, std::move(coords), op->dst, Mutate(op->dst_offset),
+                               op->barrier, Mutate(op->barrier_index));
+    }
+    case StmtKind::kMbarrier: {
+      const auto* op = s.as<MbarrierNode>();
+      switch (op->op) {
+        case MbarrierNode::Op::kInit:
+          return MbarrierNode::Init(op->buffer, Mutate(op->index), op->count);
+        case MbarrierNode::Op::kArriveExpectTx:
+          return MbarrierNode::ArriveExpectTx(op->buffer, Mutate(op->index), op->count);
+        case MbarrierNode::Op::kWait:
+          return MbarrierNode::Wait(op->buffer, Mutate(op->index), Mutate(op->parity));
+      }
+      return s;
+    }
     case StmtKind::kEvaluate: {
       const auto* op = s.as<EvaluateNode>();
       Expr v = Mutate(op->value);

@@ -47,6 +47,60 @@ const char* MemoryScopeName(MemoryScope scope) {
   return "?";
 }
 
+int64_t TensorMapSpec::BoxElements() const {
+  int64_t n = 1;
+  for (int64_t e : box) n *= e;
+  return n;
+}
+
+absl::Status CheckTensorMap(const TensorMapSpec& map, const BufferDecl& source) {
+  auto bad = [&](const std::string& why) {
+    return absl::InvalidArgumentError("tensor map of '" + map.source + "': " + why);
+  };
+  const size_t rank = map.dims.size();
+  if (rank < 1 || rank > 5) return bad("rank " + std::to_string(rank) + " is not 1..5");
+  if (map.box.size() != rank) {
+    return bad("box rank " + std::to_string(map.box.size()) + " differs from the dims' " +
+               std::to_string(rank));
+  }
+  if (map.swizzle != 0 && map.swizzle != 32 && map.swizzle != 64 && map.swizzle != 128) {
+    return bad("swizzle " + std::to_string(map.swizzle) + " is not 0, 32, 64 or 128 bytes");
+  }
+  int64_t elements = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    if (map.dims[d] < 1 || map.dims[d] >= (int64_t{1} << 32)) {
+      return bad("dim " + std::to_string(d) + " extent " + std::to_string(map.dims[d]) +
+                 " is not in 1..2^32-1");
+    }
+    if (map.box[d] < 1 || map.box[d] > 256) {
+      return bad("box dim " + std::to_string(d) + " extent " + std::to_string(map.box[d]) +
+                 " is not in 1..256");
+    }
+    elements *= map.dims[d];
+  }
+  if (elements != source.NumElements()) {
+    return bad("dims cover " + std::to_string(elements) + " elements, the buffer has " +
+               std::to_string(source.NumElements()));
+  }
+  const int64_t e = BytesOf(source.dtype);
+  const int64_t inner = map.box.back() * e;
+  if (inner % 16 != 0)
+    return bad("the box's inner " + std::to_string(inner) + " bytes are not a multiple of 16");
+  if (map.swizzle != 0 && inner > map.swizzle) {
+    return bad("the box's inner " + std::to_string(inner) + " bytes exceed the " +
+               std::to_string(map.swizzle) + "-byte swizzle");
+  }
+  int64_t stride = e;
+  for (size_t d = rank; d-- > 1;) {
+    stride *= map.dims[d];
+    if (stride % 16 != 0 || stride >= (int64_t{1} << 40)) {
+      return bad("dim " + std::to_string(d - 1) + " stride " + std::to_string(stride) +
+                 " bytes is not a multiple of 16 under 2^40");
+    }
+  }
+  return absl::OkStatus();
+}
+
 int64_t BufferDecl::NumElements() const {
   int64_t n = 1;
   for (int64_t e : shape) n *= e;
@@ -99,6 +153,62 @@ Stmt StoreNode::Make(std::string buffer, std::vector<Expr> indices, Expr value, 
   }
   return Stmt(std::make_shared<StoreNode>(std::move(buffer), std::move(indices), std::move(value),
                                           async_copy));
+}
+
+Stmt TmaLoadNode::Make(std::string tensor_map, std::vector<Expr> coords, std::string dst,
+                       Expr dst_offset, std::string barrier, Expr barrier_index) {
+  CHECK(!tensor_map.empty() && !dst.empty() && !barrier.empty()) << "TmaLoad without a name";
+  CHECK(!coords.empty() && coords.size() <= 5) << "TmaLoad of rank " << coords.size();
+  for (const Expr& c : coords) CHECK(c.defined() && c.type() == ScalarType::kInt64);
+  CHECK(dst_offset.defined() && dst_offset.type() == ScalarType::kInt64);
+  CHECK(barrier_index.defined() && barrier_index.type() == ScalarType::kInt64);
+  auto n = std::make_shared<TmaLoadNode>();
+  n->tensor_map = std::move(tensor_map);
+  n->coords = std::move(coords);
+  n->dst = std::move(dst);
+  n->dst_offset = std::move(dst_offset);
+  n->barrier = std::move(barrier);
+  n->barrier_index = std::move(barrier_index);
+  return Stmt(std::move(n));
+}
+
+namespace {
+Stmt MakeMbarrier(MbarrierNode::Op op, std::string buffer, Expr index, int64_t count, Expr parity) {
+  CHECK(!buffer.empty()) << "mbarrier without a buffer";
+  CHECK(index.defined() && index.type() == ScalarType::kInt64);
+  auto n = std::make_shared<MbarrierNode>();
+  n->op = op;
+  n->buffer = std::move(buffer);
+  n->index = std::move(index);
+  n->count = count;
+  n->parity = std::move(parity);
+  return Stmt(std::move(n));
+}
+}  // namespace
+
+Stmt MbarrierNode::Init(std::string buffer, Expr index, int64_t arrivals) {
+  CHECK(arrivals >= 1 && arrivals < (1 << 20)) << "mbarrier arrivals " << arrivals;
+  return MakeMbarrier(Op::kInit, std::move(buffer), std::move(index), arrivals, Expr());
+}
+Stmt MbarrierNode::ArriveExpectTx(std::string buffer, Expr index, int64_t bytes) {
+  CHECK(bytes >= 0 && bytes < (1 << 20)) << "mbarrier transaction bytes " << bytes;
+  return MakeMbarrier(Op::kArriveExpectTx, std::move(buffer), std::move(index), bytes, Expr());
+}
+Stmt MbarrierNode::Wait(std::string buffer, Expr index, Expr parity) {
+  CHECK(parity.defined() && parity.type() == ScalarType::kInt64) << "mbarrier parity not int64";
+  return MakeMbarrier(Op::kWait, std::move(buffer), std::move(index), 0, std::move(parity));
+}
+
+const char* MbarrierOpName(MbarrierNode::Op op) {
+  switch (op) {
+    case MbarrierNode::Op::kInit:
+      return "init";
+    case MbarrierNode::Op::kArriveExpectTx:
+      return "arrive_expect_tx";
+    case MbarrierNode::Op::kWait:
+      return "wait";
+  }
+  return "?";
 }
 
 Stmt AllocateNode::Make(BufferDecl buffer, Stmt body) {
@@ -317,6 +427,17 @@ void StmtVisitor::VisitWgmma(const WgmmaNode* op, const Stmt&) {
   VisitExpr(op->thread);
 }
 
+void StmtVisitor::VisitTmaLoad(const TmaLoadNode* op, const Stmt&) {
+  for (const Expr& c : op->coords) VisitExpr(c);
+  VisitExpr(op->dst_offset);
+  VisitExpr(op->barrier_index);
+}
+
+void StmtVisitor::VisitMbarrier(const MbarrierNode* op, const Stmt&) {
+  VisitExpr(op->index);
+  if (op->parity.defined()) VisitExpr(op->parity);
+}
+
 Stmt StmtMutator::Mutate(const Stmt& s) {
   if (!s.defined()) return s;
   switch (s.kind()) {
@@ -400,6 +521,26 @@ Stmt StmtMutator::MutateWgmma(const WgmmaNode* op, const Stmt& s) {
   return WgmmaNode::Make(op->kind, op->m_tiles, op->n, op->k_steps, op->acc, op->a, std::move(a),
                          op->a_layout, op->b, std::move(b), op->b_layout, std::move(t),
                          op->pending);
+}
+Stmt StmtMutator::MutateTmaLoad(const TmaLoadNode* op, const Stmt& s) {
+  bool changed = false;
+  std::vector<Expr> coords;
+  for (const Expr& c : op->coords) {
+    coords.push_back(MutateExpr(c));
+    changed |= !coords.back().same_as(c);
+  }
+  Expr dst = MutateExpr(op->dst_offset);
+  Expr bar = MutateExpr(op->barrier_index);
+  changed |= !dst.same_as(op->dst_offset) || !bar.same_as(op->barrier_index);
+  if (!changed) return s;
+  return TmaLoadNode::Make(op->tensor_map, std::move(coords), op->dst, std::move(dst), op->barrier,
+                           std::move(bar));
+}
+Stmt StmtMutator::MutateMbarrier(const MbarrierNode* op, const Stmt& s) {
+  Expr index = MutateExpr(op->index);
+  Expr parity = op->parity.defined() ? MutateExpr(op->parity) : op->parity;
+  if (index.same_as(op->index) && parity.same_as(op->parity)) return s;
+  return MakeMbarrier(op->op, op->buffer, std::move(index), op->count, std::move(parity));
 }
 Stmt StmtMutator::MutateEvaluate(const EvaluateNode* op, const Stmt& s) {
   Expr v = MutateExpr(op->value);

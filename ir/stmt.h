@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "ir/expr.h"
 #include "ir/type.h"
 
@@ -37,7 +38,9 @@ namespace tilesearch::ir {
   X(Evaluate)                 \
   X(AsyncGroup)               \
   X(WarpMma)                  \
-  X(Wgmma)
+  X(Wgmma)                    \
+  X(TmaLoad)                  \
+  X(Mbarrier)
 
 enum class StmtKind : uint8_t {
 #define TS_DECLARE_KIND(name) k##name,
@@ -69,15 +72,46 @@ enum class MemoryScope : uint8_t { kGlobal, kShared, kLocal };
 /// "global", "shared", "local".
 const char* MemoryScopeName(MemoryScope scope);
 
+/// A TMA tensor map (PTX's .tensormap, CUDA's CUtensorMap: 128 bytes) over a parameter buffer
+/// `source` of the nest (GPU, sm_90): the runtime encodes it at launch, once the buffer's address
+/// is known (cuTensorMapEncodeTiled), and the kernel receives it as a pointer to the 128 bytes in
+/// global memory. The source is viewed as a dense row-major tensor of `dims` (outermost first,
+/// rank 1..5, their product the source's element count) and copied in boxes of `box` elements per
+/// dimension (TmaLoadNode); box elements outside the tensor read as zero. In shared memory a box is
+/// row-major (the innermost dimension contiguous) with the `swizzle`-byte pattern of
+/// ir::WgmmaSwizzle applied to the byte offset from a destination aligned to 8 × swizzle bytes
+/// (0: no swizzle, 16-byte alignment). CheckTensorMap states the limits.
+struct TensorMapSpec {
+  std::string source;
+  std::vector<int64_t> dims;
+  std::vector<int64_t> box;
+  int64_t swizzle = 128;  // bytes: 0, 32, 64 or 128
+  int64_t BoxElements() const;
+  bool operator==(const TensorMapSpec&) const = default;
+};
+
 /// A buffer: name, element type, row-major shape (extents ≥ 1) and where it lives.
 struct BufferDecl {
   std::string name;
   ScalarType dtype = ScalarType::kFloat32;
   std::vector<int64_t> shape;
   MemoryScope scope = MemoryScope::kGlobal;
+  /// Set on a global Allocate of 128 bytes (int64 [16]) that holds a TMA tensor map: the kernel
+  /// argument the runtime fills by encoding the map (codegen::KernelArg::Kind::kTensorMap).
+  std::optional<TensorMapSpec> tensor_map;
   int64_t NumElements() const;
   int64_t Bytes() const { return NumElements() * BytesOf(dtype); }
 };
+
+/// The buffer shape a tensor map is held in: int64 [16] (128 bytes).
+inline constexpr int64_t kTensorMapWords = 16;
+
+/// Whether `map` over `source` (its element type and count) is one the hardware encodes: rank
+/// 1..5, dims ≥ 1 and under 2^32 with the given product, box extents 1..256, the box's innermost
+/// bytes a multiple of 16 and at most `swizzle` when swizzled, every outer dimension's stride a
+/// multiple of 16 bytes under 2^40, swizzle 0 / 32 / 64 / 128 (CUDA driver API,
+/// cuTensorMapEncodeTiled). Errors: kInvalidArgument naming the map's source and the bad field.
+absl::Status CheckTensorMap(const TensorMapSpec& map, const BufferDecl& source);
 
 struct StmtNode {
   explicit StmtNode(StmtKind k) : kind(k) {}
@@ -363,6 +397,54 @@ struct WgmmaNode : StmtNode {
   Expr thread;
   int64_t pending = 0;  // 0..3
 };
+
+/// TMA (sm_90): the executing thread starts a bulk copy of one box of the tensor map held in
+/// global buffer `tensor_map` (an Allocate with BufferDecl::tensor_map) at element coordinates
+/// `coords` (outermost first, one per dimension, int32 range; out-of-range box elements read as
+/// zero) into shared buffer `dst` (read as flat) from element `dst_offset` (the destination
+/// aligned as TensorMapSpec says), laid out as TensorMapSpec says. Its completion counts the box's
+/// bytes towards the transaction count of mbarrier `barrier`[`barrier_index`], whose phase
+/// completes when they and its arrivals are in (MbarrierNode). Threads may read the data once
+/// they have waited for that phase. The interpreter performs the copy when a wait completes the
+/// phase, so a missing or misplaced wait shows up as a wrong answer.
+struct TmaLoadNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kTmaLoad;
+  TmaLoadNode() : StmtNode(kKind) {}
+  /// CHECKs names, int64 expressions and at least one coordinate.
+  static Stmt Make(std::string tensor_map, std::vector<Expr> coords, std::string dst,
+                   Expr dst_offset, std::string barrier, Expr barrier_index);
+  std::string tensor_map;
+  std::vector<Expr> coords;
+  std::string dst;
+  Expr dst_offset;
+  std::string barrier;
+  Expr barrier_index;
+};
+
+/// An mbarrier (sm_90) held in element `index` of shared int64 buffer `buffer`, as the executing
+/// thread uses it. kInit: sets the barrier to expect `count` arrivals per phase, phase 0 (one
+/// thread, before any other use; a Barrier must follow before other threads use it; the emitter
+/// adds the fence that makes the initialization visible to TMA). kArriveExpectTx: the thread
+/// arrives and adds `count` bytes to the transactions the current phase waits for (a TmaLoad's
+/// box). kWait: the thread waits until the phase of parity `parity` (an int64 expression, 0 or 1)
+/// has completed (PTX try_wait.parity: phase p completes when its arrivals and transaction bytes
+/// are in, then the barrier moves to phase p + 1; waiting for the parity of the phase before the
+/// current one returns at once).
+struct MbarrierNode : StmtNode {
+  enum class Op : uint8_t { kInit, kArriveExpectTx, kWait };
+  static constexpr StmtKind kKind = StmtKind::kMbarrier;
+  MbarrierNode() : StmtNode(kKind) {}
+  static Stmt Init(std::string buffer, Expr index, int64_t arrivals);
+  static Stmt ArriveExpectTx(std::string buffer, Expr index, int64_t bytes);
+  static Stmt Wait(std::string buffer, Expr index, Expr parity);
+  Op op = Op::kInit;
+  std::string buffer;
+  Expr index;
+  int64_t count = 0;  // kInit: arrivals; kArriveExpectTx: bytes
+  Expr parity;        // kWait
+};
+/// "init", "arrive_expect_tx", "wait".
+const char* MbarrierOpName(MbarrierNode::Op op);
 
 /// One kernel: parameters in argument order (inputs, then outputs) and the body.
 struct LoopNest {

@@ -1077,6 +1077,7 @@ absl::StatusOr<lower_internal::TensorCoreKernels> Lowerer::BuildTensorCoreStage(
     return v;
   };
   k.fresh = [this](const std::string& base) { return Fresh(base); };
+  k.is_param = [this](const std::string& name) { return params_.count(name) > 0; };
   k.buffer_shape = [this](const std::string& name) -> std::optional<std::vector<int64_t>> {
     for (int i = 0; i < state_.num_stages(); ++i) {
       if (state_.stage(i).name() == name) return state_.stage(i).op->shape;

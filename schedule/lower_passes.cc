@@ -176,6 +176,18 @@ class ScopeChecker {
         }
         return absl::OkStatus();
       }
+      case ir::StmtKind::kTmaLoad: {
+        const auto* op = s.as<ir::TmaLoadNode>();
+        for (const std::string* b : {&op->tensor_map, &op->dst, &op->barrier}) {
+          if (!in_scope_.count(*b)) return OutOfScope(*b);
+        }
+        return absl::OkStatus();
+      }
+      case ir::StmtKind::kMbarrier: {
+        const auto* op = s.as<ir::MbarrierNode>();
+        if (!in_scope_.count(op->buffer)) return OutOfScope(op->buffer);
+        return absl::OkStatus();
+      }
       default:
         return absl::OkStatus();
     }

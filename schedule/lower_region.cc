@@ -247,6 +247,8 @@ class RegionCollector {
       case ir::StmtKind::kAsyncGroup:
       case ir::StmtKind::kWarpMma:  // made after regions are inferred (tensor_core kernels)
       case ir::StmtKind::kWgmma:
+      case ir::StmtKind::kTmaLoad:
+      case ir::StmtKind::kMbarrier:
         break;
       case ir::StmtKind::kEvaluate:
         VisitExpr(s.as<ir::EvaluateNode>()->value);

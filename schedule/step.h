@@ -290,6 +290,15 @@ struct StorageAlignStep {
 /// reads only K-major tiles, which repacked operands always are; the repack kernels round the
 /// values to TF32), with no copy into TF32 tiles.
 /// Errors: the operands do not repack (PlanOperandRepack's errors).
+///
+/// `tma` (JSON: "tma" after the instruction and any "repack"; warpgroup only) fills the swizzled
+/// operand tiles with TMA box copies (ir::TmaLoadNode) instead of per-thread cp.async: one thread
+/// starts each k tile's boxes, completion is tracked by one mbarrier per ring slot, and the
+/// threads wait on it (ir::MbarrierNode) where they waited for their copies. An operand qualifies
+/// when it is a plain load of a kernel parameter whose indices are the GEMM's axes, one row axis
+/// and one k axis (and batch axes) in the order of the tile's layout; the lowering refuses the
+/// step (invalid_schedule) when neither operand qualifies. Out-of-range box elements read as zero,
+/// so non-divisible tiles need no guards.
 struct TensorCoreStep {
   int stage_id = 0;
   std::string kind = "f16";
@@ -305,6 +314,7 @@ struct TensorCoreStep {
   int split_k = 1;
   bool warpgroup = false;
   bool repack = false;
+  bool tma = false;
   absl::StatusOr<State> Apply(const State& s) const;
   nlohmann::json ToJson() const;
   static absl::StatusOr<TensorCoreStep> FromJson(const nlohmann::json& j);

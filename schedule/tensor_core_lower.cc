@@ -56,6 +56,22 @@ std::vector<const ir::IterVar*> ReduceAxes(const ir::TensorNode& op) {
   return out;
 }
 
+// An operand's TMA fill (TensorCoreStep::tma): the tensor map over the parameter it reads and,
+// per k tile, the boxes that make up its swizzled tile.
+struct TmaFill {
+  std::string map;  // the global buffer holding the tensor map
+  ir::TensorMapSpec spec;
+  size_t row_dim = 0;  // the load's dimensions indexed by the row axis and the k axis
+  size_t k_dim = 0;
+  std::vector<std::pair<size_t, std::string>> batch_dims;  // dimension, batch axis
+  struct Box {
+    int64_t dst_byte = 0;  // in the slot's tile
+    int64_t row = 0;       // first row of the tile it covers
+  };
+  std::vector<Box> boxes;
+  int64_t box_bytes = 0;
+};
+
 // One operand (A: rows are m, B: rows are n) as staged in shared memory.
 struct Operand {
   std::string buffer;         // the shared buffer
@@ -82,6 +98,7 @@ struct Operand {
   // wgmma on TF32 kinds: the K-major operand tiles the ring's float32 tile is copied into, big
   // (tf32: x rounded to TF32; tf32x3: x truncated) and small (tf32x3: the rest, truncated).
   std::string big, small;
+  std::optional<TmaFill> tma;
 };
 
 // x ^ y for 0 <= y < 2^bits and x >= 0, in arithmetic the IR has (only x's low bits change).
@@ -162,6 +179,7 @@ struct Builder {
   // A's rows are padded so that those reads are free of bank conflicts.
   bool a_regs = false;
   int64_t groups_n = 1;  // wgmma: warpgroups along n
+  std::string barriers;  // TensorCoreStep::tma: the ring's mbarriers, int64 [stages]
 
   // Accumulator fragments per thread: [frag_m][frag_n][4].
   int64_t FragM() const { return wgmma ? wm / 64 : wm / 16; }
@@ -511,8 +529,68 @@ struct Builder {
     return ir::SeqNode::Make(seq);
   }
 
+  // Thread 0's TMA fill of the range's k tile `ko` into ring slot `slot`: the slot's mbarrier
+  // expects both operands' bytes, then every box of both tiles is started.
+  Stmt TmaIssue(const Expr& slot, const Expr& ko) {
+    const Expr kt = split > 1 ? split_idx * C(split_tiles) + ko : ko;
+    std::vector<std::pair<std::string, Expr>> batch_values;
+    if (batch.defined()) Delinearize(AxesAt(op, mm.batch_axes), batch, &batch_values);
+    std::vector<Stmt> seq = {ir::MbarrierNode::ArriveExpectTx(
+        barriers, slot,
+        a.tma->box_bytes * a.tma->boxes.size() + b.tma->box_bytes * b.tma->boxes.size())};
+    for (const auto& [o, row_tile] : {std::pair{&a, tile_m}, {&b, tile_n}}) {
+      const TmaFill& f = *o->tma;
+      for (const TmaFill::Box& box : f.boxes) {
+        std::vector<Expr> coords(f.spec.dims.size(), C(0));
+        coords[f.row_dim] = row_tile * C(o->rows) + C(box.row);
+        coords[f.k_dim] = kt * C(bk);
+        for (const auto& [dim, axis] : f.batch_dims) {
+          for (const auto& [name, value] : batch_values) {
+            if (name == axis) coords[dim] = value;
+          }
+        }
+        const int64_t eb = ir::BytesOf(o->dtype);
+        seq.push_back(ir::TmaLoadNode::Make(f.map, coords, o->buffer,
+                                            slot * C(TileElems(*o)) + C(box.dst_byte / eb),
+                                            barriers, slot));
+      }
+    }
+    return ir::IfThenElseNode::Make(tid == C(0), ir::SeqNode::Make(seq));
+  }
+
+  // wgmma fed by TMA (TensorCoreStep::tma): thread 0 initializes one mbarrier per ring slot and
+  // keeps `ahead` k tiles in flight; each tile: a barrier (every thread is done with the wgmma's
+  // of the tile whose slot the next fill reuses), thread 0 starts the fill `ahead` tiles on, every
+  // thread waits for its tile's slot (phase parity: the slot's use count, mod 2), the wgmma's
+  // (pending 1 with 3 or more slots, so that they overlap the next tile's wait).
+  Stmt TmaWgmmaLoop(const std::string& acc) {
+    const int64_t pending = stages >= 3 ? 1 : 0;
+    const int64_t ahead = stages - 1 - pending;
+    std::vector<Stmt> init;
+    for (int64_t s = 0; s < stages; ++s) init.push_back(ir::MbarrierNode::Init(barriers, C(s), 1));
+    std::vector<Stmt> seq = {ir::IfThenElseNode::Make(tid == C(0), ir::SeqNode::Make(init)),
+                             ir::BarrierNode::Make()};
+    for (int64_t s = 0; s < ahead && s < split_tiles; ++s) seq.push_back(TmaIssue(C(s), C(s)));
+    auto tile = [&](const Expr& ko, int64_t tile_pending) {
+      const Expr next = ko + C(ahead);
+      return ir::SeqNode::Make(
+          {ir::BarrierNode::Make(),
+           ir::IfThenElseNode::Make(next < C(split_tiles), TmaIssue(next % C(stages), next)),
+           ir::MbarrierNode::Wait(barriers, ko % C(stages), (ko / C(stages)) % C(2)),
+           Mma(acc, ko % C(stages), tile_pending)});
+    };
+    const Expr ko = ir::MakeVar(k.fresh(op.name + ".ko"));
+    if (split_tiles > 1) {
+      seq.push_back(
+          ir::ForNode::Make(ko, C(0), C(split_tiles - 1), ForKind::kSerial, tile(ko, pending)));
+    }
+    seq.push_back(tile(C(split_tiles - 1), 0));
+    return ir::SeqNode::Make(seq);
+  }
+
   // The k loop: prologue fills, then per tile wait / barrier / prefetch / mma.
   Stmt MainLoop(const std::string& acc) {
+    if (a.tma && b.tma) return TmaWgmmaLoop(acc);
     if (split_tf32 && stages >= 2) return Tf32WgmmaLoop(acc);
     if (wgmma && async && stages >= 3) return AsyncWgmmaLoop(acc);
     std::vector<Stmt> seq;
@@ -893,6 +971,85 @@ absl::StatusOr<OperandRepack> RepackOperands(const TensorCoreKernel& k, MatmulLi
   return plan;
 }
 
+// The TMA fill of operand `o` (TensorCoreStep::tma), or why it has none: a plain load of a
+// parameter of the operand's type whose indices are the tile's one row axis, its one k axis,
+// batch axes and zeros in unit dimensions, contiguous along the swizzled tile's inner direction
+// (k for a K-major tile, the rows for an MN-major one), in a layout whose 8-row (K-major) or 8-k
+// (MN-major) groups are 8 × swizzle bytes apart, so that row-major boxes land in it as they are.
+absl::StatusOr<TmaFill> PlanTmaFill(const Builder& bd, const Operand& o, const char* role) {
+  const std::string what = absl::StrCat("tma: operand ", role, " ");
+  const ir::WgmmaLayout& l = o.layout;
+  if (!bd.Swizzled(o) || o.row_axes.size() != 1 || bd.k_axes.size() != 1) {
+    return Invalid(bd.op.name, what + "is not a swizzled tile of one row axis and one k axis");
+  }
+  const ir::LoadNode* load = PlainTileLoad(bd.k, o.factor);
+  if (load == nullptr || load->type != o.dtype || !bd.k.is_param || !bd.k.is_param(load->buffer) ||
+      !bd.k.buffer_shape) {
+    return Invalid(bd.op.name, what + "is not a plain load of a parameter");
+  }
+  const std::optional<std::vector<int64_t>> shape = bd.k.buffer_shape(load->buffer);
+  if (!shape || shape->size() != load->indices.size() || shape->size() > 5) {
+    return Invalid(bd.op.name, what + "has no known shape of rank 1..5");
+  }
+  TmaFill f;
+  f.spec.source = load->buffer;
+  f.spec.dims = *shape;
+  f.spec.box.assign(shape->size(), 1);
+  f.spec.swizzle = l.swizzle;
+  const std::string& row_axis = bd.op.axes[o.row_axes[0]].name;
+  const std::string& k_axis = bd.k_axes[0]->name;
+  bool row = false, k = false;
+  for (size_t d = 0; d < load->indices.size(); ++d) {
+    const auto* v = load->indices[d].as<ir::VarNode>();
+    if (v == nullptr) continue;  // 0 in a unit dimension (PlainTileLoad)
+    bool batch = false;
+    for (int b : bd.mm.batch_axes) batch = batch || bd.op.axes[b].name == v->name;
+    if (v->name == row_axis && !row) {
+      f.row_dim = d;
+      row = true;
+    } else if (v->name == k_axis && !k) {
+      f.k_dim = d;
+      k = true;
+    } else if (batch) {
+      f.batch_dims.emplace_back(d, v->name);
+    } else {
+      return Invalid(bd.op.name, what + "reads '" + v->name + "', not a row, k or batch axis");
+    }
+  }
+  const size_t inner = l.k_major ? f.k_dim : f.row_dim;
+  const size_t outer = l.k_major ? f.row_dim : f.k_dim;
+  const int64_t eb = l.element_bytes;
+  if (!row || !k || inner != shape->size() - 1 || outer > inner) {
+    return Invalid(bd.op.name, what + "is not contiguous along its tile's inner direction");
+  }
+  if (l.sbo != 8 * l.swizzle || (!l.k_major && l.lbo % (8 * l.swizzle) != 0)) {
+    return Invalid(bd.op.name, what + "has a layout boxes do not land in");
+  }
+  if (l.k_major) {
+    // Boxes of up to 256 rows of block_k elements (block_k · E = the swizzle).
+    f.spec.box[f.k_dim] = bd.bk;
+    const int64_t rows = std::min<int64_t>(o.rows, 256);
+    f.spec.box[f.row_dim] = rows;
+    for (int64_t r = 0; r < o.rows; r += rows) f.boxes.push_back({(r / 8) * l.sbo, r});
+  } else {
+    // One box per atom of swizzle / E rows: block_k rows of k, each a 128-byte row of the atom.
+    const int64_t atom = l.swizzle / eb;
+    f.spec.box[f.row_dim] = atom;
+    f.spec.box[f.k_dim] = bd.bk;
+    for (int64_t r = 0; r < o.rows; r += atom) f.boxes.push_back({(r / atom) * l.lbo, r});
+  }
+  if (o.rows % f.spec.box[f.row_dim] != 0 || bd.bk > 256) {
+    return Invalid(bd.op.name, what + "has a tile that is not whole boxes");
+  }
+  f.box_bytes = f.spec.BoxElements() * eb;
+  ir::BufferDecl source{load->buffer, o.dtype, *shape};
+  if (absl::Status ok = ir::CheckTensorMap(f.spec, source); !ok.ok()) {
+    return Invalid(bd.op.name, what + std::string(ok.message()));
+  }
+  f.map = bd.k.fresh(o.buffer + ".tmap");
+  return f;
+}
+
 // The wgmma operand layouts (swizzled tiles; A through registers for one-pass TF32 on the split
 // path, Builder::a_regs) and the TF32 tiles of the split path.
 absl::Status PlanWgmmaOperands(const TensorCoreKernel& k, const MatmulLike& mm, Builder* bd) {
@@ -1005,7 +1162,17 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
                      mm->b_k_inner, dtype);
   bd.a.pad = bd.b.pad = c.pad;
   if (bd.wgmma) RETURN_IF_ERROR(PlanWgmmaOperands(k, *mm, &bd));
-  bd.async = PlanAsync(bd, repack.has_value());
+  if (c.tma) {
+    for (auto [o, role] : {std::pair{&bd.a, "A"}, {&bd.b, "B"}}) {
+      ASSIGN_OR_RETURN(TmaFill f, PlanTmaFill(bd, *o, role));
+      ir::BufferDecl map{f.map, ir::ScalarType::kInt64, {ir::kTensorMapWords}};
+      map.tensor_map = f.spec;
+      out.workspaces.push_back(std::move(map));
+      o->tma = std::move(f);
+    }
+    bd.barriers = k.fresh(op.name + ".full");
+  }
+  bd.async = !c.tma && PlanAsync(bd, repack.has_value());
   for (Operand* o : {&bd.a, &bd.b}) {
     const int64_t vec = 16 / ir::BytesOf(dtype);
     if (o->chunked || o->copy != nullptr) continue;
@@ -1057,6 +1224,10 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   s = ir::ForNode::Make(bd.lane, C(0), C(32), ForKind::kThreadIdxX, s);
   s = ir::AllocateNode::Make(bd.Decl(bd.b), s);
   s = ir::AllocateNode::Make(bd.Decl(bd.a), s);
+  if (!bd.barriers.empty()) {
+    s = ir::AllocateNode::Make(
+        {bd.barriers, ir::ScalarType::kInt64, {bd.stages}, ir::MemoryScope::kShared}, s);
+  }
   for (const Operand* o : {&bd.a, &bd.b}) {
     for (const std::string& name : {o->big, o->small}) {
       if (name.empty()) continue;

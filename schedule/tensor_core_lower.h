@@ -35,6 +35,8 @@ struct TensorCoreKernel {
       epilogue;
   /// The shape of a tensor the stage reads (for `repack`), nullopt for an unknown name.
   std::function<std::optional<std::vector<int64_t>>(const std::string&)> buffer_shape;
+  /// Whether a buffer the stage reads is a parameter of the nest (a TMA tensor map's source).
+  std::function<bool(const std::string&)> is_param;
   /// A variable name not used elsewhere in the nest, derived from the argument.
   std::function<std::string(const std::string&)> fresh;
 };

@@ -78,7 +78,27 @@ bool DrawRepack(const schedule::MatmulLike& mm, std::mt19937_64& rng) {
   return mm.repackable && rng() % 4 != 0;
 }
 
+// Whether both operands of the stage are placeholders of `s` whose rows are whole 16-byte chunks
+// (a tensor map's strides).
+bool TmaSources(const schedule::MatmulLike& mm, const schedule::State& s) {
+  for (const ir::Expr* factor : {&mm.a, &mm.b}) {
+    const ir::LoadNode* load = schedule::PlainOperandLoad(*factor);
+    const int id = load ? s.StageId(load->buffer) : -1;
+    if (id < 0 || !s.stage(id).is_placeholder()) return false;
+    const std::vector<int64_t>& shape = s.stage(id).op->shape;
+    if (shape.empty() || shape.back() * ir::BytesOf(load->type) % 16 != 0) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+bool TmaOperands(const TensorCoreStep& t, const schedule::MatmulLike& mm) {
+  const ir::MmaKind kind = KindOf(t);
+  return t.warpgroup && !t.repack && (kind == ir::MmaKind::kF16 || kind == ir::MmaKind::kBF16) &&
+         mm.m_axes.size() == 1 && mm.n_axes.size() == 1 &&
+         schedule::PlainOperandLoad(mm.a) != nullptr && schedule::PlainOperandLoad(mm.b) != nullptr;
+}
 
 bool HasTensorCoreStep(const std::vector<schedule::Step>& steps) {
   return std::any_of(steps.begin(), steps.end(), [](const schedule::Step& st) {
@@ -167,6 +187,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
       t.split_k = (rng() & 1) ? PickFrom(kSplits, rng) : 1;
       if (t.split_k > 1 && (t.split_k * 4 * t.block_k > mm.k)) t.split_k = 1;
       t.repack = DrawRepack(mm, rng);
+      t.tma = TmaOperands(t, mm) && TmaSources(mm, s) && (rng() & 1);
       if (TensorCoreStepFits(t, target) && WgmmaLayoutsFit(t, mm) && SizedForProblem(t, mm)) {
         return t;
       }
@@ -198,6 +219,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
   t.raster = 1;
   t.split_k = 1;
   t.repack = false;
+  t.tma = false;
   return t;
 }
 
@@ -282,6 +304,7 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
       if (!HasWgmma(target)) break;
       TensorCoreStep c = t;
       c.warpgroup = !wg;
+      c.tma = false;
       if (c.warpgroup) {
         c.block_m = std::max<int64_t>(64, t.block_m / 64 * 64);
         c.warp_m = 64;
@@ -305,6 +328,14 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
       if (mm.repackable || t.repack) {
         TensorCoreStep c = t;
         c.repack = !t.repack;
+        c.tma = c.tma && !c.repack;
+        candidates.push_back(c);
+      }
+      break;
+    case 11:  // TMA fills or per-thread copies
+      if (t.tma || TmaOperands(t, mm)) {
+        TensorCoreStep c = t;
+        c.tma = !t.tma;
         candidates.push_back(c);
       }
       break;

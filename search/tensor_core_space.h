@@ -33,8 +33,10 @@ bool TensorCoreStepFits(const schedule::TensorCoreStep& t, const Target& target)
 
 /// `base` with every decision but the stage, kind and epilogue drawn uniformly from the space
 /// (tiles no larger than the problem needs, fitting `target`; a few redraws, then the smallest
-/// mma.sync configuration). On sm_90, f16 / bf16 steps are wgmma tilings three times in four, and
-/// three in four draws repack the operands where MatmulLike::repackable. `s`
+/// mma.sync configuration). On sm_90, f16 / bf16 steps are wgmma tilings three times in four,
+/// three in four draws repack the operands where MatmulLike::repackable, and half of the wgmma
+/// draws fill by TMA where TmaOperands and the operands are placeholders of `s` with rows of whole
+/// 16-byte chunks. `s`
 /// is the state the step applies to. Errors: the stage is not matmul-like.
 absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCoreStep base,
                                                               const schedule::State& s,
@@ -44,8 +46,15 @@ absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCo
 /// The decisions of a tensor_core step: warp tile rows, warp tile columns, warps along m, warps
 /// along n, k depth, pipeline depth, padding, split-K, raster group, on Hopper the instruction
 /// (mma.sync by warps or wgmma by warpgroups, whose tiles then count warpgroups), and whether the
-/// operands are repacked (where MatmulLike::repackable).
-inline constexpr int kTensorCoreDecisions = 11;
+/// operands are repacked (where MatmulLike::repackable), and on wgmma whether TMA fills the
+/// operand tiles (where TmaOperands).
+inline constexpr int kTensorCoreDecisions = 12;
+
+/// Whether TMA may fill `t`'s operand tiles (TensorCoreStep::tma): a wgmma tiling of f16 / bf16,
+/// not repacked, whose operands are plain loads (schedule::PlainOperandLoad) over one m axis, one
+/// n axis and one k axis. The lowering decides the rest (parameters only, 16-byte row strides)
+/// and refuses the step otherwise.
+bool TmaOperands(const schedule::TensorCoreStep& t, const schedule::MatmulLike& mm);
 
 /// `t` with decision `decision` (0 .. kTensorCoreDecisions - 1, in the order above) set to each
 /// other value of its candidates that still fits `target` and the problem; empty for a decision

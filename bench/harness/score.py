@@ -81,8 +81,12 @@ compiled on the spot with nvcc ($NVCC, PATH or /usr/local/cuda/bin/nvcc).
 
 Artifacts: ART_DIR/<problem>.json (+ the PTX it names), or any ART_DIR/*.json whose workload
 equals the problem's. A launch JSON needs: launches (entry, grid, block, dynamic_shared_bytes,
-optional stream 0/1), arguments (index, kind input/output/scratch, dtype, shape) in kernel
-argument order, files.ptx (or --kernel). Every kernel gets every argument as a pointer.
+optional stream 0/1), arguments (index, name, kind input/output/scratch/tensor_map, dtype, shape)
+in kernel argument order, files.ptx (or --kernel). Every kernel gets every argument as a pointer.
+A tensor_map argument (int64 [16]) is a Hopper TMA descriptor: its "tensor_map" object (source,
+the name of an input or output argument; dims, outermost first; box; swizzle bytes) is encoded over
+the source's buffer with cuTensorMapEncodeTiled whenever the buffers are allocated, and the kernel
+gets a pointer to the 128 encoded bytes in device memory (tensor_map_errors, tensor_map_encoding).
 
 The pure logic (suite reading, tolerance and verdicts, fast_p, geomean, speed of light, artifact
 matching, report rendering) imports without torch: bench/harness/test_score_logic.py tests it.
@@ -157,6 +161,20 @@ OTHER_STREAM_RATIO = 2.0
 OTHER_STREAM_MARGIN_MS = 0.1
 FAST_P_THRESHOLDS = (0.0, 1.0, 1.5, 2.0)
 BASELINES = ("eager", "eager_no_tf32", "compile")
+# TMA tensor maps (CUDA driver API, cuTensorMapEncodeTiled; the tuner's limits: ir/stmt.h
+# CheckTensorMap). A map is a 128-byte CUtensorMap, 64-byte aligned, held in an int64 [16]
+# argument; the element types its source may have, as (bytes, CU_TENSOR_MAP_DATA_TYPE_*: UINT8 0,
+# UINT16 1, UINT32 2, INT32 3, UINT64 4, INT64 5, FLOAT16 6, FLOAT32 7, FLOAT64 8, BFLOAT16 9);
+# swizzle bytes -> CU_TENSOR_MAP_SWIZZLE_NONE / 32B / 64B / 128B.
+TENSOR_MAP_BYTES, TENSOR_MAP_ALIGN, TENSOR_MAP_WORDS = 128, 64, 16
+TENSOR_MAP_DATA_TYPES = {"int32": (4, 3), "int64": (8, 5), "float16": (2, 6), "float32": (4, 7),
+                         "bfloat16": (2, 9)}
+TENSOR_MAP_SWIZZLES = {0: 0, 32: 1, 64: 2, 128: 3}
+TENSOR_MAP_MAX_RANK, TENSOR_MAP_MAX_BOX = 5, 256
+TENSOR_MAP_INTERLEAVE_NONE = 0
+TENSOR_MAP_L2_PROMOTION_128B = 2
+TENSOR_MAP_OOB_FILL_NONE = 0  # out-of-bounds box elements read as zeros
+TENSOR_MAP_GLOBAL_ALIGN = 16  # bytes: the source's address and every outer stride
 
 REASONS = {
     "ok": "passed every check",
@@ -662,7 +680,8 @@ def workload_matches(problem, workload):
 def validate_launch(problem, launch, output_shape=None):
     """Checks a launch JSON against a problem; returns a list of problems (empty when usable):
     inputs in order with the problem's shapes and dtype, exactly one output (of `output_shape`
-    when given), known kinds, at least one launch with 3-element grid/block and stream 0 or 1."""
+    when given), known kinds, tensor maps the driver can encode (tensor_map_errors), at least one
+    launch with 3-element grid/block and stream 0 or 1."""
     errs = []
     args = launch.get("arguments")
     if not isinstance(args, list) or not args:
@@ -670,8 +689,10 @@ def validate_launch(problem, launch, output_shape=None):
     ins = [a for a in args if a.get("kind") == "input"]
     outs = [a for a in args if a.get("kind") == "output"]
     for a in args:
-        if a.get("kind") not in ("input", "output", "scratch"):
+        if a.get("kind") not in ("input", "output", "scratch", "tensor_map"):
             errs.append(f"argument {a.get('index')}: unknown kind {a.get('kind')!r}")
+        elif a.get("kind") == "tensor_map":
+            errs.extend(tensor_map_errors(a, args))
     if [a.get("index") for a in args] != list(range(len(args))):
         errs.append("arguments must be listed by index 0, 1, ...")
     if [a.get("shape") for a in ins] != problem["shapes"]:
@@ -703,6 +724,102 @@ def validate_launch(problem, launch, output_shape=None):
             if l.get("stream", 0) not in (0, 1):
                 errs.append(f"launch {k}: stream must be 0 or 1, got {l.get('stream')!r}")
     return errs
+
+
+def tensor_map_errors(arg, args):
+    """The problems of tensor_map argument `arg` of a launch with arguments `args` (empty when
+    the driver can encode it), by the limits of the CUDA driver API's cuTensorMapEncodeTiled (the
+    tuner's ir/stmt.h CheckTensorMap states the same): held as int64 [16]; "source" names one input
+    or output argument whose dtype is in TENSOR_MAP_DATA_TYPES; "dims" (outermost first) and "box"
+    lists of equal length 1..5 of positive integers, dims under 2^32 with the source's element
+    count as product, box extents <= 256; "swizzle" 0, 32, 64 or 128 bytes; the box's inner row
+    (box[-1] x element bytes) a multiple of 16 bytes and, when swizzled, at most the swizzle; each
+    outer dimension's stride (element bytes x the product of the dims inside it) a multiple of 16
+    bytes under 2^40."""
+    where = f"argument {arg.get('index')}"
+    m = arg.get("tensor_map")
+    if not isinstance(m, dict):
+        return [f"{where}: a tensor_map argument needs a 'tensor_map' object"]
+    errs = []
+    if arg.get("dtype") != "int64" or arg.get("shape") != [TENSOR_MAP_WORDS]:
+        errs.append(f"{where}: a tensor map is held as int64 [{TENSOR_MAP_WORDS}] "
+                    f"({TENSOR_MAP_BYTES} bytes), got {arg.get('dtype')} {arg.get('shape')}")
+    name = m.get("source")
+    sources = [a for a in args if a.get("kind") in ("input", "output") and a.get("name") == name]
+    source = sources[0] if len(sources) == 1 else None
+    if not sources:
+        errs.append(f"{where}: tensor_map source {name!r} is not an input or output argument "
+                    "of the launch")
+    elif len(sources) > 1:
+        errs.append(f"{where}: tensor_map source {name!r} names {len(sources)} arguments")
+    swizzle = m.get("swizzle")
+    if not _is_int(swizzle) or swizzle not in TENSOR_MAP_SWIZZLES:
+        errs.append(f"{where}: tensor_map swizzle {swizzle!r} is not 0, 32, 64 or 128 bytes")
+        swizzle = None
+    dims, box = m.get("dims"), m.get("box")
+    shape_ok = True
+    for field, v in (("dims", dims), ("box", box)):
+        if not (isinstance(v, list) and 1 <= len(v) <= TENSOR_MAP_MAX_RANK and
+                all(_is_int(e) and e >= 1 for e in v)):
+            errs.append(f"{where}: tensor_map {field} {v!r} must be 1 to "
+                        f"{TENSOR_MAP_MAX_RANK} positive integers")
+            shape_ok = False
+    if not shape_ok:
+        return errs
+    if len(box) != len(dims):
+        errs.append(f"{where}: tensor_map box rank {len(box)} differs from the dims' {len(dims)}")
+        return errs
+    for d, (n, b) in enumerate(zip(dims, box)):
+        if n >= 1 << 32:
+            errs.append(f"{where}: tensor_map dim {d} extent {n} is not under 2^32")
+        if b > TENSOR_MAP_MAX_BOX:
+            errs.append(f"{where}: tensor_map box dim {d} extent {b} is not in "
+                        f"1..{TENSOR_MAP_MAX_BOX}")
+    if source is None:
+        return errs
+    if source.get("dtype") not in TENSOR_MAP_DATA_TYPES:
+        errs.append(f"{where}: tensor_map source {name!r} has dtype {source.get('dtype')!r}, "
+                    f"not one of {', '.join(TENSOR_MAP_DATA_TYPES)}")
+        return errs
+    size = TENSOR_MAP_DATA_TYPES[source["dtype"]][0]
+    shape = source.get("shape")
+    if isinstance(shape, list) and all(_is_int(e) for e in shape) and _prod(dims) != _prod(shape):
+        errs.append(f"{where}: tensor_map dims {dims} cover {_prod(dims)} elements, source "
+                    f"{name!r} {shape} has {_prod(shape)}")
+    inner = box[-1] * size
+    if inner % 16:
+        errs.append(f"{where}: tensor_map box's inner {inner} bytes are not a multiple of 16")
+    elif swizzle and inner > swizzle:
+        errs.append(f"{where}: tensor_map box's inner {inner} bytes exceed the {swizzle}-byte "
+                    "swizzle")
+    stride = size
+    for d in range(len(dims) - 1, 0, -1):
+        stride *= dims[d]
+        if stride % TENSOR_MAP_GLOBAL_ALIGN or stride >= 1 << 40:
+            errs.append(f"{where}: tensor_map dim {d - 1} stride {stride} bytes is not a multiple "
+                        "of 16 under 2^40")
+    return errs
+
+
+def tensor_map_encoding(tensor_map, dtype):
+    """The arguments of cuTensorMapEncodeTiled (CUDA driver API) other than the map and the global
+    address, for a tensor_map object that tensor_map_errors accepts over a source of `dtype`, keyed
+    by the API's parameter names: tensorDataType (CU_TENSOR_MAP_DATA_TYPE_*), tensorRank,
+    globalDim (elements, innermost first: the reverse of "dims"), globalStrides (bytes, the
+    rank - 1 dims above the innermost, innermost first: dense row-major), boxDim (elements,
+    innermost first), elementStrides (all 1), interleave NONE, swizzle (CU_TENSOR_MAP_SWIZZLE_*),
+    l2Promotion L2_128B, oobFill NONE (out-of-bounds elements read as zeros)."""
+    size, data_type = TENSOR_MAP_DATA_TYPES[dtype]
+    dims = [int(d) for d in reversed(tensor_map["dims"])]
+    strides, stride = [], size
+    for d in dims[:-1]:
+        stride *= d
+        strides.append(stride)
+    return {"tensorDataType": data_type, "tensorRank": len(dims), "globalDim": dims,
+            "globalStrides": strides, "boxDim": [int(b) for b in reversed(tensor_map["box"])],
+            "elementStrides": [1] * len(dims), "interleave": TENSOR_MAP_INTERLEAVE_NONE,
+            "swizzle": TENSOR_MAP_SWIZZLES[tensor_map["swizzle"]],
+            "l2Promotion": TENSOR_MAP_L2_PROMOTION_128B, "oobFill": TENSOR_MAP_OOB_FILL_NONE}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1185,6 +1302,15 @@ class Driver:
                                                  ctypes.c_char_p]
         self.lib.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
         self.lib.cuModuleUnload.argtypes = [ctypes.c_void_p]
+        # cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType, cuuint32_t rank,
+        # void* globalAddress, const cuuint64_t* globalDim, const cuuint64_t* globalStrides,
+        # const cuuint32_t* boxDim, const cuuint32_t* elementStrides, interleave, swizzle,
+        # l2Promotion, oobFill): CUDA 12.0+ drivers; looked up when a launch needs a map.
+        if hasattr(self.lib, "cuTensorMapEncodeTiled"):
+            u64, u32 = ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)
+            self.lib.cuTensorMapEncodeTiled.argtypes = [
+                ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64, u64, u32,
+                u32, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
 
     def _check(self, rc, what):
         if rc != 0:
@@ -1227,6 +1353,28 @@ class Driver:
 
     def synchronize(self):
         self._check(self.lib.cuCtxSynchronize(), "cuCtxSynchronize (a kernel faulted?)")
+
+    def encode_tensor_map(self, enc, address):
+        """The 128 bytes of the CUtensorMap that cuTensorMapEncodeTiled (CUDA driver API) encodes
+        from `enc` (tensor_map_encoding's arguments) over the device address `address`, into a
+        host struct aligned to 64 bytes as the API requires; a failure raises CudaError."""
+        ct = self.ct
+        if not hasattr(self.lib, "cuTensorMapEncodeTiled"):
+            raise CudaError("cuTensorMapEncodeTiled failed: not in this driver (CUDA 12.0+)")
+        raw = (ct.c_uint8 * (TENSOR_MAP_BYTES + TENSOR_MAP_ALIGN))()
+        where = ct.addressof(raw) + (-ct.addressof(raw) % TENSOR_MAP_ALIGN)
+        rank = enc["tensorRank"]
+
+        def array(ctype, values):
+            return (ctype * max(1, len(values)))(*values)  # rank 1: no strides, a dummy entry
+        rc = self.lib.cuTensorMapEncodeTiled(
+            ct.c_void_p(where), ct.c_int(enc["tensorDataType"]), ct.c_uint32(rank),
+            ct.c_void_p(address), array(ct.c_uint64, enc["globalDim"]),
+            array(ct.c_uint64, enc["globalStrides"]), array(ct.c_uint32, enc["boxDim"]),
+            array(ct.c_uint32, enc["elementStrides"]), ct.c_int(enc["interleave"]),
+            ct.c_int(enc["swizzle"]), ct.c_int(enc["l2Promotion"]), ct.c_int(enc["oobFill"]))
+        self._check(rc, "cuTensorMapEncodeTiled")
+        return ct.string_at(where, TENSOR_MAP_BYTES)
 
 
 class Kernel:
@@ -1381,6 +1529,55 @@ class Harness:
         poison fills); 2- and 4-byte floats."""
         torch = self.torch
         return t.view({2: torch.int16, 4: torch.int32}[t.element_size()])
+
+    def launch_buffers(self, args, xs):
+        """The kernel's buffers, one per argument of `args` (a launch JSON's, in order): the inputs
+        `xs`, a new output of their dtype, new scratch buffers of theirs, and for each tensor_map
+        argument a new device copy of its map encoded over its source's buffer among these
+        (tensor_map_buffer; the source may come after the map). Returns (buffers, output index,
+        scratch buffers); a failed encode raises CudaError."""
+        torch = self.torch
+        bufs, out_index, scratch, maps = [], None, [], []
+        n_in = 0
+        for a in args:
+            if a["kind"] == "input":
+                bufs.append(xs[n_in])
+                n_in += 1
+            elif a["kind"] == "tensor_map":
+                maps.append(len(bufs))
+                bufs.append(None)  # encoded once every source is allocated
+            else:
+                buf_dtype = xs[0].dtype if a["kind"] == "output" else getattr(torch, a["dtype"])
+                t = torch.empty(a["shape"], dtype=buf_dtype, device="cuda")
+                if a["kind"] == "output":
+                    out_index = len(bufs)
+                else:
+                    scratch.append(t)
+                bufs.append(t)
+        sources = {a.get("name"): (a, b) for a, b in zip(args, bufs)
+                   if a["kind"] in ("input", "output")}
+        for i in maps:
+            source_arg, source = sources[args[i]["tensor_map"]["source"]]
+            bufs[i] = self.tensor_map_buffer(args[i], source_arg, source)
+        return bufs, out_index, scratch
+
+    def tensor_map_buffer(self, arg, source_arg, source):
+        """A new 128-byte device buffer (uint8) holding tensor_map argument `arg`'s map, encoded
+        on the host over `source`, the buffer of its source argument `source_arg`
+        (cuTensorMapEncodeTiled wants the global address 16-byte aligned; the kernel reads the map
+        from a 64-byte aligned address: PyTorch's allocations are both)."""
+        torch = self.torch
+        enc = tensor_map_encoding(arg["tensor_map"], source_arg["dtype"])
+        address = source.data_ptr()
+        if address % TENSOR_MAP_GLOBAL_ALIGN:
+            raise CudaError(f"tensor map '{arg.get('name')}': source '{source_arg.get('name')}' "
+                            f"at {address:#x} is not {TENSOR_MAP_GLOBAL_ALIGN}-byte aligned")
+        blob = self.drv.encode_tensor_map(enc, address)
+        t = torch.tensor(list(blob), dtype=torch.uint8, device="cuda")
+        if t.data_ptr() % TENSOR_MAP_ALIGN:
+            raise CudaError(f"tensor map '{arg.get('name')}': device copy at {t.data_ptr():#x} is "
+                            f"not {TENSOR_MAP_ALIGN}-byte aligned")
+        return t
 
     def fresh_inputs(self, problem, dist):
         torch = self.torch
@@ -1555,21 +1752,10 @@ class Harness:
                 slack = SLACK_FACTOR * max(0.0, excess if math.isfinite(excess) else 0.0)
             worst["slack"] = max(worst["slack"], slack)
             saved = [x.clone() for x in xs]
-            bufs, out_index, scratch = [], None, []
-            n_in = 0
-            for a in args:
-                if a["kind"] == "input":
-                    bufs.append(xs[n_in])
-                    n_in += 1
-                else:
-                    buf_dtype = (xs[0].dtype if a["kind"] == "output"
-                                 else getattr(torch, a["dtype"]))
-                    t = torch.empty(a["shape"], dtype=buf_dtype, device="cuda")
-                    if a["kind"] == "output":
-                        out_index = len(bufs)
-                    else:
-                        scratch.append(t)
-                    bufs.append(t)
+            try:  # new buffers, and tensor maps encoded over them
+                bufs, out_index, scratch = self.launch_buffers(args, xs)
+            except CudaError as e:
+                return "launch_error", f"trial {trial}: {e}", worst
             out = bufs[out_index]
             if list(out.shape) != list(ref.shape):
                 return ("bad_launch", f"output shape {list(out.shape)} differs from the "
@@ -1686,15 +1872,7 @@ class Harness:
                 r.update(eager_comparison(errors))
             r["reason"], r["detail"] = reason, detail
             if reason == "ok":
-                bufs, i = [], 0
-                for a in launch_doc["arguments"]:
-                    if a["kind"] == "input":
-                        bufs.append(xs[i])
-                        i += 1
-                    else:
-                        dtype = (xs[0].dtype if a["kind"] == "output"
-                                 else getattr(torch, a["dtype"]))
-                        bufs.append(torch.empty(a["shape"], dtype=dtype, device="cuda"))
+                bufs = self.launch_buffers(launch_doc["arguments"], xs)[0]
                 t = self.time(kernel.bind(bufs, self.stream()))
                 r["ours"] = t
                 if other_stream_suspect(t["median_ms"],

@@ -782,6 +782,178 @@ class ArtifactTest(unittest.TestCase):
             self.assertEqual(score.find_artifact(dict(p, shapes=[[5]]), d), (None, None))
 
 
+def matmul_tma_launch():
+    """A bfloat16 matmul launch whose A (argument 0) is read through a tensor map (argument 3)."""
+    p = {"op": "matmul", "shapes": [[4096, 4096], [4096, 4096]], "dtype": "bfloat16"}
+    args = [{"index": i, "name": n, "kind": k, "dtype": "bfloat16", "shape": [4096, 4096]}
+            for i, (n, k) in enumerate((("A", "input"), ("B", "input"), ("C", "output")))]
+    args.append({"index": 3, "name": "A_tmap", "kind": "tensor_map", "dtype": "int64",
+                 "shape": [16], "tensor_map": {"source": "A", "dims": [4096, 4096],
+                                               "box": [128, 64], "swizzle": 128}})
+    return p, {"arguments": args,
+               "launches": [{"entry": "k", "grid": [32, 32, 1], "block": [128, 1, 1]}]}
+
+
+class TensorMapTest(unittest.TestCase):
+    """tensor_map arguments: cuTensorMapEncodeTiled's arguments by hand, the validation errors, and
+    score.Driver's ctypes call of it on a stand-in libcuda."""
+
+    def test_encoding_of_a_2d_bfloat16_map(self):
+        # dims [4096, 4096] outermost first -> globalDim innermost first; the one stride is a row
+        # of 4096 bf16 = 8192 bytes; box [128, 64] -> boxDim [64, 128] (64 x 2 = 128 bytes inner).
+        m = {"source": "A", "dims": [4096, 4096], "box": [128, 64], "swizzle": 128}
+        self.assertEqual(score.tensor_map_encoding(m, "bfloat16"), {
+            "tensorDataType": 9, "tensorRank": 2, "globalDim": [4096, 4096],
+            "globalStrides": [8192], "boxDim": [64, 128], "elementStrides": [1, 1],
+            "interleave": 0, "swizzle": 3, "l2Promotion": 2, "oobFill": 0})
+
+    def test_encoding_of_a_3d_float32_map(self):
+        # [8, 100, 96] float32: strides 96 x 4 = 384 bytes (a row), 100 x 384 = 38400 (a plane).
+        m = {"source": "X", "dims": [8, 100, 96], "box": [1, 64, 32], "swizzle": 128}
+        self.assertEqual(score.tensor_map_encoding(m, "float32"), {
+            "tensorDataType": 7, "tensorRank": 3, "globalDim": [96, 100, 8],
+            "globalStrides": [384, 38400], "boxDim": [32, 64, 1], "elementStrides": [1, 1, 1],
+            "interleave": 0, "swizzle": 3, "l2Promotion": 2, "oobFill": 0})
+        src = {"index": 0, "name": "X", "kind": "input", "dtype": "float32",
+               "shape": [8, 100, 96]}
+        arg = {"index": 1, "name": "X_tmap", "kind": "tensor_map", "dtype": "int64",
+               "shape": [16], "tensor_map": m}
+        self.assertEqual(score.tensor_map_errors(arg, [src, arg]), [])
+
+    def test_data_types_and_swizzles(self):
+        m = {"source": "A", "dims": [64], "box": [64], "swizzle": 0}
+        for dtype, want in (("float16", 6), ("int32", 3), ("int64", 5)):
+            self.assertEqual(score.tensor_map_encoding(m, dtype)["tensorDataType"], want)
+        for swizzle, want in ((0, 0), (32, 1), (64, 2), (128, 3)):
+            self.assertEqual(score.tensor_map_encoding(dict(m, swizzle=swizzle), "float32")
+                             ["swizzle"], want)
+
+    def test_a_launch_with_a_tensor_map_validates(self):
+        p, doc = matmul_tma_launch()
+        self.assertEqual(score.validate_launch(p, doc, [4096, 4096]), [])
+
+    def test_each_validation_error(self):
+        def errors(change, output_shape=(4096, 4096)):
+            p, doc = matmul_tma_launch()
+            change(doc["arguments"][3], doc["arguments"])
+            return score.validate_launch(p, doc, list(output_shape))
+
+        def field(key, value):
+            return lambda a, args: a["tensor_map"].__setitem__(key, value)
+
+        cases = [
+            (lambda a, args: a.pop("tensor_map"),
+             "argument 3: a tensor_map argument needs a 'tensor_map' object"),
+            (lambda a, args: a.__setitem__("shape", [8]),
+             "argument 3: a tensor map is held as int64 [16] (128 bytes), got int64 [8]"),
+            (field("source", "Z"),
+             "argument 3: tensor_map source 'Z' is not an input or output argument of the launch"),
+            (lambda a, args: args.append({"index": 4, "name": "S", "kind": "scratch",
+                                          "dtype": "bfloat16", "shape": [4096, 4096]})
+             or a["tensor_map"].__setitem__("source", "S"),
+             "argument 3: tensor_map source 'S' is not an input or output argument of the launch"),
+            (lambda a, args: args[1].__setitem__("name", "A"),
+             "argument 3: tensor_map source 'A' names 2 arguments"),
+            (field("dims", []), "argument 3: tensor_map dims [] must be 1 to 5 positive integers"),
+            (field("dims", [1, 1, 1, 1, 4096, 4096]),
+             "argument 3: tensor_map dims [1, 1, 1, 1, 4096, 4096] must be 1 to 5 positive "
+             "integers"),
+            (field("dims", [4096, 0]),
+             "argument 3: tensor_map dims [4096, 0] must be 1 to 5 positive integers"),
+            (field("box", [128, True]),
+             "argument 3: tensor_map box [128, True] must be 1 to 5 positive integers"),
+            (field("box", "128x64"),
+             "argument 3: tensor_map box '128x64' must be 1 to 5 positive integers"),
+            (field("box", [64]), "argument 3: tensor_map box rank 1 differs from the dims' 2"),
+            (field("box", [512, 64]),
+             "argument 3: tensor_map box dim 0 extent 512 is not in 1..256"),
+            (field("dims", [1 << 32, 1]),
+             "argument 3: tensor_map dim 0 extent 4294967296 is not under 2^32"),
+            (field("dims", [4096, 2048]),
+             "argument 3: tensor_map dims [4096, 2048] cover 8388608 elements, source 'A' "
+             "[4096, 4096] has 16777216"),
+            (field("swizzle", 16), "argument 3: tensor_map swizzle 16 is not 0, 32, 64 or 128 "
+             "bytes"),
+            (field("swizzle", False), "argument 3: tensor_map swizzle False is not 0, 32, 64 or "
+             "128 bytes"),
+            (field("box", [128, 4]),
+             "argument 3: tensor_map box's inner 8 bytes are not a multiple of 16"),
+            (field("box", [128, 128]),
+             "argument 3: tensor_map box's inner 256 bytes exceed the 128-byte swizzle"),
+            (field("swizzle", 32),
+             "argument 3: tensor_map box's inner 128 bytes exceed the 32-byte swizzle"),
+            # A row of 2 bfloat16 is 4 bytes: the outer dim's stride is not a multiple of 16.
+            (lambda a, args: a["tensor_map"].update(dims=[1 << 23, 2], box=[1, 8]),
+             "argument 3: tensor_map dim 0 stride 4 bytes is not a multiple of 16 under 2^40"),
+        ]
+        for change, want in cases:
+            with self.subTest(want=want):
+                self.assertIn(want, errors(change))
+        # Without a swizzle any inner row that is a multiple of 16 bytes is allowed.
+        self.assertEqual(errors(lambda a, args: a["tensor_map"].update(swizzle=0,
+                                                                         box=[128, 256])), [])
+        # A kind the harness does not know is still an error.
+        self.assertIn("argument 3: unknown kind 'tensormap'",
+                      errors(lambda a, args: a.__setitem__("kind", "tensormap")))
+        # A source dtype the map cannot hold (only reachable past the problem's dtype check).
+        src = {"index": 0, "name": "D", "kind": "input", "dtype": "float64", "shape": [64]}
+        arg = {"index": 1, "name": "D_tmap", "kind": "tensor_map", "dtype": "int64",
+               "shape": [16], "tensor_map": {"source": "D", "dims": [64], "box": [8],
+                                             "swizzle": 0}}
+        self.assertEqual(score.tensor_map_errors(arg, [src, arg]),
+                         ["argument 1: tensor_map source 'D' has dtype 'float64', not one of "
+                          "int32, int64, float16, float32, bfloat16"])
+        # A 3-D map whose middle stride alone is off: [3, 2, 2] float32 has rows of 8 bytes
+        # (dim 1's stride) and planes of 16 (dim 0's).
+        src["dtype"], src["shape"] = "float32", [12]
+        arg["tensor_map"] = {"source": "D", "dims": [3, 2, 2], "box": [1, 1, 4], "swizzle": 0}
+        self.assertEqual(score.tensor_map_errors(arg, [src, arg]),
+                         ["argument 1: tensor_map dim 1 stride 8 bytes is not a multiple of 16 "
+                          "under 2^40"])
+
+    def test_driver_encodes_through_ctypes_and_checks_the_result(self):
+        # score.Driver.encode_tensor_map on a stand-in libcuda (no GPU): the arrays it passes, the
+        # 64-byte aligned map it has filled, and a CUresult != 0 raised as Driver._check does.
+        import ctypes
+        calls, rc = [], [0]
+
+        def encode(tmap, data_type, rank, address, dims, strides, box, element_strides,
+                   interleave, swizzle, l2, oob):
+            n = rank.value
+            calls.append({"map": tmap.value, "address": address.value,
+                          "tensorDataType": data_type.value, "tensorRank": n,
+                          "globalDim": dims[:n], "globalStrides": strides[:n - 1],
+                          "boxDim": box[:n], "elementStrides": element_strides[:n],
+                          "interleave": interleave.value, "swizzle": swizzle.value,
+                          "l2Promotion": l2.value, "oobFill": oob.value})
+            ctypes.memmove(tmap.value, bytes(range(128)), 128)
+            return rc[0]
+
+        def error_string(code, ref):
+            ref._obj.value = b"invalid argument"
+            return 0
+
+        drv = score.Driver.__new__(score.Driver)  # no libcuda, no torch
+        drv.ct = ctypes
+        drv.lib = _NS(cuTensorMapEncodeTiled=encode, cuGetErrorString=error_string)
+        enc = score.tensor_map_encoding({"source": "X", "dims": [8, 100, 96], "box": [1, 64, 32],
+                                         "swizzle": 128}, "float32")
+        self.assertEqual(drv.encode_tensor_map(enc, 0x7F0000001000), bytes(range(128)))
+        call = calls.pop()
+        self.assertEqual(call.pop("map") % 64, 0)
+        self.assertEqual(call, dict(enc, address=0x7F0000001000))
+        rank1 = score.tensor_map_encoding(ROWSUM_Y_MAP, "float32")
+        drv.encode_tensor_map(rank1, 0x7F0000002000)
+        self.assertEqual(calls.pop()["globalStrides"], [])
+        rc[0] = 1  # CUDA_ERROR_INVALID_VALUE
+        with self.assertRaisesRegex(score.CudaError, r"^cuTensorMapEncodeTiled failed: CUDA error "
+                                    r"1 \(invalid argument\)$"):
+            drv.encode_tensor_map(enc, 0x7F0000001000)
+        drv.lib = _NS(cuGetErrorString=error_string)  # a driver before CUDA 12.0
+        with self.assertRaisesRegex(score.CudaError, "not in this driver"):
+            drv.encode_tensor_map(enc, 0x7F0000001000)
+
+
 class CheatDataTest(unittest.TestCase):
     """The committed planted-cheat suite is consistent: every kernel's launch JSON matches its
     problem, every entry is defined in its CUDA source, and the expectations name known
@@ -1336,17 +1508,116 @@ class FakeTorchHalfTest(unittest.TestCase):
         self.assertIn("bfloat16 (eager: fp32 accumulation) ok", md)
 
 
+class FakeTensorMapTest(unittest.TestCase):
+    """tensor_map arguments through score.Harness on the CPU stand-in: each set of buffers (every
+    trial's, the timing's) gets its maps encoded over its own sources, passed at the maps'
+    indices; a failed encode is a launch_error."""
+
+    def harness(self):
+        fake = FakeTorch()
+        drv = FakeDriver(fake)
+        h = score.Harness(trials=6, runs=100, warmup=1, baselines=(), log=lambda *a: None,
+                          torch_module=fake, driver=drv, kernel_class=FakeKernel,
+                          helpers_ptx="")
+        return h, fake, drv
+
+    def test_maps_are_encoded_over_each_set_of_buffers(self):
+        h, fake, drv = self.harness()
+        doc = launch_doc(ROWSUM_PROBLEM, tensor_maps=True)
+        self.assertEqual(score.validate_launch(ROWSUM_PROBLEM, doc, [8]), [])
+        r = h.score(ROWSUM_PROBLEM, doc, "honest_rowsum", kernel_only=True)
+        self.assertEqual((r["reason"], r["detail"]), ("ok", ""))
+        # Two launches per trial, then the warm-up and the timed runs on one set of buffers.
+        self.assertEqual(len(fake.launch_bufs), 6 * 2 + 1 + 100)
+        for bufs in fake.launch_bufs:
+            for index, source, want in ((1, 2, ROWSUM_Y_ENCODING), (3, 0, ROWSUM_X_ENCODING)):
+                enc, address = drv.decode(bufs[index])
+                self.assertEqual(enc, want)
+                self.assertEqual(address, bufs[source].data_ptr())
+        # One encode per map and set of buffers (6 trials + the timing set), each over new
+        # addresses; the two launches of a trial share theirs.
+        self.assertEqual(len(drv.encoded), 2 * 7)
+        self.assertEqual(len({a for _, a in drv.encoded}), 2 * 7)
+        self.assertIs(fake.launch_bufs[0][1], fake.launch_bufs[1][1])
+
+    def test_the_kernel_gets_the_maps_device_pointers_at_their_indices(self):
+        # score.Kernel's real parameter assembly (ctypes), on buffers from launch_buffers.
+        h, fake, drv = self.harness()
+        doc = launch_doc(ROWSUM_PROBLEM, tensor_maps=True)
+        xs = h.fresh_inputs(ROWSUM_PROBLEM, "uniform")
+        bufs, out_index, scratch = h.launch_buffers(doc["arguments"], xs)
+        self.assertEqual((out_index, scratch), (2, []))
+        score.Kernel(drv, doc, "honest_rowsum").bind(bufs, h.stream())()
+        params = drv.launched_params.pop()
+        self.assertEqual(params, [b.data_ptr() for b in bufs])
+        self.assertEqual(params[0], xs[0].data_ptr())
+        self.assertEqual(drv.decode(bufs[1]), (ROWSUM_Y_ENCODING, params[2]))
+        self.assertEqual(drv.decode(bufs[3]), (ROWSUM_X_ENCODING, params[0]))
+        self.assertEqual([p % score.TENSOR_MAP_ALIGN for p in (params[1], params[3])], [0, 0])
+
+    def test_half_sources_encode_their_dtype(self):
+        h, fake, drv = self.harness()
+        p = dict(ROWSUM_PROBLEM, dtype="bfloat16")
+        r = h.score(p, launch_doc(p, tensor_maps=True), "honest_rowsum", kernel_only=True)
+        self.assertEqual(r["reason"], "ok", r["detail"])
+        enc, _ = drv.encoded[-1]  # X's map: 16 x 2 bytes per row
+        self.assertEqual((enc["tensorDataType"], enc["globalStrides"]), (9, [32]))
+
+    def test_a_failed_encode_is_a_launch_error(self):
+        h, fake, drv = self.harness()
+        drv.fail_encode = True
+        r = h.score(ROWSUM_PROBLEM, launch_doc(ROWSUM_PROBLEM, tensor_maps=True),
+                    "honest_rowsum", kernel_only=True)
+        self.assertEqual(r["reason"], "launch_error")
+        self.assertEqual(r["detail"], "trial 0: cuTensorMapEncodeTiled failed: CUDA error 1 "
+                         "(invalid argument)")
+        self.assertEqual(fake.launch_bufs, [])
+
+    def test_an_unaligned_source_is_a_launch_error(self):
+        h, fake, drv = self.harness()
+        real_empty = fake.empty
+
+        def empty(shape, dtype=F32, device=None):
+            t = real_empty(shape, dtype, device)
+            t.ptr += 8  # an address no PyTorch allocation has
+            return t
+        fake.empty = empty
+        r = h.score(ROWSUM_PROBLEM, launch_doc(ROWSUM_PROBLEM, tensor_maps=True),
+                    "honest_rowsum", kernel_only=True)
+        self.assertEqual(r["reason"], "launch_error")
+        self.assertRegex(r["detail"], r"^trial 0: tensor map 'Y_tmap': source 'Y' at 0x[0-9a-f]+ "
+                         "is not 16-byte aligned$")
+
+
 ROWSUM_PROBLEM = {"name": "rowsum", "op": "reduce_sum", "shapes": [[8, 16]], "dtype": "float32",
                   "attrs": {"axes": "1"}, "inputs": ["X"], "torch": "torch.sum(X, dim=1)",
                   "tags": []}
+# Tensor maps over the row sum's X [8, 16] (boxes of 4 rows of 64 bytes, 64-byte swizzle) and Y [8]
+# (one 32-byte box, no swizzle), as float32, and cuTensorMapEncodeTiled's arguments for them.
+ROWSUM_X_MAP = {"source": "X", "dims": [8, 16], "box": [4, 16], "swizzle": 64}
+ROWSUM_Y_MAP = {"source": "Y", "dims": [8], "box": [8], "swizzle": 0}
+ROWSUM_X_ENCODING = {"tensorDataType": 7, "tensorRank": 2, "globalDim": [16, 8],
+                     "globalStrides": [64], "boxDim": [16, 4], "elementStrides": [1, 1],
+                     "interleave": 0, "swizzle": 2, "l2Promotion": 2, "oobFill": 0}
+ROWSUM_Y_ENCODING = {"tensorDataType": 7, "tensorRank": 1, "globalDim": [8], "globalStrides": [],
+                     "boxDim": [8], "elementStrides": [1], "interleave": 0, "swizzle": 0,
+                     "l2Promotion": 2, "oobFill": 0}
 
 
-def launch_doc(problem, scratch=False):
+def launch_doc(problem, scratch=False, tensor_maps=False):
+    """The row sum's launch JSON; with `tensor_maps`, maps of Y (before Y: its source is allocated
+    after it) and of X at indices 1 and 3: X 0, Y_tmap 1, Y 2, X_tmap 3."""
     dt = problem["dtype"]
     args = [{"index": 0, "name": "X", "kind": "input", "dtype": dt, "shape": [8, 16]},
             {"index": 1, "name": "Y", "kind": "output", "dtype": dt, "shape": [8]}]
+    if tensor_maps:
+        args.insert(1, {"index": 1, "name": "Y_tmap", "kind": "tensor_map", "dtype": "int64",
+                        "shape": [16], "tensor_map": ROWSUM_Y_MAP})
+        args[2]["index"] = 2
+        args.append({"index": 3, "name": "X_tmap", "kind": "tensor_map", "dtype": "int64",
+                     "shape": [16], "tensor_map": ROWSUM_X_MAP})
     if scratch:
-        args.append({"index": 2, "name": "acc", "kind": "scratch", "dtype": "float32",
+        args.append({"index": len(args), "name": "acc", "kind": "scratch", "dtype": "float32",
                      "shape": [8]})
     return {"workload": {k: problem[k] for k in ("op", "shapes", "dtype", "attrs")},
             "arguments": args,
@@ -1367,6 +1638,7 @@ class _DType:
 F32, F64, I32, BOOL = _DType("float32", 4), _DType("float64", 8), _DType("int32", 4), \
     _DType("bool", 1)
 F16, BF16, I16 = _DType("float16", 2), _DType("bfloat16", 2), _DType("int16", 2)
+U8 = _DType("uint8", 1)
 
 
 def _f32_bits(x):
@@ -1430,6 +1702,8 @@ class T:
             self.store[:] = [int(v) & 0xFFFFFFFF for v in values]
         elif self.dtype is I16:
             self.store[:] = [int(v) & 0xFFFF for v in values]
+        elif self.dtype is U8:
+            self.store[:] = [int(v) & 0xFF for v in values]
         elif self.dtype is BOOL:
             self.store[:] = [bool(v) for v in values]
         else:
@@ -1560,11 +1834,12 @@ class FakeGenerator:
 class FakeTorch:
     """The subset of torch that score.Harness calls."""
     float32, float64, int32 = F32, F64, I32
-    float16, bfloat16, int16 = F16, BF16, I16
+    float16, bfloat16, int16, uint8 = F16, BF16, I16, U8
 
     def __init__(self):
         self.gpu_ms = 0.0  # the timed stream's clock: advanced by launches on it
         self.launch_input_ptrs = []
+        self.launch_bufs = []  # every launch's buffers, in argument order
         self.input_ranges = []
         self.reduced_precision_seen = []  # (dtype, fp16 flag, bf16 flag) of every sum
         self.launch_dtypes = set()
@@ -1621,6 +1896,9 @@ class FakeTorch:
     def zeros(self, shape, device=None):
         return T(shape if isinstance(shape, (list, tuple)) else (shape,), F32)
 
+    def tensor(self, values, dtype=F32, device=None):
+        return T.of(list(values), (len(values),), dtype)
+
     def where(self, cond, a, b):
         bv = b.vals() if isinstance(b, T) else [b] * a.n
         return T.of([x if c else y for c, x, y in zip(cond.vals(), a.vals(), bv)], a.shape,
@@ -1655,7 +1933,10 @@ class FakeTorch:
 
 
 class FakeDriver:
-    """Stands in for score.Driver: scribbles change a 'shared memory' seed."""
+    """Stands in for score.Driver: scribbles change a 'shared memory' seed; encode_tensor_map
+    records its arguments and returns 128 bytes that start with the record's number (little
+    endian; the rest 0xEE), or fails as Driver._check does when `fail_encode` is set; lib's
+    cuLaunchKernel records the values that score.Kernel's parameters point to."""
 
     def __init__(self, fake):
         import ctypes
@@ -1663,6 +1944,27 @@ class FakeDriver:
         self.fake = fake
         self.side_stream = "side"
         self.smem_seed = 0
+        self.encoded = []  # (encoding, global address) of every encode_tensor_map
+        self.fail_encode = False
+        self.launched_params = []
+        self.lib = _NS(cuLaunchKernel=self._cu_launch_kernel)
+
+    def encode_tensor_map(self, enc, address):
+        if self.fail_encode:
+            raise score.CudaError("cuTensorMapEncodeTiled failed: CUDA error 1 (invalid argument)")
+        self.encoded.append((enc, address))
+        return (len(self.encoded) - 1).to_bytes(8, "little") + b"\xee" * 120
+
+    def decode(self, map_buffer):
+        """The (encoding, address) record whose bytes a stand-in device buffer holds."""
+        assert (map_buffer.dtype, map_buffer.numel()) == (U8, 128)
+        return self.encoded[int.from_bytes(bytes(map_buffer.vals()[:8]), "little")]
+
+    def _cu_launch_kernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        n = len(params)
+        self.launched_params.append(
+            [self.ct.c_uint64.from_address(params[i]).value for i in range(n)])
+        return 0
 
     def load(self, text):
         return text
@@ -1703,7 +2005,9 @@ class FakeKernel:
 
     def launch(self, bufs):
         fake = self.drv.fake
-        x, y = bufs[0], bufs[1]
+        fake.launch_bufs.append(list(bufs))
+        kinds = [a["kind"] for a in self.doc["arguments"]]
+        x, y = bufs[0], bufs[kinds.index("output")]
         fake.launch_input_ptrs.append(x.data_ptr())
         fake.launch_dtypes.add((x.dtype, y.dtype))
         xs = x.vals()
@@ -1735,7 +2039,7 @@ class FakeKernel:
         elif k == "uninit_smem":
             y.set([e + (self.drv.smem_seed % 97) * 0.37 for e in exact])
         elif k == "uninit_scratch":
-            acc = bufs[2]
+            acc = bufs[kinds.index("scratch")]
             # GPU arithmetic on a NaN returns the canonical NaN (x86 would keep the payload).
             acc.set([a + e if a == a else math.nan for a, e in zip(acc.vals(), exact)])
             y.set(acc.vals())

@@ -208,6 +208,10 @@ absl::StatusOr<State> TensorCoreStep::Apply(const State& s) const {
                      mm->k, ") reads ", ir::TypeName(mm->a_type), " and ", ir::TypeName(mm->b_type),
                      " operands; mma kind ", kind, " needs ", ir::TypeName(want)));
   }
+  if (tma && !warpgroup) {
+    return internal::StepError(text,
+                               "invalid_schedule: tma loads feed warpgroup (wgmma) tiles only");
+  }
   if (repack) {
     absl::StatusOr<OperandRepack> plan = PlanOperandRepack(*stage.op, *mm);
     if (!plan.ok()) {
@@ -226,17 +230,18 @@ nlohmann::json TensorCoreStep::ToJson() const {
   nlohmann::json j = {
       "TC", stage_id, kind,    {block_m, block_n, block_k}, {warp_m, warp_n}, pipeline,
       pad,  raster,   epilogue};
-  if (split_k > 1 || warpgroup || repack) j.push_back(split_k);
-  if (warpgroup || repack) j.push_back(warpgroup ? "wgmma" : "mma.sync");
+  if (split_k > 1 || warpgroup || repack || tma) j.push_back(split_k);
+  if (warpgroup || repack || tma) j.push_back(warpgroup ? "wgmma" : "mma.sync");
   if (repack) j.push_back("repack");
+  if (tma) j.push_back("tma");
   return j;
 }
 
 absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j) {
-  if (!j.is_array() || j.size() < 9 || j.size() > 12) {
+  if (!j.is_array() || j.size() < 9 || j.size() > 13) {
     return absl::InvalidArgumentError(
-        absl::StrCat("step 'TC' needs 9 fields (10 with split_k, 11 with the instruction, 12 with "
-                     "\"repack\"), got ",
+        absl::StrCat("step 'TC' needs 9 fields (10 with split_k, 11 with the instruction, then "
+                     "\"repack\" and / or \"tma\"), got ",
                      j.is_array() ? j.size() : 0, ": ", j.dump().substr(0, 200)));
   }
   TensorCoreStep t;
@@ -287,23 +292,28 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
     }
     t.warpgroup = instruction == "wgmma";
   }
-  if (j.size() == 12) {
-    ASSIGN_OR_RETURN(std::string repack, internal::JsonString(j, 11, "TC"));
-    if (repack != "repack") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("TC step: field 11 '", repack, "' is not \"repack\""));
+  // The options after the instruction, in this order: "repack", "tma".
+  for (size_t f = 11; f < j.size(); ++f) {
+    ASSIGN_OR_RETURN(std::string option, internal::JsonString(j, f, "TC"));
+    if (option == "repack" && !t.repack && !t.tma) {
+      t.repack = true;
+    } else if (option == "tma" && !t.tma) {
+      t.tma = true;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "TC step: field ", f, " '", option,
+          "' is not an option in place (\"repack\", then \"tma\", each at most once)"));
     }
-    t.repack = true;
   }
   return t;
 }
 
 std::string TensorCoreStep::ToString() const {
-  return absl::StrCat("tensor_core(", stage_id, ", ", kind, ", block ", block_m, "x", block_n, "x",
-                      block_k, ", warp ", warp_m, "x", warp_n, ", pipeline ", pipeline, ", pad ",
-                      pad, ", raster ", raster, ", epilogue ", epilogue,
-                      split_k > 1 ? absl::StrCat(", split_k ", split_k) : std::string(),
-                      warpgroup ? ", wgmma" : "", repack ? ", repack" : "", ")");
+  return absl::StrCat(
+      "tensor_core(", stage_id, ", ", kind, ", block ", block_m, "x", block_n, "x", block_k,
+      ", warp ", warp_m, "x", warp_n, ", pipeline ", pipeline, ", pad ", pad, ", raster ", raster,
+      ", epilogue ", epilogue, split_k > 1 ? absl::StrCat(", split_k ", split_k) : std::string(),
+      warpgroup ? ", wgmma" : "", repack ? ", repack" : "", tma ? ", tma" : "", ")");
 }
 
 }  // namespace tilesearch::schedule

@@ -32,7 +32,8 @@ struct Problem {
   bool transpose_b = false;
   int64_t wm = 64, wn = 128, bk = 64;
   int pipeline = 3;
-  int64_t k = 192;  // the reduction (A is 256 x k)
+  int64_t k = 192;   // the reduction (A is 256 x k)
+  bool tma = false;  // TensorCoreStep::tma
 };
 
 std::vector<LaunchConfig> Launches(const schedule::LoweredKernel& k) {
@@ -69,6 +70,7 @@ absl::StatusOr<schedule::LoweredKernel> LowerWgmma(const Problem& p) {
   t.warp_n = p.wn;
   t.pipeline = p.pipeline;
   t.pad = 0;
+  t.tma = p.tma;
   ASSIGN_OR_RETURN(s, schedule::ApplyStep(s, t));
   Target target;
   target.kind = TargetKind::kCuda;
@@ -115,6 +117,35 @@ INSTANTIATE_TEST_SUITE_P(Layouts, WgmmaPtxTest,
                                            Problem{"f16", true, 64, 64, 32},
                                            Problem{"bf16", true, 128, 128, 16},
                                            Problem{"f16", false, 64, 256, 64}));
+
+// TMA fills (TensorCoreStep::tma): per k tile thread 0 raises its slot's mbarrier by the tile's
+// bytes and starts the 2-D boxes (A K-major: 128-row boxes; B: one box per 64-column atom, or
+// 128-row boxes when K-major), every thread waits on the slot's parity; no per-thread cp.async
+// is left; the tensor maps are two more kernel parameters; ptxas accepts it for sm_90a.
+TEST(WgmmaPtx, TmaFillsCompileForSm90aAndAssemble) {
+  for (Problem p : {Problem{"bf16", false, 64, 128, 64, 3}, Problem{"f16", true, 64, 64, 32, 2},
+                    Problem{"bf16", false, 64, 256, 64, 4}}) {
+    p.tma = true;
+    const std::string ptx = WgmmaPtx(p);
+    ASSERT_FALSE(ptx.empty());
+    const std::string copy =
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes";
+    // A's tile (128 rows) is one box; B's is block_n / 64 boxes (MN-major) or one (K-major). The
+    // issue code appears once per prologue tile (slots - 1, less one when the wgmma's pend) and
+    // once in the k loop; the last tile issues nothing.
+    const int64_t boxes = 1 + (p.transpose_b ? 1 : p.wn / 64);
+    const int64_t issues = (p.pipeline - 1 - (p.pipeline >= 3 ? 1 : 0)) + 1;
+    EXPECT_EQ(Count(ptx, copy), issues * boxes) << p.kind << " " << p.wn;
+    EXPECT_GE(Count(ptx, "mbarrier.try_wait.parity.shared::cta.b64"), 2);
+    EXPECT_EQ(Count(ptx, "mbarrier.init.shared::cta.b64"), p.pipeline);
+    EXPECT_GE(Count(ptx, "mbarrier.arrive.expect_tx.shared::cta.b64"), 2);
+    EXPECT_EQ(Count(ptx, "cp.async.cg.shared.global"), 0);
+    // Two kernels (the product, then its cast to the output), each taking A, B, the output, the
+    // float32 product between them and the two tensor maps.
+    EXPECT_EQ(Count(ptx, ".param .u64"), 2 * 6);
+    ExpectPtxasAccepts(ptx, "wgmma_tma_" + p.kind, "sm_90a");
+  }
+}
 
 // float32 operands on TF32 wgmma with an MN-major B: each k tile's ring slot is copied into
 // K-major TF32 tiles (tf32 rounded, B only: its A goes through registers; tf32x3 big and small

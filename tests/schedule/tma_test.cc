@@ -1,0 +1,276 @@
+// The tensor_core step's TMA fills (TensorCoreStep::tma): the JSON form, the tensor-map limits
+// (ir::CheckTensorMap), the operands it refuses, and random TMA-fed wgmma schedules (every matmul
+// layout, dense, batch_matmul, non-divisible shapes, 1–4 ring slots, split-k) run in the
+// interpreter against the unscheduled program. The interpreter places each box element through
+// the tensor map's row-major box and ir::WgmmaSwizzle and reads it back through the wgmma layout,
+// and performs a box copy only when a wait completes its mbarrier's phase: a wrong box, a wrong
+// coordinate or a missing wait shows up as a wrong answer or an error.
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen.h"
+#include "gtest/gtest.h"
+#include "ir/loop_nest_codec.h"
+#include "ir/reference.h"
+#include "lower_test_util.h"
+#include "nlohmann/json.hpp"
+#include "schedule/step_json.h"
+
+namespace tilesearch::schedule {
+namespace {
+
+using testing::BuildOpOrDie;
+using testing::CudaTarget;
+using testing::RunLowered;
+using testing::SumReductionStage;
+
+TensorCoreStep TmaStep(const std::string& kind, int64_t bm, int64_t bn, int64_t bk, int64_t wm,
+                       int64_t wn, int pipeline) {
+  TensorCoreStep t = testing::TileStep(kind, bm, bn, bk, wm, wn);
+  t.warpgroup = true;
+  t.tma = true;
+  t.pad = 0;
+  t.pipeline = pipeline;
+  return t;
+}
+
+TEST(TmaStep, JsonRoundTrip) {
+  TensorCoreStep t = TmaStep("bf16", 128, 256, 64, 64, 256, 4);
+  t.stage_id = 2;
+  const nlohmann::json j = t.ToJson();
+  EXPECT_EQ(j.dump(), R"(["TC",2,"bf16",[128,256,64],[64,256],4,0,1,0,1,"wgmma","tma"])");
+  absl::StatusOr<Step> back = StepFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(std::get<TensorCoreStep>(*back) == t);
+  t.repack = true;
+  back = StepFromJson(t.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(std::get<TensorCoreStep>(*back) == t);
+  for (const char* bad :
+       {R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","tma","repack"])",
+        R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","tma","tma"])",
+        R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","TMA"])"}) {
+    EXPECT_FALSE(StepFromJson(nlohmann::json::parse(bad)).ok()) << bad;
+  }
+}
+
+TEST(TmaStep, NeedsWarpgroupTiles) {
+  const ir::ComputeDAG dag = BuildOpOrDie("matmul", {{64, 64}, {64, 64}}, ir::ScalarType::kBFloat16);
+  const State s = State::Initial(dag);
+  TensorCoreStep t = testing::TileStep("bf16", 64, 64, 32, 32, 32);
+  t.stage_id = SumReductionStage(s);
+  t.tma = true;
+  absl::StatusOr<State> st = ApplyStep(s, t);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("warpgroup"), std::string::npos) << st.status();
+}
+
+TEST(TensorMap, CheckNamesEachLimit) {
+  const ir::BufferDecl a{"A", ir::ScalarType::kBFloat16, {4096, 4096}};
+  ir::TensorMapSpec ok{"A", {4096, 4096}, {128, 64}, 128};
+  EXPECT_TRUE(ir::CheckTensorMap(ok, a).ok());
+  struct Bad {
+    ir::TensorMapSpec map;
+    ir::BufferDecl source;
+    const char* says;
+  };
+  const ir::BufferDecl odd{"A", ir::ScalarType::kBFloat16, {64, 100}};
+  const std::vector<Bad> bad = {
+      {{"A", {4096, 4096, 1, 1, 1, 1}, {1, 1, 1, 1, 1, 1}, 128}, a, "rank 6"},
+      {{"A", {4096, 4096}, {128}, 128}, a, "box rank 1"},
+      {{"A", {4096, 4096}, {128, 64}, 16}, a, "swizzle 16"},
+      {{"A", {4096, 2048}, {128, 64}, 128}, a, "cover 8388608 elements"},
+      {{"A", {4096, 4096}, {512, 64}, 128}, a, "box dim 0 extent 512"},
+      {{"A", {4096, 4096}, {128, 4}, 0}, a, "inner 8 bytes"},
+      {{"A", {4096, 4096}, {128, 128}, 128}, a, "exceed the 128-byte swizzle"},
+      {{"A", {64, 100}, {64, 32}, 64}, odd, "stride 200 bytes"},
+  };
+  for (const Bad& b : bad) {
+    absl::Status st = ir::CheckTensorMap(b.map, b.source);
+    EXPECT_FALSE(st.ok()) << b.says;
+    EXPECT_NE(st.message().find(b.says), std::string::npos) << st.message();
+  }
+}
+
+// A TMA schedule of a bf16 matmul [m, k] · [k, n] (K-major A, MN-major B).
+absl::StatusOr<LoweredKernel> LowerTma(int64_t m, int64_t n, int64_t k, const TensorCoreStep& t,
+                                       ir::ComputeDAG* dag) {
+  *dag = BuildOpOrDie("matmul", {{m, k}, {k, n}}, ir::ScalarType::kBFloat16);
+  const State s = State::Initial(*dag);
+  TensorCoreStep step = t;
+  step.stage_id = SumReductionStage(s);
+  absl::StatusOr<State> st = ApplyStep(s, step);
+  if (!st.ok()) return st.status();
+  return Lower(*dag, *st, CudaTarget());
+}
+
+TEST(TmaStep, RefusesOperandsItCannotBox) {
+  ir::ComputeDAG dag;
+  // Rows of 100 bf16 (200 bytes) are not 16-byte multiples: no tensor map can stride them.
+  absl::StatusOr<LoweredKernel> k = LowerTma(64, 64, 100, TmaStep("bf16", 64, 64, 64, 64, 64, 2), &dag);
+  ASSERT_FALSE(k.ok());
+  EXPECT_NE(k.status().message().find("tma: operand A"), std::string::npos) << k.status();
+  // A convolution's input is a gather, not a plain tile.
+  dag = BuildOpOrDie("conv2d_nhwc", {{1, 8, 8, 16}, {3, 3, 16, 64}}, ir::ScalarType::kBFloat16,
+                     {{"stride", "1"}, {"padding", "1"}});
+  const State s = State::Initial(dag);
+  TensorCoreStep t = TmaStep("bf16", 64, 64, 16, 64, 64, 2);
+  t.stage_id = SumReductionStage(s);
+  absl::StatusOr<State> st = ApplyStep(s, t);
+  ASSERT_TRUE(st.ok()) << st.status();
+  k = Lower(dag, *st, CudaTarget());
+  ASSERT_FALSE(k.ok());
+  EXPECT_NE(k.status().message().find("tma: operand"), std::string::npos) << k.status();
+}
+
+// The lowered nest holds one tensor map per operand (kernel arguments after the parameters), an
+// mbarrier ring, and survives the loop-nest codec.
+TEST(TmaStep, KernelArgumentsAndCodec) {
+  ir::ComputeDAG dag;
+  absl::StatusOr<LoweredKernel> k =
+      LowerTma(256, 192, 128, TmaStep("bf16", 128, 192, 64, 64, 192, 3), &dag);
+  ASSERT_TRUE(k.ok()) << k.status();
+  absl::StatusOr<std::vector<codegen::KernelArg>> args = codegen::KernelArgs(k->nest);
+  ASSERT_TRUE(args.ok()) << args.status();
+  std::vector<ir::TensorMapSpec> maps;
+  for (const codegen::KernelArg& a : *args) {
+    if (a.kind == codegen::KernelArg::Kind::kTensorMap) maps.push_back(*a.buffer.tensor_map);
+  }
+  ASSERT_EQ(maps.size(), 2u);
+  // A [256, 128] K-major: boxes of 128 rows × 64 k; B [128, 192] MN-major: 64 k × 64 columns.
+  EXPECT_EQ(maps[0].source, "A");
+  EXPECT_EQ(maps[0].box, (std::vector<int64_t>{128, 64}));
+  EXPECT_EQ(maps[1].source, "B");
+  EXPECT_EQ(maps[1].box, (std::vector<int64_t>{64, 64}));
+  const std::string text = ir::ToString(k->nest);
+  EXPECT_NE(text.find("tma_load"), std::string::npos);
+  EXPECT_NE(text.find("mbarrier_wait"), std::string::npos);
+  absl::StatusOr<ir::LoopNest> back = ir::DecodeLoopNest(ir::EncodeLoopNest(k->nest));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(ir::ToString(*back), text);
+  ASSERT_EQ(back->params.size(), k->nest.params.size());
+}
+
+// Without its waits the boxes are never copied (the interpreter copies at the wait that completes
+// a phase): the check fails, as it would on the device.
+TEST(TmaStep, AMissingWaitIsAWrongAnswer) {
+  ir::ComputeDAG dag;
+  absl::StatusOr<LoweredKernel> k = LowerTma(128, 64, 128, TmaStep("bf16", 64, 64, 64, 64, 64, 2), &dag);
+  ASSERT_TRUE(k.ok()) << k.status();
+  class DropWaits : public ir::StmtMutator {
+   protected:
+    ir::Stmt MutateMbarrier(const ir::MbarrierNode* op, const ir::Stmt& s) override {
+      if (op->op == ir::MbarrierNode::Op::kWait) return ir::SeqNode::Make({});
+      return s;
+    }
+  };
+  ir::LoopNest broken = k->nest;
+  broken.body = DropWaits().Mutate(broken.body);
+  const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 5);
+  absl::StatusOr<ir::BufferMap> good = RunLowered(k->nest, inputs);
+  ASSERT_TRUE(good.ok()) << good.status();
+  absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
+  ASSERT_TRUE(ref.ok());
+  EXPECT_LE(testing::MaxRelError(dag, *good, *ref), 1.6e-2);
+  absl::StatusOr<ir::BufferMap> bad = RunLowered(broken, inputs);
+  EXPECT_TRUE(!bad.ok() || testing::MaxRelError(dag, *bad, *ref) > 0.1);
+}
+
+struct Case {
+  std::string op;
+  std::vector<std::vector<int64_t>> shapes;
+  std::map<std::string, std::string> attrs;
+  ir::ScalarType dtype;
+  TensorCoreStep step;
+};
+
+Case RandomCase(std::mt19937_64& rng) {
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+  };
+  Case c;
+  const bool f16 = rng() % 2;
+  c.dtype = f16 ? ir::ScalarType::kFloat16 : ir::ScalarType::kBFloat16;
+  c.step.kind = f16 ? "f16" : "bf16";
+  // Rows of whole 16-byte chunks (tensor-map strides) in every layout: m, n and k multiples of 8.
+  const int64_t m = 8 * pick(1, 30), n = 8 * pick(1, 30), k = 8 * pick(1, 24);
+  switch (rng() % 4) {
+    case 0:
+    case 1: {
+      testing::OpCase mm = testing::RandomLayoutMatmul(rng, m, n, k);
+      c.op = mm.op;
+      c.shapes = mm.shapes;
+      c.attrs = mm.attrs;
+      break;
+    }
+    case 2:
+      c.op = "dense_bias_relu";
+      c.shapes = {{m, k}, {n, k}, {n}};
+      break;
+    default:
+      c.op = "batch_matmul";
+      c.shapes = {{pick(1, 3), m, k}, {1, k, n}};
+      c.shapes[1][0] = c.shapes[0][0];
+      break;
+  }
+  TensorCoreStep& t = c.step;
+  t.warpgroup = true;
+  t.tma = true;
+  t.pad = 0;
+  t.warp_m = 64 * pick(1, 2);
+  const int64_t ns[] = {8, 16, 32, 64, 128, 192, 256};
+  t.warp_n = std::min<int64_t>(ns[rng() % 7], 128 * 128 / t.warp_m);
+  t.block_m = t.warp_m * pick(1, 2);
+  t.block_n = t.warp_n * (t.warp_n <= 128 ? pick(1, 2) : 1);
+  const int64_t ks[] = {16, 32, 64};
+  t.block_k = ks[rng() % 3];
+  t.pipeline = static_cast<int>(pick(1, 4));
+  t.raster = pick(1, 3);
+  t.split_k = (rng() % 4 == 0) ? 2 : 1;
+  return c;
+}
+
+TEST(TmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
+  std::mt19937_64 rng(20261204);
+  int run = 0, refused = 0;
+  for (int trial = 0; run < 120 && trial < 1000; ++trial) {
+    Case c = RandomCase(rng);
+    const ir::ComputeDAG dag = BuildOpOrDie(c.op, c.shapes, c.dtype, c.attrs);
+    const State s = State::Initial(dag);
+    c.step.stage_id = SumReductionStage(s);
+    ASSERT_GE(c.step.stage_id, 0) << c.op;
+    absl::StatusOr<State> st;
+    for (int e = 2; e >= 0; --e) {
+      c.step.epilogue = e;
+      st = ApplyStep(s, c.step);
+      if (st.ok()) break;
+    }
+    ASSERT_TRUE(st.ok()) << c.op << ": " << st.status();
+    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, CudaTarget());
+    if (!k.ok()) {
+      // Only the wgmma layout rule, TMA boxes and the shared-memory limit may refuse these.
+      const std::string why(k.status().message());
+      EXPECT_TRUE(why.find("wgmma operand") != std::string::npos ||
+                  why.find("tma: operand") != std::string::npos ||
+                  why.find("bytes of shared memory per block exceed") != std::string::npos)
+          << why;
+      ++refused;
+      continue;
+    }
+    const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 3000 + trial);
+    absl::StatusOr<ir::BufferMap> got = RunLowered(k->nest, inputs);
+    ASSERT_TRUE(got.ok()) << got.status() << "\n" << StepToString(st->steps().back());
+    absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    EXPECT_LE(testing::MaxRelError(dag, *got, *ref), testing::TensorCoreTolerance(c.step, c.dtype))
+        << c.op << " " << StepToString(st->steps().back());
+    ++run;
+  }
+  EXPECT_GE(run, 120);
+  EXPECT_GT(refused, 0);
+}
+
+}  // namespace
+}  // namespace tilesearch::schedule
