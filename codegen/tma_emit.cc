@@ -6,7 +6,8 @@
 // - init: mbarrier.init, then fence.mbarrier_init.release.cluster, which makes the initialized
 //   barrier visible to the async proxy (the TMA unit) before the Barrier that the IR requires
 //   after it publishes it to the other threads.
-// - arrive_expect_tx: the thread arrives and raises the phase's expected transaction bytes.
+// - arrive_expect_tx: the thread arrives and raises the phase's expected transaction bytes;
+//   arrive: it only arrives.
 // - wait: a try_wait.parity loop (labels scoped by braces, so each inlined copy has its own).
 // - tma_load: cp.async.bulk.tensor.<rank>d.shared::cluster.global.mbarrier::complete_tx::bytes
 //   with the box coordinates innermost first (the IR's are outermost first), as 32-bit integers.
@@ -49,17 +50,18 @@ absl::StatusOr<mlir::Value> Emitter::SharedAddress32(const std::string& what,
   if (bb == nullptr || bb->decl.scope != ir::MemoryScope::kShared) {
     return absl::InvalidArgumentError(what + ": '" + name + "' is not a shared buffer in scope");
   }
-  std::vector<mlir::Value> zeros(bb->decl.shape.size(), arith::ConstantIndexOp::create(b_, loc_, 0));
-  mlir::Value base = mlir::LLVM::PtrToIntOp::create(b_, loc_, b_.getI64Type(),
-                                                    ElementPointer(*bb, zeros, /*address_space=*/3));
+  std::vector<mlir::Value> zeros(bb->decl.shape.size(),
+                                 arith::ConstantIndexOp::create(b_, loc_, 0));
+  mlir::Value base = mlir::LLVM::PtrToIntOp::create(
+      b_, loc_, b_.getI64Type(), ElementPointer(*bb, zeros, /*address_space=*/3));
   ASSIGN_OR_RETURN(mlir::Value off, EmitExpr(element));
   mlir::Value bytes = arith::MulIOp::create(b_, loc_, off, I64(ir::BytesOf(bb->decl.dtype)));
   return ToI32(b_, loc_, arith::AddIOp::create(b_, loc_, base, bytes));
 }
 
 absl::Status Emitter::EmitMbarrier(const ir::MbarrierNode* op) {
-  const std::string what = absl::StrCat("mbarrier ", ir::MbarrierOpName(op->op), " on '",
-                                        op->buffer, "'");
+  const std::string what =
+      absl::StrCat("mbarrier ", ir::MbarrierOpName(op->op), " on '", op->buffer, "'");
   if (config_.target != EmitTarget::kGpu) {
     return absl::InvalidArgumentError(what + ": mbarriers are GPU-only (sm_90)");
   }
@@ -71,7 +73,8 @@ absl::Status Emitter::EmitMbarrier(const ir::MbarrierNode* op) {
   b_.getContext()->getOrLoadDialect<mlir::LLVM::LLVMDialect>();
   ASSIGN_OR_RETURN(mlir::Value bar, SharedAddress32(what, op->buffer, op->index));
   auto i32 = [&](int64_t v) {
-    return mlir::Value(arith::ConstantOp::create(b_, loc_, b_.getI32IntegerAttr(static_cast<int32_t>(v))));
+    return mlir::Value(
+        arith::ConstantOp::create(b_, loc_, b_.getI32IntegerAttr(static_cast<int32_t>(v))));
   };
   switch (op->op) {
     case ir::MbarrierNode::Op::kInit:
@@ -82,6 +85,9 @@ absl::Status Emitter::EmitMbarrier(const ir::MbarrierNode* op) {
     case ir::MbarrierNode::Op::kArriveExpectTx:
       Asm(b_, loc_, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
           {bar, i32(op->count)});
+      return absl::OkStatus();
+    case ir::MbarrierNode::Op::kArrive:
+      Asm(b_, loc_, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r", {bar});
       return absl::OkStatus();
     case ir::MbarrierNode::Op::kWait: {
       ASSIGN_OR_RETURN(mlir::Value parity, EmitExpr(op->parity));
@@ -109,15 +115,16 @@ absl::Status Emitter::EmitTmaLoad(const ir::TmaLoadNode* op) {
   }
   const size_t rank = op->coords.size();
   if (rank != map->decl.tensor_map->dims.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": ", rank, " coordinates for a map of rank ",
-                                                   map->decl.tensor_map->dims.size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": ", rank, " coordinates for a map of rank ", map->decl.tensor_map->dims.size()));
   }
   b_.getContext()->getOrLoadDialect<mlir::LLVM::LLVMDialect>();
   ASSIGN_OR_RETURN(mlir::Value dst, SharedAddress32(what, op->dst, op->dst_offset));
   ASSIGN_OR_RETURN(mlir::Value bar, SharedAddress32(what, op->barrier, op->barrier_index));
-  std::vector<mlir::Value> zeros(map->decl.shape.size(), arith::ConstantIndexOp::create(b_, loc_, 0));
-  mlir::Value desc = mlir::LLVM::PtrToIntOp::create(b_, loc_, b_.getI64Type(),
-                                                    ElementPointer(*map, zeros, /*address_space=*/1));
+  std::vector<mlir::Value> zeros(map->decl.shape.size(),
+                                 arith::ConstantIndexOp::create(b_, loc_, 0));
+  mlir::Value desc = mlir::LLVM::PtrToIntOp::create(
+      b_, loc_, b_.getI64Type(), ElementPointer(*map, zeros, /*address_space=*/1));
   std::vector<mlir::Value> operands = {dst, desc};
   std::string coords;
   for (size_t i = 0; i < rank; ++i) {
@@ -126,9 +133,10 @@ absl::Status Emitter::EmitTmaLoad(const ir::TmaLoadNode* op) {
     absl::StrAppend(&coords, i ? ", $" : "$", i + 2);
   }
   operands.push_back(bar);
-  const std::string text = absl::StrCat(
-      "cp.async.bulk.tensor.", rank, "d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {",
-      coords, "}], [$", rank + 2, "];");
+  const std::string text =
+      absl::StrCat("cp.async.bulk.tensor.", rank,
+                   "d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {", coords,
+                   "}], [$", rank + 2, "];");
   std::string constraints = "r,l";
   for (size_t i = 0; i < rank; ++i) constraints += ",r";
   constraints += ",r";

@@ -38,6 +38,7 @@ struct MbarrierState {
 
 struct Runtime {
   std::vector<MbarrierState> mbarriers;
+  int64_t mbarrier_events = 0;  // arrivals, TMA loads and completed phases so far
   bool failed = false;
   absl::Status status;
   int num_vars = 0;

@@ -101,6 +101,7 @@ struct ThreadState {
   int index = 0;  // linear thread index in the block (x fastest)
   std::coroutine_handle<> resume_point;
   const CStmt* at_barrier = nullptr;  // the barrier this thread waits at, if any
+  bool at_mbarrier = false;           // suspended in an mbarrier wait that had not completed
   size_t decision_index = 0;          // control decisions taken in the current phase
 };
 
@@ -150,8 +151,12 @@ class CStmt {
   virtual void Exec(Ctx& c) = 0;
   /// Runs a statement that holds a barrier for one thread of a region.
   virtual CoTask Run(ThreadState& ts);
+  // Holds a point where the thread may suspend: a Barrier, or an mbarrier wait that may have to
+  // let other threads run first (warp-specialized kernels).
   bool has_barrier = false;
   bool is_barrier = false;
+  // Holds a Barrier: control decisions on the way must agree across the block's threads.
+  bool block_barrier = false;
 };
 using CStmtPtr = std::unique_ptr<CStmt>;
 
@@ -196,7 +201,10 @@ class NoOpStmt final : public CStmt {
 class SeqStmt final : public CStmt {
  public:
   explicit SeqStmt(std::vector<CStmtPtr> stmts) : stmts_(std::move(stmts)) {
-    for (const auto& s : stmts_) has_barrier |= s->has_barrier;
+    for (const auto& s : stmts_) {
+      has_barrier |= s->has_barrier;
+      block_barrier |= s->block_barrier;
+    }
   }
   void Exec(Ctx& c) override {
     for (const auto& s : stmts_) {
@@ -225,6 +233,7 @@ class ForStmt final : public CStmt {
         extent_(std::move(extent)),
         body_(std::move(body)) {
     has_barrier = body_->has_barrier;
+    block_barrier = body_->block_barrier;
   }
   void Exec(Ctx& c) override {
     const int64_t mn = min_->I(c);
@@ -242,7 +251,7 @@ class ForStmt final : public CStmt {
     const int64_t mn = min_->I(c);
     const int64_t ext = extent_->I(c);
     if (c.rt->failed) co_return;
-    if (const Decision* ref = ts.region->Check(ts, this, mn, ext)) {
+    if (const Decision* ref = block_barrier ? ts.region->Check(ts, this, mn, ext) : nullptr) {
       if (ref->node == this) {
         c.rt->Fail(absl::FailedPreconditionError(absl::StrCat(
             "barrier inside a thread-divergent loop '", name_, "': min ", ref->a, ", extent ",
@@ -281,6 +290,7 @@ class ThreadForStmt final : public CStmt {
         block_dim_(block_dim),
         body_(std::move(body)) {
     has_barrier = body_->has_barrier;
+    block_barrier = body_->block_barrier;
   }
   void Exec(Ctx& c) override {
     if (c.tid[dim_] >= extent_) return;
@@ -290,7 +300,7 @@ class ThreadForStmt final : public CStmt {
   CoTask Run(ThreadState& ts) override {
     Ctx& c = ts.ctx;
     const bool inside = c.tid[dim_] < extent_;
-    if (const Decision* ref = ts.region->Check(ts, this, inside, 0)) {
+    if (const Decision* ref = block_barrier ? ts.region->Check(ts, this, inside, 0) : nullptr) {
       if (ref->node == this) {
         c.rt->Fail(absl::FailedPreconditionError(
             absl::StrCat("barrier under a threadIdx guard: ", ForKindName(kind_), " loop '", name_,
@@ -325,6 +335,7 @@ class IfStmt final : public CStmt {
         then_(std::move(then_case)),
         else_(std::move(else_case)) {
     has_barrier = then_->has_barrier || (else_ && else_->has_barrier);
+    block_barrier = then_->block_barrier || (else_ && else_->block_barrier);
   }
   void Exec(Ctx& c) override {
     const bool cond = cond_->I(c) != 0;
@@ -339,7 +350,7 @@ class IfStmt final : public CStmt {
     Ctx& c = ts.ctx;
     const bool cond = cond_->I(c) != 0;
     if (c.rt->failed) co_return;
-    if (const Decision* ref = ts.region->Check(ts, this, cond, 0)) {
+    if (const Decision* ref = block_barrier ? ts.region->Check(ts, this, cond, 0) : nullptr) {
       if (ref->node == this) {
         c.rt->Fail(absl::FailedPreconditionError(
             absl::StrCat("barrier inside a thread-divergent condition ", ToString(source_), ": ",
@@ -690,6 +701,7 @@ class TmaLoadStmt final : public CStmt {
       state->copies.push_back({dst, inside ? c.bufs[src_.slot][src] : 0.0});
     }
     state->tx_landed += count * e_;
+    ++c.rt->mbarrier_events;
   }
 
  private:
@@ -701,9 +713,21 @@ class TmaLoadStmt final : public CStmt {
   CExprPtr dst_offset_, bar_index_;
 };
 
+// Suspends a thread whose mbarrier wait has not completed, back to the region's scheduler.
+struct MbarrierSuspend {
+  ThreadState* ts;
+  bool await_ready() { return false; }
+  void await_suspend(std::coroutine_handle<> h) {
+    ts->resume_point = h;
+    ts->at_mbarrier = true;
+  }
+  void await_resume() { ts->at_mbarrier = false; }
+};
+
 // An mbarrier operation (ir/stmt.h MbarrierNode). A wait for the current phase completes it when
-// its arrivals and transaction bytes are in (performing its TMA copies), else reports the wait
-// that would never return.
+// its arrivals and transaction bytes are in (performing its TMA copies). Otherwise, in a thread
+// region, the thread suspends until other threads complete the phase (the scheduler reports a
+// deadlock when none can); outside one the wait would never return and is reported.
 class MbarrierStmt final : public CStmt {
  public:
   MbarrierStmt(std::string what, MbarrierNode::Op op, int64_t count, int slot, int64_t elems,
@@ -714,53 +738,70 @@ class MbarrierStmt final : public CStmt {
         slot_(slot),
         elems_(elems),
         index_(std::move(index)),
-        parity_(std::move(parity)) {}
+        parity_(std::move(parity)) {
+    has_barrier = op_ == MbarrierNode::Op::kWait;
+  }
 
   void Exec(Ctx& c) override {
+    if (Step(c) == Outcome::kBlocked) {
+      c.rt->Fail(absl::FailedPreconditionError(absl::StrCat(what_, ": ", blocked_)));
+    }
+  }
+
+  CoTask Run(ThreadState& ts) override {
+    while (Step(ts.ctx) == Outcome::kBlocked) co_await MbarrierSuspend{&ts};
+  }
+
+ private:
+  enum class Outcome { kDone, kBlocked };
+
+  Outcome Step(Ctx& c) {
     double* bar = FlatElement(c, slot_, elems_, index_->I(c), what_);
-    if (bar == nullptr) return;
+    if (bar == nullptr) return Outcome::kDone;
     if (op_ == MbarrierNode::Op::kInit) {
       MbarrierState& fresh = c.rt->mbarriers.emplace_back();
       fresh.arrivals = count_;
       *bar = static_cast<double>(c.rt->mbarriers.size());
-      return;
+      return Outcome::kDone;
     }
     MbarrierState* state = FindMbarrier(c, bar, what_);
-    if (state == nullptr) return;
-    if (op_ == MbarrierNode::Op::kArriveExpectTx) {
-      state->tx_expected += count_;
+    if (state == nullptr) return Outcome::kDone;
+    if (op_ == MbarrierNode::Op::kArriveExpectTx || op_ == MbarrierNode::Op::kArrive) {
+      ++c.rt->mbarrier_events;
+      if (op_ == MbarrierNode::Op::kArriveExpectTx) state->tx_expected += count_;
       if (++state->arrived > state->arrivals) {
         c.rt->Fail(absl::FailedPreconditionError(absl::StrCat(
             what_, ": ", state->arrived, " arrivals in a phase that expects ", state->arrivals)));
       }
-      return;
+      return Outcome::kDone;
     }
     const int64_t parity = parity_->I(c);
     if (parity != 0 && parity != 1) {
       c.rt->Fail(absl::InvalidArgumentError(absl::StrCat(what_, ": parity ", parity)));
-      return;
+      return Outcome::kDone;
     }
-    if (state->phase % 2 != parity) return;  // that phase has completed
+    if (state->phase % 2 != parity) return Outcome::kDone;  // that phase has completed
     if (state->arrived != state->arrivals || state->tx_landed != state->tx_expected) {
-      c.rt->Fail(absl::FailedPreconditionError(
-          absl::StrCat(what_, ": waits for phase ", state->phase, " which never completes (",
-                       state->arrived, " of ", state->arrivals, " arrivals, ", state->tx_landed,
-                       " of ", state->tx_expected, " transaction bytes)")));
-      return;
+      blocked_ = absl::StrCat("waits for phase ", state->phase, " which never completes (",
+                              state->arrived, " of ", state->arrivals, " arrivals, ",
+                              state->tx_landed, " of ", state->tx_expected, " transaction bytes)");
+      return Outcome::kBlocked;
     }
     for (const MbarrierState::Copy& copy : state->copies) *copy.dst = copy.value;
     state->copies.clear();
     state->arrived = state->tx_expected = state->tx_landed = 0;
     ++state->phase;
+    ++c.rt->mbarrier_events;
+    return Outcome::kDone;
   }
 
- private:
   std::string what_;
   MbarrierNode::Op op_;
   int64_t count_;
   int slot_;
   int64_t elems_;
   CExprPtr index_, parity_;
+  std::string blocked_;
 };
 
 class EvaluateStmt final : public CStmt {
@@ -798,6 +839,7 @@ class RegionLocalAllocStmt final : public CStmt {
   RegionLocalAllocStmt(int slot, int64_t size, double poison, CStmtPtr body)
       : slot_(slot), size_(size), poison_(poison), body_(std::move(body)) {
     has_barrier = body_->has_barrier;
+    block_barrier = body_->block_barrier;
   }
   void Exec(Ctx& c) override {
     std::fill(c.bufs[slot_], c.bufs[slot_] + size_, poison_);
@@ -821,6 +863,7 @@ class RegionSharedAllocStmt final : public CStmt {
  public:
   explicit RegionSharedAllocStmt(CStmtPtr body) : body_(std::move(body)) {
     has_barrier = body_->has_barrier;
+    block_barrier = body_->block_barrier;
   }
   void Exec(Ctx& c) override { body_->Exec(c); }
   CoTask Run(ThreadState& ts) override { co_await ChildAwaiter(body_.get(), &ts); }
@@ -835,6 +878,7 @@ class BarrierStmt final : public CStmt {
   BarrierStmt() {
     has_barrier = true;
     is_barrier = true;
+    block_barrier = true;
   }
   void Exec(Ctx&) override { CHECK(false) << "barrier executed outside the region scheduler"; }
 };
@@ -887,6 +931,7 @@ class RegionStmt final : public CStmt {
       ts.region = &region_;
       ts.index = static_cast<int>(t);
       ts.at_barrier = nullptr;
+      ts.at_mbarrier = false;
     }
     for (size_t i = 0; i < shared_.size(); ++i) {
       std::fill(shared_storage_[i].begin(), shared_storage_[i].end(), shared_[i].poison);
@@ -921,9 +966,10 @@ class RegionStmt final : public CStmt {
         ts.decision_index = 0;
         ts.at_barrier = nullptr;
         std::coroutine_handle<> h = std::exchange(ts.resume_point, nullptr);
-        h.resume();
+        if (h) h.resume();
         if (rt.failed) return;
       }
+      if (!ResumeMbarrierWaits(rt)) return;
       // All threads now wait at a barrier or have left the region.
       const ThreadState& first = region_.threads[0];
       int64_t waiting = 0;
@@ -953,6 +999,35 @@ class RegionStmt final : public CStmt {
           rt.Fail(DivergenceError(ts, "a barrier"));
           return;
         }
+      }
+    }
+  }
+
+  // Resumes the threads suspended in mbarrier waits until none is (each then waits at a barrier
+  // or has left the region); false after reporting a deadlock (a round in which no wait
+  // completed and nothing arrived) or another failure.
+  bool ResumeMbarrierWaits(Runtime& rt) {
+    while (true) {
+      const int64_t events = rt.mbarrier_events;
+      int64_t blocked = 0;
+      bool moved = false;
+      for (ThreadState& ts : region_.threads) {
+        if (!ts.at_mbarrier) continue;
+        std::coroutine_handle<> h = std::exchange(ts.resume_point, nullptr);
+        h.resume();
+        if (rt.failed) return false;
+        if (ts.at_mbarrier) {
+          ++blocked;
+        } else {
+          moved = true;
+        }
+      }
+      if (blocked == 0) return true;
+      if (!moved && rt.mbarrier_events == events) {
+        rt.Fail(absl::FailedPreconditionError(
+            absl::StrCat("deadlock: ", blocked, " threads of a block wait on mbarrier phases that ",
+                         "nothing completes")));
+        return false;
       }
     }
   }

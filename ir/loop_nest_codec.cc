@@ -35,7 +35,7 @@ constexpr uint8_t kNumForKinds = static_cast<uint8_t>(ForKind::kThreadIdxZ) + 1;
 constexpr uint8_t kNumScopes = static_cast<uint8_t>(MemoryScope::kLocal) + 1;
 constexpr uint8_t kNumCallOps = static_cast<uint8_t>(CallOp::kTf32Truncate) + 1;
 constexpr uint8_t kNumMmaKinds = static_cast<uint8_t>(MmaKind::kTF32x3) + 1;
-constexpr uint8_t kNumMbarrierOps = static_cast<uint8_t>(MbarrierNode::Op::kWait) + 1;
+constexpr uint8_t kNumMbarrierOps = static_cast<uint8_t>(MbarrierNode::Op::kArrive) + 1;
 
 class Encoder {
  public:

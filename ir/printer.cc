@@ -296,7 +296,7 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
       if (m->op == MbarrierNode::Op::kWait) {
         os << " parity ";
         Print(os, m->parity);
-      } else {
+      } else if (m->op != MbarrierNode::Op::kArrive) {
         os << " " << m->count;
       }
       os << "\n";

@@ -928,6 +928,8 @@ Stmt Simplifier::MutateStmt(const Stmt& s) {
           return MbarrierNode::ArriveExpectTx(op->buffer, Mutate(op->index), op->count);
         case MbarrierNode::Op::kWait:
           return MbarrierNode::Wait(op->buffer, Mutate(op->index), Mutate(op->parity));
+        case MbarrierNode::Op::kArrive:
+          return MbarrierNode::Arrive(op->buffer, Mutate(op->index));
       }
       return s;
     }

@@ -194,6 +194,9 @@ Stmt MbarrierNode::ArriveExpectTx(std::string buffer, Expr index, int64_t bytes)
   CHECK(bytes >= 0 && bytes < (1 << 20)) << "mbarrier transaction bytes " << bytes;
   return MakeMbarrier(Op::kArriveExpectTx, std::move(buffer), std::move(index), bytes, Expr());
 }
+Stmt MbarrierNode::Arrive(std::string buffer, Expr index) {
+  return MakeMbarrier(Op::kArrive, std::move(buffer), std::move(index), 0, Expr());
+}
 Stmt MbarrierNode::Wait(std::string buffer, Expr index, Expr parity) {
   CHECK(parity.defined() && parity.type() == ScalarType::kInt64) << "mbarrier parity not int64";
   return MakeMbarrier(Op::kWait, std::move(buffer), std::move(index), 0, std::move(parity));
@@ -207,6 +210,8 @@ const char* MbarrierOpName(MbarrierNode::Op op) {
       return "arrive_expect_tx";
     case MbarrierNode::Op::kWait:
       return "wait";
+    case MbarrierNode::Op::kArrive:
+      return "arrive";
   }
   return "?";
 }

@@ -98,7 +98,7 @@ struct BufferDecl {
   MemoryScope scope = MemoryScope::kGlobal;
   /// Set on a global Allocate of 128 bytes (int64 [16]) that holds a TMA tensor map: the kernel
   /// argument the runtime fills by encoding the map (codegen::KernelArg::Kind::kTensorMap).
-  std::optional<TensorMapSpec> tensor_map;
+  std::optional<TensorMapSpec> tensor_map = std::nullopt;
   int64_t NumElements() const;
   int64_t Bytes() const { return NumElements() * BytesOf(dtype); }
 };
@@ -426,24 +426,26 @@ struct TmaLoadNode : StmtNode {
 /// thread, before any other use; a Barrier must follow before other threads use it; the emitter
 /// adds the fence that makes the initialization visible to TMA). kArriveExpectTx: the thread
 /// arrives and adds `count` bytes to the transactions the current phase waits for (a TmaLoad's
-/// box). kWait: the thread waits until the phase of parity `parity` (an int64 expression, 0 or 1)
-/// has completed (PTX try_wait.parity: phase p completes when its arrivals and transaction bytes
-/// are in, then the barrier moves to phase p + 1; waiting for the parity of the phase before the
-/// current one returns at once).
+/// box). kArrive: the thread arrives (a consumer releasing a ring slot). kWait: the thread waits
+/// until the phase of parity `parity` (an int64 expression, 0 or 1) has completed (PTX
+/// try_wait.parity: phase p completes when its arrivals and transaction bytes are in, then the
+/// barrier moves to phase p + 1; waiting for the parity of the phase before the current one returns
+/// at once).
 struct MbarrierNode : StmtNode {
-  enum class Op : uint8_t { kInit, kArriveExpectTx, kWait };
+  enum class Op : uint8_t { kInit, kArriveExpectTx, kWait, kArrive };
   static constexpr StmtKind kKind = StmtKind::kMbarrier;
   MbarrierNode() : StmtNode(kKind) {}
   static Stmt Init(std::string buffer, Expr index, int64_t arrivals);
   static Stmt ArriveExpectTx(std::string buffer, Expr index, int64_t bytes);
   static Stmt Wait(std::string buffer, Expr index, Expr parity);
+  static Stmt Arrive(std::string buffer, Expr index);
   Op op = Op::kInit;
   std::string buffer;
   Expr index;
   int64_t count = 0;  // kInit: arrivals; kArriveExpectTx: bytes
   Expr parity;        // kWait
 };
-/// "init", "arrive_expect_tx", "wait".
+/// "init", "arrive_expect_tx", "wait", "arrive".
 const char* MbarrierOpName(MbarrierNode::Op op);
 
 /// One kernel: parameters in argument order (inputs, then outputs) and the body.

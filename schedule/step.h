@@ -299,6 +299,13 @@ struct StorageAlignStep {
 /// and one k axis (and batch axes) in the order of the tile's layout; the lowering refuses the
 /// step (invalid_schedule) when neither operand qualifies. Out-of-range box elements read as zero,
 /// so non-divisible tiles need no guards.
+///
+/// `warp_specialized` (JSON: "ws" after "tma"; needs `tma`) adds a producer warpgroup to the
+/// block: its first thread starts the TMA fills as soon as a ring slot is released, while the
+/// warpgroup tiles (the consumers) wait for full slots, compute, and release each slot by
+/// arriving on its second mbarrier once their wgmma's on it are complete: no block barrier in
+/// the k loop (CUTLASS's warp-specialized Hopper GEMM). The consumers store their accumulators
+/// straight from registers.
 struct TensorCoreStep {
   int stage_id = 0;
   std::string kind = "f16";
@@ -315,6 +322,7 @@ struct TensorCoreStep {
   bool warpgroup = false;
   bool repack = false;
   bool tma = false;
+  bool warp_specialized = false;
   absl::StatusOr<State> Apply(const State& s) const;
   nlohmann::json ToJson() const;
   static absl::StatusOr<TensorCoreStep> FromJson(const nlohmann::json& j);

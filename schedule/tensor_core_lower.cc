@@ -180,6 +180,12 @@ struct Builder {
   bool a_regs = false;
   int64_t groups_n = 1;  // wgmma: warpgroups along n
   std::string barriers;  // TensorCoreStep::tma: the ring's mbarriers, int64 [stages]
+  // TensorCoreStep::warp_specialized: the ring's second mbarriers (slot released), int64
+  // [stages], and the block's first thread (a producer warpgroup comes first; `warp` and `tid`
+  // count the consumer warps from 0).
+  bool ws = false;
+  std::string empties;
+  Expr first_thread;
 
   // Accumulator fragments per thread: [frag_m][frag_n][4].
   int64_t FragM() const { return wgmma ? wm / 64 : wm / 16; }
@@ -529,9 +535,15 @@ struct Builder {
     return ir::SeqNode::Make(seq);
   }
 
-  // Thread 0's TMA fill of the range's k tile `ko` into ring slot `slot`: the slot's mbarrier
-  // expects both operands' bytes, then every box of both tiles is started.
+  // Thread 0's TMA fill of the range's k tile `ko` into ring slot `slot` (TmaBoxes under the
+  // thread's guard).
   Stmt TmaIssue(const Expr& slot, const Expr& ko) {
+    return ir::IfThenElseNode::Make(tid == C(0), TmaBoxes(slot, ko));
+  }
+
+  // The TMA fill of the range's k tile `ko` into ring slot `slot`: the slot's mbarrier expects
+  // both operands' bytes, then every box of both tiles is started.
+  Stmt TmaBoxes(const Expr& slot, const Expr& ko) {
     const Expr kt = split > 1 ? split_idx * C(split_tiles) + ko : ko;
     std::vector<std::pair<std::string, Expr>> batch_values;
     if (batch.defined()) Delinearize(AxesAt(op, mm.batch_axes), batch, &batch_values);
@@ -555,7 +567,56 @@ struct Builder {
                                             barriers, slot));
       }
     }
-    return ir::IfThenElseNode::Make(tid == C(0), ir::SeqNode::Make(seq));
+    return ir::SeqNode::Make(seq);
+  }
+
+  // Warp-specialized TMA ring (TensorCoreStep::warp_specialized): the block's first thread
+  // initializes both barrier rings (full: one arrival plus the bytes; empty: every consumer
+  // thread), a barrier, then the producer warpgroup's first thread fills tile after tile, each
+  // once its slot's previous tile is released (empty phase parity: the slot's use count + 1, mod
+  // 2, so the first pass waits for nothing), while the consumers wait for each full slot, issue
+  // its wgmma's (pending 1 with two or more slots) and release the slot whose wgmma's are then
+  // complete. The consumer part ends with `epilogue`.
+  Stmt WsLoop(const std::string& acc, const Stmt& init_acc, const Stmt& epilogue) {
+    const int64_t pending = stages >= 2 ? 1 : 0;
+    std::vector<Stmt> init;
+    for (int64_t s = 0; s < stages; ++s) {
+      init.push_back(ir::MbarrierNode::Init(barriers, C(s), 1));
+      init.push_back(ir::MbarrierNode::Init(empties, C(s), threads));
+    }
+    const Expr kp = ir::MakeVar(k.fresh(op.name + ".kp"));
+    const Stmt produce = ir::ForNode::Make(
+        kp, C(0), C(split_tiles), ForKind::kSerial,
+        ir::SeqNode::Make(
+            {ir::MbarrierNode::Wait(empties, kp % C(stages), (kp / C(stages) + C(1)) % C(2)),
+             TmaBoxes(kp % C(stages), kp)}));
+    auto tile = [&](const Expr& ko, int64_t tile_pending) {
+      std::vector<Stmt> body = {
+          ir::MbarrierNode::Wait(barriers, ko % C(stages), (ko / C(stages)) % C(2)),
+          Mma(acc, ko % C(stages), tile_pending)};
+      if (tile_pending == 0) {
+        body.push_back(ir::MbarrierNode::Arrive(empties, ko % C(stages)));
+      } else {
+        body.push_back(ir::IfThenElseNode::Make(
+            ko >= C(tile_pending),
+            ir::MbarrierNode::Arrive(empties, (ko - C(tile_pending)) % C(stages))));
+      }
+      return ir::SeqNode::Make(body);
+    };
+    const Expr kc = ir::MakeVar(k.fresh(op.name + ".ko"));
+    std::vector<Stmt> consume = {init_acc};
+    if (split_tiles > 1) {
+      consume.push_back(
+          ir::ForNode::Make(kc, C(0), C(split_tiles - 1), ForKind::kSerial, tile(kc, pending)));
+    }
+    consume.push_back(tile(C(split_tiles - 1), 0));
+    consume.push_back(epilogue);
+    return ir::SeqNode::Make(
+        {ir::IfThenElseNode::Make(first_thread == C(0), ir::SeqNode::Make(init)),
+         ir::BarrierNode::Make(),
+         ir::IfThenElseNode::Make(tid < C(0),
+                                  ir::IfThenElseNode::Make(first_thread == C(0), produce),
+                                  ir::SeqNode::Make(consume))});
   }
 
   // wgmma fed by TMA (TensorCoreStep::tma): thread 0 initializes one mbarrier per ring slot and
@@ -732,7 +793,8 @@ struct Builder {
   // the range's slice of the workspace. A thread's two neighbouring columns (el) form one vector
   // store where no column guard is needed.
   absl::StatusOr<Stmt> Epilogue(const std::string& acc) {
-    const std::string staging = StagingBuffer(k.out_dtype);
+    // (Warp-specialized: the producer warpgroup takes no part in the staging's barriers.)
+    const std::string staging = ws ? "" : StagingBuffer(k.out_dtype);
     if (!staging.empty()) return StagedEpilogue(acc, staging);
     const std::string base = acc + ".st";
     const Expr i = ir::MakeVar(k.fresh(base + ".i"));
@@ -1171,6 +1233,7 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
       o->tma = std::move(f);
     }
     bd.barriers = k.fresh(op.name + ".full");
+    if (c.warp_specialized) bd.empties = k.fresh(op.name + ".empty");
   }
   bd.async = !c.tma && PlanAsync(bd, repack.has_value());
   for (Operand* o : {&bd.a, &bd.b}) {
@@ -1189,8 +1252,12 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
     bd.batch = C(0);
   }
   bd.lane = ir::MakeVar(k.fresh(op.name + ".lane"));
-  bd.warp = ir::MakeVar(k.fresh(op.name + ".warp"));
+  const Expr warp_var = ir::MakeVar(k.fresh(op.name + ".warp"));
+  bd.ws = c.warp_specialized;
+  // Warp-specialized: warps 0..3 are the producer warpgroup; the consumers count from warp 4.
+  bd.warp = bd.ws ? warp_var - C(4) : warp_var;
   bd.tid = bd.warp * C(32) + bd.lane;
+  bd.first_thread = warp_var * C(32) + bd.lane;
 
   Expr bz;
   if (bd.split > 1) {
@@ -1207,9 +1274,15 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   if (*kind == ir::MmaKind::kTF32x3 || (*kind == ir::MmaKind::kTF32 && !bd.wgmma)) {
     bd.tile_acc = k.fresh(op.name + ".acc.tile");
   }
-  Stmt main_loop = bd.MainLoop(acc);
-  ASSIGN_OR_RETURN(Stmt epilogue, bd.Epilogue(acc));
-  Stmt thread_body = ir::SeqNode::Make({bd.InitAcc(acc), main_loop, epilogue});
+  Stmt thread_body;
+  if (bd.ws) {
+    ASSIGN_OR_RETURN(Stmt epilogue, bd.Epilogue(acc));
+    thread_body = bd.WsLoop(acc, bd.InitAcc(acc), epilogue);
+  } else {
+    Stmt main_loop = bd.MainLoop(acc);
+    ASSIGN_OR_RETURN(Stmt epilogue, bd.Epilogue(acc));
+    thread_body = ir::SeqNode::Make({bd.InitAcc(acc), main_loop, epilogue});
+  }
   thread_body = ir::AllocateNode::Make(
       {acc, ir::ScalarType::kFloat32, {bd.FragM(), bd.FragN(), 4}, ir::MemoryScope::kLocal},
       thread_body);
@@ -1220,13 +1293,15 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
                                           ir::MemoryScope::kLocal},
                                          thread_body);
   }
-  Stmt s = ir::ForNode::Make(bd.warp, C(0), C(bd.warps), ForKind::kThreadIdxY, thread_body);
+  Stmt s = ir::ForNode::Make(warp_var, C(0), C(bd.warps + (bd.ws ? 4 : 0)), ForKind::kThreadIdxY,
+                             thread_body);
   s = ir::ForNode::Make(bd.lane, C(0), C(32), ForKind::kThreadIdxX, s);
   s = ir::AllocateNode::Make(bd.Decl(bd.b), s);
   s = ir::AllocateNode::Make(bd.Decl(bd.a), s);
-  if (!bd.barriers.empty()) {
+  for (const std::string& ring : {bd.barriers, bd.empties}) {
+    if (ring.empty()) continue;
     s = ir::AllocateNode::Make(
-        {bd.barriers, ir::ScalarType::kInt64, {bd.stages}, ir::MemoryScope::kShared}, s);
+        {ring, ir::ScalarType::kInt64, {bd.stages}, ir::MemoryScope::kShared}, s);
   }
   for (const Operand* o : {&bd.a, &bd.b}) {
     for (const std::string& name : {o->big, o->small}) {

@@ -126,7 +126,9 @@ std::vector<std::string> TensorCoreKinds(const schedule::MatmulLike& mm, bool al
 
 bool TensorCoreStepFits(const TensorCoreStep& t, const Target& target) {
   if (t.warpgroup) {
-    const int64_t groups = (t.block_m / t.warp_m) * (t.block_n / t.warp_n);
+    // (A warp-specialized block adds its producer warpgroup.)
+    const int64_t groups =
+        (t.block_m / t.warp_m) * (t.block_n / t.warp_n) + (t.warp_specialized ? 1 : 0);
     const int64_t tile = (t.block_m + t.block_n) * t.block_k * ElementBytes(t);
     // TF32 kinds: the ring of float32 tiles, then TF32 tiles (big, and small for tf32x3; two sets
     // of them with a ring of 2 or more; one-pass tf32 copies B at most, counted as the whole) and,
@@ -188,6 +190,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
       if (t.split_k > 1 && (t.split_k * 4 * t.block_k > mm.k)) t.split_k = 1;
       t.repack = DrawRepack(mm, rng);
       t.tma = TmaOperands(t, mm) && TmaSources(mm, s) && (rng() & 1);
+      t.warp_specialized = t.tma && (rng() & 1);
       if (TensorCoreStepFits(t, target) && WgmmaLayoutsFit(t, mm) && SizedForProblem(t, mm)) {
         return t;
       }
@@ -220,6 +223,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
   t.split_k = 1;
   t.repack = false;
   t.tma = false;
+  t.warp_specialized = false;
   return t;
 }
 
@@ -304,7 +308,7 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
       if (!HasWgmma(target)) break;
       TensorCoreStep c = t;
       c.warpgroup = !wg;
-      c.tma = false;
+      c.tma = c.warp_specialized = false;
       if (c.warpgroup) {
         c.block_m = std::max<int64_t>(64, t.block_m / 64 * 64);
         c.warp_m = 64;
@@ -329,6 +333,7 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
         TensorCoreStep c = t;
         c.repack = !t.repack;
         c.tma = c.tma && !c.repack;
+        c.warp_specialized = c.warp_specialized && c.tma;
         candidates.push_back(c);
       }
       break;
@@ -336,6 +341,14 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
       if (t.tma || TmaOperands(t, mm)) {
         TensorCoreStep c = t;
         c.tma = !t.tma;
+        c.warp_specialized = false;
+        candidates.push_back(c);
+      }
+      break;
+    case 12:  // with TMA: a producer warpgroup or the computing threads issue the fills
+      if (t.tma) {
+        TensorCoreStep c = t;
+        c.warp_specialized = !t.warp_specialized;
         candidates.push_back(c);
       }
       break;

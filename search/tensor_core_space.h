@@ -46,9 +46,10 @@ absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCo
 /// The decisions of a tensor_core step: warp tile rows, warp tile columns, warps along m, warps
 /// along n, k depth, pipeline depth, padding, split-K, raster group, on Hopper the instruction
 /// (mma.sync by warps or wgmma by warpgroups, whose tiles then count warpgroups), and whether the
-/// operands are repacked (where MatmulLike::repackable), and on wgmma whether TMA fills the
-/// operand tiles (where TmaOperands).
-inline constexpr int kTensorCoreDecisions = 12;
+/// operands are repacked (where MatmulLike::repackable), on wgmma whether TMA fills the operand
+/// tiles (where TmaOperands), and with TMA whether a producer warpgroup issues the fills
+/// (TensorCoreStep::warp_specialized).
+inline constexpr int kTensorCoreDecisions = 13;
 
 /// Whether TMA may fill `t`'s operand tiles (TensorCoreStep::tma): a wgmma tiling of f16 / bf16,
 /// not repacked, whose operands are plain loads (schedule::PlainOperandLoad) over one m axis, one

@@ -22,7 +22,9 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
 schedules=(${SCHEDULES:-
   matmul_bfloat16_cuda_4096_wgmma_128x256
   matmul_bfloat16_cuda_4096_wgmma_128x256_tma
-  matmul_bfloat16_cuda_4096_wgmma_128x256_tma_s3})
+  matmul_bfloat16_cuda_4096_wgmma_128x256_tma_s3
+  matmul_bfloat16_cuda_4096_wgmma_128x256_tma_ws
+  matmul_bfloat16_cuda_4096_wgmma_128x128_tma_ws})
 for n in "${schedules[@]}"; do
   timeout 90 "$ts" measure --schedule "bench/schedules/$n.json" --target cuda \
     --min-runs 20 --min-time-ms 100 --json "$out/$n.json" >"$out/$n.txt" 2>&1

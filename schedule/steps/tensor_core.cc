@@ -212,6 +212,10 @@ absl::StatusOr<State> TensorCoreStep::Apply(const State& s) const {
     return internal::StepError(text,
                                "invalid_schedule: tma loads feed warpgroup (wgmma) tiles only");
   }
+  if (warp_specialized && !tma) {
+    return internal::StepError(
+        text, "invalid_schedule: a producer warpgroup (ws) issues TMA fills: it needs tma");
+  }
   if (repack) {
     absl::StatusOr<OperandRepack> plan = PlanOperandRepack(*stage.op, *mm);
     if (!plan.ok()) {
@@ -234,14 +238,15 @@ nlohmann::json TensorCoreStep::ToJson() const {
   if (warpgroup || repack || tma) j.push_back(warpgroup ? "wgmma" : "mma.sync");
   if (repack) j.push_back("repack");
   if (tma) j.push_back("tma");
+  if (warp_specialized) j.push_back("ws");
   return j;
 }
 
 absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j) {
-  if (!j.is_array() || j.size() < 9 || j.size() > 13) {
+  if (!j.is_array() || j.size() < 9 || j.size() > 14) {
     return absl::InvalidArgumentError(
         absl::StrCat("step 'TC' needs 9 fields (10 with split_k, 11 with the instruction, then "
-                     "\"repack\" and / or \"tma\"), got ",
+                     "\"repack\", \"tma\", \"ws\" as set), got ",
                      j.is_array() ? j.size() : 0, ": ", j.dump().substr(0, 200)));
   }
   TensorCoreStep t;
@@ -292,28 +297,32 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
     }
     t.warpgroup = instruction == "wgmma";
   }
-  // The options after the instruction, in this order: "repack", "tma".
+  // The options after the instruction, in this order: "repack", "tma", "ws".
   for (size_t f = 11; f < j.size(); ++f) {
     ASSIGN_OR_RETURN(std::string option, internal::JsonString(j, f, "TC"));
-    if (option == "repack" && !t.repack && !t.tma) {
+    if (option == "repack" && !t.repack && !t.tma && !t.warp_specialized) {
       t.repack = true;
-    } else if (option == "tma" && !t.tma) {
+    } else if (option == "tma" && !t.tma && !t.warp_specialized) {
       t.tma = true;
+    } else if (option == "ws" && !t.warp_specialized) {
+      t.warp_specialized = true;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "TC step: field ", f, " '", option,
-          "' is not an option in place (\"repack\", then \"tma\", each at most once)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("TC step: field ", f, " '", option,
+                       "' is not an option in place (\"repack\", then \"tma\", then \"ws\", "
+                       "each at most once)"));
     }
   }
   return t;
 }
 
 std::string TensorCoreStep::ToString() const {
-  return absl::StrCat(
-      "tensor_core(", stage_id, ", ", kind, ", block ", block_m, "x", block_n, "x", block_k,
-      ", warp ", warp_m, "x", warp_n, ", pipeline ", pipeline, ", pad ", pad, ", raster ", raster,
-      ", epilogue ", epilogue, split_k > 1 ? absl::StrCat(", split_k ", split_k) : std::string(),
-      warpgroup ? ", wgmma" : "", repack ? ", repack" : "", tma ? ", tma" : "", ")");
+  return absl::StrCat("tensor_core(", stage_id, ", ", kind, ", block ", block_m, "x", block_n, "x",
+                      block_k, ", warp ", warp_m, "x", warp_n, ", pipeline ", pipeline, ", pad ",
+                      pad, ", raster ", raster, ", epilogue ", epilogue,
+                      split_k > 1 ? absl::StrCat(", split_k ", split_k) : std::string(),
+                      warpgroup ? ", wgmma" : "", repack ? ", repack" : "", tma ? ", tma" : "",
+                      warp_specialized ? ", ws" : "", ")");
 }
 
 }  // namespace tilesearch::schedule

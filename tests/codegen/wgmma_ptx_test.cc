@@ -34,6 +34,7 @@ struct Problem {
   int pipeline = 3;
   int64_t k = 192;   // the reduction (A is 256 x k)
   bool tma = false;  // TensorCoreStep::tma
+  bool ws = false;   // TensorCoreStep::warp_specialized
 };
 
 std::vector<LaunchConfig> Launches(const schedule::LoweredKernel& k) {
@@ -71,6 +72,7 @@ absl::StatusOr<schedule::LoweredKernel> LowerWgmma(const Problem& p) {
   t.pipeline = p.pipeline;
   t.pad = 0;
   t.tma = p.tma;
+  t.warp_specialized = p.ws;
   ASSIGN_OR_RETURN(s, schedule::ApplyStep(s, t));
   Target target;
   target.kind = TargetKind::kCuda;
@@ -144,6 +146,23 @@ TEST(WgmmaPtx, TmaFillsCompileForSm90aAndAssemble) {
     // float32 product between them and the two tensor maps.
     EXPECT_EQ(Count(ptx, ".param .u64"), 2 * 6);
     ExpectPtxasAccepts(ptx, "wgmma_tma_" + p.kind, "sm_90a");
+  }
+}
+
+// A producer warpgroup (TensorCoreStep::warp_specialized): one thread fills each slot once the
+// consumers released it (mbarrier.arrive on the slot's second barrier), the consumers wait on
+// the full barriers; no bar.sync in the k loop (the one after the barriers' initialization is
+// the kernel's only one); ptxas accepts it for sm_90a.
+TEST(WgmmaPtx, WarpSpecializedTmaCompilesForSm90aAndAssembles) {
+  for (Problem p : {Problem{"bf16", false, 64, 128, 64, 3}, Problem{"f16", true, 64, 256, 64, 4}}) {
+    p.tma = p.ws = true;
+    const std::string ptx = WgmmaPtx(p);
+    ASSERT_FALSE(ptx.empty());
+    EXPECT_EQ(Count(ptx, "mbarrier.init.shared::cta.b64"), 2 * p.pipeline);
+    EXPECT_GE(Count(ptx, "mbarrier.arrive.shared::cta.b64"), 2);
+    EXPECT_GE(Count(ptx, "cp.async.bulk.tensor.2d"), 2);
+    EXPECT_EQ(Count(ptx, "bar.sync"), 1);
+    ExpectPtxasAccepts(ptx, "wgmma_ws_" + p.kind, "sm_90a");
   }
 }
 

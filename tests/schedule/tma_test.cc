@@ -48,16 +48,38 @@ TEST(TmaStep, JsonRoundTrip) {
   back = StepFromJson(t.ToJson());
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_TRUE(std::get<TensorCoreStep>(*back) == t);
+  t.repack = false;
+  t.warp_specialized = true;
+  EXPECT_EQ(t.ToJson().dump(),
+            R"(["TC",2,"bf16",[128,256,64],[64,256],4,0,1,0,1,"wgmma","tma","ws"])");
+  back = StepFromJson(t.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(std::get<TensorCoreStep>(*back) == t);
   for (const char* bad :
        {R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","tma","repack"])",
         R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","tma","tma"])",
-        R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","TMA"])"}) {
+        R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","TMA"])",
+        R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","ws","tma"])"}) {
     EXPECT_FALSE(StepFromJson(nlohmann::json::parse(bad)).ok()) << bad;
   }
 }
 
+TEST(TmaStep, AProducerWarpgroupNeedsTma) {
+  const ir::ComputeDAG dag =
+      BuildOpOrDie("matmul", {{64, 64}, {64, 64}}, ir::ScalarType::kBFloat16);
+  const State s = State::Initial(dag);
+  TensorCoreStep t = TmaStep("bf16", 64, 64, 64, 64, 64, 2);
+  t.stage_id = SumReductionStage(s);
+  t.tma = false;
+  t.warp_specialized = true;
+  absl::StatusOr<State> st = ApplyStep(s, t);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("needs tma"), std::string::npos) << st.status();
+}
+
 TEST(TmaStep, NeedsWarpgroupTiles) {
-  const ir::ComputeDAG dag = BuildOpOrDie("matmul", {{64, 64}, {64, 64}}, ir::ScalarType::kBFloat16);
+  const ir::ComputeDAG dag =
+      BuildOpOrDie("matmul", {{64, 64}, {64, 64}}, ir::ScalarType::kBFloat16);
   const State s = State::Initial(dag);
   TensorCoreStep t = testing::TileStep("bf16", 64, 64, 32, 32, 32);
   t.stage_id = SumReductionStage(s);
@@ -109,7 +131,8 @@ absl::StatusOr<LoweredKernel> LowerTma(int64_t m, int64_t n, int64_t k, const Te
 TEST(TmaStep, RefusesOperandsItCannotBox) {
   ir::ComputeDAG dag;
   // Rows of 100 bf16 (200 bytes) are not 16-byte multiples: no tensor map can stride them.
-  absl::StatusOr<LoweredKernel> k = LowerTma(64, 64, 100, TmaStep("bf16", 64, 64, 64, 64, 64, 2), &dag);
+  absl::StatusOr<LoweredKernel> k =
+      LowerTma(64, 64, 100, TmaStep("bf16", 64, 64, 64, 64, 64, 2), &dag);
   ASSERT_FALSE(k.ok());
   EXPECT_NE(k.status().message().find("tma: operand A"), std::string::npos) << k.status();
   // A convolution's input is a gather, not a plain tile.
@@ -153,11 +176,37 @@ TEST(TmaStep, KernelArgumentsAndCodec) {
   ASSERT_EQ(back->params.size(), k->nest.params.size());
 }
 
+// A warp-specialized kernel whose consumers never release a slot leaves the producer waiting:
+// the interpreter reports the deadlock (with a ring shorter than the k loop) instead of hanging.
+TEST(TmaStep, ConsumersThatNeverReleaseASlotAreADeadlock) {
+  ir::ComputeDAG dag;
+  TensorCoreStep t = TmaStep("bf16", 64, 64, 64, 64, 64, 2);
+  t.warp_specialized = true;
+  absl::StatusOr<LoweredKernel> k = LowerTma(64, 64, 256, t, &dag);
+  ASSERT_TRUE(k.ok()) << k.status();
+  class DropArrivals : public ir::StmtMutator {
+   protected:
+    ir::Stmt MutateMbarrier(const ir::MbarrierNode* op, const ir::Stmt& s) override {
+      if (op->op == ir::MbarrierNode::Op::kArrive) return ir::SeqNode::Make({});
+      return s;
+    }
+  };
+  const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 6);
+  absl::StatusOr<ir::BufferMap> good = RunLowered(k->nest, inputs);
+  ASSERT_TRUE(good.ok()) << good.status();
+  ir::LoopNest broken = k->nest;
+  broken.body = DropArrivals().Mutate(broken.body);
+  absl::StatusOr<ir::BufferMap> bad = RunLowered(broken, inputs);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("deadlock"), std::string::npos) << bad.status();
+}
+
 // Without its waits the boxes are never copied (the interpreter copies at the wait that completes
 // a phase): the check fails, as it would on the device.
 TEST(TmaStep, AMissingWaitIsAWrongAnswer) {
   ir::ComputeDAG dag;
-  absl::StatusOr<LoweredKernel> k = LowerTma(128, 64, 128, TmaStep("bf16", 64, 64, 64, 64, 64, 2), &dag);
+  absl::StatusOr<LoweredKernel> k =
+      LowerTma(128, 64, 128, TmaStep("bf16", 64, 64, 64, 64, 64, 2), &dag);
   ASSERT_TRUE(k.ok()) << k.status();
   class DropWaits : public ir::StmtMutator {
    protected:
@@ -229,12 +278,13 @@ Case RandomCase(std::mt19937_64& rng) {
   t.pipeline = static_cast<int>(pick(1, 4));
   t.raster = pick(1, 3);
   t.split_k = (rng() % 4 == 0) ? 2 : 1;
+  t.warp_specialized = rng() % 2;
   return c;
 }
 
 TEST(TmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
   std::mt19937_64 rng(20261204);
-  int run = 0, refused = 0;
+  int run = 0, refused = 0, specialized = 0;
   for (int trial = 0; run < 120 && trial < 1000; ++trial) {
     Case c = RandomCase(rng);
     const ir::ComputeDAG dag = BuildOpOrDie(c.op, c.shapes, c.dtype, c.attrs);
@@ -267,8 +317,10 @@ TEST(TmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
     EXPECT_LE(testing::MaxRelError(dag, *got, *ref), testing::TensorCoreTolerance(c.step, c.dtype))
         << c.op << " " << StepToString(st->steps().back());
     ++run;
+    specialized += c.step.warp_specialized;
   }
   EXPECT_GE(run, 120);
+  EXPECT_GE(specialized, 40);
   EXPECT_GT(refused, 0);
 }
 

@@ -188,12 +188,14 @@ TEST(TensorCoreSearch, MutationChangesOneDecisionOfTheStep) {
     if (!child.ok()) continue;
     const TensorCoreStep& a = *TensorCoreOf(parent->state);
     const TensorCoreStep& b = *TensorCoreOf(child->state);
-    // Switching the instruction (mma.sync <-> wgmma) is one decision that re-tiles the block.
+    // Switching the instruction (mma.sync <-> wgmma) is one decision that re-tiles the block;
+    // turning TMA off takes its producer warpgroup with it.
     const int diffs = a.warpgroup != b.warpgroup
                           ? 1
                           : (a.block_k != b.block_k) + (a.pipeline != b.pipeline) +
                                 (a.pad != b.pad) + (a.raster != b.raster) +
                                 (a.split_k != b.split_k) +
+                                (a.tma != b.tma || a.warp_specialized != b.warp_specialized) +
                                 (a.warp_m != b.warp_m || a.block_m != b.block_m) +
                                 (a.warp_n != b.warp_n || a.block_n != b.block_n);
     EXPECT_EQ(diffs, 1) << a.ToString() << " -> " << b.ToString();
