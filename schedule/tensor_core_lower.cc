@@ -1112,6 +1112,42 @@ absl::StatusOr<TmaFill> PlanTmaFill(const Builder& bd, const Operand& o, const c
   return f;
 }
 
+// One thread's part of the block: the accumulators (and the TF32 kinds' tile accumulator)
+// allocated around the k loop and the epilogue (a warp-specialized block's roles around both).
+absl::StatusOr<Stmt> ThreadBody(Builder& bd, const std::string& acc) {
+  Stmt body;
+  if (bd.ws) {
+    ASSIGN_OR_RETURN(Stmt epilogue, bd.Epilogue(acc));
+    body = bd.WsLoop(acc, bd.InitAcc(acc), epilogue);
+  } else {
+    Stmt main_loop = bd.MainLoop(acc);
+    ASSIGN_OR_RETURN(Stmt epilogue, bd.Epilogue(acc));
+    body = ir::SeqNode::Make({bd.InitAcc(acc), main_loop, epilogue});
+  }
+  for (const std::string& name : {acc, bd.tile_acc}) {
+    if (name.empty()) continue;
+    body = ir::AllocateNode::Make(
+        {name, ir::ScalarType::kFloat32, {bd.FragM(), bd.FragN(), 4}, ir::MemoryScope::kLocal},
+        body);
+  }
+  return body;
+}
+
+// Both operands' TMA fills (TensorCoreStep::tma): their tensor maps join the workspaces (kernel
+// arguments), and the barrier rings get their names.
+absl::Status PlanTmaFills(const TensorCoreKernel& k, Builder* bd, TensorCoreKernels* out) {
+  for (auto [o, role] : {std::pair{&bd->a, "A"}, {&bd->b, "B"}}) {
+    ASSIGN_OR_RETURN(TmaFill f, PlanTmaFill(*bd, *o, role));
+    ir::BufferDecl map{f.map, ir::ScalarType::kInt64, {ir::kTensorMapWords}};
+    map.tensor_map = f.spec;
+    out->workspaces.push_back(std::move(map));
+    o->tma = std::move(f);
+  }
+  bd->barriers = k.fresh(k.op->name + ".full");
+  if (k.config.warp_specialized) bd->empties = k.fresh(k.op->name + ".empty");
+  return absl::OkStatus();
+}
+
 // The wgmma operand layouts (swizzled tiles; A through registers for one-pass TF32 on the split
 // path, Builder::a_regs) and the TF32 tiles of the split path.
 absl::Status PlanWgmmaOperands(const TensorCoreKernel& k, const MatmulLike& mm, Builder* bd) {
@@ -1224,17 +1260,7 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
                      mm->b_k_inner, dtype);
   bd.a.pad = bd.b.pad = c.pad;
   if (bd.wgmma) RETURN_IF_ERROR(PlanWgmmaOperands(k, *mm, &bd));
-  if (c.tma) {
-    for (auto [o, role] : {std::pair{&bd.a, "A"}, {&bd.b, "B"}}) {
-      ASSIGN_OR_RETURN(TmaFill f, PlanTmaFill(bd, *o, role));
-      ir::BufferDecl map{f.map, ir::ScalarType::kInt64, {ir::kTensorMapWords}};
-      map.tensor_map = f.spec;
-      out.workspaces.push_back(std::move(map));
-      o->tma = std::move(f);
-    }
-    bd.barriers = k.fresh(op.name + ".full");
-    if (c.warp_specialized) bd.empties = k.fresh(op.name + ".empty");
-  }
+  if (c.tma) RETURN_IF_ERROR(PlanTmaFills(k, &bd, &out));
   bd.async = !c.tma && PlanAsync(bd, repack.has_value());
   for (Operand* o : {&bd.a, &bd.b}) {
     const int64_t vec = 16 / ir::BytesOf(dtype);
@@ -1274,25 +1300,7 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   if (*kind == ir::MmaKind::kTF32x3 || (*kind == ir::MmaKind::kTF32 && !bd.wgmma)) {
     bd.tile_acc = k.fresh(op.name + ".acc.tile");
   }
-  Stmt thread_body;
-  if (bd.ws) {
-    ASSIGN_OR_RETURN(Stmt epilogue, bd.Epilogue(acc));
-    thread_body = bd.WsLoop(acc, bd.InitAcc(acc), epilogue);
-  } else {
-    Stmt main_loop = bd.MainLoop(acc);
-    ASSIGN_OR_RETURN(Stmt epilogue, bd.Epilogue(acc));
-    thread_body = ir::SeqNode::Make({bd.InitAcc(acc), main_loop, epilogue});
-  }
-  thread_body = ir::AllocateNode::Make(
-      {acc, ir::ScalarType::kFloat32, {bd.FragM(), bd.FragN(), 4}, ir::MemoryScope::kLocal},
-      thread_body);
-  if (!bd.tile_acc.empty()) {
-    thread_body = ir::AllocateNode::Make({bd.tile_acc,
-                                          ir::ScalarType::kFloat32,
-                                          {bd.FragM(), bd.FragN(), 4},
-                                          ir::MemoryScope::kLocal},
-                                         thread_body);
-  }
+  ASSIGN_OR_RETURN(Stmt thread_body, ThreadBody(bd, acc));
   Stmt s = ir::ForNode::Make(warp_var, C(0), C(bd.warps + (bd.ws ? 4 : 0)), ForKind::kThreadIdxY,
                              thread_body);
   s = ir::ForNode::Make(bd.lane, C(0), C(32), ForKind::kThreadIdxX, s);
