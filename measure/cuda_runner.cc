@@ -30,6 +30,9 @@
 // demand need the resident path (the per-candidate one would regenerate them per candidate).
 // A CUDA failure after a launch poisons the context, so such a worker asks to be replaced after
 // its item (RequestWorkerRestart).
+// A candidate's TMA tensor maps hold device addresses of its parameters, so each set of buffers it
+// runs on (every trial's inputs, the timing inputs) gets maps encoded over that set
+// (measure/tensor_map_args.h); maps are never poisoned or compared.
 #include "measure/cuda_runner.h"
 
 #include <algorithm>
@@ -61,6 +64,7 @@
 #include "measure/reference.h"
 #include "measure/result_reporter.h"
 #include "measure/runner.h"
+#include "measure/tensor_map_args.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
 
@@ -196,21 +200,27 @@ void RecordSampled(const WorkerState& state, const std::string& name,
   }
 }
 
-// Device buffers for every argument of a module (params, then scratch), sized in storage bytes.
+// Device buffers for every argument of a module (params, then scratch), sized in storage bytes;
+// a tensor map's entry in `buffers` is empty, its encoded bytes (over these params) in `maps`.
 struct ArgBuffers {
   std::vector<DeviceBuffer> buffers;
   std::vector<cuda::CUdeviceptr> ptrs;
+  std::vector<DeviceBuffer> maps;
 };
 
 absl::StatusOr<ArgBuffers> AllocateArgs(const CudaDriver& driver,
                                         const std::vector<codegen::KernelArg>& args) {
   ArgBuffers a;
   for (const codegen::KernelArg& arg : args) {
-    const int64_t bytes = arg.buffer.NumElements() * StorageBytes(arg.buffer.dtype);
-    ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(driver, bytes));
+    DeviceBuffer b;
+    if (arg.kind != codegen::KernelArg::Kind::kTensorMap) {
+      const int64_t bytes = arg.buffer.NumElements() * StorageBytes(arg.buffer.dtype);
+      ASSIGN_OR_RETURN(b, DeviceBuffer::Allocate(driver, bytes));
+    }
     a.ptrs.push_back(b.ptr());
     a.buffers.push_back(std::move(b));
   }
+  RETURN_IF_ERROR(BindTensorMaps(driver, args, &a.ptrs, &a.maps));
   return a;
 }
 
@@ -266,9 +276,9 @@ absl::Status UploadInput(const CudaDriver& driver, const std::string& name,
       });
 }
 
-// Runs `module` once on `trial`'s inputs (outputs and scratch poisoned first) and returns its
-// outputs by name. `launch_error` receives launch / synchronization errors (the context may be
-// unusable after them); other errors are returned.
+// Runs `module` once on `trial`'s inputs (outputs and scratch poisoned first; tensor maps, encoded
+// over these buffers, kept) and returns its outputs by name. `launch_error` receives launch /
+// synchronization errors (the context may be unusable after them); other errors are returned.
 absl::StatusOr<ir::BufferMap> RunChecked(const CudaDriver& driver, const LoadedGpuModule& module,
                                          const std::vector<codegen::KernelArg>& args,
                                          ArgBuffers& buffers, const Trial& trial,
@@ -278,7 +288,7 @@ absl::StatusOr<ir::BufferMap> RunChecked(const CudaDriver& driver, const LoadedG
     if (arg.kind == codegen::KernelArg::Kind::kInput) {
       RETURN_IF_ERROR(
           UploadInput(driver, arg.buffer.name, trial.packed, trial.inputs, {&buffers.buffers[i]}));
-    } else {
+    } else if (arg.kind != codegen::KernelArg::Kind::kTensorMap) {
       RETURN_IF_ERROR(UploadPoison(buffers.buffers[i], arg.buffer));
     }
   }
@@ -424,7 +434,8 @@ absl::StatusOr<std::unique_ptr<ResidentData>> AllocateResident(const BatchData& 
 }
 
 // The naive (reference) kernel loaded, with one buffer per argument of which only the scratch
-// ones are allocated with their size.
+// ones are allocated with their size. Reference kernels are lowered without schedules and never
+// take tensor maps; one that did is refused.
 struct LoadedReference {
   std::unique_ptr<LoadedGpuModule> module;
   ArgBuffers scratch;
@@ -441,6 +452,11 @@ absl::StatusOr<LoadedReference> LoadReferenceWithScratch(const codegen::GpuModul
   }
   ref.module = *std::move(loaded);
   for (const codegen::KernelArg& arg : module.args) {
+    if (arg.kind == codegen::KernelArg::Kind::kTensorMap) {
+      return absl::InternalError(absl::StrCat("reference kernel argument '", arg.buffer.name,
+                                              "' is a tensor map, which reference kernels never "
+                                              "take"));
+    }
     const int64_t bytes = arg.kind == codegen::KernelArg::Kind::kScratch
                               ? arg.buffer.NumElements() * StorageBytes(arg.buffer.dtype)
                               : 0;
@@ -781,26 +797,34 @@ absl::StatusOr<ir::HostBuffer> DownloadOutput(const DeviceBuffer& output,
 // An item's early end: the payload of FinishItem / RuntimeFailure; empty while the item goes on.
 using Finished = std::optional<std::string>;
 
-// A candidate's arguments on the resident buffers: the task param of each argument (-1: scratch)
-// and the candidate's own scratch buffers.
+// A candidate's arguments on the resident buffers: the task param of each argument (-1: scratch
+// or tensor map), the candidate's own scratch buffers, and the device pointers of a launch on
+// each trial's inputs and on the timing inputs, each set with its own tensor maps (`maps`).
 struct ResidentArgs {
   std::vector<int> param_of;
-  std::vector<DeviceBuffer> scratch;
+  std::vector<DeviceBuffer> scratch;  // empty where the argument is no scratch buffer
+  std::vector<std::vector<cuda::CUdeviceptr>> trial_ptrs;  // [trial]
+  std::vector<cuda::CUdeviceptr> timing_ptrs;
+  std::vector<DeviceBuffer> maps;
 };
 
-// The device pointers of the candidate's arguments with the task inputs at `inputs`.
-std::vector<cuda::CUdeviceptr> ResidentArgPtrs(const ResidentData& res, const ResidentArgs& bound,
-                                               const std::vector<DeviceBuffer>& inputs) {
+// The device pointers of the candidate's arguments with the task inputs at `inputs` and its tensor
+// maps encoded over them into new buffers appended to bound.maps.
+absl::StatusOr<std::vector<cuda::CUdeviceptr>> ResidentArgPtrs(
+    const CudaDriver& driver, const codegen::GpuModule& gpu, const ResidentData& res,
+    const std::vector<DeviceBuffer>& inputs, ResidentArgs& bound) {
   const int ni = res.num_inputs;
   std::vector<cuda::CUdeviceptr> a(bound.param_of.size());
   for (size_t i = 0; i < bound.param_of.size(); ++i) {
     const int p = bound.param_of[i];
     a[i] = p < 0 ? bound.scratch[i].ptr() : p < ni ? inputs[p].ptr() : res.outputs[p - ni].ptr();
   }
+  RETURN_IF_ERROR(BindTensorMaps(driver, gpu.args, &a, &bound.maps));
   return a;
 }
 
-// Maps the candidate's arguments onto the resident buffers and allocates its scratch buffers.
+// Maps the candidate's arguments onto the resident buffers, allocates its scratch buffers and
+// binds its pointer sets (ResidentArgs).
 Finished BindResidentArgs(const BatchData& data, const WorkerState& state,
                           const codegen::GpuModule& gpu, Clock::time_point start, MeasureResult& r,
                           ResidentArgs* bound) {
@@ -810,6 +834,7 @@ Finished BindResidentArgs(const BatchData& data, const WorkerState& state,
   int next_param = 0;
   for (size_t i = 0; i < gpu.args.size(); ++i) {
     const codegen::KernelArg& arg = gpu.args[i];
+    if (arg.kind == codegen::KernelArg::Kind::kTensorMap) continue;  // bound per pointer set
     if (arg.kind != codegen::KernelArg::Kind::kScratch) {
       if (next_param >= static_cast<int>(decls.size()) ||
           arg.buffer.name != decls[next_param].name) {
@@ -826,6 +851,23 @@ Finished BindResidentArgs(const BatchData& data, const WorkerState& state,
     }
     bound->scratch[i] = *std::move(b);
   }
+  const ResidentData& res = *state.resident;
+  for (const std::vector<DeviceBuffer>& inputs : res.inputs) {
+    absl::StatusOr<std::vector<cuda::CUdeviceptr>> ptrs =
+        ResidentArgPtrs(*state.driver, gpu, res, inputs, *bound);
+    if (!ptrs.ok()) {
+      return FinishItem(r, start, MeasureError::kRuntimeError,
+                        std::string(ptrs.status().message()));
+    }
+    bound->trial_ptrs.push_back(*std::move(ptrs));
+  }
+  absl::StatusOr<std::vector<cuda::CUdeviceptr>> timing =
+      ResidentArgPtrs(*state.driver, gpu, res, res.timing_inputs, *bound);
+  if (!timing.ok()) {
+    return FinishItem(r, start, MeasureError::kRuntimeError,
+                      std::string(timing.status().message()));
+  }
+  bound->timing_ptrs = *std::move(timing);
   return std::nullopt;
 }
 
@@ -1003,12 +1045,12 @@ Finished ResidentCheck(const MeasureOptions& options, const BatchData& data,
   for (size_t t = 0; t < data.trials.size(); ++t) {
     for (size_t i = 0; i < gpu.args.size(); ++i) {
       const int p = bound.param_of[i];
-      if (p >= 0 && p < ni) continue;
+      if ((p >= 0 && p < ni) || gpu.args[i].kind == codegen::KernelArg::Kind::kTensorMap) continue;
       absl::Status s =
           PoisonOnDevice(p < 0 ? bound.scratch[i] : res.outputs[p - ni], gpu.args[i].buffer);
       if (!s.ok()) return RuntimeFailure(r, start, s);
     }
-    const std::vector<cuda::CUdeviceptr> args = ResidentArgPtrs(res, bound, res.inputs[t]);
+    const std::vector<cuda::CUdeviceptr>& args = bound.trial_ptrs[t];
     if (ScreenFor(options, state.batch_best_ms) > 0) {
       // Timed between events (one run, no flush) for staged timing; Time waits for the end event.
       absl::StatusOr<TimingStats> one = state.timer->Time(
@@ -1081,7 +1123,6 @@ std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData&
                                  WorkerState& state, const codegen::GpuModule& gpu,
                                  const LoadedGpuModule& module, bool tf32x3_gate,
                                  Clock::time_point start, MeasureResult& r) {
-  const ResidentData& res = *state.resident;
   ResidentArgs bound;
   if (Finished f = BindResidentArgs(data, state, gpu, start, r, &bound)) return *f;
   std::vector<double> check_runs_ms;
@@ -1107,8 +1148,7 @@ std::string ResidentCheckAndTime(const MeasureOptions& options, const BatchData&
   }
   // Timing on the resident timing inputs (random, never the check inputs, never zeros).
   if (!wrong && !r.screened) {
-    const std::vector<cuda::CUdeviceptr> timing_args =
-        ResidentArgPtrs(res, bound, res.timing_inputs);
+    const std::vector<cuda::CUdeviceptr>& timing_args = bound.timing_ptrs;
     absl::StatusOr<TimingStats> stats = state.timer->Time(
         [&]() { return module.LaunchAll(timing_args, /*synchronize=*/false); }, options.timing);
     if (!stats.ok()) return RuntimeFailure(r, start, stats.status());
@@ -1219,6 +1259,12 @@ std::string WorkerItem(const MeasureOptions& options, const BatchData& data, Wor
     timing_args[i] = b->ptr();
     timing_buffers.push_back(std::move(*b));
   }
+  // The check's tensor maps hold the check buffers' addresses: the timing set gets its own.
+  std::vector<DeviceBuffer> timing_maps;
+  if (absl::Status bound = BindTensorMaps(*state.driver, gpu.args, &timing_args, &timing_maps);
+      !bound.ok()) {
+    return finish(MeasureError::kRuntimeError, std::string(bound.message()));
+  }
   const LoadedGpuModule& module = **loaded;
   absl::StatusOr<TimingStats> stats = state.timer->Time(
       [&]() { return module.LaunchAll(timing_args, /*synchronize=*/false); }, options.timing);
@@ -1232,7 +1278,10 @@ std::string WorkerItem(const MeasureOptions& options, const BatchData& data, Wor
 absl::Status CheckCandidateArgs(const ir::LoopNest& naive, const codegen::GpuModule& gpu) {
   size_t next = 0;
   for (const codegen::KernelArg& arg : gpu.args) {
-    if (arg.kind == codegen::KernelArg::Kind::kScratch) continue;
+    if (arg.kind == codegen::KernelArg::Kind::kScratch ||
+        arg.kind == codegen::KernelArg::Kind::kTensorMap) {
+      continue;
+    }
     if (next >= naive.params.size()) {
       return absl::InvalidArgumentError(
           absl::StrCat("candidate has an extra parameter '", arg.buffer.name, "'"));

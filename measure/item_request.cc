@@ -1,9 +1,11 @@
-// Fixed-width little-endian fields, strings as length + bytes; the nest in ir::EncodeLoopNest's
-// form as the last string.
+// Fixed-width little-endian fields, strings as length + bytes, integer lists as count + values; the
+// nest in ir::EncodeLoopNest's form as the last string. A GPU argument ends with a tensor map flag
+// and, when set, the map (source, dims, box, swizzle).
 #include "measure/item_request.h"
 
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "ir/loop_nest_codec.h"
@@ -18,6 +20,10 @@ class Writer {
   void Str(const std::string& s) {
     I64(static_cast<int64_t>(s.size()));
     out_ += s;
+  }
+  void Ints(const std::vector<int64_t>& v) {
+    I64(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) I64(x);
   }
   void Context(const RequestContext& c) {
     I64(static_cast<int64_t>(c.batch));
@@ -55,6 +61,11 @@ class Reader {
     std::string s = bytes_.substr(pos_, static_cast<size_t>(n));
     pos_ += static_cast<size_t>(n);
     return s;
+  }
+  std::vector<int64_t> Ints() {
+    std::vector<int64_t> v(static_cast<size_t>(Count(8)));
+    for (int64_t& x : v) x = I64();
+    return v;
   }
   // A count of following items of at least `min_bytes` each.
   int64_t Count(size_t min_bytes) {
@@ -136,6 +147,13 @@ std::string EncodeGpuRequest(const GpuRequest& request) {
     for (int64_t d : a.buffer.shape) w.I64(d);
     w.I64(static_cast<int64_t>(a.buffer.scope));
     w.I64(static_cast<int64_t>(a.kind));
+    w.I64(a.buffer.tensor_map ? 1 : 0);
+    if (a.buffer.tensor_map) {
+      w.Str(a.buffer.tensor_map->source);
+      w.Ints(a.buffer.tensor_map->dims);
+      w.Ints(a.buffer.tensor_map->box);
+      w.I64(a.buffer.tensor_map->swizzle);
+    }
   }
   return w.Take();
 }
@@ -168,11 +186,27 @@ absl::StatusOr<GpuRequest> DecodeGpuRequest(const std::string& bytes) {
     for (int64_t d = 0; d < rank && r.ok(); ++d) a.buffer.shape.push_back(r.I64());
     const int64_t scope = r.I64();
     const int64_t kind = r.I64();
+    const int64_t has_map = r.I64();
+    if (has_map == 1) {
+      ir::TensorMapSpec map;
+      map.source = r.Str();
+      map.dims = r.Ints();
+      map.box = r.Ints();
+      map.swizzle = r.I64();
+      a.buffer.tensor_map = std::move(map);
+    }
+    if (!r.ok()) break;  // reported below as truncated
     if (dtype < 0 || dtype > static_cast<int64_t>(ir::ScalarType::kBool) || scope < 0 ||
         scope > static_cast<int64_t>(ir::MemoryScope::kLocal) || kind < 0 ||
-        kind > static_cast<int64_t>(codegen::KernelArg::Kind::kScratch)) {
-      return Corrupt(
-          absl::StrCat("argument ", i, " has dtype ", dtype, ", scope ", scope, ", kind ", kind));
+        kind > static_cast<int64_t>(codegen::KernelArg::Kind::kTensorMap) || has_map < 0 ||
+        has_map > 1) {
+      return Corrupt(absl::StrCat("argument ", i, " has dtype ", dtype, ", scope ", scope,
+                                  ", kind ", kind, ", tensor map flag ", has_map));
+    }
+    // A tensor map travels exactly with its kind: the worker encodes one for each such argument.
+    if ((kind == static_cast<int64_t>(codegen::KernelArg::Kind::kTensorMap)) != (has_map == 1)) {
+      return Corrupt(absl::StrCat("argument ", i, " of kind ", kind,
+                                  has_map == 1 ? " has" : " lacks", " a tensor map"));
     }
     a.buffer.dtype = static_cast<ir::ScalarType>(dtype);
     a.buffer.scope = static_cast<ir::MemoryScope>(scope);

@@ -29,7 +29,8 @@ class LoadedGpuModule {
       const runtime::CudaContext& context, const codegen::GpuModule& module);
 
   /// Launches every kernel in module order on the default stream. `args`: one device pointer per
-  /// element of module.args (params, then scratch). Errors: kInvalidArgument for a wrong argument
+  /// element of module.args (params, then scratch; a tensor map's points at its encoded bytes:
+  /// BindTensorMaps). Errors: kInvalidArgument for a wrong argument
   /// count; runtime::Launch's errors (with `synchronize`, the asynchronous ones too).
   absl::Status LaunchAll(const std::vector<runtime::cuda::CUdeviceptr>& args,
                          bool synchronize) const;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace tilesearch::runtime::cuda {
 
@@ -25,6 +26,19 @@ using CUstream = CUstream_st*;  // nullptr: the legacy default stream
 using CUdevice_attribute = int;
 using CUfunction_attribute = int;
 using CUjit_option = int;
+using cuuint32_t = std::uint32_t;
+using cuuint64_t = std::uint64_t;
+using CUtensorMapDataType = int;
+using CUtensorMapInterleave = int;
+using CUtensorMapSwizzle = int;
+using CUtensorMapL2promotion = int;
+using CUtensorMapFloatOOBfill = int;
+
+/// A TMA tensor map as the driver encodes it: 128 opaque bytes, 64-byte aligned (CUtensorMap,
+/// CU_TENSOR_MAP_NUM_QWORDS 16).
+struct alignas(64) CUtensorMap {
+  cuuint64_t opaque[16];
+};
 
 // CUresult values the runtime names itself (cuGetErrorName gives the rest).
 inline constexpr CUresult CUDA_SUCCESS = 0;
@@ -79,6 +93,22 @@ inline constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER = 5;
 inline constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 inline constexpr CUjit_option CU_JIT_LOG_VERBOSE = 12;
 
+// CUtensorMapDataType (the element types our IR has; UINT8 0, UINT16 1, UINT32 2, UINT64 4 and
+// FLOAT64 8 have no ir::ScalarType).
+inline constexpr CUtensorMapDataType CU_TENSOR_MAP_DATA_TYPE_INT32 = 3;
+inline constexpr CUtensorMapDataType CU_TENSOR_MAP_DATA_TYPE_INT64 = 5;
+inline constexpr CUtensorMapDataType CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6;
+inline constexpr CUtensorMapDataType CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7;
+inline constexpr CUtensorMapDataType CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9;
+// CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill.
+inline constexpr CUtensorMapInterleave CU_TENSOR_MAP_INTERLEAVE_NONE = 0;
+inline constexpr CUtensorMapSwizzle CU_TENSOR_MAP_SWIZZLE_NONE = 0;
+inline constexpr CUtensorMapSwizzle CU_TENSOR_MAP_SWIZZLE_32B = 1;
+inline constexpr CUtensorMapSwizzle CU_TENSOR_MAP_SWIZZLE_64B = 2;
+inline constexpr CUtensorMapSwizzle CU_TENSOR_MAP_SWIZZLE_128B = 3;
+inline constexpr CUtensorMapL2promotion CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2;
+inline constexpr CUtensorMapFloatOOBfill CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0;  // zeros
+
 // CUevent_flags.
 inline constexpr unsigned int CU_EVENT_DEFAULT = 0x0;
 
@@ -124,5 +154,10 @@ using PFN_cuEventSynchronize = CUresult (*)(CUevent event);
 using PFN_cuEventElapsedTime = CUresult (*)(float* ms, CUevent start, CUevent end);
 using PFN_cuEventDestroy = CUresult (*)(CUevent event);
 using PFN_cuStreamSynchronize = CUresult (*)(CUstream stream);
+using PFN_cuTensorMapEncodeTiled = CUresult (*)(
+    CUtensorMap* tensor_map, CUtensorMapDataType data_type, cuuint32_t rank, void* global_address,
+    const cuuint64_t* global_dim, const cuuint64_t* global_strides, const cuuint32_t* box_dim,
+    const cuuint32_t* element_strides, CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+    CUtensorMapL2promotion l2_promotion, CUtensorMapFloatOOBfill oob_fill);
 
 }  // namespace tilesearch::runtime::cuda

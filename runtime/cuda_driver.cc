@@ -95,6 +95,9 @@ absl::StatusOr<const CudaDriver*> CudaDriver::LoadFrom(const std::string& path) 
     if (!d->elapsed_time_v2_) {
       ok = Resolve(handle, "cuEventElapsedTime", &d->cuEventElapsedTime, &error);
     }
+    // cuTensorMapEncodeTiled exists from CUDA 12.0 on; an older driver still runs every kernel
+    // without TMA, so its absence only leaves the entry null.
+    (void)Resolve(handle, "cuTensorMapEncodeTiled", &d->cuTensorMapEncodeTiled, &ignored);
   }
   if (!ok) {
     dlclose(handle);

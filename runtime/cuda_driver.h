@@ -44,7 +44,8 @@ class CudaDriver {
   /// Whether cuEventElapsedTime resolved to the _v2 symbol.
   bool elapsed_time_v2() const { return elapsed_time_v2_; }
 
-  // Entry points (never null after a successful load). Symbol names in parentheses.
+  // Entry points (never null after a successful load, except where said). Symbol names in
+  // parentheses.
   cuda::PFN_cuInit cuInit = nullptr;
   cuda::PFN_cuDriverGetVersion cuDriverGetVersion = nullptr;
   cuda::PFN_cuGetErrorName cuGetErrorName = nullptr;
@@ -76,6 +77,8 @@ class CudaDriver {
   cuda::PFN_cuEventElapsedTime cuEventElapsedTime = nullptr;  // (_v2 if exported, else plain)
   cuda::PFN_cuEventDestroy cuEventDestroy = nullptr;          // (_v2)
   cuda::PFN_cuStreamSynchronize cuStreamSynchronize = nullptr;
+  // Null where the driver predates CUDA 12.0 (no TMA): runtime::EncodeTensorMap says so.
+  cuda::PFN_cuTensorMapEncodeTiled cuTensorMapEncodeTiled = nullptr;
 
  private:
   CudaDriver() = default;

@@ -9,6 +9,7 @@
 #include "base/status.h"
 #include "measure/checker.h"
 #include "measure/loaded_module.h"
+#include "measure/tensor_map_args.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
 #include "search/log_io.h"
@@ -129,7 +130,9 @@ struct Kernel::Impl {
   // cuda (destroyed in reverse order: buffers and module before the context)
   std::unique_ptr<runtime::CudaContext> context;
   std::unique_ptr<measure::LoadedGpuModule> module;
-  std::vector<runtime::DeviceBuffer> device_buffers;  // every argument, scratch included
+  std::vector<runtime::DeviceBuffer> device_buffers;  // every argument but the tensor maps
+  std::vector<runtime::DeviceBuffer> tensor_maps;     // encoded over device_buffers once
+  std::vector<runtime::cuda::CUdeviceptr> device_args;
 
   absl::Status RunHost(const std::vector<ir::HostBuffer*>& buffers);
   absl::Status RunCuda(const std::vector<ir::HostBuffer*>& buffers);
@@ -153,10 +156,16 @@ absl::StatusOr<Kernel> Kernel::Load(const KernelArtifact& artifact, int device) 
   ASSIGN_OR_RETURN(impl->context, runtime::CudaContext::Create(*driver, device));
   ASSIGN_OR_RETURN(impl->module, measure::LoadedGpuModule::Load(*impl->context, *artifact.gpu));
   for (const codegen::KernelArg& arg : artifact.gpu->args) {
-    ASSIGN_OR_RETURN(runtime::DeviceBuffer buffer,
-                     runtime::DeviceBuffer::Allocate(*driver, arg.bytes()));
+    runtime::DeviceBuffer buffer;
+    if (arg.kind != codegen::KernelArg::Kind::kTensorMap) {
+      ASSIGN_OR_RETURN(buffer, runtime::DeviceBuffer::Allocate(*driver, arg.bytes()));
+    }
+    impl->device_args.push_back(buffer.ptr());
     impl->device_buffers.push_back(std::move(buffer));
   }
+  // The buffers stay for the kernel's lifetime, so its tensor maps are encoded once.
+  RETURN_IF_ERROR(
+      measure::BindTensorMaps(*driver, artifact.gpu->args, &impl->device_args, &impl->tensor_maps));
   return Kernel(std::move(impl));
 }
 
@@ -208,10 +217,8 @@ absl::Status Kernel::Impl::RunCuda(const std::vector<ir::HostBuffer*>& buffers) 
     const std::vector<std::byte> bytes = measure::PackBuffer(*buffers[i]);
     RETURN_IF_ERROR(device_buffers[i].Upload(bytes.data(), static_cast<int64_t>(bytes.size())));
   }
-  std::vector<runtime::cuda::CUdeviceptr> pointers;
-  for (const runtime::DeviceBuffer& b : device_buffers) pointers.push_back(b.ptr());
   const auto start = std::chrono::steady_clock::now();
-  RETURN_IF_ERROR(module->LaunchAll(pointers, /*synchronize=*/true));
+  RETURN_IF_ERROR(module->LaunchAll(device_args, /*synchronize=*/true));
   last_run_ms = MsSince(start);
   for (size_t i = 0; i < buffers.size(); ++i) {
     if (params[i].kind != codegen::KernelArg::Kind::kOutput) continue;

@@ -131,14 +131,15 @@ using search::BuildKernel;
 /// A built kernel loaded on its target, runnable on host buffers. cpu: JIT-compiled in this
 /// process (codegen::CompileForHost, parallel loops on all cores). cuda: the artifact's PTX loaded
 /// into the primary context of `device` (measure::LoadedGpuModule), one device buffer per argument
-/// allocated at load; each Run copies the inputs in, launches every kernel in order, waits and
-/// copies the outputs back. Loading a cuda kernel initializes CUDA in this process: tune and
-/// re-check (search::CheckKernel) before, never after. Move-only; not thread-safe.
+/// allocated at load (a TMA tensor map encoded there once, over its source's buffer); each Run
+/// copies the inputs in, launches every kernel in order, waits and copies the outputs back. Loading
+/// a cuda kernel initializes CUDA in this process: tune and re-check (search::CheckKernel) before,
+/// never after. Move-only; not thread-safe.
 class Kernel {
  public:
   /// Errors: cpu, CompileForHost's; cuda, kFailedPrecondition "no CUDA driver found: ..." / "no
   /// CUDA device found: ...", the driver's load and allocation errors (out of device memory:
-  /// kResourceExhausted).
+  /// kResourceExhausted), measure::BindTensorMaps' (a tensor map the driver cannot encode).
   [[nodiscard]] static absl::StatusOr<Kernel> Load(const KernelArtifact& artifact, int device = 0);
 
   Kernel(Kernel&&) noexcept;

@@ -18,6 +18,7 @@
 #include "measure/builder.h"
 #include "measure/checker.h"
 #include "measure/loaded_module.h"
+#include "measure/tensor_map_args.h"
 #include "runtime/cuda_device.h"
 #include "runtime/cuda_driver.h"
 #include "schedule/lower.h"
@@ -211,9 +212,12 @@ struct GraphExecutor::Impl {
 
   // cuda (destroyed in reverse order: everything on the device before the context)
   std::unique_ptr<runtime::CudaContext> context;
-  std::vector<runtime::DeviceBuffer> device_buffers;                 // per value buffer
-  std::vector<std::unique_ptr<measure::LoadedGpuModule>> modules;    // per task
-  std::vector<std::vector<runtime::DeviceBuffer>> scratch;           // per task
+  std::vector<runtime::DeviceBuffer> device_buffers;               // per value buffer
+  std::vector<std::unique_ptr<measure::LoadedGpuModule>> modules;  // per task
+  std::vector<std::vector<runtime::DeviceBuffer>> scratch;         // per task (empty: a map)
+  std::vector<std::vector<codegen::KernelArg>> module_args;        // per task
+  // TMA tensor maps, encoded over the buffers of each subgraph that runs a task with them.
+  std::vector<runtime::DeviceBuffer> tensor_maps;
   std::vector<std::vector<runtime::cuda::CUdeviceptr>> device_args;  // per subgraph
   std::unique_ptr<runtime::GpuTimer> timer;
 
@@ -223,6 +227,7 @@ struct GraphExecutor::Impl {
     if (context != nullptr) context->MakeCurrent().IgnoreError();
     timer.reset();
     device_args.clear();
+    tensor_maps.clear();
     scratch.clear();
     modules.clear();
     device_buffers.clear();
@@ -259,6 +264,7 @@ absl::Status GraphExecutor::Impl::Init(const ir::Graph& g, const GraphPartition&
     ASSIGN_OR_RETURN(context, runtime::CudaContext::Create(*driver, options.device));
     modules.resize(partition.tasks.size());
     scratch.resize(partition.tasks.size());
+    module_args.resize(partition.tasks.size());
   } else {
     host_kernels.resize(partition.tasks.size());
   }
@@ -294,7 +300,12 @@ absl::Status GraphExecutor::Impl::AddTask(int t, const ir::ComputeDAG& dag,
         measure::LoadedGpuModule::Load(*context, *module);
     if (!loaded.ok()) return Prefixed(label + ": load", loaded.status());
     modules[t] = *std::move(loaded);
+    module_args[t] = module->args;
     for (size_t i = input.lowered->nest.params.size(); i < module->args.size(); ++i) {
+      if (module->args[i].kind == codegen::KernelArg::Kind::kTensorMap) {
+        scratch[t].emplace_back();  // encoded per subgraph (AllocateBuffers)
+        continue;
+      }
       absl::StatusOr<runtime::DeviceBuffer> buffer =
           runtime::DeviceBuffer::Allocate(context->driver(), module->args[i].bytes());
       if (!buffer.ok()) return Prefixed(label + ": scratch", buffer.status());
@@ -364,7 +375,7 @@ absl::Status GraphExecutor::Impl::AllocateBuffers() {
           "graph output node ", id, " '", graph.node(id).name, "' is no subgraph's output"));
     }
   }
-  // Every subgraph's argument list, bound once.
+  // Every subgraph's argument list, bound once (tensor maps encoded over its own buffers).
   for (const Subgraph& sub : partition.subgraphs) {
     std::vector<int> bound = sub.inputs;
     bound.push_back(sub.output);
@@ -372,6 +383,13 @@ absl::Status GraphExecutor::Impl::AllocateBuffers() {
       std::vector<runtime::cuda::CUdeviceptr> args;
       for (int id : bound) args.push_back(device_buffers[node_buffer[id]].ptr());
       for (const runtime::DeviceBuffer& b : scratch[sub.task]) args.push_back(b.ptr());
+      absl::Status maps =
+          measure::BindTensorMaps(context->driver(), module_args[sub.task], &args, &tensor_maps);
+      if (!maps.ok()) {
+        return Prefixed(absl::StrCat("subgraph ", device_args.size(), " (",
+                                     TaskLabel(sub.task, partition.tasks[sub.task]), ")"),
+                        maps);
+      }
       device_args.push_back(std::move(args));
     } else {
       std::vector<void*> args;

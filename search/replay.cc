@@ -24,7 +24,9 @@
 #include "base/status.h"
 #include "base/write_file.h"
 #include "measure/runner.h"
+#include "measure/tensor_map_args.h"
 #include "nlohmann/json.hpp"
+#include "runtime/tensor_map.h"
 #include "schedule/apply_step.h"
 #include "search/log_io.h"
 
@@ -201,10 +203,77 @@ std::string HeaderPreamble(const KernelArtifact& a) {
                       absl::StrFormat("%.4g", a.gflops()), " GFLOP/s\n");
 }
 
+// cuda.h's names of the CU_TENSOR_MAP_* enum values, indexed by value.
+std::string TensorMapDataTypeName(int value) {
+  static const char* const kNames[] = {"UINT8", "UINT16",  "UINT32",  "INT32",   "UINT64",
+                                       "INT64", "FLOAT16", "FLOAT32", "FLOAT64", "BFLOAT16"};
+  return value >= 0 && value < 10 ? absl::StrCat("CU_TENSOR_MAP_DATA_TYPE_", kNames[value])
+                                  : absl::StrCat("(CUtensorMapDataType)", value);
+}
+std::string TensorMapSwizzleName(int value) {
+  static const char* const kNames[] = {"NONE", "32B", "64B", "128B"};
+  return value >= 0 && value < 4 ? absl::StrCat("CU_TENSOR_MAP_SWIZZLE_", kNames[value])
+                                 : absl::StrCat("(CUtensorMapSwizzle)", value);
+}
+
+// The launcher's code that encodes tensor-map argument i over its source's buffer (both named as
+// in `names`) and copies it into the argument's buffer on `stream`. The maps are encoded at every
+// launch because only then are the source addresses known; encoding costs microseconds.
+std::string TensorMapEncodeCode(const KernelArtifact& a, const std::vector<std::string>& names,
+                                size_t i) {
+  const ir::TensorMapSpec& m = *a.args[i].buffer.tensor_map;
+  absl::StatusOr<size_t> source = measure::TensorMapSource(a.args, i);
+  absl::StatusOr<runtime::TensorMapEncoding> e =
+      source.ok() ? runtime::TensorMapEncodeArgs(m, a.args[*source].buffer.dtype)
+                  : absl::StatusOr<runtime::TensorMapEncoding>(source.status());
+  if (!e.ok()) {
+    // Codegen checked every map (codegen::KernelArgs), so only a hand-made artifact gets here:
+    // its launcher refuses at run time and says why beside the refusal.
+    return absl::StrCat("  /* ", names[i], " cannot be encoded: ", e.status().message(),
+                        " */\n  return CUDA_ERROR_INVALID_VALUE;\n");
+  }
+  auto list = [](const auto& v) { return absl::StrCat("{", absl::StrJoin(v, ", "), "}"); };
+  const size_t rank = e->rank;
+  // Rank 1 has no strides: the driver gets a valid (ignored) one-element array all the same.
+  const std::string strides = rank > 1 ? list(e->global_strides) : "{0}";
+  std::string c = absl::StrCat("  {\n    /* ", names[i], ": TMA tensor map of ", names[*source],
+                               " (dims ", ShapeText(m.dims), ", box ", ShapeText(m.box), ", ",
+                               m.swizzle, "-byte swizzle); dimensions innermost first */\n");
+  absl::StrAppend(&c, "    static const cuuint64_t dims[", rank, "] = ", list(e->global_dim),
+                  ";\n    static const cuuint64_t strides[", std::max<size_t>(1, rank - 1),
+                  "] = ", strides, ";  /* bytes */\n    static const cuuint32_t box[", rank,
+                  "] = ", list(e->box_dim), ";\n    static const cuuint32_t element_strides[", rank,
+                  "] = ", list(e->element_strides), ";\n");
+  absl::StrAppend(
+      &c,
+      "    /* The driver wants the map 64-byte aligned, which C99 cannot declare. */\n"
+      "    unsigned char raw[sizeof(CUtensorMap) + 64];\n"
+      "    CUtensorMap* map = (CUtensorMap*)(raw + (64 - (uintptr_t)raw % 64) % 64);\n");
+  absl::StrAppend(&c, "    result = cuTensorMapEncodeTiled(map, ",
+                  TensorMapDataTypeName(e->data_type), ", ", rank, ", (void*)(uintptr_t)",
+                  names[*source],
+                  ", dims, strides, box,\n"
+                  "                                    element_strides, "
+                  "CU_TENSOR_MAP_INTERLEAVE_NONE, ",
+                  TensorMapSwizzleName(e->swizzle),
+                  ",\n                                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B, "
+                  "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);\n"
+                  "    if (result != CUDA_SUCCESS) return result;\n"
+                  "    result = cuMemcpyHtoDAsync(",
+                  names[i],
+                  ", map, sizeof(CUtensorMap), stream);\n"
+                  "    if (result != CUDA_SUCCESS) return result;\n  }\n");
+  return c;
+}
+
 std::string CudaHeader(const KernelArtifact& a) {
   const std::string upper = Upper(a.name);
   const std::vector<std::string> names = ArgumentNames(a.args, "d_");
   const std::vector<codegen::GpuKernelInfo>& kernels = a.gpu->kernels;
+  std::vector<size_t> maps;
+  for (size_t i = 0; i < a.args.size(); ++i) {
+    if (a.args[i].kind == codegen::KernelArg::Kind::kTensorMap) maps.push_back(i);
+  }
   std::string h = HeaderPreamble(a);
   absl::StrAppend(&h, " *\n * Use: load ", a.name, ".cubin (or ", a.name,
                   ".ptx) with cuModuleLoad or cuModuleLoadData,\n * look the kernels up with ",
@@ -212,9 +281,24 @@ std::string CudaHeader(const KernelArtifact& a) {
                   "_get_functions, allocate one device buffer per argument\n"
                   " * (dense row-major, in this order; scratch buffers only hold intermediates) "
                   "and call\n * ",
-                  a.name, "_launch:\n", ArgumentTable(a, names), " */\n");
-  absl::StrAppend(&h, "#ifndef TILESEARCH_", upper, "_H_\n#define TILESEARCH_", upper,
-                  "_H_\n\n#include <cuda.h>\n#include <stddef.h>\n\n");
+                  a.name, "_launch:\n", ArgumentTable(a, names));
+  if (!maps.empty()) {
+    absl::StrAppend(&h,
+                    " * A tensor_map argument is a TMA descriptor (CUtensorMap, 128 bytes, 64-byte "
+                    "aligned as\n * cuMemAlloc's are): ",
+                    a.name,
+                    "_launch encodes it over its source's buffer with\n"
+                    " * cuTensorMapEncodeTiled and copies it there on `stream` before the "
+                    "launches (CUDA 12+).\n");
+  }
+  absl::StrAppend(&h, " */\n#ifndef TILESEARCH_", upper, "_H_\n#define TILESEARCH_", upper,
+                  "_H_\n\n#include <cuda.h>\n#include <stddef.h>\n",
+                  maps.empty() ? "" : "#include <stdint.h>\n", "\n");
+  if (!maps.empty()) {
+    absl::StrAppend(&h,
+                    "#if CUDA_VERSION < 12000\n#error \"the kernel takes TMA tensor maps: "
+                    "cuTensorMapEncodeTiled needs CUDA 12.0 or newer\"\n#endif\n\n");
+  }
   absl::StrAppend(&h, "#define ", upper, "_NUM_KERNELS ", kernels.size(), "\n");
   absl::StrAppend(&h, "#define ", upper, "_NUM_ARGS ", a.args.size(), "\n");
   for (size_t i = 0; i < a.args.size(); ++i) {
@@ -252,6 +336,7 @@ std::string CudaHeader(const KernelArtifact& a) {
   for (size_t i = 0; i < names.size(); ++i) absl::StrAppend(&h, i > 0 ? ", " : "", "&", names[i]);
   if (names.empty()) absl::StrAppend(&h, "NULL");
   absl::StrAppend(&h, "};\n  CUresult result;\n");
+  for (size_t i : maps) absl::StrAppend(&h, TensorMapEncodeCode(a, names, i));
   for (size_t k = 0; k < kernels.size(); ++k) {
     const codegen::GpuKernelInfo& kn = kernels[k];
     absl::StrAppend(&h, "  /* ", kn.name, ": ", kn.static_shared_bytes,
@@ -307,12 +392,19 @@ json ArgumentsJson(const KernelArtifact& a) {
   json args = json::array();
   for (size_t i = 0; i < a.args.size(); ++i) {
     const codegen::KernelArg& arg = a.args[i];
-    args.push_back({{"index", i},
-                    {"name", arg.buffer.name},
-                    {"kind", codegen::KernelArgKindName(arg.kind)},
-                    {"dtype", ir::TypeName(arg.buffer.dtype)},
-                    {"shape", arg.buffer.shape},
-                    {"bytes", arg.bytes()}});
+    json entry = {{"index", i},
+                  {"name", arg.buffer.name},
+                  {"kind", codegen::KernelArgKindName(arg.kind)},
+                  {"dtype", ir::TypeName(arg.buffer.dtype)},
+                  {"shape", arg.buffer.shape},
+                  {"bytes", arg.bytes()}};
+    if (arg.buffer.tensor_map) {
+      // "source" is the "name" of its source's own entry, which a reader looks the buffer up by.
+      const ir::TensorMapSpec& m = *arg.buffer.tensor_map;
+      entry["tensor_map"] = {
+          {"source", m.source}, {"dims", m.dims}, {"box", m.box}, {"swizzle", m.swizzle}};
+    }
+    args.push_back(std::move(entry));
   }
   return args;
 }

@@ -199,13 +199,17 @@ std::string ArtifactHeader(const KernelArtifact& artifact);
 /// -arch=sm_90"), device_name, trial, seed, steps (the step list), median_ms, gflops, flops,
 /// files, entries (PTX entry names or the C symbol), launches (per kernel: entry, grid, block,
 /// static and dynamic shared bytes; empty on cpu), arguments (index, name, kind
-/// input/output/scratch, dtype, shape, bytes), notes, cpu ({triple, cpu}) for cpu, and check
-/// (checked, passed, note, trials, max_abs_error, max_rel_error) when given.
+/// input/output/scratch/tensor_map, dtype, shape, bytes; a tensor_map argument, int64 [16], also
+/// has "tensor_map": {source, the "name" of the input or output it describes; dims, outermost
+/// first; box; swizzle bytes}), notes, cpu ({triple, cpu}) for cpu, and check (checked, passed,
+/// note, trials, max_abs_error, max_rel_error) when given.
 /// The cuda header (needs <cuda.h>): <NAME>_NUM_KERNELS / _NUM_ARGS / _ARG<i>_BYTES macros,
 /// `<name>_kernel_names`, `CUresult <name>_get_functions(CUmodule, CUfunction fns[])` (which also
 /// opts kernels into dynamic shared memory above 48 KiB), and `CUresult <name>_launch(const
 /// CUfunction fns[], CUdeviceptr d_<arg>..., CUstream stream)` calling cuLaunchKernel for each
-/// kernel in order with the recorded grid, block and dynamic shared bytes. The cpu header:
+/// kernel in order with the recorded grid, block and dynamic shared bytes, after encoding each TMA
+/// tensor map over its source's buffer (cuTensorMapEncodeTiled, CUDA 12+) into the map argument's
+/// buffer with cuMemcpyHtoDAsync on `stream`. The cpu header:
 /// `int <name>(const float* A, const float* B, float* C);` with the argument layout documented.
 /// Returns the paths written, in the order above. Errors: ValidateArtifactDir's; kInvalidArgument
 /// "cannot write 'd/k.json': it is a directory"; kInternal / kPermissionDenied naming the path

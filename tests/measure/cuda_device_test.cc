@@ -18,6 +18,7 @@
 #include "ir/host_buffer.h"
 #include "measure/loaded_module.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/tensor_map.h"
 #include "tests/codegen/nest_builders.h"
 #include "tests/measure/cuda_device_test_util.h"
 #include "tests/measure/cuda_test_util.h"
@@ -122,6 +123,28 @@ TEST(CudaDeviceTest, BufferUploadMemsetDownload) {
     EXPECT_EQ(out, std::vector<uint32_t>(1024, 0x5A5A5A5Au));
     EXPECT_THAT(b->Upload(in.data(), 8192),
                 StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("upload of 8192 bytes")));
+  });
+}
+
+// cuTensorMapEncodeTiled accepts TensorMapEncodeArgs' arguments over a device buffer, and a source
+// address off the 16-byte grid is refused before the driver is asked.
+TEST(CudaDeviceTest, TensorMapEncodesOverADeviceBuffer) {
+  TS_SKIP_WITHOUT_DEVICE();
+  if (ProbedDevice()->compute_major < 9) GTEST_SKIP() << "TMA needs sm_90 or newer";
+  RunForked([] {
+    std::unique_ptr<CudaContext> ctx = MakeContext();
+    ASSERT_NE(ctx, nullptr);
+    const ir::TensorMapSpec map{"A", {256, 128}, {128, 64}, 128};
+    absl::StatusOr<DeviceBuffer> a = DeviceBuffer::Allocate(ctx->driver(), 256 * 128 * 2);
+    ASSERT_TRUE(a.ok()) << a.status();
+    absl::StatusOr<runtime::TensorMapBytes> bytes =
+        runtime::EncodeTensorMap(ctx->driver(), "A_map", map, ir::ScalarType::kBFloat16, a->ptr());
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    EXPECT_NE(*bytes, runtime::TensorMapBytes{});
+    EXPECT_THAT(runtime::EncodeTensorMap(ctx->driver(), "A_map", map, ir::ScalarType::kBFloat16,
+                                         a->ptr() + 8),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("tensor map 'A_map' of 'A': source address 0x")));
   });
 }
 

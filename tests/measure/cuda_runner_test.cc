@@ -5,7 +5,8 @@
 // above the interpreter limit; inputs generated on demand judge as held ones; a shared-memory
 // tiled matmul measures fine; a one-pass TF32
 // tensor-core matmul passes the check under the tf32 precision (the device compare's cancellation
-// allowance, from the magnitude kernel) and fails it under ieee.
+// allowance, from the magnitude kernel) and fails it under ieee; a TMA-fed wgmma matmul passes
+// with its tensor maps encoded over every set of inputs it runs on.
 #include <memory>
 #include <string>
 #include <vector>
@@ -215,6 +216,47 @@ TEST(CudaRunnerGpuTest, OnePassTf32PassesUnderTf32PrecisionOnly) {
     } else {
       EXPECT_EQ(r[0].error, MeasureError::kWrongAnswer) << r[0].message;
     }
+  }
+}
+
+// A TMA-fed wgmma bf16 matmul: its two tensor maps are encoded over each trial's inputs and over
+// the timing inputs (a map left over another set's buffers would read the wrong data: a wrong
+// answer), never poisoned, and the check passes.
+TEST(CudaRunnerGpuTest, TmaMatmulMeasuresFine) {
+  TS_SKIP_WITHOUT_DEVICE();
+  if (ProbedDevice()->compute_major < 9) GTEST_SKIP() << "TMA needs sm_90 or newer";
+  ir::OpArgs args;
+  args.shapes = {{256, 128}, {128, 192}};
+  args.dtype = ir::ScalarType::kBFloat16;
+  absl::StatusOr<ir::ComputeDAG> dag = ir::BuildOp("matmul", args);
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  absl::StatusOr<std::vector<schedule::Step>> steps = schedule::StepsFromJson(
+      nlohmann::json::parse(R"({"version": 1, "steps": [["TC", 2, "bf16", [128, 192, 64], )"
+                            R"([64, 192], 3, 0, 1, 0, 1, "wgmma", "tma"]]})"));
+  ASSERT_TRUE(steps.ok()) << steps.status();
+  absl::StatusOr<schedule::State> state = schedule::ReplaySteps(*dag, *steps);
+  ASSERT_TRUE(state.ok()) << state.status();
+  const Target target = TargetFromDevice(*ProbedDevice());
+  absl::StatusOr<schedule::LoweredKernel> lowered = schedule::Lower(*dag, *state, target);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  BuildInput input;
+  input.lowered = std::make_shared<const schedule::LoweredKernel>(*std::move(lowered));
+  const BuildResult cand = Builder(target).BuildInProcess(input);
+  ASSERT_TRUE(cand.build_status.ok()) << cand.build_status;
+  int maps = 0;
+  for (const codegen::KernelArg& a : cand.gpu_module->args) {
+    maps += a.kind == codegen::KernelArg::Kind::kTensorMap;
+  }
+  EXPECT_EQ(maps, 2);
+  std::unique_ptr<Runner> m = MakeRunner(QuickOptions());
+  ASSERT_NE(m, nullptr);
+  std::vector<MeasureResult> r = m->Run(*dag, {cand, cand});
+  ASSERT_EQ(r.size(), 2u);
+  for (const MeasureResult& one : r) {
+    EXPECT_EQ(one.error, MeasureError::kNone) << one.message;
+    EXPECT_EQ(one.check.trials, kDefaultTrials);
+    EXPECT_EQ(one.check.mismatches, 0);
+    EXPECT_GT(one.timing.median_ms, 0);
   }
 }
 

@@ -4,6 +4,7 @@
 #include "measure/item_request.h"
 
 #include <string>
+#include <vector>
 
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
@@ -84,6 +85,70 @@ TEST(ItemRequestTest, TruncatedRequestsAreErrors) {
   }
   EXPECT_THAT(DecodeHostRequest(host_bytes + "x"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("corrupt measure request")));
+}
+
+codegen::KernelArg Arg(const std::string& name, ir::ScalarType dtype, std::vector<int64_t> shape,
+                       codegen::KernelArg::Kind kind) {
+  codegen::KernelArg a;
+  a.buffer.name = name;
+  a.buffer.dtype = dtype;
+  a.buffer.shape = std::move(shape);
+  a.kind = kind;
+  return a;
+}
+
+// A module of a TMA kernel by hand: A (bf16 [256, 128]), C, and A's tensor map.
+GpuRequest TensorMapRequest() {
+  GpuRequest request;
+  codegen::GpuModule& m = request.module;
+  m.ptx = "// ptx";
+  m.arch = "sm_90a";
+  m.kernels.push_back({"k0", {2, 1, 1}, {128, 1, 1}, 0, 1024});
+  m.args.push_back(
+      Arg("A", ir::ScalarType::kBFloat16, {256, 128}, codegen::KernelArg::Kind::kInput));
+  m.args.push_back(Arg("C", ir::ScalarType::kFloat32, {256}, codegen::KernelArg::Kind::kOutput));
+  codegen::KernelArg map = Arg("A_map", ir::ScalarType::kInt64, {ir::kTensorMapWords},
+                               codegen::KernelArg::Kind::kTensorMap);
+  map.buffer.tensor_map = ir::TensorMapSpec{"A", {256, 128}, {128, 64}, 128};
+  m.args.push_back(std::move(map));
+  return request;
+}
+
+TEST(ItemRequestTest, GpuRequestCarriesTensorMaps) {
+  const GpuRequest request = TensorMapRequest();
+  const GpuRequest back = Ok(DecodeGpuRequest(EncodeGpuRequest(request)));
+  ASSERT_EQ(back.module.args.size(), 3u);
+  EXPECT_FALSE(back.module.args[0].buffer.tensor_map.has_value());
+  const codegen::KernelArg& map = back.module.args[2];
+  EXPECT_EQ(map.kind, codegen::KernelArg::Kind::kTensorMap);
+  EXPECT_EQ(map.buffer.name, "A_map");
+  EXPECT_EQ(map.buffer.dtype, ir::ScalarType::kInt64);
+  EXPECT_EQ(map.buffer.shape, std::vector<int64_t>{16});
+  ASSERT_TRUE(map.buffer.tensor_map.has_value());
+  EXPECT_EQ(map.buffer.tensor_map->source, "A");
+  EXPECT_EQ(map.buffer.tensor_map->dims, (std::vector<int64_t>{256, 128}));
+  EXPECT_EQ(map.buffer.tensor_map->box, (std::vector<int64_t>{128, 64}));
+  EXPECT_EQ(map.buffer.tensor_map->swizzle, 128);
+}
+
+TEST(ItemRequestTest, TensorMapsTravelOnlyWithTheirKind) {
+  GpuRequest no_map = TensorMapRequest();
+  no_map.module.args[2].buffer.tensor_map.reset();
+  EXPECT_THAT(DecodeGpuRequest(EncodeGpuRequest(no_map)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("corrupt measure request"), HasSubstr("argument 2"),
+                             HasSubstr("lacks a tensor map"))));
+  GpuRequest scratch_map = TensorMapRequest();
+  scratch_map.module.args[2].kind = codegen::KernelArg::Kind::kScratch;
+  EXPECT_THAT(DecodeGpuRequest(EncodeGpuRequest(scratch_map)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("has a tensor map")));
+  // Cut inside the map's fields (its swizzle is the request's last 8 bytes).
+  const std::string bytes = EncodeGpuRequest(TensorMapRequest());
+  for (size_t cut : {size_t{4}, size_t{8}, size_t{24}, size_t{40}}) {
+    EXPECT_THAT(DecodeGpuRequest(bytes.substr(0, bytes.size() - cut)),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("truncated or malformed")))
+        << cut;
+  }
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -426,6 +427,93 @@ TEST(ReplayTest, GpuHeaderLauncherCompilesAgainstCudaH) {
                                       "  if (r != CUDA_SUCCESS) return r;\n"
                                       "  return mm_launch(f, a, b, c, 0);\n"
                                       "}\n";
+  const std::string cmd = "cc -std=c99 -Wall -Werror -fsyntax-only -I/usr/local/cuda/include -I" +
+                          out + " " + out + "/driver.c";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+// A TMA-fed wgmma schedule of a bf16 matmul [256, 128] · [128, 192]: A and B reach shared memory
+// through tensor maps (kernel arguments after the parameters).
+constexpr char kTmaMatmul[] = R"({
+  "version": 1,
+  "workload": {"op": "matmul", "shapes": [[256, 128], [128, 192]], "dtype": "bfloat16"},
+  "target": "cuda -arch=sm_90",
+  "steps": [["TC", 2, "bf16", [128, 192, 64], [64, 192], 3, 0, 1, 0, 1, "wgmma", "tma"]]
+})";
+
+absl::StatusOr<KernelArtifact> TmaArtifact() {
+  ASSIGN_OR_RETURN(schedule::ScheduleFile s, schedule::ScheduleFile::Parse(kTmaMatmul));
+  ASSIGN_OR_RETURN(ReplayedRecord replayed,
+                   ReplayRecord(Record(s.workload, s.target, s.steps, 1, 0.01)));
+  BuildOptions options;
+  options.name = "tma_mm";
+  options.cubin = false;
+  return BuildKernel(replayed, options);
+}
+
+TEST(ReplayTest, TensorMapArgumentsDescribeTheirSourceInTheJson) {
+  absl::StatusOr<KernelArtifact> artifact = TmaArtifact();
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  // Through text and back, as a reader of the artifact sees it.
+  const json j = json::parse(ArtifactToJson(*artifact).dump());
+  std::map<std::string, json> by_name;
+  for (const json& a : j["arguments"]) by_name[a["name"].get<std::string>()] = a;
+  int maps = 0;
+  for (const json& a : j["arguments"]) {
+    if (a["kind"] != "tensor_map") {
+      EXPECT_FALSE(a.contains("tensor_map")) << a.dump();
+      continue;
+    }
+    ++maps;
+    EXPECT_EQ(a["dtype"], "int64");
+    EXPECT_EQ(a["shape"], json::array({16}));
+    EXPECT_EQ(a["bytes"], 128);
+    const json& m = a["tensor_map"];
+    // The source is found by the "name" of its own argument entry, an input here.
+    ASSERT_TRUE(by_name.count(m["source"].get<std::string>()) > 0) << m.dump();
+    const json& source = by_name[m["source"].get<std::string>()];
+    EXPECT_EQ(source["kind"], "input");
+    // Whatever its boxes, a map covers its source's elements.
+    int64_t dims = 1, elements = 1;
+    for (const json& d : m["dims"]) dims *= d.get<int64_t>();
+    for (const json& d : source["shape"]) elements *= d.get<int64_t>();
+    EXPECT_EQ(dims, elements) << m.dump();
+    EXPECT_EQ(m["swizzle"], 128);
+    // The same spec as the kernel argument it was written from.
+    const codegen::KernelArg& arg = artifact->args[a["index"].get<size_t>()];
+    ASSERT_TRUE(arg.buffer.tensor_map.has_value());
+    EXPECT_EQ(m["source"], arg.buffer.tensor_map->source);
+    EXPECT_EQ(m["dims"].get<std::vector<int64_t>>(), arg.buffer.tensor_map->dims);
+    EXPECT_EQ(m["box"].get<std::vector<int64_t>>(), arg.buffer.tensor_map->box);
+  }
+  EXPECT_EQ(maps, 2);  // A's and B's
+  EXPECT_EQ(by_name.at(j["arguments"][2]["name"].get<std::string>())["kind"], "output");
+}
+
+TEST(ReplayTest, GpuHeaderLauncherEncodesTensorMaps) {
+  absl::StatusOr<KernelArtifact> artifact = TmaArtifact();
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  const std::string header = ArtifactHeader(*artifact);
+  // A [256, 128] bf16 in boxes of 128 rows × 64 columns: dims and box innermost first, rows of
+  // 256 bytes.
+  EXPECT_THAT(header, HasSubstr("static const cuuint64_t dims[2] = {128, 256};"));
+  EXPECT_THAT(header, HasSubstr("static const cuuint64_t strides[1] = {256};"));
+  EXPECT_THAT(header, HasSubstr("static const cuuint32_t box[2] = {64, 128};"));
+  EXPECT_THAT(header, HasSubstr("cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, "
+                                "(void*)(uintptr_t)d_A,"));
+  EXPECT_THAT(header, HasSubstr("CU_TENSOR_MAP_SWIZZLE_128B"));
+  EXPECT_THAT(header, HasSubstr("#if CUDA_VERSION < 12000"));
+  // The maps are copied before the first launch.
+  ASSERT_NE(header.find("cuMemcpyHtoDAsync("), std::string::npos);
+  EXPECT_LT(header.find("cuMemcpyHtoDAsync("), header.find("cuLaunchKernel("));
+
+  if (!HaveProgram("cc") || !std::filesystem::exists("/usr/local/cuda/include/cuda.h")) {
+    GTEST_SKIP() << "no cc or no /usr/local/cuda/include/cuda.h: header not compiled";
+  }
+  const std::string out = TempPath("tma_header_out");
+  ASSERT_TRUE(WriteArtifacts(*artifact, out).ok());
+  std::ofstream(out + "/driver.c") << "#include \"tma_mm.h\"\n"
+                                      "CUfunction f[TMA_MM_NUM_KERNELS];\n";
   const std::string cmd = "cc -std=c99 -Wall -Werror -fsyntax-only -I/usr/local/cuda/include -I" +
                           out + " " + out + "/driver.c";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
