@@ -5,7 +5,7 @@
 # 1. Each hand schedule is checked and timed by `tilesearch measure` (flushed L2, >= 20 runs and
 #    100 ms, median); eager by bench/harness/pytorch_baseline.py with the same method.
 # 2. A short tune of level1_half's matmul_square_4096_bf16 from an empty log (TRIALS, default
-#    128; the search draws TMA fills for half of its wgmma tilings), replayed and scored by
+#    64; the search draws TMA fills for half of its wgmma tilings), replayed and scored by
 #    bench/harness/score.py against eager in the same call (bench/scripts/h200_tune_suites.sh).
 # SCHEDULES (names under bench/schedules without .json) overrides the list; SKIP_TUNE=1 skips 2.
 # Output: $OUT/tma-matmul/{run.log,<schedule>.json,<schedule>.txt,eager.json} and
@@ -22,11 +22,11 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
 schedules=(${SCHEDULES:-
   matmul_bfloat16_cuda_4096_wgmma_128x256
   matmul_bfloat16_cuda_4096_wgmma_128x256_tma
-  matmul_bfloat16_cuda_4096_wgmma_128x256_tma_s3
   matmul_bfloat16_cuda_4096_wgmma_128x256_tma_ws
-  matmul_bfloat16_cuda_4096_wgmma_128x128_tma_ws})
+  matmul_bfloat16_cuda_4096_wgmma_128x128_tma_ws
+  matmul_bfloat16_cuda_4096_wgmma_128x256_tma_s3})
 for n in "${schedules[@]}"; do
-  timeout 90 "$ts" measure --schedule "bench/schedules/$n.json" --target cuda \
+  timeout 40 "$ts" measure --schedule "bench/schedules/$n.json" --target cuda \
     --min-runs 20 --min-time-ms 100 --json "$out/$n.json" >"$out/$n.txt" 2>&1
   rc=$?
   python3 bench/scripts/measure_json_line.py "$out/$n.json" "$n" "$rc" ieee
@@ -35,5 +35,5 @@ echo "== eager"
 python3 bench/harness/pytorch_baseline.py --case matmul_bf16:4096x4096x4096 \
   --json "$out/eager.json" 2>&1 | tail -3
 [[ "${SKIP_TUNE:-0}" == 1 ]] && exit 0
-SUITES=level1_half PROBLEMS=matmul_square_4096_bf16 TRIALS="${TRIALS:-128}" BENCH_S=110 \
-  SCORE_S=60 BASELINES=eager TAG=tma bash bench/scripts/h200_tune_suites.sh
+SUITES=level1_half PROBLEMS=matmul_square_4096_bf16 TRIALS="${TRIALS:-64}" BENCH_S=70 \
+  SCORE_S=50 BASELINES=eager TAG=tma bash bench/scripts/h200_tune_suites.sh
