@@ -118,6 +118,17 @@ absl::Status Emitter::EmitTmaLoad(const ir::TmaLoadNode* op) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": ", rank, " coordinates for a map of rank ", map->decl.tensor_map->dims.size()));
   }
+  const BufferBinding* dst_buf = FindBuffer(op->dst);
+  const BufferBinding* bar_buf = FindBuffer(op->barrier);
+  const BufferBinding* src_buf = FindBuffer(map->decl.tensor_map->source);
+  if (dst_buf == nullptr || src_buf == nullptr || dst_buf->decl.dtype != src_buf->decl.dtype) {
+    return absl::InvalidArgumentError(what + ": the destination's element type is not that of '" +
+                                      map->decl.tensor_map->source + "'");
+  }
+  if (bar_buf == nullptr || bar_buf->decl.dtype != ir::ScalarType::kInt64) {
+    return absl::InvalidArgumentError(what + ": the mbarrier buffer '" + op->barrier +
+                                      "' is not an int64 buffer in scope");
+  }
   b_.getContext()->getOrLoadDialect<mlir::LLVM::LLVMDialect>();
   ASSIGN_OR_RETURN(mlir::Value dst, SharedAddress32(what, op->dst, op->dst_offset));
   ASSIGN_OR_RETURN(mlir::Value bar, SharedAddress32(what, op->barrier, op->barrier_index));

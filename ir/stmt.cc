@@ -68,15 +68,18 @@ absl::Status CheckTensorMap(const TensorMapSpec& map, const BufferDecl& source) 
   }
   int64_t elements = 1;
   for (size_t d = 0; d < rank; ++d) {
-    if (map.dims[d] < 1 || map.dims[d] >= (int64_t{1} << 32)) {
+    // (Box coordinates are signed 32-bit: extents stay below 2^31.)
+    if (map.dims[d] < 1 || map.dims[d] >= (int64_t{1} << 31)) {
       return bad("dim " + std::to_string(d) + " extent " + std::to_string(map.dims[d]) +
-                 " is not in 1..2^32-1");
+                 " is not in 1..2^31-1");
     }
     if (map.box[d] < 1 || map.box[d] > 256) {
       return bad("box dim " + std::to_string(d) + " extent " + std::to_string(map.box[d]) +
                  " is not in 1..256");
     }
-    elements *= map.dims[d];
+    if (__builtin_mul_overflow(elements, map.dims[d], &elements)) {
+      return bad("dims cover more than 2^63 elements");
+    }
   }
   if (elements != source.NumElements()) {
     return bad("dims cover " + std::to_string(elements) + " elements, the buffer has " +
@@ -92,7 +95,7 @@ absl::Status CheckTensorMap(const TensorMapSpec& map, const BufferDecl& source) 
   }
   int64_t stride = e;
   for (size_t d = rank; d-- > 1;) {
-    stride *= map.dims[d];
+    if (__builtin_mul_overflow(stride, map.dims[d], &stride)) stride = int64_t{1} << 62;
     if (stride % 16 != 0 || stride >= (int64_t{1} << 40)) {
       return bad("dim " + std::to_string(d - 1) + " stride " + std::to_string(stride) +
                  " bytes is not a multiple of 16 under 2^40");

@@ -107,10 +107,11 @@ struct BufferDecl {
 inline constexpr int64_t kTensorMapWords = 16;
 
 /// Whether `map` over `source` (its element type and count) is one the hardware encodes: rank
-/// 1..5, dims ≥ 1 and under 2^32 with the given product, box extents 1..256, the box's innermost
-/// bytes a multiple of 16 and at most `swizzle` when swizzled, every outer dimension's stride a
-/// multiple of 16 bytes under 2^40, swizzle 0 / 32 / 64 / 128 (CUDA driver API,
-/// cuTensorMapEncodeTiled). Errors: kInvalidArgument naming the map's source and the bad field.
+/// 1..5, dims ≥ 1 and under 2^31 (signed 32-bit box coordinates) with the given product, box
+/// extents 1..256, the box's innermost bytes a multiple of 16 and at most `swizzle` when swizzled,
+/// every outer dimension's stride a multiple of 16 bytes under 2^40, swizzle 0 / 32 / 64 / 128
+/// (CUDA driver API, cuTensorMapEncodeTiled). Errors: kInvalidArgument naming the map's source and
+/// the bad field.
 absl::Status CheckTensorMap(const TensorMapSpec& map, const BufferDecl& source);
 
 struct StmtNode {

@@ -291,9 +291,9 @@ struct StorageAlignStep {
 /// values to TF32), with no copy into TF32 tiles.
 /// Errors: the operands do not repack (PlanOperandRepack's errors).
 ///
-/// `tma` (JSON: "tma" after the instruction and any "repack"; warpgroup only) fills the swizzled
-/// operand tiles with TMA box copies (ir::TmaLoadNode) instead of per-thread cp.async: one thread
-/// starts each k tile's boxes, completion is tracked by one mbarrier per ring slot, and the
+/// `tma` (JSON: "tma" after the instruction; warpgroup, f16 / bf16, not with repack) fills the
+/// swizzled operand tiles with TMA box copies (ir::TmaLoadNode) instead of per-thread cp.async: one
+/// thread starts each k tile's boxes, completion is tracked by one mbarrier per ring slot, and the
 /// threads wait on it (ir::MbarrierNode) where they waited for their copies. An operand qualifies
 /// when it is a plain load of a kernel parameter whose indices are the GEMM's axes, one row axis
 /// and one k axis (and batch axes) in the order of the tile's layout; the lowering refuses the

@@ -91,7 +91,8 @@ void AddTensorCoreEdits(const State& state, const TuneContext& ctx, const std::v
   absl::StatusOr<schedule::MatmulLike> mm = schedule::AnalyzeMatmulLike(*st.op, st.op->body);
   if (!mm.ok()) return;
   for (int d = 0; d < kTensorCoreDecisions; ++d) {
-    for (const schedule::TensorCoreStep& v : TensorCoreStepVariants(tc, *mm, ctx.target(), d)) {
+    for (const schedule::TensorCoreStep& v :
+         TensorCoreStepVariants(tc, *mm, state, ctx.target(), d)) {
       std::vector<Step> edited = steps;
       edited[i] = v;
       out.Add(edited);

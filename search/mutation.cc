@@ -164,7 +164,7 @@ absl::StatusOr<Candidate> MutateTileSize(const State& state, TuneContext& ctx) {
       if (tc->stage_id < 0 || tc->stage_id >= state.num_stages()) continue;
       const schedule::Stage& st = state.stage(tc->stage_id);
       absl::StatusOr<schedule::MatmulLike> mm = schedule::AnalyzeMatmulLike(*st.op, st.op->body);
-      if (!mm.ok() || !MutateTensorCoreStep(*tc, *mm, target, rng)) continue;
+      if (!mm.ok() || !MutateTensorCoreStep(*tc, *mm, state, target, rng)) continue;
       absl::StatusOr<Candidate> out = FinishEdit(ctx, mutated);
       if (out.ok()) return out;
       last = out.status();

@@ -34,9 +34,9 @@ bool TensorCoreStepFits(const schedule::TensorCoreStep& t, const Target& target)
 /// `base` with every decision but the stage, kind and epilogue drawn uniformly from the space
 /// (tiles no larger than the problem needs, fitting `target`; a few redraws, then the smallest
 /// mma.sync configuration). On sm_90, f16 / bf16 steps are wgmma tilings three times in four,
-/// three in four draws repack the operands where MatmulLike::repackable, and half of the wgmma
+/// three in four draws repack the operands where MatmulLike::repackable, three in four wgmma
 /// draws fill by TMA where TmaOperands and the operands are placeholders of `s` with rows of whole
-/// 16-byte chunks. `s`
+/// 16-byte chunks, and one in four TMA draws adds a producer warpgroup. `s`
 /// is the state the step applies to. Errors: the stage is not matmul-like.
 absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCoreStep base,
                                                               const schedule::State& s,
@@ -53,20 +53,22 @@ inline constexpr int kTensorCoreDecisions = 13;
 
 /// Whether TMA may fill `t`'s operand tiles (TensorCoreStep::tma): a wgmma tiling of f16 / bf16,
 /// not repacked, whose operands are plain loads (schedule::PlainOperandLoad) over one m axis, one
-/// n axis and one k axis. The lowering decides the rest (parameters only, 16-byte row strides)
-/// and refuses the step otherwise.
-bool TmaOperands(const schedule::TensorCoreStep& t, const schedule::MatmulLike& mm);
+/// n axis and one k axis, of placeholders of `s` with rows of whole 16-byte chunks (a tensor
+/// map's strides). The lowering decides the rest and refuses the step otherwise.
+bool TmaOperands(const schedule::TensorCoreStep& t, const schedule::MatmulLike& mm,
+                 const schedule::State& s);
 
 /// `t` with decision `decision` (0 .. kTensorCoreDecisions - 1, in the order above) set to each
 /// other value of its candidates that still fits `target` and the problem; empty for a decision
-/// out of range.
+/// out of range. `s`: the state the step applies to (whether TMA applies).
 std::vector<schedule::TensorCoreStep> TensorCoreStepVariants(const schedule::TensorCoreStep& t,
                                                              const schedule::MatmulLike& mm,
+                                                             const schedule::State& s,
                                                              const Target& target, int decision);
 
 /// Changes one decision of `t` (drawn uniformly) to another value of its candidates that still
 /// fits; false when the drawn decision has no other value that fits.
 bool MutateTensorCoreStep(schedule::TensorCoreStep& t, const schedule::MatmulLike& mm,
-                          const Target& target, std::mt19937_64& rng);
+                          const schedule::State& s, const Target& target, std::mt19937_64& rng);
 
 }  // namespace tilesearch::search

@@ -731,7 +731,7 @@ def tensor_map_errors(arg, args):
     the driver can encode it), by the limits of the CUDA driver API's cuTensorMapEncodeTiled (the
     tuner's ir/stmt.h CheckTensorMap states the same): held as int64 [16]; "source" names one input
     or output argument whose dtype is in TENSOR_MAP_DATA_TYPES; "dims" (outermost first) and "box"
-    lists of equal length 1..5 of positive integers, dims under 2^32 with the source's element
+    lists of equal length 1..5 of positive integers, dims under 2^31 with the source's element
     count as product, box extents <= 256; "swizzle" 0, 32, 64 or 128 bytes; the box's inner row
     (box[-1] x element bytes) a multiple of 16 bytes and, when swizzled, at most the swizzle; each
     outer dimension's stride (element bytes x the product of the dims inside it) a multiple of 16
@@ -770,8 +770,8 @@ def tensor_map_errors(arg, args):
         errs.append(f"{where}: tensor_map box rank {len(box)} differs from the dims' {len(dims)}")
         return errs
     for d, (n, b) in enumerate(zip(dims, box)):
-        if n >= 1 << 32:
-            errs.append(f"{where}: tensor_map dim {d} extent {n} is not under 2^32")
+        if n >= 1 << 31:  # box coordinates are signed 32-bit (as ir::CheckTensorMap)
+            errs.append(f"{where}: tensor_map dim {d} extent {n} is not under 2^31")
         if b > TENSOR_MAP_MAX_BOX:
             errs.append(f"{where}: tensor_map box dim {d} extent {b} is not in "
                         f"1..{TENSOR_MAP_MAX_BOX}")

@@ -867,8 +867,8 @@ class TensorMapTest(unittest.TestCase):
             (field("box", [64]), "argument 3: tensor_map box rank 1 differs from the dims' 2"),
             (field("box", [512, 64]),
              "argument 3: tensor_map box dim 0 extent 512 is not in 1..256"),
-            (field("dims", [1 << 32, 1]),
-             "argument 3: tensor_map dim 0 extent 4294967296 is not under 2^32"),
+            (field("dims", [1 << 31, 1]),
+             "argument 3: tensor_map dim 0 extent 2147483648 is not under 2^31"),
             (field("dims", [4096, 2048]),
              "argument 3: tensor_map dims [4096, 2048] cover 8388608 elements, source 'A' "
              "[4096, 4096] has 16777216"),

@@ -212,6 +212,12 @@ absl::StatusOr<State> TensorCoreStep::Apply(const State& s) const {
     return internal::StepError(text,
                                "invalid_schedule: tma loads feed warpgroup (wgmma) tiles only");
   }
+  if (tma && (repack || (kind != "f16" && kind != "bf16"))) {
+    return internal::StepError(
+        text, absl::StrCat("invalid_schedule: tma fills f16 / bf16 tiles of the parameters as they "
+                           "are; not ",
+                           repack ? "repacked operands (they are workspaces)" : "kind " + kind));
+  }
   if (warp_specialized && !tma) {
     return internal::StepError(
         text, "invalid_schedule: a producer warpgroup (ws) issues TMA fills: it needs tma");

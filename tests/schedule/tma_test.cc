@@ -77,6 +77,27 @@ TEST(TmaStep, AProducerWarpgroupNeedsTma) {
   EXPECT_NE(st.status().message().find("needs tma"), std::string::npos) << st.status();
 }
 
+// TMA copies f16 / bf16 parameter tiles as they are: float32 kinds (split into TF32 tiles or read
+// through registers) and repacked operands (workspaces) are refused by the step, by name.
+TEST(TmaStep, RefusesTf32KindsAndRepackedOperands) {
+  const ir::ComputeDAG f32 = BuildOpOrDie("matmul", {{64, 64}, {64, 64}}, ir::ScalarType::kFloat32);
+  const State s = State::Initial(f32);
+  TensorCoreStep t = TmaStep("tf32x3", 64, 64, 32, 64, 64, 2);
+  t.stage_id = SumReductionStage(s);
+  absl::StatusOr<State> st = ApplyStep(s, t);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("not kind tf32x3"), std::string::npos) << st.status();
+  const ir::ComputeDAG conv = BuildOpOrDie("conv2d_nhwc", {{1, 8, 8, 16}, {3, 3, 16, 64}},
+                                           ir::ScalarType::kBFloat16, {{"padding", "1"}});
+  const State c = State::Initial(conv);
+  t = TmaStep("bf16", 64, 64, 16, 64, 64, 2);
+  t.stage_id = SumReductionStage(c);
+  t.repack = true;
+  st = ApplyStep(c, t);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("not repacked operands"), std::string::npos) << st.status();
+}
+
 TEST(TmaStep, NeedsWarpgroupTiles) {
   const ir::ComputeDAG dag =
       BuildOpOrDie("matmul", {{64, 64}, {64, 64}}, ir::ScalarType::kBFloat16);
@@ -108,6 +129,9 @@ TEST(TensorMap, CheckNamesEachLimit) {
       {{"A", {4096, 4096}, {128, 4}, 0}, a, "inner 8 bytes"},
       {{"A", {4096, 4096}, {128, 128}, 128}, a, "exceed the 128-byte swizzle"},
       {{"A", {64, 100}, {64, 32}, 64}, odd, "stride 200 bytes"},
+      // Signed 32-bit coordinates; products that would overflow int64 are refused, not wrapped.
+      {{"A", {int64_t{1} << 31, 2}, {64, 8}, 0}, a, "extent 2147483648"},
+      {{"A", {2000000000, 2000000000, 2000000000}, {1, 1, 8}, 0}, a, "more than 2^63"},
   };
   for (const Bad& b : bad) {
     absl::Status st = ir::CheckTensorMap(b.map, b.source);

@@ -342,7 +342,7 @@ TEST(NeighborStates, TensorCoreStepEditsOneDecisionEach) {
   ASSERT_THAT(mm.status(), IsOk());
   std::set<std::string> expected;
   for (int d = 0; d < kTensorCoreDecisions; ++d) {
-    for (const auto& v : TensorCoreStepVariants(t, *mm, Target::H200(), d)) {
+    for (const auto& v : TensorCoreStepVariants(t, *mm, c->state, Target::H200(), d)) {
       expected.insert(v.ToString());
     }
   }

@@ -170,6 +170,39 @@ TEST(TensorCoreSearch, AnnotationDrawsValidConfigurations) {
   }
 }
 
+// On Hopper, wgmma draws fill by TMA three times in four where both operands are parameters with
+// rows of whole 16-byte chunks, and add a producer warpgroup to one TMA draw in four; never
+// where a row is not (k = 100 bfloat16: 200 bytes).
+TEST(TensorCoreSearch, SamplingDrawsTmaAndProducerWarpgroupsAtTheirRates) {
+  for (const int64_t k : {512, 100}) {
+    const ir::ComputeDAG dag = Build("matmul", {{512, k}, {k, 512}}, ir::ScalarType::kBFloat16);
+    const State s = State::Initial(dag);
+    TensorCoreStep base;
+    base.kind = "bf16";
+    for (int i = 0; i < s.num_stages(); ++i) {
+      if (s.stage(i).op->reduce == ir::ReduceKind::kSum) base.stage_id = i;
+    }
+    std::mt19937_64 rng(12);
+    int wgmma = 0, tma = 0, ws = 0;
+    for (int i = 0; i < 1200; ++i) {
+      absl::StatusOr<TensorCoreStep> t = SampleTensorCoreStep(base, s, Target::H200(), rng);
+      ASSERT_TRUE(t.ok()) << t.status();
+      wgmma += t->warpgroup;
+      tma += t->tma;
+      ws += t->warp_specialized;
+      EXPECT_TRUE(!t->warp_specialized || t->tma) << t->ToString();
+      EXPECT_TRUE(!t->tma || t->warpgroup) << t->ToString();
+    }
+    if (k == 100) {
+      EXPECT_EQ(tma, 0);
+      continue;
+    }
+    ASSERT_GT(wgmma, 600);
+    EXPECT_NEAR(static_cast<double>(tma) / wgmma, 0.75, 0.06) << tma << " of " << wgmma;
+    EXPECT_NEAR(static_cast<double>(ws) / tma, 0.25, 0.07) << ws << " of " << tma;
+  }
+}
+
 TEST(TensorCoreSearch, MutationChangesOneDecisionOfTheStep) {
   const ir::ComputeDAG dag = Build("matmul", {{128, 64}, {64, 128}}, ir::ScalarType::kFloat16);
   TuneContext ctx(dag, Target::H200(), SearchOptions{}, 11);
