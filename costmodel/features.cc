@@ -460,9 +460,10 @@ class Extractor {
     return MacRow(store, op.k_steps * 16, op.m_tiles * op.n / 2);
   }
 
-  // A TMA box copy as the asynchronous copy it amounts to: one thread's serial loop over the box's
-  // elements, contiguous in the source row by row (read as contiguous throughout) and in the
-  // shared destination.
+  // A TMA box copy as the cooperative asynchronous copy it replaces: the rows count every
+  // statement once per thread of the block (the one issuing thread's guard is not modelled), so
+  // the box's elements are spread over the block's threads, each copying a contiguous run (read
+  // as contiguous in the source throughout) into the shared destination.
   absl::Status TmaRow(const ir::TmaLoadNode& op) {
     auto map_it = buffers_.find(op.tensor_map);
     auto dst_it = buffers_.find(op.dst);
@@ -486,13 +487,29 @@ class Extractor {
       if (!idx.empty()) idx.back() = ir::Simplify(offset);
       return idx;
     };
+    // The block's linear thread index over the enclosing threadIdx loops (x fastest).
+    double threads = 1;
+    Expr tid = zero;
+    for (int d = 2; d >= 0; --d) {
+      for (const Loop& t : loops_) {
+        if (t.kind != static_cast<ForKind>(static_cast<int>(ForKind::kThreadIdxX) + d) ||
+            t.effective <= 1) {
+          continue;
+        }
+        tid = tid * ir::IntConst(t.extent) + ir::MakeVar(t.var);
+        threads *= t.effective;
+      }
+    }
+    const int64_t chunk = std::max<int64_t>(
+        1, static_cast<int64_t>(std::ceil(static_cast<double>(map.BoxElements()) / threads)));
+    const Expr at = tid * ir::IntConst(chunk) + e;
     const Expr value =
-        ir::LoadNode::Make(src_it->second->dtype, map.source, flat(*src_it->second, origin + e));
+        ir::LoadNode::Make(src_it->second->dtype, map.source, flat(*src_it->second, origin + at));
     const ir::Stmt store =
-        ir::StoreNode::Make(op.dst, flat(*dst_it->second, op.dst_offset + e), value, true);
+        ir::StoreNode::Make(op.dst, flat(*dst_it->second, op.dst_offset + at), value, true);
     Loop l;
     l.var = "tma.e";
-    l.extent = map.BoxElements();
+    l.extent = chunk;
     l.effective = static_cast<double>(l.extent);
     loops_.push_back(l);
     ranges_[l.var] = {0, l.extent - 1};
