@@ -432,6 +432,14 @@ class Extractor {
     return MacRow(store, depth, op.m_frags * op.n_frags * 4);
   }
 
+  // The indices of element `offset` of `decl` read as a flat array (the mma and TMA statements
+  // address their shared buffers by element offset): zeros, then the offset.
+  static std::vector<Expr> FlatElementIndex(const ir::BufferDecl& decl, const Expr& offset) {
+    std::vector<Expr> idx(decl.shape.size(), ir::IntConst(0));
+    if (!idx.empty()) idx.back() = ir::Simplify(offset);
+    return idx;
+  }
+
   // A wgmma as the per-thread multiply-accumulate it amounts to, like WarpMmaRow; the operands
   // are flat shared buffers read from the tile origins.
   absl::Status WgmmaRow(const ir::WgmmaNode& op) {
@@ -445,15 +453,12 @@ class Extractor {
     const Expr k = ir::MakeVar("mma.k");
     const Expr zero = ir::IntConst(0);
     const ir::ScalarType in = a_it->second->dtype;
-    auto flat = [&](const ir::BufferDecl& decl, const Expr& offset) {
-      std::vector<Expr> idx(decl.shape.size(), zero);
-      if (!idx.empty()) idx.back() = ir::Simplify(offset);
-      return idx;
-    };
-    const Expr a = ir::Cast(ir::ScalarType::kFloat32,
-                            ir::LoadNode::Make(in, op.a, flat(*a_it->second, op.a_offset + k)));
-    const Expr b = ir::Cast(ir::ScalarType::kFloat32,
-                            ir::LoadNode::Make(in, op.b, flat(*b_it->second, op.b_offset + elem)));
+    const Expr a =
+        ir::Cast(ir::ScalarType::kFloat32,
+                 ir::LoadNode::Make(in, op.a, FlatElementIndex(*a_it->second, op.a_offset + k)));
+    const Expr b =
+        ir::Cast(ir::ScalarType::kFloat32,
+                 ir::LoadNode::Make(in, op.b, FlatElementIndex(*b_it->second, op.b_offset + elem)));
     const std::vector<Expr> acc_idx = {zero, zero, elem};
     const Expr value = ir::LoadNode::Make(ir::ScalarType::kFloat32, op.acc, acc_idx) + a * b;
     const ir::Stmt store = ir::StoreNode::Make(op.acc, acc_idx, value);
@@ -482,11 +487,6 @@ class Extractor {
     for (size_t d = 0; d < map.dims.size() && d < op.coords.size(); ++d) {
       origin = origin * ir::IntConst(map.dims[d]) + op.coords[d];
     }
-    auto flat = [&](const ir::BufferDecl& decl, const Expr& offset) {
-      std::vector<Expr> idx(decl.shape.size(), zero);
-      if (!idx.empty()) idx.back() = ir::Simplify(offset);
-      return idx;
-    };
     // The block's linear thread index over the enclosing threadIdx loops (x fastest).
     double threads = 1;
     Expr tid = zero;
@@ -503,10 +503,10 @@ class Extractor {
     const int64_t chunk = std::max<int64_t>(
         1, static_cast<int64_t>(std::ceil(static_cast<double>(map.BoxElements()) / threads)));
     const Expr at = tid * ir::IntConst(chunk) + e;
-    const Expr value =
-        ir::LoadNode::Make(src_it->second->dtype, map.source, flat(*src_it->second, origin + at));
-    const ir::Stmt store =
-        ir::StoreNode::Make(op.dst, flat(*dst_it->second, op.dst_offset + at), value, true);
+    const Expr value = ir::LoadNode::Make(src_it->second->dtype, map.source,
+                                          FlatElementIndex(*src_it->second, origin + at));
+    const ir::Stmt store = ir::StoreNode::Make(
+        op.dst, FlatElementIndex(*dst_it->second, op.dst_offset + at), value, true);
     Loop l;
     l.var = "tma.e";
     l.extent = chunk;

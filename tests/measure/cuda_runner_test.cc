@@ -175,6 +175,22 @@ TEST(CudaRunnerGpuTest, TiledMatmulMeasuresFine) {
   EXPECT_GT(r[0].kernels[0].static_shared_bytes, 0);
 }
 
+// The candidate of `dag` scheduled by the steps of schedule-file JSON `steps_json`, lowered for
+// the probed device and built in process. Errors: those of parsing, replay, Lower and the build.
+absl::StatusOr<BuildResult> BuildFromSteps(const ir::ComputeDAG& dag,
+                                           const std::string& steps_json) {
+  ASSIGN_OR_RETURN(std::vector<schedule::Step> steps,
+                   schedule::StepsFromJson(nlohmann::json::parse(steps_json)));
+  ASSIGN_OR_RETURN(schedule::State state, schedule::ReplaySteps(dag, steps));
+  const Target target = TargetFromDevice(*ProbedDevice());
+  ASSIGN_OR_RETURN(schedule::LoweredKernel lowered, schedule::Lower(dag, state, target));
+  BuildInput input;
+  input.lowered = std::make_shared<const schedule::LoweredKernel>(std::move(lowered));
+  BuildResult cand = Builder(target).BuildInProcess(input);
+  if (!cand.build_status.ok()) return cand.build_status;
+  return cand;
+}
+
 // C = A · B with K = 2048 by one TF32 mma.sync per product: a third or more of its elements are
 // outside the plain 1e-4 compare (TF32 keeps 10 mantissa bits of each operand), every one within
 // the rule's TF32 allowance 16 · 2^-11 · M. The arbitration is off (cap 0), so only the device
@@ -186,19 +202,11 @@ TEST(CudaRunnerGpuTest, OnePassTf32PassesUnderTf32PrecisionOnly) {
   absl::StatusOr<ir::ComputeDAG> dag = ir::BuildOp("matmul", args);
   ASSERT_TRUE(dag.ok()) << dag.status();
   const int stage = dag->StageId(dag->stage(dag->output_ids()[0]).name());
-  absl::StatusOr<std::vector<schedule::Step>> steps = schedule::StepsFromJson(
-      nlohmann::json::parse(absl::StrCat(R"({"version": 1, "steps": [["TC", )", stage,
-                                         R"(, "tf32", [128, 128, 32], [64, 64], 3, 0, 8, 0]]})")));
-  ASSERT_TRUE(steps.ok()) << steps.status();
-  absl::StatusOr<schedule::State> state = schedule::ReplaySteps(*dag, *steps);
-  ASSERT_TRUE(state.ok()) << state.status();
-  const Target target = TargetFromDevice(*ProbedDevice());
-  absl::StatusOr<schedule::LoweredKernel> lowered = schedule::Lower(*dag, *state, target);
-  ASSERT_TRUE(lowered.ok()) << lowered.status();
-  BuildInput input;
-  input.lowered = std::make_shared<const schedule::LoweredKernel>(*std::move(lowered));
-  const BuildResult cand = Builder(target).BuildInProcess(input);
-  ASSERT_TRUE(cand.build_status.ok()) << cand.build_status;
+  absl::StatusOr<BuildResult> built =
+      BuildFromSteps(*dag, absl::StrCat(R"({"version": 1, "steps": [["TC", )", stage,
+                                        R"(, "tf32", [128, 128, 32], [64, 64], 3, 0, 8, 0]]})"));
+  ASSERT_TRUE(built.ok()) << built.status();
+  const BuildResult& cand = *built;
   for (Fp32Precision precision : {Fp32Precision::kTf32, Fp32Precision::kIeee}) {
     SCOPED_TRACE(Fp32PrecisionName(precision));
     MeasureOptions options = QuickOptions();
@@ -230,19 +238,11 @@ TEST(CudaRunnerGpuTest, TmaMatmulMeasuresFine) {
   args.dtype = ir::ScalarType::kBFloat16;
   absl::StatusOr<ir::ComputeDAG> dag = ir::BuildOp("matmul", args);
   ASSERT_TRUE(dag.ok()) << dag.status();
-  absl::StatusOr<std::vector<schedule::Step>> steps = schedule::StepsFromJson(
-      nlohmann::json::parse(R"({"version": 1, "steps": [["TC", 2, "bf16", [128, 192, 64], )"
-                            R"([64, 192], 3, 0, 1, 0, 1, "wgmma", "tma"]]})"));
-  ASSERT_TRUE(steps.ok()) << steps.status();
-  absl::StatusOr<schedule::State> state = schedule::ReplaySteps(*dag, *steps);
-  ASSERT_TRUE(state.ok()) << state.status();
-  const Target target = TargetFromDevice(*ProbedDevice());
-  absl::StatusOr<schedule::LoweredKernel> lowered = schedule::Lower(*dag, *state, target);
-  ASSERT_TRUE(lowered.ok()) << lowered.status();
-  BuildInput input;
-  input.lowered = std::make_shared<const schedule::LoweredKernel>(*std::move(lowered));
-  const BuildResult cand = Builder(target).BuildInProcess(input);
-  ASSERT_TRUE(cand.build_status.ok()) << cand.build_status;
+  absl::StatusOr<BuildResult> built =
+      BuildFromSteps(*dag, R"({"version": 1, "steps": [["TC", 2, "bf16", [128, 192, 64], )"
+                           R"([64, 192], 3, 0, 1, 0, 1, "wgmma", "tma"]]})");
+  ASSERT_TRUE(built.ok()) << built.status();
+  const BuildResult& cand = *built;
   int maps = 0;
   for (const codegen::KernelArg& a : cand.gpu_module->args) {
     maps += a.kind == codegen::KernelArg::Kind::kTensorMap;

@@ -349,14 +349,38 @@ inline TensorCoreStep TileStep(const std::string& kind, int64_t bm, int64_t bn, 
 }
 
 /// For random valid tensor-core steps: whether `k` lowered. A refusal is expected to be one of
-/// the limits a valid step may still meet (the wgmma tiles' 1024-byte rule, shared memory).
-inline bool LoweredOrWithinLimits(const absl::StatusOr<LoweredKernel>& k) {
+/// the limits a valid step may still meet (the wgmma tiles' 1024-byte rule, shared memory, and
+/// with `tma` the operands a TMA box cannot take).
+inline bool LoweredOrWithinLimits(const absl::StatusOr<LoweredKernel>& k, bool tma = false) {
   if (k.ok()) return true;
   const std::string why(k.status().message());
   EXPECT_TRUE(why.find("wgmma operand") != std::string::npos ||
-              why.find("shared memory") != std::string::npos)
+              why.find("shared memory") != std::string::npos ||
+              (tma && why.find("tma: operand") != std::string::npos))
       << why;
   return false;
+}
+
+/// One random tensor-core problem (an operator of the registry) and its step.
+struct TensorCoreCase {
+  std::string op;
+  std::vector<std::vector<int64_t>> shapes;
+  std::map<std::string, std::string> attrs;
+  ir::ScalarType dtype;
+  TensorCoreStep step;
+};
+
+/// `t` applied with the most epilogue stages that apply (3 down to 0): a fused operator's bias
+/// and activation join the accumulators where the step takes them. Errors: the last ApplyStep's.
+inline absl::StatusOr<State> ApplyWithEpilogue(const State& s, TensorCoreStep t) {
+  absl::Status last;
+  for (int e = 3; e >= 0; --e) {
+    t.epilogue = e;
+    absl::StatusOr<State> out = ApplyStep(s, t);
+    if (out.ok()) return out;
+    last = out.status();
+  }
+  return last;
 }
 
 /// One of the four mma kinds drawn uniformly (one draw of `rng`): f16, bf16, tf32x3 or tf32,

@@ -156,13 +156,7 @@ TEST(OperandRepack, JsonRoundTripAndMalformedField) {
       << misplaced.status();
 }
 
-struct Case {
-  std::string op;
-  std::vector<std::vector<int64_t>> shapes;
-  std::map<std::string, std::string> attrs;
-  ir::ScalarType dtype;
-  TensorCoreStep step;
-};
+using Case = testing::TensorCoreCase;
 
 Case RandomCase(std::mt19937_64& rng) {
   auto pick = [&](int64_t lo, int64_t hi) {

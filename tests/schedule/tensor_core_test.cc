@@ -20,23 +20,13 @@
 namespace tilesearch::schedule {
 namespace {
 
+using testing::ApplyWithEpilogue;
 using testing::BuildOpOrDie;
 using testing::CudaTarget;
 using testing::RunLowered;
 using testing::SumReductionStage;
 
 // `t` applied with the longest epilogue chain that applies (3 down to 0).
-absl::StatusOr<State> ApplyWithEpilogue(const State& s, TensorCoreStep t) {
-  absl::Status last;
-  for (int e = 3; e >= 0; --e) {
-    t.epilogue = e;
-    absl::StatusOr<State> out = ApplyStep(s, t);
-    if (out.ok()) return out;
-    last = out.status();
-  }
-  return last;
-}
-
 TEST(TensorCoreStep, JsonRoundTrip) {
   TensorCoreStep t;
   t.stage_id = 3;
@@ -164,13 +154,7 @@ TEST(TensorCoreStep, RejectsStagesAndShapesItCannotTake) {
 }
 
 // One random problem and configuration.
-struct Case {
-  std::string op;
-  std::vector<std::vector<int64_t>> shapes;
-  std::map<std::string, std::string> attrs;
-  ir::ScalarType dtype;
-  TensorCoreStep step;
-};
+using Case = testing::TensorCoreCase;
 
 Case RandomCase(std::mt19937_64& rng) {
   auto pick = [&](int64_t lo, int64_t hi) {

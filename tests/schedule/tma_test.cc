@@ -251,13 +251,7 @@ TEST(TmaStep, AMissingWaitIsAWrongAnswer) {
   EXPECT_TRUE(!bad.ok() || testing::MaxRelError(dag, *bad, *ref) > 0.1);
 }
 
-struct Case {
-  std::string op;
-  std::vector<std::vector<int64_t>> shapes;
-  std::map<std::string, std::string> attrs;
-  ir::ScalarType dtype;
-  TensorCoreStep step;
-};
+using Case = testing::TensorCoreCase;
 
 Case RandomCase(std::mt19937_64& rng) {
   auto pick = [&](int64_t lo, int64_t hi) {
@@ -315,21 +309,10 @@ TEST(TmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
     const State s = State::Initial(dag);
     c.step.stage_id = SumReductionStage(s);
     ASSERT_GE(c.step.stage_id, 0) << c.op;
-    absl::StatusOr<State> st;
-    for (int e = 2; e >= 0; --e) {
-      c.step.epilogue = e;
-      st = ApplyStep(s, c.step);
-      if (st.ok()) break;
-    }
+    absl::StatusOr<State> st = testing::ApplyWithEpilogue(s, c.step);
     ASSERT_TRUE(st.ok()) << c.op << ": " << st.status();
     absl::StatusOr<LoweredKernel> k = Lower(dag, *st, CudaTarget());
-    if (!k.ok()) {
-      // Only the wgmma layout rule, TMA boxes and the shared-memory limit may refuse these.
-      const std::string why(k.status().message());
-      EXPECT_TRUE(why.find("wgmma operand") != std::string::npos ||
-                  why.find("tma: operand") != std::string::npos ||
-                  why.find("bytes of shared memory per block exceed") != std::string::npos)
-          << why;
+    if (!testing::LoweredOrWithinLimits(k, /*tma=*/true)) {
       ++refused;
       continue;
     }
