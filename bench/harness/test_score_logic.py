@@ -380,6 +380,29 @@ class SuiteTest(unittest.TestCase):
         self.assertGreaterEqual(len(l2["problems"]), 10)
         self.assertTrue(all(p["op"] == "fused" for p in l2["problems"]))
 
+    def test_hopper_suite_holds_the_llama3_projections_in_both_half_types(self):
+        hop = {p["name"]: p for p in
+               score.load_suite(os.path.join(SUITES, "hopper.json"))["problems"]}
+        # (M, N, K) of the Llama-3 configs at M = 4096 tokens: 8B hidden 4096, MLP 14336;
+        # 70B hidden 8192, MLP 28672.
+        want = {"matmul_square_4096": (4096, 4096, 4096),
+                "matmul_square_8192": (8192, 8192, 8192),
+                "llama3_8b_gate_up": (4096, 14336, 4096), "llama3_8b_down": (4096, 4096, 14336),
+                "llama3_70b_qo": (4096, 8192, 8192), "llama3_70b_gate_up": (4096, 28672, 8192),
+                "llama3_70b_down": (4096, 8192, 28672)}
+        for suffix, dtype in (("_bf16", "bfloat16"), ("_f16", "float16")):
+            for name, (m, n, k) in want.items():
+                p = hop[name + suffix]
+                self.assertEqual((p["op"], p["dtype"], p["shapes"]),
+                                 ("matmul", dtype, [[m, k], [k, n]]), p["name"])
+                self.assertEqual(score.problem_flops(p, [m, n]), 2.0 * m * n * k)
+                self.assertFalse(score.is_small(p))
+        att = hop["attention_scores_softmax_32x4096x128_bf16"]
+        self.assertEqual(att["shapes"], [[32, 4096, 128], [32, 4096, 128]])
+        self.assertEqual(float(att["nodes"][1]["attrs"]["scale"]), 128 ** -0.5)
+        self.assertEqual(score.problem_flops(att, [32, 4096, 4096]), 2.0 * 32 * 4096 * 4096 * 128)
+        self.assertEqual(len(hop), 2 * len(want) + 1)
+
     def test_half_suites_are_twins_of_the_float32_ones(self):
         for level, count in (("level1", 15), ("level2", 8)):
             with self.subTest(level=level):
@@ -421,7 +444,8 @@ class SuiteTest(unittest.TestCase):
             self.assertIn(twin + "_bf16", l1)
 
     def test_expressions_compile_and_use_only_their_inputs(self):
-        for name in ("level1.json", "level2.json", "level1_half.json", "level2_half.json"):
+        for name in ("level1.json", "level2.json", "level1_half.json", "level2_half.json",
+                     "hopper.json"):
             for p in score.load_suite(os.path.join(SUITES, name))["problems"]:
                 with self.subTest(problem=p["name"]):
                     fn = score.make_function(p, {"torch": None, "F": None})

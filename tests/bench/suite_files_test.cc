@@ -132,6 +132,43 @@ TEST(SuiteFilesTest, Level2ProblemsBuildWithPlaceholdersInArgumentOrder) {
   EXPECT_EQ(OutputShape(*BuildProblem(*swiglu)), (std::vector<int64_t>{2048, 5632}));
 }
 
+TEST(SuiteFilesTest, HopperSuiteGemmsAreTheLlama3ProjectionsInBothHalfTypes) {
+  const Suite s = LoadSuite(std::string(TS_BENCH_SUITES_DIR) + "/hopper.json");
+  EXPECT_EQ(s.name, "hopper");
+  // (M, N, K) at M = 4096 tokens: Llama-3-8B hidden 4096, MLP 14336; -70B hidden 8192, MLP 28672.
+  struct Gemm {
+    const char* name;
+    int64_t m, n, k;
+  };
+  const Gemm gemms[] = {{"matmul_square_4096", 4096, 4096, 4096},
+                        {"matmul_square_8192", 8192, 8192, 8192},
+                        {"llama3_8b_gate_up", 4096, 14336, 4096},
+                        {"llama3_8b_down", 4096, 4096, 14336},
+                        {"llama3_70b_qo", 4096, 8192, 8192},
+                        {"llama3_70b_gate_up", 4096, 28672, 8192},
+                        {"llama3_70b_down", 4096, 8192, 28672}};
+  for (const char* suffix : {"_bf16", "_f16"}) {
+    for (const Gemm& g : gemms) {
+      const std::string name = absl::StrCat(g.name, suffix);
+      SCOPED_TRACE(name);
+      const Problem* p = s.Find(name);
+      ASSERT_NE(p, nullptr);
+      absl::StatusOr<ir::ComputeDAG> dag = BuildProblem(*p);
+      ASSERT_TRUE(dag.ok()) << dag.status();
+      EXPECT_EQ(OutputShape(*dag), (std::vector<int64_t>{g.m, g.n}));
+      const double flops = 2.0 * g.m * g.n * g.k;
+      EXPECT_NEAR(dag->Flops(), flops, 0.01 * flops);
+      EXPECT_EQ(dag->stage(dag->input_ids()[0]).shape(), (std::vector<int64_t>{g.m, g.k}));
+    }
+  }
+  const Problem* attn = s.Find("attention_scores_softmax_32x4096x128_bf16");
+  ASSERT_NE(attn, nullptr);
+  absl::StatusOr<ir::ComputeDAG> dag = BuildProblem(*attn);
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  EXPECT_EQ(OutputShape(*dag), (std::vector<int64_t>{32, 4096, 4096}));
+  EXPECT_EQ(s.problems.size(), 2 * std::size(gemms) + 1);
+}
+
 TEST(SuiteFilesTest, CheatSuiteBuildsAndEachElementwiseProblemKeepsItsShape) {
   const Suite s = LoadSuite(std::string(TS_BENCH_CHEATS_DIR) + "/suite.json");
   EXPECT_EQ(s.name, "cheats");
