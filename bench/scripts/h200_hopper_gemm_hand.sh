@@ -8,7 +8,8 @@
 # eager by bench/harness/pytorch_baseline.py with the same method, in the same call.
 # Environment: SCHEDULES (names under bench/schedules without .json), SHAPES ("MxNxK ..."),
 # DTYPES ("bfloat16 float16"), MEASURE_S (time limit per measure, default 60).
-# Output: $OUT/hopper-gemm/{run.log,<dtype>_<MxNxK>_<schedule>.{json,txt},eager_<dtype>.json}.
+# Output: $OUT/hopper-gemm.tgz (one file: the device tool returns a limited number of files) of
+# hopper-gemm/{run.log,<dtype>_<MxNxK>_<schedule>.{json,txt},eager_<dtype>.json}.
 set -uo pipefail
 out="${OUT:-/tmp/out}/hopper-gemm"
 mkdir -p "$out"
@@ -38,3 +39,4 @@ for dt in "${dtypes[@]}"; do
   python3 bench/harness/pytorch_baseline.py "${cases[@]}" --json "$out/eager_$dt.json" 2>&1 | tail -"$(( ${#shapes[@]} + 2 ))"
 done
 echo "== done $(date -u +%FT%TZ)"
+cd "$(dirname "$out")" && tar czf hopper-gemm.tgz hopper-gemm && rm -rf hopper-gemm
