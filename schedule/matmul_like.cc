@@ -123,8 +123,9 @@ absl::StatusOr<MatmulLike> AnalyzeMatmulLike(const ir::TensorNode& op, const ir:
   const std::string& k_inner = op.reduce_axes.back().name;
   r.a_k_inner = LastIndexUses(fa.first_load, k_inner);
   r.b_k_inner = LastIndexUses(fb.first_load, k_inner);
-  r.repackable = (PlainOperandLoad(r.a) == nullptr || PlainOperandLoad(r.b) == nullptr) &&
-                 PlanOperandRepack(op, r).ok();
+  r.repack_plannable = PlanOperandRepack(op, r).ok();
+  r.repackable =
+      (PlainOperandLoad(r.a) == nullptr || PlainOperandLoad(r.b) == nullptr) && r.repack_plannable;
   return r;
 }
 

@@ -43,6 +43,9 @@ struct MatmulLike {
   /// (schedule/operand_repack.h) and one of them is not a load indexed by bare axis variables (a
   /// convolution's window).
   bool repackable = false;
+  /// Whether the operands repack at all (PlanOperandRepack succeeds), changing something or not:
+  /// tf32x3 on wgmma repacks plain operands too, for its split parts (RepackValues::kTf32Split).
+  bool repack_plannable = false;
 };
 
 /// The GEMM roles of `op` with its body `body` (the stage's body with inlined producers

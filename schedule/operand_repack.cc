@@ -239,19 +239,37 @@ std::pair<std::vector<Expr>, Expr> SourceOf(const RepackedOperand& r, const std:
 
 // The source element at workspace coordinates `at`, zero outside the source. Where the
 // condition may be false the load sits under a Select (lazy: no out-of-range read).
-Expr SourceValue(const RepackedOperand& r, const std::vector<Expr>& at, bool round_tf32) {
+Expr SourceValue(const RepackedOperand& r, const std::vector<Expr>& at, RepackValues values) {
   auto [src, cond] = SourceOf(r, at);
   Expr load = ir::LoadNode::Make(r.dtype, r.source, src);
-  if (round_tf32) load = ir::Tf32Round(load);
+  if (values == RepackValues::kTf32Rounded) load = ir::Tf32Round(load);
   if (!cond.defined()) return load;
   return ir::SelectNode::Make(cond, load, ir::FloatConst(0.0, r.dtype));
+}
+
+// The stores of value `x` (already as RepackValues asks, except the split) at `at`: one store, or
+// kTf32Split's big part into `workspace` and small part into `small_workspace`. `x` is evaluated
+// once (a local holds it) where it is split.
+ir::Stmt StoreValue(const std::string& workspace, const std::string& small_workspace,
+                    const std::vector<Expr>& at, const Expr& x, RepackValues values,
+                    const std::function<std::string(const std::string&)>& fresh) {
+  if (values != RepackValues::kTf32Split) return ir::StoreNode::Make(workspace, at, x);
+  const std::string held = fresh(workspace + ".x");
+  const Expr v = ir::LoadNode::Make(ir::ScalarType::kFloat32, held, {C(0)});
+  const Expr big = ir::Tf32Truncate(v);
+  ir::Stmt s = ir::SeqNode::Make({ir::StoreNode::Make(held, {C(0)}, x),
+                                  ir::StoreNode::Make(workspace, at, big),
+                                  ir::StoreNode::Make(small_workspace, at,
+                                                      ir::Tf32Truncate(v - big))});
+  return ir::AllocateNode::Make({held, ir::ScalarType::kFloat32, {1}, ir::MemoryScope::kLocal}, s);
 }
 
 // One thread per workspace element, consecutive threads along the workspace's innermost
 // dimension (coalesced stores; the loads gather across the source).
 ir::Stmt ElementwiseRepack(const RepackedOperand& r, const std::string& workspace,
+                           const std::string& small_workspace,
                            const std::function<std::string(const std::string&)>& fresh,
-                           bool round_tf32) {
+                           RepackValues values) {
   constexpr int64_t kThreads = 256;
   const int64_t total = r.Elements();
   const Expr blk = ir::MakeVar(fresh(workspace + ".block"));
@@ -266,7 +284,8 @@ ir::Stmt ElementwiseRepack(const RepackedOperand& r, const std::string& workspac
     at[i] = v;
     stride *= r.shape[i];
   }
-  ir::Stmt copy = ir::StoreNode::Make(workspace, at, SourceValue(r, at, round_tf32));
+  ir::Stmt copy =
+      StoreValue(workspace, small_workspace, at, SourceValue(r, at, values), values, fresh);
   if (total % kThreads != 0) copy = ir::IfThenElseNode::Make(idx < C(total), copy);
   ir::Stmt s = ir::ForNode::Make(t, C(0), C(kThreads), ir::ForKind::kThreadIdxX, copy);
   return ir::ForNode::Make(blk, C(0), C((total + kThreads - 1) / kThreads), ir::ForKind::kBlockIdxX,
@@ -279,8 +298,10 @@ ir::Stmt ElementwiseRepack(const RepackedOperand& r, const std::string& workspac
 // stores along q (coalesced in the workspace); the tile is padded by one column against bank
 // conflicts. 32 x 8 threads, eight elements each per phase: a 32 x 32 tile's four loads per thread
 // left the H200's DRAM at 38 % (ncu: latency-bound, too few loads in flight).
-ir::Stmt TiledRepack(const RepackedOperand& r, const std::string& workspace, size_t p,
-                     const std::function<std::string(const std::string&)>& fresh, bool round_tf32) {
+ir::Stmt TiledRepack(const RepackedOperand& r, const std::string& workspace,
+                     const std::string& small_workspace, size_t p,
+                     const std::function<std::string(const std::string&)>& fresh,
+                     RepackValues values) {
   constexpr int64_t kLanes = 32, kRows = 8, kTileP = 64, kTileQ = 32;
   const size_t dims = r.shape.size();
   const size_t q = dims - 1;
@@ -313,7 +334,7 @@ ir::Stmt TiledRepack(const RepackedOperand& r, const std::string& workspace, siz
   in[p] = p0 + tx + h * C(kLanes);
   in[q] = q0 + ty + e * C(kRows);
   ir::Stmt read = ir::StoreNode::Make(tile, {ty + e * C(kRows), tx + h * C(kLanes)},
-                                      SourceValue(r, in, round_tf32));
+                                      SourceValue(r, in, values));
   read = ir::IfThenElseNode::Make(in[p] < C(r.shape[p]) && in[q] < C(r.shape[q]), read);
   read = ir::ForNode::Make(e, C(0), C(kTileQ / kRows), ir::ForKind::kUnrolled, read);
   read = ir::ForNode::Make(h, C(0), C(kTileP / kLanes), ir::ForKind::kUnrolled, read);
@@ -322,8 +343,9 @@ ir::Stmt TiledRepack(const RepackedOperand& r, const std::string& workspace, siz
   std::vector<Expr> out = at;
   out[p] = p0 + ty + e2 * C(kRows);
   out[q] = q0 + tx;
-  ir::Stmt write = ir::StoreNode::Make(workspace, out,
-                                       ir::LoadNode::Make(r.dtype, tile, {tx, ty + e2 * C(kRows)}));
+  ir::Stmt write =
+      StoreValue(workspace, small_workspace, out,
+                 ir::LoadNode::Make(r.dtype, tile, {tx, ty + e2 * C(kRows)}), values, fresh);
   write = ir::IfThenElseNode::Make(out[p] < C(r.shape[p]) && out[q] < C(r.shape[q]), write);
   write = ir::ForNode::Make(e2, C(0), C(kTileP / kRows), ir::ForKind::kUnrolled, write);
   ir::Stmt body = ir::SeqNode::Make({read, ir::BarrierNode::Make(), write});
@@ -338,16 +360,16 @@ ir::Stmt TiledRepack(const RepackedOperand& r, const std::string& workspace, siz
 
 ir::Stmt RepackKernel(const RepackedOperand& r, const std::string& workspace,
                       const std::function<std::string(const std::string&)>& fresh,
-                      bool round_tf32) {
+                      RepackValues values, const std::string& small_workspace) {
   // The workspace dimension holding the source's innermost one: a transpose when it is not the
   // workspace's innermost, tiled where both sides are long enough to fill a tile's rows.
   const int last = static_cast<int>(r.source_shape.size()) - 1;
   const size_t p = std::find(r.order.begin(), r.order.end(), last) - r.order.begin();
   const size_t q = r.shape.size() - 1;
   if (p != q && r.shape[p] >= 16 && r.shape[q] >= 16) {
-    return TiledRepack(r, workspace, p, fresh, round_tf32);
+    return TiledRepack(r, workspace, small_workspace, p, fresh, values);
   }
-  return ElementwiseRepack(r, workspace, fresh, round_tf32);
+  return ElementwiseRepack(r, workspace, small_workspace, fresh, values);
 }
 
 }  // namespace tilesearch::schedule

@@ -67,15 +67,28 @@ absl::StatusOr<OperandRepack> PlanOperandRepack(const ir::TensorNode& op, const 
 /// cast, no condition) over the stage's axis variables.
 ir::Expr RepackedFactor(const RepackedOperand& r, const std::string& workspace);
 
+/// What a repack kernel stores for each source value x.
+enum class RepackValues {
+  kAsIs,
+  /// x rounded to TF32 (round to nearest, as cvt.rna): a float32 operand of one-pass TF32 MMAs,
+  /// so that tensor cores reading the workspace's values as they are see exact TF32 operands.
+  kTf32Rounded,
+  /// 3xTF32's two parts (the tensor_core step's tf32x3 with repack on wgmma): big = x truncated
+  /// to TF32 into the workspace, small = (x − big) truncated into the second workspace (x − big
+  /// is exact in float32), the same parts the in-kernel split stores; the GEMM then reads four
+  /// exact TF32 tiles per k step and copies nothing.
+  kTf32Split,
+};
+
 /// The kernel that fills `workspace` from r.source, zero where the source index is outside the
 /// tensor. Where the source's innermost dimension moves (NCHW -> NHWC), a shared-memory tiled
 /// transpose (64 x 32 tiles, 32 x 8 threads, loads and stores both coalesced); else one thread
-/// per workspace element along its innermost dimension. With `round_tf32` (a float32 operand of
-/// one-pass TF32 MMAs) each value is stored rounded to TF32 (round to nearest, as cvt.rna), so
-/// that tensor cores reading the workspace's values as they are see exact TF32 operands. `fresh`
-/// makes unused names.
+/// per workspace element along its innermost dimension. `values` says what is stored
+/// (RepackValues); kTf32Split also writes `small_workspace` (same shape). `fresh` makes unused
+/// names.
 ir::Stmt RepackKernel(const RepackedOperand& r, const std::string& workspace,
                       const std::function<std::string(const std::string&)>& fresh,
-                      bool round_tf32 = false);
+                      RepackValues values = RepackValues::kAsIs,
+                      const std::string& small_workspace = "");
 
 }  // namespace tilesearch::schedule

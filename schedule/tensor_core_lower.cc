@@ -1,6 +1,7 @@
 #include "schedule/tensor_core_lower.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <optional>
 #include <tuple>
@@ -173,6 +174,11 @@ struct Builder {
   bool async = false;
   bool wgmma = false;       // warpgroup tiles (TensorCoreStep::warpgroup)
   bool split_tf32 = false;  // wgmma of a TF32 kind: plain ring, then TF32 tiles (Operand::big)
+  // tf32x3 on wgmma with repacked operands: the repack kernels store both TF32 parts
+  // (RepackValues::kTf32Split); a and b's rings hold the big parts, a_small and b_small's rings
+  // (filled the same way from the second workspaces) the small parts. No copy in the kernel.
+  bool presplit = false;
+  Operand a_small, b_small;
   // One-pass tf32 on the split path: A is not copied into TF32 tiles; each wgmma reads its A
   // fragments from the ring's plain float32 tile into registers, rounded there (wgmma's register
   // form reads A in any layout: a pixel-contiguous convolution input needs no transposed copy).
@@ -312,11 +318,16 @@ struct Builder {
   // The fills of the range's k tile `ko` (a tile of the whole reduction: offset by the range).
   Stmt FillBoth(const Expr& slot, const Expr& ko) {
     const Expr kt = split > 1 ? split_idx * C(split_tiles) + ko : ko;
+    if (presplit) {
+      return ir::SeqNode::Make({Fill(a, slot, kt, tile_m), Fill(b, slot, kt, tile_n),
+                                Fill(a_small, slot, kt, tile_m), Fill(b_small, slot, kt, tile_n)});
+    }
     return ir::SeqNode::Make({Fill(a, slot, kt, tile_m), Fill(b, slot, kt, tile_n)});
   }
 
   Stmt Mma(const std::string& acc, const Expr& slot, int64_t pending = 0) {
     if (split_tf32) return Tf32Wgmma(acc, slot);
+    if (presplit) return PresplitWgmma(acc, slot);
     if (wgmma) return Wgmma(acc, slot, pending);
     if (!tile_acc.empty()) {
       return ir::SeqNode::Make({InitAcc(tile_acc), WarpMma(tile_acc, slot), AddTileAcc(acc)});
@@ -329,6 +340,19 @@ struct Builder {
     const int64_t a_slot = a.layout.registers ? RingTileElems(a) : TileElems(a);
     return WgmmaOf(kind, acc, a.buffer, slot * C(a_slot), b.buffer, slot * C(TileElems(b)),
                    pending);
+  }
+
+  // tf32x3 on the repacked parts in ring slot `slot`: small·big, big·small, big·big into the fresh
+  // tile accumulator (the in-kernel split's order), all complete, then added to `acc`. Waiting
+  // for them before the next tile keeps the ring's slot reuse of the loops valid for any pending.
+  Stmt PresplitWgmma(const std::string& acc, const Expr& slot) {
+    const ir::MmaKind t = ir::MmaKind::kTF32;
+    const Expr ao = slot * C(TileElems(a));
+    const Expr bo = slot * C(TileElems(b));
+    return ir::SeqNode::Make({InitAcc(tile_acc),
+                              WgmmaOf(t, tile_acc, a_small.buffer, ao, b.buffer, bo, 3),
+                              WgmmaOf(t, tile_acc, a.buffer, ao, b_small.buffer, bo, 3),
+                              WgmmaOf(t, tile_acc, a.buffer, ao, b.buffer, bo, 3), AddTf32(acc)});
   }
 
   // One warpgroup's wgmma of `k` on operand tiles whose block tile starts at element `a_base` of
@@ -1013,22 +1037,35 @@ std::pair<Expr, Expr> BlockOrder(const Expr& bx, int64_t raster, int64_t tiles_m
 
 // The repack of `mm`'s operands (TensorCoreStep::repack): the workspaces and their kernels (in
 // `out`, launched first), and mm's factors replaced by reads of the workspaces, both k-contiguous.
+// With `small` (Builder::presplit), each kernel also stores the small TF32 parts into a second
+// workspace, and `small` gets the factors that read them (a's, then b's).
 absl::StatusOr<OperandRepack> RepackOperands(const TensorCoreKernel& k, MatmulLike* mm,
-                                             TensorCoreKernels* out) {
+                                             TensorCoreKernels* out,
+                                             std::array<Expr, 2>* small = nullptr) {
   const ir::TensorNode& op = *k.op;
   absl::StatusOr<OperandRepack> plan = PlanOperandRepack(op, *mm, k.buffer_shape);
   if (!plan.ok()) return Invalid(op.name, std::string(plan.status().message()));
+  int role = 0;
   for (auto [r, factor, k_inner] : {std::tuple{&plan->a, &mm->a, &mm->a_k_inner},
                                     std::tuple{&plan->b, &mm->b, &mm->b_k_inner}}) {
     const std::string ws = k.fresh(op.name + "." + r->source + ".repacked");
     out->workspaces.push_back({ws, r->dtype, r->shape, ir::MemoryScope::kGlobal});
-    // One-pass TF32 reads the workspaces as they are (wgmma): they hold TF32-rounded values, so
-    // the tensor cores never see the 13 low bits (whose handling is theirs: truncation measured
-    // 2.6x the rounded kernels' largest error on the H200, bench/NOTES.md).
-    out->kernels.push_back(
-        RepackKernel(*r, ws, k.fresh, k.config.kind == ir::MmaKindName(ir::MmaKind::kTF32)));
+    if (small != nullptr) {
+      const std::string ws_small = k.fresh(op.name + "." + r->source + ".repacked.small");
+      out->workspaces.push_back({ws_small, r->dtype, r->shape, ir::MemoryScope::kGlobal});
+      out->kernels.push_back(RepackKernel(*r, ws, k.fresh, RepackValues::kTf32Split, ws_small));
+      (*small)[role] = RepackedFactor(*r, ws_small);
+    } else {
+      // One-pass TF32 reads the workspaces as they are (wgmma): they hold TF32-rounded values, so
+      // the tensor cores never see the 13 low bits (whose handling is theirs: truncation
+      // measured 2.6x the rounded kernels' largest error on the H200, bench/NOTES.md).
+      const bool rounded = k.config.kind == ir::MmaKindName(ir::MmaKind::kTF32);
+      out->kernels.push_back(RepackKernel(
+          *r, ws, k.fresh, rounded ? RepackValues::kTf32Rounded : RepackValues::kAsIs));
+    }
     *factor = RepackedFactor(*r, ws);
     *k_inner = true;
+    ++role;
   }
   return plan;
 }
@@ -1177,6 +1214,27 @@ absl::Status PlanWgmmaOperands(const TensorCoreKernel& k, const MatmulLike& mm, 
   return absl::OkStatus();
 }
 
+// The small-part operands of a presplit tf32x3 kernel (Builder::presplit): a and b's twins that
+// read the second workspaces (`small`: a's factor, then b's) into rings of their own, in the same
+// layouts and filled the same way as a and b (the factors differ only in the buffer they load).
+absl::Status PlanSmallParts(Builder& bd, const std::array<Expr, 2>& small) {
+  bd.presplit = true;
+  for (auto [o, twin, factor, role] : {std::tuple{&bd.a, &bd.a_small, &small[0], "A"},
+                                       std::tuple{&bd.b, &bd.b_small, &small[1], "B"}}) {
+    *twin = *o;
+    twin->buffer = bd.k.fresh(bd.op.name + "." + role + ".small.shared");
+    twin->factor = *factor;
+    if (o->copy != nullptr) {
+      twin->copy = PlainTileLoad(bd.k, *factor);
+      if (twin->copy == nullptr) {
+        return Invalid(bd.op.name, absl::StrCat("operand ", role, "'s small part is not a plain "
+                                                "load of its workspace"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool TargetHasMmaSync(const Target& target) {
@@ -1213,8 +1271,11 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   }
   TensorCoreKernels out;
   std::optional<OperandRepack> repack;
+  // tf32x3 on wgmma with repack: both TF32 parts stored by the repack kernels (Builder::presplit).
+  const bool presplit = c.repack && c.warpgroup && *kind == ir::MmaKind::kTF32x3;
+  std::array<Expr, 2> small_factors;
   if (c.repack) {
-    ASSIGN_OR_RETURN(repack, RepackOperands(k, &*mm, &out));
+    ASSIGN_OR_RETURN(repack, RepackOperands(k, &*mm, &out, presplit ? &small_factors : nullptr));
   }
   Builder bd(k, op, *mm);
   bd.kind = *kind;
@@ -1262,6 +1323,7 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   if (bd.wgmma) RETURN_IF_ERROR(PlanWgmmaOperands(k, *mm, &bd));
   if (c.tma) RETURN_IF_ERROR(PlanTmaFills(k, &bd, &out));
   bd.async = !c.tma && PlanAsync(bd, repack.has_value());
+  if (presplit) RETURN_IF_ERROR(PlanSmallParts(bd, small_factors));
   for (Operand* o : {&bd.a, &bd.b}) {
     const int64_t vec = 16 / ir::BytesOf(dtype);
     if (o->chunked || o->copy != nullptr) continue;
@@ -1306,6 +1368,10 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   s = ir::ForNode::Make(bd.lane, C(0), C(32), ForKind::kThreadIdxX, s);
   s = ir::AllocateNode::Make(bd.Decl(bd.b), s);
   s = ir::AllocateNode::Make(bd.Decl(bd.a), s);
+  if (bd.presplit) {
+    s = ir::AllocateNode::Make(bd.Decl(bd.b_small), s);
+    s = ir::AllocateNode::Make(bd.Decl(bd.a_small), s);
+  }
   for (const std::string& ring : {bd.barriers, bd.empties}) {
     if (ring.empty()) continue;
     s = ir::AllocateNode::Make(

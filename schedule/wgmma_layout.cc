@@ -11,9 +11,10 @@ bool TargetHasWgmma(const Target& target) {
 bool WgmmaSplitsTf32(const TensorCoreStep& t) {
   const std::optional<ir::MmaKind> kind = ir::ParseMmaKind(t.kind);
   if (!t.warpgroup || !kind) return false;
-  // Repacked operands are K-major already: one-pass TF32 reads them from the ring as they are.
-  if (*kind == ir::MmaKind::kTF32) return !t.repack;
-  return *kind == ir::MmaKind::kTF32x3;
+  // Repacked operands are K-major already: one-pass TF32 reads them from the ring as they are,
+  // and tf32x3 reads the two TF32 parts that its repack kernels store (RepackValues::kTf32Split).
+  if (*kind == ir::MmaKind::kTF32 || *kind == ir::MmaKind::kTF32x3) return !t.repack;
+  return false;
 }
 
 absl::StatusOr<WgmmaLayouts> PlanWgmmaLayouts(const TensorCoreStep& t, const MatmulLike& mm) {

@@ -20,8 +20,9 @@ bool TargetHasWgmma(const Target& target);
 
 /// Whether `t` is a wgmma tiling of a TF32 kind (tf32, tf32x3) whose float32 tiles may be copied
 /// from their ring into TF32 operand tiles (rounded, or split into big and small parts) in the
-/// K-major layout, the only one wgmma reads TF32 in through descriptors. Not tf32 with `repack`:
-/// its repacked tiles are K-major in the ring already and are read as they are. One-pass tf32
+/// K-major layout, the only one wgmma reads TF32 in through descriptors. Not with `repack`: tf32's
+/// repacked tiles are K-major in the ring already and are read as they are, and tf32x3's repack
+/// kernels store both parts, each read from a ring of its own (twice the ring). One-pass tf32
 /// without repack copies at most its B (A goes through registers; a K-major B is read as it is):
 /// this answer is then an upper bound, for the shared-memory estimate.
 bool WgmmaSplitsTf32(const TensorCoreStep& t);

@@ -72,10 +72,18 @@ bool SizedForProblem(const TensorCoreStep& t, const schedule::MatmulLike& mm) {
          t.block_k <= std::max<int64_t>(ir::MmaK(KindOf(t)), PowerOfTwoAtLeast(mm.k));
 }
 
+// Whether `t` is a wgmma tf32x3 tiling whose operands repack: with repack, its repack kernels
+// store both TF32 parts and the GEMM copies nothing (schedule/tensor_core_lower.cc: presplit).
+bool Presplittable(const TensorCoreStep& t, const schedule::MatmulLike& mm) {
+  return t.warpgroup && KindOf(t) == ir::MmaKind::kTF32x3 && mm.repack_plannable;
+}
+
 // Three in four draws repack the operands where that removes a gather (a convolution's window):
-// the hand 3x3 convolution's gathers cost more than its products (bench/NOTES.md).
-bool DrawRepack(const schedule::MatmulLike& mm, std::mt19937_64& rng) {
-  return mm.repackable && rng() % 4 != 0;
+// the hand 3x3 convolution's gathers cost more than its products (bench/NOTES.md); and where a
+// wgmma tf32x3 tiling then reads presplit parts instead of splitting each k tile in the kernel
+// (the in-kernel split's copies fill the issue slots of the float32 matmul 4096^3: bench/NOTES.md).
+bool DrawRepack(const TensorCoreStep& t, const schedule::MatmulLike& mm, std::mt19937_64& rng) {
+  return (mm.repackable || Presplittable(t, mm)) && rng() % 4 != 0;
 }
 
 // Whether both operands of the stage are placeholders of `s` whose rows are whole 16-byte chunks
@@ -143,7 +151,9 @@ bool TensorCoreStepFits(const TensorCoreStep& t, const Target& target) {
     const int64_t a_pad = KindOf(t) == ir::MmaKind::kTF32 && !t.repack
                               ? t.pipeline * std::max(t.block_m, t.block_k) * 8 * 4
                               : 0;
-    const int64_t shared = (t.pipeline + parts * sets) * tile + a_pad;
+    // tf32x3 with repack: a second ring of the small parts (schedule/tensor_core_lower.cc).
+    const int64_t rings = KindOf(t) == ir::MmaKind::kTF32x3 && t.repack ? 2 : 1;
+    const int64_t shared = (rings * t.pipeline + parts * sets) * tile + a_pad;
     const int64_t row_bytes = t.block_k * ElementBytes(t);
     return HasWgmma(target) && t.warp_m % 64 == 0 && t.warp_n <= 256 &&
            groups * 128 <= target.max_threads_per_block &&
@@ -190,7 +200,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
       t.raster = PickFrom(kRasters, rng);
       t.split_k = (rng() & 1) ? PickFrom(kSplits, rng) : 1;
       if (t.split_k > 1 && (t.split_k * 4 * t.block_k > mm.k)) t.split_k = 1;
-      t.repack = DrawRepack(mm, rng);
+      t.repack = DrawRepack(t, mm, rng);
       // TMA fills three times in four where they apply, a producer warpgroup for one TMA draw in
       // four: on the H200, TMA took the hand bf16 4096^3 tiling from 0.197 to 0.179 ms, while the
       // warp-specialized variant stayed at 0.199 ms (bench/results/h200-2026-12-04-tma-matmul.md).
@@ -214,7 +224,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
     t.raster = PickFrom(kRasters, rng);
     t.split_k = (rng() & 1) ? PickFrom(kSplits, rng) : 1;
     if (t.split_k > 1 && (t.split_k * 4 * t.block_k > mm.k)) t.split_k = 1;
-    t.repack = DrawRepack(mm, rng);
+    t.repack = DrawRepack(t, mm, rng);
     if (TensorCoreStepFits(t, target) && SizedForProblem(t, mm)) return t;
   }
   TensorCoreStep t = base;
@@ -335,7 +345,7 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
       break;
     }
     case 10:  // operands repacked or read in place
-      if (mm.repackable || t.repack) {
+      if (mm.repackable || t.repack || Presplittable(t, mm)) {
         TensorCoreStep c = t;
         c.repack = !t.repack;
         c.tma = c.tma && !c.repack;

@@ -241,7 +241,8 @@ TEST(WgmmaPtx, ConvolutionGathersWithZeroFillingCopies) {
 
 // A repacked convolution (TensorCoreStep::repack): the GEMM's fill is 16-byte cp.async copies
 // along k from the padded workspaces, with no 4-byte gathers; one-pass TF32 reads the repacked
-// tiles as they are (rounded to TF32 by the repack kernels, no copy into TF32 tiles); ptxas
+// tiles as they are (rounded to TF32 by the repack kernels, no copy into TF32 tiles), and so does
+// tf32x3 from four rings (both operands' big and small parts, split by the repack kernels); ptxas
 // accepts every kind.
 TEST(WgmmaPtx, RepackedConvolutionFillsWith16ByteCopies) {
   for (const std::string kind : {"tf32", "tf32x3", "bf16"}) {
@@ -268,6 +269,12 @@ TEST(WgmmaPtx, RepackedConvolutionFillsWith16ByteCopies) {
     EXPECT_EQ(Count(m->ptx, "2139095040") > 0, kind == "tf32") << kind;
     if (kind == "tf32") {
       EXPECT_GE(Count(m->ptx, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"), 2);
+    }
+    if (kind == "tf32x3") {
+      // Three products per k step of 8 (two steps per k tile of 16), each fill four 16-byte
+      // copies' worth of rings (big and small of A and B).
+      EXPECT_GE(Count(m->ptx, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"), 6);
+      EXPECT_GE(Count(m->ptx, "cp.async.cg.shared.global"), 4);
     }
     ExpectPtxasAccepts(m->ptx, "wgmma_conv_repacked_" + kind, "sm_90a");
   }

@@ -6,6 +6,7 @@
 #include "schedule/operand_repack.h"
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <random>
@@ -259,19 +260,91 @@ TEST(OperandRepack, RandomRepackedConvolutionsMatchTheReference) {
 }
 
 // One-pass TF32 reads repacked tiles as they are, so its repack kernels store TF32-rounded
-// values; 3xTF32 (which splits the float32 values itself) and half kinds store them unchanged.
-TEST(OperandRepack, OnePassTf32RepacksRoundToTf32) {
-  for (const char* kind : {"tf32", "tf32x3"}) {
+// values; 3xTF32 on wgmma stores both truncated parts (a second workspace of the small ones) and
+// copies nothing in the GEMM; 3xTF32 on mma.sync (which splits each fragment itself) and the half
+// kinds store the values unchanged.
+TEST(OperandRepack, TensorCoreKindsChooseWhatTheirRepackStores) {
+  struct Want {
+    const char* kind;
+    bool wgmma;
+    bool rounded, split;
+  };
+  for (const Want& w : {Want{"tf32", true, true, false}, Want{"tf32x3", true, false, true},
+                        Want{"tf32x3", false, false, false}}) {
+    SCOPED_TRACE(absl::StrCat(w.kind, w.wgmma ? " wgmma" : " mma.sync"));
     const ir::ComputeDAG dag = BuildOpOrDie("conv2d_nchw", {{1, 16, 6, 20}, {8, 16, 3, 3}},
                                             ir::ScalarType::kFloat32, {{"padding", "1"}});
-    absl::StatusOr<LoweredKernel> k = LowerWith(dag, Repacked(kind, true, 64, 16, 32, 64, 16));
+    absl::StatusOr<LoweredKernel> k =
+        LowerWith(dag, w.wgmma ? Repacked(w.kind, true, 64, 16, 32, 64, 16)
+                               : Repacked(w.kind, false, 32, 16, 16, 16, 8));
     ASSERT_TRUE(k.ok()) << k.status();
     const std::string text = ir::ToString(k->nest);
     const std::string repacks = text.substr(0, text.find(".A.shared"));
-    EXPECT_EQ(repacks.find("tf32_round") != std::string::npos, std::string(kind) == "tf32")
-        << kind << "\n"
-        << repacks;
+    EXPECT_EQ(repacks.find("tf32_round") != std::string::npos, w.rounded) << repacks;
+    EXPECT_EQ(repacks.find("tf32_truncate") != std::string::npos, w.split) << repacks;
+    EXPECT_EQ(text.find(".repacked.small") != std::string::npos, w.split);
+    // Presplit: the GEMM reads both parts from rings of their own, with no TF32 tile copies.
+    EXPECT_EQ(text.find(".A.small.shared") != std::string::npos, w.split);
+    if (w.split) EXPECT_EQ(text.find("shared.tf32"), std::string::npos) << text;
   }
+}
+
+// Values exactly at TF32 (bits past the tenth mantissa bit zero), mixed with values whose low
+// bits are all set, negative zero and a subnormal: the split parts of every input value sum back
+// to it (big + small = x exactly where x − trunc(x) is itself a TF32 value) and the presplit
+// GEMM of a plain matmul gives the same answer, bit for bit, as the in-kernel split of the same
+// tiling, which stores the same parts and issues the same products in the same order.
+TEST(OperandRepack, PresplitTf32x3MatchesTheInKernelSplitBitForBit) {
+  std::mt19937_64 rng(41);
+  int compared = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    const int64_t m = 64 + static_cast<int64_t>(rng() % 80);
+    const int64_t n = 16 + static_cast<int64_t>(rng() % 60);
+    const int64_t kdim = 8 + static_cast<int64_t>(rng() % 90);
+    const testing::OpCase c = testing::RandomLayoutMatmul(rng, m, n, kdim);
+    const ir::ComputeDAG dag = BuildOpOrDie(c.op, c.shapes, ir::ScalarType::kFloat32, c.attrs);
+    const int64_t wns[] = {16, 32, 64};
+    const int64_t wn = wns[rng() % 3];
+    TensorCoreStep t = Repacked("tf32x3", true, 64, wn * (1 + rng() % 2), rng() % 2 ? 16 : 32,
+                                64, wn);
+    t.pipeline = static_cast<int>(1 + rng() % 4);
+    t.raster = 1 + rng() % 3;
+    absl::StatusOr<LoweredKernel> presplit = LowerWith(dag, t);
+    t.repack = false;
+    absl::StatusOr<LoweredKernel> in_kernel = LowerWith(dag, t);
+    if (!testing::LoweredOrWithinLimits(presplit) || !testing::LoweredOrWithinLimits(in_kernel)) {
+      continue;
+    }
+    ASSERT_NE(ir::ToString(presplit->nest).find(".A.small.shared"), std::string::npos);
+    ir::BufferMap inputs = ir::MakeRandomInputs(dag, 900 + trial);
+    // Some values with all 13 low mantissa bits set, some exact TF32 values, signed zeros.
+    for (auto& [name, buf] : inputs) {
+      for (size_t i = 0; i < buf.data.size(); i += 7) {
+        uint32_t bits;
+        float f = static_cast<float>(buf.data[i]);
+        std::memcpy(&bits, &f, 4);
+        bits = (i % 3 == 0) ? (bits | 0x1fffu) : (i % 3 == 1) ? (bits & ~0x1fffu) : 0x80000000u;
+        std::memcpy(&f, &bits, 4);
+        buf.data[i] = f;
+      }
+    }
+    absl::StatusOr<ir::BufferMap> a = testing::RunLowered(presplit->nest, inputs);
+    absl::StatusOr<ir::BufferMap> b = testing::RunLowered(in_kernel->nest, inputs);
+    ASSERT_TRUE(a.ok()) << a.status();
+    ASSERT_TRUE(b.ok()) << b.status();
+    const std::string& out = dag.stage(dag.output_ids()[0]).name();
+    ASSERT_EQ(a->at(out).data.size(), b->at(out).data.size());
+    for (size_t i = 0; i < a->at(out).data.size(); ++i) {
+      ASSERT_EQ(a->at(out).data[i], b->at(out).data[i])
+          << "element " << i << " of " << m << "x" << n << "x" << kdim << " "
+          << StepToString(TensorCoreStep(t));
+    }
+    absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs, ir::Precision::kFloat64);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    EXPECT_LE(testing::MaxRelError(dag, *a, *ref), 1e-4);
+    ++compared;
+  }
+  EXPECT_GE(compared, 12);
 }
 
 // One-pass TF32 on wgmma reads repacked tiles straight from the ring; with 3 channels (no 16-byte
