@@ -257,10 +257,9 @@ ir::Stmt StoreValue(const std::string& workspace, const std::string& small_works
   const std::string held = fresh(workspace + ".x");
   const Expr v = ir::LoadNode::Make(ir::ScalarType::kFloat32, held, {C(0)});
   const Expr big = ir::Tf32Truncate(v);
-  ir::Stmt s = ir::SeqNode::Make({ir::StoreNode::Make(held, {C(0)}, x),
-                                  ir::StoreNode::Make(workspace, at, big),
-                                  ir::StoreNode::Make(small_workspace, at,
-                                                      ir::Tf32Truncate(v - big))});
+  ir::Stmt s = ir::SeqNode::Make(
+      {ir::StoreNode::Make(held, {C(0)}, x), ir::StoreNode::Make(workspace, at, big),
+       ir::StoreNode::Make(small_workspace, at, ir::Tf32Truncate(v - big))});
   return ir::AllocateNode::Make({held, ir::ScalarType::kFloat32, {1}, ir::MemoryScope::kLocal}, s);
 }
 

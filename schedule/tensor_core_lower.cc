@@ -1227,7 +1227,8 @@ absl::Status PlanSmallParts(Builder& bd, const std::array<Expr, 2>& small) {
     if (o->copy != nullptr) {
       twin->copy = PlainTileLoad(bd.k, *factor);
       if (twin->copy == nullptr) {
-        return Invalid(bd.op.name, absl::StrCat("operand ", role, "'s small part is not a plain "
+        return Invalid(bd.op.name, absl::StrCat("operand ", role,
+                                                "'s small part is not a plain "
                                                 "load of its workspace"));
       }
     }

@@ -140,13 +140,11 @@ TEST(SuiteFilesTest, HopperSuiteGemmsAreTheLlama3ProjectionsInBothHalfTypes) {
     const char* name;
     int64_t m, n, k;
   };
-  const Gemm gemms[] = {{"matmul_square_4096", 4096, 4096, 4096},
-                        {"matmul_square_8192", 8192, 8192, 8192},
-                        {"llama3_8b_gate_up", 4096, 14336, 4096},
-                        {"llama3_8b_down", 4096, 4096, 14336},
-                        {"llama3_70b_qo", 4096, 8192, 8192},
-                        {"llama3_70b_gate_up", 4096, 28672, 8192},
-                        {"llama3_70b_down", 4096, 8192, 28672}};
+  const Gemm gemms[] = {
+      {"matmul_square_4096", 4096, 4096, 4096}, {"matmul_square_8192", 8192, 8192, 8192},
+      {"llama3_8b_gate_up", 4096, 14336, 4096}, {"llama3_8b_down", 4096, 4096, 14336},
+      {"llama3_70b_qo", 4096, 8192, 8192},      {"llama3_70b_gate_up", 4096, 28672, 8192},
+      {"llama3_70b_down", 4096, 8192, 28672}};
   for (const char* suffix : {"_bf16", "_f16"}) {
     for (const Gemm& g : gemms) {
       const std::string name = absl::StrCat(g.name, suffix);

@@ -305,8 +305,8 @@ TEST(OperandRepack, PresplitTf32x3MatchesTheInKernelSplitBitForBit) {
     const ir::ComputeDAG dag = BuildOpOrDie(c.op, c.shapes, ir::ScalarType::kFloat32, c.attrs);
     const int64_t wns[] = {16, 32, 64};
     const int64_t wn = wns[rng() % 3];
-    TensorCoreStep t = Repacked("tf32x3", true, 64, wn * (1 + rng() % 2), rng() % 2 ? 16 : 32,
-                                64, wn);
+    TensorCoreStep t =
+        Repacked("tf32x3", true, 64, wn * (1 + rng() % 2), rng() % 2 ? 16 : 32, 64, wn);
     t.pipeline = static_cast<int>(1 + rng() % 4);
     t.raster = 1 + rng() % 3;
     absl::StatusOr<LoweredKernel> presplit = LowerWith(dag, t);
