@@ -342,17 +342,33 @@ struct Builder {
                    pending);
   }
 
-  // tf32x3 on the repacked parts in ring slot `slot`: small·big, big·small, big·big into the fresh
-  // tile accumulator (the in-kernel split's order), all complete, then added to `acc`. Waiting
-  // for them before the next tile keeps the ring's slot reuse of the loops valid for any pending.
-  Stmt PresplitWgmma(const std::string& acc, const Expr& slot) {
+  // tf32x3's products of the repacked parts in ring slot `slot`, issued into the tile accumulator
+  // and left in flight: small·big, big·small, big·big (the in-kernel split's order).
+  Stmt PresplitProducts(const Expr& slot) {
     const ir::MmaKind t = ir::MmaKind::kTF32;
     const Expr ao = slot * C(TileElems(a));
     const Expr bo = slot * C(TileElems(b));
-    return ir::SeqNode::Make({InitAcc(tile_acc),
-                              WgmmaOf(t, tile_acc, a_small.buffer, ao, b.buffer, bo, 3),
+    return ir::SeqNode::Make({WgmmaOf(t, tile_acc, a_small.buffer, ao, b.buffer, bo, 3),
                               WgmmaOf(t, tile_acc, a.buffer, ao, b_small.buffer, bo, 3),
-                              WgmmaOf(t, tile_acc, a.buffer, ao, b.buffer, bo, 3), AddTf32(acc)});
+                              WgmmaOf(t, tile_acc, a.buffer, ao, b.buffer, bo, 3)});
+  }
+
+  // One k tile of presplit tf32x3, all at once: the products into the fresh tile accumulator,
+  // complete, added to `acc` (the loops' slot reuse holds for any pending).
+  Stmt PresplitWgmma(const std::string& acc, const Expr& slot) {
+    return ir::SeqNode::Make({InitAcc(tile_acc), PresplitProducts(slot), AddTf32(acc)});
+  }
+
+  // One k tile of presplit tf32x3 in AsyncWgmmaLoop, whose tile accumulator holds the previous
+  // tile's products (zero before the first): wait for them and add them, then issue this tile's
+  // into the cleared accumulator and leave them in flight over the next tile's wait, barrier and
+  // fills (pending 1: the previous tile's products are complete when the slot two tiles back is
+  // refilled, as the loop needs); the last tile (pending 0) waits for its own and adds them.
+  Stmt PresplitDeferred(const std::string& acc, const Expr& slot, int64_t pending) {
+    std::vector<Stmt> seq = {ir::AsyncGroupNode::WgmmaWait(0), AddTileAcc(acc), InitAcc(tile_acc),
+                             PresplitProducts(slot)};
+    if (pending == 0) seq.push_back(AddTf32(acc));
+    return ir::SeqNode::Make(seq);
   }
 
   // One warpgroup's wgmma of `k` on operand tiles whose block tile starts at element `a_base` of
@@ -535,6 +551,7 @@ struct Builder {
   // barrier). The last tile waits for everything (pending 0) before the epilogue.
   Stmt AsyncWgmmaLoop(const std::string& acc) {
     std::vector<Stmt> seq;
+    if (presplit) seq.push_back(InitAcc(tile_acc));  // PresplitDeferred adds it before each tile
     const int64_t ahead = stages - 2;
     for (int64_t s = 0; s < ahead; ++s) {
       if (s < split_tiles) seq.push_back(FillBoth(C(s), C(s)));
@@ -548,7 +565,8 @@ struct Builder {
       body.push_back(
           ir::IfThenElseNode::Make(next < C(split_tiles), FillBoth(next % C(stages), next)));
       body.push_back(ir::AsyncGroupNode::Commit());
-      body.push_back(Mma(acc, ko % C(stages), pending));
+      body.push_back(presplit ? PresplitDeferred(acc, ko % C(stages), pending)
+                              : Mma(acc, ko % C(stages), pending));
       return ir::SeqNode::Make(body);
     };
     const Expr ko = ir::MakeVar(k.fresh(op.name + ".ko"));
