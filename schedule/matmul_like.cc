@@ -123,9 +123,11 @@ absl::StatusOr<MatmulLike> AnalyzeMatmulLike(const ir::TensorNode& op, const ir:
   const std::string& k_inner = op.reduce_axes.back().name;
   r.a_k_inner = LastIndexUses(fa.first_load, k_inner);
   r.b_k_inner = LastIndexUses(fb.first_load, k_inner);
-  r.repack_plannable = PlanOperandRepack(op, r).ok();
-  r.repackable =
-      (PlainOperandLoad(r.a) == nullptr || PlainOperandLoad(r.b) == nullptr) && r.repack_plannable;
+  // (Planned only where it can matter: the search analyzes every sampled state.)
+  const bool plain = PlainOperandLoad(r.a) != nullptr && PlainOperandLoad(r.b) != nullptr;
+  const bool float32 = r.a_type == ir::ScalarType::kFloat32 && r.b_type == ir::ScalarType::kFloat32;
+  r.repack_plannable = (!plain || float32) && PlanOperandRepack(op, r).ok();
+  r.repackable = !plain && r.repack_plannable;
   return r;
 }
 

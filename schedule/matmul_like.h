@@ -45,6 +45,7 @@ struct MatmulLike {
   bool repackable = false;
   /// Whether the operands repack at all (PlanOperandRepack succeeds), changing something or not:
   /// tf32x3 on wgmma repacks plain operands too, for its split parts (RepackValues::kTf32Split).
+  /// Planned only where it can matter (a non-plain operand, or float32 operands); false elsewhere.
   bool repack_plannable = false;
 };
 

@@ -288,7 +288,9 @@ struct StorageAlignStep {
 /// the GEMM, which then fills its shared tiles with 16-byte copies along k and no padding tests.
 /// With wgmma and kind tf32 the repacked tiles are read by the tensor cores as they are (TF32
 /// reads only K-major tiles, which repacked operands always are; the repack kernels round the
-/// values to TF32), with no copy into TF32 tiles.
+/// values to TF32), with no copy into TF32 tiles; with kind tf32x3 the repack kernels store each
+/// value's truncated TF32 big part and, in a second workspace, the truncated rest, and the GEMM
+/// reads both from rings of their own (the same parts as tf32x3's in-kernel split, no copy).
 /// Errors: the operands do not repack (PlanOperandRepack's errors).
 ///
 /// `tma` (JSON: "tma" after the instruction; warpgroup, f16 / bf16, not with repack) fills the

@@ -1342,12 +1342,12 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   if (bd.wgmma) RETURN_IF_ERROR(PlanWgmmaOperands(k, *mm, &bd));
   if (c.tma) RETURN_IF_ERROR(PlanTmaFills(k, &bd, &out));
   bd.async = !c.tma && PlanAsync(bd, repack.has_value());
-  if (presplit) RETURN_IF_ERROR(PlanSmallParts(bd, small_factors));
   for (Operand* o : {&bd.a, &bd.b}) {
     const int64_t vec = 16 / ir::BytesOf(dtype);
     if (o->chunked || o->copy != nullptr) continue;
     o->vec = !o->gather && bd.InnerExtent(*o) % vec == 0 ? vec : 1;
   }
+  if (presplit) RETURN_IF_ERROR(PlanSmallParts(bd, small_factors));
 
   const Expr bx = ir::MakeVar(k.fresh(op.name + ".tile"));
   std::tie(bd.tile_m, bd.tile_n) = BlockOrder(bx, c.raster, tiles_m, tiles_n);

@@ -325,6 +325,8 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
       TensorCoreStep c = t;
       c.warpgroup = !wg;
       c.tma = c.warp_specialized = false;
+      // Repack stays where it still does something (mma.sync tf32x3 would only copy).
+      c.repack = t.repack && (mm.repackable || Presplittable(c, mm));
       if (c.warpgroup) {
         c.block_m = std::max<int64_t>(64, t.block_m / 64 * 64);
         c.warp_m = 64;

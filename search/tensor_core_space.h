@@ -34,7 +34,8 @@ bool TensorCoreStepFits(const schedule::TensorCoreStep& t, const Target& target)
 /// `base` with every decision but the stage, kind and epilogue drawn uniformly from the space
 /// (tiles no larger than the problem needs, fitting `target`; a few redraws, then the smallest
 /// mma.sync configuration). On sm_90, f16 / bf16 steps are wgmma tilings three times in four,
-/// three in four draws repack the operands where MatmulLike::repackable, three in four wgmma
+/// three in four draws repack the operands where MatmulLike::repackable or (wgmma tf32x3 tilings,
+/// whose repack kernels then split the values) MatmulLike::repack_plannable, three in four wgmma
 /// draws fill by TMA where TmaOperands and the operands are placeholders of `s` with rows of whole
 /// 16-byte chunks, and one in four TMA draws adds a producer warpgroup. `s`
 /// is the state the step applies to. Errors: the stage is not matmul-like.
@@ -46,7 +47,8 @@ absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCo
 /// The decisions of a tensor_core step: warp tile rows, warp tile columns, warps along m, warps
 /// along n, k depth, pipeline depth, padding, split-K, raster group, on Hopper the instruction
 /// (mma.sync by warps or wgmma by warpgroups, whose tiles then count warpgroups), and whether the
-/// operands are repacked (where MatmulLike::repackable), on wgmma whether TMA fills the operand
+/// operands are repacked (where MatmulLike::repackable, or on wgmma tf32x3 where the operands
+/// repack at all), on wgmma whether TMA fills the operand
 /// tiles (where TmaOperands), and with TMA whether a producer warpgroup issues the fills
 /// (TensorCoreStep::warp_specialized).
 inline constexpr int kTensorCoreDecisions = 13;

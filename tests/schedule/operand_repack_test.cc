@@ -285,45 +285,65 @@ TEST(OperandRepack, TensorCoreKindsChooseWhatTheirRepackStores) {
     EXPECT_EQ(text.find(".repacked.small") != std::string::npos, w.split);
     // Presplit: the GEMM reads both parts from rings of their own, with no TF32 tile copies.
     EXPECT_EQ(text.find(".A.small.shared") != std::string::npos, w.split);
+    EXPECT_EQ(text.find(".B.small.shared") != std::string::npos, w.split);
     if (w.split) EXPECT_EQ(text.find("shared.tf32"), std::string::npos) << text;
   }
 }
 
-// Values exactly at TF32 (bits past the tenth mantissa bit zero), mixed with values whose low
-// bits are all set, negative zero and a subnormal: the split parts of every input value sum back
-// to it (big + small = x exactly where x − trunc(x) is itself a TF32 value) and the presplit
-// GEMM of a plain matmul gives the same answer, bit for bit, as the in-kernel split of the same
-// tiling, which stores the same parts and issues the same products in the same order.
+// Inputs with values exactly at TF32 (bits past the tenth mantissa bit zero), values whose 13 low
+// bits are all set, negative zeros and subnormals: the presplit GEMM of a plain matmul gives the
+// same answer, bit for bit, as the in-kernel split of the same tiling, which stores the same parts
+// and issues the same products in the same order (every third case has whole tiles, so that the
+// float32 output is staged through a ring).
 TEST(OperandRepack, PresplitTf32x3MatchesTheInKernelSplitBitForBit) {
   std::mt19937_64 rng(41);
-  int compared = 0;
+  int compared = 0, staged = 0;
   for (int trial = 0; trial < 24; ++trial) {
-    const int64_t m = 64 + static_cast<int64_t>(rng() % 80);
-    const int64_t n = 16 + static_cast<int64_t>(rng() % 60);
+    const int64_t wns[] = {16, 32, 64};
+    const int64_t wn = wns[rng() % 3];
+    const int64_t bn = wn * static_cast<int64_t>(1 + rng() % 2);
+    const bool whole = trial % 3 == 0;
+    const int64_t m = whole ? 128 : 64 + static_cast<int64_t>(rng() % 80);
+    const int64_t n = whole ? 2 * bn : 16 + static_cast<int64_t>(rng() % 60);
     const int64_t kdim = 8 + static_cast<int64_t>(rng() % 90);
     const testing::OpCase c = testing::RandomLayoutMatmul(rng, m, n, kdim);
     const ir::ComputeDAG dag = BuildOpOrDie(c.op, c.shapes, ir::ScalarType::kFloat32, c.attrs);
-    const int64_t wns[] = {16, 32, 64};
-    const int64_t wn = wns[rng() % 3];
-    TensorCoreStep t =
-        Repacked("tf32x3", true, 64, wn * (1 + rng() % 2), rng() % 2 ? 16 : 32, 64, wn);
+    TensorCoreStep t = Repacked("tf32x3", true, 64, bn, rng() % 2 ? 16 : 32, 64, wn);
     t.pipeline = static_cast<int>(1 + rng() % 4);
     t.raster = 1 + rng() % 3;
+    if (whole) {  // a ring large enough to stage the 64 x bn float32 output tile in
+      t.block_k = 32;
+      t.pipeline = 4;
+    }
     absl::StatusOr<LoweredKernel> presplit = LowerWith(dag, t);
     t.repack = false;
     absl::StatusOr<LoweredKernel> in_kernel = LowerWith(dag, t);
     if (!testing::LoweredOrWithinLimits(presplit) || !testing::LoweredOrWithinLimits(in_kernel)) {
       continue;
     }
-    ASSERT_NE(ir::ToString(presplit->nest).find(".A.small.shared"), std::string::npos);
+    const std::string text = ir::ToString(presplit->nest);
+    ASSERT_NE(text.find(".A.small.shared"), std::string::npos);
+    // Whole tiles of a float32 output: staged through the A ring (a second Y.acc.stage loop).
+    if (whole && text.find(".acc.stage") != std::string::npos) ++staged;
     ir::BufferMap inputs = ir::MakeRandomInputs(dag, 900 + trial);
-    // Some values with all 13 low mantissa bits set, some exact TF32 values, signed zeros.
     for (auto& [name, buf] : inputs) {
       for (size_t i = 0; i < buf.data.size(); i += 7) {
         uint32_t bits;
         float f = static_cast<float>(buf.data[i]);
         std::memcpy(&bits, &f, 4);
-        bits = (i % 3 == 0) ? (bits | 0x1fffu) : (i % 3 == 1) ? (bits & ~0x1fffu) : 0x80000000u;
+        switch (i % 4) {
+          case 0:
+            bits |= 0x1fffu;  // every low bit set
+            break;
+          case 1:
+            bits &= ~0x1fffu;  // exactly TF32
+            break;
+          case 2:
+            bits = 0x80000000u;  // -0
+            break;
+          default:
+            bits = (bits & 0x80000000u) | 0x2f3a5u;  // a subnormal
+        }
         std::memcpy(&f, &bits, 4);
         buf.data[i] = f;
       }
@@ -345,6 +365,7 @@ TEST(OperandRepack, PresplitTf32x3MatchesTheInKernelSplitBitForBit) {
     ++compared;
   }
   EXPECT_GE(compared, 12);
+  EXPECT_GE(staged, 4);
 }
 
 // One-pass TF32 on wgmma reads repacked tiles straight from the ring; with 3 channels (no 16-byte

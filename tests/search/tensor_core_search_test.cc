@@ -203,6 +203,42 @@ TEST(TensorCoreSearch, SamplingDrawsTmaAndProducerWarpgroupsAtTheirRates) {
   }
 }
 
+// A plain float32 matmul repacks only for wgmma tf32x3 tilings (whose repack kernels then store
+// the split parts), three times in four; mma.sync tilings never repack it (they would only copy).
+// A float16 plain matmul never repacks.
+TEST(TensorCoreSearch, PlainFloat32MatmulsRepackForPresplitWgmmaOnly) {
+  for (const ir::ScalarType dtype : {ir::ScalarType::kFloat32, ir::ScalarType::kFloat16}) {
+    const ir::ComputeDAG dag = Build("matmul", {{512, 256}, {256, 384}}, dtype);
+    const State s = State::Initial(dag);
+    TensorCoreStep base;
+    base.kind = dtype == ir::ScalarType::kFloat32 ? "tf32x3" : "f16";
+    for (int i = 0; i < s.num_stages(); ++i) {
+      if (s.stage(i).op->reduce == ir::ReduceKind::kSum) base.stage_id = i;
+    }
+    absl::StatusOr<schedule::MatmulLike> mm =
+        schedule::AnalyzeMatmulLike(*s.stage(base.stage_id).op, s.stage(base.stage_id).op->body);
+    ASSERT_TRUE(mm.ok()) << mm.status();
+    EXPECT_FALSE(mm->repackable);  // plain operands: repack alone gains nothing
+    EXPECT_EQ(mm->repack_plannable, dtype == ir::ScalarType::kFloat32);
+    std::mt19937_64 rng(5);
+    int wgmma = 0, repacked = 0;
+    for (int i = 0; i < 800; ++i) {
+      absl::StatusOr<TensorCoreStep> t = SampleTensorCoreStep(base, s, Target::H200(), rng);
+      ASSERT_TRUE(t.ok()) << t.status();
+      wgmma += t->warpgroup;
+      repacked += t->repack;
+      EXPECT_TRUE(!t->repack || (t->warpgroup && dtype == ir::ScalarType::kFloat32))
+          << t->ToString();
+    }
+    if (dtype == ir::ScalarType::kFloat16) {
+      EXPECT_EQ(repacked, 0);
+      continue;
+    }
+    ASSERT_GT(wgmma, 300);
+    EXPECT_NEAR(static_cast<double>(repacked) / wgmma, 0.75, 0.07) << repacked << " of " << wgmma;
+  }
+}
+
 TEST(TensorCoreSearch, MutationChangesOneDecisionOfTheStep) {
   const ir::ComputeDAG dag = Build("matmul", {{128, 64}, {64, 128}}, ir::ScalarType::kFloat16);
   TuneContext ctx(dag, Target::H200(), SearchOptions{}, 11);
