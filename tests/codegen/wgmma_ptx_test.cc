@@ -271,10 +271,16 @@ TEST(WgmmaPtx, RepackedConvolutionFillsWith16ByteCopies) {
       EXPECT_GE(Count(m->ptx, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"), 2);
     }
     if (kind == "tf32x3") {
-      // Three products per k step of 8 (two steps per k tile of 16), each fill four 16-byte
-      // copies' worth of rings (big and small of A and B).
-      EXPECT_GE(Count(m->ptx, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"), 6);
-      EXPECT_GE(Count(m->ptx, "cp.async.cg.shared.global"), 4);
+      // The repack kernels truncate (and.b32 with 0xFFFFE000 = -8192, twice per value: big and
+      // small); the GEMM, the last entry, truncates nothing (no in-kernel split) and takes both
+      // operands' two workspaces.
+      const size_t gemm = m->ptx.rfind(".entry");
+      ASSERT_NE(gemm, std::string::npos);
+      const std::string repacks = m->ptx.substr(0, gemm), main = m->ptx.substr(gemm);
+      EXPECT_GE(Count(repacks, "-8192"), 4);
+      EXPECT_EQ(Count(main, "-8192"), 0) << main;
+      EXPECT_GE(Count(main, ".param .u64"), 5);  // X's two workspaces, W's two, the output
+      EXPECT_GE(Count(main, "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"), 6);
     }
     ExpectPtxasAccepts(m->ptx, "wgmma_conv_repacked_" + kind, "sm_90a");
   }
