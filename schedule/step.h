@@ -308,6 +308,13 @@ struct StorageAlignStep {
 /// arriving on its second mbarrier once their wgmma's on it are complete: no block barrier in
 /// the k loop (CUTLASS's warp-specialized Hopper GEMM). The consumers store their accumulators
 /// straight from registers.
+///
+/// `persistent` (JSON: "persistent" after "ws"; needs `warp_specialized`, no split_k) launches at
+/// most one block per multiprocessor of the target (Target::sm_count) along the tiles, each block
+/// walking the block tiles bx, bx + grid, ... in the raster order: the producer's ring runs on
+/// from one tile into the next (one use count over the block's k tiles), so the next tile's fills
+/// proceed while the consumers store the last tile's accumulators (CUTLASS's persistent
+/// warp-specialized kernels with their static tile scheduler).
 struct TensorCoreStep {
   int stage_id = 0;
   std::string kind = "f16";
@@ -325,6 +332,7 @@ struct TensorCoreStep {
   bool repack = false;
   bool tma = false;
   bool warp_specialized = false;
+  bool persistent = false;
   absl::StatusOr<State> Apply(const State& s) const;
   nlohmann::json ToJson() const;
   static absl::StatusOr<TensorCoreStep> FromJson(const nlohmann::json& j);

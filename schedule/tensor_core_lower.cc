@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <functional>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -145,6 +146,9 @@ Operand MakeOperand(std::string buffer, Expr factor, std::vector<int> row_axes, 
   return o;
 }
 
+// The block tile (row, column) of tile index `bx` in raster groups (defined below).
+std::pair<Expr, Expr> BlockOrder(const Expr& bx, int64_t raster, int64_t tiles_m, int64_t tiles_n);
+
 struct Builder {
   Builder(const TensorCoreKernel& kernel, const ir::TensorNode& stage, MatmulLike roles)
       : k(kernel), op(stage), mm(std::move(roles)) {}
@@ -192,6 +196,11 @@ struct Builder {
   bool ws = false;
   std::string empties;
   Expr first_thread;
+  // TensorCoreStep::persistent: `grid` blocks (block index `block`) walk the `tiles` block tiles
+  // (tiles_m x tiles_n in the raster order `raster`).
+  bool persistent = false;
+  Expr block;
+  int64_t grid = 1, tiles = 1, tiles_m = 1, tiles_n = 1, raster = 1;
 
   // Accumulator fragments per thread: [frag_m][frag_n][4].
   int64_t FragM() const { return wgmma ? wm / 64 : wm / 16; }
@@ -612,53 +621,83 @@ struct Builder {
     return ir::SeqNode::Make(seq);
   }
 
+  // `body(i)` for the block's tiles: once (tile_m and tile_n as set), or with `persistent` in a
+  // loop over the block's i-th tile, block + i·grid, whose tile_m and tile_n `body` sees (the
+  // last iteration guarded where the grid does not divide the tiles).
+  absl::StatusOr<Stmt> OverTiles(const std::string& role,
+                                 const std::function<absl::StatusOr<Stmt>(const Expr& i)>& body) {
+    if (!persistent) return body(C(0));
+    const Expr i = ir::MakeVar(k.fresh(op.name + "." + role + ".tile"));
+    const Expr t = block + i * C(grid);
+    std::tie(tile_m, tile_n) = BlockOrder(t, raster, tiles_m, tiles_n);
+    ASSIGN_OR_RETURN(Stmt b, body(i));
+    if (tiles % grid != 0) b = ir::IfThenElseNode::Make(t < C(tiles), b);
+    return ir::ForNode::Make(i, C(0), C(CeilDiv(tiles, grid)), ForKind::kSerial, b);
+  }
+
   // Warp-specialized TMA ring (TensorCoreStep::warp_specialized): the block's first thread
   // initializes both barrier rings (full: one arrival plus the bytes; empty: every consumer
   // thread), a barrier, then the producer warpgroup's first thread fills tile after tile, each
   // once its slot's previous tile is released (empty phase parity: the slot's use count + 1, mod
   // 2, so the first pass waits for nothing), while the consumers wait for each full slot, issue
   // its wgmma's (pending 1 with two or more slots) and release the slot whose wgmma's are then
-  // complete. The consumer part ends with `epilogue`.
-  Stmt WsLoop(const std::string& acc, const Stmt& init_acc, const Stmt& epilogue) {
+  // complete. The consumer part ends with the epilogue. Persistent blocks (OverTiles) run both
+  // parts over their tiles; the ring's use count g runs on across them (the block's i-th tile's
+  // k tile ko is use g = i·split_tiles + ko), so the producer fills the next tile's first slots
+  // while the consumers store the last one's accumulators.
+  absl::StatusOr<Stmt> WsLoop(const std::string& acc) {
     const int64_t pending = stages >= 2 ? 1 : 0;
     std::vector<Stmt> init;
     for (int64_t s = 0; s < stages; ++s) {
       init.push_back(ir::MbarrierNode::Init(barriers, C(s), 1));
       init.push_back(ir::MbarrierNode::Init(empties, C(s), threads));
     }
-    const Expr kp = ir::MakeVar(k.fresh(op.name + ".kp"));
-    const Stmt produce = ir::ForNode::Make(
-        kp, C(0), C(split_tiles), ForKind::kSerial,
-        ir::SeqNode::Make(
-            {ir::MbarrierNode::Wait(empties, kp % C(stages), (kp / C(stages) + C(1)) % C(2)),
-             TmaBoxes(kp % C(stages), kp)}));
-    auto tile = [&](const Expr& ko, int64_t tile_pending) {
-      std::vector<Stmt> body = {
-          ir::MbarrierNode::Wait(barriers, ko % C(stages), (ko / C(stages)) % C(2)),
-          Mma(acc, ko % C(stages), tile_pending)};
-      if (tile_pending == 0) {
-        body.push_back(ir::MbarrierNode::Arrive(empties, ko % C(stages)));
-      } else {
-        body.push_back(ir::IfThenElseNode::Make(
-            ko >= C(tile_pending),
-            ir::MbarrierNode::Arrive(empties, (ko - C(tile_pending)) % C(stages))));
-      }
-      return ir::SeqNode::Make(body);
-    };
-    const Expr kc = ir::MakeVar(k.fresh(op.name + ".ko"));
-    std::vector<Stmt> consume = {init_acc};
-    if (split_tiles > 1) {
-      consume.push_back(
-          ir::ForNode::Make(kc, C(0), C(split_tiles - 1), ForKind::kSerial, tile(kc, pending)));
-    }
-    consume.push_back(tile(C(split_tiles - 1), 0));
-    consume.push_back(epilogue);
+    ASSIGN_OR_RETURN(Stmt produce, OverTiles("produce", [&](const Expr& i) -> absl::StatusOr<Stmt> {
+                       const Expr kp = ir::MakeVar(k.fresh(op.name + ".kp"));
+                       const Expr g = persistent ? i * C(split_tiles) + kp : kp;
+                       return ir::ForNode::Make(
+                           kp, C(0), C(split_tiles), ForKind::kSerial,
+                           ir::SeqNode::Make({ir::MbarrierNode::Wait(empties, g % C(stages),
+                                                                     (g / C(stages) + C(1)) % C(2)),
+                                              TmaBoxes(g % C(stages), kp)}));
+                     }));
+    ASSIGN_OR_RETURN(
+        Stmt consume, OverTiles("consume", [&](const Expr& i) -> absl::StatusOr<Stmt> {
+          auto tile = [&](const Expr& ko, int64_t tile_pending) {
+            const Expr g = persistent ? i * C(split_tiles) + ko : ko;
+            std::vector<Stmt> body = {
+                ir::MbarrierNode::Wait(barriers, g % C(stages), (g / C(stages)) % C(2)),
+                Mma(acc, g % C(stages), tile_pending)};
+            if (tile_pending == 0) {
+              // The wait for all wgmma's completed the previous k tile's too: release its slot
+              // (the ring runs on into the block's next tile) and this one's.
+              if (pending > 0 && split_tiles > 1) {
+                body.push_back(ir::MbarrierNode::Arrive(empties, (g - C(1)) % C(stages)));
+              }
+              body.push_back(ir::MbarrierNode::Arrive(empties, g % C(stages)));
+            } else {
+              body.push_back(ir::IfThenElseNode::Make(
+                  ko >= C(tile_pending),
+                  ir::MbarrierNode::Arrive(empties, (g - C(tile_pending)) % C(stages))));
+            }
+            return ir::SeqNode::Make(body);
+          };
+          const Expr kc = ir::MakeVar(k.fresh(op.name + ".ko"));
+          std::vector<Stmt> seq = {InitAcc(acc)};
+          if (split_tiles > 1) {
+            seq.push_back(ir::ForNode::Make(kc, C(0), C(split_tiles - 1), ForKind::kSerial,
+                                            tile(kc, pending)));
+          }
+          seq.push_back(tile(C(split_tiles - 1), 0));
+          ASSIGN_OR_RETURN(Stmt epilogue, Epilogue(acc));
+          seq.push_back(epilogue);
+          return ir::SeqNode::Make(seq);
+        }));
     return ir::SeqNode::Make(
         {ir::IfThenElseNode::Make(first_thread == C(0), ir::SeqNode::Make(init)),
          ir::BarrierNode::Make(),
-         ir::IfThenElseNode::Make(tid < C(0),
-                                  ir::IfThenElseNode::Make(first_thread == C(0), produce),
-                                  ir::SeqNode::Make(consume))});
+         ir::IfThenElseNode::Make(
+             tid < C(0), ir::IfThenElseNode::Make(first_thread == C(0), produce), consume)});
   }
 
   // wgmma fed by TMA (TensorCoreStep::tma): thread 0 initializes one mbarrier per ring slot and
@@ -1172,8 +1211,7 @@ absl::StatusOr<TmaFill> PlanTmaFill(const Builder& bd, const Operand& o, const c
 absl::StatusOr<Stmt> ThreadBody(Builder& bd, const std::string& acc) {
   Stmt body;
   if (bd.ws) {
-    ASSIGN_OR_RETURN(Stmt epilogue, bd.Epilogue(acc));
-    body = bd.WsLoop(acc, bd.InitAcc(acc), epilogue);
+    ASSIGN_OR_RETURN(body, bd.WsLoop(acc));
   } else {
     Stmt main_loop = bd.MainLoop(acc);
     ASSIGN_OR_RETURN(Stmt epilogue, bd.Epilogue(acc));
@@ -1351,6 +1389,20 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
 
   const Expr bx = ir::MakeVar(k.fresh(op.name + ".tile"));
   std::tie(bd.tile_m, bd.tile_n) = BlockOrder(bx, c.raster, tiles_m, tiles_n);
+  bd.tiles = tiles_m * tiles_n;
+  bd.grid = bd.tiles;
+  if (c.persistent) {
+    if (!c.warp_specialized || c.split_k > 1) {
+      return Invalid(op.name, "persistent blocks need a producer warpgroup (ws) and no split_k");
+    }
+    // At most one block per multiprocessor: each walks tiles bx, bx + grid, ... (OverTiles).
+    bd.persistent = true;
+    bd.block = bx;
+    bd.grid = std::min<int64_t>(bd.tiles, std::max(1, target.sm_count));
+    bd.tiles_m = tiles_m;
+    bd.tiles_n = tiles_n;
+    bd.raster = c.raster;
+  }
   Expr by;
   if (mm->batch > 1) {
     by = ir::MakeVar(k.fresh(op.name + ".batch"));
@@ -1408,7 +1460,7 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   }
   if (bz.defined()) s = ir::ForNode::Make(bz, C(0), C(bd.split), ForKind::kBlockIdxZ, s);
   if (by.defined()) s = ir::ForNode::Make(by, C(0), C(mm->batch), ForKind::kBlockIdxY, s);
-  out.kernels.push_back(ir::ForNode::Make(bx, C(0), C(tiles_m * tiles_n), ForKind::kBlockIdxX, s));
+  out.kernels.push_back(ir::ForNode::Make(bx, C(0), C(bd.grid), ForKind::kBlockIdxX, s));
   if (bd.split > 1) {
     ASSIGN_OR_RETURN(Stmt reduce, bd.ReduceKernel());
     out.kernels.push_back(reduce);

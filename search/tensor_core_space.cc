@@ -206,6 +206,8 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
       // warp-specialized variant stayed at 0.199 ms (bench/results/h200-2026-12-04-tma-matmul.md).
       t.tma = TmaOperands(t, mm, s) && rng() % 4 != 0;
       t.warp_specialized = t.tma && rng() % 4 == 0;
+      // Half the producer warpgroups walk the tiles persistently (one block per multiprocessor).
+      t.persistent = t.warp_specialized && t.split_k == 1 && rng() % 2 == 0;
       if (TensorCoreStepFits(t, target) && WgmmaLayoutsFit(t, mm) && SizedForProblem(t, mm)) {
         return t;
       }
@@ -239,6 +241,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
   t.repack = false;
   t.tma = false;
   t.warp_specialized = false;
+  t.persistent = false;
   return t;
 }
 
@@ -370,11 +373,22 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
         candidates.push_back(c);
       }
       break;
+    case 13:  // with a producer warpgroup: persistent blocks or one block per tile
+      if (t.warp_specialized && t.split_k == 1) {
+        TensorCoreStep c = t;
+        c.persistent = !t.persistent;
+        candidates.push_back(c);
+      }
+      break;
     default:
       break;
   }
   std::vector<TensorCoreStep> options;
-  for (const TensorCoreStep& c : candidates) {
+  for (TensorCoreStep& c : candidates) {
+    // Persistent blocks need their producer warpgroup (they go with it) and one k range (a
+    // split_k move is not offered to persistent blocks).
+    c.persistent = c.persistent && c.warp_specialized;
+    if (c.persistent && c.split_k > 1) continue;
     if (!(c == t) && TensorCoreStepFits(c, target) && SizedForProblem(c, mm) &&
         (!c.warpgroup || WgmmaLayoutsFit(c, mm))) {
       options.push_back(c);

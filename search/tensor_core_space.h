@@ -37,7 +37,8 @@ bool TensorCoreStepFits(const schedule::TensorCoreStep& t, const Target& target)
 /// three in four draws repack the operands where MatmulLike::repackable or (wgmma tf32x3 tilings,
 /// whose repack kernels then split the values) MatmulLike::repack_plannable, three in four wgmma
 /// draws fill by TMA where TmaOperands and the operands are placeholders of `s` with rows of whole
-/// 16-byte chunks, and one in four TMA draws adds a producer warpgroup. `s`
+/// 16-byte chunks, one in four TMA draws adds a producer warpgroup, and half of those (without
+/// split_k) make the blocks persistent. `s`
 /// is the state the step applies to. Errors: the stage is not matmul-like.
 absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCoreStep base,
                                                               const schedule::State& s,
@@ -49,9 +50,10 @@ absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCo
 /// (mma.sync by warps or wgmma by warpgroups, whose tiles then count warpgroups), and whether the
 /// operands are repacked (where MatmulLike::repackable, or on wgmma tf32x3 where the operands
 /// repack at all), on wgmma whether TMA fills the operand
-/// tiles (where TmaOperands), and with TMA whether a producer warpgroup issues the fills
-/// (TensorCoreStep::warp_specialized).
-inline constexpr int kTensorCoreDecisions = 13;
+/// tiles (where TmaOperands), with TMA whether a producer warpgroup issues the fills
+/// (TensorCoreStep::warp_specialized), and with it whether the blocks are persistent
+/// (TensorCoreStep::persistent).
+inline constexpr int kTensorCoreDecisions = 14;
 
 /// Whether TMA may fill `t`'s operand tiles (TensorCoreStep::tma): a wgmma tiling of f16 / bf16,
 /// not repacked, whose operands are plain loads (schedule::PlainOperandLoad) over one m axis, one

@@ -222,6 +222,12 @@ absl::StatusOr<State> TensorCoreStep::Apply(const State& s) const {
     return internal::StepError(
         text, "invalid_schedule: a producer warpgroup (ws) issues TMA fills: it needs tma");
   }
+  if (persistent && (!warp_specialized || split_k > 1)) {
+    return internal::StepError(
+        text, absl::StrCat("invalid_schedule: persistent blocks walk the tiles of a producer "
+                           "warpgroup's ring: ",
+                           !warp_specialized ? "they need ws" : "not with split_k"));
+  }
   if (repack) {
     absl::StatusOr<OperandRepack> plan = PlanOperandRepack(*stage.op, *mm);
     if (!plan.ok()) {
@@ -245,14 +251,15 @@ nlohmann::json TensorCoreStep::ToJson() const {
   if (repack) j.push_back("repack");
   if (tma) j.push_back("tma");
   if (warp_specialized) j.push_back("ws");
+  if (persistent) j.push_back("persistent");
   return j;
 }
 
 absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j) {
-  if (!j.is_array() || j.size() < 9 || j.size() > 14) {
+  if (!j.is_array() || j.size() < 9 || j.size() > 15) {
     return absl::InvalidArgumentError(
         absl::StrCat("step 'TC' needs 9 fields (10 with split_k, 11 with the instruction, then "
-                     "\"repack\", \"tma\", \"ws\" as set), got ",
+                     "\"repack\", \"tma\", \"ws\", \"persistent\" as set), got ",
                      j.is_array() ? j.size() : 0, ": ", j.dump().substr(0, 200)));
   }
   TensorCoreStep t;
@@ -303,20 +310,22 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
     }
     t.warpgroup = instruction == "wgmma";
   }
-  // The options after the instruction, in this order: "repack", "tma", "ws".
+  // The options after the instruction, in this order: "repack", "tma", "ws", "persistent".
   for (size_t f = 11; f < j.size(); ++f) {
     ASSIGN_OR_RETURN(std::string option, internal::JsonString(j, f, "TC"));
-    if (option == "repack" && !t.repack && !t.tma && !t.warp_specialized) {
+    if (option == "repack" && !t.repack && !t.tma && !t.warp_specialized && !t.persistent) {
       t.repack = true;
-    } else if (option == "tma" && !t.tma && !t.warp_specialized) {
+    } else if (option == "tma" && !t.tma && !t.warp_specialized && !t.persistent) {
       t.tma = true;
-    } else if (option == "ws" && !t.warp_specialized) {
+    } else if (option == "ws" && !t.warp_specialized && !t.persistent) {
       t.warp_specialized = true;
+    } else if (option == "persistent" && !t.persistent) {
+      t.persistent = true;
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("TC step: field ", f, " '", option,
                        "' is not an option in place (\"repack\", then \"tma\", then \"ws\", "
-                       "each at most once)"));
+                       "then \"persistent\", each at most once)"));
     }
   }
   return t;
@@ -328,7 +337,7 @@ std::string TensorCoreStep::ToString() const {
                       pad, ", raster ", raster, ", epilogue ", epilogue,
                       split_k > 1 ? absl::StrCat(", split_k ", split_k) : std::string(),
                       warpgroup ? ", wgmma" : "", repack ? ", repack" : "", tma ? ", tma" : "",
-                      warp_specialized ? ", ws" : "", ")");
+                      warp_specialized ? ", ws" : "", persistent ? ", persistent" : "", ")");
 }
 
 }  // namespace tilesearch::schedule

@@ -32,9 +32,10 @@ struct Problem {
   bool transpose_b = false;
   int64_t wm = 64, wn = 128, bk = 64;
   int pipeline = 3;
-  int64_t k = 192;   // the reduction (A is 256 x k)
-  bool tma = false;  // TensorCoreStep::tma
-  bool ws = false;   // TensorCoreStep::warp_specialized
+  int64_t k = 192;          // the reduction (A is 256 x k)
+  bool tma = false;         // TensorCoreStep::tma
+  bool ws = false;          // TensorCoreStep::warp_specialized
+  bool persistent = false;  // TensorCoreStep::persistent
 };
 
 std::vector<LaunchConfig> Launches(const schedule::LoweredKernel& k) {
@@ -73,6 +74,7 @@ absl::StatusOr<schedule::LoweredKernel> LowerWgmma(const Problem& p) {
   t.pad = 0;
   t.tma = p.tma;
   t.warp_specialized = p.ws;
+  t.persistent = p.persistent;
   ASSIGN_OR_RETURN(s, schedule::ApplyStep(s, t));
   Target target;
   target.kind = TargetKind::kCuda;
@@ -152,9 +154,13 @@ TEST(WgmmaPtx, TmaFillsCompileForSm90aAndAssemble) {
 // A producer warpgroup (TensorCoreStep::warp_specialized): one thread fills each slot once the
 // consumers released it (mbarrier.arrive on the slot's second barrier), the consumers wait on
 // the full barriers; no bar.sync in the k loop (the one after the barriers' initialization is
-// the kernel's only one); ptxas accepts it for sm_90a.
+// the kernel's only one); ptxas accepts it for sm_90a, persistent blocks (a loop over the
+// block's tiles around each role) too.
 TEST(WgmmaPtx, WarpSpecializedTmaCompilesForSm90aAndAssembles) {
-  for (Problem p : {Problem{"bf16", false, 64, 128, 64, 3}, Problem{"f16", true, 64, 256, 64, 4}}) {
+  Problem walking{"bf16", false, 64, 128, 64, 4};
+  walking.persistent = true;
+  for (Problem p :
+       {Problem{"bf16", false, 64, 128, 64, 3}, Problem{"f16", true, 64, 256, 64, 4}, walking}) {
     p.tma = p.ws = true;
     const std::string ptx = WgmmaPtx(p);
     ASSERT_FALSE(ptx.empty());
@@ -162,7 +168,7 @@ TEST(WgmmaPtx, WarpSpecializedTmaCompilesForSm90aAndAssembles) {
     EXPECT_GE(Count(ptx, "mbarrier.arrive.shared::cta.b64"), 2);
     EXPECT_GE(Count(ptx, "cp.async.bulk.tensor.2d"), 2);
     EXPECT_EQ(Count(ptx, "bar.sync"), 1);
-    ExpectPtxasAccepts(ptx, "wgmma_ws_" + p.kind, "sm_90a");
+    ExpectPtxasAccepts(ptx, "wgmma_ws_" + p.kind + (p.persistent ? "_persistent" : ""), "sm_90a");
   }
 }
 

@@ -55,13 +55,72 @@ TEST(TmaStep, JsonRoundTrip) {
   back = StepFromJson(t.ToJson());
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_TRUE(std::get<TensorCoreStep>(*back) == t);
+  t.persistent = true;
+  EXPECT_EQ(t.ToJson().dump(),
+            R"(["TC",2,"bf16",[128,256,64],[64,256],4,0,1,0,1,"wgmma","tma","ws","persistent"])");
+  back = StepFromJson(t.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(std::get<TensorCoreStep>(*back) == t);
   for (const char* bad :
        {R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","tma","repack"])",
+        R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","tma","persistent","ws"])",
+        R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","tma","ws","persistent",)"
+        R"("persistent"])",
         R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","tma","tma"])",
         R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","TMA"])",
         R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","ws","tma"])"}) {
     EXPECT_FALSE(StepFromJson(nlohmann::json::parse(bad)).ok()) << bad;
   }
+}
+
+// Persistent blocks walk the tiles of a producer warpgroup's ring: without ws, or with split_k,
+// the step is refused by name.
+TEST(TmaStep, PersistentBlocksNeedAProducerWarpgroupAndOneKRange) {
+  const ir::ComputeDAG dag =
+      BuildOpOrDie("matmul", {{128, 256}, {256, 128}}, ir::ScalarType::kBFloat16);
+  const State s = State::Initial(dag);
+  TensorCoreStep t = TmaStep("bf16", 64, 64, 64, 64, 64, 2);
+  t.stage_id = SumReductionStage(s);
+  t.persistent = true;
+  absl::StatusOr<State> st = ApplyStep(s, t);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("they need ws"), std::string::npos) << st.status();
+  t.warp_specialized = true;
+  t.split_k = 2;
+  st = ApplyStep(s, t);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("not with split_k"), std::string::npos) << st.status();
+}
+
+// A persistent kernel launches min(tiles, sm_count) blocks and each walks its tiles in a serial
+// loop guarded where the grid does not divide them; on a target of 3 multiprocessors, 8 tiles
+// take 3 blocks of up to 3 tiles, and the result matches the reference.
+TEST(TmaStep, PersistentBlocksWalkTheirTiles) {
+  const ir::ComputeDAG dag =
+      BuildOpOrDie("matmul", {{128, 320}, {320, 256}}, ir::ScalarType::kBFloat16);
+  const State s = State::Initial(dag);
+  TensorCoreStep t = TmaStep("bf16", 64, 64, 64, 64, 64, 3);
+  t.stage_id = SumReductionStage(s);
+  t.warp_specialized = true;
+  t.persistent = true;
+  t.raster = 2;
+  absl::StatusOr<State> st = testing::ApplyWithEpilogue(s, t);
+  ASSERT_TRUE(st.ok()) << st.status();
+  Target three = CudaTarget();
+  three.sm_count = 3;
+  absl::StatusOr<LoweredKernel> k = Lower(dag, *st, three);
+  ASSERT_TRUE(k.ok()) << k.status();
+  const std::string text = ir::ToString(k->nest);
+  EXPECT_NE(text.find("in [0, 3) blockIdx.x"), std::string::npos) << text;
+  EXPECT_NE(text.find(".consume.tile in [0, 3)"), std::string::npos) << text;
+  EXPECT_NE(text.find(".produce.tile in [0, 3)"), std::string::npos) << text;
+  const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 77);
+  absl::StatusOr<ir::BufferMap> got = RunLowered(k->nest, inputs);
+  ASSERT_TRUE(got.ok()) << got.status() << "\n" << text;
+  absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  EXPECT_LE(testing::MaxRelError(dag, *got, *ref),
+            testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
 }
 
 TEST(TmaStep, AProducerWarpgroupNeedsTma) {
@@ -297,12 +356,16 @@ Case RandomCase(std::mt19937_64& rng) {
   t.raster = pick(1, 3);
   t.split_k = (rng() % 4 == 0) ? 2 : 1;
   t.warp_specialized = rng() % 2;
+  t.persistent = t.warp_specialized && t.split_k == 1 && rng() % 2;
   return c;
 }
 
 TEST(TmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
   std::mt19937_64 rng(20261204);
-  int run = 0, refused = 0, specialized = 0;
+  int run = 0, refused = 0, specialized = 0, persistent = 0;
+  // Few multiprocessors, so that persistent blocks walk several tiles each.
+  Target small = CudaTarget();
+  small.sm_count = 2;
   for (int trial = 0; run < 120 && trial < 1000; ++trial) {
     Case c = RandomCase(rng);
     const ir::ComputeDAG dag = BuildOpOrDie(c.op, c.shapes, c.dtype, c.attrs);
@@ -311,7 +374,7 @@ TEST(TmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
     ASSERT_GE(c.step.stage_id, 0) << c.op;
     absl::StatusOr<State> st = testing::ApplyWithEpilogue(s, c.step);
     ASSERT_TRUE(st.ok()) << c.op << ": " << st.status();
-    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, CudaTarget());
+    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, small);
     if (!testing::LoweredOrWithinLimits(k, /*tma=*/true)) {
       ++refused;
       continue;
@@ -325,9 +388,11 @@ TEST(TmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
         << c.op << " " << StepToString(st->steps().back());
     ++run;
     specialized += c.step.warp_specialized;
+    persistent += c.step.persistent;
   }
   EXPECT_GE(run, 120);
   EXPECT_GE(specialized, 40);
+  EXPECT_GE(persistent, 15);
   EXPECT_GT(refused, 0);
 }
 

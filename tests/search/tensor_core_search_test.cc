@@ -264,7 +264,8 @@ TEST(TensorCoreSearch, MutationChangesOneDecisionOfTheStep) {
                           : (a.block_k != b.block_k) + (a.pipeline != b.pipeline) +
                                 (a.pad != b.pad) + (a.raster != b.raster) +
                                 (a.split_k != b.split_k) +
-                                (a.tma != b.tma || a.warp_specialized != b.warp_specialized) +
+                                (a.tma != b.tma || a.warp_specialized != b.warp_specialized ||
+                                 a.persistent != b.persistent) +
                                 (a.warp_m != b.warp_m || a.block_m != b.block_m) +
                                 (a.warp_n != b.warp_n || a.block_n != b.block_n);
     EXPECT_EQ(diffs, 1) << a.ToString() << " -> " << b.ToString();
