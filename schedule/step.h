@@ -248,7 +248,8 @@ struct StorageAlignStep {
 };
 
 /// Computes a matmul-like reduction stage (schedule/matmul_like.h) on tensor cores: the stage's
-/// kernel becomes block tiles of block_m × block_n (one thread block each, blockIdx.x in a
+/// kernel becomes block tiles of block_m × block_n (one thread block each, or walked by persistent
+/// blocks, below; blockIdx.x in a
 /// swizzled order: `raster` consecutive tile rows per group for L2 reuse, 1 = row-major; the
 /// batch axes on blockIdx.y), cut into warp tiles of warp_m × warp_n (one warp each), each computed
 /// by m16n8kK mma.sync instructions of `kind` (ir::MmaKind: f16, bf16, tf32, tf32x3) from
@@ -309,7 +310,8 @@ struct StorageAlignStep {
 /// the k loop (CUTLASS's warp-specialized Hopper GEMM). The consumers store their accumulators
 /// straight from registers.
 ///
-/// `persistent` (JSON: "persistent" after "ws"; needs `warp_specialized`, no split_k) launches at
+/// `persistent` (JSON: "persistent" after "ws"; needs `warp_specialized`, no split_k, no batch
+/// axes beyond one) launches at
 /// most one block per multiprocessor of the target (Target::sm_count) along the tiles, each block
 /// walking the block tiles bx, bx + grid, ... in the raster order: the producer's ring runs on
 /// from one tile into the next (one use count over the block's k tiles), so the next tile's fills

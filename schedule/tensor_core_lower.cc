@@ -629,8 +629,12 @@ struct Builder {
     if (!persistent) return body(C(0));
     const Expr i = ir::MakeVar(k.fresh(op.name + "." + role + ".tile"));
     const Expr t = block + i * C(grid);
+    // The block's tiles for `body` only: tile_m and tile_n come back to the block's own after.
+    const std::pair<Expr, Expr> own = {tile_m, tile_n};
     std::tie(tile_m, tile_n) = BlockOrder(t, raster, tiles_m, tiles_n);
-    ASSIGN_OR_RETURN(Stmt b, body(i));
+    absl::StatusOr<Stmt> built = body(i);
+    std::tie(tile_m, tile_n) = own;
+    ASSIGN_OR_RETURN(Stmt b, std::move(built));
     if (tiles % grid != 0) b = ir::IfThenElseNode::Make(t < C(tiles), b);
     return ir::ForNode::Make(i, C(0), C(CeilDiv(tiles, grid)), ForKind::kSerial, b);
   }
@@ -1270,6 +1274,39 @@ absl::Status PlanWgmmaOperands(const TensorCoreKernel& k, const MatmulLike& mm, 
   return absl::OkStatus();
 }
 
+// The vector width of operands without an asynchronous fill: 16 bytes where the tile's inner
+// extent takes them and the operand is no gather, else one element.
+void PlanSyncVectors(Builder* bd) {
+  for (Operand* o : {&bd->a, &bd->b}) {
+    const int64_t vec = 16 / ir::BytesOf(o->dtype);
+    if (o->chunked || o->copy != nullptr) continue;
+    o->vec = !o->gather && bd->InnerExtent(*o) % vec == 0 ? vec : 1;
+  }
+}
+
+// The block grid along the tiles (blockIdx.x = `bx`): one block per tile, or with
+// TensorCoreStep::persistent at most one per multiprocessor of `target`, each walking tiles bx,
+// bx + grid, ... (Builder::OverTiles). Errors: persistent without ws, with split_k or a batch.
+absl::Status PlanGrid(const TensorCoreKernel& k, const MatmulLike& mm, const Target& target,
+                      const Expr& bx, int64_t tiles_m, int64_t tiles_n, Builder* bd) {
+  const TensorCoreStep& c = k.config;
+  bd->tiles = tiles_m * tiles_n;
+  bd->grid = bd->tiles;
+  if (!c.persistent) return absl::OkStatus();
+  if (!c.warp_specialized || c.split_k > 1 || mm.batch > 1) {
+    return Invalid(k.op->name,
+                   "persistent blocks need a producer warpgroup (ws), no split_k and "
+                   "no batch");
+  }
+  bd->persistent = true;
+  bd->block = bx;
+  bd->grid = std::min<int64_t>(bd->tiles, std::max(1, target.sm_count));
+  bd->tiles_m = tiles_m;
+  bd->tiles_n = tiles_n;
+  bd->raster = c.raster;
+  return absl::OkStatus();
+}
+
 // The small-part operands of a presplit tf32x3 kernel (Builder::presplit): a and b's twins that
 // read the second workspaces (`small`: a's factor, then b's) into rings of their own, in the same
 // layouts and filled the same way as a and b (the factors differ only in the buffer they load).
@@ -1380,29 +1417,12 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   if (bd.wgmma) RETURN_IF_ERROR(PlanWgmmaOperands(k, *mm, &bd));
   if (c.tma) RETURN_IF_ERROR(PlanTmaFills(k, &bd, &out));
   bd.async = !c.tma && PlanAsync(bd, repack.has_value());
-  for (Operand* o : {&bd.a, &bd.b}) {
-    const int64_t vec = 16 / ir::BytesOf(dtype);
-    if (o->chunked || o->copy != nullptr) continue;
-    o->vec = !o->gather && bd.InnerExtent(*o) % vec == 0 ? vec : 1;
-  }
+  PlanSyncVectors(&bd);
   if (presplit) RETURN_IF_ERROR(PlanSmallParts(bd, small_factors));
 
   const Expr bx = ir::MakeVar(k.fresh(op.name + ".tile"));
   std::tie(bd.tile_m, bd.tile_n) = BlockOrder(bx, c.raster, tiles_m, tiles_n);
-  bd.tiles = tiles_m * tiles_n;
-  bd.grid = bd.tiles;
-  if (c.persistent) {
-    if (!c.warp_specialized || c.split_k > 1) {
-      return Invalid(op.name, "persistent blocks need a producer warpgroup (ws) and no split_k");
-    }
-    // At most one block per multiprocessor: each walks tiles bx, bx + grid, ... (OverTiles).
-    bd.persistent = true;
-    bd.block = bx;
-    bd.grid = std::min<int64_t>(bd.tiles, std::max(1, target.sm_count));
-    bd.tiles_m = tiles_m;
-    bd.tiles_n = tiles_n;
-    bd.raster = c.raster;
-  }
+  RETURN_IF_ERROR(PlanGrid(k, *mm, target, bx, tiles_m, tiles_n, &bd));
   Expr by;
   if (mm->batch > 1) {
     by = ir::MakeVar(k.fresh(op.name + ".batch"));

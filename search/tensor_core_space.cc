@@ -207,7 +207,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
       t.tma = TmaOperands(t, mm, s) && rng() % 4 != 0;
       t.warp_specialized = t.tma && rng() % 4 == 0;
       // Half the producer warpgroups walk the tiles persistently (one block per multiprocessor).
-      t.persistent = t.warp_specialized && t.split_k == 1 && rng() % 2 == 0;
+      t.persistent = t.warp_specialized && t.split_k == 1 && mm.batch <= 1 && rng() % 2 == 0;
       if (TensorCoreStepFits(t, target) && WgmmaLayoutsFit(t, mm) && SizedForProblem(t, mm)) {
         return t;
       }
@@ -374,7 +374,7 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
       }
       break;
     case 13:  // with a producer warpgroup: persistent blocks or one block per tile
-      if (t.warp_specialized && t.split_k == 1) {
+      if (t.warp_specialized && t.split_k == 1 && mm.batch <= 1) {
         TensorCoreStep c = t;
         c.persistent = !t.persistent;
         candidates.push_back(c);

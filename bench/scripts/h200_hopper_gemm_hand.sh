@@ -11,13 +11,9 @@
 # Output: $OUT/hopper-gemm.tgz (one file: the device tool returns a limited number of files) of
 # hopper-gemm/{run.log,<dtype>_<MxNxK>_<schedule>.{json,txt},eager_<dtype>.json}.
 set -uo pipefail
-out="${OUT:-/tmp/out}/hopper-gemm"
-mkdir -p "$out"
-exec > >(tee -a "$out/run.log") 2>&1
-root="${TS_ROOT:-$(bash dist/unpack.sh | tail -1)}"
-ts="$root/run"
-echo "== $(date -u +%FT%TZ) $(uname -n); pack: $(sed -n 2p "$root/MANIFEST")"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
+# shellcheck source=bench/scripts/run_lib.sh
+source "$(dirname "$0")/run_lib.sh"
+begin_run hopper-gemm
 schedules=(${SCHEDULES:-matmul_bfloat16_cuda_4096_wgmma_128x256_tma matmul_bfloat16_cuda_4096_wgmma_128x256_tma_ws})
 shapes=(${SHAPES:-4096x4096x4096 8192x8192x8192 4096x14336x4096 4096x4096x14336 4096x8192x8192 4096x28672x8192 4096x8192x28672})
 dtypes=(${DTYPES:-bfloat16 float16})

@@ -35,3 +35,16 @@ score_tuned_matmul() {
   fi
   rm -rf "$out/tune"
 }
+
+# begin_run NAME: the common start of a device run script: out=$OUT/NAME (made), stdout and stderr
+# also to $out/run.log, the device pack unpacked (or TS_ROOT's) into root with ts=$root/run, and a
+# header line (date, host, pack commit) and the GPU's clocks.
+begin_run() {
+  out="${OUT:-/tmp/out}/$1"
+  mkdir -p "$out"
+  exec > >(tee -a "$out/run.log") 2>&1
+  root="${TS_ROOT:-$(bash dist/unpack.sh | tail -1)}"
+  ts="$root/run"
+  echo "== $(date -u +%FT%TZ) $(uname -n); pack: $(sed -n 2p "$root/MANIFEST")"
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
+}

@@ -79,6 +79,7 @@ absl::StatusOr<schedule::LoweredKernel> LowerWgmma(const Problem& p) {
   Target target;
   target.kind = TargetKind::kCuda;
   target.arch = "sm_90";
+  if (p.persistent) target.sm_count = 2;  // two blocks walking the tiles
   return schedule::Lower(dag, s, target);
 }
 
@@ -168,6 +169,14 @@ TEST(WgmmaPtx, WarpSpecializedTmaCompilesForSm90aAndAssembles) {
     EXPECT_GE(Count(ptx, "mbarrier.arrive.shared::cta.b64"), 2);
     EXPECT_GE(Count(ptx, "cp.async.bulk.tensor.2d"), 2);
     EXPECT_EQ(Count(ptx, "bar.sync"), 1);
+    if (p.persistent) {
+      absl::StatusOr<schedule::LoweredKernel> k = LowerWgmma(p);
+      ASSERT_TRUE(k.ok()) << k.status();
+      EXPECT_EQ(k->launches.front().grid[0], 2);  // the GEMM (the cast to bf16 follows)
+      const std::string nest = ir::ToString(k->nest);
+      EXPECT_NE(nest.find(".produce.tile in [0, 2)"), std::string::npos) << nest;
+      EXPECT_NE(nest.find(".consume.tile in [0, 2)"), std::string::npos) << nest;
+    }
     ExpectPtxasAccepts(ptx, "wgmma_ws_" + p.kind + (p.persistent ? "_persistent" : ""), "sm_90a");
   }
 }

@@ -183,14 +183,16 @@ TEST(TensorCoreSearch, SamplingDrawsTmaAndProducerWarpgroupsAtTheirRates) {
       if (s.stage(i).op->reduce == ir::ReduceKind::kSum) base.stage_id = i;
     }
     std::mt19937_64 rng(12);
-    int wgmma = 0, tma = 0, ws = 0;
+    int wgmma = 0, tma = 0, ws = 0, persistent = 0;
     for (int i = 0; i < 1200; ++i) {
       absl::StatusOr<TensorCoreStep> t = SampleTensorCoreStep(base, s, Target::H200(), rng);
       ASSERT_TRUE(t.ok()) << t.status();
       wgmma += t->warpgroup;
       tma += t->tma;
       ws += t->warp_specialized;
+      persistent += t->persistent;
       EXPECT_TRUE(!t->warp_specialized || t->tma) << t->ToString();
+      EXPECT_TRUE(!t->persistent || (t->warp_specialized && t->split_k == 1)) << t->ToString();
       EXPECT_TRUE(!t->tma || t->warpgroup) << t->ToString();
     }
     if (k == 100) {
@@ -200,6 +202,9 @@ TEST(TensorCoreSearch, SamplingDrawsTmaAndProducerWarpgroupsAtTheirRates) {
     ASSERT_GT(wgmma, 600);
     EXPECT_NEAR(static_cast<double>(tma) / wgmma, 0.75, 0.06) << tma << " of " << wgmma;
     EXPECT_NEAR(static_cast<double>(ws) / tma, 0.25, 0.07) << ws << " of " << tma;
+    // Half of the producer warpgroups without split_k are persistent.
+    EXPECT_GT(persistent, 0);
+    EXPECT_LT(persistent, ws);
   }
 }
 
@@ -258,7 +263,7 @@ TEST(TensorCoreSearch, MutationChangesOneDecisionOfTheStep) {
     const TensorCoreStep& a = *TensorCoreOf(parent->state);
     const TensorCoreStep& b = *TensorCoreOf(child->state);
     // Switching the instruction (mma.sync <-> wgmma) is one decision that re-tiles the block;
-    // turning TMA off takes its producer warpgroup with it.
+    // turning TMA off takes its producer warpgroup (and persistence) with it.
     const int diffs = a.warpgroup != b.warpgroup
                           ? 1
                           : (a.block_k != b.block_k) + (a.pipeline != b.pipeline) +
