@@ -9,13 +9,9 @@
 # SCHEDULES (file names under bench/schedules, without .json) overrides the list.
 # Output: $OUT/conv-repack/{run.log,<schedule>.json,<schedule>.txt,eager.json,eager_tf32.json}.
 set -uo pipefail
-out="${OUT:-/tmp/out}/conv-repack"
-mkdir -p "$out"
-exec > >(tee -a "$out/run.log") 2>&1
-root="${TS_ROOT:-$(bash dist/unpack.sh | tail -1)}"
-ts="$root/run"
-echo "== $(date -u +%FT%TZ) $(uname -n); pack: $(sed -n 2p "$root/MANIFEST")"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
+# shellcheck source=bench/scripts/run_lib.sh
+source "$(dirname "$0")/run_lib.sh"
+begin_run conv-repack
 schedules=(${SCHEDULES:-
   conv2d_float32_cuda_resnet3x3_tf32x3_wgmma_gather
   conv2d_float32_cuda_resnet3x3_tf32x3_wgmma_repack
