@@ -656,19 +656,20 @@ struct Builder {
       init.push_back(ir::MbarrierNode::Init(barriers, C(s), 1));
       init.push_back(ir::MbarrierNode::Init(empties, C(s), threads));
     }
-    ASSIGN_OR_RETURN(Stmt produce, OverTiles("produce", [&](const Expr& i) -> absl::StatusOr<Stmt> {
-                       const Expr kp = ir::MakeVar(k.fresh(op.name + ".kp"));
-                       const Expr g = persistent ? i * C(split_tiles) + kp : kp;
-                       return ir::ForNode::Make(
-                           kp, C(0), C(split_tiles), ForKind::kSerial,
-                           ir::SeqNode::Make({ir::MbarrierNode::Wait(empties, g % C(stages),
-                                                                     (g / C(stages) + C(1)) % C(2)),
-                                              TmaBoxes(g % C(stages), kp)}));
-                     }));
+    ASSIGN_OR_RETURN(
+        Stmt produce, OverTiles("produce", [&](const Expr& i) -> absl::StatusOr<Stmt> {
+          const Expr kp = ir::MakeVar(k.fresh(op.name + ".kp"));
+          const Expr g = i * C(split_tiles) + kp;  // (i = 0 without persistence: folded)
+          return ir::ForNode::Make(
+              kp, C(0), C(split_tiles), ForKind::kSerial,
+              ir::SeqNode::Make(
+                  {ir::MbarrierNode::Wait(empties, g % C(stages), (g / C(stages) + C(1)) % C(2)),
+                   TmaBoxes(g % C(stages), kp)}));
+        }));
     ASSIGN_OR_RETURN(
         Stmt consume, OverTiles("consume", [&](const Expr& i) -> absl::StatusOr<Stmt> {
           auto tile = [&](const Expr& ko, int64_t tile_pending) {
-            const Expr g = persistent ? i * C(split_tiles) + ko : ko;
+            const Expr g = i * C(split_tiles) + ko;
             std::vector<Stmt> body = {
                 ir::MbarrierNode::Wait(barriers, g % C(stages), (g / C(stages)) % C(2)),
                 Mma(acc, g % C(stages), tile_pending)};

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -16,6 +17,17 @@
 #include "tests/codegen/nest_builders.h"
 
 namespace tilesearch::measure::testing_util {
+
+/// A kernel argument of `kind` over buffer `name` (dtype, shape), as codegen lists them.
+inline codegen::KernelArg KernelArgOf(const std::string& name, ir::ScalarType dtype,
+                                      std::vector<int64_t> shape, codegen::KernelArg::Kind kind) {
+  codegen::KernelArg a;
+  a.buffer.name = name;
+  a.buffer.dtype = dtype;
+  a.buffer.shape = std::move(shape);
+  a.kind = kind;
+  return a;
+}
 
 /// C[i, j] = A[i, j] + B[i, j], float32, [m, n].
 inline absl::StatusOr<ir::ComputeDAG> AddDag(int64_t m, int64_t n) {

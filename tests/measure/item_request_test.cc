@@ -87,15 +87,7 @@ TEST(ItemRequestTest, TruncatedRequestsAreErrors) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("corrupt measure request")));
 }
 
-codegen::KernelArg Arg(const std::string& name, ir::ScalarType dtype, std::vector<int64_t> shape,
-                       codegen::KernelArg::Kind kind) {
-  codegen::KernelArg a;
-  a.buffer.name = name;
-  a.buffer.dtype = dtype;
-  a.buffer.shape = std::move(shape);
-  a.kind = kind;
-  return a;
-}
+using testing_util::KernelArgOf;
 
 // A module of a TMA kernel by hand: A (bf16 [256, 128]), C, and A's tensor map.
 GpuRequest TensorMapRequest() {
@@ -105,10 +97,11 @@ GpuRequest TensorMapRequest() {
   m.arch = "sm_90a";
   m.kernels.push_back({"k0", {2, 1, 1}, {128, 1, 1}, 0, 1024});
   m.args.push_back(
-      Arg("A", ir::ScalarType::kBFloat16, {256, 128}, codegen::KernelArg::Kind::kInput));
-  m.args.push_back(Arg("C", ir::ScalarType::kFloat32, {256}, codegen::KernelArg::Kind::kOutput));
-  codegen::KernelArg map = Arg("A_map", ir::ScalarType::kInt64, {ir::kTensorMapWords},
-                               codegen::KernelArg::Kind::kTensorMap);
+      KernelArgOf("A", ir::ScalarType::kBFloat16, {256, 128}, codegen::KernelArg::Kind::kInput));
+  m.args.push_back(
+      KernelArgOf("C", ir::ScalarType::kFloat32, {256}, codegen::KernelArg::Kind::kOutput));
+  codegen::KernelArg map = KernelArgOf("A_map", ir::ScalarType::kInt64, {ir::kTensorMapWords},
+                                       codegen::KernelArg::Kind::kTensorMap);
   map.buffer.tensor_map = ir::TensorMapSpec{"A", {256, 128}, {128, 64}, 128};
   m.args.push_back(std::move(map));
   return request;

@@ -9,6 +9,7 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/measure/cuda_test_util.h"
 
 namespace tilesearch::measure {
 namespace {
@@ -18,28 +19,21 @@ using ::tilesearch::testing::Ok;
 using ::tilesearch::testing::StatusIs;
 using Kind = codegen::KernelArg::Kind;
 
-codegen::KernelArg Arg(const std::string& name, ir::ScalarType dtype, std::vector<int64_t> shape,
-                       Kind kind) {
-  codegen::KernelArg a;
-  a.buffer.name = name;
-  a.buffer.dtype = dtype;
-  a.buffer.shape = std::move(shape);
-  a.kind = kind;
-  return a;
-}
+using testing_util::KernelArgOf;
 
 codegen::KernelArg Map(const std::string& name, ir::TensorMapSpec spec) {
-  codegen::KernelArg a = Arg(name, ir::ScalarType::kInt64, {ir::kTensorMapWords}, Kind::kTensorMap);
+  codegen::KernelArg a =
+      KernelArgOf(name, ir::ScalarType::kInt64, {ir::kTensorMapWords}, Kind::kTensorMap);
   a.buffer.tensor_map = std::move(spec);
   return a;
 }
 
 // A bf16 matmul's arguments: A [256, 128], B [128, 192], C, a scratch buffer, B's and A's maps.
 std::vector<codegen::KernelArg> MatmulArgs() {
-  return {Arg("A", ir::ScalarType::kBFloat16, {256, 128}, Kind::kInput),
-          Arg("B", ir::ScalarType::kBFloat16, {128, 192}, Kind::kInput),
-          Arg("C", ir::ScalarType::kFloat32, {256, 192}, Kind::kOutput),
-          Arg("T", ir::ScalarType::kFloat32, {64}, Kind::kScratch),
+  return {KernelArgOf("A", ir::ScalarType::kBFloat16, {256, 128}, Kind::kInput),
+          KernelArgOf("B", ir::ScalarType::kBFloat16, {128, 192}, Kind::kInput),
+          KernelArgOf("C", ir::ScalarType::kFloat32, {256, 192}, Kind::kOutput),
+          KernelArgOf("T", ir::ScalarType::kFloat32, {64}, Kind::kScratch),
           Map("B.tmap", {"B", {128, 192}, {64, 64}, 128}),
           Map("A.tmap", {"A", {256, 128}, {128, 64}, 128})};
 }
