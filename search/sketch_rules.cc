@@ -393,6 +393,117 @@ class AddRowCacheRead : public SketchRule {
   }
 };
 
+// Whether stage `r` is an epilogue link of stage `p`: elementwise, of p's shape, and reading p
+// only at its own index (what a tensor_core step's epilogue chain accepts, schedule/step.h).
+bool IsEpilogueLink(const State& s, int p, int r) {
+  const ir::TensorNode& rop = *s.stage(r).op;
+  const ir::TensorNode& pop = *s.stage(p).op;
+  if (rop.is_placeholder || !rop.reduce_axes.empty() || rop.shape != pop.shape) return false;
+  bool any = false;
+  for (const ir::LoadNode* l : CollectLoads(rop).loads) {
+    if (l->buffer != pop.name) continue;
+    any = true;
+    if (l->indices.size() != rop.axes.size()) return false;
+    for (size_t d = 0; d < l->indices.size(); ++d) {
+      const auto* v = l->indices[d].as<ir::VarNode>();
+      if (!v || v->name != rop.axes[d].name) return false;
+    }
+  }
+  return any;
+}
+
+// The stages whose definitions read stage `id` (inlined or not: the DAG's edges).
+std::vector<int> DirectReaders(const State& s, int id) {
+  std::vector<int> out;
+  for (int c = 0; c < s.num_stages(); ++c) {
+    if (c != id && !s.stage(c).is_placeholder() && Reads(*s.stage(c).op, s.stage(id).name())) {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// For an elementwise stage on a chain that a tensor-core matmul could compute as its stored
+// epilogue — matmul-like root stage M → links each read only by the next → E, where E is no
+// output and has several readers or one that is no link (softmax's max, sum and normalize over
+// Q·Kᵀ·scale; a LayerNorm of a dense) — the id of E; -1 otherwise.
+int StoredEpilogueEnd(const State& s, int sid, const TuneContext& ctx) {
+  if (!schedule::lower_internal::TargetHasMmaSync(ctx.target()) ||
+      !ctx.sketch_options().tensor_cores) {
+    return -1;
+  }
+  // Back to the matmul: each link reads one computed stage, which only it reads.
+  for (int cur = sid;;) {
+    const Stage& cs = s.stage(cur);
+    if (cs.is_placeholder() || !cs.op->reduce_axes.empty() || IsOutput(s, cur)) return -1;
+    int producer = -1;
+    for (const ir::LoadNode* l : CollectLoads(*cs.op).loads) {
+      const int id = s.StageId(l->buffer);
+      if (id < 0 || s.stage(id).is_placeholder() || id == producer) continue;
+      if (producer >= 0) return -1;
+      producer = id;
+    }
+    if (producer < 0 || !IsEpilogueLink(s, producer, cur) ||
+        DirectReaders(s, producer) != std::vector<int>{cur}) {
+      return -1;
+    }
+    const Stage& ps = s.stage(producer);
+    if (ps.location != ComputeLocation::kRoot || ps.tensor_core) return -1;
+    if (!ps.op->reduce_axes.empty()) {
+      absl::StatusOr<schedule::MatmulLike> mm = schedule::AnalyzeMatmulLike(*ps.op, ps.op->body);
+      if (!mm.ok() || TensorCoreKinds(*mm, ctx.sketch_options().allow_tf32).empty()) return -1;
+      break;
+    }
+    if (IsOutput(s, producer)) return -1;
+    cur = producer;
+  }
+  // Forward to the chain's end.
+  for (int cur = sid;;) {
+    const std::vector<int> readers = DirectReaders(s, cur);
+    // An attached reader (a row cache of E) ends the chain: it reads what the epilogue stores.
+    if (readers.size() == 1 && IsEpilogueLink(s, cur, readers[0]) &&
+        s.stage(readers[0]).location != ComputeLocation::kAttached) {
+      if (IsOutput(s, readers[0])) return -1;  // an ordinary epilogue: nothing to store early
+      cur = readers[0];
+      continue;
+    }
+    return readers.empty() || IsOutput(s, cur) ? -1 : cur;
+  }
+}
+
+// The tensor-core epilogue stored for several readers (ours; Ansor inlines every elementwise
+// stage on GPU): where a matmul-like stage's elementwise chain ends in a stage E read by several
+// stages, inlining E makes each reader recompute it from the float32 accumulators, which the
+// matmul then stores in float32. For softmax(Q·Kᵀ·scale) in bfloat16 that is 4 bytes per score
+// written and read where E (the scaled bfloat16 scores, as PyTorch stores them) takes 2, and the
+// kernels are bound by those bytes. The rule keeps E and its links root as well (the tensor_core
+// sketch then takes them as its epilogue), beside the inlined sketches: measurement decides.
+class KeepStoredEpilogue : public SketchRule {
+ public:
+  const char* name() const override { return "KeepStoredEpilogue"; }
+  RuleCondition Condition(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
+    const State& s = p.shadow();
+    if (!ShouldAlwaysBeInlined(s, sid, ctx.target())) return RuleCondition::kPass;
+    const int end = StoredEpilogueEnd(s, sid, ctx);
+    if (end < 0) return RuleCondition::kPass;
+    // A link before E follows E's choice: root with E, inlined (AlwaysInline) without it.
+    if (end != sid && s.stage(end).location != ComputeLocation::kRoot) {
+      return RuleCondition::kPass;
+    }
+    return RuleCondition::kApplyAndSkipRest;
+  }
+  Result Apply(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
+    std::vector<std::pair<PartialSketch, int>> out;
+    out.emplace_back(p, sid - 1);  // kept root
+    if (StoredEpilogueEnd(p.shadow(), sid, ctx) == sid) {
+      // Inlined, as AlwaysInline would (not where a row cache reads E).
+      PartialSketch q = p;
+      if (q.Apply(schedule::ComputeInlineStep{sid}).ok()) out.emplace_back(std::move(q), sid - 1);
+    }
+    return out;
+  }
+};
+
 class AlwaysInline : public SketchRule {
  public:
   const char* name() const override { return "AlwaysInline"; }
@@ -1142,6 +1253,7 @@ const std::vector<std::unique_ptr<SketchRule>>& GpuSketchRules() {
     auto* v = new std::vector<std::unique_ptr<SketchRule>>();
     v->push_back(std::make_unique<AddCacheRead>());
     v->push_back(std::make_unique<AddRowCacheRead>());
+    v->push_back(std::make_unique<KeepStoredEpilogue>());
     v->push_back(std::make_unique<AlwaysInline>());
     v->push_back(std::make_unique<MultiLevelTilingTensorCore>());
     v->push_back(std::make_unique<SplitReductionAcrossBlocks>());

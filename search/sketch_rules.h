@@ -20,6 +20,10 @@
 //  - Shared-memory cache_read needs a consumer with reduce axes (its attach point is the last
 //    iterator of the outermost reduce tile; TVM falls back to another iterator otherwise). Our
 //    SharedLayoutTiling caches a permuted input of an injective stage at its block tile instead.
+//  - KeepStoredEpilogue: where a matmul's elementwise chain ends in a stage read by several
+//    stages (softmax over Q·Kᵀ·scale), that chain is also kept root and stored by the tensor-core
+//    epilogue in its own type (TVM inlines every elementwise stage on GPU, so each reader
+//    recomputes it from float32 accumulators that the matmul stores).
 //  - A rule whose steps fail to apply (e.g. inlining a stage that reads an attached stage) is
 //    treated as not applicable rather than aborting.
 #pragma once
