@@ -75,6 +75,14 @@ std::vector<int64_t> BlockChunkCandidates(int64_t extent, const AnnotationOption
   return c;
 }
 
+std::vector<int64_t> VectorWidths(int64_t extent, int64_t element_bytes, const Target& target) {
+  std::vector<int64_t> c;
+  for (int64_t w : {1, 2, 4, 8, 16}) {
+    if (extent % w == 0 && w * element_bytes <= target.max_vector_bytes) c.push_back(w);
+  }
+  return c;
+}
+
 int64_t SampleThreads(int64_t extent, const AnnotationOptions& options, std::mt19937_64& rng) {
   std::vector<int64_t> c;
   for (int64_t t : options.gpu_thread_candidates) {
@@ -112,6 +120,19 @@ std::vector<int64_t> SampleTile(int64_t extent, int n_lengths, const AnnotationO
 }  // namespace internal
 
 namespace {
+
+// A one-length split with no length yet whose inner part the next step vectorizes (a row's vector
+// split, sketch rule CrossThreadReduction).
+bool IsUnfilledVectorSplit(const std::vector<Step>& steps, int i) {
+  const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
+  if (sp == nullptr || sp->lengths.size() != 1 || sp->lengths[0].has_value() ||
+      i + 1 >= static_cast<int>(steps.size())) {
+    return false;
+  }
+  const auto* an = std::get_if<schedule::AnnotationStep>(&steps[i + 1]);
+  return an != nullptr && an->stage_id == sp->stage_id && an->iter_id == sp->iter_id + 1 &&
+         an->annotation == IteratorAnnotation::kVectorize;
+}
 
 using internal::Pick;
 
@@ -538,6 +559,11 @@ absl::StatusOr<State> FillAndReplay(const State& sketch, TuneContext& ctx,
         const int64_t extent = s.stage(sp->stage_id).iters[sp->iter_id].extent;
         if (internal::IsThreadSplit(steps, i)) {
           sp->lengths = {internal::SampleThreads(extent, options, rng)};
+        } else if (IsUnfilledVectorSplit(steps, i)) {
+          // A row's vector (CrossThreadReduction): up to 16 bytes of the stage's type.
+          const std::vector<int64_t> w = internal::VectorWidths(
+              extent, ir::BytesOf(s.stage(sp->stage_id).op->dtype), target);
+          sp->lengths = {w.empty() ? 1 : w[Pick(rng, static_cast<int64_t>(w.size()))]};
         } else if (internal::IsBlockReductionSplit(steps, i)) {
           const std::vector<int64_t> c = internal::BlockChunkCandidates(extent, options);
           if (c.empty()) return absl::InvalidArgumentError("no block-reduction chunk lengths");

@@ -100,6 +100,9 @@ bool IsBlockReductionSplit(const std::vector<schedule::Step>& steps, int i);
 /// The chunk lengths a block-reduction split of `extent` may take: the values of
 /// options.gpu_block_reduction_chunks ≤ extent / 2 (the smallest one if none is).
 std::vector<int64_t> BlockChunkCandidates(int64_t extent, const AnnotationOptions& options);
+/// The vector widths (elements) a vectorized split of `extent` may take: 1, 2, 4, 8 and 16 where
+/// they divide the extent and width × element_bytes ≤ target.max_vector_bytes.
+std::vector<int64_t> VectorWidths(int64_t extent, int64_t element_bytes, const Target& target);
 /// A thread count from options.gpu_thread_candidates that is ≤ extent (extent itself if none).
 int64_t SampleThreads(int64_t extent, const AnnotationOptions& options, std::mt19937_64& rng);
 /// Random tile lengths (n_lengths of them, outermost first, without the outer rest) for `extent`.

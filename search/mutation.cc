@@ -577,12 +577,7 @@ std::vector<int64_t> VectorWidthCandidates(const TuneContext& ctx, const std::ve
   const auto& st = prefix->stage(sp.stage_id);
   if (sp.iter_id < 0 || sp.iter_id >= static_cast<int>(st.iters.size())) return {};
   const int64_t extent = st.iters[sp.iter_id].extent;
-  const int64_t bytes = ir::BytesOf(st.op->dtype);
-  std::vector<int64_t> c;
-  for (int64_t w : {1, 2, 4}) {
-    if (extent % w == 0 && w * bytes <= target.max_vector_bytes) c.push_back(w);
-  }
-  return c;
+  return VectorWidths(extent, ir::BytesOf(st.op->dtype), target);
 }
 
 void SetVectorWidth(std::vector<Step>& steps, int i, int64_t width) {

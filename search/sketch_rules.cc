@@ -280,13 +280,14 @@ bool Untouched(const State& s, int sid) {
   return true;
 }
 
-// A root stage multi-level tiling has not touched: no local cache, and at most the one split of
-// its innermost iterator that a fused cross-thread reduction adds (UntiledRowNormalize's sketch).
+// A root stage multi-level tiling has not touched: no local cache, and at most the splits of its
+// innermost iterator that a fused cross-thread reduction adds (UntiledRowNormalize's sketch: the
+// row's vector and thread splits).
 bool LeftUntiled(const State& s, int sid) {
   const Stage& st = s.stage(sid);
   return !st.is_placeholder() && st.location == ComputeLocation::kRoot && !st.tensor_core &&
          st.epilogue_of < 0 && !HasLocalCache(s, sid) &&
-         st.iters.size() <= st.op->axes.size() + st.op->reduce_axes.size() + 1;
+         st.iters.size() <= st.op->axes.size() + st.op->reduce_axes.size() + 2;
 }
 
 std::vector<std::pair<PartialSketch, int>> One(PartialSketch p, int next) {
@@ -519,6 +520,18 @@ class AlwaysInline : public SketchRule {
   }
 };
 
+// Whether step i splits a stage's iterator and the next step vectorizes the inner part (the vector
+// split CrossThreadReduction makes on a consumer's row before its thread split).
+bool IsRowVectorSplit(const std::vector<Step>& steps, int i) {
+  const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
+  if (sp == nullptr || sp->lengths.size() != 1 || i + 1 >= static_cast<int>(steps.size())) {
+    return false;
+  }
+  const auto* an = std::get_if<schedule::AnnotationStep>(&steps[i + 1]);
+  return an != nullptr && an->stage_id == sp->stage_id && an->iter_id == sp->iter_id + 1 &&
+         an->annotation == IteratorAnnotation::kVectorize;
+}
+
 class CrossThreadReduction : public SketchRule {
  public:
   static constexpr int64_t kLongReduce = 65536;
@@ -572,26 +585,49 @@ class CrossThreadReduction : public SketchRule {
         if (HasReduceIter(s.stage(t))) {
           fusible = false;
         } else {
-          // The consumer's innermost iterator is split and bound to threads; the reduction
-          // follows it (same thread count).
+          // Ours: the consumer's innermost iterator is split into [rest, threads, vector]: a
+          // vector of consecutive elements per thread (annotation draws 1 to 16 bytes' worth), so
+          // that the row's loads and stores are 16-byte vectors where the width allows (bfloat16
+          // rows read 2 bytes per thread and load otherwise); the threads bound to threadIdx.x.
+          // The reduction follows both splits. With a width of 1 this is TVM's thread split.
           const int last = static_cast<int>(s.stage(t).iters.size()) - 1;
           split_ids.push_back(static_cast<int>(q.steps().size()));
           RETURN_IF_ERROR(SplitUnfilled(q, t, last, 2).status());
           RETURN_IF_ERROR(
+              q.Apply(schedule::AnnotationStep{t, last + 1, IteratorAnnotation::kVectorize}));
+          split_ids.push_back(static_cast<int>(q.steps().size()));
+          schedule::SplitStep threads;
+          threads.stage_id = t;
+          threads.iter_id = last;
+          threads.extent = 0;  // the rest after the vector, which annotation draws
+          threads.lengths = {std::nullopt};
+          RETURN_IF_ERROR(q.Apply(threads));
+          RETURN_IF_ERROR(
               q.Apply(schedule::AnnotationStep{t, last + 1, IteratorAnnotation::kThreadIdxX}));
         }
       }
-      fusible &= split_ids.size() == 1;
+      // One thread split (TVM's form, as older sketches and other rules make it), or the vector
+      // split then the thread split made above.
+      fusible &= split_ids.size() == 1 ||
+                 (split_ids.size() == 2 && IsRowVectorSplit(q.steps(), split_ids[0]));
     }
     if (fusible) {
-      schedule::FollowSplitStep fs;
-      fs.stage_id = sid;
-      fs.iter_id = fused;
-      fs.src_step_id = split_ids[0];
-      fs.n_split = 1;
-      RETURN_IF_ERROR(q.Apply(fs));
+      // Follows the consumer's splits from the innermost: [rest, threads] or [rest, threads,
+      // vector]; the reduction's vector part is unrolled (one vector load per element run).
+      for (size_t k = 0; k < split_ids.size(); ++k) {
+        schedule::FollowSplitStep fs;
+        fs.stage_id = sid;
+        fs.iter_id = fused;
+        fs.src_step_id = split_ids[k];
+        fs.n_split = 1;
+        RETURN_IF_ERROR(q.Apply(fs));
+      }
       RETURN_IF_ERROR(
           q.Apply(schedule::AnnotationStep{sid, fused + 1, IteratorAnnotation::kThreadIdxX}));
+      if (split_ids.size() == 2) {
+        RETURN_IF_ERROR(
+            q.Apply(schedule::AnnotationStep{sid, fused + 2, IteratorAnnotation::kUnroll}));
+      }
       RETURN_IF_ERROR(q.Apply(schedule::ComputeAtStep{sid, t, common - 1}));
     } else {
       RETURN_IF_ERROR(SplitUnfilled(q, sid, fused, 2).status());

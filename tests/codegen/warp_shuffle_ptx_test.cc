@@ -2,7 +2,8 @@
 // exchanges"): each butterfly window becomes one shfl.sync.bfly (two for 64-bit values) and no
 // barrier; thread counts that are not a multiple of the warp, or do not cover blockDim.x, keep
 // the shared-memory form. The one-pass softmax schedule (bench/schedules/) reads each input
-// element once with 16-byte loads. PTX passes ptxas (skipped where it is absent).
+// element once with 16-byte loads; a bfloat16 softmax whose row split has a vector part moves its
+// rows in 16-byte vectors. PTX passes ptxas (skipped where it is absent).
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -108,6 +109,36 @@ TEST(WarpShufflePtxTest, OnePassSoftmaxReadsTheRowOnceWithVectorAccesses) {
   EXPECT_EQ(Count(c->ptx, "shfl.sync.bfly.b32"), 16) << c->ptx;
   EXPECT_EQ(Count(c->ptx, "bar.sync"), 5) << c->ptx;
   ExpectPtxasAccepts(c->ptx);
+}
+
+// bfloat16 softmax over [64, 4096] as CrossThreadReduction's sketch draws it: the normalize
+// stage's row split into [rest, 128 threads, `width`] (the vector part vectorized), the max and
+// the sum following both splits (their vector part unrolled) and computed at the row.
+std::string RowVectorSoftmax(int64_t width) {
+  return absl::StrCat(
+      R"({"version": 1, "workload": {"op": "softmax", "shapes": [[64, 4096]], "dtype": )",
+      R"("bfloat16", "attrs": {}}, "target": "cuda -arch=sm_90", "steps": [)",
+      R"(["SP", 3, 1, 4096, [)", width, R"(], 1], ["AN", 3, 2, 2], ["SP", 3, 1, 0, [128], 1],)",
+      R"( ["AN", 3, 2, 6], ["FSP", 2, 1, 0, 1], ["FSP", 2, 1, 2, 1], ["AN", 2, 2, 6],)",
+      R"( ["AN", 2, 3, 1], ["CA", 2, 3, 0], ["FSP", 1, 1, 0, 1], ["FSP", 1, 1, 2, 1],)",
+      R"( ["AN", 1, 2, 6], ["AN", 1, 3, 1], ["CA", 1, 3, 0], ["AN", 3, 0, 5]]})");
+}
+
+TEST(WarpShufflePtxTest, HalfSoftmaxRowsMoveInSixteenByteVectors) {
+  absl::StatusOr<Compiled> wide = Compile(RowVectorSoftmax(8));
+  ASSERT_THAT(wide, IsOk());
+  ASSERT_EQ(wide->kernel.launches.size(), 1u);
+  // 4096 bfloat16 per row, 128 threads of 8: four 16-byte loads per thread and pass, at least
+  // for the max and the normalize; every store is 16 bytes.
+  EXPECT_GE(Count(wide->ptx, "ld.global.nc.v4.b32"), 8) << wide->ptx;
+  EXPECT_EQ(Count(wide->ptx, "st.global.v4.b32"), 4) << wide->ptx;
+  EXPECT_EQ(Count(wide->ptx, "st.global"), 4) << wide->ptx;
+  ExpectPtxasAccepts(wide->ptx);
+  // Width 1 (TVM's thread split): 2-byte accesses only.
+  absl::StatusOr<Compiled> narrow = Compile(RowVectorSoftmax(1));
+  ASSERT_THAT(narrow, IsOk());
+  EXPECT_EQ(Count(narrow->ptx, ".v4."), 0) << narrow->ptx;
+  EXPECT_GE(Count(narrow->ptx, "st.global.b16"), 1) << narrow->ptx;
 }
 
 }  // namespace
