@@ -561,8 +561,8 @@ absl::StatusOr<State> FillAndReplay(const State& sketch, TuneContext& ctx,
           sp->lengths = {internal::SampleThreads(extent, options, rng)};
         } else if (IsUnfilledVectorSplit(steps, i)) {
           // A row's vector (CrossThreadReduction): up to 16 bytes of the stage's type.
-          const std::vector<int64_t> w = internal::VectorWidths(
-              extent, ir::BytesOf(s.stage(sp->stage_id).op->dtype), target);
+          const std::vector<int64_t> w =
+              internal::VectorWidths(extent, ir::BytesOf(s.stage(sp->stage_id).op->dtype), target);
           sp->lengths = {w.empty() ? 1 : w[Pick(rng, static_cast<int64_t>(w.size()))]};
         } else if (internal::IsBlockReductionSplit(steps, i)) {
           const std::vector<int64_t> c = internal::BlockChunkCandidates(extent, options);

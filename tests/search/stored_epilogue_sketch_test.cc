@@ -25,8 +25,8 @@ using schedule::State;
 using schedule::TensorCoreStep;
 using tilesearch::testing::IsOk;
 
-ir::ComputeDAG ScoresSoftmax(const std::string& dtype, int64_t batch, int64_t rows,
-                             int64_t cols, int64_t depth) {
+ir::ComputeDAG ScoresSoftmax(const std::string& dtype, int64_t batch, int64_t rows, int64_t cols,
+                             int64_t depth) {
   nlohmann::json workload = {
       {"op", "fused"},
       {"dtype", dtype},
@@ -100,13 +100,12 @@ TEST(StoredEpilogueSketch, ScaledHalfScoresAreStoredOnceForTheSoftmax) {
 
 TEST(StoredEpilogueSketch, NotWhereTheChainEndsInTheOutputOrWithoutTensorCores) {
   const Target target = Target::H200();
-  const ir::ComputeDAG dense = testing::MustBuild(ir::BuildOp(
-      "dense_bias_relu", [] {
-        ir::OpArgs a;
-        a.shapes = {{64, 32}, {48, 32}, {48}};
-        a.dtype = ir::ScalarType::kBFloat16;
-        return a;
-      }()));
+  const ir::ComputeDAG dense = testing::MustBuild(ir::BuildOp("dense_bias_relu", [] {
+    ir::OpArgs a;
+    a.shapes = {{64, 32}, {48, 32}, {48}};
+    a.dtype = ir::ScalarType::kBFloat16;
+    return a;
+  }()));
   absl::StatusOr<std::vector<State>> sketches = GenerateSketches(TuneContext(dense, target));
   ASSERT_THAT(sketches.status(), IsOk());
   for (const State& s : *sketches) {
