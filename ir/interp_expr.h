@@ -21,8 +21,11 @@ namespace tilesearch::ir::interp_internal {
 
 /// Shared by every execution context of one Interpret call: the first error wins and stops work.
 /// One mbarrier's state (ir/stmt.h MbarrierNode) between its init and the end of the run: the
-/// barrier's shared element holds its number here plus one. TMA copies (TmaLoadNode) wait in
-/// `copies` (their values read at issue) until a wait completes the phase.
+/// barrier's shared element holds its number here plus one. A phase completes as the hardware's
+/// does, at the arrival or TMA byte count that brings in the last of its arrivals and bytes
+/// (Complete). TMA copies (TmaLoadNode) wait in `copies` (their values read at issue), move to
+/// `landed` when their phase completes, and are written when a wait finds a completed phase: a
+/// thread that reads a tile without waiting for it sees stale data.
 struct MbarrierState {
   struct Copy {
     double* dst = nullptr;
@@ -34,6 +37,22 @@ struct MbarrierState {
   int64_t tx_landed = 0;     // bytes copied by TMA loads in the current phase
   int64_t phase = 0;         // completed phases
   std::vector<Copy> copies;  // of the current phase
+  std::vector<Copy> landed;  // of completed phases, not yet observed by a wait
+
+  /// Completes the current phase when its arrivals and bytes are all in; true when it did.
+  bool Complete() {
+    if (arrived != arrivals || tx_landed != tx_expected) return false;
+    landed.insert(landed.end(), copies.begin(), copies.end());
+    copies.clear();
+    arrived = tx_expected = tx_landed = 0;
+    ++phase;
+    return true;
+  }
+  /// Writes the copies of completed phases (a wait observed one).
+  void Land() {
+    for (const Copy& copy : landed) *copy.dst = copy.value;
+    landed.clear();
+  }
 };
 
 struct Runtime {

@@ -102,6 +102,7 @@ struct ThreadState {
   std::coroutine_handle<> resume_point;
   const CStmt* at_barrier = nullptr;  // the barrier this thread waits at, if any
   bool at_mbarrier = false;           // suspended in an mbarrier wait that had not completed
+  std::string waits_for;              // that wait's barrier and phase (for a deadlock's report)
   size_t decision_index = 0;          // control decisions taken in the current phase
 };
 
@@ -702,6 +703,7 @@ class TmaLoadStmt final : public CStmt {
     }
     state->tx_landed += count * e_;
     ++c.rt->mbarrier_events;
+    if (state->Complete()) ++c.rt->mbarrier_events;
   }
 
  private:
@@ -724,10 +726,11 @@ struct MbarrierSuspend {
   void await_resume() { ts->at_mbarrier = false; }
 };
 
-// An mbarrier operation (ir/stmt.h MbarrierNode). A wait for the current phase completes it when
-// its arrivals and transaction bytes are in (performing its TMA copies). Otherwise, in a thread
-// region, the thread suspends until other threads complete the phase (the scheduler reports a
-// deadlock when none can); outside one the wait would never return and is reported.
+// An mbarrier operation (ir/stmt.h MbarrierNode). Arrivals and TMA bytes complete a phase when
+// its last one comes in (MbarrierState::Complete), as on the hardware. A wait for a completed
+// phase returns (writing the TMA copies landed so far); a wait for the current phase, in a thread
+// region, suspends the thread until other threads complete it (the scheduler reports a deadlock
+// when none can); outside one the wait would never return and is reported.
 class MbarrierStmt final : public CStmt {
  public:
   MbarrierStmt(std::string what, MbarrierNode::Op op, int64_t count, int slot, int64_t elems,
@@ -749,7 +752,10 @@ class MbarrierStmt final : public CStmt {
   }
 
   CoTask Run(ThreadState& ts) override {
-    while (Step(ts.ctx) == Outcome::kBlocked) co_await MbarrierSuspend{&ts};
+    while (Step(ts.ctx) == Outcome::kBlocked) {
+      ts.waits_for = blocked_;
+      co_await MbarrierSuspend{&ts};
+    }
   }
 
  private:
@@ -773,6 +779,7 @@ class MbarrierStmt final : public CStmt {
         c.rt->Fail(absl::FailedPreconditionError(absl::StrCat(
             what_, ": ", state->arrived, " arrivals in a phase that expects ", state->arrivals)));
       }
+      if (state->Complete()) ++c.rt->mbarrier_events;
       return Outcome::kDone;
     }
     const int64_t parity = parity_->I(c);
@@ -780,19 +787,16 @@ class MbarrierStmt final : public CStmt {
       c.rt->Fail(absl::InvalidArgumentError(absl::StrCat(what_, ": parity ", parity)));
       return Outcome::kDone;
     }
-    if (state->phase % 2 != parity) return Outcome::kDone;  // that phase has completed
-    if (state->arrived != state->arrivals || state->tx_landed != state->tx_expected) {
-      blocked_ = absl::StrCat("waits for phase ", state->phase, " which never completes (",
-                              state->arrived, " of ", state->arrivals, " arrivals, ",
-                              state->tx_landed, " of ", state->tx_expected, " transaction bytes)");
-      return Outcome::kBlocked;
+    // mbarrier.try_wait.parity: done once the current phase's parity differs from `parity`
+    // (the phase of that parity before it has completed).
+    if (state->phase % 2 != parity) {
+      state->Land();
+      return Outcome::kDone;
     }
-    for (const MbarrierState::Copy& copy : state->copies) *copy.dst = copy.value;
-    state->copies.clear();
-    state->arrived = state->tx_expected = state->tx_landed = 0;
-    ++state->phase;
-    ++c.rt->mbarrier_events;
-    return Outcome::kDone;
+    blocked_ = absl::StrCat(what_, " waits for phase ", state->phase, " which never completes (",
+                            state->arrived, " of ", state->arrivals, " arrivals, ",
+                            state->tx_landed, " of ", state->tx_expected, " transaction bytes)");
+    return Outcome::kBlocked;
   }
 
   std::string what_;
@@ -1011,6 +1015,7 @@ class RegionStmt final : public CStmt {
       const int64_t events = rt.mbarrier_events;
       int64_t blocked = 0;
       bool moved = false;
+      const ThreadState* first = nullptr;
       for (ThreadState& ts : region_.threads) {
         if (!ts.at_mbarrier) continue;
         std::coroutine_handle<> h = std::exchange(ts.resume_point, nullptr);
@@ -1018,15 +1023,16 @@ class RegionStmt final : public CStmt {
         if (rt.failed) return false;
         if (ts.at_mbarrier) {
           ++blocked;
+          if (first == nullptr) first = &ts;
         } else {
           moved = true;
         }
       }
       if (blocked == 0) return true;
       if (!moved && rt.mbarrier_events == events) {
-        rt.Fail(absl::FailedPreconditionError(
-            absl::StrCat("deadlock: ", blocked, " threads of a block wait on mbarrier phases that ",
-                         "nothing completes")));
+        rt.Fail(absl::FailedPreconditionError(absl::StrCat(
+            "deadlock: ", blocked, " threads of a block wait on mbarrier phases that ",
+            "nothing completes; the first, ", ThreadName(first->ctx), ", ", first->waits_for)));
         return false;
       }
     }

@@ -317,6 +317,13 @@ struct StorageAlignStep {
 /// from one tile into the next (one use count over the block's k tiles), so the next tile's fills
 /// proceed while the consumers store the last tile's accumulators (CUTLASS's persistent
 /// warp-specialized kernels with their static tile scheduler).
+///
+/// `pingpong` (JSON: "pingpong" after "persistent"; needs `persistent` and one warpgroup tile
+/// per block tile, warp_m = block_m and warp_n = block_n) gives the block two consumer
+/// warpgroups that take the block's tiles in turn (tiles 0, 2, 4, ... and 1, 3, 5, ...), each
+/// computing a whole tile: one stores its accumulators while the other's wgmma's run (CUTLASS's
+/// ping-pong warp-specialized kernel). Each ring slot is released by the one warpgroup that read
+/// it.
 struct TensorCoreStep {
   int stage_id = 0;
   std::string kind = "f16";
@@ -335,6 +342,7 @@ struct TensorCoreStep {
   bool tma = false;
   bool warp_specialized = false;
   bool persistent = false;
+  bool pingpong = false;
   absl::StatusOr<State> Apply(const State& s) const;
   nlohmann::json ToJson() const;
   static absl::StatusOr<TensorCoreStep> FromJson(const nlohmann::json& j);

@@ -201,6 +201,20 @@ struct Builder {
   bool persistent = false;
   Expr block;
   int64_t grid = 1, tiles = 1, tiles_m = 1, tiles_n = 1, raster = 1;
+  // TensorCoreStep::pingpong: two consumer warpgroups, each computing whole block tiles (the
+  // block's even-numbered tiles and its odd-numbered ones).
+  bool pingpong = false;
+  // Ping-pong's turn mbarriers, int64 [2]: consumer c arrives on turn[c] once it has passed the
+  // ring waits of its tile's k loop, and the other consumer waits for that before its next tile.
+  // Without them, the consumer of an odd tile would wait for a slot use two or more phases ahead
+  // of the slot's barrier, which a phase parity cannot tell apart (the interpreter found extra
+  // arrivals). Two barriers, not one: a warp that has arrived on a single shared barrier may
+  // reach its next wait before the other warps' arrivals complete the phase, and pass it.
+  std::string turn;
+
+  // The warpgroup's place in the block tile (wgmma): its index among the consumers, or 0 where
+  // each consumer warpgroup computes a whole tile (ping-pong).
+  Expr TileGroup() const { return pingpong ? C(0) : warp / C(4); }
 
   // Accumulator fragments per thread: [frag_m][frag_n][4].
   int64_t FragM() const { return wgmma ? wm / 64 : wm / 16; }
@@ -384,7 +398,7 @@ struct Builder {
   // `a_buf` and `b_base` of `b_buf` (in the layouts of a and b).
   Stmt WgmmaOf(ir::MmaKind k, const std::string& acc, const std::string& a_buf, const Expr& a_base,
                const std::string& b_buf, const Expr& b_base, int64_t pending) {
-    const Expr group = warp / C(4);
+    const Expr group = TileGroup();
     auto origin = [&](const Operand& o, const Expr& base, const Expr& first_row) {
       const ir::WgmmaLayout& l = o.layout;
       if (l.registers) return base + first_row * C(l.row_stride);
@@ -654,7 +668,12 @@ struct Builder {
     std::vector<Stmt> init;
     for (int64_t s = 0; s < stages; ++s) {
       init.push_back(ir::MbarrierNode::Init(barriers, C(s), 1));
-      init.push_back(ir::MbarrierNode::Init(empties, C(s), threads));
+      // Ping-pong: a slot is read by one of the two consumer warpgroups.
+      init.push_back(ir::MbarrierNode::Init(empties, C(s), pingpong ? threads / 2 : threads));
+    }
+    if (pingpong) {
+      init.push_back(ir::MbarrierNode::Init(turn, C(0), threads / 2));
+      init.push_back(ir::MbarrierNode::Init(turn, C(1), threads / 2));
     }
     ASSIGN_OR_RETURN(
         Stmt produce, OverTiles("produce", [&](const Expr& i) -> absl::StatusOr<Stmt> {
@@ -688,14 +707,27 @@ struct Builder {
             return ir::SeqNode::Make(body);
           };
           const Expr kc = ir::MakeVar(k.fresh(op.name + ".ko"));
-          std::vector<Stmt> seq = {InitAcc(acc)};
+          std::vector<Stmt> seq;
+          // Ping-pong: the previous tile's consumer (the other one) is done with its ring waits:
+          // its ((i - 1) / 2)-th arrival on its turn barrier.
+          const Expr group = warp / C(4);
+          if (pingpong) {
+            seq.push_back(ir::IfThenElseNode::Make(
+                i >= C(1), ir::MbarrierNode::Wait(turn, C(1) - group, ((i - C(1)) / C(2)) % C(2))));
+          }
+          seq.push_back(InitAcc(acc));
           if (split_tiles > 1) {
             seq.push_back(ir::ForNode::Make(kc, C(0), C(split_tiles - 1), ForKind::kSerial,
                                             tile(kc, pending)));
           }
           seq.push_back(tile(C(split_tiles - 1), 0));
+          if (pingpong) seq.push_back(ir::MbarrierNode::Arrive(turn, group));
           ASSIGN_OR_RETURN(Stmt epilogue, Epilogue(acc));
           seq.push_back(epilogue);
+          // Ping-pong: the block's i-th tile is consumer warpgroup (i mod 2)'s.
+          if (pingpong) {
+            return ir::IfThenElseNode::Make(i % C(2) == group, ir::SeqNode::Make(seq));
+          }
           return ir::SeqNode::Make(seq);
         }));
     return ir::SeqNode::Make(
@@ -802,11 +834,11 @@ struct Builder {
   // per warpgroup (each warp 16 of its 64 rows).
   Expr FragmentRow(const Expr& i, const Expr& eh) const {
     if (!wgmma) return (warp / C(warps_n)) * C(wm) + i * C(16) + lane / C(4) + eh * C(8);
-    return ((warp / C(4)) / C(groups_n)) * C(wm) + i * C(64) + (warp % C(4)) * C(16) + lane / C(4) +
+    return (TileGroup() / C(groups_n)) * C(wm) + i * C(64) + (warp % C(4)) * C(16) + lane / C(4) +
            eh * C(8);
   }
   Expr FragmentCol(const Expr& j, const Expr& el) const {
-    const Expr tile = wgmma ? (warp / C(4)) % C(groups_n) : warp % C(warps_n);
+    const Expr tile = wgmma ? TileGroup() % C(groups_n) : warp % C(warps_n);
     return tile * C(wn) + j * C(8) + (lane % C(4)) * C(2) + el;
   }
 
@@ -1243,6 +1275,7 @@ absl::Status PlanTmaFills(const TensorCoreKernel& k, Builder* bd, TensorCoreKern
   }
   bd->barriers = k.fresh(k.op->name + ".full");
   if (k.config.warp_specialized) bd->empties = k.fresh(k.op->name + ".empty");
+  if (k.config.warp_specialized && k.config.pingpong) bd->turn = k.fresh(k.op->name + ".turn");
   return absl::OkStatus();
 }
 
@@ -1287,12 +1320,17 @@ void PlanSyncVectors(Builder* bd) {
 
 // The block grid along the tiles (blockIdx.x = `bx`): one block per tile, or with
 // TensorCoreStep::persistent at most one per multiprocessor of `target`, each walking tiles bx,
-// bx + grid, ... (Builder::OverTiles). Errors: persistent without ws, with split_k or a batch.
+// bx + grid, ... (Builder::OverTiles). Errors: persistent without ws, with split_k or a batch;
+// pingpong without persistent blocks or with several warpgroups per tile.
 absl::Status PlanGrid(const TensorCoreKernel& k, const MatmulLike& mm, const Target& target,
                       const Expr& bx, int64_t tiles_m, int64_t tiles_n, Builder* bd) {
   const TensorCoreStep& c = k.config;
   bd->tiles = tiles_m * tiles_n;
   bd->grid = bd->tiles;
+  if (c.pingpong && (!c.persistent || c.warp_m != c.block_m || c.warp_n != c.block_n)) {
+    return Invalid(k.op->name,
+                   "ping-pong consumers need persistent blocks and warp tile = block tile");
+  }
   if (!c.persistent) return absl::OkStatus();
   if (!c.warp_specialized || c.split_k > 1 || mm.batch > 1) {
     return Invalid(k.op->name,
@@ -1398,7 +1436,8 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
     }
     bd.groups_n = bd.warps_n;
     bd.split_tf32 = WgmmaSplitsTf32(c);
-    bd.warps = 4 * (c.block_m / c.warp_m) * bd.groups_n;
+    bd.pingpong = c.pingpong;
+    bd.warps = 4 * (c.block_m / c.warp_m) * bd.groups_n * (bd.pingpong ? 2 : 1);
     bd.threads = 32 * bd.warps;
   }
   bd.k_tiles = CeilDiv(mm->k, c.block_k);
@@ -1468,6 +1507,9 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
     if (ring.empty()) continue;
     s = ir::AllocateNode::Make(
         {ring, ir::ScalarType::kInt64, {bd.stages}, ir::MemoryScope::kShared}, s);
+  }
+  if (!bd.turn.empty()) {
+    s = ir::AllocateNode::Make({bd.turn, ir::ScalarType::kInt64, {2}, ir::MemoryScope::kShared}, s);
   }
   for (const Operand* o : {&bd.a, &bd.b}) {
     for (const std::string& name : {o->big, o->small}) {

@@ -121,6 +121,48 @@ std::vector<int64_t> SampleTile(int64_t extent, int n_lengths, const AnnotationO
 
 namespace {
 
+// Bytes of the widest element `op` stores or loads along axis `axis` (the loads whose indices
+// use it: a row's elements, not the row's scalars such as its max).
+int64_t WidestAccessBytes(const ir::TensorNode& op, const std::string& axis) {
+  class Widest : public ir::ExprVisitor {
+   public:
+    explicit Widest(const std::string& axis) : axis_(axis) {}
+    int64_t bytes = 0;
+
+   protected:
+    void VisitLoad(const ir::LoadNode* l, const ir::Expr& e) override {
+      in_index_ = true;
+      uses_ = false;
+      for (const ir::Expr& index : l->indices) Visit(index);
+      in_index_ = false;
+      if (uses_) bytes = std::max<int64_t>(bytes, ir::BytesOf(l->type));
+    }
+    void VisitVar(const ir::VarNode* v, const ir::Expr&) override {
+      if (in_index_ && v->name == axis_) uses_ = true;
+    }
+
+   private:
+    const std::string& axis_;
+    bool in_index_ = false;
+    bool uses_ = false;
+  } w(axis);
+  w.bytes = ir::BytesOf(op.dtype);
+  if (op.body.defined()) w.Visit(op.body);
+  return w.bytes;
+}
+
+// Whether steps[i - 2] splits the iterator that steps[i] splits, on the same stage, and steps[i -
+// 1] vectorizes its inner part: steps[i] splits the rest of a row's vector split.
+bool FollowsRowVectorSplit(const std::vector<Step>& steps, int i) {
+  if (i < 2) return false;
+  const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
+  const auto* vec = std::get_if<schedule::SplitStep>(&steps[i - 2]);
+  const auto* an = std::get_if<schedule::AnnotationStep>(&steps[i - 1]);
+  return sp != nullptr && vec != nullptr && an != nullptr && vec->stage_id == sp->stage_id &&
+         vec->iter_id == sp->iter_id && an->stage_id == sp->stage_id &&
+         an->iter_id == sp->iter_id + 1 && an->annotation == IteratorAnnotation::kVectorize;
+}
+
 // A one-length split with no length yet whose inner part the next step vectorizes (a row's vector
 // split, sketch rule CrossThreadReduction).
 bool IsUnfilledVectorSplit(const std::vector<Step>& steps, int i) {
@@ -559,10 +601,16 @@ absl::StatusOr<State> FillAndReplay(const State& sketch, TuneContext& ctx,
         const int64_t extent = s.stage(sp->stage_id).iters[sp->iter_id].extent;
         if (internal::IsThreadSplit(steps, i)) {
           sp->lengths = {internal::SampleThreads(extent, options, rng)};
+          // A row's thread split after its vector split (CrossThreadReduction) records the rest's
+          // extent once the width is drawn, so that mutation can move the thread count within it
+          // (and a width mutation updates it: SetVectorWidth).
+          if (sp->extent == 0 && FollowsRowVectorSplit(steps, i)) sp->extent = extent;
         } else if (IsUnfilledVectorSplit(steps, i)) {
-          // A row's vector (CrossThreadReduction): up to 16 bytes of the stage's type.
-          const std::vector<int64_t> w =
-              internal::VectorWidths(extent, ir::BytesOf(s.stage(sp->stage_id).op->dtype), target);
+          // A row's vector (CrossThreadReduction): up to 16 bytes of the widest type the stage
+          // writes or reads along the row.
+          const Stage& row = s.stage(sp->stage_id);
+          const std::vector<int64_t> w = internal::VectorWidths(
+              extent, WidestAccessBytes(*row.op, row.iters[sp->iter_id].name), target);
           sp->lengths = {w.empty() ? 1 : w[Pick(rng, static_cast<int64_t>(w.size()))]};
         } else if (internal::IsBlockReductionSplit(steps, i)) {
           const std::vector<int64_t> c = internal::BlockChunkCandidates(extent, options);
@@ -818,12 +866,8 @@ absl::Status GpuThreadBind(State& s, const std::vector<StepInfo>& info, const Ta
         ASSIGN_OR_RETURN(int f, FuseRange(s, sid, outer.front(), static_cast<int>(outer.size())));
         int64_t extent = s.stage(sid).iters[f].extent;
         if (vectorizable) {
-          std::vector<int64_t> widths;
-          for (int64_t v : {1, 2, 4}) {
-            if (extent % v == 0 && v * ir::BytesOf(st.op->dtype) <= target.max_vector_bytes) {
-              widths.push_back(v);
-            }
-          }
+          const std::vector<int64_t> widths =
+              internal::VectorWidths(extent, ir::BytesOf(st.op->dtype), target);
           schedule::SplitStep vec;
           vec.stage_id = sid;
           vec.iter_id = f;
@@ -859,11 +903,8 @@ absl::Status GpuThreadBind(State& s, const std::vector<StepInfo>& info, const Ta
       }
       ASSIGN_OR_RETURN(int f, FuseRange(s, sid, 0, static_cast<int>(st.iters.size())));
       const int64_t extent = s.stage(sid).iters[f].extent;
-      const int64_t bytes = ir::BytesOf(st.op->dtype);
-      std::vector<int64_t> widths;
-      for (int64_t v : {1, 2, 4}) {
-        if (extent % v == 0 && v * bytes <= target.max_vector_bytes) widths.push_back(v);
-      }
+      const std::vector<int64_t> widths =
+          internal::VectorWidths(extent, ir::BytesOf(st.op->dtype), target);
       schedule::SplitStep sp;
       sp.stage_id = sid;
       sp.iter_id = f;

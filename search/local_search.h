@@ -47,7 +47,7 @@ namespace tilesearch::search {
 ///      options.max_innermost_split_factor unless it did not grow (MutateTileSize's rules, with
 ///      prime factors where mutation moves any divisor: each neighbor is one edit). GPU only:
 ///      each other thread count of a thread-count split (options.gpu_thread_candidates ≤ its
-///      extent) and each other vector width of {1, 2, 4} of a cooperative fetch that divides the
+///      extent) and each other vector width (VectorWidths) of a cooperative fetch that divides the
 ///      fetched extent and fits target.max_vector_bytes;
 ///  (b) each auto_unroll_max_step pragma: each other value of the target's candidates
 ///      (options.gpu_unroll_steps / cpu_unroll_steps);

@@ -37,10 +37,11 @@ bool IsVectorSplit(const std::vector<schedule::Step>& steps, int i);
 /// MutateTileSize may move (thread-count and vector splits are recognized separately, before).
 bool HasMovableFactors(const schedule::SplitStep& sp);
 
-/// The vector widths of {1, 2, 4} that the cooperative fetch of vector split steps[i]
-/// (IsVectorSplit) may take: those dividing the fused extent (known from the replayed prefix
-/// steps[0, i) on ctx.dag()) whose bytes fit ctx.target().max_vector_bytes, ascending, the current
-/// one included. Empty when the prefix does not replay or the split's iterator is out of range.
+/// The vector widths (VectorWidths: 1 to 16 elements) that vector split steps[i] (IsVectorSplit: a
+/// cooperative fetch, a vectorized elementwise stage, a row's vector) may take: those dividing the
+/// fused extent (known from the replayed prefix steps[0, i) on ctx.dag()) whose bytes fit
+/// ctx.target().max_vector_bytes, ascending, the current one included. Empty when the prefix does
+/// not replay or the split's iterator is out of range.
 std::vector<int64_t> VectorWidthCandidates(const TuneContext& ctx,
                                            const std::vector<schedule::Step>& steps, int i);
 

@@ -394,6 +394,9 @@ class AddRowCacheRead : public SketchRule {
   }
 };
 
+// The longest elementwise chain a tensor-core sketch takes as its epilogue.
+constexpr int kMaxEpilogueLinks = 8;
+
 // Whether stage `r` is an epilogue link of stage `p`: elementwise, of p's shape, and reading p
 // only at its own index (what a tensor_core step's epilogue chain accepts, schedule/step.h).
 bool IsEpilogueLink(const State& s, int p, int r) {
@@ -433,8 +436,11 @@ int StoredEpilogueEnd(const State& s, int sid, const TuneContext& ctx) {
       !ctx.sketch_options().tensor_cores) {
     return -1;
   }
-  // Back to the matmul: each link reads one computed stage, which only it reads.
-  for (int cur = sid;;) {
+  // Back to the matmul: each link reads one computed stage, which only it reads. At most
+  // kMaxEpilogueLinks links (MultiLevelTilingTensorCore's chain).
+  int links = 0;
+  for (int cur = sid;; ++links) {
+    if (links >= kMaxEpilogueLinks) return -1;
     const Stage& cs = s.stage(cur);
     if (cs.is_placeholder() || !cs.op->reduce_axes.empty() || IsOutput(s, cur)) return -1;
     int producer = -1;
@@ -451,15 +457,20 @@ int StoredEpilogueEnd(const State& s, int sid, const TuneContext& ctx) {
     const Stage& ps = s.stage(producer);
     if (ps.location != ComputeLocation::kRoot || ps.tensor_core) return -1;
     if (!ps.op->reduce_axes.empty()) {
+      // (An output matmul takes no epilogue.)
       absl::StatusOr<schedule::MatmulLike> mm = schedule::AnalyzeMatmulLike(*ps.op, ps.op->body);
-      if (!mm.ok() || TensorCoreKinds(*mm, ctx.sketch_options().allow_tf32).empty()) return -1;
+      if (!mm.ok() || TensorCoreKinds(*mm, ctx.sketch_options().allow_tf32).empty() ||
+          IsOutput(s, producer)) {
+        return -1;
+      }
       break;
     }
     if (IsOutput(s, producer)) return -1;
     cur = producer;
   }
   // Forward to the chain's end.
-  for (int cur = sid;;) {
+  for (int cur = sid;; ++links) {
+    if (links >= kMaxEpilogueLinks) return -1;
     const std::vector<int> readers = DirectReaders(s, cur);
     // An attached reader (a row cache of E) ends the chain: it reads what the epilogue stores.
     if (readers.size() == 1 && IsEpilogueLink(s, cur, readers[0]) &&
@@ -468,7 +479,17 @@ int StoredEpilogueEnd(const State& s, int sid, const TuneContext& ctx) {
       cur = readers[0];
       continue;
     }
-    return readers.empty() || IsOutput(s, cur) ? -1 : cur;
+    if (readers.empty() || IsOutput(s, cur)) return -1;
+    // E's readers as they stand (its readers come later, so they have been visited): several,
+    // a reduction, or a row cache. Readers that inlining joins into one elementwise stage (an
+    // activation written x · sigmoid(x) over two stages) are one: the chain runs on to it.
+    const std::vector<int> consumers = StageConsumers(s, cur);
+    bool stored = consumers.size() >= 2;
+    for (int c : consumers) {
+      stored = stored || !s.stage(c).op->reduce_axes.empty() ||
+               absl::EndsWith(s.stage(c).name(), ".shared");
+    }
+    return stored ? cur : -1;
   }
 }
 
@@ -519,6 +540,37 @@ class AlwaysInline : public SketchRule {
     return One(std::move(q), sid - 1);
   }
 };
+
+// Whether every load of `op` that uses axis `axis` reads it as its last (contiguous) index, and
+// some load does.
+bool ReadsAlongLastIndex(const ir::TensorNode& op, const std::string& axis) {
+  bool any = false;
+  for (const ir::LoadNode* l : CollectLoads(op).loads) {
+    bool uses = false;
+    for (const ir::Expr& index : l->indices) {
+      VarCollector v;
+      v.Visit(index);
+      uses = uses || v.names.count(axis) > 0;
+    }
+    if (!uses) continue;
+    const auto* last = l->indices.empty() ? nullptr : l->indices.back().as<ir::VarNode>();
+    if (last == nullptr || last->name != axis) return false;
+    any = true;
+  }
+  return any;
+}
+
+// Whether a row reduction `r` (one reduce axis) and the consumer `t` it is fused into both read
+// their rows contiguously: r's reduce axis and t's innermost axis are each the last index of the
+// loads that use them (softmax over the last axis; not over an outer one), so that a vector of
+// consecutive row elements per thread is a vector load.
+bool RowIsContiguous(const State& s, int r, int t) {
+  const ir::TensorNode& rop = *s.stage(r).op;
+  const ir::TensorNode& top = *s.stage(t).op;
+  return rop.reduce_axes.size() == 1 && !top.axes.empty() &&
+         ReadsAlongLastIndex(rop, rop.reduce_axes[0].name) &&
+         ReadsAlongLastIndex(top, top.axes.back().name);
+}
 
 // Whether step i splits a stage's iterator and the next step vectorizes the inner part (the vector
 // split CrossThreadReduction makes on a consumer's row before its thread split).
@@ -584,6 +636,14 @@ class CrossThreadReduction : public SketchRule {
       if (split_ids.empty()) {
         if (HasReduceIter(s.stage(t))) {
           fusible = false;
+        } else if (!RowIsContiguous(s, sid, t)) {
+          // TVM's thread split: the consumer's innermost iterator split and bound to threads;
+          // the reduction follows it (same thread count).
+          const int last = static_cast<int>(s.stage(t).iters.size()) - 1;
+          split_ids.push_back(static_cast<int>(q.steps().size()));
+          RETURN_IF_ERROR(SplitUnfilled(q, t, last, 2).status());
+          RETURN_IF_ERROR(
+              q.Apply(schedule::AnnotationStep{t, last + 1, IteratorAnnotation::kThreadIdxX}));
         } else {
           // Ours: the consumer's innermost iterator is split into [rest, threads, vector]: a
           // vector of consecutive elements per thread (annotation draws 1 to 16 bytes' worth), so
@@ -974,7 +1034,16 @@ class MultiLevelTilingTensorCore : public SketchRule {
     if (!mm.ok() || TensorCoreKinds(*mm, ctx.sketch_options().allow_tf32).empty()) {
       return RuleCondition::kPass;
     }
-    return RuleCondition::kApply;
+    // A chain kept root for a stored epilogue (KeepStoredEpilogue) is for the tensor cores: the
+    // SIMT sketches come from the inlined branch, and here would store each link on its own.
+    int end = sid;
+    for (int n = 0; n < kMaxEpilogueLinks; ++n) {
+      const int next = SingleElementwiseMatchedConsumer(s, end);
+      if (next < 0) break;
+      end = next;
+    }
+    return end != sid && !IsOutput(s, end) ? RuleCondition::kApplyAndSkipRest
+                                           : RuleCondition::kApply;
   }
   Result Apply(const PartialSketch& p, int sid, const TuneContext& ctx) const override {
     const State& s = p.shadow();
@@ -982,7 +1051,7 @@ class MultiLevelTilingTensorCore : public SketchRule {
     ASSIGN_OR_RETURN(schedule::MatmulLike mm, schedule::AnalyzeMatmulLike(*st.op, st.op->body));
     // The longest chain of single elementwise consumers (bias, activation, cast, ...).
     int chain = 0;
-    for (int at = sid; chain < 8; ++chain) {
+    for (int at = sid; chain < kMaxEpilogueLinks; ++chain) {
       at = SingleElementwiseMatchedConsumer(s, at);
       if (at < 0) break;
     }

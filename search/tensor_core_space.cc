@@ -137,8 +137,9 @@ std::vector<std::string> TensorCoreKinds(const schedule::MatmulLike& mm, bool al
 bool TensorCoreStepFits(const TensorCoreStep& t, const Target& target) {
   if (t.warpgroup) {
     // (A warp-specialized block adds its producer warpgroup.)
-    const int64_t groups =
-        (t.block_m / t.warp_m) * (t.block_n / t.warp_n) + (t.warp_specialized ? 1 : 0);
+    // (Ping-pong blocks have two consumer warpgroups of a whole tile each.)
+    const int64_t groups = (t.block_m / t.warp_m) * (t.block_n / t.warp_n) * (t.pingpong ? 2 : 1) +
+                           (t.warp_specialized ? 1 : 0);
     const int64_t tile = (t.block_m + t.block_n) * t.block_k * ElementBytes(t);
     // TF32 kinds: the ring of float32 tiles, then TF32 tiles (big, and small for tf32x3; two sets
     // of them with a ring of 2 or more; one-pass tf32 copies B at most, counted as the whole) and,
@@ -208,6 +209,8 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
       t.warp_specialized = t.tma && rng() % 4 == 0;
       // Half the producer warpgroups walk the tiles persistently (one block per multiprocessor).
       t.persistent = t.warp_specialized && t.split_k == 1 && mm.batch <= 1 && rng() % 2 == 0;
+      // Half the persistent blocks of one warpgroup tile take two consumers in turn (ping-pong).
+      t.pingpong = t.persistent && t.block_m == t.warp_m && t.block_n == t.warp_n && rng() % 2 == 0;
       if (TensorCoreStepFits(t, target) && WgmmaLayoutsFit(t, mm) && SizedForProblem(t, mm)) {
         return t;
       }
@@ -242,8 +245,35 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
   t.tma = false;
   t.warp_specialized = false;
   t.persistent = false;
+  t.pingpong = false;
   return t;
 }
+
+namespace {
+
+// The candidates that differ from `t` and fit the target and the problem, their options made
+// consistent: persistent blocks need their producer warpgroup (they go with it) and one k range
+// (a split_k move is not offered to persistent blocks); ping-pong consumers need persistent
+// blocks (they go with them), and a move to several warpgroups per block tile is not offered to
+// ping-pong blocks.
+std::vector<TensorCoreStep> FittingVariants(std::vector<TensorCoreStep> candidates,
+                                            const TensorCoreStep& t, const schedule::MatmulLike& mm,
+                                            const Target& target) {
+  std::vector<TensorCoreStep> options;
+  for (TensorCoreStep& c : candidates) {
+    c.persistent = c.persistent && c.warp_specialized;
+    c.pingpong = c.pingpong && c.persistent;
+    if (c.persistent && c.split_k > 1) continue;
+    if (c.pingpong && (c.block_m != c.warp_m || c.block_n != c.warp_n)) continue;
+    if (!(c == t) && TensorCoreStepFits(c, target) && SizedForProblem(c, mm) &&
+        (!c.warpgroup || WgmmaLayoutsFit(c, mm))) {
+      options.push_back(c);
+    }
+  }
+  return options;
+}
+
+}  // namespace
 
 std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
                                                    const schedule::MatmulLike& mm,
@@ -380,21 +410,17 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
         candidates.push_back(c);
       }
       break;
+    case 14:  // persistent blocks of one warpgroup tile: two consumers in turn or one
+      if (t.persistent && t.block_m == t.warp_m && t.block_n == t.warp_n) {
+        TensorCoreStep c = t;
+        c.pingpong = !t.pingpong;
+        candidates.push_back(c);
+      }
+      break;
     default:
       break;
   }
-  std::vector<TensorCoreStep> options;
-  for (TensorCoreStep& c : candidates) {
-    // Persistent blocks need their producer warpgroup (they go with it) and one k range (a
-    // split_k move is not offered to persistent blocks).
-    c.persistent = c.persistent && c.warp_specialized;
-    if (c.persistent && c.split_k > 1) continue;
-    if (!(c == t) && TensorCoreStepFits(c, target) && SizedForProblem(c, mm) &&
-        (!c.warpgroup || WgmmaLayoutsFit(c, mm))) {
-      options.push_back(c);
-    }
-  }
-  return options;
+  return FittingVariants(std::move(candidates), t, mm, target);
 }
 
 bool MutateTensorCoreStep(TensorCoreStep& t, const schedule::MatmulLike& mm,

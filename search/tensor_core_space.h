@@ -37,8 +37,9 @@ bool TensorCoreStepFits(const schedule::TensorCoreStep& t, const Target& target)
 /// three in four draws repack the operands where MatmulLike::repackable or (wgmma tf32x3 tilings,
 /// whose repack kernels then split the values) MatmulLike::repack_plannable, three in four wgmma
 /// draws fill by TMA where TmaOperands and the operands are placeholders of `s` with rows of whole
-/// 16-byte chunks, one in four TMA draws adds a producer warpgroup, and half of those (without
-/// split_k) make the blocks persistent. `s`
+/// 16-byte chunks, one in four TMA draws adds a producer warpgroup, half of those (without
+/// split_k) make the blocks persistent, and half of the persistent ones with one warpgroup tile
+/// per block tile give the block two ping-pong consumers (TensorCoreStep::pingpong). `s`
 /// is the state the step applies to. Errors: the stage is not matmul-like.
 absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCoreStep base,
                                                               const schedule::State& s,
@@ -51,9 +52,10 @@ absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCo
 /// operands are repacked (where MatmulLike::repackable, or on wgmma tf32x3 where the operands
 /// repack at all), on wgmma whether TMA fills the operand
 /// tiles (where TmaOperands), with TMA whether a producer warpgroup issues the fills
-/// (TensorCoreStep::warp_specialized), and with it whether the blocks are persistent
-/// (TensorCoreStep::persistent).
-inline constexpr int kTensorCoreDecisions = 14;
+/// (TensorCoreStep::warp_specialized), with it whether the blocks are persistent
+/// (TensorCoreStep::persistent), and with those and one warpgroup tile per block tile whether
+/// two consumers take the tiles in turn (TensorCoreStep::pingpong).
+inline constexpr int kTensorCoreDecisions = 15;
 
 /// Whether TMA may fill `t`'s operand tiles (TensorCoreStep::tma): a wgmma tiling of f16 / bf16,
 /// not repacked, whose operands are plain loads (schedule::PlainOperandLoad) over one m axis, one

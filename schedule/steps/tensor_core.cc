@@ -231,6 +231,15 @@ absl::StatusOr<State> TensorCoreStep::Apply(const State& s) const {
                                ? "not with split_k"
                                : absl::StrCat("not with a batch (", mm->batch, " on blockIdx.y)")));
   }
+  if (pingpong && (!persistent || warp_m != block_m || warp_n != block_n)) {
+    return internal::StepError(
+        text, absl::StrCat("invalid_schedule: ping-pong consumers each compute whole block tiles "
+                           "in turn: ",
+                           !persistent
+                               ? "they need persistent blocks"
+                               : absl::StrCat("the warp tile ", warp_m, "x", warp_n,
+                                              " must be the block tile ", block_m, "x", block_n)));
+  }
   if (repack) {
     absl::StatusOr<OperandRepack> plan = PlanOperandRepack(*stage.op, *mm);
     if (!plan.ok()) {
@@ -255,14 +264,15 @@ nlohmann::json TensorCoreStep::ToJson() const {
   if (tma) j.push_back("tma");
   if (warp_specialized) j.push_back("ws");
   if (persistent) j.push_back("persistent");
+  if (pingpong) j.push_back("pingpong");
   return j;
 }
 
 absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j) {
-  if (!j.is_array() || j.size() < 9 || j.size() > 15) {
+  if (!j.is_array() || j.size() < 9 || j.size() > 16) {
     return absl::InvalidArgumentError(
         absl::StrCat("step 'TC' needs 9 fields (10 with split_k, 11 with the instruction, then "
-                     "\"repack\", \"tma\", \"ws\", \"persistent\" as set), got ",
+                     "\"repack\", \"tma\", \"ws\", \"persistent\", \"pingpong\" as set), got ",
                      j.is_array() ? j.size() : 0, ": ", j.dump().substr(0, 200)));
   }
   TensorCoreStep t;
@@ -313,22 +323,26 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
     }
     t.warpgroup = instruction == "wgmma";
   }
-  // The options after the instruction, in this order: "repack", "tma", "ws", "persistent".
+  // The options after the instruction, in this order: "repack", "tma", "ws", "persistent",
+  // "pingpong".
   for (size_t f = 11; f < j.size(); ++f) {
     ASSIGN_OR_RETURN(std::string option, internal::JsonString(j, f, "TC"));
-    if (option == "repack" && !t.repack && !t.tma && !t.warp_specialized && !t.persistent) {
+    const bool later = t.persistent || t.pingpong;
+    if (option == "repack" && !t.repack && !t.tma && !t.warp_specialized && !later) {
       t.repack = true;
-    } else if (option == "tma" && !t.tma && !t.warp_specialized && !t.persistent) {
+    } else if (option == "tma" && !t.tma && !t.warp_specialized && !later) {
       t.tma = true;
-    } else if (option == "ws" && !t.warp_specialized && !t.persistent) {
+    } else if (option == "ws" && !t.warp_specialized && !later) {
       t.warp_specialized = true;
-    } else if (option == "persistent" && !t.persistent) {
+    } else if (option == "persistent" && !t.persistent && !t.pingpong) {
       t.persistent = true;
+    } else if (option == "pingpong" && !t.pingpong) {
+      t.pingpong = true;
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("TC step: field ", f, " '", option,
                        "' is not an option in place (\"repack\", then \"tma\", then \"ws\", "
-                       "then \"persistent\", each at most once)"));
+                       "then \"persistent\", then \"pingpong\", each at most once)"));
     }
   }
   return t;
@@ -340,7 +354,8 @@ std::string TensorCoreStep::ToString() const {
                       pad, ", raster ", raster, ", epilogue ", epilogue,
                       split_k > 1 ? absl::StrCat(", split_k ", split_k) : std::string(),
                       warpgroup ? ", wgmma" : "", repack ? ", repack" : "", tma ? ", tma" : "",
-                      warp_specialized ? ", ws" : "", persistent ? ", persistent" : "", ")");
+                      warp_specialized ? ", ws" : "", persistent ? ", persistent" : "",
+                      pingpong ? ", pingpong" : "", ")");
 }
 
 }  // namespace tilesearch::schedule

@@ -36,6 +36,7 @@ struct Problem {
   bool tma = false;         // TensorCoreStep::tma
   bool ws = false;          // TensorCoreStep::warp_specialized
   bool persistent = false;  // TensorCoreStep::persistent
+  bool pingpong = false;    // TensorCoreStep::pingpong (one warpgroup tile per block tile)
 };
 
 std::vector<LaunchConfig> Launches(const schedule::LoweredKernel& k) {
@@ -65,7 +66,7 @@ absl::StatusOr<schedule::LoweredKernel> LowerWgmma(const Problem& p) {
   }
   t.kind = p.kind;
   t.warpgroup = true;
-  t.block_m = 2 * p.wm;
+  t.block_m = p.pingpong ? p.wm : 2 * p.wm;
   t.block_n = p.wn;
   t.block_k = p.bk;
   t.warp_m = p.wm;
@@ -75,6 +76,7 @@ absl::StatusOr<schedule::LoweredKernel> LowerWgmma(const Problem& p) {
   t.tma = p.tma;
   t.warp_specialized = p.ws;
   t.persistent = p.persistent;
+  t.pingpong = p.pingpong;
   ASSIGN_OR_RETURN(s, schedule::ApplyStep(s, t));
   Target target;
   target.kind = TargetKind::kCuda;
@@ -179,6 +181,26 @@ TEST(WgmmaPtx, WarpSpecializedTmaCompilesForSm90aAndAssembles) {
     }
     ExpectPtxasAccepts(ptx, "wgmma_ws_" + p.kind + (p.persistent ? "_persistent" : ""), "sm_90a");
   }
+}
+
+// Ping-pong consumers (TensorCoreStep::pingpong): two consumer warpgroups of 64 x 128 tiles take
+// a 2-SM target's 8 tiles in turn (4 per block), with the ring's barriers plus two turn
+// barriers; ptxas accepts it for sm_90a.
+TEST(WgmmaPtx, PingPongConsumersCompileForSm90aAndAssemble) {
+  Problem p{"bf16", false, 64, 128, 64, 3};
+  p.tma = p.ws = p.persistent = p.pingpong = true;
+  absl::StatusOr<schedule::LoweredKernel> k = LowerWgmma(p);
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->launches.front().grid[0], 2);
+  // A producer warpgroup and two consumers.
+  EXPECT_EQ(k->launches.front().block[0] * k->launches.front().block[1], 3 * 128);
+  const std::string nest = ir::ToString(k->nest);
+  EXPECT_NE(nest.find(".consume.tile in [0, 4)"), std::string::npos) << nest;
+  const std::string ptx = WgmmaPtx(p);
+  ASSERT_FALSE(ptx.empty());
+  EXPECT_EQ(Count(ptx, "mbarrier.init.shared::cta.b64"), 2 * p.pipeline + 2);
+  EXPECT_EQ(Count(ptx, "bar.sync"), 1);
+  ExpectPtxasAccepts(ptx, "wgmma_ws_pingpong_" + p.kind, "sm_90a");
 }
 
 // float32 operands on TF32 wgmma with an MN-major B: each k tile's ring slot is copied into

@@ -68,8 +68,19 @@ TEST(TmaStep, JsonRoundTrip) {
   back = StepFromJson(t.ToJson());
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_TRUE(std::get<TensorCoreStep>(*back) == t);
+  t.block_m = 64;
+  t.pingpong = true;
+  EXPECT_EQ(t.ToJson().dump(), R"(["TC",2,"bf16",[64,256,64],[64,256],4,0,1,0,1,"wgmma","tma",)"
+                               R"("ws","persistent","pingpong"])");
+  back = StepFromJson(t.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(std::get<TensorCoreStep>(*back) == t);
   for (const char* bad :
        {R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","tma","repack"])",
+        R"(["TC",2,"bf16",[64,128,64],[64,128],3,0,1,0,1,"wgmma","tma","ws","pingpong",)"
+        R"("persistent"])",
+        R"(["TC",2,"bf16",[64,128,64],[64,128],3,0,1,0,1,"wgmma","tma","ws","persistent",)"
+        R"("pingpong","pingpong"])",
         R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","tma","persistent","ws"])",
         R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","tma","ws","persistent",)"
         R"("persistent"])",
@@ -126,6 +137,67 @@ TEST(TmaStep, PersistentBlocksWalkTheirTiles) {
   absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, 77);
   ASSERT_TRUE(err.ok()) << err.status() << "\n" << text;
   EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
+}
+
+// Ping-pong consumers take whole block tiles in turn: without persistent blocks, or with a block
+// tile of two warpgroup tiles, the step is refused by name.
+TEST(TmaStep, PingPongNeedsPersistentBlocksOfOneWarpgroupTile) {
+  const ir::ComputeDAG dag =
+      BuildOpOrDie("matmul", {{256, 256}, {256, 256}}, ir::ScalarType::kBFloat16);
+  const State s = State::Initial(dag);
+  TensorCoreStep t = TmaStep("bf16", 64, 128, 64, 64, 128, 3);
+  t.stage_id = SumReductionStage(s);
+  t.warp_specialized = true;
+  t.pingpong = true;
+  ExpectRefused(s, t, "they need persistent blocks");
+  t.persistent = true;
+  t.block_m = 128;
+  ExpectRefused(s, t, "the warp tile 64x128 must be the block tile 128x128");
+}
+
+// Ping-pong: two consumer warpgroups of a 3-multiprocessor target's blocks take the block's
+// tiles in turn (12 tiles of 64 x 64: blocks of 4 tiles, each consumer 2), each slot released
+// by the consumer that read it; the result matches the reference, with 1 and 3 ring slots (the
+// producer then runs ahead into the other consumer's tiles).
+TEST(TmaStep, PingPongConsumersTakeTilesInTurn) {
+  const ir::ComputeDAG dag =
+      BuildOpOrDie("matmul", {{256, 320}, {320, 192}}, ir::ScalarType::kBFloat16);
+  const State s = State::Initial(dag);
+  for (const int pipeline : {3, 1}) {
+    SCOPED_TRACE(pipeline);
+    TensorCoreStep t = TmaStep("bf16", 64, 64, 64, 64, 64, pipeline);
+    t.stage_id = SumReductionStage(s);
+    t.warp_specialized = true;
+    t.persistent = true;
+    t.pingpong = true;
+    absl::StatusOr<State> st = testing::ApplyWithEpilogue(s, t);
+    ASSERT_TRUE(st.ok()) << st.status();
+    Target three = CudaTarget();
+    three.sm_count = 3;
+    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, three);
+    ASSERT_TRUE(k.ok()) << k.status();
+    ASSERT_EQ(k->launches.size(), 1u);
+    // A producer warpgroup and two consumers.
+    EXPECT_EQ(k->launches[0].block[0] * k->launches[0].block[1], 3 * 128);
+    const std::string text = ir::ToString(k->nest);
+    EXPECT_NE(text.find(".consume.tile in [0, 4)"), std::string::npos) << text;
+    absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, 78);
+    ASSERT_TRUE(err.ok()) << err.status() << "\n" << text;
+    EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
+    // Without the turn waits, a consumer runs ahead into its next tile's slots, two phases ahead
+    // of their barriers: an error (extra arrivals, a deadlock) or a wrong answer.
+    class DropTurnWaits : public ir::StmtMutator {
+     protected:
+      ir::Stmt MutateMbarrier(const ir::MbarrierNode* op, const ir::Stmt& s) override {
+        const bool turn = op->buffer.find(".turn") != std::string::npos;
+        return turn && op->op == ir::MbarrierNode::Op::kWait ? ir::SeqNode::Make({}) : s;
+      }
+    };
+    ir::LoopNest broken = k->nest;
+    broken.body = DropTurnWaits().Mutate(broken.body);
+    absl::StatusOr<double> bad = testing::RelErrorToFloat64(dag, broken, 78);
+    EXPECT_TRUE(!bad.ok() || *bad > 0.1) << "no turn waits and still right";
+  }
 }
 
 TEST(TmaStep, AProducerWarpgroupNeedsTma) {
@@ -281,8 +353,8 @@ TEST(TmaStep, ConsumersThatNeverReleaseASlotAreADeadlock) {
   EXPECT_NE(bad.status().message().find("deadlock"), std::string::npos) << bad.status();
 }
 
-// Without its waits the boxes are never copied (the interpreter copies at the wait that completes
-// a phase): the check fails, as it would on the device.
+// Without its waits the boxes are never copied (the interpreter writes them at a wait that finds
+// their phase complete): the check fails, as it would on the device.
 TEST(TmaStep, AMissingWaitIsAWrongAnswer) {
   ir::ComputeDAG dag;
   absl::StatusOr<LoweredKernel> k =
@@ -305,6 +377,50 @@ TEST(TmaStep, AMissingWaitIsAWrongAnswer) {
   EXPECT_LE(testing::MaxRelError(dag, *good, *ref), 1.6e-2);
   absl::StatusOr<ir::BufferMap> bad = RunLowered(broken, inputs);
   EXPECT_TRUE(!bad.ok() || testing::MaxRelError(dag, *bad, *ref) > 0.1);
+}
+
+// An mbarrier phase completes at the arrival that brings in its last expected one (as on the
+// hardware), not at the next wait: a one-arrival barrier takes two arrivals in a row (two
+// phases), and a wait for parity 1 then finds phase 1 complete. A thread that arrives on a
+// two-arrival barrier and then waits for parity 1 passes at once (the phase before phase 0 counts
+// as complete): the hardware's try_wait.parity, and the hazard that ping-pong's two turn
+// barriers avoid.
+TEST(Mbarrier, APhaseCompletesAtItsLastArrival) {
+  auto run = [](int64_t arrivals, int arrive_times) {
+    const ir::Expr tx = ir::MakeVar("tx");
+    std::vector<ir::Stmt> body = {ir::MbarrierNode::Init("bar", ir::IntConst(0), arrivals)};
+    for (int a = 0; a < arrive_times; ++a) {
+      body.push_back(ir::MbarrierNode::Arrive("bar", ir::IntConst(0)));
+    }
+    body.push_back(ir::MbarrierNode::Wait("bar", ir::IntConst(0), ir::IntConst(1)));
+    body.push_back(ir::StoreNode::Make("out", {ir::IntConst(0)}, ir::FloatConst(1.0)));
+    ir::Stmt s = ir::ForNode::Make(tx, ir::IntConst(0), ir::IntConst(1), ir::ForKind::kThreadIdxX,
+                                   ir::SeqNode::Make(body));
+    s = ir::AllocateNode::Make({"bar", ir::ScalarType::kInt64, {1}, ir::MemoryScope::kShared}, s);
+    const ir::Expr bx = ir::MakeVar("bx");
+    s = ir::ForNode::Make(bx, ir::IntConst(0), ir::IntConst(1), ir::ForKind::kBlockIdxX, s);
+    ir::LoopNest nest;
+    nest.name = "phases";
+    nest.params = {{"out", ir::ScalarType::kFloat32, {1}}};
+    nest.num_inputs = 0;
+    nest.body = s;
+    ir::BufferMap bufs;
+    bufs["out"] = ir::HostBuffer::Zeros(ir::ScalarType::kFloat32, {1});
+    absl::Status st = ir::Interpret(nest, bufs);
+    return st.ok() ? absl::StatusOr<double>(bufs["out"].data[0]) : absl::StatusOr<double>(st);
+  };
+  absl::StatusOr<double> two_phases = run(1, 2);
+  ASSERT_TRUE(two_phases.ok()) << two_phases.status();
+  EXPECT_EQ(*two_phases, 1.0);
+  absl::StatusOr<double> early = run(2, 1);
+  ASSERT_TRUE(early.ok()) << early.status();
+  EXPECT_EQ(*early, 1.0);
+  // Three arrivals on a one-arrival barrier: phases 0, 1 and 2 complete, the current phase is 3,
+  // and a wait for parity 1 never returns.
+  absl::StatusOr<double> stuck = run(1, 3);
+  ASSERT_FALSE(stuck.ok());
+  EXPECT_NE(stuck.status().message().find("waits for phase 3"), std::string::npos)
+      << stuck.status();
 }
 
 using Case = testing::TensorCoreCase;
@@ -356,12 +472,18 @@ Case RandomCase(std::mt19937_64& rng) {
   // (Persistent blocks walk one batch's tiles: not with a batch.)
   const bool batched = c.op == "batch_matmul" && c.shapes[0][0] > 1;
   t.persistent = t.warp_specialized && t.split_k == 1 && !batched && rng() % 2;
+  // Ping-pong blocks compute one warpgroup tile per consumer.
+  if (t.persistent && rng() % 2) {
+    t.pingpong = true;
+    t.block_m = t.warp_m;
+    t.block_n = t.warp_n;
+  }
   return c;
 }
 
 TEST(TmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
   std::mt19937_64 rng(20261204);
-  int run = 0, refused = 0, specialized = 0, persistent = 0, walking = 0;
+  int run = 0, refused = 0, specialized = 0, persistent = 0, walking = 0, pingpong = 0;
   // One multiprocessor, so that a persistent block walks every tile.
   Target small = CudaTarget();
   small.sm_count = 1;
@@ -388,6 +510,7 @@ TEST(TmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
     ++run;
     specialized += c.step.warp_specialized;
     persistent += c.step.persistent;
+    pingpong += c.step.pingpong;
     // A block walking two or more tiles keeps its tile loop (one of extent 1 is simplified away).
     walking += ir::ToString(k->nest).find(".consume.tile in [0, ") != std::string::npos;
   }
@@ -395,6 +518,7 @@ TEST(TmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
   EXPECT_GE(specialized, 40);
   EXPECT_GE(persistent, 15);
   EXPECT_GE(walking, 8);
+  EXPECT_GE(pingpong, 6);
   EXPECT_GT(refused, 0);
 }
 

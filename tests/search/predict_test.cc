@@ -16,7 +16,9 @@
 #include "costmodel/cost_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/ops/norm.h"
 #include "schedule/apply_step.h"
+#include "search/annotation.h"
 #include "search/schedule_transfer.h"
 #include "search/sketch.h"
 #include "tests/schedule/lower_test_util.h"
@@ -93,6 +95,46 @@ TEST(TransferStepsTest, CpuSchedulesOfOneMatmulRunCorrectlyOnAnother) {
 
 TEST(TransferStepsTest, GpuSchedulesOfOneMatmulRunCorrectlyOnAnother) {
   ExpectTransfersRun(Target::H200(), 24);
+}
+
+// A vector split keeps a width that divides the new extent: a bfloat16 softmax drawn with 8 per
+// thread on rows of 2048 moves to rows of 1002 (8 divides neither a row nor 6 rows) with a
+// narrower vector of 2 or more, and the moved schedule still computes the softmax.
+TEST(TransferStepsTest, VectorWidthsDivideTheNewExtent) {
+  const ir::ComputeDAG from =
+      testing::MustBuild(ir::SoftmaxDAG({6, 2048}, -1, ir::ScalarType::kBFloat16));
+  const ir::ComputeDAG to =
+      testing::MustBuild(ir::SoftmaxDAG({6, 1002}, -1, ir::ScalarType::kBFloat16));
+  TuneContext ctx(from, Target::H200(), SearchOptions{}, 4);
+  const std::vector<schedule::State> sketches = Ok(GenerateSketches(ctx));
+  int moved_rows = 0;
+  for (int n = 0; n < 40 && moved_rows < 3; ++n) {
+    absl::StatusOr<Candidate> c = AnnotateSketch(sketches[n % sketches.size()], ctx);
+    if (!c.ok()) continue;
+    const auto& steps = c->state.steps();
+    int vec = -1;
+    for (size_t i = 0; i + 1 < steps.size(); ++i) {
+      const auto* an = std::get_if<schedule::AnnotationStep>(&steps[i + 1]);
+      if (std::holds_alternative<schedule::SplitStep>(steps[i]) && an != nullptr &&
+          an->annotation == schedule::IteratorAnnotation::kVectorize &&
+          c->state.stage(an->stage_id).name() == "softmax") {
+        vec = static_cast<int>(i);
+      }
+    }
+    if (vec < 0 || *std::get<schedule::SplitStep>(steps[vec]).lengths[0] != 8) continue;
+    absl::StatusOr<schedule::State> moved = TransferSteps(steps, to);
+    ASSERT_THAT(moved.status(), IsOk()) << c->state.ToString();
+    const int64_t w = *std::get<schedule::SplitStep>(moved->steps()[vec]).lengths[0];
+    EXPECT_TRUE(w == 2 || w == 4) << moved->ToString();
+    absl::StatusOr<Candidate> lowered = LowerCandidate(*moved, TuneContext(to, Target::H200()));
+    ASSERT_THAT(lowered.status(), IsOk()) << moved->ToString();
+    absl::StatusOr<double> err =
+        schedule::testing::RelErrorToFloat64(to, lowered->lowered->nest, 2);
+    ASSERT_THAT(err.status(), IsOk());
+    EXPECT_LE(*err, 2e-5);
+    ++moved_rows;
+  }
+  EXPECT_GE(moved_rows, 1);
 }
 
 TEST(TransferStepsTest, AnotherOperatorsStepsAreAnError) {

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "ir/ops/norm.h"
 #include "search/annotation.h"
+#include "search/mutation.h"
 #include "search/sketch.h"
 #include "tests/schedule/lower_test_util.h"
 #include "tests/search/space_test_util.h"
@@ -112,6 +113,59 @@ TEST(RowVectorSketch, HalfSoftmaxRowsDrawSixteenByteVectorsAndMatchFloat64) {
     EXPECT_TRUE(widths.count(widest)) << "no 16-byte vector drawn";
     EXPECT_GE(widths.size(), 3u);
   }
+}
+
+// The row's thread count stays a decision after annotation: the thread split records the rest's
+// extent once the width is drawn, so mutation moves the thread count (and the width).
+TEST(RowVectorSketch, MutationMovesTheRowThreadCountAndWidth) {
+  const ir::ComputeDAG dag =
+      testing::MustBuild(ir::SoftmaxDAG({6, 2048}, -1, ir::ScalarType::kBFloat16));
+  const Target target = Target::H200();
+  TuneContext ctx(dag, target, SearchOptions{}, 5);
+  absl::StatusOr<std::vector<State>> sketches = GenerateSketches(ctx);
+  ASSERT_THAT(sketches.status(), IsOk());
+  const std::vector<State> rows = RowVectorSketches(*sketches, "softmax");
+  ASSERT_GE(rows.size(), 1u);
+  absl::StatusOr<Candidate> parent = AnnotateSketch(rows[0], ctx);
+  ASSERT_THAT(parent.status(), IsOk());
+  // The thread split: the split after the vector split's annotation.
+  auto threads_of = [](const State& s) -> int64_t {
+    const auto& steps = s.steps();
+    for (size_t i = 0; i + 3 < steps.size(); ++i) {
+      const auto* an = std::get_if<schedule::AnnotationStep>(&steps[i + 1]);
+      const auto* sp = std::get_if<schedule::SplitStep>(&steps[i + 2]);
+      if (an != nullptr && an->annotation == IteratorAnnotation::kVectorize && sp != nullptr &&
+          sp->stage_id == an->stage_id && s.stage(sp->stage_id).name() == "softmax") {
+        EXPECT_GT(sp->extent, 0) << "the rest's extent is recorded";
+        return *sp->lengths[0];
+      }
+    }
+    return 0;
+  };
+  const int64_t threads = threads_of(parent->state);
+  const int64_t width = RowVectorWidth(parent->state, "softmax");
+  ASSERT_GT(threads, 0);
+  std::set<int64_t> other_threads, other_widths;
+  for (int i = 0; i < 60; ++i) {
+    absl::StatusOr<Candidate> child = MutateTileSize(parent->state, ctx);
+    if (!child.ok()) continue;
+    if (threads_of(child->state) != threads) other_threads.insert(threads_of(child->state));
+    if (RowVectorWidth(child->state, "softmax") != width) {
+      other_widths.insert(RowVectorWidth(child->state, "softmax"));
+    }
+  }
+  EXPECT_FALSE(other_threads.empty());
+  EXPECT_FALSE(other_widths.empty());
+}
+
+// A softmax over an outer axis reads its rows with a stride: its sketches keep TVM's thread split
+// (no vector part), and still compute the right values.
+TEST(RowVectorSketch, StridedRowsGetNoVector) {
+  const ir::ComputeDAG dag = testing::MustBuild(ir::SoftmaxDAG({4, 256, 8}, 1));
+  const Target target = Target::H200();
+  absl::StatusOr<std::vector<State>> sketches = GenerateSketches(TuneContext(dag, target));
+  ASSERT_THAT(sketches.status(), IsOk());
+  EXPECT_TRUE(RowVectorSketches(*sketches, "softmax").empty());
 }
 
 }  // namespace

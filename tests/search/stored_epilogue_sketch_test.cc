@@ -76,6 +76,13 @@ TEST(StoredEpilogueSketch, ScaledHalfScoresAreStoredOnceForTheSoftmax) {
     stored.push_back(&s);
   }
   EXPECT_GE(inlined, 1);  // the inlined sketches stay
+  // A chain kept root is for the tensor cores only: no SIMT sketch stores its links one by one.
+  for (const State& s : *sketches) {
+    const int cast = s.StageId("batch_matmul_0");
+    if (s.stage(cast).location == schedule::ComputeLocation::kRoot) {
+      EXPECT_NE(TensorCoreOf(s), nullptr) << s.ToString();
+    }
+  }
   ASSERT_GE(stored.size(), 1u);
   std::mt19937_64 rng(21);
   int checked = 0;

@@ -183,7 +183,7 @@ TEST(TensorCoreSearch, SamplingDrawsTmaAndProducerWarpgroupsAtTheirRates) {
       if (s.stage(i).op->reduce == ir::ReduceKind::kSum) base.stage_id = i;
     }
     std::mt19937_64 rng(12);
-    int wgmma = 0, tma = 0, ws = 0, persistent = 0;
+    int wgmma = 0, tma = 0, ws = 0, persistent = 0, pingpong = 0, one_group = 0;
     for (int i = 0; i < 1200; ++i) {
       absl::StatusOr<TensorCoreStep> t = SampleTensorCoreStep(base, s, Target::H200(), rng);
       ASSERT_TRUE(t.ok()) << t.status();
@@ -191,6 +191,11 @@ TEST(TensorCoreSearch, SamplingDrawsTmaAndProducerWarpgroupsAtTheirRates) {
       tma += t->tma;
       ws += t->warp_specialized;
       persistent += t->persistent;
+      pingpong += t->pingpong;
+      one_group += t->persistent && t->block_m == t->warp_m && t->block_n == t->warp_n;
+      EXPECT_TRUE(!t->pingpong ||
+                  (t->persistent && t->block_m == t->warp_m && t->block_n == t->warp_n))
+          << t->ToString();
       EXPECT_TRUE(!t->warp_specialized || t->tma) << t->ToString();
       EXPECT_TRUE(!t->persistent || (t->warp_specialized && t->split_k == 1)) << t->ToString();
       EXPECT_TRUE(!t->tma || t->warpgroup) << t->ToString();
@@ -205,6 +210,9 @@ TEST(TensorCoreSearch, SamplingDrawsTmaAndProducerWarpgroupsAtTheirRates) {
     // Half of the producer warpgroups without split_k are persistent.
     EXPECT_GT(persistent, 0);
     EXPECT_LT(persistent, ws);
+    // Half of the persistent blocks of one warpgroup tile have ping-pong consumers.
+    EXPECT_GT(pingpong, 0);
+    EXPECT_LT(pingpong, one_group);
   }
 }
 
@@ -263,14 +271,14 @@ TEST(TensorCoreSearch, MutationChangesOneDecisionOfTheStep) {
     const TensorCoreStep& a = *TensorCoreOf(parent->state);
     const TensorCoreStep& b = *TensorCoreOf(child->state);
     // Switching the instruction (mma.sync <-> wgmma) is one decision that re-tiles the block;
-    // turning TMA off takes its producer warpgroup (and persistence) with it.
+    // turning TMA off takes its producer warpgroup (and persistence, and ping-pong) with it.
     const int diffs = a.warpgroup != b.warpgroup
                           ? 1
                           : (a.block_k != b.block_k) + (a.pipeline != b.pipeline) +
                                 (a.pad != b.pad) + (a.raster != b.raster) +
                                 (a.split_k != b.split_k) +
                                 (a.tma != b.tma || a.warp_specialized != b.warp_specialized ||
-                                 a.persistent != b.persistent) +
+                                 a.persistent != b.persistent || a.pingpong != b.pingpong) +
                                 (a.warp_m != b.warp_m || a.block_m != b.block_m) +
                                 (a.warp_n != b.warp_n || a.block_n != b.block_n);
     EXPECT_EQ(diffs, 1) << a.ToString() << " -> " << b.ToString();
