@@ -38,14 +38,20 @@ int64_t Pick(std::mt19937_64& rng, int64_t n) {
   return n <= 1 ? 0 : static_cast<int64_t>(rng() % static_cast<uint64_t>(n));
 }
 
-bool IsThreadSplit(const std::vector<Step>& steps, int i) {
+const schedule::SplitStep* SplitThenAnnotated(const std::vector<Step>& steps, int i,
+                                              IteratorAnnotation annotation) {
   const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
   if (sp == nullptr || sp->lengths.size() != 1 || i + 1 >= static_cast<int>(steps.size())) {
-    return false;
+    return nullptr;
   }
   const auto* an = std::get_if<schedule::AnnotationStep>(&steps[i + 1]);
-  return an != nullptr && an->stage_id == sp->stage_id && an->iter_id == sp->iter_id + 1 &&
-         an->annotation == IteratorAnnotation::kThreadIdxX;
+  const bool ok = an != nullptr && an->stage_id == sp->stage_id && an->iter_id == sp->iter_id + 1 &&
+                  an->annotation == annotation;
+  return ok ? sp : nullptr;
+}
+
+bool IsThreadSplit(const std::vector<Step>& steps, int i) {
+  return SplitThenAnnotated(steps, i, IteratorAnnotation::kThreadIdxX) != nullptr;
 }
 
 bool IsBlockReductionSplit(const std::vector<Step>& steps, int i) {
@@ -156,24 +162,18 @@ int64_t WidestAccessBytes(const ir::TensorNode& op, const std::string& axis) {
 bool FollowsRowVectorSplit(const std::vector<Step>& steps, int i) {
   if (i < 2) return false;
   const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
-  const auto* vec = std::get_if<schedule::SplitStep>(&steps[i - 2]);
-  const auto* an = std::get_if<schedule::AnnotationStep>(&steps[i - 1]);
-  return sp != nullptr && vec != nullptr && an != nullptr && vec->stage_id == sp->stage_id &&
-         vec->iter_id == sp->iter_id && an->stage_id == sp->stage_id &&
-         an->iter_id == sp->iter_id + 1 && an->annotation == IteratorAnnotation::kVectorize;
+  const schedule::SplitStep* vec =
+      internal::SplitThenAnnotated(steps, i - 2, IteratorAnnotation::kVectorize);
+  return sp != nullptr && vec != nullptr && vec->stage_id == sp->stage_id &&
+         vec->iter_id == sp->iter_id;
 }
 
 // A one-length split with no length yet whose inner part the next step vectorizes (a row's vector
 // split, sketch rule CrossThreadReduction).
 bool IsUnfilledVectorSplit(const std::vector<Step>& steps, int i) {
-  const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
-  if (sp == nullptr || sp->lengths.size() != 1 || sp->lengths[0].has_value() ||
-      i + 1 >= static_cast<int>(steps.size())) {
-    return false;
-  }
-  const auto* an = std::get_if<schedule::AnnotationStep>(&steps[i + 1]);
-  return an != nullptr && an->stage_id == sp->stage_id && an->iter_id == sp->iter_id + 1 &&
-         an->annotation == IteratorAnnotation::kVectorize;
+  const schedule::SplitStep* sp =
+      internal::SplitThenAnnotated(steps, i, IteratorAnnotation::kVectorize);
+  return sp != nullptr && !sp->lengths[0].has_value();
 }
 
 using internal::Pick;

@@ -88,6 +88,10 @@ namespace internal {
 
 /// Uniform integer in [0, n) from `rng` (0 when n ≤ 1); rng() % n, the same on every platform.
 int64_t Pick(std::mt19937_64& rng, int64_t n);
+/// steps[i] when it is a one-length SplitStep whose inner part the next step annotates with
+/// `annotation` (on the same stage); nullptr otherwise.
+const schedule::SplitStep* SplitThenAnnotated(const std::vector<schedule::Step>& steps, int i,
+                                              schedule::IteratorAnnotation annotation);
 /// True when steps[i] is a one-length SplitStep whose inner part the next step binds to
 /// threadIdx.x (a thread-count split: cross-thread reductions, untiled GPU stages).
 bool IsThreadSplit(const std::vector<schedule::Step>& steps, int i);

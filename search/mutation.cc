@@ -550,14 +550,8 @@ double Uniform01(std::mt19937_64& rng) {
 }
 
 bool IsVectorSplit(const std::vector<Step>& steps, int i) {
-  const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
-  if (sp == nullptr || sp->lengths.size() != 1 || !sp->lengths[0].has_value() ||
-      i + 1 >= static_cast<int>(steps.size())) {
-    return false;
-  }
-  const auto* an = std::get_if<schedule::AnnotationStep>(&steps[i + 1]);
-  return an != nullptr && an->stage_id == sp->stage_id && an->iter_id == sp->iter_id + 1 &&
-         an->annotation == IteratorAnnotation::kVectorize;
+  const schedule::SplitStep* sp = SplitThenAnnotated(steps, i, IteratorAnnotation::kVectorize);
+  return sp != nullptr && sp->lengths[0].has_value();
 }
 
 bool HasMovableFactors(const schedule::SplitStep& sp) {

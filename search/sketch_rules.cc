@@ -14,6 +14,7 @@
 #include "schedule/apply_step.h"
 #include "schedule/matmul_like.h"
 #include "schedule/tensor_core_lower.h"
+#include "search/annotation.h"
 #include "search/tensor_core_space.h"
 
 namespace tilesearch::search {
@@ -575,13 +576,7 @@ bool RowIsContiguous(const State& s, int r, int t) {
 // Whether step i splits a stage's iterator and the next step vectorizes the inner part (the vector
 // split CrossThreadReduction makes on a consumer's row before its thread split).
 bool IsRowVectorSplit(const std::vector<Step>& steps, int i) {
-  const auto* sp = std::get_if<schedule::SplitStep>(&steps[i]);
-  if (sp == nullptr || sp->lengths.size() != 1 || i + 1 >= static_cast<int>(steps.size())) {
-    return false;
-  }
-  const auto* an = std::get_if<schedule::AnnotationStep>(&steps[i + 1]);
-  return an != nullptr && an->stage_id == sp->stage_id && an->iter_id == sp->iter_id + 1 &&
-         an->annotation == IteratorAnnotation::kVectorize;
+  return internal::SplitThenAnnotated(steps, i, IteratorAnnotation::kVectorize) != nullptr;
 }
 
 class CrossThreadReduction : public SketchRule {
