@@ -102,7 +102,7 @@ struct ThreadState {
   std::coroutine_handle<> resume_point;
   const CStmt* at_barrier = nullptr;  // the barrier this thread waits at, if any
   bool at_mbarrier = false;           // suspended in an mbarrier wait that had not completed
-  std::string waits_for;              // that wait's barrier and phase (for a deadlock's report)
+  const CStmt* waits_at = nullptr;    // that wait (an MbarrierStmt, for a deadlock's report)
   size_t decision_index = 0;          // control decisions taken in the current phase
 };
 
@@ -747,15 +747,25 @@ class MbarrierStmt final : public CStmt {
 
   void Exec(Ctx& c) override {
     if (Step(c) == Outcome::kBlocked) {
-      c.rt->Fail(absl::FailedPreconditionError(absl::StrCat(what_, ": ", blocked_)));
+      c.rt->Fail(absl::FailedPreconditionError(absl::StrCat(what_, ": ", Blocked(c))));
     }
   }
 
   CoTask Run(ThreadState& ts) override {
     while (Step(ts.ctx) == Outcome::kBlocked) {
-      ts.waits_for = blocked_;
+      ts.waits_at = this;
       co_await MbarrierSuspend{&ts};
     }
+  }
+
+  // What a blocked wait waits for (formatted only for a report).
+  std::string Blocked(Ctx& c) const {
+    double* bar = FlatElement(c, slot_, elems_, index_->I(c), what_);
+    MbarrierState* state = bar == nullptr ? nullptr : FindMbarrier(c, bar, what_);
+    if (state == nullptr) return what_;
+    return absl::StrCat(what_, " waits for phase ", state->phase, " which never completes (",
+                        state->arrived, " of ", state->arrivals, " arrivals, ", state->tx_landed,
+                        " of ", state->tx_expected, " transaction bytes)");
   }
 
  private:
@@ -793,9 +803,6 @@ class MbarrierStmt final : public CStmt {
       state->Land();
       return Outcome::kDone;
     }
-    blocked_ = absl::StrCat(what_, " waits for phase ", state->phase, " which never completes (",
-                            state->arrived, " of ", state->arrivals, " arrivals, ",
-                            state->tx_landed, " of ", state->tx_expected, " transaction bytes)");
     return Outcome::kBlocked;
   }
 
@@ -805,7 +812,6 @@ class MbarrierStmt final : public CStmt {
   int slot_;
   int64_t elems_;
   CExprPtr index_, parity_;
-  std::string blocked_;
 };
 
 class EvaluateStmt final : public CStmt {
@@ -1015,7 +1021,7 @@ class RegionStmt final : public CStmt {
       const int64_t events = rt.mbarrier_events;
       int64_t blocked = 0;
       bool moved = false;
-      const ThreadState* first = nullptr;
+      ThreadState* first = nullptr;
       for (ThreadState& ts : region_.threads) {
         if (!ts.at_mbarrier) continue;
         std::coroutine_handle<> h = std::exchange(ts.resume_point, nullptr);
@@ -1030,9 +1036,10 @@ class RegionStmt final : public CStmt {
       }
       if (blocked == 0) return true;
       if (!moved && rt.mbarrier_events == events) {
-        rt.Fail(absl::FailedPreconditionError(absl::StrCat(
-            "deadlock: ", blocked, " threads of a block wait on mbarrier phases that ",
-            "nothing completes; the first, ", ThreadName(first->ctx), ", ", first->waits_for)));
+        rt.Fail(absl::FailedPreconditionError(
+            absl::StrCat("deadlock: ", blocked, " threads of a block wait on mbarrier phases that ",
+                         "nothing completes; the first, ", ThreadName(first->ctx), ", ",
+                         static_cast<const MbarrierStmt*>(first->waits_at)->Blocked(first->ctx))));
         return false;
       }
     }

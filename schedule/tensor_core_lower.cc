@@ -687,11 +687,15 @@ struct Builder {
         }));
     ASSIGN_OR_RETURN(
         Stmt consume, OverTiles("consume", [&](const Expr& i) -> absl::StatusOr<Stmt> {
-          auto tile = [&](const Expr& ko, int64_t tile_pending) {
+          const Expr group = warp / C(4);  // ping-pong: this consumer
+          auto tile = [&](const Expr& ko, int64_t tile_pending, bool last) {
             const Expr g = i * C(split_tiles) + ko;
             std::vector<Stmt> body = {
-                ir::MbarrierNode::Wait(barriers, g % C(stages), (g / C(stages)) % C(2)),
-                Mma(acc, g % C(stages), tile_pending)};
+                ir::MbarrierNode::Wait(barriers, g % C(stages), (g / C(stages)) % C(2))};
+            // Ping-pong: past its tile's last ring wait, the consumer hands the turn on before
+            // its last wgmma's, so that the other one's overlap them.
+            if (pingpong && last) body.push_back(ir::MbarrierNode::Arrive(turn, group));
+            body.push_back(Mma(acc, g % C(stages), tile_pending));
             if (tile_pending == 0) {
               // The wait for all wgmma's completed the previous k tile's too: release its slot
               // (the ring runs on into the block's next tile) and this one's.
@@ -710,7 +714,6 @@ struct Builder {
           std::vector<Stmt> seq;
           // Ping-pong: the previous tile's consumer (the other one) is done with its ring waits:
           // its ((i - 1) / 2)-th arrival on its turn barrier.
-          const Expr group = warp / C(4);
           if (pingpong) {
             seq.push_back(ir::IfThenElseNode::Make(
                 i >= C(1), ir::MbarrierNode::Wait(turn, C(1) - group, ((i - C(1)) / C(2)) % C(2))));
@@ -718,10 +721,9 @@ struct Builder {
           seq.push_back(InitAcc(acc));
           if (split_tiles > 1) {
             seq.push_back(ir::ForNode::Make(kc, C(0), C(split_tiles - 1), ForKind::kSerial,
-                                            tile(kc, pending)));
+                                            tile(kc, pending, false)));
           }
-          seq.push_back(tile(C(split_tiles - 1), 0));
-          if (pingpong) seq.push_back(ir::MbarrierNode::Arrive(turn, group));
+          seq.push_back(tile(C(split_tiles - 1), 0, true));
           ASSIGN_OR_RETURN(Stmt epilogue, Epilogue(acc));
           seq.push_back(epilogue);
           // Ping-pong: the block's i-th tile is consumer warpgroup (i mod 2)'s.
