@@ -310,10 +310,10 @@ struct StorageAlignStep {
 /// the k loop (CUTLASS's warp-specialized Hopper GEMM). The consumers store their accumulators
 /// straight from registers.
 ///
-/// `persistent` (JSON: "persistent" after "ws"; needs `warp_specialized`, no split_k, no batch
-/// axes beyond one) launches at
+/// `persistent` (JSON: "persistent" after "ws"; needs `warp_specialized`, no split_k) launches at
 /// most one block per multiprocessor of the target (Target::sm_count) along the tiles, each block
-/// walking the block tiles bx, bx + grid, ... in the raster order: the producer's ring runs on
+/// walking the block tiles bx, bx + grid, ... in the raster order (a batch's tiles batch-major, no
+/// blockIdx.y): the producer's ring runs on
 /// from one tile into the next (one use count over the block's k tiles), so the next tile's fills
 /// proceed while the consumers store the last tile's accumulators (CUTLASS's persistent
 /// warp-specialized kernels with their static tile scheduler).

@@ -201,6 +201,7 @@ struct Builder {
   bool persistent = false;
   Expr block;
   int64_t grid = 1, tiles = 1, tiles_m = 1, tiles_n = 1, raster = 1;
+  int64_t batches = 1;  // persistent with a batch: its tiles join the walk (no blockIdx.y)
   // TensorCoreStep::pingpong: two consumer warpgroups, each computing whole block tiles (the
   // block's even-numbered tiles and its odd-numbered ones).
   bool pingpong = false;
@@ -643,11 +644,19 @@ struct Builder {
     if (!persistent) return body(C(0));
     const Expr i = ir::MakeVar(k.fresh(op.name + "." + role + ".tile"));
     const Expr t = block + i * C(grid);
-    // The block's tiles for `body` only: tile_m and tile_n come back to the block's own after.
-    const std::pair<Expr, Expr> own = {tile_m, tile_n};
-    std::tie(tile_m, tile_n) = BlockOrder(t, raster, tiles_m, tiles_n);
+    // The block's tiles for `body` only: tile_m, tile_n (and the batch) come back to the block's
+    // own after. With a batch, the tiles run batch-major: tile t is tile t mod (tiles_m ·
+    // tiles_n) of batch t / (tiles_m · tiles_n), in the raster order within a batch.
+    const std::tuple<Expr, Expr, Expr> own = {tile_m, tile_n, batch};
+    const int64_t per_batch = tiles_m * tiles_n;
+    if (batches > 1) {
+      batch = t / C(per_batch);
+      std::tie(tile_m, tile_n) = BlockOrder(t % C(per_batch), raster, tiles_m, tiles_n);
+    } else {
+      std::tie(tile_m, tile_n) = BlockOrder(t, raster, tiles_m, tiles_n);
+    }
     absl::StatusOr<Stmt> built = body(i);
-    std::tie(tile_m, tile_n) = own;
+    std::tie(tile_m, tile_n, batch) = own;
     ASSIGN_OR_RETURN(Stmt b, std::move(built));
     if (tiles % grid != 0) b = ir::IfThenElseNode::Make(t < C(tiles), b);
     return ir::ForNode::Make(i, C(0), C(CeilDiv(tiles, grid)), ForKind::kSerial, b);
@@ -1322,8 +1331,8 @@ void PlanSyncVectors(Builder* bd) {
 
 // The block grid along the tiles (blockIdx.x = `bx`): one block per tile, or with
 // TensorCoreStep::persistent at most one per multiprocessor of `target`, each walking tiles bx,
-// bx + grid, ... (Builder::OverTiles). Errors: persistent without ws, with split_k or a batch;
-// pingpong without persistent blocks or with several warpgroups per tile.
+// bx + grid, ... (Builder::OverTiles; a batch's tiles join the walk). Errors: persistent without
+// ws or with split_k; pingpong without persistent blocks or with several warpgroups per tile.
 absl::Status PlanGrid(const TensorCoreKernel& k, const MatmulLike& mm, const Target& target,
                       const Expr& bx, int64_t tiles_m, int64_t tiles_n, Builder* bd) {
   const TensorCoreStep& c = k.config;
@@ -1334,13 +1343,14 @@ absl::Status PlanGrid(const TensorCoreKernel& k, const MatmulLike& mm, const Tar
                    "ping-pong consumers need persistent blocks and warp tile = block tile");
   }
   if (!c.persistent) return absl::OkStatus();
-  if (!c.warp_specialized || c.split_k > 1 || mm.batch > 1) {
-    return Invalid(k.op->name,
-                   "persistent blocks need a producer warpgroup (ws), no split_k and "
-                   "no batch");
+  if (!c.warp_specialized || c.split_k > 1) {
+    return Invalid(k.op->name, "persistent blocks need a producer warpgroup (ws) and no split_k");
   }
   bd->persistent = true;
   bd->block = bx;
+  // A batch's tiles join the walk: tiles_m · tiles_n · batch of them over one grid.
+  bd->batches = std::max<int64_t>(mm.batch, 1);
+  bd->tiles *= bd->batches;
   bd->grid = std::min<int64_t>(bd->tiles, std::max(1, target.sm_count));
   bd->tiles_m = tiles_m;
   bd->tiles_n = tiles_n;
@@ -1466,11 +1476,11 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   std::tie(bd.tile_m, bd.tile_n) = BlockOrder(bx, c.raster, tiles_m, tiles_n);
   RETURN_IF_ERROR(PlanGrid(k, *mm, target, bx, tiles_m, tiles_n, &bd));
   Expr by;
-  if (mm->batch > 1) {
+  if (mm->batch > 1 && !bd.persistent) {
     by = ir::MakeVar(k.fresh(op.name + ".batch"));
     bd.batch = by;
   } else if (!mm->batch_axes.empty()) {
-    bd.batch = C(0);
+    bd.batch = C(0);  // (persistent blocks set each tile's batch: OverTiles)
   }
   bd.lane = ir::MakeVar(k.fresh(op.name + ".lane"));
   const Expr warp_var = ir::MakeVar(k.fresh(op.name + ".warp"));

@@ -208,7 +208,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
       t.tma = TmaOperands(t, mm, s) && rng() % 4 != 0;
       t.warp_specialized = t.tma && rng() % 4 == 0;
       // Half the producer warpgroups walk the tiles persistently (one block per multiprocessor).
-      t.persistent = t.warp_specialized && t.split_k == 1 && mm.batch <= 1 && rng() % 2 == 0;
+      t.persistent = t.warp_specialized && t.split_k == 1 && rng() % 2 == 0;
       // Half the persistent blocks of one warpgroup tile take two consumers in turn (ping-pong).
       t.pingpong = t.persistent && t.block_m == t.warp_m && t.block_n == t.warp_n && rng() % 2 == 0;
       if (TensorCoreStepFits(t, target) && WgmmaLayoutsFit(t, mm) && SizedForProblem(t, mm)) {
@@ -404,7 +404,7 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
       }
       break;
     case 13:  // with a producer warpgroup: persistent blocks or one block per tile
-      if (t.warp_specialized && t.split_k == 1 && mm.batch <= 1) {
+      if (t.warp_specialized && t.split_k == 1) {
         TensorCoreStep c = t;
         c.persistent = !t.persistent;
         candidates.push_back(c);

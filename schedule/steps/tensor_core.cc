@@ -222,14 +222,11 @@ absl::StatusOr<State> TensorCoreStep::Apply(const State& s) const {
     return internal::StepError(
         text, "invalid_schedule: a producer warpgroup (ws) issues TMA fills: it needs tma");
   }
-  if (persistent && (!warp_specialized || split_k > 1 || mm->batch > 1)) {
+  if (persistent && (!warp_specialized || split_k > 1)) {
     return internal::StepError(
         text, absl::StrCat("invalid_schedule: persistent blocks walk the tiles of a producer "
                            "warpgroup's ring: ",
-                           !warp_specialized ? "they need ws"
-                           : split_k > 1
-                               ? "not with split_k"
-                               : absl::StrCat("not with a batch (", mm->batch, " on blockIdx.y)")));
+                           !warp_specialized ? "they need ws" : "not with split_k"));
   }
   if (pingpong && (!persistent || warp_m != block_m || warp_n != block_n)) {
     return internal::StepError(

@@ -91,8 +91,8 @@ TEST(TmaStep, JsonRoundTrip) {
   }
 }
 
-// Persistent blocks walk the tiles of a producer warpgroup's ring: without ws, with split_k or
-// with a batch (on blockIdx.y) the step is refused by name.
+// Persistent blocks walk the tiles of a producer warpgroup's ring: without ws or with split_k the
+// step is refused by name.
 TEST(TmaStep, PersistentBlocksNeedAProducerWarpgroupAndOneKRange) {
   const ir::ComputeDAG dag =
       BuildOpOrDie("matmul", {{128, 256}, {256, 128}}, ir::ScalarType::kBFloat16);
@@ -104,12 +104,36 @@ TEST(TmaStep, PersistentBlocksNeedAProducerWarpgroupAndOneKRange) {
   t.warp_specialized = true;
   t.split_k = 2;
   ExpectRefused(s, t, "not with split_k");
+}
+
+// A batch's tiles join the persistent walk: 3 batches of 2 x 2 tiles (12) on a 5-multiprocessor
+// target are 5 blocks walking up to 3 tiles each across batches, with no blockIdx.y; ping-pong
+// consumers too (the attention scores' 32-head batch_matmul); both match the reference.
+TEST(TmaStep, PersistentBlocksWalkTheTilesOfEveryBatch) {
   const ir::ComputeDAG bmm =
-      BuildOpOrDie("batch_matmul", {{2, 128, 64}, {2, 64, 128}}, ir::ScalarType::kBFloat16);
-  const State b = State::Initial(bmm);
-  t.split_k = 1;
-  t.stage_id = SumReductionStage(b);
-  ExpectRefused(b, t, "not with a batch (2 on blockIdx.y)");
+      BuildOpOrDie("batch_matmul", {{3, 128, 192}, {3, 192, 128}}, ir::ScalarType::kBFloat16);
+  const State s = State::Initial(bmm);
+  for (const bool pingpong : {false, true}) {
+    SCOPED_TRACE(pingpong);
+    TensorCoreStep t = TmaStep("bf16", 64, 64, 64, 64, 64, 2);
+    t.stage_id = SumReductionStage(s);
+    t.warp_specialized = t.persistent = true;
+    t.pingpong = pingpong;
+    absl::StatusOr<State> st = testing::ApplyWithEpilogue(s, t);
+    ASSERT_TRUE(st.ok()) << st.status();
+    Target five = CudaTarget();
+    five.sm_count = 5;
+    absl::StatusOr<LoweredKernel> k = Lower(bmm, *st, five);
+    ASSERT_TRUE(k.ok()) << k.status();
+    EXPECT_EQ(k->launches.front().grid[0], 5);
+    EXPECT_EQ(k->launches.front().grid[1], 1);
+    const std::string text = ir::ToString(k->nest);
+    EXPECT_EQ(text.find("blockIdx.y"), std::string::npos) << text;
+    EXPECT_NE(text.find(".consume.tile in [0, 3)"), std::string::npos) << text;
+    absl::StatusOr<double> err = testing::RelErrorToFloat64(bmm, k->nest, 79);
+    ASSERT_TRUE(err.ok()) << err.status() << "\n" << text;
+    EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
+  }
 }
 
 // A persistent kernel launches min(tiles, sm_count) blocks and each walks its tiles in a serial
@@ -469,9 +493,7 @@ Case RandomCase(std::mt19937_64& rng) {
   t.raster = pick(1, 3);
   t.split_k = (rng() % 4 == 0) ? 2 : 1;
   t.warp_specialized = rng() % 2;
-  // (Persistent blocks walk one batch's tiles: not with a batch.)
-  const bool batched = c.op == "batch_matmul" && c.shapes[0][0] > 1;
-  t.persistent = t.warp_specialized && t.split_k == 1 && !batched && rng() % 2;
+  t.persistent = t.warp_specialized && t.split_k == 1 && rng() % 2;
   // Ping-pong blocks compute one warpgroup tile per consumer.
   if (t.persistent && rng() % 2) {
     t.pingpong = true;
