@@ -6,6 +6,7 @@
 // and performs a box copy only when a wait completes its mbarrier's phase: a wrong box, a wrong
 // coordinate or a missing wait shows up as a wrong answer or an error.
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -41,6 +42,31 @@ void ExpectRefused(const State& s, const TensorCoreStep& t, const std::string& w
   absl::StatusOr<State> st = ApplyStep(s, t);
   ASSERT_FALSE(st.ok()) << t.ToString();
   EXPECT_NE(st.status().message().find(why), std::string::npos) << st.status();
+}
+
+// `t` (a persistent step) applied to the GEMM stage of `dag` and lowered for a target of
+// `sm_count` multiprocessors: its consumers' tile loop must read `tile_loop` (e.g. ".consume.tile
+// in [0, 3)") and the kernel must match the float64 reference on inputs of `seed`. The kernel
+// (nullopt after a failure).
+std::optional<LoweredKernel> ExpectWalkMatches(const ir::ComputeDAG& dag, TensorCoreStep t,
+                                               int sm_count, const std::string& tile_loop,
+                                               uint64_t seed) {
+  const State s = State::Initial(dag);
+  t.stage_id = SumReductionStage(s);
+  absl::StatusOr<State> st = testing::ApplyWithEpilogue(s, t);
+  EXPECT_TRUE(st.ok()) << st.status();
+  if (!st.ok()) return std::nullopt;
+  Target target = CudaTarget();
+  target.sm_count = sm_count;
+  absl::StatusOr<LoweredKernel> k = Lower(dag, *st, target);
+  EXPECT_TRUE(k.ok()) << k.status();
+  if (!k.ok()) return std::nullopt;
+  const std::string text = ir::ToString(k->nest);
+  EXPECT_NE(text.find(tile_loop), std::string::npos) << text;
+  absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, seed);
+  EXPECT_TRUE(err.ok()) << err.status() << "\n" << text;
+  if (err.ok()) EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
+  return *std::move(k);
 }
 
 TEST(TmaStep, JsonRoundTrip) {
@@ -112,27 +138,16 @@ TEST(TmaStep, PersistentBlocksNeedAProducerWarpgroupAndOneKRange) {
 TEST(TmaStep, PersistentBlocksWalkTheTilesOfEveryBatch) {
   const ir::ComputeDAG bmm =
       BuildOpOrDie("batch_matmul", {{3, 128, 192}, {3, 192, 128}}, ir::ScalarType::kBFloat16);
-  const State s = State::Initial(bmm);
   for (const bool pingpong : {false, true}) {
     SCOPED_TRACE(pingpong);
     TensorCoreStep t = TmaStep("bf16", 64, 64, 64, 64, 64, 2);
-    t.stage_id = SumReductionStage(s);
     t.warp_specialized = t.persistent = true;
     t.pingpong = pingpong;
-    absl::StatusOr<State> st = testing::ApplyWithEpilogue(s, t);
-    ASSERT_TRUE(st.ok()) << st.status();
-    Target five = CudaTarget();
-    five.sm_count = 5;
-    absl::StatusOr<LoweredKernel> k = Lower(bmm, *st, five);
-    ASSERT_TRUE(k.ok()) << k.status();
+    std::optional<LoweredKernel> k = ExpectWalkMatches(bmm, t, 5, ".consume.tile in [0, 3)", 79);
+    ASSERT_TRUE(k.has_value());
     EXPECT_EQ(k->launches.front().grid[0], 5);
     EXPECT_EQ(k->launches.front().grid[1], 1);
-    const std::string text = ir::ToString(k->nest);
-    EXPECT_EQ(text.find("blockIdx.y"), std::string::npos) << text;
-    EXPECT_NE(text.find(".consume.tile in [0, 3)"), std::string::npos) << text;
-    absl::StatusOr<double> err = testing::RelErrorToFloat64(bmm, k->nest, 79);
-    ASSERT_TRUE(err.ok()) << err.status() << "\n" << text;
-    EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
+    EXPECT_EQ(ir::ToString(k->nest).find("blockIdx.y"), std::string::npos);
   }
 }
 
@@ -142,25 +157,15 @@ TEST(TmaStep, PersistentBlocksWalkTheTilesOfEveryBatch) {
 TEST(TmaStep, PersistentBlocksWalkTheirTiles) {
   const ir::ComputeDAG dag =
       BuildOpOrDie("matmul", {{128, 320}, {320, 256}}, ir::ScalarType::kBFloat16);
-  const State s = State::Initial(dag);
   TensorCoreStep t = TmaStep("bf16", 64, 64, 64, 64, 64, 3);
-  t.stage_id = SumReductionStage(s);
   t.warp_specialized = true;
   t.persistent = true;
   t.raster = 2;
-  absl::StatusOr<State> st = testing::ApplyWithEpilogue(s, t);
-  ASSERT_TRUE(st.ok()) << st.status();
-  Target three = CudaTarget();
-  three.sm_count = 3;
-  absl::StatusOr<LoweredKernel> k = Lower(dag, *st, three);
-  ASSERT_TRUE(k.ok()) << k.status();
+  std::optional<LoweredKernel> k = ExpectWalkMatches(dag, t, 3, ".consume.tile in [0, 3)", 77);
+  ASSERT_TRUE(k.has_value());
   const std::string text = ir::ToString(k->nest);
   EXPECT_NE(text.find("in [0, 3) blockIdx.x"), std::string::npos) << text;
-  EXPECT_NE(text.find(".consume.tile in [0, 3)"), std::string::npos) << text;
   EXPECT_NE(text.find(".produce.tile in [0, 3)"), std::string::npos) << text;
-  absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, 77);
-  ASSERT_TRUE(err.ok()) << err.status() << "\n" << text;
-  EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
 }
 
 // Ping-pong consumers take whole block tiles in turn: without persistent blocks, or with a block
@@ -186,28 +191,15 @@ TEST(TmaStep, PingPongNeedsPersistentBlocksOfOneWarpgroupTile) {
 TEST(TmaStep, PingPongConsumersTakeTilesInTurn) {
   const ir::ComputeDAG dag =
       BuildOpOrDie("matmul", {{256, 320}, {320, 192}}, ir::ScalarType::kBFloat16);
-  const State s = State::Initial(dag);
   for (const int pipeline : {3, 1}) {
     SCOPED_TRACE(pipeline);
     TensorCoreStep t = TmaStep("bf16", 64, 64, 64, 64, 64, pipeline);
-    t.stage_id = SumReductionStage(s);
-    t.warp_specialized = true;
-    t.persistent = true;
-    t.pingpong = true;
-    absl::StatusOr<State> st = testing::ApplyWithEpilogue(s, t);
-    ASSERT_TRUE(st.ok()) << st.status();
-    Target three = CudaTarget();
-    three.sm_count = 3;
-    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, three);
-    ASSERT_TRUE(k.ok()) << k.status();
+    t.warp_specialized = t.persistent = t.pingpong = true;
+    std::optional<LoweredKernel> k = ExpectWalkMatches(dag, t, 3, ".consume.tile in [0, 4)", 78);
+    ASSERT_TRUE(k.has_value());
     ASSERT_EQ(k->launches.size(), 1u);
     // A producer warpgroup and two consumers.
     EXPECT_EQ(k->launches[0].block[0] * k->launches[0].block[1], 3 * 128);
-    const std::string text = ir::ToString(k->nest);
-    EXPECT_NE(text.find(".consume.tile in [0, 4)"), std::string::npos) << text;
-    absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, 78);
-    ASSERT_TRUE(err.ok()) << err.status() << "\n" << text;
-    EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
     // Without the turn waits, a consumer runs ahead into its next tile's slots, two phases ahead
     // of their barriers: an error (extra arrivals, a deadlock) or a wrong answer.
     class DropTurnWaits : public ir::StmtMutator {
