@@ -747,7 +747,7 @@ class MbarrierStmt final : public CStmt {
 
   void Exec(Ctx& c) override {
     if (Step(c) == Outcome::kBlocked) {
-      c.rt->Fail(absl::FailedPreconditionError(absl::StrCat(what_, ": ", Blocked(c))));
+      c.rt->Fail(absl::FailedPreconditionError(Blocked(c)));
     }
   }
 

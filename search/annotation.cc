@@ -123,10 +123,6 @@ std::vector<int64_t> SampleTile(int64_t extent, int n_lengths, const AnnotationO
   return std::vector<int64_t>(pick.begin() + 1, pick.end());
 }
 
-}  // namespace internal
-
-namespace {
-
 // Bytes of the widest element `op` stores or loads along axis `axis` (the loads whose indices
 // use it: a row's elements, not the row's scalars such as its max).
 int64_t WidestAccessBytes(const ir::TensorNode& op, const std::string& axis) {
@@ -156,6 +152,10 @@ int64_t WidestAccessBytes(const ir::TensorNode& op, const std::string& axis) {
   if (op.body.defined()) w.Visit(op.body);
   return w.bytes;
 }
+
+}  // namespace internal
+
+namespace {
 
 // Whether steps[i - 2] splits the iterator that steps[i] splits, on the same stage, and steps[i -
 // 1] vectorizes its inner part: steps[i] splits the rest of a row's vector split.
@@ -610,7 +610,7 @@ absl::StatusOr<State> FillAndReplay(const State& sketch, TuneContext& ctx,
           // writes or reads along the row.
           const Stage& row = s.stage(sp->stage_id);
           const std::vector<int64_t> w = internal::VectorWidths(
-              extent, WidestAccessBytes(*row.op, row.iters[sp->iter_id].name), target);
+              extent, internal::WidestAccessBytes(*row.op, row.iters[sp->iter_id].name), target);
           sp->lengths = {w.empty() ? 1 : w[Pick(rng, static_cast<int64_t>(w.size()))]};
         } else if (internal::IsBlockReductionSplit(steps, i)) {
           const std::vector<int64_t> c = internal::BlockChunkCandidates(extent, options);

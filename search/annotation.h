@@ -33,6 +33,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -107,6 +108,10 @@ std::vector<int64_t> BlockChunkCandidates(int64_t extent, const AnnotationOption
 /// The vector widths (elements) a vectorized split of `extent` may take: 1, 2, 4, 8 and 16 where
 /// they divide the extent and width × element_bytes ≤ target.max_vector_bytes.
 std::vector<int64_t> VectorWidths(int64_t extent, int64_t element_bytes, const Target& target);
+/// Bytes of the widest element `op` stores or loads along iterator or axis `axis` (the loads whose
+/// indices use it: a row's elements, not the row's scalars such as its max); the stored type's
+/// bytes where no load uses it (a fused iterator).
+int64_t WidestAccessBytes(const ir::TensorNode& op, const std::string& axis);
 /// A thread count from options.gpu_thread_candidates that is ≤ extent (extent itself if none).
 int64_t SampleThreads(int64_t extent, const AnnotationOptions& options, std::mt19937_64& rng);
 /// Random tile lengths (n_lengths of them, outermost first, without the outer rest) for `extent`.

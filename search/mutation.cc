@@ -571,7 +571,7 @@ std::vector<int64_t> VectorWidthCandidates(const TuneContext& ctx, const std::ve
   const auto& st = prefix->stage(sp.stage_id);
   if (sp.iter_id < 0 || sp.iter_id >= static_cast<int>(st.iters.size())) return {};
   const int64_t extent = st.iters[sp.iter_id].extent;
-  return VectorWidths(extent, ir::BytesOf(st.op->dtype), target);
+  return VectorWidths(extent, WidestAccessBytes(*st.op, st.iters[sp.iter_id].name), target);
 }
 
 void SetVectorWidth(std::vector<Step>& steps, int i, int64_t width) {

@@ -11,6 +11,7 @@
 #include "schedule/apply_step.h"
 #include "schedule/matmul_like.h"
 #include "schedule/wgmma_layout.h"
+#include "search/annotation.h"
 #include "search/tensor_core_space.h"
 
 namespace tilesearch::search {
@@ -147,11 +148,9 @@ absl::StatusOr<schedule::State> TransferSteps(const std::vector<schedule::Step>&
         split->extent = extent;
         // A vector split's width must divide the new extent (else the vector loop is guarded and
         // runs as scalars): the widest power of two no wider than before that does.
-        const auto* an =
-            i + 1 < steps.size() ? std::get_if<schedule::AnnotationStep>(&steps[i + 1]) : nullptr;
-        if (an != nullptr && an->annotation == schedule::IteratorAnnotation::kVectorize &&
-            an->stage_id == split->stage_id && an->iter_id == split->iter_id + 1 &&
-            split->lengths.size() == 1 && split->lengths[0].has_value()) {
+        if (internal::SplitThenAnnotated(steps, static_cast<int>(i),
+                                         schedule::IteratorAnnotation::kVectorize) != nullptr &&
+            split->lengths[0].has_value()) {
           int64_t w = 1;
           while (w * 2 <= *split->lengths[0] && extent % (w * 2) == 0) w *= 2;
           split->lengths[0] = w;

@@ -631,30 +631,26 @@ class CrossThreadReduction : public SketchRule {
       if (split_ids.empty()) {
         if (HasReduceIter(s.stage(t))) {
           fusible = false;
-        } else if (!RowIsContiguous(s, sid, t)) {
-          // TVM's thread split: the consumer's innermost iterator split and bound to threads;
-          // the reduction follows it (same thread count).
-          const int last = static_cast<int>(s.stage(t).iters.size()) - 1;
-          split_ids.push_back(static_cast<int>(q.steps().size()));
-          RETURN_IF_ERROR(SplitUnfilled(q, t, last, 2).status());
-          RETURN_IF_ERROR(
-              q.Apply(schedule::AnnotationStep{t, last + 1, IteratorAnnotation::kThreadIdxX}));
         } else {
-          // Ours: the consumer's innermost iterator is split into [rest, threads, vector]: a
-          // vector of consecutive elements per thread (annotation draws 1 to 16 bytes' worth), so
-          // that the row's loads and stores are 16-byte vectors where the width allows (bfloat16
-          // rows read 2 bytes per thread and load otherwise); the threads bound to threadIdx.x.
-          // The reduction follows both splits. With a width of 1 this is TVM's thread split.
+          // TVM's thread split of the consumer's innermost iterator (bound to threadIdx.x), which
+          // the reduction follows. Ours: where the row is contiguous, a vector split before it
+          // ([rest, threads, vector]): a vector of consecutive elements per thread (annotation
+          // draws 1 to 16 bytes' worth), so that bfloat16 rows load and store 16 bytes per
+          // instruction instead of 2. With a width of 1 this is TVM's thread split.
           const int last = static_cast<int>(s.stage(t).iters.size()) - 1;
-          split_ids.push_back(static_cast<int>(q.steps().size()));
-          RETURN_IF_ERROR(SplitUnfilled(q, t, last, 2).status());
-          RETURN_IF_ERROR(
-              q.Apply(schedule::AnnotationStep{t, last + 1, IteratorAnnotation::kVectorize}));
+          const bool vector = RowIsContiguous(s, sid, t);
+          if (vector) {
+            split_ids.push_back(static_cast<int>(q.steps().size()));
+            RETURN_IF_ERROR(SplitUnfilled(q, t, last, 2).status());
+            RETURN_IF_ERROR(
+                q.Apply(schedule::AnnotationStep{t, last + 1, IteratorAnnotation::kVectorize}));
+          }
           split_ids.push_back(static_cast<int>(q.steps().size()));
           schedule::SplitStep threads;
           threads.stage_id = t;
           threads.iter_id = last;
-          threads.extent = 0;  // the rest after the vector, which annotation draws
+          // (After a vector: the rest, known once annotation draws the width.)
+          threads.extent = vector ? 0 : q.shadow().stage(t).iters[last].extent;
           threads.lengths = {std::nullopt};
           RETURN_IF_ERROR(q.Apply(threads));
           RETURN_IF_ERROR(
@@ -667,8 +663,8 @@ class CrossThreadReduction : public SketchRule {
                  (split_ids.size() == 2 && IsRowVectorSplit(q.steps(), split_ids[0]));
     }
     if (fusible) {
-      // Follows the consumer's splits from the innermost: [rest, threads] or [rest, threads,
-      // vector]; the reduction's vector part is unrolled (one vector load per element run).
+      // Follows the consumer's splits in the order they were made ([rest, threads] or [rest,
+      // threads, vector]); the reduction's vector part is unrolled (one vector load per run).
       for (size_t k = 0; k < split_ids.size(); ++k) {
         schedule::FollowSplitStep fs;
         fs.stage_id = sid;
