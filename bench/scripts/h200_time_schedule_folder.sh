@@ -6,13 +6,9 @@
 # BASELINE_CASES (pytorch_baseline.py --case arguments) or NO_BASELINE=1.
 set -uo pipefail
 dir="${1:?usage: h200_time_schedule_folder.sh DIR (a folder of schedule files)}"
-out="${OUT:-/tmp/out}/schedules${TAG:+-$TAG}"
-mkdir -p "$out"
-exec > >(tee -a "$out/run.log") 2>&1
-root="$(bash dist/unpack.sh | tail -1)"
-ts="$root/run"
-echo "== $(date -u +%FT%TZ) $(uname -n); pack: $(sed -n 2p "$root/MANIFEST")"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
+# shellcheck source=bench/scripts/run_lib.sh
+source "$(dirname "$0")/run_lib.sh"
+begin_run "schedules${TAG:+-$TAG}"
 for f in "$dir"/*.json; do
   n=$(basename "$f" .json)
   timeout 120 "$ts" measure --schedule "$f" --target cuda --min-runs 20 --min-time-ms 100 \
