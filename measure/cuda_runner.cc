@@ -1348,6 +1348,9 @@ class CudaRunner : public Runner {
   const Target& target() const override { return target_; }
 
   void SetScreenAboveMs(double ms) override { options_.screen_above_ms = ms > 0 ? ms : 0; }
+  void SetTiming(int min_runs, double min_total_ms) override {
+    timing_override_ = {std::max(min_runs, 0), std::max(min_total_ms, 0.0)};
+  }
 
   std::vector<MeasureResult> Run(const ir::ComputeDAG& dag,
                                  const std::vector<BuildResult>& candidates) override {
@@ -1401,7 +1404,8 @@ class CudaRunner : public Runner {
     for (int i : runnable) {
       const BuildResult& c = candidates[i];
       GpuRequest request;
-      request.context = {batches_, options_.screen_above_ms, c.compile_ms};
+      request.context = {batches_, options_.screen_above_ms, c.compile_ms,
+                         timing_override_.first, timing_override_.second};
       // Under ieee, a 3xTF32 candidate must also be no less accurate than the float32 reference.
       request.tf32x3_gate = options_.precision == Fp32Precision::kIeee && c.nest != nullptr &&
                             UsesMmaKind(*c.nest, ir::MmaKind::kTF32x3);
@@ -1486,6 +1490,7 @@ class CudaRunner : public Runner {
     }
     MeasureOptions options = options_;
     options.screen_above_ms = request->context.screen_above_ms;
+    ApplyTimingOverride(request->context, &options.timing);
     return WorkerItem(options, task.data, task.state, request->module, request->context.compile_ms,
                       request->tf32x3_gate);
   }
@@ -1578,6 +1583,7 @@ class CudaRunner : public Runner {
 
   Target target_;
   MeasureOptions options_;
+  std::pair<int64_t, double> timing_override_{0, 0};  // SetTiming's (min_runs 0: none)
   uint64_t batches_ = 0;  // Run calls with candidates to run (the requests' batch numbers)
   RunUsage last_usage_;
   RunUsage warm_usage_;  // what Prepare spent ahead of the next Run (its task's data, its setup)

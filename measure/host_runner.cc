@@ -207,6 +207,9 @@ class HostRunner : public Runner {
 
   const Target& target() const override { return target_; }
   void SetScreenAboveMs(double ms) override { options_.screen_above_ms = ms > 0 ? ms : 0; }
+  void SetTiming(int min_runs, double min_total_ms) override {
+    timing_override_ = {std::max(min_runs, 0), std::max(min_total_ms, 0.0)};
+  }
   RunUsage last_run_usage() const override { return last_usage_; }
 
   std::vector<MeasureResult> Run(const ir::ComputeDAG& dag,
@@ -265,7 +268,9 @@ class HostRunner : public Runner {
     for (int i : runnable) {
       const BuildResult& c = candidates[i];
       requests.push_back(
-          EncodeHostRequest({{batches_, options_.screen_above_ms, c.compile_ms}, *c.nest}));
+          EncodeHostRequest({{batches_, options_.screen_above_ms, c.compile_ms,
+                              timing_override_.first, timing_override_.second},
+                             *c.nest}));
     }
     task_->worker->Run(requests, [&](int k, const WorkerItemOutcome& o) {
       const int i = runnable[static_cast<size_t>(k)];
@@ -354,6 +359,7 @@ class HostRunner : public Runner {
     }
     MeasureOptions options = options_;
     options.screen_above_ms = request->context.screen_above_ms;
+    ApplyTimingOverride(request->context, &options.timing);
     return MeasureResultToJson(
                MeasureOne(options, task, request->nest, request->context.compile_ms))
         .dump();
@@ -620,6 +626,7 @@ class HostRunner : public Runner {
 
   Target target_;
   MeasureOptions options_;
+  std::pair<int64_t, double> timing_override_{0, 0};  // SetTiming's (min_runs 0: none)
   uint64_t batches_ = 0;  // Run calls with candidates to run (the requests' batch numbers)
   RunUsage last_usage_;
   // Declared last, so its worker ends before the rest of the runner.

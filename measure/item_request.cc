@@ -3,6 +3,7 @@
 // and, when set, the map (source, dims, box, swizzle).
 #include "measure/item_request.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -29,6 +30,8 @@ class Writer {
     I64(static_cast<int64_t>(c.batch));
     F64(c.screen_above_ms);
     F64(c.compile_ms);
+    I64(c.min_runs);
+    F64(c.min_total_ms);
   }
   std::string Take() { return std::move(out_); }
 
@@ -81,6 +84,8 @@ class Reader {
     c.batch = static_cast<uint64_t>(I64());
     c.screen_above_ms = F64();
     c.compile_ms = F64();
+    c.min_runs = I64();
+    c.min_total_ms = F64();
     return c;
   }
 
@@ -103,6 +108,13 @@ absl::Status Corrupt(const std::string& what) {
 }
 
 }  // namespace
+
+void ApplyTimingOverride(const RequestContext& context, runtime::TimingOptions* timing) {
+  if (context.min_runs <= 0) return;
+  timing->min_runs = static_cast<int>(context.min_runs);
+  timing->min_total_ms = context.min_total_ms;
+  timing->max_runs = std::max(timing->max_runs, timing->min_runs);
+}
 
 std::string EncodeHostRequest(const HostRequest& request) {
   Writer w;

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "codegen/codegen.h"
 #include "ir/stmt.h"
+#include "runtime/timing.h"
 
 namespace tilesearch::measure {
 
@@ -24,6 +25,10 @@ struct RequestContext {
   double screen_above_ms = 0;
   /// The build's time (BuildResult::compile_ms), copied into the result.
   double compile_ms = 0;
+  /// The batch's timing when it differs from the worker's (Runner::SetTiming: a tuner's final
+  /// selection times its contenders longer than its rounds); min_runs 0 = the worker's own.
+  int64_t min_runs = 0;
+  double min_total_ms = 0;
 };
 
 /// A host candidate: its loop nest.
@@ -42,6 +47,10 @@ struct GpuRequest {
   /// MLIR / LLVM IR are not sent.
   codegen::GpuModule module;
 };
+
+/// `timing` with the context's override applied (RequestContext::min_runs > 0: its min_runs and
+/// min_total_ms, max_runs raised to min_runs where below it); unchanged otherwise.
+void ApplyTimingOverride(const RequestContext& context, runtime::TimingOptions* timing);
 
 /// The request's bytes. Never fails.
 std::string EncodeHostRequest(const HostRequest& request);

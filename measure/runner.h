@@ -79,6 +79,14 @@ class Runner {
   /// Staged timing for the next Run calls: MeasureOptions::screen_above_ms (ms; 0 turns it off).
   /// Runners that do not screen ignore it.
   virtual void SetScreenAboveMs(double ms) { (void)ms; }
+  /// Timing of the next Run calls' candidates: at least `min_runs` timed runs and `min_total_ms`
+  /// of summed run time (runtime::TimingOptions; the warm-up, flush, run and wall limits stay the
+  /// runner's). min_runs 0 restores the runner's own timing. Runners without a timing of their
+  /// own ignore it.
+  virtual void SetTiming(int min_runs, double min_total_ms) {
+    (void)min_runs;
+    (void)min_total_ms;
+  }
   /// The split of the last Run / RunStreaming call's time; zeros for runners that do not keep one.
   virtual RunUsage last_run_usage() const { return {}; }
 };

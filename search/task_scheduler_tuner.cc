@@ -114,8 +114,10 @@ absl::StatusOr<std::unique_ptr<TunerTaskRunner>> TunerTaskRunner::Create(
   runner->target_ = target;
   runner->options_ = options;
   runner->options_.early_stopping = 0;
-  // Each scheduler round is a Tune call: re-measuring there would repeat every round.
+  // Each scheduler round is a Tune call: re-measuring there, or a final selection, would repeat
+  // every round.
   runner->options_.remeasure_best = 0;
+  runner->options_.final_candidates = 0;
   runner->logged_.assign(runner->workloads_.size(), -1);
   runner->last_.resize(runner->workloads_.size());
   return runner;

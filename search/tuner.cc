@@ -292,6 +292,13 @@ absl::Status ValidateTuneOptions(const TuneOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("remeasure_best must be >= 0 (0 = off), got ", options.remeasure_best));
   }
+  if (options.final_candidates > 0 &&
+      (options.final_min_runs < 1 || !(options.final_min_total_ms >= 0))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the final selection's timing needs final_min_runs >= 1 and "
+                     "final_min_total_ms >= 0, got ",
+                     options.final_min_runs, " and ", options.final_min_total_ms));
+  }
   if (!(options.compile_timeout_ms > 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("compile_timeout_ms must be > 0, got ", options.compile_timeout_ms));
@@ -744,6 +751,22 @@ class TuningJob {
   // (records, the model's queued samples). Errors: the log's, the runner's.
   absl::Status Remeasure(const measure::Builder& builder, int n);
 
+  // The valid records with a candidate, fastest first, leaving out those `skip` marks.
+  std::vector<size_t> FastestValid(const std::vector<bool>& skip) const;
+
+  // Measures the records at `indices` again (one batch, logged as remeasured records), puts the
+  // usable new records in their places (records, the model's queued samples), counts them in
+  // `replaced` and reports "tune: <what> N fastest logged schedules, ...". Errors: the log's,
+  // the runner's, kFailedPrecondition when no device answered.
+  absl::Status RemeasureRecords(const measure::Builder& builder, const std::vector<size_t>& indices,
+                                const std::string& what, int64_t* replaced);
+
+  // TuneOptions::final_candidates: times the `n` fastest valid schedules with the final timing,
+  // then those faster by their earlier timing than the fastest so timed (at most `n` more), each
+  // batch as Remeasure's. Errors: the log's, the runner's.
+  absl::Status FinalSelection(const measure::Builder& builder, int n, int min_runs,
+                              double min_total_ms);
+
   // The log record of the round's candidate i, measured with `result`.
   MeasureRecord RecordOf(const Round& round, size_t i, measure::MeasureResult result) const;
 
@@ -941,15 +964,56 @@ MeasureRecord TuningJob::RecordOf(const Round& round, size_t i,
   return r;
 }
 
-absl::Status TuningJob::Remeasure(const measure::Builder& builder, int n) {
+std::vector<size_t> TuningJob::FastestValid(const std::vector<bool>& skip) const {
   std::vector<size_t> valid;
   for (size_t i = 0; i < records_.size(); ++i) {
-    if (records_[i].valid() && candidates_[i]) valid.push_back(i);
+    if (records_[i].valid() && candidates_[i] && !(i < skip.size() && skip[i])) valid.push_back(i);
   }
   std::stable_sort(valid.begin(), valid.end(), [&](size_t a, size_t b) {
     return records_[a].median_ms() < records_[b].median_ms();
   });
+  return valid;
+}
+
+absl::Status TuningJob::Remeasure(const measure::Builder& builder, int n) {
+  std::vector<size_t> valid = FastestValid({});
   if (valid.size() > static_cast<size_t>(n)) valid.resize(static_cast<size_t>(n));
+  return RemeasureRecords(builder, valid, "re-measured the", &result_.remeasured);
+}
+
+absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, int min_runs,
+                                       double min_total_ms) {
+  runner_->SetTiming(min_runs, min_total_ms);
+  std::vector<bool> timed(records_.size(), false);
+  absl::Status status;
+  size_t budget = 2 * static_cast<size_t>(n);
+  std::vector<size_t> batch = FastestValid({});
+  if (batch.size() > static_cast<size_t>(n)) batch.resize(static_cast<size_t>(n));
+  while (!batch.empty() && status.ok() && !SigintGuard::interrupted()) {
+    budget -= batch.size();
+    status = RemeasureRecords(builder, batch,
+                              absl::StrCat("final selection (", min_runs, "+ runs, ",
+                                           Fixed(min_total_ms, 0), "+ ms) timed the"),
+                              &result_.final_timed);
+    for (size_t i : batch) timed[i] = true;
+    // The fastest schedule so timed; those faster than it by their round timing come next.
+    double best_timed = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < records_.size(); ++i) {
+      if (timed[i] && records_[i].valid()) best_timed = std::min(best_timed, records_[i].median_ms());
+    }
+    batch.clear();
+    for (size_t i : FastestValid(timed)) {
+      if (batch.size() >= budget || !(records_[i].median_ms() < best_timed)) break;
+      batch.push_back(i);
+    }
+  }
+  runner_->SetTiming(0, 0);
+  return status;
+}
+
+absl::Status TuningJob::RemeasureRecords(const measure::Builder& builder,
+                                         const std::vector<size_t>& valid,
+                                         const std::string& what, int64_t* replaced) {
   if (valid.empty()) return absl::OkStatus();
   Round round;
   round.remeasured = valid;
@@ -959,6 +1023,7 @@ absl::Status TuningJob::Remeasure(const measure::Builder& builder, int n) {
   round.build_s = SecondsSince(t);
   RETURN_IF_ERROR(MeasureRound(round, builder));
   std::vector<std::string> changes;
+  int64_t usable = 0;
   bool all_no_device = !round.records.empty();
   for (size_t k = 0; k < round.records.size(); ++k) {
     const size_t i = round.remeasured[k];
@@ -975,16 +1040,16 @@ absl::Status TuningJob::Remeasure(const measure::Builder& builder, int n) {
       pending_[i] = SampleOf(now, candidates_[i], ctx_, memory_bound_);
     }
     records_[i] = std::move(now);
-    ++result_.remeasured;
+    ++*replaced;
+    ++usable;
   }
   if (all_no_device) {
     return absl::FailedPreconditionError(
         absl::StrCat("no device: ", round.records.front().result.message));
   }
   if (!options_.quiet) {
-    std::cerr << "tune: re-measured the " << round.records.size() << " fastest logged schedules, "
-              << result_.remeasured
-              << " of them usable (ms, logged -> now): " << absl::StrJoin(changes, ", ")
+    std::cerr << "tune: " << what << " " << round.records.size() << " fastest logged schedules, "
+              << usable << " of them usable (ms, logged -> now): " << absl::StrJoin(changes, ", ")
               << " (build " << Fixed(round.build_s, 1) << "s, measure " << Fixed(round.measure_s, 1)
               << "s)\n";
   }
@@ -1254,6 +1319,7 @@ TuneOptions ResolveTuneOptions(const TuneOptions& options, const Target& target)
   }
   if (resolved.overlap_rounds < 0) resolved.overlap_rounds = target.is_gpu() ? 1 : 0;
   if (resolved.per_round == 0) resolved.per_round = target.is_gpu() ? 128 : 64;
+  if (resolved.final_candidates < 0) resolved.final_candidates = target.is_gpu() ? 8 : 0;
   return resolved;
 }
 
@@ -1372,6 +1438,11 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
       job->Exhausted(*next);
       round = std::move(next);
     }
+  }
+  if (options.final_candidates > 0 && !options.measurer && !job->result().interrupted &&
+      !SigintGuard::interrupted()) {
+    RETURN_IF_ERROR(job->FinalSelection(builder, options.final_candidates, options.final_min_runs,
+                                        options.final_min_total_ms));
   }
   return job->Finish();
 }

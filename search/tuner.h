@@ -164,6 +164,21 @@ struct TuneOptions {
   /// search's seeds and replay's best follow what the schedules run at now. They do not count as
   /// new trials. 0 = off.
   int remeasure_best = 0;
+  /// Final selection: after the last round, the task's this many fastest valid schedules (resumed
+  /// ones included) are measured again with the final timing (final_min_runs timed runs and
+  /// final_min_total_ms at least, as `tilesearch measure` and bench/score.py time a kernel) and
+  /// logged as remeasured records, which take their first records' places; then, while schedules
+  /// not yet so timed are faster by their round timing than the fastest so timed, they are timed
+  /// too (at most this many more). Replay's best is then a schedule timed as its user will time
+  /// it rather than the luckiest of several short timings within noise of each other (the
+  /// winner's curse): the twelve fastest of a bf16 8192³ tune on the H200 lay within 5 % by
+  /// their 8-run timings; the pick (4 stages) scored 1.01× eager, while the second (the same
+  /// tiling, 3 stages) measured 1.10× as a hand schedule (bench/NOTES.md). Not counted as trials. Skipped when the job was interrupted, and
+  /// with a `measurer` (its ranks time with their own runners). -1 (the default): the target's
+  /// choice (ResolveTuneOptions): 8 on GPU targets, 0 on cpu. 0 = off.
+  int final_candidates = -1;
+  int final_min_runs = 20;
+  double final_min_total_ms = 100;
   /// Wall-clock limit of the job, seconds; 0 = none. Checked after each logged round: once
   /// reached, no further round is measured (an overlapped round already built is dropped) and
   /// TuneResult::time_limited is set. A round in flight always completes.
@@ -179,7 +194,8 @@ struct TuneOptions {
 
 /// `options` with its automatic choices made for `target`: SearchOptions::local_search_fraction
 /// < 0 becomes 0.25 on GPU targets and 0 on cpu, overlap_rounds < 0 becomes 1 on GPU targets and
-/// 0 on cpu; every other field as given. Tune calls it first.
+/// 0 on cpu, final_candidates < 0 becomes 8 on GPU targets and 0 on cpu; every other field as
+/// given. Tune calls it first.
 [[nodiscard]] TuneOptions ResolveTuneOptions(const TuneOptions& options, const Target& target);
 
 struct TuneResult {
@@ -196,6 +212,9 @@ struct TuneResult {
   /// Logged schedules this call measured again whose new record replaced the logged one
   /// (TuneOptions::remeasure_best; SupersedesEarlierMeasurement).
   int64_t remeasured = 0;
+  /// Schedules the final selection timed (TuneOptions::final_candidates) whose new record
+  /// replaced the logged one.
+  int64_t final_timed = 0;
   /// Error kind name ("none" excluded) → count, over all records of the task.
   std::map<std::string, int64_t> errors;
   /// Best-so-far curve over all records of the task, in log order.

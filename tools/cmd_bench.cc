@@ -63,6 +63,7 @@ struct BenchCommandOptions {
   int trials = 64;
   int per_round = 0;  // the target's choice (search::ResolveTuneOptions)
   int remeasure = 0;  // --remeasure: each problem's N fastest logged schedules measured again first
+  int final_candidates = -1;  // --final-candidates: -1 the target's choice, 0 off
   std::string model = "xgboost";
   std::string model_init;  // --model-init PATH | none; "" = the target's default model, if any
   uint64_t seed = 0;
@@ -249,6 +250,7 @@ absl::Status TuneProblem(const BenchCommandOptions& options, const schedule::Wor
   tune.trials = options.trials;
   tune.per_round = options.per_round;
   tune.remeasure_best = options.remeasure;
+  tune.final_candidates = options.final_candidates;
   tune.time_limit_s = std::max(0.0, static_cast<double>(options.time_limit_s));
   tune.measurer = options.measurer;
   tune.measure.device = options.device;
@@ -547,6 +549,13 @@ ExitCodeAction AddBenchCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0, 4096))
       ->transform(NumberText(true, "0..4096"));  // runs before the range check
+  app.add_option("--final-candidates", options->final_candidates,
+                 "after the last round, time the N fastest schedules again as `measure` does "
+                 "(20+ runs, 100+ ms) and pick the best by that; -1 = the target's choice (8 on "
+                 "cuda, 0 on cpu), 0 = off")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 4096))
+      ->transform(NumberText(true, "-1..4096"));  // runs before the range check
   app.add_option("--model", options->model, "cost model: xgboost or random")
       ->capture_default_str()
       ->check(CLI::IsMember({"xgboost", "random"}));

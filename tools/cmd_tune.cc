@@ -40,6 +40,7 @@ struct TuneCommandOptions {
   TimingOverrides timing;      // --min-runs, --min-time-ms, --warmup
   int early_stopping = 0;      // 0: off
   int remeasure = 0;           // --remeasure: logged schedules measured again first; 0: none
+  int final_candidates = -1;   // --final-candidates: -1 the target's choice, 0 off
   int host_threads = 0;        // cpu: parallel-loop threads, 0 = every usable core
   int model_threads = 0;       // XGBoost threads per model, 0 = every usable core
   double run_timeout_ms = -1;  // < 0: MeasureOptions' default
@@ -86,6 +87,7 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   if (options.run_timeout_ms > 0) tune.measure.run_timeout_ms = options.run_timeout_ms;
   tune.early_stopping = options.early_stopping;
   tune.remeasure_best = options.remeasure;
+  tune.final_candidates = options.final_candidates;
   tune.model_threads = options.model_threads;
   tune.overlap_rounds = options.overlap_rounds == "on"    ? 1
                         : options.overlap_rounds == "off" ? 0
@@ -104,6 +106,9 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
             << "trials: " << result.trials << " (" << result.new_trials << " measured now)";
   if (options.remeasure > 0) {
     std::cout << ", " << result.remeasured << " of the fastest logged schedules re-measured";
+  }
+  if (result.final_timed > 0) {
+    std::cout << ", the " << result.final_timed << " fastest timed again for the final pick";
   }
   if (result.interrupted) std::cout << ", interrupted";
   if (result.exhausted) std::cout << ", search space exhausted";
@@ -188,6 +193,13 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0, 4096))
       ->transform(NumberText(true, "0..4096"));  // runs before the range check
+  app.add_option("--final-candidates", options->final_candidates,
+                 "after the last round, time the N fastest schedules again as `measure` does "
+                 "(20+ runs, 100+ ms) and pick the best by that; -1 = the target's choice (8 on "
+                 "cuda, 0 on cpu), 0 = off")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 4096))
+      ->transform(NumberText(true, "-1..4096"));  // runs before the range check
   app.add_option("--early-stopping", options->early_stopping,
                  "stop after this many trials in a row without a better median, 0 = off")
       ->capture_default_str()

@@ -22,26 +22,47 @@ using ::tilesearch::testing::StatusIs;
 TEST(ItemRequestTest, HostRequestCarriesTheNestAndTheBatch) {
   const ir::ComputeDAG dag = Ok(testing_util::AddDag(8, 16));
   HostRequest request;
-  request.context = {7, 1.5, 42.25};
+  request.context = {7, 1.5, 42.25, 20, 100.5};
   request.nest = Ok(testing_util::AddNest(dag, 2.0));
   const HostRequest back = Ok(DecodeHostRequest(EncodeHostRequest(request)));
   EXPECT_EQ(back.context.batch, 7u);
   EXPECT_EQ(back.context.screen_above_ms, 1.5);
   EXPECT_EQ(back.context.compile_ms, 42.25);
+  EXPECT_EQ(back.context.min_runs, 20);
+  EXPECT_EQ(back.context.min_total_ms, 100.5);
   EXPECT_EQ(ir::ToString(back.nest), ir::ToString(request.nest));
   EXPECT_EQ(ir::EncodeLoopNest(back.nest), ir::EncodeLoopNest(request.nest));
+}
+
+TEST(ItemRequestTest, ATimingOverrideReplacesTheRunsAndTimeOnly) {
+  runtime::TimingOptions timing;
+  timing.min_runs = 5;
+  timing.min_total_ms = 10;
+  timing.max_runs = 8;
+  timing.warmup_runs = 2;
+  runtime::TimingOptions same = timing;
+  ApplyTimingOverride(RequestContext{}, &same);  // min_runs 0: the worker's own
+  EXPECT_EQ(same.min_runs, 5);
+  EXPECT_EQ(same.min_total_ms, 10);
+  EXPECT_EQ(same.max_runs, 8);
+  ApplyTimingOverride({1, 0, 0, 20, 100}, &timing);
+  EXPECT_EQ(timing.min_runs, 20);
+  EXPECT_EQ(timing.min_total_ms, 100);
+  EXPECT_EQ(timing.max_runs, 20);  // raised to min_runs
+  EXPECT_EQ(timing.warmup_runs, 2);
 }
 
 TEST(ItemRequestTest, GpuRequestCarriesWhatTheWorkerLoadsAndLaunches) {
   const ir::ComputeDAG dag = Ok(testing_util::AddDag(8, 16));
   BuildResult built = Ok(testing_util::AddCandidate(dag, 1.0));
   GpuRequest request;
-  request.context = {3, 0, 12.5};
+  request.context = {3, 0, 12.5, 8, 0};
   request.tf32x3_gate = true;
   request.module = *built.gpu_module;
   const GpuRequest back = Ok(DecodeGpuRequest(EncodeGpuRequest(request)));
   EXPECT_EQ(back.context.batch, 3u);
   EXPECT_EQ(back.context.compile_ms, 12.5);
+  EXPECT_EQ(back.context.min_runs, 8);
   EXPECT_TRUE(back.tf32x3_gate);
   const codegen::GpuModule& m = back.module;
   // The PTX travels only where there is no cubin (the loader reads one of them).

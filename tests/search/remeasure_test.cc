@@ -3,9 +3,14 @@
 // schedules get new records marked remeasured, with their first records' trial numbers, which
 // replace them when the log is read: no new trial is counted, and the best (the job's result and
 // replay's BestRecord) is then a time the schedule really runs at.
+// TuneOptions::final_candidates likewise, after the last round: a record whose short timing was
+// lucky (edited to claim 1 or 2 ns) is timed again with the final timing before it can be
+// picked, and so is every record that its real time leaves faster than the fastest so timed.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_split.h"
@@ -32,6 +37,28 @@ std::vector<std::string> Lines(const std::string& path) {
   return lines;
 }
 
+// Edits the log's `n` slowest valid records to claim (k + 1) · 1e-6 ms (k = 0 for the slowest)
+// and returns their trials, the slowest first.
+std::vector<int64_t> ClaimFast(const std::string& log, int n) {
+  std::vector<std::string> lines = Lines(log);
+  std::vector<std::pair<double, int>> valid;  // (ms, line)
+  for (int i = 0; i < static_cast<int>(lines.size()); ++i) {
+    absl::StatusOr<MeasureRecord> r = MeasureRecordFromLine(lines[i]);
+    if (r.ok() && r->valid()) valid.emplace_back(r->median_ms(), i);
+  }
+  std::sort(valid.rbegin(), valid.rend());
+  std::vector<int64_t> trials;
+  for (int k = 0; k < n && k < static_cast<int>(valid.size()); ++k) {
+    nlohmann::json claim = nlohmann::json::parse(lines[valid[k].second]);
+    claim["result"]["timing"]["median_ms"] = (k + 1) * 1e-6;
+    trials.push_back(claim["trial"].get<int64_t>());
+    lines[valid[k].second] = claim.dump();
+  }
+  std::ofstream out(log, std::ios::trunc);
+  for (const std::string& l : lines) out << l << "\n";
+  return trials;
+}
+
 TEST(RemeasureTest, StaleLoggedTimesAreMeasuredAgainAndTakeTheirRecordsPlaces) {
   const std::string log = ::tilesearch::testing::ScratchPath("remeasure.jsonl");
   constexpr int kTrials = 12;
@@ -41,25 +68,9 @@ TEST(RemeasureTest, StaleLoggedTimesAreMeasuredAgainAndTakeTheirRecordsPlaces) {
   ASSERT_THAT(Tune(workload, cpu, options).status(), IsOk());
 
   // An older build's claim: the slowest valid record says 1e-6 ms.
-  std::vector<std::string> lines = Lines(log);
-  int slowest = -1;
-  double slowest_ms = 0;
-  for (int i = 0; i < static_cast<int>(lines.size()); ++i) {
-    absl::StatusOr<MeasureRecord> r = MeasureRecordFromLine(lines[i]);
-    if (r.ok() && r->valid() && r->median_ms() > slowest_ms) {
-      slowest = i;
-      slowest_ms = r->median_ms();
-    }
-  }
-  ASSERT_GE(slowest, 0);
-  nlohmann::json stale = nlohmann::json::parse(lines[slowest]);
-  stale["result"]["timing"]["median_ms"] = 1e-6;
-  const int64_t stale_trial = stale["trial"].get<int64_t>();
-  lines[slowest] = stale.dump();
-  {
-    std::ofstream out(log, std::ios::trunc);
-    for (const std::string& l : lines) out << l << "\n";
-  }
+  const std::vector<int64_t> claims = ClaimFast(log, 1);
+  ASSERT_EQ(claims.size(), 1u);
+  const int64_t stale_trial = claims[0];
   absl::StatusOr<LogContents> before = ReadLog(log);
   ASSERT_THAT(before, IsOk());
   ASSERT_EQ(before->records.size(), static_cast<size_t>(kTrials));
@@ -107,6 +118,57 @@ TEST(RemeasureTest, StaleLoggedTimesAreMeasuredAgainAndTakeTheirRecordsPlaces) {
   EXPECT_THAT(Tune(workload, cpu, negative).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        ::testing::HasSubstr("remeasure_best must be >= 0")));
+}
+
+TEST(RemeasureTest, FinalSelectionTimesLuckyRecordsBeforeOneIsPicked) {
+  const std::string log = ::tilesearch::testing::ScratchPath("final_selection.jsonl");
+  constexpr int kTrials = 12;
+  TuneOptions options = testing::TinyCpuTuneOptions(log, kTrials, 6, 5);
+  options.final_candidates = 0;
+  const schedule::Workload workload = testing::SquareMatmul(24);
+  const Target cpu = Target::HostCpu();
+  ASSERT_THAT(Tune(workload, cpu, options).status(), IsOk());
+  // Two lucky short timings: the slowest schedules claim 1e-6 and 2e-6 ms.
+  const std::vector<int64_t> claims = ClaimFast(log, 2);
+  ASSERT_EQ(claims.size(), 2u);
+
+  // One final candidate: the 1e-6 claim is timed first; its real time leaves the 2e-6 one
+  // faster than the fastest so timed, so that is timed next (the budget is two).
+  TuneOptions final_pick = options;
+  final_pick.final_candidates = 1;
+  final_pick.final_min_runs = 4;
+  final_pick.final_min_total_ms = 0;
+  absl::StatusOr<TuneResult> result = Tune(workload, cpu, final_pick);
+  ASSERT_THAT(result, IsOk());
+  EXPECT_EQ(result->new_trials, 0);
+  EXPECT_EQ(result->trials, kTrials);
+  EXPECT_EQ(result->final_timed, 2);
+  ASSERT_TRUE(result->best.has_value());
+  EXPECT_GT(result->best->median_ms(), 1e-4);
+
+  absl::StatusOr<LogContents> after = ReadLog(log);
+  ASSERT_THAT(after, IsOk());
+  EXPECT_EQ(after->records.size(), static_cast<size_t>(kTrials));
+  EXPECT_EQ(after->remeasured_records, 2);
+  for (const MeasureRecord& r : after->records) {
+    const bool claimed = std::count(claims.begin(), claims.end(), r.trial) > 0;
+    EXPECT_EQ(r.remeasured, claimed) << r.trial;
+    if (!claimed) continue;
+    EXPECT_TRUE(r.valid()) << r.trial;
+    EXPECT_GT(r.median_ms(), 1e-4) << r.trial;
+    // Timed with the final timing, not the rounds' one run.
+    EXPECT_GE(r.result.timing.runs, 4) << r.trial;
+  }
+  absl::StatusOr<MeasureRecord> best =
+      BestRecord(after->records, after->records[0].workload_key, cpu);
+  ASSERT_THAT(best, IsOk());
+  EXPECT_DOUBLE_EQ(best->median_ms(), result->best->median_ms());
+
+  TuneOptions bad = final_pick;
+  bad.final_min_runs = 0;
+  EXPECT_THAT(Tune(workload, cpu, bad).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr("final_min_runs >= 1")));
 }
 
 }  // namespace
