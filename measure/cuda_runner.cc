@@ -1404,8 +1404,8 @@ class CudaRunner : public Runner {
     for (int i : runnable) {
       const BuildResult& c = candidates[i];
       GpuRequest request;
-      request.context = {batches_, options_.screen_above_ms, c.compile_ms,
-                         timing_override_.first, timing_override_.second};
+      request.context = {batches_, options_.screen_above_ms, c.compile_ms, timing_override_.first,
+                         timing_override_.second};
       // Under ieee, a 3xTF32 candidate must also be no less accurate than the float32 reference.
       request.tf32x3_gate = options_.precision == Fp32Precision::kIeee && c.nest != nullptr &&
                             UsesMmaKind(*c.nest, ir::MmaKind::kTF32x3);

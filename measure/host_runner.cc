@@ -267,10 +267,9 @@ class HostRunner : public Runner {
     std::vector<std::string> requests;
     for (int i : runnable) {
       const BuildResult& c = candidates[i];
-      requests.push_back(
-          EncodeHostRequest({{batches_, options_.screen_above_ms, c.compile_ms,
-                              timing_override_.first, timing_override_.second},
-                             *c.nest}));
+      requests.push_back(EncodeHostRequest({{batches_, options_.screen_above_ms, c.compile_ms,
+                                             timing_override_.first, timing_override_.second},
+                                            *c.nest}));
     }
     task_->worker->Run(requests, [&](int k, const WorkerItemOutcome& o) {
       const int i = runnable[static_cast<size_t>(k)];

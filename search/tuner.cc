@@ -293,11 +293,12 @@ absl::Status ValidateTuneOptions(const TuneOptions& options) {
         absl::StrCat("remeasure_best must be >= 0 (0 = off), got ", options.remeasure_best));
   }
   if (options.final_candidates > 0 &&
-      (options.final_min_runs < 1 || !(options.final_min_total_ms >= 0))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the final selection's timing needs final_min_runs >= 1 and "
-                     "final_min_total_ms >= 0, got ",
-                     options.final_min_runs, " and ", options.final_min_total_ms));
+      (options.final_min_runs < 1 || !(options.final_min_total_ms >= 0) ||
+       !(options.final_budget_s >= 0))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the final selection needs final_min_runs >= 1, final_min_total_ms >= 0 and "
+        "final_budget_s >= 0, got ",
+        options.final_min_runs, ", ", options.final_min_total_ms, " and ", options.final_budget_s));
   }
   if (!(options.compile_timeout_ms > 0)) {
     return absl::InvalidArgumentError(
@@ -765,7 +766,7 @@ class TuningJob {
   // then those faster by their earlier timing than the fastest so timed (at most `n` more), each
   // batch as Remeasure's. Errors: the log's, the runner's.
   absl::Status FinalSelection(const measure::Builder& builder, int n, int min_runs,
-                              double min_total_ms);
+                              double min_total_ms, double budget_s);
 
   // The log record of the round's candidate i, measured with `result`.
   MeasureRecord RecordOf(const Round& round, size_t i, measure::MeasureResult result) const;
@@ -982,13 +983,27 @@ absl::Status TuningJob::Remeasure(const measure::Builder& builder, int n) {
 }
 
 absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, int min_runs,
-                                       double min_total_ms) {
+                                       double min_total_ms, double budget_s) {
+  // A schedule's estimated cost, seconds: its record's build, check and run, and the longer
+  // timing. Schedules are taken while the estimates fit the budget.
+  double spent_s = 0;
+  auto fits = [&](size_t i) {
+    const MeasureRecord& r = records_[i];
+    const double cost_s =
+        (r.compile_ms + r.result.check_ms + r.result.run_wall_ms + 2 * min_total_ms) / 1000;
+    if (spent_s + cost_s > budget_s) return false;
+    spent_s += cost_s;
+    return true;
+  };
   runner_->SetTiming(min_runs, min_total_ms);
   std::vector<bool> timed(records_.size(), false);
   absl::Status status;
   size_t budget = 2 * static_cast<size_t>(n);
-  std::vector<size_t> batch = FastestValid({});
-  if (batch.size() > static_cast<size_t>(n)) batch.resize(static_cast<size_t>(n));
+  std::vector<size_t> batch;
+  for (size_t i : FastestValid({})) {
+    if (batch.size() >= static_cast<size_t>(n) || !fits(i)) break;
+    batch.push_back(i);
+  }
   while (!batch.empty() && status.ok() && !SigintGuard::interrupted()) {
     budget -= batch.size();
     status = RemeasureRecords(builder, batch,
@@ -999,11 +1014,12 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
     // The fastest schedule so timed; those faster than it by their round timing come next.
     double best_timed = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < records_.size(); ++i) {
-      if (timed[i] && records_[i].valid()) best_timed = std::min(best_timed, records_[i].median_ms());
+      if (timed[i] && records_[i].valid())
+        best_timed = std::min(best_timed, records_[i].median_ms());
     }
     batch.clear();
     for (size_t i : FastestValid(timed)) {
-      if (batch.size() >= budget || !(records_[i].median_ms() < best_timed)) break;
+      if (batch.size() >= budget || !(records_[i].median_ms() < best_timed) || !fits(i)) break;
       batch.push_back(i);
     }
   }
@@ -1012,8 +1028,8 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
 }
 
 absl::Status TuningJob::RemeasureRecords(const measure::Builder& builder,
-                                         const std::vector<size_t>& valid,
-                                         const std::string& what, int64_t* replaced) {
+                                         const std::vector<size_t>& valid, const std::string& what,
+                                         int64_t* replaced) {
   if (valid.empty()) return absl::OkStatus();
   Round round;
   round.remeasured = valid;
@@ -1442,7 +1458,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
   if (options.final_candidates > 0 && !options.measurer && !job->result().interrupted &&
       !SigintGuard::interrupted()) {
     RETURN_IF_ERROR(job->FinalSelection(builder, options.final_candidates, options.final_min_runs,
-                                        options.final_min_total_ms));
+                                        options.final_min_total_ms, options.final_budget_s));
   }
   return job->Finish();
 }

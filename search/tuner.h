@@ -173,12 +173,17 @@ struct TuneOptions {
   /// it rather than the luckiest of several short timings within noise of each other (the
   /// winner's curse): the twelve fastest of a bf16 8192³ tune on the H200 lay within 5 % by
   /// their 8-run timings; the pick (4 stages) scored 1.01× eager, while the second (the same
-  /// tiling, 3 stages) measured 1.10× as a hand schedule (bench/NOTES.md). Not counted as trials. Skipped when the job was interrupted, and
-  /// with a `measurer` (its ranks time with their own runners). -1 (the default): the target's
-  /// choice (ResolveTuneOptions): 8 on GPU targets, 0 on cpu. 0 = off.
+  /// tiling, 3 stages) measured 1.10× as a hand schedule (bench/NOTES.md). Not counted as trials.
+  /// Skipped when the job was interrupted, and with a `measurer` (its ranks time with their own
+  /// runners). -1 (the default): the target's choice (ResolveTuneOptions): 8 on GPU targets, 0 on
+  /// cpu. 0 = off.
   int final_candidates = -1;
   int final_min_runs = 20;
   double final_min_total_ms = 100;
+  /// The final selection's time, seconds, estimated per schedule from its record (build, check
+  /// and run wall times, plus twice final_min_total_ms): schedules past it are not timed again.
+  /// The checks of an 8.6 GB reduction take about 40 s each on the H200; a GEMM's well under 1 s.
+  double final_budget_s = 30;
   /// Wall-clock limit of the job, seconds; 0 = none. Checked after each logged round: once
   /// reached, no further round is measured (an overlapped round already built is dropped) and
   /// TuneResult::time_limited is set. A round in flight always completes.

@@ -166,9 +166,19 @@ TEST(RemeasureTest, FinalSelectionTimesLuckyRecordsBeforeOneIsPicked) {
 
   TuneOptions bad = final_pick;
   bad.final_min_runs = 0;
-  EXPECT_THAT(Tune(workload, cpu, bad).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       ::testing::HasSubstr("final_min_runs >= 1")));
+  EXPECT_THAT(
+      Tune(workload, cpu, bad).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("final_min_runs >= 1")));
+
+  // No time for it: nothing is timed again.
+  TuneOptions no_time = final_pick;
+  no_time.final_budget_s = 0;
+  absl::StatusOr<TuneResult> none = Tune(workload, cpu, no_time);
+  ASSERT_THAT(none, IsOk());
+  EXPECT_EQ(none->final_timed, 0);
+  absl::StatusOr<LogContents> unchanged = ReadLog(log);
+  ASSERT_THAT(unchanged, IsOk());
+  EXPECT_EQ(unchanged->remeasured_records, 2);
 }
 
 }  // namespace
