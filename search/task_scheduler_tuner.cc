@@ -117,6 +117,7 @@ absl::StatusOr<std::unique_ptr<TunerTaskRunner>> TunerTaskRunner::Create(
   // Each scheduler round is a Tune call: re-measuring there, or a final selection, would repeat
   // every round.
   runner->options_.remeasure_best = 0;
+  runner->final_candidates_ = ResolveTuneOptions(options, target).final_candidates;
   runner->options_.final_candidates = 0;
   runner->logged_.assign(runner->workloads_.size(), -1);
   runner->last_.resize(runner->workloads_.size());
@@ -165,6 +166,21 @@ absl::StatusOr<RoundResult> TunerTaskRunner::TuneRound(int task, int num_trials)
   logged_[task] = tuned.trials;
   RoundResult r;
   r.trials = tuned.new_trials;
+  r.interrupted = tuned.interrupted;
+  if (tuned.best.has_value()) r.best_latency_s = tuned.best->median_ms() * 1e-3;
+  last_[task] = std::move(tuned);
+  return r;
+}
+
+absl::StatusOr<RoundResult> TunerTaskRunner::FinalSelection(int task) {
+  RETURN_IF_ERROR(CheckTask(task));
+  if (logged_[task] < 0) RETURN_IF_ERROR(Restore(task).status());
+  if (final_candidates_ <= 0 || logged_[task] < 1) return Restore(task);
+  TuneOptions o = options_;
+  o.trials = static_cast<int>(logged_[task]);  // no new trial: straight to the final selection
+  o.final_candidates = final_candidates_;
+  ASSIGN_OR_RETURN(TuneResult tuned, Tune(workloads_[task], target_, o));
+  RoundResult r;
   r.interrupted = tuned.interrupted;
   if (tuned.best.has_value()) r.best_latency_s = tuned.best->median_ms() * 1e-3;
   last_[task] = std::move(tuned);

@@ -59,6 +59,12 @@ class TunerTaskRunner : public TaskRunner {
   /// Errors: the log's read errors.
   absl::StatusOr<RoundResult> Restore(int task) override;
 
+  /// The final selection (TuneOptions::final_candidates, resolved for the target; the rounds skip
+  /// it, each being a Tune call) of a task once the scheduler is done: a Tune call with no new
+  /// trial. The result's latency is the task's best after it, trials 0; a task with no record is
+  /// left alone. Errors: those of Tune and Restore, kOutOfRange for a bad task index.
+  absl::StatusOr<RoundResult> FinalSelection(int task);
+
   /// The last TuneResult of each task (nullopt before its first round).
   const std::vector<std::optional<TuneResult>>& last_results() const { return last_; }
 
@@ -70,6 +76,8 @@ class TunerTaskRunner : public TaskRunner {
   std::vector<std::string> keys_;
   Target target_;
   TuneOptions options_;
+  /// The final selection's candidates per task (FinalSelection); 0 = none.
+  int final_candidates_ = 0;
   /// Records of each task in the log; -1 until read.
   std::vector<int64_t> logged_;
   std::vector<std::optional<TuneResult>> last_;

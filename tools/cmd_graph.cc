@@ -2,6 +2,7 @@
 // partitioned into tasks (search/partition.h), tuned with the task scheduler on one log
 // (search/task_scheduler.h, search/task_scheduler_tuner.h), and run with the best kernel of every
 // task (search/graph_executor.h).
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -265,6 +266,20 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
   sched.stop_requested = [] { return GraphSigintGuard::interrupted(); };
   ASSIGN_OR_RETURN(search::TaskSchedulerResult result,
                    search::RunTaskScheduler(tasks, *runner, sched));
+  // The final selection of each task (the scheduler's rounds skip it), then the objective again.
+  if (!result.interrupted) {
+    double objective = 0;
+    for (size_t i = 0; i < tasks.size() && !GraphSigintGuard::interrupted(); ++i) {
+      ASSIGN_OR_RETURN(search::RoundResult final_pick,
+                       runner->FinalSelection(static_cast<int>(i)));
+      result.tasks[i].best_latency_s = final_pick.best_latency_s;
+      if (std::find(result.dead_tasks.begin(), result.dead_tasks.end(), static_cast<int>(i)) ==
+          result.dead_tasks.end()) {
+        objective += tasks[i].weight * final_pick.best_latency_s;
+      }
+    }
+    result.objective = objective;
+  }
 
   std::cout << "log: " << o.log << "\n"
             << "strategy: " << (o.round_robin ? "round-robin" : "gradient") << ", "

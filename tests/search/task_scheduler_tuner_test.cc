@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,63 @@ TEST(TunerTaskRunnerTest, SchedulesTwoCpuTasksIntoOneLogAndResumesFromIt) {
   }
   for (const SchedulerRound& round : second->rounds) EXPECT_FALSE(round.warmup);
   check_against_log(*second);
+}
+
+// The scheduler's rounds never run the final selection (each is a Tune call); FinalSelection does,
+// once per task, without a new trial: the task's fastest schedules get remeasured records timed
+// with the final timing, and the latency it returns is the log's best after them.
+TEST(TunerTaskRunnerTest, FinalSelectionTimesEachTasksFastestAgainWithoutNewTrials) {
+  const std::string log = tilesearch::testing::ScratchPath("graph_final.jsonl");
+  const ir::Graph g = SmallGraph();
+  absl::StatusOr<GraphPartition> partition = PartitionGraph(g, {.fuse = false});
+  ASSERT_TRUE(partition.ok()) << partition.status();
+  std::vector<schedule::Workload> workloads;
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<schedule::Workload> w = TaskWorkload(g, *partition, i);
+    ASSERT_TRUE(w.ok()) << w.status();
+    workloads.push_back(*w);
+  }
+  TuneOptions tune = SmallTune(log);
+  tune.final_candidates = 2;
+  tune.final_min_runs = 5;
+  tune.final_min_total_ms = 0;
+  absl::StatusOr<std::unique_ptr<TunerTaskRunner>> runner =
+      TunerTaskRunner::Create(workloads, Target::HostCpu(), tune);
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  TaskSchedulerOptions options;
+  options.trials = 6;
+  options.per_round = 3;
+  absl::StatusOr<TaskSchedulerResult> result =
+      RunTaskScheduler(SchedulerTasksOf(*partition), **runner, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  auto remeasured = [&](int task) {
+    absl::StatusOr<LogContents> contents = ReadLog(log);
+    EXPECT_TRUE(contents.ok()) << contents.status();
+    int64_t n = 0;
+    for (const MeasureRecord& r : contents->records) {
+      if (r.workload_key != partition->tasks[task].workload_key || !r.remeasured) continue;
+      ++n;
+      EXPECT_GE(r.result.timing.runs, 5) << "task " << task << " trial " << r.trial;
+    }
+    return n;
+  };
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(remeasured(i), 0) << "task " << i;
+
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<RoundResult> final_pick = (*runner)->FinalSelection(i);
+    ASSERT_TRUE(final_pick.ok()) << final_pick.status();
+    EXPECT_EQ(final_pick->trials, 0);
+    const std::optional<TuneResult>& last = (*runner)->last_results()[i];
+    ASSERT_TRUE(last.has_value());
+    EXPECT_EQ(last->new_trials, 0) << "task " << i;
+    EXPECT_EQ(last->trials, result->tasks[i].trials) << "task " << i;
+    EXPECT_GE(last->final_timed, 1) << "task " << i;
+    EXPECT_EQ(remeasured(i), last->final_timed) << "task " << i;
+    ASSERT_TRUE(last->best.has_value());
+    EXPECT_DOUBLE_EQ(final_pick->best_latency_s, last->best->median_ms() * 1e-3);
+  }
+  EXPECT_THAT((*runner)->FinalSelection(2).status(),
+              StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("task 2")));
 }
 
 }  // namespace
