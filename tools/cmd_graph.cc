@@ -270,8 +270,7 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
   if (!result.interrupted) {
     double objective = 0;
     for (size_t i = 0; i < tasks.size() && !GraphSigintGuard::interrupted(); ++i) {
-      ASSIGN_OR_RETURN(search::RoundResult final_pick,
-                       runner->FinalSelection(static_cast<int>(i)));
+      ASSIGN_OR_RETURN(search::RoundResult final_pick, runner->FinalSelection(static_cast<int>(i)));
       result.tasks[i].best_latency_s = final_pick.best_latency_s;
       if (std::find(result.dead_tasks.begin(), result.dead_tasks.end(), static_cast<int>(i)) ==
           result.dead_tasks.end()) {
