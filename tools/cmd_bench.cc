@@ -92,6 +92,7 @@ struct Outcome {
   std::string reason;      // why there is no artifact; empty when ok
   int64_t trials = 0;      // records of the problem in its log
   int64_t new_trials = 0;  // measured by this run
+  int64_t final_timed = 0;  // schedules the final selection timed again (TuneResult::final_timed)
   double best_ms = std::numeric_limits<double>::quiet_NaN();
   int64_t best_trial = -1;
   double flops = 0;
@@ -178,6 +179,7 @@ json OutcomeToJson(const Outcome& o) {
   j["status"] = o.status;
   j["trials"] = o.trials;
   j["new_trials"] = o.new_trials;
+  j["final_timed"] = o.final_timed;
   j["best_ms"] = std::isfinite(o.best_ms) ? json(o.best_ms) : json(nullptr);
   j["best_trial"] = o.best_trial;
   j["gflops"] = o.gflops();
@@ -261,6 +263,7 @@ absl::Status TuneProblem(const BenchCommandOptions& options, const schedule::Wor
   ASSIGN_OR_RETURN(search::TuneResult result, search::Tune(workload, target, tune));
   outcome.trials = result.trials;
   outcome.new_trials += result.new_trials;
+  outcome.final_timed += result.final_timed;
   outcome.errors = result.errors;
   outcome.exhausted = result.exhausted;
   if (result.interrupted) BenchSigintGuard::MarkInterrupted();
@@ -355,6 +358,7 @@ std::string OutcomeLine(const Outcome& o) {
   if (o.status == "not_run") return line + "not run (interrupted before it)";
   if (o.trials > 0 || o.status != "failed") {
     absl::StrAppend(&line, o.trials, " trials (", o.new_trials, " new");
+    if (o.final_timed > 0) absl::StrAppend(&line, ", ", o.final_timed, " timed again to pick");
     if (o.time_limited) absl::StrAppend(&line, ", time limit");
     if (o.exhausted) absl::StrAppend(&line, ", search space exhausted");
     absl::StrAppend(&line, ")");

@@ -156,6 +156,22 @@ run torn_allowed bench --suite "$suite" "${common[@]}" --trials 8 --problems mat
 expect_rc torn_allowed 0
 [[ -f "$tmp/torn_art/matmul_tiny.json" ]] || fail "torn_allowed: no artifact"
 
+# ---- --final-candidates (off on cpu by default): no new trial; the fastest schedules are timed
+# again (logged as remeasured records) before the best is replayed, and the summary counts them.
+mkdir -p "$tmp/final_logs"
+cp "$tmp/logs/matmul_tiny.jsonl" "$tmp/final_logs/"
+run final bench --suite "$suite" "${common[@]}" --trials 12 --problems matmul_tiny \
+  --final-candidates 2 --log-dir "$tmp/final_logs" --out "$tmp/final_art" --json "$tmp/final.json"
+expect_rc final 0
+expect_out final "^\[1/1\] matmul_tiny: 12 trials \(0 new, [2-4] timed again to pick\), "
+python3 - "$tmp/final_logs/matmul_tiny.jsonl" "$tmp/final.json" <<'PY' || fail "final: log or summary"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()]
+marked = [l for l in lines if l.get("kind", "record") == "record" and l.get("remeasured")]
+p = json.load(open(sys.argv[2]))["problems"][0]
+assert 2 <= p["final_timed"] <= 4 and len(marked) == p["final_timed"], (p, len(marked))
+PY
+
 # ---- A cuda problem on a machine without a driver fails by itself (skipped where one exists).
 if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
   echo "note: libcuda.so.1 present; the no-driver case is skipped"
