@@ -89,9 +89,9 @@ struct Outcome {
   /// "ok" (artifacts written), "failed" (reason says why), "interrupted" (Ctrl-C stopped its
   /// tuning; no artifact), "not_run" (Ctrl-C came before it).
   std::string status = "not_run";
-  std::string reason;      // why there is no artifact; empty when ok
-  int64_t trials = 0;      // records of the problem in its log
-  int64_t new_trials = 0;  // measured by this run
+  std::string reason;       // why there is no artifact; empty when ok
+  int64_t trials = 0;       // records of the problem in its log
+  int64_t new_trials = 0;   // measured by this run
   int64_t final_timed = 0;  // schedules the final selection timed again (TuneResult::final_timed)
   double best_ms = std::numeric_limits<double>::quiet_NaN();
   int64_t best_trial = -1;
