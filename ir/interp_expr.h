@@ -4,7 +4,9 @@
 // Not a public interface: only ir/interpreter.cc and its compiled statements use it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,14 +83,31 @@ struct AsyncCopies {
   std::vector<std::vector<Copy>> groups;
 };
 
+/// One thread's warpgroup MMA groups in flight (WgmmaNode), oldest first: each performs its
+/// update when retired (a wait_group leaving fewer groups in flight, or an access to an
+/// accumulator), reading the shared operand tiles then, as the tensor cores read them while the
+/// group runs: a ring slot released or refilled before its wgmma's are waited for shows up as a
+/// wrong answer.
+struct PendingWgmmas {
+  std::vector<std::function<void()>> groups;
+  /// Performs the oldest groups until at most `keep` are left.
+  void RetireAllBut(size_t keep) {
+    if (groups.size() <= keep) return;
+    const size_t done = groups.size() - keep;
+    for (size_t g = 0; g < done; ++g) groups[g]();
+    groups.erase(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(done));
+  }
+};
+
 /// One thread's view: its variable slots, its buffer pointers, its thread index, its pending
-/// async copies (null: async copies are performed when issued).
+/// async copies and wgmma groups (null: performed when issued).
 struct Ctx {
   int64_t* vars = nullptr;
   double** bufs = nullptr;
   int64_t tid[3] = {0, 0, 0};
   Runtime* rt = nullptr;
   AsyncCopies* async = nullptr;
+  PendingWgmmas* wgmma = nullptr;
 };
 
 /// A buffer visible at some point of the nest: where its data pointer lives and its layout.

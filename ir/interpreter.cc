@@ -5,6 +5,7 @@
 #include <deque>
 #include <memory>
 #include <set>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -26,6 +27,7 @@ using interp_internal::CExprPtr;
 using interp_internal::CompileExpr;
 using interp_internal::Ctx;
 using interp_internal::MbarrierState;
+using interp_internal::PendingWgmmas;
 using interp_internal::PoisonValue;
 using interp_internal::Runtime;
 using interp_internal::Scope;
@@ -95,7 +97,8 @@ class CoTask {
 struct ThreadState {
   std::vector<int64_t> vars;
   std::vector<double*> bufs;
-  AsyncCopies async;  // copies left pending at the region's end die with its shared memory
+  AsyncCopies async;    // copies left pending at the region's end die with its shared memory
+  PendingWgmmas wgmma;  // groups in flight (retired at the latest when the thread leaves)
   Ctx ctx;
   Region* region = nullptr;
   int index = 0;  // linear thread index in the block (x fastest)
@@ -414,8 +417,11 @@ class AsyncGroupStmt final : public CStmt {
  public:
   explicit AsyncGroupStmt(const AsyncGroupNode& n) : wait_(n.wait), wgmma_(n.wgmma) {}
   void Exec(Ctx& c) override {
-    // A wgmma wait has nothing to wait for: every Wgmma completed when it ran.
-    if (c.async == nullptr || wgmma_) return;
+    if (wgmma_) {  // wgmma.wait_group: the oldest groups are performed
+      if (c.wgmma != nullptr) c.wgmma->RetireAllBut(static_cast<size_t>(wait_));
+      return;
+    }
+    if (c.async == nullptr) return;
     AsyncCopies& a = *c.async;
     if (wait_ < 0) {
       a.groups.push_back(std::move(a.open));
@@ -555,22 +561,60 @@ class WgmmaStmt final : public CStmt {
     const int64_t a_origin = Origin(c, a_);
     const int64_t b_origin = Origin(c, b_);
     if (a_origin < 0 || b_origin < 0) return;
-    const int64_t w = thread / 32;
-    const int64_t g = (thread % 32) / 4;
+    // A in registers was loaded before the instruction: its values are taken now. Shared tiles
+    // are read when the group is retired (PendingWgmmas).
+    std::vector<double> a_regs;
+    if (a_.layout.registers) {
+      const int64_t depth = n_.k_steps * MmaK(n_.kind);
+      for (int64_t i = 0; i < n_.m_tiles; ++i) {
+        for (int64_t eh = 0; eh < 2; ++eh) {
+          for (int64_t k = 0; k < depth; ++k) {
+            const double* x = Element(c, a_, a_origin, Row(thread, i, eh), k);
+            if (x == nullptr) return;
+            a_regs.push_back(*x);
+          }
+        }
+      }
+    }
+    Ctx* ctx = &c;
+    auto update = [this, ctx, thread, a_origin, b_origin, regs = std::move(a_regs)]() {
+      Update(*ctx, thread, a_origin, b_origin, regs);
+    };
+    if (c.wgmma == nullptr) {
+      update();
+      return;
+    }
+    c.wgmma->groups.push_back(std::move(update));
+    c.wgmma->RetireAllBut(static_cast<size_t>(n_.pending));
+  }
+
+ private:
+  // Row of the tile the thread's accumulator elements [i, *, 2 eh + *] lie in.
+  static int64_t Row(int64_t thread, int64_t i, int64_t eh) {
+    return 64 * i + 16 * (thread / 32) + (thread % 32) / 4 + 8 * eh;
+  }
+
+  // The group's update of the thread's accumulator elements; A from `a_regs` (m_tiles × 2 rows ×
+  // depth, the registers form) when given, else from its shared tile, B from its shared tile.
+  void Update(Ctx& c, int64_t thread, int64_t a_origin, int64_t b_origin,
+              const std::vector<double>& a_regs) const {
     const int64_t t = thread % 4;
     double* acc = c.bufs[acc_slot_];
     const int64_t n_frags = n_.n / 8;
     const int64_t depth = MmaK(n_.kind);
+    const int64_t all_k = n_.k_steps * depth;
     for (int64_t ks = 0; ks < n_.k_steps; ++ks) {
       for (int64_t i = 0; i < n_.m_tiles; ++i) {
         for (int64_t j = 0; j < n_frags; ++j) {
           for (int64_t e = 0; e < 4; ++e) {
-            const int64_t r = 64 * i + 16 * w + g + 8 * (e / 2);
+            const int64_t r = Row(thread, i, e / 2);
             const int64_t col = 8 * j + 2 * t + e % 2;
             double* out = acc + (i * n_frags + j) * 4 + e;
             double sum = *out;
             for (int64_t k = ks * depth; k < (ks + 1) * depth; ++k) {
-              const double* x = Element(c, a_, a_origin, r, k);
+              const double* x = a_regs.empty()
+                                    ? Element(c, a_, a_origin, r, k)
+                                    : &a_regs[static_cast<size_t>((i * 2 + e / 2) * all_k + k)];
               const double* y = Element(c, b_, b_origin, col, k);
               if (x == nullptr || y == nullptr) return;
               sum += static_cast<double>(ValueOf(a_, static_cast<float>(*x))) *
@@ -583,7 +627,6 @@ class WgmmaStmt final : public CStmt {
     }
   }
 
- private:
   // The tile origin's byte address (from the buffer's start, which codegen aligns to 1024 bytes);
   // -1 after reporting an origin off the swizzle pattern.
   int64_t Origin(Ctx& c, const Operand& o) const {
@@ -935,6 +978,8 @@ class RegionStmt final : public CStmt {
       ts.ctx.rt = c.rt;
       ts.async = AsyncCopies();
       ts.ctx.async = &ts.async;
+      ts.wgmma = PendingWgmmas();
+      ts.ctx.wgmma = &ts.wgmma;
       ts.ctx.tid[0] = t % dims_[0];
       ts.ctx.tid[1] = (t / dims_[0]) % dims_[1];
       ts.ctx.tid[2] = t / (dims_[0] * dims_[1]);
@@ -955,11 +1000,16 @@ class RegionStmt final : public CStmt {
     if (!body_->has_barrier) {
       for (ThreadState& ts : region_.threads) {
         body_->Exec(ts.ctx);
+        ts.wgmma.RetireAllBut(0);
         if (c.rt->failed) return;
       }
       return;
     }
     RunPhases(*c.rt);
+    for (ThreadState& ts : region_.threads) {
+      if (c.rt->failed) return;
+      ts.wgmma.RetireAllBut(0);
+    }
   }
 
  private:
@@ -1083,9 +1133,60 @@ class ConstantChecker : public ExprVisitor {
 // 1024, so anything near this is a broken schedule anyway).
 constexpr int64_t kMaxThreadsPerBlock = 1 << 16;
 
+// A statement that touches a wgmma accumulator (the epilogue's reads, a fresh tile's zeros):
+// the thread's groups in flight are performed first, as ptxas makes the hardware wait for them
+// before such an access (its warpgroup.wait, note C7517).
+class RetireWgmmaFirst final : public CStmt {
+ public:
+  explicit RetireWgmmaFirst(CStmtPtr inner) : inner_(std::move(inner)) {}
+  void Exec(Ctx& c) override {
+    if (c.wgmma != nullptr) c.wgmma->RetireAllBut(0);
+    inner_->Exec(c);
+  }
+
+ private:
+  CStmtPtr inner_;
+};
+
+// The accumulators of a nest's Wgmma statements.
+class WgmmaAccumulators final : public StmtVisitor {
+ public:
+  std::set<std::string> names;
+
+ protected:
+  void VisitWgmma(const WgmmaNode* op, const Stmt& s) override {
+    names.insert(op->acc);
+    StmtVisitor::VisitWgmma(op, s);
+  }
+};
+
+// Whether an expression loads one of `names`.
+class LoadsAny final : public ExprVisitor {
+ public:
+  explicit LoadsAny(const std::set<std::string>& names) : names_(names) {}
+  bool found = false;
+
+ protected:
+  void VisitLoad(const LoadNode* op, const Expr& e) override {
+    found = found || names_.count(op->buffer) > 0;
+    ExprVisitor::VisitLoad(op, e);
+  }
+
+ private:
+  const std::set<std::string>& names_;
+};
+
 class Compiler {
  public:
   explicit Compiler(Precision precision) : precision_(precision) {}
+
+  /// The accumulators of `body`'s Wgmma statements: Stores that touch them retire the thread's
+  /// wgmma groups in flight first (RetireWgmmaFirst).
+  void NoteWgmmaAccumulators(const Stmt& body) {
+    WgmmaAccumulators v;
+    v.Visit(body);
+    wgmma_accs_ = std::move(v.names);
+  }
 
   /// Declares a kernel parameter.
   void AddParam(const BufferDecl& decl) { scope_.PushBuf(NewBuf(decl)); }
@@ -1113,12 +1214,22 @@ class Compiler {
         ASSIGN_OR_RETURN(CExprPtr value, CompileExpr(op->value, scope_, precision_));
         const ScalarType dtype = scope_.FindBuf(op->buffer)->dtype;
         const bool is_float = IsFloat(op->value.type());
+        CStmtPtr store;
         if (dtype == ScalarType::kFloat32) {
-          return CStmtPtr(std::make_unique<StoreStmt<true>>(std::move(access), std::move(value),
-                                                            is_float, dtype, op->async_copy));
+          store = std::make_unique<StoreStmt<true>>(std::move(access), std::move(value), is_float,
+                                                    dtype, op->async_copy);
+        } else {
+          store = std::make_unique<StoreStmt<false>>(std::move(access), std::move(value), is_float,
+                                                     dtype, op->async_copy);
         }
-        return CStmtPtr(std::make_unique<StoreStmt<false>>(std::move(access), std::move(value),
-                                                           is_float, dtype, op->async_copy));
+        if (!wgmma_accs_.empty()) {
+          LoadsAny reads(wgmma_accs_);
+          reads.Visit(op->value);
+          if (reads.found || wgmma_accs_.count(op->buffer) > 0) {
+            return CStmtPtr(std::make_unique<RetireWgmmaFirst>(std::move(store)));
+          }
+        }
+        return store;
       }
       case StmtKind::kAllocate:
         return CompileAllocate(s.as<AllocateNode>());
@@ -1488,6 +1599,7 @@ class Compiler {
   }
 
   Precision precision_;
+  std::set<std::string> wgmma_accs_;  // NoteWgmmaAccumulators
   Scope scope_;
   std::deque<BufInfo> infos_;
   int num_vars_ = 0;
@@ -1543,6 +1655,7 @@ absl::Status Interpret(const LoopNest& nest, BufferMap& buffers, const Interpret
   Runtime rt;
   Compiler compiler(options.precision);
   for (const BufferDecl& p : nest.params) compiler.AddParam(p);
+  compiler.NoteWgmmaAccumulators(nest.body);
   ASSIGN_OR_RETURN(CStmtPtr body, compiler.Compile(nest.body));
   rt.num_vars = compiler.num_vars();
   rt.num_bufs = compiler.num_bufs();

@@ -239,7 +239,7 @@ struct EvaluateNode : StmtNode {
 /// its block).
 /// With `wgmma` (WgmmaWait) the node waits for the thread's warpgroup MMA groups instead
 /// (wgmma.wait_group): until at most `wait` of the groups its Wgmma statements committed are in
-/// flight; the interpreter, which completes every Wgmma at once, has nothing to do.
+/// flight; the interpreter performs the older groups' updates there (WgmmaNode).
 struct AsyncGroupNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kAsyncGroup;
   AsyncGroupNode(int64_t w, bool wg) : StmtNode(kKind), wait(w), wgmma(wg) {}
@@ -357,7 +357,11 @@ int64_t WgmmaSwizzle(int64_t address, int64_t swizzle);
 /// overwritten (the tensor_core lowering orders its ring of tiles so). `pending` up to 3 lets
 /// that many groups run (wait_group `pending`; AsyncGroupNode::WgmmaWait waits for them later).
 /// Later Wgmma's into the same accumulator may be issued while earlier ones are in flight. The
-/// interpreter computes the update at once either way. A tf32 A may instead be read into
+/// interpreter keeps a thread's groups in flight as they are: it performs a group's update (reading
+/// its shared tiles then) when a later Wgmma's or a WgmmaWait's count retires it, or when a Store
+/// of the thread touches the accumulator (ptxas makes the hardware wait there), so a tile
+/// overwritten or a ring slot refilled before its group is waited for shows up as a wrong
+/// answer; an A read into registers is taken at issue. A tf32 A may instead be read into
 /// registers from a plain tile (WgmmaLayout::registers; PTX's register form), rounded there. Kinds
 /// f16, bf16 and tf32; tf32 reads K-major float32 tiles whose values it rounds as
 /// ir::MmaOperandValue does (where the lowering stored TF32 values there, the hardware's own

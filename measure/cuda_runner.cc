@@ -1491,6 +1491,8 @@ class CudaRunner : public Runner {
     MeasureOptions options = options_;
     options.screen_above_ms = request->context.screen_above_ms;
     ApplyTimingOverride(request->context, &options.timing);
+    // A batch with its own timing (a tuner's final selection) is timed in full: no screen.
+    if (request->context.min_runs > 0) options.screen_factor = 0;
     return WorkerItem(options, task.data, task.state, request->module, request->context.compile_ms,
                       request->tf32x3_gate);
   }

@@ -359,6 +359,8 @@ class HostRunner : public Runner {
     MeasureOptions options = options_;
     options.screen_above_ms = request->context.screen_above_ms;
     ApplyTimingOverride(request->context, &options.timing);
+    // A batch with its own timing (a tuner's final selection) is timed in full: no screen.
+    if (request->context.min_runs > 0) options.screen_factor = 0;
     return MeasureResultToJson(
                MeasureOne(options, task, request->nest, request->context.compile_ms))
         .dump();
@@ -566,7 +568,7 @@ class HostRunner : public Runner {
     }
 
     // Staged timing: a clear loser by its check runs keeps them as its timing.
-    const double screen = ScreenFor(options_, *batch_best_ms);
+    const double screen = ScreenFor(options, *batch_best_ms);
     if (screen > 0 && !check_run_ms.empty()) {
       const double fastest = *std::min_element(check_run_ms.begin(), check_run_ms.end());
       if (fastest > kCheckRunScreenFactor * screen && fastest > kCheckRunScreenFloorMs) {

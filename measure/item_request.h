@@ -26,7 +26,8 @@ struct RequestContext {
   /// The build's time (BuildResult::compile_ms), copied into the result.
   double compile_ms = 0;
   /// The batch's timing when it differs from the worker's (Runner::SetTiming: a tuner's final
-  /// selection times its contenders longer than its rounds); min_runs 0 = the worker's own.
+  /// selection times its contenders longer than its rounds, each in full, without the worker's
+  /// within-batch screen); min_runs 0 = the worker's own timing and screen.
   int64_t min_runs = 0;
   double min_total_ms = 0;
 };

@@ -81,8 +81,9 @@ class Runner {
   virtual void SetScreenAboveMs(double ms) { (void)ms; }
   /// Timing of the next Run calls' candidates: at least `min_runs` timed runs and `min_total_ms`
   /// of summed run time (runtime::TimingOptions; the warm-up, flush, run and wall limits stay the
-  /// runner's). min_runs 0 restores the runner's own timing. Runners without a timing of their
-  /// own ignore it.
+  /// runner's), every candidate timed in full (no staged-timing screen, whatever
+  /// SetScreenAboveMs and MeasureOptions::screen_factor say). min_runs 0 restores the runner's
+  /// own timing and screens. Runners without a timing of their own ignore it.
   virtual void SetTiming(int min_runs, double min_total_ms) {
     (void)min_runs;
     (void)min_total_ms;

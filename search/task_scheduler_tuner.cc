@@ -175,7 +175,11 @@ absl::StatusOr<RoundResult> TunerTaskRunner::TuneRound(int task, int num_trials)
 absl::StatusOr<RoundResult> TunerTaskRunner::FinalSelection(int task) {
   RETURN_IF_ERROR(CheckTask(task));
   if (logged_[task] < 0) RETURN_IF_ERROR(Restore(task).status());
-  if (final_candidates_ <= 0 || logged_[task] < 1) return Restore(task);
+  if (final_candidates_ <= 0 || logged_[task] < 1) {
+    ASSIGN_OR_RETURN(RoundResult r, Restore(task));
+    r.trials = 0;
+    return r;
+  }
   TuneOptions o = options_;
   o.trials = static_cast<int>(logged_[task]);  // no new trial: straight to the final selection
   o.final_candidates = final_candidates_;

@@ -61,8 +61,9 @@ class TunerTaskRunner : public TaskRunner {
 
   /// The final selection (TuneOptions::final_candidates, resolved for the target; the rounds skip
   /// it, each being a Tune call) of a task once the scheduler is done: a Tune call with no new
-  /// trial. The result's latency is the task's best after it, trials 0; a task with no record is
-  /// left alone. Errors: those of Tune and Restore, kOutOfRange for a bad task index.
+  /// trial. The result's latency is the task's best after it, trials 0, interrupted when a
+  /// SIGINT stopped it; a task with no record, or with the selection off, is left alone. Errors:
+  /// those of Tune and Restore, kOutOfRange for a bad task index.
   absl::StatusOr<RoundResult> FinalSelection(int task);
 
   /// The last TuneResult of each task (nullopt before its first round).

@@ -757,10 +757,12 @@ class TuningJob {
 
   // Measures the records at `indices` again (one batch, logged as remeasured records), puts the
   // usable new records in their places (records, the model's queued samples), counts them in
-  // `replaced` and reports "tune: <what> N fastest logged schedules, ...". Errors: the log's,
-  // the runner's, kFailedPrecondition when no device answered.
+  // `replaced` (and lists their indices in `replaced_indices` when given) and reports
+  // "tune: <what>, K of them usable ...". Errors: the log's, the runner's, kFailedPrecondition
+  // when no device answered.
   absl::Status RemeasureRecords(const measure::Builder& builder, const std::vector<size_t>& indices,
-                                const std::string& what, int64_t* replaced);
+                                const std::string& what, int64_t* replaced,
+                                std::vector<size_t>* replaced_indices);
 
   // TuneOptions::final_candidates: times the `n` fastest valid schedules with the final timing,
   // then those faster by their earlier timing than the fastest so timed (at most `n` more), each
@@ -979,7 +981,9 @@ std::vector<size_t> TuningJob::FastestValid(const std::vector<bool>& skip) const
 absl::Status TuningJob::Remeasure(const measure::Builder& builder, int n) {
   std::vector<size_t> valid = FastestValid({});
   if (valid.size() > static_cast<size_t>(n)) valid.resize(static_cast<size_t>(n));
-  return RemeasureRecords(builder, valid, "re-measured the", &result_.remeasured);
+  return RemeasureRecords(
+      builder, valid, absl::StrCat("re-measured the ", valid.size(), " fastest logged schedules"),
+      &result_.remeasured, nullptr);
 }
 
 absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, int min_runs,
@@ -995,33 +999,49 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
     spent_s += cost_s;
     return true;
   };
-  runner_->SetTiming(min_runs, min_total_ms);
-  std::vector<bool> timed(records_.size(), false);
-  absl::Status status;
-  size_t budget = 2 * static_cast<size_t>(n);
-  std::vector<size_t> batch;
-  for (size_t i : FastestValid({})) {
-    if (batch.size() >= static_cast<size_t>(n) || !fits(i)) break;
-    batch.push_back(i);
+  // Timed with the final timing already (an earlier job's final selection on this log): not
+  // again, and the fastest of them is the bar the others must pass.
+  std::vector<bool> tried(records_.size(), false);
+  double best_timed = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < records_.size(); ++i) {
+    const MeasureRecord& r = records_[i];
+    if (r.valid() && r.remeasured && !r.result.screened && r.result.timing.runs >= min_runs) {
+      tried[i] = true;
+      best_timed = std::min(best_timed, r.median_ms());
+    }
   }
+  // First the n fastest valid schedules not so timed yet; then, while some are faster by their
+  // round timing than the fastest so timed, those (at most n more).
+  std::vector<size_t> batch;
+  const std::vector<size_t> fastest = FastestValid({});
+  for (size_t k = 0; k < fastest.size() && k < static_cast<size_t>(n); ++k) {
+    if (tried[fastest[k]]) continue;
+    if (!fits(fastest[k])) break;
+    batch.push_back(fastest[k]);
+  }
+  const std::string timing =
+      absl::StrCat(min_runs, "+ runs, ", Fixed(min_total_ms, 0), "+ ms, no screen");
+  std::string what = absl::StrCat("final selection (", timing, "): timed ", batch.size(),
+                                  " of the ", n, " fastest schedules again");
+  size_t more = static_cast<size_t>(n);
+  absl::Status status;
+  runner_->SetTiming(min_runs, min_total_ms);
   while (!batch.empty() && status.ok() && !SigintGuard::interrupted()) {
-    budget -= batch.size();
-    status = RemeasureRecords(builder, batch,
-                              absl::StrCat("final selection (", min_runs, "+ runs, ",
-                                           Fixed(min_total_ms, 0), "+ ms) timed the"),
-                              &result_.final_timed);
-    for (size_t i : batch) timed[i] = true;
-    // The fastest schedule so timed; those faster than it by their round timing come next.
-    double best_timed = std::numeric_limits<double>::infinity();
-    for (size_t i = 0; i < records_.size(); ++i) {
-      if (timed[i] && records_[i].valid())
-        best_timed = std::min(best_timed, records_[i].median_ms());
+    std::vector<size_t> replaced;
+    status = RemeasureRecords(builder, batch, what, &result_.final_timed, &replaced);
+    for (size_t i : batch) tried[i] = true;
+    // Only new measurements set the bar: a timed-out one left its round record in place.
+    for (size_t i : replaced) {
+      if (records_[i].valid()) best_timed = std::min(best_timed, records_[i].median_ms());
     }
     batch.clear();
-    for (size_t i : FastestValid(timed)) {
-      if (batch.size() >= budget || !(records_[i].median_ms() < best_timed) || !fits(i)) break;
+    for (size_t i : FastestValid(tried)) {
+      if (batch.size() >= more || !(records_[i].median_ms() < best_timed) || !fits(i)) break;
       batch.push_back(i);
     }
+    more -= batch.size();
+    what = absl::StrCat("final selection (", timing, "): timed ", batch.size(),
+                        " more, faster by their round timing than the fastest so timed");
   }
   runner_->SetTiming(0, 0);
   return status;
@@ -1029,7 +1049,7 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
 
 absl::Status TuningJob::RemeasureRecords(const measure::Builder& builder,
                                          const std::vector<size_t>& valid, const std::string& what,
-                                         int64_t* replaced) {
+                                         int64_t* replaced, std::vector<size_t>* replaced_indices) {
   if (valid.empty()) return absl::OkStatus();
   Round round;
   round.remeasured = valid;
@@ -1058,14 +1078,15 @@ absl::Status TuningJob::RemeasureRecords(const measure::Builder& builder,
     records_[i] = std::move(now);
     ++*replaced;
     ++usable;
+    if (replaced_indices != nullptr) replaced_indices->push_back(i);
   }
   if (all_no_device) {
     return absl::FailedPreconditionError(
         absl::StrCat("no device: ", round.records.front().result.message));
   }
   if (!options_.quiet) {
-    std::cerr << "tune: " << what << " " << round.records.size() << " fastest logged schedules, "
-              << usable << " of them usable (ms, logged -> now): " << absl::StrJoin(changes, ", ")
+    std::cerr << "tune: " << what << ", " << usable
+              << " of them usable (ms, logged -> now): " << absl::StrJoin(changes, ", ")
               << " (build " << Fixed(round.build_s, 1) << "s, measure " << Fixed(round.measure_s, 1)
               << "s)\n";
   }
@@ -1457,8 +1478,15 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
   }
   if (options.final_candidates > 0 && !options.measurer && !job->result().interrupted &&
       !SigintGuard::interrupted()) {
-    RETURN_IF_ERROR(job->FinalSelection(builder, options.final_candidates, options.final_min_runs,
-                                        options.final_min_total_ms, options.final_budget_s));
+    // The trials are logged: a failed final selection leaves the pick to their round timings.
+    if (absl::Status s =
+            job->FinalSelection(builder, options.final_candidates, options.final_min_runs,
+                                options.final_min_total_ms, options.final_budget_s);
+        !s.ok() && !options.quiet) {
+      std::cerr << "tune: warning: the final selection failed (the pick is by round timing): "
+                << s.message() << "\n";
+    }
+    if (SigintGuard::interrupted()) job->result().interrupted = true;
   }
   return job->Finish();
 }

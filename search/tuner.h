@@ -165,19 +165,24 @@ struct TuneOptions {
   /// new trials. 0 = off.
   int remeasure_best = 0;
   /// Final selection: after the last round, the task's this many fastest valid schedules (resumed
-  /// ones included) are measured again with the final timing (final_min_runs timed runs and
-  /// final_min_total_ms at least, as `tilesearch measure` and bench/score.py time a kernel) and
-  /// logged as remeasured records, which take their first records' places; then, while schedules
-  /// not yet so timed are faster by their round timing than the fastest so timed, they are timed
-  /// too (at most this many more). Replay's best is then a schedule timed as its user will time
-  /// it rather than the luckiest of several short timings within noise of each other (the
-  /// winner's curse): the twelve fastest of a bf16 8192³ tune on the H200 lay within 5 % by
-  /// their 8-run timings; the pick (4 stages) scored 1.01× eager, while the second (the same
-  /// tiling, 3 stages) measured 1.10× as a hand schedule (bench/NOTES.md). Not counted as trials.
-  /// Skipped when the job was interrupted, and with a `measurer` (its ranks time with their own
+  /// ones included) are measured again with the final timing, each in full (no staged-timing
+  /// screen), and logged as remeasured records, which take their first records' places; then,
+  /// while schedules not so timed are faster by their round timing than the fastest so timed,
+  /// those are timed too (at most this many more). Schedules an earlier job already timed so
+  /// (remeasured, unscreened, at least final_min_runs runs) are not timed again. Replay's best is
+  /// then a schedule timed as its user will time it rather than the luckiest of several short
+  /// timings within noise of each other (the winner's curse): the twelve fastest of a bf16 8192³
+  /// tune on the H200 lay within 5 % by their 8-run timings; the pick (4 stages) scored 1.01×
+  /// eager, while the second (the same tiling, 3 stages) measured 1.10× as a hand schedule
+  /// (bench/NOTES.md). A re-timing that fails outside the schedule (a run timeout, no device)
+  /// leaves the round record in place. Not counted as trials; runs after time_limit_s too (up to
+  /// final_budget_s); a failure is a warning on stderr, the pick then by round timing. Skipped
+  /// when the job was interrupted, and with a `measurer` (its ranks time with their own
   /// runners). -1 (the default): the target's choice (ResolveTuneOptions): 8 on GPU targets, 0 on
   /// cpu. 0 = off.
   int final_candidates = -1;
+  /// The final timing: at least this many timed runs and this much summed run time, ms (the
+  /// bench scripts time hand schedules with `measure --min-runs 20 --min-time-ms 100`).
   int final_min_runs = 20;
   double final_min_total_ms = 100;
   /// The final selection's time, seconds, estimated per schedule from its record (build, check

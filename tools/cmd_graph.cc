@@ -201,6 +201,7 @@ struct TuneGraphOptions {
   std::string cost_model = "xgboost";
   SearchOverrides search;  // --population, --generations, --crossover-..., --max-family-...
   int per_task_early_stopping = 0;
+  int final_candidates = -1;  // --final-candidates: -1 the target's choice, 0 off
   bool skip_untunable = false;
   std::string json_path;
   TimingOverrides timing;  // --min-runs, --min-time-ms, --warmup
@@ -241,6 +242,7 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
   }
   search::TuneOptions tune = TuneOptionsFor(o.log, o.seed, o.cost_model == "xgboost", o.search,
                                             o.timing, o.graph.host_threads, o.quiet);
+  tune.final_candidates = o.final_candidates;
   // Under mpiexec: ranks > 0 serve the rounds rank 0's scheduler hands out, and end here.
   ASSIGN_OR_RETURN(std::optional<int> served, DistributeTuning(tune, g.target));
   if (served) return *served;
@@ -267,18 +269,19 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
   ASSIGN_OR_RETURN(search::TaskSchedulerResult result,
                    search::RunTaskScheduler(tasks, *runner, sched));
   // The final selection of each task (the scheduler's rounds skip it), then the objective again.
-  if (!result.interrupted) {
-    double objective = 0;
-    for (size_t i = 0; i < tasks.size() && !GraphSigintGuard::interrupted(); ++i) {
-      ASSIGN_OR_RETURN(search::RoundResult final_pick, runner->FinalSelection(static_cast<int>(i)));
-      result.tasks[i].best_latency_s = final_pick.best_latency_s;
-      if (std::find(result.dead_tasks.begin(), result.dead_tasks.end(), static_cast<int>(i)) ==
-          result.dead_tasks.end()) {
-        objective += tasks[i].weight * final_pick.best_latency_s;
-      }
-    }
-    result.objective = objective;
+  for (size_t i = 0; i < tasks.size() && !result.interrupted; ++i) {
+    ASSIGN_OR_RETURN(search::RoundResult final_pick, runner->FinalSelection(static_cast<int>(i)));
+    result.tasks[i].best_latency_s = final_pick.best_latency_s;
+    result.interrupted = final_pick.interrupted || GraphSigintGuard::interrupted();
   }
+  double objective = 0;  // as the scheduler's: over the tasks that are not dead
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (std::find(result.dead_tasks.begin(), result.dead_tasks.end(), static_cast<int>(i)) ==
+        result.dead_tasks.end()) {
+      objective += tasks[i].weight * result.tasks[i].best_latency_s;
+    }
+  }
+  result.objective = objective;
 
   std::cout << "log: " << o.log << "\n"
             << "strategy: " << (o.round_robin ? "round-robin" : "gradient") << ", "
@@ -491,6 +494,13 @@ ExitCodeAction AddTuneGraphCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"xgboost", "random"}));
   AddSearchOptions(app, &o->search);
+  app.add_option("--final-candidates", o->final_candidates,
+                 "after the scheduler, time each task's N fastest schedules again in full (20+ "
+                 "runs, 100+ ms) and pick the best by that; -1 = the target's choice (8 on cuda, "
+                 "0 on cpu), 0 = off")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 4096))
+      ->transform(NumberText(true, "-1..4096"));  // runs before the range check
   app.add_option("--per-task-early-stopping", o->per_task_early_stopping,
                  "stop a task after this many of its rounds without improvement, 0 = off")
       ->capture_default_str()

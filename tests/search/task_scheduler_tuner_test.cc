@@ -162,6 +162,9 @@ TEST(TunerTaskRunnerTest, FinalSelectionTimesEachTasksFastestAgainWithoutNewTria
     workloads.push_back(*w);
   }
   TuneOptions tune = SmallTune(log);
+  // The rounds time 3 runs at most; the final timing at least 5.
+  tune.measure.timing.min_total_ms = 0;
+  tune.measure.timing.max_runs = 3;
   tune.final_candidates = 2;
   tune.final_min_runs = 5;
   tune.final_min_total_ms = 0;
