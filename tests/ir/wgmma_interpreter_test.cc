@@ -19,8 +19,8 @@ namespace {
 
 using ::tilesearch::testing::IsOk;
 
-constexpr int64_t kRows = 64;  // A: one 64-row tile
-constexpr int64_t kCols = 8;   // B: n = 8
+constexpr int64_t kRows = 64;   // A: one 64-row tile
+constexpr int64_t kCols = 8;    // B: n = 8
 constexpr int64_t kDepth = 16;  // one bf16 k step
 
 // K-major bfloat16 tiles with the 32-byte swizzle: a row of 16 elements is one 32-byte line.
@@ -66,10 +66,9 @@ LoopNest Nest(Order order) {
   };
   // Thread t copies A elements 8 t .. 8 t + 7 and B element t (128 = 8 · 16 of them).
   const Expr a_at = tx * IntConst(8) + q;
-  Stmt fill = SeqNode::Make(
-      {ForNode::Make(q, IntConst(0), IntConst(8), ForKind::kSerial,
-                     StoreNode::Make("As", {a_at}, bf16("Ag", a_at))),
-       StoreNode::Make("Bs", {tx}, bf16("Bg", tx))});
+  Stmt fill = SeqNode::Make({ForNode::Make(q, IntConst(0), IntConst(8), ForKind::kSerial,
+                                           StoreNode::Make("As", {a_at}, bf16("Ag", a_at))),
+                             StoreNode::Make("Bs", {tx}, bf16("Bg", tx))});
   Stmt zero = ForNode::Make(e, IntConst(0), IntConst(4), ForKind::kSerial,
                             StoreNode::Make("acc", {IntConst(0), IntConst(0), e}, FloatConst(0)));
   Stmt mma = WgmmaNode::Make(MmaKind::kBF16, 1, kCols, 1, "acc", "As", IntConst(0), Layout(), "Bs",
