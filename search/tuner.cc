@@ -764,9 +764,10 @@ class TuningJob {
                                 const std::string& what, int64_t* replaced,
                                 std::vector<size_t>* replaced_indices);
 
-  // TuneOptions::final_candidates: times the `n` fastest valid schedules with the final timing,
-  // then those faster by their earlier timing than the fastest so timed (at most `n` more), each
-  // batch as Remeasure's. Errors: the log's, the runner's.
+  // TuneOptions::final_candidates: times those of the `n` fastest valid schedules that no earlier
+  // job timed so with the final timing, then those faster by their round timing than the fastest
+  // so timed (at most `n` more), each batch as Remeasure's, within `budget_s` (estimated from the
+  // records). Errors: the log's, the runner's.
   absl::Status FinalSelection(const measure::Builder& builder, int n, int min_runs,
                               double min_total_ms, double budget_s);
 

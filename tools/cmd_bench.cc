@@ -553,13 +553,7 @@ ExitCodeAction AddBenchCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0, 4096))
       ->transform(NumberText(true, "0..4096"));  // runs before the range check
-  app.add_option("--final-candidates", options->final_candidates,
-                 "after the last round, time the N fastest schedules again in full (20+ runs, "
-                 "100+ ms) and pick the best by that; -1 = the target's choice (8 on cuda, 0 on "
-                 "cpu), 0 = off")
-      ->capture_default_str()
-      ->check(CLI::Range(-1, 4096))
-      ->transform(NumberText(true, "-1..4096"));  // runs before the range check
+  AddFinalCandidatesOption(app, &options->final_candidates, "each problem's");
   app.add_option("--model", options->model, "cost model: xgboost or random")
       ->capture_default_str()
       ->check(CLI::IsMember({"xgboost", "random"}));

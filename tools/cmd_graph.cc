@@ -494,13 +494,7 @@ ExitCodeAction AddTuneGraphCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"xgboost", "random"}));
   AddSearchOptions(app, &o->search);
-  app.add_option("--final-candidates", o->final_candidates,
-                 "after the scheduler, time each task's N fastest schedules again in full (20+ "
-                 "runs, 100+ ms) and pick the best by that; -1 = the target's choice (8 on cuda, "
-                 "0 on cpu), 0 = off")
-      ->capture_default_str()
-      ->check(CLI::Range(-1, 4096))
-      ->transform(NumberText(true, "-1..4096"));  // runs before the range check
+  AddFinalCandidatesOption(app, &o->final_candidates, "each task's");
   app.add_option("--per-task-early-stopping", o->per_task_early_stopping,
                  "stop a task after this many of its rounds without improvement, 0 = off")
       ->capture_default_str()

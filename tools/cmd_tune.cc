@@ -193,13 +193,7 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0, 4096))
       ->transform(NumberText(true, "0..4096"));  // runs before the range check
-  app.add_option("--final-candidates", options->final_candidates,
-                 "after the last round, time the N fastest schedules again in full (20+ runs, "
-                 "100+ ms) and pick the best by that; -1 = the target's choice (8 on cuda, 0 on "
-                 "cpu), 0 = off")
-      ->capture_default_str()
-      ->check(CLI::Range(-1, 4096))
-      ->transform(NumberText(true, "-1..4096"));  // runs before the range check
+  AddFinalCandidatesOption(app, &options->final_candidates, "the");
   app.add_option("--early-stopping", options->early_stopping,
                  "stop after this many trials in a row without a better median, 0 = off")
       ->capture_default_str()

@@ -181,6 +181,16 @@ void AddRangedOption(CLI::App& app, const std::string& name, double* value, cons
   AddRangedOptionImpl(app, name, value, what, lo, hi, default_value);
 }
 
+void AddFinalCandidatesOption(CLI::App& app, int* n, const std::string& what) {
+  app.add_option("--final-candidates", *n,
+                 "after the last round, time " + what +
+                     " N fastest schedules again in full (20+ runs, 100+ ms) and pick the best "
+                     "by that; -1 = the target's choice (8 on cuda, 0 on cpu), 0 = off")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 4096))
+      ->transform(NumberText(true, "-1..4096"));  // runs before the range check
+}
+
 void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t) {
   const runtime::TimingOptions defaults = search::CandidateMeasureOptions().timing;
   AddRangedOption(app, "--min-runs", &t->min_runs, "timed runs per candidate at least", 1, 100000,

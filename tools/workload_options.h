@@ -90,6 +90,10 @@ struct TimingOverrides {
 /// staged timing; search::TuneOptions' default), writing into `t`.
 void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t);
 
+/// --final-candidates N (-1..4096; search::TuneOptions::final_candidates: -1 the target's choice,
+/// 0 off), writing into `n`; `what` names whose schedules it times ("the" or "each task's").
+void AddFinalCandidatesOption(CLI::App& app, int* n, const std::string& what);
+
 /// Evolutionary-search overrides of the commands that tune (tune, bench, tune-graph); a negative
 /// value keeps search::SearchOptions' default.
 struct SearchOverrides {

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -33,6 +34,18 @@ ir::Graph SmallGraph() {
   ir::Value w = g.Param("w", {16, 16});
   g.MarkOutput(g.Relu(g.Dense(x, w)));
   return g;
+}
+
+// The workloads of the partition's tasks, in order.
+absl::StatusOr<std::vector<schedule::Workload>> TaskWorkloads(const ir::Graph& g,
+                                                              const GraphPartition& partition) {
+  std::vector<schedule::Workload> workloads;
+  for (int i = 0; i < static_cast<int>(partition.tasks.size()); ++i) {
+    absl::StatusOr<schedule::Workload> w = TaskWorkload(g, partition, i);
+    if (!w.ok()) return w.status();
+    workloads.push_back(*std::move(w));
+  }
+  return workloads;
 }
 
 TuneOptions SmallTune(const std::string& log) {
@@ -88,12 +101,9 @@ TEST(TunerTaskRunnerTest, SchedulesTwoCpuTasksIntoOneLogAndResumesFromIt) {
   const ir::Graph g = SmallGraph();
   absl::StatusOr<GraphPartition> partition = PartitionGraph(g, {.fuse = false});
   ASSERT_TRUE(partition.ok()) << partition.status();
-  std::vector<schedule::Workload> workloads;
-  for (int i = 0; i < 2; ++i) {
-    absl::StatusOr<schedule::Workload> w = TaskWorkload(g, *partition, i);
-    ASSERT_TRUE(w.ok()) << w.status();
-    workloads.push_back(*w);
-  }
+  absl::StatusOr<std::vector<schedule::Workload>> task_workloads = TaskWorkloads(g, *partition);
+  ASSERT_TRUE(task_workloads.ok()) << task_workloads.status();
+  const std::vector<schedule::Workload>& workloads = *task_workloads;
   const std::vector<SchedulerTask> tasks = SchedulerTasksOf(*partition);
   const Target cpu = Target::HostCpu();
 
@@ -155,12 +165,9 @@ TEST(TunerTaskRunnerTest, FinalSelectionTimesEachTasksFastestAgainWithoutNewTria
   const ir::Graph g = SmallGraph();
   absl::StatusOr<GraphPartition> partition = PartitionGraph(g, {.fuse = false});
   ASSERT_TRUE(partition.ok()) << partition.status();
-  std::vector<schedule::Workload> workloads;
-  for (int i = 0; i < 2; ++i) {
-    absl::StatusOr<schedule::Workload> w = TaskWorkload(g, *partition, i);
-    ASSERT_TRUE(w.ok()) << w.status();
-    workloads.push_back(*w);
-  }
+  absl::StatusOr<std::vector<schedule::Workload>> task_workloads = TaskWorkloads(g, *partition);
+  ASSERT_TRUE(task_workloads.ok()) << task_workloads.status();
+  const std::vector<schedule::Workload>& workloads = *task_workloads;
   TuneOptions tune = SmallTune(log);
   // The rounds time 3 runs at most; the final timing at least 5.
   tune.measure.timing.min_total_ms = 0;
