@@ -123,34 +123,47 @@ std::vector<int64_t> SampleTile(int64_t extent, int n_lengths, const AnnotationO
   return std::vector<int64_t>(pick.begin() + 1, pick.end());
 }
 
-// Bytes of the widest element `op` stores or loads along axis `axis` (the loads whose indices
-// use it: a row's elements, not the row's scalars such as its max).
-int64_t WidestAccessBytes(const ir::TensorNode& op, const std::string& axis) {
-  class Widest : public ir::ExprVisitor {
+std::vector<const ir::LoadNode*> LoadsUsing(const ir::TensorNode& op, const std::string& axis) {
+  // Whether an index expression mentions the axis.
+  class Mentions : public ir::ExprVisitor {
    public:
-    explicit Widest(const std::string& axis) : axis_(axis) {}
-    int64_t bytes = 0;
+    explicit Mentions(const std::string& axis) : axis_(axis) {}
+    bool found = false;
 
    protected:
-    void VisitLoad(const ir::LoadNode* l, const ir::Expr& e) override {
-      in_index_ = true;
-      uses_ = false;
-      for (const ir::Expr& index : l->indices) Visit(index);
-      in_index_ = false;
-      if (uses_) bytes = std::max<int64_t>(bytes, ir::BytesOf(l->type));
-    }
     void VisitVar(const ir::VarNode* v, const ir::Expr&) override {
-      if (in_index_ && v->name == axis_) uses_ = true;
+      found = found || v->name == axis_;
     }
 
    private:
     const std::string& axis_;
-    bool in_index_ = false;
-    bool uses_ = false;
-  } w(axis);
-  w.bytes = ir::BytesOf(op.dtype);
-  if (op.body.defined()) w.Visit(op.body);
-  return w.bytes;
+  };
+  class Finder : public ir::ExprVisitor {
+   public:
+    explicit Finder(const std::string& axis) : axis_(axis) {}
+    std::vector<const ir::LoadNode*> loads;
+
+   protected:
+    void VisitLoad(const ir::LoadNode* l, const ir::Expr& e) override {
+      Mentions m(axis_);
+      for (const ir::Expr& index : l->indices) m.Visit(index);
+      if (m.found) loads.push_back(l);
+      ir::ExprVisitor::VisitLoad(l, e);
+    }
+
+   private:
+    const std::string& axis_;
+  } finder(axis);
+  if (op.body.defined()) finder.Visit(op.body);
+  return finder.loads;
+}
+
+int64_t WidestAccessBytes(const ir::TensorNode& op, const std::string& axis) {
+  int64_t bytes = ir::BytesOf(op.dtype);
+  for (const ir::LoadNode* l : LoadsUsing(op, axis)) {
+    bytes = std::max<int64_t>(bytes, ir::BytesOf(l->type));
+  }
+  return bytes;
 }
 
 }  // namespace internal

@@ -108,6 +108,9 @@ std::vector<int64_t> BlockChunkCandidates(int64_t extent, const AnnotationOption
 /// The vector widths (elements) a vectorized split of `extent` may take: 1, 2, 4, 8 and 16 where
 /// they divide the extent and width × element_bytes ≤ target.max_vector_bytes.
 std::vector<int64_t> VectorWidths(int64_t extent, int64_t element_bytes, const Target& target);
+/// The loads of `op`'s body whose indices mention iterator or axis `axis` (a row's elements, not
+/// the row's scalars such as its max), in visiting order.
+std::vector<const ir::LoadNode*> LoadsUsing(const ir::TensorNode& op, const std::string& axis);
 /// Bytes of the widest element `op` stores or loads along iterator or axis `axis` (the loads whose
 /// indices use it: a row's elements, not the row's scalars such as its max); the stored type's
 /// bytes where no load uses it (a fused iterator).

@@ -545,20 +545,12 @@ class AlwaysInline : public SketchRule {
 // Whether every load of `op` that uses axis `axis` reads it as its last (contiguous) index, and
 // some load does.
 bool ReadsAlongLastIndex(const ir::TensorNode& op, const std::string& axis) {
-  bool any = false;
-  for (const ir::LoadNode* l : CollectLoads(op).loads) {
-    bool uses = false;
-    for (const ir::Expr& index : l->indices) {
-      VarCollector v;
-      v.Visit(index);
-      uses = uses || v.names.count(axis) > 0;
-    }
-    if (!uses) continue;
+  const std::vector<const ir::LoadNode*> loads = internal::LoadsUsing(op, axis);
+  for (const ir::LoadNode* l : loads) {
     const auto* last = l->indices.empty() ? nullptr : l->indices.back().as<ir::VarNode>();
     if (last == nullptr || last->name != axis) return false;
-    any = true;
   }
-  return any;
+  return !loads.empty();
 }
 
 // Whether a row reduction `r` (one reduce axis) and the consumer `t` it is fused into both read
