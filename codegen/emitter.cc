@@ -102,6 +102,17 @@ bool EagerSelect(const ir::SelectNode* sel) {
   return true;
 }
 
+// Whether an expression calls a function or holds a select: a branch with neither costs a few
+// arithmetic operations when evaluated and thrown away.
+class CallsOrSelects : public ir::ExprVisitor {
+ public:
+  bool found = false;
+
+ protected:
+  void VisitCall(const ir::CallNode*, const Expr&) override { found = true; }
+  void VisitSelect(const ir::SelectNode*, const Expr&) override { found = true; }
+};
+
 bool IsVector(mlir::Value v) { return mlir::isa<mlir::VectorType>(v.getType()); }
 
 // Element type of a scalar or vector type.
@@ -1528,6 +1539,23 @@ absl::StatusOr<mlir::Value> Emitter::EmitSelect(const ir::SelectNode* op) {
     f = Splat(f, c);
     return mlir::Value(arith::SelectOp::create(b_, loc_, c, t, f));
   }
+  if (!IsVector(c) && ClampsBranchLoads(op)) {
+    // A padding select (Halide's constant_exterior): both branches evaluated, each load at its
+    // indices clamped into the buffer, so the one not taken reads some element of the buffer
+    // and is thrown away. Where the select is taken the indices are in range (the IR reads only
+    // valid elements), the clamp changes nothing there. Unconditional loads of equal clamped
+    // addresses are one load after LLVM's CSE: a depthwise 3x3 thread with 8 outputs along h
+    // reads its 30 window elements once, where each padding branch re-loaded its element
+    // (58 loads and 48 branches).
+    ++clamp_loads_;
+    absl::StatusOr<mlir::Value> t = EmitExpr(op->true_value);
+    absl::StatusOr<mlir::Value> f = t.ok() ? EmitExpr(op->false_value) : t;
+    --clamp_loads_;
+    if (!f.ok()) return f.status();
+    mlir::Value tv = Splat(*t, *f);
+    mlir::Value fv = Splat(*f, tv);
+    return mlir::Value(arith::SelectOp::create(b_, loc_, c, tv, fv));
+  }
   // Only the taken branch may load (ir/expr.h: a Load in the branch not taken is never performed).
   if (IsVector(c)) return absl::InternalError("lazy select with a vector condition");
   const bool varying = Varying(op->true_value) || Varying(op->false_value);
@@ -1618,6 +1646,45 @@ absl::StatusOr<mlir::Value> Emitter::EmitCast(ScalarType to, const Expr& value) 
   return Convert(v, value.type(), to);
 }
 
+bool Emitter::ClampsBranchLoads(const ir::SelectNode* op) const {
+  LoadsIn loads(/*unconditional=*/false);
+  CallsOrSelects costly;
+  for (const Expr* branch : {&op->true_value, &op->false_value}) {
+    loads.Visit(*branch);
+    costly.Visit(*branch);
+  }
+  if (loads.loads.empty() || costly.found) return false;
+  for (const ir::LoadNode* ld : loads.loads) {
+    const BufferBinding* bb = FindBuffer(ld->buffer);
+    // Global buffers only: a clamped index into registers would force them into local memory.
+    if (bb == nullptr || bb->decl.scope != ir::MemoryScope::kGlobal) return false;
+    if (shuffle_read_ && ld->buffer == shuffle_read_->buffer) return false;
+    if (ld->indices.size() != bb->decl.shape.size()) return false;
+    for (const Expr& index : ld->indices) {
+      LoadsIn nested(/*unconditional=*/false);
+      nested.Visit(index);
+      // An index that loads (a gather) may itself be out of range where the select is not
+      // taken; a varying index is a vector access that a clamp would break.
+      if (!nested.loads.empty() || Varying(index)) return false;
+    }
+  }
+  return true;
+}
+
+void Emitter::ClampIndices(const BufferBinding& bb, const std::vector<Expr>& indices,
+                           std::vector<mlir::Value>& idx) {
+  if (bb.decl.scope != ir::MemoryScope::kGlobal) return;
+  for (size_t d = 0; d < idx.size() && d < indices.size(); ++d) {
+    const int64_t last = bb.decl.shape[d] - 1;
+    const ir::BoundResult bound = ir::BoundOf(indices[d], ranges_);
+    if (bound.ok && bound.range.min >= 0 && bound.range.max <= last) continue;
+    mlir::Value lo = mlir::arith::ConstantIndexOp::create(b_, loc_, 0);
+    mlir::Value hi = mlir::arith::ConstantIndexOp::create(b_, loc_, last);
+    mlir::Value v = arith::MaxSIOp::create(b_, loc_, idx[d], lo);
+    idx[d] = arith::MinSIOp::create(b_, loc_, v, hi);
+  }
+}
+
 absl::StatusOr<mlir::Value> Emitter::EmitLoad(const ir::LoadNode* op) {
   if (shuffle_read_ && op->buffer == shuffle_read_->buffer) {
     // The value lane u ^ m offers (EmitShuffleWindow checked the indices).
@@ -1626,6 +1693,7 @@ absl::StatusOr<mlir::Value> Emitter::EmitLoad(const ir::LoadNode* op) {
   }
   const BufferBinding* bb = nullptr;
   ASSIGN_OR_RETURN(std::vector<mlir::Value> idx, EmitIndices(op->buffer, op->indices, &bb, "load"));
+  if (clamp_loads_ > 0) ClampIndices(*bb, op->indices, idx);
   const bool vector_access =
       !op->indices.empty() && Varying(op->indices[ContiguousIndex(&bb->decl.shape, op->indices)]);
   const mlir::Type storage = StorageType(b_.getContext(), bb->decl.dtype);

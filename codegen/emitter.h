@@ -192,6 +192,14 @@ class Emitter {
   absl::StatusOr<mlir::Value> EmitCast(ir::ScalarType to, const ir::Expr& value);
   absl::StatusOr<mlir::Value> EmitCall(const ir::CallNode* op);
   absl::StatusOr<mlir::Value> EmitLoad(const ir::LoadNode* op);
+  /// Whether `op` (not eager by EagerSelect) may evaluate both branches with each load clamped
+  /// into its buffer: the branches call no function and hold no select, and every load they
+  /// perform is of a global buffer at scalar indices that load nothing.
+  bool ClampsBranchLoads(const ir::SelectNode* op) const;
+  /// Clamps each of `idx` (the emitted `indices` of a global buffer) into [0, extent - 1] of its
+  /// dimension, where the known ranges do not already keep it there.
+  void ClampIndices(const BufferBinding& bb, const std::vector<ir::Expr>& indices,
+                    std::vector<mlir::Value>& idx);
   /// Converts `v` of value type `from` into value type `to` (ir Cast semantics).
   mlir::Value Convert(mlir::Value v, ir::ScalarType from, ir::ScalarType to);
   mlir::Value ToStorage(mlir::Value v, ir::ScalarType value_type, ir::ScalarType storage);
@@ -252,6 +260,8 @@ class Emitter {
     int64_t offset = 0;
   };
   std::optional<ShuffleRead> shuffle_read_;
+  /// Inside the branches of a select that ClampsBranchLoads: global loads clamp their indices.
+  int clamp_loads_ = 0;
 };
 
 /// Loop-nest nodes (statements and expression nodes) `s` expands to when its unrolled loops are

@@ -1,9 +1,11 @@
 // Selects whose branches load only elements their condition loads (softplus's
 // Select(X[i] > 20, X[i], log(1 + exp(X[i])))) are emitted eagerly, as one arith.select with one
-// load per element, no branch, and vectorize; selects whose condition does not load those elements
-// (a padding select with an index-only condition, or a condition on another element) keep the
-// scf.if that performs only the taken branch's loads (ir/expr.h). The results of both kinds, scalar
-// and in vectorized loops, through the host JIT against float64 loops.
+// load per element, no branch, and vectorize. Selects whose condition does not load those elements
+// (a padding select with an index-only condition, or a condition on another element) and whose
+// branches are cheap (no call, no select) load global buffers at clamped indices, then select:
+// no branch, and equal window elements loaded once. Branches that call a function keep the scf.if
+// that performs only the taken branch's loads (ir/expr.h). The results of each kind, scalar and in
+// vectorized loops, through the host JIT against float64 loops.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -118,16 +120,70 @@ TEST(EagerSelectTest, SoftplusVectorizesToOne16ByteLoadAndStore) {
   ExpectPtxasAccepts(g.ptx, "eager_select_softplus_v4");
 }
 
-TEST(EagerSelectTest, SelectsWhoseConditionDoesNotLoadTheBranchElementStayBranches) {
+// Lazy: the branch calls exp, which a select evaluated eagerly would compute for nothing.
+Expr PaddedExpAt(const Expr& i) {
+  return ir::Select(i >= C(1), ir::Exp(Ld("X", {i - C(1)})), ir::FloatConst(0.5));
+}
+
+// A 3-point window with zero padding at both ends, as a depthwise convolution's rows:
+// Y[i] = X[i - 1] + 2 X[i] + 3 X[i + 1], X outside [0, kN) read as 0.
+Expr WindowAt(const Expr& i) {
+  Expr sum = ir::FloatConst(0.0);
+  for (int k = 0; k < 3; ++k) {
+    const Expr at = i + C(k - 1);
+    sum = sum + ir::Select(at >= C(0) && at < C(kN), Ld("X", {at}), ir::FloatConst(0.0)) *
+                    static_cast<double>(k + 1);
+  }
+  return sum;
+}
+
+// Float32 elements the PTX loads from global memory (scalar, 2- and 4-wide loads).
+int GlobalElementsLoaded(const std::string& ptx) {
+  return Count(ptx, "ld.global.nc.b32") + 2 * Count(ptx, "ld.global.nc.v2.b32") +
+         4 * Count(ptx, "ld.global.nc.v4.b32");
+}
+
+TEST(EagerSelectTest, PaddingSelectsLoadAtClampedIndicesWithoutBranches) {
   for (const Body& f : {Body(PaddingAt), Body(NeighbourAt)}) {
     const Gpu scalar = CompileGpu(OneBuffer(f, GpuLoops<ForKind::kUnrolled>));
-    EXPECT_EQ(Count(scalar.mlir, "scf.if"), 4) << scalar.mlir;  // one per unrolled element
-    // The vectorizer refuses them (an scf.if needs one scalar condition): four scalar ifs.
+    EXPECT_EQ(Count(scalar.mlir, "scf.if"), 0) << scalar.mlir;
+    EXPECT_THAT(scalar.ptx, Not(HasSubstr("bra"))) << scalar.ptx;
+    // The vectorizer still refuses them (the condition depends on the lane): four scalar
+    // selects, no vector load.
     const Gpu vec = CompileGpu(OneBuffer(f, GpuLoops<ForKind::kVectorized>));
     EXPECT_THAT(vec.mlir, Not(HasSubstr("vector.load"))) << vec.mlir;
-    EXPECT_EQ(Count(vec.mlir, "scf.if"), 4) << vec.mlir;
-    ExpectPtxasAccepts(vec.ptx, "eager_select_lazy");
+    EXPECT_EQ(Count(vec.mlir, "scf.if"), 0) << vec.mlir;
+    ExpectPtxasAccepts(vec.ptx, "eager_select_clamped");
   }
+  // X[i - 1] may be X[-1]: clamped from below (i - 1 is at most kN - 2, so not from above).
+  const Gpu pad = CompileGpu(OneBuffer(PaddingAt, GpuLoops<ForKind::kUnrolled>));
+  EXPECT_THAT(pad.mlir, HasSubstr("arith.maxsi")) << pad.mlir;
+  // At most one load per element (LLVM may widen the three in-range ones to an aligned 4).
+  EXPECT_LE(Count(pad.ptx, "ld.global"), 4) << pad.ptx;
+  // X[min(i + 1, kN - 1)] is in range by the known ranges: no clamp.
+  const Gpu next = CompileGpu(OneBuffer(NeighbourAt, GpuLoops<ForKind::kUnrolled>));
+  EXPECT_THAT(next.mlir, Not(HasSubstr("arith.maxsi"))) << next.mlir;
+}
+
+TEST(EagerSelectTest, PaddedWindowLoadsEachElementOnce) {
+  // 4 outputs per thread read X[i - 1 .. i + 4]: 6 elements, each loaded once (each padding
+  // branch loaded its own copy while the selects were branches: 12 loads). The four in the
+  // middle are in range and aligned: LLVM's load vectorizer makes them one 16-byte load.
+  const Gpu g = CompileGpu(OneBuffer(WindowAt, GpuLoops<ForKind::kUnrolled>));
+  EXPECT_EQ(Count(g.mlir, "scf.if"), 0) << g.mlir;
+  EXPECT_EQ(GlobalElementsLoaded(g.ptx), 6) << g.ptx;
+  EXPECT_EQ(Count(g.ptx, "ld.global.nc.v4.b32"), 1) << g.ptx;
+  EXPECT_THAT(g.ptx, Not(HasSubstr("bra"))) << g.ptx;
+  ExpectPtxasAccepts(g.ptx, "eager_select_window");
+}
+
+TEST(EagerSelectTest, BranchesThatCallAFunctionStayBranches) {
+  const Gpu scalar = CompileGpu(OneBuffer(PaddedExpAt, GpuLoops<ForKind::kUnrolled>));
+  EXPECT_EQ(Count(scalar.mlir, "scf.if"), 4) << scalar.mlir;  // one per unrolled element
+  const Gpu vec = CompileGpu(OneBuffer(PaddedExpAt, GpuLoops<ForKind::kVectorized>));
+  EXPECT_THAT(vec.mlir, Not(HasSubstr("vector.load"))) << vec.mlir;
+  EXPECT_EQ(Count(vec.mlir, "scf.if"), 4) << vec.mlir;
+  ExpectPtxasAccepts(vec.ptx, "eager_select_lazy");
 }
 
 // X: random values over [-110, 45] (beyond the threshold and where exp(x) is far below float32's
@@ -168,17 +224,29 @@ TEST(EagerSelectTest, HostSoftplusMatchesFloat64ScalarAndVectorized) {
   }
 }
 
-TEST(EagerSelectTest, HostLazySelectsMatchFloat64ScalarAndVectorized) {
+TEST(EagerSelectTest, HostClampedAndLazySelectsMatchFloat64ScalarAndVectorized) {
   const ir::HostBuffer x = Inputs();
   for (auto loops : {HostLoops<ForKind::kSerial>, HostLoops<ForKind::kVectorized>}) {
     const std::vector<double> pad = RunHost(OneBuffer(PaddingAt, loops), x);
     const std::vector<double> next = RunHost(OneBuffer(NeighbourAt, loops), x);
+    const std::vector<double> window = RunHost(OneBuffer(WindowAt, loops), x);
+    const std::vector<double> exp_pad = RunHost(OneBuffer(PaddedExpAt, loops), x);
     ASSERT_EQ(pad.size(), static_cast<size_t>(kN));
     ASSERT_EQ(next.size(), static_cast<size_t>(kN));
+    ASSERT_EQ(window.size(), static_cast<size_t>(kN));
+    ASSERT_EQ(exp_pad.size(), static_cast<size_t>(kN));
     for (int64_t k = 0; k < kN; ++k) {
       EXPECT_EQ(pad[k], k >= 1 ? x.data[k - 1] : 0.5) << k;
       const double neighbour = x.data[std::min(k + 1, kN - 1)];
       EXPECT_EQ(next[k], x.data[k] < 0 ? neighbour * 2 : -1.0) << k;
+      double want = 0;
+      for (int64_t j = 0; j < 3; ++j) {
+        const int64_t at = k + j - 1;
+        if (at >= 0 && at < kN) want += x.data[at] * static_cast<double>(j + 1);
+      }
+      EXPECT_NEAR(window[k], want, 1e-5 * (1 + std::abs(want))) << k;
+      const double e = k >= 1 ? std::exp(x.data[k - 1]) : 0.5;
+      EXPECT_NEAR(exp_pad[k], e, 1e-6 * (1 + e)) << k;
     }
   }
 }
