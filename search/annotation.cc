@@ -768,13 +768,15 @@ std::vector<int> ThreadSplits(const std::vector<Step>& steps, const std::vector<
 }
 
 // An untiled stage that tiling would take (UntiledLowReuse: a depthwise convolution), before its
-// space iterators `outer` are fused and bound: each thread may compute 1 or 2 consecutive points
-// of its innermost space iterator and 1, 2, 4 or 8 of the one outside it, whose overlapping
-// windows then share loads in registers. Measured on the H200 (depthwise 3x3,
-// [64, 384, 112, 112]): 2 points along w 25 % faster than 1, 4 slower (a warp's scalar loads then
-// 16 bytes apart); along h a warp's loads stay consecutive: 4 points 0.82 ms, 8 points 0.79,
-// against 1.02 for 2 along w. Both splits (and the reorder that puts the per-thread points
-// inside) are there even for 1, so mutation can change them.
+// space iterators `outer` are fused and bound: each thread may compute 1, 2 or 4 consecutive
+// points of its innermost space iterator and 1, 2, 4 or 8 of the one outside it, whose
+// overlapping windows then share loads in registers. Measured on the H200 (depthwise 3x3,
+// [64, 384, 112, 112]), while padding selects were branches: 2 points along w 25 % faster than
+// 1, 4 slower (a warp's scalar loads then 16 bytes apart); along h a warp's loads stay
+// consecutive: 4 points 0.82 ms, 8 points 0.79, against 1.02 for 2 along w. Since padding
+// selects load at clamped indices (codegen), 4 points along w read each window row's middle
+// as one 16-byte load. Both splits (and the reorder that puts the per-thread points inside) are
+// there even for 1, so mutation can change them.
 absl::Status SplitPointsPerThread(State& s, int sid, const std::vector<int>& outer,
                                   std::mt19937_64& rng) {
   const Stage st = s.stage(sid);  // a copy: the steps below replace s's stages
@@ -807,7 +809,7 @@ absl::Status SplitPointsPerThread(State& s, int sid, const std::vector<int>& out
     along_w.stage_id = sid;
     along_w.iter_id = inner + 1;
     along_w.extent = inner_extent;
-    along_w.lengths = {pick_points(inner_extent, {1, 2})};
+    along_w.lengths = {pick_points(inner_extent, {1, 2, 4})};
     RETURN_IF_ERROR(Apply(s, along_w));
     schedule::ReorderStep order;
     order.stage_id = sid;
