@@ -1660,6 +1660,10 @@ bool Emitter::ClampsBranchLoads(const ir::SelectNode* op) const {
     if (bb == nullptr || bb->decl.scope != ir::MemoryScope::kGlobal) return false;
     if (shuffle_read_ && ld->buffer == shuffle_read_->buffer) return false;
     if (ld->indices.size() != bb->decl.shape.size()) return false;
+    // An empty buffer has no element to clamp to.
+    for (int64_t extent : bb->decl.shape) {
+      if (extent < 1) return false;
+    }
     for (const Expr& index : ld->indices) {
       LoadsIn nested(/*unconditional=*/false);
       nested.Visit(index);
