@@ -102,8 +102,9 @@ bool EagerSelect(const ir::SelectNode* sel) {
   return true;
 }
 
-// Whether an expression calls a function or holds a select: a branch with neither costs a few
-// arithmetic operations when evaluated and thrown away.
+// Whether an expression calls a function, holds a select or divides integers by a non-constant:
+// a branch with none of them costs a few arithmetic operations when evaluated and thrown away,
+// and cannot trap (INT_MIN / -1) or divide by a poison value where it was not taken.
 class CallsOrSelects : public ir::ExprVisitor {
  public:
   bool found = false;
@@ -111,6 +112,14 @@ class CallsOrSelects : public ir::ExprVisitor {
  protected:
   void VisitCall(const ir::CallNode*, const Expr&) override { found = true; }
   void VisitSelect(const ir::SelectNode*, const Expr&) override { found = true; }
+  void VisitDiv(const ir::DivNode* op, const Expr& e) override {
+    found |= ir::IsInt(op->type) && !ir::AsConstInt(op->b);
+    ir::ExprVisitor::VisitDiv(op, e);
+  }
+  void VisitMod(const ir::ModNode* op, const Expr& e) override {
+    found |= ir::IsInt(op->type) && !ir::AsConstInt(op->b);
+    ir::ExprVisitor::VisitMod(op, e);
+  }
 };
 
 bool IsVector(mlir::Value v) { return mlir::isa<mlir::VectorType>(v.getType()); }

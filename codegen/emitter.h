@@ -193,8 +193,9 @@ class Emitter {
   absl::StatusOr<mlir::Value> EmitCall(const ir::CallNode* op);
   absl::StatusOr<mlir::Value> EmitLoad(const ir::LoadNode* op);
   /// Whether `op` (not eager by EagerSelect) may evaluate both branches with each load clamped
-  /// into its buffer: the branches call no function and hold no select, and every load they
-  /// perform is of a global buffer at scalar indices that load nothing.
+  /// into its buffer: the branches call no function, hold no select and divide integers by
+  /// constants only, and every load they perform is of a global buffer without an empty
+  /// dimension, at scalar indices that load nothing.
   bool ClampsBranchLoads(const ir::SelectNode* op) const;
   /// Clamps each of `idx` (the emitted `indices` of a global buffer) into [0, extent - 1] of its
   /// dimension, where the known ranges do not already keep it there.

@@ -177,9 +177,16 @@ TEST(EagerSelectTest, PaddedWindowLoadsEachElementOnce) {
   ExpectPtxasAccepts(g.ptx, "eager_select_window");
 }
 
-TEST(EagerSelectTest, BranchesThatCallAFunctionStayBranches) {
+// Lazy: the branch divides by a non-constant (evaluated where not taken, a division could trap).
+Expr PaddedQuotientAt(const Expr& i) {
+  return ir::Select(i >= C(1), Ld("X", {(i - C(1)) / (V("t") + C(1))}), ir::FloatConst(0.5));
+}
+
+TEST(EagerSelectTest, BranchesThatCallAFunctionOrDivideByAVariableStayBranches) {
   const Gpu scalar = CompileGpu(OneBuffer(PaddedExpAt, GpuLoops<ForKind::kUnrolled>));
   EXPECT_EQ(Count(scalar.mlir, "scf.if"), 4) << scalar.mlir;  // one per unrolled element
+  const Gpu quotient = CompileGpu(OneBuffer(PaddedQuotientAt, GpuLoops<ForKind::kUnrolled>));
+  EXPECT_EQ(Count(quotient.mlir, "scf.if"), 4) << quotient.mlir;
   const Gpu vec = CompileGpu(OneBuffer(PaddedExpAt, GpuLoops<ForKind::kVectorized>));
   EXPECT_THAT(vec.mlir, Not(HasSubstr("vector.load"))) << vec.mlir;
   EXPECT_EQ(Count(vec.mlir, "scf.if"), 4) << vec.mlir;
