@@ -769,7 +769,8 @@ std::vector<int> ThreadSplits(const std::vector<Step>& steps, const std::vector<
 
 // An untiled stage that tiling would take (UntiledLowReuse: a depthwise convolution), before its
 // space iterators `outer` are fused and bound: each thread may compute 1, 2 or 4 consecutive
-// points of its innermost space iterator and 1, 2, 4 or 8 of the one outside it, whose
+// points of its innermost space iterator (also 8 for 2-byte types) and 1, 2, 4 or 8 of the one
+// outside it, whose
 // overlapping windows then share loads in registers. Measured on the H200 (depthwise 3x3,
 // [64, 384, 112, 112]), while padding selects were branches: 2 points along w 25 % faster than
 // 1, 4 slower (a warp's scalar loads then 16 bytes apart); along h a warp's loads stay
@@ -809,7 +810,15 @@ absl::Status SplitPointsPerThread(State& s, int sid, const std::vector<int>& out
     along_w.stage_id = sid;
     along_w.iter_id = inner + 1;
     along_w.extent = inner_extent;
-    along_w.lengths = {pick_points(inner_extent, {1, 2, 4})};
+    // 4 points of float32 (8 of a 2-byte type) are a 16-byte load of each window row's middle;
+    // the element is the widest input read along w (the stage may compute in float32).
+    int64_t element_bytes = 0;
+    for (const ir::LoadNode* l : internal::LoadsUsing(*st.op, st.iters[inner].name)) {
+      element_bytes = std::max<int64_t>(element_bytes, ir::BytesOf(l->type));
+    }
+    if (element_bytes == 0) element_bytes = ir::BytesOf(st.op->dtype);
+    along_w.lengths = {element_bytes <= 2 ? pick_points(inner_extent, {1, 2, 4, 8})
+                                          : pick_points(inner_extent, {1, 2, 4})};
     RETURN_IF_ERROR(Apply(s, along_w));
     schedule::ReorderStep order;
     order.stage_id = sid;

@@ -117,11 +117,11 @@ std::vector<State> UntiledSketches(const std::vector<State>& sketches, const std
   return out;
 }
 
-ir::ComputeDAG Depthwise(const std::vector<int64_t>& x, int64_t padding) {
+ir::ComputeDAG Depthwise(const std::vector<int64_t>& x, int64_t padding,
+                         ir::ScalarType dtype = ir::ScalarType::kFloat32) {
   ir::Conv2dParams params;
   params.padding = {padding, padding};
-  return testing::MustBuild(
-      ir::DepthwiseConv2dNchwDAG(x, {x[1], 1, 3, 3}, ir::ScalarType::kFloat32, params));
+  return testing::MustBuild(ir::DepthwiseConv2dNchwDAG(x, {x[1], 1, 3, 3}, dtype, params));
 }
 
 TEST(DepthwiseSketch, AnUntiledSketchBesideTheTiledOnes) {
@@ -189,6 +189,33 @@ TEST(DepthwiseSketch, AnnotatedUntiledStatesMatchFloat64) {
   }
   EXPECT_EQ(along_h, (std::set<int64_t>{1, 2, 4, 8})) << "points along h are a sampled decision";
   EXPECT_EQ(along_w, (std::set<int64_t>{1, 2, 4})) << "points along w are a sampled decision";
+}
+
+TEST(DepthwiseSketch, TwoByteTypesAlsoDrawEightPointsAlongW) {
+  // bfloat16, w = 16: 1, 2, 4 or 8 points along w (8 are 16 bytes).
+  const ir::ComputeDAG dag = Depthwise({2, 4, 8, 16}, 1, ir::ScalarType::kBFloat16);
+  const Target target = Target::H200();
+  auto sketches = GenerateSketches(TuneContext(dag, target));
+  ASSERT_THAT(sketches.status(), IsOk());
+  // The untiled sketch: no step yet (its stages include the output's cast to bfloat16).
+  std::vector<State> untiled;
+  for (const State& st : *sketches) {
+    if (st.steps().empty()) untiled.push_back(st);
+  }
+  ASSERT_EQ(untiled.size(), 1u);
+  std::mt19937_64 rng(11);
+  std::set<int64_t> along_w;
+  for (int n = 0; n < 24; ++n) {
+    SCOPED_TRACE(n);
+    absl::StatusOr<Candidate> c = testing::AnnotateInContext(untiled[0], dag, target, rng);
+    ASSERT_THAT(c.status(), IsOk()) << untiled[0].ToString();
+    along_w.insert(PointsPerThread(c->state).second);
+    absl::StatusOr<double> err =
+        schedule::testing::RelErrorToFloat64(dag, c->lowered->nest, 41 + n);
+    ASSERT_THAT(err.status(), IsOk()) << c->lowered->nest;
+    EXPECT_LE(*err, 1e-2);  // bfloat16 inputs and output: 2^-8 per rounding
+  }
+  EXPECT_EQ(along_w, (std::set<int64_t>{1, 2, 4, 8}));
 }
 
 TEST(DepthwiseSketch, OddExtentsTakeOnePointPerThread) {
