@@ -105,7 +105,7 @@ bool EagerSelect(const ir::SelectNode* sel) {
 // Whether an expression calls a function, holds a select or divides integers by a non-constant:
 // a branch with none of them costs a few arithmetic operations when evaluated and thrown away,
 // and cannot trap (INT_MIN / -1) or divide by a poison value where it was not taken.
-class CallsOrSelects : public ir::ExprVisitor {
+class CostlyOrTrapping : public ir::ExprVisitor {
  public:
   bool found = false;
 
@@ -1657,7 +1657,7 @@ absl::StatusOr<mlir::Value> Emitter::EmitCast(ScalarType to, const Expr& value) 
 
 bool Emitter::ClampsBranchLoads(const ir::SelectNode* op) const {
   LoadsIn loads(/*unconditional=*/false);
-  CallsOrSelects costly;
+  CostlyOrTrapping costly;
   for (const Expr* branch : {&op->true_value, &op->false_value}) {
     loads.Visit(*branch);
     costly.Visit(*branch);

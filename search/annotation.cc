@@ -770,10 +770,9 @@ std::vector<int> ThreadSplits(const std::vector<Step>& steps, const std::vector<
 // An untiled stage that tiling would take (UntiledLowReuse: a depthwise convolution), before its
 // space iterators `outer` are fused and bound: each thread may compute 1, 2 or 4 consecutive
 // points of its innermost space iterator (also 8 for 2-byte types) and 1, 2, 4 or 8 of the one
-// outside it, whose
-// overlapping windows then share loads in registers. Measured on the H200 (depthwise 3x3,
-// [64, 384, 112, 112]), while padding selects were branches: 2 points along w 25 % faster than
-// 1, 4 slower (a warp's scalar loads then 16 bytes apart); along h a warp's loads stay
+// outside it, whose overlapping windows then share loads in registers. Measured on the H200
+// (depthwise 3x3, [64, 384, 112, 112]), while padding selects were branches: 2 points along w 25 %
+// faster than 1, 4 slower (a warp's scalar loads then 16 bytes apart); along h a warp's loads stay
 // consecutive: 4 points 0.82 ms, 8 points 0.79, against 1.02 for 2 along w. Since padding
 // selects load at clamped indices (codegen), 4 points along w read each window row's middle
 // as one 16-byte load. Both splits (and the reorder that puts the per-thread points inside) are
