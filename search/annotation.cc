@@ -685,6 +685,22 @@ bool IsAttachPoint(const State& s, int sid, int iter) {
   return false;
 }
 
+// The reduction UntiledLowReuse computed at root stage `sid`'s innermost iterator (a window sum
+// whose cast consumer is `sid`), or -1.
+int FusedLowReuseProducer(const State& s, int sid) {
+  const Stage& st = s.stage(sid);
+  if (st.iters.empty() || HasReduceIter(st)) return -1;
+  for (int p = 0; p < s.num_stages(); ++p) {
+    const Stage& ps = s.stage(p);
+    if (ps.location == ComputeLocation::kAttached && ps.attach_stage == sid &&
+        ps.attach_iter == st.iters.back().name && ps.scope == ir::MemoryScope::kGlobal &&
+        HasReduceIter(ps) && NeedsMultiLevelTiling(s, p) && !ps.op->axes.empty()) {
+      return p;
+    }
+  }
+  return -1;
+}
+
 // Leading unannotated space iterators, stopping after an attach point (TVM
 // FuseAllOuterSpaceIterators) and, when max_degree > 0, once their product exceeds it.
 std::vector<int> OuterSpaceIters(const State& s, int sid, int64_t max_degree = 0) {
@@ -777,15 +793,19 @@ std::vector<int> ThreadSplits(const std::vector<Step>& steps, const std::vector<
 // selects load at clamped indices (codegen), 4 points along w read each window row's middle
 // as one 16-byte load. Both splits (and the reorder that puts the per-thread points inside) are
 // there even for 1, so mutation can change them.
-absl::Status SplitPointsPerThread(State& s, int sid, const std::vector<int>& outer,
+//
+// `reads` is the stage whose loads are the windows: `sid` itself, or the untiled reduction
+// UntiledLowReuse computed at `sid`'s innermost iterator (then the per-thread points are `sid`'s
+// and the reduction is computed at each of them, its window loads shared once unrolled).
+absl::Status SplitPointsPerThread(State& s, int sid, const std::vector<int>& outer, int reads,
                                   std::mt19937_64& rng) {
   const Stage st = s.stage(sid);  // a copy: the steps below replace s's stages
-  bool attached_inside = false;
-  for (int i = 0; i < static_cast<int>(st.iters.size()); ++i) {
-    attached_inside |= IsAttachPoint(s, sid, i);
-  }
   const int n_outer = static_cast<int>(outer.size());
   const int inner = outer.back();
+  bool attached_inside = false;
+  for (int i = 0; i < static_cast<int>(st.iters.size()); ++i) {
+    attached_inside |= IsAttachPoint(s, sid, i) && !(reads != sid && i == inner);
+  }
   const int64_t inner_extent = st.iters[inner].extent;
   const int second = n_outer >= 2 ? outer[n_outer - 2] : -1;
   const int64_t second_extent = second >= 0 ? st.iters[second].extent : 1;
@@ -811,8 +831,9 @@ absl::Status SplitPointsPerThread(State& s, int sid, const std::vector<int>& out
     along_w.extent = inner_extent;
     // 4 points of float32 (8 of a 2-byte type) are a 16-byte load of each window row's middle;
     // the element is the widest input read along w (the stage may compute in float32).
+    const ir::TensorNode& window = *s.stage(reads).op;
     int64_t element_bytes = 0;
-    for (const ir::LoadNode* l : internal::LoadsUsing(*st.op, st.iters[inner].name)) {
+    for (const ir::LoadNode* l : internal::LoadsUsing(window, window.axes.back().name)) {
       element_bytes = std::max<int64_t>(element_bytes, ir::BytesOf(l->type));
     }
     if (element_bytes == 0) element_bytes = ir::BytesOf(st.op->dtype);
@@ -883,8 +904,11 @@ absl::Status GpuThreadBind(State& s, const std::vector<StepInfo>& info, const Ta
         for (int i = 0; i < static_cast<int>(st.iters.size()) && vectorizable; ++i) {
           vectorizable = !IsAttachPoint(s, sid, i);
         }
+        const int window = vectorizable ? -1 : FusedLowReuseProducer(s, sid);
         if (!vectorizable && HasReduceIter(st) && NeedsMultiLevelTiling(s, sid)) {
-          RETURN_IF_ERROR(SplitPointsPerThread(s, sid, outer, rng));
+          RETURN_IF_ERROR(SplitPointsPerThread(s, sid, outer, sid, rng));
+        } else if (window >= 0) {
+          RETURN_IF_ERROR(SplitPointsPerThread(s, sid, outer, window, rng));
         }
         ASSIGN_OR_RETURN(int f, FuseRange(s, sid, outer.front(), static_cast<int>(outer.size())));
         int64_t extent = s.stage(sid).iters[f].extent;

@@ -291,6 +291,21 @@ bool LeftUntiled(const State& s, int sid) {
          st.iters.size() <= st.op->axes.size() + st.op->reduce_axes.size() + 2;
 }
 
+// A stage computed whole at a consumer's loop with its initial iterators (UntiledLowReuse's
+// window sum at its cast): untiled, as a root stage no step has touched.
+bool UntiledAtConsumer(const State& s, int sid) {
+  const Stage& st = s.stage(sid);
+  if (st.is_placeholder() || st.location != ComputeLocation::kAttached ||
+      st.scope != ir::MemoryScope::kGlobal ||
+      st.iters.size() != st.op->axes.size() + st.op->reduce_axes.size()) {
+    return false;
+  }
+  for (const auto& it : st.iters) {
+    if (it.annotation != IteratorAnnotation::kNone) return false;
+  }
+  return true;
+}
+
 std::vector<std::pair<PartialSketch, int>> One(PartialSketch p, int next) {
   std::vector<std::pair<PartialSketch, int>> v;
   v.emplace_back(std::move(p), next);
@@ -310,7 +325,7 @@ class AddCacheRead : public SketchRule {
     if (s.stage(t).tensor_core) return RuleCondition::kPass;  // stages its own operands
     if (!NeedsMultiLevelTiling(s, t) || HasCrossThreadReduction(s, t)) return RuleCondition::kPass;
     // A consumer left untiled (UntiledLowReuse) reads its inputs straight from global memory.
-    if (Untouched(s, t)) return RuleCondition::kPass;
+    if (Untouched(s, t) || UntiledAtConsumer(s, t)) return RuleCondition::kPass;
     if (!Reads(*s.stage(t).op, s.stage(sid).name())) return RuleCondition::kPass;
     if (LastReduceIterInOutermostReduceTile(s.stage(t)) < 0) return RuleCondition::kPass;
     return RuleCondition::kApplyAndSkipRest;
@@ -795,8 +810,22 @@ class UntiledLowReuse : public SketchRule {
                ? RuleCondition::kApply
                : RuleCondition::kPass;
   }
+  // The stage left untiled; and where one consumer reads it elementwise (a half-precision
+  // convolution's cast to bfloat16), also computed at that consumer's innermost iterator, so
+  // that one kernel reads the 2-byte inputs and writes the 2-byte output instead of storing and
+  // re-reading a float32 intermediate. Annotation then splits the consumer's points per thread.
   Result Apply(const PartialSketch& p, int sid, const TuneContext&) const override {
-    return One(p, sid - 1);
+    std::vector<std::pair<PartialSketch, int>> out;
+    out.emplace_back(p, sid - 1);
+    const State& s = p.shadow();
+    const int t = SingleElementwiseMatchedConsumer(s, sid);
+    if (t >= 0 && Untouched(s, t) && !HasReduceIter(s.stage(t)) && !s.stage(t).iters.empty()) {
+      PartialSketch q = p;
+      const int last = static_cast<int>(s.stage(t).iters.size()) - 1;
+      RETURN_IF_ERROR(q.Apply(schedule::ComputeAtStep{sid, t, last}));
+      out.emplace_back(std::move(q), sid - 1);
+    }
+    return out;
   }
 };
 

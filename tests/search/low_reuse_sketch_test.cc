@@ -164,13 +164,15 @@ std::pair<int64_t, int64_t> PointsPerThread(const State& s) {
   return points;
 }
 
-// The points per thread along h and along w that 24 annotations of `dag`'s untiled sketch (the
-// one without steps) draw; each annotated state is checked against float64 within `tolerance`.
+// The points per thread along h and along w that 24 annotations of `dag`'s untiled sketch draw:
+// the one without steps, or (fused) the one whose only step computes the window sum at its cast
+// consumer. Each annotated state is checked against float64 within `tolerance`.
 struct DrawnPoints {
   std::set<int64_t> along_h, along_w;
   std::set<size_t> launches;  // kernels per lowered state
 };
-DrawnPoints DrawUntiled(const ir::ComputeDAG& dag, uint64_t seed, double tolerance) {
+DrawnPoints DrawUntiled(const ir::ComputeDAG& dag, uint64_t seed, double tolerance,
+                        bool fused = false) {
   DrawnPoints drawn;
   const Target target = Target::H200();
   auto sketches = GenerateSketches(TuneContext(dag, target));
@@ -178,7 +180,9 @@ DrawnPoints DrawUntiled(const ir::ComputeDAG& dag, uint64_t seed, double toleran
   if (!sketches.ok()) return drawn;
   std::vector<State> untiled;
   for (const State& st : *sketches) {
-    if (st.steps().empty()) untiled.push_back(st);
+    const bool at_consumer =
+        st.steps().size() == 1 && std::holds_alternative<schedule::ComputeAtStep>(st.steps()[0]);
+    if (fused ? at_consumer : st.steps().empty()) untiled.push_back(st);
   }
   EXPECT_EQ(untiled.size(), 1u);
   if (untiled.size() != 1) return drawn;
@@ -210,12 +214,19 @@ TEST(DepthwiseSketch, AnnotatedUntiledStatesMatchFloat64) {
   EXPECT_EQ(drawn.launches, (std::set<size_t>{1}));
 }
 
-TEST(DepthwiseSketch, TwoByteTypesAlsoDrawEightPointsAlongW) {
-  // bfloat16, w = 16: 1, 2, 4 or 8 points along w (8 are 16 bytes). The untiled sketch's stages
-  // include the output's cast to bfloat16. Error: bfloat16 inputs and output, 2^-8 per rounding.
-  const DrawnPoints drawn =
-      DrawUntiled(Depthwise({2, 4, 8, 16}, 1, ir::ScalarType::kBFloat16), 11, 1e-2);
-  EXPECT_EQ(drawn.along_w, (std::set<int64_t>{1, 2, 4, 8}));
+TEST(DepthwiseSketch, HalfTypesComputeTheSumAtTheCastWithEightPointsAlongW) {
+  // bfloat16, w = 16: the float32 window sum, then its cast to bfloat16. The sketch that
+  // computes the sum at the cast is one kernel whose threads take 1, 2, 4 or 8 points along w
+  // (8 are 16 bytes of a row); the unfused one (two kernels) stays beside it. Error: bfloat16
+  // inputs and output, 2^-8 per rounding.
+  const ir::ComputeDAG dag = Depthwise({2, 4, 8, 16}, 1, ir::ScalarType::kBFloat16);
+  const DrawnPoints fused = DrawUntiled(dag, 11, 1e-2, /*fused=*/true);
+  EXPECT_EQ(fused.along_h, (std::set<int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(fused.along_w, (std::set<int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(fused.launches, (std::set<size_t>{1}));
+  const DrawnPoints unfused = DrawUntiled(dag, 13, 1e-2);
+  EXPECT_EQ(unfused.along_w, (std::set<int64_t>{1, 2, 4, 8}));
+  EXPECT_EQ(unfused.launches, (std::set<size_t>{2}));
 }
 
 TEST(DepthwiseSketch, OddExtentsTakeOnePointPerThread) {
