@@ -991,7 +991,9 @@ bool HasSharedFetch(const State& s, int root) {
   return false;
 }
 
-// auto_unroll_max_step pragmas on the stages with reduce iterators. With `max_pipeline` > 0 (GPU),
+// auto_unroll_max_step pragmas on the stages with reduce iterators, and on a root stage with a
+// window sum computed at its innermost iterator (FusedLowReuseProducer: its per-thread points
+// unrolled, the windows' shared loads are one). With `max_pipeline` > 0 (GPU),
 // each such stage also gets a software_pipeline pragma, 0..max_pipeline drawn uniformly, when its
 // kernel fetches shared tiles in a reduction loop (HasSharedFetch) and no other stage of it got one
 // (Lower pipelines a kernel unless a stage of it says 0: schedule/software_pipeline.h
@@ -1001,8 +1003,9 @@ absl::Status Unroll(State& s, const std::vector<int64_t>& steps, int max_pipelin
   std::set<int> pipelined_roots;
   for (int sid = 0; sid < s.num_stages(); ++sid) {
     const Stage& st = s.stage(sid);
-    if (st.is_placeholder() || st.location == ComputeLocation::kInlined || !HasReduceIter(st) ||
-        st.tensor_core) {
+    if (st.is_placeholder() || st.location == ComputeLocation::kInlined || st.tensor_core ||
+        (!HasReduceIter(st) &&
+         (st.location != ComputeLocation::kRoot || FusedLowReuseProducer(s, sid) < 0))) {
       continue;
     }
     schedule::PragmaStep p;

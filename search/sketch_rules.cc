@@ -819,11 +819,13 @@ class UntiledLowReuse : public SketchRule {
     out.emplace_back(p, sid - 1);
     const State& s = p.shadow();
     const int t = SingleElementwiseMatchedConsumer(s, sid);
-    if (t >= 0 && Untouched(s, t) && !HasReduceIter(s.stage(t)) && !s.stage(t).iters.empty()) {
+    if (t >= 0 && !IsOutput(s, sid) && Untouched(s, t) && !HasReduceIter(s.stage(t)) &&
+        !s.stage(t).iters.empty()) {
       PartialSketch q = p;
       const int last = static_cast<int>(s.stage(t).iters.size()) - 1;
-      RETURN_IF_ERROR(q.Apply(schedule::ComputeAtStep{sid, t, last}));
-      out.emplace_back(std::move(q), sid - 1);
+      // Where the step does not apply, the untiled sketch above still stands.
+      if (q.Apply(schedule::ComputeAtStep{sid, t, last}).ok())
+        out.emplace_back(std::move(q), sid - 1);
     }
     return out;
   }

@@ -196,6 +196,26 @@ DrawnPoints DrawUntiled(const ir::ComputeDAG& dag, uint64_t seed, double toleran
     drawn.along_h.insert(h);
     drawn.along_w.insert(w);
     drawn.launches.insert(c->lowered->launches.size());
+    if (fused) {
+      // The sum is computed at each point: attached at the cast's innermost iterator (the
+      // points along w), whose kernel carries an unroll pragma.
+      const int sum = c->state.StageId("Y_acc");
+      const int cast = c->state.StageId("Y");
+      EXPECT_GE(sum, 0);
+      EXPECT_GE(cast, 0);
+      if (sum < 0 || cast < 0) continue;
+      const schedule::Stage& acc = c->state.stage(sum);
+      EXPECT_EQ(acc.attach_stage, cast);
+      EXPECT_EQ(acc.attach_iter, c->state.stage(cast).iters.back().name);
+      EXPECT_EQ(acc.attach_iter, "w.1");
+      bool unroll = false;
+      for (const schedule::Step& step : c->state.steps()) {
+        const auto* pr = std::get_if<schedule::PragmaStep>(&step);
+        unroll |= pr != nullptr && pr->stage_id == cast && pr->software_pipeline < 0 &&
+                  pr->min_blocks_per_sm < 0;
+      }
+      EXPECT_TRUE(unroll);
+    }
     absl::StatusOr<double> err =
         schedule::testing::RelErrorToFloat64(dag, c->lowered->nest, seed + 20 + n);
     EXPECT_THAT(err.status(), IsOk()) << c->lowered->nest;
