@@ -75,6 +75,7 @@ void AddFactorMoves(const TuneContext& ctx, const std::vector<Step>& steps, int 
         std::vector<Step> edited = steps;
         internal::SetLevels(std::get<schedule::SplitStep>(edited[i]), {w, levels.divisible});
         if (!internal::GpuTileRunFits(ctx, edited, i)) continue;
+        internal::RefreshLaterSplitExtents(ctx.dag(), edited, i);
         out.Add(edited);
       }
     }

@@ -195,6 +195,8 @@ absl::StatusOr<Candidate> MutateTileSize(const State& state, TuneContext& ctx) {
       last = NotApplicable("MutateTileSize", "factor moves broke the GPU tile limits");
       if (++cheap_rejections <= kCheapTries) --t;
       continue;
+    } else {
+      internal::RefreshLaterSplitExtents(ctx.dag(), mutated, i);
     }
     absl::StatusOr<Candidate> out = FinishEdit(ctx, mutated);
     if (out.ok()) return out;
@@ -590,6 +592,26 @@ void SetVectorWidth(std::vector<Step>& steps, int i, int64_t width) {
         later->extent = new_rest;
       }
     }
+  }
+}
+
+void RefreshLaterSplitExtents(const ir::ComputeDAG& dag, std::vector<Step>& steps, int i) {
+  const int stage = std::get<schedule::SplitStep>(steps[i]).stage_id;
+  bool fused_later = false;
+  for (size_t j = i + 1; j < steps.size() && !fused_later; ++j) {
+    const auto* fu = std::get_if<schedule::FuseStep>(&steps[j]);
+    fused_later = fu != nullptr && fu->stage_id == stage;
+  }
+  if (!fused_later) return;
+  absl::StatusOr<State> s =
+      schedule::ReplaySteps(dag, std::vector<Step>(steps.begin(), steps.begin() + i + 1));
+  for (size_t j = i + 1; j < steps.size() && s.ok(); ++j) {
+    auto* later = std::get_if<schedule::SplitStep>(&steps[j]);
+    if (later != nullptr && later->stage_id == stage && later->extent > 0 && later->iter_id >= 0 &&
+        later->iter_id < static_cast<int>(s->stage(stage).iters.size())) {
+      later->extent = s->stage(stage).iters[later->iter_id].extent;
+    }
+    s = schedule::ApplyStep(*s, steps[j]);
   }
 }
 

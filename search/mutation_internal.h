@@ -49,6 +49,12 @@ std::vector<int64_t> VectorWidthCandidates(const TuneContext& ctx,
 /// extent was the rest (a vectorized root stage's thread split) follows the new rest.
 void SetVectorWidth(std::vector<schedule::Step>& steps, int i, int64_t width);
 
+/// After an edit of split steps[i]: every later split of the same stage that records an extent
+/// records the one its iterator has once steps[0, j) replay on `dag` (an untiled stage's points
+/// per thread are split before the fused rest's thread split, whose extent follows them). Leaves
+/// the steps as they are where there is no later fuse of that stage or the steps do not replay.
+void RefreshLaterSplitExtents(const ir::ComputeDAG& dag, std::vector<schedule::Step>& steps, int i);
+
 /// The thread counts a thread-count split (IsThreadSplit) may change to: the values of
 /// options.gpu_thread_candidates ≤ sp.extent (all of them when the step records no extent, 0)
 /// other than the current one, in that order.

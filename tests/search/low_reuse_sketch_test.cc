@@ -19,8 +19,10 @@
 #include "ir/ops/conv.h"
 #include "ir/ops/linear.h"
 #include "ir/reference.h"
+#include "schedule/apply_step.h"
 #include "schedule/lower.h"
 #include "search/annotation.h"
+#include "search/mutation_internal.h"
 #include "search/sketch.h"
 #include "search/sketch_rules.h"
 #include "tests/schedule/lower_test_util.h"
@@ -247,6 +249,34 @@ TEST(DepthwiseSketch, HalfTypesComputeTheSumAtTheCastWithEightPointsAlongW) {
   const DrawnPoints unfused = DrawUntiled(dag, 13, 1e-2);
   EXPECT_EQ(unfused.along_w, (std::set<int64_t>{1, 2, 4, 8}));
   EXPECT_EQ(unfused.launches, (std::set<size_t>{2}));
+}
+
+TEST(DepthwiseSketch, AFactorMoveOfThePointsRecordsTheFusedRestAgain) {
+  // Y: [n, k, h, w, ry, rx]; 8 points along h, 1 along w, the rest fused (2·4·2·12 = 192) and
+  // split by 64 threads. Moving a factor of the h points changes the fused rest: its split must
+  // record the new extent, or the mutated steps do not replay.
+  const ir::ComputeDAG dag = Depthwise({2, 4, 16, 12}, 1);
+  const int y = State::Initial(dag).StageId("Y");
+  auto split = [&](int iter, int64_t extent, int64_t length) {
+    schedule::SplitStep sp;
+    sp.stage_id = y;
+    sp.iter_id = iter;
+    sp.extent = extent;
+    sp.lengths = {length};
+    return sp;
+  };
+  std::vector<schedule::Step> steps = {split(2, 16, 8), split(4, 12, 1),
+                                       schedule::ReorderStep{y, {0, 1, 2, 4, 3, 5, 6, 7}},
+                                       schedule::FuseStep{y, {0, 1, 2, 3}}, split(0, 192, 64)};
+  ASSERT_THAT(schedule::ReplaySteps(dag, steps).status(), IsOk());
+  std::get<schedule::SplitStep>(steps[0]).lengths = {4};
+  EXPECT_FALSE(schedule::ReplaySteps(dag, steps).ok()) << "the rest's extent is stale";
+  internal::RefreshLaterSplitExtents(dag, steps, 0);
+  EXPECT_EQ(std::get<schedule::SplitStep>(steps[4]).extent, 2 * 4 * 4 * 12);
+  EXPECT_EQ(std::get<schedule::SplitStep>(steps[1]).extent, 12) << "w's own split is unchanged";
+  absl::StatusOr<State> replayed = schedule::ReplaySteps(dag, steps);
+  ASSERT_THAT(replayed.status(), IsOk());
+  EXPECT_EQ(replayed->stage(y).iters[0].extent, 2 * 4 * 4 * 12 / 64);
 }
 
 TEST(DepthwiseSketch, OddExtentsTakeOnePointPerThread) {
