@@ -357,10 +357,7 @@ class HostRunner : public Runner {
       task.batch_best_ms = 0;
     }
     MeasureOptions options = options_;
-    options.screen_above_ms = request->context.screen_above_ms;
-    ApplyTimingOverride(request->context, &options.timing);
-    // A batch with its own timing (a tuner's final selection) is timed in full: no screen.
-    if (request->context.min_runs > 0) options.screen_factor = 0;
+    ApplyRequestContext(request->context, &options);
     return MeasureResultToJson(
                MeasureOne(options, task, request->nest, request->context.compile_ms))
         .dump();

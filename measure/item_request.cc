@@ -109,11 +109,14 @@ absl::Status Corrupt(const std::string& what) {
 
 }  // namespace
 
-void ApplyTimingOverride(const RequestContext& context, runtime::TimingOptions* timing) {
+void ApplyRequestContext(const RequestContext& context, MeasureOptions* options) {
+  options->screen_above_ms = context.screen_above_ms;
   if (context.min_runs <= 0) return;
-  timing->min_runs = static_cast<int>(context.min_runs);
-  timing->min_total_ms = context.min_total_ms;
-  timing->max_runs = std::max(timing->max_runs, timing->min_runs);
+  runtime::TimingOptions& timing = options->timing;
+  timing.min_runs = static_cast<int>(context.min_runs);
+  timing.min_total_ms = context.min_total_ms;
+  timing.max_runs = std::max(timing.max_runs, timing.min_runs);
+  options->screen_factor = 0;
 }
 
 std::string EncodeHostRequest(const HostRequest& request) {

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "codegen/codegen.h"
 #include "ir/stmt.h"
+#include "measure/measure.h"
 #include "runtime/timing.h"
 
 namespace tilesearch::measure {
@@ -49,9 +50,11 @@ struct GpuRequest {
   codegen::GpuModule module;
 };
 
-/// `timing` with the context's override applied (RequestContext::min_runs > 0: its min_runs and
-/// min_total_ms, max_runs raised to min_runs where below it); unchanged otherwise.
-void ApplyTimingOverride(const RequestContext& context, runtime::TimingOptions* timing);
+/// A worker's options for one request: the context's screen_above_ms, and where it overrides the
+/// timing (RequestContext::min_runs > 0) its min_runs and min_total_ms (max_runs raised to
+/// min_runs where below it) with every candidate timed in full (screen_factor 0: no staged-timing
+/// screen); the timing and screen unchanged otherwise.
+void ApplyRequestContext(const RequestContext& context, MeasureOptions* options);
 
 /// The request's bytes. Never fails.
 std::string EncodeHostRequest(const HostRequest& request);

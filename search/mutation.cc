@@ -596,13 +596,17 @@ void SetVectorWidth(std::vector<Step>& steps, int i, int64_t width) {
 }
 
 void RefreshLaterSplitExtents(const ir::ComputeDAG& dag, std::vector<Step>& steps, int i) {
+  // Only a split that records an extent after a fuse of the stage can see a changed extent (a
+  // tiled stage's later fuses bind without splitting again): no replay on the hot path otherwise.
   const int stage = std::get<schedule::SplitStep>(steps[i]).stage_id;
-  bool fused_later = false;
-  for (size_t j = i + 1; j < steps.size() && !fused_later; ++j) {
+  bool fused = false, split_after_fuse = false;
+  for (size_t j = i + 1; j < steps.size() && !split_after_fuse; ++j) {
     const auto* fu = std::get_if<schedule::FuseStep>(&steps[j]);
-    fused_later = fu != nullptr && fu->stage_id == stage;
+    const auto* sp = std::get_if<schedule::SplitStep>(&steps[j]);
+    fused |= fu != nullptr && fu->stage_id == stage;
+    split_after_fuse = fused && sp != nullptr && sp->stage_id == stage && sp->extent > 0;
   }
-  if (!fused_later) return;
+  if (!split_after_fuse) return;
   absl::StatusOr<State> s =
       schedule::ReplaySteps(dag, std::vector<Step>(steps.begin(), steps.begin() + i + 1));
   for (size_t j = i + 1; j < steps.size() && s.ok(); ++j) {

@@ -52,7 +52,8 @@ void SetVectorWidth(std::vector<schedule::Step>& steps, int i, int64_t width);
 /// After an edit of split steps[i]: every later split of the same stage that records an extent
 /// records the one its iterator has once steps[0, j) replay on `dag` (an untiled stage's points
 /// per thread are split before the fused rest's thread split, whose extent follows them). Leaves
-/// the steps as they are where there is no later fuse of that stage or the steps do not replay.
+/// the steps as they are (without replaying) where no split of that stage with a recorded extent
+/// follows a later fuse of it, or where the steps do not replay.
 void RefreshLaterSplitExtents(const ir::ComputeDAG& dag, std::vector<schedule::Step>& steps, int i);
 
 /// The thread counts a thread-count split (IsThreadSplit) may change to: the values of

@@ -356,6 +356,16 @@ class Scheduler {
 
 }  // namespace
 
+double SchedulerObjective(const std::vector<SchedulerTask>& tasks,
+                          const std::vector<TaskAllocation>& allocations) {
+  double f = 0;
+  for (size_t i = 0; i < tasks.size() && i < allocations.size(); ++i) {
+    if (allocations[i].state == TaskState::kDead) continue;
+    f += tasks[i].weight * allocations[i].best_latency_s;
+  }
+  return f;
+}
+
 absl::StatusOr<TaskSchedulerResult> RunTaskScheduler(const std::vector<SchedulerTask>& tasks,
                                                      TaskRunner& runner,
                                                      const TaskSchedulerOptions& options) {

@@ -187,6 +187,12 @@ struct TaskSchedulerResult {
     const std::vector<SchedulerTask>& tasks, TaskRunner& runner,
     const TaskSchedulerOptions& options);
 
+/// TaskSchedulerResult::objective of `allocations` (one per task of `tasks`, in order): Σ weight ·
+/// best_latency_s over the tasks that are not dead, seconds; +inf while one of them has no valid
+/// schedule. For a result whose latencies changed after the run (a final selection per task).
+double SchedulerObjective(const std::vector<SchedulerTask>& tasks,
+                          const std::vector<TaskAllocation>& allocations);
+
 /// A similarity tag in the manner of TVM's derive_similarity_tag: the distinct tags of the DAG's
 /// reduction stages joined by '_', then '_' and int(log_1.618(FLOPs + 1)); "" for a DAG without
 /// reductions (no group). TVM tags only operators that opt in; here every reduction's operator

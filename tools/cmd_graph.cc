@@ -2,7 +2,6 @@
 // partitioned into tasks (search/partition.h), tuned with the task scheduler on one log
 // (search/task_scheduler.h, search/task_scheduler_tuner.h), and run with the best kernel of every
 // task (search/graph_executor.h).
-#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -274,14 +273,7 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
     result.tasks[i].best_latency_s = final_pick.best_latency_s;
     result.interrupted = final_pick.interrupted || GraphSigintGuard::interrupted();
   }
-  double objective = 0;  // as the scheduler's: over the tasks that are not dead
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    if (std::find(result.dead_tasks.begin(), result.dead_tasks.end(), static_cast<int>(i)) ==
-        result.dead_tasks.end()) {
-      objective += tasks[i].weight * result.tasks[i].best_latency_s;
-    }
-  }
-  result.objective = objective;
+  result.objective = search::SchedulerObjective(tasks, result.tasks);
 
   std::cout << "log: " << o.log << "\n"
             << "strategy: " << (o.round_robin ? "round-robin" : "gradient") << ", "

@@ -34,22 +34,28 @@ TEST(ItemRequestTest, HostRequestCarriesTheNestAndTheBatch) {
   EXPECT_EQ(ir::EncodeLoopNest(back.nest), ir::EncodeLoopNest(request.nest));
 }
 
-TEST(ItemRequestTest, ATimingOverrideReplacesTheRunsAndTimeOnly) {
-  runtime::TimingOptions timing;
-  timing.min_runs = 5;
-  timing.min_total_ms = 10;
-  timing.max_runs = 8;
-  timing.warmup_runs = 2;
-  runtime::TimingOptions same = timing;
-  ApplyTimingOverride(RequestContext{}, &same);  // min_runs 0: the worker's own
-  EXPECT_EQ(same.min_runs, 5);
-  EXPECT_EQ(same.min_total_ms, 10);
-  EXPECT_EQ(same.max_runs, 8);
-  ApplyTimingOverride({1, 0, 0, 20, 100}, &timing);
-  EXPECT_EQ(timing.min_runs, 20);
-  EXPECT_EQ(timing.min_total_ms, 100);
-  EXPECT_EQ(timing.max_runs, 20);  // raised to min_runs
-  EXPECT_EQ(timing.warmup_runs, 2);
+TEST(ItemRequestTest, ATimingOverrideReplacesTheRunsAndTimeAndDropsTheScreen) {
+  MeasureOptions options;
+  options.timing.min_runs = 5;
+  options.timing.min_total_ms = 10;
+  options.timing.max_runs = 8;
+  options.timing.warmup_runs = 2;
+  options.screen_factor = 1.5;
+  options.screen_above_ms = 0;
+  MeasureOptions same = options;
+  ApplyRequestContext({1, 0.25, 0, 0, 0}, &same);  // min_runs 0: the worker's own
+  EXPECT_EQ(same.timing.min_runs, 5);
+  EXPECT_EQ(same.timing.min_total_ms, 10);
+  EXPECT_EQ(same.timing.max_runs, 8);
+  EXPECT_EQ(same.screen_factor, 1.5);
+  EXPECT_EQ(same.screen_above_ms, 0.25);  // the request's, always
+  ApplyRequestContext({1, 0.25, 0, 20, 100}, &options);
+  EXPECT_EQ(options.timing.min_runs, 20);
+  EXPECT_EQ(options.timing.min_total_ms, 100);
+  EXPECT_EQ(options.timing.max_runs, 20);  // raised to min_runs
+  EXPECT_EQ(options.timing.warmup_runs, 2);
+  EXPECT_EQ(options.screen_factor, 0);  // timed in full
+  EXPECT_EQ(options.screen_above_ms, 0.25);
 }
 
 TEST(ItemRequestTest, GpuRequestCarriesWhatTheWorkerLoadsAndLaunches) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/status.h"
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -96,14 +97,25 @@ TEST(TaskWorkloadTest, SingleOperatorTasksMapToRegistryWorkloadsAndFusedOnesToFu
               StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("task 1 is not a task")));
 }
 
+// SmallGraph partitioned without fusion (its dense and its relu, two tasks) and their workloads.
+struct UnfusedTasks {
+  GraphPartition partition;
+  std::vector<schedule::Workload> workloads;
+};
+absl::StatusOr<UnfusedTasks> UnfusedSmallGraphTasks() {
+  const ir::Graph g = SmallGraph();
+  UnfusedTasks out;
+  ASSIGN_OR_RETURN(out.partition, PartitionGraph(g, {.fuse = false}));
+  ASSIGN_OR_RETURN(out.workloads, TaskWorkloads(g, out.partition));
+  return out;
+}
+
 TEST(TunerTaskRunnerTest, SchedulesTwoCpuTasksIntoOneLogAndResumesFromIt) {
   const std::string log = tilesearch::testing::ScratchPath("graph.jsonl");
-  const ir::Graph g = SmallGraph();
-  absl::StatusOr<GraphPartition> partition = PartitionGraph(g, {.fuse = false});
-  ASSERT_TRUE(partition.ok()) << partition.status();
-  absl::StatusOr<std::vector<schedule::Workload>> task_workloads = TaskWorkloads(g, *partition);
-  ASSERT_TRUE(task_workloads.ok()) << task_workloads.status();
-  const std::vector<schedule::Workload>& workloads = *task_workloads;
+  absl::StatusOr<UnfusedTasks> unfused = UnfusedSmallGraphTasks();
+  ASSERT_TRUE(unfused.ok()) << unfused.status();
+  const GraphPartition* partition = &unfused->partition;
+  const std::vector<schedule::Workload>& workloads = unfused->workloads;
   const std::vector<SchedulerTask> tasks = SchedulerTasksOf(*partition);
   const Target cpu = Target::HostCpu();
 
@@ -162,12 +174,10 @@ TEST(TunerTaskRunnerTest, SchedulesTwoCpuTasksIntoOneLogAndResumesFromIt) {
 // with the final timing, and the latency it returns is the log's best after them.
 TEST(TunerTaskRunnerTest, FinalSelectionTimesEachTasksFastestAgainWithoutNewTrials) {
   const std::string log = tilesearch::testing::ScratchPath("graph_final.jsonl");
-  const ir::Graph g = SmallGraph();
-  absl::StatusOr<GraphPartition> partition = PartitionGraph(g, {.fuse = false});
-  ASSERT_TRUE(partition.ok()) << partition.status();
-  absl::StatusOr<std::vector<schedule::Workload>> task_workloads = TaskWorkloads(g, *partition);
-  ASSERT_TRUE(task_workloads.ok()) << task_workloads.status();
-  const std::vector<schedule::Workload>& workloads = *task_workloads;
+  absl::StatusOr<UnfusedTasks> unfused = UnfusedSmallGraphTasks();
+  ASSERT_TRUE(unfused.ok()) << unfused.status();
+  const GraphPartition* partition = &unfused->partition;
+  const std::vector<schedule::Workload>& workloads = unfused->workloads;
   TuneOptions tune = SmallTune(log);
   // The rounds time 3 runs at most; the final timing at least 5.
   tune.measure.timing.min_total_ms = 0;
