@@ -212,6 +212,17 @@ struct Builder {
   // arrivals). Two barriers, not one: a warp that has arrived on a single shared barrier may
   // reach its next wait before the other warps' arrivals complete the phase, and pass it.
   std::string turn;
+  // Warp-specialized wgmma (PlanWarpStaging): each consumer warp stages its part of the block
+  // tile's output, stage_cols columns at a time, through two shared buffers of its own (one
+  // `warp_staging` of [consumer warps][2][16 FragM() rows][stage_cols]) and hands the writes to
+  // its own lanes through its own mbarrier of 32 arrivals (`warp_staging_bars`, [consumer
+  // warps]): no barrier with the producer or the other consumers. Empty: the fragment-layout
+  // stores.
+  std::string warp_staging, warp_staging_bars;
+  int64_t stage_cols = 0;
+  // The current consumer's tiles before the current one (the consume loop's i; i / 2 for
+  // ping-pong): its staging buffers' uses so far, per column chunk.
+  Expr tiles_done = C(0);
 
   // The warpgroup's place in the block tile (wgmma): its index among the consumers, or 0 where
   // each consumer warpgroup computes a whole tile (ping-pong).
@@ -684,6 +695,11 @@ struct Builder {
       init.push_back(ir::MbarrierNode::Init(turn, C(0), threads / 2));
       init.push_back(ir::MbarrierNode::Init(turn, C(1), threads / 2));
     }
+    if (!warp_staging_bars.empty()) {
+      for (int64_t w = 0; w < warps; ++w) {
+        init.push_back(ir::MbarrierNode::Init(warp_staging_bars, C(w), 32));
+      }
+    }
     ASSIGN_OR_RETURN(
         Stmt produce, OverTiles("produce", [&](const Expr& i) -> absl::StatusOr<Stmt> {
           const Expr kp = ir::MakeVar(k.fresh(op.name + ".kp"));
@@ -733,7 +749,10 @@ struct Builder {
                                             tile(kc, pending, false)));
           }
           seq.push_back(tile(C(split_tiles - 1), 0, true));
-          ASSIGN_OR_RETURN(Stmt epilogue, Epilogue(acc));
+          tiles_done = pingpong ? i / C(2) : i;
+          absl::StatusOr<Stmt> staged = Epilogue(acc);
+          tiles_done = C(0);
+          ASSIGN_OR_RETURN(Stmt epilogue, std::move(staged));
           seq.push_back(epilogue);
           // Ping-pong: the block's i-th tile is consumer warpgroup (i mod 2)'s.
           if (pingpong) {
@@ -918,11 +937,84 @@ struct Builder {
     return ir::SeqNode::Make({ir::BarrierNode::Make(), put, ir::BarrierNode::Make(), copy});
   }
 
+  // Element offset of element (row, col) of a warp's staged chunk of `stage_cols` columns: as
+  // StagedOffset, rows whose 16-byte chunks are xor-swizzled by the row, so that the fragment
+  // writes (8 rows at once) and the row reads (a 16-byte chunk per lane) spread over the banks.
+  Expr WarpStagedOffset(const Expr& row, const Expr& col) const {
+    const int64_t vc = 16 / ir::BytesOf(k.out_dtype);
+    const int64_t chunks = stage_cols / vc;
+    const int bits = chunks >= 8 ? 3 : chunks >= 4 ? 2 : chunks >= 2 ? 1 : 0;
+    const Expr chunk =
+        bits == 0 ? col / C(vc) : XorLowBits(col / C(vc), row % C(int64_t{1} << bits), bits);
+    return row * C(stage_cols) + chunk * C(vc) + col % C(vc);
+  }
+
+  // A warp-specialized consumer's epilogue through its warp's staging buffers: per chunk of
+  // stage_cols columns of its warpgroup tile, the warp's lanes put their accumulators (through
+  // the epilogue) in the fragment layout, wait on the warp's mbarrier, and store whole 16-byte
+  // row pieces, 32 lanes covering rows of whole 32-byte sectors (the fragment layout's own
+  // stores fill half of each sector: the plain TMA kernel went 13 % faster with its block-wide
+  // staging, bench/NOTES.md). Two buffers alternate, so one wait per chunk suffices: a lane
+  // puts chunk u into the buffer of chunk u - 2 only after the wait of chunk u - 1, which every
+  // lane arrived at after its reads of chunk u - 2.
+  absl::StatusOr<Stmt> WarpStagedEpilogue(const std::string& acc) {
+    const int64_t vc = 16 / ir::BytesOf(k.out_dtype);
+    const int64_t cw = stage_cols;
+    const int64_t rows = 16 * FragM();
+    const int64_t chunks = wn / cw;
+    const int64_t per_row = cw / vc;
+    const int64_t buf_elems = rows * cw;
+    const std::string base = acc + ".wst";
+    const Expr row0 = tile_m * C(bm) + (TileGroup() / C(groups_n)) * C(wm) + (warp % C(4)) * C(16);
+    const Expr col0 = tile_n * C(bn) + (TileGroup() % C(groups_n)) * C(wn);
+    // The output row of the warp's staged row `lr` (fragment i's 16 rows are 64 rows apart).
+    auto out_row = [&](const Expr& lr) { return row0 + (lr / C(16)) * C(64) + lr % C(16); };
+    std::vector<Stmt> seq;
+    for (int64_t q = 0; q < chunks; ++q) {  // in C++: the accumulator indices stay constant
+      const Expr use = tiles_done * C(chunks) + C(q);
+      const Expr buf = (warp * C(2) + use % C(2)) * C(buf_elems);
+      const Expr i = ir::MakeVar(k.fresh(base + ".i"));
+      const Expr jj = ir::MakeVar(k.fresh(base + ".j"));
+      const Expr eh = ir::MakeVar(k.fresh(base + ".eh"));
+      const Expr el = ir::MakeVar(k.fresh(base + ".el"));
+      const Expr lr = i * C(16) + lane / C(4) + eh * C(8);
+      const Expr lc = jj * C(8) + (lane % C(4)) * C(2) + el;
+      const Expr value = ir::LoadNode::Make(ir::ScalarType::kFloat32, acc,
+                                            {i, C(q * (cw / 8)) + jj, eh * C(2) + el});
+      ASSIGN_OR_RETURN(Expr out,
+                       k.epilogue(value, AxisValues(out_row(lr), col0 + C(q * cw) + lc, batch)));
+      if (out.type() != k.out_dtype) out = ir::Cast(k.out_dtype, out);
+      Stmt put = ir::StoreNode::Make(warp_staging, {buf + WarpStagedOffset(lr, lc)}, out);
+      put = ir::ForNode::Make(el, C(0), C(2), ForKind::kVectorized, put);
+      put = ir::ForNode::Make(eh, C(0), C(2), ForKind::kUnrolled, put);
+      put = ir::ForNode::Make(jj, C(0), C(cw / 8), ForKind::kUnrolled, put);
+      put = ir::ForNode::Make(i, C(0), C(FragM()), ForKind::kUnrolled, put);
+      seq.push_back(put);
+      seq.push_back(ir::MbarrierNode::Arrive(warp_staging_bars, warp));
+      seq.push_back(ir::MbarrierNode::Wait(warp_staging_bars, warp, use % C(2)));
+      // Copy-out: piece p of the chunk is staged row p / per_row, columns vc (p % per_row) + v.
+      const int64_t pieces = rows * per_row;
+      const Expr f = ir::MakeVar(k.fresh(base + ".f"));
+      const Expr v = ir::MakeVar(k.fresh(base + ".v"));
+      const Expr p = f * C(32) + lane;
+      const Expr r = p / C(per_row);
+      const Expr c = (p % C(per_row)) * C(vc);
+      Stmt copy = ir::StoreNode::Make(
+          k.out_buffer, AxisValues(out_row(r), col0 + C(q * cw) + c + v, batch),
+          ir::LoadNode::Make(k.out_dtype, warp_staging, {buf + WarpStagedOffset(r, c) + v}));
+      copy = ir::ForNode::Make(v, C(0), C(vc), ForKind::kVectorized, copy);
+      if (pieces % 32 != 0) copy = ir::IfThenElseNode::Make(p < C(pieces), copy);
+      seq.push_back(ir::ForNode::Make(f, C(0), C(CeilDiv(pieces, 32)), ForKind::kUnrolled, copy));
+    }
+    return ir::SeqNode::Make(seq);
+  }
+
   // The accumulators stored: through the epilogue to the output, or (split_k) as they are to
   // the range's slice of the workspace. A thread's two neighbouring columns (el) form one vector
   // store where no column guard is needed.
   absl::StatusOr<Stmt> Epilogue(const std::string& acc) {
-    // (Warp-specialized: the producer warpgroup takes no part in the staging's barriers.)
+    if (!warp_staging.empty()) return WarpStagedEpilogue(acc);
+    // (Warp-specialized: the producer warpgroup takes no part in the block-wide barriers.)
     const std::string staging = ws ? "" : StagingBuffer(k.out_dtype);
     if (!staging.empty()) return StagedEpilogue(acc, staging);
     const std::string base = acc + ".st";
@@ -1274,6 +1366,84 @@ absl::StatusOr<Stmt> ThreadBody(Builder& bd, const std::string& acc) {
   return body;
 }
 
+// The kernel's shared buffers but the warps' staging, innermost first: the operand rings, the
+// mbarrier rings, the TF32 tiles.
+std::vector<ir::BufferDecl> SharedDecls(const Builder& bd) {
+  std::vector<ir::BufferDecl> out = {bd.Decl(bd.b), bd.Decl(bd.a)};
+  if (bd.presplit) {
+    out.push_back(bd.Decl(bd.b_small));
+    out.push_back(bd.Decl(bd.a_small));
+  }
+  for (const std::string& ring : {bd.barriers, bd.empties}) {
+    if (!ring.empty()) {
+      out.push_back({ring, ir::ScalarType::kInt64, {bd.stages}, ir::MemoryScope::kShared});
+    }
+  }
+  if (!bd.turn.empty()) {
+    out.push_back({bd.turn, ir::ScalarType::kInt64, {2}, ir::MemoryScope::kShared});
+  }
+  for (const Operand* o : {&bd.a, &bd.b}) {
+    for (const std::string& name : {o->big, o->small}) {
+      if (name.empty()) continue;
+      out.push_back({name,
+                     ir::ScalarType::kFloat32,
+                     {bd.Tf32Sets() * bd.TileElems(*o)},
+                     ir::MemoryScope::kShared});
+    }
+  }
+  return out;
+}
+
+// The consumer warps' staging buffers (Builder::warp_staging).
+ir::BufferDecl WarpStagingDecl(const Builder& bd) {
+  return {bd.warp_staging,
+          bd.k.out_dtype,
+          {bd.warps * 2 * 16 * bd.FragM() * bd.stage_cols},
+          ir::MemoryScope::kShared};
+}
+
+// Shared bytes of `decls` in a wgmma kernel: each on the 1024-byte period the code generator
+// places them on (codegen/gpu_compile.cc).
+int64_t WgmmaSharedBytes(const std::vector<ir::BufferDecl>& decls) {
+  constexpr int64_t kPeriod = 1024;
+  int64_t total = 0;
+  for (const ir::BufferDecl& d : decls) total += CeilDiv(d.Bytes(), kPeriod) * kPeriod;
+  return total;
+}
+
+// Warp-specialized wgmma whose block tiles cover the output, stored along an innermost n axis
+// in 2- or 4-byte elements: the consumer warps stage their output through shared memory
+// (Builder::WarpStagedEpilogue) in chunks of the widest of 64, 32, 16 or 8 columns that
+// divides the warpgroup tile and fits beside `shared` within the target's shared limit. Nothing
+// fits: the fragment-layout stores, as before.
+void PlanWarpStaging(const Target& target, const std::vector<ir::BufferDecl>& shared, Builder* bd) {
+  const int64_t eb = ir::BytesOf(bd->k.out_dtype);
+  if (!bd->ws || !bd->wgmma || bd->split > 1 || bd->mm.m % bd->bm != 0 || bd->mm.n % bd->bn != 0 ||
+      (eb != 2 && eb != 4)) {
+    return;
+  }
+  if (bd->mm.n_axes.size() != 1 || bd->mm.n_axes[0] + 1 != static_cast<int>(bd->op.axes.size())) {
+    return;
+  }
+  // (The limit the lowering checks: gpu_validity.cc.)
+  const int64_t limit =
+      std::max(target.max_shared_memory_per_block, target.max_shared_memory_optin);
+  bd->warp_staging = bd->k.fresh(bd->op.name + ".out.staged");
+  bd->warp_staging_bars = bd->k.fresh(bd->op.name + ".out.staged.bar");
+  for (const int64_t cols : {64, 32, 16, 8}) {
+    if (bd->wn % cols != 0) continue;
+    bd->stage_cols = cols;
+    std::vector<ir::BufferDecl> all = shared;
+    all.push_back(WarpStagingDecl(*bd));
+    all.push_back(
+        {bd->warp_staging_bars, ir::ScalarType::kInt64, {bd->warps}, ir::MemoryScope::kShared});
+    if (WgmmaSharedBytes(all) <= limit) return;
+  }
+  bd->warp_staging.clear();
+  bd->warp_staging_bars.clear();
+  bd->stage_cols = 0;
+}
+
 // Both operands' TMA fills (TensorCoreStep::tma): their tensor maps join the workspaces (kernel
 // arguments), and the barrier rings get their names.
 absl::Status PlanTmaFills(const TensorCoreKernel& k, Builder* bd, TensorCoreKernels* out) {
@@ -1505,34 +1675,18 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   if (*kind == ir::MmaKind::kTF32x3 || (*kind == ir::MmaKind::kTF32 && !bd.wgmma)) {
     bd.tile_acc = k.fresh(op.name + ".acc.tile");
   }
+  const std::vector<ir::BufferDecl> shared = SharedDecls(bd);
+  PlanWarpStaging(target, shared, &bd);
   ASSIGN_OR_RETURN(Stmt thread_body, ThreadBody(bd, acc));
   Stmt s = ir::ForNode::Make(warp_var, C(0), C(bd.warps + (bd.ws ? 4 : 0)), ForKind::kThreadIdxY,
                              thread_body);
   s = ir::ForNode::Make(bd.lane, C(0), C(32), ForKind::kThreadIdxX, s);
-  s = ir::AllocateNode::Make(bd.Decl(bd.b), s);
-  s = ir::AllocateNode::Make(bd.Decl(bd.a), s);
-  if (bd.presplit) {
-    s = ir::AllocateNode::Make(bd.Decl(bd.b_small), s);
-    s = ir::AllocateNode::Make(bd.Decl(bd.a_small), s);
-  }
-  for (const std::string& ring : {bd.barriers, bd.empties}) {
-    if (ring.empty()) continue;
+  if (!bd.warp_staging.empty()) {
+    s = ir::AllocateNode::Make(WarpStagingDecl(bd), s);
     s = ir::AllocateNode::Make(
-        {ring, ir::ScalarType::kInt64, {bd.stages}, ir::MemoryScope::kShared}, s);
+        {bd.warp_staging_bars, ir::ScalarType::kInt64, {bd.warps}, ir::MemoryScope::kShared}, s);
   }
-  if (!bd.turn.empty()) {
-    s = ir::AllocateNode::Make({bd.turn, ir::ScalarType::kInt64, {2}, ir::MemoryScope::kShared}, s);
-  }
-  for (const Operand* o : {&bd.a, &bd.b}) {
-    for (const std::string& name : {o->big, o->small}) {
-      if (name.empty()) continue;
-      s = ir::AllocateNode::Make({name,
-                                  ir::ScalarType::kFloat32,
-                                  {bd.Tf32Sets() * bd.TileElems(*o)},
-                                  ir::MemoryScope::kShared},
-                                 s);
-    }
-  }
+  for (const ir::BufferDecl& decl : shared) s = ir::AllocateNode::Make(decl, s);
   if (bz.defined()) s = ir::ForNode::Make(bz, C(0), C(bd.split), ForKind::kBlockIdxZ, s);
   if (by.defined()) s = ir::ForNode::Make(by, C(0), C(mm->batch), ForKind::kBlockIdxY, s);
   out.kernels.push_back(ir::ForNode::Make(bx, C(0), C(bd.grid), ForKind::kBlockIdxX, s));

@@ -167,10 +167,16 @@ TEST(WgmmaPtx, WarpSpecializedTmaCompilesForSm90aAndAssembles) {
     p.tma = p.ws = true;
     const std::string ptx = WgmmaPtx(p);
     ASSERT_FALSE(ptx.empty());
-    EXPECT_EQ(Count(ptx, "mbarrier.init.shared::cta.b64"), 2 * p.pipeline);
+    // The ring's two barriers per slot, and one per consumer warp (two warpgroups) for its
+    // staged output: its float32 product goes through shared memory into 16-byte stores, none
+    // of the fragment layout's 8-byte pairs is left.
+    EXPECT_EQ(Count(ptx, "mbarrier.init.shared::cta.b64"), 2 * p.pipeline + 8);
     EXPECT_GE(Count(ptx, "mbarrier.arrive.shared::cta.b64"), 2);
     EXPECT_GE(Count(ptx, "cp.async.bulk.tensor.2d"), 2);
     EXPECT_EQ(Count(ptx, "bar.sync"), 1);
+    EXPECT_GE(Count(ptx, "ld.shared.v4"), 1);
+    EXPECT_GE(Count(ptx, "st.global.v4"), 1);
+    EXPECT_EQ(Count(ptx, "st.global.v2"), 0);
     if (p.persistent) {
       absl::StatusOr<schedule::LoweredKernel> k = LowerWgmma(p);
       ASSERT_TRUE(k.ok()) << k.status();
@@ -198,7 +204,8 @@ TEST(WgmmaPtx, PingPongConsumersCompileForSm90aAndAssemble) {
   EXPECT_NE(nest.find(".consume.tile in [0, 4)"), std::string::npos) << nest;
   const std::string ptx = WgmmaPtx(p);
   ASSERT_FALSE(ptx.empty());
-  EXPECT_EQ(Count(ptx, "mbarrier.init.shared::cta.b64"), 2 * p.pipeline + 2);
+  // The ring's, the two turn barriers and one per consumer warp (its staged output).
+  EXPECT_EQ(Count(ptx, "mbarrier.init.shared::cta.b64"), 2 * p.pipeline + 2 + 8);
   EXPECT_EQ(Count(ptx, "bar.sync"), 1);
   ExpectPtxasAccepts(ptx, "wgmma_ws_pingpong_" + p.kind, "sm_90a");
 }

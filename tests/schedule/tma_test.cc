@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "codegen/codegen.h"
 #include "gtest/gtest.h"
 #include "ir/loop_nest_codec.h"
@@ -213,6 +214,103 @@ TEST(TmaStep, PingPongConsumersTakeTilesInTurn) {
     broken.body = DropTurnWaits().Mutate(broken.body);
     absl::StatusOr<double> bad = testing::RelErrorToFloat64(dag, broken, 78);
     EXPECT_TRUE(!bad.ok() || *bad > 0.1) << "no turn waits and still right";
+  }
+}
+
+// Shared bytes of the nest's shared buffers whose names do not contain `skip`, each on the
+// code generator's 1024-byte period for wgmma kernels.
+int64_t SharedBytesWithout(const ir::Stmt& body, const std::string& skip) {
+  struct Sum : ir::StmtVisitor {
+    std::string skip;
+    int64_t total = 0;
+    void VisitAllocate(const ir::AllocateNode* op, const ir::Stmt& s) override {
+      if (op->buffer.scope == ir::MemoryScope::kShared &&
+          op->buffer.name.find(skip) == std::string::npos) {
+        total += (op->buffer.Bytes() + 1023) / 1024 * 1024;
+      }
+      ir::StmtVisitor::VisitAllocate(op, s);
+    }
+  } sum;
+  sum.skip = skip;
+  sum.Visit(body);
+  return sum.total;
+}
+
+// The element count of the consumers' staging buffer in the nest's text (".out.staged: T[N]"),
+// 0 without one.
+int64_t StagedElements(const std::string& text) {
+  const size_t at = text.find(".out.staged: ");
+  if (at == std::string::npos) return 0;
+  const size_t open = text.find('[', at);
+  return std::stoll(text.substr(open + 1, text.find(']', open) - open - 1));
+}
+
+// A warp-specialized consumer stores its output through shared memory, each warp through two
+// buffers and an mbarrier of its own: in chunks of 64 columns where they fit beside the ring (the
+// H200's 227 KB), of 16 under a limit that leaves room for no more (four chunks per 64-column
+// tile, the buffers alternating across a persistent consumer's tiles), and not at all where
+// nothing fits (the fragment-layout stores). Every form matches float64, with one consumer
+// warpgroup, persistent blocks and ping-pong consumers; without the warps' waits a lane stores
+// pieces its neighbours have not put yet, a wrong answer.
+TEST(TmaStep, WarpSpecializedConsumersStageTheirOutput) {
+  const ir::ComputeDAG dag =
+      BuildOpOrDie("matmul", {{128, 320}, {320, 256}}, ir::ScalarType::kBFloat16);
+  struct Case {
+    bool persistent, pingpong;
+  };
+  for (const Case c : {Case{false, false}, Case{true, false}, Case{true, true}}) {
+    SCOPED_TRACE(absl::StrCat("persistent ", c.persistent, " pingpong ", c.pingpong));
+    const State s = State::Initial(dag);
+    TensorCoreStep t = TmaStep("bf16", 64, 64, 64, 64, 64, 3);
+    t.warp_specialized = true;
+    t.persistent = c.persistent;
+    t.pingpong = c.pingpong;
+    t.stage_id = SumReductionStage(s);
+    absl::StatusOr<State> st = testing::ApplyWithEpilogue(s, t);
+    ASSERT_TRUE(st.ok()) << st.status();
+    Target target = CudaTarget();
+    target.sm_count = 3;  // 8 tiles: blocks of up to 3 (persistent)
+    const int64_t warps = c.pingpong ? 8 : 4;
+    absl::StatusOr<LoweredKernel> wide = Lower(dag, *st, target);
+    ASSERT_TRUE(wide.ok()) << wide.status();
+    const std::string text = ir::ToString(wide->nest);
+    // The cast to bfloat16 is the kernel's epilogue: [warps][2][16 rows][64 columns] of it.
+    EXPECT_NE(text.find(".out.staged: bfloat16["), std::string::npos) << text;
+    EXPECT_EQ(StagedElements(text), warps * 2 * 16 * 64) << text;
+    absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, wide->nest, 81);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
+
+    const int64_t rest = SharedBytesWithout(wide->nest.body, ".out.staged");
+    // Room for 16 columns (warps · 2 · 16 · 16 bfloat16) and the barriers, not for 32.
+    target.max_shared_memory_per_block = target.max_shared_memory_optin =
+        rest + warps * 2 * 16 * 16 * 2 + 1024;
+    absl::StatusOr<LoweredKernel> narrow = Lower(dag, *st, target);
+    ASSERT_TRUE(narrow.ok()) << narrow.status();
+    EXPECT_EQ(StagedElements(ir::ToString(narrow->nest)), warps * 2 * 16 * 16);
+    err = testing::RelErrorToFloat64(dag, narrow->nest, 82);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
+
+    class DropStagingWaits : public ir::StmtMutator {
+     protected:
+      ir::Stmt MutateMbarrier(const ir::MbarrierNode* op, const ir::Stmt& s) override {
+        const bool staging = op->buffer.find(".out.staged.bar") != std::string::npos;
+        return staging && op->op == ir::MbarrierNode::Op::kWait ? ir::SeqNode::Make({}) : s;
+      }
+    };
+    ir::LoopNest broken = narrow->nest;
+    broken.body = DropStagingWaits().Mutate(broken.body);
+    absl::StatusOr<double> bad = testing::RelErrorToFloat64(dag, broken, 82);
+    EXPECT_TRUE(!bad.ok() || *bad > 0.1) << "no staging waits and still right";
+
+    target.max_shared_memory_per_block = target.max_shared_memory_optin = rest + 1024;
+    absl::StatusOr<LoweredKernel> none = Lower(dag, *st, target);
+    ASSERT_TRUE(none.ok()) << none.status();
+    EXPECT_EQ(StagedElements(ir::ToString(none->nest)), 0);
+    err = testing::RelErrorToFloat64(dag, none->nest, 83);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
   }
 }
 
