@@ -769,6 +769,8 @@ absl::Status Emitter::EmitStmt(const Stmt& s) {
       return EmitTmaLoad(s.as<ir::TmaLoadNode>());
     case ir::StmtKind::kMbarrier:
       return EmitMbarrier(s.as<ir::MbarrierNode>());
+    case ir::StmtKind::kSetMaxNReg:
+      return EmitSetMaxNReg(s.as<ir::SetMaxNRegNode>());
   }
   return absl::InternalError("unhandled statement kind");
 }

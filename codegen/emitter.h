@@ -173,6 +173,9 @@ class Emitter {
   /// buffer, shared destinations, an int64 barrier buffer), a coordinate count off the map's rank.
   absl::Status EmitTmaLoad(const ir::TmaLoadNode* op);
   absl::Status EmitMbarrier(const ir::MbarrierNode* op);
+  /// SetMaxNReg (tma_emit.cc): setmaxnreg.{inc,dec}.sync.aligned.u32. Errors (kInvalidArgument):
+  /// the host target, a vectorized loop around it.
+  absl::Status EmitSetMaxNReg(const ir::SetMaxNRegNode* op);
   /// The 32-bit shared-window byte address (i32) of element `element` of the flat view of shared
   /// buffer `name` (kInvalidArgument naming `what` when it is not a shared buffer in scope).
   absl::StatusOr<mlir::Value> SharedAddress32(const std::string& what, const std::string& name,

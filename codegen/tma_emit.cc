@@ -9,6 +9,7 @@
 // - arrive_expect_tx: the thread arrives and raises the phase's expected transaction bytes;
 //   arrive: it only arrives.
 // - wait: a try_wait.parity loop (labels scoped by braces, so each inlined copy has its own).
+// - setmaxnreg (EmitSetMaxNReg): the NVVM intrinsic.
 // - tma_load: cp.async.bulk.tensor.<rank>d.shared::cluster.global.mbarrier::complete_tx::bytes
 //   with the box coordinates innermost first (the IR's are outermost first), as 32-bit integers.
 #include <string>
@@ -19,6 +20,7 @@
 #include "codegen/emitter.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -100,6 +102,23 @@ absl::Status Emitter::EmitMbarrier(const ir::MbarrierNode* op) {
     }
   }
   return absl::InternalError(what + ": unknown operation");
+}
+
+// A warpgroup's register reallocation (sm_90a; ptxas compiles the code it dominates within the
+// new limit, and with one in the kernel allocates the most registers the block size allows).
+absl::Status Emitter::EmitSetMaxNReg(const ir::SetMaxNRegNode* op) {
+  const std::string what = absl::StrCat("setmaxnreg.", op->increase ? "inc " : "dec ", op->count);
+  if (config_.target != EmitTarget::kGpu) {
+    return absl::InvalidArgumentError(what + ": register reallocation is GPU-only (sm_90a)");
+  }
+  if (lane_.active) return absl::InvalidArgumentError(what + " inside a vectorized loop");
+  // The NVVM intrinsic, not inline PTX: it is convergent, so LLVM does not move it across the
+  // warpgroup-uniform branch it sits in.
+  b_.getContext()->getOrLoadDialect<mlir::NVVM::NVVMDialect>();
+  mlir::NVVM::SetMaxRegisterOp::create(b_, loc_, static_cast<int32_t>(op->count),
+                                       op->increase ? mlir::NVVM::SetMaxRegisterAction::increase
+                                                    : mlir::NVVM::SetMaxRegisterAction::decrease);
+  return absl::OkStatus();
 }
 
 absl::Status Emitter::EmitTmaLoad(const ir::TmaLoadNode* op) {

@@ -309,6 +309,7 @@ class Extractor {
       case ir::StmtKind::kTmaLoad:
         return TmaRow(*s.as<ir::TmaLoadNode>());
       case ir::StmtKind::kMbarrier:  // synchronization, like a Barrier
+      case ir::StmtKind::kSetMaxNReg:
         return absl::OkStatus();
     }
     return absl::OkStatus();

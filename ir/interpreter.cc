@@ -925,6 +925,12 @@ class RegionSharedAllocStmt final : public CStmt {
   CStmtPtr body_;
 };
 
+// Register reallocation (SetMaxNRegNode): no effect on any value.
+class NopStmt final : public CStmt {
+ public:
+  void Exec(Ctx&) override {}
+};
+
 // Only ever awaited (ChildAwaiter suspends the thread there); never executed directly.
 class BarrierStmt final : public CStmt {
  public:
@@ -1263,6 +1269,8 @@ class Compiler {
         return CompileTmaLoad(*s.as<TmaLoadNode>());
       case StmtKind::kMbarrier:
         return CompileMbarrier(*s.as<MbarrierNode>());
+      case StmtKind::kSetMaxNReg:
+        return CStmtPtr(std::make_unique<NopStmt>());
     }
     CHECK(false) << "unhandled statement kind";
     return CStmtPtr();

@@ -29,7 +29,7 @@ constexpr uint8_t kUndefinedStmt = 0xFF;
 constexpr int kMaxDepth = 10000;
 
 constexpr uint8_t kNumExprKinds = static_cast<uint8_t>(ExprKind::kLoad) + 1;
-constexpr uint8_t kNumStmtKinds = static_cast<uint8_t>(StmtKind::kMbarrier) + 1;
+constexpr uint8_t kNumStmtKinds = static_cast<uint8_t>(StmtKind::kSetMaxNReg) + 1;
 constexpr uint8_t kNumTypes = static_cast<uint8_t>(ScalarType::kBool) + 1;
 constexpr uint8_t kNumForKinds = static_cast<uint8_t>(ForKind::kThreadIdxZ) + 1;
 constexpr uint8_t kNumScopes = static_cast<uint8_t>(MemoryScope::kLocal) + 1;
@@ -188,6 +188,9 @@ class Encoder {
       Write(mb->index);
       I64(mb->count);
       Write(mb->parity);
+    } else if (const auto* r = s.as<SetMaxNRegNode>()) {
+      I64(r->count);
+      Bool(r->increase);
     }
   }
 
@@ -539,6 +542,15 @@ class Decoder {
           Fail("mbarrier wait without a parity");
         }
         return Stmt(std::move(m));
+      }
+      case StmtKind::kSetMaxNReg: {
+        const int64_t count = I64();
+        const bool increase = Bool();
+        if (ok() && (count < 24 || count > 256 || count % 8 != 0)) {
+          Fail("setmaxnreg count outside 24..256 or not a multiple of 8");
+          return Stmt();
+        }
+        return ok() ? SetMaxNRegNode::Make(count, increase) : Stmt();
       }
     }
     Fail("statement kind is not handled");

@@ -161,6 +161,25 @@ std::string BufferText(const BufferDecl& b) {
   return text;
 }
 
+// An mbarrier operation or a register reallocation, on one line.
+void PrintSyncStmt(std::ostream& os, const Stmt& s, const std::string& pad) {
+  if (const auto* r = s.as<SetMaxNRegNode>()) {
+    os << pad << "setmaxnreg." << (r->increase ? "inc " : "dec ") << r->count << "\n";
+    return;
+  }
+  const auto* m = s.as<MbarrierNode>();
+  os << pad << "mbarrier_" << MbarrierOpName(m->op) << " " << m->buffer << "[";
+  Print(os, m->index);
+  os << "]";
+  if (m->op == MbarrierNode::Op::kWait) {
+    os << " parity ";
+    Print(os, m->parity);
+  } else if (m->op != MbarrierNode::Op::kArrive) {
+    os << " " << m->count;
+  }
+  os << "\n";
+}
+
 void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
   std::string pad(indent * 2, ' ');
   if (!s.defined()) return;
@@ -288,20 +307,10 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
       os << "]\n";
       return;
     }
-    case StmtKind::kMbarrier: {
-      const auto* m = s.as<MbarrierNode>();
-      os << pad << "mbarrier_" << MbarrierOpName(m->op) << " " << m->buffer << "[";
-      Print(os, m->index);
-      os << "]";
-      if (m->op == MbarrierNode::Op::kWait) {
-        os << " parity ";
-        Print(os, m->parity);
-      } else if (m->op != MbarrierNode::Op::kArrive) {
-        os << " " << m->count;
-      }
-      os << "\n";
+    case StmtKind::kMbarrier:
+    case StmtKind::kSetMaxNReg:
+      PrintSyncStmt(os, s, pad);
       return;
-    }
     case StmtKind::kEvaluate:
       os << pad;
       Print(os, s.as<EvaluateNode>()->value);

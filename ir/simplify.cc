@@ -933,6 +933,8 @@ Stmt Simplifier::MutateStmt(const Stmt& s) {
       }
       return s;
     }
+    case StmtKind::kSetMaxNReg:
+      return s;
     case StmtKind::kEvaluate: {
       const auto* op = s.as<EvaluateNode>();
       Expr v = Mutate(op->value);

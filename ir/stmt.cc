@@ -189,6 +189,11 @@ Stmt MakeMbarrier(MbarrierNode::Op op, std::string buffer, Expr index, int64_t c
 }
 }  // namespace
 
+Stmt SetMaxNRegNode::Make(int64_t count, bool increase) {
+  CHECK(count >= 24 && count <= 256 && count % 8 == 0) << "setmaxnreg count " << count;
+  return Stmt(std::make_shared<SetMaxNRegNode>(count, increase));
+}
+
 Stmt MbarrierNode::Init(std::string buffer, Expr index, int64_t arrivals) {
   CHECK(arrivals >= 1 && arrivals < (1 << 20)) << "mbarrier arrivals " << arrivals;
   return MakeMbarrier(Op::kInit, std::move(buffer), std::move(index), arrivals, Expr());
@@ -441,6 +446,8 @@ void StmtVisitor::VisitTmaLoad(const TmaLoadNode* op, const Stmt&) {
   VisitExpr(op->barrier_index);
 }
 
+void StmtVisitor::VisitSetMaxNReg(const SetMaxNRegNode*, const Stmt&) {}
+
 void StmtVisitor::VisitMbarrier(const MbarrierNode* op, const Stmt&) {
   VisitExpr(op->index);
   if (op->parity.defined()) VisitExpr(op->parity);
@@ -544,6 +551,7 @@ Stmt StmtMutator::MutateTmaLoad(const TmaLoadNode* op, const Stmt& s) {
   return TmaLoadNode::Make(op->tensor_map, std::move(coords), op->dst, std::move(dst), op->barrier,
                            std::move(bar));
 }
+Stmt StmtMutator::MutateSetMaxNReg(const SetMaxNRegNode*, const Stmt& s) { return s; }
 Stmt StmtMutator::MutateMbarrier(const MbarrierNode* op, const Stmt& s) {
   Expr index = MutateExpr(op->index);
   Expr parity = op->parity.defined() ? MutateExpr(op->parity) : op->parity;

@@ -40,7 +40,8 @@ namespace tilesearch::ir {
   X(WarpMma)                  \
   X(Wgmma)                    \
   X(TmaLoad)                  \
-  X(Mbarrier)
+  X(Mbarrier)                 \
+  X(SetMaxNReg)
 
 enum class StmtKind : uint8_t {
 #define TS_DECLARE_KIND(name) k##name,
@@ -452,6 +453,21 @@ struct MbarrierNode : StmtNode {
 };
 /// "init", "arrive_expect_tx", "wait", "arrive".
 const char* MbarrierOpName(MbarrierNode::Op op);
+
+/// Register reallocation between warpgroups (PTX `setmaxnreg.{inc,dec}.sync.aligned.u32`,
+/// sm_90a): every thread of a warpgroup executes it, and the warpgroup's per-thread register limit
+/// becomes `count` (24..256, a multiple of 8), registers taken from (`increase`) or returned to the
+/// block's pool; an increase waits until the pool has them. No effect on any value: the
+/// interpreter checks the count and goes on. (A warp-specialized kernel's producer warpgroup
+/// returns registers its consumers take: CUTLASS's register reallocation.)
+struct SetMaxNRegNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kSetMaxNReg;
+  SetMaxNRegNode(int64_t c, bool inc) : StmtNode(kKind), count(c), increase(inc) {}
+  /// CHECKs the count (24..256, a multiple of 8).
+  static Stmt Make(int64_t count, bool increase);
+  const int64_t count;
+  const bool increase;
+};
 
 /// One kernel: parameters in argument order (inputs, then outputs) and the body.
 struct LoopNest {

@@ -249,6 +249,7 @@ class RegionCollector {
       case ir::StmtKind::kWgmma:
       case ir::StmtKind::kTmaLoad:
       case ir::StmtKind::kMbarrier:
+      case ir::StmtKind::kSetMaxNReg:
         break;
       case ir::StmtKind::kEvaluate:
         VisitExpr(s.as<ir::EvaluateNode>()->value);

@@ -760,11 +760,32 @@ struct Builder {
           }
           return ir::SeqNode::Make(seq);
         }));
+    produce = ir::IfThenElseNode::Make(first_thread == C(0), produce);
+    if (const std::optional<std::pair<int64_t, int64_t>> regs = WsRegisters()) {
+      produce = ir::SeqNode::Make({ir::SetMaxNRegNode::Make(regs->first, false), produce});
+      consume = ir::SeqNode::Make({ir::SetMaxNRegNode::Make(regs->second, true), consume});
+    }
     return ir::SeqNode::Make(
         {ir::IfThenElseNode::Make(first_thread == C(0), ir::SeqNode::Make(init)),
-         ir::BarrierNode::Make(),
-         ir::IfThenElseNode::Make(
-             tid < C(0), ir::IfThenElseNode::Make(first_thread == C(0), produce), consume)});
+         ir::BarrierNode::Make(), ir::IfThenElseNode::Make(tid < C(0), produce, consume)});
+  }
+
+  // Register reallocation of a warp-specialized block with two or more consumer warpgroups
+  // (CUTLASS's producer 40 / consumers 232 at 384 threads): the producer warpgroup's per-thread
+  // limit and the consumers', or nullopt where the consumers would gain nothing. With a
+  // setmaxnreg in the kernel, ptxas allocates each thread the most the block size allows (168 at
+  // 384 threads: 65536 / 384 rounded down to the 8-register granule), the block's pool; the
+  // consumers take what the producer returns, so the two limits must fit the pool exactly or the
+  // consumers' increase waits forever.
+  std::optional<std::pair<int64_t, int64_t>> WsRegisters() const {
+    constexpr int64_t kProducer = 40;
+    const int64_t block_threads = threads + 128;
+    if (threads < 256) return std::nullopt;
+    const int64_t start = std::min<int64_t>(255, 65536 / block_threads) / 8 * 8;
+    const int64_t consumer =
+        std::min<int64_t>(256, (start * block_threads - kProducer * 128) / threads / 8 * 8);
+    if (consumer <= start) return std::nullopt;
+    return std::pair{kProducer, consumer};
   }
 
   // wgmma fed by TMA (TensorCoreStep::tma): thread 0 initializes one mbarrier per ring slot and
@@ -937,16 +958,20 @@ struct Builder {
     return ir::SeqNode::Make({ir::BarrierNode::Make(), put, ir::BarrierNode::Make(), copy});
   }
 
-  // Element offset of element (row, col) of a warp's staged chunk of `stage_cols` columns: as
-  // StagedOffset, rows whose 16-byte chunks are xor-swizzled by the row, so that the fragment
-  // writes (8 rows at once) and the row reads (a 16-byte chunk per lane) spread over the banks.
+  // Element offset of element (row, col) of a warp's staged chunk of `stage_cols` columns: rows
+  // whose 16-byte pieces are xor-swizzled by the row's 128-byte line (rows_per_line rows share
+  // one), so that a fragment write (8 rows, 16 bytes each) lands in 8 distinct 16-byte bank
+  // groups, and a row read (a piece per lane) stays conflict-free too.
   Expr WarpStagedOffset(const Expr& row, const Expr& col) const {
-    const int64_t vc = 16 / ir::BytesOf(k.out_dtype);
-    const int64_t chunks = stage_cols / vc;
-    const int bits = chunks >= 8 ? 3 : chunks >= 4 ? 2 : chunks >= 2 ? 1 : 0;
-    const Expr chunk =
-        bits == 0 ? col / C(vc) : XorLowBits(col / C(vc), row % C(int64_t{1} << bits), bits);
-    return row * C(stage_cols) + chunk * C(vc) + col % C(vc);
+    const int64_t eb = ir::BytesOf(k.out_dtype);
+    const int64_t vc = 16 / eb;
+    const int64_t pieces = stage_cols / vc;
+    const int64_t rows_per_line = std::max<int64_t>(1, 128 / (stage_cols * eb));
+    const int bits = pieces >= 8 ? 3 : pieces >= 4 ? 2 : pieces >= 2 ? 1 : 0;
+    const Expr line = rows_per_line == 1 ? row : row / C(rows_per_line);
+    const Expr piece =
+        bits == 0 ? col / C(vc) : XorLowBits(col / C(vc), line % C(int64_t{1} << bits), bits);
+    return row * C(stage_cols) + piece * C(vc) + col % C(vc);
   }
 
   // A warp-specialized consumer's epilogue through its warp's staging buffers: per chunk of
@@ -1411,15 +1436,17 @@ int64_t WgmmaSharedBytes(const std::vector<ir::BufferDecl>& decls) {
   return total;
 }
 
-// Warp-specialized wgmma whose block tiles cover the output, stored along an innermost n axis
-// in 2- or 4-byte elements: the consumer warps stage their output through shared memory
-// (Builder::WarpStagedEpilogue) in chunks of the widest of 64, 32, 16 or 8 columns that
-// divides the warpgroup tile and fits beside `shared` within the target's shared limit. Nothing
-// fits: the fragment-layout stores, as before.
+// Warp-specialized wgmma whose block tiles cover the output, stored along an innermost n axis in
+// 2-byte elements: the consumer warps stage their output through shared memory
+// (Builder::WarpStagedEpilogue) in chunks of the widest of 64, 32 or 16 columns that divides the
+// warpgroup tile and fits beside `shared` within the target's shared limit without taking a
+// block off a multiprocessor (persistent blocks run one per multiprocessor anyway). Nothing
+// fits: the fragment-layout stores, as before. 4-byte outputs keep them: a quad's fragment store
+// is 4 × 8 bytes, a whole 32-byte sector already (and 8 columns of 2 bytes are one 16-byte
+// piece either way).
 void PlanWarpStaging(const Target& target, const std::vector<ir::BufferDecl>& shared, Builder* bd) {
-  const int64_t eb = ir::BytesOf(bd->k.out_dtype);
   if (!bd->ws || !bd->wgmma || bd->split > 1 || bd->mm.m % bd->bm != 0 || bd->mm.n % bd->bn != 0 ||
-      (eb != 2 && eb != 4)) {
+      ir::BytesOf(bd->k.out_dtype) != 2) {
     return;
   }
   if (bd->mm.n_axes.size() != 1 || bd->mm.n_axes[0] + 1 != static_cast<int>(bd->op.axes.size())) {
@@ -1428,16 +1455,22 @@ void PlanWarpStaging(const Target& target, const std::vector<ir::BufferDecl>& sh
   // (The limit the lowering checks: gpu_validity.cc.)
   const int64_t limit =
       std::max(target.max_shared_memory_per_block, target.max_shared_memory_optin);
+  // A multiprocessor's shared memory: the block limit plus the 1 KB the system reserves per block
+  // (Hopper: 227 + 1 of 228 KB).
+  constexpr int64_t kReserved = 1024;
+  const int64_t per_sm = limit + kReserved;
+  const int64_t blocks = per_sm / (WgmmaSharedBytes(shared) + kReserved);
   bd->warp_staging = bd->k.fresh(bd->op.name + ".out.staged");
   bd->warp_staging_bars = bd->k.fresh(bd->op.name + ".out.staged.bar");
-  for (const int64_t cols : {64, 32, 16, 8}) {
+  for (const int64_t cols : {64, 32, 16}) {
     if (bd->wn % cols != 0) continue;
     bd->stage_cols = cols;
     std::vector<ir::BufferDecl> all = shared;
     all.push_back(WarpStagingDecl(*bd));
     all.push_back(
         {bd->warp_staging_bars, ir::ScalarType::kInt64, {bd->warps}, ir::MemoryScope::kShared});
-    if (WgmmaSharedBytes(all) <= limit) return;
+    const int64_t bytes = WgmmaSharedBytes(all);
+    if (bytes <= limit && (bd->persistent || per_sm / (bytes + kReserved) >= blocks)) return;
   }
   bd->warp_staging.clear();
   bd->warp_staging_bars.clear();

@@ -37,6 +37,7 @@ struct Problem {
   bool ws = false;          // TensorCoreStep::warp_specialized
   bool persistent = false;  // TensorCoreStep::persistent
   bool pingpong = false;    // TensorCoreStep::pingpong (one warpgroup tile per block tile)
+  int epilogue = 0;         // TensorCoreStep::epilogue (1: the cast to the output type fused)
 };
 
 std::vector<LaunchConfig> Launches(const schedule::LoweredKernel& k) {
@@ -77,6 +78,7 @@ absl::StatusOr<schedule::LoweredKernel> LowerWgmma(const Problem& p) {
   t.warp_specialized = p.ws;
   t.persistent = p.persistent;
   t.pingpong = p.pingpong;
+  t.epilogue = p.epilogue;
   ASSIGN_OR_RETURN(s, schedule::ApplyStep(s, t));
   Target target;
   target.kind = TargetKind::kCuda;
@@ -167,16 +169,14 @@ TEST(WgmmaPtx, WarpSpecializedTmaCompilesForSm90aAndAssembles) {
     p.tma = p.ws = true;
     const std::string ptx = WgmmaPtx(p);
     ASSERT_FALSE(ptx.empty());
-    // The ring's two barriers per slot, and one per consumer warp (two warpgroups) for its
-    // staged output: its float32 product goes through shared memory into 16-byte stores, none
-    // of the fragment layout's 8-byte pairs is left.
-    EXPECT_EQ(Count(ptx, "mbarrier.init.shared::cta.b64"), 2 * p.pipeline + 8);
+    EXPECT_EQ(Count(ptx, "mbarrier.init.shared::cta.b64"), 2 * p.pipeline);
     EXPECT_GE(Count(ptx, "mbarrier.arrive.shared::cta.b64"), 2);
     EXPECT_GE(Count(ptx, "cp.async.bulk.tensor.2d"), 2);
     EXPECT_EQ(Count(ptx, "bar.sync"), 1);
-    EXPECT_GE(Count(ptx, "ld.shared.v4"), 1);
-    EXPECT_GE(Count(ptx, "st.global.v4"), 1);
-    EXPECT_EQ(Count(ptx, "st.global.v2"), 0);
+    // Two consumer warpgroups: the producer returns registers they take (384 threads: 168 each
+    // at launch, 40 + 2 x 232 after).
+    EXPECT_EQ(Count(ptx, "setmaxnreg.dec.sync.aligned.u32 \t40;"), 1);
+    EXPECT_EQ(Count(ptx, "setmaxnreg.inc.sync.aligned.u32 \t232;"), 1);
     if (p.persistent) {
       absl::StatusOr<schedule::LoweredKernel> k = LowerWgmma(p);
       ASSERT_TRUE(k.ok()) << k.status();
@@ -204,10 +204,32 @@ TEST(WgmmaPtx, PingPongConsumersCompileForSm90aAndAssemble) {
   EXPECT_NE(nest.find(".consume.tile in [0, 4)"), std::string::npos) << nest;
   const std::string ptx = WgmmaPtx(p);
   ASSERT_FALSE(ptx.empty());
-  // The ring's, the two turn barriers and one per consumer warp (its staged output).
-  EXPECT_EQ(Count(ptx, "mbarrier.init.shared::cta.b64"), 2 * p.pipeline + 2 + 8);
+  EXPECT_EQ(Count(ptx, "mbarrier.init.shared::cta.b64"), 2 * p.pipeline + 2);
+  EXPECT_EQ(Count(ptx, "setmaxnreg.inc.sync.aligned.u32 \t232;"), 1);
   EXPECT_EQ(Count(ptx, "bar.sync"), 1);
   ExpectPtxasAccepts(ptx, "wgmma_ws_pingpong_" + p.kind, "sm_90a");
+}
+
+// Persistent warp-specialized consumers with the cast to bfloat16 fused stage their output:
+// per chunk of 64 columns the fragments go to shared memory (4-byte pieces), then each lane
+// stores whole 16-byte row pieces, read back as 16-byte vectors: no 4-byte global store is left.
+// One mbarrier per consumer warp besides the ring's; ptxas accepts it for sm_90a and keeps the
+// register reallocation (it prints a note when it has to ignore a setmaxnreg).
+TEST(WgmmaPtx, WarpSpecializedConsumersStageTheirOutput) {
+  Problem p{"bf16", false, 64, 256, 64, 4};
+  p.tma = p.ws = p.persistent = true;
+  p.epilogue = 1;
+  const std::string ptx = WgmmaPtx(p);
+  ASSERT_FALSE(ptx.empty());
+  EXPECT_EQ(Count(ptx, "mbarrier.init.shared::cta.b64"), 2 * p.pipeline + 8);
+  // A warp's 16 rows x 256 columns: 64 fragment pairs put, 16 pieces of 16 bytes per lane.
+  EXPECT_EQ(Count(ptx, "st.shared.b32"), 64);
+  EXPECT_EQ(Count(ptx, "ld.shared.v4"), 16);
+  EXPECT_EQ(Count(ptx, "st.global.v4"), 16);
+  EXPECT_EQ(Count(ptx, "st.global.b32"), 0);
+  std::optional<std::string> log = PtxasLog(ptx, "wgmma_ws_staged", "sm_90a");
+  if (!log.has_value()) GTEST_SKIP() << "ptxas not found at " << kPtxas;
+  EXPECT_EQ(log->find("setmaxnreg"), std::string::npos) << *log;
 }
 
 // float32 operands on TF32 wgmma with an MN-major B: each k tile's ring slot is copied into

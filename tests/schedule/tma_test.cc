@@ -245,20 +245,22 @@ int64_t StagedElements(const std::string& text) {
   return std::stoll(text.substr(open + 1, text.find(']', open) - open - 1));
 }
 
-// A warp-specialized consumer stores its output through shared memory, each warp through two
-// buffers and an mbarrier of its own: in chunks of 64 columns where they fit beside the ring (the
-// H200's 227 KB), of 16 under a limit that leaves room for no more (four chunks per 64-column
-// tile, the buffers alternating across a persistent consumer's tiles), and not at all where
-// nothing fits (the fragment-layout stores). Every form matches float64, with one consumer
-// warpgroup, persistent blocks and ping-pong consumers; without the warps' waits a lane stores
-// pieces its neighbours have not put yet, a wrong answer.
+// A warp-specialized consumer stores its bfloat16 output through shared memory, each warp through
+// two buffers and an mbarrier of its own: persistent blocks in chunks of 64 columns (they fit
+// beside the ring in the H200's 227 KB); a block that is not persistent in chunks of 16, the
+// widest that keeps its four blocks per multiprocessor; under a limit with room for no more, 16
+// (four chunks per 64-column tile, the buffers alternating across a persistent consumer's
+// tiles); where nothing fits, not at all (the fragment-layout stores). Every form matches
+// float64, with one consumer warpgroup, persistent blocks and ping-pong consumers; without the
+// warps' waits a lane stores pieces its neighbours have not put yet, a wrong answer.
 TEST(TmaStep, WarpSpecializedConsumersStageTheirOutput) {
   const ir::ComputeDAG dag =
       BuildOpOrDie("matmul", {{128, 320}, {320, 256}}, ir::ScalarType::kBFloat16);
   struct Case {
     bool persistent, pingpong;
+    int64_t wide_cols;
   };
-  for (const Case c : {Case{false, false}, Case{true, false}, Case{true, true}}) {
+  for (const Case c : {Case{false, false, 16}, Case{true, false, 64}, Case{true, true, 64}}) {
     SCOPED_TRACE(absl::StrCat("persistent ", c.persistent, " pingpong ", c.pingpong));
     const State s = State::Initial(dag);
     TensorCoreStep t = TmaStep("bf16", 64, 64, 64, 64, 64, 3);
@@ -274,9 +276,9 @@ TEST(TmaStep, WarpSpecializedConsumersStageTheirOutput) {
     absl::StatusOr<LoweredKernel> wide = Lower(dag, *st, target);
     ASSERT_TRUE(wide.ok()) << wide.status();
     const std::string text = ir::ToString(wide->nest);
-    // The cast to bfloat16 is the kernel's epilogue: [warps][2][16 rows][64 columns] of it.
+    // The cast to bfloat16 is the kernel's epilogue: [warps][2][16 rows][columns] of it.
     EXPECT_NE(text.find(".out.staged: bfloat16["), std::string::npos) << text;
-    EXPECT_EQ(StagedElements(text), warps * 2 * 16 * 64) << text;
+    EXPECT_EQ(StagedElements(text), warps * 2 * 16 * c.wide_cols) << text;
     absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, wide->nest, 81);
     ASSERT_TRUE(err.ok()) << err.status();
     EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
@@ -309,6 +311,54 @@ TEST(TmaStep, WarpSpecializedConsumersStageTheirOutput) {
     ASSERT_TRUE(none.ok()) << none.status();
     EXPECT_EQ(StagedElements(ir::ToString(none->nest)), 0);
     err = testing::RelErrorToFloat64(dag, none->nest, 83);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
+  }
+}
+
+// The staged output of persistent warp-specialized consumers in the other tile shapes: a 128-row
+// warpgroup tile (two fragment rows per warp, 32 staged rows), two consumer warpgroups along n
+// (their register reallocation too), three chunks per tile (the buffers' alternation then
+// crosses tiles at odd uses), and a batch walked by the persistent blocks: each matches float64.
+TEST(TmaStep, StagedOutputOfEveryTileShape) {
+  struct Case {
+    const char* what;
+    const char* op;
+    std::vector<std::vector<int64_t>> shapes;
+    int64_t bm, bn, wm, wn;
+    int64_t warps;  // consumer warps
+    int64_t rows;   // staged rows per warp
+  };
+  const std::vector<Case> cases = {
+      {"warpgroup tile 128x128", "matmul", {{256, 128}, {128, 256}}, 128, 128, 128, 128, 4, 32},
+      {"two warpgroups along n", "matmul", {{128, 128}, {128, 256}}, 64, 128, 64, 64, 8, 16},
+      {"three chunks per tile", "matmul", {{128, 128}, {128, 384}}, 64, 192, 64, 192, 4, 16},
+      {"a batch", "batch_matmul", {{3, 64, 128}, {3, 128, 128}}, 64, 64, 64, 64, 4, 16},
+  };
+  uint64_t seed = 90;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const ir::ComputeDAG dag = BuildOpOrDie(c.op, c.shapes, ir::ScalarType::kBFloat16);
+    const State s = State::Initial(dag);
+    TensorCoreStep t = TmaStep("bf16", c.bm, c.bn, 64, c.wm, c.wn, 2);
+    t.warp_specialized = t.persistent = true;
+    t.stage_id = SumReductionStage(s);
+    absl::StatusOr<State> st = testing::ApplyWithEpilogue(s, t);
+    ASSERT_TRUE(st.ok()) << st.status();
+    Target target = CudaTarget();
+    target.sm_count = 2;
+    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, target);
+    ASSERT_TRUE(k.ok()) << k.status();
+    const std::string text = ir::ToString(k->nest);
+    EXPECT_EQ(StagedElements(text), c.warps * 2 * c.rows * 64) << text;
+    // Two consumer warpgroups: 40 registers for the producer, 232 for them (384 threads).
+    const bool realloc = c.warps == 8;
+    EXPECT_EQ(text.find("setmaxnreg.dec 40") != std::string::npos, realloc) << text;
+    EXPECT_EQ(text.find("setmaxnreg.inc 232") != std::string::npos, realloc) << text;
+    absl::StatusOr<ir::LoopNest> back = ir::DecodeLoopNest(ir::EncodeLoopNest(k->nest));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(ir::ToString(*back), text);
+    absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, ++seed);
     ASSERT_TRUE(err.ok()) << err.status();
     EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
   }
