@@ -67,6 +67,16 @@ bool UsesWgmma(const ir::Stmt& s) {
   return f.found;
 }
 
+// Whether a statement reallocates registers between warpgroups (setmaxnreg).
+bool UsesSetMaxNReg(const ir::Stmt& s) {
+  struct Finds : ir::StmtVisitor {
+    bool found = false;
+    void VisitSetMaxNReg(const ir::SetMaxNRegNode*, const ir::Stmt&) override { found = true; }
+  } f;
+  f.Visit(s);
+  return f.found;
+}
+
 // Bytes of the shared buffers a kernel allocates (each padded to 16 bytes, or to 1024 with
 // wgmma).
 class SharedBytes : public ir::StmtVisitor {
@@ -112,6 +122,12 @@ absl::Status EmitKernels(mlir::gpu::GPUModuleOp gpu_module, const ModulePlan& pl
     if (kp.min_blocks_per_sm > 0) {
       // NVVM's launch-bounds attribute: PTX .minnctapersm, with .maxntid from the block size.
       fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(static_cast<int32_t>(kp.min_blocks_per_sm)));
+    } else if (UsesSetMaxNReg(kp.body)) {
+      // One block per multiprocessor: ptxas then knows the registers each thread has at launch
+      // (without it, it ignores setmaxnreg: "unable to determine register count at entry") and
+      // gives every thread the most the block size allows, the pool the reallocation divides
+      // (schedule::WsRegisterSplit).
+      fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
     }
     fn.setKnownGridSizeAttr(
         b.getDenseI32ArrayAttr({static_cast<int32_t>(kp.grid[0]), static_cast<int32_t>(kp.grid[1]),

@@ -291,17 +291,18 @@ ir::Stmt ElementwiseRepack(const RepackedOperand& r, const std::string& workspac
                            s);
 }
 
-// A shared-memory tiled transpose: each block moves a tile of 64 (p) x 32 (q), where p is the
+// A shared-memory tiled transpose: each block moves a tile of 64 (p) x 64 (q), where p is the
 // workspace dimension holding the source's innermost dimension and q the workspace's innermost,
 // at one value of every other dimension. The loads run along p (coalesced in the source), the
 // stores along q (coalesced in the workspace); the tile is padded by one column against bank
-// conflicts. 32 x 8 threads, eight elements each per phase: a 32 x 32 tile's four loads per thread
-// left the H200's DRAM at 38 % (ncu: latency-bound, too few loads in flight).
+// conflicts. 32 x 8 threads, sixteen elements each per phase. Loads in flight are what bounds it
+// (a block's loads wait on its barrier while its stores run): on the H200 a 32 x 32 tile's four
+// loads per thread left DRAM at 38 %, a 64 x 32 tile's eight at 54 % (ncu, bench/NOTES.md).
 ir::Stmt TiledRepack(const RepackedOperand& r, const std::string& workspace,
                      const std::string& small_workspace, size_t p,
                      const std::function<std::string(const std::string&)>& fresh,
                      RepackValues values) {
-  constexpr int64_t kLanes = 32, kRows = 8, kTileP = 64, kTileQ = 32;
+  constexpr int64_t kLanes = 32, kRows = 8, kTileP = 64, kTileQ = 64;
   const size_t dims = r.shape.size();
   const size_t q = dims - 1;
   const int64_t tiles_p = (r.shape[p] + kTileP - 1) / kTileP;
@@ -337,16 +338,18 @@ ir::Stmt TiledRepack(const RepackedOperand& r, const std::string& workspace,
   read = ir::IfThenElseNode::Make(in[p] < C(r.shape[p]) && in[q] < C(r.shape[q]), read);
   read = ir::ForNode::Make(e, C(0), C(kTileQ / kRows), ir::ForKind::kUnrolled, read);
   read = ir::ForNode::Make(h, C(0), C(kTileP / kLanes), ir::ForKind::kUnrolled, read);
-  // Phase 2: element (p0 + ty + 8e, q0 + tx) written from tile[tx][ty + 8e].
+  // Phase 2: element (p0 + ty + 8e, q0 + tx + 32h) written from tile[tx + 32h][ty + 8e].
+  const Expr h2 = ir::MakeVar(fresh(workspace + ".h"));
   const Expr e2 = ir::MakeVar(fresh(workspace + ".e"));
   std::vector<Expr> out = at;
   out[p] = p0 + ty + e2 * C(kRows);
-  out[q] = q0 + tx;
-  ir::Stmt write =
-      StoreValue(workspace, small_workspace, out,
-                 ir::LoadNode::Make(r.dtype, tile, {tx, ty + e2 * C(kRows)}), values, fresh);
+  out[q] = q0 + tx + h2 * C(kLanes);
+  ir::Stmt write = StoreValue(
+      workspace, small_workspace, out,
+      ir::LoadNode::Make(r.dtype, tile, {tx + h2 * C(kLanes), ty + e2 * C(kRows)}), values, fresh);
   write = ir::IfThenElseNode::Make(out[p] < C(r.shape[p]) && out[q] < C(r.shape[q]), write);
   write = ir::ForNode::Make(e2, C(0), C(kTileP / kRows), ir::ForKind::kUnrolled, write);
+  write = ir::ForNode::Make(h2, C(0), C(kTileQ / kLanes), ir::ForKind::kUnrolled, write);
   ir::Stmt body = ir::SeqNode::Make({read, ir::BarrierNode::Make(), write});
   body = ir::ForNode::Make(ty, C(0), C(kRows), ir::ForKind::kThreadIdxY, body);
   body = ir::ForNode::Make(tx, C(0), C(kLanes), ir::ForKind::kThreadIdxX, body);

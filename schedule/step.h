@@ -307,8 +307,11 @@ struct StorageAlignStep {
 /// block: its first thread starts the TMA fills as soon as a ring slot is released, while the
 /// warpgroup tiles (the consumers) wait for full slots, compute, and release each slot by
 /// arriving on its second mbarrier once their wgmma's on it are complete: no block barrier in
-/// the k loop (CUTLASS's warp-specialized Hopper GEMM). The consumers store their accumulators
-/// straight from registers.
+/// the k loop (CUTLASS's warp-specialized Hopper GEMM). Where the block tiles cover a 2-byte
+/// output, each consumer warp stages its part through shared memory of its own (16-byte row
+/// pieces, synchronized by a per-warp mbarrier) where that fits without costing occupancy;
+/// otherwise the consumers store straight from registers. With two or more consumer warpgroups
+/// the producer returns registers the consumers take (setmaxnreg, schedule::WsRegisterSplit).
 ///
 /// `persistent` (JSON: "persistent" after "ws"; needs `warp_specialized`, no split_k) launches at
 /// most one block per multiprocessor of the target (Target::sm_count) along the tiles, each block

@@ -761,31 +761,14 @@ struct Builder {
           return ir::SeqNode::Make(seq);
         }));
     produce = ir::IfThenElseNode::Make(first_thread == C(0), produce);
-    if (const std::optional<std::pair<int64_t, int64_t>> regs = WsRegisters()) {
+    // Register reallocation (WsRegisterSplit): the producer returns what the consumers take.
+    if (const std::optional<std::pair<int64_t, int64_t>> regs = WsRegisterSplit(k.config)) {
       produce = ir::SeqNode::Make({ir::SetMaxNRegNode::Make(regs->first, false), produce});
       consume = ir::SeqNode::Make({ir::SetMaxNRegNode::Make(regs->second, true), consume});
     }
     return ir::SeqNode::Make(
         {ir::IfThenElseNode::Make(first_thread == C(0), ir::SeqNode::Make(init)),
          ir::BarrierNode::Make(), ir::IfThenElseNode::Make(tid < C(0), produce, consume)});
-  }
-
-  // Register reallocation of a warp-specialized block with two or more consumer warpgroups
-  // (CUTLASS's producer 40 / consumers 232 at 384 threads): the producer warpgroup's per-thread
-  // limit and the consumers', or nullopt where the consumers would gain nothing. With a
-  // setmaxnreg in the kernel, ptxas allocates each thread the most the block size allows (168 at
-  // 384 threads: 65536 / 384 rounded down to the 8-register granule), the block's pool; the
-  // consumers take what the producer returns, so the two limits must fit the pool exactly or the
-  // consumers' increase waits forever.
-  std::optional<std::pair<int64_t, int64_t>> WsRegisters() const {
-    constexpr int64_t kProducer = 40;
-    const int64_t block_threads = threads + 128;
-    if (threads < 256) return std::nullopt;
-    const int64_t start = std::min<int64_t>(255, 65536 / block_threads) / 8 * 8;
-    const int64_t consumer =
-        std::min<int64_t>(256, (start * block_threads - kProducer * 128) / threads / 8 * 8);
-    if (consumer <= start) return std::nullopt;
-    return std::pair{kProducer, consumer};
   }
 
   // wgmma fed by TMA (TensorCoreStep::tma): thread 0 initializes one mbarrier per ring slot and
@@ -1440,7 +1423,8 @@ int64_t WgmmaSharedBytes(const std::vector<ir::BufferDecl>& decls) {
 // 2-byte elements: the consumer warps stage their output through shared memory
 // (Builder::WarpStagedEpilogue) in chunks of the widest of 64, 32 or 16 columns that divides the
 // warpgroup tile and fits beside `shared` within the target's shared limit without taking a
-// block off a multiprocessor (persistent blocks run one per multiprocessor anyway). Nothing
+// block off a multiprocessor (persistent blocks and blocks under register reallocation run one
+// per multiprocessor anyway). Nothing
 // fits: the fragment-layout stores, as before. 4-byte outputs keep them: a quad's fragment store
 // is 4 × 8 bytes, a whole 32-byte sector already (and 8 columns of 2 bytes are one 16-byte
 // piece either way).
@@ -1470,7 +1454,9 @@ void PlanWarpStaging(const Target& target, const std::vector<ir::BufferDecl>& sh
     all.push_back(
         {bd->warp_staging_bars, ir::ScalarType::kInt64, {bd->warps}, ir::MemoryScope::kShared});
     const int64_t bytes = WgmmaSharedBytes(all);
-    if (bytes <= limit && (bd->persistent || per_sm / (bytes + kReserved) >= blocks)) return;
+    // (Persistent blocks and blocks under register reallocation hold a multiprocessor alone.)
+    const bool alone = bd->persistent || WsRegisterSplit(bd->k.config).has_value();
+    if (bytes <= limit && (alone || per_sm / (bytes + kReserved) >= blocks)) return;
   }
   bd->warp_staging.clear();
   bd->warp_staging_bars.clear();

@@ -1,11 +1,44 @@
 #include "schedule/wgmma_layout.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace tilesearch::schedule {
 
 bool TargetHasWgmma(const Target& target) {
   return target.is_gpu() && (target.arch == "sm_90" || target.arch == "sm_90a");
+}
+
+int64_t WgmmaBlockThreads(const TensorCoreStep& t) {
+  const int64_t consumers = (t.block_m / t.warp_m) * (t.block_n / t.warp_n) * (t.pingpong ? 2 : 1);
+  return 128 * consumers + (t.warp_specialized ? 128 : 0);
+}
+
+namespace {
+// The per-thread registers ptxas may give every thread of a block of `threads` at one block per
+// multiprocessor: 65536 registers in granules of 8 per thread, at most 255.
+int64_t RegistersAtLaunch(int64_t threads) {
+  return std::min<int64_t>(255, 65536 / threads / 8 * 8);
+}
+}  // namespace
+
+std::optional<std::pair<int64_t, int64_t>> WsRegisterSplit(const TensorCoreStep& t) {
+  constexpr int64_t kProducer = 40;
+  if (!t.warpgroup || !t.warp_specialized || t.warp_m <= 0 || t.warp_n <= 0) return std::nullopt;
+  const int64_t threads = WgmmaBlockThreads(t);
+  const int64_t consumers = threads - 128;
+  if (consumers < 256) return std::nullopt;
+  const int64_t start = RegistersAtLaunch(threads);
+  const int64_t consumer =
+      std::min<int64_t>(248, (start * threads - kProducer * 128) / consumers / 8 * 8);
+  if (consumer <= start) return std::nullopt;
+  return std::pair{kProducer, consumer};
+}
+
+int64_t WgmmaThreadRegisters(const TensorCoreStep& t) {
+  if (std::optional<std::pair<int64_t, int64_t>> split = WsRegisterSplit(t)) return split->second;
+  return RegistersAtLaunch(WgmmaBlockThreads(t));
 }
 
 bool WgmmaSplitsTf32(const TensorCoreStep& t) {

@@ -5,7 +5,10 @@
 // draws only tilings the lowering takes.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "base/target.h"
@@ -26,6 +29,28 @@ bool TargetHasWgmma(const Target& target);
 /// without repack copies at most its B (A goes through registers; a K-major B is read as it is):
 /// this answer is then an upper bound, for the shared-memory estimate.
 bool WgmmaSplitsTf32(const TensorCoreStep& t);
+
+/// Threads of a block of warpgroup tiling `t`: 128 per consumer warpgroup (two per block tile
+/// with `pingpong`), plus the producer warpgroup's 128 with `warp_specialized`.
+int64_t WgmmaBlockThreads(const TensorCoreStep& t);
+
+/// Register reallocation (ir::SetMaxNRegNode) of a warp-specialized warpgroup tiling with two or
+/// more consumer warpgroups: {the producer's per-thread limit, the consumers'}, CUTLASS's 40 /
+/// 232 at 384 threads; nullopt for other tilings. The kernel is compiled for one block per
+/// multiprocessor (PTX .minnctapersm 1), so ptxas gives every thread at launch the most the block
+/// size allows (65536 / threads in granules of 8, at most 255), the block's pool; the consumers'
+/// limit is what the pool holds once the producer has returned its part, so their increase never
+/// waits forever.
+std::optional<std::pair<int64_t, int64_t>> WsRegisterSplit(const TensorCoreStep& t);
+
+/// Registers a consumer thread needs besides its accumulators (addresses, counters, descriptors):
+/// the 64x256 tiles of a 384-thread warp-specialized block use 164 of 168 before reallocation,
+/// and three such consumers at 512 threads (152 each) made ptxas ask for 154.
+inline constexpr int64_t kWgmmaRegisterOverhead = 32;
+
+/// Registers a consumer thread of warpgroup tiling `t` may hold: its share of the register file at
+/// the block's size, or the consumers' limit under register reallocation (WsRegisterSplit).
+int64_t WgmmaThreadRegisters(const TensorCoreStep& t);
 
 /// The shared layouts of the A and B tiles of one pipeline stage.
 struct WgmmaLayouts {

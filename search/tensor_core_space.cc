@@ -160,6 +160,8 @@ bool TensorCoreStepFits(const TensorCoreStep& t, const Target& target) {
            groups * 128 <= target.max_threads_per_block &&
            shared <= target.max_shared_memory_optin &&
            (tile_acc ? 2 : 1) * t.warp_m * t.warp_n / 128 <= kMaxAccumulators &&
+           (tile_acc ? 2 : 1) * t.warp_m * t.warp_n / 128 + schedule::kWgmmaRegisterOverhead <=
+               schedule::WgmmaThreadRegisters(t) &&
            (row_bytes == 32 || row_bytes == 64 || row_bytes == 128);
   }
   const ir::MmaKind kind = KindOf(t);

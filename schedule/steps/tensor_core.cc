@@ -135,6 +135,17 @@ absl::Status CheckTensorCoreShape(const TensorCoreStep& t, const std::string& te
           text, absl::StrCat("warpgroup tile ", t.warp_m, "x", t.warp_n, " needs ", registers,
                              " accumulator registers per thread (at most 128)"));
     }
+    // And they must fit what a thread of this block gets, beside the rest it needs.
+    constexpr int64_t kOverhead = kWgmmaRegisterOverhead;
+    const int64_t available = WgmmaThreadRegisters(t);
+    if (registers + kOverhead > available) {
+      return internal::StepError(
+          text,
+          absl::StrCat("warpgroup tile ", t.warp_m, "x", t.warp_n, " needs ", registers,
+                       " accumulator registers per thread, and a block of ", WgmmaBlockThreads(t),
+                       " threads gives each consumer thread ", available, " (at least ", kOverhead,
+                       " of them for addresses and counters)"));
+    }
     const int64_t row_bytes = t.block_k * bytes;
     if (row_bytes != 32 && row_bytes != 64 && row_bytes != 128) {
       return internal::StepError(text,

@@ -232,6 +232,23 @@ TEST(WgmmaPtx, WarpSpecializedConsumersStageTheirOutput) {
   EXPECT_EQ(log->find("setmaxnreg"), std::string::npos) << *log;
 }
 
+// Narrow warpgroup tiles need few registers, and without launch bounds ptxas would give the
+// threads fewer than the block allows at launch and ignore the reallocation ("unable to
+// determine register count at entry"): a kernel with setmaxnreg is compiled for one block per
+// multiprocessor (.minnctapersm 1), and ptxas keeps both setmaxnreg.
+TEST(WgmmaPtx, RegisterReallocationIsKeptForNarrowTiles) {
+  Problem p{"bf16", false, 64, 64, 64, 2};
+  p.tma = p.ws = true;
+  const std::string ptx = WgmmaPtx(p);
+  ASSERT_FALSE(ptx.empty());
+  EXPECT_EQ(Count(ptx, ".minnctapersm 1"), 1);
+  EXPECT_EQ(Count(ptx, "setmaxnreg.dec.sync.aligned.u32 \t40;"), 1);
+  EXPECT_EQ(Count(ptx, "setmaxnreg.inc.sync.aligned.u32 \t232;"), 1);
+  std::optional<std::string> log = PtxasLog(ptx, "wgmma_ws_narrow", "sm_90a");
+  if (!log.has_value()) GTEST_SKIP() << "ptxas not found at " << kPtxas;
+  EXPECT_EQ(log->find("setmaxnreg"), std::string::npos) << *log;
+}
+
 // float32 operands on TF32 wgmma with an MN-major B: each k tile's ring slot is copied into
 // K-major TF32 tiles (tf32 rounded, B only: its A goes through registers; tf32x3 big and small
 // parts, truncated), then m64nNk8 instructions: tf32x3's three products per k step, tf32's one.

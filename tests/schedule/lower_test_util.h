@@ -2,6 +2,7 @@
 // steps add stages), and running a lowered kernel in the interpreter against the naive program.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -22,6 +23,7 @@
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
 #include "schedule/state.h"
+#include "schedule/wgmma_layout.h"
 
 namespace tilesearch::schedule::testing {
 
@@ -372,6 +374,27 @@ struct TensorCoreCase {
 
 /// `t` applied with the most epilogue stages that apply (3 down to 0): a fused operator's bias
 /// and activation join the accumulators where the step takes them. Errors: the last ApplyStep's.
+/// Shrinks a drawn warpgroup tiling until its accumulators fit what a consumer thread of its
+/// block gets (the step's register rule, schedule::WgmmaThreadRegisters): first one warpgroup
+/// tile per block, then narrower warpgroup tiles.
+inline void FitWgmmaRegisters(TensorCoreStep* t) {
+  const bool tile_acc = t->kind == "tf32x3";
+  auto needs = [&] {
+    return t->warp_m * t->warp_n / 128 * (tile_acc ? 2 : 1) + schedule::kWgmmaRegisterOverhead;
+  };
+  while (needs() > schedule::WgmmaThreadRegisters(*t)) {
+    if (t->block_m > t->warp_m) {
+      t->block_m = t->warp_m;
+    } else if (t->block_n > t->warp_n) {
+      t->block_n = t->warp_n;
+    } else if (t->warp_n > 8) {
+      t->warp_n = t->block_n = std::max<int64_t>(8, t->warp_n / 2 / 8 * 8);
+    } else {
+      return;
+    }
+  }
+}
+
 inline absl::StatusOr<State> ApplyWithEpilogue(const State& s, TensorCoreStep t) {
   absl::Status last;
   for (int e = 3; e >= 0; --e) {

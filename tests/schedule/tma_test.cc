@@ -640,6 +640,7 @@ Case RandomCase(std::mt19937_64& rng) {
     t.block_m = t.warp_m;
     t.block_n = t.warp_n;
   }
+  testing::FitWgmmaRegisters(&t);
   return c;
 }
 

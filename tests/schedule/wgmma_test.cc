@@ -16,6 +16,7 @@
 #include "lower_test_util.h"
 #include "nlohmann/json.hpp"
 #include "schedule/step_json.h"
+#include "schedule/wgmma_layout.h"
 
 namespace tilesearch::schedule {
 namespace {
@@ -74,11 +75,36 @@ TEST(WgmmaStep, RefusesShapesAndKindsItCannotTake) {
   TensorCoreStep padded = Wgmma(stage, "bf16", 64, 64, 32, 64, 64);
   padded.pad = 8;
   bad.push_back({padded, "swizzled"});
+  // 128 accumulators per thread fit the 255 registers of a small block but not a thread's share
+  // of a large one: four 64x256 warpgroups (512 threads, 128 registers each), three consumers
+  // of a producer warpgroup (512 threads, 152 each after the reallocation).
+  bad.push_back({Wgmma(stage, "bf16", 256, 256, 64, 64, 256), "block of 512 threads"});
+  TensorCoreStep three = Wgmma(stage, "bf16", 192, 256, 64, 64, 256);
+  three.tma = three.warp_specialized = true;
+  bad.push_back({three, "gives each consumer thread 152"});
   for (const Bad& b : bad) {
     absl::StatusOr<State> st = ApplyStep(s, b.step);
     ASSERT_FALSE(st.ok()) << b.step.ToString();
     EXPECT_NE(st.status().message().find(b.says), std::string::npos) << st.status();
   }
+  // Half the tile fits both: 64 accumulators beside 104 or more registers.
+  EXPECT_TRUE(ApplyStep(s, Wgmma(stage, "bf16", 128, 256, 64, 64, 128)).ok());
+  three.block_n = three.warp_n = 128;
+  EXPECT_TRUE(ApplyStep(s, three).ok());
+  // Two consumers of a producer warpgroup: 40 and 232 registers (CUTLASS's split at 384
+  // threads); one consumer, or none of a producer, keeps its share (no reallocation).
+  TensorCoreStep two = Wgmma(stage, "bf16", 128, 256, 64, 64, 256);
+  two.tma = two.warp_specialized = true;
+  ASSERT_TRUE(WsRegisterSplit(two).has_value());
+  EXPECT_EQ(WsRegisterSplit(two)->first, 40);
+  EXPECT_EQ(WsRegisterSplit(two)->second, 232);
+  EXPECT_EQ(40 * 128 + 232 * 256, 168 * 384);  // the pool at launch, exactly
+  two.block_m = 64;
+  EXPECT_FALSE(WsRegisterSplit(two).has_value());
+  EXPECT_EQ(WgmmaThreadRegisters(two), 255);  // 256 threads: a thread's most
+  two.warp_specialized = false;
+  two.block_m = 128;
+  EXPECT_FALSE(WsRegisterSplit(two).has_value());
   // float32 operands: TF32 rows of k are 4-byte elements (block_k 8, 16 or 32); with tf32x3 each
   // thread holds a tile accumulator beside the accumulator (at most 64 of each), one-pass tf32
   // accumulates in place (at most 128).
@@ -219,6 +245,7 @@ Case RandomCase(std::mt19937_64& rng) {
   t.pad = 0;
   t.raster = pick(1, 3);
   t.split_k = (rng() % 4 == 0) ? 2 : 1;
+  testing::FitWgmmaRegisters(&t);
   return c;
 }
 

@@ -387,20 +387,14 @@ TEST(TransferVariantsTest, NoDoubledTileWhereItsRingExceedsSharedMemory) {
   const ir::ComputeDAG dag = Ok(Op("matmul", {{2048, 2048}, {2048, 2048}}).Build());
   EXPECT_THAT(VariantSteps(t, dag), ::testing::IsEmpty());
 
-  // With 288 KiB of shared memory the same step doubles along n (not its k tile: 32 floats are
-  // the 128-byte rows wgmma reads at most).
+  // With 288 KiB of shared memory the doubled tile along n would fit its ring, but not the
+  // registers: four tf32x3 warpgroups (512 threads, 128 registers a thread) of 128 accumulators
+  // plus the tile accumulator's each need 160 (the step refuses it, schedule::
+  // WgmmaThreadRegisters), so no variant again.
   Target roomy = Target::H200();
   roomy.max_shared_memory_optin = 6 * (128 + 256) * 32 * 4;
-  schedule::TensorCoreStep wide = t;
-  wide.block_n = 256;
   const schedule::State moved = Ok(TransferSteps({t}, dag));
-  std::vector<schedule::TensorCoreStep> got;
-  for (const schedule::State& v : TransferVariants(moved, dag, roomy)) {
-    for (const schedule::Step& st : v.steps()) {
-      if (const auto* tc = std::get_if<schedule::TensorCoreStep>(&st)) got.push_back(*tc);
-    }
-  }
-  EXPECT_THAT(got, ElementsAre(wide));
+  EXPECT_THAT(TransferVariants(moved, dag, roomy), ::testing::IsEmpty());
 }
 
 TEST(TransferVariantsTest, SimtSchedulesGetNone) {
