@@ -458,7 +458,7 @@ const char* MbarrierOpName(MbarrierNode::Op op);
 /// sm_90a): every thread of a warpgroup executes it, and the warpgroup's per-thread register limit
 /// becomes `count` (24..256, a multiple of 8), registers taken from (`increase`) or returned to the
 /// block's pool; an increase waits until the pool has them. No effect on any value: the
-/// interpreter checks the count and goes on. (A warp-specialized kernel's producer warpgroup
+/// interpreter goes on (Make checks the count). (A warp-specialized kernel's producer warpgroup
 /// returns registers its consumers take: CUTLASS's register reallocation.)
 struct SetMaxNRegNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kSetMaxNReg;

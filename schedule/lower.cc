@@ -42,6 +42,16 @@ int64_t KernelMinBlocksPerSm(const State& state, int kernel_stage) {
   return best;
 }
 
+// Whether a kernel reallocates registers between warpgroups (ir::SetMaxNRegNode).
+bool ReallocatesRegisters(const ir::Stmt& kernel) {
+  struct Finds : ir::StmtVisitor {
+    bool found = false;
+    void VisitSetMaxNReg(const ir::SetMaxNRegNode*, const ir::Stmt&) override { found = true; }
+  } f;
+  f.Visit(kernel);
+  return f.found;
+}
+
 using ir::Expr;
 using ir::ForKind;
 using ir::Stmt;
@@ -1128,6 +1138,14 @@ absl::StatusOr<LaunchConfig> Lowerer::KernelLaunch(const Stmt& kernel,
         absl::StrCat(launch.status().message(), " (kernel of stage '", root.name, "')"));
   }
   launch->min_blocks_per_sm = KernelMinBlocksPerSm(state_, root.stage);
+  if (launch->min_blocks_per_sm > 1 && ReallocatesRegisters(kernel)) {
+    // The reallocation divides one block's share of the register file (WsRegisterSplit).
+    return absl::FailedPreconditionError(absl::StrCat(
+        "invalid_schedule: the kernel of stage '", root.name,
+        "' reallocates registers between its warpgroups (setmaxnreg), which needs one block per "
+        "multiprocessor; its min_blocks_per_sm pragma asks for ",
+        launch->min_blocks_per_sm));
+  }
   return launch;
 }
 

@@ -29,6 +29,12 @@ std::optional<std::pair<int64_t, int64_t>> WsRegisterSplit(const TensorCoreStep&
   const int64_t threads = WgmmaBlockThreads(t);
   const int64_t consumers = threads - 128;
   if (consumers < 256) return std::nullopt;
+  // Only where the consumers' registers hold the block to one per multiprocessor anyway: the
+  // reallocation compiles it for one, and narrow tiles (64x64: 32 accumulators, ~60 registers)
+  // would lose their second block for nothing.
+  const int64_t accumulators =
+      t.warp_m * t.warp_n / 128 * (t.kind == ir::MmaKindName(ir::MmaKind::kTF32x3) ? 2 : 1);
+  if (accumulators + kWgmmaRegisterOverhead <= RegistersAtLaunch(2 * threads)) return std::nullopt;
   const int64_t start = RegistersAtLaunch(threads);
   const int64_t consumer =
       std::min<int64_t>(248, (start * threads - kProducer * 128) / consumers / 8 * 8);

@@ -35,12 +35,13 @@ bool WgmmaSplitsTf32(const TensorCoreStep& t);
 int64_t WgmmaBlockThreads(const TensorCoreStep& t);
 
 /// Register reallocation (ir::SetMaxNRegNode) of a warp-specialized warpgroup tiling with two or
-/// more consumer warpgroups: {the producer's per-thread limit, the consumers'}, CUTLASS's 40 /
-/// 232 at 384 threads; nullopt for other tilings. The kernel is compiled for one block per
-/// multiprocessor (PTX .minnctapersm 1), so ptxas gives every thread at launch the most the block
-/// size allows (65536 / threads in granules of 8, at most 255), the block's pool; the consumers'
-/// limit is what the pool holds once the producer has returned its part, so their increase never
-/// waits forever.
+/// more consumer warpgroups whose accumulators (plus kWgmmaRegisterOverhead) already keep a
+/// second block off the multiprocessor: {the producer's per-thread limit, the consumers'},
+/// CUTLASS's 40 / 232 at 384 threads; nullopt for other tilings. The kernel is compiled for one
+/// block per multiprocessor (PTX .minnctapersm 1), so ptxas gives every thread at launch the most
+/// the block size allows (65536 / threads in granules of 8, at most 255), the block's pool; the
+/// consumers' limit is what the pool holds once the producer has returned its part, so their
+/// increase never waits forever.
 std::optional<std::pair<int64_t, int64_t>> WsRegisterSplit(const TensorCoreStep& t);
 
 /// Registers a consumer thread needs besides its accumulators (addresses, counters, descriptors):

@@ -210,6 +210,18 @@ TEST(WgmmaPtx, PingPongConsumersCompileForSm90aAndAssemble) {
   ExpectPtxasAccepts(ptx, "wgmma_ws_pingpong_" + p.kind, "sm_90a");
 }
 
+// The PTX of a block with two consumer warpgroups: one block per multiprocessor, the producer's
+// setmaxnreg to 40 and the consumers' to 232, and ptxas (sm_90a) assembles it without the note it
+// prints when it has to ignore a setmaxnreg.
+void ExpectRegisterReallocationKept(const std::string& ptx, const std::string& stem) {
+  EXPECT_EQ(Count(ptx, ".minnctapersm 1"), 1);
+  EXPECT_EQ(Count(ptx, "setmaxnreg.dec.sync.aligned.u32 \t40;"), 1);
+  EXPECT_EQ(Count(ptx, "setmaxnreg.inc.sync.aligned.u32 \t232;"), 1);
+  std::optional<std::string> log = PtxasLog(ptx, stem, "sm_90a");
+  if (!log.has_value()) GTEST_SKIP() << "ptxas not found at " << kPtxas;
+  EXPECT_EQ(log->find("setmaxnreg"), std::string::npos) << *log;
+}
+
 // Persistent warp-specialized consumers with the cast to bfloat16 fused stage their output:
 // per chunk of 64 columns the fragments go to shared memory (4-byte pieces), then each lane
 // stores whole 16-byte row pieces, read back as 16-byte vectors: no 4-byte global store is left.
@@ -227,26 +239,26 @@ TEST(WgmmaPtx, WarpSpecializedConsumersStageTheirOutput) {
   EXPECT_EQ(Count(ptx, "ld.shared.v4"), 16);
   EXPECT_EQ(Count(ptx, "st.global.v4"), 16);
   EXPECT_EQ(Count(ptx, "st.global.b32"), 0);
-  std::optional<std::string> log = PtxasLog(ptx, "wgmma_ws_staged", "sm_90a");
-  if (!log.has_value()) GTEST_SKIP() << "ptxas not found at " << kPtxas;
-  EXPECT_EQ(log->find("setmaxnreg"), std::string::npos) << *log;
+  ExpectRegisterReallocationKept(ptx, "wgmma_ws_staged");
 }
 
-// Narrow warpgroup tiles need few registers, and without launch bounds ptxas would give the
-// threads fewer than the block allows at launch and ignore the reallocation ("unable to
-// determine register count at entry"): a kernel with setmaxnreg is compiled for one block per
-// multiprocessor (.minnctapersm 1), and ptxas keeps both setmaxnreg.
-TEST(WgmmaPtx, RegisterReallocationIsKeptForNarrowTiles) {
-  Problem p{"bf16", false, 64, 64, 64, 2};
-  p.tma = p.ws = true;
-  const std::string ptx = WgmmaPtx(p);
+// Two consumer warpgroups of 64x64 tiles (32 accumulators, about 60 registers) fit two blocks
+// per multiprocessor: no reallocation, no launch bound. Of 64x128 tiles (64 accumulators) they do
+// not: the reallocation, compiled for one block per multiprocessor (.minnctapersm 1, without
+// which ptxas gives the threads fewer registers than the block allows and ignores it: "unable to
+// determine register count at entry"), and ptxas keeps both setmaxnreg.
+TEST(WgmmaPtx, RegisterReallocationOnlyWhereRegistersHoldOneBlockPerSm) {
+  Problem narrow{"bf16", false, 64, 64, 64, 2};
+  narrow.tma = narrow.ws = true;
+  std::string ptx = WgmmaPtx(narrow);
   ASSERT_FALSE(ptx.empty());
-  EXPECT_EQ(Count(ptx, ".minnctapersm 1"), 1);
-  EXPECT_EQ(Count(ptx, "setmaxnreg.dec.sync.aligned.u32 \t40;"), 1);
-  EXPECT_EQ(Count(ptx, "setmaxnreg.inc.sync.aligned.u32 \t232;"), 1);
-  std::optional<std::string> log = PtxasLog(ptx, "wgmma_ws_narrow", "sm_90a");
-  if (!log.has_value()) GTEST_SKIP() << "ptxas not found at " << kPtxas;
-  EXPECT_EQ(log->find("setmaxnreg"), std::string::npos) << *log;
+  EXPECT_EQ(Count(ptx, "setmaxnreg"), 0);
+  EXPECT_EQ(Count(ptx, ".minnctapersm"), 0);
+  Problem wider{"bf16", false, 64, 128, 64, 2};
+  wider.tma = wider.ws = true;
+  ptx = WgmmaPtx(wider);
+  ASSERT_FALSE(ptx.empty());
+  ExpectRegisterReallocationKept(ptx, "wgmma_ws_wider");
 }
 
 // float32 operands on TF32 wgmma with an MN-major B: each k tile's ring slot is copied into

@@ -86,6 +86,32 @@ TEST(LoopNestCodecTest, SharedExpressionsStaySharedAndSmall) {
   EXPECT_TRUE(a.same_as(b));
 }
 
+// A register reallocation round-trips; a count setmaxnreg cannot take (23, 257, 36: outside
+// 24..256 or not a multiple of 8) in the bytes is an error, never a crash.
+TEST(LoopNestCodecTest, RegisterReallocationCountsAreChecked) {
+  LoopNest nest;
+  nest.name = "realloc";
+  nest.params = {{"out", ScalarType::kFloat32, {1}}};
+  nest.body = SeqNode::Make({SetMaxNRegNode::Make(232, true), SetMaxNRegNode::Make(40, false),
+                             StoreNode::Make("out", {IntConst(0)}, FloatConst(1.0))});
+  const std::string bytes = EncodeLoopNest(nest);
+  const LoopNest back = Ok(DecodeLoopNest(bytes));
+  EXPECT_EQ(ToString(back), ToString(nest));
+  EXPECT_THAT(ToString(back), HasSubstr("setmaxnreg.inc 232"));
+  EXPECT_THAT(ToString(back), HasSubstr("setmaxnreg.dec 40"));
+  // 232 as the encoder writes it (8 bytes, little-endian) and the increase flag after it.
+  const std::string count("\xE8\0\0\0\0\0\0\0\x01", 9);
+  const size_t at = bytes.find(count);
+  ASSERT_NE(at, std::string::npos);
+  for (const int64_t bad : {23, 257, 36}) {
+    std::string b = bytes;
+    for (int i = 0; i < 8; ++i) b[at + i] = static_cast<char>((bad >> (8 * i)) & 0xFF);
+    EXPECT_THAT(DecodeLoopNest(b),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("setmaxnreg count")))
+        << bad;
+  }
+}
+
 TEST(LoopNestCodecTest, TruncatedOrCorruptedBytesAreErrors) {
   const std::string bytes = EncodeLoopNest(Lowered(SchedulePaths()[0]));
   for (size_t n = 0; n < bytes.size(); n += 7) {

@@ -372,8 +372,6 @@ struct TensorCoreCase {
   TensorCoreStep step;
 };
 
-/// `t` applied with the most epilogue stages that apply (3 down to 0): a fused operator's bias
-/// and activation join the accumulators where the step takes them. Errors: the last ApplyStep's.
 /// Shrinks a drawn warpgroup tiling until its accumulators fit what a consumer thread of its
 /// block gets (the step's register rule, schedule::WgmmaThreadRegisters): first one warpgroup
 /// tile per block, then narrower warpgroup tiles.
@@ -395,6 +393,8 @@ inline void FitWgmmaRegisters(TensorCoreStep* t) {
   }
 }
 
+/// `t` applied with the most epilogue stages that apply (3 down to 0): a fused operator's bias
+/// and activation join the accumulators where the step takes them. Errors: the last ApplyStep's.
 inline absl::StatusOr<State> ApplyWithEpilogue(const State& s, TensorCoreStep t) {
   absl::Status last;
   for (int e = 3; e >= 0; --e) {
