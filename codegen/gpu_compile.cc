@@ -12,6 +12,7 @@
 #include "codegen/kernel_plan.h"
 #include "codegen/mlir_setup.h"
 #include "codegen/ptxas.h"
+#include "ir/stmt_contains.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -50,31 +51,11 @@ int64_t RoundUp16(int64_t v) { return (v + 15) / 16 * 16; }
 // wgmma place every shared buffer on that period.
 constexpr int64_t kWgmmaSharedAlign = 1024;
 
-// Whether a statement contains a wgmma (its module is compiled for sm_90a).
-class FindsWgmma : public ir::StmtVisitor {
- public:
-  bool found = false;
-
- protected:
-  void VisitWgmma(const ir::WgmmaNode*, const ir::Stmt&) override { found = true; }
-  // TMA boxes land swizzled on the same 1024-byte period (TensorMapSpec).
-  void VisitTmaLoad(const ir::TmaLoadNode*, const ir::Stmt&) override { found = true; }
-};
-
+// Whether a statement contains a wgmma (its module is compiled for sm_90a) or a TMA load (its
+// boxes land swizzled on the same 1024-byte period, TensorMapSpec).
 bool UsesWgmma(const ir::Stmt& s) {
-  FindsWgmma f;
-  f.Visit(s);
-  return f.found;
-}
-
-// Whether a statement reallocates registers between warpgroups (setmaxnreg).
-bool UsesSetMaxNReg(const ir::Stmt& s) {
-  struct Finds : ir::StmtVisitor {
-    bool found = false;
-    void VisitSetMaxNReg(const ir::SetMaxNRegNode*, const ir::Stmt&) override { found = true; }
-  } f;
-  f.Visit(s);
-  return f.found;
+  return ir::ContainsStmtKind(s, ir::StmtKind::kWgmma) ||
+         ir::ContainsStmtKind(s, ir::StmtKind::kTmaLoad);
 }
 
 // Bytes of the shared buffers a kernel allocates (each padded to 16 bytes, or to 1024 with
@@ -122,7 +103,7 @@ absl::Status EmitKernels(mlir::gpu::GPUModuleOp gpu_module, const ModulePlan& pl
     if (kp.min_blocks_per_sm > 0) {
       // NVVM's launch-bounds attribute: PTX .minnctapersm, with .maxntid from the block size.
       fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(static_cast<int32_t>(kp.min_blocks_per_sm)));
-    } else if (UsesSetMaxNReg(kp.body)) {
+    } else if (ir::ContainsStmtKind(kp.body, ir::StmtKind::kSetMaxNReg)) {
       // One block per multiprocessor: ptxas then knows the registers each thread has at launch
       // (without it, it ignores setmaxnreg: "unable to determine register count at entry") and
       // gives every thread the most the block size allows, the pool the reallocation divides

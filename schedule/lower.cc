@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "ir/simplify.h"
+#include "ir/stmt_contains.h"
 #include "schedule/lower_internal.h"
 #include "schedule/software_pipeline.h"
 #include "schedule/tensor_core_lower.h"
@@ -40,16 +41,6 @@ int64_t KernelMinBlocksPerSm(const State& state, int kernel_stage) {
     }
   }
   return best;
-}
-
-// Whether a kernel reallocates registers between warpgroups (ir::SetMaxNRegNode).
-bool ReallocatesRegisters(const ir::Stmt& kernel) {
-  struct Finds : ir::StmtVisitor {
-    bool found = false;
-    void VisitSetMaxNReg(const ir::SetMaxNRegNode*, const ir::Stmt&) override { found = true; }
-  } f;
-  f.Visit(kernel);
-  return f.found;
 }
 
 using ir::Expr;
@@ -1138,7 +1129,7 @@ absl::StatusOr<LaunchConfig> Lowerer::KernelLaunch(const Stmt& kernel,
         absl::StrCat(launch.status().message(), " (kernel of stage '", root.name, "')"));
   }
   launch->min_blocks_per_sm = KernelMinBlocksPerSm(state_, root.stage);
-  if (launch->min_blocks_per_sm > 1 && ReallocatesRegisters(kernel)) {
+  if (launch->min_blocks_per_sm > 1 && ir::ContainsStmtKind(kernel, ir::StmtKind::kSetMaxNReg)) {
     // The reallocation divides one block's share of the register file (WsRegisterSplit).
     return absl::FailedPreconditionError(absl::StrCat(
         "invalid_schedule: the kernel of stage '", root.name,
