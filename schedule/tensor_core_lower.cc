@@ -1424,10 +1424,9 @@ int64_t WgmmaSharedBytes(const std::vector<ir::BufferDecl>& decls) {
 // (Builder::WarpStagedEpilogue) in chunks of the widest of 64, 32 or 16 columns that divides the
 // warpgroup tile and fits beside `shared` within the target's shared limit without taking a
 // block off a multiprocessor (persistent blocks and blocks under register reallocation run one
-// per multiprocessor anyway). Nothing
-// fits: the fragment-layout stores, as before. 4-byte outputs keep them: a quad's fragment store
-// is 4 × 8 bytes, a whole 32-byte sector already (and 8 columns of 2 bytes are one 16-byte
-// piece either way).
+// per multiprocessor anyway). Nothing fits: the fragment-layout stores, as before. 4-byte
+// outputs keep them: a quad's fragment store is 4 × 8 bytes, a whole 32-byte sector already (and
+// 8 columns of 2 bytes are one 16-byte piece either way).
 void PlanWarpStaging(const Target& target, const std::vector<ir::BufferDecl>& shared, Builder* bd) {
   if (!bd->ws || !bd->wgmma || bd->split > 1 || bd->mm.m % bd->bm != 0 || bd->mm.n % bd->bn != 0 ||
       ir::BytesOf(bd->k.out_dtype) != 2) {
