@@ -1,7 +1,9 @@
 #include "schedule/schedule_file.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -87,6 +89,9 @@ absl::StatusOr<std::vector<int64_t>> ShapeFromJson(const json& j, const std::str
 absl::StatusOr<std::string> AttrFromJson(const json& j, const std::string& field) {
   if (j.is_string()) return j.get<std::string>();
   if (j.is_boolean()) return std::string(j.get<bool>() ? "true" : "false");
+  if (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t{INT64_MAX}) {
+    return FieldError(field, "is an integer past 2^63 - 1: " + ShortJson(j));
+  }
   if (j.is_number_integer()) return absl::StrCat(j.get<int64_t>());
   return FieldError(field, "must be a string, an integer or a boolean, got " + ShortJson(j));
 }
@@ -348,6 +353,12 @@ absl::StatusOr<Workload> WorkloadFromJson(const json& j, const std::string& fiel
 }
 
 absl::StatusOr<ScheduleFile> ScheduleFile::Load(const std::string& path) {
+  // (An ifstream opens a directory and reads nothing: the parse error would blame the JSON.)
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read schedule file '", path, "': it is a directory"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;

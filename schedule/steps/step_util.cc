@@ -495,6 +495,12 @@ absl::StatusOr<int64_t> JsonInt(const nlohmann::json& j, size_t i, const char* p
     return absl::InvalidArgumentError(
         absl::StrCat("field ", i, " of step '", prefix, "' is not an integer: ", j[i].dump()));
   }
+  // (Past 2^63 - 1 the JSON reader holds an unsigned value, which int64 would wrap negative.)
+  if (j[i].is_number_unsigned() &&
+      j[i].get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()}) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("field ", i, " of step '", prefix, "' is out of range: ", j[i].dump()));
+  }
   return j[i].get<int64_t>();
 }
 

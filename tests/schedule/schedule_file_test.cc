@@ -238,6 +238,9 @@ TEST(ScheduleFileLoad, ReadsAFileAndNamesItInErrors) {
   EXPECT_THAT(
       ScheduleFile::Load(path),
       StatusIs(absl::StatusCode::kNotFound, HasSubstr("cannot read schedule file '" + path + "'")));
+  // A directory is named as one, not as a file of invalid JSON.
+  EXPECT_THAT(ScheduleFile::Load(::testing::TempDir()),
+              StatusIs(kInvalid, HasSubstr("it is a directory")));
 }
 
 // One malformed field: how to break the file and what the error must say.
@@ -300,6 +303,9 @@ INSTANTIATE_TEST_SUITE_P(
                   "field 'workload.attrs' must be an object"},
         Malformed{"AttrFloat", [](json& j) { j["workload"]["attrs"]["eps"] = 1e-5; },
                   "field 'workload.attrs.eps' must be a string, an integer or a boolean"},
+        Malformed{"AttrPast2To63",
+                  [](json& j) { j["workload"]["attrs"]["axis"] = uint64_t{18446744073709551615u}; },
+                  "field 'workload.attrs.axis' is an integer past 2^63 - 1: 18446744073709551615"},
         Malformed{"NoTarget", [](json& j) { j.erase("target"); }, "field 'target' is missing"},
         Malformed{"TargetNumber", [](json& j) { j["target"] = 90; },
                   "field 'target' must be a string"},

@@ -194,6 +194,11 @@ TEST(StepJsonTest, IdsOutsideIntAreErrorsNotWrapped) {
               StatusIs(kInvalid, HasSubstr("field 2 of step 'SP' is out of range: -1")));
   EXPECT_THAT(StepsFromText(R"({"version": 1, "steps": [["RE", 2, [0, 4294967296]]]})"),
               StatusIs(kInvalid, HasSubstr("out-of-range integer")));
+  // 2^64 - 1 would read as -1 (the message said "pad -1 is outside 0..64").
+  EXPECT_THAT(
+      StepsFromText(R"({"version": 1, "steps": [["TC", 2, "bf16", [64, 64, 64], [64, 64], 2, )"
+                    R"(18446744073709551615, 1, 0, 1, "wgmma"]]})"),
+      StatusIs(kInvalid, HasSubstr("field 6 of step 'TC' is out of range: 18446744073709551615")));
 }
 
 TEST(StepJsonTest, InvalidJsonTextIsAnError) {
