@@ -294,7 +294,7 @@ ir::Stmt ElementwiseRepack(const RepackedOperand& r, const std::string& workspac
 // A shared-memory tiled transpose: each block moves a tile of 64 (p) x 64 (q), where p is the
 // workspace dimension holding the source's innermost dimension and q the workspace's innermost,
 // at one value of every other dimension. The loads run along p (coalesced in the source), the
-// stores along q (coalesced in the workspace); the tile is padded by one column against bank
+// stores along q (coalesced in the workspace); the tile's rows are padded against bank
 // conflicts. 32 x 8 threads, sixteen elements each per phase. Loads in flight are what bounds it
 // (a block's loads wait on its barrier while its stores run): on the H200 a 32 x 32 tile's four
 // loads per thread left DRAM at 38 %, a 64 x 32 tile's eight at 54 % (ncu, bench/NOTES.md).
@@ -303,6 +303,9 @@ ir::Stmt TiledRepack(const RepackedOperand& r, const std::string& workspace,
                      const std::function<std::string(const std::string&)>& fresh,
                      RepackValues values) {
   constexpr int64_t kLanes = 32, kRows = 8, kTileP = 64, kTileQ = 64;
+  // Rows padded to an odd number of 4-byte words: the write phase's lanes read down a column,
+  // one row each, and rows 2k and 2k + 1 of 2-byte elements padded by one shared a bank.
+  const int64_t pad = std::max<int64_t>(1, 4 / ir::BytesOf(r.dtype));
   const size_t dims = r.shape.size();
   const size_t q = dims - 1;
   const int64_t tiles_p = (r.shape[p] + kTileP - 1) / kTileP;
@@ -353,8 +356,8 @@ ir::Stmt TiledRepack(const RepackedOperand& r, const std::string& workspace,
   ir::Stmt body = ir::SeqNode::Make({read, ir::BarrierNode::Make(), write});
   body = ir::ForNode::Make(ty, C(0), C(kRows), ir::ForKind::kThreadIdxY, body);
   body = ir::ForNode::Make(tx, C(0), C(kLanes), ir::ForKind::kThreadIdxX, body);
-  body =
-      ir::AllocateNode::Make({tile, r.dtype, {kTileQ, kTileP + 1}, ir::MemoryScope::kShared}, body);
+  body = ir::AllocateNode::Make({tile, r.dtype, {kTileQ, kTileP + pad}, ir::MemoryScope::kShared},
+                                body);
   return ir::ForNode::Make(blk, C(0), C(rest * tiles_p * tiles_q), ir::ForKind::kBlockIdxX, body);
 }
 
