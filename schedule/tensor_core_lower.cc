@@ -1443,6 +1443,8 @@ void PlanWarpStaging(const Target& target, const std::vector<ir::BufferDecl>& sh
   constexpr int64_t kReserved = 1024;
   const int64_t per_sm = limit + kReserved;
   const int64_t blocks = per_sm / (WgmmaSharedBytes(shared) + kReserved);
+  // Persistent blocks and blocks under register reallocation hold a multiprocessor alone.
+  const bool alone = bd->persistent || WsRegisterSplit(bd->k.config).has_value();
   bd->warp_staging = bd->k.fresh(bd->op.name + ".out.staged");
   bd->warp_staging_bars = bd->k.fresh(bd->op.name + ".out.staged.bar");
   for (const int64_t cols : {64, 32, 16}) {
@@ -1453,8 +1455,6 @@ void PlanWarpStaging(const Target& target, const std::vector<ir::BufferDecl>& sh
     all.push_back(
         {bd->warp_staging_bars, ir::ScalarType::kInt64, {bd->warps}, ir::MemoryScope::kShared});
     const int64_t bytes = WgmmaSharedBytes(all);
-    // (Persistent blocks and blocks under register reallocation hold a multiprocessor alone.)
-    const bool alone = bd->persistent || WsRegisterSplit(bd->k.config).has_value();
     if (bytes <= limit && (alone || per_sm / (bytes + kReserved) >= blocks)) return;
   }
   bd->warp_staging.clear();

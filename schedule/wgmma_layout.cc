@@ -10,6 +10,10 @@ bool TargetHasWgmma(const Target& target) {
   return target.is_gpu() && (target.arch == "sm_90" || target.arch == "sm_90a");
 }
 
+int64_t WgmmaAccumulators(const TensorCoreStep& t) {
+  return t.warp_m * t.warp_n / 128 * (t.kind == ir::MmaKindName(ir::MmaKind::kTF32x3) ? 2 : 1);
+}
+
 int64_t WgmmaBlockThreads(const TensorCoreStep& t) {
   const int64_t consumers = (t.block_m / t.warp_m) * (t.block_n / t.warp_n) * (t.pingpong ? 2 : 1);
   return 128 * consumers + (t.warp_specialized ? 128 : 0);
@@ -32,9 +36,9 @@ std::optional<std::pair<int64_t, int64_t>> WsRegisterSplit(const TensorCoreStep&
   // Only where the consumers' registers hold the block to one per multiprocessor anyway: the
   // reallocation compiles it for one, and narrow tiles (64x64: 32 accumulators, ~60 registers)
   // would lose their second block for nothing.
-  const int64_t accumulators =
-      t.warp_m * t.warp_n / 128 * (t.kind == ir::MmaKindName(ir::MmaKind::kTF32x3) ? 2 : 1);
-  if (accumulators + kWgmmaRegisterOverhead <= RegistersAtLaunch(2 * threads)) return std::nullopt;
+  if (WgmmaAccumulators(t) + kWgmmaRegisterOverhead <= RegistersAtLaunch(2 * threads)) {
+    return std::nullopt;
+  }
   const int64_t start = RegistersAtLaunch(threads);
   const int64_t consumer =
       std::min<int64_t>(248, (start * threads - kProducer * 128) / consumers / 8 * 8);

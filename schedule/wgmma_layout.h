@@ -30,6 +30,10 @@ bool TargetHasWgmma(const Target& target);
 /// this answer is then an upper bound, for the shared-memory estimate.
 bool WgmmaSplitsTf32(const TensorCoreStep& t);
 
+/// float32 accumulators a consumer thread of warpgroup tiling `t` holds: warp_m · warp_n / 128,
+/// twice that for tf32x3 (its tile accumulator beside the accumulator).
+int64_t WgmmaAccumulators(const TensorCoreStep& t);
+
 /// Threads of a block of warpgroup tiling `t`: 128 per consumer warpgroup (two per block tile
 /// with `pingpong`), plus the producer warpgroup's 128 with `warp_specialized`.
 int64_t WgmmaBlockThreads(const TensorCoreStep& t);

@@ -136,16 +136,11 @@ std::vector<std::string> TensorCoreKinds(const schedule::MatmulLike& mm, bool al
 
 bool TensorCoreStepFits(const TensorCoreStep& t, const Target& target) {
   if (t.warpgroup) {
-    // (A warp-specialized block adds its producer warpgroup.)
-    // (Ping-pong blocks have two consumer warpgroups of a whole tile each.)
-    const int64_t groups = (t.block_m / t.warp_m) * (t.block_n / t.warp_n) * (t.pingpong ? 2 : 1) +
-                           (t.warp_specialized ? 1 : 0);
     const int64_t tile = (t.block_m + t.block_n) * t.block_k * ElementBytes(t);
     // TF32 kinds: the ring of float32 tiles, then TF32 tiles (big, and small for tf32x3; two sets
     // of them with a ring of 2 or more; one-pass tf32 copies B at most, counted as the whole) and,
     // for tf32x3, a tile accumulator beside the accumulator (schedule/tensor_core_lower.cc).
     const bool tf32 = schedule::WgmmaSplitsTf32(t);
-    const bool tile_acc = KindOf(t) == ir::MmaKind::kTF32x3;
     const int64_t parts = !tf32 ? 0 : KindOf(t) == ir::MmaKind::kTF32x3 ? 2 : 1;
     const int64_t sets = t.pipeline >= 2 ? 2 : 1;
     // One-pass tf32 without repack pads A's plain ring rows (up to 8 elements of 4 bytes).
@@ -157,10 +152,10 @@ bool TensorCoreStepFits(const TensorCoreStep& t, const Target& target) {
     const int64_t shared = (rings * t.pipeline + parts * sets) * tile + a_pad;
     const int64_t row_bytes = t.block_k * ElementBytes(t);
     return HasWgmma(target) && t.warp_m % 64 == 0 && t.warp_n <= 256 &&
-           groups * 128 <= target.max_threads_per_block &&
+           schedule::WgmmaBlockThreads(t) <= target.max_threads_per_block &&
            shared <= target.max_shared_memory_optin &&
-           (tile_acc ? 2 : 1) * t.warp_m * t.warp_n / 128 <= kMaxAccumulators &&
-           (tile_acc ? 2 : 1) * t.warp_m * t.warp_n / 128 + schedule::kWgmmaRegisterOverhead <=
+           schedule::WgmmaAccumulators(t) <= kMaxAccumulators &&
+           schedule::WgmmaAccumulators(t) + schedule::kWgmmaRegisterOverhead <=
                schedule::WgmmaThreadRegisters(t) &&
            (row_bytes == 32 || row_bytes == 64 || row_bytes == 128);
   }

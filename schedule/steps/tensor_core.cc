@@ -128,23 +128,21 @@ absl::Status CheckTensorCoreShape(const TensorCoreStep& t, const std::string& te
     // the 255 registers a thread has (ptxas spills a 128x256 tile's 256). A rule of thumb: one-pass
     // tf32's A fragments (4 per k step and 64 rows) come on top, and a tiling that spills is slow,
     // not wrong.
-    const bool tile_acc = t.kind == ir::MmaKindName(ir::MmaKind::kTF32x3);
-    const int64_t registers = t.warp_m * t.warp_n / 128 * (tile_acc ? 2 : 1);
+    const int64_t registers = WgmmaAccumulators(t);
     if (registers > 128) {
       return internal::StepError(
           text, absl::StrCat("warpgroup tile ", t.warp_m, "x", t.warp_n, " needs ", registers,
                              " accumulator registers per thread (at most 128)"));
     }
     // And they must fit what a thread of this block gets, beside the rest it needs.
-    constexpr int64_t kOverhead = kWgmmaRegisterOverhead;
     const int64_t available = WgmmaThreadRegisters(t);
-    if (registers + kOverhead > available) {
+    if (registers + kWgmmaRegisterOverhead > available) {
       return internal::StepError(
           text,
           absl::StrCat("warpgroup tile ", t.warp_m, "x", t.warp_n, " needs ", registers,
                        " accumulator registers per thread, and a block of ", WgmmaBlockThreads(t),
-                       " threads gives each consumer thread ", available, " (at least ", kOverhead,
-                       " of them for addresses and counters)"));
+                       " threads gives each consumer thread ", available, " (at least ",
+                       kWgmmaRegisterOverhead, " of them for addresses and counters)"));
     }
     const int64_t row_bytes = t.block_k * bytes;
     if (row_bytes != 32 && row_bytes != 64 && row_bytes != 128) {

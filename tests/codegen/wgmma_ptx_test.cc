@@ -234,10 +234,13 @@ TEST(WgmmaPtx, WarpSpecializedConsumersStageTheirOutput) {
   const std::string ptx = WgmmaPtx(p);
   ASSERT_FALSE(ptx.empty());
   EXPECT_EQ(Count(ptx, "mbarrier.init.shared::cta.b64"), 2 * p.pipeline + 8);
-  // A warp's 16 rows x 256 columns: 64 fragment pairs put, 16 pieces of 16 bytes per lane.
-  EXPECT_EQ(Count(ptx, "st.shared.b32"), 64);
-  EXPECT_EQ(Count(ptx, "ld.shared.v4"), 16);
-  EXPECT_EQ(Count(ptx, "st.global.v4"), 16);
+  // A warp's 16 rows x wn columns of bfloat16: per lane wn / 8 fragments of two rows, one 4-byte
+  // pair each put; 16 · wn · 2 bytes in 16-byte pieces over 32 lanes read back and stored.
+  const int64_t pairs = p.wn / 8 * 2;
+  const int64_t pieces = 16 * p.wn * 2 / 16 / 32;
+  EXPECT_EQ(Count(ptx, "st.shared.b32"), pairs);
+  EXPECT_EQ(Count(ptx, "ld.shared.v4"), pieces);
+  EXPECT_EQ(Count(ptx, "st.global.v4"), pieces);
   EXPECT_EQ(Count(ptx, "st.global.b32"), 0);
   ExpectRegisterReallocationKept(ptx, "wgmma_ws_staged");
 }

@@ -376,10 +376,7 @@ struct TensorCoreCase {
 /// block gets (the step's register rule, schedule::WgmmaThreadRegisters): first one warpgroup
 /// tile per block, then narrower warpgroup tiles.
 inline void FitWgmmaRegisters(TensorCoreStep* t) {
-  const bool tile_acc = t->kind == "tf32x3";
-  auto needs = [&] {
-    return t->warp_m * t->warp_n / 128 * (tile_acc ? 2 : 1) + schedule::kWgmmaRegisterOverhead;
-  };
+  auto needs = [&] { return schedule::WgmmaAccumulators(*t) + schedule::kWgmmaRegisterOverhead; };
   while (needs() > schedule::WgmmaThreadRegisters(*t)) {
     if (t->block_m > t->warp_m) {
       t->block_m = t->warp_m;

@@ -4,10 +4,13 @@
 // run in the interpreter against the unscheduled program. The interpreter reads each operand
 // element through ir::WgmmaLayoutOffset and ir::WgmmaSwizzle while the lowered fill writes it
 // through its own IR arithmetic, so a disagreement between the two shows up as a wrong result.
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -98,7 +101,28 @@ TEST(WgmmaStep, RefusesShapesAndKindsItCannotTake) {
   ASSERT_TRUE(WsRegisterSplit(two).has_value());
   EXPECT_EQ(WsRegisterSplit(two)->first, 40);
   EXPECT_EQ(WsRegisterSplit(two)->second, 232);
-  EXPECT_EQ(40 * 128 + 232 * 256, 168 * 384);  // the pool at launch, exactly
+  // For every count of consumer warpgroups a block can hold: where there is a split, the
+  // producer's and the consumers' limits fit the pool ptxas allocates at launch under
+  // .minnctapersm 1 (65536 / threads per thread, in granules of 8), raise the consumers above
+  // their launch share, and are counts setmaxnreg takes; the split stops once nothing is gained.
+  for (int64_t consumers = 2; consumers <= 7; ++consumers) {
+    TensorCoreStep many = Wgmma(stage, "bf16", 64 * consumers, 128, 64, 64, 128);
+    many.tma = many.warp_specialized = true;
+    const int64_t threads = 128 * (consumers + 1);
+    EXPECT_EQ(WgmmaBlockThreads(many), threads);
+    const int64_t launch = std::min<int64_t>(255, 65536 / threads / 8 * 8);
+    const std::optional<std::pair<int64_t, int64_t>> split = WsRegisterSplit(many);
+    if (!split.has_value()) {
+      EXPECT_GE(consumers, 6) << "no split at " << threads << " threads";
+      continue;
+    }
+    SCOPED_TRACE(threads);
+    EXPECT_LE(split->first * 128 + split->second * 128 * consumers, launch * threads);
+    EXPECT_GT(split->second, launch);
+    EXPECT_EQ(split->second % 8, 0);
+    EXPECT_GE(split->first, 24);
+    EXPECT_LE(split->second, 256);
+  }
   two.block_m = 64;
   EXPECT_FALSE(WsRegisterSplit(two).has_value());
   EXPECT_EQ(WgmmaThreadRegisters(two), 255);  // 256 threads: a thread's most
