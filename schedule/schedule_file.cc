@@ -379,7 +379,7 @@ absl::StatusOr<ScheduleFile> ScheduleFile::Parse(const std::string& text,
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors, and numbers out of range (1e400)
     return absl::InvalidArgumentError(absl::StrCat(source, ": not valid JSON: ", e.what()));
   }
   absl::StatusOr<ScheduleFile> file = ParseJson(j, source);

@@ -402,6 +402,12 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const json& j,
     return FieldError("result", ": " + message);
   }
   r.result = *std::move(result);
+  // No kernel finishes in under a nanosecond: such a time is a damaged record, and taken as the
+  // best it would print absurd throughputs (a zero or negative time makes the record invalid).
+  if (const double ms = r.result.timing.median_ms; r.result.ok() && ms > 0 && ms < 1e-6) {
+    return FieldError("result.timing.median_ms",
+                      absl::StrCat(": ", ms, " ms is under a nanosecond (a damaged record)"));
+  }
   RETURN_IF_ERROR(ReadMs(j, "compile_ms", &r.compile_ms));
   RETURN_IF_ERROR(ReadMs(j, "run_ms", &r.run_ms));
   RETURN_IF_ERROR(ReadString(j, "timestamp", "timestamp", &r.timestamp));

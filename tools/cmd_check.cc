@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -25,6 +26,7 @@
 #include "measure/reference.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
+#include "schedule/step.h"
 #include "tools/commands.h"
 #include "tools/workload_options.h"
 
@@ -210,6 +212,18 @@ absl::StatusOr<int> Check(const CheckOptions& options) {
               << " elements differ, first at " << ShapeString(Unflatten(c.first, t.shape()))
               << ": got " << std::setprecision(9) << got->second.data[c.first] << ", expected "
               << want->second.data[c.first] << " (float64)" << std::setprecision(6) << "\n";
+  }
+  if (!ok && options.precision == "ieee") {
+    // One-pass TF32 tensor cores round the operands to 10 mantissa bits: they fail the float32
+    // rule by design, and the tuner judges them only under --precision tf32.
+    for (const schedule::Step& step : file.steps) {
+      const auto* tc = std::get_if<schedule::TensorCoreStep>(&step);
+      if (tc != nullptr && tc->kind == "tf32") {
+        std::cout << "(the schedule uses one-pass TF32 tensor cores, which round their operands "
+                     "to TF32: judge it with --precision tf32)\n";
+        break;
+      }
+    }
   }
   std::cout << (ok ? "OK" : "MISMATCH") << "\n";
   return ok ? 0 : 1;

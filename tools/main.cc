@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "tools/commands.h"
 #include "tools/distributed.h"
@@ -141,11 +142,12 @@ int RunCommand(int argc, char** argv) {
   // CLI11 reports an unknown first word only as a missing subcommand; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
-    for (const auto& [sub, action] : actions) known = known || sub->get_name() == argv[1];
+    std::vector<std::string> names;  // in the order they were added (the help's order)
+    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    for (const std::string& name : names) known = known || name == argv[1];
     if (!known) {
-      return ReportError(std::string("unknown command '") + argv[1] +
-                         "' (expected ops, show, check, measure, bench-compile, tune, replay, "
-                         "inspect, tune-graph, run-graph, bench, train-model or eval-model)");
+      return ReportError(std::string("unknown command '") + argv[1] + "' (expected one of " +
+                         absl::StrJoin(names, ", ") + ")");
     }
   }
   try {

@@ -1,5 +1,6 @@
 #include "tools/suite.h"
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -128,6 +129,12 @@ bool Problem::is_small() const {
 }
 
 absl::StatusOr<Suite> Suite::Load(const std::string& path) {
+  // (An ifstream opens a directory and reads nothing: the parse error would blame the JSON.)
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read suite file '", path, "': it is a directory"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(
@@ -140,8 +147,12 @@ absl::StatusOr<Suite> Suite::Load(const std::string& path) {
 
 absl::StatusOr<Suite> Suite::Parse(const std::string& text, const std::string& source) {
   const std::string pre = source + ": ";
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return absl::InvalidArgumentError(pre + "not valid JSON");
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {  // parse errors, and numbers out of range (1e400)
+    return absl::InvalidArgumentError(absl::StrCat(pre, "not valid JSON: ", e.what()));
+  }
   if (!j.is_object()) return absl::InvalidArgumentError(pre + "must be a JSON object");
   if (absl::Status s =
           schedule::CheckJsonKeys(j, {"version", "suite", "description", "problems"}, "");

@@ -128,6 +128,13 @@ absl::Status CheckTensorCoreShape(const TensorCoreStep& t, const std::string& te
     // the 255 registers a thread has (ptxas spills a 128x256 tile's 256). A rule of thumb: one-pass
     // tf32's A fragments (4 per k step and 64 rows) come on top, and a tiling that spills is slow,
     // not wrong.
+    // A block has at most 1024 threads (checked before the registers, which it would explain).
+    if (const int64_t threads = WgmmaBlockThreads(t); threads > 1024) {
+      return internal::StepError(
+          text,
+          absl::StrCat("block tile ", t.block_m, "x", t.block_n, " over warpgroup tiles ", t.warp_m,
+                       "x", t.warp_n, " needs a block of ", threads, " threads (at most 1024)"));
+    }
     const int64_t registers = WgmmaAccumulators(t);
     if (registers > 128) {
       return internal::StepError(
@@ -302,7 +309,7 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
   ASSIGN_OR_RETURN(int64_t epilogue, internal::JsonInt(j, 8, "TC"));
   if (pipeline < 0 || pipeline > 64) {
     return absl::InvalidArgumentError(
-        absl::StrCat("TC step: pipeline ", pipeline, " is out of range (1..8)"));
+        absl::StrCat("TC step: pipeline ", pipeline, " is out of range (0..64)"));
   }
   if (epilogue < 0 || epilogue > 64) {
     return absl::InvalidArgumentError(

@@ -99,7 +99,8 @@ std::string P(const std::string& fields, const std::string& inputs = R"(["X"])")
 INSTANTIATE_TEST_SUITE_P(
     Errors, SuiteParseErrorTest,
     ::testing::Values(
-        ErrorCase{"not_json", "{", "not valid JSON"},
+        ErrorCase{"not_json", "{", "not valid JSON: "},
+        ErrorCase{"number_overflow", R"({"version": 1e400})", "number overflow"},
         ErrorCase{"not_object", "[1]", "must be a JSON object"},
         ErrorCase{"unknown_top", R"({"version": 1, "suite": "t", "problems": [], "x": 1})",
                   "unknown field 'x'"},
@@ -176,6 +177,12 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"empty_nodes", P(R"("op": "fused", "shapes": [[4]], "nodes": [])"),
                   "field 'problems[0].nodes' must list at least one node"}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return std::string(info.param.label); });
+
+TEST(SuiteParseTest, LoadNamesADirectory) {
+  const std::string dir = ::testing::TempDir();
+  EXPECT_THAT(Suite::Load(dir).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is a directory")));
+}
 
 TEST(SuiteParseTest, LoadNamesAMissingFile) {
   EXPECT_THAT(Suite::Load("/nonexistent/suite.json").status(),

@@ -234,6 +234,13 @@ TEST(ScheduleFileLoad, ReadsAFileAndNamesItInErrors) {
     out << "{\"version\": 1,";
   }
   EXPECT_THAT(ScheduleFile::Load(path), StatusIs(kInvalid, StartsWith(path + ": not valid JSON")));
+  {
+    std::ofstream out(path);
+    out << "{\"version\": 1e400}";  // a number no double holds: an error, not an exception
+  }
+  EXPECT_THAT(ScheduleFile::Load(path),
+              StatusIs(kInvalid,
+                       AllOf(StartsWith(path + ": not valid JSON"), HasSubstr("number overflow"))));
   std::remove(path.c_str());
   EXPECT_THAT(
       ScheduleFile::Load(path),

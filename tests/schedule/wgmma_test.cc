@@ -85,6 +85,9 @@ TEST(WgmmaStep, RefusesShapesAndKindsItCannotTake) {
   TensorCoreStep three = Wgmma(stage, "bf16", 192, 256, 64, 64, 256);
   three.tma = three.warp_specialized = true;
   bad.push_back({three, "gives each consumer thread 152"});
+  // 64 warpgroups: the block's thread limit, named before the registers it would starve.
+  bad.push_back(
+      {Wgmma(stage, "bf16", 256, 256, 64, 64, 16), "block of 8192 threads (at most 1024)"});
   for (const Bad& b : bad) {
     absl::StatusOr<State> st = ApplyStep(s, b.step);
     ASSERT_FALSE(st.ok()) << b.step.ToString();

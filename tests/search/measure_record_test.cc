@@ -297,6 +297,8 @@ TEST(MeasureRecordJsonTest, MalformedFieldsAreNamed) {
        "field 'result.error': unknown measure error 'exploded'"},
       {"result median type", [](json& j) { j["result"]["timing"]["median_ms"] = "fast"; },
        "field 'result.timing.median_ms' is not a number"},
+      {"result median tiny", [](json& j) { j["result"]["timing"]["median_ms"] = 1e-300; },
+       "field 'result.timing.median_ms': 1e-300 ms is under a nanosecond"},
       {"compile_ms text", [](json& j) { j["compile_ms"] = "12"; }, "field 'compile_ms'"},
       {"run_ms negative", [](json& j) { j["run_ms"] = -1.0; }, "field 'run_ms'"},
       {"timestamp number", [](json& j) { j["timestamp"] = 1700000000; },

@@ -49,6 +49,7 @@ JSON
 run check_ieee check --schedule "$tmp/tf32.json"
 expect_rc check_ieee 1
 expect_out check_ieee '^MISMATCH$'
+expect_out check_ieee 'judge it with --precision tf32'
 run check_tf32 check --schedule "$tmp/tf32.json" --precision tf32
 expect_rc check_tf32 0
 expect_out check_tf32 '^OK$'

@@ -66,5 +66,8 @@ expect_error no_command "subcommand"
 
 run unknown_command frobnicate
 expect_error unknown_command "frobnicate"
+# The list of commands is the registered one: every command the help names, the newest too.
+expect_error unknown_command "export-dispatch"
+expect_error unknown_command "predict"
 
 finish "CLI"
