@@ -16,6 +16,10 @@ using ir::Stmt;
 
 constexpr int64_t kMaxGridDim[3] = {2147483647, 65535, 65535};
 constexpr int64_t kMaxBlockDim[3] = {1024, 1024, 64};
+// Per-thread local buffers (registers, spilled to local memory) above 16 KiB: 16 times the register
+// file a thread can have. No fast kernel needs them; a cache_write computed at the wrong loop does
+// (a 128x128 float32 tile per thread: 64 KiB, whose fully unrolled loops took ptxas minutes).
+constexpr int64_t kMaxLocalBytesPerThread = 16 * 1024;
 
 int BlockDim(ForKind k) { return static_cast<int>(k) - static_cast<int>(ForKind::kBlockIdxX); }
 int ThreadDim(ForKind k) { return static_cast<int>(k) - static_cast<int>(ForKind::kThreadIdxX); }
@@ -169,7 +173,22 @@ class KernelWalker {
         if (op->buffer.scope == ir::MemoryScope::kShared) {
           launch_.shared_memory_bytes += op->buffer.Bytes();
         }
-        return Walk(op->body);
+        if (op->buffer.scope == ir::MemoryScope::kLocal) {
+          local_bytes_ += op->buffer.Bytes();
+          if (local_bytes_ > kMaxLocalBytesPerThread) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "invalid_schedule: local buffer '", op->buffer.name,
+                "' brings a thread's local "
+                "buffers to ",
+                local_bytes_, " bytes, above ", kMaxLocalBytesPerThread,
+                " (a thread has at most 255 registers, 1020 bytes; the rest would live in DRAM, "
+                "and unrolling loops over it makes compiling take minutes): compute the cache at "
+                "an inner loop"));
+          }
+        }
+        RETURN_IF_ERROR(Walk(op->body));
+        if (op->buffer.scope == ir::MemoryScope::kLocal) local_bytes_ -= op->buffer.Bytes();
+        return absl::OkStatus();
       }
       case ir::StmtKind::kIfThenElse: {
         const auto* op = s.as<ir::IfThenElseNode>();
@@ -258,6 +277,7 @@ class KernelWalker {
     bool under_if = false;
   };
   LaunchConfig launch_;
+  int64_t local_bytes_ = 0;  // local buffers live at the statement walked (per thread)
   std::vector<std::string> path_;
   std::vector<EnclosingThread> threads_;
   std::vector<BarrierSite> barriers_;

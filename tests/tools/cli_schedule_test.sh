@@ -165,4 +165,12 @@ run exact check --schedule "$examples/matmul_cuda_sssrrsrs.json"
 expect_rc exact 0
 expect_out exact ': exact \(as the naive program\)$'
 
+# A cache_write computed at the block loop instead of the thread's: a 128x128 float32 tile per
+# thread (64 KiB of local buffers). Refused before codegen, whose unrolled loops took minutes.
+sed 's/\["CA", 2, 3, 1\]/["CA", 2, 3, 0]/' "$examples/../../bench/schedules/matmul_cuda_256_smem64k.json" \
+  >"$tmp/local_tile.json"
+grep -q '\["CA", 2, 3, 0\]' "$tmp/local_tile.json" || fail "local_tile: the edit did not apply"
+run local_tile show --schedule "$tmp/local_tile.json"
+expect_error local_tile "local buffer 'C.local' brings a thread's local buffers to 65536 bytes"
+
 finish "CLI schedule"
