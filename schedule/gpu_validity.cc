@@ -178,9 +178,8 @@ class KernelWalker {
           if (local_bytes_ > kMaxLocalBytesPerThread) {
             return absl::FailedPreconditionError(absl::StrCat(
                 "invalid_schedule: local buffer '", op->buffer.name,
-                "' brings a thread's local "
-                "buffers to ",
-                local_bytes_, " bytes, above ", kMaxLocalBytesPerThread,
+                "' brings a thread's local buffers to ", local_bytes_, " bytes, above ",
+                kMaxLocalBytesPerThread,
                 " (a thread has at most 255 registers, 1020 bytes; the rest would live in DRAM, "
                 "and unrolling loops over it makes compiling take minutes): compute the cache at "
                 "an inner loop"));
