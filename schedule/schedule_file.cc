@@ -1,15 +1,11 @@
 #include "schedule/schedule_file.h"
 
-#include <cerrno>
 #include <cstdint>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/read_file.h"
 #include "base/status.h"
 #include "nlohmann/json.hpp"
 #include "schedule/apply_step.h"
@@ -353,25 +349,8 @@ absl::StatusOr<Workload> WorkloadFromJson(const json& j, const std::string& fiel
 }
 
 absl::StatusOr<ScheduleFile> ScheduleFile::Load(const std::string& path) {
-  // (An ifstream opens a directory and reads nothing: the parse error would blame the JSON.)
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot read schedule file '", path, "': it is a directory"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    const std::string message =
-        absl::StrCat("cannot read schedule file '", path, "': ", std::strerror(err));
-    return err == ENOENT ? absl::NotFoundError(message) : absl::InvalidArgumentError(message);
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot read schedule file '", path, "'"));
-  }
-  return Parse(text.str(), path);
+  ASSIGN_OR_RETURN(std::string text, ReadFile(path, "schedule file"));
+  return Parse(text, path);
 }
 
 absl::StatusOr<ScheduleFile> ScheduleFile::Parse(const std::string& text,

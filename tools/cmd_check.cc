@@ -21,6 +21,7 @@
 #include "ir/host_buffer.h"
 #include "ir/interpreter.h"
 #include "ir/reference.h"
+#include "ir/stmt.h"
 #include "measure/checker.h"
 #include "measure/precision_rule.h"
 #include "measure/reference.h"
@@ -218,7 +219,7 @@ absl::StatusOr<int> Check(const CheckOptions& options) {
     // rule by design, and the tuner judges them only under --precision tf32.
     for (const schedule::Step& step : file.steps) {
       const auto* tc = std::get_if<schedule::TensorCoreStep>(&step);
-      if (tc != nullptr && tc->kind == "tf32") {
+      if (tc != nullptr && tc->kind == ir::MmaKindName(ir::MmaKind::kTF32)) {
         std::cout << "(the schedule uses one-pass TF32 tensor cores, which round their operands "
                      "to TF32: judge it with --precision tf32)\n";
         break;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
@@ -141,11 +142,9 @@ int RunCommand(int argc, char** argv) {
 
   // CLI11 reports an unknown first word only as a missing subcommand; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
-    bool known = false;
     std::vector<std::string> names;  // in the order they were added (the help's order)
     for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
-    for (const std::string& name : names) known = known || name == argv[1];
-    if (!known) {
+    if (!absl::c_linear_search(names, argv[1])) {
       return ReportError(std::string("unknown command '") + argv[1] + "' (expected one of " +
                          absl::StrJoin(names, ", ") + ")");
     }

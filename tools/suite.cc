@@ -1,13 +1,11 @@
 #include "tools/suite.h"
 
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/read_file.h"
 #include "base/status.h"
 #include "ir/tensor.h"
 #include "ir/type.h"
@@ -129,20 +127,8 @@ bool Problem::is_small() const {
 }
 
 absl::StatusOr<Suite> Suite::Load(const std::string& path) {
-  // (An ifstream opens a directory and reads nothing: the parse error would blame the JSON.)
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot read suite file '", path, "': it is a directory"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read suite file '", path, "': it does not exist or is not readable"));
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return Parse(ss.str(), path);
+  ASSIGN_OR_RETURN(std::string text, ReadFile(path, "suite file"));
+  return Parse(text, path);
 }
 
 absl::StatusOr<Suite> Suite::Parse(const std::string& text, const std::string& source) {

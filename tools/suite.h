@@ -66,8 +66,8 @@ struct Suite {
   std::string description;
   std::vector<Problem> problems;
 
-  /// Reads and parses the file at `path`. Errors: kNotFound "cannot read suite file 'x': ..."
-  /// and every error of Parse.
+  /// Reads and parses the file at `path`. Errors: ReadFile's ("cannot read suite file 'x': ...":
+  /// kNotFound for a missing file, kInvalidArgument for a directory) and every error of Parse.
   static absl::StatusOr<Suite> Load(const std::string& path);
   /// Parses a suite's text. Errors (kInvalidArgument, "<source>: ..." and, inside a problem,
   /// "<source>: problem 3 'name': ..."): not JSON / not an object; unknown field; missing,
