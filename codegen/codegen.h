@@ -100,6 +100,9 @@ struct GpuKernelInfo {
   std::array<int64_t, 3> block = {1, 1, 1};  // threads per block
   int64_t static_shared_bytes = 0;           // `.shared` arrays declared by the kernel
   int64_t dynamic_shared_bytes = 0;          // to pass at launch (0 unless above the static cap)
+  /// Blocks per thread block cluster along x (sm_90; PTX .reqnctapercluster, so a plain launch
+  /// forms the clusters; gridDim.x is a multiple of it); 1: no cluster.
+  int64_t cluster = 1;
 };
 
 /// A compiled GPU module: PTX text with one entry per kernel, launched in order.

@@ -740,7 +740,15 @@ absl::Status Emitter::EmitStmt(const Stmt& s) {
     case ir::StmtKind::kIfThenElse:
       return EmitIf(s.as<ir::IfThenElseNode>());
     case ir::StmtKind::kBarrier:
-      if (config_.target == EmitTarget::kGpu) mlir::gpu::BarrierOp::create(b_, loc_);
+      if (config_.target != EmitTarget::kGpu) return absl::OkStatus();
+      if (s.as<ir::BarrierNode>()->cluster > 1) {
+        // barrier.cluster.arrive (release) and .wait (acquire): the cluster's blocks pass together.
+        b_.getContext()->getOrLoadDialect<mlir::NVVM::NVVMDialect>();
+        mlir::NVVM::ClusterArriveOp::create(b_, loc_, b_.getUnitAttr());
+        mlir::NVVM::ClusterWaitOp::create(b_, loc_, b_.getUnitAttr());
+      } else {
+        mlir::gpu::BarrierOp::create(b_, loc_);
+      }
       return absl::OkStatus();
     case ir::StmtKind::kEvaluate:
       // Expressions have no side effects; still check that it is well formed.

@@ -110,6 +110,12 @@ absl::Status EmitKernels(mlir::gpu::GPUModuleOp gpu_module, const ModulePlan& pl
       // (schedule::WsRegisterSplit).
       fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
     }
+    if (kp.cluster > 1) {
+      // PTX .reqnctapercluster: the clusters are part of the kernel, so the plain launch
+      // (cuLaunchKernel, score.py's) forms them.
+      fn->setAttr("nvvm.cluster_dim",
+                  b.getDenseI32ArrayAttr({static_cast<int32_t>(kp.cluster), 1, 1}));
+    }
     fn.setKnownGridSizeAttr(
         b.getDenseI32ArrayAttr({static_cast<int32_t>(kp.grid[0]), static_cast<int32_t>(kp.grid[1]),
                                 static_cast<int32_t>(kp.grid[2])}));
@@ -127,6 +133,7 @@ absl::Status EmitKernels(mlir::gpu::GPUModuleOp gpu_module, const ModulePlan& pl
     info.name = kp.name;
     info.grid = kp.grid;
     info.block = kp.block;
+    info.cluster = kp.cluster;
     // wgmma kernels keep all shared buffers in the dynamic window, whose symbol gets the
     // 1024-byte alignment (LowerToNvvm), at offsets on that period.
     const bool wgmma = UsesWgmma(kp.body);

@@ -86,9 +86,29 @@ class KernelScan : public ir::StmtVisitor {
       local_stack_.pop_back();
     }
   }
-  void VisitBarrier(const ir::BarrierNode*, const Stmt&) override { has_barrier = true; }
+  void VisitBarrier(const ir::BarrierNode* op, const Stmt&) override {
+    has_barrier = true;
+    Cluster(op->cluster, "cluster barrier");
+  }
+  void VisitTmaLoad(const ir::TmaLoadNode* op, const Stmt& s) override {
+    Cluster(op->multicast, "multicast tma load");
+    ir::StmtVisitor::VisitTmaLoad(op, s);
+  }
+
+ public:
+  // Blocks per cluster along blockIdx.x (1: no cluster), from the cluster barriers and multicast
+  // copies; they must agree.
+  int64_t cluster = 1;
 
  private:
+  void Cluster(int64_t size, const char* what) {
+    if (size <= 1 || !status.ok()) return;
+    if (cluster > 1 && cluster != size) {
+      status = absl::InvalidArgumentError(absl::StrCat(
+          what, " over a cluster of ", size, " blocks in a kernel of clusters of ", cluster));
+    }
+    cluster = size;
+  }
   int local_depth_ = 0;
   std::vector<std::string> local_stack_;
 };
@@ -202,6 +222,12 @@ absl::StatusOr<ModulePlan> PlanGpuModule(const ir::LoopNest& nest,
             kDimNames[d], " loops need ", grid ? need_grid : need_block, " but the launch has ",
             grid ? "gridDim." : "blockDim.", kDimNames[d], " = ", grid ? kp.grid[d] : kp.block[d]));
       }
+    }
+    kp.cluster = scan.cluster;
+    if (kp.grid[0] % kp.cluster != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernel ", k, " of '", nest.name, "': gridDim.x = ", kp.grid[0],
+                       " is not a multiple of its cluster of ", kp.cluster, " blocks"));
     }
     GuardedBarrierScan guarded(kp.block);
     guarded.Visit(kernels[k]);

@@ -21,6 +21,7 @@ struct KernelPlan {
   std::array<int64_t, 3> grid = {1, 1, 1};   // launch grid (covers every blockIdx loop)
   std::array<int64_t, 3> block = {1, 1, 1};  // launch block (covers every threadIdx loop)
   int64_t min_blocks_per_sm = 0;             // LaunchConfig::min_blocks_per_sm
+  int64_t cluster = 1;  // blocks per cluster along x (cluster barriers, multicast TMA); 1: none
   bool has_thread_loops = false;
   bool has_barrier = false;
 };

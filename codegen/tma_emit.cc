@@ -11,7 +11,9 @@
 // - wait: a try_wait.parity loop (labels scoped by braces, so each inlined copy has its own).
 // - setmaxnreg (EmitSetMaxNReg): the NVVM intrinsic.
 // - tma_load: cp.async.bulk.tensor.<rank>d.shared::cluster.global.mbarrier::complete_tx::bytes
-//   with the box coordinates innermost first (the IR's are outermost first), as 32-bit integers.
+//   with the box coordinates innermost first (the IR's are outermost first), as 32-bit integers;
+//   a multicast one (TmaLoadNode::multicast) adds .multicast::cluster with the mask of every block
+//   of the cluster, under a predicate on %cluster_ctarank (only the issuer starts it).
 #include <string>
 #include <vector>
 
@@ -163,13 +165,32 @@ absl::Status Emitter::EmitTmaLoad(const ir::TmaLoadNode* op) {
     absl::StrAppend(&coords, i ? ", $" : "$", i + 2);
   }
   operands.push_back(bar);
-  const std::string text =
-      absl::StrCat("cp.async.bulk.tensor.", rank,
-                   "d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {", coords,
-                   "}], [$", rank + 2, "];");
   std::string constraints = "r,l";
   for (size_t i = 0; i < rank; ++i) constraints += ",r";
   constraints += ",r";
+  std::string text =
+      absl::StrCat("cp.async.bulk.tensor.", rank,
+                   "d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {", coords,
+                   "}], [$", rank + 2, "];");
+  if (op->multicast > 1) {
+    if (op->multicast > 16 || !op->issuer.defined()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": multicast over ", op->multicast,
+                                                     " blocks needs an issuer and at most 16"));
+    }
+    // Only the block of cluster rank `issuer` starts the copy, for every block of the cluster
+    // (ctaMask: all of them); each block's barrier at the same offset counts the bytes.
+    ASSIGN_OR_RETURN(mlir::Value issuer, EmitExpr(op->issuer));
+    operands.push_back(
+        arith::ConstantOp::create(b_, loc_, b_.getI16IntegerAttr((1 << op->multicast) - 1)));
+    operands.push_back(ToI32(b_, loc_, issuer));
+    text = absl::StrCat(
+        "{\n\t.reg .pred p;\n\t.reg .b32 r;\n\tmov.u32 r, %cluster_ctarank;\n\t"
+        "setp.eq.u32 p, r, $",
+        rank + 4, ";\n\t@p cp.async.bulk.tensor.", rank,
+        "d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [$0], [$1, {",
+        coords, "}], [$", rank + 2, "], $", rank + 3, ";\n\t}");
+    constraints += ",h,r";
+  }
   Asm(b_, loc_, text, constraints, operands);
   return absl::OkStatus();
 }

@@ -511,7 +511,9 @@ class Extractor {
     Loop l;
     l.var = "tma.e";
     l.extent = chunk;
-    l.effective = static_cast<double>(l.extent);
+    // A multicast box is started by one block of the cluster for all of them: each block's share
+    // of the L2 reads is 1/multicast.
+    l.effective = static_cast<double>(l.extent) / static_cast<double>(op.multicast);
     loops_.push_back(l);
     ranges_[l.var] = {0, l.extent - 1};
     absl::StatusOr<std::vector<float>> row = StoreRow(*store.as<ir::StoreNode>());

@@ -175,6 +175,8 @@ class Encoder {
       Layout(w->b_layout);
       Write(w->thread);
       I64(w->pending);
+    } else if (const auto* bar = s.as<BarrierNode>()) {
+      I64(bar->cluster);
     } else if (const auto* t = s.as<TmaLoadNode>()) {
       Str(t->tensor_map);
       Exprs(t->coords);
@@ -182,6 +184,8 @@ class Encoder {
       Write(t->dst_offset);
       Str(t->barrier);
       Write(t->barrier_index);
+      I64(t->multicast);
+      Write(t->issuer);
     } else if (const auto* mb = s.as<MbarrierNode>()) {
       U8(static_cast<uint8_t>(mb->op));
       Str(mb->buffer);
@@ -479,8 +483,15 @@ class Decoder {
         return Stmt(std::make_shared<IfThenElseNode>(std::move(cond), std::move(then_case),
                                                      std::move(else_case)));
       }
-      case StmtKind::kBarrier:
-        return Stmt(std::make_shared<BarrierNode>());
+      case StmtKind::kBarrier: {
+        auto b = std::make_shared<BarrierNode>();
+        b->cluster = I64();
+        if (b->cluster < 1 || b->cluster > 8) {
+          Fail(absl::StrCat("barrier over a cluster of ", b->cluster, " blocks"));
+          return Stmt();
+        }
+        return Stmt(std::move(b));
+      }
       case StmtKind::kEvaluate:
         return Stmt(std::make_shared<EvaluateNode>(Required(depth, "evaluated value")));
       case StmtKind::kAsyncGroup: {
@@ -529,6 +540,13 @@ class Decoder {
         t->dst_offset = Required(depth, "destination offset");
         t->barrier = Str();
         t->barrier_index = Required(depth, "barrier index");
+        t->multicast = I64();
+        t->issuer = ReadExpr(depth);
+        if (t->multicast < 1 || t->multicast > 8 || t->issuer.defined() != (t->multicast > 1)) {
+          Fail(absl::StrCat("tma load multicast ", t->multicast,
+                            t->issuer.defined() ? " with" : " without", " an issuer"));
+          return Stmt();
+        }
         return Stmt(std::move(t));
       }
       case StmtKind::kMbarrier: {

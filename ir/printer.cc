@@ -239,7 +239,11 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
       return;
     }
     case StmtKind::kBarrier:
-      os << pad << "barrier\n";
+      if (const int64_t c = s.as<BarrierNode>()->cluster; c > 1) {
+        os << pad << "cluster_barrier " << c << "\n";
+      } else {
+        os << pad << "barrier\n";
+      }
       return;
     case StmtKind::kAsyncGroup: {
       const auto* g = s.as<AsyncGroupNode>();
@@ -304,7 +308,12 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
       }
       os << "] barrier " << t->barrier << "[";
       Print(os, t->barrier_index);
-      os << "]\n";
+      os << "]";
+      if (t->multicast > 1) {
+        os << " multicast " << t->multicast << " from rank ";
+        Print(os, t->issuer);
+      }
+      os << "\n";
       return;
     }
     case StmtKind::kMbarrier:

@@ -917,7 +917,8 @@ Stmt Simplifier::MutateStmt(const Stmt& s) {
       std::vector<Expr> coords;
       for (const Expr& c : op->coords) coords.push_back(Mutate(c));
       return TmaLoadNode::Make(op->tensor_map, std::move(coords), op->dst, Mutate(op->dst_offset),
-                               op->barrier, Mutate(op->barrier_index));
+                               op->barrier, Mutate(op->barrier_index), op->multicast,
+                               op->issuer.defined() ? Mutate(op->issuer) : op->issuer);
     }
     case StmtKind::kMbarrier: {
       const auto* op = s.as<MbarrierNode>();

@@ -159,12 +159,17 @@ Stmt StoreNode::Make(std::string buffer, std::vector<Expr> indices, Expr value, 
 }
 
 Stmt TmaLoadNode::Make(std::string tensor_map, std::vector<Expr> coords, std::string dst,
-                       Expr dst_offset, std::string barrier, Expr barrier_index) {
+                       Expr dst_offset, std::string barrier, Expr barrier_index, int64_t multicast,
+                       Expr issuer) {
   CHECK(!tensor_map.empty() && !dst.empty() && !barrier.empty()) << "TmaLoad without a name";
   CHECK(!coords.empty() && coords.size() <= 5) << "TmaLoad of rank " << coords.size();
   for (const Expr& c : coords) CHECK(c.defined() && c.type() == ScalarType::kInt64);
   CHECK(dst_offset.defined() && dst_offset.type() == ScalarType::kInt64);
   CHECK(barrier_index.defined() && barrier_index.type() == ScalarType::kInt64);
+  CHECK(multicast >= 1 && multicast <= 8) << "TmaLoad multicast over " << multicast << " blocks";
+  CHECK(issuer.defined() == (multicast > 1) &&
+        (!issuer.defined() || issuer.type() == ScalarType::kInt64))
+      << "TmaLoad issuer given exactly with multicast";
   auto n = std::make_shared<TmaLoadNode>();
   n->tensor_map = std::move(tensor_map);
   n->coords = std::move(coords);
@@ -172,6 +177,8 @@ Stmt TmaLoadNode::Make(std::string tensor_map, std::vector<Expr> coords, std::st
   n->dst_offset = std::move(dst_offset);
   n->barrier = std::move(barrier);
   n->barrier_index = std::move(barrier_index);
+  n->multicast = multicast;
+  n->issuer = std::move(issuer);
   return Stmt(std::move(n));
 }
 
@@ -238,7 +245,12 @@ Stmt IfThenElseNode::Make(Expr cond, Stmt then_case, Stmt else_case) {
                                                std::move(else_case)));
 }
 
-Stmt BarrierNode::Make() { return Stmt(std::make_shared<BarrierNode>()); }
+Stmt BarrierNode::Make(int64_t cluster) {
+  CHECK(cluster >= 1 && cluster <= 8) << "barrier over a cluster of " << cluster << " blocks";
+  auto n = std::make_shared<BarrierNode>();
+  n->cluster = cluster;
+  return Stmt(std::move(n));
+}
 
 Stmt EvaluateNode::Make(Expr value) {
   CHECK(value.defined()) << "Evaluate of an undefined value";
@@ -444,6 +456,7 @@ void StmtVisitor::VisitTmaLoad(const TmaLoadNode* op, const Stmt&) {
   for (const Expr& c : op->coords) VisitExpr(c);
   VisitExpr(op->dst_offset);
   VisitExpr(op->barrier_index);
+  if (op->issuer.defined()) VisitExpr(op->issuer);
 }
 
 void StmtVisitor::VisitSetMaxNReg(const SetMaxNRegNode*, const Stmt&) {}
@@ -546,10 +559,12 @@ Stmt StmtMutator::MutateTmaLoad(const TmaLoadNode* op, const Stmt& s) {
   }
   Expr dst = MutateExpr(op->dst_offset);
   Expr bar = MutateExpr(op->barrier_index);
-  changed |= !dst.same_as(op->dst_offset) || !bar.same_as(op->barrier_index);
+  Expr issuer = op->issuer.defined() ? MutateExpr(op->issuer) : op->issuer;
+  changed |= !dst.same_as(op->dst_offset) || !bar.same_as(op->barrier_index) ||
+             !issuer.same_as(op->issuer);
   if (!changed) return s;
   return TmaLoadNode::Make(op->tensor_map, std::move(coords), op->dst, std::move(dst), op->barrier,
-                           std::move(bar));
+                           std::move(bar), op->multicast, std::move(issuer));
 }
 Stmt StmtMutator::MutateSetMaxNReg(const SetMaxNRegNode*, const Stmt& s) { return s; }
 Stmt StmtMutator::MutateMbarrier(const MbarrierNode* op, const Stmt& s) {

@@ -217,10 +217,17 @@ struct IfThenElseNode : StmtNode {
 };
 
 /// Block-wide barrier (__syncthreads): every thread of the block reaches it before any passes.
+/// `cluster` > 1 (sm_90): every thread of the cluster of `cluster` blocks along blockIdx.x
+/// (PTX barrier.cluster.arrive.release / wait.acquire), so that a block's shared memory may be
+/// written by the others' multicast TMA copies (TmaLoadNode::multicast) only once all are done
+/// with it; the kernel launches in such clusters. The interpreter, which runs each block on its
+/// own, treats it as the block barrier.
 struct BarrierNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kBarrier;
   BarrierNode() : StmtNode(kKind) {}
-  static Stmt Make();
+  /// CHECKs cluster in 1..8.
+  static Stmt Make(int64_t cluster = 1);
+  int64_t cluster = 1;
 };
 
 struct EvaluateNode : StmtNode {
@@ -413,18 +420,30 @@ struct WgmmaNode : StmtNode {
 /// completes when they and its arrivals are in (MbarrierNode). Threads may read the data once
 /// they have waited for that phase. The interpreter performs the copy when a wait completes the
 /// phase, so a missing or misplaced wait shows up as a wrong answer.
+///
+/// `multicast` > 1 (TMA multicast): the kernel launches in clusters of `multicast` blocks along
+/// blockIdx.x, and the box still lands in this block's `dst` and counts towards this block's
+/// barrier as above, but only the block of cluster rank `issuer` (an int64 expression, the same
+/// in every block of a cluster) starts the copy, once for the whole cluster
+/// (.multicast::cluster: the same offset and barrier in every block); the executing thread of the
+/// other blocks starts nothing for it. Each block's barrier still expects the box's bytes. The
+/// interpreter performs it as the plain copy (what lands in the block is the same).
 struct TmaLoadNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kTmaLoad;
   TmaLoadNode() : StmtNode(kKind) {}
-  /// CHECKs names, int64 expressions and at least one coordinate.
+  /// CHECKs names, int64 expressions, at least one coordinate, multicast in 1..8 and `issuer`
+  /// defined (int64) exactly when multicast > 1.
   static Stmt Make(std::string tensor_map, std::vector<Expr> coords, std::string dst,
-                   Expr dst_offset, std::string barrier, Expr barrier_index);
+                   Expr dst_offset, std::string barrier, Expr barrier_index, int64_t multicast = 1,
+                   Expr issuer = Expr());
   std::string tensor_map;
   std::vector<Expr> coords;
   std::string dst;
   Expr dst_offset;
   std::string barrier;
   Expr barrier_index;
+  int64_t multicast = 1;
+  Expr issuer;  // multicast > 1: the cluster rank that starts the copy
 };
 
 /// An mbarrier (sm_90) held in element `index` of shared int64 buffer `buffer`, as the executing

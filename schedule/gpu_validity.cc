@@ -69,8 +69,10 @@ Stmt Hoist(const Stmt& s, std::vector<ir::BufferDecl>* out) {
   }
 }
 
-// Drops barriers that order nothing: one directly after another, and those at the very end of
-// a block's work (the body of a blockIdx loop, or the kernel).
+// Drops barriers that order nothing: one directly after another (of two, the one over the wider
+// group stays: a cluster barrier orders the block too), and block barriers at the very end of a
+// block's work (the body of a blockIdx loop, or the kernel; a cluster barrier there still keeps
+// the cluster's blocks together).
 Stmt CleanBarriers(const Stmt& s, bool at_block_end) {
   if (!s.defined()) return s;
   switch (s.kind()) {
@@ -79,10 +81,18 @@ Stmt CleanBarriers(const Stmt& s, bool at_block_end) {
       std::vector<Stmt> out;
       for (size_t i = 0; i < in.size(); ++i) {
         Stmt c = CleanBarriers(in[i], at_block_end && i + 1 == in.size());
-        if (c.as<ir::BarrierNode>() && !out.empty() && out.back().as<ir::BarrierNode>()) continue;
+        const auto* bar = c.as<ir::BarrierNode>();
+        const auto* last = out.empty() ? nullptr : out.back().as<ir::BarrierNode>();
+        if (bar != nullptr && last != nullptr) {
+          if (bar->cluster > last->cluster) out.back() = c;
+          continue;
+        }
         out.push_back(c);
       }
-      while (at_block_end && !out.empty() && out.back().as<ir::BarrierNode>()) out.pop_back();
+      while (at_block_end && !out.empty() && out.back().as<ir::BarrierNode>() &&
+             out.back().as<ir::BarrierNode>()->cluster == 1) {
+        out.pop_back();
+      }
       if (out.empty()) return ir::SeqNode::Make({});
       return ir::SeqNode::Make(std::move(out));
     }

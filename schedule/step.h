@@ -327,6 +327,14 @@ struct StorageAlignStep {
 /// computing a whole tile: one stores its accumulators while the other's wgmma's run (CUTLASS's
 /// ping-pong warp-specialized kernel). Each ring slot is released by the one warpgroup that read
 /// it.
+///
+/// `multicast` (JSON: "multicast" last; needs `tma`, no `ws`, no split_k) launches the blocks in
+/// clusters of two along m (sm_90 thread block clusters: blocks 2p and 2p + 1 take the tile rows
+/// 2r and 2r + 1 of the same tile column, the pairs in the raster order; the tile rows must be
+/// even in number): the pair shares B's k tiles, so B's boxes are split between the two blocks
+/// and each is copied once for both (TMA multicast), halving B's L2 reads; the ring's per-tile
+/// block barrier becomes a cluster barrier (a slot is refilled only once both blocks are done
+/// with it). CUTLASS's 2x1 cluster shape.
 struct TensorCoreStep {
   int stage_id = 0;
   std::string kind = "f16";
@@ -346,6 +354,7 @@ struct TensorCoreStep {
   bool warp_specialized = false;
   bool persistent = false;
   bool pingpong = false;
+  bool multicast = false;
   absl::StatusOr<State> Apply(const State& s) const;
   nlohmann::json ToJson() const;
   static absl::StatusOr<TensorCoreStep> FromJson(const nlohmann::json& j);

@@ -202,6 +202,8 @@ struct Builder {
   Expr block;
   int64_t grid = 1, tiles = 1, tiles_m = 1, tiles_n = 1, raster = 1;
   int64_t batches = 1;  // persistent with a batch: its tiles join the walk (no blockIdx.y)
+  // TensorCoreStep::multicast: blocks per cluster (two along m, sharing B's k tiles); 1 without.
+  int64_t cluster = 1;
   // TensorCoreStep::pingpong: two consumer warpgroups, each computing whole block tiles (the
   // block's even-numbered tiles and its odd-numbered ones).
   bool pingpong = false;
@@ -629,7 +631,8 @@ struct Builder {
         a.tma->box_bytes * a.tma->boxes.size() + b.tma->box_bytes * b.tma->boxes.size())};
     for (const auto& [o, row_tile] : {std::pair{&a, tile_m}, {&b, tile_n}}) {
       const TmaFill& f = *o->tma;
-      for (const TmaFill::Box& box : f.boxes) {
+      for (size_t bi = 0; bi < f.boxes.size(); ++bi) {
+        const TmaFill::Box& box = f.boxes[bi];
         std::vector<Expr> coords(f.spec.dims.size(), C(0));
         coords[f.row_dim] = row_tile * C(o->rows) + C(box.row);
         coords[f.k_dim] = kt * C(bk);
@@ -639,9 +642,12 @@ struct Builder {
           }
         }
         const int64_t eb = ir::BytesOf(o->dtype);
-        seq.push_back(ir::TmaLoadNode::Make(f.map, coords, o->buffer,
-                                            slot * C(TileElems(*o)) + C(box.dst_byte / eb),
-                                            barriers, slot));
+        // A cluster's blocks share B's tile: its boxes are started in turn by each block, for
+        // all of them.
+        const bool shared = cluster > 1 && o == &b;
+        seq.push_back(ir::TmaLoadNode::Make(
+            f.map, coords, o->buffer, slot * C(TileElems(*o)) + C(box.dst_byte / eb), barriers,
+            slot, shared ? cluster : 1, shared ? C(static_cast<int64_t>(bi) % cluster) : Expr()));
       }
     }
     return ir::SeqNode::Make(seq);
@@ -781,13 +787,16 @@ struct Builder {
     const int64_t ahead = stages - 1 - pending;
     std::vector<Stmt> init;
     for (int64_t s = 0; s < stages; ++s) init.push_back(ir::MbarrierNode::Init(barriers, C(s), 1));
+    // With multicast the barriers span the cluster: the other block's mbarriers are initialized
+    // before its first copy signals them, and a slot is refilled (in both blocks) only once both
+    // are done with it.
     std::vector<Stmt> seq = {ir::IfThenElseNode::Make(tid == C(0), ir::SeqNode::Make(init)),
-                             ir::BarrierNode::Make()};
+                             ir::BarrierNode::Make(cluster)};
     for (int64_t s = 0; s < ahead && s < split_tiles; ++s) seq.push_back(TmaIssue(C(s), C(s)));
     auto tile = [&](const Expr& ko, int64_t tile_pending) {
       const Expr next = ko + C(ahead);
       return ir::SeqNode::Make(
-          {ir::BarrierNode::Make(),
+          {ir::BarrierNode::Make(cluster),
            ir::IfThenElseNode::Make(next < C(split_tiles), TmaIssue(next % C(stages), next)),
            ir::MbarrierNode::Wait(barriers, ko % C(stages), (ko / C(stages)) % C(2)),
            Mma(acc, ko % C(stages), tile_pending)});
@@ -1546,6 +1555,29 @@ absl::Status PlanGrid(const TensorCoreKernel& k, const MatmulLike& mm, const Tar
   return absl::OkStatus();
 }
 
+// Clusters of two blocks along m (TensorCoreStep::multicast): blocks 2p and 2p + 1 take tile
+// rows 2r and 2r + 1 of tile column c, where (r, c) is pair p's place in the raster order over
+// the pairs, so that both read B's tiles of column c (TmaBoxes splits them between the two).
+// Errors: an odd number of tile rows; an operand without a TMA fill (the cluster barriers are
+// those of the TMA ring).
+absl::Status PlanMulticast(const TensorCoreKernel& k, const Expr& bx, int64_t tiles_m,
+                           int64_t tiles_n, Builder* bd) {
+  if (tiles_m % 2 != 0) {
+    return Invalid(k.op->name,
+                   absl::StrCat("multicast pairs the block tiles along m: ", tiles_m,
+                                " tile rows of ", k.config.block_m, " are not an even number"));
+  }
+  if (!bd->a.tma || !bd->b.tma) {
+    return Invalid(k.op->name, absl::StrCat("multicast shares TMA-filled tiles: operand ",
+                                            bd->a.tma ? "B" : "A", " is not filled by TMA"));
+  }
+  bd->cluster = 2;
+  const auto [pair_row, column] = BlockOrder(bx / C(2), k.config.raster, tiles_m / 2, tiles_n);
+  bd->tile_m = pair_row * C(2) + bx % C(2);  // the block's rank in its cluster: bx mod 2
+  bd->tile_n = column;
+  return absl::OkStatus();
+}
+
 // The small-part operands of a presplit tf32x3 kernel (Builder::presplit): a and b's twins that
 // read the second workspaces (`small`: a's factor, then b's) into rings of their own, in the same
 // layouts and filled the same way as a and b (the factors differ only in the buffer they load).
@@ -1662,6 +1694,7 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
 
   const Expr bx = ir::MakeVar(k.fresh(op.name + ".tile"));
   std::tie(bd.tile_m, bd.tile_n) = BlockOrder(bx, c.raster, tiles_m, tiles_n);
+  if (c.multicast) RETURN_IF_ERROR(PlanMulticast(k, bx, tiles_m, tiles_n, &bd));
   RETURN_IF_ERROR(PlanGrid(k, *mm, target, bx, tiles_m, tiles_n, &bd));
   Expr by;
   if (mm->batch > 1 && !bd.persistent) {

@@ -700,6 +700,8 @@ json ArtifactToJson(const KernelArtifact& a, const CheckOutcome* check) {
                           {"block", k.block},
                           {"static_shared_bytes", k.static_shared_bytes},
                           {"dynamic_shared_bytes", k.dynamic_shared_bytes}});
+      // Compiled into the kernel (.reqnctapercluster): a record of the launch, not an argument.
+      if (k.cluster > 1) launches.back()["cluster"] = {k.cluster, 1, 1};
     }
   } else {
     files["object"] = a.name + ".o";

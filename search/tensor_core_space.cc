@@ -208,6 +208,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
       t.persistent = t.warp_specialized && t.split_k == 1 && rng() % 2 == 0;
       // Half the persistent blocks of one warpgroup tile take two consumers in turn (ping-pong).
       t.pingpong = t.persistent && t.block_m == t.warp_m && t.block_n == t.warp_n && rng() % 2 == 0;
+      t.multicast = MulticastFits(t, mm) && rng() % 2 == 0;
       if (TensorCoreStepFits(t, target) && WgmmaLayoutsFit(t, mm) && SizedForProblem(t, mm)) {
         return t;
       }
@@ -243,6 +244,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
   t.warp_specialized = false;
   t.persistent = false;
   t.pingpong = false;
+  t.multicast = false;
   return t;
 }
 
@@ -262,12 +264,70 @@ std::vector<TensorCoreStep> FittingVariants(std::vector<TensorCoreStep> candidat
     c.pingpong = c.pingpong && c.persistent;
     if (c.persistent && c.split_k > 1) continue;
     if (c.pingpong && (c.block_m != c.warp_m || c.block_n != c.warp_n)) continue;
+    c.multicast = c.multicast && MulticastFits(c, mm);
     if (!(c == t) && TensorCoreStepFits(c, target) && SizedForProblem(c, mm) &&
         (!c.warpgroup || WgmmaLayoutsFit(c, mm))) {
       options.push_back(c);
     }
   }
   return options;
+}
+
+}  // namespace
+
+bool MulticastFits(const TensorCoreStep& t, const schedule::MatmulLike& mm) {
+  return t.tma && !t.warp_specialized && t.split_k == 1 &&
+         (mm.m + t.block_m - 1) / t.block_m % 2 == 0;
+}
+
+namespace {
+
+// TensorCoreStepVariants' decisions 11..15: how a wgmma tiling's TMA ring is filled and walked
+// (the fills, a producer warpgroup, persistent blocks, ping-pong consumers, multicast clusters).
+std::vector<TensorCoreStep> TmaVariants(const TensorCoreStep& t, const schedule::MatmulLike& mm,
+                                        const schedule::State& s, int decision) {
+  std::vector<TensorCoreStep> candidates;
+  switch (decision) {
+    case 11:  // TMA fills or per-thread copies
+      if (t.tma || TmaOperands(t, mm, s)) {
+        TensorCoreStep c = t;
+        c.tma = !t.tma;
+        c.warp_specialized = false;
+        candidates.push_back(c);
+      }
+      break;
+    case 12:  // with TMA: a producer warpgroup or the computing threads issue the fills
+      if (t.tma) {
+        TensorCoreStep c = t;
+        c.warp_specialized = !t.warp_specialized;
+        candidates.push_back(c);
+      }
+      break;
+    case 13:  // with a producer warpgroup: persistent blocks or one block per tile
+      if (t.warp_specialized && t.split_k == 1) {
+        TensorCoreStep c = t;
+        c.persistent = !t.persistent;
+        candidates.push_back(c);
+      }
+      break;
+    case 14:  // persistent blocks of one warpgroup tile: two consumers in turn or one
+      if (t.persistent && t.block_m == t.warp_m && t.block_n == t.warp_n) {
+        TensorCoreStep c = t;
+        c.pingpong = !t.pingpong;
+        candidates.push_back(c);
+      }
+      break;
+    case 15:  // TMA without a producer: clusters of two blocks sharing B's tiles, or single blocks
+      if (t.multicast || MulticastFits(t, mm)) {
+        TensorCoreStep c = t;
+        c.multicast = !t.multicast;
+        candidates.push_back(c);
+      }
+      break;
+    default:
+      break;
+  }
+  return candidates;
 }
 
 }  // namespace
@@ -385,34 +445,12 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
         candidates.push_back(c);
       }
       break;
-    case 11:  // TMA fills or per-thread copies
-      if (t.tma || TmaOperands(t, mm, s)) {
-        TensorCoreStep c = t;
-        c.tma = !t.tma;
-        c.warp_specialized = false;
-        candidates.push_back(c);
-      }
-      break;
-    case 12:  // with TMA: a producer warpgroup or the computing threads issue the fills
-      if (t.tma) {
-        TensorCoreStep c = t;
-        c.warp_specialized = !t.warp_specialized;
-        candidates.push_back(c);
-      }
-      break;
-    case 13:  // with a producer warpgroup: persistent blocks or one block per tile
-      if (t.warp_specialized && t.split_k == 1) {
-        TensorCoreStep c = t;
-        c.persistent = !t.persistent;
-        candidates.push_back(c);
-      }
-      break;
-    case 14:  // persistent blocks of one warpgroup tile: two consumers in turn or one
-      if (t.persistent && t.block_m == t.warp_m && t.block_n == t.warp_n) {
-        TensorCoreStep c = t;
-        c.pingpong = !t.pingpong;
-        candidates.push_back(c);
-      }
+    case 11:
+    case 12:
+    case 13:
+    case 14:
+    case 15:
+      candidates = TmaVariants(t, mm, s, decision);
       break;
     default:
       break;

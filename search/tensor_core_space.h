@@ -39,8 +39,10 @@ bool TensorCoreStepFits(const schedule::TensorCoreStep& t, const Target& target)
 /// draws fill by TMA where TmaOperands and the operands are placeholders of `s` with rows of whole
 /// 16-byte chunks, one in four TMA draws adds a producer warpgroup, half of those (without
 /// split_k) make the blocks persistent, and half of the persistent ones with one warpgroup tile
-/// per block tile give the block two ping-pong consumers (TensorCoreStep::pingpong). `s`
-/// is the state the step applies to. Errors: the stage is not matmul-like.
+/// per block tile give the block two ping-pong consumers (TensorCoreStep::pingpong); half the
+/// TMA draws without a producer warpgroup pair their blocks in clusters with multicast B tiles
+/// where MulticastFits. `s` is the state the step applies to. Errors: the stage is not
+/// matmul-like.
 absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCoreStep base,
                                                               const schedule::State& s,
                                                               const Target& target,
@@ -53,9 +55,14 @@ absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCo
 /// repack at all), on wgmma whether TMA fills the operand
 /// tiles (where TmaOperands), with TMA whether a producer warpgroup issues the fills
 /// (TensorCoreStep::warp_specialized), with it whether the blocks are persistent
-/// (TensorCoreStep::persistent), and with those and one warpgroup tile per block tile whether
-/// two consumers take the tiles in turn (TensorCoreStep::pingpong).
-inline constexpr int kTensorCoreDecisions = 15;
+/// (TensorCoreStep::persistent), with those and one warpgroup tile per block tile whether
+/// two consumers take the tiles in turn (TensorCoreStep::pingpong), and where MulticastFits
+/// whether the blocks run in clusters of two sharing B's tiles (TensorCoreStep::multicast).
+inline constexpr int kTensorCoreDecisions = 16;
+
+/// Whether `t` may pair its blocks in clusters with multicast B tiles (TensorCoreStep::multicast):
+/// TMA fills without a producer warpgroup, no split_k, and an even number of block tile rows.
+bool MulticastFits(const schedule::TensorCoreStep& t, const schedule::MatmulLike& mm);
 
 /// Whether TMA may fill `t`'s operand tiles (TensorCoreStep::tma): a wgmma tiling of f16 / bf16,
 /// not repacked, whose operands are plain loads (schedule::PlainOperandLoad) over one m axis, one

@@ -209,6 +209,7 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
                           {"block", k.block},
                           {"static_shared_bytes", k.static_shared_bytes},
                           {"dynamic_shared_bytes", k.dynamic_shared_bytes}});
+      if (k.cluster > 1) launches.back()["cluster"] = {k.cluster, 1, 1};
     }
     j["launches"] = launches;
     if (candidate.gpu_module) {

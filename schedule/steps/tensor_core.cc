@@ -253,6 +253,14 @@ absl::StatusOr<State> TensorCoreStep::Apply(const State& s) const {
                                : absl::StrCat("the warp tile ", warp_m, "x", warp_n,
                                               " must be the block tile ", block_m, "x", block_n)));
   }
+  if (multicast && (!tma || warp_specialized || split_k > 1)) {
+    return internal::StepError(
+        text, absl::StrCat("invalid_schedule: multicast pairs the blocks of the TMA-fed ring "
+                           "(tma, no ws) in clusters of two: ",
+                           !tma               ? "it needs tma"
+                           : warp_specialized ? "not with ws"
+                                              : "not with split_k"));
+  }
   if (repack) {
     absl::StatusOr<OperandRepack> plan = PlanOperandRepack(*stage.op, *mm);
     if (!plan.ok()) {
@@ -278,14 +286,16 @@ nlohmann::json TensorCoreStep::ToJson() const {
   if (warp_specialized) j.push_back("ws");
   if (persistent) j.push_back("persistent");
   if (pingpong) j.push_back("pingpong");
+  if (multicast) j.push_back("multicast");
   return j;
 }
 
 absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j) {
-  if (!j.is_array() || j.size() < 9 || j.size() > 16) {
+  if (!j.is_array() || j.size() < 9 || j.size() > 17) {
     return absl::InvalidArgumentError(
         absl::StrCat("step 'TC' needs 9 fields (10 with split_k, 11 with the instruction, then "
-                     "\"repack\", \"tma\", \"ws\", \"persistent\", \"pingpong\" as set), got ",
+                     "\"repack\", \"tma\", \"ws\", \"persistent\", \"pingpong\", \"multicast\" "
+                     "as set), got ",
                      j.is_array() ? j.size() : 0, ": ", j.dump().substr(0, 200)));
   }
   TensorCoreStep t;
@@ -337,25 +347,27 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
     t.warpgroup = instruction == "wgmma";
   }
   // The options after the instruction, in this order: "repack", "tma", "ws", "persistent",
-  // "pingpong".
+  // "pingpong", "multicast".
   for (size_t f = 11; f < j.size(); ++f) {
     ASSIGN_OR_RETURN(std::string option, internal::JsonString(j, f, "TC"));
-    const bool later = t.persistent || t.pingpong;
+    const bool later = t.persistent || t.pingpong || t.multicast;
     if (option == "repack" && !t.repack && !t.tma && !t.warp_specialized && !later) {
       t.repack = true;
     } else if (option == "tma" && !t.tma && !t.warp_specialized && !later) {
       t.tma = true;
     } else if (option == "ws" && !t.warp_specialized && !later) {
       t.warp_specialized = true;
-    } else if (option == "persistent" && !t.persistent && !t.pingpong) {
+    } else if (option == "persistent" && !t.persistent && !t.pingpong && !t.multicast) {
       t.persistent = true;
-    } else if (option == "pingpong" && !t.pingpong) {
+    } else if (option == "pingpong" && !t.pingpong && !t.multicast) {
       t.pingpong = true;
+    } else if (option == "multicast" && !t.multicast) {
+      t.multicast = true;
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("TC step: field ", f, " '", option,
-                       "' is not an option in place (\"repack\", then \"tma\", then \"ws\", "
-                       "then \"persistent\", then \"pingpong\", each at most once)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "TC step: field ", f, " '", option,
+          "' is not an option in place (\"repack\", then \"tma\", then \"ws\", then "
+          "\"persistent\", then \"pingpong\", then \"multicast\", each at most once)"));
     }
   }
   return t;
@@ -368,7 +380,7 @@ std::string TensorCoreStep::ToString() const {
                       split_k > 1 ? absl::StrCat(", split_k ", split_k) : std::string(),
                       warpgroup ? ", wgmma" : "", repack ? ", repack" : "", tma ? ", tma" : "",
                       warp_specialized ? ", ws" : "", persistent ? ", persistent" : "",
-                      pingpong ? ", pingpong" : "", ")");
+                      pingpong ? ", pingpong" : "", multicast ? ", multicast" : "", ")");
 }
 
 }  // namespace tilesearch::schedule

@@ -37,6 +37,7 @@ struct Problem {
   bool ws = false;          // TensorCoreStep::warp_specialized
   bool persistent = false;  // TensorCoreStep::persistent
   bool pingpong = false;    // TensorCoreStep::pingpong (one warpgroup tile per block tile)
+  bool multicast = false;   // TensorCoreStep::multicast
   int epilogue = 0;         // TensorCoreStep::epilogue (1: the cast to the output type fused)
 };
 
@@ -78,6 +79,7 @@ absl::StatusOr<schedule::LoweredKernel> LowerWgmma(const Problem& p) {
   t.warp_specialized = p.ws;
   t.persistent = p.persistent;
   t.pingpong = p.pingpong;
+  t.multicast = p.multicast;
   t.epilogue = p.epilogue;
   ASSIGN_OR_RETURN(s, schedule::ApplyStep(s, t));
   Target target;
@@ -154,6 +156,30 @@ TEST(WgmmaPtx, TmaFillsCompileForSm90aAndAssemble) {
     EXPECT_EQ(Count(ptx, ".param .u64"), 2 * 6);
     ExpectPtxasAccepts(ptx, "wgmma_tma_" + p.kind, "sm_90a");
   }
+}
+
+// Clusters of two blocks sharing B's tiles (TensorCoreStep::multicast): the product kernel is
+// compiled for clusters of two (.reqnctapercluster 2, 1, 1; the cast kernel after it has none),
+// B's boxes are started by one block each with .multicast::cluster under a %cluster_ctarank test
+// while A's box stays a plain copy, the ring's block barriers are cluster barriers; ptxas
+// accepts it for sm_90a.
+TEST(WgmmaPtx, MulticastClustersCompileForSm90aAndAssemble) {
+  Problem p{"bf16", false, 64, 128, 64, 3};
+  p.tma = p.multicast = true;
+  const std::string ptx = WgmmaPtx(p);
+  ASSERT_FALSE(ptx.empty());
+  EXPECT_EQ(Count(ptx, ".reqnctapercluster 2, 1, 1"), 1) << ptx.substr(0, 3000);
+  const std::string copy =
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes";
+  // Per issue: A's one box plain, B's two 64-column boxes multicast (one per rank).
+  const int64_t issues = (p.pipeline - 1 - 1) + 1;
+  EXPECT_EQ(Count(ptx, copy + ".multicast::cluster"), issues * 2);
+  EXPECT_EQ(Count(ptx, copy + " "), issues);
+  EXPECT_GE(Count(ptx, "%cluster_ctarank"), 2);
+  // The barrier after the mbarrier initialization and the one per k tile (the last peeled).
+  EXPECT_EQ(Count(ptx, "barrier.cluster.arrive.aligned"), 3);
+  EXPECT_EQ(Count(ptx, "barrier.cluster.wait.aligned"), 3);
+  ExpectPtxasAccepts(ptx, "wgmma_tma_multicast_bf16", "sm_90a");
 }
 
 // A producer warpgroup (TensorCoreStep::warp_specialized): one thread fills each slot once the

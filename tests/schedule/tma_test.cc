@@ -1,14 +1,15 @@
 // The tensor_core step's TMA fills (TensorCoreStep::tma): the JSON form, the tensor-map limits
 // (ir::CheckTensorMap), the operands it refuses, and random TMA-fed wgmma schedules (every matmul
-// layout, dense, batch_matmul, non-divisible shapes, 1–4 ring slots, split-k) run in the
-// interpreter against the unscheduled program. The interpreter places each box element through
-// the tensor map's row-major box and ir::WgmmaSwizzle and reads it back through the wgmma layout,
-// and performs a box copy only when a wait completes its mbarrier's phase: a wrong box, a wrong
-// coordinate or a missing wait shows up as a wrong answer or an error.
+// layout, dense, batch_matmul, non-divisible shapes, 1–4 ring slots, split-k, multicast clusters)
+// run in the interpreter against the unscheduled program. The interpreter places each box element
+// through the tensor map's row-major box and ir::WgmmaSwizzle and reads it back through the wgmma
+// layout, and performs a box copy only when a wait completes its mbarrier's phase: a wrong box, a
+// wrong coordinate or a missing wait shows up as a wrong answer or an error.
 #include <cstdint>
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -103,6 +104,14 @@ TEST(TmaStep, JsonRoundTrip) {
   back = StepFromJson(t.ToJson());
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_TRUE(std::get<TensorCoreStep>(*back) == t);
+  TensorCoreStep m = TmaStep("bf16", 128, 256, 64, 64, 256, 4);
+  m.stage_id = 2;
+  m.multicast = true;
+  EXPECT_EQ(m.ToJson().dump(),
+            R"(["TC",2,"bf16",[128,256,64],[64,256],4,0,1,0,1,"wgmma","tma","multicast"])");
+  back = StepFromJson(m.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(std::get<TensorCoreStep>(*back) == m);
   for (const char* bad :
        {R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","tma","repack"])",
         R"(["TC",2,"bf16",[64,128,64],[64,128],3,0,1,0,1,"wgmma","tma","ws","pingpong",)"
@@ -114,9 +123,40 @@ TEST(TmaStep, JsonRoundTrip) {
         R"("persistent"])",
         R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","tma","tma"])",
         R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","TMA"])",
-        R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","ws","tma"])"}) {
+        R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","ws","tma"])",
+        R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","tma","multicast","ws"])",
+        R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","tma","multicast",)"
+        R"("multicast"])"}) {
     EXPECT_FALSE(StepFromJson(nlohmann::json::parse(bad)).ok()) << bad;
   }
+}
+
+// Multicast clusters share the TMA ring's B tiles: without tma, with a producer warpgroup or with
+// split_k the step is refused by name, and an odd number of tile rows by the lowering.
+TEST(TmaStep, MulticastNeedsTheTmaRingAndEvenTileRows) {
+  const ir::ComputeDAG dag =
+      BuildOpOrDie("matmul", {{192, 256}, {256, 128}}, ir::ScalarType::kBFloat16);
+  const State s = State::Initial(dag);
+  TensorCoreStep t = TmaStep("bf16", 64, 64, 64, 64, 64, 2);
+  t.stage_id = SumReductionStage(s);
+  t.multicast = true;
+  t.tma = false;
+  ExpectRefused(s, t, "it needs tma");
+  t.tma = true;
+  t.warp_specialized = true;
+  ExpectRefused(s, t, "not with ws");
+  t.warp_specialized = false;
+  t.split_k = 2;
+  ExpectRefused(s, t, "not with split_k");
+  t.split_k = 1;
+  absl::StatusOr<State> st = ApplyStep(s, t);
+  ASSERT_TRUE(st.ok()) << st.status();
+  // 192 rows in tiles of 64: three tile rows cannot pair up.
+  absl::StatusOr<LoweredKernel> k = Lower(dag, *st, CudaTarget());
+  ASSERT_FALSE(k.ok());
+  EXPECT_NE(k.status().message().find("3 tile rows of 64 are not an even number"),
+            std::string::npos)
+      << k.status();
 }
 
 // Persistent blocks walk the tiles of a producer warpgroup's ring: without ws or with split_k the
@@ -529,6 +569,36 @@ TEST(TmaStep, KernelArgumentsAndCodec) {
   ASSERT_EQ(back->params.size(), k->nest.params.size());
 }
 
+// Blocks 2p and 2p + 1 take tile rows 2r and 2r + 1 of one tile column: B's boxes are started by
+// one block each for both (multicast from rank 0 and rank 1), A's by each block for itself; the
+// ring's barriers span the cluster. Every tile is computed once (the result matches the
+// reference, non-divisible n and k and a raster of 2 included) and the nest survives the codec.
+TEST(TmaStep, MulticastPairsBlocksOnTheTileRowsOfOneColumn) {
+  for (const auto& [m, n, kk, raster] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t>{256, 192, 128, 1},
+        {512, 200, 136, 2},
+        {128, 384, 64, 3}}) {
+    SCOPED_TRACE(absl::StrCat(m, "x", n, "x", kk, " raster ", raster));
+    TensorCoreStep t = TmaStep("bf16", 64, 128, 64, 64, 128, 3);
+    t.multicast = true;
+    t.raster = raster;
+    ir::ComputeDAG dag;
+    absl::StatusOr<LoweredKernel> k = LowerTma(m, n, kk, t, &dag);
+    ASSERT_TRUE(k.ok()) << k.status();
+    const std::string text = ir::ToString(k->nest);
+    EXPECT_NE(text.find("multicast 2 from rank 0"), std::string::npos) << text;
+    EXPECT_NE(text.find("multicast 2 from rank 1"), std::string::npos) << text;
+    EXPECT_NE(text.find("cluster_barrier 2"), std::string::npos) << text;
+    EXPECT_EQ(k->launches.front().grid[0] % 2, 0);
+    absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, 91);
+    ASSERT_TRUE(err.ok()) << err.status() << "\n" << text;
+    EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
+    absl::StatusOr<ir::LoopNest> back = ir::DecodeLoopNest(ir::EncodeLoopNest(k->nest));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(ir::ToString(*back), text);
+  }
+}
+
 // A warp-specialized kernel whose consumers never release a slot leaves the producer waiting:
 // the interpreter reports the deadlock (with a ring shorter than the k loop) instead of hanging.
 TEST(TmaStep, ConsumersThatNeverReleaseASlotAreADeadlock) {
@@ -678,12 +748,16 @@ Case RandomCase(std::mt19937_64& rng) {
     t.block_n = t.warp_n;
   }
   testing::FitWgmmaRegisters(&t);
+  // Clusters of two where the tile rows pair up.
+  t.multicast = !t.warp_specialized && t.split_k == 1 && (m + t.block_m - 1) / t.block_m % 2 == 0 &&
+                rng() % 2;
   return c;
 }
 
 TEST(TmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
   std::mt19937_64 rng(20261204);
   int run = 0, refused = 0, specialized = 0, persistent = 0, walking = 0, pingpong = 0;
+  int multicast = 0;
   // One multiprocessor, so that a persistent block walks every tile.
   Target small = CudaTarget();
   small.sm_count = 1;
@@ -711,6 +785,7 @@ TEST(TmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
     specialized += c.step.warp_specialized;
     persistent += c.step.persistent;
     pingpong += c.step.pingpong;
+    multicast += c.step.multicast;
     // A block walking two or more tiles keeps its tile loop (one of extent 1 is simplified away).
     walking += ir::ToString(k->nest).find(".consume.tile in [0, ") != std::string::npos;
   }
@@ -719,6 +794,7 @@ TEST(TmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
   EXPECT_GE(persistent, 15);
   EXPECT_GE(walking, 8);
   EXPECT_GE(pingpong, 6);
+  EXPECT_GE(multicast, 8);
   EXPECT_GT(refused, 0);
 }
 

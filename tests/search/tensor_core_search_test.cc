@@ -184,6 +184,7 @@ TEST(TensorCoreSearch, SamplingDrawsTmaAndProducerWarpgroupsAtTheirRates) {
     }
     std::mt19937_64 rng(12);
     int wgmma = 0, tma = 0, ws = 0, persistent = 0, pingpong = 0, one_group = 0;
+    int multicast = 0, pairable = 0;
     for (int i = 0; i < 1200; ++i) {
       absl::StatusOr<TensorCoreStep> t = SampleTensorCoreStep(base, s, Target::H200(), rng);
       ASSERT_TRUE(t.ok()) << t.status();
@@ -193,6 +194,11 @@ TEST(TensorCoreSearch, SamplingDrawsTmaAndProducerWarpgroupsAtTheirRates) {
       persistent += t->persistent;
       pingpong += t->pingpong;
       one_group += t->persistent && t->block_m == t->warp_m && t->block_n == t->warp_n;
+      multicast += t->multicast;
+      // (512 rows: every block_m of the space gives an even number of tile rows.)
+      pairable += t->tma && !t->warp_specialized && t->split_k == 1;
+      EXPECT_TRUE(!t->multicast || (t->tma && !t->warp_specialized && t->split_k == 1))
+          << t->ToString();
       EXPECT_TRUE(!t->pingpong ||
                   (t->persistent && t->block_m == t->warp_m && t->block_n == t->warp_n))
           << t->ToString();
@@ -213,6 +219,10 @@ TEST(TensorCoreSearch, SamplingDrawsTmaAndProducerWarpgroupsAtTheirRates) {
     // Half of the persistent blocks of one warpgroup tile have ping-pong consumers.
     EXPECT_GT(pingpong, 0);
     EXPECT_LT(pingpong, one_group);
+    // Half the TMA rings without a producer warpgroup or split_k run in multicast clusters.
+    ASSERT_GT(pairable, 100);
+    EXPECT_NEAR(static_cast<double>(multicast) / pairable, 0.5, 0.1)
+        << multicast << " of " << pairable;
   }
 }
 
@@ -272,15 +282,18 @@ TEST(TensorCoreSearch, MutationChangesOneDecisionOfTheStep) {
     const TensorCoreStep& b = *TensorCoreOf(child->state);
     // Switching the instruction (mma.sync <-> wgmma) is one decision that re-tiles the block;
     // turning TMA off takes its producer warpgroup (and persistence, and ping-pong) with it.
-    const int diffs = a.warpgroup != b.warpgroup
-                          ? 1
-                          : (a.block_k != b.block_k) + (a.pipeline != b.pipeline) +
-                                (a.pad != b.pad) + (a.raster != b.raster) +
-                                (a.split_k != b.split_k) +
-                                (a.tma != b.tma || a.warp_specialized != b.warp_specialized ||
-                                 a.persistent != b.persistent || a.pingpong != b.pingpong) +
-                                (a.warp_m != b.warp_m || a.block_m != b.block_m) +
-                                (a.warp_n != b.warp_n || a.block_n != b.block_n);
+    // Multicast clusters go with a move that leaves no TMA ring to pair (ws, split_k, odd tile
+    // rows); a move of their own is the one decision.
+    const int others = a.warpgroup != b.warpgroup
+                           ? 1
+                           : (a.block_k != b.block_k) + (a.pipeline != b.pipeline) +
+                                 (a.pad != b.pad) + (a.raster != b.raster) +
+                                 (a.split_k != b.split_k) +
+                                 (a.tma != b.tma || a.warp_specialized != b.warp_specialized ||
+                                  a.persistent != b.persistent || a.pingpong != b.pingpong) +
+                                 (a.warp_m != b.warp_m || a.block_m != b.block_m) +
+                                 (a.warp_n != b.warp_n || a.block_n != b.block_n);
+    const int diffs = others + (others == 0 && a.multicast != b.multicast);
     EXPECT_EQ(diffs, 1) << a.ToString() << " -> " << b.ToString();
     EXPECT_EQ(a.kind, b.kind);
     EXPECT_EQ(a.epilogue, b.epilogue);
