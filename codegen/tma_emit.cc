@@ -7,7 +7,8 @@
 //   barrier visible to the async proxy (the TMA unit) before the Barrier that the IR requires
 //   after it publishes it to the other threads.
 // - arrive_expect_tx: the thread arrives and raises the phase's expected transaction bytes;
-//   arrive: it only arrives.
+//   arrive: it only arrives (over a cluster: mapa to each block's copy of the barrier, then
+//   mbarrier.arrive.release.cluster.shared::cluster).
 // - wait: a try_wait.parity loop (labels scoped by braces, so each inlined copy has its own).
 // - setmaxnreg (EmitSetMaxNReg): the NVVM intrinsic.
 // - tma_load: cp.async.bulk.tensor.<rank>d.shared::cluster.global.mbarrier::complete_tx::bytes
@@ -91,6 +92,17 @@ absl::Status Emitter::EmitMbarrier(const ir::MbarrierNode* op) {
           {bar, i32(op->count)});
       return absl::OkStatus();
     case ir::MbarrierNode::Op::kArrive:
+      if (op->count > 1) {
+        // The barrier at the same offset in each block of the cluster (mapa: its
+        // shared::cluster address in the block of rank r), released at cluster scope.
+        for (int64_t r = 0; r < op->count; ++r) {
+          Asm(b_, loc_,
+              "{\n\t.reg .b32 ra;\n\tmapa.shared::cluster.u32 ra, $0, $1;\n\t"
+              "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n\t}",
+              "r,r", {bar, i32(r)});
+        }
+        return absl::OkStatus();
+      }
       Asm(b_, loc_, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r", {bar});
       return absl::OkStatus();
     case ir::MbarrierNode::Op::kWait: {

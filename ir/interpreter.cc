@@ -828,6 +828,9 @@ class MbarrierStmt final : public CStmt {
     if (op_ == MbarrierNode::Op::kArriveExpectTx || op_ == MbarrierNode::Op::kArrive) {
       ++c.rt->mbarrier_events;
       if (op_ == MbarrierNode::Op::kArriveExpectTx) state->tx_expected += count_;
+      // An arrival in each block of a cluster: the other blocks' stand for those of this block's
+      // peers, which do the same work (MbarrierNode::Arrive).
+      state->arrived += op_ == MbarrierNode::Op::kArrive && count_ > 1 ? count_ - 1 : 0;
       if (++state->arrived > state->arrivals) {
         c.rt->Fail(absl::FailedPreconditionError(absl::StrCat(
             what_, ": ", state->arrived, " arrivals in a phase that expects ", state->arrivals)));

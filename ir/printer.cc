@@ -176,6 +176,8 @@ void PrintSyncStmt(std::ostream& os, const Stmt& s, const std::string& pad) {
     Print(os, m->parity);
   } else if (m->op != MbarrierNode::Op::kArrive) {
     os << " " << m->count;
+  } else if (m->count > 1) {
+    os << " in each of " << m->count << " cluster blocks";
   }
   os << "\n";
 }

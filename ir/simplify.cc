@@ -930,7 +930,8 @@ Stmt Simplifier::MutateStmt(const Stmt& s) {
         case MbarrierNode::Op::kWait:
           return MbarrierNode::Wait(op->buffer, Mutate(op->index), Mutate(op->parity));
         case MbarrierNode::Op::kArrive:
-          return MbarrierNode::Arrive(op->buffer, Mutate(op->index));
+          return MbarrierNode::Arrive(op->buffer, Mutate(op->index),
+                                      std::max<int64_t>(op->count, 1));
       }
       return s;
     }

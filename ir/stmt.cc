@@ -209,8 +209,10 @@ Stmt MbarrierNode::ArriveExpectTx(std::string buffer, Expr index, int64_t bytes)
   CHECK(bytes >= 0 && bytes < (1 << 20)) << "mbarrier transaction bytes " << bytes;
   return MakeMbarrier(Op::kArriveExpectTx, std::move(buffer), std::move(index), bytes, Expr());
 }
-Stmt MbarrierNode::Arrive(std::string buffer, Expr index) {
-  return MakeMbarrier(Op::kArrive, std::move(buffer), std::move(index), 0, Expr());
+Stmt MbarrierNode::Arrive(std::string buffer, Expr index, int64_t cluster) {
+  CHECK(cluster >= 1 && cluster <= 8) << "mbarrier arrive over a cluster of " << cluster;
+  return MakeMbarrier(Op::kArrive, std::move(buffer), std::move(index), cluster > 1 ? cluster : 0,
+                      Expr());
 }
 Stmt MbarrierNode::Wait(std::string buffer, Expr index, Expr parity) {
   CHECK(parity.defined() && parity.type() == ScalarType::kInt64) << "mbarrier parity not int64";

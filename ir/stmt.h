@@ -451,7 +451,11 @@ struct TmaLoadNode : StmtNode {
 /// thread, before any other use; a Barrier must follow before other threads use it; the emitter
 /// adds the fence that makes the initialization visible to TMA). kArriveExpectTx: the thread
 /// arrives and adds `count` bytes to the transactions the current phase waits for (a TmaLoad's
-/// box). kArrive: the thread arrives (a consumer releasing a ring slot). kWait: the thread waits
+/// box). kArrive: the thread arrives (a consumer releasing a ring slot); with `count` = c > 1 it
+/// arrives on the barrier at the same place in each of the c blocks of its cluster (sm_90: mapa,
+/// then a remote arrive; c arrivals in all); the interpreter, which runs each block on its own,
+/// counts c arrivals on the block's own barrier, standing for the cluster's blocks, which do the
+/// same work in step. kWait: the thread waits
 /// until the phase of parity `parity` (an int64 expression, 0 or 1) has completed (PTX
 /// try_wait.parity: phase p completes when its arrivals and transaction bytes are in, then the
 /// barrier moves to phase p + 1; waiting for the parity of the phase before the current one returns
@@ -463,11 +467,12 @@ struct MbarrierNode : StmtNode {
   static Stmt Init(std::string buffer, Expr index, int64_t arrivals);
   static Stmt ArriveExpectTx(std::string buffer, Expr index, int64_t bytes);
   static Stmt Wait(std::string buffer, Expr index, Expr parity);
-  static Stmt Arrive(std::string buffer, Expr index);
+  /// `cluster` 1: this block's barrier; 2..8: the barrier in every block of the cluster.
+  static Stmt Arrive(std::string buffer, Expr index, int64_t cluster = 1);
   Op op = Op::kInit;
   std::string buffer;
   Expr index;
-  int64_t count = 0;  // kInit: arrivals; kArriveExpectTx: bytes
+  int64_t count = 0;  // kInit: arrivals; kArriveExpectTx: bytes; kArrive: cluster blocks (0, 2..8)
   Expr parity;        // kWait
 };
 /// "init", "arrive_expect_tx", "wait", "arrive".

@@ -332,9 +332,9 @@ struct StorageAlignStep {
 /// clusters of two along m (sm_90 thread block clusters: blocks 2p and 2p + 1 take the tile rows
 /// 2r and 2r + 1 of the same tile column, the pairs in the raster order; the tile rows must be
 /// even in number): the pair shares B's k tiles, so B's boxes are split between the two blocks
-/// and each is copied once for both (TMA multicast), halving B's L2 reads; the ring's per-tile
-/// block barrier becomes a cluster barrier (a slot is refilled only once both blocks are done
-/// with it). CUTLASS's 2x1 cluster shape.
+/// and each is copied once for both (TMA multicast), halving B's L2 reads; a slot is refilled
+/// only once both blocks have released it (a second mbarrier per slot, arrived on from both
+/// blocks). CUTLASS's 2x1 cluster shape.
 struct TensorCoreStep {
   int stage_id = 0;
   std::string kind = "f16";

@@ -782,22 +782,49 @@ struct Builder {
   // of the tile whose slot the next fill reuses), thread 0 starts the fill `ahead` tiles on, every
   // thread waits for its tile's slot (phase parity: the slot's use count, mod 2), the wgmma's
   // (pending 1 with 3 or more slots, so that they overlap the next tile's wait).
+  //
+  // Multicast clusters (TensorCoreStep::multicast): each block also starts half of the other's B
+  // boxes, so a slot may be refilled only once both blocks are done with it. Past the block
+  // barrier, thread 0 releases the slot just freed in both blocks (a second mbarrier per slot
+  // expecting one arrival per block, arrived on remotely), then waits for the refilled slot's
+  // release before starting its boxes (parity: its use count + 1, mod 2, so that a first use
+  // waits for nothing). One barrier across the cluster after the initialization, none in the
+  // loop: a cluster-wide barrier per k tile cost 0.56 us a tile on the H100 (bench/NOTES.md).
   Stmt TmaWgmmaLoop(const std::string& acc) {
     const int64_t pending = stages >= 3 ? 1 : 0;
     const int64_t ahead = stages - 1 - pending;
     std::vector<Stmt> init;
-    for (int64_t s = 0; s < stages; ++s) init.push_back(ir::MbarrierNode::Init(barriers, C(s), 1));
-    // With multicast the barriers span the cluster: the other block's mbarriers are initialized
-    // before its first copy signals them, and a slot is refilled (in both blocks) only once both
-    // are done with it.
+    for (int64_t s = 0; s < stages; ++s) {
+      init.push_back(ir::MbarrierNode::Init(barriers, C(s), 1));
+      if (cluster > 1) init.push_back(ir::MbarrierNode::Init(empties, C(s), cluster));
+    }
+    // With multicast the other block's mbarriers must be initialized before this one's first
+    // copy or arrival reaches them.
     std::vector<Stmt> seq = {ir::IfThenElseNode::Make(tid == C(0), ir::SeqNode::Make(init)),
                              ir::BarrierNode::Make(cluster)};
     for (int64_t s = 0; s < ahead && s < split_tiles; ++s) seq.push_back(TmaIssue(C(s), C(s)));
     auto tile = [&](const Expr& ko, int64_t tile_pending) {
       const Expr next = ko + C(ahead);
+      Stmt fill = TmaIssue(next % C(stages), next);
+      if (cluster > 1) {
+        // The tile whose wgmma's the barrier just saw complete in this block (ko - 1 - pending)
+        // frees its slot: the slot `next` refills.
+        const Expr freed = ko - C(1 + pending);
+        fill = ir::IfThenElseNode::Make(
+            tid == C(0),
+            ir::SeqNode::Make(
+                {ir::IfThenElseNode::Make(
+                     freed >= C(0), ir::MbarrierNode::Arrive(empties, freed % C(stages), cluster)),
+                 ir::IfThenElseNode::Make(
+                     next < C(split_tiles),
+                     ir::SeqNode::Make({ir::MbarrierNode::Wait(empties, next % C(stages),
+                                                               (next / C(stages) + C(1)) % C(2)),
+                                        TmaBoxes(next % C(stages), next)}))}));
+      } else {
+        fill = ir::IfThenElseNode::Make(next < C(split_tiles), fill);
+      }
       return ir::SeqNode::Make(
-          {ir::BarrierNode::Make(cluster),
-           ir::IfThenElseNode::Make(next < C(split_tiles), TmaIssue(next % C(stages), next)),
+          {ir::BarrierNode::Make(), fill,
            ir::MbarrierNode::Wait(barriers, ko % C(stages), (ko / C(stages)) % C(2)),
            Mma(acc, ko % C(stages), tile_pending)});
     };
@@ -1482,7 +1509,10 @@ absl::Status PlanTmaFills(const TensorCoreKernel& k, Builder* bd, TensorCoreKern
     o->tma = std::move(f);
   }
   bd->barriers = k.fresh(k.op->name + ".full");
-  if (k.config.warp_specialized) bd->empties = k.fresh(k.op->name + ".empty");
+  // (multicast: a slot is refilled once both blocks of the cluster have released it)
+  if (k.config.warp_specialized || k.config.multicast) {
+    bd->empties = k.fresh(k.op->name + ".empty");
+  }
   if (k.config.warp_specialized && k.config.pingpong) bd->turn = k.fresh(k.op->name + ".turn");
   return absl::OkStatus();
 }

@@ -161,11 +161,12 @@ TEST(WgmmaPtx, TmaFillsCompileForSm90aAndAssemble) {
 // Clusters of two blocks sharing B's tiles (TensorCoreStep::multicast): the product kernel is
 // compiled for clusters of two (.reqnctapercluster 2, 1, 1; the cast kernel after it has none),
 // B's boxes are started by one block each with .multicast::cluster under a %cluster_ctarank test
-// while A's box stays a plain copy, the ring's block barriers are cluster barriers; ptxas
-// accepts it for sm_90a.
+// while A's box stays a plain copy, a slot is refilled once both blocks released it (remote
+// mbarrier arrivals); ptxas accepts it for sm_90a.
 TEST(WgmmaPtx, MulticastClustersCompileForSm90aAndAssemble) {
   Problem p{"bf16", false, 64, 128, 64, 3};
   p.tma = p.multicast = true;
+  p.k = 384;  // six k tiles: slots are released inside the loop too
   const std::string ptx = WgmmaPtx(p);
   ASSERT_FALSE(ptx.empty());
   EXPECT_EQ(Count(ptx, ".reqnctapercluster 2, 1, 1"), 1) << ptx.substr(0, 3000);
@@ -176,9 +177,13 @@ TEST(WgmmaPtx, MulticastClustersCompileForSm90aAndAssemble) {
   EXPECT_EQ(Count(ptx, copy + ".multicast::cluster"), issues * 2);
   EXPECT_EQ(Count(ptx, copy + " "), issues);
   EXPECT_GE(Count(ptx, "%cluster_ctarank"), 2);
-  // The barrier after the mbarrier initialization and the one per k tile (the last peeled).
-  EXPECT_EQ(Count(ptx, "barrier.cluster.arrive.aligned"), 3);
-  EXPECT_EQ(Count(ptx, "barrier.cluster.wait.aligned"), 3);
+  // One cluster barrier, after the mbarrier initialization; in the k loop (and its peeled last
+  // tile) thread 0 releases the freed slot in both blocks (mapa, remote arrive) and waits for
+  // the release of the slot it refills.
+  EXPECT_EQ(Count(ptx, "barrier.cluster.arrive.aligned"), 1);
+  EXPECT_EQ(Count(ptx, "barrier.cluster.wait.aligned"), 1);
+  EXPECT_EQ(Count(ptx, "mapa.shared::cluster.u32"), 2 * 2);
+  EXPECT_EQ(Count(ptx, "mbarrier.arrive.release.cluster.shared::cluster.b64"), 2 * 2);
   ExpectPtxasAccepts(ptx, "wgmma_tma_multicast_bf16", "sm_90a");
 }
 

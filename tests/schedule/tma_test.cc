@@ -570,12 +570,16 @@ TEST(TmaStep, KernelArgumentsAndCodec) {
 }
 
 // Blocks 2p and 2p + 1 take tile rows 2r and 2r + 1 of one tile column: B's boxes are started by
-// one block each for both (multicast from rank 0 and rank 1), A's by each block for itself; the
-// ring's barriers span the cluster. Every tile is computed once (the result matches the
-// reference, non-divisible n and k and a raster of 2 included) and the nest survives the codec.
+// one block each for both (multicast from rank 0 and rank 1), A's by each block for itself; one
+// barrier spans the cluster (after the mbarrier initialization) and a slot is refilled once both
+// blocks released it (arrivals in each of the two blocks). Every tile is computed once (the
+// result matches the reference, non-divisible n and k and rasters 1-3 included) and the nest
+// survives the codec.
 TEST(TmaStep, MulticastPairsBlocksOnTheTileRowsOfOneColumn) {
+  // (With three slots, the k tile two before the current one frees its slot: the releases
+  // start at the third k tile.)
   for (const auto& [m, n, kk, raster] :
-       {std::tuple<int64_t, int64_t, int64_t, int64_t>{256, 192, 128, 1},
+       {std::tuple<int64_t, int64_t, int64_t, int64_t>{256, 192, 320, 1},
         {512, 200, 136, 2},
         {128, 384, 64, 3}}) {
     SCOPED_TRACE(absl::StrCat(m, "x", n, "x", kk, " raster ", raster));
@@ -589,6 +593,7 @@ TEST(TmaStep, MulticastPairsBlocksOnTheTileRowsOfOneColumn) {
     EXPECT_NE(text.find("multicast 2 from rank 0"), std::string::npos) << text;
     EXPECT_NE(text.find("multicast 2 from rank 1"), std::string::npos) << text;
     EXPECT_NE(text.find("cluster_barrier 2"), std::string::npos) << text;
+    EXPECT_EQ(text.find("in each of 2 cluster blocks") != std::string::npos, kk > 128) << text;
     EXPECT_EQ(k->launches.front().grid[0] % 2, 0);
     absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, 91);
     ASSERT_TRUE(err.ok()) << err.status() << "\n" << text;
