@@ -39,9 +39,9 @@ bool TensorCoreStepFits(const schedule::TensorCoreStep& t, const Target& target)
 /// draws fill by TMA where TmaOperands and the operands are placeholders of `s` with rows of whole
 /// 16-byte chunks, one in four TMA draws adds a producer warpgroup, half of those (without
 /// split_k) make the blocks persistent, and half of the persistent ones with one warpgroup tile
-/// per block tile give the block two ping-pong consumers (TensorCoreStep::pingpong); half the
-/// TMA draws without a producer warpgroup pair their blocks in clusters with multicast B tiles
-/// where MulticastFits. `s` is the state the step applies to. Errors: the stage is not
+/// per block tile give the block two ping-pong consumers (TensorCoreStep::pingpong); one in
+/// eight TMA draws without a producer warpgroup pairs its blocks in clusters with multicast B
+/// tiles where MulticastFits. `s` is the state the step applies to. Errors: the stage is not
 /// matmul-like.
 absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCoreStep base,
                                                               const schedule::State& s,
