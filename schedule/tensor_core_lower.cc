@@ -789,7 +789,8 @@ struct Builder {
   // expecting one arrival per block, arrived on remotely), then waits for the refilled slot's
   // release before starting its boxes (parity: its use count + 1, mod 2, so that a first use
   // waits for nothing). One barrier across the cluster after the initialization, none in the
-  // loop: a cluster-wide barrier per k tile cost 0.56 us a tile on the H100 (bench/NOTES.md).
+  // loop: a release is a one-way message, where a cluster barrier per k tile would be a round
+  // trip between the two multiprocessors for every thread.
   Stmt TmaWgmmaLoop(const std::string& acc) {
     const int64_t pending = stages >= 3 ? 1 : 0;
     const int64_t ahead = stages - 1 - pending;
@@ -1588,8 +1589,8 @@ absl::Status PlanGrid(const TensorCoreKernel& k, const MatmulLike& mm, const Tar
 // Clusters of two blocks along m (TensorCoreStep::multicast): blocks 2p and 2p + 1 take tile
 // rows 2r and 2r + 1 of tile column c, where (r, c) is pair p's place in the raster order over
 // the pairs, so that both read B's tiles of column c (TmaBoxes splits them between the two).
-// Errors: an odd number of tile rows; an operand without a TMA fill (the cluster barriers are
-// those of the TMA ring).
+// Errors: an odd number of tile rows; an operand without a TMA fill (the shared slots and their
+// releases belong to the TMA ring).
 absl::Status PlanMulticast(const TensorCoreKernel& k, const Expr& bx, int64_t tiles_m,
                            int64_t tiles_n, Builder* bd) {
   if (tiles_m % 2 != 0) {
