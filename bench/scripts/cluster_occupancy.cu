@@ -2,7 +2,8 @@
 // once on the device for a block of THREADS threads and SMEM bytes of dynamic shared memory:
 // cudaOccupancyMaxActiveClusters. The multicast GEMM kernels (TensorCoreStep::multicast) launch
 // clusters of two blocks of 256 threads with 147-197 KB of shared memory each.
-//   nvcc -arch=sm_90a -o /tmp/cluster_occupancy bench/scripts/cluster_occupancy.cu && /tmp/cluster_occupancy
+//   nvcc -arch=sm_90a -o /tmp/cluster_occupancy bench/scripts/cluster_occupancy.cu &&
+//   /tmp/cluster_occupancy
 #include <cstdio>
 
 __global__ void __cluster_dims__(2, 1, 1) Paired(int* p) {
@@ -26,8 +27,10 @@ int main() {
     cudaError_t e = cudaOccupancyMaxActiveClusters(&clusters, Paired, &cfg);
     int blocks = -1;
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Single, 256, smem);
-    std::printf("smem %d B: %d clusters of 2 at once (%d blocks, %s) on %d SMs; single blocks: %d per SM, %d in all\n",
-                smem, clusters, 2 * clusters, cudaGetErrorString(e), sms, blocks, blocks * sms);
+    std::printf(
+        "smem %d B: %d clusters of 2 at once (%d blocks, %s) on %d SMs; single blocks: %d per SM, "
+        "%d in all\n",
+        smem, clusters, 2 * clusters, cudaGetErrorString(e), sms, blocks, blocks * sms);
   }
   return 0;
 }
