@@ -300,8 +300,8 @@ struct StorageAlignStep {
 /// threads wait on it (ir::MbarrierNode) where they waited for their copies. An operand qualifies
 /// when it is a plain load of a kernel parameter whose indices are the GEMM's axes, one row axis
 /// and one k axis (and batch axes) in the order of the tile's layout; the lowering refuses the
-/// step (invalid_schedule) when neither operand qualifies. Out-of-range box elements read as zero,
-/// so non-divisible tiles need no guards.
+/// step (invalid_schedule) when an operand does not qualify. Out-of-range box elements read as
+/// zero, so non-divisible tiles need no guards.
 ///
 /// `warp_specialized` (JSON: "ws" after "tma"; needs `tma`) adds a producer warpgroup to the
 /// block: its first thread starts the TMA fills as soon as a ring slot is released, while the

@@ -788,9 +788,12 @@ struct Builder {
   // barrier, thread 0 releases the slot just freed in both blocks (a second mbarrier per slot
   // expecting one arrival per block, arrived on remotely), then waits for the refilled slot's
   // release before starting its boxes (parity: its use count + 1, mod 2, so that a first use
-  // waits for nothing). One barrier across the cluster after the initialization, none in the
-  // loop: a release is a one-way message, where a cluster barrier per k tile would be a round
-  // trip between the two multiprocessors for every thread.
+  // waits for nothing). A slot is released only where it is refilled: every arrival on the
+  // other block's barrier is then one that block waits for before it can finish, so no block
+  // exits while the other may still signal or copy into its shared memory. One barrier across the
+  // cluster after the initialization, none in the loop: a release is a one-way message, where a
+  // cluster barrier per k tile would be a round trip between the two multiprocessors for every
+  // thread.
   Stmt TmaWgmmaLoop(const std::string& acc) {
     const int64_t pending = stages >= 3 ? 1 : 0;
     const int64_t ahead = stages - 1 - pending;
@@ -812,15 +815,13 @@ struct Builder {
         // frees its slot: the slot `next` refills.
         const Expr freed = ko - C(1 + pending);
         fill = ir::IfThenElseNode::Make(
-            tid == C(0),
+            tid == C(0) && next < C(split_tiles),
             ir::SeqNode::Make(
                 {ir::IfThenElseNode::Make(
                      freed >= C(0), ir::MbarrierNode::Arrive(empties, freed % C(stages), cluster)),
-                 ir::IfThenElseNode::Make(
-                     next < C(split_tiles),
-                     ir::SeqNode::Make({ir::MbarrierNode::Wait(empties, next % C(stages),
-                                                               (next / C(stages) + C(1)) % C(2)),
-                                        TmaBoxes(next % C(stages), next)}))}));
+                 ir::MbarrierNode::Wait(empties, next % C(stages),
+                                        (next / C(stages) + C(1)) % C(2)),
+                 TmaBoxes(next % C(stages), next)}));
       } else {
         fill = ir::IfThenElseNode::Make(next < C(split_tiles), fill);
       }
@@ -1589,18 +1590,14 @@ absl::Status PlanGrid(const TensorCoreKernel& k, const MatmulLike& mm, const Tar
 // Clusters of two blocks along m (TensorCoreStep::multicast): blocks 2p and 2p + 1 take tile
 // rows 2r and 2r + 1 of tile column c, where (r, c) is pair p's place in the raster order over
 // the pairs, so that both read B's tiles of column c (TmaBoxes splits them between the two).
-// Errors: an odd number of tile rows; an operand without a TMA fill (the shared slots and their
-// releases belong to the TMA ring).
+// Errors: an odd number of tile rows. (Both operands have TMA fills: PlanTmaFills refuses the
+// step otherwise, and multicast needs tma.)
 absl::Status PlanMulticast(const TensorCoreKernel& k, const Expr& bx, int64_t tiles_m,
                            int64_t tiles_n, Builder* bd) {
   if (tiles_m % 2 != 0) {
     return Invalid(k.op->name,
                    absl::StrCat("multicast pairs the block tiles along m: ", tiles_m,
                                 " tile rows of ", k.config.block_m, " are not an even number"));
-  }
-  if (!bd->a.tma || !bd->b.tma) {
-    return Invalid(k.op->name, absl::StrCat("multicast shares TMA-filled tiles: operand ",
-                                            bd->a.tma ? "B" : "A", " is not filled by TMA"));
   }
   bd->cluster = 2;
   const auto [pair_row, column] = BlockOrder(bx / C(2), k.config.raster, tiles_m / 2, tiles_n);

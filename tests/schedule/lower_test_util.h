@@ -358,8 +358,7 @@ inline bool LoweredOrWithinLimits(const absl::StatusOr<LoweredKernel>& k, bool t
   const std::string why(k.status().message());
   EXPECT_TRUE(why.find("wgmma operand") != std::string::npos ||
               why.find("shared memory") != std::string::npos ||
-              (tma && why.find("tma: operand") != std::string::npos) ||
-              (tma && why.find("multicast shares TMA-filled tiles") != std::string::npos))
+              (tma && why.find("tma: operand") != std::string::npos))
       << why;
   return false;
 }

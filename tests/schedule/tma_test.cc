@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "ir/loop_nest_codec.h"
 #include "ir/reference.h"
+#include "ir/simplify.h"
 #include "lower_test_util.h"
 #include "nlohmann/json.hpp"
 #include "schedule/step_json.h"
@@ -569,15 +570,60 @@ TEST(TmaStep, KernelArgumentsAndCodec) {
   ASSERT_EQ(back->params.size(), k->nest.params.size());
 }
 
+// The TMA loads of a nest and its blockIdx.x loop.
+class TmaLoads : public ir::StmtVisitor {
+ public:
+  std::vector<const ir::TmaLoadNode*> loads;
+  std::string block_var;
+  int64_t blocks = 0;
+
+ protected:
+  void VisitFor(const ir::ForNode* op, const ir::Stmt& s) override {
+    if (op->for_kind == ir::ForKind::kBlockIdxX) {
+      block_var = op->var_name();
+      blocks = ir::AsConstInt(op->extent).value_or(0);
+    }
+    ir::StmtVisitor::VisitFor(op, s);
+  }
+  void VisitTmaLoad(const ir::TmaLoadNode* op, const ir::Stmt& s) override {
+    loads.push_back(op);
+    ir::StmtVisitor::VisitTmaLoad(op, s);
+  }
+};
+
+// What the interpreter cannot see (it has every block start all its boxes itself): blocks 2p and
+// 2p + 1 start each multicast box at the same coordinates (one block's copy serves both), and
+// each plain box (A's rows) at different ones. Evaluated at every pair's block indices.
+void ExpectPairsShareTheMulticastBoxes(const ir::LoopNest& nest) {
+  TmaLoads v;
+  v.Visit(nest.body);
+  ASSERT_FALSE(v.block_var.empty());
+  int multicast = 0;
+  for (const ir::TmaLoadNode* t : v.loads) {
+    multicast += t->multicast > 1;
+    for (int64_t p = 0; p < v.blocks / 2; ++p) {
+      bool same = true;
+      for (const ir::Expr& c : t->coords) {
+        auto at = [&](int64_t b) {
+          return ir::Simplify(ir::Substitute(c, {{v.block_var, ir::IntConst(b)}}));
+        };
+        same = same && ir::StructurallyEqual(at(2 * p), at(2 * p + 1));
+      }
+      EXPECT_EQ(same, t->multicast > 1) << "pair " << p << " box of " << t->tensor_map;
+    }
+  }
+  EXPECT_GT(multicast, 0);
+}
+
 // Blocks 2p and 2p + 1 take tile rows 2r and 2r + 1 of one tile column: B's boxes are started by
 // one block each for both (multicast from rank 0 and rank 1), A's by each block for itself; one
 // barrier spans the cluster (after the mbarrier initialization) and a slot is refilled once both
 // blocks released it (arrivals in each of the two blocks). Every tile is computed once (the
-// result matches the reference, non-divisible n and k and rasters 1-3 included) and the nest
-// survives the codec.
+// result matches the reference, non-divisible n and k and rasters 1-3 included), each pair starts
+// the multicast boxes at the same coordinates, and the nest survives the codec.
 TEST(TmaStep, MulticastPairsBlocksOnTheTileRowsOfOneColumn) {
-  // (With three slots, the k tile two before the current one frees its slot: the releases
-  // start at the third k tile.)
+  // (With three slots, the k tile two before the current one frees its slot, which the next
+  // k tile refills: the releases run from the third k tile to the last but one.)
   for (const auto& [m, n, kk, raster] :
        {std::tuple<int64_t, int64_t, int64_t, int64_t>{256, 192, 320, 1},
         {512, 200, 136, 2},
@@ -593,8 +639,11 @@ TEST(TmaStep, MulticastPairsBlocksOnTheTileRowsOfOneColumn) {
     EXPECT_NE(text.find("multicast 2 from rank 0"), std::string::npos) << text;
     EXPECT_NE(text.find("multicast 2 from rank 1"), std::string::npos) << text;
     EXPECT_NE(text.find("cluster_barrier 2"), std::string::npos) << text;
-    EXPECT_EQ(text.find("in each of 2 cluster blocks") != std::string::npos, kk > 128) << text;
+    // A slot is released where it is refilled: from the third k tile to the last but one.
+    EXPECT_EQ(text.find("in each of 2 cluster blocks") != std::string::npos, (kk + 63) / 64 >= 4)
+        << text;
     EXPECT_EQ(k->launches.front().grid[0] % 2, 0);
+    ExpectPairsShareTheMulticastBoxes(k->nest);
     absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, 91);
     ASSERT_TRUE(err.ok()) << err.status() << "\n" << text;
     EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
@@ -791,6 +840,7 @@ TEST(TmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
     persistent += c.step.persistent;
     pingpong += c.step.pingpong;
     multicast += c.step.multicast;
+    if (c.step.multicast) ExpectPairsShareTheMulticastBoxes(k->nest);
     // A block walking two or more tiles keeps its tile loop (one of extent 1 is simplified away).
     walking += ir::ToString(k->nest).find(".consume.tile in [0, ") != std::string::npos;
   }
