@@ -184,11 +184,7 @@ absl::Status Emitter::EmitTmaLoad(const ir::TmaLoadNode* op) {
       absl::StrCat("cp.async.bulk.tensor.", rank,
                    "d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {", coords,
                    "}], [$", rank + 2, "];");
-  if (op->multicast > 1) {
-    if (op->multicast > 16 || !op->issuer.defined()) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": multicast over ", op->multicast,
-                                                     " blocks needs an issuer and at most 16"));
-    }
+  if (op->multicast > 1) {  // (2..8 with an issuer: TmaLoadNode::Make and the codec check it)
     // Only the block of cluster rank `issuer` starts the copy, for every block of the cluster
     // (ctaMask: all of them); each block's barrier at the same offset counts the bytes.
     ASSIGN_OR_RETURN(mlir::Value issuer, EmitExpr(op->issuer));

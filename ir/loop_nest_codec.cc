@@ -559,6 +559,10 @@ class Decoder {
         if (ok() && m->op == MbarrierNode::Op::kWait && !m->parity.defined()) {
           Fail("mbarrier wait without a parity");
         }
+        if (ok() && m->op == MbarrierNode::Op::kArrive && m->count != 0 &&
+            (m->count < 2 || m->count > 8)) {
+          Fail(absl::StrCat("mbarrier arrive over a cluster of ", m->count, " blocks"));
+        }
         return Stmt(std::move(m));
       }
       case StmtKind::kSetMaxNReg: {

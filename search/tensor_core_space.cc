@@ -276,15 +276,6 @@ std::vector<TensorCoreStep> FittingVariants(std::vector<TensorCoreStep> candidat
   return options;
 }
 
-}  // namespace
-
-bool MulticastFits(const TensorCoreStep& t, const schedule::MatmulLike& mm) {
-  return t.tma && !t.warp_specialized && t.split_k == 1 &&
-         (mm.m + t.block_m - 1) / t.block_m % 2 == 0;
-}
-
-namespace {
-
 // TensorCoreStepVariants' decisions 11..15: how a wgmma tiling's TMA ring is filled and walked
 // (the fills, a producer warpgroup, persistent blocks, ping-pong consumers, multicast clusters).
 std::vector<TensorCoreStep> TmaVariants(const TensorCoreStep& t, const schedule::MatmulLike& mm,
@@ -334,6 +325,11 @@ std::vector<TensorCoreStep> TmaVariants(const TensorCoreStep& t, const schedule:
 }
 
 }  // namespace
+
+bool MulticastFits(const TensorCoreStep& t, const schedule::MatmulLike& mm) {
+  return t.tma && !t.warp_specialized && t.split_k == 1 &&
+         (mm.m + t.block_m - 1) / t.block_m % 2 == 0;
+}
 
 std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
                                                    const schedule::MatmulLike& mm,
