@@ -743,9 +743,11 @@ absl::Status Emitter::EmitStmt(const Stmt& s) {
       if (config_.target != EmitTarget::kGpu) return absl::OkStatus();
       if (s.as<ir::BarrierNode>()->cluster > 1) {
         // barrier.cluster.arrive (release) and .wait (acquire): the cluster's blocks pass together.
+        // Not .aligned: a warp-specialized kernel reaches its last one from diverged roles (the
+        // producer's one thread and its idle warps); it runs once or twice per kernel.
         b_.getContext()->getOrLoadDialect<mlir::NVVM::NVVMDialect>();
-        mlir::NVVM::ClusterArriveOp::create(b_, loc_, b_.getUnitAttr());
-        mlir::NVVM::ClusterWaitOp::create(b_, loc_, b_.getUnitAttr());
+        mlir::NVVM::ClusterArriveOp::create(b_, loc_, mlir::UnitAttr());
+        mlir::NVVM::ClusterWaitOp::create(b_, loc_, mlir::UnitAttr());
       } else {
         mlir::gpu::BarrierOp::create(b_, loc_);
       }

@@ -328,13 +328,14 @@ struct StorageAlignStep {
 /// ping-pong warp-specialized kernel). Each ring slot is released by the one warpgroup that read
 /// it.
 ///
-/// `multicast` (JSON: "multicast" last; needs `tma`, no `ws`, no split_k) launches the blocks in
-/// clusters of two along m (sm_90 thread block clusters: blocks 2p and 2p + 1 take the tile rows
-/// 2r and 2r + 1 of the same tile column, the pairs in the raster order; the tile rows must be
-/// even in number): the pair shares B's k tiles, so B's boxes are split between the two blocks
-/// and each is copied once for both (TMA multicast), halving B's L2 reads; a slot is refilled
-/// only once both blocks have released it (a second mbarrier per slot, arrived on from both
-/// blocks). CUTLASS's 2x1 cluster shape.
+/// `multicast` (JSON: "multicast" last; needs `tma`, no `pingpong`, no split_k) launches the
+/// blocks in clusters of two along m (sm_90 thread block clusters: blocks 2p and 2p + 1 take the
+/// tile rows 2r and 2r + 1 of the same tile column, the pairs in the raster order; persistent
+/// pairs walk paired tiles over an even grid; the tile rows must be even in number): the pair
+/// shares B's k tiles, so B's boxes are split between the two blocks and each is copied once for
+/// both (TMA multicast), halving B's L2 reads; a slot is refilled only once both blocks have
+/// released it (a second mbarrier per slot, arrived on from both blocks: by thread 0 without a
+/// producer warpgroup, by each consumer warp with one). CUTLASS's 2x1 cluster shape.
 struct TensorCoreStep {
   int stage_id = 0;
   std::string kind = "f16";

@@ -653,6 +653,15 @@ struct Builder {
     return ir::SeqNode::Make(seq);
   }
 
+  // The (row, column) of block tile `t` in the raster order; in clusters of two (multicast), tiles
+  // 2q and 2q + 1 are rows 2r and 2r + 1 of one column, (r, column) pair q's place in the raster
+  // order over the pairs (PlanMulticast).
+  std::pair<Expr, Expr> TileAt(const Expr& t) const {
+    if (cluster == 1) return BlockOrder(t, raster, tiles_m, tiles_n);
+    const auto [pair_row, column] = BlockOrder(t / C(2), raster, tiles_m / 2, tiles_n);
+    return {pair_row * C(2) + t % C(2), column};
+  }
+
   // `body(i)` for the block's tiles: once (tile_m and tile_n as set), or with `persistent` in a
   // loop over the block's i-th tile, block + i·grid, whose tile_m and tile_n `body` sees (the
   // last iteration guarded where the grid does not divide the tiles).
@@ -668,9 +677,9 @@ struct Builder {
     const int64_t per_batch = tiles_m * tiles_n;
     if (batches > 1) {
       batch = t / C(per_batch);
-      std::tie(tile_m, tile_n) = BlockOrder(t % C(per_batch), raster, tiles_m, tiles_n);
+      std::tie(tile_m, tile_n) = TileAt(t % C(per_batch));
     } else {
-      std::tie(tile_m, tile_n) = BlockOrder(t, raster, tiles_m, tiles_n);
+      std::tie(tile_m, tile_n) = TileAt(t);
     }
     absl::StatusOr<Stmt> built = body(i);
     std::tie(tile_m, tile_n, batch) = own;
@@ -689,13 +698,26 @@ struct Builder {
   // parts over their tiles; the ring's use count g runs on across them (the block's i-th tile's
   // k tile ko is use g = i·split_tiles + ko), so the producer fills the next tile's first slots
   // while the consumers store the last one's accumulators.
+  //
+  // Multicast clusters (TensorCoreStep::multicast): each producer starts its A boxes and half of
+  // B's for both blocks, so a slot is refilled once the consumers of both blocks released it:
+  // each consumer warp's first lane arrives on the slot's empty barrier in both blocks (a
+  // one-way message; the barrier expects one arrival per consumer warp of the cluster). The
+  // producer alone waits for the other block, `stages` slots ahead of the consumers, which wait
+  // only for their data. Cluster barriers after the initialization (the other block's barriers
+  // exist before the first copy or arrival reaches them) and at the end (no block exits while
+  // the other may still arrive on its barriers: the last releases are waited for by no refill).
   absl::StatusOr<Stmt> WsLoop(const std::string& acc) {
     const int64_t pending = stages >= 2 ? 1 : 0;
     std::vector<Stmt> init;
     for (int64_t s = 0; s < stages; ++s) {
       init.push_back(ir::MbarrierNode::Init(barriers, C(s), 1));
-      // Ping-pong: a slot is read by one of the two consumer warpgroups.
-      init.push_back(ir::MbarrierNode::Init(empties, C(s), pingpong ? threads / 2 : threads));
+      // Ping-pong: a slot is read by one of the two consumer warpgroups. Multicast: by every
+      // consumer warp of the cluster, each arriving once.
+      init.push_back(ir::MbarrierNode::Init(empties, C(s),
+                                            cluster > 1 ? cluster * warps
+                                            : pingpong  ? threads / 2
+                                                        : threads));
     }
     if (pingpong) {
       init.push_back(ir::MbarrierNode::Init(turn, C(0), threads / 2));
@@ -719,6 +741,13 @@ struct Builder {
     ASSIGN_OR_RETURN(
         Stmt consume, OverTiles("consume", [&](const Expr& i) -> absl::StatusOr<Stmt> {
           const Expr group = warp / C(4);  // ping-pong: this consumer
+          // A consumer thread's release of a slot; in a cluster, its warp's (first lane, in every
+          // block of the cluster).
+          auto release = [&](const Expr& slot) {
+            if (cluster == 1) return ir::MbarrierNode::Arrive(empties, slot);
+            return ir::IfThenElseNode::Make(lane == C(0),
+                                            ir::MbarrierNode::Arrive(empties, slot, cluster));
+          };
           auto tile = [&](const Expr& ko, int64_t tile_pending, bool last) {
             const Expr g = i * C(split_tiles) + ko;
             std::vector<Stmt> body = {
@@ -730,14 +759,11 @@ struct Builder {
             if (tile_pending == 0) {
               // The wait for all wgmma's completed the previous k tile's too: release its slot
               // (the ring runs on into the block's next tile) and this one's.
-              if (pending > 0 && split_tiles > 1) {
-                body.push_back(ir::MbarrierNode::Arrive(empties, (g - C(1)) % C(stages)));
-              }
-              body.push_back(ir::MbarrierNode::Arrive(empties, g % C(stages)));
+              if (pending > 0 && split_tiles > 1) body.push_back(release((g - C(1)) % C(stages)));
+              body.push_back(release(g % C(stages)));
             } else {
-              body.push_back(ir::IfThenElseNode::Make(
-                  ko >= C(tile_pending),
-                  ir::MbarrierNode::Arrive(empties, (g - C(tile_pending)) % C(stages))));
+              body.push_back(ir::IfThenElseNode::Make(ko >= C(tile_pending),
+                                                      release((g - C(tile_pending)) % C(stages))));
             }
             return ir::SeqNode::Make(body);
           };
@@ -772,9 +798,11 @@ struct Builder {
       produce = ir::SeqNode::Make({ir::SetMaxNRegNode::Make(regs->first, false), produce});
       consume = ir::SeqNode::Make({ir::SetMaxNRegNode::Make(regs->second, true), consume});
     }
-    return ir::SeqNode::Make(
-        {ir::IfThenElseNode::Make(first_thread == C(0), ir::SeqNode::Make(init)),
-         ir::BarrierNode::Make(), ir::IfThenElseNode::Make(tid < C(0), produce, consume)});
+    std::vector<Stmt> seq = {
+        ir::IfThenElseNode::Make(first_thread == C(0), ir::SeqNode::Make(init)),
+        ir::BarrierNode::Make(cluster), ir::IfThenElseNode::Make(tid < C(0), produce, consume)};
+    if (cluster > 1) seq.push_back(ir::BarrierNode::Make(cluster));
+    return ir::SeqNode::Make(seq);
   }
 
   // wgmma fed by TMA (TensorCoreStep::tma): thread 0 initializes one mbarrier per ring slot and
@@ -1581,6 +1609,9 @@ absl::Status PlanGrid(const TensorCoreKernel& k, const MatmulLike& mm, const Tar
   bd->batches = std::max<int64_t>(mm.batch, 1);
   bd->tiles *= bd->batches;
   bd->grid = std::min<int64_t>(bd->tiles, std::max(1, target.sm_count));
+  // Clusters of two (multicast) walk paired tiles: blocks 2p and 2p + 1 take tiles 2q and
+  // 2q + 1 on every step of an even grid (the tiles are even in number: PlanMulticast).
+  if (bd->cluster > 1) bd->grid = std::max<int64_t>(2, bd->grid - bd->grid % 2);
   bd->tiles_m = tiles_m;
   bd->tiles_n = tiles_n;
   bd->raster = c.raster;

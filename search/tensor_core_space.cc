@@ -311,7 +311,7 @@ std::vector<TensorCoreStep> TmaVariants(const TensorCoreStep& t, const schedule:
         candidates.push_back(c);
       }
       break;
-    case 15:  // TMA without a producer: clusters of two blocks sharing B's tiles, or single blocks
+    case 15:  // TMA: clusters of two blocks sharing B's tiles, or single blocks
       if (t.multicast || MulticastFits(t, mm)) {
         TensorCoreStep c = t;
         c.multicast = !t.multicast;
@@ -327,8 +327,7 @@ std::vector<TensorCoreStep> TmaVariants(const TensorCoreStep& t, const schedule:
 }  // namespace
 
 bool MulticastFits(const TensorCoreStep& t, const schedule::MatmulLike& mm) {
-  return t.tma && !t.warp_specialized && t.split_k == 1 &&
-         (mm.m + t.block_m - 1) / t.block_m % 2 == 0;
+  return t.tma && !t.pingpong && t.split_k == 1 && (mm.m + t.block_m - 1) / t.block_m % 2 == 0;
 }
 
 std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,

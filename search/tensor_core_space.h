@@ -40,9 +40,8 @@ bool TensorCoreStepFits(const schedule::TensorCoreStep& t, const Target& target)
 /// 16-byte chunks, one in four TMA draws adds a producer warpgroup, half of those (without
 /// split_k) make the blocks persistent, and half of the persistent ones with one warpgroup tile
 /// per block tile give the block two ping-pong consumers (TensorCoreStep::pingpong); one in
-/// eight TMA draws without a producer warpgroup pairs its blocks in clusters with multicast B
-/// tiles where MulticastFits. `s` is the state the step applies to. Errors: the stage is not
-/// matmul-like.
+/// eight TMA draws pairs its blocks in clusters with multicast B tiles where MulticastFits. `s` is
+/// the state the step applies to. Errors: the stage is not matmul-like.
 absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCoreStep base,
                                                               const schedule::State& s,
                                                               const Target& target,
@@ -61,7 +60,7 @@ absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCo
 inline constexpr int kTensorCoreDecisions = 16;
 
 /// Whether `t` may pair its blocks in clusters with multicast B tiles (TensorCoreStep::multicast):
-/// TMA fills without a producer warpgroup, no split_k, and an even number of block tile rows.
+/// TMA fills, no ping-pong consumers, no split_k, and an even number of block tile rows.
 bool MulticastFits(const schedule::TensorCoreStep& t, const schedule::MatmulLike& mm);
 
 /// Whether TMA may fill `t`'s operand tiles (TensorCoreStep::tma): a wgmma tiling of f16 / bf16,

@@ -253,13 +253,13 @@ absl::StatusOr<State> TensorCoreStep::Apply(const State& s) const {
                                : absl::StrCat("the warp tile ", warp_m, "x", warp_n,
                                               " must be the block tile ", block_m, "x", block_n)));
   }
-  if (multicast && (!tma || warp_specialized || split_k > 1)) {
+  if (multicast && (!tma || pingpong || split_k > 1)) {
     return internal::StepError(
         text, absl::StrCat("invalid_schedule: multicast pairs the blocks of the TMA-fed ring "
-                           "(tma, no ws) in clusters of two: ",
-                           !tma               ? "it needs tma"
-                           : warp_specialized ? "not with ws"
-                                              : "not with split_k"));
+                           "in clusters of two: ",
+                           !tma       ? "it needs tma"
+                           : pingpong ? "not with pingpong"
+                                      : "not with split_k"));
   }
   if (repack) {
     absl::StatusOr<OperandRepack> plan = PlanOperandRepack(*stage.op, *mm);

@@ -181,11 +181,42 @@ TEST(WgmmaPtx, MulticastClustersCompileForSm90aAndAssemble) {
   // freed slot in both blocks (mapa, remote arrive) and waits for the release of the slot it
   // refills; the peeled last tile refills nothing and releases nothing (no arrival reaches a
   // block that may have finished).
-  EXPECT_EQ(Count(ptx, "barrier.cluster.arrive.aligned"), 1);
-  EXPECT_EQ(Count(ptx, "barrier.cluster.wait.aligned"), 1);
+  EXPECT_EQ(Count(ptx, "barrier.cluster.arrive;"), 1);
+  EXPECT_EQ(Count(ptx, "barrier.cluster.wait;"), 1);
   EXPECT_EQ(Count(ptx, "mapa.shared::cluster.u32"), 2);
   EXPECT_EQ(Count(ptx, "mbarrier.arrive.release.cluster.shared::cluster.b64"), 2);
   ExpectPtxasAccepts(ptx, "wgmma_tma_multicast_bf16", "sm_90a");
+}
+
+// Multicast clusters with a producer warpgroup (and persistent pairs): the product kernel runs in
+// clusters of two, the producer starts A's box plain and B's halves with .multicast::cluster,
+// each consumer warp's first lane releases a slot in both blocks (mapa, remote arrive at each
+// release site: inside the k loop and the last tile's two), and two cluster barriers frame the
+// roles (after the initialization, before the exit); ptxas accepts both for sm_90a.
+TEST(WgmmaPtx, MulticastWithAProducerWarpgroupCompilesForSm90aAndAssembles) {
+  for (bool persistent : {false, true}) {
+    Problem p{"bf16", false, 64, 128, 64, 4};
+    p.tma = p.ws = p.multicast = true;
+    p.persistent = persistent;
+    p.k = 384;
+    const std::string ptx = WgmmaPtx(p);
+    ASSERT_FALSE(ptx.empty());
+    EXPECT_EQ(Count(ptx, ".reqnctapercluster 2, 1, 1"), 1) << ptx.substr(0, 3000);
+    const std::string copy =
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes";
+    // (LLVM may unroll the producer's loop: two multicast B boxes per plain A box.)
+    EXPECT_GE(Count(ptx, copy + " "), 1);
+    EXPECT_EQ(Count(ptx, copy + ".multicast::cluster"), 2 * Count(ptx, copy + " "));
+    EXPECT_EQ(Count(ptx, "barrier.cluster.arrive;"), 2);
+    EXPECT_EQ(Count(ptx, "barrier.cluster.wait;"), 2);
+    EXPECT_EQ(Count(ptx, "bar.sync"), 0);
+    // Three release sites (in the loop, then the last tile's previous and own slots), each an
+    // arrival in both blocks.
+    EXPECT_EQ(Count(ptx, "mbarrier.arrive.release.cluster.shared::cluster.b64"), 3 * 2);
+    EXPECT_EQ(Count(ptx, "mbarrier.arrive.shared::cta.b64"), 0);
+    ExpectPtxasAccepts(ptx, persistent ? "wgmma_ws_multicast_persistent" : "wgmma_ws_multicast",
+                       "sm_90a");
+  }
 }
 
 // A producer warpgroup (TensorCoreStep::warp_specialized): one thread fills each slot once the

@@ -42,6 +42,13 @@ TensorCoreStep TmaStep(const std::string& kind, int64_t bm, int64_t bn, int64_t 
 }
 
 // `t` applied to `s` is refused with a message that contains `why`.
+// How often `what` occurs in `text`.
+int CountOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 void ExpectRefused(const State& s, const TensorCoreStep& t, const std::string& why) {
   absl::StatusOr<State> st = ApplyStep(s, t);
   ASSERT_FALSE(st.ok()) << t.ToString();
@@ -126,13 +133,15 @@ TEST(TmaStep, JsonRoundTrip) {
         R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","TMA"])",
         R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","ws","tma"])",
         R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","tma","multicast","ws"])",
+        R"(["TC",2,"bf16",[64,128,64],[64,128],3,0,1,0,1,"wgmma","tma","ws","persistent",)"
+        R"("multicast","pingpong"])",
         R"(["TC",2,"bf16",[128,128,64],[64,128],3,0,1,0,1,"wgmma","tma","multicast",)"
         R"("multicast"])"}) {
     EXPECT_FALSE(StepFromJson(nlohmann::json::parse(bad)).ok()) << bad;
   }
 }
 
-// Multicast clusters share the TMA ring's B tiles: without tma, with a producer warpgroup or with
+// Multicast clusters share the TMA ring's B tiles: without tma, with ping-pong consumers or with
 // split_k the step is refused by name, and an odd number of tile rows by the lowering.
 TEST(TmaStep, MulticastNeedsTheTmaRingAndEvenTileRows) {
   const ir::ComputeDAG dag =
@@ -144,9 +153,9 @@ TEST(TmaStep, MulticastNeedsTheTmaRingAndEvenTileRows) {
   t.tma = false;
   ExpectRefused(s, t, "it needs tma");
   t.tma = true;
-  t.warp_specialized = true;
-  ExpectRefused(s, t, "not with ws");
-  t.warp_specialized = false;
+  t.warp_specialized = t.persistent = t.pingpong = true;
+  ExpectRefused(s, t, "not with pingpong");
+  t.warp_specialized = t.persistent = t.pingpong = false;
   t.split_k = 2;
   ExpectRefused(s, t, "not with split_k");
   t.split_k = 1;
@@ -570,18 +579,22 @@ TEST(TmaStep, KernelArgumentsAndCodec) {
   ASSERT_EQ(back->params.size(), k->nest.params.size());
 }
 
-// The TMA loads of a nest and its blockIdx.x loop.
+// The TMA loads of a nest, its blockIdx.x loop and (persistent blocks) the producer's tile loop.
 class TmaLoads : public ir::StmtVisitor {
  public:
   std::vector<const ir::TmaLoadNode*> loads;
-  std::string block_var;
-  int64_t blocks = 0;
+  std::string block_var, tile_var;
+  int64_t blocks = 0, tiles = 1;
 
  protected:
   void VisitFor(const ir::ForNode* op, const ir::Stmt& s) override {
     if (op->for_kind == ir::ForKind::kBlockIdxX) {
       block_var = op->var_name();
       blocks = ir::AsConstInt(op->extent).value_or(0);
+    }
+    if (op->var_name().find(".produce.tile") != std::string::npos) {
+      tile_var = op->var_name();
+      tiles = ir::AsConstInt(op->extent).value_or(1);
     }
     ir::StmtVisitor::VisitFor(op, s);
   }
@@ -593,7 +606,8 @@ class TmaLoads : public ir::StmtVisitor {
 
 // What the interpreter cannot see (it has every block start all its boxes itself): blocks 2p and
 // 2p + 1 start each multicast box at the same coordinates (one block's copy serves both), and
-// each plain box (A's rows) at different ones. Evaluated at every pair's block indices.
+// each plain box (A's rows) at different ones. Evaluated at every pair's block indices (and
+// persistent blocks' every tile step).
 void ExpectPairsShareTheMulticastBoxes(const ir::LoopNest& nest) {
   TmaLoads v;
   v.Visit(nest.body);
@@ -602,14 +616,19 @@ void ExpectPairsShareTheMulticastBoxes(const ir::LoopNest& nest) {
   for (const ir::TmaLoadNode* t : v.loads) {
     multicast += t->multicast > 1;
     for (int64_t p = 0; p < v.blocks / 2; ++p) {
-      bool same = true;
-      for (const ir::Expr& c : t->coords) {
-        auto at = [&](int64_t b) {
-          return ir::Simplify(ir::Substitute(c, {{v.block_var, ir::IntConst(b)}}));
-        };
-        same = same && ir::StructurallyEqual(at(2 * p), at(2 * p + 1));
+      for (int64_t i = 0; i < v.tiles; ++i) {
+        bool same = true;
+        for (const ir::Expr& c : t->coords) {
+          auto at = [&](int64_t b) {
+            std::vector<std::pair<std::string, ir::Expr>> values = {{v.block_var, ir::IntConst(b)}};
+            if (!v.tile_var.empty()) values.emplace_back(v.tile_var, ir::IntConst(i));
+            return ir::Simplify(ir::Substitute(c, values));
+          };
+          same = same && ir::StructurallyEqual(at(2 * p), at(2 * p + 1));
+        }
+        EXPECT_EQ(same, t->multicast > 1)
+            << "pair " << p << " tile step " << i << " box of " << t->tensor_map;
       }
-      EXPECT_EQ(same, t->multicast > 1) << "pair " << p << " box of " << t->tensor_map;
     }
   }
   EXPECT_GT(multicast, 0);
@@ -650,6 +669,35 @@ TEST(TmaStep, MulticastPairsBlocksOnTheTileRowsOfOneColumn) {
     absl::StatusOr<ir::LoopNest> back = ir::DecodeLoopNest(ir::EncodeLoopNest(k->nest));
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(ir::ToString(*back), text);
+  }
+}
+
+// Multicast with a producer warpgroup: each consumer warp releases a slot in both blocks (the
+// empty barriers expect one arrival per consumer warp of the cluster), cluster barriers frame the
+// roles, and persistent pairs walk paired tiles over an even grid (three multiprocessors: a grid
+// of two, each block walking four of the 4 x 2 tiles). Correct against float64 (non-divisible n
+// and k too), each pair's multicast boxes at equal coordinates on every tile step.
+TEST(TmaStep, MulticastWithAProducerWarpgroupPairsEveryTileStep) {
+  for (const auto& [n, kk, persistent] :
+       {std::tuple<int64_t, int64_t, bool>{192, 320, false}, {256, 136, true}, {200, 384, true}}) {
+    SCOPED_TRACE(absl::StrCat("256x", n, "x", kk, persistent ? " persistent" : ""));
+    const ir::ComputeDAG dag =
+        BuildOpOrDie("matmul", {{256, kk}, {kk, n}}, ir::ScalarType::kBFloat16);
+    TensorCoreStep t = TmaStep("bf16", 64, 128, 64, 64, 128, 3);
+    t.warp_specialized = t.multicast = true;
+    t.persistent = persistent;
+    t.raster = 2;
+    const int64_t tiles = 4 * ((n + 127) / 128);
+    std::optional<LoweredKernel> k =
+        ExpectWalkMatches(dag, t, 3, persistent ? ".consume.tile in [0, 4)" : "multicast 2", 17);
+    ASSERT_TRUE(k.has_value());
+    EXPECT_EQ(k->launches.front().grid[0], persistent ? 2 : tiles);
+    const std::string text = ir::ToString(k->nest);
+    EXPECT_NE(text.find("in each of 2 cluster blocks"), std::string::npos) << text;
+    // Consumer warps: 4 per warpgroup, one warpgroup; two blocks.
+    EXPECT_NE(text.find("mbarrier_init C_acc.empty[0] 8"), std::string::npos) << text;
+    EXPECT_EQ(CountOf(text, "cluster_barrier 2"), 2) << text;
+    ExpectPairsShareTheMulticastBoxes(k->nest);
   }
 }
 
@@ -803,8 +851,8 @@ Case RandomCase(std::mt19937_64& rng) {
   }
   testing::FitWgmmaRegisters(&t);
   // Clusters of two where the tile rows pair up.
-  t.multicast = !t.warp_specialized && t.split_k == 1 && (m + t.block_m - 1) / t.block_m % 2 == 0 &&
-                rng() % 2;
+  t.multicast =
+      !t.pingpong && t.split_k == 1 && (m + t.block_m - 1) / t.block_m % 2 == 0 && rng() % 2;
   return c;
 }
 

@@ -196,9 +196,8 @@ TEST(TensorCoreSearch, SamplingDrawsTmaAndProducerWarpgroupsAtTheirRates) {
       one_group += t->persistent && t->block_m == t->warp_m && t->block_n == t->warp_n;
       multicast += t->multicast;
       // (512 rows: every block_m of the space gives an even number of tile rows.)
-      pairable += t->tma && !t->warp_specialized && t->split_k == 1;
-      EXPECT_TRUE(!t->multicast || (t->tma && !t->warp_specialized && t->split_k == 1))
-          << t->ToString();
+      pairable += t->tma && !t->pingpong && t->split_k == 1;
+      EXPECT_TRUE(!t->multicast || (t->tma && !t->pingpong && t->split_k == 1)) << t->ToString();
       EXPECT_TRUE(!t->pingpong ||
                   (t->persistent && t->block_m == t->warp_m && t->block_n == t->warp_n))
           << t->ToString();
@@ -219,7 +218,7 @@ TEST(TensorCoreSearch, SamplingDrawsTmaAndProducerWarpgroupsAtTheirRates) {
     // Half of the persistent blocks of one warpgroup tile have ping-pong consumers.
     EXPECT_GT(pingpong, 0);
     EXPECT_LT(pingpong, one_group);
-    // One in eight TMA rings without a producer warpgroup or split_k runs in multicast clusters.
+    // One in eight TMA rings without ping-pong consumers or split_k runs in multicast clusters.
     ASSERT_GT(pairable, 200);
     EXPECT_NEAR(static_cast<double>(multicast) / pairable, 0.125, 0.05)
         << multicast << " of " << pairable;
