@@ -8,7 +8,7 @@
 //   after it publishes it to the other threads.
 // - arrive_expect_tx: the thread arrives and raises the phase's expected transaction bytes;
 //   arrive: it only arrives (over a cluster: mapa to each block's copy of the barrier, then
-//   mbarrier.arrive.release.cluster.shared::cluster).
+//   mbarrier.arrive.shared::cluster, release at CTA scope).
 // - wait: a try_wait.parity loop (labels scoped by braces, so each inlined copy has its own).
 // - setmaxnreg (EmitSetMaxNReg): the NVVM intrinsic.
 // - tma_load: cp.async.bulk.tensor.<rank>d.shared::cluster.global.mbarrier::complete_tx::bytes
@@ -94,11 +94,17 @@ absl::Status Emitter::EmitMbarrier(const ir::MbarrierNode* op) {
     case ir::MbarrierNode::Op::kArrive:
       if (op->count > 1) {
         // The barrier at the same offset in each block of the cluster (mapa: its
-        // shared::cluster address in the block of rank r), released at cluster scope.
+        // shared::cluster address in the block of rank r), with the default semantics (release
+        // at CTA scope), as CUTLASS's ClusterBarrier::arrive(cta_id): what it orders is this
+        // block's reads of the slot, complete at the wgmma wait before it, against the TMA refill
+        // the other block's producer starts only after its wait on this barrier. A .release
+        // .cluster arrival puts a cluster-scope fence (MEMBAR) before every one, which waits for
+        // the thread's outstanding memory operations: ncu found 53 % of the multicast kernel's
+        // warp cycles stalled on it (bench/NOTES.md).
         for (int64_t r = 0; r < op->count; ++r) {
           Asm(b_, loc_,
               "{\n\t.reg .b32 ra;\n\tmapa.shared::cluster.u32 ra, $0, $1;\n\t"
-              "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n\t}",
+              "mbarrier.arrive.shared::cluster.b64 _, [ra];\n\t}",
               "r,r", {bar, i32(r)});
         }
         return absl::OkStatus();

@@ -184,7 +184,7 @@ TEST(WgmmaPtx, MulticastClustersCompileForSm90aAndAssemble) {
   EXPECT_EQ(Count(ptx, "barrier.cluster.arrive;"), 1);
   EXPECT_EQ(Count(ptx, "barrier.cluster.wait;"), 1);
   EXPECT_EQ(Count(ptx, "mapa.shared::cluster.u32"), 2);
-  EXPECT_EQ(Count(ptx, "mbarrier.arrive.release.cluster.shared::cluster.b64"), 2);
+  EXPECT_EQ(Count(ptx, "mbarrier.arrive.shared::cluster.b64"), 2);
   ExpectPtxasAccepts(ptx, "wgmma_tma_multicast_bf16", "sm_90a");
 }
 
@@ -212,7 +212,7 @@ TEST(WgmmaPtx, MulticastWithAProducerWarpgroupCompilesForSm90aAndAssembles) {
     EXPECT_EQ(Count(ptx, "bar.sync"), 0);
     // Three release sites (in the loop, then the last tile's previous and own slots), each an
     // arrival in both blocks.
-    EXPECT_EQ(Count(ptx, "mbarrier.arrive.release.cluster.shared::cluster.b64"), 3 * 2);
+    EXPECT_EQ(Count(ptx, "mbarrier.arrive.shared::cluster.b64"), 3 * 2);
     EXPECT_EQ(Count(ptx, "mbarrier.arrive.shared::cta.b64"), 0);
     ExpectPtxasAccepts(ptx, persistent ? "wgmma_ws_multicast_persistent" : "wgmma_ws_multicast",
                        "sm_90a");
