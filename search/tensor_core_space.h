@@ -40,7 +40,7 @@ bool TensorCoreStepFits(const schedule::TensorCoreStep& t, const Target& target)
 /// 16-byte chunks, one in four TMA draws adds a producer warpgroup, half of those (without
 /// split_k) make the blocks persistent, and half of the persistent ones with one warpgroup tile
 /// per block tile give the block two ping-pong consumers (TensorCoreStep::pingpong); one in
-/// 32 TMA draws pairs its blocks in clusters with multicast B tiles where MulticastFits. `s` is
+/// eight TMA draws pairs its blocks in clusters with multicast B tiles where MulticastFits. `s` is
 /// the state the step applies to. Errors: the stage is not matmul-like.
 absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCoreStep base,
                                                               const schedule::State& s,

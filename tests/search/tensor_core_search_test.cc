@@ -218,9 +218,9 @@ TEST(TensorCoreSearch, SamplingDrawsTmaAndProducerWarpgroupsAtTheirRates) {
     // Half of the persistent blocks of one warpgroup tile have ping-pong consumers.
     EXPECT_GT(pingpong, 0);
     EXPECT_LT(pingpong, one_group);
-    // One in 32 TMA rings without ping-pong consumers or split_k runs in multicast clusters.
+    // One in eight TMA rings without ping-pong consumers or split_k runs in multicast clusters.
     ASSERT_GT(pairable, 200);
-    EXPECT_NEAR(static_cast<double>(multicast) / pairable, 1.0 / 32, 0.02)
+    EXPECT_NEAR(static_cast<double>(multicast) / pairable, 0.125, 0.05)
         << multicast << " of " << pairable;
   }
 }
