@@ -100,7 +100,10 @@ absl::Status Emitter::EmitMbarrier(const ir::MbarrierNode* op) {
         // the other block's producer starts only after its wait on this barrier. A .release
         // .cluster arrival puts a cluster-scope fence (MEMBAR) before every one, which waits for
         // the thread's outstanding memory operations: ncu found 53 % of the multicast kernel's
-        // warp cycles stalled on it (bench/NOTES.md).
+        // warp cycles stalled on it (bench/NOTES.md). (In the PTX memory model a CTA-scope
+        // release does not synchronize with the other block's wait; what is relied on is the
+        // write-after-read causality: the reads completed before the arrival, and the write
+        // that may replace their data is started only after the arrival is observed.)
         for (int64_t r = 0; r < op->count; ++r) {
           Asm(b_, loc_,
               "{\n\t.reg .b32 ra;\n\tmapa.shared::cluster.u32 ra, $0, $1;\n\t"

@@ -116,6 +116,9 @@ void ApplyRequestContext(const RequestContext& context, MeasureOptions* options)
   timing.min_runs = static_cast<int>(context.min_runs);
   timing.min_total_ms = context.min_total_ms;
   timing.max_runs = std::max(timing.max_runs, timing.min_runs);
+  // A long timing asked for (a held final timing) is not cut at the default wall limit.
+  if (timing.max_wall_ms > 0)
+    timing.max_wall_ms = std::max(timing.max_wall_ms, 2 * timing.min_total_ms);
   options->screen_factor = 0;
 }
 

@@ -1626,9 +1626,11 @@ absl::Status PlanGrid(const TensorCoreKernel& k, const MatmulLike& mm, const Tar
 absl::Status PlanMulticast(const TensorCoreKernel& k, const Expr& bx, int64_t tiles_m,
                            int64_t tiles_n, Builder* bd) {
   if (tiles_m % 2 != 0) {
-    return Invalid(k.op->name,
-                   absl::StrCat("multicast pairs the block tiles along m: ", tiles_m,
-                                " tile rows of ", k.config.block_m, " are not an even number"));
+    return Invalid(
+        k.op->name,
+        absl::StrCat("multicast pairs the block tiles along m: ", tiles_m,
+                     tiles_m == 1 ? " tile row of " : " tile rows of ", k.config.block_m,
+                     tiles_m == 1 ? " is not an even number" : " are not an even number"));
   }
   bd->cluster = 2;
   const auto [pair_row, column] = BlockOrder(bx / C(2), k.config.raster, tiles_m / 2, tiles_n);

@@ -36,6 +36,7 @@
 #include "costmodel/xgboost_model.h"
 #include "measure/builder.h"
 #include "measure/runner.h"
+#include "runtime/timing.h"
 #include "schedule/apply_step.h"
 #include "schedule/lower.h"
 #include "schedule/naive_gpu.h"
@@ -1001,12 +1002,22 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
     return true;
   };
   // Timed with the final timing already (an earlier job's final selection on this log): not
-  // again, and the fastest of them is the bar the others must pass.
+  // again, and the fastest of them is the bar the others must pass. A final timing counts when
+  // it took the runs and half the summed time asked now, or stopped at a cap before (a fast
+  // kernel behind slow cache flushes reaches the runs' cap or the wall limit first): one of
+  // 100 ms does not stand for a held timing of a second.
+  const runtime::TimingOptions caps;
+  auto final_timed = [&](const MeasureRecord& r) {
+    const runtime::TimingStats& t = r.result.timing;
+    return r.valid() && r.remeasured && !r.result.screened && t.runs >= min_runs &&
+           (t.runs >= caps.max_runs || t.runs * t.mean_ms >= 0.5 * min_total_ms ||
+            r.result.run_wall_ms >= caps.max_wall_ms);
+  };
   std::vector<bool> tried(records_.size(), false);
   double best_timed = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < records_.size(); ++i) {
     const MeasureRecord& r = records_[i];
-    if (r.valid() && r.remeasured && !r.result.screened && r.result.timing.runs >= min_runs) {
+    if (final_timed(r)) {
       tried[i] = true;
       best_timed = std::min(best_timed, r.median_ms());
     }

@@ -63,7 +63,7 @@ struct BenchCommandOptions {
   int trials = 64;
   int per_round = 0;  // the target's choice (search::ResolveTuneOptions)
   int remeasure = 0;  // --remeasure: each problem's N fastest logged schedules measured again first
-  int final_candidates = -1;  // --final-candidates: -1 the target's choice, 0 off
+  FinalSelectionOverrides final_selection;  // --final-candidates, --final-min-time-ms, ...
   std::string model = "xgboost";
   std::string model_init;  // --model-init PATH | none; "" = the target's default model, if any
   uint64_t seed = 0;
@@ -252,7 +252,7 @@ absl::Status TuneProblem(const BenchCommandOptions& options, const schedule::Wor
   tune.trials = options.trials;
   tune.per_round = options.per_round;
   tune.remeasure_best = options.remeasure;
-  tune.final_candidates = options.final_candidates;
+  options.final_selection.ApplyTo(&tune);
   tune.time_limit_s = std::max(0.0, static_cast<double>(options.time_limit_s));
   tune.measurer = options.measurer;
   tune.measure.device = options.device;
@@ -553,7 +553,7 @@ ExitCodeAction AddBenchCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0, 4096))
       ->transform(NumberText(true, "0..4096"));  // runs before the range check
-  AddFinalCandidatesOption(app, &options->final_candidates, "each problem's");
+  AddFinalSelectionOptions(app, &options->final_selection, "each problem's");
   app.add_option("--model", options->model, "cost model: xgboost or random")
       ->capture_default_str()
       ->check(CLI::IsMember({"xgboost", "random"}));

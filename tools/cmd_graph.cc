@@ -200,7 +200,7 @@ struct TuneGraphOptions {
   std::string cost_model = "xgboost";
   SearchOverrides search;  // --population, --generations, --crossover-..., --max-family-...
   int per_task_early_stopping = 0;
-  int final_candidates = -1;  // --final-candidates: -1 the target's choice, 0 off
+  FinalSelectionOverrides final_selection;  // --final-candidates, --final-min-time-ms, ...
   bool skip_untunable = false;
   std::string json_path;
   TimingOverrides timing;  // --min-runs, --min-time-ms, --warmup
@@ -241,7 +241,7 @@ absl::StatusOr<int> TuneGraph(const TuneGraphOptions& o) {
   }
   search::TuneOptions tune = TuneOptionsFor(o.log, o.seed, o.cost_model == "xgboost", o.search,
                                             o.timing, o.graph.host_threads, o.quiet);
-  tune.final_candidates = o.final_candidates;
+  o.final_selection.ApplyTo(&tune);
   // Under mpiexec: ranks > 0 serve the rounds rank 0's scheduler hands out, and end here.
   ASSIGN_OR_RETURN(std::optional<int> served, DistributeTuning(tune, g.target));
   if (served) return *served;
@@ -486,7 +486,7 @@ ExitCodeAction AddTuneGraphCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"xgboost", "random"}));
   AddSearchOptions(app, &o->search);
-  AddFinalCandidatesOption(app, &o->final_candidates, "each task's");
+  AddFinalSelectionOptions(app, &o->final_selection, "each task's");
   app.add_option("--per-task-early-stopping", o->per_task_early_stopping,
                  "stop a task after this many of its rounds without improvement, 0 = off")
       ->capture_default_str()

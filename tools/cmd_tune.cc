@@ -35,17 +35,17 @@ struct TuneCommandOptions {
   std::string log;
   uint64_t seed = 0;
   std::string model = "xgboost";
-  std::string model_init;      // --model-init PATH | none; "" = the default model when there is one
-  SearchOverrides search;      // --population, --generations, --crossover-..., --max-...
-  TimingOverrides timing;      // --min-runs, --min-time-ms, --warmup
-  int early_stopping = 0;      // 0: off
-  int remeasure = 0;           // --remeasure: logged schedules measured again first; 0: none
-  int final_candidates = -1;   // --final-candidates: -1 the target's choice, 0 off
-  int host_threads = 0;        // cpu: parallel-loop threads, 0 = every usable core
-  int model_threads = 0;       // XGBoost threads per model, 0 = every usable core
-  double run_timeout_ms = -1;  // < 0: MeasureOptions' default
-  std::string overlap_rounds = "auto";  // --overlap-rounds on | off | auto
-  std::string stream_builds = "on";     // --stream-builds on | off
+  std::string model_init;  // --model-init PATH | none; "" = the default model when there is one
+  SearchOverrides search;  // --population, --generations, --crossover-..., --max-...
+  TimingOverrides timing;  // --min-runs, --min-time-ms, --warmup
+  int early_stopping = 0;  // 0: off
+  int remeasure = 0;       // --remeasure: logged schedules measured again first; 0: none
+  FinalSelectionOverrides final_selection;  // --final-candidates, --final-min-time-ms, ...
+  int host_threads = 0;                     // cpu: parallel-loop threads, 0 = every usable core
+  int model_threads = 0;                    // XGBoost threads per model, 0 = every usable core
+  double run_timeout_ms = -1;               // < 0: MeasureOptions' default
+  std::string overlap_rounds = "auto";      // --overlap-rounds on | off | auto
+  std::string stream_builds = "on";         // --stream-builds on | off
   bool quiet = false;
 };
 
@@ -87,7 +87,7 @@ absl::StatusOr<int> Tune(const TuneCommandOptions& options) {
   if (options.run_timeout_ms > 0) tune.measure.run_timeout_ms = options.run_timeout_ms;
   tune.early_stopping = options.early_stopping;
   tune.remeasure_best = options.remeasure;
-  tune.final_candidates = options.final_candidates;
+  options.final_selection.ApplyTo(&tune);
   tune.model_threads = options.model_threads;
   tune.overlap_rounds = options.overlap_rounds == "on"    ? 1
                         : options.overlap_rounds == "off" ? 0
@@ -193,7 +193,7 @@ ExitCodeAction AddTuneCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0, 4096))
       ->transform(NumberText(true, "0..4096"));  // runs before the range check
-  AddFinalCandidatesOption(app, &options->final_candidates, "the");
+  AddFinalSelectionOptions(app, &options->final_selection, "the");
   app.add_option("--early-stopping", options->early_stopping,
                  "stop after this many trials in a row without a better median, 0 = off")
       ->capture_default_str()

@@ -181,14 +181,29 @@ void AddRangedOption(CLI::App& app, const std::string& name, double* value, cons
   AddRangedOptionImpl(app, name, value, what, lo, hi, default_value);
 }
 
-void AddFinalCandidatesOption(CLI::App& app, int* n, const std::string& what) {
-  app.add_option("--final-candidates", *n,
+void FinalSelectionOverrides::ApplyTo(search::TuneOptions* tune) const {
+  tune->final_candidates = candidates;
+  tune->final_min_total_ms = min_time_ms;
+  tune->final_budget_s = budget_s;
+}
+
+void AddFinalSelectionOptions(CLI::App& app, FinalSelectionOverrides* f, const std::string& what) {
+  app.add_option("--final-candidates", f->candidates,
                  "after the last round, time " + what +
-                     " N fastest schedules again in full (20+ runs, 100+ ms) and pick the best "
-                     "by that; -1 = the target's choice (8 on cuda, 0 on cpu), 0 = off")
+                     " N fastest schedules again in full (20+ runs, --final-min-time-ms) and "
+                     "pick the best by that; -1 = the target's choice (8 on cuda, 0 on cpu), "
+                     "0 = off")
       ->capture_default_str()
       ->check(CLI::Range(-1, 4096))
       ->transform(NumberText(true, "-1..4096"));  // runs before the range check
+  AddRangedOption(app, "--final-min-time-ms", &f->min_time_ms,
+                  "summed run time of each final timing at least, ms (held timings, e.g. 1000, "
+                  "rank long GPU kernels as they run at the power limit)",
+                  0.0, 60000.0, f->min_time_ms);
+  AddRangedOption(app, "--final-budget-s", &f->budget_s,
+                  "estimated time of the final selection at most, s (per schedule: its build, "
+                  "check and run, plus twice the final timing)",
+                  0.0, 3600.0, f->budget_s);
 }
 
 void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t) {

@@ -90,9 +90,23 @@ struct TimingOverrides {
 /// staged timing; search::TuneOptions' default), writing into `t`.
 void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t);
 
-/// --final-candidates N (-1..4096; search::TuneOptions::final_candidates: -1 the target's choice,
-/// 0 off), writing into `n`; `what` names whose schedules it times ("the" or "each task's").
-void AddFinalCandidatesOption(CLI::App& app, int* n, const std::string& what);
+/// The final selection's settings of the commands that tune (search::TuneOptions::
+/// final_candidates, final_min_total_ms, final_budget_s; their defaults).
+struct FinalSelectionOverrides {
+  int candidates = -1;  // --final-candidates: -1 the target's choice, 0 off
+  // --final-min-time-ms: summed run time of each final timing, ms
+  double min_time_ms = search::TuneOptions{}.final_min_total_ms;
+  // --final-budget-s: the selection's estimated time at most, seconds
+  double budget_s = search::TuneOptions{}.final_budget_s;
+  /// Writes them into `tune`.
+  void ApplyTo(search::TuneOptions* tune) const;
+};
+
+/// --final-candidates N (-1..4096; -1 the target's choice, 0 off), --final-min-time-ms MS
+/// (0..60000: at the power limit, a GEMM of milliseconds times slower held than in a 100 ms
+/// burst, and kernels rank differently there) and --final-budget-s S (0..3600), writing into
+/// `f`; `what` names whose schedules they time ("the" or "each task's").
+void AddFinalSelectionOptions(CLI::App& app, FinalSelectionOverrides* f, const std::string& what);
 
 /// Evolutionary-search overrides of the commands that tune (tune, bench, tune-graph); a negative
 /// value keeps search::SearchOptions' default.

@@ -41,7 +41,6 @@ TensorCoreStep TmaStep(const std::string& kind, int64_t bm, int64_t bn, int64_t 
   return t;
 }
 
-// `t` applied to `s` is refused with a message that contains `why`.
 // How often `what` occurs in `text`.
 int CountOf(const std::string& text, const std::string& what) {
   int n = 0;
@@ -49,6 +48,7 @@ int CountOf(const std::string& text, const std::string& what) {
   return n;
 }
 
+// `t` applied to `s` is refused with a message that contains `why`.
 void ExpectRefused(const State& s, const TensorCoreStep& t, const std::string& why) {
   absl::StatusOr<State> st = ApplyStep(s, t);
   ASSERT_FALSE(st.ok()) << t.ToString();

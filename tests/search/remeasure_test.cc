@@ -190,6 +190,25 @@ TEST(RemeasureTest, FinalSelectionTimesLuckyRecordsBeforeOneIsPicked) {
   ASSERT_THAT(again, IsOk());
   EXPECT_EQ(again->final_timed, 0);
   EXPECT_EQ(again->trials, kTrials);
+
+  // A longer final timing than the log's (a held one): a final timing of four runs does not
+  // stand for it, so the schedules are timed again (many more runs: a run of these kernels
+  // takes microseconds), once.
+  TuneOptions held = all;
+  held.final_min_total_ms = 5;
+  absl::StatusOr<TuneResult> longer = Tune(workload, cpu, held);
+  ASSERT_THAT(longer, IsOk());
+  EXPECT_GT(longer->final_timed, 0);
+  absl::StatusOr<LogContents> held_log = ReadLog(log);
+  ASSERT_THAT(held_log, IsOk());
+  for (const MeasureRecord& r : held_log->records) {
+    if (!r.valid()) continue;
+    EXPECT_TRUE(r.remeasured) << r.trial;
+    EXPECT_GT(r.result.timing.runs, 20) << r.trial;
+  }
+  absl::StatusOr<TuneResult> settled = Tune(workload, cpu, held);
+  ASSERT_THAT(settled, IsOk());
+  EXPECT_EQ(settled->final_timed, 0);
 }
 
 }  // namespace

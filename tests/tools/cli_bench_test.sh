@@ -172,6 +172,17 @@ p = json.load(open(sys.argv[2]))["problems"][0]
 assert 2 <= p["final_timed"] <= 4 and len(marked) == p["final_timed"], (p, len(marked))
 PY
 
+# ---- --final-min-time-ms / --final-budget-s: out of range is refused by name (usage error, 2);
+# with no budget for it no schedule is timed again.
+run final_range bench --suite "$suite" "${common[@]}" --trials 12 --problems matmul_tiny \
+  --final-candidates 2 --final-min-time-ms 70000 --log-dir "$tmp/final_logs" --out "$tmp/final_art"
+expect_error final_range "--final-min-time-ms: Value 70000 not in range"
+run final_no_budget bench --suite "$suite" "${common[@]}" --trials 12 --problems matmul_tiny \
+  --final-candidates 4 --final-min-time-ms 1000 --final-budget-s 0 --log-dir "$tmp/final_logs" \
+  --out "$tmp/final_art"
+expect_rc final_no_budget 0
+expect_out final_no_budget "^\[1/1\] matmul_tiny: 12 trials \(0 new\), "
+
 # ---- A cuda problem on a machine without a driver fails by itself (skipped where one exists).
 if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
   echo "note: libcuda.so.1 present; the no-driver case is skipped"
