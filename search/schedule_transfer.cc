@@ -232,7 +232,10 @@ std::vector<schedule::State> TransferVariants(const schedule::State& state,
 
   std::vector<schedule::State> out;
   std::vector<TensorCoreStep> kept;
-  for (const TensorCoreStep& c : tried) {
+  for (TensorCoreStep c : tried) {
+    // Multicast clusters only where the new problem's tile rows pair up (and one k range): an
+    // odd number would replay and fail only when lowered.
+    c.multicast = c.multicast && MulticastFits(c, *mm);
     if (c == t || std::find(kept.begin(), kept.end(), c) != kept.end()) continue;
     if (!TensorCoreStepFits(c, target)) continue;
     if (c.warpgroup && !schedule::PlanWgmmaLayouts(c, *mm).ok()) continue;

@@ -335,6 +335,33 @@ TEST(TransferVariantsTest, FewWavesHalveTheBlockTileAndTheHalvesComputeTheMatmul
   }
 }
 
+// A multicast TMA tiling moved to a problem of three 128-row tile rows: no variant keeps clusters
+// whose tile rows cannot pair up (or with split_k); every variant lowers, and one without
+// clusters is among them.
+TEST(TransferVariantsTest, MulticastOnlyWhereTheNewTileRowsPairUp) {
+  schedule::TensorCoreStep t = Tc("bf16", 128, 256, 64, 64, 256, 4, 1, true);
+  t.tma = t.multicast = true;
+  t.epilogue = 1;
+  const ir::ComputeDAG dag =
+      Ok(Op("matmul", {{384, 256}, {256, 512}}, ir::ScalarType::kBFloat16).Build());
+  TuneContext ctx(dag, Target::H200());
+  const schedule::State moved = Ok(TransferSteps({t}, dag));
+  int plain = 0;
+  for (const schedule::State& v : TransferVariants(moved, dag, Target::H200())) {
+    EXPECT_THAT(LowerCandidate(v, ctx), IsOk());
+    for (const schedule::Step& st : v.steps()) {
+      const auto* tc = std::get_if<schedule::TensorCoreStep>(&st);
+      if (tc == nullptr) continue;
+      plain += !tc->multicast;
+      if (tc->multicast) {
+        EXPECT_EQ(384 / tc->block_m % 2, 0) << tc->ToString();
+        EXPECT_EQ(tc->split_k, 1) << tc->ToString();
+      }
+    }
+  }
+  EXPECT_GT(plain, 0);
+}
+
 TEST(TransferVariantsTest, ManyBlocksDoubleTheBlockTileAndTheDoublesComputeTheMatmul) {
   // A 16 x 16 tile sized for a small shape, on a 64 x 64 output: 4 x 4 = 16 blocks on a target of
   // 8 SMs (2 per SM: none halved). Doubled, 8 blocks (1 per SM, at least the half required).
