@@ -71,8 +71,12 @@ struct BenchCommandOptions {
   std::string out;
   std::string json_path;
   double time_limit_s = 0;  // 0 = none
-  SearchOverrides search;   // --population, --generations, --crossover-..., --max-family-...
-  TimingOverrides timing;   // --min-runs, --min-time-ms, --warmup
+  // --time-budget-s: the problems share this many seconds (0 = no budget); --round-reserve-s:
+  // what each keeps back for the round past its limit, its final selection and replay.
+  double time_budget_s = 0;
+  double round_reserve_s = 0;
+  SearchOverrides search;  // --population, --generations, --crossover-..., --max-family-...
+  TimingOverrides timing;  // --min-runs, --min-time-ms, --warmup
   int host_threads = 0;
   bool no_check = false;
   bool quiet = false;
@@ -106,6 +110,7 @@ struct Outcome {
   std::vector<std::string> files;
   std::string check;  // "passed", "skipped (--no-check)" or the not-re-checked note
   double seconds = 0;
+  double time_limit_s = 0;  // the limit its tuning ran under (0: none)
 
   double gflops() const { return std::isfinite(best_ms) ? flops / (best_ms * 1e6) : 0; }
   double gbps() const { return std::isfinite(best_ms) ? bytes / (best_ms * 1e6) : 0; }
@@ -188,6 +193,7 @@ json OutcomeToJson(const Outcome& o) {
   j["unit"] = o.memory_bound ? "GB/s" : "GFLOP/s";
   j["errors"] = o.errors;
   j["time_limited"] = o.time_limited;
+  j["time_limit_s"] = o.time_limit_s;
   j["exhausted"] = o.exhausted;
   j["log"] = o.log;
   j["artifact"] = o.artifact.empty() ? json(nullptr) : json(o.artifact);
@@ -241,6 +247,17 @@ absl::Status WriteSummary(const std::string& path, const BenchCommandOptions& op
   return absl::OkStatus();
 }
 
+// The time limit of the problem that starts `elapsed_s` into the run with `remaining` problems
+// (itself included) still to run: --time-limit-s (`limit_s`), or with --time-budget-s its equal
+// share of what is left less the reserve (the smaller of the two when both are set). A share
+// used up still lets the problem run one round: a tiny positive limit (0 would mean none).
+double ProblemTimeLimit(double limit_s, double budget_s, double reserve_s, double elapsed_s,
+                        int remaining) {
+  if (budget_s <= 0) return limit_s;
+  const double share = std::max((budget_s - elapsed_s) / std::max(remaining, 1) - reserve_s, 1e-3);
+  return limit_s > 0 ? std::min(limit_s, share) : share;
+}
+
 // Tunes one problem into its log: one Tune call for the whole budget, which stops starting rounds
 // at the time limit (TuneOptions::time_limit_s, checked after each round). Fills the outcome's
 // trial counts and flags.
@@ -253,7 +270,7 @@ absl::Status TuneProblem(const BenchCommandOptions& options, const schedule::Wor
   tune.per_round = options.per_round;
   tune.remeasure_best = options.remeasure;
   options.final_selection.ApplyTo(&tune);
-  tune.time_limit_s = std::max(0.0, static_cast<double>(options.time_limit_s));
+  tune.time_limit_s = std::max(0.0, outcome.time_limit_s);
   tune.measurer = options.measurer;
   tune.measure.device = options.device;
   // As `tune`: the learned model starts from the pretrained one (the target's default model).
@@ -270,7 +287,7 @@ absl::Status TuneProblem(const BenchCommandOptions& options, const schedule::Wor
   if (result.time_limited) {
     outcome.time_limited = true;
     if (!options.quiet) {
-      std::cerr << "bench: " << outcome.problem->name << ": time limit of " << options.time_limit_s
+      std::cerr << "bench: " << outcome.problem->name << ": time limit of " << outcome.time_limit_s
                 << " s reached after " << result.trials << " trials\n";
     }
   }
@@ -493,12 +510,22 @@ absl::StatusOr<int> Bench(const BenchCommandOptions& given) {
   if (skipped_small > 0) std::cout << " (skipped by --skip-small: " << skipped_small << ")";
   std::cout << " on " << target.ToString() << ", " << options.trials << " trials each";
   if (options.time_limit_s > 0) std::cout << ", at most " << options.time_limit_s << " s each";
+  if (options.time_budget_s > 0) {
+    std::cout << ", sharing " << options.time_budget_s
+              << " s (each its share of what is left, less " << options.round_reserve_s << " s)";
+  }
   std::cout << "; logs in " << options.log_dir << ", artifacts in " << options.out << "\n"
             << std::flush;
 
   BenchSigintGuard guard;
+  const auto started = std::chrono::steady_clock::now();
   for (size_t i = 0; i < outcomes.size(); ++i) {
     if (BenchSigintGuard::interrupted()) break;
+    const double elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    outcomes[i].time_limit_s =
+        ProblemTimeLimit(options.time_limit_s, options.time_budget_s, options.round_reserve_s,
+                         elapsed_s, static_cast<int>(outcomes.size() - i));
     RunProblem(options, target, outcomes[i]);
     std::cout << "[" << (i + 1) << "/" << outcomes.size() << "] " << OutcomeLine(outcomes[i])
               << "\n"
@@ -573,6 +600,18 @@ ExitCodeAction AddBenchCommand(CLI::App& app) {
   app.add_option("--time-limit-s", options->time_limit_s,
                  "per problem: stop its tuning after the round during which this many seconds "
                  "passed, 0..1e6 (default 0: no limit)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->transform(NumberText(false, "0..1000000"));  // runs before the range check
+  app.add_option("--time-budget-s", options->time_budget_s,
+                 "the problems share this many seconds: each, when it starts, gets an equal share "
+                 "of what is left, less --round-reserve-s, as its time limit (time a problem "
+                 "leaves unused goes to those after it; with --time-limit-s the smaller), "
+                 "0..1e6 (default 0: none)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->transform(NumberText(false, "0..1000000"));  // runs before the range check
+  app.add_option("--round-reserve-s", options->round_reserve_s,
+                 "with --time-budget-s: seconds each problem keeps back for the round past its "
+                 "limit, its final selection and replay, 0..1e6 (default 0)")
       ->check(CLI::Range(0.0, 1e6))
       ->transform(NumberText(false, "0..1000000"));  // runs before the range check
   AddSearchOptions(app, &options->search);

@@ -16,8 +16,9 @@
 #   SKIP_SMALL  1: leave out the problems tagged "small"
 #   TRIALS      total trials per problem, resumed logs counting (default 64)
 #   PER_ROUND   trials per round (default 32)
-#   BENCH_S     wall seconds for the tuning step of the chunk (default 300); each problem gets
-#               (BENCH_S / problems - ROUND_S) seconds before no new round is started; ROUND_S
+#   BENCH_S     wall seconds for the tuning step of the chunk (default 300); the problems share
+#               it (bench --time-budget-s): each, when it starts, gets (what is left / problems
+#               left - ROUND_S) seconds before no new round is started; ROUND_S
 #               (default 35) is what one more round plus the replay may take; at BENCH_S the
 #               tuner gets SIGINT (it logs the round in flight and stops), BENCH_KILL_S (default
 #               45) seconds later SIGKILL
@@ -153,14 +154,15 @@ if (( !skip_score && warm > 0 )); then
   warm_pid=$!
 fi
 
-limit=$(( BENCH_S / count - ROUND_S ))
-(( limit < 10 )) && limit=10
-echo "== tilesearch bench: $count problems ($PROBLEMS), $TRIALS trials, at most ${limit} s of tuning each"
+# The problems share BENCH_S: each, when it starts, gets an equal share of what is left less
+# ROUND_S (bench --time-budget-s), so one that finishes its trials early leaves its time to the
+# later ones.
+echo "== tilesearch bench: $count problems ($PROBLEMS), $TRIALS trials, sharing ${BENCH_S} s (each its share less ${ROUND_S} s)"
 bench_start=$(date +%s)
 # shellcheck disable=SC2086
 timeout --foreground -s INT -k "$BENCH_KILL_S" "$BENCH_S" "$ts" bench "${suite_args[@]}" --problems "$PROBLEMS" \
   --target cuda --precision "$PRECISION" --trials "$TRIALS" --per-round "$PER_ROUND" \
-  --time-limit-s "$limit" --quiet \
+  --time-budget-s "$BENCH_S" --round-reserve-s "$ROUND_S" --quiet \
   $BENCH_ARGS --log-dir "$out/logs" --out "$out/artifacts" --json "$out/bench.json"
 bench_rc=$?
 echo "bench: rc $bench_rc, $(($(date +%s) - bench_start)) s"

@@ -10,6 +10,8 @@
 # - --problems / --skip-small / a larger --trials: only the difference is measured;
 # - a problem whose logged trials all failed is reported "all 8 trials failed: 8 compile_error";
 # - --time-limit-s: one round per problem when the limit is tiny, the next run resumes;
+# - --time-budget-s: the problems share it (a used-up share still runs one round; time the
+#   first leaves goes to the second);
 # - a torn record line blocks the replay unless --allow-unreadable-lines (a corrupt round line
 #   does not);
 # - --target cuda without a driver: the problem fails, reported, exit 1;
@@ -155,6 +157,29 @@ run torn_allowed bench --suite "$suite" "${common[@]}" --trials 8 --problems mat
   --allow-unreadable-lines --log-dir "$tmp/torn_logs" --out "$tmp/torn_art"
 expect_rc torn_allowed 0
 [[ -f "$tmp/torn_art/matmul_tiny.json" ]] || fail "torn_allowed: no artifact"
+
+# ---- --time-budget-s: the problems share it. A share the reserve takes whole still runs one
+# round per problem; with a generous budget the first problem's limit is half of it and the
+# second's what the first left, more than half.
+run budget bench --suite "$suite" "${common[@]}" --trials 16 --time-budget-s 10 \
+  --round-reserve-s 100 --problems matmul_tiny,softmax_tiny --log-dir "$tmp/budget_logs" \
+  --out "$tmp/budget_art"
+expect_rc budget 0
+expect_out budget "sharing 10 s"
+for p in matmul_tiny softmax_tiny; do
+  expect_out budget "^\[[12]/2\] $p: 4 trials \(4 new, time limit\), "
+done
+run budget2 bench --suite "$suite" "${common[@]}" --trials 8 --time-budget-s 1000 \
+  --problems matmul_tiny,softmax_tiny --log-dir "$tmp/budget2_logs" --out "$tmp/budget2_art" \
+  --json "$tmp/budget2.json"
+expect_rc budget2 0
+python3 - "$tmp/budget2.json" <<'PY' || fail "budget2: the problems' time limits"
+import json, sys
+p = json.load(open(sys.argv[1]))["problems"]
+assert abs(p[0]["time_limit_s"] - 500) < 1e-3, p[0]
+assert 500 < p[1]["time_limit_s"] <= 1000 - p[0]["seconds"] + 1e-6, (p[0], p[1])
+assert not p[0]["time_limited"] and not p[1]["time_limited"], p
+PY
 
 # ---- --final-candidates (off on cpu by default): no new trial; the fastest schedules are timed
 # again (logged as remeasured records) before the best is replayed, and the summary counts them.
