@@ -117,8 +117,7 @@ void ApplyRequestContext(const RequestContext& context, MeasureOptions* options)
   timing.min_total_ms = context.min_total_ms;
   timing.max_runs = std::max(timing.max_runs, timing.min_runs);
   // A long timing asked for (a held final timing) is not cut at the default wall limit.
-  if (timing.max_wall_ms > 0)
-    timing.max_wall_ms = std::max(timing.max_wall_ms, 2 * timing.min_total_ms);
+  timing.max_wall_ms = runtime::WallLimitFor(timing.max_wall_ms, timing.min_total_ms);
   options->screen_factor = 0;
 }
 

@@ -36,6 +36,10 @@ std::string TimingStats::ToString() const {
                       FormatMs(p90_ms), ", ", runs, runs == 1 ? " run)" : " runs)");
 }
 
+double WallLimitFor(double max_wall_ms, double min_total_ms) {
+  return max_wall_ms > 0 ? std::max(max_wall_ms, 2 * min_total_ms) : max_wall_ms;
+}
+
 TimingStats Summarize(std::vector<double> samples_ms) {
   CHECK(!samples_ms.empty()) << "Summarize of no samples";
   for (double s : samples_ms) CHECK(std::isfinite(s)) << "non-finite timing sample " << s;

@@ -47,6 +47,11 @@ struct TimingStats {
 /// Statistics of `samples_ms` (any order; must be non-empty and finite, CHECKed).
 TimingStats Summarize(std::vector<double> samples_ms);
 
+/// The wall limit (TimingOptions::max_wall_ms) of a timing asked for `min_total_ms` of runs
+/// under a limit of `max_wall_ms`: twice the runs' time where that is longer, so that a held
+/// timing (seconds of runs) is not cut at the default; 0 (no limit) stays 0.
+double WallLimitFor(double max_wall_ms, double min_total_ms);
+
 /// Runs `run_once` options.warmup_runs times untimed, then until the stopping rule of
 /// TimingOptions holds (min_runs always; then min_total_ms, within max_runs and max_wall_ms);
 /// `run_once` returns one run's time in ms (it does its own cache flush and

@@ -990,28 +990,48 @@ absl::Status TuningJob::Remeasure(const measure::Builder& builder, int n) {
 
 absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, int min_runs,
                                        double min_total_ms, double budget_s) {
-  // A schedule's estimated cost, seconds: its record's build, check and run, and the longer
-  // timing. Schedules are taken while the estimates fit the budget.
+  // The final timing's caps (measure/item_request.cc ApplyRequestContext): past min_runs it
+  // stops at run_cap runs or wall_cap ms of its timed phase, cache flushes included.
+  const runtime::TimingOptions& base = options_.measure.timing;
+  const int run_cap = std::max(base.max_runs, min_runs);
+  const double wall_cap = runtime::WallLimitFor(base.max_wall_ms, min_total_ms);
+  // A record's timing phase, ms (its run wall time less its check), and per run.
+  auto timing_wall_ms = [](const MeasureRecord& r) {
+    return std::max(r.result.run_wall_ms - r.result.check_ms, 0.0);
+  };
+  // A schedule's estimated cost, seconds: its record's build and check, and the final timing:
+  // the runs it needs (min_total_ms of its median, at least min_runs, at most run_cap) at its
+  // round's wall time per run (flushes included), within the wall cap past min_runs. Schedules
+  // are taken while the estimates fit the budget.
+  auto cost_s = [&](const MeasureRecord& r) {
+    const runtime::TimingStats& t = r.result.timing;
+    double timing_ms = 2 * min_total_ms;  // (no round timing to go by)
+    if (t.runs > 0 && timing_wall_ms(r) > 0 && t.median_ms > 0) {
+      const double per_run = timing_wall_ms(r) / t.runs;
+      const double needed = std::clamp(std::ceil(min_total_ms / t.median_ms),
+                                       static_cast<double>(min_runs), static_cast<double>(run_cap));
+      timing_ms = std::max(min_runs * per_run, needed * per_run);
+      if (wall_cap > 0) timing_ms = std::max(min_runs * per_run, std::min(timing_ms, wall_cap));
+    }
+    return (r.compile_ms + r.result.check_ms + timing_ms) / 1000;
+  };
   double spent_s = 0;
   auto fits = [&](size_t i) {
-    const MeasureRecord& r = records_[i];
-    const double cost_s =
-        (r.compile_ms + r.result.check_ms + r.result.run_wall_ms + 2 * min_total_ms) / 1000;
-    if (spent_s + cost_s > budget_s) return false;
-    spent_s += cost_s;
+    const double c = cost_s(records_[i]);
+    if (spent_s + c > budget_s) return false;
+    spent_s += c;
     return true;
   };
   // Timed with the final timing already (an earlier job's final selection on this log): not
   // again, and the fastest of them is the bar the others must pass. A final timing counts when
-  // it took the runs and half the summed time asked now, or stopped at a cap before (a fast
-  // kernel behind slow cache flushes reaches the runs' cap or the wall limit first): one of
-  // 100 ms does not stand for a held timing of a second.
-  const runtime::TimingOptions caps;
+  // it took the runs and half the summed time asked now, or stopped at a cap the final timing
+  // would stop at too (a fast kernel behind slow cache flushes reaches the runs' cap or the wall
+  // limit first): one of 100 ms does not stand for a held timing of a second.
   auto final_timed = [&](const MeasureRecord& r) {
     const runtime::TimingStats& t = r.result.timing;
     return r.valid() && r.remeasured && !r.result.screened && t.runs >= min_runs &&
-           (t.runs >= caps.max_runs || t.runs * t.mean_ms >= 0.5 * min_total_ms ||
-            r.result.run_wall_ms >= caps.max_wall_ms);
+           (t.runs >= run_cap || t.runs * t.mean_ms >= 0.5 * min_total_ms ||
+            (wall_cap > 0 && timing_wall_ms(r) >= 0.95 * wall_cap));
   };
   std::vector<bool> tried(records_.size(), false);
   double best_timed = std::numeric_limits<double>::infinity();
@@ -1028,11 +1048,21 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
   const std::vector<size_t> fastest = FastestValid({});
   for (size_t k = 0; k < fastest.size() && k < static_cast<size_t>(n); ++k) {
     if (tried[fastest[k]]) continue;
-    if (!fits(fastest[k])) break;
+    if (!fits(fastest[k])) {
+      // Said, not silent: the pick is then by round timing.
+      if (batch.empty()) {
+        std::cerr << "tune: warning: final selection: the fastest schedule not yet so timed is "
+                  << "estimated at " << Fixed(cost_s(records_[fastest[k]]), 1)
+                  << " s, over the final budget of " << Fixed(budget_s, 1)
+                  << " s: none timed again (the pick is by round timing)\n";
+      }
+      break;
+    }
     batch.push_back(fastest[k]);
   }
-  const std::string timing =
-      absl::StrCat(min_runs, "+ runs, ", Fixed(min_total_ms, 0), "+ ms, no screen");
+  const std::string timing = absl::StrCat(
+      min_runs, "+ runs and ", Fixed(min_total_ms, 0), "+ ms of runs (at most ", run_cap, " runs",
+      wall_cap > 0 ? absl::StrCat(" or ", Fixed(wall_cap / 1000, 1), " s") : "", "), no screen");
   std::string what = absl::StrCat("final selection (", timing, "): timed ", batch.size(),
                                   " of the ", n, " fastest schedules again");
   size_t more = static_cast<size_t>(n);

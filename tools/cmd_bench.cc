@@ -193,7 +193,8 @@ json OutcomeToJson(const Outcome& o) {
   j["unit"] = o.memory_bound ? "GB/s" : "GFLOP/s";
   j["errors"] = o.errors;
   j["time_limited"] = o.time_limited;
-  j["time_limit_s"] = o.time_limit_s;
+  // (null for a problem that never started: 0 would read as "no limit")
+  j["time_limit_s"] = o.status == "not_run" ? json(nullptr) : json(o.time_limit_s);
   j["exhausted"] = o.exhausted;
   j["log"] = o.log;
   j["artifact"] = o.artifact.empty() ? json(nullptr) : json(o.artifact);
@@ -513,6 +514,11 @@ absl::StatusOr<int> Bench(const BenchCommandOptions& given) {
   if (options.time_budget_s > 0) {
     std::cout << ", sharing " << options.time_budget_s
               << " s (each its share of what is left, less " << options.round_reserve_s << " s)";
+    if (options.round_reserve_s >= options.time_budget_s / static_cast<double>(outcomes.size())) {
+      std::cerr << "bench: warning: --round-reserve-s " << options.round_reserve_s
+                << " is at least each problem's share of --time-budget-s " << options.time_budget_s
+                << ": every problem runs one round\n";
+    }
   }
   std::cout << "; logs in " << options.log_dir << ", artifacts in " << options.out << "\n"
             << std::flush;
@@ -602,16 +608,19 @@ ExitCodeAction AddBenchCommand(CLI::App& app) {
                  "passed, 0..1e6 (default 0: no limit)")
       ->check(CLI::Range(0.0, 1e6))
       ->transform(NumberText(false, "0..1000000"));  // runs before the range check
-  app.add_option("--time-budget-s", options->time_budget_s,
-                 "the problems share this many seconds: each, when it starts, gets an equal share "
-                 "of what is left, less --round-reserve-s, as its time limit (time a problem "
-                 "leaves unused goes to those after it; with --time-limit-s the smaller), "
-                 "0..1e6 (default 0: none)")
-      ->check(CLI::Range(0.0, 1e6))
-      ->transform(NumberText(false, "0..1000000"));  // runs before the range check
+  CLI::Option* budget =
+      app.add_option(
+             "--time-budget-s", options->time_budget_s,
+             "the problems share this many seconds: each, when it starts, gets an equal share "
+             "of what is left, less --round-reserve-s, as its time limit (time a problem "
+             "leaves unused goes to those after it; with --time-limit-s the smaller), "
+             "0..1e6 (default 0: none)")
+          ->check(CLI::Range(0.0, 1e6))
+          ->transform(NumberText(false, "0..1000000"));  // runs before the range check
   app.add_option("--round-reserve-s", options->round_reserve_s,
                  "with --time-budget-s: seconds each problem keeps back for the round past its "
                  "limit, its final selection and replay, 0..1e6 (default 0)")
+      ->needs(budget)
       ->check(CLI::Range(0.0, 1e6))
       ->transform(NumberText(false, "0..1000000"));  // runs before the range check
   AddSearchOptions(app, &options->search);

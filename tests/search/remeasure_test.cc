@@ -176,9 +176,13 @@ TEST(RemeasureTest, FinalSelectionTimesLuckyRecordsBeforeOneIsPicked) {
   all.final_candidates = kTrials;
   TuneOptions no_time = all;
   no_time.final_budget_s = 0;
+  ::testing::internal::CaptureStderr();
   absl::StatusOr<TuneResult> none = Tune(workload, cpu, no_time);
+  const std::string said = ::testing::internal::GetCapturedStderr();
   ASSERT_THAT(none, IsOk());
   EXPECT_EQ(none->final_timed, 0);
+  // Said, not silent.
+  EXPECT_THAT(said, ::testing::HasSubstr("over the final budget of 0.0 s: none timed again"));
   EXPECT_EQ(none->new_trials, 0);
   int64_t not_yet_timed = 0;  // valid, not remeasured with the final timing: from the log
   for (const MeasureRecord& r : after->records) not_yet_timed += r.valid() && !r.remeasured;

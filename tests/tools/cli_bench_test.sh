@@ -169,6 +169,9 @@ expect_out budget "sharing 10 s"
 for p in matmul_tiny softmax_tiny; do
   expect_out budget "^\[[12]/2\] $p: 4 trials \(4 new, time limit\), "
 done
+run reserve_alone bench --suite "$suite" "${common[@]}" --trials 8 --round-reserve-s 5 \
+  --problems matmul_tiny --log-dir "$tmp/budget_logs" --out "$tmp/budget_art"
+expect_error reserve_alone "--round-reserve-s requires --time-budget-s"
 run budget2 bench --suite "$suite" "${common[@]}" --trials 8 --time-budget-s 1000 \
   --problems matmul_tiny,softmax_tiny --log-dir "$tmp/budget2_logs" --out "$tmp/budget2_art" \
   --json "$tmp/budget2.json"
