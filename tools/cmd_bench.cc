@@ -555,6 +555,14 @@ absl::StatusOr<int> Bench(const BenchCommandOptions& given) {
   return 0;
 }
 
+// A seconds option 0..1e6 (`help` states the range and default).
+CLI::Option* AddSecondsOption(CLI::App& app, const std::string& name, double* value,
+                              const std::string& help) {
+  return app.add_option(name, *value, help)
+      ->check(CLI::Range(0.0, 1e6))
+      ->transform(NumberText(false, "0..1000000"));  // runs before the range check
+}
+
 }  // namespace
 
 ExitCodeAction AddBenchCommand(CLI::App& app) {
@@ -603,26 +611,18 @@ ExitCodeAction AddBenchCommand(CLI::App& app) {
                  "directory of the artifacts, named after the problems (cuda: <problem>.ptx, "
                  ".cubin, .h, .json; cpu: <problem>.o, .h, .json)")
       ->required();
-  app.add_option("--time-limit-s", options->time_limit_s,
-                 "per problem: stop its tuning after the round during which this many seconds "
-                 "passed, 0..1e6 (default 0: no limit)")
-      ->check(CLI::Range(0.0, 1e6))
-      ->transform(NumberText(false, "0..1000000"));  // runs before the range check
-  CLI::Option* budget =
-      app.add_option(
-             "--time-budget-s", options->time_budget_s,
-             "the problems share this many seconds: each, when it starts, gets an equal share "
-             "of what is left, less --round-reserve-s, as its time limit (time a problem "
-             "leaves unused goes to those after it; with --time-limit-s the smaller), "
-             "0..1e6 (default 0: none)")
-          ->check(CLI::Range(0.0, 1e6))
-          ->transform(NumberText(false, "0..1000000"));  // runs before the range check
-  app.add_option("--round-reserve-s", options->round_reserve_s,
-                 "with --time-budget-s: seconds each problem keeps back for the round past its "
-                 "limit, its final selection and replay, 0..1e6 (default 0)")
-      ->needs(budget)
-      ->check(CLI::Range(0.0, 1e6))
-      ->transform(NumberText(false, "0..1000000"));  // runs before the range check
+  AddSecondsOption(app, "--time-limit-s", &options->time_limit_s,
+                   "per problem: stop its tuning after the round during which this many seconds "
+                   "passed, 0..1e6 (default 0: no limit)");
+  CLI::Option* budget = AddSecondsOption(
+      app, "--time-budget-s", &options->time_budget_s,
+      "the problems share this many seconds: each, when it starts, gets an equal share of what is "
+      "left, less --round-reserve-s, as its time limit (time a problem leaves unused goes to "
+      "those after it; with --time-limit-s the smaller), 0..1e6 (default 0: none)");
+  AddSecondsOption(app, "--round-reserve-s", &options->round_reserve_s,
+                   "with --time-budget-s: seconds each problem keeps back for the round past its "
+                   "limit, its final selection and replay, 0..1e6 (default 0)")
+      ->needs(budget);
   AddSearchOptions(app, &options->search);
   AddPrecisionOption(app, &options->search.precision);
   AddCandidateTimingOptions(app, &options->timing);
