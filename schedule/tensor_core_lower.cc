@@ -196,8 +196,8 @@ struct Builder {
   bool ws = false;
   std::string empties;
   Expr first_thread;
-  // TensorCoreStep::persistent: `grid` blocks (block index `block`) walk the `tiles` block tiles
-  // (tiles_m x tiles_n in the raster order `raster`).
+  // The block tiles, tiles_m x tiles_n in the raster order `raster` (TileAt).
+  // TensorCoreStep::persistent: `grid` blocks (block index `block`) walk the `tiles` block tiles.
   bool persistent = false;
   Expr block;
   int64_t grid = 1, tiles = 1, tiles_m = 1, tiles_n = 1, raster = 1;
@@ -654,8 +654,8 @@ struct Builder {
   }
 
   // The (row, column) of block tile `t` in the raster order; in clusters of two (multicast), tiles
-  // 2q and 2q + 1 are rows 2r and 2r + 1 of one column, (r, column) pair q's place in the raster
-  // order over the pairs (PlanMulticast).
+  // 2q and 2q + 1 (the cluster's ranks 0 and 1) are rows 2r and 2r + 1 of one column, (r, column)
+  // pair q's place in the raster order over the pairs (PlanMulticast).
   std::pair<Expr, Expr> TileAt(const Expr& t) const {
     if (cluster == 1) return BlockOrder(t, raster, tiles_m, tiles_n);
     const auto [pair_row, column] = BlockOrder(t / C(2), raster, tiles_m / 2, tiles_n);
@@ -1612,19 +1612,14 @@ absl::Status PlanGrid(const TensorCoreKernel& k, const MatmulLike& mm, const Tar
   // Clusters of two (multicast) walk paired tiles: blocks 2p and 2p + 1 take tiles 2q and
   // 2q + 1 on every step of an even grid (the tiles are even in number: PlanMulticast).
   if (bd->cluster > 1) bd->grid = std::max<int64_t>(2, bd->grid - bd->grid % 2);
-  bd->tiles_m = tiles_m;
-  bd->tiles_n = tiles_n;
-  bd->raster = c.raster;
   return absl::OkStatus();
 }
 
 // Clusters of two blocks along m (TensorCoreStep::multicast): blocks 2p and 2p + 1 take tile
-// rows 2r and 2r + 1 of tile column c, where (r, c) is pair p's place in the raster order over
-// the pairs, so that both read B's tiles of column c (TmaBoxes splits them between the two).
-// Errors: an odd number of tile rows. (Both operands have TMA fills: PlanTmaFills refuses the
-// step otherwise, and multicast needs tma.)
-absl::Status PlanMulticast(const TensorCoreKernel& k, const Expr& bx, int64_t tiles_m,
-                           int64_t tiles_n, Builder* bd) {
+// rows 2r and 2r + 1 of one tile column (Builder::TileAt), so that both read B's tiles of that
+// column (TmaBoxes splits them between the two). Errors: an odd number of tile rows. (Both
+// operands have TMA fills: PlanTmaFills refuses the step otherwise, and multicast needs tma.)
+absl::Status PlanMulticast(const TensorCoreKernel& k, int64_t tiles_m, Builder* bd) {
   if (tiles_m % 2 != 0) {
     return Invalid(
         k.op->name,
@@ -1633,9 +1628,6 @@ absl::Status PlanMulticast(const TensorCoreKernel& k, const Expr& bx, int64_t ti
                      tiles_m == 1 ? " is not an even number" : " are not an even number"));
   }
   bd->cluster = 2;
-  const auto [pair_row, column] = BlockOrder(bx / C(2), k.config.raster, tiles_m / 2, tiles_n);
-  bd->tile_m = pair_row * C(2) + bx % C(2);  // the block's rank in its cluster: bx mod 2
-  bd->tile_n = column;
   return absl::OkStatus();
 }
 
@@ -1754,8 +1746,11 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   if (presplit) RETURN_IF_ERROR(PlanSmallParts(bd, small_factors));
 
   const Expr bx = ir::MakeVar(k.fresh(op.name + ".tile"));
-  std::tie(bd.tile_m, bd.tile_n) = BlockOrder(bx, c.raster, tiles_m, tiles_n);
-  if (c.multicast) RETURN_IF_ERROR(PlanMulticast(k, bx, tiles_m, tiles_n, &bd));
+  bd.tiles_m = tiles_m;
+  bd.tiles_n = tiles_n;
+  bd.raster = c.raster;
+  if (c.multicast) RETURN_IF_ERROR(PlanMulticast(k, tiles_m, &bd));
+  std::tie(bd.tile_m, bd.tile_n) = bd.TileAt(bx);  // (persistent blocks: each tile's, OverTiles)
   RETURN_IF_ERROR(PlanGrid(k, *mm, target, bx, tiles_m, tiles_n, &bd));
   Expr by;
   if (mm->batch > 1 && !bd.persistent) {

@@ -672,6 +672,15 @@ std::string ArtifactHeader(const KernelArtifact& artifact) {
   return artifact.is_gpu() ? CudaHeader(artifact) : CpuHeader(artifact);
 }
 
+json KernelLaunchJson(const codegen::GpuKernelInfo& k) {
+  json j = {{"grid", k.grid},
+            {"block", k.block},
+            {"static_shared_bytes", k.static_shared_bytes},
+            {"dynamic_shared_bytes", k.dynamic_shared_bytes}};
+  if (k.cluster > 1) j["cluster"] = {k.cluster, 1, 1};
+  return j;
+}
+
 json ArtifactToJson(const KernelArtifact& a, const CheckOutcome* check) {
   const MeasureRecord& r = a.record;
   json j;
@@ -695,13 +704,8 @@ json ArtifactToJson(const KernelArtifact& a, const CheckOutcome* check) {
     j["arch"] = a.gpu->arch;  // what the PTX and cubin are for (sm_90a with wgmma)
     for (const codegen::GpuKernelInfo& k : a.gpu->kernels) {
       entries.push_back(k.name);
-      launches.push_back({{"entry", k.name},
-                          {"grid", k.grid},
-                          {"block", k.block},
-                          {"static_shared_bytes", k.static_shared_bytes},
-                          {"dynamic_shared_bytes", k.dynamic_shared_bytes}});
-      // Compiled into the kernel (.reqnctapercluster): a record of the launch, not an argument.
-      if (k.cluster > 1) launches.back()["cluster"] = {k.cluster, 1, 1};
+      launches.push_back(KernelLaunchJson(k));
+      launches.back()["entry"] = k.name;
     }
   } else {
     files["object"] = a.name + ".o";

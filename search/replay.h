@@ -181,6 +181,11 @@ struct CheckOutcome {
 [[nodiscard]] absl::StatusOr<CheckOutcome> CheckKernel(const KernelArtifact& artifact,
                                                        const CheckOptions& options = {});
 
+/// A GPU kernel's launch as the artifacts and `measure --json` record it: grid, block, static and
+/// dynamic shared bytes, and "cluster" ([n, 1, 1]) for a kernel compiled for clusters of n > 1
+/// blocks (.reqnctapercluster: a record of the launch, not an argument of it).
+nlohmann::json KernelLaunchJson(const codegen::GpuKernelInfo& kernel);
+
 /// The artifact's JSON description (see WriteArtifacts); `check` adds its outcome.
 nlohmann::json ArtifactToJson(const KernelArtifact& artifact, const CheckOutcome* check = nullptr);
 

@@ -1010,7 +1010,7 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
       const double per_run = timing_wall_ms(r) / t.runs;
       const double needed = std::clamp(std::ceil(min_total_ms / t.median_ms),
                                        static_cast<double>(min_runs), static_cast<double>(run_cap));
-      timing_ms = std::max(min_runs * per_run, needed * per_run);
+      timing_ms = needed * per_run;
       if (wall_cap > 0) timing_ms = std::max(min_runs * per_run, std::min(timing_ms, wall_cap));
     }
     return (r.compile_ms + r.result.check_ms + timing_ms) / 1000;

@@ -24,6 +24,7 @@
 #include "nlohmann/json.hpp"
 #include "schedule/lower.h"
 #include "schedule/schedule_file.h"
+#include "search/replay.h"
 #include "tools/commands.h"
 #include "tools/number_text.h"
 #include "tools/workload_options.h"
@@ -204,12 +205,8 @@ absl::StatusOr<int> Measure(const MeasureCommandOptions& options) {
     nlohmann::json launches = nlohmann::json::array();
     for (size_t i = 0; i < num_kernels; ++i) {
       const codegen::GpuKernelInfo& k = candidate.gpu_module->kernels[i];
-      launches.push_back({{"name", k.name},
-                          {"grid", k.grid},
-                          {"block", k.block},
-                          {"static_shared_bytes", k.static_shared_bytes},
-                          {"dynamic_shared_bytes", k.dynamic_shared_bytes}});
-      if (k.cluster > 1) launches.back()["cluster"] = {k.cluster, 1, 1};
+      launches.push_back(search::KernelLaunchJson(k));
+      launches.back()["name"] = k.name;
     }
     j["launches"] = launches;
     if (candidate.gpu_module) {
