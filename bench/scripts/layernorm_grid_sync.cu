@@ -43,14 +43,8 @@ __host__ __device__ inline Partial Combine(Partial a, Partial b) {
   return {n, a.mean + d * b.n / n, a.m2 + b.m2 + d * d * a.n * b.n / n};
 }
 
-// The block's (n, mean, M2) from its threads' (n, sum, sum of squares) about `pivot`.
-__device__ Partial BlockPartial(double n, double s, double q, double pivot) {
-  // Per thread: mean and M2 about its own mean from the shifted sums.
-  Partial p{n, 0, 0};
-  if (n > 0) {
-    const double m = s / n;
-    p = {n, pivot + m, q - s * m};
-  }
+// The combination of every thread's (n, mean, M2) over the block (a tree in shared memory).
+__device__ Partial CombineOverBlock(Partial p) {
   __shared__ Partial parts[kThreads];
   parts[threadIdx.x] = p;
   __syncthreads();
@@ -61,6 +55,17 @@ __device__ Partial BlockPartial(double n, double s, double q, double pivot) {
   Partial r = parts[0];
   __syncthreads();
   return r;
+}
+
+// The block's (n, mean, M2) from its threads' (n, sum, sum of squares) about `pivot`.
+__device__ Partial BlockPartial(double n, double s, double q, double pivot) {
+  // Per thread: mean and M2 about its own mean from the shifted sums.
+  Partial p{n, 0, 0};
+  if (n > 0) {
+    const double m = s / n;
+    p = {n, pivot + m, q - s * m};
+  }
+  return CombineOverBlock(p);
 }
 
 __global__ void __launch_bounds__(kThreads, 1)
@@ -78,16 +83,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     const float4* xr = reinterpret_cast<const float4*>(x + r * d + begin);
     // Load the slice into shared memory, summing about the row's first element (a pivot every
     // block reads the same) to keep the squares well conditioned.
-    const double pivot = x[r * d];
-    double n = 0, s = 0, q = 0;
+    // Each thread's ~64 values summed in float (about the pivot, so the squares do not cancel);
+    // the thread's sums go to double for the combinations (FP64 per element would cost ~1/3 of
+    // the transfer time).
+    const float pivot = x[r * d];
+    float n = 0, s = 0, q = 0;
 #pragma unroll 8
     for (int i = threadIdx.x; i < vecs; i += kThreads) {
       const float4 v = __ldcs(xr + i);
       tile[i] = v;
-      const double a = v.x - pivot, b = v.y - pivot, c = v.z - pivot, e = v.w - pivot;
+      const float a = v.x - pivot, b = v.y - pivot, c = v.z - pivot, e = v.w - pivot;
       n += 4;
-      s += a + b + c + e;
-      q += a * a + b * b + c * c + e * e;
+      s += (a + b) + (c + e);
+      q += (a * a + b * b) + (c * c + e * e);
     }
     const Partial mine = BlockPartial(n, s, q, pivot);
     if (threadIdx.x == 0) partials[r * gridDim.x + blockIdx.x] = mine;
@@ -99,11 +107,17 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     grid.sync();
-    if (threadIdx.x == 0) {
-      Partial all{0, 0, 0};
-      for (unsigned b = 0; b < gridDim.x; ++b) all = Combine(all, partials[r * gridDim.x + b]);
-      row_stats = all;
+    // All blocks' partials combined by the block's threads in a tree (the same order in every
+    // block, so every block gets the same statistics); a serial loop of dependent L2 reads and
+    // double divisions in one thread took ~50 us per row.
+    Partial part{0, 0, 0};
+    for (unsigned b = threadIdx.x; b < gridDim.x; b += kThreads) {
+      // L2 reads (ld.global.cg): another block wrote them; L1 may hold a stale line.
+      const Partial* q = partials + r * gridDim.x + b;
+      part = Combine(part, Partial{__ldcg(&q->n), __ldcg(&q->mean), __ldcg(&q->m2)});
     }
+    const Partial all = CombineOverBlock(part);
+    if (threadIdx.x == 0) row_stats = all;
     __syncthreads();
     const float mean = static_cast<float>(row_stats.mean);
     const float rstd = static_cast<float>(1.0 / sqrt(row_stats.m2 / row_stats.n + eps));
