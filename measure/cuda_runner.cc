@@ -1348,8 +1348,8 @@ class CudaRunner : public Runner {
   const Target& target() const override { return target_; }
 
   void SetScreenAboveMs(double ms) override { options_.screen_above_ms = ms > 0 ? ms : 0; }
-  void SetTiming(int min_runs, double min_total_ms) override {
-    timing_override_ = {std::max(min_runs, 0), std::max(min_total_ms, 0.0)};
+  void SetTiming(int min_runs, double min_total_ms, double soak_ms) override {
+    timing_override_ = {std::max(min_runs, 0), std::max(min_total_ms, 0.0), std::max(soak_ms, 0.0)};
   }
 
   std::vector<MeasureResult> Run(const ir::ComputeDAG& dag,
@@ -1404,8 +1404,9 @@ class CudaRunner : public Runner {
     for (int i : runnable) {
       const BuildResult& c = candidates[i];
       GpuRequest request;
-      request.context = {batches_, options_.screen_above_ms, c.compile_ms, timing_override_.first,
-                         timing_override_.second};
+      const TimingOverride& t = timing_override_;
+      request.context = {batches_,   options_.screen_above_ms, c.compile_ms,
+                         t.min_runs, t.min_total_ms,           t.soak_ms};
       // Under ieee, a 3xTF32 candidate must also be no less accurate than the float32 reference.
       request.tf32x3_gate = options_.precision == Fp32Precision::kIeee && c.nest != nullptr &&
                             UsesMmaKind(*c.nest, ir::MmaKind::kTF32x3);
@@ -1490,6 +1491,10 @@ class CudaRunner : public Runner {
     }
     MeasureOptions options = options_;
     ApplyRequestContext(request->context, &options);
+    // A held final timing's longer run timeout (ApplyRequestContext) restarts the item's clock.
+    if (options.run_timeout_ms != options_.run_timeout_ms) {
+      BeginWorkerItemPhase("run", options.run_timeout_ms);
+    }
     return WorkerItem(options, task.data, task.state, request->module, request->context.compile_ms,
                       request->tf32x3_gate);
   }
@@ -1582,7 +1587,7 @@ class CudaRunner : public Runner {
 
   Target target_;
   MeasureOptions options_;
-  std::pair<int64_t, double> timing_override_{0, 0};  // SetTiming's (min_runs 0: none)
+  TimingOverride timing_override_;  // SetTiming's
   uint64_t batches_ = 0;  // Run calls with candidates to run (the requests' batch numbers)
   RunUsage last_usage_;
   RunUsage warm_usage_;  // what Prepare spent ahead of the next Run (its task's data, its setup)

@@ -207,8 +207,8 @@ class HostRunner : public Runner {
 
   const Target& target() const override { return target_; }
   void SetScreenAboveMs(double ms) override { options_.screen_above_ms = ms > 0 ? ms : 0; }
-  void SetTiming(int min_runs, double min_total_ms) override {
-    timing_override_ = {std::max(min_runs, 0), std::max(min_total_ms, 0.0)};
+  void SetTiming(int min_runs, double min_total_ms, double soak_ms) override {
+    timing_override_ = {std::max(min_runs, 0), std::max(min_total_ms, 0.0), std::max(soak_ms, 0.0)};
   }
   RunUsage last_run_usage() const override { return last_usage_; }
 
@@ -267,8 +267,9 @@ class HostRunner : public Runner {
     std::vector<std::string> requests;
     for (int i : runnable) {
       const BuildResult& c = candidates[i];
+      const TimingOverride& t = timing_override_;
       requests.push_back(EncodeHostRequest({{batches_, options_.screen_above_ms, c.compile_ms,
-                                             timing_override_.first, timing_override_.second},
+                                             t.min_runs, t.min_total_ms, t.soak_ms},
                                             *c.nest}));
     }
     task_->worker->Run(requests, [&](int k, const WorkerItemOutcome& o) {
@@ -498,7 +499,8 @@ class HostRunner : public Runner {
       return r;
     }
     r.compile_ms = compile_ms + (*kernel)->compile_ms();
-    BeginWorkerItemPhase("run");
+    // The request's run timeout (longer for a held final timing: ApplyRequestContext).
+    BeginWorkerItemPhase("run", options.run_timeout_ms);
     const Clock::time_point run_start = Clock::now();
 
     std::vector<double> check_run_ms;
@@ -624,7 +626,7 @@ class HostRunner : public Runner {
 
   Target target_;
   MeasureOptions options_;
-  std::pair<int64_t, double> timing_override_{0, 0};  // SetTiming's (min_runs 0: none)
+  TimingOverride timing_override_;  // SetTiming's
   uint64_t batches_ = 0;  // Run calls with candidates to run (the requests' batch numbers)
   RunUsage last_usage_;
   // Declared last, so its worker ends before the rest of the runner.

@@ -32,6 +32,7 @@ class Writer {
     F64(c.compile_ms);
     I64(c.min_runs);
     F64(c.min_total_ms);
+    F64(c.soak_ms);
   }
   std::string Take() { return std::move(out_); }
 
@@ -86,6 +87,7 @@ class Reader {
     c.compile_ms = F64();
     c.min_runs = I64();
     c.min_total_ms = F64();
+    c.soak_ms = F64();
     return c;
   }
 
@@ -115,9 +117,12 @@ void ApplyRequestContext(const RequestContext& context, MeasureOptions* options)
   runtime::TimingOptions& timing = options->timing;
   timing.min_runs = static_cast<int>(context.min_runs);
   timing.min_total_ms = context.min_total_ms;
+  timing.soak_ms = context.soak_ms;
   timing.max_runs = std::max(timing.max_runs, timing.min_runs);
-  // A long timing asked for (a held final timing) is not cut at the default wall limit.
+  // A long timing asked for (a held final timing) is not cut at the default wall limit, nor the
+  // worker killed at the default run timeout while it soaks and times.
   timing.max_wall_ms = runtime::WallLimitFor(timing.max_wall_ms, timing.min_total_ms);
+  options->run_timeout_ms += timing.soak_ms + timing.max_wall_ms;
   options->screen_factor = 0;
 }
 

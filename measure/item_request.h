@@ -31,6 +31,16 @@ struct RequestContext {
   /// within-batch screen); min_runs 0 = the worker's own timing and screen.
   int64_t min_runs = 0;
   double min_total_ms = 0;
+  /// With min_runs > 0: untimed runs before each timing, ms of wall time
+  /// (runtime::TimingOptions::soak_ms; Runner::SetTiming).
+  double soak_ms = 0;
+};
+
+/// A runner's timing override (Runner::SetTiming), copied into each request's context.
+struct TimingOverride {
+  int64_t min_runs = 0;  // 0: none
+  double min_total_ms = 0;
+  double soak_ms = 0;
 };
 
 /// A host candidate: its loop nest.
@@ -51,9 +61,10 @@ struct GpuRequest {
 };
 
 /// A worker's options for one request: the context's screen_above_ms, and where it overrides the
-/// timing (RequestContext::min_runs > 0) its min_runs and min_total_ms (max_runs raised to
+/// timing (RequestContext::min_runs > 0) its min_runs, min_total_ms and soak_ms (max_runs raised to
 /// min_runs where below it) with every candidate timed in full (screen_factor 0: no staged-timing
-/// screen); the timing and screen unchanged otherwise.
+/// screen), and the run timeout raised by the soak and the timing's wall limit (a held timing of
+/// seconds is not a run timeout); the timing, screen and timeout unchanged otherwise.
 void ApplyRequestContext(const RequestContext& context, MeasureOptions* options);
 
 /// The request's bytes. Never fails.

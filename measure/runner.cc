@@ -56,8 +56,8 @@ class LockedRunner : public Runner {
   }
   const Target& target() const override { return inner_->target(); }
   void SetScreenAboveMs(double ms) override { inner_->SetScreenAboveMs(ms); }
-  void SetTiming(int min_runs, double min_total_ms) override {
-    inner_->SetTiming(min_runs, min_total_ms);
+  void SetTiming(int min_runs, double min_total_ms, double soak_ms) override {
+    inner_->SetTiming(min_runs, min_total_ms, soak_ms);
   }
   RunUsage last_run_usage() const override {
     return lock_failed_ ? RunUsage{} : inner_->last_run_usage();

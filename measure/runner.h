@@ -82,11 +82,13 @@ class Runner {
   /// Timing of the next Run calls' candidates: at least `min_runs` timed runs and `min_total_ms`
   /// of summed run time (runtime::TimingOptions; the warm-up, flush, run and wall limits stay the
   /// runner's), every candidate timed in full (no staged-timing screen, whatever
-  /// SetScreenAboveMs and MeasureOptions::screen_factor say). min_runs 0 restores the runner's
-  /// own timing and screens. Runners without a timing of their own ignore it.
-  virtual void SetTiming(int min_runs, double min_total_ms) {
+  /// SetScreenAboveMs and MeasureOptions::screen_factor say), each after `soak_ms` of untimed
+  /// runs (runtime::TimingOptions::soak_ms). min_runs 0 restores the runner's own timing and
+  /// screens. Runners without a timing of their own ignore it.
+  virtual void SetTiming(int min_runs, double min_total_ms, double soak_ms) {
     (void)min_runs;
     (void)min_total_ms;
+    (void)soak_ms;
   }
   /// The split of the last Run / RunStreaming call's time; zeros for runners that do not keep one.
   virtual RunUsage last_run_usage() const { return {}; }

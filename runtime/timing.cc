@@ -85,7 +85,18 @@ absl::StatusOr<TimingStats> TimeRepeated(const std::function<absl::StatusOr<doub
     return absl::InvalidArgumentError(
         absl::StrCat("timing max_wall_ms must not be negative, got ", options.max_wall_ms));
   }
+  if (!(options.soak_ms >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("timing soak_ms must not be negative, got ", options.soak_ms));
+  }
+  const auto warmup_start = std::chrono::steady_clock::now();
   for (int i = 0; i < options.warmup_runs; ++i) {
+    absl::StatusOr<double> ms = run_once();
+    if (!ms.ok()) return ms.status();
+  }
+  while (options.soak_ms > 0 &&
+         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warmup_start)
+                 .count() < options.soak_ms) {
     absl::StatusOr<double> ms = run_once();
     if (!ms.ok()) return ms.status();
   }

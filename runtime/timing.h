@@ -14,6 +14,13 @@ namespace tilesearch::runtime {
 struct TimingOptions {
   /// Untimed runs before the first timed one (module load, first-touch, clocks ramping up).
   int warmup_runs = 3;
+  /// After the warm-up runs, untimed runs (flushes included) go on until this much wall time has
+  /// passed since the first of them, ms; 0 = none. A held timing then starts at the steady state
+  /// the kernel itself brings the card to: a GPU repeating a 2.8 ms GEMM reaches its power limit
+  /// within ~100 ms and its clock falls by a quarter, by how much depending on the kernel's
+  /// energy per run, whereas a timing started cool, or after another kernel, measures the
+  /// previous state (bench/NOTES.md, "bf16 GEMMs at the power limit").
+  double soak_ms = 0;
   /// Timed runs: at least min_runs AND at least min_total_ms of summed run time, at most max_runs.
   int min_runs = 10;
   double min_total_ms = 50;
@@ -52,11 +59,13 @@ TimingStats Summarize(std::vector<double> samples_ms);
 /// timing (seconds of runs) is not cut at the default; 0 (no limit) stays 0.
 double WallLimitFor(double max_wall_ms, double min_total_ms);
 
-/// Runs `run_once` options.warmup_runs times untimed, then until the stopping rule of
+/// Runs `run_once` options.warmup_runs times untimed (then on, untimed, until options.soak_ms of
+/// wall time), then until the stopping rule of
 /// TimingOptions holds (min_runs always; then min_total_ms, within max_runs and max_wall_ms);
 /// `run_once` returns one run's time in ms (it does its own cache flush and
 /// clock reads). The first error of `run_once` is returned as is. Errors: kInvalidArgument for
-/// options with min_runs < 1, max_runs < min_runs or a negative warm-up / min time / wall limit.
+/// options with min_runs < 1, max_runs < min_runs or a negative warm-up / soak / min time / wall
+/// limit.
 [[nodiscard]] absl::StatusOr<TimingStats> TimeRepeated(
     const std::function<absl::StatusOr<double>()>& run_once, const TimingOptions& options);
 

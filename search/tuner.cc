@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/interrupt.h"
 #include "base/status.h"
@@ -295,11 +296,12 @@ absl::Status ValidateTuneOptions(const TuneOptions& options) {
   }
   if (options.final_candidates > 0 &&
       (options.final_min_runs < 1 || !(options.final_min_total_ms >= 0) ||
-       !(options.final_budget_s >= 0))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the final selection needs final_min_runs >= 1, final_min_total_ms >= 0 and "
-        "final_budget_s >= 0, got ",
-        options.final_min_runs, ", ", options.final_min_total_ms, " and ", options.final_budget_s));
+       !(options.final_budget_s >= 0) || !(options.final_soak_ms >= 0))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the final selection needs final_min_runs >= 1, final_min_total_ms >= 0, "
+                     "final_budget_s >= 0 and final_soak_ms >= 0, got ",
+                     options.final_min_runs, ", ", options.final_min_total_ms, ", ",
+                     options.final_budget_s, " and ", options.final_soak_ms));
   }
   if (!(options.compile_timeout_ms > 0)) {
     return absl::InvalidArgumentError(
@@ -993,6 +995,7 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
   // The final timing's caps (measure/item_request.cc ApplyRequestContext): past min_runs it
   // stops at run_cap runs or wall_cap ms of its timed phase, cache flushes included.
   const runtime::TimingOptions& base = options_.measure.timing;
+  const double soak_ms = options_.final_soak_ms;
   const int run_cap = std::max(base.max_runs, min_runs);
   const double wall_cap = runtime::WallLimitFor(base.max_wall_ms, min_total_ms);
   // A record's timing phase, ms (its run wall time less its check), and per run.
@@ -1013,7 +1016,7 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
       timing_ms = needed * per_run;
       if (wall_cap > 0) timing_ms = std::max(min_runs * per_run, std::min(timing_ms, wall_cap));
     }
-    return (r.compile_ms + r.result.check_ms + timing_ms) / 1000;
+    return (r.compile_ms + r.result.check_ms + soak_ms + timing_ms) / 1000;
   };
   double spent_s = 0;
   auto fits = [&](size_t i) {
@@ -1035,12 +1038,21 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
   };
   std::vector<bool> tried(records_.size(), false);
   double best_timed = std::numeric_limits<double>::infinity();
+  int64_t timed_before = 0;
   for (size_t i = 0; i < records_.size(); ++i) {
     const MeasureRecord& r = records_[i];
     if (final_timed(r)) {
       tried[i] = true;
       best_timed = std::min(best_timed, r.median_ms());
+      ++timed_before;
     }
+  }
+  // The log does not say whether an earlier final timing soaked: said, not silent.
+  if (soak_ms > 0 && timed_before > 0 && !options_.quiet) {
+    std::cerr << "tune: note: final selection: " << timed_before
+              << " schedule(s) already final-timed in the log are not timed again with the soak "
+              << "(a final timing of more than twice the log's, --final-min-time-ms, times them "
+              << "again)\n";
   }
   // First the n fastest valid schedules not so timed yet; then, while some are faster by their
   // round timing than the fastest so timed, those (at most n more).
@@ -1061,13 +1073,14 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
     batch.push_back(fastest[k]);
   }
   const std::string timing = absl::StrCat(
+      soak_ms > 0 ? absl::StrCat(absl::StrFormat("%g", soak_ms), " ms of untimed runs, then ") : "",
       min_runs, "+ runs and ", Fixed(min_total_ms, 0), "+ ms of runs (at most ", run_cap, " runs",
       wall_cap > 0 ? absl::StrCat(" or ", Fixed(wall_cap / 1000, 1), " s") : "", "), no screen");
   std::string what = absl::StrCat("final selection (", timing, "): timed ", batch.size(),
                                   " of the ", n, " fastest schedules again");
   size_t more = static_cast<size_t>(n);
   absl::Status status;
-  runner_->SetTiming(min_runs, min_total_ms);
+  runner_->SetTiming(min_runs, min_total_ms, soak_ms);
   while (!batch.empty() && status.ok() && !SigintGuard::interrupted()) {
     std::vector<size_t> replaced;
     status = RemeasureRecords(builder, batch, what, &result_.final_timed, &replaced);
@@ -1085,7 +1098,7 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
     what = absl::StrCat("final selection (", timing, "): timed ", batch.size(),
                         " more, faster by their round timing than the fastest so timed");
   }
-  runner_->SetTiming(0, 0);
+  runner_->SetTiming(0, 0, 0);
   return status;
 }
 
@@ -1517,6 +1530,15 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
       job->Exhausted(*next);
       round = std::move(next);
     }
+  }
+  if (options.final_soak_ms > 0 && (options.final_candidates <= 0 || options.measurer) &&
+      !options.quiet) {
+    std::cerr << "tune: note: the final soak (" << absl::StrFormat("%g", options.final_soak_ms)
+              << " ms) has no effect: "
+              << (options.measurer ? "a spread job has no final selection"
+                                   : "the final selection is off (--final-candidates 0; the "
+                                     "default on cpu)")
+              << "\n";
   }
   if (options.final_candidates > 0 && !options.measurer && !job->result().interrupted &&
       !SigintGuard::interrupted()) {

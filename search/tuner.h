@@ -185,6 +185,13 @@ struct TuneOptions {
   /// bench scripts time hand schedules with `measure --min-runs 20 --min-time-ms 100`).
   int final_min_runs = 20;
   double final_min_total_ms = 100;
+  /// Before each final timing the schedule runs untimed for this long, ms of wall time
+  /// (runtime::TimingOptions::soak_ms), so that each is timed at the steady state it brings the
+  /// card to (a GEMM of a few ms repeated runs at the power limit, at a clock that depends on its
+  /// energy per run) rather than at the temperature the previous one left. A record an earlier
+  /// job timed so counts as final-timed whatever its soak (raise final_min_total_ms to time a
+  /// log's schedules again). 0 = none.
+  double final_soak_ms = 0;
   /// The final selection's time, seconds, estimated per schedule from its record (build, check
   /// and run wall times, plus twice final_min_total_ms): schedules past it are not timed again.
   /// The checks of an 8.6 GB reduction take about 40 s each on the H200; a GEMM's well under 1 s.

@@ -184,6 +184,7 @@ void AddRangedOption(CLI::App& app, const std::string& name, double* value, cons
 void FinalSelectionOverrides::ApplyTo(search::TuneOptions* tune) const {
   tune->final_candidates = candidates;
   tune->final_min_total_ms = min_time_ms;
+  tune->final_soak_ms = soak_ms;
   tune->final_budget_s = budget_s;
 }
 
@@ -200,9 +201,16 @@ void AddFinalSelectionOptions(CLI::App& app, FinalSelectionOverrides* f, const s
                   "summed run time of each final timing at least, ms (held timings, e.g. 1000, "
                   "rank long GPU kernels as they run at the power limit)",
                   0.0, 60000.0, f->min_time_ms);
+  AddRangedOption(app, "--final-soak-ms", &f->soak_ms,
+                  "untimed runs before each final timing, ms of wall time (e.g. 500: each "
+                  "schedule is timed at the steady state it brings the device to, on a GPU the "
+                  "power limit for long GEMMs, not at the temperature the previous one left; "
+                  "the run timeout grows by it; a schedule already final-timed in the log is "
+                  "not timed again for it)",
+                  0.0, 60000.0, f->soak_ms);
   AddRangedOption(app, "--final-budget-s", &f->budget_s,
                   "estimated time of the final selection at most, s (per schedule: its build, "
-                  "check and run, plus twice the final timing)",
+                  "check, soak and run, plus twice the final timing)",
                   0.0, 3600.0, f->budget_s);
 }
 

@@ -91,11 +91,13 @@ struct TimingOverrides {
 void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t);
 
 /// The final selection's settings of the commands that tune (search::TuneOptions::
-/// final_candidates, final_min_total_ms, final_budget_s; their defaults).
+/// final_candidates, final_min_total_ms, final_soak_ms, final_budget_s; their defaults).
 struct FinalSelectionOverrides {
   int candidates = -1;  // --final-candidates: -1 the target's choice, 0 off
   // --final-min-time-ms: summed run time of each final timing, ms
   double min_time_ms = search::TuneOptions{}.final_min_total_ms;
+  // --final-soak-ms: untimed runs before each final timing, ms
+  double soak_ms = search::TuneOptions{}.final_soak_ms;
   // --final-budget-s: the selection's estimated time at most, seconds
   double budget_s = search::TuneOptions{}.final_budget_s;
   /// Writes them into `tune`.
@@ -104,8 +106,9 @@ struct FinalSelectionOverrides {
 
 /// --final-candidates N (-1..4096; -1 the target's choice, 0 off), --final-min-time-ms MS
 /// (0..60000: at the power limit, a GEMM of milliseconds times slower held than in a 100 ms
-/// burst, and kernels rank differently there) and --final-budget-s S (0..3600), writing into
-/// `f`; `what` names whose schedules they time ("the" or "each task's").
+/// burst, and kernels rank differently there), --final-soak-ms MS (0..60000: untimed runs first,
+/// so each schedule is timed at its own steady state) and --final-budget-s S (0..3600), writing
+/// into `f`; `what` names whose schedules they time ("the" or "each task's").
 void AddFinalSelectionOptions(CLI::App& app, FinalSelectionOverrides* f, const std::string& what);
 
 /// Evolutionary-search overrides of the commands that tune (tune, bench, tune-graph); a negative

@@ -22,7 +22,7 @@ using ::tilesearch::testing::StatusIs;
 TEST(ItemRequestTest, HostRequestCarriesTheNestAndTheBatch) {
   const ir::ComputeDAG dag = Ok(testing_util::AddDag(8, 16));
   HostRequest request;
-  request.context = {7, 1.5, 42.25, 20, 100.5};
+  request.context = {7, 1.5, 42.25, 20, 100.5, 250.25};
   request.nest = Ok(testing_util::AddNest(dag, 2.0));
   const HostRequest back = Ok(DecodeHostRequest(EncodeHostRequest(request)));
   EXPECT_EQ(back.context.batch, 7u);
@@ -30,6 +30,7 @@ TEST(ItemRequestTest, HostRequestCarriesTheNestAndTheBatch) {
   EXPECT_EQ(back.context.compile_ms, 42.25);
   EXPECT_EQ(back.context.min_runs, 20);
   EXPECT_EQ(back.context.min_total_ms, 100.5);
+  EXPECT_EQ(back.context.soak_ms, 250.25);
   EXPECT_EQ(ir::ToString(back.nest), ir::ToString(request.nest));
   EXPECT_EQ(ir::EncodeLoopNest(back.nest), ir::EncodeLoopNest(request.nest));
 }
@@ -42,16 +43,25 @@ TEST(ItemRequestTest, ATimingOverrideReplacesTheRunsAndTimeAndDropsTheScreen) {
   options.timing.warmup_runs = 2;
   options.screen_factor = 1.5;
   options.screen_above_ms = 0;
+  options.run_timeout_ms = 20000;
+  options.timing.max_wall_ms = 1000;
   MeasureOptions same = options;
-  ApplyRequestContext({1, 0.25, 0, 0, 0}, &same);  // min_runs 0: the worker's own
+  ApplyRequestContext({1, 0.25, 0, 0, 0, 300}, &same);  // min_runs 0: the worker's own
   EXPECT_EQ(same.timing.min_runs, 5);
+  EXPECT_EQ(same.timing.soak_ms, 0);
+  EXPECT_EQ(same.run_timeout_ms, 20000);
   EXPECT_EQ(same.timing.min_total_ms, 10);
   EXPECT_EQ(same.timing.max_runs, 8);
   EXPECT_EQ(same.screen_factor, 1.5);
   EXPECT_EQ(same.screen_above_ms, 0.25);  // the request's, always
-  ApplyRequestContext({1, 0.25, 0, 20, 100}, &options);
+  ApplyRequestContext({1, 0.25, 0, 20, 100, 300}, &options);
   EXPECT_EQ(options.timing.min_runs, 20);
+  EXPECT_EQ(options.timing.soak_ms, 300);
   EXPECT_EQ(options.timing.min_total_ms, 100);
+  // The wall limit of a 100 ms timing stays the default 1000 ms (WallLimitFor); the run timeout
+  // covers the soak and that limit on top of its own.
+  EXPECT_EQ(options.timing.max_wall_ms, 1000);
+  EXPECT_EQ(options.run_timeout_ms, 20000 + 300 + 1000);
   EXPECT_EQ(options.timing.max_runs, 20);  // raised to min_runs
   EXPECT_EQ(options.timing.warmup_runs, 2);
   EXPECT_EQ(options.screen_factor, 0);  // timed in full

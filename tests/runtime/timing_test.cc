@@ -145,6 +145,38 @@ TEST(TimeRepeatedTest, WallLimitEndsTheMinimumTimeExtension) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_wall_ms")));
 }
 
+// The soak: untimed runs after the warm-up until soak_ms of wall time has passed since the first
+// untimed run, then the timing as without it. Each fake run sleeps 5 ms; the first timed run
+// starts 40 ms after the first call (less the microseconds before it), and the timed runs are the
+// last `runs` calls.
+TEST(TimeRepeatedTest, SoakRunsUntimedForItsWallTimeBeforeTheTiming) {
+  std::vector<std::chrono::steady_clock::time_point> starts;
+  auto run = [&]() -> absl::StatusOr<double> {
+    starts.push_back(std::chrono::steady_clock::now());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return 1.0;
+  };
+  TimingOptions options;
+  options.warmup_runs = 1;
+  options.soak_ms = 40;
+  options.min_runs = 3;
+  options.min_total_ms = 0;
+  absl::StatusOr<TimingStats> s = TimeRepeated(run, options);
+  ASSERT_THAT(s, IsOk());
+  ASSERT_EQ(s->runs, 3);
+  ASSERT_GE(starts.size(), 3u + 8u);  // at least 40 ms of 5 ms runs before the timing
+  auto ms_after_first = [&](size_t i) {
+    using Ms = std::chrono::duration<double, std::milli>;
+    return Ms(starts[i] - starts.front()).count();
+  };
+  EXPECT_GE(ms_after_first(starts.size() - 3), 39.0);  // (the clock starts just before)
+  // The run before the first timed one started under 40 ms after the first: no extra soak run.
+  EXPECT_LT(ms_after_first(starts.size() - 4), 40.0);
+  options.soak_ms = -1;
+  EXPECT_THAT(TimeRepeated(run, options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("soak_ms")));
+}
+
 TEST(TimeRepeatedTest, FirstErrorOfTheRunIsReturnedAsIs) {
   int calls = 0;
   auto run = [&]() -> absl::StatusOr<double> {

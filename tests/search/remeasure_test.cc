@@ -8,6 +8,7 @@
 // picked, and so is every record that its real time leaves faster than the fastest so timed.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <utility>
@@ -214,6 +215,54 @@ TEST(RemeasureTest, FinalSelectionTimesLuckyRecordsBeforeOneIsPicked) {
   absl::StatusOr<TuneResult> settled = Tune(workload, cpu, held);
   ASSERT_THAT(settled, IsOk());
   EXPECT_EQ(settled->final_timed, 0);
+}
+
+// TuneOptions::final_soak_ms: each final timing follows that much wall time of untimed runs (in
+// the record's run wall time). The same final selection without a soak, on a copy of the log,
+// times the same fast schedules in well under that. A negative soak is refused.
+TEST(RemeasureTest, FinalTimingsFollowTheSoak) {
+  const std::string log = ::tilesearch::testing::ScratchPath("final_soak.jsonl");
+  const std::string plain_log = ::tilesearch::testing::ScratchPath("final_no_soak.jsonl");
+  constexpr int kTrials = 8;
+  constexpr double kSoakMs = 300;
+  TuneOptions options = testing::TinyCpuTuneOptions(log, kTrials, 4, 5);
+  options.final_candidates = 0;
+  const schedule::Workload workload = testing::SquareMatmul(24);
+  const Target cpu = Target::HostCpu();
+  ASSERT_THAT(Tune(workload, cpu, options).status(), IsOk());
+  std::filesystem::copy_file(log, plain_log, std::filesystem::copy_options::overwrite_existing);
+  TuneOptions plain = options;
+  plain.log_path = plain_log;
+  plain.final_candidates = 2;
+  plain.final_min_runs = 4;
+  plain.final_min_total_ms = 0;
+  TuneOptions soaked = plain;
+  soaked.log_path = log;
+  soaked.final_soak_ms = kSoakMs;
+  for (const TuneOptions& o : {plain, soaked}) {
+    absl::StatusOr<TuneResult> result = Tune(workload, cpu, o);
+    ASSERT_THAT(result, IsOk());
+    EXPECT_EQ(result->final_timed, 2);
+    absl::StatusOr<LogContents> after = ReadLog(o.log_path);
+    ASSERT_THAT(after, IsOk());
+    int timed = 0;
+    for (const MeasureRecord& r : after->records) {
+      if (!r.remeasured) continue;
+      ++timed;
+      EXPECT_GE(r.result.timing.runs, 4) << r.trial;
+      if (o.final_soak_ms > 0) {
+        EXPECT_GE(r.result.run_wall_ms, kSoakMs) << r.trial;
+      } else {
+        EXPECT_LT(r.result.run_wall_ms, kSoakMs) << r.trial;
+      }
+    }
+    EXPECT_EQ(timed, 2);
+  }
+  TuneOptions bad = soaked;
+  bad.final_soak_ms = -1;
+  EXPECT_THAT(
+      Tune(workload, cpu, bad).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("final_soak_ms >= 0")));
 }
 
 }  // namespace

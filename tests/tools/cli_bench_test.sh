@@ -205,6 +205,9 @@ PY
 run final_range bench --suite "$suite" "${common[@]}" --trials 12 --problems matmul_tiny \
   --final-candidates 2 --final-min-time-ms 70000 --log-dir "$tmp/final_logs" --out "$tmp/final_art"
 expect_error final_range "--final-min-time-ms: Value 70000 not in range"
+run final_soak_range bench --suite "$suite" "${common[@]}" --trials 12 --problems matmul_tiny \
+  --final-soak-ms 70000 --log-dir "$tmp/final_logs" --out "$tmp/final_art"
+expect_error final_soak_range "--final-soak-ms: Value 70000 not in range"
 run final_no_budget bench --suite "$suite" "${common[@]}" --trials 12 --problems matmul_tiny \
   --final-candidates 4 --final-min-time-ms 1000 --final-budget-s 0 --log-dir "$tmp/final_logs" \
   --out "$tmp/final_art"
