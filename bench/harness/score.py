@@ -1655,8 +1655,9 @@ class Harness:
             return max(self.peak_flops, self.half_peak_flops / 2)
         return self.peak_flops
 
-    def time(self, fn):
-        """pytorch_baseline.py's method plus a device-wide sync and host clock per run."""
+    def time(self, fn, samples=None):
+        """pytorch_baseline.py's method plus a device-wide sync and host clock per run; each run's
+        event time is also appended to `samples` (a list) when one is given, in order."""
         torch = self.torch
         for _ in range(self.warmup):
             fn()
@@ -1677,6 +1678,8 @@ class Harness:
             host.append((t1 - t0) * 1e3)
         stats = timing_stats(ev)
         stats["host_median_ms"] = statistics.median(host)
+        if samples is not None:
+            samples.extend(ev)
         return stats
 
     # -- the checks -----------------------------------------------------------------------------

@@ -27,27 +27,16 @@ def runs_summary(ms):
             "first20_ms": statistics.median(ms[:20]), "last20_ms": statistics.median(ms[-20:])}
 
 
-def time_runs(h, fn, runs):
-    """score.py's Harness.time, returning every run's event time in order."""
-    torch = h.torch
-    for _ in range(h.warmup):
-        fn()
-    torch.cuda.synchronize()
-    start = torch.cuda.Event(enable_timing=True)
-    stop = torch.cuda.Event(enable_timing=True)
-    out = []
-    for i in range(runs):
-        h.flush.fill_(i)
-        torch.cuda.synchronize()
-        start.record()
-        fn()
-        stop.record()
-        torch.cuda.synchronize()
-        out.append(start.elapsed_time(stop))
-    return out
+def time_runs(h, fn):
+    """score.py's Harness.time (h.runs runs), returning every run's event time in order."""
+    samples = []
+    h.time(fn, samples)
+    return samples
 
 
 def interleaved(h, fa, fb, runs):
+    """Runs fa and fb alternately, each run as Harness.time times one (a flush, a device-wide
+    sync, events around the launch); every run's event time, in order, for each."""
     torch = h.torch
     start = torch.cuda.Event(enable_timing=True)
     stop = torch.cuda.Event(enable_timing=True)
@@ -121,7 +110,7 @@ def main():
             for label, f in (("ours", ours), ("eager", eager), ("ours", ours), ("eager", eager),
                              ("eager", eager), ("ours", ours)):
                 row["blocks"].append({"what": label, "t_s": round(time.time() - t0, 2),
-                                      **runs_summary(time_runs(h, f, a.runs))})
+                                      **runs_summary(time_runs(h, f))})
             ia, ib = interleaved(h, ours, eager, a.runs)
             row["blocks"].append({"what": "ours interleaved", **runs_summary(ia)})
             row["blocks"].append({"what": "eager interleaved", **runs_summary(ib)})
