@@ -119,6 +119,8 @@ absl::StatusOr<std::unique_ptr<TunerTaskRunner>> TunerTaskRunner::Create(
   runner->options_.remeasure_best = 0;
   runner->final_candidates_ = ResolveTuneOptions(options, target).final_candidates;
   runner->options_.final_candidates = 0;
+  runner->final_soak_ms_ = options.final_soak_ms;
+  runner->options_.final_soak_ms = 0;  // the rounds have no final selection to soak for
   runner->logged_.assign(runner->workloads_.size(), -1);
   runner->last_.resize(runner->workloads_.size());
   return runner;
@@ -183,6 +185,7 @@ absl::StatusOr<RoundResult> TunerTaskRunner::FinalSelection(int task) {
   TuneOptions o = options_;
   o.trials = static_cast<int>(logged_[task]);  // no new trial: straight to the final selection
   o.final_candidates = final_candidates_;
+  o.final_soak_ms = final_soak_ms_;
   ASSIGN_OR_RETURN(TuneResult tuned, Tune(workloads_[task], target_, o));
   RoundResult r;
   r.interrupted = tuned.interrupted;

@@ -79,6 +79,7 @@ class TunerTaskRunner : public TaskRunner {
   TuneOptions options_;
   /// The final selection's candidates per task (FinalSelection); 0 = none.
   int final_candidates_ = 0;
+  double final_soak_ms_ = 0;  // the options' final_soak_ms, for FinalSelection only
   /// Records of each task in the log; -1 until read.
   std::vector<int64_t> logged_;
   std::vector<std::optional<TuneResult>> last_;
