@@ -202,6 +202,7 @@ nlohmann::json MeasureResultToJson(const MeasureResult& result) {
                  {"p10_ms", NumberToJson(t.p10_ms)},
                  {"p90_ms", NumberToJson(t.p90_ms)},
                  {"stddev_ms", NumberToJson(t.stddev_ms)}};
+  if (t.soak_ms > 0) j["timing"]["soak_ms"] = NumberToJson(t.soak_ms);
   j["compile_ms"] = NumberToJson(result.compile_ms);
   j["load_ms"] = NumberToJson(result.load_ms);
   j["check_ms"] = NumberToJson(result.check_ms);
@@ -266,6 +267,8 @@ absl::StatusOr<MeasureResult> MeasureResultFromJson(const nlohmann::json& j) {
     RETURN_IF_ERROR(t.Double("p10_ms", &r.timing.p10_ms));
     RETURN_IF_ERROR(t.Double("p90_ms", &r.timing.p90_ms));
     RETURN_IF_ERROR(t.Double("stddev_ms", &r.timing.stddev_ms));
+    // Written only for a soaked timing (and absent in logs from before the soak existed).
+    RETURN_IF_ERROR(t.Double("soak_ms", &r.timing.soak_ms));
   }
   RETURN_IF_ERROR(top.Double("compile_ms", &r.compile_ms));
   RETURN_IF_ERROR(top.Double("load_ms", &r.load_ms));

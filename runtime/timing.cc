@@ -119,7 +119,9 @@ absl::StatusOr<TimingStats> TimeRepeated(const std::function<absl::StatusOr<doub
     samples.push_back(*ms);
     total += *ms;
   }
-  return Summarize(std::move(samples));
+  TimingStats stats = Summarize(std::move(samples));
+  stats.soak_ms = options.soak_ms;
+  return stats;
 }
 
 }  // namespace tilesearch::runtime

@@ -45,6 +45,9 @@ struct TimingStats {
   double p10_ms = 0;  // 10th / 90th percentile (linear interpolation)
   double p90_ms = 0;
   double stddev_ms = 0;  // sample standard deviation (0 for one run)
+  /// The soak the runs followed (TimingOptions::soak_ms; 0: none), so that a logged timing says
+  /// whether it was taken at the steady state.
+  double soak_ms = 0;
   /// (p90 − p10) / median: the spread we report beside the median.
   double relative_spread() const { return median_ms > 0 ? (p90_ms - p10_ms) / median_ms : 0; }
   /// "0.412 ms median (p10 0.410, p90 0.415, 120 runs)".
@@ -63,9 +66,9 @@ double WallLimitFor(double max_wall_ms, double min_total_ms);
 /// wall time), then until the stopping rule of
 /// TimingOptions holds (min_runs always; then min_total_ms, within max_runs and max_wall_ms);
 /// `run_once` returns one run's time in ms (it does its own cache flush and
-/// clock reads). The first error of `run_once` is returned as is. Errors: kInvalidArgument for
-/// options with min_runs < 1, max_runs < min_runs or a negative warm-up / soak / min time / wall
-/// limit.
+/// clock reads); the statistics carry options.soak_ms. The first error of `run_once` is returned as
+/// is. Errors: kInvalidArgument for options with min_runs < 1, max_runs < min_runs or a negative
+/// warm-up / soak / min time / wall limit.
 [[nodiscard]] absl::StatusOr<TimingStats> TimeRepeated(
     const std::function<absl::StatusOr<double>()>& run_once, const TimingOptions& options);
 

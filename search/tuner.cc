@@ -1029,30 +1029,24 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
   // again, and the fastest of them is the bar the others must pass. A final timing counts when
   // it took the runs and half the summed time asked now, or stopped at a cap the final timing
   // would stop at too (a fast kernel behind slow cache flushes reaches the runs' cap or the wall
-  // limit first): one of 100 ms does not stand for a held timing of a second.
+  // limit first): one of 100 ms does not stand for a held timing of a second. Likewise it must
+  // have followed at least half the soak asked now: one taken cool does not stand for one at
+  // the steady state.
   auto final_timed = [&](const MeasureRecord& r) {
     const runtime::TimingStats& t = r.result.timing;
     return r.valid() && r.remeasured && !r.result.screened && t.runs >= min_runs &&
+           t.soak_ms >= 0.5 * soak_ms &&
            (t.runs >= run_cap || t.runs * t.mean_ms >= 0.5 * min_total_ms ||
             (wall_cap > 0 && timing_wall_ms(r) >= 0.95 * wall_cap));
   };
   std::vector<bool> tried(records_.size(), false);
   double best_timed = std::numeric_limits<double>::infinity();
-  int64_t timed_before = 0;
   for (size_t i = 0; i < records_.size(); ++i) {
     const MeasureRecord& r = records_[i];
     if (final_timed(r)) {
       tried[i] = true;
       best_timed = std::min(best_timed, r.median_ms());
-      ++timed_before;
     }
-  }
-  // The log does not say whether an earlier final timing soaked: said, not silent.
-  if (soak_ms > 0 && timed_before > 0 && !options_.quiet) {
-    std::cerr << "tune: note: final selection: " << timed_before
-              << " schedule(s) already final-timed in the log are not timed again with the soak "
-              << "(a final timing of more than twice the log's, --final-min-time-ms, times them "
-              << "again)\n";
   }
   // First the n fastest valid schedules not so timed yet; then, while some are faster by their
   // round timing than the fastest so timed, those (at most n more).

@@ -188,9 +188,9 @@ struct TuneOptions {
   /// Before each final timing the schedule runs untimed for this long, ms of wall time
   /// (runtime::TimingOptions::soak_ms), so that each is timed at the steady state it brings the
   /// card to (a GEMM of a few ms repeated runs at the power limit, at a clock that depends on its
-  /// energy per run) rather than at the temperature the previous one left. A record an earlier
-  /// job timed so counts as final-timed whatever its soak (raise final_min_total_ms to time a
-  /// log's schedules again). 0 = none.
+  /// energy per run) rather than at the temperature the previous one left. The soak is logged
+  /// with the timing (runtime::TimingStats::soak_ms); an earlier job's final timing counts only
+  /// if it followed at least half the soak asked now. 0 = none.
   double final_soak_ms = 0;
   /// The final selection's time, seconds, estimated per schedule from its record (build, check
   /// and run wall times, plus twice final_min_total_ms): schedules past it are not timed again.

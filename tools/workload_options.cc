@@ -205,8 +205,8 @@ void AddFinalSelectionOptions(CLI::App& app, FinalSelectionOverrides* f, const s
                   "untimed runs before each final timing, ms of wall time (e.g. 500: each "
                   "schedule is timed at the steady state it brings the device to, on a GPU the "
                   "power limit for long GEMMs, not at the temperature the previous one left; "
-                  "the run timeout grows by it; a schedule already final-timed in the log is "
-                  "not timed again for it)",
+                  "the run timeout grows by it; a log's final timings taken with less than half "
+                  "of it are taken again)",
                   0.0, 60000.0, f->soak_ms);
   AddRangedOption(app, "--final-budget-s", &f->budget_s,
                   "estimated time of the final selection at most, s (per schedule: its build, "

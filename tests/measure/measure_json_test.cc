@@ -79,6 +79,7 @@ MeasureResult FullResult() {
   r.timing.p10_ms = 1.1;
   r.timing.p90_ms = 1.9;
   r.timing.stddev_ms = 0.7071;
+  r.timing.soak_ms = 250;
   r.compile_ms = 120.5;
   r.load_ms = 3.25;
   r.check_ms = 7;
@@ -118,6 +119,7 @@ TEST(MeasureResultJsonTest, EveryFieldRoundTripsThroughText) {
   EXPECT_EQ(back->timing.p10_ms, 1.1);
   EXPECT_EQ(back->timing.p90_ms, 1.9);
   EXPECT_EQ(back->timing.stddev_ms, 0.7071);
+  EXPECT_EQ(back->timing.soak_ms, 250);
   EXPECT_EQ(back->compile_ms, 120.5);
   EXPECT_EQ(back->load_ms, 3.25);
   EXPECT_EQ(back->check_ms, 7);

@@ -218,8 +218,9 @@ TEST(RemeasureTest, FinalSelectionTimesLuckyRecordsBeforeOneIsPicked) {
 }
 
 // TuneOptions::final_soak_ms: each final timing follows that much wall time of untimed runs (in
-// the record's run wall time). The same final selection without a soak, on a copy of the log,
-// times the same fast schedules in well under that. A negative soak is refused.
+// the record's run wall time, and logged with its timing). The same final selection without a
+// soak, on a copy of the log, times the same fast schedules in well under that; those unsoaked
+// final timings do not stand for soaked ones (timed again, once). A negative soak is refused.
 TEST(RemeasureTest, FinalTimingsFollowTheSoak) {
   const std::string log = ::tilesearch::testing::ScratchPath("final_soak.jsonl");
   const std::string plain_log = ::tilesearch::testing::ScratchPath("final_no_soak.jsonl");
@@ -250,6 +251,7 @@ TEST(RemeasureTest, FinalTimingsFollowTheSoak) {
       if (!r.remeasured) continue;
       ++timed;
       EXPECT_GE(r.result.timing.runs, 4) << r.trial;
+      EXPECT_EQ(r.result.timing.soak_ms, o.final_soak_ms) << r.trial;
       if (o.final_soak_ms > 0) {
         EXPECT_GE(r.result.run_wall_ms, kSoakMs) << r.trial;
       } else {
@@ -258,6 +260,27 @@ TEST(RemeasureTest, FinalTimingsFollowTheSoak) {
     }
     EXPECT_EQ(timed, 2);
   }
+  TuneOptions soak_after = soaked;
+  soak_after.log_path = plain_log;
+  absl::StatusOr<TuneResult> retimed = Tune(workload, cpu, soak_after);
+  ASSERT_THAT(retimed, IsOk());
+  EXPECT_GE(retimed->final_timed, 2);
+  absl::StatusOr<LogContents> retimed_log = ReadLog(plain_log);
+  ASSERT_THAT(retimed_log, IsOk());
+  // Those timed again are soaked now (an unsoaked final timing left is no longer among the
+  // fastest), and the pick is one of them.
+  int soaked_now = 0;
+  for (const MeasureRecord& r : retimed_log->records) {
+    if (r.remeasured && r.result.timing.soak_ms == kSoakMs) ++soaked_now;
+  }
+  EXPECT_EQ(soaked_now, retimed->final_timed);
+  absl::StatusOr<MeasureRecord> pick =
+      BestRecord(retimed_log->records, retimed_log->records[0].workload_key, cpu);
+  ASSERT_THAT(pick, IsOk());
+  EXPECT_EQ(pick->result.timing.soak_ms, kSoakMs);
+  absl::StatusOr<TuneResult> settled = Tune(workload, cpu, soak_after);
+  ASSERT_THAT(settled, IsOk());
+  EXPECT_EQ(settled->final_timed, 0);
   TuneOptions bad = soaked;
   bad.final_soak_ms = -1;
   EXPECT_THAT(
