@@ -97,9 +97,11 @@ class WgmmaWriter {
       mlir::NVVM::WgmmaWaitGroupSyncOp::create(b_, loc_, b_.getI64IntegerAttr(0));
       a_regs = AFragments(a_addr, thread);
     }
-    mlir::NVVM::FenceProxyOp::create(
-        b_, loc_, mlir::NVVM::ProxyKindAttr::get(ctx, mlir::NVVM::ProxyKind::async_shared),
-        mlir::NVVM::SharedSpaceAttr::get(ctx, mlir::NVVM::SharedSpace::shared_cta));
+    if (n_.proxy_fence) {
+      mlir::NVVM::FenceProxyOp::create(
+          b_, loc_, mlir::NVVM::ProxyKindAttr::get(ctx, mlir::NVVM::ProxyKind::async_shared),
+          mlir::NVVM::SharedSpaceAttr::get(ctx, mlir::NVVM::SharedSpace::shared_cta));
+    }
     mlir::NVVM::WgmmaFenceAlignedOp::create(b_, loc_);
     const auto type = n_.kind == ir::MmaKind::kBF16   ? mlir::NVVM::WGMMATypes::bf16
                       : n_.kind == ir::MmaKind::kTF32 ? mlir::NVVM::WGMMATypes::tf32
@@ -110,14 +112,17 @@ class WgmmaWriter {
         n_.a_layout.k_major ? mlir::NVVM::MMALayout::row : mlir::NVVM::MMALayout::col;
     const auto layout_b =
         n_.b_layout.k_major ? mlir::NVVM::MMALayout::col : mlir::NVVM::MMALayout::row;
+    const DescriptorBase a_base =
+        n_.a_layout.registers ? DescriptorBase{} : Base(a_addr, n_.a_layout);
+    const DescriptorBase b_base = Base(b_addr, n_.b_layout);
     for (int64_t ks = 0; ks < n_.k_steps; ++ks) {
-      const mlir::Value db = Descriptor(b_addr, n_.b_layout, 0, depth * ks);
+      const mlir::Value db = Descriptor(b_base, n_.b_layout, 0, depth * ks);
       for (int64_t i = 0; i < n_.m_tiles; ++i) {
         if (n_.a_layout.registers) {
           d[i] = RegisterWgmma(st, d[i], a_regs, (ks * n_.m_tiles + i) * 4, db);
           continue;
         }
-        const mlir::Value da = Descriptor(a_addr, n_.a_layout, 64 * i, depth * ks);
+        const mlir::Value da = Descriptor(a_base, n_.a_layout, 64 * i, depth * ks);
         d[i] = mlir::NVVM::WgmmaMmaAsyncOp::create(
             b_, loc_, st, d[i], da, db, mlir::NVVM::MMAShapeAttr::get(ctx, 64, n_.n, depth), type,
             type, mlir::NVVM::WGMMATypes::f32, mlir::NVVM::WGMMAScaleOut::one,
@@ -239,16 +244,45 @@ class WgmmaWriter {
     return {Index(i), Index(r / 4), Index(r % 4)};
   }
 
-  // The descriptor of the operand tile whose element (row, k) is at `origin` + the layout's
-  // offset of (row, k).
-  mlir::Value Descriptor(mlir::Value origin, const ir::WgmmaLayout& l, int64_t row, int64_t k) {
-    mlir::Value addr =
-        arith::AddIOp::create(b_, loc_, origin, I64(ir::WgmmaLayoutOffset(l, row, k)));
-    mlir::Value start = arith::ShRUIOp::create(
-        b_, loc_, arith::AndIOp::create(b_, loc_, addr, I64(0x3FFFF)), I64(4));
+  // A tile's descriptor split in its two 32-bit halves: `low` (the start address field and the
+  // leading byte offset) computed once per statement, `high` (stride byte offset, swizzle mode) a
+  // constant. `origin` is the tile's origin (i64 shared-window byte address).
+  struct DescriptorBase {
+    mlir::Value origin;
+    mlir::Value low;  // i32
+    int64_t high = 0;
+  };
+  DescriptorBase Base(mlir::Value origin, const ir::WgmmaLayout& l) {
     const int64_t fixed = ((l.lbo >> 4) & 0x3FFF) << 16 | ((l.sbo >> 4) & 0x3FFF) << 32 |
                           SwizzleMode(l.swizzle) << 62;
-    return arith::OrIOp::create(b_, loc_, start, I64(fixed));
+    mlir::Value start = arith::ShRUIOp::create(
+        b_, loc_, arith::AndIOp::create(b_, loc_, origin, I64(0x3FFFF)), I64(4));
+    mlir::Value low = arith::OrIOp::create(b_, loc_, start, I64(fixed & 0xFFFFFFFF));
+    return {origin, arith::TruncIOp::create(b_, loc_, b_.getI32Type(), low),
+            fixed & ~int64_t{0xFFFFFFFF}};
+  }
+
+  // The descriptor of the operand tile whose element (row, k) is at the base's origin + the
+  // layout's offset of (row, k). A shared-window address is below 2^18 and every tile origin and
+  // offset here is a multiple of 16, so the start field (address >> 4) of the moved tile is the
+  // origin's plus offset >> 4, within its 14 bits: one 32-bit add on the low half per wgmma
+  // instead of the address's mask, shift and or in 64 bits (CUTLASS's descriptor iterator moves
+  // the start address the same way). An offset that is not a multiple of 16 (no layout makes
+  // one) is encoded from the address.
+  mlir::Value Descriptor(const DescriptorBase& base, const ir::WgmmaLayout& l, int64_t row,
+                         int64_t k) {
+    const int64_t offset = ir::WgmmaLayoutOffset(l, row, k);
+    mlir::Value low = base.low;
+    if (offset % 16 != 0) {
+      const DescriptorBase moved =
+          Base(arith::AddIOp::create(b_, loc_, base.origin, I64(offset)), l);
+      low = moved.low;
+    } else if (offset != 0) {
+      low = arith::AddIOp::create(
+          b_, loc_, low, arith::ConstantOp::create(b_, loc_, b_.getI32IntegerAttr(offset >> 4)));
+    }
+    mlir::Value wide = arith::ExtUIOp::create(b_, loc_, b_.getI64Type(), low);
+    return arith::OrIOp::create(b_, loc_, wide, I64(base.high));
   }
 
   mlir::OpBuilder& b_;

@@ -175,6 +175,7 @@ class Encoder {
       Layout(w->b_layout);
       Write(w->thread);
       I64(w->pending);
+      Bool(w->proxy_fence);
     } else if (const auto* bar = s.as<BarrierNode>()) {
       I64(bar->cluster);
     } else if (const auto* t = s.as<TmaLoadNode>()) {
@@ -530,6 +531,7 @@ class Decoder {
         w->b_layout = Layout();
         w->thread = Required(depth, "thread index");
         w->pending = I64();
+        w->proxy_fence = Bool();
         return Stmt(std::move(w));
       }
       case StmtKind::kTmaLoad: {

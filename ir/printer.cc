@@ -296,6 +296,7 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
       os << ") k_steps " << w->k_steps << " thread ";
       Print(os, w->thread);
       if (w->pending > 0) os << " pending " << w->pending;
+      if (!w->proxy_fence) os << " async-filled";
       os << "\n";
       return;
     }

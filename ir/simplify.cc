@@ -910,7 +910,7 @@ Stmt Simplifier::MutateStmt(const Stmt& s) {
       const auto* op = s.as<WgmmaNode>();
       return WgmmaNode::Make(op->kind, op->m_tiles, op->n, op->k_steps, op->acc, op->a,
                              Mutate(op->a_offset), op->a_layout, op->b, Mutate(op->b_offset),
-                             op->b_layout, Mutate(op->thread), op->pending);
+                             op->b_layout, Mutate(op->thread), op->pending, op->proxy_fence);
     }
     case StmtKind::kTmaLoad: {
       const auto* op = s.as<TmaLoadNode>();

@@ -361,7 +361,8 @@ int64_t WgmmaSwizzle(int64_t address, int64_t swizzle) {
 
 Stmt WgmmaNode::Make(MmaKind kind, int64_t m_tiles, int64_t n, int64_t k_steps, std::string acc,
                      std::string a, Expr a_offset, WgmmaLayout a_layout, std::string b,
-                     Expr b_offset, WgmmaLayout b_layout, Expr thread, int64_t pending) {
+                     Expr b_offset, WgmmaLayout b_layout, Expr thread, int64_t pending,
+                     bool proxy_fence) {
   CHECK(pending >= 0 && pending <= 3) << "wgmma pending " << pending;
   CHECK(!b_layout.registers) << "wgmma reads B from shared memory only";
   CHECK(kind == MmaKind::kTF32 || (!a_layout.truncated && !b_layout.truncated))
@@ -404,6 +405,7 @@ Stmt WgmmaNode::Make(MmaKind kind, int64_t m_tiles, int64_t n, int64_t k_steps, 
   node->b_layout = b_layout;
   node->thread = std::move(thread);
   node->pending = pending;
+  node->proxy_fence = proxy_fence;
   return Stmt(std::move(node));
 }
 
@@ -550,7 +552,7 @@ Stmt StmtMutator::MutateWgmma(const WgmmaNode* op, const Stmt& s) {
   if (a.same_as(op->a_offset) && b.same_as(op->b_offset) && t.same_as(op->thread)) return s;
   return WgmmaNode::Make(op->kind, op->m_tiles, op->n, op->k_steps, op->acc, op->a, std::move(a),
                          op->a_layout, op->b, std::move(b), op->b_layout, std::move(t),
-                         op->pending);
+                         op->pending, op->proxy_fence);
 }
 Stmt StmtMutator::MutateTmaLoad(const TmaLoadNode* op, const Stmt& s) {
   bool changed = false;

@@ -388,6 +388,10 @@ int64_t WgmmaSwizzle(int64_t address, int64_t swizzle);
 /// exact (the hardware differs by rounding only).
 /// `thread` is the thread's index in its warpgroup (0..127), which must equal
 /// (threadIdx.x + 32 threadIdx.y) % 128 as tensor-core schedules bind it.
+/// `proxy_fence`: the statement starts with fence.proxy.async, which a tile written through the
+/// generic proxy (st.shared, cp.async) needs before wgmma reads it through the async proxy. False
+/// where only TMA copies (the async proxy itself, completed through an mbarrier wait) write the
+/// operand tiles before the statement; the interpreter ignores it.
 struct WgmmaNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kWgmma;
   WgmmaNode() : StmtNode(kKind) {}
@@ -395,7 +399,8 @@ struct WgmmaNode : StmtNode {
   /// `pending` (0 or 1) and the layouts (swizzle 32 / 64 / 128, lbo and sbo as WgmmaLayout says).
   static Stmt Make(MmaKind kind, int64_t m_tiles, int64_t n, int64_t k_steps, std::string acc,
                    std::string a, Expr a_offset, WgmmaLayout a_layout, std::string b, Expr b_offset,
-                   WgmmaLayout b_layout, Expr thread, int64_t pending = 0);
+                   WgmmaLayout b_layout, Expr thread, int64_t pending = 0,
+                   bool proxy_fence = true);
   MmaKind kind = MmaKind::kF16;
   int64_t m_tiles = 1;
   int64_t n = 8;
@@ -409,6 +414,7 @@ struct WgmmaNode : StmtNode {
   WgmmaLayout b_layout;
   Expr thread;
   int64_t pending = 0;  // 0..3
+  bool proxy_fence = true;
 };
 
 /// TMA (sm_90): the executing thread starts a bulk copy of one box of the tensor map held in

@@ -193,8 +193,12 @@ struct Builder {
   // TensorCoreStep::warp_specialized: the ring's second mbarriers (slot released), int64
   // [stages], and the block's first thread (a producer warpgroup comes first; `warp` and `tid`
   // count the consumer warps from 0).
+  // The plain TMA ring (no producer, no cluster) keeps its release barriers in `barriers` too,
+  // after the full ones (empty_base = stages), so that its shared footprint stays that of one
+  // ring of mbarriers (each shared buffer takes a 1024-byte period).
   bool ws = false;
   std::string empties;
+  int64_t empty_base = 0;
   Expr first_thread;
   // The block tiles, tiles_m x tiles_n in the raster order `raster` (TileAt).
   // TensorCoreStep::persistent: `grid` blocks (block index `block`) walk the `tiles` block tiles.
@@ -419,10 +423,13 @@ struct Builder {
       const Expr byte = l.k_major ? first_row * C(l.swizzle) : (first_row / C(64)) * C(l.lbo);
       return base + byte / C(l.element_bytes);
     };
+    // TMA rings are written by the async proxy alone (no fence.proxy.async before each k tile's
+    // wgmma's); the plain kernel's staged epilogue writes A's or B's ring only after the last.
+    const bool async_filled = a.tma && b.tma;
     return ir::WgmmaNode::Make(k, wm / 64, wn, bk / ir::MmaK(k), acc, a_buf,
                                origin(a, a_base, (group / C(groups_n)) * C(wm)), a.layout, b_buf,
                                origin(b, b_base, (group % C(groups_n)) * C(wn)), b.layout,
-                               (warp % C(4)) * C(32) + lane, pending);
+                               (warp % C(4)) * C(32) + lane, pending, !async_filled);
   }
 
   // The float32 tile in ring slot `slot` copied into o's TF32 operand tiles (Operand::big /
@@ -689,8 +696,8 @@ struct Builder {
   }
 
   // Warp-specialized TMA ring (TensorCoreStep::warp_specialized): the block's first thread
-  // initializes both barrier rings (full: one arrival plus the bytes; empty: every consumer
-  // thread), a barrier, then the producer warpgroup's first thread fills tile after tile, each
+  // initializes both barrier rings (full: one arrival plus the bytes; empty: one arrival per
+  // consumer warp), a barrier, then the producer warpgroup's first thread fills tile after tile, each
   // once its slot's previous tile is released (empty phase parity: the slot's use count + 1, mod
   // 2, so the first pass waits for nothing), while the consumers wait for each full slot, issue
   // its wgmma's (pending 1 with two or more slots) and release the slot whose wgmma's are then
@@ -712,12 +719,13 @@ struct Builder {
     std::vector<Stmt> init;
     for (int64_t s = 0; s < stages; ++s) {
       init.push_back(ir::MbarrierNode::Init(barriers, C(s), 1));
-      // Ping-pong: a slot is read by one of the two consumer warpgroups. Multicast: by every
-      // consumer warp of the cluster, each arriving once.
+      // One arrival per consumer warp that reads the slot (its first lane's, once the warp's
+      // wgmma's on it are complete): ping-pong, the warps of one of the two consumer
+      // warpgroups; multicast, every consumer warp of the cluster.
       init.push_back(ir::MbarrierNode::Init(empties, C(s),
                                             cluster > 1 ? cluster * warps
-                                            : pingpong  ? threads / 2
-                                                        : threads));
+                                            : pingpong  ? warps / 2
+                                                        : warps));
     }
     if (pingpong) {
       init.push_back(ir::MbarrierNode::Init(turn, C(0), threads / 2));
@@ -741,10 +749,10 @@ struct Builder {
     ASSIGN_OR_RETURN(
         Stmt consume, OverTiles("consume", [&](const Expr& i) -> absl::StatusOr<Stmt> {
           const Expr group = warp / C(4);  // ping-pong: this consumer
-          // A consumer thread's release of a slot; in a cluster, its warp's (first lane, in every
-          // block of the cluster).
+          // A consumer warp's release of a slot, by its first lane (in every block of the
+          // cluster): one arrival per warp rather than per thread, as CUTLASS signals once per
+          // consumer warpgroup.
           auto release = [&](const Expr& slot) {
-            if (cluster == 1) return ir::MbarrierNode::Arrive(empties, slot);
             return ir::IfThenElseNode::Make(lane == C(0),
                                             ir::MbarrierNode::Arrive(empties, slot, cluster));
           };
@@ -805,11 +813,17 @@ struct Builder {
     return ir::SeqNode::Make(seq);
   }
 
-  // wgmma fed by TMA (TensorCoreStep::tma): thread 0 initializes one mbarrier per ring slot and
-  // keeps `ahead` k tiles in flight; each tile: a barrier (every thread is done with the wgmma's
-  // of the tile whose slot the next fill reuses), thread 0 starts the fill `ahead` tiles on, every
-  // thread waits for its tile's slot (phase parity: the slot's use count, mod 2), the wgmma's
-  // (pending 1 with 3 or more slots, so that they overlap the next tile's wait).
+  // wgmma fed by TMA (TensorCoreStep::tma): thread 0 initializes two mbarriers per ring slot
+  // (full: one arrival plus the bytes; empty: one arrival per warp) and keeps `ahead` k tiles in
+  // flight; each tile: thread 0 waits for the release of the slot the fill `ahead` tiles on
+  // reuses (empty phase parity: the slot's use count + 1, mod 2, so a first use waits for
+  // nothing) and starts that fill, every thread waits for its tile's slot (full phase parity: the
+  // slot's use count, mod 2), the wgmma's (pending 1 with 3 or more slots, so that they overlap
+  // the next tile's wait), then each warp's first lane releases the slot whose wgmma's that wait
+  // completed. No block barrier in the k loop: only thread 0 waits for the other warps (CUTLASS's
+  // TMA mainloop without a producer works the same way), where a barrier per k tile held every
+  // warp for the slowest one (the H100's ncu: 2.7 % more cycles than cuBLAS on the 70B
+  // gate/up projection, the CTA barrier the largest stall).
   //
   // Multicast clusters (TensorCoreStep::multicast): each block also starts half of the other's B
   // boxes, so a slot may be refilled only once both blocks are done with it. Past the block
@@ -828,7 +842,8 @@ struct Builder {
     std::vector<Stmt> init;
     for (int64_t s = 0; s < stages; ++s) {
       init.push_back(ir::MbarrierNode::Init(barriers, C(s), 1));
-      if (cluster > 1) init.push_back(ir::MbarrierNode::Init(empties, C(s), cluster));
+      init.push_back(
+          ir::MbarrierNode::Init(empties, C(empty_base + s), cluster > 1 ? cluster : warps));
     }
     // With multicast the other block's mbarriers must be initialized before this one's first
     // copy or arrival reaches them.
@@ -850,13 +865,32 @@ struct Builder {
                  ir::MbarrierNode::Wait(empties, next % C(stages),
                                         (next / C(stages) + C(1)) % C(2)),
                  TmaBoxes(next % C(stages), next)}));
-      } else {
-        fill = ir::IfThenElseNode::Make(next < C(split_tiles), fill);
+        return ir::SeqNode::Make(
+            {ir::BarrierNode::Make(), fill,
+             ir::MbarrierNode::Wait(barriers, ko % C(stages), (ko / C(stages)) % C(2)),
+             Mma(acc, ko % C(stages), tile_pending)});
       }
-      return ir::SeqNode::Make(
-          {ir::BarrierNode::Make(), fill,
-           ir::MbarrierNode::Wait(barriers, ko % C(stages), (ko / C(stages)) % C(2)),
-           Mma(acc, ko % C(stages), tile_pending)});
+      // The slot's previous tile, next - stages = ko - 1 - pending, was released by every warp
+      // after tile ko - 1's wgmma's (below).
+      fill = ir::IfThenElseNode::Make(
+          tid == C(0) && next < C(split_tiles),
+          ir::SeqNode::Make({ir::MbarrierNode::Wait(empties, C(empty_base) + next % C(stages),
+                                                    (next / C(stages) + C(1)) % C(2)),
+                             TmaBoxes(next % C(stages), next)}));
+      std::vector<Stmt> body = {
+          fill, ir::MbarrierNode::Wait(barriers, ko % C(stages), (ko / C(stages)) % C(2)),
+          Mma(acc, ko % C(stages), tile_pending)};
+      // The wgmma's of tile ko - pending are complete in this warp: its first lane releases the
+      // slot (the warp's lanes passed the same wait). The last tile releases nothing: no fill
+      // follows it.
+      if (tile_pending == pending) {
+        Stmt release = ir::IfThenElseNode::Make(
+            lane == C(0),
+            ir::MbarrierNode::Arrive(empties, C(empty_base) + (ko - C(pending)) % C(stages)));
+        if (pending > 0) release = ir::IfThenElseNode::Make(ko >= C(pending), release);
+        body.push_back(release);
+      }
+      return ir::SeqNode::Make(body);
     };
     const Expr ko = ir::MakeVar(k.fresh(op.name + ".ko"));
     if (split_tiles > 1) {
@@ -1448,10 +1482,12 @@ std::vector<ir::BufferDecl> SharedDecls(const Builder& bd) {
     out.push_back(bd.Decl(bd.b_small));
     out.push_back(bd.Decl(bd.a_small));
   }
-  for (const std::string& ring : {bd.barriers, bd.empties}) {
-    if (!ring.empty()) {
-      out.push_back({ring, ir::ScalarType::kInt64, {bd.stages}, ir::MemoryScope::kShared});
-    }
+  if (!bd.barriers.empty()) {
+    const int64_t slots = bd.empties == bd.barriers ? 2 * bd.stages : bd.stages;
+    out.push_back({bd.barriers, ir::ScalarType::kInt64, {slots}, ir::MemoryScope::kShared});
+  }
+  if (!bd.empties.empty() && bd.empties != bd.barriers) {
+    out.push_back({bd.empties, ir::ScalarType::kInt64, {bd.stages}, ir::MemoryScope::kShared});
   }
   if (!bd.turn.empty()) {
     out.push_back({bd.turn, ir::ScalarType::kInt64, {2}, ir::MemoryScope::kShared});
@@ -1542,6 +1578,9 @@ absl::Status PlanTmaFills(const TensorCoreKernel& k, Builder* bd, TensorCoreKern
   // (multicast: a slot is refilled once both blocks of the cluster have released it)
   if (k.config.warp_specialized || k.config.multicast) {
     bd->empties = k.fresh(k.op->name + ".empty");
+  } else {
+    bd->empties = bd->barriers;
+    bd->empty_base = bd->stages;
   }
   if (k.config.warp_specialized && k.config.pingpong) bd->turn = k.fresh(k.op->name + ".turn");
   return absl::OkStatus();

@@ -148,9 +148,15 @@ TEST(WgmmaPtx, TmaFillsCompileForSm90aAndAssemble) {
     const int64_t issues = (p.pipeline - 1 - (p.pipeline >= 3 ? 1 : 0)) + 1;
     EXPECT_EQ(Count(ptx, copy), issues * boxes) << p.kind << " " << p.wn;
     EXPECT_GE(Count(ptx, "mbarrier.try_wait.parity.shared::cta.b64"), 2);
-    EXPECT_EQ(Count(ptx, "mbarrier.init.shared::cta.b64"), p.pipeline);
+    // Per slot a full barrier and an empty one (one arrival per warp).
+    EXPECT_EQ(Count(ptx, "mbarrier.init.shared::cta.b64"), 2 * p.pipeline);
     EXPECT_GE(Count(ptx, "mbarrier.arrive.expect_tx.shared::cta.b64"), 2);
+    EXPECT_GE(Count(ptx, "mbarrier.arrive.shared::cta.b64"), 1);
     EXPECT_EQ(Count(ptx, "cp.async.cg.shared.global"), 0);
+    // Slots are released through the empty barriers: the block barrier after the initialization
+    // is the kernel's only one; only TMA writes the tiles: no proxy fence before the wgmma's.
+    EXPECT_EQ(Count(ptx, "bar.sync"), 1);
+    EXPECT_EQ(Count(ptx, "fence.proxy.async"), 0);
     // Two kernels (the product, then its cast to the output), each taking A, B, the output, the
     // float32 product between them and the two tensor maps.
     EXPECT_EQ(Count(ptx, ".param .u64"), 2 * 6);
@@ -236,6 +242,7 @@ TEST(WgmmaPtx, WarpSpecializedTmaCompilesForSm90aAndAssembles) {
     EXPECT_GE(Count(ptx, "mbarrier.arrive.shared::cta.b64"), 2);
     EXPECT_GE(Count(ptx, "cp.async.bulk.tensor.2d"), 2);
     EXPECT_EQ(Count(ptx, "bar.sync"), 1);
+    EXPECT_EQ(Count(ptx, "fence.proxy.async"), 0);
     // Two consumer warpgroups: the producer returns registers they take (384 threads: 168 each
     // at launch, 40 + 2 x 232 after).
     EXPECT_EQ(Count(ptx, "setmaxnreg.dec.sync.aligned.u32 \t40;"), 1);

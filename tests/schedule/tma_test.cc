@@ -726,6 +726,36 @@ TEST(TmaStep, ConsumersThatNeverReleaseASlotAreADeadlock) {
   EXPECT_NE(bad.status().message().find("deadlock"), std::string::npos) << bad.status();
 }
 
+// The plain TMA ring (no producer warpgroup) refills a slot once every warp released it: with
+// the releases dropped, thread 0's wait for the first refill never completes and the interpreter
+// reports the deadlock; with them the kernel matches the reference.
+TEST(TmaStep, APlainRingRefillsOnlyReleasedSlots) {
+  for (int stages : {2, 3}) {
+    ir::ComputeDAG dag;
+    absl::StatusOr<LoweredKernel> k =
+        LowerTma(128, 64, 384, TmaStep("bf16", 64, 64, 64, 64, 64, stages), &dag);
+    ASSERT_TRUE(k.ok()) << k.status();
+    class DropArrivals : public ir::StmtMutator {
+     protected:
+      ir::Stmt MutateMbarrier(const ir::MbarrierNode* op, const ir::Stmt& s) override {
+        if (op->op == ir::MbarrierNode::Op::kArrive) return ir::SeqNode::Make({});
+        return s;
+      }
+    };
+    const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 7);
+    absl::StatusOr<ir::BufferMap> good = RunLowered(k->nest, inputs);
+    ASSERT_TRUE(good.ok()) << good.status();
+    absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
+    ASSERT_TRUE(ref.ok());
+    EXPECT_LE(testing::MaxRelError(dag, *good, *ref), 1.6e-2) << stages;
+    ir::LoopNest broken = k->nest;
+    broken.body = DropArrivals().Mutate(broken.body);
+    absl::StatusOr<ir::BufferMap> bad = RunLowered(broken, inputs);
+    ASSERT_FALSE(bad.ok()) << stages;
+    EXPECT_NE(bad.status().message().find("deadlock"), std::string::npos) << bad.status();
+  }
+}
+
 // Without its waits the boxes are never copied (the interpreter writes them at a wait that finds
 // their phase complete): the check fails, as it would on the device.
 TEST(TmaStep, AMissingWaitIsAWrongAnswer) {
