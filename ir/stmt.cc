@@ -551,8 +551,8 @@ Stmt StmtMutator::MutateWgmma(const WgmmaNode* op, const Stmt& s) {
   Expr t = MutateExpr(op->thread);
   if (a.same_as(op->a_offset) && b.same_as(op->b_offset) && t.same_as(op->thread)) return s;
   return WgmmaNode::Make(op->kind, op->m_tiles, op->n, op->k_steps, op->acc, op->a, std::move(a),
-                         op->a_layout, op->b, std::move(b), op->b_layout, std::move(t),
-                         op->pending, op->proxy_fence);
+                         op->a_layout, op->b, std::move(b), op->b_layout, std::move(t), op->pending,
+                         op->proxy_fence);
 }
 Stmt StmtMutator::MutateTmaLoad(const TmaLoadNode* op, const Stmt& s) {
   bool changed = false;

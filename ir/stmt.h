@@ -399,8 +399,7 @@ struct WgmmaNode : StmtNode {
   /// `pending` (0 or 1) and the layouts (swizzle 32 / 64 / 128, lbo and sbo as WgmmaLayout says).
   static Stmt Make(MmaKind kind, int64_t m_tiles, int64_t n, int64_t k_steps, std::string acc,
                    std::string a, Expr a_offset, WgmmaLayout a_layout, std::string b, Expr b_offset,
-                   WgmmaLayout b_layout, Expr thread, int64_t pending = 0,
-                   bool proxy_fence = true);
+                   WgmmaLayout b_layout, Expr thread, int64_t pending = 0, bool proxy_fence = true);
   MmaKind kind = MmaKind::kF16;
   int64_t m_tiles = 1;
   int64_t n = 8;

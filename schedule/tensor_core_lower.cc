@@ -425,7 +425,7 @@ struct Builder {
     };
     // TMA rings are written by the async proxy alone (no fence.proxy.async before each k tile's
     // wgmma's); the plain kernel's staged epilogue writes A's or B's ring only after the last.
-    const bool async_filled = a.tma && b.tma;
+    const bool async_filled = a.tma && b.tma && a_buf == a.buffer && b_buf == b.buffer;
     return ir::WgmmaNode::Make(k, wm / 64, wn, bk / ir::MmaK(k), acc, a_buf,
                                origin(a, a_base, (group / C(groups_n)) * C(wm)), a.layout, b_buf,
                                origin(b, b_base, (group % C(groups_n)) * C(wn)), b.layout,
@@ -697,9 +697,9 @@ struct Builder {
 
   // Warp-specialized TMA ring (TensorCoreStep::warp_specialized): the block's first thread
   // initializes both barrier rings (full: one arrival plus the bytes; empty: one arrival per
-  // consumer warp), a barrier, then the producer warpgroup's first thread fills tile after tile, each
-  // once its slot's previous tile is released (empty phase parity: the slot's use count + 1, mod
-  // 2, so the first pass waits for nothing), while the consumers wait for each full slot, issue
+  // consumer warp), a barrier, then the producer warpgroup's first thread fills tile after tile,
+  // each once its slot's previous tile is released (empty phase parity: the slot's use count + 1,
+  // mod 2, so the first pass waits for nothing), while the consumers wait for each full slot, issue
   // its wgmma's (pending 1 with two or more slots) and release the slot whose wgmma's are then
   // complete. The consumer part ends with the epilogue. Persistent blocks (OverTiles) run both
   // parts over their tiles; the ring's use count g runs on across them (the block's i-th tile's
@@ -815,15 +815,16 @@ struct Builder {
 
   // wgmma fed by TMA (TensorCoreStep::tma): thread 0 initializes two mbarriers per ring slot
   // (full: one arrival plus the bytes; empty: one arrival per warp) and keeps `ahead` k tiles in
-  // flight; each tile: thread 0 waits for the release of the slot the fill `ahead` tiles on
-  // reuses (empty phase parity: the slot's use count + 1, mod 2, so a first use waits for
-  // nothing) and starts that fill, every thread waits for its tile's slot (full phase parity: the
-  // slot's use count, mod 2), the wgmma's (pending 1 with 3 or more slots, so that they overlap
-  // the next tile's wait), then each warp's first lane releases the slot whose wgmma's that wait
-  // completed. No block barrier in the k loop: only thread 0 waits for the other warps (CUTLASS's
-  // TMA mainloop without a producer works the same way), where a barrier per k tile held every
-  // warp for the slowest one (the H100's ncu: 2.7 % more cycles than cuBLAS on the 70B
-  // gate/up projection, the CTA barrier the largest stall).
+  // flight; each tile: every thread waits for its tile's slot (full phase parity: the slot's use
+  // count, mod 2) and issues the tile's wgmma's, thread 0 waits for the release of the slot the
+  // fill `ahead` tiles on reuses (empty phase parity: the slot's use count + 1, mod 2, so a first
+  // use waits for nothing) and starts that fill, every thread waits for its wgmma's but `pending`
+  // groups (1 with 3 or more slots, so that they overlap the next tile's wait), and each warp's
+  // first lane releases the slot whose wgmma's that wait completed. No block barrier in the k
+  // loop: only thread 0 waits for the other warps, for a release they made a tile earlier
+  // (CUTLASS's TMA mainloop without a producer releases through mbarriers the same way), where a
+  // barrier per k tile held every warp for the slowest one (the H100's ncu: 2.7 % more cycles
+  // than cuBLAS on the 70B gate/up projection, the CTA barrier the largest stall).
   //
   // Multicast clusters (TensorCoreStep::multicast): each block also starts half of the other's B
   // boxes, so a slot may be refilled only once both blocks are done with it. Past the block
@@ -850,7 +851,7 @@ struct Builder {
     std::vector<Stmt> seq = {ir::IfThenElseNode::Make(tid == C(0), ir::SeqNode::Make(init)),
                              ir::BarrierNode::Make(cluster)};
     for (int64_t s = 0; s < ahead && s < split_tiles; ++s) seq.push_back(TmaIssue(C(s), C(s)));
-    auto tile = [&](const Expr& ko, int64_t tile_pending) {
+    auto tile = [&](const Expr& ko, int64_t tile_pending, bool last) {
       const Expr next = ko + C(ahead);
       Stmt fill = TmaIssue(next % C(stages), next);
       if (cluster > 1) {
@@ -877,28 +878,37 @@ struct Builder {
           ir::SeqNode::Make({ir::MbarrierNode::Wait(empties, C(empty_base) + next % C(stages),
                                                     (next / C(stages) + C(1)) % C(2)),
                              TmaBoxes(next % C(stages), next)}));
-      std::vector<Stmt> body = {
-          fill, ir::MbarrierNode::Wait(barriers, ko % C(stages), (ko / C(stages)) % C(2)),
-          Mma(acc, ko % C(stages), tile_pending)};
-      // The wgmma's of tile ko - pending are complete in this warp: its first lane releases the
-      // slot (the warp's lanes passed the same wait). The last tile releases nothing: no fill
-      // follows it.
-      if (tile_pending == pending) {
-        Stmt release = ir::IfThenElseNode::Make(
-            lane == C(0),
-            ir::MbarrierNode::Arrive(empties, C(empty_base) + (ko - C(pending)) % C(stages)));
-        if (pending > 0) release = ir::IfThenElseNode::Make(ko >= C(pending), release);
-        body.push_back(release);
+      const Stmt wait = ir::MbarrierNode::Wait(barriers, ko % C(stages), (ko / C(stages)) % C(2));
+      // With one slot (ahead 0) the fill is this tile's own, before its wait; the last tile
+      // (ahead >= 1) fills nothing.
+      if (ahead == 0 || last) {
+        std::vector<Stmt> body = {fill, wait, Mma(acc, ko % C(stages), tile_pending)};
+        if (!last) body.push_back(Release(ko % C(stages)));
+        return ir::SeqNode::Make(body);
       }
-      return ir::SeqNode::Make(body);
+      // The tile's wgmma's are issued first (one group more left in flight), so that warpgroup 0's
+      // start before thread 0 may wait for a release; then the fill, then the wait that leaves
+      // `pending` groups in flight, and the release of the slot of tile ko - pending, whose
+      // wgmma's that wait completed in this warp.
+      Stmt release = Release((ko - C(pending)) % C(stages));
+      if (pending > 0) release = ir::IfThenElseNode::Make(ko >= C(pending), release);
+      return ir::SeqNode::Make({wait, Mma(acc, ko % C(stages), pending + 1), fill,
+                                ir::AsyncGroupNode::WgmmaWait(pending), release});
     };
     const Expr ko = ir::MakeVar(k.fresh(op.name + ".ko"));
     if (split_tiles > 1) {
-      seq.push_back(
-          ir::ForNode::Make(ko, C(0), C(split_tiles - 1), ForKind::kSerial, tile(ko, pending)));
+      seq.push_back(ir::ForNode::Make(ko, C(0), C(split_tiles - 1), ForKind::kSerial,
+                                      tile(ko, pending, false)));
     }
-    seq.push_back(tile(C(split_tiles - 1), 0));
+    seq.push_back(tile(C(split_tiles - 1), 0, true));
     return ir::SeqNode::Make(seq);
+  }
+
+  // The plain TMA ring's release of `slot` by each warp's first lane, once the warp's wgmma's on
+  // it are complete (the warp's lanes passed the same wait).
+  Stmt Release(const Expr& slot) {
+    return ir::IfThenElseNode::Make(lane == C(0),
+                                    ir::MbarrierNode::Arrive(empties, C(empty_base) + slot));
   }
 
   // The k loop: prologue fills, then per tile wait / barrier / prefetch / mma.

@@ -577,6 +577,27 @@ TEST(WgmmaPtx, NoAccumulatorWriteBetweenFenceAndCommit) {
   }
 }
 
+// The plain TMA ring issues each k tile's wgmma's with one group more in flight, starts the
+// refill, then waits (wait_group 2, then 1): ptxas keeps them asynchronous (no C7519 / C7517),
+// with 3 and 4 slots and a k loop long enough to refill every slot twice.
+TEST(WgmmaPtx, TmaRingKeepsItsWgmmasAsynchronous) {
+  for (int stages : {3, 4}) {
+    Problem p{"bf16", false, 64, 128, 64, stages};
+    p.tma = true;
+    p.k = 64 * 4 * stages;
+    SCOPED_TRACE(absl::StrCat(stages, " slots"));
+    const std::string ptx = WgmmaPtx(p);
+    ASSERT_FALSE(ptx.empty());
+    EXPECT_GE(Count(ptx, "wgmma.wait_group.sync.aligned \t2;"), 1);
+    EXPECT_GE(Count(ptx, "wgmma.wait_group.sync.aligned \t1;"), 1);
+    EXPECT_TRUE(AccumulatorWritesInFencedRegions(ptx).empty());
+    const std::optional<std::string> log = PtxasLog(ptx, "wgmma_tma_ring", "sm_90a");
+    if (!log) GTEST_SKIP() << "ptxas not found at " << kPtxas << "; PTX not assembled";
+    EXPECT_EQ(Count(*log, "C7519"), 0) << *log;
+    EXPECT_EQ(Count(*log, "C7517"), 0) << *log;
+  }
+}
+
 TEST(WgmmaPtx, AnotherArchIsRefused) {
   absl::StatusOr<schedule::LoweredKernel> k = LowerWgmma(Problem{"bf16", false, 64, 128, 64});
   ASSERT_TRUE(k.ok()) << k.status();

@@ -243,7 +243,10 @@ TEST(RemeasureTest, FinalTimingsFollowTheSoak) {
   for (const TuneOptions& o : {plain, soaked}) {
     absl::StatusOr<TuneResult> result = Tune(workload, cpu, o);
     ASSERT_THAT(result, IsOk());
-    EXPECT_EQ(result->final_timed, 2);
+    // The two fastest, and up to two more where the timings taken again came out slower than
+    // the next ones' round timings (a loaded machine).
+    EXPECT_GE(result->final_timed, 2);
+    EXPECT_LE(result->final_timed, 4);
     absl::StatusOr<LogContents> after = ReadLog(o.log_path);
     ASSERT_THAT(after, IsOk());
     int timed = 0;
@@ -258,7 +261,7 @@ TEST(RemeasureTest, FinalTimingsFollowTheSoak) {
         EXPECT_LT(r.result.run_wall_ms, kSoakMs) << r.trial;
       }
     }
-    EXPECT_EQ(timed, 2);
+    EXPECT_EQ(timed, result->final_timed);
   }
   TuneOptions soak_after = soaked;
   soak_after.log_path = plain_log;
