@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,9 +58,17 @@ struct MbarrierState {
   }
 };
 
+/// A range [first, second) of shared elements.
+using ElementRange = std::pair<const double*, const double*>;
+
 struct Runtime {
   std::vector<MbarrierState> mbarriers;
   int64_t mbarrier_events = 0;  // arrivals, TMA loads and completed phases so far
+  /// The shared tiles that wgmma groups in flight read (PendingWgmmas), with the number of
+  /// groups over the block's threads reading each: a TMA copy started into one of them refills
+  /// a tile the tensor cores may still be reading, which the interpreter reports at once (its
+  /// copy lands only at a completing wait, after the group may have been retired here).
+  std::map<ElementRange, int64_t> wgmma_reads;
   bool failed = false;
   absl::Status status;
   int num_vars = 0;
@@ -89,12 +98,31 @@ struct AsyncCopies {
 /// group runs: a ring slot released or refilled before its wgmma's are waited for shows up as a
 /// wrong answer.
 struct PendingWgmmas {
-  std::vector<std::function<void()>> groups;
+  struct Group {
+    std::function<void()> run;
+    std::vector<ElementRange> reads;  // its shared tiles
+  };
+  std::vector<Group> groups;
+  std::map<ElementRange, int64_t>* reads = nullptr;  // Runtime::wgmma_reads, or null
+
+  void Add(Group g) {
+    if (reads != nullptr) {
+      for (const ElementRange& r : g.reads) ++(*reads)[r];
+    }
+    groups.push_back(std::move(g));
+  }
   /// Performs the oldest groups until at most `keep` are left.
   void RetireAllBut(size_t keep) {
     if (groups.size() <= keep) return;
     const size_t done = groups.size() - keep;
-    for (size_t g = 0; g < done; ++g) groups[g]();
+    for (size_t g = 0; g < done; ++g) {
+      groups[g].run();
+      if (reads == nullptr) continue;
+      for (const ElementRange& r : groups[g].reads) {
+        auto it = reads->find(r);
+        if (it != reads->end() && --it->second == 0) reads->erase(it);
+      }
+    }
     groups.erase(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(done));
   }
 };

@@ -549,7 +549,9 @@ class WgmmaStmt final : public CStmt {
         a_(std::move(a)),
         b_(std::move(b)),
         acc_slot_(acc_slot),
-        thread_(std::move(thread)) {}
+        thread_(std::move(thread)),
+        a_span_(SpanBytes(a_.layout, 64 * n_.m_tiles, n_.k_steps * MmaK(n_.kind))),
+        b_span_(SpanBytes(b_.layout, n_.n, n_.k_steps * MmaK(n_.kind))) {}
 
   void Exec(Ctx& c) override {
     const int64_t thread = thread_->I(c);
@@ -584,11 +586,34 @@ class WgmmaStmt final : public CStmt {
       update();
       return;
     }
-    c.wgmma->groups.push_back(std::move(update));
+    std::vector<interp_internal::ElementRange> reads;
+    if (!a_.layout.registers) reads.push_back(Span(c, a_, a_origin, a_span_));
+    reads.push_back(Span(c, b_, b_origin, b_span_));
+    c.wgmma->Add({std::move(update), std::move(reads)});
     c.wgmma->RetireAllBut(static_cast<size_t>(n_.pending));
   }
 
  private:
+  // Bytes from a tile's origin past its last element (rows x depth elements in `l`), rounded up
+  // to whole 128-byte lines (the swizzle moves elements within their line).
+  static int64_t SpanBytes(const WgmmaLayout& l, int64_t rows, int64_t depth) {
+    if (l.registers) return 0;
+    int64_t end = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t k = 0; k < depth; ++k) {
+        end = std::max(end, WgmmaLayoutOffset(l, r, k) + l.element_bytes);
+      }
+    }
+    return (end + 127) / 128 * 128;
+  }
+
+  // The shared elements the group reads of operand `o` (clamped to the buffer).
+  interp_internal::ElementRange Span(Ctx& c, const Operand& o, int64_t origin, int64_t span) const {
+    const int64_t first = std::min(origin / o.layout.element_bytes, o.elems);
+    const int64_t last = std::min((origin + span) / o.layout.element_bytes, o.elems);
+    return {c.bufs[o.slot] + first, c.bufs[o.slot] + last};
+  }
+
   // Row of the tile the thread's accumulator elements [i, *, 2 eh + *] lie in.
   static int64_t Row(int64_t thread, int64_t i, int64_t eh) {
     return 64 * i + 16 * (thread / 32) + (thread % 32) / 4 + 8 * eh;
@@ -665,6 +690,8 @@ class WgmmaStmt final : public CStmt {
   Operand b_;
   int acc_slot_;
   CExprPtr thread_;
+  int64_t a_span_;  // SpanBytes of each operand's tile
+  int64_t b_span_;
 };
 
 // The mbarrier whose number the shared element at `bar` holds (MbarrierState); nullptr after
@@ -725,6 +752,20 @@ class TmaLoadStmt final : public CStmt {
     std::vector<int64_t> origin(rank);
     for (size_t d = 0; d < rank; ++d) origin[d] = coords_[d]->I(c);
     const int64_t count = map_.BoxElements();
+    // The box lands in [base, base + count) elements (the swizzle permutes within it): no wgmma
+    // group in flight may still read any of them.
+    const double* first = c.bufs[dst_.slot] + std::min(base / e_, dst_.elems);
+    const double* last = c.bufs[dst_.slot] + std::min(base / e_ + count, dst_.elems);
+    for (const auto& [range, groups] : c.rt->wgmma_reads) {
+      if (range.first < last && first < range.second) {
+        c.rt->Fail(absl::FailedPreconditionError(absl::StrCat(
+            what_, ": copies into elements [", base / e_, ", ", base / e_ + count,
+            ") of its destination while ", groups,
+            " wgmma group(s) in flight still read them (a ring slot refilled before every "
+            "warp's wgmma's on it were waited for)")));
+        return;
+      }
+    }
     std::vector<int64_t> at(rank, 0);
     for (int64_t i = 0; i < count; ++i) {
       // Box element i (row-major over the box) and its element of the source, if inside.
@@ -988,6 +1029,7 @@ class RegionStmt final : public CStmt {
       ts.async = AsyncCopies();
       ts.ctx.async = &ts.async;
       ts.wgmma = PendingWgmmas();
+      ts.wgmma.reads = &c.rt->wgmma_reads;
       ts.ctx.wgmma = &ts.wgmma;
       ts.ctx.tid[0] = t % dims_[0];
       ts.ctx.tid[1] = (t / dims_[0]) % dims_[1];

@@ -396,7 +396,7 @@ struct WgmmaNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kWgmma;
   WgmmaNode() : StmtNode(kKind) {}
   /// CHECKs the counts (≥ 1; n a multiple of 8 up to 256), the int64 expressions, the kind,
-  /// `pending` (0 or 1) and the layouts (swizzle 32 / 64 / 128, lbo and sbo as WgmmaLayout says).
+  /// `pending` (0..3) and the layouts (swizzle 32 / 64 / 128, lbo and sbo as WgmmaLayout says).
   static Stmt Make(MmaKind kind, int64_t m_tiles, int64_t n, int64_t k_steps, std::string acc,
                    std::string a, Expr a_offset, WgmmaLayout a_layout, std::string b, Expr b_offset,
                    WgmmaLayout b_layout, Expr thread, int64_t pending = 0, bool proxy_fence = true);

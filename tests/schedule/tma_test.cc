@@ -756,6 +756,38 @@ TEST(TmaStep, APlainRingRefillsOnlyReleasedSlots) {
   }
 }
 
+// A ring whose wgmma's stay in flight longer than the releases assume (every wgmma leaving three
+// groups running, the waits between them dropped): thread 0 refills a slot a group in flight still
+// reads, which the interpreter reports when the copy starts (its copy would land only at a later
+// wait, after the group may have been retired).
+TEST(TmaStep, ARefillUnderAWgmmaInFlightIsRefused) {
+  ir::ComputeDAG dag;
+  absl::StatusOr<LoweredKernel> k =
+      LowerTma(128, 64, 384, TmaStep("bf16", 64, 64, 64, 64, 64, 3), &dag);
+  ASSERT_TRUE(k.ok()) << k.status();
+  class LeaveInFlight : public ir::StmtMutator {
+   protected:
+    ir::Stmt MutateWgmma(const ir::WgmmaNode* op, const ir::Stmt& s) override {
+      return ir::WgmmaNode::Make(op->kind, op->m_tiles, op->n, op->k_steps, op->acc, op->a,
+                                 op->a_offset, op->a_layout, op->b, op->b_offset, op->b_layout,
+                                 op->thread, 3, op->proxy_fence);
+    }
+    ir::Stmt MutateAsyncGroup(const ir::AsyncGroupNode* op, const ir::Stmt& s) override {
+      if (op->wgmma) return ir::SeqNode::Make({});
+      return s;
+    }
+  };
+  ir::LoopNest broken = k->nest;
+  broken.body = LeaveInFlight().Mutate(broken.body);
+  const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 8);
+  ASSERT_TRUE(RunLowered(k->nest, inputs).ok());
+  absl::StatusOr<ir::BufferMap> bad = RunLowered(broken, inputs);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("wgmma group(s) in flight still read them"),
+            std::string::npos)
+      << bad.status();
+}
+
 // Without its waits the boxes are never copied (the interpreter writes them at a wait that finds
 // their phase complete): the check fails, as it would on the device.
 TEST(TmaStep, AMissingWaitIsAWrongAnswer) {
