@@ -189,7 +189,10 @@ int64_t NextRoundNumber(const LogContents& contents);
 absl::StatusOr<LogContents> ReadLog(const std::string& path, const ReadOptions& options = {});
 
 /// The valid record (MeasureRecord::valid) of `workload_key` on `target` (SameTarget) with the
-/// smallest median time; on a tie, the first in `records`. Errors (kNotFound):
+/// smallest median time; on a tie, the first in `records`. Where valid records were timed by a
+/// final selection (MeasureRecord::final_timing), the records not so timed and no newer
+/// (timestamp) than the newest of those do not compete: that selection ranked them already, and
+/// a round's short burst is not comparable with a held timing. Errors (kNotFound):
 /// "no record for workload <key> on <target>" (adding "; the log has its records on other
 /// targets: 12 on cpu" when other targets have some), or when none is valid
 /// "no valid record for workload <key> on cuda -arch=sm_90: all 64 trials failed:

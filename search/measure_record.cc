@@ -177,7 +177,7 @@ absl::Status TargetFromJson(const json& j, Target* target, std::string* device_n
 constexpr const char* kRecordFields[] = {
     "version",    "workload_key", "workload",  "precision",          "target", "steps", "result",
     "compile_ms", "run_ms",       "timestamp", "tilesearch_version", "seed",   "trial", "untuned",
-    "remeasured"};
+    "remeasured", "final_timing"};
 
 // The "version" of a log line, checked first: a newer line may have fields this build does not
 // know.
@@ -351,6 +351,7 @@ json MeasureRecordToJson(const MeasureRecord& record) {
          {"trial", record.trial}};
   if (record.untuned) j["untuned"] = true;  // only the untuned program's record carries it
   if (record.remeasured) j["remeasured"] = true;
+  if (record.final_timing) j["final_timing"] = true;
   return j;
 }
 
@@ -427,6 +428,16 @@ absl::StatusOr<MeasureRecord> MeasureRecordFromJson(const json& j,
                         "must be true or false, got " + schedule::ShortJson(j.at("remeasured")));
     }
     r.remeasured = j.at("remeasured").get<bool>();
+  }
+  if (j.contains("final_timing")) {
+    if (!j.at("final_timing").is_boolean()) {
+      return FieldError("final_timing",
+                        "must be true or false, got " + schedule::ShortJson(j.at("final_timing")));
+    }
+    r.final_timing = j.at("final_timing").get<bool>();
+    if (r.final_timing && !r.remeasured) {
+      return FieldError("final_timing", "is true on a record that is not \"remeasured\"");
+    }
   }
   return r;
 }

@@ -37,7 +37,10 @@
 // in its first round so that its best is never slower than the untuned program. Absent: false.
 // "remeasured": true marks a new measurement of a schedule measured before (tune / bench
 // --remeasure N, after the code generator changed): same steps and trial number as the first
-// record; ReadLog keeps it in that record's place. Absent: false.
+// record; ReadLog keeps it in that record's place. Absent: false. "final_timing": true (with
+// "remeasured") marks one timed by the final selection (tune / bench --final-candidates): held
+// longer than a round's timing, which BestRecord ranks before the round records it judged.
+// Absent: false.
 //
 // "target" holds every field of Target: "kind" ("cuda" / "cpu"), "arch", and the limits
 // under their struct member names (max_threads_per_block, max_shared_memory_per_block,
@@ -137,6 +140,10 @@ struct MeasureRecord {
   /// when the code generator may have changed its speed. Its `trial` is the first record's;
   /// reading a log, it takes that record's place (ReadLog).
   bool remeasured = false;
+  /// A remeasured record timed by the final selection (TuneOptions::final_candidates), held
+  /// for longer than a round times (the final timing and soak): BestRecord ranks those and the
+  /// round records after the newest of them only.
+  bool final_timing = false;
 
   /// True when the result is usable: no error and a finite positive median time.
   bool valid() const;

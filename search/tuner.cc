@@ -375,6 +375,7 @@ struct Round {
   /// A remeasure round (TuningJob::Remeasure): the index in the job's records of the record each
   /// candidate measures again; empty for search rounds.
   std::vector<size_t> remeasured;
+  bool final_timing = false;           // a remeasure round of the final selection
   std::vector<MeasureRecord> records;  // the measured candidates' records, logged, in order
   int64_t first_trial = 0;             // the task's trial number of records[0]
   bool overlapped = false;  // trained, searched and built while the previous round was measured
@@ -765,7 +766,7 @@ class TuningJob {
   // when no device answered.
   absl::Status RemeasureRecords(const measure::Builder& builder, const std::vector<size_t>& indices,
                                 const std::string& what, int64_t* replaced,
-                                std::vector<size_t>* replaced_indices);
+                                std::vector<size_t>* replaced_indices, bool final_timing = false);
 
   // TuneOptions::final_candidates: times those of the `n` fastest valid schedules that no earlier
   // job timed so with the final timing, then those faster by their round timing than the fastest
@@ -967,6 +968,7 @@ MeasureRecord TuningJob::RecordOf(const Round& round, size_t i,
     r.trial = first.trial;
     r.untuned = first.untuned;
     r.remeasured = true;
+    r.final_timing = round.final_timing;
   }
   return r;
 }
@@ -1077,7 +1079,8 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
   runner_->SetTiming(min_runs, min_total_ms, soak_ms);
   while (!batch.empty() && status.ok() && !SigintGuard::interrupted()) {
     std::vector<size_t> replaced;
-    status = RemeasureRecords(builder, batch, what, &result_.final_timed, &replaced);
+    status = RemeasureRecords(builder, batch, what, &result_.final_timed, &replaced,
+                              /*final_timing=*/true);
     for (size_t i : batch) tried[i] = true;
     // Only new measurements set the bar: a timed-out one left its round record in place.
     for (size_t i : replaced) {
@@ -1098,10 +1101,12 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
 
 absl::Status TuningJob::RemeasureRecords(const measure::Builder& builder,
                                          const std::vector<size_t>& valid, const std::string& what,
-                                         int64_t* replaced, std::vector<size_t>* replaced_indices) {
+                                         int64_t* replaced, std::vector<size_t>* replaced_indices,
+                                         bool final_timing) {
   if (valid.empty()) return absl::OkStatus();
   Round round;
   round.remeasured = valid;
+  round.final_timing = final_timing;
   for (size_t i : valid) round.candidates.push_back(*candidates_[i]);
   const auto t = std::chrono::steady_clock::now();
   if (!options_.measurer) round.built = BuildCandidates(builder, round.candidates);

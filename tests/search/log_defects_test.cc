@@ -156,6 +156,21 @@ TEST(LogDefectsTest, RemeasuredRecordReplacesTheFirstInItsPlace) {
   bad["remeasured"] = "yes";
   EXPECT_THAT(MeasureRecordFromJson(bad),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("field 'remeasured'")));
+  // The final selection's mark likewise, and only on a remeasured record.
+  MeasureRecord held = now;
+  held.final_timing = true;
+  back = MeasureRecordFromLine(MeasureRecordToLine(held));
+  ASSERT_THAT(back, IsOk());
+  EXPECT_TRUE(back->final_timing);
+  EXPECT_THAT(MeasureRecordToLine(now), Not(HasSubstr("final_timing")));
+  bad = MeasureRecordToJson(held);
+  bad["final_timing"] = 1;
+  EXPECT_THAT(MeasureRecordFromJson(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("field 'final_timing'")));
+  bad = MeasureRecordToJson(held);
+  bad.erase("remeasured");
+  EXPECT_THAT(MeasureRecordFromJson(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not \"remeasured\"")));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -102,6 +102,8 @@ TEST(RemeasureTest, StaleLoggedTimesAreMeasuredAgainAndTakeTheirRecordsPlaces) {
     marked += r.remeasured;
     // Timed fully: screened against the stale 1e-6 ms, every one would keep its short timing.
     if (r.remeasured) EXPECT_FALSE(r.result.screened) << r.trial;
+    // Timed again as a round times: not the final selection's mark.
+    EXPECT_FALSE(r.final_timing) << r.trial;
     if (r.trial == stale_trial) {
       EXPECT_TRUE(r.remeasured);
       EXPECT_TRUE(r.valid());
@@ -254,6 +256,7 @@ TEST(RemeasureTest, FinalTimingsFollowTheSoak) {
       if (!r.remeasured) continue;
       ++timed;
       EXPECT_GE(r.result.timing.runs, 4) << r.trial;
+      EXPECT_TRUE(r.final_timing) << r.trial;
       EXPECT_EQ(r.result.timing.soak_ms, o.final_soak_ms) << r.trial;
       if (o.final_soak_ms > 0) {
         EXPECT_GE(r.result.run_wall_ms, kSoakMs) << r.trial;
