@@ -41,6 +41,15 @@ TensorCoreStep TmaStep(const std::string& kind, int64_t bm, int64_t bn, int64_t 
   return t;
 }
 
+// The nest without its mbarrier arrivals (slot releases): a ring that depends on them deadlocks.
+class DropArrivals : public ir::StmtMutator {
+ protected:
+  ir::Stmt MutateMbarrier(const ir::MbarrierNode* op, const ir::Stmt& s) override {
+    if (op->op == ir::MbarrierNode::Op::kArrive) return ir::SeqNode::Make({});
+    return s;
+  }
+};
+
 // How often `what` occurs in `text`.
 int CountOf(const std::string& text, const std::string& what) {
   int n = 0;
@@ -709,13 +718,6 @@ TEST(TmaStep, ConsumersThatNeverReleaseASlotAreADeadlock) {
   t.warp_specialized = true;
   absl::StatusOr<LoweredKernel> k = LowerTma(64, 64, 256, t, &dag);
   ASSERT_TRUE(k.ok()) << k.status();
-  class DropArrivals : public ir::StmtMutator {
-   protected:
-    ir::Stmt MutateMbarrier(const ir::MbarrierNode* op, const ir::Stmt& s) override {
-      if (op->op == ir::MbarrierNode::Op::kArrive) return ir::SeqNode::Make({});
-      return s;
-    }
-  };
   const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 6);
   absl::StatusOr<ir::BufferMap> good = RunLowered(k->nest, inputs);
   ASSERT_TRUE(good.ok()) << good.status();
@@ -735,13 +737,6 @@ TEST(TmaStep, APlainRingRefillsOnlyReleasedSlots) {
     absl::StatusOr<LoweredKernel> k =
         LowerTma(128, 64, 384, TmaStep("bf16", 64, 64, 64, 64, 64, stages), &dag);
     ASSERT_TRUE(k.ok()) << k.status();
-    class DropArrivals : public ir::StmtMutator {
-     protected:
-      ir::Stmt MutateMbarrier(const ir::MbarrierNode* op, const ir::Stmt& s) override {
-        if (op->op == ir::MbarrierNode::Op::kArrive) return ir::SeqNode::Make({});
-        return s;
-      }
-    };
     const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 7);
     absl::StatusOr<ir::BufferMap> good = RunLowered(k->nest, inputs);
     ASSERT_TRUE(good.ok()) << good.status();
