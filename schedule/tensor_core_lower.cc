@@ -822,9 +822,10 @@ struct Builder {
   // groups (1 with 3 or more slots, so that they overlap the next tile's wait), and each warp's
   // first lane releases the slot whose wgmma's that wait completed. No block barrier in the k
   // loop: only thread 0 waits for the other warps, for a release they made a tile earlier
-  // (CUTLASS's TMA mainloop without a producer releases through mbarriers the same way), where a
-  // barrier per k tile held every warp for the slowest one (the H100's ncu: 2.7 % more cycles
-  // than cuBLAS on the 70B gate/up projection, the CTA barrier the largest stall).
+  // (CUTLASS's TMA mainloop without a producer releases through mbarriers the same way). With a
+  // barrier per k tile the kernel issued a quarter more instructions for the same cycles (the
+  // warps at the barrier were waiting for the tiles: H100 ncu, bench/NOTES.md), and those
+  // instructions cost clock at the power limit.
   //
   // Multicast clusters (TensorCoreStep::multicast): each block also starts half of the other's B
   // boxes, so a slot may be refilled only once both blocks are done with it. Past the block
