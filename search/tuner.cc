@@ -1033,10 +1033,12 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
   // would stop at too (a fast kernel behind slow cache flushes reaches the runs' cap or the wall
   // limit first): one of 100 ms does not stand for a held timing of a second. Likewise it must
   // have followed at least half the soak asked now: one taken cool does not stand for one at
-  // the steady state.
+  // the steady state. Only the final selection's own records count (MeasureRecord::final_timing,
+  // the mark BestRecord ranks by): a log's held timings from before the mark are taken again,
+  // once, and marked.
   auto final_timed = [&](const MeasureRecord& r) {
     const runtime::TimingStats& t = r.result.timing;
-    return r.valid() && r.remeasured && !r.result.screened && t.runs >= min_runs &&
+    return r.valid() && r.final_timing && !r.result.screened && t.runs >= min_runs &&
            t.soak_ms >= 0.5 * soak_ms &&
            (t.runs >= run_cap || t.runs * t.mean_ms >= 0.5 * min_total_ms ||
             (wall_cap > 0 && timing_wall_ms(r) >= 0.95 * wall_cap));

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <utility>
@@ -302,6 +303,32 @@ TEST(RemeasureTest, FinalTimingsFollowTheSoak) {
     if (it == held.end() && r.final_timing) ++timed_again;
   }
   EXPECT_EQ(settled->final_timed, timed_again);
+  // A log whose held timings carry no final_timing mark (written before the mark existed): the
+  // final selection takes them again, once, and marks them; the pick is then a marked record.
+  {
+    std::ifstream in(plain_log);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    const std::string mark = ",\"final_timing\":true";
+    int64_t stripped = 0;
+    for (size_t at = text.find(mark); at != std::string::npos; at = text.find(mark, at)) {
+      text.erase(at, mark.size());
+      ++stripped;
+    }
+    ASSERT_GE(stripped, 2);
+    std::ofstream(plain_log, std::ios::trunc) << text;
+  }
+  absl::StatusOr<TuneResult> remarked = Tune(workload, cpu, soak_after);
+  ASSERT_THAT(remarked, IsOk());
+  EXPECT_GE(remarked->final_timed, 2);
+  absl::StatusOr<LogContents> remarked_log = ReadLog(plain_log);
+  ASSERT_THAT(remarked_log, IsOk());
+  int64_t marked = 0;
+  for (const MeasureRecord& r : remarked_log->records) marked += r.final_timing;
+  EXPECT_EQ(marked, remarked->final_timed);
+  pick = BestRecord(remarked_log->records, remarked_log->records[0].workload_key, cpu);
+  ASSERT_THAT(pick, IsOk());
+  EXPECT_TRUE(pick->final_timing);
   TuneOptions bad = soaked;
   bad.final_soak_ms = -1;
   EXPECT_THAT(
