@@ -47,6 +47,7 @@
 #include "search/sketch_family.h"
 #include "search/streaming_build.h"
 #include "search/tensor_core_space.h"
+#include "search/timing_parts.h"
 
 namespace tilesearch::search {
 namespace {
@@ -303,6 +304,10 @@ absl::Status ValidateTuneOptions(const TuneOptions& options) {
                      options.final_min_runs, ", ", options.final_min_total_ms, ", ",
                      options.final_budget_s, " and ", options.final_soak_ms));
   }
+  if (options.final_passes < 1 || options.final_passes > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("final_passes must be in 1..64, got ", options.final_passes));
+  }
   if (!(options.compile_timeout_ms > 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("compile_timeout_ms must be > 0, got ", options.compile_timeout_ms));
@@ -361,6 +366,15 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
 // One round's candidates (the first `local` from local search, the rest from the evolutionary
 // search), the model's scores of them before any is measured, their builds, their records once
 // measured (and logged), and the phases' times.
+// The final timing of a remeasure round in passes (TuneOptions::final_passes): the whole timing
+// each schedule is asked for, split over `passes` parts.
+struct PartTiming {
+  int passes = 1;  // 1: each schedule timed whole, as the runner's timing says
+  int min_runs = 0;
+  double min_total_ms = 0;
+  double soak_ms = 0;
+};
+
 struct Round {
   std::vector<Candidate> candidates;
   int64_t local = 0;
@@ -376,6 +390,7 @@ struct Round {
   /// candidate measures again; empty for search rounds.
   std::vector<size_t> remeasured;
   bool final_timing = false;           // a remeasure round of the final selection
+  PartTiming parts;                    // the final selection's timing in passes
   std::vector<MeasureRecord> records;  // the measured candidates' records, logged, in order
   int64_t first_trial = 0;             // the task's trial number of records[0]
   bool overlapped = false;  // trained, searched and built while the previous round was measured
@@ -678,6 +693,11 @@ class TuningJob {
   // the log, so PrepareRound may run beside it (overlapped rounds). Errors: the log's; an internal
   // error when the runner reports fewer results than candidates.
   absl::Status MeasureRound(Round& round, const measure::Builder& builder);
+  // MeasureRound of a round built whole whose timing is in passes (Round::parts): every candidate
+  // timed in round.parts.passes parts, pass after pass in PassOrder, the records (JoinParts)
+  // logged once all passes ran. After a SIGINT no further pass starts; the parts so far are
+  // joined. Errors: the log's; kInternal when the runner returns too few results.
+  absl::Status MeasureInParts(Round& round);
   // MeasureRound through TuneOptions::measurer: the round spread over its processes, this one
   // building and measuring its own share with the job's builder and runner; records logged in
   // candidate order as they arrive.
@@ -766,7 +786,8 @@ class TuningJob {
   // when no device answered.
   absl::Status RemeasureRecords(const measure::Builder& builder, const std::vector<size_t>& indices,
                                 const std::string& what, int64_t* replaced,
-                                std::vector<size_t>* replaced_indices, bool final_timing = false);
+                                std::vector<size_t>* replaced_indices, bool final_timing = false,
+                                const PartTiming& parts = {});
 
   // TuneOptions::final_candidates: times those of the `n` fastest valid schedules that no earlier
   // job timed so with the final timing, then those faster by their round timing than the fastest
@@ -998,6 +1019,7 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
   // stops at run_cap runs or wall_cap ms of its timed phase, cache flushes included.
   const runtime::TimingOptions& base = options_.measure.timing;
   const double soak_ms = options_.final_soak_ms;
+  const int passes = options_.final_passes;
   const int run_cap = std::max(base.max_runs, min_runs);
   const double wall_cap = runtime::WallLimitFor(base.max_wall_ms, min_total_ms);
   // A record's timing phase, ms (its run wall time less its check), and per run.
@@ -1018,7 +1040,8 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
       timing_ms = needed * per_run;
       if (wall_cap > 0) timing_ms = std::max(min_runs * per_run, std::min(timing_ms, wall_cap));
     }
-    return (r.compile_ms + r.result.check_ms + soak_ms + timing_ms) / 1000;
+    // Each pass checks the schedule again.
+    return (r.compile_ms + passes * r.result.check_ms + soak_ms + timing_ms) / 1000;
   };
   double spent_s = 0;
   auto fits = [&](size_t i) {
@@ -1082,7 +1105,8 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
   while (!batch.empty() && status.ok() && !SigintGuard::interrupted()) {
     std::vector<size_t> replaced;
     status = RemeasureRecords(builder, batch, what, &result_.final_timed, &replaced,
-                              /*final_timing=*/true);
+                              /*final_timing=*/true,
+                              PartTiming{passes, min_runs, min_total_ms, soak_ms});
     for (size_t i : batch) tried[i] = true;
     // Only new measurements set the bar: a timed-out one left its round record in place.
     for (size_t i : replaced) {
@@ -1104,11 +1128,12 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
 absl::Status TuningJob::RemeasureRecords(const measure::Builder& builder,
                                          const std::vector<size_t>& valid, const std::string& what,
                                          int64_t* replaced, std::vector<size_t>* replaced_indices,
-                                         bool final_timing) {
+                                         bool final_timing, const PartTiming& parts) {
   if (valid.empty()) return absl::OkStatus();
   Round round;
   round.remeasured = valid;
   round.final_timing = final_timing;
+  round.parts = parts;
   for (size_t i : valid) round.candidates.push_back(*candidates_[i]);
   const auto t = std::chrono::steady_clock::now();
   if (!options_.measurer) round.built = BuildCandidates(builder, round.candidates);
@@ -1209,6 +1234,7 @@ absl::Status TuningJob::MeasureRoundSpread(Round& round, const measure::Builder&
 
 absl::Status TuningJob::MeasureRound(Round& round, const measure::Builder& builder) {
   if (options_.measurer) return MeasureRoundSpread(round, builder);
+  if (round.parts.passes > 1 && !round.building) return MeasureInParts(round);
   const size_t n = round.candidates.size();
   const size_t batch = options_.measure_batch > 0 ? static_cast<size_t>(options_.measure_batch)
                                                   : std::max<size_t>(n, 1);
@@ -1256,6 +1282,46 @@ absl::Status TuningJob::MeasureRound(Round& round, const measure::Builder& build
   // The builds' wall time, from their start to the last candidate built (they overlap the
   // measurement of the round's first candidates).
   if (round.building) round.build_s = round.building->wall_s();
+  return absl::OkStatus();
+}
+
+absl::Status TuningJob::MeasureInParts(Round& round) {
+  const size_t n = round.candidates.size();
+  const PartTiming& p = round.parts;
+  // Each part asks its share; the runs rounded up, so that the parts time min_runs at least.
+  runner_->SetTiming(std::max((p.min_runs + p.passes - 1) / p.passes, 1), p.min_total_ms / p.passes,
+                     p.soak_ms / p.passes);
+  std::vector<std::vector<measure::MeasureResult>> parts(n);
+  const auto t = std::chrono::steady_clock::now();
+  for (int pass = 0; pass < p.passes && !(pass > 0 && SigintGuard::interrupted()); ++pass) {
+    // A schedule whose part failed is not timed further (JoinParts takes that part).
+    std::vector<size_t> order;
+    for (size_t i : PassOrder(n, pass)) {
+      if (parts[i].empty() || parts[i].back().ok()) order.push_back(i);
+    }
+    if (order.empty()) break;
+    std::vector<measure::BuildResult> builds;
+    for (size_t i : order) builds.push_back(round.built[i]);
+    std::vector<measure::MeasureResult> results = runner_->Run(ctx_.dag(), builds);
+    round.split.Add(runner_->last_run_usage());
+    if (results.size() != builds.size()) {
+      runner_->SetTiming(p.min_runs, p.min_total_ms, p.soak_ms);
+      return absl::InternalError(absl::StrCat("the runner returned ", results.size(),
+                                              " results for ", builds.size(), " candidates"));
+    }
+    for (size_t k = 0; k < order.size(); ++k) parts[order[k]].push_back(std::move(results[k]));
+  }
+  runner_->SetTiming(p.min_runs, p.min_total_ms, p.soak_ms);
+  round.measure_s += SecondsSince(t);
+  for (size_t i = 0; i < n; ++i) {
+    // The soak the parts followed: all of it, or their share when a SIGINT stopped the passes.
+    const double soak_ms = static_cast<int>(parts[i].size()) == p.passes
+                               ? p.soak_ms
+                               : p.soak_ms * static_cast<double>(parts[i].size()) / p.passes;
+    MeasureRecord record = RecordOf(round, i, JoinParts(std::move(parts[i]), soak_ms));
+    RETURN_IF_ERROR(SigintGuard::Append(writer_, {record}, std::nullopt));
+    round.records.push_back(std::move(record));
+  }
   return absl::OkStatus();
 }
 

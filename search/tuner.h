@@ -192,6 +192,14 @@ struct TuneOptions {
   /// with the timing (runtime::TimingStats::soak_ms); an earlier job's final timing counts only
   /// if it followed at least half the soak asked now. 0 = none.
   double final_soak_ms = 0;
+  /// The final timing of each batch in this many passes (search/timing_parts.h): every schedule
+  /// is timed in as many parts, each asking that share of final_min_runs (rounded up),
+  /// final_min_total_ms and final_soak_ms, the batch's order reversed from one pass to the next
+  /// (A B C, C B A, ...), and its record joins its parts. The clock drifts over the seconds of a
+  /// final selection: timed one after another, the first schedule timed read the fastest of its
+  /// batch in 5 of 7 bf16 GEMM tunes on an H100, by 1–8 % (bench/NOTES.md); interleaved, each
+  /// schedule's runs span the batch. 1 = each schedule timed whole, one after another. Range 1..64.
+  int final_passes = 4;
   /// The final selection's time, seconds, estimated per schedule from its record (build, check
   /// and run wall times, plus twice final_min_total_ms): schedules past it are not timed again.
   /// The checks of an 8.6 GB reduction take about 40 s each on the H200; a GEMM's well under 1 s.

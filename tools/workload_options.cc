@@ -186,6 +186,7 @@ void FinalSelectionOverrides::ApplyTo(search::TuneOptions* tune) const {
   tune->final_min_total_ms = min_time_ms;
   tune->final_soak_ms = soak_ms;
   tune->final_budget_s = budget_s;
+  tune->final_passes = passes;
 }
 
 void AddFinalSelectionOptions(CLI::App& app, FinalSelectionOverrides* f, const std::string& what) {
@@ -212,6 +213,12 @@ void AddFinalSelectionOptions(CLI::App& app, FinalSelectionOverrides* f, const s
                   "estimated time of the final selection at most, s (per schedule: its build, "
                   "check, soak and run, plus twice the final timing)",
                   0.0, 3600.0, f->budget_s);
+  AddRangedOption(app, "--final-passes", &f->passes,
+                  "time each schedule of the final selection in N parts, the schedules in turn "
+                  "and the order reversed each pass (A B C, C B A, ...), each part with 1/N of "
+                  "the runs, run time and soak, so that the device's clock drift weighs on all "
+                  "alike; 1 = one schedule after another",
+                  1, 64, f->passes);
 }
 
 void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t) {

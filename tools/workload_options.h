@@ -91,7 +91,8 @@ struct TimingOverrides {
 void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t);
 
 /// The final selection's settings of the commands that tune (search::TuneOptions::
-/// final_candidates, final_min_total_ms, final_soak_ms, final_budget_s; their defaults).
+/// final_candidates, final_min_total_ms, final_soak_ms, final_budget_s, final_passes; their
+/// defaults).
 struct FinalSelectionOverrides {
   int candidates = -1;  // --final-candidates: -1 the target's choice, 0 off
   // --final-min-time-ms: summed run time of each final timing, ms
@@ -100,6 +101,8 @@ struct FinalSelectionOverrides {
   double soak_ms = search::TuneOptions{}.final_soak_ms;
   // --final-budget-s: the selection's estimated time at most, seconds
   double budget_s = search::TuneOptions{}.final_budget_s;
+  // --final-passes: the final timing of each schedule in this many interleaved parts
+  int passes = search::TuneOptions{}.final_passes;
   /// Writes them into `tune`.
   void ApplyTo(search::TuneOptions* tune) const;
 };
@@ -107,7 +110,8 @@ struct FinalSelectionOverrides {
 /// --final-candidates N (-1..4096; -1 the target's choice, 0 off), --final-min-time-ms MS
 /// (0..60000: at the power limit, a GEMM of milliseconds times slower held than in a 100 ms
 /// burst, and kernels rank differently there), --final-soak-ms MS (0..60000: untimed runs first,
-/// so each schedule is timed at its own steady state) and --final-budget-s S (0..3600), writing
+/// so each schedule is timed at its own steady state), --final-budget-s S (0..3600) and
+/// --final-passes N (1..64: each final timing in N interleaved parts), writing
 /// into `f`; `what` names whose schedules they time ("the" or "each task's").
 void AddFinalSelectionOptions(CLI::App& app, FinalSelectionOverrides* f, const std::string& what);
 

@@ -336,5 +336,55 @@ TEST(RemeasureTest, FinalTimingsFollowTheSoak) {
       StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("final_soak_ms >= 0")));
 }
 
+// TuneOptions::final_passes: each final timing is the join of its passes' parts, each part asking
+// its share of the runs rounded up (4 runs over 3 passes: 2 a part, 6 in all; in one pass: 4),
+// every run logged; a count outside 1..64 is refused.
+TEST(RemeasureTest, FinalTimingsInPassesJoinEveryPartsRuns) {
+  const std::string log = ::tilesearch::testing::ScratchPath("final_passes.jsonl");
+  const std::string one_pass_log = ::tilesearch::testing::ScratchPath("final_one_pass.jsonl");
+  TuneOptions options = testing::TinyCpuTuneOptions(log, 8, 4, 9);
+  options.final_candidates = 0;
+  const schedule::Workload workload = testing::SquareMatmul(24);
+  const Target cpu = Target::HostCpu();
+  ASSERT_THAT(Tune(workload, cpu, options).status(), IsOk());
+  std::filesystem::copy_file(log, one_pass_log, std::filesystem::copy_options::overwrite_existing);
+  TuneOptions passes = options;
+  passes.final_candidates = 3;
+  passes.final_min_runs = 4;
+  passes.final_min_total_ms = 0;
+  passes.final_passes = 3;
+  TuneOptions one_pass = passes;
+  one_pass.log_path = one_pass_log;
+  one_pass.final_passes = 1;
+  for (const auto& [o, runs] : {std::pair{passes, 6}, std::pair{one_pass, 4}}) {
+    absl::StatusOr<TuneResult> result = Tune(workload, cpu, o);
+    ASSERT_THAT(result, IsOk());
+    EXPECT_GE(result->final_timed, 3);
+    absl::StatusOr<LogContents> after = ReadLog(o.log_path);
+    ASSERT_THAT(after, IsOk());
+    int timed = 0;
+    for (const MeasureRecord& r : after->records) {
+      if (!r.final_timing) continue;
+      ++timed;
+      EXPECT_EQ(r.result.timing.runs, runs) << o.final_passes << " passes, trial " << r.trial;
+      ASSERT_EQ(r.result.costs_s.size(), static_cast<size_t>(runs)) << r.trial;
+      // The statistics are the joined runs': their naive median.
+      std::vector<double> ms;
+      for (double c : r.result.costs_s) ms.push_back(c * 1e3);
+      std::sort(ms.begin(), ms.end());
+      const double median =
+          ms.size() % 2 == 1 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+      EXPECT_NEAR(r.result.timing.median_ms, median, 1e-9 * median) << r.trial;
+    }
+    EXPECT_EQ(timed, result->final_timed);
+  }
+  for (int bad_passes : {0, 65}) {
+    TuneOptions bad = passes;
+    bad.final_passes = bad_passes;
+    EXPECT_THAT(Tune(workload, cpu, bad).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("final_passes")));
+  }
+}
+
 }  // namespace
 }  // namespace tilesearch::search
