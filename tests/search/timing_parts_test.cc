@@ -76,8 +76,7 @@ TEST(TimingPartsTest, APartThatFailedIsTheResult) {
   wrong.message = "second part mismatched";
   measure::MeasureResult timeout = Part({1.0}, 1, 1);
   timeout.error = measure::MeasureError::kRunTimeout;
-  const measure::MeasureResult joined =
-      JoinParts({Part({1.0, 1.1}, 1, 5), wrong, timeout}, 100);
+  const measure::MeasureResult joined = JoinParts({Part({1.0, 1.1}, 1, 5), wrong, timeout}, 100);
   EXPECT_EQ(joined.error, measure::MeasureError::kWrongAnswer);
   EXPECT_EQ(joined.message, "second part mismatched");
 }
