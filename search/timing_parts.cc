@@ -20,7 +20,7 @@ measure::MeasureResult JoinParts(std::vector<measure::MeasureResult> parts, doub
   }
   measure::MeasureResult joined = std::move(parts.front());
   std::vector<double> samples_ms = std::move(joined.timing.samples_ms);
-  // A part that kept no samples (older runners) still has its costs: the samples follow them.
+  // Runners keep samples beside costs; should a part hold costs only, the samples follow them.
   if (samples_ms.size() != joined.costs_s.size()) {
     samples_ms.clear();
     for (double s : joined.costs_s) samples_ms.push_back(s * 1e3);

@@ -694,9 +694,10 @@ class TuningJob {
   // error when the runner reports fewer results than candidates.
   absl::Status MeasureRound(Round& round, const measure::Builder& builder);
   // MeasureRound of a round built whole whose timing is in passes (Round::parts): every candidate
-  // timed in round.parts.passes parts, pass after pass in PassOrder, the records (JoinParts)
-  // logged once all passes ran. After a SIGINT no further pass starts; the parts so far are
-  // joined. Errors: the log's; kInternal when the runner returns too few results.
+  // timed in round.parts.passes parts, pass after pass in PassOrder, one runner call per part,
+  // no staged-timing screen; the records (JoinParts) are logged once all passes ran (a SIGINT
+  // lets them finish, as it lets a round in flight finish; a job killed meanwhile keeps the
+  // round records). Errors: the log's; kInternal when the runner returns no result.
   absl::Status MeasureInParts(Round& round);
   // MeasureRound through TuneOptions::measurer: the round spread over its processes, this one
   // building and measuring its own share with the job's builder and runner; records logged in
@@ -1022,26 +1023,38 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
   const int passes = options_.final_passes;
   const int run_cap = std::max(base.max_runs, min_runs);
   const double wall_cap = runtime::WallLimitFor(base.max_wall_ms, min_total_ms);
-  // A record's timing phase, ms (its run wall time less its check), and per run.
+  // A record's timing phase, ms (its run wall time less its checks and module loads, which a
+  // record of several parts has several of), and per run.
   auto timing_wall_ms = [](const MeasureRecord& r) {
-    return std::max(r.result.run_wall_ms - r.result.check_ms, 0.0);
+    return std::max(r.result.run_wall_ms - r.result.check_ms - r.result.load_ms, 0.0);
   };
   // A schedule's estimated cost, seconds: its record's build and check, and the final timing:
   // the runs it needs (min_total_ms of its median, at least min_runs, at most run_cap) at its
   // round's wall time per run (flushes included), within the wall cap past min_runs. Schedules
   // are taken while the estimates fit the budget.
+  // With passes, each part has the runner's caps for its share (at most part_run_cap runs past
+  // its share of min_runs, the wall cap of its share of the run time), and each part checks the
+  // schedule again.
+  const int part_runs = std::max((min_runs + passes - 1) / passes, 1);
+  const double part_total_ms = min_total_ms / passes;
+  const int part_run_cap = std::max(base.max_runs, part_runs);
+  const double part_wall_cap = runtime::WallLimitFor(base.max_wall_ms, part_total_ms);
   auto cost_s = [&](const MeasureRecord& r) {
     const runtime::TimingStats& t = r.result.timing;
     double timing_ms = 2 * min_total_ms;  // (no round timing to go by)
     if (t.runs > 0 && timing_wall_ms(r) > 0 && t.median_ms > 0) {
       const double per_run = timing_wall_ms(r) / t.runs;
-      const double needed = std::clamp(std::ceil(min_total_ms / t.median_ms),
-                                       static_cast<double>(min_runs), static_cast<double>(run_cap));
-      timing_ms = needed * per_run;
-      if (wall_cap > 0) timing_ms = std::max(min_runs * per_run, std::min(timing_ms, wall_cap));
+      const double needed =
+          std::clamp(std::ceil(part_total_ms / t.median_ms), static_cast<double>(part_runs),
+                     static_cast<double>(part_run_cap));
+      double part_ms = needed * per_run;
+      if (part_wall_cap > 0) {
+        part_ms = std::max(part_runs * per_run, std::min(part_ms, part_wall_cap));
+      }
+      timing_ms = passes * part_ms;
     }
-    // Each pass checks the schedule again.
-    return (r.compile_ms + passes * r.result.check_ms + soak_ms + timing_ms) / 1000;
+    // The first part of a batch soaks a whole soak more.
+    return (r.compile_ms + passes * r.result.check_ms + 2 * soak_ms + timing_ms) / 1000;
   };
   double spent_s = 0;
   auto fits = [&](size_t i) {
@@ -1054,7 +1067,8 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
   // again, and the fastest of them is the bar the others must pass. A final timing counts when
   // it took the runs and half the summed time asked now, or stopped at a cap the final timing
   // would stop at too (a fast kernel behind slow cache flushes reaches the runs' cap or the wall
-  // limit first): one of 100 ms does not stand for a held timing of a second. Likewise it must
+  // limit first; with passes, every part's wall limit): one of 100 ms does not stand for a held
+  // timing of a second. Likewise it must
   // have followed at least half the soak asked now: one taken cool does not stand for one at
   // the steady state. Only the final selection's own records count (MeasureRecord::final_timing,
   // the mark BestRecord ranks by): a log's held timings from before the mark are taken again,
@@ -1064,7 +1078,7 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
     return r.valid() && r.final_timing && !r.result.screened && t.runs >= min_runs &&
            t.soak_ms >= 0.5 * soak_ms &&
            (t.runs >= run_cap || t.runs * t.mean_ms >= 0.5 * min_total_ms ||
-            (wall_cap > 0 && timing_wall_ms(r) >= 0.95 * wall_cap));
+            (part_wall_cap > 0 && timing_wall_ms(r) >= 0.95 * passes * part_wall_cap));
   };
   std::vector<bool> tried(records_.size(), false);
   double best_timed = std::numeric_limits<double>::infinity();
@@ -1096,7 +1110,8 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
   const std::string timing = absl::StrCat(
       soak_ms > 0 ? absl::StrCat(absl::StrFormat("%g", soak_ms), " ms of untimed runs, then ") : "",
       min_runs, "+ runs and ", Fixed(min_total_ms, 0), "+ ms of runs (at most ", run_cap, " runs",
-      wall_cap > 0 ? absl::StrCat(" or ", Fixed(wall_cap / 1000, 1), " s") : "", "), no screen");
+      wall_cap > 0 ? absl::StrCat(" or ", Fixed(wall_cap / 1000, 1), " s") : "", "), no screen",
+      passes > 1 ? absl::StrCat(", in ", passes, " interleaved passes") : "");
   std::string what = absl::StrCat("final selection (", timing, "): timed ", batch.size(),
                                   " of the ", n, " fastest schedules again");
   size_t more = static_cast<size_t>(n);
@@ -1289,36 +1304,40 @@ absl::Status TuningJob::MeasureInParts(Round& round) {
   const size_t n = round.candidates.size();
   const PartTiming& p = round.parts;
   // Each part asks its share; the runs rounded up, so that the parts time min_runs at least.
-  runner_->SetTiming(std::max((p.min_runs + p.passes - 1) / p.passes, 1), p.min_total_ms / p.passes,
-                     p.soak_ms / p.passes);
+  const int part_runs = std::max((p.min_runs + p.passes - 1) / p.passes, 1);
+  const double part_total_ms = p.min_total_ms / p.passes;
+  // Timed in full, as every remeasure round (MeasureRound): no staged-timing screen left from
+  // the last search round.
+  runner_->SetScreenAboveMs(0);
   std::vector<std::vector<measure::MeasureResult>> parts(n);
+  std::vector<double> soaked_ms(n, 0);
   const auto t = std::chrono::steady_clock::now();
-  for (int pass = 0; pass < p.passes && !(pass > 0 && SigintGuard::interrupted()); ++pass) {
-    // A schedule whose part failed is not timed further (JoinParts takes that part).
-    std::vector<size_t> order;
+  bool first = true;
+  // The passes of the batch all run, as a round in flight does after a SIGINT.
+  for (int pass = 0; pass < p.passes; ++pass) {
     for (size_t i : PassOrder(n, pass)) {
-      if (parts[i].empty() || parts[i].back().ok()) order.push_back(i);
+      // A schedule whose part failed is not timed further (JoinParts takes that part).
+      if (!parts[i].empty() && !parts[i].back().ok()) continue;
+      // The batch's first part follows the whole soak (the card brought to its steady state
+      // once); every later part its share, right after the part before it.
+      const double soak_ms = first ? p.soak_ms : p.soak_ms / p.passes;
+      first = false;
+      runner_->SetTiming(part_runs, part_total_ms, soak_ms);
+      std::vector<measure::MeasureResult> results = runner_->Run(ctx_.dag(), {round.built[i]});
+      round.split.Add(runner_->last_run_usage());
+      if (results.size() != 1) {
+        runner_->SetTiming(p.min_runs, p.min_total_ms, p.soak_ms);
+        return absl::InternalError(
+            absl::StrCat("the runner returned ", results.size(), " results for 1 candidate"));
+      }
+      soaked_ms[i] += soak_ms;
+      parts[i].push_back(std::move(results.front()));
     }
-    if (order.empty()) break;
-    std::vector<measure::BuildResult> builds;
-    for (size_t i : order) builds.push_back(round.built[i]);
-    std::vector<measure::MeasureResult> results = runner_->Run(ctx_.dag(), builds);
-    round.split.Add(runner_->last_run_usage());
-    if (results.size() != builds.size()) {
-      runner_->SetTiming(p.min_runs, p.min_total_ms, p.soak_ms);
-      return absl::InternalError(absl::StrCat("the runner returned ", results.size(),
-                                              " results for ", builds.size(), " candidates"));
-    }
-    for (size_t k = 0; k < order.size(); ++k) parts[order[k]].push_back(std::move(results[k]));
   }
   runner_->SetTiming(p.min_runs, p.min_total_ms, p.soak_ms);
   round.measure_s += SecondsSince(t);
   for (size_t i = 0; i < n; ++i) {
-    // The soak the parts followed: all of it, or their share when a SIGINT stopped the passes.
-    const double soak_ms = static_cast<int>(parts[i].size()) == p.passes
-                               ? p.soak_ms
-                               : p.soak_ms * static_cast<double>(parts[i].size()) / p.passes;
-    MeasureRecord record = RecordOf(round, i, JoinParts(std::move(parts[i]), soak_ms));
+    MeasureRecord record = RecordOf(round, i, JoinParts(std::move(parts[i]), soaked_ms[i]));
     RETURN_IF_ERROR(SigintGuard::Append(writer_, {record}, std::nullopt));
     round.records.push_back(std::move(record));
   }

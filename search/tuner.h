@@ -193,15 +193,20 @@ struct TuneOptions {
   /// if it followed at least half the soak asked now. 0 = none.
   double final_soak_ms = 0;
   /// The final timing of each batch in this many passes (search/timing_parts.h): every schedule
-  /// is timed in as many parts, each asking that share of final_min_runs (rounded up),
-  /// final_min_total_ms and final_soak_ms, the batch's order reversed from one pass to the next
-  /// (A B C, C B A, ...), and its record joins its parts. The clock drifts over the seconds of a
-  /// final selection: timed one after another, the first schedule timed read the fastest of its
-  /// batch in 5 of 7 bf16 GEMM tunes on an H100, by 1–8 % (bench/NOTES.md); interleaved, each
-  /// schedule's runs span the batch. 1 = each schedule timed whole, one after another. Range 1..64.
+  /// is timed in as many parts, each asking that share of final_min_runs (rounded up) and
+  /// final_min_total_ms, the batch's order reversed from one pass to the next (A B C, C B A,
+  /// ...), and its record joins its parts. The batch's first part follows the whole
+  /// final_soak_ms, every later part its share (so each schedule's logged soak is at least
+  /// final_soak_ms). The clock drifts over the seconds of a final selection: timed one after
+  /// another, the first schedule timed read the fastest of its batch in 5 of 7 bf16 GEMM tunes
+  /// on an H100, by 1–8 % (bench/NOTES.md); interleaved, each schedule's runs span the batch,
+  /// and over an even count a drift linear in time weighs on all alike. Each part checks the
+  /// schedule again (the budget counts it). 1 = each schedule timed whole, one after another.
+  /// Range 1..64.
   int final_passes = 4;
-  /// The final selection's time, seconds, estimated per schedule from its record (build, check
-  /// and run wall times, plus twice final_min_total_ms): schedules past it are not timed again.
+  /// The final selection's time, seconds, estimated per schedule from its record (build, a
+  /// check per pass, soak and run wall times, plus twice final_min_total_ms): schedules past it
+  /// are not timed again.
   /// The checks of an 8.6 GB reduction take about 40 s each on the H200; a GEMM's well under 1 s.
   double final_budget_s = 30;
   /// Wall-clock limit of the job, seconds; 0 = none. Checked after each logged round: once

@@ -211,13 +211,14 @@ void AddFinalSelectionOptions(CLI::App& app, FinalSelectionOverrides* f, const s
                   0.0, 60000.0, f->soak_ms);
   AddRangedOption(app, "--final-budget-s", &f->budget_s,
                   "estimated time of the final selection at most, s (per schedule: its build, "
-                  "check, soak and run, plus twice the final timing)",
+                  "check per pass, soak and run, plus twice the final timing)",
                   0.0, 3600.0, f->budget_s);
   AddRangedOption(app, "--final-passes", &f->passes,
                   "time each schedule of the final selection in N parts, the schedules in turn "
                   "and the order reversed each pass (A B C, C B A, ...), each part with 1/N of "
-                  "the runs, run time and soak, so that the device's clock drift weighs on all "
-                  "alike; 1 = one schedule after another",
+                  "the runs, run time and soak (the batch's first part the whole soak), so that "
+                  "with an even N a clock drift linear in time weighs on all alike; 1 = one "
+                  "schedule after another",
                   1, 64, f->passes);
 }
 

@@ -83,7 +83,7 @@ TEST(TimingPartsTest, APartThatFailedIsTheResult) {
 
 TEST(TimingPartsTest, PartsWithoutSamplesJoinTheirCosts) {
   measure::MeasureResult first = Part({1.0, 3.0}, 1, 1);
-  first.timing.samples_ms.clear();  // as a record read from an older log might have
+  first.timing.samples_ms.clear();  // costs only
   const measure::MeasureResult joined = JoinParts({first, Part({2.0}, 1, 1)}, 0);
   ASSERT_EQ(joined.timing.samples_ms.size(), 3u);
   EXPECT_DOUBLE_EQ(joined.timing.median_ms, 2.0);
