@@ -269,6 +269,19 @@ absl::StatusOr<MeasureResult> MeasureResultFromJson(const nlohmann::json& j) {
     RETURN_IF_ERROR(t.Double("stddev_ms", &r.timing.stddev_ms));
     // Written only for a soaked timing (and absent in logs from before the soak existed).
     RETURN_IF_ERROR(t.Double("soak_ms", &r.timing.soak_ms));
+    // What the tuner ranks by must hang together: a run count the costs do not have, or a
+    // negative soak, would let a damaged record pass for a held timing.
+    if (r.timing.runs < 0) return t.Bad("runs", "a count >= 0");
+    const bool has_costs = !r.costs_s.empty() || (r.ok() && r.timing.runs > 0);
+    if (has_costs && r.timing.runs != static_cast<int>(r.costs_s.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("measure result field 'timing.runs' is ",
+                                                     r.timing.runs, " but 'costs_s' has ",
+                                                     r.costs_s.size(), " runs"));
+    }
+    if (!(r.timing.soak_ms >= 0)) return t.Bad("soak_ms", "ms >= 0");
+  }
+  for (double c : r.costs_s) {
+    if (!(c >= 0)) return top.Bad("costs_s", "run times >= 0 s");
   }
   RETURN_IF_ERROR(top.Double("compile_ms", &r.compile_ms));
   RETURN_IF_ERROR(top.Double("load_ms", &r.load_ms));

@@ -1053,8 +1053,11 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
       }
       timing_ms = passes * part_ms;
     }
-    // The first part of a batch soaks a whole soak more.
-    return (r.compile_ms + passes * r.result.check_ms + 2 * soak_ms + timing_ms) / 1000;
+    // Each part loads the schedule in the worker again: a module load on a GPU, the JIT compile
+    // on the cpu (in the result's compile time). The batch's first part soaks a whole soak more.
+    const double setup_ms =
+        ctx_.target().is_gpu() ? passes * r.result.load_ms : (passes - 1) * r.result.compile_ms;
+    return (r.compile_ms + setup_ms + passes * r.result.check_ms + 2 * soak_ms + timing_ms) / 1000;
   };
   double spent_s = 0;
   auto fits = [&](size_t i) {
@@ -1621,6 +1624,15 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
       !options.quiet) {
     std::cerr << "tune: note: the final soak (" << absl::StrFormat("%g", options.final_soak_ms)
               << " ms) has no effect: "
+              << (options.measurer ? "a spread job has no final selection"
+                                   : "the final selection is off (--final-candidates 0; the "
+                                     "default on cpu)")
+              << "\n";
+  }
+  // (Said for a count other than the default, which every cpu tune has with the selection off.)
+  if (options.final_passes != TuneOptions{}.final_passes &&
+      (options.final_candidates <= 0 || options.measurer) && !options.quiet) {
+    std::cerr << "tune: note: the final passes (" << options.final_passes << ") have no effect: "
               << (options.measurer ? "a spread job has no final selection"
                                    : "the final selection is off (--final-candidates 0; the "
                                      "default on cpu)")

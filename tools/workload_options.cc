@@ -216,7 +216,8 @@ void AddFinalSelectionOptions(CLI::App& app, FinalSelectionOverrides* f, const s
   AddRangedOption(app, "--final-passes", &f->passes,
                   "time each schedule of the final selection in N parts, the schedules in turn "
                   "and the order reversed each pass (A B C, C B A, ...), each part with 1/N of "
-                  "the runs, run time and soak (the batch's first part the whole soak), so that "
+                  "the runs (rounded up), run time and soak (the batch's first part the whole "
+                  "soak; each part loads and checks the schedule again), so that "
                   "with an even N a clock drift linear in time weighs on all alike; 1 = one "
                   "schedule after another",
                   1, 64, f->passes);

@@ -182,7 +182,21 @@ TEST(MeasureResultJsonTest, MalformedFieldsAreNamed) {
       {"/kernels/1", 7, "field 'kernels[1]' is not an object"},
       {"/kernels/0/registers_per_thread", "many",
        "field 'kernels[0].registers_per_thread' is not an integer"},
+      // Values that do not hang together: a run count the costs do not have (which would let a
+      // damaged record pass for a held timing), a negative count, soak or run time.
+      {"/timing/runs", 100000, "'timing.runs' is 100000 but 'costs_s' has 2 runs"},
+      {"/timing/runs", -1, "field 'timing.runs' is not a count >= 0"},
+      {"/timing/soak_ms", -1000, "field 'timing.soak_ms' is not ms >= 0"},
+      {"/costs_s/0", -0.001, "field 'costs_s' is not run times >= 0 s"},
   };
+  // A timed result whose costs were cut away.
+  nlohmann::json ok = good;
+  ok["error"] = "none";
+  ASSERT_THAT(MeasureResultFromJson(ok), IsOk());
+  ok["costs_s"] = nlohmann::json::array();
+  EXPECT_THAT(MeasureResultFromJson(ok),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("'timing.runs' is 2 but 'costs_s' has 0")));
   for (const Case& c : cases) {
     nlohmann::json j = good;
     j[nlohmann::json::json_pointer(c.pointer)] = c.value;

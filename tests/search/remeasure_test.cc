@@ -393,6 +393,20 @@ TEST(RemeasureTest, FinalTimingsInPassesJoinEveryPartsRuns) {
     EXPECT_EQ(timed, result->final_timed);
     EXPECT_EQ(timed, valid) << "every valid schedule timed again";
   }
+  // Passes asked with the final selection off: said, not silent.
+  {
+    TuneOptions off = testing::TinyCpuTuneOptions(
+        ::tilesearch::testing::ScratchPath("passes_off.jsonl"), 4, 4, 9);
+    off.final_candidates = 0;
+    off.final_passes = 3;
+    off.quiet = false;
+    ::testing::internal::CaptureStderr();
+    absl::StatusOr<TuneResult> result = Tune(workload, cpu, off);
+    const std::string said = ::testing::internal::GetCapturedStderr();
+    ASSERT_THAT(result, IsOk());
+    EXPECT_EQ(result->final_timed, 0);
+    EXPECT_THAT(said, ::testing::HasSubstr("the final passes (3) have no effect"));
+  }
   for (int bad_passes : {0, 65}) {
     TuneOptions bad = testing::TinyCpuTuneOptions(
         ::tilesearch::testing::ScratchPath("bad_passes.jsonl"), 4, 4, 9);

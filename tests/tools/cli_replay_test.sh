@@ -116,6 +116,7 @@ record["target"].update(kind="cuda", arch="sm_90", device_name="NVIDIA H200", ma
 record["steps"] = schedule["steps"]
 record["result"]["error"], record["result"]["message"] = "none", ""
 record["result"]["costs_s"], record["result"]["timing"]["median_ms"] = [2e-5], 0.02
+record["result"]["timing"]["runs"], record["result"]["timing"]["samples_ms"] = 1, [0.02]
 record["trial"] = 9
 print(json.dumps(record))
 PY
