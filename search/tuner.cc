@@ -363,9 +363,6 @@ double SecondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// One round's candidates (the first `local` from local search, the rest from the evolutionary
-// search), the model's scores of them before any is measured, their builds, their records once
-// measured (and logged), and the phases' times.
 // The final timing of a remeasure round in passes (TuneOptions::final_passes): the whole timing
 // each schedule is asked for, split over `passes` parts.
 struct PartTiming {
@@ -375,6 +372,9 @@ struct PartTiming {
   double soak_ms = 0;
 };
 
+// One round's candidates (the first `local` from local search, the rest from the evolutionary
+// search), the model's scores of them before any is measured, their builds, their records once
+// measured (and logged), and the phases' times.
 struct Round {
   std::vector<Candidate> candidates;
   int64_t local = 0;
@@ -1071,11 +1071,10 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
   // it took the runs and half the summed time asked now, or stopped at a cap the final timing
   // would stop at too (a fast kernel behind slow cache flushes reaches the runs' cap or the wall
   // limit first; with passes, every part's wall limit): one of 100 ms does not stand for a held
-  // timing of a second. Likewise it must
-  // have followed at least half the soak asked now: one taken cool does not stand for one at
-  // the steady state. Only the final selection's own records count (MeasureRecord::final_timing,
-  // the mark BestRecord ranks by): a log's held timings from before the mark are taken again,
-  // once, and marked.
+  // timing of a second. Likewise it must have followed at least half the soak asked now: one
+  // taken cool does not stand for one at the steady state. Only the final selection's own
+  // records count (MeasureRecord::final_timing, the mark BestRecord ranks by): a log's held
+  // timings from before the mark are taken again, once, and marked.
   auto final_timed = [&](const MeasureRecord& r) {
     const runtime::TimingStats& t = r.result.timing;
     return r.valid() && r.final_timing && !r.result.screened && t.runs >= min_runs &&
