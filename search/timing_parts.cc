@@ -20,25 +20,17 @@ measure::MeasureResult JoinParts(std::vector<measure::MeasureResult> parts, doub
   }
   measure::MeasureResult joined = std::move(parts.front());
   std::vector<double> samples_ms = std::move(joined.timing.samples_ms);
-  // Runners keep samples beside costs; should a part hold costs only, the samples follow them.
-  if (samples_ms.size() != joined.costs_s.size()) {
-    samples_ms.clear();
-    for (double s : joined.costs_s) samples_ms.push_back(s * 1e3);
-  }
   for (size_t k = 1; k < parts.size(); ++k) {
     const measure::MeasureResult& part = parts[k];
     joined.costs_s.insert(joined.costs_s.end(), part.costs_s.begin(), part.costs_s.end());
-    if (part.timing.samples_ms.size() == part.costs_s.size()) {
-      samples_ms.insert(samples_ms.end(), part.timing.samples_ms.begin(),
-                        part.timing.samples_ms.end());
-    } else {
-      for (double s : part.costs_s) samples_ms.push_back(s * 1e3);
-    }
+    samples_ms.insert(samples_ms.end(), part.timing.samples_ms.begin(),
+                      part.timing.samples_ms.end());
     joined.load_ms += part.load_ms;
     joined.check_ms += part.check_ms;
     joined.run_wall_ms += part.run_wall_ms;
     joined.screened = joined.screened || part.screened;
   }
+  // (A runner's timed result has its samples; the costs are the same runs in seconds.)
   if (!samples_ms.empty()) joined.timing = runtime::Summarize(std::move(samples_ms));
   joined.timing.soak_ms = soak_ms;
   return joined;

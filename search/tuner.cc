@@ -1054,14 +1054,15 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
       timing_ms = passes * part_ms;
     }
     // Each part loads the schedule in the worker again: a module load on a GPU, the JIT compile
-    // on the cpu (in the result's compile time). The batch's first part soaks a whole soak more.
+    // on the cpu (in the result's compile time).
     const double setup_ms =
         ctx_.target().is_gpu() ? passes * r.result.load_ms : (passes - 1) * r.result.compile_ms;
-    return (r.compile_ms + setup_ms + passes * r.result.check_ms + 2 * soak_ms + timing_ms) / 1000;
+    return (r.compile_ms + setup_ms + passes * r.result.check_ms + soak_ms + timing_ms) / 1000;
   };
   double spent_s = 0;
-  auto fits = [&](size_t i) {
-    const double c = cost_s(records_[i]);
+  // `first`: the schedule opens a batch, whose first part soaks a whole soak more in passes.
+  auto fits = [&](size_t i, bool first) {
+    const double c = cost_s(records_[i]) + (first && passes > 1 ? soak_ms / 1000 : 0);
     if (spent_s + c > budget_s) return false;
     spent_s += c;
     return true;
@@ -1097,7 +1098,7 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
   const std::vector<size_t> fastest = FastestValid({});
   for (size_t k = 0; k < fastest.size() && k < static_cast<size_t>(n); ++k) {
     if (tried[fastest[k]]) continue;
-    if (!fits(fastest[k])) {
+    if (!fits(fastest[k], batch.empty())) {
       // Said, not silent: the pick is then by round timing.
       if (batch.empty()) {
         std::cerr << "tune: warning: final selection: the fastest schedule not yet so timed is "
@@ -1131,7 +1132,10 @@ absl::Status TuningJob::FinalSelection(const measure::Builder& builder, int n, i
     }
     batch.clear();
     for (size_t i : FastestValid(tried)) {
-      if (batch.size() >= more || !(records_[i].median_ms() < best_timed) || !fits(i)) break;
+      if (batch.size() >= more || !(records_[i].median_ms() < best_timed) ||
+          !fits(i, batch.empty())) {
+        break;
+      }
       batch.push_back(i);
     }
     more -= batch.size();
@@ -1619,23 +1623,24 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
       round = std::move(next);
     }
   }
-  if (options.final_soak_ms > 0 && (options.final_candidates <= 0 || options.measurer) &&
-      !options.quiet) {
-    std::cerr << "tune: note: the final soak (" << absl::StrFormat("%g", options.final_soak_ms)
-              << " ms) has no effect: "
-              << (options.measurer ? "a spread job has no final selection"
-                                   : "the final selection is off (--final-candidates 0; the "
-                                     "default on cpu)")
-              << "\n";
-  }
-  // (Said for a count other than the default, which every cpu tune has with the selection off.)
-  if (options.final_passes != TuneOptions{}.final_passes &&
-      (options.final_candidates <= 0 || options.measurer) && !options.quiet) {
-    std::cerr << "tune: note: the final passes (" << options.final_passes << ") have no effect: "
-              << (options.measurer ? "a spread job has no final selection"
-                                   : "the final selection is off (--final-candidates 0; the "
-                                     "default on cpu)")
-              << "\n";
+  // Final-selection settings asked while there is no final selection: said, not silent (the
+  // passes only at a count other than the default, which every cpu tune has with it off).
+  if ((options.final_candidates <= 0 || options.measurer) && !options.quiet) {
+    std::vector<std::string> unused;
+    if (options.final_soak_ms > 0) {
+      unused.push_back(
+          absl::StrCat("the final soak (", absl::StrFormat("%g", options.final_soak_ms), " ms)"));
+    }
+    if (options.final_passes != TuneOptions{}.final_passes) {
+      unused.push_back(absl::StrCat("the final passes (", options.final_passes, ")"));
+    }
+    if (!unused.empty()) {
+      std::cerr << "tune: note: "
+                << (options.measurer ? "a spread job has no final selection"
+                                     : "the final selection is off (--final-candidates 0; the "
+                                       "default on cpu)")
+                << ", so these have no effect: " << absl::StrJoin(unused, ", ") << "\n";
+    }
   }
   if (options.final_candidates > 0 && !options.measurer && !job->result().interrupted &&
       !SigintGuard::interrupted()) {

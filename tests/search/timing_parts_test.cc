@@ -81,15 +81,5 @@ TEST(TimingPartsTest, APartThatFailedIsTheResult) {
   EXPECT_EQ(joined.message, "second part mismatched");
 }
 
-TEST(TimingPartsTest, PartsWithoutSamplesJoinTheirCosts) {
-  measure::MeasureResult first = Part({1.0, 3.0}, 1, 1);
-  first.timing.samples_ms.clear();  // costs only
-  const measure::MeasureResult joined = JoinParts({first, Part({2.0}, 1, 1)}, 0);
-  ASSERT_EQ(joined.timing.samples_ms.size(), 3u);
-  EXPECT_DOUBLE_EQ(joined.timing.median_ms, 2.0);
-  EXPECT_DOUBLE_EQ(joined.timing.samples_ms[0], 1.0);
-  EXPECT_DOUBLE_EQ(joined.timing.samples_ms[2], 2.0);
-}
-
 }  // namespace
 }  // namespace tilesearch::search
