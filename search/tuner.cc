@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -1317,13 +1318,16 @@ absl::Status TuningJob::MeasureInParts(Round& round) {
   runner_->SetScreenAboveMs(0);
   std::vector<std::vector<measure::MeasureResult>> parts(n);
   std::vector<double> soaked_ms(n, 0);
+  std::vector<std::optional<MeasureRecord>> joined(n);
   const auto t = std::chrono::steady_clock::now();
   bool first = true;
-  // The passes of the batch all run, as a round in flight does after a SIGINT.
+  // The passes of the batch all run, as a round in flight does after a SIGINT. A schedule's
+  // record is logged as soon as its last part ran (or a part failed), so that a job killed during
+  // the last pass keeps the schedules it finished.
   for (int pass = 0; pass < p.passes; ++pass) {
     for (size_t i : PassOrder(n, pass)) {
       // A schedule whose part failed is not timed further (JoinParts takes that part).
-      if (!parts[i].empty() && !parts[i].back().ok()) continue;
+      if (joined[i].has_value()) continue;
       // The batch's first part follows the whole soak (the card brought to its steady state
       // once); every later part its share, right after the part before it.
       const double soak_ms = first ? p.soak_ms : p.soak_ms / p.passes;
@@ -1338,15 +1342,20 @@ absl::Status TuningJob::MeasureInParts(Round& round) {
       }
       soaked_ms[i] += soak_ms;
       parts[i].push_back(std::move(results.front()));
+      if (pass + 1 == p.passes || !parts[i].back().ok()) {
+        joined[i] = RecordOf(round, i, JoinParts(std::move(parts[i]), soaked_ms[i]));
+        const absl::Status appended = SigintGuard::Append(writer_, {*joined[i]}, std::nullopt);
+        if (!appended.ok()) {
+          runner_->SetTiming(p.min_runs, p.min_total_ms, p.soak_ms);
+          return appended;
+        }
+      }
     }
   }
   runner_->SetTiming(p.min_runs, p.min_total_ms, p.soak_ms);
   round.measure_s += SecondsSince(t);
-  for (size_t i = 0; i < n; ++i) {
-    MeasureRecord record = RecordOf(round, i, JoinParts(std::move(parts[i]), soaked_ms[i]));
-    RETURN_IF_ERROR(SigintGuard::Append(writer_, {record}, std::nullopt));
-    round.records.push_back(std::move(record));
-  }
+  // In candidate order, as FinishRound pairs records with candidates.
+  for (size_t i = 0; i < n; ++i) round.records.push_back(std::move(*joined[i]));
   return absl::OkStatus();
 }
 

@@ -355,12 +355,13 @@ TEST(RemeasureTest, FinalTimingsFollowTheSoak) {
 // its share of the runs rounded up (4 runs over 3 passes: 2 a part, 6 in all; in one pass: 4),
 // every run logged, none screened by the staged timing of the rounds just before (the final
 // selection times all 8 schedules, the slow ones too, in the same job as its rounds); a count
-// outside 1..64 is refused.
+// outside 1..64 is refused. Each record is logged when its last part ran: in the last pass's order
+// (the batch runs fastest first by round timing, reversed every other pass).
 TEST(RemeasureTest, FinalTimingsInPassesJoinEveryPartsRuns) {
   constexpr int kTrials = 8;
   const schedule::Workload workload = testing::SquareMatmul(24);
   const Target cpu = Target::HostCpu();
-  for (const auto& [passes, runs] : {std::pair{3, 6}, std::pair{1, 4}}) {
+  for (const auto& [passes, runs] : {std::pair{3, 6}, std::pair{2, 4}, std::pair{1, 4}}) {
     const std::string log =
         ::tilesearch::testing::ScratchPath(absl::StrCat("final_passes_", passes, ".jsonl"));
     TuneOptions o = testing::TinyCpuTuneOptions(log, kTrials, 4, 9);
@@ -392,6 +393,26 @@ TEST(RemeasureTest, FinalTimingsInPassesJoinEveryPartsRuns) {
     }
     EXPECT_EQ(timed, result->final_timed);
     EXPECT_EQ(timed, valid) << "every valid schedule timed again";
+    // One batch (all 8 schedules): its records in the log by their round timing, slowest first
+    // when the last pass ran the batch reversed.
+    ReadOptions every_line;
+    every_line.keep_duplicates = true;  // the round records too, each line in file order
+    absl::StatusOr<LogContents> lines = ReadLog(log, every_line);
+    ASSERT_THAT(lines, IsOk());
+    std::map<int64_t, double> round_ms;
+    for (const MeasureRecord& r : lines->records) {
+      if (!r.final_timing && r.valid()) round_ms.emplace(r.trial, r.median_ms());
+    }
+    std::vector<double> logged;
+    for (const MeasureRecord& r : lines->records) {
+      if (r.final_timing) logged.push_back(round_ms.at(r.trial));
+    }
+    ASSERT_EQ(logged.size(), static_cast<size_t>(timed));
+    if (passes % 2 == 0) {
+      EXPECT_TRUE(std::is_sorted(logged.rbegin(), logged.rend())) << passes << " passes";
+    } else {
+      EXPECT_TRUE(std::is_sorted(logged.begin(), logged.end())) << passes << " passes";
+    }
   }
   // Passes asked with the final selection off: said, not silent.
   {
