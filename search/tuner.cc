@@ -1323,9 +1323,11 @@ absl::Status TuningJob::MeasureInParts(Round& round) {
   bool first = true;
   // The passes of the batch all run, as a round in flight does after a SIGINT. A schedule's
   // record is logged as soon as its last part ran (or a part failed), so that a job killed during
-  // the last pass keeps the schedules it finished.
+  // the last pass keeps the schedules it finished. The last pass runs in the batch's order,
+  // fastest by round timing first: a log cut off there holds the final timings of the fastest
+  // (BestRecord then picks among the final-timed records, not the round records left unjudged).
   for (int pass = 0; pass < p.passes; ++pass) {
-    for (size_t i : PassOrder(n, pass)) {
+    for (size_t i : PassOrder(n, p.passes - 1 - pass)) {
       // A schedule whose part failed is not timed further (JoinParts takes that part).
       if (joined[i].has_value()) continue;
       // The batch's first part follows the whole soak (the card brought to its steady state

@@ -194,8 +194,10 @@ struct TuneOptions {
   double final_soak_ms = 0;
   /// The final timing of each batch in this many passes (search/timing_parts.h): every schedule
   /// is timed in as many parts, each asking that share of final_min_runs (rounded up) and
-  /// final_min_total_ms, the batch's order reversed from one pass to the next (A B C, C B A,
-  /// ...), and its record joins its parts. The batch's first part follows the whole
+  /// final_min_total_ms, the batch's order reversed from one pass to the next and the last pass
+  /// in the batch's order (fastest by round timing first; with 2 passes C B A, A B C), and its
+  /// record joins its parts, logged as soon as its last part ran (a job killed during the last
+  /// pass keeps the fastest schedules' final timings). The batch's first part follows the whole
   /// final_soak_ms, every later part its share (so each schedule's logged soak is at least
   /// final_soak_ms). The clock drifts over the seconds of a final selection: timed one after
   /// another, the first schedule timed read the fastest of its batch in 5 of 7 bf16 GEMM tunes

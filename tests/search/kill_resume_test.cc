@@ -8,8 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <string>
 #include <thread>
@@ -100,6 +102,79 @@ TEST(KillResumeTest, KilledMidRoundJobLosesNoMeasuredRecord) {
   for (size_t i = 0; i < read->records.size(); ++i) {
     EXPECT_EQ(read->records[i].trial, static_cast<int64_t>(i));
   }
+}
+
+// A job killed during the final selection's last pass keeps the final timings it finished: each
+// schedule's record reaches the disk when its last part has run, the last pass runs the batch
+// fastest first by round timing, so the cut log's final-timed records are the fastest schedules'
+// and its best record (BestRecord, as `show` and `export` pick) is one of them.
+TEST(KillResumeTest, KilledDuringTheFinalPassesKeepsTheSchedulesItFinished) {
+  const std::string log = ::tilesearch::testing::ScratchPath("killed_final.jsonl");
+  constexpr int kTrials = 8;
+  TuneOptions options = testing::TinyCpuTuneOptions(log, kTrials, kTrials, 7);
+  options.final_candidates = kTrials;
+  options.final_min_runs = 3;
+  options.final_min_total_ms = 0;
+  options.final_budget_s = 600;
+  options.final_passes = 3;  // on the cpu each part JITs its schedule: tens of ms a part
+  const schedule::Workload workload = testing::SquareMatmul(24);
+  const Target cpu = Target::HostCpu();
+
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    absl::StatusOr<TuneResult> result = Tune(workload, cpu, options);
+    ::_exit(result.ok() ? 0 : 1);
+  }
+  auto final_lines = [&] {
+    size_t n = 0;
+    for (const std::string& line : CompleteLines(log)) {
+      n += line.find("\"final_timing\":true") != std::string::npos;
+    }
+    return n;
+  };
+  // Kill it 50 ms after the first final record is on disk: time for the appends of a batch
+  // logged all at once, not for the last parts of seven schedules (each part a JIT and runs).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline && final_lines() == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the job ended before it was killed";
+
+  absl::StatusOr<LogContents> read = ReadLog(log);  // a torn last line is skipped
+  ASSERT_THAT(read, IsOk());
+  ReadOptions every;
+  every.keep_duplicates = true;
+  absl::StatusOr<LogContents> lines = ReadLog(log, every);
+  ASSERT_THAT(lines, IsOk());
+  std::set<int64_t> timed_trials;
+  for (const MeasureRecord& r : lines->records) {
+    if (r.final_timing) timed_trials.insert(r.trial);
+  }
+  ASSERT_GE(timed_trials.size(), 1u);
+  ASSERT_LT(timed_trials.size(), static_cast<size_t>(kTrials))
+      << "every final record was on disk at once: not logged as each schedule finished";
+  // Each final-timed schedule was at least as fast, by its round timing, as every valid schedule
+  // the cut pass had not finished.
+  double slowest_timed = 0;
+  double fastest_untimed = std::numeric_limits<double>::infinity();
+  for (const MeasureRecord& r : lines->records) {
+    if (r.final_timing || !r.valid()) continue;
+    if (timed_trials.count(r.trial) > 0) {
+      slowest_timed = std::max(slowest_timed, r.median_ms());
+    } else {
+      fastest_untimed = std::min(fastest_untimed, r.median_ms());
+    }
+  }
+  EXPECT_LE(slowest_timed, fastest_untimed);
+  absl::StatusOr<MeasureRecord> best =
+      BestRecord(read->records, read->records[0].workload_key, cpu);
+  ASSERT_THAT(best, IsOk());
+  EXPECT_TRUE(best->final_timing);
 }
 
 // A log concatenated with itself (cat a.jsonl a.jsonl > b.jsonl) holds every record twice: the
