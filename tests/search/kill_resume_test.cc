@@ -41,6 +41,17 @@ std::vector<std::string> CompleteLines(const std::string& path) {
   return lines;
 }
 
+// A child process that tunes and exits (0: the job succeeded); its pid, or -1 when fork failed.
+pid_t TuneInChild(const schedule::Workload& workload, const Target& target,
+                  const TuneOptions& options) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    absl::StatusOr<TuneResult> result = Tune(workload, target, options);
+    ::_exit(result.ok() ? 0 : 1);
+  }
+  return child;
+}
+
 TEST(KillResumeTest, KilledMidRoundJobLosesNoMeasuredRecord) {
   const std::string log = ::tilesearch::testing::ScratchPath("killed.jsonl");
   constexpr int kTrials = 12;
@@ -50,13 +61,8 @@ TEST(KillResumeTest, KilledMidRoundJobLosesNoMeasuredRecord) {
   options.measure_batch = 0;
   const schedule::Workload workload = testing::SquareMatmul(16);
   const Target cpu = Target::HostCpu();
-
-  const pid_t child = ::fork();
+  const pid_t child = TuneInChild(workload, cpu, options);
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    absl::StatusOr<TuneResult> result = Tune(workload, cpu, options);
-    ::_exit(result.ok() ? 0 : 1);
-  }
   // Kill it once 3 records are on disk (well before the round's 12 and its round line).
   std::vector<std::string> lines;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
@@ -119,13 +125,8 @@ TEST(KillResumeTest, KilledDuringTheFinalPassesKeepsTheSchedulesItFinished) {
   options.final_passes = 3;  // on the cpu each part JITs its schedule: tens of ms a part
   const schedule::Workload workload = testing::SquareMatmul(24);
   const Target cpu = Target::HostCpu();
-
-  const pid_t child = ::fork();
+  const pid_t child = TuneInChild(workload, cpu, options);
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    absl::StatusOr<TuneResult> result = Tune(workload, cpu, options);
-    ::_exit(result.ok() ? 0 : 1);
-  }
   auto final_lines = [&] {
     size_t n = 0;
     for (const std::string& line : CompleteLines(log)) {
