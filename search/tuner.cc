@@ -27,6 +27,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -695,10 +696,11 @@ class TuningJob {
   // error when the runner reports fewer results than candidates.
   absl::Status MeasureRound(Round& round, const measure::Builder& builder);
   // MeasureRound of a round built whole whose timing is in passes (Round::parts): every candidate
-  // timed in round.parts.passes parts, pass after pass in PassOrder, one runner call per part,
-  // no staged-timing screen; the records (JoinParts) are logged once all passes ran (a SIGINT
-  // lets them finish, as it lets a round in flight finish; a job killed meanwhile keeps the
-  // round records). Errors: the log's; kInternal when the runner returns no result.
+  // timed in round.parts.passes parts, pass after pass in PassOrder (the last pass in the
+  // batch's order), one runner call per part, no staged-timing screen; each candidate's record
+  // (JoinParts) logged once its last part ran or a part failed (a SIGINT lets the passes finish,
+  // as it lets a round in flight finish). Errors: the log's; kInternal when the runner returns
+  // no result.
   absl::Status MeasureInParts(Round& round);
   // MeasureRound through TuneOptions::measurer: the round spread over its processes, this one
   // building and measuring its own share with the job's builder and runner; records logged in
@@ -1320,6 +1322,10 @@ absl::Status TuningJob::MeasureInParts(Round& round) {
   std::vector<double> soaked_ms(n, 0);
   std::vector<std::optional<MeasureRecord>> joined(n);
   const auto t = std::chrono::steady_clock::now();
+  // The runner's timing as the final selection set it, on every way out.
+  const absl::Cleanup restore_timing = [&] {
+    runner_->SetTiming(p.min_runs, p.min_total_ms, p.soak_ms);
+  };
   bool first = true;
   // The passes of the batch all run, as a round in flight does after a SIGINT. A schedule's
   // record is logged as soon as its last part ran (or a part failed), so that a job killed during
@@ -1338,7 +1344,6 @@ absl::Status TuningJob::MeasureInParts(Round& round) {
       std::vector<measure::MeasureResult> results = runner_->Run(ctx_.dag(), {round.built[i]});
       round.split.Add(runner_->last_run_usage());
       if (results.size() != 1) {
-        runner_->SetTiming(p.min_runs, p.min_total_ms, p.soak_ms);
         return absl::InternalError(
             absl::StrCat("the runner returned ", results.size(), " results for 1 candidate"));
       }
@@ -1346,15 +1351,10 @@ absl::Status TuningJob::MeasureInParts(Round& round) {
       parts[i].push_back(std::move(results.front()));
       if (pass + 1 == p.passes || !parts[i].back().ok()) {
         joined[i] = RecordOf(round, i, JoinParts(std::move(parts[i]), soaked_ms[i]));
-        const absl::Status appended = SigintGuard::Append(writer_, {*joined[i]}, std::nullopt);
-        if (!appended.ok()) {
-          runner_->SetTiming(p.min_runs, p.min_total_ms, p.soak_ms);
-          return appended;
-        }
+        RETURN_IF_ERROR(SigintGuard::Append(writer_, {*joined[i]}, std::nullopt));
       }
     }
   }
-  runner_->SetTiming(p.min_runs, p.min_total_ms, p.soak_ms);
   round.measure_s += SecondsSince(t);
   // In candidate order, as FinishRound pairs records with candidates.
   for (size_t i = 0; i < n; ++i) round.records.push_back(std::move(*joined[i]));

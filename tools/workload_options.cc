@@ -215,12 +215,11 @@ void AddFinalSelectionOptions(CLI::App& app, FinalSelectionOverrides* f, const s
                   0.0, 3600.0, f->budget_s);
   AddRangedOption(app, "--final-passes", &f->passes,
                   "time each schedule of the final selection in N parts, the schedules in turn "
-                  "and the order reversed each pass, the last one fastest first (2 passes: C B A, "
-                  "A B C), each part with 1/N of "
-                  "the runs (rounded up), run time and soak (the batch's first part the whole "
-                  "soak; each part loads and checks the schedule again), so that "
-                  "with an even N a clock drift linear in time weighs on all alike; 1 = one "
-                  "schedule after another",
+                  "and the order reversed each pass, the last one fastest first (2 passes: "
+                  "C B A, A B C), each part with 1/N of the runs (rounded up), run time and soak "
+                  "(the batch's first part the whole soak; each part loads and checks the "
+                  "schedule again), so that with an even N a clock drift linear in time weighs "
+                  "on all alike; 1 = one schedule after another",
                   1, 64, f->passes);
 }
 
