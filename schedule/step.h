@@ -321,6 +321,18 @@ struct StorageAlignStep {
 /// proceed while the consumers store the last tile's accumulators (CUTLASS's persistent
 /// warp-specialized kernels with their static tile scheduler).
 ///
+/// `stream_k` (JSON: "streamk" after "persistent"; needs `persistent`, no `pingpong`, no
+/// `multicast`) balances the last waves of a persistent grid: where the tiles are not a multiple
+/// of the grid, all but the last one to two waves' worth of tiles are walked whole as above, and
+/// the k tiles of the rest are split evenly between the blocks as contiguous ranges of (tile, k
+/// tile), so that every block ends at the same k step instead of a part of the grid computing
+/// one more tile than the rest. A tile that two blocks share is stored by both, as float32
+/// partial sums, to a workspace; a second kernel adds its two parts in k order and applies the
+/// epilogue. Stream-K (Osama et al., "Stream-K: Work-centric Parallel Decomposition for Dense
+/// Matrix-Matrix Multiplication on the GPU", PPoPP 2023), in its data-parallel + stream-K hybrid
+/// form, with the fixup in a second kernel rather than by waiting blocks, so that no block
+/// depends on another while it runs.
+///
 /// `pingpong` (JSON: "pingpong" after "persistent"; needs `persistent` and one warpgroup tile
 /// per block tile, warp_m = block_m and warp_n = block_n) gives the block two consumer
 /// warpgroups that take the block's tiles in turn (tiles 0, 2, 4, ... and 1, 3, 5, ...), each
@@ -354,6 +366,7 @@ struct TensorCoreStep {
   bool tma = false;
   bool warp_specialized = false;
   bool persistent = false;
+  bool stream_k = false;
   bool pingpong = false;
   bool multicast = false;
   absl::StatusOr<State> Apply(const State& s) const;

@@ -206,6 +206,15 @@ struct Builder {
   Expr block;
   int64_t grid = 1, tiles = 1, tiles_m = 1, tiles_n = 1, raster = 1;
   int64_t batches = 1;  // persistent with a batch: its tiles join the walk (no blockIdx.y)
+  // TensorCoreStep::stream_k (PlanStreamK): the first `sk_whole` tiles are walked whole, each
+  // block taking tiles block, block + grid, ...; the k tiles of the other tiles, `sk_iters` in the
+  // linear (tile, k tile) order, are split into `grid` contiguous ranges, block b's from
+  // b · sk_iters / grid. A tile two blocks share leaves each part's accumulators in
+  // `sk_workspace` ([grid][2][bm][bn] float32: slot 0 a block's first unit, slot 1 its last) for
+  // the fixup kernel (StreamKFixupKernel).
+  bool stream_k = false;
+  int64_t sk_whole = 0, sk_iters = 0;
+  std::string sk_workspace;
   // TensorCoreStep::multicast: blocks per cluster (two along m, sharing B's k tiles); 1 without.
   int64_t cluster = 1;
   // TensorCoreStep::pingpong: two consumer warpgroups, each computing whole block tiles (the
@@ -695,6 +704,84 @@ struct Builder {
     return ir::ForNode::Make(i, C(0), C(CeilDiv(tiles, grid)), ForKind::kSerial, b);
   }
 
+  // A block's unit of work for the warp-specialized loop: a block tile's k tiles k0 .. k0 + len
+  // (all of them but under stream-k), with tile_m, tile_n and the batch set to the tile's.
+  struct WorkUnit {
+    Expr i = Expr();      // the block's tile count before it (OverTiles' i; ping-pong's turn)
+    Expr g0 = Expr();     // ring uses before the unit's first k tile
+    Expr k0 = C(0);       // its first k tile within the tile (of the range, with split_k)
+    Expr len = Expr();    // its k tiles, at least 1
+    int64_t fixed = 0;    // len where it is a constant (whole tiles), else 0
+    Expr done = Expr();   // epilogues the block ran before it (the warp staging's uses)
+    Expr whole = Expr();  // stream-k: whether it is its tile's whole k; undefined: always
+    Expr slot = Expr();   // stream-k: its workspace slot where it is a part (0 first, 1 last unit)
+  };
+
+  // Sets tile_m, tile_n (and the batch) to those of the walk's tile t (OverTiles' order).
+  void SetTile(const Expr& t) {
+    const int64_t per_batch = tiles_m * tiles_n;
+    if (batches > 1) {
+      batch = t / C(per_batch);
+      std::tie(tile_m, tile_n) = TileAt(t % C(per_batch));
+    } else {
+      std::tie(tile_m, tile_n) = TileAt(t);
+    }
+  }
+
+  // `body(unit)` for the block's units of work: its tiles (OverTiles) or, under stream-k, its
+  // whole tiles of the first waves, then the (up to three) parts of tiles in its k range, each
+  // under a guard that it exists. The ring's use count runs on over all of them.
+  absl::StatusOr<Stmt> OverWork(const std::string& role,
+                                const std::function<absl::StatusOr<Stmt>(const WorkUnit&)>& body) {
+    if (!stream_k) {
+      return OverTiles(role, [&](const Expr& i) {
+        return body(WorkUnit{.i = i,
+                             .g0 = i * C(split_tiles),
+                             .len = C(split_tiles),
+                             .fixed = split_tiles,
+                             .done = i});
+      });
+    }
+    const std::tuple<Expr, Expr, Expr> own = {tile_m, tile_n, batch};
+    std::vector<Stmt> seq;
+    const int64_t waves = sk_whole / grid;
+    if (waves > 0) {
+      const Expr i = ir::MakeVar(k.fresh(op.name + "." + role + ".tile"));
+      SetTile(block + i * C(grid));
+      absl::StatusOr<Stmt> built = body(
+          WorkUnit{.i = i, .g0 = i * C(k_tiles), .len = C(k_tiles), .fixed = k_tiles, .done = i});
+      std::tie(tile_m, tile_n, batch) = own;
+      ASSIGN_OR_RETURN(Stmt b, std::move(built));
+      seq.push_back(ir::ForNode::Make(i, C(0), C(waves), ForKind::kSerial, b));
+    }
+    // The block's range [start, end) of the split tiles' k tiles, and its first tile.
+    const Expr start = block * C(sk_iters) / C(grid);
+    const Expr end = (block + C(1)) * C(sk_iters) / C(grid);
+    const Expr first = start / C(k_tiles);
+    Expr done = C(waves);
+    for (int64_t u = 0; u < 3; ++u) {
+      const Expr tile = first + C(u);
+      const Expr lo = ir::Max(start, tile * C(k_tiles));
+      const Expr hi = ir::Min(end, (tile + C(1)) * C(k_tiles));
+      WorkUnit unit{.i = C(waves + u),
+                    .g0 = C(waves * k_tiles) + (lo - start),
+                    .k0 = lo - tile * C(k_tiles),
+                    .len = hi - lo,
+                    .done = done};
+      unit.whole = unit.k0 == C(0) && unit.len == C(k_tiles);
+      unit.slot = ir::Select(unit.k0 == C(0), C(1), C(0));
+      SetTile(C(sk_whole) + tile);
+      absl::StatusOr<Stmt> built = body(unit);
+      std::tie(tile_m, tile_n, batch) = own;
+      ASSIGN_OR_RETURN(Stmt b, std::move(built));
+      // Ranges are at least k_tiles long (PlanStreamK), so the first unit always exists and at
+      // most three tiles meet a range.
+      seq.push_back(u == 0 ? b : ir::IfThenElseNode::Make(tile * C(k_tiles) < end, b));
+      done = done + ir::Select(unit.whole, C(1), C(0));
+    }
+    return ir::SeqNode::Make(seq);
+  }
+
   // Warp-specialized TMA ring (TensorCoreStep::warp_specialized): the block's first thread
   // initializes both barrier rings (full: one arrival plus the bytes; empty: one arrival per
   // consumer warp), a barrier, then the producer warpgroup's first thread fills tile after tile,
@@ -737,17 +824,20 @@ struct Builder {
       }
     }
     ASSIGN_OR_RETURN(
-        Stmt produce, OverTiles("produce", [&](const Expr& i) -> absl::StatusOr<Stmt> {
+        Stmt produce, OverWork("produce", [&](const WorkUnit& unit) -> absl::StatusOr<Stmt> {
           const Expr kp = ir::MakeVar(k.fresh(op.name + ".kp"));
-          const Expr g = i * C(split_tiles) + kp;  // (i = 0 without persistence: folded)
-          return ir::ForNode::Make(
-              kp, C(0), C(split_tiles), ForKind::kSerial,
-              ir::SeqNode::Make(
-                  {ir::MbarrierNode::Wait(empties, g % C(stages), (g / C(stages) + C(1)) % C(2)),
-                   TmaBoxes(g % C(stages), kp)}));
+          const Expr g = unit.g0 + kp;  // (0 + kp without persistence: folded)
+          Stmt fill = ir::SeqNode::Make(
+              {ir::MbarrierNode::Wait(empties, g % C(stages), (g / C(stages) + C(1)) % C(2)),
+               TmaBoxes(g % C(stages), unit.k0 + kp)});
+          // (A part of a tile: loops keep constant extents, the unit's length is a guard.)
+          if (unit.fixed == 0) fill = ir::IfThenElseNode::Make(kp < unit.len, fill);
+          return ir::ForNode::Make(kp, C(0), C(unit.fixed > 0 ? unit.fixed : k_tiles),
+                                   ForKind::kSerial, fill);
         }));
     ASSIGN_OR_RETURN(
-        Stmt consume, OverTiles("consume", [&](const Expr& i) -> absl::StatusOr<Stmt> {
+        Stmt consume, OverWork("consume", [&](const WorkUnit& unit) -> absl::StatusOr<Stmt> {
+          const Expr& i = unit.i;
           const Expr group = warp / C(4);  // ping-pong: this consumer
           // A consumer warp's release of a slot, by its first lane (in every block of the
           // cluster): one arrival per warp rather than per thread, as CUTLASS signals once per
@@ -757,7 +847,7 @@ struct Builder {
                                             ir::MbarrierNode::Arrive(empties, slot, cluster));
           };
           auto tile = [&](const Expr& ko, int64_t tile_pending, bool last) {
-            const Expr g = i * C(split_tiles) + ko;
+            const Expr g = unit.g0 + ko;
             std::vector<Stmt> body = {
                 ir::MbarrierNode::Wait(barriers, g % C(stages), (g / C(stages)) % C(2))};
             // Ping-pong: past its tile's last ring wait, the consumer hands the turn on before
@@ -767,7 +857,11 @@ struct Builder {
             if (tile_pending == 0) {
               // The wait for all wgmma's completed the previous k tile's too: release its slot
               // (the ring runs on into the block's next tile) and this one's.
-              if (pending > 0 && split_tiles > 1) body.push_back(release((g - C(1)) % C(stages)));
+              if (pending > 0 && unit.fixed != 1) {
+                Stmt previous = release((g - C(1)) % C(stages));
+                if (unit.fixed == 0) previous = ir::IfThenElseNode::Make(ko >= C(1), previous);
+                body.push_back(previous);
+              }
               body.push_back(release(g % C(stages)));
             } else {
               body.push_back(ir::IfThenElseNode::Make(ko >= C(tile_pending),
@@ -784,15 +878,23 @@ struct Builder {
                 i >= C(1), ir::MbarrierNode::Wait(turn, C(1) - group, ((i - C(1)) / C(2)) % C(2))));
           }
           seq.push_back(InitAcc(acc));
-          if (split_tiles > 1) {
-            seq.push_back(ir::ForNode::Make(kc, C(0), C(split_tiles - 1), ForKind::kSerial,
+          if (unit.fixed > 1) {
+            seq.push_back(ir::ForNode::Make(kc, C(0), C(unit.fixed - 1), ForKind::kSerial,
                                             tile(kc, pending, false)));
+          } else if (unit.fixed == 0 && k_tiles > 1) {
+            seq.push_back(ir::ForNode::Make(
+                kc, C(0), C(k_tiles - 1), ForKind::kSerial,
+                ir::IfThenElseNode::Make(kc < unit.len - C(1), tile(kc, pending, false))));
           }
-          seq.push_back(tile(C(split_tiles - 1), 0, true));
-          tiles_done = pingpong ? i / C(2) : i;
+          seq.push_back(tile(unit.len - C(1), 0, true));
+          tiles_done = pingpong ? i / C(2) : unit.done;
           absl::StatusOr<Stmt> staged = Epilogue(acc);
           tiles_done = C(0);
           ASSIGN_OR_RETURN(Stmt epilogue, std::move(staged));
+          // Stream-k: a part of a tile leaves its accumulators to the fixup kernel.
+          if (unit.whole.defined()) {
+            epilogue = ir::IfThenElseNode::Make(unit.whole, epilogue, PartStore(acc, unit.slot));
+          }
           seq.push_back(epilogue);
           // Ping-pong: the block's i-th tile is consumer warpgroup (i mod 2)'s.
           if (pingpong) {
@@ -1184,6 +1286,56 @@ struct Builder {
     if (total % kThreads != 0) st = ir::IfThenElseNode::Make(idx < C(total), st);
     st = ir::ForNode::Make(t, C(0), C(kThreads), ForKind::kThreadIdxX, st);
     return ir::ForNode::Make(blk, C(0), C(CeilDiv(total, kThreads)), ForKind::kBlockIdxX, st);
+  }
+
+  // Stream-k: a part of a tile, its accumulators as they are into the block's workspace slot
+  // `slot` ([block][slot][row][column] of the block tile; the whole tile, edges included).
+  Stmt PartStore(const std::string& acc, const Expr& slot) {
+    const std::string base = acc + ".part";
+    const Expr i = ir::MakeVar(k.fresh(base + ".i"));
+    const Expr j = ir::MakeVar(k.fresh(base + ".j"));
+    const Expr eh = ir::MakeVar(k.fresh(base + ".eh"));
+    const Expr el = ir::MakeVar(k.fresh(base + ".el"));
+    const Expr value = ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, {i, j, eh * C(2) + el});
+    Stmt st = ir::StoreNode::Make(sk_workspace,
+                                  {block, slot, FragmentRow(i, eh), FragmentCol(j, el)}, value);
+    st = ir::ForNode::Make(el, C(0), C(2), ForKind::kVectorized, st);
+    st = ir::ForNode::Make(eh, C(0), C(2), ForKind::kUnrolled, st);
+    st = ir::ForNode::Make(j, C(0), C(FragN()), ForKind::kUnrolled, st);
+    return ir::ForNode::Make(i, C(0), C(FragM()), ForKind::kUnrolled, st);
+  }
+
+  // Stream-k's second kernel: for each block b > 0 whose range starts inside a tile, that tile's
+  // two parts (block b - 1's last unit, its k tiles from 0, then block b's first) added in k
+  // order, the epilogue applied and the tile's output stored; one thread per element.
+  absl::StatusOr<Stmt> StreamKFixupKernel() {
+    constexpr int64_t kThreads = 256;
+    const int64_t per_tile = CeilDiv(bm * bn, kThreads);
+    const Expr blk = ir::MakeVar(k.fresh(op.name + ".fix.block"));
+    const Expr t = ir::MakeVar(k.fresh(op.name + ".fix.thread"));
+    const Expr b = blk / C(per_tile) + C(1);
+    const Expr e = (blk % C(per_tile)) * C(kThreads) + t;
+    const Expr lr = e / C(bn);
+    const Expr lc = e % C(bn);
+    const Expr start = b * C(sk_iters) / C(grid);
+    const std::tuple<Expr, Expr, Expr> own = {tile_m, tile_n, batch};
+    SetTile(C(sk_whole) + start / C(k_tiles));
+    const Expr r = tile_m * C(bm) + lr;
+    const Expr c = tile_n * C(bn) + lc;
+    const Expr sum =
+        ir::LoadNode::Make(ir::ScalarType::kFloat32, sk_workspace, {b - C(1), C(1), lr, lc}) +
+        ir::LoadNode::Make(ir::ScalarType::kFloat32, sk_workspace, {b, C(0), lr, lc});
+    const std::vector<Expr> axes = AxisValues(r, c, batch);
+    std::tie(tile_m, tile_n, batch) = own;
+    ASSIGN_OR_RETURN(Expr out, k.epilogue(sum, axes));
+    Stmt st = ir::StoreNode::Make(k.out_buffer, axes, out);
+    Expr inside = start % C(k_tiles) != C(0);
+    if (mm.m % bm != 0) inside = inside && r < C(mm.m);
+    if (mm.n % bn != 0) inside = inside && c < C(mm.n);
+    if ((bm * bn) % kThreads != 0) inside = inside && e < C(bm * bn);
+    st = ir::IfThenElseNode::Make(inside, st);
+    st = ir::ForNode::Make(t, C(0), C(kThreads), ForKind::kThreadIdxX, st);
+    return ir::ForNode::Make(blk, C(0), C((grid - 1) * per_tile), ForKind::kBlockIdxX, st);
   }
 
   Stmt InitAcc(const std::string& acc) {
@@ -1636,6 +1788,28 @@ void PlanSyncVectors(Builder* bd) {
   }
 }
 
+// TensorCoreStep::stream_k on a persistent grid (Builder::OverWork): where the tiles are more than
+// the grid and not a multiple of it, all but the last tiles / grid + 1 waves' worth are walked
+// whole and the rest's k tiles split into one range per block. Those tiles number more than the
+// grid (and fewer than twice it), so every range is at least one tile's k tiles long: a tile
+// meets at most two ranges, a range at most three tiles. Elsewhere every block already ends
+// with the same tile count, and the option changes nothing. Errors: with ping-pong consumers or
+// multicast clusters (the step refuses both; a decoded nest may not have been through it).
+absl::Status PlanStreamK(const TensorCoreKernel& k, Builder* bd) {
+  const TensorCoreStep& c = k.config;
+  if (!c.stream_k) return absl::OkStatus();
+  if (c.pingpong || bd->cluster > 1) {
+    return Invalid(k.op->name,
+                   "stream-k splits the tiles of one consumer per block, in single "
+                   "blocks: not with pingpong or multicast");
+  }
+  if (bd->tiles <= bd->grid || bd->tiles % bd->grid == 0) return absl::OkStatus();
+  bd->stream_k = true;
+  bd->sk_whole = (bd->tiles / bd->grid - 1) * bd->grid;
+  bd->sk_iters = (bd->tiles - bd->sk_whole) * bd->k_tiles;
+  return absl::OkStatus();
+}
+
 // The block grid along the tiles (blockIdx.x = `bx`): one block per tile, or with
 // TensorCoreStep::persistent at most one per multiprocessor of `target`, each walking tiles bx,
 // bx + grid, ... (Builder::OverTiles; a batch's tiles join the walk). Errors: persistent without
@@ -1662,7 +1836,7 @@ absl::Status PlanGrid(const TensorCoreKernel& k, const MatmulLike& mm, const Tar
   // Clusters of two (multicast) walk paired tiles: blocks 2p and 2p + 1 take tiles 2q and
   // 2q + 1 on every step of an even grid (the tiles are even in number: PlanMulticast).
   if (bd->cluster > 1) bd->grid = std::max<int64_t>(2, bd->grid - bd->grid % 2);
-  return absl::OkStatus();
+  return PlanStreamK(k, bd);
 }
 
 // Clusters of two blocks along m (TensorCoreStep::multicast): blocks 2p and 2p + 1 take tile
@@ -1827,6 +2001,13 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
                               {bd.split, std::max<int64_t>(mm->batch, 1), mm->m, mm->n},
                               ir::MemoryScope::kGlobal});
   }
+  if (bd.stream_k) {
+    bd.sk_workspace = k.fresh(op.name + ".parts");
+    out.workspaces.push_back({bd.sk_workspace,
+                              ir::ScalarType::kFloat32,
+                              {bd.grid, 2, bd.bm, bd.bn},
+                              ir::MemoryScope::kGlobal});
+  }
   const std::string acc = k.fresh(op.name + ".acc");
   // (Not one-pass TF32 on wgmma: accuracy TF32 mode does not ask for, a wait per tile.)
   if (*kind == ir::MmaKind::kTF32x3 || (*kind == ir::MmaKind::kTF32 && !bd.wgmma)) {
@@ -1850,6 +2031,10 @@ absl::StatusOr<TensorCoreKernels> BuildTensorCoreKernel(const TensorCoreKernel& 
   if (bd.split > 1) {
     ASSIGN_OR_RETURN(Stmt reduce, bd.ReduceKernel());
     out.kernels.push_back(reduce);
+  }
+  if (bd.stream_k) {
+    ASSIGN_OR_RETURN(Stmt fixup, bd.StreamKFixupKernel());
+    out.kernels.push_back(fixup);
   }
   return out;
 }

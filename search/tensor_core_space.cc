@@ -208,9 +208,15 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
       t.persistent = t.warp_specialized && t.split_k == 1 && rng() % 2 == 0;
       // Half the persistent blocks of one warpgroup tile take two consumers in turn (ping-pong).
       t.pingpong = t.persistent && t.block_m == t.warp_m && t.block_n == t.warp_n && rng() % 2 == 0;
+      // Half the other persistent blocks split their last waves' k tiles (stream-k): on the H100
+      // the 4096x28672x8192 bf16 GEMM (27.15 waves of 128x256 tiles) took 1.146x the time of the
+      // 4096x25344x8192 one (24 waves) for 1.131x the work with persistent tiles, 1.211x without
+      // (bench/NOTES.md); stream-k costs a second kernel, which short GEMMs may not repay.
+      t.stream_k = t.persistent && !t.pingpong && rng() % 2 == 0;
       // One in eight pairable rings runs in multicast clusters: on the H100 they ran within a
       // few % of their plain twins, either way (bench/NOTES.md); mutation toggles them too.
       t.multicast = MulticastFits(t, mm) && rng() % 8 == 0;
+      if (t.multicast) t.stream_k = false;
       if (TensorCoreStepFits(t, target) && WgmmaLayoutsFit(t, mm) && SizedForProblem(t, mm)) {
         return t;
       }
@@ -245,6 +251,7 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
   t.tma = false;
   t.warp_specialized = false;
   t.persistent = false;
+  t.stream_k = false;
   t.pingpong = false;
   t.multicast = false;
   return t;
@@ -267,6 +274,7 @@ std::vector<TensorCoreStep> FittingVariants(std::vector<TensorCoreStep> candidat
     if (c.persistent && c.split_k > 1) continue;
     if (c.pingpong && (c.block_m != c.warp_m || c.block_n != c.warp_n)) continue;
     c.multicast = c.multicast && MulticastFits(c, mm);
+    c.stream_k = c.stream_k && c.persistent && !c.pingpong && !c.multicast;
     if (!(c == t) && TensorCoreStepFits(c, target) && SizedForProblem(c, mm) &&
         (!c.warpgroup || WgmmaLayoutsFit(c, mm))) {
       options.push_back(c);
@@ -275,8 +283,9 @@ std::vector<TensorCoreStep> FittingVariants(std::vector<TensorCoreStep> candidat
   return options;
 }
 
-// TensorCoreStepVariants' decisions 11..15: how a wgmma tiling's TMA ring is filled and walked
-// (the fills, a producer warpgroup, persistent blocks, ping-pong consumers, multicast clusters).
+// TensorCoreStepVariants' decisions 11..16: how a wgmma tiling's TMA ring is filled and walked
+// (the fills, a producer warpgroup, persistent blocks, ping-pong consumers, multicast clusters,
+// stream-k).
 std::vector<TensorCoreStep> TmaVariants(const TensorCoreStep& t, const schedule::MatmulLike& mm,
                                         const schedule::State& s, int decision) {
   std::vector<TensorCoreStep> candidates;
@@ -314,6 +323,14 @@ std::vector<TensorCoreStep> TmaVariants(const TensorCoreStep& t, const schedule:
       if (t.multicast || MulticastFits(t, mm)) {
         TensorCoreStep c = t;
         c.multicast = !t.multicast;
+        if (c.multicast) c.stream_k = false;
+        candidates.push_back(c);
+      }
+      break;
+    case 16:  // persistent blocks: the last waves' k tiles split between them (stream-k) or not
+      if (t.persistent && !t.pingpong && !t.multicast) {
+        TensorCoreStep c = t;
+        c.stream_k = !t.stream_k;
         candidates.push_back(c);
       }
       break;

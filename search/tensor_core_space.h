@@ -56,8 +56,10 @@ absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCo
 /// (TensorCoreStep::warp_specialized), with it whether the blocks are persistent
 /// (TensorCoreStep::persistent), with those and one warpgroup tile per block tile whether
 /// two consumers take the tiles in turn (TensorCoreStep::pingpong), and where MulticastFits
-/// whether the blocks run in clusters of two sharing B's tiles (TensorCoreStep::multicast).
-inline constexpr int kTensorCoreDecisions = 16;
+/// whether the blocks run in clusters of two sharing B's tiles (TensorCoreStep::multicast), and
+/// with persistent blocks (no ping-pong, no multicast) whether the last waves' k tiles are split
+/// between the blocks (TensorCoreStep::stream_k).
+inline constexpr int kTensorCoreDecisions = 17;
 
 /// Whether `t` may pair its blocks in clusters with multicast B tiles (TensorCoreStep::multicast):
 /// TMA fills, no ping-pong consumers, no split_k, and an even number of block tile rows.

@@ -218,8 +218,8 @@ __device__ __forceinline__ float4 ReloadXPolicy(const float4* p, unsigned long l
 
 // Streaming (evict-first) store: Y must not push the rows of X out of the L2.
 __device__ __forceinline__ void StoreY(float4* p, float4 v) {
-  asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x), "f"(v.y),
-               "f"(v.z), "f"(v.w));
+  asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z),
+               "f"(v.w));
 }
 
 // Phase B of one row: the thread's slice of X again (from the L2), gamma from shared memory,
@@ -655,9 +655,10 @@ int main() {
   const float cp =
       time_ms([&] { CHECK_CUDA(cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice)); }).median;
   const double moved = 2.0 * bytes + 2.0 * row_bytes, copy_bw = 2.0 * bytes / (cp * 1e-3);
-  std::printf("copy of X (%.0f MB) %.4f ms, %.1f GB/s (read + write); LayerNorm counted: %.0f MB"
-              " (X, gamma, beta, Y once), %.4f ms at the copy bandwidth\n",
-              bytes / 1e6, cp, copy_bw / 1e9, moved / 1e6, moved / copy_bw * 1e3);
+  std::printf(
+      "copy of X (%.0f MB) %.4f ms, %.1f GB/s (read + write); LayerNorm counted: %.0f MB"
+      " (X, gamma, beta, Y once), %.4f ms at the copy bandwidth\n",
+      bytes / 1e6, cp, copy_bw / 1e9, moved / 1e6, moved / copy_bw * 1e3);
 
   float* y_arg = y;
   const float* x_arg = x;

@@ -244,6 +244,14 @@ absl::StatusOr<State> TensorCoreStep::Apply(const State& s) const {
                            "warpgroup's ring: ",
                            !warp_specialized ? "they need ws" : "not with split_k"));
   }
+  if (stream_k && (!persistent || pingpong || multicast)) {
+    return internal::StepError(
+        text, absl::StrCat("invalid_schedule: stream-k splits the last waves of a persistent "
+                           "grid's tiles: ",
+                           !persistent ? "it needs persistent blocks"
+                           : pingpong  ? "not with pingpong"
+                                       : "not with multicast"));
+  }
   if (pingpong && (!persistent || warp_m != block_m || warp_n != block_n)) {
     return internal::StepError(
         text, absl::StrCat("invalid_schedule: ping-pong consumers each compute whole block tiles "
@@ -285,17 +293,18 @@ nlohmann::json TensorCoreStep::ToJson() const {
   if (tma) j.push_back("tma");
   if (warp_specialized) j.push_back("ws");
   if (persistent) j.push_back("persistent");
+  if (stream_k) j.push_back("streamk");
   if (pingpong) j.push_back("pingpong");
   if (multicast) j.push_back("multicast");
   return j;
 }
 
 absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j) {
-  if (!j.is_array() || j.size() < 9 || j.size() > 17) {
+  if (!j.is_array() || j.size() < 9 || j.size() > 18) {
     return absl::InvalidArgumentError(
         absl::StrCat("step 'TC' needs 9 fields (10 with split_k, 11 with the instruction, then "
-                     "\"repack\", \"tma\", \"ws\", \"persistent\", \"pingpong\", \"multicast\" "
-                     "as set), got ",
+                     "\"repack\", \"tma\", \"ws\", \"persistent\", \"streamk\", \"pingpong\", "
+                     "\"multicast\" as set), got ",
                      j.is_array() ? j.size() : 0, ": ", j.dump().substr(0, 200)));
   }
   TensorCoreStep t;
@@ -347,18 +356,21 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
     t.warpgroup = instruction == "wgmma";
   }
   // The options after the instruction, in this order: "repack", "tma", "ws", "persistent",
-  // "pingpong", "multicast".
+  // "streamk", "pingpong", "multicast".
   for (size_t f = 11; f < j.size(); ++f) {
     ASSIGN_OR_RETURN(std::string option, internal::JsonString(j, f, "TC"));
-    const bool later = t.persistent || t.pingpong || t.multicast;
+    const bool later = t.persistent || t.stream_k || t.pingpong || t.multicast;
     if (option == "repack" && !t.repack && !t.tma && !t.warp_specialized && !later) {
       t.repack = true;
     } else if (option == "tma" && !t.tma && !t.warp_specialized && !later) {
       t.tma = true;
     } else if (option == "ws" && !t.warp_specialized && !later) {
       t.warp_specialized = true;
-    } else if (option == "persistent" && !t.persistent && !t.pingpong && !t.multicast) {
+    } else if (option == "persistent" && !t.persistent && !t.stream_k && !t.pingpong &&
+               !t.multicast) {
       t.persistent = true;
+    } else if (option == "streamk" && !t.stream_k && !t.pingpong && !t.multicast) {
+      t.stream_k = true;
     } else if (option == "pingpong" && !t.pingpong && !t.multicast) {
       t.pingpong = true;
     } else if (option == "multicast" && !t.multicast) {
@@ -367,7 +379,8 @@ absl::StatusOr<TensorCoreStep> TensorCoreStep::FromJson(const nlohmann::json& j)
       return absl::InvalidArgumentError(absl::StrCat(
           "TC step: field ", f, " '", option,
           "' is not an option in place (\"repack\", then \"tma\", then \"ws\", then "
-          "\"persistent\", then \"pingpong\", then \"multicast\", each at most once)"));
+          "\"persistent\", then \"streamk\", then \"pingpong\", then \"multicast\", each at "
+          "most once)"));
     }
   }
   return t;
@@ -380,7 +393,8 @@ std::string TensorCoreStep::ToString() const {
                       split_k > 1 ? absl::StrCat(", split_k ", split_k) : std::string(),
                       warpgroup ? ", wgmma" : "", repack ? ", repack" : "", tma ? ", tma" : "",
                       warp_specialized ? ", ws" : "", persistent ? ", persistent" : "",
-                      pingpong ? ", pingpong" : "", multicast ? ", multicast" : "", ")");
+                      stream_k ? ", stream_k" : "", pingpong ? ", pingpong" : "",
+                      multicast ? ", multicast" : "", ")");
 }
 
 }  // namespace tilesearch::schedule

@@ -36,6 +36,7 @@ struct Problem {
   bool tma = false;         // TensorCoreStep::tma
   bool ws = false;          // TensorCoreStep::warp_specialized
   bool persistent = false;  // TensorCoreStep::persistent
+  bool stream_k = false;    // TensorCoreStep::stream_k (on 3 multiprocessors, not 2)
   bool pingpong = false;    // TensorCoreStep::pingpong (one warpgroup tile per block tile)
   bool multicast = false;   // TensorCoreStep::multicast
   int epilogue = 0;         // TensorCoreStep::epilogue (1: the cast to the output type fused)
@@ -78,6 +79,7 @@ absl::StatusOr<schedule::LoweredKernel> LowerWgmma(const Problem& p) {
   t.tma = p.tma;
   t.warp_specialized = p.ws;
   t.persistent = p.persistent;
+  t.stream_k = p.stream_k;
   t.pingpong = p.pingpong;
   t.multicast = p.multicast;
   t.epilogue = p.epilogue;
@@ -85,7 +87,7 @@ absl::StatusOr<schedule::LoweredKernel> LowerWgmma(const Problem& p) {
   Target target;
   target.kind = TargetKind::kCuda;
   target.arch = "sm_90";
-  if (p.persistent) target.sm_count = 2;  // two blocks walking the tiles
+  if (p.persistent) target.sm_count = p.stream_k ? 3 : 2;  // blocks walking the tiles
   return schedule::Lower(dag, s, target);
 }
 
@@ -257,6 +259,25 @@ TEST(WgmmaPtx, WarpSpecializedTmaCompilesForSm90aAndAssembles) {
     }
     ExpectPtxasAccepts(ptx, "wgmma_ws_" + p.kind + (p.persistent ? "_persistent" : ""), "sm_90a");
   }
+}
+
+// Stream-k (TensorCoreStep::stream_k): 4 tiles of 128 x 128 with 3 k tiles each over 3 blocks,
+// so every block takes 4 k tiles across a tile boundary; the GEMM stores the parts of the split
+// tiles to the workspace and the fixup kernel adds them. ptxas accepts both kernels for sm_90a.
+TEST(WgmmaPtx, StreamKCompilesForSm90aAndAssembles) {
+  Problem p{"bf16", false, 64, 128, 64, 3};
+  p.tma = p.ws = p.persistent = p.stream_k = true;
+  absl::StatusOr<schedule::LoweredKernel> k = LowerWgmma(p);
+  ASSERT_TRUE(k.ok()) << k.status();
+  ASSERT_GE(k->launches.size(), 2u);
+  EXPECT_EQ(k->launches.front().grid[0], 3);
+  const std::string nest = ir::ToString(k->nest);
+  EXPECT_NE(nest.find(".parts"), std::string::npos) << nest;
+  const std::string ptx = WgmmaPtx(p);
+  ASSERT_FALSE(ptx.empty());
+  EXPECT_GE(Count(ptx, ".entry"), 2);
+  EXPECT_GE(Count(ptx, "wgmma.mma_async"), 1);
+  ExpectPtxasAccepts(ptx, "wgmma_ws_bf16_stream_k", "sm_90a");
 }
 
 // Ping-pong consumers (TensorCoreStep::pingpong): two consumer warpgroups of 64 x 128 tiles take

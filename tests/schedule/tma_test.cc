@@ -229,6 +229,79 @@ TEST(TmaStep, PersistentBlocksWalkTheirTiles) {
   EXPECT_NE(text.find(".produce.tile in [0, 3)"), std::string::npos) << text;
 }
 
+// Stream-k: the JSON form ("streamk" after "persistent"), and the step refuses it without
+// persistent blocks and with ping-pong consumers or multicast clusters, by name.
+TEST(TmaStep, StreamKJsonAndWhatItNeeds) {
+  const ir::ComputeDAG dag =
+      BuildOpOrDie("matmul", {{256, 256}, {256, 256}}, ir::ScalarType::kBFloat16);
+  const State s = State::Initial(dag);
+  TensorCoreStep t = TmaStep("bf16", 64, 64, 64, 64, 64, 3);
+  t.stage_id = SumReductionStage(s);
+  t.warp_specialized = t.persistent = t.stream_k = true;
+  const nlohmann::json j = t.ToJson();
+  EXPECT_EQ(j.dump(), absl::StrCat(R"(["TC",)", t.stage_id,
+                                   R"(,"bf16",[64,64,64],[64,64],3,0,1,0,1,"wgmma","tma","ws",)"
+                                   R"("persistent","streamk"])"));
+  absl::StatusOr<Step> back = StepFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(std::get<TensorCoreStep>(*back) == t);
+  for (const char* bad :
+       {R"(["TC",2,"bf16",[64,64,64],[64,64],3,0,1,0,1,"wgmma","tma","ws","streamk","persistent"])",
+        R"(["TC",2,"bf16",[64,64,64],[64,64],3,0,1,0,1,"wgmma","tma","ws","persistent","streamk",)"
+        R"("streamk"])",
+        R"(["TC",2,"bf16",[64,64,64],[64,64],3,0,1,0,1,"wgmma","tma","ws","persistent","pingpong",)"
+        R"("streamk"])"}) {
+    absl::StatusOr<Step> refused = StepFromJson(nlohmann::json::parse(bad));
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("not an option in place"), std::string::npos)
+        << refused.status();
+  }
+  TensorCoreStep lone = t;
+  lone.persistent = false;
+  ExpectRefused(s, lone, "it needs persistent blocks");
+  TensorCoreStep turns = t;
+  turns.pingpong = true;
+  ExpectRefused(s, turns, "not with pingpong");
+  TensorCoreStep pairs = t;
+  pairs.multicast = true;
+  ExpectRefused(s, pairs, "not with multicast");
+}
+
+// Stream-k on 8 tiles of 64 x 64 over 3 blocks, k = 320 (5 k tiles): 3 tiles walked whole, the
+// other 5 tiles' 25 k tiles split 8 / 8 / 9, so tiles 1 and 3 are each computed in two parts
+// (blocks 0 and 1, blocks 1 and 2) and joined by the fixup kernel. The launches are the GEMM's 3
+// blocks and the fixup's; the result matches float64 with a bf16 output (staged epilogue for
+// whole tiles), a float32 one, a raster order, and with a batch walked across.
+TEST(TmaStep, StreamKSplitsTheLastWavesAndJoinsTheParts) {
+  struct Case {
+    const char* what;
+    ir::ComputeDAG dag;
+    int64_t raster;
+  };
+  const Case cases[] = {
+      {"bf16", BuildOpOrDie("matmul", {{128, 320}, {320, 256}}, ir::ScalarType::kBFloat16), 1},
+      {"bf16 raster 2", BuildOpOrDie("matmul", {{128, 320}, {320, 256}}, ir::ScalarType::kBFloat16),
+       2},
+      {"dense_bias_relu (float32 output)",
+       BuildOpOrDie("dense_bias_relu", {{128, 320}, {256, 320}, {256}}, ir::ScalarType::kBFloat16),
+       1},
+      {"batch_matmul",
+       BuildOpOrDie("batch_matmul", {{2, 64, 320}, {2, 320, 256}}, ir::ScalarType::kBFloat16), 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    TensorCoreStep t = TmaStep("bf16", 64, 64, 64, 64, 64, 3);
+    t.warp_specialized = t.persistent = t.stream_k = true;
+    t.raster = c.raster;
+    std::optional<LoweredKernel> k = ExpectWalkMatches(c.dag, t, 3, ".parts", 91);
+    ASSERT_TRUE(k.has_value());
+    ASSERT_EQ(k->launches.size(), 2u);
+    EXPECT_EQ(k->launches[0].grid[0], 3);
+    // The fixup: one 256-thread block per 256 elements of a 64 x 64 tile, for blocks 1 and 2.
+    EXPECT_EQ(k->launches[1].grid[0], 2 * 16);
+  }
+}
+
 // Ping-pong consumers take whole block tiles in turn: without persistent blocks, or with a block
 // tile of two warpgroup tiles, the step is refused by name.
 TEST(TmaStep, PingPongNeedsPersistentBlocksOfOneWarpgroupTile) {
@@ -956,6 +1029,43 @@ TEST(TmaStep, RandomSchedulesMatchTheUnscheduledProgram) {
   EXPECT_GE(pingpong, 6);
   EXPECT_GE(multicast, 8);
   EXPECT_GT(refused, 0);
+}
+
+// Random stream-k schedules (every matmul layout, dense, batch_matmul, non-divisible shapes, 1–4
+// ring slots, staged and unstaged outputs) on targets of 2–4 multiprocessors, so that the last
+// waves split at many offsets into a tile: each matches the unscheduled program.
+TEST(TmaStep, RandomStreamKSchedulesMatchTheUnscheduledProgram) {
+  std::mt19937_64 rng(20261206);
+  int split = 0;
+  for (int trial = 0; split < 30 && trial < 3000; ++trial) {
+    Case c = RandomCase(rng);
+    TensorCoreStep& t = c.step;
+    t.split_k = 1;
+    t.warp_specialized = t.persistent = t.stream_k = true;
+    t.pingpong = t.multicast = false;
+    const ir::ComputeDAG dag = BuildOpOrDie(c.op, c.shapes, c.dtype, c.attrs);
+    const State s = State::Initial(dag);
+    t.stage_id = SumReductionStage(s);
+    ASSERT_GE(t.stage_id, 0) << c.op;
+    absl::StatusOr<State> st = testing::ApplyWithEpilogue(s, t);
+    ASSERT_TRUE(st.ok()) << c.op << ": " << st.status();
+    Target target = CudaTarget();
+    target.sm_count = static_cast<int>(2 + rng() % 3);
+    absl::StatusOr<LoweredKernel> k = Lower(dag, *st, target);
+    if (!testing::LoweredOrWithinLimits(k, /*tma=*/true)) continue;
+    // Grids that divide the tiles walk them whole (the other persistent tests run those).
+    if (ir::ToString(k->nest).find(".parts") == std::string::npos) continue;
+    const ir::BufferMap inputs = ir::MakeRandomInputs(dag, 5000 + trial);
+    absl::StatusOr<ir::BufferMap> got = RunLowered(k->nest, inputs);
+    ASSERT_TRUE(got.ok()) << got.status() << "\n" << StepToString(st->steps().back());
+    absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    EXPECT_LE(testing::MaxRelError(dag, *got, *ref), testing::TensorCoreTolerance(t, c.dtype))
+        << c.op << " " << StepToString(st->steps().back()) << " on " << target.sm_count
+        << " multiprocessors";
+    ++split;
+  }
+  EXPECT_GE(split, 30);
 }
 
 }  // namespace
