@@ -790,8 +790,9 @@ struct Builder {
   // its wgmma's (pending 1 with two or more slots) and release the slot whose wgmma's are then
   // complete. The consumer part ends with the epilogue. Persistent blocks (OverTiles) run both
   // parts over their tiles; the ring's use count g runs on across them (the block's i-th tile's
-  // k tile ko is use g = i·split_tiles + ko), so the producer fills the next tile's first slots
-  // while the consumers store the last one's accumulators.
+  // k tile ko is use g = i·split_tiles + ko; under stream-k a unit's g0 + ko, OverWork), so the
+  // producer fills the next tile's first slots while the consumers store the last one's
+  // accumulators.
   //
   // Multicast clusters (TensorCoreStep::multicast): each producer starts its A boxes and half of
   // B's for both blocks, so a slot is refilled once the consumers of both blocks released it:
@@ -1789,7 +1790,7 @@ void PlanSyncVectors(Builder* bd) {
 }
 
 // TensorCoreStep::stream_k on a persistent grid (Builder::OverWork): where the tiles are more than
-// the grid and not a multiple of it, all but the last tiles / grid + 1 waves' worth are walked
+// the grid and not a multiple of it, all but the last grid + tiles mod grid tiles are walked
 // whole and the rest's k tiles split into one range per block. Those tiles number more than the
 // grid (and fewer than twice it), so every range is at least one tile's k tiles long: a tile
 // meets at most two ranges, a range at most three tiles. Elsewhere every block already ends
@@ -1804,9 +1805,16 @@ absl::Status PlanStreamK(const TensorCoreKernel& k, Builder* bd) {
                    "blocks: not with pingpong or multicast");
   }
   if (bd->tiles <= bd->grid || bd->tiles % bd->grid == 0) return absl::OkStatus();
+  const int64_t whole = (bd->tiles / bd->grid - 1) * bd->grid;
+  const int64_t iters = (bd->tiles - whole) * bd->k_tiles;
+  // Where every range starts at a tile's first k tile (one k tile per tile, say), no tile is
+  // split: the plain walk, without a workspace or a fixup kernel that would do nothing.
+  bool splits = false;
+  for (int64_t b = 1; b < bd->grid && !splits; ++b) splits = b * iters / bd->grid % bd->k_tiles;
+  if (!splits) return absl::OkStatus();
   bd->stream_k = true;
-  bd->sk_whole = (bd->tiles / bd->grid - 1) * bd->grid;
-  bd->sk_iters = (bd->tiles - bd->sk_whole) * bd->k_tiles;
+  bd->sk_whole = whole;
+  bd->sk_iters = iters;
   return absl::OkStatus();
 }
 

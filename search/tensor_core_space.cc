@@ -208,11 +208,11 @@ absl::StatusOr<TensorCoreStep> SampleTensorCoreStep(TensorCoreStep base, const s
       t.persistent = t.warp_specialized && t.split_k == 1 && rng() % 2 == 0;
       // Half the persistent blocks of one warpgroup tile take two consumers in turn (ping-pong).
       t.pingpong = t.persistent && t.block_m == t.warp_m && t.block_n == t.warp_n && rng() % 2 == 0;
-      // Half the other persistent blocks split their last waves' k tiles (stream-k): on the H100
-      // the 4096x28672x8192 bf16 GEMM (27.15 waves of 128x256 tiles) took 1.146x the time of the
-      // 4096x25344x8192 one (24 waves) for 1.131x the work with persistent tiles, 1.211x without
-      // (bench/NOTES.md); stream-k costs a second kernel, which short GEMMs may not repay.
-      t.stream_k = t.persistent && !t.pingpong && rng() % 2 == 0;
+      // One in eight of the other persistent grids that end in a partial wave splits its last
+      // waves' k tiles (stream-k): on the H100 it lost 7-37 % on the bf16 table's GEMMs, its
+      // blocks no longer reading the same k slices at the same time (bench/NOTES.md); mutation
+      // toggles it too.
+      t.stream_k = t.persistent && !t.pingpong && StreamKSplits(t, mm, target) && rng() % 8 == 0;
       // One in eight pairable rings runs in multicast clusters: on the H100 they ran within a
       // few % of their plain twins, either way (bench/NOTES.md); mutation toggles them too.
       t.multicast = MulticastFits(t, mm) && rng() % 8 == 0;
@@ -287,7 +287,8 @@ std::vector<TensorCoreStep> FittingVariants(std::vector<TensorCoreStep> candidat
 // (the fills, a producer warpgroup, persistent blocks, ping-pong consumers, multicast clusters,
 // stream-k).
 std::vector<TensorCoreStep> TmaVariants(const TensorCoreStep& t, const schedule::MatmulLike& mm,
-                                        const schedule::State& s, int decision) {
+                                        const schedule::State& s, const Target& target,
+                                        int decision) {
   std::vector<TensorCoreStep> candidates;
   switch (decision) {
     case 11:  // TMA fills or per-thread copies
@@ -328,7 +329,8 @@ std::vector<TensorCoreStep> TmaVariants(const TensorCoreStep& t, const schedule:
       }
       break;
     case 16:  // persistent blocks: the last waves' k tiles split between them (stream-k) or not
-      if (t.persistent && !t.pingpong && !t.multicast) {
+      if (t.stream_k ||
+          (t.persistent && !t.pingpong && !t.multicast && StreamKSplits(t, mm, target))) {
         TensorCoreStep c = t;
         c.stream_k = !t.stream_k;
         candidates.push_back(c);
@@ -341,6 +343,13 @@ std::vector<TensorCoreStep> TmaVariants(const TensorCoreStep& t, const schedule:
 }
 
 }  // namespace
+
+bool StreamKSplits(const TensorCoreStep& t, const schedule::MatmulLike& mm, const Target& target) {
+  const int64_t tiles = (mm.m + t.block_m - 1) / t.block_m * ((mm.n + t.block_n - 1) / t.block_n) *
+                        std::max<int64_t>(mm.batch, 1);
+  const int64_t grid = std::min<int64_t>(tiles, std::max(1, target.sm_count));
+  return tiles > grid && tiles % grid != 0;
+}
 
 bool MulticastFits(const TensorCoreStep& t, const schedule::MatmulLike& mm) {
   return t.tma && !t.pingpong && t.split_k == 1 && (mm.m + t.block_m - 1) / t.block_m % 2 == 0;
@@ -464,7 +473,8 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
     case 13:
     case 14:
     case 15:
-      candidates = TmaVariants(t, mm, s, decision);
+    case 16:
+      candidates = TmaVariants(t, mm, s, target, decision);
       break;
     default:
       break;

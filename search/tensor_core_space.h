@@ -61,6 +61,11 @@ absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCo
 /// between the blocks (TensorCoreStep::stream_k).
 inline constexpr int kTensorCoreDecisions = 17;
 
+/// Whether stream-k (TensorCoreStep::stream_k) would split anything for `t`'s persistent grid on
+/// `target`: more block tiles (batches included) than multiprocessors, and not a multiple of them.
+bool StreamKSplits(const schedule::TensorCoreStep& t, const schedule::MatmulLike& mm,
+                   const Target& target);
+
 /// Whether `t` may pair its blocks in clusters with multicast B tiles (TensorCoreStep::multicast):
 /// TMA fills, no ping-pong consumers, no split_k, and an even number of block tile rows.
 bool MulticastFits(const schedule::TensorCoreStep& t, const schedule::MatmulLike& mm);

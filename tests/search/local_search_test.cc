@@ -353,14 +353,15 @@ TEST(NeighborStates, TensorCoreStepEditsOneDecisionEach) {
     // Exactly one decision moved (warp rows and warps along m move block_m together, and so on).
     const auto& u = std::get<schedule::TensorCoreStep>(nb.state.steps()[tc_step]);
     // Switching the instruction (mma.sync <-> wgmma) is one decision that re-tiles the block;
-    // turning TMA off takes its producer warpgroup (and persistence, and ping-pong) with it.
+    // turning TMA off takes its producer warpgroup (and persistence, ping-pong, stream-k) with it.
     const int decisions = t.warpgroup != u.warpgroup
                               ? 1
                               : (t.block_k != u.block_k) + (t.pipeline != u.pipeline) +
                                     (t.pad != u.pad) + (t.raster != u.raster) +
                                     (t.split_k != u.split_k) +
                                     (t.tma != u.tma || t.warp_specialized != u.warp_specialized ||
-                                     t.persistent != u.persistent || t.pingpong != u.pingpong) +
+                                     t.persistent != u.persistent || t.pingpong != u.pingpong ||
+                                     t.stream_k != u.stream_k) +
                                     (t.warp_m != u.warp_m || t.block_m != u.block_m) +
                                     (t.warp_n != u.warp_n || t.block_n != u.block_n);
     EXPECT_EQ(decisions, 1) << t.ToString() << " -> " << u.ToString();

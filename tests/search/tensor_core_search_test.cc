@@ -225,6 +225,55 @@ TEST(TensorCoreSearch, SamplingDrawsTmaAndProducerWarpgroupsAtTheirRates) {
   }
 }
 
+// Stream-k is drawn only for persistent grids without ping-pong or multicast that end in a
+// partial wave (none at 512 x 512 on 132 multiprocessors: at most 64 tiles), about one in eight
+// of those at 4096 x 4096; mutation's decision 16 toggles it where it would split.
+TEST(TensorCoreSearch, StreamKIsDrawnOnlyWhereItSplitsTheLastWaves) {
+  for (const int64_t size : {512, 4096}) {
+    const ir::ComputeDAG dag =
+        Build("matmul", {{size, size}, {size, size}}, ir::ScalarType::kBFloat16);
+    const State s = State::Initial(dag);
+    TensorCoreStep base;
+    base.kind = "bf16";
+    for (int i = 0; i < s.num_stages(); ++i) {
+      if (s.stage(i).op->reduce == ir::ReduceKind::kSum) base.stage_id = i;
+    }
+    const absl::StatusOr<schedule::MatmulLike> mm =
+        schedule::AnalyzeMatmulLike(*s.stage(base.stage_id).op, s.stage(base.stage_id).op->body);
+    ASSERT_TRUE(mm.ok()) << mm.status();
+    std::mt19937_64 rng(31);
+    int eligible = 0, drawn = 0, toggled = 0;
+    for (int i = 0; i < 10000; ++i) {
+      absl::StatusOr<TensorCoreStep> t = SampleTensorCoreStep(base, s, Target::H200(), rng);
+      ASSERT_TRUE(t.ok()) << t.status();
+      const bool splits = StreamKSplits(*t, *mm, Target::H200());
+      eligible += t->persistent && !t->pingpong && !t->multicast && splits;
+      drawn += t->stream_k;
+      EXPECT_TRUE(!t->stream_k || (t->persistent && !t->pingpong && !t->multicast && splits))
+          << t->ToString();
+      if (t->persistent && !t->pingpong && !t->multicast) {
+        const std::vector<TensorCoreStep> v =
+            TensorCoreStepVariants(*t, *mm, s, Target::H200(), 16);
+        if (splits || t->stream_k) {
+          ASSERT_EQ(v.size(), 1u) << t->ToString();
+          EXPECT_NE(v[0].stream_k, t->stream_k);
+          ++toggled;
+        } else {
+          EXPECT_TRUE(v.empty()) << t->ToString();
+        }
+      }
+    }
+    if (size == 512) {
+      EXPECT_EQ(eligible, 0);
+      EXPECT_EQ(drawn, 0);
+      continue;
+    }
+    ASSERT_GT(eligible, 200);
+    EXPECT_NEAR(static_cast<double>(drawn) / eligible, 0.125, 0.06) << drawn << " of " << eligible;
+    EXPECT_GT(toggled, 200);
+  }
+}
+
 // A plain float32 matmul repacks only for wgmma tf32x3 tilings (whose repack kernels then store
 // the split parts), three times in four; mma.sync tilings never repack it (they would only copy).
 // A float16 plain matmul never repacks.
@@ -289,7 +338,8 @@ TEST(TensorCoreSearch, MutationChangesOneDecisionOfTheStep) {
                                  (a.pad != b.pad) + (a.raster != b.raster) +
                                  (a.split_k != b.split_k) +
                                  (a.tma != b.tma || a.warp_specialized != b.warp_specialized ||
-                                  a.persistent != b.persistent || a.pingpong != b.pingpong) +
+                                  a.persistent != b.persistent || a.pingpong != b.pingpong ||
+                                  a.stream_k != b.stream_k) +
                                  (a.warp_m != b.warp_m || a.block_m != b.block_m) +
                                  (a.warp_n != b.warp_n || a.block_n != b.block_n);
     const int diffs = others + (others == 0 && a.multicast != b.multicast);
