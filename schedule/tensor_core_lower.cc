@@ -690,13 +690,7 @@ struct Builder {
     // own after. With a batch, the tiles run batch-major: tile t is tile t mod (tiles_m ·
     // tiles_n) of batch t / (tiles_m · tiles_n), in the raster order within a batch.
     const std::tuple<Expr, Expr, Expr> own = {tile_m, tile_n, batch};
-    const int64_t per_batch = tiles_m * tiles_n;
-    if (batches > 1) {
-      batch = t / C(per_batch);
-      std::tie(tile_m, tile_n) = TileAt(t % C(per_batch));
-    } else {
-      std::tie(tile_m, tile_n) = TileAt(t);
-    }
+    SetTile(t);
     absl::StatusOr<Stmt> built = body(i);
     std::tie(tile_m, tile_n, batch) = own;
     ASSIGN_OR_RETURN(Stmt b, std::move(built));
@@ -717,7 +711,8 @@ struct Builder {
     Expr slot = Expr();   // stream-k: its workspace slot where it is a part (0 first, 1 last unit)
   };
 
-  // Sets tile_m, tile_n (and the batch) to those of the walk's tile t (OverTiles' order).
+  // Sets tile_m, tile_n (and the batch) to those of the walk's tile t: with a batch, tile
+  // t mod (tiles_m · tiles_n) of batch t / (tiles_m · tiles_n), in the raster order within it.
   void SetTile(const Expr& t) {
     const int64_t per_batch = tiles_m * tiles_n;
     if (batches > 1) {
