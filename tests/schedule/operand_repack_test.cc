@@ -391,17 +391,43 @@ TEST(OperandRepack, TiledTransposeOfWideInputsMatchesTheReference) {
     std::map<std::string, std::string> attrs;
     ir::ScalarType dtype;
     const char* kind;
+    bool vector;  // rows of whole 16-byte vectors: the transpose loads them as vectors
   };
   const Wide cases[] = {
-      {{{1, 36, 5, 40}, {8, 36, 3, 3}}, {{"padding", "1"}}, ir::ScalarType::kFloat32, "tf32x3"},
-      {{{2, 16, 3, 33}, {16, 16, 1, 1}}, {}, ir::ScalarType::kFloat16, "f16"},
-      {{{1, 20, 2, 70}, {8, 20, 1, 3}}, {{"padding", "1"}}, ir::ScalarType::kFloat32, "tf32x3"},
+      {{{1, 36, 5, 40}, {8, 36, 3, 3}},
+       {{"padding", "1"}},
+       ir::ScalarType::kFloat32,
+       "tf32x3",
+       true},
+      {{{2, 16, 3, 33}, {16, 16, 1, 1}}, {}, ir::ScalarType::kFloat16, "f16", false},
+      {{{1, 20, 2, 70}, {8, 20, 1, 3}},
+       {{"padding", "1"}},
+       ir::ScalarType::kFloat32,
+       "tf32x3",
+       false},
       {{{1, 48, 4, 17}, {24, 48, 3, 3}},
        {{"padding", "2"}, {"stride", "2"}},
        ir::ScalarType::kBFloat16,
-       "bf16"},
+       "bf16",
+       false},
+      // Two tiles along w (72 = 64 + 8: the second partial), padding on both sides, TF32
+      // rounding; 100 channels (a partial tile along c); float16 vectors of 8 with padding 3;
+      // bfloat16 with stride 2; a 1x1 without padding.
+      {{{1, 100, 3, 72}, {8, 100, 3, 3}},
+       {{"padding", "1"}},
+       ir::ScalarType::kFloat32,
+       "tf32",
+       true},
+      {{{2, 16, 2, 64}, {16, 16, 3, 7}}, {{"padding", "3"}}, ir::ScalarType::kFloat16, "f16", true},
+      {{{1, 32, 5, 24}, {16, 32, 3, 3}},
+       {{"padding", "2"}, {"stride", "2"}},
+       ir::ScalarType::kBFloat16,
+       "bf16",
+       true},
+      {{{2, 64, 2, 16}, {16, 64, 1, 1}}, {}, ir::ScalarType::kFloat32, "tf32x3", true},
   };
   for (const Wide& c : cases) {
+    SCOPED_TRACE(nlohmann::json(c.shapes).dump());
     const ir::ComputeDAG dag = BuildOpOrDie("conv2d_nchw", c.shapes, c.dtype, c.attrs);
     const TensorCoreStep t = Repacked(c.kind, false, 64, 32, 16, 32, 16);
     absl::StatusOr<LoweredKernel> k = LowerWith(dag, t);
@@ -411,6 +437,7 @@ TEST(OperandRepack, TiledTransposeOfWideInputsMatchesTheReference) {
     const size_t gemm = text.find(".A.shared");
     ASSERT_NE(gemm, std::string::npos);
     EXPECT_LT(text.find(".repacked.tile"), gemm) << text.substr(0, 3000);
+    EXPECT_EQ(text.find(".repacked.vec") < gemm, c.vector) << text.substr(0, 3000);
     absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, 17);
     ASSERT_TRUE(err.ok()) << err.status();
     EXPECT_LE(*err, testing::TensorCoreTolerance(t, c.dtype)) << nlohmann::json(c.shapes).dump();
