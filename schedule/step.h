@@ -322,8 +322,9 @@ struct StorageAlignStep {
 /// warp-specialized kernels with their static tile scheduler).
 ///
 /// `stream_k` (JSON: "streamk" after "persistent"; needs `persistent`, no `pingpong`, no
-/// `multicast`) balances the last waves of a persistent grid: where the tiles are not a multiple
-/// of the grid, all but the last one to two waves' worth of tiles are walked whole as above, and
+/// `multicast`) balances the last waves of a persistent grid: where the tiles are more than the
+/// grid and not a multiple of it, and a block range would start inside a tile (not with one k
+/// tile per tile), all but the last one to two waves' worth of tiles are walked whole as above, and
 /// the k tiles of the rest are split evenly between the blocks as contiguous ranges of (tile, k
 /// tile), so that every block ends at the same k step instead of a part of the grid computing
 /// one more tile than the rest. A tile that two blocks share is stored by both, as float32
