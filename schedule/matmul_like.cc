@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/status.h"
 #include "schedule/operand_repack.h"
 
@@ -115,8 +116,17 @@ absl::StatusOr<MatmulLike> AnalyzeMatmulLike(const ir::TensorNode& op, const ir:
     }
   }
   if (r.m_axes.empty() || r.n_axes.empty()) {
-    return fail(absl::StrCat("it needs output axes read by only one factor each (m: ",
-                             r.m_axes.size(), " axes, n: ", r.n_axes.size(), ")"));
+    // Name the axes both factors read: a grouped or depthwise convolution's channel is one, and
+    // "m: 3 axes, n: 0" alone does not say why.
+    std::vector<std::string> both;
+    for (int d : r.batch_axes) both.push_back(absl::StrCat("'", op.axes[d].name, "'"));
+    return fail(absl::StrCat(
+        "it needs output axes read by only one factor each (m: ", r.m_axes.size(),
+        " axes, n: ", r.n_axes.size(), ")",
+        both.empty() ? std::string()
+                     : absl::StrCat("; read by both factors: ", absl::StrJoin(both, ", "),
+                                    " (a batch, or the channel of a grouped or depthwise "
+                                    "convolution)")));
   }
   r.a_type = *fa.load_types.begin();
   r.b_type = *fb.load_types.begin();

@@ -173,8 +173,14 @@ absl::StatusOr<std::vector<int>> TensorCoreEpilogue(const State& s, int stage_id
   for (int e = 0; e < count; ++e) {
     const Stage& p = s.stage(prev);
     if (internal::IsOutput(s, p)) {
-      return internal::StepError(text, absl::StrCat("epilogue stage ", e, ": '", p.name(),
-                                                    "' is an output, so it cannot be fused away"));
+      // Most often the count runs past the program's last stage: say how many fit.
+      return internal::StepError(
+          text, absl::StrCat("epilogue ", count, " asks for ", count, " elementwise stage",
+                             count == 1 ? "" : "s", " after '", s.stage(stage_id).name(), "'; ",
+                             e == 0 ? absl::StrCat("'", p.name(), "' itself")
+                                    : absl::StrCat("after ", e, ", '", p.name(), "'"),
+                             " is a program output, which the epilogue cannot fuse away: at most ",
+                             e, " fit here"));
     }
     const std::vector<int> readers = Readers(s, p.name());
     if (readers.size() != 1) {

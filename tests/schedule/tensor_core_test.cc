@@ -118,6 +118,36 @@ TEST(TensorCoreStep, RejectsStagesAndShapesItCannotTake) {
   r = ApplyStep(State::Initial(sum), u);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("not matmul-like"), std::string::npos) << r.status();
+  // A depthwise convolution reads its channel in both factors: the refusal names that axis.
+  const ir::ComputeDAG dw = BuildOpOrDie("depthwise_conv2d_nchw", {{1, 16, 8, 8}, {16, 1, 3, 3}},
+                                         ir::ScalarType::kFloat16, {{"padding", "1"}});
+  u.kind = "f16";
+  u.stage_id = SumReductionStage(State::Initial(dw));
+  r = ApplyStep(State::Initial(dw), u);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("read by both factors: 'k'"), std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("depthwise"), std::string::npos) << r.status();
+  // An epilogue count past the program's last stage says how many fit (dense + bias + relu in
+  // bfloat16: the count that applies, found by trying, then one more).
+  const ir::ComputeDAG dbr =
+      BuildOpOrDie("dense_bias_relu", {{64, 128}, {128, 128}, {128}}, ir::ScalarType::kBFloat16);
+  TensorCoreStep d = t;
+  d.kind = "bf16";
+  d.block_m = d.block_n = d.warp_m = d.warp_n = 64;
+  d.stage_id = SumReductionStage(State::Initial(dbr));
+  int fit = 0;
+  for (d.epilogue = 0; d.epilogue <= 4; ++d.epilogue) {
+    if (ApplyStep(State::Initial(dbr), d).ok()) fit = d.epilogue;
+  }
+  ASSERT_GE(fit, 1);
+  d.epilogue = fit + 1;
+  r = ApplyStep(State::Initial(dbr), d);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(absl::StrCat("at most ", fit, " fit here")),
+            std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("is a program output"), std::string::npos) << r.status();
   // A valid step, then a loop step on the stage it fixed.
   absl::StatusOr<State> ok = ApplyStep(s, t);
   ASSERT_TRUE(ok.ok()) << ok.status();
