@@ -292,6 +292,30 @@ ir::Stmt ElementwiseRepack(const RepackedOperand& r, const std::string& workspac
                            s);
 }
 
+// The product of the workspace's extents other than dimensions p and q.
+int64_t OtherExtent(const RepackedOperand& r, size_t p, size_t q) {
+  int64_t rest = 1;
+  for (size_t i = 0; i < r.shape.size(); ++i) {
+    if (i != p && i != q) rest *= r.shape[i];
+  }
+  return rest;
+}
+
+// The workspace coordinates of dimensions other than p and q at their linear index `o` (the
+// last fastest); p's and q's left undefined.
+std::vector<Expr> OtherCoordinates(const RepackedOperand& r, size_t p, size_t q, const Expr& o) {
+  const int64_t rest = OtherExtent(r, p, q);
+  std::vector<Expr> at(r.shape.size());
+  int64_t stride = 1;
+  for (size_t i = r.shape.size(); i-- > 0;) {
+    if (i == p || i == q) continue;
+    Expr v = stride == 1 ? o : o / C(stride);
+    stride *= r.shape[i];
+    at[i] = stride == rest ? v : v % C(r.shape[i]);
+  }
+  return at;
+}
+
 // A shared-memory tiled transpose: each block moves a tile of 64 (p) x 64 (q), where p is the
 // workspace dimension holding the source's innermost dimension and q the workspace's innermost,
 // at one value of every other dimension. The loads run along p (coalesced in the source), the
@@ -311,10 +335,7 @@ ir::Stmt TiledRepack(const RepackedOperand& r, const std::string& workspace,
   const size_t q = dims - 1;
   const int64_t tiles_p = (r.shape[p] + kTileP - 1) / kTileP;
   const int64_t tiles_q = (r.shape[q] + kTileQ - 1) / kTileQ;
-  int64_t rest = 1;
-  for (size_t i = 0; i < dims; ++i) {
-    if (i != p && i != q) rest *= r.shape[i];
-  }
+  const int64_t rest = OtherExtent(r, p, q);
   const Expr blk = ir::MakeVar(fresh(workspace + ".block"));
   const Expr tx = ir::MakeVar(fresh(workspace + ".tx"));
   const Expr ty = ir::MakeVar(fresh(workspace + ".ty"));
@@ -322,15 +343,7 @@ ir::Stmt TiledRepack(const RepackedOperand& r, const std::string& workspace,
   // blk = ((rest index) * tiles_p + tile along p) * tiles_q + tile along q.
   const Expr q0 = (blk % C(tiles_q)) * C(kTileQ);
   const Expr p0 = ((blk / C(tiles_q)) % C(tiles_p)) * C(kTileP);
-  Expr o = blk / C(tiles_q * tiles_p);
-  std::vector<Expr> at(dims);
-  int64_t stride = 1;
-  for (size_t i = dims; i-- > 0;) {
-    if (i == p || i == q) continue;
-    Expr v = stride == 1 ? o : o / C(stride);
-    stride *= r.shape[i];
-    at[i] = stride == rest ? v : v % C(r.shape[i]);
-  }
+  std::vector<Expr> at = OtherCoordinates(r, p, q, blk / C(tiles_q * tiles_p));
   // Phase 1: element (p0 + tx + 32h, q0 + ty + 8e) read into tile[ty + 8e][tx + 32h].
   const Expr h = ir::MakeVar(fresh(workspace + ".h"));
   const Expr e = ir::MakeVar(fresh(workspace + ".e"));
@@ -390,10 +403,7 @@ ir::Stmt VectorTiledRepack(const RepackedOperand& r, const std::string& workspac
   const int64_t right = r.shape[p] - off_p - src_ext;  // padding after the source's last
   const int64_t tiles_p = (src_ext + kTileP - 1) / kTileP;
   const int64_t tiles_q = (r.shape[q] + kTileQ - 1) / kTileQ;
-  int64_t rest = 1;
-  for (size_t i = 0; i < dims; ++i) {
-    if (i != p && i != q) rest *= r.shape[i];
-  }
+  const int64_t rest = OtherExtent(r, p, q);
   const Expr blk = ir::MakeVar(fresh(workspace + ".block"));
   const Expr tx = ir::MakeVar(fresh(workspace + ".tx"));
   const Expr ty = ir::MakeVar(fresh(workspace + ".ty"));
@@ -402,16 +412,11 @@ ir::Stmt VectorTiledRepack(const RepackedOperand& r, const std::string& workspac
   const Expr tp = (blk / C(tiles_q)) % C(tiles_p);
   const Expr q0 = tq * C(kTileQ);
   const Expr s0 = tp * C(kTileP);
-  Expr o = blk / C(tiles_q * tiles_p);
   // Workspace coordinates of the other dimensions, and whether they lie inside the source.
-  std::vector<Expr> at(dims);
+  const std::vector<Expr> at = OtherCoordinates(r, p, q, blk / C(tiles_q * tiles_p));
   Expr inside;
-  int64_t stride = 1;
-  for (size_t i = dims; i-- > 0;) {
+  for (size_t i = 0; i < dims; ++i) {
     if (i == p || i == q) continue;
-    Expr v = stride == 1 ? o : o / C(stride);
-    stride *= r.shape[i];
-    at[i] = stride == rest ? v : v % C(r.shape[i]);
     const int d = r.order[i];
     const Expr src = r.offset[d] == 0 ? at[i] : at[i] - C(r.offset[d]);
     std::vector<Expr> tests;

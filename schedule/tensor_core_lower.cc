@@ -678,6 +678,17 @@ struct Builder {
     return {pair_row * C(2) + t % C(2), column};
   }
 
+  // `build()` with tile_m, tile_n (and the batch) those of the walk's tile t, the block's own
+  // set back after.
+  template <typename Build>
+  auto AtTile(const Expr& t, Build&& build) {
+    const std::tuple<Expr, Expr, Expr> own = {tile_m, tile_n, batch};
+    SetTile(t);
+    auto built = build();
+    std::tie(tile_m, tile_n, batch) = own;
+    return built;
+  }
+
   // `body(i)` for the block's tiles: once (tile_m and tile_n as set), or with `persistent` in a
   // loop over the block's i-th tile, block + i·grid, whose tile_m and tile_n `body` sees (the
   // last iteration guarded where the grid does not divide the tiles).
@@ -686,14 +697,8 @@ struct Builder {
     if (!persistent) return body(C(0));
     const Expr i = ir::MakeVar(k.fresh(op.name + "." + role + ".tile"));
     const Expr t = block + i * C(grid);
-    // The block's tiles for `body` only: tile_m, tile_n (and the batch) come back to the block's
-    // own after. With a batch, the tiles run batch-major: tile t is tile t mod (tiles_m ·
-    // tiles_n) of batch t / (tiles_m · tiles_n), in the raster order within a batch.
-    const std::tuple<Expr, Expr, Expr> own = {tile_m, tile_n, batch};
-    SetTile(t);
-    absl::StatusOr<Stmt> built = body(i);
-    std::tie(tile_m, tile_n, batch) = own;
-    ASSIGN_OR_RETURN(Stmt b, std::move(built));
+    // The block's tiles for `body` only (with a batch, batch-major: SetTile).
+    ASSIGN_OR_RETURN(Stmt b, AtTile(t, [&] { return body(i); }));
     if (tiles % grid != 0) b = ir::IfThenElseNode::Make(t < C(tiles), b);
     return ir::ForNode::Make(i, C(0), C(CeilDiv(tiles, grid)), ForKind::kSerial, b);
   }
@@ -737,16 +742,15 @@ struct Builder {
                              .done = i});
       });
     }
-    const std::tuple<Expr, Expr, Expr> own = {tile_m, tile_n, batch};
     std::vector<Stmt> seq;
     const int64_t waves = sk_whole / grid;
     if (waves > 0) {
       const Expr i = ir::MakeVar(k.fresh(op.name + "." + role + ".tile"));
-      SetTile(block + i * C(grid));
-      absl::StatusOr<Stmt> built = body(
-          WorkUnit{.i = i, .g0 = i * C(k_tiles), .len = C(k_tiles), .fixed = k_tiles, .done = i});
-      std::tie(tile_m, tile_n, batch) = own;
-      ASSIGN_OR_RETURN(Stmt b, std::move(built));
+      ASSIGN_OR_RETURN(
+          Stmt b, AtTile(block + i * C(grid), [&] {
+            return body(WorkUnit{
+                .i = i, .g0 = i * C(k_tiles), .len = C(k_tiles), .fixed = k_tiles, .done = i});
+          }));
       seq.push_back(ir::ForNode::Make(i, C(0), C(waves), ForKind::kSerial, b));
     }
     // The block's range [start, end) of the split tiles' k tiles, and its first tile.
@@ -765,10 +769,7 @@ struct Builder {
                     .done = done};
       unit.whole = unit.k0 == C(0) && unit.len == C(k_tiles);
       unit.slot = ir::Select(unit.k0 == C(0), C(1), C(0));
-      SetTile(C(sk_whole) + tile);
-      absl::StatusOr<Stmt> built = body(unit);
-      std::tie(tile_m, tile_n, batch) = own;
-      ASSIGN_OR_RETURN(Stmt b, std::move(built));
+      ASSIGN_OR_RETURN(Stmt b, AtTile(C(sk_whole) + tile, [&] { return body(unit); }));
       // Ranges are at least k_tiles long (PlanStreamK), so the first unit always exists and at
       // most three tiles meet a range.
       seq.push_back(u == 0 ? b : ir::IfThenElseNode::Make(tile * C(k_tiles) < end, b));
@@ -1287,18 +1288,12 @@ struct Builder {
   // Stream-k: a part of a tile, its accumulators as they are into the block's workspace slot
   // `slot` ([block][slot][row][column] of the block tile; the whole tile, edges included).
   Stmt PartStore(const std::string& acc, const Expr& slot) {
-    const std::string base = acc + ".part";
-    const Expr i = ir::MakeVar(k.fresh(base + ".i"));
-    const Expr j = ir::MakeVar(k.fresh(base + ".j"));
-    const Expr eh = ir::MakeVar(k.fresh(base + ".eh"));
-    const Expr el = ir::MakeVar(k.fresh(base + ".el"));
-    const Expr value = ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, {i, j, eh * C(2) + el});
-    Stmt st = ir::StoreNode::Make(sk_workspace,
-                                  {block, slot, FragmentRow(i, eh), FragmentCol(j, el)}, value);
-    st = ir::ForNode::Make(el, C(0), C(2), ForKind::kVectorized, st);
-    st = ir::ForNode::Make(eh, C(0), C(2), ForKind::kUnrolled, st);
-    st = ir::ForNode::Make(j, C(0), C(FragN()), ForKind::kUnrolled, st);
-    return ir::ForNode::Make(i, C(0), C(FragM()), ForKind::kUnrolled, st);
+    return OverFragments(acc + ".part", [&](const std::vector<Expr>& idx) {
+      const Expr& e = idx[2];
+      return ir::StoreNode::Make(
+          sk_workspace, {block, slot, FragmentRow(idx[0], e / C(2)), FragmentCol(idx[1], e % C(2))},
+          ir::LoadNode::Make(ir::ScalarType::kFloat32, acc, idx));
+    });
   }
 
   // Stream-k's second kernel: for each block b > 0 whose range starts inside a tile, that tile's
@@ -1314,15 +1309,14 @@ struct Builder {
     const Expr lr = e / C(bn);
     const Expr lc = e % C(bn);
     const Expr start = b * C(sk_iters) / C(grid);
-    const std::tuple<Expr, Expr, Expr> own = {tile_m, tile_n, batch};
-    SetTile(C(sk_whole) + start / C(k_tiles));
-    const Expr r = tile_m * C(bm) + lr;
-    const Expr c = tile_n * C(bn) + lc;
+    const auto [r, c, axes] = AtTile(C(sk_whole) + start / C(k_tiles), [&] {
+      const Expr row = tile_m * C(bm) + lr;
+      const Expr col = tile_n * C(bn) + lc;
+      return std::tuple{row, col, AxisValues(row, col, batch)};
+    });
     const Expr sum =
         ir::LoadNode::Make(ir::ScalarType::kFloat32, sk_workspace, {b - C(1), C(1), lr, lc}) +
         ir::LoadNode::Make(ir::ScalarType::kFloat32, sk_workspace, {b, C(0), lr, lc});
-    const std::vector<Expr> axes = AxisValues(r, c, batch);
-    std::tie(tile_m, tile_n, batch) = own;
     ASSIGN_OR_RETURN(Expr out, k.epilogue(sum, axes));
     Stmt st = ir::StoreNode::Make(k.out_buffer, axes, out);
     Expr inside = start % C(k_tiles) != C(0);
