@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config lld
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libzstd-dev
   libxgboost-dev libabsl-dev libeigen3-dev libgtest-dev libgmock-dev
   nlohmann-json3-dev libcli11-dev
