@@ -375,7 +375,9 @@ TEST(WgmmaPtx, Tf32KindsCompileForSm90aAndAssemble) {
     EXPECT_EQ(Count(ptx, "wgmma.commit_group.sync.aligned"), 2 * products) << p.kind;
     EXPECT_EQ(Count(ptx, "wgmma.wait_group.sync.aligned \t3;"), 2 * products) << p.kind;
     EXPECT_EQ(Count(ptx, "wgmma.wait_group.sync.aligned \t0;"), a_registers ? 4 : 2) << p.kind;
-    if (a_registers) EXPECT_GE(Count(ptx, "ld.shared.b32"), 4);  // a fragment's four values
+    if (a_registers) {  // a fragment's four values
+      EXPECT_GE(Count(ptx, "ld.shared.b32"), 4);
+    }
     // The TF32 mask (and.b32 with 0xFFFFE000); only tf32 rounds, which tests the exponent for
     // Inf / NaN (and.b32 with 0x7F800000 = 2139095040).
     EXPECT_GE(Count(ptx, "-8192"), 1) << p.kind;

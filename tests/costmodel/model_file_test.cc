@@ -158,7 +158,9 @@ TEST(ModelFileTest, EveryTruncationAndCorruptionIsAnErrorNotACrash) {
     std::ofstream(cut, std::ios::binary | std::ios::trunc) << bad;
     XGBoostModel x(Small());
     const absl::Status s = x.Load(cut);
-    if (!s.ok()) EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    if (!s.ok()) {
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    }
   }
 }
 

@@ -92,7 +92,9 @@ TEST(RegistryTest, LibraryIsSortedAndEveryEntryIsDocumented) {
       EXPECT_FALSE(attr.name.empty());
       EXPECT_FALSE(attr.doc.empty()) << "attribute " << attr.name;
     }
-    if (i > 0) EXPECT_LT(ops[i - 1].name, op.name);
+    if (i > 0) {
+      EXPECT_LT(ops[i - 1].name, op.name);
+    }
   }
 }
 

@@ -100,7 +100,9 @@ TEST(LowerGpu, MatmulWithoutBarriersGivesAWrongAnswer) {
   absl::StatusOr<ir::BufferMap> ref = ir::RunReference(dag, inputs);
   ASSERT_THAT(ref, IsOk());
   // Either the interpreter reports reading a never-written element or the values differ.
-  if (got.ok()) EXPECT_GT(testing::MaxRelError(dag, *got, *ref), 1e-3);
+  if (got.ok()) {
+    EXPECT_GT(testing::MaxRelError(dag, *got, *ref), 1e-3);
+  }
 }
 
 // softmax over rows of 100: every stage's rows on blocks, the columns on 32 threads.

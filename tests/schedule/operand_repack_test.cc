@@ -286,7 +286,9 @@ TEST(OperandRepack, TensorCoreKindsChooseWhatTheirRepackStores) {
     // Presplit: the GEMM reads both parts from rings of their own, with no TF32 tile copies.
     EXPECT_EQ(text.find(".A.small.shared") != std::string::npos, w.split);
     EXPECT_EQ(text.find(".B.small.shared") != std::string::npos, w.split);
-    if (w.split) EXPECT_EQ(text.find("shared.tf32"), std::string::npos) << text;
+    if (w.split) {
+      EXPECT_EQ(text.find("shared.tf32"), std::string::npos) << text;
+    }
   }
 }
 

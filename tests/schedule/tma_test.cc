@@ -85,7 +85,9 @@ std::optional<LoweredKernel> ExpectWalkMatches(const ir::ComputeDAG& dag, Tensor
   EXPECT_NE(text.find(tile_loop), std::string::npos) << text;
   absl::StatusOr<double> err = testing::RelErrorToFloat64(dag, k->nest, seed);
   EXPECT_TRUE(err.ok()) << err.status() << "\n" << text;
-  if (err.ok()) EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
+  if (err.ok()) {
+    EXPECT_LE(*err, testing::TensorCoreTolerance(t, ir::ScalarType::kBFloat16));
+  }
   return *std::move(k);
 }
 
@@ -835,7 +837,7 @@ TEST(TmaStep, ARefillUnderAWgmmaInFlightIsRefused) {
   ASSERT_TRUE(k.ok()) << k.status();
   class LeaveInFlight : public ir::StmtMutator {
    protected:
-    ir::Stmt MutateWgmma(const ir::WgmmaNode* op, const ir::Stmt& s) override {
+    ir::Stmt MutateWgmma(const ir::WgmmaNode* op, const ir::Stmt& /*s*/) override {
       return ir::WgmmaNode::Make(op->kind, op->m_tiles, op->n, op->k_steps, op->acc, op->a,
                                  op->a_offset, op->a_layout, op->b, op->b_offset, op->b_layout,
                                  op->thread, 3, op->proxy_fence);

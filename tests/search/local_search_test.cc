@@ -186,7 +186,9 @@ NeighborCounts CheckNeighbors(const ir::ComputeDAG& dag, const State& state, con
     EXPECT_NE(StepsHash(n.steps()), StepsHash(steps)) << "the state itself is a neighbor";
     absl::StatusOr<State> replayed = schedule::ReplaySteps(dag, n.steps());
     EXPECT_THAT(replayed, IsOk());
-    if (replayed.ok()) EXPECT_THAT(schedule::Lower(dag, *replayed, target), IsOk());
+    if (replayed.ok()) {
+      EXPECT_THAT(schedule::Lower(dag, *replayed, target), IsOk());
+    }
     const std::vector<int> all = Diff(steps, n.steps());
     if (all.empty() || all[0] == -1) {
       ADD_FAILURE() << "a neighbor equal to the state or with another step count";
@@ -227,7 +229,9 @@ NeighborCounts CheckNeighbors(const ir::ComputeDAG& dag, const State& state, con
         } else if (const auto* p = std::get_if<PragmaStep>(&n.steps()[i]);
                    p != nullptr && p->software_pipeline >= 0) {
           EXPECT_TRUE(p->software_pipeline == 3 || p->software_pipeline == 4);
-          if (pipeline >= 0) EXPECT_EQ(p->software_pipeline, pipeline);
+          if (pipeline >= 0) {
+            EXPECT_EQ(p->software_pipeline, pipeline);
+          }
           pipeline = p->software_pipeline;
         }
       }

@@ -104,7 +104,9 @@ TEST(RemeasureTest, StaleLoggedTimesAreMeasuredAgainAndTakeTheirRecordsPlaces) {
   for (const MeasureRecord& r : after->records) {
     marked += r.remeasured;
     // Timed fully: screened against the stale 1e-6 ms, every one would keep its short timing.
-    if (r.remeasured) EXPECT_FALSE(r.result.screened) << r.trial;
+    if (r.remeasured) {
+      EXPECT_FALSE(r.result.screened) << r.trial;
+    }
     // Timed again as a round times: not the final selection's mark.
     EXPECT_FALSE(r.final_timing) << r.trial;
     if (r.trial == stale_trial) {
@@ -314,7 +316,9 @@ TEST(RemeasureTest, FinalTimingsFollowTheSoak) {
   for (const MeasureRecord& r : settled_log->records) {
     auto it = final_timed_at.find(r.trial);
     const bool was_final = it != final_timed_at.end();
-    if (was_final && soaked_final[r.trial]) EXPECT_EQ(r.timestamp, it->second) << r.trial;
+    if (was_final && soaked_final[r.trial]) {
+      EXPECT_EQ(r.timestamp, it->second) << r.trial;
+    }
     if (r.final_timing && (!was_final || r.timestamp != it->second)) ++timed_again;
   }
   EXPECT_EQ(settled->final_timed, timed_again);

@@ -57,7 +57,9 @@ TEST(StreamingBuildTest, CandidatesReadInOrderAreTheSynchronousBuildsResults) {
       EXPECT_EQ(got.build_status.code(), reference[i].build_status.code());
       EXPECT_EQ(got.build_status.message(), reference[i].build_status.message());
       ASSERT_EQ(got.gpu_module == nullptr, reference[i].gpu_module == nullptr);
-      if (got.gpu_module != nullptr) EXPECT_EQ(got.gpu_module->ptx, reference[i].gpu_module->ptx);
+      if (got.gpu_module != nullptr) {
+        EXPECT_EQ(got.gpu_module->ptx, reference[i].gpu_module->ptx);
+      }
     }
     read += n;
   }
