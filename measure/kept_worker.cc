@@ -263,6 +263,7 @@ class KeptWorker::Connection {
   // its wait status) or `deadline` passes (nullopt, `ended` false).
   std::optional<Message> Next(Clock::time_point deadline, bool* ended, int* wait_status) {
     *ended = false;
+    bool drained = false;  // the read after the deadline (below) was made
     for (;;) {
       if (std::optional<Message> m = Parse()) return m;
       if (eof_) {
@@ -272,7 +273,17 @@ class KeptWorker::Connection {
       }
       const double left_ms =
           std::chrono::duration<double, std::milli>(deadline - Clock::now()).count();
-      if (left_ms <= 0) return std::nullopt;
+      if (left_ms <= 0) {
+        // What the worker wrote before the deadline counts even if this process was not running
+        // to read it (a loaded machine): read once more without waiting before giving up.
+        struct pollfd pfd = {fd_, POLLIN, 0};
+        if (!drained && ::poll(&pfd, 1, 0) > 0) {
+          drained = true;
+          ReadAvailable();
+          continue;
+        }
+        return std::nullopt;
+      }
       // Wake up now and then to notice a worker that died while a process it forked still holds
       // the socket open (no end of stream then).
       struct pollfd pfd = {fd_, POLLIN, 0};
