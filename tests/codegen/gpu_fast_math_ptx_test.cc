@@ -101,7 +101,7 @@ TEST(GpuFastMathPtxTest, HostSoftmaxKeepsAccurateExpAndDivision) {
   const std::string in = placeholders.begin()->first;
   const std::string out = nest->params[0].name == in ? nest->params[1].name : nest->params[0].name;
   ir::BufferMap buffers;
-  buffers[in] = ir::HostBuffer{ir::ScalarType::kFloat32, {kRows, kCols}, x};
+  buffers[in] = ir::HostBuffer{ir::ScalarType::kFloat32, {kRows, kCols}, x, nullptr};
   buffers[out] = ir::HostBuffer::Zeros(ir::ScalarType::kFloat32, {kRows, kCols});
   ASSERT_THAT(RunOnBuffers(**kernel, *nest, buffers), IsOk());
 

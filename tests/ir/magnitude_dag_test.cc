@@ -92,41 +92,41 @@ TEST(MagnitudeDagTest, IntegerOutputsHaveNoMagnitudeAndNameClashesAreErrors) {
 // Small arguments for every operator of the library (each test of the library names its own).
 OpArgs ArgsFor(const std::string& op) {
   static const std::map<std::string, OpArgs> kArgs = {
-      {"matmul", {{{4, 9}, {9, 3}}}},
-      {"batch_matmul", {{{2, 3, 7}, {2, 7, 4}}}},
-      {"dense", {{{3, 8}, {5, 8}}}},
-      {"gemv", {{{4, 9}, {9}}}},
-      {"conv1d", {{{1, 2, 8}, {3, 2, 3}}}},
+      {"matmul", {{{4, 9}, {9, 3}}, ScalarType::kFloat32, {}}},
+      {"batch_matmul", {{{2, 3, 7}, {2, 7, 4}}, ScalarType::kFloat32, {}}},
+      {"dense", {{{3, 8}, {5, 8}}, ScalarType::kFloat32, {}}},
+      {"gemv", {{{4, 9}, {9}}, ScalarType::kFloat32, {}}},
+      {"conv1d", {{{1, 2, 8}, {3, 2, 3}}, ScalarType::kFloat32, {}}},
       {"conv2d_nchw", {{{1, 2, 5, 6}, {2, 2, 3, 3}}, ScalarType::kFloat32, {{"padding", "1"}}}},
-      {"conv2d_nhwc", {{{1, 5, 6, 2}, {3, 3, 2, 2}}}},
+      {"conv2d_nhwc", {{{1, 5, 6, 2}, {3, 3, 2, 2}}, ScalarType::kFloat32, {}}},
       {"conv2d_nchw_padded",
        {{{1, 2, 5, 6}, {2, 2, 3, 3}}, ScalarType::kFloat32, {{"padding", "1"}}}},
-      {"depthwise_conv2d_nchw", {{{1, 2, 5, 6}, {2, 1, 3, 3}}}},
+      {"depthwise_conv2d_nchw", {{{1, 2, 5, 6}, {2, 1, 3, 3}}, ScalarType::kFloat32, {}}},
       {"max_pool2d", {{{1, 2, 5, 6}}, ScalarType::kFloat32, {{"kernel", "2"}}}},
       {"avg_pool2d", {{{1, 2, 5, 6}}, ScalarType::kFloat32, {{"kernel", "2"}}}},
-      {"conv2d_bias_relu", {{{1, 2, 5, 6}, {2, 2, 3, 3}, {2}}}},
-      {"dense_bias_relu", {{{3, 8}, {5, 8}, {5}}}},
-      {"matmul_scale_residual", {{{4, 9}, {9, 3}, {4, 3}}}},
+      {"conv2d_bias_relu", {{{1, 2, 5, 6}, {2, 2, 3, 3}, {2}}, ScalarType::kFloat32, {}}},
+      {"dense_bias_relu", {{{3, 8}, {5, 8}, {5}}, ScalarType::kFloat32, {}}},
+      {"matmul_scale_residual", {{{4, 9}, {9, 3}, {4, 3}}, ScalarType::kFloat32, {}}},
       {"reduce_sum", {{{4, 6}}, ScalarType::kFloat32, {{"axes", "1"}}}},
-      {"reduce_mean", {{{4, 6}}}},
+      {"reduce_mean", {{{4, 6}}, ScalarType::kFloat32, {}}},
       {"reduce_max", {{{4, 6}}, ScalarType::kFloat32, {{"axes", "0"}}}},
-      {"reduce_min", {{{4, 6}}}},
-      {"softmax", {{{4, 6}}}},
+      {"reduce_min", {{{4, 6}}, ScalarType::kFloat32, {}}},
+      {"softmax", {{{4, 6}}, ScalarType::kFloat32, {}}},
       {"log_softmax", {{{4, 6}}, ScalarType::kFloat32, {{"axis", "0"}}}},
-      {"layernorm", {{{4, 6}, {6}, {6}}}},
-      {"rmsnorm", {{{4, 6}, {6}}}},
-      {"add", {{{4, 6}, {6}}}},
-      {"sub", {{{4, 1}, {6}}}},
-      {"mul", {{{4, 6}, {4, 6}}}},
-      {"div", {{{4, 6}, {4, 6}}}},
-      {"maximum", {{{4, 6}, {4, 1}}}},
-      {"minimum", {{{6}, {4, 6}}}},
+      {"layernorm", {{{4, 6}, {6}, {6}}, ScalarType::kFloat32, {}}},
+      {"rmsnorm", {{{4, 6}, {6}}, ScalarType::kFloat32, {}}},
+      {"add", {{{4, 6}, {6}}, ScalarType::kFloat32, {}}},
+      {"sub", {{{4, 1}, {6}}, ScalarType::kFloat32, {}}},
+      {"mul", {{{4, 6}, {4, 6}}, ScalarType::kFloat32, {}}},
+      {"div", {{{4, 6}, {4, 6}}, ScalarType::kFloat32, {}}},
+      {"maximum", {{{4, 6}, {4, 1}}, ScalarType::kFloat32, {}}},
+      {"minimum", {{{6}, {4, 6}}, ScalarType::kFloat32, {}}},
       {"scale", {{{4, 6}}, ScalarType::kFloat32, {{"scale", "-0.5"}}}},
       {"transpose", {{{3, 4, 2}}, ScalarType::kFloat32, {{"perm", "2,0,1"}}}},
   };
   auto it = kArgs.find(op);
   if (it != kArgs.end()) return it->second;
-  return {{{4, 6}}};  // elementwise operators of one input
+  return {{{4, 6}}, ScalarType::kFloat32, {}};  // elementwise operators of one input
 }
 
 void ExpectMatchesPointEvaluation(const std::string& op, ScalarType dtype) {
