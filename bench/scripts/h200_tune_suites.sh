@@ -38,9 +38,12 @@
 #               seconds, default 300), score after
 #   TS_ROOT     an unpacked device pack to use (default: unpack dist/ to /tmp/tilesearch; set it
 #               when another script of the same call already unpacked it there)
+#   REQUIRE_GPU text the GPU's name must contain (nvidia-smi, e.g. H200); otherwise exit 4 at
+#               once, before unpacking (a table that must come from one kind of card; the device
+#               tool's `nvidia-h200` kind may land on an H100)
 # Output: $OUT/suites-$TAG/{run.log, problems.txt, logs/<problem>.jsonl, artifacts/, bench.json
 # (tilesearch bench --json), score.{json,md,png}} tarred into $OUT/suites-$TAG.tgz (one file).
-# Exit status: 2 for a refused setting; else score.py's when it failed, else 3 when `tilesearch
+# Exit status: 2 for a refused setting; 4 when the GPU is not REQUIRE_GPU's; else score.py's when it failed, else 3 when `tilesearch
 # bench` crashed or was killed (its 1, some problem failed, and 124/130, cut short at BENCH_S,
 # are results: bench.json says which), else tar's.
 #
@@ -59,6 +62,13 @@
 # A chunk cut short keeps what it finished: bench.json and score.json are rewritten after every
 # problem; run the chunk again (same TRIALS, LOGS_FROM = its logs) to finish it.
 set -uo pipefail
+if [[ -n "${REQUIRE_GPU:-}" ]]; then
+  gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  if [[ "$gpu_name" != *"$REQUIRE_GPU"* ]]; then
+    echo "REQUIRE_GPU=$REQUIRE_GPU: this GPU is '${gpu_name:-none found}': nothing run"
+    exit 4
+  fi
+fi
 SUITES=${SUITES:-"level1 level2"}
 CHUNK=${CHUNK:-0/1}
 TRIALS=${TRIALS:-64}
