@@ -377,6 +377,23 @@ struct TensorCoreStep {
   bool operator==(const TensorCoreStep&) const = default;
 };
 
+/// Stream-k's division of a persistent grid's work (TensorCoreStep::stream_k): the first `whole`
+/// tiles (a multiple of the grid) are walked whole; the `iters` k tiles of the others, in linear
+/// (tile, k tile) order, are split into one contiguous range per block, block b's from
+/// b · iters / grid.
+struct StreamKSplit {
+  int64_t whole = 0;
+  int64_t iters = 0;
+};
+
+/// The split of `tiles` block tiles (batches included) of `k_tiles` k tiles each over `grid`
+/// persistent blocks: all but the last grid + tiles mod grid tiles whole, so every range is at
+/// least one tile's k tiles long. nullopt where stream-k would split nothing: tiles ≤ grid, tiles
+/// a multiple of grid, or every range starting at a tile's first k tile (one k tile per tile,
+/// say). Shared by the lowering and the search, so the search draws the option only where it
+/// changes the kernel.
+std::optional<StreamKSplit> PlanStreamKSplit(int64_t tiles, int64_t grid, int64_t k_tiles);
+
 using Step =
     std::variant<SplitStep, FollowSplitStep, FollowFusedSplitStep, FuseStep, ReorderStep,
                  ComputeAtStep, ComputeInlineStep, ComputeRootStep, CacheReadStep, CacheWriteStep,

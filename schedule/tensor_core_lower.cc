@@ -1793,17 +1793,13 @@ absl::Status PlanStreamK(const TensorCoreKernel& k, Builder* bd) {
                    "stream-k splits the tiles of one consumer per block, in single "
                    "blocks: not with pingpong or multicast");
   }
-  if (bd->tiles <= bd->grid || bd->tiles % bd->grid == 0) return absl::OkStatus();
-  const int64_t whole = (bd->tiles / bd->grid - 1) * bd->grid;
-  const int64_t iters = (bd->tiles - whole) * bd->k_tiles;
-  // Where every range starts at a tile's first k tile (one k tile per tile, say), no tile is
-  // split: the plain walk, without a workspace or a fixup kernel that would do nothing.
-  bool splits = false;
-  for (int64_t b = 1; b < bd->grid && !splits; ++b) splits = b * iters / bd->grid % bd->k_tiles;
-  if (!splits) return absl::OkStatus();
+  // Where nothing would be split (every range starting at a tile's first k tile, say): the
+  // plain walk, without a workspace or a fixup kernel that would do nothing.
+  const std::optional<StreamKSplit> split = PlanStreamKSplit(bd->tiles, bd->grid, bd->k_tiles);
+  if (!split.has_value()) return absl::OkStatus();
   bd->stream_k = true;
-  bd->sk_whole = whole;
-  bd->sk_iters = iters;
+  bd->sk_whole = split->whole;
+  bd->sk_iters = split->iters;
   return absl::OkStatus();
 }
 

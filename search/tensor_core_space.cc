@@ -348,7 +348,8 @@ bool StreamKSplits(const TensorCoreStep& t, const schedule::MatmulLike& mm, cons
   const int64_t tiles = (mm.m + t.block_m - 1) / t.block_m * ((mm.n + t.block_n - 1) / t.block_n) *
                         std::max<int64_t>(mm.batch, 1);
   const int64_t grid = std::min<int64_t>(tiles, std::max(1, target.sm_count));
-  return tiles > grid && tiles % grid != 0;
+  const int64_t k_tiles = (mm.k + t.block_k - 1) / std::max<int64_t>(t.block_k, 1);
+  return schedule::PlanStreamKSplit(tiles, grid, k_tiles).has_value();
 }
 
 bool MulticastFits(const TensorCoreStep& t, const schedule::MatmulLike& mm) {

@@ -62,7 +62,8 @@ absl::StatusOr<schedule::TensorCoreStep> SampleTensorCoreStep(schedule::TensorCo
 inline constexpr int kTensorCoreDecisions = 17;
 
 /// Whether stream-k (TensorCoreStep::stream_k) would split anything for `t`'s persistent grid on
-/// `target`: more block tiles (batches included) than multiprocessors, and not a multiple of them.
+/// `target` (schedule::PlanStreamKSplit): more block tiles (batches included) than
+/// multiprocessors, not a multiple of them, and some block's range starting inside a tile.
 bool StreamKSplits(const schedule::TensorCoreStep& t, const schedule::MatmulLike& mm,
                    const Target& target);
 

@@ -403,4 +403,15 @@ std::string TensorCoreStep::ToString() const {
                       multicast ? ", multicast" : "", ")");
 }
 
+std::optional<StreamKSplit> PlanStreamKSplit(int64_t tiles, int64_t grid, int64_t k_tiles) {
+  if (grid < 1 || k_tiles < 1 || tiles <= grid || tiles % grid == 0) return std::nullopt;
+  StreamKSplit split;
+  split.whole = (tiles / grid - 1) * grid;
+  split.iters = (tiles - split.whole) * k_tiles;
+  for (int64_t b = 1; b < grid; ++b) {
+    if (b * split.iters / grid % k_tiles != 0) return split;
+  }
+  return std::nullopt;
+}
+
 }  // namespace tilesearch::schedule

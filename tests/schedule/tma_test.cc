@@ -5,9 +5,11 @@
 // through the tensor map's row-major box and ir::WgmmaSwizzle and reads it back through the wgmma
 // layout, and performs a box copy only when a wait completes its mbarrier's phase: a wrong box, a
 // wrong coordinate or a missing wait shows up as a wrong answer or an error.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -302,6 +304,58 @@ TEST(TmaStep, StreamKSplitsTheLastWavesAndJoinsTheParts) {
     // The fixup: one 256-thread block per 256 elements of a 64 x 64 tile, for blocks 1 and 2.
     EXPECT_EQ(k->launches[1].grid[0], 2 * 16);
   }
+}
+
+// PlanStreamKSplit against a walk of the ranges it describes: the stream-k tiles number more than
+// the grid and fewer than twice it, every block's range of (tile, k tile) is at least one tile's
+// k tiles long, and a split is returned exactly when some tile's k tiles fall into two blocks'
+// ranges. With one k tile per tile (k = block_k) nothing is split, and the lowering then emits no
+// fixup kernel.
+TEST(TmaStep, StreamKSplitIsReturnedExactlyWhereATileMeetsTwoRanges) {
+  int split_cases = 0;
+  for (int64_t grid = 1; grid <= 12; ++grid) {
+    for (int64_t tiles = 1; tiles <= 40; ++tiles) {
+      for (int64_t k_tiles = 1; k_tiles <= 6; ++k_tiles) {
+        SCOPED_TRACE(absl::StrCat(tiles, " tiles over ", grid, " blocks, ", k_tiles, " k tiles"));
+        const std::optional<StreamKSplit> split = PlanStreamKSplit(tiles, grid, k_tiles);
+        if (tiles <= grid || tiles % grid == 0) {
+          EXPECT_FALSE(split.has_value());
+          continue;
+        }
+        // The walk: the last grid + tiles mod grid tiles' k tiles, block b taking
+        // [b · iters / grid, (b + 1) · iters / grid).
+        const int64_t whole = (tiles / grid - 1) * grid;
+        const int64_t rest = tiles - whole;
+        const int64_t iters = rest * k_tiles;
+        EXPECT_GT(rest, grid);
+        EXPECT_LT(rest, 2 * grid);
+        std::vector<std::set<int64_t>> blocks_of_tile(rest);
+        for (int64_t b = 0; b < grid; ++b) {
+          EXPECT_GE((b + 1) * iters / grid - b * iters / grid, k_tiles) << "block " << b;
+          for (int64_t i = b * iters / grid; i < (b + 1) * iters / grid; ++i) {
+            blocks_of_tile[i / k_tiles].insert(b);
+          }
+        }
+        const bool shared = std::any_of(blocks_of_tile.begin(), blocks_of_tile.end(),
+                                        [](const std::set<int64_t>& b) { return b.size() > 1; });
+        ASSERT_EQ(split.has_value(), shared);
+        if (!shared) continue;
+        ++split_cases;
+        EXPECT_EQ(split->whole, whole);
+        EXPECT_EQ(split->iters, iters);
+      }
+    }
+  }
+  EXPECT_GT(split_cases, 500);
+  EXPECT_FALSE(PlanStreamKSplit(8, 3, 1).has_value());
+  // Lowered: 8 tiles of 64 x 64 over 3 blocks with k = 64, one k tile per tile: no fixup kernel.
+  TensorCoreStep t = TmaStep("bf16", 64, 64, 64, 64, 64, 3);
+  t.warp_specialized = t.persistent = t.stream_k = true;
+  std::optional<LoweredKernel> k =
+      ExpectWalkMatches(BuildOpOrDie("matmul", {{128, 64}, {64, 256}}, ir::ScalarType::kBFloat16),
+                        t, 3, ".consume.tile in [0, 3)", 93);
+  ASSERT_TRUE(k.has_value());
+  EXPECT_EQ(k->launches.size(), 1u);
 }
 
 // Ping-pong consumers take whole block tiles in turn: without persistent blocks, or with a block
