@@ -431,7 +431,7 @@ absl::StatusOr<ReplayedRecord> ReplayRecord(const MeasureRecord& record) {
   if (!state.ok())
     return absl::InvalidArgumentError(
         absl::StrCat(trial, ": ", std::string(state.status().message())));
-  return ReplayedRecord{record, *std::move(dag), *std::move(state), {}};
+  return ReplayedRecord{record, *std::move(dag), *std::move(state), {}, false, {}};
 }
 
 absl::StatusOr<ReplayedRecord> ApplyHistoryBest(const std::string& log_path,
@@ -767,10 +767,11 @@ absl::StatusOr<std::vector<std::string>> WriteArtifacts(const KernelArtifact& ar
     for (const std::string& p : paths) ::unlink(p.c_str());
   };
   for (const auto& [path, bytes] : files) {
-    const std::string temp = absl::StrCat(
-        (std::filesystem::path(out_dir) / ("." + std::filesystem::path(path).filename().string()))
-            .string(),
-        ".tmp", ::getpid());
+    const std::string temp =
+        absl::StrCat((std::filesystem::path(out_dir) /
+                      absl::StrCat(".", std::filesystem::path(path).filename().string()))
+                         .string(),
+                     ".tmp", ::getpid());
     temps.push_back(temp);
     if (absl::Status s = WriteFile(temp, bytes); !s.ok()) {
       remove_all(temps);

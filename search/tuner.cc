@@ -1642,7 +1642,7 @@ absl::StatusOr<TuneResult> Tune(const schedule::Workload& workload, const Target
       unused.push_back(
           absl::StrCat("the final soak (", absl::StrFormat("%g", options.final_soak_ms), " ms)"));
     }
-    if (options.final_passes != TuneOptions{}.final_passes) {
+    if (options.final_passes != TuneOptions::kDefaultFinalPasses) {
       unused.push_back(absl::StrCat("the final passes (", options.final_passes, ")"));
     }
     if (!unused.empty()) {

@@ -205,7 +205,8 @@ struct TuneOptions {
   /// and over an even count a drift linear in time weighs on all alike. Each part checks the
   /// schedule again (the budget counts it). 1 = each schedule timed whole, one after another.
   /// Range 1..64.
-  int final_passes = 4;
+  static constexpr int kDefaultFinalPasses = 4;
+  int final_passes = kDefaultFinalPasses;
   /// The final selection's time, seconds, estimated per schedule from its record (build, a
   /// check per pass, soak and run wall times, plus twice final_min_total_ms): schedules past it
   /// are not timed again.

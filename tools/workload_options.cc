@@ -18,6 +18,11 @@
 
 namespace tilesearch::tools {
 
+const search::TuneOptions& DefaultTuneOptions() {
+  static const search::TuneOptions defaults;
+  return defaults;
+}
+
 void AddWorkloadOptions(CLI::App& app, WorkloadOptions& options) {
   app.add_option("--schedule", options.schedule,
                  "schedule file (JSON: workload, target, steps; see examples/schedules/)");
@@ -237,7 +242,7 @@ void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t) {
                   "keeps its first short timing (cuda: its two check runs; cpu: 1 warm-up + 3 "
                   "runs) instead of the full timing; below 1 (e.g. 0) times every candidate "
                   "fully",
-                  0.0, 1000.0, search::TuneOptions{}.screen_factor);
+                  0.0, 1000.0, DefaultTuneOptions().screen_factor);
 }
 
 void SearchOverrides::ApplyTo(search::SearchOptions& search) const {

@@ -93,16 +93,20 @@ void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t);
 /// The final selection's settings of the commands that tune (search::TuneOptions::
 /// final_candidates, final_min_total_ms, final_soak_ms, final_budget_s, final_passes; their
 /// defaults).
+/// search::TuneOptions' defaults, built once (GCC 12 at -O3 warns of "maybe uninitialized"
+/// members in a temporary TuneOptions built only to read one default).
+const search::TuneOptions& DefaultTuneOptions();
+
 struct FinalSelectionOverrides {
   int candidates = -1;  // --final-candidates: -1 the target's choice, 0 off
   // --final-min-time-ms: summed run time of each final timing, ms
-  double min_time_ms = search::TuneOptions{}.final_min_total_ms;
+  double min_time_ms = DefaultTuneOptions().final_min_total_ms;
   // --final-soak-ms: untimed runs before each final timing, ms
-  double soak_ms = search::TuneOptions{}.final_soak_ms;
+  double soak_ms = DefaultTuneOptions().final_soak_ms;
   // --final-budget-s: the selection's estimated time at most, seconds
-  double budget_s = search::TuneOptions{}.final_budget_s;
+  double budget_s = DefaultTuneOptions().final_budget_s;
   // --final-passes: the final timing of each schedule in this many interleaved parts
-  int passes = search::TuneOptions{}.final_passes;
+  int passes = DefaultTuneOptions().final_passes;
   /// Writes them into `tune`.
   void ApplyTo(search::TuneOptions* tune) const;
 };

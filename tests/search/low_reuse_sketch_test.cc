@@ -221,7 +221,9 @@ DrawnPoints DrawUntiled(const ir::ComputeDAG& dag, uint64_t seed, double toleran
     absl::StatusOr<double> err =
         schedule::testing::RelErrorToFloat64(dag, c->lowered->nest, seed + 20 + n);
     EXPECT_THAT(err.status(), IsOk()) << c->lowered->nest;
-    if (err.ok()) EXPECT_LE(*err, tolerance);
+    if (err.ok()) {
+      EXPECT_LE(*err, tolerance);
+    }
   }
   return drawn;
 }

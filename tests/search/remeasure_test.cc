@@ -285,7 +285,9 @@ TEST(RemeasureTest, FinalTimingsFollowTheSoak) {
     }
     EXPECT_EQ(timed, result->final_timed);
     // Both jobs time the two fastest of the same log first.
-    if (o.final_soak_ms > 0) EXPECT_GE(compared, 2);
+    if (o.final_soak_ms > 0) {
+      EXPECT_GE(compared, 2);
+    }
   }
   TuneOptions soak_after = soaked;
   soak_after.log_path = plain_log;
