@@ -274,7 +274,8 @@ std::vector<TensorCoreStep> FittingVariants(std::vector<TensorCoreStep> candidat
     if (c.persistent && c.split_k > 1) continue;
     if (c.pingpong && (c.block_m != c.warp_m || c.block_n != c.warp_n)) continue;
     c.multicast = c.multicast && MulticastFits(c, mm);
-    c.stream_k = c.stream_k && c.persistent && !c.pingpong && !c.multicast;
+    c.stream_k =
+        c.stream_k && c.persistent && !c.pingpong && !c.multicast && StreamKSplits(c, mm, target);
     if (!(c == t) && TensorCoreStepFits(c, target) && SizedForProblem(c, mm) &&
         (!c.warpgroup || WgmmaLayoutsFit(c, mm))) {
       options.push_back(c);

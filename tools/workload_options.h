@@ -90,13 +90,13 @@ struct TimingOverrides {
 /// staged timing; search::TuneOptions' default), writing into `t`.
 void AddCandidateTimingOptions(CLI::App& app, TimingOverrides* t);
 
-/// The final selection's settings of the commands that tune (search::TuneOptions::
-/// final_candidates, final_min_total_ms, final_soak_ms, final_budget_s, final_passes; their
-/// defaults).
 /// search::TuneOptions' defaults, built once (GCC 12 at -O3 warns of "maybe uninitialized"
 /// members in a temporary TuneOptions built only to read one default).
 const search::TuneOptions& DefaultTuneOptions();
 
+/// The final selection's settings of the commands that tune (search::TuneOptions::
+/// final_candidates, final_min_total_ms, final_soak_ms, final_budget_s, final_passes; their
+/// defaults).
 struct FinalSelectionOverrides {
   int candidates = -1;  // --final-candidates: -1 the target's choice, 0 off
   // --final-min-time-ms: summed run time of each final timing, ms

@@ -4,6 +4,7 @@
 #include "runtime/device_lock.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -239,7 +240,12 @@ TEST(DeviceLockTest, AWaiterKilledWhileQueuedIsSkipped) {
 }
 
 volatile sig_atomic_t g_sigints = 0;
-void CountSigint(int) { g_sigints = g_sigints + 1; }
+int g_sigint_ack_fd = -1;  // the write end of a pipe the handler acknowledges each signal on
+void CountSigint(int) {
+  g_sigints = g_sigints + 1;
+  const char byte = 'i';
+  [[maybe_unused]] const ssize_t n = ::write(g_sigint_ack_fd, &byte, 1);
+}
 
 TEST(DeviceLockTest, SignalsDuringTheWaitKeepTheTicket) {
   const std::string lock = TempPath("signal.lock");
@@ -247,8 +253,12 @@ TEST(DeviceLockTest, SignalsDuringTheWaitKeepTheTicket) {
   absl::StatusOr<std::unique_ptr<DeviceLock>> holder = DeviceLock::Open(lock);
   ASSERT_THAT(holder, IsOk());
   ASSERT_THAT((*holder)->Acquire(), IsOk());
+  // Each signal is sent once the child has handled the last (two pending SIGINTs would merge).
+  int ack[2];
+  ASSERT_EQ(::pipe(ack), 0);
   Children children;
   const pid_t signalled = children.Fork([&] {
+    g_sigint_ack_fd = ack[1];
     // As the tuner's first SIGINT: a handler without SA_RESTART, so sleeps end with EINTR.
     struct sigaction sa = {};
     sa.sa_handler = CountSigint;
@@ -262,8 +272,13 @@ TEST(DeviceLockTest, SignalsDuringTheWaitKeepTheTicket) {
   ASSERT_THAT(before, IsOk());
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ(::kill(signalled, SIGINT), 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    struct pollfd pfd = {ack[0], POLLIN, 0};
+    ASSERT_EQ(::poll(&pfd, 1, 30000), 1) << "signal " << i << " not handled within 30 s";
+    char byte = 0;
+    ASSERT_EQ(::read(ack[0], &byte, 1), 1);
   }
+  ::close(ack[0]);
+  ::close(ack[1]);
   const pid_t later = children.Fork([&] { return MarkInTurn(lock, order, "L", Poll(0.2, 0.2)); });
   ASSERT_TRUE(WaitForTickets(lock, 3));
   absl::StatusOr<DeviceLockState> after = ReadDeviceLockState(lock);
