@@ -763,6 +763,10 @@ std::string FormatRound(const RoundRecord& r) {
                                   r.valid, " valid", local, "; ", model, "): pairwise accuracy ",
                                   Metric(r.pairwise_accuracy));
   if (r.k > 0) absl::StrAppend(&text, ", top-", r.k, " recall ", Metric(r.top_k_recall));
+  if (r.judge.has_value()) {
+    absl::StrAppend(&text, "; top picks: pretrained ", Metric(r.judge->pretrained), ", online ",
+                    Metric(r.judge->online), r.judge->cross_validated ? " (cross-validated)" : "");
+  }
   absl::StrAppend(
       &text, absl::StrFormat("; train %.1fs, search %.1fs, build %.1fs, measure %.1fs\n", r.train_s,
                              r.search_s, r.build_s, r.measure_s));

@@ -257,6 +257,7 @@ constexpr const char* kRoundFields[] = {"kind",
                                         "pairwise_accuracy",
                                         "top_k_recall",
                                         "k",
+                                        "judge",
                                         "train_s",
                                         "search_s",
                                         "build_s",
@@ -489,6 +490,11 @@ json RoundRecordToJson(const RoundRecord& round) {
          {"seed", round.seed}};
   // Only rounds tuned with local search on carry its fields: other lines stay as before.
   if (!round.model_init.empty()) j["model_init"] = round.model_init;
+  if (round.judge.has_value()) {
+    j["judge"] = {{"pretrained", NumberOrNull(round.judge->pretrained)},
+                  {"online", NumberOrNull(round.judge->online)},
+                  {"cross_validated", round.judge->cross_validated}};
+  }
   if (round.overlapped) j["overlapped"] = true;
   if (!round.measure_split.empty()) {
     const MeasureSplit& m = round.measure_split;
@@ -661,6 +667,23 @@ absl::StatusOr<RoundRecord> RoundRecordFromJson(const json& j,
   RETURN_IF_ERROR(ReadNumberOrNull(j, "pairwise_accuracy", true, &r.pairwise_accuracy));
   RETURN_IF_ERROR(ReadNumberOrNull(j, "top_k_recall", true, &r.top_k_recall));
   RETURN_IF_ERROR(ReadInt(j, "k", "k", &r.k, 0));
+  if (j.contains("judge")) {  // optional: judged rounds of tunes with a pretrained model
+    const json& g = j.at("judge");
+    if (!g.is_object())
+      return FieldError("judge", "must be an object, got " + schedule::ShortJson(g));
+    RoundRecord::Judgement judge;
+    for (auto [key, out] :
+         {std::pair{"pretrained", &judge.pretrained}, std::pair{"online", &judge.online}}) {
+      if (absl::Status st = ReadNumberOrNull(g, key, true, out); !st.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("in 'judge': ", st.message()));
+      }
+    }
+    if (!g.contains("cross_validated") || !g.at("cross_validated").is_boolean()) {
+      return FieldError("judge.cross_validated", "must be true or false");
+    }
+    judge.cross_validated = g.at("cross_validated").get<bool>();
+    r.judge = judge;
+  }
   RETURN_IF_ERROR(ReadSeconds(j, "train_s", &r.train_s));
   RETURN_IF_ERROR(ReadSeconds(j, "search_s", &r.search_s));
   RETURN_IF_ERROR(ReadSeconds(j, "build_s", &r.build_s));

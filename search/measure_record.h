@@ -96,6 +96,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -245,6 +246,19 @@ struct RoundRecord {
   /// when none is valid (k is then 0).
   double top_k_recall = 0;
   int k = 0;
+  /// With a pretrained model (TuneOptions::model_init), the round as the model judge saw it
+  /// (search/model_judge.h): each model's TopPicksMerit of the round, in [0, 1], from the scores
+  /// it gave before the round was measured, and whether the online-only model's scores were
+  /// replaced by cross-validated ones (it had no records yet). The next round is searched by the
+  /// model whose merits, summed over the judged rounds weighted by their programs, are higher.
+  /// Written as "judge": {"pretrained": p, "online": o, "cross_validated": b} after "k" only for
+  /// judged rounds; absent on reading: nullopt.
+  struct Judgement {
+    double pretrained = 0;
+    double online = 0;
+    bool cross_validated = false;
+  };
+  std::optional<Judgement> judge;
   /// Wall seconds of the round's phases: model training, evolutionary search (+ scoring), lowering
   /// and compiling, measuring.
   double train_s = 0;

@@ -88,9 +88,9 @@ absl::StatusOr<std::vector<double>> CrossValidatedScores(
   return scores;
 }
 
-absl::Status ModelJudge::AddRound(const std::vector<double>& pretrained_scores,
-                                  const std::vector<double>& online_scores,
-                                  const std::vector<double>& merits) {
+absl::StatusOr<ModelJudge::RoundMerits> ModelJudge::AddRound(
+    const std::vector<double>& pretrained_scores, const std::vector<double>& online_scores,
+    const std::vector<double>& merits) {
   constexpr double kTopFraction = 0.25;
   ASSIGN_OR_RETURN(const double a, TopPicksMerit(pretrained_scores, merits, kTopFraction));
   ASSIGN_OR_RETURN(const double b, TopPicksMerit(online_scores, merits, kTopFraction));
@@ -98,7 +98,7 @@ absl::Status ModelJudge::AddRound(const std::vector<double>& pretrained_scores,
   summed_[0] += a * n;
   summed_[1] += b * n;
   programs_ += static_cast<int64_t>(merits.size());
-  return absl::OkStatus();
+  return RoundMerits{a, b};
 }
 
 }  // namespace tilesearch::search

@@ -52,12 +52,18 @@ namespace tilesearch::search {
 /// TopPicksMerit times the round's programs.
 class ModelJudge {
  public:
-  /// Adds one round: each model's held-out scores of the round's programs and their merits.
-  /// A round that cannot be judged (TopPicksMerit's errors, e.g. no valid program) adds nothing;
-  /// the error is returned for the caller to ignore or report.
-  absl::Status AddRound(const std::vector<double>& pretrained_scores,
-                        const std::vector<double>& online_scores,
-                        const std::vector<double>& merits);
+  /// Each model's TopPicksMerit of one judged round.
+  struct RoundMerits {
+    double pretrained = 0;
+    double online = 0;
+  };
+  /// Adds one round: each model's held-out scores of the round's programs and their merits;
+  /// returns the two models' TopPicksMerit of it. A round that cannot be judged (TopPicksMerit's
+  /// errors, e.g. no valid program) adds nothing; the error is returned for the caller to ignore
+  /// or report.
+  absl::StatusOr<RoundMerits> AddRound(const std::vector<double>& pretrained_scores,
+                                       const std::vector<double>& online_scores,
+                                       const std::vector<double>& merits);
   /// Whether any round was judged.
   bool judged() const { return programs_ > 0; }
   /// Whether the online-only model's top picks were better over the judged rounds (false before

@@ -875,12 +875,14 @@ class TuningJob {
 
   // Judges the round's held-out scores of both models (made before it was measured) by their top
   // picks (search/model_judge.h). Scores of an online model that had no records yet are replaced
-  // by cross-validated ones from fresh online models trained on the round's other records.
-  void JudgeModels(const Round& round, const std::vector<MeasureRecord>& round_records) {
+  // by cross-validated ones from fresh online models trained on the round's other records. The
+  // judgement, for the round's log line; nullopt when the round was not judged.
+  std::optional<RoundRecord::Judgement> JudgeModels(
+      const Round& round, const std::vector<MeasureRecord>& round_records) {
     const size_t n = round_records.size();
     if (online_ == nullptr || round.pretrained_scores.size() != n ||
         round.online_scores.size() != n) {
-      return;
+      return std::nullopt;
     }
     std::vector<double> merits;
     for (const MeasureRecord& r : round_records) {
@@ -888,7 +890,9 @@ class TuningJob {
     }
     std::vector<double> online = round.online_scores;
     if (!round.online_trained) {
-      if (round.features.size() != n || n < static_cast<size_t>(2 * kJudgeFolds)) return;
+      if (round.features.size() != n || n < static_cast<size_t>(2 * kJudgeFolds)) {
+        return std::nullopt;
+      }
       std::vector<costmodel::TrainingSample> samples(n);
       for (size_t i = 0; i < n; ++i) {
         samples[i].features = round.features[i];
@@ -896,10 +900,13 @@ class TuningJob {
       }
       absl::StatusOr<std::vector<double>> cv =
           CrossValidatedScores([&] { return MakeModel(options_); }, samples, kJudgeFolds);
-      if (!cv.ok()) return;  // the round stays unjudged
+      if (!cv.ok()) return std::nullopt;  // the round stays unjudged
       online = *std::move(cv);
     }
-    judge_.AddRound(round.pretrained_scores, online, merits).IgnoreError();
+    absl::StatusOr<ModelJudge::RoundMerits> judged =
+        judge_.AddRound(round.pretrained_scores, online, merits);
+    if (!judged.ok()) return std::nullopt;  // e.g. no valid program: nothing to judge by
+    return RoundRecord::Judgement{judged->pretrained, judged->online, !round.online_trained};
   }
   static constexpr int kJudgeFolds = 4;
 
@@ -1382,7 +1389,7 @@ absl::Status TuningJob::FinishRound(Round& round) {
   line.local_search_trials = round.local;  // written when the fraction is > 0
   line.local_search_fraction = options_.search.local_search_fraction;
   ScoreRound(round_records, ctx_.dag(), memory_bound_, &line);
-  JudgeModels(round, round_records);
+  line.judge = JudgeModels(round, round_records);
   line.train_s = round.train_s;
   line.search_s = round.search_s;
   line.build_s = round.build_s;

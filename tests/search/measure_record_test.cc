@@ -444,6 +444,42 @@ TEST(RoundRecordJsonTest, ModelInitRoundTripsAfterModelAndOldLinesReadWithout) {
                                                HasSubstr("field 'model_init' must be a string")));
 }
 
+TEST(RoundRecordJsonTest, JudgeRoundTripsAfterKAndOldLinesReadWithout) {
+  absl::StatusOr<RoundRecord> old = RoundRecordFromJson(json::parse(kOldRoundLine));
+  ASSERT_THAT(old, IsOk());
+  EXPECT_FALSE(old->judge.has_value());
+  EXPECT_FALSE(RoundRecordToJson(*old).contains("judge"));
+  RoundRecord r = *old;
+  r.judge = RoundRecord::Judgement{0.25, 0.875, true};
+  const std::string line = RoundRecordToLine(r);
+  EXPECT_THAT(line, HasSubstr(R"(,"judge":{"cross_validated":true,"online":0.875,)"
+                              R"("pretrained":0.25},"train_s":)"));
+  absl::StatusOr<RoundRecord> back = RoundRecordFromJson(json::parse(line));
+  ASSERT_THAT(back, IsOk());
+  ASSERT_TRUE(back->judge.has_value());
+  EXPECT_EQ(back->judge->pretrained, 0.25);
+  EXPECT_EQ(back->judge->online, 0.875);
+  EXPECT_TRUE(back->judge->cross_validated);
+  EXPECT_EQ(RoundRecordToLine(*back), line);
+  json wrong = json::parse(line);
+  wrong["judge"]["online"] = 1.5;
+  EXPECT_THAT(RoundRecordFromJson(wrong),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("in 'judge': field 'online' must be a number in [0, 1]")));
+  wrong = json::parse(line);
+  wrong["judge"].erase("pretrained");
+  EXPECT_THAT(RoundRecordFromJson(wrong), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                   HasSubstr("in 'judge': field 'pretrained'")));
+  wrong = json::parse(line);
+  wrong["judge"]["cross_validated"] = "yes";
+  EXPECT_THAT(RoundRecordFromJson(wrong),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("field 'judge.cross_validated' must be true or false")));
+  wrong["judge"] = 3;
+  EXPECT_THAT(RoundRecordFromJson(wrong), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                   HasSubstr("field 'judge' must be an object")));
+}
+
 TEST(RoundRecordJsonTest, MeasureSplitRoundTripsAfterMeasureAndOldLinesReadWithout) {
   absl::StatusOr<RoundRecord> old = RoundRecordFromJson(json::parse(kOldRoundLine));
   ASSERT_THAT(old, IsOk());

@@ -1,10 +1,11 @@
 // With a pretrained model (TuneOptions::model_init) the tuner also trains an online-only model on
 // the task's records and searches with whichever model's top picks of the task's measured rounds
 // were better (each scored a round before it was measured: held out; an online model without
-// records yet is cross-validated on the round instead). A pretrained model that ranks the task
-// backwards (trained on inverted merits of the same workload) must be dropped for the online one;
-// each round line names the initial model of the model that searched it (empty: the online-only
-// one). (A model trained on the true merits is not tested to be kept: on this machine's noisy
+// records yet is cross-validated on the round instead). Each round line logs the judgement and
+// names the initial model of the model that searched it (empty: the online-only one): the logged
+// judgements must decide the next rounds' models exactly, and a pretrained model that ranks the
+// task backwards (trained on inverted merits of the same workload) must be dropped for the
+// online one. (A model trained on the true merits is not tested to be kept: on this machine's noisy
 // CPU timings of a 32³ matmul, a cross-validated online model's top picks beat it in 2 of 6 runs.)
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "base/target.h"
 #include "costmodel/xgboost_model.h"
 #include "gtest/gtest.h"
@@ -107,6 +109,22 @@ TEST(PretrainedModelChoiceTest, APretrainedModelThatRanksTheTaskBackwardsIsDropp
     ASSERT_EQ(rounds.size(), static_cast<size_t>(kJudgedRounds));
     EXPECT_EQ(rounds[0].model_init, model);  // nothing judged yet: the pretrained model searches
     ASSERT_EQ(contents->records.size(), static_cast<size_t>(kJudgedRounds * kJudgedPerRound));
+    // Every round is judged (the first by cross-validated online scores: the online model had no
+    // records when it scored it), and each round after the first is searched by the model whose
+    // top-picks merits, summed over the rounds before it (weighted by their programs), are higher.
+    double summed_pretrained = 0, summed_online = 0;
+    for (size_t i = 0; i < rounds.size(); ++i) {
+      SCOPED_TRACE(absl::StrCat("seed ", seed, ", round ", i + 1));
+      if (i > 0) {
+        EXPECT_EQ(rounds[i].model_init.empty(), summed_online > summed_pretrained)
+            << "summed top-picks merits: pretrained " << summed_pretrained << ", online "
+            << summed_online;
+      }
+      ASSERT_TRUE(rounds[i].judge.has_value());
+      EXPECT_EQ(rounds[i].judge->cross_validated, i == 0);
+      summed_pretrained += rounds[i].judge->pretrained * static_cast<double>(rounds[i].trials);
+      summed_online += rounds[i].judge->online * static_cast<double>(rounds[i].trials);
+    }
     ASSERT_EQ(rounds[0].predicted.size(), static_cast<size_t>(kJudgedPerRound));
     // Merits of the first round (one workload: 1 / median is FLOP/s up to a constant).
     std::vector<double> merits(kJudgedPerRound, -1);
