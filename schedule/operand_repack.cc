@@ -316,6 +316,49 @@ std::vector<Expr> OtherCoordinates(const RepackedOperand& r, size_t p, size_t q,
   return at;
 }
 
+// The frame of the tiled transposes (TiledRepack, VectorTiledRepack): 32 x 8 threads, one block
+// per 64 (p) x 64 (q) tile at one value of every other workspace dimension (block = ((rest index)
+// · tiles_p + tile along p) · tiles_q + tile along q), the tile in shared memory.
+constexpr int64_t kLanes = 32, kRows = 8, kTileP = 64, kTileQ = 64;
+struct TransposeFrame {
+  Expr tx, ty;
+  std::string tile;
+  Expr tp;               // the block's tile along p, 0 .. ceil(extent_p / 64) - 1
+  Expr q0;               // the workspace index of its tile's first element along q
+  std::vector<Expr> at;  // the workspace coordinates of the other dimensions (OtherCoordinates)
+  /// Both phases under the threads, the shared tile and the block loop.
+  std::function<ir::Stmt(ir::Stmt)> wrap;
+};
+
+// The frame for `extent_p` elements along p. The tile's rows are padded to an odd number of
+// 4-byte words: the write phase's lanes read down a column, one row each, and rows 2k and 2k + 1
+// of 2-byte elements padded by one shared a bank.
+TransposeFrame MakeTransposeFrame(const RepackedOperand& r, size_t p, int64_t extent_p,
+                                  const std::string& workspace,
+                                  const std::function<std::string(const std::string&)>& fresh) {
+  const size_t q = r.shape.size() - 1;
+  const int64_t pad = std::max<int64_t>(1, 4 / ir::BytesOf(r.dtype));
+  const int64_t tiles_p = (extent_p + kTileP - 1) / kTileP;
+  const int64_t tiles_q = (r.shape[q] + kTileQ - 1) / kTileQ;
+  const int64_t blocks = OtherExtent(r, p, q) * tiles_p * tiles_q;
+  const Expr blk = ir::MakeVar(fresh(workspace + ".block"));
+  TransposeFrame f;
+  f.tx = ir::MakeVar(fresh(workspace + ".tx"));
+  f.ty = ir::MakeVar(fresh(workspace + ".ty"));
+  f.tile = fresh(workspace + ".tile");
+  f.tp = (blk / C(tiles_q)) % C(tiles_p);
+  f.q0 = (blk % C(tiles_q)) * C(kTileQ);
+  f.at = OtherCoordinates(r, p, q, blk / C(tiles_q * tiles_p));
+  f.wrap = [=, tile = f.tile, tx = f.tx, ty = f.ty, dtype = r.dtype](ir::Stmt body) {
+    body = ir::ForNode::Make(ty, C(0), C(kRows), ir::ForKind::kThreadIdxY, body);
+    body = ir::ForNode::Make(tx, C(0), C(kLanes), ir::ForKind::kThreadIdxX, body);
+    body = ir::AllocateNode::Make({tile, dtype, {kTileQ, kTileP + pad}, ir::MemoryScope::kShared},
+                                  body);
+    return ir::ForNode::Make(blk, C(0), C(blocks), ir::ForKind::kBlockIdxX, body);
+  };
+  return f;
+}
+
 // A shared-memory tiled transpose: each block moves a tile of 64 (p) x 64 (q), where p is the
 // workspace dimension holding the source's innermost dimension and q the workspace's innermost,
 // at one value of every other dimension. The loads run along p (coalesced in the source), the
@@ -327,23 +370,10 @@ ir::Stmt TiledRepack(const RepackedOperand& r, const std::string& workspace,
                      const std::string& small_workspace, size_t p,
                      const std::function<std::string(const std::string&)>& fresh,
                      RepackValues values) {
-  constexpr int64_t kLanes = 32, kRows = 8, kTileP = 64, kTileQ = 64;
-  // Rows padded to an odd number of 4-byte words: the write phase's lanes read down a column,
-  // one row each, and rows 2k and 2k + 1 of 2-byte elements padded by one shared a bank.
-  const int64_t pad = std::max<int64_t>(1, 4 / ir::BytesOf(r.dtype));
-  const size_t dims = r.shape.size();
-  const size_t q = dims - 1;
-  const int64_t tiles_p = (r.shape[p] + kTileP - 1) / kTileP;
-  const int64_t tiles_q = (r.shape[q] + kTileQ - 1) / kTileQ;
-  const int64_t rest = OtherExtent(r, p, q);
-  const Expr blk = ir::MakeVar(fresh(workspace + ".block"));
-  const Expr tx = ir::MakeVar(fresh(workspace + ".tx"));
-  const Expr ty = ir::MakeVar(fresh(workspace + ".ty"));
-  const std::string tile = fresh(workspace + ".tile");
-  // blk = ((rest index) * tiles_p + tile along p) * tiles_q + tile along q.
-  const Expr q0 = (blk % C(tiles_q)) * C(kTileQ);
-  const Expr p0 = ((blk / C(tiles_q)) % C(tiles_p)) * C(kTileP);
-  std::vector<Expr> at = OtherCoordinates(r, p, q, blk / C(tiles_q * tiles_p));
+  const size_t q = r.shape.size() - 1;
+  const auto [tx, ty, tile, tp, q0, at, wrap] =
+      MakeTransposeFrame(r, p, r.shape[p], workspace, fresh);
+  const Expr p0 = tp * C(kTileP);
   // Phase 1: element (p0 + tx + 32h, q0 + ty + 8e) read into tile[ty + 8e][tx + 32h].
   const Expr h = ir::MakeVar(fresh(workspace + ".h"));
   const Expr e = ir::MakeVar(fresh(workspace + ".e"));
@@ -367,12 +397,7 @@ ir::Stmt TiledRepack(const RepackedOperand& r, const std::string& workspace,
   write = ir::IfThenElseNode::Make(out[p] < C(r.shape[p]) && out[q] < C(r.shape[q]), write);
   write = ir::ForNode::Make(e2, C(0), C(kTileP / kRows), ir::ForKind::kUnrolled, write);
   write = ir::ForNode::Make(h2, C(0), C(kTileQ / kLanes), ir::ForKind::kUnrolled, write);
-  ir::Stmt body = ir::SeqNode::Make({read, ir::BarrierNode::Make(), write});
-  body = ir::ForNode::Make(ty, C(0), C(kRows), ir::ForKind::kThreadIdxY, body);
-  body = ir::ForNode::Make(tx, C(0), C(kLanes), ir::ForKind::kThreadIdxX, body);
-  body = ir::AllocateNode::Make({tile, r.dtype, {kTileQ, kTileP + pad}, ir::MemoryScope::kShared},
-                                body);
-  return ir::ForNode::Make(blk, C(0), C(rest * tiles_p * tiles_q), ir::ForKind::kBlockIdxX, body);
+  return wrap(ir::SeqNode::Make({read, ir::BarrierNode::Make(), write}));
 }
 
 // The tiled transpose with 16-byte loads along the source's rows (VectorTiledRepack's
@@ -392,9 +417,8 @@ ir::Stmt VectorTiledRepack(const RepackedOperand& r, const std::string& workspac
                            const std::string& small_workspace, size_t p,
                            const std::function<std::string(const std::string&)>& fresh,
                            RepackValues values) {
-  constexpr int64_t kLanes = 32, kRows = 8, kThreads = kLanes * kRows, kTileP = 64, kTileQ = 64;
+  constexpr int64_t kThreads = kLanes * kRows;
   const int64_t vec = 16 / ir::BytesOf(r.dtype);
-  const int64_t pad = std::max<int64_t>(1, 4 / ir::BytesOf(r.dtype));
   const size_t dims = r.shape.size();
   const size_t q = dims - 1;
   const int src_p = r.order[p];
@@ -402,18 +426,9 @@ ir::Stmt VectorTiledRepack(const RepackedOperand& r, const std::string& workspac
   const int64_t off_p = r.offset[src_p];
   const int64_t right = r.shape[p] - off_p - src_ext;  // padding after the source's last
   const int64_t tiles_p = (src_ext + kTileP - 1) / kTileP;
-  const int64_t tiles_q = (r.shape[q] + kTileQ - 1) / kTileQ;
-  const int64_t rest = OtherExtent(r, p, q);
-  const Expr blk = ir::MakeVar(fresh(workspace + ".block"));
-  const Expr tx = ir::MakeVar(fresh(workspace + ".tx"));
-  const Expr ty = ir::MakeVar(fresh(workspace + ".ty"));
-  const std::string tile = fresh(workspace + ".tile");
-  const Expr tq = blk % C(tiles_q);
-  const Expr tp = (blk / C(tiles_q)) % C(tiles_p);
-  const Expr q0 = tq * C(kTileQ);
+  const auto [tx, ty, tile, tp, q0, at, wrap] = MakeTransposeFrame(r, p, src_ext, workspace, fresh);
   const Expr s0 = tp * C(kTileP);
-  // Workspace coordinates of the other dimensions, and whether they lie inside the source.
-  const std::vector<Expr> at = OtherCoordinates(r, p, q, blk / C(tiles_q * tiles_p));
+  // Whether the other dimensions' coordinates lie inside the source.
   Expr inside;
   for (size_t i = 0; i < dims; ++i) {
     if (i == p || i == q) continue;
@@ -505,12 +520,7 @@ ir::Stmt VectorTiledRepack(const RepackedOperand& r, const std::string& workspac
     zero = ir::IfThenElseNode::Make(ok, zero);
     seq.push_back(ir::ForNode::Make(h3, C(0), C(kTileQ / kLanes), ir::ForKind::kUnrolled, zero));
   }
-  ir::Stmt body = ir::SeqNode::Make(seq);
-  body = ir::ForNode::Make(ty, C(0), C(kRows), ir::ForKind::kThreadIdxY, body);
-  body = ir::ForNode::Make(tx, C(0), C(kLanes), ir::ForKind::kThreadIdxX, body);
-  body = ir::AllocateNode::Make({tile, r.dtype, {kTileQ, kTileP + pad}, ir::MemoryScope::kShared},
-                                body);
-  return ir::ForNode::Make(blk, C(0), C(rest * tiles_p * tiles_q), ir::ForKind::kBlockIdxX, body);
+  return wrap(ir::SeqNode::Make(seq));
 }
 
 // Whether VectorTiledRepack applies to `r` transposed along workspace dimension `p`: the

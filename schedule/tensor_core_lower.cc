@@ -690,17 +690,20 @@ struct Builder {
   }
 
   // `body(i)` for the block's tiles: once (tile_m and tile_n as set), or with `persistent` in a
-  // loop over the block's i-th tile, block + i·grid, whose tile_m and tile_n `body` sees (the
-  // last iteration guarded where the grid does not divide the tiles).
+  // loop over the block's i-th tile, block + i·grid, among the first `count` tiles (default: all),
+  // whose tile_m and tile_n `body` sees (the last iteration guarded where the grid does not
+  // divide them).
   absl::StatusOr<Stmt> OverTiles(const std::string& role,
-                                 const std::function<absl::StatusOr<Stmt>(const Expr& i)>& body) {
+                                 const std::function<absl::StatusOr<Stmt>(const Expr& i)>& body,
+                                 std::optional<int64_t> count = std::nullopt) {
     if (!persistent) return body(C(0));
+    const int64_t n = count.value_or(tiles);
     const Expr i = ir::MakeVar(k.fresh(op.name + "." + role + ".tile"));
     const Expr t = block + i * C(grid);
     // The block's tiles for `body` only (with a batch, batch-major: SetTile).
     ASSIGN_OR_RETURN(Stmt b, AtTile(t, [&] { return body(i); }));
-    if (tiles % grid != 0) b = ir::IfThenElseNode::Make(t < C(tiles), b);
-    return ir::ForNode::Make(i, C(0), C(CeilDiv(tiles, grid)), ForKind::kSerial, b);
+    if (n % grid != 0) b = ir::IfThenElseNode::Make(t < C(n), b);
+    return ir::ForNode::Make(i, C(0), C(CeilDiv(n, grid)), ForKind::kSerial, b);
   }
 
   // A block's unit of work for the warp-specialized loop: a block tile's k tiles k0 .. k0 + len
@@ -733,25 +736,20 @@ struct Builder {
   // under a guard that it exists. The ring's use count runs on over all of them.
   absl::StatusOr<Stmt> OverWork(const std::string& role,
                                 const std::function<absl::StatusOr<Stmt>(const WorkUnit&)>& body) {
-    if (!stream_k) {
-      return OverTiles(role, [&](const Expr& i) {
-        return body(WorkUnit{.i = i,
-                             .g0 = i * C(split_tiles),
-                             .len = C(split_tiles),
-                             .fixed = split_tiles,
-                             .done = i});
-      });
-    }
+    // Whole tiles: every k tile of the block's i-th (split_tiles = k_tiles under stream-k).
+    auto whole_tile = [&](const Expr& i) {
+      return body(WorkUnit{.i = i,
+                           .g0 = i * C(split_tiles),
+                           .len = C(split_tiles),
+                           .fixed = split_tiles,
+                           .done = i});
+    };
+    if (!stream_k) return OverTiles(role, whole_tile);
     std::vector<Stmt> seq;
     const int64_t waves = sk_whole / grid;
     if (waves > 0) {
-      const Expr i = ir::MakeVar(k.fresh(op.name + "." + role + ".tile"));
-      ASSIGN_OR_RETURN(
-          Stmt b, AtTile(block + i * C(grid), [&] {
-            return body(WorkUnit{
-                .i = i, .g0 = i * C(k_tiles), .len = C(k_tiles), .fixed = k_tiles, .done = i});
-          }));
-      seq.push_back(ir::ForNode::Make(i, C(0), C(waves), ForKind::kSerial, b));
+      ASSIGN_OR_RETURN(Stmt b, OverTiles(role, whole_tile, sk_whole));
+      seq.push_back(b);
     }
     // The block's range [start, end) of the split tiles' k tiles, and its first tile.
     const Expr start = block * C(sk_iters) / C(grid);

@@ -288,8 +288,7 @@ std::vector<TensorCoreStep> FittingVariants(std::vector<TensorCoreStep> candidat
 // (the fills, a producer warpgroup, persistent blocks, ping-pong consumers, multicast clusters,
 // stream-k).
 std::vector<TensorCoreStep> TmaVariants(const TensorCoreStep& t, const schedule::MatmulLike& mm,
-                                        const schedule::State& s, const Target& target,
-                                        int decision) {
+                                        const schedule::State& s, int decision) {
   std::vector<TensorCoreStep> candidates;
   switch (decision) {
     case 11:  // TMA fills or per-thread copies
@@ -325,18 +324,16 @@ std::vector<TensorCoreStep> TmaVariants(const TensorCoreStep& t, const schedule:
       if (t.multicast || MulticastFits(t, mm)) {
         TensorCoreStep c = t;
         c.multicast = !t.multicast;
-        if (c.multicast) c.stream_k = false;
         candidates.push_back(c);
       }
       break;
-    case 16:  // persistent blocks: the last waves' k tiles split between them (stream-k) or not
-      if (t.stream_k ||
-          (t.persistent && !t.pingpong && !t.multicast && StreamKSplits(t, mm, target))) {
-        TensorCoreStep c = t;
-        c.stream_k = !t.stream_k;
-        candidates.push_back(c);
-      }
+    case 16: {  // persistent blocks: the last waves' k tiles split between them (stream-k) or not
+      // (FittingVariants keeps stream-k only where it applies: elsewhere the toggle is `t` again.)
+      TensorCoreStep c = t;
+      c.stream_k = !t.stream_k;
+      candidates.push_back(c);
       break;
+    }
     default:
       break;
   }
@@ -476,7 +473,7 @@ std::vector<TensorCoreStep> TensorCoreStepVariants(const TensorCoreStep& t,
     case 14:
     case 15:
     case 16:
-      candidates = TmaVariants(t, mm, s, target, decision);
+      candidates = TmaVariants(t, mm, s, decision);
       break;
     default:
       break;
